@@ -1,0 +1,74 @@
+#include "common/flow_key.h"
+
+#include <algorithm>
+
+namespace gwlb {
+
+KeyedPacket makeFlowKey(const L4Tuple& t, StickinessMode mode, uint8_t group) noexcept {
+  KeyedPacket kp;
+  FlowKey& k = kp.key;
+  std::memset(&k, 0, sizeof k);
+  uint16_t sp = t.sport, dp = t.dport;
+  uint8_t proto = t.proto;
+  if (mode != StickinessMode::kFiveTuple) sp = dp = 0;
+  if (mode == StickinessMode::kTwoTuple) proto = 0;
+  int c = std::memcmp(t.src.b.data(), t.dst.b.data(), 16);
+  bool swap = c > 0 || (c == 0 && sp > dp);
+  const IpAddr& first = swap ? t.dst : t.src;
+  const IpAddr& second = swap ? t.src : t.dst;
+  std::memcpy(k.a, first.b.data(), 16);
+  std::memcpy(k.b, second.b.data(), 16);
+  k.port_a = swap ? dp : sp;
+  k.port_b = swap ? sp : dp;
+  k.proto = proto;
+  k.family = t.src.family;
+  k.group = group;
+  k.kind = KeyKind::kFlow;
+  kp.dir = swap ? 1 : 0;
+  return kp;
+}
+
+FlowKey makeFragmentKey(const L4Tuple& t, uint32_t frag_id, uint8_t group) noexcept {
+  FlowKey k;
+  std::memset(&k, 0, sizeof k);
+  std::memcpy(k.a, t.src.b.data(), 16);
+  std::memcpy(k.b, t.dst.b.data(), 16);
+  k.port_a = uint16_t(frag_id >> 16);
+  k.port_b = uint16_t(frag_id);
+  k.proto = t.proto;
+  k.family = t.src.family;
+  k.group = group;
+  k.kind = KeyKind::kFragment;
+  return k;
+}
+
+namespace {
+inline uint64_t mix64(uint64_t x) {
+  // splitmix64 finaliser: every input bit affects every output bit.
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+}  // namespace
+
+uint32_t flowHash(const void* key, uint32_t key_len, uint32_t seed) noexcept {
+  const uint8_t* p = static_cast<const uint8_t*>(key);
+  uint64_t h = 0x9e3779b97f4a7c15ULL ^ seed ^ key_len;
+  uint32_t i = 0;
+  for (; i + 8 <= key_len; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    h = mix64(h ^ w);
+  }
+  if (i < key_len) {
+    uint64_t w = 0;
+    std::memcpy(&w, p + i, key_len - i);
+    h = mix64(h ^ w);
+  }
+  return uint32_t(h ^ (h >> 32));
+}
+
+}  // namespace gwlb

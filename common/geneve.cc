@@ -1,0 +1,125 @@
+#include "common/geneve.h"
+
+#include <cstring>
+
+#include "common/checksum.h"
+#include "common/packet_parser.h"
+
+namespace gwlb {
+namespace {
+
+void wr64(uint8_t* p, uint64_t v) {
+  wr32(p, uint32_t(v >> 32));
+  wr32(p + 4, uint32_t(v));
+}
+uint64_t rd64(const uint8_t* p) { return (uint64_t(rd32(p)) << 32) | rd32(p + 4); }
+
+uint8_t* writeOption(uint8_t* p, uint8_t type, size_t data_len) {
+  wr16(p, kAwsOptionClass);
+  p[2] = type;              // not critical: appliances that skip it stay correct
+  p[3] = uint8_t(data_len / 4);
+  return p + 4;
+}
+
+}  // namespace
+
+void writeEncap(uint8_t* f, size_t payload_len, const EncapParams& p) noexcept {
+  size_t geneve_len = kGeneveBaseLen + (p.aws_options ? kAwsOptionsLen : 0);
+  size_t udp_len = 8 + geneve_len + payload_len;
+  size_t ip_len = 20 + udp_len;
+
+  // Ethernet
+  std::memcpy(f, p.dst_mac.b.data(), 6);
+  std::memcpy(f + 6, p.src_mac.b.data(), 6);
+  wr16(f + 12, kEtherTypeIpv4);
+
+  // IPv4: DF set so the underlay never fragments; id 0 is allowed with DF (RFC 6864).
+  uint8_t* ip = f + 14;
+  ip[0] = 0x45;
+  ip[1] = 0;
+  wr16(ip + 2, uint16_t(ip_len));
+  wr16(ip + 4, 0);
+  wr16(ip + 6, 0x4000);
+  ip[8] = 64;
+  ip[9] = kProtoUdp;
+  wr16(ip + 10, 0);
+  wr32(ip + 12, p.src_ip);
+  wr32(ip + 16, p.dst_ip);
+  wr16(ip + 10, inetChecksum(ip, 20));
+
+  // UDP
+  uint8_t* udp = ip + 20;
+  wr16(udp, p.udp_sport);
+  wr16(udp + 2, kGenevePort);
+  wr16(udp + 4, uint16_t(udp_len));
+  wr16(udp + 6, 0);
+
+  // Geneve
+  uint8_t* g = udp + 8;
+  g[0] = uint8_t((geneve_len - kGeneveBaseLen) / 4);  // version 0, opt len in words
+  g[1] = 0;                                           // O = 0, C = 0: no critical options
+  wr16(g + 2, p.protocol);
+  wr32(g + 4, (p.vni & 0xFFFFFF) << 8);
+  if (p.aws_options) {
+    uint8_t* o = g + kGeneveBaseLen;
+    o = writeOption(o, kAwsOptEndpointId, 8);
+    wr64(o, p.endpoint_id);
+    o = writeOption(o + 8, kAwsOptAttachmentId, 8);
+    wr64(o, p.attachment_id);
+    o = writeOption(o + 8, kAwsOptFlowCookie, 4);
+    wr32(o, p.cookie);
+  }
+
+  // UDP checksum over the pseudo-header, UDP header and everything after it.
+  uint32_t sum = csumAdd(0, ip + 12, 8);
+  sum += kProtoUdp;
+  sum += uint32_t(udp_len);
+  sum = csumAdd(sum, udp, udp_len);
+  uint16_t c = csumFold(sum);
+  wr16(udp + 6, c == 0 ? 0xFFFF : c);
+}
+
+GeneveStatus parseGeneve(const uint8_t* p, size_t len, GeneveInfo& out, Counter& drop) noexcept {
+  out = GeneveInfo{};
+  if (len < kGeneveBaseLen) return drop = Counter::drop_geneve_truncated, GeneveStatus::kDrop;
+  out.version = p[0] >> 6;
+  if (out.version != 0) return drop = Counter::drop_geneve_bad_version, GeneveStatus::kDrop;
+  size_t opt_len = size_t(p[0] & 0x3F) * 4;
+  out.oam = p[1] & 0x80;
+  out.critical = p[1] & 0x40;
+  out.protocol = rd16(p + 2);
+  out.vni = rd32(p + 4) >> 8;
+  out.header_len = kGeneveBaseLen + opt_len;
+  if (out.header_len > len) return drop = Counter::drop_geneve_truncated, GeneveStatus::kDrop;
+  if (out.oam) return GeneveStatus::kControl;
+
+  // Walk every option: each must fit in the option area; unknown critical ones
+  // make the packet undeliverable (RFC 8926 section 3.5).
+  const uint8_t* o = p + kGeneveBaseLen;
+  const uint8_t* end = o + opt_len;
+  while (o < end) {
+    if (end - o < 4) return drop = Counter::drop_geneve_bad_option, GeneveStatus::kDrop;
+    uint16_t cls = rd16(o);
+    uint8_t type = o[2];
+    size_t dlen = size_t(o[3] & 0x1F) * 4;
+    const uint8_t* d = o + 4;
+    if (dlen > size_t(end - d)) return drop = Counter::drop_geneve_bad_option, GeneveStatus::kDrop;
+    bool known = false;
+    if (cls == kAwsOptionClass) {
+      uint8_t t = type & 0x7F;
+      if (t == kAwsOptEndpointId && dlen == 8) {
+        out.has_endpoint_id = true, out.endpoint_id = rd64(d), known = true;
+      } else if (t == kAwsOptAttachmentId && dlen == 8) {
+        out.has_attachment_id = true, out.attachment_id = rd64(d), known = true;
+      } else if (t == kAwsOptFlowCookie && dlen == 4) {
+        out.has_cookie = true, out.cookie = rd32(d), known = true;
+      }
+    }
+    if (!known && (type & 0x80))
+      return drop = Counter::drop_geneve_unknown_critical_option, GeneveStatus::kDrop;
+    o = d + dlen;
+  }
+  return GeneveStatus::kOk;
+}
+
+}  // namespace gwlb

@@ -1,0 +1,85 @@
+// Geneve (RFC 8926) as a gateway load balancer speaks it. Pure code: the
+// encapsulation writer and the validator of what appliances send back.
+//
+//  Geneve header (8 bytes + options):
+//   0                   1                   2                   3
+//   0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+//  +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//  |Ver|  Opt Len  |O|C|    Rsvd.  |          Protocol Type        |
+//  +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//  |        Virtual Network Identifier (VNI)       |    Reserved   |
+//  +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//  |                    Variable-Length Options                    |
+//
+//  Option: | Option Class (16) | Type (8) |R|R|R| Length (5) | data (Length x 4 B) |
+//  Type's high bit = critical.
+//
+// aws format: protocol 0x0800/0x86DD (inner L3), three class-0x0108 options:
+// type 1 endpoint ID (8 B), type 2 attachment ID (8 B), type 3 flow cookie (4 B).
+// ethernet format: protocol 0x6558, inner Ethernet frame, no options.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/counters.h"
+#include "common/net_types.h"
+
+namespace gwlb {
+
+inline constexpr uint16_t kGenevePort = 6081;
+inline constexpr uint16_t kAwsOptionClass = 0x0108;
+inline constexpr uint8_t kAwsOptEndpointId = 1;
+inline constexpr uint8_t kAwsOptAttachmentId = 2;
+inline constexpr uint8_t kAwsOptFlowCookie = 3;
+inline constexpr size_t kGeneveBaseLen = 8;
+inline constexpr size_t kAwsOptionsLen = 32;  // (4+8) + (4+8) + (4+4)
+inline constexpr size_t kOuterL2L3L4Len = 14 + 20 + 8;
+inline constexpr size_t kMaxGeneveOptionsLen = 252;
+
+// Bytes the writer puts in front of the payload.
+inline constexpr size_t encapHeaderLen(bool aws_options) noexcept {
+  return kOuterL2L3L4Len + kGeneveBaseLen + (aws_options ? kAwsOptionsLen : 0);
+}
+
+struct EncapParams {
+  MacAddr src_mac, dst_mac;
+  uint32_t src_ip = 0, dst_ip = 0;  // host order
+  uint16_t udp_sport = 0;
+  uint32_t vni = 0;
+  uint16_t protocol = 0;            // 0x0800, 0x86DD or 0x6558
+  bool aws_options = false;
+  uint64_t endpoint_id = 0, attachment_id = 0;
+  uint32_t cookie = 0;
+};
+
+// Writes outer Ethernet / IPv4 (DF, TTL 64, checksum) / UDP (to 6081, checksum)
+// / Geneve (+ aws options) into frame[0 .. encapHeaderLen()), in front of the
+// payload_len bytes that already follow it. Never fails: sizes are the caller's.
+void writeEncap(uint8_t* frame, size_t payload_len, const EncapParams& p) noexcept;
+
+// UDP source port for a flow: constant per flow, spread over 49152..65535.
+inline uint16_t geneveSourcePort(uint32_t flow_hash) noexcept {
+  return uint16_t(49152u + (flow_hash % 16384u));
+}
+
+struct GeneveInfo {
+  uint8_t version = 0;
+  bool oam = false;
+  bool critical = false;
+  uint16_t protocol = 0;
+  uint32_t vni = 0;
+  size_t header_len = 0;  // 8 + options
+  bool has_cookie = false, has_endpoint_id = false, has_attachment_id = false;
+  uint32_t cookie = 0;
+  uint64_t endpoint_id = 0, attachment_id = 0;
+};
+
+enum class GeneveStatus : uint8_t { kOk, kControl, kDrop };
+
+// Validates the Geneve header at p[0..len) (the UDP payload). kControl: an
+// O-bit packet (counted, not forwarded). kDrop: `drop` says why (version,
+// truncation, option lengths, unknown critical option).
+GeneveStatus parseGeneve(const uint8_t* p, size_t len, GeneveInfo& out, Counter& drop) noexcept;
+
+}  // namespace gwlb

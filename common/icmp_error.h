@@ -1,0 +1,23 @@
+// Builds ICMPv4 "fragmentation needed" / ICMPv6 "packet too big" in place of a
+// packet that is too large for the underlay after encapsulation. Pure code.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/packet_parser.h"
+
+namespace gwlb {
+
+// Rewrites frame[0..len) (an Ethernet frame parsed into `pkt`) into the ICMP
+// error answering it, addressed back to the packet's source through the
+// neighbour it came from (MACs swapped, same VLAN). `mtu` is the largest inner
+// IP packet that fits. `v4_src` (host order) is the IPv4 source of the error;
+// an IPv6 error is sent from the packet's own destination address (the
+// gateway has no IPv6 address of its own).
+// Returns the new frame length (<= len), or 0 when no error may be sent
+// (IPv4 without DF, an ICMP error itself, a non-first fragment).
+size_t buildTooBig(uint8_t* frame, size_t len, const ParsedPacket& pkt, uint32_t mtu,
+                   uint32_t v4_src) noexcept;
+
+}  // namespace gwlb

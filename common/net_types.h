@@ -1,0 +1,60 @@
+// Plain value types for addresses, shared by control and dataplane.
+// Pure code: no DPDK, no Asio, no allocation except in the string helpers.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace gwlb {
+
+struct MacAddr {
+  std::array<uint8_t, 6> b{};
+
+  // Parses "02:00:00:00:00:01" (case-insensitive, ':' or '-'). Never throws.
+  static std::optional<MacAddr> parse(std::string_view s);
+  std::string str() const;
+  bool isZero() const { return b == std::array<uint8_t, 6>{}; }
+  bool operator==(const MacAddr&) const = default;
+};
+
+// An IPv4 or IPv6 address in network byte order. IPv4 lives in bytes 0..3,
+// the rest stays zero, so two IpAddr compare equal iff family and bytes match.
+struct IpAddr {
+  uint8_t family = 0;  // 0 = unset, 4 or 6
+  std::array<uint8_t, 16> b{};
+
+  static IpAddr v4(const uint8_t* p) {
+    IpAddr a;
+    a.family = 4;
+    std::memcpy(a.b.data(), p, 4);
+    return a;
+  }
+  static IpAddr v6(const uint8_t* p) {
+    IpAddr a;
+    a.family = 6;
+    std::memcpy(a.b.data(), p, 16);
+    return a;
+  }
+  // Host-order IPv4 value, e.g. 0xC0000201 for 192.0.2.1.
+  static IpAddr v4(uint32_t host_order) {
+    uint8_t p[4] = {uint8_t(host_order >> 24), uint8_t(host_order >> 16),
+                    uint8_t(host_order >> 8), uint8_t(host_order)};
+    return v4(p);
+  }
+  uint32_t v4HostOrder() const {
+    return (uint32_t(b[0]) << 24) | (uint32_t(b[1]) << 16) | (uint32_t(b[2]) << 8) | b[3];
+  }
+  bool isV4() const { return family == 4; }
+  bool isV6() const { return family == 6; }
+
+  // Parses dotted IPv4 or RFC 4291 IPv6 text. Never throws.
+  static std::optional<IpAddr> parse(std::string_view s);
+  std::string str() const;
+  bool operator==(const IpAddr&) const = default;
+};
+
+}  // namespace gwlb

@@ -1,0 +1,858 @@
+// gwlbd configuration: YAML loader and validator. See docs/config.md.
+//
+// parseConfig() walks the YAML tree and reports shape and type errors (unknown
+// keys, wrong node kinds, values that do not parse or do not fit), then calls
+// validateConfig() for range and cross-field rules. Paths whose value failed to
+// parse are remembered so that validateConfig() does not report them a second
+// time (for example "required" on an address that was present but malformed).
+
+#include "control/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <initializer_list>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+
+#include "common/maglev.h"
+
+namespace gwlb::ctl {
+
+const char* toString(Stickiness s) {
+  switch (s) {
+    case Stickiness::kFiveTuple: return "5-tuple";
+    case Stickiness::kThreeTuple: return "3-tuple";
+    case Stickiness::kTwoTuple: return "2-tuple";
+  }
+  return "?";
+}
+
+const char* toString(GeneveFormat f) {
+  switch (f) {
+    case GeneveFormat::kAws: return "aws";
+    case GeneveFormat::kEthernet: return "ethernet";
+  }
+  return "?";
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// Rules shared by the parser and the validator.
+
+struct Range {
+  uint64_t lo;
+  uint64_t hi;
+  bool hex = false;  // print bounds in hex
+};
+
+constexpr Range kWeightRange{0, 10000};
+constexpr Range kVniRange{0, 0xFFFFFF, true};
+constexpr Range kU64Range{0, std::numeric_limits<uint64_t>::max(), true};
+constexpr Range kMaglevRange{251, 1000003};
+constexpr Range kIdleRange{60, 6000};
+constexpr Range kPortRange{0, 65535};
+constexpr Range kMtuRange{576, 9216};
+constexpr Range kIcmpRateRange{0, 100000};
+constexpr Range kWorkersRange{1, 64};
+constexpr Range kBurstRange{1, 256};
+constexpr Range kFlowTableRange{1024, 1u << 27};
+constexpr Range kMbufsRange{1024, 1u << 24};
+constexpr Range kQueueRange{64, 16384};
+constexpr size_t kMaxGroups = 64;
+constexpr size_t kMaxServers = 4096;
+constexpr size_t kMaxNameLen = 63;
+
+constexpr std::array<const char*, 7> kLogLevels = {"trace", "debug", "info",    "warn",
+                                                   "error", "critical", "off"};
+
+std::string hexStr(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string numStr(uint64_t v, bool hex) { return hex ? hexStr(v) : std::to_string(v); }
+
+std::string rangeText(const Range& r) { return numStr(r.lo, r.hex) + ".." + numStr(r.hi, r.hex); }
+
+// Quotes a user-supplied value for a message, shortening very long ones.
+std::string quote(std::string_view s) {
+  constexpr size_t kMax = 64;
+  std::string out = "'";
+  for (size_t i = 0; i < s.size() && i < kMax; ++i) {
+    char c = s[i];
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (static_cast<unsigned char>(c) < 0x20) out += '?';
+    else out += c;
+  }
+  if (s.size() > kMax) out += "...";
+  out += "'";
+  return out;
+}
+
+std::string outOfRange(const std::string& quoted, const Range& r, const char* unit = "") {
+  return quoted + " is out of range; allowed " + rangeText(r) + unit;
+}
+
+bool validGroupName(const std::string& n) {
+  if (n.empty() || n.size() > kMaxNameLen) return false;
+  for (char c : n) {
+    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool validLogLevel(const std::string& s) {
+  return std::any_of(kLogLevels.begin(), kLogLevels.end(), [&](const char* l) { return s == l; });
+}
+
+std::string logLevelList() {
+  std::string out;
+  for (const char* l : kLogLevels) {
+    if (!out.empty()) out += ", ";
+    out += l;
+  }
+  return out;
+}
+
+// Smallest prime >= n, or 0 if there is none up to the allowed maximum.
+uint32_t nextPrime(uint32_t n) {
+  for (uint64_t p = n; p <= kMaglevRange.hi; ++p) {
+    if (isPrime(static_cast<uint32_t>(p))) return static_cast<uint32_t>(p);
+  }
+  return 0;
+}
+
+using AddrKey = std::pair<uint8_t, std::array<uint8_t, 16>>;
+
+// ---------------------------------------------------------------------------
+// Validator.
+
+class Validator {
+ public:
+  explicit Validator(std::vector<ConfigError>& e) : errs_(e) {}
+
+  void run(const Config& c) {
+    node(c.node);
+    groups(c);
+    dataplane(c.dataplane);
+    if (!validLogLevel(c.log_level)) {
+      add("log_level", quote(c.log_level) + " is not a log level; allowed: " + logLevelList());
+    }
+  }
+
+ private:
+  void add(std::string path, std::string msg) {
+    errs_.push_back({std::move(path), std::move(msg)});
+  }
+
+  void range(const std::string& path, uint64_t v, const Range& r, const char* unit = "") {
+    if (v < r.lo || v > r.hi) add(path, outOfRange(quote(numStr(v, r.hex)), r, unit));
+  }
+
+  void unicastMac(const std::string& path, const MacAddr& m, bool required) {
+    if (m.isZero()) {
+      add(path, std::string(required ? "is required: " : "") +
+                    "'00:00:00:00:00:00' is not usable; set a non-zero unicast MAC address");
+    } else if (m.b[0] & 1) {
+      add(path, quote(m.str()) + " is a multicast/broadcast MAC address; it must be unicast");
+    }
+  }
+
+  // Checks an address that must be a usable IPv4 unicast address. Returns
+  // false when it is unset or not IPv4 (already reported).
+  bool ipv4Unicast(const std::string& path, const IpAddr& a, const char* what) {
+    if (a.family == 0) {
+      add(path, std::string("is required: set ") + what);
+      return false;
+    }
+    if (a.isV6()) {
+      add(path, quote(a.str()) + " is IPv6; IPv6 underlay is not supported yet, use an IPv4 address");
+      return false;
+    }
+    if (!a.isV4()) {
+      add(path, "has an invalid address family " + std::to_string(a.family));
+      return false;
+    }
+    uint32_t v = a.v4HostOrder();
+    if (v == 0) {
+      add(path, "'0.0.0.0' is not a usable address; use a unicast IPv4 address");
+    } else if (v == 0xFFFFFFFFu) {
+      add(path, "'255.255.255.255' is the broadcast address; use a unicast IPv4 address");
+    } else if ((v >> 28) == 0xE) {
+      add(path, quote(a.str()) + " is a multicast address; use a unicast IPv4 address");
+    }
+    return true;
+  }
+
+  void node(const NodeConfig& n) {
+    ipv4Unicast("node.underlay_ip", n.underlay_ip, "this node's IPv4 address on the underlay");
+    unicastMac("node.underlay_mac", n.underlay_mac, true);
+    if (n.gateway_mac) unicastMac("node.gateway_mac", *n.gateway_mac, false);
+    range("node.underlay_mtu", n.underlay_mtu, kMtuRange);
+    range("node.icmp_rate_per_s", n.icmp_rate_per_s, kIcmpRateRange);
+  }
+
+  void groups(const Config& c) {
+    if (c.server_groups.empty()) {
+      add("server_groups", "at least one server group is required");
+    } else if (c.server_groups.size() > kMaxGroups) {
+      add("server_groups", "has " + std::to_string(c.server_groups.size()) +
+                               " groups; allowed 1.." + std::to_string(kMaxGroups));
+    }
+
+    std::map<std::string, size_t> names;
+    // address -> (group index, server index)
+    std::map<AddrKey, std::pair<size_t, size_t>> addrs;
+
+    for (size_t gi = 0; gi < c.server_groups.size(); ++gi) {
+      const ServerGroupConfig& g = c.server_groups[gi];
+      const std::string gp = "server_groups[" + std::to_string(gi) + "]";
+
+      if (g.name.empty()) {
+        add(gp + ".name", "is required: a name of 1..63 characters from A-Z a-z 0-9 _ . -");
+      } else if (!validGroupName(g.name)) {
+        add(gp + ".name", quote(g.name) +
+                              " is not a valid group name; use 1..63 characters from A-Z a-z "
+                              "0-9 _ . -");
+      } else {
+        auto [it, inserted] = names.emplace(g.name, gi);
+        if (!inserted) {
+          add(gp + ".name", quote(g.name) + " is already the name of server_groups[" +
+                                std::to_string(it->second) + "]; group names must be unique");
+        }
+      }
+
+      range(gp + ".geneve.vni", g.geneve.vni, kVniRange);
+      range(gp + ".tcp_idle_timeout", g.tcp_idle_timeout_s, kIdleRange, " seconds");
+      range(gp + ".other_idle_timeout", g.other_idle_timeout_s, kIdleRange, " seconds");
+
+      const std::string mp = gp + ".maglev_table_size";
+      const uint32_t ts = g.maglev_table_size;
+      if (ts < kMaglevRange.lo || ts > kMaglevRange.hi) {
+        add(mp, quote(std::to_string(ts)) + " is out of range; allowed a prime in " +
+                    rangeText(kMaglevRange));
+      } else if (!isPrime(ts)) {
+        std::string msg = quote(std::to_string(ts)) + " is not prime; the table size must be a prime in " +
+                          rangeText(kMaglevRange);
+        if (uint32_t p = nextPrime(ts)) msg += " (next prime: " + std::to_string(p) + ")";
+        add(mp, msg);
+      } else if (ts <= g.servers.size()) {
+        add(mp, quote(std::to_string(ts)) + " must be greater than the number of servers (" +
+                    std::to_string(g.servers.size()) + "); at least 100 times as many is advised");
+      }
+
+      const std::string sp = gp + ".servers";
+      if (g.servers.empty()) {
+        add(sp, "has no servers; allowed 1.." + std::to_string(kMaxServers));
+      } else if (g.servers.size() > kMaxServers) {
+        add(sp, "has " + std::to_string(g.servers.size()) + " servers; allowed 1.." +
+                    std::to_string(kMaxServers));
+      }
+
+      bool any_weight = false;
+      for (size_t si = 0; si < g.servers.size(); ++si) {
+        const ServerConfig& s = g.servers[si];
+        const std::string p = sp + "[" + std::to_string(si) + "]";
+        if (s.weight > 0) any_weight = true;
+        range(p + ".weight", s.weight, kWeightRange);
+        if (s.mac) unicastMac(p + ".mac", *s.mac, false);
+
+        const std::string ap = p + ".address";
+        if (!ipv4Unicast(ap, s.address, "the appliance's IPv4 address")) continue;
+        if (s.address == c.node.underlay_ip) {
+          add(ap, quote(s.address.str()) +
+                      " is node.underlay_ip; a server cannot have this node's own address");
+          continue;
+        }
+        auto [it, inserted] = addrs.emplace(AddrKey{s.address.family, s.address.b},
+                                            std::make_pair(gi, si));
+        if (inserted) continue;
+        const auto [ogi, osi] = it->second;
+        const std::string other =
+            "server_groups[" + std::to_string(ogi) + "].servers[" + std::to_string(osi) + "]";
+        if (ogi == gi) {
+          add(ap, quote(s.address.str()) + " is listed twice in this group (also " + other +
+                      "); server addresses must be unique");
+        } else {
+          add(ap, quote(s.address.str()) + " is already in server group " +
+                      quote(c.server_groups[ogi].name) + " (" + other +
+                      "); an appliance address can be in at most one server group");
+        }
+      }
+      if (!g.servers.empty() && !any_weight) {
+        add(sp, "every server has weight 0; at least one server needs weight > 0");
+      }
+    }
+  }
+
+  void dataplane(const DataplaneConfig& d) {
+    range("dataplane.workers", d.workers, kWorkersRange);
+    range("dataplane.burst", d.burst, kBurstRange);
+    range("dataplane.flow_table_size", d.flow_table_size, kFlowTableRange);
+    range("dataplane.mbufs", d.mbufs, kMbufsRange);
+    range("dataplane.rx_queue_size", d.rx_queue_size, kQueueRange);
+    range("dataplane.tx_queue_size", d.tx_queue_size, kQueueRange);
+  }
+
+  std::vector<ConfigError>& errs_;
+};
+
+// ---------------------------------------------------------------------------
+// Parser: YAML tree -> Config, reporting shape and type errors.
+
+size_t editDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+const char* kindOf(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Null: return "no value";
+    case YAML::NodeType::Scalar: return "a scalar";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Map: return "a map";
+    case YAML::NodeType::Undefined: break;
+  }
+  return "nothing";
+}
+
+std::string join(const std::string& path, std::string_view key) {
+  if (path.empty()) return std::string(key);
+  return path + "." + std::string(key);
+}
+
+std::string index(const std::string& path, size_t i) {
+  return path + "[" + std::to_string(i) + "]";
+}
+
+using Keys = std::initializer_list<std::string_view>;
+
+class Parser {
+ public:
+  explicit Parser(std::vector<ConfigError>& e) : errs_(e) {}
+
+  void root(const YAML::Node& n, Config& c) {
+    if (!n.IsMap()) {
+      fail("", std::string("the top level must be a map with keys node, server_groups, ...; got ") +
+                   kindOf(n));
+      return;
+    }
+    walkMap(n, "", {"node", "server_groups", "dataplane", "eal", "log_level"},
+            {"node", "server_groups"},
+            [&](std::string_view k, const YAML::Node& v, const std::string& p) {
+              if (k == "node") node(v, p, c.node);
+              else if (k == "server_groups") groups(v, p, c.server_groups);
+              else if (k == "dataplane") dataplane(v, p, c.dataplane);
+              else if (k == "eal") eal(v, p, c.eal_args);
+              else if (k == "log_level") str(v, p, "a log level", c.log_level);
+            });
+  }
+
+  // Position of `path` in the document, or of its nearest ancestor that has
+  // one; (-1, -1) for the document itself.
+  std::pair<int, int> positionOf(std::string path) const {
+    while (!path.empty()) {
+      auto it = lines_.find(path);
+      if (it != lines_.end()) return it->second;
+      size_t cut = path.find_last_of(".[");
+      path.resize(cut == std::string::npos ? 0 : cut);
+    }
+    return {-1, -1};
+  }
+
+  // Sorts errors[from..] into document order (stable for equal lines).
+  void sortByLine(std::vector<ConfigError>& errors, size_t from) const {
+    std::vector<std::pair<std::pair<int, int>, ConfigError>> keyed;
+    keyed.reserve(errors.size() - from);
+    for (size_t i = from; i < errors.size(); ++i) {
+      keyed.emplace_back(positionOf(errors[i].path), std::move(errors[i]));
+    }
+    std::stable_sort(keyed.begin(), keyed.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (size_t i = 0; i < keyed.size(); ++i) errors[from + i] = std::move(keyed[i].second);
+  }
+
+  // True if `path` is, or is inside, a value that already failed to parse.
+  bool suppressed(const std::string& path) const {
+    for (const std::string& s : suppressed_) {
+      if (s.empty()) return true;
+      if (path.size() < s.size() || path.compare(0, s.size(), s) != 0) continue;
+      if (path.size() == s.size() || path[s.size()] == '.' || path[s.size()] == '[') return true;
+    }
+    return false;
+  }
+
+ private:
+  using Handler =
+      std::function<void(std::string_view key, const YAML::Node& value, const std::string& path)>;
+
+  void error(std::string path, std::string msg) {
+    errs_.push_back({std::move(path), std::move(msg)});
+  }
+  void fail(const std::string& path, std::string msg) {
+    error(path, std::move(msg));
+    suppressed_.push_back(path);
+  }
+
+  // Walks a map section: rejects non-map values, non-string, duplicate and
+  // unknown keys; reports missing required keys. A null value is an empty map.
+  void walkMap(const YAML::Node& n, const std::string& path, Keys allowed, Keys required,
+               const Handler& h) {
+    if (!n.IsNull() && !n.IsMap()) {
+      std::string keys;
+      for (std::string_view k : allowed) keys += (keys.empty() ? "" : ", ") + std::string(k);
+      fail(path, std::string("expected a map with keys ") + keys + "; got " + kindOf(n) +
+                     (n.IsScalar() ? " " + quote(n.Scalar()) : std::string()));
+      return;
+    }
+    std::vector<std::string> seen;
+    if (n.IsMap()) {
+      for (const auto& kv : n) {
+        const YAML::Node& key = kv.first;
+        if (!key.IsScalar()) {
+          error(path, std::string("map keys must be plain strings; got ") + kindOf(key));
+          continue;
+        }
+        const std::string& k = key.Scalar();
+        const std::string kp = join(path, k);
+        if (std::find(seen.begin(), seen.end(), k) != seen.end()) {
+          fail(kp, "duplicate key " + quote(k));
+          continue;
+        }
+        seen.push_back(k);
+        noteLine(kp, key);
+        if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
+          error(kp, unknownKey(k, allowed));
+          continue;
+        }
+        h(k, kv.second, kp);
+      }
+    }
+    for (std::string_view r : required) {
+      if (std::find(seen.begin(), seen.end(), r) == seen.end()) {
+        fail(join(path, r), "required key is missing");
+      }
+    }
+  }
+
+  static std::string unknownKey(const std::string& k, Keys allowed) {
+    std::string msg = "unknown key " + quote(k);
+    std::string_view best;
+    size_t best_d = 3;  // suggest only close matches
+    for (std::string_view a : allowed) {
+      size_t d = editDistance(k, a);
+      if (d < best_d) {
+        best_d = d;
+        best = a;
+      }
+    }
+    if (!best.empty()) return msg + "; did you mean '" + std::string(best) + "'?";
+    msg += "; allowed keys: ";
+    bool first = true;
+    for (std::string_view a : allowed) {
+      if (!first) msg += ", ";
+      msg += a;
+      first = false;
+    }
+    return msg;
+  }
+
+  // Returns the scalar text, or nullptr after reporting a wrong node kind.
+  const std::string* scalar(const YAML::Node& n, const std::string& path, const std::string& what) {
+    if (n.IsScalar()) return &n.Scalar();
+    if (n.IsNull()) {
+      fail(path, "has no value; expected " + what);
+    } else {
+      fail(path, "expected " + what + ", got " + kindOf(n));
+    }
+    return nullptr;
+  }
+
+  // Parses decimal or 0x-hex text. Returns false with `msg` set on error.
+  static bool parseUnsigned(const std::string& s, const Range& r, uint64_t& v, std::string& msg) {
+    const std::string expect = "expected an integer in " + rangeText(r) + " (decimal or 0x hex)";
+    std::string_view t = s;
+    if (!t.empty() && t[0] == '-') {
+      bool digits = t.size() > 1 && std::all_of(t.begin() + 1, t.end(), [](char c) {
+                      return c >= '0' && c <= '9';
+                    });
+      msg = quote(s) + (digits ? " is negative; allowed " + rangeText(r)
+                               : " is not a number; " + expect);
+      return false;
+    }
+    unsigned base = 10;
+    if (t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X')) {
+      base = 16;
+      t.remove_prefix(2);
+    }
+    if (t.empty()) {
+      msg = quote(s) + " is not a number; " + expect;
+      return false;
+    }
+    uint64_t acc = 0;
+    bool overflow = false;
+    for (char c : t) {
+      unsigned d;
+      if (c >= '0' && c <= '9') d = unsigned(c - '0');
+      else if (base == 16 && c >= 'a' && c <= 'f') d = unsigned(c - 'a' + 10);
+      else if (base == 16 && c >= 'A' && c <= 'F') d = unsigned(c - 'A' + 10);
+      else {
+        msg = quote(s) + " is not " + (base == 16 ? "a hex number; " : "a number; ") + expect;
+        return false;
+      }
+      if (acc > (std::numeric_limits<uint64_t>::max() - d) / base) overflow = true;
+      else acc = acc * base + d;
+    }
+    if (overflow || acc < r.lo || acc > r.hi) {
+      msg = outOfRange(quote(s), r);
+      return false;
+    }
+    v = acc;
+    return true;
+  }
+
+  template <typename T>
+  void integer(const YAML::Node& n, const std::string& path, const Range& r, T& out) {
+    static_assert(std::is_unsigned_v<T>);
+    const std::string* s = scalar(n, path, "an integer in " + rangeText(r));
+    if (!s) return;
+    uint64_t v = 0;
+    std::string msg;
+    if (!parseUnsigned(*s, r, v, msg)) {
+      fail(path, msg);
+      return;
+    }
+    if (v > std::numeric_limits<T>::max()) {  // a Range wider than T: a bug here
+      fail(path, outOfRange(quote(*s), r));
+      return;
+    }
+    out = static_cast<T>(v);
+  }
+
+  // Integer seconds, or a number followed by s, m or h.
+  void duration(const YAML::Node& n, const std::string& path, uint32_t& out) {
+    const std::string range_text = rangeText(kIdleRange) + " seconds";
+    const std::string* s = scalar(n, path, "a duration in " + range_text);
+    if (!s) return;
+    std::string_view t = *s;
+    uint64_t mult = 1;
+    if (!t.empty()) {
+      switch (t.back()) {
+        case 's': mult = 1; t.remove_suffix(1); break;
+        case 'm': mult = 60; t.remove_suffix(1); break;
+        case 'h': mult = 3600; t.remove_suffix(1); break;
+        default: break;
+      }
+    }
+    bool digits = !t.empty() &&
+                  std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits) {
+      bool neg = !t.empty() && t[0] == '-';
+      fail(path, quote(*s) + (neg ? " is negative" : " is not a duration") +
+                     "; use seconds (350) or a number with unit s, m or h (350s, 6m, 1h) in " +
+                     range_text);
+      return;
+    }
+    uint64_t v = kIdleRange.hi + 1;  // anything over 9 digits is out of range
+    if (t.size() <= 9) {
+      v = 0;
+      for (char c : t) v = v * 10 + uint64_t(c - '0');
+      v *= mult;
+    }
+    if (v < kIdleRange.lo || v > kIdleRange.hi) {
+      std::string q = quote(*s);
+      if (mult != 1 || s->back() == 's') q += " (" + std::to_string(v) + " s)";
+      fail(path, outOfRange(q, kIdleRange, " seconds"));
+      return;
+    }
+    out = static_cast<uint32_t>(v);
+  }
+
+  void str(const YAML::Node& n, const std::string& path, const std::string& what,
+           std::string& out) {
+    if (const std::string* s = scalar(n, path, what)) out = *s;
+  }
+
+  void ip(const YAML::Node& n, const std::string& path, IpAddr& out) {
+    const std::string* s = scalar(n, path, "an IPv4 address");
+    if (!s) return;
+    if (auto a = IpAddr::parse(*s)) {
+      out = *a;
+    } else {
+      fail(path, quote(*s) + " is not an IP address; expected IPv4 like 192.0.2.10");
+    }
+  }
+
+  void mac(const YAML::Node& n, const std::string& path, MacAddr& out) {
+    const std::string* s = scalar(n, path, "a MAC address");
+    if (!s) return;
+    if (auto m = MacAddr::parse(*s)) {
+      out = *m;
+    } else {
+      fail(path, quote(*s) + " is not a MAC address; expected six hex bytes like 02:00:00:00:00:01");
+    }
+  }
+
+  void optMac(const YAML::Node& n, const std::string& path, std::optional<MacAddr>& out) {
+    MacAddr m;
+    size_t before = errs_.size();
+    mac(n, path, m);
+    if (errs_.size() == before) out = m;
+  }
+
+  void node(const YAML::Node& n, const std::string& path, NodeConfig& c) {
+    walkMap(n, path,
+            {"underlay_ip", "underlay_mac", "gateway_mac", "underlay_port", "underlay_mtu",
+             "icmp_rate_per_s"},
+            {"underlay_ip", "underlay_mac"},
+            [&](std::string_view k, const YAML::Node& v, const std::string& p) {
+              if (k == "underlay_ip") ip(v, p, c.underlay_ip);
+              else if (k == "underlay_mac") mac(v, p, c.underlay_mac);
+              else if (k == "gateway_mac") optMac(v, p, c.gateway_mac);
+              else if (k == "underlay_port") integer(v, p, kPortRange, c.underlay_port);
+              else if (k == "underlay_mtu") integer(v, p, kMtuRange, c.underlay_mtu);
+              else if (k == "icmp_rate_per_s") integer(v, p, kIcmpRateRange, c.icmp_rate_per_s);
+            });
+  }
+
+  // A list; null is an empty list. Calls `each` for every element.
+  bool list(const YAML::Node& n, const std::string& path, const std::string& what) {
+    if (n.IsNull() || n.IsSequence()) return true;
+    fail(path, "expected " + what + ", got " + kindOf(n) +
+                   (n.IsScalar() ? " " + quote(n.Scalar()) : std::string()));
+    return false;
+  }
+
+  void groups(const YAML::Node& n, const std::string& path, std::vector<ServerGroupConfig>& out) {
+    if (!list(n, path, "a list of server groups")) return;
+    if (n.IsNull()) return;
+    for (size_t i = 0; i < n.size(); ++i) {
+      out.emplace_back();
+      noteLine(index(path, i), n[i]);
+      group(n[i], index(path, i), out.back());
+    }
+  }
+
+  void group(const YAML::Node& n, const std::string& path, ServerGroupConfig& g) {
+    walkMap(n, path,
+            {"name", "stickiness", "geneve", "maglev_table_size", "tcp_idle_timeout",
+             "other_idle_timeout", "servers"},
+            {"name", "servers"},
+            [&](std::string_view k, const YAML::Node& v, const std::string& p) {
+              if (k == "name") str(v, p, "a group name", g.name);
+              else if (k == "stickiness") stickiness(v, p, g.stickiness);
+              else if (k == "geneve") geneve(v, p, g.geneve);
+              else if (k == "maglev_table_size") integer(v, p, kMaglevRange, g.maglev_table_size);
+              else if (k == "tcp_idle_timeout") duration(v, p, g.tcp_idle_timeout_s);
+              else if (k == "other_idle_timeout") duration(v, p, g.other_idle_timeout_s);
+              else if (k == "servers") servers(v, p, g.servers);
+            });
+  }
+
+  void stickiness(const YAML::Node& n, const std::string& path, Stickiness& out) {
+    const std::string* s = scalar(n, path, "one of 5-tuple, 3-tuple, 2-tuple");
+    if (!s) return;
+    for (Stickiness v : {Stickiness::kFiveTuple, Stickiness::kThreeTuple, Stickiness::kTwoTuple}) {
+      if (*s == toString(v)) {
+        out = v;
+        return;
+      }
+    }
+    fail(path, quote(*s) + " is not a stickiness; allowed: 5-tuple, 3-tuple, 2-tuple");
+  }
+
+  void geneveFormat(const YAML::Node& n, const std::string& path, GeneveFormat& out) {
+    const std::string* s = scalar(n, path, "one of aws, ethernet");
+    if (!s) return;
+    for (GeneveFormat v : {GeneveFormat::kAws, GeneveFormat::kEthernet}) {
+      if (*s == toString(v)) {
+        out = v;
+        return;
+      }
+    }
+    fail(path, quote(*s) + " is not a Geneve format; allowed: aws, ethernet");
+  }
+
+  void geneve(const YAML::Node& n, const std::string& path, GeneveConfig& g) {
+    walkMap(n, path, {"format", "vni", "endpoint_id", "attachment_id"}, {},
+            [&](std::string_view k, const YAML::Node& v, const std::string& p) {
+              if (k == "format") geneveFormat(v, p, g.format);
+              else if (k == "vni") integer(v, p, kVniRange, g.vni);
+              else if (k == "endpoint_id") integer(v, p, kU64Range, g.endpoint_id);
+              else if (k == "attachment_id") integer(v, p, kU64Range, g.attachment_id);
+            });
+  }
+
+  void servers(const YAML::Node& n, const std::string& path, std::vector<ServerConfig>& out) {
+    if (!list(n, path, "a list of servers")) return;
+    if (n.IsNull()) return;
+    for (size_t i = 0; i < n.size(); ++i) {
+      out.emplace_back();
+      ServerConfig& s = out.back();
+      noteLine(index(path, i), n[i]);
+      walkMap(n[i], index(path, i), {"address", "weight", "mac"}, {"address"},
+              [&](std::string_view k, const YAML::Node& v, const std::string& p) {
+                if (k == "address") ip(v, p, s.address);
+                else if (k == "weight") integer(v, p, kWeightRange, s.weight);
+                else if (k == "mac") optMac(v, p, s.mac);
+              });
+    }
+  }
+
+  void dataplane(const YAML::Node& n, const std::string& path, DataplaneConfig& d) {
+    walkMap(n, path,
+            {"workers", "burst", "flow_table_size", "mbufs", "rx_queue_size", "tx_queue_size"}, {},
+            [&](std::string_view k, const YAML::Node& v, const std::string& p) {
+              if (k == "workers") integer(v, p, kWorkersRange, d.workers);
+              else if (k == "burst") integer(v, p, kBurstRange, d.burst);
+              else if (k == "flow_table_size") integer(v, p, kFlowTableRange, d.flow_table_size);
+              else if (k == "mbufs") integer(v, p, kMbufsRange, d.mbufs);
+              else if (k == "rx_queue_size") integer(v, p, kQueueRange, d.rx_queue_size);
+              else if (k == "tx_queue_size") integer(v, p, kQueueRange, d.tx_queue_size);
+            });
+  }
+
+  void eal(const YAML::Node& n, const std::string& path, std::vector<std::string>& out) {
+    if (!list(n, path, "a list of strings")) return;
+    if (n.IsNull()) return;
+    for (size_t i = 0; i < n.size(); ++i) {
+      std::string s;
+      const std::string p = index(path, i);
+      size_t before = errs_.size();
+      str(n[i], p, "a string", s);
+      if (errs_.size() == before) out.push_back(std::move(s));
+    }
+  }
+
+  void noteLine(const std::string& path, const YAML::Node& n) {
+    const YAML::Mark m = n.Mark();
+    if (!m.is_null()) lines_.emplace(path, std::make_pair(m.line, m.column));
+  }
+
+  std::vector<ConfigError>& errs_;
+  std::vector<std::string> suppressed_;
+  std::map<std::string, std::pair<int, int>> lines_;  // key path -> (line, column)
+};
+
+}  // namespace
+
+bool validateConfig(const Config& c, std::vector<ConfigError>& errors) {
+  Validator(errors).run(c);
+  return errors.empty();
+}
+
+bool parseConfig(const std::string& yaml_text, Config& out, std::vector<ConfigError>& errors) {
+  const size_t before = errors.size();
+  try {
+    out = Config{};
+    std::vector<YAML::Node> docs;
+    try {
+      docs = YAML::LoadAll(yaml_text);
+    } catch (const YAML::Exception& e) {
+      std::string msg = "YAML syntax error";
+      if (!e.mark.is_null()) {
+        msg += " at line " + std::to_string(e.mark.line + 1) + ", column " +
+               std::to_string(e.mark.column + 1);
+      }
+      errors.push_back({"", msg + ": " + e.msg});
+      return false;
+    }
+    if (docs.empty() || (docs.size() == 1 && docs[0].IsNull())) {
+      errors.push_back({"", "the configuration is empty; expected a map with at least the keys "
+                            "node and server_groups"});
+      return false;
+    }
+    if (docs.size() > 1) {
+      errors.push_back({"", "found " + std::to_string(docs.size()) +
+                                " YAML documents (separated by '---'); a configuration is exactly "
+                                "one document"});
+      return false;
+    }
+    Parser parser(errors);
+    parser.root(docs[0], out);
+    std::vector<ConfigError> semantic;
+    validateConfig(out, semantic);
+    for (ConfigError& e : semantic) {
+      if (!parser.suppressed(e.path)) errors.push_back(std::move(e));
+    }
+    parser.sortByLine(errors, before);
+  } catch (const std::exception& e) {
+    errors.push_back({"", std::string("internal error while reading the configuration: ") + e.what()});
+  } catch (...) {
+    errors.push_back({"", "internal error while reading the configuration"});
+  }
+  return errors.size() == before;
+}
+
+bool loadConfigFile(const std::string& path, Config& out, std::vector<ConfigError>& errors) {
+  std::string text;
+  try {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+      errors.push_back({"", "cannot read config file " + quote(path) + ": it is a directory"});
+      return false;
+    }
+    std::ifstream f(path, std::ios::in | std::ios::binary);
+    if (!f) {
+      int err = errno;
+      errors.push_back({"", "cannot open config file " + quote(path) + ": " +
+                                std::error_code(err ? err : ENOENT, std::generic_category()).message()});
+      return false;
+    }
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    if (f.bad()) {
+      errors.push_back({"", "cannot read config file " + quote(path) + ": read error"});
+      return false;
+    }
+    text = ss.str();
+  } catch (const std::exception& e) {
+    errors.push_back({"", "cannot read config file " + quote(path) + ": " + e.what()});
+    return false;
+  }
+  bool ok = parseConfig(text, out, errors);
+  try {
+    out.source_path = path;
+  } catch (...) {
+    // Out of memory copying a path: leave source_path empty.
+  }
+  return ok;
+}
+
+std::string formatErrors(const std::vector<ConfigError>& errors) {
+  std::string out;
+  for (const ConfigError& e : errors) {
+    if (!e.path.empty()) out += e.path + ": ";
+    out += e.message;
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace gwlb::ctl

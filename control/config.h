@@ -1,0 +1,90 @@
+// gwlbd configuration: a typed struct with named defaults, a YAML loader and a
+// validator that reports every error with its key path. Control-thread code:
+// allocates and may throw only where stated.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/net_types.h"
+
+namespace gwlb::ctl {
+
+enum class Stickiness : uint8_t { kFiveTuple, kThreeTuple, kTwoTuple };
+enum class GeneveFormat : uint8_t { kAws, kEthernet };
+
+const char* toString(Stickiness s);
+const char* toString(GeneveFormat f);
+
+struct ServerConfig {
+  IpAddr address;                // IPv4 underlay address of the appliance (required)
+  uint32_t weight = 100;         // 0..10000; 0 = in config but receives no new flows
+  std::optional<MacAddr> mac;    // optional static MAC; else node.gateway_mac, else ARP
+};
+
+struct GeneveConfig {
+  GeneveFormat format = GeneveFormat::kAws;
+  uint32_t vni = 0;              // 0..0xFFFFFF
+  uint64_t endpoint_id = 0;      // aws option type 1
+  uint64_t attachment_id = 0;    // aws option type 2
+};
+
+struct ServerGroupConfig {
+  std::string name;                          // required, unique, [A-Za-z0-9_.-]{1,63}
+  Stickiness stickiness = Stickiness::kFiveTuple;
+  GeneveConfig geneve;
+  uint32_t maglev_table_size = 65537;        // prime, 251..1000003, > 100 x servers advised
+  uint32_t tcp_idle_timeout_s = 350;         // 60..6000
+  uint32_t other_idle_timeout_s = 120;       // 60..6000
+  std::vector<ServerConfig> servers;         // 1..4096, unique addresses
+};
+
+struct NodeConfig {
+  IpAddr underlay_ip;                        // required, IPv4
+  MacAddr underlay_mac;                      // required, unicast
+  std::optional<MacAddr> gateway_mac;        // optional: next hop for all appliances
+  uint16_t underlay_port = 0;                // DPDK port id facing the appliances
+  uint32_t underlay_mtu = 1500;              // 576..9216: largest outer IPv4 packet
+  uint32_t icmp_rate_per_s = 100;            // too-big errors per second per worker, 0..100000
+};
+
+struct DataplaneConfig {
+  uint32_t workers = 1;                      // worker lcores, 1..64
+  uint32_t burst = 32;                       // 1..256
+  uint32_t flow_table_size = 1u << 20;       // entries, 1024..(1 << 27)
+  uint32_t mbufs = 16384;                    // mempool size, 1024..(1 << 24)
+  uint32_t rx_queue_size = 1024;             // descriptors per RX queue, 64..16384
+  uint32_t tx_queue_size = 1024;             // descriptors per TX queue, 64..16384
+};
+
+struct Config {
+  NodeConfig node;
+  std::vector<ServerGroupConfig> server_groups;  // 1..64; the first receives all inspected traffic
+  DataplaneConfig dataplane;
+  std::vector<std::string> eal_args;         // passed to rte_eal_init before any after "--"
+  std::string log_level = "info";            // trace|debug|info|warn|error|critical|off
+  std::string source_path;                   // file it was loaded from ("" for text)
+};
+
+struct ConfigError {
+  std::string path;     // key path, e.g. "server_groups[0].servers[2].address"
+  std::string message;  // what is wrong, including the offending value
+};
+
+// Parses YAML text and validates it. Never throws: on any error (YAML syntax,
+// unknown key, wrong type, range, reference) returns false and fills `errors`
+// with every problem found, each with its key path. Thread: any.
+bool parseConfig(const std::string& yaml_text, Config& out, std::vector<ConfigError>& errors);
+
+// Reads the file then parseConfig(); an unreadable file is one error with path "".
+bool loadConfigFile(const std::string& path, Config& out, std::vector<ConfigError>& errors);
+
+// Checks cross-field rules on an already-typed Config (used by parseConfig;
+// callable on a Config built in code). Appends to `errors`; returns errors.empty().
+bool validateConfig(const Config& c, std::vector<ConfigError>& errors);
+
+std::string formatErrors(const std::vector<ConfigError>& errors);
+
+}  // namespace gwlb::ctl

@@ -1,0 +1,33 @@
+// Compiles a validated Config (plus what the control thread has learned, such as
+// neighbour MACs) into the immutable dataplane Snapshot. Control thread only.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+
+#include "control/config.h"
+#include "dataplane/snapshot.h"
+
+namespace gwlb::ctl {
+
+// Gives every appliance address a server id that never changes while the
+// process runs, so flow entries naming an id stay meaningful across reloads.
+class ServerRegistry {
+ public:
+  // Throws std::length_error past 65534 distinct addresses.
+  uint16_t idFor(uint32_t ip);
+  size_t size() const { return ids_.size(); }
+
+ private:
+  std::map<uint32_t, uint16_t> ids_;
+};
+
+// IPv4 (host order) -> MAC learned by ARP.
+using NeighbourTable = std::map<uint32_t, MacAddr>;
+
+// Throws std::invalid_argument only for a Config that validateConfig() rejects.
+std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& reg,
+                                            const NeighbourTable& neigh, uint64_t generation);
+
+}  // namespace gwlb::ctl

@@ -1,0 +1,117 @@
+#include "dataplane/flow_table.h"
+
+#include <rte_errno.h>
+#include <rte_hash.h>
+#include <rte_rcu_qsbr.h>
+
+#include <stdexcept>
+#include <vector>
+
+namespace gwlb::dp {
+
+void FlowEntry::reset() noexcept {
+  route.store(0, std::memory_order_relaxed);
+  last_seen_ns.store(0, std::memory_order_relaxed);
+  flow_hash.store(0, std::memory_order_relaxed);
+  created_ns = 0;
+  idle_timeout_ns = 0;
+  for (auto& d : dir) d.state.store(0, std::memory_order_relaxed);
+  for (int i = 0; i < 2; ++i) {
+    packets[i].store(0, std::memory_order_relaxed);
+    bytes[i].store(0, std::memory_order_relaxed);
+  }
+  std::atomic_thread_fence(std::memory_order_release);
+}
+
+FlowTable::FlowTable(const std::string& name, uint32_t capacity, rte_rcu_qsbr* qsbr, int socket)
+    : qsbr_(qsbr), capacity_(capacity) {
+  rte_hash_parameters p{};
+  p.name = name.c_str();
+  p.entries = capacity;
+  p.key_len = sizeof(FlowKey);
+  p.hash_func = &gwlb::flowHash;
+  p.hash_func_init_val = 0;
+  p.socket_id = socket;
+  // Readers never lock; several workers may insert. Deleted positions are
+  // freed by us after an RCU grace period (LF mode implies no-free-on-delete).
+  p.extra_flag = RTE_HASH_EXTRA_FLAGS_RW_CONCURRENCY_LF | RTE_HASH_EXTRA_FLAGS_MULTI_WRITER_ADD |
+                 RTE_HASH_EXTRA_FLAGS_EXT_TABLE;
+  hash_ = rte_hash_create(&p);
+  if (!hash_)
+    throw std::runtime_error("flow table: rte_hash_create(" + std::to_string(capacity) +
+                             ") failed: " + rte_strerror(rte_errno));
+  // rte_hash hands out positions 0..capacity (position 0 is never used by keys
+  // but sizing one more keeps indexing simple).
+  entries_ = std::make_unique<FlowEntry[]>(size_t(capacity) + 1);
+}
+
+FlowTable::~FlowTable() {
+  if (hash_) rte_hash_free(hash_);
+}
+
+int32_t FlowTable::lookup(const FlowKey& k, uint32_t hash) const noexcept {
+  int32_t r = rte_hash_lookup_with_hash(hash_, &k, hash);
+  return r >= 0 ? r : -1;
+}
+
+int32_t FlowTable::insert(const FlowKey& k, uint32_t hash) noexcept {
+  int32_t r = rte_hash_add_key_with_hash(hash_, &k, hash);
+  return r >= 0 ? r : -1;
+}
+
+size_t FlowTable::expire(uint64_t now_ns, size_t max) {
+  std::vector<std::pair<FlowKey, int32_t>> victims;
+  const void* key;
+  void* data;
+  uint32_t next = 0;
+  int32_t pos;
+  while ((pos = rte_hash_iterate(hash_, &key, &data, &next)) >= 0) {
+    const FlowEntry& e = entries_[size_t(pos)];
+    // An entry whose route is not set yet is being created by a worker.
+    if (!(e.route.load(std::memory_order_acquire) & kRouteSet)) continue;
+    uint64_t seen = e.last_seen_ns.load(std::memory_order_relaxed);
+    if (seen + e.idle_timeout_ns <= now_ns) {
+      victims.emplace_back(*static_cast<const FlowKey*>(key), pos);
+      if (max && victims.size() >= max) break;
+    }
+  }
+  if (victims.empty()) return 0;
+  for (auto& [k, p] : victims) {
+    int32_t r = rte_hash_del_key(hash_, &k);
+    if (r >= 0) retired_.push_back({r, 0});
+  }
+  // One grace period covers every key deleted above.
+  uint64_t token = rte_rcu_qsbr_start(qsbr_);
+  for (auto it = retired_.rbegin(); it != retired_.rend() && it->token == 0; ++it) it->token = token;
+  return victims.size();
+}
+
+size_t FlowTable::reclaim(bool wait) {
+  size_t n = 0;
+  while (!retired_.empty()) {
+    Retired r = retired_.front();
+    if (rte_rcu_qsbr_check(qsbr_, r.token, wait) != 1) break;
+    entries_[size_t(r.pos)].reset();
+    rte_hash_free_key_with_position(hash_, r.pos);
+    retired_.pop_front();
+    ++n;
+  }
+  return n;
+}
+
+void FlowTable::forEach(
+    const std::function<void(const FlowKey&, int32_t, const FlowEntry&)>& fn) const {
+  const void* key;
+  void* data;
+  uint32_t next = 0;
+  int32_t pos;
+  while ((pos = rte_hash_iterate(hash_, &key, &data, &next)) >= 0)
+    fn(*static_cast<const FlowKey*>(key), pos, entries_[size_t(pos)]);
+}
+
+uint32_t FlowTable::count() const noexcept {
+  int32_t c = rte_hash_count(hash_);
+  return c > 0 ? uint32_t(c) : 0;
+}
+
+}  // namespace gwlb::dp

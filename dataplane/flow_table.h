@@ -1,0 +1,98 @@
+// The shared flow table: rte_hash in lock-free-reader mode plus a parallel
+// array of FlowEntry indexed by the key's position.
+//
+// Threads: workers call lookup/insert/entry at packet rate (lookups never lock;
+// inserting a new key takes rte_hash's writer lock for the insert only).
+// One control thread calls expire()/reclaim()/forEach(). Deleted positions are
+// freed only after every worker has passed a quiescent point of `qsbr`, so a
+// worker holding a position from its current burst never sees it reused.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "common/flow_key.h"
+#include "common/net_types.h"
+
+struct rte_hash;
+struct rte_rcu_qsbr;
+
+namespace gwlb::dp {
+
+// How to send a returning packet back to the neighbour that sent it.
+struct DirInfo {
+  std::atomic<uint8_t> state{0};  // 0 empty, 1 being written, 2 ready
+  bool has_vlan = false;
+  uint16_t port = 0;
+  uint16_t vlan_tci = 0;
+  MacAddr peer_mac;   // source MAC of the frame as it arrived
+  MacAddr our_mac;    // destination MAC of the frame as it arrived
+};
+
+// route: bit 63 = set, bits 32..47 = server id, bits 0..31 = flow cookie.
+inline constexpr uint64_t kRouteSet = 1ULL << 63;
+inline uint64_t packRoute(uint16_t server, uint32_t cookie) {
+  return kRouteSet | (uint64_t(server) << 32) | cookie;
+}
+inline uint16_t routeServer(uint64_t r) { return uint16_t(r >> 32); }
+inline uint32_t routeCookie(uint64_t r) { return uint32_t(r); }
+
+struct alignas(64) FlowEntry {
+  std::atomic<uint64_t> route{0};
+  std::atomic<uint64_t> last_seen_ns{0};
+  std::atomic<uint32_t> flow_hash{0};  // hash of the flow's key (fragments: their flow's)
+  uint64_t created_ns = 0;             // written before route is set; read after it
+  uint64_t idle_timeout_ns = 0;
+  DirInfo dir[2];
+  // Approximate under concurrent writers of one direction (relaxed load+store).
+  std::atomic<uint64_t> packets[2]{};
+  std::atomic<uint64_t> bytes[2]{};
+
+  void reset() noexcept;
+};
+
+class FlowTable {
+ public:
+  // Throws std::runtime_error when rte_hash cannot be created (startup only).
+  FlowTable(const std::string& name, uint32_t capacity, rte_rcu_qsbr* qsbr, int socket);
+  ~FlowTable();
+  FlowTable(const FlowTable&) = delete;
+  FlowTable& operator=(const FlowTable&) = delete;
+
+  // Worker: position of the key, or -1.
+  int32_t lookup(const FlowKey& k, uint32_t hash) const noexcept;
+  // Worker: position of the key (existing or newly added), or -1 when full.
+  int32_t insert(const FlowKey& k, uint32_t hash) noexcept;
+  FlowEntry& entry(int32_t pos) noexcept { return entries_[size_t(pos)]; }
+  const FlowEntry& entry(int32_t pos) const noexcept { return entries_[size_t(pos)]; }
+
+  // Control thread: deletes up to `max` keys idle past their timeout at `now_ns`
+  // (all when max == 0). Their positions are freed by a later reclaim().
+  size_t expire(uint64_t now_ns, size_t max = 0);
+  // Control thread: frees positions whose grace period has ended. `wait` blocks
+  // until it has (only where no worker can be the caller).
+  size_t reclaim(bool wait = false);
+  // Control thread: visits every live key (read-only).
+  void forEach(const std::function<void(const FlowKey&, int32_t pos, const FlowEntry&)>& fn) const;
+
+  uint32_t count() const noexcept;
+  uint32_t capacity() const noexcept { return capacity_; }
+  size_t pendingReclaim() const noexcept { return retired_.size(); }
+
+ private:
+  struct Retired {
+    int32_t pos;
+    uint64_t token;
+  };
+  rte_hash* hash_ = nullptr;
+  rte_rcu_qsbr* qsbr_;
+  uint32_t capacity_;
+  std::unique_ptr<FlowEntry[]> entries_;
+  std::deque<Retired> retired_;
+};
+
+}  // namespace gwlb::dp

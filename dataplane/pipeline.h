@@ -1,0 +1,60 @@
+// The per-burst packet pipeline that every feeder (NIC queue, pcap replay,
+// tests) calls. Worker-lcore code: never allocates, locks (beyond rte_hash's
+// insert), throws, blocks or logs.
+//
+// For each received frame:
+//   ARP                                   -> punt ring (control thread)
+//   IPv4 UDP to our underlay IP port 6081 -> return path: validate Geneve, check the
+//                                            flow and cookie, unwrap, send back to the
+//                                            neighbour the original came from
+//   anything else IP                      -> forward path: key, flow lookup/insert,
+//                                            Maglev for new flows, Geneve to the appliance
+// Every frame ends in exactly one output list or one drop counter.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "common/counters.h"
+#include "dataplane/flow_table.h"
+#include "dataplane/snapshot.h"
+
+struct rte_mbuf;
+struct rte_ring;
+struct rte_rcu_qsbr;
+
+namespace gwlb::dp {
+
+inline constexpr uint16_t kMaxBurst = 256;
+inline constexpr uint64_t kFragmentTimeoutNs = 30'000'000'000ULL;
+
+// State shared by all workers.
+struct Dataplane {
+  FlowTable* flows = nullptr;
+  rte_ring* punt = nullptr;                       // ARP to the control thread (may be null)
+  std::atomic<const Snapshot*> snapshot{nullptr};
+};
+
+// State one worker owns (single writer).
+struct alignas(64) WorkerState {
+  uint16_t id = 0;
+  WorkerCounters counters;
+  uint64_t rng = 0x243F6A8885A308D3ULL;  // cookie generator (xorshift)
+  double icmp_tokens = 0;
+  uint64_t icmp_last_ns = 0;
+};
+
+struct BurstOutput {
+  rte_mbuf* to_appliance[kMaxBurst];  // Geneve, out of snapshot->underlay_port
+  uint16_t n_appliance = 0;
+  rte_mbuf* to_router[kMaxBurst];     // returned and ICMP packets; mbuf->port = egress port
+  uint16_t n_router = 0;
+};
+
+// Processes n (<= kMaxBurst) frames received at now_ns (monotonic ns, or the
+// capture's timestamp in replay). mbuf->port must hold the ingress port.
+// Frames that are dropped are freed here; the caller transmits the outputs.
+void processBurst(Dataplane& dp, WorkerState& w, rte_mbuf** pkts, uint16_t n, uint64_t now_ns,
+                  BurstOutput& out) noexcept;
+
+}  // namespace gwlb::dp
