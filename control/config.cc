@@ -641,7 +641,7 @@ class Parser {
             });
   }
 
-  // A list; null is an empty list. Calls `each` for every element.
+  // Accepts a list or null (an empty list); reports anything else.
   bool list(const YAML::Node& n, const std::string& path, const std::string& what) {
     if (n.IsNull() || n.IsSequence()) return true;
     fail(path, "expected " + what + ", got " + kindOf(n) +

@@ -1,0 +1,326 @@
+#include "control/daemon.h"
+
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_rcu_qsbr.h>
+#include <rte_ring.h>
+#include <spdlog/spdlog.h>
+
+#include <boost/asio.hpp>
+#include <chrono>
+#include <stdexcept>
+
+#include "common/arp.h"
+#include "dataplane/eal.h"
+
+namespace gwlb::ctl {
+namespace {
+
+// A Toeplitz key made of one repeated 16-bit word hashes (a, b) and (b, a) alike,
+// so both directions of a flow land on the same RX queue where the NIC uses it.
+constexpr uint8_t kSymmetricRssKey[40] = {
+    0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a,
+    0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a,
+    0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a};
+
+constexpr unsigned kPuntRingSize = 1024;
+
+std::string portName(uint16_t port) {
+  char name[RTE_ETH_NAME_MAX_LEN] = {};
+  rte_eth_dev_get_name_by_port(port, name);
+  return name;
+}
+
+}  // namespace
+
+Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
+  started_ns_ = dp::monotonicNs();
+  unsigned data_room = std::max<unsigned>(RTE_MBUF_DEFAULT_DATAROOM, cfg_.node.underlay_mtu + 64);
+  pool_ = dp::createMbufPool("gwlbd_pool", cfg_.dataplane.mbufs, data_room);
+  qsbr_ = dp::createQsbr(cfg_.dataplane.workers);
+  flows_ = std::make_unique<dp::FlowTable>("gwlbd_flows", cfg_.dataplane.flow_table_size, qsbr_,
+                                           int(rte_socket_id()));
+  dp_.flows = flows_.get();
+  dp_.punt = dp::createRing("gwlbd_punt", kPuntRingSize);
+  control_tx_ = dp::createRing("gwlbd_ctl_tx", kPuntRingSize);
+  setupPorts();
+  rebuildSnapshot();
+}
+
+Daemon::~Daemon() {
+  stopWorkers();
+  dp_.snapshot.store(nullptr);
+  retireSnapshots(true);
+}
+
+void Daemon::setupPorts() {
+  n_ports_ = rte_eth_dev_count_avail();
+  if (n_ports_ == 0)
+    throw std::runtime_error("no DPDK ports: give devices with --vdev (e.g. net_pcap0,...) or PCI");
+  if (cfg_.node.underlay_port >= n_ports_)
+    throw std::runtime_error("node.underlay_port " + std::to_string(cfg_.node.underlay_port) +
+                             " does not exist: " + std::to_string(n_ports_) + " port(s)");
+  unsigned workers = cfg_.dataplane.workers;
+  if (rte_lcore_count() < workers + 1)
+    throw std::runtime_error("dataplane.workers = " + std::to_string(workers) + " needs " +
+                             std::to_string(workers + 1) + " lcores (main + workers); EAL has " +
+                             std::to_string(rte_lcore_count()) + " (use -l or --lcores)");
+  for (uint16_t port = 0; port < n_ports_; ++port) {
+    rte_eth_dev_info info;
+    if (rte_eth_dev_info_get(port, &info) != 0)
+      throw std::runtime_error("port " + std::to_string(port) + ": cannot read device info");
+    uint16_t nrx = uint16_t(std::min<unsigned>(workers, info.max_rx_queues));
+    uint16_t ntx = uint16_t(workers);
+    if (ntx > info.max_tx_queues)
+      throw std::runtime_error("port " + std::to_string(port) + " (" + portName(port) +
+                               ") has " + std::to_string(info.max_tx_queues) +
+                               " TX queue(s); need one per worker: " + std::to_string(ntx));
+    rte_eth_conf conf{};
+    if (nrx > 1) {
+      conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+      conf.rx_adv_conf.rss_conf.rss_key = const_cast<uint8_t*>(kSymmetricRssKey);
+      conf.rx_adv_conf.rss_conf.rss_key_len = sizeof kSymmetricRssKey;
+      conf.rx_adv_conf.rss_conf.rss_hf =
+          (RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP) & info.flow_type_rss_offloads;
+      if (info.hash_key_size && info.hash_key_size != sizeof kSymmetricRssKey)
+        conf.rx_adv_conf.rss_conf.rss_key = nullptr;  // device default key
+    }
+    int rc = rte_eth_dev_configure(port, nrx, ntx, &conf);
+    if (rc != 0)
+      throw std::runtime_error("port " + std::to_string(port) + ": configure failed (" +
+                               std::to_string(rc) + ")");
+    uint16_t nb_rxd = uint16_t(cfg_.dataplane.rx_queue_size);
+    uint16_t nb_txd = uint16_t(cfg_.dataplane.tx_queue_size);
+    rte_eth_dev_adjust_nb_rx_tx_desc(port, &nb_rxd, &nb_txd);
+    int socket = rte_eth_dev_socket_id(port);
+    if (socket < 0) socket = int(rte_socket_id());
+    for (uint16_t q = 0; q < nrx; ++q)
+      if (rte_eth_rx_queue_setup(port, q, nb_rxd, unsigned(socket), nullptr, pool_) != 0)
+        throw std::runtime_error("port " + std::to_string(port) + ": RX queue setup failed");
+    for (uint16_t q = 0; q < ntx; ++q)
+      if (rte_eth_tx_queue_setup(port, q, nb_txd, unsigned(socket), nullptr) != 0)
+        throw std::runtime_error("port " + std::to_string(port) + ": TX queue setup failed");
+    if (rte_eth_dev_start(port) != 0)
+      throw std::runtime_error("port " + std::to_string(port) + ": start failed");
+    rte_eth_promiscuous_enable(port);  // best effort: virtual devices may refuse
+    spdlog::info("port {} ({}): {} RX queue(s), {} TX queue(s), {}/{} descriptors", port,
+                 portName(port), nrx, ntx, nb_rxd, nb_txd);
+  }
+}
+
+void Daemon::launchWorkers() {
+  unsigned workers = cfg_.dataplane.workers;
+  unsigned lcore = rte_get_next_lcore(-1, 1, 0);
+  for (unsigned i = 0; i < workers; ++i, lcore = rte_get_next_lcore(lcore, 1, 0)) {
+    auto st = std::make_unique<dp::WorkerState>();
+    st->id = uint16_t(i);
+    st->rng ^= (uint64_t(i) + 1) * 0x9E3779B97F4A7C15ULL ^ dp::monotonicNs();
+    auto run = std::make_unique<dp::WorkerRun>();
+    run->dp = &dp_;
+    run->qsbr = qsbr_;
+    run->state = st.get();
+    run->stop = &stop_;
+    run->cfg.qsbr_id = i;
+    run->cfg.tx_queue = uint16_t(i);
+    run->cfg.burst = uint16_t(cfg_.dataplane.burst);
+    run->cfg.n_ports = n_ports_;
+    if (i == 0) run->control_tx = control_tx_;
+    for (uint16_t port = 0; port < n_ports_; ++port) {
+      rte_eth_dev_info info;
+      rte_eth_dev_info_get(port, &info);
+      uint16_t nrx = uint16_t(std::min<unsigned>(workers, info.max_rx_queues));
+      for (uint16_t q = 0; q < nrx; ++q)
+        if (q % workers == i) run->cfg.rx.push_back({port, q});
+    }
+    spdlog::info("worker {} on lcore {}: {} RX queue(s)", i, lcore, run->cfg.rx.size());
+    if (rte_eal_remote_launch(dp::workerLoop, run.get(), lcore) != 0)
+      throw std::runtime_error("cannot launch worker on lcore " + std::to_string(lcore));
+    worker_lcores_.push_back(lcore);
+    states_.push_back(std::move(st));
+    runs_.push_back(std::move(run));
+  }
+}
+
+void Daemon::stopWorkers() {
+  if (worker_lcores_.empty()) return;
+  stop_.store(true);
+  for (unsigned lc : worker_lcores_) rte_eal_wait_lcore(lc);
+  worker_lcores_.clear();
+}
+
+void Daemon::publish(std::unique_ptr<dp::Snapshot> s) {
+  const dp::Snapshot* old = dp_.snapshot.exchange(s.release(), std::memory_order_acq_rel);
+  if (old) retired_.push_back({old, rte_rcu_qsbr_start(qsbr_)});
+}
+
+void Daemon::retireSnapshots(bool wait) {
+  while (!retired_.empty()) {
+    if (rte_rcu_qsbr_check(qsbr_, retired_.front().token, wait) != 1) break;
+    delete retired_.front().snap;
+    retired_.pop_front();
+  }
+  if (wait && dp_.snapshot.load() == nullptr) retired_.clear();
+}
+
+void Daemon::rebuildSnapshot() {
+  auto s = buildSnapshot(cfg_, registry_, neighbours_, ++generation_);
+  size_t unresolved = 0;
+  for (auto& sv : s->servers)
+    if (sv.in_use && !sv.mac_known) ++unresolved;
+  spdlog::info("snapshot {} published: {} group(s), {} appliance(s), {} awaiting ARP",
+               s->generation, s->groups.size(), s->by_ip.size(), unresolved);
+  publish(std::move(s));
+}
+
+void Daemon::reload() {
+  if (cfg_.source_path.empty()) return;
+  Config next;
+  std::vector<ConfigError> errors;
+  if (!loadConfigFile(cfg_.source_path, next, errors)) {
+    spdlog::error("reload of {} failed; keeping the running config:\n{}", cfg_.source_path,
+                  formatErrors(errors));
+    return;
+  }
+  // Settings that shape ports, memory or lcores need a restart.
+  if (next.dataplane.workers != cfg_.dataplane.workers ||
+      next.dataplane.flow_table_size != cfg_.dataplane.flow_table_size ||
+      next.dataplane.mbufs != cfg_.dataplane.mbufs ||
+      next.node.underlay_port != cfg_.node.underlay_port || next.eal_args != cfg_.eal_args)
+    spdlog::warn("reload: dataplane/eal/underlay_port changes take effect at the next restart");
+  next.dataplane = cfg_.dataplane;
+  next.eal_args = cfg_.eal_args;
+  next.node.underlay_port = cfg_.node.underlay_port;
+  cfg_ = std::move(next);
+  rebuildSnapshot();
+  spdlog::info("reloaded {}", cfg_.source_path);
+}
+
+void Daemon::handlePunted() {
+  void* objs[64];
+  unsigned n = rte_ring_dequeue_burst(dp_.punt, objs, 64, nullptr);
+  bool learned = false;
+  uint32_t our_ip = cfg_.node.underlay_ip.v4HostOrder();
+  for (unsigned i = 0; i < n; ++i) {
+    auto* m = static_cast<rte_mbuf*>(objs[i]);
+    ArpPacket a;
+    uint8_t* f = rte_pktmbuf_mtod(m, uint8_t*);
+    if (!parseArp(f, m->data_len, a)) {
+      rte_pktmbuf_free(m);
+      continue;
+    }
+    for (const auto& g : cfg_.server_groups)
+      for (const auto& s : g.servers)
+        if (s.address.v4HostOrder() == a.sender_ip && !s.mac) {
+          auto it = neighbours_.find(a.sender_ip);
+          if (it == neighbours_.end() || !(it->second == a.sender_mac)) {
+            neighbours_[a.sender_ip] = a.sender_mac;
+            spdlog::info("ARP: appliance {} is at {}", s.address.str(), a.sender_mac.str());
+            learned = true;
+          }
+        }
+    if (a.op == 1 && a.target_ip == our_ip) {
+      makeArpReply(f, a, cfg_.node.underlay_mac);
+      if (rte_ring_enqueue(control_tx_, m) == 0) continue;
+    }
+    rte_pktmbuf_free(m);
+  }
+  if (learned && !cfg_.node.gateway_mac) rebuildSnapshot();
+}
+
+void Daemon::resolveNeighbours() {
+  if (cfg_.node.gateway_mac) return;
+  uint32_t our_ip = cfg_.node.underlay_ip.v4HostOrder();
+  for (const auto& g : cfg_.server_groups)
+    for (const auto& s : g.servers) {
+      if (s.mac) continue;
+      uint32_t ip = s.address.v4HostOrder();
+      if (neighbours_.count(ip)) continue;
+      rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+      if (!m) return;
+      uint8_t* f = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, kArpFrameLen));
+      makeArpRequest(f, cfg_.node.underlay_mac, our_ip, ip);
+      m->port = cfg_.node.underlay_port;
+      if (rte_ring_enqueue(control_tx_, m) != 0) rte_pktmbuf_free(m);
+    }
+}
+
+WorkerCounters Daemon::totals() const {
+  WorkerCounters t;
+  for (const auto& s : states_)
+    for (size_t k = 0; k < kNumCounters; ++k) t.v[k] += s->counters.v[k];
+  return t;
+}
+
+void Daemon::logStats(const char* why) const {
+  WorkerCounters t = totals();
+  std::string line;
+  for (size_t k = 0; k < kNumCounters; ++k)
+    if (t.v[k]) line += std::string(" ") + kCounterInfo[k].name + "=" + std::to_string(t.v[k]);
+  spdlog::info("{}: flows={}{}", why, flows_->count(), line.empty() ? " (no packets)" : line);
+}
+
+int Daemon::run() {
+  launchWorkers();
+  boost::asio::io_context io;
+  boost::asio::signal_set stop_signals(io, SIGINT, SIGTERM);
+  boost::asio::signal_set hup(io, SIGHUP);
+  stop_signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    spdlog::info("signal {}: stopping", sig);
+    io.stop();
+  });
+  std::function<void()> armHup = [&]() {
+    hup.async_wait([&](const boost::system::error_code& ec, int) {
+      if (ec) return;
+      reload();
+      armHup();
+    });
+  };
+  armHup();
+
+  using namespace std::chrono_literals;
+  boost::asio::steady_timer fast(io), slow(io);
+  std::function<void()> onFast = [&]() {
+    fast.expires_after(10ms);
+    fast.async_wait([&](const boost::system::error_code& ec) {
+      if (ec) return;
+      handlePunted();
+      retireSnapshots(false);
+      onFast();
+    });
+  };
+  unsigned ticks = 0;
+  std::function<void()> onSlow = [&]() {
+    slow.expires_after(1s);
+    slow.async_wait([&](const boost::system::error_code& ec) {
+      if (ec) return;
+      size_t expired = flows_->expire(dp::monotonicNs());
+      flows_->reclaim(false);
+      if (expired) spdlog::debug("expired {} idle flow(s)", expired);
+      resolveNeighbours();
+      if (++ticks % 10 == 0) logStats("stats");
+      onSlow();
+    });
+  };
+  onFast();
+  onSlow();
+  resolveNeighbours();
+  spdlog::info("gwlbd running: {} worker(s), {} port(s), underlay {} port {}",
+               cfg_.dataplane.workers, n_ports_, cfg_.node.underlay_ip.str(),
+               cfg_.node.underlay_port);
+  io.run();
+
+  stopWorkers();
+  handlePunted();
+  for (uint16_t port = 0; port < n_ports_; ++port) {
+    rte_eth_dev_stop(port);
+    rte_eth_dev_close(port);  // net_pcap flushes its output file here
+  }
+  logStats("final");
+  return 0;
+}
+
+}  // namespace gwlb::ctl

@@ -1,0 +1,72 @@
+// gwlbd's control side: owns the config, the ports, the worker lcores and the
+// Boost.Asio control loop (signals, ARP, flow expiry, snapshot retirement).
+// Everything here runs on the main lcore; workers only read what it publishes.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "control/config.h"
+#include "control/snapshot_builder.h"
+#include "dataplane/flow_table.h"
+#include "dataplane/pipeline.h"
+#include "dataplane/worker.h"
+
+struct rte_mempool;
+struct rte_rcu_qsbr;
+struct rte_ring;
+
+namespace gwlb::ctl {
+
+class Daemon {
+ public:
+  // EAL must already be initialised. Throws std::runtime_error when ports,
+  // lcores or memory cannot be set up (startup only).
+  explicit Daemon(Config cfg);
+  ~Daemon();
+
+  // Runs until SIGINT/SIGTERM; SIGHUP reloads the config file. Returns the exit code.
+  int run();
+
+  // Summed counters of all workers (any thread; approximate while running).
+  WorkerCounters totals() const;
+
+ private:
+  void setupPorts();
+  void launchWorkers();
+  void stopWorkers();
+  void publish(std::unique_ptr<dp::Snapshot> s);
+  void retireSnapshots(bool wait);
+  void rebuildSnapshot();
+  void reload();
+  void handlePunted();
+  void resolveNeighbours();
+  void logStats(const char* why) const;
+
+  Config cfg_;
+  rte_mempool* pool_ = nullptr;
+  rte_rcu_qsbr* qsbr_ = nullptr;
+  std::unique_ptr<dp::FlowTable> flows_;
+  dp::Dataplane dp_;
+  ServerRegistry registry_;
+  NeighbourTable neighbours_;
+  uint64_t generation_ = 0;
+  struct Retired {
+    const dp::Snapshot* snap;
+    uint64_t token;
+  };
+  std::deque<Retired> retired_;
+  std::vector<std::unique_ptr<dp::WorkerState>> states_;
+  std::vector<std::unique_ptr<dp::WorkerRun>> runs_;
+  std::vector<unsigned> worker_lcores_;
+  std::atomic<bool> stop_{false};
+  uint16_t n_ports_ = 0;
+  rte_ring* control_tx_ = nullptr;  // control -> worker 0 -> wire
+  uint64_t started_ns_ = 0;
+};
+
+}  // namespace gwlb::ctl

@@ -1,0 +1,44 @@
+// The worker lcore loop for gwlbd: poll the RX queues this worker owns, run the
+// pipeline, transmit per port, report a quiescent state once per loop.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "dataplane/pipeline.h"
+
+struct rte_rcu_qsbr;
+struct rte_ring;
+
+namespace gwlb::dp {
+
+struct RxQueue {
+  uint16_t port;
+  uint16_t queue;
+};
+
+struct WorkerConfig {
+  unsigned qsbr_id = 0;
+  uint16_t tx_queue = 0;            // this worker's TX queue on every port
+  uint16_t burst = 32;
+  std::vector<RxQueue> rx;          // queues this worker polls
+  uint16_t n_ports = 0;
+};
+
+struct WorkerRun {
+  Dataplane* dp = nullptr;
+  rte_rcu_qsbr* qsbr = nullptr;
+  WorkerState* state = nullptr;
+  WorkerConfig cfg;
+  const std::atomic<bool>* stop = nullptr;
+  rte_ring* control_tx = nullptr;  // frames the control thread sends (ARP); drained by worker 0
+};
+
+// rte_eal_remote_launch entry point; arg is a WorkerRun*. Returns when *stop.
+int workerLoop(void* arg);
+
+// CLOCK_MONOTONIC in ns (vDSO, no syscall).
+uint64_t monotonicNs() noexcept;
+
+}  // namespace gwlb::dp
