@@ -256,7 +256,7 @@ int main(int argc, char** argv) {
   for (unsigned i = 1; i <= o.workers; ++i) lcores += "," + std::to_string(i) + "@(0-1)";
   try {
     dp::initEal("gwlb-replay", {"--no-huge", "--no-pci", "--no-shconf", "-m", "512",
-                                "--log-level=*:warning", lcores});
+                                "--log-level=*:warning", "--no-telemetry", lcores});
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gwlb-replay: %s\n", e.what());
     return 2;
