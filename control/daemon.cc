@@ -267,6 +267,7 @@ int Daemon::run() {
   boost::asio::io_context io;
   boost::asio::signal_set stop_signals(io, SIGINT, SIGTERM);
   boost::asio::signal_set hup(io, SIGHUP);
+  boost::asio::signal_set usr1(io, SIGUSR1);
   stop_signals.async_wait([&](const boost::system::error_code& ec, int sig) {
     if (ec) return;
     spdlog::info("signal {}: stopping", sig);
@@ -277,9 +278,25 @@ int Daemon::run() {
       if (ec) return;
       reload();
       armHup();
+  std::function<void()> armUsr1 = [&]() {
+    usr1.async_wait([&](const boost::system::error_code& ec, int) {
+      if (ec) return;
+      logStats("stats");
+      armUsr1();
+    });
+  };
+  armUsr1();
     });
   };
   armHup();
+  std::function<void()> armUsr1 = [&]() {
+    usr1.async_wait([&](const boost::system::error_code& ec, int) {
+      if (ec) return;
+      logStats("stats");
+      armUsr1();
+    });
+  };
+  armUsr1();
 
   using namespace std::chrono_literals;
   boost::asio::steady_timer fast(io), slow(io);

@@ -23,7 +23,8 @@ void usage(FILE* f) {
                "       gwlbd --check-config FILE\n"
                "Runs the gateway load balancer. EAL arguments come from the config's `eal`\n"
                "list, then from everything after `--`. SIGINT/SIGTERM stop it cleanly;\n"
-               "SIGHUP reloads the config file (a bad file keeps the running config).\n");
+               "SIGHUP reloads the config file (a bad file keeps the running config);\n"
+               "SIGUSR1 logs every counter now.\n");
 }
 
 bool load(const std::string& path, ctl::Config& cfg) {
