@@ -1,5 +1,6 @@
 #include "tests/dp/packet_builder.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
