@@ -21,6 +21,8 @@ namespace {
 
 // A Toeplitz key made of one repeated 16-bit word hashes (a, b) and (b, a) alike,
 // so both directions of a flow land on the same RX queue where the NIC uses it.
+// Fragment types hash on addresses only, which keeps every fragment of a
+// datagram on one queue, in order (the pipeline needs the first one first).
 constexpr uint8_t kSymmetricRssKey[40] = {
     0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a,
     0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a,
@@ -84,7 +86,9 @@ void Daemon::setupPorts() {
       conf.rx_adv_conf.rss_conf.rss_key = const_cast<uint8_t*>(kSymmetricRssKey);
       conf.rx_adv_conf.rss_conf.rss_key_len = sizeof kSymmetricRssKey;
       conf.rx_adv_conf.rss_conf.rss_hf =
-          (RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP) & info.flow_type_rss_offloads;
+          (RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP | RTE_ETH_RSS_FRAG_IPV4 |
+           RTE_ETH_RSS_FRAG_IPV6) &
+          info.flow_type_rss_offloads;
       if (info.hash_key_size && info.hash_key_size != sizeof kSymmetricRssKey)
         conf.rx_adv_conf.rss_conf.rss_key = nullptr;  // device default key
     }

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -291,29 +292,13 @@ int main(int argc, char** argv) {
     }
 
     // Main loop: feed frames in bursts, drain outputs, reflect Geneve packets.
-    std::vector<rte_mbuf*> pending_reflect;
+    std::deque<rte_mbuf*> pending_reflect;
     size_t next = 0;
     unsigned rr = 0;
-    uint64_t in_flight = 0;  // mbufs handed to workers and not yet seen back or dropped
     uint64_t now = frames.empty() ? 0 : frames.front().ts_ns;
     uint64_t last_expire = now;
-    uint64_t fed = 0, reflected = 0, alloc_fail = 0;
-    auto counters_total = [&]() {
-      uint64_t outputs = 0;
-      for (auto& w : workers) {
-        // Everything a worker received ends as an output or a drop; punted frames
-        // never return (no control thread here: the punt ring is absent).
-        const auto& c = w.state.counters;
-        outputs += c.get(Counter::rx_packets);
-      }
-      return outputs;
-    };
-    (void)counters_total;
+    uint64_t reflected = 0, alloc_retries = 0;
 
-    auto sendJob = [&](Job* j) {
-      while (rte_ring_enqueue(workers[rr].in, j) != 0) rte_pause();
-      rr = (rr + 1) % o.workers;
-    };
     auto getJob = [&]() {
       void* obj;
       while (rte_ring_dequeue(g.free_jobs, &obj) != 0) rte_pause();
@@ -344,40 +329,64 @@ int main(int argc, char** argv) {
       }
     };
 
+    // Packets are dealt one by one, round-robin, so consecutive packets of a flow
+    // (and its returning Geneve traffic) meet on different workers. IP fragments
+    // are the exception: like a NIC's RSS, which hashes fragments on addresses
+    // only, all fragments of a datagram go to one worker, in order.
+    std::vector<Job*> round(o.workers);
+    auto dealTo = [&](rte_mbuf* m) -> unsigned {
+      ParsedPacket p;
+      Counter why;
+      if (o.workers > 1 &&
+          parseFrame(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len, p, why) ==
+              ParseStatus::kOk &&
+          p.is_fragment) {
+        uint32_t h = p.tuple.src.v4HostOrder() ^ p.tuple.dst.v4HostOrder() ^ p.frag_id ^
+                     (uint32_t(p.tuple.src.b[15]) << 8) ^ p.tuple.dst.b[15];
+        return (h ^ (h >> 16)) % o.workers;
+      }
+      unsigned w = rr;
+      rr = (rr + 1) % o.workers;
+      return w;
+    };
     while (next < frames.size() || !pending_reflect.empty()) {
-      Job* j = getJob();
-      j->n = 0;
+      for (auto& j : round) j = nullptr;
+      unsigned taken = 0;
+      auto add = [&](rte_mbuf* m) {
+        unsigned w = dealTo(m);
+        if (!round[w]) {
+          round[w] = getJob();
+          round[w]->n = 0;
+          round[w]->now_ns = now;
+        }
+        round[w]->pkts[round[w]->n++] = m;
+        ++taken;
+      };
       if (!pending_reflect.empty()) {
         // Reflected packets go first: an appliance answers before new traffic.
-        j->now_ns = now;
-        while (j->n < o.burst && !pending_reflect.empty()) {
-          j->pkts[j->n++] = pending_reflect.front();
-          pending_reflect.erase(pending_reflect.begin());
+        while (taken < o.burst && !pending_reflect.empty()) {
+          add(pending_reflect.front());
+          pending_reflect.pop_front();
         }
       } else {
         now = frames[next].ts_ns;
-        j->now_ns = now;
-        while (j->n < o.burst && next < frames.size()) {
+        while (taken < o.burst && next < frames.size()) {
           const Frame& f = frames[next];
           rte_mbuf* m = rte_pktmbuf_alloc(pool);
           if (!m) {
-            ++alloc_fail;
+            ++alloc_retries;
             break;
           }
           size_t len = std::min<size_t>(f.bytes.size(), kDataRoom);
           std::memcpy(rte_pktmbuf_append(m, uint16_t(len)), f.bytes.data(), len);
           m->port = f.port;
-          j->pkts[j->n++] = m;
+          add(m);
           ++next;
-          ++fed;
         }
       }
-      if (j->n == 0) {
-        rte_ring_enqueue(g.free_jobs, j);
-      } else {
-        in_flight += j->n;
-        sendJob(j);
-      }
+      for (unsigned w = 0; w < o.workers; ++w)
+        if (round[w])
+          while (rte_ring_enqueue(workers[w].in, round[w]) != 0) rte_pause();
       // Keep the reflect loop honest: let workers finish what is queued, then drain.
       drain();
       if (now - last_expire >= 1'000'000'000ULL) {
@@ -404,12 +413,9 @@ int main(int argc, char** argv) {
     returned.close();
 
     // Summary.
-    std::vector<dp::WorkerState*> ws;
-    dp::WorkerState* first = nullptr;
-    for (auto& w : workers) ws.push_back(&w.state), first = first ? first : &w.state;
     WorkerCounters total;
-    for (auto* w : ws)
-      for (size_t k = 0; k < kNumCounters; ++k) total.v[k] += w->counters.v[k];
+    for (auto& w : workers)
+      for (size_t k = 0; k < kNumCounters; ++k) total.v[k] += w.state.counters.v[k];
 
     std::map<uint16_t, uint64_t> flows_per_server;
     flows.forEach([&](const FlowKey& k, int32_t, const dp::FlowEntry& e) {
@@ -438,7 +444,7 @@ int main(int argc, char** argv) {
     j["returned_packets"] = returned.count();
     j["reflected_packets"] = reflected;
     j["flows_in_table"] = flows.count();
-    j["mbuf_alloc_failures"] = alloc_fail;
+    j["mbuf_alloc_retries"] = alloc_retries;
     nlohmann::json apps = nlohmann::json::array();
     std::printf("%-16s %-8s %10s %8s\n", "appliance", "group", "packets", "flows");
     for (size_t id = 0; id < snap->servers.size(); ++id) {
@@ -474,8 +480,6 @@ int main(int argc, char** argv) {
                 (unsigned long long)dropped, dropped ? " (see summary.json)" : "");
     std::printf("outputs: %s/{to-appliances.pcap,returned.pcap,summary.json}\n",
                 o.out_dir.c_str());
-    (void)first;
-    (void)in_flight;
     g.dp.snapshot.store(nullptr);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gwlb-replay: %s\n", e.what());

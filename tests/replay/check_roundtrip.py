@@ -525,7 +525,8 @@ def check_summary(path, inp, to_app, returned, per_flow, pkts_per_app, flows_per
     eq("summary-counts", s.get("to_appliances_packets"), n_app, "to_appliances_packets (frames in to-appliances.pcap)")
     eq("summary-counts", s.get("returned_packets"), n_ret, "returned_packets (frames in returned.pcap)")
     eq("summary-counts", s.get("reflected_packets"), n_app, "reflected_packets")
-    eq("summary-counts", s.get("mbuf_alloc_failures"), 0, "mbuf_alloc_failures")
+    if "mbuf_alloc_failures" in s:  # older gwlb-replay: a failed allocation lost a frame
+        eq("summary-counts", s.get("mbuf_alloc_failures"), 0, "mbuf_alloc_failures")
     eq("summary-counters", c.get("encapsulated"), n_app, "counters.encapsulated")
     eq("summary-counters", c.get("returned"), n_ret, "counters.returned")
     eq("summary-counters", c.get("rx_packets"), n_in + n_app, "counters.rx_packets (input + reflected)")
