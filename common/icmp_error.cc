@@ -24,8 +24,9 @@ size_t buildTooBig(uint8_t* f, size_t len, const ParsedPacket& pkt, uint32_t mtu
     uint8_t orig_src[4], orig_dst[4];
     std::memcpy(orig_src, l3 + 12, 4);
     std::memcpy(orig_dst, l3 + 16, 4);
-    // Quote as much as fits in 576 bytes (RFC 1812 4.3.2.3).
-    size_t quote = std::min(l3len, size_t(576 - 28));
+    // Quote as much as fits in 576 bytes (RFC 1812 4.3.2.3) and in the buffer.
+    if (len < size_t(pkt.l3_offset) + 28) return 0;
+    size_t quote = std::min({l3len, size_t(576 - 28), len - pkt.l3_offset - 28});
     std::memmove(l3 + 28, l3, quote);
     size_t total = 28 + quote;
     uint8_t* ip = l3;
@@ -54,8 +55,9 @@ size_t buildTooBig(uint8_t* f, size_t len, const ParsedPacket& pkt, uint32_t mtu
   uint8_t orig_src[16], orig_dst[16];
   std::memcpy(orig_src, l3 + 8, 16);
   std::memcpy(orig_dst, l3 + 24, 16);
-  // The error must not exceed the IPv6 minimum MTU (RFC 4443 2.4 (c)).
-  size_t quote = std::min(l3len, size_t(1280 - 48));
+  // The error must not exceed the IPv6 minimum MTU (RFC 4443 2.4 (c)), nor the buffer.
+  if (len < size_t(pkt.l3_offset) + 48) return 0;
+  size_t quote = std::min({l3len, size_t(1280 - 48), len - pkt.l3_offset - 48});
   std::memmove(l3 + 48, l3, quote);
   size_t plen = 8 + quote;
   uint8_t* ip = l3;

@@ -9,8 +9,9 @@
 
 namespace gwlb {
 
-// Rewrites frame[0..len) (an Ethernet frame parsed into `pkt`) into the ICMP
-// error answering it, addressed back to the packet's source through the
+// Rewrites the Ethernet frame parsed into `pkt`, held in a buffer frame[0..len)
+// (len may exceed the frame: room for a quote longer than a short packet),
+// into the ICMP error answering it, addressed back to the packet's source through the
 // neighbour it came from (MACs swapped, same VLAN). `mtu` is the largest inner
 // IP packet that fits. `v4_src` (host order) is the IPv4 source of the error;
 // an IPv6 error is sent from the packet's own destination address (the

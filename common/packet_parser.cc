@@ -3,7 +3,11 @@
 namespace gwlb {
 namespace {
 
-bool isIcmpv4Error(uint8_t type) { return type == 3 || type == 4 || type == 11 || type == 12; }
+// Types that quote the packet they answer: unreachable, source quench,
+// redirect, time exceeded, parameter problem.
+bool isIcmpv4Error(uint8_t type) {
+  return type == 3 || type == 4 || type == 5 || type == 11 || type == 12;
+}
 bool isIcmpv6Error(uint8_t type) { return type >= 1 && type <= 4; }
 bool isIcmpv4Echo(uint8_t type) { return type == 0 || type == 8; }
 bool isIcmpv6Echo(uint8_t type) { return type == 128 || type == 129; }
@@ -176,6 +180,7 @@ ParseStatus parseFrame(const uint8_t* p, size_t len, ParsedPacket& out, Counter&
   if (et == kEtherTypeVlan || et == kEtherTypeQinQ) {
     if (len < 18) return drop = Counter::drop_truncated_l2, ParseStatus::kDrop;
     out.has_vlan = true;
+    out.vlan_tpid = et;
     out.vlan_tci = rd16(p + 14);
     et = rd16(p + 16);
     off = 18;

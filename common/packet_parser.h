@@ -40,6 +40,7 @@ struct ParsedPacket {
   uint16_t ether_type = 0;  // after any tag
   bool has_vlan = false;
   uint16_t vlan_tci = 0;    // host order, valid when has_vlan
+  uint16_t vlan_tpid = 0;   // 0x8100 or 0x88A8, valid when has_vlan
 
   // L3
   uint8_t ip_version = 0;   // 4 or 6

@@ -4,6 +4,7 @@
 #include <rte_hash.h>
 #include <rte_rcu_qsbr.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <vector>
 
@@ -40,9 +41,13 @@ FlowTable::FlowTable(const std::string& name, uint32_t capacity, rte_rcu_qsbr* q
   if (!hash_)
     throw std::runtime_error("flow table: rte_hash_create(" + std::to_string(capacity) +
                              ") failed: " + rte_strerror(rte_errno));
-  // rte_hash hands out positions 0..capacity (position 0 is never used by keys
-  // but sizing one more keeps indexing simple).
-  entries_ = std::make_unique<FlowEntry[]>(size_t(capacity) + 1);
+  // With MULTI_WRITER_ADD, rte_hash keeps per-lcore caches of free key slots
+  // and so hands out positions up to rte_hash_max_key_id() - 1, well past
+  // `capacity` (and the table holds more than `capacity` keys through its
+  // extendable buckets): size the entries for every position it can return.
+  int32_t max_id = rte_hash_max_key_id(hash_);
+  slots_ = size_t(std::max<int32_t>(max_id, int32_t(capacity))) + 1;
+  entries_ = std::make_unique<FlowEntry[]>(slots_);
 }
 
 FlowTable::~FlowTable() {

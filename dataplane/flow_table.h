@@ -29,6 +29,7 @@ struct DirInfo {
   bool has_vlan = false;
   uint16_t port = 0;
   uint16_t vlan_tci = 0;
+  uint16_t vlan_tpid = 0;
   MacAddr peer_mac;   // source MAC of the frame as it arrived
   MacAddr our_mac;    // destination MAC of the frame as it arrived
 };
@@ -81,6 +82,8 @@ class FlowTable {
 
   uint32_t count() const noexcept;
   uint32_t capacity() const noexcept { return capacity_; }
+  // Positions lookup()/insert() return are in [0, slots()).
+  size_t slots() const noexcept { return slots_; }
   size_t pendingReclaim() const noexcept { return retired_.size(); }
 
  private:
@@ -91,6 +94,7 @@ class FlowTable {
   rte_hash* hash_ = nullptr;
   rte_rcu_qsbr* qsbr_;
   uint32_t capacity_;
+  size_t slots_ = 0;
   std::unique_ptr<FlowEntry[]> entries_;
   std::deque<Retired> retired_;
 };

@@ -75,6 +75,7 @@ inline void learnDirection(DirInfo& d, const rte_mbuf* m, const uint8_t* frame,
   d.port = m->port;
   d.has_vlan = p.has_vlan;
   d.vlan_tci = p.vlan_tci;
+  d.vlan_tpid = p.vlan_tpid;
   std::memcpy(d.our_mac.b.data(), frame, 6);
   std::memcpy(d.peer_mac.b.data(), frame + 6, 6);
   d.state.store(2, std::memory_order_release);
@@ -110,10 +111,14 @@ void tooBig(Ctx& c, rte_mbuf* m, const ParsedPacket& p, uint32_t inner_mtu) noex
   c.w.icmp_last_ns = c.now;
   if (c.w.icmp_tokens < 1.0) return drop(c, m, Counter::drop_too_big);
   uint8_t* f = rte_pktmbuf_mtod(m, uint8_t*);
-  size_t len = buildTooBig(f, m->data_len, p, inner_mtu, c.s.underlay_ip);
+  // The error can be longer than a short packet (header + full quote): let it
+  // use the tailroom, then set the frame length to what was built.
+  size_t room = size_t(m->data_len) + rte_pktmbuf_tailroom(m);
+  size_t len = buildTooBig(f, room, p, inner_mtu, c.s.underlay_ip);
   if (len == 0) return drop(c, m, Counter::drop_too_big);
   c.w.icmp_tokens -= 1.0;
-  rte_pktmbuf_trim(m, uint16_t(m->data_len - len));
+  if (len > m->data_len) rte_pktmbuf_append(m, uint16_t(len - m->data_len));
+  else rte_pktmbuf_trim(m, uint16_t(m->data_len - len));
   c.w.counters.inc(Counter::icmp_sent);
   c.w.counters.inc(Counter::tx_bytes, m->pkt_len);
   c.out.to_router[c.out.n_router++] = m;
@@ -259,7 +264,7 @@ void fromAppliance(Ctx& c, rte_mbuf* m, const ParsedPacket& outer) noexcept {
   std::memcpy(h + 6, d.our_mac.b.data(), 6);
   uint16_t et = in.ip_version == 4 ? kEtherTypeIpv4 : kEtherTypeIpv6;
   if (d.has_vlan) {
-    wr16(h + 12, kEtherTypeVlan);
+    wr16(h + 12, d.vlan_tpid);
     wr16(h + 14, d.vlan_tci);
     wr16(h + 16, et);
   } else {

@@ -51,9 +51,10 @@ Harness::Harness(const HarnessOptions& o) : opts_(o) {
   const Net& n = net();
   cfg_.node.underlay_ip = n.underlay;
   cfg_.node.underlay_mac = n.underlay_mac;
-  cfg_.node.gateway_mac = n.gateway_mac;
+  if (o.gateway_mac) cfg_.node.gateway_mac = n.gateway_mac;
   cfg_.node.underlay_port = kUnderlayPort;
   cfg_.node.underlay_mtu = o.underlay_mtu;
+  cfg_.node.icmp_rate_per_s = o.icmp_rate_per_s;
   ctl::ServerGroupConfig g;
   g.name = "inspection";
   g.stickiness = o.stickiness;
@@ -114,7 +115,11 @@ Result Harness::send(const Bytes& frame, uint16_t port) {
   }
   std::memcpy(d, frame.data(), frame.size());
   m->port = port;
+  return sendMbuf(m);
+}
 
+Result Harness::sendMbuf(rte_mbuf* m) {
+  Result r;
   WorkerCounters before = worker_.counters;
   dp::BurstOutput out;
   dp::processBurst(dp_, worker_, &m, 1, now, out);

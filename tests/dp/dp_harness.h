@@ -22,6 +22,7 @@
 #include "dataplane/snapshot.h"
 #include "tests/dp/packet_builder.h"
 
+struct rte_mbuf;
 struct rte_mempool;
 struct rte_rcu_qsbr;
 struct rte_ring;
@@ -94,7 +95,9 @@ struct HarnessOptions {
   ctl::GeneveFormat format = ctl::GeneveFormat::kAws;
   ctl::Stickiness stickiness = ctl::Stickiness::kFiveTuple;
   uint32_t underlay_mtu = 1500;
+  uint32_t icmp_rate_per_s = 100;
   bool punt_ring = false;
+  bool gateway_mac = true;  // false: appliance MACs unknown (no ARP in these tests)
   uint32_t flow_table_size = 4096;
 };
 
@@ -108,6 +111,8 @@ class Harness {
   // One frame in a burst of its own, at `now`. Outputs are copied and freed.
   Result send(const Bytes& frame, uint16_t port);
   Result send(const Frame& f) { return send(f.bytes(), f.port); }
+  // The same for an mbuf the test built itself (e.g. a chain); takes ownership.
+  Result sendMbuf(rte_mbuf* m);
   // Several frames in one burst: returns every output (appliance ones first).
   std::vector<Result> sendBurst(const std::vector<std::pair<Bytes, uint16_t>>& frames);
 

@@ -33,8 +33,7 @@ std::string cpuSet() {
       s += std::to_string(c);
     }
   }
-  if (s.empty()) s = "0";
-  return "(" + s + ")";
+  return s.empty() ? std::string("(0)") : "(" + s + ")";
 }
 
 class EalEnvironment : public ::testing::Environment {

@@ -172,7 +172,9 @@ TEST_P(ForwardTable, EveryPacketEncapsulatedExactlyAndReturnedUnchanged) {
     }
     if (c.name.find("first fragment") != std::string::npos) ++first_fragments;
     Encap e = checkEncap(h, r.bytes, expectedInner(h, c.frame), expectedProtocol(h, c.frame));
-    if (!h.aws()) EXPECT_EQ(e.cookie, 0u);
+    if (!h.aws()) {
+      EXPECT_EQ(e.cookie, 0u);
+    }
     flows.insert(c.flow);
     auto [it, inserted] = first_of_flow.emplace(c.flow, e);
     if (!inserted) {

@@ -1,0 +1,245 @@
+// The return path: what appliances send back. A well-formed reply (even with
+// UDP checksum 0, TTL 2, an unknown non-critical option) goes back to the
+// router byte-identical at L3; each malformed one is dropped with its own
+// counter. Every return packet here is rebuilt with the test's own builder
+// from the Geneve packet the pipeline produced, with one thing changed.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/dp/dp_harness.h"
+
+namespace gwlb::dptest {
+namespace {
+
+struct ReturnCase {
+  std::string name;
+  Bytes packet;                     // arrives on the underlay port
+  Verdict verdict = Verdict::kDrop;
+  Counter drop = Counter::kCount;
+};
+
+class ReturnPath : public ::testing::TestWithParam<ctl::GeneveFormat> {
+ protected:
+  void SetUp() override {
+    HarnessOptions o;
+    o.format = GetParam();
+    h_ = std::make_unique<Harness>(o);
+    const Net& n = net();
+    flow_ = Frame{n.fromVlan(0x0042), kEthIpv4,
+                  ipv4(n.client4, n.server4, 6, tcp(n.client4, n.server4, 43000, 443, pattern(64))),
+                  kPortVlan};
+    Result r = h_->send(flow_);
+    ASSERT_EQ(r.verdict, Verdict::kAppliance) << describe(r);
+    sent_ = r.bytes;
+    enc_ = checkEncap(*h_, sent_, expectedInner(*h_, flow_), expectedProtocol(*h_, flow_));
+  }
+
+  // The Geneve header as sent, with changes.
+  GeneveHdr header() const {
+    GeneveHdr g;
+    g.protocol = get16(enc_.geneve_hdr, 2);
+    g.vni = kVni;
+    g.options = slice(enc_.geneve_hdr, 8, enc_.geneve_hdr.size() - 8);
+    return g;
+  }
+  Bytes reply(const GeneveHdr& g) const { return reply(g, enc_.inner); }
+  Bytes reply(const GeneveHdr& g, const Bytes& inner) const {
+    return fromAppliance(enc_.appliance, enc_.sport, geneve(g), inner);
+  }
+  IpAddr otherAppliance() const {
+    for (const IpAddr& a : net().servers)
+      if (a != enc_.appliance) return a;
+    return {};
+  }
+
+  std::unique_ptr<Harness> h_;
+  Frame flow_;
+  Bytes sent_;
+  Encap enc_;
+};
+
+TEST_P(ReturnPath, WellFormedRepliesGoBackToTheRouter) {
+  Harness& h = *h_;
+  std::vector<ReturnCase> ok;
+  ok.push_back({"reflected verbatim", reflect(sent_), Verdict::kRouter});
+  ok.push_back({"rebuilt by the test's builder", reply(header()), Verdict::kRouter});
+  {
+    Bytes b = reply(header());
+    put16(b, 40, 0);  // UDP checksum 0 (allowed for IPv4)
+    b[22] = 2;        // TTL 2, as some appliances send
+    put16(b, 24, 0);
+    put16(b, 24, fold(sum16(b.data() + 14, 20)));
+    ok.push_back({"UDP checksum 0 and TTL 2", b, Verdict::kRouter});
+  }
+  {
+    GeneveHdr g = header();
+    append(g.options, geneveOption(0x0108, 0x05, {1, 2, 3, 4}));  // unknown, not critical
+    append(g.options, geneveOption(0xFFFF, 0x01, {}));            // other class, no data
+    ok.push_back({"unknown non-critical options", reply(g), Verdict::kRouter});
+  }
+  {
+    GeneveHdr g = header();
+    g.critical = true;  // C bit with only known options
+    ok.push_back({"C bit set, no unknown critical option", reply(g), Verdict::kRouter});
+  }
+  {
+    Bytes b = reply(header());
+    b.push_back(0);  // Ethernet trailer beyond the outer IPv4 length
+    b.push_back(0);
+    ok.push_back({"outer frame with padding after the IP packet", b, Verdict::kRouter});
+  }
+  for (const ReturnCase& c : ok) {
+    SCOPED_TRACE(c.name);
+    Result r = h.send(c.packet, kUnderlayPort);
+    ASSERT_EQ(r.verdict, Verdict::kRouter) << describe(r);
+    EXPECT_EQ(r.bytes, flow_.returned())
+        << "\n got  " << hex(r.bytes) << "\n want " << hex(flow_.returned());
+    EXPECT_EQ(r.port, kPortVlan) << "back out of the port the flow came in on";
+  }
+  EXPECT_EQ(h.get(Counter::returned), ok.size());
+}
+
+TEST_P(ReturnPath, MalformedRepliesAreDroppedWithTheirCounter) {
+  Harness& h = *h_;
+  const Net& n = net();
+  std::vector<ReturnCase> t;
+  auto bad = [&](std::string name, Bytes b, Counter why) {
+    t.push_back({std::move(name), std::move(b), Verdict::kDrop, why});
+  };
+
+  bad("from an address that is not an appliance",
+      fromAppliance(ip("10.0.0.99"), enc_.sport, enc_.geneve_hdr, enc_.inner),
+      Counter::drop_geneve_unknown_appliance);
+  {
+    GeneveHdr g = header();
+    g.version = 1;
+    bad("Geneve version 1", reply(g), Counter::drop_geneve_bad_version);
+  }
+  {
+    GeneveHdr g = header();
+    g.oam = true;
+    bad("O bit (control packet)", reply(g), Counter::drop_geneve_control);
+  }
+  {
+    GeneveHdr g = header();
+    // An option whose length (3 words) runs past the option area (2 words of data left).
+    append(g.options, geneveOption(0x0108, 0x07, pattern(8)));
+    g.options[g.options.size() - 9] = 3;
+    bad("option length past the option area", reply(g), Counter::drop_geneve_bad_option);
+  }
+  {
+    GeneveHdr g = header();
+    append(g.options, {0x01, 0x08, 0x07, 0x01});  // one word of data claimed, none left
+    bad("option header at the very end of the area", reply(g), Counter::drop_geneve_bad_option);
+  }
+  {
+    GeneveHdr g = header();
+    g.critical = true;
+    append(g.options, geneveOption(0x0108, 0x85, {0, 0, 0, 1}));  // critical, unknown type
+    bad("unknown critical option", reply(g), Counter::drop_geneve_unknown_critical_option);
+  }
+  {
+    GeneveHdr g = header();
+    g.protocol = h.aws() ? kEthTeb : kEthIpv4;
+    bad("protocol type of the other format", reply(g), Counter::drop_geneve_bad_protocol);
+  }
+  {
+    GeneveHdr g = header();
+    g.protocol = 0x88CC;  // LLDP
+    bad("protocol type that is neither", reply(g), Counter::drop_geneve_bad_protocol);
+  }
+  if (h.aws()) {
+    GeneveHdr g = header();
+    g.options.resize(24);  // endpoint and attachment IDs only
+    bad("aws format without the cookie option", reply(g), Counter::drop_geneve_missing_cookie);
+    GeneveHdr c = header();
+    put32(c.options, 28, enc_.cookie ^ 0x00010000);
+    bad("cookie of no flow", reply(c), Counter::drop_return_cookie_mismatch);
+  }
+  {
+    GeneveHdr g = header();
+    g.vni = kVni + 1;
+    bad("wrong VNI", reply(g), Counter::drop_geneve_bad_vni);
+  }
+  bad("from another configured appliance than the flow's",
+      fromAppliance(otherAppliance(), enc_.sport, enc_.geneve_hdr, enc_.inner),
+      Counter::drop_return_wrong_appliance);
+  {
+    Frame other{n.fromA(), kEthIpv4,
+                ipv4(n.client4, n.server4, 6, tcp(n.client4, n.server4, 43001, 443)), kPortA};
+    bad("inner packet of a flow never seen", reply(header(), expectedInner(h, other)),
+        Counter::drop_return_no_flow);
+  }
+  {
+    Bytes inner = slice(enc_.inner, 0, enc_.inner.size() - 30);
+    bad("inner packet shorter than its IP total length", reply(header(), inner),
+        Counter::drop_return_inner_malformed);
+    Bytes tiny = slice(enc_.inner, 0, h.aws() ? 12 : 20);
+    bad("inner packet cut inside its IP header", reply(header(), tiny),
+        Counter::drop_return_inner_malformed);
+  }
+  {
+    // UDP payload of 6 bytes: not even the fixed Geneve header.
+    Bytes g6 = slice(enc_.geneve_hdr, 0, 6);
+    bad("Geneve header truncated", fromAppliance(enc_.appliance, enc_.sport, g6, {}),
+        Counter::drop_geneve_truncated);
+    GeneveHdr g = header();
+    g.opt_len_words = 63;  // 252 bytes of options: past the end of the packet
+    Bytes short_inner = slice(enc_.inner, 0, 20);
+    bad("option area past the end of the packet", reply(g, short_inner),
+        Counter::drop_geneve_truncated);
+  }
+  {
+    // The outer IPv4 packet is a fragment: never reassembled, never returned.
+    Bytes b = reply(header());
+    put16(b, 20, 0x2000);  // MF
+    put16(b, 24, 0);
+    put16(b, 24, fold(sum16(b.data() + 14, 20)));
+    bad("outer IPv4 first fragment", b, Counter::drop_bad_fragment);
+  }
+
+  for (const ReturnCase& c : t) {
+    SCOPED_TRACE(c.name);
+    Result r = h.send(c.packet, kUnderlayPort);
+    ASSERT_EQ(r.verdict, Verdict::kDrop) << describe(r);
+    EXPECT_EQ(r.drop, c.drop) << describe(r);
+  }
+  // The flow itself is untouched by all of that.
+  Result r = h.send(reflect(sent_), kUnderlayPort);
+  ASSERT_EQ(r.verdict, Verdict::kRouter) << describe(r);
+  EXPECT_EQ(r.bytes, flow_.returned());
+  EXPECT_EQ(h.get(Counter::returned), 1u);
+  expectCounterInvariant(h.counters(), "malformed returns");
+}
+
+// The reverse direction of the flow returns with its own L2 (untagged, port B).
+TEST_P(ReturnPath, EachDirectionReturnsWithItsOwnL2) {
+  Harness& h = *h_;
+  const Net& n = net();
+  Frame rev{n.fromB(), kEthIpv4,
+            ipv4(n.server4, n.client4, 6, tcp(n.server4, n.client4, 443, 43000, pattern(9), kTcpAck)),
+            kPortB};
+  Result r = h.send(rev);
+  ASSERT_EQ(r.verdict, Verdict::kAppliance) << describe(r);
+  Encap e = checkEncap(h, r.bytes, expectedInner(h, rev), expectedProtocol(h, rev));
+  EXPECT_EQ(e.appliance, enc_.appliance);
+  EXPECT_EQ(e.cookie, enc_.cookie);
+  EXPECT_EQ(e.sport, enc_.sport);
+  Result back = h.send(reflect(r.bytes), kUnderlayPort);
+  ASSERT_EQ(back.verdict, Verdict::kRouter) << describe(back);
+  EXPECT_EQ(back.bytes, rev.returned());
+  EXPECT_EQ(back.port, kPortB);
+  back = h.send(reflect(sent_), kUnderlayPort);
+  ASSERT_EQ(back.verdict, Verdict::kRouter) << describe(back);
+  EXPECT_EQ(back.bytes, flow_.returned());
+  EXPECT_EQ(back.port, kPortVlan);
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, ReturnPath,
+                         ::testing::Values(ctl::GeneveFormat::kAws, ctl::GeneveFormat::kEthernet),
+                         [](const auto& info) { return std::string(ctl::toString(info.param)); });
+
+}  // namespace
+}  // namespace gwlb::dptest
