@@ -63,3 +63,50 @@ for p in pk:
 assert set(apps) == {"192.0.2.10", "192.0.2.11", "192.0.2.12"}, apps
 print(f"gwlbd forwarded {len(pk)}/{n_in} packets over 2 workers to {apps}")
 PY
+
+# ARP on the underlay, with no gateway_mac: gwlbd answers who-has for its own
+# address, asks for every appliance, and learns the appliances that answer.
+/usr/bin/python3 - "$work/arp-in.pcap" <<'PY'
+import sys
+from scapy.all import ARP, Ether, wrpcap
+ours, gw = "02:00:00:00:00:01", "192.0.2.1"
+pk = [Ether(src="02:00:00:00:0a:01", dst="ff:ff:ff:ff:ff:ff") / ARP(op=1, hwsrc="02:00:00:00:0a:01", psrc="192.0.2.99", pdst=gw),
+      Ether(src="02:00:00:00:00:10", dst=ours) / ARP(op=2, hwsrc="02:00:00:00:00:10", psrc="192.0.2.10", hwdst=ours, pdst=gw),
+      Ether(src="02:00:00:00:00:11", dst=ours) / ARP(op=2, hwsrc="02:00:00:00:00:11", psrc="192.0.2.11", hwdst=ours, pdst=gw)]
+wrpcap(sys.argv[1], pk)
+PY
+cat > "$work/arp.yaml" <<YAML
+node: { underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01 }
+server_groups:
+  - name: firewalls
+    servers: [ { address: 192.0.2.10 }, { address: 192.0.2.11 }, { address: 192.0.2.12 } ]
+dataplane: { workers: 1, mbufs: 4096, flow_table_size: 4096 }
+eal: ["--no-huge", "--no-pci", "--no-shconf", "-m", "128", "--no-telemetry",
+      "--lcores=0@(0-1),1@(0-1)", "--log-level=*:warning",
+      "--vdev", "net_pcap0,rx_pcap=$work/arp-in.pcap,tx_pcap=$work/arp-out.pcap"]
+YAML
+"$gwlbd" --config "$work/arp.yaml" > "$work/arp.log" 2>&1 &
+pid=$!
+learned=0
+for _ in $(seq 1 80); do
+  sleep 0.25
+  if [ "$(grep -c 'ARP: appliance' "$work/arp.log")" -ge 2 ]; then learned=1; break; fi
+done
+sleep 1.5   # one more ARP round for the appliance that never answers
+kill -TERM "$pid"; wait "$pid"
+cat "$work/arp.log"
+[ "$learned" -eq 1 ] || { echo "FAIL: appliances not learned by ARP"; exit 1; }
+grep -q "awaiting ARP" "$work/arp.log"
+/usr/bin/python3 - "$work/arp-out.pcap" <<'PY'
+import sys
+from scapy.all import ARP, rdpcap
+pk = [p for p in rdpcap(sys.argv[1]) if ARP in p]
+replies = [p for p in pk if p[ARP].op == 2]
+asks = {p[ARP].pdst for p in pk if p[ARP].op == 1}
+assert len(replies) == 1, [p.summary() for p in pk]
+r = replies[0]
+assert r.dst == "02:00:00:00:0a:01" and r[ARP].hwsrc == "02:00:00:00:00:01" and r[ARP].psrc == "192.0.2.1" \
+    and r[ARP].pdst == "192.0.2.99", r.show(dump=True)
+assert "192.0.2.12" in asks, asks
+print(f"ARP: answered who-has 192.0.2.1; asked for {sorted(asks)}")
+PY
