@@ -152,6 +152,7 @@ class Validator {
     node(c.node);
     groups(c);
     dataplane(c.dataplane);
+    controlAndMetrics(c);
     if (!validLogLevel(c.log_level)) {
       add("log_level", quote(c.log_level) + " is not a log level; allowed: " + logLevelList());
     }
@@ -302,6 +303,24 @@ class Validator {
     }
   }
 
+  void controlAndMetrics(const Config& c) {
+    const std::string& s = c.control.socket;
+    if (s.empty() || s[0] != '/' || s.size() > 107 || s.back() == '/')
+      add("control.socket", quote(s) + " is not an absolute socket path of at most 107 bytes");
+    if (c.control.socket_mode > 0777)
+      add("control.socket_mode", std::to_string(c.control.socket_mode) + " is not a file mode (0..0777)");
+    IpAddr a;
+    uint16_t port;
+    if (!c.metrics.listen.empty() && !parseListen(c.metrics.listen, a, port))
+      add("metrics.listen", quote(c.metrics.listen) +
+                                " is not address:port; use e.g. 127.0.0.1:9100 or [::1]:9100");
+    size_t total = 0;
+    for (const auto& g : c.server_groups) total += g.servers.size();
+    if (total > kMaxServersTotal)
+      add("server_groups", std::to_string(total) + " servers in all groups; allowed at most " +
+                               std::to_string(kMaxServersTotal));
+  }
+
   void dataplane(const DataplaneConfig& d) {
     range("dataplane.workers", d.workers, kWorkersRange);
     range("dataplane.burst", d.burst, kBurstRange);
@@ -363,7 +382,7 @@ class Parser {
                    kindOf(n));
       return;
     }
-    walkMap(n, "", {"node", "server_groups", "dataplane", "eal", "log_level"},
+    walkMap(n, "", {"node", "server_groups", "dataplane", "eal", "log_level", "control", "metrics"},
             {"node", "server_groups"},
             [&](std::string_view k, const YAML::Node& v, const std::string& p) {
               if (k == "node") node(v, p, c.node);
@@ -371,6 +390,36 @@ class Parser {
               else if (k == "dataplane") dataplane(v, p, c.dataplane);
               else if (k == "eal") eal(v, p, c.eal_args);
               else if (k == "log_level") str(v, p, "a log level", c.log_level);
+              else if (k == "control") control(v, p, c.control);
+              else if (k == "metrics") metrics(v, p, c.metrics);
+            });
+  }
+
+  void control(const YAML::Node& n, const std::string& path, ControlConfig& cc) {
+    walkMap(n, path, {"socket", "socket_mode"}, {},
+            [&](std::string_view k, const YAML::Node& v, const std::string& p) {
+              if (k == "socket") {
+                str(v, p, "an absolute socket path", cc.socket);
+              } else if (k == "socket_mode") {
+                std::string m;
+                size_t before = errs_.size();
+                str(v, p, "an octal file mode like 0660", m);
+                if (errs_.size() != before) return;
+                bool octal = !m.empty() && m.size() <= 4 &&
+                             std::all_of(m.begin(), m.end(), [](char ch) { return ch >= '0' && ch <= '7'; });
+                if (!octal) {
+                  fail(p, quote(m) + " is not an octal file mode; use e.g. 0660 (0..0777)");
+                  return;
+                }
+                cc.socket_mode = uint32_t(std::stoul(m, nullptr, 8));
+              }
+            });
+  }
+
+  void metrics(const YAML::Node& n, const std::string& path, MetricsConfig& mc) {
+    walkMap(n, path, {"listen"}, {},
+            [&](std::string_view k, const YAML::Node& v, const std::string& p) {
+              if (k == "listen") str(v, p, "an address:port like 127.0.0.1:9100", mc.listen);
             });
   }
 
@@ -853,6 +902,28 @@ std::string formatErrors(const std::vector<ConfigError>& errors) {
     out += '\n';
   }
   return out;
+}
+
+bool parseListen(const std::string& s, IpAddr& addr, uint16_t& port) {
+  size_t colon = s.rfind(':');
+  if (colon == std::string::npos || colon + 1 >= s.size()) return false;
+  std::string host = s.substr(0, colon), p = s.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+    auto a = IpAddr::parse(host);
+    if (!a || !a->isV6()) return false;
+    addr = *a;
+  } else {
+    auto a = IpAddr::parse(host);
+    if (!a || !a->isV4()) return false;
+    addr = *a;
+  }
+  if (p.empty() || p.size() > 5 || !std::all_of(p.begin(), p.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return false;
+  unsigned long v = std::stoul(p);
+  if (v == 0 || v > 65535) return false;
+  port = uint16_t(v);
+  return true;
 }
 
 }  // namespace gwlb::ctl

@@ -59,10 +59,26 @@ struct DataplaneConfig {
   uint32_t tx_queue_size = 1024;             // descriptors per TX queue, 64..16384
 };
 
+// The local control API (docs/control-api.md).
+struct ControlConfig {
+  std::string socket = "/run/gwlbd/gwlbd.sock";  // absolute path, at most 107 bytes
+  uint32_t socket_mode = 0660;                    // octal "0660"; 0..0777
+};
+
+// Prometheus text exposition over HTTP; off unless `listen` is set.
+struct MetricsConfig {
+  std::string listen;  // "127.0.0.1:9100" or "[::1]:9100"; "" = off
+};
+
+// Server ids are shared by all groups; this bounds per-worker per-server counters.
+inline constexpr size_t kMaxServersTotal = 16384;
+
 struct Config {
   NodeConfig node;
   std::vector<ServerGroupConfig> server_groups;  // 1..64; the first receives all inspected traffic
   DataplaneConfig dataplane;
+  ControlConfig control;
+  MetricsConfig metrics;
   std::vector<std::string> eal_args;         // passed to rte_eal_init before any after "--"
   std::string log_level = "info";            // trace|debug|info|warn|error|critical|off
   std::string source_path;                   // file it was loaded from ("" for text)
@@ -86,5 +102,8 @@ bool loadConfigFile(const std::string& path, Config& out, std::vector<ConfigErro
 bool validateConfig(const Config& c, std::vector<ConfigError>& errors);
 
 std::string formatErrors(const std::vector<ConfigError>& errors);
+
+// Splits "host:port" / "[v6]:port" into an address and port. False when malformed.
+bool parseListen(const std::string& s, IpAddr& addr, uint16_t& port);
 
 }  // namespace gwlb::ctl

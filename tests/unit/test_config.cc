@@ -769,5 +769,38 @@ TEST(FormatErrors, OneLinePerError) {
   EXPECT_EQ(formatErrors({{"", "cannot open"}}), "cannot open\n");
 }
 
+TEST(Config, ControlAndMetricsSections) {
+  Result d = parse(withGroup(kOneServer));
+  ASSERT_TRUE(d.ok) << formatErrors(d.errors);
+  EXPECT_EQ(d.cfg.control.socket, "/run/gwlbd/gwlbd.sock");
+  EXPECT_EQ(d.cfg.control.socket_mode, 0660u);
+  EXPECT_EQ(d.cfg.metrics.listen, "");
+  Result r = parse(withGroup(kOneServer,
+                             "control: { socket: /tmp/x/gw.sock, socket_mode: \"0600\" }\n"
+                             "metrics: { listen: \"[::1]:9100\" }\n"));
+  ASSERT_TRUE(r.ok) << formatErrors(r.errors);
+  EXPECT_EQ(r.cfg.control.socket, "/tmp/x/gw.sock");
+  EXPECT_EQ(r.cfg.control.socket_mode, 0600u);
+  EXPECT_EQ(r.cfg.metrics.listen, "[::1]:9100");
+}
+
+TEST(ConfigErrors, ControlAndMetricsValues) {
+  Result r = parse(withGroup(kOneServer,
+                             "control: { socket: relative.sock, socket_mode: \"0999\", sockt: 1 }\n"
+                             "metrics: { listen: \"127.0.0.1:99999\" }\n"));
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(hasError(r, "control.socket", {"absolute"}));
+  EXPECT_TRUE(hasError(r, "control.socket_mode", {"0999"}));
+  EXPECT_TRUE(hasError(r, "control.sockt", {"unknown"}));
+  EXPECT_TRUE(hasError(r, "metrics.listen", {"99999"}));
+  IpAddr a;
+  uint16_t port = 0;
+  EXPECT_TRUE(parseListen("127.0.0.1:9100", a, port));
+  EXPECT_EQ(port, 9100);
+  EXPECT_FALSE(parseListen("::1:9100", a, port));  // v6 needs brackets
+  EXPECT_FALSE(parseListen("localhost:9100", a, port));
+  EXPECT_FALSE(parseListen("127.0.0.1:", a, port));
+}
+
 }  // namespace
 }  // namespace gwlb::ctl

@@ -1,0 +1,313 @@
+#include "cli/args.h"
+
+#include <algorithm>
+
+#include "cli/table.h"
+#include "cli/validate.h"
+
+namespace gwlb::cli {
+
+namespace {
+
+const OptionSpec kOptGroup{"--group", "NAME", "only this server group"};
+
+std::vector<CommandSpec> buildTable() {
+  std::vector<CommandSpec> t;
+  t.push_back({"status", "status", "", {}, 0, "daemon version, uptime, flows, workers and ports",
+               "Shows what gwlbd runs: version, uptime, config file and when it was loaded,\n"
+               "snapshot generation, flow table use, packet rates over the last second,\n"
+               "every worker with its RX queues and every port with its counters.\n",
+               {}});
+  t.push_back({"servers", "servers", "", {}, 0, "appliances with state, weight, flows and traffic",
+               "Lists every appliance: address, group, weight, state (active: receives new\n"
+               "flows; idle: weight 0, keeps its flows; unresolved: no MAC yet, ARP pending),\n"
+               "when the state last changed and why, active flows, and the packets and bytes\n"
+               "the gateway sent to it.\n",
+               {kOptGroup}});
+  t.push_back({"groups", "groups", "", {}, 0, "server groups and their settings",
+               "Lists every server group: stickiness, Geneve format and IDs, Maglev table\n"
+               "size, idle timeouts and how many of its appliances are in each state.\n",
+               {}});
+  t.push_back({"flows", "flows", "", {}, 0, "list or count flow table entries (filtered, paged)",
+               "Lists flow table entries, at most --limit per request (default 100). When\n"
+               "more remain, the last line gives the command for the next page; --all follows\n"
+               "the pages to the end. --count counts the matching entries instead. Filters\n"
+               "combine (all must match). SRC is the endpoint that sent the first packet.\n"
+               "The listing never pauses the workers: entries created or removed meanwhile\n"
+               "may or may not appear.\n",
+               {{"--server", "ADDR", "only flows sent to this appliance"},
+                kOptGroup,
+                {"--src", "CIDR", "source in this prefix (a bare address is a /32 or /128)"},
+                {"--dst", "CIDR", "destination in this prefix"},
+                {"--proto", "P", "tcp, udp, icmp, icmpv6 or a protocol number 0-255"},
+                {"--port", "N", "either port equals N (0-65535)"},
+                {"--limit", "N", "entries per request, 1-10000 (default 100)"},
+                {"--cursor", "C", "continue a previous listing (its next cursor)"},
+                {"--all", "", "follow the cursor until every entry is listed"},
+                {"--count", "", "print how many entries match instead of listing them"}}});
+  t.push_back({"explain", "explain", "SRC DST PROTO [SPORT DPORT]", {"SRC", "DST", "PROTO", "SPORT", "DPORT"}, 3,
+               "which appliance a 5-tuple goes to, and why",
+               "Shows how gwlbd handles a packet from SRC to DST: its server group and\n"
+               "stickiness, the canonical flow key and hash, whether the flow exists (then\n"
+               "its appliance, cookie and age) and where the Maglev table would send a new\n"
+               "flow now. PROTO is tcp, udp, icmp, icmpv6 or a number; give SPORT and DPORT\n"
+               "for TCP and UDP.\n",
+               {}});
+  t.push_back({"stats", "stats", "", {}, 0, "per-port and per-worker counters, drop reasons",
+               "Prints every counter per worker and in total, every drop reason with its\n"
+               "count and meaning, and the port counters. With --watch, samples again every\n"
+               "SECONDS and shows per-second rates computed from the last two samples;\n"
+               "--count N stops after N refreshes (default: until interrupted). With --json\n"
+               "and --watch, prints one JSON object per refresh: {\"interval_s\", \"rates\",\n"
+               "\"stats\"}.\n",
+               {{"--watch", "SECONDS", "refresh every SECONDS (0.1-86400) and show rates"},
+                {"--count", "N", "with --watch: stop after N refreshes"}}});
+  t.push_back({"server add", "server.add", "GROUP ADDRESS", {"GROUP", "ADDRESS"}, 2,
+               "add an appliance to a server group",
+               "Adds the appliance to the running configuration and publishes a new\n"
+               "snapshot. It is validated exactly as a config file: on error nothing changes.\n"
+               "The change is not written to the config file: a reload or restart drops it.\n",
+               {{"--weight", "N", "Maglev weight 0-10000 (default 100; 0 = idle)"},
+                {"--mac", "MAC", "static MAC address (else node.gateway_mac, else ARP)"}}});
+  t.push_back({"server remove", "server.remove", "ADDRESS", {"ADDRESS"}, 1,
+               "remove an appliance (new flows stop going to it at once)",
+               "Removes the appliance from the running configuration. New flows stop going\n"
+               "to it at once; existing flows keep their appliance. Removing a group's last\n"
+               "appliance is refused. Exit status 1 when no appliance has that address.\n",
+               {}});
+  t.push_back({"server set", "server.set", "ADDRESS", {"ADDRESS"}, 1,
+               "change an appliance's weight",
+               "Changes the appliance's Maglev weight (0 = idle: keeps its existing flows,\n"
+               "gets no new ones).\n",
+               {{"--weight", "N", "new weight 0-10000 (required)"}}});
+  t.push_back({"reload", "reload", "", {}, 0, "re-read the config file gwlbd was started with",
+               "Re-reads and validates gwlbd's config file and publishes it. On error the\n"
+               "running config stays and every error is printed. Settings that shape ports,\n"
+               "memory or lcores (dataplane, eal, node.underlay_port, control) take effect\n"
+               "at the next restart; they are listed when they changed.\n",
+               {}});
+  t.push_back({"config check", "", "FILE", {"FILE"}, 1,
+               "validate a config file offline (no daemon needed)",
+               "Loads and validates FILE exactly as gwlbd does, without asking the daemon.\n"
+               "Prints every error as `key.path: message`. Exit status 0 when the file is\n"
+               "valid, 2 when it is not (or cannot be read).\n",
+               {}});
+  t.push_back({"help", "", "[COMMAND]", {"COMMAND", "SUBCOMMAND"}, 0, "show help for gwlbctl or a command",
+               "Shows the list of commands, or the help of one command.\n", {}});
+  return t;
+}
+
+}  // namespace
+
+const std::vector<CommandSpec>& commandTable() {
+  static const std::vector<CommandSpec> kTable = buildTable();
+  return kTable;
+}
+
+const std::vector<OptionSpec>& globalOptions() {
+  static const std::vector<OptionSpec> kGlobal = {
+      {"--socket", "PATH",
+       std::string("control socket (default $GWLBCTL_SOCKET, else ") + kDefaultSocket + ")"},
+      {"--timeout", "SECONDS", "connect and reply timeout, 0.1-3600 (default 5)"},
+      {"--json", "", "print the daemon's result as JSON"},
+      {"--help", "", "show help (also -h)"},
+  };
+  return kGlobal;
+}
+
+const CommandSpec* findCommand(const std::string& name) {
+  for (const auto& c : commandTable()) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+bool isCommandGroup(const std::string& word) { return word == "server" || word == "config"; }
+
+namespace {
+
+const OptionSpec* findOption(const std::vector<OptionSpec>& opts, const std::string& name) {
+  for (const auto& o : opts) {
+    if (o.name == name) return &o;
+  }
+  return nullptr;
+}
+
+std::string subcommandsOf(const std::string& group) {
+  std::string s;
+  for (const auto& c : commandTable()) {
+    if (c.name.rfind(group + " ", 0) == 0) {
+      if (!s.empty()) s += ", ";
+      s += c.name.substr(group.size() + 1);
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+Invocation parseArgs(const std::vector<std::string>& argv, const char* env_socket) {
+  Invocation inv;
+  if (env_socket != nullptr && *env_socket != '\0') inv.socket_path = env_socket;
+  std::vector<std::string> words;  // command words and positionals, in order
+  bool options_done = false;
+  std::string cmd_name;            // as far as known
+  auto current = [&]() -> std::string { return inv.command ? inv.command->name : cmd_name; };
+
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (options_done || a.size() < 2 || a[0] != '-') {
+      words.push_back(a);
+      continue;
+    }
+    if (a == "--") {
+      options_done = true;
+      continue;
+    }
+    if (a == "-h") {
+      inv.help = true;
+      continue;
+    }
+    std::string name = a, value;
+    bool inline_value = false;
+    if (auto eq = a.find('='); eq != std::string::npos && a.rfind("--", 0) == 0) {
+      name = a.substr(0, eq);
+      value = a.substr(eq + 1);
+      inline_value = true;
+    }
+    const OptionSpec* spec = findOption(globalOptions(), name);
+    bool global = spec != nullptr;
+    if (!global) {
+      // Options belong to the command named so far (words before this option).
+      std::string so_far = words.empty() ? std::string() : words[0];
+      if (words.size() >= 2 && isCommandGroup(words[0])) so_far = words[0] + " " + words[1];
+      const CommandSpec* c = findCommand(so_far);
+      if (c != nullptr) spec = findOption(c->options, name);
+      if (spec == nullptr) {
+        std::string where = c != nullptr ? " for '" + c->name + "'" : "";
+        throw UsageError("unknown option '" + name + "'" + where, c ? c->name : so_far);
+      }
+      cmd_name = c->name;
+    }
+    if (spec->value_name.empty()) {
+      if (inline_value) throw UsageError("option " + name + " takes no value", current());
+    } else if (!inline_value) {
+      if (i + 1 >= argv.size())
+        throw UsageError("option " + name + " needs a value (" + spec->value_name + ")", current());
+      value = argv[++i];
+    }
+    if (name == "--help") {
+      inv.help = true;
+    } else if (name == "--json") {
+      inv.json = true;
+    } else if (name == "--socket") {
+      if (value.empty()) throw UsageError("--socket: empty path");
+      inv.socket_path = value;
+    } else if (name == "--timeout") {
+      inv.timeout_s = parseSeconds("--timeout", value, 0.1, 3600.0);
+    } else {
+      if (inv.options.count(name)) throw UsageError("option " + name + " given twice", current());
+      inv.options[name] = value;
+    }
+  }
+
+  if (words.empty()) {
+    if (inv.help) return inv;
+    throw UsageError("no command given");
+  }
+  size_t first_arg = 1;
+  std::string name = words[0];
+  if (name == "help") {
+    inv.help = true;
+    words.erase(words.begin());
+    if (words.empty()) return inv;
+    name = words[0];
+  }
+  if (isCommandGroup(name)) {
+    if (words.size() < 2) {
+      inv.group = name;
+      if (inv.help) return inv;
+      throw UsageError("'" + name + "' needs a subcommand: " + subcommandsOf(name), name);
+    }
+    name += " " + words[1];
+    first_arg = 2;
+  }
+  inv.command = findCommand(name);
+  if (inv.command == nullptr) {
+    if (first_arg == 2) {
+      throw UsageError("unknown subcommand '" + words[1] + "' (" + words[0] + " has: " +
+                           subcommandsOf(words[0]) + ")",
+                       words[0]);
+    }
+    throw UsageError("unknown command '" + name + "'");
+  }
+  if (inv.help) return inv;  // `gwlbctl help flows`, `gwlbctl flows --help`
+  inv.args.assign(words.begin() + long(first_arg), words.end());
+  const CommandSpec& c = *inv.command;
+  if (inv.args.size() < c.min_args)
+    throw UsageError("missing " + c.arg_names[inv.args.size()] + " (usage: gwlbctl " + c.name +
+                         " " + c.args + ")",
+                     c.name);
+  if (inv.args.size() > c.arg_names.size())
+    throw UsageError("unexpected argument '" + inv.args[c.arg_names.size()] + "'", c.name);
+  return inv;
+}
+
+std::string topLevelHelp() {
+  std::string s =
+      "usage: gwlbctl [--socket PATH] [--timeout SECONDS] [--json] COMMAND [ARGS...]\n"
+      "\n"
+      "Inspects and changes a running gwlbd over its control socket.\n"
+      "\n"
+      "commands:\n";
+  Table t({{"", Align::kLeft}, {"", Align::kLeft}});
+  for (const auto& c : commandTable()) {
+    t.addRow({"  " + c.name + (c.args.empty() ? "" : " " + c.args), c.summary});
+  }
+  std::string table = t.render();
+  s += table.substr(table.find('\n') + 1);  // drop the empty header line
+  s += "\nglobal options (any command):\n";
+  Table g({{"", Align::kLeft}, {"", Align::kLeft}});
+  for (const auto& o : globalOptions()) {
+    g.addRow({"  " + o.name + (o.value_name.empty() ? "" : " " + o.value_name), o.help});
+  }
+  table = g.render();
+  s += table.substr(table.find('\n') + 1);
+  s +=
+      "\nexit status: 0 ok, 1 not found (server, group or flow), 2 error (bad usage,\n"
+      "cannot connect, daemon error).\n"
+      "Run 'gwlbctl COMMAND --help' for a command's options.\n";
+  return s;
+}
+
+std::string groupHelp(const std::string& group) {
+  std::string s = "usage: gwlbctl " + group + " SUBCOMMAND [ARGS...]\n\nsubcommands:\n";
+  Table t({{"", Align::kLeft}, {"", Align::kLeft}});
+  for (const auto& c : commandTable()) {
+    if (c.name.rfind(group + " ", 0) == 0)
+      t.addRow({"  " + c.name + (c.args.empty() ? "" : " " + c.args), c.summary});
+  }
+  std::string table = t.render();
+  s += table.substr(table.find('\n') + 1);
+  s += "\nRun 'gwlbctl " + group + " SUBCOMMAND --help' for its options.\n";
+  return s;
+}
+
+std::string commandHelp(const CommandSpec& cmd) {
+  std::string s = "usage: gwlbctl " + cmd.name;
+  if (!cmd.args.empty()) s += " " + cmd.args;
+  if (!cmd.options.empty()) s += " [OPTIONS]";
+  s += "\n\n" + cmd.summary + ".\n\n" + cmd.description;
+  auto list = [&](const std::vector<OptionSpec>& opts) {
+    Table t({{"", Align::kLeft}, {"", Align::kLeft}});
+    for (const auto& o : opts)
+      t.addRow({"  " + o.name + (o.value_name.empty() ? "" : " " + o.value_name), o.help});
+    std::string table = t.render();
+    return table.substr(table.find('\n') + 1);
+  };
+  if (!cmd.options.empty()) s += "\noptions:\n" + list(cmd.options);
+  s += "\nglobal options:\n" + list(globalOptions());
+  return s;
+}
+
+}  // namespace gwlb::cli

@@ -1,0 +1,163 @@
+// Flow lifetime: expire() deletes entries idle past their protocol's timeout
+// (TCP 350 s, others 120 s, fragment entries 30 s) at the `now` it is given;
+// reclaim() frees them only after every reader passed a quiescent point; a
+// packet after expiry creates a new flow (new cookie), and the old cookie no
+// longer returns. Plus the table's own limits.
+#include <gtest/gtest.h>
+#include <rte_rcu_qsbr.h>
+
+#include <set>
+#include <string>
+
+#include "common/flow_key.h"
+#include "dataplane/eal.h"
+#include "tests/dp/dp_harness.h"
+
+namespace gwlb::dptest {
+namespace {
+
+constexpr uint64_t kSec = 1'000'000'000ULL;
+
+Frame tcpFlow() {
+  const Net& n = net();
+  return {n.fromA(), kEthIpv4, ipv4(n.client4, n.server4, 6, tcp(n.client4, n.server4, 45000, 80)),
+          kPortA};
+}
+Frame udpFlow(uint16_t sport = 45001) {
+  const Net& n = net();
+  return {n.fromA(), kEthIpv4,
+          ipv4(n.client4, n.server4, 17, udp(n.client4, n.server4, sport, 53, pattern(20))),
+          kPortA};
+}
+
+TEST(FlowLifetime, ExpireUsesTheProtocolIdleTimeoutThenReclaimAfterQuiescence) {
+  Harness h;
+  const uint64_t t0 = h.now;
+  Result tcp0 = h.send(tcpFlow());
+  Result udp0 = h.send(udpFlow());
+  ASSERT_EQ(tcp0.verdict, Verdict::kAppliance);
+  ASSERT_EQ(udp0.verdict, Verdict::kAppliance);
+  dp::FlowTable& ft = h.flows();
+  EXPECT_EQ(ft.count(), 2u);
+
+  EXPECT_EQ(ft.expire(t0 + 120 * kSec - 1), 0u) << "UDP still inside 120 s";
+  EXPECT_EQ(ft.expire(t0 + 120 * kSec), 1u) << "UDP idle for 120 s";
+  EXPECT_EQ(ft.count(), 1u);
+  EXPECT_EQ(ft.pendingReclaim(), 1u);
+  EXPECT_EQ(ft.reclaim(), 0u) << "freed before the reader's quiescent point";
+  EXPECT_EQ(ft.pendingReclaim(), 1u);
+  h.quiescent();
+  EXPECT_EQ(ft.reclaim(), 1u);
+  EXPECT_EQ(ft.pendingReclaim(), 0u);
+
+  // The expired flow no longer returns; the live one does.
+  h.now = t0 + 121 * kSec;
+  Result r = h.send(reflect(udp0.bytes), kUnderlayPort);
+  ASSERT_EQ(r.verdict, Verdict::kDrop);
+  EXPECT_EQ(r.drop, Counter::drop_return_no_flow);
+  EXPECT_EQ(h.send(reflect(tcp0.bytes), kUnderlayPort).verdict, Verdict::kRouter);
+
+  // TCP: 350 s after its last packet (the return at t0 + 121 s).
+  EXPECT_EQ(ft.expire(t0 + 121 * kSec + 350 * kSec - 1), 0u);
+  EXPECT_EQ(ft.expire(t0 + 121 * kSec + 350 * kSec), 1u);
+  EXPECT_EQ(ft.count(), 0u);
+  h.quiescent();
+  EXPECT_EQ(ft.reclaim(), 1u);
+
+  // A packet after expiry: a new flow with a new cookie; the old cookie is refused.
+  h.now = t0 + 500 * kSec;
+  Result udp1 = h.send(udpFlow());
+  ASSERT_EQ(udp1.verdict, Verdict::kAppliance);
+  EXPECT_EQ(h.get(Counter::flows_created), 3u);
+  Encap e0 = checkEncap(h, udp0.bytes, udpFlow().l3, kEthIpv4);
+  Encap e1 = checkEncap(h, udp1.bytes, udpFlow().l3, kEthIpv4);
+  EXPECT_EQ(e1.appliance, e0.appliance) << "Maglev picks the same appliance again";
+  EXPECT_NE(e1.cookie, e0.cookie) << "a new flow gets a new cookie";
+  r = h.send(reflect(udp0.bytes), kUnderlayPort);
+  ASSERT_EQ(r.verdict, Verdict::kDrop);
+  EXPECT_EQ(r.drop, Counter::drop_return_cookie_mismatch);
+  EXPECT_EQ(h.send(reflect(udp1.bytes), kUnderlayPort).verdict, Verdict::kRouter);
+}
+
+TEST(FlowLifetime, PacketsAndReturnsKeepAFlowAlive) {
+  Harness h;
+  const uint64_t t0 = h.now;
+  Result out = h.send(udpFlow());
+  ASSERT_EQ(out.verdict, Verdict::kAppliance);
+  h.now = t0 + 100 * kSec;
+  ASSERT_EQ(h.send(reflect(out.bytes), kUnderlayPort).verdict, Verdict::kRouter);
+  EXPECT_EQ(h.flows().expire(t0 + 219 * kSec), 0u) << "the return at t0+100 s refreshed it";
+  h.now = t0 + 200 * kSec;
+  ASSERT_EQ(h.send(udpFlow()).verdict, Verdict::kAppliance);
+  EXPECT_EQ(h.flows().expire(t0 + 319 * kSec), 0u) << "the packet at t0+200 s refreshed it";
+  EXPECT_EQ(h.flows().expire(t0 + 320 * kSec), 1u);
+  EXPECT_EQ(h.get(Counter::flows_created), 1u);
+}
+
+TEST(FlowLifetime, FragmentEntriesLiveThirtySeconds) {
+  Harness h;
+  const Net& n = net();
+  const uint64_t t0 = h.now;
+  auto frags = ipv4Fragments(n.client4, n.server4, 17,
+                             udp(n.client4, n.server4, 45002, 53, pattern(600)), 304, 0x4444);
+  ASSERT_EQ(h.send(Frame{n.fromA(), kEthIpv4, frags[0], kPortA}).verdict, Verdict::kAppliance);
+  EXPECT_EQ(h.flows().count(), 2u) << "the flow and its datagram's fragment entry";
+  EXPECT_EQ(h.get(Counter::fragment_entries_created), 1u);
+  EXPECT_EQ(h.flows().expire(t0 + 30 * kSec - 1), 0u);
+  EXPECT_EQ(h.flows().expire(t0 + 30 * kSec), 1u);
+  h.now = t0 + 31 * kSec;
+  Result r = h.send(Frame{n.fromA(), kEthIpv4, frags[1], kPortA});
+  ASSERT_EQ(r.verdict, Verdict::kDrop);
+  EXPECT_EQ(r.drop, Counter::drop_fragment_unknown_flow);
+}
+
+// rte_hash (multi-writer mode) keeps per-lcore caches of free key slots, so
+// the positions it hands out and the keys it holds go past `capacity`.
+TEST(FlowTableLimits, EveryPositionInsertReturnsHasAnEntry) {
+  Harness h;  // for the QSBR variable
+  dp::FlowTable ft("dpt_positions", 1024, h.qsbr(), 0);
+  std::set<int32_t> seen;
+  uint32_t inserted = 0;
+  for (uint32_t i = 0; i < 4096; ++i) {
+    L4Tuple t;
+    t.src = IpAddr::v4(0x0A000000u + i);
+    t.dst = IpAddr::v4(0x0B000000u);
+    t.proto = 6;
+    t.sport = uint16_t(i);
+    t.dport = 80;
+    FlowKey k = makeFlowKey(t, StickinessMode::kFiveTuple, 0).key;
+    int32_t pos = ft.insert(k, flowHash(k));
+    if (pos < 0) break;
+    ++inserted;
+    ASSERT_LT(size_t(pos), ft.slots()) << "position " << pos << " of key " << i;
+    EXPECT_TRUE(seen.insert(pos).second) << "position handed out twice";
+    ft.entry(pos).route.store(dp::packRoute(uint16_t(i % 3), i + 1));
+    EXPECT_EQ(ft.lookup(k, flowHash(k)), pos);
+  }
+  EXPECT_GE(inserted, ft.capacity());
+  EXPECT_EQ(ft.count(), inserted);
+}
+
+TEST(FlowTableLimits, FullTableDropsNewFlowsButServesExistingOnes) {
+  HarnessOptions o;
+  o.flow_table_size = 64;
+  Harness h(o);
+  uint32_t sent = 0;
+  for (uint16_t p = 1; p <= 400; ++p, ++sent) {
+    Result r = h.send(udpFlow(p));
+    if (r.verdict == Verdict::kDrop) {
+      EXPECT_EQ(r.drop, Counter::drop_flow_table_full) << "flow " << p;
+    } else {
+      EXPECT_EQ(r.verdict, Verdict::kAppliance);
+    }
+  }
+  EXPECT_GT(h.get(Counter::drop_flow_table_full), 0u);
+  EXPECT_GE(h.get(Counter::encapsulated), 64u);
+  EXPECT_EQ(h.get(Counter::encapsulated) + h.get(Counter::drop_flow_table_full), sent);
+  EXPECT_EQ(h.flows().count(), h.get(Counter::flows_created));
+  // Flow 1 was admitted first and still goes through.
+  EXPECT_EQ(h.send(udpFlow(1)).verdict, Verdict::kAppliance);
+}
+
+}  // namespace
+}  // namespace gwlb::dptest
