@@ -35,7 +35,11 @@ FlowKey makeFragmentKey(const L4Tuple& t, uint32_t frag_id, uint8_t group) noexc
   std::memcpy(k.b, t.dst.b.data(), 16);
   k.port_a = uint16_t(frag_id >> 16);
   k.port_b = uint16_t(frag_id);
-  k.proto = t.proto;
+  // IPv4 datagrams are (src, dst, protocol, id); IPv6 ones (src, dst, id)
+  // (RFC 8200 4.5): a later fragment's "protocol" is the fragment header's
+  // next header, which differs from the first fragment's transport protocol
+  // when extension headers follow the fragment header.
+  k.proto = t.src.isV6() ? 0 : t.proto;
   k.family = t.src.family;
   k.group = group;
   k.kind = KeyKind::kFragment;

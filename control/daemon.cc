@@ -19,6 +19,11 @@
 namespace gwlb::ctl {
 namespace {
 
+double unixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 // A Toeplitz key made of one repeated 16-bit word hashes (a, b) and (b, a) alike,
 // so both directions of a flow land on the same RX queue where the NIC uses it.
 // Fragment types hash on addresses only, which keeps every fragment of a
@@ -40,6 +45,7 @@ std::string portName(uint16_t port) {
 
 Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
   started_ns_ = dp::monotonicNs();
+  started_at_ = config_loaded_at_ = unixNow();
   unsigned data_room = std::max<unsigned>(RTE_MBUF_DEFAULT_DATAROOM, cfg_.node.underlay_mtu + 64);
   pool_ = dp::createMbufPool("gwlbd_pool", cfg_.dataplane.mbufs, data_room);
   qsbr_ = dp::createQsbr(cfg_.dataplane.workers);
@@ -171,6 +177,7 @@ void Daemon::retireSnapshots(bool wait) {
 
 void Daemon::rebuildSnapshot() {
   auto s = buildSnapshot(cfg_, registry_, neighbours_, ++generation_);
+  updateServerStatus(*s);
   size_t unresolved = 0;
   for (auto& sv : s->servers)
     if (sv.in_use && !sv.mac_known) ++unresolved;
@@ -179,27 +186,53 @@ void Daemon::rebuildSnapshot() {
   publish(std::move(s));
 }
 
-void Daemon::reload() {
-  if (cfg_.source_path.empty()) return;
-  Config next;
-  std::vector<ConfigError> errors;
-  if (!loadConfigFile(cfg_.source_path, next, errors)) {
-    spdlog::error("reload of {} failed; keeping the running config:\n{}", cfg_.source_path,
-                  formatErrors(errors));
-    return;
+void Daemon::updateServerStatus(const dp::Snapshot& s) {
+  double now = unixNow();
+  std::map<uint32_t, ServerStatus> next;
+  for (const auto& sv : s.servers) {
+    if (!sv.in_use) continue;
+    ServerStatus st;
+    if (sv.weight == 0) {
+      st = {"idle", "weight 0: keeps its flows, receives no new ones", now};
+    } else if (!sv.mac_known) {
+      st = {"unresolved", "no MAC address yet: ARP pending on the underlay", now};
+    } else {
+      st = {"active", "in the Maglev table", now};
+    }
+    auto it = server_status_.find(sv.ip);
+    if (it != server_status_.end() && it->second.state == st.state) st.since = it->second.since;
+    else if (it != server_status_.end())
+      spdlog::info("appliance {}: {} -> {} ({})", IpAddr::v4(sv.ip).str(), it->second.state,
+                   st.state, st.reason);
+    next[sv.ip] = st;
   }
-  // Settings that shape ports, memory or lcores need a restart.
-  if (next.dataplane.workers != cfg_.dataplane.workers ||
-      next.dataplane.flow_table_size != cfg_.dataplane.flow_table_size ||
-      next.dataplane.mbufs != cfg_.dataplane.mbufs ||
-      next.node.underlay_port != cfg_.node.underlay_port || next.eal_args != cfg_.eal_args)
-    spdlog::warn("reload: dataplane/eal/underlay_port changes take effect at the next restart");
-  next.dataplane = cfg_.dataplane;
-  next.eal_args = cfg_.eal_args;
-  next.node.underlay_port = cfg_.node.underlay_port;
-  cfg_ = std::move(next);
-  rebuildSnapshot();
-  spdlog::info("reloaded {}", cfg_.source_path);
+  server_status_ = std::move(next);
+}
+
+void Daemon::sampleRates() {
+  WorkerCounters t = totals();
+  uint64_t now = dp::monotonicNs();
+  uint64_t rx = t.get(Counter::rx_packets);
+  uint64_t tx = t.get(Counter::encapsulated) + t.get(Counter::returned) + t.get(Counter::icmp_sent);
+  if (last_sample_ns_) {
+    double dt = double(now - last_sample_ns_) / 1e9;
+    rx_pps_ = double(rx - last_rx_) / dt;
+    tx_pps_ = double(tx - last_tx_) / dt;
+  }
+  last_rx_ = rx;
+  last_tx_ = tx;
+  last_sample_ns_ = now;
+}
+
+void Daemon::reload() {
+  // SIGHUP and the API's `reload` share one path; a bad file keeps the running config.
+  nlohmann::json r = handleApi("reload", nlohmann::json::object());
+  if (!r["ok"].get<bool>())
+    spdlog::error("reload of {} failed; keeping the running config:\n{}", cfg_.source_path,
+                  r["error"]["message"].get<std::string>());
+  else if (!r["result"]["restart_needed"].empty())
+    spdlog::warn("reload: {} change(s) take effect at the next restart",
+                 r["result"]["restart_needed"].dump());
 }
 
 void Daemon::handlePunted() {
@@ -268,7 +301,13 @@ void Daemon::logStats(const char* why) const {
 
 int Daemon::run() {
   launchWorkers();
-  boost::asio::io_context io;
+  boost::asio::io_context& io = io_;
+  api_ = std::make_unique<ApiServer>(
+      io_, cfg_.control.socket, cfg_.control.socket_mode,
+      [this](const std::string& m, const nlohmann::json& params, const nlohmann::json&) {
+        return handleApi(m, params);
+      });
+  spdlog::info("control API on {}", cfg_.control.socket);
   boost::asio::signal_set stop_signals(io, SIGINT, SIGTERM);
   boost::asio::signal_set hup(io, SIGHUP);
   boost::asio::signal_set usr1(io, SIGUSR1);
@@ -322,6 +361,7 @@ int Daemon::run() {
       flows_->reclaim(false);
       if (expired) spdlog::debug("expired {} idle flow(s)", expired);
       resolveNeighbours();
+      sampleRates();
       if (++ticks % 10 == 0) logStats("stats");
       onSlow();
     });
@@ -334,6 +374,7 @@ int Daemon::run() {
                cfg_.node.underlay_port);
   io.run();
 
+  api_.reset();
   stopWorkers();
   handlePunted();
   for (uint16_t port = 0; port < n_ports_; ++port) {

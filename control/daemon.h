@@ -4,12 +4,17 @@
 #pragma once
 
 #include <atomic>
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp needs std::exchange
+#include <boost/asio.hpp>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "control/api_server.h"
 #include "control/config.h"
 #include "control/snapshot_builder.h"
 #include "dataplane/flow_table.h"
@@ -46,6 +51,24 @@ class Daemon {
   void handlePunted();
   void resolveNeighbours();
   void logStats(const char* why) const;
+  void sampleRates();
+  void updateServerStatus(const dp::Snapshot& s);
+
+  // Control API (control/daemon_api.cc). Each returns the reply object.
+  nlohmann::json handleApi(const std::string& method, const nlohmann::json& params);
+  nlohmann::json apiStatus(const nlohmann::json& p);
+  nlohmann::json apiServers(const nlohmann::json& p);
+  nlohmann::json apiGroups(const nlohmann::json& p);
+  nlohmann::json apiFlows(const nlohmann::json& p);
+  nlohmann::json apiExplain(const nlohmann::json& p);
+  nlohmann::json apiStats(const nlohmann::json& p);
+  nlohmann::json apiServerAdd(const nlohmann::json& p);
+  nlohmann::json apiServerRemove(const nlohmann::json& p);
+  nlohmann::json apiServerSet(const nlohmann::json& p);
+  nlohmann::json apiReload(const nlohmann::json& p);
+  nlohmann::json portsJson() const;
+  // Validates and applies a changed config (a copy of cfg_); the error reply or null.
+  nlohmann::json applyConfig(Config next);
 
   Config cfg_;
   rte_mempool* pool_ = nullptr;
@@ -67,6 +90,20 @@ class Daemon {
   uint16_t n_ports_ = 0;
   rte_ring* control_tx_ = nullptr;  // control -> worker 0 -> wire
   uint64_t started_ns_ = 0;
+  double started_at_ = 0;        // Unix time
+  double config_loaded_at_ = 0;  // Unix time
+
+  struct ServerStatus {
+    std::string state;  // active | idle | unresolved
+    std::string reason;
+    double since = 0;   // Unix time of the last state change
+  };
+  std::map<uint32_t, ServerStatus> server_status_;
+  uint64_t last_rx_ = 0, last_tx_ = 0, last_sample_ns_ = 0;
+  double rx_pps_ = 0, tx_pps_ = 0;
+
+  boost::asio::io_context io_;
+  std::unique_ptr<ApiServer> api_;
 };
 
 }  // namespace gwlb::ctl

@@ -4,12 +4,16 @@
 
 #include "common/maglev.h"
 
+static_assert(gwlb::ctl::kMaxServersTotal == gwlb::dp::kMaxServerIds);
+
 namespace gwlb::ctl {
 
 uint16_t ServerRegistry::idFor(uint32_t ip) {
   auto it = ids_.find(ip);
   if (it != ids_.end()) return it->second;
-  if (ids_.size() >= dp::kNoServer - 1) throw std::length_error("more than 65534 appliances");
+  if (ids_.size() >= dp::kMaxServerIds)
+    throw std::length_error("more than " + std::to_string(dp::kMaxServerIds) +
+                            " distinct appliance addresses since start");
   uint16_t id = uint16_t(ids_.size());
   ids_.emplace(ip, id);
   return id;

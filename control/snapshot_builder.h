@@ -18,6 +18,11 @@ class ServerRegistry {
   // Throws std::length_error past 65534 distinct addresses.
   uint16_t idFor(uint32_t ip);
   size_t size() const { return ids_.size(); }
+  // Server id of an address, or dp::kNoServer when it never had one.
+  uint16_t find(uint32_t ip) const {
+    auto it = ids_.find(ip);
+    return it == ids_.end() ? dp::kNoServer : it->second;
+  }
 
  private:
   std::map<uint32_t, uint16_t> ids_;

@@ -16,6 +16,7 @@ void FlowEntry::reset() noexcept {
   flow_hash.store(0, std::memory_order_relaxed);
   created_ns = 0;
   idle_timeout_ns = 0;
+  first_dir = 0;
   for (auto& d : dir) d.state.store(0, std::memory_order_relaxed);
   for (int i = 0; i < 2; ++i) {
     packets[i].store(0, std::memory_order_relaxed);
@@ -112,6 +113,20 @@ void FlowTable::forEach(
   int32_t pos;
   while ((pos = rte_hash_iterate(hash_, &key, &data, &next)) >= 0)
     fn(*static_cast<const FlowKey*>(key), pos, entries_[size_t(pos)]);
+}
+
+bool FlowTable::scan(
+    uint32_t& cursor, size_t max_visit,
+    const std::function<bool(const FlowKey&, int32_t, const FlowEntry&)>& fn) const {
+  const void* key;
+  void* data;
+  size_t visited = 0;
+  int32_t pos;
+  while (visited < max_visit && (pos = rte_hash_iterate(hash_, &key, &data, &cursor)) >= 0) {
+    ++visited;
+    if (!fn(*static_cast<const FlowKey*>(key), pos, entries_[size_t(pos)])) return true;
+  }
+  return visited >= max_visit;
 }
 
 uint32_t FlowTable::count() const noexcept {

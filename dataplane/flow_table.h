@@ -48,6 +48,7 @@ struct alignas(64) FlowEntry {
   std::atomic<uint32_t> flow_hash{0};  // hash of the flow's key (fragments: their flow's)
   uint64_t created_ns = 0;             // written before route is set; read after it
   uint64_t idle_timeout_ns = 0;
+  uint8_t first_dir = 0;               // direction of the packet that created the flow
   DirInfo dir[2];
   // Approximate under concurrent writers of one direction (relaxed load+store).
   std::atomic<uint64_t> packets[2]{};
@@ -79,6 +80,12 @@ class FlowTable {
   size_t reclaim(bool wait = false);
   // Control thread: visits every live key (read-only).
   void forEach(const std::function<void(const FlowKey&, int32_t pos, const FlowEntry&)>& fn) const;
+
+  // Control thread: visits live keys from `cursor` on (0 = start) until fn
+  // returns false or `max_visit` keys were seen; updates cursor to where the
+  // next call continues. Returns false when the table's end was reached.
+  bool scan(uint32_t& cursor, size_t max_visit,
+            const std::function<bool(const FlowKey&, int32_t pos, const FlowEntry&)>& fn) const;
 
   uint32_t count() const noexcept;
   uint32_t capacity() const noexcept { return capacity_; }

@@ -83,12 +83,13 @@ inline void learnDirection(DirInfo& d, const rte_mbuf* m, const uint8_t* frame,
 
 // Installs a route in a fresh entry (first writer wins) and returns the route in force.
 inline uint64_t ensureRoute(FlowEntry& e, uint16_t server, uint32_t cookie, uint32_t flow_hash,
-                            uint64_t idle_ns, uint64_t now, bool& created) noexcept {
+                            uint64_t idle_ns, uint64_t now, uint8_t dir, bool& created) noexcept {
   uint64_t r = e.route.load(std::memory_order_acquire);
   if (r & kRouteSet) return r;
   // Timestamps before the route: expire() skips entries without a route.
   e.idle_timeout_ns = idle_ns;
   e.created_ns = now;
+  e.first_dir = dir;
   e.flow_hash.store(flow_hash, std::memory_order_relaxed);
   e.last_seen_ns.store(now, std::memory_order_relaxed);
   uint64_t want = packRoute(server, cookie);
@@ -143,7 +144,8 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p) noexcept {
     if (pos < 0) return drop(c, m, Counter::drop_flow_table_full);
     uint8_t proto = p.icmp_error ? p.quoted.proto : p.tuple.proto;
     uint64_t idle = proto == kProtoTcp ? g.tcp_idle_ns : g.other_idle_ns;
-    route = ensureRoute(ft.entry(pos), server, nextCookie(c.w), ref.hash, idle, c.now, created);
+    route = ensureRoute(ft.entry(pos), server, nextCookie(c.w), ref.hash, idle, c.now,
+                        ref.dir, created);
     if (created) c.w.counters.inc(Counter::flows_created);
   } else {
     route = ft.entry(pos).route.load(std::memory_order_acquire);
@@ -164,7 +166,7 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p) noexcept {
       bool fcreated = false;
       FlowEntry& fe = ft.entry(fpos);
       ensureRoute(fe, routeServer(route), routeCookie(route),
-                  e.flow_hash.load(std::memory_order_relaxed), kFragmentTimeoutNs, c.now,
+                  e.flow_hash.load(std::memory_order_relaxed), kFragmentTimeoutNs, c.now, 0,
                   fcreated);
       fe.last_seen_ns.store(c.now, std::memory_order_relaxed);
       learnDirection(fe.dir[0], m, frame, p);
@@ -173,7 +175,8 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p) noexcept {
   }
 
   uint16_t server = routeServer(route);
-  if (server >= s.servers.size()) return drop(c, m, Counter::drop_no_healthy_server);
+  if (server >= s.servers.size() || server >= kMaxServerIds)
+    return drop(c, m, Counter::drop_no_healthy_server);
   const ServerView& sv = s.servers[server];
   if (!sv.mac_known) return drop(c, m, Counter::drop_neighbour_unresolved);
 
@@ -203,6 +206,8 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p) noexcept {
   ep.cookie = routeCookie(route);
   writeEncap(h, payload, ep);
   m->port = s.underlay_port;
+  c.w.server_packets[server] += 1;
+  c.w.server_bytes[server] += m->pkt_len;
   c.w.counters.inc(Counter::encapsulated);
   c.w.counters.inc(Counter::tx_bytes, m->pkt_len);
   c.out.to_appliance[c.out.n_appliance++] = m;

@@ -42,6 +42,9 @@ struct alignas(64) WorkerState {
   uint64_t rng = 0x243F6A8885A308D3ULL;  // cookie generator (xorshift)
   double icmp_tokens = 0;
   uint64_t icmp_last_ns = 0;
+  // What this worker sent to each appliance, by server id.
+  uint64_t server_packets[kMaxServerIds] = {};
+  uint64_t server_bytes[kMaxServerIds] = {};
 };
 
 struct BurstOutput {

@@ -14,6 +14,8 @@
 namespace gwlb::dp {
 
 inline constexpr uint16_t kNoServer = 0xFFFF;
+// Server ids are below this; it sizes the per-worker per-server counters.
+inline constexpr size_t kMaxServerIds = 16384;
 
 // One appliance. `id` is stable for the life of the process (control keeps an
 // address -> id registry), so flow entries that name it survive reloads.

@@ -1,0 +1,561 @@
+// The control API methods of gwlbd (docs/control-api.md). Control thread only:
+// they read the published snapshot and the flow table without stopping workers.
+#include <rte_ethdev.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdio>
+#include <set>
+
+#include "common/flow_key.h"
+#include "control/daemon.h"
+
+namespace gwlb::ctl {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kVersion = "0.1.0";
+constexpr size_t kMaxFlowLimit = 10000;
+constexpr size_t kFlowScanBudget = 1u << 22;  // keys examined per request, at most
+
+struct ApiFailure : std::runtime_error {
+  std::string code;
+  json details;
+  ApiFailure(std::string c, const std::string& m, json d = nullptr)
+      : std::runtime_error(m), code(std::move(c)), details(std::move(d)) {}
+};
+
+[[noreturn]] void badRequest(const std::string& m) { throw ApiFailure("bad_request", m); }
+[[noreturn]] void notFound(const std::string& m) { throw ApiFailure("not_found", m); }
+
+// Typed access to `params` that rejects unknown keys and wrong types.
+class Params {
+ public:
+  Params(const json& p, std::initializer_list<const char*> allowed) : p_(p) {
+    std::set<std::string> ok(allowed.begin(), allowed.end());
+    for (auto& [k, v] : p.items())
+      if (!ok.count(k)) {
+        std::string list;
+        for (auto& a : ok) list += (list.empty() ? "" : ", ") + a;
+        badRequest("unknown parameter '" + k + "'" + (list.empty() ? "" : " (allowed: " + list + ")"));
+      }
+  }
+  bool has(const char* k) const { return p_.contains(k) && !p_[k].is_null(); }
+  std::string str(const char* k) const {
+    if (!p_[k].is_string()) badRequest(std::string("parameter '") + k + "' must be a string");
+    return p_[k].get<std::string>();
+  }
+  uint64_t num(const char* k, uint64_t lo, uint64_t hi) const {
+    const json& v = p_[k];
+    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))
+      badRequest(std::string("parameter '") + k + "' must be a non-negative integer");
+    uint64_t n = v.get<uint64_t>();
+    if (n < lo || n > hi)
+      badRequest(std::string("parameter '") + k + "' = " + std::to_string(n) + " is outside " +
+                 std::to_string(lo) + ".." + std::to_string(hi));
+    return n;
+  }
+  bool boolean(const char* k) const {
+    if (!p_[k].is_boolean()) badRequest(std::string("parameter '") + k + "' must be true or false");
+    return p_[k].get<bool>();
+  }
+  IpAddr ip(const char* k) const {
+    std::string s = str(k);
+    auto a = IpAddr::parse(s);
+    if (!a) badRequest(std::string("parameter '") + k + "': '" + s + "' is not an IP address");
+    return *a;
+  }
+
+ private:
+  const json& p_;
+};
+
+struct Cidr {
+  IpAddr net;
+  unsigned bits = 0;
+  bool contains(const uint8_t* addr, uint8_t family) const {
+    if (family != net.family) return false;
+    unsigned full = bits / 8, rest = bits % 8;
+    if (std::memcmp(addr, net.b.data(), full) != 0) return false;
+    if (!rest) return true;
+    uint8_t mask = uint8_t(0xFF << (8 - rest));
+    return (addr[full] & mask) == (net.b[full] & mask);
+  }
+};
+
+Cidr parseCidr(const std::string& what, const std::string& s) {
+  Cidr c;
+  size_t slash = s.find('/');
+  auto a = IpAddr::parse(s.substr(0, slash));
+  if (!a) badRequest(what + ": '" + s + "' is not an address or CIDR");
+  c.net = *a;
+  unsigned max = a->isV4() ? 32 : 128;
+  c.bits = max;
+  if (slash != std::string::npos) {
+    std::string b = s.substr(slash + 1);
+    if (b.empty() || b.size() > 3 || b.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoul(b) > max)
+      badRequest(what + ": '" + s + "' has a bad prefix length (0.." + std::to_string(max) + ")");
+    c.bits = unsigned(std::stoul(b));
+  }
+  return c;
+}
+
+int parseProto(const std::string& s) {
+  if (s == "tcp") return kProtoTcp;
+  if (s == "udp") return kProtoUdp;
+  if (s == "icmp") return kProtoIcmp;
+  if (s == "icmpv6") return kProtoIcmpv6;
+  if (!s.empty() && s.size() <= 3 && s.find_first_not_of("0123456789") == std::string::npos &&
+      std::stoul(s) <= 255)
+    return int(std::stoul(s));
+  badRequest("proto: '" + s + "' is not tcp, udp, icmp, icmpv6 or a number 0..255");
+}
+
+std::string protoName(uint8_t p) {
+  switch (p) {
+    case kProtoTcp: return "tcp";
+    case kProtoUdp: return "udp";
+    case kProtoIcmp: return "icmp";
+    case kProtoIcmpv6: return "icmpv6";
+    default: return std::to_string(p);
+  }
+}
+
+std::string hex32(uint32_t v) {
+  char b[16];
+  std::snprintf(b, sizeof b, "0x%08x", v);
+  return b;
+}
+
+std::string hex64(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%016llx", (unsigned long long)v);
+  return b;
+}
+
+std::string addrText(const uint8_t* a, uint8_t family) {
+  return (family == 6 ? IpAddr::v6(a) : IpAddr::v4(a)).str();
+}
+
+double unixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+json Daemon::handleApi(const std::string& method, const json& params) {
+  try {
+    json result;
+    if (method == "status") result = apiStatus(params);
+    else if (method == "servers") result = apiServers(params);
+    else if (method == "groups") result = apiGroups(params);
+    else if (method == "flows") result = apiFlows(params);
+    else if (method == "explain") result = apiExplain(params);
+    else if (method == "stats") result = apiStats(params);
+    else if (method == "server.add") result = apiServerAdd(params);
+    else if (method == "server.remove") result = apiServerRemove(params);
+    else if (method == "server.set") result = apiServerSet(params);
+    else if (method == "reload") result = apiReload(params);
+    else
+      badRequest("unknown method '" + method +
+                 "' (status, servers, groups, flows, explain, stats, server.add, "
+                 "server.remove, server.set, reload)");
+    return {{"ok", true}, {"result", std::move(result)}};
+  } catch (const ApiFailure& f) {
+    json r = apiError(nullptr, f.code, f.what());
+    if (!f.details.is_null()) r["error"]["details"] = f.details;
+    return r;
+  }
+}
+
+json Daemon::portsJson() const {
+  json ports = json::array();
+  for (uint16_t port = 0; port < n_ports_; ++port) {
+    char name[RTE_ETH_NAME_MAX_LEN] = {};
+    rte_eth_dev_get_name_by_port(port, name);
+    rte_eth_link link{};
+    rte_eth_link_get_nowait(port, &link);
+    rte_eth_stats st{};
+    rte_eth_stats_get(port, &st);
+    rte_eth_dev_info info{};
+    rte_eth_dev_info_get(port, &info);
+    ports.push_back({{"id", port},
+                     {"name", name},
+                     {"link_up", link.link_status == RTE_ETH_LINK_UP},
+                     {"speed_mbps", link.link_speed},
+                     {"rx_queues", info.nb_rx_queues},
+                     {"tx_queues", info.nb_tx_queues},
+                     {"rx_packets", st.ipackets},
+                     {"tx_packets", st.opackets},
+                     {"rx_bytes", st.ibytes},
+                     {"tx_bytes", st.obytes},
+                     {"rx_missed", st.imissed},
+                     {"rx_errors", st.ierrors},
+                     {"tx_errors", st.oerrors}});
+  }
+  return ports;
+}
+
+json Daemon::apiStatus(const json& p) {
+  Params(p, {});
+  json workers = json::array();
+  for (size_t i = 0; i < runs_.size(); ++i) {
+    json q = json::array();
+    for (auto& rq : runs_[i]->cfg.rx) q.push_back(std::to_string(rq.port) + "/" + std::to_string(rq.queue));
+    workers.push_back({{"id", i}, {"lcore", worker_lcores_.size() > i ? worker_lcores_[i] : 0},
+                       {"rx_queues", q}});
+  }
+  const dp::Snapshot* s = dp_.snapshot.load();
+  return {{"version", kVersion},
+          {"uptime_s", double(dp::monotonicNs() - started_ns_) / 1e9},
+          {"started_at", started_at_},
+          {"config_file", cfg_.source_path},
+          {"config_loaded_at", config_loaded_at_},
+          {"snapshot_generation", s ? s->generation : 0},
+          {"flows", flows_->count()},
+          {"flow_capacity", flows_->capacity()},
+          {"rx_pps", rx_pps_},
+          {"tx_pps", tx_pps_},
+          {"workers", workers},
+          {"ports", portsJson()}};
+}
+
+json Daemon::apiServers(const json& p) {
+  Params pr(p, {"group"});
+  int group = -1;
+  if (pr.has("group")) {
+    std::string g = pr.str("group");
+    for (size_t i = 0; i < cfg_.server_groups.size(); ++i)
+      if (cfg_.server_groups[i].name == g) group = int(i);
+    if (group < 0) notFound("no server group '" + g + "'");
+  }
+  std::map<uint16_t, uint64_t> active;
+  flows_->forEach([&](const FlowKey& k, int32_t, const dp::FlowEntry& e) {
+    uint64_t r = e.route.load(std::memory_order_relaxed);
+    if (k.kind == KeyKind::kFlow && (r & dp::kRouteSet)) ++active[dp::routeServer(r)];
+  });
+  const dp::Snapshot* s = dp_.snapshot.load();
+  json out = json::array();
+  for (size_t gi = 0; gi < cfg_.server_groups.size(); ++gi) {
+    if (group >= 0 && int(gi) != group) continue;
+    for (const auto& sc : cfg_.server_groups[gi].servers) {
+      uint32_t ip = sc.address.v4HostOrder();
+      uint16_t id = registry_.find(ip);
+      uint64_t pk = 0, by = 0;
+      for (const auto& st : states_) {
+        if (id < dp::kMaxServerIds) pk += st->server_packets[id], by += st->server_bytes[id];
+      }
+      const dp::ServerView* sv = (s && id < s->servers.size()) ? &s->servers[id] : nullptr;
+      auto status = server_status_.find(ip);
+      json j = {{"address", sc.address.str()},
+                {"group", cfg_.server_groups[gi].name},
+                {"weight", sc.weight},
+                {"state", status != server_status_.end() ? status->second.state : "unknown"},
+                {"reason", status != server_status_.end() ? status->second.reason : ""},
+                {"since", status != server_status_.end() ? status->second.since : 0.0},
+                {"mac", sv && sv->mac_known ? json(sv->mac.str()) : json(nullptr)},
+                {"active_flows", active[id]},
+                {"packets", pk},
+                {"bytes", by}};
+      out.push_back(std::move(j));
+    }
+  }
+  return {{"servers", out}};
+}
+
+json Daemon::apiGroups(const json& p) {
+  Params(p, {});
+  json out = json::array();
+  for (const auto& g : cfg_.server_groups) {
+    size_t active = 0, idle = 0, unresolved = 0;
+    for (const auto& sc : g.servers) {
+      auto it = server_status_.find(sc.address.v4HostOrder());
+      std::string st = it == server_status_.end() ? "" : it->second.state;
+      active += st == "active", idle += st == "idle", unresolved += st == "unresolved";
+    }
+    out.push_back({{"name", g.name},
+                   {"stickiness", toString(g.stickiness)},
+                   {"geneve",
+                    {{"format", toString(g.geneve.format)},
+                     {"vni", g.geneve.vni},
+                     {"endpoint_id", hex64(g.geneve.endpoint_id)},
+                     {"attachment_id", hex64(g.geneve.attachment_id)}}},
+                   {"maglev_table_size", g.maglev_table_size},
+                   {"tcp_idle_timeout_s", g.tcp_idle_timeout_s},
+                   {"other_idle_timeout_s", g.other_idle_timeout_s},
+                   {"servers",
+                    {{"total", g.servers.size()},
+                     {"active", active},
+                     {"idle", idle},
+                     {"unresolved", unresolved}}}});
+  }
+  return {{"groups", out}};
+}
+
+json Daemon::apiFlows(const json& p) {
+  Params pr(p, {"server", "group", "src", "dst", "proto", "port", "limit", "cursor", "count"});
+  uint16_t server = dp::kNoServer;
+  bool by_server = false;
+  if (pr.has("server")) {
+    IpAddr a = pr.ip("server");
+    server = a.isV4() ? registry_.find(a.v4HostOrder()) : dp::kNoServer;
+    if (server == dp::kNoServer) notFound("no appliance " + a.str());
+    by_server = true;
+  }
+  int group = -1;
+  if (pr.has("group")) {
+    std::string g = pr.str("group");
+    for (size_t i = 0; i < cfg_.server_groups.size(); ++i)
+      if (cfg_.server_groups[i].name == g) group = int(i);
+    if (group < 0) notFound("no server group '" + g + "'");
+  }
+  std::optional<Cidr> src, dst;
+  if (pr.has("src")) src = parseCidr("src", pr.str("src"));
+  if (pr.has("dst")) dst = parseCidr("dst", pr.str("dst"));
+  int proto = pr.has("proto") ? parseProto(pr.str("proto")) : -1;
+  int port = pr.has("port") ? int(pr.num("port", 0, 65535)) : -1;
+  size_t limit = pr.has("limit") ? size_t(pr.num("limit", 1, kMaxFlowLimit)) : 100;
+  bool count_only = pr.has("count") && pr.boolean("count");
+  uint32_t cursor = 0;
+  if (pr.has("cursor")) {
+    std::string c = pr.str("cursor");
+    if (c.empty() || c.size() > 10 || c.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoull(c) > UINT32_MAX)
+      badRequest("cursor: '" + c + "' is not a cursor from a previous reply");
+    cursor = uint32_t(std::stoull(c));
+  }
+
+  uint64_t now = dp::monotonicNs();
+  json rows = json::array();
+  size_t count = 0, scanned = 0;
+  bool more = flows_->scan(cursor, kFlowScanBudget, [&](const FlowKey& k, int32_t,
+                                                        const dp::FlowEntry& e) {
+    ++scanned;
+    uint64_t r = e.route.load(std::memory_order_acquire);
+    if (!(r & dp::kRouteSet)) return true;
+    if (by_server && dp::routeServer(r) != server) return true;
+    if (group >= 0 && k.group != group) return true;
+    bool a_first = e.first_dir == 0;
+    const uint8_t* s_addr = a_first ? k.a : k.b;
+    const uint8_t* d_addr = a_first ? k.b : k.a;
+    uint16_t sport = a_first ? k.port_a : k.port_b, dport = a_first ? k.port_b : k.port_a;
+    if (k.kind == KeyKind::kFragment) sport = dport = 0;
+    if (src && !src->contains(s_addr, k.family)) return true;
+    if (dst && !dst->contains(d_addr, k.family)) return true;
+    if (proto >= 0 && k.proto != proto) return true;
+    if (port >= 0 && (k.kind != KeyKind::kFlow || (sport != port && dport != port))) return true;
+    ++count;
+    if (count_only) return true;
+    const dp::Snapshot* s = dp_.snapshot.load();
+    uint16_t sid = dp::routeServer(r);
+    std::string app = s && sid < s->servers.size() ? IpAddr::v4(s->servers[sid].ip).str() : "?";
+    uint64_t seen = e.last_seen_ns.load(std::memory_order_relaxed);
+    int o = e.first_dir, rv = 1 - e.first_dir;
+    rows.push_back({{"src", addrText(s_addr, k.family)},
+                    {"dst", addrText(d_addr, k.family)},
+                    {"sport", sport},
+                    {"dport", dport},
+                    {"proto", protoName(k.proto)},
+                    {"group", k.group < cfg_.server_groups.size() ? cfg_.server_groups[k.group].name : "?"},
+                    {"appliance", app},
+                    {"cookie", hex32(dp::routeCookie(r))},
+                    {"kind", k.kind == KeyKind::kFlow ? "flow" : "fragment"},
+                    {"age_s", now > e.created_ns ? double(now - e.created_ns) / 1e9 : 0.0},
+                    {"idle_s", now > seen ? double(now - seen) / 1e9 : 0.0},
+                    {"packets", {e.packets[o].load(), e.packets[rv].load()}},
+                    {"bytes", {e.bytes[o].load(), e.bytes[rv].load()}}});
+    return rows.size() < limit;
+  });
+  if (count_only) return {{"count", count}, {"scanned", scanned}};
+  return {{"flows", rows},
+          {"next_cursor", more ? json(std::to_string(cursor)) : json(nullptr)},
+          {"scanned", scanned}};
+}
+
+json Daemon::apiExplain(const json& p) {
+  Params pr(p, {"src", "dst", "proto", "sport", "dport"});
+  if (!pr.has("src") || !pr.has("dst") || !pr.has("proto"))
+    badRequest("explain needs src, dst and proto");
+  L4Tuple t;
+  t.src = pr.ip("src");
+  t.dst = pr.ip("dst");
+  if (t.src.family != t.dst.family) badRequest("src and dst must be of one address family");
+  t.proto = uint8_t(parseProto(pr.str("proto")));
+  if (pr.has("sport")) t.sport = uint16_t(pr.num("sport", 0, 65535));
+  if (pr.has("dport")) t.dport = uint16_t(pr.num("dport", 0, 65535));
+  const dp::Snapshot* s = dp_.snapshot.load();
+  if (!s || s->groups.empty()) notFound("no snapshot published");
+  uint8_t gi = s->default_group;
+  const dp::GroupView& g = s->groups[gi];
+  KeyedPacket kp = makeFlowKey(t, g.stickiness, gi);
+  uint32_t hash = flowHash(kp.key);
+  uint32_t slot = g.maglev.empty() ? 0 : hash % uint32_t(g.maglev.size());
+  uint16_t mid = g.maglev.empty() ? dp::kNoServer : g.maglev[slot];
+  auto appText = [&](uint16_t id) {
+    return id < s->servers.size() ? json(IpAddr::v4(s->servers[id].ip).str()) : json(nullptr);
+  };
+  const char* stick[] = {"5-tuple", "3-tuple", "2-tuple"};
+  std::string key = addrText(kp.key.a, kp.key.family) + ":" + std::to_string(kp.key.port_a) +
+                    " <-> " + addrText(kp.key.b, kp.key.family) + ":" +
+                    std::to_string(kp.key.port_b) + " proto " + std::to_string(kp.key.proto);
+  json out = {{"group", cfg_.server_groups[gi].name},
+              {"stickiness", stick[size_t(g.stickiness)]},
+              {"key", key},
+              {"hash", hex32(hash)},
+              {"maglev", {{"slot", slot}, {"table_size", g.maglev.size()}, {"appliance", appText(mid)}}}};
+  int32_t pos = flows_->lookup(kp.key, hash);
+  uint64_t r = pos >= 0 ? flows_->entry(pos).route.load(std::memory_order_acquire) : 0;
+  if (r & dp::kRouteSet) {
+    const dp::FlowEntry& e = flows_->entry(pos);
+    uint64_t now = dp::monotonicNs();
+    double age = now > e.created_ns ? double(now - e.created_ns) / 1e9 : 0.0;
+    uint16_t sid = dp::routeServer(r);
+    out["existing"] = true;
+    out["appliance"] = appText(sid);
+    out["cookie"] = hex32(dp::routeCookie(r));
+    out["age_s"] = age;
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "existing flow entry, created %.1f s ago%s", age,
+                  sid == mid ? "; its appliance is also today's Maglev choice"
+                             : "; today's Maglev choice differs, the entry keeps its appliance");
+    out["reason"] = buf;
+  } else {
+    out["existing"] = false;
+    out["appliance"] = appText(mid);
+    out["reason"] = mid == dp::kNoServer
+                        ? "no flow entry, and the group has no appliance for new flows"
+                        : "no flow entry: a new flow takes Maglev slot " + std::to_string(slot) +
+                              " of " + std::to_string(g.maglev.size());
+  }
+  return out;
+}
+
+json Daemon::apiStats(const json& p) {
+  Params(p, {});
+  json workers = json::array();
+  WorkerCounters total;
+  for (const auto& st : states_) {
+    json c = json::object();
+    for (size_t k = 0; k < kNumCounters; ++k) {
+      c[kCounterInfo[k].name] = st->counters.v[k];
+      total.v[k] += st->counters.v[k];
+    }
+    workers.push_back({{"id", st->id}, {"counters", c}});
+  }
+  json totals = json::object(), drops = json::array();
+  for (size_t k = 0; k < kNumCounters; ++k) {
+    totals[kCounterInfo[k].name] = total.v[k];
+    if (kCounterInfo[k].is_drop)
+      drops.push_back({{"name", kCounterInfo[k].name}, {"count", total.v[k]}, {"help", kCounterInfo[k].help}});
+  }
+  return {{"workers", workers}, {"totals", totals}, {"drops", drops}, {"ports", portsJson()},
+          {"flows", flows_->count()}, {"taken_at", unixNow()}};
+}
+
+json Daemon::applyConfig(Config next) {
+  std::vector<ConfigError> errors;
+  if (!validateConfig(next, errors)) {
+    json d = json::array();
+    for (auto& e : errors) d.push_back({{"path", e.path}, {"message", e.message}});
+    throw ApiFailure("invalid_config", formatErrors(errors), d);
+  }
+  cfg_ = std::move(next);
+  rebuildSnapshot();
+  const dp::Snapshot* s = dp_.snapshot.load();
+  return {{"snapshot_generation", s ? s->generation : 0}};
+}
+
+json Daemon::apiServerAdd(const json& p) {
+  Params pr(p, {"group", "address", "weight", "mac"});
+  if (!pr.has("group") || !pr.has("address")) badRequest("server.add needs group and address");
+  std::string g = pr.str("group");
+  Config next = cfg_;
+  ServerGroupConfig* grp = nullptr;
+  for (auto& gc : next.server_groups)
+    if (gc.name == g) grp = &gc;
+  if (!grp) notFound("no server group '" + g + "'");
+  ServerConfig sc;
+  sc.address = pr.ip("address");
+  if (pr.has("weight")) sc.weight = uint32_t(pr.num("weight", 0, 10000));
+  if (pr.has("mac")) {
+    auto m = MacAddr::parse(pr.str("mac"));
+    if (!m) badRequest("mac: '" + pr.str("mac") + "' is not a MAC address");
+    sc.mac = *m;
+  }
+  grp->servers.push_back(sc);
+  json r = applyConfig(std::move(next));
+  spdlog::info("control API: added appliance {} to group {}", sc.address.str(), g);
+  return r;
+}
+
+json Daemon::apiServerRemove(const json& p) {
+  Params pr(p, {"address"});
+  if (!pr.has("address")) badRequest("server.remove needs address");
+  IpAddr a = pr.ip("address");
+  Config next = cfg_;
+  for (auto& gc : next.server_groups)
+    for (auto it = gc.servers.begin(); it != gc.servers.end(); ++it)
+      if (it->address == a) {
+        gc.servers.erase(it);
+        json r = applyConfig(std::move(next));
+        spdlog::info("control API: removed appliance {} from group {}", a.str(), gc.name);
+        return r;
+      }
+  notFound("no appliance " + a.str());
+}
+
+json Daemon::apiServerSet(const json& p) {
+  Params pr(p, {"address", "weight"});
+  if (!pr.has("address") || !pr.has("weight")) badRequest("server.set needs address and weight");
+  IpAddr a = pr.ip("address");
+  uint32_t w = uint32_t(pr.num("weight", 0, 10000));
+  Config next = cfg_;
+  for (auto& gc : next.server_groups)
+    for (auto& sc : gc.servers)
+      if (sc.address == a) {
+        sc.weight = w;
+        json r = applyConfig(std::move(next));
+        spdlog::info("control API: appliance {} weight {}", a.str(), w);
+        return r;
+      }
+  notFound("no appliance " + a.str());
+}
+
+json Daemon::apiReload(const json& p) {
+  Params(p, {});
+  if (cfg_.source_path.empty()) badRequest("gwlbd was not started from a config file");
+  Config next;
+  std::vector<ConfigError> errors;
+  if (!loadConfigFile(cfg_.source_path, next, errors)) {
+    json d = json::array();
+    for (auto& e : errors) d.push_back({{"path", e.path}, {"message", e.message}});
+    throw ApiFailure("invalid_config", formatErrors(errors), d);
+  }
+  json restart = json::array();
+  if (next.dataplane.workers != cfg_.dataplane.workers ||
+      next.dataplane.flow_table_size != cfg_.dataplane.flow_table_size ||
+      next.dataplane.mbufs != cfg_.dataplane.mbufs || next.dataplane.burst != cfg_.dataplane.burst ||
+      next.dataplane.rx_queue_size != cfg_.dataplane.rx_queue_size ||
+      next.dataplane.tx_queue_size != cfg_.dataplane.tx_queue_size)
+    restart.push_back("dataplane");
+  if (next.eal_args != cfg_.eal_args) restart.push_back("eal");
+  if (next.node.underlay_port != cfg_.node.underlay_port) restart.push_back("node.underlay_port");
+  if (next.control.socket != cfg_.control.socket || next.control.socket_mode != cfg_.control.socket_mode)
+    restart.push_back("control");
+  next.dataplane = cfg_.dataplane;
+  next.eal_args = cfg_.eal_args;
+  next.node.underlay_port = cfg_.node.underlay_port;
+  next.control = cfg_.control;
+  next.metrics = cfg_.metrics;
+  json r = applyConfig(std::move(next));
+  config_loaded_at_ = unixNow();
+  r["restart_needed"] = restart;
+  spdlog::info("control API: reloaded {}", cfg_.source_path);
+  return r;
+}
+
+}  // namespace gwlb::ctl
