@@ -188,7 +188,7 @@ ApiServer::ApiServer(boost::asio::io_context& io, const std::string& path, unsig
   boost::system::error_code ec;
   acceptor_.open(stream_protocol(), ec);
   if (!ec) acceptor_.bind(stream_protocol::endpoint(path), ec);
-  if (!ec) acceptor_.listen(16, ec);
+  if (!ec) acceptor_.listen(boost::asio::socket_base::max_listen_connections, ec);
   if (ec) throw std::runtime_error("control socket " + path + ": " + ec.message());
   if (::chmod(path.c_str(), mode_t(mode)) != 0)
     throw std::runtime_error("control socket " + path + ": chmod failed");

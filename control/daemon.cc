@@ -308,6 +308,12 @@ int Daemon::run() {
         return handleApi(m, params);
       });
   spdlog::info("control API on {}", cfg_.control.socket);
+  if (!cfg_.metrics.listen.empty()) {
+    metrics_ = std::make_unique<MetricsServer>(io_, cfg_.metrics.listen,
+                                               [this] { return metricsText(); });
+    spdlog::info("Prometheus metrics on http://{}/metrics", cfg_.metrics.listen);
+  }
+  registerTelemetry();
   boost::asio::signal_set stop_signals(io, SIGINT, SIGTERM);
   boost::asio::signal_set hup(io, SIGHUP);
   boost::asio::signal_set usr1(io, SIGUSR1);
@@ -362,6 +368,7 @@ int Daemon::run() {
       if (expired) spdlog::debug("expired {} idle flow(s)", expired);
       resolveNeighbours();
       sampleRates();
+      refreshTelemetry();
       if (++ticks % 10 == 0) logStats("stats");
       onSlow();
     });
@@ -375,6 +382,7 @@ int Daemon::run() {
   io.run();
 
   api_.reset();
+  metrics_.reset();
   stopWorkers();
   handlePunted();
   for (uint16_t port = 0; port < n_ports_; ++port) {

@@ -16,6 +16,7 @@
 
 #include "control/api_server.h"
 #include "control/config.h"
+#include "control/metrics_server.h"
 #include "control/snapshot_builder.h"
 #include "dataplane/flow_table.h"
 #include "dataplane/pipeline.h"
@@ -52,6 +53,9 @@ class Daemon {
   void resolveNeighbours();
   void logStats(const char* why) const;
   void sampleRates();
+  void registerTelemetry();
+  void refreshTelemetry();
+  std::string metricsText() const;
   void updateServerStatus(const dp::Snapshot& s);
 
   // Control API (control/daemon_api.cc). Each returns the reply object.
@@ -104,6 +108,7 @@ class Daemon {
 
   boost::asio::io_context io_;
   std::unique_ptr<ApiServer> api_;
+  std::unique_ptr<MetricsServer> metrics_;
 };
 
 }  // namespace gwlb::ctl

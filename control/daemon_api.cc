@@ -546,6 +546,7 @@ json Daemon::apiReload(const json& p) {
   if (next.node.underlay_port != cfg_.node.underlay_port) restart.push_back("node.underlay_port");
   if (next.control.socket != cfg_.control.socket || next.control.socket_mode != cfg_.control.socket_mode)
     restart.push_back("control");
+  if (next.metrics.listen != cfg_.metrics.listen) restart.push_back("metrics");
   next.dataplane = cfg_.dataplane;
   next.eal_args = cfg_.eal_args;
   next.node.underlay_port = cfg_.node.underlay_port;

@@ -1,0 +1,171 @@
+// What gwlbd shows to the ecosystem: Prometheus text exposition and read-only
+// DPDK telemetry commands (/gwlb/...). Control thread, except the telemetry
+// callbacks, which DPDK runs on its own thread and which therefore read only a
+// mutex-guarded copy that the control thread refreshes every second.
+#include <rte_ethdev.h>
+#include <rte_telemetry.h>
+
+#include <mutex>
+#include <sstream>
+
+#include "control/daemon.h"
+
+namespace gwlb::ctl {
+namespace {
+
+struct TelemetryCopy {
+  std::mutex mu;
+  std::vector<std::pair<std::string, uint64_t>> counters;  // totals, every counter
+  std::vector<std::pair<std::string, std::string>> servers;  // address -> state
+  uint64_t flows = 0, capacity = 0, generation = 0;
+};
+TelemetryCopy g_tel;
+
+int telStats(const char*, const char*, rte_tel_data* d) {
+  std::lock_guard lock(g_tel.mu);
+  rte_tel_data_start_dict(d);
+  for (auto& [k, v] : g_tel.counters)
+    if (k.rfind("drop_", 0) != 0) rte_tel_data_add_dict_u64(d, k.c_str(), v);
+  rte_tel_data_add_dict_u64(d, "flows", g_tel.flows);
+  rte_tel_data_add_dict_u64(d, "flow_capacity", g_tel.capacity);
+  rte_tel_data_add_dict_u64(d, "snapshot_generation", g_tel.generation);
+  return 0;
+}
+
+int telDrops(const char*, const char*, rte_tel_data* d) {
+  std::lock_guard lock(g_tel.mu);
+  rte_tel_data_start_dict(d);
+  for (auto& [k, v] : g_tel.counters)
+    if (k.rfind("drop_", 0) == 0) rte_tel_data_add_dict_u64(d, k.c_str() + 5, v);
+  return 0;
+}
+
+// Telemetry names allow no dots, so appliances are listed by state:
+// {"active": ["192.0.2.10", ...], "idle": [...], "unresolved": [...]}.
+int telServers(const char*, const char*, rte_tel_data* d) {
+  std::lock_guard lock(g_tel.mu);
+  rte_tel_data_start_dict(d);
+  for (const char* state : {"active", "idle", "unresolved"}) {
+    rte_tel_data* list = rte_tel_data_alloc();
+    if (!list) return -ENOMEM;
+    rte_tel_data_start_array(list, RTE_TEL_STRING_VAL);
+    for (auto& [addr, st] : g_tel.servers)
+      if (st == state) rte_tel_data_add_array_string(list, addr.c_str());
+    rte_tel_data_add_dict_container(d, state, list, 0);
+  }
+  return 0;
+}
+
+void metric(std::ostringstream& o, const std::string& name, const char* type, const std::string& help) {
+  o << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n';
+}
+
+std::string escape(const std::string& s) {
+  std::string r;
+  for (char c : s) {
+    if (c == '\\' || c == '"') r += '\\';
+    if (c == '\n') { r += "\\n"; continue; }
+    r += c;
+  }
+  return r;
+}
+
+}  // namespace
+
+void Daemon::registerTelemetry() {
+  rte_telemetry_register_cmd("/gwlb/stats", telStats,
+                             "gwlbd event counters summed over workers, flows in table. No parameters.");
+  rte_telemetry_register_cmd("/gwlb/drops", telDrops,
+                             "gwlbd drop counters by reason, summed over workers. No parameters.");
+  rte_telemetry_register_cmd("/gwlb/servers", telServers,
+                             "gwlbd appliance addresses by state (active, idle, unresolved). No parameters.");
+  refreshTelemetry();
+}
+
+void Daemon::refreshTelemetry() {
+  WorkerCounters t = totals();
+  std::vector<std::pair<std::string, uint64_t>> counters;
+  for (size_t k = 0; k < kNumCounters; ++k) counters.emplace_back(kCounterInfo[k].name, t.v[k]);
+  std::vector<std::pair<std::string, std::string>> servers;
+  for (auto& [ip, st] : server_status_) servers.emplace_back(IpAddr::v4(ip).str(), st.state);
+  const dp::Snapshot* s = dp_.snapshot.load();
+  std::lock_guard lock(g_tel.mu);
+  g_tel.counters = std::move(counters);
+  g_tel.servers = std::move(servers);
+  g_tel.flows = flows_->count();
+  g_tel.capacity = flows_->capacity();
+  g_tel.generation = s ? s->generation : 0;
+}
+
+std::string Daemon::metricsText() const {
+  std::ostringstream o;
+  for (size_t k = 0; k < kNumCounters; ++k) {
+    const CounterInfo& ci = kCounterInfo[k];
+    if (ci.is_drop) continue;
+    std::string name = std::string("gwlb_") + ci.name + "_total";
+    metric(o, name, "counter", ci.help);
+    for (const auto& st : states_)
+      o << name << "{worker=\"" << st->id << "\"} " << st->counters.v[k] << '\n';
+  }
+  metric(o, "gwlb_dropped_packets_total", "counter",
+         "packets dropped by a worker, by reason (docs/counters.md)");
+  for (size_t k = 0; k < kNumCounters; ++k) {
+    const CounterInfo& ci = kCounterInfo[k];
+    if (!ci.is_drop) continue;
+    for (const auto& st : states_)
+      o << "gwlb_dropped_packets_total{worker=\"" << st->id << "\",reason=\"" << (ci.name + 5)
+        << "\"} " << st->counters.v[k] << '\n';
+  }
+  metric(o, "gwlb_flows", "gauge", "entries in the flow table (flows and fragment entries)");
+  o << "gwlb_flows " << flows_->count() << '\n';
+  metric(o, "gwlb_flow_table_capacity", "gauge", "entries the flow table can hold");
+  o << "gwlb_flow_table_capacity " << flows_->capacity() << '\n';
+  metric(o, "gwlb_server_state", "gauge", "1 for the state each appliance is in");
+  for (const auto& g : cfg_.server_groups)
+    for (const auto& sc : g.servers) {
+      auto it = server_status_.find(sc.address.v4HostOrder());
+      std::string cur = it == server_status_.end() ? "unknown" : it->second.state;
+      for (const char* st : {"active", "idle", "unresolved"})
+        o << "gwlb_server_state{group=\"" << escape(g.name) << "\",address=\"" << sc.address.str()
+          << "\",state=\"" << st << "\"} " << (cur == st ? 1 : 0) << '\n';
+    }
+  metric(o, "gwlb_server_sent_packets_total", "counter", "packets the gateway sent to each appliance");
+  std::ostringstream bytes;
+  for (const auto& g : cfg_.server_groups)
+    for (const auto& sc : g.servers) {
+      uint16_t id = registry_.find(sc.address.v4HostOrder());
+      uint64_t pk = 0, by = 0;
+      for (const auto& st : states_)
+        if (id < dp::kMaxServerIds) pk += st->server_packets[id], by += st->server_bytes[id];
+      std::string labels = "{group=\"" + escape(g.name) + "\",address=\"" + sc.address.str() + "\"}";
+      o << "gwlb_server_sent_packets_total" << labels << ' ' << pk << '\n';
+      bytes << "gwlb_server_sent_bytes_total" << labels << ' ' << by << '\n';
+    }
+  metric(o, "gwlb_server_sent_bytes_total", "counter", "bytes the gateway sent to each appliance");
+  o << bytes.str();
+  const char* port_metrics[][2] = {{"rx_packets", "packets the port received"},
+                                   {"tx_packets", "packets the port sent"},
+                                   {"rx_bytes", "bytes the port received"},
+                                   {"tx_bytes", "bytes the port sent"},
+                                   {"rx_missed", "packets the port missed (RX queue full)"}};
+  std::vector<rte_eth_stats> stats(n_ports_);
+  for (uint16_t p = 0; p < n_ports_; ++p) rte_eth_stats_get(p, &stats[p]);
+  for (auto& pm : port_metrics) {
+    std::string name = std::string("gwlb_port_") + pm[0] + "_total";
+    metric(o, name, "counter", pm[1]);
+    for (uint16_t p = 0; p < n_ports_; ++p) {
+      const rte_eth_stats& s = stats[p];
+      uint64_t v = std::string(pm[0]) == "rx_packets" ? s.ipackets
+                   : std::string(pm[0]) == "tx_packets" ? s.opackets
+                   : std::string(pm[0]) == "rx_bytes"   ? s.ibytes
+                   : std::string(pm[0]) == "tx_bytes"   ? s.obytes
+                                                        : s.imissed;
+      o << name << "{port=\"" << p << "\"} " << v << '\n';
+    }
+  }
+  metric(o, "gwlb_uptime_seconds", "gauge", "seconds since gwlbd started");
+  o << "gwlb_uptime_seconds " << double(dp::monotonicNs() - started_ns_) / 1e9 << '\n';
+  return o.str();
+}
+
+}  // namespace gwlb::ctl
