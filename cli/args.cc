@@ -1,6 +1,7 @@
 #include "cli/args.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "cli/table.h"
 #include "cli/validate.h"
@@ -75,7 +76,7 @@ std::vector<CommandSpec> buildTable() {
                "to it at once; existing flows keep their appliance. Removing a group's last\n"
                "appliance is refused. Exit status 1 when no appliance has that address.\n",
                {}});
-  t.push_back({"server set", "server.set", "ADDRESS", {"ADDRESS"}, 1,
+  t.push_back({"server set", "server.set", "ADDRESS --weight N", {"ADDRESS"}, 1,
                "change an appliance's weight",
                "Changes the appliance's Maglev weight (0 = idle: keeps its existing flows,\n"
                "gets no new ones).\n",
@@ -297,7 +298,9 @@ std::string commandHelp(const CommandSpec& cmd) {
   std::string s = "usage: gwlbctl " + cmd.name;
   if (!cmd.args.empty()) s += " " + cmd.args;
   if (!cmd.options.empty()) s += " [OPTIONS]";
-  s += "\n\n" + cmd.summary + ".\n\n" + cmd.description;
+  std::string summary = cmd.summary;
+  if (!summary.empty()) summary[0] = char(std::toupper(static_cast<unsigned char>(summary[0])));
+  s += "\n\n" + summary + ".\n\n" + cmd.description;
   auto list = [&](const std::vector<OptionSpec>& opts) {
     Table t({{"", Align::kLeft}, {"", Align::kLeft}});
     for (const auto& o : opts)

@@ -4,6 +4,7 @@
 #include <rte_eal.h>
 #include <spdlog/spdlog.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -38,6 +39,10 @@ bool load(const std::string& path, ctl::Config& cfg) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Until the control loop's handlers are installed, a reload or stats request
+  // must not kill the process (their default action is to terminate).
+  std::signal(SIGHUP, SIG_IGN);
+  std::signal(SIGUSR1, SIG_IGN);
   std::string config, check;
   std::vector<std::string> eal_extra;
   for (int i = 1; i < argc; ++i) {

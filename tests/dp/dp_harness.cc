@@ -1,5 +1,6 @@
 #include "tests/dp/dp_harness.h"
 
+#include <rte_lcore.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
@@ -113,7 +114,7 @@ Result Harness::send(const Bytes& frame, uint16_t port) {
     rte_pktmbuf_free(m);
     return r;
   }
-  std::memcpy(d, frame.data(), frame.size());
+  if (!frame.empty()) std::memcpy(d, frame.data(), frame.size());
   m->port = port;
   return sendMbuf(m);
 }

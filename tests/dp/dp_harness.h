@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,7 @@ struct Frame {
 
 enum class Verdict { kAppliance, kRouter, kDrop, kPunt };
 const char* toString(Verdict v);
+inline void PrintTo(Verdict v, std::ostream* os) { *os << toString(v); }
 
 struct Result {
   Verdict verdict = Verdict::kDrop;

@@ -18,6 +18,16 @@ namespace {
 
 constexpr uint64_t kSec = 1'000'000'000ULL;
 
+// Keys present in the table. (FlowTable::count() is rte_hash_count(): key
+// slots in use, which also covers deleted keys awaiting reclaim() and, in
+// DPDK 22.11, slots leaked by inserts that failed for lack of an
+// extendable bucket.)
+size_t liveKeys(const dp::FlowTable& ft) {
+  size_t n = 0;
+  ft.forEach([&](const FlowKey&, int32_t, const dp::FlowEntry&) { ++n; });
+  return n;
+}
+
 Frame tcpFlow() {
   const Net& n = net();
   return {n.fromA(), kEthIpv4, ipv4(n.client4, n.server4, 6, tcp(n.client4, n.server4, 45000, 80)),
@@ -42,13 +52,15 @@ TEST(FlowLifetime, ExpireUsesTheProtocolIdleTimeoutThenReclaimAfterQuiescence) {
 
   EXPECT_EQ(ft.expire(t0 + 120 * kSec - 1), 0u) << "UDP still inside 120 s";
   EXPECT_EQ(ft.expire(t0 + 120 * kSec), 1u) << "UDP idle for 120 s";
-  EXPECT_EQ(ft.count(), 1u);
+  EXPECT_EQ(liveKeys(ft), 1u);
+  EXPECT_EQ(ft.count(), 2u) << "its slot is held until reclaim()";
   EXPECT_EQ(ft.pendingReclaim(), 1u);
   EXPECT_EQ(ft.reclaim(), 0u) << "freed before the reader's quiescent point";
   EXPECT_EQ(ft.pendingReclaim(), 1u);
   h.quiescent();
   EXPECT_EQ(ft.reclaim(), 1u);
   EXPECT_EQ(ft.pendingReclaim(), 0u);
+  EXPECT_EQ(ft.count(), 1u);
 
   // The expired flow no longer returns; the live one does.
   h.now = t0 + 121 * kSec;
@@ -60,9 +72,10 @@ TEST(FlowLifetime, ExpireUsesTheProtocolIdleTimeoutThenReclaimAfterQuiescence) {
   // TCP: 350 s after its last packet (the return at t0 + 121 s).
   EXPECT_EQ(ft.expire(t0 + 121 * kSec + 350 * kSec - 1), 0u);
   EXPECT_EQ(ft.expire(t0 + 121 * kSec + 350 * kSec), 1u);
-  EXPECT_EQ(ft.count(), 0u);
+  EXPECT_EQ(liveKeys(ft), 0u);
   h.quiescent();
   EXPECT_EQ(ft.reclaim(), 1u);
+  EXPECT_EQ(ft.count(), 0u);
 
   // A packet after expiry: a new flow with a new cookie; the old cookie is refused.
   h.now = t0 + 500 * kSec;
@@ -101,7 +114,7 @@ TEST(FlowLifetime, FragmentEntriesLiveThirtySeconds) {
   auto frags = ipv4Fragments(n.client4, n.server4, 17,
                              udp(n.client4, n.server4, 45002, 53, pattern(600)), 304, 0x4444);
   ASSERT_EQ(h.send(Frame{n.fromA(), kEthIpv4, frags[0], kPortA}).verdict, Verdict::kAppliance);
-  EXPECT_EQ(h.flows().count(), 2u) << "the flow and its datagram's fragment entry";
+  EXPECT_EQ(liveKeys(h.flows()), 2u) << "the flow and its datagram's fragment entry";
   EXPECT_EQ(h.get(Counter::fragment_entries_created), 1u);
   EXPECT_EQ(h.flows().expire(t0 + 30 * kSec - 1), 0u);
   EXPECT_EQ(h.flows().expire(t0 + 30 * kSec), 1u);
@@ -135,7 +148,7 @@ TEST(FlowTableLimits, EveryPositionInsertReturnsHasAnEntry) {
     EXPECT_EQ(ft.lookup(k, flowHash(k)), pos);
   }
   EXPECT_GE(inserted, ft.capacity());
-  EXPECT_EQ(ft.count(), inserted);
+  EXPECT_EQ(liveKeys(ft), inserted);
 }
 
 TEST(FlowTableLimits, FullTableDropsNewFlowsButServesExistingOnes) {
@@ -154,7 +167,7 @@ TEST(FlowTableLimits, FullTableDropsNewFlowsButServesExistingOnes) {
   EXPECT_GT(h.get(Counter::drop_flow_table_full), 0u);
   EXPECT_GE(h.get(Counter::encapsulated), 64u);
   EXPECT_EQ(h.get(Counter::encapsulated) + h.get(Counter::drop_flow_table_full), sent);
-  EXPECT_EQ(h.flows().count(), h.get(Counter::flows_created));
+  EXPECT_EQ(liveKeys(h.flows()), h.get(Counter::flows_created));
   // Flow 1 was admitted first and still goes through.
   EXPECT_EQ(h.send(udpFlow(1)).verdict, Verdict::kAppliance);
 }

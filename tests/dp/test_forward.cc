@@ -135,6 +135,17 @@ std::vector<Case> forwardCases() {
   fwd("IPv6 later fragment", v6(n.fromA(), kPortA, f6[1]), "frag6");
   fwd("reply to the IPv6 fragmented flow",
       v6(n.fromB(), kPortB, ipv6(s6, c6, 17, udp(s6, c6, 6003, 6002, pattern(8)))), "frag6");
+  // Destination options in the fragmentable part (RFC 8200 4.5): the later
+  // fragment's fragment header names them (60), not UDP.
+  Bytes useg6d = udp(c6, s6, 6004, 6005, pattern(600, 1));
+  fwd("IPv6 first fragment with destination options after the fragment header",
+      v6(n.fromA(), kPortA,
+         ipv6(c6, s6, 17, slice(useg6d, 0, 400), {fragmentExt(0, true, 0x5EED), destOpts(1)})),
+      "frag6d");
+  fwd("IPv6 later fragment of that datagram",
+      v6(n.fromA(), kPortA,
+         ipv6(c6, s6, 60, slice(useg6d, 400, 200), {fragmentExt(408, false, 0x5EED)})),
+      "frag6d");
   auto orphan6 = ipv6Fragments(c6, s6, 17, useg6, 1000, 0x0BADF00D);
   dropped("IPv6 later fragment before any first", v6(n.fromA(), kPortA, orphan6[1]),
           Counter::drop_fragment_unknown_flow);

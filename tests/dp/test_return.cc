@@ -90,6 +90,15 @@ TEST_P(ReturnPath, WellFormedRepliesGoBackToTheRouter) {
     b.push_back(0);
     ok.push_back({"outer frame with padding after the IP packet", b, Verdict::kRouter});
   }
+  {
+    // The underlay delivers the reply with an 802.1Q tag: offsets shift by 4.
+    Bytes b = reply(header());
+    Bytes tagged = slice(b, 0, 12);
+    append16(tagged, kEthVlan);
+    append16(tagged, 0x0FFE);
+    append(tagged, slice(b, 12, b.size() - 12));
+    ok.push_back({"reply carrying an 802.1Q tag on the underlay", tagged, Verdict::kRouter});
+  }
   for (const ReturnCase& c : ok) {
     SCOPED_TRACE(c.name);
     Result r = h.send(c.packet, kUnderlayPort);
@@ -171,6 +180,21 @@ TEST_P(ReturnPath, MalformedRepliesAreDroppedWithTheirCounter) {
                 ipv4(n.client4, n.server4, 6, tcp(n.client4, n.server4, 43001, 443)), kPortA};
     bad("inner packet of a flow never seen", reply(header(), expectedInner(h, other)),
         Counter::drop_return_no_flow);
+  }
+  {
+    // The appliance originates a packet in the direction the gateway has not
+    // seen yet (e.g. a firewall's RST toward the server side): no L2 to use.
+    Frame rev{n.fromB(), kEthIpv4,
+              ipv4(n.server4, n.client4, 6, tcp(n.server4, n.client4, 443, 43000, {}, 0x04)),
+              kPortB};
+    bad("inner packet in the flow's unseen direction", reply(header(), expectedInner(h, rev)),
+        Counter::drop_return_no_l2);
+  }
+  if (h.aws()) {
+    const Net& nn = net();
+    Bytes v6 = ipv6(nn.client6, nn.server6, 6, tcp(nn.client6, nn.server6, 1, 2));
+    bad("protocol 0x0800 carrying an IPv6 packet", reply(header(), v6),
+        Counter::drop_return_inner_malformed);
   }
   {
     Bytes inner = slice(enc_.inner, 0, enc_.inner.size() - 30);

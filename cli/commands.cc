@@ -1,0 +1,192 @@
+#include "cli/commands.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "cli/client.h"
+#include "cli/render.h"
+#include "cli/validate.h"
+#include "control/config.h"
+
+namespace gwlb::cli {
+
+namespace {
+
+double wallNow() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+void put(FILE* f, const std::string& s) { std::fwrite(s.data(), 1, s.size(), f); }
+
+void putJson(FILE* f, const Json& j) { put(f, j.dump(2) + "\n"); }
+
+// Prints a server-side error; returns its exit status.
+int failed(const Invocation& inv, const Reply& r, FILE* out, FILE* err) {
+  if (inv.json) putJson(out, r.error);
+  put(err, "gwlbctl: " + renderError(r.error));
+  return exitStatusFor(fieldText(r.error, "code", "internal"));
+}
+
+int runFlows(const Invocation& inv, Request req, ControlClient& client, FILE* out, FILE* err) {
+  if (req.params.contains("count")) {
+    Reply r = client.call(req.method, req.params);
+    if (!r.ok) return failed(inv, r, out, err);
+    put(out, inv.json ? r.result.dump(2) + "\n" : renderFlowCount(r.result));
+    return kExitOk;
+  }
+  if (!inv.has("--all")) {
+    Reply r = client.call(req.method, req.params);
+    if (!r.ok) return failed(inv, r, out, err);
+    if (inv.json) {
+      putJson(out, r.result);
+      return kExitOk;
+    }
+    put(out, renderFlows(r.result.contains("flows") ? r.result["flows"] : Json::array()));
+    const Json& next = r.result.contains("next_cursor") ? r.result["next_cursor"] : Json();
+    if (next.is_string() && !next.get<std::string>().empty())
+      put(out, "more: gwlbctl flows" + flowFilterArgs(req.params) + " --cursor " +
+                   next.get<std::string>() + "\n");
+    return kExitOk;
+  }
+  // --all: follow next_cursor to the end, then print everything as one listing.
+  Json all = Json::array();
+  double scanned = 0;
+  size_t pages = 0;
+  while (true) {
+    Reply r = client.call(req.method, req.params);
+    if (!r.ok) return failed(inv, r, out, err);
+    ++pages;
+    if (r.result.contains("flows") && r.result["flows"].is_array()) {
+      for (auto& f : r.result["flows"]) all.push_back(std::move(f));
+    }
+    scanned += fieldNumber(r.result, "scanned");
+    const Json next = r.result.contains("next_cursor") ? r.result["next_cursor"] : Json();
+    if (!next.is_string() || next.get<std::string>().empty()) break;
+    if (req.params.contains("cursor") && req.params["cursor"] == next) {
+      put(err, "gwlbctl: gwlbd returned the same cursor twice; stopping\n");
+      return kExitError;
+    }
+    req.params["cursor"] = next;
+  }
+  if (inv.json) {
+    putJson(out, Json{{"flows", all}, {"next_cursor", nullptr}, {"scanned", uint64_t(scanned)}});
+    return kExitOk;
+  }
+  put(out, renderFlows(all));
+  put(out, std::to_string(all.size()) + " flows in " + std::to_string(pages) + " page" +
+               (pages == 1 ? "" : "s") + "\n");
+  return kExitOk;
+}
+
+int runStats(const Invocation& inv, const Request& req, ControlClient& client, FILE* out,
+             FILE* err) {
+  Reply prev = client.call(req.method, req.params);
+  if (!prev.ok) return failed(inv, prev, out, err);
+  if (!inv.has("--watch")) {
+    put(out, inv.json ? prev.result.dump(2) + "\n" : renderStats(prev.result, nullptr, 0));
+    return kExitOk;
+  }
+  double interval = parseSeconds("--watch", inv.opt("--watch"), 0.1, 86400.0);
+  uint64_t count = inv.has("--count") ? parseUint("--count", inv.opt("--count"), 1, 1000000000) : 0;
+  bool tty = !inv.json && ::isatty(::fileno(out));
+  for (uint64_t i = 0; count == 0 || i < count; ++i) {
+    // gwlbd drops connections idle for 10 s: reconnect for each sample.
+    client.close();
+    std::this_thread::sleep_for(std::chrono::duration<double>(interval));
+    Reply cur = client.call(req.method, req.params);
+    if (!cur.ok) return failed(inv, cur, out, err);
+    if (inv.json) {
+      Json line = {{"interval_s", interval},
+                   {"rates", statsRates(cur.result, prev.result, interval)},
+                   {"stats", cur.result}};
+      put(out, line.dump() + "\n");
+    } else {
+      if (tty) put(out, "\033[H\033[2J");
+      else if (i > 0) put(out, "\n");
+      put(out, renderStats(cur.result, &prev.result, interval));
+    }
+    std::fflush(out);
+    prev = std::move(cur);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int exitStatusFor(const std::string& code) { return code == "not_found" ? kExitNotFound : kExitError; }
+
+int configCheck(const std::string& file, bool json, FILE* out, FILE* err) {
+  ctl::Config cfg;
+  std::vector<ctl::ConfigError> errors;
+  bool ok = ctl::loadConfigFile(file, cfg, errors);
+  if (json) {
+    Json e = Json::array();
+    for (const auto& x : errors) e.push_back({{"path", x.path}, {"message", x.message}});
+    Json j = {{"file", file}, {"valid", ok}, {"errors", e}};
+    if (ok) {
+      size_t servers = 0;
+      for (const auto& g : cfg.server_groups) servers += g.servers.size();
+      j["server_groups"] = cfg.server_groups.size();
+      j["servers"] = servers;
+    }
+    putJson(out, j);
+    return ok ? kExitOk : kExitError;
+  }
+  if (ok) {
+    size_t servers = 0;
+    for (const auto& g : cfg.server_groups) servers += g.servers.size();
+    put(out, file + ": valid (" + std::to_string(cfg.server_groups.size()) + " server group" +
+                 (cfg.server_groups.size() == 1 ? "" : "s") + ", " + std::to_string(servers) +
+                 " server" + (servers == 1 ? "" : "s") + ")\n");
+    return kExitOk;
+  }
+  put(err, file + ": invalid configuration (" + std::to_string(errors.size()) + " error" +
+               (errors.size() == 1 ? "" : "s") + ")\n");
+  for (const auto& x : errors) {
+    put(err, (x.path.empty() ? file : x.path) + ": " + x.message + "\n");
+  }
+  return kExitError;
+}
+
+int runInvocation(const Invocation& inv, FILE* out, FILE* err) {
+  if (inv.help) {
+    if (inv.command != nullptr) put(out, commandHelp(*inv.command));
+    else if (!inv.group.empty()) put(out, groupHelp(inv.group));
+    else put(out, topLevelHelp());
+    return kExitOk;
+  }
+  const std::string& name = inv.command->name;
+  if (name == "help") {  // not reached: parseArgs sets help
+    put(out, topLevelHelp());
+    return kExitOk;
+  }
+  if (name == "config check") return configCheck(inv.args[0], inv.json, out, err);
+
+  Request req = buildRequest(inv);
+  ControlClient client(inv.socket_path, inv.timeout_s);
+  try {
+    if (name == "flows") return runFlows(inv, req, client, out, err);
+    if (name == "stats") return runStats(inv, req, client, out, err);
+    Reply r = client.call(req.method, req.params);
+    if (!r.ok) return failed(inv, r, out, err);
+    if (inv.json) {
+      putJson(out, r.result);
+      return kExitOk;
+    }
+    double now = wallNow();
+    if (name == "status") put(out, renderStatus(r.result, now));
+    else if (name == "servers") put(out, renderServers(r.result, now));
+    else if (name == "groups") put(out, renderGroups(r.result));
+    else if (name == "explain") put(out, renderExplain(r.result));
+    else put(out, renderChange(req.method, req.params, r.result));
+    return kExitOk;
+  } catch (const ClientError& e) {
+    put(err, std::string("gwlbctl: ") + e.what() + "\n");
+    return kExitError;
+  }
+}
+
+}  // namespace gwlb::cli

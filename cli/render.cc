@@ -1,0 +1,442 @@
+#include "cli/render.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+
+#include "cli/table.h"
+
+namespace gwlb::cli {
+
+namespace {
+
+using KV = std::vector<std::pair<std::string, std::string>>;
+
+const Json& field(const Json& obj, const char* key) {
+  static const Json kNull;
+  if (!obj.is_object()) return kNull;
+  auto it = obj.find(key);
+  return it == obj.end() ? kNull : *it;
+}
+
+uint64_t fieldCount(const Json& obj, const char* key) {
+  double v = fieldNumber(obj, key, 0);
+  return v > 0 ? uint64_t(v) : 0;
+}
+
+std::string valueText(const Json& v, const char* dflt = "-") {
+  if (v.is_null()) return dflt;
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
+  return v.dump();
+}
+
+double valueNumber(const Json& v, double dflt) {
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    char* end = nullptr;
+    double d = s.rfind("0x", 0) == 0 ? double(std::strtoull(s.c_str(), &end, 16))
+                                     : std::strtod(s.c_str(), &end);
+    if (!s.empty() && end == s.c_str() + s.size()) return d;
+  }
+  return dflt;
+}
+
+std::string countText(const Json& obj, const char* key) {
+  return field(obj, key).is_null() ? "-" : formatCount(fieldCount(obj, key));
+}
+
+std::string bytesText(const Json& obj, const char* key) {
+  return field(obj, key).is_null() ? "-" : formatBytes(fieldCount(obj, key));
+}
+
+std::string endpoint(const Json& addr, const Json& port) {
+  std::string a = valueText(addr);
+  if (port.is_null()) return a;
+  if (a.find(':') != std::string::npos) a = "[" + a + "]";
+  return a + ":" + valueText(port);
+}
+
+// "12/3": a [orig, reply] pair.
+std::string pairText(const Json& v, bool bytes) {
+  if (!v.is_array() || v.size() != 2) return valueText(v);
+  auto one = [&](const Json& x) {
+    double d = valueNumber(x, -1);
+    if (d < 0) return valueText(x);
+    return bytes ? formatBytes(uint64_t(d)) : formatCount(uint64_t(d));
+  };
+  return one(v[0]) + "/" + one(v[1]);
+}
+
+std::string sectionTitle(const std::string& t) { return "\n" + t + ":\n"; }
+
+// Rate from two samples of one counter: never negative (a restart resets counters).
+double rate(const Json& cur, const Json& prev, const char* key, double dt) {
+  double d = fieldNumber(cur, key) - fieldNumber(prev, key);
+  return dt > 0 && d > 0 ? d / dt : 0.0;
+}
+
+const Json* findById(const Json& arr, const Json& id) {
+  if (!arr.is_array()) return nullptr;
+  for (const auto& e : arr) {
+    if (field(e, "id") == id) return &e;
+  }
+  return nullptr;
+}
+
+std::string renderPorts(const Json& ports, const Json* prev_ports, double dt) {
+  std::vector<Table::Column> cols = {{"PORT", Align::kRight}, {"NAME", Align::kLeft},
+                                     {"LINK", Align::kLeft},  {"SPEED", Align::kRight},
+                                     {"RXQ", Align::kRight},  {"TXQ", Align::kRight},
+                                     {"RX PKTS", Align::kRight}, {"TX PKTS", Align::kRight},
+                                     {"RX BYTES", Align::kRight}, {"TX BYTES", Align::kRight}};
+  if (prev_ports) {
+    for (const char* h : {"RX PPS", "TX PPS", "RX B/S", "TX B/S"}) cols.push_back({h, Align::kRight});
+  }
+  for (const char* h : {"MISSED", "RX ERR", "TX ERR"}) cols.push_back({h, Align::kRight});
+  Table t(cols);
+  if (!ports.is_array()) return "no ports\n";
+  for (const auto& p : ports) {
+    const Json& link = field(p, "link_up");
+    double speed = fieldNumber(p, "speed_mbps", -1);
+    std::vector<std::string> row = {
+        fieldText(p, "id"), fieldText(p, "name"),
+        link.is_boolean() ? (link.get<bool>() ? "up" : "down") : valueText(link),
+        speed < 0 ? "-" : speed >= 1000 ? formatCount(uint64_t(speed / 1000)) + "G"
+                                        : formatCount(uint64_t(speed)) + "M",
+        fieldText(p, "rx_queues"), fieldText(p, "tx_queues"),
+        countText(p, "rx_packets"), countText(p, "tx_packets"),
+        bytesText(p, "rx_bytes"), bytesText(p, "tx_bytes")};
+    if (prev_ports) {
+      const Json* q = findById(*prev_ports, field(p, "id"));
+      static const Json kEmpty = Json::object();
+      const Json& pp = q ? *q : kEmpty;
+      row.push_back(formatRate(rate(p, pp, "rx_packets", dt)));
+      row.push_back(formatRate(rate(p, pp, "tx_packets", dt)));
+      row.push_back(formatBytes(uint64_t(rate(p, pp, "rx_bytes", dt))) + "/s");
+      row.push_back(formatBytes(uint64_t(rate(p, pp, "tx_bytes", dt))) + "/s");
+    }
+    row.push_back(countText(p, "rx_missed"));
+    row.push_back(countText(p, "rx_errors"));
+    row.push_back(countText(p, "tx_errors"));
+    t.addRow(std::move(row));
+  }
+  return t.render();
+}
+
+}  // namespace
+
+std::string fieldText(const Json& obj, const char* key, const char* dflt) {
+  return valueText(field(obj, key), dflt);
+}
+
+double fieldNumber(const Json& obj, const char* key, double dflt) {
+  return valueNumber(field(obj, key), dflt);
+}
+
+std::string protoName(const Json& proto) {
+  if (proto.is_number_integer()) {
+    switch (proto.get<int>()) {
+      case 1: return "icmp";
+      case 6: return "tcp";
+      case 17: return "udp";
+      case 58: return "icmpv6";
+      case 132: return "sctp";
+      default: return proto.dump();
+    }
+  }
+  return valueText(proto);
+}
+
+std::string renderStatus(const Json& r, double now) {
+  KV kv;
+  kv.push_back({"version", fieldText(r, "version")});
+  double started = fieldNumber(r, "started_at");
+  kv.push_back({"uptime", formatDuration(fieldNumber(r, "uptime_s")) + " (started " +
+                              formatTime(started) + ")"});
+  kv.push_back({"config", fieldText(r, "config_file") + " (loaded " +
+                              formatAge(fieldNumber(r, "config_loaded_at"), now) + ")"});
+  kv.push_back({"snapshot", "generation " + fieldText(r, "snapshot_generation")});
+  double flows = fieldNumber(r, "flows"), cap = fieldNumber(r, "flow_capacity");
+  char pct[32] = "-";
+  if (cap > 0) std::snprintf(pct, sizeof pct, "%.1f%%", 100.0 * flows / cap);
+  kv.push_back({"flows", fieldText(r, "flows") + " of " + fieldText(r, "flow_capacity") + " (" +
+                             pct + ")"});
+  kv.push_back({"rx", formatRate(fieldNumber(r, "rx_pps")) + " pps"});
+  kv.push_back({"tx", formatRate(fieldNumber(r, "tx_pps")) + " pps"});
+  std::string out = renderKeyValues(kv);
+
+  Table w({{"WORKER", Align::kRight}, {"LCORE", Align::kRight}, {"RX QUEUES (port/queue)", Align::kLeft}});
+  const Json& workers = field(r, "workers");
+  if (workers.is_array()) {
+    for (const auto& wk : workers) {
+      std::string queues;
+      const Json& q = field(wk, "rx_queues");
+      if (q.is_array()) {
+        for (const auto& e : q) queues += (queues.empty() ? "" : " ") + valueText(e);
+      } else {
+        queues = valueText(q);
+      }
+      w.addRow({fieldText(wk, "id"), fieldText(wk, "lcore"), queues.empty() ? "-" : queues});
+    }
+  }
+  out += sectionTitle("workers") + w.render();
+  out += sectionTitle("ports") + renderPorts(field(r, "ports"), nullptr, 0);
+  return out;
+}
+
+std::string renderServers(const Json& r, double now) {
+  Table t({{"ADDRESS", Align::kLeft}, {"GROUP", Align::kLeft}, {"WEIGHT", Align::kRight},
+           {"STATE", Align::kLeft}, {"SINCE", Align::kLeft}, {"REASON", Align::kLeft},
+           {"FLOWS", Align::kRight}, {"PACKETS", Align::kRight}, {"BYTES", Align::kRight},
+           {"MAC", Align::kLeft}});
+  const Json& servers = field(r, "servers");
+  if (servers.is_array()) {
+    for (const auto& s : servers) {
+      t.addRow({fieldText(s, "address"), fieldText(s, "group"), fieldText(s, "weight"),
+                fieldText(s, "state"), formatAge(fieldNumber(s, "since"), now),
+                fieldText(s, "reason"), countText(s, "active_flows"), countText(s, "packets"),
+                bytesText(s, "bytes"), fieldText(s, "mac")});
+    }
+  }
+  if (t.rows() == 0) return "no servers\n";
+  return t.render();
+}
+
+std::string renderGroups(const Json& r) {
+  Table t({{"NAME", Align::kLeft}, {"STICKINESS", Align::kLeft}, {"GENEVE", Align::kLeft},
+           {"VNI", Align::kRight}, {"ENDPOINT ID", Align::kRight}, {"ATTACHMENT ID", Align::kRight},
+           {"MAGLEV", Align::kRight}, {"TCP IDLE", Align::kRight}, {"OTHER IDLE", Align::kRight},
+           {"SERVERS", Align::kRight}, {"ACTIVE", Align::kRight}, {"IDLE", Align::kRight},
+           {"UNRESOLVED", Align::kRight}});
+  const Json& groups = field(r, "groups");
+  if (groups.is_array()) {
+    for (const auto& g : groups) {
+      const Json& gen = field(g, "geneve");
+      const Json& srv = field(g, "servers");
+      auto idle = [&](const char* k) {
+        return field(g, k).is_null() ? "-" : formatDuration(fieldNumber(g, k));
+      };
+      t.addRow({fieldText(g, "name"), fieldText(g, "stickiness"), fieldText(gen, "format"),
+                fieldText(gen, "vni"), fieldText(gen, "endpoint_id"), fieldText(gen, "attachment_id"),
+                fieldText(g, "maglev_table_size"), idle("tcp_idle_timeout_s"),
+                idle("other_idle_timeout_s"), fieldText(srv, "total"), fieldText(srv, "active"),
+                fieldText(srv, "idle"), fieldText(srv, "unresolved")});
+    }
+  }
+  if (t.rows() == 0) return "no server groups\n";
+  return t.render();
+}
+
+std::string renderFlows(const Json& flows) {
+  Table t({{"SRC", Align::kLeft}, {"DST", Align::kLeft}, {"PROTO", Align::kLeft},
+           {"GROUP", Align::kLeft}, {"APPLIANCE", Align::kLeft}, {"COOKIE", Align::kLeft},
+           {"KIND", Align::kLeft}, {"AGE", Align::kRight}, {"IDLE", Align::kRight},
+           {"PACKETS o/r", Align::kRight}, {"BYTES o/r", Align::kRight}});
+  if (flows.is_array()) {
+    for (const auto& f : flows) {
+      auto dur = [&](const char* k) {
+        return field(f, k).is_null() ? "-" : formatDuration(fieldNumber(f, k));
+      };
+      // Fragment entries are keyed without ports (gwlbd reports 0): show addresses only.
+      bool fragment = field(f, "kind") == "fragment";
+      static const Json kNoPort;
+      t.addRow({endpoint(field(f, "src"), fragment ? kNoPort : field(f, "sport")),
+                endpoint(field(f, "dst"), fragment ? kNoPort : field(f, "dport")),
+                protoName(field(f, "proto")),
+                fieldText(f, "group"), fieldText(f, "appliance"), fieldText(f, "cookie"),
+                fieldText(f, "kind"), dur("age_s"), dur("idle_s"),
+                pairText(field(f, "packets"), false), pairText(field(f, "bytes"), true)});
+    }
+  }
+  if (t.rows() == 0) return "no matching flows\n";
+  return t.render();
+}
+
+std::string renderFlowCount(const Json& r) {
+  return fieldText(r, "count") + " matching flows (" + fieldText(r, "scanned") +
+         " entries scanned)\n";
+}
+
+std::string renderExplain(const Json& r) {
+  KV kv;
+  kv.push_back({"key", fieldText(r, "key")});
+  kv.push_back({"hash", fieldText(r, "hash")});
+  kv.push_back({"group", fieldText(r, "group") + " (stickiness " + fieldText(r, "stickiness") + ")"});
+  const Json& existing = field(r, "existing");
+  bool exists = existing.is_boolean() && existing.get<bool>();
+  if (exists) {
+    std::string age = field(r, "age_s").is_null() ? "-" : formatDuration(fieldNumber(r, "age_s"));
+    kv.push_back({"flow", "exists (age " + age + ", cookie " + fieldText(r, "cookie") + ")"});
+  } else {
+    kv.push_back({"flow", "not in the table"});
+  }
+  kv.push_back({"appliance", fieldText(r, "appliance")});
+  kv.push_back({"reason", fieldText(r, "reason")});
+  const Json& m = field(r, "maglev");
+  if (m.is_object()) {
+    kv.push_back({"maglev", "slot " + fieldText(m, "slot") + " of " + fieldText(m, "table_size") +
+                                " -> " + fieldText(m, "appliance") + " (a new flow now)"});
+  }
+  return renderKeyValues(kv);
+}
+
+Json statsRates(const Json& cur, const Json& prev, double interval_s) {
+  double dt = fieldNumber(cur, "taken_at") - fieldNumber(prev, "taken_at");
+  if (!(dt > 0)) dt = interval_s;
+  Json out = Json::object();
+  out["interval_s"] = dt;
+  Json totals = Json::object();
+  const Json& ct = field(cur, "totals");
+  if (ct.is_object()) {
+    for (const auto& [k, v] : ct.items()) totals[k] = rate(ct, field(prev, "totals"), k.c_str(), dt);
+  }
+  out["totals"] = totals;
+  Json drops = Json::object();
+  const Json& cd = field(cur, "drops");
+  if (cd.is_array()) {
+    for (const auto& d : cd) {
+      std::string name = fieldText(d, "name", "");
+      const Json* p = nullptr;
+      for (const auto& e : field(prev, "drops")) {
+        if (field(e, "name") == field(d, "name")) p = &e;
+      }
+      drops[name] = p ? rate(d, *p, "count", dt) : 0.0;
+    }
+  }
+  out["drops"] = drops;
+  Json ports = Json::array();
+  const Json& cp = field(cur, "ports");
+  if (cp.is_array()) {
+    for (const auto& p : cp) {
+      const Json* q = findById(field(prev, "ports"), field(p, "id"));
+      static const Json kEmpty = Json::object();
+      const Json& pp = q ? *q : kEmpty;
+      ports.push_back({{"id", field(p, "id")},
+                       {"rx_pps", rate(p, pp, "rx_packets", dt)},
+                       {"tx_pps", rate(p, pp, "tx_packets", dt)},
+                       {"rx_bytes_per_s", rate(p, pp, "rx_bytes", dt)},
+                       {"tx_bytes_per_s", rate(p, pp, "tx_bytes", dt)}});
+    }
+  }
+  out["ports"] = ports;
+  return out;
+}
+
+std::string renderStats(const Json& cur, const Json* prev, double interval_s) {
+  Json rates;
+  if (prev) rates = statsRates(cur, *prev, interval_s);
+  std::string out;
+  if (prev) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.1f", fieldNumber(rates, "interval_s"));
+    out += "taken at " + formatTime(fieldNumber(cur, "taken_at")) + ", rates over the last " +
+           buf + " s\n";
+  } else {
+    out += "taken at " + formatTime(fieldNumber(cur, "taken_at")) + "\n";
+  }
+
+  // Drop reasons get their own table (with help text); keep them out of this one.
+  std::set<std::string> drop_names;
+  const Json& drops = field(cur, "drops");
+  if (drops.is_array()) {
+    for (const auto& d : drops) {
+      std::string n = fieldText(d, "name", "");
+      drop_names.insert(n);
+      drop_names.insert("drop_" + n);
+    }
+  }
+  std::vector<Table::Column> cols = {{"COUNTER", Align::kLeft}, {"TOTAL", Align::kRight}};
+  if (prev) cols.push_back({"PER SEC", Align::kRight});
+  const Json& workers = field(cur, "workers");
+  std::vector<const Json*> wcounters;
+  if (workers.is_array()) {
+    for (const auto& w : workers) {
+      cols.push_back({"WORKER " + fieldText(w, "id"), Align::kRight});
+      wcounters.push_back(&field(w, "counters"));
+    }
+  }
+  Table t(cols);
+  const Json& totals = field(cur, "totals");
+  if (totals.is_object()) {
+    for (const auto& [name, v] : totals.items()) {
+      if (drop_names.count(name)) continue;
+      // Byte counters in IEC units, event counters in SI.
+      bool bytes = name.size() >= 5 && name.compare(name.size() - 5, 5, "bytes") == 0;
+      auto amount = [&](const Json& obj) {
+        return bytes ? bytesText(obj, name.c_str()) : countText(obj, name.c_str());
+      };
+      std::vector<std::string> row = {name, amount(totals)};
+      if (prev) {
+        double r = fieldNumber(field(rates, "totals"), name.c_str());
+        row.push_back(bytes ? formatBytes(uint64_t(r)) + "/s" : formatRate(r));
+      }
+      for (const Json* wc : wcounters) row.push_back(amount(*wc));
+      t.addRow(std::move(row));
+    }
+  }
+  out += sectionTitle("counters") + t.render();
+
+  std::vector<Table::Column> dcols = {{"DROP", Align::kLeft}, {"COUNT", Align::kRight}};
+  if (prev) dcols.push_back({"PER SEC", Align::kRight});
+  dcols.push_back({"MEANING", Align::kLeft});
+  Table d(dcols);
+  if (drops.is_array()) {
+    for (const auto& e : drops) {
+      std::vector<std::string> row = {fieldText(e, "name"), countText(e, "count")};
+      if (prev) {
+        std::string n = fieldText(e, "name", "");
+        row.push_back(formatRate(fieldNumber(field(rates, "drops"), n.c_str())));
+      }
+      row.push_back(fieldText(e, "help"));
+      d.addRow(std::move(row));
+    }
+  }
+  out += sectionTitle("drops") + d.render();
+  const Json* prev_ports = prev ? &field(*prev, "ports") : nullptr;
+  out += sectionTitle("ports") +
+         renderPorts(field(cur, "ports"), prev_ports, fieldNumber(rates, "interval_s"));
+  return out;
+}
+
+std::string renderChange(const std::string& method, const Json& params, const Json& r) {
+  std::string out;
+  if (method == "server.add") {
+    out = "added " + fieldText(params, "address") + " to group " + fieldText(params, "group");
+    if (params.contains("weight")) out += " (weight " + fieldText(params, "weight") + ")";
+  } else if (method == "server.remove") {
+    out = "removed " + fieldText(params, "address");
+  } else if (method == "server.set") {
+    out = "set " + fieldText(params, "address") + " weight " + fieldText(params, "weight");
+  } else if (method == "reload") {
+    out = "reloaded";
+  } else {
+    out = method + ": ok";
+  }
+  if (!field(r, "snapshot_generation").is_null())
+    out += "; snapshot generation " + fieldText(r, "snapshot_generation");
+  out += "\n";
+  const Json& restart = field(r, "restart_needed");
+  if (restart.is_array() && !restart.empty()) {
+    std::string list;
+    for (const auto& e : restart) list += (list.empty() ? "" : ", ") + valueText(e);
+    out += "changed settings that take effect at the next restart: " + list + "\n";
+  }
+  return out;
+}
+
+std::string renderError(const Json& e) {
+  std::string out = fieldText(e, "message", "error") + " (" + fieldText(e, "code", "internal") + ")\n";
+  const Json& details = field(e, "details");
+  if (details.is_array()) {
+    for (const auto& d : details) {
+      std::string path = fieldText(d, "path", "");
+      out += "  " + (path.empty() ? std::string() : path + ": ") + fieldText(d, "message", "") + "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace gwlb::cli

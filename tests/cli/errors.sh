@@ -1,0 +1,191 @@
+#!/usr/bin/env bash
+# gwlbctl without gwlbd: exit statuses and messages for bad usage, a missing
+# or refusing socket, a daemon that never answers, server-side errors (from a
+# fake control socket), and the offline `config check`.
+#   errors.sh GWLBCTL SRCROOT WORKDIR
+set -euo pipefail
+ctl="$1" src="$2" work="$3"
+rm -rf "$work" && mkdir -p "$work"
+sockdir=$(mktemp -d /tmp/gwlbctl-errors.XXXXXX)   # short: sun_path holds 107 bytes
+fake_pid=""
+cleanup() {
+  if [ -n "$fake_pid" ]; then kill "$fake_pid" 2>/dev/null || true; wait "$fake_pid" 2>/dev/null || true; fi
+  rm -rf "$sockdir"
+}
+trap cleanup EXIT
+fails=0
+
+# expect RC ARGS...: runs gwlbctl, keeps stdout/stderr in $work/out, $work/err.
+expect() {
+  local want="$1"; shift
+  set +e
+  "$ctl" "$@" > "$work/out" 2> "$work/err"
+  local rc=$?
+  set -e
+  if [ "$rc" -ne "$want" ]; then
+    echo "FAIL: gwlbctl $* -> exit $rc, want $want"; sed 's/^/  stderr: /' "$work/err"; sed 's/^/  stdout: /' "$work/out"
+    fails=$((fails + 1))
+  else
+    echo "ok: gwlbctl $* -> $rc"
+  fi
+}
+# says FILE TEXT: FILE ($work/out or $work/err) contains TEXT (fixed string).
+says() {
+  if ! grep -qF -- "$2" "$1"; then
+    echo "FAIL: $(basename "$1") lacks: $2"; sed 's/^/  | /' "$1"; fails=$((fails + 1))
+  fi
+}
+
+# --- no daemon ---------------------------------------------------------------
+expect 2 --socket "$sockdir/none.sock" status
+says "$work/err" "cannot connect to $sockdir/none.sock: No such file or directory — is gwlbd running? (--socket PATH)"
+GWLBCTL_SOCKET="$sockdir/env.sock" expect 2 servers
+says "$work/err" "cannot connect to $sockdir/env.sock"
+GWLBCTL_SOCKET="$sockdir/env.sock" expect 2 --socket "$sockdir/opt.sock" servers
+says "$work/err" "$sockdir/opt.sock"
+expect 2 --socket "/tmp/$(printf 'x%.0s' $(seq 1 120)).sock" status
+says "$work/err" "socket path longer than 107 bytes"
+# A socket file nobody listens on (gwlbd died): connection refused.
+/usr/bin/python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$sockdir/stale.sock"
+expect 2 --socket "$sockdir/stale.sock" status
+says "$work/err" "Connection refused — is gwlbd running?"
+
+# --- usage errors (no socket is touched) ----------------------------------------
+expect 2
+says "$work/err" "no command given"
+expect 2 frobnicate
+says "$work/err" "unknown command 'frobnicate'"
+says "$work/err" "Try 'gwlbctl help'."
+expect 2 servers --grup x
+says "$work/err" "unknown option '--grup' for 'servers'"
+says "$work/err" "Try 'gwlbctl servers --help'."
+expect 2 status --frobnicate
+expect 2 server
+says "$work/err" "needs a subcommand: add, remove, set"
+expect 2 server delete 192.0.2.10
+expect 2 flows --src 198.51.100.0/33
+says "$work/err" "--src: '198.51.100.0/33'"
+expect 2 flows --dst nowhere
+says "$work/err" "--dst: 'nowhere'"
+expect 2 flows --proto gre
+says "$work/err" "--proto: 'gre'"
+expect 2 flows --port 70000
+says "$work/err" "--port: '70000'"
+expect 2 flows --limit 0
+says "$work/err" "--limit: '0'"
+expect 2 flows --server fw1
+says "$work/err" "--server: 'fw1'"
+expect 2 flows --count --all
+expect 2 explain 198.51.100.1 203.0.113.1
+says "$work/err" "missing PROTO"
+expect 2 explain 198.51.100.1 203.0.113.1 tcp 99999 80
+says "$work/err" "SPORT: '99999'"
+expect 2 explain 198.51.100.1 2001:db8::1 udp
+says "$work/err" "same address family"
+expect 2 server add firewalls 192.0.2.300
+says "$work/err" "ADDRESS: '192.0.2.300'"
+expect 2 server add 'fire walls' 192.0.2.30
+says "$work/err" "GROUP: 'fire walls'"
+expect 2 server add firewalls 192.0.2.30 --weight 10001
+says "$work/err" "--weight: '10001'"
+expect 2 server add firewalls 192.0.2.30 --mac 02:00
+says "$work/err" "--mac: '02:00'"
+expect 2 server set 192.0.2.10
+says "$work/err" "missing --weight N"
+expect 2 stats --watch 0
+expect 2 stats --count 3
+says "$work/err" "--count needs --watch"
+expect 2 status --timeout 0
+expect 2 status --socket
+says "$work/err" "needs a value (PATH)"
+
+# --- help ----------------------------------------------------------------------
+expect 0 help
+says "$work/out" "usage: gwlbctl"
+expect 0 --help
+for c in status servers groups flows explain stats "server add" "server remove" "server set" reload "config check"; do
+  # shellcheck disable=SC2086
+  expect 0 $c --help
+  says "$work/out" "usage: gwlbctl $c"
+  # shellcheck disable=SC2086
+  expect 0 help $c
+done
+expect 0 server --help
+says "$work/out" "server remove ADDRESS"
+
+# --- config check (offline) ------------------------------------------------------
+expect 0 config check "$src/examples/replay.yaml"
+says "$work/out" "valid (1 server group, 3 servers)"
+expect 0 --json config check "$src/examples/replay.yaml"
+/usr/bin/python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["valid"] is True and j["errors"] == [], j' "$work/out"
+sed -e 's/192.0.2.11/192.0.2.300/' -e 's/stickiness: 5-tuple/stickiness: 4-tuple/' \
+  "$src/examples/replay.yaml" > "$work/broken.yaml"
+expect 2 config check "$work/broken.yaml"
+says "$work/err" "invalid configuration (2 errors)"
+says "$work/err" "server_groups[0].servers[1].address: "
+says "$work/err" "server_groups[0].stickiness: "
+expect 2 config check --json "$work/broken.yaml"
+/usr/bin/python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["valid"] is False, j
+assert {e["path"] for e in j["errors"]} == {"server_groups[0].servers[1].address", "server_groups[0].stickiness"}, j
+' "$work/out"
+expect 2 config check "$work/missing.yaml"
+says "$work/err" "$work/missing.yaml"
+expect 2 config check
+says "$work/err" "missing FILE"
+
+# --- a fake daemon: server-side errors, timeouts, paging, watch --------------------
+sock="$sockdir/fake.sock"
+/usr/bin/python3 "$src/tests/cli/fake_gwlbd.py" "$sock" "$work/requests.log" &
+fake_pid=$!
+for _ in $(seq 1 100); do [ -S "$sock" ] && break; sleep 0.05; done
+expect 2 --socket "$sock" --timeout 0.5 status
+says "$work/err" "no reply from gwlbd at $sock within 0.5 s (--timeout SECONDS)"
+expect 1 --socket "$sock" servers --group nope
+says "$work/err" "gwlbctl: no server group 'nope' (not_found)"
+expect 1 --socket "$sock" --json servers --group nope
+/usr/bin/python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["code"] == "not_found"' "$work/out"
+expect 2 --socket "$sock" server add firewalls 192.0.2.10
+says "$work/err" "(invalid_config)"
+says "$work/err" "  server_groups[0].servers[3].address: duplicate address 192.0.2.10"
+expect 2 --socket "$sock" groups
+says "$work/err" "not a JSON object"
+expect 0 --socket "$sock" server remove 192.0.2.12
+says "$work/out" "removed 192.0.2.12; snapshot generation 2"
+expect 0 --socket "$sock" reload
+says "$work/out" "next restart: eal"
+expect 0 --socket "$sock" flows --proto 47 --port 80 --limit 1
+says "$work/out" "198.51.100.1:1001"
+says "$work/out" "more: gwlbctl flows --proto 47 --port 80 --limit 1 --cursor 1"
+expect 0 --socket "$sock" flows --all --json
+/usr/bin/python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert len(j["flows"]) == 2 and j["next_cursor"] is None, j' "$work/out"
+expect 0 --socket "$sock" flows --count
+says "$work/out" "2 matching flows (5 entries scanned)"
+expect 0 --socket "$sock" stats --watch 0.2 --count 2
+[ "$(grep -c 'PER SEC' "$work/out")" -ge 2 ] || { echo "FAIL: stats --watch printed no rates"; fails=$((fails + 1)); }
+says "$work/out" "rates over the last"
+expect 0 --socket "$sock" --json stats --watch 0.2 --count 2
+/usr/bin/python3 -c '
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert len(lines) == 2, lines
+for l in lines:
+    j = json.loads(l)
+    assert j["rates"]["totals"]["rx_packets"] > 0 and "stats" in j, j
+' "$work/out"
+# What went over the wire: typed parameters as docs/control-api.md lists them.
+/usr/bin/python3 - "$work/requests.log" <<'PY'
+import json, sys
+reqs = [json.loads(l) for l in open(sys.argv[1])]
+flows = [r for r in reqs if r["method"] == "flows" and r.get("params", {}).get("proto")]
+assert flows and flows[0]["params"] == {"proto": "47", "port": 80, "limit": 1}, flows
+assert all(isinstance(r["id"], int) for r in reqs)
+pages = [r.get("params", {}).get("cursor") for r in reqs if r["method"] == "flows" and not r.get("params", {}).get("proto") and not r.get("params", {}).get("count")]
+assert pages == [None, "1"], pages
+print(f"fake gwlbd saw {len(reqs)} requests, parameters as documented")
+PY
+
+if [ "$fails" -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
+echo "all gwlbctl error-path checks passed"

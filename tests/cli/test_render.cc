@@ -1,0 +1,144 @@
+// gwlbctl rendering of control API results (shapes from docs/control-api.md).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "cli/render.h"
+
+using namespace gwlb::cli;
+
+namespace {
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST(Render, Servers) {
+  Json r = Json::parse(R"({"servers": [
+    {"address": "192.0.2.10", "group": "firewalls", "weight": 100, "state": "active",
+     "mac": "02:00:00:00:00:fe", "since": 1000.0, "reason": "configured", "active_flows": 12,
+     "packets": 123456, "bytes": 1572864},
+    {"address": "192.0.2.11", "group": "firewalls", "weight": 0, "state": "idle",
+     "mac": null, "since": 1300, "reason": "weight 0", "active_flows": 0,
+     "packets": 0, "bytes": 0}]})");
+  std::string t = renderServers(r, 1312.0);
+  EXPECT_EQ(t,
+            "ADDRESS     GROUP      WEIGHT  STATE   SINCE      REASON      FLOWS  PACKETS    BYTES"
+            "  MAC\n"
+            "192.0.2.10  firewalls     100  active  5m12s ago  configured     12     123k  1.5 MiB"
+            "  02:00:00:00:00:fe\n"
+            "192.0.2.11  firewalls       0  idle    12s ago    weight 0        0        0      0 B"
+            "  -\n");
+  EXPECT_EQ(renderServers(Json::parse(R"({"servers": []})"), 0), "no servers\n");
+}
+
+TEST(Render, FlowsAndCount) {
+  Json flows = Json::parse(R"([
+    {"src": "198.51.100.1", "dst": "203.0.113.8", "sport": 20000, "dport": 80, "proto": "tcp",
+     "group": "firewalls", "appliance": "192.0.2.11", "cookie": "0x1a2b3c4d", "kind": "flow",
+     "age_s": 2.5, "idle_s": 0.5, "packets": [5, 4], "bytes": [600, 2000]},
+    {"src": "2001:db8::1", "dst": "2001:db8::2", "sport": 7, "dport": 0, "proto": 58,
+     "group": "firewalls", "appliance": "192.0.2.10", "cookie": "0x00000001", "kind": "flow",
+     "age_s": 75, "idle_s": 61, "packets": [1, 0], "bytes": [104, 0]},
+    {"src": "198.51.100.60", "dst": "203.0.113.96", "sport": 0, "dport": 0, "proto": "udp",
+     "group": "firewalls", "appliance": "192.0.2.11", "cookie": "0x01dfd2ed", "kind": "fragment",
+     "age_s": 1, "idle_s": 1, "packets": [4, 0], "bytes": [2400, 0]}])");
+  std::string t = renderFlows(flows);
+  EXPECT_TRUE(has(t, "198.51.100.1:20000")) << t;
+  EXPECT_TRUE(has(t, "[2001:db8::1]:7")) << t;
+  EXPECT_TRUE(has(t, "icmpv6")) << t;
+  EXPECT_TRUE(has(t, "600 B/2.0 KiB")) << t;
+  EXPECT_TRUE(has(t, "1m15s")) << t;
+  EXPECT_TRUE(has(t, "198.51.100.60   ")) << t;  // fragment: no ports
+  EXPECT_FALSE(has(t, "198.51.100.60:")) << t;
+  EXPECT_EQ(std::count(t.begin(), t.end(), '\n'), 4);
+  EXPECT_EQ(renderFlows(Json::array()), "no matching flows\n");
+  EXPECT_EQ(renderFlowCount(Json{{"count", 42}, {"scanned", 100}}),
+            "42 matching flows (100 entries scanned)\n");
+}
+
+TEST(Render, StatsWithRates) {
+  Json prev = Json::parse(R"({"taken_at": 100.0,
+    "workers": [{"id": 0, "counters": {"rx_packets": 10, "encapsulated": 10, "drop_too_big": 0}},
+                {"id": 1, "counters": {"rx_packets": 0, "encapsulated": 0, "drop_too_big": 0}}],
+    "totals": {"rx_packets": 10, "encapsulated": 10, "rx_bytes": 2048, "drop_too_big": 0},
+    "drops": [{"name": "too_big", "count": 0, "help": "packet too big for the underlay"}],
+    "ports": [{"id": 0, "name": "net_pcap0", "rx_packets": 10, "tx_packets": 10, "rx_bytes": 1000,
+               "tx_bytes": 1500}]})");
+  Json cur = prev;
+  cur["taken_at"] = 102.0;
+  cur["totals"]["rx_packets"] = 30;
+  cur["totals"]["drop_too_big"] = 4;
+  cur["drops"][0]["count"] = 4;
+  cur["ports"][0]["rx_packets"] = 30;
+  cur["ports"][0]["rx_bytes"] = 5096;
+  Json rates = statsRates(cur, prev, 1.0);
+  EXPECT_DOUBLE_EQ(rates["interval_s"].get<double>(), 2.0);  // from taken_at, not the interval
+  EXPECT_DOUBLE_EQ(rates["totals"]["rx_packets"].get<double>(), 10.0);
+  EXPECT_DOUBLE_EQ(rates["drops"]["too_big"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(rates["ports"][0]["rx_bytes_per_s"].get<double>(), 2048.0);
+
+  std::string t = renderStats(cur, &prev, 1.0);
+  EXPECT_TRUE(has(t, "PER SEC")) << t;
+  EXPECT_TRUE(has(t, "WORKER 1")) << t;
+  EXPECT_TRUE(has(t, "packet too big for the underlay")) << t;
+  EXPECT_TRUE(has(t, "2.0 KiB/s")) << t;
+  EXPECT_TRUE(has(t, "2.0 KiB")) << t;  // rx_bytes total in IEC units
+  // drop counters only in the drops table
+  EXPECT_FALSE(has(t, "drop_too_big")) << t;
+  // counters keep the daemon's order, not alphabetical
+  EXPECT_LT(t.find("rx_packets"), t.find("encapsulated")) << t;
+
+  std::string plain = renderStats(cur, nullptr, 0);
+  EXPECT_FALSE(has(plain, "PER SEC"));
+  EXPECT_TRUE(has(plain, "too_big"));
+}
+
+TEST(Render, StatusGroupsExplain) {
+  Json st = Json::parse(R"({"version": "0.1.0", "uptime_s": 312.5, "started_at": 1700000000,
+    "config_file": "/etc/gwlbd.yaml", "config_loaded_at": 1700000000, "snapshot_generation": 3,
+    "flows": 50, "flow_capacity": 1000, "rx_pps": 12, "tx_pps": 12,
+    "workers": [{"id": 0, "lcore": 1, "rx_queues": ["0/0", "0/1"]}],
+    "ports": [{"id": 0, "name": "net_pcap0", "link_up": true, "speed_mbps": 10000,
+               "rx_queues": 2, "tx_queues": 2, "rx_packets": 1, "tx_packets": 1, "rx_bytes": 64,
+               "tx_bytes": 64, "rx_missed": 0, "rx_errors": 0, "tx_errors": 0}]})");
+  std::string t = renderStatus(st, 1700000312.0);
+  EXPECT_TRUE(has(t, "5m12s (started 2023-11-14 22:13:20Z)")) << t;
+  EXPECT_TRUE(has(t, "50 of 1000 (5.0%)")) << t;
+  EXPECT_TRUE(has(t, "0/0 0/1")) << t;
+  EXPECT_TRUE(has(t, "10G")) << t;
+
+  Json g = Json::parse(R"({"groups": [{"name": "firewalls", "stickiness": "5-tuple",
+    "geneve": {"format": "aws", "vni": 0, "endpoint_id": "0x0123456789abcdef", "attachment_id": 1},
+    "maglev_table_size": 65537, "tcp_idle_timeout_s": 350, "other_idle_timeout_s": 120,
+    "servers": {"total": 3, "active": 2, "idle": 1, "unresolved": 0}}]})");
+  t = renderGroups(g);
+  EXPECT_TRUE(has(t, "0x0123456789abcdef")) << t;
+  EXPECT_TRUE(has(t, "5m50s")) << t;
+
+  Json e = Json::parse(R"({"group": "firewalls", "stickiness": "5-tuple", "key": "tcp a <-> b",
+    "hash": "0xdeadbeef", "existing": true, "appliance": "192.0.2.11", "cookie": "0x01",
+    "age_s": 3, "reason": "the flow exists", "maglev": {"slot": 5, "table_size": 65537,
+    "appliance": "192.0.2.12"}})");
+  t = renderExplain(e);
+  EXPECT_TRUE(has(t, "appliance  192.0.2.11")) << t;
+  EXPECT_TRUE(has(t, "slot 5 of 65537 -> 192.0.2.12")) << t;
+}
+
+TEST(Render, ChangesAndErrors) {
+  EXPECT_EQ(renderChange("server.add", Json{{"group", "fw"}, {"address", "192.0.2.20"}},
+                         Json{{"snapshot_generation", 4}}),
+            "added 192.0.2.20 to group fw; snapshot generation 4\n");
+  EXPECT_TRUE(has(renderChange("reload", Json::object(),
+                               Json{{"snapshot_generation", 5}, {"restart_needed", {"eal"}}}),
+                  "next restart: eal"));
+  Json err = Json::parse(R"({"code": "invalid_config", "message": "change rejected",
+    "details": [{"path": "server_groups[0].servers", "message": "at least one server"}]})");
+  EXPECT_EQ(renderError(err),
+            "change rejected (invalid_config)\n  server_groups[0].servers: at least one server\n");
+  EXPECT_EQ(protoName(Json(17)), "udp");
+  EXPECT_EQ(protoName(Json("tcp")), "tcp");
+  EXPECT_EQ(protoName(Json(47)), "47");
+}
