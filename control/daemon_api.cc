@@ -461,7 +461,10 @@ json Daemon::applyConfig(Config next) {
   if (!validateConfig(next, errors)) {
     json d = json::array();
     for (auto& e : errors) d.push_back({{"path", e.path}, {"message", e.message}});
-    throw ApiFailure("invalid_config", formatErrors(errors), d);
+    throw ApiFailure("invalid_config",
+                     "invalid configuration (" + std::to_string(errors.size()) + " error" +
+                         (errors.size() == 1 ? "" : "s") + "; see details)",
+                     d);
   }
   cfg_ = std::move(next);
   rebuildSnapshot();
@@ -533,7 +536,10 @@ json Daemon::apiReload(const json& p) {
   if (!loadConfigFile(cfg_.source_path, next, errors)) {
     json d = json::array();
     for (auto& e : errors) d.push_back({{"path", e.path}, {"message", e.message}});
-    throw ApiFailure("invalid_config", formatErrors(errors), d);
+    throw ApiFailure("invalid_config",
+                     "invalid configuration (" + std::to_string(errors.size()) + " error" +
+                         (errors.size() == 1 ? "" : "s") + "; see details)",
+                     d);
   }
   json restart = json::array();
   if (next.dataplane.workers != cfg_.dataplane.workers ||

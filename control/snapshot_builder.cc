@@ -74,8 +74,12 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
       g.maglev[i] = table[i] == kMaglevNoBackend ? dp::kNoServer : ids[table[i]];
     s->groups.push_back(std::move(g));
   }
-  // Servers the registry knows from earlier configs stay as ids, not in use.
+  // Servers the registry knows from earlier configs stay as ids, not in use:
+  // flows that still name them (removed appliances) show their address.
   if (s->servers.size() < reg.size()) s->servers.resize(reg.size());
+  std::vector<uint32_t> addrs = reg.addresses();
+  for (size_t id = 0; id < s->servers.size(); ++id)
+    if (!s->servers[id].in_use) s->servers[id].ip = addrs[id];
   for (size_t id = 0; id < s->servers.size(); ++id)
     if (s->servers[id].in_use) s->by_ip.emplace_back(s->servers[id].ip, uint16_t(id));
   std::sort(s->by_ip.begin(), s->by_ip.end());

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <vector>
 
 #include "control/config.h"
 #include "dataplane/snapshot.h"
@@ -18,6 +19,12 @@ class ServerRegistry {
   // Throws std::length_error past 65534 distinct addresses.
   uint16_t idFor(uint32_t ip);
   size_t size() const { return ids_.size(); }
+  // Address (host order) of every id, indexed by id.
+  std::vector<uint32_t> addresses() const {
+    std::vector<uint32_t> v(ids_.size());
+    for (auto& [ip, id] : ids_) v[id] = ip;
+    return v;
+  }
   // Server id of an address, or dp::kNoServer when it never had one.
   uint16_t find(uint32_t ip) const {
     auto it = ids_.find(ip);

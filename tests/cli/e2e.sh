@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # gwlbctl against a real gwlbd: start the daemon over net_pcap (as
 # tests/daemon/run_gwlbd.sh does) with a control socket, wait until it has
-# forwarded the whole capture, then check every command (e2e_check.py).
+# read the whole capture, then check every command (e2e_check.py).
+# The input is the generated router traffic with 120 malformed frames of 15
+# kinds mixed in (gen_bad_frames.py writes how many must hit each drop reason);
+# what gwlbd transmits goes to out0/out1.pcap, which e2e_check.py decodes to
+# compare `explain` with where the flows really went.
 # gwlbd is stopped with SIGTERM at the end, whatever happens.
 #   e2e.sh GWLBD GWLBCTL SRCROOT WORKDIR
 set -euo pipefail
@@ -21,9 +25,11 @@ trap stop EXIT
 
 /usr/bin/python3 "$src/tools/gen_sample_pcap.py" "$work/a.pcap" --flows 100 --seed 7 >/dev/null
 /usr/bin/python3 "$src/tools/gen_sample_pcap.py" "$work/b.pcap" --flows 100 --seed 8 >/dev/null
+/usr/bin/python3 "$src/tests/cli/gen_bad_frames.py" "$work/expected-drops.json" \
+  "$work/a.pcap" "$work/rx0.pcap" "$work/b.pcap" "$work/rx1.pcap"
 n_in=$(/usr/bin/python3 -c 'import sys
-from scapy.all import rdpcap
-print(sum(len(rdpcap(f)) for f in sys.argv[1:]))' "$work/a.pcap" "$work/b.pcap")
+from scapy.all import RawPcapReader
+print(sum(sum(1 for _ in RawPcapReader(f)) for f in sys.argv[1:]))' "$work/rx0.pcap" "$work/rx1.pcap")
 cat > "$work/gwlbd.yaml" <<YAML
 node: { underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01, gateway_mac: 02:00:00:00:00:fe }
 server_groups:
@@ -34,7 +40,7 @@ dataplane: { workers: 2, mbufs: 8192, flow_table_size: 65536 }
 control: { socket: $sock }
 eal: ["--no-huge", "--no-pci", "--no-shconf", "-m", "256", "--no-telemetry",
       "--lcores=0@(0-1),1@(0-1),2@(0-1)", "--log-level=*:warning",
-      "--vdev", "net_pcap0,rx_pcap=$work/a.pcap,rx_pcap=$work/b.pcap,tx_pcap=$work/out0.pcap,tx_pcap=$work/out1.pcap"]
+      "--vdev", "net_pcap0,rx_pcap=$work/rx0.pcap,rx_pcap=$work/rx1.pcap,tx_pcap=$work/out0.pcap,tx_pcap=$work/out1.pcap"]
 YAML
 "$ctl" config check "$work/gwlbd.yaml"
 
@@ -52,7 +58,8 @@ fi
 
 set +e
 /usr/bin/python3 "$src/tests/cli/e2e_check.py" --gwlbctl "$ctl" --socket "$sock" \
-  --input-packets "$n_in" --workdir "$work"
+  --input-packets "$n_in" --expected-drops "$work/expected-drops.json" \
+  --tx-pcap "$work/out0.pcap" --tx-pcap "$work/out1.pcap" --workdir "$work"
 rc=$?
 set -e
 

@@ -1,16 +1,25 @@
 #!/usr/bin/python3
 """Checks gwlbctl against a running gwlbd that has forwarded a known capture.
 
-usage: e2e_check.py --gwlbctl PATH --socket SOCK --input-packets N --workdir DIR
+usage: e2e_check.py --gwlbctl PATH --socket SOCK --input-packets N
+                    --expected-drops JSON --tx-pcap OUT.pcap [--tx-pcap ...] --workdir DIR
 
-Waits until gwlbd has received all N packets, then checks each command's
-JSON against the others (listing vs count vs filters vs paging vs explain vs
-stats) and the exit statuses of the error paths. Writes the human-readable
+Waits until gwlbd has received and handled all N packets, then checks each
+command's JSON against the others (listing vs count vs filters vs paging vs
+explain vs stats), against what the input held (the drop reasons of the
+malformed frames gen_bad_frames.py mixed in, EXPECTED.json) and against what
+gwlbd transmitted (the Geneve packets in the tx pcaps: appliance and cookie of
+every flow), then changes the appliances and checks where new and existing
+flows go, and the exit statuses of the error paths. Writes the human-readable
 output of a sample session to DIR/session.txt (pasted into docs/cli.md).
 """
 import argparse
+import concurrent.futures
 import ipaddress
 import json
+import random
+import re
+import struct
 import subprocess
 import sys
 import time
@@ -19,9 +28,18 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--gwlbctl", required=True)
 ap.add_argument("--socket", required=True)
 ap.add_argument("--input-packets", type=int, required=True)
+ap.add_argument("--expected-drops", required=True)
+ap.add_argument("--tx-pcap", action="append", required=True)
 ap.add_argument("--workdir", required=True)
 args = ap.parse_args()
 APPLIANCES = {"192.0.2.10", "192.0.2.11", "192.0.2.12"}
+UNDERLAY = "192.0.2.1"
+with open(args.expected_drops) as f:
+    EXPECTED = json.load(f)
+EXPECTED_DROPS = EXPECTED["drops"]          # {drop counter name: frames}
+N_BAD = EXPECTED["frames"]
+N_GOOD = args.input_packets - N_BAD         # every good packet is encapsulated
+assert sum(EXPECTED_DROPS.values()) == N_BAD and N_GOOD > 0, EXPECTED
 session = []
 failures = []
 
@@ -45,6 +63,18 @@ def js(*argv, rc=0):
         raise AssertionError(f"gwlbctl --json {' '.join(argv)}: not JSON ({e}): {out[:300]}")
 
 
+def pmap(fn, items):
+    """fn over items, several gwlbctl processes at a time (results in order)."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as ex:
+        return list(ex.map(fn, items))
+
+
+def explain(t):
+    """`gwlbctl explain --json` for t = (src, dst, proto, sport, dport)."""
+    src, dst, proto, sport, dport = t
+    return js("explain", src, dst, proto, str(sport), str(dport))
+
+
 def check(name, fn):
     try:
         fn()
@@ -58,11 +88,19 @@ def key(f):
     return (f["src"], f["dst"], f["sport"], f["dport"], f["proto"], f["kind"])
 
 
-# gwlbd reads the pcap in a burst or two; wait until every packet is counted.
+def settled(st):
+    """Every packet received has been accounted for (sent, punted or dropped)."""
+    t = st["totals"]
+    out = t["encapsulated"] + t["returned"] + t["icmp_sent"] + t["punted"]
+    return t["rx_packets"] == out + sum(d["count"] for d in st["drops"])
+
+
+# gwlbd reads the pcap in a burst or two; wait until every packet is counted
+# and handled (the counters are read while the workers run).
 deadline = time.time() + 30
 while True:
     st = js("stats")
-    if st["totals"]["rx_packets"] >= args.input_packets or time.time() > deadline:
+    if (st["totals"]["rx_packets"] >= args.input_packets and settled(st)) or time.time() > deadline:
         break
     time.sleep(0.2)
 
@@ -71,12 +109,32 @@ ALL = js("flows", "--all")["flows"]
 
 def t_stats():
     st = js("stats")
-    assert st["totals"]["rx_packets"] == args.input_packets, (st["totals"], args.input_packets)
+    t = st["totals"]
+    assert t["rx_packets"] == args.input_packets, (t, args.input_packets)
     assert sum(w["counters"]["rx_packets"] for w in st["workers"]) == args.input_packets
     assert all(d["help"] for d in st["drops"]) and len(st["drops"]) >= 20, st["drops"]
+    assert settled(st), st["totals"]
+    for w in st["workers"]:
+        c = w["counters"]
+        assert c["rx_packets"] == c["encapsulated"] + c["returned"] + c["icmp_sent"] + c["punted"] + \
+            sum(v for k, v in c.items() if k.startswith("drop_")), w
+    # Exactly the malformed frames that were sent, each under its own reason;
+    # every other reason zero; every good packet encapsulated.
+    got = {d["name"]: d["count"] for d in st["drops"]}
+    assert set(EXPECTED_DROPS) <= set(got), f"unknown drop reasons {set(EXPECTED_DROPS) - set(got)}"
+    want = {n: EXPECTED_DROPS.get(n, 0) for n in got}
+    wrong = {n: (got[n], want[n]) for n in got if got[n] != want[n]}
+    assert not wrong, f"drop counts (got, want): {wrong}"
+    assert all(t[n] == c for n, c in got.items()), "totals and drops disagree"
+    assert t["encapsulated"] == N_GOOD and t["returned"] == 0 and t["icmp_sent"] == 0, t
+    # The human table: every reason on its own line with its count and meaning.
     out = run("stats").stdout
+    lines = {l.split()[0]: l for l in out.splitlines() if l.startswith("drop_")}
     for d in st["drops"]:
-        assert d["name"] in out and d["help"] in out, d
+        line = lines.get(d["name"])
+        assert line is not None, f"{d['name']} missing from `gwlbctl stats`"
+        assert line.split()[1] == str(d["count"]) and line.rstrip().endswith(d["help"]), (line, d)
+    assert sum(1 for l in lines.values() if l.split()[1] != "0") == len(EXPECTED_DROPS), lines
     run("stats", "--watch", "0.3", "--count", "2", record=True)
 
 
@@ -94,7 +152,7 @@ def t_servers():
     sv = js("servers")["servers"]
     assert {s["address"] for s in sv} == APPLIANCES, sv
     assert all(s["packets"] > 0 for s in sv), sv
-    assert sum(s["packets"] for s in sv) == args.input_packets, (sv, args.input_packets)
+    assert sum(s["packets"] for s in sv) == N_GOOD, (sv, N_GOOD)
     out = run("servers", record=True).stdout
     assert all(a in out for a in APPLIANCES) and "ago" in out, out
     assert len(js("servers", "--group", "firewalls")["servers"]) == 3
@@ -171,23 +229,242 @@ def t_explain():
     assert e["existing"] is False and e["appliance"] in APPLIANCES, e
 
 
-def t_changes():
-    r = run("server", "add", "firewalls", "192.0.2.13", "--weight", "50", record=True)
-    sv = {s["address"]: s for s in js("servers")["servers"]}
-    assert "192.0.2.13" in sv and sv["192.0.2.13"]["weight"] == 50, sv
+def read_pcap(path):
+    """Frames of a classic pcap; a record still being written is left out."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < 24:
+        return []
+    end = "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    off, out = 24, []
+    while off + 16 <= len(data):
+        incl = struct.unpack(end + "I", data[off + 8:off + 12])[0]
+        if off + 16 + incl > len(data):
+            break
+        out.append(data[off + 16:off + 16 + incl])
+        off += 16 + incl
+    return out
+
+
+def inner_tuple(b, ethertype):
+    """(src, dst, proto, sport, dport) of an inner TCP/UDP packet that carries
+    its ports (unfragmented or first fragment); None for anything else."""
+    if ethertype == 0x0800:
+        ihl = (b[0] & 0x0F) * 4
+        proto, frag = b[9], struct.unpack("!H", b[6:8])[0]
+        src, dst = ipaddress.ip_address(b[12:16]), ipaddress.ip_address(b[16:20])
+        if frag & 0x1FFF:
+            return None
+        l4 = ihl
+    elif ethertype == 0x86DD:
+        proto, l4 = b[6], 40
+        src, dst = ipaddress.ip_address(b[8:24]), ipaddress.ip_address(b[24:40])
+        if proto == 44:  # fragment header: a first fragment still carries the ports
+            if struct.unpack("!H", b[42:44])[0] >> 3:
+                return None
+            proto, l4 = b[40], 48
+    else:
+        raise AssertionError(f"inner ethertype {ethertype:#x}")
+    if proto not in (6, 17):
+        return None
+    sport, dport = struct.unpack("!HH", b[l4:l4 + 4])
+    return (str(src), str(dst), "tcp" if proto == 6 else "udp", sport, dport)
+
+
+def decode_geneve(frame):
+    """Outer addresses, Geneve options and inner tuple of one transmitted frame
+    (None when it is not Geneve, e.g. ARP)."""
+    if struct.unpack("!H", frame[12:14])[0] != 0x0800:
+        return None
+    ip = frame[14:]
+    ihl = (ip[0] & 0x0F) * 4
+    if ip[9] != 17 or struct.unpack("!H", ip[ihl + 2:ihl + 4])[0] != 6081:
+        return None
+    g = ip[ihl + 8:]
+    assert g[0] >> 6 == 0 and not g[1] & 0x80, f"Geneve version/O bit: {g[:2].hex()}"
+    opt_len = (g[0] & 0x3F) * 4
+    assert opt_len == 32, f"aws options are 32 bytes, got {opt_len}"
+    opts, o = {}, 8
+    while o < 8 + opt_len:
+        cls, typ, ln = struct.unpack("!HBB", g[o:o + 4])
+        opts[(cls, typ & 0x7F)] = g[o + 4:o + 4 + (ln & 0x1F) * 4]
+        o += 4 + (ln & 0x1F) * 4
+    cookie = opts.get((0x0108, 3))
+    assert cookie is not None and len(cookie) == 4, f"no cookie option: {opts}"
+    return {"src": str(ipaddress.ip_address(ip[12:16])), "dst": str(ipaddress.ip_address(ip[16:20])),
+            "endpoint_id": int.from_bytes(opts.get((0x0108, 1), b""), "big"),
+            "attachment_id": int.from_bytes(opts.get((0x0108, 2), b""), "big"),
+            "cookie": struct.unpack("!I", cookie)[0],
+            "tuple": inner_tuple(g[8 + opt_len:], struct.unpack("!H", g[2:4])[0])}
+
+
+def canon(t):
+    """Both directions of a 5-tuple give the same key."""
+    a, b = (t[0], t[3]), (t[1], t[4])
+    return (t[2],) + (a + b if (ipaddress.ip_address(a[0]), a[1]) <= (ipaddress.ip_address(b[0]), b[1]) else b + a)
+
+
+def t_tx_explain():
+    """`explain` names the appliance and cookie that gwlbd really used."""
+    want = js("stats")["totals"]["encapsulated"]
+    deadline = time.time() + 15
+    while True:  # net_pcap flushes the tx files after every burst
+        pk = [d for path in args.tx_pcap for d in map(decode_geneve, read_pcap(path)) if d]
+        if len(pk) >= want or time.time() > deadline:
+            break
+        time.sleep(0.2)
+    assert len(pk) == want == N_GOOD, f"{len(pk)} Geneve packets in {args.tx_pcap}, encapsulated {want}"
+    flows = {}  # canonical key -> {"route": {(appliance, cookie)}, "dirs": {tuple}}
+    for d in pk:
+        assert d["src"] == UNDERLAY and d["dst"] in APPLIANCES, d
+        assert d["endpoint_id"] == 7 and d["attachment_id"] == 9, d
+        if d["tuple"] is None:
+            continue
+        f = flows.setdefault(canon(d["tuple"]), {"route": set(), "dirs": set()})
+        f["route"].add((d["dst"], d["cookie"]))
+        f["dirs"].add(d["tuple"])
+    split = {k: f["route"] for k, f in flows.items() if len(f["route"]) != 1}
+    assert not split, f"flows sent to several appliances or cookies: {list(split.items())[:3]}"
+    # A sample spread over every kind of flow: v4/v6, tcp/udp, both directions
+    # seen or only one (fragmented datagrams); each explained both ways.
+    keys = sorted(flows, key=lambda k: (k[0], ":" in k[1], len(flows[k]["dirs"]), k))
+    sample = keys[::max(1, len(keys) // 60)]
+    assert len(sample) >= 50 and len({(k[0], ":" in k[1]) for k in sample}) == 4, (len(sample), len(keys))
+    queries = []
+    for k in sample:
+        t = sorted(flows[k]["dirs"])[0]
+        queries += [(k, t), (k, (t[1], t[0], t[2], t[4], t[3]))]
+    for (k, t), e in zip(queries, pmap(explain, [t for _, t in queries])):
+        (app, cookie), = flows[k]["route"]
+        assert e["existing"] is True, (t, e)
+        assert e["appliance"] == app, f"{t}: explain says {e['appliance']}, gwlbd sent it to {app}"
+        assert int(e["cookie"], 16) == cookie, f"{t}: explain cookie {e['cookie']}, Geneve cookie {cookie:#010x}"
+    print(f"   {len(pk)} Geneve packets, {len(flows)} flows with ports, {len(sample)} explained both ways")
+
+
+def fresh_tuples(n, seed):
+    """n TCP/UDP tuples, IPv4 and IPv6, from ranges the capture never uses."""
+    rnd = random.Random(seed)
+    out = []
+    for i in range(n):
+        proto = rnd.choice(["tcp", "udp"])
+        sp, dp = rnd.randint(1024, 65535), rnd.choice([53, 80, 443, 8080, rnd.randint(1, 65535)])
+        if i % 5 == 4:
+            src = f"2001:db8:aa::{rnd.randint(1, 0xffff):x}:{rnd.randint(1, 0xffff):x}"
+            dst = f"2001:db8:bb::{rnd.randint(1, 0xffff):x}"
+        else:
+            src = f"10.{rnd.randint(1, 99)}.{rnd.randint(0, 255)}.{rnd.randint(1, 254)}"
+            dst = f"172.16.{rnd.randint(0, 255)}.{rnd.randint(1, 254)}"
+        out.append((src, dst, proto, sp, dp))
+    return out
+
+
+FRESH = fresh_tuples(300, 42)
+
+
+def new_flow_targets():
+    """Where each of the 300 fresh tuples would go now ({appliance: count})."""
+    counts = {}
+    for t, e in zip(FRESH, pmap(explain, FRESH)):
+        assert e["existing"] is False, f"{t} is in the flow table: {e}"
+        assert e["appliance"] == e["maglev"]["appliance"], e
+        counts[e["appliance"]] = counts.get(e["appliance"], 0) + 1
+    return counts
+
+
+def servers_by_address():
+    return {s["address"]: s for s in js("servers")["servers"]}
+
+
+def t_server_changes():
+    """server remove/add/set: new flows follow at once, existing flows stay."""
+    before = new_flow_targets()
+    assert set(before) == APPLIANCES and all(c >= 30 for c in before.values()), before
+    on12 = [f for f in ALL if f["appliance"] == "192.0.2.12" and f["kind"] == "flow" and f["proto"] in ("tcp", "udp")]
+    assert len(on12) >= 10, len(on12)
+    tuples12 = [(f["src"], f["dst"], f["proto"], f["sport"], f["dport"]) for f in on12]
+
+    def still_on_12(when):
+        # A check of its own, so that the rest of the sequence still runs.
+        def explained():
+            bad = [(t, e.get("appliance"), e.get("existing"))
+                   for t, e, f in zip(tuples12, pmap(explain, tuples12), on12)
+                   if not (e["existing"] is True and e["appliance"] == "192.0.2.12" and e["cookie"] == f["cookie"])]
+            assert not bad, f"{len(bad)} of {len(on12)} flows of 192.0.2.12 no longer say existing " \
+                            f"on 192.0.2.12, e.g. (tuple, appliance, existing) {bad[:3]}"
+
+        def listed():
+            got = js("flows", "--all", "--server", "192.0.2.12", "--proto", "tcp")["flows"] + \
+                js("flows", "--all", "--server", "192.0.2.12", "--proto", "udp")["flows"]
+            got = [f for f in got if f["kind"] == "flow"]
+            assert {key(f) for f in got} == {key(f) for f in on12}, "flows --server 192.0.2.12 changed"
+            bad = [f for f in got if f["appliance"] != "192.0.2.12"]
+            assert not bad, f"flows --server 192.0.2.12 lists {len(bad)} of {len(got)} with appliance " \
+                            f"{sorted({f['appliance'] for f in bad})}"
+
+        check(f"{when}: explain keeps existing flows on 192.0.2.12", explained)
+        check(f"{when}: flows --server 192.0.2.12 lists them with their appliance", listed)
+
+    # Remove: no new flow goes to it; its flows keep it.
+    run("server", "remove", "192.0.2.12", record=True)
+    assert "192.0.2.12" not in servers_by_address()
+    after = new_flow_targets()
+    assert "192.0.2.12" not in after and sum(after.values()) == 300, after
+    still_on_12("after server remove 192.0.2.12")
+
+    # Add: about a third of the new flows (three appliances now) go to it.
+    run("server", "add", "firewalls", "192.0.2.13", record=True)
+    sv = servers_by_address()["192.0.2.13"]
+    assert sv["state"] == "active" and sv["weight"] == 100 and sv["group"] == "firewalls", sv
+    assert "192.0.2.13" in run("servers", record=True).stdout
+    after = new_flow_targets()
+    share = after.get("192.0.2.13", 0) / 300
+    assert 0.10 <= share <= 0.40 and "192.0.2.12" not in after, after
+    print(f"   new flows after add: {after}")
+    still_on_12("after server add 192.0.2.13")
+
+    # Weight 0: idle, keeps its flows, gets no new one.
     run("server", "set", "192.0.2.13", "--weight", "0", record=True)
-    sv = {s["address"]: s for s in js("servers")["servers"]}
-    assert sv["192.0.2.13"]["weight"] == 0, sv
-    run("servers", record=True)
+    sv = servers_by_address()["192.0.2.13"]
+    assert sv["state"] == "idle" and sv["weight"] == 0, sv
+    out = run("servers", record=True).stdout
+    assert re.search(r"^192\.0\.2\.13\s+firewalls\s+0\s+idle\s", out, re.M), out
+    after = new_flow_targets()
+    assert set(after) == {"192.0.2.10", "192.0.2.11"}, after
+
+
+def invalid_config_layout(stderr, paths):
+    """`gwlbctl: MESSAGE (invalid_config)` on one line, then one `  PATH: ...`
+    line per problem, each problem once (docs/cli.md, Exit status)."""
+    lines = stderr.splitlines()
+    assert lines and lines[0].startswith("gwlbctl: ") and lines[0].endswith(" (invalid_config)"), lines
+    assert [l.split(": ")[0].strip() for l in lines[1:]] == paths and \
+        all(l.startswith("  ") for l in lines[1:]), lines
+    assert sum(l.count(paths[0] + ":") for l in lines) == 1, f"problem printed twice: {lines}"
+
+
+def t_changes():
+    """The rest of the change commands and every error path; reload restores."""
     run("server", "remove", "192.0.2.13", record=True)
-    assert "192.0.2.13" not in {s["address"] for s in js("servers")["servers"]}
-    run("server", "remove", "192.0.2.99", rc=1, record=True)
+    assert set(servers_by_address()) == {"192.0.2.10", "192.0.2.11"}
+    r = run("server", "remove", "192.0.2.99", rc=1, record=True)
+    assert "192.0.2.99" in r.stderr and "not_found" in r.stderr, r.stderr
     run("server", "set", "192.0.2.99", "--weight", "1", rc=1)
-    run("server", "add", "nope", "192.0.2.14", rc=1)
+    r = run("server", "add", "nope", "192.0.2.14", rc=1, record=True)
+    assert "nope" in r.stderr and "not_found" in r.stderr, r.stderr
     run("flows", "--group", "nope", rc=1)
-    # Removing the last appliance of a group would make the config invalid.
     add = run("server", "add", "firewalls", "192.0.2.10", rc=2)  # duplicate address
     assert "invalid_config" in add.stderr, add.stderr
+    # The underlay address: refused with the config key path of the new entry.
+    r = run("server", "add", "firewalls", UNDERLAY, rc=2, record=True)
+    assert "invalid_config" in r.stderr and \
+        re.search(r"server_groups\[0\]\.servers\[2\]\.address: .*node\.underlay_ip", r.stderr), r.stderr
+    check("invalid_config printed as docs/cli.md says", lambda: invalid_config_layout(
+        r.stderr, ["server_groups[0].servers[2].address"]))
+    err = js("server", "add", "firewalls", UNDERLAY, rc=2)
+    assert err["code"] == "invalid_config" and \
+        [d["path"] for d in err["details"]] == ["server_groups[0].servers[2].address"], err
+    assert set(servers_by_address()) == {"192.0.2.10", "192.0.2.11"}, "a refused change changed something"
     run("flows", "--src", "198.51.100.0/40", rc=2, record=True)
     run("flows", "--proto", "gre", rc=2)
     g = js("reload")
@@ -195,11 +472,14 @@ def t_changes():
     run("reload", record=True)
     sv = js("servers")["servers"]
     assert {s["address"] for s in sv} == APPLIANCES, sv
+    assert set(new_flow_targets()) == APPLIANCES
 
 
 for name, fn in [("stats", t_stats), ("status and groups", t_status), ("servers", t_servers),
                  ("flows --count", t_count), ("filters", t_filters), ("paging", t_paging),
-                 ("explain", t_explain), ("server add/set/remove, reload", t_changes)]:
+                 ("explain", t_explain), ("explain vs transmitted Geneve", t_tx_explain),
+                 ("server remove/add/set: new and existing flows", t_server_changes),
+                 ("error paths, reload", t_changes)]:
     check(name, fn)
 
 with open(f"{args.workdir}/session.txt", "w") as f:
