@@ -327,14 +327,6 @@ int Daemon::run() {
       if (ec) return;
       reload();
       armHup();
-  std::function<void()> armUsr1 = [&]() {
-    usr1.async_wait([&](const boost::system::error_code& ec, int) {
-      if (ec) return;
-      logStats("stats");
-      armUsr1();
-    });
-  };
-  armUsr1();
     });
   };
   armHup();

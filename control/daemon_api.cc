@@ -145,6 +145,13 @@ double unixNow() {
       .count();
 }
 
+// Index of the named group; not_found otherwise.
+int groupIndex(const Config& cfg, const std::string& name) {
+  for (size_t i = 0; i < cfg.server_groups.size(); ++i)
+    if (cfg.server_groups[i].name == name) return int(i);
+  notFound("no server group '" + name + "'");
+}
+
 }  // namespace
 
 json Daemon::handleApi(const std::string& method, const json& params) {
@@ -226,13 +233,7 @@ json Daemon::apiStatus(const json& p) {
 
 json Daemon::apiServers(const json& p) {
   Params pr(p, {"group"});
-  int group = -1;
-  if (pr.has("group")) {
-    std::string g = pr.str("group");
-    for (size_t i = 0; i < cfg_.server_groups.size(); ++i)
-      if (cfg_.server_groups[i].name == g) group = int(i);
-    if (group < 0) notFound("no server group '" + g + "'");
-  }
+  int group = pr.has("group") ? groupIndex(cfg_, pr.str("group")) : -1;
   std::map<uint16_t, uint64_t> active;
   flows_->forEach([&](const FlowKey& k, int32_t, const dp::FlowEntry& e) {
     uint64_t r = e.route.load(std::memory_order_relaxed);
@@ -306,13 +307,7 @@ json Daemon::apiFlows(const json& p) {
     if (server == dp::kNoServer) notFound("no appliance " + a.str());
     by_server = true;
   }
-  int group = -1;
-  if (pr.has("group")) {
-    std::string g = pr.str("group");
-    for (size_t i = 0; i < cfg_.server_groups.size(); ++i)
-      if (cfg_.server_groups[i].name == g) group = int(i);
-    if (group < 0) notFound("no server group '" + g + "'");
-  }
+  int group = pr.has("group") ? groupIndex(cfg_, pr.str("group")) : -1;
   std::optional<Cidr> src, dst;
   if (pr.has("src")) src = parseCidr("src", pr.str("src"));
   if (pr.has("dst")) dst = parseCidr("dst", pr.str("dst"));

@@ -16,6 +16,7 @@ server_groups:
     geneve: { format: aws, endpoint_id: 7, attachment_id: 9 }
     servers: [ { address: 192.0.2.10 }, { address: 192.0.2.11 }, { address: 192.0.2.12 } ]
 dataplane: { workers: 2, mbufs: 8192, flow_table_size: 65536 }
+control: { socket: $work/gwlbd.sock }
 eal: ["--no-huge", "--no-pci", "--no-shconf", "-m", "256", "--no-telemetry",
       "--lcores=0@(0-1),1@(0-1),2@(0-1)", "--log-level=*:warning",
       "--vdev", "net_pcap0,rx_pcap=$work/a.pcap,rx_pcap=$work/b.pcap,tx_pcap=$work/out0.pcap,tx_pcap=$work/out1.pcap"]
@@ -40,6 +41,11 @@ for _ in $(seq 1 120); do
   kill -USR1 "$pid" 2>/dev/null || true
   if grep -q "rx_packets=$n_in " "$work/gwlbd.log"; then ok=1; break; fi
 done
+# Reload (SIGHUP), then stats (SIGUSR1): both handled, the daemon lives on.
+kill -HUP "$pid"; sleep 0.5
+kill -USR1 "$pid"; sleep 0.5
+kill -0 "$pid" || { cat "$work/gwlbd.log"; echo "FAIL: gwlbd died on SIGHUP/SIGUSR1"; exit 1; }
+grep -q "control API: reloaded" "$work/gwlbd.log" || { echo "FAIL: SIGHUP did not reload"; exit 1; }
 kill -TERM "$pid" 2>/dev/null || true
 wait "$pid"; rc=$?
 cat "$work/gwlbd.log"
@@ -81,6 +87,7 @@ server_groups:
   - name: firewalls
     servers: [ { address: 192.0.2.10 }, { address: 192.0.2.11 }, { address: 192.0.2.12 } ]
 dataplane: { workers: 1, mbufs: 4096, flow_table_size: 4096 }
+control: { socket: $work/arp.sock }
 eal: ["--no-huge", "--no-pci", "--no-shconf", "-m", "128", "--no-telemetry",
       "--lcores=0@(0-1),1@(0-1)", "--log-level=*:warning",
       "--vdev", "net_pcap0,rx_pcap=$work/arp-in.pcap,tx_pcap=$work/arp-out.pcap"]
