@@ -71,6 +71,10 @@ constexpr Range kBurstRange{1, 256};
 constexpr Range kFlowTableRange{1024, 1u << 27};
 constexpr Range kMbufsRange{1024, 1u << 24};
 constexpr Range kQueueRange{64, 16384};
+constexpr Range kHealthPortRange{1, 65535};
+constexpr Range kIntervalMsRange{10, 50000};
+constexpr Range kTimeoutMsRange{10, 60000};
+constexpr Range kThresholdRange{2, 10};
 constexpr size_t kMaxGroups = 64;
 constexpr size_t kMaxServers = 4096;
 constexpr size_t kMaxNameLen = 63;
@@ -241,6 +245,7 @@ class Validator {
       }
 
       range(gp + ".geneve.vni", g.geneve.vni, kVniRange);
+      health(gp, g.health_check);
       range(gp + ".tcp_idle_timeout", g.tcp_idle_timeout_s, kIdleRange, " seconds");
       range(gp + ".other_idle_timeout", g.other_idle_timeout_s, kIdleRange, " seconds");
 
@@ -319,6 +324,54 @@ class Validator {
     if (total > kMaxServersTotal)
       add("server_groups", std::to_string(total) + " servers in all groups; allowed at most " +
                                std::to_string(kMaxServersTotal));
+  }
+
+  void health(const std::string& gp, const HealthCheckConfig& h) {
+    const std::string hp = gp + ".health_check";
+    if (!h.configured) return;
+    range(hp + ".port", h.port, kHealthPortRange);
+    range(hp + ".healthy_threshold", h.healthy_threshold, kThresholdRange);
+    range(hp + ".unhealthy_threshold", h.unhealthy_threshold, kThresholdRange);
+    if (h.interval_ms < kIntervalMsRange.lo || h.interval_ms > kIntervalMsRange.hi)
+      add(hp + ".interval", std::to_string(h.interval_ms) + " ms is out of range; allowed 10 ms to 50 s");
+    if (h.timeout_ms < kTimeoutMsRange.lo || h.timeout_ms > kTimeoutMsRange.hi)
+      add(hp + ".timeout", std::to_string(h.timeout_ms) + " ms is out of range; allowed 10 ms to 60 s");
+    if (h.protocol != HealthProtocol::kTcp) {
+      static const std::string kPathChars =
+          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-/.%?#&_;~!()*[]@$^:',+";
+      if (h.path.empty() || h.path.size() > 80 || h.path[0] != '/' ||
+          h.path.find_first_not_of(kPathChars) != std::string::npos)
+        add(hp + ".path", quote(h.path) +
+                              " is not a health check path: 1..80 characters, starting with '/', "
+                              "from letters, digits and - / . % ? # & _ ; ~ ! ( ) * [ ] @ $ ^ : ' , +");
+      if (!h.domain.empty() &&
+          (h.domain.size() > 80 ||
+           h.domain.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-") !=
+               std::string::npos))
+        add(hp + ".domain", quote(h.domain) + " is not a domain: 1..80 characters from A-Z a-z 0-9 . -");
+      if (h.http_codes.empty()) add(hp + ".http_codes", "needs at least one code class or range");
+      for (size_t i = 0; i < h.http_codes.size(); ++i) {
+        const std::string& c = h.http_codes[i];
+        bool cls = c.size() == 8 && c.rfind("http_", 0) == 0 && c[5] >= '2' && c[5] <= '5' &&
+                   c.compare(6, 2, "xx") == 0;
+        bool num = false;
+        size_t dash = c.find('-');
+        auto code = [](const std::string& t) {
+          return t.size() == 3 && t.find_first_not_of("0123456789") == std::string::npos &&
+                 std::stoi(t) >= 100 && std::stoi(t) <= 599;
+        };
+        if (dash == std::string::npos) num = code(c);
+        else num = code(c.substr(0, dash)) && code(c.substr(dash + 1)) &&
+                   std::stoi(c.substr(0, dash)) <= std::stoi(c.substr(dash + 1));
+        if (!cls && !num)
+          add(hp + ".http_codes[" + std::to_string(i) + "]",
+              quote(c) + " is not http_2xx, http_3xx, http_4xx, http_5xx, a code (200) or a range (200-299)");
+      }
+      if (h.protocol == HealthProtocol::kHttps && h.verify && h.ca_file.empty())
+        add(hp + ".ca_file", "is required when verify is true");
+    }
+    if (h.source && !h.source->isV4() && !h.source->isV6())
+      add(hp + ".source", "is not an address");
   }
 
   void dataplane(const DataplaneConfig& d) {
@@ -711,7 +764,7 @@ class Parser {
   void group(const YAML::Node& n, const std::string& path, ServerGroupConfig& g) {
     walkMap(n, path,
             {"name", "stickiness", "geneve", "maglev_table_size", "tcp_idle_timeout",
-             "other_idle_timeout", "servers"},
+             "other_idle_timeout", "servers", "health_check", "when_all_unhealthy"},
             {"name", "servers"},
             [&](std::string_view k, const YAML::Node& v, const std::string& p) {
               if (k == "name") str(v, p, "a group name", g.name);
@@ -721,6 +774,91 @@ class Parser {
               else if (k == "tcp_idle_timeout") duration(v, p, g.tcp_idle_timeout_s);
               else if (k == "other_idle_timeout") duration(v, p, g.other_idle_timeout_s);
               else if (k == "servers") servers(v, p, g.servers);
+              else if (k == "health_check") healthCheck(v, p, g.health_check);
+              else if (k == "when_all_unhealthy") {
+                std::string w;
+                size_t before = errs_.size();
+                str(v, p, "fail_open or drop", w);
+                if (errs_.size() != before) return;
+                if (w == "fail_open") g.when_all_unhealthy = WhenAllUnhealthy::kFailOpen;
+                else if (w == "drop") g.when_all_unhealthy = WhenAllUnhealthy::kDrop;
+                else fail(p, quote(w) + " is not allowed; use fail_open or drop");
+              }
+            });
+  }
+
+  // "2s", "200ms", "1m" or a bare number of seconds, into milliseconds.
+  void millis(const YAML::Node& n, const std::string& path, const Range& r, uint32_t& out) {
+    const std::string what = "a duration from " + std::to_string(r.lo) + " ms to " +
+                             std::to_string(r.hi / 1000) + " s (e.g. 2s, 200ms)";
+    const std::string* s = scalar(n, path, what);
+    if (!s) return;
+    std::string t = *s;
+    uint64_t mult = 1000;
+    if (t.size() > 2 && t.compare(t.size() - 2, 2, "ms") == 0) mult = 1, t.resize(t.size() - 2);
+    else if (!t.empty() && t.back() == 's') t.pop_back();
+    else if (!t.empty() && t.back() == 'm') mult = 60000, t.pop_back();
+    if (t.empty() || t.size() > 9 || t.find_first_not_of("0123456789") != std::string::npos) {
+      fail(path, quote(*s) + " is not " + what);
+      return;
+    }
+    uint64_t v = std::stoull(t) * mult;
+    if (v < r.lo || v > r.hi) {
+      fail(path, quote(*s) + " is out of range; allowed " + std::to_string(r.lo) + " ms to " +
+                     std::to_string(r.hi / 1000) + " s");
+      return;
+    }
+    out = uint32_t(v);
+  }
+
+  void boolean(const YAML::Node& n, const std::string& path, bool& out) {
+    const std::string* s = scalar(n, path, "true or false");
+    if (!s) return;
+    if (*s == "true") out = true;
+    else if (*s == "false") out = false;
+    else fail(path, quote(*s) + " is not true or false");
+  }
+
+  void healthCheck(const YAML::Node& n, const std::string& path, HealthCheckConfig& h) {
+    h.configured = true;
+    walkMap(n, path,
+            {"enabled", "protocol", "port", "path", "domain", "http_codes", "interval", "timeout",
+             "healthy_threshold", "unhealthy_threshold", "source", "verify", "ca_file", "jitter"},
+            {},
+            [&](std::string_view k, const YAML::Node& v, const std::string& p) {
+              if (k == "enabled") boolean(v, p, h.enabled);
+              else if (k == "protocol") {
+                std::string s;
+                size_t before = errs_.size();
+                str(v, p, "tcp, http or https", s);
+                if (errs_.size() != before) return;
+                if (s == "tcp") h.protocol = HealthProtocol::kTcp;
+                else if (s == "http") h.protocol = HealthProtocol::kHttp;
+                else if (s == "https") h.protocol = HealthProtocol::kHttps;
+                else fail(p, quote(s) + " is not a health check protocol; allowed: tcp, http, https");
+              } else if (k == "port") integer(v, p, kHealthPortRange, h.port);
+              else if (k == "path") str(v, p, "a path starting with /", h.path);
+              else if (k == "domain") str(v, p, "a domain name", h.domain);
+              else if (k == "http_codes") {
+                h.http_codes.clear();
+                if (!list(v, p, "a list of http_2xx.. or codes")) return;
+                for (size_t i = 0; i < v.size(); ++i) {
+                  std::string c;
+                  str(v[i], index(p, i), "a status code class or range", c);
+                  h.http_codes.push_back(c);
+                }
+              } else if (k == "interval") millis(v, p, kIntervalMsRange, h.interval_ms);
+              else if (k == "timeout") millis(v, p, kTimeoutMsRange, h.timeout_ms);
+              else if (k == "healthy_threshold") integer(v, p, kThresholdRange, h.healthy_threshold);
+              else if (k == "unhealthy_threshold") integer(v, p, kThresholdRange, h.unhealthy_threshold);
+              else if (k == "source") {
+                IpAddr a;
+                size_t before = errs_.size();
+                ip(v, p, a);
+                if (errs_.size() == before) h.source = a;
+              } else if (k == "verify") boolean(v, p, h.verify);
+              else if (k == "ca_file") str(v, p, "a file path", h.ca_file);
+              else if (k == "jitter") boolean(v, p, h.jitter);
             });
   }
 
@@ -902,6 +1040,19 @@ std::string formatErrors(const std::vector<ConfigError>& errors) {
     out += '\n';
   }
   return out;
+}
+
+const char* toString(HealthProtocol p) {
+  switch (p) {
+    case HealthProtocol::kTcp: return "tcp";
+    case HealthProtocol::kHttp: return "http";
+    case HealthProtocol::kHttps: return "https";
+  }
+  return "?";
+}
+
+const char* toString(WhenAllUnhealthy w) {
+  return w == WhenAllUnhealthy::kDrop ? "drop" : "fail_open";
 }
 
 bool parseListen(const std::string& s, IpAddr& addr, uint16_t& port) {

@@ -31,6 +31,32 @@ struct GeneveConfig {
   uint64_t attachment_id = 0;    // aws option type 2
 };
 
+enum class HealthProtocol : uint8_t { kTcp, kHttp, kHttps };
+enum class WhenAllUnhealthy : uint8_t { kFailOpen, kDrop };
+const char* toString(HealthProtocol p);
+const char* toString(WhenAllUnhealthy w);
+
+// Health checks of a group's appliances (DOMAIN.md section 2). Off when the
+// section is absent; `enabled` defaults to true once it is present.
+struct HealthCheckConfig {
+  bool configured = false;                 // the section is present
+  bool enabled = true;
+  HealthProtocol protocol = HealthProtocol::kTcp;
+  uint16_t port = 80;                      // 1..65535
+  std::string path = "/";                  // http(s): 1..80 chars, starts with '/'
+  std::string domain;                      // optional, 1..80 chars [A-Za-z0-9.-]
+  std::vector<std::string> http_codes = {"http_2xx", "http_3xx"};
+  uint32_t interval_ms = 2000;             // 10 ms..50 s
+  uint32_t timeout_ms = 5000;              // 10 ms..60 s
+  uint32_t healthy_threshold = 3;          // 2..10
+  uint32_t unhealthy_threshold = 3;        // 2..10
+  std::optional<IpAddr> source;            // bind probes to this address
+  bool verify = false;                     // https: verify the certificate
+  std::string ca_file;                     // https: CA bundle when verify
+  bool jitter = true;                      // spread first probes over one interval
+  bool active() const { return configured && enabled; }
+};
+
 struct ServerGroupConfig {
   std::string name;                          // required, unique, [A-Za-z0-9_.-]{1,63}
   Stickiness stickiness = Stickiness::kFiveTuple;
@@ -39,6 +65,8 @@ struct ServerGroupConfig {
   uint32_t tcp_idle_timeout_s = 350;         // 60..6000
   uint32_t other_idle_timeout_s = 120;       // 60..6000
   std::vector<ServerConfig> servers;         // 1..4096, unique addresses
+  HealthCheckConfig health_check;
+  WhenAllUnhealthy when_all_unhealthy = WhenAllUnhealthy::kFailOpen;
 };
 
 struct NodeConfig {

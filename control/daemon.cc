@@ -176,7 +176,8 @@ void Daemon::retireSnapshots(bool wait) {
 }
 
 void Daemon::rebuildSnapshot() {
-  auto s = buildSnapshot(cfg_, registry_, neighbours_, ++generation_);
+  auto s = buildSnapshot(cfg_, registry_, neighbours_, ++generation_,
+                         health_ ? health_->outOfService() : OutOfService{});
   updateServerStatus(*s);
   size_t unresolved = 0;
   for (auto& sv : s->servers)
@@ -192,8 +193,14 @@ void Daemon::updateServerStatus(const dp::Snapshot& s) {
   for (const auto& sv : s.servers) {
     if (!sv.in_use) continue;
     ServerStatus st;
+    const HealthTracker* ht = health_ ? health_->tracker(sv.ip) : nullptr;
     if (sv.weight == 0) {
       st = {"idle", "weight 0: keeps its flows, receives no new ones", now};
+    } else if (ht && ht->state() == HealthState::kUnhealthy) {
+      std::string last = ht->history().empty() ? "" : ht->history().back().reason;
+      st = {"unhealthy", "failed health checks (" + last + "): no new flows", now};
+    } else if (ht && ht->state() == HealthState::kInitializing) {
+      st = {"initializing", "health checks started, no verdict yet: no new flows", now};
     } else if (!sv.mac_known) {
       st = {"unresolved", "no MAC address yet: ARP pending on the underlay", now};
     } else {
@@ -314,6 +321,8 @@ int Daemon::run() {
     spdlog::info("Prometheus metrics on http://{}/metrics", cfg_.metrics.listen);
   }
   registerTelemetry();
+  health_ = std::make_unique<HealthChecker>(io_, [this] { rebuildSnapshot(); });
+  health_->reconcile(cfg_);
   boost::asio::signal_set stop_signals(io, SIGINT, SIGTERM);
   boost::asio::signal_set hup(io, SIGHUP);
   boost::asio::signal_set usr1(io, SIGUSR1);
@@ -375,6 +384,7 @@ int Daemon::run() {
 
   api_.reset();
   metrics_.reset();
+  health_.reset();
   stopWorkers();
   handlePunted();
   for (uint16_t port = 0; port < n_ports_; ++port) {

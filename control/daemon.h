@@ -16,6 +16,7 @@
 
 #include "control/api_server.h"
 #include "control/config.h"
+#include "control/health_checker.h"
 #include "control/metrics_server.h"
 #include "control/snapshot_builder.h"
 #include "dataplane/flow_table.h"
@@ -70,6 +71,8 @@ class Daemon {
   nlohmann::json apiServerRemove(const nlohmann::json& p);
   nlohmann::json apiServerSet(const nlohmann::json& p);
   nlohmann::json apiReload(const nlohmann::json& p);
+  nlohmann::json apiHealth(const nlohmann::json& p);
+  nlohmann::json healthJson(uint32_t ip) const;
   nlohmann::json portsJson() const;
   // Validates and applies a changed config (a copy of cfg_); the error reply or null.
   nlohmann::json applyConfig(Config next);
@@ -109,6 +112,7 @@ class Daemon {
   boost::asio::io_context io_;
   std::unique_ptr<ApiServer> api_;
   std::unique_ptr<MetricsServer> metrics_;
+  std::unique_ptr<HealthChecker> health_;
 };
 
 }  // namespace gwlb::ctl

@@ -167,10 +167,11 @@ json Daemon::handleApi(const std::string& method, const json& params) {
     else if (method == "server.remove") result = apiServerRemove(params);
     else if (method == "server.set") result = apiServerSet(params);
     else if (method == "reload") result = apiReload(params);
+    else if (method == "health") result = apiHealth(params);
     else
       badRequest("unknown method '" + method +
                  "' (status, servers, groups, flows, explain, stats, server.add, "
-                 "server.remove, server.set, reload)");
+                 "server.remove, server.set, reload, health)");
     return {{"ok", true}, {"result", std::move(result)}};
   } catch (const ApiFailure& f) {
     json r = apiError(nullptr, f.code, f.what());
@@ -260,12 +261,62 @@ json Daemon::apiServers(const json& p) {
                 {"since", status != server_status_.end() ? status->second.since : 0.0},
                 {"mac", sv && sv->mac_known ? json(sv->mac.str()) : json(nullptr)},
                 {"active_flows", active[id]},
+                {"health", healthJson(ip)},
                 {"packets", pk},
                 {"bytes", by}};
       out.push_back(std::move(j));
     }
   }
   return {{"servers", out}};
+}
+
+json Daemon::apiHealth(const json& p) {
+  Params pr(p, {"address"});
+  if (!pr.has("address")) badRequest("health needs address");
+  IpAddr a = pr.ip("address");
+  const ServerGroupConfig* group = nullptr;
+  for (const auto& g : cfg_.server_groups)
+    for (const auto& sc : g.servers)
+      if (sc.address == a) group = &g;
+  if (!group || !a.isV4()) notFound("no appliance " + a.str());
+  uint32_t ip = a.v4HostOrder();
+  json out = healthJson(ip);
+  out["address"] = a.str();
+  out["group"] = group->name;
+  const HealthCheckConfig& h = group->health_check;
+  out["check"] = {{"configured", h.configured},
+                  {"enabled", h.enabled},
+                  {"protocol", toString(h.protocol)},
+                  {"port", h.port},
+                  {"path", h.path},
+                  {"domain", h.domain},
+                  {"http_codes", h.http_codes},
+                  {"interval_ms", h.interval_ms},
+                  {"timeout_ms", h.timeout_ms},
+                  {"healthy_threshold", h.healthy_threshold},
+                  {"unhealthy_threshold", h.unhealthy_threshold}};
+  out["history"] = health_ ? health_->historyJson(ip) : json::array();
+  return out;
+}
+
+json Daemon::healthJson(uint32_t ip) const {
+  const HealthTracker* t = health_ ? health_->tracker(ip) : nullptr;
+  if (!t) return {{"state", "disabled"}};
+  const HealthParams& p = t->params();
+  double since = started_at_ + double(t->lastChangeMs()) / 1000.0;
+  std::string last = t->history().empty() ? "" : t->history().back().reason;
+  for (auto it = t->history().rbegin(); it != t->history().rend(); ++it)
+    if (!it->is_transition) {
+      last = it->reason;
+      break;
+    }
+  return {{"state", toString(t->state())},
+          {"consecutive", t->consecutive()},
+          {"last_ok", t->lastOk()},
+          {"last_result", last},
+          {"since", since},
+          {"failure_window_s", double(failureWindowMs(p)) / 1000.0},
+          {"success_window_s", double(successWindowMs(p, 0)) / 1000.0}};
 }
 
 json Daemon::apiGroups(const json& p) {
@@ -462,6 +513,7 @@ json Daemon::applyConfig(Config next) {
                      d);
   }
   cfg_ = std::move(next);
+  if (health_) health_->reconcile(cfg_);
   rebuildSnapshot();
   const dp::Snapshot* s = dp_.snapshot.load();
   return {{"snapshot_generation", s ? s->generation : 0}};

@@ -1,5 +1,6 @@
 #include "control/snapshot_builder.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "common/maglev.h"
@@ -20,7 +21,8 @@ uint16_t ServerRegistry::idFor(uint32_t ip) {
 }
 
 std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& reg,
-                                            const NeighbourTable& neigh, uint64_t generation) {
+                                            const NeighbourTable& neigh, uint64_t generation,
+                                            const OutOfService& out) {
   std::vector<ConfigError> errors;
   if (!validateConfig(cfg, errors)) throw std::invalid_argument(formatErrors(errors));
 
@@ -65,9 +67,15 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
         v.mac = it->second;
         v.mac_known = true;
       }
-      backends.push_back({sc.address.str(), sc.weight});
+      auto o = out.find(ip);
+      bool in_service = o == out.end() || !o->second;
+      backends.push_back({sc.address.str(), in_service ? sc.weight : 0});
       ids.push_back(id);
     }
+    bool any = std::any_of(backends.begin(), backends.end(),
+                           [](const MaglevBackend& b) { return b.weight > 0; });
+    if (!any && gc.when_all_unhealthy == WhenAllUnhealthy::kFailOpen)
+      for (size_t i = 0; i < backends.size(); ++i) backends[i].weight = gc.servers[i].weight;
     std::vector<uint16_t> table = buildMaglevTable(backends, gc.maglev_table_size);
     g.maglev.resize(table.size());
     for (size_t i = 0; i < table.size(); ++i)

@@ -38,8 +38,16 @@ class ServerRegistry {
 // IPv4 (host order) -> MAC learned by ARP.
 using NeighbourTable = std::map<uint32_t, MacAddr>;
 
+// Appliances (IPv4, host order) whose health takes them out of service for new
+// flows. An appliance not listed is in service.
+using OutOfService = std::map<uint32_t, bool>;
+
 // Throws std::invalid_argument only for a Config that validateConfig() rejects.
+// New flows go to appliances with weight > 0 that are in service; when none is,
+// the group's when_all_unhealthy decides: fail_open uses every appliance with
+// weight > 0, drop leaves the group without one (drop_no_healthy_server).
 std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& reg,
-                                            const NeighbourTable& neigh, uint64_t generation);
+                                            const NeighbourTable& neigh, uint64_t generation,
+                                            const OutOfService& out = {});
 
 }  // namespace gwlb::ctl

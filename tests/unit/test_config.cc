@@ -802,5 +802,76 @@ TEST(ConfigErrors, ControlAndMetricsValues) {
   EXPECT_FALSE(parseListen("127.0.0.1:", a, port));
 }
 
+TEST(Config, HealthCheckSection) {
+  Result none = parse(withGroup(kOneServer));
+  ASSERT_TRUE(none.ok) << formatErrors(none.errors);
+  EXPECT_FALSE(none.cfg.server_groups[0].health_check.active());  // off unless configured
+  EXPECT_EQ(none.cfg.server_groups[0].when_all_unhealthy, WhenAllUnhealthy::kFailOpen);
+  Result r = parse(withGroup(std::string(kOneServer) + R"(
+    when_all_unhealthy: drop
+    health_check:
+      protocol: http
+      port: 8080
+      path: /health?x&y
+      domain: fw.example
+      http_codes: [http_2xx, 301-302]
+      interval: 200ms
+      timeout: 1s
+      healthy_threshold: 2
+      unhealthy_threshold: 10
+      source: 127.0.0.2
+      jitter: false)"));
+  ASSERT_TRUE(r.ok) << formatErrors(r.errors);
+  const HealthCheckConfig& h = r.cfg.server_groups[0].health_check;
+  EXPECT_TRUE(h.active());
+  EXPECT_EQ(h.protocol, HealthProtocol::kHttp);
+  EXPECT_EQ(h.port, 8080);
+  EXPECT_EQ(h.path, "/health?x&y");
+  EXPECT_EQ(h.domain, "fw.example");
+  EXPECT_EQ(h.http_codes, (std::vector<std::string>{"http_2xx", "301-302"}));
+  EXPECT_EQ(h.interval_ms, 200u);
+  EXPECT_EQ(h.timeout_ms, 1000u);
+  EXPECT_EQ(h.healthy_threshold, 2u);
+  EXPECT_EQ(h.unhealthy_threshold, 10u);
+  ASSERT_TRUE(h.source.has_value());
+  EXPECT_FALSE(h.jitter);
+  EXPECT_EQ(r.cfg.server_groups[0].when_all_unhealthy, WhenAllUnhealthy::kDrop);
+}
+
+TEST(ConfigErrors, HealthCheckValues) {
+  Result r = parse(withGroup(std::string(kOneServer) + R"(
+    when_all_unhealthy: panic
+    health_check:
+      protocol: icmp
+      port: 0
+      interval: 60s
+      timeout: 5ms
+      healthy_threshold: 1
+      unhealthy_threshold: 11
+      enabled: maybe)"));
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(hasError(r, "server_groups[0].when_all_unhealthy", {"panic"}));
+  EXPECT_TRUE(hasError(r, "server_groups[0].health_check.protocol", {"icmp"}));
+  EXPECT_TRUE(hasError(r, "server_groups[0].health_check.port", {"0"}));
+  EXPECT_TRUE(hasError(r, "server_groups[0].health_check.interval", {"60s"}));
+  EXPECT_TRUE(hasError(r, "server_groups[0].health_check.timeout", {"5ms"}));
+  EXPECT_TRUE(hasError(r, "server_groups[0].health_check.healthy_threshold", {"1"}));
+  EXPECT_TRUE(hasError(r, "server_groups[0].health_check.unhealthy_threshold", {"11"}));
+  EXPECT_TRUE(hasError(r, "server_groups[0].health_check.enabled", {"maybe"}));
+  Result h = parse(withGroup(std::string(kOneServer) + R"(
+    health_check:
+      protocol: https
+      path: health
+      domain: "bad domain"
+      http_codes: [http_6xx, 299-200]
+      verify: true)"));
+  EXPECT_FALSE(h.ok);
+  EXPECT_TRUE(hasError(h, "server_groups[0].health_check.path", {"health"}));
+  EXPECT_TRUE(hasError(h, "server_groups[0].health_check.domain", {"bad domain"}));
+  EXPECT_TRUE(hasError(h, "server_groups[0].health_check.http_codes[0]", {"http_6xx"}));
+  EXPECT_TRUE(hasError(h, "server_groups[0].health_check.http_codes[1]", {"299-200"}));
+  EXPECT_TRUE(hasError(h, "server_groups[0].health_check.ca_file", {"verify"}));
+}
+
 }  // namespace
 }  // namespace gwlb::ctl

@@ -1,0 +1,206 @@
+#include "control/health_checker.h"
+
+#include <spdlog/spdlog.h>
+
+namespace gwlb::ctl {
+
+struct HealthChecker::Target {
+  IpAddr address;
+  std::string group;
+  HealthTracker tracker;
+  probe::ProbeSpec spec;
+  boost::asio::steady_timer timer;
+  uint64_t epoch = 0;       // bumps on reconfigure: stale results are ignored
+  bool in_flight = false;
+  bool jitter = true;
+  Target(const IpAddr& a, std::string g, HealthTracker t, probe::ProbeSpec s,
+         boost::asio::io_context& io)
+      : address(a), group(std::move(g)), tracker(std::move(t)), spec(std::move(s)), timer(io) {}
+};
+
+namespace {
+
+HealthParams paramsOf(const HealthCheckConfig& h) {
+  HealthParams p;
+  p.interval_ms = h.interval_ms;
+  p.timeout_ms = h.timeout_ms;
+  p.healthy_threshold = h.healthy_threshold;
+  p.unhealthy_threshold = h.unhealthy_threshold;
+  return p;
+}
+
+bool sameSpec(const probe::ProbeSpec& a, const probe::ProbeSpec& b) {
+  return a.protocol == b.protocol && a.port == b.port && a.path == b.path &&
+         a.domain == b.domain && a.timeout == b.timeout && a.source == b.source &&
+         a.verify_tls == b.verify_tls && a.ca_file == b.ca_file &&
+         a.codes.size() == b.codes.size() &&
+         std::equal(a.codes.begin(), a.codes.end(), b.codes.begin(),
+                    [](auto& x, auto& y) { return x.lo == y.lo && x.hi == y.hi; });
+}
+
+}  // namespace
+
+HealthChecker::HealthChecker(boost::asio::io_context& io, std::function<void()> on_change)
+    : io_(io),
+      on_change_(std::move(on_change)),
+      tls_(boost::asio::ssl::context::tls_client),
+      epoch_(std::chrono::steady_clock::now()) {}
+
+HealthChecker::~HealthChecker() {
+  for (auto& [ip, t] : targets_) t->timer.cancel();
+}
+
+uint64_t HealthChecker::nowMs() const {
+  return uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - epoch_)
+                      .count());
+}
+
+probe::ProbeSpec HealthChecker::specFor(const HealthCheckConfig& h, const IpAddr& address) {
+  probe::ProbeSpec s;
+  s.protocol = h.protocol == HealthProtocol::kTcp    ? probe::Protocol::kTcp
+               : h.protocol == HealthProtocol::kHttp ? probe::Protocol::kHttp
+                                                     : probe::Protocol::kHttps;
+  s.address = address;
+  s.port = h.port;
+  s.path = h.path;
+  s.domain = h.domain;
+  std::string err;
+  std::vector<probe::CodeRange> codes;
+  if (probe::parseHttpCodes(h.http_codes, codes, err)) s.codes = codes;
+  s.timeout = std::chrono::milliseconds(h.timeout_ms);
+  s.source = h.source;
+  s.verify_tls = h.verify;
+  s.ca_file = h.ca_file;
+  return s;
+}
+
+void HealthChecker::reconcile(const Config& cfg) {
+  uint64_t now = nowMs();
+  std::map<uint32_t, bool> seen;
+  bool changed = false;
+  for (const auto& g : cfg.server_groups) {
+    const HealthCheckConfig& h = g.health_check;
+    for (const auto& sc : g.servers) {
+      uint32_t ip = sc.address.v4HostOrder();
+      seen[ip] = true;
+      HealthParams p = paramsOf(h);
+      probe::ProbeSpec spec = specFor(h, sc.address);
+      auto it = targets_.find(ip);
+      if (it == targets_.end()) {
+        auto t = std::make_shared<Target>(sc.address, g.name,
+                                          HealthTracker(p, h.active(), sc.weight, now), spec, io_);
+        t->jitter = h.jitter;
+        targets_[ip] = t;
+        if (t->tracker.probed()) schedule(ip, firstProbeDelayMs(p, ip, h.jitter));
+        continue;
+      }
+      Target& t = *it->second;
+      bool was_probed = t.tracker.probed();
+      bool spec_changed = !sameSpec(t.spec, spec);
+      t.spec = spec;
+      t.group = g.name;
+      auto tr = t.tracker.reconfigure(p, h.active(), sc.weight, now);
+      if (tr) {
+        spdlog::info("health: appliance {} ({}): {} -> {} ({})", sc.address.str(), g.name,
+                     toString(tr->from), toString(tr->to), tr->reason);
+        changed = true;
+      }
+      if (spec_changed || (!was_probed && t.tracker.probed())) {
+        ++t.epoch;  // a probe in flight with the old settings no longer counts
+        t.timer.cancel();
+        t.in_flight = false;
+        if (t.tracker.probed()) schedule(ip, firstProbeDelayMs(p, ip, h.jitter));
+      } else if (!t.tracker.probed()) {
+        ++t.epoch;
+        t.timer.cancel();
+      }
+    }
+  }
+  for (auto it = targets_.begin(); it != targets_.end();) {
+    if (!seen.count(it->first)) {
+      it->second->timer.cancel();
+      ++it->second->epoch;
+      it = targets_.erase(it);
+      changed = true;
+    } else {
+      ++it;
+    }
+  }
+  if (changed && on_change_) on_change_();
+}
+
+void HealthChecker::schedule(uint32_t ip, uint64_t delay_ms) {
+  auto it = targets_.find(ip);
+  if (it == targets_.end()) return;
+  std::shared_ptr<Target> t = it->second;
+  uint64_t epoch = t->epoch;
+  t->timer.expires_after(std::chrono::milliseconds(delay_ms));
+  t->timer.async_wait([this, t, ip, epoch](const boost::system::error_code& ec) {
+    if (ec || t->epoch != epoch) return;
+    startProbe(ip);
+  });
+}
+
+void HealthChecker::startProbe(uint32_t ip) {
+  auto it = targets_.find(ip);
+  if (it == targets_.end()) return;
+  std::shared_ptr<Target> t = it->second;
+  if (t->in_flight || !t->tracker.probed()) return;
+  t->in_flight = true;
+  uint64_t epoch = t->epoch;
+  probe::startProbe(
+      io_, t->spec,
+      [this, t, ip, epoch](const probe::ProbeResult& r) {
+        if (t->epoch != epoch) return;  // reconfigured or removed meanwhile
+        t->in_flight = false;
+        ProbeOutcome o;
+        o.ok = r.ok;
+        o.reason = r.ok ? "ok" : (r.detail.empty() ? r.reason : r.reason + ": " + r.detail);
+        o.response_ms = uint64_t(r.elapsed.count() / 1000);
+        auto tr = t->tracker.onResult(o, nowMs());
+        if (tr) {
+          const HealthParams& p = t->tracker.params();
+          spdlog::info("health: appliance {} ({}): {} -> {} ({}; failure window {} ms, success "
+                       "window {} ms)",
+                       t->address.str(), t->group, toString(tr->from), toString(tr->to),
+                       tr->reason, failureWindowMs(p), successWindowMs(p, o.response_ms));
+          if (on_change_) on_change_();
+        }
+        schedule(ip, t->tracker.params().interval_ms);
+      },
+      &tls_);
+}
+
+OutOfService HealthChecker::outOfService() const {
+  OutOfService out;
+  for (auto& [ip, t] : targets_) {
+    // Like AWS's "initial" targets, an appliance gets new flows only once it has
+    // passed its checks; when none has, when_all_unhealthy decides (fail_open).
+    out[ip] = !receivesNewFlows(t->tracker.state());
+  }
+  return out;
+}
+
+const HealthTracker* HealthChecker::tracker(uint32_t ip) const {
+  auto it = targets_.find(ip);
+  return it == targets_.end() ? nullptr : &it->second->tracker;
+}
+
+nlohmann::json HealthChecker::historyJson(uint32_t ip) const {
+  nlohmann::json a = nlohmann::json::array();
+  const HealthTracker* t = tracker(ip);
+  if (!t) return a;
+  uint64_t now = nowMs();
+  for (const HealthEvent& e : t->history()) {
+    double ago = double(now - std::min(now, e.at_ms)) / 1000.0;
+    if (e.is_transition)
+      a.push_back({{"ago_s", ago}, {"transition", {{"from", toString(e.from)}, {"to", toString(e.to)}}},
+                   {"reason", e.reason}});
+    else
+      a.push_back({{"ago_s", ago}, {"ok", e.ok}, {"reason", e.reason}, {"response_ms", e.response_ms}});
+  }
+  return a;
+}
+
+}  // namespace gwlb::ctl

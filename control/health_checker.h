@@ -1,0 +1,57 @@
+// Runs the health checks of every appliance on the control thread: schedules
+// probes (probe, wait for the result, wait the interval, probe again), feeds
+// results to each appliance's HealthTracker, logs every transition and tells
+// the daemon when the set of appliances in service changed.
+#pragma once
+
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp needs std::exchange
+#include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "common/health.h"
+#include "control/config.h"
+#include "control/snapshot_builder.h"
+#include "probes/probe.h"
+
+namespace gwlb::ctl {
+
+class HealthChecker {
+ public:
+  // on_change runs (on the control thread) after a transition that changes
+  // which appliances are in service.
+  HealthChecker(boost::asio::io_context& io, std::function<void()> on_change);
+  ~HealthChecker();
+
+  // Brings the checked set in line with the config: new appliances start
+  // (initializing), removed ones stop, changed settings apply.
+  void reconcile(const Config& cfg);
+
+  // Appliances whose health takes them out of service for new flows.
+  OutOfService outOfService() const;
+
+  // State of one appliance, or nullptr when unknown.
+  const HealthTracker* tracker(uint32_t ip) const;
+  nlohmann::json historyJson(uint32_t ip) const;
+
+  // The ProbeSpec this appliance is checked with (for gwlbctl probe defaults).
+  static probe::ProbeSpec specFor(const HealthCheckConfig& h, const IpAddr& address);
+  boost::asio::ssl::context& tls() { return tls_; }
+
+ private:
+  struct Target;
+  void schedule(uint32_t ip, uint64_t delay_ms);
+  void startProbe(uint32_t ip);
+  uint64_t nowMs() const;
+
+  boost::asio::io_context& io_;
+  std::function<void()> on_change_;
+  boost::asio::ssl::context tls_;
+  std::map<uint32_t, std::shared_ptr<Target>> targets_;
+  std::chrono::steady_clock::time_point epoch_;
+};
+
+}  // namespace gwlb::ctl

@@ -1,0 +1,196 @@
+// HTTPS probes against an in-test asio::ssl server with a throwaway
+// self-signed certificate made by the openssl command at test time.
+#include <openssl/ssl.h>
+
+#include <boost/asio/ssl.hpp>
+#include <cstdlib>
+#include <filesystem>
+
+#include "probe_test_util.h"
+
+namespace gwlb::probe::test {
+namespace {
+
+namespace ssl = asio::ssl;
+namespace fs = std::filesystem;
+
+constexpr const char* kDomain = "probe.test";
+
+fs::path workDir() {
+  const char* w = std::getenv("GWLB_PROBE_WORK");
+  return w ? fs::path(w) : fs::temp_directory_path() / "gwlb-probe-tests";
+}
+
+class ProbeTls : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = workDir() / "tls";
+    std::error_code ec;
+    fs::create_directories(dir_, ec);
+    auto mk = [](const fs::path& key, const fs::path& cert, const std::string& cn,
+                 const std::string& san) {
+      std::string cmd = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+                        " -keyout '" + key.string() + "' -out '" + cert.string() +
+                        "' -days 2 -subj '/CN=" + cn + "' -addext 'subjectAltName=" + san +
+                        "' >/dev/null 2>&1";
+      return std::system(cmd.c_str()) == 0;
+    };
+    ready_ = mk(dir_ / "key.pem", dir_ / "cert.pem", kDomain,
+                std::string("DNS:") + kDomain + ",IP:127.0.0.1") &&
+             mk(dir_ / "other-key.pem", dir_ / "other.pem", "other.test", "DNS:other.test");
+  }
+
+  void SetUp() override {
+    if (!ready_) GTEST_SKIP() << "could not make a test certificate with the openssl command";
+    server_ctx_.use_certificate_chain_file((dir_ / "cert.pem").string());
+    server_ctx_.use_private_key_file((dir_ / "key.pem").string(), ssl::context::pem);
+  }
+
+  // TLS server: records the SNI it got, answers `resp` to one request.
+  ConnHandler tlsHandler(std::string resp) {
+    return [this, resp](tcp::socket s) -> asio::awaitable<void> {
+      ssl::stream<tcp::socket> tls(std::move(s), server_ctx_);
+      error_code ec;
+      co_await tls.async_handshake(ssl::stream_base::server,
+                                   asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) {
+        ++handshake_failures_;
+        co_return;
+      }
+      const char* sni = SSL_get_servername(tls.native_handle(), TLSEXT_NAMETYPE_host_name);
+      snis_.push_back(sni ? sni : "<none>");
+      std::string req;
+      if (!co_await readRequest(tls, req)) co_return;
+      hosts_.push_back(headerValue(req, "Host"));
+      co_await asio::async_write(tls, asio::buffer(resp), asio::redirect_error(asio::use_awaitable, ec));
+      co_await drainUntilClosed(tls);
+    };
+  }
+
+  ProbeSpec httpsSpec(uint16_t port) {
+    ProbeSpec s;
+    s.protocol = Protocol::kHttps;
+    s.address = ip("127.0.0.1");
+    s.port = port;
+    s.path = "/";
+    s.timeout = 3000ms;
+    return s;
+  }
+
+  static inline fs::path dir_;
+  static inline bool ready_ = false;
+  ssl::context server_ctx_{ssl::context::tls_server};
+  ssl::context client_ctx_{ssl::context::tls_client};
+  std::vector<std::string> snis_, hosts_;
+  int handshake_failures_ = 0;
+  asio::io_context io;  // last: destroyed first, with any server coroutine still parked
+};
+
+const std::string kOk = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+
+TEST_F(ProbeTls, HttpsIsOkWithoutVerification) {
+  TestServer srv(io, tlsHandler(kOk));
+  ProbeResult r = runProbe(io, httpsSpec(srv.port()), &client_ctx_);
+  EXPECT_TRUE(r.ok) << r.reason << ": " << r.detail;
+  EXPECT_EQ(r.status, 200);
+  ASSERT_EQ(snis_.size(), 1u);
+  EXPECT_EQ(snis_[0], "<none>") << "no domain: no SNI";
+  ASSERT_EQ(hosts_.size(), 1u);
+  EXPECT_EQ(hosts_[0], "127.0.0.1:" + std::to_string(srv.port()));
+}
+
+TEST_F(ProbeTls, DefaultContextWhenNoneGiven) {
+  TestServer srv(io, tlsHandler(kOk));
+  ProbeResult r = runProbe(io, httpsSpec(srv.port()), nullptr);
+  EXPECT_TRUE(r.ok) << r.reason << ": " << r.detail;
+}
+
+TEST_F(ProbeTls, SniIsTheDomain) {
+  TestServer srv(io, tlsHandler(kOk));
+  ProbeSpec spec = httpsSpec(srv.port());
+  spec.domain = kDomain;
+  ProbeResult r = runProbe(io, spec, &client_ctx_);
+  EXPECT_TRUE(r.ok) << r.reason << ": " << r.detail;
+  ASSERT_EQ(snis_.size(), 1u);
+  EXPECT_EQ(snis_[0], kDomain);
+  ASSERT_EQ(hosts_.size(), 1u);
+  EXPECT_EQ(hosts_[0], kDomain);
+}
+
+TEST_F(ProbeTls, BadStatusOverTls) {
+  TestServer srv(io, tlsHandler("HTTP/1.1 500 Oops\r\nContent-Length: 0\r\n\r\n"));
+  ProbeResult r = runProbe(io, httpsSpec(srv.port()), &client_ctx_);
+  EXPECT_EQ(r.reason, "bad_status");
+  EXPECT_EQ(r.status, 500);
+}
+
+TEST_F(ProbeTls, PlainTcpServerFailsHandshake) {
+  // Answers the ClientHello with plain HTTP and closes.
+  TestServer srv(io, [](tcp::socket s) -> asio::awaitable<void> {
+    char buf[512];
+    error_code ec;
+    co_await s.async_read_some(asio::buffer(buf), asio::redirect_error(asio::use_awaitable, ec));
+    const std::string resp = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+    co_await asio::async_write(s, asio::buffer(resp), asio::redirect_error(asio::use_awaitable, ec));
+    s.shutdown(tcp::socket::shutdown_send, ec);
+    co_await drainUntilClosed(s);
+  });
+  ProbeResult r = runProbe(io, httpsSpec(srv.port()), &client_ctx_);
+  EXPECT_EQ(r.reason, "tls_handshake_failed") << r.detail;
+  EXPECT_LT(r.elapsed, 2500ms);
+}
+
+TEST_F(ProbeTls, SilentServerFailsHandshakeByTimeout) {
+  TestServer srv(io, [](tcp::socket s) -> asio::awaitable<void> { co_await drainUntilClosed(s); });
+  ProbeSpec spec = httpsSpec(srv.port());
+  spec.timeout = 700ms;
+  ProbeResult r = runProbe(io, spec, &client_ctx_);
+  EXPECT_EQ(r.reason, "tls_handshake_failed") << r.detail;
+  EXPECT_GE(r.elapsed, 600ms);
+}
+
+TEST_F(ProbeTls, VerifyWithTheRightCa) {
+  TestServer srv(io, tlsHandler(kOk));
+  ProbeSpec spec = httpsSpec(srv.port());
+  spec.verify_tls = true;
+  spec.ca_file = (dir_ / "cert.pem").string();
+  spec.domain = kDomain;
+  ProbeResult r = runProbe(io, spec, &client_ctx_);
+  EXPECT_TRUE(r.ok) << r.reason << ": " << r.detail;
+  // No domain: the certificate must name the address (it has IP:127.0.0.1).
+  spec.domain.clear();
+  r = runProbe(io, spec, &client_ctx_);
+  EXPECT_TRUE(r.ok) << r.reason << ": " << r.detail;
+}
+
+TEST_F(ProbeTls, VerifyWithAWrongCaFails) {
+  TestServer srv(io, tlsHandler(kOk));
+  ProbeSpec spec = httpsSpec(srv.port());
+  spec.verify_tls = true;
+  spec.ca_file = (dir_ / "other.pem").string();
+  spec.domain = kDomain;
+  ProbeResult r = runProbe(io, spec, &client_ctx_);
+  EXPECT_EQ(r.reason, "tls_handshake_failed") << r.detail;
+}
+
+TEST_F(ProbeTls, VerifyWithTheWrongNameFails) {
+  TestServer srv(io, tlsHandler(kOk));
+  ProbeSpec spec = httpsSpec(srv.port());
+  spec.verify_tls = true;
+  spec.ca_file = (dir_ / "cert.pem").string();
+  spec.domain = "wrong.test";
+  ProbeResult r = runProbe(io, spec, &client_ctx_);
+  EXPECT_EQ(r.reason, "tls_handshake_failed") << r.detail;
+}
+
+TEST_F(ProbeTls, MissingCaFileFails) {
+  TestServer srv(io, tlsHandler(kOk));
+  ProbeSpec spec = httpsSpec(srv.port());
+  spec.verify_tls = true;
+  spec.ca_file = (dir_ / "does-not-exist.pem").string();
+  ProbeResult r = runProbe(io, spec, &client_ctx_);
+  EXPECT_EQ(r.reason, "tls_handshake_failed") << r.detail;
+}
+
+}  // namespace
+}  // namespace gwlb::probe::test
