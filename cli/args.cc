@@ -19,12 +19,47 @@ std::vector<CommandSpec> buildTable() {
                "snapshot generation, flow table use, packet rates over the last second,\n"
                "every worker with its RX queues and every port with its counters.\n",
                {}});
-  t.push_back({"servers", "servers", "", {}, 0, "appliances with state, weight, flows and traffic",
+  t.push_back({"servers", "servers", "", {}, 0, "appliances with state, health, flows and traffic",
                "Lists every appliance: address, group, weight, state (active: receives new\n"
-               "flows; idle: weight 0, keeps its flows; unresolved: no MAC yet, ARP pending),\n"
-               "when the state last changed and why, active flows, and the packets and bytes\n"
-               "the gateway sent to it.\n",
-               {kOptGroup}});
+               "flows; idle: weight 0, keeps its flows; unresolved: no MAC yet, ARP pending;\n"
+               "initializing: health checks have no verdict yet; unhealthy: failed its\n"
+               "checks), when the state last changed, its health check state, how many\n"
+               "results in a row of the last kind (3✓ = 3 successes, 2✗ = 2 failures), the\n"
+               "last result, the failure and success windows (the longest time to be declared\n"
+               "unhealthy or healthy), active flows, and the packets and bytes the gateway\n"
+               "sent to it. --wide adds why the state last changed, the MAC and the whole\n"
+               "last result.\n",
+               {kOptGroup, {"--wide", "", "also show REASON, MAC and the full last result"}}});
+  t.push_back({"health", "health", "ADDRESS", {"ADDRESS"}, 1,
+               "an appliance's health check: settings, state, windows, history",
+               "Shows the health check of one appliance: its group's check settings, the\n"
+               "health state and since when, the consecutive results of the last kind, the\n"
+               "failure and success windows, and the recent results and state changes,\n"
+               "newest last. Exit status 1 when no appliance has that address.\n",
+               {}});
+  t.push_back({"probe", "", "[ADDRESS]", {"ADDRESS"}, 0,
+               "run one health probe now, from gwlbctl itself",
+               "Runs one TCP, HTTP or HTTPS probe now, from this process (gwlbd is not\n"
+               "asked and need not run), and prints the result on one line (with --json:\n"
+               "{protocol, address, port, ok, reason, status, elapsed_us, detail}).\n"
+               "With ADDRESS instead of --protocol/--address, gwlbctl asks gwlbd for that\n"
+               "appliance's configured check and runs exactly that probe; probe options\n"
+               "given as well override the configured ones.\n"
+               "After 'probe', --timeout is the probe's timeout: milliseconds (1500) or\n"
+               "with a unit (200ms, 2s), up to 600 s; the control socket timeout goes\n"
+               "before the command (gwlbctl --timeout 2 probe ADDRESS).\n"
+               "Exit status: 0 the probe succeeded, 1 it failed (or ADDRESS is unknown),\n"
+               "2 bad usage or no answer from gwlbd.\n",
+               {{"--protocol", "P", "tcp, http or https"},
+                {"--address", "ADDR", "IPv4 or IPv6 address to probe"},
+                {"--port", "N", "1-65535 (default 80; 443 for https)"},
+                {"--path", "/P", "http(s): request path (default /)"},
+                {"--domain", "NAME", "http(s): Host header and TLS SNI (default address:port)"},
+                {"--timeout", "MS|2s", "whole probe: connect, TLS, response (default 5000 ms)"},
+                {"--codes", "LIST", "http(s): success codes, e.g. http_2xx,302,200-299"},
+                {"--source", "ADDR", "bind to this local address first"},
+                {"--verify", "", "https: verify the certificate (with --ca-file)"},
+                {"--ca-file", "FILE", "https: CA bundle for --verify"}}});
   t.push_back({"groups", "groups", "", {}, 0, "server groups and their settings",
                "Lists every server group: stickiness, Geneve format and IDs, Maglev table\n"
                "size, idle timeouts and how many of its appliances are in each state.\n",
@@ -176,14 +211,18 @@ Invocation parseArgs(const std::vector<std::string>& argv, const char* env_socke
       value = a.substr(eq + 1);
       inline_value = true;
     }
-    const OptionSpec* spec = findOption(globalOptions(), name);
-    bool global = spec != nullptr;
+    // Options belong to the command named so far (words before this option);
+    // a command's own option wins over a global one of the same name (probe --timeout).
+    std::string so_far = words.empty() ? std::string() : words[0];
+    if (words.size() >= 2 && isCommandGroup(words[0])) so_far = words[0] + " " + words[1];
+    const CommandSpec* c = findCommand(so_far);
+    const OptionSpec* spec = c != nullptr ? findOption(c->options, name) : nullptr;
+    bool global = false;
+    if (spec == nullptr) {
+      spec = findOption(globalOptions(), name);
+      global = spec != nullptr;
+    }
     if (!global) {
-      // Options belong to the command named so far (words before this option).
-      std::string so_far = words.empty() ? std::string() : words[0];
-      if (words.size() >= 2 && isCommandGroup(words[0])) so_far = words[0] + " " + words[1];
-      const CommandSpec* c = findCommand(so_far);
-      if (c != nullptr) spec = findOption(c->options, name);
       if (spec == nullptr) {
         std::string where = c != nullptr ? " for '" + c->name + "'" : "";
         throw UsageError("unknown option '" + name + "'" + where, c ? c->name : so_far);
@@ -197,7 +236,10 @@ Invocation parseArgs(const std::vector<std::string>& argv, const char* env_socke
         throw UsageError("option " + name + " needs a value (" + spec->value_name + ")", current());
       value = argv[++i];
     }
-    if (name == "--help") {
+    if (!global) {
+      if (inv.options.count(name)) throw UsageError("option " + name + " given twice", current());
+      inv.options[name] = value;
+    } else if (name == "--help") {
       inv.help = true;
     } else if (name == "--json") {
       inv.json = true;
@@ -275,8 +317,8 @@ std::string topLevelHelp() {
   table = g.render();
   s += table.substr(table.find('\n') + 1);
   s +=
-      "\nexit status: 0 ok, 1 not found (server, group or flow), 2 error (bad usage,\n"
-      "cannot connect, daemon error).\n"
+      "\nexit status: 0 ok, 1 not found (server, group or flow) or the probe failed,\n"
+      "2 error (bad usage, cannot connect, daemon error).\n"
       "Run 'gwlbctl COMMAND --help' for a command's options.\n";
   return s;
 }
@@ -309,7 +351,11 @@ std::string commandHelp(const CommandSpec& cmd) {
     return table.substr(table.find('\n') + 1);
   };
   if (!cmd.options.empty()) s += "\noptions:\n" + list(cmd.options);
-  s += "\nglobal options:\n" + list(globalOptions());
+  std::vector<OptionSpec> global = globalOptions();
+  for (auto& g : global) {  // shadowed by the command's own option after its name
+    if (findOption(cmd.options, g.name) != nullptr) g.help += " (before '" + cmd.name + "')";
+  }
+  s += "\nglobal options:\n" + list(global);
   return s;
 }
 

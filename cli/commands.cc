@@ -6,6 +6,8 @@
 #include <thread>
 
 #include "cli/client.h"
+#include "cli/health_render.h"
+#include "cli/probe_cmd.h"
 #include "cli/render.h"
 #include "cli/validate.h"
 #include "control/config.h"
@@ -164,6 +166,7 @@ int runInvocation(const Invocation& inv, FILE* out, FILE* err) {
     return kExitOk;
   }
   if (name == "config check") return configCheck(inv.args[0], inv.json, out, err);
+  if (name == "probe") return runProbeCommand(inv, out, err);
 
   Request req = buildRequest(inv);
   ControlClient client(inv.socket_path, inv.timeout_s);
@@ -178,7 +181,8 @@ int runInvocation(const Invocation& inv, FILE* out, FILE* err) {
     }
     double now = wallNow();
     if (name == "status") put(out, renderStatus(r.result, now));
-    else if (name == "servers") put(out, renderServers(r.result, now));
+    else if (name == "servers") put(out, renderServers(r.result, now, inv.has("--wide")));
+    else if (name == "health") put(out, renderHealth(r.result, now));
     else if (name == "groups") put(out, renderGroups(r.result));
     else if (name == "explain") put(out, renderExplain(r.result));
     else put(out, renderChange(req.method, req.params, r.result));

@@ -1,6 +1,7 @@
 // gwlbctl: the command-line client of gwlbd's control API (docs/cli.md).
 //   gwlbctl [--socket PATH] [--timeout SECONDS] [--json] COMMAND [ARGS...]
-// Exit status: 0 ok, 1 not found, 2 error (usage, connection, daemon error).
+// Exit status: 0 ok, 1 not found (or `probe` failed), 2 error (usage,
+// connection, daemon error).
 #include <cstdio>
 #include <cstdlib>
 #include <exception>

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "cli/health_render.h"
 #include "cli/table.h"
 
 namespace gwlb::cli {
@@ -187,18 +188,32 @@ std::string renderStatus(const Json& r, double now) {
   return out;
 }
 
-std::string renderServers(const Json& r, double now) {
-  Table t({{"ADDRESS", Align::kLeft}, {"GROUP", Align::kLeft}, {"WEIGHT", Align::kRight},
-           {"STATE", Align::kLeft}, {"SINCE", Align::kLeft}, {"REASON", Align::kLeft},
-           {"FLOWS", Align::kRight}, {"PACKETS", Align::kRight}, {"BYTES", Align::kRight},
-           {"MAC", Align::kLeft}});
+std::string renderServers(const Json& r, double now, bool wide) {
+  std::vector<Table::Column> cols = {{"ADDRESS", Align::kLeft}, {"GROUP", Align::kLeft},
+                                     {"WEIGHT", Align::kRight}, {"STATE", Align::kLeft},
+                                     {"SINCE", Align::kLeft}};
+  if (wide) cols.push_back({"REASON", Align::kLeft});
+  for (Table::Column c : std::vector<Table::Column>{
+           {"HEALTH", Align::kLeft}, {"CONSEC", Align::kRight}, {"LAST RESULT", Align::kLeft},
+           {"WINDOWS", Align::kLeft}, {"FLOWS", Align::kRight}, {"PACKETS", Align::kRight},
+           {"BYTES", Align::kRight}})
+    cols.push_back(std::move(c));
+  if (wide) cols.push_back({"MAC", Align::kLeft});
+  Table t(std::move(cols));
   const Json& servers = field(r, "servers");
   if (servers.is_array()) {
     for (const auto& s : servers) {
-      t.addRow({fieldText(s, "address"), fieldText(s, "group"), fieldText(s, "weight"),
-                fieldText(s, "state"), formatAge(fieldNumber(s, "since"), now),
-                fieldText(s, "reason"), countText(s, "active_flows"), countText(s, "packets"),
-                bytesText(s, "bytes"), fieldText(s, "mac")});
+      const Json& h = field(s, "health");
+      std::vector<std::string> row = {fieldText(s, "address"), fieldText(s, "group"),
+                                      fieldText(s, "weight"), fieldText(s, "state"),
+                                      formatAge(fieldNumber(s, "since"), now)};
+      if (wide) row.push_back(fieldText(s, "reason"));
+      for (std::string c : {fieldText(h, "state"), healthConsecutive(h), healthLastResult(h, wide),
+                            healthWindows(h), countText(s, "active_flows"), countText(s, "packets"),
+                            bytesText(s, "bytes")})
+        row.push_back(std::move(c));
+      if (wide) row.push_back(fieldText(s, "mac"));
+      t.addRow(std::move(row));
     }
   }
   if (t.rows() == 0) return "no servers\n";

@@ -183,6 +183,8 @@ Request buildRequest(const Invocation& inv) {
       throw UsageError("ADDRESS: '" + inv.args[1] + "' is not an IPv4 address (the underlay is IPv4)", n);
     if (inv.has("--weight")) r.params["weight"] = parseUint("--weight", inv.opt("--weight"), 0, 10000);
     if (inv.has("--mac")) r.params["mac"] = parseMac("--mac", inv.opt("--mac"));
+  } else if (n == "health") {
+    r.params["address"] = parseAddress("ADDRESS", inv.args[0]);
   } else if (n == "server remove") {
     r.params["address"] = parseAddress("ADDRESS", inv.args[0]);
   } else if (n == "server set") {

@@ -34,7 +34,7 @@ struct Request {
 };
 
 // The request a daemon command sends, every argument checked. Client-only
-// options (--all, --watch, stats --count) are checked but not sent.
+// options (--all, --watch, stats --count, servers --wide) are checked but not sent.
 // Throws UsageError. Not for `config check` or `help` (no request).
 Request buildRequest(const Invocation& inv);
 

@@ -197,8 +197,13 @@ void Daemon::updateServerStatus(const dp::Snapshot& s) {
     if (sv.weight == 0) {
       st = {"idle", "weight 0: keeps its flows, receives no new ones", now};
     } else if (ht && ht->state() == HealthState::kUnhealthy) {
-      std::string last = ht->history().empty() ? "" : ht->history().back().reason;
-      st = {"unhealthy", "failed health checks (" + last + "): no new flows", now};
+      std::string last;
+      for (auto it = ht->history().rbegin(); it != ht->history().rend(); ++it)
+        if (!it->is_transition) {
+          last = it->reason;
+          break;
+        }
+      st = {"unhealthy", "failed health checks (last: " + last + "): no new flows", now};
     } else if (ht && ht->state() == HealthState::kInitializing) {
       st = {"initializing", "health checks started, no verdict yet: no new flows", now};
     } else if (!sv.mac_known) {

@@ -294,7 +294,11 @@ json Daemon::apiHealth(const json& p) {
                   {"interval_ms", h.interval_ms},
                   {"timeout_ms", h.timeout_ms},
                   {"healthy_threshold", h.healthy_threshold},
-                  {"unhealthy_threshold", h.unhealthy_threshold}};
+                  {"unhealthy_threshold", h.unhealthy_threshold},
+                  {"source", h.source ? json(h.source->str()) : json(nullptr)},
+                  {"verify", h.verify},
+                  {"ca_file", h.ca_file},
+                  {"jitter", h.jitter}};
   out["history"] = health_ ? health_->historyJson(ip) : json::array();
   return out;
 }
@@ -303,8 +307,8 @@ json Daemon::healthJson(uint32_t ip) const {
   const HealthTracker* t = health_ ? health_->tracker(ip) : nullptr;
   if (!t) return {{"state", "disabled"}};
   const HealthParams& p = t->params();
-  double since = started_at_ + double(t->lastChangeMs()) / 1000.0;
-  std::string last = t->history().empty() ? "" : t->history().back().reason;
+  double since = health_->unixTime(t->lastChangeMs());
+  std::string last;  // the last probe result's reason; "" before the first
   for (auto it = t->history().rbegin(); it != t->history().rend(); ++it)
     if (!it->is_transition) {
       last = it->reason;

@@ -44,7 +44,10 @@ HealthChecker::HealthChecker(boost::asio::io_context& io, std::function<void()> 
     : io_(io),
       on_change_(std::move(on_change)),
       tls_(boost::asio::ssl::context::tls_client),
-      epoch_(std::chrono::steady_clock::now()) {}
+      epoch_(std::chrono::steady_clock::now()),
+      epoch_unix_(std::chrono::duration<double>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count()) {}
 
 HealthChecker::~HealthChecker() {
   for (auto& [ip, t] : targets_) t->timer.cancel();

@@ -40,6 +40,8 @@ class HealthChecker {
   // The ProbeSpec this appliance is checked with (for gwlbctl probe defaults).
   static probe::ProbeSpec specFor(const HealthCheckConfig& h, const IpAddr& address);
   boost::asio::ssl::context& tls() { return tls_; }
+  // Unix time of a tracker timestamp (ms on this checker's clock).
+  double unixTime(uint64_t ms) const { return epoch_unix_ + double(ms) / 1000.0; }
 
  private:
   struct Target;
@@ -52,6 +54,7 @@ class HealthChecker {
   boost::asio::ssl::context tls_;
   std::map<uint32_t, std::shared_ptr<Target>> targets_;
   std::chrono::steady_clock::time_point epoch_;
+  double epoch_unix_ = 0;
 };
 
 }  // namespace gwlb::ctl

@@ -157,6 +157,23 @@ def t_servers():
     assert all(a in out for a in APPLIANCES) and "ago" in out, out
     assert len(js("servers", "--group", "firewalls")["servers"]) == 3
     run("servers", "--group", "nope", rc=1)
+    # No health_check section: checks are off, every appliance counts as healthy.
+    assert all(s["health"]["state"] == "disabled" for s in sv), [s["health"] for s in sv]
+    assert re.search(r"^192\.0\.2\.10\s+firewalls\s+100\s+active\s+\S+ ago\s+disabled\s+-\s+-\s+-\s",
+                     out, re.M), out
+    run("servers", "--wide", record=True)
+
+
+def t_health():
+    h = js("health", "192.0.2.10")
+    assert h["address"] == "192.0.2.10" and h["group"] == "firewalls", h
+    assert h["state"] == "disabled" and isinstance(h["history"], list), h
+    assert h["check"]["configured"] is False and h["check"]["protocol"] == "tcp", h
+    out = run("health", "192.0.2.10", record=True).stdout
+    assert "state      disabled" in out and "none configured" in out, out
+    r = run("health", "192.0.2.99", rc=1)
+    assert "no appliance 192.0.2.99 (not_found)" in r.stderr, r.stderr
+    assert js("health", "192.0.2.99", rc=1)["code"] == "not_found"
 
 
 def t_count():
@@ -476,6 +493,7 @@ def t_changes():
 
 
 for name, fn in [("stats", t_stats), ("status and groups", t_status), ("servers", t_servers),
+                 ("health", t_health),
                  ("flows --count", t_count), ("filters", t_filters), ("paging", t_paging),
                  ("explain", t_explain), ("explain vs transmitted Geneve", t_tx_explain),
                  ("server remove/add/set: new and existing flows", t_server_changes),

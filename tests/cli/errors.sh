@@ -95,6 +95,24 @@ says "$work/err" "missing --weight N"
 expect 2 stats --watch 0
 expect 2 stats --count 3
 says "$work/err" "--count needs --watch"
+expect 2 health
+says "$work/err" "missing ADDRESS (usage: gwlbctl health ADDRESS)"
+expect 2 health fw1
+says "$work/err" "ADDRESS: 'fw1'"
+expect 2 health 192.0.2.10 192.0.2.11
+says "$work/err" "unexpected argument '192.0.2.11'"
+expect 2 servers --wide=yes
+says "$work/err" "option --wide takes no value"
+expect 2 probe
+says "$work/err" "missing --protocol and --address"
+expect 2 probe --protocol gopher --address 127.0.0.1
+says "$work/err" "--protocol must be tcp, http or https"
+expect 2 probe --protocol tcp --address 127.0.0.1 --timeout 0.5
+says "$work/err" "--timeout: '0.5' is not a probe timeout"
+expect 2 probe --protocol tcp --address 127.0.0.1 --port 65536
+says "$work/err" "--port must be 1..65535"
+expect 2 probe fw1
+says "$work/err" "ADDRESS: 'fw1'"
 expect 2 status --timeout 0
 expect 2 status --socket
 says "$work/err" "needs a value (PATH)"
@@ -103,7 +121,7 @@ says "$work/err" "needs a value (PATH)"
 expect 0 help
 says "$work/out" "usage: gwlbctl"
 expect 0 --help
-for c in status servers groups flows explain stats "server add" "server remove" "server set" reload "config check"; do
+for c in status servers health groups flows explain stats probe "server add" "server remove" "server set" reload "config check"; do
   # shellcheck disable=SC2086
   expect 0 $c --help
   says "$work/out" "usage: gwlbctl $c"
@@ -143,6 +161,43 @@ fake_pid=$!
 for _ in $(seq 1 100); do [ -S "$sock" ] && break; sleep 0.05; done
 expect 2 --socket "$sock" --timeout 0.5 status
 says "$work/err" "no reply from gwlbd at $sock within 0.5 s (--timeout SECONDS)"
+expect 0 --socket "$sock" servers
+says "$work/out" "ADDRESS     GROUP      WEIGHT  STATE      SINCE      HEALTH     CONSEC  LAST RESULT      WINDOWS"
+says "$work/out" "unhealthy  1m12s ago  unhealthy      3✗  connect_timeout  fail 19s / ok 4s     12"
+says "$work/out" "healthy       12✓  ok"
+says "$work/out" "disabled        -  -"
+if grep -qE "MAC|REASON|02:00:00:00:00:fe" "$work/out"; then echo "FAIL: servers shows wide columns"; fails=$((fails + 1)); fi
+expect 0 --socket "$sock" servers --wide
+says "$work/out" "REASON"
+says "$work/out" "connect_timeout: no answer to SYN within 5000 ms  fail 19s / ok 4s"
+says "$work/out" "1.5 MiB  02:00:00:00:00:fe"
+expect 0 --socket "$sock" health 192.0.2.10
+says "$work/out" "appliance    192.0.2.10 (group firewalls)"
+says "$work/out" "state        unhealthy since 1m12s ago"
+says "$work/out" "last result  ✗ connect_timeout: no answer to SYN within 5000 ms (3 failures in a row)"
+says "$work/out" "windows      fail 19s / ok 4s"
+says "$work/out" "check        http port 80, GET /healthz, Host fw.example, codes http_2xx,302"
+says "$work/out" "             every 2s, timeout 5s; healthy after 3 successes, unhealthy after 3 failures"
+says "$work/out" "history (newest last):"
+says "$work/out" "  1m35s ago  → initializing: weight set, probing starts"
+says "$work/out" "  12.3s ago  ✗ bad_status (4 ms): HTTP 503 (expected 200-299,302)"
+says "$work/out" "   0.2s ago  → unhealthy: 3 consecutive failures (connect_timeout: no answer to SYN within 5000 ms)"
+[ "$(tail -n 1 "$work/out")" = "   0.2s ago  → unhealthy: 3 consecutive failures (connect_timeout: no answer to SYN within 5000 ms)" ] ||
+  { echo "FAIL: health history is not newest last"; fails=$((fails + 1)); }
+expect 0 --socket "$sock" health 192.0.2.11
+says "$work/out" "disabled (health checks off: treated as healthy)"
+expect 0 --socket "$sock" --json health 192.0.2.10
+/usr/bin/python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert list(j)[:7] == ["state", "consecutive", "last_ok", "last_result", "since", "failure_window_s", "success_window_s"], list(j)
+assert j["check"]["http_codes"] == ["http_2xx", "302"] and len(j["history"]) == 9, j
+assert j["history"][-1]["transition"] == {"from": "healthy", "to": "unhealthy"}, j
+' "$work/out"
+expect 1 --socket "$sock" health 192.0.2.99
+says "$work/err" "gwlbctl: no appliance 192.0.2.99 (not_found)"
+expect 1 --socket "$sock" --json health 192.0.2.99
+/usr/bin/python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["code"] == "not_found"' "$work/out"
 expect 1 --socket "$sock" servers --group nope
 says "$work/err" "gwlbctl: no server group 'nope' (not_found)"
 expect 1 --socket "$sock" --json servers --group nope
@@ -184,6 +239,11 @@ assert flows and flows[0]["params"] == {"proto": "47", "port": 80, "limit": 1}, 
 assert all(isinstance(r["id"], int) for r in reqs)
 pages = [r.get("params", {}).get("cursor") for r in reqs if r["method"] == "flows" and not r.get("params", {}).get("proto") and not r.get("params", {}).get("count")]
 assert pages == [None, "1"], pages
+health = [r["params"] for r in reqs if r["method"] == "health"]
+assert health and all(set(p) == {"address"} for p in health), health
+assert {"address": "192.0.2.10"} in health, health
+servers = [r.get("params", {}) for r in reqs if r["method"] == "servers"]
+assert {} in servers and {"group": "nope"} in servers and all("wide" not in p for p in servers), servers
 print(f"fake gwlbd saw {len(reqs)} requests, parameters as documented")
 PY
 

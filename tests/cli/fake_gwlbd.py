@@ -1,13 +1,16 @@
 #!/usr/bin/python3
 """A stand-in for gwlbd's control socket, for gwlbctl's error-path tests.
 
-usage: fake_gwlbd.py SOCKET REQUEST_LOG
+usage: fake_gwlbd.py SOCKET REQUEST_LOG [PROBE_PORT]
 
 Answers each request line with a canned reply chosen by method, and appends
 every request it received to REQUEST_LOG (one JSON object per line):
   status        never answers (gwlbctl's --timeout)
   groups        answers with a line that is not JSON
-  servers       not_found
+  servers       three appliances with health objects; not_found for another group
+  health        192.0.2.10: unhealthy with history; 192.0.2.11: checks off;
+                127.0.0.1: a tcp check on PROBE_PORT (for `gwlbctl probe 127.0.0.1`);
+                others: not_found
   server.add    invalid_config with details
   server.remove ok
   flows         two pages of one flow each (cursor "1"), or {count} with count
@@ -22,6 +25,7 @@ import threading
 import time
 
 sock_path, log_path = sys.argv[1], sys.argv[2]
+probe_port = int(sys.argv[3]) if len(sys.argv) > 3 else 9
 lock = threading.Lock()
 stats_calls = [0]
 
@@ -33,12 +37,76 @@ def flow(n):
             "packets": [3, 2], "bytes": [300, 200]}
 
 
+NOW = time.time()
+HEALTH_10 = {"state": "unhealthy", "consecutive": 3, "last_ok": False,
+             "last_result": "connect_timeout: no answer to SYN within 5000 ms",
+             "since": NOW - 72, "failure_window_s": 19.0, "success_window_s": 4.0}
+SERVERS = [
+    {"address": "192.0.2.10", "group": "firewalls", "weight": 100, "state": "unhealthy",
+     "reason": "failed health checks (3 consecutive failures (connect_timeout: no answer to SYN "
+               "within 5000 ms)): no new flows",
+     "since": NOW - 72, "mac": "02:00:00:00:00:fe", "active_flows": 12,
+     "health": HEALTH_10, "packets": 123456, "bytes": 1572864},
+    {"address": "192.0.2.11", "group": "firewalls", "weight": 100, "state": "active",
+     "reason": "in the Maglev table", "since": NOW - 300, "mac": "02:00:00:00:00:fe",
+     "active_flows": 7, "health": {"state": "healthy", "consecutive": 12, "last_ok": True,
+     "last_result": "ok", "since": NOW - 290, "failure_window_s": 19.0, "success_window_s": 4.0},
+     "packets": 10, "bytes": 1000},
+    {"address": "192.0.2.12", "group": "firewalls", "weight": 0, "state": "idle",
+     "reason": "weight 0: keeps its flows, receives no new ones", "since": NOW - 5, "mac": None,
+     "active_flows": 0, "health": {"state": "disabled"}, "packets": 0, "bytes": 0},
+]
+CHECK = {"configured": True, "enabled": True, "protocol": "http", "port": 80, "path": "/healthz",
+         "domain": "fw.example", "http_codes": ["http_2xx", "302"], "interval_ms": 2000,
+         "timeout_ms": 5000, "healthy_threshold": 3, "unhealthy_threshold": 3}
+HISTORY_10 = [
+    {"ago_s": 95.25, "transition": {"from": "unused", "to": "initializing"},
+     "reason": "weight set, probing starts"},
+    {"ago_s": 93.0, "ok": True, "reason": "ok", "response_ms": 3},
+    {"ago_s": 91.0, "ok": True, "reason": "ok", "response_ms": 2},
+    {"ago_s": 89.0, "ok": True, "reason": "ok", "response_ms": 2},
+    {"ago_s": 89.0, "transition": {"from": "initializing", "to": "healthy"},
+     "reason": "3 consecutive successes"},
+    {"ago_s": 12.3, "ok": False, "reason": "bad_status: HTTP 503 (expected 200-299,302)",
+     "response_ms": 4},
+    {"ago_s": 7.2, "ok": False, "reason": "connect_timeout: no answer to SYN within 5000 ms",
+     "response_ms": 5000},
+    {"ago_s": 0.2, "ok": False, "reason": "connect_timeout: no answer to SYN within 5000 ms",
+     "response_ms": 5000},
+    {"ago_s": 0.2, "transition": {"from": "healthy", "to": "unhealthy"},
+     "reason": "3 consecutive failures (connect_timeout: no answer to SYN within 5000 ms)"},
+]
+
+
+def health(addr):
+    if addr == "192.0.2.10":
+        return dict(HEALTH_10, address=addr, group="firewalls", check=CHECK, history=HISTORY_10)
+    if addr == "192.0.2.11":
+        return {"state": "disabled", "address": addr, "group": "firewalls",
+                "check": dict(CHECK, enabled=False), "history": []}
+    if addr == "127.0.0.1":
+        return {"state": "initializing", "consecutive": 0, "last_ok": False, "last_result": "",
+                "since": NOW, "failure_window_s": 1.1, "success_window_s": 0.2,
+                "address": addr, "group": "local",
+                "check": dict(CHECK, protocol="tcp", port=probe_port, timeout_ms=500,
+                              interval_ms=100),
+                "history": []}
+    return None
+
+
 def reply(req):
     m, p = req.get("method"), req.get("params", {})
     if m == "groups":
         return "this is not json"
     if m == "servers":
+        if p.get("group", "firewalls") == "firewalls":
+            return {"ok": True, "result": {"servers": SERVERS}}
         return {"ok": False, "error": {"code": "not_found", "message": "no server group '%s'" % p.get("group")}}
+    if m == "health":
+        h = health(p.get("address"))
+        if h is None:
+            return {"ok": False, "error": {"code": "not_found", "message": "no appliance %s" % p.get("address")}}
+        return {"ok": True, "result": h}
     if m == "server.add":
         return {"ok": False, "error": {"code": "invalid_config", "message": "1 error",
                 "details": [{"path": "server_groups[0].servers[3].address",

@@ -16,21 +16,41 @@ bool has(const std::string& text, const std::string& part) {
 }  // namespace
 
 TEST(Render, Servers) {
-  Json r = Json::parse(R"({"servers": [
+  Json r = Json::parse(R"J({"servers": [
     {"address": "192.0.2.10", "group": "firewalls", "weight": 100, "state": "active",
      "mac": "02:00:00:00:00:fe", "since": 1000.0, "reason": "configured", "active_flows": 12,
+     "health": {"state": "healthy", "consecutive": 12, "last_ok": true, "last_result": "ok",
+                "since": 1000.0, "failure_window_s": 19.0, "success_window_s": 4.0},
      "packets": 123456, "bytes": 1572864},
-    {"address": "192.0.2.11", "group": "firewalls", "weight": 0, "state": "idle",
+    {"address": "192.0.2.11", "group": "firewalls", "weight": 100, "state": "unhealthy",
+     "mac": null, "since": 1300, "reason": "failed health checks", "active_flows": 0,
+     "health": {"state": "unhealthy", "consecutive": 3, "last_ok": false,
+                "last_result": "bad_status: HTTP 503 (expected 200-399)", "since": 1300,
+                "failure_window_s": 0.25, "success_window_s": 1.5},
+     "packets": 0, "bytes": 0},
+    {"address": "192.0.2.12", "group": "firewalls", "weight": 0, "state": "idle",
      "mac": null, "since": 1300, "reason": "weight 0", "active_flows": 0,
-     "packets": 0, "bytes": 0}]})");
+     "health": {"state": "disabled"}, "packets": 0, "bytes": 0}]})J");
   std::string t = renderServers(r, 1312.0);
   EXPECT_EQ(t,
-            "ADDRESS     GROUP      WEIGHT  STATE   SINCE      REASON      FLOWS  PACKETS    BYTES"
-            "  MAC\n"
-            "192.0.2.10  firewalls     100  active  5m12s ago  configured     12     123k  1.5 MiB"
-            "  02:00:00:00:00:fe\n"
-            "192.0.2.11  firewalls       0  idle    12s ago    weight 0        0        0      0 B"
-            "  -\n");
+            "ADDRESS     GROUP      WEIGHT  STATE      SINCE      HEALTH     CONSEC  LAST RESULT"
+            "     WINDOWS               FLOWS  PACKETS    BYTES\n"
+            "192.0.2.10  firewalls     100  active     5m12s ago  healthy       12✓  ok         "
+            "     fail 19s / ok 4s         12     123k  1.5 MiB\n"
+            "192.0.2.11  firewalls     100  unhealthy  12s ago    unhealthy      3✗  bad_status 503"
+            "  fail 250ms / ok 1.5s      0        0      0 B\n"
+            "192.0.2.12  firewalls       0  idle       12s ago    disabled        -  -          "
+            "     -                         0        0      0 B\n");
+  std::string w = renderServers(r, 1312.0, true);
+  EXPECT_TRUE(has(w, "  REASON  ")) << w;
+  EXPECT_TRUE(has(w, "  MAC\n")) << w;
+  EXPECT_TRUE(has(w, "bad_status: HTTP 503 (expected 200-399)")) << w;
+  EXPECT_TRUE(has(w, "02:00:00:00:00:fe")) << w;
+  // An older gwlbd without health objects: dashes.
+  Json old = Json::parse(R"({"servers": [{"address": "192.0.2.10", "group": "fw", "weight": 1,
+    "state": "active", "since": 1000, "active_flows": 1, "packets": 1, "bytes": 1}]})");
+  EXPECT_TRUE(has(renderServers(old, 1312.0), "active  5m12s ago  -            -  -            -  "))
+      << renderServers(old, 1312.0);
   EXPECT_EQ(renderServers(Json::parse(R"({"servers": []})"), 0), "no servers\n");
 }
 
