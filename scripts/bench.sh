@@ -28,8 +28,10 @@ if [ -z "$only" ] || [ "$only" = flow_dump ]; then
 dump_json=$(bash "$GWLB_ROOT/tests/daemon/run_dump.sh" "$GWLB_BUILD/control/gwlbd" \
   "$out/bench-dump" "$GWLB_ROOT" "$flows" --bench --rounds "$rounds" | tail -1)
 
-/usr/bin/python3 - "$dump_json" "$out/bench.json" "$cpu" <<'PY'
-import json, sys
+GWLB_ROOT="$GWLB_ROOT" /usr/bin/python3 - "$dump_json" "$out/bench.json" "$cpu" <<'PY'
+import json, os, sys
+sys.path.insert(0, os.path.join(os.environ["GWLB_ROOT"], "bench"))
+from report import emit
 d = json.loads(sys.argv[1])
 cond = (f"{d['flows']} flows (1 UDP packet each, 64 B) replayed endlessly by net_pcap "
         f"infinite_rx; 1 worker lcore on core 1, control on core 0; dump = pages of 10000 "
@@ -42,19 +44,7 @@ rows = [
   ("during / without dump", f"{d['ratio']:.3f}", "1.000 = no slow-down"),
   ("full dump time (median)", f"{d['dump_s_median']:.2f} s", f"{d['flows']/d['dump_s_median']/1e3:.0f} k flows/s"),
 ]
-print(f"\n{'figure':40} {'value':>12}  conditions")
-for f, v, c in rows:
-    print(f"{f:40} {v:>12}  {c}")
-print(f"conditions: {cond}")
-try:
-    j = json.load(open(sys.argv[2]))
-except (OSError, ValueError):
-    j = {}
-j["machine"] = sys.argv[3]
-j["flow_dump"] = d
-j.setdefault("conditions", {})["flow_dump"] = cond
-json.dump(j, open(sys.argv[2], "w"), indent=2)
-print(f"\nwritten: {sys.argv[2]}")
+emit("flow_dump", d, rows, cond, sys.argv[2], sys.argv[3])
 PY
 fi
 
@@ -64,8 +54,10 @@ if [ -z "$only" ] || [ "$only" = probes ]; then
 probe_json=$("$GWLB_BUILD/bench/probe_scale" --targets 1000,10000 --modes accept,refused \
   --duration "$probe_s" --interval-ms 1000 --timeout-ms 1000 2>"$out/bench-probes.log" | tail -1)
 
-/usr/bin/python3 - "$probe_json" "$out/bench.json" "$cpu" "$(nproc)" <<'PY'
-import json, sys
+GWLB_ROOT="$GWLB_ROOT" /usr/bin/python3 - "$probe_json" "$out/bench.json" "$cpu" "$(nproc)" <<'PY'
+import json, os, sys
+sys.path.insert(0, os.path.join(os.environ["GWLB_ROOT"], "bench"))
+from report import emit
 d = json.loads(sys.argv[1])
 cond = (f"bench/probe_scale: TCP probes to 127.0.0.1-{d['listeners']} only, interval "
         f"{d['interval_ms']} ms, timeout {d['timeout_ms']} ms, {d['duration_s']:.0f} s per run, "
@@ -96,18 +88,6 @@ for r in d["runs"]:
       (f"starts per 100 ms min-max ({tag})", f"{w['min']}-{w['max']}",
        f"ideal {w['ideal']:.0f}; jittered schedule itself {w['scheduled_min']}-{w['scheduled_max']}"),
     ]
-print(f"\n{'figure':52} {'value':>18}  conditions")
-for f, v, c in rows:
-    print(f"{f:52} {v:>18}  {c}")
-print(f"conditions: {cond}")
-try:
-    j = json.load(open(sys.argv[2]))
-except (OSError, ValueError):
-    j = {}
-j["machine"] = sys.argv[3]
-j["probes"] = d
-j.setdefault("conditions", {})["probes"] = cond
-json.dump(j, open(sys.argv[2], "w"), indent=2)
-print(f"\nwritten: {sys.argv[2]}")
+emit("probes", d, rows, cond, sys.argv[2], sys.argv[3], width=52, value_width=18)
 PY
 fi

@@ -15,26 +15,7 @@ cleanup() {
 trap cleanup EXIT
 fails=0
 
-# expect RC ARGS...: runs gwlbctl, keeps stdout/stderr in $work/out, $work/err.
-expect() {
-  local want="$1"; shift
-  set +e
-  "$ctl" "$@" > "$work/out" 2> "$work/err"
-  local rc=$?
-  set -e
-  if [ "$rc" -ne "$want" ]; then
-    echo "FAIL: gwlbctl $* -> exit $rc, want $want"; sed 's/^/  stderr: /' "$work/err"; sed 's/^/  stdout: /' "$work/out"
-    fails=$((fails + 1))
-  else
-    echo "ok: gwlbctl $* -> $rc"
-  fi
-}
-# says FILE TEXT: FILE ($work/out or $work/err) contains TEXT (fixed string).
-says() {
-  if ! grep -qF -- "$2" "$1"; then
-    echo "FAIL: $(basename "$1") lacks: $2"; sed 's/^/  | /' "$1"; fails=$((fails + 1))
-  fi
-}
+source "$src/tests/cli/expect_lib.sh"
 
 # --- no daemon ---------------------------------------------------------------
 expect 2 --socket "$sockdir/none.sock" status

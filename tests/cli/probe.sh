@@ -17,24 +17,7 @@ cleanup() {
 trap cleanup EXIT
 fails=0
 
-expect() {
-  local want="$1"; shift
-  set +e
-  "$ctl" "$@" > "$work/out" 2> "$work/err"
-  local rc=$?
-  set -e
-  if [ "$rc" -ne "$want" ]; then
-    echo "FAIL: gwlbctl $* -> exit $rc, want $want"; sed 's/^/  stderr: /' "$work/err"; sed 's/^/  stdout: /' "$work/out"
-    fails=$((fails + 1))
-  else
-    echo "ok: gwlbctl $* -> $rc: $(head -c 200 "$work/out" | tr '\n' ' ')"
-  fi
-}
-says() {
-  if ! grep -qF -- "$2" "$1"; then
-    echo "FAIL: $(basename "$1") lacks: $2"; sed 's/^/  | /' "$1"; fails=$((fails + 1))
-  fi
-}
+source "$src/tests/cli/expect_lib.sh"
 # json PYTHON-EXPR: evaluates EXPR with j = the JSON in $work/out.
 json() {
   if ! /usr/bin/python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert eval(sys.argv[2]), j' \

@@ -20,11 +20,9 @@ eal: ["--no-huge", "--no-pci", "--file-prefix", "$prefix", "-m", "256",
       "--lcores=0@(0-1),1@(0-1)", "--log-level=*:warning",
       "--vdev", "net_pcap0,rx_pcap=$work/in.pcap,tx_pcap=$work/out.pcap"]
 YAML
-"$gwlbd" --config "$work/gwlbd.yaml" > "$work/gwlbd.log" 2>&1 &
-pid=$!
-trap 'kill -TERM $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf /var/run/dpdk/$prefix' EXIT
-for _ in $(seq 1 80); do [ -S "$work/run/gwlbd.sock" ] && break; sleep 0.25; done
-[ -S "$work/run/gwlbd.sock" ] || { cat "$work/gwlbd.log"; echo "FAIL: no control socket"; exit 1; }
+source "$src/tests/daemon/gwlbd_lib.sh"
+gwlbd_extra_cleanup="rm -rf /var/run/dpdk/$prefix"
+start_gwlbd "$gwlbd" "$work/gwlbd.yaml" "$work/gwlbd.log" "$work/run/gwlbd.sock"
 [ "$(stat -c %a "$work/run/gwlbd.sock")" = "660" ] || { echo "FAIL: socket mode"; exit 1; }
 # Wait until the capture went through.
 for _ in $(seq 1 80); do
@@ -35,9 +33,7 @@ r=json.loads(s.makefile().readline()); sys.exit(0 if r['result']['totals']['rx_p
   sleep 0.25
 done
 /usr/bin/python3 "$src/tests/daemon/api_hostile.py" "$work/run/gwlbd.sock" "127.0.0.1:$port" "$prefix" "$n_in"
-kill -TERM $pid; wait $pid; rc=$?
-trap - EXIT
-rm -rf "/var/run/dpdk/$prefix"
+rc=0; stop_gwlbd || rc=$?
 [ $rc -eq 0 ] || { cat "$work/gwlbd.log"; echo "FAIL: gwlbd exit $rc"; exit 1; }
 [ ! -e "$work/run/gwlbd.sock" ] || { echo "FAIL: socket left behind"; exit 1; }
 echo "gwlbd stopped cleanly and removed its socket"

@@ -18,11 +18,7 @@ eal: ["--no-huge", "--no-pci", "--no-shconf", "--no-telemetry", "-m", "$((mbufs 
       "--lcores=0@0,1@1", "--log-level=*:warning",
       "--vdev", "net_pcap0,rx_pcap=$work/flows.pcap,infinite_rx=1"]
 YAML
-"$gwlbd" --config "$work/gwlbd.yaml" > "$work/gwlbd.log" 2>&1 &
-pid=$!
-trap 'kill -TERM $pid 2>/dev/null || true; wait $pid 2>/dev/null || true' EXIT
-for _ in $(seq 1 120); do [ -S "$work/gwlbd.sock" ] && break; sleep 0.25; done
-[ -S "$work/gwlbd.sock" ] || { cat "$work/gwlbd.log"; echo "FAIL: gwlbd did not start"; exit 1; }
+source "$src/tests/daemon/gwlbd_lib.sh"
+start_gwlbd "$gwlbd" "$work/gwlbd.yaml" "$work/gwlbd.log" "$work/gwlbd.sock"
 /usr/bin/python3 "$src/tests/daemon/dump_under_load.py" "$work/gwlbd.sock" "$flows" "$@"
-kill -TERM $pid; wait $pid
-trap - EXIT
+stop_gwlbd

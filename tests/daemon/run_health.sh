@@ -20,13 +20,9 @@ eal: ["--no-huge", "--no-pci", "--no-shconf", "--no-telemetry", "-m", "256",
       "--lcores=0@(0-1),1@(0-1)", "--log-level=*:warning",
       "--vdev", "net_pcap0,rx_pcap=$work/flows.pcap,infinite_rx=1"]
 YAML
-"$gwlbd" --config "$work/gwlbd.yaml" > "$work/gwlbd.log" 2>&1 &
-pid=$!
-trap 'kill -TERM $pid 2>/dev/null || true; wait $pid 2>/dev/null || true' EXIT
-for _ in $(seq 1 80); do [ -S "$work/gwlbd.sock" ] && break; sleep 0.25; done
-[ -S "$work/gwlbd.sock" ] || { cat "$work/gwlbd.log"; echo "FAIL: gwlbd did not start"; exit 1; }
+source "$src/tests/daemon/gwlbd_lib.sh"
+start_gwlbd "$gwlbd" "$work/gwlbd.yaml" "$work/gwlbd.log" "$work/gwlbd.sock"
 /usr/bin/python3 "$src/tests/daemon/health_e2e.py" "$work/gwlbd.sock" "$port" "$work/gwlbd.yaml" "$work/gwlbd.log" \
   || { tail -30 "$work/gwlbd.log"; exit 1; }
-kill -TERM $pid; wait $pid
-trap - EXIT
+stop_gwlbd
 grep "health:" "$work/gwlbd.log" | head -5
