@@ -63,6 +63,7 @@ constexpr Range kVniRange{0, 0xFFFFFF, true};
 constexpr Range kU64Range{0, std::numeric_limits<uint64_t>::max(), true};
 constexpr Range kMaglevRange{251, 1000003};
 constexpr Range kIdleRange{60, 6000};
+constexpr Range kDrainRange{1, 3600};
 constexpr Range kPortRange{0, 65535};
 constexpr Range kMtuRange{576, 9216};
 constexpr Range kIcmpRateRange{0, 100000};
@@ -248,6 +249,8 @@ class Validator {
       health(gp, g.health_check);
       range(gp + ".tcp_idle_timeout", g.tcp_idle_timeout_s, kIdleRange, " seconds");
       range(gp + ".other_idle_timeout", g.other_idle_timeout_s, kIdleRange, " seconds");
+      range(gp + ".connection_draining.timeout", g.connection_draining.timeout_s, kDrainRange,
+            " seconds");
 
       const std::string mp = gp + ".maglev_table_size";
       const uint32_t ts = g.maglev_table_size;
@@ -658,8 +661,9 @@ class Parser {
   }
 
   // Integer seconds, or a number followed by s, m or h.
-  void duration(const YAML::Node& n, const std::string& path, uint32_t& out) {
-    const std::string range_text = rangeText(kIdleRange) + " seconds";
+  void duration(const YAML::Node& n, const std::string& path, uint32_t& out,
+                const Range& r = kIdleRange) {
+    const std::string range_text = rangeText(r) + " seconds";
     const std::string* s = scalar(n, path, "a duration in " + range_text);
     if (!s) return;
     std::string_view t = *s;
@@ -681,16 +685,16 @@ class Parser {
                      range_text);
       return;
     }
-    uint64_t v = kIdleRange.hi + 1;  // anything over 9 digits is out of range
+    uint64_t v = uint64_t(r.hi) + 1;  // anything over 9 digits is out of range
     if (t.size() <= 9) {
       v = 0;
       for (char c : t) v = v * 10 + uint64_t(c - '0');
       v *= mult;
     }
-    if (v < kIdleRange.lo || v > kIdleRange.hi) {
+    if (v < r.lo || v > r.hi) {
       std::string q = quote(*s);
       if (mult != 1 || s->back() == 's') q += " (" + std::to_string(v) + " s)";
-      fail(path, outOfRange(q, kIdleRange, " seconds"));
+      fail(path, outOfRange(q, r, " seconds"));
       return;
     }
     out = static_cast<uint32_t>(v);
@@ -764,7 +768,8 @@ class Parser {
   void group(const YAML::Node& n, const std::string& path, ServerGroupConfig& g) {
     walkMap(n, path,
             {"name", "stickiness", "geneve", "maglev_table_size", "tcp_idle_timeout",
-             "other_idle_timeout", "servers", "health_check", "when_all_unhealthy"},
+             "other_idle_timeout", "servers", "health_check", "when_all_unhealthy",
+             "failover_mode", "connection_draining"},
             {"name", "servers"},
             [&](std::string_view k, const YAML::Node& v, const std::string& p) {
               if (k == "name") str(v, p, "a group name", g.name);
@@ -783,6 +788,21 @@ class Parser {
                 if (w == "fail_open") g.when_all_unhealthy = WhenAllUnhealthy::kFailOpen;
                 else if (w == "drop") g.when_all_unhealthy = WhenAllUnhealthy::kDrop;
                 else fail(p, quote(w) + " is not allowed; use fail_open or drop");
+              } else if (k == "failover_mode") {
+                std::string w;
+                size_t before = errs_.size();
+                str(v, p, "no_rebalance or rebalance", w);
+                if (errs_.size() != before) return;
+                if (w == "no_rebalance") g.failover_mode = FailoverMode::kNoRebalance;
+                else if (w == "rebalance") g.failover_mode = FailoverMode::kRebalance;
+                else fail(p, quote(w) + " is not allowed; use no_rebalance or rebalance");
+              } else if (k == "connection_draining") {
+                walkMap(v, p, {"enabled", "timeout"}, {},
+                        [&](std::string_view dk, const YAML::Node& dv, const std::string& dp) {
+                          if (dk == "enabled") boolean(dv, dp, g.connection_draining.enabled);
+                          else if (dk == "timeout")
+                            duration(dv, dp, g.connection_draining.timeout_s, kDrainRange);
+                        });
               }
             });
   }
@@ -1053,6 +1073,10 @@ const char* toString(HealthProtocol p) {
 
 const char* toString(WhenAllUnhealthy w) {
   return w == WhenAllUnhealthy::kDrop ? "drop" : "fail_open";
+}
+
+const char* toString(FailoverMode m) {
+  return m == FailoverMode::kRebalance ? "rebalance" : "no_rebalance";
 }
 
 bool parseListen(const std::string& s, IpAddr& addr, uint16_t& port) {

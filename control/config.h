@@ -33,8 +33,18 @@ struct GeneveConfig {
 
 enum class HealthProtocol : uint8_t { kTcp, kHttp, kHttps };
 enum class WhenAllUnhealthy : uint8_t { kFailOpen, kDrop };
+// Where existing flows of an appliance that left go (DOMAIN.md section 3).
+enum class FailoverMode : uint8_t { kNoRebalance, kRebalance };
 const char* toString(HealthProtocol p);
 const char* toString(WhenAllUnhealthy w);
+const char* toString(FailoverMode m);
+
+// Connection draining of appliances removed from a group (or drained by
+// `gwlbctl server drain`): existing flows stay for up to timeout_s.
+struct DrainingConfig {
+  bool enabled = false;
+  uint32_t timeout_s = 300;                // 1..3600
+};
 
 // Health checks of a group's appliances (DOMAIN.md section 2). Off when the
 // section is absent; `enabled` defaults to true once it is present.
@@ -67,6 +77,8 @@ struct ServerGroupConfig {
   std::vector<ServerConfig> servers;         // 1..4096, unique addresses
   HealthCheckConfig health_check;
   WhenAllUnhealthy when_all_unhealthy = WhenAllUnhealthy::kFailOpen;
+  FailoverMode failover_mode = FailoverMode::kNoRebalance;
+  DrainingConfig connection_draining;
 };
 
 struct NodeConfig {

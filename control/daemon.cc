@@ -177,7 +177,7 @@ void Daemon::retireSnapshots(bool wait) {
 
 void Daemon::rebuildSnapshot() {
   auto s = buildSnapshot(cfg_, registry_, neighbours_, ++generation_,
-                         health_ ? health_->outOfService() : OutOfService{});
+                         health_ ? health_->states() : HealthMap{}, &lifecycle_);
   updateServerStatus(*s);
   size_t unresolved = 0;
   for (auto& sv : s->servers)
@@ -185,6 +185,14 @@ void Daemon::rebuildSnapshot() {
   spdlog::info("snapshot {} published: {} group(s), {} appliance(s), {} awaiting ARP",
                s->generation, s->groups.size(), s->by_ip.size(), unresolved);
   publish(std::move(s));
+}
+
+void Daemon::lifecycleTick(bool count) {
+  if (lifecycle_.entries().empty()) return;
+  std::vector<uint32_t> counts;
+  if (count) flows_->countByServer(counts);
+  if (lifecycle_.tick(dp::monotonicNs(), count ? &counts : nullptr, registry_.addresses()))
+    rebuildSnapshot();
 }
 
 void Daemon::updateServerStatus(const dp::Snapshot& s) {
@@ -361,6 +369,7 @@ int Daemon::run() {
       if (ec) return;
       handlePunted();
       retireSnapshots(false);
+      lifecycleTick(false);
       onFast();
     });
   };
@@ -369,8 +378,12 @@ int Daemon::run() {
     slow.expires_after(1s);
     slow.async_wait([&](const boost::system::error_code& ec) {
       if (ec) return;
-      size_t expired = flows_->expire(dp::monotonicNs());
+      std::vector<uint16_t> expired_on;
+      size_t expired = flows_->expire(dp::monotonicNs(), 0,
+                                      lifecycle_.entries().empty() ? nullptr : &expired_on);
+      if (!expired_on.empty()) lifecycle_.flowsExpired(expired_on, registry_.addresses());
       flows_->reclaim(false);
+      lifecycleTick(true);
       if (expired) spdlog::debug("expired {} idle flow(s)", expired);
       resolveNeighbours();
       sampleRates();

@@ -17,6 +17,7 @@
 #include "control/api_server.h"
 #include "control/config.h"
 #include "control/health_checker.h"
+#include "control/lifecycle.h"
 #include "control/metrics_server.h"
 #include "control/snapshot_builder.h"
 #include "dataplane/flow_table.h"
@@ -70,12 +71,20 @@ class Daemon {
   nlohmann::json apiServerAdd(const nlohmann::json& p);
   nlohmann::json apiServerRemove(const nlohmann::json& p);
   nlohmann::json apiServerSet(const nlohmann::json& p);
+  nlohmann::json apiServerDrain(const nlohmann::json& p);
+  nlohmann::json apiServerUndrain(const nlohmann::json& p);
+  nlohmann::json drainJson(const ServerLifecycle::Entry& e) const;
+  nlohmann::json lifecycleStatsJson() const;
+  // Drain deadlines (and, with count, emptied drains and forgotten
+  // appliances): rebuilds the snapshot when a phase changed.
+  void lifecycleTick(bool count);
   nlohmann::json apiReload(const nlohmann::json& p);
   nlohmann::json apiHealth(const nlohmann::json& p);
   nlohmann::json healthJson(uint32_t ip) const;
   nlohmann::json portsJson() const;
   // Validates and applies a changed config (a copy of cfg_); the error reply or null.
-  nlohmann::json applyConfig(Config next);
+  // `why` names the cause for appliances the change removes.
+  nlohmann::json applyConfig(Config next, const std::string& why);
 
   Config cfg_;
   rte_mempool* pool_ = nullptr;
@@ -84,6 +93,7 @@ class Daemon {
   dp::Dataplane dp_;
   ServerRegistry registry_;
   NeighbourTable neighbours_;
+  ServerLifecycle lifecycle_;
   uint64_t generation_ = 0;
   struct Retired {
     const dp::Snapshot* snap;

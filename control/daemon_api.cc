@@ -140,6 +140,20 @@ std::string addrText(const uint8_t* a, uint8_t family) {
   return (family == 6 ? IpAddr::v6(a) : IpAddr::v4(a)).str();
 }
 
+// Where a flow was before its last move and why (null when it never moved).
+json movedJson(const dp::FlowEntry& e, const dp::Snapshot* s, uint64_t now) {
+  uint64_t mv = e.moved.load(std::memory_order_acquire);
+  if (!mv) return nullptr;
+  uint16_t from = dp::moveFrom(mv);
+  uint64_t at = e.moved_ns.load(std::memory_order_relaxed);
+  return {{"from", s && from < s->servers.size() ? json(IpAddr::v4(s->servers[from].ip).str())
+                                                 : json(nullptr)},
+          {"reason", dp::toString(dp::MoveReason(dp::moveReason(mv)))},
+          {"old_cookie", hex32(dp::moveCookie(mv))},
+          {"ago_s", now > at ? double(now - at) / 1e9 : 0.0},
+          {"moves", e.moves.load(std::memory_order_relaxed)}};
+}
+
 double unixNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -166,12 +180,14 @@ json Daemon::handleApi(const std::string& method, const json& params) {
     else if (method == "server.add") result = apiServerAdd(params);
     else if (method == "server.remove") result = apiServerRemove(params);
     else if (method == "server.set") result = apiServerSet(params);
+    else if (method == "server.drain") result = apiServerDrain(params);
+    else if (method == "server.undrain") result = apiServerUndrain(params);
     else if (method == "reload") result = apiReload(params);
     else if (method == "health") result = apiHealth(params);
     else
       badRequest("unknown method '" + method +
                  "' (status, servers, groups, flows, explain, stats, server.add, "
-                 "server.remove, server.set, reload, health)");
+                 "server.remove, server.set, server.drain, server.undrain, reload, health)");
     return {{"ok", true}, {"result", std::move(result)}};
   } catch (const ApiFailure& f) {
     json r = apiError(nullptr, f.code, f.what());
@@ -224,6 +240,8 @@ json Daemon::apiStatus(const json& p) {
           {"config_file", cfg_.source_path},
           {"config_loaded_at", config_loaded_at_},
           {"snapshot_generation", s ? s->generation : 0},
+          {"snapshots_live", dp::Snapshot::live()},
+          {"snapshots_retiring", retired_.size()},
           {"flows", flows_->count()},
           {"flow_capacity", flows_->capacity()},
           {"rx_pps", rx_pps_},
@@ -253,6 +271,7 @@ json Daemon::apiServers(const json& p) {
       }
       const dp::ServerView* sv = (s && id < s->servers.size()) ? &s->servers[id] : nullptr;
       auto status = server_status_.find(ip);
+      const ServerLifecycle::Entry* le = lifecycle_.find(ip);
       json j = {{"address", sc.address.str()},
                 {"group", cfg_.server_groups[gi].name},
                 {"weight", sc.weight},
@@ -264,10 +283,95 @@ json Daemon::apiServers(const json& p) {
                 {"health", healthJson(ip)},
                 {"packets", pk},
                 {"bytes", by}};
+      if (le) {
+        j["state"] = toString(le->phase);
+        j["reason"] = le->why;
+        j["drain"] = drainJson(*le);
+      }
       out.push_back(std::move(j));
     }
   }
+  // Appliances removed from the config that still carry flows (or drain).
+  for (const auto& [ip, le] : lifecycle_.entries()) {
+    if (!le.removed) continue;
+    if (group >= 0 && cfg_.server_groups[size_t(group)].name != le.group) continue;
+    uint16_t id = registry_.find(ip);
+    uint64_t pk = 0, by = 0;
+    for (const auto& st : states_)
+      if (id < dp::kMaxServerIds) pk += st->server_packets[id], by += st->server_bytes[id];
+    const dp::ServerView* sv = (s && id < s->servers.size()) ? &s->servers[id] : nullptr;
+    out.push_back({{"address", le.server.address.str()},
+                   {"group", le.group},
+                   {"weight", 0},
+                   {"state", le.phase == dp::ServerPhase::kDraining ? "draining" : "removed"},
+                   {"reason", le.why},
+                   {"since", 0.0},
+                   {"mac", sv && sv->mac_known ? json(sv->mac.str()) : json(nullptr)},
+                   {"active_flows", active[id]},
+                   {"health", {{"state", "unused"}}},
+                   {"packets", pk},
+                   {"bytes", by},
+                   {"drain", drainJson(le)}});
+  }
   return {{"servers", out}};
+}
+
+json Daemon::drainJson(const ServerLifecycle::Entry& e) const {
+  uint64_t now = dp::monotonicNs();
+  bool draining = e.phase == dp::ServerPhase::kDraining;
+  const char* then = e.rebalance ? "rebalance" : "stay";
+  return {{"phase", toString(e.phase)},
+          {"removed", e.removed},
+          {"why", e.why},
+          {"for_s", now > e.since_ns ? double(now - e.since_ns) / 1e9 : 0.0},
+          {"time_left_s", draining && e.deadline_ns > now ? json(double(e.deadline_ns - now) / 1e9)
+                                                          : json(nullptr)},
+          {"existing_flows", draining ? "stay until the drain ends, then " + std::string(then)
+                                      : std::string(e.move != dp::MoveReason::kNone ? "move"
+                                                                                      : "stay")},
+          {"flows_counted", e.flows}};
+}
+
+json Daemon::lifecycleStatsJson() const {
+  const ServerLifecycle::Stats& st = lifecycle_.stats();
+  return {{"drains_started", st.drains_started},
+          {"drains_emptied", st.drains_emptied},
+          {"drains_timed_out", st.drains_timed_out},
+          {"flows_drained", st.flows_drained},
+          {"flows_drain_timed_out", st.flows_drain_timed_out},
+          {"removals", st.removals},
+          {"forgotten", st.forgotten}};
+}
+
+json Daemon::apiServerDrain(const json& p) {
+  Params pr(p, {"address", "timeout_s"});
+  if (!pr.has("address")) badRequest("server.drain needs address");
+  IpAddr a = pr.ip("address");
+  std::optional<uint32_t> timeout;
+  if (pr.has("timeout_s")) timeout = uint32_t(pr.num("timeout_s", 1, 3600));
+  if (!a.isV4()) notFound("no appliance " + a.str());
+  std::string err = lifecycle_.drain(cfg_, a.v4HostOrder(), timeout, dp::monotonicNs());
+  if (err == "not a configured appliance") notFound("no appliance " + a.str());
+  if (!err.empty()) throw ApiFailure("conflict", a.str() + ": " + err);
+  rebuildSnapshot();
+  const ServerLifecycle::Entry* le = lifecycle_.find(a.v4HostOrder());
+  spdlog::info("control API: draining appliance {} for {:.0f} s", a.str(),
+               double(le->deadline_ns - le->since_ns) / 1e9);
+  const dp::Snapshot* s = dp_.snapshot.load();
+  return {{"snapshot_generation", s ? s->generation : 0}, {"drain", drainJson(*le)}};
+}
+
+json Daemon::apiServerUndrain(const json& p) {
+  Params pr(p, {"address"});
+  if (!pr.has("address")) badRequest("server.undrain needs address");
+  IpAddr a = pr.ip("address");
+  if (!a.isV4()) notFound("no appliance " + a.str());
+  std::string err = lifecycle_.undrain(a.v4HostOrder());
+  if (!err.empty()) throw ApiFailure("conflict", a.str() + ": " + err);
+  rebuildSnapshot();
+  spdlog::info("control API: appliance {} no longer drained", a.str());
+  const dp::Snapshot* s = dp_.snapshot.load();
+  return {{"snapshot_generation", s ? s->generation : 0}};
 }
 
 json Daemon::apiHealth(const json& p) {
@@ -343,6 +447,10 @@ json Daemon::apiGroups(const json& p) {
                    {"maglev_table_size", g.maglev_table_size},
                    {"tcp_idle_timeout_s", g.tcp_idle_timeout_s},
                    {"other_idle_timeout_s", g.other_idle_timeout_s},
+                   {"failover_mode", toString(g.failover_mode)},
+                   {"connection_draining",
+                    {{"enabled", g.connection_draining.enabled},
+                     {"timeout_s", g.connection_draining.timeout_s}}},
                    {"servers",
                     {{"total", g.servers.size()},
                      {"active", active},
@@ -417,7 +525,8 @@ json Daemon::apiFlows(const json& p) {
                     {"age_s", now > e.created_ns ? double(now - e.created_ns) / 1e9 : 0.0},
                     {"idle_s", now > seen ? double(now - seen) / 1e9 : 0.0},
                     {"packets", {e.packets[o].load(), e.packets[rv].load()}},
-                    {"bytes", {e.bytes[o].load(), e.bytes[rv].load()}}});
+                    {"bytes", {e.bytes[o].load(), e.bytes[rv].load()}},
+                    {"moved", movedJson(e, s, now)}});
     return rows.size() < limit;
   });
   if (count_only) return {{"count", count}, {"scanned", scanned}};
@@ -468,11 +577,31 @@ json Daemon::apiExplain(const json& p) {
     out["appliance"] = appText(sid);
     out["cookie"] = hex32(dp::routeCookie(r));
     out["age_s"] = age;
-    char buf[160];
+    char buf[320];
     std::snprintf(buf, sizeof buf, "existing flow entry, created %.1f s ago%s", age,
                   sid == mid ? "; its appliance is also today's Maglev choice"
                              : "; today's Maglev choice differs, the entry keeps its appliance");
-    out["reason"] = buf;
+    std::string reason = buf;
+    json moved = movedJson(e, s, now);
+    if (!moved.is_null()) {
+      std::snprintf(buf, sizeof buf, "; moved %.1f s ago from %s (%s)",
+                    moved["ago_s"].get<double>(),
+                    moved["from"].is_null() ? "?" : moved["from"].get<std::string>().c_str(),
+                    moved["reason"].get<std::string>().c_str());
+      reason += buf;
+    }
+    if (sid < s->servers.size()) {
+      const dp::ServerView& sv = s->servers[sid];
+      if (sv.move != dp::MoveReason::kNone)
+        reason += std::string("; its appliance sheds its flows (") + dp::toString(sv.move) +
+                  "): the next packet moves it to today's Maglev choice";
+      else if (sv.phase == dp::ServerPhase::kDraining)
+        reason += "; its appliance is draining: the flow stays until the drain ends";
+      else if (sv.phase == dp::ServerPhase::kDrained)
+        reason += "; its appliance left the group; no_rebalance keeps the flow there";
+    }
+    out["reason"] = reason;
+    out["moved"] = moved;
   } else {
     out["existing"] = false;
     out["appliance"] = appText(mid);
@@ -503,10 +632,11 @@ json Daemon::apiStats(const json& p) {
       drops.push_back({{"name", kCounterInfo[k].name}, {"count", total.v[k]}, {"help", kCounterInfo[k].help}});
   }
   return {{"workers", workers}, {"totals", totals}, {"drops", drops}, {"ports", portsJson()},
-          {"flows", flows_->count()}, {"taken_at", unixNow()}};
+          {"flows", flows_->count()}, {"lifecycle", lifecycleStatsJson()},
+          {"snapshots_live", dp::Snapshot::live()}, {"taken_at", unixNow()}};
 }
 
-json Daemon::applyConfig(Config next) {
+json Daemon::applyConfig(Config next, const std::string& why) {
   std::vector<ConfigError> errors;
   if (!validateConfig(next, errors)) {
     json d = json::array();
@@ -516,6 +646,7 @@ json Daemon::applyConfig(Config next) {
                          (errors.size() == 1 ? "" : "s") + "; see details)",
                      d);
   }
+  lifecycle_.applyConfig(cfg_, next, dp::monotonicNs(), why);
   cfg_ = std::move(next);
   if (health_) health_->reconcile(cfg_);
   rebuildSnapshot();
@@ -541,7 +672,7 @@ json Daemon::apiServerAdd(const json& p) {
     sc.mac = *m;
   }
   grp->servers.push_back(sc);
-  json r = applyConfig(std::move(next));
+  json r = applyConfig(std::move(next), "removed");
   spdlog::info("control API: added appliance {} to group {}", sc.address.str(), g);
   return r;
 }
@@ -555,7 +686,7 @@ json Daemon::apiServerRemove(const json& p) {
     for (auto it = gc.servers.begin(); it != gc.servers.end(); ++it)
       if (it->address == a) {
         gc.servers.erase(it);
-        json r = applyConfig(std::move(next));
+        json r = applyConfig(std::move(next), "removed by server.remove");
         spdlog::info("control API: removed appliance {} from group {}", a.str(), gc.name);
         return r;
       }
@@ -572,7 +703,7 @@ json Daemon::apiServerSet(const json& p) {
     for (auto& sc : gc.servers)
       if (sc.address == a) {
         sc.weight = w;
-        json r = applyConfig(std::move(next));
+        json r = applyConfig(std::move(next), "removed");
         spdlog::info("control API: appliance {} weight {}", a.str(), w);
         return r;
       }
@@ -609,7 +740,7 @@ json Daemon::apiReload(const json& p) {
   next.node.underlay_port = cfg_.node.underlay_port;
   next.control = cfg_.control;
   next.metrics = cfg_.metrics;
-  json r = applyConfig(std::move(next));
+  json r = applyConfig(std::move(next), "removed by reload");
   config_loaded_at_ = unixNow();
   r["restart_needed"] = restart;
   spdlog::info("control API: reloaded {}", cfg_.source_path);

@@ -175,13 +175,11 @@ void HealthChecker::startProbe(uint32_t ip) {
       &tls_);
 }
 
-OutOfService HealthChecker::outOfService() const {
-  OutOfService out;
-  for (auto& [ip, t] : targets_) {
-    // Like AWS's "initial" targets, an appliance gets new flows only once it has
-    // passed its checks; when none has, when_all_unhealthy decides (fail_open).
-    out[ip] = !receivesNewFlows(t->tracker.state());
-  }
+HealthMap HealthChecker::states() const {
+  // Like AWS's "initial" targets, an appliance gets new flows only once it has
+  // passed its checks (receivesNewFlows); the builder applies that.
+  HealthMap out;
+  for (auto& [ip, t] : targets_) out[ip] = t->tracker.state();
   return out;
 }
 

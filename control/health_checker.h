@@ -30,8 +30,8 @@ class HealthChecker {
   // (initializing), removed ones stop, changed settings apply.
   void reconcile(const Config& cfg);
 
-  // Appliances whose health takes them out of service for new flows.
-  OutOfService outOfService() const;
+  // Health state of every checked appliance (snapshot builder input).
+  HealthMap states() const;
 
   // State of one appliance, or nullptr when unknown.
   const HealthTracker* tracker(uint32_t ip) const;

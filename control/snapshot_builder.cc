@@ -20,9 +20,29 @@ uint16_t ServerRegistry::idFor(uint32_t ip) {
   return id;
 }
 
+namespace {
+
+// The next hop MAC of an appliance: its static one, the gateway's, or ARP's.
+void resolveMac(dp::ServerView& v, const ServerConfig& sc, const Config& cfg,
+                const NeighbourTable& neigh) {
+  if (sc.mac) {
+    v.mac = *sc.mac;
+    v.mac_known = true;
+  } else if (cfg.node.gateway_mac) {
+    v.mac = *cfg.node.gateway_mac;
+    v.mac_known = true;
+  } else if (auto it = neigh.find(v.ip); it != neigh.end()) {
+    v.mac = it->second;
+    v.mac_known = true;
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& reg,
                                             const NeighbourTable& neigh, uint64_t generation,
-                                            const OutOfService& out) {
+                                            const HealthMap& health,
+                                            const ServerLifecycle* life) {
   std::vector<ConfigError> errors;
   if (!validateConfig(cfg, errors)) throw std::invalid_argument(formatErrors(errors));
 
@@ -48,6 +68,7 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
 
     std::vector<MaglevBackend> backends;
     std::vector<uint16_t> ids;
+    std::vector<bool> failed, drained;
     for (const ServerConfig& sc : gc.servers) {
       uint32_t ip = sc.address.v4HostOrder();
       uint16_t id = reg.idFor(ip);
@@ -57,39 +78,61 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
       v.group = uint8_t(gi);
       v.weight = sc.weight;
       v.in_use = true;
-      if (sc.mac) {
-        v.mac = *sc.mac;
-        v.mac_known = true;
-      } else if (cfg.node.gateway_mac) {
-        v.mac = *cfg.node.gateway_mac;
-        v.mac_known = true;
-      } else if (auto it = neigh.find(ip); it != neigh.end()) {
-        v.mac = it->second;
-        v.mac_known = true;
+      v.routable = true;
+      v.phase = dp::ServerPhase::kActive;
+      resolveMac(v, sc, cfg, neigh);
+      const ServerLifecycle::Entry* le = life ? life->find(ip) : nullptr;
+      if (le) {
+        v.phase = le->phase;
+        v.move = le->move;
       }
-      auto o = out.find(ip);
-      bool in_service = o == out.end() || !o->second;
+      auto h = health.find(ip);
+      bool in_service = !le && (h == health.end() || receivesNewFlows(h->second));
+      failed.push_back(h != health.end() && h->second == HealthState::kUnhealthy);
+      drained.push_back(le != nullptr);
       backends.push_back({sc.address.str(), in_service ? sc.weight : 0});
       ids.push_back(id);
     }
     bool any = std::any_of(backends.begin(), backends.end(),
                            [](const MaglevBackend& b) { return b.weight > 0; });
     if (!any && gc.when_all_unhealthy == WhenAllUnhealthy::kFailOpen)
-      for (size_t i = 0; i < backends.size(); ++i) backends[i].weight = gc.servers[i].weight;
+      for (size_t i = 0; i < backends.size(); ++i)
+        backends[i].weight = drained[i] ? 0 : gc.servers[i].weight;
+    // Rebalance off an unhealthy appliance only toward one in service: with
+    // none, its flows stay (fail_open sends new ones to all anyway).
+    if (any && gc.failover_mode == FailoverMode::kRebalance)
+      for (size_t i = 0; i < ids.size(); ++i)
+        if (failed[i]) s->servers[ids[i]].move = dp::MoveReason::kUnhealthy;
     std::vector<uint16_t> table = buildMaglevTable(backends, gc.maglev_table_size);
     g.maglev.resize(table.size());
     for (size_t i = 0; i < table.size(); ++i)
       g.maglev[i] = table[i] == kMaglevNoBackend ? dp::kNoServer : ids[table[i]];
     s->groups.push_back(std::move(g));
   }
-  // Servers the registry knows from earlier configs stay as ids, not in use:
-  // flows that still name them (removed appliances) show their address.
+  // Every id the registry knows: leaving appliances stay routable for the
+  // flows still on them; the rest are gone (a flow naming one moves).
   if (s->servers.size() < reg.size()) s->servers.resize(reg.size());
   std::vector<uint32_t> addrs = reg.addresses();
+  for (size_t id = 0; id < s->servers.size(); ++id) {
+    dp::ServerView& v = s->servers[id];
+    if (v.in_use) continue;
+    v.ip = addrs[id];
+    const ServerLifecycle::Entry* le = life ? life->find(v.ip) : nullptr;
+    if (le && le->removed) {
+      v.routable = true;
+      v.phase = le->phase;
+      v.move = le->move;
+      for (size_t gi = 0; gi < cfg.server_groups.size(); ++gi)
+        if (cfg.server_groups[gi].name == le->group) v.group = uint8_t(gi);
+      resolveMac(v, le->server, cfg, neigh);
+    } else {
+      v.routable = false;
+      v.phase = dp::ServerPhase::kGone;
+      v.move = dp::MoveReason::kGone;
+    }
+  }
   for (size_t id = 0; id < s->servers.size(); ++id)
-    if (!s->servers[id].in_use) s->servers[id].ip = addrs[id];
-  for (size_t id = 0; id < s->servers.size(); ++id)
-    if (s->servers[id].in_use) s->by_ip.emplace_back(s->servers[id].ip, uint16_t(id));
+    if (s->servers[id].routable) s->by_ip.emplace_back(s->servers[id].ip, uint16_t(id));
   std::sort(s->by_ip.begin(), s->by_ip.end());
   return s;
 }

@@ -7,7 +7,9 @@
 #include <memory>
 #include <vector>
 
+#include "common/health.h"
 #include "control/config.h"
+#include "control/lifecycle.h"
 #include "dataplane/snapshot.h"
 
 namespace gwlb::ctl {
@@ -38,16 +40,21 @@ class ServerRegistry {
 // IPv4 (host order) -> MAC learned by ARP.
 using NeighbourTable = std::map<uint32_t, MacAddr>;
 
-// Appliances (IPv4, host order) whose health takes them out of service for new
-// flows. An appliance not listed is in service.
-using OutOfService = std::map<uint32_t, bool>;
+// Health state of checked appliances (IPv4, host order). An appliance not
+// listed is not checked and counts as in service.
+using HealthMap = std::map<uint32_t, HealthState>;
 
 // Throws std::invalid_argument only for a Config that validateConfig() rejects.
-// New flows go to appliances with weight > 0 that are in service; when none is,
-// the group's when_all_unhealthy decides: fail_open uses every appliance with
-// weight > 0, drop leaves the group without one (drop_no_healthy_server).
+// New flows go to appliances with weight > 0 that are in service (healthy or
+// unchecked) and not drained; when none is, the group's when_all_unhealthy
+// decides: fail_open uses every undrained appliance with weight > 0, drop
+// leaves the group without one (drop_no_healthy_server).
+// Existing flows (ServerView::move): an unhealthy appliance in a rebalance
+// group sheds its flows when the group has an appliance in service; leaving
+// appliances (removed, drained) follow `life`; every other known id is kGone.
 std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& reg,
                                             const NeighbourTable& neigh, uint64_t generation,
-                                            const OutOfService& out = {});
+                                            const HealthMap& health = {},
+                                            const ServerLifecycle* life = nullptr);
 
 }  // namespace gwlb::ctl

@@ -17,6 +17,9 @@ void FlowEntry::reset() noexcept {
   created_ns = 0;
   idle_timeout_ns = 0;
   first_dir = 0;
+  moved.store(0, std::memory_order_relaxed);
+  moved_ns.store(0, std::memory_order_relaxed);
+  moves.store(0, std::memory_order_relaxed);
   for (auto& d : dir) d.state.store(0, std::memory_order_relaxed);
   for (int i = 0; i < 2; ++i) {
     packets[i].store(0, std::memory_order_relaxed);
@@ -65,7 +68,7 @@ int32_t FlowTable::insert(const FlowKey& k, uint32_t hash) noexcept {
   return r >= 0 ? r : -1;
 }
 
-size_t FlowTable::expire(uint64_t now_ns, size_t max) {
+size_t FlowTable::expire(uint64_t now_ns, size_t max, std::vector<uint16_t>* expired_servers) {
   std::vector<std::pair<FlowKey, int32_t>> victims;
   const void* key;
   void* data;
@@ -78,6 +81,8 @@ size_t FlowTable::expire(uint64_t now_ns, size_t max) {
     uint64_t seen = e.last_seen_ns.load(std::memory_order_relaxed);
     if (seen + e.idle_timeout_ns <= now_ns) {
       victims.emplace_back(*static_cast<const FlowKey*>(key), pos);
+      if (expired_servers && static_cast<const FlowKey*>(key)->kind != KeyKind::kFragment)
+        expired_servers->push_back(routeServer(e.route.load(std::memory_order_relaxed)));
       if (max && victims.size() >= max) break;
     }
   }
@@ -127,6 +132,21 @@ bool FlowTable::scan(
     if (!fn(*static_cast<const FlowKey*>(key), pos, entries_[size_t(pos)])) return true;
   }
   return visited >= max_visit;
+}
+
+void FlowTable::countByServer(std::vector<uint32_t>& out) const {
+  const void* key;
+  void* data;
+  uint32_t next = 0;
+  int32_t pos;
+  while ((pos = rte_hash_iterate(hash_, &key, &data, &next)) >= 0) {
+    if (static_cast<const FlowKey*>(key)->kind == KeyKind::kFragment) continue;
+    uint64_t r = entries_[size_t(pos)].route.load(std::memory_order_acquire);
+    if (!(r & kRouteSet)) continue;
+    uint16_t id = routeServer(r);
+    if (out.size() <= id) out.resize(size_t(id) + 1, 0);
+    ++out[id];
+  }
 }
 
 uint32_t FlowTable::count() const noexcept {

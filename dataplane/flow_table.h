@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/flow_key.h"
 #include "common/net_types.h"
@@ -42,6 +43,15 @@ inline uint64_t packRoute(uint16_t server, uint32_t cookie) {
 inline uint16_t routeServer(uint64_t r) { return uint16_t(r >> 32); }
 inline uint32_t routeCookie(uint64_t r) { return uint32_t(r); }
 
+// moved: 0 = never moved; else bits 56..63 = reason (dp::MoveReason),
+// 32..47 = the appliance it left, 0..31 = the cookie it had there.
+inline uint64_t packMove(uint8_t reason, uint16_t from, uint32_t cookie) {
+  return (uint64_t(reason) << 56) | (uint64_t(from) << 32) | cookie;
+}
+inline uint8_t moveReason(uint64_t m) { return uint8_t(m >> 56); }
+inline uint16_t moveFrom(uint64_t m) { return uint16_t(m >> 32); }
+inline uint32_t moveCookie(uint64_t m) { return uint32_t(m); }
+
 struct alignas(64) FlowEntry {
   std::atomic<uint64_t> route{0};
   std::atomic<uint64_t> last_seen_ns{0};
@@ -50,6 +60,11 @@ struct alignas(64) FlowEntry {
   uint64_t idle_timeout_ns = 0;
   uint8_t first_dir = 0;               // direction of the packet that created the flow
   DirInfo dir[2];
+  // The last move off an appliance (packMove), written once by the worker
+  // whose route CAS moved it; moved_ns is when (dataplane clock).
+  std::atomic<uint64_t> moved{0};
+  std::atomic<uint64_t> moved_ns{0};
+  std::atomic<uint32_t> moves{0};      // how many times the flow moved
   // Approximate under concurrent writers of one direction (relaxed load+store).
   std::atomic<uint64_t> packets[2]{};
   std::atomic<uint64_t> bytes[2]{};
@@ -74,10 +89,16 @@ class FlowTable {
 
   // Control thread: deletes up to `max` keys idle past their timeout at `now_ns`
   // (all when max == 0). Their positions are freed by a later reclaim().
-  size_t expire(uint64_t now_ns, size_t max = 0);
+  // When `expired_servers` is given, the server id of each expired flow
+  // (fragment entries excluded) is appended to it.
+  size_t expire(uint64_t now_ns, size_t max = 0, std::vector<uint16_t>* expired_servers = nullptr);
   // Control thread: frees positions whose grace period has ended. `wait` blocks
   // until it has (only where no worker can be the caller).
   size_t reclaim(bool wait = false);
+  // Control thread: how many flows (fragment entries excluded) route to each
+  // server id; `out` is resized to cover every id seen.
+  void countByServer(std::vector<uint32_t>& out) const;
+
   // Control thread: visits every live key (read-only).
   void forEach(const std::function<void(const FlowKey&, int32_t pos, const FlowEntry&)>& fn) const;
 

@@ -100,6 +100,51 @@ inline uint64_t ensureRoute(FlowEntry& e, uint16_t server, uint32_t cookie, uint
   return r;
 }
 
+// A cookie for a flow's new appliance: derived from the old cookie and the new
+// server, so workers (and the flow's fragment entries) that race to move the
+// same flow agree, and never equal to the old one.
+inline uint32_t movedCookie(uint32_t old, uint16_t to) noexcept {
+  uint32_t x = old ^ (uint32_t(to) + 1) * 0x9E3779B1u;
+  x ^= x >> 16;
+  x *= 0x85EBCA6Bu;
+  x ^= x >> 13;
+  x *= 0xC2B2AE35u;
+  x ^= x >> 16;
+  if (x == old) x ^= 0x5BD1E995u;
+  return x ? x : 1;
+}
+
+// The flow's appliance sheds its flows (ServerView::move): re-pick by Maglev
+// over the group as it is now and swap the route. Keeps the route when there
+// is nowhere better to go. One CAS: racing workers agree on the winner's route.
+inline uint64_t moveFlow(Ctx& c, FlowEntry& e, const GroupView& g, uint64_t route,
+                         MoveReason why, bool count) noexcept {
+  const Snapshot& s = c.s;
+  uint16_t from = routeServer(route);
+  if (g.maglev.empty()) return route;
+  uint16_t to = g.maglev[e.flow_hash.load(std::memory_order_relaxed) % g.maglev.size()];
+  if (to == kNoServer || to == from || to >= s.servers.size()) return route;
+  const ServerView& tv = s.servers[to];
+  if (!tv.routable || tv.move != MoveReason::kNone) return route;
+  uint64_t want = packRoute(to, movedCookie(routeCookie(route), to));
+  uint64_t seen = route;
+  if (!e.route.compare_exchange_strong(seen, want, std::memory_order_acq_rel)) return seen;
+  e.moved.store(packMove(uint8_t(why), from, routeCookie(route)), std::memory_order_release);
+  e.moved_ns.store(c.now, std::memory_order_relaxed);
+  e.moves.fetch_add(1, std::memory_order_relaxed);
+  if (count) {
+    c.w.counters.inc(Counter::flows_rebalanced);
+    switch (why) {
+      case MoveReason::kUnhealthy: c.w.counters.inc(Counter::flows_rebalanced_unhealthy); break;
+      case MoveReason::kDrainTimeout:
+        c.w.counters.inc(Counter::flows_rebalanced_drain_timeout);
+        break;
+      default: c.w.counters.inc(Counter::flows_rebalanced_removed); break;
+    }
+  }
+  return want;
+}
+
 void tooBig(Ctx& c, rte_mbuf* m, const ParsedPacket& p, uint32_t inner_mtu) noexcept {
   // Token bucket: icmp_rate_per_s errors per second, at most one second's worth banked.
   double rate = c.s.icmp_rate_per_s;
@@ -151,6 +196,12 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p) noexcept {
     route = ft.entry(pos).route.load(std::memory_order_acquire);
   }
   FlowEntry& e = ft.entry(pos);
+  // Existing flows on an appliance that sheds them move on this packet
+  // (DOMAIN.md section 3); the appliance's view is read for the send anyway.
+  if (routeServer(route) < s.servers.size()) {
+    MoveReason why = s.servers[routeServer(route)].move;
+    if (why != MoveReason::kNone) route = moveFlow(c, e, g, route, why, !ref.fragment_key);
+  }
   e.last_seen_ns.store(c.now, std::memory_order_relaxed);
   relaxedAdd(e.packets[ref.dir], 1);
   relaxedAdd(e.bytes[ref.dir], p.l3_len);
@@ -175,7 +226,7 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p) noexcept {
   }
 
   uint16_t server = routeServer(route);
-  if (server >= s.servers.size() || server >= kMaxServerIds)
+  if (server >= s.servers.size() || server >= kMaxServerIds || !s.servers[server].routable)
     return drop(c, m, Counter::drop_no_healthy_server);
   const ServerView& sv = s.servers[server];
   if (!sv.mac_known) return drop(c, m, Counter::drop_neighbour_unresolved);
@@ -216,7 +267,7 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p) noexcept {
 void fromAppliance(Ctx& c, rte_mbuf* m, const ParsedPacket& outer) noexcept {
   const Snapshot& s = c.s;
   uint16_t server = s.serverByIp(outer.tuple.src.v4HostOrder());
-  if (server == kNoServer || server >= s.servers.size() || !s.servers[server].in_use)
+  if (server == kNoServer || server >= s.servers.size() || !s.servers[server].routable)
     return drop(c, m, Counter::drop_geneve_unknown_appliance);
   if (outer.is_fragment) return drop(c, m, Counter::drop_bad_fragment);
   const ServerView& sv = s.servers[server];
@@ -251,9 +302,14 @@ void fromAppliance(Ctx& c, rte_mbuf* m, const ParsedPacket& outer) noexcept {
   FlowEntry& e = c.dp.flows->entry(pos);
   uint64_t route = e.route.load(std::memory_order_acquire);
   if (!(route & kRouteSet)) return drop(c, m, Counter::drop_return_no_flow);
-  if (routeServer(route) != server) return drop(c, m, Counter::drop_return_wrong_appliance);
-  if (g.aws && routeCookie(route) != gi.cookie)
-    return drop(c, m, Counter::drop_return_cookie_mismatch);
+  if (routeServer(route) != server || (g.aws && routeCookie(route) != gi.cookie)) {
+    // The appliance the flow moved away from, still returning its packets.
+    uint64_t mv = e.moved.load(std::memory_order_acquire);
+    if (mv && moveFrom(mv) == server && (!g.aws || moveCookie(mv) == gi.cookie))
+      return drop(c, m, Counter::drop_return_after_move);
+    return drop(c, m, routeServer(route) != server ? Counter::drop_return_wrong_appliance
+                                                   : Counter::drop_return_cookie_mismatch);
+  }
   const DirInfo& d = e.dir[ref.dir];
   if (d.state.load(std::memory_order_acquire) != 2) return drop(c, m, Counter::drop_return_no_l2);
 

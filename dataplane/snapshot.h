@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -17,6 +18,42 @@ inline constexpr uint16_t kNoServer = 0xFFFF;
 // Server ids are below this; it sizes the per-worker per-server counters.
 inline constexpr size_t kMaxServerIds = 16384;
 
+// Why a flow left its appliance (FlowEntry::moved, gwlbctl explain).
+enum class MoveReason : uint8_t {
+  kNone = 0,
+  kUnhealthy = 1,     // its appliance failed health checks (failover_mode: rebalance)
+  kRemoved = 2,       // its appliance left the group, no draining (rebalance)
+  kDrainTimeout = 3,  // its appliance's drain timeout passed (rebalance)
+  kGone = 4,          // its appliance is no longer known at all
+};
+inline const char* toString(MoveReason r) noexcept {
+  switch (r) {
+    case MoveReason::kNone: return "none";
+    case MoveReason::kUnhealthy: return "unhealthy";
+    case MoveReason::kRemoved: return "removed";
+    case MoveReason::kDrainTimeout: return "drain_timeout";
+    case MoveReason::kGone: return "gone";
+  }
+  return "unknown";
+}
+
+// Where an appliance stands for traffic (control/lifecycle.h decides).
+enum class ServerPhase : uint8_t {
+  kGone = 0,      // not configured and no flow left on it: nothing is sent there
+  kActive = 1,    // configured: new flows when in service, existing flows per health
+  kDraining = 2,  // removed or drained: no new flows, existing ones stay until the timeout
+  kDrained = 3,   // drain over (or removed without draining): no new flows
+};
+inline const char* toString(ServerPhase p) noexcept {
+  switch (p) {
+    case ServerPhase::kGone: return "gone";
+    case ServerPhase::kActive: return "active";
+    case ServerPhase::kDraining: return "draining";
+    case ServerPhase::kDrained: return "drained";
+  }
+  return "unknown";
+}
+
 // One appliance. `id` is stable for the life of the process (control keeps an
 // address -> id registry), so flow entries that name it survive reloads.
 struct ServerView {
@@ -26,6 +63,13 @@ struct ServerView {
   uint8_t group = 0;
   uint32_t weight = 0;
   bool in_use = false;      // present in the config with this snapshot
+  // Existing flows may still be sent here and returned from here (every phase
+  // but kGone). Return packets from an address not routable are dropped.
+  bool routable = false;
+  ServerPhase phase = ServerPhase::kGone;
+  // Non-zero: a flow on this appliance moves to the group's Maglev choice on
+  // its next packet (DOMAIN.md section 3), for this reason.
+  MoveReason move = MoveReason::kNone;
 };
 
 struct GroupView {
@@ -39,6 +83,14 @@ struct GroupView {
 };
 
 struct Snapshot {
+  Snapshot() noexcept { live_.fetch_add(1, std::memory_order_relaxed); }
+  ~Snapshot() { live_.fetch_sub(1, std::memory_order_relaxed); }
+  Snapshot(const Snapshot&) = delete;
+  Snapshot& operator=(const Snapshot&) = delete;
+  // Snapshots alive in this process (published, awaiting their grace period,
+  // or being built): retired ones must come back to 1-2.
+  static int64_t live() noexcept { return live_.load(std::memory_order_relaxed); }
+
   uint64_t generation = 0;
   uint32_t underlay_ip = 0;        // host order
   MacAddr underlay_mac;
@@ -56,6 +108,9 @@ struct Snapshot {
     if (it == by_ip.end() || it->first != ip) return kNoServer;
     return it->second;
   }
+
+ private:
+  static inline std::atomic<int64_t> live_{0};
 };
 
 }  // namespace gwlb::dp
