@@ -198,10 +198,14 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p) noexcept {
   FlowEntry& e = ft.entry(pos);
   // Existing flows on an appliance that sheds them move on this packet
   // (DOMAIN.md section 3); the appliance's view is read for the send anyway.
+  // (bench/ builds a copy without this check, GWLB_BENCH_NO_MOVE_CHECK, to
+  // measure what it costs.)
+#ifndef GWLB_BENCH_NO_MOVE_CHECK
   if (routeServer(route) < s.servers.size()) {
     MoveReason why = s.servers[routeServer(route)].move;
     if (why != MoveReason::kNone) route = moveFlow(c, e, g, route, why, !ref.fragment_key);
   }
+#endif
   e.last_seen_ns.store(c.now, std::memory_order_relaxed);
   relaxedAdd(e.packets[ref.dir], 1);
   relaxedAdd(e.bytes[ref.dir], p.l3_len);

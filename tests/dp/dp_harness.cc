@@ -63,6 +63,8 @@ Harness::Harness(const HarnessOptions& o) : opts_(o) {
   g.geneve.vni = kVni;
   g.geneve.endpoint_id = kEndpointId;
   g.geneve.attachment_id = kAttachmentId;
+  g.failover_mode = o.failover_mode;
+  g.connection_draining.enabled = o.draining;
   for (const IpAddr& a : n.servers) {
     ctl::ServerConfig s;
     s.address = a;
@@ -97,6 +99,13 @@ Harness::~Harness() {
   rte_rcu_qsbr_thread_offline(qsbr_, 0);
   rte_rcu_qsbr_thread_unregister(qsbr_, 0);
   rte_free(qsbr_);
+}
+
+void Harness::republish(const ctl::HealthMap& health, const ctl::ServerLifecycle* life) {
+  auto next = ctl::buildSnapshot(cfg_, reg_, {}, snap_->generation + 1, health, life);
+  dp_.snapshot.store(next.get(), std::memory_order_release);
+  old_snaps_.push_back(std::move(snap_));
+  snap_ = std::move(next);
 }
 
 void Harness::quiescent() { rte_rcu_qsbr_quiescent(qsbr_, 0); }

@@ -101,6 +101,8 @@ struct HarnessOptions {
   bool punt_ring = false;
   bool gateway_mac = true;  // false: appliance MACs unknown (no ARP in these tests)
   uint32_t flow_table_size = 4096;
+  ctl::FailoverMode failover_mode = ctl::FailoverMode::kNoRebalance;
+  bool draining = false;           // connection_draining.enabled
 };
 
 class Harness {
@@ -123,6 +125,10 @@ class Harness {
   bool aws() const { return opts_.format == ctl::GeneveFormat::kAws; }
   const HarnessOptions& options() const { return opts_; }
   const dp::Snapshot& snapshot() const { return *snap_; }
+  // The config the snapshot was built from; republish() builds and publishes
+  // a new snapshot from it (old ones stay alive until the harness ends).
+  ctl::Config& config() { return cfg_; }
+  void republish(const ctl::HealthMap& health = {}, const ctl::ServerLifecycle* life = nullptr);
   dp::FlowTable& flows() { return *flows_; }
   dp::Dataplane& dataplane() { return dp_; }
   rte_rcu_qsbr* qsbr() { return qsbr_; }
@@ -136,6 +142,7 @@ class Harness {
   ctl::Config cfg_;
   ctl::ServerRegistry reg_;
   std::unique_ptr<dp::Snapshot> snap_;
+  std::vector<std::unique_ptr<dp::Snapshot>> old_snaps_;
   rte_rcu_qsbr* qsbr_ = nullptr;
   std::unique_ptr<dp::FlowTable> flows_;
   rte_ring* punt_ = nullptr;

@@ -1,0 +1,240 @@
+// ServerLifecycle and the snapshot builder's view of leaving appliances: the
+// removal rows of DOMAIN.md section 3 decided on a simulated clock, operator
+// drains, and what the builder hands the workers (phase, move, Maglev share).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "control/lifecycle.h"
+#include "control/snapshot_builder.h"
+
+namespace gwlb::ctl {
+namespace {
+
+constexpr uint64_t kSec = 1'000'000'000ULL;
+
+IpAddr ip(const char* s) { return *IpAddr::parse(s); }
+
+Config config(FailoverMode mode, bool draining, uint32_t timeout_s = 30) {
+  Config c;
+  c.node.underlay_ip = ip("192.0.2.1");
+  c.node.underlay_mac = *MacAddr::parse("02:00:00:00:00:01");
+  c.node.gateway_mac = *MacAddr::parse("02:00:00:00:00:fe");
+  ServerGroupConfig g;
+  g.name = "fw";
+  g.maglev_table_size = 251;
+  g.failover_mode = mode;
+  g.connection_draining.enabled = draining;
+  g.connection_draining.timeout_s = timeout_s;
+  for (const char* a : {"10.0.0.11", "10.0.0.12", "10.0.0.13"}) {
+    ServerConfig s;
+    s.address = ip(a);
+    g.servers.push_back(s);
+  }
+  c.server_groups.push_back(g);
+  return c;
+}
+
+Config without(Config c, const char* a) {
+  auto& s = c.server_groups[0].servers;
+  s.erase(std::remove_if(s.begin(), s.end(), [&](const ServerConfig& x) { return x.address == ip(a); }),
+          s.end());
+  return c;
+}
+
+uint32_t v4(const char* a) { return ip(a).v4HostOrder(); }
+
+// Flow counts by server id for the registry of `reg`.
+struct Counts {
+  ServerRegistry& reg;
+  std::vector<uint32_t> by_id;
+  Counts& set(const char* a, uint32_t n) {
+    uint16_t id = reg.idFor(v4(a));
+    if (by_id.size() <= id) by_id.resize(size_t(id) + 1, 0);
+    by_id[id] = n;
+    return *this;
+  }
+};
+
+TEST(Lifecycle, RemovalWithDrainingWaitsForTheTimeoutThenFollowsTheMode) {
+  for (FailoverMode mode : {FailoverMode::kRebalance, FailoverMode::kNoRebalance}) {
+    SCOPED_TRACE(toString(mode));
+    ServerLifecycle life;
+    ServerRegistry reg;
+    Config a = config(mode, true, 30);
+    buildSnapshot(a, reg, {}, 1);
+    Config b = without(a, "10.0.0.12");
+    life.applyConfig(a, b, 1000 * kSec, "removed by reload");
+    const auto* e = life.find(v4("10.0.0.12"));
+    ASSERT_NE(e, nullptr);
+    EXPECT_EQ(e->phase, dp::ServerPhase::kDraining);
+    EXPECT_EQ(e->move, dp::MoveReason::kNone);
+    EXPECT_EQ(e->deadline_ns, 1030 * kSec);
+    EXPECT_EQ(life.stats().drains_started, 1u);
+    EXPECT_EQ(*life.nextDeadline(), 1030 * kSec);
+
+    Counts c{reg, {}};
+    c.set("10.0.0.12", 7);
+    EXPECT_FALSE(life.tick(1029 * kSec, &c.by_id, reg.addresses())) << "1 s before the timeout";
+    EXPECT_EQ(life.find(v4("10.0.0.12"))->flows, 7u);
+    EXPECT_TRUE(life.tick(1030 * kSec, &c.by_id, reg.addresses())) << "at the timeout";
+    e = life.find(v4("10.0.0.12"));
+    ASSERT_NE(e, nullptr) << "flows are still on it";
+    EXPECT_EQ(e->phase, dp::ServerPhase::kDrained);
+    EXPECT_EQ(e->move, mode == FailoverMode::kRebalance ? dp::MoveReason::kDrainTimeout
+                                                        : dp::MoveReason::kNone);
+    EXPECT_EQ(life.stats().drains_timed_out, 1u);
+    EXPECT_EQ(life.stats().flows_drain_timed_out, 7u);
+    EXPECT_FALSE(life.nextDeadline());
+
+    // The snapshot: routable for its flows, no Maglev share.
+    auto s = buildSnapshot(b, reg, {}, 2, {}, &life);
+    const dp::ServerView& sv = s->servers[reg.find(v4("10.0.0.12"))];
+    EXPECT_TRUE(sv.routable);
+    EXPECT_FALSE(sv.in_use);
+    EXPECT_EQ(sv.phase, dp::ServerPhase::kDrained);
+    EXPECT_EQ(sv.move, e->move);
+    EXPECT_TRUE(sv.mac_known);
+    EXPECT_EQ(std::count(s->groups[0].maglev.begin(), s->groups[0].maglev.end(), reg.find(v4("10.0.0.12"))), 0);
+    EXPECT_NE(s->serverByIp(v4("10.0.0.12")), dp::kNoServer) << "its replies are accepted";
+
+    // Its last flow ends: forgotten, and gone from the snapshot.
+    c.set("10.0.0.12", 0);
+    EXPECT_TRUE(life.tick(1040 * kSec, &c.by_id, reg.addresses()));
+    EXPECT_EQ(life.find(v4("10.0.0.12")), nullptr);
+    EXPECT_EQ(life.stats().forgotten, 1u);
+    s = buildSnapshot(b, reg, {}, 3, {}, &life);
+    EXPECT_EQ(s->servers[reg.find(v4("10.0.0.12"))].phase, dp::ServerPhase::kGone);
+    EXPECT_FALSE(s->servers[reg.find(v4("10.0.0.12"))].routable);
+    EXPECT_EQ(s->serverByIp(v4("10.0.0.12")), dp::kNoServer);
+  }
+}
+
+TEST(Lifecycle, DrainEndsEarlyWhenItsLastFlowEnds) {
+  ServerLifecycle life;
+  ServerRegistry reg;
+  Config a = config(FailoverMode::kRebalance, true, 300);
+  buildSnapshot(a, reg, {}, 1);
+  Config b = without(a, "10.0.0.11");
+  life.applyConfig(a, b, 0, "removed");
+  life.flowsExpired({reg.find(v4("10.0.0.11")), reg.find(v4("10.0.0.11")), reg.find(v4("10.0.0.13"))},
+                    reg.addresses());
+  EXPECT_EQ(life.stats().flows_drained, 2u) << "only flows that ended on the draining appliance";
+  Counts c{reg, {}};
+  EXPECT_FALSE(life.tick(5 * kSec, nullptr, reg.addresses())) << "no count yet: keeps draining";
+  EXPECT_TRUE(life.tick(5 * kSec, &c.by_id, reg.addresses()));
+  EXPECT_EQ(life.find(v4("10.0.0.11")), nullptr);
+  EXPECT_EQ(life.stats().drains_emptied, 1u);
+  EXPECT_EQ(life.stats().drains_timed_out, 0u);
+}
+
+TEST(Lifecycle, RemovalWithoutDrainingActsAtOnce) {
+  for (FailoverMode mode : {FailoverMode::kRebalance, FailoverMode::kNoRebalance}) {
+    ServerLifecycle life;
+    Config a = config(mode, false);
+    life.applyConfig(a, without(a, "10.0.0.13"), 0, "removed");
+    const auto* e = life.find(v4("10.0.0.13"));
+    ASSERT_NE(e, nullptr);
+    EXPECT_EQ(e->phase, dp::ServerPhase::kDrained);
+    EXPECT_EQ(e->move, mode == FailoverMode::kRebalance ? dp::MoveReason::kRemoved
+                                                        : dp::MoveReason::kNone);
+    EXPECT_EQ(life.stats().drains_started, 0u);
+    EXPECT_FALSE(life.nextDeadline());
+  }
+}
+
+TEST(Lifecycle, AddedBackIsActiveAgain) {
+  ServerLifecycle life;
+  Config a = config(FailoverMode::kRebalance, true);
+  Config b = without(a, "10.0.0.13");
+  life.applyConfig(a, b, 0, "removed");
+  ASSERT_NE(life.find(v4("10.0.0.13")), nullptr);
+  life.applyConfig(b, a, kSec, "removed");
+  EXPECT_EQ(life.find(v4("10.0.0.13")), nullptr);
+}
+
+TEST(Lifecycle, OperatorDrainOfAConfiguredAppliance) {
+  ServerLifecycle life;
+  ServerRegistry reg;
+  Config a = config(FailoverMode::kNoRebalance, false, 300);
+  EXPECT_EQ(life.drain(a, v4("10.9.9.9"), std::nullopt, 0), "not a configured appliance");
+  EXPECT_EQ(life.drain(a, v4("10.0.0.11"), 10u, 0), "");
+  EXPECT_EQ(life.drain(a, v4("10.0.0.11"), 10u, 0), "already draining");
+  const auto* e = life.find(v4("10.0.0.11"));
+  ASSERT_NE(e, nullptr);
+  EXPECT_FALSE(e->removed);
+  EXPECT_EQ(e->deadline_ns, 10 * kSec) << "the given timeout, not the group's";
+
+  // No new flows while drained; its flows stay (routable, no move).
+  auto s = buildSnapshot(a, reg, {}, 1, {}, &life);
+  uint16_t id = reg.find(v4("10.0.0.11"));
+  EXPECT_EQ(std::count(s->groups[0].maglev.begin(), s->groups[0].maglev.end(), id), 0);
+  EXPECT_EQ(s->servers[id].phase, dp::ServerPhase::kDraining);
+  EXPECT_TRUE(s->servers[id].routable);
+  EXPECT_TRUE(s->servers[id].in_use);
+
+  Counts c{reg, {}};
+  c.set("10.0.0.11", 3);
+  EXPECT_TRUE(life.tick(10 * kSec, &c.by_id, reg.addresses()));
+  EXPECT_EQ(life.find(v4("10.0.0.11"))->phase, dp::ServerPhase::kDrained);
+  EXPECT_EQ(life.drain(a, v4("10.0.0.11"), 10u, 0), "already drained");
+  c.set("10.0.0.11", 0);
+  life.tick(11 * kSec, &c.by_id, reg.addresses());
+  EXPECT_NE(life.find(v4("10.0.0.11")), nullptr) << "still configured: stays drained";
+
+  EXPECT_EQ(life.undrain(v4("10.0.0.11")), "");
+  EXPECT_EQ(life.undrain(v4("10.0.0.11")), "not draining or drained");
+  s = buildSnapshot(a, reg, {}, 2, {}, &life);
+  EXPECT_GT(std::count(s->groups[0].maglev.begin(), s->groups[0].maglev.end(), id), 0);
+}
+
+TEST(Lifecycle, OperatorDrainThenRemovalKeepsTheTimer) {
+  ServerLifecycle life;
+  Config a = config(FailoverMode::kRebalance, false, 300);
+  ASSERT_EQ(life.drain(a, v4("10.0.0.12"), 20u, 0), "");
+  life.applyConfig(a, without(a, "10.0.0.12"), 5 * kSec, "removed by reload");
+  const auto* e = life.find(v4("10.0.0.12"));
+  ASSERT_NE(e, nullptr);
+  EXPECT_TRUE(e->removed);
+  EXPECT_EQ(e->deadline_ns, 20 * kSec);
+  EXPECT_EQ(life.undrain(v4("10.0.0.12")), "removed from the config; add it again instead");
+}
+
+TEST(Builder, UnhealthyShedsFlowsOnlyInRebalanceModeAndOnlyWithSomewhereToGo) {
+  ServerRegistry reg;
+  HealthMap h = {{v4("10.0.0.11"), HealthState::kUnhealthy},
+                 {v4("10.0.0.12"), HealthState::kHealthy},
+                 {v4("10.0.0.13"), HealthState::kInitializing}};
+  auto s = buildSnapshot(config(FailoverMode::kRebalance, false), reg, {}, 1, h);
+  EXPECT_EQ(s->servers[reg.find(v4("10.0.0.11"))].move, dp::MoveReason::kUnhealthy);
+  EXPECT_EQ(s->servers[reg.find(v4("10.0.0.12"))].move, dp::MoveReason::kNone);
+  EXPECT_EQ(s->servers[reg.find(v4("10.0.0.13"))].move, dp::MoveReason::kNone)
+      << "initializing is not failed";
+  for (uint16_t id : s->groups[0].maglev) EXPECT_EQ(id, reg.find(v4("10.0.0.12")));
+
+  s = buildSnapshot(config(FailoverMode::kNoRebalance, false), reg, {}, 2, h);
+  EXPECT_EQ(s->servers[reg.find(v4("10.0.0.11"))].move, dp::MoveReason::kNone);
+
+  HealthMap all = {{v4("10.0.0.11"), HealthState::kUnhealthy},
+                   {v4("10.0.0.12"), HealthState::kUnhealthy},
+                   {v4("10.0.0.13"), HealthState::kUnhealthy}};
+  s = buildSnapshot(config(FailoverMode::kRebalance, false), reg, {}, 3, all);
+  for (auto& sv : s->servers) EXPECT_EQ(sv.move, dp::MoveReason::kNone) << "fail_open: nowhere better";
+}
+
+TEST(Builder, DrainedAppliancesStayOutOfFailOpen) {
+  ServerLifecycle life;
+  ServerRegistry reg;
+  Config a = config(FailoverMode::kRebalance, false);
+  ASSERT_EQ(life.drain(a, v4("10.0.0.11"), 60u, 0), "");
+  HealthMap all = {{v4("10.0.0.11"), HealthState::kUnhealthy},
+                   {v4("10.0.0.12"), HealthState::kUnhealthy},
+                   {v4("10.0.0.13"), HealthState::kUnhealthy}};
+  auto s = buildSnapshot(a, reg, {}, 1, all, &life);
+  uint16_t drained = reg.find(v4("10.0.0.11"));
+  EXPECT_EQ(std::count(s->groups[0].maglev.begin(), s->groups[0].maglev.end(), drained), 0);
+  EXPECT_GT(std::count(s->groups[0].maglev.begin(), s->groups[0].maglev.end(), reg.find(v4("10.0.0.12"))), 0);
+}
+
+}  // namespace
+}  // namespace gwlb::ctl
