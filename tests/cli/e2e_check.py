@@ -393,6 +393,11 @@ def servers_by_address():
     return {s["address"]: s for s in js("servers")["servers"]}
 
 
+def configured_servers():
+    """Addresses in the config (removed appliances stay listed while flows use them)."""
+    return {a for a, s in servers_by_address().items() if s["state"] != "removed"}
+
+
 def t_server_changes():
     """server remove/add/set: new flows follow at once, existing flows stay."""
     before = new_flow_targets()
@@ -424,7 +429,12 @@ def t_server_changes():
 
     # Remove: no new flow goes to it; its flows keep it.
     run("server", "remove", "192.0.2.12", record=True)
-    assert "192.0.2.12" not in servers_by_address()
+    # no_rebalance, no draining (DOMAIN.md section 3): listed as removed while
+    # its flows stay on it.
+    sv = servers_by_address().get("192.0.2.12")
+    assert sv and sv["state"] == "removed" and sv["drain"]["existing_flows"] == "stay" \
+        and sv["active_flows"] >= len(on12), sv
+    assert re.search(r"^192\.0\.2\.12\s+firewalls\s+0\s+removed\s", run("servers").stdout, re.M)
     after = new_flow_targets()
     assert "192.0.2.12" not in after and sum(after.values()) == 300, after
     still_on_12("after server remove 192.0.2.12")
@@ -463,7 +473,7 @@ def invalid_config_layout(stderr, paths):
 def t_changes():
     """The rest of the change commands and every error path; reload restores."""
     run("server", "remove", "192.0.2.13", record=True)
-    assert set(servers_by_address()) == {"192.0.2.10", "192.0.2.11"}
+    assert configured_servers() == {"192.0.2.10", "192.0.2.11"}, configured_servers()
     r = run("server", "remove", "192.0.2.99", rc=1, record=True)
     assert "192.0.2.99" in r.stderr and "not_found" in r.stderr, r.stderr
     run("server", "set", "192.0.2.99", "--weight", "1", rc=1)
@@ -481,14 +491,13 @@ def t_changes():
     err = js("server", "add", "firewalls", UNDERLAY, rc=2)
     assert err["code"] == "invalid_config" and \
         [d["path"] for d in err["details"]] == ["server_groups[0].servers[2].address"], err
-    assert set(servers_by_address()) == {"192.0.2.10", "192.0.2.11"}, "a refused change changed something"
+    assert configured_servers() == {"192.0.2.10", "192.0.2.11"}, "a refused change changed something"
     run("flows", "--src", "198.51.100.0/40", rc=2, record=True)
     run("flows", "--proto", "gre", rc=2)
     g = js("reload")
     assert "snapshot_generation" in g and g["restart_needed"] == [], g
     run("reload", record=True)
-    sv = js("servers")["servers"]
-    assert {s["address"] for s in sv} == APPLIANCES, sv
+    assert configured_servers() == APPLIANCES, js("servers")["servers"]
     assert set(new_flow_targets()) == APPLIANCES
 
 
