@@ -23,7 +23,10 @@ std::vector<CommandSpec> buildTable() {
                "Lists every appliance: address, group, weight, state (active: receives new\n"
                "flows; idle: weight 0, keeps its flows; unresolved: no MAC yet, ARP pending;\n"
                "initializing: health checks have no verdict yet; unhealthy: failed its\n"
-               "checks), when the state last changed, its health check state, how many\n"
+               "checks; draining: removed or drained, its flows stay until the drain ends,\n"
+               "with the time left in REASON/--json; drained: drain over, no new flows;\n"
+               "removed: left the config, listed while flows still use it), when the state\n"
+               "last changed, its health check state, how many\n"
                "results in a row of the last kind (3✓ = 3 successes, 2✗ = 2 failures), the\n"
                "last result, the failure and success windows (the longest time to be declared\n"
                "unhealthy or healthy), active flows, and the packets and bytes the gateway\n"
@@ -85,8 +88,8 @@ std::vector<CommandSpec> buildTable() {
                "which appliance a 5-tuple goes to, and why",
                "Shows how gwlbd handles a packet from SRC to DST: its server group and\n"
                "stickiness, the canonical flow key and hash, whether the flow exists (then\n"
-               "its appliance, cookie and age) and where the Maglev table would send a new\n"
-               "flow now. PROTO is tcp, udp, icmp, icmpv6 or a number; give SPORT and DPORT\n"
+               "its appliance, cookie and age, and where it was before if it moved, and\n"
+               "why) and where the Maglev table would send a new flow now. PROTO is tcp, udp, icmp, icmpv6 or a number; give SPORT and DPORT\n"
                "for TCP and UDP.\n",
                {}});
   t.push_back({"stats", "stats", "", {}, 0, "per-port and per-worker counters, drop reasons",
@@ -108,14 +111,34 @@ std::vector<CommandSpec> buildTable() {
   t.push_back({"server remove", "server.remove", "ADDRESS", {"ADDRESS"}, 1,
                "remove an appliance (new flows stop going to it at once)",
                "Removes the appliance from the running configuration. New flows stop going\n"
-               "to it at once; existing flows keep their appliance. Removing a group's last\n"
-               "appliance is refused. Exit status 1 when no appliance has that address.\n",
+               "to it at once. Existing flows follow the group's failover_mode and\n"
+               "connection_draining (docs/config.md): with draining they stay until the\n"
+               "drain timeout; then (or at once without draining) rebalance moves them to\n"
+               "the remaining appliances on their next packet, no_rebalance keeps them on\n"
+               "it. It stays listed (draining / removed) while flows use it. Removing a\n"
+               "group's last appliance is refused. Exit status 1 when no appliance has\n"
+               "that address.\n",
                {}});
   t.push_back({"server set", "server.set", "ADDRESS --weight N", {"ADDRESS"}, 1,
                "change an appliance's weight",
                "Changes the appliance's Maglev weight (0 = idle: keeps its existing flows,\n"
                "gets no new ones).\n",
                {{"--weight", "N", "new weight 0-10000 (required)"}}});
+  t.push_back({"server drain", "server.drain", "ADDRESS [--timeout SECONDS]", {"ADDRESS"}, 1,
+               "drain an appliance without removing it",
+               "Starts draining a configured appliance: new flows stop going to it at\n"
+               "once, its existing flows stay until the timeout (default: its group's\n"
+               "connection_draining.timeout) or until its last flow ends. Then rebalance\n"
+               "moves the remaining flows on their next packet; no_rebalance keeps them.\n"
+               "It stays drained (no new flows) until 'server undrain' or removal; the\n"
+               "config line is not touched. Exit status 1 when no appliance has that\n"
+               "address; 2 when it is already draining or drained.\n",
+               {{"--timeout", "SECONDS", "drain timeout 1-3600 s (default: the group's)"}}});
+  t.push_back({"server undrain", "server.undrain", "ADDRESS", {"ADDRESS"}, 1,
+               "end a drain: the appliance takes new flows again",
+               "Ends an operator drain started by 'server drain': the appliance gets new\n"
+               "flows again (flows already moved away stay where they are).\n",
+               {}});
   t.push_back({"reload", "reload", "", {}, 0, "re-read the config file gwlbd was started with",
                "Re-reads and validates gwlbd's config file and publishes it. On error the\n"
                "running config stays and every error is printed. Settings that shape ports,\n"

@@ -204,9 +204,14 @@ std::string renderServers(const Json& r, double now, bool wide) {
   if (servers.is_array()) {
     for (const auto& s : servers) {
       const Json& h = field(s, "health");
+      std::string state = fieldText(s, "state");
+      const Json& d = field(s, "drain");
+      if (d.is_object() && !field(d, "time_left_s").is_null())
+        state += " (" + formatDuration(fieldNumber(d, "time_left_s")) + " left)";
+      double since = fieldNumber(s, "since");
+      if (d.is_object() && !field(d, "for_s").is_null()) since = now - fieldNumber(d, "for_s");
       std::vector<std::string> row = {fieldText(s, "address"), fieldText(s, "group"),
-                                      fieldText(s, "weight"), fieldText(s, "state"),
-                                      formatAge(fieldNumber(s, "since"), now)};
+                                      fieldText(s, "weight"), state, formatAge(since, now)};
       if (wide) row.push_back(fieldText(s, "reason"));
       for (std::string c : {fieldText(h, "state"), healthConsecutive(h), healthLastResult(h, wide),
                             healthWindows(h), countText(s, "active_flows"), countText(s, "packets"),
@@ -245,11 +250,19 @@ std::string renderGroups(const Json& r) {
   return t.render();
 }
 
+// "10.0.0.12 (unhealthy, 3.2s ago)" for a flow that moved, "-" otherwise.
+std::string movedText(const Json& m) {
+  if (!m.is_object()) return "-";
+  std::string ago = field(m, "ago_s").is_null() ? "" : ", " + formatDuration(fieldNumber(m, "ago_s")) + " ago";
+  return fieldText(m, "from") + " (" + fieldText(m, "reason") + ago + ")";
+}
+
 std::string renderFlows(const Json& flows) {
   Table t({{"SRC", Align::kLeft}, {"DST", Align::kLeft}, {"PROTO", Align::kLeft},
            {"GROUP", Align::kLeft}, {"APPLIANCE", Align::kLeft}, {"COOKIE", Align::kLeft},
            {"KIND", Align::kLeft}, {"AGE", Align::kRight}, {"IDLE", Align::kRight},
-           {"PACKETS o/r", Align::kRight}, {"BYTES o/r", Align::kRight}});
+           {"PACKETS o/r", Align::kRight}, {"BYTES o/r", Align::kRight},
+           {"MOVED FROM", Align::kLeft}});
   if (flows.is_array()) {
     for (const auto& f : flows) {
       auto dur = [&](const char* k) {
@@ -263,7 +276,8 @@ std::string renderFlows(const Json& flows) {
                 protoName(field(f, "proto")),
                 fieldText(f, "group"), fieldText(f, "appliance"), fieldText(f, "cookie"),
                 fieldText(f, "kind"), dur("age_s"), dur("idle_s"),
-                pairText(field(f, "packets"), false), pairText(field(f, "bytes"), true)});
+                pairText(field(f, "packets"), false), pairText(field(f, "bytes"), true),
+                movedText(field(f, "moved"))});
     }
   }
   if (t.rows() == 0) return "no matching flows\n";
@@ -289,6 +303,9 @@ std::string renderExplain(const Json& r) {
     kv.push_back({"flow", "not in the table"});
   }
   kv.push_back({"appliance", fieldText(r, "appliance")});
+  const Json& moved = field(r, "moved");
+  if (moved.is_object())
+    kv.push_back({"moved from", movedText(moved) + ", old cookie " + fieldText(moved, "old_cookie")});
   kv.push_back({"reason", fieldText(r, "reason")});
   const Json& m = field(r, "maglev");
   if (m.is_object()) {
@@ -425,6 +442,14 @@ std::string renderChange(const std::string& method, const Json& params, const Js
     out = "removed " + fieldText(params, "address");
   } else if (method == "server.set") {
     out = "set " + fieldText(params, "address") + " weight " + fieldText(params, "weight");
+  } else if (method == "server.drain") {
+    const Json& d = field(r, "drain");
+    out = "draining " + fieldText(params, "address");
+    if (!field(d, "timeout_s").is_null())
+      out += " for " + formatDuration(fieldNumber(d, "timeout_s"));
+    out += "; existing flows " + fieldText(d, "existing_flows", "?");
+  } else if (method == "server.undrain") {
+    out = fieldText(params, "address") + " takes new flows again";
   } else if (method == "reload") {
     out = "reloaded";
   } else {

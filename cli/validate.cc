@@ -187,6 +187,12 @@ Request buildRequest(const Invocation& inv) {
     r.params["address"] = parseAddress("ADDRESS", inv.args[0]);
   } else if (n == "server remove") {
     r.params["address"] = parseAddress("ADDRESS", inv.args[0]);
+  } else if (n == "server drain") {
+    r.params["address"] = parseAddress("ADDRESS", inv.args[0]);
+    if (inv.has("--timeout"))
+      r.params["timeout_s"] = parseUint("--timeout", inv.opt("--timeout"), 1, 3600);
+  } else if (n == "server undrain") {
+    r.params["address"] = parseAddress("ADDRESS", inv.args[0]);
   } else if (n == "server set") {
     r.params["address"] = parseAddress("ADDRESS", inv.args[0]);
     if (!inv.has("--weight")) throw UsageError("missing --weight N", n);

@@ -319,16 +319,18 @@ json Daemon::apiServers(const json& p) {
 json Daemon::drainJson(const ServerLifecycle::Entry& e) const {
   uint64_t now = dp::monotonicNs();
   bool draining = e.phase == dp::ServerPhase::kDraining;
-  const char* then = e.rebalance ? "rebalance" : "stay";
+  std::string flows;
+  if (!e.rebalance) flows = "stay (no_rebalance)";
+  else if (draining) flows = "stay until the drain ends, then move (rebalance)";
+  else flows = "move on their next packet (rebalance)";
   return {{"phase", toString(e.phase)},
           {"removed", e.removed},
           {"why", e.why},
           {"for_s", now > e.since_ns ? double(now - e.since_ns) / 1e9 : 0.0},
+          {"timeout_s", draining ? json(double(e.deadline_ns - e.since_ns) / 1e9) : json(nullptr)},
           {"time_left_s", draining && e.deadline_ns > now ? json(double(e.deadline_ns - now) / 1e9)
                                                           : json(nullptr)},
-          {"existing_flows", draining ? "stay until the drain ends, then " + std::string(then)
-                                      : std::string(e.move != dp::MoveReason::kNone ? "move"
-                                                                                      : "stay")},
+          {"existing_flows", flows},
           {"flows_counted", e.flows}};
 }
 

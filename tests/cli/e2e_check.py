@@ -432,7 +432,7 @@ def t_server_changes():
     # no_rebalance, no draining (DOMAIN.md section 3): listed as removed while
     # its flows stay on it.
     sv = servers_by_address().get("192.0.2.12")
-    assert sv and sv["state"] == "removed" and sv["drain"]["existing_flows"] == "stay" \
+    assert sv and sv["state"] == "removed" and sv["drain"]["existing_flows"] == "stay (no_rebalance)" \
         and sv["active_flows"] >= len(on12), sv
     assert re.search(r"^192\.0\.2\.12\s+firewalls\s+0\s+removed\s", run("servers").stdout, re.M)
     after = new_flow_targets()
@@ -501,12 +501,45 @@ def t_changes():
     assert set(new_flow_targets()) == APPLIANCES
 
 
+def t_drain():
+    """server drain: no new flows at once, flows stay and explain says so, the
+    drain ends (time left counts down), undrain restores; error paths."""
+    on11 = [f for f in ALL if f["appliance"] == "192.0.2.11" and f["kind"] == "flow"
+            and f["proto"] in ("tcp", "udp")][:20]
+    assert on11, "no flow on 192.0.2.11"
+    tuples = [(f["src"], f["dst"], f["proto"], f["sport"], f["dport"]) for f in on11]
+    out = run("server", "drain", "192.0.2.11", "--timeout", "2", record=True).stdout
+    assert out.startswith("draining 192.0.2.11 for 2s") and "existing flows stay (no_rebalance)" in out, out
+    sv = servers_by_address()["192.0.2.11"]
+    assert sv["state"] == "draining" and 0 < sv["drain"]["time_left_s"] <= 2, sv
+    assert re.search(r"^192\.0\.2\.11\s+firewalls\s+100\s+draining \(\d", run("servers").stdout, re.M)
+    assert "192.0.2.11" not in new_flow_targets()
+    for t, e in zip(tuples, pmap(explain, tuples)):
+        assert e["existing"] and e["appliance"] == "192.0.2.11" and "draining" in e["reason"], e
+    r = run("server", "drain", "192.0.2.11", rc=2, record=True)
+    assert "already draining" in r.stderr and "(conflict)" in r.stderr, r.stderr
+    run("server", "drain", "192.0.2.99", rc=1)
+    run("server", "drain", "192.0.2.11", "--timeout", "0", rc=2)
+    run("server", "undrain", "192.0.2.10", rc=2)
+    deadline = time.time() + 6
+    while servers_by_address()["192.0.2.11"]["state"] != "drained":
+        assert time.time() < deadline, servers_by_address()["192.0.2.11"]
+        time.sleep(0.2)
+    # no_rebalance (the default): the flows stay on it after the drain.
+    for t, e in zip(tuples, pmap(explain, tuples)):
+        assert e["existing"] and e["appliance"] == "192.0.2.11", e
+    assert "192.0.2.11" not in new_flow_targets()
+    assert "takes new flows again" in run("server", "undrain", "192.0.2.11", record=True).stdout
+    assert servers_by_address()["192.0.2.11"]["state"] == "active"
+    assert "192.0.2.11" in new_flow_targets()
+
+
 for name, fn in [("stats", t_stats), ("status and groups", t_status), ("servers", t_servers),
                  ("health", t_health),
                  ("flows --count", t_count), ("filters", t_filters), ("paging", t_paging),
                  ("explain", t_explain), ("explain vs transmitted Geneve", t_tx_explain),
                  ("server remove/add/set: new and existing flows", t_server_changes),
-                 ("error paths, reload", t_changes)]:
+                 ("error paths, reload", t_changes), ("drain", t_drain)]:
     check(name, fn)
 
 with open(f"{args.workdir}/session.txt", "w") as f:
