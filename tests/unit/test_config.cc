@@ -875,3 +875,45 @@ TEST(ConfigErrors, HealthCheckValues) {
 
 }  // namespace
 }  // namespace gwlb::ctl
+
+namespace gwlb::ctl {
+namespace {
+
+TEST(Config, FailoverAndDraining) {
+  Result none = parse(withGroup(kOneServer));
+  ASSERT_TRUE(none.ok) << formatErrors(none.errors);
+  EXPECT_EQ(none.cfg.server_groups[0].failover_mode, FailoverMode::kNoRebalance);
+  EXPECT_FALSE(none.cfg.server_groups[0].connection_draining.enabled);
+  EXPECT_EQ(none.cfg.server_groups[0].connection_draining.timeout_s, 300u);
+  Result r = parse(withGroup(std::string(kOneServer) + R"(
+    failover_mode: rebalance
+    connection_draining: { enabled: true, timeout: 1h })"));
+  ASSERT_TRUE(r.ok) << formatErrors(r.errors);
+  EXPECT_EQ(r.cfg.server_groups[0].failover_mode, FailoverMode::kRebalance);
+  EXPECT_TRUE(r.cfg.server_groups[0].connection_draining.enabled);
+  EXPECT_EQ(r.cfg.server_groups[0].connection_draining.timeout_s, 3600u);
+  Result one = parse(withGroup(std::string(kOneServer) + R"(
+    connection_draining: { enabled: true, timeout: 1 })"));
+  ASSERT_TRUE(one.ok) << formatErrors(one.errors);
+  EXPECT_EQ(one.cfg.server_groups[0].connection_draining.timeout_s, 1u);
+}
+
+TEST(ConfigErrors, FailoverAndDraining) {
+  Result r = parse(withGroup(std::string(kOneServer) + R"(
+    failover_mode: rebalanced
+    connection_draining: { enabled: yes please, timeout: 3601s, grace: 5 })"));
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(hasError(r, "server_groups[0].failover_mode", {"rebalanced", "no_rebalance or rebalance"}));
+  EXPECT_TRUE(hasError(r, "server_groups[0].connection_draining.enabled", {"yes please"}));
+  EXPECT_TRUE(hasError(r, "server_groups[0].connection_draining.timeout", {"3601s", "1..3600"}));
+  EXPECT_TRUE(hasError(r, "server_groups[0].connection_draining.grace", {}));
+  Result z = parse(withGroup(std::string(kOneServer) + R"(
+    connection_draining: { timeout: 0 })"));
+  EXPECT_TRUE(hasError(z, "server_groups[0].connection_draining.timeout", {"0"}));
+  Result l = parse(withGroup(std::string(kOneServer) + R"(
+    connection_draining: [1, 2])"));
+  EXPECT_TRUE(hasError(l, "server_groups[0].connection_draining", {"expected a map"}));
+}
+
+}  // namespace
+}  // namespace gwlb::ctl
