@@ -190,7 +190,13 @@ void Daemon::rebuildSnapshot() {
 void Daemon::lifecycleTick(bool count) {
   if (lifecycle_.entries().empty()) return;
   std::vector<uint32_t> counts;
-  if (count) flows_->countByServer(counts);
+  if (count) {
+    // Idle flows of appliances that left and shed their flows move now, so
+    // the appliance can be forgotten without waiting for their next packet.
+    if (const dp::Snapshot* s = dp_.snapshot.load(std::memory_order_acquire))
+      lifecycle_.addSwept(flows_->sweepMoves(*s, dp::monotonicNs()));
+    flows_->countByServer(counts);
+  }
   if (lifecycle_.tick(dp::monotonicNs(), count ? &counts : nullptr, registry_.addresses()))
     rebuildSnapshot();
 }

@@ -55,6 +55,7 @@ class ServerLifecycle {
     uint64_t flows_drain_timed_out = 0;  // flows still on an appliance when its drain timed out
     uint64_t removals = 0;           // appliances that left the config
     uint64_t forgotten = 0;          // leaving appliances forgotten (no flow left)
+    uint64_t flows_swept = 0;        // idle flows the control thread moved off a leaving appliance
   };
 
   // The config changed from prev to next at now_ns: appliances that left
@@ -79,6 +80,10 @@ class ServerLifecycle {
   // Returns true when any phase changed (the snapshot must be rebuilt).
   bool tick(uint64_t now_ns, const std::vector<uint32_t>* flows_by_id,
             const std::vector<uint32_t>& id_to_ip);
+
+  // The control thread moved n idle flows off leaving appliances
+  // (dp::FlowTable::sweepMoves).
+  void addSwept(uint64_t n) { stats_.flows_swept += n; }
 
   // Earliest drain deadline, if any drain runs (to arm a timer).
   std::optional<uint64_t> nextDeadline() const;

@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "dataplane/move.h"
+
 namespace gwlb::dp {
 
 void FlowEntry::reset() noexcept {
@@ -147,6 +149,27 @@ void FlowTable::countByServer(std::vector<uint32_t>& out) const {
     if (out.size() <= id) out.resize(size_t(id) + 1, 0);
     ++out[id];
   }
+}
+
+size_t FlowTable::sweepMoves(const Snapshot& s, uint64_t now_ns) {
+  const void* key;
+  void* data;
+  uint32_t next = 0;
+  int32_t pos;
+  size_t moved_n = 0;
+  while ((pos = rte_hash_iterate(hash_, &key, &data, &next)) >= 0) {
+    const FlowKey& k = *static_cast<const FlowKey*>(key);
+    if (k.kind == KeyKind::kFragment || k.group >= s.groups.size()) continue;
+    FlowEntry& e = entries_[size_t(pos)];
+    uint64_t r = e.route.load(std::memory_order_acquire);
+    if (!(r & kRouteSet) || routeServer(r) >= s.servers.size()) continue;
+    const ServerView& sv = s.servers[routeServer(r)];
+    if (sv.move == MoveReason::kNone || sv.phase == ServerPhase::kActive) continue;
+    bool moved = false;
+    tryMove(e, s, s.groups[k.group], r, sv.move, now_ns, moved);
+    moved_n += moved;
+  }
+  return moved_n;
 }
 
 uint32_t FlowTable::count() const noexcept {

@@ -24,6 +24,8 @@ struct rte_rcu_qsbr;
 
 namespace gwlb::dp {
 
+struct Snapshot;
+
 // How to send a returning packet back to the neighbour that sent it.
 struct DirInfo {
   std::atomic<uint8_t> state{0};  // 0 empty, 1 being written, 2 ready
@@ -98,6 +100,13 @@ class FlowTable {
   // Control thread: how many flows (fragment entries excluded) route to each
   // server id; `out` is resized to cover every id seen.
   void countByServer(std::vector<uint32_t>& out) const;
+
+  // Control thread: moves flows (not fragment entries) whose appliance has
+  // left its group (phase draining/drained/gone) and sheds its flows
+  // (ServerView::move) — flows that sent nothing since, which the workers
+  // would move only on their next packet — so the appliance can be
+  // forgotten. Returns how many this call moved.
+  size_t sweepMoves(const Snapshot& s, uint64_t now_ns);
 
   // Control thread: visits every live key (read-only).
   void forEach(const std::function<void(const FlowKey&, int32_t pos, const FlowEntry&)>& fn) const;

@@ -9,6 +9,7 @@
 #include "common/geneve.h"
 #include "common/icmp_error.h"
 #include "common/packet_parser.h"
+#include "dataplane/move.h"
 
 namespace gwlb::dp {
 namespace {
@@ -100,39 +101,13 @@ inline uint64_t ensureRoute(FlowEntry& e, uint16_t server, uint32_t cookie, uint
   return r;
 }
 
-// A cookie for a flow's new appliance: derived from the old cookie and the new
-// server, so workers (and the flow's fragment entries) that race to move the
-// same flow agree, and never equal to the old one.
-inline uint32_t movedCookie(uint32_t old, uint16_t to) noexcept {
-  uint32_t x = old ^ (uint32_t(to) + 1) * 0x9E3779B1u;
-  x ^= x >> 16;
-  x *= 0x85EBCA6Bu;
-  x ^= x >> 13;
-  x *= 0xC2B2AE35u;
-  x ^= x >> 16;
-  if (x == old) x ^= 0x5BD1E995u;
-  return x ? x : 1;
-}
-
-// The flow's appliance sheds its flows (ServerView::move): re-pick by Maglev
-// over the group as it is now and swap the route. Keeps the route when there
-// is nowhere better to go. One CAS: racing workers agree on the winner's route.
+// The flow's appliance sheds its flows (ServerView::move): move it now and
+// count the move once (fragment entries follow their flow uncounted).
 inline uint64_t moveFlow(Ctx& c, FlowEntry& e, const GroupView& g, uint64_t route,
                          MoveReason why, bool count) noexcept {
-  const Snapshot& s = c.s;
-  uint16_t from = routeServer(route);
-  if (g.maglev.empty()) return route;
-  uint16_t to = g.maglev[e.flow_hash.load(std::memory_order_relaxed) % g.maglev.size()];
-  if (to == kNoServer || to == from || to >= s.servers.size()) return route;
-  const ServerView& tv = s.servers[to];
-  if (!tv.routable || tv.move != MoveReason::kNone) return route;
-  uint64_t want = packRoute(to, movedCookie(routeCookie(route), to));
-  uint64_t seen = route;
-  if (!e.route.compare_exchange_strong(seen, want, std::memory_order_acq_rel)) return seen;
-  e.moved.store(packMove(uint8_t(why), from, routeCookie(route)), std::memory_order_release);
-  e.moved_ns.store(c.now, std::memory_order_relaxed);
-  e.moves.fetch_add(1, std::memory_order_relaxed);
-  if (count) {
+  bool moved = false;
+  uint64_t r = tryMove(e, c.s, g, route, why, c.now, moved);
+  if (moved && count) {
     c.w.counters.inc(Counter::flows_rebalanced);
     switch (why) {
       case MoveReason::kUnhealthy: c.w.counters.inc(Counter::flows_rebalanced_unhealthy); break;
@@ -142,7 +117,7 @@ inline uint64_t moveFlow(Ctx& c, FlowEntry& e, const GroupView& g, uint64_t rout
       default: c.w.counters.inc(Counter::flows_rebalanced_removed); break;
     }
   }
-  return want;
+  return r;
 }
 
 void tooBig(Ctx& c, rte_mbuf* m, const ParsedPacket& p, uint32_t inner_mtu) noexcept {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "dataplane/move.h"
 #include "tests/dp/dp_harness.h"
 
 namespace gwlb::dptest {
@@ -320,6 +321,51 @@ TEST_F(Rebalance, RemovedApplianceIsForgottenOnceItsLastFlowIsGone) {
   Seen s = send(i);
   EXPECT_NE(s.appliance, gone);
   EXPECT_EQ(h_->get(Counter::flows_rebalanced_removed), 1u);
+}
+
+TEST_F(Rebalance, ControlSweepMovesIdleFlowsOfALeavingApplianceSoItIsForgotten) {
+  make(ctl::FailoverMode::kRebalance);
+  std::vector<Seen> before = sendAll();
+  IpAddr gone = busiest(before);
+  size_t on_gone = 0;
+  for (auto& s : before) on_gone += s.appliance == gone;
+
+  // An unhealthy (still configured) appliance is left to the lazy move.
+  h_->republish(healthWith(gone));
+  EXPECT_EQ(h_->flows().sweepMoves(h_->snapshot(), h_->now), 0u);
+  h_->republish({});
+
+  ctl::ServerLifecycle life;
+  ctl::Config next = removing(gone);
+  life.applyConfig(h_->config(), next, 100 * kSec, "removed by test");
+  h_->config() = next;
+  h_->republish({}, &life);
+  EXPECT_EQ(h_->flows().sweepMoves(h_->snapshot(), h_->now), on_gone);
+  EXPECT_EQ(h_->flows().sweepMoves(h_->snapshot(), h_->now), 0u) << "each flow moves once";
+  std::vector<uint32_t> counts;
+  h_->flows().countByServer(counts);
+  uint16_t gid = h_->snapshot().serverByIp(gone.v4HostOrder());
+  ASSERT_NE(gid, dp::kNoServer);
+  EXPECT_EQ(gid < counts.size() ? counts[gid] : 0u, 0u);
+  std::vector<uint32_t> addrs;
+  for (auto& sv : h_->snapshot().servers) addrs.push_back(sv.ip);
+  EXPECT_TRUE(life.tick(101 * kSec, &counts, addrs));
+  EXPECT_EQ(life.find(gone.v4HostOrder()), nullptr) << "forgotten at once";
+
+  // The next packets find the flows already moved, with the cookie a worker
+  // would have chosen; no worker counts a move it did not make.
+  h_->republish({}, &life);
+  std::vector<Seen> after = sendAll();
+  for (int i = 0; i < kFlows; ++i) {
+    if (before[i].appliance != gone) {
+      EXPECT_EQ(after[i].cookie, before[i].cookie) << i;
+      continue;
+    }
+    EXPECT_NE(after[i].appliance, gone) << i;
+    uint16_t to = h_->snapshot().serverByIp(after[i].appliance.v4HostOrder());
+    EXPECT_EQ(after[i].cookie, dp::movedCookie(before[i].cookie, to)) << i;
+  }
+  EXPECT_EQ(h_->get(Counter::flows_rebalanced), 0u);
 }
 
 }  // namespace

@@ -1,0 +1,53 @@
+// Moving an existing flow off an appliance that sheds its flows
+// (ServerView::move; DOMAIN.md section 3). Used by the workers on a flow's
+// next packet (pipeline.cc) and by the control thread's sweep of flows that
+// stay idle on an appliance that left (FlowTable::sweepMoves). Lock-free:
+// one CAS on the route, so racing movers agree on the winner's route.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "dataplane/flow_table.h"
+#include "dataplane/snapshot.h"
+
+namespace gwlb::dp {
+
+// A cookie for a flow's new appliance: derived from the old cookie and the new
+// server, so movers that race (and the flow's fragment entries) agree, and
+// never equal to the old one.
+inline uint32_t movedCookie(uint32_t old, uint16_t to) noexcept {
+  uint32_t x = old ^ (uint32_t(to) + 1) * 0x9E3779B1u;
+  x ^= x >> 16;
+  x *= 0x85EBCA6Bu;
+  x ^= x >> 13;
+  x *= 0xC2B2AE35u;
+  x ^= x >> 16;
+  if (x == old) x ^= 0x5BD1E995u;
+  return x ? x : 1;
+}
+
+// Re-picks the flow's appliance by Maglev over group `g` as it is in `s` and
+// swaps the route. Keeps the route when there is nowhere better to go (no
+// slot, the same appliance, or one that sheds flows itself). Returns the
+// route in force afterwards; `moved` is set when this call made the move.
+inline uint64_t tryMove(FlowEntry& e, const Snapshot& s, const GroupView& g, uint64_t route,
+                        MoveReason why, uint64_t now, bool& moved) noexcept {
+  moved = false;
+  uint16_t from = routeServer(route);
+  if (g.maglev.empty()) return route;
+  uint16_t to = g.maglev[e.flow_hash.load(std::memory_order_relaxed) % g.maglev.size()];
+  if (to == kNoServer || to == from || to >= s.servers.size()) return route;
+  const ServerView& tv = s.servers[to];
+  if (!tv.routable || tv.move != MoveReason::kNone) return route;
+  uint64_t want = packRoute(to, movedCookie(routeCookie(route), to));
+  uint64_t seen = route;
+  if (!e.route.compare_exchange_strong(seen, want, std::memory_order_acq_rel)) return seen;
+  e.moved.store(packMove(uint8_t(why), from, routeCookie(route)), std::memory_order_release);
+  e.moved_ns.store(now, std::memory_order_relaxed);
+  e.moves.fetch_add(1, std::memory_order_relaxed);
+  moved = true;
+  return want;
+}
+
+}  // namespace gwlb::dp
