@@ -20,6 +20,7 @@
 #include <initializer_list>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string_view>
 #include <system_error>
@@ -64,6 +65,10 @@ constexpr Range kU64Range{0, std::numeric_limits<uint64_t>::max(), true};
 constexpr Range kMaglevRange{251, 1000003};
 constexpr Range kIdleRange{60, 6000};
 constexpr Range kDrainRange{1, 3600};
+constexpr Range kHoldRange{0, 3600};
+constexpr Range kPercentRange{0, 100};
+constexpr Range kMinCountRange{0, 4096};
+constexpr size_t kMaxRegionItems = 16;  // listeners, sources per composite, groups per listener
 constexpr Range kPortRange{0, 65535};
 constexpr Range kMtuRange{576, 9216};
 constexpr Range kIcmpRateRange{0, 100000};
@@ -158,6 +163,7 @@ class Validator {
     groups(c);
     dataplane(c.dataplane);
     controlAndMetrics(c);
+    regions(c);
     if (!validLogLevel(c.log_level)) {
       add("log_level", quote(c.log_level) + " is not a log level; allowed: " + logLevelList());
     }
@@ -329,6 +335,120 @@ class Validator {
                                std::to_string(kMaxServersTotal));
   }
 
+  // Names of one kind: valid and unique. Returns name -> index.
+  template <typename T>
+  std::map<std::string, size_t> names(const std::vector<T>& v, const std::string& key,
+                                      const char* what) {
+    std::map<std::string, size_t> m;
+    for (size_t i = 0; i < v.size(); ++i) {
+      const std::string np = key + "[" + std::to_string(i) + "].name";
+      if (v[i].name.empty()) {
+        add(np, std::string("is required: a ") + what + " name of 1..63 characters from A-Z a-z 0-9 _ . -");
+      } else if (!validGroupName(v[i].name)) {
+        add(np, quote(v[i].name) + " is not a valid name; use 1..63 characters from A-Z a-z 0-9 _ . -");
+      } else if (!m.emplace(v[i].name, i).second) {
+        add(np, quote(v[i].name) + " is already the name of " + key + "[" +
+                    std::to_string(m[v[i].name]) + "]; names must be unique");
+      }
+    }
+    return m;
+  }
+
+  // Aggregated health and listeners (DOMAIN.md section 4): every reference
+  // resolves in this config; a composite is never a source of another.
+  void regions(const Config& c) {
+    std::map<std::string, size_t> groups;
+    for (size_t i = 0; i < c.server_groups.size(); ++i) groups.emplace(c.server_groups[i].name, i);
+    auto policies = names(c.health_aggregation_policies, "health_aggregation_policies", "policy");
+    auto sources = names(c.health_sources, "health_sources", "health source");
+    auto composites = names(c.composite_health_checks, "composite_health_checks", "composite health check");
+    auto listeners = names(c.listeners, "listeners", "listener");
+    for (size_t i = 0; i < c.health_aggregation_policies.size(); ++i) {
+      const auto& p = c.health_aggregation_policies[i];
+      const std::string pp = "health_aggregation_policies[" + std::to_string(i) + "]";
+      range(pp + ".min_healthy_percent", p.min_healthy_percent, kPercentRange, " %");
+      range(pp + ".min_healthy_count", p.min_healthy_count, kMinCountRange);
+    }
+    for (size_t i = 0; i < c.health_sources.size(); ++i) {
+      const auto& hs = c.health_sources[i];
+      const std::string sp = "health_sources[" + std::to_string(i) + "]";
+      if (composites.count(hs.name))
+        add(sp + ".name", quote(hs.name) + " is also the name of a composite health check; "
+                                        "sources and composites need distinct names");
+      if (hs.server_group.empty())
+        add(sp + ".server_group", "is required: the name of a server group");
+      else if (!groups.count(hs.server_group))
+        add(sp + ".server_group", quote(hs.server_group) + " is not a server group in this config");
+      if (!hs.policy.empty() && !policies.count(hs.policy))
+        add(sp + ".policy", quote(hs.policy) + " is not a policy in health_aggregation_policies");
+    }
+    for (size_t i = 0; i < c.composite_health_checks.size(); ++i) {
+      const auto& ch = c.composite_health_checks[i];
+      const std::string cp = "composite_health_checks[" + std::to_string(i) + "]";
+      if (ch.sources.empty() || ch.sources.size() > kMaxRegionItems)
+        add(cp + ".sources", "needs 1.." + std::to_string(kMaxRegionItems) + " health source names");
+      std::set<std::string> seen;
+      for (size_t j = 0; j < ch.sources.size(); ++j) {
+        const std::string& n = ch.sources[j];
+        const std::string jp = cp + ".sources[" + std::to_string(j) + "]";
+        if (composites.count(n))
+          add(jp, quote(n) + " is a composite health check; a composite's result cannot be a "
+                             "source of another composite");
+        else if (!sources.count(n))
+          add(jp, quote(n) + " is not a health source in health_sources");
+        else if (!seen.insert(n).second)
+          add(jp, quote(n) + " is listed twice");
+      }
+      if (ch.destination.empty())
+        add(cp + ".destination", "is required: the name of a listener");
+      else if (!listeners.count(ch.destination))
+        add(cp + ".destination", quote(ch.destination) + " is not a listener in listeners");
+    }
+    if (c.listeners.size() > kMaxRegionItems)
+      add("listeners", "has " + std::to_string(c.listeners.size()) + " listeners; allowed at most " +
+                           std::to_string(kMaxRegionItems));
+    std::map<std::string, std::string> owner;  // group -> listener
+    for (size_t i = 0; i < c.listeners.size(); ++i) {
+      const auto& l = c.listeners[i];
+      const std::string lp = "listeners[" + std::to_string(i) + "]";
+      range(lp + ".failback_hold", l.failback_hold_s, kHoldRange, " seconds");
+      if (l.server_groups.empty() || l.server_groups.size() > kMaxRegionItems)
+        add(lp + ".server_groups", "needs 1.." + std::to_string(kMaxRegionItems) +
+                                       " server group names, in order of preference");
+      const ServerGroupConfig* first = nullptr;
+      for (size_t j = 0; j < l.server_groups.size(); ++j) {
+        const std::string& g = l.server_groups[j];
+        const std::string jp = lp + ".server_groups[" + std::to_string(j) + "]";
+        auto gi = groups.find(g);
+        if (gi == groups.end()) {
+          add(jp, quote(g) + " is not a server group in this config");
+          continue;
+        }
+        auto [it, fresh] = owner.emplace(g, l.name);
+        if (!fresh) {
+          add(jp, quote(g) + (it->second == l.name ? " is listed twice"
+                                                   : " already belongs to listener " + quote(it->second)) +
+                      "; a server group serves at most one listener");
+          continue;
+        }
+        const ServerGroupConfig& gc = c.server_groups[gi->second];
+        if (!first) {
+          first = &gc;
+        } else if (gc.stickiness != first->stickiness) {
+          add(jp, quote(g) + " has stickiness " + toString(gc.stickiness) + " but " +
+                      quote(first->name) + " has " + toString(first->stickiness) +
+                      "; the groups of one listener must share their stickiness (a flow keeps "
+                      "its key when it fails over)");
+        }
+      }
+    }
+    IpAddr a;
+    uint16_t port;
+    if (!c.health_endpoint.listen.empty() && !parseListen(c.health_endpoint.listen, a, port))
+      add("health_endpoint.listen", quote(c.health_endpoint.listen) +
+                                        " is not address:port; use e.g. 127.0.0.1:8081 or [::1]:8081");
+  }
+
   void health(const std::string& gp, const HealthCheckConfig& h) {
     const std::string hp = gp + ".health_check";
     if (!h.configured) return;
@@ -438,7 +558,9 @@ class Parser {
                    kindOf(n));
       return;
     }
-    walkMap(n, "", {"node", "server_groups", "dataplane", "eal", "log_level", "control", "metrics"},
+    walkMap(n, "", {"node", "server_groups", "dataplane", "eal", "log_level", "control", "metrics",
+                    "health_aggregation_policies", "health_sources", "composite_health_checks",
+                    "listeners", "health_endpoint"},
             {"node", "server_groups"},
             [&](std::string_view k, const YAML::Node& v, const std::string& p) {
               if (k == "node") node(v, p, c.node);
@@ -448,7 +570,106 @@ class Parser {
               else if (k == "log_level") str(v, p, "a log level", c.log_level);
               else if (k == "control") control(v, p, c.control);
               else if (k == "metrics") metrics(v, p, c.metrics);
+              else if (k == "health_aggregation_policies") policies(v, p, c.health_aggregation_policies);
+              else if (k == "health_sources") healthSources(v, p, c.health_sources);
+              else if (k == "composite_health_checks") composites(v, p, c.composite_health_checks);
+              else if (k == "listeners") listeners(v, p, c.listeners);
+              else if (k == "health_endpoint")
+                walkMap(v, p, {"listen"}, {},
+                        [&](std::string_view hk, const YAML::Node& hv, const std::string& hp) {
+                          if (hk == "listen")
+                            str(hv, hp, "an address:port like 127.0.0.1:8081", c.health_endpoint.listen);
+                        });
             });
+  }
+
+  // A list whose every item is a map parsed by `item`.
+  template <typename T, typename F>
+  void items(const YAML::Node& n, const std::string& path, const std::string& what,
+             std::vector<T>& out, F item) {
+    if (!list(n, path, what)) return;
+    if (n.IsNull()) return;
+    for (size_t i = 0; i < n.size(); ++i) {
+      out.emplace_back();
+      noteLine(index(path, i), n[i]);
+      item(n[i], index(path, i), out.back());
+    }
+  }
+
+  void names(const YAML::Node& n, const std::string& path, const std::string& what,
+             std::vector<std::string>& out) {
+    if (!list(n, path, what)) return;
+    if (n.IsNull()) return;
+    for (size_t i = 0; i < n.size(); ++i) {
+      out.emplace_back();
+      str(n[i], index(path, i), "a name", out.back());
+    }
+  }
+
+  void policies(const YAML::Node& n, const std::string& path,
+                std::vector<AggregationPolicyConfig>& out) {
+    items(n, path, "a list of policies", out,
+          [&](const YAML::Node& m, const std::string& ip, AggregationPolicyConfig& pc) {
+            walkMap(m, ip, {"name", "min_healthy_percent", "min_healthy_count"}, {"name"},
+                    [&](std::string_view k, const YAML::Node& v, const std::string& p) {
+                      if (k == "name") str(v, p, "a policy name", pc.name);
+                      else if (k == "min_healthy_percent")
+                        integer(v, p, kPercentRange, pc.min_healthy_percent);
+                      else if (k == "min_healthy_count")
+                        integer(v, p, kMinCountRange, pc.min_healthy_count);
+                    });
+          });
+  }
+
+  void healthSources(const YAML::Node& n, const std::string& path,
+                     std::vector<HealthSourceConfig>& out) {
+    items(n, path, "a list of health sources", out,
+          [&](const YAML::Node& m, const std::string& ip, HealthSourceConfig& hs) {
+            walkMap(m, ip, {"name", "server_group", "policy"}, {"name", "server_group"},
+                    [&](std::string_view k, const YAML::Node& v, const std::string& p) {
+                      if (k == "name") str(v, p, "a health source name", hs.name);
+                      else if (k == "server_group") str(v, p, "a server group name", hs.server_group);
+                      else if (k == "policy") str(v, p, "a policy name", hs.policy);
+                    });
+          });
+  }
+
+  void composites(const YAML::Node& n, const std::string& path,
+                  std::vector<CompositeHealthCheckConfig>& out) {
+    items(n, path, "a list of composite health checks", out,
+          [&](const YAML::Node& m, const std::string& ip, CompositeHealthCheckConfig& ch) {
+            walkMap(m, ip, {"name", "sources", "destination", "dry_run"},
+                    {"name", "sources", "destination"},
+                    [&](std::string_view k, const YAML::Node& v, const std::string& p) {
+                      if (k == "name") str(v, p, "a composite name", ch.name);
+                      else if (k == "sources") names(v, p, "a list of health source names", ch.sources);
+                      else if (k == "destination") str(v, p, "a listener name", ch.destination);
+                      else if (k == "dry_run") boolean(v, p, ch.dry_run);
+                    });
+          });
+  }
+
+  void listeners(const YAML::Node& n, const std::string& path, std::vector<ListenerConfig>& out) {
+    items(n, path, "a list of listeners", out,
+          [&](const YAML::Node& m, const std::string& ip, ListenerConfig& l) {
+            walkMap(m, ip, {"name", "server_groups", "failback_hold", "when_all_unhealthy"},
+                    {"name", "server_groups"},
+                    [&](std::string_view k, const YAML::Node& v, const std::string& p) {
+                      if (k == "name") str(v, p, "a listener name", l.name);
+                      else if (k == "server_groups")
+                        names(v, p, "a list of server group names", l.server_groups);
+                      else if (k == "failback_hold") duration(v, p, l.failback_hold_s, kHoldRange);
+                      else if (k == "when_all_unhealthy") {
+                        std::string w;
+                        size_t before = errs_.size();
+                        str(v, p, "fail_open or drop", w);
+                        if (errs_.size() != before) return;
+                        if (w == "fail_open") l.when_all_unhealthy = WhenAllUnhealthy::kFailOpen;
+                        else if (w == "drop") l.when_all_unhealthy = WhenAllUnhealthy::kDrop;
+                        else fail(p, quote(w) + " is not allowed; use fail_open or drop");
+                      }
+                    });
+          });
   }
 
   void control(const YAML::Node& n, const std::string& path, ControlConfig& cc) {

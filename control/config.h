@@ -110,6 +110,40 @@ struct MetricsConfig {
   std::string listen;  // "127.0.0.1:9100" or "[::1]:9100"; "" = off
 };
 
+// Aggregated health (DOMAIN.md section 4). A health source (one server group
+// judged by one policy) is healthy when its healthy servers are at least
+// min_healthy_percent of its servers and at least min_healthy_count.
+struct AggregationPolicyConfig {
+  std::string name;                          // unique, [A-Za-z0-9_.-]{1,63}
+  uint32_t min_healthy_percent = 60;         // 0..100
+  uint32_t min_healthy_count = 1;            // 0..4096
+};
+struct HealthSourceConfig {
+  std::string name;                          // unique among sources and composites
+  std::string server_group;                  // a server group's name
+  std::string policy;                        // a policy's name; "" = the defaults (60 % / 1)
+};
+// Healthy when every source is (AND); its state goes to its destination, a
+// listener. dry_run: computed, shown, logged and exported, never acted upon.
+struct CompositeHealthCheckConfig {
+  std::string name;
+  std::vector<std::string> sources;          // 1..16 health source names (not composites)
+  std::string destination;                   // a listener's name
+  bool dry_run = false;
+};
+// A service: new flows go to the first of its server groups (regions, in
+// order of preference) whose region is healthy.
+struct ListenerConfig {
+  std::string name;
+  std::vector<std::string> server_groups;    // 1..16 group names, each in at most one listener
+  uint32_t failback_hold_s = 0;              // 0..3600: a region must stay healthy this long before traffic returns
+  WhenAllUnhealthy when_all_unhealthy = WhenAllUnhealthy::kFailOpen;  // no region healthy
+};
+// HTTP health endpoint for consumers: GET /destinations/<listener> -> 200 / 503.
+struct HealthEndpointConfig {
+  std::string listen;                        // "127.0.0.1:8081"; "" = off
+};
+
 // Server ids are shared by all groups; this bounds per-worker per-server counters.
 inline constexpr size_t kMaxServersTotal = 16384;
 
@@ -119,6 +153,12 @@ struct Config {
   DataplaneConfig dataplane;
   ControlConfig control;
   MetricsConfig metrics;
+  std::vector<AggregationPolicyConfig> health_aggregation_policies;
+  std::vector<HealthSourceConfig> health_sources;
+  std::vector<CompositeHealthCheckConfig> composite_health_checks;
+  // Empty: one implicit listener over the first server group.
+  std::vector<ListenerConfig> listeners;     // 0..16; the first receives all inspected traffic
+  HealthEndpointConfig health_endpoint;
   std::vector<std::string> eal_args;         // passed to rte_eal_init before any after "--"
   std::string log_level = "info";            // trace|debug|info|warn|error|critical|off
   std::string source_path;                   // file it was loaded from ("" for text)
