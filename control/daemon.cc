@@ -189,6 +189,9 @@ void Daemon::rebuildSnapshot() {
 
 void Daemon::lifecycleTick(bool count) {
   if (lifecycle_.entries().empty()) return;
+  // A drain that reaches its deadline is judged on a fresh count.
+  auto due = lifecycle_.nextDeadline();
+  if (due && *due <= dp::monotonicNs()) count = true;
   std::vector<uint32_t> counts;
   if (count) {
     // Idle flows of appliances that left and shed their flows move now, so

@@ -230,8 +230,13 @@ json Daemon::apiStatus(const json& p) {
   for (size_t i = 0; i < runs_.size(); ++i) {
     json q = json::array();
     for (auto& rq : runs_[i]->cfg.rx) q.push_back(std::to_string(rq.port) + "/" + std::to_string(rq.queue));
+    const dp::WorkerHeartbeat& hb = runs_[i]->heartbeat;
     workers.push_back({{"id", i}, {"lcore", worker_lcores_.size() > i ? worker_lcores_[i] : 0},
-                       {"rx_queues", q}});
+                       {"rx_queues", q},
+                       {"loops", hb.loops.load(std::memory_order_relaxed)},
+                       {"max_loop_gap_ns", hb.max_loop_gap_ns.load(std::memory_order_relaxed)},
+                       {"recent_max_loop_gap_ns",
+                        hb.recent_max_loop_gap_ns.load(std::memory_order_relaxed)}});
   }
   const dp::Snapshot* s = dp_.snapshot.load();
   return {{"version", kVersion},
@@ -342,7 +347,8 @@ json Daemon::lifecycleStatsJson() const {
           {"flows_drained", st.flows_drained},
           {"flows_drain_timed_out", st.flows_drain_timed_out},
           {"removals", st.removals},
-          {"forgotten", st.forgotten}};
+          {"forgotten", st.forgotten},
+          {"flows_swept", st.flows_swept}};
 }
 
 json Daemon::apiServerDrain(const json& p) {

@@ -163,6 +163,53 @@ std::string Daemon::metricsText() const {
       o << name << "{port=\"" << p << "\"} " << v << '\n';
     }
   }
+  metric(o, "gwlb_worker_loops_total", "counter",
+         "poll loops a worker completed; stops rising while the worker stalls");
+  for (size_t i = 0; i < runs_.size(); ++i)
+    o << "gwlb_worker_loops_total{worker=\"" << i << "\"} "
+      << runs_[i]->heartbeat.loops.load(std::memory_order_relaxed) << '\n';
+  metric(o, "gwlb_worker_max_loop_gap_seconds", "gauge",
+         "longest time between the starts of two poll loops of a worker since gwlbd started");
+  for (size_t i = 0; i < runs_.size(); ++i)
+    o << "gwlb_worker_max_loop_gap_seconds{worker=\"" << i << "\"} "
+      << double(runs_[i]->heartbeat.max_loop_gap_ns.load(std::memory_order_relaxed)) / 1e9
+      << '\n';
+  metric(o, "gwlb_worker_recent_max_loop_gap_seconds", "gauge",
+         "longest time between the starts of two poll loops of a worker in the last completed "
+         "second");
+  for (size_t i = 0; i < runs_.size(); ++i)
+    o << "gwlb_worker_recent_max_loop_gap_seconds{worker=\"" << i << "\"} "
+      << double(runs_[i]->heartbeat.recent_max_loop_gap_ns.load(std::memory_order_relaxed)) / 1e9
+      << '\n';
+  const ServerLifecycle::Stats& ls = lifecycle_.stats();
+  const std::pair<const char*, std::pair<uint64_t, const char*>> lifecycle[] = {
+      {"drains_started", {ls.drains_started,
+                          "appliance drains started (removals and operator drains with draining on)"}},
+      {"drains_emptied", {ls.drains_emptied, "drains that ended because their last flow ended"}},
+      {"drains_timed_out", {ls.drains_timed_out, "drains that ended at their timeout with flows left"}},
+      {"flows_drained", {ls.flows_drained, "flows that ended (idle) on a draining appliance"}},
+      {"flows_drain_timed_out",
+       {ls.flows_drain_timed_out, "flows still on an appliance when its drain timed out"}},
+      {"removals", {ls.removals, "appliances that left the config (reload, server.remove)"}},
+      {"forgotten", {ls.forgotten, "leaving appliances forgotten once no flow was left on them"}},
+      {"flows_swept", {ls.flows_swept, "idle flows the control thread moved off leaving appliances"}},
+  };
+  for (const auto& [name, v] : lifecycle) {
+    std::string full = std::string("gwlb_lifecycle_") + name + "_total";
+    metric(o, full, "counter", v.second);
+    o << full << ' ' << v.first << '\n';
+  }
+  const dp::Snapshot* snap = dp_.snapshot.load();
+  metric(o, "gwlb_snapshot_generation", "gauge",
+         "generation of the published snapshot; rises by one with every snapshot published");
+  o << "gwlb_snapshot_generation " << (snap ? snap->generation : 0) << '\n';
+  metric(o, "gwlb_snapshots_live", "gauge",
+         "snapshots alive in the process (published, awaiting their RCU grace period, or being "
+         "built); comes back to 1-2 when retired ones are freed");
+  o << "gwlb_snapshots_live " << dp::Snapshot::live() << '\n';
+  metric(o, "gwlb_snapshots_retiring", "gauge",
+         "replaced snapshots awaiting their RCU grace period before they are freed");
+  o << "gwlb_snapshots_retiring " << retired_.size() << '\n';
   metric(o, "gwlb_uptime_seconds", "gauge", "seconds since gwlbd started");
   o << "gwlb_uptime_seconds " << double(dp::monotonicNs() - started_ns_) / 1e9 << '\n';
   return o.str();

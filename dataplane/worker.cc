@@ -1,6 +1,7 @@
 #include "dataplane/worker.h"
 
 #include <rte_ethdev.h>
+#include <rte_cycles.h>
 #include <rte_mbuf.h>
 #include <rte_pause.h>
 #include <rte_rcu_qsbr.h>
@@ -35,6 +36,17 @@ void transmit(WorkerState& w, uint16_t txq, rte_mbuf** pkts, uint16_t n) noexcep
   }
 }
 
+// TSC cycles to ns and back without overflow (heartbeat only: called at a new
+// maximum gap and once a window, never per packet).
+uint64_t cyclesToNs(uint64_t cycles, uint64_t hz) noexcept {
+  if (hz == 0) return 0;
+  return cycles / hz * 1'000'000'000ULL + cycles % hz * 1'000'000'000ULL / hz;
+}
+
+uint64_t cyclesFromNs(uint64_t ns, uint64_t hz) noexcept {
+  return ns / 1'000'000'000ULL * hz + ns % 1'000'000'000ULL * hz / 1'000'000'000ULL;
+}
+
 }  // namespace
 
 int workerLoop(void* arg) {
@@ -45,7 +57,31 @@ int workerLoop(void* arg) {
   rte_rcu_qsbr_thread_online(run->qsbr, c.qsbr_id);
   rte_mbuf* pkts[kMaxBurst];
   BurstOutput out;
+  WorkerHeartbeat& hb = run->heartbeat;
+  const uint64_t tsc_hz = rte_get_tsc_hz();
+  uint64_t loops = hb.loops.load(std::memory_order_relaxed);
+  const uint64_t window_cycles = cyclesFromNs(WorkerHeartbeat::kWindowNs, tsc_hz);
+  uint64_t max_gap = 0, window_max = 0;  // cycles
+  uint64_t last = rte_rdtsc();
+  uint64_t window_end = last + window_cycles;
   while (!run->stop->load(std::memory_order_relaxed)) {
+    // Heartbeat: the time since the previous loop started covers that whole
+    // loop (its bursts, its transmits) and any time the thread was not running.
+    uint64_t t = rte_rdtsc();
+    uint64_t gap = t - last;
+    last = t;
+    if (gap > window_max) {
+      window_max = gap;
+      if (gap > max_gap) {
+        max_gap = gap;
+        hb.max_loop_gap_ns.store(cyclesToNs(gap, tsc_hz), std::memory_order_relaxed);
+      }
+    }
+    if (t >= window_end) {
+      hb.recent_max_loop_gap_ns.store(cyclesToNs(window_max, tsc_hz), std::memory_order_relaxed);
+      window_max = 0;
+      window_end = t + window_cycles;
+    }
     bool idle = true;
     for (const RxQueue& q : c.rx) {
       uint16_t n = rte_eth_rx_burst(q.port, q.queue, pkts, c.burst);
@@ -63,6 +99,7 @@ int workerLoop(void* arg) {
       if (k) transmit(w, c.tx_queue, pkts, uint16_t(k));
     }
     rte_rcu_qsbr_quiescent(run->qsbr, c.qsbr_id);
+    hb.loops.store(++loops, std::memory_order_relaxed);
     if (idle) rte_pause();
   }
   rte_rcu_qsbr_thread_offline(run->qsbr, c.qsbr_id);

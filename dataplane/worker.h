@@ -26,7 +26,22 @@ struct WorkerConfig {
   uint16_t n_ports = 0;
 };
 
+// A worker's pulse, for the control thread (`status`, /metrics): written by
+// the worker alone with relaxed stores, once per poll loop (no lock, no
+// syscall; the gap is measured with the TSC). Its own cache line, so these
+// stores do not share one with what the worker only reads.
+struct alignas(64) WorkerHeartbeat {
+  // The window of recent_max_loop_gap_ns.
+  static constexpr uint64_t kWindowNs = 1'000'000'000ULL;
+  std::atomic<uint64_t> loops{0};            // poll loops completed since start
+  std::atomic<uint64_t> max_loop_gap_ns{0};  // longest time between two loop starts, since start
+  // Longest time between two loop starts in the last completed window of
+  // kWindowNs (a gauge that comes down again after a hiccup).
+  std::atomic<uint64_t> recent_max_loop_gap_ns{0};
+};
+
 struct WorkerRun {
+  WorkerHeartbeat heartbeat;  // first: keeps its own cache line
   Dataplane* dp = nullptr;
   rte_rcu_qsbr* qsbr = nullptr;
   WorkerState* state = nullptr;
