@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "common/maglev.h"
+#include "control/regions.h"
 
 static_assert(gwlb::ctl::kMaxServersTotal == gwlb::dp::kMaxServerIds);
 
@@ -42,7 +43,8 @@ void resolveMac(dp::ServerView& v, const ServerConfig& sc, const Config& cfg,
 std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& reg,
                                             const NeighbourTable& neigh, uint64_t generation,
                                             const HealthMap& health,
-                                            const ServerLifecycle* life) {
+                                            const ServerLifecycle* life,
+                                            const RegionTracker* regions) {
   std::vector<ConfigError> errors;
   if (!validateConfig(cfg, errors)) throw std::invalid_argument(formatErrors(errors));
 
@@ -54,6 +56,10 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
   s->underlay_mtu = cfg.node.underlay_mtu;
   s->icmp_rate_per_s = cfg.node.icmp_rate_per_s;
   s->default_group = 0;
+  // Per group: does it have an appliance in service for new flows.
+  std::vector<bool> group_any(cfg.server_groups.size(), false);
+  // Per server id: failed its health checks (rebalance candidates).
+  std::vector<std::pair<uint16_t, size_t>> failed_ids;  // (server id, group)
 
   for (size_t gi = 0; gi < cfg.server_groups.size(); ++gi) {
     const ServerGroupConfig& gc = cfg.server_groups[gi];
@@ -98,17 +104,66 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
     if (!any && gc.when_all_unhealthy == WhenAllUnhealthy::kFailOpen)
       for (size_t i = 0; i < backends.size(); ++i)
         backends[i].weight = drained[i] ? 0 : gc.servers[i].weight;
-    // Rebalance off an unhealthy appliance only toward one in service: with
-    // none, its flows stay (fail_open sends new ones to all anyway).
-    if (any && gc.failover_mode == FailoverMode::kRebalance)
-      for (size_t i = 0; i < ids.size(); ++i)
-        if (failed[i]) s->servers[ids[i]].move = dp::MoveReason::kUnhealthy;
+    group_any[gi] = any;
+    for (size_t i = 0; i < ids.size(); ++i)
+      if (failed[i]) failed_ids.emplace_back(ids[i], gi);
     std::vector<uint16_t> table = buildMaglevTable(backends, gc.maglev_table_size);
     g.maglev.resize(table.size());
     for (size_t i = 0; i < table.size(); ++i)
       g.maglev[i] = table[i] == kMaglevNoBackend ? dp::kNoServer : ids[table[i]];
     s->groups.push_back(std::move(g));
   }
+  // Listeners: which group takes new flows, and which groups' regions failed.
+  std::vector<bool> region_failed(cfg.server_groups.size(), false);
+  if (regions && !regions->listeners().empty()) {
+    for (const RegionTracker::Listener& l : regions->listeners()) {
+      dp::ListenerView lv;
+      uint8_t li = uint8_t(s->listeners.size());
+      if (l.regions.empty()) continue;
+      lv.preferred = uint8_t(l.regions[0].group_index);
+      lv.active = l.active < 0 ? dp::kNoGroup : uint8_t(l.regions[size_t(l.active)].group_index);
+      lv.stickiness = s->groups[lv.preferred].stickiness;
+      for (const RegionTracker::Region& r : l.regions) s->groups[r.group_index].listener = li;
+      // Regions that failed shed their flows to the active one, when it is healthy.
+      if (l.active >= 0 && l.regions[size_t(l.active)].healthy)
+        for (const RegionTracker::Region& r : l.regions)
+          if (!r.healthy) region_failed[r.group_index] = true;
+      s->listeners.push_back(lv);
+    }
+  } else if (!s->groups.empty()) {
+    dp::ListenerView lv;
+    lv.active = 0;
+    lv.preferred = 0;
+    lv.stickiness = s->groups[0].stickiness;
+    s->groups[0].listener = 0;
+    s->listeners.push_back(lv);
+  }
+  s->default_group = s->listeners.empty() ? dp::kNoGroup : s->listeners[0].active;
+
+  // Where a group's moved flows go: its listener's active group.
+  auto target = [&](size_t gi) -> int {
+    uint8_t li = s->groups[gi].listener;
+    if (li == dp::kNoListener || li >= s->listeners.size()) return int(gi);
+    uint8_t a = s->listeners[li].active;
+    return a == dp::kNoGroup ? -1 : int(a);
+  };
+  // Rebalance off an unhealthy appliance only toward one in service: with
+  // none, its flows stay (fail_open sends new ones to all anyway).
+  for (auto [id, gi] : failed_ids) {
+    int t = target(gi);
+    if (cfg.server_groups[gi].failover_mode == FailoverMode::kRebalance && t >= 0 &&
+        group_any[size_t(t)] && s->servers[id].move == dp::MoveReason::kNone)
+      s->servers[id].move = dp::MoveReason::kUnhealthy;
+  }
+  // A failed region's appliances (rebalance groups) shed their flows.
+  for (size_t gi = 0; gi < cfg.server_groups.size(); ++gi) {
+    if (!region_failed[gi] || cfg.server_groups[gi].failover_mode != FailoverMode::kRebalance) continue;
+    for (const ServerConfig& sc : cfg.server_groups[gi].servers) {
+      dp::ServerView& v = s->servers[reg.find(sc.address.v4HostOrder())];
+      if (v.move == dp::MoveReason::kNone) v.move = dp::MoveReason::kRegionFailover;
+    }
+  }
+
   // Every id the registry knows: leaving appliances stay routable for the
   // flows still on them; the rest are gone (a flow naming one moves).
   if (s->servers.size() < reg.size()) s->servers.resize(reg.size());

@@ -14,6 +14,8 @@
 
 namespace gwlb::ctl {
 
+class RegionTracker;
+
 // Gives every appliance address a server id that never changes while the
 // process runs, so flow entries naming an id stay meaningful across reloads.
 class ServerRegistry {
@@ -52,9 +54,14 @@ using HealthMap = std::map<uint32_t, HealthState>;
 // Existing flows (ServerView::move): an unhealthy appliance in a rebalance
 // group sheds its flows when the group has an appliance in service; leaving
 // appliances (removed, drained) follow `life`; every other known id is kGone.
+// Listeners (`regions`, control/regions.h): each listener's active group takes
+// its new flows; a group whose region is unhealthy (acting composites) sheds
+// its flows to the active group when its failover_mode is rebalance and the
+// active region is healthy. Without `regions`: one listener over group 0.
 std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& reg,
                                             const NeighbourTable& neigh, uint64_t generation,
                                             const HealthMap& health = {},
-                                            const ServerLifecycle* life = nullptr);
+                                            const ServerLifecycle* life = nullptr,
+                                            const RegionTracker* regions = nullptr);
 
 }  // namespace gwlb::ctl

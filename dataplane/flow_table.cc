@@ -159,14 +159,17 @@ size_t FlowTable::sweepMoves(const Snapshot& s, uint64_t now_ns) {
   size_t moved_n = 0;
   while ((pos = rte_hash_iterate(hash_, &key, &data, &next)) >= 0) {
     const FlowKey& k = *static_cast<const FlowKey*>(key);
-    if (k.kind == KeyKind::kFragment || k.group >= s.groups.size()) continue;
+    // Keys carry the listener; moves go to its active group.
+    if (k.kind == KeyKind::kFragment || k.group >= s.listeners.size()) continue;
+    uint8_t target = s.listeners[k.group].active;
+    if (target >= s.groups.size()) continue;
     FlowEntry& e = entries_[size_t(pos)];
     uint64_t r = e.route.load(std::memory_order_acquire);
     if (!(r & kRouteSet) || routeServer(r) >= s.servers.size()) continue;
     const ServerView& sv = s.servers[routeServer(r)];
     if (sv.move == MoveReason::kNone || sv.phase == ServerPhase::kActive) continue;
     bool moved = false;
-    tryMove(e, s, s.groups[k.group], r, sv.move, now_ns, moved);
+    tryMove(e, s, s.groups[target], r, sv.move, now_ns, moved);
     moved_n += moved;
   }
   return moved_n;

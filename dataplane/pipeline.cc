@@ -147,17 +147,22 @@ void tooBig(Ctx& c, rte_mbuf* m, const ParsedPacket& p, uint32_t inner_mtu) noex
 
 void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p) noexcept {
   const Snapshot& s = c.s;
-  if (s.default_group >= s.groups.size()) return drop(c, m, Counter::drop_no_server_group);
-  const GroupView& g = s.groups[s.default_group];
+  if (s.listeners.empty()) return drop(c, m, Counter::drop_no_server_group);
+  constexpr uint8_t kListener = 0;  // the listener that receives all inspected traffic
+  const ListenerView& lv = s.listeners[kListener];
+  // The group new flows (and moved ones) go to; null when they are dropped.
+  const GroupView* ng = lv.active < s.groups.size() ? &s.groups[lv.active] : nullptr;
   FlowTable& ft = *c.dp.flows;
   uint8_t* frame = rte_pktmbuf_mtod(m, uint8_t*);
 
-  FlowRef ref = refFor(p, g.stickiness, s.default_group);
+  FlowRef ref = refFor(p, lv.stickiness, kListener);
   int32_t pos = ft.lookup(ref.key, ref.hash);
   if (pos < 0 && ref.fragment_key) return drop(c, m, Counter::drop_fragment_unknown_flow);
   bool created = false;
   uint64_t route;
   if (pos < 0 || !(ft.entry(pos).route.load(std::memory_order_acquire) & kRouteSet)) {
+    if (!ng) return drop(c, m, Counter::drop_no_healthy_server);
+    const GroupView& g = *ng;
     uint16_t server = g.maglev.empty() ? kNoServer : g.maglev[ref.hash % g.maglev.size()];
     if (server == kNoServer) return drop(c, m, Counter::drop_no_healthy_server);
     if (pos < 0) pos = ft.insert(ref.key, ref.hash);
@@ -178,7 +183,7 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p) noexcept {
 #ifndef GWLB_BENCH_NO_MOVE_CHECK
   if (routeServer(route) < s.servers.size()) {
     MoveReason why = s.servers[routeServer(route)].move;
-    if (why != MoveReason::kNone) route = moveFlow(c, e, g, route, why, !ref.fragment_key);
+    if (why != MoveReason::kNone && ng) route = moveFlow(c, e, *ng, route, why, !ref.fragment_key);
   }
 #endif
   e.last_seen_ns.store(c.now, std::memory_order_relaxed);
@@ -189,8 +194,8 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p) noexcept {
   // The first fragment of a datagram leaves a short-lived entry that carries
   // the flow's route to the fragments without ports.
   if (p.is_fragment && p.first_fragment && !p.icmp_error &&
-      g.stickiness == StickinessMode::kFiveTuple) {
-    FlowKey fk = makeFragmentKey(p.tuple, p.frag_id, s.default_group);
+      lv.stickiness == StickinessMode::kFiveTuple) {
+    FlowKey fk = makeFragmentKey(p.tuple, p.frag_id, kListener);
     int32_t fpos = ft.insert(fk, flowHash(fk));
     if (fpos >= 0) {
       bool fcreated = false;
@@ -209,6 +214,9 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p) noexcept {
     return drop(c, m, Counter::drop_no_healthy_server);
   const ServerView& sv = s.servers[server];
   if (!sv.mac_known) return drop(c, m, Counter::drop_neighbour_unresolved);
+  if (sv.group >= s.groups.size()) return drop(c, m, Counter::drop_no_server_group);
+  // Encapsulation follows the appliance's own group (format, VNI, IDs).
+  const GroupView& g = s.groups[sv.group];
 
   size_t payload = g.aws ? p.l3_len : size_t(p.l3_offset) + p.l3_len;
   size_t hdr = encapHeaderLen(g.aws);
@@ -275,7 +283,8 @@ void fromAppliance(Ctx& c, rte_mbuf* m, const ParsedPacket& outer) noexcept {
                          : parseFrame(f + inner_off, end - inner_off, in, why);
   if (ps != ParseStatus::kOk) return drop(c, m, Counter::drop_return_inner_malformed);
 
-  FlowRef ref = refFor(in, g.stickiness, sv.group);
+  if (g.listener == kNoListener) return drop(c, m, Counter::drop_return_no_flow);
+  FlowRef ref = refFor(in, g.stickiness, g.listener);
   int32_t pos = c.dp.flows->lookup(ref.key, ref.hash);
   if (pos < 0) return drop(c, m, Counter::drop_return_no_flow);
   FlowEntry& e = c.dp.flows->entry(pos);

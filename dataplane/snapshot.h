@@ -15,6 +15,8 @@
 namespace gwlb::dp {
 
 inline constexpr uint16_t kNoServer = 0xFFFF;
+inline constexpr uint8_t kNoGroup = 0xFF;     // a listener with no group for new flows (drop)
+inline constexpr uint8_t kNoListener = 0xFF;  // a group that serves no listener
 // Server ids are below this; it sizes the per-worker per-server counters.
 inline constexpr size_t kMaxServerIds = 16384;
 
@@ -25,6 +27,7 @@ enum class MoveReason : uint8_t {
   kRemoved = 2,       // its appliance left the group, no draining (rebalance)
   kDrainTimeout = 3,  // its appliance's drain timeout passed (rebalance)
   kGone = 4,          // its appliance is no longer known at all
+  kRegionFailover = 5,  // its server group's region failed over (rebalance)
 };
 inline const char* toString(MoveReason r) noexcept {
   switch (r) {
@@ -33,6 +36,7 @@ inline const char* toString(MoveReason r) noexcept {
     case MoveReason::kRemoved: return "removed";
     case MoveReason::kDrainTimeout: return "drain_timeout";
     case MoveReason::kGone: return "gone";
+    case MoveReason::kRegionFailover: return "region_failover";
   }
   return "unknown";
 }
@@ -80,6 +84,15 @@ struct GroupView {
   uint64_t tcp_idle_ns = 350'000'000'000ULL;
   uint64_t other_idle_ns = 120'000'000'000ULL;
   std::vector<uint16_t> maglev;  // slot -> server id (kNoServer when none)
+  uint8_t listener = kNoListener;  // the listener it serves: flow keys carry the listener
+};
+
+// A service (control/regions.h): its flows are keyed by the listener's index,
+// so a flow keeps its entry when new flows fail over to another group.
+struct ListenerView {
+  uint8_t active = kNoGroup;       // the group new flows go to (kNoGroup: drop them)
+  uint8_t preferred = 0;           // its first group
+  StickinessMode stickiness = StickinessMode::kFiveTuple;  // shared by its groups
 };
 
 struct Snapshot {
@@ -97,7 +110,10 @@ struct Snapshot {
   uint16_t underlay_port = 0;
   uint32_t underlay_mtu = 1500;
   uint32_t icmp_rate_per_s = 100;
+  // listeners[0] receives all inspected traffic; default_group is its active
+  // group (kNoGroup when new flows are dropped).
   uint8_t default_group = 0;
+  std::vector<ListenerView> listeners;
   std::vector<GroupView> groups;
   std::vector<ServerView> servers;  // indexed by server id
   // (ip, server id) sorted by ip: appliance lookup on the return path.
