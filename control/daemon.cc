@@ -176,8 +176,12 @@ void Daemon::retireSnapshots(bool wait) {
 }
 
 void Daemon::rebuildSnapshot() {
-  auto s = buildSnapshot(cfg_, registry_, neighbours_, ++generation_,
-                         health_ ? health_->states() : HealthMap{}, &lifecycle_);
+  HealthMap health = health_ ? health_->states() : HealthMap{};
+  std::vector<std::string> region_log;
+  regions_.update(cfg_, health, &lifecycle_, dp::monotonicNs(), &region_log);
+  for (const std::string& line : region_log) spdlog::warn("regions: {}", line);
+  auto s = buildSnapshot(cfg_, registry_, neighbours_, ++generation_, health, &lifecycle_,
+                         &regions_);
   updateServerStatus(*s);
   size_t unresolved = 0;
   for (auto& sv : s->servers)
@@ -342,6 +346,12 @@ int Daemon::run() {
                                                [this] { return metricsText(); });
     spdlog::info("Prometheus metrics on http://{}/metrics", cfg_.metrics.listen);
   }
+  if (!cfg_.health_endpoint.listen.empty()) {
+    health_http_ = std::make_unique<HttpServer>(
+        io_, cfg_.health_endpoint.listen, "health_endpoint.listen",
+        [this](const std::string& path) { return healthEndpoint(path); });
+    spdlog::info("health endpoint on http://{}/destinations/NAME", cfg_.health_endpoint.listen);
+  }
   registerTelemetry();
   health_ = std::make_unique<HealthChecker>(io_, [this] { rebuildSnapshot(); });
   health_->reconcile(cfg_);
@@ -379,6 +389,9 @@ int Daemon::run() {
       handlePunted();
       retireSnapshots(false);
       lifecycleTick(false);
+      // A failback hold that ended: traffic may return to a preferred region.
+      if (auto hold = regions_.nextHoldDeadline(); hold && *hold <= dp::monotonicNs())
+        rebuildSnapshot();
       onFast();
     });
   };
@@ -411,6 +424,7 @@ int Daemon::run() {
 
   api_.reset();
   metrics_.reset();
+  health_http_.reset();
   health_.reset();
   stopWorkers();
   handlePunted();

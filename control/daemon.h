@@ -19,6 +19,7 @@
 #include "control/health_checker.h"
 #include "control/lifecycle.h"
 #include "control/metrics_server.h"
+#include "control/regions.h"
 #include "control/snapshot_builder.h"
 #include "dataplane/flow_table.h"
 #include "dataplane/pipeline.h"
@@ -80,6 +81,11 @@ class Daemon {
   void lifecycleTick(bool count);
   nlohmann::json apiReload(const nlohmann::json& p);
   nlohmann::json apiHealth(const nlohmann::json& p);
+  nlohmann::json apiDestinations(const nlohmann::json& p);
+  // One destination (listener) with its regions, composites and sources.
+  nlohmann::json destinationJson(const RegionTracker::Listener& l) const;
+  // GET /destinations and /destinations/NAME on the health endpoint.
+  HttpReply healthEndpoint(const std::string& path) const;
   nlohmann::json healthJson(uint32_t ip) const;
   nlohmann::json portsJson() const;
   // Validates and applies a changed config (a copy of cfg_); the error reply or null.
@@ -94,6 +100,7 @@ class Daemon {
   ServerRegistry registry_;
   NeighbourTable neighbours_;
   ServerLifecycle lifecycle_;
+  RegionTracker regions_;
   uint64_t generation_ = 0;
   struct Retired {
     const dp::Snapshot* snap;
@@ -122,6 +129,7 @@ class Daemon {
   boost::asio::io_context io_;
   std::unique_ptr<ApiServer> api_;
   std::unique_ptr<MetricsServer> metrics_;
+  std::unique_ptr<HttpServer> health_http_;
   std::unique_ptr<HealthChecker> health_;
 };
 

@@ -184,10 +184,12 @@ json Daemon::handleApi(const std::string& method, const json& params) {
     else if (method == "server.undrain") result = apiServerUndrain(params);
     else if (method == "reload") result = apiReload(params);
     else if (method == "health") result = apiHealth(params);
+    else if (method == "destinations") result = apiDestinations(params);
     else
       badRequest("unknown method '" + method +
                  "' (status, servers, groups, flows, explain, stats, server.add, "
-                 "server.remove, server.set, server.drain, server.undrain, reload, health)");
+                 "server.remove, server.set, server.drain, server.undrain, reload, health, "
+                 "destinations)");
     return {{"ok", true}, {"result", std::move(result)}};
   } catch (const ApiFailure& f) {
     json r = apiError(nullptr, f.code, f.what());
@@ -382,6 +384,104 @@ json Daemon::apiServerUndrain(const json& p) {
   return {{"snapshot_generation", s ? s->generation : 0}};
 }
 
+namespace {
+
+// Unix time of a monotonic-clock instant.
+double unixOfMono(uint64_t mono_ns) {
+  uint64_t now = dp::monotonicNs();
+  return unixNow() - (now > mono_ns ? double(now - mono_ns) / 1e9 : 0.0);
+}
+
+json sourceJson(const RegionTracker::Source& s) {
+  return {{"name", s.name},
+          {"group", s.group},
+          {"policy", s.policy.empty() ? json("(default)") : json(s.policy)},
+          {"min_healthy_percent", s.min_percent},
+          {"min_healthy_count", s.min_count},
+          {"servers", s.servers},
+          {"healthy_servers", s.healthy},
+          {"healthy", s.ok},
+          {"why", s.why}};
+}
+
+}  // namespace
+
+json Daemon::destinationJson(const RegionTracker::Listener& l) const {
+  auto groupAt = [&](int i) { return i < 0 ? json(nullptr) : json(l.regions[size_t(i)].group); };
+  json regions = json::array();
+  for (const auto& r : l.regions) {
+    json j = {{"group", r.group},
+              {"healthy", r.healthy},
+              {"healthy_with_dry_run", r.healthy_with_dry_run},
+              {"healthy_since", r.healthy ? json(unixOfMono(r.healthy_since_ns)) : json(nullptr)},
+              {"composites", r.composites}};
+    bool acting = false;
+    for (const auto& c : regions_.composites())
+      for (const auto& n : r.composites)
+        if (c.name == n && !c.dry_run) acting = true;
+    j["judged_by"] = acting ? "composites" : "default policy (60 % / 1) on its own group";
+    if (!acting) j["default_policy"] = sourceJson(r.implicit);
+    regions.push_back(std::move(j));
+  }
+  json comps = json::array();
+  for (const auto& c : regions_.composites()) {
+    if (c.destination != l.name) continue;
+    json src = json::array();
+    for (const auto& s : c.sources) src.push_back(sourceJson(s));
+    comps.push_back({{"name", c.name},
+                     {"dry_run", c.dry_run},
+                     {"healthy", c.healthy},
+                     {"since", unixOfMono(c.since_ns)},
+                     {"changes", c.changes},
+                     {"sources", src}});
+  }
+  return {{"name", l.name},
+          {"implicit", l.implicit},
+          {"healthy", l.destination_healthy},
+          {"healthy_with_dry_run", l.destination_healthy_with_dry_run},
+          {"active_group", groupAt(l.active)},
+          {"would_be_active_group", groupAt(l.would_be_active)},
+          {"since", unixOfMono(l.since_ns)},
+          {"reason", l.reason},
+          {"failback_hold_s", l.failback_hold_s},
+          {"when_all_unhealthy", toString(l.when_all_unhealthy)},
+          {"regions", regions},
+          {"composites", comps}};
+}
+
+json Daemon::apiDestinations(const json& p) {
+  Params pr(p, {"name"});
+  json out = json::array();
+  bool found = false;
+  for (const auto& l : regions_.listeners()) {
+    if (pr.has("name") && l.name != pr.str("name")) continue;
+    found = true;
+    out.push_back(destinationJson(l));
+  }
+  if (pr.has("name") && !found) notFound("no destination (listener) '" + pr.str("name") + "'");
+  return {{"destinations", out}};
+}
+
+HttpReply Daemon::healthEndpoint(const std::string& path) const {
+  const std::string kJson = "application/json";
+  if (path == "/destinations" || path == "/destinations/") {
+    json all = json::array();
+    for (const auto& l : regions_.listeners()) all.push_back(destinationJson(l));
+    return {200, kJson, json{{"destinations", all}}.dump(2) + "\n"};
+  }
+  const std::string prefix = "/destinations/";
+  if (path.rfind(prefix, 0) == 0) {
+    std::string name = path.substr(prefix.size());
+    for (const auto& l : regions_.listeners())
+      if (l.name == name) {
+        json j = destinationJson(l);
+        return {l.destination_healthy ? 200 : 503, kJson, j.dump(2) + "\n"};
+      }
+    return {404, kJson, json{{"error", "no destination '" + name + "'"}}.dump() + "\n"};
+  }
+  return {404, kJson, json{{"error", "use /destinations or /destinations/NAME"}}.dump() + "\n"};
+}
+
 json Daemon::apiHealth(const json& p) {
   Params pr(p, {"address"});
   if (!pr.has("address")) badRequest("health needs address");
@@ -504,7 +604,11 @@ json Daemon::apiFlows(const json& p) {
     uint64_t r = e.route.load(std::memory_order_acquire);
     if (!(r & dp::kRouteSet)) return true;
     if (by_server && dp::routeServer(r) != server) return true;
-    if (group >= 0 && k.group != group) return true;
+    // Keys carry the listener; the group is the flow's appliance's.
+    const dp::Snapshot* snap = dp_.snapshot.load();
+    uint16_t rsid = dp::routeServer(r);
+    int fgroup = snap && rsid < snap->servers.size() ? snap->servers[rsid].group : -1;
+    if (group >= 0 && fgroup != group) return true;
     bool a_first = e.first_dir == 0;
     const uint8_t* s_addr = a_first ? k.a : k.b;
     const uint8_t* d_addr = a_first ? k.b : k.a;
@@ -526,7 +630,8 @@ json Daemon::apiFlows(const json& p) {
                     {"sport", sport},
                     {"dport", dport},
                     {"proto", protoName(k.proto)},
-                    {"group", k.group < cfg_.server_groups.size() ? cfg_.server_groups[k.group].name : "?"},
+                    {"group", fgroup >= 0 && size_t(fgroup) < cfg_.server_groups.size()
+                                  ? cfg_.server_groups[size_t(fgroup)].name : "?"},
                     {"appliance", app},
                     {"cookie", hex32(dp::routeCookie(r))},
                     {"kind", k.kind == KeyKind::kFlow ? "flow" : "fragment"},
@@ -555,10 +660,14 @@ json Daemon::apiExplain(const json& p) {
   if (pr.has("sport")) t.sport = uint16_t(pr.num("sport", 0, 65535));
   if (pr.has("dport")) t.dport = uint16_t(pr.num("dport", 0, 65535));
   const dp::Snapshot* s = dp_.snapshot.load();
-  if (!s || s->groups.empty()) notFound("no snapshot published");
-  uint8_t gi = s->default_group;
-  const dp::GroupView& g = s->groups[gi];
-  KeyedPacket kp = makeFlowKey(t, g.stickiness, gi);
+  if (!s || s->listeners.empty()) notFound("no snapshot published");
+  // Flows are keyed by listener (0 receives all traffic); new ones take the
+  // Maglev table of its active group (none: new flows are dropped).
+  const dp::ListenerView& lv = s->listeners[0];
+  uint8_t gi = lv.active;
+  static const dp::GroupView kNone;
+  const dp::GroupView& g = gi < s->groups.size() ? s->groups[gi] : kNone;
+  KeyedPacket kp = makeFlowKey(t, lv.stickiness, 0);
   uint32_t hash = flowHash(kp.key);
   uint32_t slot = g.maglev.empty() ? 0 : hash % uint32_t(g.maglev.size());
   uint16_t mid = g.maglev.empty() ? dp::kNoServer : g.maglev[slot];
@@ -569,8 +678,10 @@ json Daemon::apiExplain(const json& p) {
   std::string key = addrText(kp.key.a, kp.key.family) + ":" + std::to_string(kp.key.port_a) +
                     " <-> " + addrText(kp.key.b, kp.key.family) + ":" +
                     std::to_string(kp.key.port_b) + " proto " + std::to_string(kp.key.proto);
-  json out = {{"group", cfg_.server_groups[gi].name},
-              {"stickiness", stick[size_t(g.stickiness)]},
+  const std::string listener = regions_.listeners().empty() ? "default" : regions_.listeners()[0].name;
+  json out = {{"group", gi < cfg_.server_groups.size() ? json(cfg_.server_groups[gi].name) : json(nullptr)},
+              {"listener", listener},
+              {"stickiness", stick[size_t(lv.stickiness)]},
               {"key", key},
               {"hash", hex32(hash)},
               {"maglev", {{"slot", slot}, {"table_size", g.maglev.size()}, {"appliance", appText(mid)}}}};
@@ -743,11 +854,14 @@ json Daemon::apiReload(const json& p) {
   if (next.control.socket != cfg_.control.socket || next.control.socket_mode != cfg_.control.socket_mode)
     restart.push_back("control");
   if (next.metrics.listen != cfg_.metrics.listen) restart.push_back("metrics");
+  if (next.health_endpoint.listen != cfg_.health_endpoint.listen)
+    restart.push_back("health_endpoint");
   next.dataplane = cfg_.dataplane;
   next.eal_args = cfg_.eal_args;
   next.node.underlay_port = cfg_.node.underlay_port;
   next.control = cfg_.control;
   next.metrics = cfg_.metrics;
+  next.health_endpoint = cfg_.health_endpoint;
   json r = applyConfig(std::move(next), "removed by reload");
   config_loaded_at_ = unixNow();
   r["restart_needed"] = restart;

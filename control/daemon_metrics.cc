@@ -210,6 +210,49 @@ std::string Daemon::metricsText() const {
   metric(o, "gwlb_snapshots_retiring", "gauge",
          "replaced snapshots awaiting their RCU grace period before they are freed");
   o << "gwlb_snapshots_retiring " << retired_.size() << '\n';
+  // Aggregated health (control/regions.h).
+  metric(o, "gwlb_destination_healthy", "gauge",
+         "1 when the health destination (listener) is healthy: what GET /destinations/NAME answers "
+         "with 200");
+  for (const auto& l : regions_.listeners())
+    o << "gwlb_destination_healthy{destination=\"" << escape(l.name) << "\"} "
+      << (l.destination_healthy ? 1 : 0) << '\n';
+  metric(o, "gwlb_destination_healthy_with_dry_run", "gauge",
+         "the same with dry-run composites acting: 0 here and 1 above means a dry run would fail over");
+  for (const auto& l : regions_.listeners())
+    o << "gwlb_destination_healthy_with_dry_run{destination=\"" << escape(l.name) << "\"} "
+      << (l.destination_healthy_with_dry_run ? 1 : 0) << '\n';
+  // One family at a time: Prometheus wants each metric's samples together.
+  auto perGroup = [&](const char* name, const char* help, bool would) {
+    metric(o, name, "gauge", help);
+    for (const auto& l : regions_.listeners())
+      for (size_t i = 0; i < l.regions.size(); ++i)
+        o << name << "{listener=\"" << escape(l.name) << "\",group=\"" << escape(l.regions[i].group)
+          << "\"} " << (int(i) == (would ? l.would_be_active : l.active) ? 1 : 0) << '\n';
+  };
+  perGroup("gwlb_listener_active_group",
+           "1 for the server group a listener sends new flows to (0 for its other groups)", false);
+  perGroup("gwlb_listener_would_be_active_group", "the same with dry-run composites acting", true);
+  metric(o, "gwlb_composite_healthy", "gauge",
+         "1 when every health source of the composite health check is healthy");
+  for (const auto& c : regions_.composites())
+    o << "gwlb_composite_healthy{composite=\"" << escape(c.name) << "\",destination=\""
+      << escape(c.destination) << "\",dry_run=\"" << (c.dry_run ? "true" : "false") << "\"} "
+      << (c.healthy ? 1 : 0) << '\n';
+  auto perSource = [&](const char* name, const char* help, auto value) {
+    metric(o, name, "gauge", help);
+    for (const auto& c : regions_.composites())
+      for (const auto& src : c.sources)
+        o << name << "{composite=\"" << escape(c.name) << "\",source=\"" << escape(src.name)
+          << "\",group=\"" << escape(src.group) << "\"} " << value(src) << '\n';
+  };
+  perSource("gwlb_health_source_healthy_servers",
+            "healthy servers a health source counts (weight 0 and drained ones are not counted)",
+            [](const RegionTracker::Source& x) { return x.healthy; });
+  perSource("gwlb_health_source_servers", "servers a health source counts",
+            [](const RegionTracker::Source& x) { return x.servers; });
+  perSource("gwlb_health_source_healthy", "1 when the source meets its policy",
+            [](const RegionTracker::Source& x) { return x.ok ? 1u : 0u; });
   metric(o, "gwlb_uptime_seconds", "gauge", "seconds since gwlbd started");
   o << "gwlb_uptime_seconds " << double(dp::monotonicNs() - started_ns_) / 1e9 << '\n';
   return o.str();

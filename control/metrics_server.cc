@@ -12,10 +12,12 @@ namespace {
 
 constexpr size_t kMaxRequest = 8192;
 
+const char* reasonPhrase(int status);
+
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
-  HttpSession(tcp::socket s, const std::function<std::string()>& body)
-      : sock_(std::move(s)), timer_(sock_.get_executor()), buf_(kMaxRequest), body_(body) {}
+  HttpSession(tcp::socket s, const std::function<HttpReply(const std::string&)>& handler)
+      : sock_(std::move(s)), timer_(sock_.get_executor()), buf_(kMaxRequest), handler_(handler) {}
 
   void start() {
     auto self = shared_from_this();
@@ -37,20 +39,22 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     if (ec && ec != boost::asio::error::not_found) return finish();
     std::string req(boost::asio::buffers_begin(buf_.data()), boost::asio::buffers_end(buf_.data()));
     std::string line = req.substr(0, req.find("\r\n"));
-    std::string status = "200 OK", type = "text/plain; version=0.0.4; charset=utf-8", body;
+    HttpReply r{200, "text/plain; charset=utf-8", ""};
     if (ec == boost::asio::error::not_found) {
-      status = "431 Request Header Fields Too Large", body = "request too large\n";
+      r.status = 431, r.body = "request too large\n";
     } else if (line.rfind("GET ", 0) != 0 && line.rfind("HEAD ", 0) != 0) {
-      status = "405 Method Not Allowed", body = "only GET /metrics\n";
+      r.status = 405, r.body = "only GET and HEAD\n";
     } else {
       std::string path = line.substr(line.find(' ') + 1);
       path = path.substr(0, path.find(' '));
-      if (path == "/metrics") body = body_();
-      else status = "404 Not Found", body = "only /metrics is served\n";
+      path = path.substr(0, path.find('?'));
+      r = handler_(path);
     }
-    out_ = "HTTP/1.1 " + status + "\r\nContent-Type: " + type +
-           "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" +
-           (line.rfind("HEAD ", 0) == 0 ? std::string() : body);
+    out_ = "HTTP/1.1 " + std::to_string(r.status) + " " + reasonPhrase(r.status) +
+           "\r\nContent-Type: " + r.content_type +
+           "\r\nContent-Length: " + std::to_string(r.body.size()) +
+           "\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n" +
+           (line.rfind("HEAD ", 0) == 0 ? std::string() : r.body);
     auto self = shared_from_this();
     boost::asio::async_write(sock_, boost::asio::buffer(out_),
                              [self](const boost::system::error_code&, size_t) { self->finish(); });
@@ -65,18 +69,30 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   tcp::socket sock_;
   boost::asio::steady_timer timer_;
   boost::asio::streambuf buf_;
-  std::function<std::string()> body_;
+  std::function<HttpReply(const std::string&)> handler_;
   std::string out_;
 };
 
+const char* reasonPhrase(int status) {
+  switch (status) {
+    case 200: return "OK";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 431: return "Request Header Fields Too Large";
+    case 503: return "Service Unavailable";
+    default: return "Status";
+  }
+}
+
 }  // namespace
 
-MetricsServer::MetricsServer(boost::asio::io_context& io, const std::string& listen,
-                             std::function<std::string()> body)
-    : acceptor_(io), body_(std::move(body)) {
+HttpServer::HttpServer(boost::asio::io_context& io, const std::string& listen,
+                       const std::string& what,
+                       std::function<HttpReply(const std::string&)> handler)
+    : acceptor_(io), handler_(std::move(handler)) {
   IpAddr a;
   uint16_t port = 0;
-  if (!parseListen(listen, a, port)) throw std::runtime_error("metrics.listen: bad address " + listen);
+  if (!parseListen(listen, a, port)) throw std::runtime_error(what + ": bad address " + listen);
   boost::system::error_code ec;
   auto addr = boost::asio::ip::make_address(a.str(), ec);
   tcp::endpoint ep(addr, port);
@@ -84,14 +100,21 @@ MetricsServer::MetricsServer(boost::asio::io_context& io, const std::string& lis
   if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
   if (!ec) acceptor_.bind(ep, ec);
   if (!ec) acceptor_.listen(16, ec);
-  if (ec) throw std::runtime_error("metrics on " + listen + ": " + ec.message());
+  if (ec) throw std::runtime_error(what + " " + listen + ": " + ec.message());
   accept();
 }
 
-void MetricsServer::accept() {
+MetricsServer::MetricsServer(boost::asio::io_context& io, const std::string& listen,
+                             std::function<std::string()> body)
+    : HttpServer(io, listen, "metrics.listen", [body = std::move(body)](const std::string& path) {
+        if (path == "/metrics") return HttpReply{200, "text/plain; version=0.0.4; charset=utf-8", body()};
+        return HttpReply{404, "text/plain; charset=utf-8", "only /metrics is served\n"};
+      }) {}
+
+void HttpServer::accept() {
   acceptor_.async_accept([this](const boost::system::error_code& ec, tcp::socket s) {
     if (ec == boost::asio::error::operation_aborted) return;
-    if (!ec) std::make_shared<HttpSession>(std::move(s), body_)->start();
+    if (!ec) std::make_shared<HttpSession>(std::move(s), handler_)->start();
     accept();
   });
 }

@@ -1,5 +1,7 @@
-// A minimal read-only HTTP server for Prometheus scrapes: GET /metrics only.
-// Runs on the control thread's io_context; bounded request size and time.
+// A minimal read-only HTTP/1.1 server (GET and HEAD, one request per
+// connection) for Prometheus scrapes (GET /metrics) and the health endpoint
+// (GET /destinations/NAME). Runs on the control thread's io_context; bounded
+// request size (8 KiB) and time (5 s).
 #pragma once
 
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp needs std::exchange
@@ -9,18 +11,32 @@
 
 namespace gwlb::ctl {
 
-class MetricsServer {
+struct HttpReply {
+  int status = 200;           // 200, 404, 503, ...
+  std::string content_type;
+  std::string body;
+};
+
+class HttpServer {
  public:
-  // `body` renders the exposition text on each scrape. Throws std::runtime_error
-  // when `listen` ("addr:port") cannot be bound. Control thread.
-  MetricsServer(boost::asio::io_context& io, const std::string& listen,
-                std::function<std::string()> body);
+  // `handler` answers each GET/HEAD for a path (the query string removed).
+  // Throws std::runtime_error when `listen` ("addr:port") cannot be bound;
+  // `what` names the setting in that error. Control thread.
+  HttpServer(boost::asio::io_context& io, const std::string& listen, const std::string& what,
+             std::function<HttpReply(const std::string& path)> handler);
   uint16_t port() const { return acceptor_.local_endpoint().port(); }
 
  private:
   void accept();
   boost::asio::ip::tcp::acceptor acceptor_;
-  std::function<std::string()> body_;
+  std::function<HttpReply(const std::string&)> handler_;
+};
+
+// GET /metrics: `body` renders the exposition text on each scrape.
+class MetricsServer : public HttpServer {
+ public:
+  MetricsServer(boost::asio::io_context& io, const std::string& listen,
+                std::function<std::string()> body);
 };
 
 }  // namespace gwlb::ctl
