@@ -184,7 +184,9 @@ bool RegionTracker::update(const Config& cfg, const HealthMap& health,
       }
       r.implicit = judge(cfg, r.group_index, 60, 1, health, life);
       r.implicit.name = "(default policy)";
-      r.healthy = any_acting ? ok_acting : r.implicit.ok;
+      // Covered only by dry-run composites: never acts (no failover at all);
+      // not covered: the default policy on the group alone.
+      r.healthy = any_acting ? ok_acting : r.composites.empty() ? r.implicit.ok : true;
       r.healthy_with_dry_run = r.composites.empty() ? r.implicit.ok : ok_all;
       const Region* orr = nullptr;
       if (ol)

@@ -11,8 +11,9 @@
 // A composite is healthy when every source is (AND); its state goes to its
 // destination, a listener. The region of a listener's server group is healthy
 // when every composite of that listener with a source on the group is healthy
-// (dry-run composites are computed and shown but never act); a group no
-// composite covers is judged by the default policy (60 % / 1) on its own.
+// (dry-run composites are computed and shown but never act: a group covered
+// only by dry-run composites never fails over); a group no composite covers
+// is judged by the default policy (60 % / 1) on its own.
 //
 // A listener sends new flows to its first server group (in order of
 // preference) whose region is healthy. Failing over is immediate; failing back

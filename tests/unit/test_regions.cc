@@ -204,22 +204,31 @@ TEST(Listener, DryRunComputesButNeverActs) {
   EXPECT_TRUE(t.update(c, health(4), nullptr, kSec, &log));
   const auto* l = t.listener("inspect");
   EXPECT_FALSE(t.composites()[0].healthy);
-  EXPECT_EQ(l->would_be_active, 1);
-  // Acting, east is judged by the default policy alone: 1 of 5 < 60 %.
-  EXPECT_EQ(l->active, 1) << "the implicit default policy still acts on an uncovered region";
-  c.server_groups[0].servers.resize(1);  // one server left, healthy: default policy passes
-  t.update(c, health(0), nullptr, 2 * kSec);
-  c.health_aggregation_policies[0].min_healthy_count = 2;  // dry-run composite fails, acting passes
-  log.clear();
-  t.update(c, health(0), nullptr, 3 * kSec, &log);
-  l = t.listener("inspect");
-  EXPECT_EQ(l->active, 0);
-  EXPECT_EQ(l->would_be_active, 1);
+  EXPECT_EQ(l->would_be_active, 1) << "a dry run shows where traffic would go";
+  EXPECT_EQ(l->active, 0) << "covered only by a dry-run composite: never fails over";
   EXPECT_TRUE(l->destination_healthy);
   EXPECT_FALSE(l->destination_healthy_with_dry_run);
   bool would = false;
   for (auto& s : log) would = would || s.find("(dry run): would send new flows fw-east -> fw-west") != std::string::npos;
   EXPECT_TRUE(would) << ::testing::PrintToString(log);
+  // Turning the dry run off acts at once.
+  c.composite_health_checks[0].dry_run = false;
+  t.update(c, health(4), nullptr, 2 * kSec);
+  EXPECT_EQ(t.listener("inspect")->active, 1);
+  EXPECT_FALSE(t.listener("inspect")->destination_healthy);
+}
+
+TEST(Listener, UncoveredRegionIsJudgedByTheDefaultPolicy) {
+  RegionTracker t;
+  Config c = regions();
+  c.composite_health_checks.clear();
+  t.update(c, health(0), nullptr, 0);
+  EXPECT_EQ(t.listener("inspect")->active, 0);
+  t.update(c, health(3), nullptr, kSec);  // 2 of 5 < 60 %
+  EXPECT_EQ(t.listener("inspect")->active, 1);
+  EXPECT_TRUE(t.listener("inspect")->destination_healthy) << "no composite: healthy while a region is";
+  t.update(c, health(3, 5), nullptr, 2 * kSec);
+  EXPECT_FALSE(t.listener("inspect")->destination_healthy);
 }
 
 TEST(Listener, NoListenersMeansTheFirstGroup) {
