@@ -101,8 +101,9 @@ Harness::~Harness() {
   rte_free(qsbr_);
 }
 
-void Harness::republish(const ctl::HealthMap& health, const ctl::ServerLifecycle* life) {
-  auto next = ctl::buildSnapshot(cfg_, reg_, {}, snap_->generation + 1, health, life);
+void Harness::republish(const ctl::HealthMap& health, const ctl::ServerLifecycle* life,
+                        const ctl::RegionTracker* regions) {
+  auto next = ctl::buildSnapshot(cfg_, reg_, {}, snap_->generation + 1, health, life, regions);
   dp_.snapshot.store(next.get(), std::memory_order_release);
   old_snaps_.push_back(std::move(snap_));
   snap_ = std::move(next);

@@ -128,7 +128,8 @@ class Harness {
   // The config the snapshot was built from; republish() builds and publishes
   // a new snapshot from it (old ones stay alive until the harness ends).
   ctl::Config& config() { return cfg_; }
-  void republish(const ctl::HealthMap& health = {}, const ctl::ServerLifecycle* life = nullptr);
+  void republish(const ctl::HealthMap& health = {}, const ctl::ServerLifecycle* life = nullptr,
+                 const ctl::RegionTracker* regions = nullptr);
   dp::FlowTable& flows() { return *flows_; }
   dp::Dataplane& dataplane() { return dp_; }
   rte_rcu_qsbr* qsbr() { return qsbr_; }

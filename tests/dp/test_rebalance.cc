@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "control/regions.h"
 #include "dataplane/move.h"
 #include "tests/dp/dp_harness.h"
 
@@ -367,6 +368,86 @@ TEST_F(Rebalance, ControlSweepMovesIdleFlowsOfALeavingApplianceSoItIsForgotten) 
   }
   EXPECT_EQ(h_->get(Counter::flows_rebalanced), 0u);
 }
+
+// Two regions behind one listener, each group with its own VNI: a flow keeps
+// its entry when new flows fail over, is encapsulated with its appliance's
+// own group, and comes back through that group.
+class RegionFailover : public Rebalance, public ::testing::WithParamInterface<ctl::FailoverMode> {};
+
+TEST_P(RegionFailover, FlowsFollowTheGroupsFailoverMode) {
+  make(GetParam());
+  ctl::Config& c = h_->config();
+  ctl::ServerGroupConfig west = c.server_groups[0];
+  west.name = "west";
+  west.geneve.vni = 0x222222;
+  west.servers.clear();
+  for (const char* a : {"10.0.1.21", "10.0.1.22"}) {
+    ctl::ServerConfig sc;
+    sc.address = *IpAddr::parse(a);
+    west.servers.push_back(sc);
+  }
+  c.server_groups.push_back(west);
+  c.health_sources = {{"east-src", "inspection", ""}};
+  c.composite_health_checks = {{"east", {"east-src"}, "svc", false}};
+  ctl::ListenerConfig l;
+  l.name = "svc";
+  l.server_groups = {"inspection", "west"};
+  c.listeners = {l};
+  ctl::RegionTracker regions;
+  ctl::HealthMap h;
+  regions.update(c, h, nullptr, h_->now, nullptr);
+  h_->republish(h, nullptr, &regions);
+  std::vector<Seen> before = sendAll();  // checkEncap: east appliances, east VNI
+
+  // Outer destination and VNI of what the pipeline sends (the harness's
+  // checkEncap knows only the east group).
+  struct Out {
+    std::string appliance;
+    uint32_t vni = 0;
+    Bytes sent;
+  };
+  auto sendOuter = [&](int i) {
+    Result r = h_->send(flow(i));
+    h_->quiescent();
+    EXPECT_EQ(r.verdict, Verdict::kAppliance) << describe(r);
+    Out o;
+    if (r.bytes.size() < 50) return o;
+    o.appliance = IpAddr::v4(&r.bytes[30]).str();
+    o.vni = (uint32_t(r.bytes[46]) << 16) | (uint32_t(r.bytes[47]) << 8) | r.bytes[48];
+    o.sent = r.bytes;
+    return o;
+  };
+
+  // East fails: 2 of its 3 appliances down (60 % needs 2 of 3).
+  h[net().servers[0].v4HostOrder()] = HealthState::kUnhealthy;
+  h[net().servers[1].v4HostOrder()] = HealthState::kUnhealthy;
+  regions.update(c, h, nullptr, h_->now, nullptr);
+  ASSERT_EQ(regions.listener("svc")->active, 1);
+  h_->republish(h, nullptr, &regions);
+  Out fresh = sendOuter(kFlows + 1);
+  EXPECT_EQ(fresh.appliance.rfind("10.0.1.", 0), 0u) << "new flows go west: " << fresh.appliance;
+  EXPECT_EQ(fresh.vni, 0x222222u);
+  bool rebalance = GetParam() == ctl::FailoverMode::kRebalance;
+  for (int i = 0; i < kFlows; ++i) {
+    SCOPED_TRACE("flow " + std::to_string(i));
+    Out o = sendOuter(i);
+    bool west_now = o.appliance.rfind("10.0.1.", 0) == 0;
+    EXPECT_EQ(west_now, rebalance) << o.appliance;
+    if (!rebalance) EXPECT_EQ(o.appliance, before[i].appliance.str());
+    EXPECT_EQ(o.vni, west_now ? 0x222222u : kVni) << "the appliance's own group's VNI";
+    // The appliance's reply comes back through its own group, to the router.
+    Result r = h_->send(reflect(o.sent), kUnderlayPort);
+    EXPECT_EQ(r.verdict, Verdict::kRouter) << describe(r);
+    EXPECT_EQ(r.bytes, flow(i).returned());
+  }
+  EXPECT_EQ(h_->get(Counter::flows_created), uint64_t(kFlows + 1)) << "no flow re-created";
+  EXPECT_EQ(h_->get(Counter::flows_rebalanced), rebalance ? uint64_t(kFlows) : 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, RegionFailover,
+                         ::testing::Values(ctl::FailoverMode::kRebalance,
+                                           ctl::FailoverMode::kNoRebalance),
+                         [](const auto& info) { return std::string(ctl::toString(info.param)); });
 
 }  // namespace
 }  // namespace gwlb::dptest
