@@ -11,6 +11,10 @@
 // first packet at or after an event, every earlier packet (and its reflection)
 // is processed, then the event goes through the same control code as gwlbd's
 // (ServerLifecycle, health map, buildSnapshot) and a new snapshot is published.
+// Every snapshot build first updates a ctl::RegionTracker with the capture
+// time, as gwlbd's rebuildSnapshot() does (listeners, composites, failover to
+// another region); a failback hold that ends in capture time triggers a build
+// like a drain deadline does.
 #include <getopt.h>
 #include <pcap/pcap.h>
 #include <rte_eal.h>
@@ -42,6 +46,7 @@
 #include "common/health.h"
 #include "common/packet_parser.h"
 #include "control/config.h"
+#include "control/regions.h"
 #include "control/snapshot_builder.h"
 #include "dataplane/eal.h"
 #include "dataplane/flow_table.h"
@@ -77,7 +82,9 @@ void usage(FILE* f) {
                "                       - { at: 7s, server: 192.0.2.12, drain: true, timeout: 30s }\n"
                "                     actions: health: unhealthy|healthy, remove: true,\n"
                "                     add: GROUP [weight: N], weight: N, drain: true [timeout: T],\n"
-               "                     undrain: true; `at` counts from the first packet's timestamp\n"
+               "                     undrain: true; `at` counts from the first packet's timestamp.\n"
+               "                     Listeners, composite health checks and failover between\n"
+               "                     regions follow the config as in gwlbd (region log on stderr)\n"
                "  --workers N        worker lcores (1..8, default 1); packets are dealt round-robin\n"
                "  --burst N          packets per burst (1..256, default 32)\n");
 }
@@ -610,8 +617,27 @@ int main(int argc, char** argv) {
     ctl::ServerRegistry reg;
     ctl::HealthMap health;
     ctl::ServerLifecycle life;
+    // Listeners and regions (control/regions.h): updated before every build,
+    // as gwlbd's Daemon::rebuildSnapshot() does; each line it logs is kept.
+    ctl::RegionTracker regions;
+    const uint64_t first_ts = frames.empty() ? 0 : frames.front().ts_ns;
+    auto rel = [&](uint64_t t) { return double(t - std::min(t, first_ts)) / 1e9; };
+    nlohmann::json region_changes = nlohmann::json::array();
+    nlohmann::json* region_sink = nullptr;  // also the current event's lines
+    auto updateRegions = [&](uint64_t t) {
+      std::vector<std::string> lines;
+      regions.update(cfg, health, &life, t, &lines);
+      for (const std::string& line : lines) {
+        std::fprintf(stderr, "gwlb-replay: regions at %s: %s\n", secondsText(t - std::min(t, first_ts)).c_str(),
+                     line.c_str());
+        region_changes.push_back({{"at_s", rel(t)}, {"line", line}});
+        if (region_sink) region_sink->push_back(line);
+      }
+    };
     uint64_t generation = 1;
-    std::unique_ptr<dp::Snapshot> snap = ctl::buildSnapshot(cfg, reg, {}, generation, health, &life);
+    updateRegions(first_ts);
+    std::unique_ptr<dp::Snapshot> snap =
+        ctl::buildSnapshot(cfg, reg, {}, generation, health, &life, &regions);
     g.dp.flows = &flows;
     g.dp.snapshot.store(snap.get());
     // A replaced snapshot is freed once every worker has passed a quiescent
@@ -627,13 +653,62 @@ int main(int argc, char** argv) {
              rte_rcu_qsbr_check(g.qsbr, retired.front().token, false) == 1)
         retired.pop_front();
     };
-    auto publish = [&]() {
+    auto publish = [&](uint64_t t) {
+      updateRegions(t);
       std::unique_ptr<dp::Snapshot> s =
-          ctl::buildSnapshot(cfg, reg, {}, ++generation, health, &life);
+          ctl::buildSnapshot(cfg, reg, {}, ++generation, health, &life, &regions);
       g.dp.snapshot.store(s.get(), std::memory_order_release);
       retired.push_back({std::move(snap), rte_rcu_qsbr_start(g.qsbr)});
       snap = std::move(s);
       retireSnapshots();
+    };
+
+    // Each listener's state as the tracker has it now (summary.json).
+    auto listenersJson = [&]() {
+      nlohmann::json j = nlohmann::json::object();
+      for (const ctl::RegionTracker::Listener& l : regions.listeners()) {
+        auto groupOf = [&](int i) -> nlohmann::json {
+          if (i < 0 || size_t(i) >= l.regions.size()) return nullptr;
+          return l.regions[size_t(i)].group;
+        };
+        nlohmann::json rj = nlohmann::json::array();
+        for (const ctl::RegionTracker::Region& r : l.regions)
+          rj.push_back({{"group", r.group},
+                        {"healthy", r.healthy},
+                        {"healthy_with_dry_run", r.healthy_with_dry_run},
+                        {"healthy_since_s", r.healthy ? nlohmann::json(rel(r.healthy_since_ns))
+                                                      : nlohmann::json(nullptr)}});
+        j[l.name] = {{"active_group", groupOf(l.active)},
+                     {"would_be_active_group", groupOf(l.would_be_active)},
+                     {"healthy", l.destination_healthy},
+                     {"healthy_with_dry_run", l.destination_healthy_with_dry_run},
+                     {"since_s", rel(l.since_ns)},
+                     {"reason", l.reason},
+                     {"regions", rj}};
+      }
+      return j;
+    };
+    auto compositesJson = [&]() {
+      nlohmann::json j = nlohmann::json::array();
+      for (const ctl::RegionTracker::Composite& c : regions.composites()) {
+        nlohmann::json sj = nlohmann::json::array();
+        for (const ctl::RegionTracker::Source& so : c.sources)
+          sj.push_back({{"name", so.name},
+                        {"server_group", so.group},
+                        {"policy", so.policy},
+                        {"servers", so.servers},
+                        {"healthy_servers", so.healthy},
+                        {"healthy", so.ok},
+                        {"why", so.why}});
+        j.push_back({{"name", c.name},
+                     {"destination", c.destination},
+                     {"dry_run", c.dry_run},
+                     {"healthy", c.healthy},
+                     {"since_s", rel(c.since_ns)},
+                     {"changes", c.changes},
+                     {"sources", sj}});
+      }
+      return j;
     };
 
     std::vector<WorkerSlot> workers(o.workers);
@@ -657,7 +732,6 @@ int main(int argc, char** argv) {
     std::deque<rte_mbuf*> pending_reflect;
     size_t next = 0;
     unsigned rr = 0;
-    const uint64_t first_ts = frames.empty() ? 0 : frames.front().ts_ns;
     uint64_t now = first_ts;
     uint64_t last_expire = now;
     uint64_t reflected = 0, alloc_retries = 0;
@@ -700,7 +774,6 @@ int main(int argc, char** argv) {
 
     // --- control actions at capture times: events, drain deadlines, housekeeping ---
     nlohmann::json lifecycle_changes = nlohmann::json::array();
-    auto rel = [&](uint64_t t) { return double(t - std::min(t, first_ts)) / 1e9; };
     // ServerLifecycle::tick with fresh per-server flow counts (gwlbd's
     // lifecycleTick). With `sweep` (once a capture-second, as gwlbd's slow
     // timer), flows still on leaving appliances that shed their flows move
@@ -729,7 +802,7 @@ int main(int argc, char** argv) {
                                      {"why", why},
                                      {"flows", e ? e->flows : 0}});
       }
-      publish();
+      publish(t);
     };
     auto housekeeping = [&](uint64_t t) {
       std::vector<uint16_t> expired_on;
@@ -815,7 +888,12 @@ int main(int argc, char** argv) {
       if (!why.empty())  // checkEvents ran the same changes: cannot happen
         throw std::runtime_error("events[" + std::to_string(e.index) + "]." + why);
       e.applied = true;
-      publish();
+      nlohmann::json lines = nlohmann::json::array();
+      region_sink = &lines;
+      publish(evTime(next_ev));
+      region_sink = nullptr;
+      e.result["region_changes"] = lines;
+      e.result["listeners_after"] = listenersJson();
       open_event = &e;
       open_at = std::move(b);
       ++next_ev;
@@ -825,16 +903,28 @@ int main(int argc, char** argv) {
       uint64_t t = last_expire + kNsPerS;
       if (next_ev < events.size()) t = std::min(t, evTime(next_ev));
       if (auto d = life.nextDeadline()) t = std::min(t, *d);
+      if (auto h = regions.nextHoldDeadline()) t = std::min(t, *h);
       return t;
     };
-    // Runs, in time order, every event and drain deadline at or before t, then
-    // the once-per-capture-second housekeeping when due. Workers are idle.
+    // Runs, in time order, every event, drain deadline and failback hold end
+    // at or before t, then the once-per-capture-second housekeeping when due.
+    // Workers are idle.
     auto control = [&](uint64_t t) {
       for (;;) {
         std::optional<uint64_t> dl = life.nextDeadline();
+        std::optional<uint64_t> hd = regions.nextHoldDeadline();
         bool ev = next_ev < events.size() && evTime(next_ev) <= t;
         bool dd = dl && *dl <= t;
-        if (!ev && !dd) break;
+        bool hh = hd && *hd <= t;
+        if (!ev && !dd && !hh) break;
+        if (hh && (!ev || *hd <= evTime(next_ev)) && (!dd || *hd < *dl)) {
+          // A failback hold ended: gwlbd rebuilds then (its fast timer), and
+          // new flows may return to the preferred region.
+          publish(*hd);
+          if (regions.nextHoldDeadline() == hd)
+            throw std::logic_error("failback hold deadline did not end its hold");
+          continue;
+        }
         if (dd && (!ev || *dl <= evTime(next_ev))) {
           // Its deadline ends the drain; tick() ends every drain due by then.
           size_t n = life.entries().size();
@@ -1036,6 +1126,8 @@ int main(int argc, char** argv) {
                       return m;
                     }(),
                     (unsigned long long)e.result["flows_stayed"].get<uint64_t>());
+      if (e.applied)
+        for (const auto& line : e.result["region_changes"]) std::printf("  regions: %s\n", line.get<std::string>().c_str());
     }
     j["events"] = evj;
     const ctl::ServerLifecycle::Stats& ls = life.stats();
@@ -1048,6 +1140,9 @@ int main(int argc, char** argv) {
                       {"forgotten", ls.forgotten},
                       {"flows_swept", ls.flows_swept}};
     j["lifecycle_changes"] = lifecycle_changes;
+    j["region_changes"] = region_changes;
+    j["listeners"] = listenersJson();
+    j["composites"] = compositesJson();
     nlohmann::json servers = nlohmann::json::array();
     for (size_t id = 0; id < snap->servers.size(); ++id) {
       const auto& sv = snap->servers[id];
