@@ -419,8 +419,9 @@ json Daemon::destinationJson(const RegionTracker::Listener& l) const {
     for (const auto& c : regions_.composites())
       for (const auto& n : r.composites)
         if (c.name == n && !c.dry_run) acting = true;
-    j["judged_by"] = acting ? "composites" : "default policy (60 % / 1) on its own group";
-    if (!acting) j["default_policy"] = sourceJson(r.implicit);
+    j["judged_by"] = acting ? "composites" : l.implicit ? "always (the only group)"
+                                                  : "any healthy appliance (no acting composite)";
+    if (!acting) j["own_appliances"] = sourceJson(r.implicit);
     regions.push_back(std::move(j));
   }
   json comps = json::array();

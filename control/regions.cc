@@ -65,9 +65,9 @@ RegionTracker::Source judge(const Config& cfg, size_t group, uint32_t min_percen
     if (life && life->find(ip)) continue;                 // drained by the operator
     ++s.servers;
     auto h = health.find(ip);
-    if (h == health.end() || h->second == HealthState::kHealthy ||
-        h->second == HealthState::kDisabled)
-      ++s.healthy;
+    // No verdict yet (initializing) is not a failure: a gateway that just
+    // started, or an appliance just added, never triggers a failover.
+    if (h == health.end() || h->second != HealthState::kUnhealthy) ++s.healthy;
   }
   uint32_t need = std::max(neededForPercent(s.servers, min_percent), min_count);
   s.ok = s.servers > 0 && s.healthy >= need;
@@ -182,12 +182,15 @@ bool RegionTracker::update(const Config& cfg, const HealthMap& health,
         ok_all = ok_all && c.healthy;
         if (!c.dry_run) any_acting = true, ok_acting = ok_acting && c.healthy;
       }
-      r.implicit = judge(cfg, r.group_index, 60, 1, health, life);
-      r.implicit.name = "(default policy)";
+      // Not covered by any composite: a region while it has a healthy appliance.
+      r.implicit = judge(cfg, r.group_index, 0, 1, health, life);
+      r.implicit.name = "(any healthy appliance)";
       // Covered only by dry-run composites: never acts (no failover at all);
-      // not covered: the default policy on the group alone.
-      r.healthy = any_acting ? ok_acting : r.composites.empty() ? r.implicit.ok : true;
-      r.healthy_with_dry_run = r.composites.empty() ? r.implicit.ok : ok_all;
+      // not covered: healthy while it has a healthy appliance.
+      // The implicit listener's one group is always its region: its own
+      // when_all_unhealthy (the Maglev builder) decides when nothing is in service.
+      r.healthy = implicit ? true : any_acting ? ok_acting : r.composites.empty() ? r.implicit.ok : true;
+      r.healthy_with_dry_run = implicit ? true : r.composites.empty() ? r.implicit.ok : ok_all;
       const Region* orr = nullptr;
       if (ol)
         for (const Region& x : ol->regions)
@@ -244,6 +247,7 @@ bool RegionTracker::update(const Config& cfg, const HealthMap& health,
     }
     bool any_region = std::find(acting.begin(), acting.end(), true) != acting.end();
     bool any_region_dry = std::find(dry.begin(), dry.end(), true) != dry.end();
+    if (implicit) any_region = any_region_dry = l.regions.empty() ? false : l.regions[0].implicit.ok;
     l.destination_healthy = any_acting_c ? ok : any_region;
     l.destination_healthy_with_dry_run = any_c ? ok_dry : any_region_dry;
     if (ol && !first_ && (ol->destination_healthy != l.destination_healthy ||

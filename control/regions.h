@@ -4,16 +4,20 @@
 // healthy servers are >= min_healthy_percent of its servers AND >=
 // min_healthy_count. "Servers" are the group's configured appliances meant to
 // carry traffic: weight 0 (unused) and operator-drained ones are left out of
-// both counts. "Healthy" is health state healthy, or no health check at all;
-// initializing and unhealthy count as not healthy. A group with no server left
-// to count is unhealthy.
+// both counts. Only health state unhealthy counts as not healthy: healthy, no
+// health check, and initializing (no verdict yet, so a restart or an added
+// appliance never triggers a failover) count as healthy. A group with no
+// server left to count is unhealthy.
 //
 // A composite is healthy when every source is (AND); its state goes to its
 // destination, a listener. The region of a listener's server group is healthy
 // when every composite of that listener with a source on the group is healthy
 // (dry-run composites are computed and shown but never act: a group covered
 // only by dry-run composites never fails over); a group no composite covers
-// is judged by the default policy (60 % / 1) on its own.
+// is healthy while it has a healthy appliance. Without configured listeners,
+// one implicit listener serves the first group, which is always its region
+// (the group's own when_all_unhealthy applies) and whose destination is
+// healthy while an appliance is.
 //
 // A listener sends new flows to its first server group (in order of
 // preference) whose region is healthy. Failing over is immediate; failing back

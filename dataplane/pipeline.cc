@@ -114,6 +114,7 @@ inline uint64_t moveFlow(Ctx& c, FlowEntry& e, const GroupView& g, uint64_t rout
       case MoveReason::kDrainTimeout:
         c.w.counters.inc(Counter::flows_rebalanced_drain_timeout);
         break;
+      case MoveReason::kRegionFailover: c.w.counters.inc(Counter::flows_rebalanced_region); break;
       default: c.w.counters.inc(Counter::flows_rebalanced_removed); break;
     }
   }

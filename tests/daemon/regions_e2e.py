@@ -11,8 +11,11 @@ next packet. East comes back: new flows return, moved flows stay. With a
 failback hold, new flows return only after it. With the composite in dry run,
 nothing moves but the endpoint body, the API and the metrics say it would.
 
-usage: regions_e2e.py SOCK PROBE_PORT HTTP_PORT METRICS_PORT LOG CONFIG
+usage: regions_e2e.py SOCK PROBE_PORT HTTP_PORT METRICS_PORT LOG CONFIG GWLBD
 """
+import atexit
+import os
+import subprocess
 import json
 import random
 import re
@@ -23,8 +26,9 @@ import time
 import urllib.error
 import urllib.request
 
-sock_path, port, http_port, metrics_port, log_path, config_path = \
-    sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6]
+sock_path, port, http_port, metrics_port, log_path, config_path, gwlbd_bin = \
+    sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6], \
+    sys.argv[7]
 EAST = [f"127.0.0.{i}" for i in range(21, 26)]
 WEST = [f"127.0.0.{i}" for i in range(31, 34)]
 INTERVAL, TIMEOUT, N = 0.1, 0.2, 2
@@ -134,6 +138,10 @@ def in_region(targets, region):
 listeners = {a: Listener(a) for a in EAST + WEST}
 for l in listeners.values():
     l.start()
+gwlbd = subprocess.Popen([gwlbd_bin, "--config", config_path], stdout=open(log_path, "w"),
+                         stderr=subprocess.STDOUT)
+atexit.register(lambda: gwlbd.poll() is None and gwlbd.kill())  # never left behind
+wait(lambda: os.path.exists(sock_path), 30, "gwlbd's control socket")
 for a in EAST + WEST:
     wait(lambda: state(a) == "healthy", 5, f"{a} healthy")
 
@@ -243,6 +251,9 @@ for want in ["regions: composite inspect-east: healthy -> unhealthy (src-east: 2
              "regions: listener inspect: new flows fw-west -> fw-east (failed back",
              "regions: listener inspect (dry run): would send new flows fw-east -> fw-west"]:
     assert want in log, f"log lacks: {want}"
+gwlbd.terminate()
+rc = gwlbd.wait(timeout=30)
+assert rc == 0, f"gwlbd exit status {rc}"
 for l in listeners.values():
     try:
         l.close()

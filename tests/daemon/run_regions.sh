@@ -39,10 +39,9 @@ eal: ["--no-huge", "--no-pci", "--no-shconf", "--no-telemetry", "-m", "256",
       "--lcores=0@(0-1),1@(0-1)", "--log-level=*:warning",
       "--vdev", "net_pcap0,rx_pcap=$work/flows.pcap,infinite_rx=1"]
 YAML
-source "$src/tests/daemon/gwlbd_lib.sh"
-start_gwlbd "$gwlbd" "$work/gwlbd.yaml" "$work/gwlbd.log" "$work/gwlbd.sock"
+# regions_e2e.py starts the appliances' health-check listeners first, then
+# gwlbd (so no appliance starts unhealthy), and stops gwlbd at the end.
 /usr/bin/python3 "$src/tests/daemon/regions_e2e.py" "$work/gwlbd.sock" "$port" "$http" "$metrics" \
-  "$work/gwlbd.log" "$work/gwlbd.yaml" \
+  "$work/gwlbd.log" "$work/gwlbd.yaml" "$gwlbd" \
   || { tail -30 "$work/gwlbd.log"; exit 1; }
-stop_gwlbd
 grep "regions:" "$work/gwlbd.log" | head -8

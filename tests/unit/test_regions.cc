@@ -90,9 +90,14 @@ TEST(Policy, ZeroServersAndWhatCounts) {
   EXPECT_EQ(s.servers, 2u);
   EXPECT_EQ(s.healthy, 2u);
   EXPECT_TRUE(s.ok);
-  // Initializing counts as not healthy; an unchecked appliance as healthy.
+  // Only unhealthy counts against: initializing (no verdict yet) and
+  // unchecked appliances count as healthy.
   h[ip(addr(1, 3)).v4HostOrder()] = HealthState::kInitializing;
   h.erase(ip(addr(1, 4)).v4HostOrder());
+  s = judge(c, 0, 60, 1, h, &life);
+  EXPECT_EQ(s.healthy, 2u);
+  EXPECT_TRUE(s.ok);
+  h[ip(addr(1, 3)).v4HostOrder()] = HealthState::kUnhealthy;
   s = judge(c, 0, 60, 1, h, &life);
   EXPECT_EQ(s.healthy, 1u);
   EXPECT_FALSE(s.ok) << "1 of 2 < 60 %";
@@ -218,16 +223,18 @@ TEST(Listener, DryRunComputesButNeverActs) {
   EXPECT_FALSE(t.listener("inspect")->destination_healthy);
 }
 
-TEST(Listener, UncoveredRegionIsJudgedByTheDefaultPolicy) {
+TEST(Listener, UncoveredRegionIsHealthyWhileAnApplianceIs) {
   RegionTracker t;
   Config c = regions();
   c.composite_health_checks.clear();
   t.update(c, health(0), nullptr, 0);
   EXPECT_EQ(t.listener("inspect")->active, 0);
-  t.update(c, health(3), nullptr, kSec);  // 2 of 5 < 60 %
+  t.update(c, health(4), nullptr, kSec);  // 1 of 5: still a region
+  EXPECT_EQ(t.listener("inspect")->active, 0);
+  t.update(c, health(5), nullptr, 2 * kSec);  // none healthy
   EXPECT_EQ(t.listener("inspect")->active, 1);
   EXPECT_TRUE(t.listener("inspect")->destination_healthy) << "no composite: healthy while a region is";
-  t.update(c, health(3, 5), nullptr, 2 * kSec);
+  t.update(c, health(5, 5), nullptr, 3 * kSec);
   EXPECT_FALSE(t.listener("inspect")->destination_healthy);
 }
 
@@ -236,10 +243,17 @@ TEST(Listener, NoListenersMeansTheFirstGroup) {
   Config c = regions();
   c.listeners.clear();
   c.composite_health_checks.clear();
-  t.update(c, health(5), nullptr, 0);
+  c.server_groups[0].when_all_unhealthy = WhenAllUnhealthy::kDrop;
+  t.update(c, health(3), nullptr, 0);
   ASSERT_EQ(t.listeners().size(), 1u);
   EXPECT_TRUE(t.listeners()[0].implicit);
-  EXPECT_EQ(t.listeners()[0].active, 0) << "fail_open with its only group";
+  EXPECT_EQ(t.listeners()[0].active, 0)
+      << "2 of 5 healthy: the group keeps its new flows (no policy without composites)";
+  EXPECT_TRUE(t.listeners()[0].destination_healthy);
+  t.update(c, health(5), nullptr, kSec);
+  EXPECT_EQ(t.listeners()[0].active, 0)
+      << "its own when_all_unhealthy (Maglev builder) decides, not the listener";
+  EXPECT_FALSE(t.listeners()[0].destination_healthy);
 }
 
 // ---- config rules ---------------------------------------------------------
