@@ -17,7 +17,10 @@ std::vector<CommandSpec> buildTable() {
   t.push_back({"status", "status", "", {}, 0, "daemon version, uptime, flows, workers and ports",
                "Shows what gwlbd runs: version, uptime, config file and when it was loaded,\n"
                "snapshot generation, flow table use, packet rates over the last second,\n"
-               "every worker with its RX queues and every port with its counters.\n",
+               "every worker with its RX queues, its poll loops so far (LOOPS: stands still\n"
+               "when the worker is stuck) and the longest gap between two of its loops since\n"
+               "start and, in parentheses, over the last second (MAX GAP), and every port\n"
+               "with its counters.\n",
                {}});
   t.push_back({"servers", "servers", "", {}, 0, "appliances with state, health, flows and traffic",
                "Lists every appliance: address, group, weight, state (active: receives new\n"
@@ -40,6 +43,22 @@ std::vector<CommandSpec> buildTable() {
                "failure and success windows, and the recent results and state changes,\n"
                "newest last. Exit status 1 when no appliance has that address.\n",
                {}});
+  t.push_back({"health-destinations", "destinations", "[NAME]", {"NAME"}, 0,
+               "aggregated health and region failover of each listener (alias: regions)",
+               "Shows each health destination (a listener, or the implicit 'default' one\n"
+               "when the config has none): whether it is HEALTHY or UNHEALTHY as the HTTP\n"
+               "health endpoint answers it (200 / 503), which region (server group) new\n"
+               "flows go to, since when and why, the failback hold and what happens when no\n"
+               "region is healthy; then every region with its health, since when and what\n"
+               "judges it: its composite health checks, or, for a group no acting composite\n"
+               "covers, its own appliances; then every composite health check with its\n"
+               "state and since when, and each of its health sources: group, policy,\n"
+               "healthy/servers, what it needs and why. Dry-run composites are shown and\n"
+               "marked; where they would change the answer, 'would be ... with dry run'\n"
+               "says so. NAME: only that listener; exit status 1 when there is none of\n"
+               "that name.\n",
+               {},
+               {"regions"}});
   t.push_back({"probe", "", "[ADDRESS]", {"ADDRESS"}, 0,
                "run one health probe now, from gwlbctl itself",
                "Runs one TCP, HTTP or HTTPS probe now, from this process (gwlbd is not\n"
@@ -177,6 +196,9 @@ const std::vector<OptionSpec>& globalOptions() {
 const CommandSpec* findCommand(const std::string& name) {
   for (const auto& c : commandTable()) {
     if (c.name == name) return &c;
+  }
+  for (const auto& c : commandTable()) {
+    if (std::find(c.aliases.begin(), c.aliases.end(), name) != c.aliases.end()) return &c;
   }
   return nullptr;
 }
@@ -340,8 +362,8 @@ std::string topLevelHelp() {
   table = g.render();
   s += table.substr(table.find('\n') + 1);
   s +=
-      "\nexit status: 0 ok, 1 not found (server, group or flow) or the probe failed,\n"
-      "2 error (bad usage, cannot connect, daemon error).\n"
+      "\nexit status: 0 ok, 1 not found (server, group, flow or destination) or the\n"
+      "probe failed, 2 error (bad usage, cannot connect, daemon error).\n"
       "Run 'gwlbctl COMMAND --help' for a command's options.\n";
   return s;
 }
@@ -365,6 +387,8 @@ std::string commandHelp(const CommandSpec& cmd) {
   if (!cmd.options.empty()) s += " [OPTIONS]";
   std::string summary = cmd.summary;
   if (!summary.empty()) summary[0] = char(std::toupper(static_cast<unsigned char>(summary[0])));
+  for (const auto& a : cmd.aliases)
+    s += "\n   or: gwlbctl " + a + (cmd.args.empty() ? "" : " " + cmd.args);
   s += "\n\n" + summary + ".\n\n" + cmd.description;
   auto list = [&](const std::vector<OptionSpec>& opts) {
     Table t({{"", Align::kLeft}, {"", Align::kLeft}});

@@ -45,6 +45,7 @@ struct CommandSpec {
   std::string summary;     // one line for `gwlbctl help`
   std::string description; // paragraphs for `gwlbctl CMD --help`
   std::vector<OptionSpec> options;
+  std::vector<std::string> aliases;    // other names for the same command ("regions")
 };
 
 // Every command, in help order. Groups ("server", "config") are not listed:
@@ -52,6 +53,7 @@ struct CommandSpec {
 const std::vector<CommandSpec>& commandTable();
 // Options every command accepts (--socket, --timeout, --json, --help).
 const std::vector<OptionSpec>& globalOptions();
+// By name or alias.
 const CommandSpec* findCommand(const std::string& name);
 bool isCommandGroup(const std::string& word);  // "server", "config"
 

@@ -183,6 +183,7 @@ int runInvocation(const Invocation& inv, FILE* out, FILE* err) {
     if (name == "status") put(out, renderStatus(r.result, now));
     else if (name == "servers") put(out, renderServers(r.result, now, inv.has("--wide")));
     else if (name == "health") put(out, renderHealth(r.result, now));
+    else if (name == "health-destinations") put(out, renderDestinations(r.result, now));
     else if (name == "groups") put(out, renderGroups(r.result));
     else if (name == "explain") put(out, renderExplain(r.result));
     else put(out, renderChange(req.method, req.params, r.result));

@@ -147,6 +147,31 @@ std::string formatDuration(double seconds) {
   return buf;
 }
 
+std::string formatNs(double ns) {
+  if (!std::isfinite(ns) || ns < 0) return "-";
+  static const char* const kUnits[] = {"ns", "us", "ms"};
+  double v = ns;
+  for (const char* unit : kUnits) {
+    if (v < 9.95) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, unit == kUnits[0] ? "%.0f%s" : "%.1f%s", v, unit);
+      return buf;
+    }
+    if (v < 999.5) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.0f%s", v, unit);
+      return buf;
+    }
+    v /= 1000.0;
+  }
+  if (v < 9.95) {  // formatDuration rounds down: 0.9996 s would read 0.9s
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1fs", v);
+    return buf;
+  }
+  return formatDuration(v);
+}
+
 std::string formatAge(double instant_unix, double now_unix) {
   if (instant_unix <= 0) return "-";
   double d = now_unix - instant_unix;

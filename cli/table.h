@@ -47,6 +47,10 @@ std::string formatBytes(uint64_t n);
 std::string formatRate(double per_second);
 // 0.25 -> "0.2s", 42 -> "42s", 312 -> "5m12s", 7260 -> "2h1m", 90000 -> "1d1h".
 std::string formatDuration(double seconds);
+// A short time in nanoseconds: 850 -> "850ns", 4500 -> "4.5us", 45000 -> "45us",
+// 1.2e6 -> "1.2ms", 250e6 -> "250ms", 3e9 -> "3s" (formatDuration above 1 s);
+// "-" for a negative or non-finite value.
+std::string formatNs(double ns);
 // Age of an instant: "5m12s ago"; "-" for 0 (never); "in 3s" if in the future.
 std::string formatAge(double instant_unix, double now_unix);
 // UTC "2024-05-01 12:00:00Z" for a Unix time ("-" for 0).

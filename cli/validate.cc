@@ -101,13 +101,17 @@ std::string parseMac(const std::string& what, const std::string& text) {
   return m->str();
 }
 
-std::string parseGroupName(const std::string& what, const std::string& text) {
+std::string parseName(const std::string& what, const std::string& text, const std::string& kind) {
   bool ok = !text.empty() && text.size() <= 63;
   for (char c : text) {
     ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-');
   }
-  if (!ok) bad(what, text, "a group name ([A-Za-z0-9_.-], 1-63 characters)");
+  if (!ok) bad(what, text, "a " + kind + " name ([A-Za-z0-9_.-], 1-63 characters)");
   return text;
+}
+
+std::string parseGroupName(const std::string& what, const std::string& text) {
+  return parseName(what, text, "group");
 }
 
 namespace {
@@ -185,6 +189,8 @@ Request buildRequest(const Invocation& inv) {
     if (inv.has("--mac")) r.params["mac"] = parseMac("--mac", inv.opt("--mac"));
   } else if (n == "health") {
     r.params["address"] = parseAddress("ADDRESS", inv.args[0]);
+  } else if (n == "health-destinations") {
+    if (!inv.args.empty()) r.params["name"] = parseName("NAME", inv.args[0], "listener");
   } else if (n == "server remove") {
     r.params["address"] = parseAddress("ADDRESS", inv.args[0]);
   } else if (n == "server drain") {

@@ -25,7 +25,9 @@ Json parseProto(const std::string& what, const std::string& text);
 uint16_t parsePort(const std::string& what, const std::string& text);
 // 02:00:00:00:00:01 (':' or '-'); returns lower-case with ':'.
 std::string parseMac(const std::string& what, const std::string& text);
-// [A-Za-z0-9_.-]{1,63}, as in the config file.
+// [A-Za-z0-9_.-]{1,63}, as names in the config file; `kind` names it in the
+// message ("group": "... is not a group name (...)").
+std::string parseName(const std::string& what, const std::string& text, const std::string& kind);
 std::string parseGroupName(const std::string& what, const std::string& text);
 
 struct Request {

@@ -419,8 +419,11 @@ json Daemon::destinationJson(const RegionTracker::Listener& l) const {
     for (const auto& c : regions_.composites())
       for (const auto& n : r.composites)
         if (c.name == n && !c.dry_run) acting = true;
-    j["judged_by"] = acting ? "composites" : l.implicit ? "always (the only group)"
-                                                  : "any healthy appliance (no acting composite)";
+    const char* by = acting                  ? "composites"
+                     : l.implicit             ? "always (the only group)"
+                     : !r.composites.empty()  ? "dry-run composites only: never fails over"
+                                              : "any healthy appliance (no composite)";
+    j["judged_by"] = by;
     if (!acting) j["own_appliances"] = sourceJson(r.implicit);
     regions.push_back(std::move(j));
   }

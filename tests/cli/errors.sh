@@ -82,6 +82,14 @@ expect 2 health fw1
 says "$work/err" "ADDRESS: 'fw1'"
 expect 2 health 192.0.2.10 192.0.2.11
 says "$work/err" "unexpected argument '192.0.2.11'"
+expect 2 health-destinations 'in spect'
+says "$work/err" "NAME: 'in spect' is not a listener name"
+says "$work/err" "Try 'gwlbctl health-destinations --help'."
+expect 2 regions inspect web
+says "$work/err" "unexpected argument 'web'"
+says "$work/err" "Try 'gwlbctl health-destinations --help'."
+expect 2 regions --group x
+says "$work/err" "unknown option '--group' for 'health-destinations'"
 expect 2 servers --wide=yes
 says "$work/err" "option --wide takes no value"
 expect 2 probe
@@ -102,13 +110,21 @@ says "$work/err" "needs a value (PATH)"
 expect 0 help
 says "$work/out" "usage: gwlbctl"
 expect 0 --help
-for c in status servers health groups flows explain stats probe "server add" "server remove" "server set" reload "config check"; do
+for c in status servers health health-destinations groups flows explain stats probe "server add" "server remove" "server set" reload "config check"; do
   # shellcheck disable=SC2086
   expect 0 $c --help
   says "$work/out" "usage: gwlbctl $c"
   # shellcheck disable=SC2086
   expect 0 help $c
 done
+expect 0 regions --help
+says "$work/out" "usage: gwlbctl health-destinations [NAME]"
+says "$work/out" "   or: gwlbctl regions [NAME]"
+expect 0 help regions
+says "$work/out" "   or: gwlbctl regions [NAME]"
+expect 0 help
+says "$work/out" "health-destinations [NAME]"
+says "$work/out" "(alias: regions)"
 expect 0 server --help
 says "$work/out" "server remove ADDRESS"
 
@@ -183,6 +199,35 @@ expect 1 --socket "$sock" servers --group nope
 says "$work/err" "gwlbctl: no server group 'nope' (not_found)"
 expect 1 --socket "$sock" --json servers --group nope
 /usr/bin/python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["code"] == "not_found"' "$work/out"
+expect 0 --socket "$sock" health-destinations
+says "$work/out" "destination    inspect: UNHEALTHY (would be HEALTHY with dry run)"
+says "$work/out" "new flows      -> fw-west (dry run would send them to fw-east)"
+says "$work/out" "since          1h30m ago"
+says "$work/out" "reason         every region before it is unhealthy"
+says "$work/out" "GROUP    HEALTHY            SINCE     JUDGED BY"
+says "$work/out" "fw-east  no (dry run: yes)  -         inspect-east, inspect-east-lenient (dry run)"
+says "$work/out" "fw-west  yes                1h0m ago  any healthy appliance (no acting composite): 3/3 healthy"
+says "$work/out" "inspect-east                    unhealthy  1h30m ago        1  src-east      fw-east  strict               2/5  60 % and 2  no   2 of 5 healthy"
+says "$work/out" "inspect-east-lenient (dry run)  healthy    1h0m ago         0  src-east-any"
+says "$work/out" "destination    web: HEALTHY"
+says "$work/out" "web-a  yes      2h0m ago  any healthy appliance (no acting composite): 1/2 healthy"
+says "$work/out" "composite health checks: none"
+expect 0 --socket "$sock" regions web
+says "$work/out" "destination    web: HEALTHY"
+if grep -q "inspect" "$work/out"; then echo "FAIL: regions web shows another destination"; fails=$((fails + 1)); fi
+expect 0 --socket "$sock" --json regions
+/usr/bin/python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert [d["name"] for d in j["destinations"]] == ["inspect", "web"], j
+assert list(j["destinations"][0])[:4] == ["name", "implicit", "healthy", "healthy_with_dry_run"], j
+assert j["destinations"][0]["regions"][0]["healthy_since"] is None, j
+' "$work/out"
+expect 1 --socket "$sock" regions nope
+says "$work/err" "gwlbctl: no destination (listener) 'nope' (not_found)"
+[ ! -s "$work/out" ] || { echo "FAIL: regions nope printed to stdout"; fails=$((fails + 1)); }
+expect 1 --socket "$sock" --json health-destinations nope
+/usr/bin/python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["code"] == "not_found"' "$work/out"
 expect 2 --socket "$sock" server add firewalls 192.0.2.10
 says "$work/err" "(invalid_config)"
 says "$work/err" "  server_groups[0].servers[3].address: duplicate address 192.0.2.10"
@@ -225,6 +270,8 @@ assert health and all(set(p) == {"address"} for p in health), health
 assert {"address": "192.0.2.10"} in health, health
 servers = [r.get("params", {}) for r in reqs if r["method"] == "servers"]
 assert {} in servers and {"group": "nope"} in servers and all("wide" not in p for p in servers), servers
+dests = [r.get("params", {}) for r in reqs if r["method"] == "destinations"]
+assert dests == [{}, {"name": "web"}, {}, {"name": "nope"}, {"name": "nope"}], dests
 print(f"fake gwlbd saw {len(reqs)} requests, parameters as documented")
 PY
 

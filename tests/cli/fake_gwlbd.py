@@ -16,6 +16,9 @@ every request it received to REQUEST_LOG (one JSON object per line):
   flows         two pages of one flow each (cursor "1"), or {count} with count
   stats         a sample whose counters grow by 10 per call
   reload        ok, restart_needed ["eal"]
+  destinations  two listeners: "inspect" failed over from fw-east to fw-west (a
+                dry-run composite would disagree), "web" healthy; {"name": N}
+                filters, not_found for another name
 """
 import json
 import os
@@ -78,6 +81,45 @@ HISTORY_10 = [
 ]
 
 
+def source(name, group, policy, pct, cnt, servers, healthy):
+    need = max((servers * pct + 99) // 100, cnt)
+    return {"name": name, "group": group, "policy": policy, "min_healthy_percent": pct,
+            "min_healthy_count": cnt, "servers": servers, "healthy_servers": healthy,
+            "healthy": servers > 0 and healthy >= need,
+            "why": "%d of %d healthy; needs %d (%d %% and at least %d)" % (healthy, servers, need, pct, cnt)}
+
+
+# Ages of an hour or more: they read the same for a minute (the checks take seconds).
+DESTINATIONS = [
+    {"name": "inspect", "implicit": False, "healthy": False, "healthy_with_dry_run": True,
+     "active_group": "fw-west", "would_be_active_group": "fw-east", "since": NOW - 5400,
+     "reason": "every region before it is unhealthy", "failback_hold_s": 300,
+     "when_all_unhealthy": "fail_open",
+     "regions": [
+         {"group": "fw-east", "healthy": False, "healthy_with_dry_run": True, "healthy_since": None,
+          "composites": ["inspect-east", "inspect-east-lenient"], "judged_by": "composites"},
+         {"group": "fw-west", "healthy": True, "healthy_with_dry_run": True,
+          "healthy_since": NOW - 3600, "composites": [],
+          "judged_by": "any healthy appliance (no acting composite)",
+          "own_appliances": source("(any healthy appliance)", "fw-west", "(default)", 0, 1, 3, 3)}],
+     "composites": [
+         {"name": "inspect-east", "dry_run": False, "healthy": False, "since": NOW - 5400, "changes": 1,
+          "sources": [source("src-east", "fw-east", "strict", 60, 2, 5, 2)]},
+         {"name": "inspect-east-lenient", "dry_run": True, "healthy": True, "since": NOW - 3600,
+          "changes": 0, "sources": [source("src-east-any", "fw-east", "lenient", 20, 1, 5, 2)]}]},
+    {"name": "web", "implicit": False, "healthy": True, "healthy_with_dry_run": True,
+     "active_group": "web-a", "would_be_active_group": "web-a", "since": NOW - 7200,
+     "reason": "the preferred region is healthy", "failback_hold_s": 0,
+     "when_all_unhealthy": "drop",
+     "regions": [
+         {"group": "web-a", "healthy": True, "healthy_with_dry_run": True,
+          "healthy_since": NOW - 7200, "composites": [],
+          "judged_by": "any healthy appliance (no acting composite)",
+          "own_appliances": source("(any healthy appliance)", "web-a", "(default)", 0, 1, 2, 1)}],
+     "composites": []},
+]
+
+
 def health(addr):
     if addr == "192.0.2.10":
         return dict(HEALTH_10, address=addr, group="firewalls", check=CHECK, history=HISTORY_10)
@@ -107,6 +149,14 @@ def reply(req):
         if h is None:
             return {"ok": False, "error": {"code": "not_found", "message": "no appliance %s" % p.get("address")}}
         return {"ok": True, "result": h}
+    if m == "destinations":
+        if "name" not in p:
+            return {"ok": True, "result": {"destinations": DESTINATIONS}}
+        ds = [d for d in DESTINATIONS if d["name"] == p["name"]]
+        if not ds:
+            return {"ok": False, "error": {"code": "not_found",
+                                           "message": "no destination (listener) '%s'" % p["name"]}}
+        return {"ok": True, "result": {"destinations": ds}}
     if m == "server.add":
         return {"ok": False, "error": {"code": "invalid_config", "message": "1 error",
                 "details": [{"path": "server_groups[0].servers[3].address",

@@ -205,3 +205,57 @@ TEST(Validate, ServerAndStatsRequests) {
   EXPECT_NE(usageError({"stats", "--watch", "0"}).find("--watch: '0'"), std::string::npos);
   EXPECT_EQ(buildRequest(parse({"reload"})).method, "reload");
 }
+
+TEST(Validate, HealthDestinationsRequest) {
+  auto inv = parse({"health-destinations"});
+  ASSERT_NE(inv.command, nullptr);
+  EXPECT_EQ(inv.command->name, "health-destinations");
+  auto req = buildRequest(inv);
+  EXPECT_EQ(req.method, "destinations");
+  EXPECT_EQ(req.params, Json::object());
+  req = buildRequest(parse({"health-destinations", "inspect-1.a_b"}));
+  EXPECT_EQ(req.params, (Json{{"name", "inspect-1.a_b"}}));
+
+  // The alias is the same command: same method, parameters, help and errors.
+  inv = parse({"regions", "inspect", "--json"});
+  ASSERT_NE(inv.command, nullptr);
+  EXPECT_EQ(inv.command, findCommand("health-destinations"));
+  EXPECT_EQ(findCommand("regions"), findCommand("health-destinations"));
+  EXPECT_TRUE(inv.json);
+  req = buildRequest(inv);
+  EXPECT_EQ(req.method, "destinations");
+  EXPECT_EQ(req.params, (Json{{"name", "inspect"}}));
+  EXPECT_EQ(buildRequest(parse({"regions"})).params, Json::object());
+  inv = parse({"help", "regions"});
+  EXPECT_TRUE(inv.help);
+  EXPECT_EQ(inv.command->name, "health-destinations");
+  std::string h = commandHelp(*inv.command);
+  EXPECT_NE(h.find("usage: gwlbctl health-destinations [NAME]\n   or: gwlbctl regions [NAME]\n"),
+            std::string::npos)
+      << h;
+  EXPECT_NE(topLevelHelp().find("health-destinations [NAME]"), std::string::npos);
+  EXPECT_NE(topLevelHelp().find("(alias: regions)"), std::string::npos);
+  EXPECT_TRUE(parse({"regions", "--help"}).help);
+
+  // NAME is checked like a name in the config file; one at most; no options.
+  EXPECT_EQ(usageError({"regions", "in spect"}),
+            "NAME: 'in spect' is not a listener name ([A-Za-z0-9_.-], 1-63 characters)");
+  EXPECT_NE(usageError({"health-destinations", std::string(64, 'a')}).find("NAME: '"),
+            std::string::npos);
+  EXPECT_NE(usageError({"health-destinations", "in/spect"}).find("not a listener name"),
+            std::string::npos);
+  EXPECT_EQ(usageError({"regions", std::string(63, 'a')}), "");
+  EXPECT_NE(usageError({"regions", "a", "b"}).find("unexpected argument 'b'"), std::string::npos);
+  EXPECT_NE(usageError({"health-destinations", "a", "b"}).find("unexpected argument 'b'"),
+            std::string::npos);
+  EXPECT_NE(usageError({"regions", "--group", "x"}).find("unknown option '--group' for "
+                                                          "'health-destinations'"),
+            std::string::npos);
+  try {
+    parse({"regions", "a", "b"});
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_EQ(e.command(), "health-destinations");  // "Try 'gwlbctl health-destinations --help'."
+  }
+  EXPECT_NE(usageError({"region"}).find("unknown command 'region'"), std::string::npos);
+}
