@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -34,10 +35,17 @@ inline constexpr std::array<CounterInfo, kNumCounters> kCounterInfo = {{
 #undef GWLB_DROP
 }};
 
+// One worker writes, any thread reads: relaxed atomic accesses (plain moves
+// on x86-64), so a reader never races the writer.
 struct alignas(64) WorkerCounters {
   std::array<uint64_t, kNumCounters> v{};
-  void inc(Counter c, uint64_t n = 1) noexcept { v[size_t(c)] += n; }
-  uint64_t get(Counter c) const noexcept { return v[size_t(c)]; }
+  void inc(Counter c, uint64_t n = 1) noexcept {
+    std::atomic_ref<uint64_t> a(v[size_t(c)]);
+    a.store(a.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+  uint64_t get(Counter c) const noexcept {
+    return std::atomic_ref<uint64_t>(const_cast<uint64_t&>(v[size_t(c)])).load(std::memory_order_relaxed);
+  }
 };
 
 // Sum of several workers' counters (a reader's view).

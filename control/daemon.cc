@@ -320,7 +320,7 @@ void Daemon::resolveNeighbours() {
 WorkerCounters Daemon::totals() const {
   WorkerCounters t;
   for (const auto& s : states_)
-    for (size_t k = 0; k < kNumCounters; ++k) t.v[k] += s->counters.v[k];
+    for (size_t k = 0; k < kNumCounters; ++k) t.v[k] += s->counters.get(Counter(k));
   return t;
 }
 

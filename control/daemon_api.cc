@@ -274,7 +274,7 @@ json Daemon::apiServers(const json& p) {
       uint16_t id = registry_.find(ip);
       uint64_t pk = 0, by = 0;
       for (const auto& st : states_) {
-        if (id < dp::kMaxServerIds) pk += st->server_packets[id], by += st->server_bytes[id];
+        if (id < dp::kMaxServerIds) pk += st->sentPackets(id), by += st->sentBytes(id);
       }
       const dp::ServerView* sv = (s && id < s->servers.size()) ? &s->servers[id] : nullptr;
       auto status = server_status_.find(ip);
@@ -305,7 +305,7 @@ json Daemon::apiServers(const json& p) {
     uint16_t id = registry_.find(ip);
     uint64_t pk = 0, by = 0;
     for (const auto& st : states_)
-      if (id < dp::kMaxServerIds) pk += st->server_packets[id], by += st->server_bytes[id];
+      if (id < dp::kMaxServerIds) pk += st->sentPackets(id), by += st->sentBytes(id);
     const dp::ServerView* sv = (s && id < s->servers.size()) ? &s->servers[id] : nullptr;
     out.push_back({{"address", le.server.address.str()},
                    {"group", le.group},
@@ -743,8 +743,8 @@ json Daemon::apiStats(const json& p) {
   for (const auto& st : states_) {
     json c = json::object();
     for (size_t k = 0; k < kNumCounters; ++k) {
-      c[kCounterInfo[k].name] = st->counters.v[k];
-      total.v[k] += st->counters.v[k];
+      c[kCounterInfo[k].name] = st->counters.get(Counter(k));
+      total.v[k] += st->counters.get(Counter(k));
     }
     workers.push_back({{"id", st->id}, {"counters", c}});
   }

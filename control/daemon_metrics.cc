@@ -105,7 +105,7 @@ std::string Daemon::metricsText() const {
     std::string name = std::string("gwlb_") + ci.name + "_total";
     metric(o, name, "counter", ci.help);
     for (const auto& st : states_)
-      o << name << "{worker=\"" << st->id << "\"} " << st->counters.v[k] << '\n';
+      o << name << "{worker=\"" << st->id << "\"} " << st->counters.get(Counter(k)) << '\n';
   }
   metric(o, "gwlb_dropped_packets_total", "counter",
          "packets dropped by a worker, by reason (docs/counters.md)");
@@ -114,7 +114,7 @@ std::string Daemon::metricsText() const {
     if (!ci.is_drop) continue;
     for (const auto& st : states_)
       o << "gwlb_dropped_packets_total{worker=\"" << st->id << "\",reason=\"" << (ci.name + 5)
-        << "\"} " << st->counters.v[k] << '\n';
+        << "\"} " << st->counters.get(Counter(k)) << '\n';
   }
   metric(o, "gwlb_flows", "gauge", "entries in the flow table (flows and fragment entries)");
   o << "gwlb_flows " << flows_->count() << '\n';
@@ -136,7 +136,7 @@ std::string Daemon::metricsText() const {
       uint16_t id = registry_.find(sc.address.v4HostOrder());
       uint64_t pk = 0, by = 0;
       for (const auto& st : states_)
-        if (id < dp::kMaxServerIds) pk += st->server_packets[id], by += st->server_bytes[id];
+        if (id < dp::kMaxServerIds) pk += st->sentPackets(id), by += st->sentBytes(id);
       std::string labels = "{group=\"" + escape(g.name) + "\",address=\"" + sc.address.str() + "\"}";
       o << "gwlb_server_sent_packets_total" << labels << ' ' << pk << '\n';
       bytes << "gwlb_server_sent_bytes_total" << labels << ' ' << by << '\n';

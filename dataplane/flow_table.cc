@@ -16,9 +16,9 @@ void FlowEntry::reset() noexcept {
   route.store(0, std::memory_order_relaxed);
   last_seen_ns.store(0, std::memory_order_relaxed);
   flow_hash.store(0, std::memory_order_relaxed);
-  created_ns = 0;
-  idle_timeout_ns = 0;
-  first_dir = 0;
+  created_ns.store(0, std::memory_order_relaxed);
+  idle_timeout_ns.store(0, std::memory_order_relaxed);
+  first_dir.store(0, std::memory_order_relaxed);
   moved.store(0, std::memory_order_relaxed);
   moved_ns.store(0, std::memory_order_relaxed);
   moves.store(0, std::memory_order_relaxed);
@@ -81,7 +81,9 @@ size_t FlowTable::expire(uint64_t now_ns, size_t max, std::vector<uint16_t>* exp
     // An entry whose route is not set yet is being created by a worker.
     if (!(e.route.load(std::memory_order_acquire) & kRouteSet)) continue;
     uint64_t seen = e.last_seen_ns.load(std::memory_order_relaxed);
-    if (seen + e.idle_timeout_ns <= now_ns) {
+    uint64_t idle = e.idle_timeout_ns.load(std::memory_order_relaxed);
+    if (idle == 0) continue;  // its creator has not written it yet
+    if (seen + idle <= now_ns) {
       victims.emplace_back(*static_cast<const FlowKey*>(key), pos);
       if (expired_servers && static_cast<const FlowKey*>(key)->kind != KeyKind::kFragment)
         expired_servers->push_back(routeServer(e.route.load(std::memory_order_relaxed)));

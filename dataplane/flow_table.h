@@ -58,9 +58,12 @@ struct alignas(64) FlowEntry {
   std::atomic<uint64_t> route{0};
   std::atomic<uint64_t> last_seen_ns{0};
   std::atomic<uint32_t> flow_hash{0};  // hash of the flow's key (fragments: their flow's)
-  uint64_t created_ns = 0;             // written before route is set; read after it
-  uint64_t idle_timeout_ns = 0;
-  uint8_t first_dir = 0;               // direction of the packet that created the flow
+  // Written by the worker whose route CAS created the flow, just after it
+  // (relaxed): a reader may briefly see 0 for a flow being created, and
+  // expire() skips entries whose idle timeout is still 0.
+  std::atomic<uint64_t> created_ns{0};
+  std::atomic<uint64_t> idle_timeout_ns{0};
+  std::atomic<uint8_t> first_dir{0};   // direction of the packet that created the flow
   DirInfo dir[2];
   // The last move off an appliance (packMove), written once by the worker
   // whose route CAS moved it; moved_ns is when (dataplane clock).

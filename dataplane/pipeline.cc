@@ -87,14 +87,16 @@ inline uint64_t ensureRoute(FlowEntry& e, uint16_t server, uint32_t cookie, uint
                             uint64_t idle_ns, uint64_t now, uint8_t dir, bool& created) noexcept {
   uint64_t r = e.route.load(std::memory_order_acquire);
   if (r & kRouteSet) return r;
-  // Timestamps before the route: expire() skips entries without a route.
-  e.idle_timeout_ns = idle_ns;
-  e.created_ns = now;
-  e.first_dir = dir;
+  // Racing creators write the same hash and nearly the same time (atomics);
+  // the rest only the winner of the route CAS writes (expire() skips the
+  // entry until its idle timeout is set).
   e.flow_hash.store(flow_hash, std::memory_order_relaxed);
   e.last_seen_ns.store(now, std::memory_order_relaxed);
   uint64_t want = packRoute(server, cookie);
   if (e.route.compare_exchange_strong(r, want, std::memory_order_acq_rel)) {
+    e.created_ns.store(now, std::memory_order_relaxed);
+    e.first_dir.store(dir, std::memory_order_relaxed);
+    e.idle_timeout_ns.store(idle_ns, std::memory_order_release);
     created = true;
     return want;
   }
@@ -245,8 +247,7 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p) noexcept {
   ep.cookie = routeCookie(route);
   writeEncap(h, payload, ep);
   m->port = s.underlay_port;
-  c.w.server_packets[server] += 1;
-  c.w.server_bytes[server] += m->pkt_len;
+  c.w.countSent(server, m->pkt_len);
   c.w.counters.inc(Counter::encapsulated);
   c.w.counters.inc(Counter::tx_bytes, m->pkt_len);
   c.out.to_appliance[c.out.n_appliance++] = m;

@@ -43,8 +43,23 @@ struct alignas(64) WorkerState {
   double icmp_tokens = 0;
   uint64_t icmp_last_ns = 0;
   // What this worker sent to each appliance, by server id.
+  // Written by the worker, read by the control thread: relaxed atomic accesses.
   uint64_t server_packets[kMaxServerIds] = {};
   uint64_t server_bytes[kMaxServerIds] = {};
+
+  void countSent(uint16_t server, uint64_t bytes) noexcept {
+    std::atomic_ref<uint64_t> p(server_packets[server]), b(server_bytes[server]);
+    p.store(p.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    b.store(b.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
+  }
+  uint64_t sentPackets(uint16_t server) const noexcept {
+    return std::atomic_ref<uint64_t>(const_cast<uint64_t&>(server_packets[server]))
+        .load(std::memory_order_relaxed);
+  }
+  uint64_t sentBytes(uint16_t server) const noexcept {
+    return std::atomic_ref<uint64_t>(const_cast<uint64_t&>(server_bytes[server]))
+        .load(std::memory_order_relaxed);
+  }
 };
 
 struct BurstOutput {

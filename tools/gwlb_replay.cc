@@ -816,7 +816,7 @@ int main(int argc, char** argv) {
       std::vector<uint64_t> v(reg.size(), 0);
       for (auto& w : workers)
         for (size_t id = 0; id < v.size() && id < dp::kMaxServerIds; ++id)
-          v[id] += w.state.server_packets[id];
+          v[id] += w.state.sentPackets(uint16_t(id));
       return v;
     };
     auto takeBoundary = [&]() {
