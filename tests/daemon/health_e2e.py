@@ -10,12 +10,13 @@ reload with when_all_unhealthy: drop, new flows have no appliance.
 
 usage: health_e2e.py SOCK PORT CONFIG LOG
 """
-import json
+import os.path
 import random
-import socket
 import sys
-import threading
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checklib import Listener, api_call  # noqa: E402
 
 sock_path, port, config_path, log_path = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 APPS = ["127.0.0.11", "127.0.0.12", "127.0.0.13"]
@@ -23,39 +24,8 @@ INTERVAL, TIMEOUT, N = 0.1, 0.2, 3
 FAIL_WINDOW = TIMEOUT * N + INTERVAL * (N - 1)   # if probes time out; refusals fail faster
 
 
-class Listener:
-    def __init__(self, addr):
-        self.addr, self.sock, self.stop = addr, None, False
-
-    def start(self):
-        self.sock = socket.socket()
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind((self.addr, port))
-        self.sock.listen(128)
-        self.stop = False
-        threading.Thread(target=self.loop, daemon=True).start()
-
-    def loop(self):
-        s = self.sock
-        while not self.stop:
-            try:
-                c, _ = s.accept()
-                c.close()
-            except OSError:
-                return
-
-    def close(self):
-        self.stop = True
-        self.sock.close()
-
-
 def api(method, **params):
-    s = socket.socket(socket.AF_UNIX)
-    s.connect(sock_path)
-    s.sendall(json.dumps({"method": method, "params": params}).encode() + b"\n")
-    r = json.loads(s.makefile().readline())
-    s.close()
-    return r
+    return api_call(sock_path, method, **params)
 
 
 def health(addr):
@@ -86,7 +56,7 @@ def fresh_choices(n=300):
     return seen
 
 
-listeners = {a: Listener(a) for a in APPS}
+listeners = {a: Listener(a, port) for a in APPS}
 for l in listeners.values():
     l.start()
 

@@ -14,17 +14,18 @@ nothing moves but the endpoint body, the API and the metrics say it would.
 usage: regions_e2e.py SOCK PROBE_PORT HTTP_PORT METRICS_PORT LOG CONFIG GWLBD
 """
 import atexit
-import os
-import subprocess
 import json
+import os
 import random
 import re
-import socket
+import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checklib import Listener, api_call  # noqa: E402
 
 sock_path, port, http_port, metrics_port, log_path, config_path, gwlbd_bin = \
     sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6], \
@@ -34,38 +35,8 @@ WEST = [f"127.0.0.{i}" for i in range(31, 34)]
 INTERVAL, TIMEOUT, N = 0.1, 0.2, 2
 
 
-class Listener:
-    def __init__(self, addr):
-        self.addr, self.sock, self.stop = addr, None, False
-
-    def start(self):
-        self.sock = socket.socket()
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind((self.addr, port))
-        self.sock.listen(128)
-        self.stop = False
-        threading.Thread(target=self.loop, daemon=True).start()
-
-    def loop(self):
-        s = self.sock
-        while not self.stop:
-            try:
-                c, _ = s.accept()
-                c.close()
-            except OSError:
-                return
-
-    def close(self):
-        self.stop = True
-        self.sock.close()
-
-
 def api(method, **params):
-    s = socket.socket(socket.AF_UNIX)
-    s.connect(sock_path)
-    s.sendall(json.dumps({"method": method, "params": params}).encode() + b"\n")
-    r = json.loads(s.makefile().readline())
-    s.close()
+    r = api_call(sock_path, method, **params)
     assert r.get("ok"), r
     return r["result"]
 
@@ -135,7 +106,7 @@ def in_region(targets, region):
     return set(targets) <= set(region)
 
 
-listeners = {a: Listener(a) for a in EAST + WEST}
+listeners = {a: Listener(a, port) for a in EAST + WEST}
 for l in listeners.values():
     l.start()
 gwlbd = subprocess.Popen([gwlbd_bin, "--config", config_path], stdout=open(log_path, "w"),
