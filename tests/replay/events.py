@@ -83,13 +83,14 @@ ROUTER_MAC = bytes.fromhex("020000000001")
 GW_MAC = bytes.fromhex("0200000000aa")
 
 
-def frame(f, k):
-    """Packet k of flow f: even k client -> server, odd k server -> client."""
-    c, s, cp, sp = client_ip(f), SERVER_IP, 20000 + f, 443
+def frame(f, k, client=None, reps=20):
+    """Packet k of flow f: even k client -> server, odd k server -> client.
+    TCP port 20000 + f <-> 443; the payload repeats (f, k) `reps` times."""
+    c, s, cp, sp = client or client_ip(f), SERVER_IP, 20000 + f, 443
     if k % 2:
         c, s, cp, sp = s, c, sp, cp
     flags = 0x02 if k == 0 else 0x10
-    payload = bytes([f, k & 0xFF]) * 20
+    payload = bytes([f & 0xFF, k & 0xFF]) * reps
     tcp = struct.pack("!HHIIBBHHH", cp, sp, k, 0, 5 << 4, flags, 65535, 0, 0) + payload
     tcp = tcp[:16] + struct.pack("!H", csum(c + s + struct.pack("!BBH", 0, 6, len(tcp)) + tcp)) + tcp[18:]
     ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), (f << 8 | k) & 0xFFFF, 0x4000, 64, 6, 0, c, s)
@@ -99,12 +100,18 @@ def frame(f, k):
 
 def write_capture(path):
     """Returns {(flow, k): capture time relative to the first packet (ns)}."""
-    pkts = sorted((t, f, k) for f, _, ts in flows() for k, t in enumerate(ts))
+    return write_pcap(path, [(t, f, k) for f, _, ts in flows() for k, t in enumerate(ts)], frame)
+
+
+def write_pcap(path, pkts, make_frame):
+    """Writes make_frame(f, k) at BASE + t for each (t, f, k) (t in ns from the
+    first packet, which must be at 0); returns {(f, k): t}."""
+    pkts = sorted(pkts)
     assert pkts[0][0] == 0
     with open(path, "wb") as out:
         out.write(struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 65535, 1))  # ns timestamps
         for t, f, k in pkts:
-            b = frame(f, k)
+            b = make_frame(f, k)
             ts = BASE + t
             out.write(struct.pack("<IIII", ts // SEC, ts % SEC, len(b), len(b)))
             out.write(b)

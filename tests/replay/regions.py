@@ -65,7 +65,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from events import csum, inner_of_geneve, read_pcap  # noqa: E402  (same directory)
+from events import frame as events_frame, inner_of_geneve, read_pcap, write_pcap  # noqa: E402  (same directory)
 
 SEC = 1_000_000_000
 MS = 1_000_000
@@ -91,37 +91,15 @@ def packet_times(f):
     return [t for t in (start + k * 200 * MS for k in range(15)) if t < END]
 
 
-ROUTER_MAC = bytes.fromhex("020000000001")
-GW_MAC = bytes.fromhex("0200000000aa")
-SERVER_IP = bytes([203, 0, 113, 7])
-
-
 def frame(f, k):
     """Packet k of flow f: even k client -> server, odd k server -> client."""
-    c, s, cp, sp = bytes([198, 51, 100, 1 + f % 200]), SERVER_IP, 20000 + f, 443
-    if k % 2:
-        c, s, cp, sp = s, c, sp, cp
-    flags = 0x02 if k == 0 else 0x10
-    payload = bytes([f & 0xFF, k & 0xFF]) * 16
-    tcp = struct.pack("!HHIIBBHHH", cp, sp, k, 0, 5 << 4, flags, 65535, 0, 0) + payload
-    tcp = tcp[:16] + struct.pack("!H", csum(c + s + struct.pack("!BBH", 0, 6, len(tcp)) + tcp)) + tcp[18:]
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), (f << 8 | k) & 0xFFFF, 0x4000, 64, 6, 0, c, s)
-    ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
-    return GW_MAC + ROUTER_MAC + b"\x08\x00" + ip + tcp
+    return events_frame(f, k, client=bytes([198, 51, 100, 1 + f % 200]), reps=16)
 
 
 def write_capture(path):
     """Returns {(flow, k): capture time relative to the first packet (ns)}."""
-    pkts = sorted((t, f, k) for f in LONG + NEW for k, t in enumerate(packet_times(f)))
-    assert pkts[0][0] == 0
-    with open(path, "wb") as out:
-        out.write(struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 65535, 1))  # ns timestamps
-        for t, f, k in pkts:
-            b = frame(f, k)
-            ts = BASE + t
-            out.write(struct.pack("<IIII", ts // SEC, ts % SEC, len(b), len(b)))
-            out.write(b)
-    return {(f, k): t for t, f, k in pkts}
+    return write_pcap(path, [(t, f, k) for f in LONG + NEW for k, t in enumerate(packet_times(f))],
+                      frame)
 
 
 def packet_id(ip):
