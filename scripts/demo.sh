@@ -1,29 +1,129 @@
 #!/usr/bin/env bash
-# The main job on an embedded default: a generated sample capture replayed
-# through the real dataplane (gwlb-replay) with three reflecting appliances.
-# Prints the per-appliance flow distribution and where the output captures are.
-#   scripts/demo.sh [--flows N] [--workers N] [--out DIR]
+# The demo. By default: the namespace lab (scripts/lab.sh, docs/lab.md) — a real
+# HTTP download and a long-lived TCP stream from a client to a server through
+# gwlbd and two reference appliances; one appliance fails its health check, the
+# flows move (rebalance) and the stream survives; then the lab is torn down.
+# Where network namespaces cannot be created it says so and runs the replay demo.
+#   scripts/demo.sh [--keep]                    the lab demo (--keep: leave the lab up)
+#   scripts/demo.sh --replay [--flows N] [--workers N] [--out DIR]
+#       a generated capture replayed through the real dataplane (gwlb-replay)
+#       with three reflecting appliances: per-appliance distribution, output captures
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
-flows=300 workers=1 out="$GWLB_ROOT/out/demo"
+mode=lab keep=0 flows=300 workers=1 out="$GWLB_ROOT/out/demo"
 while [ $# -gt 0 ]; do
   case "$1" in
+    --replay) mode=replay; shift ;;
+    --keep) keep=1; shift ;;
     --flows) flows="$2"; shift 2 ;;
     --workers) workers="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    --replay) shift ;;  # the replay demo is the only one for now
-    -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     *) echo "demo.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-mkdir -p "$out"
-/usr/bin/python3 "$GWLB_ROOT/tools/gen_sample_pcap.py" "$out/traffic.pcap" --flows "$flows"
-echo "config: $GWLB_ROOT/examples/replay.yaml (3 appliances, aws Geneve format)"
-"$GWLB_BUILD/tools/gwlb-replay" --config "$GWLB_ROOT/examples/replay.yaml" \
-  --in "$out/traffic.pcap" --out-dir "$out" --reflect --workers "$workers"
+
+replay_demo() {
+  mkdir -p "$out"
+  /usr/bin/python3 "$GWLB_ROOT/tools/gen_sample_pcap.py" "$out/traffic.pcap" --flows "$flows"
+  echo "config: $GWLB_ROOT/examples/replay.yaml (3 appliances, aws Geneve format)"
+  "$GWLB_BUILD/tools/gwlb-replay" --config "$GWLB_ROOT/examples/replay.yaml" \
+    --in "$out/traffic.pcap" --out-dir "$out" --reflect --workers "$workers"
+  echo
+  echo "input:               $out/traffic.pcap"
+  echo "sent to appliances:  $out/to-appliances.pcap   (tshark -r ... -V shows the Geneve options)"
+  echo "returned to routers: $out/returned.pcap"
+  echo "summary:             $out/summary.json"
+}
+
+if [ "$mode" = replay ]; then replay_demo; exit 0; fi
+
+lab="$GWLB_ROOT/scripts/lab.sh"
+export GWLB_BUILD
+if [ "$(id -u)" -ne 0 ] || ! ip netns add gwlab-demo-probe 2>/dev/null; then
+  echo "demo: cannot create network namespaces here (needs root or CAP_SYS_ADMIN);"
+  echo "demo: running the capture-replay demo instead (scripts/demo.sh --replay)"
+  echo
+  replay_demo
+  exit 0
+fi
+ip netns del gwlab-demo-probe
+
+D="${LAB_DIR:-$GWLB_ROOT/out/lab}"
+P="${LAB_PREFIX:-gwlab}"
+peer="$GWLB_ROOT/tests/e2e/netpeer.py"
+stream_pid="" echo_pid=""
+cleanup() {
+  [ -n "$stream_pid" ] && kill "$stream_pid" 2>/dev/null || true
+  [ -n "$echo_pid" ] && kill "$echo_pid" 2>/dev/null || true
+  if [ "$keep" = 1 ]; then echo "demo: lab left up (scripts/lab.sh down removes it)"; else "$lab" down; fi
+}
+trap cleanup EXIT
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+ctl() { echo "\$ gwlbctl $*"; "$lab" gwlbctl "$@"; }
+
+step "1. the lab: client -> router -> gateway (gwlbd) -> appliances -> server (docs/lab.md)"
+"$lab" down >/dev/null
+"$lab" up
+ctl servers
+
+step "2. a real HTTP download: curl in the client namespace, Python http.server in the server namespace"
+ip netns exec "$P-client" curl -s -o "$D/download.bin" \
+  -w 'downloaded %{size_download} bytes in %{time_total} s (%{speed_download} B/s)\n' "http://10.77.2.2/blob.bin"
+if cmp -s "$D/download.bin" "$D/www/blob.bin"; then echo "the 16 MiB file arrived intact"; else echo "DOWNLOAD CORRUPTED"; exit 1; fi
+
+step "3. a long-lived TCP stream (1 MB/s for 12 s, every byte echoed by the server and checked)"
+ip netns exec "$P-server" /usr/bin/python3 "$peer" tcp-echo-server 10.77.2.2 7000 >/dev/null 2>&1 &
+echo_pid=$!
+sleep 0.5
+ip netns exec "$P-client" /usr/bin/python3 "$peer" tcp-stream 10.77.2.2 7000 12 1000000 > "$D/stream.out" &
+stream_pid=$!
+sleep 2
+ctl flows --proto tcp
+app=$("$lab" gwlbctl --json flows --proto tcp --port 7000 | /usr/bin/python3 -c '
+import json, sys
+f = json.load(sys.stdin)["flows"]
+print(f[0]["appliance"] if f else "")')
+[ -n "$app" ] || { echo "demo: the stream is not in the flow table"; exit 1; }
+echo "the stream goes through appliance $app"
+
+step "4. appliance $app fails its HTTP health check (GET /health now answers 503)"
+t0=$(date +%s%N)
+ip netns exec "$P-gw" curl -s -XPOST "http://$app:8080/health/fail"
+for _ in $(seq 1 100); do
+  "$lab" gwlbctl --json servers | grep -q '"state": "unhealthy"' && break; sleep 0.05
+done
+echo "declared unhealthy after $(( ($(date +%s%N) - t0) / 1000000 )) ms (failure window: gwlbctl servers, WINDOWS column)"
+ctl servers
+sleep 1
 echo
-echo "input:               $out/traffic.pcap"
-echo "sent to appliances:  $out/to-appliances.pcap   (tshark -r ... -V shows the Geneve options)"
-echo "returned to routers: $out/returned.pcap"
-echo "summary:             $out/summary.json"
+ctl flows --proto tcp
+echo "(MOVED FROM: the flow left $app for the other appliance: failover_mode rebalance)"
+
+step "5. the stream survives"
+wait "$stream_pid" || true
+stream_pid=""
+/usr/bin/python3 - "$D/stream.out" <<'PY'
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1]) if l.strip()][-1]
+print(f"stream: {r['sent']} bytes sent, {r['received']} echoed back, intact: {r['ok']}, "
+      f"longest pause {r['max_stall']} s")
+sys.exit(0 if r["ok"] else 1)
+PY
+for a in app1 app2; do
+  ip="10.77.9.11"; [ $a = app2 ] && ip=10.77.9.12
+  ip netns exec "$P-gw" curl -s "http://$ip:8080/stats" | /usr/bin/python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+print("%s: %d packets in, %d passed back, %d flows, healthy: %s" % (s["name"], s["packets"], s["passed"], len(s["flows"]), s["healthy"]))'
+done
+
+step "6. the appliance recovers"
+ip netns exec "$P-gw" curl -s -XPOST "http://$app:8080/health/ok"
+for _ in $(seq 1 100); do
+  "$lab" gwlbctl --json servers | grep -q '"state": "unhealthy"' || break; sleep 0.05
+done
+ctl servers
+
+step "7. tear down"

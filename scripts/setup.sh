@@ -14,6 +14,7 @@ GWLB_PACKAGES=(
   libspdlog-dev libfmt-dev libpcap-dev libyaml-cpp-dev nlohmann-json3-dev
   libgtest-dev libssl-dev
   python3-scapy tshark
+  iproute2 ethtool curl   # the namespace lab, the e2e suite and the demo
 )
 
 gwlb_install_deps() {

@@ -1,0 +1,270 @@
+#!/usr/bin/env bash
+# A lab of network namespaces: real hosts, a router, gwlbd on net_af_packet
+# ports and two reference appliances (docs/lab.md has the drawing).
+#   scripts/lab.sh up        build the lab (safe to re-run: a complete, running lab is kept)
+#   scripts/lab.sh down      remove every namespace, process and device of the lab
+#   scripts/lab.sh status    namespaces, processes, gwlbctl servers
+#   scripts/lab.sh app-stop N | app-start N   kill / restart appliance N (1 or 2)
+#   scripts/lab.sh gw-stop | gw-start         stop gwlbd (SIGTERM) / start it again, same config
+#   scripts/lab.sh gwlbctl ARGS...            build/cli/gwlbctl on the lab's socket
+#   scripts/lab.sh exec NS CMD...             run CMD in namespace NS (client, server, ...)
+# Settings (environment, read by `up`):
+#   LAB_PREFIX (gwlab)  namespace names are PREFIX-client, PREFIX-server, ...
+#   LAB_DIR (out/lab)   configs, logs, pid files, the control socket
+#   GWLB_BUILD (build)  where gwlbd, gwlbctl and gwlb-appliance are
+#   LAB_FORMAT aws|ethernet   LAB_FAILOVER rebalance|no_rebalance   LAB_DRAIN (10s)
+#   LAB_HC http|tcp   LAB_HC_INTERVAL (500ms)   LAB_HC_TIMEOUT (300ms)
+#   LAB_HC_HEALTHY (2)   LAB_HC_UNHEALTHY (2)
+#   LAB_APP_ARGS, LAB_APP1_ARGS, LAB_APP2_ARGS   extra gwlb-appliance arguments
+# Exit 3 from `up` means network namespaces cannot be created here.
+set -euo pipefail
+
+GWLB_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+GWLB_BUILD="${GWLB_BUILD:-$GWLB_ROOT/build}"
+P="${LAB_PREFIX:-gwlab}"
+D="${LAB_DIR:-$GWLB_ROOT/out/lab}"
+NS_LIST=(client server router gw app1 app2)
+
+# Addresses: all of them live only inside the lab's namespaces.
+CLIENT_IP=10.77.1.2 CLIENT_GW=10.77.1.1
+SERVER_IP=10.77.2.2 SERVER_GW=10.77.2.1
+ROUTER_GW_IP=10.77.0.1 GW_NEXTHOP=10.77.0.2           # the gateway as the router sees it
+ROUTER_GW_MAC=02:77:00:00:00:01 GW_RT_MAC=02:77:00:00:00:02
+UNDERLAY_IP=10.77.9.1 UNDERLAY_MAC=02:77:00:00:09:01  # gwlbd's appliance-side port
+MGMT_IP=10.77.9.2                                     # gateway kernel: health probes
+APP_IPS=(10.77.9.11 10.77.9.12) APP_MACS=(02:77:00:00:09:11 02:77:00:00:09:12)
+APP_MTU=1600
+
+ns() { echo "$P-$1"; }
+nx() { local n="$1"; shift; ip netns exec "$(ns "$n")" "$@"; }
+log() { echo "lab: $*"; }
+
+quiet_links() {  # no offloads (af_packet must see real frames with real checksums), no IPv6
+  local n="$1"; shift
+  for dev in "$@"; do
+    nx "$n" ethtool -K "$dev" tx off rx off tso off gso off gro off >/dev/null 2>&1 || true
+  done
+}
+
+ns_setup() {  # ns_setup NAME: create, lo up, no IPv6, no rp_filter
+  local n="$1"
+  ip netns add "$(ns "$n")"
+  nx "$n" ip link set lo up
+  nx "$n" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 \
+    net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0 >/dev/null
+}
+
+pid_alive() { local f="$D/$1.pid"; [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null; }
+
+start_bg() {  # start_bg NAME NS CMD...: run CMD in namespace NS in its own session, pid in $D/NAME.pid
+  local name="$1" n="$2"; shift 2
+  ip netns exec "$(ns "$n")" setsid "$@" >"$D/$name.log" 2>&1 < /dev/null &
+  echo $! > "$D/$name.pid"
+}
+
+stop_pid() {  # stop_pid NAME: TERM, wait up to 5 s, then KILL; only the recorded pid
+  local f="$D/$1.pid" pid
+  [ -f "$f" ] || return 0
+  pid="$(cat "$f")"
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$f"
+}
+
+app_start() {
+  local i="$1" extra_var="LAB_APP${1}_ARGS"
+  local ip="${APP_IPS[$((i - 1))]}"
+  # shellcheck disable=SC2086
+  start_bg "app$i" "app$i" "$GWLB_BUILD/tools/gwlb-appliance" --name "app$i" --listen "$ip" \
+    --http "0.0.0.0:8080" ${LAB_APP_ARGS:-} ${!extra_var:-}
+  for _ in $(seq 1 50); do
+    nx "app$i" curl -s -o /dev/null --max-time 1 "http://$ip:8080/stats" && return 0
+    pid_alive "app$i" || break
+    sleep 0.1
+  done
+  cat "$D/app$i.log" >&2; log "appliance $i did not start"; return 1
+}
+
+app_stop() { stop_pid "app$1"; }
+
+active_count() {  # appliances in state active, by gwlbctl --json servers
+  "$GWLB_BUILD/cli/gwlbctl" --socket "$D/gwlbd.sock" --json servers 2>/dev/null | /usr/bin/python3 -c '
+import json, sys
+try: d = json.load(sys.stdin)
+except Exception: print(0); sys.exit()
+rows = d.get("servers", d) if isinstance(d, dict) else d
+print(sum(1 for r in rows if isinstance(r, dict) and str(r.get("state", "")).startswith("active")
+          and (r.get("health") or {}).get("state") in ("healthy", "disabled")))'
+}
+
+lab_complete() {
+  for n in "${NS_LIST[@]}"; do ip netns list | grep -qw "$(ns "$n")" || return 1; done
+  for p in gwlbd app1 app2 http; do pid_alive "$p" || return 1; done
+  [ -S "$D/gwlbd.sock" ]
+}
+
+write_config() {
+  local hc="${LAB_HC:-http}" path_line=""
+  [ "$hc" = http ] && path_line=", path: /health"
+  cat > "$D/gwlbd.yaml" <<YAML
+# Generated by scripts/lab.sh: gwlbd in namespace $(ns gw).
+# Port 0 (gw-rt) faces the router, port 1 (gw-app) the appliance network.
+node: { underlay_ip: $UNDERLAY_IP, underlay_mac: $UNDERLAY_MAC, underlay_port: 1, underlay_mtu: $APP_MTU }
+server_groups:
+  - name: appliances
+    geneve: { format: ${LAB_FORMAT:-aws}, vni: 77 }
+    maglev_table_size: 4093
+    failover_mode: ${LAB_FAILOVER:-rebalance}
+    connection_draining: { enabled: true, timeout: ${LAB_DRAIN:-10s} }
+    health_check: { protocol: $hc, port: 8080$path_line, interval: ${LAB_HC_INTERVAL:-500ms},
+                    timeout: ${LAB_HC_TIMEOUT:-300ms}, healthy_threshold: ${LAB_HC_HEALTHY:-2},
+                    unhealthy_threshold: ${LAB_HC_UNHEALTHY:-2} }
+    servers:
+      - { address: ${APP_IPS[0]}, mac: ${APP_MACS[0]} }
+      - { address: ${APP_IPS[1]}, mac: ${APP_MACS[1]} }
+dataplane: { workers: 1, mbufs: 16384, flow_table_size: 16384 }
+control: { socket: $D/gwlbd.sock }
+eal: ["--no-huge", "--no-pci", "--no-shconf", "--no-telemetry", "-m", "256",
+      "--lcores=0@(0-1),1@(0-1)", "--log-level=*:warning",
+      "--vdev", "net_af_packet0,iface=gw-rt,qpairs=1,framecnt=4096,framesz=2048,blocksz=4096",
+      "--vdev", "net_af_packet1,iface=gw-app,qpairs=1,framecnt=4096,framesz=2048,blocksz=4096"]
+YAML
+}
+
+gw_start() {  # gwlbd in the gateway namespace; waits for its control socket
+  rm -f "$D/gwlbd.sock"
+  [ -f "$D/gwlbd.log" ] && cat "$D/gwlbd.log" >> "$D/gwlbd.log.old"
+  start_bg gwlbd gw "$GWLB_BUILD/control/gwlbd" --config "$D/gwlbd.yaml"
+  for _ in $(seq 1 120); do [ -S "$D/gwlbd.sock" ] && break; pid_alive gwlbd || break; sleep 0.05; done
+  [ -S "$D/gwlbd.sock" ] || { tail -30 "$D/gwlbd.log" >&2; log "gwlbd did not start"; return 1; }
+}
+
+lab_down() {
+  for p in http gwlbd app1 app2; do stop_pid "$p"; done
+  for n in "${NS_LIST[@]}"; do
+    local name; name="$(ns "$n")"
+    ip netns list 2>/dev/null | grep -qw "$name" || continue
+    # Anything still running in our namespace was started by this lab.
+    for pid in $(ip netns pids "$name" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null || true; done
+    ip netns del "$name" 2>/dev/null || true
+  done
+  rm -f "$D/gwlbd.sock"
+}
+
+lab_up() {
+  for b in control/gwlbd cli/gwlbctl tools/gwlb-appliance; do
+    [ -x "$GWLB_BUILD/$b" ] || { log "missing $GWLB_BUILD/$b (build it first)"; return 1; }
+  done
+  if lab_complete; then log "already up ($D)"; return 0; fi
+  if ! ip netns add "$P-probe" 2>/dev/null; then
+    log "cannot create network namespaces here (needs root or CAP_SYS_ADMIN)"; return 3
+  fi
+  ip netns del "$P-probe"
+  lab_down
+  mkdir -p "$D"
+  trap 'log "up failed; tearing down"; lab_down' ERR
+  for n in "${NS_LIST[@]}"; do ns_setup "$n"; done
+
+  # client <-> router <-> server
+  ip link add c0 netns "$(ns client)" type veth peer name r-cli netns "$(ns router)"
+  ip link add s0 netns "$(ns server)" type veth peer name r-srv netns "$(ns router)"
+  nx client ip addr add "$CLIENT_IP/24" dev c0
+  nx server ip addr add "$SERVER_IP/24" dev s0
+  nx router ip addr add "$CLIENT_GW/24" dev r-cli
+  nx router ip addr add "$SERVER_GW/24" dev r-srv
+  # router <-> gateway (gwlbd port 0; no kernel address on gw-rt)
+  ip link add r-gw netns "$(ns router)" address "$ROUTER_GW_MAC" type veth \
+    peer name gw-rt netns "$(ns gw)" address "$GW_RT_MAC"
+  nx router ip addr add "$ROUTER_GW_IP/30" dev r-gw
+  # appliance network: a bridge in the gateway namespace; gwlbd's port 1 (gw-app),
+  # the gateway kernel's management address (br-app) and the two appliances on it.
+  nx gw ip link add br-app type bridge
+  nx gw ip link set br-app mtu "$APP_MTU"
+  nx gw sysctl -qw net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.default.arp_ignore=1 >/dev/null
+  nx gw ip link add gw-app address "$UNDERLAY_MAC" mtu "$APP_MTU" type veth peer name gw-app-br mtu "$APP_MTU"
+  nx gw ip link set gw-app-br master br-app
+  for i in 1 2; do
+    ip link add "a$i-br" netns "$(ns gw)" mtu "$APP_MTU" type veth \
+      peer name eth0 netns "$(ns "app$i")" address "${APP_MACS[$((i - 1))]}" mtu "$APP_MTU"
+    nx gw ip link set "a$i-br" master br-app
+    nx "app$i" ip addr add "${APP_IPS[$((i - 1))]}/24" dev eth0
+    nx "app$i" ip link set eth0 up
+    # gwlbd's underlay address answers no ARP from the kernel: pin it.
+    nx "app$i" ip neigh replace "$UNDERLAY_IP" lladdr "$UNDERLAY_MAC" dev eth0 nud permanent
+    nx gw ip link set "a$i-br" up
+    quiet_links "app$i" eth0
+    quiet_links gw "a$i-br"
+  done
+  nx gw ip addr add "$MGMT_IP/24" dev br-app
+  for dev in br-app gw-app gw-app-br gw-rt; do nx gw ip link set "$dev" up; done
+  quiet_links gw gw-app gw-app-br gw-rt br-app
+
+  nx client ip link set c0 up
+  nx server ip link set s0 up
+  for dev in r-cli r-srv r-gw; do nx router ip link set "$dev" up; done
+  quiet_links client c0
+  quiet_links server s0
+  quiet_links router r-cli r-srv r-gw
+  nx client ip route add default via "$CLIENT_GW"
+  nx server ip route add default via "$SERVER_GW"
+
+  # The GWLB endpoint pattern: what arrives from the hosts goes to the gateway,
+  # what comes back from the gateway is routed normally.
+  nx router sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.send_redirects=0 \
+    net.ipv4.conf.default.send_redirects=0 >/dev/null
+  for dev in r-cli r-srv r-gw; do
+    nx router sysctl -qw "net.ipv4.conf.$dev.rp_filter=0" "net.ipv4.conf.$dev.send_redirects=0" >/dev/null
+  done
+  nx router ip route add default via "$GW_NEXTHOP" dev r-gw table 100
+  nx router ip rule add iif r-cli lookup 100 pref 100
+  nx router ip rule add iif r-srv lookup 100 pref 101
+  nx router ip neigh replace "$GW_NEXTHOP" lladdr "$GW_RT_MAC" dev r-gw nud permanent
+
+  # Processes: the appliances, gwlbd, an HTTP server with a 16 MiB file.
+  app_start 1
+  app_start 2
+  write_config
+  "$GWLB_BUILD/control/gwlbd" --check-config "$D/gwlbd.yaml" >/dev/null
+  gw_start
+  mkdir -p "$D/www"
+  [ -s "$D/www/blob.bin" ] || head -c $((16 << 20)) /dev/urandom > "$D/www/blob.bin"
+  echo "hello through the gateway" > "$D/www/index.html"
+  start_bg http server /usr/bin/python3 -m http.server 80 --bind "$SERVER_IP" --directory "$D/www"
+  for _ in $(seq 1 50); do nx server curl -s -o /dev/null --max-time 1 "http://$SERVER_IP/" && break; sleep 0.1; done
+  # Both appliances healthy before we call the lab up.
+  for _ in $(seq 1 100); do [ "$(active_count)" -ge 2 ] && break; sleep 0.1; done
+  trap - ERR
+  log "up: client $CLIENT_IP -> router -> gateway (gwlbd) -> app1 ${APP_IPS[0]} / app2 ${APP_IPS[1]} -> server $SERVER_IP"
+  log "control socket $D/gwlbd.sock; logs in $D"
+}
+
+lab_status() {
+  local rc=0
+  for n in "${NS_LIST[@]}"; do
+    if ip netns list | grep -qw "$(ns "$n")"; then echo "namespace $(ns "$n"): present"; else echo "namespace $(ns "$n"): absent"; rc=1; fi
+  done
+  for p in gwlbd app1 app2 http; do
+    if pid_alive "$p"; then echo "process $p: running (pid $(cat "$D/$p.pid"))"; else echo "process $p: not running"; rc=1; fi
+  done
+  if [ -S "$D/gwlbd.sock" ]; then "$GWLB_BUILD/cli/gwlbctl" --socket "$D/gwlbd.sock" servers || rc=1; fi
+  return $rc
+}
+
+cmd="${1:-}"
+[ $# -gt 0 ] && shift
+case "$cmd" in
+  up) lab_up ;;
+  down) lab_down; log "down" ;;
+  status) lab_status ;;
+  app-stop) app_stop "${1:?app-stop N}" ;;
+  app-start) app_start "${1:?app-start N}" ;;
+  gw-stop) stop_pid gwlbd ;;
+  gw-start) gw_start ;;
+  gwlbctl) exec "$GWLB_BUILD/cli/gwlbctl" --socket "$D/gwlbd.sock" "$@" ;;
+  exec) n="${1:?exec NS CMD...}"; shift; exec ip netns exec "$(ns "$n")" "$@" ;;
+  -h|--help|"") sed -n '2,20p' "$0"; [ -n "$cmd" ] ;;
+  *) echo "lab.sh: unknown command $cmd (up|down|status|app-stop|app-start|gw-stop|gw-start|gwlbctl|exec)" >&2; exit 2 ;;
+esac

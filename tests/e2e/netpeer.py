@@ -1,0 +1,206 @@
+#!/usr/bin/python3
+"""Traffic endpoints for the e2e tests, run inside the lab's namespaces.
+
+  netpeer.py tcp-echo-server ADDR PORT
+  netpeer.py udp-echo-server ADDR PORT
+  netpeer.py tcp-echo-client ADDR PORT BYTES          -> JSON {sport, sent, ok, seconds}
+  netpeer.py udp-echo-client ADDR PORT COUNT [SPORT]  -> JSON {sport, sent, received, intact}
+  netpeer.py tcp-stream ADDR PORT SECONDS [RATE]      -> JSON {sport, bytes, ok, max_stall, ...}
+      a long-lived stream: writes RATE bytes/s (default 2 MB/s) of a known
+      pattern to an echo server for SECONDS, checks every echoed byte, reports
+      the longest time without echoed data (max_stall)
+  netpeer.py ping ADDR COUNT                          -> JSON {sent, received}
+"""
+import json
+import os
+import socket
+import sys
+import threading
+import time
+
+
+def pattern(offset, n):
+    # Deterministic bytes: position-dependent so reordering or loss is caught.
+    base = bytes((i * 7 + 3) % 251 for i in range(251))
+    start = offset % 251
+    out = bytearray()
+    while len(out) < n:
+        out += base[start:]
+        start = 0
+    return bytes(out[:n])
+
+
+def tcp_echo_server(addr, port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((addr, port))
+    s.listen(64)
+
+    def serve(c):
+        with c:
+            while True:
+                try:
+                    d = c.recv(65536)
+                except OSError:
+                    return
+                if not d:
+                    return
+                c.sendall(d)
+
+    while True:
+        c, _ = s.accept()
+        threading.Thread(target=serve, args=(c,), daemon=True).start()
+
+
+def udp_echo_server(addr, port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind((addr, port))
+    while True:
+        d, a = s.recvfrom(65536)
+        s.sendto(d, a)
+
+
+def tcp_echo_client(addr, port, nbytes):
+    data = os.urandom(nbytes)
+    t0 = time.time()
+    c = socket.create_connection((addr, port), timeout=20)
+    sport = c.getsockname()[1]
+    got = bytearray()
+
+    def reader():
+        while len(got) < nbytes:
+            d = c.recv(65536)
+            if not d:
+                break
+            got.extend(d)
+
+    th = threading.Thread(target=reader)
+    th.start()
+    c.sendall(data)
+    th.join(30)
+    c.close()
+    print(json.dumps({"sport": sport, "sent": nbytes, "received": len(got), "ok": bytes(got) == data,
+                      "seconds": round(time.time() - t0, 3)}))
+
+
+def udp_echo_client(addr, port, count, sport=0):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("0.0.0.0", sport))
+    s.settimeout(0.5)
+    sport = s.getsockname()[1]
+    received = intact = 0
+    for i in range(count):
+        msg = os.urandom(16) + pattern(i, 200 + i % 1000)
+        s.sendto(msg, (addr, port))
+        try:
+            d, _ = s.recvfrom(65536)
+            received += 1
+            intact += d == msg
+        except socket.timeout:
+            pass
+    print(json.dumps({"sport": sport, "sent": count, "received": received, "intact": intact}))
+
+
+def tcp_stream(addr, port, seconds, rate):
+    c = socket.create_connection((addr, port), timeout=10)
+    c.settimeout(None)
+    sport = c.getsockname()[1]
+    print(json.dumps({"event": "connected", "sport": sport}), flush=True)
+    state = {"rx": 0, "ok": True, "last": time.time(), "max_stall": 0.0, "stall_at": None}
+    done = threading.Event()
+
+    def reader():
+        while True:
+            try:
+                d = c.recv(65536)
+            except OSError:
+                break
+            if not d:
+                break
+            now = time.time()
+            gap = now - state["last"]
+            if gap > state["max_stall"]:
+                state["max_stall"] = gap
+                state["stall_at"] = now
+            state["last"] = now
+            if d != pattern(state["rx"], len(d)):
+                state["ok"] = False
+            state["rx"] += len(d)
+        done.set()
+
+    th = threading.Thread(target=reader, daemon=True)
+    th.start()
+    tx = 0
+    chunk = 16384
+    t0 = time.time()
+    while time.time() - t0 < seconds:
+        due = (time.time() - t0) * rate
+        if tx < due:
+            n = min(chunk, int(due - tx) + 1)
+            c.sendall(pattern(tx, n))
+            tx += n
+        else:
+            time.sleep(0.005)
+    c.shutdown(socket.SHUT_WR)
+    deadline = time.time() + 30
+    while state["rx"] < tx and time.time() < deadline and not done.is_set():
+        time.sleep(0.05)
+    print(json.dumps({"event": "done", "sport": sport, "sent": tx, "received": state["rx"],
+                      "ok": state["ok"] and state["rx"] == tx, "max_stall": round(state["max_stall"], 3),
+                      "stall_end": state["stall_at"]}), flush=True)
+
+
+def ping(addr, count):
+    """ICMP echo with a raw socket (no ping binary needed)."""
+    import struct
+    s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+    s.settimeout(0.5)
+    ident = os.getpid() & 0xffff
+    received = 0
+    for seq in range(count):
+        body = struct.pack("!BBHHH", 8, 0, 0, ident, seq) + b"gwlb-e2e" * 4
+        csum = 0
+        for i in range(0, len(body), 2):
+            csum += (body[i] << 8) + body[i + 1]
+        csum = (csum >> 16) + (csum & 0xffff)
+        csum = ~(csum + (csum >> 16)) & 0xffff
+        body = body[:2] + struct.pack("!H", csum) + body[4:]
+        s.sendto(body, (addr, 0))
+        t_end = time.time() + 0.5
+        while time.time() < t_end:
+            try:
+                d, a = s.recvfrom(2048)
+            except socket.timeout:
+                break
+            ihl = (d[0] & 0x0f) * 4
+            if a[0] == addr and d[ihl] == 0 and struct.unpack("!HH", d[ihl + 4:ihl + 8]) == (ident, seq):
+                received += 1
+                break
+    print(json.dumps({"sent": count, "received": received}))
+
+
+def main():
+    a = sys.argv[1:]
+    if not a:
+        print(__doc__)
+        sys.exit(2)
+    cmd = a[0]
+    if cmd == "tcp-echo-server":
+        tcp_echo_server(a[1], int(a[2]))
+    elif cmd == "udp-echo-server":
+        udp_echo_server(a[1], int(a[2]))
+    elif cmd == "tcp-echo-client":
+        tcp_echo_client(a[1], int(a[2]), int(a[3]))
+    elif cmd == "udp-echo-client":
+        udp_echo_client(a[1], int(a[2]), int(a[3]), int(a[4]) if len(a) > 4 else 0)
+    elif cmd == "tcp-stream":
+        tcp_stream(a[1], int(a[2]), float(a[3]), float(a[4]) if len(a) > 4 else 2e6)
+    elif cmd == "ping":
+        ping(a[1], int(a[2]))
+    else:
+        print(__doc__)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

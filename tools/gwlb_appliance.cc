@@ -1,0 +1,528 @@
+// gwlb-appliance: a small reference appliance for testing a gateway.
+//
+// Receives Geneve on UDP 6081 (a kernel socket), validates the Geneve header
+// (version 0, option length inside the packet, O bit clear, a protocol type
+// it knows: 0x0800 / 0x86DD for the aws format, 0x6558 for the ethernet
+// format), parses the inner packet, applies the optional drop rules and sends
+// every passed packet back to the sender's address on UDP 6081 with the
+// Geneve header and payload copied verbatim (the kernel swaps the outer
+// addresses because it replies from its own socket). It counts everything,
+// per rule and per flow direction, and serves HTTP:
+//   GET /health          200 "ok" or 503 "unhealthy"
+//   POST|GET /health/fail   from now on /health answers 503
+//   POST|GET /health/ok     from now on /health answers 200
+//   GET /stats           JSON counters (see --help)
+//   POST|GET /stats/reset   zero every counter and forget the flows
+//
+// Usage: gwlb-appliance [--listen ADDR] [--port N] [--reply-port N]
+//                       [--http ADDR:PORT] [--drop-dport N]... [--drop-proto P]...
+//                       [--unhealthy] [--name NAME] [--max-flows N] [--quiet]
+#include <utility>  // before Boost 1.74 Asio under C++20 (std::exchange)
+
+#include <boost/asio.hpp>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using asio::ip::udp;
+
+namespace {
+
+struct Rule {
+  enum Kind { DPort, Proto } kind;
+  unsigned value;
+  uint64_t drops = 0;
+  std::string describe() const {
+    return kind == DPort ? "dport " + std::to_string(value) : "proto " + std::to_string(value);
+  }
+};
+
+struct Options {
+  std::string listen = "0.0.0.0";
+  uint16_t port = 6081;
+  uint16_t reply_port = 6081;
+  std::string http_addr = "0.0.0.0";
+  uint16_t http_port = 8080;
+  bool http = true;
+  bool unhealthy = false;
+  std::string name = "appliance";
+  size_t max_flows = 100000;
+  bool quiet = false;
+  std::vector<Rule> rules;
+};
+
+// One side of a flow: address bytes (v4-mapped into 16 bytes) and port.
+struct Endpoint {
+  std::array<uint8_t, 16> addr{};
+  bool v6 = false;
+  uint16_t port = 0;
+  auto tie() const { return std::tie(addr, v6, port); }
+  bool operator<(const Endpoint& o) const { return tie() < o.tie(); }
+  bool operator==(const Endpoint& o) const { return tie() == o.tie(); }
+  std::string str() const {
+    char buf[64];
+    if (v6) {
+      asio::ip::address_v6::bytes_type b;
+      std::copy(addr.begin(), addr.end(), b.begin());
+      std::snprintf(buf, sizeof buf, "[%s]:%u", asio::ip::address_v6(b).to_string().c_str(), port);
+    } else {
+      std::snprintf(buf, sizeof buf, "%u.%u.%u.%u:%u", addr[0], addr[1], addr[2], addr[3], port);
+    }
+    return buf;
+  }
+};
+
+struct FlowKey {  // canonical: a < b
+  uint8_t proto;
+  Endpoint a, b;
+  bool operator<(const FlowKey& o) const {
+    return std::tie(proto, a, b) < std::tie(o.proto, o.a, o.b);
+  }
+};
+
+struct FlowStats {
+  uint64_t a_to_b = 0, b_to_a = 0, bytes = 0, dropped = 0;
+  std::string first_src;  // the side that sent the first packet seen
+  std::string format;
+};
+
+struct Inner {
+  uint8_t proto = 0;
+  Endpoint src, dst;
+  bool has_ports = false;
+};
+
+// Parses an inner IPv4/IPv6 packet. Returns false when it is not parseable.
+bool parseIp(const uint8_t* p, size_t n, Inner& out) {
+  if (n < 1) return false;
+  unsigned ver = p[0] >> 4;
+  size_t l4 = 0;
+  bool first_fragment = true;
+  if (ver == 4) {
+    if (n < 20) return false;
+    size_t ihl = (p[0] & 0x0f) * 4u;
+    size_t tot = (size_t(p[2]) << 8) | p[3];
+    if (ihl < 20 || tot < ihl || tot > n) return false;
+    out.proto = p[9];
+    std::memcpy(out.src.addr.data(), p + 12, 4);
+    std::memcpy(out.dst.addr.data(), p + 16, 4);
+    unsigned frag_off = ((unsigned(p[6]) << 8) | p[7]) & 0x1fff;
+    first_fragment = frag_off == 0;
+    l4 = ihl;
+    n = tot;
+  } else if (ver == 6) {
+    if (n < 40) return false;
+    size_t plen = (size_t(p[4]) << 8) | p[5];
+    if (40 + plen > n) return false;
+    n = 40 + plen;
+    out.src.v6 = out.dst.v6 = true;
+    std::memcpy(out.src.addr.data(), p + 8, 16);
+    std::memcpy(out.dst.addr.data(), p + 24, 16);
+    uint8_t nh = p[6];
+    l4 = 40;
+    // Skip the usual extension headers (hop-by-hop, routing, fragment, dest options).
+    for (int i = 0; i < 8; ++i) {
+      if (nh == 0 || nh == 43 || nh == 60) {
+        if (l4 + 8 > n) return false;
+        uint8_t next = p[l4];
+        l4 += (size_t(p[l4 + 1]) + 1) * 8;
+        nh = next;
+      } else if (nh == 44) {
+        if (l4 + 8 > n) return false;
+        uint8_t next = p[l4];
+        unsigned off = ((unsigned(p[l4 + 2]) << 8) | p[l4 + 3]) >> 3;
+        first_fragment = off == 0;
+        l4 += 8;
+        nh = next;
+      } else {
+        break;
+      }
+    }
+    if (l4 > n) return false;
+    out.proto = nh;
+  } else {
+    return false;
+  }
+  if ((out.proto == 6 || out.proto == 17 || out.proto == 132) && first_fragment) {
+    if (l4 + 4 > n) return false;
+    out.src.port = uint16_t((p[l4] << 8) | p[l4 + 1]);
+    out.dst.port = uint16_t((p[l4 + 2] << 8) | p[l4 + 3]);
+    out.has_ports = true;
+  }
+  return true;
+}
+
+class Appliance {
+ public:
+  Appliance(asio::io_context& io, Options opt)
+      : io_(io), opt_(std::move(opt)), sock_(io), acceptor_(io), signals_(io, SIGINT, SIGTERM) {
+    unhealthy_ = opt_.unhealthy;
+  }
+
+  void start() {
+    udp::endpoint ep(asio::ip::make_address(opt_.listen), opt_.port);
+    sock_.open(ep.protocol());
+    sock_.set_option(asio::socket_base::reuse_address(true));
+    sock_.set_option(asio::socket_base::receive_buffer_size(4 << 20));
+    sock_.set_option(asio::socket_base::send_buffer_size(4 << 20));
+    sock_.bind(ep);
+    if (opt_.http) {
+      tcp::endpoint hep(asio::ip::make_address(opt_.http_addr), opt_.http_port);
+      acceptor_.open(hep.protocol());
+      acceptor_.set_option(asio::socket_base::reuse_address(true));
+      acceptor_.bind(hep);
+      acceptor_.listen();
+      accept();
+    }
+    signals_.async_wait([this](const boost::system::error_code&, int sig) {
+      spdlog::info("{}: signal {}, stopping; {}", opt_.name, sig, stats().dump());
+      io_.stop();
+    });
+    std::string rules;
+    for (auto& r : opt_.rules) rules += (rules.empty() ? "" : ", ") + r.describe();
+    spdlog::info("{}: Geneve on {}:{} (replies to sender:{}), HTTP on {}, drop rules: {}{}",
+                 opt_.name, opt_.listen, opt_.port, opt_.reply_port,
+                 opt_.http ? opt_.http_addr + ":" + std::to_string(opt_.http_port) : "off",
+                 rules.empty() ? "none" : rules, unhealthy_ ? ", health 503" : "");
+    receive();
+  }
+
+ private:
+  void receive() {
+    sock_.async_receive_from(asio::buffer(buf_), from_, [this](boost::system::error_code ec, size_t n) {
+      if (!ec) handle(n);
+      else if (ec == asio::error::operation_aborted) return;
+      else spdlog::warn("{}: receive: {}", opt_.name, ec.message());
+      receive();
+    });
+  }
+
+  void malformed(const char* why) {
+    ++malformed_[why];
+    if (!opt_.quiet && malformed_[why] <= 3)
+      spdlog::warn("{}: malformed Geneve from {}: {}", opt_.name, from_.address().to_string(), why);
+  }
+
+  void handle(size_t n) {
+    ++packets_;
+    bytes_ += n;
+    const uint8_t* p = buf_.data();
+    if (n < 8) return malformed("truncated");
+    unsigned ver = p[0] >> 6;
+    size_t optlen = size_t(p[0] & 0x3f) * 4;
+    if (ver != 0) return malformed("bad_version");
+    if (8 + optlen > n) return malformed("options_truncated");
+    if (p[1] & 0x80) return malformed("control_packet");
+    uint16_t ptype = uint16_t((p[2] << 8) | p[3]);
+    const uint8_t* in = p + 8 + optlen;
+    size_t inlen = n - 8 - optlen;
+    Inner inner;
+    const char* format = "aws";
+    if (ptype == 0x0800 || ptype == 0x86DD) {
+      if (!parseIp(in, inlen, inner) || (ptype == 0x0800) != !inner.src.v6)
+        return malformed("inner_ip");
+    } else if (ptype == 0x6558) {
+      format = "ethernet";
+      if (inlen < 14) return malformed("inner_ethernet");
+      size_t off = 12;
+      uint16_t et = uint16_t((in[off] << 8) | in[off + 1]);
+      if (et == 0x8100 || et == 0x88a8) {
+        if (inlen < 18) return malformed("inner_ethernet");
+        off += 4;
+        et = uint16_t((in[off] << 8) | in[off + 1]);
+      }
+      off += 2;
+      if (et == 0x0800 || et == 0x86DD) {
+        if (!parseIp(in + off, inlen - off, inner)) return malformed("inner_ip");
+      } else {
+        ++non_ip_;  // ARP and the like: passed back, not in a flow
+        return reply(n);
+      }
+    } else {
+      return malformed("bad_protocol");
+    }
+    ++formats_[format];
+
+    // The flow, canonical, and the direction of this packet.
+    FlowKey key{inner.proto, inner.src, inner.dst};
+    bool forward = true;
+    if (inner.dst < inner.src) { std::swap(key.a, key.b); forward = false; }
+    FlowStats* fs = nullptr;
+    auto it = flows_.find(key);
+    if (it != flows_.end()) fs = &it->second;
+    else if (flows_.size() < opt_.max_flows) {
+      fs = &flows_[key];
+      fs->first_src = inner.src.str();
+      fs->format = format;
+    } else {
+      ++flows_overflow_;
+    }
+    if (fs) {
+      (forward ? fs->a_to_b : fs->b_to_a)++;
+      fs->bytes += inlen;
+    }
+
+    for (auto& r : opt_.rules) {
+      bool hit = r.kind == Rule::Proto ? inner.proto == r.value
+                                       : inner.has_ports && (inner.dst.port == r.value || inner.src.port == r.value);
+      if (hit) {
+        ++r.drops;
+        ++dropped_;
+        if (fs) ++fs->dropped;
+        return;
+      }
+    }
+    reply(n);
+  }
+
+  void reply(size_t n) {
+    boost::system::error_code ec;
+    udp::endpoint to(from_.address(), opt_.reply_port);
+    sock_.send_to(asio::buffer(buf_.data(), n), to, 0, ec);
+    if (ec) { ++send_errors_; return; }
+    ++passed_;
+    bytes_out_ += n;
+  }
+
+  nlohmann::json stats() const {
+    nlohmann::json j;
+    j["name"] = opt_.name;
+    j["healthy"] = !unhealthy_;
+    j["packets"] = packets_;
+    j["bytes"] = bytes_;
+    j["passed"] = passed_;
+    j["bytes_out"] = bytes_out_;
+    j["dropped"] = dropped_;
+    j["send_errors"] = send_errors_;
+    j["non_ip"] = non_ip_;
+    j["malformed"] = nlohmann::json::object();
+    for (auto& [k, v] : malformed_) j["malformed"][k] = v;
+    j["formats"] = nlohmann::json::object();
+    for (auto& [k, v] : formats_) j["formats"][k] = v;
+    j["rules"] = nlohmann::json::array();
+    for (auto& r : opt_.rules) j["rules"].push_back({{"rule", r.describe()}, {"drops", r.drops}});
+    j["flows_overflow"] = flows_overflow_;
+    j["flows"] = nlohmann::json::array();
+    for (auto& [k, f] : flows_) {
+      j["flows"].push_back({{"proto", k.proto}, {"a", k.a.str()}, {"b", k.b.str()},
+                            {"a_to_b", f.a_to_b}, {"b_to_a", f.b_to_a}, {"bytes", f.bytes},
+                            {"dropped", f.dropped}, {"first_src", f.first_src}, {"format", f.format}});
+    }
+    return j;
+  }
+
+  void accept() {
+    acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket s) {
+      if (ec == asio::error::operation_aborted) return;
+      if (!ec) serve(std::make_shared<tcp::socket>(std::move(s)));
+      accept();
+    });
+  }
+
+  void serve(std::shared_ptr<tcp::socket> s) {
+    auto req = std::make_shared<std::string>();
+    auto chunk = std::make_shared<std::array<char, 2048>>();
+    auto timer = std::make_shared<asio::steady_timer>(io_, std::chrono::seconds(5));
+    timer->async_wait([s](boost::system::error_code ec) {
+      if (!ec) { boost::system::error_code ig; s->close(ig); }
+    });
+    readMore(s, req, chunk, timer);
+  }
+
+  void readMore(std::shared_ptr<tcp::socket> s, std::shared_ptr<std::string> req,
+                std::shared_ptr<std::array<char, 2048>> chunk, std::shared_ptr<asio::steady_timer> timer) {
+    s->async_read_some(asio::buffer(*chunk), [=, this](boost::system::error_code ec, size_t n) {
+      if (ec) { timer->cancel(); return; }
+      req->append(chunk->data(), n);
+      if (req->find("\r\n\r\n") == std::string::npos && req->find("\n\n") == std::string::npos) {
+        if (req->size() > 16384) { timer->cancel(); return; }
+        return readMore(s, req, chunk, timer);
+      }
+      timer->cancel();
+      respond(s, *req);
+    });
+  }
+
+  void respond(std::shared_ptr<tcp::socket> s, const std::string& req) {
+    std::string line = req.substr(0, req.find_first_of("\r\n"));
+    std::string method = line.substr(0, line.find(' '));
+    std::string path;
+    if (auto sp = line.find(' '); sp != std::string::npos) {
+      auto sp2 = line.find(' ', sp + 1);
+      path = line.substr(sp + 1, sp2 == std::string::npos ? std::string::npos : sp2 - sp - 1);
+    }
+    if (auto q = path.find('?'); q != std::string::npos) path.resize(q);
+    int code = 200;
+    std::string body, ctype = "text/plain";
+    bool get = method == "GET" || method == "HEAD", post = method == "POST";
+    if (path == "/health" && get) {
+      code = unhealthy_ ? 503 : 200;
+      body = unhealthy_ ? "unhealthy\n" : "ok\n";
+    } else if (path == "/health/fail" && (get || post)) {
+      if (!unhealthy_) spdlog::info("{}: health set to 503", opt_.name);
+      unhealthy_ = true;
+      body = "health now 503\n";
+    } else if (path == "/health/ok" && (get || post)) {
+      if (unhealthy_) spdlog::info("{}: health set to 200", opt_.name);
+      unhealthy_ = false;
+      body = "health now 200\n";
+    } else if (path == "/stats" && get) {
+      body = stats().dump(1) + "\n";
+      ctype = "application/json";
+    } else if (path == "/stats/reset" && (get || post)) {
+      packets_ = bytes_ = passed_ = bytes_out_ = dropped_ = send_errors_ = non_ip_ = flows_overflow_ = 0;
+      malformed_.clear();
+      formats_.clear();
+      flows_.clear();
+      for (auto& r : opt_.rules) r.drops = 0;
+      body = "reset\n";
+    } else if (path == "/health" || path == "/stats" || path == "/health/fail" || path == "/health/ok" ||
+               path == "/stats/reset") {
+      code = 405;
+      body = "method not allowed\n";
+    } else {
+      code = 404;
+      body = "not found\n";
+    }
+    const char* reason = code == 200 ? "OK" : code == 503 ? "Service Unavailable"
+                       : code == 405 ? "Method Not Allowed" : "Not Found";
+    auto out = std::make_shared<std::string>(
+        "HTTP/1.1 " + std::to_string(code) + " " + reason + "\r\nContent-Type: " + ctype +
+        "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" +
+        (method == "HEAD" ? std::string() : body));
+    asio::async_write(*s, asio::buffer(*out), [s, out](boost::system::error_code, size_t) {
+      boost::system::error_code ig;
+      s->shutdown(tcp::socket::shutdown_both, ig);
+      s->close(ig);
+    });
+  }
+
+  asio::io_context& io_;
+  Options opt_;
+  udp::socket sock_;
+  tcp::acceptor acceptor_;
+  asio::signal_set signals_;
+  std::array<uint8_t, 65536> buf_{};
+  udp::endpoint from_;
+  bool unhealthy_ = false;
+  uint64_t packets_ = 0, bytes_ = 0, passed_ = 0, bytes_out_ = 0, dropped_ = 0, send_errors_ = 0,
+           non_ip_ = 0, flows_overflow_ = 0;
+  std::map<std::string, uint64_t> malformed_, formats_;
+  std::map<FlowKey, FlowStats> flows_;
+};
+
+[[noreturn]] void usage(int rc) {
+  std::fprintf(rc ? stderr : stdout, R"(usage: gwlb-appliance [options]
+  --listen ADDR        address of the Geneve socket (default 0.0.0.0)
+  --port N             Geneve UDP port (default 6081)
+  --reply-port N       UDP port replies go to on the sender (default 6081)
+  --http ADDR:PORT     HTTP health/stats endpoint (default 0.0.0.0:8080); "off" disables it
+  --drop-dport N       drop TCP/UDP/SCTP packets to or from port N (both directions of
+                       a flow to port N); repeatable
+  --drop-proto P       drop packets of IP protocol P (tcp, udp, icmp, icmpv6 or 0..255); repeatable
+  --unhealthy          start with GET /health answering 503
+  --name NAME          name in logs and /stats (default appliance)
+  --max-flows N        most flows tracked in /stats (default 100000)
+  --quiet              log only errors
+HTTP: GET /health (200 or 503), GET|POST /health/fail, GET|POST /health/ok,
+      GET /stats (JSON), GET|POST /stats/reset
+)");
+  std::exit(rc);
+}
+
+unsigned parseNum(const std::string& opt, const std::string& v, unsigned lo, unsigned hi) {
+  try {
+    size_t pos = 0;
+    unsigned long x = std::stoul(v, &pos, 10);
+    if (pos == v.size() && x >= lo && x <= hi && v[0] != '-' && v[0] != '+') return unsigned(x);
+  } catch (...) {
+  }
+  std::fprintf(stderr, "gwlb-appliance: %s: '%s' is not an integer in %u..%u\n", opt.c_str(), v.c_str(), lo, hi);
+  std::exit(2);
+}
+
+std::string checkAddr(const std::string& opt, const std::string& v) {
+  boost::system::error_code ec;
+  asio::ip::make_address(v, ec);
+  if (ec) {
+    std::fprintf(stderr, "gwlb-appliance: %s: '%s' is not an IP address\n", opt.c_str(), v.c_str());
+    std::exit(2);
+  }
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= args.size()) {
+        std::fprintf(stderr, "gwlb-appliance: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return args[++i];
+    };
+    if (a == "-h" || a == "--help") usage(0);
+    else if (a == "--listen") opt.listen = checkAddr(a, value());
+    else if (a == "--port") opt.port = uint16_t(parseNum(a, value(), 1, 65535));
+    else if (a == "--reply-port") opt.reply_port = uint16_t(parseNum(a, value(), 1, 65535));
+    else if (a == "--http") {
+      std::string v = value();
+      if (v == "off") { opt.http = false; continue; }
+      auto c = v.rfind(':');
+      if (c == std::string::npos || c == 0) {
+        std::fprintf(stderr, "gwlb-appliance: --http: '%s' is not ADDR:PORT (or off)\n", v.c_str());
+        return 2;
+      }
+      std::string host = v.substr(0, c);
+      if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+      opt.http_addr = checkAddr(a, host);
+      opt.http_port = uint16_t(parseNum(a, v.substr(c + 1), 1, 65535));
+    } else if (a == "--drop-dport") {
+      opt.rules.push_back({Rule::DPort, parseNum(a, value(), 1, 65535)});
+    } else if (a == "--drop-proto") {
+      std::string v = value();
+      unsigned p;
+      if (v == "tcp") p = 6;
+      else if (v == "udp") p = 17;
+      else if (v == "icmp") p = 1;
+      else if (v == "icmpv6") p = 58;
+      else p = parseNum(a, v, 0, 255);
+      opt.rules.push_back({Rule::Proto, p});
+    } else if (a == "--unhealthy") opt.unhealthy = true;
+    else if (a == "--name") opt.name = value();
+    else if (a == "--max-flows") opt.max_flows = parseNum(a, value(), 0, 10000000);
+    else if (a == "--quiet") opt.quiet = true;
+    else {
+      std::fprintf(stderr, "gwlb-appliance: unknown argument '%s' (try --help)\n", a.c_str());
+      return 2;
+    }
+  }
+  if (opt.quiet) spdlog::set_level(spdlog::level::err);
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  try {
+    asio::io_context io;
+    Appliance app(io, opt);
+    app.start();
+    io.run();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gwlb-appliance: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
