@@ -591,9 +591,19 @@ def main():
     else:
         names = rest[rest.index("--only") + 1:] if "--only" in rest else list(SCENARIOS)
         print("capture: %d flows, %d packets over %.1f s" % (len(flows()), len(times), max(times.values()) / SEC))
-        ok = True
-        for name in names:
-            ok = scenario(exe, workdir, name, times) and ok
+        ok = run_scenarios(lambda name: scenario(exe, workdir, name, times), names)
+    return finish(ok, t0)
+
+
+def run_scenarios(run_one, names):
+    """Runs every named scenario (all of them, even after a failure); True when all pass."""
+    ok = True
+    for name in names:
+        ok = run_one(name) and ok
+    return ok
+
+
+def finish(ok, t0):
     print("%s in %.1f s" % ("PASS" if ok else "FAIL", time.monotonic() - t0))
     return 0 if ok else 1
 

@@ -65,7 +65,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from events import frame as events_frame, inner_of_geneve, read_pcap, write_pcap  # noqa: E402  (same directory)
+from events import frame as events_frame, finish, inner_of_geneve, read_pcap, run_scenarios, write_pcap  # noqa: E402  (same directory)
 
 SEC = 1_000_000_000
 MS = 1_000_000
@@ -577,11 +577,7 @@ def main():
     names = (rest[rest.index("--only") + 1:] if "--only" in rest
              else list(SCENARIOS) if "--all" in rest else [n for n in SCENARIOS if n not in KNOWN_BUGS])
     t0 = time.monotonic()
-    ok = True
-    for name in names:
-        ok = scenario(exe, workdir, name, times) and ok
-    print("%s in %.1f s" % ("PASS" if ok else "FAIL", time.monotonic() - t0))
-    return 0 if ok else 1
+    return finish(run_scenarios(lambda name: scenario(exe, workdir, name, times), names), t0)
 
 
 if __name__ == "__main__":
