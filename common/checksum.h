@@ -1,17 +1,60 @@
 // Internet checksum (RFC 1071) helpers. Pure code.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace gwlb {
 
+static_assert(std::endian::native == std::endian::little, "csumAdd sums little-endian words");
+
 // Adds bytes to a running 32-bit one's-complement sum (big-endian 16-bit words).
+// The bytes are summed 8 at a time as little-endian words with end-around
+// carry (RFC 1071: the sum commutes with byte swapping), folded to 16 bits and
+// swapped back, so the result is congruent (mod 0xFFFF) to the plain word sum
+// and never 0 for non-zero data. `p` starts a 16-bit word of the checksummed
+// region; len may be odd (the last byte is the high half of a word).
 inline uint32_t csumAdd(uint32_t sum, const uint8_t* p, size_t len) noexcept {
-  size_t i = 0;
-  for (; i + 1 < len; i += 2) sum += uint32_t((p[i] << 8) | p[i + 1]);
-  if (i < len) sum += uint32_t(p[i] << 8);
-  return sum;
+  uint64_t acc = 0;
+  auto add = [&acc](uint64_t w) {
+    acc += w;
+    acc += acc < w;
+  };
+  for (; len >= 32; p += 32, len -= 32) {
+    uint64_t w[4];
+    std::memcpy(w, p, 32);
+    add(w[0]);
+    add(w[1]);
+    add(w[2]);
+    add(w[3]);
+  }
+  for (; len >= 8; p += 8, len -= 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    add(w);
+  }
+  if (len >= 4) {
+    uint32_t w;
+    std::memcpy(&w, p, 4);
+    add(w);
+    p += 4;
+    len -= 4;
+  }
+  if (len >= 2) {
+    uint16_t w;
+    std::memcpy(&w, p, 2);
+    add(w);
+    p += 2;
+    len -= 2;
+  }
+  if (len) add(p[0]);  // little-endian: the low byte here is the high byte of the word
+  uint64_t f = (acc & 0xFFFFFFFF) + (acc >> 32);
+  f = (f & 0xFFFF) + ((f >> 16) & 0xFFFF) + (f >> 32);
+  f = (f & 0xFFFF) + (f >> 16);
+  f = (f & 0xFFFF) + (f >> 16);
+  return sum + uint32_t(((f & 0xFF) << 8) | (f >> 8));
 }
 
 inline uint16_t csumFold(uint32_t sum) noexcept {

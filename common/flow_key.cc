@@ -46,32 +46,23 @@ FlowKey makeFragmentKey(const L4Tuple& t, uint32_t frag_id, uint8_t group) noexc
   return k;
 }
 
-namespace {
-inline uint64_t mix64(uint64_t x) {
-  // splitmix64 finaliser: every input bit affects every output bit.
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
-}  // namespace
-
 uint32_t flowHash(const void* key, uint32_t key_len, uint32_t seed) noexcept {
+  // About 30 instructions for a 40-byte key, on every packet (the inline
+  // flowHash(const FlowKey&) is this, unrolled).
   const uint8_t* p = static_cast<const uint8_t*>(key);
-  uint64_t h = 0x9e3779b97f4a7c15ULL ^ seed ^ key_len;
+  uint64_t h = detail::kHashInit ^ seed ^ (uint64_t(key_len) << 32);
   uint32_t i = 0;
   for (; i + 8 <= key_len; i += 8) {
     uint64_t w;
     std::memcpy(&w, p + i, 8);
-    h = mix64(h ^ w);
+    h = detail::hashStep(h, w);
   }
   if (i < key_len) {
     uint64_t w = 0;
     std::memcpy(&w, p + i, key_len - i);
-    h = mix64(h ^ w);
+    h = detail::hashStep(h, w);
   }
+  h = detail::hashFinal(h);
   return uint32_t(h ^ (h >> 32));
 }
 

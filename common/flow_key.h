@@ -42,12 +42,68 @@ struct KeyedPacket {
 // Builds the canonical key of a tuple under a stickiness mode.
 KeyedPacket makeFlowKey(const L4Tuple& t, StickinessMode mode, uint8_t group) noexcept;
 
+// makeFlowKey for an IPv4 tuple, inline for the fast path: the same key
+// (an IPv4 address's bytes 4..15 are zero, so the memcmp order of two
+// addresses is the order of their first four bytes read big-endian).
+inline KeyedPacket makeFlowKeyV4(const L4Tuple& t, StickinessMode mode, uint8_t group) noexcept {
+  KeyedPacket kp;
+  FlowKey& k = kp.key;
+  std::memset(&k, 0, sizeof k);
+  uint16_t sp = t.sport, dp = t.dport;
+  uint8_t proto = t.proto;
+  if (mode != StickinessMode::kFiveTuple) sp = dp = 0;
+  if (mode == StickinessMode::kTwoTuple) proto = 0;
+  uint32_t s4, d4;
+  std::memcpy(&s4, t.src.b.data(), 4);
+  std::memcpy(&d4, t.dst.b.data(), 4);
+  uint32_t sh = __builtin_bswap32(s4), dh = __builtin_bswap32(d4);
+  bool swap = sh > dh || (sh == dh && sp > dp);
+  std::memcpy(k.a, swap ? &d4 : &s4, 4);
+  std::memcpy(k.b, swap ? &s4 : &d4, 4);
+  k.port_a = swap ? dp : sp;
+  k.port_b = swap ? sp : dp;
+  k.proto = proto;
+  k.family = 4;
+  k.group = group;
+  k.kind = KeyKind::kFlow;
+  kp.dir = swap ? 1 : 0;
+  return kp;
+}
+
 // The key that ties the fragments of one datagram together (not symmetric: all
 // fragments of a datagram travel the same way).
 FlowKey makeFragmentKey(const L4Tuple& t, uint32_t frag_id, uint8_t group) noexcept;
 
 // 32-bit hash of a key; also usable as an rte_hash hash function.
 uint32_t flowHash(const void* key, uint32_t key_len, uint32_t seed) noexcept;
-inline uint32_t flowHash(const FlowKey& k) noexcept { return flowHash(&k, sizeof k, 0); }
+
+namespace detail {
+// One step of flowHash per 8-byte word: xor in, multiply by an odd constant,
+// fold the high half down (each a bijection of the state).
+inline uint64_t hashStep(uint64_t h, uint64_t w) noexcept {
+  h = (h ^ w) * 0xff51afd7ed558ccdULL;
+  return h ^ (h >> 32);
+}
+// splitmix64's finaliser: every input bit affects every output bit.
+inline uint64_t hashFinal(uint64_t x) noexcept {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+inline constexpr uint64_t kHashInit = 0x9e3779b97f4a7c15ULL;
+}  // namespace detail
+
+// flowHash(&k, sizeof k, 0), unrolled for the fast path.
+inline uint32_t flowHash(const FlowKey& k) noexcept {
+  uint64_t w[5];
+  std::memcpy(w, &k, sizeof w);
+  uint64_t h = detail::kHashInit ^ (uint64_t(sizeof k) << 32);
+  for (uint64_t x : w) h = detail::hashStep(h, x);
+  h = detail::hashFinal(h);
+  return uint32_t(h ^ (h >> 32));
+}
 
 }  // namespace gwlb

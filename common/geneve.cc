@@ -79,6 +79,56 @@ void writeEncap(uint8_t* f, size_t payload_len, const EncapParams& p) noexcept {
   wr16(udp + 6, c == 0 ? 0xFFFF : c);
 }
 
+void buildEncapTemplate(EncapTemplate& t, const EncapParams& p) noexcept {
+  t = EncapTemplate{};
+  EncapParams q = p;
+  q.udp_sport = 0;
+  q.cookie = 0;
+  if (p.aws_options) q.protocol = 0;
+  t.aws = p.aws_options;
+  t.len = uint8_t(encapHeaderLen(p.aws_options));
+  writeEncap(t.bytes, 0, q);
+  // writeEncap filled in lengths and checksums for an empty payload: take
+  // them out again, keep the sums of everything else.
+  uint8_t* ip = t.bytes + 14;
+  uint8_t* udp = ip + 20;
+  wr16(ip + 2, 0);
+  wr16(ip + 10, 0);
+  wr16(udp + 4, 0);
+  wr16(udp + 6, 0);
+  t.ip_sum = csumAdd(0, ip, 20);
+  uint32_t sum = csumAdd(0, ip + 12, 8);
+  sum += kProtoUdp;
+  t.udp_sum = csumAdd(sum, udp, t.len - 14 - 20);
+}
+
+void applyEncap(uint8_t* f, const EncapTemplate& t, size_t payload_len, uint16_t udp_sport,
+                uint16_t protocol, uint32_t cookie, uint32_t payload_sum) noexcept {
+  // Constant sizes: a few vector stores each.
+  if (t.aws) std::memcpy(f, t.bytes, encapHeaderLen(true));
+  else std::memcpy(f, t.bytes, encapHeaderLen(false));
+  uint32_t udp_len = uint32_t(t.len - 14 - 20 + payload_len);
+  uint32_t ip_len = 20 + udp_len;
+  uint8_t* ip = f + 14;
+  uint8_t* udp = ip + 20;
+  wr16(ip + 2, uint16_t(ip_len));
+  wr16(ip + 10, csumFold(t.ip_sum + ip_len));
+  wr16(udp, udp_sport);
+  wr16(udp + 4, uint16_t(udp_len));
+  // udp_len counts twice: pseudo-header and UDP header.
+  uint64_t sum = uint64_t(t.udp_sum) + udp_sport + 2 * udp_len + payload_sum;
+  if (t.aws) {
+    uint8_t* g = udp + 8;
+    wr16(g + 2, protocol);
+    wr32(g + kGeneveBaseLen + 28, cookie);
+    sum += protocol + (cookie >> 16) + (cookie & 0xFFFF);
+  }
+  sum = (sum & 0xFFFFFFFF) + (sum >> 32);
+  sum = (sum & 0xFFFFFFFF) + (sum >> 32);
+  uint16_t c = csumFold(uint32_t(sum));
+  wr16(udp + 6, c == 0 ? 0xFFFF : c);
+}
+
 GeneveStatus parseGeneve(const uint8_t* p, size_t len, GeneveInfo& out, Counter& drop) noexcept {
   out = GeneveInfo{};
   if (len < kGeneveBaseLen) return drop = Counter::drop_geneve_truncated, GeneveStatus::kDrop;

@@ -58,6 +58,33 @@ struct EncapParams {
 // payload_len bytes that already follow it. Never fails: sizes are the caller's.
 void writeEncap(uint8_t* frame, size_t payload_len, const EncapParams& p) noexcept;
 
+// The outer headers of one appliance, built once per snapshot (control
+// thread) so the fast path writes them with one copy and patches only what
+// changes per packet: IPv4 total length and checksum, UDP source port, length
+// and checksum, the Geneve protocol type (aws: 0x0800 / 0x86DD) and the flow
+// cookie. Both checksums are finished incrementally from sums taken here.
+inline constexpr size_t kMaxEncapLen = kOuterL2L3L4Len + kGeneveBaseLen + kAwsOptionsLen;
+struct EncapTemplate {
+  alignas(16) uint8_t bytes[96] = {};  // encapHeaderLen(aws) bytes are used
+  uint8_t len = 0;                     // 0: not built
+  bool aws = false;
+  uint32_t ip_sum = 0;   // one's-complement sum of the IPv4 header, length 0, checksum 0
+  uint32_t udp_sum = 0;  // pseudo-header addresses + proto, UDP dport, Geneve header
+                         // (protocol 0, cookie 0): everything but per-packet fields
+};
+static_assert(kMaxEncapLen <= sizeof(EncapTemplate::bytes));
+
+// Fills `t` from p (p.udp_sport, p.cookie and, for aws, p.protocol are ignored:
+// they are per packet).
+void buildEncapTemplate(EncapTemplate& t, const EncapParams& p) noexcept;
+
+// Writes t's headers into frame[0 .. t.len) in front of payload_len bytes and
+// finishes them: the same bytes writeEncap() writes for the same parameters.
+// payload_sum is the one's-complement sum (csumAdd) of the payload's bytes,
+// in any unfolded form.
+void applyEncap(uint8_t* frame, const EncapTemplate& t, size_t payload_len, uint16_t udp_sport,
+                uint16_t protocol, uint32_t cookie, uint32_t payload_sum) noexcept;
+
 // UDP source port for a flow: constant per flow, spread over 49152..65535.
 inline uint16_t geneveSourcePort(uint32_t flow_hash) noexcept {
   return uint16_t(49152u + (flow_hash % 16384u));

@@ -138,9 +138,16 @@ ParseStatus parseIp(const uint8_t* p, size_t len, uint8_t version, size_t base,
       if (l4len < 20 || (size_t(l4[12] >> 4) * 4) < 20 || size_t(l4[12] >> 4) * 4 > l4len)
         return drop = Counter::drop_truncated_l4, ParseStatus::kDrop;
       break;
-    case kProtoUdp:
+    case kProtoUdp: {
       if (l4len < 8) return drop = Counter::drop_truncated_l4, ParseStatus::kDrop;
+      // The UDP length may leave bytes of the IP payload unused (RFC 768
+      // surplus area), never claim more than it or less than the header. A
+      // first fragment's length covers the whole datagram: not checked.
+      size_t ulen = rd16(l4 + 4);
+      if (!w.fragment && (ulen < 8 || ulen > l4len))
+        return drop = Counter::drop_bad_udp_length, ParseStatus::kDrop;
       break;
+    }
     default:
       break;
   }

@@ -186,6 +186,22 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
       v.move = dp::MoveReason::kGone;
     }
   }
+  // Outer headers per appliance, ready for the fast path.
+  for (dp::ServerView& v : s->servers) {
+    if (!v.routable || !v.mac_known || v.group >= s->groups.size()) continue;
+    const dp::GroupView& g = s->groups[v.group];
+    EncapParams ep;
+    ep.src_mac = s->underlay_mac;
+    ep.dst_mac = v.mac;
+    ep.src_ip = s->underlay_ip;
+    ep.dst_ip = v.ip;
+    ep.vni = g.vni;
+    ep.aws_options = g.aws;
+    ep.protocol = g.aws ? kEtherTypeIpv4 : kEtherTypeTeb;
+    ep.endpoint_id = g.endpoint_id;
+    ep.attachment_id = g.attachment_id;
+    buildEncapTemplate(v.encap, ep);
+  }
   for (size_t id = 0; id < s->servers.size(); ++id)
     if (s->servers[id].routable) s->by_ip.emplace_back(s->servers[id].ip, uint16_t(id));
   std::sort(s->by_ip.begin(), s->by_ip.end());

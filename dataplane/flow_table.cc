@@ -65,6 +65,18 @@ int32_t FlowTable::lookup(const FlowKey& k, uint32_t hash) const noexcept {
   return r >= 0 ? r : -1;
 }
 
+void FlowTable::lookupBulk(const FlowKey* const* keys, const uint32_t* hashes, uint32_t n,
+                           int32_t* pos) const noexcept {
+  for (uint32_t at = 0; at < n; at += kLookupBulkMax) {
+    uint32_t k = std::min(kLookupBulkMax, n - at);
+    // rte_hash takes non-const signature and key-pointer arrays; it reads them only.
+    rte_hash_lookup_with_hash_bulk(hash_, reinterpret_cast<const void**>(const_cast<const FlowKey**>(keys + at)),
+                                   const_cast<hash_sig_t*>(hashes + at), k, pos + at);
+    for (uint32_t i = 0; i < k; ++i)
+      if (pos[at + i] < 0) pos[at + i] = -1;
+  }
+}
+
 int32_t FlowTable::insert(const FlowKey& k, uint32_t hash) noexcept {
   int32_t r = rte_hash_add_key_with_hash(hash_, &k, hash);
   return r >= 0 ? r : -1;

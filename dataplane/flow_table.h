@@ -87,6 +87,12 @@ class FlowTable {
 
   // Worker: position of the key, or -1.
   int32_t lookup(const FlowKey& k, uint32_t hash) const noexcept;
+  // Worker: positions of n keys (-1 where absent) in one pass that prefetches
+  // the buckets of all of them first (rte_hash bulk lookup, up to
+  // kLookupBulkMax keys per call; larger n is split).
+  static constexpr uint32_t kLookupBulkMax = 64;
+  void lookupBulk(const FlowKey* const* keys, const uint32_t* hashes, uint32_t n,
+                  int32_t* pos) const noexcept;
   // Worker: position of the key (existing or newly added), or -1 when full.
   int32_t insert(const FlowKey& k, uint32_t hash) noexcept;
   FlowEntry& entry(int32_t pos) noexcept { return entries_[size_t(pos)]; }

@@ -1,10 +1,14 @@
 #include "dataplane/pipeline.h"
 
 #include <rte_mbuf.h>
+#include <rte_prefetch.h>
 #include <rte_ring.h>
 
 #include <cstring>
+#include <new>
 
+#include "common/checksum.h"
+#include "common/fast_path.h"
 #include "common/flow_key.h"
 #include "common/geneve.h"
 #include "common/icmp_error.h"
@@ -20,6 +24,11 @@ struct Ctx {
   const Snapshot& s;
   uint64_t now;
   BurstOutput& out;
+  // Counters every packet touches, added to the worker's once per burst.
+  uint64_t encapsulated = 0, returned = 0, tx_bytes = 0;
+  // Keys inserted in this burst: a later packet's bulk-lookup miss may since
+  // have been filled (same flow, or a first fragment's entry).
+  uint32_t inserted = 0;
 };
 
 inline void drop(Ctx& c, rte_mbuf* m, Counter why) noexcept {
@@ -59,7 +68,8 @@ inline FlowRef refFor(const ParsedPacket& p, StickinessMode mode, uint8_t group)
     r.key = makeFragmentKey(p.tuple, p.frag_id, group);
     r.fragment_key = true;
   } else {
-    KeyedPacket kp = makeFlowKey(p.icmp_error ? p.quoted : p.tuple, mode, group);
+    const L4Tuple& t = p.icmp_error ? p.quoted : p.tuple;
+    KeyedPacket kp = t.src.family == 4 ? makeFlowKeyV4(t, mode, group) : makeFlowKey(t, mode, group);
     r.key = kp.key;
     r.dir = uint8_t(kp.dir ^ (p.icmp_error ? 1 : 0));
   }
@@ -103,26 +113,6 @@ inline uint64_t ensureRoute(FlowEntry& e, uint16_t server, uint32_t cookie, uint
   return r;
 }
 
-// The flow's appliance sheds its flows (ServerView::move): move it now and
-// count the move once (fragment entries follow their flow uncounted).
-inline uint64_t moveFlow(Ctx& c, FlowEntry& e, const GroupView& g, uint64_t route,
-                         MoveReason why, bool count) noexcept {
-  bool moved = false;
-  uint64_t r = tryMove(e, c.s, g, route, why, c.now, moved);
-  if (moved && count) {
-    c.w.counters.inc(Counter::flows_rebalanced);
-    switch (why) {
-      case MoveReason::kUnhealthy: c.w.counters.inc(Counter::flows_rebalanced_unhealthy); break;
-      case MoveReason::kDrainTimeout:
-        c.w.counters.inc(Counter::flows_rebalanced_drain_timeout);
-        break;
-      case MoveReason::kRegionFailover: c.w.counters.inc(Counter::flows_rebalanced_region); break;
-      default: c.w.counters.inc(Counter::flows_rebalanced_removed); break;
-    }
-  }
-  return r;
-}
-
 void tooBig(Ctx& c, rte_mbuf* m, const ParsedPacket& p, uint32_t inner_mtu) noexcept {
   // Token bucket: icmp_rate_per_s errors per second, at most one second's worth banked.
   double rate = c.s.icmp_rate_per_s;
@@ -144,13 +134,24 @@ void tooBig(Ctx& c, rte_mbuf* m, const ParsedPacket& p, uint32_t inner_mtu) noex
   if (len > m->data_len) rte_pktmbuf_append(m, uint16_t(len - m->data_len));
   else rte_pktmbuf_trim(m, uint16_t(m->data_len - len));
   c.w.counters.inc(Counter::icmp_sent);
-  c.w.counters.inc(Counter::tx_bytes, m->pkt_len);
+  c.tx_bytes += m->pkt_len;
   c.out.to_router[c.out.n_router++] = m;
 }
 
-void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p) noexcept {
+inline void countMove(Ctx& c, MoveReason why) noexcept {
+  c.w.counters.inc(Counter::flows_rebalanced);
+  switch (why) {
+    case MoveReason::kUnhealthy: c.w.counters.inc(Counter::flows_rebalanced_unhealthy); break;
+    case MoveReason::kDrainTimeout: c.w.counters.inc(Counter::flows_rebalanced_drain_timeout); break;
+    case MoveReason::kRegionFailover: c.w.counters.inc(Counter::flows_rebalanced_region); break;
+    default: c.w.counters.inc(Counter::flows_rebalanced_removed); break;
+  }
+}
+
+// The forward path of one packet whose key was looked up in the burst's bulk
+// lookup (`pos`: its position, or -1).
+void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref, int32_t pos) noexcept {
   const Snapshot& s = c.s;
-  if (s.listeners.empty()) return drop(c, m, Counter::drop_no_server_group);
   constexpr uint8_t kListener = 0;  // the listener that receives all inspected traffic
   const ListenerView& lv = s.listeners[kListener];
   // The group new flows (and moved ones) go to; null when they are dropped.
@@ -158,35 +159,43 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p) noexcept {
   FlowTable& ft = *c.dp.flows;
   uint8_t* frame = rte_pktmbuf_mtod(m, uint8_t*);
 
-  FlowRef ref = refFor(p, lv.stickiness, kListener);
-  int32_t pos = ft.lookup(ref.key, ref.hash);
+  if (pos < 0 && c.inserted) pos = ft.lookup(ref.key, ref.hash);
   if (pos < 0 && ref.fragment_key) return drop(c, m, Counter::drop_fragment_unknown_flow);
-  bool created = false;
-  uint64_t route;
-  if (pos < 0 || !(ft.entry(pos).route.load(std::memory_order_acquire) & kRouteSet)) {
+  uint64_t route = pos >= 0 ? ft.entry(pos).route.load(std::memory_order_acquire) : 0;
+  if (!(route & kRouteSet)) {
     if (!ng) return drop(c, m, Counter::drop_no_healthy_server);
     const GroupView& g = *ng;
     uint16_t server = g.maglev.empty() ? kNoServer : g.maglev[ref.hash % g.maglev.size()];
     if (server == kNoServer) return drop(c, m, Counter::drop_no_healthy_server);
-    if (pos < 0) pos = ft.insert(ref.key, ref.hash);
+    if (pos < 0) {
+      pos = ft.insert(ref.key, ref.hash);
+      ++c.inserted;
+    }
     if (pos < 0) return drop(c, m, Counter::drop_flow_table_full);
     uint8_t proto = p.icmp_error ? p.quoted.proto : p.tuple.proto;
     uint64_t idle = proto == kProtoTcp ? g.tcp_idle_ns : g.other_idle_ns;
+    bool created = false;
     route = ensureRoute(ft.entry(pos), server, nextCookie(c.w), ref.hash, idle, c.now,
                         ref.dir, created);
     if (created) c.w.counters.inc(Counter::flows_created);
-  } else {
-    route = ft.entry(pos).route.load(std::memory_order_acquire);
   }
   FlowEntry& e = ft.entry(pos);
+  uint16_t server = routeServer(route);
+  if (server >= s.servers.size() || server >= kMaxServerIds)
+    return drop(c, m, Counter::drop_no_healthy_server);
   // Existing flows on an appliance that sheds them move on this packet
   // (DOMAIN.md section 3); the appliance's view is read for the send anyway.
   // (bench/ builds a copy without this check, GWLB_BENCH_NO_MOVE_CHECK, to
   // measure what it costs.)
 #ifndef GWLB_BENCH_NO_MOVE_CHECK
-  if (routeServer(route) < s.servers.size()) {
-    MoveReason why = s.servers[routeServer(route)].move;
-    if (why != MoveReason::kNone && ng) route = moveFlow(c, e, *ng, route, why, !ref.fragment_key);
+  MoveReason why = s.servers[server].move;
+  if (why != MoveReason::kNone && ng) [[unlikely]] {
+    bool moved = false;
+    route = tryMove(e, s, *ng, route, why, c.now, moved);
+    if (moved && !ref.fragment_key) countMove(c, why);
+    server = routeServer(route);
+    if (server >= s.servers.size() || server >= kMaxServerIds)
+      return drop(c, m, Counter::drop_no_healthy_server);
   }
 #endif
   e.last_seen_ns.store(c.now, std::memory_order_relaxed);
@@ -197,9 +206,10 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p) noexcept {
   // The first fragment of a datagram leaves a short-lived entry that carries
   // the flow's route to the fragments without ports.
   if (p.is_fragment && p.first_fragment && !p.icmp_error &&
-      lv.stickiness == StickinessMode::kFiveTuple) {
+      lv.stickiness == StickinessMode::kFiveTuple) [[unlikely]] {
     FlowKey fk = makeFragmentKey(p.tuple, p.frag_id, kListener);
     int32_t fpos = ft.insert(fk, flowHash(fk));
+    ++c.inserted;
     if (fpos >= 0) {
       bool fcreated = false;
       FlowEntry& fe = ft.entry(fpos);
@@ -212,44 +222,36 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p) noexcept {
     }
   }
 
-  uint16_t server = routeServer(route);
-  if (server >= s.servers.size() || server >= kMaxServerIds || !s.servers[server].routable)
-    return drop(c, m, Counter::drop_no_healthy_server);
   const ServerView& sv = s.servers[server];
+  if (!sv.routable) return drop(c, m, Counter::drop_no_healthy_server);
   if (!sv.mac_known) return drop(c, m, Counter::drop_neighbour_unresolved);
   if (sv.group >= s.groups.size()) return drop(c, m, Counter::drop_no_server_group);
-  // Encapsulation follows the appliance's own group (format, VNI, IDs).
-  const GroupView& g = s.groups[sv.group];
-
-  size_t payload = g.aws ? p.l3_len : size_t(p.l3_offset) + p.l3_len;
-  size_t hdr = encapHeaderLen(g.aws);
+  // Encapsulation follows the appliance's own group (format, VNI, IDs),
+  // precomputed in its template by the snapshot builder.
+  const EncapTemplate& t = sv.encap;
+  bool aws = t.aws;
+  size_t payload = aws ? p.l3_len : size_t(p.l3_offset) + p.l3_len;
+  size_t hdr = encapHeaderLen(aws);
+  if (t.len != hdr) [[unlikely]]
+    return drop(c, m, Counter::drop_no_server_group);
   size_t outer_ip_len = hdr - 14 + payload;
-  if (outer_ip_len > s.underlay_mtu) {
-    uint32_t inner_mtu = uint32_t(s.underlay_mtu - (hdr - 14) - (g.aws ? 0 : p.l3_offset));
+  if (outer_ip_len > s.underlay_mtu) [[unlikely]] {
+    uint32_t inner_mtu = uint32_t(s.underlay_mtu - (hdr - 14) - (aws ? 0 : p.l3_offset));
     return tooBig(c, m, p, inner_mtu);
   }
-  if (g.aws) rte_pktmbuf_adj(m, p.l3_offset);
+  uint32_t sum = payloadSum(frame, aws ? p.l3_offset : 0, p);
+  uint16_t protocol = p.ip_version == 4 ? kEtherTypeIpv4 : kEtherTypeIpv6;
+  if (aws) rte_pktmbuf_adj(m, p.l3_offset);
   if (m->data_len > payload) rte_pktmbuf_trim(m, uint16_t(m->data_len - payload));
   uint8_t* h = reinterpret_cast<uint8_t*>(rte_pktmbuf_prepend(m, uint16_t(hdr)));
-  if (!h) return drop(c, m, Counter::drop_no_headroom);
-
-  EncapParams ep;
-  ep.src_mac = s.underlay_mac;
-  ep.dst_mac = sv.mac;
-  ep.src_ip = s.underlay_ip;
-  ep.dst_ip = sv.ip;
-  ep.udp_sport = geneveSourcePort(e.flow_hash.load(std::memory_order_relaxed));
-  ep.vni = g.vni;
-  ep.protocol = g.aws ? (p.ip_version == 4 ? kEtherTypeIpv4 : kEtherTypeIpv6) : kEtherTypeTeb;
-  ep.aws_options = g.aws;
-  ep.endpoint_id = g.endpoint_id;
-  ep.attachment_id = g.attachment_id;
-  ep.cookie = routeCookie(route);
-  writeEncap(h, payload, ep);
+  if (!h) [[unlikely]]
+    return drop(c, m, Counter::drop_no_headroom);
+  applyEncap(h, t, payload, geneveSourcePort(e.flow_hash.load(std::memory_order_relaxed)),
+             protocol, routeCookie(route), sum);
   m->port = s.underlay_port;
   c.w.countSent(server, m->pkt_len);
-  c.w.counters.inc(Counter::encapsulated);
-  c.w.counters.inc(Counter::tx_bytes, m->pkt_len);
+  ++c.encapsulated;
+  c.tx_bytes += m->pkt_len;
   c.out.to_appliance[c.out.n_appliance++] = m;
 }
 
@@ -323,8 +325,8 @@ void fromAppliance(Ctx& c, rte_mbuf* m, const ParsedPacket& outer) noexcept {
   }
   e.last_seen_ns.store(c.now, std::memory_order_relaxed);
   m->port = d.port;
-  c.w.counters.inc(Counter::returned);
-  c.w.counters.inc(Counter::tx_bytes, m->pkt_len);
+  ++c.returned;
+  c.tx_bytes += m->pkt_len;
   c.out.to_router[c.out.n_router++] = m;
 }
 
@@ -338,29 +340,53 @@ void processBurst(Dataplane& dp, WorkerState& w, rte_mbuf** pkts, uint16_t n, ui
                   BurstOutput& out) noexcept {
   out.n_appliance = 0;
   out.n_router = 0;
+  if (n > kMaxBurst) n = kMaxBurst;  // the caller's contract; never write past the outputs
+  uint64_t rx_bytes = 0;
+  for (uint16_t i = 0; i < n; ++i) rx_bytes += pkts[i]->pkt_len;
+  w.counters.inc(Counter::rx_packets, n);
+  w.counters.inc(Counter::rx_bytes, rx_bytes);
   const Snapshot* snap = dp.snapshot.load(std::memory_order_acquire);
+  if (!snap) {
+    w.counters.inc(Counter::drop_no_server_group, n);
+    rte_pktmbuf_free_bulk(pkts, n);
+    return;
+  }
+  Ctx c{dp, w, *snap, now_ns, out};
+  const bool can_forward = !snap->listeners.empty();
+  const StickinessMode stickiness = can_forward ? snap->listeners[0].stickiness
+                                                : StickinessMode::kFiveTuple;
+
+  // Stage 1: parse and sort every frame; key the ones to forward.
+  struct Fwd {
+    rte_mbuf* m;
+    ParsedPacket p;
+    FlowRef ref;
+  };
+  // Raw storage: only the slots this burst uses are constructed.
+  alignas(Fwd) unsigned char fwd_mem[sizeof(Fwd) * kMaxBurst];
+  Fwd* fwd = reinterpret_cast<Fwd*>(fwd_mem);
+  const FlowKey* keys[kMaxBurst];
+  uint32_t hashes[kMaxBurst];
+  int32_t pos[kMaxBurst];
+  uint16_t nf = 0;
   for (uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = pkts[i];
-    w.counters.inc(Counter::rx_packets);
-    w.counters.inc(Counter::rx_bytes, m->pkt_len);
-    if (!snap) {
-      w.counters.inc(Counter::drop_no_server_group);
-      rte_pktmbuf_free(m);
-      continue;
-    }
-    Ctx c{dp, w, *snap, now_ns, out};
-    if (m->nb_segs != 1) {
+    if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void*));
+    if (m->nb_segs != 1) [[unlikely]] {
       drop(c, m, Counter::drop_multi_segment);
       continue;
     }
-    ParsedPacket p;
-    Counter why;
-    ParseStatus st = parseFrame(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len, p, why);
-    if (st == ParseStatus::kDrop) {
+    Fwd& f = *::new (static_cast<void*>(&fwd[nf])) Fwd;
+    ParsedPacket& p = f.p;
+    Counter why = Counter::kCount;
+    const uint8_t* d = rte_pktmbuf_mtod(m, const uint8_t*);
+    ParseStatus st = parseCommon(d, m->data_len, p) ? ParseStatus::kOk
+                                                    : parseFrame(d, m->data_len, p, why);
+    if (st == ParseStatus::kDrop) [[unlikely]] {
       drop(c, m, why);
       continue;
     }
-    if (st == ParseStatus::kArp) {
+    if (st == ParseStatus::kArp) [[unlikely]] {
       if (dp.punt && rte_ring_enqueue(dp.punt, m) == 0) {
         w.counters.inc(Counter::punted);
       } else {
@@ -374,12 +400,38 @@ void processBurst(Dataplane& dp, WorkerState& w, rte_mbuf** pkts, uint16_t n, ui
       else drop(c, m, Counter::drop_not_for_us);
       continue;
     }
-    if (geneve && p.tuple.src.v4HostOrder() == snap->underlay_ip) {
+    // Never wrap Geneve again: ours coming back (from our underlay address)
+    // or Geneve on its way to one of our appliances.
+    if (geneve && (p.tuple.src.v4HostOrder() == snap->underlay_ip ||
+                   snap->serverByIp(p.tuple.dst.v4HostOrder()) != kNoServer)) [[unlikely]] {
       drop(c, m, Counter::drop_loop_geneve);
       continue;
     }
-    forward(c, m, p);
+    if (!can_forward) [[unlikely]] {
+      drop(c, m, Counter::drop_no_server_group);
+      continue;
+    }
+    f.m = m;
+    f.ref = refFor(p, stickiness, 0);
+    keys[nf] = &f.ref.key;
+    hashes[nf] = f.ref.hash;
+    ++nf;
   }
+
+  // Stage 2: look every key up at once (buckets prefetched together), then
+  // prefetch the entries found.
+  if (nf) {
+    dp.flows->lookupBulk(keys, hashes, nf, pos);
+    for (uint16_t i = 0; i < nf; ++i)
+      if (pos[i] >= 0) rte_prefetch0(&dp.flows->entry(pos[i]));
+  }
+
+  // Stage 3: route, encapsulate.
+  for (uint16_t i = 0; i < nf; ++i) forward(c, fwd[i].m, fwd[i].p, fwd[i].ref, pos[i]);
+
+  w.counters.inc(Counter::encapsulated, c.encapsulated);
+  w.counters.inc(Counter::returned, c.returned);
+  w.counters.inc(Counter::tx_bytes, c.tx_bytes);
 }
 
 }  // namespace gwlb::dp

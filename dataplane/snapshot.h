@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/flow_key.h"
+#include "common/geneve.h"
 #include "common/net_types.h"
 
 namespace gwlb::dp {
@@ -74,6 +75,10 @@ struct ServerView {
   // Non-zero: a flow on this appliance moves to the group's Maglev choice on
   // its next packet (DOMAIN.md section 3), for this reason.
   MoveReason move = MoveReason::kNone;
+  // Its outer headers (underlay MACs and addresses, its group's format, VNI
+  // and IDs), built with the snapshot when its MAC is known: the fast path
+  // copies them and patches lengths, port, cookie and checksums.
+  EncapTemplate encap;
 };
 
 struct GroupView {

@@ -1,0 +1,85 @@
+// Pure helpers for the worker's common case, inline so the per-packet path
+// stays in one function. Each has a general counterpart it must agree with
+// (tests/unit/test_fast_path.cc checks them against each other):
+//   parseCommon  <-> parseFrame   (packet_parser.h)
+//   payloadSum   <-> csumAdd over every byte (checksum.h)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/checksum.h"
+#include "common/packet_parser.h"
+
+namespace gwlb {
+
+// The frame nearly all traffic is, in a few loads: untagged Ethernet, IPv4
+// with a 20-byte header, not a fragment, TCP or UDP whose header fits and
+// whose lengths agree. Fills `out` (already default-constructed) exactly as
+// parseFrame() would and returns true; anything else returns false, leaves
+// `out` untouched, and parseFrame() decides. Never reads past len.
+inline bool parseCommon(const uint8_t* f, size_t len, ParsedPacket& out) noexcept {
+  if (len < 14 + 20 + 8) return false;
+  const uint8_t* ip = f + 14;
+  if (rd16(f + 12) != kEtherTypeIpv4 || ip[0] != 0x45) return false;
+  size_t total = rd16(ip + 2);
+  if ((rd16(ip + 6) & 0x3FFF) != 0 || total < 20 || total > len - 14) return false;
+  uint8_t proto = ip[9];
+  const uint8_t* l4 = ip + 20;
+  size_t l4len = total - 20;
+  if (proto == kProtoTcp) {
+    size_t doff = size_t(l4[12] >> 4) * 4;  // l4len >= 20 checked first
+    if (l4len < 20 || doff < 20 || doff > l4len) return false;
+  } else if (proto == kProtoUdp) {
+    if (l4len < 8) return false;
+    size_t ulen = rd16(l4 + 4);
+    if (ulen < 8 || ulen > l4len) return false;
+  } else {
+    return false;
+  }
+  out.l3_offset = 14;
+  out.ether_type = kEtherTypeIpv4;
+  out.ip_version = 4;
+  out.l3_len = uint16_t(total);
+  out.l4_offset = 14 + 20;
+  out.tuple.src = IpAddr::v4(ip + 12);
+  out.tuple.dst = IpAddr::v4(ip + 16);
+  out.tuple.proto = proto;
+  out.tuple.sport = rd16(l4);
+  out.tuple.dport = rd16(l4 + 2);
+  out.first_fragment = true;  // offset 0 (parseFrame says so for whole datagrams too)
+  out.frag_id = rd16(ip + 4);
+  return true;
+}
+
+// One's-complement sum of frame[start .. end of the IP datagram), the bytes an
+// encapsulation carries (start: the IP header for aws format, 0 for ethernet
+// format). A TCP or UDP segment whose checksum is valid sums to the complement
+// of its pseudo-header's sum (RFC 1071 arithmetic; what Linux's local checksum
+// offload relies on), so only the headers in front of the segment are summed
+// byte by byte. When the inner checksum is wrong, the outer one is wrong by the
+// same amount and the appliance's UDP stack drops the packet, as the
+// destination would have. Fragments, ICMP, other protocols, UDP without a
+// checksum (0) and UDP shorter than its IP payload are summed in full.
+inline uint32_t payloadSum(const uint8_t* f, size_t start, const ParsedPacket& p) noexcept {
+  size_t end = size_t(p.l3_offset) + p.l3_len;
+  uint8_t proto = p.tuple.proto;
+  if (!p.is_fragment && !p.icmp_error && p.l4_offset > start &&
+      (proto == kProtoTcp || proto == kProtoUdp)) {
+    const uint8_t* l4 = f + p.l4_offset;
+    uint16_t ck = rd16(l4 + (proto == kProtoTcp ? 16 : 6));
+    // UDP's checksum covers its own length, which may leave a surplus area
+    // of the IP payload uncovered (RFC 768): then sum everything.
+    bool covers = proto == kProtoTcp || rd16(l4 + 4) == end - p.l4_offset;
+    if (ck != 0 && covers) {
+      const uint8_t* l3 = f + p.l3_offset;
+      uint32_t ps = p.ip_version == 4 ? csumAdd(0, l3 + 12, 8) : csumAdd(0, l3 + 8, 32);
+      ps += proto + uint32_t(end - p.l4_offset);
+      uint32_t segment = csumFold(ps);  // the complement of the pseudo-header's sum
+      return csumAdd(segment, f + start, p.l4_offset - start);
+    }
+  }
+  return csumAdd(0, f + start, end - start);
+}
+
+}  // namespace gwlb

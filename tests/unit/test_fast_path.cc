@@ -1,0 +1,233 @@
+// The fast path's shortcuts against the general code they stand in for: a
+// shortcut that disagrees would forward a packet differently than the general
+// parser/writer does, so each is checked on many generated and mutated inputs
+// (fixed seeds: the same cases every run).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+#include "common/checksum.h"
+#include "common/fast_path.h"
+#include "common/flow_key.h"
+#include "common/geneve.h"
+#include "common/packet_parser.h"
+#include "tests/dp/packet_builder.h"
+
+namespace gwlb {
+namespace {
+
+using namespace dptest;
+
+// RFC 1071 byte by byte: the reference csumAdd must agree with.
+uint16_t referenceChecksum(const uint8_t* p, size_t n) {
+  uint32_t s = 0;
+  for (size_t i = 0; i + 1 < n; i += 2) s += uint32_t(p[i] << 8 | p[i + 1]);
+  if (n & 1) s += uint32_t(p[n - 1] << 8);
+  while (s >> 16) s = (s & 0xFFFF) + (s >> 16);
+  return uint16_t(~s);
+}
+
+TEST(FastChecksum, AgreesWithByteByByteSum) {
+  std::mt19937 rng(7);
+  std::vector<uint8_t> buf(1600);
+  for (int iter = 0; iter < 20000; ++iter) {
+    size_t off = rng() % 8, n = rng() % 1500;
+    int fill = iter % 4;  // random, all 0xFF, all zero, sparse
+    for (auto& b : buf)
+      b = fill == 0 ? uint8_t(rng()) : fill == 1 ? 0xFF : fill == 2 ? 0 : (rng() % 16 ? 0 : 0xFF);
+    ASSERT_EQ(inetChecksum(buf.data() + off, n), referenceChecksum(buf.data() + off, n))
+        << "length " << n << " offset " << off << " fill " << fill;
+    // A running sum carried in still folds to the same value.
+    uint32_t half = uint32_t(n / 2) & ~1u;
+    uint32_t s = csumAdd(csumAdd(0, buf.data() + off, half), buf.data() + off + half, n - half);
+    ASSERT_EQ(csumFold(s), referenceChecksum(buf.data() + off, n));
+  }
+}
+
+TEST(FastHash, InlineKeyHashIsTheTableHash) {
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 10000; ++i) {
+    FlowKey k;
+    for (size_t j = 0; j < sizeof k; ++j) reinterpret_cast<uint8_t*>(&k)[j] = uint8_t(rng());
+    ASSERT_EQ(flowHash(k), flowHash(&k, sizeof k, 0));
+  }
+}
+
+TEST(FastKey, V4KeyIsTheGeneralKey) {
+  std::mt19937 rng(13);
+  for (int i = 0; i < 50000; ++i) {
+    L4Tuple t;
+    // Small address and port ranges so that equal addresses and ports occur.
+    uint32_t a = 0x0A000000u | (rng() % 4), b = 0x0A000000u | (rng() % 4);
+    if (rng() % 2) a ^= (rng() % 256) << 24;
+    t.src = IpAddr::v4(a);
+    t.dst = IpAddr::v4(b);
+    t.proto = uint8_t(rng() % 2 ? 6 : 17);
+    t.sport = uint16_t(rng() % 3);
+    t.dport = uint16_t(rng() % 3);
+    for (StickinessMode m : {StickinessMode::kFiveTuple, StickinessMode::kThreeTuple,
+                             StickinessMode::kTwoTuple}) {
+      KeyedPacket x = makeFlowKey(t, m, uint8_t(i % 3));
+      KeyedPacket y = makeFlowKeyV4(t, m, uint8_t(i % 3));
+      ASSERT_TRUE(x.key == y.key) << "tuple " << t.src.str() << ":" << t.sport << " -> "
+                                  << t.dst.str() << ":" << t.dport;
+      ASSERT_EQ(x.dir, y.dir);
+    }
+  }
+}
+
+void expectSameParse(const ParsedPacket& a, const ParsedPacket& b, const Bytes& f) {
+  SCOPED_TRACE(hex(f));
+  EXPECT_EQ(a.l3_offset, b.l3_offset);
+  EXPECT_EQ(a.ether_type, b.ether_type);
+  EXPECT_EQ(a.has_vlan, b.has_vlan);
+  EXPECT_EQ(a.vlan_tci, b.vlan_tci);
+  EXPECT_EQ(a.vlan_tpid, b.vlan_tpid);
+  EXPECT_EQ(a.ip_version, b.ip_version);
+  EXPECT_EQ(a.l3_len, b.l3_len);
+  EXPECT_EQ(a.l4_offset, b.l4_offset);
+  EXPECT_TRUE(a.tuple.src == b.tuple.src);
+  EXPECT_TRUE(a.tuple.dst == b.tuple.dst);
+  EXPECT_EQ(a.tuple.proto, b.tuple.proto);
+  EXPECT_EQ(a.tuple.sport, b.tuple.sport);
+  EXPECT_EQ(a.tuple.dport, b.tuple.dport);
+  EXPECT_EQ(a.is_fragment, b.is_fragment);
+  EXPECT_EQ(a.first_fragment, b.first_fragment);
+  EXPECT_EQ(a.frag_id, b.frag_id);
+  EXPECT_EQ(a.icmp_error, b.icmp_error);
+}
+
+// Frames the shortcut takes and frames near them (every header byte mutated,
+// lengths cut and stretched): whenever it accepts one, parseFrame must accept
+// it too, with the same result.
+TEST(FastParse, AcceptsOnlyWhatParseFrameAcceptsAndAgrees) {
+  const IpAddr c = IpAddr::v4(0xC6336409), s = IpAddr::v4(0xCB007114);
+  const L2 l2{*MacAddr::parse("02:00:00:00:00:a1"), *MacAddr::parse("02:00:00:00:0a:0a"), {}};
+  std::vector<Bytes> bases = {
+      ether(l2, kEthIpv4, ipv4(c, s, 6, tcp(c, s, 40000, 443, pattern(10), kTcpAck))),
+      ether(l2, kEthIpv4, ipv4(c, s, 17, udp(c, s, 5353, 53, pattern(22)))),
+      ether(l2, kEthIpv4, ipv4(c, s, 17, udp(c, s, 1, 6081, pattern(400)))),
+      ether(l2, kEthIpv4, ipv4(c, s, 6, tcp(c, s, 1, 2)), 60),  // runt, padded
+      ether(l2, kEthIpv4, ipv4(c, s, 1, icmp4Echo(true, 7, 1))),
+  };
+  std::mt19937 rng(17);
+  size_t accepted = 0, total = 0;
+  for (int iter = 0; iter < 200000; ++iter) {
+    Bytes f = bases[size_t(iter) % bases.size()];
+    int edits = iter % 7 == 0 ? 0 : 1 + int(rng() % 3);
+    for (int e = 0; e < edits; ++e) {
+      switch (rng() % 4) {
+        case 0: if (!f.empty()) f[rng() % std::min<size_t>(f.size(), 60)] = uint8_t(rng()); break;
+        case 1: if (f.size() > 38) f[14 + rng() % 24] ^= uint8_t(1u << (rng() % 8)); break;
+        case 2: f.resize(rng() % (f.size() + 1)); break;
+        case 3: if (f.size() > 18) put16(f, 16, uint16_t(get16(f, 16) + int(rng() % 9) - 4)); break;
+      }
+    }
+    ParsedPacket fast, full;
+    Counter why;
+    ++total;
+    if (!parseCommon(f.data(), f.size(), fast)) continue;
+    ++accepted;
+    ASSERT_EQ(parseFrame(f.data(), f.size(), full, why), ParseStatus::kOk) << hex(f);
+    expectSameParse(fast, full, f);
+    if (HasFailure()) return;
+  }
+  // The shortcut must be the common case, not a corner.
+  EXPECT_GT(accepted, total / 10);
+}
+
+// The encapsulation template plus the derived payload sum writes what the
+// reference writer writes, for valid inner packets of every kind we carry.
+TEST(FastEncap, TemplateAndDerivedSumMatchTheReferenceWriter) {
+  const IpAddr c = IpAddr::v4(0xC6336409), s = IpAddr::v4(0xCB007114);
+  const IpAddr c6 = *IpAddr::parse("2001:db8:1::10"), s6 = *IpAddr::parse("2001:db8:2::20");
+  const L2 l2{*MacAddr::parse("02:00:00:00:00:a1"), *MacAddr::parse("02:00:00:00:0a:0a"), {}};
+  const L2 tagged{l2.dst, l2.src, 0x0064};
+  std::vector<Bytes> frames;
+  for (size_t n : {0, 1, 2, 7, 100, 1001}) {
+    frames.push_back(ether(l2, kEthIpv4, ipv4(c, s, 6, tcp(c, s, 40000, 443, pattern(n), kTcpAck))));
+    frames.push_back(ether(l2, kEthIpv4, ipv4(c, s, 17, udp(c, s, 5353, 53, pattern(n)))));
+    frames.push_back(ether(tagged, kEthIpv4, ipv4(c, s, 17, udp(c, s, 5353, 53, pattern(n)))));
+    frames.push_back(ether(l2, kEthIpv6, ipv6(c6, s6, 6, tcp(c6, s6, 1, 2, pattern(n)))));
+    frames.push_back(ether(l2, kEthIpv6, ipv6(c6, s6, 17, udp(c6, s6, 3, 4, pattern(n)), {hopByHop()})));
+    frames.push_back(ether(l2, kEthIpv4, ipv4(c, s, 1, icmp4Echo(true, 9, 1, pattern(n)))));
+    V4 opts;
+    opts.options = Bytes{1, 1, 1, 0};
+    frames.push_back(ether(l2, kEthIpv4, ipv4(c, s, 17, udp(c, s, 1, 2, pattern(n)), opts)));
+  }
+  for (auto frag : ipv4Fragments(c, s, 17, udp(c, s, 7, 8, pattern(300)), 160, 77))
+    frames.push_back(ether(l2, kEthIpv4, frag));
+  {
+    Bytes u = udp(c, s, 9, 10, pattern(30));
+    put16(u, 6, 0);  // IPv4 UDP without a checksum
+    frames.push_back(ether(l2, kEthIpv4, ipv4(c, s, 17, u)));
+    // UDP shorter than its IP payload (RFC 768 surplus area after it).
+    Bytes v = udp(c, s, 9, 10, pattern(30));
+    v.insert(v.end(), {0xde, 0xad, 0xbe, 0xef, 0x01});
+    frames.push_back(ether(l2, kEthIpv4, ipv4(c, s, 17, v)));
+  }
+  for (bool aws : {true, false}) {
+    EncapParams ep;
+    ep.src_mac = *MacAddr::parse("02:00:00:00:00:01");
+    ep.dst_mac = *MacAddr::parse("02:00:00:00:00:fe");
+    ep.src_ip = 0xC0000201;
+    ep.dst_ip = 0x0A00000B;
+    ep.vni = 0x123456;
+    ep.aws_options = aws;
+    ep.protocol = aws ? kEtherTypeIpv4 : kEtherTypeTeb;
+    ep.endpoint_id = 0x0A0B0C0D01020304ULL;
+    ep.attachment_id = 0x1122334455667788ULL;
+    EncapTemplate t;
+    buildEncapTemplate(t, ep);
+    ASSERT_EQ(t.len, encapHeaderLen(aws));
+    uint32_t cookie = 0x01020304;
+    for (const Bytes& f : frames) {
+      ParsedPacket p;
+      Counter why;
+      ASSERT_EQ(parseFrame(f.data(), f.size(), p, why), ParseStatus::kOk) << hex(f);
+      size_t start = aws ? p.l3_offset : 0;
+      size_t payload = size_t(p.l3_offset) + p.l3_len - start;
+      Bytes want(t.len + payload), got(t.len + payload);
+      std::memcpy(want.data() + t.len, f.data() + start, payload);
+      std::memcpy(got.data() + t.len, f.data() + start, payload);
+      EncapParams q = ep;
+      q.udp_sport = uint16_t(49152 + cookie % 16384);
+      q.cookie = cookie;
+      if (aws) q.protocol = p.ip_version == 4 ? kEtherTypeIpv4 : kEtherTypeIpv6;
+      writeEncap(want.data(), payload, q);
+      applyEncap(got.data(), t, payload, q.udp_sport, q.protocol, cookie, payloadSum(f.data(), start, p));
+      ASSERT_EQ(hex(got, 200), hex(want, 200)) << "aws " << aws << " frame " << hex(f);
+      cookie = cookie * 2654435761u + 1;
+    }
+  }
+}
+
+// With a corrupt inner checksum the derived outer checksum does not verify:
+// the appliance's UDP stack drops the packet instead of inspecting it.
+TEST(FastEncap, CorruptInnerChecksumGivesAnInvalidOuterChecksum) {
+  const IpAddr c = IpAddr::v4(0xC6336409), s = IpAddr::v4(0xCB007114);
+  const L2 l2{*MacAddr::parse("02:00:00:00:00:a1"), *MacAddr::parse("02:00:00:00:0a:0a"), {}};
+  Bytes f = ether(l2, kEthIpv4, ipv4(c, s, 6, tcp(c, s, 40000, 443, pattern(50), kTcpAck)));
+  f[14 + 20 + 16] ^= 0x5A;  // TCP checksum
+  ParsedPacket p;
+  Counter why;
+  ASSERT_EQ(parseFrame(f.data(), f.size(), p, why), ParseStatus::kOk);
+  EncapParams ep;
+  ep.src_ip = 0xC0000201;
+  ep.dst_ip = 0x0A00000B;
+  ep.aws_options = true;
+  EncapTemplate t;
+  buildEncapTemplate(t, ep);
+  size_t payload = p.l3_len;
+  Bytes out(t.len + payload);
+  std::memcpy(out.data() + t.len, f.data() + 14, payload);
+  applyEncap(out.data(), t, payload, 50000, kEtherTypeIpv4, 1, payloadSum(f.data(), 14, p));
+  size_t udp_len = out.size() - 34;
+  uint32_t sum = pseudoSum(IpAddr::v4(ep.src_ip), IpAddr::v4(ep.dst_ip), 17, udp_len);
+  EXPECT_FALSE(checksumOk(out.data() + 34, udp_len, sum));
+  EXPECT_TRUE(checksumOk(out.data() + 14, 20)) << "the outer IPv4 header stays valid";
+}
+
+}  // namespace
+}  // namespace gwlb
