@@ -1,35 +1,39 @@
 // Pure helpers for the worker's common case, inline so the per-packet path
 // stays in one function. Each has a general counterpart it must agree with
 // (tests/unit/test_fast_path.cc checks them against each other):
-//   parseCommon  <-> parseFrame   (packet_parser.h)
-//   payloadSum   <-> csumAdd over every byte (checksum.h)
+//   parseCommon      <-> parseFrame   (packet_parser.h)
+//   parseCommonIpv4  <-> parseL3      (packet_parser.h)
+//   parseGeneveAws   <-> parseGeneve  (geneve.h)
+//   payloadSum       <-> csumAdd over every byte (checksum.h)
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "common/checksum.h"
+#include "common/geneve.h"
 #include "common/packet_parser.h"
 
 namespace gwlb {
 
-// The frame nearly all traffic is, in a few loads: untagged Ethernet, IPv4
-// with a 20-byte header, not a fragment, TCP or UDP whose header fits and
-// whose lengths agree. Fills `out` (already default-constructed) exactly as
-// parseFrame() would and returns true; anything else returns false, leaves
-// `out` untouched, and parseFrame() decides. Never reads past len.
-inline bool parseCommon(const uint8_t* f, size_t len, ParsedPacket& out) noexcept {
-  if (len < 14 + 20 + 8) return false;
-  const uint8_t* ip = f + 14;
-  if (rd16(f + 12) != kEtherTypeIpv4 || ip[0] != 0x45) return false;
+// The IPv4 datagram nearly all traffic is, in a few loads: a 20-byte header,
+// not a fragment, TCP or UDP whose header fits and whose lengths agree.
+// ip[0..len) is the datagram and what follows it; `base` is its offset in the
+// parsed buffer. Fills the L3/L4 fields of `out` (already default-
+// constructed) exactly as parseFrame()/parseL3() would; false: leaves `out`
+// untouched, the general parser decides. Never reads past len.
+inline bool parseCommonIpv4(const uint8_t* ip, size_t len, uint16_t base,
+                            ParsedPacket& out) noexcept {
+  if (len < 20 + 8 || ip[0] != 0x45) return false;
   size_t total = rd16(ip + 2);
-  if ((rd16(ip + 6) & 0x3FFF) != 0 || total < 20 || total > len - 14) return false;
+  if ((rd16(ip + 6) & 0x3FFF) != 0 || total < 20 || total > len) return false;
   uint8_t proto = ip[9];
   const uint8_t* l4 = ip + 20;
   size_t l4len = total - 20;
   if (proto == kProtoTcp) {
-    size_t doff = size_t(l4[12] >> 4) * 4;  // l4len >= 20 checked first
-    if (l4len < 20 || doff < 20 || doff > l4len) return false;
+    if (l4len < 20) return false;
+    size_t doff = size_t(l4[12] >> 4) * 4;
+    if (doff < 20 || doff > l4len) return false;
   } else if (proto == kProtoUdp) {
     if (l4len < 8) return false;
     size_t ulen = rd16(l4 + 4);
@@ -37,18 +41,49 @@ inline bool parseCommon(const uint8_t* f, size_t len, ParsedPacket& out) noexcep
   } else {
     return false;
   }
-  out.l3_offset = 14;
   out.ether_type = kEtherTypeIpv4;
   out.ip_version = 4;
   out.l3_len = uint16_t(total);
-  out.l4_offset = 14 + 20;
+  out.l4_offset = uint16_t(base + 20);
   out.tuple.src = IpAddr::v4(ip + 12);
   out.tuple.dst = IpAddr::v4(ip + 16);
   out.tuple.proto = proto;
   out.tuple.sport = rd16(l4);
   out.tuple.dport = rd16(l4 + 2);
-  out.first_fragment = true;  // offset 0 (parseFrame says so for whole datagrams too)
+  out.first_fragment = true;  // offset 0 (the general parser says so for whole datagrams too)
   out.frag_id = rd16(ip + 4);
+  return true;
+}
+
+// parseFrame()'s common case: untagged Ethernet carrying parseCommonIpv4's
+// datagram.
+inline bool parseCommon(const uint8_t* f, size_t len, ParsedPacket& out) noexcept {
+  if (len < 14 || rd16(f + 12) != kEtherTypeIpv4) return false;
+  if (!parseCommonIpv4(f + 14, len - 14, 14, out)) return false;
+  out.l3_offset = 14;
+  return true;
+}
+
+// parseGeneve()'s common case: exactly the header our encapsulation writes in
+// aws format (version 0, no O or C bit, opt len 8: endpoint ID, attachment ID,
+// cookie options in that order with their lengths, none critical). Fills
+// `out` as parseGeneve() would; false: the general validator decides.
+inline bool parseGeneveAws(const uint8_t* p, size_t len, GeneveInfo& out) noexcept {
+  if (len < kGeneveBaseLen + kAwsOptionsLen) return false;
+  if (p[0] != kAwsOptionsLen / 4 || p[1] != 0) return false;
+  const uint8_t* o = p + kGeneveBaseLen;
+  if (rd32(o) != (uint32_t(kAwsOptionClass) << 16 | kAwsOptEndpointId << 8 | 2) ||
+      rd32(o + 12) != (uint32_t(kAwsOptionClass) << 16 | kAwsOptAttachmentId << 8 | 2) ||
+      rd32(o + 24) != (uint32_t(kAwsOptionClass) << 16 | kAwsOptFlowCookie << 8 | 1))
+    return false;
+  out = GeneveInfo{};
+  out.protocol = rd16(p + 2);
+  out.vni = rd32(p + 4) >> 8;
+  out.header_len = kGeneveBaseLen + kAwsOptionsLen;
+  out.has_endpoint_id = out.has_attachment_id = out.has_cookie = true;
+  out.endpoint_id = uint64_t(rd32(o + 4)) << 32 | rd32(o + 8);
+  out.attachment_id = uint64_t(rd32(o + 16)) << 32 | rd32(o + 20);
+  out.cookie = rd32(o + 28);
   return true;
 }
 
@@ -76,7 +111,9 @@ inline uint32_t payloadSum(const uint8_t* f, size_t start, const ParsedPacket& p
       uint32_t ps = p.ip_version == 4 ? csumAdd(0, l3 + 12, 8) : csumAdd(0, l3 + 8, 32);
       ps += proto + uint32_t(end - p.l4_offset);
       uint32_t segment = csumFold(ps);  // the complement of the pseudo-header's sum
-      return csumAdd(segment, f + start, p.l4_offset - start);
+      size_t head = p.l4_offset - start;
+      // The usual head is a 20-byte IPv4 header: a constant length unrolls.
+      return head == 20 ? csumAdd(segment, f + start, 20) : csumAdd(segment, f + start, head);
     }
   }
   return csumAdd(0, f + start, end - start);

@@ -19,6 +19,10 @@ namespace gwlb::dp {
 namespace {
 
 struct Ctx {
+  // A constructor, not aggregate initialisation: the per-burst scratch
+  // arrays below are written before they are read and need no zeroing.
+  Ctx(Dataplane& d, WorkerState& ws, const Snapshot& snap, uint64_t t, BurstOutput& o) noexcept
+      : dp(d), w(ws), s(snap), now(t), out(o) {}
   Dataplane& dp;
   WorkerState& w;
   const Snapshot& s;
@@ -26,9 +30,19 @@ struct Ctx {
   BurstOutput& out;
   // Counters every packet touches, added to the worker's once per burst.
   uint64_t encapsulated = 0, returned = 0, tx_bytes = 0;
-  // Keys inserted in this burst: a later packet's bulk-lookup miss may since
-  // have been filled (same flow, or a first fragment's entry).
-  uint32_t inserted = 0;
+  // Hashes of keys inserted in this burst: a later packet's bulk-lookup miss
+  // with one of them may since have been filled (same flow, or a first
+  // fragment's entry) and is looked up again.
+  uint32_t inserted[kMaxBurst * 2];
+  uint32_t n_inserted = 0;
+  void noteInsert(uint32_t hash) noexcept {
+    if (n_inserted < kMaxBurst * 2) inserted[n_inserted++] = hash;
+  }
+  bool insertedThisBurst(uint32_t hash) const noexcept {
+    for (uint32_t i = 0; i < n_inserted; ++i)
+      if (inserted[i] == hash) return true;
+    return false;
+  }
 };
 
 inline void drop(Ctx& c, rte_mbuf* m, Counter why) noexcept {
@@ -159,7 +173,7 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref, int
   FlowTable& ft = *c.dp.flows;
   uint8_t* frame = rte_pktmbuf_mtod(m, uint8_t*);
 
-  if (pos < 0 && c.inserted) pos = ft.lookup(ref.key, ref.hash);
+  if (pos < 0 && c.insertedThisBurst(ref.hash)) pos = ft.lookup(ref.key, ref.hash);
   if (pos < 0 && ref.fragment_key) return drop(c, m, Counter::drop_fragment_unknown_flow);
   uint64_t route = pos >= 0 ? ft.entry(pos).route.load(std::memory_order_acquire) : 0;
   if (!(route & kRouteSet)) {
@@ -169,7 +183,7 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref, int
     if (server == kNoServer) return drop(c, m, Counter::drop_no_healthy_server);
     if (pos < 0) {
       pos = ft.insert(ref.key, ref.hash);
-      ++c.inserted;
+      c.noteInsert(ref.hash);
     }
     if (pos < 0) return drop(c, m, Counter::drop_flow_table_full);
     uint8_t proto = p.icmp_error ? p.quoted.proto : p.tuple.proto;
@@ -208,8 +222,9 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref, int
   if (p.is_fragment && p.first_fragment && !p.icmp_error &&
       lv.stickiness == StickinessMode::kFiveTuple) [[unlikely]] {
     FlowKey fk = makeFragmentKey(p.tuple, p.frag_id, kListener);
-    int32_t fpos = ft.insert(fk, flowHash(fk));
-    ++c.inserted;
+    uint32_t fh = flowHash(fk);
+    int32_t fpos = ft.insert(fk, fh);
+    c.noteInsert(fh);
     if (fpos >= 0) {
       bool fcreated = false;
       FlowEntry& fe = ft.entry(fpos);
@@ -269,7 +284,9 @@ void fromAppliance(Ctx& c, rte_mbuf* m, const ParsedPacket& outer) noexcept {
   size_t end = size_t(outer.l3_offset) + outer.l3_len;
   GeneveInfo gi;
   Counter why;
-  GeneveStatus st = parseGeneve(f + gen_off, end - gen_off, gi, why);
+  GeneveStatus st = g.aws && parseGeneveAws(f + gen_off, end - gen_off, gi)
+                        ? GeneveStatus::kOk
+                        : parseGeneve(f + gen_off, end - gen_off, gi, why);
   if (st == GeneveStatus::kControl) return drop(c, m, Counter::drop_geneve_control);
   if (st == GeneveStatus::kDrop) return drop(c, m, why);
   if (gi.vni != g.vni) return drop(c, m, Counter::drop_geneve_bad_vni);
@@ -283,8 +300,15 @@ void fromAppliance(Ctx& c, rte_mbuf* m, const ParsedPacket& outer) noexcept {
 
   size_t inner_off = gen_off + gi.header_len;
   ParsedPacket in;
-  ParseStatus ps = g.aws ? parseL3(f + inner_off, end - inner_off, gi.protocol, in, why)
-                         : parseFrame(f + inner_off, end - inner_off, in, why);
+  ParseStatus ps;
+  if (g.aws) {
+    ps = gi.protocol == kEtherTypeIpv4 && parseCommonIpv4(f + inner_off, end - inner_off, 0, in)
+             ? ParseStatus::kOk
+             : parseL3(f + inner_off, end - inner_off, gi.protocol, in, why);
+  } else {
+    ps = parseCommon(f + inner_off, end - inner_off, in) ? ParseStatus::kOk
+                                                        : parseFrame(f + inner_off, end - inner_off, in, why);
+  }
   if (ps != ParseStatus::kOk) return drop(c, m, Counter::drop_return_inner_malformed);
 
   if (g.listener == kNoListener) return drop(c, m, Counter::drop_return_no_flow);

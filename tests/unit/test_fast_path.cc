@@ -137,6 +137,67 @@ TEST(FastParse, AcceptsOnlyWhatParseFrameAcceptsAndAgrees) {
   EXPECT_GT(accepted, total / 10);
 }
 
+// The bare-IPv4 shortcut (inner packets of aws-format replies) against parseL3.
+TEST(FastParse, Ipv4ShortcutAgreesWithParseL3) {
+  const IpAddr c = IpAddr::v4(0xC6336409), s = IpAddr::v4(0xCB007114);
+  std::vector<Bytes> bases = {ipv4(c, s, 6, tcp(c, s, 40000, 443, pattern(10), kTcpAck)),
+                              ipv4(c, s, 17, udp(c, s, 5353, 53, pattern(22)))};
+  std::mt19937 rng(19);
+  size_t accepted = 0;
+  for (int iter = 0; iter < 100000; ++iter) {
+    Bytes f = bases[size_t(iter) % bases.size()];
+    for (int e = iter % 5 == 0 ? 0 : 1 + int(rng() % 3); e > 0; --e) {
+      if (rng() % 3 == 0) f.resize(rng() % (f.size() + 1));
+      else if (!f.empty()) f[rng() % std::min<size_t>(f.size(), 44)] = uint8_t(rng());
+    }
+    ParsedPacket fast, full;
+    Counter why;
+    if (!parseCommonIpv4(f.data(), f.size(), 0, fast)) continue;
+    ++accepted;
+    ASSERT_EQ(parseL3(f.data(), f.size(), kEtherTypeIpv4, full, why), ParseStatus::kOk) << hex(f);
+    expectSameParse(fast, full, f);
+    if (HasFailure()) return;
+  }
+  EXPECT_GT(accepted, 10000u);
+}
+
+// The aws-header shortcut against the general Geneve validator: whatever it
+// accepts, parseGeneve accepts with the same result.
+TEST(FastGeneve, AwsShortcutAgreesWithParseGeneve) {
+  GeneveHdr h;
+  h.vni = 0x123456;
+  h.options = awsOptions(0x0A0B0C0D01020304ULL, 0x1122334455667788ULL, 0xCAFEF00D);
+  const Bytes base = geneve(h);
+  std::mt19937 rng(23);
+  size_t accepted = 0;
+  for (int iter = 0; iter < 100000; ++iter) {
+    Bytes g = base;
+    for (int e = iter % 5 == 0 ? 0 : 1 + int(rng() % 2); e > 0; --e) {
+      if (rng() % 4 == 0) g.resize(rng() % (g.size() + 1));
+      else if (!g.empty()) g[rng() % g.size()] ^= uint8_t(1u << (rng() % 8));
+    }
+    GeneveInfo fast, full;
+    Counter why;
+    if (!parseGeneveAws(g.data(), g.size(), fast)) continue;
+    ++accepted;
+    ASSERT_EQ(parseGeneve(g.data(), g.size(), full, why), GeneveStatus::kOk) << hex(g);
+    EXPECT_EQ(fast.version, full.version);
+    EXPECT_EQ(fast.oam, full.oam);
+    EXPECT_EQ(fast.critical, full.critical);
+    EXPECT_EQ(fast.protocol, full.protocol);
+    EXPECT_EQ(fast.vni, full.vni);
+    EXPECT_EQ(fast.header_len, full.header_len);
+    EXPECT_EQ(fast.has_cookie, full.has_cookie);
+    EXPECT_EQ(fast.cookie, full.cookie);
+    EXPECT_EQ(fast.has_endpoint_id, full.has_endpoint_id);
+    EXPECT_EQ(fast.endpoint_id, full.endpoint_id);
+    EXPECT_EQ(fast.has_attachment_id, full.has_attachment_id);
+    EXPECT_EQ(fast.attachment_id, full.attachment_id);
+    if (HasFailure()) return;
+  }
+  EXPECT_GT(accepted, 10000u);
+}
+
 // The encapsulation template plus the derived payload sum writes what the
 // reference writer writes, for valid inner packets of every kind we carry.
 TEST(FastEncap, TemplateAndDerivedSumMatchTheReferenceWriter) {
