@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Issue 8, figure 1 (called by scripts/bench.sh, section `pipeline`): the
+# worker pipeline on one lcore through a net_ring port (bench/pipeline_bench),
+# beside dpdk-testpmd's io and macswap forwarding over a net_ring port on the
+# same lcore in the same run, plus instructions per packet under callgrind.
+#   bench/run_pipeline.sh BUILD_DIR OUT_DIR MACHINE_TEXT [--quick]
+set -euo pipefail
+build="$1" out="$2" machine="$3" quick="${4:-}"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cpu=1                   # the worker lcore (core 0 keeps the rest of the machine)
+reps=5 rep_packets=2000000 tp_s=3 tp_runs=3 big=1048576
+if [ "$quick" = "--quick" ]; then reps=3 rep_packets=500000 tp_s=2 tp_runs=2 big=262144; fi
+log="$out/bench-pipeline.log"
+: >"$log"
+results=()
+case_run() {  # mode flows size proto
+  local j la0 la1
+  la0=$(cut -d' ' -f1 /proc/loadavg)
+  j=$("$build/bench/pipeline_bench" --mode "$1" --flows "$2" --size "$3" --proto "$4" \
+      --reps "$reps" --rep-packets "$rep_packets" --cpu "$cpu" 2>>"$log" | tail -1)
+  la1=$(cut -d' ' -f1 /proc/loadavg)
+  results+=("$(printf '%s' "$j" | sed "s/}\$/,\"load_avg_1m\":[$la0,$la1]}/")")
+}
+
+# testpmd: one forwarding lcore (cpu 1), main lcore on cpu 0, one net_ring
+# port whose TX ring is its RX ring (net_ring0 without arguments): --tx-first
+# puts one burst in flight and io/macswap forwarding keeps it circulating.
+# --record-core-cycles reports cycles per packet over non-empty bursts.
+testpmd=()
+if command -v dpdk-testpmd >/dev/null; then
+  for mode in io macswap; do
+    for r in $(seq "$tp_runs"); do
+      t=$( (sleep "$tp_s"; echo) | timeout $((tp_s + 30)) dpdk-testpmd -l 0,$cpu --no-huge --no-pci \
+           --no-shconf -m 512 --vdev=net_ring0 --log-level=lib.eal:error -- \
+           --forward-mode=$mode --record-core-cycles --auto-start --tx-first --nb-cores=1 \
+           --burst=32 --txpkts=64 --total-num-mbufs=8192 2>>"$log" |
+           sed -n 's/.*CPU cycles\/packet=\([0-9.]*\).*/\1/p' | tail -1)
+      [ -n "$t" ] && testpmd+=("{\"mode\":\"$mode\",\"cycles_per_packet\":$t}")
+    done
+  done
+else
+  echo "bench: dpdk-testpmd not found (Debian package dpdk): no baseline" >&2
+fi
+
+case_run ring 1024 64 udp
+for mode in established new return; do
+  for flows in 1024 "$big"; do
+    for size in 64 512; do
+      for proto in udp tcp; do
+        case_run "$mode" "$flows" "$size" "$proto"
+      done
+    done
+  done
+done
+
+# Instructions per packet (deterministic): one pass per case under callgrind,
+# counted inside processBurst only.
+ins=()
+if command -v valgrind >/dev/null; then
+  cg="$out/bench-pipeline-cg"
+  rm -rf "$cg"
+  mkdir -p "$cg"
+  for mode in established new return; do
+    meta=$(valgrind --tool=callgrind --callgrind-out-file="$cg/$mode.%p" \
+      --toggle-collect='*processBurst*' "$build/bench/pipeline_bench" --mode "$mode" \
+      --flows 4096 --rep-packets 100000 --instructions 2>>"$log" | tail -1) || continue
+    total=$(cat "$cg/$mode".* | sed -n 's/^summary: \([0-9]*\).*/\1/p' | awk '{s+=$1} END {print s+0}')
+    ins+=("$(printf '%s' "$meta" | sed "s/}\$/,\"instructions\":$total}/")")
+  done
+fi
+
+ROOT="$root" /usr/bin/python3 - "$out/bench.json" "$machine" "$(nproc)" "${results[@]}" \
+  "--testpmd" "${testpmd[@]}" "--ins" "${ins[@]}" <<'PY'
+import json, os, statistics, sys
+sys.path.insert(0, os.path.join(os.environ["ROOT"], "bench"))
+from report import emit
+args = sys.argv[4:]
+i_tp = args.index("--testpmd")
+i_ins = args.index("--ins")
+cases = [json.loads(a) for a in args[:i_tp]]
+tp = [json.loads(a) for a in args[i_tp + 1:i_ins]]
+ins = [json.loads(a) for a in args[i_ins + 1:]]
+med = statistics.median
+hz = cases[0]["tsc_hz"]
+tp_by = {}
+for t in tp:
+    tp_by.setdefault(t["mode"], []).append(t["cycles_per_packet"])
+tp_io = med(tp_by["io"]) if "io" in tp_by else None
+tp_ms = med(tp_by["macswap"]) if "macswap" in tp_by else None
+rows = []
+for mode, vals in sorted(tp_by.items()):
+    m = med(vals)
+    rows.append((f"testpmd {mode}, 64 B", f"{m:.1f} cyc/pkt",
+                 f"{hz / m / 1e6:.0f} Mpps; runs {min(vals):.1f}-{max(vals):.1f}"))
+targets = {"established": 80, "new": 300, "return": 80}
+for c in cases:
+    cyc = c["cycles_per_packet"]
+    if c["mode"] == "ring":
+        name = "our harness, rx+tx only (io), 64 B"
+    else:
+        name = (f"{c['mode']}, {c['flows']:,} flows, {c['size']} B {c['proto'].upper()}")
+    extra = ""
+    if tp_io:
+        extra = f"; testpmd io/ours {tp_io / cyc:.3f}"
+    if tp_ms:
+        extra += f", macswap/ours {tp_ms / cyc:.3f}"
+    tgt = targets.get(c["mode"])
+    if tgt:
+        extra += f"; target <= {tgt}"
+    rows.append((name, f"{cyc:.1f} cyc/pkt",
+                 f"{c['mpps']:.2f} Mpps; reps {c['spread'][0]:.1f}-{c['spread'][1]:.1f}; "
+                 f"load {c['load_avg_1m'][0]}-{c['load_avg_1m'][1]}{extra}"))
+for r in ins:
+    rows.append((f"{r['mode']}: instructions/packet", f"{r['instructions'] / r['packets']:.0f}",
+                 f"callgrind inside processBurst, 4,096 flows, 64 B UDP, {r['packets']:,} packets"))
+c0 = cases[0]
+cond = (f"bench/pipeline_bench, release build; worker = main lcore pinned to cpu {c0['cpu']} "
+        f"(EAL --no-huge --no-pci); a net_ring port (rte_eth_from_rings, own RX and TX rings); "
+        f"per burst of {c0['burst']}: untimed = allocate mbufs, write the next flows' frames "
+        f"(per-flow header templates), enqueue on the RX ring; timed (rte_rdtsc) = rx_burst + "
+        f"dp::processBurst + tx_burst; untimed = drain the TX ring, check every packet came out, "
+        f"free. Flows visited in a fixed shuffled order; established/return: the flows exist "
+        f"(untimed warm pass), {c0['rep_packets']:,} packets per repetition, {c0['reps']} "
+        f"repetitions in one process (median, min-max); new: every packet a new flow, each "
+        f"repetition fills an empty table (capacity 2 x flows) with `flows` new flows. aws Geneve "
+        f"to 3 appliances (Maglev 65537); return = the appliance's reply (outer addresses "
+        f"swapped) for each flow, decapsulated back to the router. Mpps = TSC {hz / 1e6:.0f} MHz "
+        f"/ cycles (one worker, compute only, rings included). testpmd: dpdk-testpmd io/macswap, "
+        f"1 forwarding lcore on cpu {c0['cpu']}, net_ring0 (TX ring = RX ring), --tx-first, "
+        f"burst 32, 64 B, --record-core-cycles, {len(tp) // max(1, len(tp_by))} runs; ratio = "
+        f"testpmd cycles / our cycles (= our rate / testpmd's rate). Machine: {sys.argv[3]} "
+        f"cores shared with whatever else runs (load averages given per case)")
+emit("pipeline", {"cases": cases, "testpmd": tp, "instructions": ins}, rows, cond,
+     sys.argv[1], sys.argv[2], width=46, value_width=15)
+PY
