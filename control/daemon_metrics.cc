@@ -120,6 +120,10 @@ std::string Daemon::metricsText() const {
   o << "gwlb_flows " << flows_->count() << '\n';
   metric(o, "gwlb_flow_table_capacity", "gauge", "entries the flow table can hold");
   o << "gwlb_flow_table_capacity " << flows_->capacity() << '\n';
+  metric(o, "gwlb_flows_evicted_total", "counter",
+         "flows deleted by the exhaustion policy (table above 90 % of capacity: idlest flows "
+         "evicted down to 80 %)");
+  o << "gwlb_flows_evicted_total " << flows_->evicted() << '\n';
   metric(o, "gwlb_server_state", "gauge", "1 for the state each appliance is in");
   for (const auto& g : cfg_.server_groups)
     for (const auto& sc : g.servers) {

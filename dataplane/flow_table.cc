@@ -88,7 +88,9 @@ size_t FlowTable::expire(uint64_t now_ns, size_t max, std::vector<uint16_t>* exp
   void* data;
   uint32_t next = 0;
   int32_t pos;
+  size_t live = 0;
   while ((pos = rte_hash_iterate(hash_, &key, &data, &next)) >= 0) {
+    ++live;
     const FlowEntry& e = entries_[size_t(pos)];
     // An entry whose route is not set yet is being created by a worker.
     if (!(e.route.load(std::memory_order_acquire) & kRouteSet)) continue;
@@ -100,6 +102,51 @@ size_t FlowTable::expire(uint64_t now_ns, size_t max, std::vector<uint16_t>* exp
       if (expired_servers && static_cast<const FlowKey*>(key)->kind != KeyKind::kFragment)
         expired_servers->push_back(routeServer(e.route.load(std::memory_order_relaxed)));
       if (max && victims.size() >= max) break;
+    }
+  }
+  // Exhaustion: evict the entries idle longest, down to the low-water mark.
+  // (Counted by the scan above: rte_hash_count() also counts positions
+  // parked in per-lcore caches. With `max`, the scan stopped early: no eviction.)
+  size_t left = live > victims.size() ? live - victims.size() : 0;
+  if (max == 0 && left > size_t(capacity_) * kEvictHighPercent / 100) {
+    size_t want = left - size_t(capacity_) * kEvictLowPercent / 100;
+    auto candidate = [&](const FlowEntry& e, uint64_t& seen) {
+      if (!(e.route.load(std::memory_order_acquire) & kRouteSet)) return false;
+      uint64_t idle = e.idle_timeout_ns.load(std::memory_order_relaxed);
+      seen = e.last_seen_ns.load(std::memory_order_relaxed);
+      return idle != 0 && seen + idle > now_ns;  // not already expired above
+    };
+    std::vector<uint64_t> seen_all;
+    seen_all.reserve(left);
+    next = 0;
+    while ((pos = rte_hash_iterate(hash_, &key, &data, &next)) >= 0) {
+      uint64_t seen;
+      if (candidate(entries_[size_t(pos)], seen)) seen_all.push_back(seen);
+    }
+    want = std::min(want, seen_all.size());
+    if (want > 0) {
+      std::nth_element(seen_all.begin(), seen_all.begin() + long(want - 1), seen_all.end());
+      uint64_t cutoff = seen_all[want - 1];
+      // Strictly older than the cutoff first, then as many at the cutoff as needed.
+      size_t older = size_t(std::count_if(seen_all.begin(), seen_all.end(),
+                                          [cutoff](uint64_t v) { return v < cutoff; }));
+      size_t at_cutoff = want - older;
+      next = 0;
+      size_t taken = 0;
+      while (taken < want && (pos = rte_hash_iterate(hash_, &key, &data, &next)) >= 0) {
+        const FlowEntry& e = entries_[size_t(pos)];
+        uint64_t seen;
+        if (!candidate(e, seen) || seen > cutoff) continue;
+        if (seen == cutoff) {
+          if (at_cutoff == 0) continue;
+          --at_cutoff;
+        }
+        victims.emplace_back(*static_cast<const FlowKey*>(key), pos);
+        if (expired_servers && static_cast<const FlowKey*>(key)->kind != KeyKind::kFragment)
+          expired_servers->push_back(routeServer(e.route.load(std::memory_order_relaxed)));
+        ++taken;
+      }
+      evicted_ += taken;
     }
   }
   if (victims.empty()) return 0;

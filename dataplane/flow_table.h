@@ -102,7 +102,19 @@ class FlowTable {
   // (all when max == 0). Their positions are freed by a later reclaim().
   // When `expired_servers` is given, the server id of each expired flow
   // (fragment entries excluded) is appended to it.
+  //
+  // Exhaustion policy: when more than kEvictHighPercent of capacity() would
+  // still be in use after that, the entries idle longest (oldest last
+  // packet, whatever their timeout) are deleted too, down to
+  // kEvictLowPercent, and counted in evicted(). Between such passes a full
+  // table drops the first packet of a new flow (drop_flow_table_full);
+  // established flows are never touched by the dataplane. Returns the
+  // number deleted, evictions included.
+  static constexpr size_t kEvictHighPercent = 90;
+  static constexpr size_t kEvictLowPercent = 80;
   size_t expire(uint64_t now_ns, size_t max = 0, std::vector<uint16_t>* expired_servers = nullptr);
+  // Entries deleted by the exhaustion policy since the table was made.
+  uint64_t evicted() const noexcept { return evicted_; }
   // Control thread: frees positions whose grace period has ended. `wait` blocks
   // until it has (only where no worker can be the caller).
   size_t reclaim(bool wait = false);
@@ -143,6 +155,7 @@ class FlowTable {
   size_t slots_ = 0;
   std::unique_ptr<FlowEntry[]> entries_;
   std::deque<Retired> retired_;
+  uint64_t evicted_ = 0;
 };
 
 }  // namespace gwlb::dp

@@ -172,5 +172,56 @@ TEST(FlowTableLimits, FullTableDropsNewFlowsButServesExistingOnes) {
   EXPECT_EQ(h.send(udpFlow(1)).verdict, Verdict::kAppliance);
 }
 
+// Exhaustion policy: once the control thread's expiry pass finds the table
+// above 90 % of its capacity, it evicts the flows idle longest down to 80 %;
+// the flows that sent most recently keep their entries, appliance and cookie,
+// and new flows are admitted again.
+TEST(FlowTableLimits, ExpiryEvictsTheIdlestFlowsWhenTheTableIsNearlyFull) {
+  HarnessOptions o;
+  o.flow_table_size = 100;
+  Harness h(o);
+  dp::FlowTable& ft = h.flows();
+  std::vector<Result> first(201);
+  uint16_t admitted = 0;
+  for (uint16_t p = 1; p <= 200; ++p) {
+    h.now += kSec / 100;  // flow p last sent at p x 10 ms
+    first[p] = h.send(udpFlow(p));
+    if (first[p].verdict == Verdict::kAppliance) admitted = p;
+  }
+  ASSERT_GT(h.get(Counter::drop_flow_table_full), 0u) << "the table filled up";
+  uint32_t live = liveKeys(ft);
+  ASSERT_GT(live, 90u);
+  // Flows 1..10 send again: they are the most recent now.
+  for (uint16_t p = 1; p <= 10; ++p) {
+    h.now += kSec / 100;
+    ASSERT_EQ(h.send(udpFlow(p)).verdict, Verdict::kAppliance);
+  }
+  size_t deleted = ft.expire(h.now);  // nothing is past its 120 s timeout yet
+  EXPECT_EQ(deleted, live - 80u);
+  EXPECT_EQ(ft.evicted(), live - 80u);
+  EXPECT_EQ(liveKeys(ft), 80u);
+  h.quiescent();
+  ft.reclaim();
+  // The recently active flows kept their entries (same appliance and cookie).
+  for (uint16_t p = 1; p <= 10; ++p) {
+    Result r = h.send(udpFlow(p));
+    ASSERT_EQ(r.verdict, Verdict::kAppliance);
+    Encap a = checkEncap(h, first[p].bytes, udpFlow(p).l3, kEthIpv4);
+    Encap b = checkEncap(h, r.bytes, udpFlow(p).l3, kEthIpv4);
+    EXPECT_EQ(b.appliance, a.appliance) << "flow " << p;
+    EXPECT_EQ(b.cookie, a.cookie) << "flow " << p << " kept its entry";
+  }
+  // The idlest admitted flow lost its entry: its next packet makes a new one.
+  uint64_t created = h.get(Counter::flows_created);
+  Result again = h.send(udpFlow(11));
+  ASSERT_EQ(again.verdict, Verdict::kAppliance);
+  EXPECT_EQ(h.get(Counter::flows_created), created + 1);
+  // New flows get in again.
+  EXPECT_EQ(h.send(udpFlow(admitted + 1)).verdict, Verdict::kAppliance);
+  // Below the high-water mark nothing more is evicted.
+  EXPECT_EQ(ft.expire(h.now), 0u);
+  EXPECT_EQ(ft.evicted(), live - 80u);
+}
+
 }  // namespace
 }  // namespace gwlb::dptest
