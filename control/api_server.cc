@@ -1,11 +1,16 @@
 #include "control/api_server.h"
 
+#include <fcntl.h>
+#include <grp.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <deque>
+#include <cstdio>
 #include <filesystem>
+#include <optional>
+#include <system_error>
+#include <vector>
 
 namespace gwlb::ctl {
 
@@ -65,6 +70,17 @@ json dispatchLine(const std::string& line, const ApiHandler& handler) {
 
 namespace {
 
+// A reply as one line. Strings that are not valid UTF-8 (a config value quoted
+// in an error, say) are replaced, never a reason to throw.
+std::string encodeReply(const json& r) {
+  return r.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+// One connection. Requests are served one at a time: the next line is read
+// only once the previous reply is written, so a client that does not read its
+// replies stops being read (its requests back up in its own socket buffer)
+// instead of growing a queue here. One timer bounds every wait: for a complete
+// request line, or for the client to take its reply.
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(stream_protocol::socket s, const ApiHandler& h, std::shared_ptr<size_t> live,
@@ -84,10 +100,11 @@ class Session : public std::enable_shared_from_this<Session> {
     read();
   }
 
-  // Sends one reply and closes (used for `busy`).
+  // Sends one reply and closes (used for `busy` and `too_large`).
   void refuse(const json& reply) {
     closing_ = true;
-    send(reply.dump() + "\n");
+    armTimer();
+    send(encodeReply(reply));
   }
 
  private:
@@ -96,9 +113,15 @@ class Session : public std::enable_shared_from_this<Session> {
     auto self = shared_from_this();
     timer_.async_wait([self](const boost::system::error_code& ec) {
       if (ec) return;
-      boost::system::error_code ignored;
-      self->sock_.close(ignored);  // idle, stuck reader or slow drip
+      self->close();  // idle, slow drip, or a client that does not read
     });
+  }
+
+  void close() {
+    boost::system::error_code ignored;
+    sock_.shutdown(stream_protocol::socket::shutdown_both, ignored);
+    sock_.close(ignored);
+    timer_.cancel();
   }
 
   void read() {
@@ -111,46 +134,40 @@ class Session : public std::enable_shared_from_this<Session> {
                                       " bytes"));
             return;
           }
-          if (ec) {
-            self->timer_.cancel();
+          if (ec == boost::asio::error::eof && self->buf_.size() > 0) {
+            n = self->buf_.size();  // the client's last request, without its newline
+            self->closing_ = true;
+          } else if (ec) {
+            self->close();
             return;
           }
           std::string line(boost::asio::buffers_begin(self->buf_.data()),
                            boost::asio::buffers_begin(self->buf_.data()) + std::ptrdiff_t(n));
           self->buf_.consume(n);
           while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
-          if (!line.empty()) {
-            ++*self->requests_;
-            self->send(dispatchLine(line, self->handler_).dump() + "\n");
+          if (line.empty()) {  // a blank line is no request and does not renew the timer
+            if (self->closing_) self->close();
+            else self->read();
+            return;
           }
-          self->armTimer();
-          self->read();
+          ++*self->requests_;
+          self->armTimer();  // now for the client to take the reply
+          self->send(encodeReply(dispatchLine(line, self->handler_)));
         });
   }
 
   void send(std::string s) {
-    out_.push_back(std::move(s));
-    if (out_.size() == 1) write();
-  }
-
-  void write() {
+    out_ = std::move(s);
     auto self = shared_from_this();
-    boost::asio::async_write(sock_, boost::asio::buffer(out_.front()),
+    boost::asio::async_write(sock_, boost::asio::buffer(out_),
                              [self](const boost::system::error_code& ec, size_t) {
-                               if (ec) {
-                                 self->timer_.cancel();
+                               self->out_.clear();
+                               if (ec || self->closing_) {
+                                 self->close();
                                  return;
                                }
-                               self->out_.pop_front();
-                               if (!self->out_.empty()) {
-                                 self->write();
-                               } else if (self->closing_) {
-                                 boost::system::error_code ignored;
-                                 self->sock_.shutdown(stream_protocol::socket::shutdown_both,
-                                                      ignored);
-                                 self->sock_.close(ignored);
-                                 self->timer_.cancel();
-                               }
+                               self->armTimer();  // for the next request line
+                               self->read();
                              });
   }
 
@@ -158,7 +175,7 @@ class Session : public std::enable_shared_from_this<Session> {
   boost::asio::steady_timer timer_;
   boost::asio::streambuf buf_;
   ApiHandler handler_;
-  std::deque<std::string> out_;
+  std::string out_;  // the reply being written (at most one)
   bool closing_ = false;
   std::shared_ptr<size_t> live_;
   std::shared_ptr<uint64_t> requests_;
@@ -172,48 +189,164 @@ bool socketAnswers(boost::asio::io_context& io, const std::string& path) {
   return !ec;
 }
 
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw std::runtime_error("control socket " + path + ": " + what);
+}
+
+std::string errnoText(int e) { return std::error_code(e, std::generic_category()).message(); }
+
+const char* fileKind(mode_t m) {
+  if (S_ISLNK(m)) return "a symbolic link";
+  if (S_ISREG(m)) return "a regular file";
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISCHR(m) || S_ISBLK(m)) return "a device";
+  return "not a socket";
+}
+
+// Creates the missing components of `dir` with mode 0755 (less under the
+// umask), then checks that it is a directory other users cannot tamper with.
+void prepareDirectory(const std::string& sock, const std::filesystem::path& dir) {
+  std::filesystem::path p;
+  for (const auto& part : dir) {
+    p /= part;
+    if (::mkdir(p.c_str(), 0755) != 0 && errno != EEXIST)
+      fail(sock, "cannot create directory " + p.string() + ": " + errnoText(errno));
+  }
+  struct stat st{};
+  if (::stat(dir.c_str(), &st) != 0) fail(sock, dir.string() + ": " + errnoText(errno));
+  if (!S_ISDIR(st.st_mode)) fail(sock, dir.string() + " is not a directory");
+  if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
+    char m[8];
+    std::snprintf(m, sizeof m, "%04o", unsigned(st.st_mode & 07777));
+    fail(sock, "directory " + dir.string() + " (mode " + m +
+                   ") may be written by every user and is not sticky: anyone could replace "
+                   "the socket; use a directory only gwlbd's user can write (e.g. /run/gwlbd)");
+  }
+}
+
+// Clears the way for bind(): nothing there, or a stale socket (removed). A
+// socket someone answers on, a symlink or any other file is an error: it is
+// never followed, chmod'ed or removed.
+void clearSocketPath(boost::asio::io_context& io, const std::string& path) {
+  struct stat st{};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return;
+    fail(path, errnoText(errno));
+  }
+  if (!S_ISSOCK(st.st_mode))
+    fail(path, std::string("the path exists and is ") + fileKind(st.st_mode) +
+                   ", not a socket; refusing to replace it (remove it yourself or choose "
+                   "another control.socket)");
+  if (socketAnswers(io, path)) fail(path, "is in use by a running gwlbd");
+  if (::unlink(path.c_str()) != 0) fail(path, "cannot remove the stale socket: " + errnoText(errno));
+  spdlog::info("control socket {}: replaced a stale socket", path);
+}
+
+// "" = no change; digits = a gid; else a group name.
+std::optional<gid_t> resolveGroup(const std::string& sock, const std::string& group) {
+  if (group.empty()) return std::nullopt;
+  if (group.find_first_not_of("0123456789") == std::string::npos && group.size() <= 10) {
+    unsigned long long g = std::stoull(group);
+    if (g < 0xFFFFFFFFull) return gid_t(g);
+  }
+  struct group gr{}, *res = nullptr;
+  std::vector<char> buf(16384);
+  int e = ::getgrnam_r(group.c_str(), &gr, buf.data(), buf.size(), &res);
+  if (e != 0) fail(sock, "looking up control.socket_group '" + group + "': " + errnoText(e));
+  if (!res) fail(sock, "control.socket_group: there is no group '" + group + "'");
+  return gr.gr_gid;
+}
+
 }  // namespace
 
 ApiServer::ApiServer(boost::asio::io_context& io, const std::string& path, unsigned mode,
-                     ApiHandler handler)
-    : io_(io), acceptor_(io), path_(path), handler_(std::move(handler)) {
-  namespace fs = std::filesystem;
-  std::error_code fec;
-  fs::create_directories(fs::path(path).parent_path(), fec);
-  if (fs::exists(path, fec)) {
-    if (socketAnswers(io, path))
-      throw std::runtime_error("control socket " + path + " is in use by a running gwlbd");
-    fs::remove(path, fec);
-  }
+                     const std::string& group, ApiHandler handler)
+    : io_(io), acceptor_(io), accept_retry_(io), path_(path), handler_(std::move(handler)) {
+  std::optional<gid_t> gid = resolveGroup(path, group);
+  prepareDirectory(path, std::filesystem::path(path).parent_path());
+  clearSocketPath(io, path);
   boost::system::error_code ec;
   acceptor_.open(stream_protocol(), ec);
-  if (!ec) acceptor_.bind(stream_protocol::endpoint(path), ec);
-  if (!ec) acceptor_.listen(boost::asio::socket_base::max_listen_connections, ec);
-  if (ec) throw std::runtime_error("control socket " + path + ": " + ec.message());
-  if (::chmod(path.c_str(), mode_t(mode)) != 0)
-    throw std::runtime_error("control socket " + path + ": chmod failed");
+  if (ec) fail(path, ec.message());
+  // bind() creates the file with 0777 & ~umask: under this umask it has exactly
+  // `mode` from its first instant, so there is no moment at which more users
+  // may connect. umask is per process; no other thread creates files while
+  // gwlbd starts its control loop.
+  mode_t old = ::umask(mode_t(~mode & 0777));
+  acceptor_.bind(stream_protocol::endpoint(path), ec);
+  ::umask(old);
+  if (ec) fail(path, ec.message());
+  // Group and (only if a default ACL overrode the umask) mode, through a
+  // descriptor of what we bound: a symlink swapped in is not followed.
+  int fd = ::open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st{};
+  if (fd < 0 || ::fstat(fd, &st) != 0) {
+    int e = errno;
+    if (fd >= 0) ::close(fd);
+    fail(path, "cannot open the socket just bound: " + errnoText(e));
+  }
+  auto cleanup = [&](const std::string& what) {
+    ::close(fd);
+    ::unlink(path.c_str());
+    fail(path, what);
+  };
+  if (!S_ISSOCK(st.st_mode) || st.st_uid != ::geteuid())
+    cleanup("the path was replaced while binding; refusing to touch it");
+  dev_ = st.st_dev;
+  ino_ = st.st_ino;
+  if (gid && ::fchownat(fd, "", uid_t(-1), *gid, AT_EMPTY_PATH) != 0)
+    cleanup("cannot give the socket group " + group + ": " + errnoText(errno));
+  if ((st.st_mode & 07777) != mode) {
+    std::string proc = "/proc/self/fd/" + std::to_string(fd);
+    if (::chmod(proc.c_str(), mode_t(mode)) != 0)
+      cleanup("cannot set mode: " + errnoText(errno));
+  }
+  ::close(fd);
+  acceptor_.listen(boost::asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    ::unlink(path.c_str());
+    fail(path, ec.message());
+  }
   accept();
 }
 
 ApiServer::~ApiServer() {
   boost::system::error_code ec;
   acceptor_.close(ec);
-  ::unlink(path_.c_str());
+  accept_retry_.cancel();
+  // Only the socket we bound: never whatever has since been put at the path.
+  struct stat st{};
+  if (::lstat(path_.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == dev_ &&
+      st.st_ino == ino_)
+    ::unlink(path_.c_str());
 }
 
 void ApiServer::accept() {
   acceptor_.async_accept([this](const boost::system::error_code& ec, stream_protocol::socket s) {
     if (ec == boost::asio::error::operation_aborted) return;
-    if (!ec) {
-      bool busy = *live_ >= kApiMaxConnections;
-      auto session = std::make_shared<Session>(std::move(s), handler_, live_, requests_);
-      if (busy) {
-        session->refuse(apiError(nullptr, "busy",
-                                 "too many control connections (" +
-                                     std::to_string(kApiMaxConnections) + ")"));
-      } else {
-        session->start();
-      }
+    if (ec) {
+      // Out of descriptors, say: the pending connection stays queued, so an
+      // immediate retry would spin. Wait a little and say so once.
+      if (!accept_failing_)
+        spdlog::warn("control socket {}: accept failed ({}); retrying every {} ms", path_,
+                     ec.message(), kApiAcceptRetry.count());
+      accept_failing_ = true;
+      accept_retry_.expires_after(kApiAcceptRetry);
+      accept_retry_.async_wait([this](const boost::system::error_code& tec) {
+        if (!tec) accept();
+      });
+      return;
+    }
+    accept_failing_ = false;
+    bool busy = *live_ >= kApiMaxConnections;
+    auto session = std::make_shared<Session>(std::move(s), handler_, live_, requests_);
+    if (busy) {
+      session->refuse(apiError(nullptr, "busy",
+                               "too many control connections (" +
+                                   std::to_string(kApiMaxConnections) + ")"));
+    } else {
+      session->start();
     }
     accept();
   });

@@ -8,6 +8,11 @@
 
 #include "control/config.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -22,6 +27,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <span>
 #include <string_view>
 #include <system_error>
 #include <type_traits>
@@ -85,6 +91,72 @@ constexpr size_t kMaxGroups = 64;
 constexpr size_t kMaxServers = 4096;
 constexpr size_t kMaxNameLen = 63;
 
+// Every key the loader accepts, by section. The parser takes its allowed keys
+// from here and configKeyPaths() lists them (the unit tests demand a bad-value
+// case for each), so a key cannot be added without both.
+using KeyList = std::span<const std::string_view>;
+constexpr std::string_view kRootKeys[] = {
+    "node",          "server_groups",  "dataplane",
+    "eal",           "log_level",      "control",
+    "metrics",       "health_aggregation_policies", "health_sources",
+    "composite_health_checks", "listeners", "health_endpoint"};
+constexpr std::string_view kNodeKeys[] = {"underlay_ip",   "underlay_mac", "gateway_mac",
+                                          "underlay_port", "underlay_mtu", "icmp_rate_per_s"};
+constexpr std::string_view kGroupKeys[] = {
+    "name",    "stickiness",   "geneve",             "maglev_table_size",
+    "tcp_idle_timeout", "other_idle_timeout", "servers", "health_check",
+    "when_all_unhealthy", "failover_mode", "connection_draining"};
+constexpr std::string_view kGeneveKeys[] = {"format", "vni", "endpoint_id", "attachment_id"};
+constexpr std::string_view kServerKeys[] = {"address", "weight", "mac"};
+constexpr std::string_view kHealthCheckKeys[] = {
+    "enabled",  "protocol", "port",    "path",    "domain",
+    "http_codes", "interval", "timeout", "healthy_threshold", "unhealthy_threshold",
+    "source",   "verify",   "ca_file", "jitter"};
+constexpr std::string_view kDrainingKeys[] = {"enabled", "timeout"};
+constexpr std::string_view kDataplaneKeys[] = {"workers", "burst",         "flow_table_size",
+                                               "mbufs",   "rx_queue_size", "tx_queue_size"};
+constexpr std::string_view kControlKeys[] = {"socket", "socket_mode", "socket_group"};
+constexpr std::string_view kListenKeys[] = {"listen"};
+constexpr std::string_view kPolicyKeys[] = {"name", "min_healthy_percent", "min_healthy_count"};
+constexpr std::string_view kSourceKeys[] = {"name", "server_group", "policy"};
+constexpr std::string_view kCompositeKeys[] = {"name", "sources", "destination", "dry_run"};
+constexpr std::string_view kListenerKeys[] = {"name", "server_groups", "failback_hold",
+                                              "when_all_unhealthy"};
+
+struct Section {
+  std::string_view path;  // "[]" stands for any list index
+  KeyList keys;
+};
+constexpr Section kSections[] = {
+    {"", kRootKeys},
+    {"node", kNodeKeys},
+    {"server_groups[]", kGroupKeys},
+    {"server_groups[].geneve", kGeneveKeys},
+    {"server_groups[].servers[]", kServerKeys},
+    {"server_groups[].health_check", kHealthCheckKeys},
+    {"server_groups[].connection_draining", kDrainingKeys},
+    {"dataplane", kDataplaneKeys},
+    {"control", kControlKeys},
+    {"metrics", kListenKeys},
+    {"health_aggregation_policies[]", kPolicyKeys},
+    {"health_sources[]", kSourceKeys},
+    {"composite_health_checks[]", kCompositeKeys},
+    {"listeners[]", kListenerKeys},
+    {"health_endpoint", kListenKeys},
+};
+
+// Largest lists the parser walks; longer ones are one error (a YAML alias can
+// repeat a large node many times, so the text's size alone bounds nothing).
+constexpr size_t kMaxEalArgs = 256;
+constexpr size_t kMaxHttpCodes = 32;
+constexpr size_t kMaxPolicies = 256;
+constexpr size_t kMaxHealthSources = 1024;
+constexpr size_t kMaxComposites = 256;
+// Errors reported at most; the rest are counted in one more line.
+constexpr size_t kMaxErrors = 100;
+// Largest config file read.
+constexpr size_t kMaxConfigBytes = 8u << 20;
+
 constexpr std::array<const char*, 7> kLogLevels = {"trace", "debug", "info",    "warn",
                                                    "error", "critical", "off"};
 
@@ -98,18 +170,67 @@ std::string numStr(uint64_t v, bool hex) { return hex ? hexStr(v) : std::to_stri
 
 std::string rangeText(const Range& r) { return numStr(r.lo, r.hex) + ".." + numStr(r.hi, r.hex); }
 
-// Quotes a user-supplied value for a message, shortening very long ones.
+// Length of the valid UTF-8 sequence at s[i], or 0 if there is none
+// (overlong forms, surrogates and code points past U+10FFFF are invalid).
+size_t utf8Len(std::string_view s, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  if (c < 0x80) return 1;
+  size_t n;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) n = 2;
+  else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size()) return 0;
+  if (b(i + 1) < lo || b(i + 1) > hi) return 0;
+  for (size_t k = 2; k < n; ++k)
+    if (b(i + k) < 0x80 || b(i + k) > 0xBF) return 0;
+  return n;
+}
+
+bool validUtf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    size_t n = utf8Len(s, i);
+    if (!n) return false;
+    i += n;
+  }
+  return true;
+}
+
+// Quotes a user-supplied value for a message, shortening very long ones. The
+// result is always valid UTF-8: control characters and bytes that are not
+// UTF-8 are escaped, and a character is never cut in half.
 std::string quote(std::string_view s) {
   constexpr size_t kMax = 64;
   std::string out = "'";
-  for (size_t i = 0; i < s.size() && i < kMax; ++i) {
-    char c = s[i];
+  size_t i = 0;
+  while (i < s.size() && i < kMax) {
+    const char c = s[i];
+    const size_t n = utf8Len(s, i);
     if (c == '\n') out += "\\n";
     else if (c == '\t') out += "\\t";
-    else if (static_cast<unsigned char>(c) < 0x20) out += '?';
-    else out += c;
+    else if (n == 1 && static_cast<unsigned char>(c) < 0x20) out += '?';
+    else if (n == 0) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", static_cast<unsigned char>(c));
+      out += hex;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+      continue;
+    }
+    ++i;
   }
-  if (s.size() > kMax) out += "...";
+  if (i < s.size()) out += "...";
   out += "'";
   return out;
 }
@@ -127,6 +248,30 @@ bool validGroupName(const std::string& n) {
   }
   return true;
 }
+
+// A Unix group: a name as useradd allows it, or a number below 2^32 - 1.
+bool validGroupRef(const std::string& g) {
+  if (g.empty() || g.size() > 32) return false;
+  if (g.find_first_not_of("0123456789") == std::string::npos)
+    return g.size() <= 10 && std::stoull(g) < 0xFFFFFFFFull;
+  if (g[0] == '-') return false;
+  return std::all_of(g.begin(), g.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '.' || c == '-';
+  });
+}
+
+// Two listening addresses on one port collide: the same address, or a
+// wildcard of the other's family, or the IPv6 wildcard (dual stack).
+bool listenersOverlap(const IpAddr& a, const IpAddr& b) {
+  auto wildcard = [](const IpAddr& x) { return x.b == std::array<uint8_t, 16>{}; };
+  if (a == b) return true;
+  if ((a.isV6() && wildcard(a)) || (b.isV6() && wildcard(b))) return true;
+  return a.family == b.family && (wildcard(a) || wildcard(b));
+}
+
+// True for text shaped like a MAC address (six hex bytes with : or -).
+bool looksLikeMac(const std::string& s) { return MacAddr::parse(s).has_value(); }
 
 bool validLogLevel(const std::string& s) {
   return std::any_of(kLogLevels.begin(), kLogLevels.end(), [&](const char* l) { return s == l; });
@@ -154,9 +299,16 @@ using AddrKey = std::pair<uint8_t, std::array<uint8_t, 16>>;
 // ---------------------------------------------------------------------------
 // Validator.
 
+// Kinds of named things whose names are not all known because part of them
+// failed to parse: references to them are not checked (the parse error says
+// what is wrong; "no such group" as well would only mislead).
+struct UnknownNames {
+  bool groups = false, policies = false, sources = false, listeners = false;
+};
+
 class Validator {
  public:
-  explicit Validator(std::vector<ConfigError>& e) : errs_(e) {}
+  explicit Validator(std::vector<ConfigError>& e, UnknownNames u = {}) : errs_(e), unknown_(u) {}
 
   void run(const Config& c) {
     node(c.node);
@@ -323,11 +475,19 @@ class Validator {
       add("control.socket", quote(s) + " is not an absolute socket path of at most 107 bytes");
     if (c.control.socket_mode > 0777)
       add("control.socket_mode", std::to_string(c.control.socket_mode) + " is not a file mode (0..0777)");
-    IpAddr a;
-    uint16_t port;
+    if (!c.control.socket_group.empty() && !validGroupRef(c.control.socket_group))
+      add("control.socket_group", quote(c.control.socket_group) + " is not a group name or number");
+    IpAddr a, ha;
+    uint16_t port = 0, hport = 0;
     if (!c.metrics.listen.empty() && !parseListen(c.metrics.listen, a, port))
       add("metrics.listen", quote(c.metrics.listen) +
                                 " is not address:port; use e.g. 127.0.0.1:9100 or [::1]:9100");
+    else if (!c.metrics.listen.empty() && !c.health_endpoint.listen.empty() &&
+             parseListen(c.health_endpoint.listen, ha, hport) && hport == port &&
+             listenersOverlap(a, ha))
+      add("health_endpoint.listen", quote(c.health_endpoint.listen) + " overlaps metrics.listen " +
+                                        quote(c.metrics.listen) +
+                                        "; the two HTTP listeners need different ports");
     size_t total = 0;
     for (const auto& g : c.server_groups) total += g.servers.size();
     if (total > kMaxServersTotal)
@@ -377,9 +537,9 @@ class Validator {
                                         "sources and composites need distinct names");
       if (hs.server_group.empty())
         add(sp + ".server_group", "is required: the name of a server group");
-      else if (!groups.count(hs.server_group))
+      else if (!groups.count(hs.server_group) && !unknown_.groups)
         add(sp + ".server_group", quote(hs.server_group) + " is not a server group in this config");
-      if (!hs.policy.empty() && !policies.count(hs.policy))
+      if (!hs.policy.empty() && !policies.count(hs.policy) && !unknown_.policies)
         add(sp + ".policy", quote(hs.policy) + " is not a policy in health_aggregation_policies");
     }
     for (size_t i = 0; i < c.composite_health_checks.size(); ++i) {
@@ -394,14 +554,15 @@ class Validator {
         if (composites.count(n))
           add(jp, quote(n) + " is a composite health check; a composite's result cannot be a "
                              "source of another composite");
-        else if (!sources.count(n))
-          add(jp, quote(n) + " is not a health source in health_sources");
-        else if (!seen.insert(n).second)
+        else if (!sources.count(n)) {
+          if (!unknown_.sources) add(jp, quote(n) + " is not a health source in health_sources");
+        } else if (!seen.insert(n).second) {
           add(jp, quote(n) + " is listed twice");
+        }
       }
       if (ch.destination.empty())
         add(cp + ".destination", "is required: the name of a listener");
-      else if (!listeners.count(ch.destination))
+      else if (!listeners.count(ch.destination) && !unknown_.listeners)
         add(cp + ".destination", quote(ch.destination) + " is not a listener in listeners");
     }
     if (c.listeners.size() > kMaxRegionItems)
@@ -421,7 +582,7 @@ class Validator {
         const std::string jp = lp + ".server_groups[" + std::to_string(j) + "]";
         auto gi = groups.find(g);
         if (gi == groups.end()) {
-          add(jp, quote(g) + " is not a server group in this config");
+          if (!unknown_.groups) add(jp, quote(g) + " is not a server group in this config");
           continue;
         }
         auto [it, fresh] = owner.emplace(g, l.name);
@@ -493,8 +654,8 @@ class Validator {
       if (h.protocol == HealthProtocol::kHttps && h.verify && h.ca_file.empty())
         add(hp + ".ca_file", "is required when verify is true");
     }
-    if (h.source && !h.source->isV4() && !h.source->isV6())
-      add(hp + ".source", "is not an address");
+    // Appliances are IPv4: a probe from an IPv6 source could never reach one.
+    if (h.source) ipv4Unicast(hp + ".source", *h.source, "an IPv4 address of this host");
   }
 
   void dataplane(const DataplaneConfig& d) {
@@ -507,6 +668,7 @@ class Validator {
   }
 
   std::vector<ConfigError>& errs_;
+  UnknownNames unknown_;
 };
 
 // ---------------------------------------------------------------------------
@@ -548,6 +710,12 @@ std::string index(const std::string& path, size_t i) {
 
 using Keys = std::initializer_list<std::string_view>;
 
+// How to write the list limit into an error.
+std::string tooMany(size_t n, size_t max, const std::string& what, bool needs_one) {
+  return "has " + std::to_string(n) + " " + what + "; allowed " +
+         (needs_one ? "1.." : "at most ") + std::to_string(max);
+}
+
 class Parser {
  public:
   explicit Parser(std::vector<ConfigError>& e) : errs_(e) {}
@@ -558,10 +726,7 @@ class Parser {
                    kindOf(n));
       return;
     }
-    walkMap(n, "", {"node", "server_groups", "dataplane", "eal", "log_level", "control", "metrics",
-                    "health_aggregation_policies", "health_sources", "composite_health_checks",
-                    "listeners", "health_endpoint"},
-            {"node", "server_groups"},
+    walkMap(n, "", kRootKeys, {"node", "server_groups"},
             [&](std::string_view k, const YAML::Node& v, const std::string& p) {
               if (k == "node") node(v, p, c.node);
               else if (k == "server_groups") groups(v, p, c.server_groups);
@@ -575,7 +740,7 @@ class Parser {
               else if (k == "composite_health_checks") composites(v, p, c.composite_health_checks);
               else if (k == "listeners") listeners(v, p, c.listeners);
               else if (k == "health_endpoint")
-                walkMap(v, p, {"listen"}, {},
+                walkMap(v, p, kListenKeys, {},
                         [&](std::string_view hk, const YAML::Node& hv, const std::string& hp) {
                           if (hk == "listen")
                             str(hv, hp, "an address:port like 127.0.0.1:8081", c.health_endpoint.listen);
@@ -585,9 +750,9 @@ class Parser {
 
   // A list whose every item is a map parsed by `item`.
   template <typename T, typename F>
-  void items(const YAML::Node& n, const std::string& path, const std::string& what,
+  void items(const YAML::Node& n, const std::string& path, const std::string& what, size_t max,
              std::vector<T>& out, F item) {
-    if (!list(n, path, what)) return;
+    if (!list(n, path, what, max)) return;
     if (n.IsNull()) return;
     for (size_t i = 0; i < n.size(); ++i) {
       out.emplace_back();
@@ -598,7 +763,7 @@ class Parser {
 
   void names(const YAML::Node& n, const std::string& path, const std::string& what,
              std::vector<std::string>& out) {
-    if (!list(n, path, what)) return;
+    if (!list(n, path, what, kMaxRegionItems, "names")) return;
     if (n.IsNull()) return;
     for (size_t i = 0; i < n.size(); ++i) {
       out.emplace_back();
@@ -608,9 +773,9 @@ class Parser {
 
   void policies(const YAML::Node& n, const std::string& path,
                 std::vector<AggregationPolicyConfig>& out) {
-    items(n, path, "a list of policies", out,
+    items(n, path, "a list of policies", kMaxPolicies, out,
           [&](const YAML::Node& m, const std::string& ip, AggregationPolicyConfig& pc) {
-            walkMap(m, ip, {"name", "min_healthy_percent", "min_healthy_count"}, {"name"},
+            walkMap(m, ip, kPolicyKeys, {"name"},
                     [&](std::string_view k, const YAML::Node& v, const std::string& p) {
                       if (k == "name") str(v, p, "a policy name", pc.name);
                       else if (k == "min_healthy_percent")
@@ -623,9 +788,9 @@ class Parser {
 
   void healthSources(const YAML::Node& n, const std::string& path,
                      std::vector<HealthSourceConfig>& out) {
-    items(n, path, "a list of health sources", out,
+    items(n, path, "a list of health sources", kMaxHealthSources, out,
           [&](const YAML::Node& m, const std::string& ip, HealthSourceConfig& hs) {
-            walkMap(m, ip, {"name", "server_group", "policy"}, {"name", "server_group"},
+            walkMap(m, ip, kSourceKeys, {"name", "server_group"},
                     [&](std::string_view k, const YAML::Node& v, const std::string& p) {
                       if (k == "name") str(v, p, "a health source name", hs.name);
                       else if (k == "server_group") str(v, p, "a server group name", hs.server_group);
@@ -636,10 +801,9 @@ class Parser {
 
   void composites(const YAML::Node& n, const std::string& path,
                   std::vector<CompositeHealthCheckConfig>& out) {
-    items(n, path, "a list of composite health checks", out,
+    items(n, path, "a list of composite health checks", kMaxComposites, out,
           [&](const YAML::Node& m, const std::string& ip, CompositeHealthCheckConfig& ch) {
-            walkMap(m, ip, {"name", "sources", "destination", "dry_run"},
-                    {"name", "sources", "destination"},
+            walkMap(m, ip, kCompositeKeys, {"name", "sources", "destination"},
                     [&](std::string_view k, const YAML::Node& v, const std::string& p) {
                       if (k == "name") str(v, p, "a composite name", ch.name);
                       else if (k == "sources") names(v, p, "a list of health source names", ch.sources);
@@ -650,10 +814,9 @@ class Parser {
   }
 
   void listeners(const YAML::Node& n, const std::string& path, std::vector<ListenerConfig>& out) {
-    items(n, path, "a list of listeners", out,
+    items(n, path, "a list of listeners", kMaxRegionItems, out,
           [&](const YAML::Node& m, const std::string& ip, ListenerConfig& l) {
-            walkMap(m, ip, {"name", "server_groups", "failback_hold", "when_all_unhealthy"},
-                    {"name", "server_groups"},
+            walkMap(m, ip, kListenerKeys, {"name", "server_groups"},
                     [&](std::string_view k, const YAML::Node& v, const std::string& p) {
                       if (k == "name") str(v, p, "a listener name", l.name);
                       else if (k == "server_groups")
@@ -673,7 +836,7 @@ class Parser {
   }
 
   void control(const YAML::Node& n, const std::string& path, ControlConfig& cc) {
-    walkMap(n, path, {"socket", "socket_mode"}, {},
+    walkMap(n, path, kControlKeys, {},
             [&](std::string_view k, const YAML::Node& v, const std::string& p) {
               if (k == "socket") {
                 str(v, p, "an absolute socket path", cc.socket);
@@ -689,12 +852,22 @@ class Parser {
                   return;
                 }
                 cc.socket_mode = uint32_t(std::stoul(m, nullptr, 8));
+              } else if (k == "socket_group") {
+                std::string g;
+                size_t before = errs_.size();
+                str(v, p, "a group name or number", g);
+                if (errs_.size() != before) return;
+                if (!validGroupRef(g))
+                  fail(p, quote(g) + " is not a group name (1..32 characters from A-Z a-z 0-9 _ . -, "
+                                     "not starting with -) or a group number");
+                else
+                  cc.socket_group = g;
               }
             });
   }
 
   void metrics(const YAML::Node& n, const std::string& path, MetricsConfig& mc) {
-    walkMap(n, path, {"listen"}, {},
+    walkMap(n, path, kListenKeys, {},
             [&](std::string_view k, const YAML::Node& v, const std::string& p) {
               if (k == "listen") str(v, p, "an address:port like 127.0.0.1:9100", mc.listen);
             });
@@ -724,6 +897,22 @@ class Parser {
     for (size_t i = 0; i < keyed.size(); ++i) errors[from + i] = std::move(keyed[i].second);
   }
 
+  // Which kinds of names are incomplete: their list, an item or an item's
+  // name failed to parse.
+  UnknownNames unknownNames() const {
+    auto failed = [&](const std::string& kind) {
+      for (const std::string& s : suppressed_) {
+        if (s.empty() || s == kind) return true;
+        if (s.rfind(kind + "[", 0) != 0) continue;
+        std::string rest = s.substr(s.find(']') + 1);
+        if (rest.empty() || rest == ".name") return true;
+      }
+      return false;
+    };
+    return {failed("server_groups"), failed("health_aggregation_policies"),
+            failed("health_sources"), failed("listeners")};
+  }
+
   // True if `path` is, or is inside, a value that already failed to parse.
   bool suppressed(const std::string& path) const {
     for (const std::string& s : suppressed_) {
@@ -748,7 +937,7 @@ class Parser {
 
   // Walks a map section: rejects non-map values, non-string, duplicate and
   // unknown keys; reports missing required keys. A null value is an empty map.
-  void walkMap(const YAML::Node& n, const std::string& path, Keys allowed, Keys required,
+  void walkMap(const YAML::Node& n, const std::string& path, KeyList allowed, Keys required,
                const Handler& h) {
     if (!n.IsNull() && !n.IsMap()) {
       std::string keys;
@@ -757,7 +946,7 @@ class Parser {
                      (n.IsScalar() ? " " + quote(n.Scalar()) : std::string()));
       return;
     }
-    std::vector<std::string> seen;
+    std::set<std::string, std::less<>> seen;
     if (n.IsMap()) {
       for (const auto& kv : n) {
         const YAML::Node& key = kv.first;
@@ -766,12 +955,15 @@ class Parser {
           continue;
         }
         const std::string& k = key.Scalar();
+        if (!validUtf8(k)) {  // never part of a key path
+          error(path, "key " + quote(k) + " is not valid UTF-8");
+          continue;
+        }
         const std::string kp = join(path, k);
-        if (std::find(seen.begin(), seen.end(), k) != seen.end()) {
+        if (!seen.insert(k).second) {
           fail(kp, "duplicate key " + quote(k));
           continue;
         }
-        seen.push_back(k);
         noteLine(kp, key);
         if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
           error(kp, unknownKey(k, allowed));
@@ -781,13 +973,13 @@ class Parser {
       }
     }
     for (std::string_view r : required) {
-      if (std::find(seen.begin(), seen.end(), r) == seen.end()) {
+      if (seen.find(r) == seen.end()) {
         fail(join(path, r), "required key is missing");
       }
     }
   }
 
-  static std::string unknownKey(const std::string& k, Keys allowed) {
+  static std::string unknownKey(const std::string& k, KeyList allowed) {
     std::string msg = "unknown key " + quote(k);
     std::string_view best;
     size_t best_d = 3;  // suggest only close matches
@@ -811,7 +1003,11 @@ class Parser {
 
   // Returns the scalar text, or nullptr after reporting a wrong node kind.
   const std::string* scalar(const YAML::Node& n, const std::string& path, const std::string& what) {
-    if (n.IsScalar()) return &n.Scalar();
+    if (n.IsScalar()) {
+      if (validUtf8(n.Scalar())) return &n.Scalar();
+      fail(path, quote(n.Scalar()) + " is not valid UTF-8 text; expected " + what);
+      return nullptr;
+    }
     if (n.IsNull()) {
       fail(path, "has no value; expected " + what);
     } else {
@@ -931,6 +1127,8 @@ class Parser {
     if (!s) return;
     if (auto a = IpAddr::parse(*s)) {
       out = *a;
+    } else if (looksLikeMac(*s)) {
+      fail(path, quote(*s) + " is a MAC address; expected an IPv4 address like 192.0.2.10");
     } else {
       fail(path, quote(*s) + " is not an IP address; expected IPv4 like 192.0.2.10");
     }
@@ -941,6 +1139,8 @@ class Parser {
     if (!s) return;
     if (auto m = MacAddr::parse(*s)) {
       out = *m;
+    } else if (IpAddr::parse(*s)) {
+      fail(path, quote(*s) + " is an IP address; expected a MAC address like 02:00:00:00:00:01");
     } else {
       fail(path, quote(*s) + " is not a MAC address; expected six hex bytes like 02:00:00:00:00:01");
     }
@@ -954,10 +1154,7 @@ class Parser {
   }
 
   void node(const YAML::Node& n, const std::string& path, NodeConfig& c) {
-    walkMap(n, path,
-            {"underlay_ip", "underlay_mac", "gateway_mac", "underlay_port", "underlay_mtu",
-             "icmp_rate_per_s"},
-            {"underlay_ip", "underlay_mac"},
+    walkMap(n, path, kNodeKeys, {"underlay_ip", "underlay_mac"},
             [&](std::string_view k, const YAML::Node& v, const std::string& p) {
               if (k == "underlay_ip") ip(v, p, c.underlay_ip);
               else if (k == "underlay_mac") mac(v, p, c.underlay_mac);
@@ -968,8 +1165,14 @@ class Parser {
             });
   }
 
-  // Accepts a list or null (an empty list); reports anything else.
-  bool list(const YAML::Node& n, const std::string& path, const std::string& what) {
+  // Accepts a list or null (an empty list) of at most `max` items; reports
+  // anything else.
+  bool list(const YAML::Node& n, const std::string& path, const std::string& what, size_t max,
+            const char* items = "items", bool needs_one = false) {
+    if (n.IsSequence() && n.size() > max) {
+      fail(path, tooMany(n.size(), max, items, needs_one));
+      return false;
+    }
     if (n.IsNull() || n.IsSequence()) return true;
     fail(path, "expected " + what + ", got " + kindOf(n) +
                    (n.IsScalar() ? " " + quote(n.Scalar()) : std::string()));
@@ -977,7 +1180,7 @@ class Parser {
   }
 
   void groups(const YAML::Node& n, const std::string& path, std::vector<ServerGroupConfig>& out) {
-    if (!list(n, path, "a list of server groups")) return;
+    if (!list(n, path, "a list of server groups", kMaxGroups, "groups", true)) return;
     if (n.IsNull()) return;
     for (size_t i = 0; i < n.size(); ++i) {
       out.emplace_back();
@@ -987,11 +1190,7 @@ class Parser {
   }
 
   void group(const YAML::Node& n, const std::string& path, ServerGroupConfig& g) {
-    walkMap(n, path,
-            {"name", "stickiness", "geneve", "maglev_table_size", "tcp_idle_timeout",
-             "other_idle_timeout", "servers", "health_check", "when_all_unhealthy",
-             "failover_mode", "connection_draining"},
-            {"name", "servers"},
+    walkMap(n, path, kGroupKeys, {"name", "servers"},
             [&](std::string_view k, const YAML::Node& v, const std::string& p) {
               if (k == "name") str(v, p, "a group name", g.name);
               else if (k == "stickiness") stickiness(v, p, g.stickiness);
@@ -1018,7 +1217,7 @@ class Parser {
                 else if (w == "rebalance") g.failover_mode = FailoverMode::kRebalance;
                 else fail(p, quote(w) + " is not allowed; use no_rebalance or rebalance");
               } else if (k == "connection_draining") {
-                walkMap(v, p, {"enabled", "timeout"}, {},
+                walkMap(v, p, kDrainingKeys, {},
                         [&](std::string_view dk, const YAML::Node& dv, const std::string& dp) {
                           if (dk == "enabled") boolean(dv, dp, g.connection_draining.enabled);
                           else if (dk == "timeout")
@@ -1039,11 +1238,12 @@ class Parser {
     if (t.size() > 2 && t.compare(t.size() - 2, 2, "ms") == 0) mult = 1, t.resize(t.size() - 2);
     else if (!t.empty() && t.back() == 's') t.pop_back();
     else if (!t.empty() && t.back() == 'm') mult = 60000, t.pop_back();
-    if (t.empty() || t.size() > 9 || t.find_first_not_of("0123456789") != std::string::npos) {
-      fail(path, quote(*s) + " is not " + what);
+    if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos) {
+      fail(path, quote(*s) + (!t.empty() && t[0] == '-' ? " is negative; expected " : " is not ") +
+                     what);
       return;
     }
-    uint64_t v = std::stoull(t) * mult;
+    uint64_t v = t.size() > 9 ? uint64_t(r.hi) + 1 : std::stoull(t) * mult;  // > 9 digits: too big
     if (v < r.lo || v > r.hi) {
       fail(path, quote(*s) + " is out of range; allowed " + std::to_string(r.lo) + " ms to " +
                      std::to_string(r.hi / 1000) + " s");
@@ -1062,10 +1262,7 @@ class Parser {
 
   void healthCheck(const YAML::Node& n, const std::string& path, HealthCheckConfig& h) {
     h.configured = true;
-    walkMap(n, path,
-            {"enabled", "protocol", "port", "path", "domain", "http_codes", "interval", "timeout",
-             "healthy_threshold", "unhealthy_threshold", "source", "verify", "ca_file", "jitter"},
-            {},
+    walkMap(n, path, kHealthCheckKeys, {},
             [&](std::string_view k, const YAML::Node& v, const std::string& p) {
               if (k == "enabled") boolean(v, p, h.enabled);
               else if (k == "protocol") {
@@ -1082,7 +1279,8 @@ class Parser {
               else if (k == "domain") str(v, p, "a domain name", h.domain);
               else if (k == "http_codes") {
                 h.http_codes.clear();
-                if (!list(v, p, "a list of http_2xx.. or codes")) return;
+                if (!list(v, p, "a list of http_2xx.. or codes", kMaxHttpCodes, "entries")) return;
+                if (v.IsNull()) return;
                 for (size_t i = 0; i < v.size(); ++i) {
                   std::string c;
                   str(v[i], index(p, i), "a status code class or range", c);
@@ -1128,7 +1326,7 @@ class Parser {
   }
 
   void geneve(const YAML::Node& n, const std::string& path, GeneveConfig& g) {
-    walkMap(n, path, {"format", "vni", "endpoint_id", "attachment_id"}, {},
+    walkMap(n, path, kGeneveKeys, {},
             [&](std::string_view k, const YAML::Node& v, const std::string& p) {
               if (k == "format") geneveFormat(v, p, g.format);
               else if (k == "vni") integer(v, p, kVniRange, g.vni);
@@ -1138,13 +1336,13 @@ class Parser {
   }
 
   void servers(const YAML::Node& n, const std::string& path, std::vector<ServerConfig>& out) {
-    if (!list(n, path, "a list of servers")) return;
+    if (!list(n, path, "a list of servers", kMaxServers, "servers", true)) return;
     if (n.IsNull()) return;
     for (size_t i = 0; i < n.size(); ++i) {
       out.emplace_back();
       ServerConfig& s = out.back();
       noteLine(index(path, i), n[i]);
-      walkMap(n[i], index(path, i), {"address", "weight", "mac"}, {"address"},
+      walkMap(n[i], index(path, i), kServerKeys, {"address"},
               [&](std::string_view k, const YAML::Node& v, const std::string& p) {
                 if (k == "address") ip(v, p, s.address);
                 else if (k == "weight") integer(v, p, kWeightRange, s.weight);
@@ -1154,8 +1352,7 @@ class Parser {
   }
 
   void dataplane(const YAML::Node& n, const std::string& path, DataplaneConfig& d) {
-    walkMap(n, path,
-            {"workers", "burst", "flow_table_size", "mbufs", "rx_queue_size", "tx_queue_size"}, {},
+    walkMap(n, path, kDataplaneKeys, {},
             [&](std::string_view k, const YAML::Node& v, const std::string& p) {
               if (k == "workers") integer(v, p, kWorkersRange, d.workers);
               else if (k == "burst") integer(v, p, kBurstRange, d.burst);
@@ -1167,7 +1364,7 @@ class Parser {
   }
 
   void eal(const YAML::Node& n, const std::string& path, std::vector<std::string>& out) {
-    if (!list(n, path, "a list of strings")) return;
+    if (!list(n, path, "a list of strings", kMaxEalArgs, "arguments")) return;
     if (n.IsNull()) return;
     for (size_t i = 0; i < n.size(); ++i) {
       std::string s;
@@ -1195,13 +1392,59 @@ bool validateConfig(const Config& c, std::vector<ConfigError>& errors) {
   return errors.empty();
 }
 
+namespace {
+
+// yaml-cpp 0.7 (Debian 12) never returns from LoadAll when the next token
+// cannot start a node, e.g. a stray ',' at the top level: each round yields
+// another empty document without consuming the token, allocating until the
+// process dies (yaml-cpp issue 1040, fixed upstream after 0.7). Found by
+// fuzzing (tests/fuzz/regressions/config/). Walks the documents first with a
+// handler that only notes where each starts, and throws a ParserException
+// when one starts where the previous one did (no progress), so LoadAll is only
+// called on streams it finishes.
+void checkDocumentsAdvance(const std::string& text) {
+  struct Starts : YAML::EventHandler {
+    YAML::Mark start;
+    void OnDocumentStart(const YAML::Mark& m) override { start = m; }
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  const std::string&) override {}
+    void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                         YAML::EmitterStyle::value) override {}
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                    YAML::EmitterStyle::value) override {}
+    void OnMapEnd() override {}
+  } h;
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  bool first = true;
+  YAML::Mark prev;
+  while (parser.HandleNextDocument(h)) {
+    if (!first && h.start.pos == prev.pos)
+      throw YAML::ParserException(h.start, "unexpected character here (a ',' outside [ ] or { }?)");
+    first = false;
+    prev = h.start;
+  }
+}
+
+}  // namespace
+
 bool parseConfig(const std::string& yaml_text, Config& out, std::vector<ConfigError>& errors) {
   const size_t before = errors.size();
   try {
     out = Config{};
     std::vector<YAML::Node> docs;
     try {
+      checkDocumentsAdvance(yaml_text);
       docs = YAML::LoadAll(yaml_text);
+    } catch (const YAML::DeepRecursion& e) {
+      errors.push_back({"", "YAML nests deeper than the parser allows (line " +
+                                std::to_string(e.mark.line + 1) + "); a configuration is a few "
+                                "levels deep"});
+      return false;
     } catch (const YAML::Exception& e) {
       std::string msg = "YAML syntax error";
       if (!e.mark.is_null()) {
@@ -1225,11 +1468,18 @@ bool parseConfig(const std::string& yaml_text, Config& out, std::vector<ConfigEr
     Parser parser(errors);
     parser.root(docs[0], out);
     std::vector<ConfigError> semantic;
-    validateConfig(out, semantic);
+    Validator(semantic, parser.unknownNames()).run(out);
     for (ConfigError& e : semantic) {
       if (!parser.suppressed(e.path)) errors.push_back(std::move(e));
     }
     parser.sortByLine(errors, before);
+    if (errors.size() - before > kMaxErrors) {
+      const size_t more = errors.size() - before - kMaxErrors;
+      errors.resize(before + kMaxErrors);
+      errors.push_back({"", "... and " + std::to_string(more) + " more error" +
+                                (more == 1 ? "" : "s") + " (the first " +
+                                std::to_string(kMaxErrors) + " are shown)"});
+    }
   } catch (const std::exception& e) {
     errors.push_back({"", std::string("internal error while reading the configuration: ") + e.what()});
   } catch (...) {
@@ -1241,25 +1491,38 @@ bool parseConfig(const std::string& yaml_text, Config& out, std::vector<ConfigEr
 bool loadConfigFile(const std::string& path, Config& out, std::vector<ConfigError>& errors) {
   std::string text;
   try {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) {
-      errors.push_back({"", "cannot read config file " + quote(path) + ": it is a directory"});
+    const std::string where = "config file " + quote(path);
+    auto sysError = [&](const char* what, int e) {
+      errors.push_back({"", std::string("cannot ") + what + " " + where + ": " +
+                                std::error_code(e, std::generic_category()).message()});
+      return false;
+    };
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return sysError("open", errno);
+    struct FdCloser {
+      int fd;
+      ~FdCloser() { ::close(fd); }
+    } closer{fd};
+    struct stat st{};
+    if (::fstat(fd, &st) != 0) return sysError("read", errno);
+    if (S_ISDIR(st.st_mode)) {
+      errors.push_back({"", "cannot read " + where + ": it is a directory"});
       return false;
     }
-    std::ifstream f(path, std::ios::in | std::ios::binary);
-    if (!f) {
-      int err = errno;
-      errors.push_back({"", "cannot open config file " + quote(path) + ": " +
-                                std::error_code(err ? err : ENOENT, std::generic_category()).message()});
-      return false;
+    // Whatever it is (a file, a pipe, /dev/zero), read at most the limit.
+    char buf[65536];
+    for (;;) {
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return sysError("read", errno);
+      if (n == 0) break;
+      if (text.size() + size_t(n) > kMaxConfigBytes) {
+        errors.push_back({"", where + " is larger than " + std::to_string(kMaxConfigBytes >> 20) +
+                                  " MiB; a configuration is at most that long"});
+        return false;
+      }
+      text.append(buf, size_t(n));
     }
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    if (f.bad()) {
-      errors.push_back({"", "cannot read config file " + quote(path) + ": read error"});
-      return false;
-    }
-    text = ss.str();
   } catch (const std::exception& e) {
     errors.push_back({"", "cannot read config file " + quote(path) + ": " + e.what()});
     return false;
@@ -1271,6 +1534,14 @@ bool loadConfigFile(const std::string& path, Config& out, std::vector<ConfigErro
     // Out of memory copying a path: leave source_path empty.
   }
   return ok;
+}
+
+std::vector<std::string> configKeyPaths() {
+  std::vector<std::string> out;
+  for (const Section& sec : kSections)
+    for (std::string_view k : sec.keys)
+      out.push_back(sec.path.empty() ? std::string(k) : std::string(sec.path) + "." + std::string(k));
+  return out;
 }
 
 std::string formatErrors(const std::vector<ConfigError>& errors) {

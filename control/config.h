@@ -103,6 +103,7 @@ struct DataplaneConfig {
 struct ControlConfig {
   std::string socket = "/run/gwlbd/gwlbd.sock";  // absolute path, at most 107 bytes
   uint32_t socket_mode = 0660;                    // octal "0660"; 0..0777
+  std::string socket_group;                       // group name or number; "" = gwlbd's group
 };
 
 // Prometheus text exposition over HTTP; off unless `listen` is set.
@@ -170,11 +171,15 @@ struct ConfigError {
 };
 
 // Parses YAML text and validates it. Never throws: on any error (YAML syntax,
-// unknown key, wrong type, range, reference) returns false and fills `errors`
-// with every problem found, each with its key path. Thread: any.
+// unknown key, wrong type, range, reference, text that is not UTF-8) returns
+// false and fills `errors` with every problem found (at most 100, then one
+// line counting the rest), each with its key path. Work and memory are bounded
+// by the text's size: lists longer than their limit are not walked, so YAML
+// aliases cannot multiply them. Thread: any.
 bool parseConfig(const std::string& yaml_text, Config& out, std::vector<ConfigError>& errors);
 
-// Reads the file then parseConfig(); an unreadable file is one error with path "".
+// Reads the file (at most 8 MiB; a directory, a missing or unreadable file is
+// one error with path "") then parseConfig().
 bool loadConfigFile(const std::string& path, Config& out, std::vector<ConfigError>& errors);
 
 // Checks cross-field rules on an already-typed Config (used by parseConfig;
@@ -182,6 +187,10 @@ bool loadConfigFile(const std::string& path, Config& out, std::vector<ConfigErro
 bool validateConfig(const Config& c, std::vector<ConfigError>& errors);
 
 std::string formatErrors(const std::vector<ConfigError>& errors);
+
+// Every key the loader accepts, as a path with "[]" for list indexes (e.g.
+// "server_groups[].servers[].address"), sections included, in schema order.
+std::vector<std::string> configKeyPaths();
 
 // Splits "host:port" / "[v6]:port" into an address and port. False when malformed.
 bool parseListen(const std::string& s, IpAddr& addr, uint16_t& port);

@@ -336,7 +336,7 @@ int Daemon::run() {
   launchWorkers();
   boost::asio::io_context& io = io_;
   api_ = std::make_unique<ApiServer>(
-      io_, cfg_.control.socket, cfg_.control.socket_mode,
+      io_, cfg_.control.socket, cfg_.control.socket_mode, cfg_.control.socket_group,
       [this](const std::string& m, const nlohmann::json& params, const nlohmann::json&) {
         return handleApi(m, params);
       });

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "common/flow_key.h"
+#include "control/api_params.h"
 #include "control/daemon.h"
 
 namespace gwlb::ctl {
@@ -19,100 +20,6 @@ namespace {
 constexpr const char* kVersion = "0.1.0";
 constexpr size_t kMaxFlowLimit = 10000;
 constexpr size_t kFlowScanBudget = 1u << 22;  // keys examined per request, at most
-
-struct ApiFailure : std::runtime_error {
-  std::string code;
-  json details;
-  ApiFailure(std::string c, const std::string& m, json d = nullptr)
-      : std::runtime_error(m), code(std::move(c)), details(std::move(d)) {}
-};
-
-[[noreturn]] void badRequest(const std::string& m) { throw ApiFailure("bad_request", m); }
-[[noreturn]] void notFound(const std::string& m) { throw ApiFailure("not_found", m); }
-
-// Typed access to `params` that rejects unknown keys and wrong types.
-class Params {
- public:
-  Params(const json& p, std::initializer_list<const char*> allowed) : p_(p) {
-    std::set<std::string> ok(allowed.begin(), allowed.end());
-    for (auto& [k, v] : p.items())
-      if (!ok.count(k)) {
-        std::string list;
-        for (auto& a : ok) list += (list.empty() ? "" : ", ") + a;
-        badRequest("unknown parameter '" + k + "'" + (list.empty() ? "" : " (allowed: " + list + ")"));
-      }
-  }
-  bool has(const char* k) const { return p_.contains(k) && !p_[k].is_null(); }
-  std::string str(const char* k) const {
-    if (!p_[k].is_string()) badRequest(std::string("parameter '") + k + "' must be a string");
-    return p_[k].get<std::string>();
-  }
-  uint64_t num(const char* k, uint64_t lo, uint64_t hi) const {
-    const json& v = p_[k];
-    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))
-      badRequest(std::string("parameter '") + k + "' must be a non-negative integer");
-    uint64_t n = v.get<uint64_t>();
-    if (n < lo || n > hi)
-      badRequest(std::string("parameter '") + k + "' = " + std::to_string(n) + " is outside " +
-                 std::to_string(lo) + ".." + std::to_string(hi));
-    return n;
-  }
-  bool boolean(const char* k) const {
-    if (!p_[k].is_boolean()) badRequest(std::string("parameter '") + k + "' must be true or false");
-    return p_[k].get<bool>();
-  }
-  IpAddr ip(const char* k) const {
-    std::string s = str(k);
-    auto a = IpAddr::parse(s);
-    if (!a) badRequest(std::string("parameter '") + k + "': '" + s + "' is not an IP address");
-    return *a;
-  }
-
- private:
-  const json& p_;
-};
-
-struct Cidr {
-  IpAddr net;
-  unsigned bits = 0;
-  bool contains(const uint8_t* addr, uint8_t family) const {
-    if (family != net.family) return false;
-    unsigned full = bits / 8, rest = bits % 8;
-    if (std::memcmp(addr, net.b.data(), full) != 0) return false;
-    if (!rest) return true;
-    uint8_t mask = uint8_t(0xFF << (8 - rest));
-    return (addr[full] & mask) == (net.b[full] & mask);
-  }
-};
-
-Cidr parseCidr(const std::string& what, const std::string& s) {
-  Cidr c;
-  size_t slash = s.find('/');
-  auto a = IpAddr::parse(s.substr(0, slash));
-  if (!a) badRequest(what + ": '" + s + "' is not an address or CIDR");
-  c.net = *a;
-  unsigned max = a->isV4() ? 32 : 128;
-  c.bits = max;
-  if (slash != std::string::npos) {
-    std::string b = s.substr(slash + 1);
-    if (b.empty() || b.size() > 3 || b.find_first_not_of("0123456789") != std::string::npos ||
-        std::stoul(b) > max)
-      badRequest(what + ": '" + s + "' has a bad prefix length (0.." + std::to_string(max) + ")");
-    c.bits = unsigned(std::stoul(b));
-  }
-  return c;
-}
-
-int parseProto(const std::string& s) {
-  if (s == "tcp") return kProtoTcp;
-  if (s == "udp") return kProtoUdp;
-  if (s == "icmp") return kProtoIcmp;
-  if (s == "icmpv6") return kProtoIcmpv6;
-  if (!s.empty() && s.size() <= 3 && s.find_first_not_of("0123456789") == std::string::npos &&
-      std::stoul(s) <= 255)
-    return int(std::stoul(s));
-  badRequest("proto: '" + s + "' is not tcp, udp, icmp, icmpv6 or a number 0..255");
-}
 
 std::string protoName(uint8_t p) {
   switch (p) {
@@ -592,11 +499,7 @@ json Daemon::apiFlows(const json& p) {
   bool count_only = pr.has("count") && pr.boolean("count");
   uint32_t cursor = 0;
   if (pr.has("cursor")) {
-    std::string c = pr.str("cursor");
-    if (c.empty() || c.size() > 10 || c.find_first_not_of("0123456789") != std::string::npos ||
-        std::stoull(c) > UINT32_MAX)
-      badRequest("cursor: '" + c + "' is not a cursor from a previous reply");
-    cursor = uint32_t(std::stoull(c));
+    cursor = parseCursor(pr.str("cursor"));
   }
 
   uint64_t now = dp::monotonicNs();
@@ -839,6 +742,9 @@ json Daemon::apiReload(const json& p) {
   Config next;
   std::vector<ConfigError> errors;
   if (!loadConfigFile(cfg_.source_path, next, errors)) {
+    // The running config, snapshot, flows and counters stay as they are.
+    spdlog::error("reload of {} rejected; keeping the running config:\n{}", cfg_.source_path,
+                  formatErrors(errors));
     json d = json::array();
     for (auto& e : errors) d.push_back({{"path", e.path}, {"message", e.message}});
     throw ApiFailure("invalid_config",
@@ -855,7 +761,9 @@ json Daemon::apiReload(const json& p) {
     restart.push_back("dataplane");
   if (next.eal_args != cfg_.eal_args) restart.push_back("eal");
   if (next.node.underlay_port != cfg_.node.underlay_port) restart.push_back("node.underlay_port");
-  if (next.control.socket != cfg_.control.socket || next.control.socket_mode != cfg_.control.socket_mode)
+  if (next.control.socket != cfg_.control.socket ||
+      next.control.socket_mode != cfg_.control.socket_mode ||
+      next.control.socket_group != cfg_.control.socket_group)
     restart.push_back("control");
   if (next.metrics.listen != cfg_.metrics.listen) restart.push_back("metrics");
   if (next.health_endpoint.listen != cfg_.health_endpoint.listen)

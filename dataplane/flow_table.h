@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -54,28 +55,36 @@ inline uint8_t moveReason(uint64_t m) { return uint8_t(m >> 56); }
 inline uint16_t moveFrom(uint64_t m) { return uint16_t(m >> 32); }
 inline uint32_t moveCookie(uint64_t m) { return uint32_t(m); }
 
+// 128 bytes (two cache lines; 192 before issue 8). The first line holds what
+// every packet of an established flow reads or writes (route, last packet
+// time, per-direction counters, flow hash) and what the expiry scan reads;
+// the second what is written once per flow or per move, plus the learned L2
+// of each direction (read by every returned packet).
 struct alignas(64) FlowEntry {
   std::atomic<uint64_t> route{0};
   std::atomic<uint64_t> last_seen_ns{0};
+  // Approximate under concurrent writers of one direction (relaxed load+store).
+  std::atomic<uint64_t> packets[2]{};
+  std::atomic<uint64_t> bytes[2]{};
   std::atomic<uint32_t> flow_hash{0};  // hash of the flow's key (fragments: their flow's)
+  std::atomic<uint16_t> moves{0};      // how many times the flow moved (wraps at 65536)
   // Written by the worker whose route CAS created the flow, just after it
   // (relaxed): a reader may briefly see 0 for a flow being created, and
   // expire() skips entries whose idle timeout is still 0.
-  std::atomic<uint64_t> created_ns{0};
-  std::atomic<uint64_t> idle_timeout_ns{0};
   std::atomic<uint8_t> first_dir{0};   // direction of the packet that created the flow
-  DirInfo dir[2];
+  std::atomic<uint64_t> idle_timeout_ns{0};
+  // -- second cache line --
+  std::atomic<uint64_t> created_ns{0};
   // The last move off an appliance (packMove), written once by the worker
   // whose route CAS moved it; moved_ns is when (dataplane clock).
   std::atomic<uint64_t> moved{0};
   std::atomic<uint64_t> moved_ns{0};
-  std::atomic<uint32_t> moves{0};      // how many times the flow moved
-  // Approximate under concurrent writers of one direction (relaxed load+store).
-  std::atomic<uint64_t> packets[2]{};
-  std::atomic<uint64_t> bytes[2]{};
+  DirInfo dir[2];
 
   void reset() noexcept;
 };
+static_assert(sizeof(FlowEntry) == 128, "FlowEntry: two cache lines");
+static_assert(offsetof(FlowEntry, created_ns) == 64, "FlowEntry: the hot fields fill the first line");
 
 class FlowTable {
  public:

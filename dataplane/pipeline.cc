@@ -447,7 +447,11 @@ void processBurst(Dataplane& dp, WorkerState& w, rte_mbuf** pkts, uint16_t n, ui
   if (nf) {
     dp.flows->lookupBulk(keys, hashes, nf, pos);
     for (uint16_t i = 0; i < nf; ++i)
-      if (pos[i] >= 0) rte_prefetch0(&dp.flows->entry(pos[i]));
+      if (pos[i] >= 0) {
+        const char* e = reinterpret_cast<const char*>(&dp.flows->entry(pos[i]));
+        rte_prefetch0(e);
+        rte_prefetch0(e + 64);  // its learned L2 (learnDirection reads it)
+      }
   }
 
   // Stage 3: route, encapsulate.

@@ -917,3 +917,461 @@ TEST(ConfigErrors, FailoverAndDraining) {
 
 }  // namespace
 }  // namespace gwlb::ctl
+
+// ---------------------------------------------------------------------------
+// Every key's bad values (issue 9): one error, at the key's path, that says
+// what is wrong. The tables below are checked against configKeyPaths(), the
+// loader's own key list: a key without a bad-value case fails KeyTable.
+
+#include <yaml-cpp/yaml.h>
+
+#include <set>
+
+namespace gwlb::ctl {
+namespace {
+
+// A valid config that sets every key the loader knows.
+const char* const kFull = R"(
+node: { underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01, gateway_mac: 02:00:00:00:00:fe,
+        underlay_port: 0, underlay_mtu: 1500, icmp_rate_per_s: 100 }
+server_groups:
+  - name: g0
+    stickiness: 5-tuple
+    geneve: { format: aws, vni: 7, endpoint_id: 1, attachment_id: 2 }
+    maglev_table_size: 65537
+    tcp_idle_timeout: 350s
+    other_idle_timeout: 120
+    servers: [ { address: 192.0.2.10, weight: 100, mac: 02:00:00:00:00:10 }, { address: 192.0.2.11 } ]
+    health_check: { enabled: true, protocol: https, port: 443, path: /health, domain: fw.example,
+                    http_codes: [http_2xx, 200-299], interval: 2s, timeout: 1s, healthy_threshold: 3,
+                    unhealthy_threshold: 3, source: 192.0.2.1, verify: true, ca_file: /etc/ca.pem,
+                    jitter: true }
+    when_all_unhealthy: fail_open
+    failover_mode: rebalance
+    connection_draining: { enabled: true, timeout: 300 }
+  - name: g1
+    servers: [ { address: 192.0.2.20 } ]
+dataplane: { workers: 1, burst: 32, flow_table_size: 65536, mbufs: 4096, rx_queue_size: 1024,
+             tx_queue_size: 1024 }
+eal: ["--no-huge"]
+log_level: info
+control: { socket: /run/gwlbd/gwlbd.sock, socket_mode: "0660", socket_group: adm }
+metrics: { listen: "127.0.0.1:9100" }
+health_aggregation_policies: [ { name: p, min_healthy_percent: 50, min_healthy_count: 1 } ]
+health_sources: [ { name: s0, server_group: g0, policy: p }, { name: s1, server_group: g1 } ]
+composite_health_checks: [ { name: c0, sources: [s0], destination: l, dry_run: false } ]
+listeners: [ { name: l, server_groups: [g0, g1], failback_hold: 30s, when_all_unhealthy: drop } ]
+health_endpoint: { listen: "127.0.0.1:8081" }
+)";
+
+// "a.b[2].c" -> {"a", "b", "[2]", "c"}.
+std::vector<std::string> splitPath(const std::string& path) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : path) {
+    if (c == '.' || c == '[') {
+      if (!cur.empty()) out.push_back(cur);
+      cur = c == '[' ? "[" : "";
+    } else if (c == ']') {
+      out.push_back(cur + "]");
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+// "server_groups[1].servers[0].mac" -> "server_groups[].servers[].mac".
+std::string schemaPath(const std::string& path) {
+  std::string out;
+  bool in_index = false;
+  for (char c : path) {
+    if (c == '[') in_index = true, out += '[';
+    else if (c == ']') in_index = false, out += ']';
+    else if (!in_index) out += c;
+  }
+  return out;
+}
+
+// The node at `path` in `root` (rebinding, never assigning, as yaml-cpp needs).
+YAML::Node nodeAt(YAML::Node root, const std::string& path) {
+  YAML::Node cur;
+  cur.reset(root);
+  for (const std::string& part : splitPath(path)) {
+    YAML::Node next;
+    if (part[0] == '[') next.reset(cur[std::stoul(part.substr(1))]);
+    else next.reset(cur[part]);
+    cur.reset(next);
+  }
+  return cur;
+}
+
+// kFull with the value at `path` replaced by the YAML text `value`.
+std::string fullWith(const std::string& path, const std::string& value) {
+  YAML::Node root = YAML::Load(kFull);
+  std::vector<std::string> parts = splitPath(path);
+  std::string last = parts.back();
+  parts.pop_back();
+  std::string parent;
+  for (const std::string& p : parts) parent += (p[0] == '[' || parent.empty() ? "" : ".") + p;
+  YAML::Node at = nodeAt(root, parent);
+  YAML::Node v = YAML::Load(value);
+  if (last[0] == '[') at[std::stoul(last.substr(1))] = v;
+  else at[last] = v;
+  YAML::Emitter e;
+  e << root;
+  return e.c_str();
+}
+
+// Every error's path and message is valid UTF-8 (they end up in JSON replies).
+bool allUtf8(const std::vector<ConfigError>& errs) {
+  auto ok = [](const std::string& s) {
+    for (size_t i = 0; i < s.size();) {
+      unsigned char c = static_cast<unsigned char>(s[i]);
+      size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+      if (!n || i + n > s.size()) return false;
+      for (size_t k = 1; k < n; ++k)
+        if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return false;
+      i += n;
+    }
+    return true;
+  };
+  return std::all_of(errs.begin(), errs.end(),
+                     [&](const ConfigError& e) { return ok(e.path) && ok(e.message); });
+}
+
+struct BadValue {
+  std::string path;                    // concrete key path set to `value` in kFull
+  std::string value;                   // YAML text
+  std::vector<std::string> needles;    // in the message
+  std::string error_path = "";         // where the error is, if not `path`
+  bool only = true;                    // no other error (false: consequences elsewhere too)
+};
+
+const std::vector<BadValue>& badValues() {
+  static const std::vector<BadValue> v = {
+      // Sections of the wrong shape.
+      {"node", "5", {"expected a map", "underlay_ip"}},
+      {"server_groups", "[]", {"at least one server group"}, "", false},
+      {"dataplane", "[1]", {"expected a map", "workers"}},
+      {"eal", "[[1]]", {"expected a string, got a list"}, "eal[0]"},
+      {"eal", "--no-huge", {"expected a list of strings"}},
+      {"log_level", "verbose", {"'verbose'", "trace, debug, info"}},
+      {"control", "/run/x.sock", {"expected a map", "socket"}},
+      {"metrics", "9100", {"expected a map", "listen"}},
+      {"health_aggregation_policies", "{ name: p }", {"expected a list of policies, got a map"}},
+      {"health_sources", "s0", {"expected a list of health sources"}},
+      {"composite_health_checks", "{}", {"expected a list of composite health checks"}},
+      {"listeners", "l", {"expected a list of listeners"}},
+      {"health_endpoint", "[8081]", {"expected a map", "listen"}},
+      // node
+      {"node.underlay_ip", "2001:db8::1", {"IPv6", "IPv4"}},
+      {"node.underlay_ip", "02:00:00:00:00:01", {"is a MAC address", "IPv4"}},
+      {"node.underlay_ip", "192.0.2.300", {"not an IP address"}},
+      {"node.underlay_ip", "224.0.0.1", {"multicast"}},
+      {"node.underlay_ip", "0.0.0.0", {"not a usable address"}},
+      {"node.underlay_mac", "192.0.2.1", {"is an IP address", "MAC"}},
+      {"node.underlay_mac", "ff:ff:ff:ff:ff:ff", {"multicast/broadcast"}},
+      {"node.underlay_mac", "00:00:00:00:00:00", {"not usable"}},
+      {"node.gateway_mac", "01:00:5e:00:00:01", {"unicast"}},
+      {"node.gateway_mac", "gw", {"not a MAC address"}},
+      {"node.underlay_port", "-1", {"negative", "0..65535"}},
+      {"node.underlay_port", "65536", {"out of range", "0..65535"}},
+      {"node.underlay_port", "99999999999999999999999", {"out of range"}},
+      {"node.underlay_mtu", "575", {"576..9216"}},
+      {"node.underlay_mtu", "1.5e3", {"not a number"}},
+      {"node.icmp_rate_per_s", "100001", {"0..100000"}},
+      // server_groups[]
+      {"server_groups[0].name", "'fire walls'", {"not a valid group name"}, "", false},  // g0 gone
+      {"server_groups[0].name", "''", {"required"}, "", false},
+      {"server_groups[1].name", "g0", {"already the name of server_groups[0]"}, "", false},
+      {"server_groups[0].stickiness", "4-tuple", {"'4-tuple'", "5-tuple, 3-tuple, 2-tuple"}},
+      {"server_groups[0].geneve", "aws", {"expected a map", "format"}},
+      {"server_groups[0].geneve.format", "vxlan", {"'vxlan'", "aws, ethernet"}},
+      {"server_groups[0].geneve.vni", "0x1000000", {"out of range", "0xffffff"}},
+      {"server_groups[0].geneve.vni", "-1", {"negative"}},
+      {"server_groups[0].geneve.endpoint_id", "0x10000000000000000", {"out of range"}},
+      {"server_groups[0].geneve.endpoint_id", "abc", {"not a number"}},
+      {"server_groups[0].geneve.attachment_id", "18446744073709551616", {"out of range"}},
+      {"server_groups[0].maglev_table_size", "65536", {"not prime", "65537"}},
+      {"server_groups[0].maglev_table_size", "4294967296", {"out of range"}},
+      {"server_groups[0].tcp_idle_timeout", "59", {"60..6000 seconds"}},
+      {"server_groups[0].tcp_idle_timeout", "2h", {"7200 s", "out of range"}},
+      {"server_groups[0].tcp_idle_timeout", "-60", {"negative"}},
+      {"server_groups[0].other_idle_timeout", "99999999999s", {"out of range"}},
+      {"server_groups[0].other_idle_timeout", "10x", {"not a duration"}},
+      {"server_groups[0].servers", "[]", {"no servers"}},
+      {"server_groups[0].servers", "{ address: 192.0.2.10 }", {"expected a list of servers"}},
+      {"server_groups[0].servers[0].address", "192.0.2.11", {"listed twice", "servers[0]"},
+       "server_groups[0].servers[1].address"},
+      {"server_groups[0].servers[0].address", "192.0.2.20", {"already in server group 'g0'"},
+       "server_groups[1].servers[0].address"},
+      {"server_groups[0].servers[0].address", "2001:db8::10", {"IPv6", "IPv4"}},
+      {"server_groups[0].servers[0].address", "02:00:00:00:00:10", {"is a MAC address"}},
+      {"server_groups[0].servers[0].address", "192.0.2.1", {"node.underlay_ip"}},
+      {"server_groups[0].servers[0].address", "255.255.255.255", {"broadcast"}},
+      {"server_groups[0].servers[0].weight", "10001", {"0..10000"}},
+      {"server_groups[0].servers[0].weight", "-1", {"negative"}},
+      {"server_groups[0].servers[0].mac", "ff:ff:ff:ff:ff:ff", {"unicast"}},
+      {"server_groups[0].servers[0].mac", "192.0.2.10", {"is an IP address"}},
+      {"server_groups[0].health_check", "yes", {"expected a map", "protocol"}},
+      {"server_groups[0].health_check.enabled", "yes", {"not true or false"}},
+      {"server_groups[0].health_check.protocol", "icmp", {"tcp, http, https"}},
+      {"server_groups[0].health_check.port", "0", {"1..65535"}},
+      {"server_groups[0].health_check.port", "65536", {"1..65535"}},
+      {"server_groups[0].health_check.path", "health", {"starting with '/'"}},
+      {"server_groups[0].health_check.domain", "'bad domain!'", {"not a domain"}},
+      {"server_groups[0].health_check.http_codes", "[]", {"at least one"}},
+      {"server_groups[0].health_check.http_codes", "[http_6xx]", {"'http_6xx'"},
+       "server_groups[0].health_check.http_codes[0]"},
+      {"server_groups[0].health_check.interval", "5ms", {"out of range", "10 ms to 50 s"}},
+      {"server_groups[0].health_check.interval", "-1s", {"negative"}},
+      {"server_groups[0].health_check.interval", "99999999999ms", {"out of range"}},
+      {"server_groups[0].health_check.timeout", "61s", {"10 ms to 60 s"}},
+      {"server_groups[0].health_check.healthy_threshold", "1", {"2..10"}},
+      {"server_groups[0].health_check.unhealthy_threshold", "11", {"2..10"}},
+      {"server_groups[0].health_check.source", "2001:db8::1", {"IPv6", "IPv4"}},
+      {"server_groups[0].health_check.source", "02:00:00:00:00:01", {"is a MAC address"}},
+      {"server_groups[0].health_check.source", "0.0.0.0", {"not a usable address"}},
+      {"server_groups[0].health_check.verify", "maybe", {"not true or false"}},
+      {"server_groups[0].health_check.ca_file", "''", {"required when verify is true"}},
+      {"server_groups[0].health_check.ca_file", "[a]", {"expected a file path"}},
+      {"server_groups[0].health_check.jitter", "1", {"not true or false"}},
+      {"server_groups[0].when_all_unhealthy", "fail_closed", {"fail_open or drop"}},
+      {"server_groups[0].failover_mode", "rehash", {"no_rebalance or rebalance"}},
+      {"server_groups[0].connection_draining", "true", {"expected a map", "enabled"}},
+      {"server_groups[0].connection_draining.enabled", "on", {"not true or false"}},
+      {"server_groups[0].connection_draining.timeout", "3601", {"1..3600"}},
+      {"server_groups[0].connection_draining.timeout", "0", {"1..3600"}},
+      // dataplane
+      {"dataplane.workers", "0", {"1..64"}},
+      {"dataplane.workers", "65", {"1..64"}},
+      {"dataplane.burst", "257", {"1..256"}},
+      {"dataplane.flow_table_size", "1023", {"1024.."}},
+      {"dataplane.flow_table_size", "134217729", {"..134217728"}},
+      {"dataplane.mbufs", "16777217", {"..16777216"}},
+      {"dataplane.rx_queue_size", "63", {"64..16384"}},
+      {"dataplane.tx_queue_size", "16385", {"64..16384"}},
+      // control
+      {"control.socket", "relative.sock", {"absolute socket path"}},
+      {"control.socket", "/" + std::string(110, 's'), {"at most 107 bytes"}},
+      {"control.socket", "/run/", {"absolute socket path"}},
+      {"control.socket_mode", "0999", {"not an octal file mode"}},
+      {"control.socket_mode", "-660", {"not an octal file mode"}},
+      {"control.socket_mode", "1777", {"not a file mode", "0..0777"}},
+      {"control.socket_group", "-wheel", {"not a group name"}},
+      {"control.socket_group", "'bad group'", {"not a group name"}},
+      {"control.socket_group", "4294967295", {"not a group name"}},
+      // metrics, health_endpoint
+      {"metrics.listen", "9100", {"not address:port"}},
+      {"metrics.listen", "localhost:9100", {"not address:port"}},
+      {"metrics.listen", "127.0.0.1:0", {"not address:port"}},
+      {"metrics.listen", "'127.0.0.1:8081'", {"overlaps metrics.listen"}, "health_endpoint.listen"},
+      {"health_endpoint.listen", "'[::1]'", {"not address:port"}},
+      {"health_endpoint.listen", "'0.0.0.0:9100'", {"overlaps metrics.listen"}},
+      {"health_endpoint.listen", "'[::]:9100'", {"overlaps metrics.listen"}},
+      // regions
+      {"health_aggregation_policies[0].name", "''", {"required"}, "", false},
+      {"health_aggregation_policies[0].min_healthy_percent", "101", {"0..100"}},
+      {"health_aggregation_policies[0].min_healthy_count", "4097", {"0..4096"}},
+      {"health_sources[0].name", "c0", {"also the name of a composite"}, "", false},  // s0 gone
+      {"health_sources[0].server_group", "nope", {"'nope' is not a server group"}},
+      {"health_sources[0].policy", "nope", {"not a policy"}},
+      {"composite_health_checks[0].name", "'bad!'", {"not a valid name"}},
+      {"composite_health_checks[0].sources", "[]", {"needs 1..16"}},
+      {"composite_health_checks[0].sources", "[c0]", {"is a composite"},
+       "composite_health_checks[0].sources[0]"},
+      {"composite_health_checks[0].sources", "[s0, s0]", {"listed twice"},
+       "composite_health_checks[0].sources[1]"},
+      {"composite_health_checks[0].destination", "nope", {"not a listener"}},
+      {"composite_health_checks[0].dry_run", "sometimes", {"not true or false"}},
+      {"listeners[0].name", "''", {"required"}, "", false},
+      {"listeners[0].server_groups", "[]", {"needs 1..16"}},
+      {"listeners[0].server_groups", "[g0, nope]", {"not a server group"},
+       "listeners[0].server_groups[1]"},
+      {"listeners[0].server_groups", "[g0, g0]", {"listed twice"}, "listeners[0].server_groups[1]"},
+      {"server_groups[1].stickiness", "2-tuple", {"share their stickiness"},
+       "listeners[0].server_groups[1]"},
+      {"listeners[0].failback_hold", "2h", {"0..3600 seconds"}},
+      {"listeners[0].when_all_unhealthy", "panic", {"fail_open or drop"}},
+  };
+  return v;
+}
+
+TEST(ConfigKeys, FullConfigIsValid) {
+  Result r = parse(kFull);
+  ASSERT_TRUE(r.ok) << formatErrors(r.errors);
+  EXPECT_EQ(r.cfg.control.socket_group, "adm");
+}
+
+// Every key the loader accepts has at least one bad-value case here.
+TEST(ConfigKeys, KeyTable) {
+  std::set<std::string> covered;
+  for (const BadValue& b : badValues()) covered.insert(schemaPath(b.path));
+  std::vector<std::string> keys = configKeyPaths();
+  EXPECT_GT(keys.size(), 70u);
+  for (const std::string& k : keys) EXPECT_TRUE(covered.count(k)) << "no bad-value case for " << k;
+  std::set<std::string> known(keys.begin(), keys.end());
+  for (const std::string& c : covered) EXPECT_TRUE(known.count(c)) << "not a config key: " << c;
+}
+
+TEST(ConfigKeys, EveryBadValueIsOneErrorAtItsPath) {
+  for (const BadValue& b : badValues()) {
+    SCOPED_TRACE(b.path + " = " + b.value);
+    Result r = parse(fullWith(b.path, b.value));
+    const std::string at = b.error_path.empty() ? b.path : b.error_path;
+    std::initializer_list<std::string> none = {};
+    auto res = b.only ? onlyError(r, at, none) : hasError(r, at, none);
+    EXPECT_TRUE(res);
+    for (const ConfigError& e : r.errors)
+      if (e.path == at)
+        for (const std::string& n : b.needles)
+          EXPECT_NE(e.message.find(n), std::string::npos) << "'" << e.message << "' lacks '" << n << "'";
+    EXPECT_TRUE(allUtf8(r.errors));
+  }
+}
+
+// Every key given a value of the wrong kind (a map for a scalar, a scalar for
+// a list or map): one error at the key's path that says what was expected.
+TEST(ConfigKeys, EveryKeyRejectsTheWrongKind) {
+  YAML::Node full = YAML::Load(kFull);
+  for (const std::string& k : configKeyPaths()) {
+    std::string path;
+    for (char c : k) path += c == ']' ? "0]" : std::string(1, c);
+    SCOPED_TRACE(path);
+    YAML::Node cur = nodeAt(full, path);
+    ASSERT_TRUE(cur.IsDefined() && !cur.IsNull()) << "kFull does not set " << path;
+    Result r = parse(fullWith(path, cur.IsScalar() ? "{ x: 1 }" : "oops"));
+    EXPECT_TRUE(onlyError(r, path, {"expected"}));
+  }
+}
+
+// An unknown key in every section: one error naming it.
+TEST(ConfigKeys, EverySectionRejectsUnknownKeys) {
+  std::set<std::string> sections;
+  for (const std::string& k : configKeyPaths()) {
+    size_t cut = k.rfind('.');
+    sections.insert(cut == std::string::npos ? "" : k.substr(0, cut));
+  }
+  EXPECT_GE(sections.size(), 15u);
+  for (const std::string& s : sections) {
+    std::string path;
+    for (char c : s) path += c == ']' ? "0]" : std::string(1, c);
+    const std::string key = path.empty() ? "bogus_key" : path + ".bogus_key";
+    SCOPED_TRACE(key);
+    EXPECT_TRUE(onlyError(parse(fullWith(key, "1")), key, {"unknown key 'bogus_key'"}));
+  }
+}
+
+TEST(ConfigKeys, EmptyRequiredSections) {
+  Result r = parse(fullWith("node", "{}"));
+  EXPECT_TRUE(hasError(r, "node.underlay_ip", {"required key is missing"}));
+  EXPECT_TRUE(hasError(r, "node.underlay_mac", {"required key is missing"}));
+  EXPECT_EQ(r.errors.size(), 2u) << formatErrors(r.errors);
+  EXPECT_TRUE(onlyError(parse(fullWith("server_groups[0].servers[0]", "{}")),
+                        "server_groups[0].servers[0].address", {"required key is missing"}));
+}
+
+// Text that is not UTF-8: one error at the value's path, or at the map holding
+// a key that is not UTF-8; messages stay UTF-8 (they go into JSON replies).
+TEST(ConfigKeys, NonUtf8) {
+  std::string bad_value = std::string(kFull) + "\xff";  // placeholder to keep kFull unchanged
+  std::string text = withGroup(std::string(kOneServer)) + "log_level: \"in\xff\xfe\"\n";
+  Result r = parse(text);
+  EXPECT_TRUE(onlyError(r, "log_level", {"not valid UTF-8", "\\xff"}));
+  EXPECT_TRUE(allUtf8(r.errors));
+  Result k = parse(withGroup(std::string(kOneServer)) + "dataplane: { \"w\xc3\": 1 }\n");
+  EXPECT_TRUE(onlyError(k, "dataplane", {"not valid UTF-8"}));
+  EXPECT_TRUE(allUtf8(k.errors));
+  Result eal = parse(withGroup(std::string(kOneServer)) + "eal: [\"--x\xed\xa0\x80\"]\n");  // a surrogate
+  EXPECT_TRUE(onlyError(eal, "eal[0]", {"not valid UTF-8"}));
+  // A long valid name with a two-byte character at the quoting cut: never split.
+  Result cut = parse(withGroup("name: \"" + std::string(63, 'a') + "\xc3\xa9\"\n    servers: [{ address: 192.0.2.10 }]"));
+  EXPECT_TRUE(onlyError(cut, "server_groups[0].name", {"not a valid group name"}));
+  EXPECT_TRUE(allUtf8(cut.errors)) << formatErrors(cut.errors);
+  // Valid UTF-8 elsewhere is fine.
+  EXPECT_TRUE(parse(withGroup(std::string(kOneServer)) + "eal: [\"--x=caf\xc3\xa9\"]\n").ok);
+  (void)bad_value;
+}
+
+// YAML aliases repeat nodes without repeating text: loading stays bounded
+// because lists past their limit are not walked and errors are capped.
+TEST(ConfigKeys, AliasBombIsBounded) {
+  std::string t = std::string(kNode) + "x_servers: &s [";
+  for (int i = 0; i < 4096; ++i) t += std::string(i ? ", " : "") + "*srv";
+  t = std::string(kNode) + "anchors:\n  - &srv { address: 10.0.0.1 }\n  - &s [";
+  for (int i = 0; i < 4096; ++i) t += std::string(i ? ", " : "") + "*srv";
+  t += "]\n  - &g { name: g, servers: *s }\nserver_groups: [";
+  for (int i = 0; i < 100000; ++i) t += std::string(i ? ", " : "") + "*g";
+  t += "]\n";
+  Result r = parse(t);
+  EXPECT_FALSE(r.ok);
+  EXPECT_LE(r.errors.size(), 101u);
+  EXPECT_TRUE(hasError(r, "server_groups", {"100000 groups", "1..64"}));
+  // Within the list limits the walk is bounded too: 64 x 4096 server entries
+  // all at one address, reported as at most 100 errors plus a count.
+  std::string u = std::string(kNode) + "anchors:\n  - &srv { address: 10.0.0.1 }\n  - &s [";
+  for (int i = 0; i < 4096; ++i) u += std::string(i ? ", " : "") + "*srv";
+  u += "]\n  - &g { name: g, servers: *s }\nserver_groups: [";
+  for (int i = 0; i < 64; ++i) u += std::string(i ? ", " : "") + "*g";
+  u += "]\n";
+  Result b = parse(u);
+  EXPECT_FALSE(b.ok);
+  ASSERT_EQ(b.errors.size(), 101u);
+  EXPECT_EQ(b.errors.back().path, "");
+  EXPECT_NE(b.errors.back().message.find("more errors"), std::string::npos) << b.errors.back().message;
+  // A list that contains itself.
+  Result self = parse(withGroup(std::string(kOneServer)) + "eal: &e [\"a\", *e]\n");
+  EXPECT_TRUE(onlyError(self, "eal[1]", {"expected a string, got a list"}));
+}
+
+TEST(ConfigKeys, ListLimits) {
+  std::string eal = "eal: [";
+  for (int i = 0; i < 257; ++i) eal += std::string(i ? ", " : "") + "x";
+  EXPECT_TRUE(onlyError(parse(withGroup(std::string(kOneServer)) + eal + "]\n"), "eal",
+                        {"257 arguments", "at most 256"}));
+  std::string codes = "[";
+  for (int i = 0; i < 33; ++i) codes += std::string(i ? ", " : "") + "http_2xx";
+  EXPECT_TRUE(onlyError(parse(fullWith("server_groups[0].health_check.http_codes", codes + "]")),
+                        "server_groups[0].health_check.http_codes", {"33 entries", "at most 32"}));
+  std::string lis = "[";
+  for (int i = 0; i < 17; ++i) lis += std::string(i ? ", " : "") + "{ name: l" + std::to_string(i) + ", server_groups: [g0] }";
+  EXPECT_TRUE(hasError(parse(fullWith("listeners", lis + "]")), "listeners", {"17", "at most 16"}));
+}
+
+// Many keys in one map (a quadratic duplicate check would take minutes) and
+// deep nesting: an answer, bounded.
+TEST(ConfigKeys, ManyKeysAndDeepNesting) {
+  std::string t = withGroup(std::string(kOneServer)) + "dataplane:\n";
+  for (int i = 0; i < 100000; ++i) t += "  k" + std::to_string(i) + ": 1\n";
+  Result r = parse(t);
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.errors.size(), 101u);
+  EXPECT_EQ(r.errors[0].path, "dataplane.k0");
+  Result d = parse(withGroup(std::string(kOneServer)) + "eal: " + std::string(100000, '[') +
+                   std::string(100000, ']') + "\n");
+  ASSERT_EQ(d.errors.size(), 1u) << formatErrors(d.errors);
+  EXPECT_EQ(d.errors[0].path, "");
+  EXPECT_NE(d.errors[0].message.find("nests deeper"), std::string::npos) << d.errors[0].message;
+}
+
+TEST(ConfigFile, EndlessOrUnreadableFile) {
+  Config c;
+  std::vector<ConfigError> errs;
+  EXPECT_FALSE(loadConfigFile("/dev/zero", c, errs));  // never ends: read at most 8 MiB
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_NE(errs[0].message.find("larger than 8 MiB"), std::string::npos) << errs[0].message;
+  errs.clear();
+  EXPECT_FALSE(loadConfigFile("/proc/self/mem", c, errs));  // opens, but reading fails (EIO)
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_NE(errs[0].message.find("cannot read"), std::string::npos) << errs[0].message;
+  errs.clear();
+  EXPECT_FALSE(loadConfigFile("/tmp", c, errs));
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_NE(errs[0].message.find("is a directory"), std::string::npos) << errs[0].message;
+}
+
+}  // namespace
+}  // namespace gwlb::ctl
