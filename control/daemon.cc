@@ -60,7 +60,9 @@ Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
 
 Daemon::~Daemon() {
   stopWorkers();
-  dp_.snapshot.store(nullptr);
+  // No worker reads the current snapshot any more: free it (storing nullptr
+  // alone leaked it, found by LeakSanitizer).
+  delete dp_.snapshot.exchange(nullptr);
   retireSnapshots(true);
 }
 

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing (Debian 12 packages), then configures and builds.
 # Sourced by demo.sh, test.sh and bench.sh; safe to run again: fast when all is present.
+# A caller may set GWLB_BUILD (the build directory) and GWLB_SETUP_OPTS (an array
+# of meson options, e.g. (-Dsanitize=true) from test.sh --sanitize) before sourcing.
 set -euo pipefail
 
 GWLB_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -31,15 +33,29 @@ gwlb_install_deps() {
   fi
 }
 
+# True when the build directory already has every -Dname=value / --name=value
+# given (meson configure would regenerate the build files even so).
+gwlb_opts_set() {
+  meson introspect "$GWLB_BUILD" --buildoptions 2>/dev/null | /usr/bin/python3 -c '
+import json, sys
+have = {o["name"]: o["value"] for o in json.load(sys.stdin)}
+for a in sys.argv[1:]:
+    name, _, want = a.lstrip("-").removeprefix("D").partition("=")
+    v = have.get(name)
+    if (str(v).lower() if isinstance(v, bool) else str(v)) != want:
+        sys.exit(1)
+' "$@"
+}
+
 gwlb_build() {
   local opts=("$@")
   if [ ! -f "$GWLB_BUILD/build.ninja" ]; then
     meson setup "$GWLB_BUILD" "$GWLB_ROOT" "${opts[@]}" >/dev/null
-  elif [ ${#opts[@]} -gt 0 ]; then
+  elif [ ${#opts[@]} -gt 0 ] && ! gwlb_opts_set "${opts[@]}"; then
     meson configure "$GWLB_BUILD" "${opts[@]}" >/dev/null
   fi
   ninja -C "$GWLB_BUILD" >/dev/null || ninja -C "$GWLB_BUILD"
 }
 
 gwlb_install_deps
-gwlb_build
+gwlb_build ${GWLB_SETUP_OPTS[@]+"${GWLB_SETUP_OPTS[@]}"}

@@ -1,23 +1,76 @@
 #!/usr/bin/env bash
-# Runs the whole test suite (meson test: unit, dp, replay) and ends with the
-# line CI reads: "N passed, N failed".
-#   scripts/test.sh [meson test args...]   e.g. scripts/test.sh --suite unit
+# Runs the whole test suite (meson test: every suite) and ends with the line CI
+# reads: "N passed, N failed".
+#   scripts/test.sh [meson test args...]              e.g. scripts/test.sh --suite unit
+#   scripts/test.sh --sanitize [meson test args...]   the same under ASan+UBSan
+# --sanitize configures and builds build-asan/ (or $GWLB_SAN_BUILD) with
+# -Dsanitize=true and runs the suite there, minus the tests in SAN_TRIM below
+# (a test named on the command line runs anyway). See docs/testing.md.
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/setup.sh" || exit 1
 
-meson test -C "$GWLB_BUILD" --print-errorlogs --num-processes 2 "$@"
+sanitize=0
+args=()
+for a in "$@"; do
+  if [ "$a" = "--sanitize" ]; then sanitize=1; else args+=("$a"); fi
+done
+
+# Tests left out of the sanitized run, each with the reason printed. They are
+# timing-bound (rates or windows measured against the wall clock, which ASan's
+# 2-3x slowdown on CI's two shared cores breaks) and run in the plain suite; the
+# code they drive is exercised under ASan by other tests (docs/testing.md).
+declare -A SAN_TRIM=(
+  [gwlbd_churn]="drives ~100 appliance changes/s and 20k packets/s against wall-clock windows"
+)
+
+if [ "$sanitize" -eq 1 ]; then
+  GWLB_BUILD="${GWLB_SAN_BUILD:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build-asan}"
+  GWLB_SETUP_OPTS=(-Dsanitize=true)
+fi
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh" || { echo "0 passed, 1 failed"; exit 1; }
+set +e   # setup.sh turned -e on: a failing test must still reach the summary line
+
+select=()
+if [ "$sanitize" -eq 1 ]; then
+  # The tests the arguments select (meson test --list applies --suite and names),
+  # minus the trimmed ones, passed back by name.
+  mapfile -t listed < <(meson test -C "$GWLB_BUILD" --no-rebuild --list ${args[@]+"${args[@]}"} 2>/dev/null \
+                        | sed -n 's|^.* / ||p')
+  kept=()
+  named=" ${args[*]+${args[*]}} "
+  for t in "${listed[@]}"; do
+    if [ -n "${SAN_TRIM[$t]+x}" ] && [[ "$named" != *" $t "* ]]; then
+      echo "sanitize: not run under ASan: $t: ${SAN_TRIM[$t]} (the plain suite runs it)"
+    else
+      kept+=("$t")
+    fi
+  done
+  if [ ${#listed[@]} -gt 0 ] && [ ${#kept[@]} -eq 0 ]; then
+    echo "0 passed, 0 failed"; exit 0
+  fi
+  select=(${kept[@]+"${kept[@]}"})
+  echo "sanitize: ${#kept[@]} tests in $GWLB_BUILD (ASan+UBSan; DPDK's libraries uninstrumented)"
+fi
+
+meson test -C "$GWLB_BUILD" --print-errorlogs --num-processes 2 \
+  ${args[@]+"${args[@]}"} ${select[@]+"${select[@]}"}
 rc=$?
 log="$GWLB_BUILD/meson-logs/testlog.json"
 if [ -f "$log" ]; then
   /usr/bin/python3 - "$log" <<'PY'
 import json, sys
-passed = failed = skipped = 0
+passed = failed = 0
+skipped = []
 for line in open(sys.argv[1]):
-    r = json.loads(line).get("result")
+    t = json.loads(line)
+    r = t.get("result")
     if r in ("OK", "EXPECTEDFAIL"): passed += 1
-    elif r == "SKIP": skipped += 1
+    elif r == "SKIP": skipped.append(t.get("name", "?"))
     else: failed += 1
-print(f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
+# Skips are named on their own line; CI reads the last line, which has exactly
+# the form "N passed, N failed".
+if skipped:
+    print(f"skipped ({len(skipped)}, each prints its reason above): {', '.join(skipped)}")
+print(f"{passed} passed, {failed} failed")
 PY
 else
   echo "0 passed, 1 failed"
