@@ -26,7 +26,8 @@ inline bool parseCommonIpv4(const uint8_t* ip, size_t len, uint16_t base,
                             ParsedPacket& out) noexcept {
   if (len < 20 + 8 || ip[0] != 0x45) return false;
   size_t total = rd16(ip + 2);
-  if ((rd16(ip + 6) & 0x3FFF) != 0 || total < 20 || total > len) return false;
+  if ((rd16(ip + 6) & 0x3FFF) != 0 || total < 20 || total > len || base + total > 0xFFFF)
+    return false;
   uint8_t proto = ip[9];
   const uint8_t* l4 = ip + 20;
   size_t l4len = total - 20;

@@ -123,6 +123,10 @@ ParseStatus parseIp(const uint8_t* p, size_t len, uint8_t version, size_t base,
                     ParsedPacket& out, Counter& drop) {
   IpWalk w;
   if (!walkIp(p, len, version, out.tuple, w, true, drop)) return ParseStatus::kDrop;
+  // l3_len and l4_offset are 16-bit: an IPv6 datagram of 65575 bytes (payload
+  // length 65535 after 40 bytes of header) in a buffer that holds it would
+  // wrap them (caught by the frame fuzz target: tests/fuzz/regressions/frame/).
+  if (base + w.end > 0xFFFF) return drop = Counter::drop_bad_ip_length, ParseStatus::kDrop;
   out.ip_version = version;
   out.l3_len = uint16_t(w.end);
   out.is_fragment = w.fragment;

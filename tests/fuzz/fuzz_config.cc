@@ -1,0 +1,58 @@
+// Fuzz target 4: the config loader and validator. Any bytes are the text of a
+// gwlbd configuration file: gwlb::ctl::parseConfig. Its contract
+// (control/config.h): never throws; false with every error, each with a
+// message, or true with no error. Invariants (docs/fuzzing.md):
+//  - no exception escapes (libFuzzer reports one as a crash; the replay driver
+//    dies on std::terminate);
+//  - the result is true exactly when there is no error, and every error has a
+//    message;
+//  - no error is the loader's catch-all ("internal error while reading the
+//    configuration"): that would be an exception the loader did not expect
+//    (a conversion it should have checked), i.e. a bug;
+//  - an accepted config passes validateConfig again, has 1..64 server groups
+//    each with servers, and parsing the same text again gives the same
+//    outcome; formatErrors of the errors has one line per error.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "control/config.h"
+#include "tests/fuzz/fuzz_check.h"
+
+using namespace gwlb::ctl;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  Config c;
+  std::vector<ConfigError> errors;
+  bool ok = parseConfig(text, c, errors);
+  FUZZ_CHECK(ok == errors.empty(), "parseConfig returned %d with %zu errors", ok, errors.size());
+  for (const ConfigError& e : errors) {
+    FUZZ_CHECK(!e.message.empty(), "error without a message at '%s'", e.path.c_str());
+    // The catch-all's own error (path "", fixed prefix); a message that only
+    // quotes a key or value containing these words is not it.
+    FUZZ_CHECK(!(e.path.empty() &&
+                 e.message.rfind("internal error while reading the configuration", 0) == 0),
+               "the loader's catch-all fired: %s", e.message.c_str());
+  }
+  std::string all = formatErrors(errors);
+  FUZZ_CHECK(size_t(std::count(all.begin(), all.end(), '\n')) >=
+                 errors.size(),
+             "formatErrors lost errors");
+
+  Config again;
+  std::vector<ConfigError> errors2;
+  bool ok2 = parseConfig(text, again, errors2);
+  FUZZ_CHECK(ok2 == ok && errors2.size() == errors.size(), "parseConfig is not deterministic");
+  if (!ok) return 0;
+
+  std::vector<ConfigError> v;
+  FUZZ_CHECK(validateConfig(c, v), "accepted config fails validateConfig: %s",
+             v.empty() ? "" : (v[0].path + ": " + v[0].message).c_str());
+  FUZZ_CHECK(!c.server_groups.empty() && c.server_groups.size() <= 64,
+             "accepted config with %zu server groups", c.server_groups.size());
+  for (const ServerGroupConfig& g : c.server_groups)
+    FUZZ_CHECK(!g.servers.empty() && !g.name.empty(), "accepted group without servers or name");
+  FUZZ_CHECK(c.node.underlay_ip.isV4(), "accepted config without an IPv4 underlay address");
+  return 0;
+}

@@ -1,0 +1,388 @@
+#!/usr/bin/python3
+"""Writes the seed corpus of the fuzz targets to tests/fuzz/corpus/<target>/.
+
+Deterministic (no randomness): running it again rewrites the same files, so
+the committed corpus is reproducible; --check compares instead of writing.
+Frames are built with scapy; Geneve headers, config texts, control API
+requests and HTTP responses are written out here. Each target gets valid
+inputs of every kind the parser accepts plus the malformed classes it must
+drop (truncations, lying lengths, bad versions, option edge cases, ...), so
+the fuzzers start next to every branch.
+
+usage: gen_corpus.py [--out DIR] [--check]
+"""
+import argparse
+import os
+import struct
+import sys
+
+from scapy.all import (AH, ICMP, IP, SCTP, TCP, UDP, ARP, Dot1AD, Dot1Q, Ether, ICMPv6EchoRequest,
+                       ICMPv6PacketTooBig, ICMPv6DestUnreach, ICMPv6TimeExceeded, IPv6, Raw,
+                       IPOption_RR, fragment, raw)
+from scapy.layers.inet6 import (IPv6ExtHdrDestOpt, IPv6ExtHdrFragment, IPv6ExtHdrHopByHop,
+                                IPv6ExtHdrRouting, fragment6)
+
+GW = "02:00:00:00:00:01"
+RT = "02:00:00:00:0a:01"
+C4, S4 = "198.51.100.7", "203.0.113.9"
+C6, S6 = "2001:db8:1::7", "2001:db8:2::9"
+
+
+def eth(vlan=None, qinq=False):
+    e = Ether(src=RT, dst=GW)
+    if qinq:
+        return e / Dot1AD(vlan=10) / Dot1Q(vlan=vlan or 20)
+    return e / Dot1Q(vlan=vlan) if vlan else e
+
+
+def b(p):
+    return bytes(raw(p))
+
+
+# ---------------------------------------------------------------- frames
+def frames():
+    f = {}
+    pay = Raw(b"x" * 64)
+    f["v4_tcp_syn"] = eth() / IP(src=C4, dst=S4, flags="DF") / TCP(sport=40000, dport=443, flags="S")
+    f["v4_tcp_opts_data"] = (eth() / IP(src=C4, dst=S4) /
+                             TCP(sport=40001, dport=80, flags="PA",
+                                 options=[("MSS", 1460), ("SAckOK", b""), ("NOP", None), ("WScale", 7)]) /
+                             Raw(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+    f["v4_udp_dns"] = eth() / IP(src=C4, dst=S4) / UDP(sport=53000, dport=53) / Raw(b"q" * 30)
+    f["v4_udp_padded"] = eth() / IP(src=C4, dst=S4) / UDP(sport=1, dport=2) / Raw(b"ab") / Raw(b"\0" * 16)
+    f["v4_icmp_echo"] = eth() / IP(src=C4, dst=S4) / ICMP(type=8, id=77, seq=1) / pay
+    f["v4_icmp_unreach_udp"] = (eth() / IP(src=S4, dst=C4) / ICMP(type=3, code=3) /
+                                IP(src=C4, dst=S4) / UDP(sport=53000, dport=53) / Raw(b"q" * 8))
+    f["v4_icmp_timeexc_tcp"] = (eth(vlan=100) / IP(src="192.0.2.99", dst=C4) / ICMP(type=11) /
+                                IP(src=C4, dst=S4) / TCP(sport=40000, dport=443))
+    f["v4_icmp_unreach_short_quote"] = (eth() / IP(src=S4, dst=C4) / ICMP(type=3, code=1) /
+                                        Raw(b(IP(src=C4, dst=S4) / UDP(sport=1, dport=2))[:24]))
+    f["v4_ip_options"] = eth() / IP(src=C4, dst=S4, options=[IPOption_RR()]) / UDP(sport=5, dport=6) / pay
+    f["v4_gre_noports"] = eth() / IP(src=C4, dst=S4, proto=47) / Raw(b"\0\0\x08\0" + b"y" * 20)
+    f["v4_sctp"] = eth() / IP(src=C4, dst=S4) / SCTP(sport=3868, dport=3868)
+    f["vlan_v4_tcp"] = eth(vlan=100) / IP(src=C4, dst=S4) / TCP(sport=1234, dport=22, flags="A")
+    f["qinq_v4_udp"] = eth(vlan=20, qinq=True) / IP(src=C4, dst=S4) / UDP(sport=9, dport=9)
+    f["arp_request"] = Ether(src=RT, dst="ff:ff:ff:ff:ff:ff") / ARP(psrc=C4, pdst="192.0.2.1")
+    f["vlan_arp"] = eth(vlan=7) / ARP(psrc=C4, pdst="192.0.2.1")
+    f["lldp_unsupported"] = Ether(src=RT, dst=GW, type=0x88CC) / Raw(b"\x02\x07\x04" + b"z" * 20)
+    f["v4_geneve_outer"] = (eth() / IP(src="192.0.2.10", dst="192.0.2.1", flags="DF") /
+                            UDP(sport=50000, dport=6081) / Raw(geneve_aws(b(IP(src=C4, dst=S4) / TCP()))))
+    frags = fragment(IP(src=C4, dst=S4, id=4242) / UDP(sport=7000, dport=7001) / Raw(b"f" * 600), fragsize=256)
+    f["v4_frag_first"] = eth() / frags[0]
+    f["v4_frag_later"] = eth() / frags[1]
+    f["v6_tcp_syn"] = eth() / IPv6(src=C6, dst=S6) / TCP(sport=40000, dport=443, flags="S")
+    f["v6_udp"] = eth(vlan=200) / IPv6(src=C6, dst=S6) / UDP(sport=5353, dport=5353) / pay
+    f["v6_icmp_echo"] = eth() / IPv6(src=C6, dst=S6) / ICMPv6EchoRequest(id=9, seq=3)
+    f["v6_too_big_tcp"] = (eth() / IPv6(src=S6, dst=C6) / ICMPv6PacketTooBig(mtu=1280) /
+                           IPv6(src=C6, dst=S6) / TCP(sport=40000, dport=443))
+    f["v6_unreach_udp"] = (eth() / IPv6(src=S6, dst=C6) / ICMPv6DestUnreach() /
+                           IPv6(src=C6, dst=S6) / UDP(sport=1000, dport=2000))
+    f["v6_timeexc_exthdr"] = (eth() / IPv6(src="2001:db8::1", dst=C6) / ICMPv6TimeExceeded() /
+                              IPv6(src=C6, dst=S6) / IPv6ExtHdrHopByHop() / UDP(sport=3, dport=4))
+    f["v6_hbh_dest_tcp"] = (eth() / IPv6(src=C6, dst=S6) / IPv6ExtHdrHopByHop() / IPv6ExtHdrDestOpt() /
+                            TCP(sport=1, dport=2))
+    f["v6_routing_udp"] = (eth() / IPv6(src=C6, dst=S6) / IPv6ExtHdrRouting(addresses=["2001:db8::5"]) /
+                           UDP(sport=8, dport=9))
+    f["v6_ah_tcp"] = eth() / IPv6(src=C6, dst=S6, nh=51) / Raw(b"\x06\x04\0\0" + b"\0" * 20) / TCP()
+    f6 = fragment6(IPv6(src=C6, dst=S6) / IPv6ExtHdrFragment(id=0xabcdef) / UDP(sport=11, dport=12) /
+                   Raw(b"g" * 700), 400)
+    f["v6_frag_first"] = eth() / f6[0]
+    f["v6_frag_later"] = eth() / f6[1]
+    f["v6_jumbo_9000"] = eth() / IPv6(src=C6, dst=S6) / UDP(sport=1, dport=2) / Raw(b"j" * 8900)
+    out = {k: b(v) for k, v in f.items()}
+    # Malformed classes (hand-made from the valid ones).
+    syn = out["v4_tcp_syn"]
+    out["trunc_l2"] = syn[:13]
+    out["trunc_vlan"] = out["vlan_v4_tcp"][:16]
+    out["trunc_l3"] = syn[:14 + 19]
+    out["trunc_tcp"] = syn[:14 + 20 + 10]
+    out["v4_ihl_4"] = syn[:14] + bytes([0x44]) + syn[15:]
+    out["v4_total_len_lies"] = syn[:16] + struct.pack("!H", 1500) + syn[18:]
+    out["v4_bad_version"] = syn[:14] + bytes([0x65]) + syn[15:]
+    v6 = out["v6_tcp_syn"]
+    out["v6_plen_lies"] = v6[:18] + struct.pack("!H", 4000) + v6[20:]
+    out["v6_ext_loop"] = b(eth() / IPv6(src=C6, dst=S6, nh=0) /
+                           Raw(b"".join(bytes([0, 0]) + b"\0" * 6 for _ in range(10))))
+    out["nested_vlan"] = b(Ether(src=RT, dst=GW) / Dot1Q(vlan=1) / Dot1Q(vlan=2) / IP() / UDP())
+    out["empty"] = b""
+    return out
+
+
+# ---------------------------------------------------------------- geneve
+def gopt(cls, typ, data):
+    assert len(data) % 4 == 0
+    return struct.pack("!HBB", cls, typ, len(data) // 4) + data
+
+
+def geneve(proto, opts=b"", ver=0, o=False, c=False, vni=0x123456, optlen=None):
+    ol = len(opts) // 4 if optlen is None else optlen
+    return (struct.pack("!BBH", (ver << 6) | (ol & 0x3F), (0x80 if o else 0) | (0x40 if c else 0), proto) +
+            struct.pack("!I", vni << 8) + opts)
+
+
+def aws_opts(cookie=0xdeadbeef, eid=0x0123456789abcdef, aid=1):
+    return (gopt(0x0108, 1, struct.pack("!Q", eid)) + gopt(0x0108, 2, struct.pack("!Q", aid)) +
+            gopt(0x0108, 3, struct.pack("!I", cookie)))
+
+
+def geneve_aws(inner, proto=0x0800):
+    return geneve(proto, aws_opts()) + inner
+
+
+def genev():
+    g = {}
+    v4 = b(IP(src=C4, dst=S4) / TCP(sport=40000, dport=443, flags="S"))
+    v4u = b(IP(src=C4, dst=S4) / UDP(sport=53000, dport=53) / Raw(b"q" * 20))
+    v6 = b(IPv6(src=C6, dst=S6) / UDP(sport=1, dport=2) / Raw(b"p" * 16))
+    v4icmp = b(IP(src=S4, dst=C4) / ICMP(type=3, code=4) / IP(src=C4, dst=S4) / TCP(sport=1, dport=2))
+    ethf = b(Ether(src=RT, dst=GW) / IP(src=C4, dst=S4) / TCP(sport=40000, dport=443))
+    ethv = b(Ether(src=RT, dst=GW) / Dot1Q(vlan=100) / IPv6(src=C6, dst=S6) / TCP(sport=5, dport=6))
+    g["aws_v4_tcp"] = geneve_aws(v4)
+    g["aws_v4_udp"] = geneve_aws(v4u)
+    g["aws_v6_udp"] = geneve_aws(v6, 0x86DD)
+    g["aws_v4_icmp_error"] = geneve_aws(v4icmp)
+    g["aws_v4_frag"] = geneve_aws(b(fragment(IP(src=C4, dst=S4) / UDP() / Raw(b"f" * 300), 128)[1]))
+    g["aws_opts_reordered"] = geneve(0x0800, gopt(0x0108, 3, b"\x01\x02\x03\x04") +
+                                     gopt(0x0108, 1, b"\0" * 8)) + v4
+    g["aws_unknown_noncritical"] = geneve(0x0800, gopt(0x0199, 0x05, b"\0" * 4) + aws_opts()) + v4
+    g["aws_unknown_critical"] = geneve(0x0800, aws_opts() + gopt(0x0199, 0x85, b"\0" * 4), c=True) + v4
+    g["aws_critical_known"] = geneve(0x0800, gopt(0x0108, 0x83, b"\0\0\0\x07")) + v4
+    g["aws_cookie_wrong_len"] = geneve(0x0800, gopt(0x0108, 3, b"\0" * 8)) + v4
+    g["aws_no_cookie"] = geneve(0x0800, gopt(0x0108, 1, b"\0" * 8)) + v4
+    g["aws_padding"] = geneve_aws(v4u + b"\0" * 12)
+    g["aws_inner_truncated"] = geneve_aws(v4[:30])
+    g["eth_v4_tcp"] = geneve(0x6558) + ethf
+    g["eth_vlan_v6"] = geneve(0x6558) + ethv
+    g["eth_arp_inner"] = geneve(0x6558) + b(Ether(src=RT, dst=GW) / ARP())
+    g["oam_control"] = geneve(0x6558, o=True) + b"\0" * 16
+    g["version_1"] = geneve(0x0800, aws_opts(), ver=1) + v4
+    g["optlen_past_end"] = geneve(0x0800, b"", optlen=20) + b"\0" * 16
+    g["option_past_options"] = geneve(0x0800, struct.pack("!HBB", 0x0108, 3, 4) + b"\0" * 4, optlen=2) + v4
+    g["option_len0"] = geneve(0x0800, gopt(0x0108, 3, b"")) + v4
+    g["option_header_split"] = geneve(0x0800, b"\x01\x08\x03\x01" + b"\0" * 4 + b"\x01\x08", optlen=3) + v4
+    g["max_options"] = geneve(0x0800, aws_opts() + gopt(0x0200, 1, b"\0" * 124) + gopt(0x0200, 2, b"\0" * 92)) + v4
+    g["bad_protocol"] = geneve(0x88CC, aws_opts()) + v4
+    g["truncated_7"] = geneve(0x0800)[:7]
+    g["empty"] = b""
+    return g
+
+
+# ---------------------------------------------------------------- icmp
+def icmpc():
+    out = {}
+
+    def put(name, frame, mtu=1400, extra=64):
+        out[name] = struct.pack("!HB", mtu, extra) + b(frame)
+
+    big = Raw(b"B" * 1460)
+    put("v4_df_tcp", eth() / IP(src=C4, dst=S4, flags="DF") / TCP(sport=40000, dport=443, flags="A") / big)
+    put("v4_df_udp_vlan", eth(vlan=100) / IP(src=C4, dst=S4, flags="DF") / UDP(sport=1, dport=2) / big, 1300)
+    put("v4_df_ip_options", eth() / IP(src=C4, dst=S4, flags="DF", options=[IPOption_RR()]) /
+        UDP(sport=1, dport=2) / big, 576, 0)
+    put("v4_no_df", eth() / IP(src=C4, dst=S4) / UDP(sport=1, dport=2) / big)
+    put("v4_df_small_room", eth() / IP(src=C4, dst=S4, flags="DF") / TCP() / Raw(b"s" * 10), 68, 0)
+    put("v4_df_icmp_echo", eth() / IP(src=C4, dst=S4, flags="DF") / ICMP(id=5) / big, 0)
+    put("v4_icmp_error_refused", eth() / IP(src=S4, dst=C4, flags="DF") / ICMP(type=3, code=4) /
+        IP(src=C4, dst=S4) / TCP(sport=1, dport=2))
+    put("v4_icmp_error_quoted_udp", eth() / IP(src=S4, dst=C4) / ICMP(type=3, code=3) /
+        IP(src=C4, dst=S4) / UDP(sport=53000, dport=53))
+    frags = fragment(IP(src=C4, dst=S4, id=9, flags="DF") / UDP(sport=1, dport=2) / Raw(b"f" * 2000), 1000)
+    put("v4_frag_first", eth() / frags[0])
+    put("v4_frag_later", eth() / frags[1])
+    put("v6_tcp", eth() / IPv6(src=C6, dst=S6) / TCP(sport=40000, dport=443) / big, 1280, 255)
+    put("v6_udp_vlan_small_room", eth(vlan=5) / IPv6(src=C6, dst=S6) / UDP() / Raw(b"u" * 30), 1280, 0)
+    put("v6_exthdr_tcp", eth() / IPv6(src=C6, dst=S6) / IPv6ExtHdrHopByHop() / IPv6ExtHdrDestOpt() /
+        TCP() / big, 1280)
+    f6 = fragment6(IPv6(src=C6, dst=S6) / IPv6ExtHdrFragment(id=7) / UDP() / Raw(b"g" * 3000), 1400)
+    put("v6_frag_first", eth() / f6[0], 1280)
+    put("v6_frag_later", eth() / f6[1], 1280)
+    put("v6_too_big_refused", eth() / IPv6(src=S6, dst=C6) / ICMPv6PacketTooBig(mtu=1280) /
+        IPv6(src=C6, dst=S6) / TCP())
+    put("v6_echo_mtu_max", eth() / IPv6(src=C6, dst=S6) / ICMPv6EchoRequest() / big, 65535)
+    out["short"] = b"\x05\xdc"
+    return out
+
+
+# ---------------------------------------------------------------- config
+def configs():
+    node = ("node:\n  underlay_ip: 192.0.2.1\n  underlay_mac: 02:00:00:00:00:01\n"
+            "  gateway_mac: 02:00:00:00:00:fe\n")
+    grp = ("server_groups:\n  - name: fw\n    servers:\n      - { address: 192.0.2.10 }\n"
+           "      - { address: 192.0.2.11, weight: 50, mac: 02:00:00:00:00:aa }\n")
+    c = {}
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    for ex in ("gwlbd.yaml", "regions.yaml", "replay.yaml"):
+        p = os.path.join(root, "examples", ex)
+        if os.path.exists(p):
+            c["example_" + ex.replace(".yaml", "")] = open(p).read()
+    c["minimal"] = node + grp
+    c["flow_style"] = ("{node: {underlay_ip: 192.0.2.1, underlay_mac: '02:00:00:00:00:01'}, "
+                       "server_groups: [{name: a, servers: [{address: 192.0.2.9}]}]}\n")
+    c["all_group_keys"] = node + (
+        "server_groups:\n  - name: fw-1\n    stickiness: 3-tuple\n"
+        "    geneve: { format: ethernet, vni: 0xffffff }\n    maglev_table_size: 251\n"
+        "    tcp_idle_timeout: 60s\n    other_idle_timeout: 6000s\n"
+        "    when_all_unhealthy: drop\n    failover_mode: no_rebalance\n"
+        "    connection_draining: { enabled: true, timeout: 1s }\n"
+        "    health_check:\n      protocol: https\n      port: 8443\n      path: /healthz\n"
+        "      domain: fw.example\n      http_codes: [http_2xx, 301-302]\n      interval: 10ms\n"
+        "      timeout: 60s\n      healthy_threshold: 2\n      unhealthy_threshold: 10\n"
+        "      source: 192.0.2.1\n      verify: true\n      ca_file: /etc/ssl/certs/ca.pem\n"
+        "      jitter: false\n"
+        "    servers: [ { address: 10.0.0.1, weight: 0 }, { address: 10.0.0.2, weight: 10000 } ]\n"
+        "dataplane: { workers: 64, burst: 256, flow_table_size: 1024, mbufs: 1024,"
+        " rx_queue_size: 64, tx_queue_size: 16384 }\n"
+        "control: { socket: /run/gwlbd/x.sock, socket_mode: \"0600\" }\n"
+        "metrics: { listen: \"[::1]:9100\" }\nlog_level: debug\neal: [--no-huge, --no-pci]\n")
+    c["regions_two"] = node + (
+        "server_groups:\n  - { name: a, servers: [{address: 10.0.0.1}] }\n"
+        "  - { name: b, servers: [{address: 10.0.1.1}] }\n"
+        "health_aggregation_policies: [ { name: p, min_healthy_percent: 100, min_healthy_count: 0 } ]\n"
+        "health_sources: [ { name: sa, server_group: a, policy: p }, { name: sb, server_group: b } ]\n"
+        "composite_health_checks: [ { name: ca, sources: [sa, sb], destination: l, dry_run: true } ]\n"
+        "listeners: [ { name: l, server_groups: [a, b], failback_hold: 3600s,"
+        " when_all_unhealthy: drop } ]\n"
+        "health_endpoint: { listen: 127.0.0.1:8081 }\n")
+    c["anchors_aliases"] = node + (
+        "x-servers: &s [ { address: 10.0.0.1 } ]\nserver_groups:\n  - { name: a, servers: *s }\n")
+    c["merge_key"] = node + ("base: &b { name: a }\nserver_groups:\n  - <<: *b\n"
+                             "    servers: [ { address: 10.0.0.1 } ]\n")
+    c["bad_types"] = node.replace("192.0.2.1", "[1, 2]") + grp.replace("weight: 50", "weight: fifty")
+    c["bad_ranges"] = node + grp + ("dataplane: { workers: 0, burst: 100000, flow_table_size: -1,"
+                                    " mbufs: 99999999999999999999 }\n")
+    c["unknown_key_typo"] = node + grp + "dataplan: { workers: 2 }\n"
+    c["duplicate_server"] = node + ("server_groups:\n  - name: a\n    servers: [ {address: 10.0.0.1},"
+                                    " {address: 10.0.0.1} ]\n")
+    c["duplicate_key"] = node + grp + "log_level: info\nlog_level: warn\n"
+    c["family_mixup"] = node.replace("192.0.2.1", "2001:db8::1") + grp.replace("192.0.2.10", "::1")
+    c["two_documents"] = node + grp + "---\n" + node
+    c["tags_binary"] = node + grp + "eal: !!binary aGVsbG8=\n"
+    c["deep_nesting"] = node + grp + "eal: " + "[" * 200 + "]" * 200 + "\n"
+    c["durations"] = node + grp.replace("    servers:", "    tcp_idle_timeout: 1h\n    servers:")
+    c["hex_octal"] = node + grp + "control: { socket_mode: 0777 }\n" + "node2: 0x\n"
+    c["syntax_error"] = node + "server_groups: [ { name: a\n"
+    c["tab_indent"] = "node:\n\tunderlay_ip: 1.2.3.4\n"
+    c["empty"] = ""
+    c["null_doc"] = "~\n"
+    c["scalar_root"] = "just a string\n"
+    return {k: v.encode() for k, v in c.items()}
+
+
+# ---------------------------------------------------------------- api
+def api():
+    a = {}
+    a["status"] = '{"id":1,"method":"status"}\n'
+    a["every_method"] = "".join(
+        '{"id":%d,"method":"%s","params":%s}\n' % (i, m, p) for i, (m, p) in enumerate([
+            ("servers", '{"group":"fw"}'), ("groups", "{}"), ("stats", "{}"), ("reload", "{}"),
+            ("flows", '{"server":"192.0.2.10","group":"fw","src":"10.0.0.0/8","dst":"2001:db8::/32",'
+                      '"proto":"tcp","port":443,"limit":10,"cursor":"4294967295","count":false}'),
+            ("explain", '{"src":"1.2.3.4","dst":"5.6.7.8","proto":"17","sport":1,"dport":65535}'),
+            ("server.add", '{"group":"fw","address":"192.0.2.20","weight":10000,"mac":"02:00:00:00:00:aa"}'),
+            ("server.remove", '{"address":"192.0.2.20"}'), ("server.set", '{"address":"192.0.2.20","weight":0}'),
+            ("server.drain", '{"address":"192.0.2.20","timeout_s":3600}'),
+            ("server.undrain", '{"address":"192.0.2.20"}'), ("health", '{"address":"192.0.2.10"}'),
+            ("destinations", '{"name":"web"}')]))
+    a["bad_params"] = "".join(l + "\n" for l in [
+        '{"method":"flows","params":{"limit":0}}', '{"method":"flows","params":{"port":-1}}',
+        '{"method":"flows","params":{"port":1.5}}', '{"method":"flows","params":{"src":"10.0.0.0/33"}}',
+        '{"method":"flows","params":{"src":"10.0.0.0/"}}', '{"method":"flows","params":{"proto":"256"}}',
+        '{"method":"flows","params":{"cursor":"99999999999"}}', '{"method":"flows","params":{"count":"yes"}}',
+        '{"method":"explain","params":{"src":"1.2.3.4","dst":"::1","proto":"tcp"}}',
+        '{"method":"explain","params":{"src":"1.2.3.4"}}', '{"method":"server.add","params":{"group":1}}',
+        '{"method":"server.set","params":{"address":"x","weight":1}}',
+        '{"method":"status","params":{"x":1}}', '{"method":"nope"}', '{"method":1}',
+        '{"id":null,"method":"status","extra":true}', '{"id":[1,{"a":"b"}],"method":"status","params":[]}'])
+    a["wrong_types"] = "".join(l + "\n" for l in [
+        '{"method":"servers","params":{"group":1}}', '{"method":"destinations","params":{"name":{}}}',
+        '{"method":"flows","params":{"server":4}}', '{"method":"flows","params":{"src":[1]}}',
+        '{"method":"flows","params":{"proto":6}}', '{"method":"flows","params":{"cursor":7}}',
+        '{"method":"flows","params":{"group":true}}', '{"method":"flows","params":{"limit":"5"}}',
+        '{"method":"explain","params":{"src":1,"dst":"1.2.3.4","proto":"tcp"}}',
+        '{"method":"explain","params":{"src":"1.2.3.4","dst":"1.2.3.5","proto":17}}',
+        '{"method":"server.add","params":{"group":1,"address":"1.2.3.4"}}',
+        '{"method":"server.add","params":{"group":"fw","address":"1.2.3.4","mac":2}}',
+        '{"method":"server.set","params":{"address":"1.2.3.4","weight":null}}',
+        '{"method":"server.drain","params":{"address":"1.2.3.4","timeout_s":"1"}}',
+        '{"method":"health","params":{"address":null}}'])
+    a["not_json"] = "hello\n{\n[1,2,3]\n\"str\"\n{\"method\":\"status\"\r\n\r\n"
+    a["unicode"] = '{"id":"\\u00e9\\ud83d\\ude00","method":"servers","params":{"group":"\\u0000fw"}}\n'
+    a["lone_surrogate"] = '{"id":"\\ud800","method":"status"}\n'
+    a["deep_33"] = '{"method":"status","params":' + '{"a":' * 32 + "1" + "}" * 33 + "\n"
+    a["deep_in_string"] = '{"method":"status","id":"' + "[" * 100 + '"}\n'
+    a["big_numbers"] = ('{"id":1e400,"method":"flows","params":{"limit":18446744073709551616,'
+                        '"port":-9223372036854775809}}\n')
+    a["crlf_lines"] = '{"method":"groups"}\r\n{"method":"stats"}\r\r\n'
+    a["no_final_newline"] = '{"method":"status","id":7}'
+    a["invalid_utf8"] = b'{"method":"servers","params":{"group":"\xff\xfe"}}\n'
+    return {k: (v if isinstance(v, bytes) else v.encode()) for k, v in a.items()}
+
+
+# ---------------------------------------------------------------- http
+def http():
+    h = {}
+    h["ok_200"] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+    h["503"] = "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 5\r\n\r\n"
+    h["http10_301"] = "HTTP/1.0 301 Moved Permanently\r\nLocation: /x\r\n\r\n"
+    h["continue_then_200"] = "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n\r\n"
+    h["early_hints_then_204"] = "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n"
+    h["switching_101"] = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n"
+    h["lone_lf"] = "HTTP/1.1 200 OK\nServer: x\n\n"
+    h["no_reason"] = "HTTP/1.1 404\r\n\r\n"
+    h["obs_fold"] = "HTTP/1.1 200 OK\r\nX-Long: a\r\n  continued\r\n\r\n"
+    h["obs_text"] = "HTTP/1.1 200 \xe9t\xe9\r\nX: \xff\r\n\r\n"
+    h["bare_cr"] = "HTTP/1.1 200 OK\rX: y\r\n\r\n"
+    h["no_colon"] = "HTTP/1.1 200 OK\r\nBroken header\r\n\r\n"
+    h["empty_name"] = "HTTP/1.1 200 OK\r\n: v\r\n\r\n"
+    h["ws_first"] = "HTTP/1.1 200 OK\r\n folded-first\r\n\r\n"
+    h["status_600"] = "HTTP/1.1 600 Nope\r\n\r\n"
+    h["status_099"] = "HTTP/1.1 099 Nope\r\n\r\n"
+    h["http2"] = "HTTP/2 200\r\n\r\n"
+    h["http19"] = "HTTP/1.9 200 OK\r\n\r\n"
+    h["garbage"] = "SSH-2.0-OpenSSH_9.2\r\n"
+    h["partial"] = "HTTP/1.1 200 OK\r\nContent-Ty"
+    h["partial_cr"] = "HTTP/1.1 200 OK\r\nX: y\r"
+    h["control_in_value"] = "HTTP/1.1 200 OK\r\nX: a\x01b\r\n\r\n"
+    h["nul_in_name"] = "HTTP/1.1 200 OK\r\nX\x00Y: z\r\n\r\n"
+    h["big_head"] = "HTTP/1.1 200 OK\r\n" + "".join("X-H%d: %s\r\n" % (i, "v" * 60) for i in range(110)) + "\r\n"
+    h["empty"] = ""
+    return {k: v.encode("latin-1") for k, v in h.items()}
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=os.path.join(here, "corpus"))
+    ap.add_argument("--check", action="store_true", help="compare with --out instead of writing")
+    args = ap.parse_args()
+    sets = {"frame": frames(), "geneve": genev(), "icmp": icmpc(), "config": configs(),
+            "api": api(), "http": http()}
+    bad = 0
+    total = 0
+    for target, files in sets.items():
+        d = os.path.join(args.out, target)
+        os.makedirs(d, exist_ok=True)
+        have = set(os.listdir(d))
+        for name, data in files.items():
+            path = os.path.join(d, name)
+            total += len(data)
+            if args.check:
+                if not os.path.exists(path) or open(path, "rb").read() != data:
+                    print("differs: %s" % path)
+                    bad += 1
+            else:
+                with open(path, "wb") as f:
+                    f.write(data)
+        for extra in sorted(have - set(files)):
+            if args.check:
+                print("not generated: %s" % os.path.join(d, extra))
+                bad += 1
+            else:
+                os.remove(os.path.join(d, extra))
+        print("%-7s %3d files" % (target, len(files)))
+    print("total %d bytes" % total)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
