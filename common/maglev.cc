@@ -2,7 +2,6 @@
 #include "common/maglev.h"
 
 #include <algorithm>
-#include <queue>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -94,46 +93,111 @@ std::vector<uint16_t> buildMaglevTable(const std::vector<MaglevBackend>& backend
     skip[i] = hashName(backends[i].name, kSkipSeed) % (m - 1) + 1;
   }
 
+  // Which slots are taken, one bit each: the walks probe this bitmap (8 KiB
+  // at the default size, so it stays in L1) rather than the 16-bit table,
+  // which is only written, once per slot.
+  std::vector<uint64_t> taken((m + 63) / 64, 0);
+  // Backend i takes its next turn: the first free slot on its walk.
+  auto fill = [&](size_t i) {
+    uint64_t pos = next[i];
+    const uint64_t s = skip[i];
+    while (taken[pos >> 6] & (uint64_t{1} << (pos & 63))) {
+      pos += s;
+      if (pos >= m) pos -= m;
+    }
+    taken[pos >> 6] |= uint64_t{1} << (pos & 63);
+    table[pos] = static_cast<uint16_t>(i);
+    // Resume after the slot just taken; it is full now, no point re-probing it.
+    pos += s;
+    if (pos >= m) pos -= m;
+    next[i] = pos;
+  };
+
   // Weighting: conceptually the paper's round-robin loop, where in every round
   // each backend gains `weight` credit and fills a slot whenever its credit
   // reaches max_weight. Backend i therefore takes its k-th turn in round
   // ceil(k * max_weight / w_i), so slot counts are proportional to weight to
-  // within one slot. We schedule those turns with a min-heap instead of
+  // within one slot. Within a round, lower indices go first.
+  std::vector<uint32_t> active;
+  active.reserve(n);
+  bool equal = true;
+  for (size_t i = 0; i < n; ++i) {
+    if (backends[i].weight == 0) continue;
+    active.push_back(static_cast<uint32_t>(i));
+    equal = equal && backends[i].weight == max_weight;
+  }
+
+  if (equal) {
+    // Every backend with weight > 0 has the same weight: each takes exactly
+    // one turn per round, in index order - the paper's plain loop.
+    for (uint64_t filled = 0;;) {
+      for (uint32_t i : active) {
+        fill(i);
+        if (++filled == m) return table;
+      }
+    }
+  }
+
+  // Unequal weights: we schedule the turns with a min-heap instead of
   // looping over all backends every round: with skewed weights (say one
   // backend at 1000 and the rest at 1) nearly every round would be a no-op
   // for most backends and the loop would degrade to O(M * N). The heap costs
-  // O(log N) per filled slot regardless of the weight spread, and with equal
-  // weights yields exactly the paper's order (round, then index).
-  // Overflow: k <= m + 1 <= 2^32 and w <= max_weight <= 2^32-1, so
-  // k * max_weight + w - 1 < 2^64.
-  std::vector<uint64_t> turns_taken(n, 0);
-  auto turnRound = [&](size_t i) {
-    const uint64_t w = backends[i].weight;
-    const uint64_t k = turns_taken[i] + 1;
-    return (k * max_weight + w - 1) / w;
+  // O(log N) per filled slot regardless of the weight spread. Its keys are
+  // unique (they hold the index), so any correct heap yields the same order.
+  //
+  // Backend i's k-th turn is in round ceil(k * W / w) (W = max_weight, w its
+  // weight), kept without a division per turn as k * W = q * w + r: each turn
+  // adds W = qstep * w + rstep. Rounds stay small (see Turn): a backend only
+  // takes turns in rounds <= m, and its next one is at most W / w + 1 <= 2^32
+  // rounds later.
+  struct Pace {
+    uint64_t q = 0, r = 0, qstep = 0, rstep = 0, w = 1;
+  };
+  std::vector<Pace> pace(n);
+  auto advance = [&](size_t i) {  // next turn's round
+    Pace& p = pace[i];
+    p.q += p.qstep;
+    p.r += p.rstep;
+    if (p.r >= p.w) {
+      p.r -= p.w;
+      ++p.q;
+    }
+    return p.q + (p.r != 0);
   };
 
-  std::priority_queue<Turn, std::vector<Turn>, std::greater<Turn>> heap;
-  for (size_t i = 0; i < n; ++i) {
-    if (backends[i].weight > 0) heap.push(makeTurn(turnRound(i), static_cast<uint16_t>(i)));
+  // A binary min-heap over `heap`; the top is replaced in place after each
+  // turn. The new key is the next round of the backend just served, which
+  // mostly belongs near the bottom, so the hole left at the top is first
+  // moved down along the smaller children to a leaf (one comparison per
+  // level, made without a branch) and the key then sifted up from there.
+  std::vector<Turn> heap;
+  heap.reserve(active.size());
+  for (uint32_t i : active) {
+    Pace& p = pace[i];
+    p.w = backends[i].weight;
+    p.qstep = max_weight / p.w;
+    p.rstep = max_weight % p.w;
+    heap.push_back(makeTurn(advance(i), static_cast<uint16_t>(i)));
   }
-
-  for (uint64_t filled = 0; filled < m;) {
-    const uint16_t i = turnIndex(heap.top());
-    heap.pop();
-    uint64_t pos = next[i];
-    while (table[pos] != kMaglevNoBackend) {
-      pos += skip[i];
-      if (pos >= m) pos -= m;
+  std::make_heap(heap.begin(), heap.end(), std::greater<Turn>());
+  const size_t h = heap.size();
+  for (uint64_t filled = 0; filled < m; ++filled) {
+    const uint16_t i = turnIndex(heap[0]);
+    fill(i);
+    const Turn t = makeTurn(advance(i), i);
+    size_t at = 0;
+    for (size_t c = 1; c < h; c = 2 * at + 1) {
+      if (c + 1 < h) c += heap[c + 1] < heap[c];
+      heap[at] = heap[c];
+      at = c;
     }
-    table[pos] = i;
-    ++filled;
-    // Resume after the slot just taken; it is full now, no point re-probing it.
-    pos += skip[i];
-    if (pos >= m) pos -= m;
-    next[i] = pos;
-    ++turns_taken[i];
-    heap.push(makeTurn(turnRound(i), i));
+    while (at > 0) {
+      const size_t parent = (at - 1) / 2;
+      if (heap[parent] < t) break;
+      heap[at] = heap[parent];
+      at = parent;
+    }
+    heap[at] = t;
   }
   return table;
 }

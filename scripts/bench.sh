@@ -2,29 +2,42 @@
 # Benchmarks (never pass/fail): builds a release tree in build-release/, runs each
 # benchmark, prints one table (figure, value, conditions) per benchmark and writes
 # out/bench.json (each section replaces its own entries; others are kept).
-#   scripts/bench.sh [--quick] [--only flow_dump|probes|move_check]
+#   scripts/bench.sh [--quick] [--only SECTION]
+# Sections (in the order they run): see `sections` below. Each prints rows
+# through bench/report.py's emit(). The machine is shared: sections that time
+# the fast path record the load average they ran under.
 set -euo pipefail
-GWLB_BUILD="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build-release"
-source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-gwlb_build --buildtype=release >/dev/null
-
+# Every section's name; --only takes one of them.
+sections="flow_dump probes move_check pipeline flow_table maglev snapshot"
+usage="usage: scripts/bench.sh [--quick] [--only $(echo "$sections" | tr ' ' '|')]"
 flows=500000 rounds=3 probe_s=10 mc_s=6 only=""
+ft_sizes="65536 1000000 10000000" ft_s=10 ft_sweeps=3 mg_rounds=51 sb_s=10
 while [ $# -gt 0 ]; do
   case "$1" in
-    --quick) flows=100000 rounds=2 probe_s=5 mc_s=3 ;;
+    --quick) flows=100000 rounds=2 probe_s=5 mc_s=3
+             ft_sizes="65536 1000000" ft_s=4 ft_sweeps=2 mg_rounds=15 sb_s=3 ;;
     --only) [ $# -ge 2 ] || { echo "bench: --only needs a section" >&2; exit 2; }; only="$2"; shift ;;
-    *) echo "usage: scripts/bench.sh [--quick] [--only flow_dump|probes|move_check]" >&2; exit 2 ;;
+    *) echo "$usage" >&2; exit 2 ;;
   esac
   shift
 done
-case "$only" in ""|flow_dump|probes|move_check) ;; *) echo "bench: unknown section '$only'" >&2; exit 2 ;; esac
+if [ -n "$only" ] && ! printf '%s\n' $sections | grep -qx -- "$only"; then
+  echo "bench: unknown section '$only'" >&2; echo "$usage" >&2; exit 2
+fi
+# runs SECTION: true when SECTION is to run.
+runs() { [ -z "$only" ] || [ "$only" = "$1" ]; }
+
+# GWLB_BENCH_BUILD: another release build directory to use (default build-release/).
+GWLB_BUILD="${GWLB_BENCH_BUILD:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build-release}"
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+gwlb_build --buildtype=release >/dev/null
 out="$GWLB_ROOT/out"
 mkdir -p "$out"
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
 echo "machine: $(nproc) cores, $cpu, $(free -g | awk '/Mem:/{print $2}') GiB"
 
 # 1. Full flow-table dumps (gwlbctl flows --all) against a worker forwarding at full rate.
-if [ -z "$only" ] || [ "$only" = flow_dump ]; then
+if runs flow_dump; then
 dump_json=$(bash "$GWLB_ROOT/tests/daemon/run_dump.sh" "$GWLB_BUILD/control/gwlbd" \
   "$out/bench-dump" "$GWLB_ROOT" "$flows" --bench --rounds "$rounds" | tail -1)
 
@@ -50,7 +63,7 @@ fi
 
 # 2. Health probes at scale: N TCP targets on loopback probed from one control thread
 #    with gwlbd's schedule (jittered first probe, then result + interval).
-if [ -z "$only" ] || [ "$only" = probes ]; then
+if runs probes; then
 probe_json=$("$GWLB_BUILD/bench/probe_scale" --targets 1000,10000 --modes accept,refused \
   --duration "$probe_s" --interval-ms 1000 --timeout-ms 1000 2>"$out/bench-probes.log" | tail -1)
 
@@ -79,7 +92,8 @@ for r in d["runs"]:
        f"user {100*r['user_s']/r['wall_s']:.1f} + sys {100*r['sys_s']/r['wall_s']:.1f}; "
        f"{r['cpu_us_per_probe']:.0f} us/probe; preempted {r['preempted']/r['wall_s']:.0f}/s; "
        f"listener {r['listener_cpu_pct_of_core']:.0f} %core; load avg "
-       f"{r['load_avg_1m'][0]:.1f}-{r['load_avg_1m'][1]:.1f}"),
+       f"{r['load_avg_1m'][0]:.1f}-{r['load_avg_1m'][1]:.1f}"
+       + ("; target <= 10 %core at 10 k targets" if r["targets"] == 10000 else "")),
       (f"probes completed/s ({tag})", f"{r['probes_per_s']:.0f}",
        f"ceiling {r['targets']*1000/d['interval_ms']:.0f} (targets / interval; each period also "
        f"holds the response time); ok {r['ok']}, failed {r['failed']}"),
@@ -96,7 +110,7 @@ fi
 #    compiled out vs in, steady state and with an appliance shedding its flows,
 #    plus the one-time cost of a move. Both pipeline copies in one process,
 #    alternating windows; `rounds` processes per flow count.
-if [ -z "$only" ] || [ "$only" = move_check ]; then
+if runs move_check; then
 mc_runs=()
 for mc_flows in 4096 262144; do
   for r in $(seq "$rounds"); do
@@ -202,5 +216,222 @@ cond = (f"bench/move_check: dp::processBurst with the move check compiled out "
         f"instructions: the same phases under valgrind --tool=callgrind (4 windows per variant, "
         f"Ir counted inside processBurst only)")
 emit("move_check", data, rows, cond, sys.argv[1], sys.argv[2], width=44, value_width=10)
+PY
+fi
+
+# ---- Issue 8 ------------------------------------------------------------
+# Figure 1. Pipeline throughput on one worker lcore through a net_ring port,
+#    beside dpdk-testpmd io/macswap on the same lcore in the same run
+#    (bench/run_pipeline.sh: cases, conditions, instructions per packet).
+if runs pipeline; then
+  quick_arg=""
+  [ "$rounds" = 2 ] && quick_arg="--quick"
+  bash "$GWLB_ROOT/bench/run_pipeline.sh" "$GWLB_BUILD" "$out" "$cpu" $quick_arg
+fi
+
+
+# Figure 2. The flow table beside DPDK's rte_hash at 1 M and 10 M flows: bytes
+#    per flow (resident set), bulk lookup cycles per key, insert rate, expiry
+#    sweep. One process per run, never two at once (10 M flows take ~5 GB
+#    with the baselines); `rounds` runs per size.
+if runs flow_table; then
+ft_runs=()
+for ft_n in $ft_sizes; do
+  for r in $(seq "$rounds"); do
+    la0=$(cut -d' ' -f1 /proc/loadavg)
+    j=$("$GWLB_BUILD/bench/flow_table_bench" --flows "$ft_n" --seconds "$ft_s" --sweeps "$ft_sweeps" \
+      --lf-baseline 2>>"$out/bench-flow-table.log" | tail -1)
+    la1=$(cut -d' ' -f1 /proc/loadavg)
+    ft_runs+=("$(printf '%s' "$j" | sed "s/}\$/,\"load_avg_1m\":[$la0,$la1]}/")")
+  done
+done
+
+GWLB_ROOT="$GWLB_ROOT" /usr/bin/python3 - "$out/bench.json" "$cpu" "${ft_runs[@]}" <<'PY'
+import json, os, statistics, sys
+sys.path.insert(0, os.path.join(os.environ["GWLB_ROOT"], "bench"))
+from report import emit
+runs = [json.loads(a) for a in sys.argv[3:]]
+med = statistics.median
+by = {}
+for r in runs:
+    by.setdefault(r["flows"], []).append(r)
+rows, summary = [], {}
+def spread(v, f="{:.1f}"):
+    return f"runs {f.format(min(v))}-{f.format(max(v))}"
+for n, rs in sorted(by.items()):
+    tag = f"{n / 1e6:g} M flows" if n >= 1000000 else f"{n:,} flows"
+    la = [x for r in rs for x in r["load_avg_1m"]]
+    s = {}
+    for t in ("ours", "rte_hash", "rte_hash_lf"):
+        if t not in rs[0]["bytes_per_flow"]:
+            continue
+        b = [r["bytes_per_flow"][t]["rss"] for r in rs]
+        rte = med([r["bytes_per_flow"][t]["rte_heap"] for r in rs])
+        cxx = med([r["bytes_per_flow"][t]["cxx_heap"] for r in rs])
+        s[f"bytes_{t}"] = med(b)
+        what = {"ours": f"dp::FlowTable; sizeof(FlowEntry) {rs[0]['flow_entry_bytes']} B x "
+                        f"{rs[0]['positions']} positions",
+                "rte_hash": f"plain rte_hash (no flags), capacity {rs[0]['rte_hash_capacity']}",
+                "rte_hash_lf": "rte_hash with FlowTable's flags (LF, multi-writer, ext)"}[t]
+        rows.append((f"bytes/flow {t} ({tag})", f"{med(b):.1f} B",
+                     f"resident set delta / flows; {spread(b)}; allocated: DPDK heap {rte:.1f}, "
+                     f"C++ heap {cxx:.1f}; {what}" + ("; target <= 64 B at 10 M" if t == "ours" else "")))
+    for t in rs[0]["lookup_cycles"]:
+        v = [r["lookup_cycles"][t]["median"] for r in rs]
+        p10 = med([r["lookup_cycles"][t]["p10"] for r in rs])
+        p90 = med([r["lookup_cycles"][t]["p90"] for r in rs])
+        s[f"lookup_{t}"] = med(v)
+        api = rs[0]["ours_api"] if t == "ours" else ""
+        rows.append((f"lookup {t} ({tag})", f"{med(v):.1f} cyc/key",
+                     f"{spread(v)}; windows p10-p90 {p10:.1f}-{p90:.1f}" + (f"; {api}" if api else "")))
+    rat = [r["ratio_ours_rte_hash"]["median"] for r in rs]
+    s["ratio"] = med(rat)
+    rows.append((f"lookup ours / rte_hash ({tag})", f"{med(rat):.3f}",
+                 f"{spread(rat, '{:.3f}')}; per rotation, vs rte_hash_lookup_with_hash_bulk on the "
+                 f"plain rte_hash; target <= 1.2"))
+    for t in rs[0]["insert_keys_per_s"]:
+        v = [r["insert_keys_per_s"][t] / 1e6 for r in rs]
+        s[f"insert_{t}"] = med(v)
+        rows.append((f"insert {t} ({tag})", f"{med(v):.2f} Mkey/s", f"{spread(v, '{:.2f}')}; one thread, "
+                     f"every key once into an empty table sized for all"))
+    ms = [r["expiry"]["ms"]["median"] for r in rs]
+    ns = [r["expiry"]["ns_per_entry"]["median"] for r in rs]
+    rc = [r["expiry"]["reclaim_ms"]["median"] for r in rs]
+    s["expiry_ms"], s["expiry_ns_per_entry"] = med(ms), med(ns)
+    rows.append((f"expiry sweep ({tag})", f"{med(ms):.0f} ms",
+                 f"{med(ns):.1f} ns/entry scanned ({spread(ns)}); FlowTable::expire, full table, 10 % "
+                 f"idle past timeout; reclaim after {med(rc):.0f} ms; {rs[0]['expiry']['sweeps']} sweeps/run"))
+    s["load_avg_1m"] = [min(la), max(la)]
+    rows.append((f"load average during runs ({tag})", f"{min(la):.1f}-{max(la):.1f}",
+                 "1-minute load average on this shared 2-core machine"))
+    summary[str(n)] = s
+r0 = runs[0]
+cond = (f"bench/flow_table_bench: IPv4 5-tuple keys (random addresses/ports, TCP or UDP, seed "
+        f"{r0['seed']}) made by gwlb::makeFlowKey (40 B), hashes by gwlb::flowHash; every table "
+        f"sized for exactly the flows it holds (capacity = flows) and filled; release build, EAL "
+        f"--no-huge (4 KiB pages), main lcore pinned to cpu {r0['cpu']}, TSC {r0['tsc_hz'] / 1e9:.2f} "
+        f"GHz (cycles are TSC cycles); lookups: existing keys in random order, bursts of "
+        f"{r0['burst']}, windows of {r0['window_keys']} keys staged in a small array, variants "
+        f"rotating window by window, each window new keys, every lookup must hit; medians over "
+        f"windows per run, then over {len(runs) // len(by)} runs per size")
+emit("flow_table", {"runs": runs, "summary": summary}, rows, cond, sys.argv[1], sys.argv[2],
+     width=44, value_width=14)
+PY
+fi
+
+# Figure 3. Maglev: table build time for 1,000 servers at M = 65537 and
+#    655373 (equal and spread weights), and the share of slots moved when one
+#    server of 10 is removed.
+if runs maglev; then
+mg_la=$(cut -d' ' -f1 /proc/loadavg)
+mg_json=$("$GWLB_BUILD/bench/maglev_bench" --servers 1000 --sizes 65537,655373 --rounds "$mg_rounds" \
+  2>>"$out/bench-maglev.log" | tail -1)
+mg_la="$mg_la-$(cut -d' ' -f1 /proc/loadavg)"
+GWLB_ROOT="$GWLB_ROOT" /usr/bin/python3 - "$mg_json" "$out/bench.json" "$cpu" "$mg_la" <<'PY'
+import json, os, sys
+sys.path.insert(0, os.path.join(os.environ["GWLB_ROOT"], "bench"))
+from report import emit
+d = json.loads(sys.argv[1])
+d["load_avg_1m"] = sys.argv[4]
+rows = []
+for b in d["build"]:
+    w = "equal weights" if b["weights"] == "equal" else "weights 1..100"
+    ms = b["ms"]
+    target = "; target <= 1.8 ms" if b["size"] == 65537 and b["weights"] == "equal" else ""
+    rows.append((f"build {d['servers']} servers, M={b['size']}, {w}", f"{ms['median']:.3f} ms",
+                 f"min {ms['min']:.3f}, p10-p90 {ms['p10']:.3f}-{ms['p90']:.3f}, max {ms['max']:.3f}{target}"))
+for r in d["removal"]:
+    w = "equal weights" if r["weights"] == "equal" else "weights 1..10"
+    ideal = "ideal 0.1000" if r["weights"] == "equal" else "ideal = its weight / 55"
+    rows.append((f"1 of 10 removed, M={r['size']}, {w}: moved", f"{r['moved']['median']:.4f}",
+                 f"share of all slots, median over the 10 choices (min {r['moved']['min']:.4f}, max "
+                 f"{r['moved']['max']:.4f}); {ideal}; above ideal by {r['excess']['median']:.4f} "
+                 f"(max {r['excess']['max']:.4f})"))
+    rows.append(("  ... of the 9 others' slots, moved", f"{r['kept_moved']['median']:.4f}",
+                 f"max {r['kept_moved']['max']:.4f}; ideal 0"))
+cond = (f"bench/maglev_bench: gwlb::buildMaglevTable, names = addresses as text (as gwlbd), "
+        f"{d['rounds']} timed rounds after 3 untimed, each round builds every case once in turn "
+        f"(steady_clock around the call, table allocation included); one thread, not pinned; "
+        f"removal = weight 0 (checked equal to leaving it out); 1-minute load average {sys.argv[4]}")
+emit("maglev", d, rows, cond, sys.argv[2], sys.argv[3], width=48, value_width=10)
+PY
+fi
+
+# Figure 4. Snapshot publication under load: dp::workerLoop on lcore 1 between
+#    two net_ring ports, the main lcore publishing 1,000 snapshots/s; time until
+#    every worker has seen each, and packets lost. `rounds` runs.
+if runs snapshot; then
+sb_runs=()
+for r in $(seq "$rounds"); do
+  la0=$(cut -d' ' -f1 /proc/loadavg)
+  j=$("$GWLB_BUILD/bench/snapshot_bench" --seconds "$sb_s" --idle-seconds 2 --rate 1000 \
+    2>>"$out/bench-snapshot.log" | tail -1)
+  la1=$(cut -d' ' -f1 /proc/loadavg)
+  sb_runs+=("$(printf '%s' "$j" | sed "s/}\$/,\"load_avg_1m\":[$la0,$la1]}/")")
+done
+GWLB_ROOT="$GWLB_ROOT" /usr/bin/python3 - "$out/bench.json" "$cpu" "${sb_runs[@]}" <<'PY'
+import json, os, statistics, sys
+sys.path.insert(0, os.path.join(os.environ["GWLB_ROOT"], "bench"))
+from report import emit
+runs = [json.loads(a) for a in sys.argv[3:]]
+med = statistics.median
+rows = []
+def us(v):
+    return f"{v / 1e3:.2f}"
+for ph in ("loaded", "idle"):
+    for kind, label in (("seen_ns", "all"), ("undisturbed_ns", "undisturbed")):
+        ds = [r[ph][kind] for r in runs if r[ph][kind] and r[ph][kind]["n"]]
+        if not ds:
+            continue
+        p50 = [d["p50"] for d in ds]
+        p99 = [d["p99"] for d in ds]
+        mx = [d["max"] for d in ds]
+        n = sum(d["n"] for d in ds)
+        tot = sum(r[ph]["publications"] for r in runs)
+        over = sum(d["over_10us"] for d in ds)
+        rows.append((f"seen by all, {ph}, {label}: p50/p99", f"{us(med(p50))}/{us(med(p99))} us",
+                     f"p99 runs {us(min(p99))}-{us(max(p99))}; max {us(max(mx))} us; {n} of {tot} "
+                     f"publications; {over} over 10 us" + ("; target p99 <= 10 us" if ph == "loaded" else "")))
+for ph in ("loaded", "idle"):
+    rate = [r[ph]["publications"] / r[ph]["seconds"] for r in runs]
+    late = sum(r[ph]["late"] for r in runs)
+    rows.append((f"publications/s achieved, {ph}", f"{med(rate):.0f}",
+                 f"runs {min(rate):.0f}-{max(rate):.0f}; asked {runs[0]['rate']}; {late} behind schedule"))
+mpps = [r["loaded"]["mpps"] for r in runs]
+rows.append(("worker forwarded during updates", f"{med(mpps):.3f} Mpps",
+             f"runs {min(mpps):.3f}-{max(mpps):.3f}; bounded by the control thread feeding the ring"))
+b = [r["build_ns"]["p50"] for r in runs]
+rows.append(("snapshot build (buildSnapshot)", f"{us(med(b))} us",
+             f"median per run, runs {us(min(b))}-{us(max(b))}; p99 {us(med([r['build_ns']['p99'] for r in runs]))} us"))
+gap = [r["max_loop_gap_ns"] for r in runs]
+rows.append(("worker longest poll-loop gap", f"{us(max(gap))} us",
+             "max over runs (heartbeat): the longest time the worker did not run its loop"))
+fed = sum(r["fed"] for r in runs)
+out = sum(r["out"] for r in runs)
+drops = sum(r["drops"] for r in runs)
+lost = sum(r["lost"] for r in runs)
+names = {}
+for r in runs:
+    for k, v in r["drops_by_counter"].items():
+        names[k] = names.get(k, 0) + v
+rows.append(("packets lost", f"{lost}", f"fed {fed}, out {out}, dropped by named counters {drops} "
+             f"{names if names else ''}; target 0"))
+la = [x for r in runs for x in r["load_avg_1m"]]
+rows.append(("load average during runs", f"{min(la):.1f}-{max(la):.1f}",
+             "1-minute load average, shared 2-core machine"))
+r0 = runs[0]
+cond = (f"bench/snapshot_bench: dp::workerLoop (1 worker, lcore {r0['worker_lcore']} on cpu 1) polling "
+        f"two net_ring ports (rte_eth_from_rings), control = main lcore {r0['main_lcore']} on cpu 0; "
+        f"{r0['flows']} established flows, {r0['frame_bytes']} B UDP/IPv4 -> aws Geneve to 3 "
+        f"appliances, bursts of {r0['burst']}; the control thread keeps 3,072+ packets queued on "
+        f"the feed ring, drains the TX rings and publishes {r0['rate']} snapshots/s "
+        f"(buildSnapshot from the config, alternating one appliance healthy/unhealthy in a "
+        f"no_rebalance group; swap; rte_rcu_qsbr_start; poll rte_rcu_qsbr_check non-blocking; "
+        f"free the old one); seen = TSC from just before the swap until the check succeeds; "
+        f"undisturbed = publications during which neither thread was switched out "
+        f"(/proc/self/task/*/schedstat timeslices unchanged); loaded {r0['loaded']['seconds']:.0f} s "
+        f"then idle {r0['idle']['seconds']:.0f} s per run, {len(runs)} runs; medians of per-run "
+        f"percentiles; lost = fed - out - named drops")
+emit("snapshot", {"runs": runs}, rows, cond, sys.argv[1], sys.argv[2], width=44, value_width=16)
 PY
 fi

@@ -225,6 +225,50 @@ TEST(MaglevDeterminism, BackendOrderChangesFewSlots) {
   }
 }
 
+// The tables themselves, pinned: checksums (64-bit FNV-1a over each entry's
+// two bytes, low byte first) of tables built by the original heap-scheduled
+// build, captured before it was optimised (issue 8). Any change to the
+// permutation, the turn order or the tie-breaking changes them: every
+// gwlbd would then send existing flows elsewhere after an upgrade.
+uint64_t tableChecksum(const std::vector<uint16_t>& table) {
+  uint64_t h = 0xCBF29CE484222325ULL;
+  for (uint16_t e : table) {
+    for (int b = 0; b < 2; ++b) {
+      h ^= (e >> (8 * b)) & 0xFF;
+      h *= 0x100000001B3ULL;
+    }
+  }
+  return h;
+}
+
+TEST(MaglevDeterminism, TablesMatchThoseOfTheOriginalBuild) {
+  struct Case {
+    const char* what;
+    std::vector<MaglevBackend> backends;
+    uint32_t size;
+    uint64_t checksum;
+  };
+  std::vector<MaglevBackend> steps, spread;
+  for (uint32_t i = 0; i < 20; ++i) steps.push_back({backendName(i), 1 + i * 7});
+  for (uint32_t i = 0; i < 1000; ++i) spread.push_back({backendName(i), 1 + (i * 37) % 100});
+  const std::vector<Case> cases = {
+      {"3 equal", equalBackends(3), kMaglevDefaultSize, 0xfb1641a1399ba49fULL},
+      {"10 equal", equalBackends(10), kMaglevDefaultSize, 0x77915f073346420bULL},
+      {"1000 equal", equalBackends(1000), kMaglevDefaultSize, 0x975d9f99b3c9705bULL},
+      {"1000 equal, big table", equalBackends(1000), kBigTable, 0x357434263d3dba9aULL},
+      {"20 weights 1+7i, big table", steps, kBigTable, 0x1f40c6f7f5878d6bULL},
+      {"x3 y1 z0 w7", {{"x", 3}, {"y", 1}, {"z", 0}, {"w", 7}}, 10007, 0x74ad1458a949a167ULL},
+      {"1000 weights 1+(37i mod 100)", spread, kMaglevDefaultSize, 0x16291fd37249aa6bULL},
+      {"huge weights", {{"a", UINT32_MAX}, {"b", UINT32_MAX / 2}, {"c", UINT32_MAX / 4}},
+       kMaglevDefaultSize, 0x90b73bd960828c85ULL},
+  };
+  for (const Case& c : cases) {
+    const auto table = buildMaglevTable(c.backends, c.size);
+    ASSERT_EQ(table.size(), c.size) << c.what;
+    EXPECT_EQ(tableChecksum(table), c.checksum) << c.what;
+  }
+}
+
 // ---- 5. Errors and empty input ----------------------------------------------
 
 TEST(MaglevErrors, NonPrimeSizeThrows) {
