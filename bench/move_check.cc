@@ -71,6 +71,7 @@
 #include "dataplane/flow_table.h"
 #include "dataplane/pipeline.h"
 #include "dataplane/snapshot.h"
+#include "bench/bench_net.h"
 #include "tests/dp/packet_builder.h"
 
 namespace gwlb::dp {
@@ -119,8 +120,8 @@ double quantile(std::vector<double> v, double q) {
   return v[size_t(q * double(v.size() - 1) + 0.5)];
 }
 
-const IpAddr kServer = IpAddr::v4(0xCB007114);  // 203.0.113.20
-IpAddr appliance(int i) { return IpAddr::v4(0x0A00000Bu + uint32_t(i)); }
+const IpAddr kServer = kBenchServer;
+IpAddr appliance(int i) { return benchAppliance(i); }
 
 class Bench {
  public:
@@ -211,25 +212,9 @@ class Bench {
   }
 
   void buildSnapshots() {
-    cfg_.node.underlay_ip = IpAddr::v4(0xC0000201);
-    cfg_.node.underlay_mac = *MacAddr::parse("02:00:00:00:00:01");
-    cfg_.node.gateway_mac = *MacAddr::parse("02:00:00:00:00:fe");
-    cfg_.node.underlay_port = 3;
-    ctl::ServerGroupConfig g;
-    g.name = "inspection";
-    g.geneve.vni = 0x123456;
-    g.geneve.endpoint_id = 0x0A0B0C0D01020304ULL;
-    g.geneve.attachment_id = 0x1122334455667788ULL;
-    g.failover_mode = ctl::FailoverMode::kRebalance;
-    for (int i = 0; i < 3; ++i) {
-      ctl::ServerConfig s;
-      s.address = appliance(i);
-      g.servers.push_back(s);
-    }
-    cfg_.server_groups.push_back(g);
+    cfg_ = benchConfig(3, ctl::FailoverMode::kRebalance);
     healthy_ = ctl::buildSnapshot(cfg_, reg_, {}, 1);
-    ctl::HealthMap h;
-    for (int i = 0; i < 3; ++i) h[appliance(i).v4HostOrder()] = HealthState::kHealthy;
+    ctl::HealthMap h = benchAllHealthy();
     h[shedIp()] = HealthState::kUnhealthy;
     shedding_ = ctl::buildSnapshot(cfg_, reg_, {}, 2, h);
     uint16_t id = reg_.find(shedIp());

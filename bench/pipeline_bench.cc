@@ -67,6 +67,7 @@
 #include "dataplane/pipeline.h"
 #include "dataplane/snapshot.h"
 #include "dataplane/worker.h"
+#include "bench/bench_net.h"
 #include "tests/dp/packet_builder.h"
 
 namespace gwlb::bench {
@@ -98,9 +99,7 @@ double median(std::vector<double> v) {
   return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-const IpAddr kServer = IpAddr::v4(0xCB007114);  // 203.0.113.20
-const IpAddr kUnderlay = IpAddr::v4(0xC0000201);  // 192.0.2.1
-IpAddr appliance(int i) { return IpAddr::v4(0x0A00000Bu + uint32_t(i)); }
+const IpAddr kServer = kBenchServer;
 constexpr size_t kFwdHdr = 64;    // template bytes per flow, forward frames
 constexpr size_t kRetHdr = 160;   // template bytes per flow, return frames
 constexpr uint64_t kBaseNs = 1'000'000'000'000ULL;
@@ -203,21 +202,26 @@ class Bench {
   }
 
   // Runs the case; returns cycles/packet of each repetition.
-  std::vector<double> run() {
+  // Publishes the snapshot; established/return: one untimed pass creates
+  // every flow (return: and turns its Geneve output into the replies).
+  void warm() {
     t_start_ = dp::monotonicNs();
     dp_.snapshot.store(snap_.get(), std::memory_order_release);
-    uint64_t warm = 0;
-    if (o_.mode == Mode::kEstablished || o_.mode == Mode::kReturn) {
-      if (o_.mode == Mode::kReturn) {
-        ret_.assign(size_t(o_.flows) * kRetHdr, 0);
-        ret_len_ = 0;
-        capture_ = true;
-      }
-      cursor_ = 0;
-      pass(o_.flows, warm);  // creates every flow
-      capture_ = false;
-      if (o_.mode == Mode::kReturn) returning_ = true;
+    if (o_.mode != Mode::kEstablished && o_.mode != Mode::kReturn) return;
+    if (o_.mode == Mode::kReturn) {
+      ret_.assign(size_t(o_.flows) * kRetHdr, 0);
+      ret_len_ = 0;
+      capture_ = true;
     }
+    uint64_t packets = 0;
+    cursor_ = 0;
+    pass(o_.flows, packets);
+    capture_ = false;
+    if (o_.mode == Mode::kReturn) returning_ = true;
+  }
+
+  std::vector<double> run() {
+    warm();
     std::vector<double> per;
     for (unsigned r = 0; r < o_.reps; ++r) {
       uint64_t packets = 0, cycles = 0;
@@ -237,19 +241,7 @@ class Bench {
 
   // Deterministic instruction counts: one callgrind-collected pass.
   void runInstructions(uint64_t& packets) {
-    t_start_ = dp::monotonicNs();
-    dp_.snapshot.store(snap_.get(), std::memory_order_release);
-    uint64_t warm = 0;
-    if (o_.mode == Mode::kEstablished || o_.mode == Mode::kReturn) {
-      if (o_.mode == Mode::kReturn) {
-        ret_.assign(size_t(o_.flows) * kRetHdr, 0);
-        capture_ = true;
-      }
-      cursor_ = 0;
-      pass(o_.flows, warm);
-      capture_ = false;
-      if (o_.mode == Mode::kReturn) returning_ = true;
-    }
+    warm();
     cursor_ = 0;
     uint64_t n = o_.mode == Mode::kNew ? o_.flows : std::min<uint64_t>(o_.rep_packets, 200000);
 #ifdef GWLB_HAVE_CALLGRIND
@@ -302,23 +294,8 @@ class Bench {
   }
 
   void buildSnapshot() {
-    cfg_.node.underlay_ip = kUnderlay;
-    cfg_.node.underlay_mac = *MacAddr::parse("02:00:00:00:00:01");
-    cfg_.node.gateway_mac = *MacAddr::parse("02:00:00:00:00:fe");
-    cfg_.node.underlay_port = 3;
-    ctl::ServerGroupConfig g;
-    g.name = "inspection";
-    g.geneve.vni = 0x123456;
-    g.geneve.endpoint_id = 0x0A0B0C0D01020304ULL;
-    g.geneve.attachment_id = 0x1122334455667788ULL;
-    for (int i = 0; i < 3; ++i) {
-      ctl::ServerConfig s;
-      s.address = appliance(i);
-      g.servers.push_back(s);
-    }
-    cfg_.server_groups.push_back(g);
-    ctl::HealthMap h;
-    for (int i = 0; i < 3; ++i) h[appliance(i).v4HostOrder()] = HealthState::kHealthy;
+    cfg_ = benchConfig(3, ctl::FailoverMode::kNoRebalance);
+    ctl::HealthMap h = benchAllHealthy();
     snap_ = ctl::buildSnapshot(cfg_, reg_, {}, 1, h);
   }
 

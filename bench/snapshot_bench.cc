@@ -69,6 +69,7 @@
 #include "dataplane/pipeline.h"
 #include "dataplane/snapshot.h"
 #include "dataplane/worker.h"
+#include "bench/bench_net.h"
 #include "tests/dp/packet_builder.h"
 
 namespace gwlb::bench {
@@ -196,8 +197,8 @@ uint16_t ringPort(const std::string& name, rte_ring* rx, rte_ring* tx, rte_mempo
   return p;
 }
 
-IpAddr appliance(int i) { return IpAddr::v4(0x0A00000Bu + uint32_t(i)); }  // 10.0.0.11..
-const IpAddr kServer = IpAddr::v4(0xCB007114);                              // 203.0.113.20
+IpAddr appliance(int i) { return benchAppliance(i); }  // 10.0.0.11..
+const IpAddr kServer = kBenchServer;
 
 class Bench {
  public:
@@ -363,30 +364,12 @@ class Bench {
     }
   }
 
-  void buildConfig() {
-    cfg_.node.underlay_ip = IpAddr::v4(0xC0000201);
-    cfg_.node.underlay_mac = *MacAddr::parse("02:00:00:00:00:01");
-    cfg_.node.gateway_mac = *MacAddr::parse("02:00:00:00:00:fe");
-    cfg_.node.underlay_port = 1;
-    ctl::ServerGroupConfig g;
-    g.name = "inspection";
-    g.geneve.vni = 0x123456;
-    g.geneve.endpoint_id = 0x0A0B0C0D01020304ULL;
-    g.geneve.attachment_id = 0x1122334455667788ULL;
-    g.failover_mode = ctl::FailoverMode::kNoRebalance;
-    for (int i = 0; i < 3; ++i) {
-      ctl::ServerConfig s;
-      s.address = appliance(i);
-      g.servers.push_back(s);
-    }
-    cfg_.server_groups.push_back(g);
-  }
+  void buildConfig() { cfg_ = benchConfig(1, ctl::FailoverMode::kNoRebalance); }
 
   // The next snapshot: odd generations have appliance 3 unhealthy.
   std::unique_ptr<dp::Snapshot> build() {
     ++generation_;
-    ctl::HealthMap h;
-    for (int i = 0; i < 3; ++i) h[appliance(i).v4HostOrder()] = HealthState::kHealthy;
+    ctl::HealthMap h = benchAllHealthy();
     if (generation_ % 2) h[appliance(2).v4HostOrder()] = HealthState::kUnhealthy;
     return ctl::buildSnapshot(cfg_, reg_, {}, generation_, h);
   }

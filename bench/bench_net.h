@@ -1,0 +1,48 @@
+// The network the pipeline benchmarks share: one server, three appliances in
+// one aws-format group, the underlay of the dp tests. Header-only.
+#pragma once
+
+#include <cstdint>
+
+#include "common/health.h"
+#include "common/net_types.h"
+#include "control/config.h"
+#include "control/snapshot_builder.h"
+
+namespace gwlb::bench {
+
+inline const IpAddr kBenchServer = IpAddr::v4(0xCB007114);  // 203.0.113.20
+// Appliance i: 10.0.0.11 + i.
+inline IpAddr benchAppliance(int i) { return IpAddr::v4(0x0A00000Bu + uint32_t(i)); }
+
+// Underlay 192.0.2.1 on `underlay_port`, one group "inspection" of three
+// appliances (VNI 0x123456, fixed endpoint and attachment IDs).
+inline ctl::Config benchConfig(uint16_t underlay_port, ctl::FailoverMode mode) {
+  ctl::Config cfg;
+  cfg.node.underlay_ip = IpAddr::v4(0xC0000201);
+  cfg.node.underlay_mac = *MacAddr::parse("02:00:00:00:00:01");
+  cfg.node.gateway_mac = *MacAddr::parse("02:00:00:00:00:fe");
+  cfg.node.underlay_port = underlay_port;
+  ctl::ServerGroupConfig g;
+  g.name = "inspection";
+  g.geneve.vni = 0x123456;
+  g.geneve.endpoint_id = 0x0A0B0C0D01020304ULL;
+  g.geneve.attachment_id = 0x1122334455667788ULL;
+  g.failover_mode = mode;
+  for (int i = 0; i < 3; ++i) {
+    ctl::ServerConfig s;
+    s.address = benchAppliance(i);
+    g.servers.push_back(s);
+  }
+  cfg.server_groups.push_back(g);
+  return cfg;
+}
+
+// Every appliance of benchConfig healthy.
+inline ctl::HealthMap benchAllHealthy() {
+  ctl::HealthMap h;
+  for (int i = 0; i < 3; ++i) h[benchAppliance(i).v4HostOrder()] = HealthState::kHealthy;
+  return h;
+}
+
+}  // namespace gwlb::bench
