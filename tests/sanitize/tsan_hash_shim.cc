@@ -15,7 +15,8 @@
 //       key in its bucket with a release store (RW_CONCURRENCY_LF) ...
 //                                         release(pos)
 //   rte_hash_lookup_with_hash() -> pos    acquire(pos)  ... which a lookup that
-//       finds the key reads with an acquire load.
+//       finds the key reads with an acquire load (the bulk lookup
+//       rte_hash_lookup_with_hash_bulk() the same, for each key it finds).
 //
 // Without these edges TSan cannot see that FlowTable::reclaim()'s
 // FlowEntry::reset() (control thread, after the grace period) happens before the
@@ -44,6 +45,8 @@ int32_t __real_rte_hash_add_key_with_hash(const struct rte_hash* h, const void* 
                                           hash_sig_t sig);
 int32_t __real_rte_hash_lookup_with_hash(const struct rte_hash* h, const void* key,
                                          hash_sig_t sig);
+int __real_rte_hash_lookup_with_hash_bulk(const struct rte_hash* h, const void** keys,
+                                          hash_sig_t* sig, uint32_t num_keys, int32_t* positions);
 int32_t __real_rte_hash_del_key(const struct rte_hash* h, const void* key);
 int32_t __real_rte_hash_iterate(const struct rte_hash* h, const void** key, void** data,
                                 uint32_t* next);
@@ -107,6 +110,19 @@ int32_t __wrap_rte_hash_lookup_with_hash(const struct rte_hash* h, const void* k
     r = __real_rte_hash_lookup_with_hash(h, key, sig);
   }
   if (r >= 0 && enabled()) __tsan_acquire(slot(r));  // read the published key
+  return r;
+}
+
+int __wrap_rte_hash_lookup_with_hash_bulk(const struct rte_hash* h, const void** keys,
+                                          hash_sig_t* sig, uint32_t num_keys, int32_t* positions) {
+  int r;
+  {
+    InsideRteHash in;
+    r = __real_rte_hash_lookup_with_hash_bulk(h, keys, sig, num_keys, positions);
+  }
+  if (r == 0 && enabled())
+    for (uint32_t i = 0; i < num_keys; ++i)
+      if (positions[i] >= 0) __tsan_acquire(slot(positions[i]));  // read the published key
   return r;
 }
 
