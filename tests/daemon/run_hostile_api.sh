@@ -25,6 +25,12 @@ prefix="gwlbhostile$$"
 gwlbd_extra_cleanup="rm -rf '$tmpd' /var/run/dpdk/$prefix"
 trap 'eval "$gwlbd_extra_cleanup"' EXIT
 sock="$tmpd/run/gwlbd.sock"
+# The clients that run as nobody need a copy of the helper they can read: the
+# source tree may sit where nobody cannot reach it (a CI checkout under /root
+# or a 0700 temporary directory).
+cp "$helper" "$tmpd/hostile_control.py"
+chmod 0644 "$tmpd/hostile_control.py"
+client_helper="$tmpd/hostile_control.py"
 
 $py "$src/tools/gen_sample_pcap.py" "$work/in.pcap" --flows 40 --seed 11 >/dev/null
 
@@ -131,10 +137,10 @@ echo "socket: mode 660 from bind() on (umask 000), group daemon"
 
 as_nobody_no_group=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
 as_nobody_in_group=(setpriv --reuid=nobody --regid=nogroup --groups=daemon)
-r=$("${as_nobody_no_group[@]}" $py "$helper" connect "$sock")
+r=$("${as_nobody_no_group[@]}" $py "$client_helper" connect "$sock")
 [ "$r" = EACCES ] || { echo "FAIL: nobody (not in the group): $r, want EACCES"; exit 1; }
 echo "nobody, not in the socket's group: $r"
-r=$("${as_nobody_in_group[@]}" $py "$helper" connect "$sock")
+r=$("${as_nobody_in_group[@]}" $py "$client_helper" connect "$sock")
 [ "$r" = ok ] || { echo "FAIL: nobody in group daemon: $r, want ok"; exit 1; }
 echo "nobody in group daemon: connects, status ok"
 r=$($py "$helper" connect "$sock")
