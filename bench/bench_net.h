@@ -8,6 +8,7 @@
 #include "common/net_types.h"
 #include "control/config.h"
 #include "control/snapshot_builder.h"
+#include "tests/dp/packet_builder.h"
 
 namespace gwlb::bench {
 
@@ -36,6 +37,16 @@ inline ctl::Config benchConfig(uint16_t underlay_port, ctl::FailoverMode mode) {
   }
   cfg.server_groups.push_back(g);
   return cfg;
+}
+
+// Flow i's 64-byte UDP/IPv4 frame from a router: 10.64.x.y (i / 60000) port
+// 1024 + i % 60000 to the server's port 53.
+inline dptest::Bytes benchUdpFrame(uint32_t i) {
+  using namespace dptest;
+  L2 l2{*MacAddr::parse("02:00:00:00:00:a1"), *MacAddr::parse("02:00:00:00:0a:0a"), {}};
+  IpAddr c = IpAddr::v4(0x0A400000u + i / 60000);
+  uint16_t sport = uint16_t(1024 + i % 60000);
+  return ether(l2, kEthIpv4, ipv4(c, kBenchServer, 17, udp(c, kBenchServer, sport, 53, pattern(22))));
 }
 
 // Every appliance of benchConfig healthy.

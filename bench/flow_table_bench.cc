@@ -63,6 +63,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "common/flow_key.h"
 #include "dataplane/eal.h"
 #include "dataplane/flow_table.h"
@@ -88,22 +89,6 @@ struct Options {
   std::exit(1);
 }
 
-struct Stats {
-  double median = 0, min = 0, p10 = 0, p90 = 0, max = 0;
-};
-Stats stats(std::vector<double> v) {
-  if (v.empty()) return {};
-  std::sort(v.begin(), v.end());
-  auto q = [&](double f) { return v[size_t(f * double(v.size() - 1) + 0.5)]; };
-  size_t n = v.size();
-  double med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-  return {med, v.front(), q(0.1), q(0.9), v.back()};
-}
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
 std::string statsJson(const Stats& s) {
   return "{\"median\":" + fmt("%.4f", s.median) + ",\"min\":" + fmt("%.4f", s.min) +
          ",\"p10\":" + fmt("%.4f", s.p10) + ",\"p90\":" + fmt("%.4f", s.p90) +
@@ -445,16 +430,6 @@ class Bench {
   rte_hash* plain_ = nullptr;
   rte_hash* lf_ = nullptr;
 };
-
-int defaultCpu() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  int last = 0;
-  if (sched_getaffinity(0, sizeof set, &set) == 0)
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set)) last = c;
-  return last;
-}
 
 }  // namespace
 }  // namespace gwlb::bench

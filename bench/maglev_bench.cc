@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "common/maglev.h"
 
 namespace gwlb::bench {
@@ -34,22 +35,7 @@ namespace {
   std::exit(1);
 }
 
-struct Stats {
-  double median, min, p10, p90, max;
-};
-Stats stats(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  auto q = [&](double f) { return v[size_t(f * double(v.size() - 1) + 0.5)]; };
-  size_t n = v.size();
-  double med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-  return {med, v.front(), q(0.1), q(0.9), v.back()};
-}
 
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
 std::string statsJson(const Stats& s, const char* f = "%.4f") {
   return "{\"median\":" + fmt(f, s.median) + ",\"min\":" + fmt(f, s.min) + ",\"p10\":" +
          fmt(f, s.p10) + ",\"p90\":" + fmt(f, s.p90) + ",\"max\":" + fmt(f, s.max) + "}";

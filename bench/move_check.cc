@@ -64,6 +64,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "common/counters.h"
 #include "control/config.h"
 #include "control/snapshot_builder.h"
@@ -120,7 +121,6 @@ double quantile(std::vector<double> v, double q) {
   return v[size_t(q * double(v.size() - 1) + 0.5)];
 }
 
-const IpAddr kServer = kBenchServer;
 IpAddr appliance(int i) { return benchAppliance(i); }
 
 class Bench {
@@ -198,13 +198,9 @@ class Bench {
 
  private:
   void buildFrames() {
-    using namespace dptest;
-    L2 l2{*MacAddr::parse("02:00:00:00:00:a1"), *MacAddr::parse("02:00:00:00:0a:0a"), {}};
     frames_.resize(size_t(o_.flows) * kFrameLen);
     for (uint32_t i = 0; i < o_.flows; ++i) {
-      IpAddr c = IpAddr::v4(0x0A400000u + i / 60000);  // 10.64.x.y
-      uint16_t sport = uint16_t(1024 + i % 60000);
-      Bytes f = ether(l2, kEthIpv4, ipv4(c, kServer, 17, udp(c, kServer, sport, 53, pattern(22))));
+      dptest::Bytes f = benchUdpFrame(i);
       if (f.size() != kFrameLen) die("frame is not 64 bytes");
       std::memcpy(&frames_[size_t(i) * kFrameLen], f.data(), kFrameLen);
       all_.push_back(i);
@@ -247,11 +243,6 @@ struct Variant {
   std::vector<double> ns, ratio;
 };
 
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
 
 // --instructions: each phase in its own callgrind dump (see the file comment).
 int countInstructions(Bench& b, const std::vector<Variant>& vs, size_t window_pkts) {
@@ -431,16 +422,6 @@ int run(const Options& o) {
        fmt("%.3f", quantile(per_move, 0.9)) + "}}";
   std::printf("%s\n", j.c_str());
   return 0;
-}
-
-int defaultCpu() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  int last = 0;
-  if (sched_getaffinity(0, sizeof set, &set) == 0)
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set)) last = c;
-  return last;
 }
 
 }  // namespace

@@ -198,7 +198,6 @@ uint16_t ringPort(const std::string& name, rte_ring* rx, rte_ring* tx, rte_mempo
 }
 
 IpAddr appliance(int i) { return benchAppliance(i); }  // 10.0.0.11..
-const IpAddr kServer = kBenchServer;
 
 class Bench {
  public:
@@ -352,13 +351,9 @@ class Bench {
   };
 
   void buildFrames() {
-    using namespace dptest;
-    L2 l2{*MacAddr::parse("02:00:00:00:00:a1"), *MacAddr::parse("02:00:00:00:0a:0a"), {}};
     frames_.resize(size_t(o_.flows) * kFrameLen);
     for (uint32_t i = 0; i < o_.flows; ++i) {
-      IpAddr c = IpAddr::v4(0x0A400000u + i / 60000);  // 10.64.x.y
-      uint16_t sport = uint16_t(1024 + i % 60000);
-      Bytes f = ether(l2, kEthIpv4, ipv4(c, kServer, 17, udp(c, kServer, sport, 53, pattern(22))));
+      dptest::Bytes f = benchUdpFrame(i);
       if (f.size() != kFrameLen) die("frame is not 64 bytes");
       std::memcpy(&frames_[size_t(i) * kFrameLen], f.data(), kFrameLen);
     }
