@@ -11,7 +11,7 @@ GWLB_BUILD="${GWLB_BUILD:-$GWLB_ROOT/build}"
 # Never add libboost1.81-dev: it removes Boost 1.74's development packages.
 GWLB_PACKAGES=(
   meson ninja-build pkg-config g++
-  libdpdk-dev dpdk
+  libdpdk-dev dpdk dpdk-dev   # dpdk-dev: dpdk-telemetry.py (tests) and dpdk-testpmd (bench baseline)
   libboost-dev libboost-system-dev
   libspdlog-dev libfmt-dev libpcap-dev libyaml-cpp-dev nlohmann-json3-dev
   libgtest-dev libssl-dev
