@@ -96,11 +96,16 @@ inline bool parseGeneveAws(const uint8_t* p, size_t len, GeneveInfo& out) noexce
 // byte by byte. When the inner checksum is wrong, the outer one is wrong by the
 // same amount and the appliance's UDP stack drops the packet, as the
 // destination would have. Fragments, ICMP, other protocols, UDP without a
-// checksum (0) and UDP shorter than its IP payload are summed in full.
+// checksum (0) and UDP shorter than its IP payload are summed in full, and so
+// are packets whose pseudo-header destination may not be the header's: IPv4
+// with options (a source route's final hop, RFC 791/1122) and IPv6 with
+// extension headers (a routing header's final destination, RFC 8200 8.1).
 inline uint32_t payloadSum(const uint8_t* f, size_t start, const ParsedPacket& p) noexcept {
   size_t end = size_t(p.l3_offset) + p.l3_len;
   uint8_t proto = p.tuple.proto;
+  size_t plain_header = p.ip_version == 4 ? 20 : 40;
   if (!p.is_fragment && !p.icmp_error && p.l4_offset > start &&
+      size_t(p.l4_offset) - p.l3_offset == plain_header &&
       (proto == kProtoTcp || proto == kProtoUdp)) {
     const uint8_t* l4 = f + p.l4_offset;
     uint16_t ck = rd16(l4 + (proto == kProtoTcp ? 16 : 6));

@@ -50,7 +50,7 @@ uint32_t flowHash(const void* key, uint32_t key_len, uint32_t seed) noexcept {
   // About 30 instructions for a 40-byte key, on every packet (the inline
   // flowHash(const FlowKey&) is this, unrolled).
   const uint8_t* p = static_cast<const uint8_t*>(key);
-  uint64_t h = detail::kHashInit ^ seed ^ (uint64_t(key_len) << 32);
+  uint64_t h = detail::kHashInit ^ detail::g_hash_key.k0 ^ seed ^ (uint64_t(key_len) << 32);
   uint32_t i = 0;
   for (; i + 8 <= key_len; i += 8) {
     uint64_t w;
@@ -62,8 +62,15 @@ uint32_t flowHash(const void* key, uint32_t key_len, uint32_t seed) noexcept {
     std::memcpy(&w, p + i, key_len - i);
     h = detail::hashStep(h, w);
   }
-  h = detail::hashFinal(h);
+  h = detail::hashFinal(h ^ detail::g_hash_key.k1);
   return uint32_t(h ^ (h >> 32));
 }
+
+void setFlowHashKey(const FlowHashKey& k) noexcept {
+  detail::g_hash_key.k0 = k.k0;
+  detail::g_hash_key.k1 = k.k1;
+}
+
+FlowHashKey flowHashKey() noexcept { return {detail::g_hash_key.k0, detail::g_hash_key.k1}; }
 
 }  // namespace gwlb

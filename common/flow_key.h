@@ -74,7 +74,24 @@ inline KeyedPacket makeFlowKeyV4(const L4Tuple& t, StickinessMode mode, uint8_t 
 // fragments of a datagram travel the same way).
 FlowKey makeFragmentKey(const L4Tuple& t, uint32_t frag_id, uint8_t group) noexcept;
 
-// 32-bit hash of a key; also usable as an rte_hash hash function.
+// The flow hash is keyed with a 128-bit secret, so nobody who does not know
+// it can choose ports that pile flows onto one Maglev slot (one appliance) or
+// one flow-table bucket. One secret per process, set before any flow is
+// hashed (gwlbd: node.flow_hash_secret, or a random one; gwlb-replay: the
+// config's, or zero); every gateway of a fleet must share it so that all pick
+// the same appliance. The zero key gives the unkeyed hash of earlier releases.
+// Not a cryptographic PRF: it resists precomputed collision sets, not an
+// attacker who can measure which appliance each of many probes reached.
+struct FlowHashKey {
+  uint64_t k0 = 0, k1 = 0;
+  bool operator==(const FlowHashKey&) const = default;
+};
+// Sets the process's key. Call before any worker or table hashes a key (a
+// changed key makes existing flow entries unreachable). Thread: start-up.
+void setFlowHashKey(const FlowHashKey& k) noexcept;
+FlowHashKey flowHashKey() noexcept;
+
+// 32-bit keyed hash of a key; also usable as an rte_hash hash function.
 uint32_t flowHash(const void* key, uint32_t key_len, uint32_t seed) noexcept;
 
 namespace detail {
@@ -94,15 +111,21 @@ inline uint64_t hashFinal(uint64_t x) noexcept {
   return x;
 }
 inline constexpr uint64_t kHashInit = 0x9e3779b97f4a7c15ULL;
+// The process's key (setFlowHashKey), on its own cache line: read by every
+// packet, written only at start-up.
+struct alignas(64) HashKeyStore {
+  uint64_t k0 = 0, k1 = 0;
+};
+inline HashKeyStore g_hash_key;
 }  // namespace detail
 
 // flowHash(&k, sizeof k, 0), unrolled for the fast path.
 inline uint32_t flowHash(const FlowKey& k) noexcept {
   uint64_t w[5];
   std::memcpy(w, &k, sizeof w);
-  uint64_t h = detail::kHashInit ^ (uint64_t(sizeof k) << 32);
+  uint64_t h = detail::kHashInit ^ detail::g_hash_key.k0 ^ (uint64_t(sizeof k) << 32);
   for (uint64_t x : w) h = detail::hashStep(h, x);
-  h = detail::hashFinal(h);
+  h = detail::hashFinal(h ^ detail::g_hash_key.k1);
   return uint32_t(h ^ (h >> 32));
 }
 

@@ -17,8 +17,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -101,7 +103,8 @@ constexpr std::string_view kRootKeys[] = {
     "metrics",       "health_aggregation_policies", "health_sources",
     "composite_health_checks", "listeners", "health_endpoint"};
 constexpr std::string_view kNodeKeys[] = {"underlay_ip",   "underlay_mac", "gateway_mac",
-                                          "underlay_port", "underlay_mtu", "icmp_rate_per_s"};
+                                          "underlay_port", "underlay_mtu", "icmp_rate_per_s",
+                                          "flow_hash_secret"};
 constexpr std::string_view kGroupKeys[] = {
     "name",    "stickiness",   "geneve",             "maglev_table_size",
     "tcp_idle_timeout", "other_idle_timeout", "servers", "health_check",
@@ -371,6 +374,19 @@ class Validator {
     if (n.gateway_mac) unicastMac("node.gateway_mac", *n.gateway_mac, false);
     range("node.underlay_mtu", n.underlay_mtu, kMtuRange);
     range("node.icmp_rate_per_s", n.icmp_rate_per_s, kIcmpRateRange);
+    const std::string& k = n.flow_hash_secret;
+    if (!k.empty() && k[0] != '/') {
+      // Never echo the value: it is a secret.
+      bool hex = k.size() == 32 && std::all_of(k.begin(), k.end(), [](char ch) {
+        return std::isxdigit(static_cast<unsigned char>(ch));
+      });
+      if (!hex)
+        add("node.flow_hash_secret",
+            "must be 32 hexadecimal digits (128 bits) or the absolute path of a file holding "
+            "them; got " + std::to_string(k.size()) + " characters (value not shown)");
+    } else if (k.size() > 4096) {
+      add("node.flow_hash_secret", "path longer than 4096 bytes");
+    }
   }
 
   void groups(const Config& c) {
@@ -1162,6 +1178,8 @@ class Parser {
               else if (k == "underlay_port") integer(v, p, kPortRange, c.underlay_port);
               else if (k == "underlay_mtu") integer(v, p, kMtuRange, c.underlay_mtu);
               else if (k == "icmp_rate_per_s") integer(v, p, kIcmpRateRange, c.icmp_rate_per_s);
+              else if (k == "flow_hash_secret")
+                str(v, p, "32 hex digits or a file path", c.flow_hash_secret);
             });
   }
 
@@ -1590,6 +1608,67 @@ bool parseListen(const std::string& s, IpAddr& addr, uint16_t& port) {
   unsigned long v = std::stoul(p);
   if (v == 0 || v > 65535) return false;
   port = uint16_t(v);
+  return true;
+}
+
+namespace {
+
+bool parseHexKey(const std::string& digits, FlowHashKey& key) {
+  if (digits.size() != 32) return false;
+  uint64_t w[2] = {0, 0};
+  for (size_t i = 0; i < 32; ++i) {
+    char ch = digits[i];
+    int v = ch >= '0' && ch <= '9' ? ch - '0'
+            : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+            : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
+    if (v < 0) return false;
+    w[i / 16] = w[i / 16] << 4 | uint64_t(v);
+  }
+  key.k0 = w[0];
+  key.k1 = w[1];
+  return true;
+}
+
+}  // namespace
+
+bool loadFlowHashKey(const NodeConfig& n, FlowHashKey& key, bool& configured, std::string& error) {
+  const std::string& v = n.flow_hash_secret;
+  configured = !v.empty();
+  key = FlowHashKey{};
+  if (v.empty()) return true;
+  if (v[0] != '/') {
+    if (parseHexKey(v, key)) return true;
+    error = "node.flow_hash_secret: must be 32 hexadecimal digits (value not shown)";
+    return false;
+  }
+  int fd = ::open(v.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    error = "node.flow_hash_secret: cannot open '" + v + "': " + std::strerror(errno);
+    return false;
+  }
+  struct stat st {};
+  std::string text;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    error = "node.flow_hash_secret: '" + v + "' is not a regular file";
+  } else if (st.st_mode & 077) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
+    error = "node.flow_hash_secret: '" + v + "' has mode " + mode +
+            "; a secret file must not be readable or writable by group or others (chmod 600)";
+  } else {
+    char buf[256];
+    ssize_t r = ::read(fd, buf, sizeof buf);
+    if (r < 0) error = "node.flow_hash_secret: cannot read '" + v + "': " + std::strerror(errno);
+    else text.assign(buf, size_t(r));
+  }
+  ::close(fd);
+  if (!error.empty()) return false;
+  size_t b = text.find_first_not_of(" \t\r\n"), e = text.find_last_not_of(" \t\r\n");
+  std::string digits = b == std::string::npos ? "" : text.substr(b, e - b + 1);
+  if (!parseHexKey(digits, key)) {
+    error = "node.flow_hash_secret: '" + v + "' must hold 32 hexadecimal digits (128 bits)";
+    return false;
+  }
   return true;
 }
 

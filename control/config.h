@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/flow_key.h"
 #include "common/net_types.h"
 
 namespace gwlb::ctl {
@@ -88,6 +89,11 @@ struct NodeConfig {
   uint16_t underlay_port = 0;                // DPDK port id facing the appliances
   uint32_t underlay_mtu = 1500;              // 576..9216: largest outer IPv4 packet
   uint32_t icmp_rate_per_s = 100;            // too-big errors per second per worker, 0..100000
+  // Keys the flow hash (common/flow_key.h): 32 hex digits (128 bits), or the
+  // absolute path of a file holding them (no access for group or others).
+  // "" = gwlbd picks a random key at start (gwlb-replay: the zero key). Every
+  // gateway of a fleet must have the same one. Needs a restart to change.
+  std::string flow_hash_secret;
 };
 
 struct DataplaneConfig {
@@ -187,6 +193,13 @@ bool loadConfigFile(const std::string& path, Config& out, std::vector<ConfigErro
 bool validateConfig(const Config& c, std::vector<ConfigError>& errors);
 
 std::string formatErrors(const std::vector<ConfigError>& errors);
+
+// The flow hash key node.flow_hash_secret names: its digits, or the file's
+// (a regular file, not a symlink, without group/other permissions, holding
+// the 32 digits and optional whitespace). `configured` is false when the key
+// is "". Returns false with `error` set when the file cannot be used. Never
+// throws; reads a file (start-up, --check-config, reload checks).
+bool loadFlowHashKey(const NodeConfig& n, FlowHashKey& key, bool& configured, std::string& error);
 
 // Every key the loader accepts, as a path with "[]" for list indexes (e.g.
 // "server_groups[].servers[].address"), sections included, in schema order.

@@ -75,6 +75,9 @@ class Daemon {
   nlohmann::json apiServerDrain(const nlohmann::json& p);
   nlohmann::json apiServerUndrain(const nlohmann::json& p);
   nlohmann::json drainJson(const ServerLifecycle::Entry& e) const;
+  // Name of a snapshot group index: a configured group, or the group a
+  // removed appliance (address ip) left ("?" when neither).
+  std::string groupName(int group, uint32_t ip) const;
   nlohmann::json lifecycleStatsJson() const;
   // Drain deadlines (and, with count, emptied drains and forgotten
   // appliances): rebuilds the snapshot when a phase changed.

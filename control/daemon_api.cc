@@ -230,6 +230,12 @@ json Daemon::apiServers(const json& p) {
   return {{"servers", out}};
 }
 
+std::string Daemon::groupName(int group, uint32_t ip) const {
+  if (group >= 0 && size_t(group) < cfg_.server_groups.size()) return cfg_.server_groups[size_t(group)].name;
+  const ServerLifecycle::Entry* le = lifecycle_.find(ip);
+  return le ? le->group : "?";
+}
+
 json Daemon::drainJson(const ServerLifecycle::Entry& e) const {
   uint64_t now = dp::monotonicNs();
   bool draining = e.phase == dp::ServerPhase::kDraining;
@@ -537,8 +543,7 @@ json Daemon::apiFlows(const json& p) {
                     {"sport", sport},
                     {"dport", dport},
                     {"proto", protoName(k.proto)},
-                    {"group", fgroup >= 0 && size_t(fgroup) < cfg_.server_groups.size()
-                                  ? cfg_.server_groups[size_t(fgroup)].name : "?"},
+                    {"group", groupName(fgroup, s && sid < s->servers.size() ? s->servers[sid].ip : 0)},
                     {"appliance", app},
                     {"cookie", hex32(dp::routeCookie(r))},
                     {"kind", k.kind == KeyKind::kFlow ? "flow" : "fragment"},
@@ -761,6 +766,8 @@ json Daemon::apiReload(const json& p) {
     restart.push_back("dataplane");
   if (next.eal_args != cfg_.eal_args) restart.push_back("eal");
   if (next.node.underlay_port != cfg_.node.underlay_port) restart.push_back("node.underlay_port");
+  // The flow hash key is the process's (flow entries are hashed with it).
+  if (next.node.flow_hash_secret != cfg_.node.flow_hash_secret) restart.push_back("node.flow_hash_secret");
   if (next.control.socket != cfg_.control.socket ||
       next.control.socket_mode != cfg_.control.socket_mode ||
       next.control.socket_group != cfg_.control.socket_group)
@@ -771,6 +778,7 @@ json Daemon::apiReload(const json& p) {
   next.dataplane = cfg_.dataplane;
   next.eal_args = cfg_.eal_args;
   next.node.underlay_port = cfg_.node.underlay_port;
+  next.node.flow_hash_secret = cfg_.node.flow_hash_secret;
   next.control = cfg_.control;
   next.metrics = cfg_.metrics;
   next.health_endpoint = cfg_.health_endpoint;

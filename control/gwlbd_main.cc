@@ -4,12 +4,16 @@
 #include <rte_eal.h>
 #include <spdlog/spdlog.h>
 
+#include <sys/random.h>
+
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "common/flow_key.h"
 #include "control/config.h"
 #include "control/daemon.h"
 #include "dataplane/eal.h"
@@ -28,12 +32,38 @@ void usage(FILE* f) {
                "SIGUSR1 logs every counter now.\n");
 }
 
-bool load(const std::string& path, ctl::Config& cfg) {
+bool load(const std::string& path, ctl::Config& cfg, FlowHashKey* key = nullptr,
+          bool* key_configured = nullptr) {
   std::vector<ctl::ConfigError> errors;
-  if (ctl::loadConfigFile(path, cfg, errors)) return true;
-  std::fprintf(stderr, "%s: invalid configuration (%zu error%s):\n%s", path.c_str(),
-               errors.size(), errors.size() == 1 ? "" : "s", ctl::formatErrors(errors).c_str());
-  return false;
+  if (!ctl::loadConfigFile(path, cfg, errors)) {
+    std::fprintf(stderr, "%s: invalid configuration (%zu error%s):\n%s", path.c_str(),
+                 errors.size(), errors.size() == 1 ? "" : "s", ctl::formatErrors(errors).c_str());
+    return false;
+  }
+  FlowHashKey k;
+  bool configured = false;
+  std::string err;
+  if (!ctl::loadFlowHashKey(cfg.node, k, configured, err)) {
+    std::fprintf(stderr, "%s: invalid configuration (1 error):\n  %s\n", path.c_str(), err.c_str());
+    return false;
+  }
+  if (key) *key = k;
+  if (key_configured) *key_configured = configured;
+  return true;
+}
+
+// A key nobody can predict, for a node whose config names none.
+FlowHashKey randomFlowHashKey() {
+  FlowHashKey k;
+  uint64_t w[2] = {0, 0};
+  if (getrandom(w, sizeof w, 0) != ssize_t(sizeof w)) {
+    std::random_device rd;
+    w[0] = uint64_t(rd()) << 32 ^ rd();
+    w[1] = uint64_t(rd()) << 32 ^ rd();
+  }
+  k.k0 = w[0];
+  k.k1 = w[1];
+  return k;
 }
 
 }  // namespace
@@ -79,8 +109,18 @@ int main(int argc, char** argv) {
     return 2;
   }
   ctl::Config cfg;
-  if (!load(config, cfg)) return 2;
+  FlowHashKey key;
+  bool key_configured = false;
+  if (!load(config, cfg, &key, &key_configured)) return 2;
   spdlog::set_level(spdlog::level::from_str(cfg.log_level));
+  if (key_configured) {
+    spdlog::info("flow hash keyed with node.flow_hash_secret");
+  } else {
+    key = randomFlowHashKey();
+    spdlog::info("flow hash keyed with a random secret (set node.flow_hash_secret to share one "
+                 "across a fleet of gateways)");
+  }
+  setFlowHashKey(key);
 
   std::vector<std::string> eal = cfg.eal_args;
   eal.insert(eal.end(), eal_extra.begin(), eal_extra.end());

@@ -20,6 +20,24 @@ std::map<uint32_t, Placement> placements(const Config& c) {
   return m;
 }
 
+// The listener a group serves in c: the implicit one ("default", over the
+// first group) when c names none; "" when the group serves none.
+std::string listenerOf(const Config& c, size_t gi) {
+  if (c.listeners.empty()) return gi == 0 ? "default" : "";
+  for (const ListenerConfig& l : c.listeners)
+    for (const std::string& g : l.server_groups)
+      if (g == c.server_groups[gi].name) return l.name;
+  return "";
+}
+
+// What a leaving appliance remembers of its group (see Entry::group_config).
+void rememberGroup(ServerLifecycle::Entry& e, const Config& c, size_t gi) {
+  e.group = c.server_groups[gi].name;
+  e.group_config = c.server_groups[gi];
+  e.group_config.servers.clear();
+  e.listener = listenerOf(c, gi);
+}
+
 dp::MoveReason afterDrain(const ServerLifecycle::Entry& e) {
   return e.rebalance ? dp::MoveReason::kDrainTimeout : dp::MoveReason::kNone;
 }
@@ -38,13 +56,14 @@ void ServerLifecycle::applyConfig(const Config& prev, const Config& next, uint64
     if (it != entries_.end()) {
       // An operator drain in progress (or over) becomes a removal; its timer runs on.
       it->second.removed = true;
+      rememberGroup(it->second, prev, pl.group);
       it->second.why = why;
       continue;
     }
     Entry e;
     e.ip = ip;
     e.server = *pl.server;
-    e.group = g.name;
+    rememberGroup(e, prev, pl.group);
     e.removed = true;
     e.rebalance = g.failover_mode == FailoverMode::kRebalance;
     e.draining_enabled = g.connection_draining.enabled;
@@ -75,7 +94,7 @@ void ServerLifecycle::applyConfig(const Config& prev, const Config& next, uint64
     const ServerGroupConfig& g = next.server_groups[a->second.group];
     Entry& e = it->second;
     e.server = *a->second.server;
-    e.group = g.name;
+    rememberGroup(e, next, a->second.group);
     e.rebalance = g.failover_mode == FailoverMode::kRebalance;
     if (e.phase == dp::ServerPhase::kDrained) e.move = afterDrain(e);
     ++it;
@@ -93,7 +112,7 @@ std::string ServerLifecycle::drain(const Config& cfg, uint32_t ip,
   Entry e;
   e.ip = ip;
   e.server = *p->second.server;
-  e.group = g.name;
+  rememberGroup(e, cfg, p->second.group);
   e.removed = false;
   e.rebalance = g.failover_mode == FailoverMode::kRebalance;
   e.draining_enabled = true;

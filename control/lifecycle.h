@@ -35,6 +35,12 @@ class ServerLifecycle {
     uint32_t ip = 0;                 // host order
     ServerConfig server;             // as last configured (address, weight, mac)
     std::string group;               // the group it was in
+    // That group as it was when the appliance left (servers omitted), and the
+    // listener it served then ("" for none): a removed appliance keeps its
+    // encapsulation (format, VNI, IDs) and its flows' keys while flows are
+    // left on it, even when a reload deleted or changed the group.
+    ServerGroupConfig group_config;
+    std::string listener;
     bool removed = false;            // gone from the config (else: operator drain)
     bool rebalance = false;          // its group's failover_mode when it left
     bool draining_enabled = false;   // its group's connection_draining.enabled

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 #include "common/maglev.h"
 #include "control/regions.h"
@@ -36,6 +37,57 @@ void resolveMac(dp::ServerView& v, const ServerConfig& sc, const Config& cfg,
     v.mac = it->second;
     v.mac_known = true;
   }
+}
+
+bool sameEncapsulation(const ServerGroupConfig& a, const ServerGroupConfig& b) {
+  return a.geneve.format == b.geneve.format && a.geneve.vni == b.geneve.vni &&
+         a.geneve.endpoint_id == b.geneve.endpoint_id &&
+         a.geneve.attachment_id == b.geneve.attachment_id && a.stickiness == b.stickiness;
+}
+
+// The view of a group that a reload deleted or changed while appliances of it
+// still drain: its encapsulation and keys as they were, no Maglev table (it
+// takes no new flows).
+struct GhostGroup {
+  const ServerLifecycle::Entry* like;  // an entry that left it
+  uint8_t index;
+};
+
+// The group view a removed appliance sends and returns by: its configured
+// group when that still has the same name, encapsulation and listener, else a
+// ghost view built from what the appliance remembered when it left (so a
+// draining appliance never takes another group's VNI, format or IDs).
+uint8_t groupOfLeaving(dp::Snapshot& s, const Config& cfg, const ServerLifecycle::Entry& le,
+                       const std::vector<std::string>& listener_names,
+                       std::vector<GhostGroup>& ghosts) {
+  uint8_t li = dp::kNoListener;
+  for (size_t i = 0; i < listener_names.size(); ++i)
+    if (!le.listener.empty() && listener_names[i] == le.listener) li = uint8_t(i);
+  for (size_t gi = 0; gi < cfg.server_groups.size(); ++gi)
+    if (cfg.server_groups[gi].name == le.group &&
+        sameEncapsulation(cfg.server_groups[gi], le.group_config) && s.groups[gi].listener == li)
+      return uint8_t(gi);
+  for (const GhostGroup& g : ghosts)
+    if (g.like->group == le.group && sameEncapsulation(g.like->group_config, le.group_config) &&
+        g.like->listener == le.listener)
+      return g.index;
+  // kNoGroup is 0xFF: with 254 views already, the ghost is not made (an
+  // appliance pointing past the groups is dropped as drop_no_server_group).
+  if (s.groups.size() >= dp::kNoGroup - 1) return dp::kNoGroup;
+  const ServerGroupConfig& gc = le.group_config;
+  dp::GroupView g;
+  g.stickiness = StickinessMode(uint8_t(gc.stickiness));
+  g.aws = gc.geneve.format == GeneveFormat::kAws;
+  g.vni = gc.geneve.vni;
+  g.endpoint_id = gc.geneve.endpoint_id;
+  g.attachment_id = gc.geneve.attachment_id;
+  g.tcp_idle_ns = uint64_t(gc.tcp_idle_timeout_s) * 1'000'000'000ULL;
+  g.other_idle_ns = uint64_t(gc.other_idle_timeout_s) * 1'000'000'000ULL;
+  g.listener = li;
+  s.groups.push_back(std::move(g));
+  uint8_t index = uint8_t(s.groups.size() - 1);
+  ghosts.push_back({&le, index});
+  return index;
 }
 
 }  // namespace
@@ -115,6 +167,7 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
   }
   // Listeners: which group takes new flows, and which groups' regions failed.
   std::vector<bool> region_failed(cfg.server_groups.size(), false);
+  std::vector<std::string> listener_names;  // parallel to s->listeners
   if (regions && !regions->listeners().empty()) {
     for (const RegionTracker::Listener& l : regions->listeners()) {
       dp::ListenerView lv;
@@ -129,6 +182,7 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
         for (const RegionTracker::Region& r : l.regions)
           if (!r.healthy) region_failed[r.group_index] = true;
       s->listeners.push_back(lv);
+      listener_names.push_back(l.name);
     }
   } else if (!s->groups.empty()) {
     dp::ListenerView lv;
@@ -137,6 +191,7 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
     lv.stickiness = s->groups[0].stickiness;
     s->groups[0].listener = 0;
     s->listeners.push_back(lv);
+    listener_names.push_back("default");
   }
   s->default_group = s->listeners.empty() ? dp::kNoGroup : s->listeners[0].active;
 
@@ -168,6 +223,7 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
   // flows still on them; the rest are gone (a flow naming one moves).
   if (s->servers.size() < reg.size()) s->servers.resize(reg.size());
   std::vector<uint32_t> addrs = reg.addresses();
+  std::vector<GhostGroup> ghost_groups;
   for (size_t id = 0; id < s->servers.size(); ++id) {
     dp::ServerView& v = s->servers[id];
     if (v.in_use) continue;
@@ -177,8 +233,7 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
       v.routable = true;
       v.phase = le->phase;
       v.move = le->move;
-      for (size_t gi = 0; gi < cfg.server_groups.size(); ++gi)
-        if (cfg.server_groups[gi].name == le->group) v.group = uint8_t(gi);
+      v.group = groupOfLeaving(*s, cfg, *le, listener_names, ghost_groups);
       resolveMac(v, le->server, cfg, neigh);
     } else {
       v.routable = false;

@@ -22,7 +22,7 @@ void FlowEntry::reset() noexcept {
   moved.store(0, std::memory_order_relaxed);
   moved_ns.store(0, std::memory_order_relaxed);
   moves.store(0, std::memory_order_relaxed);
-  for (auto& d : dir) d.state.store(0, std::memory_order_relaxed);
+  for (auto& d : dir) d.clear();
   for (int i = 0; i < 2; ++i) {
     packets[i].store(0, std::memory_order_relaxed);
     bytes[i].store(0, std::memory_order_relaxed);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstring>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -27,16 +28,93 @@ namespace gwlb::dp {
 
 struct Snapshot;
 
-// How to send a returning packet back to the neighbour that sent it.
-struct DirInfo {
-  std::atomic<uint8_t> state{0};  // 0 empty, 1 being written, 2 ready
-  bool has_vlan = false;
+// Where a direction's packets last came from, decoded (DirInfo::read).
+struct DirL2 {
   uint16_t port = 0;
+  bool has_vlan = false;
   uint16_t vlan_tci = 0;
   uint16_t vlan_tpid = 0;
   MacAddr peer_mac;   // source MAC of the frame as it arrived
   MacAddr our_mac;    // destination MAC of the frame as it arrived
 };
+
+// How to send a returning packet back to the neighbour that sent its
+// direction: the L2 of that direction's latest packet (a router failover or a
+// neighbour's new MAC is followed on the next forwarded packet). 16 bytes in
+// two words, written by workers under a sequence lock so the return path never
+// reads half of an update (docs/architecture.md, flow table):
+//   peer = peer MAC (bits 0..47) | VLAN TCI (48..63)
+//   self = our MAC (0..47) | ingress port (48..55) | kReady | kBusy |
+//          VLAN kind (2 bits: none, 802.1Q, 802.1ad) | generation (4 bits)
+struct DirInfo {
+  static constexpr uint64_t kReady = 1ULL << 56;
+  static constexpr uint64_t kBusy = 1ULL << 57;
+  static constexpr int kVlanShift = 58;
+  static constexpr int kGenShift = 60;
+  static constexpr uint64_t kData = (1ULL << 56) - 1 | (3ULL << kVlanShift);  // MAC, port, VLAN kind
+  std::atomic<uint64_t> peer{0};
+  std::atomic<uint64_t> self{0};
+
+  // Packs a frame's L2 (data: the frame's first 14 bytes, or 18 with a tag).
+  // vlan_tpid: 0 when untagged. False when the port or TPID does not fit.
+  static bool pack(const uint8_t* frame, uint16_t port, uint16_t vlan_tpid, uint16_t vlan_tci,
+                   uint64_t& peer_word, uint64_t& self_word) noexcept {
+    uint64_t dst = 0, src = 0;
+    std::memcpy(&dst, frame, 6);
+    std::memcpy(&src, frame + 6, 6);
+    uint64_t kind = vlan_tpid == 0 ? 0 : vlan_tpid == 0x8100 ? 1 : vlan_tpid == 0x88A8 ? 2 : 3;
+    if (kind == 3 || port > 0xFF) return false;
+    peer_word = src | uint64_t(vlan_tci) << 48;
+    self_word = dst | uint64_t(port) << 48 | kind << kVlanShift;
+    return true;
+  }
+
+  // Worker: records a packet's L2 when it differs from what is stored. Two
+  // workers updating at once: one writes, the other leaves it (the next
+  // packet of its direction tries again). Returns true when it wrote a change
+  // to an entry that had L2 already.
+  bool follow(uint64_t peer_word, uint64_t self_word) noexcept {
+    uint64_t cur = self.load(std::memory_order_acquire);
+    if ((cur & (kReady | kBusy)) == kReady && (cur & kData) == self_word &&
+        peer.load(std::memory_order_relaxed) == peer_word)
+      return false;
+    if (cur & kBusy) return false;
+    if (!self.compare_exchange_strong(cur, cur | kBusy, std::memory_order_acq_rel)) return false;
+    // A reader that sees the new peer word also sees the busy mark (release),
+    // and one that sees the final self word sees the new peer word.
+    peer.store(peer_word, std::memory_order_release);
+    uint64_t gen = ((cur >> kGenShift) + 1) & 0xF;
+    self.store(self_word | kReady | gen << kGenShift, std::memory_order_release);
+    return (cur & kReady) != 0;
+  }
+
+  // Any thread: the latest complete L2, or false when none was recorded yet
+  // (or an update kept it busy for a few retries).
+  bool read(DirL2& out) const noexcept {
+    for (int tries = 0; tries < 8; ++tries) {
+      uint64_t s1 = self.load(std::memory_order_acquire);
+      if (!(s1 & kReady) && !(s1 & kBusy)) return false;
+      if (s1 & kBusy) continue;
+      uint64_t p = peer.load(std::memory_order_acquire);
+      if (self.load(std::memory_order_relaxed) != s1) continue;
+      std::memcpy(out.peer_mac.b.data(), &p, 6);
+      std::memcpy(out.our_mac.b.data(), &s1, 6);
+      out.vlan_tci = uint16_t(p >> 48);
+      out.port = uint16_t((s1 >> 48) & 0xFF);
+      uint64_t kind = (s1 >> kVlanShift) & 3;
+      out.has_vlan = kind != 0;
+      out.vlan_tpid = kind == 1 ? 0x8100 : kind == 2 ? 0x88A8 : 0;
+      return true;
+    }
+    return false;
+  }
+  bool ready() const noexcept { return self.load(std::memory_order_acquire) & kReady; }
+  void clear() noexcept {
+    peer.store(0, std::memory_order_relaxed);
+    self.store(0, std::memory_order_relaxed);
+  }
+};
+static_assert(sizeof(DirInfo) == 16);
 
 // route: bit 63 = set, bits 32..47 = server id, bits 0..31 = flow cookie.
 inline constexpr uint64_t kRouteSet = 1ULL << 63;

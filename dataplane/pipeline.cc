@@ -1,5 +1,6 @@
 #include "dataplane/pipeline.h"
 
+#include <rte_ethdev.h>
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
 #include <rte_ring.h>
@@ -16,6 +17,8 @@
 #include "dataplane/move.h"
 
 namespace gwlb::dp {
+// DirInfo keeps the ingress port in 8 bits.
+static_assert(RTE_MAX_ETHPORTS <= 256);
 namespace {
 
 struct Ctx {
@@ -91,19 +94,16 @@ inline FlowRef refFor(const ParsedPacket& p, StickinessMode mode, uint8_t group)
   return r;
 }
 
-// Records, once per direction, where that direction's packets came from.
-inline void learnDirection(DirInfo& d, const rte_mbuf* m, const uint8_t* frame,
+// Records where this direction's packets come from: the first packet's L2,
+// then any change (a router failover, a neighbour's new MAC or port), so
+// returns follow the neighbour that sends now. Unchanged L2 costs two loads
+// and compares.
+inline void learnDirection(Ctx& c, DirInfo& d, const rte_mbuf* m, const uint8_t* frame,
                            const ParsedPacket& p) noexcept {
-  if (d.state.load(std::memory_order_acquire) != 0) return;
-  uint8_t expected = 0;
-  if (!d.state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) return;
-  d.port = m->port;
-  d.has_vlan = p.has_vlan;
-  d.vlan_tci = p.vlan_tci;
-  d.vlan_tpid = p.vlan_tpid;
-  std::memcpy(d.our_mac.b.data(), frame, 6);
-  std::memcpy(d.peer_mac.b.data(), frame + 6, 6);
-  d.state.store(2, std::memory_order_release);
+  uint64_t peer, self;
+  if (!DirInfo::pack(frame, m->port, p.has_vlan ? p.vlan_tpid : 0, p.vlan_tci, peer, self)) return;
+  if (d.follow(peer, self)) [[unlikely]]
+    c.w.counters.inc(Counter::return_l2_changed);
 }
 
 // Installs a route in a fresh entry (first writer wins) and returns the route in force.
@@ -215,7 +215,7 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref, int
   e.last_seen_ns.store(c.now, std::memory_order_relaxed);
   relaxedAdd(e.packets[ref.dir], 1);
   relaxedAdd(e.bytes[ref.dir], p.l3_len);
-  learnDirection(e.dir[ref.dir], m, frame, p);
+  learnDirection(c, e.dir[ref.dir], m, frame, p);
 
   // The first fragment of a datagram leaves a short-lived entry that carries
   // the flow's route to the fragments without ports.
@@ -228,11 +228,25 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref, int
     if (fpos >= 0) {
       bool fcreated = false;
       FlowEntry& fe = ft.entry(fpos);
-      ensureRoute(fe, routeServer(route), routeCookie(route),
-                  e.flow_hash.load(std::memory_order_relaxed), kFragmentTimeoutNs, c.now, 0,
-                  fcreated);
+      uint32_t flow_hash = e.flow_hash.load(std::memory_order_relaxed);
+      uint64_t frag_route = ensureRoute(fe, routeServer(route), routeCookie(route), flow_hash,
+                                        kFragmentTimeoutNs, c.now, 0, fcreated);
+      // The first fragment owns the entry: a live entry left by an earlier
+      // datagram with the same addresses, protocol and IP ID (another flow
+      // reusing the ID within the fragment timeout, or this flow before it
+      // moved) takes this flow's route now (one CAS; racing first fragments
+      // of the same datagram write the same route).
+      uint64_t want = packRoute(routeServer(route), routeCookie(route));
+      if (!fcreated && frag_route != want) [[unlikely]] {
+        bool other_flow = fe.flow_hash.load(std::memory_order_relaxed) != flow_hash;
+        if (fe.route.compare_exchange_strong(frag_route, want, std::memory_order_acq_rel)) {
+          fe.flow_hash.store(flow_hash, std::memory_order_relaxed);
+          fe.moved.store(0, std::memory_order_relaxed);
+          if (other_flow) c.w.counters.inc(Counter::fragment_entries_replaced);
+        }
+      }
       fe.last_seen_ns.store(c.now, std::memory_order_relaxed);
-      learnDirection(fe.dir[0], m, frame, p);
+      learnDirection(c, fe.dir[0], m, frame, p);
       if (fcreated) c.w.counters.inc(Counter::fragment_entries_created);
     }
   }
@@ -277,6 +291,7 @@ void fromAppliance(Ctx& c, rte_mbuf* m, const ParsedPacket& outer) noexcept {
     return drop(c, m, Counter::drop_geneve_unknown_appliance);
   if (outer.is_fragment) return drop(c, m, Counter::drop_bad_fragment);
   const ServerView& sv = s.servers[server];
+  if (sv.group >= s.groups.size()) return drop(c, m, Counter::drop_no_server_group);
   const GroupView& g = s.groups[sv.group];
 
   uint8_t* f = rte_pktmbuf_mtod(m, uint8_t*);
@@ -326,8 +341,8 @@ void fromAppliance(Ctx& c, rte_mbuf* m, const ParsedPacket& outer) noexcept {
     return drop(c, m, routeServer(route) != server ? Counter::drop_return_wrong_appliance
                                                    : Counter::drop_return_cookie_mismatch);
   }
-  const DirInfo& d = e.dir[ref.dir];
-  if (d.state.load(std::memory_order_acquire) != 2) return drop(c, m, Counter::drop_return_no_l2);
+  DirL2 d;
+  if (!e.dir[ref.dir].read(d)) return drop(c, m, Counter::drop_return_no_l2);
 
   // Strip everything up to the inner IP header, then give it the L2 header of
   // the neighbour it came from: byte-identical at L3.

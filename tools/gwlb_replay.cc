@@ -562,6 +562,17 @@ int main(int argc, char** argv) {
                  ctl::formatErrors(errors).c_str());
     return 2;
   }
+  {
+    // The config's flow hash key, or the zero key: a replay is reproducible.
+    FlowHashKey key;
+    bool configured = false;
+    std::string err;
+    if (!ctl::loadFlowHashKey(cfg.node, key, configured, err)) {
+      std::fprintf(stderr, "gwlb-replay: invalid config %s:\n  %s\n", o.config.c_str(), err.c_str());
+      return 2;
+    }
+    setFlowHashKey(key);
+  }
   std::vector<Event> events;
   if (!o.events.empty()) {
     try {

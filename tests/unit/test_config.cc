@@ -9,7 +9,10 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <filesystem>
 
 namespace gwlb::ctl {
 namespace {
@@ -933,7 +936,8 @@ namespace {
 // A valid config that sets every key the loader knows.
 const char* const kFull = R"(
 node: { underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01, gateway_mac: 02:00:00:00:00:fe,
-        underlay_port: 0, underlay_mtu: 1500, icmp_rate_per_s: 100 }
+        underlay_port: 0, underlay_mtu: 1500, icmp_rate_per_s: 100,
+        flow_hash_secret: 00112233445566778899aabbccddeeff }
 server_groups:
   - name: g0
     stickiness: 5-tuple
@@ -1083,6 +1087,8 @@ const std::vector<BadValue>& badValues() {
       {"node.underlay_mtu", "575", {"576..9216"}},
       {"node.underlay_mtu", "1.5e3", {"not a number"}},
       {"node.icmp_rate_per_s", "100001", {"0..100000"}},
+      {"node.flow_hash_secret", "0123456789abcdef", {"32 hexadecimal digits", "16 characters", "not shown"}},
+      {"node.flow_hash_secret", "0123456789abcdef0123456789abcdeg", {"32 hexadecimal digits"}},
       // server_groups[]
       {"server_groups[0].name", "'fire walls'", {"not a valid group name"}, "", false},  // g0 gone
       {"server_groups[0].name", "''", {"required"}, "", false},
@@ -1371,6 +1377,78 @@ TEST(ConfigFile, EndlessOrUnreadableFile) {
   EXPECT_FALSE(loadConfigFile("/tmp", c, errs));
   ASSERT_EQ(errs.size(), 1u);
   EXPECT_NE(errs[0].message.find("is a directory"), std::string::npos) << errs[0].message;
+}
+
+}  // namespace
+}  // namespace gwlb::ctl
+
+namespace gwlb::ctl {
+namespace {
+
+// node.flow_hash_secret: inline digits, or a file only its owner can read.
+class FlowHashSecret : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gwlb-secret-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& text, mode_t mode) {
+    std::string p = (dir_ / name).string();
+    { std::ofstream(p) << text; }
+    ::chmod(p.c_str(), mode);
+    return p;
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(FlowHashSecret, InlineDigitsAndFilesGiveTheSameKey) {
+  NodeConfig n;
+  FlowHashKey a, b;
+  bool configured = false;
+  std::string err;
+  n.flow_hash_secret = "00112233445566778899AABBCCDDEEFF";
+  ASSERT_TRUE(loadFlowHashKey(n, a, configured, err)) << err;
+  EXPECT_TRUE(configured);
+  EXPECT_EQ(a.k0, 0x0011223344556677ULL);
+  EXPECT_EQ(a.k1, 0x8899aabbccddeeffULL);
+  n.flow_hash_secret = write("ok", "  00112233445566778899aabbccddeeff\n", 0600);
+  ASSERT_TRUE(loadFlowHashKey(n, b, configured, err)) << err;
+  EXPECT_EQ(a, b);
+  n.flow_hash_secret = "";
+  ASSERT_TRUE(loadFlowHashKey(n, b, configured, err));
+  EXPECT_FALSE(configured);
+}
+
+TEST_F(FlowHashSecret, UnsafeOrBadFilesAreRefusedWithWhatToChange) {
+  NodeConfig n;
+  FlowHashKey k;
+  bool configured = false;
+  struct Case {
+    std::string path;
+    std::string needle;
+  };
+  std::string good = write("good", "00112233445566778899aabbccddeeff", 0600);
+  std::string link = (dir_ / "link").string();
+  std::filesystem::create_symlink(good, link);
+  std::vector<Case> cases = {
+      {write("world", "00112233445566778899aabbccddeeff", 0644), "chmod 600"},
+      {write("group", "00112233445566778899aabbccddeeff", 0640), "mode 0640"},
+      {write("short", "0011", 0600), "32 hexadecimal digits"},
+      {write("empty", "", 0600), "32 hexadecimal digits"},
+      {(dir_ / "missing").string(), "cannot open"},
+      {link, "cannot open"},  // O_NOFOLLOW: a symlink is not followed
+      {dir_.string(), "not a regular file"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.path);
+    std::string err;
+    n.flow_hash_secret = c.path;
+    EXPECT_FALSE(loadFlowHashKey(n, k, configured, err));
+    EXPECT_NE(err.find(c.needle), std::string::npos) << err;
+    EXPECT_EQ(err.find("00112233"), std::string::npos) << "the secret is never printed";
+  }
 }
 
 }  // namespace

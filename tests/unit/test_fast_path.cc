@@ -54,6 +54,74 @@ TEST(FastHash, InlineKeyHashIsTheTableHash) {
   }
 }
 
+// The flow hash is keyed (node.flow_hash_secret): ports chosen so that all
+// their flows share one Maglev slot under one key spread out under another,
+// and the zero key is the unkeyed hash of earlier releases.
+class FlowHashKeyed : public ::testing::Test {
+ protected:
+  void TearDown() override { setFlowHashKey({}); }
+  static FlowKey keyFor(uint16_t sport) {
+    L4Tuple t;
+    t.src = IpAddr::v4(0xC6336409);
+    t.dst = IpAddr::v4(0xCB007114);
+    t.sport = sport;
+    t.dport = 443;
+    t.proto = 6;
+    return makeFlowKeyV4(t, StickinessMode::kFiveTuple, 0).key;
+  }
+};
+
+TEST_F(FlowHashKeyed, ZeroKeyIsTheUnkeyedHash) {
+  // flowHash of a fixed key before keys existed (regression pin).
+  setFlowHashKey({});
+  FlowKey k = keyFor(40000);
+  uint64_t w[5];
+  std::memcpy(w, &k, sizeof w);
+  uint64_t h = detail::kHashInit ^ (uint64_t(sizeof k) << 32);
+  for (uint64_t x : w) h = detail::hashStep(h, x);
+  h = detail::hashFinal(h);
+  EXPECT_EQ(flowHash(k), uint32_t(h ^ (h >> 32)));
+}
+
+TEST_F(FlowHashKeyed, KeyChangesEveryHashAndBothFormsAgree) {
+  std::mt19937_64 rng(17);
+  FlowHashKey a{rng(), rng()}, b{rng(), rng()};
+  int same = 0;
+  for (uint16_t p = 1000; p < 3000; ++p) {
+    FlowKey k = keyFor(p);
+    setFlowHashKey(a);
+    uint32_t ha = flowHash(k);
+    ASSERT_EQ(ha, flowHash(&k, sizeof k, 0)) << "inline and table hash must agree under a key";
+    setFlowHashKey(b);
+    uint32_t hb = flowHash(k);
+    ASSERT_EQ(hb, flowHash(&k, sizeof k, 0));
+    same += ha == hb;
+    setFlowHashKey(a);
+    ASSERT_EQ(flowHash(k), ha) << "deterministic for one key";
+  }
+  EXPECT_LE(same, 2);
+}
+
+TEST_F(FlowHashKeyed, PortsCollidingUnderOneKeySpreadUnderAnother) {
+  // An attacker who knows the key (here: the zero key of an unkeyed build)
+  // picks source ports whose flows all land in one Maglev slot.
+  constexpr uint32_t kSlots = 65537;
+  setFlowHashKey({});
+  uint32_t target = flowHash(keyFor(1)) % kSlots;
+  std::vector<uint16_t> chosen;
+  // With 16-bit ports few collide exactly; use a coarser target (1/64 of the
+  // slots, one appliance's share of a 64-appliance table) as the attack.
+  for (uint32_t p = 1; p < 65536; ++p)
+    if (flowHash(keyFor(uint16_t(p))) % kSlots % 64 == target % 64) chosen.push_back(uint16_t(p));
+  ASSERT_GT(chosen.size(), 500u);
+  // Under a secret key the same ports fall on 1/64 of the shares by chance only.
+  std::mt19937_64 rng(23);
+  setFlowHashKey({rng(), rng()});
+  size_t still = 0;
+  for (uint16_t p : chosen) still += flowHash(keyFor(p)) % kSlots % 64 == target % 64;
+  EXPECT_LT(still, chosen.size() / 16) << still << " of " << chosen.size() << " still collide";
+}
+
 TEST(FastKey, V4KeyIsTheGeneralKey) {
   std::mt19937 rng(13);
   for (int i = 0; i < 50000; ++i) {
@@ -288,6 +356,44 @@ TEST(FastEncap, CorruptInnerChecksumGivesAnInvalidOuterChecksum) {
   uint32_t sum = pseudoSum(IpAddr::v4(ep.src_ip), IpAddr::v4(ep.dst_ip), 17, udp_len);
   EXPECT_FALSE(checksumOk(out.data() + 34, udp_len, sum));
   EXPECT_TRUE(checksumOk(out.data() + 14, 20)) << "the outer IPv4 header stays valid";
+}
+
+
+// A source-routed packet's transport checksum covers its final destination
+// (IPv4 LSRR/SSRR: the option's last address; IPv6 routing header with
+// segments left: its last address, RFC 8200 8.1), not the destination in the
+// header: the derived payload sum would be off and the appliance would drop a
+// valid packet, so such packets are summed in full.
+TEST(FastEncap, SourceRoutedPacketsAreSummedInFull) {
+  const L2 l2{*MacAddr::parse("02:00:00:00:00:a1"), *MacAddr::parse("02:00:00:00:0a:0a"), {}};
+  std::vector<Bytes> frames;
+  {
+    IpAddr c = ip("198.51.100.9"), hop = ip("203.0.113.1"), fin = ip("203.0.113.20");
+    for (uint8_t type : {131, 137}) {  // LSRR, SSRR
+      V4 o;
+      o.options = {type, 7, 4, 203, 0, 113, 20};
+      frames.push_back(ether(l2, kEthIpv4, ipv4(c, hop, 6, tcp(c, fin, 40000, 443, pattern(50), kTcpAck), o)));
+      frames.push_back(ether(l2, kEthIpv4, ipv4(c, hop, 17, udp(c, fin, 40000, 53, pattern(31)), o)));
+    }
+  }
+  {
+    IpAddr c = ip("2001:db8::9"), hop = ip("2001:db8:1::1"), fin = ip("2001:db8:2::20");
+    for (uint8_t rtype : {0, 4}) {  // type 0 and a segment routing header, one segment left
+      Ext rh{43, {rtype, 1, 0, 0, 0, 0}};
+      for (uint8_t b : fin.b) rh.body.push_back(b);
+      frames.push_back(ether(l2, kEthIpv6, ipv6(c, hop, 6, tcp(c, fin, 40000, 443, pattern(50), kTcpAck), {rh})));
+      frames.push_back(ether(l2, kEthIpv6, ipv6(c, hop, 17, udp(c, fin, 40000, 53, pattern(31)), {rh})));
+    }
+  }
+  for (const Bytes& f : frames) {
+    ParsedPacket p;
+    Counter why;
+    ASSERT_EQ(parseFrame(f.data(), f.size(), p, why), ParseStatus::kOk) << hex(f);
+    size_t end = size_t(p.l3_offset) + p.l3_len;
+    for (size_t start : {size_t(0), size_t(p.l3_offset)})
+      EXPECT_EQ(csumFold(payloadSum(f.data(), start, p)), csumFold(csumAdd(0, f.data() + start, end - start)))
+          << "start " << start << " frame " << hex(f);
+  }
 }
 
 }  // namespace
