@@ -51,7 +51,7 @@ struct DirInfo {
   static constexpr uint64_t kBusy = 1ULL << 57;
   static constexpr int kVlanShift = 58;
   static constexpr int kGenShift = 60;
-  static constexpr uint64_t kData = (1ULL << 56) - 1 | (3ULL << kVlanShift);  // MAC, port, VLAN kind
+  static constexpr uint64_t kData = ((1ULL << 56) - 1) | (3ULL << kVlanShift);  // MAC, port, VLAN kind
   std::atomic<uint64_t> peer{0};
   std::atomic<uint64_t> self{0};
 

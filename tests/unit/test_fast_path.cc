@@ -379,7 +379,7 @@ TEST(FastEncap, SourceRoutedPacketsAreSummedInFull) {
   {
     IpAddr c = ip("2001:db8::9"), hop = ip("2001:db8:1::1"), fin = ip("2001:db8:2::20");
     for (uint8_t rtype : {0, 4}) {  // type 0 and a segment routing header, one segment left
-      Ext rh{43, {rtype, 1, 0, 0, 0, 0}};
+      Ext rh{43, {2, rtype, 1, 0, 0, 0, 0}};  // length 2: 24 bytes
       for (uint8_t b : fin.b) rh.body.push_back(b);
       frames.push_back(ether(l2, kEthIpv6, ipv6(c, hop, 6, tcp(c, fin, 40000, 443, pattern(50), kTcpAck), {rh})));
       frames.push_back(ether(l2, kEthIpv6, ipv6(c, hop, 17, udp(c, fin, 40000, 53, pattern(31)), {rh})));
