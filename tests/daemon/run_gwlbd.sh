@@ -32,6 +32,21 @@ set -e
 grep -q 'server_groups\[0\].servers\[1\].address' "$work/bad.log" || { echo "FAIL: no key path"; cat "$work/bad.log"; exit 1; }
 echo "bad config refused: $(grep -m1 address "$work/bad.log")"
 
+# node.flow_hash_secret in a file others can read: refused, with what to change
+# (and never the digits); the same file made private is accepted.
+printf '00112233445566778899aabbccddeeff\n' > "$work/hash.key"
+chmod 644 "$work/hash.key"
+sed "s|^node: { |node: { flow_hash_secret: $work/hash.key, |" "$work/gwlbd.yaml" > "$work/keyed.yaml"
+set +e
+"$gwlbd" --check-config "$work/keyed.yaml" > "$work/keyed.log" 2>&1; rc=$?
+set -e
+[ "$rc" -eq 2 ] || { echo "FAIL: readable secret file: exit $rc, want 2"; cat "$work/keyed.log"; exit 1; }
+grep -q 'chmod 600' "$work/keyed.log" || { echo "FAIL: no hint"; cat "$work/keyed.log"; exit 1; }
+! grep -q '00112233' "$work/keyed.log" || { echo "FAIL: secret printed"; exit 1; }
+chmod 600 "$work/hash.key"
+"$gwlbd" --check-config "$work/keyed.yaml" >/dev/null || { echo "FAIL: private secret file refused"; exit 1; }
+echo "flow hash secret file: readable one refused, private one accepted"
+
 "$gwlbd" --config "$work/gwlbd.yaml" > "$work/gwlbd.log" 2>&1 &
 pid=$!
 ok=0
