@@ -57,15 +57,19 @@ struct DirInfo {
 
   // Packs a frame's L2 (data: the frame's first 14 bytes, or 18 with a tag).
   // vlan_tpid: 0 when untagged. False when the port or TPID does not fit.
+  // The frame has at least 14 bytes (a parsed Ethernet header), so two
+  // 8-byte loads cover both MACs.
   static bool pack(const uint8_t* frame, uint16_t port, uint16_t vlan_tpid, uint16_t vlan_tci,
                    uint64_t& peer_word, uint64_t& self_word) noexcept {
-    uint64_t dst = 0, src = 0;
-    std::memcpy(&dst, frame, 6);
-    std::memcpy(&src, frame + 6, 6);
+    constexpr uint64_t kMac = (1ULL << 48) - 1;
+    uint64_t dst, src;
+    std::memcpy(&dst, frame, 8);
+    std::memcpy(&src, frame + 6, 8);
     uint64_t kind = vlan_tpid == 0 ? 0 : vlan_tpid == 0x8100 ? 1 : vlan_tpid == 0x88A8 ? 2 : 3;
-    if (kind == 3 || port > 0xFF) return false;
-    peer_word = src | uint64_t(vlan_tci) << 48;
-    self_word = dst | uint64_t(port) << 48 | kind << kVlanShift;
+    if (kind == 3 || port > 0xFF) [[unlikely]]
+      return false;
+    peer_word = (src & kMac) | uint64_t(vlan_tci) << 48;
+    self_word = (dst & kMac) | uint64_t(port) << 48 | kind << kVlanShift;
     return true;
   }
 
@@ -115,6 +119,7 @@ struct DirInfo {
   }
 };
 static_assert(sizeof(DirInfo) == 16);
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "DirInfo packs MACs little-endian");
 
 // route: bit 63 = set, bits 32..47 = server id, bits 0..31 = flow cookie.
 inline constexpr uint64_t kRouteSet = 1ULL << 63;
