@@ -11,9 +11,12 @@
 
 #include <boost/asio.hpp>
 #include <chrono>
+#include <set>
 #include <stdexcept>
 
 #include "common/arp.h"
+#include "control/api_params.h"
+#include "control/control_loop.h"
 #include "dataplane/eal.h"
 
 namespace gwlb::ctl {
@@ -185,12 +188,77 @@ void Daemon::rebuildSnapshot() {
   auto s = buildSnapshot(cfg_, registry_, neighbours_, ++generation_, health, &lifecycle_,
                          &regions_);
   updateServerStatus(*s);
+  registry_.release(*s);
   size_t unresolved = 0;
   for (auto& sv : s->servers)
     if (sv.in_use && !sv.mac_known) ++unresolved;
   spdlog::info("snapshot {} published: {} group(s), {} appliance(s), {} awaiting ARP",
                s->generation, s->groups.size(), s->by_ip.size(), unresolved);
   publish(std::move(s));
+}
+
+void Daemon::reclaimServerIds() {
+  if (!registry_.released()) return;
+  retireSnapshots(false);
+  const dp::Snapshot* cur = dp_.snapshot.load(std::memory_order_acquire);
+  uint64_t oldest = !retired_.empty() ? retired_.front().snap->generation
+                    : cur             ? cur->generation
+                                      : 0;
+  if (!registry_.reclaimable(oldest)) return;
+  // Every snapshot that could still give a worker one of these ids for a new
+  // flow is freed: what the table holds now is all that will ever name them.
+  std::vector<uint32_t> by_id(registry_.size(), 0);
+  flows_->forEach([&](const FlowKey&, int32_t, const dp::FlowEntry& e) {
+    uint64_t r = e.route.load(std::memory_order_acquire);
+    if ((r & dp::kRouteSet) && dp::routeServer(r) < by_id.size()) ++by_id[dp::routeServer(r)];
+  });
+  std::vector<uint16_t> freed = registry_.reclaim(oldest, by_id);
+  if (freed.empty()) return;
+  if (sent_base_.size() < dp::kMaxServerIds) sent_base_.resize(dp::kMaxServerIds);
+  for (uint16_t id : freed) {
+    sent_base_[id] = {0, 0};
+    for (const auto& st : states_) {
+      sent_base_[id].first += st->sentPackets(id);
+      sent_base_[id].second += st->sentBytes(id);
+    }
+  }
+  spdlog::debug("server ids: {} reclaimed ({} held, {} free)", freed.size(), registry_.held(),
+                registry_.available());
+}
+
+void Daemon::checkServerIds(const Config& next) {
+  size_t need = registry_.missing(next);
+  if (need <= registry_.available()) return;
+  reclaimServerIds();
+  if (need <= registry_.available()) return;
+  std::set<uint32_t> conf;
+  for (const auto& g : cfg_.server_groups)
+    for (const auto& sc : g.servers) conf.insert(sc.address.v4HostOrder());
+  size_t configured = conf.size();
+  size_t leaving = 0;
+  for (const auto& [ip, le] : lifecycle_.entries()) leaving += le.removed;
+  throw ApiFailure(
+      "limit_reached",
+      "the change needs " + std::to_string(need) + " new appliance address(es) but only " +
+          std::to_string(registry_.available()) + " of " + std::to_string(dp::kMaxServerIds) +
+          " server ids are free: " + std::to_string(configured) + " configured, " +
+          std::to_string(leaving) + " removed but still carrying flows, " +
+          std::to_string(registry_.released()) +
+          " gone and waiting for their last flows to end; nothing was changed (retry once "
+          "flows on removed appliances have ended)",
+      nlohmann::json{{"needed", need},
+                     {"free", registry_.available()},
+                     {"limit", dp::kMaxServerIds},
+                     {"configured", configured},
+                     {"removed_with_flows", leaving},
+                     {"releasing", registry_.released()}});
+}
+
+void Daemon::sentTo(uint16_t id, uint64_t& packets, uint64_t& bytes) const {
+  packets = bytes = 0;
+  if (id >= dp::kMaxServerIds) return;
+  for (const auto& st : states_) packets += st->sentPackets(id), bytes += st->sentBytes(id);
+  if (id < sent_base_.size()) packets -= sent_base_[id].first, bytes -= sent_base_[id].second;
 }
 
 void Daemon::lifecycleTick(bool count) {
@@ -350,12 +418,15 @@ int Daemon::run() {
   }
   if (!cfg_.health_endpoint.listen.empty()) {
     health_http_ = std::make_unique<HttpServer>(
-        io_, cfg_.health_endpoint.listen, "health_endpoint.listen",
+        io_, cfg_.health_endpoint.listen, "health_endpoint.listen", "health_endpoint",
         [this](const std::string& path) { return healthEndpoint(path); });
     spdlog::info("health endpoint on http://{}/destinations/NAME", cfg_.health_endpoint.listen);
   }
   registerTelemetry();
-  health_ = std::make_unique<HealthChecker>(io_, [this] { rebuildSnapshot(); });
+  // A rebuild that threw must not cost the probe handler calling it its
+  // next schedule (that appliance's checks would stop).
+  health_ = std::make_unique<HealthChecker>(
+      io_, [this] { guarded("health", [&] { rebuildSnapshot(); }); });
   health_->reconcile(cfg_);
   boost::asio::signal_set stop_signals(io, SIGINT, SIGTERM);
   boost::asio::signal_set hup(io, SIGHUP);
@@ -368,7 +439,7 @@ int Daemon::run() {
   std::function<void()> armHup = [&]() {
     hup.async_wait([&](const boost::system::error_code& ec, int) {
       if (ec) return;
-      reload();
+      guarded("signal", [&] { reload(); });
       armHup();
     });
   };
@@ -376,7 +447,7 @@ int Daemon::run() {
   std::function<void()> armUsr1 = [&]() {
     usr1.async_wait([&](const boost::system::error_code& ec, int) {
       if (ec) return;
-      logStats("stats");
+      guarded("signal", [&] { logStats("stats"); });
       armUsr1();
     });
   };
@@ -388,12 +459,14 @@ int Daemon::run() {
     fast.expires_after(10ms);
     fast.async_wait([&](const boost::system::error_code& ec) {
       if (ec) return;
-      handlePunted();
-      retireSnapshots(false);
-      lifecycleTick(false);
-      // A failback hold that ended: traffic may return to a preferred region.
-      if (auto hold = regions_.nextHoldDeadline(); hold && *hold <= dp::monotonicNs())
-        rebuildSnapshot();
+      guarded("timer", [&] {
+        handlePunted();
+        retireSnapshots(false);
+        lifecycleTick(false);
+        // A failback hold that ended: traffic may return to a preferred region.
+        if (auto hold = regions_.nextHoldDeadline(); hold && *hold <= dp::monotonicNs())
+          rebuildSnapshot();
+      });
       onFast();
     });
   };
@@ -402,17 +475,20 @@ int Daemon::run() {
     slow.expires_after(1s);
     slow.async_wait([&](const boost::system::error_code& ec) {
       if (ec) return;
-      std::vector<uint16_t> expired_on;
-      size_t expired = flows_->expire(dp::monotonicNs(), 0,
-                                      lifecycle_.entries().empty() ? nullptr : &expired_on);
-      if (!expired_on.empty()) lifecycle_.flowsExpired(expired_on, registry_.addresses());
-      flows_->reclaim(false);
-      lifecycleTick(true);
-      if (expired) spdlog::debug("expired {} idle flow(s)", expired);
-      resolveNeighbours();
-      sampleRates();
-      refreshTelemetry();
-      if (++ticks % 10 == 0) logStats("stats");
+      guarded("timer", [&] {
+        std::vector<uint16_t> expired_on;
+        size_t expired = flows_->expire(dp::monotonicNs(), 0,
+                                        lifecycle_.entries().empty() ? nullptr : &expired_on);
+        if (!expired_on.empty()) lifecycle_.flowsExpired(expired_on, registry_.addresses());
+        flows_->reclaim(false);
+        lifecycleTick(true);
+        reclaimServerIds();
+        if (expired) spdlog::debug("expired {} idle flow(s)", expired);
+        resolveNeighbours();
+        sampleRates();
+        refreshTelemetry();
+        if (++ticks % 10 == 0) logStats("stats");
+      });
       onSlow();
     });
   };
@@ -422,7 +498,9 @@ int Daemon::run() {
   spdlog::info("gwlbd running: {} worker(s), {} port(s), underlay {} port {}",
                cfg_.dataplane.workers, n_ports_, cfg_.node.underlay_ip.str(),
                cfg_.node.underlay_port);
-  io.run();
+  // An exception escaping a handler (a session, a probe) is counted and
+  // logged; the loop goes on (the timers above re-arm whatever their body did).
+  runControlLoop(io);
 
   api_.reset();
   metrics_.reset();

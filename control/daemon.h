@@ -60,6 +60,14 @@ class Daemon {
   void refreshTelemetry();
   std::string metricsText() const;
   void updateServerStatus(const dp::Snapshot& s);
+  // Server ids (ServerRegistry): frees released ids no flow names any more
+  // (a flow count, only when some id is ready for one). Control thread.
+  void reclaimServerIds();
+  // Refuses (ApiFailure limit_reached, nothing applied) a config that needs
+  // more new server ids than are free, after reclaiming what can be.
+  void checkServerIds(const Config& next);
+  // What workers sent to server id `id` since the id was last given out.
+  void sentTo(uint16_t id, uint64_t& packets, uint64_t& bytes) const;
 
   // Control API (control/daemon_api.cc). Each returns the reply object.
   nlohmann::json handleApi(const std::string& method, const nlohmann::json& params);
@@ -126,6 +134,9 @@ class Daemon {
     double since = 0;   // Unix time of the last state change
   };
   std::map<uint32_t, ServerStatus> server_status_;
+  // Per server id: the workers' sent packets and bytes when the id was
+  // reclaimed (a reused id starts from zero for its new appliance).
+  std::vector<std::pair<uint64_t, uint64_t>> sent_base_;
   uint64_t last_rx_ = 0, last_tx_ = 0, last_sample_ns_ = 0;
   double rx_pps_ = 0, tx_pps_ = 0;
 

@@ -10,6 +10,7 @@
 #include "common/flow_key.h"
 #include "control/api_params.h"
 #include "control/daemon.h"
+#include "control/health_endpoint.h"
 
 namespace gwlb::ctl {
 
@@ -180,9 +181,7 @@ json Daemon::apiServers(const json& p) {
       uint32_t ip = sc.address.v4HostOrder();
       uint16_t id = registry_.find(ip);
       uint64_t pk = 0, by = 0;
-      for (const auto& st : states_) {
-        if (id < dp::kMaxServerIds) pk += st->sentPackets(id), by += st->sentBytes(id);
-      }
+      sentTo(id, pk, by);
       const dp::ServerView* sv = (s && id < s->servers.size()) ? &s->servers[id] : nullptr;
       auto status = server_status_.find(ip);
       const ServerLifecycle::Entry* le = lifecycle_.find(ip);
@@ -211,8 +210,7 @@ json Daemon::apiServers(const json& p) {
     if (group >= 0 && cfg_.server_groups[size_t(group)].name != le.group) continue;
     uint16_t id = registry_.find(ip);
     uint64_t pk = 0, by = 0;
-    for (const auto& st : states_)
-      if (id < dp::kMaxServerIds) pk += st->sentPackets(id), by += st->sentBytes(id);
+    sentTo(id, pk, by);
     const dp::ServerView* sv = (s && id < s->servers.size()) ? &s->servers[id] : nullptr;
     out.push_back({{"address", le.server.address.str()},
                    {"group", le.group},
@@ -380,23 +378,8 @@ json Daemon::apiDestinations(const json& p) {
 }
 
 HttpReply Daemon::healthEndpoint(const std::string& path) const {
-  const std::string kJson = "application/json";
-  if (path == "/destinations" || path == "/destinations/") {
-    json all = json::array();
-    for (const auto& l : regions_.listeners()) all.push_back(destinationJson(l));
-    return {200, kJson, json{{"destinations", all}}.dump(2) + "\n"};
-  }
-  const std::string prefix = "/destinations/";
-  if (path.rfind(prefix, 0) == 0) {
-    std::string name = path.substr(prefix.size());
-    for (const auto& l : regions_.listeners())
-      if (l.name == name) {
-        json j = destinationJson(l);
-        return {l.destination_healthy ? 200 : 503, kJson, j.dump(2) + "\n"};
-      }
-    return {404, kJson, json{{"error", "no destination '" + name + "'"}}.dump() + "\n"};
-  }
-  return {404, kJson, json{{"error", "use /destinations or /destinations/NAME"}}.dump() + "\n"};
+  return destinationsReply(path, regions_.listeners(),
+                           [this](const RegionTracker::Listener& l) { return destinationJson(l); });
 }
 
 json Daemon::apiHealth(const json& p) {
@@ -677,6 +660,7 @@ json Daemon::applyConfig(Config next, const std::string& why) {
                          (errors.size() == 1 ? "" : "s") + "; see details)",
                      d);
   }
+  checkServerIds(next);  // before anything changes: a refusal applies nothing
   lifecycle_.applyConfig(cfg_, next, dp::monotonicNs(), why);
   cfg_ = std::move(next);
   if (health_) health_->reconcile(cfg_);

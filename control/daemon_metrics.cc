@@ -8,6 +8,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "control/control_loop.h"
 #include "control/daemon.h"
 
 namespace gwlb::ctl {
@@ -139,8 +140,7 @@ std::string Daemon::metricsText() const {
     for (const auto& sc : g.servers) {
       uint16_t id = registry_.find(sc.address.v4HostOrder());
       uint64_t pk = 0, by = 0;
-      for (const auto& st : states_)
-        if (id < dp::kMaxServerIds) pk += st->sentPackets(id), by += st->sentBytes(id);
+      sentTo(id, pk, by);
       std::string labels = "{group=\"" + escape(g.name) + "\",address=\"" + sc.address.str() + "\"}";
       o << "gwlb_server_sent_packets_total" << labels << ' ' << pk << '\n';
       bytes << "gwlb_server_sent_bytes_total" << labels << ' ' << by << '\n';
@@ -257,6 +257,46 @@ std::string Daemon::metricsText() const {
             [](const RegionTracker::Source& x) { return x.servers; });
   perSource("gwlb_health_source_healthy", "1 when the source meets its policy",
             [](const RegionTracker::Source& x) { return x.ok ? 1u : 0u; });
+  // The control thread itself (issue 14).
+  metric(o, "gwlb_control_handler_errors_total", "counter",
+         "exceptions that escaped a control-thread handler (logged; the control thread went "
+         "on), by where: http (a request handler), timer, signal, health (a snapshot rebuild after a "
+         "health change), loop (any other handler)");
+  {
+    std::map<std::string, uint64_t> by = controlFaults().byWhere();
+    for (const char* w : {"http", "timer", "signal", "health", "loop"}) by.emplace(w, 0);
+    for (const auto& [where, n] : by)
+      o << "gwlb_control_handler_errors_total{where=\"" << escape(where) << "\"} " << n << '\n';
+  }
+  const HttpServer* http[] = {metrics_.get(), health_http_.get()};
+  auto perListener = [&](const char* name, const char* type, const char* help, auto value) {
+    metric(o, name, type, help);
+    for (const HttpServer* h : http)
+      if (h) o << name << "{listener=\"" << h->name() << "\"} " << value(h->stats()) << '\n';
+  };
+  perListener("gwlb_http_connections", "gauge", "open connections of an HTTP listener (at most 64)",
+              [](const HttpStats& st) { return uint64_t(st.open); });
+  perListener("gwlb_http_connections_accepted_total", "counter",
+              "connections an HTTP listener accepted",
+              [](const HttpStats& st) { return st.accepted; });
+  perListener("gwlb_http_connections_evicted_total", "counter",
+              "connections closed to make room for a new one at the cap of 64 (the one open "
+              "longest goes)",
+              [](const HttpStats& st) { return st.evicted; });
+  perListener("gwlb_http_accept_errors_total", "counter",
+              "failed accepts of an HTTP listener (e.g. out of file descriptors); each is followed "
+              "by a 100 ms pause",
+              [](const HttpStats& st) { return st.accept_errors; });
+  metric(o, "gwlb_server_ids_held", "gauge",
+         "server ids held by appliances configured, leaving with flows, or gone and not yet "
+         "reclaimed (at most 16384: a change needing more is refused with limit_reached)");
+  o << "gwlb_server_ids_held " << registry_.held() << '\n';
+  metric(o, "gwlb_server_ids_releasing", "gauge",
+         "server ids of appliances gone, waiting for the last flow naming them to end");
+  o << "gwlb_server_ids_releasing " << registry_.released() << '\n';
+  metric(o, "gwlb_server_ids_reclaimed_total", "counter",
+         "server ids given back for reuse by other appliance addresses");
+  o << "gwlb_server_ids_reclaimed_total " << registry_.reclaimed_total() << '\n';
   metric(o, "gwlb_uptime_seconds", "gauge", "seconds since gwlbd started");
   o << "gwlb_uptime_seconds " << double(dp::monotonicNs() - started_ns_) / 1e9 << '\n';
   return o.str();

@@ -1,95 +1,132 @@
 #include "control/metrics_server.h"
 
-#include <memory>
+#include <spdlog/spdlog.h>
 
 #include "control/config.h"
+#include "control/control_loop.h"
 
 namespace gwlb::ctl {
 
 using boost::asio::ip::tcp;
 
-namespace {
-
-constexpr size_t kMaxRequest = 8192;
-
-const char* reasonPhrase(int status);
-
+// One connection: read the request head (bounded in size and time), answer it,
+// drain what the client still sends for a moment, close. Every wait is bounded
+// by one timer: the request deadline, then the linger time.
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
-  HttpSession(tcp::socket s, const std::function<HttpReply(const std::string&)>& handler)
-      : sock_(std::move(s)), timer_(sock_.get_executor()), buf_(kMaxRequest), handler_(handler) {}
+  HttpSession(tcp::socket s, const HttpHandler& handler, std::shared_ptr<HttpConnections> conns)
+      : sock_(std::move(s)), timer_(sock_.get_executor()), handler_(handler),
+        conns_(std::move(conns)) {}
+  ~HttpSession() {
+    if (listed_) {
+      conns_->open.erase(slot_);
+      --conns_->stats.open;
+    }
+  }
 
   void start() {
+    conns_->open.push_back(weak_from_this());
+    slot_ = std::prev(conns_->open.end());
+    listed_ = true;
+    ++conns_->stats.open;
     auto self = shared_from_this();
-    timer_.expires_after(std::chrono::seconds(5));
+    timer_.expires_after(kHttpRequestDeadline);
     timer_.async_wait([self](const boost::system::error_code& ec) {
-      if (!ec) {
-        boost::system::error_code ignored;
-        self->sock_.close(ignored);
-      }
+      if (!ec) self->close();
     });
-    boost::asio::async_read_until(sock_, buf_, "\r\n\r\n",
-                                  [self](const boost::system::error_code& ec, size_t) {
-                                    self->respond(ec);
-                                  });
+    read();
+  }
+
+  // Ends the connection at once (deadline, eviction, error). Idempotent.
+  void close() {
+    boost::system::error_code ignored;
+    sock_.close(ignored);
+    timer_.cancel();
+    if (listed_) {
+      conns_->open.erase(slot_);
+      --conns_->stats.open;
+      listed_ = false;
+    }
   }
 
  private:
-  void respond(const boost::system::error_code& ec) {
-    if (ec && ec != boost::asio::error::not_found) return finish();
-    std::string req(boost::asio::buffers_begin(buf_.data()), boost::asio::buffers_end(buf_.data()));
-    std::string line = req.substr(0, req.find("\r\n"));
-    HttpReply r{200, "text/plain; charset=utf-8", ""};
-    if (ec == boost::asio::error::not_found) {
-      r.status = 431, r.body = "request too large\n";
-    } else if (line.rfind("GET ", 0) != 0 && line.rfind("HEAD ", 0) != 0) {
-      r.status = 405, r.body = "only GET and HEAD\n";
-    } else {
-      std::string path = line.substr(line.find(' ') + 1);
-      path = path.substr(0, path.find(' '));
-      path = path.substr(0, path.find('?'));
-      r = handler_(path);
+  void read() {
+    auto self = shared_from_this();
+    sock_.async_read_some(boost::asio::buffer(chunk_),
+                          [self](const boost::system::error_code& ec, size_t n) {
+                            guarded("http", [&] { self->onRead(ec, n); });
+                          });
+  }
+
+  void onRead(const boost::system::error_code& ec, size_t n) {
+    if (ec == boost::asio::error::operation_aborted || !sock_.is_open()) return;
+    if (ec && ec != boost::asio::error::eof) return close();
+    size_t before = req_.size();
+    req_.append(chunk_, std::min(n, kHttpMaxRequest + 1 - req_.size()));
+    size_t end = httpHeadEnd(req_, before);
+    if (end != std::string::npos) return respond(std::string_view(req_).substr(0, end), false);
+    if (req_.size() > kHttpMaxRequest) return respond(req_, true);
+    if (ec == boost::asio::error::eof) {
+      if (req_.empty()) return close();
+      return respond(req_, false);  // the client said all it will: answer that
     }
-    out_ = "HTTP/1.1 " + std::to_string(r.status) + " " + reasonPhrase(r.status) +
-           "\r\nContent-Type: " + r.content_type +
-           "\r\nContent-Length: " + std::to_string(r.body.size()) +
-           "\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n" +
-           (line.rfind("HEAD ", 0) == 0 ? std::string() : r.body);
+    read();
+  }
+
+  void respond(std::string_view head, bool too_large) {
+    std::string error;
+    out_ = httpRespond(head, too_large, handler_, &error);
+    if (!error.empty()) {
+      ++conns_->stats.handler_errors;
+      controlFaults().record("http", error.c_str());
+    }
     auto self = shared_from_this();
     boost::asio::async_write(sock_, boost::asio::buffer(out_),
-                             [self](const boost::system::error_code&, size_t) { self->finish(); });
+                             [self](const boost::system::error_code& ec, size_t) {
+                               guarded("http", [&] { self->linger(ec); });
+                             });
   }
-  void finish() {
+
+  // The response is out: stop sending, and read (and drop) what the client
+  // may still send, so that closing with unread bytes does not reset the
+  // connection before the client has read the response.
+  void linger(const boost::system::error_code& ec) {
+    out_.clear();
+    if (ec || !sock_.is_open()) return close();
     boost::system::error_code ignored;
-    sock_.shutdown(tcp::socket::shutdown_both, ignored);
-    sock_.close(ignored);
-    timer_.cancel();
+    sock_.shutdown(tcp::socket::shutdown_send, ignored);
+    auto self = shared_from_this();
+    timer_.expires_after(kHttpLinger);
+    timer_.async_wait([self](const boost::system::error_code& tec) {
+      if (!tec) self->close();
+    });
+    drain();
+  }
+
+  void drain() {
+    auto self = shared_from_this();
+    sock_.async_read_some(boost::asio::buffer(chunk_),
+                          [self](const boost::system::error_code& ec, size_t) {
+                            if (ec) return self->close();
+                            self->drain();
+                          });
   }
 
   tcp::socket sock_;
   boost::asio::steady_timer timer_;
-  boost::asio::streambuf buf_;
-  std::function<HttpReply(const std::string&)> handler_;
+  HttpHandler handler_;
+  std::shared_ptr<HttpConnections> conns_;
+  std::list<std::weak_ptr<HttpSession>>::iterator slot_;
+  bool listed_ = false;
+  std::string req_;
   std::string out_;
+  char chunk_[2048];
 };
 
-const char* reasonPhrase(int status) {
-  switch (status) {
-    case 200: return "OK";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 431: return "Request Header Fields Too Large";
-    case 503: return "Service Unavailable";
-    default: return "Status";
-  }
-}
-
-}  // namespace
-
 HttpServer::HttpServer(boost::asio::io_context& io, const std::string& listen,
-                       const std::string& what,
-                       std::function<HttpReply(const std::string&)> handler)
-    : acceptor_(io), handler_(std::move(handler)) {
+                       const std::string& what, const std::string& name, HttpHandler handler)
+    : acceptor_(io), accept_retry_(io), listen_(listen), name_(name),
+      handler_(std::move(handler)) {
   IpAddr a;
   uint16_t port = 0;
   if (!parseListen(listen, a, port)) throw std::runtime_error(what + ": bad address " + listen);
@@ -99,22 +136,66 @@ HttpServer::HttpServer(boost::asio::io_context& io, const std::string& listen,
   acceptor_.open(ep.protocol(), ec);
   if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
   if (!ec) acceptor_.bind(ep, ec);
-  if (!ec) acceptor_.listen(16, ec);
+  if (!ec) acceptor_.listen(boost::asio::socket_base::max_listen_connections, ec);
   if (ec) throw std::runtime_error(what + " " + listen + ": " + ec.message());
   accept();
 }
 
+HttpServer::~HttpServer() {
+  boost::system::error_code ec;
+  acceptor_.close(ec);
+  accept_retry_.cancel();
+  // Open connections end with the listener.
+  while (!conns_->open.empty()) {
+    if (auto s = conns_->open.front().lock()) s->close();
+    else conns_->open.pop_front();
+  }
+}
+
 MetricsServer::MetricsServer(boost::asio::io_context& io, const std::string& listen,
                              std::function<std::string()> body)
-    : HttpServer(io, listen, "metrics.listen", [body = std::move(body)](const std::string& path) {
-        if (path == "/metrics") return HttpReply{200, "text/plain; version=0.0.4; charset=utf-8", body()};
-        return HttpReply{404, "text/plain; charset=utf-8", "only /metrics is served\n"};
-      }) {}
+    : HttpServer(io, listen, "metrics.listen", "metrics",
+                 [body = std::move(body)](const std::string& path) {
+                   if (path == "/metrics")
+                     return HttpReply{200, "text/plain; version=0.0.4; charset=utf-8", body()};
+                   return HttpReply{404, "text/plain; charset=utf-8", "only /metrics is served\n"};
+                 }) {}
 
 void HttpServer::accept() {
   acceptor_.async_accept([this](const boost::system::error_code& ec, tcp::socket s) {
     if (ec == boost::asio::error::operation_aborted) return;
-    if (!ec) std::make_shared<HttpSession>(std::move(s), handler_)->start();
+    if (ec) {
+      // Out of descriptors, say: the pending connection stays queued, so an
+      // immediate retry would spin. Wait a little and say so once.
+      ++conns_->stats.accept_errors;
+      if (!accept_failing_)
+        spdlog::warn("{} {}: accept failed ({}); retrying every {} ms", name_, listen_,
+                     ec.message(), kHttpAcceptRetry.count());
+      accept_failing_ = true;
+      accept_retry_.expires_after(kHttpAcceptRetry);
+      accept_retry_.async_wait([this](const boost::system::error_code& tec) {
+        if (!tec) accept();
+      });
+      return;
+    }
+    if (accept_failing_) spdlog::info("{} {}: accepting again", name_, listen_);
+    accept_failing_ = false;
+    guarded("http", [&] {
+      ++conns_->stats.accepted;
+      // At the cap, the connection open longest makes room: a client that
+      // sends its request at once (any real one) is answered before it could
+      // become the oldest.
+      while (conns_->open.size() >= kHttpMaxConnections) {
+        auto oldest = conns_->open.front().lock();
+        if (!oldest) {
+          conns_->open.pop_front();
+          continue;
+        }
+        ++conns_->stats.evicted;
+        oldest->close();
+      }
+      std::make_shared<HttpSession>(std::move(s), handler_, conns_)->start();
+    });
     accept();
   });
 }

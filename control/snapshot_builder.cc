@@ -13,13 +13,69 @@ namespace gwlb::ctl {
 
 uint16_t ServerRegistry::idFor(uint32_t ip) {
   auto it = ids_.find(ip);
-  if (it != ids_.end()) return it->second;
-  if (ids_.size() >= dp::kMaxServerIds)
-    throw std::length_error("more than " + std::to_string(dp::kMaxServerIds) +
-                            " distinct appliance addresses since start");
-  uint16_t id = uint16_t(ids_.size());
+  if (it != ids_.end()) {
+    released_.erase(it->second);  // configured again before its id was reclaimed
+    return it->second;
+  }
+  uint16_t id;
+  if (!free_.empty()) {
+    id = *free_.begin();
+    free_.erase(free_.begin());
+    addr_[id] = ip;
+  } else if (addr_.size() < dp::kMaxServerIds) {
+    id = uint16_t(addr_.size());
+    addr_.push_back(ip);
+  } else {
+    throw std::length_error("all " + std::to_string(dp::kMaxServerIds) +
+                            " server ids are held by appliances configured or still carrying "
+                            "flows");
+  }
   ids_.emplace(ip, id);
   return id;
+}
+
+size_t ServerRegistry::missing(const Config& cfg) const {
+  std::set<uint32_t> need;
+  for (const auto& g : cfg.server_groups)
+    for (const auto& sc : g.servers)
+      if (!ids_.count(sc.address.v4HostOrder())) need.insert(sc.address.v4HostOrder());
+  return need.size();
+}
+
+void ServerRegistry::release(const dp::Snapshot& s) {
+  for (size_t id = 0; id < s.servers.size() && id < addr_.size(); ++id) {
+    if (s.servers[id].routable) {
+      released_.erase(uint16_t(id));
+    } else if (addr_[id] != 0 && ids_.count(addr_[id]) && !released_.count(uint16_t(id))) {
+      released_.emplace(uint16_t(id), s.generation);
+    }
+  }
+}
+
+bool ServerRegistry::reclaimable(uint64_t oldest_live_generation) const {
+  for (const auto& [id, gen] : released_)
+    if (gen <= oldest_live_generation) return true;
+  return false;
+}
+
+std::vector<uint16_t> ServerRegistry::reclaim(uint64_t oldest_live_generation,
+                                              const std::vector<uint32_t>& entries_by_id) {
+  std::vector<uint16_t> freed;
+  for (auto it = released_.begin(); it != released_.end();) {
+    uint16_t id = it->first;
+    bool flows = id < entries_by_id.size() && entries_by_id[id] != 0;
+    if (it->second > oldest_live_generation || flows) {
+      ++it;
+      continue;
+    }
+    ids_.erase(addr_[id]);
+    addr_[id] = 0;
+    free_.insert(id);
+    freed.push_back(id);
+    ++reclaimed_total_;
+    it = released_.erase(it);
+  }
+  return freed;
 }
 
 namespace {

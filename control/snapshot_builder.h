@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "common/health.h"
@@ -16,27 +17,63 @@ namespace gwlb::ctl {
 
 class RegionTracker;
 
-// Gives every appliance address a server id that never changes while the
-// process runs, so flow entries naming an id stay meaningful across reloads.
+// Gives every appliance address a server id (below dp::kMaxServerIds) that
+// does not change while the address is in use: configured, or leaving with
+// flows still on it (ServerLifecycle), so flow entries naming an id stay
+// meaningful across reloads. An id whose address is neither is given back in
+// two steps, so that no flow can still name it when another address gets it:
+//   release(): the snapshot builder marks every id its snapshot shows as gone
+//     (not routable) with that snapshot's generation; the address keeps the
+//     id meanwhile (configured again, it gets the same one back);
+//   reclaim(): once every snapshot older than that generation is freed (no
+//     worker can still pick the id for a new flow) and a flow count taken
+//     after that finds no flow (nor fragment entry) on it, the id is free.
+// Free ids are handed out lowest first. Control thread only.
 class ServerRegistry {
  public:
-  // Throws std::length_error past 65534 distinct addresses.
+  // The id of `ip`: its own, else a free one. Throws std::length_error when
+  // all dp::kMaxServerIds ids are held; callers check missing() <= available()
+  // first, so that a change is refused before anything is applied.
   uint16_t idFor(uint32_t ip);
-  size_t size() const { return ids_.size(); }
-  // Address (host order) of every id, indexed by id.
-  std::vector<uint32_t> addresses() const {
-    std::vector<uint32_t> v(ids_.size());
-    for (auto& [ip, id] : ids_) v[id] = ip;
-    return v;
-  }
-  // Server id of an address, or dp::kNoServer when it never had one.
+  // One past the highest id ever given (the length of a snapshot's server list).
+  size_t size() const { return addr_.size(); }
+  // Address (host order) of every id below size(), indexed by id; 0 for a free id.
+  const std::vector<uint32_t>& addresses() const { return addr_; }
+  // Server id of an address, or dp::kNoServer when it has none.
   uint16_t find(uint32_t ip) const {
     auto it = ids_.find(ip);
     return it == ids_.end() ? dp::kNoServer : it->second;
   }
 
+  // Ids held (by configured, leaving or released addresses), and ids that
+  // can be given now.
+  size_t held() const { return ids_.size(); }
+  size_t available() const { return dp::kMaxServerIds - ids_.size(); }
+  // Addresses of `cfg` that have no id yet (each needs one of available()).
+  size_t missing(const Config& cfg) const;
+
+  // Marks every id that `s` shows as not routable (its address neither
+  // configured nor leaving) as released at s.generation; ids routable in `s`
+  // are in use again. Called with every snapshot built.
+  void release(const dp::Snapshot& s);
+  size_t released() const { return released_.size(); }
+  // True when some released id waits only for a flow count: its generation
+  // is at most `oldest_live_generation` (the oldest snapshot not yet freed).
+  bool reclaimable(uint64_t oldest_live_generation) const;
+  // Frees the released ids of reclaimable() that no entry names in
+  // `entries_by_id` (flows and fragment entries by server id, counted after
+  // the snapshots older than their release were freed). Returns them.
+  std::vector<uint16_t> reclaim(uint64_t oldest_live_generation,
+                                const std::vector<uint32_t>& entries_by_id);
+  // Ids given back to the free list since start.
+  uint64_t reclaimed_total() const { return reclaimed_total_; }
+
  private:
-  std::map<uint32_t, uint16_t> ids_;
+  std::map<uint32_t, uint16_t> ids_;        // address -> id, every held id
+  std::vector<uint32_t> addr_;              // id -> address (0: free)
+  std::set<uint16_t> free_;                 // ids below size() not held
+  std::map<uint16_t, uint64_t> released_;   // id -> generation of its release
+  uint64_t reclaimed_total_ = 0;
 };
 
 // IPv4 (host order) -> MAC learned by ARP.

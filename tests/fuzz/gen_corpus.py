@@ -349,6 +349,41 @@ def http():
     return {k: v.encode("latin-1") for k, v in h.items()}
 
 
+# ---------------------------------------------------------------- http_request
+def http_request():
+    """First byte: bit 0 = the metrics listener (else the health endpoint),
+    bits 1..7 = chunk size - 1; then what the client sends."""
+    def h(chunk, text, metrics=False):
+        return bytes([((chunk - 1) << 1) | (1 if metrics else 0)]) + text
+    r = {}
+    r["health_inspect"] = h(1, b"GET /destinations/inspect HTTP/1.1\r\nHost: gw\r\n\r\n")
+    r["health_edge_503"] = h(7, b"GET /destinations/edge HTTP/1.1\r\n\r\n")
+    r["health_all"] = h(128, b"GET /destinations HTTP/1.1\r\nAccept: */*\r\n\r\n")
+    r["health_unknown"] = h(3, b"GET /destinations/nope?x=1 HTTP/1.1\r\n\r\n")
+    r["health_invalid_utf8"] = h(16, b"GET /destinations/\xff HTTP/1.1\r\n\r\n")
+    r["health_surrogate"] = h(16, b"GET /destinations/\xed\xa0\x80 HTTP/1.1\r\n\r\n")
+    r["health_head"] = h(2, b"HEAD /destinations/inspect HTTP/1.1\r\n\r\n")
+    r["health_other_path"] = h(5, b"GET / HTTP/1.1\r\n\r\n")
+    r["metrics"] = h(1, b"GET /metrics HTTP/1.1\r\nHost: gw\r\n\r\n", True)
+    r["metrics_head"] = h(9, b"HEAD /metrics HTTP/1.0\r\n\r\n", True)
+    r["metrics_query"] = h(4, b"GET /metrics?\xff=\xfe#frag HTTP/1.1\r\n\r\n", True)
+    r["metrics_lone_lf"] = h(2, b"GET /metrics HTTP/1.1\nHost: gw\n\n", True)
+    r["metrics_no_blank_line"] = h(64, b"GET /metrics HTTP/1.0\r\n", True)
+    r["metrics_no_line_end"] = h(64, b"GET /metrics", True)
+    r["post"] = h(8, b"POST /metrics HTTP/1.1\r\nContent-Length: 2\r\n\r\nhi", True)
+    r["no_target"] = h(8, b"GET\r\n\r\n")
+    r["empty_line"] = h(1, b"\r\n\r\n", True)
+    r["absolute_form"] = h(8, b"GET http://gw/metrics HTTP/1.1\r\n\r\n", True)
+    r["double_space"] = h(8, b"GET  /destinations/inspect HTTP/1.1\r\n\r\n")
+    r["nul_in_path"] = h(8, b"GET /destinations/in\x00spect HTTP/1.1\r\n\r\n")
+    r["cr_in_path"] = h(8, b"GET /destinations/inspect\rX HTTP/1.1\r\n\r\n")
+    r["big_header"] = h(128, b"GET /metrics HTTP/1.1\r\nX-Junk: " + b"y" * 9000 + b"\r\n\r\n", True)
+    r["head_at_limit"] = h(128, b"GET /metrics HTTP/1.1\r\nX: " + b"y" * (8192 - 31) + b"\r\n\r\n", True)
+    r["slowloris_partial"] = h(1, b"GET /destinations/inspect HTTP/1.1\r\nX-a: b\r\nX-c")
+    r["binary"] = h(32, bytes(range(256)))
+    return r
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -356,7 +391,7 @@ def main():
     ap.add_argument("--check", action="store_true", help="compare with --out instead of writing")
     args = ap.parse_args()
     sets = {"frame": frames(), "geneve": genev(), "icmp": icmpc(), "config": configs(),
-            "api": api(), "http": http()}
+            "api": api(), "http": http(), "http_request": http_request()}
     bad = 0
     total = 0
     for target, files in sets.items():
