@@ -81,6 +81,17 @@ struct ServerGroupConfig {
   DrainingConfig connection_draining;
 };
 
+// One dataplane port's settings (node.ports[]). A port not listed gets its
+// role by default: the underlay port is `appliance` when the dataplane has
+// other ports and `both` when it is the only one; every other port is `router`.
+struct PortConfig {
+  uint16_t id = 0;                           // DPDK port id, 0..65535 (required)
+  std::optional<PortRole> role;              // router | appliance | both
+  // Frames are taken in only when addressed to the port's own MAC: this one,
+  // else node.underlay_mac for the underlay port, else the device's MAC.
+  std::optional<MacAddr> mac;
+};
+
 struct NodeConfig {
   IpAddr underlay_ip;                        // required, IPv4
   MacAddr underlay_mac;                      // required, unicast
@@ -88,6 +99,10 @@ struct NodeConfig {
   uint16_t underlay_port = 0;                // DPDK port id facing the appliances
   uint32_t underlay_mtu = 1500;              // 576..9216: largest outer IPv4 packet
   uint32_t icmp_rate_per_s = 100;            // too-big errors per second per worker, 0..100000
+  std::vector<PortConfig> ports;             // 0..64 entries, unique ids
+  // IPv6 addresses routers use as this gateway's next hop: neighbor
+  // solicitations for them are answered (0..16, unicast, unique).
+  std::vector<IpAddr> ipv6_addresses;
 };
 
 struct DataplaneConfig {
