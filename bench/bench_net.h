@@ -16,7 +16,7 @@ inline const IpAddr kBenchServer = IpAddr::v4(0xCB007114);  // 203.0.113.20
 // Appliance i: 10.0.0.11 + i.
 inline IpAddr benchAppliance(int i) { return IpAddr::v4(0x0A00000Bu + uint32_t(i)); }
 
-// Underlay 192.0.2.1 on `underlay_port`, one group "inspection" of three
+// Underlay 192.0.2.1 on `underlay_port` (!= 0), one group "inspection" of three
 // appliances (VNI 0x123456, fixed endpoint and attachment IDs).
 inline ctl::Config benchConfig(uint16_t underlay_port, ctl::FailoverMode mode) {
   ctl::Config cfg;
@@ -24,6 +24,9 @@ inline ctl::Config benchConfig(uint16_t underlay_port, ctl::FailoverMode mode) {
   cfg.node.underlay_mac = *MacAddr::parse("02:00:00:00:00:01");
   cfg.node.gateway_mac = *MacAddr::parse("02:00:00:00:00:fe");
   cfg.node.underlay_port = underlay_port;
+  // Port 0 faces the routers and takes in frames to 02:00:00:00:00:a1 (the
+  // destination of benchUdpFrame and the benches' own frame templates).
+  cfg.node.ports.push_back({0, PortRole::kRouter, MacAddr::parse("02:00:00:00:00:a1")});
   ctl::ServerGroupConfig g;
   g.name = "inspection";
   g.geneve.vni = 0x123456;

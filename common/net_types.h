@@ -57,4 +57,23 @@ struct IpAddr {
   bool operator==(const IpAddr&) const = default;
 };
 
+// What a dataplane port faces (node.ports[].role): routers send it traffic to
+// inspect (forward path), appliances send it their Geneve returns (return
+// path), or both (one-arm). The bits say what the port accepts.
+enum class PortRole : uint8_t {
+  kRouter = 1,     // forward path only: Geneve to our underlay address is dropped here
+  kAppliance = 2,  // return path only: nothing is forwarded from here
+  kBoth = 3,
+};
+inline bool acceptsRouterTraffic(PortRole r) { return uint8_t(r) & 1; }
+inline bool acceptsReturns(PortRole r) { return uint8_t(r) & 2; }
+inline const char* toString(PortRole r) {
+  switch (r) {
+    case PortRole::kRouter: return "router";
+    case PortRole::kAppliance: return "appliance";
+    case PortRole::kBoth: return "both";
+  }
+  return "?";
+}
+
 }  // namespace gwlb

@@ -104,7 +104,8 @@ constexpr std::string_view kRootKeys[] = {
     "composite_health_checks", "listeners", "health_endpoint"};
 constexpr std::string_view kNodeKeys[] = {"underlay_ip",   "underlay_mac", "gateway_mac",
                                           "underlay_port", "underlay_mtu", "icmp_rate_per_s",
-                                          "flow_hash_secret"};
+                                          "flow_hash_secret", "ports", "ipv6_addresses"};
+constexpr std::string_view kPortKeys[] = {"id", "role", "mac"};
 constexpr std::string_view kGroupKeys[] = {
     "name",    "stickiness",   "geneve",             "maglev_table_size",
     "tcp_idle_timeout", "other_idle_timeout", "servers", "health_check",
@@ -133,6 +134,7 @@ struct Section {
 constexpr Section kSections[] = {
     {"", kRootKeys},
     {"node", kNodeKeys},
+    {"node.ports[]", kPortKeys},
     {"server_groups[]", kGroupKeys},
     {"server_groups[].geneve", kGeneveKeys},
     {"server_groups[].servers[]", kServerKeys},
@@ -155,6 +157,8 @@ constexpr size_t kMaxHttpCodes = 32;
 constexpr size_t kMaxPolicies = 256;
 constexpr size_t kMaxHealthSources = 1024;
 constexpr size_t kMaxComposites = 256;
+constexpr size_t kMaxPortEntries = 64;
+constexpr size_t kMaxIpv6Addresses = 16;
 // Errors reported at most; the rest are counted in one more line.
 constexpr size_t kMaxErrors = 100;
 // Largest config file read.
@@ -386,6 +390,63 @@ class Validator {
             "them; got " + std::to_string(k.size()) + " characters (value not shown)");
     } else if (k.size() > 4096) {
       add("node.flow_hash_secret", "path longer than 4096 bytes");
+    }
+    ports(n);
+    ipv6Addresses(n);
+  }
+
+  void ports(const NodeConfig& n) {
+    if (n.ports.size() > kMaxPortEntries)
+      add("node.ports", "has " + std::to_string(n.ports.size()) + " ports; allowed at most " +
+                            std::to_string(kMaxPortEntries));
+    std::map<uint16_t, size_t> seen;
+    for (size_t i = 0; i < n.ports.size(); ++i) {
+      const PortConfig& pc = n.ports[i];
+      const std::string p = "node.ports[" + std::to_string(i) + "]";
+      auto [it, inserted] = seen.emplace(pc.id, i);
+      if (!inserted) {
+        add(p + ".id", quote(std::to_string(pc.id)) + " is already node.ports[" +
+                           std::to_string(it->second) + "]; list each port once");
+        continue;
+      }
+      const bool underlay = pc.id == n.underlay_port;
+      if (underlay && pc.role == PortRole::kRouter)
+        add(p + ".role", "port " + std::to_string(pc.id) +
+                             " is node.underlay_port: the appliances' Geneve comes back there, so "
+                             "its role must be appliance or both");
+      if (pc.mac) {
+        unicastMac(p + ".mac", *pc.mac, false);
+        bool underlay_mac_ok = !n.underlay_mac.isZero() && !(n.underlay_mac.b[0] & 1);
+        if (underlay && underlay_mac_ok && !(*pc.mac == n.underlay_mac))
+          add(p + ".mac", quote(pc.mac->str()) + ": port " + std::to_string(pc.id) +
+                              " is node.underlay_port, whose MAC is node.underlay_mac (" +
+                              n.underlay_mac.str() + "); leave mac out");
+      }
+    }
+  }
+
+  void ipv6Addresses(const NodeConfig& n) {
+    if (n.ipv6_addresses.size() > kMaxIpv6Addresses)
+      add("node.ipv6_addresses", "has " + std::to_string(n.ipv6_addresses.size()) +
+                                     " addresses; allowed at most " +
+                                     std::to_string(kMaxIpv6Addresses));
+    for (size_t i = 0; i < n.ipv6_addresses.size(); ++i) {
+      const IpAddr& a = n.ipv6_addresses[i];
+      const std::string p = "node.ipv6_addresses[" + std::to_string(i) + "]";
+      if (!a.isV6()) {
+        add(p, quote(a.str()) + " is not IPv6; list this node's IPv6 addresses (IPv4: node.underlay_ip)");
+      } else if (a.b[0] == 0xff) {
+        add(p, quote(a.str()) + " is a multicast address; use a unicast IPv6 address");
+      } else if (a.b == std::array<uint8_t, 16>{}) {
+        add(p, "'::' is not a usable address; use a unicast IPv6 address");
+      } else {
+        for (size_t j = 0; j < i; ++j)
+          if (n.ipv6_addresses[j] == a) {
+            add(p, quote(a.str()) + " is already node.ipv6_addresses[" + std::to_string(j) +
+                       "]; list each address once");
+            break;
+          }
+      }
     }
   }
 
@@ -1180,7 +1241,42 @@ class Parser {
               else if (k == "icmp_rate_per_s") integer(v, p, kIcmpRateRange, c.icmp_rate_per_s);
               else if (k == "flow_hash_secret")
                 str(v, p, "32 hex digits or a file path", c.flow_hash_secret);
+              else if (k == "ports") ports(v, p, c.ports);
+              else if (k == "ipv6_addresses") ipv6List(v, p, c.ipv6_addresses);
             });
+  }
+
+  void ports(const YAML::Node& n, const std::string& path, std::vector<PortConfig>& out) {
+    items(n, path, "a list of ports like { id: 0, role: router }", kMaxPortEntries, out,
+          [&](const YAML::Node& m, const std::string& ip, PortConfig& pc) {
+            walkMap(m, ip, kPortKeys, {"id"},
+                    [&](std::string_view k, const YAML::Node& v, const std::string& p) {
+                      if (k == "id") integer(v, p, kPortRange, pc.id);
+                      else if (k == "mac") optMac(v, p, pc.mac);
+                      else if (k == "role") {
+                        std::string r;
+                        size_t before = errs_.size();
+                        str(v, p, "router, appliance or both", r);
+                        if (errs_.size() != before) return;
+                        if (r == "router") pc.role = PortRole::kRouter;
+                        else if (r == "appliance") pc.role = PortRole::kAppliance;
+                        else if (r == "both") pc.role = PortRole::kBoth;
+                        else fail(p, quote(r) + " is not a port role; use router, appliance or both");
+                      }
+                    });
+          });
+  }
+
+  void ipv6List(const YAML::Node& n, const std::string& path, std::vector<IpAddr>& out) {
+    if (!list(n, path, "a list of IPv6 addresses", kMaxIpv6Addresses, "addresses")) return;
+    if (n.IsNull()) return;
+    for (size_t i = 0; i < n.size(); ++i) {
+      const std::string p = index(path, i);
+      const std::string* s = scalar(n[i], p, "an IPv6 address");
+      if (!s) continue;
+      if (auto a = IpAddr::parse(*s)) out.push_back(*a);
+      else fail(p, quote(*s) + " is not an IP address; expected IPv6 like 2001:db8::1");
+    }
   }
 
   // Accepts a list or null (an empty list) of at most `max` items; reports

@@ -82,6 +82,17 @@ struct ServerGroupConfig {
   DrainingConfig connection_draining;
 };
 
+// One dataplane port's settings (node.ports[]). A port not listed gets its
+// role by default: the underlay port is `appliance` when the dataplane has
+// other ports and `both` when it is the only one; every other port is `router`.
+struct PortConfig {
+  uint16_t id = 0;                           // DPDK port id, 0..65535 (required)
+  std::optional<PortRole> role;              // router | appliance | both
+  // Frames are taken in only when addressed to the port's own MAC: this one,
+  // else node.underlay_mac for the underlay port, else the device's MAC.
+  std::optional<MacAddr> mac;
+};
+
 struct NodeConfig {
   IpAddr underlay_ip;                        // required, IPv4
   MacAddr underlay_mac;                      // required, unicast
@@ -94,6 +105,10 @@ struct NodeConfig {
   // "" = gwlbd picks a random key at start (gwlb-replay: the zero key). Every
   // gateway of a fleet must have the same one. Needs a restart to change.
   std::string flow_hash_secret;
+  std::vector<PortConfig> ports;             // 0..64 entries, unique ids
+  // IPv6 addresses routers use as this gateway's next hop: neighbor
+  // solicitations for them are answered (0..16, unicast, unique).
+  std::vector<IpAddr> ipv6_addresses;
 };
 
 struct DataplaneConfig {

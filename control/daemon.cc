@@ -11,6 +11,7 @@
 
 #include <boost/asio.hpp>
 #include <chrono>
+#include <cstring>
 #include <set>
 #include <stdexcept>
 
@@ -120,10 +121,27 @@ void Daemon::setupPorts() {
         throw std::runtime_error("port " + std::to_string(port) + ": TX queue setup failed");
     if (rte_eth_dev_start(port) != 0)
       throw std::runtime_error("port " + std::to_string(port) + ": start failed");
+    // Promiscuous: the port's own MAC may be a configured one the device
+    // does not filter for (node.underlay_mac, node.ports[].mac); the pipeline
+    // takes in only frames to that MAC (and the ARP/ND it punts) and counts
+    // the rest (drop_not_our_mac, drop_l2_broadcast, drop_l2_multicast).
     rte_eth_promiscuous_enable(port);  // best effort: virtual devices may refuse
-    spdlog::info("port {} ({}): {} RX queue(s), {} TX queue(s), {}/{} descriptors", port,
-                 portName(port), nrx, ntx, nb_rxd, nb_txd);
+    rte_ether_addr addr{};
+    MacAddr mac;
+    if (rte_eth_macaddr_get(port, &addr) == 0) std::memcpy(mac.b.data(), addr.addr_bytes, 6);
+    port_macs_.push_back(mac);
+    spdlog::info("port {} ({}): {} RX queue(s), {} TX queue(s), {}/{} descriptors, device MAC {}",
+                 port, portName(port), nrx, ntx, nb_rxd, nb_txd, mac.str());
   }
+  for (size_t i = 0; i < cfg_.node.ports.size(); ++i)
+    if (cfg_.node.ports[i].id >= n_ports_)
+      throw std::runtime_error("node.ports[" + std::to_string(i) + "].id " +
+                               std::to_string(cfg_.node.ports[i].id) + " does not exist: " +
+                               std::to_string(n_ports_) + " port(s)");
+  std::vector<dp::PortView> views = resolvePorts(cfg_, &port_macs_);
+  for (size_t port = 0; port < views.size(); ++port)
+    spdlog::info("port {}: role {}, takes in frames to {}", port, toString(views[port].role),
+                 views[port].mac.str());
 }
 
 void Daemon::launchWorkers() {
@@ -185,8 +203,9 @@ void Daemon::rebuildSnapshot() {
   std::vector<std::string> region_log;
   regions_.update(cfg_, health, &lifecycle_, dp::monotonicNs(), &region_log);
   for (const std::string& line : region_log) spdlog::warn("regions: {}", line);
-  auto s = buildSnapshot(cfg_, registry_, neighbours_, ++generation_, health, &lifecycle_,
-                         &regions_);
+  trackNeighbours();
+  auto s = buildSnapshot(cfg_, registry_, neighbours_.macs(), ++generation_, health, &lifecycle_,
+                         &regions_, &port_macs_);
   updateServerStatus(*s);
   registry_.release(*s);
   size_t unresolved = 0;
@@ -336,55 +355,6 @@ void Daemon::reload() {
   else if (!r["result"]["restart_needed"].empty())
     spdlog::warn("reload: {} change(s) take effect at the next restart",
                  r["result"]["restart_needed"].dump());
-}
-
-void Daemon::handlePunted() {
-  void* objs[64];
-  unsigned n = rte_ring_dequeue_burst(dp_.punt, objs, 64, nullptr);
-  bool learned = false;
-  uint32_t our_ip = cfg_.node.underlay_ip.v4HostOrder();
-  for (unsigned i = 0; i < n; ++i) {
-    auto* m = static_cast<rte_mbuf*>(objs[i]);
-    ArpPacket a;
-    uint8_t* f = rte_pktmbuf_mtod(m, uint8_t*);
-    if (!parseArp(f, m->data_len, a)) {
-      rte_pktmbuf_free(m);
-      continue;
-    }
-    for (const auto& g : cfg_.server_groups)
-      for (const auto& s : g.servers)
-        if (s.address.v4HostOrder() == a.sender_ip && !s.mac) {
-          auto it = neighbours_.find(a.sender_ip);
-          if (it == neighbours_.end() || !(it->second == a.sender_mac)) {
-            neighbours_[a.sender_ip] = a.sender_mac;
-            spdlog::info("ARP: appliance {} is at {}", s.address.str(), a.sender_mac.str());
-            learned = true;
-          }
-        }
-    if (a.op == 1 && a.target_ip == our_ip) {
-      makeArpReply(f, a, cfg_.node.underlay_mac);
-      if (rte_ring_enqueue(control_tx_, m) == 0) continue;
-    }
-    rte_pktmbuf_free(m);
-  }
-  if (learned && !cfg_.node.gateway_mac) rebuildSnapshot();
-}
-
-void Daemon::resolveNeighbours() {
-  if (cfg_.node.gateway_mac) return;
-  uint32_t our_ip = cfg_.node.underlay_ip.v4HostOrder();
-  for (const auto& g : cfg_.server_groups)
-    for (const auto& s : g.servers) {
-      if (s.mac) continue;
-      uint32_t ip = s.address.v4HostOrder();
-      if (neighbours_.count(ip)) continue;
-      rte_mbuf* m = rte_pktmbuf_alloc(pool_);
-      if (!m) return;
-      uint8_t* f = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, kArpFrameLen));
-      makeArpRequest(f, cfg_.node.underlay_mac, our_ip, ip);
-      m->port = cfg_.node.underlay_port;
-      if (rte_ring_enqueue(control_tx_, m) != 0) rte_pktmbuf_free(m);
-    }
 }
 
 WorkerCounters Daemon::totals() const {

@@ -19,6 +19,7 @@
 #include "control/health_checker.h"
 #include "control/lifecycle.h"
 #include "control/metrics_server.h"
+#include "control/neighbours.h"
 #include "control/regions.h"
 #include "control/snapshot_builder.h"
 #include "dataplane/flow_table.h"
@@ -52,8 +53,10 @@ class Daemon {
   void retireSnapshots(bool wait);
   void rebuildSnapshot();
   void reload();
+  // ARP and neighbor discovery (control/daemon_neighbours.cc).
   void handlePunted();
   void resolveNeighbours();
+  void trackNeighbours();
   void logStats(const char* why) const;
   void sampleRates();
   void registerTelemetry();
@@ -109,7 +112,8 @@ class Daemon {
   std::unique_ptr<dp::FlowTable> flows_;
   dp::Dataplane dp_;
   ServerRegistry registry_;
-  NeighbourTable neighbours_;
+  NeighbourCache neighbours_;  // appliances resolved by ARP
+  PortMacs port_macs_;         // each DPDK port's own MAC, by port id
   ServerLifecycle lifecycle_;
   RegionTracker regions_;
   uint64_t generation_ = 0;

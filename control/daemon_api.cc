@@ -108,6 +108,7 @@ json Daemon::handleApi(const std::string& method, const json& params) {
 
 json Daemon::portsJson() const {
   json ports = json::array();
+  const dp::Snapshot* snap = dp_.snapshot.load(std::memory_order_acquire);
   for (uint16_t port = 0; port < n_ports_; ++port) {
     char name[RTE_ETH_NAME_MAX_LEN] = {};
     rte_eth_dev_get_name_by_port(port, name);
@@ -130,6 +131,10 @@ json Daemon::portsJson() const {
                      {"rx_missed", st.imissed},
                      {"rx_errors", st.ierrors},
                      {"tx_errors", st.oerrors}});
+    if (snap && port < snap->ports.size()) {
+      ports.back()["role"] = toString(snap->ports[port].role);
+      ports.back()["mac"] = snap->ports[port].mac.str();
+    }
   }
   return ports;
 }

@@ -148,11 +148,39 @@ uint8_t groupOfLeaving(dp::Snapshot& s, const Config& cfg, const ServerLifecycle
 
 }  // namespace
 
+std::vector<dp::PortView> resolvePorts(const Config& cfg, const PortMacs* devices) {
+  const NodeConfig& node = cfg.node;
+  size_t n = size_t(node.underlay_port) + 1;
+  if (devices) {
+    n = devices->size();
+  } else {
+    for (const PortConfig& pc : node.ports) n = std::max(n, size_t(pc.id) + 1);
+  }
+  std::vector<dp::PortView> out(n);
+  for (size_t id = 0; id < n; ++id) {
+    dp::PortView& v = out[id];
+    if (id == node.underlay_port) {
+      v.mac = node.underlay_mac;
+      v.role = n > 1 ? PortRole::kAppliance : PortRole::kBoth;
+    } else {
+      v.mac = devices && !(*devices)[id].isZero() ? (*devices)[id] : node.underlay_mac;
+      v.role = PortRole::kRouter;
+    }
+  }
+  for (const PortConfig& pc : node.ports) {
+    if (pc.id >= n) continue;  // gwlbd refuses to start with such a port
+    if (pc.role) out[pc.id].role = *pc.role;
+    if (pc.mac) out[pc.id].mac = *pc.mac;
+  }
+  return out;
+}
+
 std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& reg,
                                             const NeighbourTable& neigh, uint64_t generation,
                                             const HealthMap& health,
                                             const ServerLifecycle* life,
-                                            const RegionTracker* regions) {
+                                            const RegionTracker* regions,
+                                            const PortMacs* devices) {
   std::vector<ConfigError> errors;
   if (!validateConfig(cfg, errors)) throw std::invalid_argument(formatErrors(errors));
 
@@ -163,6 +191,9 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
   s->underlay_port = cfg.node.underlay_port;
   s->underlay_mtu = cfg.node.underlay_mtu;
   s->icmp_rate_per_s = cfg.node.icmp_rate_per_s;
+  s->ports = resolvePorts(cfg, devices);
+  for (const IpAddr& a : cfg.node.ipv6_addresses)
+    if (a.isV6()) s->node_ipv6.push_back(a.b);
   s->default_group = 0;
   // Per group: does it have an appliance in service for new flows.
   std::vector<bool> group_any(cfg.server_groups.size(), false);

@@ -83,6 +83,17 @@ using NeighbourTable = std::map<uint32_t, MacAddr>;
 // listed is not checked and counts as in service.
 using HealthMap = std::map<uint32_t, HealthState>;
 
+// The dataplane's ports as the process found them, indexed by DPDK port id:
+// each device's own MAC (zero when the device has none to give).
+using PortMacs = std::vector<MacAddr>;
+
+// Every port's MAC and role (dp::PortView): node.ports[] where listed; else
+// the underlay port has node.underlay_mac and role appliance (both when it is
+// the only port), and every other port its device's MAC (node.underlay_mac
+// when unknown) and role router. `devices` null: no devices (gwlb-replay,
+// tests); the ports are 0 .. the highest id the config names.
+std::vector<dp::PortView> resolvePorts(const Config& cfg, const PortMacs* devices);
+
 // Throws std::invalid_argument only for a Config that validateConfig() rejects.
 // New flows go to appliances with weight > 0 that are in service (healthy or
 // unchecked) and not drained; when none is, the group's when_all_unhealthy
@@ -91,6 +102,7 @@ using HealthMap = std::map<uint32_t, HealthState>;
 // Existing flows (ServerView::move): an unhealthy appliance in a rebalance
 // group sheds its flows when the group has an appliance in service; leaving
 // appliances (removed, drained) follow `life`; every other known id is kGone.
+// Ports: resolvePorts(cfg, devices).
 // Listeners (`regions`, control/regions.h): each listener's active group takes
 // its new flows; a group whose region is unhealthy (acting composites) sheds
 // its flows to the active group when its failover_mode is rebalance and the
@@ -99,6 +111,7 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
                                             const NeighbourTable& neigh, uint64_t generation,
                                             const HealthMap& health = {},
                                             const ServerLifecycle* life = nullptr,
-                                            const RegionTracker* regions = nullptr);
+                                            const RegionTracker* regions = nullptr,
+                                            const PortMacs* devices = nullptr);
 
 }  // namespace gwlb::ctl

@@ -14,6 +14,7 @@
 #include "common/geneve.h"
 #include "common/icmp_error.h"
 #include "common/packet_parser.h"
+#include "dataplane/ingress.h"
 #include "dataplane/move.h"
 
 namespace gwlb::dp {
@@ -51,6 +52,12 @@ struct Ctx {
 inline void drop(Ctx& c, rte_mbuf* m, Counter why) noexcept {
   c.w.counters.inc(why);
   rte_pktmbuf_free(m);
+}
+
+// To the control thread (ARP, neighbor solicitations for us).
+inline void punt(Ctx& c, rte_mbuf* m) noexcept {
+  if (c.dp.punt && rte_ring_enqueue(c.dp.punt, m) == 0) c.w.counters.inc(Counter::punted);
+  else drop(c, m, Counter::drop_punt_queue_full);
 }
 
 inline uint32_t nextCookie(WorkerState& w) noexcept {
@@ -415,28 +422,54 @@ void processBurst(Dataplane& dp, WorkerState& w, rte_mbuf** pkts, uint16_t n, ui
       drop(c, m, Counter::drop_multi_segment);
       continue;
     }
+    const uint8_t* d = rte_pktmbuf_mtod(m, const uint8_t*);
+    // Only frames to the port's own MAC go on (dataplane/ingress.h); shorter
+    // frames have no destination to compare and fail the parse below.
+    const PortView* pv = m->port < snap->ports.size() ? &snap->ports[m->port] : nullptr;
+    if (m->data_len >= 14 && (!pv || !isOwnMac(d, *pv))) [[unlikely]] {
+      Counter why;
+      if (foreignFrameWanted(d, m->data_len, *snap, pv, why)) punt(c, m);
+      else drop(c, m, why);
+      continue;
+    }
     Fwd& f = *::new (static_cast<void*>(&fwd[nf])) Fwd;
     ParsedPacket& p = f.p;
     Counter why = Counter::kCount;
-    const uint8_t* d = rte_pktmbuf_mtod(m, const uint8_t*);
     ParseStatus st = parseCommon(d, m->data_len, p) ? ParseStatus::kOk
                                                     : parseFrame(d, m->data_len, p, why);
     if (st == ParseStatus::kDrop) [[unlikely]] {
       drop(c, m, why);
       continue;
     }
+    const PortRole role = pv->role;  // parsed: at least 14 bytes, so pv is set
     if (st == ParseStatus::kArp) [[unlikely]] {
-      if (dp.punt && rte_ring_enqueue(dp.punt, m) == 0) {
-        w.counters.inc(Counter::punted);
-      } else {
-        drop(c, m, Counter::drop_punt_queue_full);
-      }
+      if (arpWanted(d, m->data_len, *snap, role)) punt(c, m);
+      else drop(c, m, Counter::drop_arp_not_for_us);
       continue;
+    }
+    if (p.ip_version == 6) {
+      // Neighbor discovery is link-local: punted when it asks for us, never forwarded.
+      NdVerdict nd = p.tuple.proto == kProtoIcmpv6 ? ndVerdict(d, p, *snap) : NdVerdict::kNotNd;
+      if (nd != NdVerdict::kNotNd) [[unlikely]] {
+        if (nd == NdVerdict::kPunt) punt(c, m);
+        else drop(c, m, Counter::drop_nd_not_for_us);
+        continue;
+      }
+      if (!snap->node_ipv6.empty() && isNodeIpv6(*snap, p.tuple.dst.b.data())) [[unlikely]] {
+        drop(c, m, Counter::drop_not_for_us);
+        continue;
+      }
     }
     bool geneve = p.ip_version == 4 && p.tuple.proto == kProtoUdp && p.tuple.dport == kGenevePort;
     if (isGeneveToUs(p, snap->underlay_ip)) {
-      if (geneve) fromAppliance(c, m, p);
-      else drop(c, m, Counter::drop_not_for_us);
+      if (!geneve) drop(c, m, Counter::drop_not_for_us);
+      else if (!acceptsReturns(role)) drop(c, m, Counter::drop_geneve_on_router_port);
+      else fromAppliance(c, m, p);
+      continue;
+    }
+    // A port that faces only appliances takes nothing else in.
+    if (!acceptsRouterTraffic(role)) [[unlikely]] {
+      drop(c, m, Counter::drop_appliance_port_not_return);
       continue;
     }
     // Never wrap Geneve again: ours coming back (from our underlay address)

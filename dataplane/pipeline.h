@@ -2,13 +2,18 @@
 // tests) calls. Worker-lcore code: never allocates, locks (beyond rte_hash's
 // insert), throws, blocks or logs.
 //
-// For each received frame:
-//   ARP                                   -> punt ring (control thread)
-//   IPv4 UDP to our underlay IP port 6081 -> return path: validate Geneve, check the
-//                                            flow and cookie, unwrap, send back to the
-//                                            neighbour the original came from
-//   anything else IP                      -> forward path: key, flow lookup/insert,
-//                                            Maglev for new flows, Geneve to the appliance
+// For each received frame (dataplane/ingress.h decides the first three):
+//   not to the port's own MAC             -> punt ring when the control thread needs it
+//                                            (broadcast ARP, multicast IPv6 neighbor
+//                                            solicitation for us), else a drop counter
+//   ARP, IPv6 ND                          -> punt ring (control thread) when for us, else drop
+//   IPv4 UDP to our underlay IP port 6081 -> return path (ports facing appliances only):
+//                                            validate Geneve, check the flow and cookie,
+//                                            unwrap, send back to the neighbour the
+//                                            original came from
+//   anything else IP                      -> forward path (ports facing routers only):
+//                                            key, flow lookup/insert, Maglev for new
+//                                            flows, Geneve to the appliance
 // Every frame ends in exactly one output list or one drop counter.
 #pragma once
 
@@ -31,7 +36,7 @@ inline constexpr uint64_t kFragmentTimeoutNs = 30'000'000'000ULL;
 // State shared by all workers.
 struct Dataplane {
   FlowTable* flows = nullptr;
-  rte_ring* punt = nullptr;                       // ARP to the control thread (may be null)
+  rte_ring* punt = nullptr;                       // ARP/ND to the control thread (may be null)
   std::atomic<const Snapshot*> snapshot{nullptr};
 };
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <vector>
@@ -100,6 +101,14 @@ struct ListenerView {
   StickinessMode stickiness = StickinessMode::kFiveTuple;  // shared by its groups
 };
 
+// One dataplane port as the workers see it. A frame is taken in only when its
+// destination MAC is `mac` (anything else is dropped or, for the control
+// thread's ARP/ND, punted); `role` says which paths it feeds.
+struct PortView {
+  MacAddr mac;
+  PortRole role = PortRole::kBoth;
+};
+
 struct Snapshot {
   Snapshot() noexcept { live_.fetch_add(1, std::memory_order_relaxed); }
   ~Snapshot() { live_.fetch_sub(1, std::memory_order_relaxed); }
@@ -115,6 +124,12 @@ struct Snapshot {
   uint16_t underlay_port = 0;
   uint32_t underlay_mtu = 1500;
   uint32_t icmp_rate_per_s = 100;
+  // Indexed by DPDK port id (mbuf->port); a frame from a port past the end
+  // counts as drop_not_our_mac.
+  std::vector<PortView> ports;
+  // node.ipv6_addresses: neighbor solicitations for them are punted, other
+  // packets to them are drop_not_for_us.
+  std::vector<std::array<uint8_t, 16>> node_ipv6;
   // listeners[0] receives all inspected traffic; default_group is its active
   // group (kNoGroup when new flows are dropped).
   uint8_t default_group = 0;

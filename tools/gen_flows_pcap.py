@@ -29,6 +29,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
     rnd = random.Random(a.seed)
+    # To 02:00:00:00:00:01, the MAC the configs that replay it give their port.
     eth = bytes.fromhex("020000000001" "020000000a01") + b"\x08\x00"
     proto = 6 if a.tcp else 17
     l4len = 20 if a.tcp else 8

@@ -16,6 +16,9 @@ from scapy.all import (ICMP, IP, TCP, UDP, Dot1Q, Ether, ICMPv6EchoReply,
                        wrpcap)
 from scapy.layers.inet6 import IPv6ExtHdrFragment
 
+# gwlbd and gwlb-replay take in only frames to the port's own MAC: configs that
+# replay this capture use it as node.underlay_mac (examples/replay.yaml,
+# tests/replay/*.yaml, the daemon tests).
 GW_MAC = "02:00:00:00:00:01"
 ROUTER_A = "02:00:00:00:0a:01"  # untagged
 ROUTER_B = "02:00:00:00:0b:01"  # VLAN 100

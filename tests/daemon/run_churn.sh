@@ -26,7 +26,10 @@ rm -rf "$work" && mkdir -p "$work"
 # kernel: every frame gwlbd receives is one the driver sent).
 ip link set lo up
 sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 2>/dev/null || true
-ip link add gw0 type veth peer name tg0 || { echo "SKIP: cannot create a veth pair"; exit 77; }
+# gwlbd takes in only frames to its port's own MAC (the device's: gw0's); the
+# driver sends to 02:00:00:00:00:01, so gw0 gets that address.
+ip link add gw0 address 02:00:00:00:00:01 type veth peer name tg0 \
+  || { echo "SKIP: cannot create a veth pair"; exit 77; }
 ip link set gw0 up
 ip link set tg0 up
 

@@ -89,15 +89,24 @@ PY
 # address, asks for every appliance, and learns the appliances that answer.
 /usr/bin/python3 - "$work/arp-in.pcap" <<'PY'
 import sys
-from scapy.all import ARP, Ether, wrpcap
+from scapy.all import ARP, Ether, IPv6, wrpcap
+from scapy.layers.inet6 import ICMPv6ND_NS, ICMPv6NDOptSrcLLAddr
 ours, gw = "02:00:00:00:00:01", "192.0.2.1"
 pk = [Ether(src="02:00:00:00:0a:01", dst="ff:ff:ff:ff:ff:ff") / ARP(op=1, hwsrc="02:00:00:00:0a:01", psrc="192.0.2.99", pdst=gw),
       Ether(src="02:00:00:00:00:10", dst=ours) / ARP(op=2, hwsrc="02:00:00:00:00:10", psrc="192.0.2.10", hwdst=ours, pdst=gw),
-      Ether(src="02:00:00:00:00:11", dst=ours) / ARP(op=2, hwsrc="02:00:00:00:00:11", psrc="192.0.2.11", hwdst=ours, pdst=gw)]
+      Ether(src="02:00:00:00:00:11", dst=ours) / ARP(op=2, hwsrc="02:00:00:00:00:11", psrc="192.0.2.11", hwdst=ours, pdst=gw),
+      # 192.0.2.10 replaced: a gratuitous ARP from its new MAC (broadcast).
+      Ether(src="02:00:00:00:00:20", dst="ff:ff:ff:ff:ff:ff") / ARP(op=1, hwsrc="02:00:00:00:00:20", psrc="192.0.2.10", pdst="192.0.2.10"),
+      # A router resolving the node's IPv6 address (solicited-node multicast).
+      Ether(src="02:00:00:00:0a:01", dst="33:33:ff:00:00:01") / IPv6(src="fe80::a", dst="ff02::1:ff00:1", hlim=255)
+      / ICMPv6ND_NS(tgt="2001:db8::1") / ICMPv6NDOptSrcLLAddr(lladdr="02:00:00:00:0a:01"),
+      # ... and for someone else's: not answered.
+      Ether(src="02:00:00:00:0a:01", dst="33:33:ff:00:00:02") / IPv6(src="fe80::a", dst="ff02::1:ff00:2", hlim=255)
+      / ICMPv6ND_NS(tgt="2001:db8::2")]
 wrpcap(sys.argv[1], pk)
 PY
 cat > "$work/arp.yaml" <<YAML
-node: { underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01 }
+node: { underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01, ipv6_addresses: ["2001:db8::1"] }
 server_groups:
   - name: firewalls
     servers: [ { address: 192.0.2.10 }, { address: 192.0.2.11 }, { address: 192.0.2.12 } ]
@@ -112,13 +121,16 @@ pid=$!
 learned=0
 for _ in $(seq 1 80); do
   sleep 0.25
-  if [ "$(grep -c 'ARP: appliance' "$work/arp.log")" -ge 2 ]; then learned=1; break; fi
+  if [ "$(grep -c 'ARP: appliance' "$work/arp.log")" -ge 3 ]; then learned=1; break; fi
 done
 sleep 1.5   # one more ARP round for the appliance that never answers
 kill -TERM "$pid"; wait "$pid"
 cat "$work/arp.log"
 [ "$learned" -eq 1 ] || { echo "FAIL: appliances not learned by ARP"; exit 1; }
 grep -q "awaiting ARP" "$work/arp.log"
+# The gratuitous ARP moved 192.0.2.10 to its new MAC (and a new snapshot).
+grep -q "ARP: appliance 192.0.2.10 is at 02:00:00:00:00:20" "$work/arp.log" \
+  || { echo "FAIL: gratuitous ARP not learned"; exit 1; }
 /usr/bin/python3 - "$work/arp-out.pcap" <<'PY'
 import sys
 from scapy.all import ARP, rdpcap
@@ -131,4 +143,19 @@ assert r.dst == "02:00:00:00:0a:01" and r[ARP].hwsrc == "02:00:00:00:00:01" and 
     and r[ARP].pdst == "192.0.2.99", r.show(dump=True)
 assert "192.0.2.12" in asks, asks
 print(f"ARP: answered who-has 192.0.2.1; asked for {sorted(asks)}")
+from scapy.all import IPv6, Ether
+from scapy.layers.inet6 import ICMPv6ND_NA, ICMPv6NDOptDstLLAddr
+na = [p for p in rdpcap(sys.argv[1]) if ICMPv6ND_NA in p]
+assert len(na) == 1, [p.summary() for p in na]
+a = na[0]
+assert a[Ether].dst == "02:00:00:00:0a:01" and a[Ether].src == "02:00:00:00:00:01", a.summary()
+assert a[IPv6].src == "2001:db8::1" and a[IPv6].dst == "fe80::a" and a[IPv6].hlim == 255, a.show(dump=True)
+assert a[ICMPv6ND_NA].tgt == "2001:db8::1" and a[ICMPv6ND_NA].S == 1 and a[ICMPv6ND_NA].O == 1 \
+    and a[ICMPv6ND_NA].R == 0, a.show(dump=True)
+assert a[ICMPv6NDOptDstLLAddr].lladdr == "02:00:00:00:00:01", a.show(dump=True)
+c = a[ICMPv6ND_NA].cksum
+b = a.copy()
+del b[ICMPv6ND_NA].cksum
+assert IPv6(bytes(b[IPv6]))[ICMPv6ND_NA].cksum == c, "bad ICMPv6 checksum"
+print("ND: answered the neighbor solicitation for 2001:db8::1 only")
 PY

@@ -56,6 +56,9 @@ Harness::Harness(const HarnessOptions& o) : opts_(o) {
   cfg_.node.underlay_port = kUnderlayPort;
   cfg_.node.underlay_mtu = o.underlay_mtu;
   cfg_.node.icmp_rate_per_s = o.icmp_rate_per_s;
+  cfg_.node.ports = o.ports;
+  cfg_.node.ipv6_addresses = o.ipv6_addresses;
+  devices_ = {n.our_a, n.our_b, n.our_v, MacAddr{}};
   ctl::ServerGroupConfig g;
   g.name = "inspection";
   g.stickiness = o.stickiness;
@@ -71,7 +74,7 @@ Harness::Harness(const HarnessOptions& o) : opts_(o) {
     g.servers.push_back(s);
   }
   cfg_.server_groups.push_back(g);
-  snap_ = ctl::buildSnapshot(cfg_, reg_, {}, 1);
+  snap_ = ctl::buildSnapshot(cfg_, reg_, {}, 1, {}, nullptr, nullptr, &devices_);
 
   unsigned seq = g_harness_seq.fetch_add(1);
   qsbr_ = dp::createQsbr(2);
@@ -103,7 +106,8 @@ Harness::~Harness() {
 
 void Harness::republish(const ctl::HealthMap& health, const ctl::ServerLifecycle* life,
                         const ctl::RegionTracker* regions) {
-  auto next = ctl::buildSnapshot(cfg_, reg_, {}, snap_->generation + 1, health, life, regions);
+  auto next = ctl::buildSnapshot(cfg_, reg_, {}, snap_->generation + 1, health, life, regions,
+                                 &devices_);
   dp_.snapshot.store(next.get(), std::memory_order_release);
   old_snaps_.push_back(std::move(snap_));
   snap_ = std::move(next);

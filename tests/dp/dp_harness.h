@@ -60,6 +60,10 @@ struct Net {
   L2 fromA() const { return {our_a, router_a, {}}; }
   L2 fromB() const { return {our_b, router_b, {}}; }
   L2 fromVlan(uint16_t tci) const { return {our_v, router_v, tci}; }
+  // The MAC each port of the harness takes frames to (its "device" MAC).
+  MacAddr portMac(uint16_t port) const {
+    return port == 0 ? our_a : port == 1 ? our_b : port == 2 ? our_v : underlay_mac;
+  }
 };
 const Net& net();
 
@@ -103,6 +107,12 @@ struct HarnessOptions {
   uint32_t flow_table_size = 4096;
   ctl::FailoverMode failover_mode = ctl::FailoverMode::kNoRebalance;
   bool draining = false;           // connection_draining.enabled
+  // node.ports and node.ipv6_addresses. Without ports: the underlay port is
+  // appliance-facing, ports A, B and the VLAN port face routers, and each
+  // port takes in frames to its own MAC (Net: our_a, our_b, our_v,
+  // underlay_mac), as gwlbd's devices would give them.
+  std::vector<ctl::PortConfig> ports;
+  std::vector<IpAddr> ipv6_addresses;
 };
 
 class Harness {
@@ -142,6 +152,7 @@ class Harness {
   HarnessOptions opts_;
   ctl::Config cfg_;
   ctl::ServerRegistry reg_;
+  ctl::PortMacs devices_;
   std::unique_ptr<dp::Snapshot> snap_;
   std::vector<std::unique_ptr<dp::Snapshot>> old_snaps_;
   rte_rcu_qsbr* qsbr_ = nullptr;

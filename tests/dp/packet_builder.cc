@@ -262,6 +262,46 @@ Bytes arpRequest(const MacAddr& src, uint32_t sender_ip, uint32_t target_ip) {
   return ether({mac("ff:ff:ff:ff:ff:ff"), src, {}}, kEthArp, a, 60);
 }
 
+Bytes arp(uint16_t op, const MacAddr& dst, const MacAddr& src, uint32_t sender_ip,
+          const MacAddr& target_mac, uint32_t target_ip, std::optional<uint16_t> vlan) {
+  Bytes a;
+  append16(a, 1);
+  append16(a, kEthIpv4);
+  a.push_back(6);
+  a.push_back(4);
+  append16(a, op);
+  a.insert(a.end(), src.b.begin(), src.b.end());
+  append32(a, sender_ip);
+  a.insert(a.end(), target_mac.b.begin(), target_mac.b.end());
+  append32(a, target_ip);
+  return ether({dst, src, vlan}, kEthArp, a, 60);
+}
+
+IpAddr solicitedNode(const IpAddr& a) {
+  IpAddr s = ip("ff02::1:ff00:0");
+  s.b[13] = a.b[13];
+  s.b[14] = a.b[14];
+  s.b[15] = a.b[15];
+  return s;
+}
+
+MacAddr multicastMac(const IpAddr& group) {
+  return MacAddr{{0x33, 0x33, group.b[12], group.b[13], group.b[14], group.b[15]}};
+}
+
+Bytes neighborSolicitation(const MacAddr& src_mac, const IpAddr& src, const IpAddr& target,
+                           std::optional<MacAddr> to, std::optional<uint16_t> vlan) {
+  IpAddr dst = to ? target : solicitedNode(target);
+  MacAddr dst_mac = to ? *to : multicastMac(dst);
+  Bytes body(target.b.begin(), target.b.end());
+  body.push_back(1);  // source link-layer address option
+  body.push_back(1);
+  body.insert(body.end(), src_mac.b.begin(), src_mac.b.end());
+  V6 o;
+  o.hop_limit = 255;
+  return ether({dst_mac, src_mac, vlan}, kEthIpv6, ipv6(src, dst, 58, icmp6(src, dst, 135, 0, 0, body), {}, o));
+}
+
 Bytes geneveOption(uint16_t cls, uint8_t type, const Bytes& data) {
   Bytes b;
   append16(b, cls);

@@ -115,6 +115,20 @@ struct L2 {
 // Ethernet (+ one 802.1Q tag) around a payload, zero-padded to `min_len`.
 Bytes ether(const L2& l2, uint16_t type, const Bytes& payload, size_t min_len = 0);
 Bytes arpRequest(const MacAddr& src, uint32_t sender_ip, uint32_t target_ip);
+// Any ARP packet (op 1 request, 2 reply) in a frame to `dst`, padded to 60 bytes.
+// A gratuitous ARP: sender_ip == target_ip, to ff:ff:ff:ff:ff:ff.
+Bytes arp(uint16_t op, const MacAddr& dst, const MacAddr& src, uint32_t sender_ip,
+          const MacAddr& target_mac, uint32_t target_ip, std::optional<uint16_t> vlan = {});
+// An IPv6 neighbor solicitation for `target` from `src` at `src_mac` with a
+// source link-layer address option. `to`: the frame's destination MAC and IPv6
+// address; nullopt = the solicited-node multicast address of `target` and its
+// 33:33:ff MAC (address resolution), else a unicast probe to that MAC and to
+// `target`.
+Bytes neighborSolicitation(const MacAddr& src_mac, const IpAddr& src, const IpAddr& target,
+                           std::optional<MacAddr> to = {}, std::optional<uint16_t> vlan = {});
+// The solicited-node multicast address of `a` (ff02::1:ffXX:XXXX) and its MAC.
+IpAddr solicitedNode(const IpAddr& a);
+MacAddr multicastMac(const IpAddr& group);
 
 // ---- Geneve ----
 Bytes geneveOption(uint16_t cls, uint8_t type, const Bytes& data);

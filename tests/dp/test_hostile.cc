@@ -842,6 +842,8 @@ TEST_P(HostileReturn, MalformedGeneveHeadersAreDropped) {
 }
 
 // Geneve to our underlay address from anything but a configured appliance.
+// On a router-facing port no Geneve is accepted at all, from an appliance's
+// address or not (issue 14 item 10: a router-side host spoofing an appliance).
 TEST_P(HostileReturn, GeneveFromAddressesThatAreNotAppliancesIsDropped) {
   const Net& n = net();
   std::vector<Case> t;
@@ -853,30 +855,68 @@ TEST_P(HostileReturn, GeneveFromAddressesThatAreNotAppliancesIsDropped) {
     t.push_back({std::string("from ") + from + " on the router side",
                  geneveFrame(n.our_a, n.router_a, ip(from), n.underlay, enc_.sport,
                              enc_.geneve_hdr, enc_.inner),
-                 kPortA, Counter::drop_geneve_unknown_appliance});
+                 kPortA, Counter::drop_geneve_on_router_port});
+  }
+  // The flow's own reply, spoofed from the router side: source address, port
+  // and Geneve header (cookie included) exactly the appliance's.
+  for (uint16_t port : {kPortA, kPortB}) {
+    Bytes spoof = reflect(sent_);
+    MacAddr ours = n.portMac(port);
+    std::copy(ours.b.begin(), ours.b.end(), spoof.begin());
+    t.push_back({"the genuine reply spoofed on router port " + std::to_string(port), spoof, port,
+                 Counter::drop_geneve_on_router_port});
   }
   runAll(*h_, t);
   expectFlowIntact();
 }
 
+// The same in a one-arm setup (every port "both"): the address is all there
+// is to go by, so only configured appliances are accepted.
+TEST_P(HostileFormats, GeneveFromNonAppliancesIsDroppedOnSharedPorts) {
+  HarnessOptions o = opts();
+  for (uint16_t p = 0; p < 4; ++p) o.ports.push_back({p, PortRole::kBoth, std::nullopt});
+  Harness h(o);
+  const Net& n = net();
+  std::vector<Case> t;
+  for (const char* from : {"10.0.0.99", "198.51.100.10", "192.0.2.1"})
+    t.push_back({std::string("from ") + from + " on the router side",
+                 geneveFrame(n.our_a, n.router_a, ip(from), n.underlay, 50000, geneve({}),
+                             ipv4(n.client4, n.server4, 17, udp(n.client4, n.server4, 1, 2))),
+                 kPortA, Counter::drop_geneve_unknown_appliance});
+  runAll(h, t);
+}
+
 // ---- Loop protection -----------------------------------------------------------
 
+// (A router that sends a packet back sends it to our MAC: each frame is
+// addressed to the port it arrives on. On the appliance-facing port nothing
+// but returns is taken in, so the loop never gets that far there.)
 TEST_P(HostileReturn, OurOwnGenevePacketsAreNeverEncapsulatedAgain) {
   const Net& n = net();
   std::vector<Case> t;
-  for (uint16_t port : {kPortA, kPortB, kUnderlayPort})
-    t.push_back({"our Geneve packet back on port " + std::to_string(port), sent_, port,
-                 Counter::drop_loop_geneve});
+  auto toPort = [&](Bytes f, uint16_t port) {
+    MacAddr m = n.portMac(port);
+    std::copy(m.b.begin(), m.b.end(), f.begin());
+    return f;
+  };
+  for (uint16_t port : {kPortA, kPortB})
+    t.push_back({"our Geneve packet back on port " + std::to_string(port), toPort(sent_, port),
+                 port, Counter::drop_loop_geneve});
+  t.push_back({"our Geneve packet back on the appliance-facing port",
+               toPort(sent_, kUnderlayPort), kUnderlayPort,
+               Counter::drop_appliance_port_not_return});
   {
-    Bytes tagged = slice(sent_, 0, 12);
+    Bytes tagged = slice(toPort(sent_, kPortVlan), 0, 12);
     append16(tagged, kEthVlan);
     append16(tagged, 0x0009);
     append(tagged, slice(sent_, 12, sent_.size() - 12));
     t.push_back({"our Geneve packet back with an 802.1Q tag", tagged, kPortVlan,
                  Counter::drop_loop_geneve});
   }
+  t.push_back({"our Geneve packet back to the appliance's MAC (not ours)", sent_, kPortA,
+               Counter::drop_not_our_mac});
   t.push_back({"Geneve from our address to a non-appliance",
-               geneveFrame(n.router_a, n.our_a, n.underlay, n.server4, 50001, enc_.geneve_hdr,
+               geneveFrame(n.our_a, n.router_a, n.underlay, n.server4, 50001, enc_.geneve_hdr,
                            enc_.inner),
                kPortA, Counter::drop_loop_geneve});
   t.push_back({"Geneve from our address to our address",
@@ -889,9 +929,8 @@ TEST_P(HostileReturn, OurOwnGenevePacketsAreNeverEncapsulatedAgain) {
 }
 
 // Geneve addressed to an appliance that is not ours to send (it does not come
-// from our underlay address) must not be wrapped in Geneve again either.
-// DISABLED: dp::processBurst forwards it today (it only checks the source);
-// the fix belongs in dataplane/pipeline.cc, see docs/hostile-input.md.
+// from our underlay address) must not be wrapped in Geneve again either; on
+// the appliance-facing port it is not a return, so it is dropped by role.
 TEST_P(HostileReturn, GeneveAddressedToAnApplianceIsNeverEncapsulated) {
   const Net& n = net();
   std::vector<Case> t;
@@ -902,7 +941,7 @@ TEST_P(HostileReturn, GeneveAddressedToAnApplianceIsNeverEncapsulated) {
   t.push_back({"Geneve from one appliance to another, underlay side",
                geneveFrame(n.underlay_mac, n.gateway_mac, n.servers[0], n.servers[1], 50004,
                            enc_.geneve_hdr, enc_.inner),
-               kUnderlayPort, Counter::drop_loop_geneve});
+               kUnderlayPort, Counter::drop_appliance_port_not_return});
   runAll(*h_, t);
 }
 

@@ -30,6 +30,9 @@ std::vector<IngressCase> ingressCases(const Bytes& own_geneve) {
   auto bad = [&](std::string name, Bytes f, Counter why) {
     t.push_back({std::move(name), std::move(f), kPortA, Verdict::kDrop, why});
   };
+  auto badOn = [&](uint16_t port, std::string name, Bytes f, Counter why) {
+    t.push_back({std::move(name), std::move(f), port, Verdict::kDrop, why});
+  };
   auto ok = [&](std::string name, Bytes f) {
     t.push_back({std::move(name), std::move(f), kPortA, Verdict::kAppliance, Counter::kCount});
   };
@@ -179,6 +182,72 @@ std::vector<IngressCase> ingressCases(const Bytes& own_geneve) {
         Counter::drop_bad_fragment);
   }
 
+  // Frames not addressed to the port's own MAC (issue 14 item 4): never
+  // forwarded; broadcast and multicast only punted when the control thread
+  // needs them (see the Punt tests below).
+  {
+    L2 other{mac("02:00:00:00:99:99"), n.router_a, {}};
+    bad("unicast to another host's MAC", ether(other, kEthIpv4, pkt4), Counter::drop_not_our_mac);
+    bad("unicast to the MAC of another of our ports", ether({n.our_b, n.router_a, {}}, kEthIpv4, pkt4),
+        Counter::drop_not_our_mac);
+    bad("unicast to another host's MAC, tagged",
+        ether({mac("02:00:00:00:99:99"), n.router_a, 0x0064}, kEthIpv4, pkt4),
+        Counter::drop_not_our_mac);
+    L2 bcast{mac("ff:ff:ff:ff:ff:ff"), n.router_a, {}};
+    IpAddr any = ip("0.0.0.0"), all = ip("255.255.255.255");
+    bad("DHCP discover (broadcast)", ether(bcast, kEthIpv4, ipv4(any, all, 17, udp(any, all, 68, 67, pattern(240)))),
+        Counter::drop_l2_broadcast);
+    bad("ARP who-has another host (broadcast)", arpRequest(n.router_a, 0xC6336401, 0xC6336402),
+        Counter::drop_l2_broadcast);
+    IpAddr ospf_from = ip("198.51.100.1"), all_spf = ip("224.0.0.5");
+    bad("OSPF hello to 224.0.0.5 (multicast)",
+        ether({mac("01:00:5e:00:00:05"), n.router_a, {}}, kEthIpv4, ipv4(ospf_from, all_spf, 89, pattern(44))),
+        Counter::drop_l2_multicast);
+    bad("IPv6 neighbor solicitation for another address (solicited-node multicast)",
+        neighborSolicitation(n.router_a, ip("fe80::a"), ip("2001:db8:ff::99")),
+        Counter::drop_l2_multicast);
+    IpAddr ll = ip("fe80::a"), all_nodes = ip("ff02::1");
+    bad("IPv6 router advertisement to all nodes (multicast)",
+        ether({multicastMac(all_nodes), n.router_a, {}}, kEthIpv6,
+              ipv6(ll, all_nodes, 58, icmp6(ll, all_nodes, 134, 0, 0x40000000, pattern(8)), {},
+                   V6{.hop_limit = 255})),
+        Counter::drop_l2_multicast);
+    bad("ARP to our MAC for another address", arp(1, n.our_a, n.router_a, 0xC6336401, {}, 0xC6336402),
+        Counter::drop_arp_not_for_us);
+    bad("IPv6 router advertisement to our MAC",
+        ether(a, kEthIpv6, ipv6(ll, c6, 58, icmp6(ll, c6, 134, 0, 0x40000000, pattern(8)), {},
+                                V6{.hop_limit = 255})),
+        Counter::drop_nd_not_for_us);
+    bad("IPv6 neighbor solicitation to our MAC for another address",
+        neighborSolicitation(n.router_a, ll, s6, n.our_a), Counter::drop_nd_not_for_us);
+    bad("IPv6 neighbor advertisement to our MAC",
+        ether(a, kEthIpv6, ipv6(ll, c6, 58, icmp6(ll, c6, 136, 0, 0x60000000, Bytes(16, 1)), {},
+                                V6{.hop_limit = 255})),
+        Counter::drop_nd_not_for_us);
+    bad("ICMPv6 echo to one of the node's IPv6 addresses",
+        ether(a, kEthIpv6, ipv6(c6, ip("2001:db8:ff::1"), 58, icmp6Echo(c6, ip("2001:db8:ff::1"), true, 4, 4))),
+        Counter::drop_not_for_us);
+  }
+
+  // Port roles (items 10 and 17): returns only where the appliances are,
+  // nothing forwarded from there.
+  badOn(kUnderlayPort, "plain IPv4 TCP on the appliance-facing port",
+        ether({n.underlay_mac, n.gateway_mac, {}}, kEthIpv4, pkt4),
+        Counter::drop_appliance_port_not_return);
+  badOn(kUnderlayPort, "IPv6 on the appliance-facing port",
+        ether({n.underlay_mac, n.gateway_mac, {}}, kEthIpv6, pkt6),
+        Counter::drop_appliance_port_not_return);
+  badOn(kUnderlayPort, "Geneve between two other hosts (an AWS GWLB frame) on the appliance-facing port",
+        geneveFrame(n.underlay_mac, n.gateway_mac, ip("10.1.0.5"), ip("10.1.0.9"), 50001,
+                    geneve({}), pkt4),
+        Counter::drop_appliance_port_not_return);
+  bad("Geneve to the underlay address from a router-side host",
+      geneveFrame(n.our_a, n.router_a, c4, n.underlay, 50000, geneve({}), pkt4),
+      Counter::drop_geneve_on_router_port);
+  bad("Geneve to the underlay address claiming an appliance's source, router side",
+      geneveFrame(n.our_a, n.router_a, n.servers[0], n.underlay, 50000, geneve({}), pkt4),
+      Counter::drop_geneve_on_router_port);
+
   // Underlay traffic on the wrong side, or not for us.
   bad("our own Geneve packet back from the router side", own_geneve, Counter::drop_loop_geneve);
   bad("UDP to the underlay address, not port 6081",
@@ -189,20 +258,22 @@ std::vector<IngressCase> ingressCases(const Bytes& own_geneve) {
       Counter::drop_not_for_us);
   bad("ICMP echo to the underlay address",
       ether(a, kEthIpv4, ipv4(c4, n.underlay, 1, icmp4Echo(true, 5, 5))), Counter::drop_not_for_us);
-  bad("Geneve to the underlay address from a router-side host",
-      geneveFrame(n.our_a, n.router_a, c4, n.underlay, 50000, geneve({}), pkt4),
-      Counter::drop_geneve_unknown_appliance);
   return t;
 }
 
 TEST(Ingress, MalformedFramesAreDroppedWithTheirOwnCounter) {
-  Harness h;
+  HarnessOptions o;
+  o.ipv6_addresses = {ip("2001:db8:ff::1")};
+  Harness h(o);
   const Net& n = net();
   Result first = h.send(Frame{n.fromA(), kEthIpv4,
                               ipv4(n.client4, n.server4, 6, tcp(n.client4, n.server4, 1, 2)),
                               kPortA});
   ASSERT_EQ(first.verdict, Verdict::kAppliance);
-  for (const IngressCase& c : ingressCases(first.bytes)) {
+  // A router that sends our Geneve packet back sends it to our MAC.
+  Bytes own = first.bytes;
+  std::copy(n.our_a.b.begin(), n.our_a.b.end(), own.begin());
+  for (const IngressCase& c : ingressCases(own)) {
     SCOPED_TRACE(c.name);
     Result r = h.send(c.frame, c.port);
     EXPECT_EQ(r.verdict, c.verdict) << describe(r);
@@ -237,6 +308,144 @@ TEST(Ingress, ArpIsPuntedToTheControlRingUnchanged) {
   ASSERT_EQ(r.verdict, Verdict::kPunt) << describe(r);
   EXPECT_EQ(r.bytes, tagged);
   EXPECT_EQ(h.get(Counter::punted), 2u);
+}
+
+// What the control thread needs is punted unchanged, whatever MAC it is sent
+// to (broadcast ARP, solicited-node multicast); the same kinds it does not
+// need are dropped (item 4; items 6 and 10 for appliance ARP by port).
+TEST(Ingress, ArpAndNeighborSolicitationsForUsArePuntedOthersDropped) {
+  HarnessOptions o;
+  o.punt_ring = true;
+  o.ipv6_addresses = {ip("2001:db8:ff::1"), ip("fe80::1")};
+  Harness h(o);
+  const Net& n = net();
+  const MacAddr bcast = mac("ff:ff:ff:ff:ff:ff");
+  const uint32_t app = 0x0A00000B;  // 10.0.0.11, an appliance
+  const MacAddr app_mac = mac("02:00:00:00:11:11");
+  struct Case {
+    std::string name;
+    Bytes frame;
+    uint16_t port;
+    Counter drop;  // kCount: punted
+  };
+  std::vector<Case> t = {
+      {"who-has our underlay address, broadcast, router side",
+       arpRequest(n.router_a, 0xC6336401, kUnderlayIp), kPortA, Counter::kCount},
+      {"who-has our underlay address, broadcast, appliance side",
+       arpRequest(app_mac, app, kUnderlayIp), kUnderlayPort, Counter::kCount},
+      {"gratuitous ARP request from an appliance, appliance side",
+       arp(1, bcast, app_mac, app, {}, app), kUnderlayPort, Counter::kCount},
+      {"gratuitous ARP reply from an appliance, appliance side",
+       arp(2, bcast, app_mac, app, bcast, app), kUnderlayPort, Counter::kCount},
+      {"ARP reply from an appliance to our MAC", arp(2, n.underlay_mac, app_mac, app, n.underlay_mac, kUnderlayIp),
+       kUnderlayPort, Counter::kCount},
+      {"ARP request from an appliance for another host, broadcast (refreshes its entry)",
+       arp(1, bcast, app_mac, app, {}, 0x0A000063), kUnderlayPort, Counter::kCount},
+      {"gratuitous ARP claiming an appliance's address, router side",
+       arp(1, bcast, n.router_a, app, {}, app), kPortA, Counter::drop_l2_broadcast},
+      {"neighbor solicitation for a node address, solicited-node multicast",
+       neighborSolicitation(n.router_a, ip("fe80::a"), ip("2001:db8:ff::1")), kPortA, Counter::kCount},
+      {"neighbor solicitation for the link-local node address",
+       neighborSolicitation(n.router_b, ip("fe80::b"), ip("fe80::1")), kPortB, Counter::kCount},
+      {"neighbor solicitation for a node address, unicast probe to our MAC",
+       neighborSolicitation(n.router_a, ip("fe80::a"), ip("2001:db8:ff::1"), n.our_a), kPortA,
+       Counter::kCount},
+      {"neighbor solicitation for a node address, tagged",
+       neighborSolicitation(n.router_v, ip("fe80::c"), ip("2001:db8:ff::1"), std::nullopt, 7),
+       kPortVlan, Counter::kCount},
+      {"neighbor solicitation for another address, multicast",
+       neighborSolicitation(n.router_a, ip("fe80::a"), ip("2001:db8:ff::2")), kPortA,
+       Counter::drop_l2_multicast},
+      {"neighbor solicitation for a node address to another host's MAC",
+       neighborSolicitation(n.router_a, ip("fe80::a"), ip("2001:db8:ff::1"), mac("02:00:00:00:99:99")),
+       kPortA, Counter::drop_not_our_mac},
+  };
+  uint64_t punted = 0;
+  for (const Case& c : t) {
+    SCOPED_TRACE(c.name);
+    Result r = h.send(c.frame, c.port);
+    if (c.drop == Counter::kCount) {
+      ++punted;
+      ASSERT_EQ(r.verdict, Verdict::kPunt) << describe(r);
+      EXPECT_EQ(r.bytes, c.frame);
+      EXPECT_EQ(r.port, c.port);
+    } else {
+      ASSERT_EQ(r.verdict, Verdict::kDrop) << describe(r);
+      EXPECT_EQ(r.drop, c.drop) << describe(r);
+    }
+  }
+  EXPECT_EQ(h.get(Counter::punted), punted);
+  EXPECT_EQ(h.get(Counter::encapsulated), 0u) << "nothing of it reached an appliance";
+}
+
+// Without node.ipv6_addresses every neighbor solicitation is someone else's.
+TEST(Ingress, NeighborSolicitationsWithoutNodeAddressesAreDropped) {
+  HarnessOptions o;
+  o.punt_ring = true;
+  Harness h(o);
+  const Net& n = net();
+  Result r = h.send(neighborSolicitation(n.router_a, ip("fe80::a"), ip("2001:db8:ff::1")), kPortA);
+  ASSERT_EQ(r.verdict, Verdict::kDrop) << describe(r);
+  EXPECT_EQ(r.drop, Counter::drop_l2_multicast);
+  r = h.send(neighborSolicitation(n.router_a, ip("fe80::a"), ip("2001:db8:ff::1"), n.our_a), kPortA);
+  ASSERT_EQ(r.verdict, Verdict::kDrop) << describe(r);
+  EXPECT_EQ(r.drop, Counter::drop_nd_not_for_us);
+}
+
+// Roles where ports are shared: role "both" on every port behaves as the
+// one-arm gateway did before roles (returns and forwarding on any port);
+// explicit roles move them.
+TEST(Ingress, PortRolesDecideWhichPathAPortFeeds) {
+  const Net& n = net();
+  const Frame flow{n.fromA(), kEthIpv4,
+                   ipv4(n.client4, n.server4, 6, tcp(n.client4, n.server4, 31000, 443)), kPortA};
+  {
+    HarnessOptions o;
+    for (uint16_t p = 0; p < 4; ++p) o.ports.push_back({p, PortRole::kBoth, std::nullopt});
+    Harness h(o);
+    Result fwd = h.send(flow);
+    ASSERT_EQ(fwd.verdict, Verdict::kAppliance) << describe(fwd);
+    // The reply comes back on a router port (all ports are "both") ...
+    Bytes back = reflect(fwd.bytes);
+    std::copy(n.our_b.b.begin(), n.our_b.b.end(), back.begin());
+    Result r = h.send(back, kPortB);
+    ASSERT_EQ(r.verdict, Verdict::kRouter) << describe(r);
+    EXPECT_EQ(r.bytes, flow.returned());
+    // ... and traffic on the underlay port is forwarded.
+    Frame u{{n.underlay_mac, n.gateway_mac, {}}, kEthIpv4,
+            ipv4(n.client4, n.server4, 17, udp(n.client4, n.server4, 31001, 53)), kUnderlayPort};
+    EXPECT_EQ(h.send(u).verdict, Verdict::kAppliance);
+  }
+  {
+    // Port B faces the appliances too: returns accepted there, not on A.
+    HarnessOptions o;
+    o.ports = {{kPortB, PortRole::kAppliance, std::nullopt}};
+    Harness h(o);
+    Result fwd = h.send(flow);
+    ASSERT_EQ(fwd.verdict, Verdict::kAppliance) << describe(fwd);
+    Bytes on_b = reflect(fwd.bytes), on_a = on_b;
+    std::copy(n.our_b.b.begin(), n.our_b.b.end(), on_b.begin());
+    std::copy(n.our_a.b.begin(), n.our_a.b.end(), on_a.begin());
+    Result a = h.send(on_a, kPortA);
+    ASSERT_EQ(a.verdict, Verdict::kDrop);
+    EXPECT_EQ(a.drop, Counter::drop_geneve_on_router_port);
+    EXPECT_EQ(h.send(on_b, kPortB).verdict, Verdict::kRouter);
+    Result fb = h.send(Frame{n.fromB(), kEthIpv4, flow.l3, kPortB});
+    ASSERT_EQ(fb.verdict, Verdict::kDrop);
+    EXPECT_EQ(fb.drop, Counter::drop_appliance_port_not_return);
+  }
+  {
+    // A configured MAC replaces the device's.
+    HarnessOptions o;
+    o.ports = {{kPortA, std::nullopt, mac("02:00:00:00:aa:aa")}};
+    Harness h(o);
+    Result old_mac = h.send(flow);
+    ASSERT_EQ(old_mac.verdict, Verdict::kDrop);
+    EXPECT_EQ(old_mac.drop, Counter::drop_not_our_mac);
+    Frame f = flow;
+    f.l2.dst = mac("02:00:00:00:aa:aa");
+    EXPECT_EQ(h.send(f).verdict, Verdict::kAppliance);
+  }
 }
 
 TEST(Ingress, ChainedMbufIsDropped) {

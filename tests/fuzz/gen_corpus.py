@@ -383,6 +383,44 @@ def http_request():
     r["binary"] = h(32, bytes(range(256)))
     return r
 
+# ---------------------------------------------------------------- neigh
+def neigh():
+    """ARP and IPv6 neighbor discovery as they reach the punt path (fuzz_neigh.cc)."""
+    from scapy.layers.inet6 import (ICMPv6ND_NA, ICMPv6ND_NS, ICMPv6ND_RA, ICMPv6NDOptDstLLAddr,
+                                    ICMPv6NDOptSrcLLAddr)
+    ours6 = "2001:db8:ff::1"
+    sn = "ff02::1:ff00:1"
+    snmac = "33:33:ff:00:00:01"
+    f = {}
+    f["arp_who_has_us"] = Ether(src=RT, dst="ff:ff:ff:ff:ff:ff") / ARP(psrc=C4, pdst="192.0.2.1")
+    f["arp_reply_from_appliance"] = (Ether(src="02:00:00:00:00:10", dst=GW) /
+                                     ARP(op=2, hwsrc="02:00:00:00:00:10", psrc="192.0.2.10",
+                                         hwdst=GW, pdst="192.0.2.1"))
+    f["arp_gratuitous"] = (Ether(src="02:00:00:00:00:10", dst="ff:ff:ff:ff:ff:ff") /
+                           ARP(op=1, hwsrc="02:00:00:00:00:10", psrc="192.0.2.10", pdst="192.0.2.10"))
+    f["arp_vlan"] = eth(vlan=7) / ARP(psrc=C4, pdst="192.0.2.1")
+    f["arp_other_host"] = Ether(src=RT, dst="ff:ff:ff:ff:ff:ff") / ARP(psrc=C4, pdst="198.51.100.8")
+    f["ns_multicast"] = (Ether(src=RT, dst=snmac) / IPv6(src="fe80::a", dst=sn, hlim=255) /
+                         ICMPv6ND_NS(tgt=ours6) / ICMPv6NDOptSrcLLAddr(lladdr=RT))
+    f["ns_unicast_probe"] = Ether(src=RT, dst=GW) / IPv6(src="fe80::a", dst=ours6, hlim=255) / ICMPv6ND_NS(tgt=ours6)
+    f["ns_vlan"] = (eth(vlan=9) / IPv6(src="fe80::a", dst=sn, hlim=255) /
+                    ICMPv6ND_NS(tgt=ours6) / ICMPv6NDOptSrcLLAddr(lladdr=RT))
+    f["ns_dad"] = Ether(src=RT, dst=snmac) / IPv6(src="::", dst=sn, hlim=255) / ICMPv6ND_NS(tgt=ours6)
+    f["ns_other_target"] = (Ether(src=RT, dst="33:33:ff:00:00:02") /
+                            IPv6(src="fe80::a", dst="ff02::1:ff00:2", hlim=255) / ICMPv6ND_NS(tgt="2001:db8:ff::2"))
+    f["ns_hlim_64"] = Ether(src=RT, dst=snmac) / IPv6(src="fe80::a", dst=sn, hlim=64) / ICMPv6ND_NS(tgt=ours6)
+    f["ns_zero_len_option"] = (Ether(src=RT, dst=snmac) / IPv6(src="fe80::a", dst=sn, hlim=255) /
+                               ICMPv6ND_NS(tgt=ours6) / Raw(b"\x01\x00" + b"\0" * 6))
+    f["na"] = (Ether(src=RT, dst=GW) / IPv6(src="fe80::a", dst="fe80::1", hlim=255) /
+               ICMPv6ND_NA(tgt="fe80::a", R=1, S=1) / ICMPv6NDOptDstLLAddr(lladdr=RT))
+    f["ra"] = Ether(src=RT, dst="33:33:00:00:00:01") / IPv6(src="fe80::a", dst="ff02::1", hlim=255) / ICMPv6ND_RA()
+    f["ns_truncated"] = Raw(b(f["ns_multicast"])[:70])
+    # First byte: extra buffer room for the advertisement, in 4-byte units.
+    out = {k: b"\x10" + b(v) for k, v in f.items()}
+    out["ns_multicast_no_room"] = b"\x00" + b(f["ns_multicast"])
+    out["ns_unicast_probe_short_room"] = b"\x00" + b(f["ns_unicast_probe"])
+    return out
+
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
@@ -391,7 +429,7 @@ def main():
     ap.add_argument("--check", action="store_true", help="compare with --out instead of writing")
     args = ap.parse_args()
     sets = {"frame": frames(), "geneve": genev(), "icmp": icmpc(), "config": configs(),
-            "api": api(), "http": http(), "http_request": http_request()}
+            "api": api(), "http": http(), "http_request": http_request(), "neigh": neigh()}
     bad = 0
     total = 0
     for target, files in sets.items():

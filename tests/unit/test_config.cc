@@ -937,7 +937,9 @@ namespace {
 const char* const kFull = R"(
 node: { underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01, gateway_mac: 02:00:00:00:00:fe,
         underlay_port: 0, underlay_mtu: 1500, icmp_rate_per_s: 100,
-        flow_hash_secret: 00112233445566778899aabbccddeeff }
+        flow_hash_secret: 00112233445566778899aabbccddeeff,
+        ports: [ { id: 0, role: both, mac: 02:00:00:00:00:01 }, { id: 1, role: router, mac: 02:00:00:00:00:02 } ],
+        ipv6_addresses: [ "2001:db8::1", "fe80::1" ] }
 server_groups:
   - name: g0
     stickiness: 5-tuple
@@ -1082,6 +1084,23 @@ const std::vector<BadValue>& badValues() {
       {"node.gateway_mac", "01:00:5e:00:00:01", {"unicast"}},
       {"node.gateway_mac", "gw", {"not a MAC address"}},
       {"node.underlay_port", "-1", {"negative", "0..65535"}},
+      {"node.ports", "5", {"expected a list of ports"}},
+      {"node.ports[0].id", "-1", {"negative", "0..65535"}},
+      {"node.ports[1].id", "65536", {"out of range", "0..65535"}},
+      {"node.ports[1].id", "0", {"already node.ports[0]", "once"}},
+      {"node.ports[1].role", "routers", {"'routers'", "router, appliance or both"}},
+      {"node.ports[0].role", "router", {"node.underlay_port", "appliance or both"}},
+      {"node.ports[1].mac", "ff:ff:ff:ff:ff:ff", {"multicast/broadcast"}},
+      {"node.ports[1].mac", "port1", {"not a MAC address"}},
+      {"node.ports[0].mac", "02:00:00:00:00:99", {"node.underlay_mac", "02:00:00:00:00:01"}},
+      {"node.ipv6_addresses", "2001:db8::1", {"expected a list of IPv6 addresses"}},
+      {"node.ipv6_addresses", "[192.0.2.9]", {"not IPv6", "node.underlay_ip"}, "node.ipv6_addresses[0]"},
+      {"node.ipv6_addresses", "[ff02::1]", {"multicast"}, "node.ipv6_addresses[0]"},
+      {"node.ipv6_addresses", "['::']", {"not a usable address"}, "node.ipv6_addresses[0]"},
+      {"node.ipv6_addresses", "[2001:db8::zz]", {"not an IP address", "IPv6"}, "node.ipv6_addresses[0]"},
+      {"node.ipv6_addresses", "[[1]]", {"expected an IPv6 address"}, "node.ipv6_addresses[0]"},
+      {"node.ipv6_addresses", "['2001:db8::1', '2001:db8::1']", {"already node.ipv6_addresses[0]"},
+       "node.ipv6_addresses[1]"},
       {"node.underlay_port", "65536", {"out of range", "0..65535"}},
       {"node.underlay_port", "99999999999999999999999", {"out of range"}},
       {"node.underlay_mtu", "575", {"576..9216"}},
@@ -1210,6 +1229,26 @@ TEST(ConfigKeys, FullConfigIsValid) {
   Result r = parse(kFull);
   ASSERT_TRUE(r.ok) << formatErrors(r.errors);
   EXPECT_EQ(r.cfg.control.socket_group, "adm");
+  ASSERT_EQ(r.cfg.node.ports.size(), 2u);
+  EXPECT_EQ(r.cfg.node.ports[1].id, 1);
+  EXPECT_EQ(r.cfg.node.ports[1].role, PortRole::kRouter);
+  EXPECT_EQ(r.cfg.node.ports[1].mac, MacAddr::parse("02:00:00:00:00:02"));
+  EXPECT_EQ(r.cfg.node.ports[0].role, PortRole::kBoth);
+  ASSERT_EQ(r.cfg.node.ipv6_addresses.size(), 2u);
+  EXPECT_EQ(r.cfg.node.ipv6_addresses[1], IpAddr::parse("fe80::1"));
+}
+
+// node.ports without a role or MAC, and without the section: the defaults
+// apply when the snapshot is built (control/snapshot_builder.h resolvePorts).
+TEST(ConfigKeys, PortEntriesNeedOnlyAnId) {
+  Result r = parse(fullWith("node.ports", "[ { id: 3 } ]"));
+  ASSERT_TRUE(r.ok) << formatErrors(r.errors);
+  ASSERT_EQ(r.cfg.node.ports.size(), 1u);
+  EXPECT_EQ(r.cfg.node.ports[0].id, 3);
+  EXPECT_FALSE(r.cfg.node.ports[0].role.has_value());
+  EXPECT_FALSE(r.cfg.node.ports[0].mac.has_value());
+  EXPECT_TRUE(onlyError(parse(fullWith("node.ports", "[ { role: appliance } ]")), "node.ports[0].id",
+                        {"required key is missing"}));
 }
 
 // Every key the loader accepts has at least one bad-value case here.
