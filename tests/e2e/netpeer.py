@@ -10,6 +10,15 @@
       pattern to an echo server for SECONDS, checks every echoed byte, reports
       the longest time without echoed data (max_stall)
   netpeer.py ping ADDR COUNT                          -> JSON {sent, received}
+  netpeer.py frag-client ADDR PORT SIZE ORDER COUNT   -> JSON {sport, sent, fragments, received, intact}
+      COUNT UDP datagrams of SIZE bytes to an echo server, each leaving this host
+      as fragments (MTU 1500): ORDER kernel (the kernel fragments, in order),
+      first-first (the first fragment, then the others last to first) or
+      last-first (every fragment, last to first); built with scapy and sent
+      on a raw socket. IPv4 or IPv6 by ADDR.
+  netpeer.py wait-ready tcp|udp ADDR PORT TIMEOUT     exit 0 once an echo server there answers
+      (run beside the server: a TCP connect, or a UDP datagram echoed back)
+ADDR may be IPv6 for the UDP commands and frag-client.
 """
 import json
 import os
@@ -52,8 +61,12 @@ def tcp_echo_server(addr, port):
         threading.Thread(target=serve, args=(c,), daemon=True).start()
 
 
+def family(addr):
+    return socket.AF_INET6 if ":" in addr else socket.AF_INET
+
+
 def udp_echo_server(addr, port):
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s = socket.socket(family(addr), socket.SOCK_DGRAM)
     s.bind((addr, port))
     while True:
         d, a = s.recvfrom(65536)
@@ -84,8 +97,8 @@ def tcp_echo_client(addr, port, nbytes):
 
 
 def udp_echo_client(addr, port, count, sport=0):
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(("0.0.0.0", sport))
+    s = socket.socket(family(addr), socket.SOCK_DGRAM)
+    s.bind(("::" if ":" in addr else "0.0.0.0", sport))
     s.settimeout(0.5)
     sport = s.getsockname()[1]
     received = intact = 0
@@ -179,6 +192,77 @@ def ping(addr, count):
     print(json.dumps({"sent": count, "received": received}))
 
 
+def fragments(src, dst, sport, dport, payload, order):
+    """The raw IP fragments of one UDP datagram, in the order asked for."""
+    from scapy.all import IP, UDP, IPv6, Raw, fragment, fragment6, raw
+    from scapy.layers.inet6 import IPv6ExtHdrFragment
+    ident = int.from_bytes(os.urandom(4), "big")
+    if ":" in dst:
+        pkt = IPv6(src=src, dst=dst) / IPv6ExtHdrFragment(id=ident) / UDP(sport=sport, dport=dport) / Raw(payload)
+        frags = [raw(f) for f in fragment6(pkt, 1496)]  # whole packets of at most 1496 bytes
+    else:
+        pkt = IP(src=src, dst=dst, id=ident & 0xffff) / UDP(sport=sport, dport=dport) / Raw(payload)
+        frags = [raw(f) for f in fragment(pkt, fragsize=1480)]
+    if order == "first-first":
+        return frags[:1] + frags[:0:-1]
+    if order == "last-first":
+        return frags[::-1]
+    raise ValueError(order)
+
+
+def frag_client(addr, port, size, order, count):
+    fam = family(addr)
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    s.bind(("::" if fam == socket.AF_INET6 else "0.0.0.0", 0))
+    s.settimeout(1.0)
+    sport = s.getsockname()[1]
+    if fam == socket.AF_INET:
+        s.setsockopt(socket.IPPROTO_IP, 10, 0)  # IP_MTU_DISCOVER = IP_PMTUDISC_DONT: fragment
+    else:
+        s.setsockopt(socket.IPPROTO_IPV6, 23, 0)  # IPV6_MTU_DISCOVER = IPV6_PMTUDISC_DONT
+    probe = socket.socket(fam, socket.SOCK_DGRAM)
+    probe.connect((addr, port))
+    src = probe.getsockname()[0]
+    rawsock = socket.socket(fam, socket.SOCK_RAW, socket.IPPROTO_RAW)  # header included
+    received = intact = nfrag = 0
+    for i in range(count):
+        msg = os.urandom(16) + pattern(i, size - 16)
+        if order == "kernel":
+            s.sendto(msg, (addr, port))
+        else:
+            frags = fragments(src, addr, sport, port, msg, order)
+            nfrag = len(frags)
+            for f in frags:
+                rawsock.sendto(f, (addr, 0))
+                time.sleep(0.01)  # keep the order on the wire
+        try:
+            d, _ = s.recvfrom(65536)
+            received += 1
+            intact += d == msg
+        except socket.timeout:
+            pass
+    print(json.dumps({"sport": sport, "src": src, "sent": count, "fragments": nfrag,
+                      "received": received, "intact": intact}))
+
+
+def wait_ready(proto, addr, port, timeout):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            if proto == "tcp":
+                socket.create_connection((addr, port), timeout=1).close()
+                return 0
+            s = socket.socket(family(addr), socket.SOCK_DGRAM)
+            s.settimeout(0.2)
+            s.sendto(b"ready?", (addr, port))
+            if s.recvfrom(64)[0] == b"ready?":
+                return 0
+        except OSError:
+            time.sleep(0.05)
+    print(f"{proto} {addr}:{port}: no answer within {timeout} s")
+    return 1
+
+
 def main():
     a = sys.argv[1:]
     if not a:
@@ -197,6 +281,10 @@ def main():
         tcp_stream(a[1], int(a[2]), float(a[3]), float(a[4]) if len(a) > 4 else 2e6)
     elif cmd == "ping":
         ping(a[1], int(a[2]))
+    elif cmd == "wait-ready":
+        sys.exit(wait_ready(a[1], a[2], int(a[3]), float(a[4])))
+    elif cmd == "frag-client":
+        frag_client(a[1], int(a[2]), int(a[3]), a[4], int(a[5]))
     else:
         print(__doc__)
         sys.exit(2)
