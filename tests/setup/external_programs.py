@@ -533,7 +533,8 @@ def main():
                     continue
             elif not exact and not (re.match(r"^[A-Za-z0-9_.+/-]+$", w) and which(w)):
                 continue
-            uses.setdefault(w, []).append((f"{rel}:{line}", exact))
+            if (f"{rel}:{line}", exact) not in uses.get(w, []):
+                uses.setdefault(w, []).append((f"{rel}:{line}", exact))
 
     spec_origin = {}
     for mod in modules:
@@ -558,7 +559,8 @@ def main():
         problems, checked = [], {}
         for prog, where in sorted(uses.items()):
             exact = any(e for _, e in where)
-            at = ", ".join(w for w, _ in where[:3]) + (f" (+{len(where) - 3})" if len(where) > 3 else "")
+            locs = list(dict.fromkeys(w for w, _ in where))
+            at = ", ".join(locs[:3]) + (f" (+{len(locs) - 3})" if len(locs) > 3 else "")
             if prog in NOT_PROGRAMS or prog in OPTIONAL:
                 continue
             path = which(prog)
