@@ -40,6 +40,7 @@ APP_IPS=(10.77.9.11 10.77.9.12) APP_MACS=(02:77:00:00:09:11 02:77:00:00:09:12)
 APP_MTU=1600
 RT_PORT="${LAB_RT_PORT:-af_packet}"
 GW_RT_VETH_MAC=02:77:00:00:00:03                      # gw-rt when it is a bridge port (tap mode)
+TAP_KERNEL_MAC=02:77:00:00:00:04 BR_RT_MAC=02:77:00:00:00:05  # tap mode: kernel side of tap-rt, br-rt
 CLIENT_IP6=fd77:1::2 CLIENT_GW6=fd77:1::1 SERVER_IP6=fd77:2::2 SERVER_GW6=fd77:2::1
 ROUTER_GW_IP6=fd77::1 GW_NEXTHOP6=fd77::2
 
@@ -160,6 +161,9 @@ gw_start() {  # gwlbd in the gateway namespace; waits for its control socket
     # net_tap made tap-rt when gwlbd started (and removes it when it stops):
     # put it on the bridge with the router's veth.
     nx gw ip link show tap-rt >/dev/null 2>&1 || { log "gwlbd made no tap-rt"; return 1; }
+    # net_tap gives the kernel side gwlbd's MAC too; a bridge keeps frames for
+    # its ports' own MACs, so the kernel side gets another one.
+    nx gw ip link set tap-rt address "$TAP_KERNEL_MAC"
     nx gw ip link set tap-rt master br-rt
     quiet_links gw tap-rt
     nx gw ip link set tap-rt up
@@ -232,7 +236,7 @@ lab_up() {
     peer name gw-rt netns "$(ns gw)" address "$rt_mac"
   nx router ip addr add "$ROUTER_GW_IP/30" dev r-gw
   if [ "$RT_PORT" = tap ]; then
-    nx gw ip link add br-rt type bridge stp_state 0
+    nx gw ip link add br-rt address "$BR_RT_MAC" type bridge stp_state 0
     nx gw ip link set gw-rt master br-rt
     nx gw ip link set br-rt up
   fi

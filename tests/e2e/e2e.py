@@ -493,6 +493,9 @@ def test_fragments(lab, args):
         # 8 datagrams, 3 fragments each, both ways: all wrapped and returned.
         assert t["encapsulated"] - rx0["encapsulated"] >= 48, (rx0, t)
         assert t["drop_fragment_unknown_flow"] == rx0["drop_fragment_unknown_flow"], t
+        # gwlbd saw fragments, not reassembled datagrams: one fragment entry per
+        # first fragment (8 datagrams each way).
+        assert t["fragment_entries_created"] - rx0["fragment_entries_created"] >= 16, (rx0, t)
         def ep(host, port):
             return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         stats = {a: lab.app_stats(a) for a in APPS}

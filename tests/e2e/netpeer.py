@@ -14,8 +14,8 @@
       COUNT UDP datagrams of SIZE bytes to an echo server, each leaving this host
       as fragments (MTU 1500): ORDER kernel (the kernel fragments, in order),
       first-first (the first fragment, then the others last to first) or
-      last-first (every fragment, last to first); built with scapy and sent
-      on a raw socket. IPv4 or IPv6 by ADDR.
+      last-first (every fragment, last to first); built here and sent on a
+      raw socket. IPv4 or IPv6 by ADDR.
   netpeer.py wait-ready tcp|udp ADDR PORT TIMEOUT     exit 0 once an echo server there answers
       (run beside the server: a TCP connect, or a UDP datagram echoed back)
 ADDR may be IPv6 for the UDP commands and frag-client.
@@ -192,17 +192,38 @@ def ping(addr, count):
     print(json.dumps({"sent": count, "received": received}))
 
 
+def inet_sum(data):
+    if len(data) % 2:
+        data += b"\0"
+    total = sum(int.from_bytes(data[i:i + 2], "big") for i in range(0, len(data), 2))
+    while total >> 16:
+        total = (total & 0xffff) + (total >> 16)
+    return ~total & 0xffff
+
+
 def fragments(src, dst, sport, dport, payload, order):
-    """The raw IP fragments of one UDP datagram, in the order asked for."""
-    from scapy.all import IP, UDP, IPv6, Raw, fragment, fragment6, raw
-    from scapy.layers.inet6 import IPv6ExtHdrFragment
+    """The raw IP fragments (headers included) of one UDP datagram, in the order
+    asked for; at most 1,500 bytes each."""
+    import ipaddress
+    import struct
+    v6 = ":" in dst
+    s_b, d_b = ipaddress.ip_address(src).packed, ipaddress.ip_address(dst).packed
+    ulen = 8 + len(payload)
+    pseudo = s_b + d_b + (struct.pack("!IxxxB", ulen, 17) if v6 else struct.pack("!xBH", 17, ulen))
+    csum = inet_sum(pseudo + struct.pack("!HHHH", sport, dport, ulen, 0) + payload) or 0xffff
+    data = struct.pack("!HHHH", sport, dport, ulen, csum) + payload
     ident = int.from_bytes(os.urandom(4), "big")
-    if ":" in dst:
-        pkt = IPv6(src=src, dst=dst) / IPv6ExtHdrFragment(id=ident) / UDP(sport=sport, dport=dport) / Raw(payload)
-        frags = [raw(f) for f in fragment6(pkt, 1496)]  # whole packets of at most 1496 bytes
-    else:
-        pkt = IP(src=src, dst=dst, id=ident & 0xffff) / UDP(sport=sport, dport=dport) / Raw(payload)
-        frags = [raw(f) for f in fragment(pkt, fragsize=1480)]
+    step = 1448 if v6 else 1480  # multiples of 8
+    frags = []
+    for off in range(0, len(data), step):
+        piece, more = data[off:off + step], off + step < len(data)
+        if v6:
+            hdr = struct.pack("!IHBB", 6 << 28, 8 + len(piece), 44, 64) + s_b + d_b
+            frags.append(hdr + struct.pack("!BBHI", 17, 0, off | more, ident) + piece)
+        else:
+            h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(piece), ident & 0xffff,
+                            (off >> 3) | (0x2000 if more else 0), 64, 17, 0, s_b, d_b)
+            frags.append(h[:10] + struct.pack("!H", inet_sum(h)) + h[12:] + piece)
     if order == "first-first":
         return frags[:1] + frags[:0:-1]
     if order == "last-first":
@@ -234,7 +255,6 @@ def frag_client(addr, port, size, order, count):
             nfrag = len(frags)
             for f in frags:
                 rawsock.sendto(f, (addr, 0))
-                time.sleep(0.01)  # keep the order on the wire
         try:
             d, _ = s.recvfrom(65536)
             received += 1
