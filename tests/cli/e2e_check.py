@@ -182,7 +182,9 @@ def t_regions():
     # JUDGED BY: gwlbd's judged_by and the group's own healthy/servers (checks off: all healthy).
     assert re.search(r"^firewalls\s+yes\s+\S+ ago\s+\S.*: 3/3 healthy$", out, re.M), out
     assert "composite health checks: none" in out, out
-    assert run("health-destinations", "default").stdout == out
+    # The same report by its other name ("Ns ago" may tick between the two calls).
+    ago = re.compile(r"\S+ ago")
+    assert ago.sub("_ ago", run("health-destinations", "default").stdout) == ago.sub("_ ago", out)
     r = run("health-destinations", "nope", rc=1, record=True)
     assert "nope" in r.stderr and "(not_found)" in r.stderr, r.stderr
     assert js("regions", "nope", rc=1)["code"] == "not_found"
@@ -548,7 +550,7 @@ def t_drain():
     assert on11, "no flow on 192.0.2.11"
     tuples = [(f["src"], f["dst"], f["proto"], f["sport"], f["dport"]) for f in on11]
     out = run("server", "drain", "192.0.2.11", "--timeout", "3600", record=True).stdout
-    assert out.startswith("draining 192.0.2.11 for 3600s") and "existing flows stay (no_rebalance)" in out, out
+    assert out.startswith("draining 192.0.2.11 for 1h0m") and "existing flows stay (no_rebalance)" in out, out
     r = run("server", "drain", "192.0.2.11", rc=2, record=True)
     assert "already draining" in r.stderr and "(conflict)" in r.stderr, r.stderr
     sv = servers_by_address()["192.0.2.11"]
