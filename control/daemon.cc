@@ -108,6 +108,11 @@ void Daemon::setupPorts() {
     if (rc != 0)
       throw std::runtime_error("port " + std::to_string(port) + ": configure failed (" +
                                std::to_string(rc) + ")");
+    // Every port takes frames of the underlay MTU: Geneve from the appliances on
+    // the underlay port, and on the router side packets the pipeline either
+    // wraps or answers with ICMP "too big" (a NIC left at 1500 would drop them
+    // silently, and path MTU discovery with them).
+    spdlog::info("{}", dp::setPortMtu(port, cfg_.node.underlay_mtu, "node.underlay_mtu"));
     uint16_t nb_rxd = uint16_t(cfg_.dataplane.rx_queue_size);
     uint16_t nb_txd = uint16_t(cfg_.dataplane.tx_queue_size);
     rte_eth_dev_adjust_nb_rx_tx_desc(port, &nb_rxd, &nb_txd);

@@ -2,6 +2,7 @@
 // process from the main thread; they throw std::runtime_error on failure.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -19,5 +20,11 @@ rte_mempool* createMbufPool(const std::string& name, unsigned n, unsigned data_r
 rte_rcu_qsbr* createQsbr(unsigned max_threads);
 // Single-consumer, multi-producer ring (power-of-two size).
 rte_ring* createRing(const std::string& name, unsigned size, bool single_producer = false);
+// Sets a configured port's MTU (after rte_eth_dev_configure, before its queues
+// are set up) and returns a line for the log. A device with no MTU control
+// (net_pcap, net_null) is accepted when its advertised range holds `mtu`.
+// Throws std::runtime_error naming the port, the MTU, `key` (the config key it
+// comes from) and the device's answer when the port refuses it.
+std::string setPortMtu(uint16_t port, unsigned mtu, const std::string& key);
 
 }  // namespace gwlb::dp

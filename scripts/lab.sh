@@ -16,6 +16,10 @@
 #   LAB_HC http|tcp   LAB_HC_INTERVAL (500ms)   LAB_HC_TIMEOUT (300ms)
 #   LAB_HC_HEALTHY (2)   LAB_HC_UNHEALTHY (2)
 #   LAB_APP_ARGS, LAB_APP1_ARGS, LAB_APP2_ARGS   extra gwlb-appliance arguments
+#   LAB_RT_PORT af_packet|tap   gwlbd's router-side port: net_af_packet on gw-rt (default;
+#                       the kernel reassembles IPv4 fragments before gwlbd sees them) or
+#                       net_tap bridged to gw-rt (gwlbd gets every frame as sent: real fragments)
+#   LAB_IPV6 (0)        1: IPv6 between client, router and server as well (fd77:1::/64, fd77:2::/64)
 # Exit 3 from `up` means network namespaces cannot be created here.
 set -euo pipefail
 
@@ -34,6 +38,11 @@ UNDERLAY_IP=10.77.9.1 UNDERLAY_MAC=02:77:00:00:09:01  # gwlbd's appliance-side p
 MGMT_IP=10.77.9.2                                     # gateway kernel: health probes
 APP_IPS=(10.77.9.11 10.77.9.12) APP_MACS=(02:77:00:00:09:11 02:77:00:00:09:12)
 APP_MTU=1600
+RT_PORT="${LAB_RT_PORT:-af_packet}"
+GW_RT_VETH_MAC=02:77:00:00:00:03                      # gw-rt when it is a bridge port (tap mode)
+TAP_KERNEL_MAC=02:77:00:00:00:04 BR_RT_MAC=02:77:00:00:00:05  # tap mode: kernel side of tap-rt, br-rt
+CLIENT_IP6=fd77:1::2 CLIENT_GW6=fd77:1::1 SERVER_IP6=fd77:2::2 SERVER_GW6=fd77:2::1
+ROUTER_GW_IP6=fd77::1 GW_NEXTHOP6=fd77::2
 
 ns() { echo "$P-$1"; }
 nx() { local n="$1"; shift; ip netns exec "$(ns "$n")" "$@"; }
@@ -106,6 +115,14 @@ lab_complete() {
   [ -S "$D/gwlbd.sock" ]
 }
 
+rt_vdev() {  # gwlbd's port 0
+  if [ "$RT_PORT" = tap ]; then
+    echo "net_tap0,iface=tap-rt,mac=$GW_RT_MAC"
+  else
+    echo "net_af_packet0,iface=gw-rt,qpairs=1,framecnt=4096,framesz=2048,blocksz=4096"
+  fi
+}
+
 write_config() {
   local hc="${LAB_HC:-http}" path_line=""
   [ "$hc" = http ] && path_line=", path: /health"
@@ -129,7 +146,7 @@ dataplane: { workers: 1, mbufs: 16384, flow_table_size: 16384 }
 control: { socket: $D/gwlbd.sock }
 eal: ["--no-huge", "--no-pci", "--no-shconf", "--no-telemetry", "-m", "256",
       "--lcores=0@(0-1),1@(0-1)", "--log-level=*:warning",
-      "--vdev", "net_af_packet0,iface=gw-rt,qpairs=1,framecnt=4096,framesz=2048,blocksz=4096",
+      "--vdev", "$(rt_vdev)",
       "--vdev", "net_af_packet1,iface=gw-app,qpairs=1,framecnt=4096,framesz=2048,blocksz=4096"]
 YAML
 }
@@ -140,6 +157,41 @@ gw_start() {  # gwlbd in the gateway namespace; waits for its control socket
   start_bg gwlbd gw "$GWLB_BUILD/control/gwlbd" --config "$D/gwlbd.yaml"
   for _ in $(seq 1 120); do [ -S "$D/gwlbd.sock" ] && break; pid_alive gwlbd || break; sleep 0.05; done
   [ -S "$D/gwlbd.sock" ] || { tail -30 "$D/gwlbd.log" >&2; log "gwlbd did not start"; return 1; }
+  if [ "$RT_PORT" = tap ]; then
+    # net_tap made tap-rt when gwlbd started (and removes it when it stops):
+    # put it on the bridge with the router's veth.
+    nx gw ip link show tap-rt >/dev/null 2>&1 || { log "gwlbd made no tap-rt"; return 1; }
+    # net_tap gives the kernel side gwlbd's MAC too; a bridge keeps frames for
+    # its ports' own MACs, so the kernel side gets another one.
+    nx gw ip link set tap-rt address "$TAP_KERNEL_MAC"
+    nx gw ip link set tap-rt master br-rt
+    quiet_links gw tap-rt
+    nx gw ip link set tap-rt up
+  fi
+}
+
+ipv6_up() {  # the same paths over IPv6: client, router, server (the appliance network stays IPv4)
+  for n in client router server; do
+    nx "$n" sysctl -qw net.ipv6.conf.all.disable_ipv6=0 net.ipv6.conf.default.disable_ipv6=0 \
+      net.ipv6.conf.all.accept_ra=0 net.ipv6.conf.default.accept_ra=0 >/dev/null
+  done
+  nx client ip -6 addr add "$CLIENT_IP6/64" dev c0 nodad
+  nx server ip -6 addr add "$SERVER_IP6/64" dev s0 nodad
+  nx router ip -6 addr add "$CLIENT_GW6/64" dev r-cli nodad
+  nx router ip -6 addr add "$SERVER_GW6/64" dev r-srv nodad
+  nx router ip -6 addr add "$ROUTER_GW_IP6/126" dev r-gw nodad
+  nx client ip -6 route add default via "$CLIENT_GW6"
+  nx server ip -6 route add default via "$SERVER_GW6"
+  nx router sysctl -qw net.ipv6.conf.all.forwarding=1 >/dev/null
+  nx router ip -6 route add default via "$GW_NEXTHOP6" dev r-gw table 100
+  nx router ip -6 rule add iif r-cli lookup 100 pref 100
+  nx router ip -6 rule add iif r-srv lookup 100 pref 101
+  nx router ip -6 neigh replace "$GW_NEXTHOP6" lladdr "$GW_RT_MAC" dev r-gw nud permanent
+  # Hosts and router know each other statically: no neighbour discovery to wait for.
+  nx client ip -6 neigh replace "$CLIENT_GW6" lladdr "$(nx router cat /sys/class/net/r-cli/address)" dev c0 nud permanent
+  nx server ip -6 neigh replace "$SERVER_GW6" lladdr "$(nx router cat /sys/class/net/r-srv/address)" dev s0 nud permanent
+  nx router ip -6 neigh replace "$CLIENT_IP6" lladdr "$(nx client cat /sys/class/net/c0/address)" dev r-cli nud permanent
+  nx router ip -6 neigh replace "$SERVER_IP6" lladdr "$(nx server cat /sys/class/net/s0/address)" dev r-srv nud permanent
 }
 
 lab_down() {
@@ -175,10 +227,19 @@ lab_up() {
   nx server ip addr add "$SERVER_IP/24" dev s0
   nx router ip addr add "$CLIENT_GW/24" dev r-cli
   nx router ip addr add "$SERVER_GW/24" dev r-srv
-  # router <-> gateway (gwlbd port 0; no kernel address on gw-rt)
+  # router <-> gateway (gwlbd port 0; no kernel address on gw-rt). In tap mode
+  # gw-rt is a port of bridge br-rt, whose other port is gwlbd's tap (tap-rt,
+  # MAC $GW_RT_MAC): the router's frames reach gwlbd exactly as sent.
+  local rt_mac="$GW_RT_MAC"
+  [ "$RT_PORT" = tap ] && rt_mac="$GW_RT_VETH_MAC"
   ip link add r-gw netns "$(ns router)" address "$ROUTER_GW_MAC" type veth \
-    peer name gw-rt netns "$(ns gw)" address "$GW_RT_MAC"
+    peer name gw-rt netns "$(ns gw)" address "$rt_mac"
   nx router ip addr add "$ROUTER_GW_IP/30" dev r-gw
+  if [ "$RT_PORT" = tap ]; then
+    nx gw ip link add br-rt address "$BR_RT_MAC" type bridge stp_state 0
+    nx gw ip link set gw-rt master br-rt
+    nx gw ip link set br-rt up
+  fi
   # appliance network: a bridge in the gateway namespace; gwlbd's port 1 (gw-app),
   # the gateway kernel's management address (br-app) and the two appliances on it.
   nx gw ip link add br-app type bridge
@@ -222,6 +283,7 @@ lab_up() {
   nx router ip rule add iif r-cli lookup 100 pref 100
   nx router ip rule add iif r-srv lookup 100 pref 101
   nx router ip neigh replace "$GW_NEXTHOP" lladdr "$GW_RT_MAC" dev r-gw nud permanent
+  if [ "${LAB_IPV6:-0}" = 1 ]; then ipv6_up; fi
 
   # Processes: the appliances, gwlbd, an HTTP server with a 16 MiB file.
   app_start 1

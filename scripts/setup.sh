@@ -15,9 +15,13 @@ GWLB_PACKAGES=(
   libboost-dev libboost-system-dev
   libspdlog-dev libfmt-dev libpcap-dev libyaml-cpp-dev nlohmann-json3-dev
   libgtest-dev libssl-dev
-  python3-scapy tshark
+  openssl       # the TLS probe tests make their certificates with it
+  python3-scapy python3-yaml tshark   # python3-yaml: tests/replay/check_roundtrip.py
   iproute2 ethtool curl   # the namespace lab, the e2e suite and the demo
 )
+# Every program the tests, benchmarks and scripts run must come from one of
+# these (or from what apt installs with them): the unit test setup_packages
+# (tests/setup/external_programs.py) fails otherwise.
 
 gwlb_install_deps() {
   local missing=()

@@ -25,7 +25,7 @@ declare -A SAN_TRIM=(
 # CI's time budget (the sanitized build is the longest part of CI). The gwlbd
 # paths it drives (pipeline, API, health, reloads) run under ASan in the dp,
 # daemon, replay and fuzz suites.
-for t in tcp udp drop failover ethernet no_rebalance drain restart; do
+for t in tcp udp drop failover ethernet no_rebalance drain restart fragments mtu; do
   SAN_TRIM[e2e_$t]="namespace lab: wall-clock health windows, and CI time (the plain suite runs it)"
 done
 

@@ -57,7 +57,14 @@ using namespace gwlb;
 namespace {
 
 constexpr unsigned kRing = 4096;
-constexpr unsigned kDataRoom = 10240;  // jumbo frames fit in one segment
+// Mbuf data room: at least kDataRoom (9216-byte jumbo frames and more), raised to
+// the largest frame of the captures, up to what one mbuf can hold (its buffer
+// length is 16 bits). The pipeline takes single-segment frames only, so a larger
+// frame is not fed: it is counted (summary.json frames_too_large) and warned
+// about, never cut short and then blamed on the packet (issue 14, item 18).
+constexpr unsigned kDataRoom = 10240;
+constexpr unsigned kMaxDataRoom = UINT16_MAX - RTE_PKTMBUF_HEADROOM;
+constexpr size_t kPoolBytes = 192u << 20;  // the mbuf pool's budget with larger frames
 constexpr uint16_t kRouterPort = 0;
 
 struct Options {
@@ -95,7 +102,17 @@ struct Frame {
   std::vector<uint8_t> bytes;
 };
 
-bool readPcap(const std::string& path, uint16_t port, std::vector<Frame>& out, std::string& err) {
+// What the captures held beyond the ordinary: frames the capture itself cut
+// (caplen < len: its snaplen) and frames too large for one mbuf.
+struct CaptureStats {
+  size_t largest = 0;        // bytes of the largest frame read
+  uint64_t cut_by_capture = 0;
+  uint64_t too_large = 0;    // not fed: larger than kMaxDataRoom
+  size_t largest_skipped = 0;
+};
+
+bool readPcap(const std::string& path, uint16_t port, std::vector<Frame>& out, std::string& err,
+              CaptureStats& cs) {
   char eb[PCAP_ERRBUF_SIZE];
   pcap_t* p = pcap_open_offline_with_tstamp_precision(path.c_str(), PCAP_TSTAMP_PRECISION_NANO, eb);
   if (!p) return err = path + ": " + eb, false;
@@ -107,6 +124,13 @@ bool readPcap(const std::string& path, uint16_t port, std::vector<Frame>& out, s
   const u_char* d;
   int rc;
   while ((rc = pcap_next_ex(p, &h, &d)) == 1) {
+    if (h->caplen < h->len) ++cs.cut_by_capture;
+    if (h->caplen > kMaxDataRoom) {
+      ++cs.too_large;
+      cs.largest_skipped = std::max<size_t>(cs.largest_skipped, h->caplen);
+      continue;
+    }
+    cs.largest = std::max<size_t>(cs.largest, h->caplen);
     Frame f;
     f.ts_ns = uint64_t(h->ts.tv_sec) * 1'000'000'000ULL + uint64_t(h->ts.tv_usec);
     f.port = port;
@@ -586,15 +610,33 @@ int main(int argc, char** argv) {
   }
   std::vector<Frame> frames;
   std::string err;
-  if (!o.in.empty() && !readPcap(o.in, kRouterPort, frames, err)) {
+  CaptureStats cs;
+  if (!o.in.empty() && !readPcap(o.in, kRouterPort, frames, err, cs)) {
     std::fprintf(stderr, "gwlb-replay: %s\n", err.c_str());
     return 2;
   }
   size_t n_router_in = frames.size();
-  if (!o.appliance_in.empty() && !readPcap(o.appliance_in, cfg.node.underlay_port, frames, err)) {
+  if (!o.appliance_in.empty() &&
+      !readPcap(o.appliance_in, cfg.node.underlay_port, frames, err, cs)) {
     std::fprintf(stderr, "gwlb-replay: %s\n", err.c_str());
     return 2;
   }
+  if (cs.too_large)
+    std::fprintf(stderr,
+                 "gwlb-replay: warning: %llu frame(s) larger than one mbuf holds (%u bytes; "
+                 "largest %zu) not replayed (summary.json frames_too_large)\n",
+                 (unsigned long long)cs.too_large, kMaxDataRoom, cs.largest_skipped);
+  if (cs.cut_by_capture)
+    std::fprintf(stderr,
+                 "gwlb-replay: warning: %llu frame(s) were cut by the capture (shorter than on "
+                 "the wire: snaplen); replayed as captured (summary.json frames_cut_by_capture)\n",
+                 (unsigned long long)cs.cut_by_capture);
+  const unsigned data_room = std::max<unsigned>(kDataRoom, unsigned(cs.largest));
+  const unsigned n_mbufs =
+      data_room == kDataRoom
+          ? 16383
+          : unsigned(std::clamp<size_t>(kPoolBytes / (data_room + RTE_PKTMBUF_HEADROOM + 192) | 1,
+                                        2047, 16383));
   std::stable_sort(frames.begin(), frames.end(),
                    [](const Frame& a, const Frame& b) { return a.ts_ns < b.ts_ns; });
   std::error_code ec;
@@ -618,7 +660,7 @@ int main(int argc, char** argv) {
 
   int rc = 0;
   try {
-    rte_mempool* pool = dp::createMbufPool("replay_pool", 16383, kDataRoom);
+    rte_mempool* pool = dp::createMbufPool("replay_pool", n_mbufs, data_room);
     g.qsbr = dp::createQsbr(o.workers);
     dp::FlowTable flows("replay_flows", std::max<uint32_t>(cfg.dataplane.flow_table_size, 1024),
                         g.qsbr, int(rte_socket_id()));
@@ -1013,8 +1055,9 @@ int main(int argc, char** argv) {
             ++alloc_retries;
             break;
           }
-          size_t len = std::min<size_t>(f.bytes.size(), kDataRoom);
-          std::memcpy(rte_pktmbuf_append(m, uint16_t(len)), f.bytes.data(), len);
+          // Fits: the pool's data room is at least the largest frame read.
+          std::memcpy(rte_pktmbuf_append(m, uint16_t(f.bytes.size())), f.bytes.data(),
+                      f.bytes.size());
           m->port = f.port;
           add(m);
           ++next;
@@ -1080,6 +1123,9 @@ int main(int argc, char** argv) {
     j["reflected_packets"] = reflected;
     j["flows_in_table"] = flows.count();
     j["mbuf_alloc_retries"] = alloc_retries;
+    j["largest_frame"] = cs.largest;
+    j["frames_too_large"] = cs.too_large;
+    j["frames_cut_by_capture"] = cs.cut_by_capture;
     nlohmann::json apps = nlohmann::json::array();
     std::printf("%-16s %-8s %10s %8s\n", "appliance", "group", "packets", "flows");
     // Configured appliances; with --events also removed ones that flows still use.

@@ -35,6 +35,10 @@ node: { underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01, gateway_mac: 02
 server_groups:
   - name: firewalls
     geneve: { format: aws, endpoint_id: 7, attachment_id: 9 }
+    # The capture's flows go idle once it is read; the checks must find them
+    # however long a slow machine takes (they test no expiry).
+    tcp_idle_timeout: 6000s
+    other_idle_timeout: 6000s
     servers: [ { address: 192.0.2.10 }, { address: 192.0.2.11 }, { address: 192.0.2.12 } ]
 dataplane: { workers: 2, mbufs: 8192, flow_table_size: 65536 }
 control: { socket: $sock }

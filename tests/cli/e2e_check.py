@@ -17,7 +17,6 @@ import argparse
 import concurrent.futures
 import ipaddress
 import json
-import os
 import random
 import re
 import struct
@@ -98,7 +97,7 @@ def settled(st):
 
 # gwlbd reads the pcap in a burst or two; wait until every packet is counted
 # and handled (the counters are read while the workers run).
-deadline = time.time() + 30
+deadline = time.time() + 60
 while True:
     st = js("stats")
     if (st["totals"]["rx_packets"] >= args.input_packets and settled(st)) or time.time() > deadline:
@@ -183,7 +182,9 @@ def t_regions():
     # JUDGED BY: gwlbd's judged_by and the group's own healthy/servers (checks off: all healthy).
     assert re.search(r"^firewalls\s+yes\s+\S+ ago\s+\S.*: 3/3 healthy$", out, re.M), out
     assert "composite health checks: none" in out, out
-    assert run("health-destinations", "default").stdout == out
+    # The same report by its other name ("Ns ago" may tick between the two calls).
+    ago = re.compile(r"\S+ ago")
+    assert ago.sub("_ ago", run("health-destinations", "default").stdout) == ago.sub("_ ago", out)
     r = run("health-destinations", "nope", rc=1, record=True)
     assert "nope" in r.stderr and "(not_found)" in r.stderr, r.stderr
     assert js("regions", "nope", rc=1)["code"] == "not_found"
@@ -349,7 +350,7 @@ def canon(t):
 def t_tx_explain():
     """`explain` names the appliance and cookie that gwlbd really used."""
     want = js("stats")["totals"]["encapsulated"]
-    deadline = time.time() + 15
+    deadline = time.time() + 60
     while True:  # net_pcap flushes the tx files after every burst
         pk = [d for path in args.tx_pcap for d in map(decode_geneve, read_pcap(path)) if d]
         if len(pk) >= want or time.time() > deadline:
@@ -526,23 +527,35 @@ def t_changes():
     assert set(new_flow_targets()) == APPLIANCES
 
 
+def wait_for(what, cond, timeout=60.0, step=0.2):
+    """Polls cond() until it returns a true value; fails naming `what` after
+    `timeout` seconds (generous: CI is 2 shared cores, also under ASan)."""
+    deadline = time.time() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        assert time.time() < deadline, f"{what}: not within {timeout:.0f} s"
+        time.sleep(step)
+
+
 def t_drain():
     """server drain: no new flows at once, flows stay and explain says so, the
-    drain ends (time left counts down), undrain restores; error paths."""
+    time left counts down, undrain ends it early; a short drain ends by itself
+    and no_rebalance keeps the flows; error paths. No check races the drain's
+    clock: the checks made while it lasts use a drain of an hour, and the end
+    of a 1 s drain is waited for (polled), however slow the machine."""
     on11 = [f for f in ALL if f["appliance"] == "192.0.2.11" and f["kind"] == "flow"
             and f["proto"] in ("tcp", "udp")][:20]
     assert on11, "no flow on 192.0.2.11"
     tuples = [(f["src"], f["dst"], f["proto"], f["sport"], f["dport"]) for f in on11]
-    # Long enough for the checks below while it lasts: under ASan (GWLB_SANITIZE)
-    # the 20 explain calls alone can take longer than 6 s.
-    drain_s = 20 if os.environ.get("GWLB_SANITIZE") else 6
-    out = run("server", "drain", "192.0.2.11", "--timeout", str(drain_s), record=True).stdout
-    assert out.startswith(f"draining 192.0.2.11 for {drain_s}s") and "existing flows stay (no_rebalance)" in out, out
-    # At once, and a drain long enough for the checks below on a loaded machine.
+    out = run("server", "drain", "192.0.2.11", "--timeout", "3600", record=True).stdout
+    assert out.startswith("draining 192.0.2.11 for 1h0m") and "existing flows stay (no_rebalance)" in out, out
     r = run("server", "drain", "192.0.2.11", rc=2, record=True)
     assert "already draining" in r.stderr and "(conflict)" in r.stderr, r.stderr
     sv = servers_by_address()["192.0.2.11"]
-    assert sv["state"] == "draining" and 0 < sv["drain"]["time_left_s"] <= drain_s, sv
+    assert sv["state"] == "draining" and 0 < sv["drain"]["time_left_s"] <= 3600, sv
+    left0 = sv["drain"]["time_left_s"]
     assert re.search(r"^192\.0\.2\.11\s+firewalls\s+100\s+draining \(\d", run("servers").stdout, re.M)
     assert "192.0.2.11" not in new_flow_targets()
     for t, e in zip(tuples, pmap(explain, tuples)):
@@ -550,10 +563,17 @@ def t_drain():
     run("server", "drain", "192.0.2.99", rc=1)
     run("server", "drain", "192.0.2.11", "--timeout", "0", rc=2)
     run("server", "undrain", "192.0.2.10", rc=2)
-    deadline = time.time() + 2 * drain_s
-    while servers_by_address()["192.0.2.11"]["state"] != "drained":
-        assert time.time() < deadline, servers_by_address()["192.0.2.11"]
-        time.sleep(0.2)
+    wait_for("the drain's time left counting down",
+             lambda: servers_by_address()["192.0.2.11"]["drain"]["time_left_s"] < left0)
+    # undrain ends a drain in progress.
+    assert "takes new flows again" in run("server", "undrain", "192.0.2.11").stdout
+    assert servers_by_address()["192.0.2.11"]["state"] == "active"
+    assert "192.0.2.11" in new_flow_targets()
+    # A drain that ends by itself: 1 s, then `drained` (polled).
+    out = run("server", "drain", "192.0.2.11", "--timeout", "1", record=True).stdout
+    assert out.startswith("draining 192.0.2.11 for 1s"), out
+    wait_for("192.0.2.11 drained after its 1 s drain",
+             lambda: servers_by_address()["192.0.2.11"]["state"] == "drained")
     # no_rebalance (the default): the flows stay on it after the drain.
     for t, e in zip(tuples, pmap(explain, tuples)):
         assert e["existing"] and e["appliance"] == "192.0.2.11", e

@@ -57,10 +57,21 @@ for _ in $(seq 1 120); do
   if grep -q "rx_packets=$n_in " "$work/gwlbd.log"; then ok=1; break; fi
 done
 # Reload (SIGHUP), then stats (SIGUSR1): both handled, the daemon lives on.
-kill -HUP "$pid"; sleep 0.5
-kill -USR1 "$pid"; sleep 0.5
+# Each is waited for in the log (polled, 30 s), not given a fixed time.
+log_has() {  # log_has PATTERN MIN_COUNT: polls the log until PATTERN appears MIN_COUNT times
+  for _ in $(seq 1 300); do
+    [ "$(grep -c -- "$1" "$work/gwlbd.log")" -ge "$2" ] && return 0
+    kill -0 "$pid" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+kill -HUP "$pid"
+log_has "control API: reloaded" 1 || { cat "$work/gwlbd.log"; echo "FAIL: SIGHUP did not reload"; exit 1; }
+n_stats=$(grep -c "\] stats: " "$work/gwlbd.log")
+kill -USR1 "$pid"
+log_has "\] stats: " $((n_stats + 1)) || { cat "$work/gwlbd.log"; echo "FAIL: no stats line after SIGUSR1"; exit 1; }
 kill -0 "$pid" || { cat "$work/gwlbd.log"; echo "FAIL: gwlbd died on SIGHUP/SIGUSR1"; exit 1; }
-grep -q "control API: reloaded" "$work/gwlbd.log" || { echo "FAIL: SIGHUP did not reload"; exit 1; }
 kill -TERM "$pid" 2>/dev/null || true
 wait "$pid"; rc=$?
 cat "$work/gwlbd.log"
@@ -123,8 +134,18 @@ for _ in $(seq 1 80); do
   sleep 0.25
   if [ "$(grep -c 'ARP: appliance' "$work/arp.log")" -ge 3 ]; then learned=1; break; fi
 done
-sleep 1.5   # one more ARP round for the appliance that never answers
+# One more ARP round for the appliance that never answers: wait until the
+# transmitted capture holds a request for it (net_pcap writes each burst).
+asked=0
+for _ in $(seq 1 120); do
+  if /usr/bin/python3 -c 'import sys
+from scapy.all import ARP, rdpcap
+sys.exit(0 if any(ARP in p and p[ARP].op == 1 and p[ARP].pdst == "192.0.2.12" for p in rdpcap(sys.argv[1])) else 1)' \
+     "$work/arp-out.pcap" 2>/dev/null; then asked=1; break; fi
+  sleep 0.25
+done
 kill -TERM "$pid"; wait "$pid"
+[ "$asked" -eq 1 ] || echo "note: no ARP request for 192.0.2.12 seen in the capture before SIGTERM"
 cat "$work/arp.log"
 [ "$learned" -eq 1 ] || { echo "FAIL: appliances not learned by ARP"; exit 1; }
 grep -q "awaiting ARP" "$work/arp.log"

@@ -10,6 +10,15 @@
       pattern to an echo server for SECONDS, checks every echoed byte, reports
       the longest time without echoed data (max_stall)
   netpeer.py ping ADDR COUNT                          -> JSON {sent, received}
+  netpeer.py frag-client ADDR PORT SIZE ORDER COUNT   -> JSON {sport, sent, fragments, received, intact}
+      COUNT UDP datagrams of SIZE bytes to an echo server, each leaving this host
+      as fragments (MTU 1500): ORDER kernel (the kernel fragments, in order),
+      first-first (the first fragment, then the others last to first) or
+      last-first (every fragment, last to first); built here and sent on a
+      raw socket. IPv4 or IPv6 by ADDR.
+  netpeer.py wait-ready tcp|udp ADDR PORT TIMEOUT     exit 0 once an echo server there answers
+      (run beside the server: a TCP connect, or a UDP datagram echoed back)
+ADDR may be IPv6 for the UDP commands and frag-client.
 """
 import json
 import os
@@ -52,8 +61,12 @@ def tcp_echo_server(addr, port):
         threading.Thread(target=serve, args=(c,), daemon=True).start()
 
 
+def family(addr):
+    return socket.AF_INET6 if ":" in addr else socket.AF_INET
+
+
 def udp_echo_server(addr, port):
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s = socket.socket(family(addr), socket.SOCK_DGRAM)
     s.bind((addr, port))
     while True:
         d, a = s.recvfrom(65536)
@@ -84,8 +97,8 @@ def tcp_echo_client(addr, port, nbytes):
 
 
 def udp_echo_client(addr, port, count, sport=0):
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(("0.0.0.0", sport))
+    s = socket.socket(family(addr), socket.SOCK_DGRAM)
+    s.bind(("::" if ":" in addr else "0.0.0.0", sport))
     s.settimeout(0.5)
     sport = s.getsockname()[1]
     received = intact = 0
@@ -179,6 +192,97 @@ def ping(addr, count):
     print(json.dumps({"sent": count, "received": received}))
 
 
+def inet_sum(data):
+    if len(data) % 2:
+        data += b"\0"
+    total = sum(int.from_bytes(data[i:i + 2], "big") for i in range(0, len(data), 2))
+    while total >> 16:
+        total = (total & 0xffff) + (total >> 16)
+    return ~total & 0xffff
+
+
+def fragments(src, dst, sport, dport, payload, order):
+    """The raw IP fragments (headers included) of one UDP datagram, in the order
+    asked for; at most 1,500 bytes each."""
+    import ipaddress
+    import struct
+    v6 = ":" in dst
+    s_b, d_b = ipaddress.ip_address(src).packed, ipaddress.ip_address(dst).packed
+    ulen = 8 + len(payload)
+    pseudo = s_b + d_b + (struct.pack("!IxxxB", ulen, 17) if v6 else struct.pack("!xBH", 17, ulen))
+    csum = inet_sum(pseudo + struct.pack("!HHHH", sport, dport, ulen, 0) + payload) or 0xffff
+    data = struct.pack("!HHHH", sport, dport, ulen, csum) + payload
+    ident = int.from_bytes(os.urandom(4), "big")
+    step = 1448 if v6 else 1480  # multiples of 8
+    frags = []
+    for off in range(0, len(data), step):
+        piece, more = data[off:off + step], off + step < len(data)
+        if v6:
+            hdr = struct.pack("!IHBB", 6 << 28, 8 + len(piece), 44, 64) + s_b + d_b
+            frags.append(hdr + struct.pack("!BBHI", 17, 0, off | more, ident) + piece)
+        else:
+            h = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(piece), ident & 0xffff,
+                            (off >> 3) | (0x2000 if more else 0), 64, 17, 0, s_b, d_b)
+            frags.append(h[:10] + struct.pack("!H", inet_sum(h)) + h[12:] + piece)
+    if order == "first-first":
+        return frags[:1] + frags[:0:-1]
+    if order == "last-first":
+        return frags[::-1]
+    raise ValueError(order)
+
+
+def frag_client(addr, port, size, order, count):
+    fam = family(addr)
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    s.bind(("::" if fam == socket.AF_INET6 else "0.0.0.0", 0))
+    s.settimeout(1.0)
+    sport = s.getsockname()[1]
+    if fam == socket.AF_INET:
+        s.setsockopt(socket.IPPROTO_IP, 10, 0)  # IP_MTU_DISCOVER = IP_PMTUDISC_DONT: fragment
+    else:
+        s.setsockopt(socket.IPPROTO_IPV6, 23, 0)  # IPV6_MTU_DISCOVER = IPV6_PMTUDISC_DONT
+    probe = socket.socket(fam, socket.SOCK_DGRAM)
+    probe.connect((addr, port))
+    src = probe.getsockname()[0]
+    rawsock = socket.socket(fam, socket.SOCK_RAW, socket.IPPROTO_RAW)  # header included
+    received = intact = nfrag = 0
+    for i in range(count):
+        msg = os.urandom(16) + pattern(i, size - 16)
+        if order == "kernel":
+            s.sendto(msg, (addr, port))
+        else:
+            frags = fragments(src, addr, sport, port, msg, order)
+            nfrag = len(frags)
+            for f in frags:
+                rawsock.sendto(f, (addr, 0))
+        try:
+            d, _ = s.recvfrom(65536)
+            received += 1
+            intact += d == msg
+        except socket.timeout:
+            pass
+    print(json.dumps({"sport": sport, "src": src, "sent": count, "fragments": nfrag,
+                      "received": received, "intact": intact}))
+
+
+def wait_ready(proto, addr, port, timeout):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            if proto == "tcp":
+                socket.create_connection((addr, port), timeout=1).close()
+                return 0
+            s = socket.socket(family(addr), socket.SOCK_DGRAM)
+            s.settimeout(0.2)
+            s.sendto(b"ready?", (addr, port))
+            if s.recvfrom(64)[0] == b"ready?":
+                return 0
+        except OSError:
+            time.sleep(0.05)
+    print(f"{proto} {addr}:{port}: no answer within {timeout} s")
+    return 1
+
+
 def main():
     a = sys.argv[1:]
     if not a:
@@ -197,6 +301,10 @@ def main():
         tcp_stream(a[1], int(a[2]), float(a[3]), float(a[4]) if len(a) > 4 else 2e6)
     elif cmd == "ping":
         ping(a[1], int(a[2]))
+    elif cmd == "wait-ready":
+        sys.exit(wait_ready(a[1], a[2], int(a[3]), float(a[4])))
+    elif cmd == "frag-client":
+        frag_client(a[1], int(a[2]), int(a[3]), a[4], int(a[5]))
     else:
         print(__doc__)
         sys.exit(2)
