@@ -11,6 +11,15 @@ namespace gwlb::cli {
 namespace {
 
 const OptionSpec kOptGroup{"--group", "NAME", "only this server group"};
+const OptionSpec kOptForce{"--force", "",
+                           "do it even if a server group is left with no appliance in service"};
+// The guard rail of the commands that take appliances out of service.
+const std::string kNoServiceHelp =
+    "A change that would leave a server group with no appliance in service (the\n"
+    "others unhealthy, drained or weight 0) is refused with what would happen\n"
+    "(new flows to appliances not in service, or dropped); exit status 2, nothing\n"
+    "changes. --force does it anyway and prints the same as a warning. Flows are\n"
+    "never moved to an appliance that is not in service.\n";
 
 std::vector<CommandSpec> buildTable() {
   std::vector<CommandSpec> t;
@@ -31,8 +40,10 @@ std::vector<CommandSpec> buildTable() {
                "removed: left the config, listed while flows still use it), when the state\n"
                "last changed, its health check state, how many\n"
                "results in a row of the last kind (3✓ = 3 successes, 2✗ = 2 failures), the\n"
-               "last result, the failure and success windows (the longest time to be declared\n"
-               "unhealthy or healthy), active flows, and the packets and bytes the gateway\n"
+               "last result, the failure and success windows (how long after the first\n"
+               "failed / passed check it is declared unhealthy / healthy; a fault can start\n"
+               "up to one interval before that check), active flows, and the packets and\n"
+               "bytes the gateway\n"
                "sent to it. --wide adds why the state last changed, the MAC and the whole\n"
                "last result.\n",
                {kOptGroup, {"--wide", "", "also show REASON, MAC and the full last result"}}});
@@ -81,7 +92,7 @@ std::vector<CommandSpec> buildTable() {
                 {"--codes", "LIST", "http(s): success codes, e.g. http_2xx,302,200-299"},
                 {"--source", "ADDR", "bind to this local address first"},
                 {"--verify", "", "https: verify the certificate (with --ca-file)"},
-                {"--ca-file", "FILE", "https: CA bundle for --verify"}}});
+                {"--ca-file", "FILE", "https: CA bundle to verify against (implies --verify)"}}});
   t.push_back({"groups", "groups", "", {}, 0, "server groups and their settings",
                "Lists every server group: stickiness, Geneve format and IDs, Maglev table\n"
                "size, idle timeouts and how many of its appliances are in each state.\n",
@@ -136,13 +147,13 @@ std::vector<CommandSpec> buildTable() {
                "the remaining appliances on their next packet, no_rebalance keeps them on\n"
                "it. It stays listed (draining / removed) while flows use it. Removing a\n"
                "group's last appliance is refused. Exit status 1 when no appliance has\n"
-               "that address.\n",
-               {}});
+               "that address.\n" + kNoServiceHelp,
+               {kOptForce}});
   t.push_back({"server set", "server.set", "ADDRESS --weight N", {"ADDRESS"}, 1,
                "change an appliance's weight",
                "Changes the appliance's Maglev weight (0 = idle: keeps its existing flows,\n"
-               "gets no new ones).\n",
-               {{"--weight", "N", "new weight 0-10000 (required)"}}});
+               "gets no new ones).\n" + kNoServiceHelp,
+               {{"--weight", "N", "new weight 0-10000 (required)"}, kOptForce}});
   t.push_back({"server drain", "server.drain", "ADDRESS [--timeout SECONDS]", {"ADDRESS"}, 1,
                "drain an appliance without removing it",
                "Starts draining a configured appliance: new flows stop going to it at\n"
@@ -151,8 +162,8 @@ std::vector<CommandSpec> buildTable() {
                "moves the remaining flows on their next packet; no_rebalance keeps them.\n"
                "It stays drained (no new flows) until 'server undrain' or removal; the\n"
                "config line is not touched. Exit status 1 when no appliance has that\n"
-               "address; 2 when it is already draining or drained.\n",
-               {{"--timeout", "SECONDS", "drain timeout 1-3600 s (default: the group's)"}}});
+               "address; 2 when it is already draining or drained.\n" + kNoServiceHelp,
+               {{"--timeout", "SECONDS", "drain timeout 1-3600 s (default: the group's)"}, kOptForce}});
   t.push_back({"server undrain", "server.undrain", "ADDRESS", {"ADDRESS"}, 1,
                "end a drain: the appliance takes new flows again",
                "Ends an operator drain started by 'server drain': the appliance gets new\n"
@@ -162,8 +173,8 @@ std::vector<CommandSpec> buildTable() {
                "Re-reads and validates gwlbd's config file and publishes it. On error the\n"
                "running config stays and every error is printed. Settings that shape ports,\n"
                "memory or lcores (dataplane, eal, node.underlay_port, control) take effect\n"
-               "at the next restart; they are listed when they changed.\n",
-               {}});
+               "at the next restart; they are listed when they changed.\n" + kNoServiceHelp,
+               {kOptForce}});
   t.push_back({"config check", "", "FILE", {"FILE"}, 1,
                "validate a config file offline (no daemon needed)",
                "Loads and validates FILE exactly as gwlbd does, without asking the daemon.\n"

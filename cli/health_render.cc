@@ -27,7 +27,7 @@ bool probedState(const std::string& s) {
 }
 
 std::string stateMeaning(const std::string& s) {
-  if (s == "initializing") return "checks started, no verdict yet: no new flows";
+  if (s == "initializing") return "checks started, no verdict yet";
   if (s == "healthy") return "passes its checks: in service";
   if (s == "unhealthy") return "failed its checks: no new flows";
   if (s == "unused") return "weight 0: not probed";
@@ -154,7 +154,13 @@ std::string renderHealth(const Json& r, double now) {
   std::string state = fieldText(r, "state");
   std::string st = state;
   if (field(r, "since").is_number()) st += " since " + formatAge(fieldNumber(r, "since"), now);
-  if (std::string m = stateMeaning(state); !m.empty()) st += " (" + m + ")";
+  if (std::string m = stateMeaning(state); !m.empty()) {
+    if (state == "initializing")
+      m += isTrue(field(r, "provisional"))
+               ? ": serves new flows until its first failed check (its group is starting)"
+               : ": no new flows until it passes its checks";
+    st += " (" + m + ")";
+  }
   kv.push_back({"state", st});
   if (probedState(state)) {
     std::string cons = healthConsecutive(r);
@@ -162,14 +168,16 @@ std::string renderHealth(const Json& r, double now) {
       kv.push_back({"last result", "none yet"});
     } else {
       bool ok = isTrue(field(r, "last_ok"));
+      const bool one = fieldNumber(r, "consecutive") == 1;
       kv.push_back({"last result", std::string(ok ? "✓ " : "✗ ") + healthLastResult(r, true) +
                                        " (" + fieldText(r, "consecutive") + " " +
-                                       (ok ? "success" : "failure") +
-                                       (fieldNumber(r, "consecutive") == 1 ? "" : "s") +
+                                       (ok ? (one ? "success" : "successes")
+                                           : (one ? "failure" : "failures")) +
                                        " in a row)"});
     }
     kv.push_back({"windows", healthWindows(r) +
-                                 " (longest time to be declared unhealthy / healthy)"});
+                                 " (unhealthy / healthy this long after the first failed / "
+                                 "passed check)"});
   }
   kv.push_back({"check", checkText(field(r, "check"))});
   std::string out = renderKeyValues(kv);

@@ -639,6 +639,9 @@ std::string renderChange(const std::string& method, const Json& params, const Js
   if (!field(r, "snapshot_generation").is_null())
     out += "; snapshot generation " + fieldText(r, "snapshot_generation");
   out += "\n";
+  const Json& warnings = field(r, "warnings");
+  if (warnings.is_array())
+    for (const auto& w : warnings) out += "warning: " + valueText(w) + "\n";
   const Json& restart = field(r, "restart_needed");
   if (restart.is_array() && !restart.empty()) {
     std::string list;
@@ -653,8 +656,11 @@ std::string renderError(const Json& e) {
   const Json& details = field(e, "details");
   if (details.is_array()) {
     for (const auto& d : details) {
-      std::string path = fieldText(d, "path", "");
-      out += "  " + (path.empty() ? std::string() : path + ": ") + fieldText(d, "message", "") + "\n";
+      // {path, message} (invalid_config); other details (would_leave_no_service)
+      // repeat the message in parts and stay in --json.
+      std::string path = fieldText(d, "path", ""), msg = fieldText(d, "message", "");
+      if (path.empty() && msg.empty()) continue;
+      out += "  " + (path.empty() ? std::string() : path + ": ") + msg + "\n";
     }
   }
   return out;

@@ -193,16 +193,21 @@ Request buildRequest(const Invocation& inv) {
     if (!inv.args.empty()) r.params["name"] = parseName("NAME", inv.args[0], "listener");
   } else if (n == "server remove") {
     r.params["address"] = parseAddress("ADDRESS", inv.args[0]);
+    if (inv.has("--force")) r.params["force"] = true;
   } else if (n == "server drain") {
     r.params["address"] = parseAddress("ADDRESS", inv.args[0]);
     if (inv.has("--timeout"))
       r.params["timeout_s"] = parseUint("--timeout", inv.opt("--timeout"), 1, 3600);
+    if (inv.has("--force")) r.params["force"] = true;
   } else if (n == "server undrain") {
     r.params["address"] = parseAddress("ADDRESS", inv.args[0]);
   } else if (n == "server set") {
     r.params["address"] = parseAddress("ADDRESS", inv.args[0]);
     if (!inv.has("--weight")) throw UsageError("missing --weight N", n);
     r.params["weight"] = parseUint("--weight", inv.opt("--weight"), 0, 10000);
+    if (inv.has("--force")) r.params["force"] = true;
+  } else if (n == "reload") {
+    if (inv.has("--force")) r.params["force"] = true;
   }
   return r;
 }

@@ -52,6 +52,7 @@ std::optional<Transition> HealthTracker::moveTo(HealthState to, std::string reas
                                                 uint64_t now_ms) {
   if (to == state_) return std::nullopt;
   Transition t{state_, to, std::move(reason), now_ms};
+  provisional_ = false;
   HealthEvent e;
   e.at_ms = now_ms;
   e.is_transition = true;
@@ -73,6 +74,7 @@ std::optional<Transition> HealthTracker::onResult(const ProbeOutcome& r, uint64_
     ++consecutive_;
   }
   last_ok_ = r.ok;
+  if (!r.ok) provisional_ = false;  // a failed check ends provisional service
 
   HealthEvent e;
   e.at_ms = now_ms;
@@ -109,6 +111,17 @@ std::optional<Transition> HealthTracker::reconfigure(HealthParams p, bool enable
   consecutive_ = 0;
   last_ok_ = false;
   return moveTo(HealthState::kInitializing, why, now_ms);
+}
+
+std::string transitionWindowText(const HealthParams& p, HealthState to, uint64_t response_ms) {
+  if (to == HealthState::kUnhealthy)
+    return "failure window " + std::to_string(failureWindowMs(p)) +
+           " ms after the first failed check";
+  if (to == HealthState::kHealthy)
+    return "success window " + std::to_string(successWindowMs(p, response_ms)) +
+           " ms after the first passed check at " + std::to_string(response_ms) +
+           " ms per response";
+  return "";
 }
 
 uint64_t firstProbeDelayMs(const HealthParams& p, uint64_t key, bool jitter) {

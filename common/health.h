@@ -22,8 +22,28 @@ const char* toString(HealthState s);
 // Whether a server in state s is given new flows: healthy, or health check
 // disabled (treated as healthy). A failing server keeps this until it reaches
 // the unhealthy threshold, because its state stays healthy until then.
+// An initializing one does not, unless it is in provisional service (below).
 inline bool receivesNewFlows(HealthState s) {
   return s == HealthState::kHealthy || s == HealthState::kDisabled;
+}
+
+// What the snapshot builder needs to know of a checked appliance: its state
+// and, while initializing, whether it is in provisional service. Provisional
+// service is how a group starts (gateway start, a new group, checks just
+// enabled: no appliance of the group has a verdict yet): every initializing
+// appliance takes new flows until its first failed check, so the first one to
+// pass does not take every new flow while the others are still being checked.
+// An appliance that joins a group whose appliances have verdicts waits for its
+// own (like AWS's "initial" targets). Converts from and to HealthState.
+struct ApplianceHealth {
+  HealthState state = HealthState::kInitializing;
+  bool provisional = false;  // initializing and in provisional service
+  ApplianceHealth() = default;
+  ApplianceHealth(HealthState s, bool prov = false) : state(s), provisional(prov) {}  // NOLINT
+  operator HealthState() const { return state; }                                    // NOLINT
+};
+inline bool receivesNewFlows(const ApplianceHealth& h) {
+  return receivesNewFlows(h.state) || (h.state == HealthState::kInitializing && h.provisional);
 }
 
 struct HealthParams {
@@ -33,11 +53,13 @@ struct HealthParams {
   uint32_t unhealthy_threshold = 3;  // consecutive failures to become unhealthy
 };
 
-// DOMAIN.md section 2: timeout x N + interval x (N - 1).
+// DOMAIN.md section 2: timeout x N + interval x (N - 1), counted from the
+// start of the first failed check. A fault that begins just after a passed
+// check is seen by the next one, up to one interval (+ response) later.
 inline uint64_t failureWindowMs(const HealthParams& p) {
   return p.timeout_ms * p.unhealthy_threshold + p.interval_ms * (p.unhealthy_threshold - 1);
 }
-// response x N + interval x (N - 1).
+// response x N + interval x (N - 1), counted from the first passed check.
 inline uint64_t successWindowMs(const HealthParams& p, uint64_t response_ms) {
   return response_ms * p.healthy_threshold + p.interval_ms * (p.healthy_threshold - 1);
 }
@@ -75,6 +97,19 @@ class HealthTracker {
   HealthState state() const { return state_; }
   uint32_t consecutive() const { return consecutive_; }  // of the last result's kind
   bool lastOk() const { return last_ok_; }
+  // Initializing and in provisional service (see ApplianceHealth): takes new
+  // flows until its first failed check. Ends at that failure or any transition.
+  bool provisional() const { return provisional_; }
+  // Puts an initializing appliance in provisional service (or takes it out).
+  // Ignored in any other state. The caller decides (HealthChecker: when no
+  // appliance of the group has a verdict).
+  void setProvisional(bool on) { provisional_ = on && state_ == HealthState::kInitializing; }
+  // Whether new flows may go to it (state, or provisional service).
+  bool receivesNewFlows() const { return gwlb::receivesNewFlows(ApplianceHealth(state_, provisional_)); }
+  // Whether it has a verdict: healthy or unhealthy.
+  bool hasVerdict() const {
+    return state_ == HealthState::kHealthy || state_ == HealthState::kUnhealthy;
+  }
   uint64_t lastChangeMs() const { return last_change_ms_; }
   const HealthParams& params() const { return p_; }
   const std::deque<HealthEvent>& history() const { return history_; }
@@ -99,9 +134,16 @@ class HealthTracker {
   HealthState state_;
   uint32_t consecutive_ = 0;
   bool last_ok_ = false;
+  bool provisional_ = false;
   uint64_t last_change_ms_;
   std::deque<HealthEvent> history_;
 };
+
+// The window that explains a transition, for the log: to unhealthy, the
+// failure window; to healthy, the success window at `response_ms` (the
+// response time of the check that completed it). Other transitions: "".
+// Never a success window from a failed (e.g. timed-out) check.
+std::string transitionWindowText(const HealthParams& p, HealthState to, uint64_t response_ms);
 
 // Start-up jitter: delay of the first probe of server `key`, spread over
 // [0, interval) deterministically. It shifts when probing starts, never the

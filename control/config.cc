@@ -86,8 +86,11 @@ constexpr Range kFlowTableRange{1024, 1u << 27};
 constexpr Range kMbufsRange{1024, 1u << 24};
 constexpr Range kQueueRange{64, 16384};
 constexpr Range kHealthPortRange{1, 65535};
-constexpr Range kIntervalMsRange{10, 50000};
-constexpr Range kTimeoutMsRange{10, 60000};
+// Health check interval and timeout: the union of what the products we match
+// allow (seeds: interval 1-50 s; AWS GWLB: interval 5-300 s, timeout 2-120 s;
+// Alibaba: timeout 1-300 s), down to 10 ms for labs and tests.
+constexpr Range kIntervalMsRange{10, 300000};
+constexpr Range kTimeoutMsRange{10, 300000};
 constexpr Range kThresholdRange{2, 10};
 constexpr size_t kMaxGroups = 64;
 constexpr size_t kMaxServers = 4096;
@@ -244,6 +247,24 @@ std::string quote(std::string_view s) {
 
 std::string outOfRange(const std::string& quoted, const Range& r, const char* unit = "") {
   return quoted + " is out of range; allowed " + rangeText(r) + unit;
+}
+
+// Host name labels (RFC 1123): 1..63 characters, no leading or trailing '-',
+// separated by single dots; one trailing dot (a fully qualified name) is
+// allowed. Characters are checked by the caller.
+bool domainLabelsOk(std::string_view d) {
+  if (!d.empty() && d.back() == '.') d.remove_suffix(1);
+  if (d.empty()) return false;
+  size_t start = 0;
+  while (start <= d.size()) {
+    size_t end = d.find('.', start);
+    if (end == std::string_view::npos) end = d.size();
+    std::string_view label = d.substr(start, end - start);
+    if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-')
+      return false;
+    start = end + 1;
+  }
+  return true;
 }
 
 bool validGroupName(const std::string& n) {
@@ -693,10 +714,26 @@ class Validator {
     range(hp + ".port", h.port, kHealthPortRange);
     range(hp + ".healthy_threshold", h.healthy_threshold, kThresholdRange);
     range(hp + ".unhealthy_threshold", h.unhealthy_threshold, kThresholdRange);
-    if (h.interval_ms < kIntervalMsRange.lo || h.interval_ms > kIntervalMsRange.hi)
-      add(hp + ".interval", std::to_string(h.interval_ms) + " ms is out of range; allowed 10 ms to 50 s");
-    if (h.timeout_ms < kTimeoutMsRange.lo || h.timeout_ms > kTimeoutMsRange.hi)
-      add(hp + ".timeout", std::to_string(h.timeout_ms) + " ms is out of range; allowed 10 ms to 60 s");
+    auto msRange = [&](const char* key, uint32_t v, const Range& r) {
+      if (v < r.lo || v > r.hi)
+        add(hp + key, std::to_string(v) + " ms is out of range; allowed " + std::to_string(r.lo) +
+                          " ms to " + std::to_string(r.hi / 1000) + " s");
+    };
+    msRange(".interval", h.interval_ms, kIntervalMsRange);
+    msRange(".timeout", h.timeout_ms, kTimeoutMsRange);
+    // verify and ca_file only mean something to an https check: elsewhere
+    // they would be silently ignored.
+    if (h.protocol != HealthProtocol::kHttps) {
+      const char* proto = h.protocol == HealthProtocol::kTcp ? "tcp" : "http";
+      if (h.verify)
+        add(hp + ".verify", std::string("applies to https health checks only; protocol is ") + proto);
+      else if (!h.ca_file.empty())
+        add(hp + ".ca_file", std::string("applies to https health checks only; protocol is ") + proto);
+    } else if (!h.verify && !h.ca_file.empty()) {
+      add(hp + ".ca_file", "is only used to verify the certificate, but verify is false: set "
+                           "verify: true (or leave verify out: a ca_file implies it), or remove "
+                           "ca_file");
+    }
     if (h.protocol != HealthProtocol::kTcp) {
       static const std::string kPathChars =
           "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-/.%?#&_;~!()*[]@$^:',+";
@@ -710,6 +747,10 @@ class Validator {
            h.domain.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-") !=
                std::string::npos))
         add(hp + ".domain", quote(h.domain) + " is not a domain: 1..80 characters from A-Z a-z 0-9 . -");
+      else if (!h.domain.empty() && !domainLabelsOk(h.domain))
+        add(hp + ".domain", quote(h.domain) +
+                                " is not a domain: labels of 1..63 characters separated by single "
+                                "dots (one trailing dot allowed), not starting or ending with '-'");
       if (h.http_codes.empty()) add(hp + ".http_codes", "needs at least one code class or range");
       for (size_t i = 0; i < h.http_codes.size(); ++i) {
         const std::string& c = h.http_codes[i];
@@ -1376,6 +1417,7 @@ class Parser {
 
   void healthCheck(const YAML::Node& n, const std::string& path, HealthCheckConfig& h) {
     h.configured = true;
+    bool verify_given = false;
     walkMap(n, path, kHealthCheckKeys, {},
             [&](std::string_view k, const YAML::Node& v, const std::string& p) {
               if (k == "enabled") boolean(v, p, h.enabled);
@@ -1409,10 +1451,23 @@ class Parser {
                 size_t before = errs_.size();
                 ip(v, p, a);
                 if (errs_.size() == before) h.source = a;
-              } else if (k == "verify") boolean(v, p, h.verify);
+              } else if (k == "verify") {
+                verify_given = true;
+                boolean(v, p, h.verify);
+              }
               else if (k == "ca_file") str(v, p, "a file path", h.ca_file);
               else if (k == "jitter") boolean(v, p, h.jitter);
             });
+    // A CA file is there to verify against: it implies verify unless verify
+    // is given (verify: false with a ca_file is then an error, not ignored).
+    if (!verify_given && !h.ca_file.empty()) h.verify = true;
+    // The validator's checks of verify and ca_file against protocol and each
+    // other would only restate a protocol or verify that failed to parse.
+    if (suppressed(path + ".protocol")) {
+      suppressed_.push_back(path + ".verify");
+      suppressed_.push_back(path + ".ca_file");
+    }
+    if (suppressed(path + ".verify")) suppressed_.push_back(path + ".ca_file");
   }
 
   void stickiness(const YAML::Node& n, const std::string& path, Stickiness& out) {

@@ -320,7 +320,11 @@ void Daemon::updateServerStatus(const dp::Snapshot& s) {
         }
       st = {"unhealthy", "failed health checks (last: " + last + "): no new flows", now};
     } else if (ht && ht->state() == HealthState::kInitializing) {
-      st = {"initializing", "health checks started, no verdict yet: no new flows", now};
+      st = {"initializing", ht->provisional()
+                                ? "health checks started, no verdict yet: serves new flows until "
+                                  "its first failed check (group starting)"
+                                : "health checks started, no verdict yet: no new flows",
+            now};
     } else if (!sv.mac_known) {
       st = {"unresolved", "no MAC address yet: ARP pending on the underlay", now};
     } else {

@@ -11,6 +11,7 @@
 #include "control/api_params.h"
 #include "control/daemon.h"
 #include "control/health_endpoint.h"
+#include "control/service_guard.h"
 
 namespace gwlb::ctl {
 
@@ -65,6 +66,42 @@ json movedJson(const dp::FlowEntry& e, const dp::Snapshot* s, uint64_t now) {
 double unixNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+// Refuses (would_leave_no_service) a change that leaves a group with no
+// appliance in service, unless forced; forced, it is logged as a warning and
+// returned as `warnings` in the result.
+json guardService(const std::vector<ServiceLoss>& losses, bool force, const std::string& what) {
+  json warnings = json::array();
+  if (losses.empty()) return warnings;
+  std::string text = describeLosses(losses, force);
+  if (!force) {
+    json d = json::array();
+    for (const ServiceLoss& l : losses) {
+      json left = json::array();
+      for (auto& [a, why] : l.left) left.push_back({{"address", a}, {"state", why}});
+      d.push_back({{"group", l.group}, {"taken_out", l.taken}, {"left", left},
+                   {"new_flows", l.new_flows}, {"existing_flows", l.existing_flows}});
+    }
+    throw ApiFailure("would_leave_no_service",
+                     what + " refused: " + text +
+                         ". Nothing changed; repeat with force (gwlbctl --force) to do it anyway",
+                     d);
+  }
+  spdlog::warn("control API: {} forced: {}", what, text);
+  warnings.push_back("forced: " + text);
+  return warnings;
+}
+
+// The same for a config change from `cur` to `next` (set, remove, reload).
+// An invalid `next` passes: applyConfig() reports its errors.
+json guardConfigChange(const Config& cur, const ServerLifecycle& life, const HealthMap& health,
+                       const Config& next, bool force, const std::string& what) {
+  std::vector<ConfigError> errors;
+  if (!validateConfig(next, errors)) return json::array();
+  ServerLifecycle after = life;
+  after.applyConfig(cur, next, dp::monotonicNs(), what);
+  return guardService(serviceLosses(cur, life, next, after, health), force, what);
 }
 
 // Index of the named group; not_found otherwise.
@@ -246,6 +283,13 @@ json Daemon::drainJson(const ServerLifecycle::Entry& e) const {
   if (!e.rebalance) flows = "stay (no_rebalance)";
   else if (draining) flows = "stay until the drain ends, then move (rebalance)";
   else flows = "move on their next packet (rebalance)";
+  // The snapshot holds a move back while the group has no appliance in service.
+  if (e.rebalance && !draining && e.move != dp::MoveReason::kNone) {
+    const dp::Snapshot* s = dp_.snapshot.load(std::memory_order_acquire);
+    uint16_t id = registry_.find(e.ip);
+    if (s && id < s->servers.size() && s->servers[id].move == dp::MoveReason::kNone)
+      flows = "stay until an appliance of the group is in service, then move (rebalance)";
+  }
   return {{"phase", toString(e.phase)},
           {"removed", e.removed},
           {"why", e.why},
@@ -270,21 +314,29 @@ json Daemon::lifecycleStatsJson() const {
 }
 
 json Daemon::apiServerDrain(const json& p) {
-  Params pr(p, {"address", "timeout_s"});
+  Params pr(p, {"address", "timeout_s", "force"});
   if (!pr.has("address")) badRequest("server.drain needs address");
   IpAddr a = pr.ip("address");
   std::optional<uint32_t> timeout;
   if (pr.has("timeout_s")) timeout = uint32_t(pr.num("timeout_s", 1, 3600));
+  const bool force = pr.has("force") && pr.boolean("force");
   if (!a.isV4()) notFound("no appliance " + a.str());
-  std::string err = lifecycle_.drain(cfg_, a.v4HostOrder(), timeout, dp::monotonicNs());
+  ServerLifecycle next = lifecycle_;
+  std::string err = next.drain(cfg_, a.v4HostOrder(), timeout, dp::monotonicNs());
   if (err == "not a configured appliance") notFound("no appliance " + a.str());
   if (!err.empty()) throw ApiFailure("conflict", a.str() + ": " + err);
+  json warnings = guardService(
+      serviceLosses(cfg_, lifecycle_, cfg_, next, health_ ? health_->states() : HealthMap{}),
+      force, "server.drain " + a.str());
+  lifecycle_ = std::move(next);
   rebuildSnapshot();
   const ServerLifecycle::Entry* le = lifecycle_.find(a.v4HostOrder());
   spdlog::info("control API: draining appliance {} for {:.0f} s", a.str(),
                double(le->deadline_ns - le->since_ns) / 1e9);
   const dp::Snapshot* s = dp_.snapshot.load();
-  return {{"snapshot_generation", s ? s->generation : 0}, {"drain", drainJson(*le)}};
+  json r = {{"snapshot_generation", s ? s->generation : 0}, {"drain", drainJson(*le)}};
+  if (!warnings.empty()) r["warnings"] = warnings;
+  return r;
 }
 
 json Daemon::apiServerUndrain(const json& p) {
@@ -426,18 +478,25 @@ json Daemon::healthJson(uint32_t ip) const {
   const HealthParams& p = t->params();
   double since = health_->unixTime(t->lastChangeMs());
   std::string last;  // the last probe result's reason; "" before the first
-  for (auto it = t->history().rbegin(); it != t->history().rend(); ++it)
-    if (!it->is_transition) {
-      last = it->reason;
-      break;
-    }
+  bool have_last = false;
+  uint64_t ok_response_ms = 0;  // the last passed check's response time
+  bool have_ok = false;
+  for (auto it = t->history().rbegin(); it != t->history().rend(); ++it) {
+    if (it->is_transition) continue;
+    if (!have_last) last = it->reason, have_last = true;
+    if (it->ok && !have_ok) ok_response_ms = it->response_ms, have_ok = true;
+    if (have_last && have_ok) break;
+  }
+  // Windows count from the first failed / passed check; the success window
+  // uses the last passed check's response time (0 before any).
   return {{"state", toString(t->state())},
+          {"provisional", t->provisional()},
           {"consecutive", t->consecutive()},
           {"last_ok", t->lastOk()},
           {"last_result", last},
           {"since", since},
           {"failure_window_s", double(failureWindowMs(p)) / 1000.0},
-          {"success_window_s", double(successWindowMs(p, 0)) / 1000.0}};
+          {"success_window_s", double(successWindowMs(p, ok_response_ms)) / 1000.0}};
 }
 
 json Daemon::apiGroups(const json& p) {
@@ -698,15 +757,19 @@ json Daemon::apiServerAdd(const json& p) {
 }
 
 json Daemon::apiServerRemove(const json& p) {
-  Params pr(p, {"address"});
+  Params pr(p, {"address", "force"});
   if (!pr.has("address")) badRequest("server.remove needs address");
   IpAddr a = pr.ip("address");
+  const bool force = pr.has("force") && pr.boolean("force");
   Config next = cfg_;
   for (auto& gc : next.server_groups)
     for (auto it = gc.servers.begin(); it != gc.servers.end(); ++it)
       if (it->address == a) {
         gc.servers.erase(it);
+        json warnings = guardConfigChange(cfg_, lifecycle_, health_ ? health_->states() : HealthMap{},
+                                          next, force, "server.remove " + a.str());
         json r = applyConfig(std::move(next), "removed by server.remove");
+        if (!warnings.empty()) r["warnings"] = warnings;
         spdlog::info("control API: removed appliance {} from group {}", a.str(), gc.name);
         return r;
       }
@@ -714,16 +777,21 @@ json Daemon::apiServerRemove(const json& p) {
 }
 
 json Daemon::apiServerSet(const json& p) {
-  Params pr(p, {"address", "weight"});
+  Params pr(p, {"address", "weight", "force"});
   if (!pr.has("address") || !pr.has("weight")) badRequest("server.set needs address and weight");
   IpAddr a = pr.ip("address");
   uint32_t w = uint32_t(pr.num("weight", 0, 10000));
+  const bool force = pr.has("force") && pr.boolean("force");
   Config next = cfg_;
   for (auto& gc : next.server_groups)
     for (auto& sc : gc.servers)
       if (sc.address == a) {
         sc.weight = w;
+        json warnings = guardConfigChange(cfg_, lifecycle_, health_ ? health_->states() : HealthMap{},
+                                          next, force,
+                                          "server.set " + a.str() + " weight " + std::to_string(w));
         json r = applyConfig(std::move(next), "removed");
+        if (!warnings.empty()) r["warnings"] = warnings;
         spdlog::info("control API: appliance {} weight {}", a.str(), w);
         return r;
       }
@@ -731,7 +799,8 @@ json Daemon::apiServerSet(const json& p) {
 }
 
 json Daemon::apiReload(const json& p) {
-  Params(p, {});
+  Params pr(p, {"force"});
+  const bool force = pr.has("force") && pr.boolean("force");
   if (cfg_.source_path.empty()) badRequest("gwlbd was not started from a config file");
   Config next;
   std::vector<ConfigError> errors;
@@ -771,7 +840,10 @@ json Daemon::apiReload(const json& p) {
   next.control = cfg_.control;
   next.metrics = cfg_.metrics;
   next.health_endpoint = cfg_.health_endpoint;
+  json warnings = guardConfigChange(cfg_, lifecycle_, health_ ? health_->states() : HealthMap{},
+                                    next, force, "reload of " + cfg_.source_path);
   json r = applyConfig(std::move(next), "removed by reload");
+  if (!warnings.empty()) r["warnings"] = warnings;
   config_loaded_at_ = unixNow();
   r["restart_needed"] = restart;
   spdlog::info("control API: reloaded {}", cfg_.source_path);

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace gwlb::ctl {
 
 struct HealthChecker::Target {
@@ -84,6 +86,12 @@ void HealthChecker::reconcile(const Config& cfg) {
   bool changed = false;
   for (const auto& g : cfg.server_groups) {
     const HealthCheckConfig& h = g.health_check;
+    // A group none of whose appliances has a verdict yet is starting: its
+    // initializing appliances serve provisionally (ApplianceHealth).
+    const bool starting = std::none_of(g.servers.begin(), g.servers.end(), [&](const ServerConfig& sc) {
+      auto it = targets_.find(sc.address.v4HostOrder());
+      return it != targets_.end() && it->second->tracker.hasVerdict();
+    });
     for (const auto& sc : g.servers) {
       uint32_t ip = sc.address.v4HostOrder();
       seen[ip] = true;
@@ -94,6 +102,7 @@ void HealthChecker::reconcile(const Config& cfg) {
         auto t = std::make_shared<Target>(sc.address, g.name,
                                           HealthTracker(p, h.active(), sc.weight, now), spec, io_);
         t->jitter = h.jitter;
+        t->tracker.setProvisional(starting);
         targets_[ip] = t;
         if (t->tracker.probed()) schedule(ip, firstProbeDelayMs(p, ip, h.jitter));
         continue;
@@ -104,6 +113,7 @@ void HealthChecker::reconcile(const Config& cfg) {
       t.spec = spec;
       t.group = g.name;
       auto tr = t.tracker.reconfigure(p, h.active(), sc.weight, now);
+      if (tr && tr->to == HealthState::kInitializing) t.tracker.setProvisional(starting);
       if (tr) {
         spdlog::info("health: appliance {} ({}): {} -> {} ({})", sc.address.str(), g.name,
                      toString(tr->from), toString(tr->to), tr->reason);
@@ -161,25 +171,29 @@ void HealthChecker::startProbe(uint32_t ip) {
         o.ok = r.ok;
         o.reason = r.ok ? "ok" : (r.detail.empty() ? r.reason : r.reason + ": " + r.detail);
         o.response_ms = uint64_t(r.elapsed.count() / 1000);
+        const bool served = t->tracker.receivesNewFlows();
         auto tr = t->tracker.onResult(o, nowMs());
         if (tr) {
-          const HealthParams& p = t->tracker.params();
-          spdlog::info("health: appliance {} ({}): {} -> {} ({}; failure window {} ms, success "
-                       "window {} ms)",
-                       t->address.str(), t->group, toString(tr->from), toString(tr->to),
-                       tr->reason, failureWindowMs(p), successWindowMs(p, o.response_ms));
-          if (on_change_) on_change_();
+          std::string window = transitionWindowText(t->tracker.params(), tr->to, o.response_ms);
+          spdlog::info("health: appliance {} ({}): {} -> {} ({}{}{})", t->address.str(), t->group,
+                       toString(tr->from), toString(tr->to), tr->reason,
+                       window.empty() ? "" : "; ", window);
+        } else if (served && !t->tracker.receivesNewFlows()) {
+          spdlog::info("health: appliance {} ({}): initializing, first check failed ({}): no new "
+                       "flows until it passes {} checks in a row",
+                       t->address.str(), t->group, o.reason, t->tracker.params().healthy_threshold);
         }
+        if ((tr || served != t->tracker.receivesNewFlows()) && on_change_) on_change_();
         schedule(ip, t->tracker.params().interval_ms);
       },
       &tls_);
 }
 
 HealthMap HealthChecker::states() const {
-  // Like AWS's "initial" targets, an appliance gets new flows only once it has
-  // passed its checks (receivesNewFlows); the builder applies that.
+  // The builder applies receivesNewFlows(ApplianceHealth): healthy, disabled,
+  // or initializing in provisional service (a starting group).
   HealthMap out;
-  for (auto& [ip, t] : targets_) out[ip] = t->tracker.state();
+  for (auto& [ip, t] : targets_) out[ip] = ApplianceHealth(t->tracker.state(), t->tracker.provisional());
   return out;
 }
 

@@ -297,9 +297,11 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
         group_any[size_t(t)] && s->servers[id].move == dp::MoveReason::kNone)
       s->servers[id].move = dp::MoveReason::kUnhealthy;
   }
-  // A failed region's appliances (rebalance groups) shed their flows.
+  // A failed region's appliances (rebalance groups) shed their flows, when
+  // the active group has an appliance in service to take them.
   for (size_t gi = 0; gi < cfg.server_groups.size(); ++gi) {
     if (!region_failed[gi] || cfg.server_groups[gi].failover_mode != FailoverMode::kRebalance) continue;
+    if (int t = target(gi); t < 0 || !group_any[size_t(t)]) continue;
     for (const ServerConfig& sc : cfg.server_groups[gi].servers) {
       dp::ServerView& v = s->servers[reg.find(sc.address.v4HostOrder())];
       if (v.move == dp::MoveReason::kNone) v.move = dp::MoveReason::kRegionFailover;
@@ -308,6 +310,10 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
 
   // Every id the registry knows: leaving appliances stay routable for the
   // flows still on them; the rest are gone (a flow naming one moves).
+  std::vector<uint16_t> leaving;  // configured-drained and removed appliances
+  for (size_t id = 0; id < s->servers.size(); ++id)
+    if (s->servers[id].in_use && s->servers[id].phase != dp::ServerPhase::kActive)
+      leaving.push_back(uint16_t(id));
   if (s->servers.size() < reg.size()) s->servers.resize(reg.size());
   std::vector<uint32_t> addrs = reg.addresses();
   std::vector<GhostGroup> ghost_groups;
@@ -322,11 +328,21 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
       v.move = le->move;
       v.group = groupOfLeaving(*s, cfg, *le, listener_names, ghost_groups);
       resolveMac(v, le->server, cfg, neigh);
+      if (v.group < s->groups.size()) leaving.push_back(uint16_t(id));
     } else {
       v.routable = false;
       v.phase = dp::ServerPhase::kGone;
       v.move = dp::MoveReason::kGone;
     }
+  }
+  // Flows move off a leaving appliance only toward one in service: with none
+  // (every other appliance unhealthy, drained or weight 0), they stay where
+  // they are rather than land on an appliance that is not in service.
+  for (uint16_t id : leaving) {
+    dp::ServerView& v = s->servers[id];
+    if (v.move != dp::MoveReason::kRemoved && v.move != dp::MoveReason::kDrainTimeout) continue;
+    int t = target(v.group);  // a ghost group (deleted by a reload) without a listener: itself
+    if (t < 0 || size_t(t) >= group_any.size() || !group_any[size_t(t)]) v.move = dp::MoveReason::kNone;
   }
   // Outer headers per appliance, ready for the fast path.
   for (dp::ServerView& v : s->servers) {

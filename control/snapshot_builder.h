@@ -79,9 +79,10 @@ class ServerRegistry {
 // IPv4 (host order) -> MAC learned by ARP.
 using NeighbourTable = std::map<uint32_t, MacAddr>;
 
-// Health state of checked appliances (IPv4, host order). An appliance not
-// listed is not checked and counts as in service.
-using HealthMap = std::map<uint32_t, HealthState>;
+// Health of checked appliances (IPv4, host order): state, and provisional
+// service while initializing (common/health.h). An appliance not listed is
+// not checked and counts as in service.
+using HealthMap = std::map<uint32_t, ApplianceHealth>;
 
 // The dataplane's ports as the process found them, indexed by DPDK port id:
 // each device's own MAC (zero when the device has none to give).
@@ -101,12 +102,14 @@ std::vector<dp::PortView> resolvePorts(const Config& cfg, const PortMacs* device
 // leaves the group without one (drop_no_healthy_server).
 // Existing flows (ServerView::move): an unhealthy appliance in a rebalance
 // group sheds its flows when the group has an appliance in service; leaving
-// appliances (removed, drained) follow `life`; every other known id is kGone.
+// appliances (removed, drained) follow `life`, but keep their flows while the
+// group (its listener's active group) has no appliance in service: flows never
+// move to an appliance that is not in service. Every other known id is kGone.
 // Ports: resolvePorts(cfg, devices).
 // Listeners (`regions`, control/regions.h): each listener's active group takes
 // its new flows; a group whose region is unhealthy (acting composites) sheds
-// its flows to the active group when its failover_mode is rebalance and the
-// active region is healthy. Without `regions`: one listener over group 0.
+// its flows to the active group when its failover_mode is rebalance, the
+// active region is healthy and the active group has an appliance in service. Without `regions`: one listener over group 0.
 std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& reg,
                                             const NeighbourTable& neigh, uint64_t generation,
                                             const HealthMap& health = {},

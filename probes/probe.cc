@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -63,100 +64,32 @@ namespace {
 
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
 
-// RFC 9110 tchar.
-bool isTokenChar(unsigned char c) {
-  if (c >= '0' && c <= '9') return true;
-  if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') return true;
-  return std::strchr("!#$%&'*+-.^_`|~", c) != nullptr && c != 0;
-}
-
-// Field values and reason phrases: HTAB, SP, VCHAR, obs-text.
-bool isTextChar(unsigned char c) { return c == '\t' || (c >= 0x20 && c != 0x7f); }
-
-// Checks one line of the response head, complete (`complete`) or not yet.
-// `line` excludes the LF and an optional CR right before it. A bare CR, a NUL
-// or another control character is malformed at once, so garbage fails fast.
-int checkHeaderLine(std::string_view line, bool complete, bool first_field, std::string& err) {
-  if (line.empty()) return 0;
-  if (line[0] == ' ' || line[0] == '\t') {  // obs-fold continuation
-    if (first_field) {
-      err = "header block starts with whitespace";
-      return -1;
-    }
-    for (char c : line)
-      if (!isTextChar(static_cast<unsigned char>(c))) {
-        err = "control character in header";
-        return -1;
-      }
-    return 0;
-  }
-  size_t colon = line.find(':');
-  size_t name_end = colon == std::string_view::npos ? line.size() : colon;
-  for (size_t i = 0; i < name_end; ++i)
-    if (!isTokenChar(static_cast<unsigned char>(line[i]))) {
-      err = "bad character in header name";
-      return -1;
-    }
-  if (colon == std::string_view::npos) {
-    if (complete) {
-      err = "header line without ':'";
-      return -1;
-    }
-    return 0;
-  }
-  if (colon == 0) {
-    err = "empty header name";
-    return -1;
-  }
-  for (size_t i = colon + 1; i < line.size(); ++i)
-    if (!isTextChar(static_cast<unsigned char>(line[i]))) {
-      err = "control character in header value";
-      return -1;
-    }
-  return 0;
-}
-
-// Parses the status line at the start of `d`. Returns 1 with `line_len` (up to
-// and including its LF), 0 when more bytes are needed, -1 when malformed.
-int parseStatusLine(const char* d, size_t len, int& status, std::string& err, size_t& line_len) {
+// Checks the first `len` (< StatusReader::kStatusPrefix + 1) bytes of a status
+// line: "HTTP/1." DIGIT SP 3DIGIT (100..599), then SP, CR or LF. Returns 1
+// when all 13 bytes are there and good (code in `code`), 0 when the bytes so
+// far are a good prefix, -1 at the first wrong byte (reason in `err`).
+int checkStatusPrefix(const char* d, size_t len, int& code, std::string& err) {
   static constexpr std::string_view kPrefix = "HTTP/";
-  for (size_t i = 0; i < kPrefix.size(); ++i) {
-    if (i >= len) return 0;
+  for (size_t i = 0; i < kPrefix.size() && i < len; ++i)
     if (d[i] != kPrefix[i]) {
       err = "not an HTTP response (no HTTP/ status line)";
       return -1;
     }
-  }
-  // "HTTP/" DIGIT "." DIGIT SP
-  if (len < 6) return 0;
-  if (d[5] != '1') {
+  if (len > 5 && d[5] != '1') {
     err = isDigit(d[5]) ? "unsupported HTTP version" : "bad HTTP version";
     return -1;
   }
-  if (len < 7) return 0;
-  if (d[6] != '.') {
+  if ((len > 6 && d[6] != '.') || (len > 7 && !isDigit(d[7])) || (len > 8 && d[8] != ' ')) {
     err = "bad HTTP version";
     return -1;
   }
-  if (len < 8) return 0;
-  if (!isDigit(d[7])) {
-    err = "bad HTTP version";
-    return -1;
-  }
-  if (len < 9) return 0;
-  if (d[8] != ' ') {
-    err = "bad HTTP version";
-    return -1;
-  }
-  int code = 0;
-  for (size_t i = 9; i < 12; ++i) {
-    if (i >= len) return 0;
+  for (size_t i = 9; i < 12 && i < len; ++i)
     if (!isDigit(d[i])) {
       err = "bad status code";
       return -1;
     }
-    code = code * 10 + (d[i] - '0');
-  }
+  if (len < 12) return 0;
+  code = (d[9] - '0') * 100 + (d[10] - '0') * 10 + (d[11] - '0');
   if (code < 100 || code > 599) {
     err = "status code " + std::to_string(code) + " out of range";
     return -1;
@@ -166,70 +99,55 @@ int parseStatusLine(const char* d, size_t len, int& status, std::string& err, si
     err = "bad status code";
     return -1;
   }
-  // Reason phrase (possibly empty) up to CRLF; a lone LF is accepted (RFC 9112 2.2).
-  for (size_t i = 12; i < len; ++i) {
-    unsigned char c = static_cast<unsigned char>(d[i]);
-    if (c == '\n') {
-      status = code;
-      line_len = i + 1;
-      return 1;
-    }
-    if (c == '\r') {
-      if (i + 1 >= len) return 0;
-      if (d[i + 1] != '\n') {
-        err = "bare CR in status line";
-        return -1;
-      }
-      continue;
-    }
-    if (!isTextChar(c)) {
-      err = "control character in status line";
-      return -1;
-    }
-  }
-  return 0;
+  return 1;
 }
 
 }  // namespace
 
-int parseResponseHead(const char* data, size_t len, int& status, std::string& err,
-                      size_t& head_len) {
-  int code = 0;
-  size_t pos = 0;
-  int r = parseStatusLine(data, len, code, err, pos);
-  if (r != 1) return r;
-  bool first_field = true;
-  while (pos < len) {
-    const char* lf = static_cast<const char*>(std::memchr(data + pos, '\n', len - pos));
-    size_t end = lf ? static_cast<size_t>(lf - data) : len;
-    size_t content_end = end;
-    if (lf && content_end > pos && data[content_end - 1] == '\r') --content_end;
-    std::string_view line(data + pos, content_end - pos);
-    size_t cr = line.find('\r');
-    // Without an LF yet, a CR may be the last byte read, waiting for its LF.
-    if (cr != std::string_view::npos && (lf || cr + 1 != line.size())) {
-      err = "bare CR in header";
-      return -1;
+int StatusReader::feed(const char* d, size_t n) {
+  size_t i = 0;
+  while (result_ == 0 && i < n) {
+    if (skipping_) {
+      // Skip the rest of an interim head: its status line and header lines,
+      // up to a line with no content (CRLF or a lone LF).
+      char c = d[i++];
+      ++consumed_;
+      if (++interim_bytes_ > kMaxInterimBytes) {
+        too_large_ = true;
+        error_ = "interim (1xx) responses longer than " + std::to_string(kMaxInterimBytes) +
+                 " bytes";
+        result_ = -1;
+        break;
+      }
+      if (c == '\n') {
+        if (line_empty_) skipping_ = false;  // blank line: the next response starts
+        line_empty_ = true;
+      } else if (c != '\r') {
+        line_empty_ = false;
+      }
+      continue;
     }
-    if (!lf) {
-      if (cr != std::string_view::npos) line.remove_suffix(1);
-      return checkHeaderLine(line, false, first_field, err) < 0 ? -1 : 0;
+    line_[line_len_++] = d[i++];
+    ++consumed_;
+    int code = 0;
+    int r = checkStatusPrefix(line_, line_len_, code, error_);
+    if (r < 0) {
+      result_ = -1;
+      break;
     }
-    if (line.empty()) {
-      status = code;
-      head_len = end + 1;
-      return 1;
+    if (r == 0) continue;
+    if (code >= 100 && code < 200 && code != 101) {  // interim (100, 103): the real one follows
+      ++interim_;
+      interim_bytes_ += line_len_;
+      skipping_ = true;
+      line_empty_ = line_[12] == '\n';  // the status line already ended
+      line_len_ = 0;
+      continue;
     }
-    if (checkHeaderLine(line, true, first_field, err) < 0) return -1;
-    first_field = false;
-    pos = end + 1;
+    status_ = code;
+    result_ = 1;
   }
-  return 0;
-}
-
-int parseResponseHead(const char* data, size_t len, int& status, std::string& err) {
-  size_t head_len = 0;
-  return parseResponseHead(data, len, status, err, head_len);
+  return result_;
 }
 
 bool parseHttpCodes(const std::vector<std::string>& in, std::vector<CodeRange>& out,
@@ -380,7 +298,7 @@ class ProbeSession : public std::enable_shared_from_this<ProbeSession> {
   void onWrite(const error_code& ec);
   void readMore();
   void onRead(const error_code& ec, size_t n);
-  bool handleHead();  // true when the probe finished
+  void judge();  // the status is known: finish with ok or bad_status
   void finish(const char* reason, std::string detail, int status = 0);
 
   std::string timeoutText() const { return std::to_string(spec_.timeout.count()) + " ms"; }
@@ -392,9 +310,8 @@ class ProbeSession : public std::enable_shared_from_this<ProbeSession> {
   asio::steady_timer timer_;
   std::unique_ptr<ssl::stream<tcp::socket&>> tls_;
   std::string request_;
-  std::vector<char> buf_;   // grows on demand up to kMaxResponseHead
-  size_t used_ = 0;         // bytes received
-  size_t head_start_ = 0;   // start of the current head (after 1xx interim ones)
+  std::array<char, 512> buf_{};  // one read; the reader keeps no bytes beyond 13
+  StatusReader reader_;
   Clock::time_point start_;
   Phase phase_ = Phase::kConnect;
   bool done_ = false;
@@ -445,8 +362,9 @@ void ProbeSession::onTimeout() {
       return finish("tls_handshake_failed", "TLS handshake not done within " + timeoutText());
     case Phase::kRequest:
     case Phase::kResponse:
-      return finish("response_timeout", "no complete response head within " + timeoutText() +
-                                            " (" + std::to_string(used_) + " bytes received)");
+      return finish("response_timeout", "no final status line within " + timeoutText() +
+                                            " (" + std::to_string(reader_.consumed()) +
+                                            " bytes received)");
   }
 }
 
@@ -472,10 +390,10 @@ void ProbeSession::startTls() {
   }
   SSL* s = tls_->native_handle();
   error_code ec;
-  const bool domain_is_ip = !spec_.domain.empty() && IpAddr::parse(spec_.domain).has_value();
-  // SNI carries host names only (RFC 6066 section 3), never address literals.
-  if (!spec_.domain.empty() && !domain_is_ip &&
-      SSL_set_tlsext_host_name(s, const_cast<char*>(spec_.domain.c_str())) != 1)
+  // SNI carries host names only, without a trailing dot (RFC 6066 section 3),
+  // never address literals.
+  const std::string sni = sniName(spec_.domain);
+  if (!sni.empty() && SSL_set_tlsext_host_name(s, const_cast<char*>(sni.c_str())) != 1)
     return finish("tls_handshake_failed", "cannot set SNI: " + opensslError());
   if (spec_.verify_tls) {
     tls_->set_verify_mode(ssl::verify_peer, ec);
@@ -488,10 +406,13 @@ void ProbeSession::startTls() {
     }
     X509_VERIFY_PARAM* param = SSL_get0_param(s);
     int set = 0;
-    if (!spec_.domain.empty() && !domain_is_ip) {
-      set = X509_VERIFY_PARAM_set1_host(param, spec_.domain.c_str(), 0);
+    if (!sni.empty()) {
+      set = X509_VERIFY_PARAM_set1_host(param, sni.c_str(), 0);
     } else {
-      const IpAddr ip = domain_is_ip ? *IpAddr::parse(spec_.domain) : spec_.address;
+      // An address literal as domain is checked as an address; else the appliance's.
+      std::string lit = spec_.domain;
+      while (!lit.empty() && lit.back() == '.') lit.pop_back();
+      const IpAddr ip = IpAddr::parse(lit).value_or(spec_.address);
       set = X509_VERIFY_PARAM_set1_ip(param, ip.b.data(), ip.isV4() ? 4 : 16);
     }
     if (set != 1) return finish("tls_handshake_failed", "cannot set name check: " + opensslError());
@@ -537,9 +458,7 @@ void ProbeSession::onWrite(const error_code& ec) {
 }
 
 void ProbeSession::readMore() {
-  if (used_ == buf_.size())
-    buf_.resize(std::min(std::max<size_t>(512, buf_.size() * 2), kMaxResponseHead));
-  auto b = asio::buffer(buf_.data() + used_, buf_.size() - used_);
+  auto b = asio::buffer(buf_);
   auto h = [self = shared_from_this()](const error_code& e, size_t n) { self->onRead(e, n); };
   if (tls_) tls_->async_read_some(b, h);
   else sock_.async_read_some(b, h);
@@ -548,50 +467,31 @@ void ProbeSession::readMore() {
 void ProbeSession::onRead(const error_code& ec, size_t n) {
   if (done_) return;
   if (n > 0) {
-    const size_t before = used_;
-    used_ += n;
-    // Re-parse only when a line may have ended, or while the status line
-    // prefix is still being checked: keeps a byte-by-byte drip linear enough.
-    const bool newline = std::memchr(buf_.data() + before, '\n', n) != nullptr;
-    if ((newline || used_ - head_start_ <= 16) && handleHead()) return;
-    if (used_ >= kMaxResponseHead)
-      return finish("response_too_large", "no end of the response head in the first " +
-                                              std::to_string(kMaxResponseHead) + " bytes");
+    int r = reader_.feed(buf_.data(), std::min(n, buf_.size()));
+    if (r > 0) return judge();
+    if (r < 0)
+      return finish(reader_.tooLarge() ? "response_too_large" : "malformed_response",
+                    reader_.error());
   }
   if (ec == asio::error::eof || ec == ssl::error::stream_truncated) {
     return finish("malformed_response",
-                  used_ == 0 ? "connection closed without a response"
-                             : "connection closed after " + std::to_string(used_) +
-                                   " bytes, before the end of the response head");
+                  reader_.consumed() == 0
+                      ? "connection closed without a response"
+                      : "connection closed after " + std::to_string(reader_.consumed()) +
+                            " bytes, before a final status line");
   }
   if (ec) return finish("response_failed", "reading response: " + ec.message());
   readMore();
 }
 
-bool ProbeSession::handleHead() {
-  for (;;) {
-    int status = 0;
-    size_t head_len = 0;
-    std::string err;
-    int r = parseResponseHead(buf_.data() + head_start_, used_ - head_start_, status, err,
-                              head_len);
-    if (r < 0) {
-      finish("malformed_response", err);
-      return true;
-    }
-    if (r == 0) return false;
-    if (status >= 100 && status < 200 && status != 101) {  // interim (100, 103): the real one follows
-      head_start_ += head_len;
-      continue;
-    }
-    if (codeMatches(spec_.codes, status))
-      finish("ok", "HTTP " + std::to_string(status), status);
-    else
-      finish("bad_status",
-             "HTTP " + std::to_string(status) + " (expected " + codesToString(spec_.codes) + ")",
-             status);
-    return true;
-  }
+void ProbeSession::judge() {
+  const int status = reader_.status();
+  if (codeMatches(spec_.codes, status))
+    finish("ok", "HTTP " + std::to_string(status), status);
+  else
+    finish("bad_status",
+           "HTTP " + std::to_string(status) + " (expected " + codesToString(spec_.codes) + ")",
+           status);
 }
 
 void ProbeSession::finish(const char* reason, std::string detail, int status) {
@@ -612,6 +512,13 @@ void ProbeSession::finish(const char* reason, std::string detail, int status) {
 }
 
 }  // namespace
+
+std::string sniName(const std::string& domain) {
+  std::string n = domain;
+  while (!n.empty() && n.back() == '.') n.pop_back();
+  if (IpAddr::parse(n).has_value()) return "";
+  return n;
+}
 
 void startProbe(asio::io_context& io, const ProbeSpec& spec, ProbeCallback cb,
                 ssl::context* tls) {

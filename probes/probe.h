@@ -31,7 +31,8 @@ struct ProbeSpec {
   IpAddr address;
   uint16_t port = 80;
   std::string path = "/";                  // http(s)
-  std::string domain;                      // Host and SNI; "" = address:port as Host, no SNI
+  std::string domain;                      // Host as given; SNI without a trailing dot (sniName);
+                                           // "" = address:port as Host, no SNI
   std::vector<CodeRange> codes{{200, 399}};  // success status codes (http_2xx, http_3xx)
   std::chrono::milliseconds timeout{5000};   // whole probe: connect + TLS + response
   std::optional<IpAddr> source;            // bind before connect (management network)
@@ -42,7 +43,8 @@ struct ProbeSpec {
 struct ProbeResult {
   bool ok = false;
   // ok | connect_refused | connect_timeout | connect_failed | tls_handshake_failed |
-  // response_timeout | bad_status | malformed_response | response_too_large | bind_failed |
+  // response_timeout | bad_status | malformed_response | bind_failed |
+  // response_too_large (interim 1xx heads over StatusReader::kMaxInterimBytes) |
   // response_failed (send/receive error, e.g. reset, after connecting) |
   // invalid_spec (no address, path or domain unusable in a request, no codes)
   std::string reason;
@@ -54,9 +56,11 @@ struct ProbeResult {
 using ProbeCallback = std::function<void(const ProbeResult&)>;
 
 // Starts one probe. TCP: connect; success on connect, then close with RST
-// (SO_LINGER {1,0}). HTTP(S): GET path HTTP/1.1, Host, Connection: close; reads
-// at most kMaxResponseHead bytes of status line + headers. The callback fires
-// once, no later than timeout plus scheduling slack; sockets are closed.
+// (SO_LINGER {1,0}). HTTP(S): GET path HTTP/1.1, Host, Connection: close; the
+// verdict is taken on the final response's status line (StatusReader): its
+// headers and body are never read, so a 200 with large headers is a 200.
+// The callback fires once, no later than timeout plus scheduling slack;
+// sockets are closed.
 // `tls` is the TLS client context for HTTPS (one shared context is fine); null
 // uses a process-wide default. Per-probe TLS settings (SNI, verify_tls, ca_file
 // with a cached store, name check) are applied to each connection, not to `tls`.
@@ -66,18 +70,50 @@ using ProbeCallback = std::function<void(const ProbeResult&)>;
 void startProbe(boost::asio::io_context& io, const ProbeSpec& spec, ProbeCallback cb,
                 boost::asio::ssl::context* tls = nullptr);
 
-inline constexpr size_t kMaxResponseHead = 8192;
+// The host name a probe sends as SNI and checks the certificate against:
+// `domain` without a trailing dot (RFC 6066 section 3: "without a trailing
+// dot"); "" when there is none or it is an address literal (no SNI then).
+std::string sniName(const std::string& domain);
 
-// Parses the start of an HTTP response (status line and headers, up to and
-// including the blank line). Returns 1 with the status when complete, 0 when
-// more bytes are needed, -1 when malformed (reason in `err`). Pure; fuzzable.
-// A lone LF ends a line as well as CRLF (RFC 9112 2.2); a bare CR, a control
-// character, a header line without ':' or a status code outside 100..599 are
-// malformed. Garbage fails as soon as the first bytes disagree with "HTTP/1.".
-int parseResponseHead(const char* data, size_t len, int& status, std::string& err);
-// Same, and on 1 sets `head_len` to the bytes of the head including the blank line.
-int parseResponseHead(const char* data, size_t len, int& status, std::string& err,
-                      size_t& head_len);
+// Reads the start of an HTTP/1.x response as it arrives, only as far as a
+// health check needs. Interim heads (1xx other than 101) are skipped without
+// being kept; the final response is judged on its status line: version, code
+// and the byte after the code. Its reason phrase, headers and body are never
+// read, so no size limit applies to them. Pure; fuzzable.
+// Malformed: anything that is not "HTTP/1.<digit> <100..599>" followed by a
+// space, CR or LF (garbage fails at its first wrong byte), or interim heads
+// longer than kMaxInterimBytes in all (tooLarge()).
+class StatusReader {
+ public:
+  static constexpr size_t kMaxInterimBytes = 64 * 1024;
+  static constexpr size_t kStatusPrefix = 13;  // "HTTP/1.1 200 "
+
+  // Feeds the next n bytes. Returns 1 once the final status is known
+  // (status()), 0 when more bytes are needed, -1 when malformed (error()).
+  // Once 1 or -1, it stays so and takes no more bytes.
+  int feed(const char* data, size_t n);
+  int result() const { return result_; }
+  int status() const { return status_; }
+  const std::string& error() const { return error_; }
+  bool tooLarge() const { return too_large_; }
+  // Bytes taken so far: on 1, up to and including the byte after the final code.
+  size_t consumed() const { return consumed_; }
+  // Interim (1xx) responses skipped so far.
+  unsigned interim() const { return interim_; }
+
+ private:
+  char line_[kStatusPrefix] = {};
+  size_t line_len_ = 0;      // bytes of the current status line prefix
+  bool skipping_ = false;    // inside an interim head, looking for its blank line
+  bool line_empty_ = false;  // skipping: the current line has no content yet
+  size_t interim_bytes_ = 0;
+  unsigned interim_ = 0;
+  size_t consumed_ = 0;
+  int result_ = 0;
+  int status_ = 0;
+  bool too_large_ = false;
+  std::string error_;
+};
 
 // "http_2xx", "http_3xx", "http_4xx", "http_5xx", "200", "200-299": false with
 // `err` on anything else or an empty list.

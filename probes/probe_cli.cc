@@ -151,6 +151,14 @@ bool parseProbeArgs(const std::vector<std::string>& args, ProbeSpec& spec, bool&
     err = "--path must start with '/'";
     return false;
   }
+  // A CA file is there to verify against: it implies --verify. Neither means
+  // anything without TLS, so they are refused rather than ignored there.
+  if (!spec.ca_file.empty()) spec.verify_tls = true;
+  if (spec.verify_tls && spec.protocol != Protocol::kHttps) {
+    err = std::string("--verify and --ca-file apply to --protocol https only (not ") +
+          toString(spec.protocol) + ")";
+    return false;
+  }
   if (spec.source && spec.source->family != spec.address.family) {
     err = "--source and --address must be of the same family";
     return false;

@@ -18,6 +18,7 @@ inline constexpr const char* kProbeUsage =
     "  --timeout  whole probe in milliseconds, 1..600000 (default 5000)\n"
     "  --codes    comma list of http_2xx..http_5xx, codes and ranges\n"
     "             (default http_2xx,http_3xx), e.g. 200-299,302\n"
+    "  --ca-file  https: verify the certificate against FILE (implies --verify)\n"
     "  exit status: 0 probe ok, 1 probe failed, 2 bad usage\n";
 
 // Parses arguments (without the program name); "--opt value" and "--opt=value".

@@ -583,12 +583,40 @@ def t_drain():
     assert "192.0.2.11" in new_flow_targets()
 
 
+def t_guard():
+    """Issue 14 item 13: a change that leaves the group with no appliance in
+    service is refused (exit 2, nothing changes) with what would happen;
+    --force does it and prints the same as a warning."""
+    assert "draining" in run("server", "drain", "192.0.2.10", "--timeout", "600").stdout
+    run("server", "set", "192.0.2.11", "--weight", "0")
+    for argv in (("server", "drain", "192.0.2.12"), ("server", "remove", "192.0.2.12")):
+        r = run(*argv, rc=2, record=True)
+        for part in ("refused: server group 'firewalls' would have no appliance in service (left: none)",
+                     "new flows are dropped: no appliance left", "flows on 192.0.2.12 stay there",
+                     "Nothing changed", "--force", "(would_leave_no_service)"):
+            assert part in r.stderr, (part, r.stderr)
+        assert r.stderr.count("\n") == 1, r.stderr
+    err = js("server", "drain", "192.0.2.12", rc=2)
+    assert err["code"] == "would_leave_no_service" and err["details"][0]["taken_out"] == ["192.0.2.12"], err
+    assert servers_by_address()["192.0.2.12"]["state"] == "active"
+    assert set(new_flow_targets()) == {"192.0.2.12"}
+    out = run("server", "drain", "192.0.2.12", "--force", "--timeout", "600", record=True).stdout
+    assert out.startswith("draining 192.0.2.12") and \
+        "warning: forced: server group 'firewalls' has no appliance in service (left: none)" in out, out
+    assert new_flow_targets() == {None: len(FRESH)}, "drained and weight 0 everywhere: dropped"
+    for a in ("192.0.2.10", "192.0.2.12"):
+        run("server", "undrain", a)
+    run("server", "set", "192.0.2.11", "--weight", "100")
+    assert set(new_flow_targets()) == set(APPLIANCES)
+
+
 for name, fn in [("stats", t_stats), ("status and groups", t_status), ("servers", t_servers),
                  ("health", t_health), ("health-destinations (regions)", t_regions),
                  ("flows --count", t_count), ("filters", t_filters), ("paging", t_paging),
                  ("explain", t_explain), ("explain vs transmitted Geneve", t_tx_explain),
                  ("server remove/add/set: new and existing flows", t_server_changes),
-                 ("error paths, reload", t_changes), ("drain", t_drain)]:
+                 ("error paths, reload", t_changes), ("drain", t_drain),
+                 ("guard rails: no appliance in service", t_guard)]:
     check(name, fn)
 
 with open(f"{args.workdir}/session.txt", "w") as f:

@@ -171,6 +171,24 @@ TEST(Validate, FlowsRequest) {
   EXPECT_NE(usageError({"flows", "--server", "fw1"}).find("--server: 'fw1'"), std::string::npos);
 }
 
+// Issue 14 item 13: --force reaches the API on every command that can take
+// the last appliance out of service, and nowhere else.
+TEST(Validate, ForceFlag) {
+  EXPECT_EQ(buildRequest(parse({"server", "drain", "192.0.2.10", "--force"})).params,
+            (Json{{"address", "192.0.2.10"}, {"force", true}}));
+  EXPECT_EQ(buildRequest(parse({"server", "set", "192.0.2.10", "--weight", "0", "--force"})).params,
+            (Json{{"address", "192.0.2.10"}, {"weight", 0}, {"force", true}}));
+  EXPECT_EQ(buildRequest(parse({"server", "remove", "--force", "192.0.2.10"})).params,
+            (Json{{"address", "192.0.2.10"}, {"force", true}}));
+  EXPECT_EQ(buildRequest(parse({"reload", "--force"})).params, (Json{{"force", true}}));
+  EXPECT_EQ(buildRequest(parse({"server", "drain", "192.0.2.10"})).params,
+            (Json{{"address", "192.0.2.10"}}));
+  EXPECT_THROW(parse({"server", "add", "fw", "192.0.2.10", "--force"}), UsageError);
+  EXPECT_THROW(parse({"server", "drain", "192.0.2.10", "--force=yes"}), UsageError);
+  EXPECT_NE(commandHelp(*findCommand("server drain")).find("--force"), std::string::npos);
+  EXPECT_NE(commandHelp(*findCommand("reload")).find("no appliance in service"), std::string::npos);
+}
+
 TEST(Validate, ExplainRequest) {
   auto req = buildRequest(parse({"explain", "198.51.100.1", "203.0.113.8", "tcp", "20000", "80"}));
   EXPECT_EQ(req.params, (Json{{"src", "198.51.100.1"}, {"dst", "203.0.113.8"}, {"proto", "tcp"},

@@ -125,6 +125,36 @@ TEST(Health, Render) {
   EXPECT_NO_THROW(renderHealth(Json{{"history", {1, "x", Json::object()}}}, 0));
 }
 
+// Issue 14 item 14: "3 successes in a row" (not "successs"), and the windows
+// say from when they count (a fault can start up to an interval earlier).
+TEST(Health, SuccessesAndWindowLabels) {
+  Json h = Json::parse(kHealth);
+  h["state"] = "healthy";
+  h["last_ok"] = true;
+  h["last_result"] = "ok";
+  h["consecutive"] = 12;
+  std::string t = renderHealth(h, 1072.0);
+  EXPECT_TRUE(has(t, "last result  ✓ ok (12 successes in a row)\n")) << t;
+  EXPECT_FALSE(has(t, "successs")) << t;
+  EXPECT_TRUE(has(t, "windows      fail 19s / ok 4s (unhealthy / healthy this long after the "
+                     "first failed / passed check)\n"))
+      << t;
+  EXPECT_FALSE(has(t, "longest")) << t;
+  h["consecutive"] = 1;
+  EXPECT_TRUE(has(renderHealth(h, 1072.0), "(1 success in a row)")) << renderHealth(h, 1072.0);
+}
+
+// Issue 14 item 15: an initializing appliance says whether it serves.
+TEST(Health, InitializingSaysWhetherItServes) {
+  Json h = {{"state", "initializing"}, {"provisional", true}, {"consecutive", 0},
+            {"address", "192.0.2.12"}, {"history", Json::array()}};
+  EXPECT_TRUE(has(renderHealth(h, 0), "serves new flows until its first failed check"))
+      << renderHealth(h, 0);
+  h["provisional"] = false;
+  EXPECT_TRUE(has(renderHealth(h, 0), "no new flows until it passes its checks"))
+      << renderHealth(h, 0);
+}
+
 TEST(Health, CommandsParse) {
   auto inv = parse({"health", "192.0.2.10"});
   auto req = buildRequest(inv);

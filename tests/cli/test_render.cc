@@ -158,6 +158,20 @@ TEST(Render, ChangesAndErrors) {
     "details": [{"path": "server_groups[0].servers", "message": "at least one server"}]})");
   EXPECT_EQ(renderError(err),
             "change rejected (invalid_config)\n  server_groups[0].servers: at least one server\n");
+  // Issue 14 item 13: a forced change prints its warning; a refusal prints its
+  // message (which says what would happen) and not its structured details.
+  EXPECT_TRUE(has(renderChange("server.drain", Json{{"address", "192.0.2.11"}},
+                               Json{{"snapshot_generation", 6},
+                                    {"drain", {{"timeout_s", 30}, {"existing_flows", "stay"}}},
+                                    {"warnings", {"forced: server group 'fw' has no appliance in service"}}}),
+                  "\nwarning: forced: server group 'fw' has no appliance in service\n"));
+  Json refused = Json::parse(R"({"code": "would_leave_no_service",
+    "message": "server.drain 192.0.2.11 refused: server group 'fw' would have no appliance in service",
+    "details": [{"group": "fw", "taken_out": ["192.0.2.11"], "left": [], "new_flows": "x",
+                 "existing_flows": "y"}]})");
+  EXPECT_EQ(renderError(refused),
+            "server.drain 192.0.2.11 refused: server group 'fw' would have no appliance in service "
+            "(would_leave_no_service)\n");
   EXPECT_EQ(protoName(Json(17)), "udp");
   EXPECT_EQ(protoName(Json("tcp")), "tcp");
   EXPECT_EQ(protoName(Json(47)), "47");

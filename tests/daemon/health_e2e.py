@@ -111,3 +111,134 @@ print("all unhealthy, drop: new flows have no appliance")
 log = open(log_path).read()
 assert "127.0.0.12 (firewalls): healthy -> unhealthy" in log and "failure window 800 ms" in log, log[-2000:]
 print("transitions logged with their windows")
+
+# --- Issue 14 item 13: guard rails. Only .11 answers; rebalance moves every
+# flow to it. Taking it out of service (drain, weight 0, remove, a reload
+# doing so) is refused and says what would happen; forced, its flows stay on
+# it when the drain times out instead of moving to an unhealthy appliance.
+listeners["127.0.0.11"].start()
+wait_state("127.0.0.11", "healthy", INTERVAL * N + 2.0)
+base_cfg = open(config_path).read().replace("when_all_unhealthy: drop", "when_all_unhealthy: fail_open")
+base_cfg = base_cfg.replace("when_all_unhealthy: fail_open", "when_all_unhealthy: fail_open\n    failover_mode: rebalance")
+open(config_path, "w").write(base_cfg)
+r = api("reload")
+assert r["ok"], r
+
+
+def flow_count(addr):
+    return api("flows", server=addr, count=True)["result"]["count"]
+
+
+t0 = time.monotonic()
+while flow_count("127.0.0.12") + flow_count("127.0.0.13") > 0:
+    assert time.monotonic() - t0 < 30, "rebalance did not move the flows off the unhealthy appliances"
+    time.sleep(0.2)
+on11 = flow_count("127.0.0.11")
+assert on11 > 0, on11
+print(f"rebalance: {on11} flows on 127.0.0.11, none on the unhealthy ones")
+
+
+def refused(method, **params):
+    r = api(method, **params)
+    assert not r["ok"] and r["error"]["code"] == "would_leave_no_service", r
+    m = r["error"]["message"]
+    for part in ("server group 'firewalls' would have no appliance in service",
+                 "127.0.0.12 unhealthy", "127.0.0.13 unhealthy",
+                 "new flows go to 127.0.0.12, 127.0.0.13 anyway", "fail_open",
+                 "flows on 127.0.0.11 stay there", "Nothing changed", "force"):
+        assert part in m, (part, m)
+    d = r["error"]["details"][0]
+    assert d["group"] == "firewalls" and d["taken_out"] == ["127.0.0.11"], d
+    assert health("127.0.0.11")["state"] == "active" and health("127.0.0.11")["weight"] == 100
+    return m
+
+
+print("refused:", refused("server.drain", address="127.0.0.11"))
+refused("server.set", address="127.0.0.11", weight=0)
+refused("server.remove", address="127.0.0.11")
+open(config_path, "w").write(base_cfg.replace("{ address: 127.0.0.11 }", "{ address: 127.0.0.11, weight: 0 }"))
+refused("reload")
+open(config_path, "w").write(base_cfg)
+assert set(fresh_choices(40)) == {"127.0.0.11"}, "nothing changed"
+
+r = api("server.drain", address="127.0.0.11", timeout_s=1, force=True)
+assert r["ok"], r
+assert any("has no appliance in service" in w for w in r["result"]["warnings"]), r
+t0 = time.monotonic()
+while health("127.0.0.11")["state"] != "drained":
+    assert time.monotonic() - t0 < 15, health("127.0.0.11")
+    time.sleep(0.1)
+time.sleep(1.0)  # the flows keep sending packets: a move would happen on the next one
+moved = flow_count("127.0.0.12") + flow_count("127.0.0.13")
+still = flow_count("127.0.0.11")
+assert moved == 0 and still > 0, f"after the drain timed out: {moved} flows moved to unhealthy appliances, {still} stayed"
+print(f"forced drain timed out: {still} flows stayed on 127.0.0.11, none moved to an unhealthy appliance")
+assert api("server.undrain", address="127.0.0.11")["ok"]
+log = open(log_path).read()
+assert "server.drain 127.0.0.11 forced" in log, log[-2000:]
+
+# --- Issue 14 item 15: a group starts with every initializing appliance in
+# provisional service until its first failed check. HTTP checks: .11 answers
+# at once, .12 after 1 s, .13 not at all; .11 passes ~3 s before .12 and must
+# not take every new flow meanwhile.
+import http.server  # noqa: E402
+import threading  # noqa: E402
+
+
+def http_server(addr, port, delay):
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            time.sleep(delay)
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.ThreadingHTTPServer((addr, port), H)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+probe = __import__("socket").socket()
+probe.bind(("127.0.0.11", 0))
+hport = probe.getsockname()[1]
+probe.close()
+servers_http = [http_server("127.0.0.11", hport, 0.0), http_server("127.0.0.12", hport, 1.0)]
+off_cfg = base_cfg.replace("health_check: {", "health_check: { enabled: false,")
+open(config_path, "w").write(off_cfg)
+assert api("reload")["ok"]
+for a in APPS:
+    wait_state(a, "disabled", 5)
+start_cfg = base_cfg.replace(f"protocol: tcp, port: {port}, interval: 100ms, timeout: 200ms",
+                             f"protocol: http, port: {hport}, interval: 500ms, timeout: 3s")
+assert start_cfg != base_cfg
+open(config_path, "w").write(start_cfg)
+r = api("reload")
+assert r["ok"], r
+t_reload = time.monotonic()
+first = api("health", address="127.0.0.11")["result"]
+assert (first["state"], first["provisional"]) == ("initializing", True), \
+    ("a starting group's appliances are in provisional service", first["state"], first["provisional"])
+saw_window = False
+while True:
+    before = {a: health(a)["health"] for a in APPS}
+    choices = fresh_choices(60)
+    after_h = {a: health(a)["health"] for a in APPS}
+    for a in ("127.0.0.11", "127.0.0.12"):
+        assert a in choices, (f"{a} got no new flows while starting", before, choices)
+    if after_h["127.0.0.13"]["consecutive"] >= 1 and before["127.0.0.13"]["consecutive"] >= 1:
+        assert "127.0.0.13" not in choices, ("a failed first check ends provisional service", choices)
+    if before["127.0.0.11"]["state"] == "healthy" and after_h["127.0.0.12"]["state"] == "initializing":
+        saw_window = True
+    if after_h["127.0.0.12"]["state"] == "healthy":
+        break
+    assert time.monotonic() - t_reload < 20, after_h
+assert saw_window, "never saw .11 healthy while .12 was still initializing"
+print(f"group start: .11 and .12 served new flows throughout; .12 healthy "
+      f"{time.monotonic() - t_reload:.1f} s after the reload; .13 out after its first failed check")
+wait_state("127.0.0.13", "unhealthy", 10)
+for s in servers_http:
+    s.shutdown()

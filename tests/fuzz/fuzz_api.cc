@@ -31,8 +31,11 @@ namespace {
 json handle(const std::string& method, const json& p) {
   try {
     json r = json::object();
-    if (method == "status" || method == "groups" || method == "stats" || method == "reload") {
+    if (method == "status" || method == "groups" || method == "stats") {
       Params(p, {});
+    } else if (method == "reload") {
+      Params pr(p, {"force"});
+      if (pr.has("force")) r["force"] = pr.boolean("force");
     } else if (method == "servers") {
       Params pr(p, {"group"});
       if (pr.has("group")) r["group"] = pr.str("group");
@@ -77,20 +80,27 @@ json handle(const std::string& method, const json& p) {
         if (!m) badRequest("mac: '" + pr.str("mac") + "' is not a MAC address");
         r["mac"] = m->str();
       }
-    } else if (method == "server.remove" || method == "server.undrain" || method == "health") {
+    } else if (method == "server.undrain" || method == "health") {
       Params pr(p, {"address"});
       if (!pr.has("address")) badRequest(method + " needs address");
       r["address"] = pr.ip("address").str();
+    } else if (method == "server.remove") {
+      Params pr(p, {"address", "force"});
+      if (!pr.has("address")) badRequest(method + " needs address");
+      r["address"] = pr.ip("address").str();
+      if (pr.has("force")) r["force"] = pr.boolean("force");
     } else if (method == "server.set") {
-      Params pr(p, {"address", "weight"});
+      Params pr(p, {"address", "weight", "force"});
       if (!pr.has("address") || !pr.has("weight")) badRequest("server.set needs address and weight");
       r["address"] = pr.ip("address").str();
       r["weight"] = pr.num("weight", 0, 10000);
+      if (pr.has("force")) r["force"] = pr.boolean("force");
     } else if (method == "server.drain") {
-      Params pr(p, {"address", "timeout_s"});
+      Params pr(p, {"address", "timeout_s", "force"});
       if (!pr.has("address")) badRequest("server.drain needs address");
       r["address"] = pr.ip("address").str();
       if (pr.has("timeout_s")) r["timeout_s"] = pr.num("timeout_s", 1, 3600);
+      if (pr.has("force")) r["force"] = pr.boolean("force");
     } else if (method == "destinations") {
       Params pr(p, {"name"});
       if (pr.has("name")) notFound("no destination (listener) '" + pr.str("name") + "'");

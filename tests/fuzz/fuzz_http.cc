@@ -1,16 +1,19 @@
-// Fuzz target 6: the HTTP probe response parser. Any bytes are what an
-// appliance's health endpoint answers: gwlb::probe::parseResponseHead (status
-// line and headers), over the whole input and over prefixes of it (a probe
-// sees the response in pieces), then the probe session's interim-response
-// loop (1xx heads other than 101 are skipped). Invariants (docs/fuzzing.md):
-//  - the result is 1, 0 or -1; 1 has a status in 100..599 and a head length
-//    within the bytes, ending in LF; -1 has a reason;
-//  - the verdict is stable as bytes arrive: prefixes shorter than a complete
-//    head are "need more" (0), longer ones give the same status and length;
-//    once malformed, more bytes never make it well-formed; when the whole is
-//    incomplete, every prefix is incomplete too;
-//  - both overloads agree; the interim loop always advances and stays within
-//    the bytes.
+// Fuzz target 6: the HTTP probe's response reader. Any bytes are what an
+// appliance's health endpoint answers: gwlb::probe::StatusReader (interim 1xx
+// heads skipped, the verdict taken on the final status line), fed whole, byte
+// by byte and in pieces split where the input's own bytes say (a probe sees
+// the response in reads of any size). Invariants (docs/fuzzing.md):
+//  - the result is 1, 0 or -1; 1 has a final status (200..599, or 101) and
+//    consumed bytes within the input, ending at the byte after the code
+//    (space, CR or LF); -1 has a reason; only -1 can be tooLarge();
+//  - the verdict does not depend on how the bytes are split: every split
+//    gives the same result, status, consumed count and interim count;
+//  - the verdict is stable as bytes arrive: a prefix shorter than `consumed`
+//    of a complete verdict is "need more", a longer one gives the same
+//    verdict; a malformed input's prefixes are never complete;
+//  - once 1 or -1, more bytes change nothing and are not taken;
+//  - at most kStatusPrefix + kMaxInterimBytes + interim prefixes are taken
+//    before a verdict: the reader never buffers a response.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -18,99 +21,108 @@
 #include "probes/probe.h"
 #include "tests/fuzz/fuzz_check.h"
 
-using gwlb::probe::parseResponseHead;
+using gwlb::probe::StatusReader;
 
 namespace {
 
 struct Res {
   int r = 0;
   int status = 0;
-  size_t head_len = 0;
-  std::string err;
+  size_t consumed = 0;
+  unsigned interim = 0;
+  bool too_large = false;
 };
 
-Res run(const char* d, size_t n) {
-  Res x;
-  x.r = parseResponseHead(d, n, x.status, x.err, x.head_len);
+Res take(const StatusReader& s) {
+  return {s.result(), s.status(), s.consumed(), s.interim(), s.tooLarge()};
+}
+
+bool same(const Res& a, const Res& b) {
+  return a.r == b.r && a.status == b.status && a.consumed == b.consumed &&
+         a.interim == b.interim && a.too_large == b.too_large;
+}
+
+Res check(const StatusReader& s, const char* d, size_t n) {
+  Res x = take(s);
   FUZZ_CHECK(x.r == -1 || x.r == 0 || x.r == 1, "result %d", x.r);
+  FUZZ_CHECK(x.consumed <= n, "consumed %zu of %zu bytes", x.consumed, n);
   if (x.r == 1) {
-    FUZZ_CHECK(x.status >= 100 && x.status <= 599, "status %d", x.status);
-    FUZZ_CHECK(x.head_len > 0 && x.head_len <= n && d[x.head_len - 1] == '\n',
-               "head_len %zu of %zu bytes", x.head_len, n);
+    FUZZ_CHECK((x.status >= 200 && x.status <= 599) || x.status == 101, "final status %d",
+               x.status);
+    FUZZ_CHECK(x.consumed >= StatusReader::kStatusPrefix, "consumed %zu", x.consumed);
+    char after = d[x.consumed - 1];
+    FUZZ_CHECK(after == ' ' || after == '\r' || after == '\n', "verdict before the code ended");
   }
-  if (x.r == -1) FUZZ_CHECK(!x.err.empty(), "malformed without a reason");
+  if (x.r == -1) FUZZ_CHECK(!s.error().empty(), "malformed without a reason");
+  if (x.too_large) FUZZ_CHECK(x.r == -1, "too large but not malformed");
+  if (x.r == 0) FUZZ_CHECK(x.consumed == n, "need more but %zu of %zu bytes left", n - x.consumed, n);
   return x;
+}
+
+Res feedSplit(const char* d, size_t n, const std::vector<size_t>& cuts) {
+  StatusReader s;
+  size_t at = 0;
+  for (size_t c : cuts) {
+    if (c <= at || c > n) continue;
+    s.feed(d + at, c - at);
+    at = c;
+  }
+  s.feed(d + at, n - at);
+  return check(s, d, n);
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const char* d = reinterpret_cast<const char*>(data);
-  Res full = run(d, size);
-  int s2 = 0;
-  std::string e2;
-  FUZZ_CHECK(parseResponseHead(d, size, s2, e2) == full.r && (full.r != 1 || s2 == full.status),
-             "the overloads disagree");
+  StatusReader whole;
+  whole.feed(d, size);
+  Res full = check(whole, d, size);
 
-  // Prefix lengths: the first 24, a few around the ends and the head, and
-  // some spread by the input's own bytes (bounded work per input).
-  std::vector<size_t> lens;
-  for (size_t n = 0; n < 24 && n < size; ++n) lens.push_back(n);
-  for (size_t back : {1, 2, 3}) if (size >= back) lens.push_back(size - back);
-  lens.push_back(size / 2);
-  lens.push_back(size / 3);
-  if (full.r == 1) {
-    lens.push_back(full.head_len - 1);
-    lens.push_back(full.head_len);
+  // Byte by byte.
+  {
+    StatusReader s;
+    for (size_t i = 0; i < size; ++i) s.feed(d + i, 1);
+    FUZZ_CHECK(same(check(s, d, size), full), "byte-by-byte feed disagrees with one feed");
   }
+  // Splits chosen by the input's own bytes.
   uint32_t h = 2166136261u;
   for (size_t i = 0; i < size; ++i) h = (h ^ data[i]) * 16777619u;
-  for (int i = 0; i < 8 && size; ++i) {
-    h = h * 1103515245u + 12345u;
-    lens.push_back(h % size);
+  for (int round = 0; round < 4 && size; ++round) {
+    std::vector<size_t> cuts;
+    for (int i = 0; i < 6; ++i) {
+      h = h * 1103515245u + 12345u;
+      cuts.push_back(h % (size + 1));
+    }
+    std::sort(cuts.begin(), cuts.end());
+    FUZZ_CHECK(same(feedSplit(d, size, cuts), full), "split feed disagrees with one feed");
   }
-  std::sort(lens.begin(), lens.end());
-  lens.erase(std::unique(lens.begin(), lens.end()), lens.end());
-
-  bool seen_malformed = false;
+  // Prefixes.
+  std::vector<size_t> lens;
+  for (size_t n = 0; n < 24 && n < size; ++n) lens.push_back(n);
+  lens.push_back(size / 2);
+  if (full.r == 1 && full.consumed > 0) lens.push_back(full.consumed - 1);
   for (size_t n : lens) {
-    Res p = run(d, n);
-    switch (full.r) {
-      case 0:
-        FUZZ_CHECK(p.r == 0, "prefix %zu is %d but the whole %zu bytes need more", n, p.r, size);
-        break;
-      case 1:
-        if (n < full.head_len)
-          FUZZ_CHECK(p.r == 0, "prefix %zu of a %zu-byte head is %d", n, full.head_len, p.r);
-        else
-          FUZZ_CHECK(p.r == 1 && p.status == full.status && p.head_len == full.head_len,
-                     "prefix %zu: %d/%d/%zu, whole: 1/%d/%zu", n, p.r, p.status, p.head_len,
-                     full.status, full.head_len);
-        break;
-      default:
-        FUZZ_CHECK(p.r != 1, "prefix %zu complete but the whole is malformed", n);
-        if (seen_malformed) FUZZ_CHECK(p.r == -1, "prefix %zu well-formed after a malformed one", n);
-        seen_malformed = p.r == -1;
-        break;
+    StatusReader p;
+    p.feed(d, n);
+    Res x = check(p, d, n);
+    if (full.r == 1) {
+      if (n < full.consumed) FUZZ_CHECK(x.r == 0, "prefix %zu of a %zu-byte verdict is %d", n,
+                                        full.consumed, x.r);
+      else FUZZ_CHECK(same(x, full), "prefix %zu gives another verdict", n);
+    } else {
+      FUZZ_CHECK(x.r != 1, "prefix %zu complete but the whole is not", n);
     }
   }
-  if (full.r == -1) {
-    std::string more(d, size);
-    more += "\r\n\r\nHTTP/1.1 200 OK\r\n\r\n";
-    FUZZ_CHECK(run(more.data(), more.size()).r == -1, "more bytes fixed a malformed head");
+  // More bytes after a verdict change nothing.
+  if (full.r != 0) {
+    static const char kMore[] = "HTTP/1.1 200 OK\r\n\r\n";
+    whole.feed(kMore, sizeof kMore - 1);
+    FUZZ_CHECK(same(take(whole), full), "bytes after the verdict changed it");
   }
-
-  // The probe session: skip interim heads, then judge the final one.
-  size_t start = 0;
-  for (;;) {
-    Res x = run(d + start, size - start);
-    if (x.r != 1) break;
-    if (x.status >= 100 && x.status < 200 && x.status != 101) {
-      FUZZ_CHECK(x.head_len > 0 && start + x.head_len <= size, "interim loop does not advance");
-      start += x.head_len;
-      continue;
-    }
-    break;
-  }
+  // Bounded: never more than the interim budget plus the status prefixes.
+  FUZZ_CHECK(full.consumed <= StatusReader::kMaxInterimBytes + 1 +
+                                  StatusReader::kStatusPrefix * (size_t(full.interim) + 1),
+             "consumed %zu", full.consumed);
   return 0;
 }

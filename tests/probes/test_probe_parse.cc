@@ -1,4 +1,4 @@
-// Pure parts of the probes: response head parser, code sets, CLI arguments, JSON.
+// Pure parts of the probes: status line reader, SNI name, code sets, CLI arguments, JSON.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -12,32 +12,52 @@ namespace {
 
 #define BIN(lit) std::string(lit, sizeof(lit) - 1)
 
-struct HeadCase {
+struct StatusCase {
   const char* name;
   std::string input;
-  int want;         // 1 complete, 0 need more, -1 malformed
-  int status = 0;   // when want == 1
-  size_t head_len = 0;  // when want == 1; 0 = whole input
+  int want;              // 1 final status known, 0 need more, -1 malformed
+  int status = 0;        // when want == 1
+  size_t consumed = 0;   // when want == 1: bytes taken (0 = 13, the status prefix)
 };
 
-TEST(ParseResponseHead, Table) {
-  const std::vector<HeadCase> cases = {
+// Feeds `in` in pieces of `step` bytes (0: all at once).
+StatusReader feedAll(const std::string& in, size_t step) {
+  StatusReader r;
+  if (step == 0) {
+    r.feed(in.data(), in.size());
+    return r;
+  }
+  for (size_t i = 0; i < in.size(); i += step) r.feed(in.data() + i, std::min(step, in.size() - i));
+  return r;
+}
+
+TEST(StatusReader, Table) {
+  const std::string big_headers = [] {
+    std::string h;
+    while (h.size() < 100 * 1024) h += "Set-Cookie: " + std::string(500, 'x') + "\r\n";
+    return h;
+  }();
+  const std::vector<StatusCase> cases = {
       {"complete", "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", 1, 200},
-      {"no headers", "HTTP/1.1 204 No Content\r\n\r\n", 1, 204},
+      {"status line only", "HTTP/1.1 200 OK", 1, 200},
       {"http 1.0", "HTTP/1.0 302 Found\r\nLocation: /x\r\n\r\n", 1, 302},
-      {"empty reason", "HTTP/1.1 503\r\n\r\n", 1, 503},
-      {"empty reason with space", "HTTP/1.1 404 \r\n\r\n", 1, 404},
-      {"lone LF lines", "HTTP/1.1 200 OK\nServer: x\n\n", 1, 200},
-      {"body follows", "HTTP/1.1 200 OK\r\nA: b\r\n\r\nbody bytes", 1, 200, 25},
-      {"obs-fold", "HTTP/1.1 200 OK\r\nA: b\r\n  c\r\n\r\n", 1, 200},
-      {"utf-8 reason", "HTTP/1.1 200 \xc3\xa9t\xc3\xa9\r\n\r\n", 1, 200},
+      {"empty reason CRLF", "HTTP/1.1 503\r\n\r\n", 1, 503},
+      {"empty reason LF", "HTTP/1.1 503\n\n", 1, 503},
+      // Issue 14 item 14: headers are not read, so their size does not matter.
+      {"100 KiB of headers", "HTTP/1.1 200 OK\r\n" + big_headers + "\r\n", 1, 200},
+      {"header garbage after the status", "HTTP/1.1 200 OK\r\n\x01\x02 no colon\r\n\r\n", 1, 200},
+      {"100 then 200", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n\r\n", 1, 200, 38},
+      {"103 with headers then 404",
+       "HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\nHTTP/1.1 404 Not Found\r\n", 1, 404,
+       57},
+      {"lone LF interim", "HTTP/1.1 100\n\nHTTP/1.1 204\n", 1, 204, 27},
+      {"101 is final", "HTTP/1.1 101 Switching Protocols\r\n\r\n", 1, 101},
       {"empty", "", 0},
       {"prefix", "HTT", 0},
-      {"status line only", "HTTP/1.1 200 OK", 0},
-      {"status line CR only", "HTTP/1.1 200 OK\r", 0},
-      {"no blank line", "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n", 0},
-      {"header partial", "HTTP/1.1 200 OK\r\nContent-Len", 0},
-      {"blank line partial", "HTTP/1.1 200 OK\r\nA: b\r\n\r", 0},
+      {"code partial", "HTTP/1.1 20", 0},
+      {"code without delimiter", "HTTP/1.1 200", 0},
+      {"interim not ended", "HTTP/1.1 100 Continue\r\n", 0},
+      {"interim blank line partial", "HTTP/1.1 100 Continue\r\n\r", 0},
       {"garbage", "garbage\r\n\r\n", -1},
       {"lowercase", "http/1.1 200 OK\r\n\r\n", -1},
       {"html", "<html><body>hi</body></html>", -1},
@@ -49,54 +69,60 @@ TEST(ParseResponseHead, Table) {
       {"long code", "HTTP/1.1 2000 OK\r\n\r\n", -1},
       {"code out of range", "HTTP/1.1 099 Low\r\n\r\n", -1},
       {"code too high", "HTTP/1.1 600 High\r\n\r\n", -1},
-      {"bare CR in status", "HTTP/1.1 200 OK\rX: y\r\n\r\n", -1},
-      {"bare CR in header", "HTTP/1.1 200 OK\r\nA: b\rc\r\n\r\n", -1},
-      {"NUL in status", BIN("HTTP/1.1 200 O\0K\r\n\r\n"), -1},
-      {"NUL in header", BIN("HTTP/1.1 200 OK\r\nA: \0\r\n\r\n"), -1},
-      {"header without colon", "HTTP/1.1 200 OK\r\nNoColonHere\r\n\r\n", -1},
-      {"space before colon", "HTTP/1.1 200 OK\r\nName : v\r\n\r\n", -1},
-      {"empty header name", "HTTP/1.1 200 OK\r\n: v\r\n\r\n", -1},
-      {"fold as first header", "HTTP/1.1 200 OK\r\n folded\r\n\r\n", -1},
-      {"garbage partial header", "HTTP/1.1 200 OK\r\n\x01\x02", -1},
+      {"NUL after code", BIN("HTTP/1.1 200\0OK\r\n\r\n"), -1},
+      {"garbage after interim", "HTTP/1.1 100 Continue\r\n\r\n<html>", -1},
+      {"interim heads over 64 KiB", "HTTP/1.1 103 Hints\r\n" + big_headers + "\r\nHTTP/1.1 200 OK\r\n",
+       -1},
   };
-  for (const HeadCase& c : cases) {
-    int status = -7;
-    size_t head_len = 0;
-    std::string err;
-    int r = parseResponseHead(c.input.data(), c.input.size(), status, err, head_len);
-    EXPECT_EQ(r, c.want) << c.name << " (err: " << err << ")";
-    if (c.want == 1 && r == 1) {
-      EXPECT_EQ(status, c.status) << c.name;
-      EXPECT_EQ(head_len, c.head_len ? c.head_len : c.input.size()) << c.name;
+  for (const StatusCase& c : cases) {
+    for (size_t step : {size_t(0), size_t(1), size_t(7), size_t(4096)}) {
+      StatusReader r = feedAll(c.input, step);
+      EXPECT_EQ(r.result(), c.want) << c.name << " step " << step << " (err: " << r.error() << ")";
+      if (c.want == 1 && r.result() == 1) {
+        EXPECT_EQ(r.status(), c.status) << c.name;
+        EXPECT_EQ(r.consumed(), c.consumed ? c.consumed : StatusReader::kStatusPrefix) << c.name;
+      }
+      if (c.want == -1) EXPECT_FALSE(r.error().empty()) << c.name;
+      // More bytes never change a verdict.
+      int before = r.result(), st = r.status();
+      size_t took = r.consumed();
+      if (before != 0) {
+        EXPECT_EQ(r.feed("HTTP/1.1 500 X\r\n\r\n", 19), before) << c.name;
+        EXPECT_EQ(r.status(), st) << c.name;
+        EXPECT_EQ(r.consumed(), took) << c.name;
+      }
     }
-    if (c.want == -1) {
-      EXPECT_FALSE(err.empty()) << c.name;
-    }
-    // The short overload agrees.
-    int s2 = 0;
-    std::string e2;
-    EXPECT_EQ(parseResponseHead(c.input.data(), c.input.size(), s2, e2), r) << c.name;
   }
+  StatusReader big = feedAll("HTTP/1.1 103 Hints\r\n" + big_headers, 0);
+  EXPECT_TRUE(big.tooLarge());
+  EXPECT_EQ(big.consumed(), StatusReader::kMaxInterimBytes + 1);
 }
 
-TEST(ParseResponseHead, EveryPrefixOfAValidHeadNeedsMore) {
-  const std::string head = "HTTP/1.1 301 Moved Permanently\r\nLocation: /a\r\nX: y\r\n\r\n";
-  for (size_t n = 0; n < head.size(); ++n) {
-    int status = 0;
-    std::string err;
-    EXPECT_EQ(parseResponseHead(head.data(), n, status, err), 0) << "prefix " << n << ": " << err;
+TEST(StatusReader, EveryPrefixOfAStatusPrefixNeedsMore) {
+  const std::string head = "HTTP/1.1 301 Moved Permanently\r\nLocation: /a\r\n\r\n";
+  for (size_t n = 0; n < StatusReader::kStatusPrefix; ++n) {
+    StatusReader r;
+    EXPECT_EQ(r.feed(head.data(), n), 0) << "prefix " << n << ": " << r.error();
   }
-  int status = 0;
-  std::string err;
-  EXPECT_EQ(parseResponseHead(head.data(), head.size(), status, err), 1);
-  EXPECT_EQ(status, 301);
+  StatusReader r;
+  EXPECT_EQ(r.feed(head.data(), head.size()), 1);
+  EXPECT_EQ(r.status(), 301);
 }
 
-TEST(ParseResponseHead, GarbageFailsOnFirstByte) {
-  int status = 0;
-  std::string err;
-  EXPECT_EQ(parseResponseHead("X", 1, status, err), -1);
-  EXPECT_EQ(parseResponseHead("HTTP/3", 6, status, err), -1);
+TEST(StatusReader, GarbageFailsOnFirstWrongByte) {
+  StatusReader a;
+  EXPECT_EQ(a.feed("X", 1), -1);
+  StatusReader b;
+  EXPECT_EQ(b.feed("HTTP/3", 6), -1);
+  EXPECT_EQ(b.consumed(), 6u);
+}
+
+TEST(SniName, TrailingDotAndLiterals) {
+  EXPECT_EQ(sniName("app.example.test."), "app.example.test");
+  EXPECT_EQ(sniName("app.example.test"), "app.example.test");
+  EXPECT_EQ(sniName(""), "");
+  EXPECT_EQ(sniName("192.0.2.7"), "");
+  EXPECT_EQ(sniName("192.0.2.7."), "");
 }
 
 TEST(ParseHttpCodes, Classes) {
@@ -197,6 +223,9 @@ TEST(ProbeArgs, BadUsage) {
       {"--protocol", "tcp", "--address", "10.0.0.1", "extra"},
       {"--protocol", "tcp", "--address"},
       {"--protocol", "tcp", "--address", "10.0.0.1", "--verify=yes"},
+      // Issue 14 item 14: TLS options without TLS are refused, not ignored.
+      {"--protocol", "http", "--address", "10.0.0.1", "--ca-file", "/tmp/ca.pem"},
+      {"--protocol", "tcp", "--address", "10.0.0.1", "--verify"},
   };
   for (const auto& args : bad) {
     ProbeSpec spec;
@@ -207,6 +236,18 @@ TEST(ProbeArgs, BadUsage) {
     EXPECT_FALSE(parseProbeArgs(args, spec, help, err)) << joined;
     EXPECT_FALSE(err.empty()) << joined;
   }
+}
+
+// Issue 14 item 14: --ca-file alone verifies (it was ignored without --verify).
+TEST(ProbeArgs, CaFileImpliesVerify) {
+  ProbeSpec spec;
+  bool help = false;
+  std::string err;
+  ASSERT_TRUE(parseProbeArgs({"--protocol", "https", "--address", "10.0.0.1", "--ca-file", "/tmp/ca.pem"},
+                             spec, help, err))
+      << err;
+  EXPECT_TRUE(spec.verify_tls);
+  EXPECT_EQ(spec.ca_file, "/tmp/ca.pem");
 }
 
 TEST(ResultJson, EscapesAndFields) {

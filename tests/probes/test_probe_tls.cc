@@ -117,6 +117,23 @@ TEST_F(ProbeTls, SniIsTheDomain) {
   EXPECT_EQ(hosts_[0], kDomain);
 }
 
+// Issue 14 item 14: a fully qualified domain ("probe.test.") is sent as SNI
+// without its trailing dot (RFC 6066 section 3) and verified as "probe.test";
+// the Host header carries the domain as configured.
+TEST_F(ProbeTls, TrailingDotDomainSniHasNoDot) {
+  TestServer srv(io, tlsHandler(kOk));
+  ProbeSpec spec = httpsSpec(srv.port());
+  spec.domain = std::string(kDomain) + ".";
+  spec.verify_tls = true;
+  spec.ca_file = (dir_ / "cert.pem").string();
+  ProbeResult r = runProbe(io, spec, &client_ctx_);
+  EXPECT_TRUE(r.ok) << r.reason << ": " << r.detail;
+  ASSERT_EQ(snis_.size(), 1u);
+  EXPECT_EQ(snis_[0], kDomain);
+  ASSERT_EQ(hosts_.size(), 1u);
+  EXPECT_EQ(hosts_[0], std::string(kDomain) + ".");
+}
+
 TEST_F(ProbeTls, BadStatusOverTls) {
   TestServer srv(io, tlsHandler("HTTP/1.1 500 Oops\r\nContent-Length: 0\r\n\r\n"));
   ProbeResult r = runProbe(io, httpsSpec(srv.port()), &client_ctx_);

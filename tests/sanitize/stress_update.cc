@@ -435,7 +435,7 @@ void runControl(dp::Dataplane& dpl, dp::FlowTable& flows, rte_rcu_qsbr* qsbr, Co
     switch (r % 8) {
       case 0:
       case 1: {  // health flip (checked appliances flap)
-        HealthState& h = health[ip];
+        ApplianceHealth& h = health[ip];
         h = h == HealthState::kHealthy ? HealthState::kUnhealthy : HealthState::kHealthy;
         ++st.health_flips;
         break;

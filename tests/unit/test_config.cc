@@ -847,7 +847,7 @@ TEST(ConfigErrors, HealthCheckValues) {
     health_check:
       protocol: icmp
       port: 0
-      interval: 60s
+      interval: 301s
       timeout: 5ms
       healthy_threshold: 1
       unhealthy_threshold: 11
@@ -856,7 +856,7 @@ TEST(ConfigErrors, HealthCheckValues) {
   EXPECT_TRUE(hasError(r, "server_groups[0].when_all_unhealthy", {"panic"}));
   EXPECT_TRUE(hasError(r, "server_groups[0].health_check.protocol", {"icmp"}));
   EXPECT_TRUE(hasError(r, "server_groups[0].health_check.port", {"0"}));
-  EXPECT_TRUE(hasError(r, "server_groups[0].health_check.interval", {"60s"}));
+  EXPECT_TRUE(hasError(r, "server_groups[0].health_check.interval", {"301s"}));
   EXPECT_TRUE(hasError(r, "server_groups[0].health_check.timeout", {"5ms"}));
   EXPECT_TRUE(hasError(r, "server_groups[0].health_check.healthy_threshold", {"1"}));
   EXPECT_TRUE(hasError(r, "server_groups[0].health_check.unhealthy_threshold", {"11"}));
@@ -881,6 +881,75 @@ TEST(ConfigErrors, HealthCheckValues) {
 
 namespace gwlb::ctl {
 namespace {
+
+// Issue 14 item 14: interval and timeout take the union of the products'
+// ranges (AWS: interval 5-300 s, timeout 2-120 s; Alibaba: timeout 1-300 s,
+// interval 1-50 s), not 50 s / 60 s.
+TEST(ConfigHealth, ProductRangesAreAccepted) {
+  for (const char* iv : {"5s", "50s", "300s", "5m"})
+    for (const char* to : {"2s", "60s", "120s", "300s"}) {
+      Result r = parse(withGroup(std::string(kOneServer) + "\n    health_check: { interval: " +
+                                 iv + ", timeout: " + to + " }"));
+      EXPECT_TRUE(r.ok) << iv << "/" << to << ": " << formatErrors(r.errors);
+    }
+  Result r = parse(withGroup(std::string(kOneServer) +
+                             "\n    health_check: { interval: 300s, timeout: 120s }"));
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.cfg.server_groups[0].health_check.interval_ms, 300000u);
+  EXPECT_EQ(r.cfg.server_groups[0].health_check.timeout_ms, 120000u);
+  Result bad = parse(withGroup(std::string(kOneServer) +
+                               "\n    health_check: { interval: 301s, timeout: 5m1s }"));
+  EXPECT_TRUE(hasError(bad, "server_groups[0].health_check.interval", {"10 ms to 300 s"}));
+  EXPECT_TRUE(hasError(bad, "server_groups[0].health_check.timeout", {"5m1s"}));
+  // validateConfig on a code-built config says the same range.
+  Config c = parse(withGroup(kOneServer)).cfg;
+  c.server_groups[0].health_check.configured = true;
+  c.server_groups[0].health_check.timeout_ms = 300001;
+  std::vector<ConfigError> errs;
+  EXPECT_FALSE(validateConfig(c, errs));
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_NE(errs[0].message.find("10 ms to 300 s"), std::string::npos) << errs[0].message;
+}
+
+// Issue 14 item 14: ca_file is never silently ignored. Alone it implies
+// verify; with verify: false, or on a tcp/http check, it is an error.
+TEST(ConfigHealth, CaFileImpliesVerifyOrIsAnError) {
+  Result r = parse(withGroup(std::string(kOneServer) +
+                             "\n    health_check: { protocol: https, ca_file: /etc/ca.pem }"));
+  ASSERT_TRUE(r.ok) << formatErrors(r.errors);
+  EXPECT_TRUE(r.cfg.server_groups[0].health_check.verify);
+  Result off = parse(withGroup(std::string(kOneServer) +
+                               "\n    health_check: { protocol: https, verify: false, ca_file: /etc/ca.pem }"));
+  EXPECT_TRUE(hasError(off, "server_groups[0].health_check.ca_file", {"verify is false"}));
+  EXPECT_EQ(off.errors.size(), 1u) << formatErrors(off.errors);
+  Result http = parse(withGroup(std::string(kOneServer) +
+                                "\n    health_check: { protocol: http, ca_file: /etc/ca.pem }"));
+  EXPECT_TRUE(hasError(http, "server_groups[0].health_check.verify", {"https", "http"}));
+  Result tcp = parse(withGroup(std::string(kOneServer) + "\n    health_check: { verify: true }"));
+  EXPECT_TRUE(hasError(tcp, "server_groups[0].health_check.verify", {"https", "tcp"}));
+  // A code-built config (server add, reload) is held to the same rule.
+  Config c = r.cfg;
+  c.server_groups[0].health_check.verify = false;
+  std::vector<ConfigError> errs;
+  EXPECT_FALSE(validateConfig(c, errs));
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0].path, "server_groups[0].health_check.ca_file");
+}
+
+// A fully qualified domain (trailing dot) is accepted; empty labels are not.
+TEST(ConfigHealth, DomainLabels) {
+  for (const char* d : {"fw.example.", "fw.example", "a", "x-1.example"}) {
+    Result r = parse(withGroup(std::string(kOneServer) +
+                               "\n    health_check: { protocol: http, domain: \"" + d + "\" }"));
+    EXPECT_TRUE(r.ok) << d << ": " << formatErrors(r.errors);
+  }
+  for (const char* d : {".", "..", "fw..example", ".fw.example", "fw.example..", "-fw.example",
+                        "fw-.example"}) {
+    Result r = parse(withGroup(std::string(kOneServer) +
+                               "\n    health_check: { protocol: http, domain: \"" + d + "\" }"));
+    EXPECT_TRUE(hasError(r, "server_groups[0].health_check.domain", {"labels"})) << d;
+  }
+}
 
 TEST(Config, FailoverAndDraining) {
   Result none = parse(withGroup(kOneServer));
@@ -1151,16 +1220,19 @@ const std::vector<BadValue>& badValues() {
       {"server_groups[0].health_check.http_codes", "[]", {"at least one"}},
       {"server_groups[0].health_check.http_codes", "[http_6xx]", {"'http_6xx'"},
        "server_groups[0].health_check.http_codes[0]"},
-      {"server_groups[0].health_check.interval", "5ms", {"out of range", "10 ms to 50 s"}},
+      {"server_groups[0].health_check.interval", "5ms", {"out of range", "10 ms to 300 s"}},
       {"server_groups[0].health_check.interval", "-1s", {"negative"}},
       {"server_groups[0].health_check.interval", "99999999999ms", {"out of range"}},
-      {"server_groups[0].health_check.timeout", "61s", {"10 ms to 60 s"}},
+      {"server_groups[0].health_check.timeout", "301s", {"10 ms to 300 s"}},
       {"server_groups[0].health_check.healthy_threshold", "1", {"2..10"}},
       {"server_groups[0].health_check.unhealthy_threshold", "11", {"2..10"}},
       {"server_groups[0].health_check.source", "2001:db8::1", {"IPv6", "IPv4"}},
       {"server_groups[0].health_check.source", "02:00:00:00:00:01", {"is a MAC address"}},
       {"server_groups[0].health_check.source", "0.0.0.0", {"not a usable address"}},
       {"server_groups[0].health_check.verify", "maybe", {"not true or false"}},
+      {"server_groups[0].health_check.verify", "false", {"verify is false"},
+       "server_groups[0].health_check.ca_file"},
+      {"server_groups[0].health_check.domain", "fw..example", {"labels"}},
       {"server_groups[0].health_check.ca_file", "''", {"required when verify is true"}},
       {"server_groups[0].health_check.ca_file", "[a]", {"expected a file path"}},
       {"server_groups[0].health_check.jitter", "1", {"not true or false"}},

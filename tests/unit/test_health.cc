@@ -504,5 +504,65 @@ TEST(HealthHistory, RecordsResultsAndTransitionsBounded) {
   EXPECT_EQ(h.back().reason, "weight 0");
 }
 
+// Issue 14 item 15: provisional service of a starting group's appliances.
+TEST(Provisional, ServesUntilTheFirstFailedCheckThenWaitsForTheThreshold) {
+  HealthParams p;  // thresholds 3
+  HealthTracker tr(p, true, 100, 0);
+  EXPECT_FALSE(tr.receivesNewFlows()) << "initializing alone gets no new flows";
+  tr.setProvisional(true);
+  EXPECT_TRUE(tr.provisional());
+  EXPECT_TRUE(tr.receivesNewFlows());
+  EXPECT_TRUE(receivesNewFlows(ApplianceHealth(tr.state(), tr.provisional())));
+  tr.onResult({true, "ok", 3}, 10);
+  EXPECT_EQ(tr.state(), HealthState::kInitializing);
+  EXPECT_TRUE(tr.receivesNewFlows()) << "a passed check keeps it";
+  tr.onResult({false, "connect_timeout", 5000}, 7000);
+  EXPECT_EQ(tr.state(), HealthState::kInitializing);
+  EXPECT_FALSE(tr.provisional());
+  EXPECT_FALSE(tr.receivesNewFlows()) << "the first failed check ends it";
+  tr.onResult({true, "ok", 3}, 9000);
+  tr.onResult({true, "ok", 3}, 11000);
+  EXPECT_FALSE(tr.receivesNewFlows()) << "back only at the healthy threshold";
+  ASSERT_TRUE(tr.onResult({true, "ok", 3}, 13000));
+  EXPECT_EQ(tr.state(), HealthState::kHealthy);
+  EXPECT_TRUE(tr.receivesNewFlows());
+}
+
+TEST(Provisional, OnlyWhileInitializingAndEndsWithAnyTransition) {
+  HealthParams p;
+  HealthTracker healthy(p, true, 100, 0);
+  for (uint64_t t = 0; t < 3; ++t) healthy.onResult({true, "ok", 1}, t * 2000);
+  ASSERT_EQ(healthy.state(), HealthState::kHealthy);
+  healthy.setProvisional(true);
+  EXPECT_FALSE(healthy.provisional()) << "ignored outside initializing";
+
+  HealthTracker tr(p, true, 100, 0);
+  tr.setProvisional(true);
+  for (uint64_t t = 0; t < 3; ++t) tr.onResult({true, "ok", 1}, t * 2000);
+  EXPECT_EQ(tr.state(), HealthState::kHealthy);
+  EXPECT_FALSE(tr.provisional());
+  // Weight 0 and back: initializing again, not provisional unless the caller says so.
+  tr.reconfigure(p, true, 0, 10000);
+  tr.reconfigure(p, true, 100, 11000);
+  EXPECT_EQ(tr.state(), HealthState::kInitializing);
+  EXPECT_FALSE(tr.receivesNewFlows());
+  // Unused and disabled never are.
+  HealthTracker unused(p, true, 0, 0);
+  unused.setProvisional(true);
+  EXPECT_FALSE(unused.receivesNewFlows());
+}
+
+// Issue 14 item 14: the log line of a transition states the window that
+// applies to it, never a success window computed from a failed check.
+TEST(TransitionWindowText, MatchesTheTransition) {
+  HealthParams p;  // timeout 5 s, interval 2 s, thresholds 3
+  std::string down = transitionWindowText(p, HealthState::kUnhealthy, 5000);
+  EXPECT_EQ(down, "failure window 19000 ms after the first failed check");
+  EXPECT_EQ(down.find("success"), std::string::npos);
+  EXPECT_EQ(transitionWindowText(p, HealthState::kHealthy, 1000),
+            "success window 7000 ms after the first passed check at 1000 ms per response");
+  EXPECT_EQ(transitionWindowText(p, HealthState::kUnused, 0), "");
+}
+
 }  // namespace
 }  // namespace gwlb

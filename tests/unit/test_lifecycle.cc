@@ -1,9 +1,12 @@
 // ServerLifecycle and the snapshot builder's view of leaving appliances: the
 // removal rows of DOMAIN.md section 3 decided on a simulated clock, operator
-// drains, and what the builder hands the workers (phase, move, Maglev share).
+// drains, and what the builder hands the workers (phase, move, Maglev share);
+// how a group starts (provisional service of initializing appliances).
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
+#include <tuple>
 
 #include "control/lifecycle.h"
 #include "control/snapshot_builder.h"
@@ -234,6 +237,134 @@ TEST(Builder, DrainedAppliancesStayOutOfFailOpen) {
   uint16_t drained = reg.find(v4("10.0.0.11"));
   EXPECT_EQ(std::count(s->groups[0].maglev.begin(), s->groups[0].maglev.end(), drained), 0);
   EXPECT_GT(std::count(s->groups[0].maglev.begin(), s->groups[0].maglev.end(), reg.find(v4("10.0.0.12"))), 0);
+}
+
+// Issue 14 item 13: an operator drain of the last appliance in service
+// (forced) must not end with its flows moved to an unhealthy appliance when
+// the drain times out: they stay until an appliance is in service again.
+TEST(Builder, DrainTimeoutNeverMovesFlowsToAnApplianceNotInService) {
+  ServerLifecycle life;
+  ServerRegistry reg;
+  Config a = config(FailoverMode::kRebalance, true, 30);
+  HealthMap h = {{v4("10.0.0.11"), HealthState::kHealthy},
+                 {v4("10.0.0.12"), HealthState::kUnhealthy},
+                 {v4("10.0.0.13"), HealthState::kUnhealthy}};
+  buildSnapshot(a, reg, {}, 1, h, &life);
+  ASSERT_EQ(life.drain(a, v4("10.0.0.11"), 10u, 0), "");
+  Counts c{reg, {}};
+  c.set("10.0.0.11", 5);
+  ASSERT_TRUE(life.tick(10 * kSec, &c.by_id, reg.addresses())) << "the drain times out";
+  ASSERT_EQ(life.find(v4("10.0.0.11"))->move, dp::MoveReason::kDrainTimeout);
+  auto s = buildSnapshot(a, reg, {}, 2, h, &life);
+  const dp::ServerView& v = s->servers[reg.find(v4("10.0.0.11"))];
+  EXPECT_EQ(v.phase, dp::ServerPhase::kDrained);
+  EXPECT_EQ(v.move, dp::MoveReason::kNone) << "no appliance in service: the flows stay";
+  EXPECT_TRUE(v.routable);
+  // Once an appliance is in service again, the flows move (to it).
+  h[v4("10.0.0.12")] = HealthState::kHealthy;
+  s = buildSnapshot(a, reg, {}, 3, h, &life);
+  EXPECT_EQ(s->servers[reg.find(v4("10.0.0.11"))].move, dp::MoveReason::kDrainTimeout);
+  for (uint16_t id : s->groups[0].maglev) EXPECT_EQ(id, reg.find(v4("10.0.0.12")));
+}
+
+// The same for a removal without draining (rebalance moves at once) and for
+// the last appliance in service set to weight 0 while the others fail.
+TEST(Builder, RemovalNeverMovesFlowsToAnApplianceNotInService) {
+  ServerLifecycle life;
+  ServerRegistry reg;
+  Config a = config(FailoverMode::kRebalance, false);
+  HealthMap h = {{v4("10.0.0.11"), HealthState::kHealthy},
+                 {v4("10.0.0.12"), HealthState::kUnhealthy},
+                 {v4("10.0.0.13"), HealthState::kInitializing}};
+  buildSnapshot(a, reg, {}, 1, h, &life);
+  Config b = without(a, "10.0.0.11");
+  life.applyConfig(a, b, 0, "removed by server.remove");
+  ASSERT_EQ(life.find(v4("10.0.0.11"))->move, dp::MoveReason::kRemoved);
+  auto s = buildSnapshot(b, reg, {}, 2, h, &life);
+  EXPECT_EQ(s->servers[reg.find(v4("10.0.0.11"))].move, dp::MoveReason::kNone);
+  EXPECT_EQ(s->servers[reg.find(v4("10.0.0.12"))].move, dp::MoveReason::kNone)
+      << "unhealthy, but nowhere in service to go";
+}
+
+// Issue 14 item 15, on a simulated clock: three appliances start together
+// (gateway start) with jittered first probes; .11 answers in 5 ms, .12 in
+// 900 ms, .13 never. Every initializing appliance serves until its first
+// failed check, so .13 leaves after its first probe, and .11 passing first
+// never takes every new flow while .12 is still being checked.
+TEST(StartUp, InitializingAppliancesServeUntilTheirFirstFailedCheck) {
+  Config a = config(FailoverMode::kNoRebalance, false);
+  a.server_groups[0].health_check.configured = true;
+  HealthParams p;
+  p.interval_ms = 1000;
+  p.timeout_ms = 2000;
+  p.healthy_threshold = 3;
+  p.unhealthy_threshold = 3;
+  struct App {
+    const char* addr;
+    bool answers;
+    uint64_t response_ms;
+    HealthTracker t;
+    uint64_t next_ms;
+  };
+  std::vector<App> apps;
+  for (auto [addr, answers, resp] : {std::tuple{"10.0.0.11", true, uint64_t(5)},
+                                     std::tuple{"10.0.0.12", true, uint64_t(900)},
+                                     std::tuple{"10.0.0.13", false, uint64_t(2000)}}) {
+    HealthTracker t(p, true, 100, 0);
+    t.setProvisional(true);  // what HealthChecker::reconcile does for a starting group
+    apps.push_back({addr, answers, resp, t, firstProbeDelayMs(p, v4(addr), true)});
+  }
+  ServerRegistry reg;
+  auto inTable = [&](uint64_t gen) {
+    HealthMap h;
+    for (App& x : apps) h[v4(x.addr)] = ApplianceHealth(x.t.state(), x.t.provisional());
+    auto s = buildSnapshot(a, reg, {}, gen, h);
+    std::set<std::string> in;
+    for (uint16_t id : s->groups[0].maglev) in.insert(IpAddr::v4(s->servers[id].ip).str());
+    return in;
+  };
+  EXPECT_EQ(inTable(1), (std::set<std::string>{"10.0.0.11", "10.0.0.12", "10.0.0.13"}))
+      << "before any check, every appliance takes new flows";
+  bool saw_11_healthy_12_initializing = false;
+  for (uint64_t now = 0, gen = 2; now < 20000; now += 10, ++gen) {
+    bool changed = false;
+    for (App& x : apps) {
+      if (now < x.next_ms + x.response_ms) continue;  // probe started at next_ms, result at +response
+      ProbeOutcome o{x.answers, x.answers ? "ok" : "connect_timeout", x.response_ms};
+      bool before = x.t.receivesNewFlows();
+      changed |= x.t.onResult(o, now).has_value() || before != x.t.receivesNewFlows();
+      x.next_ms = now + p.interval_ms;
+    }
+    if (!changed) continue;
+    std::set<std::string> in = inTable(gen);
+    SCOPED_TRACE("t=" + std::to_string(now) + " ms");
+    EXPECT_TRUE(in.count("10.0.0.11") && in.count("10.0.0.12")) << "both answering appliances serve";
+    const bool failed_once = apps[2].t.consecutive() >= 1;
+    EXPECT_EQ(in.count("10.0.0.13"), failed_once ? 0u : 1u)
+        << (failed_once ? "out after its first failed check" : "serves until its first check");
+    if (apps[0].t.state() == HealthState::kHealthy && apps[1].t.state() == HealthState::kInitializing)
+      saw_11_healthy_12_initializing = true;
+  }
+  EXPECT_TRUE(saw_11_healthy_12_initializing) << "the scenario must pass through that window";
+  EXPECT_EQ(apps[0].t.state(), HealthState::kHealthy);
+  EXPECT_EQ(apps[1].t.state(), HealthState::kHealthy);
+  EXPECT_EQ(apps[2].t.state(), HealthState::kUnhealthy);
+}
+
+// An appliance added to a group that has verdicts waits for its own checks
+// (AWS "initial"); in a group with none (all initializing or disabled), it
+// starts in provisional service like the others.
+TEST(StartUp, ProvisionalOnlyWhileTheGroupHasNoVerdict) {
+  Config a = config(FailoverMode::kNoRebalance, false);
+  ServerRegistry reg;
+  HealthMap h = {{v4("10.0.0.11"), HealthState::kHealthy},
+                 {v4("10.0.0.12"), ApplianceHealth(HealthState::kInitializing, false)},
+                 {v4("10.0.0.13"), ApplianceHealth(HealthState::kInitializing, true)}};
+  auto s = buildSnapshot(a, reg, {}, 1, h);
+  std::set<uint16_t> in(s->groups[0].maglev.begin(), s->groups[0].maglev.end());
+  EXPECT_TRUE(in.count(reg.find(v4("10.0.0.11"))));
+  EXPECT_FALSE(in.count(reg.find(v4("10.0.0.12")))) << "initializing, not provisional: no new flows";
+  EXPECT_TRUE(in.count(reg.find(v4("10.0.0.13")))) << "provisional: serves";
 }
 
 }  // namespace

@@ -1,0 +1,166 @@
+// The guard rail of issue 14 item 13: which operator changes leave a server
+// group with no appliance in service, and what gwlbd says would happen.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "control/service_guard.h"
+
+namespace gwlb::ctl {
+namespace {
+
+IpAddr ip(const char* s) { return *IpAddr::parse(s); }
+uint32_t v4(const char* a) { return ip(a).v4HostOrder(); }
+
+Config config(bool checks = true, WhenAllUnhealthy all = WhenAllUnhealthy::kFailOpen) {
+  Config c;
+  c.node.underlay_ip = ip("192.0.2.1");
+  c.node.underlay_mac = *MacAddr::parse("02:00:00:00:00:01");
+  c.node.gateway_mac = *MacAddr::parse("02:00:00:00:00:fe");
+  ServerGroupConfig g;
+  g.name = "fw";
+  g.maglev_table_size = 251;
+  g.failover_mode = FailoverMode::kRebalance;
+  g.when_all_unhealthy = all;
+  g.health_check.configured = checks;
+  for (const char* a : {"10.0.0.11", "10.0.0.12", "10.0.0.13"}) {
+    ServerConfig s;
+    s.address = ip(a);
+    g.servers.push_back(s);
+  }
+  c.server_groups.push_back(g);
+  return c;
+}
+
+ServerConfig* server(Config& c, const char* a) {
+  for (auto& s : c.server_groups[0].servers)
+    if (s.address == ip(a)) return &s;
+  return nullptr;
+}
+
+Config without(Config c, const char* a) {
+  auto& s = c.server_groups[0].servers;
+  s.erase(std::remove_if(s.begin(), s.end(), [&](const ServerConfig& x) { return x.address == ip(a); }),
+          s.end());
+  return c;
+}
+
+const HealthMap kOneHealthy = {{v4("10.0.0.11"), HealthState::kHealthy},
+                               {v4("10.0.0.12"), HealthState::kUnhealthy},
+                               {v4("10.0.0.13"), HealthState::kInitializing}};
+
+TEST(ServiceGuard, DrainingTheLastApplianceInServiceIsALoss) {
+  Config c = config();
+  ServerLifecycle life, next = life;
+  ASSERT_EQ(next.drain(c, v4("10.0.0.11"), std::nullopt, 0), "");
+  auto losses = serviceLosses(c, life, c, next, kOneHealthy);
+  ASSERT_EQ(losses.size(), 1u);
+  const ServiceLoss& l = losses[0];
+  EXPECT_EQ(l.group, "fw");
+  EXPECT_EQ(l.taken, std::vector<std::string>{"10.0.0.11"});
+  ASSERT_EQ(l.left.size(), 2u);
+  EXPECT_EQ(l.left[0], (std::pair<std::string, std::string>{"10.0.0.12", "unhealthy"}));
+  EXPECT_EQ(l.left[1], (std::pair<std::string, std::string>{"10.0.0.13", "initializing"}));
+  std::string text = describeLosses(losses);
+  SCOPED_TRACE(text);
+  EXPECT_NE(text.find("server group 'fw' would have no appliance in service"), std::string::npos);
+  EXPECT_NE(text.find("new flows go to 10.0.0.12, 10.0.0.13 anyway"), std::string::npos);
+  EXPECT_NE(text.find("fail_open"), std::string::npos);
+  EXPECT_NE(text.find("flows on 10.0.0.11 stay there"), std::string::npos);
+  EXPECT_NE(describeLosses(losses, true).find("'fw' has no appliance in service"), std::string::npos);
+}
+
+TEST(ServiceGuard, ChangesThatLeaveServiceAreNotLosses) {
+  HealthMap two = kOneHealthy;
+  two[v4("10.0.0.12")] = HealthState::kHealthy;
+  Config c = config();
+  ServerLifecycle life, next = life;
+  ASSERT_EQ(next.drain(c, v4("10.0.0.11"), std::nullopt, 0), "");
+  EXPECT_TRUE(serviceLosses(c, life, c, next, two).empty()) << "10.0.0.12 is still in service";
+  // A group that has no appliance in service already: the change loses nothing.
+  HealthMap none = {{v4("10.0.0.11"), HealthState::kUnhealthy},
+                    {v4("10.0.0.12"), HealthState::kUnhealthy},
+                    {v4("10.0.0.13"), HealthState::kUnhealthy}};
+  EXPECT_TRUE(serviceLosses(c, life, c, next, none).empty());
+  // Without health checks every appliance is in service.
+  Config off = config(false);
+  EXPECT_TRUE(serviceLosses(off, life, off, next, {}).empty());
+}
+
+TEST(ServiceGuard, WeightZeroAndRemovalOfTheLastOne) {
+  Config c = config();
+  ServerLifecycle life;
+  Config w0 = c;
+  server(w0, "10.0.0.11")->weight = 0;
+  ServerLifecycle after = life;
+  after.applyConfig(c, w0, 0, "weight");
+  EXPECT_EQ(serviceLosses(c, life, w0, after, kOneHealthy).size(), 1u);
+
+  Config rm = without(c, "10.0.0.11");
+  after = life;
+  after.applyConfig(c, rm, 0, "removed");
+  auto losses = serviceLosses(c, life, rm, after, kOneHealthy);
+  ASSERT_EQ(losses.size(), 1u);
+  EXPECT_EQ(losses[0].taken, std::vector<std::string>{"10.0.0.11"});
+}
+
+TEST(ServiceGuard, DropSaysNewFlowsAreDropped) {
+  Config c = config(true, WhenAllUnhealthy::kDrop);
+  ServerLifecycle life, next = life;
+  ASSERT_EQ(next.drain(c, v4("10.0.0.11"), std::nullopt, 0), "");
+  std::string text = describeLosses(serviceLosses(c, life, c, next, kOneHealthy));
+  EXPECT_NE(text.find("new flows are dropped (when_all_unhealthy: drop"), std::string::npos) << text;
+}
+
+TEST(ServiceGuard, NothingLeftMeansDroppedEvenWithFailOpen) {
+  Config c = config(false);  // no checks: all in service
+  ServerLifecycle life;
+  ASSERT_EQ(life.drain(c, v4("10.0.0.12"), std::nullopt, 0), "");
+  Config w = c;
+  server(w, "10.0.0.13")->weight = 0;
+  ServerLifecycle mid = life;
+  mid.applyConfig(c, w, 0, "weight");
+  ServerLifecycle next = mid;
+  ASSERT_EQ(next.drain(w, v4("10.0.0.11"), std::nullopt, 0), "");
+  auto losses = serviceLosses(w, mid, w, next, {});
+  ASSERT_EQ(losses.size(), 1u);
+  EXPECT_TRUE(losses[0].left.empty());
+  EXPECT_NE(losses[0].new_flows.find("dropped: no appliance left"), std::string::npos)
+      << losses[0].new_flows;
+}
+
+// Reloads: appliances the change adds are judged as the health checker will
+// start them: initializing, in provisional service only in a group without
+// any verdict.
+TEST(ServiceGuard, ReloadJudgesNewAppliancesAsTheyWillStart) {
+  Config c = config();
+  ServerLifecycle life;
+  // Replace the healthy one by a new appliance: the group keeps verdicts
+  // (.12 unhealthy), so the newcomer waits for its checks: a loss.
+  Config next = without(c, "10.0.0.11");
+  ServerConfig n;
+  n.address = ip("10.0.0.14");
+  next.server_groups[0].servers.push_back(n);
+  ServerLifecycle after = life;
+  after.applyConfig(c, next, 0, "reload");
+  auto losses = serviceLosses(c, life, next, after, kOneHealthy);
+  ASSERT_EQ(losses.size(), 1u);
+  EXPECT_NE(describeLosses(losses).find("10.0.0.14 initializing"), std::string::npos);
+  // Replace every appliance: the group starts again (no verdict), the new
+  // ones serve provisionally: no loss.
+  Config fresh = config();
+  for (auto& s : fresh.server_groups[0].servers) s.address = ip(("10.0.1." + std::to_string(s.address.b[3])).c_str());
+  after = life;
+  after.applyConfig(c, fresh, 0, "reload");
+  EXPECT_TRUE(serviceLosses(c, life, fresh, after, kOneHealthy).empty());
+  // Turning health checks off puts every appliance in service.
+  Config off = c;
+  off.server_groups[0].health_check.configured = false;
+  server(off, "10.0.0.11")->weight = 0;
+  after = life;
+  after.applyConfig(c, off, 0, "reload");
+  EXPECT_TRUE(serviceLosses(c, life, off, after, kOneHealthy).empty());
+}
+
+}  // namespace
+}  // namespace gwlb::ctl
