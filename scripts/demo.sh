@@ -76,16 +76,20 @@ if cmp -s "$D/download.bin" "$D/www/blob.bin"; then echo "the 16 MiB file arrive
 step "3. a long-lived TCP stream (1 MB/s for 12 s, every byte echoed by the server and checked)"
 ip netns exec "$P-server" /usr/bin/python3 "$peer" tcp-echo-server 10.77.2.2 7000 >/dev/null 2>&1 &
 echo_pid=$!
-sleep 0.5
+ip netns exec "$P-server" /usr/bin/python3 "$peer" wait-ready tcp 10.77.2.2 7000 30
 ip netns exec "$P-client" /usr/bin/python3 "$peer" tcp-stream 10.77.2.2 7000 12 1000000 > "$D/stream.out" &
 stream_pid=$!
-sleep 2
-ctl flows --proto tcp
-app=$("$lab" gwlbctl --json flows --proto tcp --port 7000 | /usr/bin/python3 -c '
+app=""
+for _ in $(seq 1 300); do  # until the stream is in gwlbd's flow table (30 s at most)
+  app=$("$lab" gwlbctl --json flows --proto tcp --port 7000 | /usr/bin/python3 -c '
 import json, sys
 f = json.load(sys.stdin)["flows"]
 print(f[0]["appliance"] if f else "")')
+  [ -n "$app" ] && break
+  sleep 0.1
+done
 [ -n "$app" ] || { echo "demo: the stream is not in the flow table"; exit 1; }
+ctl flows --proto tcp
 echo "the stream goes through appliance $app"
 
 step "4. appliance $app fails its HTTP health check (GET /health now answers 503)"

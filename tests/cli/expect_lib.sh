@@ -15,6 +15,12 @@ expect() {
   fi
 }
 # says FILE TEXT: FILE ($work/out or $work/err) contains TEXT (fixed string).
+says_re() {  # says_re FILE ERE: like says, for output with times that tick (e.g. "1m1[2-9]s ago")
+  if ! grep -qE -- "$2" "$1"; then
+    echo "FAIL: $(basename "$1") lacks a match for: $2"; sed 's/^/  | /' "$1"; fails=$((fails + 1))
+  fi
+}
+
 says() {
   if ! grep -qF -- "$2" "$1"; then
     echo "FAIL: $(basename "$1") lacks: $2"; sed 's/^/  | /' "$1"; fails=$((fails + 1))
