@@ -237,6 +237,10 @@ std::vector<IngressCase> ingressCases(const Bytes& own_geneve) {
   badOn(kUnderlayPort, "IPv6 on the appliance-facing port",
         ether({n.underlay_mac, n.gateway_mac, {}}, kEthIpv6, pkt6),
         Counter::drop_appliance_port_not_return);
+  badOn(kUnderlayPort, "IPv4 DF packet too big for the underlay, appliance-facing port (no ICMP)",
+        ether({n.underlay_mac, n.gateway_mac, {}}, kEthIpv4,
+              ipv4(c4, s4, 6, tcp(c4, s4, 44003, 80, pattern(1900)))),
+        Counter::drop_appliance_port_not_return);
   badOn(kUnderlayPort, "Geneve between two other hosts (an AWS GWLB frame) on the appliance-facing port",
         geneveFrame(n.underlay_mac, n.gateway_mac, ip("10.1.0.5"), ip("10.1.0.9"), 50001,
                     geneve({}), pkt4),
