@@ -676,7 +676,11 @@ json Daemon::apiExplain(const json& p) {
       else if (sv.phase == dp::ServerPhase::kDraining)
         reason += "; its appliance is draining: the flow stays until the drain ends";
       else if (sv.phase == dp::ServerPhase::kDrained)
-        reason += "; its appliance left the group; no_rebalance keeps the flow there";
+        reason += sv.group < cfg_.server_groups.size() &&
+                          cfg_.server_groups[sv.group].failover_mode == FailoverMode::kRebalance
+                      ? "; its appliance left the group; the flow stays until an appliance of "
+                        "the group is in service to move it to"
+                      : "; its appliance left the group; no_rebalance keeps the flow there";
     }
     out["reason"] = reason;
     out["moved"] = moved;
