@@ -55,15 +55,15 @@ struct HealthCheckConfig {
   HealthProtocol protocol = HealthProtocol::kTcp;
   uint16_t port = 80;                      // 1..65535
   std::string path = "/";                  // http(s): 1..80 chars, starts with '/'
-  std::string domain;                      // optional, 1..80 chars [A-Za-z0-9.-]
+  std::string domain;                      // optional, 1..80 chars [A-Za-z0-9.-], labels, one trailing dot
   std::vector<std::string> http_codes = {"http_2xx", "http_3xx"};
-  uint32_t interval_ms = 2000;             // 10 ms..50 s
-  uint32_t timeout_ms = 5000;              // 10 ms..60 s
+  uint32_t interval_ms = 2000;             // 10 ms..300 s
+  uint32_t timeout_ms = 5000;              // 10 ms..300 s
   uint32_t healthy_threshold = 3;          // 2..10
   uint32_t unhealthy_threshold = 3;        // 2..10
   std::optional<IpAddr> source;            // bind probes to this address
-  bool verify = false;                     // https: verify the certificate
-  std::string ca_file;                     // https: CA bundle when verify
+  bool verify = false;                     // https: verify the certificate (implied by ca_file)
+  std::string ca_file;                     // https: CA bundle; required with verify
   bool jitter = true;                      // spread first probes over one interval
   bool active() const { return configured && enabled; }
 };
