@@ -374,6 +374,15 @@ ctl::Config baseConfig() {
   c.node.underlay_port = kUnderlayPort;
   c.node.underlay_mtu = 1500;
   c.node.icmp_rate_per_s = 1000;
+  // The router ports take in frames to their own MACs (as gwlbd's devices
+  // would give them); the underlay port's is underlay_mac.
+  for (auto [id, mac] : {std::pair{kPortA, kOurA}, std::pair{kPortB, kOurB}}) {
+    ctl::PortConfig pc;
+    pc.id = id;
+    pc.role = ctl::PortRole::kRouter;
+    pc.mac = mac;
+    c.node.ports.push_back(pc);
+  }
   ctl::ServerGroupConfig g;
   g.name = "inspection";
   g.geneve.format = ctl::GeneveFormat::kAws;
