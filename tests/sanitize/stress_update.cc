@@ -379,7 +379,7 @@ ctl::Config baseConfig() {
   for (auto [id, mac] : {std::pair{kPortA, kOurA}, std::pair{kPortB, kOurB}}) {
     ctl::PortConfig pc;
     pc.id = id;
-    pc.role = ctl::PortRole::kRouter;
+    pc.role = PortRole::kRouter;
     pc.mac = mac;
     c.node.ports.push_back(pc);
   }
