@@ -95,6 +95,19 @@ void resolveMac(dp::ServerView& v, const ServerConfig& sc, const Config& cfg,
   }
 }
 
+// A group's encapsulation, keys and timeouts (no Maglev table, no listener).
+dp::GroupView groupView(const ServerGroupConfig& gc) {
+  dp::GroupView g;
+  g.stickiness = StickinessMode(uint8_t(gc.stickiness));
+  g.aws = gc.geneve.format == GeneveFormat::kAws;
+  g.vni = gc.geneve.vni;
+  g.endpoint_id = gc.geneve.endpoint_id;
+  g.attachment_id = gc.geneve.attachment_id;
+  g.tcp_idle_ns = uint64_t(gc.tcp_idle_timeout_s) * 1'000'000'000ULL;
+  g.other_idle_ns = uint64_t(gc.other_idle_timeout_s) * 1'000'000'000ULL;
+  return g;
+}
+
 bool sameEncapsulation(const ServerGroupConfig& a, const ServerGroupConfig& b) {
   return a.geneve.format == b.geneve.format && a.geneve.vni == b.geneve.vni &&
          a.geneve.endpoint_id == b.geneve.endpoint_id &&
@@ -131,14 +144,7 @@ uint8_t groupOfLeaving(dp::Snapshot& s, const Config& cfg, const ServerLifecycle
   // appliance pointing past the groups is dropped as drop_no_server_group).
   if (s.groups.size() >= dp::kNoGroup - 1) return dp::kNoGroup;
   const ServerGroupConfig& gc = le.group_config;
-  dp::GroupView g;
-  g.stickiness = StickinessMode(uint8_t(gc.stickiness));
-  g.aws = gc.geneve.format == GeneveFormat::kAws;
-  g.vni = gc.geneve.vni;
-  g.endpoint_id = gc.geneve.endpoint_id;
-  g.attachment_id = gc.geneve.attachment_id;
-  g.tcp_idle_ns = uint64_t(gc.tcp_idle_timeout_s) * 1'000'000'000ULL;
-  g.other_idle_ns = uint64_t(gc.other_idle_timeout_s) * 1'000'000'000ULL;
+  dp::GroupView g = groupView(gc);
   g.listener = li;
   s.groups.push_back(std::move(g));
   uint8_t index = uint8_t(s.groups.size() - 1);
@@ -202,14 +208,7 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
 
   for (size_t gi = 0; gi < cfg.server_groups.size(); ++gi) {
     const ServerGroupConfig& gc = cfg.server_groups[gi];
-    dp::GroupView g;
-    g.stickiness = StickinessMode(uint8_t(gc.stickiness));
-    g.aws = gc.geneve.format == GeneveFormat::kAws;
-    g.vni = gc.geneve.vni;
-    g.endpoint_id = gc.geneve.endpoint_id;
-    g.attachment_id = gc.geneve.attachment_id;
-    g.tcp_idle_ns = uint64_t(gc.tcp_idle_timeout_s) * 1'000'000'000ULL;
-    g.other_idle_ns = uint64_t(gc.other_idle_timeout_s) * 1'000'000'000ULL;
+    dp::GroupView g = groupView(gc);
 
     std::vector<MaglevBackend> backends;
     std::vector<uint16_t> ids;
