@@ -162,11 +162,16 @@ void HealthChecker::startProbe(uint32_t ip) {
   if (t->in_flight || !t->tracker.probed()) return;
   t->in_flight = true;
   uint64_t epoch = t->epoch;
-  probe::startProbe(
+  try {
+    probe::startProbe(
       io_, t->spec,
       [this, t, ip, epoch](const probe::ProbeResult& r) {
         if (t->epoch != epoch) return;  // reconfigured or removed meanwhile
         t->in_flight = false;
+        // The next check is armed first: whatever throws below (a log line,
+        // the snapshot rebuild in on_change_) is the control loop's to count,
+        // and this appliance's checks go on.
+        schedule(ip, t->tracker.params().interval_ms);
         ProbeOutcome o;
         o.ok = r.ok;
         o.reason = r.ok ? "ok" : (r.detail.empty() ? r.reason : r.reason + ": " + r.detail);
@@ -184,9 +189,15 @@ void HealthChecker::startProbe(uint32_t ip) {
                        t->address.str(), t->group, o.reason, t->tracker.params().healthy_threshold);
         }
         if ((tr || served != t->tracker.receivesNewFlows()) && on_change_) on_change_();
-        schedule(ip, t->tracker.params().interval_ms);
       },
       &tls_);
+  } catch (...) {
+    // A probe that could not even start: try again an interval later, then
+    // let the control loop log and count the exception.
+    t->in_flight = false;
+    schedule(ip, t->tracker.params().interval_ms);
+    throw;
+  }
 }
 
 HealthMap HealthChecker::states() const {
