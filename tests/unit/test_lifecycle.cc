@@ -4,6 +4,8 @@
 // how a group starts (provisional service of initializing appliances).
 #include <gtest/gtest.h>
 
+#include "tests/unit/small_config.h"
+
 #include <algorithm>
 #include <set>
 #include <tuple>
@@ -19,22 +21,11 @@ constexpr uint64_t kSec = 1'000'000'000ULL;
 IpAddr ip(const char* s) { return *IpAddr::parse(s); }
 
 Config config(FailoverMode mode, bool draining, uint32_t timeout_s = 30) {
-  Config c;
-  c.node.underlay_ip = ip("192.0.2.1");
-  c.node.underlay_mac = *MacAddr::parse("02:00:00:00:00:01");
-  c.node.gateway_mac = *MacAddr::parse("02:00:00:00:00:fe");
-  ServerGroupConfig g;
-  g.name = "fw";
-  g.maglev_table_size = 251;
+  Config c = testing::smallConfig();
+  ServerGroupConfig& g = c.server_groups[0];
   g.failover_mode = mode;
   g.connection_draining.enabled = draining;
   g.connection_draining.timeout_s = timeout_s;
-  for (const char* a : {"10.0.0.11", "10.0.0.12", "10.0.0.13"}) {
-    ServerConfig s;
-    s.address = ip(a);
-    g.servers.push_back(s);
-  }
-  c.server_groups.push_back(g);
   return c;
 }
 

@@ -5,6 +5,8 @@
 // appliance the flow was created on.
 #include <gtest/gtest.h>
 
+#include "tests/unit/small_config.h"
+
 #include <algorithm>
 #include <deque>
 #include <map>
@@ -23,16 +25,10 @@ IpAddr ip(const char* s) { return *IpAddr::parse(s); }
 IpAddr nth(uint32_t n) { return IpAddr::v4(0x0A000000u + n + 1); }
 
 Config baseConfig() {
-  Config c;
-  c.node.underlay_ip = ip("192.0.2.1");
-  c.node.underlay_mac = *MacAddr::parse("02:00:00:00:00:01");
-  c.node.gateway_mac = *MacAddr::parse("02:00:00:00:00:fe");
-  ServerGroupConfig g;
-  g.name = "fw";
-  g.maglev_table_size = 251;
+  Config c = testing::smallConfig({});
+  ServerGroupConfig& g = c.server_groups[0];
   g.failover_mode = FailoverMode::kNoRebalance;  // flows stay on removed appliances
   g.connection_draining.enabled = false;
-  c.server_groups.push_back(g);
   return c;
 }
 

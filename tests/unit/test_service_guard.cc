@@ -2,6 +2,8 @@
 // group with no appliance in service, and what gwlbd says would happen.
 #include <gtest/gtest.h>
 
+#include "tests/unit/small_config.h"
+
 #include <algorithm>
 
 #include "control/service_guard.h"
@@ -13,22 +15,11 @@ IpAddr ip(const char* s) { return *IpAddr::parse(s); }
 uint32_t v4(const char* a) { return ip(a).v4HostOrder(); }
 
 Config config(bool checks = true, WhenAllUnhealthy all = WhenAllUnhealthy::kFailOpen) {
-  Config c;
-  c.node.underlay_ip = ip("192.0.2.1");
-  c.node.underlay_mac = *MacAddr::parse("02:00:00:00:00:01");
-  c.node.gateway_mac = *MacAddr::parse("02:00:00:00:00:fe");
-  ServerGroupConfig g;
-  g.name = "fw";
-  g.maglev_table_size = 251;
+  Config c = testing::smallConfig();
+  ServerGroupConfig& g = c.server_groups[0];
   g.failover_mode = FailoverMode::kRebalance;
   g.when_all_unhealthy = all;
   g.health_check.configured = checks;
-  for (const char* a : {"10.0.0.11", "10.0.0.12", "10.0.0.13"}) {
-    ServerConfig s;
-    s.address = ip(a);
-    g.servers.push_back(s);
-  }
-  c.server_groups.push_back(g);
   return c;
 }
 
