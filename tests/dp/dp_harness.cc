@@ -224,6 +224,16 @@ void expectCounterInvariant(const WorkerCounters& c, const std::string& where) {
       << where << ": rx_packets != encapsulated + returned + icmp_sent + punted + drops";
 }
 
+Encap sendExpectingEncap(Harness& h, const Frame& f, Bytes* sent) {
+  Result r = h.send(f);
+  if (r.verdict != Verdict::kAppliance) {
+    ADD_FAILURE() << "not encapsulated: " << describe(r);
+    return {};
+  }
+  if (sent) *sent = r.bytes;
+  return checkEncap(h, r.bytes, expectedInner(h, f), expectedProtocol(h, f));
+}
+
 Bytes expectedInner(const Harness& h, const Frame& f) { return h.aws() ? f.l3 : f.unpadded(); }
 
 uint16_t expectedProtocol(const Harness& h, const Frame& f) {

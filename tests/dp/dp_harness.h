@@ -183,6 +183,10 @@ Encap checkEncap(const Harness& h, const Bytes& out, const Bytes& inner, uint16_
 // without Ethernet padding (ethernet).
 Bytes expectedInner(const Harness& h, const Frame& f);
 uint16_t expectedProtocol(const Harness& h, const Frame& f);
+// Sends f, expects it wrapped for an appliance and checks every header
+// (checkEncap). The Geneve packet as sent goes to *sent when given. A frame
+// that was not encapsulated is a test failure and gives an empty Encap.
+Encap sendExpectingEncap(Harness& h, const Frame& f, Bytes* sent = nullptr);
 
 // A transparent appliance: outer MACs and IPv4 addresses swapped, UDP ports
 // and the Geneve header kept.
