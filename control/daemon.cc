@@ -47,37 +47,61 @@ std::string portName(uint16_t port) {
 
 }  // namespace
 
-Daemon::Daemon(Config cfg) : cfg_(std::move(cfg)) {
+Daemon::Daemon(Config config) {
   started_ns_ = dp::monotonicNs();
   started_at_ = config_loaded_at_ = unixNow();
-  unsigned data_room = std::max<unsigned>(RTE_MBUF_DEFAULT_DATAROOM, cfg_.node.underlay_mtu + 64);
-  pool_ = dp::createMbufPool("gwlbd_pool", cfg_.dataplane.mbufs, data_room);
-  qsbr_ = dp::createQsbr(cfg_.dataplane.workers);
-  flows_ = std::make_unique<dp::FlowTable>("gwlbd_flows", cfg_.dataplane.flow_table_size, qsbr_,
+  unsigned data_room = std::max<unsigned>(RTE_MBUF_DEFAULT_DATAROOM, config.node.underlay_mtu + 64);
+  pool_ = dp::createMbufPool("gwlbd_pool", config.dataplane.mbufs, data_room);
+  qsbr_ = dp::createQsbr(config.dataplane.workers);
+  flows_ = std::make_unique<dp::FlowTable>("gwlbd_flows", config.dataplane.flow_table_size, qsbr_,
                                            int(rte_socket_id()));
   dp_.flows = flows_.get();
   dp_.punt = dp::createRing("gwlbd_punt", kPuntRingSize);
   control_tx_ = dp::createRing("gwlbd_ctl_tx", kPuntRingSize);
+  Engine::Inputs in;
+  in.health = [this] { return health_ ? health_->states() : HealthMap{}; };
+  in.neighbours = [this] { return neighbours_.macs(); };
+  in.devices = &port_macs_;
+  Engine::Hooks hooks;
+  hooks.decided = [](const Decision& d) {
+    if (d.kind == Decision::Kind::kRegion) spdlog::warn("regions: {}", d.text);
+    else if (d.kind == Decision::Kind::kLifecycle) spdlog::info("appliance {}", d.text);
+    else spdlog::debug("snapshot {}", d.text);
+  };
+  hooks.before_build = [this] { trackNeighbours(); };
+  hooks.built = [this](const dp::Snapshot& s) {
+    updateServerStatus(s);
+    size_t unresolved = 0;
+    for (auto& sv : s.servers)
+      if (sv.in_use && !sv.mac_known) ++unresolved;
+    spdlog::info("snapshot {} published: {} group(s), {} appliance(s), {} awaiting ARP",
+                 s.generation, s.groups.size(), s.by_ip.size(), unresolved);
+  };
+  hooks.config_changed = [this](const Config& c) {
+    if (health_) health_->reconcile(c);
+  };
+  hooks.ids_freed = [this](const std::vector<uint16_t>& freed) { idsFreed(freed); };
+  engine_ = std::make_unique<Engine>(std::move(config), *flows_, dp_, qsbr_, std::move(in),
+                                     std::move(hooks));
   setupPorts();
-  rebuildSnapshot();
+  engine_->start(dp::monotonicNs());
 }
 
 Daemon::~Daemon() {
   stopWorkers();
-  // No worker reads the current snapshot any more: free it (storing nullptr
-  // alone leaked it, found by LeakSanitizer).
-  delete dp_.snapshot.exchange(nullptr);
-  retireSnapshots(true);
+  // No worker reads a snapshot any more: the engine frees them all (the
+  // current one too: storing nullptr alone leaked it, found by LeakSanitizer).
+  engine_.reset();
 }
 
 void Daemon::setupPorts() {
   n_ports_ = rte_eth_dev_count_avail();
   if (n_ports_ == 0)
     throw std::runtime_error("no DPDK ports: give devices with --vdev (e.g. net_pcap0,...) or PCI");
-  if (cfg_.node.underlay_port >= n_ports_)
-    throw std::runtime_error("node.underlay_port " + std::to_string(cfg_.node.underlay_port) +
+  if (cfg().node.underlay_port >= n_ports_)
+    throw std::runtime_error("node.underlay_port " + std::to_string(cfg().node.underlay_port) +
                              " does not exist: " + std::to_string(n_ports_) + " port(s)");
-  unsigned workers = cfg_.dataplane.workers;
+  unsigned workers = cfg().dataplane.workers;
   if (rte_lcore_count() < workers + 1)
     throw std::runtime_error("dataplane.workers = " + std::to_string(workers) + " needs " +
                              std::to_string(workers + 1) + " lcores (main + workers); EAL has " +
@@ -112,9 +136,9 @@ void Daemon::setupPorts() {
     // the underlay port, and on the router side packets the pipeline either
     // wraps or answers with ICMP "too big" (a NIC left at 1500 would drop them
     // silently, and path MTU discovery with them).
-    spdlog::info("{}", dp::setPortMtu(port, cfg_.node.underlay_mtu, "node.underlay_mtu"));
-    uint16_t nb_rxd = uint16_t(cfg_.dataplane.rx_queue_size);
-    uint16_t nb_txd = uint16_t(cfg_.dataplane.tx_queue_size);
+    spdlog::info("{}", dp::setPortMtu(port, cfg().node.underlay_mtu, "node.underlay_mtu"));
+    uint16_t nb_rxd = uint16_t(cfg().dataplane.rx_queue_size);
+    uint16_t nb_txd = uint16_t(cfg().dataplane.tx_queue_size);
     rte_eth_dev_adjust_nb_rx_tx_desc(port, &nb_rxd, &nb_txd);
     int socket = rte_eth_dev_socket_id(port);
     if (socket < 0) socket = int(rte_socket_id());
@@ -138,19 +162,19 @@ void Daemon::setupPorts() {
     spdlog::info("port {} ({}): {} RX queue(s), {} TX queue(s), {}/{} descriptors, device MAC {}",
                  port, portName(port), nrx, ntx, nb_rxd, nb_txd, mac.str());
   }
-  for (size_t i = 0; i < cfg_.node.ports.size(); ++i)
-    if (cfg_.node.ports[i].id >= n_ports_)
+  for (size_t i = 0; i < cfg().node.ports.size(); ++i)
+    if (cfg().node.ports[i].id >= n_ports_)
       throw std::runtime_error("node.ports[" + std::to_string(i) + "].id " +
-                               std::to_string(cfg_.node.ports[i].id) + " does not exist: " +
+                               std::to_string(cfg().node.ports[i].id) + " does not exist: " +
                                std::to_string(n_ports_) + " port(s)");
-  std::vector<dp::PortView> views = resolvePorts(cfg_, &port_macs_);
+  std::vector<dp::PortView> views = resolvePorts(cfg(), &port_macs_);
   for (size_t port = 0; port < views.size(); ++port)
     spdlog::info("port {}: role {}, takes in frames to {}", port, toString(views[port].role),
                  views[port].mac.str());
 }
 
 void Daemon::launchWorkers() {
-  unsigned workers = cfg_.dataplane.workers;
+  unsigned workers = cfg().dataplane.workers;
   unsigned lcore = rte_get_next_lcore(-1, 1, 0);
   for (unsigned i = 0; i < workers; ++i, lcore = rte_get_next_lcore(lcore, 1, 0)) {
     auto st = std::make_unique<dp::WorkerState>();
@@ -163,7 +187,7 @@ void Daemon::launchWorkers() {
     run->stop = &stop_;
     run->cfg.qsbr_id = i;
     run->cfg.tx_queue = uint16_t(i);
-    run->cfg.burst = uint16_t(cfg_.dataplane.burst);
+    run->cfg.burst = uint16_t(cfg().dataplane.burst);
     run->cfg.n_ports = n_ports_;
     if (i == 0) run->control_tx = control_tx_;
     for (uint16_t port = 0; port < n_ports_; ++port) {
@@ -189,55 +213,9 @@ void Daemon::stopWorkers() {
   worker_lcores_.clear();
 }
 
-void Daemon::publish(std::unique_ptr<dp::Snapshot> s) {
-  const dp::Snapshot* old = dp_.snapshot.exchange(s.release(), std::memory_order_acq_rel);
-  if (old) retired_.push_back({old, rte_rcu_qsbr_start(qsbr_)});
-}
+void Daemon::rebuildSnapshot(const char* why) { engine_->rebuild(why, dp::monotonicNs()); }
 
-void Daemon::retireSnapshots(bool wait) {
-  while (!retired_.empty()) {
-    if (rte_rcu_qsbr_check(qsbr_, retired_.front().token, wait) != 1) break;
-    delete retired_.front().snap;
-    retired_.pop_front();
-  }
-  if (wait && dp_.snapshot.load() == nullptr) retired_.clear();
-}
-
-void Daemon::rebuildSnapshot() {
-  HealthMap health = health_ ? health_->states() : HealthMap{};
-  std::vector<std::string> region_log;
-  regions_.update(cfg_, health, &lifecycle_, dp::monotonicNs(), &region_log);
-  for (const std::string& line : region_log) spdlog::warn("regions: {}", line);
-  trackNeighbours();
-  auto s = buildSnapshot(cfg_, registry_, neighbours_.macs(), ++generation_, health, &lifecycle_,
-                         &regions_, &port_macs_);
-  updateServerStatus(*s);
-  registry_.release(*s);
-  size_t unresolved = 0;
-  for (auto& sv : s->servers)
-    if (sv.in_use && !sv.mac_known) ++unresolved;
-  spdlog::info("snapshot {} published: {} group(s), {} appliance(s), {} awaiting ARP",
-               s->generation, s->groups.size(), s->by_ip.size(), unresolved);
-  publish(std::move(s));
-}
-
-void Daemon::reclaimServerIds() {
-  if (!registry_.released()) return;
-  retireSnapshots(false);
-  const dp::Snapshot* cur = dp_.snapshot.load(std::memory_order_acquire);
-  uint64_t oldest = !retired_.empty() ? retired_.front().snap->generation
-                    : cur             ? cur->generation
-                                      : 0;
-  if (!registry_.reclaimable(oldest)) return;
-  // Every snapshot that could still give a worker one of these ids for a new
-  // flow is freed: what the table holds now is all that will ever name them.
-  std::vector<uint32_t> by_id(registry_.size(), 0);
-  flows_->forEach([&](const FlowKey&, int32_t, const dp::FlowEntry& e) {
-    uint64_t r = e.route.load(std::memory_order_acquire);
-    if ((r & dp::kRouteSet) && dp::routeServer(r) < by_id.size()) ++by_id[dp::routeServer(r)];
-  });
-  std::vector<uint16_t> freed = registry_.reclaim(oldest, by_id);
-  if (freed.empty()) return;
+void Daemon::idsFreed(const std::vector<uint16_t>& freed) {
   if (sent_base_.size() < dp::kMaxServerIds) sent_base_.resize(dp::kMaxServerIds);
   for (uint16_t id : freed) {
     sent_base_[id] = {0, 0};
@@ -246,36 +224,8 @@ void Daemon::reclaimServerIds() {
       sent_base_[id].second += st->sentBytes(id);
     }
   }
-  spdlog::debug("server ids: {} reclaimed ({} held, {} free)", freed.size(), registry_.held(),
-                registry_.available());
-}
-
-void Daemon::checkServerIds(const Config& next) {
-  size_t need = registry_.missing(next);
-  if (need <= registry_.available()) return;
-  reclaimServerIds();
-  if (need <= registry_.available()) return;
-  std::set<uint32_t> conf;
-  for (const auto& g : cfg_.server_groups)
-    for (const auto& sc : g.servers) conf.insert(sc.address.v4HostOrder());
-  size_t configured = conf.size();
-  size_t leaving = 0;
-  for (const auto& [ip, le] : lifecycle_.entries()) leaving += le.removed;
-  throw ApiFailure(
-      "limit_reached",
-      "the change needs " + std::to_string(need) + " new appliance address(es) but only " +
-          std::to_string(registry_.available()) + " of " + std::to_string(dp::kMaxServerIds) +
-          " server ids are free: " + std::to_string(configured) + " configured, " +
-          std::to_string(leaving) + " removed but still carrying flows, " +
-          std::to_string(registry_.released()) +
-          " gone and waiting for their last flows to end; nothing was changed (retry once "
-          "flows on removed appliances have ended)",
-      nlohmann::json{{"needed", need},
-                     {"free", registry_.available()},
-                     {"limit", dp::kMaxServerIds},
-                     {"configured", configured},
-                     {"removed_with_flows", leaving},
-                     {"releasing", registry_.released()}});
+  spdlog::debug("server ids: {} reclaimed ({} held, {} free)", freed.size(), registry().held(),
+                registry().available());
 }
 
 void Daemon::sentTo(uint16_t id, uint64_t& packets, uint64_t& bytes) const {
@@ -283,23 +233,6 @@ void Daemon::sentTo(uint16_t id, uint64_t& packets, uint64_t& bytes) const {
   if (id >= dp::kMaxServerIds) return;
   for (const auto& st : states_) packets += st->sentPackets(id), bytes += st->sentBytes(id);
   if (id < sent_base_.size()) packets -= sent_base_[id].first, bytes -= sent_base_[id].second;
-}
-
-void Daemon::lifecycleTick(bool count) {
-  if (lifecycle_.entries().empty()) return;
-  // A drain that reaches its deadline is judged on a fresh count.
-  auto due = lifecycle_.nextDeadline();
-  if (due && *due <= dp::monotonicNs()) count = true;
-  std::vector<uint32_t> counts;
-  if (count) {
-    // Idle flows of appliances that left and shed their flows move now, so
-    // the appliance can be forgotten without waiting for their next packet.
-    if (const dp::Snapshot* s = dp_.snapshot.load(std::memory_order_acquire))
-      lifecycle_.addSwept(flows_->sweepMoves(*s, dp::monotonicNs()));
-    flows_->countByServer(counts);
-  }
-  if (lifecycle_.tick(dp::monotonicNs(), count ? &counts : nullptr, registry_.addresses()))
-    rebuildSnapshot();
 }
 
 void Daemon::updateServerStatus(const dp::Snapshot& s) {
@@ -359,7 +292,7 @@ void Daemon::reload() {
   // SIGHUP and the API's `reload` share one path; a bad file keeps the running config.
   nlohmann::json r = handleApi("reload", nlohmann::json::object());
   if (!r["ok"].get<bool>())
-    spdlog::error("reload of {} failed; keeping the running config:\n{}", cfg_.source_path,
+    spdlog::error("reload of {} failed; keeping the running config:\n{}", cfg().source_path,
                   r["error"]["message"].get<std::string>());
   else if (!r["result"]["restart_needed"].empty())
     spdlog::warn("reload: {} change(s) take effect at the next restart",
@@ -385,28 +318,28 @@ int Daemon::run() {
   launchWorkers();
   boost::asio::io_context& io = io_;
   api_ = std::make_unique<ApiServer>(
-      io_, cfg_.control.socket, cfg_.control.socket_mode, cfg_.control.socket_group,
+      io_, cfg().control.socket, cfg().control.socket_mode, cfg().control.socket_group,
       [this](const std::string& m, const nlohmann::json& params, const nlohmann::json&) {
         return handleApi(m, params);
       });
-  spdlog::info("control API on {}", cfg_.control.socket);
-  if (!cfg_.metrics.listen.empty()) {
-    metrics_ = std::make_unique<MetricsServer>(io_, cfg_.metrics.listen,
+  spdlog::info("control API on {}", cfg().control.socket);
+  if (!cfg().metrics.listen.empty()) {
+    metrics_ = std::make_unique<MetricsServer>(io_, cfg().metrics.listen,
                                                [this] { return metricsText(); });
-    spdlog::info("Prometheus metrics on http://{}/metrics", cfg_.metrics.listen);
+    spdlog::info("Prometheus metrics on http://{}/metrics", cfg().metrics.listen);
   }
-  if (!cfg_.health_endpoint.listen.empty()) {
+  if (!cfg().health_endpoint.listen.empty()) {
     health_http_ = std::make_unique<HttpServer>(
-        io_, cfg_.health_endpoint.listen, "health_endpoint.listen", "health_endpoint",
+        io_, cfg().health_endpoint.listen, "health_endpoint.listen", "health_endpoint",
         [this](const std::string& path) { return healthEndpoint(path); });
-    spdlog::info("health endpoint on http://{}/destinations/NAME", cfg_.health_endpoint.listen);
+    spdlog::info("health endpoint on http://{}/destinations/NAME", cfg().health_endpoint.listen);
   }
   registerTelemetry();
   // A rebuild that threw must not cost the probe handler calling it its
   // next schedule (that appliance's checks would stop).
   health_ = std::make_unique<HealthChecker>(
-      io_, [this] { guarded("health", [&] { rebuildSnapshot(); }); });
-  health_->reconcile(cfg_);
+      io_, [this] { guarded("health", [&] { rebuildSnapshot("health"); }); });
+  health_->reconcile(cfg());
   boost::asio::signal_set stop_signals(io, SIGINT, SIGTERM);
   boost::asio::signal_set hup(io, SIGHUP);
   boost::asio::signal_set usr1(io, SIGUSR1);
@@ -433,36 +366,18 @@ int Daemon::run() {
   armUsr1();
 
   using namespace std::chrono_literals;
-  boost::asio::steady_timer fast(io), slow(io);
-  std::function<void()> onFast = [&]() {
-    fast.expires_after(10ms);
-    fast.async_wait([&](const boost::system::error_code& ec) {
-      if (ec) return;
-      guarded("timer", [&] {
-        handlePunted();
-        retireSnapshots(false);
-        lifecycleTick(false);
-        // A failback hold that ended: traffic may return to a preferred region.
-        if (auto hold = regions_.nextHoldDeadline(); hold && *hold <= dp::monotonicNs())
-          rebuildSnapshot();
-      });
-      onFast();
-    });
-  };
+  // The control core's clock: every 10 ms, punted ARP/ND first, then every
+  // engine action due (drain deadlines, failback hold ends, once a second
+  // flow expiry, lifecycle counts and sweeps, server-id reclaim).
+  EngineTicker fast(io, *engine_, [] { return dp::monotonicNs(); }, 10ms,
+                    [this] { handlePunted(); });
+  boost::asio::steady_timer slow(io);
   unsigned ticks = 0;
   std::function<void()> onSlow = [&]() {
     slow.expires_after(1s);
     slow.async_wait([&](const boost::system::error_code& ec) {
       if (ec) return;
       guarded("timer", [&] {
-        std::vector<uint16_t> expired_on;
-        size_t expired = flows_->expire(dp::monotonicNs(), 0,
-                                        lifecycle_.entries().empty() ? nullptr : &expired_on);
-        if (!expired_on.empty()) lifecycle_.flowsExpired(expired_on, registry_.addresses());
-        flows_->reclaim(false);
-        lifecycleTick(true);
-        reclaimServerIds();
-        if (expired) spdlog::debug("expired {} idle flow(s)", expired);
         resolveNeighbours();
         sampleRates();
         refreshTelemetry();
@@ -471,12 +386,12 @@ int Daemon::run() {
       onSlow();
     });
   };
-  onFast();
+  fast.start();
   onSlow();
   resolveNeighbours();
   spdlog::info("gwlbd running: {} worker(s), {} port(s), underlay {} port {}",
-               cfg_.dataplane.workers, n_ports_, cfg_.node.underlay_ip.str(),
-               cfg_.node.underlay_port);
+               cfg().dataplane.workers, n_ports_, cfg().node.underlay_ip.str(),
+               cfg().node.underlay_port);
   // An exception escaping a handler (a session, a probe) is counted and
   // logged; the loop goes on (the timers above re-arm whatever their body did).
   runControlLoop(io);

@@ -16,6 +16,8 @@
 
 #include "control/api_server.h"
 #include "control/config.h"
+#include "control/engine.h"
+#include "control/engine_ticker.h"
 #include "control/health_checker.h"
 #include "control/lifecycle.h"
 #include "control/metrics_server.h"
@@ -49,9 +51,8 @@ class Daemon {
   void setupPorts();
   void launchWorkers();
   void stopWorkers();
-  void publish(std::unique_ptr<dp::Snapshot> s);
-  void retireSnapshots(bool wait);
-  void rebuildSnapshot();
+  // An input changed (health, neighbours): the engine builds and publishes.
+  void rebuildSnapshot(const char* why);
   void reload();
   // ARP and neighbor discovery (control/daemon_neighbours.cc).
   void handlePunted();
@@ -63,12 +64,9 @@ class Daemon {
   void refreshTelemetry();
   std::string metricsText() const;
   void updateServerStatus(const dp::Snapshot& s);
-  // Server ids (ServerRegistry): frees released ids no flow names any more
-  // (a flow count, only when some id is ready for one). Control thread.
-  void reclaimServerIds();
-  // Refuses (ApiFailure limit_reached, nothing applied) a config that needs
-  // more new server ids than are free, after reclaiming what can be.
-  void checkServerIds(const Config& next);
+  // Server ids the engine gave back: their sent counters start from zero
+  // for the next appliance to get them.
+  void idsFreed(const std::vector<uint16_t>& freed);
   // What workers sent to server id `id` since the id was last given out.
   void sentTo(uint16_t id, uint64_t& packets, uint64_t& bytes) const;
 
@@ -90,9 +88,6 @@ class Daemon {
   // removed appliance (address ip) left ("?" when neither).
   std::string groupName(int group, uint32_t ip) const;
   nlohmann::json lifecycleStatsJson() const;
-  // Drain deadlines (and, with count, emptied drains and forgotten
-  // appliances): rebuilds the snapshot when a phase changed.
-  void lifecycleTick(bool count);
   nlohmann::json apiReload(const nlohmann::json& p);
   nlohmann::json apiHealth(const nlohmann::json& p);
   nlohmann::json apiDestinations(const nlohmann::json& p);
@@ -106,22 +101,18 @@ class Daemon {
   // `why` names the cause for appliances the change removes.
   nlohmann::json applyConfig(Config next, const std::string& why);
 
-  Config cfg_;
+  // The control core: config, registry, lifecycle, regions, snapshots.
+  const Config& cfg() const { return engine_->config(); }
+  const ServerLifecycle& lifecycle() const { return engine_->lifecycle(); }
+  const RegionTracker& regions() const { return engine_->regions(); }
+  const ServerRegistry& registry() const { return engine_->registry(); }
+  std::unique_ptr<Engine> engine_;
   rte_mempool* pool_ = nullptr;
   rte_rcu_qsbr* qsbr_ = nullptr;
   std::unique_ptr<dp::FlowTable> flows_;
   dp::Dataplane dp_;
-  ServerRegistry registry_;
   NeighbourCache neighbours_;  // appliances resolved by ARP
   PortMacs port_macs_;         // each DPDK port's own MAC, by port id
-  ServerLifecycle lifecycle_;
-  RegionTracker regions_;
-  uint64_t generation_ = 0;
-  struct Retired {
-    const dp::Snapshot* snap;
-    uint64_t token;
-  };
-  std::deque<Retired> retired_;
   std::vector<std::unique_ptr<dp::WorkerState>> states_;
   std::vector<std::unique_ptr<dp::WorkerRun>> runs_;
   std::vector<unsigned> worker_lcores_;

@@ -194,11 +194,11 @@ json Daemon::apiStatus(const json& p) {
   return {{"version", kVersion},
           {"uptime_s", double(dp::monotonicNs() - started_ns_) / 1e9},
           {"started_at", started_at_},
-          {"config_file", cfg_.source_path},
+          {"config_file", cfg().source_path},
           {"config_loaded_at", config_loaded_at_},
           {"snapshot_generation", s ? s->generation : 0},
           {"snapshots_live", dp::Snapshot::live()},
-          {"snapshots_retiring", retired_.size()},
+          {"snapshots_retiring", engine_->retiredSnapshots()},
           {"flows", flows_->count()},
           {"flow_capacity", flows_->capacity()},
           {"rx_pps", rx_pps_},
@@ -209,7 +209,7 @@ json Daemon::apiStatus(const json& p) {
 
 json Daemon::apiServers(const json& p) {
   Params pr(p, {"group"});
-  int group = pr.has("group") ? groupIndex(cfg_, pr.str("group")) : -1;
+  int group = pr.has("group") ? groupIndex(cfg(), pr.str("group")) : -1;
   std::map<uint16_t, uint64_t> active;
   flows_->forEach([&](const FlowKey& k, int32_t, const dp::FlowEntry& e) {
     uint64_t r = e.route.load(std::memory_order_relaxed);
@@ -217,18 +217,18 @@ json Daemon::apiServers(const json& p) {
   });
   const dp::Snapshot* s = dp_.snapshot.load();
   json out = json::array();
-  for (size_t gi = 0; gi < cfg_.server_groups.size(); ++gi) {
+  for (size_t gi = 0; gi < cfg().server_groups.size(); ++gi) {
     if (group >= 0 && int(gi) != group) continue;
-    for (const auto& sc : cfg_.server_groups[gi].servers) {
+    for (const auto& sc : cfg().server_groups[gi].servers) {
       uint32_t ip = sc.address.v4HostOrder();
-      uint16_t id = registry_.find(ip);
+      uint16_t id = registry().find(ip);
       uint64_t pk = 0, by = 0;
       sentTo(id, pk, by);
       const dp::ServerView* sv = (s && id < s->servers.size()) ? &s->servers[id] : nullptr;
       auto status = server_status_.find(ip);
-      const ServerLifecycle::Entry* le = lifecycle_.find(ip);
+      const ServerLifecycle::Entry* le = lifecycle().find(ip);
       json j = {{"address", sc.address.str()},
-                {"group", cfg_.server_groups[gi].name},
+                {"group", cfg().server_groups[gi].name},
                 {"weight", sc.weight},
                 {"state", status != server_status_.end() ? status->second.state : "unknown"},
                 {"reason", status != server_status_.end() ? status->second.reason : ""},
@@ -247,10 +247,10 @@ json Daemon::apiServers(const json& p) {
     }
   }
   // Appliances removed from the config that still carry flows (or drain).
-  for (const auto& [ip, le] : lifecycle_.entries()) {
+  for (const auto& [ip, le] : lifecycle().entries()) {
     if (!le.removed) continue;
-    if (group >= 0 && cfg_.server_groups[size_t(group)].name != le.group) continue;
-    uint16_t id = registry_.find(ip);
+    if (group >= 0 && cfg().server_groups[size_t(group)].name != le.group) continue;
+    uint16_t id = registry().find(ip);
     uint64_t pk = 0, by = 0;
     sentTo(id, pk, by);
     const dp::ServerView* sv = (s && id < s->servers.size()) ? &s->servers[id] : nullptr;
@@ -271,8 +271,8 @@ json Daemon::apiServers(const json& p) {
 }
 
 std::string Daemon::groupName(int group, uint32_t ip) const {
-  if (group >= 0 && size_t(group) < cfg_.server_groups.size()) return cfg_.server_groups[size_t(group)].name;
-  const ServerLifecycle::Entry* le = lifecycle_.find(ip);
+  if (group >= 0 && size_t(group) < cfg().server_groups.size()) return cfg().server_groups[size_t(group)].name;
+  const ServerLifecycle::Entry* le = lifecycle().find(ip);
   return le ? le->group : "?";
 }
 
@@ -286,7 +286,7 @@ json Daemon::drainJson(const ServerLifecycle::Entry& e) const {
   // The snapshot holds a move back while the group has no appliance in service.
   if (e.rebalance && !draining && e.move != dp::MoveReason::kNone) {
     const dp::Snapshot* s = dp_.snapshot.load(std::memory_order_acquire);
-    uint16_t id = registry_.find(e.ip);
+    uint16_t id = registry().find(e.ip);
     if (s && id < s->servers.size() && s->servers[id].move == dp::MoveReason::kNone)
       flows = "stay until an appliance of the group is in service, then move (rebalance)";
   }
@@ -302,7 +302,7 @@ json Daemon::drainJson(const ServerLifecycle::Entry& e) const {
 }
 
 json Daemon::lifecycleStatsJson() const {
-  const ServerLifecycle::Stats& st = lifecycle_.stats();
+  const ServerLifecycle::Stats& st = lifecycle().stats();
   return {{"drains_started", st.drains_started},
           {"drains_emptied", st.drains_emptied},
           {"drains_timed_out", st.drains_timed_out},
@@ -321,16 +321,18 @@ json Daemon::apiServerDrain(const json& p) {
   if (pr.has("timeout_s")) timeout = uint32_t(pr.num("timeout_s", 1, 3600));
   const bool force = pr.has("force") && pr.boolean("force");
   if (!a.isV4()) notFound("no appliance " + a.str());
-  ServerLifecycle next = lifecycle_;
-  std::string err = next.drain(cfg_, a.v4HostOrder(), timeout, dp::monotonicNs());
+  // The drain tried on a copy first: the guard judges what it would leave.
+  const uint64_t now = dp::monotonicNs();
+  ServerLifecycle next = lifecycle();
+  std::string err = next.drain(cfg(), a.v4HostOrder(), timeout, now);
   if (err == "not a configured appliance") notFound("no appliance " + a.str());
   if (!err.empty()) throw ApiFailure("conflict", a.str() + ": " + err);
   json warnings = guardService(
-      serviceLosses(cfg_, lifecycle_, cfg_, next, health_ ? health_->states() : HealthMap{}),
+      serviceLosses(cfg(), lifecycle(), cfg(), next, health_ ? health_->states() : HealthMap{}),
       force, "server.drain " + a.str());
-  lifecycle_ = std::move(next);
-  rebuildSnapshot();
-  const ServerLifecycle::Entry* le = lifecycle_.find(a.v4HostOrder());
+  err = engine_->drain(a.v4HostOrder(), timeout, now);
+  if (!err.empty()) throw ApiFailure("conflict", a.str() + ": " + err);
+  const ServerLifecycle::Entry* le = lifecycle().find(a.v4HostOrder());
   spdlog::info("control API: draining appliance {} for {:.0f} s", a.str(),
                double(le->deadline_ns - le->since_ns) / 1e9);
   const dp::Snapshot* s = dp_.snapshot.load();
@@ -344,9 +346,8 @@ json Daemon::apiServerUndrain(const json& p) {
   if (!pr.has("address")) badRequest("server.undrain needs address");
   IpAddr a = pr.ip("address");
   if (!a.isV4()) notFound("no appliance " + a.str());
-  std::string err = lifecycle_.undrain(a.v4HostOrder());
+  std::string err = engine_->undrain(a.v4HostOrder(), dp::monotonicNs());
   if (!err.empty()) throw ApiFailure("conflict", a.str() + ": " + err);
-  rebuildSnapshot();
   spdlog::info("control API: appliance {} no longer drained", a.str());
   const dp::Snapshot* s = dp_.snapshot.load();
   return {{"snapshot_generation", s ? s->generation : 0}};
@@ -376,7 +377,7 @@ json sourceJson(const RegionTracker::Source& s) {
 
 json Daemon::destinationJson(const RegionTracker::Listener& l) const {
   auto groupAt = [&](int i) { return i < 0 ? json(nullptr) : json(l.regions[size_t(i)].group); };
-  json regions = json::array();
+  json region_list = json::array();
   for (const auto& r : l.regions) {
     json j = {{"group", r.group},
               {"healthy", r.healthy},
@@ -384,7 +385,7 @@ json Daemon::destinationJson(const RegionTracker::Listener& l) const {
               {"healthy_since", r.healthy ? json(unixOfMono(r.healthy_since_ns)) : json(nullptr)},
               {"composites", r.composites}};
     bool acting = false;
-    for (const auto& c : regions_.composites())
+    for (const auto& c : regions().composites())
       for (const auto& n : r.composites)
         if (c.name == n && !c.dry_run) acting = true;
     const char* by = acting                  ? "composites"
@@ -393,10 +394,10 @@ json Daemon::destinationJson(const RegionTracker::Listener& l) const {
                                               : "any healthy appliance (no composite)";
     j["judged_by"] = by;
     if (!acting) j["own_appliances"] = sourceJson(r.implicit);
-    regions.push_back(std::move(j));
+    region_list.push_back(std::move(j));
   }
   json comps = json::array();
-  for (const auto& c : regions_.composites()) {
+  for (const auto& c : regions().composites()) {
     if (c.destination != l.name) continue;
     json src = json::array();
     for (const auto& s : c.sources) src.push_back(sourceJson(s));
@@ -417,7 +418,7 @@ json Daemon::destinationJson(const RegionTracker::Listener& l) const {
           {"reason", l.reason},
           {"failback_hold_s", l.failback_hold_s},
           {"when_all_unhealthy", toString(l.when_all_unhealthy)},
-          {"regions", regions},
+          {"regions", region_list},
           {"composites", comps}};
 }
 
@@ -425,7 +426,7 @@ json Daemon::apiDestinations(const json& p) {
   Params pr(p, {"name"});
   json out = json::array();
   bool found = false;
-  for (const auto& l : regions_.listeners()) {
+  for (const auto& l : regions().listeners()) {
     if (pr.has("name") && l.name != pr.str("name")) continue;
     found = true;
     out.push_back(destinationJson(l));
@@ -435,7 +436,7 @@ json Daemon::apiDestinations(const json& p) {
 }
 
 HttpReply Daemon::healthEndpoint(const std::string& path) const {
-  return destinationsReply(path, regions_.listeners(),
+  return destinationsReply(path, regions().listeners(),
                            [this](const RegionTracker::Listener& l) { return destinationJson(l); });
 }
 
@@ -444,7 +445,7 @@ json Daemon::apiHealth(const json& p) {
   if (!pr.has("address")) badRequest("health needs address");
   IpAddr a = pr.ip("address");
   const ServerGroupConfig* group = nullptr;
-  for (const auto& g : cfg_.server_groups)
+  for (const auto& g : cfg().server_groups)
     for (const auto& sc : g.servers)
       if (sc.address == a) group = &g;
   if (!group || !a.isV4()) notFound("no appliance " + a.str());
@@ -502,7 +503,7 @@ json Daemon::healthJson(uint32_t ip) const {
 json Daemon::apiGroups(const json& p) {
   Params(p, {});
   json out = json::array();
-  for (const auto& g : cfg_.server_groups) {
+  for (const auto& g : cfg().server_groups) {
     size_t active = 0, idle = 0, unresolved = 0;
     for (const auto& sc : g.servers) {
       auto it = server_status_.find(sc.address.v4HostOrder());
@@ -538,11 +539,11 @@ json Daemon::apiFlows(const json& p) {
   bool by_server = false;
   if (pr.has("server")) {
     IpAddr a = pr.ip("server");
-    server = a.isV4() ? registry_.find(a.v4HostOrder()) : dp::kNoServer;
+    server = a.isV4() ? registry().find(a.v4HostOrder()) : dp::kNoServer;
     if (server == dp::kNoServer) notFound("no appliance " + a.str());
     by_server = true;
   }
-  int group = pr.has("group") ? groupIndex(cfg_, pr.str("group")) : -1;
+  int group = pr.has("group") ? groupIndex(cfg(), pr.str("group")) : -1;
   std::optional<Cidr> src, dst;
   if (pr.has("src")) src = parseCidr("src", pr.str("src"));
   if (pr.has("dst")) dst = parseCidr("dst", pr.str("dst"));
@@ -637,8 +638,8 @@ json Daemon::apiExplain(const json& p) {
   std::string key = addrText(kp.key.a, kp.key.family) + ":" + std::to_string(kp.key.port_a) +
                     " <-> " + addrText(kp.key.b, kp.key.family) + ":" +
                     std::to_string(kp.key.port_b) + " proto " + std::to_string(kp.key.proto);
-  const std::string listener = regions_.listeners().empty() ? "default" : regions_.listeners()[0].name;
-  json out = {{"group", gi < cfg_.server_groups.size() ? json(cfg_.server_groups[gi].name) : json(nullptr)},
+  const std::string listener = regions().listeners().empty() ? "default" : regions().listeners()[0].name;
+  json out = {{"group", gi < cfg().server_groups.size() ? json(cfg().server_groups[gi].name) : json(nullptr)},
               {"listener", listener},
               {"stickiness", stick[size_t(lv.stickiness)]},
               {"key", key},
@@ -676,8 +677,8 @@ json Daemon::apiExplain(const json& p) {
       else if (sv.phase == dp::ServerPhase::kDraining)
         reason += "; its appliance is draining: the flow stays until the drain ends";
       else if (sv.phase == dp::ServerPhase::kDrained)
-        reason += sv.group < cfg_.server_groups.size() &&
-                          cfg_.server_groups[sv.group].failover_mode == FailoverMode::kRebalance
+        reason += sv.group < cfg().server_groups.size() &&
+                          cfg().server_groups[sv.group].failover_mode == FailoverMode::kRebalance
                       ? "; its appliance left the group; the flow stays until an appliance of "
                         "the group is in service to move it to"
                       : "; its appliance left the group; no_rebalance keeps the flow there";
@@ -719,29 +720,16 @@ json Daemon::apiStats(const json& p) {
 }
 
 json Daemon::applyConfig(Config next, const std::string& why) {
-  std::vector<ConfigError> errors;
-  if (!validateConfig(next, errors)) {
-    json d = json::array();
-    for (auto& e : errors) d.push_back({{"path", e.path}, {"message", e.message}});
-    throw ApiFailure("invalid_config",
-                     "invalid configuration (" + std::to_string(errors.size()) + " error" +
-                         (errors.size() == 1 ? "" : "s") + "; see details)",
-                     d);
-  }
-  checkServerIds(next);  // before anything changes: a refusal applies nothing
-  lifecycle_.applyConfig(cfg_, next, dp::monotonicNs(), why);
-  cfg_ = std::move(next);
-  if (health_) health_->reconcile(cfg_);
-  rebuildSnapshot();
-  const dp::Snapshot* s = dp_.snapshot.load();
-  return {{"snapshot_generation", s ? s->generation : 0}};
+  // Throws ApiFailure invalid_config / limit_reached; nothing changes then.
+  uint64_t generation = engine_->applyConfig(std::move(next), why, dp::monotonicNs());
+  return {{"snapshot_generation", generation}};
 }
 
 json Daemon::apiServerAdd(const json& p) {
   Params pr(p, {"group", "address", "weight", "mac"});
   if (!pr.has("group") || !pr.has("address")) badRequest("server.add needs group and address");
   std::string g = pr.str("group");
-  Config next = cfg_;
+  Config next = cfg();
   ServerGroupConfig* grp = nullptr;
   for (auto& gc : next.server_groups)
     if (gc.name == g) grp = &gc;
@@ -765,12 +753,12 @@ json Daemon::apiServerRemove(const json& p) {
   if (!pr.has("address")) badRequest("server.remove needs address");
   IpAddr a = pr.ip("address");
   const bool force = pr.has("force") && pr.boolean("force");
-  Config next = cfg_;
+  Config next = cfg();
   for (auto& gc : next.server_groups)
     for (auto it = gc.servers.begin(); it != gc.servers.end(); ++it)
       if (it->address == a) {
         gc.servers.erase(it);
-        json warnings = guardConfigChange(cfg_, lifecycle_, health_ ? health_->states() : HealthMap{},
+        json warnings = guardConfigChange(cfg(), lifecycle(), health_ ? health_->states() : HealthMap{},
                                           next, force, "server.remove " + a.str());
         json r = applyConfig(std::move(next), "removed by server.remove");
         if (!warnings.empty()) r["warnings"] = warnings;
@@ -786,12 +774,12 @@ json Daemon::apiServerSet(const json& p) {
   IpAddr a = pr.ip("address");
   uint32_t w = uint32_t(pr.num("weight", 0, 10000));
   const bool force = pr.has("force") && pr.boolean("force");
-  Config next = cfg_;
+  Config next = cfg();
   for (auto& gc : next.server_groups)
     for (auto& sc : gc.servers)
       if (sc.address == a) {
         sc.weight = w;
-        json warnings = guardConfigChange(cfg_, lifecycle_, health_ ? health_->states() : HealthMap{},
+        json warnings = guardConfigChange(cfg(), lifecycle(), health_ ? health_->states() : HealthMap{},
                                           next, force,
                                           "server.set " + a.str() + " weight " + std::to_string(w));
         json r = applyConfig(std::move(next), "removed");
@@ -805,12 +793,12 @@ json Daemon::apiServerSet(const json& p) {
 json Daemon::apiReload(const json& p) {
   Params pr(p, {"force"});
   const bool force = pr.has("force") && pr.boolean("force");
-  if (cfg_.source_path.empty()) badRequest("gwlbd was not started from a config file");
+  if (cfg().source_path.empty()) badRequest("gwlbd was not started from a config file");
   Config next;
   std::vector<ConfigError> errors;
-  if (!loadConfigFile(cfg_.source_path, next, errors)) {
+  if (!loadConfigFile(cfg().source_path, next, errors)) {
     // The running config, snapshot, flows and counters stay as they are.
-    spdlog::error("reload of {} rejected; keeping the running config:\n{}", cfg_.source_path,
+    spdlog::error("reload of {} rejected; keeping the running config:\n{}", cfg().source_path,
                   formatErrors(errors));
     json d = json::array();
     for (auto& e : errors) d.push_back({{"path", e.path}, {"message", e.message}});
@@ -820,37 +808,37 @@ json Daemon::apiReload(const json& p) {
                      d);
   }
   json restart = json::array();
-  if (next.dataplane.workers != cfg_.dataplane.workers ||
-      next.dataplane.flow_table_size != cfg_.dataplane.flow_table_size ||
-      next.dataplane.mbufs != cfg_.dataplane.mbufs || next.dataplane.burst != cfg_.dataplane.burst ||
-      next.dataplane.rx_queue_size != cfg_.dataplane.rx_queue_size ||
-      next.dataplane.tx_queue_size != cfg_.dataplane.tx_queue_size)
+  if (next.dataplane.workers != cfg().dataplane.workers ||
+      next.dataplane.flow_table_size != cfg().dataplane.flow_table_size ||
+      next.dataplane.mbufs != cfg().dataplane.mbufs || next.dataplane.burst != cfg().dataplane.burst ||
+      next.dataplane.rx_queue_size != cfg().dataplane.rx_queue_size ||
+      next.dataplane.tx_queue_size != cfg().dataplane.tx_queue_size)
     restart.push_back("dataplane");
-  if (next.eal_args != cfg_.eal_args) restart.push_back("eal");
-  if (next.node.underlay_port != cfg_.node.underlay_port) restart.push_back("node.underlay_port");
+  if (next.eal_args != cfg().eal_args) restart.push_back("eal");
+  if (next.node.underlay_port != cfg().node.underlay_port) restart.push_back("node.underlay_port");
   // The flow hash key is the process's (flow entries are hashed with it).
-  if (next.node.flow_hash_secret != cfg_.node.flow_hash_secret) restart.push_back("node.flow_hash_secret");
-  if (next.control.socket != cfg_.control.socket ||
-      next.control.socket_mode != cfg_.control.socket_mode ||
-      next.control.socket_group != cfg_.control.socket_group)
+  if (next.node.flow_hash_secret != cfg().node.flow_hash_secret) restart.push_back("node.flow_hash_secret");
+  if (next.control.socket != cfg().control.socket ||
+      next.control.socket_mode != cfg().control.socket_mode ||
+      next.control.socket_group != cfg().control.socket_group)
     restart.push_back("control");
-  if (next.metrics.listen != cfg_.metrics.listen) restart.push_back("metrics");
-  if (next.health_endpoint.listen != cfg_.health_endpoint.listen)
+  if (next.metrics.listen != cfg().metrics.listen) restart.push_back("metrics");
+  if (next.health_endpoint.listen != cfg().health_endpoint.listen)
     restart.push_back("health_endpoint");
-  next.dataplane = cfg_.dataplane;
-  next.eal_args = cfg_.eal_args;
-  next.node.underlay_port = cfg_.node.underlay_port;
-  next.node.flow_hash_secret = cfg_.node.flow_hash_secret;
-  next.control = cfg_.control;
-  next.metrics = cfg_.metrics;
-  next.health_endpoint = cfg_.health_endpoint;
-  json warnings = guardConfigChange(cfg_, lifecycle_, health_ ? health_->states() : HealthMap{},
-                                    next, force, "reload of " + cfg_.source_path);
+  next.dataplane = cfg().dataplane;
+  next.eal_args = cfg().eal_args;
+  next.node.underlay_port = cfg().node.underlay_port;
+  next.node.flow_hash_secret = cfg().node.flow_hash_secret;
+  next.control = cfg().control;
+  next.metrics = cfg().metrics;
+  next.health_endpoint = cfg().health_endpoint;
+  json warnings = guardConfigChange(cfg(), lifecycle(), health_ ? health_->states() : HealthMap{},
+                                    next, force, "reload of " + cfg().source_path);
   json r = applyConfig(std::move(next), "removed by reload");
   if (!warnings.empty()) r["warnings"] = warnings;
   config_loaded_at_ = unixNow();
   r["restart_needed"] = restart;
-  spdlog::info("control API: reloaded {}", cfg_.source_path);
+  spdlog::info("control API: reloaded {}", cfg().source_path);
   return r;
 }
 

@@ -126,7 +126,7 @@ std::string Daemon::metricsText() const {
          "evicted down to 80 %)");
   o << "gwlb_flows_evicted_total " << flows_->evicted() << '\n';
   metric(o, "gwlb_server_state", "gauge", "1 for the state each appliance is in");
-  for (const auto& g : cfg_.server_groups)
+  for (const auto& g : cfg().server_groups)
     for (const auto& sc : g.servers) {
       auto it = server_status_.find(sc.address.v4HostOrder());
       std::string cur = it == server_status_.end() ? "unknown" : it->second.state;
@@ -136,9 +136,9 @@ std::string Daemon::metricsText() const {
     }
   metric(o, "gwlb_server_sent_packets_total", "counter", "packets the gateway sent to each appliance");
   std::ostringstream bytes;
-  for (const auto& g : cfg_.server_groups)
+  for (const auto& g : cfg().server_groups)
     for (const auto& sc : g.servers) {
-      uint16_t id = registry_.find(sc.address.v4HostOrder());
+      uint16_t id = registry().find(sc.address.v4HostOrder());
       uint64_t pk = 0, by = 0;
       sentTo(id, pk, by);
       std::string labels = "{group=\"" + escape(g.name) + "\",address=\"" + sc.address.str() + "\"}";
@@ -185,7 +185,7 @@ std::string Daemon::metricsText() const {
     o << "gwlb_worker_recent_max_loop_gap_seconds{worker=\"" << i << "\"} "
       << double(runs_[i]->heartbeat.recent_max_loop_gap_ns.load(std::memory_order_relaxed)) / 1e9
       << '\n';
-  const ServerLifecycle::Stats& ls = lifecycle_.stats();
+  const ServerLifecycle::Stats& ls = lifecycle().stats();
   const std::pair<const char*, std::pair<uint64_t, const char*>> lifecycle[] = {
       {"drains_started", {ls.drains_started,
                           "appliance drains started (removals and operator drains with draining on)"}},
@@ -213,23 +213,23 @@ std::string Daemon::metricsText() const {
   o << "gwlb_snapshots_live " << dp::Snapshot::live() << '\n';
   metric(o, "gwlb_snapshots_retiring", "gauge",
          "replaced snapshots awaiting their RCU grace period before they are freed");
-  o << "gwlb_snapshots_retiring " << retired_.size() << '\n';
+  o << "gwlb_snapshots_retiring " << engine_->retiredSnapshots() << '\n';
   // Aggregated health (control/regions.h).
   metric(o, "gwlb_destination_healthy", "gauge",
          "1 when the health destination (listener) is healthy: what GET /destinations/NAME answers "
          "with 200");
-  for (const auto& l : regions_.listeners())
+  for (const auto& l : regions().listeners())
     o << "gwlb_destination_healthy{destination=\"" << escape(l.name) << "\"} "
       << (l.destination_healthy ? 1 : 0) << '\n';
   metric(o, "gwlb_destination_healthy_with_dry_run", "gauge",
          "the same with dry-run composites acting: 0 here and 1 above means a dry run would fail over");
-  for (const auto& l : regions_.listeners())
+  for (const auto& l : regions().listeners())
     o << "gwlb_destination_healthy_with_dry_run{destination=\"" << escape(l.name) << "\"} "
       << (l.destination_healthy_with_dry_run ? 1 : 0) << '\n';
   // One family at a time: Prometheus wants each metric's samples together.
   auto perGroup = [&](const char* name, const char* help, bool would) {
     metric(o, name, "gauge", help);
-    for (const auto& l : regions_.listeners())
+    for (const auto& l : regions().listeners())
       for (size_t i = 0; i < l.regions.size(); ++i)
         o << name << "{listener=\"" << escape(l.name) << "\",group=\"" << escape(l.regions[i].group)
           << "\"} " << (int(i) == (would ? l.would_be_active : l.active) ? 1 : 0) << '\n';
@@ -239,13 +239,13 @@ std::string Daemon::metricsText() const {
   perGroup("gwlb_listener_would_be_active_group", "the same with dry-run composites acting", true);
   metric(o, "gwlb_composite_healthy", "gauge",
          "1 when every health source of the composite health check is healthy");
-  for (const auto& c : regions_.composites())
+  for (const auto& c : regions().composites())
     o << "gwlb_composite_healthy{composite=\"" << escape(c.name) << "\",destination=\""
       << escape(c.destination) << "\",dry_run=\"" << (c.dry_run ? "true" : "false") << "\"} "
       << (c.healthy ? 1 : 0) << '\n';
   auto perSource = [&](const char* name, const char* help, auto value) {
     metric(o, name, "gauge", help);
-    for (const auto& c : regions_.composites())
+    for (const auto& c : regions().composites())
       for (const auto& src : c.sources)
         o << name << "{composite=\"" << escape(c.name) << "\",source=\"" << escape(src.name)
           << "\",group=\"" << escape(src.group) << "\"} " << value(src) << '\n';
@@ -290,13 +290,13 @@ std::string Daemon::metricsText() const {
   metric(o, "gwlb_server_ids_held", "gauge",
          "server ids held by appliances configured, leaving with flows, or gone and not yet "
          "reclaimed (at most 16384: a change needing more is refused with limit_reached)");
-  o << "gwlb_server_ids_held " << registry_.held() << '\n';
+  o << "gwlb_server_ids_held " << registry().held() << '\n';
   metric(o, "gwlb_server_ids_releasing", "gauge",
          "server ids of appliances gone, waiting for the last flow naming them to end");
-  o << "gwlb_server_ids_releasing " << registry_.released() << '\n';
+  o << "gwlb_server_ids_releasing " << registry().released() << '\n';
   metric(o, "gwlb_server_ids_reclaimed_total", "counter",
          "server ids given back for reuse by other appliance addresses");
-  o << "gwlb_server_ids_reclaimed_total " << registry_.reclaimed_total() << '\n';
+  o << "gwlb_server_ids_reclaimed_total " << registry().reclaimed_total() << '\n';
   metric(o, "gwlb_uptime_seconds", "gauge", "seconds since gwlbd started");
   o << "gwlb_uptime_seconds " << double(dp::monotonicNs() - started_ns_) / 1e9 << '\n';
   return o.str();

@@ -34,11 +34,11 @@ bool sendBack(rte_ring* tx, rte_mbuf* m, size_t len) {
 // node.gateway_mac, in the config or still draining after removal.
 void Daemon::trackNeighbours() {
   std::vector<uint32_t> ips;
-  if (!cfg_.node.gateway_mac) {
-    for (const auto& g : cfg_.server_groups)
+  if (!cfg().node.gateway_mac) {
+    for (const auto& g : cfg().server_groups)
       for (const auto& s : g.servers)
         if (!s.mac) ips.push_back(s.address.v4HostOrder());
-    for (const auto& [ip, e] : lifecycle_.entries())
+    for (const auto& [ip, e] : lifecycle().entries())
       if (!e.server.mac) ips.push_back(ip);
   }
   std::sort(ips.begin(), ips.end());
@@ -52,7 +52,7 @@ void Daemon::handlePunted() {
   if (n == 0) return;
   // The current snapshot's port views (MAC, role); this thread retires snapshots.
   const dp::Snapshot* snap = dp_.snapshot.load(std::memory_order_acquire);
-  const uint32_t our_ip = cfg_.node.underlay_ip.v4HostOrder();
+  const uint32_t our_ip = cfg().node.underlay_ip.v4HostOrder();
   const uint64_t now = dp::monotonicNs();
   bool changed = false;
   for (unsigned i = 0; i < n; ++i) {
@@ -74,7 +74,7 @@ void Daemon::handlePunted() {
         if (sendBack(control_tx_, m, len)) continue;
       }
     } else if (pv && parseNeighborSolicitation(f, m->data_len, ns)) {
-      bool ours = std::any_of(cfg_.node.ipv6_addresses.begin(), cfg_.node.ipv6_addresses.end(),
+      bool ours = std::any_of(cfg().node.ipv6_addresses.begin(), cfg().node.ipv6_addresses.end(),
                               [&](const IpAddr& x) { return x.isV6() && x.b == ns.target; });
       size_t room = size_t(m->data_len) + rte_pktmbuf_tailroom(m);
       size_t len = ours ? makeNeighborAdvertisement(f, room, ns, pv->mac) : 0;
@@ -82,21 +82,21 @@ void Daemon::handlePunted() {
     }
     rte_pktmbuf_free(m);
   }
-  if (changed) rebuildSnapshot();
+  if (changed) rebuildSnapshot("neighbours");
 }
 
 void Daemon::resolveNeighbours() {
   std::vector<NeighbourCache::Request> requests;
   std::map<uint32_t, MacAddr> before = neighbours_.macs();
   bool forgot = neighbours_.tick(dp::monotonicNs(), requests);
-  uint32_t our_ip = cfg_.node.underlay_ip.v4HostOrder();
+  uint32_t our_ip = cfg().node.underlay_ip.v4HostOrder();
   for (const NeighbourCache::Request& r : requests) {
     rte_mbuf* m = rte_pktmbuf_alloc(pool_);
     if (!m) break;
     uint8_t* f = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, kArpFrameLen));
-    makeArpRequest(f, cfg_.node.underlay_mac, our_ip, r.ip);
+    makeArpRequest(f, cfg().node.underlay_mac, our_ip, r.ip);
     if (r.mac) std::copy(r.mac->b.begin(), r.mac->b.end(), f);  // a unicast probe
-    m->port = cfg_.node.underlay_port;
+    m->port = cfg().node.underlay_port;
     if (rte_ring_enqueue(control_tx_, m) != 0) rte_pktmbuf_free(m);
   }
   if (forgot) {
@@ -105,7 +105,7 @@ void Daemon::resolveNeighbours() {
       if (!after.count(ip))
         spdlog::warn("ARP: appliance {} stopped answering at {}; asking everyone again",
                      IpAddr::v4(ip).str(), mac.str());
-    rebuildSnapshot();
+    rebuildSnapshot("neighbours");
   }
 }
 

@@ -1,0 +1,290 @@
+#include "control/engine.h"
+
+#include <rte_rcu_qsbr.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "control/api_params.h"
+
+namespace gwlb::ctl {
+
+const char* toString(Decision::Kind k) {
+  switch (k) {
+    case Decision::Kind::kSnapshot: return "snapshot";
+    case Decision::Kind::kLifecycle: return "lifecycle";
+    case Decision::Kind::kRegion: return "region";
+  }
+  return "?";
+}
+
+std::string snapshotDigest(const dp::Snapshot& s) {
+  std::string out;
+  for (const dp::ServerView& sv : s.servers) {
+    if (!sv.in_use && !sv.routable) continue;
+    out += IpAddr::v4(sv.ip).str() + " " + dp::toString(sv.phase) + " w" +
+           std::to_string(sv.weight);
+    if (!sv.in_use) out += " leaving";
+    if (sv.move != dp::MoveReason::kNone) out += std::string(" move=") + dp::toString(sv.move);
+    if (!sv.mac_known) out += " no-mac";
+    out += "; ";
+  }
+  for (size_t g = 0; g < s.groups.size(); ++g) {
+    // FNV-1a over the addresses the slots name: ids are local, addresses are not.
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (uint16_t id : s.groups[g].maglev) {
+      uint32_t ip = id < s.servers.size() ? s.servers[id].ip : 0xFFFFFFFFu;
+      for (int b = 0; b < 4; ++b) h = (h ^ ((ip >> (8 * b)) & 0xFF)) * 0x100000001b3ULL;
+    }
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "g%zu:%016llx ", g, (unsigned long long)h);
+    out += buf;
+  }
+  for (size_t l = 0; l < s.listeners.size(); ++l)
+    out += "l" + std::to_string(l) + "->" + std::to_string(s.listeners[l].active) + " ";
+  if (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+Engine::Engine(Config cfg, dp::FlowTable& flows, dp::Dataplane& dp, rte_rcu_qsbr* qsbr,
+               Inputs in, Hooks hooks)
+    : cfg_(std::move(cfg)),
+      flows_(flows),
+      dp_(dp),
+      qsbr_(qsbr),
+      in_(std::move(in)),
+      hooks_(std::move(hooks)) {}
+
+Engine::~Engine() { shutdown(); }
+
+void Engine::shutdown() {
+  delete dp_.snapshot.exchange(nullptr);
+  retireSnapshots(true);
+  retired_.clear();  // no worker runs: nothing can still read them
+}
+
+void Engine::start(uint64_t now) {
+  last_housekeeping_ns_ = now;
+  rebuild("start", now);
+}
+
+HealthMap Engine::health() const { return in_.health ? in_.health() : scripted_health_; }
+
+const dp::Snapshot* Engine::current() const {
+  return dp_.snapshot.load(std::memory_order_acquire);
+}
+
+void Engine::decide(Decision d) {
+  if (hooks_.decided) hooks_.decided(d);
+}
+
+void Engine::rebuild(const std::string& why, uint64_t now) {
+  HealthMap h = health();
+  std::vector<std::string> lines;
+  regions_.update(cfg_, h, &lifecycle_, now, &lines);
+  for (std::string& line : lines) {
+    Decision d;
+    d.kind = Decision::Kind::kRegion;
+    d.at_ns = now;
+    d.text = std::move(line);
+    decide(std::move(d));
+  }
+  if (hooks_.before_build) hooks_.before_build();
+  std::unique_ptr<dp::Snapshot> s =
+      buildSnapshot(cfg_, registry_, in_.neighbours ? in_.neighbours() : NeighbourTable{},
+                    ++generation_, h, &lifecycle_, &regions_, in_.devices);
+  registry_.release(*s);
+  if (hooks_.built) hooks_.built(*s);
+  Decision d;
+  d.kind = Decision::Kind::kSnapshot;
+  d.at_ns = now;
+  d.text = "generation " + std::to_string(s->generation) + " (" + why + "): " + snapshotDigest(*s);
+  publish(std::move(s));
+  decide(std::move(d));
+}
+
+void Engine::publish(std::unique_ptr<dp::Snapshot> s) {
+  const dp::Snapshot* old = dp_.snapshot.exchange(s.release(), std::memory_order_acq_rel);
+  if (old) retired_.push_back({std::unique_ptr<const dp::Snapshot>(old), rte_rcu_qsbr_start(qsbr_)});
+}
+
+void Engine::retireSnapshots(bool wait) {
+  while (!retired_.empty() && rte_rcu_qsbr_check(qsbr_, retired_.front().token, wait) == 1)
+    retired_.pop_front();
+}
+
+uint64_t Engine::applyConfig(Config next, const std::string& why, uint64_t now) {
+  std::vector<ConfigError> errors;
+  if (!validateConfig(next, errors)) {
+    nlohmann::json d = nlohmann::json::array();
+    for (auto& e : errors) d.push_back({{"path", e.path}, {"message", e.message}});
+    throw ApiFailure("invalid_config",
+                     "invalid configuration (" + std::to_string(errors.size()) + " error" +
+                         (errors.size() == 1 ? "" : "s") + "; see details)",
+                     d);
+  }
+  checkServerIds(next);  // before anything changes: a refusal applies nothing
+  lifecycle_.applyConfig(cfg_, next, now, why);
+  cfg_ = std::move(next);
+  if (hooks_.config_changed) hooks_.config_changed(cfg_);
+  rebuild("config", now);
+  return generation_;
+}
+
+std::string Engine::drain(uint32_t ip, std::optional<uint32_t> timeout_s, uint64_t now) {
+  std::string err = lifecycle_.drain(cfg_, ip, timeout_s, now);
+  if (err.empty()) rebuild("drain " + IpAddr::v4(ip).str(), now);
+  return err;
+}
+
+std::string Engine::undrain(uint32_t ip, uint64_t now) {
+  std::string err = lifecycle_.undrain(ip);
+  if (err.empty()) rebuild("undrain " + IpAddr::v4(ip).str(), now);
+  return err;
+}
+
+void Engine::setHealth(uint32_t ip, HealthState s) {
+  scripted_health_[ip] = ApplianceHealth(s);
+}
+
+void Engine::forgetHealth(uint32_t ip) { scripted_health_.erase(ip); }
+
+uint64_t Engine::nextDue() const {
+  uint64_t t = last_housekeeping_ns_ + kHousekeepingNs;
+  if (auto d = lifecycle_.nextDeadline()) t = std::min(t, *d);
+  if (auto h = regions_.nextHoldDeadline()) t = std::min(t, *h);
+  return t;
+}
+
+void Engine::advance(uint64_t now) {
+  for (;;) {
+    const std::optional<uint64_t> dl = lifecycle_.nextDeadline();
+    const std::optional<uint64_t> hd = regions_.nextHoldDeadline();
+    const uint64_t hk = last_housekeeping_ns_ + kHousekeepingNs;
+    uint64_t t = hk;
+    if (dl) t = std::min(t, *dl);
+    if (hd) t = std::min(t, *hd);
+    if (t > now) break;
+    if (hd && *hd == t) {
+      // A failback hold ended: new flows may return to the preferred region.
+      rebuild("failback hold ended", t);
+      if (regions_.nextHoldDeadline() == hd)
+        throw std::logic_error("failback hold deadline did not end its hold");
+    } else if (dl && *dl == t) {
+      // A drain reached its deadline: judged on a fresh count; tick() ends
+      // every drain due by then.
+      size_t n = lifecycle_.entries().size();
+      lifecycleTick(t, true);
+      if (lifecycle_.nextDeadline() == dl && lifecycle_.entries().size() == n)
+        throw std::logic_error("drain deadline did not end its drain");
+    } else {
+      // Housekeeping runs once for the latest whole period reached: a driver
+      // that calls late (a gap in a capture, a stalled thread) does not
+      // replay every missed second.
+      uint64_t periods = (now - last_housekeeping_ns_) / kHousekeepingNs;
+      uint64_t at = last_housekeeping_ns_ + periods * kHousekeepingNs;
+      // ... but never past an earlier deadline or hold end still due.
+      if (dl) at = std::min(at, *dl);
+      if (hd) at = std::min(at, *hd);
+      housekeeping(std::max(at, hk));
+    }
+  }
+  retireSnapshots(false);
+}
+
+void Engine::housekeeping(uint64_t t) {
+  last_housekeeping_ns_ = t;
+  std::vector<uint16_t> expired_on;
+  flows_.expire(t, 0, lifecycle_.entries().empty() ? nullptr : &expired_on);
+  if (!expired_on.empty()) lifecycle_.flowsExpired(expired_on, registry_.addresses());
+  flows_.reclaim(false);
+  lifecycleTick(t, true);
+  reclaimServerIds();
+}
+
+void Engine::lifecycleTick(uint64_t t, bool count) {
+  if (lifecycle_.entries().empty()) return;
+  std::map<uint32_t, dp::ServerPhase> before;
+  for (auto& [ip, e] : lifecycle_.entries()) before[ip] = e.phase;
+  std::vector<uint32_t> counts;
+  if (count) {
+    // Idle flows of appliances that left and shed their flows move now, so
+    // the appliance can be forgotten without waiting for their next packet.
+    if (const dp::Snapshot* s = current()) lifecycle_.addSwept(flows_.sweepMoves(*s, t));
+    flows_.countByServer(counts);
+  }
+  if (!lifecycle_.tick(t, count ? &counts : nullptr, registry_.addresses())) return;
+  for (auto& [ip, ph] : before) {
+    const ServerLifecycle::Entry* e = lifecycle_.find(ip);
+    dp::ServerPhase now_ph = e ? e->phase : dp::ServerPhase::kGone;
+    if (now_ph == ph) continue;
+    Decision d;
+    d.kind = Decision::Kind::kLifecycle;
+    d.at_ns = t;
+    d.ip = ip;
+    d.from = ph;
+    d.to = now_ph;
+    d.flows = e ? e->flows : 0;
+    // tick() ends a drain early only when no flow is left on it.
+    d.why = !e ? (ph == dp::ServerPhase::kDraining ? "no flow left: drain over, forgotten"
+                                                   : "no flow left: forgotten")
+            : e->flows == 0 ? "no flow left: drain over"
+                            : "drain timeout";
+    d.text = IpAddr::v4(ip).str() + " " + dp::toString(ph) + " -> " + dp::toString(now_ph) + " (" +
+             d.why + ", " + std::to_string(d.flows) + " flows)";
+    decide(std::move(d));
+  }
+  rebuild("lifecycle", t);
+}
+
+void Engine::reclaimServerIds() {
+  if (!registry_.released()) return;
+  retireSnapshots(false);
+  const dp::Snapshot* cur = current();
+  uint64_t oldest = !retired_.empty() ? retired_.front().snap->generation
+                    : cur             ? cur->generation
+                                      : 0;
+  if (!registry_.reclaimable(oldest)) return;
+  // Every snapshot that could still give a worker one of these ids for a new
+  // flow is freed: what the table holds now is all that will ever name them.
+  std::vector<uint32_t> by_id(registry_.size(), 0);
+  flows_.forEach([&](const FlowKey&, int32_t, const dp::FlowEntry& e) {
+    uint64_t r = e.route.load(std::memory_order_acquire);
+    if ((r & dp::kRouteSet) && dp::routeServer(r) < by_id.size()) ++by_id[dp::routeServer(r)];
+  });
+  std::vector<uint16_t> freed = registry_.reclaim(oldest, by_id);
+  if (!freed.empty() && hooks_.ids_freed) hooks_.ids_freed(freed);
+}
+
+void Engine::checkServerIds(const Config& next) {
+  size_t need = registry_.missing(next);
+  if (need <= registry_.available()) return;
+  reclaimServerIds();
+  if (need <= registry_.available()) return;
+  std::set<uint32_t> conf;
+  for (const auto& g : cfg_.server_groups)
+    for (const auto& sc : g.servers) conf.insert(sc.address.v4HostOrder());
+  size_t configured = conf.size();
+  size_t leaving = 0;
+  for (const auto& [ip, le] : lifecycle_.entries()) leaving += le.removed;
+  throw ApiFailure(
+      "limit_reached",
+      "the change needs " + std::to_string(need) + " new appliance address(es) but only " +
+          std::to_string(registry_.available()) + " of " + std::to_string(dp::kMaxServerIds) +
+          " server ids are free: " + std::to_string(configured) + " configured, " +
+          std::to_string(leaving) + " removed but still carrying flows, " +
+          std::to_string(registry_.released()) +
+          " gone and waiting for their last flows to end; nothing was changed (retry once "
+          "flows on removed appliances have ended)",
+      nlohmann::json{{"needed", need},
+                     {"free", registry_.available()},
+                     {"limit", dp::kMaxServerIds},
+                     {"configured", configured},
+                     {"removed_with_flows", leaving},
+                     {"releasing", registry_.released()}});
+}
+
+}  // namespace gwlb::ctl

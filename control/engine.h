@@ -1,0 +1,169 @@
+// The control core (docs/architecture.md "The control core"): everything gwlbd
+// and gwlb-replay decide about appliances, in one place. It owns the running
+// config, the server-id registry, the lifecycle (removals, drains), the
+// listeners and regions, snapshot building and RCU publication, flow expiry
+// and sweeps, and it is driven from outside:
+//   - a clock: every call takes `now` (monotonic ns in gwlbd, capture time in
+//     gwlb-replay, a fake clock in tests); the engine never reads a clock;
+//   - changes: applyConfig (reload, server add/remove/set), drain, undrain,
+//     rebuild (health or neighbours changed);
+//   - time passing: advance(now) runs every action due by then (drain
+//     deadlines, failback hold ends, the once-a-second housekeeping), each at
+//     its own due time and in time order, so that a driver calling it every
+//     10 ms (gwlbd) and one calling it only when nextDue() is reached
+//     (gwlb-replay) make the same decisions.
+// Every decision (a snapshot published, an appliance changing phase, a region
+// change) is reported in order through Hooks::decided.
+// Control thread only; workers read only the published snapshots.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/health.h"
+#include "control/config.h"
+#include "control/lifecycle.h"
+#include "control/regions.h"
+#include "control/snapshot_builder.h"
+#include "dataplane/flow_table.h"
+#include "dataplane/pipeline.h"
+
+struct rte_rcu_qsbr;
+
+namespace gwlb::ctl {
+
+// One decision of the control core, in the order it was made.
+struct Decision {
+  enum class Kind : uint8_t {
+    kSnapshot,   // a snapshot was published: text = "generation N (why): digest"
+    kLifecycle,  // an appliance changed phase by itself (drain over, forgotten)
+    kRegion,     // a listener, composite or destination changed (regions.h log line)
+  };
+  Kind kind = Kind::kSnapshot;
+  uint64_t at_ns = 0;
+  std::string text;
+  // kLifecycle only.
+  uint32_t ip = 0;
+  dp::ServerPhase from = dp::ServerPhase::kGone, to = dp::ServerPhase::kGone;
+  std::string why;
+  uint32_t flows = 0;
+};
+const char* toString(Decision::Kind k);
+
+// What a snapshot decided, as one line: each known appliance's phase, weight,
+// move and MAC state, and a digest of each group's Maglev table by address.
+// Two engines that route alike print the same line.
+std::string snapshotDigest(const dp::Snapshot& s);
+
+// What the engine reads from its driver.
+struct EngineInputs {
+  // Health of checked appliances now (gwlbd: its HealthChecker). Unset: the
+  // engine's own scripted map (setHealth), empty at start.
+  std::function<HealthMap()> health;
+  // MACs learned by ARP (gwlbd: its NeighbourCache). Unset: none.
+  std::function<NeighbourTable()> neighbours;
+  // The DPDK ports' own MACs (null: none, as in gwlb-replay).
+  const PortMacs* devices = nullptr;
+};
+// What the engine tells its driver.
+struct EngineHooks {
+  std::function<void(const Decision&)> decided;              // every decision, in order
+  std::function<void()> before_build;                        // gwlbd: neighbour tracking
+  std::function<void(const dp::Snapshot&)> built;            // before it is published
+  std::function<void(const Config&)> config_changed;         // gwlbd: probes follow the config
+  std::function<void(const std::vector<uint16_t>&)> ids_freed;  // server ids given back
+};
+
+class Engine {
+ public:
+  static constexpr uint64_t kHousekeepingNs = 1'000'000'000ULL;  // expiry, counts, sweeps
+
+  using Inputs = EngineInputs;
+  using Hooks = EngineHooks;
+
+  // `flows` and `dp` must outlive the engine; `qsbr` is the workers'. The
+  // config must be valid (validateConfig). Nothing is published before start().
+  Engine(Config cfg, dp::FlowTable& flows, dp::Dataplane& dp, rte_rcu_qsbr* qsbr,
+         Inputs in = {}, Hooks hooks = {});
+  // Frees every snapshot: call only once no worker runs (or shutdown() first).
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Publishes the first snapshot; housekeeping counts from `now`.
+  void start(uint64_t now);
+  // Workers have stopped: unpublishes and frees every snapshot.
+  void shutdown();
+
+  // --- changes (each publishes a new snapshot) ---
+  // A changed config (a copy of config() with edits, or a reloaded file).
+  // Throws ApiFailure "invalid_config" (with details) or "limit_reached" (more
+  // new appliance addresses than free server ids): nothing changes then.
+  // `why` names the cause for appliances it removes. Returns the generation.
+  uint64_t applyConfig(Config next, const std::string& why, uint64_t now);
+  // Operator drain / undrain of a configured appliance: "" or what is wrong
+  // (nothing changes then).
+  std::string drain(uint32_t ip, std::optional<uint32_t> timeout_s, uint64_t now);
+  std::string undrain(uint32_t ip, uint64_t now);
+  // Scripted health (when Inputs::health is unset): gwlb-replay's events and tests.
+  void setHealth(uint32_t ip, HealthState s);
+  void forgetHealth(uint32_t ip);
+  // An input changed (health, neighbours): build and publish. `why` goes in the decision.
+  void rebuild(const std::string& why, uint64_t now);
+
+  // --- time ---
+  // When advance() has something to do next: a drain deadline, a failback
+  // hold end or the next housekeeping.
+  uint64_t nextDue() const;
+  // Runs every action due at or before `now`, each at its due time, in time
+  // order; then frees snapshots whose grace period has passed.
+  void advance(uint64_t now);
+  // Frees retired snapshots every worker is done with (wait: until they are).
+  void retireSnapshots(bool wait);
+  // Gives back server ids no snapshot or flow names any more (housekeeping
+  // does it; the control API calls it before refusing a change for lack of ids).
+  void reclaimServerIds();
+
+  // --- state (read-only) ---
+  const Config& config() const { return cfg_; }
+  const ServerRegistry& registry() const { return registry_; }
+  const ServerLifecycle& lifecycle() const { return lifecycle_; }
+  const RegionTracker& regions() const { return regions_; }
+  HealthMap health() const;
+  const dp::Snapshot* current() const;
+  uint64_t generation() const { return generation_; }
+  dp::FlowTable& flows() const { return flows_; }
+  size_t retiredSnapshots() const { return retired_.size(); }
+
+ private:
+  void publish(std::unique_ptr<dp::Snapshot> s);
+  void lifecycleTick(uint64_t t, bool count);
+  void housekeeping(uint64_t t);
+  void checkServerIds(const Config& next);
+  void decide(Decision d);
+
+  Config cfg_;
+  dp::FlowTable& flows_;
+  dp::Dataplane& dp_;
+  rte_rcu_qsbr* qsbr_;
+  Inputs in_;
+  Hooks hooks_;
+  HealthMap scripted_health_;
+  ServerRegistry registry_;
+  ServerLifecycle lifecycle_;
+  RegionTracker regions_;
+  uint64_t generation_ = 0;
+  uint64_t last_housekeeping_ns_ = 0;
+  struct Retired {
+    std::unique_ptr<const dp::Snapshot> snap;
+    uint64_t token;
+  };
+  std::deque<Retired> retired_;
+};
+
+}  // namespace gwlb::ctl

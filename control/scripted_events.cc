@@ -1,0 +1,325 @@
+#include "control/scripted_events.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "control/api_params.h"
+#include "control/engine.h"
+
+namespace gwlb::ctl {
+
+
+const char* actionName(const ScriptedEvent& e) {
+  switch (e.action) {
+    case ScriptedEvent::Action::kHealth: return e.unhealthy ? "unhealthy" : "healthy";
+    case ScriptedEvent::Action::kRemove: return "remove";
+    case ScriptedEvent::Action::kAdd: return "add";
+    case ScriptedEvent::Action::kWeight: return "weight";
+    case ScriptedEvent::Action::kDrain: return "drain";
+    case ScriptedEvent::Action::kUndrain: return "undrain";
+  }
+  return "?";
+}
+
+std::string secondsText(uint64_t ns) {
+  char b[48];
+  std::snprintf(b, sizeof b, "%.9g s", double(ns) / 1e9);
+  return b;
+}
+
+// "2.5s", "1500ms", "2" or "0.25" (seconds) into ns: digits, an optional
+// fraction (down to 1 ns), an optional unit. False when malformed or past 10^7 s.
+bool parseDurationNs(std::string t, uint64_t& ns) {
+  uint64_t unit = kNsPerS;
+  size_t max_frac = 9;
+  if (t.size() > 2 && t.compare(t.size() - 2, 2, "ms") == 0) {
+    unit = 1'000'000ULL;
+    max_frac = 6;
+    t.resize(t.size() - 2);
+  } else if (!t.empty() && t.back() == 's') {
+    t.pop_back();
+  }
+  size_t dot = t.find('.');
+  std::string ip = t.substr(0, dot), fp = dot == std::string::npos ? "" : t.substr(dot + 1);
+  auto digits = [](const std::string& s) {
+    return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+  };
+  if (!digits(ip) || ip.size() > 10) return false;
+  if (dot != std::string::npos && (!digits(fp) || fp.size() > max_frac)) return false;
+  uint64_t whole = std::stoull(ip);
+  if (whole > 10'000'000'000'000'000ULL / unit) return false;  // past 10^7 s
+  uint64_t frac = 0, scale = 1;
+  for (char c : fp) {
+    frac = frac * 10 + uint64_t(c - '0');
+    scale *= 10;
+  }
+  ns = whole * unit + frac * (unit / scale);
+  return true;
+}
+
+namespace {
+
+[[noreturn]] void eventFail(const std::string& text) { throw EventError{text}; }
+
+bool isTrue(const std::string& s) { return s == "true"; }  // as the config loader reads booleans
+
+std::vector<ScriptedEvent> parseRoot(const YAML::Node& root, const std::string& path) {
+  if (root.IsNull()) return {};
+  if (!root.IsSequence())
+    eventFail(path + ": must be a YAML list of events, e.g.\n"
+              "  - { at: 2s, server: 192.0.2.10, health: unhealthy }");
+  static const char* kKeys[] = {"at", "server", "health", "remove", "add",
+                                "weight", "drain", "timeout", "undrain"};
+  static const char* kActions[] = {"health", "remove", "add", "weight", "drain", "undrain"};
+  std::vector<ScriptedEvent> out;
+  for (size_t i = 0; i < root.size(); ++i) {
+    const YAML::Node n = root[i];
+    std::string p = "events[" + std::to_string(i) + "]";
+    std::string where = " (line " + std::to_string(n.Mark().line + 1) + ")";
+    if (!n.IsMap())
+      eventFail(p + where + ": must be a mapping such as {at: 2s, server: 192.0.2.10, remove: true}");
+    std::map<std::string, std::string> v;
+    for (const auto& kv : n) {
+      std::string k = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
+      if (std::find(std::begin(kKeys), std::end(kKeys), k) == std::end(kKeys)) {
+        std::string allowed;
+        for (const char* a : kKeys) allowed += std::string(allowed.empty() ? "" : ", ") + a;
+        eventFail(p + where + ": unknown key '" + k + "'; allowed keys: " + allowed);
+      }
+      if (!kv.second.IsScalar())
+        eventFail(p + "." + k + where + ": must be a single value");
+      if (!v.emplace(k, kv.second.Scalar()).second)
+        eventFail(p + "." + k + where + ": given twice");
+    }
+    ScriptedEvent e;
+    e.index = i;
+    e.line = n.Mark().line + 1;
+    if (!v.count("at")) eventFail(p + where + ": missing key 'at' (e.g. at: 2.5s)");
+    if (!parseDurationNs(v["at"], e.at_ns))
+      eventFail(p + ".at" + where + ": '" + v["at"] +
+                "' is not a time after the first packet (e.g. 2.5s, 1500ms, 3 for seconds)");
+    if (!v.count("server")) eventFail(p + where + ": missing key 'server' (an appliance address)");
+    auto ip = IpAddr::parse(v["server"]);
+    if (!ip || !ip->isV4())
+      eventFail(p + ".server" + where + ": '" + v["server"] + "' is not an IPv4 address");
+    e.server = *ip;
+    std::vector<std::string> acts;
+    for (const char* a : kActions)
+      if (v.count(a) && !(std::string(a) == "weight" && v.count("add"))) acts.push_back(a);
+    if (acts.empty())
+      eventFail(p + where + ": no action; give one of health, remove, add, weight, drain, undrain");
+    if (acts.size() > 1)
+      eventFail(p + where + ": two actions in one event (" + acts[0] + " and " + acts[1] +
+                "); give one action per event");
+    if (v.count("timeout") && acts[0] != "drain")
+      eventFail(p + ".timeout" + where + ": only allowed with drain");
+    const std::string& a = acts[0];
+    const std::string& val = v[a];
+    auto mustBeTrue = [&]() {
+      if (!isTrue(val))
+        eventFail(p + "." + a + where + ": '" + val + "' must be true (leave the event out instead)");
+    };
+    auto weight = [&]() -> uint32_t {
+      const std::string& w = v["weight"];
+      if (w.empty() || w.size() > 5 || w.find_first_not_of("0123456789") != std::string::npos ||
+          std::stoul(w) > 10000)
+        eventFail(p + ".weight" + where + ": '" + w + "' is not a weight from 0 to 10000");
+      return uint32_t(std::stoul(w));
+    };
+    if (a == "health") {
+      e.action = ScriptedEvent::Action::kHealth;
+      if (val == "unhealthy") e.unhealthy = true;
+      else if (val != "healthy")
+        eventFail(p + ".health" + where + ": '" + val + "' is not healthy or unhealthy");
+    } else if (a == "remove") {
+      e.action = ScriptedEvent::Action::kRemove;
+      mustBeTrue();
+    } else if (a == "add") {
+      e.action = ScriptedEvent::Action::kAdd;
+      e.group = val;
+      if (val.empty()) eventFail(p + ".add" + where + ": needs a server group name");
+      if (v.count("weight")) e.weight = weight();
+    } else if (a == "weight") {
+      e.action = ScriptedEvent::Action::kWeight;
+      e.weight = weight();
+    } else if (a == "drain") {
+      e.action = ScriptedEvent::Action::kDrain;
+      mustBeTrue();
+      if (v.count("timeout")) {
+        uint64_t ns = 0;
+        if (!parseDurationNs(v["timeout"], ns) || ns % kNsPerS || ns < kNsPerS ||
+            ns > 3600 * kNsPerS)
+          eventFail(p + ".timeout" + where + ": '" + v["timeout"] +
+                    "' is not a whole number of seconds from 1 s to 3600 s (e.g. 30s)");
+        e.timeout_s = uint32_t(ns / kNsPerS);
+      }
+    } else {
+      e.action = ScriptedEvent::Action::kUndrain;
+      mustBeTrue();
+    }
+    if (!out.empty() && e.at_ns < out.back().at_ns)
+      eventFail(p + ".at" + where + ": " + secondsText(e.at_ns) + " is before events[" +
+                std::to_string(i - 1) + "].at (" + secondsText(out.back().at_ns) +
+                "); events must be in time order");
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+
+}  // namespace
+
+std::vector<ScriptedEvent> parseEventsFile(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    eventFail(path + ": cannot read the file");
+  } catch (const YAML::Exception& e) {
+    eventFail(path + ": YAML syntax error at line " + std::to_string(e.mark.line + 1) + ", column " +
+              std::to_string(e.mark.column + 1) + ": " + e.msg);
+  }
+  return parseRoot(root, path);
+}
+
+std::vector<ScriptedEvent> parseEvents(const std::string& yaml_text, const std::string& name) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    eventFail(name + ": YAML syntax error at line " + std::to_string(e.mark.line + 1) + ", column " +
+              std::to_string(e.mark.column + 1) + ": " + e.msg);
+  }
+  return parseRoot(root, name);
+}
+
+std::string applyEvent(const ScriptedEvent& e, Engine& engine, uint64_t now_ns) {
+  using Action = ScriptedEvent::Action;
+  const Config& cfg = engine.config();
+  const uint32_t ip = e.server.v4HostOrder();
+  const std::string addr = e.server.str();
+  const ServerGroupConfig* in_group = nullptr;
+  for (auto& gc : cfg.server_groups)
+    for (size_t s = 0; s < gc.servers.size(); ++s)
+      if (gc.servers[s].address == e.server) in_group = &gc;
+  auto notConfigured = [&]() {
+    std::string list;
+    for (auto& gc : cfg.server_groups)
+      for (auto& s : gc.servers) list += (list.empty() ? "" : ", ") + s.address.str();
+    return "server: " + addr + " is not a configured appliance at this point (configured: " + list +
+           ")";
+  };
+  // A config change goes through the engine as gwlbd's server.add/remove/set do.
+  auto change = [&](Config next, const char* key, const char* why) -> std::string {
+    try {
+      engine.applyConfig(std::move(next), why, now_ns);
+    } catch (const ApiFailure& f) {
+      std::string t = f.what();
+      if (f.code == "invalid_config") {
+        std::vector<ConfigError> errors;
+        for (const auto& d : f.details)
+          errors.push_back({d["path"].get<std::string>(), d["message"].get<std::string>()});
+        t = formatErrors(errors);
+        if (!t.empty() && t.back() == '\n') t.pop_back();
+        return std::string(key) + ": the config would become invalid: " + t;
+      }
+      return std::string(key) + ": " + t;
+    }
+    return "";
+  };
+  switch (e.action) {
+    case Action::kHealth:
+      if (!in_group) return notConfigured();
+      engine.setHealth(ip, e.unhealthy ? HealthState::kUnhealthy : HealthState::kHealthy);
+      engine.rebuild("health " + addr, now_ns);
+      return "";
+    case Action::kRemove: {
+      if (!in_group) return notConfigured();
+      Config next = cfg;
+      for (auto& gc : next.server_groups)
+        gc.servers.erase(std::remove_if(gc.servers.begin(), gc.servers.end(),
+                                        [&](const ServerConfig& s) { return s.address == e.server; }),
+                         gc.servers.end());
+      // Like gwlbd: a removed appliance is no longer checked.
+      HealthMap before = engine.health();
+      engine.forgetHealth(ip);
+      std::string err = change(std::move(next), "remove", "removed by event");
+      if (!err.empty() && before.count(ip)) engine.setHealth(ip, before[ip]);
+      return err;
+    }
+    case Action::kAdd: {
+      if (in_group)
+        return "add: " + addr + " is already an appliance of group '" + in_group->name + "'";
+      Config next = cfg;
+      ServerGroupConfig* g = nullptr;
+      std::string names;
+      for (auto& gc : next.server_groups) {
+        names += (names.empty() ? "'" : ", '") + gc.name + "'";
+        if (gc.name == e.group) g = &gc;
+      }
+      if (!g) return "add: no server group '" + e.group + "' (groups: " + names + ")";
+      ServerConfig sc;
+      sc.address = e.server;
+      if (e.weight) sc.weight = *e.weight;
+      g->servers.push_back(sc);
+      return change(std::move(next), "add", "removed by event");
+    }
+    case Action::kWeight: {
+      if (!in_group) return notConfigured();
+      Config next = cfg;
+      for (auto& gc : next.server_groups)
+        for (auto& s : gc.servers)
+          if (s.address == e.server) s.weight = *e.weight;
+      return change(std::move(next), "weight", "removed by event");
+    }
+    case Action::kDrain: {
+      if (!in_group) return notConfigured();
+      std::string err = engine.drain(ip, e.timeout_s, now_ns);
+      return err.empty() ? "" : "drain: " + addr + ": " + err;
+    }
+    case Action::kUndrain: {
+      if (!in_group) return notConfigured();
+      std::string err = engine.undrain(ip, now_ns);
+      return err.empty() ? "" : "undrain: " + addr + ": " + err;
+    }
+  }
+  return "";
+}
+
+void checkEvents(const std::vector<ScriptedEvent>& events, Engine& scratch) {
+  for (const ScriptedEvent& e : events) {
+    std::string err = applyEvent(e, scratch, e.at_ns);
+    if (err.empty()) continue;
+    size_t colon = err.find(": ");  // "KEY: text" -> "events[i].KEY (line N): text"
+    eventFail("events[" + std::to_string(e.index) + "]." + err.substr(0, colon) + " (line " +
+              std::to_string(e.line) + ")" + err.substr(colon));
+  }
+}
+
+uint64_t EventSchedule::nextDue() const {
+  uint64_t t = engine_.nextDue();
+  if (next_ < events_.size()) t = std::min(t, timeOf(events_[next_]));
+  return t;
+}
+
+void EventSchedule::runUntil(uint64_t t, const std::function<void(ScriptedEvent&, uint64_t)>& before,
+                             const std::function<void(ScriptedEvent&, uint64_t)>& after) {
+  while (next_ < events_.size() && timeOf(events_[next_]) <= t) {
+    ScriptedEvent& e = events_[next_];
+    const uint64_t at = timeOf(e);
+    engine_.advance(at);
+    if (before) before(e, at);
+    std::string why = applyEvent(e, engine_, at);
+    if (!why.empty())  // checkEvents ran the same changes: cannot happen
+      throw std::runtime_error("events[" + std::to_string(e.index) + "]." + why);
+    e.applied = true;
+    ++next_;
+    if (after) after(e, at);
+  }
+  engine_.advance(t);
+}
+
+}  // namespace gwlb::ctl

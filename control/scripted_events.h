@@ -1,0 +1,94 @@
+// Scripted control events: appliance changes at given times, as gwlb-replay's
+// --events file gives them (docs/replay.md) and as tests script them. Each
+// event goes through the control core (control/engine.h) the way gwlbd's
+// control API and health checker drive it: server add/remove/weight as config
+// changes, drain/undrain through the lifecycle, health as the health input.
+//
+// EventSchedule is gwlb-replay's driver of the engine: before a packet at time
+// t it runs, in time order, every event and every engine action (drain
+// deadline, failback hold end, housekeeping) due by t.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/net_types.h"
+#include "control/config.h"
+
+namespace gwlb::ctl {
+
+class Engine;
+
+constexpr uint64_t kNsPerS = 1'000'000'000ULL;
+
+struct ScriptedEvent {
+  enum class Action : uint8_t { kHealth, kRemove, kAdd, kWeight, kDrain, kUndrain };
+  size_t index = 0;
+  int line = 0;                        // in the events file (1-based)
+  uint64_t at_ns = 0;                  // after the origin (the capture's first timestamp)
+  IpAddr server;
+  Action action = Action::kHealth;
+  bool unhealthy = false;              // kHealth
+  std::string group;                   // kAdd
+  std::optional<uint32_t> weight;      // kAdd (optional), kWeight
+  std::optional<uint32_t> timeout_s;   // kDrain (optional)
+  // Filled in by the run.
+  bool applied = false;
+  nlohmann::json result = nlohmann::json::object();
+};
+
+const char* actionName(const ScriptedEvent& e);
+// "1.5 s": ns as seconds, for messages.
+std::string secondsText(uint64_t ns);
+// "2.5s", "1500ms", "2" or "0.25" (seconds) into ns: digits, an optional
+// fraction (down to 1 ns), an optional unit. False when malformed or past 10^7 s.
+bool parseDurationNs(std::string t, uint64_t& ns);
+
+// Every problem in an events file: the text names the event, its key and line.
+struct EventError {
+  std::string text;
+};
+
+// Parses an events file (a YAML list). Throws EventError.
+std::vector<ScriptedEvent> parseEventsFile(const std::string& path);
+// Same, from text (`name` stands for the file in messages).
+std::vector<ScriptedEvent> parseEvents(const std::string& yaml_text, const std::string& name);
+
+// Applies one event at now_ns through the engine. Returns "" or
+// "KEY: what is wrong" (nothing changed then).
+std::string applyEvent(const ScriptedEvent& e, Engine& engine, uint64_t now_ns);
+
+// Throws EventError "events[i].KEY (line N): ..." for the first event that
+// would fail when the events run against `engine` (a scratch engine: this
+// applies them all).
+void checkEvents(const std::vector<ScriptedEvent>& events, Engine& scratch);
+
+// Drives an engine through scripted events on an external clock.
+class EventSchedule {
+ public:
+  // Event times count from origin_ns.
+  EventSchedule(Engine& engine, std::vector<ScriptedEvent>& events, uint64_t origin_ns)
+      : engine_(engine), events_(events), origin_(origin_ns) {}
+  // Earliest time something is due: the next event or the engine's nextDue().
+  uint64_t nextDue() const;
+  // Runs, in time order, every engine action and event due at or before t.
+  // An engine action due at the same time as an event goes first. `before`
+  // and `after` are called around each event (with its time).
+  void runUntil(uint64_t t, const std::function<void(ScriptedEvent&, uint64_t)>& before = {},
+                const std::function<void(ScriptedEvent&, uint64_t)>& after = {});
+  size_t applied() const { return next_; }
+  uint64_t timeOf(const ScriptedEvent& e) const { return origin_ + e.at_ns; }
+
+ private:
+  Engine& engine_;
+  std::vector<ScriptedEvent>& events_;
+  uint64_t origin_;
+  size_t next_ = 0;
+};
+
+}  // namespace gwlb::ctl

@@ -1,0 +1,76 @@
+#include "tools/replay_io.h"
+
+#include <rte_mbuf.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace gwlb::replay {
+
+bool readPcap(const std::string& path, uint16_t port, size_t max_frame, std::vector<Frame>& out,
+              std::string& err, CaptureStats& cs) {
+  char eb[PCAP_ERRBUF_SIZE];
+  pcap_t* p = pcap_open_offline_with_tstamp_precision(path.c_str(), PCAP_TSTAMP_PRECISION_NANO, eb);
+  if (!p) return err = path + ": " + eb, false;
+  if (pcap_datalink(p) != DLT_EN10MB) {
+    pcap_close(p);
+    return err = path + ": link type is not Ethernet", false;
+  }
+  pcap_pkthdr* h;
+  const u_char* d;
+  int rc;
+  while ((rc = pcap_next_ex(p, &h, &d)) == 1) {
+    if (h->caplen < h->len) ++cs.cut_by_capture;
+    if (h->caplen > max_frame) {
+      ++cs.too_large;
+      cs.largest_skipped = std::max<size_t>(cs.largest_skipped, h->caplen);
+      continue;
+    }
+    cs.largest = std::max<size_t>(cs.largest, h->caplen);
+    Frame f;
+    f.ts_ns = uint64_t(h->ts.tv_sec) * 1'000'000'000ULL + uint64_t(h->ts.tv_usec);
+    f.port = port;
+    f.bytes.assign(d, d + h->caplen);
+    out.push_back(std::move(f));
+  }
+  pcap_close(p);
+  if (rc == -1) return err = path + ": read error", false;
+  return true;
+}
+
+bool PcapWriter::open(const std::string& path, std::string& err) {
+  dead_ = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, 65535, PCAP_TSTAMP_PRECISION_NANO);
+  dump_ = pcap_dump_open(dead_, path.c_str());
+  if (!dump_) return err = path + ": " + pcap_geterr(dead_), false;
+  return true;
+}
+
+void PcapWriter::write(const rte_mbuf* m, uint64_t ts_ns) {
+  pcap_pkthdr h{};
+  h.ts.tv_sec = long(ts_ns / 1'000'000'000ULL);
+  h.ts.tv_usec = long(ts_ns % 1'000'000'000ULL);
+  h.caplen = h.len = m->pkt_len;
+  pcap_dump(reinterpret_cast<u_char*>(dump_), &h, rte_pktmbuf_mtod(m, const u_char*));
+  ++count_;
+}
+
+void PcapWriter::close() {
+  if (dump_) pcap_dump_close(dump_);
+  if (dead_) pcap_close(dead_);
+  dump_ = nullptr;
+  dead_ = nullptr;
+}
+
+void reflect(rte_mbuf* m) {
+  uint8_t* f = rte_pktmbuf_mtod(m, uint8_t*);
+  uint8_t tmp[6];
+  std::memcpy(tmp, f, 6);
+  std::memcpy(f, f + 6, 6);
+  std::memcpy(f + 6, tmp, 6);
+  uint8_t ip[4];
+  std::memcpy(ip, f + 14 + 12, 4);
+  std::memcpy(f + 14 + 12, f + 14 + 16, 4);
+  std::memcpy(f + 14 + 16, ip, 4);
+}
+
+}  // namespace gwlb::replay

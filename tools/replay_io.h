@@ -1,0 +1,53 @@
+// gwlb-replay's capture files: reading frames (with what the capture held
+// beyond the ordinary), writing pcap output, and the transparent appliance
+// of --reflect.
+#pragma once
+
+#include <pcap/pcap.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+struct rte_mbuf;
+
+namespace gwlb::replay {
+
+struct Frame {
+  uint64_t ts_ns;
+  uint16_t port;
+  std::vector<uint8_t> bytes;
+};
+
+// What the captures held beyond the ordinary: frames the capture itself cut
+// (caplen < len: its snaplen) and frames too large for one mbuf.
+struct CaptureStats {
+  size_t largest = 0;        // bytes of the largest frame read
+  uint64_t cut_by_capture = 0;
+  uint64_t too_large = 0;    // not fed: larger than max_frame
+  size_t largest_skipped = 0;
+};
+
+// Appends the Ethernet frames of `path` (nanosecond timestamps) as arriving
+// on `port`; frames longer than max_frame are counted, not read.
+bool readPcap(const std::string& path, uint16_t port, size_t max_frame, std::vector<Frame>& out,
+              std::string& err, CaptureStats& cs);
+
+class PcapWriter {
+ public:
+  bool open(const std::string& path, std::string& err);
+  void write(const rte_mbuf* m, uint64_t ts_ns);
+  void close();
+  uint64_t count() const { return count_; }
+
+ private:
+  pcap_t* dead_ = nullptr;
+  pcap_dumper_t* dump_ = nullptr;
+  uint64_t count_ = 0;
+};
+
+// The transparent appliance: swap outer MACs and IPv4 addresses, keep UDP ports
+// and the Geneve header. Swapping addresses leaves both checksums valid.
+void reflect(rte_mbuf* m);
+
+}  // namespace gwlb::replay

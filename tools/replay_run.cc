@@ -1,0 +1,506 @@
+#include "tools/replay_run.h"
+
+#include <rte_eal.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_rcu_qsbr.h>
+#include <rte_ring.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+#include "common/counters.h"
+#include "common/packet_parser.h"
+#include "control/engine.h"
+#include "dataplane/eal.h"
+#include "dataplane/flow_table.h"
+#include "dataplane/pipeline.h"
+#include "tools/replay_summary.h"
+
+namespace gwlb::replay {
+
+using nlohmann::json;
+
+unsigned maxDataRoom() { return UINT16_MAX - RTE_PKTMBUF_HEADROOM; }
+
+namespace {
+
+constexpr unsigned kRing = 4096;
+constexpr size_t kPoolBytes = 192u << 20;  // the mbuf pool's budget with larger frames
+
+// One unit of work between the main lcore and a worker: a burst and its clock.
+struct Job {
+  uint64_t now_ns;
+  uint16_t n;
+  rte_mbuf* pkts[dp::kMaxBurst];
+};
+
+struct WorkerSlot {
+  dp::WorkerState state;
+  rte_ring* in = nullptr;   // Job* from main
+  rte_ring* out = nullptr;  // rte_mbuf* to main, tagged by mbuf->hash.usr (0 appliance, 1 router)
+  unsigned lcore = 0;
+};
+
+// What worker lcores share with the main lcore.
+struct Shared {
+  dp::Dataplane dp;
+  rte_rcu_qsbr* qsbr = nullptr;
+  std::vector<WorkerSlot>* workers = nullptr;
+  std::atomic<bool> stop{false};
+  rte_ring* free_jobs = nullptr;
+};
+
+Shared g;
+
+int workerMain(void* arg) {
+  auto idx = unsigned(reinterpret_cast<uintptr_t>(arg));
+  WorkerSlot& ws = (*g.workers)[idx];
+  rte_rcu_qsbr_thread_register(g.qsbr, idx);
+  rte_rcu_qsbr_thread_online(g.qsbr, idx);
+  dp::BurstOutput out;
+  unsigned idle = 0;
+  for (;;) {
+    void* obj;
+    if (rte_ring_dequeue(ws.in, &obj) != 0) {
+      rte_rcu_qsbr_quiescent(g.qsbr, idx);
+      if (g.stop.load(std::memory_order_acquire) && rte_ring_empty(ws.in)) break;
+      // Lcores share two CPUs (--lcores ...@(0-1)): give the CPU away when
+      // idle for a while rather than spin against the main lcore.
+      if (++idle >= 64) sched_yield();
+      else rte_pause();
+      continue;
+    }
+    idle = 0;
+    Job* job = static_cast<Job*>(obj);
+    dp::processBurst(g.dp, ws.state, job->pkts, job->n, job->now_ns, out);
+    for (uint16_t i = 0; i < out.n_appliance; ++i) out.to_appliance[i]->hash.usr = 0;
+    for (uint16_t i = 0; i < out.n_router; ++i) out.to_router[i]->hash.usr = 1;
+    // The main lcore drains continuously; spin rather than drop test output.
+    for (uint16_t i = 0; i < out.n_appliance; ++i)
+      while (rte_ring_enqueue(ws.out, out.to_appliance[i]) != 0) rte_pause();
+    for (uint16_t i = 0; i < out.n_router; ++i)
+      while (rte_ring_enqueue(ws.out, out.to_router[i]) != 0) rte_pause();
+    // The job's pkts are consumed; the job itself goes back.
+    rte_ring_enqueue(g.free_jobs, job);
+    rte_rcu_qsbr_quiescent(g.qsbr, idx);
+  }
+  rte_rcu_qsbr_thread_offline(g.qsbr, idx);
+  rte_rcu_qsbr_thread_unregister(g.qsbr, idx);
+  return 0;
+}
+
+// The state at an event boundary, taken while every worker is idle: which
+// appliance each flow is on, and what each appliance has received so far.
+struct Boundary {
+  std::unordered_map<std::string, uint16_t> flows;  // FlowKey bytes -> server id
+  std::vector<uint64_t> packets;                   // by server id
+};
+
+}  // namespace
+
+void checkEvents(const std::vector<ctl::ScriptedEvent>& events, const ctl::Config& cfg) {
+  if (events.empty()) return;
+  rte_rcu_qsbr* qsbr = dp::createQsbr(1);
+  dp::FlowTable flows("replay_check", 1024, qsbr, int(rte_socket_id()));
+  dp::Dataplane d;
+  d.flows = &flows;
+  ctl::Engine scratch(cfg, flows, d, qsbr);
+  scratch.start(0);
+  ctl::checkEvents(events, scratch);
+}
+
+struct Replay::State {
+  Options o;
+  std::vector<Frame> frames;
+  size_t n_router_in = 0;
+  std::vector<ctl::ScriptedEvent> events;
+  CaptureStats cs;
+  rte_mempool* pool = nullptr;
+  std::unique_ptr<dp::FlowTable> flows;
+  std::unique_ptr<ctl::Engine> engine;
+  std::unique_ptr<ctl::EventSchedule> schedule;
+  std::vector<WorkerSlot> workers;
+  std::vector<Job> jobs;
+  PcapWriter to_app, returned;
+  uint64_t first_ts = 0;
+
+  // Decisions as summary.json shows them.
+  json region_changes = json::array();
+  json* region_sink = nullptr;  // also the current event's lines
+  json lifecycle_changes = json::array();
+
+  // The main loop.
+  std::deque<rte_mbuf*> pending_reflect;
+  size_t next = 0;
+  unsigned rr = 0;
+  uint64_t now = 0;
+  uint64_t reflected = 0, alloc_retries = 0;
+  std::vector<Job*> round;
+
+  // --events windows: from an applied event's boundary to the next one.
+  ctl::ScriptedEvent* open_event = nullptr;
+  Boundary open_at;
+  // Its appliance's server id, taken when it was applied (a removed
+  // appliance's id may be given back before the window closes).
+  uint16_t open_sid = dp::kNoServer;
+  std::vector<uint32_t> open_addrs;  // the registry's addresses by id then
+  std::vector<uint64_t> last_packets;  // at the previous boundary (start: none)
+  std::vector<std::string> id_names;   // address text by server id
+
+  double rel(uint64_t t) const { return double(t - std::min(t, first_ts)) / 1e9; }
+  void decided(const ctl::Decision& d);
+  Job* getJob();
+  void drain();
+  bool workersIdle() const;
+  unsigned dealTo(rte_mbuf* m);
+  std::vector<uint64_t> serverPackets() const;
+  Boundary takeBoundary() const;
+  const std::string& addrOf(uint16_t id);
+  json packetDiff(const std::vector<uint64_t>& to, const std::vector<uint64_t>& from);
+  void closeWindow(const Boundary& b);
+  void runControl(uint64_t t);
+  void feedBurst();
+};
+
+void Replay::State::decided(const ctl::Decision& d) {
+  if (d.kind == ctl::Decision::Kind::kRegion) {
+    std::fprintf(stderr, "gwlb-replay: regions at %s: %s\n",
+                 ctl::secondsText(d.at_ns - std::min(d.at_ns, first_ts)).c_str(), d.text.c_str());
+    region_changes.push_back({{"at_s", rel(d.at_ns)}, {"line", d.text}});
+    if (region_sink) region_sink->push_back(d.text);
+  } else if (d.kind == ctl::Decision::Kind::kLifecycle) {
+    lifecycle_changes.push_back({{"at_s", rel(d.at_ns)},
+                                 {"server", IpAddr::v4(d.ip).str()},
+                                 {"from", dp::toString(d.from)},
+                                 {"to", dp::toString(d.to)},
+                                 {"why", d.why},
+                                 {"flows", d.flows}});
+  }
+}
+
+Replay::Replay(const Options& o, ctl::Config cfg, std::vector<Frame> frames, size_t n_router_in,
+               std::vector<ctl::ScriptedEvent> events, const CaptureStats& cs)
+    : st_(std::make_unique<State>()) {
+  State& s = *st_;
+  s.o = o;
+  s.frames = std::move(frames);
+  s.n_router_in = n_router_in;
+  s.events = std::move(events);
+  s.cs = cs;
+  std::string err;
+  if (!s.to_app.open(o.out_dir + "/to-appliances.pcap", err) ||
+      !s.returned.open(o.out_dir + "/returned.pcap", err))
+    throw std::runtime_error(err);
+  const unsigned data_room = std::max<unsigned>(kDataRoom, unsigned(cs.largest));
+  const unsigned n_mbufs =
+      data_room == kDataRoom
+          ? 16383
+          : unsigned(std::clamp<size_t>(kPoolBytes / (data_room + RTE_PKTMBUF_HEADROOM + 192) | 1,
+                                        2047, 16383));
+  s.pool = dp::createMbufPool("replay_pool", n_mbufs, data_room);
+  g.qsbr = dp::createQsbr(o.workers);
+  s.flows = std::make_unique<dp::FlowTable>(
+      "replay_flows", std::max<uint32_t>(cfg.dataplane.flow_table_size, 1024), g.qsbr,
+      int(rte_socket_id()));
+  g.dp.flows = s.flows.get();
+
+  // The control core, as gwlbd runs it, on capture time: --events drive it,
+  // health is scripted (every appliance unchecked until an event says).
+  s.first_ts = s.frames.empty() ? 0 : s.frames.front().ts_ns;
+  s.now = s.first_ts;
+  ctl::EngineHooks hooks;
+  hooks.decided = [&s](const ctl::Decision& d) { s.decided(d); };
+  s.engine = std::make_unique<ctl::Engine>(std::move(cfg), *s.flows, g.dp, g.qsbr,
+                                           ctl::EngineInputs{}, std::move(hooks));
+  s.engine->start(s.first_ts);
+  s.schedule = std::make_unique<ctl::EventSchedule>(*s.engine, s.events, s.first_ts);
+
+  s.workers = std::vector<WorkerSlot>(o.workers);
+  g.workers = &s.workers;
+  g.free_jobs = dp::createRing("free_jobs", 1024, false);
+  s.jobs.resize(1023);
+  for (auto& j : s.jobs) rte_ring_enqueue(g.free_jobs, &j);
+  for (unsigned i = 0; i < o.workers; ++i) {
+    s.workers[i].state.id = uint16_t(i);
+    s.workers[i].state.rng ^= uint64_t(i + 1) * 0x9E3779B97F4A7C15ULL;
+    s.workers[i].in = dp::createRing("w_in" + std::to_string(i), kRing, true);
+    s.workers[i].out = dp::createRing("w_out" + std::to_string(i), kRing * 4, true);
+  }
+  unsigned lc = rte_get_next_lcore(-1, 1, 0);
+  for (unsigned i = 0; i < o.workers; ++i, lc = rte_get_next_lcore(lc, 1, 0)) {
+    s.workers[i].lcore = lc;
+    rte_eal_remote_launch(workerMain, reinterpret_cast<void*>(uintptr_t(i)), lc);
+  }
+  s.round.resize(o.workers);
+}
+
+Replay::~Replay() {
+  if (!st_) return;
+  g.stop.store(true, std::memory_order_release);
+  rte_eal_mp_wait_lcore();
+  st_->engine.reset();  // the workers have stopped: every snapshot is freed
+}
+
+Job* Replay::State::getJob() {
+  void* obj;
+  while (rte_ring_dequeue(g.free_jobs, &obj) != 0) rte_pause();
+  return static_cast<Job*>(obj);
+}
+
+void Replay::State::drain() {
+  void* objs[256];
+  for (auto& w : workers) {
+    unsigned k;
+    while ((k = rte_ring_dequeue_burst(w.out, objs, 256, nullptr)) > 0) {
+      for (unsigned i = 0; i < k; ++i) {
+        auto* m = static_cast<rte_mbuf*>(objs[i]);
+        if (m->hash.usr == 0) {
+          to_app.write(m, now);
+          if (o.reflect) {
+            reflect(m);
+            m->port = engine->config().node.underlay_port;
+            pending_reflect.push_back(m);
+            ++reflected;
+            continue;
+          }
+        } else {
+          returned.write(m, now);
+        }
+        rte_pktmbuf_free(m);
+      }
+    }
+  }
+}
+
+// Every job is back (and so every output is in an out ring).
+bool Replay::State::workersIdle() const {
+  bool idle = true;
+  for (auto& w : workers) idle = idle && rte_ring_empty(w.in);
+  return idle && rte_ring_count(g.free_jobs) == jobs.size();
+}
+
+std::vector<uint64_t> Replay::State::serverPackets() const {
+  std::vector<uint64_t> v(engine->registry().size(), 0);
+  for (auto& w : workers)
+    for (size_t id = 0; id < v.size() && id < dp::kMaxServerIds; ++id)
+      v[id] += w.state.sentPackets(uint16_t(id));
+  return v;
+}
+
+Boundary Replay::State::takeBoundary() const {
+  Boundary b;
+  flows->forEach([&](const FlowKey& k, int32_t, const dp::FlowEntry& e) {
+    uint64_t r = e.route.load(std::memory_order_acquire);
+    if (k.kind == KeyKind::kFlow && (r & dp::kRouteSet))
+      b.flows.emplace(std::string(reinterpret_cast<const char*>(&k), sizeof k), dp::routeServer(r));
+  });
+  b.packets = serverPackets();
+  return b;
+}
+
+const std::string& Replay::State::addrOf(uint16_t id) {
+  const ctl::ServerRegistry& reg = engine->registry();
+  if (id_names.size() != reg.size()) {
+    id_names.clear();
+    for (uint32_t ip : reg.addresses()) id_names.push_back(IpAddr::v4(ip).str());
+  }
+  static const std::string unknown = "unknown";
+  return id < id_names.size() ? id_names[id] : unknown;
+}
+
+json Replay::State::packetDiff(const std::vector<uint64_t>& to, const std::vector<uint64_t>& from) {
+  json j = json::object();
+  for (size_t id = 0; id < to.size(); ++id) {
+    uint64_t d = to[id] - (id < from.size() ? from[id] : 0);
+    if (d) j[addrOf(uint16_t(id))] = d;
+  }
+  return j;
+}
+
+// The window of an applied event runs from its boundary to the next one (the
+// next applied event, or the end of the replay).
+void Replay::State::closeWindow(const Boundary& b) {
+  if (!open_event) return;
+  std::map<std::string, uint64_t> moved;
+  uint64_t stayed = 0, ended = 0, on_server = 0;
+  const uint16_t sid = open_sid;
+  for (auto& [k, s] : open_at.flows) {
+    if (s == sid) ++on_server;
+    auto it = b.flows.find(k);
+    if (it == b.flows.end()) {
+      ++ended;
+      continue;
+    }
+    if (it->second == s) ++stayed;
+    else
+      ++moved[(s < open_addrs.size() ? IpAddr::v4(open_addrs[s]).str() : addrOf(s)) + "->" +
+              addrOf(it->second)];
+  }
+  json& r = open_event->result;
+  r["flows_moved"] = moved;
+  r["flows_stayed"] = stayed;
+  r["flows_ended"] = ended;
+  r["flows_on_server_at_event"] = on_server;
+  r["flows_at_event"] = open_at.flows.size();
+  r["packets_after"] = packetDiff(b.packets, open_at.packets);
+  last_packets = open_at.packets;
+  open_event = nullptr;
+}
+
+// Runs every event and engine action due by t (workers idle): each event
+// closes the previous event's window and opens its own.
+void Replay::State::runControl(uint64_t t) {
+  json lines;
+  Boundary b;
+  schedule->runUntil(
+      t,
+      [&](ctl::ScriptedEvent& e, uint64_t) {
+        b = takeBoundary();
+        closeWindow(b);
+        e.result["packets_before"] = packetDiff(b.packets, last_packets);
+        lines = json::array();
+        region_sink = &lines;
+      },
+      [&](ctl::ScriptedEvent& e, uint64_t) {
+        region_sink = nullptr;
+        e.result["region_changes"] = lines;
+        e.result["listeners_after"] = listenersJson(engine->regions(), first_ts);
+        open_event = &e;
+        open_sid = engine->registry().find(e.server.v4HostOrder());
+        open_addrs = engine->registry().addresses();
+        open_at = std::move(b);
+      });
+}
+
+// Packets are dealt one by one, round-robin, so consecutive packets of a flow
+// (and its returning Geneve traffic) meet on different workers. IP fragments
+// are the exception: like a NIC's RSS, which hashes fragments on addresses
+// only, all fragments of a datagram go to one worker, in order.
+unsigned Replay::State::dealTo(rte_mbuf* m) {
+  ParsedPacket p;
+  Counter why;
+  if (o.workers > 1 &&
+      parseFrame(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len, p, why) == ParseStatus::kOk &&
+      p.is_fragment) {
+    uint32_t h = p.tuple.src.v4HostOrder() ^ p.tuple.dst.v4HostOrder() ^ p.frag_id ^
+                 (uint32_t(p.tuple.src.b[15]) << 8) ^ p.tuple.dst.b[15];
+    return (h ^ (h >> 16)) % o.workers;
+  }
+  unsigned w = rr;
+  rr = (rr + 1) % o.workers;
+  return w;
+}
+
+void Replay::State::feedBurst() {
+  for (auto& j : round) j = nullptr;
+  unsigned taken = 0;
+  auto add = [&](rte_mbuf* m) {
+    unsigned w = dealTo(m);
+    if (!round[w]) {
+      round[w] = getJob();
+      round[w]->n = 0;
+      round[w]->now_ns = now;
+    }
+    round[w]->pkts[round[w]->n++] = m;
+    ++taken;
+  };
+  if (!pending_reflect.empty()) {
+    // Reflected packets go first: an appliance answers before new traffic.
+    while (taken < o.burst && !pending_reflect.empty()) {
+      add(pending_reflect.front());
+      pending_reflect.pop_front();
+    }
+  } else {
+    now = frames[next].ts_ns;
+    const uint64_t due = schedule->nextDue();  // a burst never spans a control action
+    while (taken < o.burst && next < frames.size() && frames[next].ts_ns < due) {
+      const Frame& f = frames[next];
+      rte_mbuf* m = rte_pktmbuf_alloc(pool);
+      if (!m) {
+        ++alloc_retries;
+        break;
+      }
+      // Fits: the pool's data room is at least the largest frame read.
+      std::memcpy(rte_pktmbuf_append(m, uint16_t(f.bytes.size())), f.bytes.data(), f.bytes.size());
+      m->port = f.port;
+      add(m);
+      ++next;
+    }
+  }
+  for (unsigned w = 0; w < o.workers; ++w)
+    if (round[w])
+      while (rte_ring_enqueue(workers[w].in, round[w]) != 0) rte_pause();
+}
+
+bool Replay::step() {
+  State& s = *st_;
+  if (s.next >= s.frames.size() && s.pending_reflect.empty()) return false;
+  if (s.pending_reflect.empty() && s.next < s.frames.size() &&
+      s.frames[s.next].ts_ns >= s.schedule->nextDue()) {
+    // A control action is due before this frame: every earlier packet, and
+    // every reflection of one, is processed first; then the action runs
+    // with the workers idle and this frame meets the new snapshot.
+    if (!s.workersIdle()) {
+      s.drain();
+      sched_yield();
+      return true;
+    }
+    s.drain();
+    if (s.pending_reflect.empty()) s.runControl(s.frames[s.next].ts_ns);
+    return true;
+  }
+  s.feedBurst();
+  // Keep the reflect loop honest: let workers finish what is queued, then drain.
+  s.drain();
+  if (s.next >= s.frames.size() && s.pending_reflect.empty()) {
+    // Wait for all workers to go idle, then drain what they produced.
+    while (!s.workersIdle()) {
+      s.drain();
+      sched_yield();
+    }
+    s.drain();
+  }
+  return true;
+}
+
+int Replay::finish() {
+  State& s = *st_;
+  g.stop.store(true, std::memory_order_release);
+  rte_eal_mp_wait_lcore();
+  s.drain();
+  s.to_app.close();
+  s.returned.close();
+  s.closeWindow(s.takeBoundary());
+  for (const ctl::ScriptedEvent& e : s.events)
+    if (!e.applied)
+      std::fprintf(stderr,
+                   "gwlb-replay: warning: events[%zu] at %s comes after the last packet; "
+                   "not applied\n",
+                   e.index, ctl::secondsText(e.at_ns).c_str());
+
+  SummaryInput in{s.o, *s.engine, *s.flows, s.events, s.cs};
+  in.n_router_in = s.n_router_in;
+  in.appliance_in = s.frames.size() - s.n_router_in;
+  in.to_appliances = s.to_app.count();
+  in.returned = s.returned.count();
+  in.reflected = s.reflected;
+  in.alloc_retries = s.alloc_retries;
+  in.first_ts = s.first_ts;
+  for (auto& w : s.workers)
+    for (size_t k = 0; k < kNumCounters; ++k) in.total.v[k] += w.state.counters.v[k];
+  in.lifecycle_changes = &s.lifecycle_changes;
+  in.region_changes = &s.region_changes;
+  writeSummary(in);
+  return 0;
+}
+
+}  // namespace gwlb::replay

@@ -1,0 +1,63 @@
+// gwlb-replay's run: worker lcores fed from the main lcore through rings, the
+// control core (control/engine.h) driven on capture time by the --events
+// schedule (control/scripted_events.h), outputs written as they come, and
+// summary.json at the end. gwlb_replay.cc's main() parses arguments and calls
+// step() until it returns false.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "control/config.h"
+#include "control/scripted_events.h"
+#include "tools/replay_io.h"
+
+namespace gwlb::replay {
+
+struct Options {
+  std::string config, in, out_dir, appliance_in, events;
+  bool reflect = false;
+  unsigned workers = 1;
+  unsigned burst = 32;
+};
+
+// Mbuf data room: at least kDataRoom (9216-byte jumbo frames and more), raised to
+// the largest frame of the captures, up to what one mbuf can hold (its buffer
+// length is 16 bits). The pipeline takes single-segment frames only, so a larger
+// frame is not fed: it is counted (summary.json frames_too_large) and warned
+// about, never cut short and then blamed on the packet.
+constexpr unsigned kDataRoom = 10240;
+unsigned maxDataRoom();
+
+// Throws ctl::EventError when an event would fail against `cfg` (each is
+// applied to a scratch control core with no flows). EAL must be initialised.
+void checkEvents(const std::vector<ctl::ScriptedEvent>& events, const ctl::Config& cfg);
+
+class Replay {
+ public:
+  // EAL is initialised; `cfg` is valid, `frames` sorted by time (the first
+  // n_router_in of them read from --in), `events` checked. Throws
+  // std::runtime_error when memory, rings or lcores cannot be set up.
+  Replay(const Options& o, ctl::Config cfg, std::vector<Frame> frames, size_t n_router_in,
+         std::vector<ctl::ScriptedEvent> events, const CaptureStats& cs);
+  ~Replay();
+  Replay(const Replay&) = delete;
+  Replay& operator=(const Replay&) = delete;
+
+  // One turn of the main loop: a burst fed to the workers (reflections
+  // first), or, when a control action is due before the next frame, the
+  // workers drained and the action run. False once every frame and
+  // reflection has been processed.
+  bool step();
+  // Stops the workers, writes the outputs and summary.json, prints the
+  // summary. Returns the exit code.
+  int finish();
+
+ private:
+  struct State;
+  std::unique_ptr<State> st_;
+};
+
+}  // namespace gwlb::replay

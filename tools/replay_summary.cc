@@ -1,0 +1,203 @@
+#include "tools/replay_summary.h"
+
+#include <pcap/pcap.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+#include "common/net_types.h"
+
+namespace gwlb::replay {
+
+nlohmann::json listenersJson(const ctl::RegionTracker& regions, uint64_t first_ts) {
+  auto rel = [&](uint64_t t) { return double(t - std::min(t, first_ts)) / 1e9; };
+  nlohmann::json j = nlohmann::json::object();
+  for (const ctl::RegionTracker::Listener& l : regions.listeners()) {
+    auto groupOf = [&](int i) -> nlohmann::json {
+      if (i < 0 || size_t(i) >= l.regions.size()) return nullptr;
+      return l.regions[size_t(i)].group;
+    };
+    nlohmann::json rj = nlohmann::json::array();
+    for (const ctl::RegionTracker::Region& r : l.regions)
+      rj.push_back({{"group", r.group},
+                    {"healthy", r.healthy},
+                    {"healthy_with_dry_run", r.healthy_with_dry_run},
+                    {"healthy_since_s", r.healthy ? nlohmann::json(rel(r.healthy_since_ns))
+                                                  : nlohmann::json(nullptr)}});
+    j[l.name] = {{"active_group", groupOf(l.active)},
+                 {"would_be_active_group", groupOf(l.would_be_active)},
+                 {"healthy", l.destination_healthy},
+                 {"healthy_with_dry_run", l.destination_healthy_with_dry_run},
+                 {"since_s", rel(l.since_ns)},
+                 {"reason", l.reason},
+                 {"regions", rj}};
+  }
+  return j;
+}
+
+nlohmann::json compositesJson(const ctl::RegionTracker& regions, uint64_t first_ts) {
+  auto rel = [&](uint64_t t) { return double(t - std::min(t, first_ts)) / 1e9; };
+  nlohmann::json j = nlohmann::json::array();
+  for (const ctl::RegionTracker::Composite& c : regions.composites()) {
+    nlohmann::json sj = nlohmann::json::array();
+    for (const ctl::RegionTracker::Source& so : c.sources)
+      sj.push_back({{"name", so.name},
+                    {"server_group", so.group},
+                    {"policy", so.policy},
+                    {"servers", so.servers},
+                    {"healthy_servers", so.healthy},
+                    {"healthy", so.ok},
+                    {"why", so.why}});
+    j.push_back({{"name", c.name},
+                 {"destination", c.destination},
+                 {"dry_run", c.dry_run},
+                 {"healthy", c.healthy},
+                 {"since_s", rel(c.since_ns)},
+                 {"changes", c.changes},
+                 {"sources", sj}});
+  }
+  return j;
+}
+
+void writeSummary(const SummaryInput& in) {
+  const Options& o = in.o;
+  const WorkerCounters& total = in.total;
+  const ctl::Config& cfg = in.engine.config();
+  const dp::Snapshot* snap = in.engine.current();
+  const dp::FlowTable& flows = in.flows;
+  const std::vector<ctl::ScriptedEvent>& events = in.events;
+  const CaptureStats& cs = in.cs;
+
+  std::map<uint16_t, uint64_t> flows_per_server;
+  flows.forEach([&](const FlowKey& k, int32_t, const dp::FlowEntry& e) {
+    if (k.kind == KeyKind::kFlow)
+      ++flows_per_server[dp::routeServer(e.route.load(std::memory_order_relaxed))];
+  });
+  // Packets per appliance: count the outer destinations of what we wrote.
+  std::map<uint32_t, uint64_t> pkts_per_ip;
+  {
+    char eb[PCAP_ERRBUF_SIZE];
+    pcap_t* p = pcap_open_offline((o.out_dir + "/to-appliances.pcap").c_str(), eb);
+    if (p) {
+      pcap_pkthdr* h;
+      const u_char* d;
+      while (pcap_next_ex(p, &h, &d) == 1)
+        if (h->caplen >= 34) ++pkts_per_ip[rd32(d + 30)];
+      pcap_close(p);
+    }
+  }
+  nlohmann::json j;
+  j["input_packets"] = in.n_router_in;
+  j["appliance_input_packets"] = in.appliance_in;
+  j["workers"] = o.workers;
+  j["reflect"] = o.reflect;
+  j["to_appliances_packets"] = in.to_appliances;
+  j["returned_packets"] = in.returned;
+  j["reflected_packets"] = in.reflected;
+  j["flows_in_table"] = flows.count();
+  j["mbuf_alloc_retries"] = in.alloc_retries;
+  j["largest_frame"] = cs.largest;
+  j["frames_too_large"] = cs.too_large;
+  j["frames_cut_by_capture"] = cs.cut_by_capture;
+  nlohmann::json apps = nlohmann::json::array();
+  std::printf("%-16s %-8s %10s %8s\n", "appliance", "group", "packets", "flows");
+  // Configured appliances; with --events also removed ones that flows still use.
+  for (size_t id = 0; id < snap->servers.size(); ++id) {
+    const auto& sv = snap->servers[id];
+    if (!sv.in_use && !(sv.routable && !events.empty())) continue;
+    std::string addr = IpAddr::v4(sv.ip).str();
+    uint64_t pk = pkts_per_ip[sv.ip];
+    uint64_t fl = flows_per_server[uint16_t(id)];
+    const std::string& gname = cfg.server_groups[sv.group].name;
+    nlohmann::json a = {{"address", addr}, {"group", gname}, {"packets", pk}, {"flows", fl}};
+    if (!events.empty()) {
+      a["phase"] = dp::toString(sv.phase);
+      a["in_config"] = sv.in_use;
+    }
+    apps.push_back(a);
+    std::printf("%-16s %-8s %10llu %8llu%s%s\n", addr.c_str(), gname.c_str(),
+                (unsigned long long)pk, (unsigned long long)fl,
+                sv.phase != dp::ServerPhase::kActive ? "  " : "",
+                sv.phase != dp::ServerPhase::kActive ? dp::toString(sv.phase) : "");
+  }
+  j["appliances"] = apps;
+  nlohmann::json counters = nlohmann::json::object(), drops = nlohmann::json::object();
+  for (size_t k = 0; k < kNumCounters; ++k) {
+    if (kCounterInfo[k].is_drop) {
+      if (total.v[k]) drops[kCounterInfo[k].name + 5] = total.v[k];
+    } else {
+      counters[kCounterInfo[k].name] = total.v[k];
+    }
+  }
+  j["counters"] = counters;
+  j["drops"] = drops;
+
+  // --events: what each event did, the lifecycle, and where every appliance
+  // ever known ended up.
+  nlohmann::json evj = nlohmann::json::array();
+  for (const ctl::ScriptedEvent& e : events) {
+    nlohmann::json x = {{"index", e.index},
+                        {"at_s", double(e.at_ns) / 1e9},
+                        {"server", e.server.str()},
+                        {"action", ctl::actionName(e)},
+                        {"applied", e.applied}};
+    if (e.action == ctl::ScriptedEvent::Action::kAdd) x["group"] = e.group;
+    if (e.weight) x["weight"] = *e.weight;
+    if (e.timeout_s) x["timeout_s"] = *e.timeout_s;
+    x.update(e.result);
+    evj.push_back(x);
+    if (e.applied)
+      std::printf("event %zu at %s: %s %s: flows on it %llu, moved %llu, stayed %llu\n",
+                  e.index, ctl::secondsText(e.at_ns).c_str(), ctl::actionName(e), e.server.str().c_str(),
+                  (unsigned long long)e.result["flows_on_server_at_event"].get<uint64_t>(),
+                  (unsigned long long)[&] {
+                    uint64_t m = 0;
+                    for (auto& [k, v] : e.result["flows_moved"].items()) m += v.get<uint64_t>();
+                    return m;
+                  }(),
+                  (unsigned long long)e.result["flows_stayed"].get<uint64_t>());
+    if (e.applied)
+      for (const auto& line : e.result["region_changes"]) std::printf("  regions: %s\n", line.get<std::string>().c_str());
+  }
+  j["events"] = evj;
+  const ctl::ServerLifecycle::Stats& ls = in.engine.lifecycle().stats();
+  j["lifecycle"] = {{"drains_started", ls.drains_started},
+                    {"drains_emptied", ls.drains_emptied},
+                    {"drains_timed_out", ls.drains_timed_out},
+                    {"flows_drained", ls.flows_drained},
+                    {"flows_drain_timed_out", ls.flows_drain_timed_out},
+                    {"removals", ls.removals},
+                    {"forgotten", ls.forgotten},
+                    {"flows_swept", ls.flows_swept}};
+  j["lifecycle_changes"] = *in.lifecycle_changes;
+  j["region_changes"] = *in.region_changes;
+  j["listeners"] = listenersJson(in.engine.regions(), in.first_ts);
+  j["composites"] = compositesJson(in.engine.regions(), in.first_ts);
+  nlohmann::json servers = nlohmann::json::array();
+  for (size_t id = 0; id < snap->servers.size(); ++id) {
+    const auto& sv = snap->servers[id];
+    nlohmann::json x = {{"address", IpAddr::v4(sv.ip).str()},
+                        {"phase", dp::toString(sv.phase)},
+                        {"in_config", sv.in_use},
+                        {"routable", sv.routable},
+                        {"move", dp::toString(sv.move)},
+                        {"flows", flows_per_server[uint16_t(id)]}};
+    if (const ctl::ServerLifecycle::Entry* le = in.engine.lifecycle().find(sv.ip)) x["why"] = le->why;
+    servers.push_back(x);
+  }
+  j["servers"] = servers;
+  j["snapshots_published"] = in.engine.generation();
+
+  std::ofstream(o.out_dir + "/summary.json") << j.dump(2) << "\n";
+  uint64_t dropped = 0;
+  for (auto& [k, v] : drops.items()) dropped += v.get<uint64_t>();
+  std::printf("in %zu, to appliances %llu, returned %llu, dropped %llu%s\n", in.n_router_in,
+              (unsigned long long)in.to_appliances, (unsigned long long)in.returned,
+              (unsigned long long)dropped, dropped ? " (see summary.json)" : "");
+  std::printf("outputs: %s/{to-appliances.pcap,returned.pcap,summary.json}\n",
+              o.out_dir.c_str());
+}
+
+}  // namespace gwlb::replay
