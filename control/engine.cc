@@ -68,7 +68,7 @@ void Engine::shutdown() {
 
 void Engine::start(uint64_t now) {
   last_housekeeping_ns_ = now;
-  rebuild("start", now);
+  build("start", now);
 }
 
 HealthMap Engine::health() const { return in_.health ? in_.health() : scripted_health_; }
@@ -82,6 +82,11 @@ void Engine::decide(Decision d) {
 }
 
 void Engine::rebuild(const std::string& why, uint64_t now) {
+  catchUp(now);
+  build(why, now);
+}
+
+void Engine::build(const std::string& why, uint64_t now) {
   HealthMap h = health();
   std::vector<std::string> lines;
   regions_.update(cfg_, h, &lifecycle_, now, &lines);
@@ -126,23 +131,26 @@ uint64_t Engine::applyConfig(Config next, const std::string& why, uint64_t now) 
                          (errors.size() == 1 ? "" : "s") + "; see details)",
                      d);
   }
+  catchUp(now);
   checkServerIds(next);  // before anything changes: a refusal applies nothing
   lifecycle_.applyConfig(cfg_, next, now, why);
   cfg_ = std::move(next);
   if (hooks_.config_changed) hooks_.config_changed(cfg_);
-  rebuild("config", now);
+  build("config", now);
   return generation_;
 }
 
 std::string Engine::drain(uint32_t ip, std::optional<uint32_t> timeout_s, uint64_t now) {
+  catchUp(now);
   std::string err = lifecycle_.drain(cfg_, ip, timeout_s, now);
-  if (err.empty()) rebuild("drain " + IpAddr::v4(ip).str(), now);
+  if (err.empty()) build("drain " + IpAddr::v4(ip).str(), now);
   return err;
 }
 
 std::string Engine::undrain(uint32_t ip, uint64_t now) {
+  catchUp(now);
   std::string err = lifecycle_.undrain(ip);
-  if (err.empty()) rebuild("undrain " + IpAddr::v4(ip).str(), now);
+  if (err.empty()) build("undrain " + IpAddr::v4(ip).str(), now);
   return err;
 }
 
@@ -170,7 +178,7 @@ void Engine::advance(uint64_t now) {
     if (t > now) break;
     if (hd && *hd == t) {
       // A failback hold ended: new flows may return to the preferred region.
-      rebuild("failback hold ended", t);
+      build("failback hold ended", t);
       if (regions_.nextHoldDeadline() == hd)
         throw std::logic_error("failback hold deadline did not end its hold");
     } else if (dl && *dl == t) {
@@ -237,7 +245,7 @@ void Engine::lifecycleTick(uint64_t t, bool count) {
              d.why + ", " + std::to_string(d.flows) + " flows)";
     decide(std::move(d));
   }
-  rebuild("lifecycle", t);
+  build("lifecycle", t);
 }
 
 void Engine::reclaimServerIds() {

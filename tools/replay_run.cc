@@ -114,6 +114,7 @@ void checkEvents(const std::vector<ctl::ScriptedEvent>& events, const ctl::Confi
   dp::Dataplane d;
   d.flows = &flows;
   ctl::Engine scratch(cfg, flows, d, qsbr);
+  scratch.setCatchUp(false);
   scratch.start(0);
   ctl::checkEvents(events, scratch);
 }
