@@ -189,15 +189,18 @@ void Engine::advance(uint64_t now) {
       if (lifecycle_.nextDeadline() == dl && lifecycle_.entries().size() == n)
         throw std::logic_error("drain deadline did not end its drain");
     } else {
-      // Housekeeping runs once for the latest whole period reached: a driver
-      // that calls late (a gap in a capture, a stalled thread) does not
-      // replay every missed second.
-      uint64_t periods = (now - last_housekeeping_ns_) / kHousekeepingNs;
-      uint64_t at = last_housekeeping_ns_ + periods * kHousekeepingNs;
-      // ... but never past an earlier deadline or hold end still due.
-      if (dl) at = std::min(at, *dl);
-      if (hd) at = std::min(at, *hd);
-      housekeeping(std::max(at, hk));
+      // Housekeeping runs on a 1 s grid from start(). A driver that calls
+      // late (a gap in a capture, a stalled thread) gets every missed
+      // second run in order while one could decide something (a leaving
+      // appliance, a server id to give back); with neither, only the
+      // latest second is run: expiring flows then or a second at a time
+      // leaves the same table and decides nothing.
+      uint64_t at = hk;
+      if (lifecycle_.entries().empty() && !registry_.released()) {
+        at = last_housekeeping_ns_ +
+             (now - last_housekeeping_ns_) / kHousekeepingNs * kHousekeepingNs;
+      }
+      housekeeping(at);
     }
   }
   retireSnapshots(false);

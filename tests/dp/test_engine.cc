@@ -80,9 +80,10 @@ const uint64_t kPacketTimes[] = {500 * kMs, 3700 * kMs, 6500 * kMs, 10500 * kMs}
 constexpr uint64_t kEnd = 75 * kS;  // flows idle since 10.5 s expire after 60 s
 constexpr unsigned kFlows = 48;
 
-struct Run {
+struct Decisions {
   std::vector<ctl::Decision> decisions;
   uint64_t packets_out = 0;
+  WorkerCounters counters;
 };
 
 // What both drivers share: the flow table, the dataplane, one worker.
@@ -105,8 +106,10 @@ struct Rig {
     std::vector<rte_mbuf*> in;
     for (unsigned f = 0; f < kFlows; ++f) {
       L2 l2{net().underlay_mac, net().router_a, {}};
+      const uint16_t sport = uint16_t(20000 + f * 7);
       Bytes b = ether(l2, kEthIpv4,
-                      tcp(net().client4, net().server4, uint16_t(20000 + f * 7), 443, {}, kTcpAck));
+                      ipv4(net().client4, net().server4, 6,
+                           tcp(net().client4, net().server4, sport, 443, {}, kTcpAck)));
       rte_mbuf* m = rte_pktmbuf_alloc(testPool());
       ASSERT_NE(m, nullptr);
       std::memcpy(rte_pktmbuf_append(m, uint16_t(b.size())), b.data(), b.size());
@@ -129,14 +132,14 @@ struct Rig {
   dp::Dataplane d;
   dp::WorkerState worker;
   std::unique_ptr<ctl::Engine> engine;
-  Run run;
+  Decisions run;
 };
 
 std::vector<ctl::ScriptedEvent> scenario() { return ctl::parseEvents(kEvents, "scenario"); }
 
 // gwlb-replay's driver: before each packet time, every event and engine
 // action due by then, each at its own time.
-Run replayDriver() {
+Decisions replayDriver() {
   Rig rig("eq_replay");
   std::vector<ctl::ScriptedEvent> events = scenario();
   ctl::EventSchedule schedule(*rig.engine, events, 0);
@@ -146,13 +149,14 @@ Run replayDriver() {
   }
   schedule.runUntil(kEnd);
   EXPECT_EQ(schedule.applied(), events.size());
+  rig.run.counters = rig.worker.counters;
   return std::move(rig.run);
 }
 
 // gwlbd's driver: EngineTicker on an io_context; the virtual clock moves
 // 10 ms per tick; events (as the control API and the health checker would
 // deliver them) and packets arrive at the first tick at or after their time.
-Run gwlbdDriver() {
+Decisions gwlbdDriver() {
   Rig rig("eq_gwlbd");
   std::vector<ctl::ScriptedEvent> events = scenario();
   boost::asio::io_context io;
@@ -185,8 +189,8 @@ std::string show(const ctl::Decision& d) {
 }
 
 TEST(EngineEquivalence, ReplayAndGwlbdDriversMakeTheSameDecisions) {
-  Run replay = replayDriver();
-  Run gwlbd = gwlbdDriver();
+  Decisions replay = replayDriver();
+  Decisions gwlbd = gwlbdDriver();
   // The scenario exercises every kind of decision (the comparison below
   // would pass vacuously on an empty list).
   size_t kinds[3] = {};
@@ -203,7 +207,12 @@ TEST(EngineEquivalence, ReplayAndGwlbdDriversMakeTheSameDecisions) {
   EXPECT_TRUE(hold_ended) << "no failback hold ended in the scenario";
   EXPECT_TRUE(forgotten) << "the removed appliance was never forgotten";
   EXPECT_TRUE(drain_timeout) << "no drain timed out with flows left";
-  EXPECT_EQ(replay.packets_out, kFlows * std::size(kPacketTimes));
+  EXPECT_EQ(replay.packets_out, kFlows * std::size(kPacketTimes)) << [&] {
+    std::string c;
+    for (size_t k = 0; k < kNumCounters; ++k)
+      if (replay.counters.v[k]) c += std::string(kCounterInfo[k].name) + "=" + std::to_string(replay.counters.v[k]) + " ";
+    return c;
+  }();
   EXPECT_EQ(gwlbd.packets_out, replay.packets_out);
 
   ASSERT_EQ(replay.decisions.size(), gwlbd.decisions.size()) << [&] {
@@ -228,8 +237,8 @@ TEST(EngineEquivalence, ReplayAndGwlbdDriversMakeTheSameDecisions) {
 // The engine decides on the clock it is given, never on its own: the same
 // script run twice on the replay driver gives identical decisions, times included.
 TEST(EngineEquivalence, DecisionsDependOnlyOnTheInjectedClock) {
-  Run a = replayDriver();
-  Run b = replayDriver();
+  Decisions a = replayDriver();
+  Decisions b = replayDriver();
   ASSERT_EQ(a.decisions.size(), b.decisions.size());
   for (size_t i = 0; i < a.decisions.size(); ++i) {
     EXPECT_EQ(show(a.decisions[i]), show(b.decisions[i])) << i;
