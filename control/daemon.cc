@@ -21,12 +21,14 @@
 #include "dataplane/eal.h"
 
 namespace gwlb::ctl {
-namespace {
 
 double unixNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
+
+namespace {
+
 
 // A Toeplitz key made of one repeated 16-bit word hashes (a, b) and (b, a) alike,
 // so both directions of a flow land on the same RX queue where the NIC uses it.

@@ -34,6 +34,9 @@ struct rte_ring;
 
 namespace gwlb::ctl {
 
+// Wall-clock time (Unix seconds) for the API's timestamps.
+double unixNow();
+
 class Daemon {
  public:
   // EAL must already be initialised. Throws std::runtime_error when ports,
