@@ -819,31 +819,8 @@ json Daemon::apiReload(const json& p) {
                          (errors.size() == 1 ? "" : "s") + "; see details)",
                      d);
   }
-  json restart = json::array();
-  if (next.dataplane.workers != cfg_.dataplane.workers ||
-      next.dataplane.flow_table_size != cfg_.dataplane.flow_table_size ||
-      next.dataplane.mbufs != cfg_.dataplane.mbufs || next.dataplane.burst != cfg_.dataplane.burst ||
-      next.dataplane.rx_queue_size != cfg_.dataplane.rx_queue_size ||
-      next.dataplane.tx_queue_size != cfg_.dataplane.tx_queue_size)
-    restart.push_back("dataplane");
-  if (next.eal_args != cfg_.eal_args) restart.push_back("eal");
-  if (next.node.underlay_port != cfg_.node.underlay_port) restart.push_back("node.underlay_port");
-  // The flow hash key is the process's (flow entries are hashed with it).
-  if (next.node.flow_hash_secret != cfg_.node.flow_hash_secret) restart.push_back("node.flow_hash_secret");
-  if (next.control.socket != cfg_.control.socket ||
-      next.control.socket_mode != cfg_.control.socket_mode ||
-      next.control.socket_group != cfg_.control.socket_group)
-    restart.push_back("control");
-  if (next.metrics.listen != cfg_.metrics.listen) restart.push_back("metrics");
-  if (next.health_endpoint.listen != cfg_.health_endpoint.listen)
-    restart.push_back("health_endpoint");
-  next.dataplane = cfg_.dataplane;
-  next.eal_args = cfg_.eal_args;
-  next.node.underlay_port = cfg_.node.underlay_port;
-  next.node.flow_hash_secret = cfg_.node.flow_hash_secret;
-  next.control = cfg_.control;
-  next.metrics = cfg_.metrics;
-  next.health_endpoint = cfg_.health_endpoint;
+  // Keys a reload cannot apply keep their running value (control/config.h).
+  json restart = holdRestartKeys(cfg_, next);
   json warnings = guardConfigChange(cfg_, lifecycle_, health_ ? health_->states() : HealthMap{},
                                     next, force, "reload of " + cfg_.source_path);
   json r = applyConfig(std::move(next), "removed by reload");
