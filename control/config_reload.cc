@@ -160,9 +160,10 @@ std::string defaultOf(const Key& k, const void* owner) {
 
 void rows(const Section& s, void* owner, std::string& out) {
   for (const Key& k : s.keys) {
+    const bool restart = k.kind == Kind::kSection ? allRestart(*k.sub) : k.reload == Reload::kRestart;
+    const char* reload = restart ? "restart" : k.kind == Kind::kSection ? "per key" : "applies";
     out += "| " + code(join(s.path, k.name)) + " | " + typeOf(k) + " | " + defaultOf(k, owner) +
-           " | " + rangeOf(k) + " | " + (k.reload == Reload::kRestart ? "restart" : "applies") +
-           " | " + std::string(k.doc) + " |\n";
+           " | " + rangeOf(k) + " | " + reload + " | " + std::string(k.doc) + " |\n";
     if (k.kind == Kind::kSection) rows(*k.sub, k.acc.at(owner), out);
     if (k.kind == Kind::kList) rows(*k.sub, k.acc.append(owner), out);  // a default item
   }
