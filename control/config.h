@@ -203,8 +203,9 @@ bool parseConfig(const std::string& yaml_text, Config& out, std::vector<ConfigEr
 // one error with path "") then parseConfig().
 bool loadConfigFile(const std::string& path, Config& out, std::vector<ConfigError>& errors);
 
-// Checks cross-field rules on an already-typed Config (used by parseConfig;
-// callable on a Config built in code). Appends to `errors`; returns errors.empty().
+// Checks every rule (each key's range and form, and the rules between keys)
+// on an already-typed Config (used by parseConfig; callable on a Config built
+// in code). Appends to `errors`; returns errors.empty().
 bool validateConfig(const Config& c, std::vector<ConfigError>& errors);
 
 std::string formatErrors(const std::vector<ConfigError>& errors);
@@ -217,8 +218,26 @@ std::string formatErrors(const std::vector<ConfigError>& errors);
 bool loadFlowHashKey(const NodeConfig& n, FlowHashKey& key, bool& configured, std::string& error);
 
 // Every key the loader accepts, as a path with "[]" for list indexes (e.g.
-// "server_groups[].servers[].address"), sections included, in schema order.
+// "server_groups[].servers[].address"), sections included, in schema order
+// (each section followed by its keys). From the key table (config_schema.cc).
 std::vector<std::string> configKeyPaths();
+
+// The keys whose change a reload cannot apply (they shape ports, memory,
+// lcores, sockets or the process's logging), changed from `running` to `next`:
+// a section whose every key needs a restart by its name ("dataplane",
+// "control", "metrics", "health_endpoint"), other keys by their path
+// ("node.underlay_port", "node.flow_hash_secret", "eal", "log_level").
+// Compared through the key table, so a new key marked restart is covered.
+// Never throws but bad_alloc. Thread: any.
+std::vector<std::string> restartNeeded(const Config& running, const Config& next);
+
+// restartNeeded(), after which `next` takes the running value of every key
+// that needs a restart (what a reload applies is then `next`).
+std::vector<std::string> holdRestartKeys(const Config& running, Config& next);
+
+// The key table of docs/config.md (Markdown): every key with its type,
+// default, range, whether a reload applies it, and its line of doc.
+std::string configKeyTable();
 
 // Splits "host:port" / "[v6]:port" into an address and port. False when malformed.
 bool parseListen(const std::string& s, IpAddr& addr, uint16_t& port);

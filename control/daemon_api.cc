@@ -655,31 +655,8 @@ json Daemon::apiReload(const json& p) {
                          (errors.size() == 1 ? "" : "s") + "; see details)",
                      d);
   }
-  json restart = json::array();
-  if (next.dataplane.workers != cfg().dataplane.workers ||
-      next.dataplane.flow_table_size != cfg().dataplane.flow_table_size ||
-      next.dataplane.mbufs != cfg().dataplane.mbufs || next.dataplane.burst != cfg().dataplane.burst ||
-      next.dataplane.rx_queue_size != cfg().dataplane.rx_queue_size ||
-      next.dataplane.tx_queue_size != cfg().dataplane.tx_queue_size)
-    restart.push_back("dataplane");
-  if (next.eal_args != cfg().eal_args) restart.push_back("eal");
-  if (next.node.underlay_port != cfg().node.underlay_port) restart.push_back("node.underlay_port");
-  // The flow hash key is the process's (flow entries are hashed with it).
-  if (next.node.flow_hash_secret != cfg().node.flow_hash_secret) restart.push_back("node.flow_hash_secret");
-  if (next.control.socket != cfg().control.socket ||
-      next.control.socket_mode != cfg().control.socket_mode ||
-      next.control.socket_group != cfg().control.socket_group)
-    restart.push_back("control");
-  if (next.metrics.listen != cfg().metrics.listen) restart.push_back("metrics");
-  if (next.health_endpoint.listen != cfg().health_endpoint.listen)
-    restart.push_back("health_endpoint");
-  next.dataplane = cfg().dataplane;
-  next.eal_args = cfg().eal_args;
-  next.node.underlay_port = cfg().node.underlay_port;
-  next.node.flow_hash_secret = cfg().node.flow_hash_secret;
-  next.control = cfg().control;
-  next.metrics = cfg().metrics;
-  next.health_endpoint = cfg().health_endpoint;
+  // Keys a reload cannot apply keep their running value (control/config.h).
+  json restart = holdRestartKeys(cfg(), next);
   json warnings = guardConfigChange(cfg(), lifecycle(), health_ ? health_->states() : HealthMap{},
                                     next, force, "reload of " + cfg().source_path);
   json r = applyConfig(std::move(next), "removed by reload");

@@ -18,6 +18,8 @@
 #include <mutex>
 #include <string_view>
 
+#include "common/http_codes.h"
+
 namespace gwlb::probe {
 
 namespace asio = boost::asio;
@@ -156,31 +158,14 @@ bool parseHttpCodes(const std::vector<std::string>& in, std::vector<CodeRange>& 
     err = "no HTTP codes given";
     return false;
   }
-  auto code = [](std::string_view t, int& v) {
-    if (t.size() != 3 || !isDigit(t[0]) || !isDigit(t[1]) || !isDigit(t[2])) return false;
-    v = (t[0] - '0') * 100 + (t[1] - '0') * 10 + (t[2] - '0');
-    return v >= 100 && v <= 599;
-  };
   std::vector<CodeRange> res;
   for (const std::string& s : in) {
-    std::string_view t = s;
-    if (t.size() == 8 && t.substr(0, 5) == "http_" && t[5] >= '2' && t[5] <= '5' &&
-        t.substr(6) == "xx") {
-      int base = (t[5] - '0') * 100;
-      res.push_back({base, base + 99});
-      continue;
-    }
-    size_t dash = t.find('-');
-    int lo = 0, hi = 0;
-    bool good = dash == std::string_view::npos
-                    ? code(t, lo) && ((hi = lo), true)
-                    : code(t.substr(0, dash), lo) && code(t.substr(dash + 1), hi) && lo <= hi;
-    if (!good) {
-      err = "\"" + s +
-            "\" is not http_2xx, http_3xx, http_4xx, http_5xx, a code (200) or a range (200-299)";
+    auto r = parseHttpCode(s);  // the config's grammar (common/http_codes.h)
+    if (!r) {
+      err = "\"" + s + "\" " + std::string(kHttpCodeGrammar);
       return false;
     }
-    res.push_back({lo, hi});
+    res.push_back({r->lo, r->hi});
   }
   out = std::move(res);
   return true;

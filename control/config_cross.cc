@@ -1,0 +1,259 @@
+// Cross-field validation: rules that relate several keys (names and the
+// references to them, duplicates across items, overlaps, rules that depend on
+// another key's value). Everything about one key's value alone is in the key
+// table (config_schema.cc) and checked by config_validate.cc; a value that
+// fails there is skipped here without a second error.
+#include <map>
+#include <set>
+
+#include "common/maglev.h"
+#include "control/config.h"
+#include "control/config_schema.h"
+
+namespace gwlb::ctl::schema {
+namespace {
+
+using AddrKey = std::pair<uint8_t, std::array<uint8_t, 16>>;
+
+std::string at(const std::string& list, size_t i) { return list + "[" + std::to_string(i) + "]"; }
+
+// Two listening addresses on one port collide: the same address, or a
+// wildcard of the other's family, or the IPv6 wildcard (dual stack).
+bool listenersOverlap(const IpAddr& a, const IpAddr& b) {
+  auto wildcard = [](const IpAddr& x) { return x.b == std::array<uint8_t, 16>{}; };
+  if (a == b) return true;
+  if ((a.isV6() && wildcard(a)) || (b.isV6() && wildcard(b))) return true;
+  return a.family == b.family && (wildcard(a) || wildcard(b));
+}
+
+class Cross {
+ public:
+  Cross(Report& r, UnknownNames u) : r_(r), unknown_(u) {}
+
+  void run(const Config& c) {
+    ports(c.node);
+    groups(c);
+    listen(c);
+    regions(c);
+  }
+
+ private:
+  void add(std::string path, std::string msg) { r_.add(std::move(path), std::move(msg)); }
+
+  // node.ports[]: each port once; the underlay port takes the appliances'
+  // Geneve and has node.underlay_mac.
+  void ports(const NodeConfig& n) {
+    std::map<uint16_t, size_t> seen;
+    for (size_t i = 0; i < n.ports.size(); ++i) {
+      const PortConfig& pc = n.ports[i];
+      const std::string p = at("node.ports", i);
+      auto [it, inserted] = seen.emplace(pc.id, i);
+      if (!inserted) {
+        add(p + ".id", quote(std::to_string(pc.id)) + " is already node.ports[" +
+                           std::to_string(it->second) + "]; list each port once");
+        continue;
+      }
+      const bool underlay = pc.id == n.underlay_port;
+      if (underlay && pc.role == PortRole::kRouter)
+        add(p + ".role", "port " + std::to_string(pc.id) +
+                             " is node.underlay_port: the appliances' Geneve comes back there, so "
+                             "its role must be appliance or both");
+      bool underlay_mac_ok = !n.underlay_mac.isZero() && !(n.underlay_mac.b[0] & 1);
+      if (pc.mac && underlay && underlay_mac_ok && !(*pc.mac == n.underlay_mac))
+        add(p + ".mac", quote(pc.mac->str()) + ": port " + std::to_string(pc.id) +
+                            " is node.underlay_port, whose MAC is node.underlay_mac (" +
+                            n.underlay_mac.str() + "); leave mac out");
+    }
+  }
+
+  // Group names; each appliance address in one group once, never this
+  // node's; the Maglev table larger than the group; health check keys that
+  // only mean something for one protocol.
+  void groups(const Config& c) {
+    std::map<std::string, size_t> names;
+    std::map<AddrKey, std::pair<size_t, size_t>> addrs;  // address -> (group, server)
+    for (size_t gi = 0; gi < c.server_groups.size(); ++gi) {
+      const ServerGroupConfig& g = c.server_groups[gi];
+      const std::string gp = at("server_groups", gi);
+      if (g.name.empty()) {
+        add(gp + ".name", "is required: a name of 1..63 characters from A-Z a-z 0-9 _ . -");
+      } else if (!validName(g.name)) {
+        add(gp + ".name", quote(g.name) +
+                              " is not a valid group name; use 1..63 characters from A-Z a-z "
+                              "0-9 _ . -");
+      } else if (auto [it, inserted] = names.emplace(g.name, gi); !inserted) {
+        add(gp + ".name", quote(g.name) + " is already the name of server_groups[" +
+                              std::to_string(it->second) + "]; group names must be unique");
+      }
+      healthCheck(gp + ".health_check", g.health_check);
+      const uint32_t ts = g.maglev_table_size;
+      if (kMaglevRange.contains(ts) && isPrime(ts) && ts <= g.servers.size())
+        add(gp + ".maglev_table_size",
+            quote(std::to_string(ts)) + " must be greater than the number of servers (" +
+                std::to_string(g.servers.size()) + "); at least 100 times as many is advised");
+      for (size_t si = 0; si < g.servers.size(); ++si) {
+        const IpAddr& a = g.servers[si].address;
+        const std::string ap = at(gp + ".servers", si) + ".address";
+        if (!a.isV4()) continue;  // the key's own check said what is wrong
+        if (a == c.node.underlay_ip) {
+          add(ap, quote(a.str()) + " is node.underlay_ip; a server cannot have this node's own address");
+          continue;
+        }
+        auto [it, inserted] = addrs.emplace(AddrKey{a.family, a.b}, std::make_pair(gi, si));
+        if (inserted) continue;
+        const auto [ogi, osi] = it->second;
+        const std::string other = at(at("server_groups", ogi) + ".servers", osi);
+        if (ogi == gi)
+          add(ap, quote(a.str()) + " is listed twice in this group (also " + other +
+                      "); server addresses must be unique");
+        else
+          add(ap, quote(a.str()) + " is already in server group " + quote(c.server_groups[ogi].name) +
+                      " (" + other + "); an appliance address can be in at most one server group");
+      }
+    }
+    size_t total = 0;
+    for (const auto& g : c.server_groups) total += g.servers.size();
+    if (total > kMaxServersTotal)
+      add("server_groups", std::to_string(total) + " servers in all groups; allowed at most " +
+                               std::to_string(kMaxServersTotal));
+  }
+
+  // verify and ca_file only mean something to an https check: elsewhere they
+  // would be silently ignored.
+  void healthCheck(const std::string& hp, const HealthCheckConfig& h) {
+    if (!h.configured) return;
+    if (h.protocol != HealthProtocol::kHttps) {
+      const char* proto = toString(h.protocol);
+      if (h.verify)
+        add(hp + ".verify", std::string("applies to https health checks only; protocol is ") + proto);
+      else if (!h.ca_file.empty())
+        add(hp + ".ca_file", std::string("applies to https health checks only; protocol is ") + proto);
+    } else if (!h.verify && !h.ca_file.empty()) {
+      add(hp + ".ca_file", "is only used to verify the certificate, but verify is false: set "
+                           "verify: true (or leave verify out: a ca_file implies it), or remove "
+                           "ca_file");
+    } else if (h.verify && h.ca_file.empty()) {
+      add(hp + ".ca_file", "is required when verify is true");
+    }
+  }
+
+  // The two HTTP listeners cannot share a port.
+  void listen(const Config& c) {
+    IpAddr a, ha;
+    uint16_t port = 0, hport = 0;
+    if (parseListen(c.metrics.listen, a, port) && parseListen(c.health_endpoint.listen, ha, hport) &&
+        hport == port && listenersOverlap(a, ha))
+      add("health_endpoint.listen", quote(c.health_endpoint.listen) + " overlaps metrics.listen " +
+                                        quote(c.metrics.listen) +
+                                        "; the two HTTP listeners need different ports");
+  }
+
+  // Names of one kind: valid and unique. Returns name -> index.
+  template <typename T>
+  std::map<std::string, size_t> names(const std::vector<T>& v, const std::string& key,
+                                      const char* what) {
+    std::map<std::string, size_t> m;
+    for (size_t i = 0; i < v.size(); ++i) {
+      const std::string np = at(key, i) + ".name";
+      if (v[i].name.empty()) {
+        add(np, std::string("is required: a ") + what + " name of 1..63 characters from A-Z a-z 0-9 _ . -");
+      } else if (!validName(v[i].name)) {
+        add(np, quote(v[i].name) + " is not a valid name; use 1..63 characters from A-Z a-z 0-9 _ . -");
+      } else if (!m.emplace(v[i].name, i).second) {
+        add(np, quote(v[i].name) + " is already the name of " + at(key, m[v[i].name]) +
+                    "; names must be unique");
+      }
+    }
+    return m;
+  }
+
+  // Aggregated health and listeners: every reference resolves in this
+  // config; a composite is never a source of another.
+  void regions(const Config& c) {
+    std::map<std::string, size_t> groups;
+    for (size_t i = 0; i < c.server_groups.size(); ++i) groups.emplace(c.server_groups[i].name, i);
+    auto policies = names(c.health_aggregation_policies, "health_aggregation_policies", "policy");
+    auto sources = names(c.health_sources, "health_sources", "health source");
+    auto composites = names(c.composite_health_checks, "composite_health_checks", "composite health check");
+    auto listeners = names(c.listeners, "listeners", "listener");
+    for (size_t i = 0; i < c.health_sources.size(); ++i) {
+      const auto& hs = c.health_sources[i];
+      const std::string sp = at("health_sources", i);
+      if (composites.count(hs.name))
+        add(sp + ".name", quote(hs.name) + " is also the name of a composite health check; "
+                                        "sources and composites need distinct names");
+      if (hs.server_group.empty())
+        add(sp + ".server_group", "is required: the name of a server group");
+      else if (!groups.count(hs.server_group) && !unknown_.groups)
+        add(sp + ".server_group", quote(hs.server_group) + " is not a server group in this config");
+      if (!hs.policy.empty() && !policies.count(hs.policy) && !unknown_.policies)
+        add(sp + ".policy", quote(hs.policy) + " is not a policy in health_aggregation_policies");
+    }
+    for (size_t i = 0; i < c.composite_health_checks.size(); ++i) {
+      const auto& ch = c.composite_health_checks[i];
+      const std::string cp = at("composite_health_checks", i);
+      if (ch.sources.empty() || ch.sources.size() > kMaxRegionItems)
+        add(cp + ".sources", "needs 1.." + std::to_string(kMaxRegionItems) + " health source names");
+      std::set<std::string> seen;
+      for (size_t j = 0; j < ch.sources.size(); ++j) {
+        const std::string& n = ch.sources[j];
+        const std::string jp = at(cp + ".sources", j);
+        if (composites.count(n))
+          add(jp, quote(n) + " is a composite health check; a composite's result cannot be a "
+                             "source of another composite");
+        else if (!sources.count(n)) {
+          if (!unknown_.sources) add(jp, quote(n) + " is not a health source in health_sources");
+        } else if (!seen.insert(n).second) {
+          add(jp, quote(n) + " is listed twice");
+        }
+      }
+      if (ch.destination.empty())
+        add(cp + ".destination", "is required: the name of a listener");
+      else if (!listeners.count(ch.destination) && !unknown_.listeners)
+        add(cp + ".destination", quote(ch.destination) + " is not a listener in listeners");
+    }
+    std::map<std::string, std::string> owner;  // group -> listener
+    for (size_t i = 0; i < c.listeners.size(); ++i) {
+      const auto& l = c.listeners[i];
+      const std::string lp = at("listeners", i);
+      if (l.server_groups.empty() || l.server_groups.size() > kMaxRegionItems)
+        add(lp + ".server_groups", "needs 1.." + std::to_string(kMaxRegionItems) +
+                                       " server group names, in order of preference");
+      const ServerGroupConfig* first = nullptr;
+      for (size_t j = 0; j < l.server_groups.size(); ++j) {
+        const std::string& g = l.server_groups[j];
+        const std::string jp = at(lp + ".server_groups", j);
+        auto gi = groups.find(g);
+        if (gi == groups.end()) {
+          if (!unknown_.groups) add(jp, quote(g) + " is not a server group in this config");
+          continue;
+        }
+        auto [it, fresh] = owner.emplace(g, l.name);
+        if (!fresh) {
+          add(jp, quote(g) + (it->second == l.name ? " is listed twice"
+                                                   : " already belongs to listener " + quote(it->second)) +
+                      "; a server group serves at most one listener");
+          continue;
+        }
+        const ServerGroupConfig& gc = c.server_groups[gi->second];
+        if (!first) {
+          first = &gc;
+        } else if (gc.stickiness != first->stickiness) {
+          add(jp, quote(g) + " has stickiness " + toString(gc.stickiness) + " but " +
+                      quote(first->name) + " has " + toString(first->stickiness) +
+                      "; the groups of one listener must share their stickiness (a flow keeps "
+                      "its key when it fails over)");
+        }
+      }
+    }
+  }
+
+  Report& r_;
+  UnknownNames unknown_;
+};
+
+}  // namespace
+
+void checkCrossFields(const Config& c, Report& r, UnknownNames unknown) { Cross(r, unknown).run(c); }
+
+}  // namespace gwlb::ctl::schema

@@ -1,0 +1,627 @@
+// The key table: one Key per config key (see config_schema.h), with the rules
+// that concern one key's value alone. Sections are listed innermost first.
+#include "control/config_schema.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+
+#include "common/http_codes.h"
+#include "common/maglev.h"
+
+namespace gwlb::ctl::schema {
+namespace {
+
+// ---------------------------------------------------------------------------
+// Ranges and limits.
+
+constexpr Range kWeightRange{0, 10000};
+constexpr Range kVniRange{0, 0xFFFFFF, true};
+constexpr Range kU64Range{0, std::numeric_limits<uint64_t>::max(), true};
+constexpr Range kIdleRange{60, 6000};
+constexpr Range kDrainRange{1, 3600};
+constexpr Range kHoldRange{0, 3600};
+constexpr Range kPercentRange{0, 100};
+constexpr Range kMinCountRange{0, 4096};
+constexpr Range kPortRange{0, 65535};
+constexpr Range kMtuRange{576, 9216};
+constexpr Range kIcmpRateRange{0, 100000};
+constexpr Range kWorkersRange{1, 64};
+constexpr Range kBurstRange{1, 256};
+constexpr Range kFlowTableRange{1024, 1u << 27};
+constexpr Range kMbufsRange{1024, 1u << 24};
+constexpr Range kQueueRange{64, 16384};
+constexpr Range kHealthPortRange{1, 65535};
+// Health check interval and timeout: the union of what the products we match
+// allow (seeds: interval 1-50 s; AWS GWLB: interval 5-300 s, timeout 2-120 s;
+// Alibaba: timeout 1-300 s), down to 10 ms for labs and tests.
+constexpr Range kIntervalMsRange{10, 300000};
+constexpr Range kTimeoutMsRange{10, 300000};
+constexpr Range kThresholdRange{2, 10};
+// Largest lists the parser walks; longer ones are one error (a YAML alias can
+// repeat a large node many times, so the text's size alone bounds nothing).
+constexpr Range kMaxEalArgs{0, 256};
+constexpr Range kMaxHttpCodes{0, 32};
+constexpr Range kMaxPolicies{0, 256};
+constexpr Range kMaxHealthSources{0, 1024};
+constexpr Range kMaxComposites{0, 256};
+constexpr Range kGroupsList{1, kMaxGroups};
+constexpr Range kServersList{1, kMaxServers};
+constexpr Range kPortsList{0, kMaxPortEntries};
+constexpr Range kIpv6List{0, kMaxIpv6Addresses};
+constexpr Range kNamesList{0, kMaxRegionItems};
+
+// ---------------------------------------------------------------------------
+// Enums: each grammar once (when_all_unhealthy serves groups and listeners).
+
+constexpr EnumName kStickinessNames[] = {{"5-tuple", uint64_t(Stickiness::kFiveTuple)},
+                                         {"3-tuple", uint64_t(Stickiness::kThreeTuple)},
+                                         {"2-tuple", uint64_t(Stickiness::kTwoTuple)}};
+constexpr EnumName kFormatNames[] = {{"aws", uint64_t(GeneveFormat::kAws)},
+                                     {"ethernet", uint64_t(GeneveFormat::kEthernet)}};
+constexpr EnumName kProtocolNames[] = {{"tcp", uint64_t(HealthProtocol::kTcp)},
+                                       {"http", uint64_t(HealthProtocol::kHttp)},
+                                       {"https", uint64_t(HealthProtocol::kHttps)}};
+constexpr EnumName kRoleNames[] = {{"router", uint64_t(PortRole::kRouter)},
+                                   {"appliance", uint64_t(PortRole::kAppliance)},
+                                   {"both", uint64_t(PortRole::kBoth)}};
+constexpr EnumName kWhenAllNames[] = {{"fail_open", uint64_t(WhenAllUnhealthy::kFailOpen)},
+                                      {"drop", uint64_t(WhenAllUnhealthy::kDrop)}};
+constexpr EnumName kFailoverNames[] = {{"no_rebalance", uint64_t(FailoverMode::kNoRebalance)},
+                                       {"rebalance", uint64_t(FailoverMode::kRebalance)}};
+constexpr EnumName kLogLevelNames[] = {{"trace", 0}, {"debug", 1},    {"info", 2}, {"warn", 3},
+                                       {"error", 4}, {"critical", 5}, {"off", 6}};
+
+}  // namespace
+
+const EnumDesc kStickiness{kStickinessNames, "one of 5-tuple, 3-tuple, 2-tuple",
+                           " is not a stickiness; allowed: 5-tuple, 3-tuple, 2-tuple"};
+const EnumDesc kGeneveFormat{kFormatNames, "one of aws, ethernet",
+                             " is not a Geneve format; allowed: aws, ethernet"};
+const EnumDesc kHealthProtocol{kProtocolNames, "tcp, http or https",
+                               " is not a health check protocol; allowed: tcp, http, https"};
+const EnumDesc kPortRole{kRoleNames, "router, appliance or both",
+                         " is not a port role; use router, appliance or both"};
+const EnumDesc kWhenAllUnhealthy{kWhenAllNames, "fail_open or drop",
+                                 " is not allowed; use fail_open or drop"};
+const EnumDesc kFailoverMode{kFailoverNames, "no_rebalance or rebalance",
+                             " is not allowed; use no_rebalance or rebalance"};
+const EnumDesc kLogLevel{kLogLevelNames, "a log level", ""};
+
+bool validName(const std::string& n) {
+  if (n.empty() || n.size() > kMaxNameLen) return false;
+  return std::all_of(n.begin(), n.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '.' || c == '-';
+  });
+}
+
+// A Unix group: a name as useradd allows it, or a number below 2^32 - 1.
+bool validGroupRef(const std::string& g) {
+  if (g.empty() || g.size() > 32) return false;
+  if (g.find_first_not_of("0123456789") == std::string::npos)
+    return g.size() <= 10 && std::stoull(g) < 0xFFFFFFFFull;
+  if (g[0] == '-') return false;
+  return validName(g);
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// Rules on one key's value (Key::check).
+
+template <class T>
+const T& as(const void* v) {
+  return *static_cast<const T*>(v);
+}
+
+void checkFlowHashSecret(const void* v, const std::string& path, Report& r) {
+  const std::string& k = as<std::string>(v);
+  if (!k.empty() && k[0] != '/') {
+    // Never echo the value: it is a secret.
+    bool hex = k.size() == 32 && std::all_of(k.begin(), k.end(), [](char ch) {
+                 return std::isxdigit(static_cast<unsigned char>(ch));
+               });
+    if (!hex)
+      r.add(path, "must be 32 hexadecimal digits (128 bits) or the absolute path of a file holding "
+                  "them; got " + std::to_string(k.size()) + " characters (value not shown)");
+  } else if (k.size() > 4096) {
+    r.add(path, "path longer than 4096 bytes");
+  }
+}
+
+void checkIpv6Addresses(const void* v, const std::string& path, Report& r) {
+  const auto& list = as<std::vector<IpAddr>>(v);
+  if (list.size() > kMaxIpv6Addresses)
+    r.add(path, "has " + std::to_string(list.size()) + " addresses; allowed at most " +
+                    std::to_string(kMaxIpv6Addresses));
+  for (size_t i = 0; i < list.size(); ++i) {
+    const IpAddr& a = list[i];
+    const std::string p = path + "[" + std::to_string(i) + "]";
+    if (!a.isV6()) {
+      r.add(p, quote(a.str()) + " is not IPv6; list this node's IPv6 addresses (IPv4: node.underlay_ip)");
+    } else if (a.b[0] == 0xff) {
+      r.add(p, quote(a.str()) + " is a multicast address; use a unicast IPv6 address");
+    } else if (a.b == std::array<uint8_t, 16>{}) {
+      r.add(p, "'::' is not a usable address; use a unicast IPv6 address");
+    } else {
+      for (size_t j = 0; j < i; ++j)
+        if (list[j] == a) {
+          r.add(p, quote(a.str()) + " is already " + path + "[" + std::to_string(j) +
+                       "]; list each address once");
+          break;
+        }
+    }
+  }
+}
+
+void checkPortCount(const void* v, const std::string& path, Report& r) {
+  size_t n = as<std::vector<PortConfig>>(v).size();
+  if (n > kMaxPortEntries) r.add(path, tooMany(n, kMaxPortEntries, "ports", false));
+}
+
+void checkGroupCount(const void* v, const std::string& path, Report& r) {
+  size_t n = as<std::vector<ServerGroupConfig>>(v).size();
+  if (n == 0) r.add(path, "at least one server group is required");
+  else if (n > kMaxGroups) r.add(path, tooMany(n, kMaxGroups, "groups", true));
+}
+
+void checkServers(const void* v, const std::string& path, Report& r) {
+  const auto& s = as<std::vector<ServerConfig>>(v);
+  if (s.empty()) r.add(path, "has no servers; allowed 1.." + std::to_string(kMaxServers));
+  else if (s.size() > kMaxServers) r.add(path, tooMany(s.size(), kMaxServers, "servers", true));
+  bool any_weight = std::any_of(s.begin(), s.end(), [](const ServerConfig& x) { return x.weight > 0; });
+  if (!s.empty() && !any_weight)
+    r.add(path, "every server has weight 0; at least one server needs weight > 0");
+}
+
+void checkListenerCount(const void* v, const std::string& path, Report& r) {
+  size_t n = as<std::vector<ListenerConfig>>(v).size();
+  if (n > kMaxRegionItems) r.add(path, tooMany(n, kMaxRegionItems, "listeners", false));
+}
+
+// Smallest prime >= n, or 0 if there is none up to the allowed maximum.
+uint32_t nextPrime(uint32_t n) {
+  for (uint64_t p = n; p <= kMaglevRange.hi; ++p)
+    if (isPrime(static_cast<uint32_t>(p))) return static_cast<uint32_t>(p);
+  return 0;
+}
+
+void checkMaglevPrime(const void* v, const std::string& path, Report& r) {
+  const uint32_t ts = as<uint32_t>(v);
+  if (isPrime(ts)) return;
+  std::string msg = quote(std::to_string(ts)) + " is not prime; the table size must be a prime in " +
+                    rangeText(kMaglevRange);
+  if (uint32_t p = nextPrime(ts)) msg += " (next prime: " + std::to_string(p) + ")";
+  r.add(path, msg);
+}
+
+bool httpCheck(const void* owner) {
+  return static_cast<const HealthCheckConfig*>(owner)->protocol != HealthProtocol::kTcp;
+}
+bool healthConfigured(const void* obj) {
+  return static_cast<const HealthCheckConfig*>(obj)->configured;
+}
+
+void checkHealthPath(const void* v, const std::string& path, Report& r) {
+  static const std::string kPathChars =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-/.%?#&_;~!()*[]@$^:',+";
+  const std::string& p = as<std::string>(v);
+  if (p.empty() || p.size() > 80 || p[0] != '/' || p.find_first_not_of(kPathChars) != std::string::npos)
+    r.add(path, quote(p) +
+                    " is not a health check path: 1..80 characters, starting with '/', "
+                    "from letters, digits and - / . % ? # & _ ; ~ ! ( ) * [ ] @ $ ^ : ' , +");
+}
+
+// Host name labels (RFC 1123): 1..63 characters, no leading or trailing '-',
+// separated by single dots; one trailing dot (a fully qualified name) is
+// allowed. Characters are checked by the caller.
+bool domainLabelsOk(std::string_view d) {
+  if (!d.empty() && d.back() == '.') d.remove_suffix(1);
+  if (d.empty()) return false;
+  size_t start = 0;
+  while (start <= d.size()) {
+    size_t end = d.find('.', start);
+    if (end == std::string_view::npos) end = d.size();
+    std::string_view label = d.substr(start, end - start);
+    if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-')
+      return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+void checkHealthDomain(const void* v, const std::string& path, Report& r) {
+  const std::string& d = as<std::string>(v);
+  if (d.empty()) return;
+  if (d.size() > 80 ||
+      d.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-") !=
+          std::string::npos)
+    r.add(path, quote(d) + " is not a domain: 1..80 characters from A-Z a-z 0-9 . -");
+  else if (!domainLabelsOk(d))
+    r.add(path, quote(d) +
+                    " is not a domain: labels of 1..63 characters separated by single "
+                    "dots (one trailing dot allowed), not starting or ending with '-'");
+}
+
+void checkHttpCodes(const void* v, const std::string& path, Report& r) {
+  const auto& codes = as<std::vector<std::string>>(v);
+  if (codes.empty()) r.add(path, "needs at least one code class or range");
+  for (size_t i = 0; i < codes.size(); ++i)
+    if (!parseHttpCode(codes[i]))
+      r.add(path + "[" + std::to_string(i) + "]", quote(codes[i]) + " " + std::string(kHttpCodeGrammar));
+}
+
+void checkSocket(const void* v, const std::string& path, Report& r) {
+  const std::string& s = as<std::string>(v);
+  if (s.empty() || s[0] != '/' || s.size() > 107 || s.back() == '/')
+    r.add(path, quote(s) + " is not an absolute socket path of at most 107 bytes");
+}
+
+void checkSocketGroup(const void* v, const std::string& path, Report& r) {
+  const std::string& g = as<std::string>(v);
+  // Unset is gwlbd's own group; written as '' in the file, it is a mistake.
+  if ((!g.empty() || r.written(path)) && !validGroupRef(g))
+    r.add(path, quote(g) + " is not a group name (1..32 characters from A-Z a-z 0-9 _ . -, "
+                           "not starting with -) or a group number");
+}
+
+void checkListen(const std::string& s, const std::string& path, const char* example, Report& r) {
+  IpAddr a;
+  uint16_t port = 0;
+  if (!s.empty() && !parseListen(s, a, port))
+    r.add(path, quote(s) + " is not address:port; use e.g. " + example);
+}
+void checkMetricsListen(const void* v, const std::string& path, Report& r) {
+  checkListen(as<std::string>(v), path, "127.0.0.1:9100 or [::1]:9100", r);
+}
+void checkHealthListen(const void* v, const std::string& path, Report& r) {
+  checkListen(as<std::string>(v), path, "127.0.0.1:8081 or [::1]:8081", r);
+}
+
+void checkLogLevel(const void* v, const std::string& path, Report& r) {
+  const std::string& l = as<std::string>(v);
+  if (kLogLevel.parse(l)) return;
+  std::string list;
+  for (const EnumName& n : kLogLevel.names) list += (list.empty() ? "" : ", ") + std::string(n.name);
+  r.add(path, quote(l) + " is not a log level; allowed: " + list);
+}
+
+// ---------------------------------------------------------------------------
+// The sections, innermost first. Fields not given keep Key's defaults:
+// reloadable, optional, no range, no extra check.
+
+constexpr std::string_view kAfterProtocol[] = {"protocol"};
+constexpr std::string_view kAfterProtocolVerify[] = {"protocol", "verify"};
+constexpr std::string_view kNameRule = "1..63 of `A-Z a-z 0-9 _ . -`, unique";
+
+const Key kServerKeys[] = {
+    {.name = "address", .kind = Kind::kIpv4, .acc = member<&ServerConfig::address>(),
+     .doc = "The appliance's underlay address; unique in the file, not `node.underlay_ip`.",
+     .required = true, .what = "the appliance's IPv4 address"},
+    {.name = "weight", .kind = Kind::kUint, .acc = member<&ServerConfig::weight>(),
+     .doc = "Share of new flows, relative to the group's other servers; 0: none.",
+     .range = kWeightRange},
+    {.name = "mac", .kind = Kind::kMac, .acc = member<&ServerConfig::mac>(),
+     .doc = "Fixed MAC of this appliance (else `node.gateway_mac`, else ARP)."},
+};
+const Section kServerSection{"server_groups[].servers[]", kServerKeys};
+
+const Key kGeneveKeys[] = {
+    {.name = "format", .kind = Kind::kEnum, .acc = member<&GeneveConfig::format>(),
+     .doc = "Packet format sent to the appliances.", .enm = &kGeneveFormat},
+    {.name = "vni", .kind = Kind::kUint, .acc = member<&GeneveConfig::vni>(),
+     .doc = "Geneve virtual network identifier.", .range = kVniRange},
+    {.name = "endpoint_id", .kind = Kind::kUint, .acc = member<&GeneveConfig::endpoint_id>(),
+     .doc = "`aws` format: value of the endpoint id option.", .range = kU64Range},
+    {.name = "attachment_id", .kind = Kind::kUint, .acc = member<&GeneveConfig::attachment_id>(),
+     .doc = "`aws` format: value of the attachment id option.", .range = kU64Range},
+};
+const Section kGeneveSection{"server_groups[].geneve", kGeneveKeys};
+
+const Key kHealthKeys[] = {
+    {.name = "enabled", .kind = Kind::kBool, .acc = member<&HealthCheckConfig::enabled>(),
+     .doc = "`false`: state `disabled`, treated as healthy, not probed."},
+    {.name = "protocol", .kind = Kind::kEnum, .acc = member<&HealthCheckConfig::protocol>(),
+     .doc = "`tcp`: connect, then RST; `http(s)`: `GET path`, status compared with `http_codes`.",
+     .enm = &kHealthProtocol},
+    {.name = "port", .kind = Kind::kUint, .acc = member<&HealthCheckConfig::port>(),
+     .doc = "Port probed on each appliance's address.", .range = kHealthPortRange},
+    {.name = "path", .kind = Kind::kString, .acc = member<&HealthCheckConfig::path>(),
+     .doc = "HTTP(S) request path.", .what = "a path starting with /", .check = checkHealthPath,
+     .applies = httpCheck,
+     .range_doc = "1..80 chars, starts with `/`; letters, digits, ``- / . % ? # & _ ; ~ ! ( ) * [ ] @ $ ^ : ' , +``"},
+    {.name = "domain", .kind = Kind::kString, .acc = member<&HealthCheckConfig::domain>(),
+     .doc = "`Host` header (as written) and TLS SNI; empty: `Host: address:port`, no SNI.",
+     .what = "a domain name", .check = checkHealthDomain, .applies = httpCheck,
+     .range_doc = "1..80 chars `A-Z a-z 0-9 . -`; labels of 1..63 chars, no `-` at either end; one trailing dot"},
+    {.name = "http_codes", .kind = Kind::kStrings, .acc = member<&HealthCheckConfig::http_codes>(),
+     .doc = "Status codes that count as success.", .range = kMaxHttpCodes,
+     .what = "a list of http_2xx.. or codes", .item_what = "a status code class or range",
+     .items = "entries", .check = checkHttpCodes, .applies = httpCheck,
+     .range_doc = "1..32 of `http_2xx`..`http_5xx`, `200`, `200-299`"},
+    {.name = "interval", .kind = Kind::kMillis, .acc = member<&HealthCheckConfig::interval_ms>(),
+     .doc = "Wait after a result before the next probe.", .range = kIntervalMsRange},
+    {.name = "timeout", .kind = Kind::kMillis, .acc = member<&HealthCheckConfig::timeout_ms>(),
+     .doc = "Longest wait for a result (connect + TLS + status line).", .range = kTimeoutMsRange},
+    {.name = "healthy_threshold", .kind = Kind::kUint,
+     .acc = member<&HealthCheckConfig::healthy_threshold>(),
+     .doc = "Consecutive successes to become healthy.", .range = kThresholdRange},
+    {.name = "unhealthy_threshold", .kind = Kind::kUint,
+     .acc = member<&HealthCheckConfig::unhealthy_threshold>(),
+     .doc = "Consecutive failures to become unhealthy.", .range = kThresholdRange},
+    {.name = "source", .kind = Kind::kIpv4, .acc = member<&HealthCheckConfig::source>(),
+     .doc = "Bind probes to this local address (management network).",
+     .what = "an IPv4 address of this host"},
+    {.name = "verify", .kind = Kind::kBool, .acc = member<&HealthCheckConfig::verify>(),
+     .doc = "`https` only: verify the certificate against `ca_file` (and its name).",
+     .after = kAfterProtocol, .default_doc = "`false` (`true` with `ca_file`)"},
+    {.name = "ca_file", .kind = Kind::kString, .acc = member<&HealthCheckConfig::ca_file>(),
+     .doc = "`https` only: CA bundle; required with `verify: true`, implies it when alone.",
+     .what = "a file path", .after = kAfterProtocolVerify, .type_doc = "path"},
+    {.name = "jitter", .kind = Kind::kBool, .acc = member<&HealthCheckConfig::jitter>(),
+     .doc = "Spread the first probes of many appliances over one interval."},
+};
+
+void healthBegin(void* obj) { static_cast<HealthCheckConfig*>(obj)->configured = true; }
+// A CA file is there to verify against: it implies verify unless verify is
+// given (verify: false with a ca_file is then an error, not ignored).
+void healthFinish(void* obj, bool (*given)(const void*, std::string_view), const void* ctx) {
+  auto* h = static_cast<HealthCheckConfig*>(obj);
+  if (!given(ctx, "verify") && !h->ca_file.empty()) h->verify = true;
+}
+const Section kHealthSection{"server_groups[].health_check", kHealthKeys, healthBegin, healthFinish,
+                             healthConfigured};
+
+const Key kDrainingKeys[] = {
+    {.name = "enabled", .kind = Kind::kBool, .acc = member<&DrainingConfig::enabled>(),
+     .doc = "Keep the flows of a removed or drained appliance on it for up to `timeout`."},
+    {.name = "timeout", .kind = Kind::kSeconds, .acc = member<&DrainingConfig::timeout_s>(),
+     .doc = "Longest time a removed or drained appliance keeps its flows.", .range = kDrainRange},
+};
+const Section kDrainingSection{"server_groups[].connection_draining", kDrainingKeys};
+
+const Key kGroupKeys[] = {
+    {.name = "name", .kind = Kind::kString, .acc = member<&ServerGroupConfig::name>(),
+     .doc = "Used in logs, counters and references.", .required = true, .what = "a group name",
+     .range_doc = kNameRule},
+    {.name = "stickiness", .kind = Kind::kEnum, .acc = member<&ServerGroupConfig::stickiness>(),
+     .doc = "Which fields of a flow pick its appliance.", .enm = &kStickiness},
+    {.name = "geneve", .kind = Kind::kSection, .acc = member<&ServerGroupConfig::geneve>(),
+     .doc = "How packets are encapsulated for this group.", .sub = &kGeneveSection},
+    {.name = "maglev_table_size", .kind = Kind::kUint,
+     .acc = member<&ServerGroupConfig::maglev_table_size>(),
+     .doc = "Size of the consistent-hashing table; over 100 x the servers is advised.",
+     .range = kMaglevRange, .check = checkMaglevPrime,
+     .range_doc = "a prime in 251..1000003, > the servers"},
+    {.name = "tcp_idle_timeout", .kind = Kind::kSeconds,
+     .acc = member<&ServerGroupConfig::tcp_idle_timeout_s>(),
+     .doc = "A TCP flow with no packets for this long is forgotten.", .range = kIdleRange},
+    {.name = "other_idle_timeout", .kind = Kind::kSeconds,
+     .acc = member<&ServerGroupConfig::other_idle_timeout_s>(),
+     .doc = "The same for UDP and every other protocol.", .range = kIdleRange},
+    {.name = "servers", .kind = Kind::kList, .acc = member<&ServerGroupConfig::servers>(),
+     .doc = "The appliances of this group.", .range = kServersList, .required = true,
+     .what = "a list of servers", .items = "servers", .needs_one = true, .sub = &kServerSection,
+     .check = checkServers, .range_doc = "1..4096, one with weight > 0"},
+    {.name = "health_check", .kind = Kind::kSection,
+     .acc = member<&ServerGroupConfig::health_check>(),
+     .doc = "Health checks of the appliances; off when absent.", .sub = &kHealthSection,
+     .default_doc = "off"},
+    {.name = "when_all_unhealthy", .kind = Kind::kEnum,
+     .acc = member<&ServerGroupConfig::when_all_unhealthy>(),
+     .doc = "No appliance in service: new flows spread over all (`fail_open`) or are dropped.",
+     .enm = &kWhenAllUnhealthy},
+    {.name = "failover_mode", .kind = Kind::kEnum, .acc = member<&ServerGroupConfig::failover_mode>(),
+     .doc = "Where existing flows of an appliance that failed or left go.", .enm = &kFailoverMode},
+    {.name = "connection_draining", .kind = Kind::kSection,
+     .acc = member<&ServerGroupConfig::connection_draining>(),
+     .doc = "Draining of removed or drained appliances.", .sub = &kDrainingSection},
+};
+const Section kGroupSection{"server_groups[]", kGroupKeys};
+
+const Key kPortKeys[] = {
+    {.name = "id", .kind = Kind::kUint, .acc = member<&PortConfig::id>(),
+     .doc = "DPDK port id; gwlbd refuses to start when it has no such port.", .range = kPortRange,
+     .required = true},
+    {.name = "role", .kind = Kind::kEnum, .acc = member<&PortConfig::role>(),
+     .doc = "`router`: traffic to inspect comes in; `appliance`: Geneve returns; `both`.",
+     .enm = &kPortRole, .default_doc = "see below"},
+    {.name = "mac", .kind = Kind::kMac, .acc = member<&PortConfig::mac>(),
+     .doc = "The port's own MAC, when it should not be the default.", .default_doc = "see below"},
+};
+const Section kPortSection{"node.ports[]", kPortKeys};
+
+const Key kNodeKeys[] = {
+    {.name = "underlay_ip", .kind = Kind::kIpv4, .acc = member<&NodeConfig::underlay_ip>(),
+     .doc = "This node's underlay address, the source of the Geneve packets it sends.",
+     .required = true, .what = "this node's IPv4 address on the underlay"},
+    {.name = "underlay_mac", .kind = Kind::kMac, .acc = member<&NodeConfig::underlay_mac>(),
+     .doc = "MAC address of the underlay port.", .required = true},
+    {.name = "gateway_mac", .kind = Kind::kMac, .acc = member<&NodeConfig::gateway_mac>(),
+     .doc = "Next-hop MAC for every appliance without a `mac` of its own."},
+    {.name = "underlay_port", .kind = Kind::kUint, .acc = member<&NodeConfig::underlay_port>(),
+     .doc = "DPDK port id that faces the appliances.", .range = kPortRange,
+     .reload = Reload::kRestart},
+    {.name = "underlay_mtu", .kind = Kind::kUint, .acc = member<&NodeConfig::underlay_mtu>(),
+     .doc = "Largest outer IPv4 packet the underlay carries.", .range = kMtuRange},
+    {.name = "icmp_rate_per_s", .kind = Kind::kUint, .acc = member<&NodeConfig::icmp_rate_per_s>(),
+     .doc = "Most \"packet too big\" replies each worker sends per second; 0 sends none.",
+     .range = kIcmpRateRange},
+    {.name = "flow_hash_secret", .kind = Kind::kString,
+     .acc = member<&NodeConfig::flow_hash_secret>(),
+     .doc = "The 128-bit key of the flow hash: its digits, or a file (mode 600) holding them.",
+     .reload = Reload::kRestart, .what = "32 hex digits or a file path",
+     .check = checkFlowHashSecret, .range_doc = "32 hex digits, or an absolute file path",
+     .default_doc = "none (random)"},
+    {.name = "ports", .kind = Kind::kList, .acc = member<&NodeConfig::ports>(),
+     .doc = "Role and MAC of DPDK ports; ports not listed get the defaults.", .range = kPortsList,
+     .what = "a list of ports like { id: 0, role: router }", .items = "ports", .sub = &kPortSection,
+     .check = checkPortCount, .range_doc = "at most 64, unique `id`"},
+    {.name = "ipv6_addresses", .kind = Kind::kIpv6List, .acc = member<&NodeConfig::ipv6_addresses>(),
+     .doc = "The gateway's IPv6 addresses: neighbor solicitations for them are answered.",
+     .range = kIpv6List, .what = "a list of IPv6 addresses", .item_what = "an IPv6 address",
+     .items = "addresses", .check = checkIpv6Addresses, .range_doc = "at most 16, unicast, unique"},
+};
+const Section kNodeSection{"node", kNodeKeys};
+
+const Key kDataplaneKeys[] = {
+    {.name = "workers", .kind = Kind::kUint, .acc = member<&DataplaneConfig::workers>(),
+     .doc = "Number of worker lcores.", .range = kWorkersRange, .reload = Reload::kRestart},
+    {.name = "burst", .kind = Kind::kUint, .acc = member<&DataplaneConfig::burst>(),
+     .doc = "Most packets handled in one receive or transmit call.", .range = kBurstRange,
+     .reload = Reload::kRestart},
+    {.name = "flow_table_size", .kind = Kind::kUint, .acc = member<&DataplaneConfig::flow_table_size>(),
+     .doc = "Flow table entries (eviction: below).", .range = kFlowTableRange,
+     .reload = Reload::kRestart},
+    {.name = "mbufs", .kind = Kind::kUint, .acc = member<&DataplaneConfig::mbufs>(),
+     .doc = "Packet buffers in the mempool.", .range = kMbufsRange, .reload = Reload::kRestart},
+    {.name = "rx_queue_size", .kind = Kind::kUint, .acc = member<&DataplaneConfig::rx_queue_size>(),
+     .doc = "Descriptors per receive queue.", .range = kQueueRange, .reload = Reload::kRestart},
+    {.name = "tx_queue_size", .kind = Kind::kUint, .acc = member<&DataplaneConfig::tx_queue_size>(),
+     .doc = "Descriptors per transmit queue.", .range = kQueueRange, .reload = Reload::kRestart},
+};
+const Section kDataplaneSection{"dataplane", kDataplaneKeys};
+
+const Key kControlKeys[] = {
+    {.name = "socket", .kind = Kind::kString, .acc = member<&ControlConfig::socket>(),
+     .doc = "Unix socket of the control API ([control-api.md](control-api.md)).",
+     .reload = Reload::kRestart, .what = "an absolute socket path", .check = checkSocket,
+     .range_doc = "absolute path, at most 107 bytes"},
+    {.name = "socket_mode", .kind = Kind::kOctalMode, .acc = member<&ControlConfig::socket_mode>(),
+     .doc = "File mode of the socket (quote it in YAML).", .range = {0, 0777},
+     .reload = Reload::kRestart},
+    {.name = "socket_group", .kind = Kind::kString, .acc = member<&ControlConfig::socket_group>(),
+     .doc = "Group of the socket: its members may use the API.", .reload = Reload::kRestart,
+     .what = "a group name or number", .check = checkSocketGroup,
+     .range_doc = "a group name (1..32 of `A-Z a-z 0-9 _ . -`, not starting with `-`) or number",
+     .default_doc = "empty (gwlbd's group)"},
+};
+const Section kControlSection{"control", kControlKeys};
+
+const Key kMetricsKeys[] = {
+    {.name = "listen", .kind = Kind::kString, .acc = member<&MetricsConfig::listen>(),
+     .doc = "Serve Prometheus metrics on `GET /metrics` at this address.",
+     .reload = Reload::kRestart, .what = "an address:port like 127.0.0.1:9100",
+     .check = checkMetricsListen, .range_doc = "`127.0.0.1:9100`, `[::1]:9100`",
+     .default_doc = "empty (off)"},
+};
+const Section kMetricsSection{"metrics", kMetricsKeys};
+
+const Key kPolicyKeys[] = {
+    {.name = "name", .kind = Kind::kString, .acc = member<&AggregationPolicyConfig::name>(),
+     .doc = "Named by health sources.", .required = true, .what = "a policy name",
+     .range_doc = kNameRule},
+    {.name = "min_healthy_percent", .kind = Kind::kUint,
+     .acc = member<&AggregationPolicyConfig::min_healthy_percent>(),
+     .doc = "A source needs at least this share of its servers healthy...", .range = kPercentRange},
+    {.name = "min_healthy_count", .kind = Kind::kUint,
+     .acc = member<&AggregationPolicyConfig::min_healthy_count>(),
+     .doc = "...and at least this many.", .range = kMinCountRange},
+};
+const Section kPolicySection{"health_aggregation_policies[]", kPolicyKeys};
+
+const Key kSourceKeys[] = {
+    {.name = "name", .kind = Kind::kString, .acc = member<&HealthSourceConfig::name>(),
+     .doc = "Named by composites.", .required = true, .what = "a health source name",
+     .range_doc = "1..63 of `A-Z a-z 0-9 _ . -`, unique among sources and composites"},
+    {.name = "server_group", .kind = Kind::kString, .acc = member<&HealthSourceConfig::server_group>(),
+     .doc = "The group it judges.", .required = true, .what = "a server group name",
+     .range_doc = "a server group"},
+    {.name = "policy", .kind = Kind::kString, .acc = member<&HealthSourceConfig::policy>(),
+     .doc = "How it judges.", .what = "a policy name", .range_doc = "a policy",
+     .default_doc = "the defaults (60 % / 1)"},
+};
+const Section kSourceSection{"health_sources[]", kSourceKeys};
+
+const Key kCompositeKeys[] = {
+    {.name = "name", .kind = Kind::kString, .acc = member<&CompositeHealthCheckConfig::name>(),
+     .doc = "Its name in logs, metrics and `gwlbctl regions`.", .required = true,
+     .what = "a composite name", .range_doc = kNameRule},
+    {.name = "sources", .kind = Kind::kStrings, .acc = member<&CompositeHealthCheckConfig::sources>(),
+     .doc = "Healthy only if every source is.", .range = kNamesList, .required = true,
+     .what = "a list of health source names", .item_what = "a name", .items = "names",
+     .range_doc = "1..16 health sources, no composite"},
+    {.name = "destination", .kind = Kind::kString,
+     .acc = member<&CompositeHealthCheckConfig::destination>(),
+     .doc = "The listener whose health it publishes.", .required = true, .what = "a listener name",
+     .range_doc = "a listener"},
+    {.name = "dry_run", .kind = Kind::kBool, .acc = member<&CompositeHealthCheckConfig::dry_run>(),
+     .doc = "Computed, shown, logged, exported as \"would fail over\"; never moves traffic."},
+};
+const Section kCompositeSection{"composite_health_checks[]", kCompositeKeys};
+
+const Key kListenerKeys[] = {
+    {.name = "name", .kind = Kind::kString, .acc = member<&ListenerConfig::name>(),
+     .doc = "Also the name on the health endpoint.", .required = true, .what = "a listener name",
+     .range_doc = kNameRule},
+    {.name = "server_groups", .kind = Kind::kStrings, .acc = member<&ListenerConfig::server_groups>(),
+     .doc = "Regions in order of preference.", .range = kNamesList, .required = true,
+     .what = "a list of server group names", .item_what = "a name", .items = "names",
+     .range_doc = "1..16 groups, each in at most one listener, same stickiness"},
+    {.name = "failback_hold", .kind = Kind::kSeconds, .acc = member<&ListenerConfig::failback_hold_s>(),
+     .doc = "How long a preferred region must stay healthy before new flows return to it.",
+     .range = kHoldRange},
+    {.name = "when_all_unhealthy", .kind = Kind::kEnum,
+     .acc = member<&ListenerConfig::when_all_unhealthy>(),
+     .doc = "No region healthy: new flows go to the preferred group (`fail_open`) or are dropped.",
+     .enm = &kWhenAllUnhealthy},
+};
+const Section kListenerSection{"listeners[]", kListenerKeys};
+
+const Key kHealthEndpointKeys[] = {
+    {.name = "listen", .kind = Kind::kString, .acc = member<&HealthEndpointConfig::listen>(),
+     .doc = "HTTP: `GET /destinations/NAME` answers 200 (healthy) or 503; `GET /destinations` all.",
+     .reload = Reload::kRestart, .what = "an address:port like 127.0.0.1:8081",
+     .check = checkHealthListen, .range_doc = "`127.0.0.1:8081`, `[::1]:8081`",
+     .default_doc = "empty (off)"},
+};
+const Section kHealthEndpointSection{"health_endpoint", kHealthEndpointKeys};
+
+const Key kRootKeys[] = {
+    {.name = "node", .kind = Kind::kSection, .acc = member<&Config::node>(),
+     .doc = "This node's underlay settings.", .required = true, .sub = &kNodeSection},
+    {.name = "server_groups", .kind = Kind::kList, .acc = member<&Config::server_groups>(),
+     .doc = "Groups of appliances.", .range = kGroupsList, .required = true,
+     .what = "a list of server groups", .items = "groups", .needs_one = true,
+     .sub = &kGroupSection, .check = checkGroupCount, .range_doc = "1..64"},
+    {.name = "dataplane", .kind = Kind::kSection, .acc = member<&Config::dataplane>(),
+     .doc = "Worker and memory sizing.", .sub = &kDataplaneSection},
+    {.name = "eal", .kind = Kind::kStrings, .acc = member<&Config::eal_args>(),
+     .doc = "Extra arguments of DPDK's `rte_eal_init`.", .range = kMaxEalArgs,
+     .reload = Reload::kRestart, .what = "a list of strings", .item_what = "a string",
+     .items = "arguments"},
+    {.name = "log_level", .kind = Kind::kString, .acc = member<&Config::log_level>(),
+     .doc = "Least severity that is logged.", .reload = Reload::kRestart, .what = "a log level",
+     .check = checkLogLevel,
+     .range_doc = "`trace`, `debug`, `info`, `warn`, `error`, `critical`, `off`"},
+    {.name = "control", .kind = Kind::kSection, .acc = member<&Config::control>(),
+     .doc = "The local control API socket (`gwlbctl`).", .sub = &kControlSection},
+    {.name = "metrics", .kind = Kind::kSection, .acc = member<&Config::metrics>(),
+     .doc = "Prometheus text exposition over HTTP.", .sub = &kMetricsSection},
+    {.name = "health_aggregation_policies", .kind = Kind::kList,
+     .acc = member<&Config::health_aggregation_policies>(),
+     .doc = "How a health source judges its group.", .range = kMaxPolicies,
+     .what = "a list of policies", .sub = &kPolicySection},
+    {.name = "health_sources", .kind = Kind::kList, .acc = member<&Config::health_sources>(),
+     .doc = "One server group judged by one policy.", .range = kMaxHealthSources,
+     .what = "a list of health sources", .sub = &kSourceSection},
+    {.name = "composite_health_checks", .kind = Kind::kList,
+     .acc = member<&Config::composite_health_checks>(),
+     .doc = "Health sources combined (AND) into a listener's health.", .range = kMaxComposites,
+     .what = "a list of composite health checks", .sub = &kCompositeSection},
+    {.name = "listeners", .kind = Kind::kList, .acc = member<&Config::listeners>(),
+     .doc = "Services: server groups as regions in order of preference.", .range = kNamesList,
+     .what = "a list of listeners", .items = "listeners", .sub = &kListenerSection,
+     .check = checkListenerCount, .range_doc = "at most 16",
+     .default_doc = "one over the first group"},
+    {.name = "health_endpoint", .kind = Kind::kSection, .acc = member<&Config::health_endpoint>(),
+     .doc = "HTTP health of the listeners, for consumers.", .sub = &kHealthEndpointSection},
+};
+const Section kRoot{"", kRootKeys};
+
+}  // namespace
+
+const Section& rootSection() { return kRoot; }
+
+}  // namespace gwlb::ctl::schema
