@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "common/health.h"
+#include "common/snapshot.h"
 #include "control/config.h"
 #include "control/lifecycle.h"
-#include "dataplane/snapshot.h"
 
 namespace gwlb::ctl {
 

@@ -24,9 +24,11 @@
 struct rte_hash;
 struct rte_rcu_qsbr;
 
-namespace gwlb::dp {
+namespace gwlb {
+struct Snapshot;  // common/snapshot.h
+}  // namespace gwlb
 
-struct Snapshot;
+namespace gwlb::dp {
 
 // Where a direction's packets last came from, decoded (DirInfo::read).
 struct DirL2 {

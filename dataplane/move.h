@@ -8,8 +8,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "common/snapshot.h"
 #include "dataplane/flow_table.h"
-#include "dataplane/snapshot.h"
 
 namespace gwlb::dp {
 
