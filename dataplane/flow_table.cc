@@ -221,8 +221,8 @@ size_t FlowTable::sweepMoves(const Snapshot& s, uint64_t now_ns) {
   while ((pos = rte_hash_iterate(hash_, &key, &data, &next)) >= 0) {
     const FlowKey& k = *static_cast<const FlowKey*>(key);
     // Keys carry the listener; moves go to its active group.
-    if (k.kind == KeyKind::kFragment || k.group >= s.listeners.size()) continue;
-    uint8_t target = s.listeners[k.group].active;
+    if (k.kind == KeyKind::kFragment || k.listener >= s.listeners.size()) continue;
+    uint8_t target = s.listeners[k.listener].active;
     if (target >= s.groups.size()) continue;
     FlowEntry& e = entries_[size_t(pos)];
     uint64_t r = e.route.load(std::memory_order_acquire);

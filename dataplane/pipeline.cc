@@ -86,14 +86,14 @@ struct FlowRef {
 // opposite to the quoted packet); a non-first fragment under 5-tuple
 // stickiness belongs to its datagram's fragment entry (its ports are in the
 // first fragment only).
-inline FlowRef refFor(const ParsedPacket& p, StickinessMode mode, uint8_t group) noexcept {
+inline FlowRef refFor(const ParsedPacket& p, StickinessMode mode, uint8_t listener) noexcept {
   FlowRef r;
   if (!p.icmp_error && p.is_fragment && !p.first_fragment && mode == StickinessMode::kFiveTuple) {
-    r.key = makeFragmentKey(p.tuple, p.frag_id, group);
+    r.key = makeFragmentKey(p.tuple, p.frag_id, listener);
     r.fragment_key = true;
   } else {
     const L4Tuple& t = p.icmp_error ? p.quoted : p.tuple;
-    KeyedPacket kp = t.src.family == 4 ? makeFlowKeyV4(t, mode, group) : makeFlowKey(t, mode, group);
+    KeyedPacket kp = t.src.family == 4 ? makeFlowKeyV4(t, mode, listener) : makeFlowKey(t, mode, listener);
     r.key = kp.key;
     r.dir = uint8_t(kp.dir ^ (p.icmp_error ? 1 : 0));
   }
