@@ -2,7 +2,7 @@
 // given number of flows, beside DPDK's own rte_hash in the same process.
 //
 // Keys: N IPv4 5-tuples (random addresses, ports, TCP or UDP; fixed seed) made
-// canonical by gwlb::makeFlowKey (five-tuple stickiness, group 0): 40-byte
+// canonical by gwlb::makeFlowKey (five-tuple stickiness, listener 0): 40-byte
 // FlowKeys, hashed by gwlb::flowHash as the pipeline does.
 //
 // Tables, each sized for N keys (capacity N) and filled with all N keys (a

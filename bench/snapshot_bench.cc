@@ -62,12 +62,12 @@
 #include <vector>
 
 #include "common/counters.h"
+#include "common/snapshot.h"
 #include "control/config.h"
 #include "control/snapshot_builder.h"
 #include "dataplane/eal.h"
 #include "dataplane/flow_table.h"
 #include "dataplane/pipeline.h"
-#include "dataplane/snapshot.h"
 #include "dataplane/worker.h"
 #include "bench/bench_net.h"
 #include "tests/dp/packet_builder.h"

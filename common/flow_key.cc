@@ -4,7 +4,7 @@
 
 namespace gwlb {
 
-KeyedPacket makeFlowKey(const L4Tuple& t, StickinessMode mode, uint8_t group) noexcept {
+KeyedPacket makeFlowKey(const L4Tuple& t, StickinessMode mode, uint8_t listener) noexcept {
   KeyedPacket kp;
   FlowKey& k = kp.key;
   std::memset(&k, 0, sizeof k);
@@ -22,13 +22,13 @@ KeyedPacket makeFlowKey(const L4Tuple& t, StickinessMode mode, uint8_t group) no
   k.port_b = swap ? sp : dp;
   k.proto = proto;
   k.family = t.src.family;
-  k.group = group;
+  k.listener = listener;
   k.kind = KeyKind::kFlow;
   kp.dir = swap ? 1 : 0;
   return kp;
 }
 
-FlowKey makeFragmentKey(const L4Tuple& t, uint32_t frag_id, uint8_t group) noexcept {
+FlowKey makeFragmentKey(const L4Tuple& t, uint32_t frag_id, uint8_t listener) noexcept {
   FlowKey k;
   std::memset(&k, 0, sizeof k);
   std::memcpy(k.a, t.src.b.data(), 16);
@@ -41,7 +41,7 @@ FlowKey makeFragmentKey(const L4Tuple& t, uint32_t frag_id, uint8_t group) noexc
   // when extension headers follow the fragment header.
   k.proto = t.src.isV6() ? 0 : t.proto;
   k.family = t.src.family;
-  k.group = group;
+  k.listener = listener;
   k.kind = KeyKind::kFragment;
   return k;
 }

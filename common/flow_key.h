@@ -26,7 +26,7 @@ struct FlowKey {
   uint16_t port_b;
   uint8_t proto;
   uint8_t family;   // 4 or 6
-  uint8_t group;    // server group index
+  uint8_t listener;  // listener index (Snapshot::listeners): its groups share the key
   KeyKind kind;
   bool operator==(const FlowKey& o) const { return std::memcmp(this, &o, sizeof o) == 0; }
 };
@@ -40,12 +40,12 @@ struct KeyedPacket {
 };
 
 // Builds the canonical key of a tuple under a stickiness mode.
-KeyedPacket makeFlowKey(const L4Tuple& t, StickinessMode mode, uint8_t group) noexcept;
+KeyedPacket makeFlowKey(const L4Tuple& t, StickinessMode mode, uint8_t listener) noexcept;
 
 // makeFlowKey for an IPv4 tuple, inline for the fast path: the same key
 // (an IPv4 address's bytes 4..15 are zero, so the memcmp order of two
 // addresses is the order of their first four bytes read big-endian).
-inline KeyedPacket makeFlowKeyV4(const L4Tuple& t, StickinessMode mode, uint8_t group) noexcept {
+inline KeyedPacket makeFlowKeyV4(const L4Tuple& t, StickinessMode mode, uint8_t listener) noexcept {
   KeyedPacket kp;
   FlowKey& k = kp.key;
   std::memset(&k, 0, sizeof k);
@@ -64,7 +64,7 @@ inline KeyedPacket makeFlowKeyV4(const L4Tuple& t, StickinessMode mode, uint8_t 
   k.port_b = swap ? sp : dp;
   k.proto = proto;
   k.family = 4;
-  k.group = group;
+  k.listener = listener;
   k.kind = KeyKind::kFlow;
   kp.dir = swap ? 1 : 0;
   return kp;
@@ -72,7 +72,7 @@ inline KeyedPacket makeFlowKeyV4(const L4Tuple& t, StickinessMode mode, uint8_t 
 
 // The key that ties the fragments of one datagram together (not symmetric: all
 // fragments of a datagram travel the same way).
-FlowKey makeFragmentKey(const L4Tuple& t, uint32_t frag_id, uint8_t group) noexcept;
+FlowKey makeFragmentKey(const L4Tuple& t, uint32_t frag_id, uint8_t listener) noexcept;
 
 // The flow hash is keyed with a 128-bit secret, so nobody who does not know
 // it can choose ports that pile flows onto one Maglev slot (one appliance) or

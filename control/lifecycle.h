@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "common/snapshot.h"
 #include "control/config.h"
-#include "dataplane/snapshot.h"
 
 namespace gwlb::ctl {
 

@@ -58,6 +58,8 @@ bool ServerRegistry::reclaimable(uint64_t oldest_live_generation) const {
   return false;
 }
 
+// Concurrency rule R8 (docs/architecture.md "Flow entries: concurrency rules"):
+// free only when no snapshot can give the id to a flow and no entry names it.
 std::vector<uint16_t> ServerRegistry::reclaim(uint64_t oldest_live_generation,
                                               const std::vector<uint32_t>& entries_by_id) {
   std::vector<uint16_t> freed;

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "common/health.h"
+#include "common/snapshot.h"
 #include "control/config.h"
 #include "control/lifecycle.h"
-#include "dataplane/snapshot.h"
 
 namespace gwlb::ctl {
 
@@ -29,6 +29,8 @@ class RegionTracker;
 //     worker can still pick the id for a new flow) and a flow count taken
 //     after that finds no flow (nor fragment entry) on it, the id is free.
 // Free ids are handed out lowest first. Control thread only.
+// Concurrency rule R8 (docs/architecture.md "Flow entries: concurrency rules"):
+// an id outlives every flow entry (and snapshot) that names it.
 class ServerRegistry {
  public:
   // The id of `ip`: its own, else a free one. Throws std::length_error when

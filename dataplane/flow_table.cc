@@ -12,6 +12,8 @@
 
 namespace gwlb::dp {
 
+// Concurrency rule R7 (docs/architecture.md "Flow entries: concurrency rules"):
+// only from reclaim(), once no worker can hold the position.
 void FlowEntry::reset() noexcept {
   route.store(0, std::memory_order_relaxed);
   last_seen_ns.store(0, std::memory_order_relaxed);
@@ -92,11 +94,12 @@ size_t FlowTable::expire(uint64_t now_ns, size_t max, std::vector<uint16_t>* exp
   while ((pos = rte_hash_iterate(hash_, &key, &data, &next)) >= 0) {
     ++live;
     const FlowEntry& e = entries_[size_t(pos)];
-    // An entry whose route is not set yet is being created by a worker.
+    // Concurrency rule R3 (docs/architecture.md "Flow entries: concurrency rules"):
+    // no route yet, or an idle timeout of 0: a worker is still creating it.
     if (!(e.route.load(std::memory_order_acquire) & kRouteSet)) continue;
     uint64_t seen = e.last_seen_ns.load(std::memory_order_relaxed);
     uint64_t idle = e.idle_timeout_ns.load(std::memory_order_relaxed);
-    if (idle == 0) continue;  // its creator has not written it yet
+    if (idle == 0) continue;
     if (seen + idle <= now_ns) {
       victims.emplace_back(*static_cast<const FlowKey*>(key), pos);
       if (expired_servers && static_cast<const FlowKey*>(key)->kind != KeyKind::kFragment)
@@ -110,6 +113,8 @@ size_t FlowTable::expire(uint64_t now_ns, size_t max, std::vector<uint16_t>* exp
   size_t left = live > victims.size() ? live - victims.size() : 0;
   if (max == 0 && left > size_t(capacity_) * kEvictHighPercent / 100) {
     size_t want = left - size_t(capacity_) * kEvictLowPercent / 100;
+    // Concurrency rule R3 (docs/architecture.md "Flow entries: concurrency rules"):
+    // entries being created are never candidates.
     auto candidate = [&](const FlowEntry& e, uint64_t& seen) {
       if (!(e.route.load(std::memory_order_acquire) & kRouteSet)) return false;
       uint64_t idle = e.idle_timeout_ns.load(std::memory_order_relaxed);
@@ -155,11 +160,15 @@ size_t FlowTable::expire(uint64_t now_ns, size_t max, std::vector<uint16_t>* exp
     if (r >= 0) retired_.push_back({r, 0});
   }
   // One grace period covers every key deleted above.
+  // Concurrency rule R7 (docs/architecture.md "Flow entries: concurrency rules"):
+  // their positions are freed (and their entries reset) by reclaim() after it.
   uint64_t token = rte_rcu_qsbr_start(qsbr_);
   for (auto it = retired_.rbegin(); it != retired_.rend() && it->token == 0; ++it) it->token = token;
   return victims.size();
 }
 
+// Concurrency rule R7 (docs/architecture.md "Flow entries: concurrency rules"):
+// a position is reset and given back only once its grace period has ended.
 size_t FlowTable::reclaim(bool wait) {
   size_t n = 0;
   while (!retired_.empty()) {
@@ -221,8 +230,8 @@ size_t FlowTable::sweepMoves(const Snapshot& s, uint64_t now_ns) {
   while ((pos = rte_hash_iterate(hash_, &key, &data, &next)) >= 0) {
     const FlowKey& k = *static_cast<const FlowKey*>(key);
     // Keys carry the listener; moves go to its active group.
-    if (k.kind == KeyKind::kFragment || k.group >= s.listeners.size()) continue;
-    uint8_t target = s.listeners[k.group].active;
+    if (k.kind == KeyKind::kFragment || k.listener >= s.listeners.size()) continue;
+    uint8_t target = s.listeners[k.listener].active;
     if (target >= s.groups.size()) continue;
     FlowEntry& e = entries_[size_t(pos)];
     uint64_t r = e.route.load(std::memory_order_acquire);
@@ -230,6 +239,8 @@ size_t FlowTable::sweepMoves(const Snapshot& s, uint64_t now_ns) {
     const ServerView& sv = s.servers[routeServer(r)];
     if (sv.move == MoveReason::kNone || sv.phase == ServerPhase::kActive) continue;
     bool moved = false;
+    // Concurrency rule R4 (docs/architecture.md "Flow entries: concurrency rules"):
+    // the same CAS as the workers; whoever is first moves the flow.
     tryMove(e, s, s.groups[target], r, sv.move, now_ns, moved);
     moved_n += moved;
   }

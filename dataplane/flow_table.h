@@ -3,9 +3,12 @@
 //
 // Threads: workers call lookup/insert/entry at packet rate (lookups never lock;
 // inserting a new key takes rte_hash's writer lock for the insert only).
-// One control thread calls expire()/reclaim()/forEach(). Deleted positions are
-// freed only after every worker has passed a quiescent point of `qsbr`, so a
-// worker holding a position from its current burst never sees it reused.
+// One control thread calls expire()/reclaim()/forEach(). Nothing locks an
+// entry: who may write which field, and in which order, is set by the rules
+// R1-R8 of docs/architecture.md "Flow entries: concurrency rules".
+// Concurrency rule R7 (docs/architecture.md "Flow entries: concurrency rules"):
+// deleted positions are freed only after every worker has passed a quiescent
+// point of `qsbr`.
 #pragma once
 
 #include <atomic>
@@ -24,9 +27,11 @@
 struct rte_hash;
 struct rte_rcu_qsbr;
 
-namespace gwlb::dp {
+namespace gwlb {
+struct Snapshot;  // common/snapshot.h
+}  // namespace gwlb
 
-struct Snapshot;
+namespace gwlb::dp {
 
 // Where a direction's packets last came from, decoded (DirInfo::read).
 struct DirL2 {
@@ -42,7 +47,9 @@ struct DirL2 {
 // direction: the L2 of that direction's latest packet (a router failover or a
 // neighbour's new MAC is followed on the next forwarded packet). 16 bytes in
 // two words, written by workers under a sequence lock so the return path never
-// reads half of an update (docs/architecture.md, flow table):
+// reads half of an update.
+// Concurrency rule R2 (docs/architecture.md "Flow entries: concurrency rules"):
+// `self` holds the state (empty, busy, ready) and a generation.
 //   peer = peer MAC (bits 0..47) | VLAN TCI (48..63)
 //   self = our MAC (0..47) | ingress port (48..55) | kReady | kBusy |
 //          VLAN kind (2 bits: none, 802.1Q, 802.1ad) | generation (4 bits)
@@ -73,10 +80,10 @@ struct DirInfo {
     return true;
   }
 
-  // Worker: records a packet's L2 when it differs from what is stored. Two
-  // workers updating at once: one writes, the other leaves it (the next
-  // packet of its direction tries again). Returns true when it wrote a change
-  // to an entry that had L2 already.
+  // Worker: records a packet's L2 when it differs from what is stored.
+  // Returns true when it wrote a change to an entry that had L2 already.
+  // Concurrency rule R2 (docs/architecture.md "Flow entries: concurrency rules"):
+  // busy, or a lost CAS: the next packet of the direction tries again.
   bool follow(uint64_t peer_word, uint64_t self_word) noexcept {
     uint64_t cur = self.load(std::memory_order_acquire);
     if ((cur & (kReady | kBusy)) == kReady && (cur & kData) == self_word &&
@@ -84,8 +91,7 @@ struct DirInfo {
       return false;
     if (cur & kBusy) return false;
     if (!self.compare_exchange_strong(cur, cur | kBusy, std::memory_order_acq_rel)) return false;
-    // A reader that sees the new peer word also sees the busy mark (release),
-    // and one that sees the final self word sees the new peer word.
+    // Busy before peer changes, a new generation once both are written.
     peer.store(peer_word, std::memory_order_release);
     uint64_t gen = ((cur >> kGenShift) + 1) & 0xF;
     self.store(self_word | kReady | gen << kGenShift, std::memory_order_release);
@@ -94,6 +100,8 @@ struct DirInfo {
 
   // Any thread: the latest complete L2, or false when none was recorded yet
   // (or an update kept it busy for a few retries).
+  // Concurrency rule R2 (docs/architecture.md "Flow entries: concurrency rules"):
+  // self, peer, self again; equal and ready, or retry.
   bool read(DirL2& out) const noexcept {
     for (int tries = 0; tries < 8; ++tries) {
       uint64_t s1 = self.load(std::memory_order_acquire);
@@ -144,22 +152,27 @@ inline uint32_t moveCookie(uint64_t m) { return uint32_t(m); }
 // the second what is written once per flow or per move, plus the learned L2
 // of each direction (read by every returned packet).
 struct alignas(64) FlowEntry {
+  // Concurrency rules R1, R4 and R5 (docs/architecture.md "Flow entries: concurrency rules"):
+  // set by a CAS from 0, then changed only by CAS (a move, a fragment entry's takeover).
   std::atomic<uint64_t> route{0};
   std::atomic<uint64_t> last_seen_ns{0};
   // Approximate under concurrent writers of one direction (relaxed load+store).
   std::atomic<uint64_t> packets[2]{};
   std::atomic<uint64_t> bytes[2]{};
-  std::atomic<uint32_t> flow_hash{0};  // hash of the flow's key (fragments: their flow's)
+  // Hash of the flow's key; a fragment entry's is its flow's, not its key's.
+  // Concurrency rule R5 (docs/architecture.md "Flow entries: concurrency rules").
+  std::atomic<uint32_t> flow_hash{0};
   std::atomic<uint16_t> moves{0};      // how many times the flow moved (wraps at 65536)
-  // Written by the worker whose route CAS created the flow, just after it
-  // (relaxed): a reader may briefly see 0 for a flow being created, and
-  // expire() skips entries whose idle timeout is still 0.
+  // Concurrency rules R1 and R3 (docs/architecture.md "Flow entries: concurrency rules"):
+  // written by the winner of the route CAS, after it: briefly 0 for a flow
+  // being created (expire() skips an idle timeout of 0).
   std::atomic<uint8_t> first_dir{0};   // direction of the packet that created the flow
   std::atomic<uint64_t> idle_timeout_ns{0};
   // -- second cache line --
   std::atomic<uint64_t> created_ns{0};
-  // The last move off an appliance (packMove), written once by the worker
-  // whose route CAS moved it; moved_ns is when (dataplane clock).
+  // The last move off an appliance (packMove); moved_ns is when (dataplane clock).
+  // Concurrency rule R4 (docs/architecture.md "Flow entries: concurrency rules"):
+  // written by the winner of the move's route CAS, after it.
   std::atomic<uint64_t> moved{0};
   std::atomic<uint64_t> moved_ns{0};
   DirInfo dir[2];

@@ -15,7 +15,7 @@
 
 #include "common/counters.h"
 #include "common/packet_parser.h"
-#include "dataplane/snapshot.h"
+#include "common/snapshot.h"
 
 namespace gwlb::dp {
 

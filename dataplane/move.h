@@ -1,21 +1,22 @@
 // Moving an existing flow off an appliance that sheds its flows
 // (ServerView::move; DOMAIN.md section 3). Used by the workers on a flow's
 // next packet (pipeline.cc) and by the control thread's sweep of flows that
-// stay idle on an appliance that left (FlowTable::sweepMoves). Lock-free:
-// one CAS on the route, so racing movers agree on the winner's route.
+// stay idle on an appliance that left (FlowTable::sweepMoves). Lock-free.
+// Concurrency rule R4 (docs/architecture.md "Flow entries: concurrency rules"):
+// one CAS on the route to a route derived only from (old route, flow hash, snapshot).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 
+#include "common/snapshot.h"
 #include "dataplane/flow_table.h"
-#include "dataplane/snapshot.h"
 
 namespace gwlb::dp {
 
-// A cookie for a flow's new appliance: derived from the old cookie and the new
-// server, so movers that race (and the flow's fragment entries) agree, and
-// never equal to the old one.
+// A cookie for a flow's new appliance, never equal to the old one.
+// Concurrency rule R4 (docs/architecture.md "Flow entries: concurrency rules"):
+// a function of the old cookie and the new server only, so movers agree.
 inline uint32_t movedCookie(uint32_t old, uint16_t to) noexcept {
   uint32_t x = old ^ (uint32_t(to) + 1) * 0x9E3779B1u;
   x ^= x >> 16;
@@ -36,12 +37,16 @@ inline uint64_t tryMove(FlowEntry& e, const Snapshot& s, const GroupView& g, uin
   moved = false;
   uint16_t from = routeServer(route);
   if (g.maglev.empty()) return route;
+  // Concurrency rule R5 (docs/architecture.md "Flow entries: concurrency rules"):
+  // a fragment entry's flow_hash is its flow's, so it follows the flow.
   uint16_t to = g.maglev[e.flow_hash.load(std::memory_order_relaxed) % g.maglev.size()];
   if (to == kNoServer || to == from || to >= s.servers.size()) return route;
   const ServerView& tv = s.servers[to];
   if (!tv.routable || tv.move != MoveReason::kNone) return route;
   uint64_t want = packRoute(to, movedCookie(routeCookie(route), to));
   uint64_t seen = route;
+  // Concurrency rule R4 (docs/architecture.md "Flow entries: concurrency rules"):
+  // a loser takes the winner's route; only the winner records the move.
   if (!e.route.compare_exchange_strong(seen, want, std::memory_order_acq_rel)) return seen;
   e.moved.store(packMove(uint8_t(why), from, routeCookie(route)), std::memory_order_release);
   e.moved_ns.store(now, std::memory_order_relaxed);

@@ -34,9 +34,9 @@ struct Ctx {
   BurstOutput& out;
   // Counters every packet touches, added to the worker's once per burst.
   uint64_t encapsulated = 0, returned = 0, tx_bytes = 0;
-  // Hashes of keys inserted in this burst: a later packet's bulk-lookup miss
-  // with one of them may since have been filled (same flow, or a first
-  // fragment's entry) and is looked up again.
+  // Hashes of keys inserted in this burst (at most two per packet).
+  // Concurrency rule R6 (docs/architecture.md "Flow entries: concurrency rules"):
+  // a later packet's bulk-lookup miss with one of them is looked up again.
   uint32_t inserted[kMaxBurst * 2];
   uint32_t n_inserted = 0;
   void noteInsert(uint32_t hash) noexcept {
@@ -86,14 +86,15 @@ struct FlowRef {
 // opposite to the quoted packet); a non-first fragment under 5-tuple
 // stickiness belongs to its datagram's fragment entry (its ports are in the
 // first fragment only).
-inline FlowRef refFor(const ParsedPacket& p, StickinessMode mode, uint8_t group) noexcept {
+inline FlowRef refFor(const ParsedPacket& p, StickinessMode mode, uint8_t listener) noexcept {
   FlowRef r;
   if (!p.icmp_error && p.is_fragment && !p.first_fragment && mode == StickinessMode::kFiveTuple) {
-    r.key = makeFragmentKey(p.tuple, p.frag_id, group);
+    r.key = makeFragmentKey(p.tuple, p.frag_id, listener);
     r.fragment_key = true;
   } else {
     const L4Tuple& t = p.icmp_error ? p.quoted : p.tuple;
-    KeyedPacket kp = t.src.family == 4 ? makeFlowKeyV4(t, mode, group) : makeFlowKey(t, mode, group);
+    KeyedPacket kp = t.src.family == 4 ? makeFlowKeyV4(t, mode, listener)
+                                       : makeFlowKey(t, mode, listener);
     r.key = kp.key;
     r.dir = uint8_t(kp.dir ^ (p.icmp_error ? 1 : 0));
   }
@@ -105,6 +106,8 @@ inline FlowRef refFor(const ParsedPacket& p, StickinessMode mode, uint8_t group)
 // then any change (a router failover, a neighbour's new MAC or port), so
 // returns follow the neighbour that sends now. Unchanged L2 costs two loads
 // and compares.
+// Concurrency rule R2 (docs/architecture.md "Flow entries: concurrency rules"):
+// DirInfo::follow writes under the sequence lock, or leaves it to the next packet.
 inline void learnDirection(Ctx& c, DirInfo& d, const rte_mbuf* m, const uint8_t* frame,
                            const ParsedPacket& p) noexcept {
   uint64_t peer, self;
@@ -114,13 +117,12 @@ inline void learnDirection(Ctx& c, DirInfo& d, const rte_mbuf* m, const uint8_t*
 }
 
 // Installs a route in a fresh entry (first writer wins) and returns the route in force.
+// Concurrency rule R1 (docs/architecture.md "Flow entries: concurrency rules"):
+// every creator writes flow_hash and last_seen_ns, the CAS winner the creation fields.
 inline uint64_t ensureRoute(FlowEntry& e, uint16_t server, uint32_t cookie, uint32_t flow_hash,
                             uint64_t idle_ns, uint64_t now, uint8_t dir, bool& created) noexcept {
   uint64_t r = e.route.load(std::memory_order_acquire);
   if (r & kRouteSet) return r;
-  // Racing creators write the same hash and nearly the same time (atomics);
-  // the rest only the winner of the route CAS writes (expire() skips the
-  // entry until its idle timeout is set).
   e.flow_hash.store(flow_hash, std::memory_order_relaxed);
   e.last_seen_ns.store(now, std::memory_order_relaxed);
   uint64_t want = packRoute(server, cookie);
@@ -180,8 +182,12 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref, int
   FlowTable& ft = *c.dp.flows;
   uint8_t* frame = rte_pktmbuf_mtod(m, uint8_t*);
 
+  // Concurrency rule R6 (docs/architecture.md "Flow entries: concurrency rules"):
+  // the bulk lookup came before this burst's inserts.
   if (pos < 0 && c.insertedThisBurst(ref.hash)) pos = ft.lookup(ref.key, ref.hash);
   if (pos < 0 && ref.fragment_key) return drop(c, m, Counter::drop_fragment_unknown_flow);
+  // Concurrency rule R1 (docs/architecture.md "Flow entries: concurrency rules"):
+  // an entry without a route is being created: join the race (ensureRoute).
   uint64_t route = pos >= 0 ? ft.entry(pos).route.load(std::memory_order_acquire) : 0;
   if (!(route & kRouteSet)) {
     if (!ng) return drop(c, m, Counter::drop_no_healthy_server);
@@ -212,6 +218,8 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref, int
   MoveReason why = s.servers[server].move;
   if (why != MoveReason::kNone && ng) [[unlikely]] {
     bool moved = false;
+    // Concurrency rule R4 (docs/architecture.md "Flow entries: concurrency rules"):
+    // one CAS; movers on one snapshot (and this flow's fragment entries) reach one route.
     route = tryMove(e, s, *ng, route, why, c.now, moved);
     if (moved && !ref.fragment_key) countMove(c, why);
     server = routeServer(route);
@@ -226,6 +234,8 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref, int
 
   // The first fragment of a datagram leaves a short-lived entry that carries
   // the flow's route to the fragments without ports.
+  // Concurrency rule R5 (docs/architecture.md "Flow entries: concurrency rules"):
+  // its flow_hash is the flow's (source port, moves, telling flows apart).
   if (p.is_fragment && p.first_fragment && !p.icmp_error &&
       lv.stickiness == StickinessMode::kFiveTuple) [[unlikely]] {
     FlowKey fk = makeFragmentKey(p.tuple, p.frag_id, kListener);
@@ -241,8 +251,9 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref, int
       // The first fragment owns the entry: a live entry left by an earlier
       // datagram with the same addresses, protocol and IP ID (another flow
       // reusing the ID within the fragment timeout, or this flow before it
-      // moved) takes this flow's route now (one CAS; racing first fragments
-      // of the same datagram write the same route).
+      // moved) takes this flow's route now.
+      // Concurrency rule R5 (docs/architecture.md "Flow entries: concurrency rules"):
+      // one CAS, then flow_hash; one worker handles a datagram's fragments.
       uint64_t want = packRoute(routeServer(route), routeCookie(route));
       if (!fcreated && frag_route != want) [[unlikely]] {
         bool other_flow = fe.flow_hash.load(std::memory_order_relaxed) != flow_hash;
@@ -338,10 +349,14 @@ void fromAppliance(Ctx& c, rte_mbuf* m, const ParsedPacket& outer) noexcept {
   int32_t pos = c.dp.flows->lookup(ref.key, ref.hash);
   if (pos < 0) return drop(c, m, Counter::drop_return_no_flow);
   FlowEntry& e = c.dp.flows->entry(pos);
+  // Concurrency rule R1 (docs/architecture.md "Flow entries: concurrency rules"):
+  // no route yet: the flow is still being created.
   uint64_t route = e.route.load(std::memory_order_acquire);
   if (!(route & kRouteSet)) return drop(c, m, Counter::drop_return_no_flow);
   if (routeServer(route) != server || (g.aws && routeCookie(route) != gi.cookie)) {
     // The appliance the flow moved away from, still returning its packets.
+    // Concurrency rule R4 (docs/architecture.md "Flow entries: concurrency rules"):
+    // `moved` is stored after the route, so for an instant this is wrong_appliance.
     uint64_t mv = e.moved.load(std::memory_order_acquire);
     if (mv && moveFrom(mv) == server && (!g.aws || moveCookie(mv) == gi.cookie))
       return drop(c, m, Counter::drop_return_after_move);
@@ -349,6 +364,8 @@ void fromAppliance(Ctx& c, rte_mbuf* m, const ParsedPacket& outer) noexcept {
                                                    : Counter::drop_return_cookie_mismatch);
   }
   DirL2 d;
+  // Concurrency rule R2 (docs/architecture.md "Flow entries: concurrency rules"):
+  // empty, or busy through every retry: no L2 to return by.
   if (!e.dir[ref.dir].read(d)) return drop(c, m, Counter::drop_return_no_l2);
 
   // Strip everything up to the inner IP header, then give it the L2 header of

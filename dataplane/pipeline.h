@@ -21,8 +21,8 @@
 #include <cstdint>
 
 #include "common/counters.h"
+#include "common/snapshot.h"
 #include "dataplane/flow_table.h"
-#include "dataplane/snapshot.h"
 
 struct rte_mbuf;
 struct rte_ring;

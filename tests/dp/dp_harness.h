@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "common/counters.h"
+#include "common/snapshot.h"
 #include "control/config.h"
 #include "control/snapshot_builder.h"
 #include "dataplane/flow_table.h"
 #include "dataplane/pipeline.h"
-#include "dataplane/snapshot.h"
 #include "tests/dp/packet_builder.h"
 
 struct rte_mbuf;

@@ -41,15 +41,15 @@ bool sameParse(const ParsedPacket& a, const ParsedPacket& b, size_t l3_shift) {
          a.icmp_code == b.icmp_code && sameTuple(a.quoted, b.quoted);
 }
 
-void checkKeys(const L4Tuple& t, uint8_t group, uint32_t frag_id) {
+void checkKeys(const L4Tuple& t, uint8_t listener, uint32_t frag_id) {
   L4Tuple r = t;
   std::swap(r.src, r.dst);
   std::swap(r.sport, r.dport);
   for (StickinessMode mode : {StickinessMode::kFiveTuple, StickinessMode::kThreeTuple,
                               StickinessMode::kTwoTuple}) {
-    KeyedPacket a = makeFlowKey(t, mode, group);
-    KeyedPacket b = makeFlowKey(r, mode, group);
-    KeyedPacket again = makeFlowKey(t, mode, group);
+    KeyedPacket a = makeFlowKey(t, mode, listener);
+    KeyedPacket b = makeFlowKey(r, mode, listener);
+    KeyedPacket again = makeFlowKey(t, mode, listener);
     FUZZ_CHECK(a.key == again.key && a.dir == again.dir, "makeFlowKey is not deterministic");
     FUZZ_CHECK(a.key == b.key, "key not symmetric (mode %d)", int(mode));
     FUZZ_CHECK(flowHash(a.key) == flowHash(b.key), "hash not symmetric (mode %d)", int(mode));
@@ -60,8 +60,8 @@ void checkKeys(const L4Tuple& t, uint8_t group, uint32_t frag_id) {
     else
       FUZZ_CHECK(a.dir <= 1 && b.dir == 1 - a.dir, "directions %d and %d", a.dir, b.dir);
     const FlowKey& k = a.key;
-    FUZZ_CHECK(k.kind == KeyKind::kFlow && k.group == group && k.family == t.src.family,
-               "key kind/group/family");
+    FUZZ_CHECK(k.kind == KeyKind::kFlow && k.listener == listener && k.family == t.src.family,
+               "key kind/listener/family");
     FUZZ_CHECK(ports || (k.port_a == 0 && k.port_b == 0), "ports in a 3/2-tuple key");
     FUZZ_CHECK(mode != StickinessMode::kTwoTuple || k.proto == 0, "proto in a 2-tuple key");
     FUZZ_CHECK(mode == StickinessMode::kTwoTuple || k.proto == t.proto, "proto lost");
@@ -77,9 +77,9 @@ void checkKeys(const L4Tuple& t, uint8_t group, uint32_t frag_id) {
       FUZZ_CHECK(k.port_a == pa && k.port_b == pb, "key ports are not the packet's");
     }
   }
-  FlowKey f = makeFragmentKey(t, frag_id, group);
-  FUZZ_CHECK(f.kind == KeyKind::kFragment && f.group == group && f.family == t.src.family,
-             "fragment key kind/group/family");
+  FlowKey f = makeFragmentKey(t, frag_id, listener);
+  FUZZ_CHECK(f.kind == KeyKind::kFragment && f.listener == listener && f.family == t.src.family,
+             "fragment key kind/listener/family");
   FUZZ_CHECK((uint32_t(f.port_a) << 16 | f.port_b) == frag_id, "fragment key lost the id");
   FUZZ_CHECK(f.proto == (t.src.isV6() ? 0 : t.proto), "fragment key proto");
   FUZZ_CHECK(std::memcmp(f.a, t.src.b.data(), 16) == 0 && std::memcmp(f.b, t.dst.b.data(), 16) == 0,
@@ -167,9 +167,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       ParseStatus sq = parseL3(data + p.l3_offset, size - p.l3_offset, p.ether_type, q, wq);
       FUZZ_CHECK(sq == ParseStatus::kOk && sameParse(p, q, p.l3_offset),
                  "parseL3 disagrees with parseFrame (status %d)", int(sq));
-      uint8_t group = uint8_t(size);
-      checkKeys(p.tuple, group, p.frag_id);
-      if (p.icmp_error) checkKeys(p.quoted, group, p.frag_id);
+      uint8_t listener = uint8_t(size);
+      checkKeys(p.tuple, listener, p.frag_id);
+      if (p.icmp_error) checkKeys(p.quoted, listener, p.frag_id);
       break;
     }
   }

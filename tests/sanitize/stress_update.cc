@@ -55,13 +55,13 @@
 
 #include "common/counters.h"
 #include "common/health.h"
+#include "common/snapshot.h"
 #include "control/config.h"
 #include "control/lifecycle.h"
 #include "control/snapshot_builder.h"
 #include "dataplane/eal.h"
 #include "dataplane/flow_table.h"
 #include "dataplane/pipeline.h"
-#include "dataplane/snapshot.h"
 #include "tests/dp/packet_builder.h"
 
 namespace gwlb::sanitize {

@@ -63,7 +63,7 @@ TEST(FlowKey, StickinessDecidesWhatDistinguishesFlows) {
                makeFlowKey(t3, StickinessMode::kThreeTuple, 0).key);
   EXPECT_TRUE(makeFlowKey(t1, StickinessMode::kTwoTuple, 0).key ==
               makeFlowKey(t3, StickinessMode::kTwoTuple, 0).key);
-  // Groups never share entries.
+  // Listeners never share entries.
   EXPECT_FALSE(makeFlowKey(t1, StickinessMode::kFiveTuple, 0).key ==
                makeFlowKey(t1, StickinessMode::kFiveTuple, 1).key);
 }

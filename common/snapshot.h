@@ -2,6 +2,11 @@
 // the control thread (control/snapshot_builder), published with one pointer swap,
 // freed only after every worker has passed an rte_rcu_qsbr quiescent point.
 // Workers treat every field as read-only.
+//
+// Plain data, no DPDK: both sides use these types (control builds and
+// inspects snapshots, dataplane reads them), so they live in common/. The
+// names are also declared in gwlb::dp (the end of this file), where the
+// dataplane and the code that reads its snapshots have always named them.
 #pragma once
 
 #include <algorithm>
@@ -14,7 +19,7 @@
 #include "common/geneve.h"
 #include "common/net_types.h"
 
-namespace gwlb::dp {
+namespace gwlb {
 
 inline constexpr uint16_t kNoServer = 0xFFFF;
 inline constexpr uint8_t kNoGroup = 0xFF;     // a listener with no group for new flows (drop)
@@ -149,4 +154,21 @@ struct Snapshot {
   static inline std::atomic<int64_t> live_{0};
 };
 
+}  // namespace gwlb
+
+// The snapshot as the dataplane's form of the configuration: dp::Snapshot,
+// dp::kNoServer, dp::toString(dp::MoveReason) ...
+namespace gwlb::dp {
+using gwlb::GroupView;
+using gwlb::kMaxServerIds;
+using gwlb::kNoGroup;
+using gwlb::kNoListener;
+using gwlb::kNoServer;
+using gwlb::ListenerView;
+using gwlb::MoveReason;
+using gwlb::PortView;
+using gwlb::ServerPhase;
+using gwlb::ServerView;
+using gwlb::Snapshot;
+using gwlb::toString;
 }  // namespace gwlb::dp
