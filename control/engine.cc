@@ -259,7 +259,8 @@ void Engine::reclaimServerIds() {
                     : cur             ? cur->generation
                                       : 0;
   if (!registry_.reclaimable(oldest)) return;
-  // Every snapshot that could still give a worker one of these ids for a new
+  // Concurrency rule R8 (docs/architecture.md "Flow entries: concurrency rules"):
+  // every snapshot that could still give a worker one of these ids for a new
   // flow is freed: what the table holds now is all that will ever name them.
   std::vector<uint32_t> by_id(registry_.size(), 0);
   flows_.forEach([&](const FlowKey&, int32_t, const dp::FlowEntry& e) {
