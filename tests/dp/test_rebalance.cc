@@ -258,12 +258,16 @@ TEST_P(RemovalRows, ExistingFlowsFollowTheTable) {
   // A drain times out; a removal that moved every flow at once is forgotten
   // (no flow left); a no_rebalance removal keeps its flows and its phase.
   EXPECT_EQ(changed, row.draining || row.moves_at_once);
-  if (row.moves_at_once) EXPECT_EQ(life.find(gone.v4HostOrder()), nullptr);
+  if (row.moves_at_once) {
+    EXPECT_EQ(life.find(gone.v4HostOrder()), nullptr);
+  }
   h_->republish({}, &life);
   std::vector<Seen> later = sendAll();
   for (int i = 0; i < kFlows; ++i) {
     SCOPED_TRACE(std::string(row.name) + ", after the timeout, flow " + std::to_string(i));
-    if (before[i].appliance != gone) EXPECT_EQ(later[i].appliance, before[i].appliance);
+    if (before[i].appliance != gone) {
+      EXPECT_EQ(later[i].appliance, before[i].appliance);
+    }
     else if (row.moves_at_once || row.moves_after_drain) EXPECT_NE(later[i].appliance, gone);
     else EXPECT_EQ(later[i].appliance, gone);
   }
@@ -433,7 +437,9 @@ TEST_P(RegionFailover, FlowsFollowTheGroupsFailoverMode) {
     Out o = sendOuter(i);
     bool west_now = o.appliance.rfind("10.0.1.", 0) == 0;
     EXPECT_EQ(west_now, rebalance) << o.appliance;
-    if (!rebalance) EXPECT_EQ(o.appliance, before[i].appliance.str());
+    if (!rebalance) {
+      EXPECT_EQ(o.appliance, before[i].appliance.str());
+    }
     EXPECT_EQ(o.vni, west_now ? 0x222222u : kVni) << "the appliance's own group's VNI";
     // The appliance's reply comes back through its own group, to the router.
     Result r = h_->send(reflect(o.sent), kUnderlayPort);

@@ -1342,10 +1342,12 @@ TEST(ConfigKeys, EveryBadValueIsOneErrorAtItsPath) {
     std::initializer_list<std::string> none = {};
     auto res = b.only ? onlyError(r, at, none) : hasError(r, at, none);
     EXPECT_TRUE(res);
-    for (const ConfigError& e : r.errors)
-      if (e.path == at)
-        for (const std::string& n : b.needles)
-          EXPECT_NE(e.message.find(n), std::string::npos) << "'" << e.message << "' lacks '" << n << "'";
+    for (const ConfigError& e : r.errors) {
+      if (e.path != at) continue;
+      for (const std::string& n : b.needles) {
+        EXPECT_NE(e.message.find(n), std::string::npos) << "'" << e.message << "' lacks '" << n << "'";
+      }
+    }
     EXPECT_TRUE(allUtf8(r.errors));
   }
 }

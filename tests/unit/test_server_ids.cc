@@ -19,8 +19,6 @@ namespace {
 
 constexpr uint64_t kSec = 1'000'000'000ULL;
 
-IpAddr ip(const char* s) { return *IpAddr::parse(s); }
-
 // The n-th address of the churn: 10.0.0.0 + n + 1 (all distinct).
 IpAddr nth(uint32_t n) { return IpAddr::v4(0x0A000000u + n + 1); }
 
