@@ -93,6 +93,16 @@ struct PortConfig {
   std::optional<MacAddr> mac;
 };
 
+// The kernel exception path (docs/exception-path.md): one tap interface per
+// DPDK port, named <name_prefix><port id>, through which frames for this
+// node's own addresses that the dataplane does not handle reach the kernel,
+// and what the kernel sends leaves by the port. Off: such frames are dropped
+// (drop_not_for_us), as before.
+struct ExceptionPathConfig {
+  bool enabled = false;
+  std::string name_prefix = "gwlb";          // 1..10 of [A-Za-z0-9_.-], not starting with - or .
+};
+
 struct NodeConfig {
   IpAddr underlay_ip;                        // required, IPv4
   MacAddr underlay_mac;                      // required, unicast
@@ -109,6 +119,7 @@ struct NodeConfig {
   // IPv6 addresses routers use as this gateway's next hop: neighbor
   // solicitations for them are answered (0..16, unicast, unique).
   std::vector<IpAddr> ipv6_addresses;
+  ExceptionPathConfig exception_path;
 };
 
 struct DataplaneConfig {

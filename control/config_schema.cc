@@ -155,6 +155,19 @@ void checkIpv6Addresses(const void* v, const std::string& path, Report& r) {
   }
 }
 
+void checkTapPrefix(const void* v, const std::string& path, Report& r) {
+  const std::string& s = as<std::string>(v);
+  // A Linux interface name has at most 15 bytes; the port id (up to 5 digits) follows.
+  bool ok = !s.empty() && s.size() <= 10 && s[0] != '-' && s[0] != '.' &&
+            std::all_of(s.begin(), s.end(), [](char ch) {
+              return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' ||
+                     ch == '.';
+            });
+  if (!ok)
+    r.add(path, quote(s) + " is not an interface name prefix (1..10 of A-Z a-z 0-9 _ . -, "
+                           "not starting with - or .)");
+}
+
 void checkPortCount(const void* v, const std::string& path, Report& r) {
   size_t n = as<std::vector<PortConfig>>(v).size();
   if (n > kMaxPortEntries) r.add(path, tooMany(n, kMaxPortEntries, "ports", false));
@@ -432,6 +445,19 @@ const Key kPortKeys[] = {
 };
 const Section kPortSection{"node.ports[]", kPortKeys};
 
+const Key kExceptionPathKeys[] = {
+    {.name = "enabled", .kind = Kind::kBool, .acc = member<&ExceptionPathConfig::enabled>(),
+     .doc = "Give every DPDK port a tap interface to the kernel for traffic to this node's own "
+            "addresses ([exception-path.md](exception-path.md)).",
+     .reload = Reload::kRestart},
+    {.name = "name_prefix", .kind = Kind::kString,
+     .acc = member<&ExceptionPathConfig::name_prefix>(),
+     .doc = "The taps are named this prefix and the port id (`gwlb0`, `gwlb1`, ...).",
+     .reload = Reload::kRestart, .what = "an interface name prefix", .check = checkTapPrefix,
+     .range_doc = "1..10 of `A-Z a-z 0-9 _ . -`, not starting with `-` or `.`"},
+};
+const Section kExceptionPathSection{"node.exception_path", kExceptionPathKeys};
+
 const Key kNodeKeys[] = {
     {.name = "underlay_ip", .kind = Kind::kIpv4, .acc = member<&NodeConfig::underlay_ip>(),
      .doc = "This node's underlay address, the source of the Geneve packets it sends.",
@@ -462,6 +488,9 @@ const Key kNodeKeys[] = {
      .doc = "The gateway's IPv6 addresses: neighbor solicitations for them are answered.",
      .range = kIpv6List, .what = "a list of IPv6 addresses", .item_what = "an IPv6 address",
      .items = "addresses", .check = checkIpv6Addresses, .range_doc = "at most 16, unicast, unique"},
+    {.name = "exception_path", .kind = Kind::kSection, .acc = member<&NodeConfig::exception_path>(),
+     .doc = "Tap interfaces to the kernel for BGP, BFD, ping and SSH to this node.",
+     .sub = &kExceptionPathSection},
 };
 const Section kNodeSection{"node", kNodeKeys};
 

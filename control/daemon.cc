@@ -40,6 +40,11 @@ constexpr uint8_t kSymmetricRssKey[40] = {
     0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a};
 
 constexpr unsigned kPuntRingSize = 1024;
+// Frames for the kernel waiting for the control thread: about 4 ms of a
+// 1 Mpps flood to our address; beyond it the workers count
+// drop_exception_queue_full and go on.
+constexpr unsigned kExceptionRingSize = 4096;
+constexpr std::chrono::microseconds kExceptionPollPeriod{1000};
 
 std::string portName(uint16_t port) {
   char name[RTE_ETH_NAME_MAX_LEN] = {};
@@ -86,6 +91,7 @@ Daemon::Daemon(Config config) {
   engine_ = std::make_unique<Engine>(std::move(config), *flows_, dp_, qsbr_, std::move(in),
                                      std::move(hooks));
   setupPorts();
+  setupExceptionPath();
   engine_->start(dp::monotonicNs());
 }
 
@@ -173,6 +179,30 @@ void Daemon::setupPorts() {
   for (size_t port = 0; port < views.size(); ++port)
     spdlog::info("port {}: role {}, takes in frames to {}", port, toString(views[port].role),
                  views[port].mac.str());
+}
+
+void Daemon::setupExceptionPath() {
+  const ExceptionPathConfig& ep = cfg().node.exception_path;
+  if (!ep.enabled) return;
+  std::vector<MacAddr> macs;
+  for (const dp::PortView& v : resolvePorts(cfg(), &port_macs_)) macs.push_back(v.mac);
+  macs.resize(n_ports_);
+  exception_ = std::make_unique<ExceptionPath>(ep.name_prefix, macs, cfg().node.underlay_mtu, pool_);
+  dp_.exception = dp::createRing("gwlbd_exception", kExceptionRingSize);
+}
+
+void Daemon::pollExceptionPath() {
+  if (!exception_) return;
+  exception_->drainWorkers(dp_.exception);
+  exception_->pollKernel(control_tx_);
+}
+
+void Daemon::closeExceptionPath() {
+  if (!exception_) return;
+  // The workers have stopped: what they queued last is freed with the taps.
+  void* obj;
+  while (rte_ring_dequeue(dp_.exception, &obj) == 0) rte_pktmbuf_free(static_cast<rte_mbuf*>(obj));
+  exception_.reset();
 }
 
 void Daemon::launchWorkers() {
@@ -390,6 +420,18 @@ int Daemon::run() {
   };
   fast.start();
   onSlow();
+  // The exception path has its own, faster clock: BGP keepalives and BFD
+  // (and a ping) should not wait for the 10 ms tick each way.
+  boost::asio::steady_timer exception_timer(io);
+  std::function<void()> onException = [&]() {
+    exception_timer.expires_after(kExceptionPollPeriod);
+    exception_timer.async_wait([&](const boost::system::error_code& ec) {
+      if (ec) return;
+      guarded("exception path", [&] { pollExceptionPath(); });
+      onException();
+    });
+  };
+  if (exception_) onException();
   resolveNeighbours();
   spdlog::info("gwlbd running: {} worker(s), {} port(s), underlay {} port {}",
                cfg().dataplane.workers, n_ports_, cfg().node.underlay_ip.str(),
@@ -404,6 +446,7 @@ int Daemon::run() {
   health_.reset();
   stopWorkers();
   handlePunted();
+  closeExceptionPath();
   for (uint16_t port = 0; port < n_ports_; ++port) {
     rte_eth_dev_stop(port);
     rte_eth_dev_close(port);  // net_pcap flushes its output file here

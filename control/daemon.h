@@ -18,6 +18,7 @@
 #include "control/config.h"
 #include "control/engine.h"
 #include "control/engine_ticker.h"
+#include "control/exception_path.h"
 #include "control/health_checker.h"
 #include "control/lifecycle.h"
 #include "control/metrics_server.h"
@@ -61,6 +62,10 @@ class Daemon {
   void handlePunted();
   void resolveNeighbours();
   void trackNeighbours();
+  // The kernel exception path (control/exception_path.h), when configured.
+  void setupExceptionPath();
+  void pollExceptionPath();
+  void closeExceptionPath();
   void logStats(const char* why) const;
   void sampleRates();
   void registerTelemetry();
@@ -122,6 +127,7 @@ class Daemon {
   std::atomic<bool> stop_{false};
   uint16_t n_ports_ = 0;
   rte_ring* control_tx_ = nullptr;  // control -> worker 0 -> wire
+  std::unique_ptr<ExceptionPath> exception_;  // node.exception_path: one tap per port
   uint64_t started_ns_ = 0;
   double started_at_ = 0;        // Unix time
   double config_loaded_at_ = 0;  // Unix time

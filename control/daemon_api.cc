@@ -163,6 +163,14 @@ json Daemon::portsJson() const {
                      {"rx_missed", st.imissed},
                      {"rx_errors", st.ierrors},
                      {"tx_errors", st.oerrors}});
+    if (exception_ && port < exception_->taps().size()) {
+      const ExceptionPath::Tap& t = exception_->taps()[port];
+      ports.back()["exception_path"] = {{"tap", t.iface},
+                                        {"to_kernel", t.to_kernel},
+                                        {"from_kernel", t.from_kernel},
+                                        {"dropped_tap", t.drop_tap},
+                                        {"dropped_wire", t.drop_wire}};
+    }
     if (snap && port < snap->ports.size()) {
       ports.back()["role"] = toString(snap->ports[port].role);
       ports.back()["mac"] = snap->ports[port].mac.str();

@@ -167,6 +167,28 @@ std::string Daemon::metricsText() const {
       o << name << "{port=\"" << p << "\"} " << v << '\n';
     }
   }
+  if (exception_) {
+    metric(o, "gwlb_exception_path_packets_total", "counter",
+           "frames through a port's kernel tap (node.exception_path), by direction");
+    for (size_t p = 0; p < exception_->taps().size(); ++p) {
+      const ExceptionPath::Tap& t = exception_->taps()[p];
+      o << "gwlb_exception_path_packets_total{port=\"" << p << "\",tap=\"" << t.iface
+        << "\",direction=\"to_kernel\"} " << t.to_kernel << '\n';
+      o << "gwlb_exception_path_packets_total{port=\"" << p << "\",tap=\"" << t.iface
+        << "\",direction=\"from_kernel\"} " << t.from_kernel << '\n';
+    }
+    metric(o, "gwlb_exception_path_dropped_total", "counter",
+           "frames the exception path dropped: tap (refused by the tap: interface down or full), "
+           "wire (kernel frame, control_tx full); the workers' full queue is "
+           "gwlb_dropped_packets_total{reason=\"exception_queue_full\"}");
+    for (size_t p = 0; p < exception_->taps().size(); ++p) {
+      const ExceptionPath::Tap& t = exception_->taps()[p];
+      o << "gwlb_exception_path_dropped_total{port=\"" << p << "\",tap=\"" << t.iface
+        << "\",reason=\"tap\"} " << t.drop_tap << '\n';
+      o << "gwlb_exception_path_dropped_total{port=\"" << p << "\",tap=\"" << t.iface
+        << "\",reason=\"wire\"} " << t.drop_wire << '\n';
+    }
+  }
   metric(o, "gwlb_worker_loops_total", "counter",
          "poll loops a worker completed; stops rising while the worker stalls");
   for (size_t i = 0; i < runs_.size(); ++i)

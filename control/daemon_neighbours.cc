@@ -73,6 +73,14 @@ void Daemon::handlePunted() {
         size_t len = makeArpReply(f, a, pv->mac);
         if (sendBack(control_tx_, m, len)) continue;
       }
+      // A reply to us may answer the kernel's own request (its BGP peer's
+      // MAC): the kernel gets every one, after the appliance learning above
+      // (it ignores those it did not ask for). Requests for us stay here: we
+      // answer them, the kernel would answer twice.
+      if (exception_ && a.op == 2 && a.target_ip == our_ip) {
+        exception_->toKernel(m);
+        continue;
+      }
     } else if (pv && parseNeighborSolicitation(f, m->data_len, ns)) {
       bool ours = std::any_of(cfg().node.ipv6_addresses.begin(), cfg().node.ipv6_addresses.end(),
                               [&](const IpAddr& x) { return x.isV6() && x.b == ns.target; });

@@ -60,6 +60,15 @@ inline void punt(Ctx& c, rte_mbuf* m) noexcept {
   else drop(c, m, Counter::drop_punt_queue_full);
 }
 
+// To the kernel through the control thread and the port's tap, when the
+// exception path is on; else the dataplane has nothing listening there.
+inline void forUs(Ctx& c, rte_mbuf* m) noexcept {
+  if (!c.dp.exception) return drop(c, m, Counter::drop_not_for_us);
+  if (rte_ring_enqueue(c.dp.exception, m) != 0) return drop(c, m, Counter::drop_exception_queue_full);
+  c.w.counters.inc(Counter::punted);
+  c.w.counters.inc(Counter::punted_exception);
+}
+
 inline uint32_t nextCookie(WorkerState& w) noexcept {
   uint64_t x = w.rng;
   x ^= x << 13;
@@ -467,19 +476,24 @@ void processBurst(Dataplane& dp, WorkerState& w, rte_mbuf** pkts, uint16_t n, ui
     if (p.ip_version == 6) {
       // Neighbor discovery is link-local: punted when it asks for us, never forwarded.
       NdVerdict nd = p.tuple.proto == kProtoIcmpv6 ? ndVerdict(d, p, *snap) : NdVerdict::kNotNd;
+      const bool to_node = !snap->node_ipv6.empty() && isNodeIpv6(*snap, p.tuple.dst.b.data());
       if (nd != NdVerdict::kNotNd) [[unlikely]] {
+        // The control thread answers solicitations for us; other ND sent to
+        // one of our addresses (advertisements answering the kernel's own
+        // solicitations) is the kernel's when it has a tap.
         if (nd == NdVerdict::kPunt) punt(c, m);
+        else if (to_node && dp.exception) forUs(c, m);
         else drop(c, m, Counter::drop_nd_not_for_us);
         continue;
       }
-      if (!snap->node_ipv6.empty() && isNodeIpv6(*snap, p.tuple.dst.b.data())) [[unlikely]] {
-        drop(c, m, Counter::drop_not_for_us);
+      if (to_node) [[unlikely]] {
+        forUs(c, m);
         continue;
       }
     }
     bool geneve = p.ip_version == 4 && p.tuple.proto == kProtoUdp && p.tuple.dport == kGenevePort;
     if (isGeneveToUs(p, snap->underlay_ip)) {
-      if (!geneve) drop(c, m, Counter::drop_not_for_us);
+      if (!geneve) forUs(c, m);
       else if (!acceptsReturns(role)) drop(c, m, Counter::drop_geneve_on_router_port);
       else fromAppliance(c, m, p);
       continue;

@@ -11,6 +11,8 @@
 //                                            validate Geneve, check the flow and cookie,
 //                                            unwrap, send back to the neighbour the
 //                                            original came from
+//   other IP to one of our own addresses  -> exception ring (kernel tap, when
+//                                            node.exception_path is on), else drop_not_for_us
 //   anything else IP                      -> forward path (ports facing routers only):
 //                                            key, flow lookup/insert, Maglev for new
 //                                            flows, Geneve to the appliance
@@ -37,6 +39,10 @@ inline constexpr uint64_t kFragmentTimeoutNs = 30'000'000'000ULL;
 struct Dataplane {
   FlowTable* flows = nullptr;
   rte_ring* punt = nullptr;                       // ARP/ND to the control thread (may be null)
+  // Frames for the node's own addresses that the dataplane does not handle, to
+  // the control thread, which writes them to the port's kernel tap
+  // (docs/exception-path.md). Null: the exception path is off, they are dropped.
+  rte_ring* exception = nullptr;
   std::atomic<const Snapshot*> snapshot{nullptr};
 };
 

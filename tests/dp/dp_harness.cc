@@ -24,6 +24,7 @@ const char* toString(Verdict v) {
   switch (v) {
     case Verdict::kAppliance: return "to_appliance";
     case Verdict::kRouter: return "to_router";
+    case Verdict::kKernel: return "to_kernel";
     case Verdict::kDrop: return "drop";
     case Verdict::kPunt: return "punt";
   }
@@ -85,6 +86,9 @@ Harness::Harness(const HarnessOptions& o) : opts_(o) {
   if (o.punt_ring) punt_ = dp::createRing("dpt_punt" + std::to_string(seq), 64);
   dp_.flows = flows_.get();
   dp_.punt = punt_;
+  if (o.exception_ring)
+    exception_ = dp::createRing("dpt_exc" + std::to_string(seq), o.exception_ring_size);
+  dp_.exception = exception_;
   dp_.snapshot.store(snap_.get(), std::memory_order_release);
   pool_avail_at_start_ = rte_mempool_avail_count(testPool());
 }
@@ -95,6 +99,11 @@ Harness::~Harness() {
     void* obj;
     while (rte_ring_dequeue(punt_, &obj) == 0) rte_pktmbuf_free(static_cast<rte_mbuf*>(obj));
     rte_ring_free(punt_);
+  }
+  if (exception_) {
+    void* obj;
+    while (rte_ring_dequeue(exception_, &obj) == 0) rte_pktmbuf_free(static_cast<rte_mbuf*>(obj));
+    rte_ring_free(exception_);
   }
   EXPECT_EQ(rte_mempool_avail_count(testPool()), pool_avail_at_start_)
       << "mbufs leaked (or freed twice) by the pipeline";
@@ -156,6 +165,16 @@ Result Harness::sendMbuf(rte_mbuf* m) {
     EXPECT_EQ(r.port, kUnderlayPort) << "Geneve leaves through the underlay port";
   } else if (out.n_router == 1) {
     take(out.to_router[0], Verdict::kRouter);
+  } else if (after.get(Counter::punted_exception) != before.get(Counter::punted_exception)) {
+    EXPECT_EQ(after.get(Counter::punted), before.get(Counter::punted) + 1)
+        << "frames for the kernel are counted as punted too";
+    void* obj = nullptr;
+    if (exception_ && rte_ring_dequeue(exception_, &obj) == 0) {
+      EXPECT_EQ(obj, static_cast<void*>(m)) << "the frame for the kernel is the one received";
+      take(static_cast<rte_mbuf*>(obj), Verdict::kKernel);
+    } else {
+      ADD_FAILURE() << "punted_exception moved but the exception ring is empty";
+    }
   } else if (after.get(Counter::punted) != before.get(Counter::punted)) {
     r.verdict = Verdict::kPunt;
     void* obj = nullptr;

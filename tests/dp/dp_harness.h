@@ -85,7 +85,8 @@ struct Frame {
   Bytes returned() const { return ether({l2.src, l2.dst, l2.vlan}, type, l3); }
 };
 
-enum class Verdict { kAppliance, kRouter, kDrop, kPunt };
+// kKernel: queued on the exception ring for the port's kernel tap.
+enum class Verdict { kAppliance, kRouter, kDrop, kPunt, kKernel };
 const char* toString(Verdict v);
 inline void PrintTo(Verdict v, std::ostream* os) { *os << toString(v); }
 
@@ -103,6 +104,8 @@ struct HarnessOptions {
   uint32_t underlay_mtu = 1500;
   uint32_t icmp_rate_per_s = 100;
   bool punt_ring = false;
+  bool exception_ring = false;  // node.exception_path on: dp.exception set
+  unsigned exception_ring_size = 64;
   bool gateway_mac = true;  // false: appliance MACs unknown (no ARP in these tests)
   uint32_t flow_table_size = 4096;
   ctl::FailoverMode failover_mode = ctl::FailoverMode::kNoRebalance;
@@ -158,6 +161,7 @@ class Harness {
   rte_rcu_qsbr* qsbr_ = nullptr;
   std::unique_ptr<dp::FlowTable> flows_;
   rte_ring* punt_ = nullptr;
+  rte_ring* exception_ = nullptr;
   dp::Dataplane dp_;
   dp::WorkerState worker_;
   unsigned pool_avail_at_start_ = 0;

@@ -1008,7 +1008,8 @@ node: { underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01, gateway_mac: 02
         underlay_port: 0, underlay_mtu: 1500, icmp_rate_per_s: 100,
         flow_hash_secret: 00112233445566778899aabbccddeeff,
         ports: [ { id: 0, role: both, mac: 02:00:00:00:00:01 }, { id: 1, role: router, mac: 02:00:00:00:00:02 } ],
-        ipv6_addresses: [ "2001:db8::1", "fe80::1" ] }
+        ipv6_addresses: [ "2001:db8::1", "fe80::1" ],
+        exception_path: { enabled: true, name_prefix: gw } }
 server_groups:
   - name: g0
     stickiness: 5-tuple
@@ -1167,6 +1168,11 @@ const std::vector<BadValue>& badValues() {
       {"node.ipv6_addresses", "[ff02::1]", {"multicast"}, "node.ipv6_addresses[0]"},
       {"node.ipv6_addresses", "['::']", {"not a usable address"}, "node.ipv6_addresses[0]"},
       {"node.ipv6_addresses", "[2001:db8::zz]", {"not an IP address", "IPv6"}, "node.ipv6_addresses[0]"},
+      {"node.exception_path", "on", {"expected a map"}},
+      {"node.exception_path.enabled", "yes please", {"true or false"}},
+      {"node.exception_path.name_prefix", "a-very-long-prefix", {"interface name prefix", "1..10"}},
+      {"node.exception_path.name_prefix", "''", {"interface name prefix"}},
+      {"node.exception_path.name_prefix", "gw/0", {"interface name prefix"}},
       {"node.ipv6_addresses", "[[1]]", {"expected an IPv6 address"}, "node.ipv6_addresses[0]"},
       {"node.ipv6_addresses", "['2001:db8::1', '2001:db8::1']", {"already node.ipv6_addresses[0]"},
        "node.ipv6_addresses[1]"},

@@ -54,6 +54,11 @@ const std::vector<Change>& restartChanges() {
       {"node.underlay_port", [](Config& c) { c.node.underlay_port = 1; }, {"node.underlay_port"}},
       {"node.flow_hash_secret", [](Config& c) { c.node.flow_hash_secret = std::string(32, 'f'); },
        {"node.flow_hash_secret"}},
+      // The taps are created once, at start.
+      {"node.exception_path.enabled", [](Config& c) { c.node.exception_path.enabled = true; },
+       {"node.exception_path"}},
+      {"node.exception_path.name_prefix", [](Config& c) { c.node.exception_path.name_prefix = "x"; },
+       {"node.exception_path"}},
       {"control.socket", [](Config& c) { c.control.socket = "/run/x.sock"; }, {"control"}},
       {"control.socket_mode", [](Config& c) { c.control.socket_mode = 0600; }, {"control"}},
       {"control.socket_group", [](Config& c) { c.control.socket_group = "adm"; }, {"control"}},
@@ -78,7 +83,8 @@ TEST(ConfigReload, RestartNeededNamesEveryRestartKey) {
   Config next = run;
   for (const Change& ch : restartChanges()) ch.apply(next);
   EXPECT_EQ(restartNeeded(run, next),
-            (std::vector<std::string>{"node.underlay_port", "node.flow_hash_secret", "dataplane", "eal",
+            (std::vector<std::string>{"node.underlay_port", "node.flow_hash_secret", "node.exception_path",
+                                      "dataplane", "eal",
                                       "log_level", "control", "metrics", "health_endpoint"}));
   EXPECT_TRUE(restartNeeded(run, run).empty());
 }
