@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/flow_cookie.h"
 #include "common/flow_key.h"
 #include "control/snapshot_builder.h"
 
@@ -133,6 +134,58 @@ TEST_F(Fleet1, NodesWithDifferentHistoriesPickTheSameAppliance) {
     EXPECT_EQ(disagree, 0u) << "of 100000 flows, weights " << w.a << w.b << w.c << w.d;
     EXPECT_EQ(used.size(), 4u);
   }
+}
+
+
+// The cookie each node gives a flow: a function of the flow key (both
+// directions share it) and the appliance the node picked, under the shared
+// key; distinct per flow and per appliance; another key gives other cookies.
+TEST_F(Fleet1, NodesWithDifferentHistoriesComputeTheSameCookie) {
+  Fleet f({1, 2, 1, 3});
+  const uint32_t appliances[] = {ip("10.0.0.11").v4HostOrder(), ip("10.0.0.12").v4HostOrder(),
+                                 ip("10.0.0.13").v4HostOrder(), ip("10.0.0.14").v4HostOrder()};
+  const FlowHashKey fleet_key = flowHashKey();
+  const FlowHashKey other_key{0x0123456789abcdefULL, 0xfedcba9876543211ULL};  // one bit apart
+  constexpr int kFlows = 100000;
+  std::mt19937_64 rng(11);
+  std::vector<L4Tuple> tuples;
+  std::vector<uint32_t> cookies;  // node 1's, per flow
+  size_t disagree = 0;
+  for (int i = 0; i < kFlows; ++i) {
+    L4Tuple t = randomTuple(rng);
+    tuples.push_back(t);
+    // Node 1 sees the flow's first direction, nodes 2 and 3 the other one.
+    uint32_t h1 = flowHash(makeFlowKey(t, StickinessMode::kFiveTuple, 0).key);
+    uint32_t h2 = flowHash(makeFlowKey(reversed(t), StickinessMode::kFiveTuple, 0).key);
+    uint32_t c1 = flowCookie(h1, f.n1.pick(h1));
+    uint32_t c2 = flowCookie(h2, f.n2.pick(h2));
+    uint32_t c3 = flowCookie(h2, f.n3.pick(h2));
+    disagree += c1 != c2 || c1 != c3;
+    ASSERT_NE(c1, 0u) << "0 means no cookie";
+    cookies.push_back(c1);
+    // On each appliance the flow has a cookie of its own (a moved flow's
+    // cookie is never the one it had).
+    std::set<uint32_t> per_appliance;
+    for (uint32_t a : appliances) per_appliance.insert(flowCookie(h1, a));
+    ASSERT_EQ(per_appliance.size(), 4u) << "flow " << i;
+  }
+  EXPECT_EQ(disagree, 0u);
+  // Distinct per flow: 100,000 random 32-bit values share one by chance about
+  // once (birthday bound); a constant or a cookie blind to the ports would
+  // share thousands.
+  std::set<uint32_t> distinct(cookies.begin(), cookies.end());
+  EXPECT_GE(distinct.size(), size_t(kFlows) - 10);
+
+  // A node with another secret computes other cookies: the ones this fleet
+  // sends do not validate there (nor theirs here).
+  setFlowHashKey(other_key);
+  size_t validates = 0;
+  for (int i = 0; i < kFlows; ++i) {
+    uint32_t h = flowHash(makeFlowKey(tuples[i], StickinessMode::kFiveTuple, 0).key);
+    validates += flowCookie(h, f.n1.pick(h)) == cookies[i];
+  }
+  setFlowHashKey(fleet_key);
+  EXPECT_LE(validates, 3u) << "of " << kFlows << " cookies match under another key";
 }
 
 }  // namespace
