@@ -43,6 +43,8 @@ inline uint32_t cookieOf(uint64_t k0, uint64_t k1, uint32_t flow_hash, uint32_t 
 }
 }  // namespace detail
 
+// Concurrency rule R4 (docs/architecture.md "Flow entries: concurrency rules"):
+// a moved flow's cookie depends on its flow hash and new appliance only.
 // The cookie of the flow whose flow hash is `flow_hash` on the appliance at
 // `appliance` (IPv4, host order), under the process's key (setFlowHashKey).
 // Never 0. Any thread; about 20 instructions, computed once per new or moved
