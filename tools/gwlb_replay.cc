@@ -106,11 +106,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   {
-    // The config's flow hash key, or the zero key: a replay is reproducible.
+    // The config's key (the fleet secret, else node.flow_hash_secret), or
+    // the zero key: a replay is reproducible.
     FlowHashKey key;
     bool configured = false;
     std::string err;
-    if (!ctl::loadFlowHashKey(cfg.node, key, configured, err)) {
+    if (!ctl::loadHashKey(cfg, key, configured, err)) {
       std::fprintf(stderr, "gwlb-replay: invalid config %s:\n  %s\n", o.config.c_str(), err.c_str());
       return 2;
     }
