@@ -20,6 +20,10 @@ struct MaglevBackend {
 // kMaglevNoBackend everywhere when no backend has weight > 0.
 // table_size must be prime and > backends.size(); throws std::invalid_argument
 // otherwise. Deterministic: the same input always gives the same table.
+// Order matters: within a round, earlier backends take their turn first, so
+// the same backends in another order give another table. A caller that needs
+// the table to depend on the set alone (a fleet of gateways: docs/fleet.md)
+// passes them in a canonical order (the snapshot builder sorts by address).
 // Any thread may call it; it allocates.
 std::vector<uint16_t> buildMaglevTable(const std::vector<MaglevBackend>& backends,
                                        uint32_t table_size);

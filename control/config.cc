@@ -78,36 +78,41 @@ bool parseHexKey(const std::string& digits, FlowHashKey& key) {
   return true;
 }
 
-}  // namespace
+enum class KeyForm { kDigits, kFile, kEither };
 
-bool loadFlowHashKey(const NodeConfig& n, FlowHashKey& key, bool& configured, std::string& error) {
-  const std::string& v = n.flow_hash_secret;
-  configured = !v.empty();
+// A key from `v` (its 32 digits, or when `v` is an absolute path the file's),
+// for key `label`; `form` says which of the two `v` may be.
+bool loadKey(const std::string& label, const std::string& v, KeyForm form, FlowHashKey& key,
+             std::string& error) {
   key = FlowHashKey{};
-  if (v.empty()) return true;
-  if (v[0] != '/') {
+  error.clear();
+  if (form == KeyForm::kDigits || (form == KeyForm::kEither && v[0] != '/')) {
     if (parseHexKey(v, key)) return true;
-    error = "node.flow_hash_secret: must be 32 hexadecimal digits (value not shown)";
+    error = label + ": must be 32 hexadecimal digits (value not shown)";
+    return false;
+  }
+  if (v[0] != '/') {
+    error = label + ": must be an absolute path";
     return false;
   }
   int fd = ::open(v.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
-    error = "node.flow_hash_secret: cannot open '" + v + "': " + std::strerror(errno);
+    error = label + ": cannot open '" + v + "': " + std::strerror(errno);
     return false;
   }
   struct stat st {};
   std::string text;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    error = "node.flow_hash_secret: '" + v + "' is not a regular file";
+    error = label + ": '" + v + "' is not a regular file";
   } else if (st.st_mode & 077) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
-    error = "node.flow_hash_secret: '" + v + "' has mode " + mode +
+    error = label + ": '" + v + "' has mode " + mode +
             "; a secret file must not be readable or writable by group or others (chmod 600)";
   } else {
     char buf[256];
     ssize_t r = ::read(fd, buf, sizeof buf);
-    if (r < 0) error = "node.flow_hash_secret: cannot read '" + v + "': " + std::strerror(errno);
+    if (r < 0) error = label + ": cannot read '" + v + "': " + std::strerror(errno);
     else text.assign(buf, size_t(r));
   }
   ::close(fd);
@@ -115,8 +120,47 @@ bool loadFlowHashKey(const NodeConfig& n, FlowHashKey& key, bool& configured, st
   size_t b = text.find_first_not_of(" \t\r\n"), e = text.find_last_not_of(" \t\r\n");
   std::string digits = b == std::string::npos ? "" : text.substr(b, e - b + 1);
   if (!parseHexKey(digits, key)) {
-    error = "node.flow_hash_secret: '" + v + "' must hold 32 hexadecimal digits (128 bits)";
+    error = label + ": '" + v + "' must hold 32 hexadecimal digits (128 bits)";
     return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool loadFlowHashKey(const NodeConfig& n, FlowHashKey& key, bool& configured, std::string& error) {
+  configured = !n.flow_hash_secret.empty();
+  key = FlowHashKey{};
+  if (!configured) return true;
+  return loadKey("node.flow_hash_secret", n.flow_hash_secret, KeyForm::kEither, key, error);
+}
+
+bool loadHashKey(const Config& c, FlowHashKey& key, bool& configured, std::string& error) {
+  struct Source {
+    const char* label;
+    const std::string* value;
+    KeyForm form;
+  };
+  const Source sources[] = {{"fleet.secret", &c.fleet.secret, KeyForm::kDigits},
+                            {"fleet.secret_file", &c.fleet.secret_file, KeyForm::kFile},
+                            {"node.flow_hash_secret", &c.node.flow_hash_secret, KeyForm::kEither}};
+  key = FlowHashKey{};
+  configured = false;
+  const char* first = nullptr;
+  for (const Source& s : sources) {
+    if (s.value->empty() || (!c.fleet.configured && s.value != &c.node.flow_hash_secret)) continue;
+    FlowHashKey k;
+    if (!loadKey(s.label, *s.value, s.form, k, error)) return false;
+    if (!first) {
+      first = s.label;
+      key = k;
+      configured = true;
+    } else if (!(k == key)) {
+      error = std::string(s.label) + ": holds another key than " + first +
+              "; a gateway's flow hash and cookies have one key (the fleet secret): set the same "
+              "key in both, or only one of them";
+      return false;
+    }
   }
   return true;
 }

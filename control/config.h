@@ -177,6 +177,21 @@ struct HealthEndpointConfig {
   std::string listen;                        // "127.0.0.1:8081"; "" = off
 };
 
+// A fleet of gateways behind the routers' ECMP (docs/fleet.md). Without the
+// section the node is a single gateway, as before.
+struct FleetConfig {
+  bool configured = false;  // the section is in the file
+  std::string node_name;    // required in the section: [A-Za-z0-9_.-]{1,63}
+  // The fleet secret, 128 bits: it keys the flow hash (so every node picks
+  // the same appliance) and the flow cookies (so every node accepts the
+  // cookies the others send). `secret` holds its 32 hex digits, `secret_file`
+  // names a file (absolute path, no access for group or others) holding them.
+  // At least one; every one of secret, secret_file and node.flow_hash_secret
+  // that is set must hold the same key. Needs a restart to change.
+  std::string secret;
+  std::string secret_file;
+};
+
 // Server ids are shared by all groups; this bounds per-worker per-server counters.
 inline constexpr size_t kMaxServersTotal = 16384;
 
@@ -192,6 +207,7 @@ struct Config {
   // Empty: one implicit listener over the first server group.
   std::vector<ListenerConfig> listeners;     // 0..16; the first receives all inspected traffic
   HealthEndpointConfig health_endpoint;
+  FleetConfig fleet;
   std::vector<std::string> eal_args;         // passed to rte_eal_init before any after "--"
   std::string log_level = "info";            // trace|debug|info|warn|error|critical|off
   std::string source_path;                   // file it was loaded from ("" for text)
@@ -227,6 +243,14 @@ std::string formatErrors(const std::vector<ConfigError>& errors);
 // is "". Returns false with `error` set when the file cannot be used. Never
 // throws; reads a file (start-up, --check-config, reload checks).
 bool loadFlowHashKey(const NodeConfig& n, FlowHashKey& key, bool& configured, std::string& error);
+
+// The key of the flow hash and the flow cookies (docs/fleet.md): the fleet
+// secret (fleet.secret or fleet.secret_file) when the config has a `fleet`
+// section, else node.flow_hash_secret. Every one of those that is set is
+// read (files as loadFlowHashKey reads them) and all must hold the same key,
+// else false with `error` naming them (never the key). `configured` is false
+// when none is set (gwlbd then picks a random key). Never throws; reads files.
+bool loadHashKey(const Config& c, FlowHashKey& key, bool& configured, std::string& error);
 
 // Every key the loader accepts, as a path with "[]" for list indexes (e.g.
 // "server_groups[].servers[].address"), sections included, in schema order

@@ -3,6 +3,7 @@
 // another key's value). Everything about one key's value alone is in the key
 // table (config_schema.cc) and checked by config_validate.cc; a value that
 // fails there is skipped here without a second error.
+#include <cctype>
 #include <map>
 #include <set>
 
@@ -35,6 +36,7 @@ class Cross {
     groups(c);
     listen(c);
     regions(c);
+    fleet(c);
   }
 
  private:
@@ -135,6 +137,32 @@ class Cross {
     } else if (h.verify && h.ca_file.empty()) {
       add(hp + ".ca_file", "is required when verify is true");
     }
+  }
+
+  // A fleet has a secret; one given inline in two places is the same key
+  // (files are compared when the key is loaded: loadHashKey).
+  void fleet(const Config& c) {
+    const FleetConfig& f = c.fleet;
+    if (!f.configured) return;
+    if (f.secret.empty() && f.secret_file.empty()) {
+      add("fleet.secret", "is required: set fleet.secret (32 hex digits) or fleet.secret_file "
+                          "(a file holding them); every gateway of the fleet needs the same one");
+      return;
+    }
+    // Both 32 hex digits (else their own checks said what is wrong), in lower case.
+    auto digits = [](const std::string& v) {
+      std::string out;
+      for (char ch : v) {
+        if (!std::isxdigit(static_cast<unsigned char>(ch))) return std::string();
+        out += char(std::tolower(static_cast<unsigned char>(ch)));
+      }
+      return out.size() == 32 ? out : std::string();
+    };
+    const std::string fs = digits(f.secret), ns = digits(c.node.flow_hash_secret);
+    if (!fs.empty() && !ns.empty() && fs != ns)
+      add("fleet.secret", "holds another key than node.flow_hash_secret (values not shown); the "
+                          "fleet secret keys the flow hash: set the same key in both, or leave "
+                          "node.flow_hash_secret out");
   }
 
   // The two HTTP listeners cannot share a port.

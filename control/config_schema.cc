@@ -130,6 +130,33 @@ void checkFlowHashSecret(const void* v, const std::string& path, Report& r) {
   }
 }
 
+void checkFleetSecret(const void* v, const std::string& path, Report& r) {
+  const std::string& k = as<std::string>(v);
+  if (k.empty()) return;
+  bool hex = k.size() == 32 && std::all_of(k.begin(), k.end(), [](char ch) {
+               return std::isxdigit(static_cast<unsigned char>(ch));
+             });
+  if (!hex)  // never echo the value: it is a secret
+    r.add(path, "must be 32 hexadecimal digits (128 bits); got " + std::to_string(k.size()) +
+                    " characters (value not shown); for a file use fleet.secret_file");
+}
+
+void checkSecretFile(const void* v, const std::string& path, Report& r) {
+  const std::string& f = as<std::string>(v);
+  if (f.empty()) return;
+  if (f[0] != '/') r.add(path, quote(f) + " is not an absolute path");
+  else if (f.size() > 4096) r.add(path, "path longer than 4096 bytes");
+}
+
+void checkNodeName(const void* v, const std::string& path, Report& r) {
+  const std::string& n = as<std::string>(v);
+  if (!validName(n))
+    r.add(path, quote(n) + " is not a valid node name; use 1..63 characters from A-Z a-z 0-9 _ . -");
+}
+
+void fleetBegin(void* obj) { static_cast<FleetConfig*>(obj)->configured = true; }
+bool fleetConfigured(const void* obj) { return static_cast<const FleetConfig*>(obj)->configured; }
+
 void checkIpv6Addresses(const void* v, const std::string& path, Report& r) {
   const auto& list = as<std::vector<IpAddr>>(v);
   if (list.size() > kMaxIpv6Addresses)
@@ -607,6 +634,21 @@ const Key kHealthEndpointKeys[] = {
 };
 const Section kHealthEndpointSection{"health_endpoint", kHealthEndpointKeys};
 
+const Key kFleetKeys[] = {
+    {.name = "node_name", .kind = Kind::kString, .acc = member<&FleetConfig::node_name>(),
+     .doc = "This gateway's name in the fleet.", .reload = Reload::kRestart, .required = true,
+     .what = "a node name", .check = checkNodeName, .range_doc = "1..63 of A-Z a-z 0-9 _ . -"},
+    {.name = "secret", .kind = Kind::kString, .acc = member<&FleetConfig::secret>(),
+     .doc = "The fleet secret (keys the flow hash and the cookies): 32 hex digits.",
+     .reload = Reload::kRestart, .what = "32 hex digits", .check = checkFleetSecret,
+     .range_doc = "32 hex digits", .default_doc = "see below"},
+    {.name = "secret_file", .kind = Kind::kString, .acc = member<&FleetConfig::secret_file>(),
+     .doc = "A file (mode 600) holding the fleet secret, instead of `secret`.",
+     .reload = Reload::kRestart, .what = "an absolute file path", .check = checkSecretFile,
+     .range_doc = "an absolute file path", .default_doc = "see below"},
+};
+const Section kFleetSection{"fleet", kFleetKeys, fleetBegin, nullptr, fleetConfigured};
+
 const Key kRootKeys[] = {
     {.name = "node", .kind = Kind::kSection, .acc = member<&Config::node>(),
      .doc = "This node's underlay settings.", .required = true, .sub = &kNodeSection},
@@ -646,6 +688,9 @@ const Key kRootKeys[] = {
      .default_doc = "one over the first group"},
     {.name = "health_endpoint", .kind = Kind::kSection, .acc = member<&Config::health_endpoint>(),
      .doc = "HTTP health of the listeners, for consumers.", .sub = &kHealthEndpointSection},
+    {.name = "fleet", .kind = Kind::kSection, .acc = member<&Config::fleet>(),
+     .doc = "This gateway as one of a fleet (docs/fleet.md); absent: a single gateway.",
+     .sub = &kFleetSection},
 };
 const Section kRoot{"", kRootKeys};
 

@@ -211,7 +211,6 @@ void Daemon::launchWorkers() {
   for (unsigned i = 0; i < workers; ++i, lcore = rte_get_next_lcore(lcore, 1, 0)) {
     auto st = std::make_unique<dp::WorkerState>();
     st->id = uint16_t(i);
-    st->rng ^= (uint64_t(i) + 1) * 0x9E3779B97F4A7C15ULL ^ dp::monotonicNs();
     auto run = std::make_unique<dp::WorkerRun>();
     run->dp = &dp_;
     run->qsbr = qsbr_;

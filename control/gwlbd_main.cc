@@ -43,7 +43,7 @@ bool load(const std::string& path, ctl::Config& cfg, FlowHashKey* key = nullptr,
   FlowHashKey k;
   bool configured = false;
   std::string err;
-  if (!ctl::loadFlowHashKey(cfg.node, k, configured, err)) {
+  if (!ctl::loadHashKey(cfg, k, configured, err)) {
     std::fprintf(stderr, "%s: invalid configuration (1 error):\n  %s\n", path.c_str(), err.c_str());
     return false;
   }
@@ -113,12 +113,15 @@ int main(int argc, char** argv) {
   bool key_configured = false;
   if (!load(config, cfg, &key, &key_configured)) return 2;
   spdlog::set_level(spdlog::level::from_str(cfg.log_level));
-  if (key_configured) {
-    spdlog::info("flow hash keyed with node.flow_hash_secret");
+  if (key_configured && cfg.fleet.configured) {
+    spdlog::info("fleet node {}: flow hash and cookies keyed with the fleet secret",
+                 cfg.fleet.node_name);
+  } else if (key_configured) {
+    spdlog::info("flow hash and cookies keyed with node.flow_hash_secret");
   } else {
     key = randomFlowHashKey();
-    spdlog::info("flow hash keyed with a random secret (set node.flow_hash_secret to share one "
-                 "across a fleet of gateways)");
+    spdlog::info("flow hash and cookies keyed with a random secret (set fleet.secret to share "
+                 "one across a fleet of gateways)");
   }
   setFlowHashKey(key);
 

@@ -247,10 +247,22 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
     group_any[gi] = any;
     for (size_t i = 0; i < ids.size(); ++i)
       if (failed[i]) failed_ids.emplace_back(ids[i], gi);
-    std::vector<uint16_t> table = buildMaglevTable(backends, gc.maglev_table_size);
+    // The table must depend only on the set of (address, weight), never on
+    // the config's order or the local server ids (the history of adds and
+    // removes), so that every gateway of a fleet builds the same one
+    // (docs/fleet.md): the backends go to Maglev sorted by address.
+    std::vector<uint32_t> order(backends.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = uint32_t(i);
+    std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
+      return gc.servers[x].address.v4HostOrder() < gc.servers[y].address.v4HostOrder();
+    });
+    std::vector<MaglevBackend> sorted;
+    sorted.reserve(order.size());
+    for (uint32_t i : order) sorted.push_back(backends[i]);
+    std::vector<uint16_t> table = buildMaglevTable(sorted, gc.maglev_table_size);
     g.maglev.resize(table.size());
     for (size_t i = 0; i < table.size(); ++i)
-      g.maglev[i] = table[i] == kMaglevNoBackend ? dp::kNoServer : ids[table[i]];
+      g.maglev[i] = table[i] == kMaglevNoBackend ? dp::kNoServer : ids[order[table[i]]];
     s->groups.push_back(std::move(g));
   }
   // Listeners: which group takes new flows, and which groups' regions failed.

@@ -9,24 +9,11 @@
 #include <atomic>
 #include <cstdint>
 
+#include "common/flow_cookie.h"
 #include "common/snapshot.h"
 #include "dataplane/flow_table.h"
 
 namespace gwlb::dp {
-
-// A cookie for a flow's new appliance, never equal to the old one.
-// Concurrency rule R4 (docs/architecture.md "Flow entries: concurrency rules"):
-// a function of the old cookie and the new server only, so movers agree.
-inline uint32_t movedCookie(uint32_t old, uint16_t to) noexcept {
-  uint32_t x = old ^ (uint32_t(to) + 1) * 0x9E3779B1u;
-  x ^= x >> 16;
-  x *= 0x85EBCA6Bu;
-  x ^= x >> 13;
-  x *= 0xC2B2AE35u;
-  x ^= x >> 16;
-  if (x == old) x ^= 0x5BD1E995u;
-  return x ? x : 1;
-}
 
 // Re-picks the flow's appliance by Maglev over group `g` as it is in `s` and
 // swaps the route. Keeps the route when there is nowhere better to go (no
@@ -39,11 +26,15 @@ inline uint64_t tryMove(FlowEntry& e, const Snapshot& s, const GroupView& g, uin
   if (g.maglev.empty()) return route;
   // Concurrency rule R5 (docs/architecture.md "Flow entries: concurrency rules"):
   // a fragment entry's flow_hash is its flow's, so it follows the flow.
-  uint16_t to = g.maglev[e.flow_hash.load(std::memory_order_relaxed) % g.maglev.size()];
+  uint32_t flow_hash = e.flow_hash.load(std::memory_order_relaxed);
+  uint16_t to = g.maglev[flow_hash % g.maglev.size()];
   if (to == kNoServer || to == from || to >= s.servers.size()) return route;
   const ServerView& tv = s.servers[to];
   if (!tv.routable || tv.move != MoveReason::kNone) return route;
-  uint64_t want = packRoute(to, movedCookie(routeCookie(route), to));
+  // Concurrency rule R4 (docs/architecture.md "Flow entries: concurrency rules"):
+  // the new cookie is the flow's cookie on its new appliance (flowCookie: flow
+  // hash and address only), so movers agree, and so do the gateways of a fleet.
+  uint64_t want = packRoute(to, flowCookie(flow_hash, tv.ip));
   uint64_t seen = route;
   // Concurrency rule R4 (docs/architecture.md "Flow entries: concurrency rules"):
   // a loser takes the winner's route; only the winner records the move.

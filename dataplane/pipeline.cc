@@ -10,6 +10,7 @@
 
 #include "common/checksum.h"
 #include "common/fast_path.h"
+#include "common/flow_cookie.h"
 #include "common/flow_key.h"
 #include "common/geneve.h"
 #include "common/icmp_error.h"
@@ -67,16 +68,6 @@ inline void forUs(Ctx& c, rte_mbuf* m) noexcept {
   if (rte_ring_enqueue(c.dp.exception, m) != 0) return drop(c, m, Counter::drop_exception_queue_full);
   c.w.counters.inc(Counter::punted);
   c.w.counters.inc(Counter::punted_exception);
-}
-
-inline uint32_t nextCookie(WorkerState& w) noexcept {
-  uint64_t x = w.rng;
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
-  w.rng = x;
-  uint32_t c = uint32_t(x >> 16);
-  return c ? c : 1;
 }
 
 inline void relaxedAdd(std::atomic<uint64_t>& a, uint64_t v) noexcept {
@@ -211,8 +202,11 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref, int
     uint8_t proto = p.icmp_error ? p.quoted.proto : p.tuple.proto;
     uint64_t idle = proto == kProtoTcp ? g.tcp_idle_ns : g.other_idle_ns;
     bool created = false;
-    route = ensureRoute(ft.entry(pos), server, nextCookie(c.w), ref.hash, idle, c.now,
-                        ref.dir, created);
+    // The cookie is a function of the flow and its appliance only, so every
+    // gateway of a fleet gives this flow the same one (docs/fleet.md).
+    uint32_t appliance = server < s.servers.size() ? s.servers[server].ip : 0;
+    route = ensureRoute(ft.entry(pos), server, flowCookie(ref.hash, appliance), ref.hash, idle,
+                        c.now, ref.dir, created);
     if (created) c.w.counters.inc(Counter::flows_created);
   }
   FlowEntry& e = ft.entry(pos);

@@ -50,7 +50,6 @@ struct Dataplane {
 struct alignas(64) WorkerState {
   uint16_t id = 0;
   WorkerCounters counters;
-  uint64_t rng = 0x243F6A8885A308D3ULL;  // cookie generator (xorshift)
   double icmp_tokens = 0;
   uint64_t icmp_last_ns = 0;
   // What this worker sent to each appliance, by server id.

@@ -45,6 +45,7 @@ void usage(FILE* f) {
   std::fprintf(f,
                "usage: gwlb-replay --config FILE --in PCAP --out-dir DIR [--reflect]\n"
                "                   [--appliance-in PCAP] [--events FILE] [--workers N] [--burst N]\n"
+               "                   [--node K/N]\n"
                "Runs gwlbd's worker pipeline over a capture. Writes DIR/to-appliances.pcap,\n"
                "DIR/returned.pcap and DIR/summary.json.\n"
                "  --reflect          act as transparent appliances: send every Geneve packet back\n"
@@ -60,7 +61,11 @@ void usage(FILE* f) {
                "                     Listeners, composite health checks and failover between\n"
                "                     regions follow the config as in gwlbd (region log on stderr)\n"
                "  --workers N        worker lcores (1..8, default 1); packets are dealt round-robin\n"
-               "  --burst N          packets per burst (1..256, default 32)\n");
+               "  --burst N          packets per burst (1..256, default 32)\n"
+               "  --node K/N         be node K (1..N, N 1..4) of a fleet behind a router's ECMP:\n"
+               "                     replay only the --in frames a 5-tuple hash (not symmetric,\n"
+               "                     as ECMP) sends to node K; --events keep the capture's\n"
+               "                     clock. Run it for K = 1..N and compare (docs/fleet.md)\n");
 }
 
 }  // namespace
@@ -75,6 +80,7 @@ int main(int argc, char** argv) {
                               {"events", required_argument, nullptr, 'e'},
                               {"workers", required_argument, nullptr, 'w'},
                               {"burst", required_argument, nullptr, 'b'},
+                              {"node", required_argument, nullptr, 'n'},
                               {"help", no_argument, nullptr, 'h'},
                               {nullptr, 0, nullptr, 0}};
   int ch;
@@ -88,6 +94,13 @@ int main(int argc, char** argv) {
       case 'e': o.events = optarg; break;
       case 'w': o.workers = unsigned(std::strtoul(optarg, nullptr, 10)); break;
       case 'b': o.burst = unsigned(std::strtoul(optarg, nullptr, 10)); break;
+      case 'n':
+        if (std::sscanf(optarg, "%u/%u", &o.node, &o.nodes) != 2 || o.nodes < 1 || o.nodes > 4 ||
+            o.node < 1 || o.node > o.nodes) {
+          std::fprintf(stderr, "gwlb-replay: --node %s: expected K/N with 1 <= K <= N <= 4\n", optarg);
+          return 2;
+        }
+        break;
       case 'h': usage(stdout); return 0;
       default: usage(stderr); return 2;
     }
@@ -95,6 +108,10 @@ int main(int argc, char** argv) {
   if (o.config.empty() || (o.in.empty() && o.appliance_in.empty()) || o.out_dir.empty() ||
       o.workers < 1 || o.workers > 8 || o.burst < 1 || o.burst > dp::kMaxBurst) {
     usage(stderr);
+    return 2;
+  }
+  if (o.nodes && !o.appliance_in.empty()) {
+    std::fprintf(stderr, "gwlb-replay: --node takes --in only (not --appliance-in)\n");
     return 2;
   }
 
@@ -106,11 +123,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   {
-    // The config's flow hash key, or the zero key: a replay is reproducible.
+    // The config's key (the fleet secret, else node.flow_hash_secret), or
+    // the zero key: a replay is reproducible.
     FlowHashKey key;
     bool configured = false;
     std::string err;
-    if (!ctl::loadFlowHashKey(cfg.node, key, configured, err)) {
+    if (!ctl::loadHashKey(cfg, key, configured, err)) {
       std::fprintf(stderr, "gwlb-replay: invalid config %s:\n  %s\n", o.config.c_str(), err.c_str());
       return 2;
     }
@@ -132,6 +150,18 @@ int main(int argc, char** argv) {
   if (!o.in.empty() && !readPcap(o.in, kRouterPort, maxDataRoom(), frames, err, cs)) {
     std::fprintf(stderr, "gwlb-replay: %s\n", err.c_str());
     return 2;
+  }
+  if (o.nodes && !frames.empty()) {
+    // Keep the capture's clock (events count from its first frame), then
+    // only the frames a router's ECMP sends to this node.
+    o.clock_start_ns = std::min_element(frames.begin(), frames.end(), [](const Frame& a,
+                                                                         const Frame& b) {
+                         return a.ts_ns < b.ts_ns;
+                       })->ts_ns;
+    size_t all = frames.size();
+    std::erase_if(frames, [&](const Frame& f) { return ecmpNode(f, o.nodes) != o.node - 1; });
+    std::fprintf(stderr, "gwlb-replay: node %u/%u: %zu of %zu frames\n", o.node, o.nodes,
+                 frames.size(), all);
   }
   size_t n_router_in = frames.size();
   if (!o.appliance_in.empty() &&

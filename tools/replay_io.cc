@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/packet_parser.h"
+
 namespace gwlb::replay {
 
 bool readPcap(const std::string& path, uint16_t port, size_t max_frame, std::vector<Frame>& out,
@@ -71,6 +73,25 @@ void reflect(rte_mbuf* m) {
   std::memcpy(ip, f + 14 + 12, 4);
   std::memcpy(f + 14 + 12, f + 14 + 16, 4);
   std::memcpy(f + 14 + 16, ip, 4);
+}
+
+unsigned ecmpNode(const Frame& f, unsigned n) {
+  if (n <= 1) return 0;
+  ParsedPacket p;
+  Counter why;
+  if (parseFrame(f.bytes.data(), f.bytes.size(), p, why) != ParseStatus::kOk) return 0;
+  // FNV-1a over the 5-tuple in packet order (not the canonical flow key).
+  uint64_t h = 0xCBF29CE484222325ULL;
+  auto mix = [&h](const uint8_t* b, size_t len) {
+    for (size_t i = 0; i < len; ++i) h = (h ^ b[i]) * 0x100000001B3ULL;
+  };
+  const L4Tuple& t = p.tuple;
+  mix(t.src.b.data(), t.src.b.size());
+  mix(t.dst.b.data(), t.dst.b.size());
+  const uint8_t rest[5] = {t.proto, uint8_t(t.sport >> 8), uint8_t(t.sport), uint8_t(t.dport >> 8),
+                           uint8_t(t.dport)};
+  mix(rest, sizeof rest);
+  return unsigned((h ^ (h >> 32)) % n);
 }
 
 }  // namespace gwlb::replay

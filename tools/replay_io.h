@@ -50,4 +50,11 @@ class PcapWriter {
 // and the Geneve header. Swapping addresses leaves both checksums valid.
 void reflect(rte_mbuf* m);
 
+// The node (0..n-1) a router's ECMP hashing the 5-tuple (Linux
+// fib_multipath_hash_policy 1) would send this frame to: a hash of the
+// addresses, protocol and ports as the packet carries them, so the two
+// directions of a flow usually go to different nodes. Frames without an IP
+// 5-tuple (ARP, ...) go to node 0.
+unsigned ecmpNode(const Frame& f, unsigned n);
+
 }  // namespace gwlb::replay

@@ -216,7 +216,7 @@ Replay::Replay(const Options& o, ctl::Config cfg, std::vector<Frame> frames, siz
 
   // The control core, as gwlbd runs it, on capture time: --events drive it,
   // health is scripted (every appliance unchecked until an event says).
-  s.first_ts = s.frames.empty() ? 0 : s.frames.front().ts_ns;
+  s.first_ts = o.clock_start_ns ? o.clock_start_ns : s.frames.empty() ? 0 : s.frames.front().ts_ns;
   s.now = s.first_ts;
   ctl::EngineHooks hooks;
   hooks.decided = [&s](const ctl::Decision& d) { s.decided(d); };
@@ -232,7 +232,6 @@ Replay::Replay(const Options& o, ctl::Config cfg, std::vector<Frame> frames, siz
   for (auto& j : s.jobs) rte_ring_enqueue(g.free_jobs, &j);
   for (unsigned i = 0; i < o.workers; ++i) {
     s.workers[i].state.id = uint16_t(i);
-    s.workers[i].state.rng ^= uint64_t(i + 1) * 0x9E3779B97F4A7C15ULL;
     s.workers[i].in = dp::createRing("w_in" + std::to_string(i), kRing, true);
     s.workers[i].out = dp::createRing("w_out" + std::to_string(i), kRing * 4, true);
   }

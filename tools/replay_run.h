@@ -21,7 +21,16 @@ struct Options {
   bool reflect = false;
   unsigned workers = 1;
   unsigned burst = 32;
+  // --node K/N: this run is node K (1..N) of a simulated fleet of N and is
+  // fed only the capture's router frames a router's ECMP would send it
+  // (ecmpNode, tools/replay_io.h); N = 0: the whole capture.
+  unsigned node = 0, nodes = 0;
+  // Capture time that --events count from and the engine starts at (the
+  // whole capture's first frame, also for a node that sees a later one); 0:
+  // the first frame fed.
+  uint64_t clock_start_ns = 0;
 };
+
 
 // Mbuf data room: at least kDataRoom (9216-byte jumbo frames and more), raised to
 // the largest frame of the captures, up to what one mbuf can hold (its buffer

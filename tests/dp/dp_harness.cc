@@ -69,7 +69,7 @@ Harness::Harness(const HarnessOptions& o) : opts_(o) {
   g.geneve.attachment_id = kAttachmentId;
   g.failover_mode = o.failover_mode;
   g.connection_draining.enabled = o.draining;
-  for (const IpAddr& a : n.servers) {
+  for (const IpAddr& a : o.servers.empty() ? n.servers : o.servers) {
     ctl::ServerConfig s;
     s.address = a;
     g.servers.push_back(s);

@@ -116,6 +116,8 @@ struct HarnessOptions {
   // underlay_mac), as gwlbd's devices would give them.
   std::vector<ctl::PortConfig> ports;
   std::vector<IpAddr> ipv6_addresses;
+  // The group's appliances in config order; empty: Net::servers.
+  std::vector<IpAddr> servers;
 };
 
 class Harness {

@@ -149,7 +149,6 @@ TEST(TwoWorkers, BothDirectionsOfEveryFlowAgreeUnderConcurrentCreation) {
     w[k].reader_id = k;
     w[k].barrier = &barrier;
     w[k].state.id = uint16_t(k);
-    w[k].state.rng ^= uint64_t(k + 1) * 0x9E3779B97F4A7C15ULL;
     w[k].now = h.now;
   }
   // Worker 0 takes client->server of even flows and server->client of odd

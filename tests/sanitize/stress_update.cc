@@ -585,7 +585,6 @@ int run(double seconds) {
     w.flows = &flow_frames;
     w.odd = &odd;
     w.state->id = uint16_t(k);
-    w.state->rng ^= uint64_t(k + 1) * 0x9E3779B97F4A7C15ULL;
     w.rng = 0x2545F4914F6CDD1DULL * (k + 1);
     if (rte_eal_remote_launch(workerMain, &w, w.lcore) != 0) {
       std::fprintf(stderr, "cannot launch worker %u on lcore %u\n", k, w.lcore);

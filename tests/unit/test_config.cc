@@ -1038,6 +1038,7 @@ health_sources: [ { name: s0, server_group: g0, policy: p }, { name: s1, server_
 composite_health_checks: [ { name: c0, sources: [s0], destination: l, dry_run: false } ]
 listeners: [ { name: l, server_groups: [g0, g1], failback_hold: 30s, when_all_unhealthy: drop } ]
 health_endpoint: { listen: "127.0.0.1:8081" }
+fleet: { node_name: gw-1, secret: 00112233445566778899AABBCCDDEEFF, secret_file: /etc/gwlb/fleet.key }
 )";
 
 // "a.b[2].c" -> {"a", "b", "[2]", "c"}.
@@ -1142,6 +1143,12 @@ const std::vector<BadValue>& badValues() {
       {"composite_health_checks", "{}", {"expected a list of composite health checks"}},
       {"listeners", "l", {"expected a list of listeners"}},
       {"health_endpoint", "[8081]", {"expected a map", "listen"}},
+      {"fleet", "gw-1", {"expected a map", "node_name"}},
+      {"fleet.node_name", "'gw 1'", {"not a valid node name"}},
+      {"fleet.secret", "0123456789abcdef", {"32 hexadecimal digits", "16 characters", "not shown"}},
+      {"fleet.secret", "ffeeddccbbaa99887766554433221100",
+       {"another key than node.flow_hash_secret", "values not shown"}},
+      {"fleet.secret_file", "etc/gwlb/fleet.key", {"not an absolute path"}},
       // node
       {"node.underlay_ip", "2001:db8::1", {"IPv6", "IPv4"}},
       {"node.underlay_ip", "02:00:00:00:00:01", {"is a MAC address", "IPv4"}},
@@ -1538,6 +1545,84 @@ TEST_F(FlowHashSecret, InlineDigitsAndFilesGiveTheSameKey) {
   n.flow_hash_secret = "";
   ASSERT_TRUE(loadFlowHashKey(n, b, configured, err));
   EXPECT_FALSE(configured);
+}
+
+// fleet.secret / fleet.secret_file key the flow hash (and the cookies) when
+// the config has a fleet section; every key source set must agree.
+TEST_F(FlowHashSecret, TheFleetSecretKeysTheFlowHashAndMustAgreeWithTheNodeKey) {
+  const std::string digits = "00112233445566778899aabbccddeeff";
+  Config c;
+  FlowHashKey k;
+  bool configured = true;
+  std::string err;
+  ASSERT_TRUE(loadHashKey(c, k, configured, err)) << err;
+  EXPECT_FALSE(configured) << "no key anywhere: gwlbd picks a random one";
+
+  c.node.flow_hash_secret = "ffeeddccbbaa99887766554433221100";
+  ASSERT_TRUE(loadHashKey(c, k, configured, err)) << err;
+  EXPECT_TRUE(configured);
+  EXPECT_EQ(k, (FlowHashKey{0xffeeddccbbaa9988ULL, 0x7766554433221100ULL})) << "no fleet: the node's";
+
+  c.fleet.configured = true;
+  c.fleet.node_name = "gw-1";
+  c.fleet.secret = digits;
+  err.clear();
+  EXPECT_FALSE(loadHashKey(c, k, configured, err));
+  EXPECT_NE(err.find("node.flow_hash_secret: holds another key than fleet.secret"), std::string::npos)
+      << err;
+  EXPECT_EQ(err.find(digits), std::string::npos) << "the secret is never shown";
+
+  c.node.flow_hash_secret = "";
+  ASSERT_TRUE(loadHashKey(c, k, configured, err)) << err;
+  EXPECT_EQ(k, (FlowHashKey{0x0011223344556677ULL, 0x8899aabbccddeeffULL}));
+
+  c.fleet.secret = "";
+  c.fleet.secret_file = write("fleet", digits + "\n", 0600);
+  FlowHashKey from_file;
+  ASSERT_TRUE(loadHashKey(c, from_file, configured, err)) << err;
+  EXPECT_EQ(from_file, k);
+  c.node.flow_hash_secret = digits;  // the same key twice is fine
+  ASSERT_TRUE(loadHashKey(c, from_file, configured, err)) << err;
+
+  c.fleet.secret = "ffeeddccbbaa99887766554433221100";  // the file says otherwise
+  err.clear();
+  EXPECT_FALSE(loadHashKey(c, k, configured, err));
+  EXPECT_NE(err.find("fleet.secret_file: holds another key than fleet.secret"), std::string::npos)
+      << err;
+  c.fleet.secret = "";
+  c.node.flow_hash_secret = "";
+  c.fleet.secret_file = write("loose", digits, 0644);
+  err.clear();
+  EXPECT_FALSE(loadHashKey(c, k, configured, err));
+  EXPECT_NE(err.find("fleet.secret_file: '" + c.fleet.secret_file + "' has mode 0644"),
+            std::string::npos)
+      << err;
+}
+
+// A fleet section needs a secret; without one the config says so.
+TEST(ConfigFleet, AFleetWithoutASecretIsRefused) {
+  const std::string base =
+      "node: { underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01 }\n"
+      "server_groups: [ { name: g, servers: [ { address: 10.0.0.1 } ] } ]\n";
+  Config c;
+  std::vector<ConfigError> errors;
+  EXPECT_TRUE(parseConfig(base, c, errors)) << formatErrors(errors);
+  EXPECT_FALSE(c.fleet.configured);
+  errors.clear();
+  EXPECT_FALSE(parseConfig(base + "fleet: { node_name: gw-1 }\n", c, errors));
+  ASSERT_EQ(errors.size(), 1u) << formatErrors(errors);
+  EXPECT_EQ(errors[0].path, "fleet.secret");
+  EXPECT_NE(errors[0].message.find("fleet.secret_file"), std::string::npos);
+  errors.clear();
+  EXPECT_FALSE(parseConfig(base + "fleet: { secret: 00112233445566778899aabbccddeeff }\n", c, errors));
+  ASSERT_EQ(errors.size(), 1u) << formatErrors(errors);
+  EXPECT_EQ(errors[0].path, "fleet.node_name");
+  errors.clear();
+  EXPECT_TRUE(parseConfig(base + "fleet: { node_name: gw-1, secret: 00112233445566778899aabbccddeeff }\n",
+                          c, errors))
+      << formatErrors(errors);
+  EXPECT_TRUE(c.fleet.configured);
+  EXPECT_EQ(c.fleet.node_name, "gw-1");
 }
 
 TEST_F(FlowHashSecret, UnsafeOrBadFilesAreRefusedWithWhatToChange) {

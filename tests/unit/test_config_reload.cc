@@ -64,6 +64,10 @@ const std::vector<Change>& restartChanges() {
       {"control.socket_group", [](Config& c) { c.control.socket_group = "adm"; }, {"control"}},
       {"metrics.listen", [](Config& c) { c.metrics.listen = "127.0.0.1:9200"; }, {"metrics"}},
       {"health_endpoint.listen", [](Config& c) { c.health_endpoint.listen = ""; }, {"health_endpoint"}},
+      // The fleet secret keys the flow hash: a new one would strand every flow.
+      {"fleet.node_name", [](Config& c) { c.fleet.node_name = "gw-2"; }, {"fleet"}},
+      {"fleet.secret", [](Config& c) { c.fleet.secret = std::string(32, 'e'); }, {"fleet"}},
+      {"fleet.secret_file", [](Config& c) { c.fleet.secret_file = "/etc/gwlb/k"; }, {"fleet"}},
       // gwlbd sets its log level at start only: a reload used to apply
       // nothing and say nothing about it.
       {"log_level", [](Config& c) { c.log_level = "debug"; }, {"log_level"}},
@@ -85,7 +89,8 @@ TEST(ConfigReload, RestartNeededNamesEveryRestartKey) {
   EXPECT_EQ(restartNeeded(run, next),
             (std::vector<std::string>{"node.underlay_port", "node.flow_hash_secret", "node.exception_path",
                                       "dataplane", "eal",
-                                      "log_level", "control", "metrics", "health_endpoint"}));
+                                      "log_level", "control", "metrics", "health_endpoint",
+                                      "fleet"}));
   EXPECT_TRUE(restartNeeded(run, run).empty());
 }
 
