@@ -33,8 +33,6 @@ SECRET = "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
 SCENARIOS = {
     "failed-rebalance-2": (2, "rebalance", ["at: 4s, server: %s, health: unhealthy" % ev.S,
                                             "at: 8s, server: %s, health: healthy" % ev.S]),
-    "failed-rebalance-4": (4, "rebalance", ["at: 4s, server: %s, health: unhealthy" % ev.S,
-                                            "at: 8s, server: %s, health: healthy" % ev.S]),
     "removed-readded-3": (3, "rebalance", ["at: 4s, server: %s, remove: true" % ev.S,
                                            "at: 9s, server: %s, add: fw" % ev.S]),
     "no-rebalance-weight-4": (4, "no_rebalance", ["at: 3s, server: %s, health: unhealthy" % ev.S,
