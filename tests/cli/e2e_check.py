@@ -244,7 +244,12 @@ def t_paging():
             break
         assert pages < 1000, "paging does not end"
     assert len(seen) == len(set(seen)), "a flow was visited twice"
-    assert set(seen) == {key(f) for f in ALL}, "paging missed flows"
+    # Flows do not expire here (idle timeouts 6000 s) but fragment entries do,
+    # 30 s after their datagram: on a slow machine some may be gone by now.
+    # Every flow must be visited; fragment entries only if still there.
+    want_flows = {key(f) for f in ALL if f["kind"] == "flow"}
+    assert want_flows <= set(seen), f"paging missed flows: {list(want_flows - set(seen))[:3]}"
+    assert set(seen) <= {key(f) for f in ALL}, f"paging invented entries: {list(set(seen) - {key(f) for f in ALL})[:3]}"
     assert pages >= len(ALL) // 7, pages
     out = run("flows", "--limit", "7", "--proto", "tcp", record=True).stdout
     assert "more: gwlbctl flows --proto tcp --limit 7 --cursor " in out, out
