@@ -204,7 +204,10 @@ def t_health():
 
 def t_count():
     c = js("flows", "--count")
-    assert c["count"] > 0 and c["count"] == len(ALL), (c, len(ALL))
+    # Fragment entries may have expired since ALL was taken (30 s after their
+    # datagram; a slow sanitized run gets there): flows may not.
+    n_flows = len([f for f in ALL if f["kind"] == "flow"])
+    assert c["count"] > 0 and n_flows <= c["count"] <= len(ALL), (c, n_flows, len(ALL))
     assert len({key(f) for f in ALL}) == len(ALL), "a flow listed twice"
     run("flows", "--count", record=True)
 
@@ -226,8 +229,12 @@ def t_filters():
         got = {key(f) for f in js("flows", "--all", *argv)["flows"]}
         want = {key(f) for f in ALL if pred(f)}
         assert 0 < len(want) < len(ALL), f"{argv}: filter selects {len(want)} of {len(ALL)}: not a useful case"
-        assert got == want, f"{argv}: {len(got)} listed, {len(want)} expected; extra {list(got - want)[:3]}, missing {list(want - got)[:3]}"
-        assert js("flows", "--count", *argv)["count"] == len(want), argv
+        # Every matching flow, no entry that does not match; fragment entries
+        # only while they last (see t_count).
+        must = {key(f) for f in ALL if pred(f) and f["kind"] == "flow"}
+        assert must <= got <= want, f"{argv}: {len(got)} listed, {len(want)} expected; extra {list(got - want)[:3]}, missing {list(must - got)[:3]}"
+        n = js("flows", "--count", *argv)["count"]
+        assert len(must) <= n <= len(want), (argv, n, len(must), len(want))
     assert 0 < len([f for f in ALL if f["proto"] == "udp"]) < len(ALL)
     run("flows", "--server", "192.0.2.11", "--proto", "udp", record=True)
 
@@ -244,7 +251,12 @@ def t_paging():
             break
         assert pages < 1000, "paging does not end"
     assert len(seen) == len(set(seen)), "a flow was visited twice"
-    assert set(seen) == {key(f) for f in ALL}, "paging missed flows"
+    # Flows do not expire here (idle timeouts 6000 s) but fragment entries do,
+    # 30 s after their datagram: on a slow machine some may be gone by now.
+    # Every flow must be visited; fragment entries only if still there.
+    want_flows = {key(f) for f in ALL if f["kind"] == "flow"}
+    assert want_flows <= set(seen), f"paging missed flows: {list(want_flows - set(seen))[:3]}"
+    assert set(seen) <= {key(f) for f in ALL}, f"paging invented entries: {list(set(seen) - {key(f) for f in ALL})[:3]}"
     assert pages >= len(ALL) // 7, pages
     out = run("flows", "--limit", "7", "--proto", "tcp", record=True).stdout
     assert "more: gwlbctl flows --proto tcp --limit 7 --cursor " in out, out
