@@ -9,6 +9,7 @@
 #include "common/arp.h"
 #include "common/checksum.h"
 #include "common/flow_key.h"
+#include "tests/unit/tuples.h"
 #include "common/icmp_error.h"
 #include "common/packet_parser.h"
 
@@ -26,12 +27,7 @@ L4Tuple tuple(const char* s, uint16_t sp, const char* d, uint16_t dp, uint8_t pr
   return t;
 }
 
-L4Tuple reversed(const L4Tuple& t) {
-  L4Tuple r = t;
-  std::swap(r.src, r.dst);
-  std::swap(r.sport, r.dport);
-  return r;
-}
+using gwlb::testing::reversed;
 
 }  // namespace
 
@@ -46,7 +42,9 @@ TEST(FlowKey, BothDirectionsGiveTheSameKeyAndHashButOppositeDirections) {
       KeyedPacket b = makeFlowKey(reversed(t), mode, 0);
       EXPECT_TRUE(a.key == b.key);
       EXPECT_EQ(flowHash(a.key), flowHash(b.key));
-      if (mode == StickinessMode::kFiveTuple) EXPECT_NE(a.dir, b.dir);
+      if (mode == StickinessMode::kFiveTuple) {
+        EXPECT_NE(a.dir, b.dir);
+      }
     }
   }
 }

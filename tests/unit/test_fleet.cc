@@ -15,6 +15,7 @@
 
 #include "common/flow_cookie.h"
 #include "common/flow_key.h"
+#include "tests/unit/tuples.h"
 #include "control/snapshot_builder.h"
 
 namespace gwlb::ctl {
@@ -97,12 +98,7 @@ L4Tuple randomTuple(std::mt19937_64& rng) {
   return t;
 }
 
-L4Tuple reversed(const L4Tuple& t) {
-  L4Tuple r = t;
-  std::swap(r.src, r.dst);
-  std::swap(r.sport, r.dport);
-  return r;
-}
+using gwlb::testing::reversed;
 
 class Fleet1 : public ::testing::Test {
  protected:
