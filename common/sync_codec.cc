@@ -1,0 +1,316 @@
+#include "common/sync_codec.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+
+namespace gwlb::sync {
+namespace {
+
+constexpr char kKeyLabel[] = "gwlb flow sync v1";
+
+void put16(uint8_t* p, uint16_t v) {
+  p[0] = uint8_t(v);
+  p[1] = uint8_t(v >> 8);
+}
+void put32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = uint8_t(v >> (8 * i));
+}
+void put64(uint8_t* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = uint8_t(v >> (8 * i));
+}
+uint16_t get16(const uint8_t* p) { return uint16_t(p[0] | p[1] << 8); }
+uint32_t get32(const uint8_t* p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = v << 8 | p[i];
+  return v;
+}
+uint64_t get64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = v << 8 | p[i];
+  return v;
+}
+
+struct MdCtxFree {
+  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
+};
+using MdCtx = std::unique_ptr<EVP_MD_CTX, MdCtxFree>;
+
+// SHA-256 of two pieces; false when OpenSSL fails.
+bool sha256(const uint8_t* a, size_t an, const uint8_t* b, size_t bn, uint8_t out[32]) {
+  MdCtx c(EVP_MD_CTX_new());
+  unsigned len = 0;
+  return c && EVP_DigestInit_ex(c.get(), EVP_sha256(), nullptr) == 1 &&
+         EVP_DigestUpdate(c.get(), a, an) == 1 && (bn == 0 || EVP_DigestUpdate(c.get(), b, bn) == 1) &&
+         EVP_DigestFinal_ex(c.get(), out, &len) == 1 && len == 32;
+}
+
+// Plain HMAC-SHA256 (RFC 2104) with a key of at most 64 bytes.
+bool hmac(const uint8_t* key, size_t key_len, const uint8_t* msg, size_t len, uint8_t out[32]) {
+  uint8_t ipad[64] = {}, opad[64] = {}, inner[32];
+  std::memcpy(ipad, key, key_len);
+  std::memcpy(opad, key, key_len);
+  for (int i = 0; i < 64; ++i) ipad[i] ^= 0x36, opad[i] ^= 0x5c;
+  return sha256(ipad, 64, msg, len, inner) && sha256(opad, 64, inner, 32, out);
+}
+
+void putKey(uint8_t* p, const FlowKey& k) {
+  std::memcpy(p, k.a, 16);
+  std::memcpy(p + 16, k.b, 16);
+  put16(p + 32, k.port_a);
+  put16(p + 34, k.port_b);
+  p[36] = k.proto;
+  p[37] = k.family;
+  p[38] = k.listener;
+  p[39] = uint8_t(k.kind);
+}
+
+void getKey(const uint8_t* p, FlowKey& k) {
+  std::memset(&k, 0, sizeof k);
+  std::memcpy(k.a, p, 16);
+  std::memcpy(k.b, p + 16, 16);
+  k.port_a = get16(p + 32);
+  k.port_b = get16(p + 34);
+  k.proto = p[36];
+  k.family = p[37];
+  k.listener = p[38];
+  k.kind = KeyKind(p[39]);
+}
+
+void putRecord(uint8_t* p, const Record& r) {
+  putKey(p, r.key);
+  put32(p + 40, r.flow_hash);
+  put32(p + 44, r.appliance);
+  put32(p + 48, r.cookie);
+  put32(p + 52, r.prev_appliance);
+  put32(p + 56, r.prev_cookie);
+  put16(p + 60, r.moves);
+  p[62] = r.move_reason;
+  p[63] = r.first_dir;
+  p[64] = uint8_t(r.kind);
+  p[65] = 0;
+  put32(p + 66, r.idle_for_ms);
+  put32(p + 70, r.age_ms);
+  put16(p + 74, 0);
+}
+
+bool zero(const uint8_t* p, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (p[i]) return false;
+  return true;
+}
+
+// A record as a flow record of a known kind, or false.
+bool getRecord(const uint8_t* p, Record& r) {
+  getKey(p, r.key);
+  if (p[39] != uint8_t(KeyKind::kFlow)) return false;  // fragment entries are never synced
+  if (r.key.family == 4) {
+    if (!zero(p + 4, 12) || !zero(p + 20, 12)) return false;
+  } else if (r.key.family != 6) {
+    return false;
+  }
+  r.flow_hash = get32(p + 40);
+  r.appliance = get32(p + 44);
+  r.cookie = get32(p + 48);
+  r.prev_appliance = get32(p + 52);
+  r.prev_cookie = get32(p + 56);
+  r.moves = get16(p + 60);
+  r.move_reason = p[62];
+  r.first_dir = p[63];
+  r.kind = RecordKind(p[64]);
+  r.idle_for_ms = get32(p + 66);
+  r.age_ms = get32(p + 70);
+  if (p[64] < uint8_t(RecordKind::kNew) || p[64] > uint8_t(RecordKind::kTransfer)) return false;
+  if (r.first_dir > 1 || p[65] != 0 || get16(p + 74) != 0) return false;
+  return r.appliance != 0 && r.cookie != 0;
+}
+
+size_t bodySize(MsgType t, size_t count) {
+  switch (t) {
+    case MsgType::kRecords:
+    case MsgType::kTransfer: return count * kRecordSize;
+    case MsgType::kWarmEnd: return kWarmEndBody;
+    case MsgType::kWarmRequest: return 0;
+  }
+  return 0;
+}
+
+bool knownType(uint8_t t) { return t >= 1 && t <= 4; }
+
+}  // namespace
+
+const char* toString(RecordKind k) {
+  switch (k) {
+    case RecordKind::kNew: return "new";
+    case RecordKind::kChanged: return "changed";
+    case RecordKind::kRefresh: return "refresh";
+    case RecordKind::kTransfer: return "transfer";
+  }
+  return "?";
+}
+
+const char* toString(Status s) {
+  switch (s) {
+    case Status::kOk: return "ok";
+    case Status::kMalformed: return "malformed";
+    case Status::kAuthFailed: return "auth_failed";
+  }
+  return "?";
+}
+
+const char* toString(ReplayWindow::Verdict v) {
+  switch (v) {
+    case ReplayWindow::Verdict::kOk: return "ok";
+    case ReplayWindow::Verdict::kReplayed: return "replayed";
+    case ReplayWindow::Verdict::kStale: return "stale";
+  }
+  return "?";
+}
+
+SyncKey::SyncKey(const uint8_t secret[16]) {
+  uint8_t k[32];
+  if (!hmac(secret, 16, reinterpret_cast<const uint8_t*>(kKeyLabel), sizeof kKeyLabel - 1, k))
+    throw std::runtime_error("fleet sync: OpenSSL SHA-256 failed");
+  uint8_t ipad[64], opad[64];
+  std::memset(ipad, 0x36, 64);
+  std::memset(opad, 0x5c, 64);
+  for (int i = 0; i < 32; ++i) ipad[i] ^= k[i], opad[i] ^= k[i];
+  // The states after the padded key's block, copied for every message.
+  auto prepared = [](const uint8_t* pad) {
+    std::shared_ptr<EVP_MD_CTX> c(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+    if (!c || EVP_DigestInit_ex(c.get(), EVP_sha256(), nullptr) != 1 ||
+        EVP_DigestUpdate(c.get(), pad, 64) != 1)
+      throw std::runtime_error("fleet sync: OpenSSL SHA-256 failed");
+    return c;
+  };
+  inner_ = prepared(ipad);
+  outer_ = prepared(opad);
+}
+
+SyncKey SyncKey::fromHashKey(uint64_t k0, uint64_t k1) {
+  uint8_t s[16];
+  for (int i = 0; i < 8; ++i) {
+    s[i] = uint8_t(k0 >> (56 - 8 * i));
+    s[8 + i] = uint8_t(k1 >> (56 - 8 * i));
+  }
+  return SyncKey(s);
+}
+
+std::array<uint8_t, kMacSize> SyncKey::mac(const uint8_t* data, size_t len) const {
+  std::array<uint8_t, kMacSize> out{};
+  if (!inner_) return out;
+  // One scratch context per thread, reused (no allocation per message).
+  thread_local MdCtx work(EVP_MD_CTX_new());
+  uint8_t inner[32], full[32];
+  unsigned n = 0;
+  // A failure leaves the MAC all zero: it then matches nothing we sent.
+  if (work && EVP_MD_CTX_copy_ex(work.get(), inner_.get()) == 1 &&
+      EVP_DigestUpdate(work.get(), data, len) == 1 &&
+      EVP_DigestFinal_ex(work.get(), inner, &n) == 1 &&
+      EVP_MD_CTX_copy_ex(work.get(), outer_.get()) == 1 &&
+      EVP_DigestUpdate(work.get(), inner, 32) == 1 &&
+      EVP_DigestFinal_ex(work.get(), full, &n) == 1)
+    std::memcpy(out.data(), full, kMacSize);
+  return out;
+}
+
+uint64_t nodeId(const std::string& node_name) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : node_name) h = (h ^ c) * 0x100000001b3ULL;
+  return h;
+}
+
+size_t encode(const SyncKey& key, Header h, const Record* recs, size_t n, uint8_t* out, size_t cap,
+              uint64_t end_total) {
+  bool has_records = h.type == MsgType::kRecords || h.type == MsgType::kTransfer;
+  if (!has_records) n = 0;
+  if (n > kMaxRecords) return 0;
+  size_t body = bodySize(h.type, n);
+  size_t total = kHeaderSize + body + kMacSize;
+  if (total > cap) return 0;
+  h.count = uint16_t(n);
+  put32(out, kMagic);
+  out[4] = kVersion;
+  out[5] = uint8_t(h.type);
+  put16(out + 6, h.count);
+  put64(out + 8, h.node);
+  put64(out + 16, h.epoch);
+  put64(out + 24, h.seq);
+  put64(out + 32, h.time_ms);
+  put64(out + 40, h.nonce);
+  uint8_t* p = out + kHeaderSize;
+  for (size_t i = 0; i < n; ++i, p += kRecordSize) putRecord(p, recs[i]);
+  if (h.type == MsgType::kWarmEnd) put64(p, end_total), p += kWarmEndBody;
+  auto m = key.mac(out, size_t(p - out));
+  std::memcpy(p, m.data(), kMacSize);
+  return total;
+}
+
+Status decode(const SyncKey& key, const uint8_t* d, size_t len, Header& h, Record* recs,
+              uint64_t* end_total) {
+  if (len < kHeaderSize + kMacSize || len > kMaxMessage) return Status::kMalformed;
+  if (get32(d) != kMagic || d[4] != kVersion || !knownType(d[5])) return Status::kMalformed;
+  h.type = MsgType(d[5]);
+  h.count = get16(d + 6);
+  bool has_records = h.type == MsgType::kRecords || h.type == MsgType::kTransfer;
+  if (h.count > kMaxRecords || (!has_records && h.count != 0)) return Status::kMalformed;
+  size_t body = bodySize(h.type, h.count);
+  if (len != kHeaderSize + body + kMacSize) return Status::kMalformed;
+  auto m = key.mac(d, kHeaderSize + body);
+  if (CRYPTO_memcmp(m.data(), d + kHeaderSize + body, kMacSize) != 0) return Status::kAuthFailed;
+  h.node = get64(d + 8);
+  h.epoch = get64(d + 16);
+  h.seq = get64(d + 24);
+  h.time_ms = get64(d + 32);
+  h.nonce = get64(d + 40);
+  const uint8_t* p = d + kHeaderSize;
+  for (size_t i = 0; i < h.count; ++i, p += kRecordSize)
+    if (!getRecord(p, recs[i])) return Status::kMalformed;
+  if (h.type == MsgType::kWarmEnd && end_total) *end_total = get64(p);
+  return Status::kOk;
+}
+
+ReplayWindow::Verdict ReplayWindow::check(const Header& h, uint64_t now_ms) const {
+  int64_t skew = int64_t(h.time_ms - now_ms);
+  if (skew > kMaxClockSkewMs || skew < -kMaxClockSkewMs) return Verdict::kStale;
+  if (h.seq == 0) return Verdict::kReplayed;  // senders count from 1
+  if (!have_) return Verdict::kOk;
+  if (h.epoch != epoch_) {
+    for (size_t i = 0; i < n_retired_; ++i)
+      if (retired_[i] == h.epoch) return Verdict::kReplayed;
+    // Another epoch older than what we have: a replay from before a restart.
+    return h.time_ms >= newest_ms_ ? Verdict::kOk : Verdict::kReplayed;
+  }
+  if (h.seq > top_) return Verdict::kOk;
+  uint64_t back = top_ - h.seq;
+  if (back >= 64) return Verdict::kReplayed;
+  return (bits_ >> back) & 1 ? Verdict::kReplayed : Verdict::kOk;
+}
+
+void ReplayWindow::accept(const Header& h) {
+  if (!have_ || h.epoch != epoch_) {
+    if (have_) {
+      retired_[next_retired_++ % kRetired] = epoch_;
+      if (n_retired_ < kRetired) ++n_retired_;
+    }
+    have_ = true;
+    epoch_ = h.epoch;
+    top_ = h.seq;
+    bits_ = 1;
+    newest_ms_ = h.time_ms;
+    return;
+  }
+  if (h.seq > top_) {
+    uint64_t shift = h.seq - top_;
+    bits_ = shift >= 64 ? 1 : (bits_ << shift) | 1;
+    top_ = h.seq;
+  } else {
+    bits_ |= 1ULL << (top_ - h.seq);
+  }
+  if (h.time_ms > newest_ms_) newest_ms_ = h.time_ms;
+}
+
+}  // namespace gwlb::sync

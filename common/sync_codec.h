@@ -1,0 +1,153 @@
+// The flow state sync wire format between the gateways of a fleet
+// (docs/fleet.md "Flow state sync"). Pure code: no DPDK, no Asio; OpenSSL
+// for HMAC-SHA256. Thread: any (a SyncKey is read-only once made).
+//
+// One message (a UDP datagram of at most kMaxDatagram bytes, or one
+// length-prefixed frame of the warm-start TCP stream), little endian:
+//
+//   0      4   5    6     8          16          24       32         40       48
+//   +------+---+----+-----+----------+-----------+--------+----------+--------+
+//   |magic |ver|type|count| node id  |   epoch   |  seq   | time ms  | nonce  |
+//   +------+---+----+-----+----------+-----------+--------+----------+--------+
+//   | body: count records of kRecordSize bytes (kRecords, kTransfer),         |
+//   |       8-byte total (kWarmEnd), nothing (kWarmRequest)                   |
+//   +-------------------------------------------------------------------------+
+//   | HMAC-SHA256 over everything before it, truncated to 16 bytes            |
+//   +-------------------------------------------------------------------------+
+//
+// node id: a 64-bit hash of the sender's fleet.node_name; epoch: a random
+// value the sender draws at start; seq: the sender's message counter in that
+// epoch (from 1); time: the sender's Unix time in ms; nonce: 0, or on the
+// warm-start stream the requester's nonce (binds the stream to the request).
+// The MAC key is HMAC-SHA256(fleet secret, "gwlb flow sync v1").
+//
+// One record (kRecordSize = 76 bytes): the canonical FlowKey (40 bytes as
+// common/flow_key.h lays it out, ports little endian), flow hash, appliance
+// IPv4, cookie, previous appliance IPv4, previous cookie (0, 0 when never
+// moved), moves, move reason, first direction, record kind, 1 reserved byte
+// (0), idle for (ms), age (ms), 4 reserved bytes (0).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/flow_key.h"
+
+struct evp_md_ctx_st;  // OpenSSL's EVP_MD_CTX
+
+namespace gwlb::sync {
+
+inline constexpr uint32_t kMagic = 0x53464C47;  // "GLFS" read little endian
+inline constexpr uint8_t kVersion = 1;
+inline constexpr size_t kHeaderSize = 48;
+inline constexpr size_t kMacSize = 16;
+inline constexpr size_t kRecordSize = 76;
+inline constexpr size_t kMaxDatagram = 1400;
+inline constexpr size_t kMaxRecords = (kMaxDatagram - kHeaderSize - kMacSize) / kRecordSize;  // 17
+inline constexpr size_t kMaxMessage = kHeaderSize + kMaxRecords * kRecordSize + kMacSize;
+inline constexpr size_t kWarmEndBody = 8;
+// Messages whose sender time is further than this from ours are stale.
+inline constexpr int64_t kMaxClockSkewMs = 30'000;
+
+enum class MsgType : uint8_t { kRecords = 1, kWarmRequest = 2, kTransfer = 3, kWarmEnd = 4 };
+// Why a record was sent.
+enum class RecordKind : uint8_t { kNew = 1, kChanged = 2, kRefresh = 3, kTransfer = 4 };
+const char* toString(RecordKind k);
+
+struct Header {
+  MsgType type = MsgType::kRecords;
+  uint16_t count = 0;
+  uint64_t node = 0;
+  uint64_t epoch = 0;
+  uint64_t seq = 0;
+  uint64_t time_ms = 0;
+  uint64_t nonce = 0;
+};
+
+struct Record {
+  FlowKey key{};
+  uint32_t flow_hash = 0;
+  uint32_t appliance = 0;       // IPv4, host order
+  uint32_t cookie = 0;
+  uint32_t prev_appliance = 0;  // where the last move came from (0: never moved)
+  uint32_t prev_cookie = 0;
+  uint16_t moves = 0;
+  uint8_t move_reason = 0;      // dp::MoveReason
+  uint8_t first_dir = 0;
+  RecordKind kind = RecordKind::kNew;
+  uint32_t idle_for_ms = 0;     // since the sender last saw a packet of the flow
+  uint32_t age_ms = 0;          // since the flow was created
+};
+
+// The MAC key, derived from the 128-bit fleet secret (its 32 hex digits'
+// bytes, first digit first). Holds the HMAC's precomputed inner and outer
+// states, so a message costs two SHA-256 runs over its bytes plus two blocks.
+class SyncKey {
+ public:
+  SyncKey() = default;
+  // Throws std::runtime_error when OpenSSL cannot hash (start-up only).
+  explicit SyncKey(const uint8_t secret[16]);
+  static SyncKey fromHashKey(uint64_t k0, uint64_t k1);
+  // HMAC-SHA256 of data under the derived key, truncated to 16 bytes.
+  std::array<uint8_t, kMacSize> mac(const uint8_t* data, size_t len) const;
+  bool valid() const { return inner_ != nullptr; }
+
+ private:
+  // SHA-256 states after (derived key ^ 0x36) and (derived key ^ 0x5c).
+  std::shared_ptr<evp_md_ctx_st> inner_, outer_;
+};
+
+// 64-bit FNV-1a of the node name: the header's node id.
+uint64_t nodeId(const std::string& node_name);
+
+// Writes one message (header, body, MAC) to out[0..cap); returns its size,
+// or 0 when it does not fit or count > kMaxRecords. For kWarmEnd, `end_total`
+// is the body; kWarmRequest has none. h.count is set from n.
+size_t encode(const SyncKey& key, Header h, const Record* recs, size_t n, uint8_t* out,
+              size_t cap, uint64_t end_total = 0);
+
+enum class Status : uint8_t { kOk, kMalformed, kAuthFailed };
+const char* toString(Status s);
+
+// Checks and decodes one message. kMalformed: wrong length for its count or
+// type, bad magic, version or type, a record that is not a flow record of a
+// known kind (fragment key, family not 4/6, nonzero reserved bytes); checked
+// before the MAC only where the length is concerned, so an attacker learns
+// nothing from which. kAuthFailed: the MAC does not match. Records are
+// written to recs[0..h.count) (room for kMaxRecords); `end_total` gets a
+// kWarmEnd's total. Never reads outside d[0..len).
+Status decode(const SyncKey& key, const uint8_t* d, size_t len, Header& h, Record* recs,
+              uint64_t* end_total = nullptr);
+
+// Per sender: which (epoch, seq) were accepted, to reject replays.
+// A sliding window of 64 sequence numbers below the highest seen in the
+// current epoch; a new epoch replaces the current one only when its message
+// time is not older than the newest accepted in the current epoch (a restart
+// draws a new epoch and its clock goes on); the epochs it replaced are kept
+// (the last kRetired) and rejected for good.
+class ReplayWindow {
+ public:
+  static constexpr size_t kRetired = 8;
+  enum class Verdict : uint8_t { kOk, kReplayed, kStale };
+  // Whether a message may be accepted at our Unix time now_ms. Does not
+  // change the window: call accept() once the MAC has been checked too.
+  Verdict check(const Header& h, uint64_t now_ms) const;
+  void accept(const Header& h);
+  uint64_t epoch() const { return epoch_; }
+  uint64_t highest() const { return top_; }
+
+ private:
+  bool have_ = false;
+  uint64_t epoch_ = 0;
+  uint64_t top_ = 0;
+  uint64_t bits_ = 0;  // bit i: top_ - i was accepted
+  uint64_t newest_ms_ = 0;
+  std::array<uint64_t, kRetired> retired_{};
+  size_t n_retired_ = 0, next_retired_ = 0;
+};
+const char* toString(ReplayWindow::Verdict v);
+
+}  // namespace gwlb::sync
