@@ -421,6 +421,65 @@ def neigh():
     out["ns_unicast_probe_short_room"] = b"\x00" + b(f["ns_unicast_probe"])
     return out
 
+# ---------------------------------------------------------------- sync
+SYNC_SECRET = bytes.fromhex("00112233445566778899aabbccddeeff")  # fuzz_sync.cc's key
+
+
+def sync_msg(typ, records=(), body=b"", node=0x1122, epoch=7, seq=1, time_ms=1700000000000,
+             nonce=0, count=None, magic=0x53464C47, version=1, sign=True, secret=SYNC_SECRET):
+    """One flow sync message as common/sync_codec.h lays it out."""
+    import hashlib
+    import hmac
+    recs = b"".join(records)
+    n = len(records) if count is None else count
+    msg = struct.pack("<IBBHQQQQQ", magic, version, typ, n, node, epoch, seq, time_ms, nonce) + recs + body
+    key = hmac.new(secret, b"gwlb flow sync v1", hashlib.sha256).digest()
+    mac = hmac.new(key, msg, hashlib.sha256).digest()[:16] if sign else b"\0" * 16
+    return msg + mac
+
+
+def sync_rec(a=b"\x0a\0\0\x07", bb=b"\xc0\0\x02\x09", pa=40000, pb=443, proto=6, family=4,
+             listener=0, kkind=0, flow_hash=0x12345678, appliance=0x0a000001, cookie=0xdeadbeef,
+             prev=0, prev_cookie=0, moves=0, reason=0, first_dir=0, kind=1, idle=1000, age=5000,
+             res1=0, res2=0):
+    key = a.ljust(16, b"\0") + bb.ljust(16, b"\0") + struct.pack("<HHBBBB", pa, pb, proto, family,
+                                                                 listener, kkind)
+    return key + struct.pack("<IIIIIHBBBBIIH", flow_hash, appliance, cookie, prev, prev_cookie,
+                             moves, reason, first_dir, kind, res1, idle, age, res2)
+
+
+def sync():
+    """Flow sync datagrams and warm-start frames (fuzz_sync.cc)."""
+    out = {}
+    v6 = sync_rec(a=bytes.fromhex("20010db8000100000000000000000007"),
+                  bb=bytes.fromhex("20010db8000200000000000000000009"), family=6, proto=17)
+    out["records_one"] = sync_msg(1, [sync_rec()])
+    out["records_full"] = sync_msg(1, [sync_rec(pa=40000 + i, kind=1 + i % 4) for i in range(17)])
+    out["records_empty"] = sync_msg(1, [])
+    out["records_v6_moved"] = sync_msg(1, [v6, sync_rec(kind=2, prev=0x0a000002, prev_cookie=7, moves=1,
+                                                       reason=1)])
+    out["transfer_nonce"] = sync_msg(3, [sync_rec(kind=4)] * 3, nonce=0xfeedface)
+    out["warm_request"] = sync_msg(2, nonce=0x0102030405060708)
+    out["warm_end"] = sync_msg(4, body=struct.pack("<Q", 123456), nonce=9)
+    out["bad_mac"] = sync_msg(1, [sync_rec()], sign=False)
+    out["other_secret"] = sync_msg(1, [sync_rec()], secret=b"\x01" * 16)
+    out["bad_magic"] = sync_msg(1, [sync_rec()], magic=0x12345678)
+    out["bad_version"] = sync_msg(1, [sync_rec()], version=2)
+    out["bad_type"] = sync_msg(9, [sync_rec()])
+    out["count_lies"] = sync_msg(1, [sync_rec()], count=2)
+    out["count_18"] = sync_msg(1, [sync_rec()] * 18)
+    out["request_with_count"] = sync_msg(2, count=1)
+    out["fragment_key"] = sync_msg(1, [sync_rec(kkind=1)])
+    out["family_5"] = sync_msg(1, [sync_rec(family=5)])
+    out["v4_key_junk"] = sync_msg(1, [sync_rec(a=b"\x0a\0\0\x07" + b"\x01")])
+    out["kind_0"] = sync_msg(1, [sync_rec(kind=0)])
+    out["reserved_set"] = sync_msg(1, [sync_rec(res1=1), sync_rec(res2=1)])
+    out["no_appliance"] = sync_msg(1, [sync_rec(appliance=0)])
+    out["seq_0"] = sync_msg(1, [sync_rec()], seq=0)
+    out["truncated_header"] = sync_msg(1, [sync_rec()])[:40]
+    out["truncated_record"] = sync_msg(1, [sync_rec()])[:100]
+    return out
+
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
@@ -429,7 +488,8 @@ def main():
     ap.add_argument("--check", action="store_true", help="compare with --out instead of writing")
     args = ap.parse_args()
     sets = {"frame": frames(), "geneve": genev(), "icmp": icmpc(), "config": configs(),
-            "api": api(), "http": http(), "http_request": http_request(), "neigh": neigh()}
+            "api": api(), "http": http(), "http_request": http_request(), "neigh": neigh(),
+            "sync": sync()}
     bad = 0
     total = 0
     for target, files in sets.items():
