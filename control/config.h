@@ -190,6 +190,14 @@ struct FleetConfig {
   // that is set must hold the same key. Needs a restart to change.
   std::string secret;
   std::string secret_file;
+  // Flow state sync (docs/fleet.md "Flow state sync"). sync_listen: this
+  // node's sync address, "ip:port" (UDP for records, TCP for warm start);
+  // "" = no sync. peers: the other nodes' sync addresses (0..64, unique,
+  // needs sync_listen). warm_start_timeout_s: how long a starting node waits
+  // for a peer's table before it goes on without (1..600).
+  std::string sync_listen;
+  std::vector<std::string> peers;
+  uint32_t warm_start_timeout_s = 10;
 };
 
 // Server ids are shared by all groups; this bounds per-worker per-server counters.

@@ -158,6 +158,14 @@ class Cross {
       }
       return out.size() == 32 ? out : std::string();
     };
+    // Flow sync: peers need a local address, and are not that address.
+    if (!f.peers.empty() && f.sync_listen.empty())
+      add("fleet.sync_listen", "is required when fleet.peers is set: the address this node "
+                               "receives flow records on (peers send theirs there)");
+    for (size_t i = 0; i < f.peers.size(); ++i)
+      if (!f.sync_listen.empty() && f.peers[i] == f.sync_listen)
+        add("fleet.peers[" + std::to_string(i) + "]",
+            quote(f.peers[i]) + " is this node's own fleet.sync_listen");
     const std::string fs = digits(f.secret), ns = digits(c.node.flow_hash_secret);
     if (!fs.empty() && !ns.empty() && fs != ns)
       add("fleet.secret", "holds another key than node.flow_hash_secret (values not shown); the "

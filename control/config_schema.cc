@@ -50,6 +50,8 @@ constexpr Range kServersList{1, kMaxServers};
 constexpr Range kPortsList{0, kMaxPortEntries};
 constexpr Range kIpv6List{0, kMaxIpv6Addresses};
 constexpr Range kNamesList{0, kMaxRegionItems};
+constexpr Range kSyncPeersList{0, 64};
+constexpr Range kWarmStartRange{1, 600};
 
 // ---------------------------------------------------------------------------
 // Enums: each grammar once (when_all_unhealthy serves groups and listeners).
@@ -152,6 +154,23 @@ void checkNodeName(const void* v, const std::string& path, Report& r) {
   const std::string& n = as<std::string>(v);
   if (!validName(n))
     r.add(path, quote(n) + " is not a valid node name; use 1..63 characters from A-Z a-z 0-9 _ . -");
+}
+
+void checkListen(const std::string& s, const std::string& path, const char* example, Report& r);
+
+// fleet.sync_listen and every fleet.peers entry: ip:port, port not 0.
+void checkSyncListen(const void* v, const std::string& path, Report& r) {
+  checkListen(as<std::string>(v), path, "10.0.0.1:7946 or [2001:db8::1]:7946", r);
+}
+void checkSyncPeers(const void* v, const std::string& path, Report& r) {
+  const auto& peers = as<std::vector<std::string>>(v);
+  for (size_t i = 0; i < peers.size(); ++i) {
+    std::string at = path + "[" + std::to_string(i) + "]";
+    if (peers[i].empty()) r.add(at, "is empty; use address:port, e.g. 10.0.0.2:7946");
+    else checkListen(peers[i], at, "10.0.0.2:7946 or [2001:db8::2]:7946", r);
+    for (size_t j = 0; j < i; ++j)
+      if (peers[j] == peers[i]) r.add(at, quote(peers[i]) + " is listed twice");
+  }
 }
 
 void fleetBegin(void* obj) { static_cast<FleetConfig*>(obj)->configured = true; }
@@ -646,6 +665,22 @@ const Key kFleetKeys[] = {
      .doc = "A file (mode 600) holding the fleet secret, instead of `secret`.",
      .reload = Reload::kRestart, .what = "an absolute file path", .check = checkSecretFile,
      .range_doc = "an absolute file path", .default_doc = "see below"},
+    // Flow state sync (docs/fleet.md "Flow state sync").
+    {.name = "sync_listen", .kind = Kind::kString, .acc = member<&FleetConfig::sync_listen>(),
+     .doc = "This node's flow sync address: UDP for flow records, TCP for warm start (same port).",
+     .reload = Reload::kRestart, .what = "an address:port like 10.0.0.1:7946",
+     .check = checkSyncListen, .range_doc = "`10.0.0.1:7946`, `[2001:db8::1]:7946`",
+     .default_doc = "empty (no sync)"},
+    {.name = "peers", .kind = Kind::kStrings, .acc = member<&FleetConfig::peers>(),
+     .doc = "The other nodes' `sync_listen` addresses: flow records go to each; a starting node "
+            "asks them for their table (warm start).",
+     .range = kSyncPeersList, .reload = Reload::kRestart, .what = "a list of address:port",
+     .item_what = "an address:port", .items = "peers", .check = checkSyncPeers,
+     .range_doc = "0..64 `ip:port`, unique; needs `sync_listen`", .default_doc = "none"},
+    {.name = "warm_start_timeout", .kind = Kind::kSeconds,
+     .acc = member<&FleetConfig::warm_start_timeout_s>(),
+     .doc = "How long a starting node waits for a peer's table before it goes on without one.",
+     .range = kWarmStartRange, .reload = Reload::kRestart},
 };
 const Section kFleetSection{"fleet", kFleetKeys, fleetBegin, nullptr, fleetConfigured};
 

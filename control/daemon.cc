@@ -65,6 +65,9 @@ Daemon::Daemon(Config config) {
   dp_.flows = flows_.get();
   dp_.punt = dp::createRing("gwlbd_punt", kPuntRingSize);
   control_tx_ = dp::createRing("gwlbd_ctl_tx", kPuntRingSize);
+  // Flow state sync: the workers queue new and moved flows here (multi-producer).
+  if (config.fleet.configured && !config.fleet.sync_listen.empty())
+    dp_.sync = dp::createRing("gwlbd_sync", FleetSync::kRingSize, false);
   Engine::Inputs in;
   in.health = [this] { return health_ ? health_->states() : HealthMap{}; };
   in.neighbours = [this] { return neighbours_.macs(); };
@@ -93,6 +96,17 @@ Daemon::Daemon(Config config) {
   setupPorts();
   setupExceptionPath();
   engine_->start(dp::monotonicNs());
+  if (dp_.sync) {
+    const FleetConfig& f = cfg().fleet;
+    FleetSync::Options o;
+    o.node_name = f.node_name;
+    o.listen = f.sync_listen;
+    o.peers = f.peers;
+    o.warm_start_timeout_s = f.warm_start_timeout_s;
+    o.secret = flowHashKey();  // the fleet secret (gwlbd_main set it from the config)
+    fleet_ = std::make_unique<FleetSync>(io_, std::move(o), *flows_, dp_.sync,
+                                         [this] { return engine_->current(); });
+  }
 }
 
 Daemon::~Daemon() {
@@ -366,6 +380,7 @@ int Daemon::run() {
     spdlog::info("health endpoint on http://{}/destinations/NAME", cfg().health_endpoint.listen);
   }
   registerTelemetry();
+  if (fleet_) fleet_->start();
   // A rebuild that threw must not cost the probe handler calling it its
   // next schedule (that appliance's checks would stop).
   health_ = std::make_unique<HealthChecker>(
@@ -443,6 +458,7 @@ int Daemon::run() {
   metrics_.reset();
   health_http_.reset();
   health_.reset();
+  if (fleet_) fleet_->stop();
   stopWorkers();
   handlePunted();
   closeExceptionPath();

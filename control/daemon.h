@@ -19,6 +19,7 @@
 #include "control/engine.h"
 #include "control/engine_ticker.h"
 #include "control/exception_path.h"
+#include "control/fleet_sync.h"
 #include "control/health_checker.h"
 #include "control/lifecycle.h"
 #include "control/metrics_server.h"
@@ -50,6 +51,10 @@ class Daemon {
 
   // Summed counters of all workers (any thread; approximate while running).
   WorkerCounters totals() const;
+
+  // Flow state sync (null without fleet.sync_listen). Control thread.
+  // Route announcement waits for fleetSync()->warmStartDone().
+  const FleetSync* fleetSync() const { return fleet_.get(); }
 
  private:
   void setupPorts();
@@ -99,6 +104,7 @@ class Daemon {
   nlohmann::json apiReload(const nlohmann::json& p);
   nlohmann::json apiHealth(const nlohmann::json& p);
   nlohmann::json apiDestinations(const nlohmann::json& p);
+  nlohmann::json apiFleetSync(const nlohmann::json& p);
   // One destination (listener) with its regions, composites and sources.
   nlohmann::json destinationJson(const RegionTracker::Listener& l) const;
   // GET /destinations and /destinations/NAME on the health endpoint.
@@ -149,6 +155,7 @@ class Daemon {
   std::unique_ptr<MetricsServer> metrics_;
   std::unique_ptr<HttpServer> health_http_;
   std::unique_ptr<HealthChecker> health_;
+  std::unique_ptr<FleetSync> fleet_;  // fleet.sync_listen: flow state sync
 };
 
 }  // namespace gwlb::ctl

@@ -125,11 +125,12 @@ json Daemon::handleApi(const std::string& method, const json& params) {
     else if (method == "reload") result = apiReload(params);
     else if (method == "health") result = apiHealth(params);
     else if (method == "destinations") result = apiDestinations(params);
+    else if (method == "fleet_sync") result = apiFleetSync(params);
     else
       badRequest("unknown method '" + method +
                  "' (status, servers, groups, flows, explain, stats, server.add, "
                  "server.remove, server.set, server.drain, server.undrain, reload, health, "
-                 "destinations)");
+                 "destinations, fleet_sync)");
     return {{"ok", true}, {"result", std::move(result)}};
   } catch (const ApiFailure& f) {
     json r = apiError(nullptr, f.code, f.what());
@@ -550,6 +551,19 @@ json Daemon::apiExplain(const json& p) {
                               " of " + std::to_string(g.maglev.size());
   }
   return out;
+}
+
+// Flow state sync: peers, counters, warm start (docs/control-api.md).
+json Daemon::apiFleetSync(const json& p) {
+  Params(p, {});
+  if (fleet_) {
+    json r = fleet_->status();
+    r["enabled"] = true;
+    return r;
+  }
+  return {{"enabled", false},
+          {"peers", json::array()},
+          {"warm_start", {{"done", true}, {"state", "off"}}}};
 }
 
 json Daemon::apiStats(const json& p) {

@@ -247,6 +247,15 @@ size_t FlowTable::sweepMoves(const Snapshot& s, uint64_t now_ns) {
   return moved_n;
 }
 
+bool FlowTable::keyAt(int32_t pos, FlowKey& out) const noexcept {
+  if (pos < 0 || size_t(pos) >= slots_) return false;
+  void* k = nullptr;
+  // rte_hash checks that the key there is live (a lookup of it finds pos).
+  if (rte_hash_get_key_with_position(hash_, pos, &k) != 0 || !k) return false;
+  std::memcpy(&out, k, sizeof out);
+  return true;
+}
+
 uint32_t FlowTable::count() const noexcept {
   int32_t c = rte_hash_count(hash_);
   return c > 0 ? uint32_t(c) : 0;

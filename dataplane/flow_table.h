@@ -5,7 +5,7 @@
 // inserting a new key takes rte_hash's writer lock for the insert only).
 // One control thread calls expire()/reclaim()/forEach(). Nothing locks an
 // entry: who may write which field, and in which order, is set by the rules
-// R1-R8 of docs/architecture.md "Flow entries: concurrency rules".
+// R1-R9 of docs/architecture.md "Flow entries: concurrency rules".
 // Concurrency rule R7 (docs/architecture.md "Flow entries: concurrency rules"):
 // deleted positions are freed only after every worker has passed a quiescent
 // point of `qsbr`.
@@ -242,6 +242,9 @@ class FlowTable {
   // next call continues. Returns false when the table's end was reached.
   bool scan(uint32_t& cursor, size_t max_visit,
             const std::function<bool(const FlowKey&, int32_t pos, const FlowEntry&)>& fn) const;
+
+  // Control thread: the key now stored at `pos` (false when none is).
+  bool keyAt(int32_t pos, FlowKey& out) const noexcept;
 
   uint32_t count() const noexcept;
   uint32_t capacity() const noexcept { return capacity_; }

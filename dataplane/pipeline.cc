@@ -48,6 +48,13 @@ struct Ctx {
       if (inserted[i] == hash) return true;
     return false;
   }
+  // Flows this burst created or moved, for the fleet sync (Dataplane::sync);
+  // at most one event per packet.
+  void* sync_events[kMaxBurst];
+  uint16_t n_sync = 0;
+  void noteSync(int32_t pos, SyncEvent e) noexcept {
+    if (dp.sync && n_sync < kMaxBurst) sync_events[n_sync++] = packSyncEvent(pos, e);
+  }
 };
 
 inline void drop(Ctx& c, rte_mbuf* m, Counter why) noexcept {
@@ -207,7 +214,10 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref, int
     uint32_t appliance = server < s.servers.size() ? s.servers[server].ip : 0;
     route = ensureRoute(ft.entry(pos), server, flowCookie(ref.hash, appliance), ref.hash, idle,
                         c.now, ref.dir, created);
-    if (created) c.w.counters.inc(Counter::flows_created);
+    if (created) {
+      c.w.counters.inc(Counter::flows_created);
+      if (!ref.fragment_key) c.noteSync(pos, SyncEvent::kNew);
+    }
   }
   FlowEntry& e = ft.entry(pos);
   uint16_t server = routeServer(route);
@@ -224,7 +234,10 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref, int
     // Concurrency rule R4 (docs/architecture.md "Flow entries: concurrency rules"):
     // one CAS; movers on one snapshot (and this flow's fragment entries) reach one route.
     route = tryMove(e, s, *ng, route, why, c.now, moved);
-    if (moved && !ref.fragment_key) countMove(c, why);
+    if (moved && !ref.fragment_key) {
+      countMove(c, why);
+      c.noteSync(pos, SyncEvent::kMoved);
+    }
     server = routeServer(route);
     if (server >= s.servers.size() || server >= kMaxServerIds)
       return drop(c, m, Counter::drop_no_healthy_server);
@@ -530,6 +543,12 @@ void processBurst(Dataplane& dp, WorkerState& w, rte_mbuf** pkts, uint16_t n, ui
   // Stage 3: route, encapsulate.
   for (uint16_t i = 0; i < nf; ++i) forward(c, fwd[i].m, fwd[i].p, fwd[i].ref, pos[i]);
 
+  // Never blocks: what the ring cannot take now is sent by the control
+  // thread's refresh scan later.
+  if (c.n_sync) {
+    unsigned q = rte_ring_enqueue_burst(dp.sync, c.sync_events, c.n_sync, nullptr);
+    if (q < c.n_sync) w.counters.inc(Counter::sync_queue_full, c.n_sync - q);
+  }
   w.counters.inc(Counter::encapsulated, c.encapsulated);
   w.counters.inc(Counter::returned, c.returned);
   w.counters.inc(Counter::tx_bytes, c.tx_bytes);

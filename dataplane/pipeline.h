@@ -43,8 +43,24 @@ struct Dataplane {
   // the control thread, which writes them to the port's kernel tap
   // (docs/exception-path.md). Null: the exception path is off, they are dropped.
   rte_ring* exception = nullptr;
+  // Flows created or moved by the workers, for the fleet sync on the control
+  // thread (control/fleet_sync.h): one packSyncEvent per flow, queued once
+  // per burst. Null: fleet sync is off, nothing is queued (no cost).
+  rte_ring* sync = nullptr;
   std::atomic<const Snapshot*> snapshot{nullptr};
 };
+
+// A flow sync event: the flow's table position and what happened to it.
+enum class SyncEvent : uint8_t { kNew = 1, kMoved = 2 };
+inline void* packSyncEvent(int32_t pos, SyncEvent e) noexcept {
+  return reinterpret_cast<void*>(uintptr_t(uint32_t(pos)) << 2 | uintptr_t(e));
+}
+inline int32_t syncEventPos(const void* p) noexcept {
+  return int32_t(uint32_t(reinterpret_cast<uintptr_t>(p) >> 2));
+}
+inline SyncEvent syncEventKind(const void* p) noexcept {
+  return SyncEvent(reinterpret_cast<uintptr_t>(p) & 3);
+}
 
 // State one worker owns (single writer).
 struct alignas(64) WorkerState {

@@ -1038,7 +1038,9 @@ health_sources: [ { name: s0, server_group: g0, policy: p }, { name: s1, server_
 composite_health_checks: [ { name: c0, sources: [s0], destination: l, dry_run: false } ]
 listeners: [ { name: l, server_groups: [g0, g1], failback_hold: 30s, when_all_unhealthy: drop } ]
 health_endpoint: { listen: "127.0.0.1:8081" }
-fleet: { node_name: gw-1, secret: 00112233445566778899AABBCCDDEEFF, secret_file: /etc/gwlb/fleet.key }
+fleet: { node_name: gw-1, secret: 00112233445566778899AABBCCDDEEFF, secret_file: /etc/gwlb/fleet.key,
+         sync_listen: "10.0.0.1:7946", peers: ["10.0.0.2:7946", "[2001:db8::3]:7946"],
+         warm_start_timeout: 20s }
 )";
 
 // "a.b[2].c" -> {"a", "b", "[2]", "c"}.
@@ -1149,6 +1151,17 @@ const std::vector<BadValue>& badValues() {
       {"fleet.secret", "ffeeddccbbaa99887766554433221100",
        {"another key than node.flow_hash_secret", "values not shown"}},
       {"fleet.secret_file", "etc/gwlb/fleet.key", {"not an absolute path"}},
+      // Flow state sync.
+      {"fleet.sync_listen", "10.0.0.1", {"'10.0.0.1' is not address:port", "7946"}, "", false},
+      {"fleet.sync_listen", "'10.0.0.1:0'", {"is not address:port"}, "", false},
+      {"fleet.sync_listen", "'[2001:db8::1]:99999'", {"is not address:port"}, "", false},
+      {"fleet.peers", "10.0.0.2:7946", {"expected a list"}},
+      {"fleet.peers", "[\"10.0.0.2\"]", {"'10.0.0.2' is not address:port"}, "fleet.peers[0]"},
+      {"fleet.peers", "[\"\"]", {"is empty"}, "fleet.peers[0]"},
+      {"fleet.peers", "[\"10.0.0.2:7946\", \"10.0.0.2:7946\"]", {"listed twice"}, "fleet.peers[1]"},
+      {"fleet.peers", "[\"10.0.0.1:7946\"]", {"this node's own fleet.sync_listen"}, "fleet.peers[0]"},
+      {"fleet.warm_start_timeout", "0", {"0"}},
+      {"fleet.warm_start_timeout", "11m", {"660"}},
       // node
       {"node.underlay_ip", "2001:db8::1", {"IPv6", "IPv4"}},
       {"node.underlay_ip", "02:00:00:00:00:01", {"is a MAC address", "IPv4"}},
@@ -1597,6 +1610,33 @@ TEST_F(FlowHashSecret, TheFleetSecretKeysTheFlowHashAndMustAgreeWithTheNodeKey) 
   EXPECT_NE(err.find("fleet.secret_file: '" + c.fleet.secret_file + "' has mode 0644"),
             std::string::npos)
       << err;
+}
+
+// Flow sync peers need a sync address of this node; without any sync keys
+// the fleet section is what it was (no sync).
+TEST(ConfigFleet, SyncPeersNeedASyncAddress) {
+  const std::string base =
+      "node: { underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01 }\n"
+      "server_groups: [ { name: g, servers: [ { address: 10.0.0.1 } ] } ]\n";
+  Config c;
+  std::vector<ConfigError> errors;
+  EXPECT_FALSE(parseConfig(base + "fleet: { node_name: gw-1, secret: 00112233445566778899aabbccddeeff, "
+                                  "peers: [\"10.0.0.2:7946\"] }\n",
+                           c, errors));
+  ASSERT_EQ(errors.size(), 1u) << formatErrors(errors);
+  EXPECT_EQ(errors[0].path, "fleet.sync_listen");
+  EXPECT_NE(errors[0].message.find("is required when fleet.peers is set"), std::string::npos);
+  errors.clear();
+  EXPECT_FALSE(parseConfig(base + "fleet: { node_name: gw-1, sync_listen: \"10.0.0.1:7946\" }\n", c,
+                           errors));
+  ASSERT_EQ(errors.size(), 1u) << formatErrors(errors);
+  EXPECT_EQ(errors[0].path, "fleet.secret") << "sync needs the secret";
+  errors.clear();
+  ASSERT_TRUE(parseConfig(base + "fleet: { node_name: gw-1, secret: 00112233445566778899aabbccddeeff }\n",
+                          c, errors));
+  EXPECT_TRUE(c.fleet.sync_listen.empty());
+  EXPECT_TRUE(c.fleet.peers.empty());
+  EXPECT_EQ(c.fleet.warm_start_timeout_s, 10u);
 }
 
 // A fleet section needs a secret; without one the config says so.

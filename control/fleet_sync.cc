@@ -1,0 +1,236 @@
+// FleetSync, table side: what goes out (the workers' events, the refresh
+// scan) and what a peer's record does to the local table. The sockets are in
+// fleet_sync_net.cc.
+#include "control/fleet_sync.h"
+
+#include <rte_ring.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "dataplane/move.h"
+#include "dataplane/pipeline.h"
+#include "dataplane/worker.h"
+
+namespace gwlb::ctl {
+
+const char* toString(InstallResult r) {
+  switch (r) {
+    case InstallResult::kInstalled: return "installed";
+    case InstallResult::kMoved: return "moved";
+    case InstallResult::kRefreshed: return "refreshed";
+    case InstallResult::kIgnored: return "ignored";
+    case InstallResult::kUnknownAppliance: return "unknown_appliance";
+    case InstallResult::kBadRecord: return "bad_record";
+    case InstallResult::kTableFull: return "table_full";
+  }
+  return "?";
+}
+
+bool FleetSync::makeRecord(int32_t pos, const FlowKey& key, sync::RecordKind kind, uint64_t now,
+                           sync::Record& out) const {
+  if (key.kind != KeyKind::kFlow) return false;  // fragment entries are never synced
+  const dp::FlowEntry& e = flows_.entry(pos);
+  // Concurrency rule R1 (docs/architecture.md "Flow entries: concurrency rules"):
+  // no route, or no idle timeout yet: still being created; its creator's event comes later.
+  uint64_t route = e.route.load(std::memory_order_acquire);
+  if (!(route & dp::kRouteSet) || e.idle_timeout_ns.load(std::memory_order_acquire) == 0)
+    return false;
+  const dp::Snapshot* s = snapshot_();
+  uint16_t id = dp::routeServer(route);
+  if (!s || id >= s->servers.size() || s->servers[id].ip == 0) return false;
+  out = sync::Record{};
+  out.key = key;
+  out.kind = kind;
+  out.flow_hash = e.flow_hash.load(std::memory_order_relaxed);
+  out.appliance = s->servers[id].ip;
+  out.cookie = dp::routeCookie(route);
+  // Concurrency rule R4 (docs/architecture.md "Flow entries: concurrency rules"):
+  // `moved` is read after the route; a move in between shows next time.
+  uint64_t mv = e.moved.load(std::memory_order_acquire);
+  if (mv) {
+    uint16_t from = dp::moveFrom(mv);
+    out.prev_appliance = from < s->servers.size() ? s->servers[from].ip : 0;
+    out.prev_cookie = dp::moveCookie(mv);
+    out.move_reason = dp::moveReason(mv);
+  }
+  out.moves = e.moves.load(std::memory_order_relaxed);
+  out.first_dir = e.first_dir.load(std::memory_order_relaxed) & 1;
+  uint64_t seen = e.last_seen_ns.load(std::memory_order_relaxed);
+  uint64_t born = e.created_ns.load(std::memory_order_relaxed);
+  auto ms = [](uint64_t ns) { return uint32_t(std::min<uint64_t>(ns / 1'000'000, UINT32_MAX)); };
+  out.idle_for_ms = now > seen ? ms(now - seen) : 0;
+  out.age_ms = now > born ? ms(now - born) : 0;
+  return true;
+}
+
+InstallResult FleetSync::install(const sync::Record& r, uint64_t now) {
+  const dp::Snapshot* s = snapshot_();
+  if (!s || r.key.listener >= s->listeners.size()) return InstallResult::kBadRecord;
+  // Same secret and config: the same key hashes alike here. Anything else is
+  // another config (listener indexes, stickiness) and would be a wrong entry.
+  uint32_t hash = flowHash(r.key);
+  if (hash != r.flow_hash) return InstallResult::kBadRecord;
+  uint16_t id = s->serverByIp(r.appliance);
+  if (id == dp::kNoServer || id >= s->servers.size() || !s->servers[id].routable)
+    return InstallResult::kUnknownAppliance;
+  const dp::ServerView& sv = s->servers[id];
+  if (sv.group >= s->groups.size()) return InstallResult::kUnknownAppliance;
+  const dp::GroupView& g = s->groups[sv.group];
+  uint64_t idle_ns = r.key.proto == kProtoTcp ? g.tcp_idle_ns : g.other_idle_ns;
+  uint64_t seen = now - std::min<uint64_t>(uint64_t(r.idle_for_ms) * 1'000'000, now);
+  uint64_t born = now - std::min<uint64_t>(uint64_t(r.age_ms) * 1'000'000, now);
+  // A record older than the idle timeout would expire at the next sweep.
+  if (seen + idle_ns <= now) return InstallResult::kIgnored;
+  uint16_t prev = r.prev_appliance ? s->serverByIp(r.prev_appliance) : dp::kNoServer;
+  uint64_t want = dp::packRoute(id, r.cookie);
+
+  int32_t pos = flows_.lookup(r.key, hash);
+  if (pos < 0) pos = flows_.insert(r.key, hash);
+  if (pos < 0) return InstallResult::kTableFull;
+  dp::FlowEntry& e = flows_.entry(pos);
+  if (sent_.size() < flows_.slots()) sent_.resize(flows_.slots());
+  InstallResult result = InstallResult::kIgnored;
+  // Concurrency rule R9 (docs/architecture.md "Flow entries: concurrency rules"):
+  // a peer's flow is created as a worker creates one (R1): the first route wins.
+  uint64_t route = e.route.load(std::memory_order_acquire);
+  if (!(route & dp::kRouteSet)) {
+    e.flow_hash.store(hash, std::memory_order_relaxed);
+    e.last_seen_ns.store(seen, std::memory_order_relaxed);
+    if (e.route.compare_exchange_strong(route, want, std::memory_order_acq_rel)) {
+      e.created_ns.store(born, std::memory_order_relaxed);
+      e.first_dir.store(r.first_dir, std::memory_order_relaxed);
+      if (r.moves) {
+        e.moved.store(prev != dp::kNoServer ? dp::packMove(r.move_reason, prev, r.prev_cookie) : 0,
+                      std::memory_order_release);
+        e.moved_ns.store(now, std::memory_order_relaxed);
+        e.moves.store(r.moves, std::memory_order_relaxed);
+      }
+      e.idle_timeout_ns.store(idle_ns, std::memory_order_release);
+      result = InstallResult::kInstalled;
+      route = want;
+    }
+    // Lost: a worker created it meanwhile; handled as an existing flow below.
+  }
+  if (result != InstallResult::kInstalled) {
+    if (route == want) {
+      result = InstallResult::kRefreshed;
+    } else if (r.kind == sync::RecordKind::kChanged && prev != dp::kNoServer &&
+               dp::routeServer(route) == prev && dp::routeCookie(route) == r.prev_cookie) {
+      // Concurrency rule R9 (docs/architecture.md "Flow entries: concurrency rules"):
+      // a peer's move is one CAS from the route it left (R4); a worker's move wins a race.
+      uint64_t seen_route = route;
+      if (e.route.compare_exchange_strong(seen_route, want, std::memory_order_acq_rel)) {
+        e.moved.store(dp::packMove(r.move_reason, prev, r.prev_cookie), std::memory_order_release);
+        e.moved_ns.store(now, std::memory_order_relaxed);
+        e.moves.fetch_add(1, std::memory_order_relaxed);
+        result = InstallResult::kMoved;
+      }
+    }
+    // The same flow on the same appliance: the peer's packets keep it alive here.
+    if (result == InstallResult::kRefreshed || result == InstallResult::kMoved) {
+      uint64_t local = e.last_seen_ns.load(std::memory_order_relaxed);
+      if (seen > local) e.last_seen_ns.store(seen, std::memory_order_relaxed);
+    }
+  }
+  // What a peer told us is not sent back to it (nor to the others) unless
+  // this node's own packets refresh it later.
+  sent_[size_t(pos)] = {now, e.moves.load(std::memory_order_relaxed)};
+  return result;
+}
+
+void FleetSync::tick() {
+  uint64_t now = dp::monotonicNs();
+  drainEvents(now);
+  refreshScan(now);
+  flush(now);
+  if (now - last_send_ns_ >= kKeepaliveNs) {
+    // Nothing to say: an empty batch tells the peers we are here.
+    size_t len = sync::encode(key_, header(sync::MsgType::kRecords), nullptr, 0, out_.data(),
+                              out_.size());
+    sendToPeers(out_.data(), len, 0);
+    last_send_ns_ = now;
+  }
+}
+
+void FleetSync::drainEvents(uint64_t now) {
+  if (!events_) return;
+  void* ev[256];
+  unsigned total = 0;
+  while (total < kDrainPerTick) {
+    unsigned n = rte_ring_dequeue_burst(events_, ev, 256, nullptr);
+    if (n == 0) break;
+    total += n;
+    for (unsigned i = 0; i < n; ++i) {
+      int32_t pos = dp::syncEventPos(ev[i]);
+      FlowKey key;
+      if (!flows_.keyAt(pos, key)) continue;  // expired since
+      sync::RecordKind kind = dp::syncEventKind(ev[i]) == dp::SyncEvent::kMoved
+                                  ? sync::RecordKind::kChanged
+                                  : sync::RecordKind::kNew;
+      sync::Record r;
+      if (makeRecord(pos, key, kind, now, r)) queue(pos, r, now);
+    }
+  }
+  events_drained_ += total;
+}
+
+void FleetSync::refreshScan(uint64_t now) {
+  if (sent_.size() < flows_.slots()) sent_.resize(flows_.slots());
+  bool more = flows_.scan(scan_cursor_, kScanPerTick,
+                          [&](const FlowKey& key, int32_t pos, const dp::FlowEntry& e) {
+    if (key.kind != KeyKind::kFlow) return true;
+    Sent& st = sent_[size_t(pos)];
+    uint64_t born = e.created_ns.load(std::memory_order_relaxed);
+    uint64_t idle = e.idle_timeout_ns.load(std::memory_order_acquire);
+    if (idle == 0) return true;  // still being created (R1, R3)
+    uint16_t moves = e.moves.load(std::memory_order_relaxed);
+    sync::RecordKind kind;
+    if (st.at_ns < born) kind = sync::RecordKind::kNew;  // never sent (ring was full) or a new flow here
+    else if (moves != st.moves) kind = sync::RecordKind::kChanged;  // moved by a sweep
+    else if (e.last_seen_ns.load(std::memory_order_relaxed) > st.at_ns && now - st.at_ns >= idle / 3)
+      kind = sync::RecordKind::kRefresh;
+    else
+      return true;
+    sync::Record r;
+    if (makeRecord(pos, key, kind, now, r)) queue(pos, r, now);
+    return true;
+  });
+  if (!more) scan_cursor_ = 0;
+}
+
+void FleetSync::queue(int32_t pos, const sync::Record& r, uint64_t now) {
+  sent_[size_t(pos)] = {now, r.moves};
+  switch (r.kind) {
+    case sync::RecordKind::kNew: ++new_sent_; break;
+    case sync::RecordKind::kChanged: ++changed_sent_; break;
+    default: ++refresh_sent_; break;
+  }
+  if (peers_.empty()) return;
+  pending_.push_back(r);
+  if (pending_.size() == sync::kMaxRecords) flush(now);
+}
+
+void FleetSync::flush(uint64_t now) {
+  if (pending_.empty()) return;
+  size_t len = sync::encode(key_, header(sync::MsgType::kRecords), pending_.data(), pending_.size(),
+                            out_.data(), out_.size());
+  sendToPeers(out_.data(), len, pending_.size());
+  pending_.clear();
+  last_send_ns_ = now;
+}
+
+void FleetSync::countInstall(Peer* p, InstallResult r) {
+  if (!p) return;
+  switch (r) {
+    case InstallResult::kInstalled: ++p->installed; break;
+    case InstallResult::kMoved: ++p->moved; break;
+    case InstallResult::kRefreshed: ++p->refreshed; break;
+    case InstallResult::kIgnored: ++p->ignored; break;
+    case InstallResult::kUnknownAppliance: ++p->unknown_appliance; break;
+    case InstallResult::kBadRecord: ++p->bad_records; break;
+    case InstallResult::kTableFull: ++p->table_full; break;
+  }
+}
+
+}  // namespace gwlb::ctl

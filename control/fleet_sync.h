@@ -1,0 +1,185 @@
+// Flow state sync between the gateways of a fleet (docs/fleet.md "Flow state
+// sync"). Runs on gwlbd's control thread (its io_context): it drains the
+// workers' sync ring (flows created or moved), re-sends flows that kept
+// sending, sends the records in authenticated UDP batches to every peer,
+// installs what peers send into the local flow table, and serves and asks
+// for whole tables over TCP (warm start). The wire format is
+// common/sync_codec.h.
+//
+// Threads: every member runs on the control thread; the workers only
+// enqueue into the ring (Dataplane::sync). Entries it writes follow rules R1
+// (a new flow: insert + route CAS from 0), R4 (a move: one CAS from the route
+// the record says the flow left) and R9 (docs/architecture.md "Flow entries:
+// concurrency rules").
+#pragma once
+
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp needs std::exchange
+#include <boost/asio.hpp>
+#include <nlohmann/json.hpp>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/flow_key.h"
+#include "common/snapshot.h"
+#include "common/sync_codec.h"
+#include "dataplane/flow_table.h"
+
+struct rte_ring;
+
+namespace gwlb::ctl {
+
+// What installing one peer record did (counted per peer).
+enum class InstallResult : uint8_t {
+  kInstalled,         // a new local entry with the peer's route
+  kMoved,             // a local entry moved as the peer moved it
+  kRefreshed,         // an entry with the same route: its last packet time advanced
+  kIgnored,           // a local entry with another route kept it (or nothing newer)
+  kUnknownAppliance,  // the record's appliance is not one of ours
+  kBadRecord,         // another listener or flow hash than this node's config gives
+  kTableFull,         // no room for a new entry
+};
+const char* toString(InstallResult r);
+
+class FleetSync {
+ public:
+  struct Options {
+    std::string node_name;
+    std::string listen;               // "ip:port" (fleet.sync_listen)
+    std::vector<std::string> peers;   // "ip:port" each (fleet.peers)
+    uint32_t warm_start_timeout_s = 10;
+    FlowHashKey secret;               // the fleet secret
+  };
+  // How often the control thread drains, scans and sends.
+  static constexpr std::chrono::milliseconds kTick{10};
+  // Ring slots (Dataplane::sync): at 100 k new flows/s, 650 ms of events.
+  static constexpr unsigned kRingSize = 65536;
+  // Events drained and keys scanned for refresh per tick.
+  static constexpr unsigned kDrainPerTick = 16384;
+  static constexpr size_t kScanPerTick = 4096;
+  // An empty batch goes to each peer after this long without a send, so
+  // "reachable" means something on an idle fleet.
+  static constexpr uint64_t kKeepaliveNs = 1'000'000'000ULL;
+  // A peer whose last authenticated message is older than this is unreachable.
+  static constexpr double kReachableS = 5.0;
+
+  // `events`: the workers' ring (may be null: nothing to drain). `snapshot`
+  // returns the snapshot in force (for address <-> server id). Throws
+  // std::runtime_error when an address does not parse or a socket cannot be
+  // bound (start-up only).
+  FleetSync(boost::asio::io_context& io, Options o, dp::FlowTable& flows, rte_ring* events,
+            std::function<const dp::Snapshot*()> snapshot);
+  ~FleetSync();
+  FleetSync(const FleetSync&) = delete;
+  FleetSync& operator=(const FleetSync&) = delete;
+
+  // Starts receiving, serving, the tick, and the warm start.
+  void start();
+  // Closes every socket and timer (the io_context may still run).
+  void stop();
+
+  // True once this node asked a peer for its table and installed it, or no
+  // peer answered within warm_start_timeout, or it has no peers. The route
+  // announcement waits for it.
+  bool warmStartDone() const { return warm_.state != WarmState::kWaiting; }
+
+  // API `fleet_sync` (docs/control-api.md).
+  nlohmann::json status() const;
+  // Prometheus lines (gwlb_fleet_sync_*), appended to `out`.
+  void metrics(std::string& out) const;
+
+  // Control thread: installs one record (public for tests and the warm start).
+  InstallResult install(const sync::Record& r, uint64_t now_ns);
+  // Control thread: the record of the flow at `pos` (false when the position
+  // holds no complete flow entry, or its appliance has no address).
+  bool makeRecord(int32_t pos, const FlowKey& key, sync::RecordKind kind, uint64_t now_ns,
+                  sync::Record& out) const;
+
+ private:
+  struct Peer {
+    std::string address;
+    boost::asio::ip::udp::endpoint udp;
+    boost::asio::ip::tcp::endpoint tcp;
+    uint64_t flows_received = 0, flows_sent = 0, datagrams_received = 0, datagrams_sent = 0;
+    uint64_t auth_failures = 0, replayed = 0, stale = 0, malformed = 0, send_errors = 0;
+    uint64_t installed = 0, moved = 0, refreshed = 0, ignored = 0, unknown_appliance = 0;
+    uint64_t bad_records = 0, table_full = 0;
+    double last_sync = 0;       // Unix time of the last authenticated message (0: never)
+    double last_log = -1e9;     // rate limit of this peer's warnings
+  };
+  // Per table position: when its flow was last sent and its move count then
+  // (a changed count means a move the ring did not report, e.g. a sweep).
+  struct Sent {
+    uint64_t at_ns = 0;
+    uint16_t moves = 0;
+  };
+  enum class WarmState : uint8_t { kWaiting, kDone, kTimedOut, kNoPeers };
+  struct Warm {
+    WarmState state = WarmState::kWaiting;
+    std::string peer;           // who answered
+    uint64_t received = 0, installed = 0, peer_total = 0;
+    uint64_t started_ns = 0, ended_ns = 0;
+    size_t next_peer = 0;
+    uint64_t nonce = 0, expect_seq = 1;
+    unsigned attempts = 0;
+  };
+  class Session;  // one warm-start transfer served (fleet_sync_net.cc)
+
+  // Table side (fleet_sync.cc).
+  void armTick();
+  void tick();
+  void drainEvents(uint64_t now_ns);
+  void refreshScan(uint64_t now_ns);
+  void queue(int32_t pos, const sync::Record& r, uint64_t now_ns);
+  void flush(uint64_t now_ns);
+  void countInstall(Peer* p, InstallResult r);
+  // Network side (fleet_sync_net.cc).
+  void receive();
+  void onDatagram(size_t len);
+  void accept();
+  void warmConnect();
+  void warmRead();
+  void warmFinish(WarmState s, const std::string& why);
+  void sendToPeers(const uint8_t* msg, size_t len, size_t records);
+  Peer* peerFor(const boost::asio::ip::address& a, uint16_t port);
+  sync::Header header(sync::MsgType t);
+  bool logAllowed(Peer* p);
+
+  boost::asio::io_context& io_;
+  Options opt_;
+  dp::FlowTable& flows_;
+  rte_ring* events_;
+  std::function<const dp::Snapshot*()> snapshot_;
+  sync::SyncKey key_;
+  uint64_t node_id_ = 0, epoch_ = 0, seq_ = 0;
+  boost::asio::ip::udp::socket udp_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::steady_timer tick_timer_, warm_timer_, retry_timer_;
+  boost::asio::ip::tcp::socket warm_socket_;
+  std::vector<uint8_t> warm_buf_;
+  std::vector<Peer> peers_;
+  std::map<uint64_t, sync::ReplayWindow> windows_;  // per sender node id
+  std::vector<Sent> sent_;
+  std::vector<sync::Record> pending_;
+  std::vector<uint8_t> out_;
+  std::array<uint8_t, sync::kMaxMessage + 1> rx_{};
+  boost::asio::ip::udp::endpoint rx_from_;
+  uint32_t scan_cursor_ = 0;
+  uint64_t last_send_ns_ = 0;
+  Warm warm_;
+  std::set<uint64_t> served_nonces_;
+  // Warm-start sessions being served; shared with them (they may outlive us
+  // as handlers the io_context still holds).
+  std::shared_ptr<unsigned> sessions_ = std::make_shared<unsigned>(0);
+  bool stopped_ = false;
+  // Totals not tied to a peer.
+  uint64_t events_drained_ = 0, refresh_sent_ = 0, changed_sent_ = 0, new_sent_ = 0;
+  uint64_t unknown_sender_ = 0, transfers_served_ = 0;
+  double unknown_log_ = -1e9;
+};
+
+}  // namespace gwlb::ctl

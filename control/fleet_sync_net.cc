@@ -1,0 +1,626 @@
+// FleetSync, network side: the UDP socket (record batches in and out), the
+// TCP listener that serves a whole table (warm start of a peer) and the TCP
+// client of this node's own warm start; status and metrics.
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <random>
+
+#include "control/config.h"
+#include "control/fleet_sync.h"
+#include "dataplane/worker.h"
+
+namespace gwlb::ctl {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using asio::ip::udp;
+
+namespace {
+
+uint64_t unixMs() {
+  return uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count());
+}
+double unixS() { return double(unixMs()) / 1000.0; }
+
+uint64_t random64() {
+  std::random_device rd;
+  return (uint64_t(rd()) << 32) ^ rd();
+}
+
+asio::ip::address toAsio(const IpAddr& a) {
+  if (a.isV4()) return asio::ip::address_v4(a.v4HostOrder());
+  asio::ip::address_v6::bytes_type b;
+  std::copy(a.b.begin(), a.b.end(), b.begin());
+  return asio::ip::address_v6(b);
+}
+
+void parseOrThrow(const std::string& s, asio::ip::address& a, uint16_t& port) {
+  IpAddr ip;
+  if (!parseListen(s, ip, port)) throw std::runtime_error("fleet sync: bad address '" + s + "'");
+  a = toAsio(ip);
+}
+
+constexpr size_t kMaxSessions = 4;
+constexpr size_t kMessagesPerWrite = 64;
+constexpr std::chrono::seconds kSessionDeadline{120};
+constexpr std::chrono::seconds kRequestDeadline{5};
+
+}  // namespace
+
+// One warm-start transfer this node serves: read the request, then stream
+// the table (kTransfer messages bound to the request's nonce), then the end.
+class FleetSync::Session : public std::enable_shared_from_this<FleetSync::Session> {
+ public:
+  Session(FleetSync& fs, tcp::socket s)
+      : fs_(fs), count_(fs.sessions_), sock_(std::move(s)), timer_(fs.io_) {}
+  void start() {
+    ++*count_;
+    timer_.expires_after(kRequestDeadline);
+    timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (!ec) self->close("no request in time");
+    });
+    auto self = shared_from_this();
+    asio::async_read(sock_, asio::buffer(len_), [self](const boost::system::error_code& ec, size_t) {
+      if (ec) return self->close("");
+      size_t n = size_t(self->len_[0] | self->len_[1] << 8);
+      if (n > sync::kMaxMessage) return self->close("request too long");
+      self->msg_.resize(n);
+      asio::async_read(self->sock_, asio::buffer(self->msg_),
+                       [self](const boost::system::error_code& ec2, size_t) {
+                         if (ec2) return self->close("");
+                         self->onRequest();
+                       });
+    });
+  }
+  ~Session() { --*count_; }
+
+ private:
+  void onRequest() {
+    sync::Header h;
+    sync::Record recs[sync::kMaxRecords];
+    sync::Status st = sync::decode(fs_.key_, msg_.data(), msg_.size(), h, recs);
+    Peer* p = fs_.peerFor(peer_.address(), 0);
+    if (st != sync::Status::kOk || h.type != sync::MsgType::kWarmRequest) {
+      if (p) ++(st == sync::Status::kAuthFailed ? p->auth_failures : p->malformed);
+      return close(st == sync::Status::kAuthFailed ? "bad MAC (another fleet secret?)"
+                                                   : "malformed request");
+    }
+    sync::ReplayWindow fresh;
+    auto v = fresh.check(h, unixMs());
+    if (v != sync::ReplayWindow::Verdict::kOk || fs_.served_nonces_.count(h.nonce)) {
+      if (p) ++(v == sync::ReplayWindow::Verdict::kStale ? p->stale : p->replayed);
+      return close("stale or replayed request");
+    }
+    fs_.served_nonces_.insert(h.nonce);
+    if (fs_.served_nonces_.size() > 4096) fs_.served_nonces_.erase(fs_.served_nonces_.begin());
+    nonce_ = h.nonce;
+    timer_.expires_after(kSessionDeadline);
+    started_ = dp::monotonicNs();
+    spdlog::info("fleet sync: serving our flow table to {} (warm start)", who());
+    next();
+  }
+
+  // The next write: up to kMessagesPerWrite batches of the table, or the end.
+  void next() {
+    if (done_) return close("");
+    std::vector<sync::Record> recs;
+    out_.clear();
+    uint64_t now = dp::monotonicNs();
+    auto emit = [&]() {
+      if (recs.empty()) return;
+      sync::Header h = header(sync::MsgType::kTransfer);
+      size_t at = out_.size();
+      out_.resize(at + 2 + sync::kMaxMessage);
+      size_t len = sync::encode(fs_.key_, h, recs.data(), recs.size(), out_.data() + at + 2,
+                                sync::kMaxMessage);
+      out_[at] = uint8_t(len), out_[at + 1] = uint8_t(len >> 8);
+      out_.resize(at + 2 + len);
+      sent_ += recs.size();
+      recs.clear();
+    };
+    size_t messages = 0;
+    bool more = true;
+    while (more && messages < kMessagesPerWrite) {
+      more = fs_.flows_.scan(cursor_, sync::kMaxRecords * 4,
+                             [&](const FlowKey& k, int32_t pos, const dp::FlowEntry&) {
+        sync::Record r;
+        if (fs_.makeRecord(pos, k, sync::RecordKind::kTransfer, now, r)) recs.push_back(r);
+        if (recs.size() == sync::kMaxRecords) emit(), ++messages;
+        return true;
+      });
+    }
+    emit();
+    if (!more) {
+      sync::Header h = header(sync::MsgType::kWarmEnd);
+      size_t at = out_.size();
+      out_.resize(at + 2 + sync::kMaxMessage);
+      size_t len = sync::encode(fs_.key_, h, nullptr, 0, out_.data() + at + 2, sync::kMaxMessage, sent_);
+      out_[at] = uint8_t(len), out_[at + 1] = uint8_t(len >> 8);
+      out_.resize(at + 2 + len);
+      done_ = true;
+    }
+    asio::async_write(sock_, asio::buffer(out_),
+                      [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+                        if (ec) return self->close("peer closed the transfer");
+                        self->next();
+                      });
+  }
+
+  sync::Header header(sync::MsgType t) {
+    sync::Header h;
+    h.type = t;
+    h.node = fs_.node_id_;
+    h.epoch = fs_.epoch_;
+    h.seq = ++seq_;
+    h.time_ms = unixMs();
+    h.nonce = nonce_;
+    return h;
+  }
+
+  std::string who() const {
+    boost::system::error_code ec;
+    auto ep = sock_.remote_endpoint(ec);
+    return ec ? std::string("?") : ep.address().to_string() + ":" + std::to_string(ep.port());
+  }
+
+  void close(const std::string& why) {
+    if (closed_) return;
+    closed_ = true;
+    if (!why.empty()) spdlog::warn("fleet sync: warm-start session with {}: {}", who(), why);
+    else if (done_) {
+      ++fs_.transfers_served_;
+      spdlog::info("fleet sync: sent {} flows to {} in {:.3f} s", sent_, who(),
+                   double(dp::monotonicNs() - started_) / 1e9);
+    }
+    timer_.cancel();
+    boost::system::error_code ec;
+    sock_.shutdown(tcp::socket::shutdown_both, ec);
+    sock_.close(ec);
+  }
+
+ public:
+  tcp::endpoint peer_;
+
+ private:
+  FleetSync& fs_;
+  std::shared_ptr<unsigned> count_;
+  tcp::socket sock_;
+  asio::steady_timer timer_;
+  std::array<uint8_t, 2> len_{};
+  std::vector<uint8_t> msg_, out_;
+  uint64_t nonce_ = 0, seq_ = 0, sent_ = 0, started_ = 0;
+  uint32_t cursor_ = 0;
+  bool done_ = false, closed_ = false;
+};
+
+FleetSync::FleetSync(asio::io_context& io, Options o, dp::FlowTable& flows, rte_ring* events,
+                     std::function<const dp::Snapshot*()> snapshot)
+    : io_(io), opt_(std::move(o)), flows_(flows), events_(events), snapshot_(std::move(snapshot)),
+      key_(sync::SyncKey::fromHashKey(opt_.secret.k0, opt_.secret.k1)),
+      udp_(io), acceptor_(io), tick_timer_(io), warm_timer_(io), retry_timer_(io),
+      warm_socket_(io) {
+  node_id_ = sync::nodeId(opt_.node_name);
+  epoch_ = random64();
+  out_.resize(sync::kMaxMessage);
+  sent_.resize(flows_.slots());
+  for (const std::string& a : opt_.peers) {
+    Peer p;
+    p.address = a;
+    asio::ip::address ip;
+    uint16_t port = 0;
+    parseOrThrow(a, ip, port);
+    p.udp = udp::endpoint(ip, port);
+    p.tcp = tcp::endpoint(ip, port);
+    peers_.push_back(std::move(p));
+  }
+  asio::ip::address ip;
+  uint16_t port = 0;
+  parseOrThrow(opt_.listen, ip, port);
+  udp::endpoint uep(ip, port);
+  tcp::endpoint tep(ip, port);
+  try {
+    udp_.open(uep.protocol());
+    udp_.bind(uep);
+    udp_.non_blocking(true);
+    acceptor_.open(tep.protocol());
+    acceptor_.set_option(tcp::acceptor::reuse_address(true));
+    acceptor_.bind(tep);
+    acceptor_.listen();
+  } catch (const boost::system::system_error& e) {
+    throw std::runtime_error("fleet.sync_listen " + opt_.listen + ": " + e.code().message());
+  }
+}
+
+FleetSync::~FleetSync() { stop(); }
+
+void FleetSync::start() {
+  receive();
+  accept();
+  armTick();
+  warm_.started_ns = dp::monotonicNs();
+  spdlog::info("fleet sync: node {} on {} (UDP records, TCP warm start), {} peer(s)",
+               opt_.node_name, opt_.listen, peers_.size());
+  if (peers_.empty()) return warmFinish(WarmState::kNoPeers, "no peers configured");
+  warm_timer_.expires_after(std::chrono::seconds(opt_.warm_start_timeout_s));
+  warm_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || warmStartDone()) return;
+    warmFinish(WarmState::kTimedOut, "no peer sent its table within fleet.warm_start_timeout (" +
+                                         std::to_string(opt_.warm_start_timeout_s) +
+                                         " s): going on without (the first node of a fleet has "
+                                         "nobody to ask)");
+  });
+  warmConnect();
+}
+
+void FleetSync::armTick() {
+  tick_timer_.expires_after(kTick);
+  tick_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopped_) return;
+    try {
+      tick();
+    } catch (const std::exception& e) {
+      spdlog::error("fleet sync: tick: {}", e.what());
+    }
+    armTick();
+  });
+}
+
+void FleetSync::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  boost::system::error_code ec;
+  tick_timer_.cancel();
+  warm_timer_.cancel();
+  retry_timer_.cancel();
+  udp_.close(ec);
+  acceptor_.close(ec);
+  warm_socket_.close(ec);
+}
+
+sync::Header FleetSync::header(sync::MsgType t) {
+  sync::Header h;
+  h.type = t;
+  h.node = node_id_;
+  h.epoch = epoch_;
+  h.seq = ++seq_;
+  h.time_ms = unixMs();
+  return h;
+}
+
+FleetSync::Peer* FleetSync::peerFor(const asio::ip::address& a, uint16_t port) {
+  asio::ip::address addr = a;
+  if (addr.is_v6() && addr.to_v6().is_v4_mapped())
+    addr = asio::ip::make_address_v4(asio::ip::v4_mapped, addr.to_v6());
+  Peer* by_ip = nullptr;
+  for (Peer& p : peers_) {
+    if (p.udp.address() != addr) continue;
+    if (port && p.udp.port() == port) return &p;
+    if (!by_ip) by_ip = &p;
+  }
+  return by_ip;
+}
+
+bool FleetSync::logAllowed(Peer* p) {
+  double now = unixS();
+  double& last = p ? p->last_log : unknown_log_;
+  if (now - last < 10.0) return false;
+  last = now;
+  return true;
+}
+
+void FleetSync::sendToPeers(const uint8_t* msg, size_t len, size_t records) {
+  if (len == 0) return;
+  for (Peer& p : peers_) {
+    boost::system::error_code ec;
+    udp_.send_to(asio::buffer(msg, len), p.udp, 0, ec);
+    if (ec) {
+      ++p.send_errors;
+      continue;
+    }
+    ++p.datagrams_sent;
+    p.flows_sent += records;
+  }
+}
+
+void FleetSync::receive() {
+  udp_.async_receive_from(asio::buffer(rx_), rx_from_,
+                          [this](const boost::system::error_code& ec, size_t len) {
+    if (stopped_ || ec == asio::error::operation_aborted) return;
+    if (!ec) {
+      try {
+        onDatagram(len);
+      } catch (const std::exception& e) {
+        spdlog::error("fleet sync: datagram: {}", e.what());
+      }
+    }
+    receive();
+  });
+}
+
+void FleetSync::onDatagram(size_t len) {
+  Peer* p = peerFor(rx_from_.address(), rx_from_.port());
+  if (!p) {
+    ++unknown_sender_;
+    if (logAllowed(nullptr))
+      spdlog::warn("fleet sync: datagram from {} dropped: not one of fleet.peers",
+                   rx_from_.address().to_string());
+    return;
+  }
+  sync::Header h;
+  sync::Record recs[sync::kMaxRecords];
+  sync::Status st = sync::decode(key_, rx_.data(), len, h, recs);
+  if (st == sync::Status::kOk && h.type != sync::MsgType::kRecords) st = sync::Status::kMalformed;
+  if (st != sync::Status::kOk) {
+    ++(st == sync::Status::kAuthFailed ? p->auth_failures : p->malformed);
+    if (logAllowed(p))
+      spdlog::warn("fleet sync: {} from peer {} dropped{}",
+                   st == sync::Status::kAuthFailed ? "a datagram whose MAC does not verify"
+                                                   : "a malformed datagram",
+                   p->address,
+                   st == sync::Status::kAuthFailed ? " (secret mismatch? every node needs the same fleet secret)" : "");
+    return;
+  }
+  if (h.node == node_id_ && h.epoch == epoch_) return;  // our own, looped back
+  sync::ReplayWindow& w = windows_[h.node];
+  auto v = w.check(h, unixMs());
+  if (v != sync::ReplayWindow::Verdict::kOk) {
+    ++(v == sync::ReplayWindow::Verdict::kStale ? p->stale : p->replayed);
+    if (logAllowed(p))
+      spdlog::warn("fleet sync: {} datagram from peer {} dropped (sequence {}, time {} ms off ours)",
+                   sync::toString(v), p->address, h.seq, int64_t(h.time_ms - unixMs()));
+    return;
+  }
+  w.accept(h);
+  p->last_sync = unixS();
+  ++p->datagrams_received;
+  p->flows_received += h.count;
+  uint64_t now = dp::monotonicNs();
+  for (size_t i = 0; i < h.count; ++i) countInstall(p, install(recs[i], now));
+}
+
+void FleetSync::accept() {
+  acceptor_.async_accept([this](const boost::system::error_code& ec, tcp::socket s) {
+    if (stopped_ || ec == asio::error::operation_aborted) return;
+    if (!ec) {
+      boost::system::error_code e2;
+      tcp::endpoint remote = s.remote_endpoint(e2);
+      if (e2 || *sessions_ >= kMaxSessions || !peerFor(remote.address(), 0)) {
+        if (!e2 && !peerFor(remote.address(), 0)) ++unknown_sender_;
+        s.close(e2);
+      } else {
+        auto session = std::make_shared<Session>(*this, std::move(s));
+        session->peer_ = remote;
+        session->start();
+      }
+    }
+    accept();
+  });
+}
+
+// --- this node's warm start ---
+
+void FleetSync::warmConnect() {
+  if (warmStartDone() || stopped_) return;
+  if (warm_.next_peer >= peers_.size()) {
+    // Everyone refused: try again shortly, until the timeout.
+    warm_.next_peer = 0;
+    retry_timer_.expires_after(std::chrono::milliseconds(500));
+    retry_timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (!ec) warmConnect();
+    });
+    return;
+  }
+  Peer& p = peers_[warm_.next_peer];
+  ++warm_.attempts;
+  boost::system::error_code ec;
+  warm_socket_.close(ec);
+  warm_socket_ = tcp::socket(io_);
+  warm_socket_.async_connect(p.tcp, [this](const boost::system::error_code& ec2) {
+    if (warmStartDone() || stopped_) return;
+    Peer& peer = peers_[warm_.next_peer];
+    if (ec2) {
+      spdlog::debug("fleet sync: warm start: {} did not answer: {}", peer.address, ec2.message());
+      ++warm_.next_peer;
+      return warmConnect();
+    }
+    warm_.nonce = random64() | 1;
+    warm_.expect_seq = 1;
+    warm_.peer = peer.address;
+    sync::Header h = header(sync::MsgType::kWarmRequest);
+    h.nonce = warm_.nonce;
+    warm_buf_.assign(2 + sync::kMaxMessage, 0);
+    size_t len = sync::encode(key_, h, nullptr, 0, warm_buf_.data() + 2, sync::kMaxMessage);
+    warm_buf_[0] = uint8_t(len), warm_buf_[1] = uint8_t(len >> 8);
+    warm_buf_.resize(2 + len);
+    asio::async_write(warm_socket_, asio::buffer(warm_buf_),
+                      [this](const boost::system::error_code& ec3, size_t) {
+                        if (warmStartDone() || stopped_) return;
+                        if (ec3) {
+                          ++warm_.next_peer;
+                          return warmConnect();
+                        }
+                        spdlog::info("fleet sync: warm start: asked {} for its flow table", warm_.peer);
+                        warmRead();
+                      });
+  });
+}
+
+void FleetSync::warmRead() {
+  warm_buf_.assign(2, 0);
+  asio::async_read(warm_socket_, asio::buffer(warm_buf_), [this](const boost::system::error_code& ec, size_t) {
+    if (warmStartDone() || stopped_) return;
+    auto fail = [this](const std::string& why) {
+      Peer& p = peers_[warm_.next_peer];
+      if (logAllowed(&p)) spdlog::warn("fleet sync: warm start from {}: {}", p.address, why);
+      ++warm_.next_peer;
+      warmConnect();
+    };
+    if (ec) return fail("transfer ended early: " + ec.message());
+    size_t n = size_t(warm_buf_[0] | warm_buf_[1] << 8);
+    if (n > sync::kMaxMessage) return fail("a message longer than the maximum");
+    warm_buf_.resize(n);
+    asio::async_read(warm_socket_, asio::buffer(warm_buf_), [this, fail](const boost::system::error_code& ec2, size_t) {
+      if (warmStartDone() || stopped_) return;
+      if (ec2) return fail("transfer ended early: " + ec2.message());
+      Peer& p = peers_[warm_.next_peer];
+      sync::Header h;
+      sync::Record recs[sync::kMaxRecords];
+      uint64_t total = 0;
+      sync::Status st = sync::decode(key_, warm_buf_.data(), warm_buf_.size(), h, recs, &total);
+      if (st != sync::Status::kOk) {
+        ++(st == sync::Status::kAuthFailed ? p.auth_failures : p.malformed);
+        return fail(st == sync::Status::kAuthFailed ? "a message whose MAC does not verify (secret mismatch?)"
+                                                    : "a malformed message");
+      }
+      sync::ReplayWindow fresh;
+      if (h.nonce != warm_.nonce || h.seq != warm_.expect_seq ||
+          fresh.check(h, unixMs()) != sync::ReplayWindow::Verdict::kOk) {
+        ++p.replayed;
+        return fail("a message not bound to our request (nonce, order or time)");
+      }
+      ++warm_.expect_seq;
+      p.last_sync = unixS();
+      if (h.type == sync::MsgType::kWarmEnd) {
+        warm_.peer_total = total;
+        return warmFinish(WarmState::kDone, "");
+      }
+      if (h.type != sync::MsgType::kTransfer) {
+        ++p.malformed;
+        return fail("an unexpected message type");
+      }
+      uint64_t now = dp::monotonicNs();
+      warm_.received += h.count;
+      p.flows_received += h.count;
+      for (size_t i = 0; i < h.count; ++i) {
+        InstallResult r = install(recs[i], now);
+        countInstall(&p, r);
+        if (r == InstallResult::kInstalled || r == InstallResult::kRefreshed) ++warm_.installed;
+      }
+      warmRead();
+    });
+  });
+}
+
+void FleetSync::warmFinish(WarmState s, const std::string& why) {
+  warm_.state = s;
+  warm_.ended_ns = dp::monotonicNs();
+  warm_timer_.cancel();
+  retry_timer_.cancel();
+  boost::system::error_code ec;
+  warm_socket_.close(ec);
+  double secs = double(warm_.ended_ns - warm_.started_ns) / 1e9;
+  if (s == WarmState::kDone)
+    spdlog::info("fleet sync: warm start done: {} flows from {} ({} installed, {} sent) in {:.3f} s",
+                 warm_.received, warm_.peer, warm_.installed, warm_.peer_total, secs);
+  else if (s == WarmState::kTimedOut)
+    spdlog::warn("fleet sync: warm start: {}", why);
+  else
+    spdlog::info("fleet sync: warm start: {}", why);
+}
+
+// --- observability ---
+
+nlohmann::json FleetSync::status() const {
+  using nlohmann::json;
+  double now = unixS();
+  json peers = json::array();
+  for (const Peer& p : peers_) {
+    bool reachable = p.last_sync > 0 && now - p.last_sync <= kReachableS;
+    peers.push_back({{"address", p.address},
+                     {"reachable", reachable},
+                     {"last_sync_s", p.last_sync > 0 ? json(std::max(0.0, now - p.last_sync)) : json()},
+                     {"flows_received", p.flows_received},
+                     {"flows_sent", p.flows_sent},
+                     {"auth_failures", p.auth_failures},
+                     {"replayed", p.replayed},
+                     {"malformed", p.malformed},
+                     {"stale", p.stale},
+                     {"datagrams_received", p.datagrams_received},
+                     {"datagrams_sent", p.datagrams_sent},
+                     {"send_errors", p.send_errors},
+                     {"installed", p.installed},
+                     {"moved", p.moved},
+                     {"refreshed", p.refreshed},
+                     {"ignored", p.ignored},
+                     {"unknown_appliance", p.unknown_appliance},
+                     {"bad_records", p.bad_records},
+                     {"table_full", p.table_full}});
+  }
+  const char* state = warm_.state == WarmState::kWaiting    ? "waiting"
+                      : warm_.state == WarmState::kDone     ? "done"
+                      : warm_.state == WarmState::kTimedOut ? "timed_out"
+                                                            : "no_peers";
+  uint64_t end = warm_.ended_ns ? warm_.ended_ns : dp::monotonicNs();
+  json warm = {{"done", warmStartDone()},
+               {"state", state},
+               {"peer", warm_.peer.empty() ? json() : json(warm_.peer)},
+               {"flows_received", warm_.received},
+               {"flows_installed", warm_.installed},
+               {"peer_total", warm_.peer_total},
+               {"attempts", warm_.attempts},
+               {"elapsed_s", warm_.started_ns ? double(end - warm_.started_ns) / 1e9 : 0.0},
+               {"timeout_s", opt_.warm_start_timeout_s}};
+  return {{"node", opt_.node_name},
+          {"listen", opt_.listen},
+          {"peers", peers},
+          {"warm_start", warm},
+          {"sent", {{"new", new_sent_}, {"changed", changed_sent_}, {"refresh", refresh_sent_}}},
+          {"events_drained", events_drained_},
+          {"unknown_sender", unknown_sender_},
+          {"transfers_served", transfers_served_}};
+}
+
+void FleetSync::metrics(std::string& out) const {
+  auto family = [&](const char* name, const char* type, const char* help) {
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+  };
+  auto perPeer = [&](const char* name, const char* type, const char* help, auto get) {
+    family(name, type, help);
+    for (const Peer& p : peers_)
+      out += std::string(name) + "{peer=\"" + p.address + "\"} " + std::to_string(get(p)) + "\n";
+  };
+  double now = unixS();
+  perPeer("gwlb_fleet_sync_peer_reachable", "gauge",
+          "1 when an authenticated message came from the peer in the last 5 s",
+          [&](const Peer& p) { return int(p.last_sync > 0 && now - p.last_sync <= kReachableS); });
+  perPeer("gwlb_fleet_sync_flows_received_total", "counter", "flow records received from the peer",
+          [](const Peer& p) { return p.flows_received; });
+  perPeer("gwlb_fleet_sync_flows_sent_total", "counter", "flow records sent to the peer",
+          [](const Peer& p) { return p.flows_sent; });
+  perPeer("gwlb_fleet_sync_flows_installed_total", "counter",
+          "peer records that created a local flow entry", [](const Peer& p) { return p.installed; });
+  perPeer("gwlb_fleet_sync_flows_ignored_total", "counter",
+          "peer records that changed nothing (a local route kept, or too old)",
+          [](const Peer& p) { return p.ignored; });
+  perPeer("gwlb_fleet_sync_unknown_appliance_total", "counter",
+          "peer records naming an appliance this node does not have",
+          [](const Peer& p) { return p.unknown_appliance; });
+  perPeer("gwlb_fleet_sync_auth_failures_total", "counter",
+          "messages from the peer whose MAC did not verify (secret mismatch or forgery)",
+          [](const Peer& p) { return p.auth_failures; });
+  perPeer("gwlb_fleet_sync_replayed_total", "counter",
+          "messages from the peer dropped as replays (sequence window, old epoch, wrong nonce)",
+          [](const Peer& p) { return p.replayed; });
+  perPeer("gwlb_fleet_sync_stale_total", "counter",
+          "messages from the peer whose time was more than 30 s from ours",
+          [](const Peer& p) { return p.stale; });
+  perPeer("gwlb_fleet_sync_malformed_total", "counter",
+          "messages from the peer with a bad length, magic, version, type or record",
+          [](const Peer& p) { return p.malformed; });
+  perPeer("gwlb_fleet_sync_last_sync_age_seconds", "gauge",
+          "seconds since the last authenticated message from the peer (-1: never)",
+          [&](const Peer& p) { return p.last_sync > 0 ? now - p.last_sync : -1.0; });
+  family("gwlb_fleet_sync_warm_start_done", "gauge",
+         "1 once the warm start is over (done, timed out or no peers)");
+  out += "gwlb_fleet_sync_warm_start_done " + std::to_string(int(warmStartDone())) + "\n";
+  family("gwlb_fleet_sync_warm_start_flows", "gauge", "flow records received in the warm start");
+  out += "gwlb_fleet_sync_warm_start_flows " + std::to_string(warm_.received) + "\n";
+  family("gwlb_fleet_sync_unknown_sender_total", "counter",
+         "datagrams and connections from addresses that are not fleet.peers");
+  out += "gwlb_fleet_sync_unknown_sender_total " + std::to_string(unknown_sender_) + "\n";
+}
+
+}  // namespace gwlb::ctl
