@@ -9,6 +9,10 @@ traffic; each lists the other as its peer).
 2. A starts and creates the flows. B must hold every one of them with A's
    appliance and cookie, including the flows on 10.0.0.1 that B's table would
    send elsewhere (explain on B: today's choice differs, the entry keeps it).
+   Then 10.0.0.3 is drained on A with a 1 s timeout (rebalance): A moves its
+   flows off it (the control thread's sweep, the flows are idle) and B must
+   apply the same moves ("changed" records): same appliance, same cookie,
+   the move recorded, on both.
 3. A datagram signed with another secret is counted as auth_failures on B and
    installs nothing; a correctly signed datagram (built here, as a peer would)
    installs its flow once, and the same bytes sent again are counted as
@@ -211,6 +215,27 @@ def run(a, A, B):
     line = f'gwlb_fleet_sync_flows_sent_total{{peer="{peer_b}"}}'
     if line not in metrics:
         fail(f"A's metrics lack {line}")
+
+    # 2b. A move on A (drain timeout, rebalance) reaches B as a changed record.
+    moving = "10.0.0.3"
+    on_moving = [k for k in fa if fa[k]["appliance"] == moving]
+    if not on_moving:
+        fail(f"no flow on {moving}: the test needs some")
+    A.api("server.drain", address=moving, timeout_s=1)
+
+    def moved_everywhere():
+        fa2, fb2 = A.flows(), B.flows()
+        if any(fa2[k]["appliance"] == moving for k in on_moving):
+            return False
+        return all((fb2[k]["appliance"], fb2[k]["cookie"]) == (fa2[k]["appliance"], fa2[k]["cookie"])
+                   and fb2[k]["moved"] and fb2[k]["moved"]["from"] == moving for k in on_moving)
+    wait_for(f"B to apply A's moves off {moving}", moved_everywhere)
+    sb = B.sync()["peers"][0]
+    if sb["moved"] != len(on_moving):
+        fail(f"B counted {sb['moved']} moves, A moved {len(on_moving)} flows: {sb}")
+    fa = A.flows()
+    print(f"A moved {len(on_moving)} flows off {moving} (drain timeout, rebalance); B applied the "
+          f"same moves (same appliance and cookie, move recorded)")
 
     # 3. Forged, replayed and stale datagrams change nothing; a good one installs once.
     before = B.sync()["peers"][0]

@@ -41,6 +41,7 @@ eal: ["--no-huge", "--no-pci", "--no-shconf", "--no-telemetry", "--file-prefix",
 server_groups:
   - name: fw
     other_idle_timeout: 6000
+    failover_mode: rebalance
     connection_draining: { enabled: true, timeout: 3600 }
     servers: [ { address: 10.0.0.1 }, { address: 10.0.0.2 }, { address: 10.0.0.3 }, { address: 10.0.0.4 } ]
 fleet: { node_name: gw-$1, secret: $secret, sync_listen: "127.0.0.1:$3", peers: ["127.0.0.1:$4"],
