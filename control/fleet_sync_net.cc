@@ -97,7 +97,11 @@ class FleetSync::Session : public std::enable_shared_from_this<FleetSync::Sessio
     fs_.served_nonces_.insert(h.nonce);
     if (fs_.served_nonces_.size() > 4096) fs_.served_nonces_.erase(fs_.served_nonces_.begin());
     nonce_ = h.nonce;
+    // A peer that stops reading does not hold the session for ever.
     timer_.expires_after(kSessionDeadline);
+    timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (!ec) self->close("transfer not finished in time");
+    });
     started_ = dp::monotonicNs();
     spdlog::info("fleet sync: serving our flow table to {} (warm start)", who());
     next();

@@ -8,14 +8,16 @@
 # the fast path record the load average they ran under.
 set -euo pipefail
 # Every section's name; --only takes one of them.
-sections="flow_dump probes move_check pipeline flow_table maglev snapshot"
+sections="flow_dump probes move_check pipeline flow_table maglev snapshot sync"
 usage="usage: scripts/bench.sh [--quick] [--only $(echo "$sections" | tr ' ' '|')]"
 flows=500000 rounds=3 probe_s=10 mc_s=6 only=""
 ft_sizes="65536 1000000 10000000" ft_s=10 ft_sweeps=3 mg_rounds=51 sb_s=10
+sync_flows=1000000 sync_rounds=7
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) flows=100000 rounds=2 probe_s=5 mc_s=3
-             ft_sizes="65536 1000000" ft_s=4 ft_sweeps=2 mg_rounds=15 sb_s=3 ;;
+             ft_sizes="65536 1000000" ft_s=4 ft_sweeps=2 mg_rounds=15 sb_s=3
+             sync_flows=100000 sync_rounds=3 ;;
     --only) [ $# -ge 2 ] || { echo "bench: --only needs a section" >&2; exit 2; }; only="$2"; shift ;;
     *) echo "$usage" >&2; exit 2 ;;
   esac
@@ -435,3 +437,29 @@ cond = (f"bench/snapshot_bench: dp::workerLoop (1 worker, lcore {r0['worker_lcor
 emit("snapshot", {"runs": runs}, rows, cond, sys.argv[1], sys.argv[2], width=44, value_width=16)
 PY
 fi
+
+# ---- Issue 16 item 2: flow state sync ------------------------------------
+# The codec (encode + HMAC, verify + decode, bytes per flow, the rate needed at
+# 100 k new flows/s) and a warm start of a 1 M-flow table between two gwlbd.
+if runs sync; then
+sync_json=$("$GWLB_BUILD/bench/sync_bench" --records 1000000 --rounds "$sync_rounds" | tail -1)
+warm_json=$(bash "$GWLB_ROOT/bench/warm_start.sh" "$GWLB_BUILD/control/gwlbd" "$sync_flows" | tail -1)
+GWLB_ROOT="$GWLB_ROOT" /usr/bin/python3 - "$sync_json" "$warm_json" "$out/bench.json" "$cpu" "$(nproc)" <<'PY'
+import json, os, sys
+sys.path.insert(0, os.path.join(os.environ["GWLB_ROOT"], "bench"))
+from report import emit
+s, w = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+rows = [
+    ("record / datagram", f"{s['per_datagram']} x 76 B", f"{s['datagram_bytes']} B datagrams"),
+    ("bytes per flow", f"{s['bytes_per_flow']:.1f}", f"UDP payload; {s['frame_bytes_per_flow']:.1f} with Ethernet/IPv4/UDP"),
+    ("encode + HMAC", f"{s['encode_records_per_s'] / 1e6:.2f} M rec/s", f"{s['encode_ns_per_record']:.0f} ns/record, one pinned thread"),
+    ("verify + decode", f"{s['decode_records_per_s'] / 1e6:.2f} M rec/s", f"{s['decode_ns_per_record']:.0f} ns/record"),
+    ("needed at 100 k new flows/s", f"{s['need_datagrams_per_s_at_100k']} dg/s", f"{s['need_mbit_per_s_at_100k']:.1f} Mbit/s per peer on the wire"),
+    ("warm start", f"{w['elapsed_s']:.2f} s", f"{w['received']} of {w['flows_a']} flows, B holds {w['flows_b']} ({w['state']})"),
+]
+cond = (f"bench/sync_bench ({s['records']} records, median of rounds) and bench/warm_start.sh "
+        f"(two gwlbd, TCP on loopback, --no-huge); {sys.argv[5]} cores, {sys.argv[4]}")
+emit("sync", {"codec": s, "warm_start": w}, rows, cond, sys.argv[3], sys.argv[4])
+PY
+fi
+

@@ -253,13 +253,23 @@ def run(a, A, B):
                    time_ms=int(time.time() * 1000) - 60_000)
     send(a.sync_b, old)
     wait_for("stale on B", lambda: B.sync()["peers"][0]["stale"] == before["stale"] + 1)
+    # Authenticated records that must not be installed: an appliance B does
+    # not have, and a flow hash B's config does not give (another config).
+    stranger = record(a.secret, "198.51.100.4", 5558, "203.0.113.77", 53, "10.9.9.9")
+    bad_hash = bytearray(record(a.secret, "198.51.100.5", 5559, "203.0.113.77", 53, "10.0.0.2"))
+    bad_hash[40] ^= 1
+    send(a.sync_b, datagram(a.secret, 3, [stranger, bytes(bad_hash)]))
+    wait_for("unknown_appliance and bad_records on B",
+             lambda: B.sync()["peers"][0]["unknown_appliance"] == before["unknown_appliance"] + 1
+             and B.sync()["peers"][0]["bad_records"] == before["bad_records"] + 1)
     time.sleep(0.5)  # anything late would have landed by now
     if B.count() != a.flows + 1:
         fail(f"a replayed or stale datagram changed B's table: {B.count()} flows")
     got = B.flows().get(("198.51.100.2", 5556, "203.0.113.77", 53, "udp"))
     if not got or got["appliance"] != "10.0.0.2" or got["cookie"] != "0x1234abcd":
         fail(f"the signed record's flow on B: {got}")
-    print("forged -> auth_failures, replayed -> replayed, 60 s old -> stale; none changed B's table")
+    print("forged -> auth_failures, replayed -> replayed, 60 s old -> stale, unknown appliance -> "
+          "unknown_appliance, wrong flow hash -> bad_records; none changed B's table")
 
     # 4. Warm start: B restarted gets A's table before it says warm start done.
     B.stop()
