@@ -220,6 +220,7 @@ void Daemon::launchWorkers() {
     run->cfg.tx_queue = uint16_t(i);
     run->cfg.burst = uint16_t(cfg().dataplane.burst);
     run->cfg.n_ports = n_ports_;
+    run->cfg.idle_sleep_us = cfg().node.idle_sleep_us;
     if (i == 0) run->control_tx = control_tx_;
     for (uint16_t port = 0; port < n_ports_; ++port) {
       rte_eth_dev_info info;
@@ -228,7 +229,10 @@ void Daemon::launchWorkers() {
       for (uint16_t q = 0; q < nrx; ++q)
         if (q % workers == i) run->cfg.rx.push_back({port, q});
     }
-    spdlog::info("worker {} on lcore {}: {} RX queue(s)", i, lcore, run->cfg.rx.size());
+    spdlog::info("worker {} on lcore {}: {} RX queue(s){}", i, lcore, run->cfg.rx.size(),
+                 run->cfg.idle_sleep_us
+                     ? " (sleeps " + std::to_string(run->cfg.idle_sleep_us) + " us when idle)"
+                     : std::string());
     if (rte_eal_remote_launch(dp::workerLoop, run.get(), lcore) != 0)
       throw std::runtime_error("cannot launch worker on lcore " + std::to_string(lcore));
     worker_lcores_.push_back(lcore);
