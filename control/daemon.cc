@@ -373,16 +373,31 @@ int Daemon::run() {
   // A rebuild that threw must not cost the probe handler calling it its
   // next schedule (that appliance's checks would stop).
   health_ = std::make_unique<HealthChecker>(
-      io_, [this] { guarded("health", [&] { rebuildSnapshot("health"); }); });
+      io_, [this] {
+        guarded("health", [&] {
+          rebuildSnapshot("health");
+          updateAnnounce();  // a destination that now drops withdraws at once
+        });
+      });
   health_->reconcile(cfg());
   boost::asio::signal_set stop_signals(io, SIGINT, SIGTERM);
   boost::asio::signal_set hup(io, SIGHUP);
   boost::asio::signal_set usr1(io, SIGUSR1);
-  stop_signals.async_wait([&](const boost::system::error_code& ec, int sig) {
-    if (ec) return;
-    spdlog::info("signal {}: stopping", sig);
-    io.stop();
-  });
+  // With fleet.bird the first SIGTERM/SIGINT withdraws the routes and stops
+  // after fleet.grace_period (the router moves the traffic meanwhile); a
+  // second one, or no fleet.bird, stops at once.
+  std::function<void()> armStop = [&]() {
+    stop_signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+      if (ec) return;
+      if (beginGracefulStop(sig)) {
+        armStop();
+        return;
+      }
+      spdlog::info("signal {}: stopping", sig);
+      io.stop();
+    });
+  };
+  armStop();
   std::function<void()> armHup = [&]() {
     hup.async_wait([&](const boost::system::error_code& ec, int) {
       if (ec) return;
@@ -414,6 +429,7 @@ int Daemon::run() {
       if (ec) return;
       guarded("timer", [&] {
         resolveNeighbours();
+        updateAnnounce();
         sampleRates();
         refreshTelemetry();
         if (++ticks % 10 == 0) logStats("stats");
@@ -436,6 +452,7 @@ int Daemon::run() {
   };
   if (exception_) onException();
   resolveNeighbours();
+  startFleet();
   spdlog::info("gwlbd running: {} worker(s), {} port(s), underlay {} port {}",
                cfg().dataplane.workers, n_ports_, cfg().node.underlay_ip.str(),
                cfg().node.underlay_port);
@@ -443,6 +460,7 @@ int Daemon::run() {
   // logged; the loop goes on (the timers above re-arm whatever their body did).
   runControlLoop(io);
 
+  stopFleet();
   api_.reset();
   metrics_.reset();
   health_http_.reset();

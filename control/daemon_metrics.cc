@@ -321,6 +321,7 @@ std::string Daemon::metricsText() const {
   o << "gwlb_server_ids_reclaimed_total " << registry().reclaimed_total() << '\n';
   metric(o, "gwlb_uptime_seconds", "gauge", "seconds since gwlbd started");
   o << "gwlb_uptime_seconds " << double(dp::monotonicNs() - started_ns_) / 1e9 << '\n';
+  fleetMetrics(o);
   return o.str();
 }
 
