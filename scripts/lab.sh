@@ -26,7 +26,8 @@
 #                       the kernel reassembles IPv4 fragments before gwlbd sees them) or
 #                       net_tap bridged to gw-rt (gwlbd gets every frame as sent: real fragments)
 #   LAB_IPV6 (0)        1: IPv6 between client, router and server as well (fd77:1::/64, fd77:2::/64)
-#   Fleet lab only: LAB_GRACE (3s) fleet.grace_period; LAB_IDLE_SLEEP_US (200) node.idle_sleep_us
+#   Fleet lab only: LAB_GRACE (3s) fleet.grace_period; LAB_IDLE_SLEEP_US (200) node.idle_sleep_us;
+#                       LAB_BFD_MULT (5) BFD detect multiplier at 100 ms (detection 0.5 s)
 #                       (3 busy-polling gwlbd would starve BIRD and BFD on 2 cores)
 # Exit 3 from `up` means network namespaces cannot be created here.
 set -euo pipefail

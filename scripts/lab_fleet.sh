@@ -61,7 +61,7 @@ log stderr all;
 router id $(gw_ip "$k");
 protocol device { scan time 10; }
 protocol static gwlb_routes { disabled; ipv4; route 0.0.0.0/0 blackhole; }
-protocol bfd { interface "gwlb0" { min rx interval 100 ms; min tx interval 100 ms; multiplier 3; }; }
+protocol bfd { interface "gwlb0" { min rx interval 100 ms; min tx interval 100 ms; multiplier ${LAB_BFD_MULT:-5}; }; }
 protocol bgp router1 {
   local $(gw_ip "$k") as $FLEET_AS; neighbor $(rt_ip "$k") as $ROUTER_AS;
   hold time 3; keepalive time 1; connect retry time 1; connect delay time 1; error wait time 1, 2;
@@ -89,8 +89,9 @@ protocol kernel kgw {
   learn off;
   ipv4 { table gwt; import none; export all; };
 }
-protocol bfd { interface "r-gw*" { min rx interval 100 ms; min tx interval 100 ms; multiplier 3; }; }
+protocol bfd { interface "r-gw*" { min rx interval 100 ms; min tx interval 100 ms; multiplier ${LAB_BFD_MULT:-5}; }; }
 template bgp gateway_tpl {
+  debug { states, events };  # session changes in the log (bird-router.log)
   local as $ROUTER_AS;
   hold time 3; keepalive time 1; connect retry time 1; connect delay time 1; error wait time 1, 2;
   bfd on;

@@ -2,6 +2,7 @@
 fleet lab"), run by e2e.py: 3 gateways (gwlbd + BIRD each) behind the
 router's ECMP (BIRD, BGP + BFD), 2 appliances on a shared segment.
 
+Idle, each gwlbd (node.idle_sleep_us: 200) uses well under half a core. Then
 50 TCP streams (echoed, checked byte by byte) run while:
   1. they are spread over the gateways (each gateway's flow table);
   2. gateway 2 is stopped gracefully (SIGTERM): its route leaves the router's
@@ -56,9 +57,22 @@ def time_until(cond, limit, step=0.005):
     return None
 
 
+def cpu_seconds(pid):
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
 def test_fleet(lab, args):
     gws = {"10.77.9.1", "10.77.9.2", "10.77.9.3"}
     assert nexthops(lab) == gws, f"router table 100: {nexthops(lab)}"
+    # node.idle_sleep_us (the lab sets 200): an idle gwlbd leaves the cores to
+    # BIRD, BFD and the others; busy polling would take a whole core each.
+    pids = [gw_pid(lab, k) for k in (1, 2, 3)]
+    c0, t0 = [cpu_seconds(p) for p in pids], time.monotonic()
+    time.sleep(2)
+    use = [(cpu_seconds(p) - c) / (time.monotonic() - t0) for p, c in zip(pids, c0)]
+    print("idle gwlbd CPU (node.idle_sleep_us 200):", [f"{u * 100:.0f} %" for u in use])
+    assert all(u < 0.4 for u in use), f"an idle gwlbd used {max(use) * 100:.0f} % of a core"
     lab.serve("tcp-echo-server", SERVER, 7000)
     for a in APPS:
         lab.app_reset(a)
@@ -87,7 +101,9 @@ def test_fleet(lab, args):
     t_exit = time_until(lambda: not os.path.exists(f"/proc/{pid}"), 30, 0.02)
     assert t_withdrawn is not None, f"gw2's route still at the router after SIGTERM: {nexthops(lab)}"
     assert alive_then and t_exit is not None and t_withdrawn < t_exit, (t_withdrawn, t_exit)
-    assert nexthops(lab) == {"10.77.9.1", "10.77.9.3"}, nexthops(lab)
+    # The others stay (a BFD session can flap on a starved 2-core machine: it
+    # comes back within its BGP retry; the log's flap count is printed below).
+    wait_for("gw1 and gw3 at the router", lambda: nexthops(lab) == {"10.77.9.1", "10.77.9.3"}, 15, 0.05)
     print(f"gw2 SIGTERM: route gone from the router's kernel after {t_withdrawn * 1000:.0f} ms; "
           f"gwlbd exited after {t_exit:.2f} s (grace period 3 s)")
 
@@ -100,7 +116,7 @@ def test_fleet(lab, args):
     assert t_gone is not None, f"gw3's route still at the router 10 s after SIGKILL: {nexthops(lab)}"
     print(f"gw3 SIGKILL: route gone from the router's kernel after {t_gone * 1000:.0f} ms")
     assert t_gone < 1.0, f"BFD took {t_gone:.3f} s (want < 1 s)"
-    assert nexthops(lab) == {"10.77.9.1"}, nexthops(lab)
+    wait_for("gw1 alone at the router", lambda: nexthops(lab) == {"10.77.9.1"}, 15, 0.05)
     os.unlink(os.path.join(lab.dir, "gwlbd3.pid"))
 
     # 4. Gateway 2 starts again and is back in ECMP: streams move onto it.
@@ -134,3 +150,7 @@ def test_fleet(lab, args):
         assert f["a_to_b"] > 0 and f["b_to_a"] > 0 and f["dropped"] == 0, f"stream {p} on {a}: {f}"
         where[p] = a
     print("streams per appliance:", {a: sum(1 for x in where.values() if x == a) for a in APPS})
+    log = open(os.path.join(lab.dir, "bird-router.log"), errors="replace").read()
+    downs = [l for l in log.splitlines() if "State changed to down" in l or "BFD session down" in l]
+    print(f"router's BIRD: {len(downs)} session downs (expected: gw2 stop, gw3 kill):",
+          [l.split("> ", 1)[-1] for l in downs])
