@@ -175,6 +175,31 @@ std::vector<CommandSpec> buildTable() {
                "memory or lcores (dataplane, eal, node.underlay_port, control) take effect\n"
                "at the next restart; they are listed when they changed.\n" + kNoServiceHelp,
                {kOptForce}});
+  t.push_back({"fleet show", "fleet", "", {}, 0,
+               "this node in the fleet: routes announced or not and why, BIRD, peers",
+               "Shows this gateway's fleet state (docs/fleet.md): its node name; whether its\n"
+               "routes are announced (announced: BIRD has every protocol of\n"
+               "fleet.bird.protocols up; announcing: gwlbd asked, BIRD not there yet;\n"
+               "withdrawn), since when and why (not ready: ..., unhealthy: ..., left by\n"
+               "operator, stopping); the grace period; BIRD's control socket, whether gwlbd\n"
+               "is connected to it, and each protocol's state as BIRD reports it. Then the\n"
+               "peers of flow state sync, when there are: address, reachable, last sync,\n"
+               "flows received and sent, records refused for a bad secret (AUTH FAILURES),\n"
+               "replayed or malformed. 'gwlbctl fleet' alone is 'fleet show'.\n",
+               {}});
+  t.push_back({"fleet leave", "fleet.leave", "", {}, 0,
+               "withdraw this node's routes (maintenance); it keeps forwarding",
+               "Withdraws this node's routes: gwlbd disables its BIRD protocols, the\n"
+               "routers stop sending it new traffic (flows in progress move to other\n"
+               "nodes), and it keeps forwarding whatever still arrives. It stays out until\n"
+               "'fleet join' (a restart of gwlbd joins again). Exit status 2 when the\n"
+               "config has no fleet.bird section.\n",
+               {}});
+  t.push_back({"fleet join", "fleet.join", "", {}, 0, "announce this node's routes again after 'fleet leave'",
+               "Undoes 'fleet leave': the routes are announced again as soon as the node is\n"
+               "ready (dataplane running, appliances in service, warm start done, a healthy\n"
+               "destination).\n",
+               {}});
   t.push_back({"config check", "", "FILE", {"FILE"}, 1,
                "validate a config file offline (no daemon needed)",
                "Loads and validates FILE exactly as gwlbd does, without asking the daemon.\n"
@@ -214,7 +239,9 @@ const CommandSpec* findCommand(const std::string& name) {
   return nullptr;
 }
 
-bool isCommandGroup(const std::string& word) { return word == "server" || word == "config"; }
+bool isCommandGroup(const std::string& word) {
+  return word == "server" || word == "config" || word == "fleet";
+}
 
 namespace {
 
@@ -322,6 +349,7 @@ Invocation parseArgs(const std::vector<std::string>& argv, const char* env_socke
     if (words.empty()) return inv;
     name = words[0];
   }
+  if (name == "fleet" && words.size() < 2 && !inv.help) words.push_back("show");  // `gwlbctl fleet`
   if (isCommandGroup(name)) {
     if (words.size() < 2) {
       inv.group = name;

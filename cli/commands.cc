@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "cli/client.h"
+#include "cli/fleet_render.h"
 #include "cli/health_render.h"
 #include "cli/probe_cmd.h"
 #include "cli/render.h"
@@ -186,6 +187,14 @@ int runInvocation(const Invocation& inv, FILE* out, FILE* err) {
     else if (name == "health-destinations") put(out, renderDestinations(r.result, now));
     else if (name == "groups") put(out, renderGroups(r.result));
     else if (name == "explain") put(out, renderExplain(r.result));
+    else if (name == "fleet show") put(out, renderFleet(r.result));
+    else if (name == "fleet leave" || name == "fleet join") {
+      put(out, std::string(name == "fleet leave" ? "left the fleet" : "joined the fleet") +
+                   (r.result.contains("changed") && r.result["changed"] == Json(false)
+                        ? " (already so)"
+                        : "") +
+                   "\n" + renderFleet(r.result));
+    }
     else put(out, renderChange(req.method, req.params, r.result));
     return kExitOk;
   } catch (const ClientError& e) {

@@ -120,6 +120,10 @@ struct NodeConfig {
   // solicitations for them are answered (0..16, unicast, unique).
   std::vector<IpAddr> ipv6_addresses;
   ExceptionPathConfig exception_path;
+  // Microseconds a worker sleeps after a poll round that found nothing
+  // (0 = busy polling, the default). For labs and VMs sharing few cores; each
+  // packet that arrives while a worker sleeps waits up to this long.
+  uint32_t idle_sleep_us = 0;
 };
 
 struct DataplaneConfig {
@@ -177,6 +181,14 @@ struct HealthEndpointConfig {
   std::string listen;                        // "127.0.0.1:8081"; "" = off
 };
 
+// BIRD's control socket and the protocols gwlbd enables (announce) and
+// disables (withdraw) there (docs/fleet.md).
+struct BirdConfig {
+  bool configured = false;              // the section is in the file
+  std::string socket;                   // required: absolute path, at most 107 bytes
+  std::vector<std::string> protocols;   // required: 1..16 BIRD protocol names
+};
+
 // A fleet of gateways behind the routers' ECMP (docs/fleet.md). Without the
 // section the node is a single gateway, as before.
 struct FleetConfig {
@@ -198,6 +210,11 @@ struct FleetConfig {
   std::string sync_listen;
   std::vector<std::string> peers;
   uint32_t warm_start_timeout_s = 10;
+  // --- Route announcement through BIRD (docs/fleet.md, "Announcing the routes").
+  // Without a `bird` section gwlbd announces nothing and a SIGTERM stops it at once.
+  BirdConfig bird;
+  // On SIGTERM with `bird`: withdraw, keep forwarding this long, then exit (0..3600 s).
+  uint32_t grace_period_s = 5;
 };
 
 // Server ids are shared by all groups; this bounds per-worker per-server counters.

@@ -52,6 +52,9 @@ constexpr Range kIpv6List{0, kMaxIpv6Addresses};
 constexpr Range kNamesList{0, kMaxRegionItems};
 constexpr Range kSyncPeersList{0, 64};
 constexpr Range kWarmStartRange{1, 600};
+constexpr Range kIdleSleepRange{0, 10000};
+constexpr Range kGraceRange{0, 3600};
+constexpr Range kBirdProtocolsList{1, 16};
 
 // ---------------------------------------------------------------------------
 // Enums: each grammar once (when_all_unhealthy serves groups and listeners).
@@ -170,6 +173,41 @@ void checkSyncPeers(const void* v, const std::string& path, Report& r) {
     else checkListen(peers[i], at, "10.0.0.2:7946 or [2001:db8::2]:7946", r);
     for (size_t j = 0; j < i; ++j)
       if (peers[j] == peers[i]) r.add(at, quote(peers[i]) + " is listed twice");
+  }
+}
+
+void birdBegin(void* obj) { static_cast<BirdConfig*>(obj)->configured = true; }
+bool birdConfigured(const void* obj) { return static_cast<const BirdConfig*>(obj)->configured; }
+
+void checkBirdSocket(const void* v, const std::string& path, Report& r) {
+  const std::string& s = as<std::string>(v);
+  if (s.empty() || s[0] != '/' || s.size() > 107 || s.back() == '/')
+    r.add(path, quote(s) + " is not an absolute socket path of at most 107 bytes (BIRD's -s "
+                           "socket, e.g. /run/bird/bird.ctl)");
+}
+
+// A BIRD symbol as gwlbd sends it in `enable NAME`: a letter or _, then
+// letters, digits and _ (at most 64); each named once.
+void checkBirdProtocols(const void* v, const std::string& path, Report& r) {
+  const auto& list = as<std::vector<std::string>>(v);
+  if (list.empty()) r.add(path, "names no protocol; list 1..16 BIRD protocols");
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string& n = list[i];
+    bool ok = !n.empty() && n.size() <= 64 && (std::isalpha(static_cast<unsigned char>(n[0])) || n[0] == '_') &&
+              std::all_of(n.begin(), n.end(), [](char ch) {
+                return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+              });
+    const std::string p = path + "[" + std::to_string(i) + "]";
+    if (!ok) {
+      r.add(p, quote(n) + " is not a BIRD protocol name: 1..64 of A-Z a-z 0-9 _, not starting "
+                          "with a digit");
+      continue;
+    }
+    for (size_t j = 0; j < i; ++j)
+      if (list[j] == n) {
+        r.add(p, quote(n) + " is already " + path + "[" + std::to_string(j) + "]; list each once");
+        break;
+      }
   }
 }
 
@@ -537,6 +575,10 @@ const Key kNodeKeys[] = {
     {.name = "exception_path", .kind = Kind::kSection, .acc = member<&NodeConfig::exception_path>(),
      .doc = "Tap interfaces to the kernel for BGP, BFD, ping and SSH to this node.",
      .sub = &kExceptionPathSection},
+    {.name = "idle_sleep_us", .kind = Kind::kUint, .acc = member<&NodeConfig::idle_sleep_us>(),
+     .doc = "A worker sleeps this long after a poll round that found nothing (0: busy polling). "
+            "For labs and VMs short of cores: a packet may wait this long more.",
+     .range = kIdleSleepRange, .reload = Reload::kRestart},
 };
 const Section kNodeSection{"node", kNodeKeys};
 
@@ -653,6 +695,22 @@ const Key kHealthEndpointKeys[] = {
 };
 const Section kHealthEndpointSection{"health_endpoint", kHealthEndpointKeys};
 
+// --- Route announcement through BIRD (fleet.bird, fleet.grace_period).
+const Key kBirdKeys[] = {
+    {.name = "socket", .kind = Kind::kString, .acc = member<&BirdConfig::socket>(),
+     .doc = "BIRD's control socket (`bird -s`); gwlbd connects to it as `birdc` does.",
+     .reload = Reload::kRestart, .required = true, .what = "an absolute socket path",
+     .check = checkBirdSocket, .range_doc = "absolute path, at most 107 bytes"},
+    {.name = "protocols", .kind = Kind::kStrings, .acc = member<&BirdConfig::protocols>(),
+     .doc = "BIRD protocols gwlbd enables to announce the node's routes and disables to "
+            "withdraw them (e.g. a `disabled` static protocol exported over BGP).",
+     .range = kBirdProtocolsList, .reload = Reload::kRestart, .required = true,
+     .what = "a list of BIRD protocol names", .item_what = "a protocol name", .items = "protocols",
+     .needs_one = true, .check = checkBirdProtocols,
+     .range_doc = "1..16 of `A-Z a-z 0-9 _`, unique"},
+};
+const Section kBirdSection{"fleet.bird", kBirdKeys, birdBegin, nullptr, birdConfigured};
+
 const Key kFleetKeys[] = {
     {.name = "node_name", .kind = Kind::kString, .acc = member<&FleetConfig::node_name>(),
      .doc = "This gateway's name in the fleet.", .reload = Reload::kRestart, .required = true,
@@ -681,6 +739,13 @@ const Key kFleetKeys[] = {
      .acc = member<&FleetConfig::warm_start_timeout_s>(),
      .doc = "How long a starting node waits for a peer's table before it goes on without one.",
      .range = kWarmStartRange, .reload = Reload::kRestart},
+    // --- Route announcement through BIRD.
+    {.name = "bird", .kind = Kind::kSection, .acc = member<&FleetConfig::bird>(),
+     .doc = "Announce this node's routes through BIRD ([fleet.md](fleet.md)); absent: none.",
+     .sub = &kBirdSection, .default_doc = "off"},
+    {.name = "grace_period", .kind = Kind::kSeconds, .acc = member<&FleetConfig::grace_period_s>(),
+     .doc = "With `bird`, on SIGTERM: routes withdrawn, forwarding goes on this long, then exit.",
+     .range = kGraceRange, .reload = Reload::kRestart},
 };
 const Section kFleetSection{"fleet", kFleetKeys, fleetBegin, nullptr, fleetConfigured};
 

@@ -234,6 +234,7 @@ void Daemon::launchWorkers() {
     run->cfg.tx_queue = uint16_t(i);
     run->cfg.burst = uint16_t(cfg().dataplane.burst);
     run->cfg.n_ports = n_ports_;
+    run->cfg.idle_sleep_us = cfg().node.idle_sleep_us;
     if (i == 0) run->control_tx = control_tx_;
     for (uint16_t port = 0; port < n_ports_; ++port) {
       rte_eth_dev_info info;
@@ -242,7 +243,10 @@ void Daemon::launchWorkers() {
       for (uint16_t q = 0; q < nrx; ++q)
         if (q % workers == i) run->cfg.rx.push_back({port, q});
     }
-    spdlog::info("worker {} on lcore {}: {} RX queue(s)", i, lcore, run->cfg.rx.size());
+    spdlog::info("worker {} on lcore {}: {} RX queue(s){}", i, lcore, run->cfg.rx.size(),
+                 run->cfg.idle_sleep_us
+                     ? " (sleeps " + std::to_string(run->cfg.idle_sleep_us) + " us when idle)"
+                     : std::string());
     if (rte_eal_remote_launch(dp::workerLoop, run.get(), lcore) != 0)
       throw std::runtime_error("cannot launch worker on lcore " + std::to_string(lcore));
     worker_lcores_.push_back(lcore);
@@ -384,16 +388,31 @@ int Daemon::run() {
   // A rebuild that threw must not cost the probe handler calling it its
   // next schedule (that appliance's checks would stop).
   health_ = std::make_unique<HealthChecker>(
-      io_, [this] { guarded("health", [&] { rebuildSnapshot("health"); }); });
+      io_, [this] {
+        guarded("health", [&] {
+          rebuildSnapshot("health");
+          updateAnnounce();  // a destination that now drops withdraws at once
+        });
+      });
   health_->reconcile(cfg());
   boost::asio::signal_set stop_signals(io, SIGINT, SIGTERM);
   boost::asio::signal_set hup(io, SIGHUP);
   boost::asio::signal_set usr1(io, SIGUSR1);
-  stop_signals.async_wait([&](const boost::system::error_code& ec, int sig) {
-    if (ec) return;
-    spdlog::info("signal {}: stopping", sig);
-    io.stop();
-  });
+  // With fleet.bird the first SIGTERM/SIGINT withdraws the routes and stops
+  // after fleet.grace_period (the router moves the traffic meanwhile); a
+  // second one, or no fleet.bird, stops at once.
+  std::function<void()> armStop = [&]() {
+    stop_signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+      if (ec) return;
+      if (beginGracefulStop(sig)) {
+        armStop();
+        return;
+      }
+      spdlog::info("signal {}: stopping", sig);
+      io.stop();
+    });
+  };
+  armStop();
   std::function<void()> armHup = [&]() {
     hup.async_wait([&](const boost::system::error_code& ec, int) {
       if (ec) return;
@@ -425,6 +444,7 @@ int Daemon::run() {
       if (ec) return;
       guarded("timer", [&] {
         resolveNeighbours();
+        updateAnnounce();
         sampleRates();
         refreshTelemetry();
         if (++ticks % 10 == 0) logStats("stats");
@@ -447,6 +467,7 @@ int Daemon::run() {
   };
   if (exception_) onException();
   resolveNeighbours();
+  startFleet();
   spdlog::info("gwlbd running: {} worker(s), {} port(s), underlay {} port {}",
                cfg().dataplane.workers, n_ports_, cfg().node.underlay_ip.str(),
                cfg().node.underlay_port);
@@ -454,6 +475,7 @@ int Daemon::run() {
   // logged; the loop goes on (the timers above re-arm whatever their body did).
   runControlLoop(io);
 
+  stopFleet();
   api_.reset();
   metrics_.reset();
   health_http_.reset();

@@ -10,11 +10,15 @@
 #include <nlohmann/json.hpp>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "control/announce.h"
 #include "control/api_server.h"
+#include "control/bird_client.h"
 #include "control/config.h"
 #include "control/engine.h"
 #include "control/engine_ticker.h"
@@ -55,6 +59,9 @@ class Daemon {
   // Flow state sync (null without fleet.sync_listen). Control thread.
   // Route announcement waits for fleetSync()->warmStartDone().
   const FleetSync* fleetSync() const { return fleet_.get(); }
+  // Warm start (flow state sync) tells whether it is done; routes are not
+  // announced before. Unset: done. Call before run().
+  void setWarmStartDone(std::function<bool()> done) { warm_start_done_ = std::move(done); }
 
  private:
   void setupPorts();
@@ -110,6 +117,17 @@ class Daemon {
   // GET /destinations and /destinations/NAME on the health endpoint.
   HttpReply healthEndpoint(const std::string& path) const;
   nlohmann::json healthJson(uint32_t ip) const;
+  // The fleet (control/daemon_fleet.cc): route announcement through BIRD.
+  void startFleet();
+  void stopFleet();
+  AnnounceInputs announceInputs() const;
+  void updateAnnounce();
+  // SIGTERM/SIGINT with fleet.bird: withdraw, stop after the grace period.
+  // False when there is nothing to withdraw (stop at once) or already stopping.
+  bool beginGracefulStop(int sig);
+  nlohmann::json apiFleet(const nlohmann::json& p);
+  nlohmann::json apiFleetLeave(const nlohmann::json& p, bool leave);
+  void fleetMetrics(std::ostringstream& o) const;
   nlohmann::json portsJson() const;
   // Validates and applies a changed config (a copy of cfg_); the error reply or null.
   // `why` names the cause for appliances the change removes.
@@ -156,6 +174,13 @@ class Daemon {
   std::unique_ptr<HttpServer> health_http_;
   std::unique_ptr<HealthChecker> health_;
   std::unique_ptr<FleetSync> fleet_;  // fleet.sync_listen: flow state sync
+  // The fleet: BIRD client (fleet.bird), announce state, operator leave, stop.
+  std::shared_ptr<BirdClient> bird_;
+  AnnounceState announce_;
+  bool fleet_left_ = false;
+  bool stopping_ = false;
+  std::unique_ptr<boost::asio::steady_timer> grace_timer_;
+  std::function<bool()> warm_start_done_;
 };
 
 }  // namespace gwlb::ctl

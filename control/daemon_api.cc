@@ -126,11 +126,14 @@ json Daemon::handleApi(const std::string& method, const json& params) {
     else if (method == "health") result = apiHealth(params);
     else if (method == "destinations") result = apiDestinations(params);
     else if (method == "fleet_sync") result = apiFleetSync(params);
+    else if (method == "fleet") result = apiFleet(params);
+    else if (method == "fleet.leave") result = apiFleetLeave(params, true);
+    else if (method == "fleet.join") result = apiFleetLeave(params, false);
     else
       badRequest("unknown method '" + method +
                  "' (status, servers, groups, flows, explain, stats, server.add, "
                  "server.remove, server.set, server.drain, server.undrain, reload, health, "
-                 "destinations, fleet_sync)");
+                 "destinations, fleet, fleet.leave, fleet.join, fleet_sync)");
     return {{"ok", true}, {"result", std::move(result)}};
   } catch (const ApiFailure& f) {
     json r = apiError(nullptr, f.code, f.what());

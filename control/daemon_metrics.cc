@@ -326,6 +326,7 @@ std::string Daemon::metricsText() const {
     fleet_->metrics(fleet);
     o << fleet;
   }
+  fleetMetrics(o);
   return o.str();
 }
 

@@ -97,10 +97,12 @@ int workerLoop(void* arg) {
       unsigned k = rte_ring_dequeue_burst(run->control_tx, reinterpret_cast<void**>(pkts),
                                           c.burst, nullptr);
       if (k) transmit(w, c.tx_queue, pkts, uint16_t(k));
+      if (k) idle = false;
     }
     rte_rcu_qsbr_quiescent(run->qsbr, c.qsbr_id);
     hb.loops.store(++loops, std::memory_order_relaxed);
-    if (idle) rte_pause();
+    if (idle && c.idle_sleep_us) rte_delay_us_sleep(c.idle_sleep_us);  // opt-in (labs, VMs)
+    else if (idle) rte_pause();
   }
   rte_rcu_qsbr_thread_offline(run->qsbr, c.qsbr_id);
   rte_rcu_qsbr_thread_unregister(run->qsbr, c.qsbr_id);

@@ -24,6 +24,9 @@ struct WorkerConfig {
   uint16_t burst = 32;
   std::vector<RxQueue> rx;          // queues this worker polls
   uint16_t n_ports = 0;
+  // node.idle_sleep_us: sleep this long after a round that found nothing
+  // (0: busy poll). Opt-in for labs and VMs: it adds up to this much latency.
+  uint32_t idle_sleep_us = 0;
 };
 
 // A worker's pulse, for the control thread (`status`, /metrics): written by

@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # A lab of network namespaces: real hosts, a router, gwlbd on net_af_packet
 # ports and two reference appliances (docs/lab.md has the drawing).
-#   scripts/lab.sh up        build the lab (safe to re-run: a complete, running lab is kept)
+#   scripts/lab.sh up [--gateways N]   build the lab (safe to re-run: a complete, running lab
+#                       is kept). N = 1 (default): one gwlbd, static routes. N = 2..4: the fleet
+#                       lab, N gateways each with gwlbd and BIRD, ECMP through the router's BIRD
 #   scripts/lab.sh down      remove every namespace, process and device of the lab
 #   scripts/lab.sh status    namespaces, processes, gwlbctl servers
 #   scripts/lab.sh app-stop N | app-start N   kill / restart appliance N (1 or 2)
 #   scripts/lab.sh gw-stop | gw-start         stop gwlbd (SIGTERM) / start it again, same config
-#   scripts/lab.sh gwlbctl ARGS...            build/cli/gwlbctl on the lab's socket
+#   scripts/lab.sh gw-stop K | gw-kill K | gw-start K   fleet lab: gateway K's gwlbd, SIGTERM
+#                       (withdraw, grace period, exit) / SIGKILL / start
+#   scripts/lab.sh gwlbctl ARGS...            build/cli/gwlbctl on the lab's socket (fleet lab:
+#                       gateway $LAB_GW, default 1)
+#   scripts/lab.sh birdc router|gwK ARGS...   birdc on the router's or gateway K's BIRD (fleet lab)
 #   scripts/lab.sh exec NS CMD...             run CMD in namespace NS (client, server, ...)
 # Settings (environment, read by `up`):
 #   LAB_PREFIX (gwlab)  namespace names are PREFIX-client, PREFIX-server, ...
@@ -20,6 +26,9 @@
 #                       the kernel reassembles IPv4 fragments before gwlbd sees them) or
 #                       net_tap bridged to gw-rt (gwlbd gets every frame as sent: real fragments)
 #   LAB_IPV6 (0)        1: IPv6 between client, router and server as well (fd77:1::/64, fd77:2::/64)
+#   Fleet lab only: LAB_GRACE (3s) fleet.grace_period; LAB_IDLE_SLEEP_US (200) node.idle_sleep_us;
+#                       LAB_BFD_MULT (5) BFD detect multiplier at 100 ms (detection 0.5 s)
+#                       (3 busy-polling gwlbd would starve BIRD and BFD on 2 cores)
 # Exit 3 from `up` means network namespaces cannot be created here.
 set -euo pipefail
 
@@ -28,6 +37,8 @@ GWLB_BUILD="${GWLB_BUILD:-$GWLB_ROOT/build}"
 P="${LAB_PREFIX:-gwlab}"
 D="${LAB_DIR:-$GWLB_ROOT/out/lab}"
 NS_LIST=(client server router gw app1 app2)
+ALL_NS=(client server router gw app1 app2 sw gw1 gw2 gw3 gw4)  # what `down` removes (either lab)
+ALL_PROCS=(http gwlbd app1 app2 gwlbd1 gwlbd2 gwlbd3 gwlbd4 bird-gw1 bird-gw2 bird-gw3 bird-gw4 bird-router)
 
 # Addresses: all of them live only inside the lab's namespaces.
 CLIENT_IP=10.77.1.2 CLIENT_GW=10.77.1.1
@@ -45,6 +56,8 @@ CLIENT_IP6=fd77:1::2 CLIENT_GW6=fd77:1::1 SERVER_IP6=fd77:2::2 SERVER_GW6=fd77:2
 ROUTER_GW_IP6=fd77::1 GW_NEXTHOP6=fd77::2
 
 ns() { echo "$P-$1"; }
+# shellcheck source=scripts/lab_fleet.sh
+source "$GWLB_ROOT/scripts/lab_fleet.sh"
 nx() { local n="$1"; shift; ip netns exec "$(ns "$n")" "$@"; }
 log() { echo "lab: $*"; }
 
@@ -195,22 +208,40 @@ ipv6_up() {  # the same paths over IPv6: client, router, server (the appliance n
 }
 
 lab_down() {
-  for p in http gwlbd app1 app2; do stop_pid "$p"; done
-  for n in "${NS_LIST[@]}"; do
+  # TERM to all at once (gateways in the fleet lab withdraw and wait their
+  # grace period in parallel), then stop_pid each (KILL after 5 s).
+  for p in "${ALL_PROCS[@]}"; do pid_alive "$p" && kill -TERM "$(cat "$D/$p.pid")" 2>/dev/null; done
+  for p in "${ALL_PROCS[@]}"; do stop_pid "$p"; done
+  for n in "${ALL_NS[@]}"; do
     local name; name="$(ns "$n")"
     ip netns list 2>/dev/null | grep -qw "$name" || continue
     # Anything still running in our namespace was started by this lab.
     for pid in $(ip netns pids "$name" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null || true; done
     ip netns del "$name" 2>/dev/null || true
   done
-  rm -f "$D/gwlbd.sock"
+  rm -f "$D/gwlbd.sock" "$D/gateways"
 }
 
 lab_up() {
+  local gateways=1
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --gateways) gateways="${2:?--gateways N}"; shift 2 ;;
+      --gateways=*) gateways="${1#*=}"; shift ;;
+      *) log "up: unknown argument $1 (--gateways N)"; return 2 ;;
+    esac
+  done
+  case "$gateways" in 1|2|3|4) ;; *) log "--gateways: $gateways is not 1..4"; return 2 ;; esac
   for b in control/gwlbd cli/gwlbctl tools/gwlb-appliance; do
     [ -x "$GWLB_BUILD/$b" ] || { log "missing $GWLB_BUILD/$b (build it first)"; return 1; }
   done
-  if lab_complete; then log "already up ($D)"; return 0; fi
+  if [ "$gateways" -gt 1 ]; then
+    command -v bird >/dev/null || { log "the fleet lab needs BIRD 2 (bird2; scripts/setup.sh)"; return 1; }
+  fi
+  if [ "$gateways" = 1 ] && [ "$(fleet_n)" = 1 ] && lab_complete; then log "already up ($D)"; return 0; fi
+  if [ "$gateways" -gt 1 ] && [ "$(fleet_n)" = "$gateways" ] && fleet_complete; then
+    log "already up ($D, $gateways gateways)"; return 0
+  fi
   if ! ip netns add "$P-probe" 2>/dev/null; then
     log "cannot create network namespaces here (needs root or CAP_SYS_ADMIN)"; return 3
   fi
@@ -218,6 +249,11 @@ lab_up() {
   lab_down
   mkdir -p "$D"
   trap 'log "up failed; tearing down"; lab_down' ERR
+  if [ "$gateways" -gt 1 ]; then
+    fleet_up "$gateways" || { log "up failed; tearing down"; lab_down; return 1; }
+    trap - ERR
+    return 0
+  fi
   for n in "${NS_LIST[@]}"; do ns_setup "$n"; done
 
   # client <-> router <-> server
@@ -304,6 +340,7 @@ lab_up() {
 }
 
 lab_status() {
+  [ "$(fleet_n)" -gt 1 ] && { fleet_status; return; }
   local rc=0
   for n in "${NS_LIST[@]}"; do
     if ip netns list | grep -qw "$(ns "$n")"; then echo "namespace $(ns "$n"): present"; else echo "namespace $(ns "$n"): absent"; rc=1; fi
@@ -318,15 +355,28 @@ lab_status() {
 cmd="${1:-}"
 [ $# -gt 0 ] && shift
 case "$cmd" in
-  up) lab_up ;;
+  up) lab_up "$@" ;;
   down) lab_down; log "down" ;;
   status) lab_status ;;
   app-stop) app_stop "${1:?app-stop N}" ;;
   app-start) app_start "${1:?app-start N}" ;;
-  gw-stop) stop_pid gwlbd ;;
-  gw-start) gw_start ;;
-  gwlbctl) exec "$GWLB_BUILD/cli/gwlbctl" --socket "$D/gwlbd.sock" "$@" ;;
+  gw-stop|gw-start|gw-kill)
+    if [ "$(fleet_n)" -gt 1 ]; then
+      k="${1:?$cmd K (the fleet lab has gateways 1..$(fleet_n))}"
+      [ "$k" -ge 1 ] && [ "$k" -le "$(fleet_n)" ] || { log "no gateway $k (1..$(fleet_n))"; exit 2; }
+      case "$cmd" in gw-stop) fleet_gw_stop "$k" ;; gw-kill) fleet_gw_kill "$k" ;; gw-start) fleet_gw_start "$k" ;; esac
+    else
+      case "$cmd" in gw-stop) stop_pid gwlbd ;; gw-start) gw_start ;;
+        gw-kill) [ -f "$D/gwlbd.pid" ] && kill -KILL "$(cat "$D/gwlbd.pid")" 2>/dev/null; rm -f "$D/gwlbd.pid" ;; esac
+    fi ;;
+  gwlbctl)
+    sock="$D/gwlbd.sock"
+    [ "$(fleet_n)" -gt 1 ] && sock="$D/gw${LAB_GW:-1}/gwlbd.sock"
+    exec "$GWLB_BUILD/cli/gwlbctl" --socket "$sock" "$@" ;;
+  birdc)
+    n="${1:?birdc router|gwK ARGS...}"; shift
+    exec ip netns exec "$(ns "$n")" birdc -s "$D/$n/bird.ctl" "$@" ;;
   exec) n="${1:?exec NS CMD...}"; shift; exec ip netns exec "$(ns "$n")" "$@" ;;
-  -h|--help|"") sed -n '2,20p' "$0"; [ -n "$cmd" ] ;;
-  *) echo "lab.sh: unknown command $cmd (up|down|status|app-stop|app-start|gw-stop|gw-start|gwlbctl|exec)" >&2; exit 2 ;;
+  -h|--help|"") sed -n '2,28p' "$0"; [ -n "$cmd" ] ;;
+  *) echo "lab.sh: unknown command $cmd (up|down|status|app-stop|app-start|gw-stop|gw-kill|gw-start|gwlbctl|birdc|exec)" >&2; exit 2 ;;
 esac

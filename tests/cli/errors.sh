@@ -228,6 +228,27 @@ assert j["destinations"][0]["regions"][0]["healthy_since"] is None, j
 expect 1 --socket "$sock" regions nope
 says "$work/err" "gwlbctl: no destination (listener) 'nope' (not_found)"
 [ ! -s "$work/out" ] || { echo "FAIL: regions nope printed to stdout"; fails=$((fails + 1)); }
+# fleet: `fleet` alone is `fleet show`; peers render when the result has them.
+expect 0 --socket "$sock" fleet
+says "$work/out" "routes        announced for 5m12s"
+says "$work/out" "why           ready: dataplane running, appliances in service, warm start done"
+says "$work/out" "BIRD          /run/bird/bird.ctl, connected"
+says "$work/out" "gwlb_routes6  up"
+says "$work/out" "PEER           REACHABLE  LAST SYNC  FLOWS IN  FLOWS OUT  AUTH FAILURES  REPLAYED  MALFORMED"
+says "$work/out" "10.0.0.3:7946  no             never         0          0              7         1          2"
+expect 0 --socket "$sock" --json fleet show
+/usr/bin/python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["announce"]["state"] == "announced" and len(j["peers"]) == 2, j
+' "$work/out"
+expect 0 --socket "$sock" fleet leave
+says "$work/out" "left the fleet"
+says "$work/out" "why           left by operator (gwlbctl fleet join to return)"
+expect 2 --socket "$sock" fleet join
+says "$work/err" "gwlbctl: this node announces no routes: the config has no fleet.bird section (not_configured)"
+expect 2 --socket "$sock" fleet frob
+says "$work/err" "unknown subcommand 'frob' (fleet has: show, leave, join)"
 expect 1 --socket "$sock" --json health-destinations nope
 /usr/bin/python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["code"] == "not_found"' "$work/out"
 expect 2 --socket "$sock" server add firewalls 192.0.2.10

@@ -19,6 +19,9 @@ every request it received to REQUEST_LOG (one JSON object per line):
   destinations  two listeners: "inspect" failed over from fw-east to fw-west (a
                 dry-run composite would disagree), "web" healthy; {"name": N}
                 filters, not_found for another name
+  fleet         node gw-2 announced through BIRD, two peers (one unreachable)
+  fleet.leave   ok: withdrawn, left by operator
+  fleet.join    not_configured (as a gwlbd without fleet.bird answers)
 """
 import json
 import os
@@ -136,6 +139,22 @@ def health(addr):
     return None
 
 
+FLEET = {
+    "node_name": "gw-2",
+    "announce": {"state": "announced", "reason": "ready: dataplane running, appliances in service, "
+                 "warm start done", "since_s": 312.5, "changes": 3, "left_by_operator": False,
+                 "stopping": False, "grace_period_s": 5,
+                 "bird": {"socket": "/run/bird/bird.ctl", "connected": True, "wanted": "enabled",
+                          "error": "", "commands_sent": 4,
+                          "protocols": [{"name": "gwlb_routes", "state": "up"},
+                                        {"name": "gwlb_routes6", "state": "up"}]}},
+    "peers": [{"address": "10.0.0.1:7946", "reachable": True, "last_sync_s": 0.4, "flows_received": 120345,
+               "flows_sent": 118002, "auth_failures": 0, "replayed": 0, "malformed": 0},
+              {"address": "10.0.0.3:7946", "reachable": False, "last_sync_s": None, "flows_received": 0,
+               "flows_sent": 0, "auth_failures": 7, "replayed": 1, "malformed": 2}],
+}
+
+
 def reply(req):
     m, p = req.get("method"), req.get("params", {})
     if m == "groups":
@@ -157,6 +176,18 @@ def reply(req):
             return {"ok": False, "error": {"code": "not_found",
                                            "message": "no destination (listener) '%s'" % p["name"]}}
         return {"ok": True, "result": {"destinations": ds}}
+    if m == "fleet":
+        return {"ok": True, "result": FLEET}
+    if m == "fleet.leave":
+        left = json.loads(json.dumps(FLEET))
+        left["announce"].update(state="withdrawn", reason="left by operator (gwlbctl fleet join to return)",
+                                since_s=0.01, left_by_operator=True)
+        left["announce"]["bird"]["wanted"] = "disabled"
+        left["changed"] = True
+        return {"ok": True, "result": left}
+    if m == "fleet.join":
+        return {"ok": False, "error": {"code": "not_configured", "message":
+                "this node announces no routes: the config has no fleet.bird section"}}
     if m == "server.add":
         return {"ok": False, "error": {"code": "invalid_config", "message": "1 error",
                 "details": [{"path": "server_groups[0].servers[3].address",

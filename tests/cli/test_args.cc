@@ -52,6 +52,14 @@ TEST(Args, SubcommandsAndPositionals) {
   EXPECT_EQ(req.method, "server.add");
   EXPECT_EQ(req.params, (Json{{"group", "firewalls"}, {"address", "192.0.2.20"}, {"weight", 50}}));
 
+  inv = parse({"fleet"});
+  EXPECT_EQ(inv.command->name, "fleet show") << "`gwlbctl fleet` is `fleet show`";
+  EXPECT_EQ(buildRequest(inv).method, "fleet");
+  EXPECT_EQ(buildRequest(parse({"fleet", "leave"})).method, "fleet.leave");
+  EXPECT_EQ(buildRequest(parse({"--json", "fleet", "join"})).method, "fleet.join");
+  EXPECT_TRUE(parse({"fleet", "--help"}).help);
+  EXPECT_EQ(parse({"fleet", "--help"}).group, "fleet");
+
   inv = parse({"config", "check", "x.yaml"});
   EXPECT_EQ(inv.command->name, "config check");
   EXPECT_EQ(inv.args[0], "x.yaml");

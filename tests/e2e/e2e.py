@@ -2,7 +2,8 @@
 """End-to-end tests on the namespace lab (scripts/lab.sh, docs/lab.md).
 
   e2e.py TEST --build DIR --src DIR --work DIR
-TEST: tcp | udp | drop | failover | ethernet | no_rebalance | drain | restart | fragments | mtu
+TEST: tcp | udp | drop | failover | ethernet | no_rebalance | drain | restart | fragments | mtu | fleet
+(fleet: tests/e2e/e2e_fleet.py, the fleet lab of 3 gateways)
 Each test builds its own lab (namespaces PREFIX-*, PREFIX = e2e-TEST), runs, and
 always tears it down. Exit 77 (skip) only when network namespaces cannot be made.
 """
@@ -29,6 +30,8 @@ class Lab:
         self.env.update(env or {})
         self.procs = []
         self.lab = os.path.join(self.src, "scripts/lab.sh")
+        self.up_args = []  # e.g. ["--gateways", "3"]
+        self.mgmt = "gw"   # a namespace on the appliance segment (appliances' HTTP)
 
     def sh(self, *cmd, check=True, capture=True, timeout=120):
         r = subprocess.run([self.lab, *cmd], env=self.env, text=True, timeout=timeout,
@@ -39,7 +42,7 @@ class Lab:
 
     def up(self):
         shutil.rmtree(self.dir, ignore_errors=True)
-        r = self.sh("up", check=False)
+        r = self.sh("up", *self.up_args, check=False)
         print(r.stdout, end="")
         if r.returncode == 3:
             print("SKIP: network namespaces cannot be created here (needs root or CAP_SYS_ADMIN)")
@@ -61,7 +64,8 @@ class Lab:
                 pass
 
     def dump_logs(self):
-        for f in ("gwlbd.log", "app1.log", "app2.log"):
+        for f in ("gwlbd.log", "app1.log", "app2.log", "gwlbd1.log", "gwlbd2.log", "gwlbd3.log",
+                  "bird-router.log"):
             p = os.path.join(self.dir, f)
             if os.path.exists(p):
                 print(f"--- {f} (tail)")
@@ -102,11 +106,11 @@ class Lab:
         return {s["address"]: s for s in d["servers"]}
 
     def app_stats(self, app):
-        r = self.run("gw", "curl", "-s", "--max-time", "3", f"http://{APPS[app]}:8080/stats")
+        r = self.run(self.mgmt, "curl", "-s", "--max-time", "3", f"http://{APPS[app]}:8080/stats")
         return json.loads(r.stdout)
 
     def app_reset(self, app):
-        self.run("gw", "curl", "-s", "-XPOST", "--max-time", "3", f"http://{APPS[app]}:8080/stats/reset")
+        self.run(self.mgmt, "curl", "-s", "-XPOST", "--max-time", "3", f"http://{APPS[app]}:8080/stats/reset")
 
 
 def flow_on(stats, proto, a, b):
@@ -628,6 +632,11 @@ eal: ["--no-huge", "--no-pci", "--no-shconf", "--no-telemetry", "-m", "256",
         subprocess.run(["ip", "netns", "del", nsname], stderr=subprocess.DEVNULL)
 
 
+def test_fleet(lab, args):
+    import e2e_fleet  # tests/e2e/e2e_fleet.py
+    e2e_fleet.test_fleet(lab, args)
+
+
 TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
          "drop": (test_drop, {"LAB_APP_ARGS": "--drop-dport 7001 --drop-proto icmp"}),
          "failover": (test_failover, {"LAB_FAILOVER": "rebalance"}),
@@ -635,7 +644,8 @@ TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
          "no_rebalance": (test_no_rebalance, {"LAB_FAILOVER": "no_rebalance"}),
          "drain": (test_drain, {"LAB_FAILOVER": "rebalance", "LAB_DRAIN": "3s"}),
          "restart": (test_restart, {}),
-         "fragments": (test_fragments, {"LAB_RT_PORT": "tap", "LAB_IPV6": "1"})}
+         "fragments": (test_fragments, {"LAB_RT_PORT": "tap", "LAB_IPV6": "1"}),
+         "fleet": (test_fleet, {"LAB_GRACE": "3s"})}
 
 
 def main():
@@ -660,6 +670,8 @@ def main():
         return 0
     fn, env = TESTS[args.test]
     lab = Lab(args, args.test, env)
+    if args.test == "fleet":
+        lab.up_args, lab.mgmt = ["--gateways", "3"], "gw1"
     t0 = time.time()
     try:
         lab.up()

@@ -9,6 +9,9 @@
       a long-lived stream: writes RATE bytes/s (default 2 MB/s) of a known
       pattern to an echo server for SECONDS, checks every echoed byte, reports
       the longest time without echoed data (max_stall)
+  netpeer.py tcp-streams ADDR PORT COUNT SECONDS RATE -> JSON lines {event: connected, sports}
+      then {event: done, streams: [{sport, sent, received, ok, max_stall}]}: COUNT
+      streams at once (one thread, non-blocking), each as tcp-stream at RATE bytes/s
   netpeer.py ping ADDR COUNT                          -> JSON {sent, received}
   netpeer.py frag-client ADDR PORT SIZE ORDER COUNT   -> JSON {sport, sent, fragments, received, intact}
       COUNT UDP datagrams of SIZE bytes to an echo server, each leaving this host
@@ -163,6 +166,65 @@ def tcp_stream(addr, port, seconds, rate):
                       "stall_end": state["stall_at"]}), flush=True)
 
 
+def tcp_streams(addr, port, count, seconds, rate):
+    import selectors
+    socks = [socket.create_connection((addr, port), timeout=10) for _ in range(count)]
+    print(json.dumps({"event": "connected", "sports": [c.getsockname()[1] for c in socks]}), flush=True)
+    sel = selectors.DefaultSelector()
+    t0 = time.time()
+    st = []
+    for i, c in enumerate(socks):
+        c.setblocking(False)
+        sel.register(c, selectors.EVENT_READ, i)
+        st.append({"tx": 0, "rx": 0, "ok": True, "last": t0, "max_stall": 0.0, "eof": False, "shut": False})
+    while True:
+        now = time.time()
+        el = now - t0
+        for c, s in zip(socks, st):
+            if el < seconds:
+                due = el * rate
+                if s["tx"] < due:
+                    try:
+                        s["tx"] += c.send(pattern(s["tx"], min(16384, int(due - s["tx"]) + 1)))
+                    except BlockingIOError:
+                        pass
+                    except OSError:
+                        s["ok"] = False
+            elif not s["shut"]:
+                s["shut"] = True
+                try:
+                    c.shutdown(socket.SHUT_WR)
+                except OSError:
+                    s["ok"] = False
+        for key, _ in sel.select(timeout=0.005):
+            c, s = key.fileobj, st[key.data]
+            try:
+                d = c.recv(65536)
+            except BlockingIOError:
+                continue
+            except OSError:
+                d = b""
+                s["ok"] = False
+            now = time.time()
+            if not d:
+                s["eof"] = True
+                sel.unregister(c)
+                continue
+            s["max_stall"] = max(s["max_stall"], now - s["last"])
+            s["last"] = now
+            if d != pattern(s["rx"], len(d)):
+                s["ok"] = False
+            s["rx"] += len(d)
+        if el >= seconds and all(s["eof"] or s["rx"] >= s["tx"] for s in st):
+            break
+        if el > seconds + 60:
+            break
+    print(json.dumps({"event": "done", "streams": [
+        {"sport": c.getsockname()[1] if c.fileno() >= 0 else 0, "sent": s["tx"], "received": s["rx"],
+         "ok": s["ok"] and s["rx"] == s["tx"], "max_stall": round(s["max_stall"], 3)}
+        for c, s in zip(socks, st)]}), flush=True)
+
+
 def ping(addr, count):
     """ICMP echo with a raw socket (no ping binary needed)."""
     import struct
@@ -299,6 +361,8 @@ def main():
         udp_echo_client(a[1], int(a[2]), int(a[3]), int(a[4]) if len(a) > 4 else 0)
     elif cmd == "tcp-stream":
         tcp_stream(a[1], int(a[2]), float(a[3]), float(a[4]) if len(a) > 4 else 2e6)
+    elif cmd == "tcp-streams":
+        tcp_streams(a[1], int(a[2]), int(a[3]), float(a[4]), float(a[5]))
     elif cmd == "ping":
         ping(a[1], int(a[2]))
     elif cmd == "wait-ready":

@@ -31,7 +31,9 @@ namespace {
 json handle(const std::string& method, const json& p) {
   try {
     json r = json::object();
-    if (method == "status" || method == "groups" || method == "stats" || method == "fleet_sync") {
+    if (method == "status" || method == "groups" || method == "stats" || method == "fleet_sync" ||
+        method == "fleet" ||
+        method == "fleet.leave" || method == "fleet.join") {
       Params(p, {});
     } else if (method == "reload") {
       Params pr(p, {"force"});

@@ -481,6 +481,32 @@ def sync():
     return out
 
 
+# ---------------------------------------------------------------- bird
+def bird():
+    """What BIRD 2's control socket sends (fuzz_bird.cc): byte 0 the chunk size - 1."""
+    show = (b"2002-Name       Proto      Table      State  Since         Info\n"
+            b"1002-gwlb_routes Static     master4    down   17:56:15.662  \n0000 \n")
+    show_all = (b"2002-Name       Proto      Table      State  Since         Info\n"
+                b"1002-gwlb_routes Static     master4    up     17:56:23.061  \n"
+                b"1006-  Channel ipv4\n     State:          UP\n     Table:          master4\n \n0000 \n")
+    out = {
+        "greeting": b"\x00" + b"0001 BIRD 2.0.12 ready.\n",
+        "show_down": b"\x06" + show,
+        "show_all": b"\x03" + show_all,
+        "enabled": b"\xff" + b"0011-gwlb_routes: enabled\n0000 \n",
+        "already": b"\x01" + b"0010-gwlb_routes: already enabled\n0000 \n",
+        "disabled": b"\x02" + b"0009-gwlb_routes: disabled\n0000 \n0008-gwlb_routes: already disabled\n0000 \n",
+        "syntax_error": b"\x10" + b"9001 syntax error, unexpected CF_SYM_UNDEFINED\n",
+        "async": b"\x04" + b"+reconfigured\n0001 BIRD 2.0.12 ready.\n",
+        "bare_code": b"\x00" + b"1002-x Static t up\n0000\n",
+        "crlf": b"\x05" + b"0001 BIRD ready.\r\n",
+        "garbage": b"\x07" + b"HTTP/1.1 200 OK\r\n\r\n",
+        "orphan_continuation": b"\x00" + b" text\n",
+        "unterminated": b"\x08" + b"1002-gwlb_routes Static master4 up",
+    }
+    return out
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -489,7 +515,7 @@ def main():
     args = ap.parse_args()
     sets = {"frame": frames(), "geneve": genev(), "icmp": icmpc(), "config": configs(),
             "api": api(), "http": http(), "http_request": http_request(), "neigh": neigh(),
-            "sync": sync()}
+            "sync": sync(), "bird": bird()}
     bad = 0
     total = 0
     for target, files in sets.items():

@@ -1009,7 +1009,7 @@ node: { underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01, gateway_mac: 02
         flow_hash_secret: 00112233445566778899aabbccddeeff,
         ports: [ { id: 0, role: both, mac: 02:00:00:00:00:01 }, { id: 1, role: router, mac: 02:00:00:00:00:02 } ],
         ipv6_addresses: [ "2001:db8::1", "fe80::1" ],
-        exception_path: { enabled: true, name_prefix: gw } }
+        exception_path: { enabled: true, name_prefix: gw }, idle_sleep_us: 0 }
 server_groups:
   - name: g0
     stickiness: 5-tuple
@@ -1040,7 +1040,8 @@ listeners: [ { name: l, server_groups: [g0, g1], failback_hold: 30s, when_all_un
 health_endpoint: { listen: "127.0.0.1:8081" }
 fleet: { node_name: gw-1, secret: 00112233445566778899AABBCCDDEEFF, secret_file: /etc/gwlb/fleet.key,
          sync_listen: "10.0.0.1:7946", peers: ["10.0.0.2:7946", "[2001:db8::3]:7946"],
-         warm_start_timeout: 20s }
+         warm_start_timeout: 20s,
+         bird: { socket: /run/bird/bird.ctl, protocols: [gwlb_routes, gwlb_routes6] }, grace_period: 5s }
 )";
 
 // "a.b[2].c" -> {"a", "b", "[2]", "c"}.
@@ -1162,6 +1163,20 @@ const std::vector<BadValue>& badValues() {
       {"fleet.peers", "[\"10.0.0.1:7946\"]", {"this node's own fleet.sync_listen"}, "fleet.peers[0]"},
       {"fleet.warm_start_timeout", "0", {"0"}},
       {"fleet.warm_start_timeout", "11m", {"660"}},
+      // fleet: route announcement through BIRD
+      {"fleet.bird", "/run/bird/bird.ctl", {"expected a map", "socket"}},
+      {"fleet.bird.socket", "bird.ctl", {"'bird.ctl'", "absolute socket path"}},
+      {"fleet.bird.socket", "''", {"absolute socket path"}},
+      {"fleet.bird.protocols", "gwlb_routes", {"expected a list of BIRD protocol names"}},
+      {"fleet.bird.protocols", "[]", {"1..16"}},
+      {"fleet.bird.protocols", "['gwlb routes']", {"not a BIRD protocol name"}, "fleet.bird.protocols[0]"},
+      {"fleet.bird.protocols", "['1st']", {"not a BIRD protocol name"}, "fleet.bird.protocols[0]"},
+      {"fleet.bird.protocols", "['x;disable all']", {"not a BIRD protocol name"}, "fleet.bird.protocols[0]"},
+      {"fleet.bird.protocols", "[a, a]", {"already fleet.bird.protocols[0]"}, "fleet.bird.protocols[1]"},
+      {"fleet.grace_period", "3601", {"0..3600"}},
+      {"fleet.grace_period", "soon", {"not a"}},
+      {"node.idle_sleep_us", "10001", {"0..10000"}},
+      {"node.idle_sleep_us", "-5", {"negative"}},
       // node
       {"node.underlay_ip", "2001:db8::1", {"IPv6", "IPv4"}},
       {"node.underlay_ip", "02:00:00:00:00:01", {"is a MAC address", "IPv4"}},

@@ -1,0 +1,72 @@
+#include "cli/fleet_render.h"
+
+#include "cli/render.h"
+#include "cli/table.h"
+
+namespace gwlb::cli {
+
+namespace {
+
+const Json& at(const Json& obj, const char* key) {
+  static const Json kNull;
+  return obj.is_object() && obj.contains(key) ? obj[key] : kNull;
+}
+
+std::string yesNo(const Json& v) {
+  if (!v.is_boolean()) return "-";
+  return v.get<bool>() ? "yes" : "no";
+}
+
+}  // namespace
+
+std::string renderFleet(const Json& r) {
+  const Json& a = at(r, "announce");
+  std::vector<std::pair<std::string, std::string>> kv;
+  kv.push_back({"node", fieldText(r, "node_name", "(no fleet section)")});
+  std::string routes = fieldText(a, "state");
+  if (at(a, "since_s").is_number()) routes += " for " + formatDuration(fieldNumber(a, "since_s"));
+  kv.push_back({"routes", routes});
+  kv.push_back({"why", fieldText(a, "reason")});
+  const Json& b = at(a, "bird");
+  std::string out;
+  if (b.is_object()) {
+    kv.push_back({"grace period", formatDuration(fieldNumber(a, "grace_period_s")) +
+                                      " (on SIGTERM: withdraw, keep forwarding, then exit)"});
+    std::string conn = fieldText(b, "socket") + (at(b, "connected") == Json(true) ? ", connected"
+                                                                                   : ", not connected");
+    if (!fieldText(b, "error", "").empty()) conn += " (" + fieldText(b, "error") + ")";
+    kv.push_back({"BIRD", conn});
+    kv.push_back({"asks BIRD", fieldText(b, "wanted") + " protocols; " +
+                                   fieldText(b, "commands_sent", "0") + " enable/disable sent"});
+    out = renderKeyValues(kv);
+    Table t({{"PROTOCOL"}, {"STATE IN BIRD"}});
+    if (at(b, "protocols").is_array())
+      for (const Json& p : at(b, "protocols")) t.addRow({fieldText(p, "name"), fieldText(p, "state")});
+    out += "\n" + t.render();
+  } else {
+    out = renderKeyValues(kv);
+  }
+  const Json& peers = at(r, "peers");
+  if (peers.is_array()) {
+    Table t({{"PEER"},
+             {"REACHABLE"},
+             {"LAST SYNC", Align::kRight},
+             {"FLOWS IN", Align::kRight},
+             {"FLOWS OUT", Align::kRight},
+             {"AUTH FAILURES", Align::kRight},
+             {"REPLAYED", Align::kRight},
+             {"MALFORMED", Align::kRight}});
+    for (const Json& p : peers) {
+      const Json& ls = at(p, "last_sync_s");
+      t.addRow({fieldText(p, "address"), yesNo(at(p, "reachable")),
+                ls.is_number() ? formatDuration(ls.get<double>()) + " ago" : "never",
+                fieldText(p, "flows_received"), fieldText(p, "flows_sent"),
+                fieldText(p, "auth_failures"), fieldText(p, "replayed"), fieldText(p, "malformed")});
+    }
+    out += "\n";
+    out += peers.empty() ? "no peers\n" : t.render();
+  }
+  return out;
+}
+
+}  // namespace gwlb::cli

@@ -1,0 +1,168 @@
+// The fleet's control side in gwlbd (docs/fleet.md): when the node's routes
+// are announced through BIRD (control/announce.h rules, control/bird_client.h
+// I/O), the API methods `fleet`, `fleet.leave`, `fleet.join`, the fleet
+// metrics, and the graceful stop (withdraw, grace period, exit). Control thread.
+#include <spdlog/spdlog.h>
+
+#include <sstream>
+
+#include "control/api_params.h"
+#include "control/daemon.h"
+
+namespace gwlb::ctl {
+
+using nlohmann::json;
+
+void Daemon::startFleet() {
+  const FleetConfig& f = cfg().fleet;
+  if (!f.configured || !f.bird.configured) return;
+  bird_ = std::make_shared<BirdClient>(io_, f.bird.socket, f.bird.protocols);
+  bird_->on_round = [this] { updateAnnounce(); };
+  bird_->start();
+  spdlog::info("fleet node {}: routes through BIRD at {} (protocols {}), grace period {} s",
+               f.node_name, f.bird.socket, fmt::format("{}", fmt::join(f.bird.protocols, ", ")),
+               f.grace_period_s);
+  updateAnnounce();
+}
+
+void Daemon::stopFleet() {
+  if (bird_) bird_->stop();
+  grace_timer_.reset();
+}
+
+AnnounceInputs Daemon::announceInputs() const {
+  AnnounceInputs in;
+  in.dataplane_running = !worker_lcores_.empty() && !stop_.load();
+  const dp::Snapshot* s = dp_.snapshot.load();
+  in.snapshot_published = s != nullptr;
+  in.appliances_ready = s != nullptr;
+  if (s) {
+    // At least one appliance per group in service: weight > 0, MAC known, active.
+    for (size_t g = 0; g < cfg().server_groups.size() && g < s->groups.size(); ++g) {
+      bool any = false;
+      for (const dp::ServerView& sv : s->servers)
+        any = any || (sv.in_use && sv.group == g && sv.weight > 0 && sv.mac_known &&
+                      sv.phase == dp::ServerPhase::kActive);
+      if (!any) {
+        in.appliances_ready = false;
+        in.appliances_why = "group " + cfg().server_groups[g].name +
+                            " has no appliance in service (MAC known, weight > 0)";
+        break;
+      }
+    }
+  }
+  in.warm_start_done = warm_start_done_ ? warm_start_done_() : true;
+  // Every listener drops new flows: its region choice is "drop", or its
+  // destination is unhealthy under when_all_unhealthy drop.
+  const auto& ls = regions().listeners();
+  in.destinations_drop = !ls.empty();
+  std::string why;
+  for (const auto& l : ls) {
+    bool drops = l.active < 0 ||
+                 (!l.destination_healthy && l.when_all_unhealthy == WhenAllUnhealthy::kDrop);
+    if (!drops) {
+      in.destinations_drop = false;
+      break;
+    }
+    why += (why.empty() ? "" : ", ") + std::string("destination ") + l.name;
+  }
+  if (in.destinations_drop) in.destinations_why = why + ": unhealthy, when_all_unhealthy drop";
+  in.left_by_operator = fleet_left_;
+  in.stopping = stopping_;
+  in.grace_period_s = cfg().fleet.grace_period_s;
+  return in;
+}
+
+void Daemon::updateAnnounce() {
+  if (!bird_) return;
+  AnnounceDecision d = decideAnnounce(announceInputs());
+  bird_->setAnnounce(d.announce);
+  bool was = announce_.announced();
+  if (announce_.update(d, bird_->converged(), bird_->lastError(), dp::monotonicNs())) {
+    auto log = announce_.announced() || was ? spdlog::level::warn : spdlog::level::info;
+    spdlog::log(log, "fleet: routes {}: {}", announce_.state(), announce_.reason());
+  }
+}
+
+bool Daemon::beginGracefulStop(int sig) {
+  if (!bird_ || stopping_) return false;
+  stopping_ = true;
+  updateAnnounce();
+  uint32_t grace = cfg().fleet.grace_period_s;
+  spdlog::warn("signal {}: routes withdrawn; forwarding for the grace period ({} s), then exit "
+               "(a second signal exits at once)",
+               sig, grace);
+  grace_timer_ = std::make_unique<boost::asio::steady_timer>(io_, std::chrono::seconds(grace));
+  grace_timer_->async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;
+    spdlog::info("grace period over ({}): stopping", announce_.state());
+    io_.stop();
+  });
+  return true;
+}
+
+json Daemon::apiFleet(const json& p) {
+  Params pr(p, {});
+  json out = {{"node_name", cfg().fleet.configured ? json(cfg().fleet.node_name) : json(nullptr)}};
+  if (!bird_) {
+    out["announce"] = {{"state", "off"},
+                       {"reason", cfg().fleet.configured
+                                      ? "no fleet.bird section: this node announces nothing"
+                                      : "no fleet section: a single gateway"},
+                       {"since_s", nullptr},
+                       {"bird", nullptr}};
+  } else {
+    json protos = json::array();
+    for (const auto& pr2 : bird_->protocols())
+      protos.push_back({{"name", pr2.name}, {"state", pr2.state}});
+    uint64_t now = dp::monotonicNs();
+    out["announce"] = {
+        {"state", announce_.state()},
+        {"reason", announce_.reason()},
+        {"since_s", announce_.sinceNs() && now > announce_.sinceNs()
+                        ? double(now - announce_.sinceNs()) / 1e9
+                        : 0.0},
+        {"changes", announce_.changes()},
+        {"left_by_operator", fleet_left_},
+        {"stopping", stopping_},
+        {"grace_period_s", cfg().fleet.grace_period_s},
+        {"bird", {{"socket", bird_->socket()},
+                  {"connected", bird_->connected()},
+                  {"wanted", bird_->wantAnnounce() ? "enabled" : "disabled"},
+                  {"error", bird_->lastError()},
+                  {"commands_sent", bird_->commandsSent()},
+                  {"protocols", protos}}}};
+  }
+  // "peers": flow state sync (another part of the fleet) adds them here.
+  return out;
+}
+
+json Daemon::apiFleetLeave(const json& p, bool leave) {
+  Params pr(p, {});
+  if (!bird_)
+    throw ApiFailure("not_configured",
+                     "this node announces no routes: the config has no fleet.bird section");
+  bool changed = fleet_left_ != leave;
+  fleet_left_ = leave;
+  if (changed)
+    spdlog::warn("fleet: {} by operator", leave ? "left (routes withdrawn)" : "joined again");
+  updateAnnounce();
+  json r = apiFleet(json::object());
+  r["changed"] = changed;
+  return r;
+}
+
+void Daemon::fleetMetrics(std::ostringstream& o) const {
+  if (!bird_) return;
+  o << "# HELP gwlb_fleet_announced 1 while this node's routes are announced (BIRD has every "
+       "protocol of fleet.bird.protocols up as gwlbd asked)\n# TYPE gwlb_fleet_announced gauge\n"
+    << "gwlb_fleet_announced " << (announce_.announced() ? 1 : 0) << "\n";
+  o << "# HELP gwlb_fleet_announce_changes_total times the routes went from announced to "
+       "withdrawn or back\n# TYPE gwlb_fleet_announce_changes_total counter\n"
+    << "gwlb_fleet_announce_changes_total " << announce_.changes() << "\n";
+  o << "# HELP gwlb_fleet_bird_connected 1 while gwlbd is connected to BIRD's control socket\n"
+       "# TYPE gwlb_fleet_bird_connected gauge\n"
+    << "gwlb_fleet_bird_connected " << (bird_->connected() ? 1 : 0) << "\n";
+}
+
+}  // namespace gwlb::ctl
