@@ -13,6 +13,14 @@
 #include "common/flow_cookie.h"
 #include "control/fleet_sync.h"
 #include "dataplane/worker.h"
+#include <rte_ring.h>
+
+#include <chrono>
+#include <map>
+#include <thread>
+#include <vector>
+
+#include "dataplane/eal.h"
 #include "tests/dp/dp_harness.h"
 
 namespace gwlb::dptest {
@@ -29,6 +37,11 @@ std::string freePort() {
   ::close(s);
   return "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
 }
+
+struct RecordKey {
+  FlowKey k;
+  bool operator<(const RecordKey& o) const { return std::memcmp(&k, &o.k, sizeof k) < 0; }
+};
 
 class FleetSyncInstall : public ::testing::Test {
  protected:
@@ -181,6 +194,166 @@ TEST_F(FleetSyncInstall, ForeignRecordsAreRefused) {
   r.idle_for_ms = 400'000;  // idle longer than the TCP timeout: would expire at once
   EXPECT_EQ(fs_->install(r, h_->now), ctl::InstallResult::kIgnored);
   EXPECT_EQ(h_->flows().count(), 0u) << "nothing of that was inserted";
+}
+
+// The sending side: a peer (a UDP socket here) gets a "new" record for every
+// flow the workers create, whether the ring took its event or not (the scan
+// catches what a full ring dropped), "changed" for a move, a refresh only for
+// flows that had packets here and were last sent a third of their idle
+// timeout ago, and an empty keepalive after a second without anything.
+class FleetSyncSend : public ::testing::Test {
+ protected:
+  void make(unsigned ring_size, ctl::FailoverMode mode = ctl::FailoverMode::kNoRebalance) {
+    HarnessOptions ho;
+    ho.failover_mode = mode;
+    h_ = std::make_unique<Harness>(ho);
+    static int seq = 0;
+    ring_ = dp::createRing("dpt_fsync" + std::to_string(++seq), ring_size);
+    h_->dataplane().sync = ring_;
+    peer_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(peer_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    socklen_t len = sizeof a;
+    ::getsockname(peer_, reinterpret_cast<sockaddr*>(&a), &len);
+    ctl::FleetSync::Options o;
+    o.node_name = "gw-send";
+    o.listen = freePort();
+    o.peers = {"127.0.0.1:" + std::to_string(ntohs(a.sin_port))};
+    o.secret = flowHashKey();
+    key_ = sync::SyncKey::fromHashKey(o.secret.k0, o.secret.k1);
+    fs_ = std::make_unique<ctl::FleetSync>(io_, o, h_->flows(), ring_,
+                                           [this] { return &h_->snapshot(); });
+  }
+  void TearDown() override {
+    fs_.reset();
+    h_.reset();
+    if (ring_) rte_ring_free(ring_);
+    if (peer_ >= 0) ::close(peer_);
+  }
+  Frame flow(int i) const {
+    const Net& n = net();
+    return Frame{n.fromA(), kEthIpv4,
+                 ipv4(n.client4, n.server4, 6, tcp(n.client4, n.server4, uint16_t(41000 + i), 443)),
+                 kPortA};
+  }
+  // The datagrams the peer got since the last call, decoded: waits (up to
+  // 10 s) until `want` records came, or 100 ms when none are expected, so a
+  // late delivery never lands in the next call. `empties` counts datagrams
+  // without records.
+  std::vector<sync::Record> received(size_t want = 0, int* empties = nullptr) {
+    std::vector<sync::Record> out;
+    uint8_t buf[2048];
+    auto end = std::chrono::steady_clock::now() +
+               (want ? std::chrono::milliseconds(10000) : std::chrono::milliseconds(100));
+    while (std::chrono::steady_clock::now() < end && (want == 0 || out.size() < want)) {
+      ssize_t n = ::recv(peer_, buf, sizeof buf, 0);
+      if (n <= 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        continue;
+      }
+      sync::Header hd;
+      sync::Record recs[sync::kMaxRecords];
+      EXPECT_EQ(sync::decode(key_, buf, size_t(n), hd, recs), sync::Status::kOk);
+      EXPECT_EQ(hd.node, sync::nodeId("gw-send"));
+      if (hd.count == 0 && empties) ++*empties;
+      out.insert(out.end(), recs, recs + hd.count);
+    }
+    return out;
+  }
+  std::map<RecordKey, sync::RecordKind> kinds(const std::vector<sync::Record>& v) {
+    std::map<RecordKey, sync::RecordKind> m;
+    for (auto& r : v) m[RecordKey{r.key}] = r.kind;
+    return m;
+  }
+  boost::asio::io_context io_;
+  std::unique_ptr<Harness> h_;
+  std::unique_ptr<ctl::FleetSync> fs_;
+  rte_ring* ring_ = nullptr;
+  int peer_ = -1;
+  sync::SyncKey key_;
+};
+
+TEST_F(FleetSyncSend, NewFlowsOnceRefreshOnlyWhatHadPacketsKeepaliveWhenIdle) {
+  make(1024);
+  std::map<int, Encap> at;
+  for (int i = 0; i < 20; ++i) {
+    Result r = h_->send(flow(i));
+    ASSERT_EQ(r.verdict, Verdict::kAppliance);
+    at[i] = checkEncap(*h_, r.bytes, expectedInner(*h_, flow(i)), expectedProtocol(*h_, flow(i)));
+  }
+  uint64_t t0 = h_->now;
+  fs_->tick(t0);
+  auto got = received(20);
+  ASSERT_EQ(got.size(), 20u) << "one record per new flow";
+  for (auto& r : got) {
+    EXPECT_EQ(r.kind, sync::RecordKind::kNew);
+    bool found = false;
+    for (auto& [i, e] : at)
+      if (e.cookie == r.cookie) found = e.appliance.v4HostOrder() == r.appliance;
+    EXPECT_TRUE(found) << "each record carries its flow's appliance and cookie";
+  }
+  // Nothing new: nothing but a keepalive once a second has passed.
+  fs_->tick(t0 + 500'000'000ULL);
+  EXPECT_TRUE(received().empty());
+  int empties = 0;
+  fs_->tick(t0 + 1'100'000'000ULL);
+  EXPECT_TRUE(received(0, &empties).empty());
+  EXPECT_EQ(empties, 1);
+  // Flows 0..4 have packets 200 s later (TCP idle timeout 350 s: a third is
+  // 117 s): only they are refreshed, once.
+  h_->now = t0 + 200'000'000'000ULL;
+  for (int i = 0; i < 5; ++i) h_->send(flow(i));
+  fs_->tick(h_->now);
+  got = received(5);
+  ASSERT_EQ(got.size(), 5u);
+  for (auto& r : got) {
+    EXPECT_EQ(r.kind, sync::RecordKind::kRefresh);
+    EXPECT_EQ(r.idle_for_ms, 0u);
+    EXPECT_EQ(r.age_ms, 200'000u);
+  }
+  fs_->tick(h_->now + 10'000'000);
+  EXPECT_TRUE(received().empty()) << "refreshed once, not every tick";
+}
+
+TEST_F(FleetSyncSend, WhatAFullRingDroppedTheScanSends) {
+  make(8);  // holds 7
+  std::vector<std::pair<Bytes, uint16_t>> burst;
+  for (int i = 0; i < 20; ++i) burst.push_back({flow(i).bytes(), kPortA});
+  h_->sendBurst(burst);
+  ASSERT_EQ(h_->get(Counter::sync_queue_full), 13u);
+  fs_->tick(h_->now);
+  auto got = received(20);
+  EXPECT_EQ(got.size(), 20u) << "7 from the ring, 13 found by the scan";
+  auto k = kinds(got);
+  EXPECT_EQ(k.size(), 20u) << "each flow once";
+  for (auto& [key, kind] : k) EXPECT_EQ(kind, sync::RecordKind::kNew);
+}
+
+TEST_F(FleetSyncSend, AMoveIsSentAsChanged) {
+  make(1024, ctl::FailoverMode::kRebalance);
+  for (int i = 0; i < 30; ++i) h_->send(flow(i));
+  fs_->tick(h_->now);
+  EXPECT_EQ(received(30).size(), 30u);
+  IpAddr down = net().servers[1];
+  ctl::HealthMap health;
+  for (const IpAddr& a : net().servers)
+    health[a.v4HostOrder()] = a == down ? HealthState::kUnhealthy : HealthState::kHealthy;
+  h_->republish(health);
+  for (int i = 0; i < 30; ++i) h_->send(flow(i));
+  uint64_t moved = h_->get(Counter::flows_rebalanced);
+  ASSERT_GT(moved, 0u);
+  fs_->tick(h_->now + 1'000'000);
+  auto got = received(moved);
+  ASSERT_EQ(got.size(), moved);
+  for (auto& r : got) {
+    EXPECT_EQ(r.kind, sync::RecordKind::kChanged);
+    EXPECT_EQ(r.prev_appliance, down.v4HostOrder());
+    EXPECT_NE(r.appliance, down.v4HostOrder());
+    EXPECT_EQ(r.moves, 1);
+    EXPECT_EQ(r.move_reason, uint8_t(dp::MoveReason::kUnhealthy));
+  }
 }
 
 }  // namespace
