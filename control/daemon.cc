@@ -66,7 +66,8 @@ Daemon::Daemon(Config config) {
   dp_.punt = dp::createRing("gwlbd_punt", kPuntRingSize);
   control_tx_ = dp::createRing("gwlbd_ctl_tx", kPuntRingSize);
   // Flow state sync: the workers queue new and moved flows here (multi-producer).
-  if (config.fleet.configured && !config.fleet.sync_listen.empty())
+  // Without peers there is nobody to send to or accept from: no sync at all.
+  if (config.fleet.configured && !config.fleet.sync_listen.empty() && !config.fleet.peers.empty())
     dp_.sync = dp::createRing("gwlbd_sync", FleetSync::kRingSize, false);
   Engine::Inputs in;
   in.health = [this] { return health_ ? health_->states() : HealthMap{}; };

@@ -56,7 +56,7 @@ class Daemon {
   // Summed counters of all workers (any thread; approximate while running).
   WorkerCounters totals() const;
 
-  // Flow state sync (null without fleet.sync_listen). Control thread.
+  // Flow state sync (null without fleet.sync_listen and fleet.peers). Control thread.
   // Route announcement waits for fleetSync()->warmStartDone().
   const FleetSync* fleetSync() const { return fleet_.get(); }
   // Warm start (flow state sync) tells whether it is done; routes are not

@@ -139,8 +139,7 @@ InstallResult FleetSync::install(const sync::Record& r, uint64_t now) {
   return result;
 }
 
-void FleetSync::tick() {
-  uint64_t now = dp::monotonicNs();
+void FleetSync::tick(uint64_t now) {
   drainEvents(now);
   refreshScan(now);
   flush(now);

@@ -92,6 +92,11 @@ class FleetSync {
   // Prometheus lines (gwlb_fleet_sync_*), appended to `out`.
   void metrics(std::string& out) const;
 
+  // Control thread: one tick at monotonic time now_ns (the timer runs it every
+  // kTick): drain the workers' ring, scan part of the table for flows to
+  // (re)send, send what is pending, and an empty batch after kKeepaliveNs
+  // without a send.
+  void tick(uint64_t now_ns);
   // Control thread: installs one record (public for tests and the warm start).
   InstallResult install(const sync::Record& r, uint64_t now_ns);
   // Control thread: the record of the flow at `pos` (false when the position
@@ -131,7 +136,6 @@ class FleetSync {
 
   // Table side (fleet_sync.cc).
   void armTick();
-  void tick();
   void drainEvents(uint64_t now_ns);
   void refreshScan(uint64_t now_ns);
   void queue(int32_t pos, const sync::Record& r, uint64_t now_ns);

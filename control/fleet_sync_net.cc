@@ -264,7 +264,7 @@ void FleetSync::armTick() {
   tick_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || stopped_) return;
     try {
-      tick();
+      tick(dp::monotonicNs());
     } catch (const std::exception& e) {
       spdlog::error("fleet sync: tick: {}", e.what());
     }

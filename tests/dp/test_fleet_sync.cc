@@ -1,0 +1,360 @@
+// Installing peers' flow records (ctl::FleetSync::install, rule R9 in
+// docs/architecture.md): a flow we do not have is created with the peer's
+// route and then forwarded there by the workers; a record never overrides a
+// local route, except a move from exactly the route the flow has; the same
+// route refreshes the last packet time; unknown appliances and foreign flow
+// hashes are refused. And makeRecord gives back what install took.
+#include <gtest/gtest.h>
+
+#include <sys/socket.h>
+#include <unistd.h>
+#include <netinet/in.h>
+
+#include "common/flow_cookie.h"
+#include "control/fleet_sync.h"
+#include "dataplane/worker.h"
+#include <rte_ring.h>
+
+#include <chrono>
+#include <map>
+#include <thread>
+#include <vector>
+
+#include "dataplane/eal.h"
+#include "tests/dp/dp_harness.h"
+
+namespace gwlb::dptest {
+namespace {
+
+std::string freePort() {
+  int s = ::socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(s);
+  return "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+}
+
+struct RecordKey {
+  FlowKey k;
+  bool operator<(const RecordKey& o) const { return std::memcmp(&k, &o.k, sizeof k) < 0; }
+};
+
+class FleetSyncInstall : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    h_ = std::make_unique<Harness>();
+    ctl::FleetSync::Options o;
+    o.node_name = "gw-test";
+    o.listen = freePort();
+    o.secret = flowHashKey();
+    fs_ = std::make_unique<ctl::FleetSync>(io_, o, h_->flows(), nullptr,
+                                           [this] { return &h_->snapshot(); });
+  }
+  void TearDown() override {
+    fs_.reset();
+    h_.reset();
+  }
+  // The peer's record of flow i (client port 40000 + i) on appliance `app`.
+  sync::Record peerRecord(int i, const IpAddr& app, sync::RecordKind kind = sync::RecordKind::kNew) {
+    L4Tuple t;
+    t.src = net().client4;
+    t.dst = net().server4;
+    t.proto = 6;
+    t.sport = uint16_t(40000 + i);
+    t.dport = 443;
+    sync::Record r;
+    r.key = makeFlowKey(t, StickinessMode::kFiveTuple, 0).key;
+    r.flow_hash = flowHash(r.key);
+    r.appliance = app.v4HostOrder();
+    r.cookie = flowCookie(r.flow_hash, r.appliance);
+    r.kind = kind;
+    r.idle_for_ms = 1000;
+    r.age_ms = 5000;
+    return r;
+  }
+  Frame flow(int i) const {
+    const Net& n = net();
+    return Frame{n.fromA(), kEthIpv4,
+                 ipv4(n.client4, n.server4, 6, tcp(n.client4, n.server4, uint16_t(40000 + i), 443)),
+                 kPortA};
+  }
+  // Where the worker sends flow i now (appliance, cookie).
+  Encap sent(int i) {
+    Result r = h_->send(flow(i));
+    EXPECT_EQ(r.verdict, Verdict::kAppliance) << describe(r);
+    return checkEncap(*h_, r.bytes, expectedInner(*h_, flow(i)), expectedProtocol(*h_, flow(i)));
+  }
+  // The appliance today's table picks for flow i, and one it does not.
+  IpAddr picked(int i) {
+    const dp::Snapshot& s = h_->snapshot();
+    const auto& g = s.groups[0];
+    return IpAddr::v4(s.servers[g.maglev[peerRecord(i, net().servers[0]).flow_hash % g.maglev.size()]].ip);
+  }
+  IpAddr other(int i) {
+    IpAddr p = picked(i);
+    for (const IpAddr& a : net().servers)
+      if (!(a == p)) return a;
+    return p;
+  }
+  boost::asio::io_context io_;
+  std::unique_ptr<Harness> h_;
+  std::unique_ptr<ctl::FleetSync> fs_;
+};
+
+TEST_F(FleetSyncInstall, APeersFlowIsCreatedWithItsRouteAndForwardedThere) {
+  uint64_t now = h_->now;
+  for (int i = 0; i < 20; ++i) {
+    sync::Record r = peerRecord(i, other(i));  // not what this node's table picks
+    ASSERT_EQ(fs_->install(r, now), ctl::InstallResult::kInstalled) << i;
+    Encap e = sent(i);
+    EXPECT_EQ(e.appliance, other(i)) << "the peer's appliance, not today's choice";
+    EXPECT_EQ(e.cookie, r.cookie);
+    int32_t pos = h_->flows().lookup(r.key, r.flow_hash);
+    ASSERT_GE(pos, 0);
+    const dp::FlowEntry& en = h_->flows().entry(pos);
+    EXPECT_EQ(en.idle_timeout_ns.load(), 350'000'000'000ULL) << "the group's TCP idle timeout";
+    EXPECT_EQ(en.created_ns.load(), now - 5'000'000'000ULL);
+  }
+  EXPECT_EQ(h_->get(Counter::flows_created), 0u) << "the workers created none of them";
+  // makeRecord gives back what install took.
+  for (int i = 0; i < 20; ++i) {
+    sync::Record r = peerRecord(i, other(i));
+    int32_t pos = h_->flows().lookup(r.key, r.flow_hash);
+    sync::Record back;
+    ASSERT_TRUE(fs_->makeRecord(pos, r.key, sync::RecordKind::kRefresh, h_->now, back));
+    EXPECT_EQ(back.appliance, r.appliance);
+    EXPECT_EQ(back.cookie, r.cookie);
+    EXPECT_EQ(back.flow_hash, r.flow_hash);
+    EXPECT_TRUE(back.key == r.key);
+    EXPECT_EQ(back.idle_for_ms, 0u) << "the worker's packet just now";
+  }
+}
+
+TEST_F(FleetSyncInstall, ALocalRouteIsNeverOverriddenByNewOrRefresh) {
+  Encap local = sent(1);
+  IpAddr elsewhere = other(1);
+  ASSERT_FALSE(elsewhere == local.appliance);
+  for (auto kind : {sync::RecordKind::kNew, sync::RecordKind::kRefresh, sync::RecordKind::kTransfer})
+    EXPECT_EQ(fs_->install(peerRecord(1, elsewhere, kind), h_->now), ctl::InstallResult::kIgnored);
+  EXPECT_EQ(sent(1).appliance, local.appliance);
+  // The same route: the peer's later packet keeps it alive here.
+  sync::Record same = peerRecord(1, local.appliance, sync::RecordKind::kRefresh);
+  same.idle_for_ms = 0;
+  int32_t pos = h_->flows().lookup(same.key, same.flow_hash);
+  h_->flows().entry(pos).last_seen_ns.store(h_->now - 30'000'000'000ULL);
+  EXPECT_EQ(fs_->install(same, h_->now), ctl::InstallResult::kRefreshed);
+  EXPECT_EQ(h_->flows().entry(pos).last_seen_ns.load(), h_->now);
+  // An older peer packet does not move it back.
+  same.idle_for_ms = 60'000;
+  EXPECT_EQ(fs_->install(same, h_->now), ctl::InstallResult::kRefreshed);
+  EXPECT_EQ(h_->flows().entry(pos).last_seen_ns.load(), h_->now);
+}
+
+TEST_F(FleetSyncInstall, AMoveAppliesOnlyFromTheRouteItLeft) {
+  Encap local = sent(2);
+  IpAddr to = other(2);
+  sync::Record mv = peerRecord(2, to, sync::RecordKind::kChanged);
+  mv.prev_appliance = local.appliance.v4HostOrder();
+  mv.prev_cookie = local.cookie;
+  mv.moves = 1;
+  mv.move_reason = uint8_t(dp::MoveReason::kUnhealthy);
+  // From another cookie (another route): ignored.
+  sync::Record wrong = mv;
+  wrong.prev_cookie ^= 1;
+  EXPECT_EQ(fs_->install(wrong, h_->now), ctl::InstallResult::kIgnored);
+  EXPECT_EQ(sent(2).appliance, local.appliance);
+  EXPECT_EQ(fs_->install(mv, h_->now), ctl::InstallResult::kMoved);
+  Encap after = sent(2);
+  EXPECT_EQ(after.appliance, to);
+  EXPECT_EQ(after.cookie, mv.cookie);
+  int32_t pos = h_->flows().lookup(mv.key, mv.flow_hash);
+  const dp::FlowEntry& e = h_->flows().entry(pos);
+  EXPECT_EQ(e.moves.load(), 1);
+  EXPECT_EQ(dp::moveCookie(e.moved.load()), local.cookie);
+  // The same move again: the route is already the record's.
+  EXPECT_EQ(fs_->install(mv, h_->now), ctl::InstallResult::kRefreshed);
+  EXPECT_EQ(e.moves.load(), 1);
+}
+
+TEST_F(FleetSyncInstall, ForeignRecordsAreRefused) {
+  sync::Record r = peerRecord(3, ip("10.9.9.9"));
+  EXPECT_EQ(fs_->install(r, h_->now), ctl::InstallResult::kUnknownAppliance);
+  r = peerRecord(3, net().servers[0]);
+  r.flow_hash ^= 1;  // another secret or config
+  EXPECT_EQ(fs_->install(r, h_->now), ctl::InstallResult::kBadRecord);
+  r = peerRecord(3, net().servers[0]);
+  r.key.listener = 5;
+  r.flow_hash = flowHash(r.key);
+  EXPECT_EQ(fs_->install(r, h_->now), ctl::InstallResult::kBadRecord);
+  r = peerRecord(3, net().servers[0]);
+  r.idle_for_ms = 400'000;  // idle longer than the TCP timeout: would expire at once
+  EXPECT_EQ(fs_->install(r, h_->now), ctl::InstallResult::kIgnored);
+  EXPECT_EQ(h_->flows().count(), 0u) << "nothing of that was inserted";
+}
+
+// The sending side: a peer (a UDP socket here) gets a "new" record for every
+// flow the workers create, whether the ring took its event or not (the scan
+// catches what a full ring dropped), "changed" for a move, a refresh only for
+// flows that had packets here and were last sent a third of their idle
+// timeout ago, and an empty keepalive after a second without anything.
+class FleetSyncSend : public ::testing::Test {
+ protected:
+  void make(unsigned ring_size, ctl::FailoverMode mode = ctl::FailoverMode::kNoRebalance) {
+    HarnessOptions ho;
+    ho.failover_mode = mode;
+    h_ = std::make_unique<Harness>(ho);
+    static int seq = 0;
+    ring_ = dp::createRing("dpt_fsync" + std::to_string(++seq), ring_size);
+    h_->dataplane().sync = ring_;
+    peer_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(peer_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    socklen_t len = sizeof a;
+    ::getsockname(peer_, reinterpret_cast<sockaddr*>(&a), &len);
+    ctl::FleetSync::Options o;
+    o.node_name = "gw-send";
+    o.listen = freePort();
+    o.peers = {"127.0.0.1:" + std::to_string(ntohs(a.sin_port))};
+    o.secret = flowHashKey();
+    key_ = sync::SyncKey::fromHashKey(o.secret.k0, o.secret.k1);
+    fs_ = std::make_unique<ctl::FleetSync>(io_, o, h_->flows(), ring_,
+                                           [this] { return &h_->snapshot(); });
+  }
+  void TearDown() override {
+    fs_.reset();
+    h_.reset();
+    if (ring_) rte_ring_free(ring_);
+    if (peer_ >= 0) ::close(peer_);
+  }
+  Frame flow(int i) const {
+    const Net& n = net();
+    return Frame{n.fromA(), kEthIpv4,
+                 ipv4(n.client4, n.server4, 6, tcp(n.client4, n.server4, uint16_t(41000 + i), 443)),
+                 kPortA};
+  }
+  // The datagrams the peer got since the last call, decoded: waits (up to
+  // 10 s) until `want` records came, or 100 ms when none are expected, so a
+  // late delivery never lands in the next call. `empties` counts datagrams
+  // without records.
+  std::vector<sync::Record> received(size_t want = 0, int* empties = nullptr) {
+    std::vector<sync::Record> out;
+    uint8_t buf[2048];
+    auto end = std::chrono::steady_clock::now() +
+               (want ? std::chrono::milliseconds(10000) : std::chrono::milliseconds(100));
+    while (std::chrono::steady_clock::now() < end && (want == 0 || out.size() < want)) {
+      ssize_t n = ::recv(peer_, buf, sizeof buf, 0);
+      if (n <= 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        continue;
+      }
+      sync::Header hd;
+      sync::Record recs[sync::kMaxRecords];
+      EXPECT_EQ(sync::decode(key_, buf, size_t(n), hd, recs), sync::Status::kOk);
+      EXPECT_EQ(hd.node, sync::nodeId("gw-send"));
+      if (hd.count == 0 && empties) ++*empties;
+      out.insert(out.end(), recs, recs + hd.count);
+    }
+    return out;
+  }
+  std::map<RecordKey, sync::RecordKind> kinds(const std::vector<sync::Record>& v) {
+    std::map<RecordKey, sync::RecordKind> m;
+    for (auto& r : v) m[RecordKey{r.key}] = r.kind;
+    return m;
+  }
+  boost::asio::io_context io_;
+  std::unique_ptr<Harness> h_;
+  std::unique_ptr<ctl::FleetSync> fs_;
+  rte_ring* ring_ = nullptr;
+  int peer_ = -1;
+  sync::SyncKey key_;
+};
+
+TEST_F(FleetSyncSend, NewFlowsOnceRefreshOnlyWhatHadPacketsKeepaliveWhenIdle) {
+  make(1024);
+  std::map<int, Encap> at;
+  for (int i = 0; i < 20; ++i) {
+    Result r = h_->send(flow(i));
+    ASSERT_EQ(r.verdict, Verdict::kAppliance);
+    at[i] = checkEncap(*h_, r.bytes, expectedInner(*h_, flow(i)), expectedProtocol(*h_, flow(i)));
+  }
+  uint64_t t0 = h_->now;
+  fs_->tick(t0);
+  auto got = received(20);
+  ASSERT_EQ(got.size(), 20u) << "one record per new flow";
+  for (auto& r : got) {
+    EXPECT_EQ(r.kind, sync::RecordKind::kNew);
+    bool found = false;
+    for (auto& [i, e] : at)
+      if (e.cookie == r.cookie) found = e.appliance.v4HostOrder() == r.appliance;
+    EXPECT_TRUE(found) << "each record carries its flow's appliance and cookie";
+  }
+  // Nothing new: nothing but a keepalive once a second has passed.
+  fs_->tick(t0 + 500'000'000ULL);
+  EXPECT_TRUE(received().empty());
+  int empties = 0;
+  fs_->tick(t0 + 1'100'000'000ULL);
+  EXPECT_TRUE(received(0, &empties).empty());
+  EXPECT_EQ(empties, 1);
+  // Flows 0..4 have packets 200 s later (TCP idle timeout 350 s: a third is
+  // 117 s): only they are refreshed, once.
+  h_->now = t0 + 200'000'000'000ULL;
+  for (int i = 0; i < 5; ++i) h_->send(flow(i));
+  fs_->tick(h_->now);
+  got = received(5);
+  ASSERT_EQ(got.size(), 5u);
+  for (auto& r : got) {
+    EXPECT_EQ(r.kind, sync::RecordKind::kRefresh);
+    EXPECT_EQ(r.idle_for_ms, 0u);
+    EXPECT_EQ(r.age_ms, 200'000u);
+  }
+  fs_->tick(h_->now + 10'000'000);
+  EXPECT_TRUE(received().empty()) << "refreshed once, not every tick";
+}
+
+TEST_F(FleetSyncSend, WhatAFullRingDroppedTheScanSends) {
+  make(8);  // holds 7
+  std::vector<std::pair<Bytes, uint16_t>> burst;
+  for (int i = 0; i < 20; ++i) burst.push_back({flow(i).bytes(), kPortA});
+  h_->sendBurst(burst);
+  ASSERT_EQ(h_->get(Counter::sync_queue_full), 13u);
+  fs_->tick(h_->now);
+  auto got = received(20);
+  EXPECT_EQ(got.size(), 20u) << "7 from the ring, 13 found by the scan";
+  auto k = kinds(got);
+  EXPECT_EQ(k.size(), 20u) << "each flow once";
+  for (auto& [key, kind] : k) EXPECT_EQ(kind, sync::RecordKind::kNew);
+}
+
+TEST_F(FleetSyncSend, AMoveIsSentAsChanged) {
+  make(1024, ctl::FailoverMode::kRebalance);
+  for (int i = 0; i < 30; ++i) h_->send(flow(i));
+  fs_->tick(h_->now);
+  EXPECT_EQ(received(30).size(), 30u);
+  IpAddr down = net().servers[1];
+  ctl::HealthMap health;
+  for (const IpAddr& a : net().servers)
+    health[a.v4HostOrder()] = a == down ? HealthState::kUnhealthy : HealthState::kHealthy;
+  h_->republish(health);
+  for (int i = 0; i < 30; ++i) h_->send(flow(i));
+  uint64_t moved = h_->get(Counter::flows_rebalanced);
+  ASSERT_GT(moved, 0u);
+  fs_->tick(h_->now + 1'000'000);
+  auto got = received(moved);
+  ASSERT_EQ(got.size(), moved);
+  for (auto& r : got) {
+    EXPECT_EQ(r.kind, sync::RecordKind::kChanged);
+    EXPECT_EQ(r.prev_appliance, down.v4HostOrder());
+    EXPECT_NE(r.appliance, down.v4HostOrder());
+    EXPECT_EQ(r.moves, 1);
+    EXPECT_EQ(r.move_reason, uint8_t(dp::MoveReason::kUnhealthy));
+  }
+}
+
+}  // namespace
+}  // namespace gwlb::dptest
