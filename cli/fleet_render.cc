@@ -27,6 +27,13 @@ std::string renderFleet(const Json& r) {
   if (at(a, "since_s").is_number()) routes += " for " + formatDuration(fieldNumber(a, "since_s"));
   kv.push_back({"routes", routes});
   kv.push_back({"why", fieldText(a, "reason")});
+  const Json& w = at(r, "warm_start");
+  if (w.is_object()) {
+    std::string ws = fieldText(w, "state");
+    if (fieldText(w, "state") == "done")
+      ws += ": " + fieldText(w, "flows_installed", "0") + " flows from " + fieldText(w, "peer", "?");
+    kv.push_back({"warm start", ws});
+  }
   const Json& b = at(a, "bird");
   std::string out;
   if (b.is_object()) {

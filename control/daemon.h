@@ -59,9 +59,6 @@ class Daemon {
   // Flow state sync (null without fleet.sync_listen and fleet.peers). Control thread.
   // Route announcement waits for fleetSync()->warmStartDone().
   const FleetSync* fleetSync() const { return fleet_.get(); }
-  // Warm start (flow state sync) tells whether it is done; routes are not
-  // announced before. Unset: done. Call before run().
-  void setWarmStartDone(std::function<bool()> done) { warm_start_done_ = std::move(done); }
 
  private:
   void setupPorts();
@@ -180,7 +177,6 @@ class Daemon {
   bool fleet_left_ = false;
   bool stopping_ = false;
   std::unique_ptr<boost::asio::steady_timer> grace_timer_;
-  std::function<bool()> warm_start_done_;
 };
 
 }  // namespace gwlb::ctl

@@ -51,7 +51,9 @@ AnnounceInputs Daemon::announceInputs() const {
       }
     }
   }
-  in.warm_start_done = warm_start_done_ ? warm_start_done_() : true;
+  // Routes wait for warm start: a node that announced before it had its
+  // peers' flows would send the flows ECMP moves to it to today's choice.
+  in.warm_start_done = fleet_ ? fleet_->warmStartDone() : true;
   // Every listener drops new flows: its region choice is "drop", or its
   // destination is unhealthy under when_all_unhealthy drop.
   const auto& ls = regions().listeners();
@@ -133,7 +135,16 @@ json Daemon::apiFleet(const json& p) {
                   {"commands_sent", bird_->commandsSent()},
                   {"protocols", protos}}}};
   }
-  // "peers": flow state sync (another part of the fleet) adds them here.
+  // Flow state sync: each peer and this node's warm start (the fleet_sync
+  // method has every counter).
+  if (fleet_) {
+    json sync = fleet_->status();
+    out["peers"] = sync.value("peers", json::array());
+    out["warm_start"] = sync.value("warm_start", json(nullptr));
+  } else {
+    out["peers"] = json::array();
+    out["warm_start"] = nullptr;
+  }
   return out;
 }
 
