@@ -72,6 +72,17 @@ std::string renderFleet(const Json& r) {
     }
     out += "\n";
     out += peers.empty() ? "no peers\n" : t.render();
+    // Appliances whose health this node and a peer judge differently.
+    Table d({{"APPLIANCE"}, {"HERE"}, {"PEER"}, {"THERE"}});
+    size_t n = 0;
+    for (const Json& p : peers)
+      if (at(p, "health_disagreements").is_array())
+        for (const Json& x : at(p, "health_disagreements")) {
+          d.addRow({fieldText(x, "appliance"), fieldText(x, "here"), fieldText(p, "address"),
+                    fieldText(x, "there")});
+          ++n;
+        }
+    if (n) out += "\nhealth disagreements (new flows go to different appliances by node):\n" + d.render();
   }
   return out;
 }

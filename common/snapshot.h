@@ -35,6 +35,9 @@ enum class MoveReason : uint8_t {
   kDrainTimeout = 3,  // its appliance's drain timeout passed (rebalance)
   kGone = 4,          // its appliance is no longer known at all
   kRegionFailover = 5,  // its server group's region failed over (rebalance)
+  // Two gateways created the flow at once with different appliances (their
+  // health views differed); flow sync settled it on the lower address.
+  kFleetConflict = 6,
 };
 inline const char* toString(MoveReason r) noexcept {
   switch (r) {
@@ -44,6 +47,7 @@ inline const char* toString(MoveReason r) noexcept {
     case MoveReason::kDrainTimeout: return "drain_timeout";
     case MoveReason::kGone: return "gone";
     case MoveReason::kRegionFailover: return "region_failover";
+    case MoveReason::kFleetConflict: return "fleet_conflict";
   }
   return "unknown";
 }

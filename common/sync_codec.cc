@@ -134,11 +134,28 @@ size_t bodySize(MsgType t, size_t count) {
     case MsgType::kTransfer: return count * kRecordSize;
     case MsgType::kWarmEnd: return kWarmEndBody;
     case MsgType::kWarmRequest: return 0;
+    case MsgType::kHealth: return count * kHealthEntrySize;
   }
   return 0;
 }
 
-bool knownType(uint8_t t) { return t >= 1 && t <= 4; }
+bool knownType(uint8_t t) { return t >= 1 && t <= 5; }
+
+size_t maxCount(MsgType t) {
+  switch (t) {
+    case MsgType::kRecords:
+    case MsgType::kTransfer: return kMaxRecords;
+    case MsgType::kHealth: return kMaxHealthEntries;
+    default: return 0;
+  }
+}
+
+bool getHealth(const uint8_t* p, HealthEntry& e) {
+  e.appliance = get32(p);
+  e.state = p[4];
+  e.in_service = p[5] == 1;
+  return e.appliance != 0 && e.state <= kMaxHealthState && p[5] <= 1 && p[6] == 0 && p[7] == 0;
+}
 
 }  // namespace
 
@@ -223,15 +240,8 @@ uint64_t nodeId(const std::string& node_name) {
   return h;
 }
 
-size_t encode(const SyncKey& key, Header h, const Record* recs, size_t n, uint8_t* out, size_t cap,
-              uint64_t end_total) {
-  bool has_records = h.type == MsgType::kRecords || h.type == MsgType::kTransfer;
-  if (!has_records) n = 0;
-  if (n > kMaxRecords) return 0;
-  size_t body = bodySize(h.type, n);
-  size_t total = kHeaderSize + body + kMacSize;
-  if (total > cap) return 0;
-  h.count = uint16_t(n);
+namespace {
+void putHeader(uint8_t* out, const Header& h) {
   put32(out, kMagic);
   out[4] = kVersion;
   out[5] = uint8_t(h.type);
@@ -241,6 +251,39 @@ size_t encode(const SyncKey& key, Header h, const Record* recs, size_t n, uint8_
   put64(out + 24, h.seq);
   put64(out + 32, h.time_ms);
   put64(out + 40, h.nonce);
+}
+}  // namespace
+
+size_t encodeHealth(const SyncKey& key, Header h, const HealthEntry* e, size_t n, uint8_t* out,
+                    size_t cap) {
+  if (n > kMaxHealthEntries) return 0;
+  size_t total = kHeaderSize + n * kHealthEntrySize + kMacSize;
+  if (total > cap) return 0;
+  h.type = MsgType::kHealth;
+  h.count = uint16_t(n);
+  putHeader(out, h);
+  uint8_t* p = out + kHeaderSize;
+  for (size_t i = 0; i < n; ++i, p += kHealthEntrySize) {
+    put32(p, e[i].appliance);
+    p[4] = e[i].state;
+    p[5] = e[i].in_service ? 1 : 0;
+    p[6] = p[7] = 0;
+  }
+  auto m = key.mac(out, size_t(p - out));
+  std::memcpy(p, m.data(), kMacSize);
+  return total;
+}
+
+size_t encode(const SyncKey& key, Header h, const Record* recs, size_t n, uint8_t* out, size_t cap,
+              uint64_t end_total) {
+  bool has_records = h.type == MsgType::kRecords || h.type == MsgType::kTransfer;
+  if (!has_records) n = 0;
+  if (n > kMaxRecords) return 0;
+  size_t body = bodySize(h.type, n);
+  size_t total = kHeaderSize + body + kMacSize;
+  if (total > cap) return 0;
+  h.count = uint16_t(n);
+  putHeader(out, h);
   uint8_t* p = out + kHeaderSize;
   for (size_t i = 0; i < n; ++i, p += kRecordSize) putRecord(p, recs[i]);
   if (h.type == MsgType::kWarmEnd) put64(p, end_total), p += kWarmEndBody;
@@ -250,13 +293,12 @@ size_t encode(const SyncKey& key, Header h, const Record* recs, size_t n, uint8_
 }
 
 Status decode(const SyncKey& key, const uint8_t* d, size_t len, Header& h, Record* recs,
-              uint64_t* end_total) {
+              uint64_t* end_total, HealthEntry* health) {
   if (len < kHeaderSize + kMacSize || len > kMaxMessage) return Status::kMalformed;
   if (get32(d) != kMagic || d[4] != kVersion || !knownType(d[5])) return Status::kMalformed;
   h.type = MsgType(d[5]);
   h.count = get16(d + 6);
-  bool has_records = h.type == MsgType::kRecords || h.type == MsgType::kTransfer;
-  if (h.count > kMaxRecords || (!has_records && h.count != 0)) return Status::kMalformed;
+  if (h.count > maxCount(h.type)) return Status::kMalformed;
   size_t body = bodySize(h.type, h.count);
   if (len != kHeaderSize + body + kMacSize) return Status::kMalformed;
   auto m = key.mac(d, kHeaderSize + body);
@@ -267,6 +309,14 @@ Status decode(const SyncKey& key, const uint8_t* d, size_t len, Header& h, Recor
   h.time_ms = get64(d + 32);
   h.nonce = get64(d + 40);
   const uint8_t* p = d + kHeaderSize;
+  if (h.type == MsgType::kHealth) {
+    for (size_t i = 0; i < h.count; ++i, p += kHealthEntrySize) {
+      HealthEntry e;
+      if (!getHealth(p, e)) return Status::kMalformed;
+      if (health) health[i] = e;
+    }
+    return Status::kOk;
+  }
   for (size_t i = 0; i < h.count; ++i, p += kRecordSize)
     if (!getRecord(p, recs[i])) return Status::kMalformed;
   if (h.type == MsgType::kWarmEnd && end_total) *end_total = get64(p);

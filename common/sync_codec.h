@@ -52,7 +52,19 @@ inline constexpr size_t kWarmEndBody = 8;
 // Messages whose sender time is further than this from ours are stale.
 inline constexpr int64_t kMaxClockSkewMs = 30'000;
 
-enum class MsgType : uint8_t { kRecords = 1, kWarmRequest = 2, kTransfer = 3, kWarmEnd = 4 };
+enum class MsgType : uint8_t {
+  kRecords = 1,
+  kWarmRequest = 2,
+  kTransfer = 3,
+  kWarmEnd = 4,
+  kHealth = 5,  // the sender's health view: count entries of kHealthEntrySize bytes
+};
+// One health entry: appliance IPv4, its state (common/health.h HealthState),
+// 1 when it takes new flows there, 2 reserved bytes (0).
+inline constexpr size_t kHealthEntrySize = 8;
+// Within kMaxMessage, the largest message a receiver takes.
+inline constexpr size_t kMaxHealthEntries = (kMaxMessage - kHeaderSize - kMacSize) / kHealthEntrySize;  // 161
+inline constexpr uint8_t kMaxHealthState = 5;  // HealthState::kDraining
 // Why a record was sent.
 enum class RecordKind : uint8_t { kNew = 1, kChanged = 2, kRefresh = 3, kTransfer = 4 };
 const char* toString(RecordKind k);
@@ -82,6 +94,13 @@ struct Record {
   uint32_t age_ms = 0;          // since the flow was created
 };
 
+// What the sender's health checks say of one appliance (kHealth).
+struct HealthEntry {
+  uint32_t appliance = 0;  // IPv4, host order
+  uint8_t state = 0;       // HealthState
+  bool in_service = false;  // takes new flows on the sender
+};
+
 // The MAC key, derived from the 128-bit fleet secret (its 32 hex digits'
 // bytes, first digit first). Holds the HMAC's precomputed inner and outer
 // states, so a message costs two SHA-256 runs over its bytes plus two blocks.
@@ -103,6 +122,11 @@ class SyncKey {
 // 64-bit FNV-1a of the node name: the header's node id.
 uint64_t nodeId(const std::string& node_name);
 
+// Writes one kHealth message of n <= kMaxHealthEntries entries; 0 when it
+// does not fit. h.type and h.count are set here.
+size_t encodeHealth(const SyncKey& key, Header h, const HealthEntry* e, size_t n, uint8_t* out,
+                    size_t cap);
+
 // Writes one message (header, body, MAC) to out[0..cap); returns its size,
 // or 0 when it does not fit or count > kMaxRecords. For kWarmEnd, `end_total`
 // is the body; kWarmRequest has none. h.count is set from n.
@@ -118,9 +142,12 @@ const char* toString(Status s);
 // before the MAC only where the length is concerned, so an attacker learns
 // nothing from which. kAuthFailed: the MAC does not match. Records are
 // written to recs[0..h.count) (room for kMaxRecords); `end_total` gets a
-// kWarmEnd's total. Never reads outside d[0..len).
+// kWarmEnd's total; a kHealth message's entries go to health[0..h.count)
+// when given (room for kMaxHealthEntries; checked either way: appliance not
+// 0, state known, in_service 0/1, reserved bytes 0). Never reads outside
+// d[0..len).
 Status decode(const SyncKey& key, const uint8_t* d, size_t len, Header& h, Record* recs,
-              uint64_t* end_total = nullptr);
+              uint64_t* end_total = nullptr, HealthEntry* health = nullptr);
 
 // Per sender: which (epoch, seq) were accepted, to reject replays.
 // A sliding window of 64 sequence numbers below the highest seen in the

@@ -105,6 +105,13 @@ Daemon::Daemon(Config config) {
     o.peers = f.peers;
     o.warm_start_timeout_s = f.warm_start_timeout_s;
     o.secret = flowHashKey();  // the fleet secret (gwlbd_main set it from the config)
+    o.health = [this] {
+      std::map<uint32_t, std::pair<uint8_t, bool>> view;
+      if (health_)
+        for (const auto& [ip, h] : health_->states())
+          view[ip] = {uint8_t(h.state), receivesNewFlows(h)};
+      return view;
+    };
     fleet_ = std::make_unique<FleetSync>(io_, std::move(o), *flows_, dp_.sync,
                                          [this] { return engine_->current(); });
   }

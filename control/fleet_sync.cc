@@ -20,6 +20,7 @@ const char* toString(InstallResult r) {
     case InstallResult::kMoved: return "moved";
     case InstallResult::kRefreshed: return "refreshed";
     case InstallResult::kIgnored: return "ignored";
+    case InstallResult::kConflict: return "conflict";
     case InstallResult::kUnknownAppliance: return "unknown_appliance";
     case InstallResult::kBadRecord: return "bad_record";
     case InstallResult::kTableFull: return "table_full";
@@ -127,8 +128,30 @@ InstallResult FleetSync::install(const sync::Record& r, uint64_t now) {
         result = InstallResult::kMoved;
       }
     }
+    // Both nodes created the flow themselves (neither copy ever moved) and
+    // picked different appliances: their health views differed when ECMP sent
+    // its two directions to the two nodes. Every node settles it the same
+    // way, with no clock involved: the lower appliance address wins. The
+    // loser records it as a move (fleet_conflict) from its own pick.
+    uint16_t local_id = dp::routeServer(route);
+    if (result == InstallResult::kIgnored && route != want && r.kind != sync::RecordKind::kChanged &&
+        r.moves == 0 && e.moves.load(std::memory_order_relaxed) == 0 &&
+        local_id < s->servers.size() && r.appliance < s->servers[local_id].ip) {
+      // Concurrency rule R9 (docs/architecture.md "Flow entries: concurrency rules"):
+      // one CAS from the local route (R4); a worker's move wins a race.
+      uint64_t seen_route = route;
+      if (e.route.compare_exchange_strong(seen_route, want, std::memory_order_acq_rel)) {
+        e.moved.store(dp::packMove(uint8_t(dp::MoveReason::kFleetConflict), local_id,
+                                   dp::routeCookie(route)),
+                      std::memory_order_release);
+        e.moved_ns.store(now, std::memory_order_relaxed);
+        e.moves.fetch_add(1, std::memory_order_relaxed);
+        result = InstallResult::kConflict;
+      }
+    }
     // The same flow on the same appliance: the peer's packets keep it alive here.
-    if (result == InstallResult::kRefreshed || result == InstallResult::kMoved) {
+    if (result == InstallResult::kRefreshed || result == InstallResult::kMoved ||
+        result == InstallResult::kConflict) {
       uint64_t local = e.last_seen_ns.load(std::memory_order_relaxed);
       if (seen > local) e.last_seen_ns.store(seen, std::memory_order_relaxed);
     }
@@ -149,6 +172,22 @@ void FleetSync::tick(uint64_t now) {
                               out_.size());
     sendToPeers(out_.data(), len, 0);
     last_send_ns_ = now;
+  }
+  if (now - last_health_ns_ >= kKeepaliveNs) {
+    sendHealth();
+    last_health_ns_ = now;
+  }
+}
+
+void FleetSync::sendHealth() {
+  if (!opt_.health) return;
+  std::vector<sync::HealthEntry> view;
+  for (const auto& [ip, st] : opt_.health()) view.push_back({ip, st.first, st.second});
+  for (size_t i = 0; i < view.size(); i += sync::kMaxHealthEntries) {
+    size_t n = std::min(view.size() - i, sync::kMaxHealthEntries);
+    size_t len = sync::encodeHealth(key_, header(sync::MsgType::kHealth), view.data() + i, n,
+                                    out_.data(), out_.size());
+    sendToPeers(out_.data(), len, 0);
   }
 }
 
@@ -226,6 +265,7 @@ void FleetSync::countInstall(Peer* p, InstallResult r) {
     case InstallResult::kMoved: ++p->moved; break;
     case InstallResult::kRefreshed: ++p->refreshed; break;
     case InstallResult::kIgnored: ++p->ignored; break;
+    case InstallResult::kConflict: ++p->conflicts; break;
     case InstallResult::kUnknownAppliance: ++p->unknown_appliance; break;
     case InstallResult::kBadRecord: ++p->bad_records; break;
     case InstallResult::kTableFull: ++p->table_full; break;

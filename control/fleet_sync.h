@@ -39,6 +39,7 @@ enum class InstallResult : uint8_t {
   kMoved,             // a local entry moved as the peer moved it
   kRefreshed,         // an entry with the same route: its last packet time advanced
   kIgnored,           // a local entry with another route kept it (or nothing newer)
+  kConflict,          // both created it with different appliances: the lower address won here
   kUnknownAppliance,  // the record's appliance is not one of ours
   kBadRecord,         // another listener or flow hash than this node's config gives
   kTableFull,         // no room for a new entry
@@ -53,7 +54,12 @@ class FleetSync {
     std::vector<std::string> peers;   // "ip:port" each (fleet.peers)
     uint32_t warm_start_timeout_s = 10;
     FlowHashKey secret;               // the fleet secret
+    // This node's health view (appliance -> state), sent to the peers every
+    // second so each node lists where they disagree. Unset: none sent.
+    std::function<std::map<uint32_t, std::pair<uint8_t, bool>>()> health;
   };
+  // A peer's health entry older than this is forgotten (it sends every second).
+  static constexpr double kHealthViewS = 5.0;
   // How often the control thread drains, scans and sends.
   static constexpr std::chrono::milliseconds kTick{10};
   // Ring slots (Dataplane::sync): at 100 k new flows/s, 650 ms of events.
@@ -112,8 +118,15 @@ class FleetSync {
     uint64_t flows_received = 0, flows_sent = 0, datagrams_received = 0, datagrams_sent = 0;
     uint64_t auth_failures = 0, replayed = 0, stale = 0, malformed = 0, send_errors = 0;
     uint64_t installed = 0, moved = 0, refreshed = 0, ignored = 0, unknown_appliance = 0;
-    uint64_t bad_records = 0, table_full = 0;
+    uint64_t bad_records = 0, table_full = 0, conflicts = 0;
     double last_sync = 0;       // Unix time of the last authenticated message (0: never)
+    // Its health view: appliance -> (HealthState, takes new flows there, Unix time heard).
+    struct Seen {
+      uint8_t state = 0;
+      bool in_service = false;
+      double at = 0;
+    };
+    std::map<uint32_t, Seen> health;
     double last_log = -1e9;     // rate limit of this peer's warnings
   };
   // Per table position: when its flow was last sent and its move count then
@@ -149,6 +162,9 @@ class FleetSync {
   void warmRead();
   void warmFinish(WarmState s, const std::string& why);
   void sendToPeers(const uint8_t* msg, size_t len, size_t records);
+  void sendHealth();
+  // Appliances whose "takes new flows" differs between here and peer p.
+  nlohmann::json disagreements(const Peer& p, double now) const;
   Peer* peerFor(const boost::asio::ip::address& a, uint16_t port);
   sync::Header header(sync::MsgType t);
   bool logAllowed(Peer* p);
@@ -174,6 +190,7 @@ class FleetSync {
   boost::asio::ip::udp::endpoint rx_from_;
   uint32_t scan_cursor_ = 0;
   uint64_t last_send_ns_ = 0;
+  uint64_t last_health_ns_ = 0;
   Warm warm_;
   std::set<uint64_t> served_nonces_;
   // Warm-start sessions being served; shared with them (they may outlive us

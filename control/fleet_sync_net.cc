@@ -6,6 +6,7 @@
 #include <chrono>
 #include <random>
 
+#include "common/health.h"
 #include "control/config.h"
 #include "control/fleet_sync.h"
 #include "dataplane/worker.h"
@@ -355,8 +356,11 @@ void FleetSync::onDatagram(size_t len) {
   }
   sync::Header h;
   sync::Record recs[sync::kMaxRecords];
-  sync::Status st = sync::decode(key_, rx_.data(), len, h, recs);
-  if (st == sync::Status::kOk && h.type != sync::MsgType::kRecords) st = sync::Status::kMalformed;
+  sync::HealthEntry health[sync::kMaxHealthEntries];
+  sync::Status st = sync::decode(key_, rx_.data(), len, h, recs, nullptr, health);
+  if (st == sync::Status::kOk && h.type != sync::MsgType::kRecords &&
+      h.type != sync::MsgType::kHealth)
+    st = sync::Status::kMalformed;
   if (st != sync::Status::kOk) {
     ++(st == sync::Status::kAuthFailed ? p->auth_failures : p->malformed);
     if (logAllowed(p))
@@ -380,6 +384,14 @@ void FleetSync::onDatagram(size_t len) {
   w.accept(h);
   p->last_sync = unixS();
   ++p->datagrams_received;
+  if (h.type == sync::MsgType::kHealth) {
+    for (size_t i = 0; i < h.count; ++i)
+      p->health[health[i].appliance] = {health[i].state, health[i].in_service, p->last_sync};
+    // Forget what it stopped mentioning (an appliance removed there).
+    for (auto it = p->health.begin(); it != p->health.end();)
+      it = p->last_sync - it->second.at > kHealthViewS ? p->health.erase(it) : std::next(it);
+    return;
+  }
   p->flows_received += h.count;
   uint64_t now = dp::monotonicNs();
   for (size_t i = 0; i < h.count; ++i) countInstall(p, install(recs[i], now));
@@ -527,6 +539,25 @@ void FleetSync::warmFinish(WarmState s, const std::string& why) {
 
 // --- observability ---
 
+nlohmann::json FleetSync::disagreements(const Peer& p, double now) const {
+  nlohmann::json out = nlohmann::json::array();
+  if (!opt_.health) return out;
+  auto name = [](uint8_t st) {
+    return st <= sync::kMaxHealthState ? toString(HealthState(st)) : "?";
+  };
+  for (const auto& [ip, here] : opt_.health()) {
+    auto it = p.health.find(ip);
+    if (it == p.health.end() || now - it->second.at > kHealthViewS) continue;
+    if (it->second.in_service == here.second) continue;
+    out.push_back({{"appliance", IpAddr::v4(ip).str()},
+                   {"here", name(here.first)},
+                   {"there", name(it->second.state)},
+                   {"new_flows_here", here.second},
+                   {"new_flows_there", it->second.in_service}});
+  }
+  return out;
+}
+
 nlohmann::json FleetSync::status() const {
   using nlohmann::json;
   double now = unixS();
@@ -549,9 +580,11 @@ nlohmann::json FleetSync::status() const {
                      {"moved", p.moved},
                      {"refreshed", p.refreshed},
                      {"ignored", p.ignored},
+                     {"conflicts", p.conflicts},
                      {"unknown_appliance", p.unknown_appliance},
                      {"bad_records", p.bad_records},
-                     {"table_full", p.table_full}});
+                     {"table_full", p.table_full},
+                     {"health_disagreements", disagreements(p, now)}});
   }
   const char* state = warm_.state == WarmState::kWaiting    ? "waiting"
                       : warm_.state == WarmState::kDone     ? "done"
@@ -599,6 +632,14 @@ void FleetSync::metrics(std::string& out) const {
   perPeer("gwlb_fleet_sync_flows_ignored_total", "counter",
           "peer records that changed nothing (a local route kept, or too old)",
           [](const Peer& p) { return p.ignored; });
+  perPeer("gwlb_fleet_health_disagreements", "gauge",
+          "appliances that take new flows on one of this node and the peer but not the other "
+          "(their health checks disagree)",
+          [&](const Peer& p) { return disagreements(p, now).size(); });
+  perPeer("gwlb_fleet_sync_conflicts_total", "counter",
+          "flows both nodes created with different appliances, settled here on the peer's "
+          "(lower address)",
+          [](const Peer& p) { return p.conflicts; });
   perPeer("gwlb_fleet_sync_unknown_appliance_total", "counter",
           "peer records naming an appliance this node does not have",
           [](const Peer& p) { return p.unknown_appliance; });

@@ -236,6 +236,9 @@ says "$work/out" "BIRD          /run/bird/bird.ctl, connected"
 says "$work/out" "gwlb_routes6  up"
 says "$work/out" "PEER           REACHABLE  LAST SYNC  FLOWS IN  FLOWS OUT  AUTH FAILURES  REPLAYED  MALFORMED"
 says "$work/out" "10.0.0.3:7946  no             never         0          0              7         1          2"
+says "$work/out" "warm start    done: 118002 flows from 10.0.0.1:7946"
+says "$work/out" "health disagreements (new flows go to different appliances by node):"
+says "$work/out" "10.0.1.12  healthy  10.0.0.1:7946  unhealthy"
 expect 0 --socket "$sock" --json fleet show
 /usr/bin/python3 -c '
 import json, sys

@@ -1,7 +1,9 @@
 // Installing peers' flow records (ctl::FleetSync::install, rule R9 in
 // docs/architecture.md): a flow we do not have is created with the peer's
-// route and then forwarded there by the workers; a record never overrides a
-// local route, except a move from exactly the route the flow has; the same
+// route and then forwarded there by the workers; a record overrides a local
+// route only as a move from exactly the route the flow has, or when both
+// nodes created the flow with different appliances (the lower address wins
+// everywhere); the same
 // route refreshes the last packet time; unknown appliances and foreign flow
 // hashes are refused. And makeRecord gives back what install took.
 #include <gtest/gtest.h>
@@ -134,17 +136,60 @@ TEST_F(FleetSyncInstall, APeersFlowIsCreatedWithItsRouteAndForwardedThere) {
   }
 }
 
-TEST_F(FleetSyncInstall, ALocalRouteIsNeverOverriddenByNewOrRefresh) {
+TEST_F(FleetSyncInstall, TwoCreationsWithDifferentAppliancesSettleOnTheLowerAddress) {
+  // Two nodes with different health views create the same flow at once (ECMP
+  // sent its directions to both): each node ends with the lower appliance
+  // address, whichever record arrives where.
+  int lower_won = 0, local_kept = 0;
+  for (int i = 0; i < 16; ++i) {
+    Encap local = sent(i);
+    IpAddr elsewhere = other(i);
+    ASSERT_FALSE(elsewhere == local.appliance);
+    bool peer_lower = elsewhere.v4HostOrder() < local.appliance.v4HostOrder();
+    sync::Record r = peerRecord(i, elsewhere, i % 2 ? sync::RecordKind::kNew : sync::RecordKind::kRefresh);
+    auto res = fs_->install(r, h_->now);
+    int32_t pos = h_->flows().lookup(r.key, r.flow_hash);
+    const dp::FlowEntry& en = h_->flows().entry(pos);
+    if (peer_lower) {
+      ++lower_won;
+      EXPECT_EQ(res, ctl::InstallResult::kConflict) << i;
+      Encap now = sent(i);
+      EXPECT_EQ(now.appliance, elsewhere) << i;
+      EXPECT_EQ(now.cookie, r.cookie) << i;
+      EXPECT_EQ(dp::moveReason(en.moved.load()), uint8_t(dp::MoveReason::kFleetConflict));
+      EXPECT_EQ(dp::moveCookie(en.moved.load()), local.cookie);
+      EXPECT_EQ(en.moves.load(), 1);
+      // The peer's copy of the loser's record changes nothing there either:
+      // the same rule with the roles swapped keeps the lower address.
+      EXPECT_EQ(fs_->install(peerRecord(i, local.appliance), h_->now), ctl::InstallResult::kIgnored);
+      EXPECT_EQ(sent(i).appliance, elsewhere);
+    } else {
+      ++local_kept;
+      EXPECT_EQ(res, ctl::InstallResult::kIgnored) << i;
+      EXPECT_EQ(sent(i).appliance, local.appliance) << i;
+      EXPECT_EQ(en.moves.load(), 0);
+    }
+  }
+  EXPECT_GT(lower_won, 0);
+  EXPECT_GT(local_kept, 0);
+}
+
+TEST_F(FleetSyncInstall, AFlowThatMovedHereIsNeverOverriddenByNewOrRefresh) {
+  // A local flow with a move history is not a fresh creation: only a peer's
+  // move from exactly its route changes it.
   Encap local = sent(1);
-  IpAddr elsewhere = other(1);
-  ASSERT_FALSE(elsewhere == local.appliance);
-  for (auto kind : {sync::RecordKind::kNew, sync::RecordKind::kRefresh, sync::RecordKind::kTransfer})
-    EXPECT_EQ(fs_->install(peerRecord(1, elsewhere, kind), h_->now), ctl::InstallResult::kIgnored);
+  sync::Record mine = peerRecord(1, local.appliance);
+  int32_t pos = h_->flows().lookup(mine.key, mine.flow_hash);
+  h_->flows().entry(pos).moves.store(1);
+  for (const IpAddr& elsewhere : net().servers) {
+    if (elsewhere == local.appliance) continue;
+    for (auto kind : {sync::RecordKind::kNew, sync::RecordKind::kRefresh, sync::RecordKind::kTransfer})
+      EXPECT_EQ(fs_->install(peerRecord(1, elsewhere, kind), h_->now), ctl::InstallResult::kIgnored);
+  }
   EXPECT_EQ(sent(1).appliance, local.appliance);
   // The same route: the peer's later packet keeps it alive here.
   sync::Record same = peerRecord(1, local.appliance, sync::RecordKind::kRefresh);
   same.idle_for_ms = 0;
-  int32_t pos = h_->flows().lookup(same.key, same.flow_hash);
   h_->flows().entry(pos).last_seen_ns.store(h_->now - 30'000'000'000ULL);
   EXPECT_EQ(fs_->install(same, h_->now), ctl::InstallResult::kRefreshed);
   EXPECT_EQ(h_->flows().entry(pos).last_seen_ns.load(), h_->now);
@@ -219,9 +264,11 @@ class FleetSyncSend : public ::testing::Test {
     ::getsockname(peer_, reinterpret_cast<sockaddr*>(&a), &len);
     ctl::FleetSync::Options o;
     o.node_name = "gw-send";
-    o.listen = freePort();
+    listen_ = freePort();
+    o.listen = listen_;
     o.peers = {"127.0.0.1:" + std::to_string(ntohs(a.sin_port))};
     o.secret = flowHashKey();
+    o.health = health_;
     key_ = sync::SyncKey::fromHashKey(o.secret.k0, o.secret.k1);
     fs_ = std::make_unique<ctl::FleetSync>(io_, o, h_->flows(), ring_,
                                            [this] { return &h_->snapshot(); });
@@ -270,6 +317,10 @@ class FleetSyncSend : public ::testing::Test {
   boost::asio::io_context io_;
   std::unique_ptr<Harness> h_;
   std::unique_ptr<ctl::FleetSync> fs_;
+  // This node's health view, when a test sets one before make().
+  std::function<std::map<uint32_t, std::pair<uint8_t, bool>>()> health_;
+  std::string listen_;  // "127.0.0.1:port"
+  uint16_t listenPort() const { return uint16_t(std::stoi(listen_.substr(listen_.find(':') + 1))); }
   rte_ring* ring_ = nullptr;
   int peer_ = -1;
   sync::SyncKey key_;
@@ -354,6 +405,92 @@ TEST_F(FleetSyncSend, AMoveIsSentAsChanged) {
     EXPECT_EQ(r.moves, 1);
     EXPECT_EQ(r.move_reason, uint8_t(dp::MoveReason::kUnhealthy));
   }
+}
+
+}  // namespace
+}  // namespace gwlb::dptest
+
+namespace gwlb::dptest {
+namespace {
+
+// The health views: each node sends its own every second; a peer's view is
+// compared with ours and every appliance that takes new flows on one node but
+// not on the other is listed (API fleet_sync / gwlbctl fleet), so a lasting
+// disagreement (a broken path from one node) is visible.
+TEST_F(FleetSyncSend, HealthViewsAreExchangedAndDisagreementsListed) {
+  const uint32_t a = net().servers[0].v4HostOrder(), b = net().servers[1].v4HostOrder();
+  health_ = [&] {
+    std::map<uint32_t, std::pair<uint8_t, bool>> v;
+    v[a] = {uint8_t(HealthState::kHealthy), true};
+    v[b] = {uint8_t(HealthState::kHealthy), true};
+    return v;
+  };
+  make(1024);
+  fs_->tick(h_->now);
+  // Our view reaches the peer.
+  uint8_t buf[2048];
+  bool got_view = false;
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!got_view && std::chrono::steady_clock::now() < end) {
+    ssize_t n = ::recv(peer_, buf, sizeof buf, 0);
+    if (n <= 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      continue;
+    }
+    sync::Header hd;
+    sync::Record recs[sync::kMaxRecords];
+    sync::HealthEntry view[sync::kMaxHealthEntries];
+    ASSERT_EQ(sync::decode(key_, buf, size_t(n), hd, recs, nullptr, view), sync::Status::kOk);
+    if (hd.type != sync::MsgType::kHealth) continue;
+    ASSERT_EQ(hd.count, 2);
+    EXPECT_EQ(view[0].appliance, a);
+    EXPECT_TRUE(view[0].in_service && view[1].in_service);
+    got_view = true;
+  }
+  ASSERT_TRUE(got_view) << "no health view sent";
+  EXPECT_TRUE(fs_->status()["peers"][0]["health_disagreements"].empty());
+
+  // The peer says b is unhealthy there.
+  auto sendView = [&](uint64_t seq, uint8_t state_b, bool in_service_b) {
+    sync::HealthEntry v[2] = {{a, uint8_t(HealthState::kHealthy), true}, {b, state_b, in_service_b}};
+    sync::Header hd;
+    hd.node = sync::nodeId("gw-peer");
+    hd.epoch = 77;
+    hd.seq = seq;
+    hd.time_ms = uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count());
+    uint8_t out[sync::kMaxMessage];
+    size_t len = sync::encodeHealth(key_, hd, v, 2, out, sizeof out);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    to.sin_port = htons(listenPort());
+    ASSERT_EQ(::sendto(peer_, out, len, 0, reinterpret_cast<sockaddr*>(&to), sizeof to), ssize_t(len));
+  };
+  auto disagreements = [&](size_t want) {
+    nlohmann::json d;
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    do {
+      io_.poll();
+      d = fs_->status()["peers"][0]["health_disagreements"];
+      if (d.size() == want) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    } while (std::chrono::steady_clock::now() < until);
+    return d;
+  };
+  fs_->start();
+  sendView(1, uint8_t(HealthState::kUnhealthy), false);
+  nlohmann::json d = disagreements(1);
+  ASSERT_EQ(d.size(), 1u) << fs_->status().dump();
+  EXPECT_EQ(d[0]["appliance"], net().servers[1].str());
+  EXPECT_EQ(d[0]["here"], "healthy");
+  EXPECT_EQ(d[0]["there"], "unhealthy");
+  EXPECT_EQ(d[0]["new_flows_there"], false);
+  // It recovers there: no disagreement left.
+  sendView(2, uint8_t(HealthState::kHealthy), true);
+  EXPECT_TRUE(disagreements(0).empty());
+  fs_->stop();
 }
 
 }  // namespace

@@ -29,8 +29,29 @@ const SyncKey& testKey() {
   return k;
 }
 
+void checkReplay(const Header& h) {
+  // The replay window: what it accepted once it refuses the second time.
+  ReplayWindow w;
+  if (w.check(h, h.time_ms) == ReplayWindow::Verdict::kOk) {
+    w.accept(h);
+    FUZZ_CHECK(w.check(h, h.time_ms) == ReplayWindow::Verdict::kReplayed, "accepted twice");
+  }
+}
+
 void checkAccepted(const uint8_t* d, size_t size, const Header& h, const Record* recs,
-                   uint64_t end_total) {
+                   uint64_t end_total, const HealthEntry* health) {
+  if (h.type == MsgType::kHealth) {
+    FUZZ_CHECK(h.count <= kMaxHealthEntries, "health count %u", unsigned(h.count));
+    for (size_t i = 0; i < h.count; ++i)
+      FUZZ_CHECK(health[i].appliance != 0 && health[i].state <= kMaxHealthState,
+                 "health entry %zu: fields", i);
+    std::vector<uint8_t> again(kMaxMessage);
+    size_t n = encodeHealth(testKey(), h, health, h.count, again.data(), again.size());
+    FUZZ_CHECK(n == size && std::memcmp(again.data(), d, size) == 0,
+               "re-encoding health gives %zu bytes (input %zu) or other bytes", n, size);
+    checkReplay(h);
+    return;
+  }
   FUZZ_CHECK(h.count <= kMaxRecords, "count %u", unsigned(h.count));
   for (size_t i = 0; i < h.count; ++i) {
     const Record& r = recs[i];
@@ -45,12 +66,7 @@ void checkAccepted(const uint8_t* d, size_t size, const Header& h, const Record*
   size_t n = encode(testKey(), h, recs, h.count, again.data(), again.size(), end_total);
   FUZZ_CHECK(n == size && std::memcmp(again.data(), d, size) == 0,
              "re-encoding gives %zu bytes (input %zu) or other bytes", n, size);
-  // The replay window: what it accepted once it refuses the second time.
-  ReplayWindow w;
-  if (w.check(h, h.time_ms) == ReplayWindow::Verdict::kOk) {
-    w.accept(h);
-    FUZZ_CHECK(w.check(h, h.time_ms) == ReplayWindow::Verdict::kReplayed, "accepted twice");
-  }
+  checkReplay(h);
 }
 
 }  // namespace
@@ -58,9 +74,10 @@ void checkAccepted(const uint8_t* d, size_t size, const Header& h, const Record*
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* d, size_t size) {
   Header h;
   Record recs[kMaxRecords];
+  HealthEntry health[kMaxHealthEntries];
   uint64_t total = 0;
-  Status st = decode(testKey(), d, size, h, recs, &total);
-  if (st == Status::kOk) checkAccepted(d, size, h, recs, total);  // a seed signed for real
+  Status st = decode(testKey(), d, size, h, recs, &total, health);
+  if (st == Status::kOk) checkAccepted(d, size, h, recs, total, health);  // a seed signed for real
 
   if (size < kMacSize || size > kMaxMessage) {
     FUZZ_CHECK(st == Status::kMalformed, "a %zu-byte input was not malformed", size);
@@ -72,9 +89,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* d, size_t size) {
   FUZZ_CHECK(was_signed || st != Status::kOk, "accepted with a MAC that does not verify");
   std::memcpy(s.data() + size - kMacSize, m.data(), kMacSize);
   Header h2;
-  Status st2 = decode(testKey(), s.data(), size, h2, recs, &total);
+  Status st2 = decode(testKey(), s.data(), size, h2, recs, &total, health);
   FUZZ_CHECK(st2 != Status::kAuthFailed, "a re-signed input failed authentication");
   if (was_signed) FUZZ_CHECK(st2 == st, "the same bytes decoded differently");
-  if (st2 == Status::kOk) checkAccepted(s.data(), size, h2, recs, total);
+  if (st2 == Status::kOk) checkAccepted(s.data(), size, h2, recs, total, health);
   return 0;
 }

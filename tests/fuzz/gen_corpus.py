@@ -476,6 +476,9 @@ def sync():
     out["reserved_set"] = sync_msg(1, [sync_rec(res1=1), sync_rec(res2=1)])
     out["no_appliance"] = sync_msg(1, [sync_rec(appliance=0)])
     out["seq_0"] = sync_msg(1, [sync_rec()], seq=0)
+    out["health_view"] = sync_msg(5, body=b"".join(struct.pack("<IBBBB", 0x0a00000b + i, i % 6, i % 2, 0, 0)
+                                                 for i in range(3)), count=3)
+    out["health_bad_state"] = sync_msg(5, body=struct.pack("<IBBBB", 0x0a00000b, 9, 1, 0, 0), count=1)
     out["truncated_header"] = sync_msg(1, [sync_rec()])[:40]
     out["truncated_record"] = sync_msg(1, [sync_rec()])[:100]
     return out

@@ -134,6 +134,43 @@ TEST(SyncCodec, RoundTripIpv6AndControlMessages) {
   EXPECT_EQ(got.nonce, 0x5555u);
 }
 
+TEST(SyncCodec, HealthViewRoundTripAndBadEntries) {
+  SyncKey k = key();
+  std::vector<HealthEntry> view;
+  for (uint32_t i = 0; i < kMaxHealthEntries; ++i)
+    view.push_back({0x0a000001 + i, uint8_t(i % 6), i % 3 == 0});
+  uint8_t out[kMaxMessage];
+  size_t len = encodeHealth(k, header(4), view.data(), view.size(), out, sizeof out);
+  ASSERT_GT(len, 0u);
+  ASSERT_LE(len, kMaxDatagram) << "a full health message fits one datagram";
+  EXPECT_EQ(encodeHealth(k, header(4), view.data(), kMaxHealthEntries + 1, out, sizeof out), 0u);
+  Header got;
+  Record recs[kMaxRecords];
+  HealthEntry back[kMaxHealthEntries];
+  ASSERT_EQ(decode(k, out, len, got, recs, nullptr, back), Status::kOk);
+  EXPECT_EQ(got.type, MsgType::kHealth);
+  ASSERT_EQ(got.count, kMaxHealthEntries);
+  for (size_t i = 0; i < view.size(); ++i) {
+    EXPECT_EQ(back[i].appliance, view[i].appliance);
+    EXPECT_EQ(back[i].state, view[i].state);
+    EXPECT_EQ(back[i].in_service, view[i].in_service);
+  }
+  // An unknown state, a zero address, a service flag of 2, a reserved byte:
+  // each malformed even under a valid MAC.
+  for (int bad = 0; bad < 4; ++bad) {
+    HealthEntry e{0x0a000001, 1, true};
+    size_t l = encodeHealth(k, header(5), &e, 1, out, sizeof out);
+    uint8_t* p = out + kHeaderSize;
+    if (bad == 0) p[4] = kMaxHealthState + 1;
+    if (bad == 1) std::memset(p, 0, 4);
+    if (bad == 2) p[5] = 2;
+    if (bad == 3) p[7] = 1;
+    auto m = k.mac(out, l - kMacSize);
+    std::memcpy(out + l - kMacSize, m.data(), kMacSize);
+    EXPECT_EQ(decode(k, out, l, got, recs, nullptr, back), Status::kMalformed) << bad;
+  }
+}
+
 TEST(SyncCodec, WrongSecretIsAnAuthFailure) {
   auto m = message(key(), header(1), 3);
   Header got;
