@@ -55,12 +55,18 @@ def ctl(lab, k, *a, check=True):
     return json.loads(r.stdout) if r.stdout.strip().startswith("{") else r.stdout
 
 
-def gw_busy(lab, k):
-    """Client source ports of the streams with packets through gateway k's own
-    dataplane (an entry learnt from a peer has none until ECMP sends one here)."""
+def gw_entries(lab, k):
+    """{client source port: (appliance, packets through gateway k's own
+    dataplane)} of the streams in gateway k's flow table (an entry learnt from
+    a peer has no packets until ECMP sends one here)."""
     r = ctl(lab, k, "flows", "--all", "--port", "7000")
-    return {f["sport"] if f["src"] == CLIENT else f["dport"]
-            for f in r["flows"] if f["kind"] == "flow" and sum(f["packets"]) > 0}
+    return {f["sport"] if f["src"] == CLIENT else f["dport"]: (f["appliance"], sum(f["packets"]))
+            for f in r["flows"] if f["kind"] == "flow"}
+
+
+def gw_busy(lab, k):
+    """Client source ports of the streams with packets through gateway k."""
+    return {p for p, (_, n) in gw_entries(lab, k).items() if n > 0}
 
 
 def explain(lab, k, sport):
@@ -134,6 +140,16 @@ def test_fleet(lab, args):
                        {k: sync_received(lab, k) for k in (1, 2, 3)}), 15, 0.2)
     print("flow records received (fleet_sync peers flows_received):",
           {f"gw{k}": sum(v.values()) for k, v in rec.items()})
+    # ... so every gateway holds every stream, on appliance 2, whether it has
+    # seen its packets or not.
+    def all_held():
+        t = {k: gw_entries(lab, k) for k in (1, 2, 3)}
+        return t if all(set(sports) <= set(e) for e in t.values()) else None
+    held = wait_for("every stream in every gateway's flow table", all_held, 15, 0.2)
+    off = {(k, p): e[p][0] for k, e in held.items() for p in sports if e[p][0] != a2}
+    assert not off, f"streams not on {a2}: {off}"
+    print("every stream in the flow table of each gateway, on appliance 2; learnt from peers:",
+          {f"gw{k}": sum(1 for p in sports if e[p][1] == 0) for k, e in held.items()})
     # Undrain: today's Maglev choice is appliance 1 for about half the streams,
     # which stay on appliance 2 (existing flows keep their appliance).
     for k in (1, 2, 3):
@@ -175,9 +191,9 @@ def test_fleet(lab, args):
     # dead), then its route; ECMP moves streams onto it and they keep appliance 2.
     t0, w0 = time.monotonic(), time.time()
     lab.sh("gw-start", "2")
-    t_back = time_until(lambda: "10.77.9.2" in nexthops(lab), 30, 0.02)
-    w_back = time.time()  # the route was seen at the router no later than this
-    assert t_back is not None, f"gw2 not back at the router: {nexthops(lab)}"
+    back = time_until(lambda: "10.77.9.2" in nexthops(lab), 30, 0.02)
+    t_back, w_back = time.monotonic() - t0, time.time()  # the route was at the router by then
+    assert back is not None, f"gw2 not back at the router: {nexthops(lab)}"
     warm = ctl(lab, 2, "fleet")["warm_start"]
     assert warm["state"] == "done" and warm["flows_received"] > 0, f"gw2's warm start: {warm}"
     done = [l for l in open(os.path.join(lab.dir, "gwlbd2.log"), errors="replace")
@@ -195,7 +211,7 @@ def test_fleet(lab, args):
     for p in moved:
         mag, app = explain(lab, 2, p)
         assert mag == a1 and app == a2, f"stream {p} on gw2: Maglev {mag}, entry {app}"
-    print(f"{len(moved)} streams whose Maglev choice is {a1} crossed the restarted gw2 on {a2}")
+    print(f"{len(moved)} streams whose Maglev choice is {a1} crossed the restarted gw2 on {a2} (first look)")
     assert time.monotonic() - t_start < SECONDS, "the events took longer than the streams"
 
     fin = json.loads(streams.stdout.readline())
