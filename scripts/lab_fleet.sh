@@ -12,6 +12,15 @@ FLEET_MAX=4
 
 gw_ip() { echo "10.77.9.$1"; }                 # gateway K's underlay address (and BGP address)
 gw_mgmt_ip() { echo "10.77.9.$((20 + $1))"; }  # gateway K's kernel on the appliance segment
+SYNC_PORT=7946                                 # flow state sync (UDP records, TCP warm start)
+
+fleet_sync_peers() {  # fleet_sync_peers K: the other gateways' sync addresses, as a YAML list
+  local k="$1" j out=""
+  for j in $(seq 1 "$(fleet_n)"); do
+    [ "$j" = "$k" ] || out="$out${out:+, }\"$(gw_mgmt_ip "$j"):$SYNC_PORT\""
+  done
+  echo "[$out]"
+}
 rt_ip() { echo "10.77.0.$1"; }                 # the router's address toward gateway K
 gw_rt_mac() { echo "02:77:00:00:0$1:02"; }     # gwlbd K's router-side port
 rt_gw_mac() { echo "02:77:00:00:0$1:01"; }     # the router's veth toward gateway K
@@ -46,6 +55,11 @@ control: { socket: $D/gw$k/gwlbd.sock }
 fleet:
   node_name: gw$k
   secret: $FLEET_SECRET
+  # Flow state sync over the gateways' kernel addresses on the appliance
+  # segment (mgmt): records to every other gateway, a warm start from them.
+  sync_listen: "$(gw_mgmt_ip "$k"):$SYNC_PORT"
+  peers: $(fleet_sync_peers "$k")
+  warm_start_timeout: ${LAB_WARM_TIMEOUT:-3s}
   bird: { socket: $D/gw$k/bird.ctl, protocols: [gwlb_routes] }
   grace_period: ${LAB_GRACE:-3s}
 eal: ["--no-huge", "--no-pci", "--no-shconf", "--no-telemetry", "-m", "256", "--file-prefix", "gwlab$k",

@@ -1,29 +1,38 @@
 """e2e_fleet: the fleet lab (scripts/lab.sh up --gateways 3; docs/lab.md, "The
 fleet lab"), run by e2e.py: 3 gateways (gwlbd + BIRD each) behind the
-router's ECMP (BIRD, BGP + BFD), 2 appliances on a shared segment.
+router's ECMP (BIRD, BGP + BFD), 2 appliances on a shared segment, flow state
+sync between the gateways (docs/fleet.md, "Flow state sync").
 
-Idle, each gwlbd (node.idle_sleep_us: 200) uses well under half a core. Then
-50 TCP streams (echoed, checked byte by byte) run while:
-  1. they are spread over the gateways (each gateway's flow table);
+Idle, each gwlbd (node.idle_sleep_us: 200) uses well under half a core.
+Appliance 1 is drained on every gateway; then 50 TCP streams (echoed, checked
+byte by byte) start, all on appliance 2, and appliance 1 is undrained: for
+about half of the streams today's Maglev choice is appliance 1, and they stay
+on appliance 2 as existing flows. While they run:
+  1. they are spread over the gateways (each gateway's flow table), and every
+     gateway received flow records from its peers (fleet_sync);
   2. gateway 2 is stopped gracefully (SIGTERM): its route leaves the router's
      kernel table before gwlbd exits (measured: withdraw, exit);
   3. gateway 3 is killed (SIGKILL): BFD removes it from the router's kernel
      table in < 1 s (measured);
-  4. gateway 2 is started again and ECMP puts it back (measured).
+  4. gateway 2 is started again: it takes gateway 1's flow table (warm start,
+     done with > 0 flows before its route is back at the router), ECMP puts
+     it back, and streams whose Maglev choice is appliance 1 cross it while
+     its table keeps them on appliance 2 (`explain`).
 Then every stream completed intact, and each stream's packets, both
 directions, crossed exactly one appliance from start to end (the
 appliances' own per-flow counters): whichever gateways carried it, before and
-after the moves, picked the same appliance.
+after the moves — including the restarted one — it kept its appliance.
 """
 import json
 import os
 import signal
 import subprocess
 import time
+from datetime import datetime
 
 from e2e import APPS, CLIENT, SERVER, flow_on, wait_for
 
-STREAMS, SECONDS, RATE = 50, 16, 20000  # 50 x 20 kB/s: 1 MB/s in all, each way
+STREAMS, SECONDS, RATE = 50, 20, 20000  # 50 x 20 kB/s: 1 MB/s in all, each way
 
 
 def nexthops(lab):
@@ -36,16 +45,44 @@ def gw_pid(lab, k):
     return int(open(os.path.join(lab.dir, f"gwlbd{k}.pid")).read())
 
 
-def gw_flows(lab, k):
-    """Client source ports of the streams gateway k has in its flow table."""
+def ctl(lab, k, *a, check=True):
+    """gwlbctl --json on gateway k; the parsed result."""
     r = subprocess.run([os.path.join(lab.build, "cli/gwlbctl"), "--socket",
-                        os.path.join(lab.dir, f"gw{k}", "gwlbd.sock"), "--json", "flows", "--all",
-                        "--port", "7000"], text=True, stdout=subprocess.PIPE, timeout=30)
-    ports = set()
-    for f in json.loads(r.stdout)["flows"]:
-        if f["kind"] == "flow":
-            ports.add(f["sport"] if f["src"] == CLIENT else f["dport"])
-    return ports
+                        os.path.join(lab.dir, f"gw{k}", "gwlbd.sock"), "--json", *a],
+                       text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
+    if check:
+        assert r.returncode == 0, f"gw{k}: gwlbctl {' '.join(a)}: exit {r.returncode}: {r.stdout}"
+    return json.loads(r.stdout) if r.stdout.strip().startswith("{") else r.stdout
+
+
+def gw_entries(lab, k):
+    """{client source port: (appliance, packets through gateway k's own
+    dataplane)} of the streams in gateway k's flow table (an entry learnt from
+    a peer has no packets until ECMP sends one here)."""
+    r = ctl(lab, k, "flows", "--all", "--port", "7000")
+    return {f["sport"] if f["src"] == CLIENT else f["dport"]: (f["appliance"], sum(f["packets"]))
+            for f in r["flows"] if f["kind"] == "flow"}
+
+
+def gw_busy(lab, k):
+    """Client source ports of the streams with packets through gateway k."""
+    return {p for p, (_, n) in gw_entries(lab, k).items() if n > 0}
+
+
+def explain(lab, k, sport):
+    """(today's Maglev choice, the flow entry's appliance) on gateway k."""
+    r = ctl(lab, k, "explain", CLIENT, SERVER, "tcp", str(sport), "7000")
+    return r["maglev"]["appliance"], r.get("appliance")
+
+
+def sync_received(lab, k):
+    """Flow records gateway k received from each peer (UDP sync and warm start)."""
+    return {p["address"]: p["flows_received"] for p in ctl(lab, k, "fleet")["peers"]}
+
+
+def log_time(line):
+    """The wall-clock time of a gwlbd log line ([YYYY-mm-dd HH:MM:SS.mmm] ...)."""
+    return datetime.strptime(line[1:24], "%Y-%m-%d %H:%M:%S.%f").timestamp()
 
 
 def time_until(cond, limit, step=0.005):
@@ -76,21 +113,52 @@ def test_fleet(lab, args):
     lab.serve("tcp-echo-server", SERVER, 7000)
     for a in APPS:
         lab.app_reset(a)
+    # Appliance 1 drained on every gateway (a timeout longer than the test):
+    # the streams all start on appliance 2.
+    a1, a2 = APPS["app1"], APPS["app2"]
+    for k in (1, 2, 3):
+        ctl(lab, k, "server", "drain", a1, "--timeout", "600")
     streams = lab.spawn("client", *lab.peer("tcp-streams", SERVER, "7000", str(STREAMS), str(SECONDS),
                                             str(RATE)), stdout=subprocess.PIPE)
     sports = json.loads(streams.stdout.readline())["sports"]
     t_start = time.monotonic()
 
-    # 1. Spread: every stream is in some gateway's table, over >= 2 gateways.
+    # 1. Spread: every stream has crossed some gateway, over >= 2 gateways
+    # (with sync every gateway has every flow: only its own packets tell).
     def spread():
-        per = {k: gw_flows(lab, k) for k in (1, 2, 3)}
+        per = {k: gw_busy(lab, k) for k in (1, 2, 3)}
         seen = set().union(*per.values())
         return per if all(p in seen for p in sports) else None
-    per = wait_for("every stream in a gateway's flow table", spread, 30)
+    per = wait_for("every stream through a gateway", spread, 30)
     used = [k for k, p in per.items() if p & set(sports)]
     print("streams per gateway (a stream's two directions may be on two):",
           {f"gw{k}": len(p & set(sports)) for k, p in per.items()})
     assert len(used) >= 2, f"all streams on one gateway: {per}"
+    # Every gateway learnt flows from its peers (records of the flows they created).
+    rec = wait_for("flow records received on every gateway",
+                   lambda: (lambda r: r if all(sum(v.values()) > 0 for v in r.values()) else None)(
+                       {k: sync_received(lab, k) for k in (1, 2, 3)}), 15, 0.2)
+    print("flow records received (fleet_sync peers flows_received):",
+          {f"gw{k}": sum(v.values()) for k, v in rec.items()})
+    # ... so every gateway holds every stream, on appliance 2, whether it has
+    # seen its packets or not.
+    def all_held():
+        t = {k: gw_entries(lab, k) for k in (1, 2, 3)}
+        return t if all(set(sports) <= set(e) for e in t.values()) else None
+    held = wait_for("every stream in every gateway's flow table", all_held, 15, 0.2)
+    off = {(k, p): e[p][0] for k, e in held.items() for p in sports if e[p][0] != a2}
+    assert not off, f"streams not on {a2}: {off}"
+    print("every stream in the flow table of each gateway, on appliance 2; learnt from peers:",
+          {f"gw{k}": sum(1 for p in sports if e[p][1] == 0) for k, e in held.items()})
+    # Undrain: today's Maglev choice is appliance 1 for about half the streams,
+    # which stay on appliance 2 (existing flows keep their appliance).
+    for k in (1, 2, 3):
+        ctl(lab, k, "server", "undrain", a1)
+    picks = {p: explain(lab, 1, p) for p in sports}
+    assert all(app == a2 for _, app in picks.values()), f"streams not all on {a2} on gw1: {picks}"
+    differ = {p for p, (mag, _) in picks.items() if mag == a1}
+    print(f"{len(differ)} of {STREAMS} streams on {a2} while today's Maglev choice is {a1}")
+    assert len(differ) >= 5, f"only {len(differ)} streams whose Maglev choice is {a1}"
 
     # 2. Graceful stop of gateway 2: withdrawn first, exits after its grace period.
     pid = gw_pid(lab, 2)
@@ -119,25 +187,39 @@ def test_fleet(lab, args):
     wait_for("gw1 alone at the router", lambda: nexthops(lab) == {"10.77.9.1"}, 15, 0.05)
     os.unlink(os.path.join(lab.dir, "gwlbd3.pid"))
 
-    # 4. Gateway 2 starts again and is back in ECMP: streams move onto it.
-    t0 = time.monotonic()
+    # 4. Gateway 2 starts again: warm start from gw1 (its first peer; gw3 is
+    # dead), then its route; ECMP moves streams onto it and they keep appliance 2.
+    t0, w0 = time.monotonic(), time.time()
     lab.sh("gw-start", "2")
-    t_back = time_until(lambda: "10.77.9.2" in nexthops(lab), 30, 0.02)
-    assert t_back is not None, f"gw2 not back at the router: {nexthops(lab)}"
-    print(f"gw2 restarted: in the router's ECMP route {t_back:.2f} s after the start")
-    # TODO(warm start, issue 16 item 2): with flow state sync, gw2 asks a peer
-    # for the flow table before announcing; then assert here that a stream whose
-    # appliance differs from the Maglev choice (e.g. after `server drain` of its
-    # appliance with failover_mode no_rebalance) keeps that appliance once ECMP
-    # moves it onto the restarted gw2 (its flow was learnt by sync, not picked).
+    back = time_until(lambda: "10.77.9.2" in nexthops(lab), 30, 0.02)
+    t_back, w_back = time.monotonic() - t0, time.time()  # the route was at the router by then
+    assert back is not None, f"gw2 not back at the router: {nexthops(lab)}"
+    warm = ctl(lab, 2, "fleet")["warm_start"]
+    assert warm["state"] == "done" and warm["flows_received"] > 0, f"gw2's warm start: {warm}"
+    done = [l for l in open(os.path.join(lab.dir, "gwlbd2.log"), errors="replace")
+            if "fleet sync: warm start done" in l]
+    assert done, "gw2 logged no warm start done"
+    w_done = log_time(done[-1])
+    assert w_done <= w_back, f"gw2's route at the router before its warm start was done ({w_done} > {w_back})"
+    print(f"gw2 restarted: warm start done {w_done - w0:.2f} s after the start "
+          f"({warm['flows_received']} flows from {warm['peer']} in {warm['elapsed_s']:.3f} s); "
+          f"in the router's ECMP route {t_back:.2f} s after the start")
+    # Streams whose Maglev choice is appliance 1 now cross gw2, which keeps
+    # them on appliance 2: the entries came from gw1, not from its table.
+    moved = wait_for("streams off today's Maglev choice crossing the restarted gw2",
+                     lambda: gw_busy(lab, 2) & differ or None, 10, 0.1)
+    for p in moved:
+        mag, app = explain(lab, 2, p)
+        assert mag == a1 and app == a2, f"stream {p} on gw2: Maglev {mag}, entry {app}"
+    print(f"{len(moved)} streams whose Maglev choice is {a1} crossed the restarted gw2 on {a2} (first look)")
     assert time.monotonic() - t_start < SECONDS, "the events took longer than the streams"
 
-    done = json.loads(streams.stdout.readline())
+    fin = json.loads(streams.stdout.readline())
     streams.wait(60)
-    bad = [s for s in done["streams"] if not s["ok"]]
+    bad = [s for s in fin["streams"] if not s["ok"]]
     assert not bad, f"{len(bad)} of {STREAMS} streams broken: {bad[:5]}"
-    stalls = sorted(s["max_stall"] for s in done["streams"])
-    print(f"{STREAMS} streams intact ({sum(s['sent'] for s in done['streams'])} bytes each way); "
+    stalls = sorted(s["max_stall"] for s in fin["streams"])
+    print(f"{STREAMS} streams intact ({sum(s['sent'] for s in fin['streams'])} bytes each way); "
           f"longest pause: median {stalls[len(stalls) // 2]} s, max {stalls[-1]} s")
 
     # Each stream on exactly one appliance, both directions, start to end.
@@ -150,6 +232,7 @@ def test_fleet(lab, args):
         assert f["a_to_b"] > 0 and f["b_to_a"] > 0 and f["dropped"] == 0, f"stream {p} on {a}: {f}"
         where[p] = a
     print("streams per appliance:", {a: sum(1 for x in where.values() if x == a) for a in APPS})
+    assert all(x == "app2" for x in where.values()), "a stream left appliance 2 (drained at its start)"
     log = open(os.path.join(lab.dir, "bird-router.log"), errors="replace").read()
     downs = [l for l in log.splitlines() if "State changed to down" in l or "BFD session down" in l]
     print(f"router's BIRD: {len(downs)} session downs (expected: gw2 stop, gw3 kill):",
