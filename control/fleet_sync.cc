@@ -129,14 +129,21 @@ InstallResult FleetSync::install(const sync::Record& r, uint64_t now) {
       }
     }
     // Both nodes created the flow themselves (neither copy ever moved) and
-    // picked different appliances: their health views differed when ECMP sent
-    // its two directions to the two nodes. Every node settles it the same
-    // way, with no clock involved: the lower appliance address wins. The
-    // loser records it as a move (fleet_conflict) from its own pick.
+    // picked different appliances. Every node settles it the same way: the
+    // copy created more than kConflictMarginNs earlier wins (an established
+    // flow is never moved to a late creator's pick, e.g. after a lost
+    // record); copies created within the margin of each other (ECMP sent the
+    // two directions to two nodes whose health views differed) go to the
+    // lower appliance address. The loser records it as a move
+    // (fleet_conflict) from its own pick.
     uint16_t local_id = dp::routeServer(route);
+    uint64_t local_born = e.created_ns.load(std::memory_order_relaxed);
+    bool peer_older = born + kConflictMarginNs < local_born;
+    bool peer_newer = local_born + kConflictMarginNs < born;
     if (result == InstallResult::kIgnored && route != want && r.kind != sync::RecordKind::kChanged &&
         r.moves == 0 && e.moves.load(std::memory_order_relaxed) == 0 &&
-        local_id < s->servers.size() && r.appliance < s->servers[local_id].ip) {
+        local_id < s->servers.size() && !peer_newer &&
+        (peer_older || r.appliance < s->servers[local_id].ip)) {
       // Concurrency rule R9 (docs/architecture.md "Flow entries: concurrency rules"):
       // one CAS from the local route (R4); a worker's move wins a race.
       uint64_t seen_route = route;

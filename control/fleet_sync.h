@@ -58,6 +58,9 @@ class FleetSync {
     // second so each node lists where they disagree. Unset: none sent.
     std::function<std::map<uint32_t, std::pair<uint8_t, bool>>()> health;
   };
+  // Two copies of a flow created this close together are a tie (settled on
+  // the lower appliance address); further apart, the older copy wins.
+  static constexpr uint64_t kConflictMarginNs = 1'000'000'000ULL;
   // A peer's health entry older than this is forgotten (it sends every second).
   static constexpr double kHealthViewS = 5.0;
   // How often the control thread drains, scans and sends.

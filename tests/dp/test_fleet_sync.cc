@@ -147,6 +147,7 @@ TEST_F(FleetSyncInstall, TwoCreationsWithDifferentAppliancesSettleOnTheLowerAddr
     ASSERT_FALSE(elsewhere == local.appliance);
     bool peer_lower = elsewhere.v4HostOrder() < local.appliance.v4HostOrder();
     sync::Record r = peerRecord(i, elsewhere, i % 2 ? sync::RecordKind::kNew : sync::RecordKind::kRefresh);
+    r.age_ms = 300;  // created 0.3 s before ours: a tie
     auto res = fs_->install(r, h_->now);
     int32_t pos = h_->flows().lookup(r.key, r.flow_hash);
     const dp::FlowEntry& en = h_->flows().entry(pos);
@@ -161,7 +162,9 @@ TEST_F(FleetSyncInstall, TwoCreationsWithDifferentAppliancesSettleOnTheLowerAddr
       EXPECT_EQ(en.moves.load(), 1);
       // The peer's copy of the loser's record changes nothing there either:
       // the same rule with the roles swapped keeps the lower address.
-      EXPECT_EQ(fs_->install(peerRecord(i, local.appliance), h_->now), ctl::InstallResult::kIgnored);
+      sync::Record loser = peerRecord(i, local.appliance);
+      loser.age_ms = 0;
+      EXPECT_EQ(fs_->install(loser, h_->now), ctl::InstallResult::kIgnored);
       EXPECT_EQ(sent(i).appliance, elsewhere);
     } else {
       ++local_kept;
@@ -172,6 +175,30 @@ TEST_F(FleetSyncInstall, TwoCreationsWithDifferentAppliancesSettleOnTheLowerAddr
   }
   EXPECT_GT(lower_won, 0);
   EXPECT_GT(local_kept, 0);
+}
+
+TEST_F(FleetSyncInstall, AnOlderCopyWinsWhateverItsAddress) {
+  // A copy created well before ours (a record this node missed, then ECMP
+  // brought the flow here and a worker picked today's choice) wins; a copy
+  // created well after ours never moves our established flow.
+  int older_won = 0, newer_lost = 0;
+  for (int i = 0; i < 8; ++i) {
+    Encap local = sent(i);
+    IpAddr elsewhere = other(i);
+    sync::Record newer = peerRecord(i, elsewhere);
+    newer.age_ms = 0;
+    h_->now += 5'000'000'000ULL;  // the peer created it 5 s after us
+    EXPECT_EQ(fs_->install(newer, h_->now), ctl::InstallResult::kIgnored) << i;
+    EXPECT_EQ(sent(i).appliance, local.appliance) << i;
+    ++newer_lost;
+    sync::Record older = peerRecord(i, elsewhere);
+    older.age_ms = 60'000;  // the peer's copy is a minute old, ours 5 s
+    EXPECT_EQ(fs_->install(older, h_->now), ctl::InstallResult::kConflict) << i;
+    EXPECT_EQ(sent(i).appliance, elsewhere) << i;
+    ++older_won;
+  }
+  EXPECT_EQ(older_won, 8);
+  EXPECT_EQ(newer_lost, 8);
 }
 
 TEST_F(FleetSyncInstall, AFlowThatMovedHereIsNeverOverriddenByNewOrRefresh) {
