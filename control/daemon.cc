@@ -105,11 +105,25 @@ Daemon::Daemon(Config config) {
     o.peers = f.peers;
     o.warm_start_timeout_s = f.warm_start_timeout_s;
     o.secret = flowHashKey();  // the fleet secret (gwlbd_main set it from the config)
+    // This node's view of every configured appliance: its health state
+    // (unchecked ones count as "disabled": in service) and whether it takes
+    // new flows here — healthy, weight > 0 and not draining, as the Maglev
+    // builder decides.
     o.health = [this] {
       std::map<uint32_t, std::pair<uint8_t, bool>> view;
-      if (health_)
-        for (const auto& [ip, h] : health_->states())
-          view[ip] = {uint8_t(h.state), receivesNewFlows(h)};
+      const dp::Snapshot* s = engine_->current();
+      if (!s) return view;
+      HealthMap hm = health_ ? health_->states() : HealthMap{};
+      for (const dp::ServerView& sv : s->servers) {
+        if (!sv.in_use) continue;
+        auto h = hm.find(sv.ip);
+        ApplianceHealth ah = h != hm.end() ? h->second : ApplianceHealth(HealthState::kDisabled);
+        bool active = sv.phase == dp::ServerPhase::kActive;
+        HealthState st = !active ? HealthState::kDraining
+                         : sv.weight == 0 && ah.state != HealthState::kUnhealthy ? HealthState::kUnused
+                                                                                 : ah.state;
+        view[sv.ip] = {uint8_t(st), active && sv.weight > 0 && receivesNewFlows(ah)};
+      }
       return view;
     };
     fleet_ = std::make_unique<FleetSync>(io_, std::move(o), *flows_, dp_.sync,

@@ -210,7 +210,20 @@ def run(a, A, B):
         fail(f"peers not reachable: A {sa}, B {sb}")
     print(f"B holds A's {a.flows} flows with the same appliance and cookie; {len(on_drained)} on "
           f"{drained}, which B's own table no longer picks")
+    # Their views differ on the drained appliance: each lists it (health views every second).
+    def disagree(node):
+        d = node.sync()["peers"][0]["health_disagreements"]
+        return d if [x["appliance"] for x in d] == [drained] else None
+    da = wait_for("A to list its disagreement with B", lambda: disagree(A), 15)
+    db = wait_for("B to list its disagreement with A", lambda: disagree(B), 15)
+    if not (da[0]["new_flows_here"] and not da[0]["new_flows_there"] and da[0]["there"] == "draining"):
+        fail(f"A's view of the disagreement: {da}")
+    if not (db[0]["new_flows_there"] and not db[0]["new_flows_here"] and db[0]["here"] == "draining"):
+        fail(f"B's view of the disagreement: {db}")
+    print(f"health views: each node lists {drained} (new flows on A, draining on B): A {da[0]}")
     metrics = urllib.request.urlopen(f"http://127.0.0.1:{a.metrics_a}/metrics", timeout=10).read().decode()
+    if f'gwlb_fleet_health_disagreements{{peer="127.0.0.1:{a.sync_b}"}} 1' not in metrics:
+        fail("A's metrics lack gwlb_fleet_health_disagreements 1 for B")
     peer_b = f"127.0.0.1:{a.sync_b}"
     line = f'gwlb_fleet_sync_flows_sent_total{{peer="{peer_b}"}}'
     if line not in metrics:
