@@ -18,6 +18,8 @@
 #include <rte_ring.h>
 
 #include <chrono>
+#include <cstring>
+#include <stdexcept>
 #include <map>
 #include <thread>
 #include <vector>
@@ -28,16 +30,37 @@
 namespace gwlb::dptest {
 namespace {
 
+// A loopback port free for both TCP and UDP (FleetSync binds both) right now.
 std::string freePort() {
-  int s = ::socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(s);
-  return "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  for (;;) {
+    int t = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(t, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    ::getsockname(t, reinterpret_cast<sockaddr*>(&a), &len);
+    int u = ::socket(AF_INET, SOCK_DGRAM, 0);
+    bool both = ::bind(u, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(u);
+    ::close(t);
+    if (both) return "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  }
+}
+
+// Another process (tests run in parallel) may take the port between
+// freePort() and FleetSync's bind: retried with another port.
+template <class Make>
+void bindRetrying(std::string& listen, Make make) {
+  for (int tries = 0;; ++tries) {
+    listen = freePort();
+    try {
+      make();
+      return;
+    } catch (const std::runtime_error& e) {
+      if (tries >= 20 || !std::strstr(e.what(), "in use")) throw;
+    }
+  }
 }
 
 struct RecordKey {
@@ -51,10 +74,11 @@ class FleetSyncInstall : public ::testing::Test {
     h_ = std::make_unique<Harness>();
     ctl::FleetSync::Options o;
     o.node_name = "gw-test";
-    o.listen = freePort();
     o.secret = flowHashKey();
-    fs_ = std::make_unique<ctl::FleetSync>(io_, o, h_->flows(), nullptr,
-                                           [this] { return &h_->snapshot(); });
+    bindRetrying(o.listen, [&] {
+      fs_ = std::make_unique<ctl::FleetSync>(io_, o, h_->flows(), nullptr,
+                                             [this] { return &h_->snapshot(); });
+    });
   }
   void TearDown() override {
     fs_.reset();
@@ -291,14 +315,15 @@ class FleetSyncSend : public ::testing::Test {
     ::getsockname(peer_, reinterpret_cast<sockaddr*>(&a), &len);
     ctl::FleetSync::Options o;
     o.node_name = "gw-send";
-    listen_ = freePort();
-    o.listen = listen_;
     o.peers = {"127.0.0.1:" + std::to_string(ntohs(a.sin_port))};
     o.secret = flowHashKey();
     o.health = health_;
     key_ = sync::SyncKey::fromHashKey(o.secret.k0, o.secret.k1);
-    fs_ = std::make_unique<ctl::FleetSync>(io_, o, h_->flows(), ring_,
-                                           [this] { return &h_->snapshot(); });
+    bindRetrying(listen_, [&] {
+      o.listen = listen_;
+      fs_ = std::make_unique<ctl::FleetSync>(io_, o, h_->flows(), ring_,
+                                             [this] { return &h_->snapshot(); });
+    });
   }
   void TearDown() override {
     fs_.reset();
