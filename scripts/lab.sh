@@ -76,6 +76,16 @@ server_groups:
 YAML
 }
 
+# client <-> router <-> server (IPv4 addresses), as both labs have them.
+link_client_server() {
+  ip link add c0 netns "$(ns client)" type veth peer name r-cli netns "$(ns router)"
+  ip link add s0 netns "$(ns server)" type veth peer name r-srv netns "$(ns router)"
+  nx client ip addr add "$CLIENT_IP/24" dev c0
+  nx server ip addr add "$SERVER_IP/24" dev s0
+  nx router ip addr add "$CLIENT_GW/24" dev r-cli
+  nx router ip addr add "$SERVER_GW/24" dev r-srv
+}
+
 # shellcheck source=scripts/lab_fleet.sh
 source "$GWLB_ROOT/scripts/lab_fleet.sh"
 nx() { local n="$1"; shift; ip netns exec "$(ns "$n")" "$@"; }
@@ -263,13 +273,7 @@ lab_up() {
   fi
   for n in "${NS_LIST[@]}"; do ns_setup "$n"; done
 
-  # client <-> router <-> server
-  ip link add c0 netns "$(ns client)" type veth peer name r-cli netns "$(ns router)"
-  ip link add s0 netns "$(ns server)" type veth peer name r-srv netns "$(ns router)"
-  nx client ip addr add "$CLIENT_IP/24" dev c0
-  nx server ip addr add "$SERVER_IP/24" dev s0
-  nx router ip addr add "$CLIENT_GW/24" dev r-cli
-  nx router ip addr add "$SERVER_GW/24" dev r-srv
+  link_client_server
   # router <-> gateway (gwlbd port 0; no kernel address on gw-rt). In tap mode
   # gw-rt is a port of bridge br-rt, whose other port is gwlbd's tap (tap-rt,
   # MAC $GW_RT_MAC): the router's frames reach gwlbd exactly as sent.

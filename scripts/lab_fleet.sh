@@ -158,12 +158,7 @@ fleet_up() {  # fleet_up N (2..4)
   echo "$n" > "$D/gateways"
   for x in client server router sw app1 app2 $(seq -f 'gw%g' 1 "$n"); do ns_setup "$x"; done
 
-  ip link add c0 netns "$(ns client)" type veth peer name r-cli netns "$(ns router)"
-  ip link add s0 netns "$(ns server)" type veth peer name r-srv netns "$(ns router)"
-  nx client ip addr add "$CLIENT_IP/24" dev c0
-  nx server ip addr add "$SERVER_IP/24" dev s0
-  nx router ip addr add "$CLIENT_GW/24" dev r-cli
-  nx router ip addr add "$SERVER_GW/24" dev r-srv
+  link_client_server
 
   # The appliance segment: a bridge of its own, shared by all.
   nx sw ip link add br-app type bridge

@@ -89,11 +89,14 @@ Harness::Harness(const HarnessOptions& o) : opts_(o) {
   if (o.exception_ring)
     exception_ = dp::createRing("dpt_exc" + std::to_string(seq), o.exception_ring_size);
   dp_.exception = exception_;
+  if (o.sync_ring_size) sync_ = dp::createRing("dpt_sync" + std::to_string(seq), o.sync_ring_size);
+  dp_.sync = sync_;
   dp_.snapshot.store(snap_.get(), std::memory_order_release);
   pool_avail_at_start_ = rte_mempool_avail_count(testPool());
 }
 
 Harness::~Harness() {
+  if (sync_) rte_ring_free(sync_);  // positions only, nothing to free
   expectCounterInvariant(worker_.counters, "harness teardown");
   if (punt_) {
     void* obj;

@@ -106,6 +106,7 @@ struct HarnessOptions {
   bool punt_ring = false;
   bool exception_ring = false;  // node.exception_path on: dp.exception set
   unsigned exception_ring_size = 64;
+  unsigned sync_ring_size = 0;  // > 0: fleet sync on, dp.sync is a ring of this size
   bool gateway_mac = true;  // false: appliance MACs unknown (no ARP in these tests)
   uint32_t flow_table_size = 4096;
   ctl::FailoverMode failover_mode = ctl::FailoverMode::kNoRebalance;
@@ -164,6 +165,7 @@ class Harness {
   std::unique_ptr<dp::FlowTable> flows_;
   rte_ring* punt_ = nullptr;
   rte_ring* exception_ = nullptr;
+  rte_ring* sync_ = nullptr;
   dp::Dataplane dp_;
   dp::WorkerState worker_;
   unsigned pool_avail_at_start_ = 0;

@@ -302,10 +302,9 @@ class FleetSyncSend : public ::testing::Test {
   void make(unsigned ring_size, ctl::FailoverMode mode = ctl::FailoverMode::kNoRebalance) {
     HarnessOptions ho;
     ho.failover_mode = mode;
+    ho.sync_ring_size = ring_size;
     h_ = std::make_unique<Harness>(ho);
-    static int seq = 0;
-    ring_ = dp::createRing("dpt_fsync" + std::to_string(++seq), ring_size);
-    h_->dataplane().sync = ring_;
+    ring_ = h_->dataplane().sync;
     peer_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -328,7 +327,6 @@ class FleetSyncSend : public ::testing::Test {
   void TearDown() override {
     fs_.reset();
     h_.reset();
-    if (ring_) rte_ring_free(ring_);
     if (peer_ >= 0) ::close(peer_);
   }
   Frame flow(int i) const {
@@ -346,20 +344,26 @@ class FleetSyncSend : public ::testing::Test {
     uint8_t buf[2048];
     auto end = std::chrono::steady_clock::now() +
                (want ? std::chrono::milliseconds(10000) : std::chrono::milliseconds(100));
-    while (std::chrono::steady_clock::now() < end && (want == 0 || out.size() < want)) {
-      ssize_t n = ::recv(peer_, buf, sizeof buf, 0);
-      if (n <= 0) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        continue;
-      }
+    while (want == 0 || out.size() < want) {
+      size_t n = nextDatagram(buf, end);
+      if (n == 0) break;
       sync::Header hd;
       sync::Record recs[sync::kMaxRecords];
-      EXPECT_EQ(sync::decode(key_, buf, size_t(n), hd, recs), sync::Status::kOk);
+      EXPECT_EQ(sync::decode(key_, buf, n, hd, recs), sync::Status::kOk);
       EXPECT_EQ(hd.node, sync::nodeId("gw-send"));
       if (hd.count == 0 && empties) ++*empties;
       out.insert(out.end(), recs, recs + hd.count);
     }
     return out;
+  }
+  // The next datagram the peer got before `end`: its size, 0 when none came.
+  size_t nextDatagram(uint8_t (&buf)[2048], std::chrono::steady_clock::time_point end) {
+    while (std::chrono::steady_clock::now() < end) {
+      ssize_t n = ::recv(peer_, buf, sizeof buf, 0);
+      if (n > 0) return size_t(n);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return 0;
   }
   std::map<RecordKey, sync::RecordKind> kinds(const std::vector<sync::Record>& v) {
     std::map<RecordKey, sync::RecordKind> m;
@@ -483,16 +487,13 @@ TEST_F(FleetSyncSend, HealthViewsAreExchangedAndDisagreementsListed) {
   uint8_t buf[2048];
   bool got_view = false;
   auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!got_view && std::chrono::steady_clock::now() < end) {
-    ssize_t n = ::recv(peer_, buf, sizeof buf, 0);
-    if (n <= 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      continue;
-    }
+  while (!got_view) {
+    size_t n = nextDatagram(buf, end);
+    if (n == 0) break;
     sync::Header hd;
     sync::Record recs[sync::kMaxRecords];
     sync::HealthEntry view[sync::kMaxHealthEntries];
-    ASSERT_EQ(sync::decode(key_, buf, size_t(n), hd, recs, nullptr, view), sync::Status::kOk);
+    ASSERT_EQ(sync::decode(key_, buf, n, hd, recs, nullptr, view), sync::Status::kOk);
     if (hd.type != sync::MsgType::kHealth) continue;
     ASSERT_EQ(hd.count, 2);
     EXPECT_EQ(view[0].appliance, a);

@@ -52,14 +52,12 @@ class SyncEvents : public ::testing::Test {
   void make(unsigned ring_size, ctl::FailoverMode mode = ctl::FailoverMode::kNoRebalance) {
     HarnessOptions o;
     o.failover_mode = mode;
+    o.sync_ring_size = ring_size;
     h_ = std::make_unique<Harness>(o);
-    static int seq = 0;
-    ring_ = dp::createRing("dpt_sync" + std::to_string(++seq), ring_size);
-    h_->dataplane().sync = ring_;
+    ring_ = h_->dataplane().sync;
   }
   void TearDown() override {
     h_.reset();
-    if (ring_) rte_ring_free(ring_);
   }
   std::unique_ptr<Harness> h_;
   rte_ring* ring_ = nullptr;
