@@ -318,37 +318,53 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref, int
   c.out.to_appliance[c.out.n_appliance++] = m;
 }
 
-void fromAppliance(Ctx& c, rte_mbuf* m, const ParsedPacket& outer) noexcept {
+// What stage 1 keeps of a returned packet for stage 3 (the flow's check and
+// the unwrap), beside its inner packet and key.
+struct ReturnInfo {
+  uint16_t server;     // the appliance it came from
+  uint32_t cookie;     // aws format: the cookie it carried
+  uint16_t l3_start;   // offset of the inner IP header in the frame
+  bool aws;
+};
+
+// Return path, stage 1: checks the outer packet and its Geneve header and
+// parses the inner packet into `in`, keyed by `ref`. False when it dropped it.
+// `in` may be the storage of `outer`: what is needed of the outer packet is
+// read before the inner one is parsed.
+bool prepareReturn(Ctx& c, rte_mbuf* m, const ParsedPacket& outer, ParsedPacket& in, FlowRef& ref,
+                   ReturnInfo& ri) noexcept {
   const Snapshot& s = c.s;
   uint16_t server = s.serverByIp(outer.tuple.src.v4HostOrder());
   if (server == kNoServer || server >= s.servers.size() || !s.servers[server].routable)
-    return drop(c, m, Counter::drop_geneve_unknown_appliance);
-  if (outer.is_fragment) return drop(c, m, Counter::drop_bad_fragment);
+    return drop(c, m, Counter::drop_geneve_unknown_appliance), false;
+  if (outer.is_fragment) return drop(c, m, Counter::drop_bad_fragment), false;
   const ServerView& sv = s.servers[server];
-  if (sv.group >= s.groups.size()) return drop(c, m, Counter::drop_no_server_group);
+  if (sv.group >= s.groups.size()) return drop(c, m, Counter::drop_no_server_group), false;
   const GroupView& g = s.groups[sv.group];
 
   uint8_t* f = rte_pktmbuf_mtod(m, uint8_t*);
-  size_t gen_off = size_t(outer.l4_offset) + 8;
-  size_t end = size_t(outer.l3_offset) + outer.l3_len;
+  const size_t gen_off = size_t(outer.l4_offset) + 8;
+  const size_t end = size_t(outer.l3_offset) + outer.l3_len;
   GeneveInfo gi;
   Counter why;
   GeneveStatus st = g.aws && parseGeneveAws(f + gen_off, end - gen_off, gi)
                         ? GeneveStatus::kOk
                         : parseGeneve(f + gen_off, end - gen_off, gi, why);
-  if (st == GeneveStatus::kControl) return drop(c, m, Counter::drop_geneve_control);
-  if (st == GeneveStatus::kDrop) return drop(c, m, why);
-  if (gi.vni != g.vni) return drop(c, m, Counter::drop_geneve_bad_vni);
+  if (st == GeneveStatus::kControl) return drop(c, m, Counter::drop_geneve_control), false;
+  if (st == GeneveStatus::kDrop) return drop(c, m, why), false;
+  if (gi.vni != g.vni) return drop(c, m, Counter::drop_geneve_bad_vni), false;
   if (g.aws) {
     if (gi.protocol != kEtherTypeIpv4 && gi.protocol != kEtherTypeIpv6)
-      return drop(c, m, Counter::drop_geneve_bad_protocol);
-    if (!gi.has_cookie) return drop(c, m, Counter::drop_geneve_missing_cookie);
+      return drop(c, m, Counter::drop_geneve_bad_protocol), false;
+    if (!gi.has_cookie) return drop(c, m, Counter::drop_geneve_missing_cookie), false;
   } else if (gi.protocol != kEtherTypeTeb) {
-    return drop(c, m, Counter::drop_geneve_bad_protocol);
+    return drop(c, m, Counter::drop_geneve_bad_protocol), false;
   }
 
   size_t inner_off = gen_off + gi.header_len;
-  ParsedPacket in;
+  // The parsers' fast paths fill in only what they find: start from a fresh
+  // packet (the outer one is no longer read).
+  in = ParsedPacket{};
   ParseStatus ps;
   if (g.aws) {
     ps = gi.protocol == kEtherTypeIpv4 && parseCommonIpv4(f + inner_off, end - inner_off, 0, in)
@@ -358,23 +374,38 @@ void fromAppliance(Ctx& c, rte_mbuf* m, const ParsedPacket& outer) noexcept {
     ps = parseCommon(f + inner_off, end - inner_off, in) ? ParseStatus::kOk
                                                         : parseFrame(f + inner_off, end - inner_off, in, why);
   }
-  if (ps != ParseStatus::kOk) return drop(c, m, Counter::drop_return_inner_malformed);
+  if (ps != ParseStatus::kOk) return drop(c, m, Counter::drop_return_inner_malformed), false;
+  if (g.listener == kNoListener) return drop(c, m, Counter::drop_return_no_flow), false;
+  ref = refFor(in, g.stickiness, g.listener);
+  ri.server = server;
+  ri.cookie = gi.cookie;
+  ri.l3_start = uint16_t(inner_off + in.l3_offset);
+  ri.aws = g.aws;
+  return true;
+}
 
-  if (g.listener == kNoListener) return drop(c, m, Counter::drop_return_no_flow);
-  FlowRef ref = refFor(in, g.stickiness, g.listener);
-  int32_t pos = c.dp.flows->lookup(ref.key, ref.hash);
+// Return path, stage 3: the flow looked up in the burst's bulk lookup (`pos`),
+// checked against the appliance and cookie, unwrapped and sent back to the
+// neighbour its direction came from.
+void finishReturn(Ctx& c, rte_mbuf* m, const ParsedPacket& in, const FlowRef& ref,
+                  const ReturnInfo& ri, int32_t pos) noexcept {
+  FlowTable& ft = *c.dp.flows;
+  // Concurrency rule R6 (docs/architecture.md "Flow entries: concurrency rules"):
+  // the bulk lookup came before this burst's inserts.
+  if (pos < 0 && c.insertedThisBurst(ref.hash)) pos = ft.lookup(ref.key, ref.hash);
   if (pos < 0) return drop(c, m, Counter::drop_return_no_flow);
-  FlowEntry& e = c.dp.flows->entry(pos);
+  FlowEntry& e = ft.entry(pos);
+  const uint16_t server = ri.server;
   // Concurrency rule R1 (docs/architecture.md "Flow entries: concurrency rules"):
   // no route yet: the flow is still being created.
   uint64_t route = e.route.load(std::memory_order_acquire);
   if (!(route & kRouteSet)) return drop(c, m, Counter::drop_return_no_flow);
-  if (routeServer(route) != server || (g.aws && routeCookie(route) != gi.cookie)) {
+  if (routeServer(route) != server || (ri.aws && routeCookie(route) != ri.cookie)) {
     // The appliance the flow moved away from, still returning its packets.
     // Concurrency rule R4 (docs/architecture.md "Flow entries: concurrency rules"):
     // `moved` is stored after the route, so for an instant this is wrong_appliance.
     uint64_t mv = e.moved.load(std::memory_order_acquire);
-    if (mv && moveFrom(mv) == server && (!g.aws || moveCookie(mv) == gi.cookie))
+    if (mv && moveFrom(mv) == server && (!ri.aws || moveCookie(mv) == ri.cookie))
       return drop(c, m, Counter::drop_return_after_move);
     return drop(c, m, routeServer(route) != server ? Counter::drop_return_wrong_appliance
                                                    : Counter::drop_return_cookie_mismatch);
@@ -386,8 +417,7 @@ void fromAppliance(Ctx& c, rte_mbuf* m, const ParsedPacket& outer) noexcept {
 
   // Strip everything up to the inner IP header, then give it the L2 header of
   // the neighbour it came from: byte-identical at L3.
-  size_t l3_start = inner_off + in.l3_offset;
-  rte_pktmbuf_adj(m, uint16_t(l3_start));
+  rte_pktmbuf_adj(m, ri.l3_start);
   if (m->data_len > in.l3_len) rte_pktmbuf_trim(m, uint16_t(m->data_len - in.l3_len));
   uint16_t l2 = d.has_vlan ? 18 : 14;
   uint8_t* h = reinterpret_cast<uint8_t*>(rte_pktmbuf_prepend(m, l2));
@@ -435,11 +465,14 @@ void processBurst(Dataplane& dp, WorkerState& w, rte_mbuf** pkts, uint16_t n, ui
   const StickinessMode stickiness = can_forward ? snap->listeners[0].stickiness
                                                 : StickinessMode::kFiveTuple;
 
-  // Stage 1: parse and sort every frame; key the ones to forward.
+  // Stage 1: parse and sort every frame; key the ones to forward and the
+  // ones returning from appliances (their inner packet).
   struct Fwd {
     rte_mbuf* m;
-    ParsedPacket p;
+    ParsedPacket p;  // forward: the packet; return: its inner packet
     FlowRef ref;
+    bool ret;        // returning from an appliance (ri is set)
+    ReturnInfo ri;
   };
   // Raw storage: only the slots this burst uses are constructed.
   alignas(Fwd) unsigned char fwd_mem[sizeof(Fwd) * kMaxBurst];
@@ -502,7 +535,13 @@ void processBurst(Dataplane& dp, WorkerState& w, rte_mbuf** pkts, uint16_t n, ui
     if (isGeneveToUs(p, snap->underlay_ip)) {
       if (!geneve) forUs(c, m);
       else if (!acceptsReturns(role)) drop(c, m, Counter::drop_geneve_on_router_port);
-      else fromAppliance(c, m, p);
+      else if (prepareReturn(c, m, p, f.p, f.ref, f.ri)) {
+        f.m = m;
+        f.ret = true;
+        keys[nf] = &f.ref.key;
+        hashes[nf] = f.ref.hash;
+        ++nf;
+      }
       continue;
     }
     // A port that faces only appliances takes nothing else in.
@@ -522,6 +561,7 @@ void processBurst(Dataplane& dp, WorkerState& w, rte_mbuf** pkts, uint16_t n, ui
       continue;
     }
     f.m = m;
+    f.ret = false;
     f.ref = refFor(p, stickiness, 0);
     keys[nf] = &f.ref.key;
     hashes[nf] = f.ref.hash;
@@ -540,8 +580,11 @@ void processBurst(Dataplane& dp, WorkerState& w, rte_mbuf** pkts, uint16_t n, ui
       }
   }
 
-  // Stage 3: route, encapsulate.
-  for (uint16_t i = 0; i < nf; ++i) forward(c, fwd[i].m, fwd[i].p, fwd[i].ref, pos[i]);
+  // Stage 3: route and encapsulate, or check and unwrap a return.
+  for (uint16_t i = 0; i < nf; ++i) {
+    if (fwd[i].ret) finishReturn(c, fwd[i].m, fwd[i].p, fwd[i].ref, fwd[i].ri, pos[i]);
+    else forward(c, fwd[i].m, fwd[i].p, fwd[i].ref, pos[i]);
+  }
 
   // Never blocks: what the ring cannot take now is sent by the control
   // thread's refresh scan later.

@@ -8,9 +8,11 @@
 //                                            solicitation for us), else a drop counter
 //   ARP, IPv6 ND                          -> punt ring (control thread) when for us, else drop
 //   IPv4 UDP to our underlay IP port 6081 -> return path (ports facing appliances only):
-//                                            validate Geneve, check the flow and cookie,
+//                                            validate Geneve and key the inner packet
+//                                            (stage 1), look it up with the forward
+//                                            keys (stage 2), check the flow and cookie,
 //                                            unwrap, send back to the neighbour the
-//                                            original came from
+//                                            original came from (stage 3)
 //   other IP to one of our own addresses  -> exception ring (kernel tap, when
 //                                            node.exception_path is on), else drop_not_for_us
 //   anything else IP                      -> forward path (ports facing routers only):

@@ -261,6 +261,65 @@ TEST_P(ReturnPath, EachDirectionReturnsWithItsOwnL2) {
   EXPECT_EQ(back.port, kPortVlan);
 }
 
+// The return path runs in the burst's three stages with the forward path:
+// returns of many flows, new flows, a reply from the wrong appliance and one
+// for no flow, all in one burst, each get their own outcome, and the returns
+// leave in the order they arrived.
+TEST_P(ReturnPath, ABurstMixingReturnsAndNewFlowsHandlesEachPacket) {
+  Harness& h = *h_;
+  const Net& n = net();
+  constexpr uint16_t kFlows = 12;
+  std::vector<Frame> flows;
+  std::vector<Bytes> replies;
+  for (uint16_t i = 0; i < kFlows; ++i) {
+    uint16_t sport = uint16_t(44000 + i);
+    flows.push_back(Frame{n.fromA(), kEthIpv4,
+                          ipv4(n.client4, n.server4, 17, udp(n.client4, n.server4, sport, 53, pattern(20 + i))),
+                          kPortA});
+    Result r = h.send(flows.back());
+    ASSERT_EQ(r.verdict, Verdict::kAppliance) << describe(r);
+    replies.push_back(reflect(r.bytes));
+  }
+  std::vector<std::pair<Bytes, uint16_t>> burst;
+  std::vector<Bytes> want_router;
+  const uint64_t returned0 = h.get(Counter::returned);
+  const uint64_t created0 = h.get(Counter::flows_created);
+  const uint64_t wrong0 = h.get(Counter::drop_return_wrong_appliance);
+  const uint64_t noflow0 = h.get(Counter::drop_return_no_flow);
+  for (uint16_t i = 0; i < kFlows; ++i) {
+    burst.emplace_back(replies[i], kUnderlayPort);
+    want_router.push_back(flows[i].returned());
+    Frame fresh{n.fromA(), kEthIpv4,
+                ipv4(n.client4, n.server4, 6, tcp(n.client4, n.server4, uint16_t(45000 + i), 443)), kPortA};
+    burst.emplace_back(fresh.bytes(), fresh.port);
+  }
+  burst.emplace_back(reply(header()), kUnderlayPort);
+  want_router.push_back(flow_.returned());
+  burst.emplace_back(fromAppliance(otherAppliance(), enc_.sport, enc_.geneve_hdr, enc_.inner),
+                     kUnderlayPort);
+  {
+    // The inner TCP source port changed: the key of a flow that does not exist.
+    Bytes inner = enc_.inner;
+    size_t l4 = h.aws() ? 20 : 14 + 4 + 20;  // aws: bare IP; ethernet: frame with its VLAN tag
+    put16(inner, l4, 43999);
+    burst.emplace_back(fromAppliance(enc_.appliance, enc_.sport, enc_.geneve_hdr, inner), kUnderlayPort);
+  }
+  std::vector<Result> out = h.sendBurst(burst);
+  std::vector<Bytes> got_router;
+  size_t to_appliance = 0;
+  for (const Result& r : out) {
+    if (r.verdict == Verdict::kRouter) got_router.push_back(r.bytes);
+    if (r.verdict == Verdict::kAppliance) ++to_appliance;
+  }
+  EXPECT_EQ(to_appliance, kFlows);
+  EXPECT_EQ(got_router, want_router);
+  EXPECT_EQ(h.get(Counter::returned) - returned0, kFlows + 1u);
+  EXPECT_EQ(h.get(Counter::flows_created) - created0, kFlows);
+  EXPECT_EQ(h.get(Counter::drop_return_wrong_appliance) - wrong0, 1u);
+  EXPECT_EQ(h.get(Counter::drop_return_no_flow) - noflow0, 1u);
+  expectCounterInvariant(h.counters(), "mixed burst");
+}
+
 INSTANTIATE_TEST_SUITE_P(Formats, ReturnPath,
                          ::testing::Values(ctl::GeneveFormat::kAws, ctl::GeneveFormat::kEthernet),
                          [](const auto& info) { return std::string(ctl::toString(info.param)); });

@@ -1,6 +1,6 @@
 // Fuzz target 2: the Geneve return-path validator and decapsulator. Any bytes
 // are the UDP payload of a packet an appliance sent to the gateway's port 6081:
-// gwlb::parseGeneve, then the inner parse exactly as dp::fromAppliance does it
+// gwlb::parseGeneve, then the inner parse exactly as dp::prepareReturn does it
 // (aws format: protocol 0x0800/0x86DD with a flow cookie, parseL3 of what
 // follows the options; ethernet format: protocol 0x6558, parseFrame), then the
 // unwrap: the inner datagram behind a fresh Ethernet header, as the router
@@ -78,7 +78,7 @@ bool sameTuple(const L4Tuple& a, const L4Tuple& b) {
 }
 
 // The inner packet accepted at d[inner_off..size): check its bounds, then
-// unwrap it as fromAppliance does and parse what the router would receive.
+// unwrap it as dp::finishReturn does and parse what the router would receive.
 void checkInner(const uint8_t* d, size_t size, size_t inner_off, const ParsedPacket& in,
                 uint16_t aws_protocol) {
   size_t l3_start = inner_off + in.l3_offset;
@@ -132,7 +132,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* d, size_t size) {
                  (!m.has_aid || gi.attachment_id == m.aid),
              "option values differ from the model");
 
-  // fromAppliance: the group's format decides; try both as two groups would.
+  // prepareReturn: the group's format decides; try both as two groups would.
   const size_t inner_off = gi.header_len;
   ParsedPacket in;
   Counter w;
