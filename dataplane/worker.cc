@@ -9,6 +9,8 @@
 
 #include <ctime>
 
+#include "dataplane/tsc_clock.h"
+
 namespace gwlb::dp {
 
 uint64_t monotonicNs() noexcept {
@@ -64,6 +66,10 @@ int workerLoop(void* arg) {
   uint64_t max_gap = 0, window_max = 0;  // cycles
   uint64_t last = rte_rdtsc();
   uint64_t window_end = last + window_cycles;
+  // Packet times: the TSC per burst, converted (dataplane/tsc_clock.h);
+  // re-anchored to the monotonic clock once a heartbeat window.
+  TscClock clock;
+  clock.init(tsc_hz, rte_rdtsc(), monotonicNs());
   while (!run->stop->load(std::memory_order_relaxed)) {
     // Heartbeat: the time since the previous loop started covers that whole
     // loop (its bursts, its transmits) and any time the thread was not running.
@@ -81,13 +87,14 @@ int workerLoop(void* arg) {
       hb.recent_max_loop_gap_ns.store(cyclesToNs(window_max, tsc_hz), std::memory_order_relaxed);
       window_max = 0;
       window_end = t + window_cycles;
+      clock.resync(rte_rdtsc(), monotonicNs());
     }
     bool idle = true;
     for (const RxQueue& q : c.rx) {
       uint16_t n = rte_eth_rx_burst(q.port, q.queue, pkts, c.burst);
       if (n == 0) continue;
       idle = false;
-      uint64_t now = monotonicNs();
+      uint64_t now = clock.toNs(rte_rdtsc());
       processBurst(*run->dp, w, pkts, n, now, out);
       transmit(w, c.tx_queue, out.to_appliance, out.n_appliance);
       transmit(w, c.tx_queue, out.to_router, out.n_router);
