@@ -99,7 +99,26 @@ void buildEncapTemplate(EncapTemplate& t, const EncapParams& p) noexcept {
   t.ip_sum = csumAdd(0, ip, 20);
   uint32_t sum = csumAdd(0, ip + 12, 8);
   sum += kProtoUdp;
+  t.pseudo_sum = sum;
   t.udp_sum = csumAdd(sum, udp, t.len - 14 - 20);
+}
+
+void applyEncapOffload(uint8_t* f, const EncapTemplate& t, size_t payload_len, uint16_t udp_sport,
+                       uint16_t protocol, uint32_t cookie) noexcept {
+  if (t.aws) std::memcpy(f, t.bytes, encapHeaderLen(true));
+  else std::memcpy(f, t.bytes, encapHeaderLen(false));
+  uint32_t udp_len = uint32_t(t.len - 14 - 20 + payload_len);
+  uint8_t* ip = f + 14;
+  uint8_t* udp = ip + 20;
+  wr16(ip + 2, uint16_t(20 + udp_len));  // the checksum stays 0 (template)
+  wr16(udp, udp_sport);
+  wr16(udp + 4, uint16_t(udp_len));
+  if (t.aws) {
+    uint8_t* g = udp + 8;
+    wr16(g + 2, protocol);
+    wr32(g + kGeneveBaseLen + 28, cookie);
+  }
+  wr16(udp + 6, uint16_t(csumFold(t.pseudo_sum + udp_len) ^ 0xFFFF));
 }
 
 void applyEncap(uint8_t* f, const EncapTemplate& t, size_t payload_len, uint16_t udp_sport,

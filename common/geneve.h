@@ -71,6 +71,7 @@ struct EncapTemplate {
   uint32_t ip_sum = 0;   // one's-complement sum of the IPv4 header, length 0, checksum 0
   uint32_t udp_sum = 0;  // pseudo-header addresses + proto, UDP dport, Geneve header
                          // (protocol 0, cookie 0): everything but per-packet fields
+  uint32_t pseudo_sum = 0;  // pseudo-header addresses + proto only (checksum offload)
 };
 static_assert(kMaxEncapLen <= sizeof(EncapTemplate::bytes));
 
@@ -84,6 +85,14 @@ void buildEncapTemplate(EncapTemplate& t, const EncapParams& p) noexcept;
 // in any unfolded form.
 void applyEncap(uint8_t* frame, const EncapTemplate& t, size_t payload_len, uint16_t udp_sport,
                 uint16_t protocol, uint32_t cookie, uint32_t payload_sum) noexcept;
+
+// The same headers for a NIC that finishes the checksums (IPv4 and UDP TX
+// checksum offload): the IPv4 checksum is left 0 and the UDP checksum holds
+// the pseudo-header's folded sum (not complemented), as the NIC expects; the
+// caller sets the mbuf's offload flags and header lengths. No payload sum is
+// needed: that is the work the NIC takes over.
+void applyEncapOffload(uint8_t* frame, const EncapTemplate& t, size_t payload_len,
+                       uint16_t udp_sport, uint16_t protocol, uint32_t cookie) noexcept;
 
 // UDP source port for a flow: constant per flow, spread over 49152..65535.
 inline uint16_t geneveSourcePort(uint32_t flow_hash) noexcept {

@@ -133,6 +133,7 @@ struct DataplaneConfig {
   uint32_t mbufs = 16384;                    // mempool size, 1024..(1 << 24)
   uint32_t rx_queue_size = 1024;             // descriptors per RX queue, 64..16384
   uint32_t tx_queue_size = 1024;             // descriptors per TX queue, 64..16384
+  bool checksum_offload = true;              // outer IPv4/UDP checksums by the NIC when offered
 };
 
 // The local control API (docs/control-api.md).

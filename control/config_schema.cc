@@ -597,6 +597,10 @@ const Key kDataplaneKeys[] = {
      .doc = "Descriptors per receive queue.", .range = kQueueRange, .reload = Reload::kRestart},
     {.name = "tx_queue_size", .kind = Kind::kUint, .acc = member<&DataplaneConfig::tx_queue_size>(),
      .doc = "Descriptors per transmit queue.", .range = kQueueRange, .reload = Reload::kRestart},
+    {.name = "checksum_offload", .kind = Kind::kBool, .acc = member<&DataplaneConfig::checksum_offload>(),
+     .doc = "Let the underlay port's NIC finish the outer IPv4 and UDP checksums of the Geneve "
+            "packets when it offers both TX offloads (gwlbd logs which); false: always in software.",
+     .reload = Reload::kRestart},
 };
 const Section kDataplaneSection{"dataplane", kDataplaneKeys};
 

@@ -161,6 +161,18 @@ void Daemon::setupPorts() {
                                ") has " + std::to_string(info.max_tx_queues) +
                                " TX queue(s); need one per worker: " + std::to_string(ntx));
     rte_eth_conf conf{};
+    // The Geneve packets' outer checksums: by the NIC when it can (the
+    // workers then skip summing the payload), else in software.
+    constexpr uint64_t kCsum = RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
+    if (port == cfg().node.underlay_port) {
+      bool offered = (info.tx_offload_capa & kCsum) == kCsum;
+      dp_.underlay_csum_offload = offered && cfg().dataplane.checksum_offload;
+      if (dp_.underlay_csum_offload) conf.txmode.offloads |= kCsum;
+      spdlog::info("port {} ({}): Geneve outer checksums {}", port, portName(port),
+                   dp_.underlay_csum_offload ? "by the NIC (IPv4 and UDP TX checksum offload)"
+                   : offered ? "in software (dataplane.checksum_offload: false)"
+                             : "in software (the device offers no IPv4 and UDP TX checksum offload)");
+    }
     if (nrx > 1) {
       conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
       conf.rx_adv_conf.rss_conf.rss_key = const_cast<uint8_t*>(kSymmetricRssKey);

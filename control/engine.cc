@@ -100,7 +100,7 @@ void Engine::build(const std::string& why, uint64_t now) {
   if (hooks_.before_build) hooks_.before_build();
   std::unique_ptr<dp::Snapshot> s =
       buildSnapshot(cfg_, registry_, in_.neighbours ? in_.neighbours() : NeighbourTable{},
-                    ++generation_, h, &lifecycle_, &regions_, in_.devices);
+                    ++generation_, h, &lifecycle_, &regions_, in_.devices, &maglev_cache_);
   registry_.release(*s);
   if (hooks_.built) hooks_.built(*s);
   Decision d;

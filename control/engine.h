@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "common/health.h"
+#include "control/maglev_cache.h"
 #include "control/config.h"
 #include "control/lifecycle.h"
 #include "control/regions.h"
@@ -136,6 +137,7 @@ class Engine {
   // --- state (read-only) ---
   const Config& config() const { return cfg_; }
   const ServerRegistry& registry() const { return registry_; }
+  const MaglevCache& maglevCache() const { return maglev_cache_; }
   const ServerLifecycle& lifecycle() const { return lifecycle_; }
   const RegionTracker& regions() const { return regions_; }
   HealthMap health() const;
@@ -169,6 +171,7 @@ class Engine {
   Hooks hooks_;
   HealthMap scripted_health_;
   ServerRegistry registry_;
+  MaglevCache maglev_cache_;  // tables reused between snapshots
   ServerLifecycle lifecycle_;
   RegionTracker regions_;
   uint64_t generation_ = 0;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/maglev.h"
+#include "control/maglev_cache.h"
 #include "control/regions.h"
 
 static_assert(gwlb::ctl::kMaxServersTotal == gwlb::dp::kMaxServerIds);
@@ -188,7 +189,7 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
                                             const HealthMap& health,
                                             const ServerLifecycle* life,
                                             const RegionTracker* regions,
-                                            const PortMacs* devices) {
+                                            const PortMacs* devices, MaglevCache* maglev) {
   std::vector<ConfigError> errors;
   if (!validateConfig(cfg, errors)) throw std::invalid_argument(formatErrors(errors));
 
@@ -256,13 +257,12 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
     std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
       return gc.servers[x].address.v4HostOrder() < gc.servers[y].address.v4HostOrder();
     });
-    std::vector<MaglevBackend> sorted;
-    sorted.reserve(order.size());
-    for (uint32_t i : order) sorted.push_back(backends[i]);
-    std::vector<uint16_t> table = buildMaglevTable(sorted, gc.maglev_table_size);
-    g.maglev.resize(table.size());
-    for (size_t i = 0; i < table.size(); ++i)
-      g.maglev[i] = table[i] == kMaglevNoBackend ? dp::kNoServer : ids[order[table[i]]];
+    std::vector<MaglevCache::Input> inputs;
+    inputs.reserve(order.size());
+    for (uint32_t i : order)
+      inputs.push_back({gc.servers[i].address.v4HostOrder(), backends[i].weight, ids[i]});
+    g.maglev = maglev ? maglev->table(inputs, gc.maglev_table_size, dp::kNoServer)
+                      : buildGroupMaglev(inputs, gc.maglev_table_size, dp::kNoServer);
     s->groups.push_back(std::move(g));
   }
   // Listeners: which group takes new flows, and which groups' regions failed.

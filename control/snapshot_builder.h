@@ -16,6 +16,7 @@
 namespace gwlb::ctl {
 
 class RegionTracker;
+class MaglevCache;
 
 // Gives every appliance address a server id (below dp::kMaxServerIds) that
 // does not change while the address is in use: configured, or leaving with
@@ -112,11 +113,15 @@ std::vector<dp::PortView> resolvePorts(const Config& cfg, const PortMacs* device
 // its new flows; a group whose region is unhealthy (acting composites) sheds
 // its flows to the active group when its failover_mode is rebalance, the
 // active region is healthy and the active group has an appliance in service. Without `regions`: one listener over group 0.
+// Maglev tables come from `maglev` when given (control/maglev_cache.h: the
+// same table for the same appliances, weights in force and ids), else are
+// built each time.
 std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& reg,
                                             const NeighbourTable& neigh, uint64_t generation,
                                             const HealthMap& health = {},
                                             const ServerLifecycle* life = nullptr,
                                             const RegionTracker* regions = nullptr,
-                                            const PortMacs* devices = nullptr);
+                                            const PortMacs* devices = nullptr,
+                                            MaglevCache* maglev = nullptr);
 
 }  // namespace gwlb::ctl

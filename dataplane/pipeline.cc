@@ -302,15 +302,24 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref, int
     uint32_t inner_mtu = uint32_t(s.underlay_mtu - (hdr - 14) - (aws ? 0 : p.l3_offset));
     return tooBig(c, m, p, inner_mtu);
   }
-  uint32_t sum = payloadSum(frame, aws ? p.l3_offset : 0, p);
+  const bool offload = c.dp.underlay_csum_offload;
+  uint32_t sum = offload ? 0 : payloadSum(frame, aws ? p.l3_offset : 0, p);
   uint16_t protocol = p.ip_version == 4 ? kEtherTypeIpv4 : kEtherTypeIpv6;
   if (aws) rte_pktmbuf_adj(m, p.l3_offset);
   if (m->data_len > payload) rte_pktmbuf_trim(m, uint16_t(m->data_len - payload));
   uint8_t* h = reinterpret_cast<uint8_t*>(rte_pktmbuf_prepend(m, uint16_t(hdr)));
   if (!h) [[unlikely]]
     return drop(c, m, Counter::drop_no_headroom);
-  applyEncap(h, t, payload, geneveSourcePort(e.flow_hash.load(std::memory_order_relaxed)),
-             protocol, routeCookie(route), sum);
+  const uint16_t sport = geneveSourcePort(e.flow_hash.load(std::memory_order_relaxed));
+  if (offload) {
+    applyEncapOffload(h, t, payload, sport, protocol, routeCookie(route));
+    m->ol_flags = (m->ol_flags & ~RTE_MBUF_F_TX_OFFLOAD_MASK) | RTE_MBUF_F_TX_IPV4 |
+                  RTE_MBUF_F_TX_IP_CKSUM | RTE_MBUF_F_TX_UDP_CKSUM;
+    m->l2_len = 14;
+    m->l3_len = 20;
+  } else {
+    applyEncap(h, t, payload, sport, protocol, routeCookie(route), sum);
+  }
   m->port = s.underlay_port;
   c.w.countSent(server, m->pkt_len);
   ++c.encapsulated;

@@ -50,6 +50,12 @@ struct Dataplane {
   // per burst. Null: fleet sync is off, nothing is queued (no cost).
   rte_ring* sync = nullptr;
   std::atomic<const Snapshot*> snapshot{nullptr};
+  // The underlay port finishes the outer IPv4 and UDP checksums of the Geneve
+  // packets (TX checksum offload, enabled by gwlbd when the device offers both
+  // and dataplane.checksum_offload is auto): the workers write the
+  // pseudo-header sum and set the mbuf's offload flags instead of summing the
+  // payload. Set before the workers start; false: software checksums.
+  bool underlay_csum_offload = false;
 };
 
 // A flow sync event: the flow's table position and what happened to it.

@@ -161,6 +161,9 @@ Result Harness::sendMbuf(rte_mbuf* m) {
     r.verdict = v;
     r.bytes = copyOut(o);
     r.port = o->port;
+    r.ol_flags = o->ol_flags & RTE_MBUF_F_TX_OFFLOAD_MASK;
+    r.l2_len = uint16_t(o->l2_len);
+    r.l3_len = uint16_t(o->l3_len);
     rte_pktmbuf_free(o);
   };
   if (out.n_appliance == 1) {

@@ -95,6 +95,8 @@ struct Result {
   Bytes bytes;
   uint16_t port = 0;              // mbuf->port of the output
   Counter drop = Counter::kCount; // the drop counter that moved
+  uint64_t ol_flags = 0;          // the output mbuf's TX offload requests
+  uint16_t l2_len = 0, l3_len = 0;
 };
 std::string describe(const Result& r);
 

@@ -13,6 +13,7 @@
 // reflected as an appliance would and must come back to the router it came
 // from, byte-identical at L3, with the L2 header of its arrival reversed.
 #include <gtest/gtest.h>
+#include <rte_mbuf.h>
 
 #include <map>
 #include <set>
@@ -231,6 +232,43 @@ TEST_P(ForwardTable, WholeTableInOneBurst) {
   EXPECT_EQ(returned.size(), forwarded);
   EXPECT_EQ(h.get(Counter::returned), forwarded);
   expectCounterInvariant(h.counters(), "one-burst table");
+}
+
+// TX checksum offload on the underlay port: every Geneve packet asks the NIC
+// for the outer IPv4 and UDP checksums (flags, header lengths, IPv4 checksum
+// 0, the pseudo-header's sum in the UDP checksum), and once the checksums
+// are finished as the NIC does, it is byte for byte the packet the software
+// path sends. The software path asks for nothing.
+TEST_P(ForwardTable, ChecksumOffloadLeavesTheSamePacketToTheNic) {
+  HarnessOptions o;
+  o.format = GetParam();
+  Harness soft(o), nic(o);
+  nic.dataplane().underlay_csum_offload = true;
+  size_t checked = 0;
+  for (const Case& c : forwardCases()) {
+    if (c.verdict != Verdict::kAppliance) continue;
+    SCOPED_TRACE(c.name);
+    Result s = soft.send(c.frame);
+    Result n = nic.send(c.frame);
+    ASSERT_EQ(s.verdict, Verdict::kAppliance) << describe(s);
+    ASSERT_EQ(n.verdict, Verdict::kAppliance) << describe(n);
+    EXPECT_EQ(s.ol_flags, 0u);
+    EXPECT_EQ(n.ol_flags, RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM | RTE_MBUF_F_TX_UDP_CKSUM);
+    EXPECT_EQ(n.l2_len, 14);
+    EXPECT_EQ(n.l3_len, 20);
+    ASSERT_EQ(n.bytes.size(), s.bytes.size());
+    Bytes b = n.bytes;
+    EXPECT_EQ(get16(b, 24), 0) << "IPv4 checksum left to the NIC";
+    // What the NIC does: the IPv4 header checksum, and the UDP checksum over
+    // the UDP header and payload, starting from the pseudo-header sum the
+    // field holds (0 becomes 0xFFFF).
+    put16(b, 24, fold(sum16(b.data() + 14, 20)));
+    uint16_t udp_sum = fold(sum16(b.data() + 34, b.size() - 34));
+    put16(b, 40, udp_sum == 0 ? 0xFFFF : udp_sum);
+    EXPECT_EQ(b, s.bytes) << "\n nic  " << hex(b) << "\n soft " << hex(s.bytes);
+    ++checked;
+  }
+  EXPECT_GT(checked, 10u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, ForwardTable,
