@@ -16,9 +16,10 @@ inline const IpAddr kBenchServer = IpAddr::v4(0xCB007114);  // 203.0.113.20
 // Appliance i: 10.0.0.11 + i.
 inline IpAddr benchAppliance(int i) { return IpAddr::v4(0x0A00000Bu + uint32_t(i)); }
 
-// Underlay 192.0.2.1 on `underlay_port` (!= 0), one group "inspection" of three
-// appliances (VNI 0x123456, fixed endpoint and attachment IDs).
-inline ctl::Config benchConfig(uint16_t underlay_port, ctl::FailoverMode mode) {
+// Underlay 192.0.2.1 on `underlay_port` (!= 0), one group "inspection" of
+// `appliances` appliances (three by default; VNI 0x123456, fixed endpoint and
+// attachment IDs).
+inline ctl::Config benchConfig(uint16_t underlay_port, ctl::FailoverMode mode, int appliances = 3) {
   ctl::Config cfg;
   cfg.node.underlay_ip = IpAddr::v4(0xC0000201);
   cfg.node.underlay_mac = *MacAddr::parse("02:00:00:00:00:01");
@@ -33,7 +34,7 @@ inline ctl::Config benchConfig(uint16_t underlay_port, ctl::FailoverMode mode) {
   g.geneve.endpoint_id = 0x0A0B0C0D01020304ULL;
   g.geneve.attachment_id = 0x1122334455667788ULL;
   g.failover_mode = mode;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < appliances; ++i) {
     ctl::ServerConfig s;
     s.address = benchAppliance(i);
     g.servers.push_back(s);
@@ -53,9 +54,9 @@ inline dptest::Bytes benchUdpFrame(uint32_t i) {
 }
 
 // Every appliance of benchConfig healthy.
-inline ctl::HealthMap benchAllHealthy() {
+inline ctl::HealthMap benchAllHealthy(int appliances = 3) {
   ctl::HealthMap h;
-  for (int i = 0; i < 3; ++i) h[benchAppliance(i).v4HostOrder()] = HealthState::kHealthy;
+  for (int i = 0; i < appliances; ++i) h[benchAppliance(i).v4HostOrder()] = HealthState::kHealthy;
   return h;
 }
 

@@ -34,6 +34,9 @@
 // named drop counter of the worker; lost = fed - out - drops.
 //
 //   snapshot_bench [--seconds S] [--rate R] [--flows F] [--idle-seconds I]
+//                  [--appliances N] [--no-maglev-cache]
+// --appliances: the group's size (3 by default; appliance 3 flaps);
+// --no-maglev-cache: build every Maglev table afresh (as before issue 17).
 // Prints a summary, then one JSON line (last line of stdout).
 #include <rte_cycles.h>
 #include <rte_eal.h>
@@ -64,6 +67,7 @@
 #include "common/counters.h"
 #include "common/snapshot.h"
 #include "control/config.h"
+#include "control/maglev_cache.h"
 #include "control/snapshot_builder.h"
 #include "dataplane/eal.h"
 #include "dataplane/flow_table.h"
@@ -87,6 +91,8 @@ struct Options {
   double idle_seconds = 2;
   unsigned rate = 1000;
   uint32_t flows = 1024;
+  unsigned appliances = 3;
+  bool no_cache = false;
 };
 
 [[noreturn]] void die(const std::string& what) {
@@ -290,8 +296,10 @@ class Bench {
     Dist lu = dist(loaded.undisturbed_ns), iu = dist(idle.undisturbed_ns);
     Dist bl = dist(loaded.build_ns);
     std::printf("snapshot_bench: 1 worker (lcore %u), control on lcore %u; %u flows of 64 B "
-                "UDP/IPv4 -> aws Geneve to 3 appliances; %u publications/s asked; TSC %.3f GHz\n",
-                worker_lcore_, rte_get_main_lcore(), o_.flows, o_.rate, hz_ / 1e9);
+                "UDP/IPv4 -> aws Geneve to %u appliances (Maglev tables %s); %u publications/s "
+                "asked; TSC %.3f GHz\n",
+                worker_lcore_, rte_get_main_lcore(), o_.flows, o_.appliances,
+                o_.no_cache ? "built every time" : "through the cache", o_.rate, hz_ / 1e9);
     auto line = [&](const char* n, const Phase& p, const Dist& d) {
       std::printf("  %-6s %zu publications in %.2f s (%.0f/s, %zu late)  seen by all workers: "
                   "p50 %.2f us  p90 %.2f  p99 %.2f  p99.9 %.2f  max %.2f  (%zu over 10 us); "
@@ -328,12 +336,12 @@ class Bench {
              ",\"packets_out\":" + std::to_string(p.out) + ",\"mpps\":" +
              fmt("%.4f", double(p.out) / p.seconds / 1e6) + "}";
     };
-    std::printf("{\"rate\":%u,\"flows\":%u,\"frame_bytes\":%zu,\"burst\":%u,\"worker_lcore\":%u,"
+    std::printf("{\"appliances\":%u,\"maglev_cache\":%s,\"rate\":%u,\"flows\":%u,\"frame_bytes\":%zu,\"burst\":%u,\"worker_lcore\":%u,"
                 "\"main_lcore\":%u,\"tsc_hz\":%.0f,\"loaded\":%s,\"idle\":%s,\"build_ns\":%s,"
                 "\"max_loop_gap_ns\":%llu,\"fed\":%llu,\"rx\":%llu,\"out\":%llu,\"punted\":%llu,"
                 "\"drops\":%llu,\"drops_by_counter\":{%s},\"lost\":%lld}\n",
-                o_.rate, o_.flows, kFrameLen, kBurst, worker_lcore_, rte_get_main_lcore(), hz_,
-                phaseJson(loaded, ll, lu).c_str(), phaseJson(idle, li, iu).c_str(),
+                o_.appliances, o_.no_cache ? "false" : "true", o_.rate, o_.flows, kFrameLen, kBurst,
+                worker_lcore_, rte_get_main_lcore(), hz_, phaseJson(loaded, ll, lu).c_str(), phaseJson(idle, li, iu).c_str(),
                 distJson(bl).c_str(), (unsigned long long)gap_ns, (unsigned long long)fed_,
                 (unsigned long long)rx, (unsigned long long)out, (unsigned long long)punted,
                 (unsigned long long)drops, drop_json.c_str(), (long long)lost);
@@ -359,14 +367,18 @@ class Bench {
     }
   }
 
-  void buildConfig() { cfg_ = benchConfig(1, ctl::FailoverMode::kNoRebalance); }
+  void buildConfig() {
+    cfg_ = benchConfig(1, ctl::FailoverMode::kNoRebalance, int(o_.appliances));
+  }
 
   // The next snapshot: odd generations have appliance 3 unhealthy.
   std::unique_ptr<dp::Snapshot> build() {
     ++generation_;
-    ctl::HealthMap h = benchAllHealthy();
+    ctl::HealthMap h = benchAllHealthy(int(o_.appliances));
     if (generation_ % 2) h[appliance(2).v4HostOrder()] = HealthState::kUnhealthy;
-    return ctl::buildSnapshot(cfg_, reg_, {}, generation_, h);
+    // As gwlbd's engine does it: Maglev tables through its cache.
+    return ctl::buildSnapshot(cfg_, reg_, {}, generation_, h, nullptr, nullptr, nullptr,
+                              o_.no_cache ? nullptr : &maglev_);
   }
 
   template <typename F>
@@ -400,6 +412,9 @@ class Bench {
         next_flow_ = (next_flow_ + 1) % o_.flows;
         m->data_len = kFrameLen;
         m->pkt_len = kFrameLen;
+        // net_ring does not stamp the receiving port: the router port, as a
+        // NIC's receive would (without it every frame is drop_not_our_mac).
+        m->port = 0;
       }
       unsigned put = rte_ring_enqueue_burst(feed_, reinterpret_cast<void**>(ms), kBurst, nullptr);
       fed_ += put;
@@ -478,6 +493,7 @@ class Bench {
   unsigned worker_lcore_ = 0;
   ctl::Config cfg_;
   ctl::ServerRegistry reg_;
+  ctl::MaglevCache maglev_;
   uint64_t generation_ = 0;
   std::vector<uint8_t> frames_;
   uint32_t next_flow_ = 0;
@@ -489,6 +505,7 @@ class Bench {
 
 int main(int argc, char** argv) {
   using gwlb::bench::die;
+  gwlb::ctl::keepSnapshotMemoryMapped();  // as gwlbd does
   gwlb::bench::Options o;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -499,10 +516,14 @@ int main(int argc, char** argv) {
     if (a == "--seconds") o.seconds = std::atof(val());
     else if (a == "--idle-seconds") o.idle_seconds = std::atof(val());
     else if (a == "--rate") o.rate = unsigned(std::strtoul(val(), nullptr, 10));
+    else if (a == "--appliances") o.appliances = unsigned(std::strtoul(val(), nullptr, 10));
+    else if (a == "--no-maglev-cache") o.no_cache = true;
     else if (a == "--flows") o.flows = uint32_t(std::strtoul(val(), nullptr, 10));
-    else die("usage: snapshot_bench [--seconds S] [--rate R] [--flows F] [--idle-seconds I]");
+    else die("usage: snapshot_bench [--seconds S] [--rate R] [--flows F] [--idle-seconds I] "
+             "[--appliances N] [--no-maglev-cache]");
   }
   if (o.rate < 1 || o.rate > 100000) die("--rate must be 1..100000");
+  if (o.appliances < 3 || o.appliances > 4000) die("--appliances must be 3..4000");
   if (o.flows < 1 || o.flows > 60000) die("--flows must be 1..60000");
   if (o.seconds <= 0 || o.idle_seconds < 0) die("--seconds must be > 0");
   try {

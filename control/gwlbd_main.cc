@@ -16,6 +16,7 @@
 #include "common/flow_key.h"
 #include "control/config.h"
 #include "control/daemon.h"
+#include "control/maglev_cache.h"
 #include "dataplane/eal.h"
 
 using namespace gwlb;
@@ -73,6 +74,7 @@ int main(int argc, char** argv) {
   // must not kill the process (their default action is to terminate).
   std::signal(SIGHUP, SIG_IGN);
   std::signal(SIGUSR1, SIG_IGN);
+  gwlb::ctl::keepSnapshotMemoryMapped();  // snapshots rebuilt often: no mmap churn
   std::string config, check;
   std::vector<std::string> eal_extra;
   for (int i = 1; i < argc; ++i) {

@@ -39,3 +39,12 @@ std::vector<uint16_t> MaglevCache::table(const std::vector<Input>& inputs, uint3
 }
 
 }  // namespace gwlb::ctl
+
+#include <malloc.h>
+
+namespace gwlb::ctl {
+void keepSnapshotMemoryMapped() noexcept {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 64 << 20);
+}
+}  // namespace gwlb::ctl

@@ -53,3 +53,14 @@ std::vector<uint16_t> buildGroupMaglev(const std::vector<MaglevCache::Input>& in
                                        uint32_t table_size, uint16_t none);
 
 }  // namespace gwlb::ctl
+
+namespace gwlb::ctl {
+// Snapshots are rebuilt up to a thousand times a second, and their largest
+// parts (a 65,537-slot Maglev table is 128 KiB; 1,000 appliances' views are
+// ~150 KiB) sit above glibc's mmap threshold: each build would map fresh
+// pages and fault them in, each retirement unmap them. Called once at start
+// by gwlbd (and the snapshot benchmark, as gwlbd runs): such blocks come
+// from the heap and are reused, and the heap's top is not trimmed for less
+// than 64 MiB.
+void keepSnapshotMemoryMapped() noexcept;
+}  // namespace gwlb::ctl

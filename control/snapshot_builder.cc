@@ -213,7 +213,7 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
     const ServerGroupConfig& gc = cfg.server_groups[gi];
     dp::GroupView g = groupView(gc);
 
-    std::vector<MaglevBackend> backends;
+    std::vector<uint32_t> weights;  // in force for new flows, per config entry
     std::vector<uint16_t> ids;
     std::vector<bool> failed, drained;
     for (const ServerConfig& sc : gc.servers) {
@@ -237,14 +237,12 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
       bool in_service = !le && (h == health.end() || receivesNewFlows(h->second));
       failed.push_back(h != health.end() && h->second == HealthState::kUnhealthy);
       drained.push_back(le != nullptr);
-      backends.push_back({sc.address.str(), in_service ? sc.weight : 0});
+      weights.push_back(in_service ? sc.weight : 0);
       ids.push_back(id);
     }
-    bool any = std::any_of(backends.begin(), backends.end(),
-                           [](const MaglevBackend& b) { return b.weight > 0; });
+    bool any = std::any_of(weights.begin(), weights.end(), [](uint32_t w) { return w > 0; });
     if (!any && gc.when_all_unhealthy == WhenAllUnhealthy::kFailOpen)
-      for (size_t i = 0; i < backends.size(); ++i)
-        backends[i].weight = drained[i] ? 0 : gc.servers[i].weight;
+      for (size_t i = 0; i < weights.size(); ++i) weights[i] = drained[i] ? 0 : gc.servers[i].weight;
     group_any[gi] = any;
     for (size_t i = 0; i < ids.size(); ++i)
       if (failed[i]) failed_ids.emplace_back(ids[i], gi);
@@ -252,7 +250,7 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
     // the config's order or the local server ids (the history of adds and
     // removes), so that every gateway of a fleet builds the same one
     // (docs/fleet.md): the backends go to Maglev sorted by address.
-    std::vector<uint32_t> order(backends.size());
+    std::vector<uint32_t> order(weights.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = uint32_t(i);
     std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
       return gc.servers[x].address.v4HostOrder() < gc.servers[y].address.v4HostOrder();
@@ -260,7 +258,7 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
     std::vector<MaglevCache::Input> inputs;
     inputs.reserve(order.size());
     for (uint32_t i : order)
-      inputs.push_back({gc.servers[i].address.v4HostOrder(), backends[i].weight, ids[i]});
+      inputs.push_back({gc.servers[i].address.v4HostOrder(), weights[i], ids[i]});
     g.maglev = maglev ? maglev->table(inputs, gc.maglev_table_size, dp::kNoServer)
                       : buildGroupMaglev(inputs, gc.maglev_table_size, dp::kNoServer);
     s->groups.push_back(std::move(g));

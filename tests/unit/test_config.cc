@@ -180,6 +180,7 @@ TEST(Config, DefaultsWhenOptionalKeysAbsent) {
   EXPECT_EQ(c.dataplane.mbufs, 16384u);
   EXPECT_EQ(c.dataplane.rx_queue_size, 1024u);
   EXPECT_EQ(c.dataplane.tx_queue_size, 1024u);
+  EXPECT_TRUE(c.dataplane.checksum_offload);
   EXPECT_TRUE(c.eal_args.empty());
   EXPECT_EQ(c.log_level, "info");
 }
@@ -218,6 +219,7 @@ dataplane:
   mbufs: 0x1000000
   rx_queue_size: 64
   tx_queue_size: 16384
+  checksum_offload: false
 log_level: off
 )");
   ASSERT_TRUE(r.ok) << formatErrors(r.errors);
@@ -249,6 +251,7 @@ log_level: off
   EXPECT_EQ(c.dataplane.mbufs, 1u << 24);
   EXPECT_EQ(c.dataplane.rx_queue_size, 64u);
   EXPECT_EQ(c.dataplane.tx_queue_size, 16384u);
+  EXPECT_FALSE(c.dataplane.checksum_offload);
   EXPECT_EQ(c.log_level, "off");
 }
 
@@ -1028,7 +1031,7 @@ server_groups:
   - name: g1
     servers: [ { address: 192.0.2.20 } ]
 dataplane: { workers: 1, burst: 32, flow_table_size: 65536, mbufs: 4096, rx_queue_size: 1024,
-             tx_queue_size: 1024 }
+             tx_queue_size: 1024, checksum_offload: true }
 eal: ["--no-huge"]
 log_level: info
 control: { socket: /run/gwlbd/gwlbd.sock, socket_mode: "0660", socket_group: adm }
@@ -1292,6 +1295,7 @@ const std::vector<BadValue>& badValues() {
       {"dataplane.mbufs", "16777217", {"..16777216"}},
       {"dataplane.rx_queue_size", "63", {"64..16384"}},
       {"dataplane.tx_queue_size", "16385", {"64..16384"}},
+      {"dataplane.checksum_offload", "auto", {"true or false"}},
       // control
       {"control.socket", "relative.sock", {"absolute socket path"}},
       {"control.socket", "/" + std::string(110, 's'), {"at most 107 bytes"}},
