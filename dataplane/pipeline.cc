@@ -320,6 +320,7 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref, int
 
 void fromAppliance(Ctx& c, rte_mbuf* m, const ParsedPacket& outer) noexcept {
   const Snapshot& s = c.s;
+  const uint32_t geneve_len = m->pkt_len;  // as the appliance sent it, for its returned bytes
   uint16_t server = s.serverByIp(outer.tuple.src.v4HostOrder());
   if (server == kNoServer || server >= s.servers.size() || !s.servers[server].routable)
     return drop(c, m, Counter::drop_geneve_unknown_appliance);
@@ -404,6 +405,7 @@ void fromAppliance(Ctx& c, rte_mbuf* m, const ParsedPacket& outer) noexcept {
   }
   e.last_seen_ns.store(c.now, std::memory_order_relaxed);
   m->port = d.port;
+  c.w.countReturned(server, geneve_len);
   ++c.returned;
   c.tx_bytes += m->pkt_len;
   c.out.to_router[c.out.n_router++] = m;
