@@ -1,4 +1,4 @@
-// Per-appliance health state machine (DOMAIN.md section 2). See health.h.
+// Per-appliance health state machine (docs/product-rules.md section 1). See health.h.
 #include "common/health.h"
 
 #include <algorithm>

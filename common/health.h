@@ -1,4 +1,4 @@
-// Per-appliance health state machine (DOMAIN.md section 2). Pure code with the
+// Per-appliance health state machine (docs/product-rules.md section 1). Pure code with the
 // clock passed in (milliseconds): no Asio, no sockets, no sleeps. The control
 // thread owns one HealthTracker per appliance; probes only report outcomes.
 #pragma once
@@ -53,7 +53,7 @@ struct HealthParams {
   uint32_t unhealthy_threshold = 3;  // consecutive failures to become unhealthy
 };
 
-// DOMAIN.md section 2: timeout x N + interval x (N - 1), counted from the
+// docs/product-rules.md section 1: timeout x N + interval x (N - 1), counted from the
 // start of the first failed check. A fault that begins just after a passed
 // check is seen by the next one, up to one interval (+ response) later.
 inline uint64_t failureWindowMs(const HealthParams& p) {

@@ -224,7 +224,7 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref, int
   if (server >= s.servers.size() || server >= kMaxServerIds)
     return drop(c, m, Counter::drop_no_healthy_server);
   // Existing flows on an appliance that sheds them move on this packet
-  // (DOMAIN.md section 3); the appliance's view is read for the send anyway.
+  // (docs/product-rules.md section 2); the appliance's view is read for the send anyway.
   // (bench/ builds a copy without this check, GWLB_BENCH_NO_MOVE_CHECK, to
   // measure what it costs.)
 #ifndef GWLB_BENCH_NO_MOVE_CHECK

@@ -1,4 +1,4 @@
-// Health state machine and its time windows (DOMAIN.md section 2), driven by a
+// Health state machine and its time windows (docs/product-rules.md section 1), driven by a
 // simulated per-server scheduler: probe at t; the result arrives at t + response
 // (or t + timeout when there is no answer); the next probe starts interval after
 // the result. All times are simulated milliseconds; nothing sleeps.
