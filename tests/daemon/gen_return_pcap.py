@@ -5,6 +5,8 @@ only the flow's own appliance's return is returned toward the router, the
 others are dropped (return_wrong_appliance). So after it, gwlbd's per-appliance
 returned packets sum to N.
 
+Destination ports 5000 + 1000 x SEED + i: captures of different seeds share no flow.
+
 usage: gen_return_pcap.py OUT.pcap --flows N --appliances A,B,C [--seed S]
 """
 import argparse
@@ -30,7 +32,7 @@ def main():
     rnd = random.Random(a.seed)
     apps = a.appliances.split(",")
     fwd = [Ether(src=ROUTER, dst=OURS) / IP(src=f"198.51.100.{1 + i % 250}", dst="203.0.113.7")
-           / UDP(sport=rnd.randrange(1024, 65535), dport=5000 + i) / Raw(bytes(32))
+           / UDP(sport=rnd.randrange(1024, 65535), dport=5000 + 1000 * a.seed + i) / Raw(bytes(32))
            for i in range(a.flows)]
     # A flow's route is set when its creating burst ends: its returns must come
     # in a later burst. More frames than the largest burst (256) lie between:
