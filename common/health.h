@@ -76,9 +76,8 @@ struct ProbeOutcome {
 // `count` is the probes completed. Pure; control thread.
 struct ProbeLatencyHistogram {
   // Upper bounds in microseconds; one more bucket (+Inf) holds the rest.
-  static constexpr uint64_t kBoundsUs[] = {500,    1000,   2500,    5000,    10000,
-                                           25000,  50000,  100000,  250000,  500000,
-                                           1000000, 2500000, 5000000, 10000000};
+  static constexpr uint64_t kBoundsUs[] = {1000,   5000,   25000,   100000,  250000,
+                                           500000, 1000000, 2500000, 5000000, 10000000};
   static constexpr size_t kBuckets = sizeof(kBoundsUs) / sizeof(kBoundsUs[0]);
   uint64_t counts[kBuckets + 1] = {};  // per bucket, not cumulative
   uint64_t sum_us = 0;

@@ -105,6 +105,8 @@ class Daemon {
   std::vector<ServerRow> serverRows() const;
   // The state of configured appliance ip (lifecycle phase first, then status).
   std::string serverState(uint32_t ip) const;
+  // The appliance's health tracker when its group has health checks on, else null.
+  const HealthTracker* checkedTracker(uint32_t ip) const;
 
   // Control API (control/daemon_api.cc). Each returns the reply object.
   nlohmann::json handleApi(const std::string& method, const nlohmann::json& params);

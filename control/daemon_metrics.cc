@@ -127,6 +127,11 @@ void Daemon::registerTelemetry() {
   refreshTelemetry();
 }
 
+const HealthTracker* Daemon::checkedTracker(uint32_t ip) const {
+  const HealthTracker* ht = health_ ? health_->tracker(ip) : nullptr;
+  return ht && ht->state() != HealthState::kDisabled ? ht : nullptr;
+}
+
 std::string Daemon::serverState(uint32_t ip) const {
   const ServerLifecycle::Entry* le = lifecycle().find(ip);
   if (le && le->phase == dp::ServerPhase::kDraining) return "draining";
@@ -159,7 +164,7 @@ void Daemon::refreshTelemetry() {
   std::vector<TelServer> servers;
   for (const ServerRow& r : serverRows()) {
     TelServer ts{r.address, r.group, r.state, trafficOf(r.id)};
-    if (const HealthTracker* ht = health_ ? health_->tracker(r.ip) : nullptr) {
+    if (const HealthTracker* ht = checkedTracker(r.ip)) {
       ts.probed = true;
       ts.consecutive_failures = ht->consecutiveFailures();
       ts.probes = ht->latency().count;
@@ -189,10 +194,11 @@ void Daemon::serverMetrics(std::ostringstream& o) const {
     for (const char* st : kServerStates)
       o << "gwlb_server_state{" << labels(r) << ",state=\"" << st << "\"} " << (r.state == st ? 1 : 0)
         << '\n';
+  // Probe series only where checks are configured: a fleet of 16384
+  // appliances without checks keeps its /metrics small.
   std::vector<std::pair<const ServerRow*, const HealthTracker*>> probed;
   for (const ServerRow& r : rows)
-    if (const HealthTracker* ht = health_ ? health_->tracker(r.ip) : nullptr)
-      probed.emplace_back(&r, ht);
+    if (const HealthTracker* ht = checkedTracker(r.ip)) probed.emplace_back(&r, ht);
   metric(o, "gwlb_server_consecutive_failures", "gauge",
          "failed health checks in a row up to the appliance's last result (0 after a passed one)");
   for (const auto& [r, ht] : probed)

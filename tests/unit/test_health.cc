@@ -578,9 +578,9 @@ TEST(HealthMonitoring, LatencyHistogramAndConsecutiveFailures) {
   HealthTracker t(p, true, 1, 0);
   EXPECT_EQ(t.consecutiveFailures(), 0u);
   EXPECT_EQ(t.latency().count, 0u);
-  ProbeOutcome ok{true, "ok", 0, 400};           // 0.4 ms: first bucket (<= 0.5 ms)
-  ProbeOutcome slow{true, "ok", 30, 30000};      // 30 ms: <= 50 ms
-  ProbeOutcome edge{true, "ok", 1, 1000};        // exactly 1 ms: <= 1 ms
+  ProbeOutcome ok{true, "ok", 0, 400};           // 0.4 ms: first bucket (<= 1 ms)
+  ProbeOutcome slow{true, "ok", 30, 30000};      // 30 ms: <= 100 ms
+  ProbeOutcome edge{true, "ok", 5, 5000};        // exactly 5 ms: <= 5 ms
   ProbeOutcome fail{false, "connect_timeout", 5000, 0};  // ms only: 5 s
   t.onResult(ok, 10);
   t.onResult(slow, 20);
@@ -591,13 +591,13 @@ TEST(HealthMonitoring, LatencyHistogramAndConsecutiveFailures) {
   EXPECT_EQ(t.consecutiveFailures(), 2u);
   const ProbeLatencyHistogram& h = t.latency();
   EXPECT_EQ(h.count, 5u);
-  EXPECT_EQ(h.sum_us, 400u + 30000 + 1000 + 2 * 5000000);
-  EXPECT_EQ(h.cumulative(0), 1u);  // <= 0.5 ms
-  EXPECT_EQ(h.cumulative(1), 2u);  // <= 1 ms
-  EXPECT_EQ(h.cumulative(5), 2u);  // <= 25 ms
-  EXPECT_EQ(h.cumulative(6), 3u);  // <= 50 ms
-  EXPECT_EQ(h.cumulative(11), 3u);  // <= 2.5 s
-  EXPECT_EQ(h.cumulative(12), 5u);  // <= 5 s
+  EXPECT_EQ(h.sum_us, 400u + 30000 + 5000 + 2 * 5000000);
+  EXPECT_EQ(h.cumulative(0), 1u);  // <= 1 ms
+  EXPECT_EQ(h.cumulative(1), 2u);  // <= 5 ms
+  EXPECT_EQ(h.cumulative(2), 2u);  // <= 25 ms
+  EXPECT_EQ(h.cumulative(3), 3u);  // <= 100 ms
+  EXPECT_EQ(h.cumulative(7), 3u);  // <= 2.5 s
+  EXPECT_EQ(h.cumulative(8), 5u);  // <= 5 s
   EXPECT_EQ(h.cumulative(ProbeLatencyHistogram::kBuckets), 5u);  // +Inf
   t.onResult(ok, 10040);
   EXPECT_EQ(t.consecutiveFailures(), 0u);
