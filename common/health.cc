@@ -1,4 +1,4 @@
-// Per-appliance health state machine (DOMAIN.md section 2). See health.h.
+// Per-appliance health state machine (docs/product-rules.md section 1). See health.h.
 #include "common/health.h"
 
 #include <algorithm>
@@ -74,6 +74,7 @@ std::optional<Transition> HealthTracker::onResult(const ProbeOutcome& r, uint64_
     ++consecutive_;
   }
   last_ok_ = r.ok;
+  latency_.add(r.response_us ? r.response_us : r.response_ms * 1000);
   if (!r.ok) provisional_ = false;  // a failed check ends provisional service
 
   HealthEvent e;

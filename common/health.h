@@ -1,4 +1,4 @@
-// Per-appliance health state machine (DOMAIN.md section 2). Pure code with the
+// Per-appliance health state machine (docs/product-rules.md section 1). Pure code with the
 // clock passed in (milliseconds): no Asio, no sockets, no sleeps. The control
 // thread owns one HealthTracker per appliance; probes only report outcomes.
 #pragma once
@@ -53,7 +53,7 @@ struct HealthParams {
   uint32_t unhealthy_threshold = 3;  // consecutive failures to become unhealthy
 };
 
-// DOMAIN.md section 2: timeout x N + interval x (N - 1), counted from the
+// docs/product-rules.md section 1: timeout x N + interval x (N - 1), counted from the
 // start of the first failed check. A fault that begins just after a passed
 // check is seen by the next one, up to one interval (+ response) later.
 inline uint64_t failureWindowMs(const HealthParams& p) {
@@ -68,6 +68,34 @@ struct ProbeOutcome {
   bool ok = false;
   std::string reason;        // "ok", "connect_timeout", "bad_status 503", ...
   uint64_t response_ms = 0;  // time from probe start to result
+  uint64_t response_us = 0;  // the same in microseconds (0: take response_ms)
+};
+
+// Response times of an appliance's probes, as a Prometheus histogram: every
+// result counts (a timed-out probe at its timeout, a refused one at once), so
+// `count` is the probes completed. Pure; control thread.
+struct ProbeLatencyHistogram {
+  // Upper bounds in microseconds; one more bucket (+Inf) holds the rest.
+  static constexpr uint64_t kBoundsUs[] = {1000,   5000,   25000,   100000,  250000,
+                                           500000, 1000000, 2500000, 5000000, 10000000};
+  static constexpr size_t kBuckets = sizeof(kBoundsUs) / sizeof(kBoundsUs[0]);
+  uint64_t counts[kBuckets + 1] = {};  // per bucket, not cumulative
+  uint64_t sum_us = 0;
+  uint64_t count = 0;
+
+  void add(uint64_t us) {
+    size_t b = 0;
+    while (b < kBuckets && us > kBoundsUs[b]) ++b;
+    ++counts[b];
+    sum_us += us;
+    ++count;
+  }
+  // Results at or below bucket b's bound (b == kBuckets: all of them).
+  uint64_t cumulative(size_t b) const {
+    uint64_t n = 0;
+    for (size_t i = 0; i <= b && i <= kBuckets; ++i) n += counts[i];
+    return n;
+  }
 };
 
 struct HealthEvent {
@@ -96,6 +124,10 @@ class HealthTracker {
 
   HealthState state() const { return state_; }
   uint32_t consecutive() const { return consecutive_; }  // of the last result's kind
+  // Failed checks in a row up to the last result (0 after a passed one).
+  uint32_t consecutiveFailures() const { return last_ok_ ? 0 : consecutive_; }
+  // Response times of every result recorded (kept across reconfigure).
+  const ProbeLatencyHistogram& latency() const { return latency_; }
   bool lastOk() const { return last_ok_; }
   // Initializing and in provisional service (see ApplianceHealth): takes new
   // flows until its first failed check. Ends at that failure or any transition.
@@ -137,6 +169,7 @@ class HealthTracker {
   bool provisional_ = false;
   uint64_t last_change_ms_;
   std::deque<HealthEvent> history_;
+  ProbeLatencyHistogram latency_;
 };
 
 // The window that explains a transition, for the log: to unhealthy, the

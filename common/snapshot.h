@@ -83,7 +83,7 @@ struct ServerView {
   bool routable = false;
   ServerPhase phase = ServerPhase::kGone;
   // Non-zero: a flow on this appliance moves to the group's Maglev choice on
-  // its next packet (DOMAIN.md section 3), for this reason.
+  // its next packet (docs/product-rules.md section 2), for this reason.
   MoveReason move = MoveReason::kNone;
   // Its outer headers (underlay MACs and addresses, its group's format, VNI
   // and IDs), built with the snapshot when its MAC is known: the fast path

@@ -34,7 +34,7 @@ struct GeneveConfig {
 
 enum class HealthProtocol : uint8_t { kTcp, kHttp, kHttps };
 enum class WhenAllUnhealthy : uint8_t { kFailOpen, kDrop };
-// Where existing flows of an appliance that left go (DOMAIN.md section 3).
+// Where existing flows of an appliance that left go (docs/product-rules.md section 2).
 enum class FailoverMode : uint8_t { kNoRebalance, kRebalance };
 const char* toString(HealthProtocol p);
 const char* toString(WhenAllUnhealthy w);
@@ -47,7 +47,7 @@ struct DrainingConfig {
   uint32_t timeout_s = 300;                // 1..3600
 };
 
-// Health checks of a group's appliances (DOMAIN.md section 2). Off when the
+// Health checks of a group's appliances (docs/product-rules.md section 1). Off when the
 // section is absent; `enabled` defaults to true once it is present.
 struct HealthCheckConfig {
   bool configured = false;                 // the section is present
@@ -148,7 +148,7 @@ struct MetricsConfig {
   std::string listen;  // "127.0.0.1:9100" or "[::1]:9100"; "" = off
 };
 
-// Aggregated health (DOMAIN.md section 4). A health source (one server group
+// Aggregated health (docs/product-rules.md section 3). A health source (one server group
 // judged by one policy) is healthy when its healthy servers are at least
 // min_healthy_percent of its servers and at least min_healthy_count.
 struct AggregationPolicyConfig {

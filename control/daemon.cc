@@ -299,23 +299,42 @@ void Daemon::stopWorkers() {
 void Daemon::rebuildSnapshot(const char* why) { engine_->rebuild(why, dp::monotonicNs()); }
 
 void Daemon::idsFreed(const std::vector<uint16_t>& freed) {
-  if (sent_base_.size() < dp::kMaxServerIds) sent_base_.resize(dp::kMaxServerIds);
+  if (traffic_base_.size() < dp::kMaxServerIds) traffic_base_.resize(dp::kMaxServerIds);
   for (uint16_t id : freed) {
-    sent_base_[id] = {0, 0};
+    traffic_base_[id] = {};
+    ServerTraffic& b = traffic_base_[id];
     for (const auto& st : states_) {
-      sent_base_[id].first += st->sentPackets(id);
-      sent_base_[id].second += st->sentBytes(id);
+      b.sent_packets += st->sentPackets(id);
+      b.sent_bytes += st->sentBytes(id);
+      b.returned_packets += st->returnedPackets(id);
+      b.returned_bytes += st->returnedBytes(id);
     }
   }
   spdlog::debug("server ids: {} reclaimed ({} held, {} free)", freed.size(), registry().held(),
                 registry().available());
 }
 
+ServerTraffic Daemon::trafficOf(uint16_t id) const {
+  ServerTraffic t;
+  if (id >= dp::kMaxServerIds) return t;
+  for (const auto& st : states_) {
+    t.sent_packets += st->sentPackets(id);
+    t.sent_bytes += st->sentBytes(id);
+    t.returned_packets += st->returnedPackets(id);
+    t.returned_bytes += st->returnedBytes(id);
+  }
+  if (id < traffic_base_.size()) {
+    const ServerTraffic& b = traffic_base_[id];
+    t.sent_packets -= b.sent_packets, t.sent_bytes -= b.sent_bytes;
+    t.returned_packets -= b.returned_packets, t.returned_bytes -= b.returned_bytes;
+  }
+  return t;
+}
+
 void Daemon::sentTo(uint16_t id, uint64_t& packets, uint64_t& bytes) const {
-  packets = bytes = 0;
-  if (id >= dp::kMaxServerIds) return;
-  for (const auto& st : states_) packets += st->sentPackets(id), bytes += st->sentBytes(id);
-  if (id < sent_base_.size()) packets -= sent_base_[id].first, bytes -= sent_base_[id].second;
+  ServerTraffic t = trafficOf(id);
+  packets = t.sent_packets;
+  bytes = t.sent_bytes;
 }
 
 void Daemon::updateServerStatus(const dp::Snapshot& s) {

@@ -43,6 +43,11 @@ namespace gwlb::ctl {
 // Wall-clock time (Unix seconds) for the API's timestamps.
 double unixNow();
 
+// Packets and bytes sent to one appliance and returned from it.
+struct ServerTraffic {
+  uint64_t sent_packets = 0, sent_bytes = 0, returned_packets = 0, returned_bytes = 0;
+};
+
 class Daemon {
  public:
   // EAL must already be initialised. Throws std::runtime_error when ports,
@@ -80,12 +85,28 @@ class Daemon {
   void registerTelemetry();
   void refreshTelemetry();
   std::string metricsText() const;
+  void serverMetrics(std::ostringstream& o) const;
   void updateServerStatus(const dp::Snapshot& s);
-  // Server ids the engine gave back: their sent counters start from zero
+  // Server ids the engine gave back: their traffic counters start from zero
   // for the next appliance to get them.
   void idsFreed(const std::vector<uint16_t>& freed);
-  // What workers sent to server id `id` since the id was last given out.
+  // What workers sent to server id `id`, and returned from it, since the id
+  // was last given out (summed over workers; control thread).
+  ServerTraffic trafficOf(uint16_t id) const;
   void sentTo(uint16_t id, uint64_t& packets, uint64_t& bytes) const;
+  // Every appliance gwlbd knows (configured, then removed ones still carrying
+  // flows) with the one state the API, /metrics and telemetry show: one of
+  // kServerStates (control/daemon_metrics.cc). Control thread.
+  struct ServerRow {
+    std::string group, address, state;
+    uint32_t ip = 0;
+    uint16_t id = 0;
+  };
+  std::vector<ServerRow> serverRows() const;
+  // The state of configured appliance ip (lifecycle phase first, then status).
+  std::string serverState(uint32_t ip) const;
+  // The appliance's health tracker when its group has health checks on, else null.
+  const HealthTracker* checkedTracker(uint32_t ip) const;
 
   // Control API (control/daemon_api.cc). Each returns the reply object.
   nlohmann::json handleApi(const std::string& method, const nlohmann::json& params);
@@ -154,14 +175,14 @@ class Daemon {
   double config_loaded_at_ = 0;  // Unix time
 
   struct ServerStatus {
-    std::string state;  // active | idle | unresolved
+    std::string state;  // initializing | active | unresolved | unhealthy | idle
     std::string reason;
     double since = 0;   // Unix time of the last state change
   };
   std::map<uint32_t, ServerStatus> server_status_;
-  // Per server id: the workers' sent packets and bytes when the id was
-  // reclaimed (a reused id starts from zero for its new appliance).
-  std::vector<std::pair<uint64_t, uint64_t>> sent_base_;
+  // Per server id: the workers' traffic counters when the id was reclaimed
+  // (a reused id starts from zero for its new appliance).
+  std::vector<ServerTraffic> traffic_base_;
   uint64_t last_rx_ = 0, last_tx_ = 0, last_sample_ns_ = 0;
   double rx_pps_ = 0, tx_pps_ = 0;
 

@@ -229,24 +229,24 @@ json Daemon::apiServers(const json& p) {
     for (const auto& sc : cfg().server_groups[gi].servers) {
       uint32_t ip = sc.address.v4HostOrder();
       uint16_t id = registry().find(ip);
-      uint64_t pk = 0, by = 0;
-      sentTo(id, pk, by);
+      ServerTraffic tr = trafficOf(id);
       const dp::ServerView* sv = (s && id < s->servers.size()) ? &s->servers[id] : nullptr;
       auto status = server_status_.find(ip);
       const ServerLifecycle::Entry* le = lifecycle().find(ip);
       json j = {{"address", sc.address.str()},
                 {"group", cfg().server_groups[gi].name},
                 {"weight", sc.weight},
-                {"state", status != server_status_.end() ? status->second.state : "unknown"},
+                {"state", serverState(ip)},
                 {"reason", status != server_status_.end() ? status->second.reason : ""},
                 {"since", status != server_status_.end() ? status->second.since : 0.0},
                 {"mac", sv && sv->mac_known ? json(sv->mac.str()) : json(nullptr)},
                 {"active_flows", active[id]},
                 {"health", healthJson(ip)},
-                {"packets", pk},
-                {"bytes", by}};
+                {"packets", tr.sent_packets},
+                {"bytes", tr.sent_bytes},
+                {"returned_packets", tr.returned_packets},
+                {"returned_bytes", tr.returned_bytes}};
       if (le) {
-        j["state"] = toString(le->phase);
         j["reason"] = le->why;
         j["drain"] = drainJson(*le);
       }
@@ -258,8 +258,7 @@ json Daemon::apiServers(const json& p) {
     if (!le.removed) continue;
     if (group >= 0 && cfg().server_groups[size_t(group)].name != le.group) continue;
     uint16_t id = registry().find(ip);
-    uint64_t pk = 0, by = 0;
-    sentTo(id, pk, by);
+    ServerTraffic tr = trafficOf(id);
     const dp::ServerView* sv = (s && id < s->servers.size()) ? &s->servers[id] : nullptr;
     out.push_back({{"address", le.server.address.str()},
                    {"group", le.group},
@@ -270,8 +269,10 @@ json Daemon::apiServers(const json& p) {
                    {"mac", sv && sv->mac_known ? json(sv->mac.str()) : json(nullptr)},
                    {"active_flows", active[id]},
                    {"health", {{"state", "unused"}}},
-                   {"packets", pk},
-                   {"bytes", by},
+                   {"packets", tr.sent_packets},
+                   {"bytes", tr.sent_bytes},
+                   {"returned_packets", tr.returned_packets},
+                   {"returned_bytes", tr.returned_bytes},
                    {"drain", drainJson(le)}});
   }
   return {{"servers", out}};

@@ -14,10 +14,24 @@
 namespace gwlb::ctl {
 namespace {
 
+// Every state an appliance can show, as the API, /metrics and telemetry name
+// them (docs/control-api.md "servers"): exactly one applies at a time.
+constexpr const char* kServerStates[] = {"initializing", "active",   "unresolved", "unhealthy",
+                                         "idle",         "draining", "drained",    "removed"};
+
+// One appliance as telemetry shows it.
+struct TelServer {
+  std::string address, group, state;
+  ServerTraffic traffic;
+  bool probed = false;  // has a health tracker (health checks on)
+  uint32_t consecutive_failures = 0;
+  uint64_t probes = 0, probe_sum_us = 0;
+};
+
 struct TelemetryCopy {
   std::mutex mu;
   std::vector<std::pair<std::string, uint64_t>> counters;  // totals, every counter
-  std::vector<std::pair<std::string, std::string>> servers;  // address -> state
+  std::vector<TelServer> servers;
   uint64_t flows = 0, capacity = 0, generation = 0;
 };
 TelemetryCopy g_tel;
@@ -41,20 +55,45 @@ int telDrops(const char*, const char*, rte_tel_data* d) {
   return 0;
 }
 
-// Telemetry names allow no dots, so appliances are listed by state:
-// {"active": ["192.0.2.10", ...], "idle": [...], "unresolved": [...]}.
+// Telemetry names allow no dots, so appliances are listed by state, every
+// state present (empty lists included):
+// {"active": ["192.0.2.10", ...], "unhealthy": [...], "initializing": [...], ...}.
 int telServers(const char*, const char*, rte_tel_data* d) {
   std::lock_guard lock(g_tel.mu);
   rte_tel_data_start_dict(d);
-  for (const char* state : {"active", "idle", "unresolved"}) {
+  for (const char* state : kServerStates) {
     rte_tel_data* list = rte_tel_data_alloc();
     if (!list) return -ENOMEM;
     rte_tel_data_start_array(list, RTE_TEL_STRING_VAL);
-    for (auto& [addr, st] : g_tel.servers)
-      if (st == state) rte_tel_data_add_array_string(list, addr.c_str());
+    for (const TelServer& sv : g_tel.servers)
+      if (sv.state == state) rte_tel_data_add_array_string(list, sv.address.c_str());
     rte_tel_data_add_dict_container(d, state, list, 0);
   }
   return 0;
+}
+
+// /gwlb/server,ADDRESS: one appliance's state, traffic and probes.
+int telServer(const char*, const char* params, rte_tel_data* d) {
+  if (!params || !*params) return -EINVAL;
+  std::lock_guard lock(g_tel.mu);
+  for (const TelServer& sv : g_tel.servers) {
+    if (sv.address != params) continue;
+    rte_tel_data_start_dict(d);
+    rte_tel_data_add_dict_string(d, "address", sv.address.c_str());
+    rte_tel_data_add_dict_string(d, "group", sv.group.c_str());
+    rte_tel_data_add_dict_string(d, "state", sv.state.c_str());
+    rte_tel_data_add_dict_u64(d, "sent_packets", sv.traffic.sent_packets);
+    rte_tel_data_add_dict_u64(d, "sent_bytes", sv.traffic.sent_bytes);
+    rte_tel_data_add_dict_u64(d, "returned_packets", sv.traffic.returned_packets);
+    rte_tel_data_add_dict_u64(d, "returned_bytes", sv.traffic.returned_bytes);
+    if (sv.probed) {
+      rte_tel_data_add_dict_u64(d, "consecutive_failures", sv.consecutive_failures);
+      rte_tel_data_add_dict_u64(d, "probes", sv.probes);
+      rte_tel_data_add_dict_u64(d, "probe_duration_sum_us", sv.probe_sum_us);
+    }
+    return 0;
+  }
+  return -EINVAL;
 }
 
 void metric(std::ostringstream& o, const std::string& name, const char* type, const std::string& help) {
@@ -79,16 +118,60 @@ void Daemon::registerTelemetry() {
   rte_telemetry_register_cmd("/gwlb/drops", telDrops,
                              "gwlbd drop counters by reason, summed over workers. No parameters.");
   rte_telemetry_register_cmd("/gwlb/servers", telServers,
-                             "gwlbd appliance addresses by state (active, idle, unresolved). No parameters.");
+                             "gwlbd appliance addresses by state, every state. No parameters.");
+  // Help texts must stay under 128 bytes (RTE_TEL_MAX_STRING_LEN), or DPDK
+  // refuses the command and it answers null.
+  rte_telemetry_register_cmd("/gwlb/server", telServer,
+                             "one gwlbd appliance: state, traffic sent and returned, probes. "
+                             "Parameter: its address.");
   refreshTelemetry();
+}
+
+const HealthTracker* Daemon::checkedTracker(uint32_t ip) const {
+  const HealthTracker* ht = health_ ? health_->tracker(ip) : nullptr;
+  return ht && ht->state() != HealthState::kDisabled ? ht : nullptr;
+}
+
+std::string Daemon::serverState(uint32_t ip) const {
+  const ServerLifecycle::Entry* le = lifecycle().find(ip);
+  if (le && le->phase == dp::ServerPhase::kDraining) return "draining";
+  if (le && le->phase == dp::ServerPhase::kDrained) return le->removed ? "removed" : "drained";
+  auto it = server_status_.find(ip);
+  // Not in a published snapshot yet: it has no verdict either.
+  return it == server_status_.end() ? "initializing" : it->second.state;
+}
+
+std::vector<Daemon::ServerRow> Daemon::serverRows() const {
+  std::vector<ServerRow> rows;
+  for (const auto& g : cfg().server_groups)
+    for (const auto& sc : g.servers) {
+      uint32_t ip = sc.address.v4HostOrder();
+      rows.push_back({g.name, sc.address.str(), serverState(ip), ip, registry().find(ip)});
+    }
+  for (const auto& [ip, le] : lifecycle().entries()) {
+    if (!le.removed) continue;
+    rows.push_back({le.group, le.server.address.str(),
+                    le.phase == dp::ServerPhase::kDraining ? "draining" : "removed", ip,
+                    registry().find(ip)});
+  }
+  return rows;
 }
 
 void Daemon::refreshTelemetry() {
   WorkerCounters t = totals();
   std::vector<std::pair<std::string, uint64_t>> counters;
   for (size_t k = 0; k < kNumCounters; ++k) counters.emplace_back(kCounterInfo[k].name, t.v[k]);
-  std::vector<std::pair<std::string, std::string>> servers;
-  for (auto& [ip, st] : server_status_) servers.emplace_back(IpAddr::v4(ip).str(), st.state);
+  std::vector<TelServer> servers;
+  for (const ServerRow& r : serverRows()) {
+    TelServer ts{r.address, r.group, r.state, trafficOf(r.id)};
+    if (const HealthTracker* ht = checkedTracker(r.ip)) {
+      ts.probed = true;
+      ts.consecutive_failures = ht->consecutiveFailures();
+      ts.probes = ht->latency().count;
+      ts.probe_sum_us = ht->latency().sum_us;
+    }
+    servers.push_back(std::move(ts));
+  }
   const dp::Snapshot* s = dp_.snapshot.load();
   std::lock_guard lock(g_tel.mu);
   g_tel.counters = std::move(counters);
@@ -96,6 +179,64 @@ void Daemon::refreshTelemetry() {
   g_tel.flows = flows_->count();
   g_tel.capacity = flows_->capacity();
   g_tel.generation = s ? s->generation : 0;
+}
+
+// Per appliance: state, probes, traffic both ways. Each family's samples together.
+void Daemon::serverMetrics(std::ostringstream& o) const {
+  const std::vector<ServerRow> rows = serverRows();
+  auto labels = [](const ServerRow& r) {
+    return "group=\"" + escape(r.group) + "\",address=\"" + r.address + "\"";
+  };
+  metric(o, "gwlb_server_state", "gauge",
+         "1 for the state each appliance is in, 0 for the others (initializing, active, unresolved, "
+         "unhealthy, idle, draining, drained, removed)");
+  for (const ServerRow& r : rows)
+    for (const char* st : kServerStates)
+      o << "gwlb_server_state{" << labels(r) << ",state=\"" << st << "\"} " << (r.state == st ? 1 : 0)
+        << '\n';
+  // Probe series only where checks are configured: a fleet of 16384
+  // appliances without checks keeps its /metrics small.
+  std::vector<std::pair<const ServerRow*, const HealthTracker*>> probed;
+  for (const ServerRow& r : rows)
+    if (const HealthTracker* ht = checkedTracker(r.ip)) probed.emplace_back(&r, ht);
+  metric(o, "gwlb_server_consecutive_failures", "gauge",
+         "failed health checks in a row up to the appliance's last result (0 after a passed one)");
+  for (const auto& [r, ht] : probed)
+    o << "gwlb_server_consecutive_failures{" << labels(*r) << "} " << ht->consecutiveFailures()
+      << '\n';
+  metric(o, "gwlb_server_probe_duration_seconds", "histogram",
+         "response time of every health check result (a timed-out check counts at its timeout)");
+  for (const auto& [r, ht] : probed) {
+    const ProbeLatencyHistogram& h = ht->latency();
+    for (size_t b = 0; b <= ProbeLatencyHistogram::kBuckets; ++b) {
+      o << "gwlb_server_probe_duration_seconds_bucket{" << labels(*r) << ",le=\"";
+      if (b == ProbeLatencyHistogram::kBuckets) o << "+Inf";
+      else o << double(ProbeLatencyHistogram::kBoundsUs[b]) / 1e6;
+      o << "\"} " << h.cumulative(b) << '\n';
+    }
+    o << "gwlb_server_probe_duration_seconds_sum{" << labels(*r) << "} " << double(h.sum_us) / 1e6
+      << '\n';
+    o << "gwlb_server_probe_duration_seconds_count{" << labels(*r) << "} " << h.count << '\n';
+  }
+  std::vector<ServerTraffic> traffic;
+  for (const ServerRow& r : rows) traffic.push_back(trafficOf(r.id));
+  const std::tuple<const char*, const char*, uint64_t ServerTraffic::*> families[] = {
+      {"gwlb_server_sent_packets_total", "packets the gateway sent to each appliance (Geneve)",
+       &ServerTraffic::sent_packets},
+      {"gwlb_server_sent_bytes_total", "bytes the gateway sent to each appliance (Geneve frames)",
+       &ServerTraffic::sent_bytes},
+      {"gwlb_server_returned_packets_total",
+       "packets that came back from each appliance and were returned toward the router",
+       &ServerTraffic::returned_packets},
+      {"gwlb_server_returned_bytes_total",
+       "bytes of those packets as the appliance sent them (Geneve frames)",
+       &ServerTraffic::returned_bytes},
+  };
+  for (const auto& [name, help, field] : families) {
+    metric(o, name, "counter", help);
+    for (size_t i = 0; i < rows.size(); ++i)
+      o << name << '{' << labels(rows[i]) << "} " << traffic[i].*field << '\n';
+  }
 }
 
 std::string Daemon::metricsText() const {
@@ -125,28 +266,7 @@ std::string Daemon::metricsText() const {
          "flows deleted by the exhaustion policy (table above 90 % of capacity: idlest flows "
          "evicted down to 80 %)");
   o << "gwlb_flows_evicted_total " << flows_->evicted() << '\n';
-  metric(o, "gwlb_server_state", "gauge", "1 for the state each appliance is in");
-  for (const auto& g : cfg().server_groups)
-    for (const auto& sc : g.servers) {
-      auto it = server_status_.find(sc.address.v4HostOrder());
-      std::string cur = it == server_status_.end() ? "unknown" : it->second.state;
-      for (const char* st : {"active", "idle", "unresolved"})
-        o << "gwlb_server_state{group=\"" << escape(g.name) << "\",address=\"" << sc.address.str()
-          << "\",state=\"" << st << "\"} " << (cur == st ? 1 : 0) << '\n';
-    }
-  metric(o, "gwlb_server_sent_packets_total", "counter", "packets the gateway sent to each appliance");
-  std::ostringstream bytes;
-  for (const auto& g : cfg().server_groups)
-    for (const auto& sc : g.servers) {
-      uint16_t id = registry().find(sc.address.v4HostOrder());
-      uint64_t pk = 0, by = 0;
-      sentTo(id, pk, by);
-      std::string labels = "{group=\"" + escape(g.name) + "\",address=\"" + sc.address.str() + "\"}";
-      o << "gwlb_server_sent_packets_total" << labels << ' ' << pk << '\n';
-      bytes << "gwlb_server_sent_bytes_total" << labels << ' ' << by << '\n';
-    }
-  metric(o, "gwlb_server_sent_bytes_total", "counter", "bytes the gateway sent to each appliance");
-  o << bytes.str();
+  serverMetrics(o);
   const char* port_metrics[][2] = {{"rx_packets", "packets the port received"},
                                    {"tx_packets", "packets the port sent"},
                                    {"rx_bytes", "bytes the port received"},

@@ -176,6 +176,7 @@ void HealthChecker::startProbe(uint32_t ip) {
         o.ok = r.ok;
         o.reason = r.ok ? "ok" : (r.detail.empty() ? r.reason : r.reason + ": " + r.detail);
         o.response_ms = uint64_t(r.elapsed.count() / 1000);
+        o.response_us = uint64_t(r.elapsed.count());
         const bool served = t->tracker.receivesNewFlows();
         auto tr = t->tracker.onResult(o, nowMs());
         if (tr) {

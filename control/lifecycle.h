@@ -1,4 +1,4 @@
-// What becomes of appliances that leave their group (DOMAIN.md section 3):
+// What becomes of appliances that leave their group (docs/product-rules.md section 2):
 // removal by config (reload, `gwlbctl server remove`) or an operator drain
 // (`gwlbctl server drain`). Remembers a leaving appliance while flows may
 // still use it, runs its drain timer, and tells the snapshot builder its phase.

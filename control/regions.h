@@ -1,4 +1,4 @@
-// Aggregated health and cross-region failover (DOMAIN.md section 4).
+// Aggregated health and cross-region failover (docs/product-rules.md section 3).
 //
 // A health source judges one server group with one policy: healthy when its
 // healthy servers are >= min_healthy_percent of its servers AND >=

@@ -1,5 +1,5 @@
 // Moving an existing flow off an appliance that sheds its flows
-// (ServerView::move; DOMAIN.md section 3). Used by the workers on a flow's
+// (ServerView::move; docs/product-rules.md section 2). Used by the workers on a flow's
 // next packet (pipeline.cc) and by the control thread's sweep of flows that
 // stay idle on an appliance that left (FlowTable::sweepMoves). Lock-free.
 // Concurrency rule R4 (docs/architecture.md "Flow entries: concurrency rules"):

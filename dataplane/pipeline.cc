@@ -224,7 +224,7 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref, int
   if (server >= s.servers.size() || server >= kMaxServerIds)
     return drop(c, m, Counter::drop_no_healthy_server);
   // Existing flows on an appliance that sheds them move on this packet
-  // (DOMAIN.md section 3); the appliance's view is read for the send anyway.
+  // (docs/product-rules.md section 2); the appliance's view is read for the send anyway.
   // (bench/ builds a copy without this check, GWLB_BENCH_NO_MOVE_CHECK, to
   // measure what it costs.)
 #ifndef GWLB_BENCH_NO_MOVE_CHECK
@@ -343,6 +343,7 @@ struct ReturnInfo {
 bool prepareReturn(Ctx& c, rte_mbuf* m, const ParsedPacket& outer, ParsedPacket& in, FlowRef& ref,
                    ReturnInfo& ri) noexcept {
   const Snapshot& s = c.s;
+  const uint32_t geneve_len = m->pkt_len;  // as the appliance sent it, for its returned bytes
   uint16_t server = s.serverByIp(outer.tuple.src.v4HostOrder());
   if (server == kNoServer || server >= s.servers.size() || !s.servers[server].routable)
     return drop(c, m, Counter::drop_geneve_unknown_appliance), false;
@@ -443,6 +444,7 @@ void finishReturn(Ctx& c, rte_mbuf* m, const ParsedPacket& in, const FlowRef& re
   }
   e.last_seen_ns.store(c.now, std::memory_order_relaxed);
   m->port = d.port;
+  c.w.countReturned(server, geneve_len);
   ++c.returned;
   c.tx_bytes += m->pkt_len;
   c.out.to_router[c.out.n_router++] = m;

@@ -76,24 +76,35 @@ struct alignas(64) WorkerState {
   WorkerCounters counters;
   double icmp_tokens = 0;
   uint64_t icmp_last_ns = 0;
-  // What this worker sent to each appliance, by server id.
-  // Written by the worker, read by the control thread: relaxed atomic accesses.
+  // What this worker sent to each appliance and what came back from it that
+  // it returned toward the router, by server id (Geneve frames on the
+  // underlay, outer headers included, both ways).
+  // Written by this worker only, read by the control thread: relaxed atomic
+  // load and store, never a read-modify-write shared between workers.
   uint64_t server_packets[kMaxServerIds] = {};
   uint64_t server_bytes[kMaxServerIds] = {};
+  uint64_t server_ret_packets[kMaxServerIds] = {};
+  uint64_t server_ret_bytes[kMaxServerIds] = {};
 
+  static void bump(uint64_t& slot, uint64_t by) noexcept {
+    std::atomic_ref<uint64_t> r(slot);
+    r.store(r.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+  }
+  static uint64_t read(const uint64_t& slot) noexcept {
+    return std::atomic_ref<uint64_t>(const_cast<uint64_t&>(slot)).load(std::memory_order_relaxed);
+  }
   void countSent(uint16_t server, uint64_t bytes) noexcept {
-    std::atomic_ref<uint64_t> p(server_packets[server]), b(server_bytes[server]);
-    p.store(p.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    b.store(b.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
+    bump(server_packets[server], 1);
+    bump(server_bytes[server], bytes);
   }
-  uint64_t sentPackets(uint16_t server) const noexcept {
-    return std::atomic_ref<uint64_t>(const_cast<uint64_t&>(server_packets[server]))
-        .load(std::memory_order_relaxed);
+  void countReturned(uint16_t server, uint64_t bytes) noexcept {
+    bump(server_ret_packets[server], 1);
+    bump(server_ret_bytes[server], bytes);
   }
-  uint64_t sentBytes(uint16_t server) const noexcept {
-    return std::atomic_ref<uint64_t>(const_cast<uint64_t&>(server_bytes[server]))
-        .load(std::memory_order_relaxed);
-  }
+  uint64_t sentPackets(uint16_t server) const noexcept { return read(server_packets[server]); }
+  uint64_t sentBytes(uint16_t server) const noexcept { return read(server_bytes[server]); }
+  uint64_t returnedPackets(uint16_t server) const noexcept { return read(server_ret_packets[server]); }
+  uint64_t returnedBytes(uint16_t server) const noexcept { return read(server_ret_bytes[server]); }
 };
 
 struct BurstOutput {

@@ -19,6 +19,7 @@ GWLB_PACKAGES=(
   python3-scapy python3-yaml tshark   # python3-yaml: tests/replay/check_roundtrip.py
   iproute2 ethtool curl   # the namespace lab, the e2e suite and the demo
   bird2                   # the fleet lab: BGP + BFD between the router and the gateways
+  prometheus              # promtool (check metrics, check rules) and the Prometheus e2e test (tests/daemon/run_monitoring.sh)
 )
 # Every program the tests, benchmarks and scripts run must come from one of
 # these (or from what apt installs with them): the unit test setup_packages

@@ -467,7 +467,7 @@ def t_server_changes():
 
     # Remove: no new flow goes to it; its flows keep it.
     run("server", "remove", "192.0.2.12", record=True)
-    # no_rebalance, no draining (DOMAIN.md section 3): listed as removed while
+    # no_rebalance, no draining (docs/product-rules.md section 2): listed as removed while
     # its flows stay on it.
     sv = servers_by_address().get("192.0.2.12")
     assert sv and sv["state"] == "removed" and sv["drain"]["existing_flows"] == "stay (no_rebalance)" \

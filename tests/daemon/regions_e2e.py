@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Cross-region failover end to end (DOMAIN.md section 4), with real TCP
+"""Cross-region failover end to end (docs/product-rules.md section 3), with real TCP
 health-check listeners on loopback and a real HTTP client on the health
 endpoint, while gwlbd forwards an endless capture.
 

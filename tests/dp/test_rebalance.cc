@@ -1,4 +1,4 @@
-// Existing flows when an appliance leaves (DOMAIN.md section 3), through the
+// Existing flows when an appliance leaves (docs/product-rules.md section 2), through the
 // real pipeline: the snapshot says which appliance sheds its flows
 // (ServerView::move, built by the snapshot builder from health and the
 // lifecycle) and a flow on it moves on its very next packet, to the Maglev

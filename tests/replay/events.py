@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""gwlb-replay --events: the six rows of DOMAIN.md section 3, checked per flow.
+"""gwlb-replay --events: the six rows of docs/product-rules.md section 2, checked per flow.
 
 usage: events.py GWLB_REPLAY WORKDIR [--only NAME ...]
        events.py GWLB_REPLAY WORKDIR --bad-files

@@ -1,4 +1,4 @@
-// Health state machine and its time windows (DOMAIN.md section 2), driven by a
+// Health state machine and its time windows (docs/product-rules.md section 1), driven by a
 // simulated per-server scheduler: probe at t; the result arrives at t + response
 // (or t + timeout when there is no answer); the next probe starts interval after
 // the result. All times are simulated milliseconds; nothing sleeps.
@@ -562,6 +562,52 @@ TEST(TransitionWindowText, MatchesTheTransition) {
   EXPECT_EQ(transitionWindowText(p, HealthState::kHealthy, 1000),
             "success window 7000 ms after the first passed check at 1000 ms per response");
   EXPECT_EQ(transitionWindowText(p, HealthState::kUnused, 0), "");
+}
+
+}  // namespace
+}  // namespace gwlb
+
+namespace gwlb {
+namespace {
+
+// What gwlbd exports per appliance (gwlb_server_probe_duration_seconds,
+// gwlb_server_consecutive_failures): every result counts in the histogram at
+// its response time, in the first bucket whose bound it does not exceed.
+TEST(HealthMonitoring, LatencyHistogramAndConsecutiveFailures) {
+  HealthParams p;
+  HealthTracker t(p, true, 1, 0);
+  EXPECT_EQ(t.consecutiveFailures(), 0u);
+  EXPECT_EQ(t.latency().count, 0u);
+  ProbeOutcome ok{true, "ok", 0, 400};           // 0.4 ms: first bucket (<= 1 ms)
+  ProbeOutcome slow{true, "ok", 30, 30000};      // 30 ms: <= 100 ms
+  ProbeOutcome edge{true, "ok", 5, 5000};        // exactly 5 ms: <= 5 ms
+  ProbeOutcome fail{false, "connect_timeout", 5000, 0};  // ms only: 5 s
+  t.onResult(ok, 10);
+  t.onResult(slow, 20);
+  t.onResult(edge, 30);
+  EXPECT_EQ(t.consecutiveFailures(), 0u);
+  t.onResult(fail, 5030);
+  t.onResult(fail, 10030);
+  EXPECT_EQ(t.consecutiveFailures(), 2u);
+  const ProbeLatencyHistogram& h = t.latency();
+  EXPECT_EQ(h.count, 5u);
+  EXPECT_EQ(h.sum_us, 400u + 30000 + 5000 + 2 * 5000000);
+  EXPECT_EQ(h.cumulative(0), 1u);  // <= 1 ms
+  EXPECT_EQ(h.cumulative(1), 2u);  // <= 5 ms
+  EXPECT_EQ(h.cumulative(2), 2u);  // <= 25 ms
+  EXPECT_EQ(h.cumulative(3), 3u);  // <= 100 ms
+  EXPECT_EQ(h.cumulative(7), 3u);  // <= 2.5 s
+  EXPECT_EQ(h.cumulative(8), 5u);  // <= 5 s
+  EXPECT_EQ(h.cumulative(ProbeLatencyHistogram::kBuckets), 5u);  // +Inf
+  t.onResult(ok, 10040);
+  EXPECT_EQ(t.consecutiveFailures(), 0u);
+  // A result past the last bound lands in +Inf only.
+  t.onResult(ProbeOutcome{false, "x", 0, 20000000}, 30000);
+  EXPECT_EQ(t.latency().cumulative(ProbeLatencyHistogram::kBuckets - 1), 6u);
+  EXPECT_EQ(t.latency().cumulative(ProbeLatencyHistogram::kBuckets), 7u);
+  // Reconfiguring (a reload) keeps the history of results.
+  t.reconfigure(p, true, 2, 30001);
+  EXPECT_EQ(t.latency().count, 7u);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // ServerLifecycle and the snapshot builder's view of leaving appliances: the
-// removal rows of DOMAIN.md section 3 decided on a simulated clock, operator
+// removal rows of docs/product-rules.md section 2 decided on a simulated clock, operator
 // drains, and what the builder hands the workers (phase, move, Maglev share);
 // how a group starts (provisional service of initializing appliances).
 #include <gtest/gtest.h>

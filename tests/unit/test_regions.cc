@@ -1,4 +1,4 @@
-// Aggregated health and region failover (DOMAIN.md section 4): policy
+// Aggregated health and region failover (docs/product-rules.md section 3): policy
 // arithmetic at its boundaries, composites (AND, dry run), listener failover
 // and failback with hold, when_all_unhealthy, and the config rules.
 #include <gtest/gtest.h>

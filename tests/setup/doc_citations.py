@@ -1,0 +1,53 @@
+#!/usr/bin/python3
+"""Docs and code cite only what the repository holds (issue 18 item 13).
+
+  doc_citations.py SRCROOT
+
+Fails, naming file and line, on:
+  - a citation of DOMAIN.md (a rule book outside the repository: its rules
+    are written in docs/product-rules.md);
+  - "product-rules.md section N" where docs/product-rules.md has no "## N." heading;
+  - a Markdown link to product-rules.md#ANCHOR that matches no heading there.
+"""
+import os
+import re
+import sys
+
+root = sys.argv[1]
+SKIP_DIRS = {".git", "build", "build-asan", "__pycache__"}
+rules_path = os.path.join(root, "docs/product-rules.md")
+headings = [l[3:].strip() for l in open(rules_path, encoding="utf-8") if l.startswith("## ")]
+numbers = {h.split(".")[0] for h in headings if h.split(".")[0].isdigit()}
+
+
+def anchor(h):  # GitHub's heading anchors
+    return re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-")
+
+
+anchors = {anchor(h) for h in headings}
+bad = []
+for dirpath, dirnames, filenames in os.walk(root):
+    dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS and not d.startswith("build")]
+    for name in filenames:
+        path = os.path.join(dirpath, name)
+        rel = os.path.relpath(path, root)
+        if rel == "tests/setup/doc_citations.py":
+            continue
+        try:
+            text = open(path, encoding="utf-8").read()
+        except (UnicodeDecodeError, OSError):
+            continue
+        for no, line in enumerate(text.splitlines(), 1):
+            if "DOMAIN.md" in line:
+                bad.append(f"{rel}:{no}: cites DOMAIN.md, which is not in the repository "
+                           "(cite docs/product-rules.md)")
+            for n in re.findall(r"product-rules\.md section (\d+)", line):
+                if n not in numbers:
+                    bad.append(f"{rel}:{no}: product-rules.md has no section {n}")
+            for a in re.findall(r"product-rules\.md#([\w\-]+)", line):
+                if a not in anchors:
+                    bad.append(f"{rel}:{no}: product-rules.md has no heading #{a}")
+for b in bad:
+    print(b)
+print(f"doc_citations: {len(bad)} bad citation(s); product-rules.md sections {sorted(numbers)}")
+sys.exit(1 if bad else 0)
