@@ -399,6 +399,7 @@ bool prepareReturn(Ctx& c, rte_mbuf* m, const ParsedPacket& outer, ParsedPacket&
 // neighbour its direction came from.
 void finishReturn(Ctx& c, rte_mbuf* m, const ParsedPacket& in, const FlowRef& ref,
                   const ReturnInfo& ri, int32_t pos) noexcept {
+  const uint32_t geneve_len = m->pkt_len;  // as the appliance sent it, for its returned bytes
   FlowTable& ft = *c.dp.flows;
   // Concurrency rule R6 (docs/architecture.md "Flow entries: concurrency rules"):
   // the bulk lookup came before this burst's inserts.
