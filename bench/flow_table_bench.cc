@@ -417,8 +417,8 @@ class Bench {
     int32_t p = ft_->lookup(keys_[i], hashes_[i]);
     if (p < 0) die("key " + std::to_string(i) + " is missing");
     dp::FlowEntry& e = ft_->entry(p);
-    e.last_seen_ns.store(seen, std::memory_order_relaxed);
-    e.idle_timeout_ns.store(idle, std::memory_order_relaxed);
+    e.last_seen.store(seen);
+    e.idle_timeout.store(idle);
     e.route.store(dp::packRoute(uint16_t(i % 3), i), std::memory_order_release);
   }
 
