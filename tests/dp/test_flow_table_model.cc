@@ -16,8 +16,12 @@
 // one of them wins the route CAS on it.
 #include <gtest/gtest.h>
 #include <rte_malloc.h>
+#include <pthread.h>
 #include <rte_rcu_qsbr.h>
+#include <sched.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <random>
@@ -39,7 +43,7 @@ constexpr uint64_t kLongIdle = 600 * kSec;   // live keys never expire
 constexpr uint32_t kPrivate = 40'000;        // keys per worker
 constexpr uint32_t kShared = 20'000;         // keys both workers insert
 constexpr uint32_t kBarrierEvery = 256;      // worker ops between shared rounds
-constexpr uint32_t kSharedPerRound = 8;
+constexpr uint32_t kSharedPerRound = 9;
 
 bool sanitized() { return std::getenv("GWLB_SANITIZE") != nullptr; }
 
@@ -97,11 +101,21 @@ void meet(Shared& sh, uint32_t round) {
   sh.arrived.fetch_add(1, std::memory_order_acq_rel);
   for (uint64_t i = 0; sh.arrived.load(std::memory_order_acquire) < 2 * (round + 1); ++i) {
     if (i > 2'000'000'000ULL) return;
-    if ((i & 255) == 255) std::this_thread::yield();
+    if ((i & 0xFFFFF) == 0xFFFFF) std::this_thread::yield();  // mostly spin: both on a CPU at release
   }
 }
 
+// EAL pinned the main thread (and so the threads it starts) to one CPU: the
+// workers and the control thread may run on any, so that they really overlap.
+void anyCpu() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (long c = 0; c < sysconf(_SC_NPROCESSORS_ONLN) && c < CPU_SETSIZE; ++c) CPU_SET(int(c), &set);
+  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
 void worker(Shared& sh, unsigned w, uint64_t n_ops, uint64_t seed) {
+  anyCpu();
   dp::FlowTable& ft = *sh.ft;
   rte_rcu_qsbr_thread_register(sh.qsbr, w);
   rte_rcu_qsbr_thread_online(sh.qsbr, w);
@@ -123,20 +137,26 @@ void worker(Shared& sh, unsigned w, uint64_t n_ops, uint64_t seed) {
   for (uint64_t op = 0; op < n_ops; ++op) {
     if (op % kBarrierEvery == 0 && next_shared < sh.shared_keys.size()) {
       meet(sh, round++);
-      for (uint32_t j = 0; j < kSharedPerRound && next_shared < sh.shared_keys.size(); ++j, ++next_shared) {
-        const FlowKey& k = sh.shared_keys[next_shared];
+      // Worker 1 takes the round's keys in reverse order: the two meet
+      // on one key in the middle, inserting it at the same moment.
+      const uint32_t base = next_shared;
+      const uint32_t in_round = std::min<uint32_t>(kSharedPerRound, uint32_t(sh.shared_keys.size()) - base);
+      next_shared += in_round;
+      for (uint32_t j = 0; j < in_round; ++j) {
+        const uint32_t id = base + (w == 0 ? j : in_round - 1 - j);
+        const FlowKey& k = sh.shared_keys[id];
         int32_t pos = -1;
         for (int t = 0; t < 100 && pos < 0; ++t) pos = ft.insert(k, flowHash(k));
         if (pos < 0) {
           fail(sh, "shared insert refused");
           continue;
         }
-        sh.shared_pos[w][next_shared] = pos;
+        sh.shared_pos[w][id] = pos;
         uint64_t r0 = 0;
-        if (ft.entry(pos).route.compare_exchange_strong(r0, dp::packRoute(uint16_t(w), next_shared)))
+        if (ft.entry(pos).route.compare_exchange_strong(r0, dp::packRoute(uint16_t(w), id)))
           sh.route_wins.fetch_add(1, std::memory_order_relaxed);
-        else if (dp::routeCookie(r0) != next_shared)
-          fail(sh, "shared key " + std::to_string(next_shared) + " has another key's route");
+        else if (dp::routeCookie(r0) != id)
+          fail(sh, "shared key " + std::to_string(id) + " has another key's route");
       }
     }
     if (op % 64 == 0) rte_rcu_qsbr_quiescent(sh.qsbr, w);  // between "bursts"
@@ -233,6 +253,7 @@ TEST(FlowTableModel, TwoWorkersAndTheControlThreadAgainstAnOracle) {
   // The control thread: expiry passes, reclaims, walks.
   uint64_t passes = 0, expired = 0, walked = 0;
   std::thread control([&] {
+    anyCpu();
     while (!sh.stop_control.load(std::memory_order_acquire)) {
       uint64_t g = sh.gen.load(std::memory_order_relaxed);
       expired += ft.expire(kNow);
