@@ -123,6 +123,27 @@ inline uint32_t matchLine(const std::atomic<uint32_t>* line, uint32_t want) noex
 #endif
 }
 
+// Bit i set when tag i of a line carries signature and wide bit `sig`
+// (any state).
+inline uint32_t matchSig(const std::atomic<uint32_t>* line, uint32_t sig) noexcept {
+#ifdef GWLB_FT_SIMD
+  const __m128i* v = reinterpret_cast<const __m128i*>(line);
+  __m128i w = _mm_set1_epi32(int(sig));
+  __m128i k = _mm_set1_epi32(int(~kStateMask));
+  uint32_t m = 0;
+  for (int i = 0; i < 4; ++i) {
+    __m128i t = _mm_and_si128(_mm_load_si128(v + i), k);
+    m |= uint32_t(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(t, w)))) << (4 * i);
+  }
+  return m;
+#else
+  uint32_t m = 0;
+  for (uint32_t i = 0; i < FlowTable::kBucketSlots; ++i)
+    m |= uint32_t(tagKey(line[i].load(std::memory_order_relaxed)) == sig) << i;
+  return m;
+#endif
+}
+
 }  // namespace
 
 struct alignas(64) FlowTable::Slot4 {
@@ -253,7 +274,11 @@ void FlowTable::lookupBulk(const FlowKey* const* keys, const uint32_t* hashes, u
     for (uint32_t i = 0; i < cnt; ++i) {
       candidates(hashes[at + i], c[i]);
       want[i] = tagSig(hashes[at + i], !isCompact(*keys[at + i])) | kReady;
-      for (uint32_t b : c[i].bucket) __builtin_prefetch(tags_ + size_t(b) * kBucketSlots, 0, 3);
+      // The two first choices only: their neighbours are the next line (the
+      // adjacent-line prefetcher often brings it), and 4 prefetches x 64 keys
+      // would overrun the core's outstanding-miss buffers.
+      __builtin_prefetch(tags_ + size_t(c[i].bucket[0]) * kBucketSlots, 0, 3);
+      __builtin_prefetch(tags_ + size_t(c[i].bucket[2]) * kBucketSlots, 0, 3);
     }
     // Stage 2: tags compared; the first candidate slot of each key prefetched.
     for (uint32_t i = 0; i < cnt; ++i) {
@@ -286,7 +311,7 @@ void FlowTable::lookupBulk(const FlowKey* const* keys, const uint32_t* hashes, u
 }
 
 // Concurrency rule R10 (docs/architecture.md "Flow entries: concurrency rules"):
-// claim (CAS empty -> busy), write the key, keyed (seq_cst), check every slot
+// claim (CAS empty -> busy), write the key, keyed + a seq_cst fence, check every slot
 // with the same tag for a twin (a ready twin wins; of two keyed twins the lower
 // slot wins and kills the other with a CAS keyed -> dead), then CAS keyed ->
 // ready. A bounded number of restarts, then -1.
@@ -322,8 +347,8 @@ int32_t FlowTable::insertOnce(const FlowKey& k, uint32_t hash, bool& retry) noex
 
   // 1. The key may be there, or on its way in.
   for (uint32_t i = 0; i < nb; ++i)
-    for (uint32_t j = 0; j < kBucketSlots; ++j) {
-      uint32_t idx = bk[i] * kBucketSlots + j;
+    for (uint32_t m = matchSig(tags_ + size_t(bk[i]) * kBucketSlots, sig); m; m &= m - 1) {
+      uint32_t idx = bk[i] * kBucketSlots + uint32_t(__builtin_ctz(m));
       uint32_t t = tags_[idx].load(std::memory_order_acquire);
       if (tagKey(t) != sig) continue;
       uint32_t st = tagState(t);
@@ -374,7 +399,11 @@ int32_t FlowTable::insertOnce(const FlowKey& k, uint32_t hash, bool& retry) noex
     return -1;
   }
   writeKey(own, wide, k);
-  tags_[own].store(sig | kKeyed, std::memory_order_seq_cst);
+  // Keyed, then a sequentially consistent fence before reading any other tag:
+  // of two inserters of one key, at least one sees the other's keyed (or
+  // later) tag in its scan below (store; fence; load on both sides).
+  tags_[own].store(sig | kKeyed, std::memory_order_release);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
 
   // 3. Twins: every other slot with this tag that holds the same key.
   auto lose = [&]() {
@@ -382,11 +411,13 @@ int32_t FlowTable::insertOnce(const FlowKey& k, uint32_t hash, bool& retry) noex
     tags_[own].compare_exchange_strong(mine, sig | kDead, std::memory_order_acq_rel);
     count_.fetch_sub(1, std::memory_order_relaxed);
   };
+  // (The line is read after the fence: a twin whose keyed store preceded
+  // this fence shows here; one that follows it will see this slot keyed.)
   for (uint32_t i = 0; i < nb; ++i)
-    for (uint32_t j = 0; j < kBucketSlots; ++j) {
-      uint32_t idx = bk[i] * kBucketSlots + j;
+    for (uint32_t m = matchSig(tags_ + size_t(bk[i]) * kBucketSlots, sig); m; m &= m - 1) {
+      uint32_t idx = bk[i] * kBucketSlots + uint32_t(__builtin_ctz(m));
       if (idx == own) continue;
-      uint32_t t = tags_[idx].load(std::memory_order_seq_cst);
+      uint32_t t = tags_[idx].load(std::memory_order_acquire);
       if (tagKey(t) != sig) continue;
       uint32_t st = tagState(t);
       if (st != kBusy && st != kKeyed && st != kReady) continue;
