@@ -10,10 +10,12 @@
 // a slot goes empty -> busy (CAS) -> ready (release store), never back.
 #pragma once
 
+#include <sys/mman.h>
+
 #include <atomic>
 #include <cstdint>
 #include <cstring>
-#include <memory>
+#include <stdexcept>
 
 #include "common/net_types.h"
 
@@ -37,10 +39,19 @@ class NeighbourTable {
   static constexpr uint32_t kSlots = 1u << 15;
   static constexpr int kVlanShift = 56;
 
-  NeighbourTable()
-      : peer_(std::make_unique<uint64_t[]>(kSlots)),
-        self_(std::make_unique<uint64_t[]>(kSlots)),
-        state_(std::make_unique<std::atomic<uint8_t>[]>(kSlots)) {}
+  // Anonymous zero pages (throws std::runtime_error when they cannot be
+  // mapped; startup only): a table costs memory only for the neighbours seen.
+  NeighbourTable() {
+    map_ = mmap(nullptr, kMapBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (map_ == MAP_FAILED) throw std::runtime_error("neighbour table: mmap failed");
+    auto* base = static_cast<uint8_t*>(map_);
+    peer_ = reinterpret_cast<uint64_t*>(base);
+    self_ = reinterpret_cast<uint64_t*>(base + kSlots * 8);
+    state_ = reinterpret_cast<std::atomic<uint8_t>*>(base + kSlots * 16);
+  }
+  ~NeighbourTable() { munmap(map_, kMapBytes); }
+  NeighbourTable(const NeighbourTable&) = delete;
+  NeighbourTable& operator=(const NeighbourTable&) = delete;
 
   // Packs a frame's L2 (frame: at least its 14-byte Ethernet header).
   // peer = peer MAC (bits 0..47) | VLAN TCI (48..63)
@@ -126,9 +137,11 @@ class NeighbourTable {
 
  private:
   static constexpr uint8_t kEmpty = 0, kBusy = 1, kReady = 2;
-  std::unique_ptr<uint64_t[]> peer_;
-  std::unique_ptr<uint64_t[]> self_;
-  std::unique_ptr<std::atomic<uint8_t>[]> state_;
+  static constexpr size_t kMapBytes = size_t(kSlots) * 17;
+  void* map_ = nullptr;
+  uint64_t* peer_ = nullptr;
+  uint64_t* self_ = nullptr;
+  std::atomic<uint8_t>* state_ = nullptr;  // zero pages: kEmpty
 };
 
 }  // namespace gwlb::dp
