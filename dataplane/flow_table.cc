@@ -274,11 +274,7 @@ void FlowTable::lookupBulk(const FlowKey* const* keys, const uint32_t* hashes, u
     for (uint32_t i = 0; i < cnt; ++i) {
       candidates(hashes[at + i], c[i]);
       want[i] = tagSig(hashes[at + i], !isCompact(*keys[at + i])) | kReady;
-      // The two first choices only: their neighbours are the next line (the
-      // adjacent-line prefetcher often brings it), and 4 prefetches x 64 keys
-      // would overrun the core's outstanding-miss buffers.
-      __builtin_prefetch(tags_ + size_t(c[i].bucket[0]) * kBucketSlots, 0, 3);
-      __builtin_prefetch(tags_ + size_t(c[i].bucket[2]) * kBucketSlots, 0, 3);
+      for (uint32_t b : c[i].bucket) __builtin_prefetch(tags_ + size_t(b) * kBucketSlots, 0, 3);
     }
     // Stage 2: tags compared; the first candidate slot of each key prefetched.
     for (uint32_t i = 0; i < cnt; ++i) {
