@@ -8,12 +8,12 @@
 // Tables, each sized for N keys (capacity N) and filled with all N keys (a
 // plain rte_hash that refuses keys at that size is made 25 % larger until it
 // holds them all, see fillRteHash):
-//   ours      dp::FlowTable (rte_hash in lock-free-reader, multi-writer,
-//             extendable-bucket mode + one FlowEntry per position)
+//   ours      dp::FlowTable (our own since issue 17: 16-slot buckets of
+//             32-bit tags, one 64-byte slot per IPv4 key with its FlowEntry)
 //   rte_hash  a plain rte_hash: key_len 40, the same hash function, no extra
 //             flags (the baseline of the issue)
-//   rte_hash_lf  (--lf-baseline) rte_hash with FlowTable's flags, to tell the
-//             cost of those flags from the cost of our wrapper
+//   rte_hash_lf  (--lf-baseline) rte_hash with the flags FlowTable used
+//             before issue 17 (lock-free readers, multi-writer, extendable)
 //
 // Memory, measured: resident set (/proc/self/statm) before the table is
 // created and after it holds all N keys (the keys the bench itself keeps
@@ -417,8 +417,8 @@ class Bench {
     int32_t p = ft_->lookup(keys_[i], hashes_[i]);
     if (p < 0) die("key " + std::to_string(i) + " is missing");
     dp::FlowEntry& e = ft_->entry(p);
-    e.last_seen_ns.store(seen, std::memory_order_relaxed);
-    e.idle_timeout_ns.store(idle, std::memory_order_relaxed);
+    e.last_seen.store(seen);
+    e.idle_timeout.store(idle);
     e.route.store(dp::packRoute(uint16_t(i % 3), i), std::memory_order_release);
   }
 
@@ -455,9 +455,9 @@ int main(int argc, char** argv) {
   }
   if (o.flows < gwlb::bench::kWindow) die("--flows must be at least 8192");
   if (o.flows > (1u << 27)) die("--flows must be at most 2^27 (gwlbd's flow_table_size limit)");
-  // EAL memory: the rte_hash tables (ours and the baselines) need about
-  // 100-130 bytes per key each; reserved, not touched, with --no-huge.
-  uint64_t mb = uint64_t(o.flows) * (o.lf_baseline ? 3 : 2) * 160 / (1 << 20) + 256;
+  // EAL memory: the rte_hash baselines need about 100-130 bytes per key
+  // each; reserved, not touched, with --no-huge. (Ours maps its own memory.)
+  uint64_t mb = uint64_t(o.flows) * (o.lf_baseline ? 2 : 1) * 160 / (1 << 20) + 256;
   try {
     gwlb::dp::initEal("gwlb-flow-table-bench",
                       {"--no-huge", "--no-pci", "--no-shconf", "--no-telemetry", "-m",

@@ -61,16 +61,6 @@ std::string endpoint(const Json& addr, const Json& port) {
 }
 
 // "12/3": a [orig, reply] pair.
-std::string pairText(const Json& v, bool bytes) {
-  if (!v.is_array() || v.size() != 2) return valueText(v);
-  auto one = [&](const Json& x) {
-    double d = valueNumber(x, -1);
-    if (d < 0) return valueText(x);
-    return bytes ? formatBytes(uint64_t(d)) : formatCount(uint64_t(d));
-  };
-  return one(v[0]) + "/" + one(v[1]);
-}
-
 std::string sectionTitle(const std::string& t) { return "\n" + t + ":\n"; }
 
 // Rate from two samples of one counter: never negative (a restart resets counters).
@@ -442,7 +432,7 @@ std::string renderFlows(const Json& flows) {
   Table t({{"SRC", Align::kLeft}, {"DST", Align::kLeft}, {"PROTO", Align::kLeft},
            {"GROUP", Align::kLeft}, {"APPLIANCE", Align::kLeft}, {"COOKIE", Align::kLeft},
            {"KIND", Align::kLeft}, {"AGE", Align::kRight}, {"IDLE", Align::kRight},
-           {"PACKETS o/r", Align::kRight}, {"BYTES o/r", Align::kRight},
+           {"PACKETS", Align::kRight},
            {"MOVED FROM", Align::kLeft}});
   if (flows.is_array()) {
     for (const auto& f : flows) {
@@ -457,8 +447,7 @@ std::string renderFlows(const Json& flows) {
                 protoName(field(f, "proto")),
                 fieldText(f, "group"), fieldText(f, "appliance"), fieldText(f, "cookie"),
                 fieldText(f, "kind"), dur("age_s"), dur("idle_s"),
-                pairText(field(f, "packets"), false), pairText(field(f, "bytes"), true),
-                movedText(field(f, "moved"))});
+                countText(f, "packets"), movedText(field(f, "moved"))});
     }
   }
   if (t.rows() == 0) return "no matching flows\n";

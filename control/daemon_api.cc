@@ -54,7 +54,7 @@ json movedJson(const dp::FlowEntry& e, const dp::Snapshot* s, uint64_t now) {
   uint64_t mv = e.moved.load(std::memory_order_acquire);
   if (!mv) return nullptr;
   uint16_t from = dp::moveFrom(mv);
-  uint64_t at = e.moved_ns.load(std::memory_order_relaxed);
+  uint64_t at = e.moved_at.ns(now);
   return {{"from", s && from < s->servers.size() ? json(IpAddr::v4(s->servers[from].ip).str())
                                                  : json(nullptr)},
           {"reason", dp::toString(dp::MoveReason(dp::moveReason(mv)))},
@@ -445,8 +445,8 @@ json Daemon::apiFlows(const json& p) {
     const dp::Snapshot* s = dp_.snapshot.load();
     uint16_t sid = dp::routeServer(r);
     std::string app = s && sid < s->servers.size() ? IpAddr::v4(s->servers[sid].ip).str() : "?";
-    uint64_t seen = e.last_seen_ns.load(std::memory_order_relaxed);
-    int o = e.first_dir, rv = 1 - e.first_dir;
+    uint64_t seen = e.last_seen.ns(now);
+    uint64_t born = e.created.ns(now);
     rows.push_back({{"src", addrText(s_addr, k.family)},
                     {"dst", addrText(d_addr, k.family)},
                     {"sport", sport},
@@ -456,10 +456,9 @@ json Daemon::apiFlows(const json& p) {
                     {"appliance", app},
                     {"cookie", hex32(dp::routeCookie(r))},
                     {"kind", k.kind == KeyKind::kFlow ? "flow" : "fragment"},
-                    {"age_s", now > e.created_ns ? double(now - e.created_ns) / 1e9 : 0.0},
+                    {"age_s", now > born ? double(now - born) / 1e9 : 0.0},
                     {"idle_s", now > seen ? double(now - seen) / 1e9 : 0.0},
-                    {"packets", {e.packets[o].load(), e.packets[rv].load()}},
-                    {"bytes", {e.bytes[o].load(), e.bytes[rv].load()}},
+                    {"packets", e.packets.load(std::memory_order_relaxed)},
                     {"moved", movedJson(e, s, now)}});
     return rows.size() < limit;
   });
@@ -511,7 +510,8 @@ json Daemon::apiExplain(const json& p) {
   if (r & dp::kRouteSet) {
     const dp::FlowEntry& e = flows_->entry(pos);
     uint64_t now = dp::monotonicNs();
-    double age = now > e.created_ns ? double(now - e.created_ns) / 1e9 : 0.0;
+    uint64_t born = e.created.ns(now);
+    double age = now > born ? double(now - born) / 1e9 : 0.0;
     uint16_t sid = dp::routeServer(r);
     out["existing"] = true;
     out["appliance"] = appText(sid);

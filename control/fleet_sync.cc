@@ -35,7 +35,7 @@ bool FleetSync::makeRecord(int32_t pos, const FlowKey& key, sync::RecordKind kin
   // Concurrency rule R1 (docs/architecture.md "Flow entries: concurrency rules"):
   // no route, or no idle timeout yet: still being created; its creator's event comes later.
   uint64_t route = e.route.load(std::memory_order_acquire);
-  if (!(route & dp::kRouteSet) || e.idle_timeout_ns.load(std::memory_order_acquire) == 0)
+  if (!(route & dp::kRouteSet) || e.idle_timeout.ms.load(std::memory_order_acquire) == 0)
     return false;
   const dp::Snapshot* s = snapshot_();
   uint16_t id = dp::routeServer(route);
@@ -57,8 +57,8 @@ bool FleetSync::makeRecord(int32_t pos, const FlowKey& key, sync::RecordKind kin
   }
   out.moves = e.moves.load(std::memory_order_relaxed);
   out.first_dir = e.first_dir.load(std::memory_order_relaxed) & 1;
-  uint64_t seen = e.last_seen_ns.load(std::memory_order_relaxed);
-  uint64_t born = e.created_ns.load(std::memory_order_relaxed);
+  uint64_t seen = e.last_seen.ns(now);
+  uint64_t born = e.created.ns(now);
   auto ms = [](uint64_t ns) { return uint32_t(std::min<uint64_t>(ns / 1'000'000, UINT32_MAX)); };
   out.idle_for_ms = now > seen ? ms(now - seen) : 0;
   out.age_ms = now > born ? ms(now - born) : 0;
@@ -97,17 +97,17 @@ InstallResult FleetSync::install(const sync::Record& r, uint64_t now) {
   uint64_t route = e.route.load(std::memory_order_acquire);
   if (!(route & dp::kRouteSet)) {
     e.flow_hash.store(hash, std::memory_order_relaxed);
-    e.last_seen_ns.store(seen, std::memory_order_relaxed);
+    e.last_seen.store(seen);
     if (e.route.compare_exchange_strong(route, want, std::memory_order_acq_rel)) {
-      e.created_ns.store(born, std::memory_order_relaxed);
+      e.created.store(born);
       e.first_dir.store(r.first_dir, std::memory_order_relaxed);
       if (r.moves) {
         e.moved.store(prev != dp::kNoServer ? dp::packMove(r.move_reason, prev, r.prev_cookie) : 0,
                       std::memory_order_release);
-        e.moved_ns.store(now, std::memory_order_relaxed);
+        e.moved_at.store(now);
         e.moves.store(r.moves, std::memory_order_relaxed);
       }
-      e.idle_timeout_ns.store(idle_ns, std::memory_order_release);
+      e.idle_timeout.store(idle_ns, std::memory_order_release);
       result = InstallResult::kInstalled;
       route = want;
     }
@@ -123,7 +123,7 @@ InstallResult FleetSync::install(const sync::Record& r, uint64_t now) {
       uint64_t seen_route = route;
       if (e.route.compare_exchange_strong(seen_route, want, std::memory_order_acq_rel)) {
         e.moved.store(dp::packMove(r.move_reason, prev, r.prev_cookie), std::memory_order_release);
-        e.moved_ns.store(now, std::memory_order_relaxed);
+        e.moved_at.store(now);
         e.moves.fetch_add(1, std::memory_order_relaxed);
         result = InstallResult::kMoved;
       }
@@ -137,7 +137,7 @@ InstallResult FleetSync::install(const sync::Record& r, uint64_t now) {
     // lower appliance address. The loser records it as a move
     // (fleet_conflict) from its own pick.
     uint16_t local_id = dp::routeServer(route);
-    uint64_t local_born = e.created_ns.load(std::memory_order_relaxed);
+    uint64_t local_born = e.created.ns(now);
     bool peer_older = born + kConflictMarginNs < local_born;
     bool peer_newer = local_born + kConflictMarginNs < born;
     if (result == InstallResult::kIgnored && route != want && r.kind != sync::RecordKind::kChanged &&
@@ -151,7 +151,7 @@ InstallResult FleetSync::install(const sync::Record& r, uint64_t now) {
         e.moved.store(dp::packMove(uint8_t(dp::MoveReason::kFleetConflict), local_id,
                                    dp::routeCookie(route)),
                       std::memory_order_release);
-        e.moved_ns.store(now, std::memory_order_relaxed);
+        e.moved_at.store(now);
         e.moves.fetch_add(1, std::memory_order_relaxed);
         result = InstallResult::kConflict;
       }
@@ -159,8 +159,8 @@ InstallResult FleetSync::install(const sync::Record& r, uint64_t now) {
     // The same flow on the same appliance: the peer's packets keep it alive here.
     if (result == InstallResult::kRefreshed || result == InstallResult::kMoved ||
         result == InstallResult::kConflict) {
-      uint64_t local = e.last_seen_ns.load(std::memory_order_relaxed);
-      if (seen > local) e.last_seen_ns.store(seen, std::memory_order_relaxed);
+      uint64_t local = e.last_seen.ns(now);
+      if (seen > local) e.last_seen.store(seen);
     }
   }
   // What a peer told us is not sent back to it (nor to the others) unless
@@ -226,14 +226,14 @@ void FleetSync::refreshScan(uint64_t now) {
                           [&](const FlowKey& key, int32_t pos, const dp::FlowEntry& e) {
     if (key.kind != KeyKind::kFlow) return true;
     Sent& st = sent_[size_t(pos)];
-    uint64_t born = e.created_ns.load(std::memory_order_relaxed);
-    uint64_t idle = e.idle_timeout_ns.load(std::memory_order_acquire);
+    uint64_t born = e.created.ns(now);
+    uint64_t idle = e.idle_timeout.ns(std::memory_order_acquire);
     if (idle == 0) return true;  // still being created (R1, R3)
     uint16_t moves = e.moves.load(std::memory_order_relaxed);
     sync::RecordKind kind;
     if (st.at_ns < born) kind = sync::RecordKind::kNew;  // never sent (ring was full) or a new flow here
     else if (moves != st.moves) kind = sync::RecordKind::kChanged;  // moved by a sweep
-    else if (e.last_seen_ns.load(std::memory_order_relaxed) > st.at_ns && now - st.at_ns >= idle / 3)
+    else if (e.last_seen.ns(now) > st.at_ns && now - st.at_ns >= idle / 3)
       kind = sync::RecordKind::kRefresh;
     else
       return true;

@@ -1,8 +1,10 @@
-// The shared flow table: rte_hash in lock-free-reader mode plus a parallel
-// array of FlowEntry indexed by the key's position.
+// The shared flow table (issue 17: our own, replacing rte_hash): buckets of
+// 16 slots with a line of 32-bit tags each, a slot of one cache line per
+// IPv4 key (key 16 B + FlowEntry 48 B) and of two lines for any other key.
+// docs/architecture.md "The flow table" describes the layout.
 //
 // Threads: workers call lookup/insert/entry at packet rate (lookups never lock;
-// inserting a new key takes rte_hash's writer lock for the insert only).
+// inserts claim a slot with one CAS on its tag, R10).
 // One control thread calls expire()/reclaim()/forEach(). Nothing locks an
 // entry: who may write which field, and in which order, is set by the rules
 // R1-R9 of docs/architecture.md "Flow entries: concurrency rules".
@@ -23,8 +25,8 @@
 
 #include "common/flow_key.h"
 #include "common/net_types.h"
+#include "dataplane/neighbour_table.h"
 
-struct rte_hash;
 struct rte_rcu_qsbr;
 
 namespace gwlb {
@@ -32,102 +34,6 @@ struct Snapshot;  // common/snapshot.h
 }  // namespace gwlb
 
 namespace gwlb::dp {
-
-// Where a direction's packets last came from, decoded (DirInfo::read).
-struct DirL2 {
-  uint16_t port = 0;
-  bool has_vlan = false;
-  uint16_t vlan_tci = 0;
-  uint16_t vlan_tpid = 0;
-  MacAddr peer_mac;   // source MAC of the frame as it arrived
-  MacAddr our_mac;    // destination MAC of the frame as it arrived
-};
-
-// How to send a returning packet back to the neighbour that sent its
-// direction: the L2 of that direction's latest packet (a router failover or a
-// neighbour's new MAC is followed on the next forwarded packet). 16 bytes in
-// two words, written by workers under a sequence lock so the return path never
-// reads half of an update.
-// Concurrency rule R2 (docs/architecture.md "Flow entries: concurrency rules"):
-// `self` holds the state (empty, busy, ready) and a generation.
-//   peer = peer MAC (bits 0..47) | VLAN TCI (48..63)
-//   self = our MAC (0..47) | ingress port (48..55) | kReady | kBusy |
-//          VLAN kind (2 bits: none, 802.1Q, 802.1ad) | generation (4 bits)
-struct DirInfo {
-  static constexpr uint64_t kReady = 1ULL << 56;
-  static constexpr uint64_t kBusy = 1ULL << 57;
-  static constexpr int kVlanShift = 58;
-  static constexpr int kGenShift = 60;
-  static constexpr uint64_t kData = ((1ULL << 56) - 1) | (3ULL << kVlanShift);  // MAC, port, VLAN kind
-  std::atomic<uint64_t> peer{0};
-  std::atomic<uint64_t> self{0};
-
-  // Packs a frame's L2 (data: the frame's first 14 bytes, or 18 with a tag).
-  // vlan_tpid: 0 when untagged. False when the port or TPID does not fit.
-  // The frame has at least 14 bytes (a parsed Ethernet header), so two
-  // 8-byte loads cover both MACs.
-  static bool pack(const uint8_t* frame, uint16_t port, uint16_t vlan_tpid, uint16_t vlan_tci,
-                   uint64_t& peer_word, uint64_t& self_word) noexcept {
-    constexpr uint64_t kMac = (1ULL << 48) - 1;
-    uint64_t dst, src;
-    std::memcpy(&dst, frame, 8);
-    std::memcpy(&src, frame + 6, 8);
-    uint64_t kind = vlan_tpid == 0 ? 0 : vlan_tpid == 0x8100 ? 1 : vlan_tpid == 0x88A8 ? 2 : 3;
-    if (kind == 3 || port > 0xFF) [[unlikely]]
-      return false;
-    peer_word = (src & kMac) | uint64_t(vlan_tci) << 48;
-    self_word = (dst & kMac) | uint64_t(port) << 48 | kind << kVlanShift;
-    return true;
-  }
-
-  // Worker: records a packet's L2 when it differs from what is stored.
-  // Returns true when it wrote a change to an entry that had L2 already.
-  // Concurrency rule R2 (docs/architecture.md "Flow entries: concurrency rules"):
-  // busy, or a lost CAS: the next packet of the direction tries again.
-  bool follow(uint64_t peer_word, uint64_t self_word) noexcept {
-    uint64_t cur = self.load(std::memory_order_acquire);
-    if ((cur & (kReady | kBusy)) == kReady && (cur & kData) == self_word &&
-        peer.load(std::memory_order_relaxed) == peer_word)
-      return false;
-    if (cur & kBusy) return false;
-    if (!self.compare_exchange_strong(cur, cur | kBusy, std::memory_order_acq_rel)) return false;
-    // Busy before peer changes, a new generation once both are written.
-    peer.store(peer_word, std::memory_order_release);
-    uint64_t gen = ((cur >> kGenShift) + 1) & 0xF;
-    self.store(self_word | kReady | gen << kGenShift, std::memory_order_release);
-    return (cur & kReady) != 0;
-  }
-
-  // Any thread: the latest complete L2, or false when none was recorded yet
-  // (or an update kept it busy for a few retries).
-  // Concurrency rule R2 (docs/architecture.md "Flow entries: concurrency rules"):
-  // self, peer, self again; equal and ready, or retry.
-  bool read(DirL2& out) const noexcept {
-    for (int tries = 0; tries < 8; ++tries) {
-      uint64_t s1 = self.load(std::memory_order_acquire);
-      if (!(s1 & kReady) && !(s1 & kBusy)) return false;
-      if (s1 & kBusy) continue;
-      uint64_t p = peer.load(std::memory_order_acquire);
-      if (self.load(std::memory_order_relaxed) != s1) continue;
-      std::memcpy(out.peer_mac.b.data(), &p, 6);
-      std::memcpy(out.our_mac.b.data(), &s1, 6);
-      out.vlan_tci = uint16_t(p >> 48);
-      out.port = uint16_t((s1 >> 48) & 0xFF);
-      uint64_t kind = (s1 >> kVlanShift) & 3;
-      out.has_vlan = kind != 0;
-      out.vlan_tpid = kind == 1 ? 0x8100 : kind == 2 ? 0x88A8 : 0;
-      return true;
-    }
-    return false;
-  }
-  bool ready() const noexcept { return self.load(std::memory_order_acquire) & kReady; }
-  void clear() noexcept {
-    peer.store(0, std::memory_order_relaxed);
-    self.store(0, std::memory_order_relaxed);
-  }
-};
-static_assert(sizeof(DirInfo) == 16);
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "DirInfo packs MACs little-endian");
 
 // route: bit 63 = set, bits 32..47 = server id, bits 0..31 = flow cookie.
 inline constexpr uint64_t kRouteSet = 1ULL << 63;
@@ -146,45 +52,95 @@ inline uint8_t moveReason(uint64_t m) { return uint8_t(m >> 56); }
 inline uint16_t moveFrom(uint64_t m) { return uint16_t(m >> 32); }
 inline uint32_t moveCookie(uint64_t m) { return uint32_t(m); }
 
-// 128 bytes (two cache lines; 192 before issue 8). The first line holds what
-// every packet of an established flow reads or writes (route, last packet
-// time, per-direction counters, flow hash) and what the expiry scan reads;
-// the second what is written once per flow or per move, plus the learned L2
-// of each direction (read by every returned packet).
-struct alignas(64) FlowEntry {
+// Times in an entry: 32-bit ticks of 2^20 ns (1.048576 ms) of the dataplane
+// clock, truncated. They wrap every 2^32 ticks (52.1 days); every reader
+// compares them with a `now` by the signed 32-bit difference, so a time is
+// read right while it lies within 24.8 days of `now` (idle timeouts are at
+// most 6000 s; an age or a move older than 24.8 days shows wrong).
+inline constexpr int kTickShift = 20;
+inline constexpr uint64_t kTickNs = 1ULL << kTickShift;
+inline constexpr uint32_t toTick(uint64_t ns) noexcept { return uint32_t(ns >> kTickShift); }
+
+struct TickTime {
+  std::atomic<uint32_t> t{0};
+  void store(uint64_t ns, std::memory_order o = std::memory_order_relaxed) noexcept {
+    t.store(toTick(ns), o);
+  }
+  uint32_t tick(std::memory_order o = std::memory_order_relaxed) const noexcept { return t.load(o); }
+  // The stored time rounded down to its tick, in dataplane-clock ns, read
+  // against `now` (within +-24.8 days of it; 0 when before the clock's start).
+  uint64_t ns(uint64_t now, std::memory_order o = std::memory_order_relaxed) const noexcept {
+    int64_t at = int64_t(now >> kTickShift) + int32_t(t.load(o) - toTick(now));
+    return at > 0 ? uint64_t(at) << kTickShift : 0;
+  }
+};
+
+// An idle timeout in milliseconds (exact for every configured timeout);
+// 0 while the entry is being created (R3).
+struct IdleTimeout {
+  std::atomic<uint32_t> ms{0};
+  void store(uint64_t ns, std::memory_order o = std::memory_order_relaxed) noexcept {
+    uint64_t v = (ns + 999'999) / 1'000'000;
+    ms.store(uint32_t(v > UINT32_MAX ? UINT32_MAX : v == 0 && ns ? 1 : v), o);
+  }
+  uint64_t ns(std::memory_order o = std::memory_order_relaxed) const noexcept {
+    return uint64_t(ms.load(o)) * 1'000'000;
+  }
+  // Ticks (rounded up) an entry must have been idle for, strictly more, to expire.
+  uint32_t ticks(std::memory_order o = std::memory_order_relaxed) const noexcept {
+    return uint32_t((ns(o) + kTickNs - 1) >> kTickShift);
+  }
+};
+
+// True when an entry last seen at tick `seen`, with `idle` ticks
+// (IdleTimeout::ticks), has expired at `now`: more than `idle` whole ticks
+// passed, so never before its timeout and at most two ticks (2.1 ms) after.
+inline bool idleExpired(uint32_t seen, uint32_t idle, uint64_t now) noexcept {
+  int32_t d = int32_t(toTick(now) - seen);
+  return d > 0 && uint32_t(d) > idle;
+}
+
+// The state of a flow (or fragment) entry: 48 bytes, beside its key in the
+// table's slot (16 bytes for an IPv4 key: one 64-byte line per IPv4 flow).
+struct FlowEntry {
   // Concurrency rules R1, R4 and R5 (docs/architecture.md "Flow entries: concurrency rules"):
   // set by a CAS from 0, then changed only by CAS (a move, a fragment entry's takeover).
   std::atomic<uint64_t> route{0};
-  std::atomic<uint64_t> last_seen_ns{0};
-  // Approximate under concurrent writers of one direction (relaxed load+store).
-  std::atomic<uint64_t> packets[2]{};
-  std::atomic<uint64_t> bytes[2]{};
-  // Hash of the flow's key; a fragment entry's is its flow's, not its key's.
-  // Concurrency rule R5 (docs/architecture.md "Flow entries: concurrency rules").
-  std::atomic<uint32_t> flow_hash{0};
-  std::atomic<uint16_t> moves{0};      // how many times the flow moved (wraps at 65536)
-  // Concurrency rules R1 and R3 (docs/architecture.md "Flow entries: concurrency rules"):
-  // written by the winner of the route CAS, after it: briefly 0 for a flow
-  // being created (expire() skips an idle timeout of 0).
-  std::atomic<uint8_t> first_dir{0};   // direction of the packet that created the flow
-  std::atomic<uint64_t> idle_timeout_ns{0};
-  // -- second cache line --
-  std::atomic<uint64_t> created_ns{0};
-  // The last move off an appliance (packMove); moved_ns is when (dataplane clock).
+  // The last move off an appliance (packMove); moved_at is when.
   // Concurrency rule R4 (docs/architecture.md "Flow entries: concurrency rules"):
   // written by the winner of the move's route CAS, after it.
   std::atomic<uint64_t> moved{0};
-  std::atomic<uint64_t> moved_ns{0};
-  DirInfo dir[2];
+  // Hash of the flow's key; a fragment entry's is its flow's, not its key's.
+  // Concurrency rule R5 (docs/architecture.md "Flow entries: concurrency rules").
+  std::atomic<uint32_t> flow_hash{0};
+  TickTime last_seen;
+  TickTime created;
+  TickTime moved_at;
+  IdleTimeout idle_timeout;
+  std::atomic<uint16_t> moves{0};  // how many times the flow moved (wraps at 65536)
+  // Per direction: where its packets last came from, an index into the
+  // table's NeighbourTable (0: none learned yet). Stored with release, read
+  // with acquire (the neighbour entry it names is then visible).
+  std::atomic<uint16_t> l2[2]{};
+  // Concurrency rules R1 and R3 (docs/architecture.md "Flow entries: concurrency rules"):
+  // written by the winner of the route CAS, after it: briefly 0 for a flow
+  // being created (expire() skips an idle timeout of 0).
+  std::atomic<uint8_t> first_dir{0};  // direction of the packet that created the flow
+  uint8_t reserved_ = 0;
+  // Packets of both directions through the forward path (approximate under
+  // concurrent writers: relaxed load + store; wraps at 2^32). Per-flow bytes
+  // are not kept (issue 17: one cache line per IPv4 flow).
+  std::atomic<uint32_t> packets{0};
 
   void reset() noexcept;
 };
-static_assert(sizeof(FlowEntry) == 128, "FlowEntry: two cache lines");
-static_assert(offsetof(FlowEntry, created_ns) == 64, "FlowEntry: the hot fields fill the first line");
+static_assert(sizeof(FlowEntry) == 48, "FlowEntry: 48 bytes, 16 left for an IPv4 key");
 
 class FlowTable {
  public:
-  // Throws std::runtime_error when rte_hash cannot be created (startup only).
+  // Throws std::runtime_error when the memory cannot be mapped (startup only).
+  // `name` and `socket` are kept for the interface (the slots are anonymous
+  // memory, first touched by the thread that writes them).
   FlowTable(const std::string& name, uint32_t capacity, rte_rcu_qsbr* qsbr, int socket);
   ~FlowTable();
   FlowTable(const FlowTable&) = delete;
@@ -192,21 +148,30 @@ class FlowTable {
 
   // Worker: position of the key, or -1.
   int32_t lookup(const FlowKey& k, uint32_t hash) const noexcept;
-  // Worker: positions of n keys (-1 where absent) in one pass that prefetches
-  // the buckets of all of them first (rte_hash bulk lookup, up to
-  // kLookupBulkMax keys per call; larger n is split).
+  // Worker: positions of n keys (-1 where absent): the tag lines of all keys
+  // are prefetched, then their candidate slots, then keys are compared
+  // (up to kLookupBulkMax keys per stage; larger n is split).
   static constexpr uint32_t kLookupBulkMax = 64;
   void lookupBulk(const FlowKey* const* keys, const uint32_t* hashes, uint32_t n,
                   int32_t* pos) const noexcept;
-  // Worker: position of the key (existing or newly added), or -1 when full.
+  // Worker (or the control thread): position of the key (existing or newly
+  // added), or -1 when the table holds capacity() keys, its candidate
+  // buckets are full, or another inserter of a key with the same tag stayed
+  // busy past a bound (R10; counted in insertsAbandoned()).
   int32_t insert(const FlowKey& k, uint32_t hash) noexcept;
-  FlowEntry& entry(int32_t pos) noexcept { return entries_[size_t(pos)]; }
-  const FlowEntry& entry(int32_t pos) const noexcept { return entries_[size_t(pos)]; }
+  FlowEntry& entry(int32_t pos) noexcept { return *entryPtr(pos); }
+  const FlowEntry& entry(int32_t pos) const noexcept {
+    return *const_cast<FlowTable*>(this)->entryPtr(pos);
+  }
+  // The interned L2 neighbours that FlowEntry::l2 indexes.
+  NeighbourTable& neighbours() noexcept { return neigh_; }
+  const NeighbourTable& neighbours() const noexcept { return neigh_; }
 
   // Control thread: deletes up to `max` keys idle past their timeout at `now_ns`
   // (all when max == 0). Their positions are freed by a later reclaim().
   // When `expired_servers` is given, the server id of each expired flow
-  // (fragment entries excluded) is appended to it.
+  // (fragment entries excluded) is appended to it. Walks the slots in
+  // memory order.
   //
   // Exhaustion policy: when more than kEvictHighPercent of capacity() would
   // still be in use after that, the entries idle longest (oldest last
@@ -246,22 +211,55 @@ class FlowTable {
   // Control thread: the key now stored at `pos` (false when none is).
   bool keyAt(int32_t pos, FlowKey& out) const noexcept;
 
-  uint32_t count() const noexcept;
+  // Keys in the table, counting those being inserted and those deleted but
+  // not yet reclaimed (exact: one counter every insert reserves from).
+  uint32_t count() const noexcept { return count_.load(std::memory_order_relaxed); }
   uint32_t capacity() const noexcept { return capacity_; }
-  // Positions lookup()/insert() return are in [0, slots()).
-  size_t slots() const noexcept { return slots_; }
+  // Positions lookup()/insert() return are in [0, slots()): [0, n) name
+  // compact (IPv4) slots, [n, 2n) wide ones, n = slots() / 2.
+  size_t slots() const noexcept { return 2 * size_t(nslots_); }
   size_t pendingReclaim() const noexcept { return retired_.size(); }
+  // Inserts given up because a same-tag insert stayed busy (R10).
+  uint64_t insertsAbandoned() const noexcept { return abandoned_.load(std::memory_order_relaxed); }
+  // Bytes of slot, tag and neighbour memory reserved (virtual; pages become
+  // resident as they are touched).
+  size_t reservedBytes() const noexcept { return map_bytes_; }
+
+  static constexpr uint32_t kBucketSlots = 16;  // one 64-byte line of 32-bit tags
 
  private:
   struct Retired {
-    int32_t pos;
+    int32_t pos;  // a slot index
     uint64_t token;
+    bool counted;  // a deleted key (in count()), not a lost insert's slot
   };
-  rte_hash* hash_ = nullptr;
+  struct Candidates {
+    uint32_t bucket[4];
+  };
+  FlowEntry* entryPtr(int32_t pos) noexcept;
+  void candidates(uint32_t hash, Candidates& c) const noexcept;
+  bool keyMatches(uint32_t idx, bool wide, const FlowKey& k) const noexcept;
+  void writeKey(uint32_t idx, bool wide, const FlowKey& k) noexcept;
+  bool readKey(uint32_t idx, FlowKey& out) const noexcept;
+  int32_t insertOnce(const FlowKey& k, uint32_t hash, bool& retry) noexcept;
+  int32_t posOf(uint32_t idx, bool wide) const noexcept {
+    return int32_t(wide ? idx + nslots_ : idx);
+  }
+
   rte_rcu_qsbr* qsbr_;
   uint32_t capacity_;
-  size_t slots_ = 0;
-  std::unique_ptr<FlowEntry[]> entries_;
+  uint32_t nbuckets_ = 0;
+  uint32_t nslots_ = 0;
+  void* map_ = nullptr;
+  size_t map_bytes_ = 0;
+  std::atomic<uint32_t>* tags_ = nullptr;
+  struct Slot4;
+  struct Slot6;
+  Slot4* narrow_ = nullptr;
+  Slot6* wide_ = nullptr;
+  std::atomic<uint32_t> count_{0};
+  std::atomic<uint64_t> abandoned_{0};
+  NeighbourTable neigh_;
   std::deque<Retired> retired_;
   uint64_t evicted_ = 0;
 };

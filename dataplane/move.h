@@ -40,7 +40,7 @@ inline uint64_t tryMove(FlowEntry& e, const Snapshot& s, const GroupView& g, uin
   // a loser takes the winner's route; only the winner records the move.
   if (!e.route.compare_exchange_strong(seen, want, std::memory_order_acq_rel)) return seen;
   e.moved.store(packMove(uint8_t(why), from, routeCookie(route)), std::memory_order_release);
-  e.moved_ns.store(now, std::memory_order_relaxed);
+  e.moved_at.store(now);
   e.moves.fetch_add(1, std::memory_order_relaxed);
   moved = true;
   return want;

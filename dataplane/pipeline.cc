@@ -19,7 +19,7 @@
 #include "dataplane/move.h"
 
 namespace gwlb::dp {
-// DirInfo keeps the ingress port in 8 bits.
+// NeighbourTable::pack keeps the ingress port in 8 bits.
 static_assert(RTE_MAX_ETHPORTS <= 256);
 namespace {
 
@@ -77,10 +77,6 @@ inline void forUs(Ctx& c, rte_mbuf* m) noexcept {
   c.w.counters.inc(Counter::punted_exception);
 }
 
-inline void relaxedAdd(std::atomic<uint64_t>& a, uint64_t v) noexcept {
-  a.store(a.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
-}
-
 // Which table entry a packet belongs to, and in which direction it travels.
 struct FlowRef {
   FlowKey key;
@@ -111,32 +107,41 @@ inline FlowRef refFor(const ParsedPacket& p, StickinessMode mode, uint8_t listen
 
 // Records where this direction's packets come from: the first packet's L2,
 // then any change (a router failover, a neighbour's new MAC or port), so
-// returns follow the neighbour that sends now. Unchanged L2 costs two loads
-// and compares.
+// returns follow the neighbour that sends now. Unchanged L2 costs one index
+// load and two compares with the interned neighbour.
 // Concurrency rule R2 (docs/architecture.md "Flow entries: concurrency rules"):
-// DirInfo::follow writes under the sequence lock, or leaves it to the next packet.
-inline void learnDirection(Ctx& c, DirInfo& d, const rte_mbuf* m, const uint8_t* frame,
-                           const ParsedPacket& p) noexcept {
+// the neighbour is interned (immutable once ready), then its index stored with release.
+inline void learnDirection(Ctx& c, NeighbourTable& nt, std::atomic<uint16_t>& slot,
+                           const rte_mbuf* m, const uint8_t* frame, const ParsedPacket& p) noexcept {
   uint64_t peer, self;
-  if (!DirInfo::pack(frame, m->port, p.has_vlan ? p.vlan_tpid : 0, p.vlan_tci, peer, self)) return;
-  if (d.follow(peer, self)) [[unlikely]]
-    c.w.counters.inc(Counter::return_l2_changed);
+  if (!NeighbourTable::pack(frame, m->port, p.has_vlan ? p.vlan_tpid : 0, p.vlan_tci, peer, self))
+    return;
+  uint16_t cur = slot.load(std::memory_order_acquire);
+  if (nt.holds(cur, peer, self)) [[likely]]
+    return;
+  uint16_t idx = nt.intern(peer, self);
+  if (idx == 0) [[unlikely]] {
+    c.w.counters.inc(Counter::neighbour_table_full);
+    return;
+  }
+  slot.store(idx, std::memory_order_release);
+  if (cur != 0) c.w.counters.inc(Counter::return_l2_changed);
 }
 
 // Installs a route in a fresh entry (first writer wins) and returns the route in force.
 // Concurrency rule R1 (docs/architecture.md "Flow entries: concurrency rules"):
-// every creator writes flow_hash and last_seen_ns, the CAS winner the creation fields.
+// every creator writes flow_hash and last_seen, the CAS winner the creation fields.
 inline uint64_t ensureRoute(FlowEntry& e, uint16_t server, uint32_t cookie, uint32_t flow_hash,
                             uint64_t idle_ns, uint64_t now, uint8_t dir, bool& created) noexcept {
   uint64_t r = e.route.load(std::memory_order_acquire);
   if (r & kRouteSet) return r;
   e.flow_hash.store(flow_hash, std::memory_order_relaxed);
-  e.last_seen_ns.store(now, std::memory_order_relaxed);
+  e.last_seen.store(now);
   uint64_t want = packRoute(server, cookie);
   if (e.route.compare_exchange_strong(r, want, std::memory_order_acq_rel)) {
-    e.created_ns.store(now, std::memory_order_relaxed);
+    e.created.store(now);
     e.first_dir.store(dir, std::memory_order_relaxed);
-    e.idle_timeout_ns.store(idle_ns, std::memory_order_release);
+    e.idle_timeout.store(idle_ns, std::memory_order_release);
     created = true;
     return want;
   }
@@ -243,10 +248,9 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref, int
       return drop(c, m, Counter::drop_no_healthy_server);
   }
 #endif
-  e.last_seen_ns.store(c.now, std::memory_order_relaxed);
-  relaxedAdd(e.packets[ref.dir], 1);
-  relaxedAdd(e.bytes[ref.dir], p.l3_len);
-  learnDirection(c, e.dir[ref.dir], m, frame, p);
+  e.last_seen.store(c.now);
+  e.packets.store(e.packets.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  learnDirection(c, ft.neighbours(), e.l2[ref.dir], m, frame, p);
 
   // The first fragment of a datagram leaves a short-lived entry that carries
   // the flow's route to the fragments without ports.
@@ -279,8 +283,8 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref, int
           if (other_flow) c.w.counters.inc(Counter::fragment_entries_replaced);
         }
       }
-      fe.last_seen_ns.store(c.now, std::memory_order_relaxed);
-      learnDirection(c, fe.dir[0], m, frame, p);
+      fe.last_seen.store(c.now);
+      learnDirection(c, ft.neighbours(), fe.l2[0], m, frame, p);
       if (fcreated) c.w.counters.inc(Counter::fragment_entries_created);
     }
   }
@@ -423,8 +427,9 @@ void finishReturn(Ctx& c, rte_mbuf* m, const ParsedPacket& in, const FlowRef& re
   }
   DirL2 d;
   // Concurrency rule R2 (docs/architecture.md "Flow entries: concurrency rules"):
-  // empty, or busy through every retry: no L2 to return by.
-  if (!e.dir[ref.dir].read(d)) return drop(c, m, Counter::drop_return_no_l2);
+  // no neighbour learned for this direction: no L2 to return by.
+  if (!c.dp.flows->neighbours().read(e.l2[ref.dir].load(std::memory_order_acquire), d))
+    return drop(c, m, Counter::drop_return_no_l2);
 
   // Strip everything up to the inner IP header, then give it the L2 header of
   // the neighbour it came from: byte-identical at L3.
@@ -443,7 +448,7 @@ void finishReturn(Ctx& c, rte_mbuf* m, const ParsedPacket& in, const FlowRef& re
   } else {
     wr16(h + 12, et);
   }
-  e.last_seen_ns.store(c.now, std::memory_order_relaxed);
+  e.last_seen.store(c.now);
   m->port = d.port;
   c.w.countReturned(server, geneve_len);
   ++c.returned;

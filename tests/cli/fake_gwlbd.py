@@ -40,7 +40,7 @@ def flow(n):
     return {"src": "198.51.100.%d" % n, "dst": "203.0.113.1", "sport": 1000 + n, "dport": 80,
             "proto": "tcp", "group": "firewalls", "appliance": "192.0.2.10",
             "cookie": "0x0000000%d" % n, "kind": "flow", "age_s": 1.5, "idle_s": 0.5,
-            "packets": [3, 2], "bytes": [300, 200]}
+            "packets": 5}
 
 
 NOW = time.time()

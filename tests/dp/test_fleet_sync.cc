@@ -142,8 +142,9 @@ TEST_F(FleetSyncInstall, APeersFlowIsCreatedWithItsRouteAndForwardedThere) {
     int32_t pos = h_->flows().lookup(r.key, r.flow_hash);
     ASSERT_GE(pos, 0);
     const dp::FlowEntry& en = h_->flows().entry(pos);
-    EXPECT_EQ(en.idle_timeout_ns.load(), 350'000'000'000ULL) << "the group's TCP idle timeout";
-    EXPECT_EQ(en.created_ns.load(), now - 5'000'000'000ULL);
+    EXPECT_EQ(en.idle_timeout.ns(), 350'000'000'000ULL) << "the group's TCP idle timeout";
+    // Times are kept in ticks of 2^20 ns.
+    EXPECT_NEAR(double(en.created.ns(now)), double(now - 5'000'000'000ULL), double(dp::kTickNs));
   }
   EXPECT_EQ(h_->get(Counter::flows_created), 0u) << "the workers created none of them";
   // makeRecord gives back what install took.
@@ -241,13 +242,13 @@ TEST_F(FleetSyncInstall, AFlowThatMovedHereIsNeverOverriddenByNewOrRefresh) {
   // The same route: the peer's later packet keeps it alive here.
   sync::Record same = peerRecord(1, local.appliance, sync::RecordKind::kRefresh);
   same.idle_for_ms = 0;
-  h_->flows().entry(pos).last_seen_ns.store(h_->now - 30'000'000'000ULL);
+  h_->flows().entry(pos).last_seen.store(h_->now - 30'000'000'000ULL);
   EXPECT_EQ(fs_->install(same, h_->now), ctl::InstallResult::kRefreshed);
-  EXPECT_EQ(h_->flows().entry(pos).last_seen_ns.load(), h_->now);
+  EXPECT_EQ(h_->flows().entry(pos).last_seen.tick(), dp::toTick(h_->now));
   // An older peer packet does not move it back.
   same.idle_for_ms = 60'000;
   EXPECT_EQ(fs_->install(same, h_->now), ctl::InstallResult::kRefreshed);
-  EXPECT_EQ(h_->flows().entry(pos).last_seen_ns.load(), h_->now);
+  EXPECT_EQ(h_->flows().entry(pos).last_seen.tick(), dp::toTick(h_->now));
 }
 
 TEST_F(FleetSyncInstall, AMoveAppliesOnlyFromTheRouteItLeft) {

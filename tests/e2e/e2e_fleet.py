@@ -64,7 +64,7 @@ def gw_entries(lab, k):
     dataplane)} of the streams in gateway k's flow table (an entry learnt from
     a peer has no packets until ECMP sends one here)."""
     r = ctl(lab, k, "flows", "--all", "--port", "7000")
-    return {f["sport"] if f["src"] == CLIENT else f["dport"]: (f["appliance"], sum(f["packets"]))
+    return {f["sport"] if f["src"] == CLIENT else f["dport"]: (f["appliance"], f["packets"])
             for f in r["flows"] if f["kind"] == "flow"}
 
 
