@@ -585,17 +585,10 @@ void processBurst(Dataplane& dp, WorkerState& w, rte_mbuf** pkts, uint16_t n, ui
     ++nf;
   }
 
-  // Stage 2: look every key up at once (buckets prefetched together), then
-  // prefetch the entries found.
-  if (nf) {
-    dp.flows->lookupBulk(keys, hashes, nf, pos);
-    for (uint16_t i = 0; i < nf; ++i)
-      if (pos[i] >= 0) {
-        const char* e = reinterpret_cast<const char*>(&dp.flows->entry(pos[i]));
-        rte_prefetch0(e);
-        rte_prefetch0(e + 64);  // its learned L2 (learnDirection reads it)
-      }
-  }
+  // Stage 2: look every key up at once (tag lines prefetched together, then
+  // the candidate slots; an IPv4 flow's key and entry share its one line, so
+  // a hit leaves the entry in cache for stage 3).
+  if (nf) dp.flows->lookupBulk(keys, hashes, nf, pos);
 
   // Stage 3: route and encapsulate, or check and unwrap a return.
   for (uint16_t i = 0; i < nf; ++i) {
