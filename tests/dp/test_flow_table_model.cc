@@ -199,7 +199,15 @@ void worker(Shared& sh, unsigned w, uint64_t n_ops, uint64_t seed) {
         uint32_t hs[3] = {hashes[i], hashes[(i + 1) % kPrivate], hashes[i]};
         int32_t ps[3];
         ft.lookupBulk(kp, hs, 3, ps);
-        if (ps[0] != ps[2]) fail(sh, "bulk lookup: one key, two answers");
+        // An expiring key may be deleted by the control thread between the
+        // two comparisons of one call: then the later one misses. Any other
+        // key has one answer.
+        if (kn.state == Known::kExpiring) {
+          for (int32_t p : {ps[0], ps[2]})
+            if (p >= 0 && p != kn.pos) fail(sh, "bulk lookup: an expiring key moved");
+        } else if (ps[0] != ps[2]) {
+          fail(sh, "bulk lookup: one key, two answers");
+        }
         pos = ps[0];
       } else {
         pos = ft.lookup(k, hashes[i]);
@@ -246,7 +254,12 @@ TEST(FlowTableModel, TwoWorkersAndTheControlThreadAgainstAnOracle) {
   Shared sh;
   sh.ft = &ft;
   sh.qsbr = qsbr;
-  for (uint32_t i = 0; i < kShared; ++i) sh.shared_keys.push_back(makeKey(9, i));
+  // As many shared keys as the workers' rounds reach (a round every
+  // kBarrierEvery operations): all 20,000 in a plain build, fewer when the
+  // sanitizers cut the operations to a tenth.
+  const uint32_t n_shared =
+      uint32_t(std::min<uint64_t>(kShared, ops / kBarrierEvery * kSharedPerRound));
+  for (uint32_t i = 0; i < n_shared; ++i) sh.shared_keys.push_back(makeKey(9, i));
 
   std::thread w0(worker, std::ref(sh), 0u, ops, 0x1234);
   std::thread w1(worker, std::ref(sh), 1u, ops, 0x5678);
@@ -282,13 +295,14 @@ TEST(FlowTableModel, TwoWorkersAndTheControlThreadAgainstAnOracle) {
   EXPECT_EQ(sh.failures.load(), 0u);
   // One entry per shared key, the same for both workers, one route winner.
   uint32_t disagree = 0;
-  for (uint32_t i = 0; i < kShared; ++i) {
+  for (uint32_t i = 0; i < n_shared; ++i) {
     disagree += sh.shared_pos[0][i] != sh.shared_pos[1][i];
     const FlowKey& k = sh.shared_keys[i];
     EXPECT_EQ(ft.lookup(k, flowHash(k)), sh.shared_pos[0][i]) << "shared key " << i;
   }
   EXPECT_EQ(disagree, 0u) << "workers that inserted one key got two positions";
-  EXPECT_EQ(sh.route_wins.load(), kShared) << "one route CAS winner per shared key";
+  EXPECT_GE(n_shared, 5000u);
+  EXPECT_EQ(sh.route_wins.load(), n_shared) << "one route CAS winner per shared key";
   std::unordered_map<FlowKey, int, KeyHash> copies;
   size_t live = 0;
   ft.forEach([&](const FlowKey& k, int32_t, const dp::FlowEntry&) {
