@@ -341,22 +341,34 @@ int32_t FlowTable::insertOnce(const FlowKey& k, uint32_t hash, bool& retry) noex
     return t;
   };
 
+  // What a slot the signature scan found holds for this key, once a busy
+  // claim there has settled: kOther (another key, or empty, deleted, dead),
+  // kBusy (stayed busy: cannot tell), kSame (this key, keyed or ready; `t`
+  // is its tag). Both scans below (the key already there; twins) use it.
+  enum class Seen { kOther, kBusy, kSame };
+  auto inspect = [&](uint32_t idx, uint32_t& t) {
+    t = tags_[idx].load(std::memory_order_acquire);
+    if (tagKey(t) != sig) return Seen::kOther;
+    uint32_t st = tagState(t);
+    if (st != kBusy && st != kKeyed && st != kReady) return Seen::kOther;
+    t = settled(idx);
+    if (tagKey(t) != sig) return Seen::kOther;
+    if (tagState(t) == kBusy) return Seen::kBusy;
+    if (tagState(t) != kKeyed && tagState(t) != kReady) return Seen::kOther;
+    return keyMatches(idx, wide, k) ? Seen::kSame : Seen::kOther;
+  };
+
   // 1. The key may be there, or on its way in.
   for (uint32_t i = 0; i < nb; ++i)
     for (uint32_t m = matchSig(tags_ + size_t(bk[i]) * kBucketSlots, sig); m; m &= m - 1) {
       uint32_t idx = bk[i] * kBucketSlots + uint32_t(__builtin_ctz(m));
-      uint32_t t = tags_[idx].load(std::memory_order_acquire);
-      if (tagKey(t) != sig) continue;
-      uint32_t st = tagState(t);
-      if (st != kBusy && st != kKeyed && st != kReady) continue;
-      t = settled(idx);
-      if (tagKey(t) != sig) continue;
-      if (tagState(t) == kBusy) {
+      uint32_t t;
+      Seen seen = inspect(idx, t);
+      if (seen == Seen::kOther) continue;
+      if (seen == Seen::kBusy) {
         retry = true;
         return -1;
       }
-      if (tagState(t) != kKeyed && tagState(t) != kReady) continue;
-      if (!keyMatches(idx, wide, k)) continue;
       // The same key: ready, or keyed by another inserter (wait for its outcome).
       for (uint32_t n = 0; tagState(t) == kKeyed && n < kSpinLimit; ++n) {
         spinPause(n);
@@ -413,19 +425,14 @@ int32_t FlowTable::insertOnce(const FlowKey& k, uint32_t hash, bool& retry) noex
     for (uint32_t m = matchSig(tags_ + size_t(bk[i]) * kBucketSlots, sig); m; m &= m - 1) {
       uint32_t idx = bk[i] * kBucketSlots + uint32_t(__builtin_ctz(m));
       if (idx == own) continue;
-      uint32_t t = tags_[idx].load(std::memory_order_acquire);
-      if (tagKey(t) != sig) continue;
-      uint32_t st = tagState(t);
-      if (st != kBusy && st != kKeyed && st != kReady) continue;
-      t = settled(idx);
-      if (tagKey(t) != sig) continue;
-      if (tagState(t) == kBusy) {  // stayed busy: cannot tell; give this try up
+      uint32_t t;
+      Seen seen = inspect(idx, t);
+      if (seen == Seen::kOther) continue;
+      if (seen == Seen::kBusy) {  // stayed busy: cannot tell; give this try up
         lose();
         retry = true;
         return -1;
       }
-      if (tagState(t) != kKeyed && tagState(t) != kReady) continue;
-      if (!keyMatches(idx, wide, k)) continue;
       if (tagState(t) == kReady || idx < own) {  // the twin wins
         lose();
         if (tagState(t) == kReady) return posOf(idx, wide);
