@@ -4,11 +4,11 @@ WORK/a.yaml and WORK/b.yaml: A replays a capture of new UDP flows, B has no
 traffic; each lists the other as its peer).
 
 1. B starts alone: no peer answers, its warm start times out and it goes on.
-   Appliance 10.0.0.1 is drained on B only, so B's own Maglev table no longer
-   picks it.
 2. A starts and creates the flows. B must hold every one of them with A's
-   appliance and cookie, including the flows on 10.0.0.1 that B's table would
-   send elsewhere (explain on B: today's choice differs, the entry keeps it).
+   appliance and cookie. Appliance 10.0.0.1 is then drained on B only (it
+   stays draining, B holding flows on it), so B's own Maglev table no longer
+   picks it: B keeps A's flows on 10.0.0.1 all the same (explain on B:
+   today's choice differs, the entry keeps it).
    Then 10.0.0.3 is drained on A with a 1 s timeout (rebalance): A moves its
    flows off it (the control thread's sweep, the flows are idle) and B must
    apply the same moves ("changed" records): same appliance, same cookie,
@@ -181,14 +181,17 @@ def run(a, A, B):
     w = wait_for("B's warm start to give up", lambda: B.sync()["warm_start"]["done"] and B.sync())
     if w["warm_start"]["state"] != "timed_out":
         fail(f"B's warm start with no peer up: {w['warm_start']}")
-    B.api("server.drain", address=drained)
-    print(f"B: warm start {w['warm_start']['state']} after {w['warm_start']['elapsed_s']:.1f} s; "
-          f"{drained} drained on B")
+    print(f"B: warm start {w['warm_start']['state']} after {w['warm_start']['elapsed_s']:.1f} s")
 
     # 2. A creates the flows; B gets them all, with A's appliance and cookie.
     A.start()
     wait_for(f"A's {a.flows} flows", lambda: A.count() == a.flows)
     wait_for(f"B to hold A's {a.flows} flows", lambda: B.count() == a.flows)
+    # Drained on B only once B holds flows on it: drained earlier, with no
+    # flow, its drain would be over at once, and B would move the flows A
+    # sends it off the drained appliance (and tell A of the moves).
+    B.api("server.drain", address=drained)
+    print(f"{drained} drained on B (it stays draining: B holds flows on it)")
     fa, fb = A.flows(), B.flows()
     if set(fa) != set(fb):
         fail(f"flows differ: only on A {len(set(fa) - set(fb))}, only on B {len(set(fb) - set(fa))}")
