@@ -100,6 +100,25 @@ struct GroupView {
   uint64_t other_idle_ns = 120'000'000'000ULL;
   std::vector<uint16_t> maglev;  // slot -> server id (kNoServer when none)
   uint8_t listener = kNoListener;  // the listener it serves: flow keys carry the listener
+
+  // Installs the Maglev table and the reciprocal that maglevSlot() uses.
+  void setMaglev(std::vector<uint16_t> table) noexcept {
+    maglev = std::move(table);
+    maglev_recip = maglev.empty() ? 0 : ~uint64_t(0) / maglev.size() + 1;
+  }
+  // hash % maglev.size() without a division (a 64-bit div costs 40-90
+  // cycles, once per new flow): Lemire's exact remainder for 32-bit
+  // operands, from the reciprocal setMaglev() computed. The table must not
+  // be empty.
+  uint32_t maglevSlot(uint32_t hash) const noexcept {
+    uint64_t low = maglev_recip * hash;
+    __extension__ using U128 = unsigned __int128;
+    return uint32_t((U128(low) * maglev.size()) >> 64);
+  }
+  uint16_t maglevPick(uint32_t hash) const noexcept {
+    return maglev.empty() ? kNoServer : maglev[maglevSlot(hash)];
+  }
+  uint64_t maglev_recip = 0;
 };
 
 // A service (control/regions.h): its flows are keyed by the listener's index,

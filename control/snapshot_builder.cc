@@ -259,8 +259,8 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
     inputs.reserve(order.size());
     for (uint32_t i : order)
       inputs.push_back({gc.servers[i].address.v4HostOrder(), weights[i], ids[i]});
-    g.maglev = maglev ? maglev->table(inputs, gc.maglev_table_size, dp::kNoServer)
-                      : buildGroupMaglev(inputs, gc.maglev_table_size, dp::kNoServer);
+    g.setMaglev(maglev ? maglev->table(inputs, gc.maglev_table_size, dp::kNoServer)
+                       : buildGroupMaglev(inputs, gc.maglev_table_size, dp::kNoServer));
     s->groups.push_back(std::move(g));
   }
   // Listeners: which group takes new flows, and which groups' regions failed.

@@ -108,13 +108,13 @@ inline uint32_t matchLine(const std::atomic<uint32_t>* line, uint32_t want) noex
 #ifdef GWLB_FT_SIMD
   // A plain vector read of the tag line (x86 loads of aligned words are
   // atomic); each match is confirmed by an acquire load before the key is read.
+  // The four compare results (0 or -1 per tag) narrow to 16 bytes with
+  // saturating packs, in tag order, and one byte mask says which matched.
   const __m128i* v = reinterpret_cast<const __m128i*>(line);
   __m128i w = _mm_set1_epi32(int(want));
-  uint32_t m0 = uint32_t(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(_mm_load_si128(v), w))));
-  uint32_t m1 = uint32_t(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(_mm_load_si128(v + 1), w))));
-  uint32_t m2 = uint32_t(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(_mm_load_si128(v + 2), w))));
-  uint32_t m3 = uint32_t(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(_mm_load_si128(v + 3), w))));
-  return m0 | m1 << 4 | m2 << 8 | m3 << 12;
+  __m128i c01 = _mm_packs_epi32(_mm_cmpeq_epi32(_mm_load_si128(v), w), _mm_cmpeq_epi32(_mm_load_si128(v + 1), w));
+  __m128i c23 = _mm_packs_epi32(_mm_cmpeq_epi32(_mm_load_si128(v + 2), w), _mm_cmpeq_epi32(_mm_load_si128(v + 3), w));
+  return uint32_t(_mm_movemask_epi8(_mm_packs_epi16(c01, c23)));
 #else
   uint32_t m = 0;
   for (uint32_t i = 0; i < FlowTable::kBucketSlots; ++i)
@@ -200,8 +200,17 @@ FlowTable::FlowTable(const std::string& name, uint32_t capacity, rte_rcu_qsbr* q
   if (map_ == MAP_FAILED)
     throw std::runtime_error("flow table: mmap(" + std::to_string(map_bytes_) +
                              ") failed: " + std::strerror(errno));
-  if (tag_bytes + narrow_bytes >= (size_t(64) << 20))
+  if (tag_bytes + narrow_bytes >= (size_t(4) << 20))
     madvise(map_, tag_bytes + narrow_bytes, MADV_HUGEPAGE);  // fewer TLB misses; advisory
+  // The tags and the IPv4 slots are faulted in now, at startup, not by the
+  // first packet of each flow inside a worker's burst (a page fault there
+  // costs thousands of cycles); the memory is resident from the start, as
+  // hugepage memory would be. The wide array stays lazy: an IPv4-only
+  // gateway never touches it. Kernels before 5.14 lack the advice: touch.
+  if (madvise(map_, tag_bytes + narrow_bytes, MADV_POPULATE_WRITE) != 0) {
+    auto* p = static_cast<volatile uint8_t*>(map_);
+    for (size_t off = 0; off < tag_bytes + narrow_bytes; off += 4096) p[off] = 0;
+  }
   auto* base = static_cast<uint8_t*>(map_);
   tags_ = reinterpret_cast<std::atomic<uint32_t>*>(base);
   narrow_ = reinterpret_cast<Slot4*>(base + tag_bytes);
@@ -217,18 +226,7 @@ FlowEntry* FlowTable::entryPtr(int32_t pos) noexcept {
   return p < nslots_ ? &narrow_[p].e : &wide_[p - nslots_].e;
 }
 
-// Two buckets by fastrange (multiply-shift: any bucket count) of the hash and
-// of an odd multiple of it, each with its neighbour: four candidate buckets.
-void FlowTable::candidates(uint32_t hash, Candidates& c) const noexcept {
-  uint32_t b1 = uint32_t((uint64_t(hash) * nbuckets_) >> 32);
-  uint32_t b2 = uint32_t((uint64_t(hash * 0x9E3779B1u) * nbuckets_) >> 32);
-  c.bucket[0] = b1;
-  c.bucket[1] = b1 + 1 == nbuckets_ ? 0 : b1 + 1;
-  c.bucket[2] = b2;
-  c.bucket[3] = b2 + 1 == nbuckets_ ? 0 : b2 + 1;
-}
-
-bool FlowTable::keyMatches(uint32_t idx, bool wide, const FlowKey& k) const noexcept {
+[[gnu::always_inline]] inline bool FlowTable::keyMatches(uint32_t idx, bool wide, const FlowKey& k) const noexcept {
   if (wide) return std::memcmp(&wide_[idx].key, &k, sizeof k) == 0;
   return sameKey4(narrow_[idx].key, toKey4(k));
 }
@@ -264,7 +262,7 @@ int32_t FlowTable::lookup(const FlowKey& k, uint32_t hash) const noexcept {
 }
 
 void FlowTable::lookupBulk(const FlowKey* const* keys, const uint32_t* hashes, uint32_t n,
-                           int32_t* pos) const noexcept {
+                           int32_t* pos, uint32_t* hints) const noexcept {
   Candidates c[kLookupBulkMax];
   uint64_t masks[kLookupBulkMax];
   uint32_t want[kLookupBulkMax];
@@ -302,6 +300,24 @@ void FlowTable::lookupBulk(const FlowKey* const* keys, const uint32_t* hashes, u
         }
       }
       pos[at + i] = r;
+      if (!hints) continue;
+      hints[at + i] = kNoHint;
+      if (r >= 0 || wide) continue;
+      // A miss: most likely a new flow whose insert follows in this burst.
+      // Its slot (the first empty one of the least loaded candidate
+      // bucket, as insert() picks) is fetched for writing now, so the
+      // insert does not wait for a cold line.
+      uint32_t best = 0, best_free = 0, best_mask = 0;
+      for (uint32_t j = 0; j < 4; ++j) {
+        uint32_t e = matchLine(tags_ + size_t(c[i].bucket[j]) * kBucketSlots, kEmpty);
+        uint32_t f = uint32_t(__builtin_popcount(e));
+        if (f > best_free) best = j, best_free = f, best_mask = e;
+      }
+      if (best_mask) {
+        uint32_t idx = c[i].bucket[best] * kBucketSlots + uint32_t(__builtin_ctz(best_mask));
+        hints[at + i] = idx;
+        __builtin_prefetch(&narrow_[idx], 1, 3);
+      }
     }
   }
 }
@@ -311,17 +327,17 @@ void FlowTable::lookupBulk(const FlowKey* const* keys, const uint32_t* hashes, u
 // with the same tag for a twin (a ready twin wins; of two keyed twins the lower
 // slot wins and kills the other with a CAS keyed -> dead), then CAS keyed ->
 // ready. A bounded number of restarts, then -1.
-int32_t FlowTable::insert(const FlowKey& k, uint32_t hash) noexcept {
+int32_t FlowTable::insert(const FlowKey& k, uint32_t hash, uint32_t hint) noexcept {
   for (int attempt = 0; attempt < 8; ++attempt) {
     bool retry = false;
-    int32_t r = insertOnce(k, hash, retry);
+    int32_t r = insertOnce(k, hash, attempt == 0 ? hint : kNoHint, retry);
     if (!retry) return r;
   }
   abandoned_.fetch_add(1, std::memory_order_relaxed);
   return -1;
 }
 
-int32_t FlowTable::insertOnce(const FlowKey& k, uint32_t hash, bool& retry) noexcept {
+int32_t FlowTable::insertOnce(const FlowKey& k, uint32_t hash, uint32_t hint, bool& retry) noexcept {
   const bool wide = !isCompact(k);
   const uint32_t sig = tagSig(hash, wide);
   Candidates c;
@@ -358,8 +374,24 @@ int32_t FlowTable::insertOnce(const FlowKey& k, uint32_t hash, bool& retry) noex
     return keyMatches(idx, wide, k) ? Seen::kSame : Seen::kOther;
   };
 
+  // A hint (the caller just missed the key): it is most likely absent, so
+  // steps 1 and 2 are skipped when the hinted slot, in one of the key's
+  // buckets, is still empty and this claims it. Step 3 finds the key all
+  // the same if another inserter has added it, ready or keyed, meanwhile.
+  uint32_t own = UINT32_MAX;
+  if (hint < nslots_ && !wide && std::find(bk, bk + nb, hint / kBucketSlots) != bk + nb &&
+      tags_[hint].load(std::memory_order_relaxed) == kEmpty) {
+    if (count_.fetch_add(1, std::memory_order_relaxed) >= capacity_) {
+      count_.fetch_sub(1, std::memory_order_relaxed);
+      return -1;
+    }
+    uint32_t e = kEmpty;
+    if (tags_[hint].compare_exchange_strong(e, sig | kBusy, std::memory_order_acquire)) own = hint;
+    else count_.fetch_sub(1, std::memory_order_relaxed);
+  }
+
   // 1. The key may be there, or on its way in.
-  for (uint32_t i = 0; i < nb; ++i)
+  for (uint32_t i = 0; i < nb && own == UINT32_MAX; ++i)
     for (uint32_t m = matchSig(tags_ + size_t(bk[i]) * kBucketSlots, sig); m; m &= m - 1) {
       uint32_t idx = bk[i] * kBucketSlots + uint32_t(__builtin_ctz(m));
       uint32_t t;
@@ -380,11 +412,10 @@ int32_t FlowTable::insertOnce(const FlowKey& k, uint32_t hash, bool& retry) noex
     }
 
   // 2. Reserve one of capacity(), then claim an empty slot in the least loaded bucket.
-  if (count_.fetch_add(1, std::memory_order_relaxed) >= capacity_) {
+  if (own == UINT32_MAX && count_.fetch_add(1, std::memory_order_relaxed) >= capacity_) {
     count_.fetch_sub(1, std::memory_order_relaxed);
     return -1;
   }
-  uint32_t own = UINT32_MAX;
   for (int tries = 0; tries < 16 && own == UINT32_MAX; ++tries) {
     uint32_t best = UINT32_MAX, best_used = kBucketSlots;
     for (uint32_t i = 0; i < nb; ++i) {

@@ -152,13 +152,21 @@ class FlowTable {
   // are prefetched, then their candidate slots, then keys are compared
   // (up to kLookupBulkMax keys per stage; larger n is split).
   static constexpr uint32_t kLookupBulkMax = 64;
-  void lookupBulk(const FlowKey* const* keys, const uint32_t* hashes, uint32_t n,
-                  int32_t* pos) const noexcept;
+  // With `hints`, each miss also gets the slot its insert would most likely
+  // claim (kNoHint for a hit, or when there is none),
+  // already fetched for writing: pass it to insert().
+  static constexpr uint32_t kNoHint = UINT32_MAX;
+  void lookupBulk(const FlowKey* const* keys, const uint32_t* hashes, uint32_t n, int32_t* pos,
+                  uint32_t* hints = nullptr) const noexcept;
   // Worker (or the control thread): position of the key (existing or newly
   // added), or -1 when the table holds capacity() keys, its candidate
   // buckets are full, or another inserter of a key with the same tag stayed
   // busy past a bound (R10; counted in insertsAbandoned()).
-  int32_t insert(const FlowKey& k, uint32_t hash) noexcept;
+  // `hint`: the slot lookupBulk() suggested for this key after it missed
+  // it; the insert then claims that slot if it is still empty instead of
+  // scanning for the key and for the least loaded bucket first (the twin
+  // check of R10 still finds the key if another inserter added it since).
+  int32_t insert(const FlowKey& k, uint32_t hash, uint32_t hint = kNoHint) noexcept;
   FlowEntry& entry(int32_t pos) noexcept { return *entryPtr(pos); }
   const FlowEntry& entry(int32_t pos) const noexcept {
     return *const_cast<FlowTable*>(this)->entryPtr(pos);
@@ -237,11 +245,20 @@ class FlowTable {
     uint32_t bucket[4];
   };
   FlowEntry* entryPtr(int32_t pos) noexcept;
-  void candidates(uint32_t hash, Candidates& c) const noexcept;
+  // Two buckets by fastrange (multiply-shift: any bucket count) of the hash
+  // and of an odd multiple of it, each with its neighbour: four candidates.
+  void candidates(uint32_t hash, Candidates& c) const noexcept {
+    uint32_t b1 = uint32_t((uint64_t(hash) * nbuckets_) >> 32);
+    uint32_t b2 = uint32_t((uint64_t(hash * 0x9E3779B1u) * nbuckets_) >> 32);
+    c.bucket[0] = b1;
+    c.bucket[1] = b1 + 1 == nbuckets_ ? 0 : b1 + 1;
+    c.bucket[2] = b2;
+    c.bucket[3] = b2 + 1 == nbuckets_ ? 0 : b2 + 1;
+  }
   bool keyMatches(uint32_t idx, bool wide, const FlowKey& k) const noexcept;
   void writeKey(uint32_t idx, bool wide, const FlowKey& k) noexcept;
   bool readKey(uint32_t idx, FlowKey& out) const noexcept;
-  int32_t insertOnce(const FlowKey& k, uint32_t hash, bool& retry) noexcept;
+  int32_t insertOnce(const FlowKey& k, uint32_t hash, uint32_t hint, bool& retry) noexcept;
   int32_t posOf(uint32_t idx, bool wide) const noexcept {
     return int32_t(wide ? idx + nslots_ : idx);
   }

@@ -27,7 +27,7 @@ inline uint64_t tryMove(FlowEntry& e, const Snapshot& s, const GroupView& g, uin
   // Concurrency rule R5 (docs/architecture.md "Flow entries: concurrency rules"):
   // a fragment entry's flow_hash is its flow's, so it follows the flow.
   uint32_t flow_hash = e.flow_hash.load(std::memory_order_relaxed);
-  uint16_t to = g.maglev[flow_hash % g.maglev.size()];
+  uint16_t to = g.maglev[g.maglevSlot(flow_hash)];
   if (to == kNoServer || to == from || to >= s.servers.size()) return route;
   const ServerView& tv = s.servers[to];
   if (!tv.routable || tv.move != MoveReason::kNone) return route;

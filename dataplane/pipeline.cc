@@ -185,7 +185,8 @@ inline void countMove(Ctx& c, MoveReason why) noexcept {
 
 // The forward path of one packet whose key was looked up in the burst's bulk
 // lookup (`pos`: its position, or -1).
-void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref, int32_t pos) noexcept {
+void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref, int32_t pos,
+             uint32_t hint) noexcept {
   const Snapshot& s = c.s;
   constexpr uint8_t kListener = 0;  // the listener that receives all inspected traffic
   const ListenerView& lv = s.listeners[kListener];
@@ -204,10 +205,10 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref, int
   if (!(route & kRouteSet)) {
     if (!ng) return drop(c, m, Counter::drop_no_healthy_server);
     const GroupView& g = *ng;
-    uint16_t server = g.maglev.empty() ? kNoServer : g.maglev[ref.hash % g.maglev.size()];
+    uint16_t server = g.maglevPick(ref.hash);
     if (server == kNoServer) return drop(c, m, Counter::drop_no_healthy_server);
     if (pos < 0) {
-      pos = ft.insert(ref.key, ref.hash);
+      pos = ft.insert(ref.key, ref.hash, hint);
       c.noteInsert(ref.hash);
     }
     if (pos < 0) return drop(c, m, Counter::drop_flow_table_full);
@@ -347,7 +348,6 @@ struct ReturnInfo {
 bool prepareReturn(Ctx& c, rte_mbuf* m, const ParsedPacket& outer, ParsedPacket& in, FlowRef& ref,
                    ReturnInfo& ri) noexcept {
   const Snapshot& s = c.s;
-  const uint32_t geneve_len = m->pkt_len;  // as the appliance sent it, for its returned bytes
   uint16_t server = s.serverByIp(outer.tuple.src.v4HostOrder());
   if (server == kNoServer || server >= s.servers.size() || !s.servers[server].routable)
     return drop(c, m, Counter::drop_geneve_unknown_appliance), false;
@@ -497,6 +497,7 @@ void processBurst(Dataplane& dp, WorkerState& w, rte_mbuf** pkts, uint16_t n, ui
   const FlowKey* keys[kMaxBurst];
   uint32_t hashes[kMaxBurst];
   int32_t pos[kMaxBurst];
+  uint32_t hints[kMaxBurst];
   uint16_t nf = 0;
   for (uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = pkts[i];
@@ -588,12 +589,22 @@ void processBurst(Dataplane& dp, WorkerState& w, rte_mbuf** pkts, uint16_t n, ui
   // Stage 2: look every key up at once (tag lines prefetched together, then
   // the candidate slots; an IPv4 flow's key and entry share its one line, so
   // a hit leaves the entry in cache for stage 3).
-  if (nf) dp.flows->lookupBulk(keys, hashes, nf, pos);
+  // A miss also gets the slot its insert will claim, fetched for writing,
+  // and the Maglev entry that picks its appliance is fetched here.
+  if (nf) {
+    dp.flows->lookupBulk(keys, hashes, nf, pos, hints);
+    const GroupView* ng = can_forward && snap->listeners[0].active < snap->groups.size()
+                              ? &snap->groups[snap->listeners[0].active]
+                              : nullptr;
+    if (ng && !ng->maglev.empty())
+      for (uint16_t i = 0; i < nf; ++i)
+        if (pos[i] < 0 && !fwd[i].ret) rte_prefetch0(&ng->maglev[ng->maglevSlot(hashes[i])]);
+  }
 
   // Stage 3: route and encapsulate, or check and unwrap a return.
   for (uint16_t i = 0; i < nf; ++i) {
     if (fwd[i].ret) finishReturn(c, fwd[i].m, fwd[i].p, fwd[i].ref, fwd[i].ri, pos[i]);
-    else forward(c, fwd[i].m, fwd[i].p, fwd[i].ref, pos[i]);
+    else forward(c, fwd[i].m, fwd[i].p, fwd[i].ref, pos[i], hints[i]);
   }
 
   // Never blocks: what the ring cannot take now is sent by the control

@@ -90,7 +90,9 @@ TEST(ExceptionPath, FramesForTheNodeGoToTheKernelOthersDoNot) {
       EXPECT_EQ(r.bytes, c.frame) << "the kernel gets the frame as it arrived";
       EXPECT_EQ(r.port, c.port) << "the ingress port says which tap";
     }
-    if (c.verdict == Verdict::kDrop) EXPECT_EQ(r.drop, c.drop) << describe(r);
+    if (c.verdict == Verdict::kDrop) {
+      EXPECT_EQ(r.drop, c.drop) << describe(r);
+    }
   }
   EXPECT_EQ(h.get(Counter::punted_exception), to_kernel);
   EXPECT_EQ(h.get(Counter::drop_not_for_us), 0u);

@@ -131,8 +131,18 @@ void worker(Shared& sh, unsigned w, uint64_t n_ops, uint64_t seed) {
   std::vector<int32_t> seen_pos(kPrivate, -1);  // a key's last position (reuse statistics)
   sh.shared_pos[w].assign(sh.shared_keys.size(), -1);
   uint32_t next_shared = 0, round = 0;
-  const int32_t* bulk_pos = nullptr;
-  (void)bulk_pos;
+  // Half the inserts go the way the pipeline's do: a bulk lookup that
+  // misses and suggests a slot, then an insert that claims it (the twin
+  // check of R10 must still catch another worker's insert of the key).
+  auto insertKey = [&](const FlowKey& k, uint32_t h, bool hinted) {
+    if (!hinted) return ft.insert(k, h);
+    const FlowKey* kp[1] = {&k};
+    int32_t p[1];
+    uint32_t hint[1];
+    ft.lookupBulk(kp, &h, 1, p, hint);
+    if (p[0] >= 0 && hint[0] != dp::FlowTable::kNoHint) fail(sh, "a hit came with a hint");
+    return ft.insert(k, h, hint[0]);
+  };
 
   for (uint64_t op = 0; op < n_ops; ++op) {
     if (op % kBarrierEvery == 0 && next_shared < sh.shared_keys.size()) {
@@ -146,7 +156,7 @@ void worker(Shared& sh, unsigned w, uint64_t n_ops, uint64_t seed) {
         const uint32_t id = base + (w == 0 ? j : in_round - 1 - j);
         const FlowKey& k = sh.shared_keys[id];
         int32_t pos = -1;
-        for (int t = 0; t < 100 && pos < 0; ++t) pos = ft.insert(k, flowHash(k));
+        for (int t = 0; t < 100 && pos < 0; ++t) pos = insertKey(k, flowHash(k), (id + w) % 2 == 0);
         if (pos < 0) {
           fail(sh, "shared insert refused");
           continue;
@@ -170,7 +180,7 @@ void worker(Shared& sh, unsigned w, uint64_t n_ops, uint64_t seed) {
     if (what < 4) {  // insert
       if (kn.state == Known::kExpiring) continue;  // may still be there: its fate is the control's
       int32_t pos = -1;
-      for (int t = 0; t < 100 && pos < 0; ++t) pos = ft.insert(k, hashes[i]);
+      for (int t = 0; t < 100 && pos < 0; ++t) pos = insertKey(k, hashes[i], what % 2 == 1);
       if (pos < 0) {
         fail(sh, "insert of a private key refused");
         continue;

@@ -82,8 +82,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FlowKey k = grow(data + at + 1);
     uint32_t h = hashOf(k);
     auto it = in.find(k);
-    if (op <= 2) {  // insert
-      int32_t pos = ft.insert(k, h);
+    if (op <= 2) {  // insert (op 2: as the pipeline does, with the bulk lookup's hint)
+      int32_t pos;
+      if (op == 2) {
+        const FlowKey* ks[1] = {&k};
+        int32_t ps[1];
+        uint32_t hint[1];
+        ft.lookupBulk(ks, &h, 1, ps, hint);
+        FUZZ_CHECK(ps[0] < 0 || hint[0] == dp::FlowTable::kNoHint, "a hit came with a hint");
+        FUZZ_CHECK(hint[0] == dp::FlowTable::kNoHint || hint[0] < ft.slots(), "hint %u past slots()", hint[0]);
+        pos = ft.insert(k, h, hint[0]);
+      } else {
+        pos = ft.insert(k, h);
+      }
       if (it != in.end()) {
         FUZZ_CHECK(pos == it->second, "insert of a present key: %d, expected %d", pos, it->second);
       } else if (retired.count(k)) {

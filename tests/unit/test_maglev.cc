@@ -1,12 +1,14 @@
 // Behaviour of the Maglev table as a user of the load balancer sees it:
 // balance, weights, disruption on backend changes, determinism, errors.
 #include "common/maglev.h"
+#include "common/snapshot.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -352,6 +354,30 @@ TEST(MaglevIsPrime, MatchesSieveBelow100000) {
   for (uint32_t i = 0; i < limit; ++i) {
     ASSERT_EQ(isPrime(i), i >= 2 && !composite[i]) << i;
   }
+}
+
+// The workers pick a new flow's slot without a division (maglevSlot): it
+// must be exactly hash % size, or the gateways of a fleet running it and
+// explain (which divides) would disagree on a flow's appliance.
+TEST(MaglevSlot, EqualsTheRemainderForEveryTableSize) {
+  std::mt19937 rng(7);
+  std::vector<uint32_t> sizes = {1, 2, 3, 251, 65537, 65536, 131071, 655373, 1u << 20, 16777213};
+  for (int i = 0; i < 20; ++i) sizes.push_back(1 + rng() % (1u << 24));
+  for (uint32_t size : sizes) {
+    dp::GroupView g;
+    std::vector<uint16_t> t(size);
+    for (uint32_t j = 0; j < size; ++j) t[j] = uint16_t(j % 7);
+    g.setMaglev(std::move(t));
+    std::vector<uint32_t> hashes = {0, 1, size - 1, size, size + 1, 0x7FFFFFFFu, 0x80000000u, 0xFFFFFFFEu,
+                                    0xFFFFFFFFu};
+    for (int j = 0; j < 2000; ++j) hashes.push_back(uint32_t(rng()));
+    for (uint32_t h : hashes) {
+      ASSERT_EQ(g.maglevSlot(h), h % size) << "size " << size << " hash " << h;
+      ASSERT_EQ(g.maglevPick(h), uint16_t((h % size) % 7));
+    }
+  }
+  dp::GroupView empty;
+  EXPECT_EQ(empty.maglevPick(12345), dp::kNoServer);
 }
 
 }  // namespace
