@@ -81,14 +81,17 @@ class NeighbourTable {
   }
 
   // Worker: the index of this L2, adding it when new; 0 when the table is
-  // full (or, for a bounded wait, a slot stayed busy).
+  // full.
   // Concurrency rule R2 (docs/architecture.md "Flow entries: concurrency rules"):
   // linear probing from the hash; the first empty slot is claimed by CAS, and
   // since no slot ever empties again, two workers interning the same L2
-  // reach the same slot and agree on one index.
+  // reach the same slot and agree on one index. A slot another worker keeps
+  // busy past a short wait (it was preempted between its claim and its
+  // ready store) is passed over: the probe goes on, and at worst the same L2
+  // is interned twice (two indexes that read alike; holds() compares the
+  // L2, not the index). A worker never waits long here.
   uint16_t intern(uint64_t peer_word, uint64_t self_word) noexcept {
-    uint64_t h = (peer_word * 0x9E3779B97F4A7C15ULL) ^ (self_word * 0xC2B2AE3D27D4EB4FULL);
-    uint32_t at = uint32_t(h >> 40) & (kSlots - 1);
+    uint32_t at = homeSlot(peer_word, self_word);
     for (uint32_t n = 0; n < kSlots; ++n, at = (at + 1) & (kSlots - 1)) {
       uint8_t st = state_[at].load(std::memory_order_acquire);
       if (st == kEmpty) {
@@ -99,14 +102,20 @@ class NeighbourTable {
           return uint16_t(at + 1);
         }
       }
-      for (int spin = 0; st == kBusy && spin < 4096; ++spin) {
+      for (int spin = 0; st == kBusy && spin < kBusyWait; ++spin) {
         __builtin_ia32_pause();
         st = state_[at].load(std::memory_order_acquire);
       }
-      if (st != kReady) return 0;
+      if (st != kReady) continue;  // still busy: probe on
       if (peer_[at] == peer_word && self_[at] == self_word) return uint16_t(at + 1);
     }
     return 0;
+  }
+
+  // Tests: claims this L2's home slot and leaves it busy, as a worker
+  // preempted between its claim and its ready store would.
+  void holdHomeSlotBusyForTest(uint64_t peer_word, uint64_t self_word) noexcept {
+    state_[homeSlot(peer_word, self_word)].store(kBusy, std::memory_order_release);
   }
 
   // Any thread: the L2 at `idx` (an index read from a flow entry, whose
@@ -137,6 +146,11 @@ class NeighbourTable {
 
  private:
   static constexpr uint8_t kEmpty = 0, kBusy = 1, kReady = 2;
+  static constexpr int kBusyWait = 256;  // pauses (a few microseconds)
+  static uint32_t homeSlot(uint64_t peer_word, uint64_t self_word) noexcept {
+    uint64_t h = (peer_word * 0x9E3779B97F4A7C15ULL) ^ (self_word * 0xC2B2AE3D27D4EB4FULL);
+    return uint32_t(h >> 40) & (kSlots - 1);
+  }
   static constexpr size_t kMapBytes = size_t(kSlots) * 17;
   void* map_ = nullptr;
   uint64_t* peer_ = nullptr;

@@ -11,6 +11,7 @@
 
 #include "common/flow_key.h"
 #include "dataplane/eal.h"
+#include "dataplane/neighbour_table.h"
 #include "tests/dp/dp_harness.h"
 
 namespace gwlb::dptest {
@@ -223,6 +224,24 @@ TEST(FlowTableLimits, ExpiryEvictsTheIdlestFlowsWhenTheTableIsNearlyFull) {
   // Below the high-water mark nothing more is evicted.
   EXPECT_EQ(ft.expire(h.now), 0u);
   EXPECT_EQ(ft.evicted(), live - 80u);
+}
+
+// A worker preempted between claiming a neighbour slot and marking it ready
+// must not make another worker give up: before, intern() returned 0 after a
+// bounded wait (counted as neighbour_table_full, and that direction's
+// returns dropped as drop_return_no_l2). Now it probes on and interns the L2
+// in the next slot; the table still answers one index per L2 it completed.
+TEST(NeighbourTable, ASlotLeftBusyIsPassedOverNotAFullTable) {
+  dp::NeighbourTable nt;
+  const uint64_t peer = 0x0000'0a0b0c0d0e0fULL, self = 0x0001'020304050607ULL;
+  nt.holdHomeSlotBusyForTest(peer, self);
+  uint16_t idx = nt.intern(peer, self);
+  ASSERT_NE(idx, 0) << "a busy slot made intern() report a full table";
+  EXPECT_TRUE(nt.holds(idx, peer, self));
+  EXPECT_EQ(nt.intern(peer, self), idx) << "the same L2 again: the same index";
+  dp::DirL2 d;
+  ASSERT_TRUE(nt.read(idx, d));
+  EXPECT_EQ(d.peer_mac.b[0], 0x0f);
 }
 
 }  // namespace
