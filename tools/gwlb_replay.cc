@@ -247,8 +247,9 @@ int main(int argc, char** argv) {
   int rc = 0;
   try {
     checkEvents(events, cfg);
+    o.progress = !quiet && isatty(STDERR_FILENO);
     Replay replay(o, std::move(cfg), std::move(frames), n_router_in, std::move(events), cs);
-    Progress progress(!quiet && isatty(STDERR_FILENO));
+    Progress progress(o.progress);
     while (replay.step()) progress.tick(replay);
     progress.tick(replay, true);
     rc = replay.finish();

@@ -210,7 +210,7 @@ struct Replay::State {
 
 void Replay::State::decided(const ctl::Decision& d) {
   if (d.kind == ctl::Decision::Kind::kRegion) {
-    std::fprintf(stderr, "gwlb-replay: regions at %s: %s\n",
+    std::fprintf(stderr, "%sgwlb-replay: regions at %s: %s\n", o.progress ? "\r\033[K" : "",
                  ctl::secondsText(d.at_ns - std::min(d.at_ns, first_ts)).c_str(), d.text.c_str());
     region_changes.push_back({{"at_s", rel(d.at_ns)}, {"line", d.text}});
     if (region_sink) region_sink->push_back(d.text);

@@ -37,6 +37,9 @@ struct Options {
   // neighbour_unresolved (an appliance without a MAC); they are warned about
   // either way.
   bool strict = false;
+  // A progress line is being drawn on stderr (a terminal): lines printed
+  // during the run clear it first (the next update draws it again).
+  bool progress = false;
 };
 
 
