@@ -45,8 +45,15 @@ std::vector<CommandSpec> buildTable() {
                "up to one interval before that check), active flows, and the packets and\n"
                "bytes the gateway\n"
                "sent to it. --wide adds why the state last changed, the MAC and the whole\n"
-               "last result.\n",
-               {kOptGroup, {"--wide", "", "also show REASON, MAC and the full last result"}}});
+               "last result. With --watch, samples again every SECONDS and shows each\n"
+               "appliance's rates from the last two samples: packets and bytes per second\n"
+               "sent to it (SENT/S, SENT B/S) and returned from it toward the routers\n"
+               "(RETURNED/S, RETURNED B/S); --count N stops after N refreshes. With --json\n"
+               "and --watch, one JSON object per refresh: {\"interval_s\", \"rates\",\n"
+               "\"servers\"}.\n",
+               {kOptGroup, {"--wide", "", "also show REASON, MAC and the full last result"},
+                {"--watch", "SECONDS", "refresh every SECONDS (0.1-86400) and show rates"},
+                {"--count", "N", "with --watch: stop after N refreshes"}}});
   t.push_back({"health", "health", "ADDRESS", {"ADDRESS"}, 1,
                "an appliance's health check: settings, state, windows, history",
                "Shows the health check of one appliance: its group's check settings, the\n"
@@ -103,34 +110,44 @@ std::vector<CommandSpec> buildTable() {
                "the pages to the end. --count counts the matching entries instead. Filters\n"
                "combine (all must match). SRC is the endpoint that sent the first packet.\n"
                "The listing never pauses the workers: entries created or removed meanwhile\n"
-               "may or may not appear.\n",
+               "may or may not appear. --sort FIELD (age, idle, packets, src, dst or\n"
+               "appliance; -FIELD or --reverse for descending) lists every matching entry\n"
+               "(as --all) in that order: addresses numerically (IPv4 before IPv6), then\n"
+               "ports.\n",
                {{"--server", "ADDR", "only flows sent to this appliance"},
                 kOptGroup,
                 {"--src", "CIDR", "source in this prefix (a bare address is a /32 or /128)"},
                 {"--dst", "CIDR", "destination in this prefix"},
-                {"--proto", "P", "tcp, udp, icmp, icmpv6 or a protocol number 0-255"},
+                {"--proto", "P", "tcp, udp, sctp, icmp, icmpv6 or a protocol number 0-255"},
                 {"--port", "N", "either port equals N (0-65535)"},
                 {"--limit", "N", "entries per request, 1-10000 (default 100)"},
                 {"--cursor", "C", "continue a previous listing (its next cursor)"},
                 {"--all", "", "follow the cursor until every entry is listed"},
-                {"--count", "", "print how many entries match instead of listing them"}}});
+                {"--count", "", "print how many entries match instead of listing them"},
+                {"--sort", "FIELD", "age, idle, packets, src, dst or appliance (-FIELD: descending)"},
+                {"--reverse", "", "with --sort: descending"}}});
   t.push_back({"explain", "explain", "SRC DST PROTO [SPORT DPORT]", {"SRC", "DST", "PROTO", "SPORT", "DPORT"}, 3,
                "which appliance a 5-tuple goes to, and why",
                "Shows how gwlbd handles a packet from SRC to DST: its server group and\n"
                "stickiness, the canonical flow key and hash, whether the flow exists (then\n"
                "its appliance, cookie and age, and where it was before if it moved, and\n"
-               "why) and where the Maglev table would send a new flow now. PROTO is tcp, udp, icmp, icmpv6 or a number; give SPORT and DPORT\n"
-               "for TCP and UDP.\n",
+               "why) and where the Maglev table would send a new flow now. PROTO is tcp,\n"
+               "udp, sctp, icmp, icmpv6 or a number; give SPORT and DPORT for TCP, UDP, SCTP\n"
+               "and UDP-Lite (136), the echo identifier as both for ICMP echo. Other\n"
+               "protocols have no ports: gwlbd keys them on addresses and protocol, and\n"
+               "ports given with them are refused.\n",
                {}});
   t.push_back({"stats", "stats", "", {}, 0, "per-port and per-worker counters, drop reasons",
-               "Prints every counter per worker and in total, every drop reason with its\n"
-               "count and meaning, and the port counters. With --watch, samples again every\n"
-               "SECONDS and shows per-second rates computed from the last two samples;\n"
-               "--count N stops after N refreshes (default: until interrupted). With --json\n"
-               "and --watch, prints one JSON object per refresh: {\"interval_s\", \"rates\",\n"
-               "\"stats\"}.\n",
+               "Prints the counters per worker and in total, the drop reasons with their\n"
+               "count and meaning, and the port counters. Counters and drop reasons that\n"
+               "are zero are hidden (the last line says how many); --all shows them (--json\n"
+               "always has them all). With --watch, samples again every SECONDS and shows\n"
+               "per-second rates computed from the last two samples; --count N stops after\n"
+               "N refreshes (default: until interrupted). With --json and --watch, prints\n"
+               "one JSON object per refresh: {\"interval_s\", \"rates\", \"stats\"}.\n",
                {{"--watch", "SECONDS", "refresh every SECONDS (0.1-86400) and show rates"},
-                {"--count", "N", "with --watch: stop after N refreshes"}}});
+                {"--count", "N", "with --watch: stop after N refreshes"},
+                {"--all", "", "also show the counters and drop reasons that are zero"}}});
   t.push_back({"server add", "server.add", "GROUP ADDRESS", {"GROUP", "ADDRESS"}, 2,
                "add an appliance to a server group",
                "Adds the appliance to the running configuration and publishes a new\n"

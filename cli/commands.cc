@@ -6,10 +6,12 @@
 #include <thread>
 
 #include "cli/client.h"
+#include "cli/flow_sort.h"
 #include "cli/fleet_render.h"
 #include "cli/health_render.h"
 #include "cli/probe_cmd.h"
 #include "cli/render.h"
+#include "cli/server_rates.h"
 #include "cli/validate.h"
 #include "control/config.h"
 
@@ -40,7 +42,7 @@ int runFlows(const Invocation& inv, Request req, ControlClient& client, FILE* ou
     put(out, inv.json ? r.result.dump(2) + "\n" : renderFlowCount(r.result));
     return kExitOk;
   }
-  if (!inv.has("--all")) {
+  if (!inv.has("--all") && !inv.has("--sort")) {
     Reply r = client.call(req.method, req.params);
     if (!r.ok) return failed(inv, r, out, err);
     if (inv.json) {
@@ -74,13 +76,19 @@ int runFlows(const Invocation& inv, Request req, ControlClient& client, FILE* ou
     }
     req.params["cursor"] = next;
   }
+  std::string sorted;
+  if (inv.has("--sort")) {
+    FlowSort by = parseFlowSort(inv.opt("--sort"), inv.has("--reverse"));
+    sortFlows(all, by);
+    sorted = ", sorted by " + by.name + (by.descending ? " (descending)" : "");
+  }
   if (inv.json) {
     putJson(out, Json{{"flows", all}, {"next_cursor", nullptr}, {"scanned", uint64_t(scanned)}});
     return kExitOk;
   }
   put(out, renderFlows(all));
   put(out, std::to_string(all.size()) + " flows in " + std::to_string(pages) + " page" +
-               (pages == 1 ? "" : "s") + "\n");
+               (pages == 1 ? "" : "s") + sorted + "\n");
   return kExitOk;
 }
 
@@ -89,7 +97,8 @@ int runStats(const Invocation& inv, const Request& req, ControlClient& client, F
   Reply prev = client.call(req.method, req.params);
   if (!prev.ok) return failed(inv, prev, out, err);
   if (!inv.has("--watch")) {
-    put(out, inv.json ? prev.result.dump(2) + "\n" : renderStats(prev.result, nullptr, 0));
+    put(out, inv.json ? prev.result.dump(2) + "\n"
+                      : renderStats(prev.result, nullptr, 0, inv.has("--all")));
     return kExitOk;
   }
   double interval = parseSeconds("--watch", inv.opt("--watch"), 0.1, 86400.0);
@@ -109,10 +118,41 @@ int runStats(const Invocation& inv, const Request& req, ControlClient& client, F
     } else {
       if (tty) put(out, "\033[H\033[2J");
       else if (i > 0) put(out, "\n");
-      put(out, renderStats(cur.result, &prev.result, interval));
+      put(out, renderStats(cur.result, &prev.result, interval, inv.has("--all")));
     }
     std::fflush(out);
     prev = std::move(cur);
+  }
+  return kExitOk;
+}
+
+// servers --watch: the table of rates, every SECONDS, from the last two
+// samples (their wall-clock distance, not the nominal interval).
+int runServersWatch(const Invocation& inv, const Request& req, ControlClient& client, FILE* out,
+                    FILE* err) {
+  Reply prev = client.call(req.method, req.params);
+  if (!prev.ok) return failed(inv, prev, out, err);
+  double prev_at = wallNow();
+  double interval = parseSeconds("--watch", inv.opt("--watch"), 0.1, 86400.0);
+  uint64_t count = inv.has("--count") ? parseUint("--count", inv.opt("--count"), 1, 1000000000) : 0;
+  bool tty = !inv.json && ::isatty(::fileno(out));
+  for (uint64_t i = 0; count == 0 || i < count; ++i) {
+    client.close();  // gwlbd drops connections idle for 10 s
+    std::this_thread::sleep_for(std::chrono::duration<double>(interval));
+    Reply cur = client.call(req.method, req.params);
+    if (!cur.ok) return failed(inv, cur, out, err);
+    const double at = wallNow(), dt = at - prev_at;
+    Json rates = serverRates(cur.result, prev.result, dt);
+    if (inv.json) {
+      put(out, Json{{"interval_s", dt}, {"rates", rates}, {"servers", cur.result}}.dump() + "\n");
+    } else {
+      if (tty) put(out, "\033[H\033[2J");
+      else if (i > 0) put(out, "\n");
+      put(out, renderServerRates(cur.result, rates, dt, at));
+    }
+    std::fflush(out);
+    prev = std::move(cur);
+    prev_at = at;
   }
   return kExitOk;
 }
@@ -174,6 +214,7 @@ int runInvocation(const Invocation& inv, FILE* out, FILE* err) {
   try {
     if (name == "flows") return runFlows(inv, req, client, out, err);
     if (name == "stats") return runStats(inv, req, client, out, err);
+    if (name == "servers" && inv.has("--watch")) return runServersWatch(inv, req, client, out, err);
     Reply r = client.call(req.method, req.params);
     if (!r.ok) return failed(inv, r, out, err);
     if (inv.json) {

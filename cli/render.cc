@@ -527,7 +527,12 @@ Json statsRates(const Json& cur, const Json& prev, double interval_s) {
   return out;
 }
 
-std::string renderStats(const Json& cur, const Json* prev, double interval_s) {
+std::string renderStats(const Json& cur, const Json* prev, double interval_s, bool all) {
+  size_t hidden = 0, hidden_drops = 0;
+  auto isZero = [](const Json& obj, const char* key) {
+    const Json& v = field(obj, key);
+    return v.is_number() && v.get<double>() == 0;
+  };
   Json rates;
   if (prev) rates = statsRates(cur, *prev, interval_s);
   std::string out;
@@ -565,6 +570,10 @@ std::string renderStats(const Json& cur, const Json* prev, double interval_s) {
   if (totals.is_object()) {
     for (const auto& [name, v] : totals.items()) {
       if (drop_names.count(name)) continue;
+      if (!all && isZero(totals, name.c_str())) {
+        ++hidden;
+        continue;
+      }
       // Byte counters in IEC units, event counters in SI.
       bool bytes = name.size() >= 5 && name.compare(name.size() - 5, 5, "bytes") == 0;
       auto amount = [&](const Json& obj) {
@@ -587,6 +596,10 @@ std::string renderStats(const Json& cur, const Json* prev, double interval_s) {
   Table d(dcols);
   if (drops.is_array()) {
     for (const auto& e : drops) {
+      if (!all && isZero(e, "count")) {
+        ++hidden_drops;
+        continue;
+      }
       std::vector<std::string> row = {fieldText(e, "name"), countText(e, "count")};
       if (prev) {
         std::string n = fieldText(e, "name", "");
@@ -596,10 +609,14 @@ std::string renderStats(const Json& cur, const Json* prev, double interval_s) {
       d.addRow(std::move(row));
     }
   }
-  out += sectionTitle("drops") + d.render();
+  out += sectionTitle("drops") + (d.rows() == 0 ? std::string("no drops\n") : d.render());
   const Json* prev_ports = prev ? &field(*prev, "ports") : nullptr;
   out += sectionTitle("ports") +
          renderPorts(field(cur, "ports"), prev_ports, fieldNumber(rates, "interval_s"));
+  if (hidden || hidden_drops)
+    out += "\nnot shown, at zero: " + std::to_string(hidden) + " counter" +
+           (hidden == 1 ? "" : "s") + ", " + std::to_string(hidden_drops) + " drop reason" +
+           (hidden_drops == 1 ? "" : "s") + " (--all shows them)\n";
   return out;
 }
 

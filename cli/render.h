@@ -27,7 +27,9 @@ std::string renderFlowCount(const Json& result);
 std::string renderExplain(const Json& result);
 // `prev` null: counters only. Otherwise a rates column from prev to cur
 // (their taken_at difference, else `interval_s`).
-std::string renderStats(const Json& cur, const Json* prev, double interval_s);
+// Counters and drop reasons that are zero are left out (and counted in a
+// last line) unless `all`.
+std::string renderStats(const Json& cur, const Json* prev, double interval_s, bool all = false);
 // {"totals": {name: per_s}, "drops": {name: per_s}, "ports": [{id, rx_pps, ...}], "interval_s"}.
 Json statsRates(const Json& cur, const Json& prev, double interval_s);
 // One line or a few for server.add/remove/set and reload.
@@ -35,7 +37,7 @@ std::string renderChange(const std::string& method, const Json& params, const Js
 // "message (code)" then "  path: message" for each error.details entry.
 std::string renderError(const Json& error);
 
-// 6 -> "tcp", 17 -> "udp", 1 -> "icmp", 58 -> "icmpv6"; strings as they are.
+// 6 -> "tcp", 17 -> "udp", 132 -> "sctp", 1 -> "icmp", 58 -> "icmpv6"; strings as they are.
 std::string protoName(const Json& proto);
 
 }  // namespace gwlb::cli

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "cli/flow_sort.h"
 #include "common/net_types.h"
 
 namespace gwlb::cli {
@@ -75,14 +76,14 @@ std::string parseCidr(const std::string& what, const std::string& text) {
 
 Json parseProto(const std::string& what, const std::string& text) {
   std::string l = lower(text);
-  if (l == "tcp" || l == "udp" || l == "icmp" || l == "icmpv6") return l;
+  if (l == "tcp" || l == "udp" || l == "sctp" || l == "icmp" || l == "icmpv6") return l;
   if (!text.empty() && std::isdigit(static_cast<unsigned char>(text[0]))) {
     unsigned v = 0;
     auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
     // As a string: gwlbd's `proto` parameter is text ("tcp" or "47").
     if (ec == std::errc() && p == text.data() + text.size() && v <= 255) return std::to_string(v);
   }
-  bad(what, text, "a protocol (tcp, udp, icmp, icmpv6 or 0-255)");
+  bad(what, text, "a protocol (tcp, udp, sctp, icmp, icmpv6 or 0-255)");
 }
 
 uint16_t parsePort(const std::string& what, const std::string& text) {
@@ -139,7 +140,29 @@ Request flowsRequest(const Invocation& inv) {
   refuseTogether(inv, "--count", "--limit");
   refuseTogether(inv, "--count", "--cursor");
   if (inv.has("--count")) p["count"] = true;
+  refuseTogether(inv, "--sort", "--count");
+  refuseTogether(inv, "--sort", "--cursor");
+  if (inv.has("--sort")) parseFlowSort(inv.opt("--sort"), inv.has("--reverse"));
+  if (inv.has("--reverse") && !inv.has("--sort")) throw UsageError("--reverse needs --sort", "flows");
   return r;
+}
+
+// The protocols the dataplane keys with ports (common/packet_parser.cc
+// readPorts): TCP, UDP, SCTP, UDP-Lite, and ICMP echo (its identifier).
+bool hasPorts(const std::string& proto) {
+  static const char* const kWithPorts[] = {"tcp", "udp", "sctp", "icmp", "icmpv6",
+                                           "6",   "17",  "132",  "136",  "1",    "58"};
+  for (const char* p : kWithPorts)
+    if (proto == p) return true;
+  return false;
+}
+
+void checkWatch(const Invocation& inv) {
+  if (inv.has("--watch")) parseSeconds("--watch", inv.opt("--watch"), 0.1, 86400.0);
+  if (inv.has("--count")) {
+    if (!inv.has("--watch")) throw UsageError("--count needs --watch", inv.command->name);
+    parseUint("--count", inv.opt("--count"), 1, 1000000000);
+  }
 }
 
 Request explainRequest(const Invocation& inv) {
@@ -155,6 +178,11 @@ Request explainRequest(const Invocation& inv) {
   r.params["proto"] = parseProto("PROTO", a[2]);
   if (a.size() == 4) throw UsageError("missing DPORT (give both SPORT and DPORT, or neither)", "explain");
   if (a.size() == 5) {
+    const std::string proto = r.params["proto"].get<std::string>();
+    if (!hasPorts(proto))
+      throw UsageError("PROTO " + a[2] + " has no ports: gwlbd keys it on addresses and protocol "
+                       "(ports count for tcp, udp, sctp, 136 (UDP-Lite) and ICMP echo); leave "
+                       "out SPORT and DPORT", "explain");
     r.params["sport"] = parsePort("SPORT", a[3]);
     r.params["dport"] = parsePort("DPORT", a[4]);
   }
@@ -170,16 +198,13 @@ Request buildRequest(const Invocation& inv) {
   Request r{c.method};
   if (n == "servers") {
     if (inv.has("--group")) r.params["group"] = parseGroupName("--group", inv.opt("--group"));
+    checkWatch(inv);
   } else if (n == "flows") {
     r = flowsRequest(inv);
   } else if (n == "explain") {
     r = explainRequest(inv);
   } else if (n == "stats") {
-    if (inv.has("--watch")) parseSeconds("--watch", inv.opt("--watch"), 0.1, 86400.0);
-    if (inv.has("--count")) {
-      if (!inv.has("--watch")) throw UsageError("--count needs --watch", n);
-      parseUint("--count", inv.opt("--count"), 1, 1000000000);
-    }
+    checkWatch(inv);
   } else if (n == "server add") {
     r.params["group"] = parseGroupName("GROUP", inv.args[0]);
     r.params["address"] = parseAddress("ADDRESS", inv.args[1]);

@@ -102,15 +102,21 @@ inline Cidr parseCidr(const std::string& what, const std::string& s) {
   return c;
 }
 
+// Protocols the dataplane reads ports of, besides TCP and UDP
+// (common/packet_parser.cc, readPorts).
+inline constexpr uint8_t kProtoSctp = 132;
+inline constexpr uint8_t kProtoUdpLite = 136;
+
 inline int parseProto(const std::string& s) {
   if (s == "tcp") return kProtoTcp;
   if (s == "udp") return kProtoUdp;
   if (s == "icmp") return kProtoIcmp;
   if (s == "icmpv6") return kProtoIcmpv6;
+  if (s == "sctp") return kProtoSctp;
   if (!s.empty() && s.size() <= 3 && s.find_first_not_of("0123456789") == std::string::npos &&
       std::stoul(s) <= 255)
     return int(std::stoul(s));
-  badRequest("proto: '" + s + "' is not tcp, udp, icmp, icmpv6 or a number 0..255");
+  badRequest("proto: '" + s + "' is not tcp, udp, sctp, icmp, icmpv6 or a number 0..255");
 }
 
 // A flows cursor (decimal, as a previous reply gave it).

@@ -29,6 +29,7 @@ std::string protoName(uint8_t p) {
     case kProtoUdp: return "udp";
     case kProtoIcmp: return "icmp";
     case kProtoIcmpv6: return "icmpv6";
+    case kProtoSctp: return "sctp";
     default: return std::to_string(p);
   }
 }
@@ -47,6 +48,12 @@ std::string hex64(uint64_t v) {
 
 std::string addrText(const uint8_t* a, uint8_t family) {
   return (family == 6 ? IpAddr::v6(a) : IpAddr::v4(a)).str();
+}
+
+// "192.0.2.1:443", "[2001:db8::1]:443": an address followed by a port.
+std::string endpointText(const uint8_t* a, uint8_t family, uint16_t port) {
+  std::string s = addrText(a, family);
+  return (family == 6 ? "[" + s + "]" : s) + ":" + std::to_string(port);
 }
 
 // Where a flow was before its last move and why (null when it never moved).
@@ -477,6 +484,15 @@ json Daemon::apiExplain(const json& p) {
   t.dst = pr.ip("dst");
   if (t.src.family != t.dst.family) badRequest("src and dst must be of one address family");
   t.proto = uint8_t(parseProto(pr.str("proto")));
+  // The dataplane keys TCP, UDP, SCTP and UDP-Lite on their ports and ICMP
+  // echo on its identifier (common/packet_parser.cc readPorts); every other
+  // protocol on addresses only, so ports given with one would explain a key
+  // no packet has.
+  const bool ported = t.proto == kProtoTcp || t.proto == kProtoUdp || t.proto == kProtoSctp ||
+                      t.proto == kProtoUdpLite || t.proto == kProtoIcmp || t.proto == kProtoIcmpv6;
+  if (!ported && (pr.has("sport") || pr.has("dport")))
+    badRequest("proto " + std::to_string(t.proto) +
+               " has no ports: the dataplane keys it on addresses and protocol");
   if (pr.has("sport")) t.sport = uint16_t(pr.num("sport", 0, 65535));
   if (pr.has("dport")) t.dport = uint16_t(pr.num("dport", 0, 65535));
   const dp::Snapshot* s = dp_.snapshot.load();
@@ -495,9 +511,9 @@ json Daemon::apiExplain(const json& p) {
     return id < s->servers.size() ? json(IpAddr::v4(s->servers[id].ip).str()) : json(nullptr);
   };
   const char* stick[] = {"5-tuple", "3-tuple", "2-tuple"};
-  std::string key = addrText(kp.key.a, kp.key.family) + ":" + std::to_string(kp.key.port_a) +
-                    " <-> " + addrText(kp.key.b, kp.key.family) + ":" +
-                    std::to_string(kp.key.port_b) + " proto " + std::to_string(kp.key.proto);
+  std::string key = endpointText(kp.key.a, kp.key.family, kp.key.port_a) + " <-> " +
+                    endpointText(kp.key.b, kp.key.family, kp.key.port_b) + " proto " +
+                    std::to_string(kp.key.proto);
   const std::string listener = regions().listeners().empty() ? "default" : regions().listeners()[0].name;
   json out = {{"group", gi < cfg().server_groups.size() ? json(cfg().server_groups[gi].name) : json(nullptr)},
               {"listener", listener},

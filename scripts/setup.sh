@@ -17,6 +17,7 @@ GWLB_PACKAGES=(
   libgtest-dev libssl-dev
   openssl       # the TLS probe tests make their certificates with it
   python3-scapy python3-yaml tshark   # python3-yaml: tests/replay/check_roundtrip.py
+  python3-matplotlib      # tools/plot_replay.py (gwlb-replay's timeline) and its test timeline-plot
   iproute2 ethtool curl   # the namespace lab, the e2e suite and the demo
   bird2                   # the fleet lab: BGP + BFD between the router and the gateways
   prometheus              # promtool (check metrics, check rules) and the Prometheus e2e test (tests/daemon/run_monitoring.sh)

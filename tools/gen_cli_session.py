@@ -38,6 +38,7 @@ SESSION = [
     "groups",
     "flows --count",
     "flows --src 198.51.100.1 --proto tcp",
+    "flows --src 198.51.100.0/27 --proto udp --sort -packets",
     "explain 198.51.100.1 203.0.113.1 tcp 20000 8080",
     "stats",
     "server remove 192.0.2.12",

@@ -18,8 +18,10 @@
 // tools/replay_summary.* writes summary.json.
 #include <getopt.h>
 #include <rte_eal.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -45,7 +47,7 @@ void usage(FILE* f) {
   std::fprintf(f,
                "usage: gwlb-replay --config FILE --in PCAP --out-dir DIR [--reflect]\n"
                "                   [--appliance-in PCAP] [--events FILE] [--workers N] [--burst N]\n"
-               "                   [--node K/N]\n"
+               "                   [--node K/N] [--interval T|auto] [--strict] [--quiet]\n"
                "Runs gwlbd's worker pipeline over a capture. Writes DIR/to-appliances.pcap,\n"
                "DIR/returned.pcap and DIR/summary.json.\n"
                "  --reflect          act as transparent appliances: send every Geneve packet back\n"
@@ -65,13 +67,45 @@ void usage(FILE* f) {
                "  --node K/N         be node K (1..N, N 1..4) of a fleet behind a router's ECMP:\n"
                "                     replay only the --in frames a 5-tuple hash (not symmetric,\n"
                "                     as ECMP) sends to node K; --events keep the capture's\n"
-               "                     clock. Run it for K = 1..N and compare (docs/fleet.md)\n");
+               "                     clock. Run it for K = 1..N and compare (docs/fleet.md)\n"
+               "  --interval T       summary.json time series interval of capture time, e.g. 1s,\n"
+               "                     100ms (default auto: about 100 points over the capture)\n"
+               "  --strict           exit 1 when packets were dropped because the flow table was\n"
+               "                     full or an appliance has no MAC (always warned about)\n"
+               "  --quiet            no progress line (it is shown only when stderr is a terminal)\n"
+               "Exit status: 0 done, 1 --strict and packets were lost, 2 bad arguments or inputs.\n"
+               "Plot the run: tools/plot_replay.py DIR/summary.json --out FILE.svg\n");
 }
+
+// A progress line on stderr, rewritten in place at most 4 times a second,
+// when stderr is a terminal (never in a log file or a pipe).
+class Progress {
+ public:
+  explicit Progress(bool on) : on_(on) {}
+  void tick(const Replay& r, bool last = false) {
+    if (!on_) return;
+    auto now = std::chrono::steady_clock::now();
+    if (!last && shown_ && now - last_ < std::chrono::milliseconds(250)) return;
+    last_ = now;
+    shown_ = true;
+    const size_t total = std::max<size_t>(r.total(), 1);
+    std::fprintf(stderr, "\rgwlb-replay: %3zu %% (%zu of %zu frames, capture time %.1f of %.1f s)\033[K%s",
+                 r.fed() * 100 / total, r.fed(), r.total(), double(r.captureNow()) / 1e9,
+                 double(r.captureSpan()) / 1e9, last ? "\n" : "");
+    std::fflush(stderr);
+  }
+
+ private:
+  bool on_;
+  bool shown_ = false;
+  std::chrono::steady_clock::time_point last_;
+};
 
 }  // namespace
 
 int main(int argc, char** argv) {
   Options o;
+  bool quiet = false;
   static option longopts[] = {{"config", required_argument, nullptr, 'c'},
                               {"in", required_argument, nullptr, 'i'},
                               {"out-dir", required_argument, nullptr, 'o'},
@@ -81,6 +115,9 @@ int main(int argc, char** argv) {
                               {"workers", required_argument, nullptr, 'w'},
                               {"burst", required_argument, nullptr, 'b'},
                               {"node", required_argument, nullptr, 'n'},
+                              {"interval", required_argument, nullptr, 'I'},
+                              {"strict", no_argument, nullptr, 's'},
+                              {"quiet", no_argument, nullptr, 'q'},
                               {"help", no_argument, nullptr, 'h'},
                               {nullptr, 0, nullptr, 0}};
   int ch;
@@ -101,6 +138,18 @@ int main(int argc, char** argv) {
           return 2;
         }
         break;
+      case 'I':
+        if (std::string(optarg) != "auto" && (!ctl::parseDurationNs(optarg, o.interval_ns) ||
+                                              o.interval_ns < 1'000'000)) {
+          std::fprintf(stderr,
+                       "gwlb-replay: --interval %s: expected auto or a duration of at least "
+                       "1ms (e.g. 1s, 250ms, 0.5)\n",
+                       optarg);
+          return 2;
+        }
+        break;
+      case 's': o.strict = true; break;
+      case 'q': quiet = true; break;
       case 'h': usage(stdout); return 0;
       default: usage(stderr); return 2;
     }
@@ -169,6 +218,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gwlb-replay: %s\n", err.c_str());
     return 2;
   }
+  for (size_t i = n_router_in; i < frames.size(); ++i) frames[i].appliance_in = true;
   if (cs.too_large)
     std::fprintf(stderr,
                  "gwlb-replay: warning: %llu frame(s) larger than one mbuf holds (%u bytes; "
@@ -197,9 +247,11 @@ int main(int argc, char** argv) {
   int rc = 0;
   try {
     checkEvents(events, cfg);
+    o.progress = !quiet && isatty(STDERR_FILENO);
     Replay replay(o, std::move(cfg), std::move(frames), n_router_in, std::move(events), cs);
-    while (replay.step()) {
-    }
+    Progress progress(o.progress);
+    while (replay.step()) progress.tick(replay);
+    progress.tick(replay, true);
     rc = replay.finish();
   } catch (const ctl::EventError& e) {
     std::fprintf(stderr, "gwlb-replay: invalid events file %s:\n%s\n", o.events.c_str(),

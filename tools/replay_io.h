@@ -16,6 +16,7 @@ namespace gwlb::replay {
 struct Frame {
   uint64_t ts_ns;
   uint16_t port;
+  bool appliance_in = false;  // read from --appliance-in (else --in)
   std::vector<uint8_t> bytes;
 };
 

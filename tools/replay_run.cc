@@ -4,6 +4,7 @@
 #include <rte_launch.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
 #include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 #include <sched.h>
@@ -23,6 +24,7 @@
 #include "dataplane/eal.h"
 #include "dataplane/flow_table.h"
 #include "dataplane/pipeline.h"
+#include "tools/replay_series.h"
 #include "tools/replay_summary.h"
 
 namespace gwlb::replay {
@@ -107,6 +109,33 @@ struct Boundary {
 
 }  // namespace
 
+int warnLosses(const WorkerCounters& total, const ctl::Config& cfg, bool strict) {
+  const uint64_t full = total.get(Counter::drop_flow_table_full);
+  const uint64_t no_mac = total.get(Counter::drop_neighbour_unresolved);
+  if (full)
+    std::fprintf(stderr,
+                 "gwlb-replay: WARNING: %llu packet(s) dropped because the flow table was full "
+                 "(drop_flow_table_full; dataplane.flow_table_size is %u): raise "
+                 "dataplane.flow_table_size\n",
+                 (unsigned long long)full, std::max<uint32_t>(cfg.dataplane.flow_table_size, 1024));
+  if (no_mac) {
+    std::string which;
+    for (const ctl::ServerGroupConfig& g : cfg.server_groups)
+      for (const ctl::ServerConfig& sv : g.servers)
+        if (!sv.mac && !cfg.node.gateway_mac) which += (which.empty() ? "" : ", ") + sv.address.str();
+    std::fprintf(stderr,
+                 "gwlb-replay: WARNING: %llu packet(s) dropped because an appliance has no MAC "
+                 "address (drop_neighbour_unresolved; the replay does no ARP)%s%s: set "
+                 "node.gateway_mac or the appliance's mac\n",
+                 (unsigned long long)no_mac, which.empty() ? "" : ": no mac for ", which.c_str());
+  }
+  if ((full || no_mac) && strict) {
+    std::fprintf(stderr, "gwlb-replay: --strict: exit status 1 (packets dropped, above)\n");
+    return 1;
+  }
+  return 0;
+}
+
 void checkEvents(const std::vector<ctl::ScriptedEvent>& events, const ctl::Config& cfg) {
   if (events.empty()) return;
   rte_rcu_qsbr* qsbr = dp::createQsbr(1);
@@ -133,6 +162,13 @@ struct Replay::State {
   std::vector<Job> jobs;
   PcapWriter to_app, returned;
   uint64_t first_ts = 0;
+  // Each mbuf carries its input frame's capture timestamp in a dynamic field
+  // (the pipeline rewrites packets in place and never allocates, so every
+  // output, a reflection of it and what returns from it keep the timestamp
+  // of the frame they came from).
+  int ts_off = -1;
+  std::unique_ptr<Timeline> timeline;
+  uint64_t& tsOf(rte_mbuf* m) const { return *RTE_MBUF_DYNFIELD(m, ts_off, uint64_t*); }
 
   // Decisions as summary.json shows them.
   json region_changes = json::array();
@@ -174,7 +210,7 @@ struct Replay::State {
 
 void Replay::State::decided(const ctl::Decision& d) {
   if (d.kind == ctl::Decision::Kind::kRegion) {
-    std::fprintf(stderr, "gwlb-replay: regions at %s: %s\n",
+    std::fprintf(stderr, "%sgwlb-replay: regions at %s: %s\n", o.progress ? "\r\033[K" : "",
                  ctl::secondsText(d.at_ns - std::min(d.at_ns, first_ts)).c_str(), d.text.c_str());
     region_changes.push_back({{"at_s", rel(d.at_ns)}, {"line", d.text}});
     if (region_sink) region_sink->push_back(d.text);
@@ -218,6 +254,18 @@ Replay::Replay(const Options& o, ctl::Config cfg, std::vector<Frame> frames, siz
   // health is scripted (every appliance unchecked until an event says).
   s.first_ts = o.clock_start_ns ? o.clock_start_ns : s.frames.empty() ? 0 : s.frames.front().ts_ns;
   s.now = s.first_ts;
+  static const rte_mbuf_dynfield ts_field = {"gwlb_replay_ts", sizeof(uint64_t), alignof(uint64_t), 0};
+  s.ts_off = rte_mbuf_dynfield_register(&ts_field);
+  if (s.ts_off < 0) throw std::runtime_error("cannot register the mbuf timestamp field");
+  {
+    const uint64_t last = s.frames.empty() ? s.first_ts : std::max(s.first_ts, s.frames.back().ts_ns);
+    if (o.interval_ns && (last - s.first_ts) / o.interval_ns >= 100'000)
+      throw std::runtime_error("--interval " + ctl::secondsText(o.interval_ns) + " gives more than "
+                               "100,000 points over the capture's " +
+                               ctl::secondsText(last - s.first_ts) + ": choose a longer interval");
+    s.timeline = std::make_unique<Timeline>(
+        s.first_ts, last, o.interval_ns ? o.interval_ns : autoInterval(last - s.first_ts));
+  }
   ctl::EngineHooks hooks;
   hooks.decided = [&s](const ctl::Decision& d) { s.decided(d); };
   s.engine = std::make_unique<ctl::Engine>(std::move(cfg), *s.flows, g.dp, g.qsbr,
@@ -263,8 +311,10 @@ void Replay::State::drain() {
     while ((k = rte_ring_dequeue_burst(w.out, objs, 256, nullptr)) > 0) {
       for (unsigned i = 0; i < k; ++i) {
         auto* m = static_cast<rte_mbuf*>(objs[i]);
+        const uint64_t ts = tsOf(m);
         if (m->hash.usr == 0) {
-          to_app.write(m, now);
+          to_app.write(m, ts);
+          timeline->toAppliance(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len, ts);
           if (o.reflect) {
             reflect(m);
             m->port = engine->config().node.underlay_port;
@@ -273,7 +323,8 @@ void Replay::State::drain() {
             continue;
           }
         } else {
-          returned.write(m, now);
+          returned.write(m, ts);
+          timeline->returned(ts, m->pkt_len);
         }
         rte_pktmbuf_free(m);
       }
@@ -432,6 +483,8 @@ void Replay::State::feedBurst() {
       // Fits: the pool's data room is at least the largest frame read.
       std::memcpy(rte_pktmbuf_append(m, uint16_t(f.bytes.size())), f.bytes.data(), f.bytes.size());
       m->port = f.port;
+      tsOf(m) = f.ts_ns;
+      if (!f.appliance_in) timeline->input(f.ts_ns, uint32_t(f.bytes.size()));
       add(m);
       ++next;
     }
@@ -499,8 +552,17 @@ int Replay::finish() {
     for (size_t k = 0; k < kNumCounters; ++k) in.total.v[k] += w.state.counters.v[k];
   in.lifecycle_changes = &s.lifecycle_changes;
   in.region_changes = &s.region_changes;
+  in.timeline = s.timeline.get();
   writeSummary(in);
-  return 0;
+  return warnLosses(in.total, s.engine->config(), s.o.strict);
+}
+
+size_t Replay::fed() const { return st_->next; }
+size_t Replay::total() const { return st_->frames.size(); }
+uint64_t Replay::captureNow() const { return st_->now - std::min(st_->now, st_->first_ts); }
+uint64_t Replay::captureSpan() const {
+  const State& s = *st_;
+  return s.frames.empty() ? 0 : s.frames.back().ts_ns - std::min(s.frames.back().ts_ns, s.first_ts);
 }
 
 }  // namespace gwlb::replay

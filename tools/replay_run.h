@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/counters.h"
 #include "control/config.h"
 #include "control/scripted_events.h"
 #include "tools/replay_io.h"
@@ -29,6 +30,16 @@ struct Options {
   // whole capture's first frame, also for a node that sees a later one); 0:
   // the first frame fed.
   uint64_t clock_start_ns = 0;
+  // --interval: the time series' interval of capture time (0: auto, about
+  // 100 points over the capture).
+  uint64_t interval_ns = 0;
+  // --strict: exit 1 when packets were dropped for flow_table_full or
+  // neighbour_unresolved (an appliance without a MAC); they are warned about
+  // either way.
+  bool strict = false;
+  // A progress line is being drawn on stderr (a terminal): lines printed
+  // during the run clear it first (the next update draws it again).
+  bool progress = false;
 };
 
 
@@ -43,6 +54,11 @@ unsigned maxDataRoom();
 // Throws ctl::EventError when an event would fail against `cfg` (each is
 // applied to a scratch control core with no flows). EAL must be initialised.
 void checkEvents(const std::vector<ctl::ScriptedEvent>& events, const ctl::Config& cfg);
+
+// Warns loudly (stderr) about packets dropped for flow_table_full or
+// neighbour_unresolved (no MAC for an appliance: the replay does no ARP).
+// Returns the exit status: 1 when there were any and `strict`, else 0.
+int warnLosses(const WorkerCounters& total, const ctl::Config& cfg, bool strict);
 
 class Replay {
  public:
@@ -63,6 +79,13 @@ class Replay {
   // Stops the workers, writes the outputs and summary.json, prints the
   // summary. Returns the exit code.
   int finish();
+
+  // Progress: frames fed so far, of how many, and the capture time reached
+  // (ns after the first frame) of how long the capture is.
+  size_t fed() const;
+  size_t total() const;
+  uint64_t captureNow() const;
+  uint64_t captureSpan() const;
 
  private:
   struct State;

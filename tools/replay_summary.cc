@@ -61,6 +61,43 @@ nlohmann::json compositesJson(const ctl::RegionTracker& regions, uint64_t first_
   return j;
 }
 
+// The time series' marks: every applied event, lifecycle change and region
+// change at its capture time, in time order.
+static nlohmann::json timelineMarks(const std::vector<ctl::ScriptedEvent>& events,
+                             const nlohmann::json& lifecycle, const nlohmann::json& regions) {
+  std::vector<nlohmann::json> marks;
+  for (const ctl::ScriptedEvent& e : events) {
+    if (!e.applied) continue;
+    const bool health = e.action == ctl::ScriptedEvent::Action::kHealth;
+    std::string label = e.server.str() + " " + ctl::actionName(e);
+    if (e.action == ctl::ScriptedEvent::Action::kAdd) label += " to " + e.group;
+    if (e.weight) label += " " + std::to_string(*e.weight);
+    uint64_t moved = 0;
+    if (auto it = e.result.find("flows_moved"); it != e.result.end())
+      for (const auto& [k, v] : it->items()) moved += v.get<uint64_t>();
+    marks.push_back({{"at_s", double(e.at_ns) / 1e9},
+                     {"kind", health ? "health" : "event"},
+                     {"event", e.index},
+                     {"server", e.server.str()},
+                     {"action", ctl::actionName(e)},
+                     {"label", label},
+                     {"flows_moved", moved}});
+  }
+  for (const auto& l : lifecycle)
+    marks.push_back({{"at_s", l["at_s"]},
+                     {"kind", "lifecycle"},
+                     {"server", l["server"]},
+                     {"label", l["server"].get<std::string>() + " " + l["from"].get<std::string>() +
+                                   " -> " + l["to"].get<std::string>() + " (" +
+                                   l["why"].get<std::string>() + ")"}});
+  for (const auto& r : regions)
+    marks.push_back({{"at_s", r["at_s"]}, {"kind", "region"}, {"label", r["line"]}});
+  std::stable_sort(marks.begin(), marks.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+    return a["at_s"].get<double>() < b["at_s"].get<double>();
+  });
+  return nlohmann::json(marks);
+}
+
 void writeSummary(const SummaryInput& in) {
   const Options& o = in.o;
   const WorkerCounters& total = in.total;
@@ -76,7 +113,7 @@ void writeSummary(const SummaryInput& in) {
       ++flows_per_server[dp::routeServer(e.route.load(std::memory_order_relaxed))];
   });
   // Packets per appliance: count the outer destinations of what we wrote.
-  std::map<uint32_t, uint64_t> pkts_per_ip;
+  std::map<uint32_t, uint64_t> pkts_per_ip, bytes_per_ip;
   {
     char eb[PCAP_ERRBUF_SIZE];
     pcap_t* p = pcap_open_offline((o.out_dir + "/to-appliances.pcap").c_str(), eb);
@@ -84,7 +121,10 @@ void writeSummary(const SummaryInput& in) {
       pcap_pkthdr* h;
       const u_char* d;
       while (pcap_next_ex(p, &h, &d) == 1)
-        if (h->caplen >= 34) ++pkts_per_ip[rd32(d + 30)];
+        if (h->caplen >= 34) {
+          ++pkts_per_ip[rd32(d + 30)];
+          bytes_per_ip[rd32(d + 30)] += h->len;
+        }
       pcap_close(p);
     }
   }
@@ -111,7 +151,8 @@ void writeSummary(const SummaryInput& in) {
     uint64_t pk = pkts_per_ip[sv.ip];
     uint64_t fl = flows_per_server[uint16_t(id)];
     const std::string& gname = cfg.server_groups[sv.group].name;
-    nlohmann::json a = {{"address", addr}, {"group", gname}, {"packets", pk}, {"flows", fl}};
+    nlohmann::json a = {{"address", addr}, {"group", gname},   {"packets", pk},
+                        {"bytes", bytes_per_ip[sv.ip]}, {"flows", fl}};
     if (!events.empty()) {
       a["phase"] = dp::toString(sv.phase);
       a["in_config"] = sv.in_use;
@@ -189,6 +230,11 @@ void writeSummary(const SummaryInput& in) {
   }
   j["servers"] = servers;
   j["snapshots_published"] = in.engine.generation();
+  if (in.timeline) {
+    for (const auto& sv : snap->servers) in.timeline->known(sv.ip);
+    j["timeseries"] = in.timeline->toJson(timelineMarks(events, *in.lifecycle_changes,
+                                                        *in.region_changes));
+  }
 
   std::ofstream(o.out_dir + "/summary.json") << j.dump(2) << "\n";
   uint64_t dropped = 0;

@@ -10,6 +10,7 @@
 #include "control/scripted_events.h"
 #include "tools/replay_io.h"
 #include "tools/replay_run.h"
+#include "tools/replay_series.h"
 
 namespace gwlb::replay {
 
@@ -29,6 +30,7 @@ struct SummaryInput {
   WorkerCounters total;
   const nlohmann::json* lifecycle_changes = nullptr;
   const nlohmann::json* region_changes = nullptr;
+  Timeline* timeline = nullptr;  // gets a series for every appliance ever known
 };
 
 // Writes DIR/summary.json and prints the per-appliance table, the events and

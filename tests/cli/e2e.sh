@@ -27,6 +27,7 @@ trap stop EXIT
 /usr/bin/python3 "$src/tools/gen_sample_pcap.py" "$work/b.pcap" --flows 100 --seed 8 >/dev/null
 /usr/bin/python3 "$src/tests/cli/gen_bad_frames.py" "$work/expected-drops.json" \
   "$work/a.pcap" "$work/rx0.pcap" "$work/b.pcap" "$work/rx1.pcap"
+/usr/bin/python3 "$src/tests/cli/add_sctp_frames.py" "$work/rx1.pcap" "$work/sctp-flows.json"
 n_in=$(/usr/bin/python3 -c 'import sys
 from scapy.all import RawPcapReader
 print(sum(sum(1 for _ in RawPcapReader(f)) for f in sys.argv[1:]))' "$work/rx0.pcap" "$work/rx1.pcap")

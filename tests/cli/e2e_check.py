@@ -127,14 +127,24 @@ def t_stats():
     assert not wrong, f"drop counts (got, want): {wrong}"
     assert all(t[n] == c for n, c in got.items()), "totals and drops disagree"
     assert t["encapsulated"] == N_GOOD and t["returned"] == 0 and t["icmp_sent"] == 0, t
-    # The human table: every reason on its own line with its count and meaning.
-    out = run("stats").stdout
-    lines = {l.split()[0]: l for l in out.splitlines() if l.startswith("drop_")}
-    for d in st["drops"]:
-        line = lines.get(d["name"])
-        assert line is not None, f"{d['name']} missing from `gwlbctl stats`"
-        assert line.split()[1] == str(d["count"]) and line.rstrip().endswith(d["help"]), (line, d)
-    assert sum(1 for l in lines.values() if l.split()[1] != "0") == len(EXPECTED_DROPS), lines
+    # The human table: every reason that counted on its own line with its count
+    # and meaning; the zero ones (and zero counters) only with --all.
+    zero = [n for n, v in t.items() if v == 0]
+    for argv, shown in ((["stats"], lambda d: d["count"] != 0), (["stats", "--all"], lambda d: True)):
+        out = run(*argv).stdout
+        lines = {l.split()[0]: l for l in out.splitlines() if l.startswith("drop_")}
+        for d in st["drops"]:
+            line = lines.get(d["name"])
+            if not shown(d):
+                assert line is None, f"`gwlbctl {' '.join(argv)}` shows zero {line}"
+                continue
+            assert line is not None, f"{d['name']} missing from `gwlbctl {' '.join(argv)}`"
+            assert line.split()[1] == str(d["count"]) and line.rstrip().endswith(d["help"]), (line, d)
+        assert sum(1 for l in lines.values() if l.split()[1] != "0") == len(EXPECTED_DROPS), lines
+        words = set(out.split())
+        for n in zero:
+            assert (n in words) == (argv == ["stats", "--all"]), f"`gwlbctl {' '.join(argv)}` and zero {n}"
+    assert zero and "not shown, at zero:" in run("stats").stdout
     run("stats", "--watch", "0.3", "--count", "2", record=True)
 
 
@@ -320,10 +330,10 @@ def inner_tuple(b, ethertype):
             proto, l4 = b[40], 48
     else:
         raise AssertionError(f"inner ethertype {ethertype:#x}")
-    if proto not in (6, 17):
+    if proto not in (6, 17, 132):
         return None
     sport, dport = struct.unpack("!HH", b[l4:l4 + 4])
-    return (str(src), str(dst), "tcp" if proto == 6 else "udp", sport, dport)
+    return (str(src), str(dst), {6: "tcp", 17: "udp", 132: "sctp"}[proto], sport, dport)
 
 
 def decode_geneve(frame):
@@ -384,7 +394,9 @@ def t_tx_explain():
     # seen or only one (fragmented datagrams); each explained both ways.
     keys = sorted(flows, key=lambda k: (k[0], ":" in k[1], len(flows[k]["dirs"]), k))
     sample = keys[::max(1, len(keys) // 60)]
-    assert len(sample) >= 50 and len({(k[0], ":" in k[1]) for k in sample}) == 4, (len(sample), len(keys))
+    kinds = {(k[0], ":" in k[1]) for k in sample}
+    assert len(sample) >= 50 and kinds >= {(p, v6) for p in ("tcp", "udp") for v6 in (False, True)}, \
+        (len(sample), len(keys), kinds)
     queries = []
     for k in sample:
         t = sorted(flows[k]["dirs"])[0]
@@ -395,6 +407,37 @@ def t_tx_explain():
         assert e["appliance"] == app, f"{t}: explain says {e['appliance']}, gwlbd sent it to {app}"
         assert int(e["cookie"], 16) == cookie, f"{t}: explain cookie {e['cookie']}, Geneve cookie {cookie:#010x}"
     print(f"   {len(pk)} Geneve packets, {len(flows)} flows with ports, {len(sample)} explained both ways")
+    TX_FLOWS.update(flows)
+
+
+TX_FLOWS = {}  # canonical 5-tuple -> {"route", "dirs"}, from the transmitted Geneve packets
+
+
+def t_sctp():
+    """--proto sctp lists the capture's SCTP flows with their ports; explain
+    (sctp, ports) finds each, both ways, on the appliance and cookie gwlbd
+    really sent it with; an IPv6 key shows [address]:port."""
+    want = json.load(open(f"{args.workdir}/sctp-flows.json"))
+    listed = js("flows", "--proto", "sctp", "--all")["flows"]
+    got = {(f["src"], f["dst"], f["sport"], f["dport"]) for f in listed}
+    assert got == {(w["src"], w["dst"], w["sport"], w["dport"]) for w in want}, (got, want)
+    assert all(f["proto"] == "sctp" and f["kind"] == "flow" for f in listed), listed
+    assert js("flows", "--proto", "132", "--count")["count"] == len(want)
+    for f in listed:
+        t = (f["src"], f["dst"], "sctp", f["sport"], f["dport"])
+        assert canon(t) in TX_FLOWS, f"{t}: no Geneve packet of it transmitted"
+        (app, cookie), = TX_FLOWS[canon(t)]["route"]
+        for q in (t, (t[1], t[0], "sctp", t[4], t[3])):
+            e = explain(q)
+            assert e["existing"] is True and e["appliance"] == app == f["appliance"], (q, e, app)
+            assert int(e["cookie"], 16) == cookie, (q, e["cookie"], cookie)
+        if ":" in t[0]:
+            out = run("explain", *map(str, t), record=True).stdout
+            assert re.search(r"key +\[2001:db8:5c::1\]:5060 <-> \[2001:db8:5c::2\]:5061 proto 132", out), out
+    # Ports with a protocol the dataplane keys without them: refused (client and gwlbd).
+    p = run("explain", "198.51.100.1", "203.0.113.1", "47", "1", "2", rc=2)
+    assert "PROTO 47 has no ports" in p.stderr, p.stderr
+    print(f"   {len(listed)} SCTP flows listed and explained both ways")
 
 
 def fresh_tuples(n, seed):
@@ -639,6 +682,7 @@ for name, fn in [("stats", t_stats), ("status and groups", t_status), ("servers"
                  ("health", t_health), ("health-destinations (regions)", t_regions),
                  ("flows --count", t_count), ("filters", t_filters), ("paging", t_paging),
                  ("explain", t_explain), ("explain vs transmitted Geneve", t_tx_explain),
+                 ("--proto sctp, IPv6 [address]:port", t_sctp),
                  ("server remove/add/set: new and existing flows", t_server_changes),
                  ("error paths, reload", t_changes), ("drain", t_drain),
                  ("guard rails: no appliance in service", t_guard)]:

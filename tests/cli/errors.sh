@@ -74,6 +74,20 @@ says "$work/err" "--mac: '02:00'"
 expect 2 server set 192.0.2.10
 says "$work/err" "missing --weight N"
 expect 2 stats --watch 0
+expect 2 servers --watch 0
+says "$work/err" "--watch: '0' is not a number of seconds in 0.1-86400"
+expect 2 servers --count 2
+says "$work/err" "--count needs --watch"
+expect 2 flows --sort colour
+says "$work/err" "--sort: 'colour' is not a field to sort on (age, idle, packets, src, dst, appliance; -FIELD or --reverse for descending)"
+expect 2 flows --reverse
+says "$work/err" "--reverse needs --sort"
+expect 2 flows --sort age --count
+says "$work/err" "--sort cannot be combined with --count"
+expect 2 flows --proto sctpx
+says "$work/err" "--proto: 'sctpx' is not a protocol (tcp, udp, sctp, icmp, icmpv6 or 0-255)"
+expect 2 explain 198.51.100.1 203.0.113.1 47 1 2
+says "$work/err" "PROTO 47 has no ports: gwlbd keys it on addresses and protocol"
 expect 2 stats --count 3
 says "$work/err" "--count needs --watch"
 expect 2 health
@@ -282,6 +296,44 @@ for l in lines:
     j = json.loads(l)
     assert j["rates"]["totals"]["rx_packets"] > 0 and "stats" in j, j
 ' "$work/out"
+# servers --watch: per-appliance rates from two samples (the fake's 192.0.2.10
+# grows by 1000 packets, 100 bytes, 900 and 90 returned per call).
+expect 0 --socket "$sock" servers --watch 0.2 --count 2
+says "$work/out" "ADDRESS     GROUP      STATE      HEALTH     FLOWS  SENT/S  SENT B/S  RETURNED/S  RETURNED B/S"
+says "$work/out" "rates over the last"
+[ "$(grep -c 'SENT/S' "$work/out")" -eq 2 ] || { echo "FAIL: servers --watch did not refresh twice"; fails=$((fails + 1)); }
+expect 0 --socket "$sock" --json servers --watch 0.2 --count 2
+/usr/bin/python3 -c '
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert len(lines) == 2, lines
+for l in lines:
+    j = json.loads(l)
+    dt = j["interval_s"]
+    assert dt >= 0.2, j
+    r = {x["address"]: x for x in j["rates"]}
+    for k, per_call in (("packets_per_s", 1000), ("bytes_per_s", 100),
+                        ("returned_packets_per_s", 900), ("returned_bytes_per_s", 90)):
+        assert abs(r["192.0.2.10"][k] * dt - per_call) < 1e-6 * per_call, (k, r, dt)
+    assert r["192.0.2.11"]["packets_per_s"] == 0 and r["192.0.2.11"]["returned_packets_per_s"] is None, r
+    assert [s["address"] for s in j["servers"]["servers"]] == ["192.0.2.10", "192.0.2.11", "192.0.2.12"], j
+' "$work/out" || { echo "FAIL: servers --watch --json rates"; fails=$((fails + 1)); }
+# flows --sort: every page, then sorted (flow 2 has more packets than flow 1).
+expect 0 --socket "$sock" flows --proto tcp --sort -packets
+[ "$(sed -n 2p "$work/out" | cut -c1-17)" = "198.51.100.2:1002" ] || { echo "FAIL: flows --sort -packets"; cat "$work/out"; fails=$((fails + 1)); }
+says "$work/out" "2 flows in 2 pages, sorted by packets (descending)"
+expect 0 --socket "$sock" flows --proto tcp --sort src
+[ "$(sed -n 2p "$work/out" | cut -c1-17)" = "198.51.100.1:1001" ] || { echo "FAIL: flows --sort src"; cat "$work/out"; fails=$((fails + 1)); }
+expect 0 --socket "$sock" --json flows --proto tcp --sort packets --reverse
+/usr/bin/python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert [f["packets"] for f in j["flows"]] == [10, 5], j' "$work/out" \
+  || { echo "FAIL: flows --sort packets --reverse --json"; fails=$((fails + 1)); }
+# stats hides zero counters and drop reasons unless --all.
+expect 0 --socket "$sock" stats
+says "$work/out" "not shown, at zero: 0 counters, 1 drop reason (--all shows them)"
+if grep -q "too_big" "$work/out"; then echo "FAIL: stats shows a zero counter"; fails=$((fails + 1)); fi
+expect 0 --socket "$sock" stats --all
+says "$work/out" "drop_too_big"
+if grep -q "not shown" "$work/out"; then echo "FAIL: stats --all hides counters"; fails=$((fails + 1)); fi
 # What went over the wire: typed parameters as docs/control-api.md lists them.
 /usr/bin/python3 - "$work/requests.log" <<'PY'
 import json, sys

@@ -7,13 +7,16 @@ Answers each request line with a canned reply chosen by method, and appends
 every request it received to REQUEST_LOG (one JSON object per line):
   status        never answers (gwlbctl's --timeout)
   groups        answers with a line that is not JSON
-  servers       three appliances with health objects; not_found for another group
+  servers       three appliances with health objects; not_found for another group.
+                Each call, 192.0.2.10's counters grow: packets +1000, bytes +100,
+                returned_packets +900, returned_bytes +90 (servers --watch rates)
   health        192.0.2.10: unhealthy with history; 192.0.2.11: checks off;
                 127.0.0.1: a tcp check on PROBE_PORT (for `gwlbctl probe 127.0.0.1`);
                 others: not_found
   server.add    invalid_config with details
   server.remove ok
-  flows         two pages of one flow each (cursor "1"), or {count} with count
+  flows         two pages of one flow each (cursor "1"), or {count} with count;
+                flow n has 5 n packets
   stats         a sample whose counters grow by 10 per call
   reload        ok, restart_needed ["eal"]
   destinations  two listeners: "inspect" failed over from fw-east to fw-west (a
@@ -34,13 +37,14 @@ sock_path, log_path = sys.argv[1], sys.argv[2]
 probe_port = int(sys.argv[3]) if len(sys.argv) > 3 else 9
 lock = threading.Lock()
 stats_calls = [0]
+servers_calls = [0]
 
 
 def flow(n):
     return {"src": "198.51.100.%d" % n, "dst": "203.0.113.1", "sport": 1000 + n, "dport": 80,
             "proto": "tcp", "group": "firewalls", "appliance": "192.0.2.10",
             "cookie": "0x0000000%d" % n, "kind": "flow", "age_s": 1.5, "idle_s": 0.5,
-            "packets": 5}
+            "packets": 5 * n}
 
 
 NOW = time.time()
@@ -164,7 +168,16 @@ def reply(req):
         return "this is not json"
     if m == "servers":
         if p.get("group", "firewalls") == "firewalls":
-            return {"ok": True, "result": {"servers": SERVERS}}
+            with lock:
+                servers_calls[0] += 1
+                k = servers_calls[0]
+            servers = [dict(x) for x in SERVERS]
+            s10 = servers[0]
+            s10["packets"] += 1000 * k
+            s10["bytes"] += 100 * k
+            s10["returned_packets"] = 100000 + 900 * k
+            s10["returned_bytes"] = 1000000 + 90 * k
+            return {"ok": True, "result": {"servers": servers}}
         return {"ok": False, "error": {"code": "not_found", "message": "no server group '%s'" % p.get("group")}}
     if m == "health":
         h = health(p.get("address"))

@@ -285,3 +285,40 @@ TEST(Validate, HealthDestinationsRequest) {
   }
   EXPECT_NE(usageError({"region"}).find("unknown command 'region'"), std::string::npos);
 }
+
+// Issue 18 item 10: --proto sctp, explain's ports as the dataplane keys them,
+// servers --watch, flows --sort.
+TEST(Validate, SctpAndPortlessProtocols) {
+  EXPECT_EQ(parseProto("--proto", "SCTP"), Json("sctp"));
+  EXPECT_EQ(buildRequest(parse({"flows", "--proto", "sctp"})).params, (Json{{"proto", "sctp"}}));
+  auto req = buildRequest(parse({"explain", "198.51.100.1", "203.0.113.8", "sctp", "5000", "38412"}));
+  EXPECT_EQ(req.params, (Json{{"src", "198.51.100.1"}, {"dst", "203.0.113.8"}, {"proto", "sctp"},
+                              {"sport", 5000}, {"dport", 38412}}));
+  EXPECT_EQ(buildRequest(parse({"explain", "198.51.100.1", "203.0.113.8", "136", "1", "2"})).params["sport"], 1);
+  EXPECT_EQ(buildRequest(parse({"explain", "198.51.100.1", "203.0.113.8", "icmp", "7", "7"})).params["dport"], 7);
+  // GRE (47) and ESP (50) are keyed on addresses and protocol: ports are refused.
+  EXPECT_NE(usageError({"explain", "198.51.100.1", "203.0.113.8", "47", "1", "2"})
+                .find("PROTO 47 has no ports: gwlbd keys it on addresses and protocol"),
+            std::string::npos);
+  EXPECT_EQ(usageError({"explain", "198.51.100.1", "203.0.113.8", "50"}), "");
+}
+
+TEST(Validate, ServersWatchAndFlowsSort) {
+  EXPECT_EQ(buildRequest(parse({"servers", "--watch", "0.5", "--count", "3", "--group", "fw"})).params,
+            (Json{{"group", "fw"}}));
+  EXPECT_NE(usageError({"servers", "--count", "3"}).find("--count needs --watch"), std::string::npos);
+  EXPECT_NE(usageError({"servers", "--watch", "0.01"}).find("--watch: '0.01'"), std::string::npos);
+  // Client-side only: --sort and --reverse are not sent.
+  EXPECT_EQ(buildRequest(parse({"flows", "--sort", "-packets", "--proto", "tcp"})).params,
+            (Json{{"proto", "tcp"}}));
+  EXPECT_EQ(usageError({"flows", "--sort", "appliance", "--reverse"}), "");
+  EXPECT_NE(usageError({"flows", "--sort", "bytes"}).find("--sort: 'bytes' is not a field to sort on"),
+            std::string::npos);
+  EXPECT_NE(usageError({"flows", "--reverse"}).find("--reverse needs --sort"), std::string::npos);
+  EXPECT_NE(usageError({"flows", "--sort", "age", "--count"}).find("cannot be combined"), std::string::npos);
+  EXPECT_NE(usageError({"flows", "--sort", "age", "--cursor", "5"}).find("cannot be combined"),
+            std::string::npos);
+  EXPECT_NE(commandHelp(*findCommand("flows")).find("--sort FIELD"), std::string::npos);
+  EXPECT_NE(commandHelp(*findCommand("servers")).find("--watch SECONDS"), std::string::npos);
+  EXPECT_NE(commandHelp(*findCommand("stats")).find("--all"), std::string::npos);
+}

@@ -3,7 +3,10 @@
 
 #include <algorithm>
 
+#include "cli/args.h"
+#include "cli/flow_sort.h"
 #include "cli/render.h"
+#include "cli/server_rates.h"
 
 using namespace gwlb::cli;
 
@@ -178,4 +181,102 @@ TEST(Render, ChangesAndErrors) {
   EXPECT_EQ(protoName(Json(17)), "udp");
   EXPECT_EQ(protoName(Json("tcp")), "tcp");
   EXPECT_EQ(protoName(Json(47)), "47");
+}
+
+// Issue 18 item 10: flows --sort, servers --watch rates, stats without zeros.
+namespace {
+
+std::vector<std::string> column(const Json& flows, const char* key) {
+  std::vector<std::string> v;
+  for (const auto& f : flows) v.push_back(fieldText(f, key));
+  return v;
+}
+
+}  // namespace
+
+TEST(FlowSort, EachFieldAscendingAndDescending) {
+  Json flows = Json::parse(R"J([
+    {"src": "10.0.0.9",    "sport": 80,   "dst": "203.0.113.1", "dport": 443, "appliance": "192.0.2.11",
+     "age_s": 5.0, "idle_s": 0.5, "packets": 40},
+    {"src": "9.0.0.1",     "sport": 1000, "dst": "2001:db8::1", "dport": 80, "appliance": "192.0.2.9",
+     "age_s": 50.0, "idle_s": 2.0, "packets": 3},
+    {"src": "2001:db8::2", "sport": 5,    "dst": "203.0.113.1", "dport": 22, "appliance": null,
+     "age_s": 0.5, "idle_s": 0.1, "packets": [7, 8]},
+    {"src": "10.0.0.9",    "sport": 9,    "dst": "198.51.100.7", "dport": 443, "appliance": "192.0.2.10",
+     "age_s": 7.0, "idle_s": 9.0, "packets": 12}
+  ])J");
+  auto sorted = [&](const char* spec, bool reverse = false) {
+    Json f = flows;
+    sortFlows(f, parseFlowSort(spec, reverse));
+    return f;
+  };
+  // Addresses numerically (9.x before 10.x), IPv4 before IPv6, then ports.
+  EXPECT_EQ(column(sorted("src"), "src"),
+            (std::vector<std::string>{"9.0.0.1", "10.0.0.9", "10.0.0.9", "2001:db8::2"}));
+  EXPECT_EQ(column(sorted("src"), "sport"), (std::vector<std::string>{"1000", "9", "80", "5"}));
+  EXPECT_EQ(column(sorted("-src"), "sport"), (std::vector<std::string>{"5", "80", "9", "1000"}));
+  EXPECT_EQ(column(sorted("dst"), "dst"),
+            (std::vector<std::string>{"198.51.100.7", "203.0.113.1", "203.0.113.1", "2001:db8::1"}));
+  EXPECT_EQ(column(sorted("dst"), "dport"), (std::vector<std::string>{"443", "22", "443", "80"}));
+  EXPECT_EQ(column(sorted("age"), "age_s"), (std::vector<std::string>{"0.5", "5.0", "7.0", "50.0"}));
+  EXPECT_EQ(column(sorted("age", true), "age_s"), column(sorted("-age"), "age_s"));
+  EXPECT_EQ(column(sorted("-age"), "age_s"), (std::vector<std::string>{"50.0", "7.0", "5.0", "0.5"}));
+  EXPECT_EQ(column(sorted("idle"), "idle_s"), (std::vector<std::string>{"0.1", "0.5", "2.0", "9.0"}));
+  // A [orig, reply] pair counts as its sum (15).
+  EXPECT_EQ(column(sorted("-packets"), "sport"), (std::vector<std::string>{"80", "5", "9", "1000"}));
+  // No appliance: last, ascending or descending.
+  EXPECT_EQ(column(sorted("appliance"), "appliance"),
+            (std::vector<std::string>{"192.0.2.9", "192.0.2.10", "192.0.2.11", "-"}));
+  EXPECT_EQ(column(sorted("-appliance"), "appliance"),
+            (std::vector<std::string>{"192.0.2.11", "192.0.2.10", "192.0.2.9", "-"}));
+  EXPECT_THROW(parseFlowSort("cookie", false), UsageError);
+  EXPECT_THROW(parseFlowSort("-", false), UsageError);
+}
+
+TEST(ServerRates, FromTwoSamples) {
+  Json prev = Json::parse(R"J({"servers": [
+    {"address": "192.0.2.10", "packets": 1000, "bytes": 100000, "returned_packets": 900, "returned_bytes": 90000},
+    {"address": "192.0.2.11", "packets": 5000, "bytes": 500, "returned_packets": 10, "returned_bytes": 10}]})J");
+  Json cur = Json::parse(R"J({"servers": [
+    {"address": "192.0.2.10", "group": "fw", "state": "active", "health": {"state": "healthy"},
+     "active_flows": 12, "packets": 3000, "bytes": 2200000, "returned_packets": 2900, "returned_bytes": 190000},
+    {"address": "192.0.2.11", "group": "fw", "state": "active", "packets": 10, "bytes": 1,
+     "returned_packets": 10, "returned_bytes": 10},
+    {"address": "192.0.2.12", "group": "fw", "state": "initializing", "packets": 7, "bytes": 7}]})J");
+  Json r = serverRates(cur, prev, 2.0);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0], (Json{{"address", "192.0.2.10"}, {"packets_per_s", 1000.0}, {"bytes_per_s", 1050000.0},
+                        {"returned_packets_per_s", 1000.0}, {"returned_bytes_per_s", 50000.0}}));
+  // Counters that went down (a restart) and a new appliance: no rate yet.
+  EXPECT_TRUE(r[1]["packets_per_s"].is_null());
+  EXPECT_EQ(r[1]["returned_packets_per_s"], 0.0);
+  EXPECT_TRUE(r[2]["packets_per_s"].is_null());
+  std::string out = renderServerRates(cur, r, 2.0, 1700000000.0);
+  EXPECT_TRUE(has(out, "rates over the last 2.0 s")) << out;
+  EXPECT_TRUE(has(out, "ADDRESS     GROUP  STATE         HEALTH   FLOWS  SENT/S   SENT B/S  RETURNED/S  RETURNED B/S"))
+      << out;
+  EXPECT_TRUE(has(out, "192.0.2.10  fw     active        healthy     12    1.0k  1.0 MiB/s        1.0k    48.8 KiB/s"))
+      << out;
+  EXPECT_TRUE(has(out, "192.0.2.11  fw     active        -            -       -          -           0         0 B/s")) << out;
+}
+
+TEST(Render, StatsHidesZerosUnlessAll) {
+  Json s = Json::parse(R"J({"taken_at": 1700000000.0,
+    "totals": {"rx_packets": 10, "tx_packets": 0, "punted": 0, "drop_too_big": 0, "drop_bad_vni": 3},
+    "workers": [{"id": 0, "counters": {"rx_packets": 10, "tx_packets": 0, "punted": 0}}],
+    "drops": [{"name": "drop_too_big", "count": 0, "help": "too big"},
+              {"name": "drop_bad_vni", "count": 3, "help": "bad VNI"}],
+    "ports": []})J");
+  std::string out = renderStats(s, nullptr, 0);
+  EXPECT_TRUE(has(out, "rx_packets")) << out;
+  EXPECT_TRUE(has(out, "drop_bad_vni")) << out;
+  EXPECT_FALSE(has(out, "tx_packets")) << out;
+  EXPECT_FALSE(has(out, "punted")) << out;
+  EXPECT_FALSE(has(out, "drop_too_big")) << out;
+  EXPECT_TRUE(has(out, "not shown, at zero: 2 counters, 1 drop reason (--all shows them)")) << out;
+  std::string all = renderStats(s, nullptr, 0, true);
+  for (const char* c : {"rx_packets", "tx_packets", "punted", "drop_too_big", "drop_bad_vni"})
+    EXPECT_TRUE(has(all, c)) << c << "\n" << all;
+  EXPECT_FALSE(has(all, "not shown")) << all;
+  EXPECT_EQ(protoName(Json(132)), "sctp");
 }
