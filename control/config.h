@@ -278,6 +278,17 @@ bool loadFlowHashKey(const NodeConfig& n, FlowHashKey& key, bool& configured, st
 // when none is set (gwlbd then picks a random key). Never throws; reads files.
 bool loadHashKey(const Config& c, FlowHashKey& key, bool& configured, std::string& error);
 
+// The config as YAML that parseConfig() reads back to the same Config (the
+// key table walked: every key, defaults included; sections and lists that
+// are absent or empty left out). Secrets written in the config (fleet.secret,
+// node.flow_hash_secret's digits) become a comment unless `secrets`; their
+// paths go to `hidden`. Never throws but bad_alloc. Thread: any.
+struct DumpOptions {
+  bool secrets = false;
+};
+std::string dumpConfig(const Config& c, const DumpOptions& opt = {},
+                       std::vector<std::string>* hidden = nullptr);
+
 // Every key the loader accepts, as a path with "[]" for list indexes (e.g.
 // "server_groups[].servers[].address"), sections included, in schema order
 // (each section followed by its keys). From the key table (config_schema.cc).

@@ -12,6 +12,9 @@
 namespace gwlb::ctl::schema {
 namespace {
 
+// A key's digits written in the config itself, not a file's path.
+bool isInlineKey(const std::string& v) { return !v.empty() && v[0] != '/'; }
+
 // ---------------------------------------------------------------------------
 // Ranges and limits.
 
@@ -563,7 +566,7 @@ const Key kNodeKeys[] = {
      .doc = "The 128-bit key of the flow hash: its digits, or a file (mode 600) holding them.",
      .reload = Reload::kRestart, .what = "32 hex digits or a file path",
      .check = checkFlowHashSecret, .range_doc = "32 hex digits, or an absolute file path",
-     .default_doc = "none (random)"},
+     .default_doc = "none (random)", .secret = isInlineKey},
     {.name = "ports", .kind = Kind::kList, .acc = member<&NodeConfig::ports>(),
      .doc = "Role and MAC of DPDK ports; ports not listed get the defaults.", .range = kPortsList,
      .what = "a list of ports like { id: 0, role: router }", .items = "ports", .sub = &kPortSection,
@@ -722,7 +725,7 @@ const Key kFleetKeys[] = {
     {.name = "secret", .kind = Kind::kString, .acc = member<&FleetConfig::secret>(),
      .doc = "The fleet secret (keys the flow hash and the cookies): 32 hex digits.",
      .reload = Reload::kRestart, .what = "32 hex digits", .check = checkFleetSecret,
-     .range_doc = "32 hex digits", .default_doc = "see below"},
+     .range_doc = "32 hex digits", .default_doc = "see below", .secret = isInlineKey},
     {.name = "secret_file", .kind = Kind::kString, .acc = member<&FleetConfig::secret_file>(),
      .doc = "A file (mode 600) holding the fleet secret, instead of `secret`.",
      .reload = Reload::kRestart, .what = "an absolute file path", .check = checkSecretFile,

@@ -121,6 +121,9 @@ struct Key {
   std::string_view type_doc = {};
   std::string_view range_doc = {};
   std::string_view default_doc = {};
+  // kString: true when this value is a secret (gwlbctl config dump leaves it
+  // out unless asked).
+  bool (*secret)(const std::string& value) = nullptr;
 };
 
 struct Section {

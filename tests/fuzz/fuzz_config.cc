@@ -11,7 +11,9 @@
 //    (a conversion it should have checked), i.e. a bug;
 //  - an accepted config passes validateConfig again, has 1..64 server groups
 //    each with servers, and parsing the same text again gives the same
-//    outcome; formatErrors of the errors has one line per error.
+//    outcome; formatErrors of the errors has one line per error;
+//  - the dump of an accepted config (gwlbctl config dump) is accepted and
+//    dumps the same again.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -54,5 +56,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const ServerGroupConfig& g : c.server_groups)
     FUZZ_CHECK(!g.servers.empty() && !g.name.empty(), "accepted group without servers or name");
   FUZZ_CHECK(c.node.underlay_ip.isV4(), "accepted config without an IPv4 underlay address");
+
+  // gwlbctl config dump: the accepted config written out loads again, to the
+  // same config (its dump is the same text).
+  const std::string dumped = dumpConfig(c, DumpOptions{.secrets = true});
+  Config back;
+  std::vector<ConfigError> errors3;
+  FUZZ_CHECK(parseConfig(dumped, back, errors3), "the dump of an accepted config is refused: %s\n%s",
+             errors3.empty() ? "" : (errors3[0].path + ": " + errors3[0].message).c_str(), dumped.c_str());
+  FUZZ_CHECK(dumpConfig(back, DumpOptions{.secrets = true}) == dumped,
+             "the dump loaded again dumps differently:\n%s", dumped.c_str());
   return 0;
 }

@@ -158,5 +158,53 @@ TEST(HttpCodes, OneGrammar) {
   }
 }
 
+// gwlbctl config dump (issue 18 item 9): the running config as YAML that
+// loads back to the same config, with runtime changes in it, and secrets
+// written in the config left out unless asked for.
+TEST(ConfigDump, LoadsBackToTheSameConfigWithRuntimeChangesAndNoSecrets) {
+  const char* text = R"(
+node: { underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01, gateway_mac: 02:00:00:00:00:fe }
+server_groups:
+  - name: fw-one
+    geneve: { format: ethernet, vni: 0xffffff }
+    tcp_idle_timeout: 60s
+    health_check: { protocol: http, port: 8080, path: /healthz, interval: 250ms, http_codes: [http_2xx, 301-302] }
+    servers: [ { address: 10.0.0.1, weight: 0 }, { address: 10.0.0.2, mac: 02:00:00:00:00:02 } ]
+control: { socket: /run/gwlbd/x.sock, socket_mode: "0600" }
+eal: [--no-huge, "-m", "256"]
+fleet: { node_name: gw-a, secret: 00112233445566778899aabbccddeeff, sync_listen: "127.0.0.1:7000",
+         peers: ["127.0.0.1:7001"] }
+)";
+  Config c;
+  std::vector<ConfigError> errs;
+  ASSERT_TRUE(parseConfig(text, c, errs)) << formatErrors(errs);
+  // What server.add and server.set do to the running config.
+  c.server_groups[0].servers.push_back(ServerConfig{});
+  c.server_groups[0].servers.back().address = IpAddr::v4(0x0A000003u);
+  c.server_groups[0].servers[0].weight = 7;
+
+  std::vector<std::string> hidden;
+  std::string dump = dumpConfig(c, {}, &hidden);
+  EXPECT_EQ(hidden, std::vector<std::string>{"fleet.secret"});
+  EXPECT_EQ(dump.find("00112233445566778899aabbccddeeff"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("# secret: (a secret, not shown"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("address: 10.0.0.3"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("weight: 7"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("interval: 250ms"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("path: \"/healthz\""), std::string::npos) << dump;
+
+  std::string full = dumpConfig(c, {.secrets = true});
+  Config back;
+  ASSERT_TRUE(parseConfig(full, back, errs)) << formatErrors(errs) << "\n" << full;
+  EXPECT_EQ(dumpConfig(back, {.secrets = true}), full);
+  EXPECT_TRUE(restartNeeded(c, back).empty());
+  ASSERT_EQ(back.server_groups[0].servers.size(), 3u);
+  EXPECT_EQ(back.server_groups[0].servers[0].weight, 7u);
+  EXPECT_EQ(back.server_groups[0].servers[2].address, IpAddr::v4(0x0A000003u));
+  EXPECT_EQ(back.server_groups[0].name, "fw-one");
+  EXPECT_EQ(back.fleet.secret, c.fleet.secret);
+  EXPECT_EQ(back.eal_args, c.eal_args);
+}
+
 }  // namespace
 }  // namespace gwlb::ctl
