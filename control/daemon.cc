@@ -18,6 +18,7 @@
 #include "common/arp.h"
 #include "control/api_params.h"
 #include "control/control_loop.h"
+#include "control/memory_plan.h"
 #include "dataplane/eal.h"
 
 namespace gwlb::ctl {
@@ -39,11 +40,7 @@ constexpr uint8_t kSymmetricRssKey[40] = {
     0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a,
     0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a};
 
-constexpr unsigned kPuntRingSize = 1024;
-// Frames for the kernel waiting for the control thread: about 4 ms of a
-// 1 Mpps flood to our address; beyond it the workers count
-// drop_exception_queue_full and go on.
-constexpr unsigned kExceptionRingSize = 4096;
+static_assert(FleetSync::kRingSize == kSyncRingSize, "control/memory_plan.h counts the sync ring");
 constexpr std::chrono::microseconds kExceptionPollPeriod{1000};
 
 std::string portName(uint16_t port) {
@@ -57,18 +54,31 @@ std::string portName(uint16_t port) {
 Daemon::Daemon(Config config) {
   started_ns_ = dp::monotonicNs();
   started_at_ = config_loaded_at_ = unixNow();
-  unsigned data_room = std::max<unsigned>(RTE_MBUF_DEFAULT_DATAROOM, config.node.underlay_mtu + 64);
-  pool_ = dp::createMbufPool("gwlbd_pool", config.dataplane.mbufs, data_room);
-  qsbr_ = dp::createQsbr(config.dataplane.workers);
-  flows_ = std::make_unique<dp::FlowTable>("gwlbd_flows", config.dataplane.flow_table_size, qsbr_,
+  // A failed allocation says what to change (the key and the size needed),
+  // not only DPDK's error.
+  auto sized = [&](const char* part, auto make) {
+    try {
+      return make();
+    } catch (const std::exception& e) {
+      throw std::runtime_error(e.what() + allocationHint(config, part));
+    }
+  };
+  pool_ = sized("mbuf pool", [&] {
+    return dp::createMbufPool("gwlbd_pool", config.dataplane.mbufs, mbufDataRoom(config));
+  });
+  qsbr_ = sized("rings and RCU", [&] { return dp::createQsbr(config.dataplane.workers); });
+  flows_ = sized("flow table", [&] {
+    return std::make_unique<dp::FlowTable>("gwlbd_flows", config.dataplane.flow_table_size, qsbr_,
                                            int(rte_socket_id()));
+  });
   dp_.flows = flows_.get();
-  dp_.punt = dp::createRing("gwlbd_punt", kPuntRingSize);
-  control_tx_ = dp::createRing("gwlbd_ctl_tx", kPuntRingSize);
+  dp_.punt = sized("rings and RCU", [&] { return dp::createRing("gwlbd_punt", kPuntRingSize); });
+  control_tx_ = sized("rings and RCU", [&] { return dp::createRing("gwlbd_ctl_tx", kPuntRingSize); });
   // Flow state sync: the workers queue new and moved flows here (multi-producer).
   // Without peers there is nobody to send to or accept from: no sync at all.
   if (config.fleet.configured && !config.fleet.sync_listen.empty() && !config.fleet.peers.empty())
-    dp_.sync = dp::createRing("gwlbd_sync", FleetSync::kRingSize, false);
+    dp_.sync = sized("rings and RCU",
+                     [&] { return dp::createRing("gwlbd_sync", FleetSync::kRingSize, false); });
   Engine::Inputs in;
   in.health = [this] { return health_ ? health_->states() : HealthMap{}; };
   in.neighbours = [this] { return neighbours_.macs(); };
@@ -236,7 +246,11 @@ void Daemon::setupExceptionPath() {
   for (const dp::PortView& v : resolvePorts(cfg(), &port_macs_)) macs.push_back(v.mac);
   macs.resize(n_ports_);
   exception_ = std::make_unique<ExceptionPath>(ep.name_prefix, macs, cfg().node.underlay_mtu, pool_);
-  dp_.exception = dp::createRing("gwlbd_exception", kExceptionRingSize);
+  try {
+    dp_.exception = dp::createRing("gwlbd_exception", kExceptionRingSize);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(e.what() + allocationHint(cfg(), "rings and RCU"));
+  }
 }
 
 void Daemon::pollExceptionPath() {

@@ -1,6 +1,7 @@
 // gwlbd: the gateway load balancer daemon.
 //   gwlbd --config FILE [-- EAL ARGS...]   run
-//   gwlbd --check-config FILE              validate and exit (0 valid, 2 invalid)
+//   gwlbd --check-config FILE [-- EAL ARGS...]  validate, print the memory it
+//                                          needs, and exit (0 valid, 2 invalid)
 #include <rte_eal.h>
 #include <spdlog/spdlog.h>
 
@@ -17,6 +18,7 @@
 #include "control/config.h"
 #include "control/daemon.h"
 #include "control/maglev_cache.h"
+#include "control/memory_plan.h"
 #include "dataplane/eal.h"
 
 using namespace gwlb;
@@ -102,8 +104,19 @@ int main(int argc, char** argv) {
   if (!check.empty()) {
     ctl::Config cfg;
     if (!load(check, cfg)) return 2;
-    std::printf("%s: configuration is valid (%zu server group(s))\n", check.c_str(),
-                cfg.server_groups.size());
+    std::vector<std::string> eal = cfg.eal_args;
+    eal.insert(eal.end(), eal_extra.begin(), eal_extra.end());
+    ctl::EalBudget budget = ctl::ealBudget(eal);
+    ctl::MemoryPlan plan = ctl::planMemory(cfg, budget.pci_ports);
+    std::string misfit = ctl::checkFits(plan, budget);
+    if (!misfit.empty()) {
+      std::printf("%s", ctl::formatPlan(plan, budget).c_str());
+      std::fflush(stdout);
+      std::fprintf(stderr, "%s: %s\n", check.c_str(), misfit.c_str());
+      return 2;
+    }
+    std::printf("%s: configuration is valid (%zu server group(s))\n%s", check.c_str(),
+                cfg.server_groups.size(), ctl::formatPlan(plan, budget).c_str());
     return 0;
   }
   if (config.empty()) {
@@ -129,6 +142,15 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> eal = cfg.eal_args;
   eal.insert(eal.end(), eal_extra.begin(), eal_extra.end());
+  {
+    ctl::EalBudget budget = ctl::ealBudget(eal);
+    ctl::MemoryPlan plan = ctl::planMemory(cfg, budget.pci_ports);
+    spdlog::info("memory: EAL {} needed (mbuf pool {}), process up to {} (flow table {})",
+                 ctl::mib(plan.ealBytes()), ctl::mib(plan.find("mbuf pool")->bytes),
+                 ctl::mib(plan.processBytes()), ctl::mib(plan.find("flow table")->bytes));
+    std::string misfit = ctl::checkFits(plan, budget);
+    if (!misfit.empty()) spdlog::warn("{}", misfit);
+  }
   try {
     dp::initEal("gwlbd", eal);
   } catch (const std::exception& e) {
