@@ -404,9 +404,35 @@ void Daemon::sampleRates() {
   last_sample_ns_ = now;
 }
 
+void Daemon::feedWatchdog() {
+  std::vector<uint64_t> loops;
+  for (const auto& r : runs_) loops.push_back(r->heartbeat.loops.load(std::memory_order_relaxed));
+  if (progress_.advanced(loops)) {
+    if (watchdog_stalled_) spdlog::warn("systemd watchdog: every worker makes progress again");
+    watchdog_stalled_ = false;
+    sd_.notify("WATCHDOG=1\n");
+    return;
+  }
+  if (!watchdog_stalled_)
+    spdlog::error("systemd watchdog: a worker made no progress in {} ms (loop counters {}): "
+                  "not feeding the watchdog",
+                  sd_.watchdogUsec() / 2000, nlohmann::json(loops).dump());
+  watchdog_stalled_ = true;
+}
+
+std::string Daemon::statusLine() const {
+  const dp::Snapshot* s = dp_.snapshot.load();
+  return "running: " + std::to_string(cfg().dataplane.workers) + " worker(s), " +
+         std::to_string(n_ports_) + " port(s), snapshot " + std::to_string(s ? s->generation : 0) +
+         ", config " + cfg().source_path;
+}
+
 void Daemon::reload() {
   // SIGHUP and the API's `reload` share one path; a bad file keeps the running config.
+  sd_.notify("RELOADING=1\nSTATUS=reloading " + cfg().source_path + "\n");
   nlohmann::json r = handleApi("reload", nlohmann::json::object());
+  sd_.notify("READY=1\nSTATUS=" + statusLine() +
+             (r["ok"].get<bool>() ? "" : " (last reload failed: running config kept)") + "\n");
   if (!r["ok"].get<bool>())
     spdlog::error("reload of {} failed; keeping the running config:\n{}", cfg().source_path,
                   r["error"]["message"].get<std::string>());
@@ -538,10 +564,29 @@ int Daemon::run() {
   spdlog::info("gwlbd running: {} worker(s), {} port(s), underlay {} port {}",
                cfg().dataplane.workers, n_ports_, cfg().node.underlay_ip.str(),
                cfg().node.underlay_port);
+  // systemd (Type=notify): ready now that the ports are up, the first
+  // snapshot is published and the workers run; the watchdog is fed only
+  // while every worker's loop moves.
+  sd_.notify("READY=1\nSTATUS=" + statusLine() + "\n");
+  boost::asio::steady_timer watchdog(io);
+  std::function<void()> onWatchdog = [&]() {
+    watchdog.expires_after(std::chrono::microseconds(std::max<uint64_t>(sd_.watchdogUsec() / 2, 10000)));
+    watchdog.async_wait([&](const boost::system::error_code& ec) {
+      if (ec) return;
+      guarded("watchdog", [&] { feedWatchdog(); });
+      onWatchdog();
+    });
+  };
+  if (sd_.enabled() && sd_.watchdogUsec()) {
+    spdlog::info("systemd watchdog: {} ms; fed while every worker makes progress",
+                 sd_.watchdogUsec() / 1000);
+    onWatchdog();
+  }
   // An exception escaping a handler (a session, a probe) is counted and
   // logged; the loop goes on (the timers above re-arm whatever their body did).
   runControlLoop(io);
 
+  sd_.notify("STOPPING=1\nSTATUS=stopping\n");
   stopFleet();
   api_.reset();
   metrics_.reset();
