@@ -20,6 +20,7 @@
 #include "control/maglev_cache.h"
 #include "control/memory_plan.h"
 #include "dataplane/eal.h"
+#include "version.h"
 
 using namespace gwlb;
 
@@ -28,11 +29,29 @@ namespace {
 void usage(FILE* f) {
   std::fprintf(f,
                "usage: gwlbd --config FILE [-- EAL ARGS...]\n"
-               "       gwlbd --check-config FILE\n"
-               "Runs the gateway load balancer. EAL arguments come from the config's `eal`\n"
-               "list, then from everything after `--`. SIGINT/SIGTERM stop it cleanly;\n"
-               "SIGHUP reloads the config file (a bad file keeps the running config);\n"
-               "SIGUSR1 logs every counter now.\n");
+               "       gwlbd --check-config FILE [-- EAL ARGS...]\n"
+               "       gwlbd --version\n"
+               "\n"
+               "Runs the gateway load balancer: DPDK worker lcores forward traffic to\n"
+               "appliances in Geneve, a control thread checks their health and serves the\n"
+               "control API. EAL arguments come from the config's `eal` list, then from\n"
+               "everything after `--`.\n"
+               "\n"
+               "options:\n"
+               "  -c, --config FILE     run with this configuration file\n"
+               "  --check-config FILE   validate FILE, print the memory it needs (EAL and\n"
+               "                        process) and exit\n"
+               "  --version             print the version and exit\n"
+               "  -h, --help            show this help\n"
+               "\n"
+               "signals: SIGINT/SIGTERM stop it cleanly; SIGHUP reloads the config file (a\n"
+               "bad file keeps the running config); SIGUSR1 logs every counter now.\n"
+               "\n"
+               "environment: NOTIFY_SOCKET and WATCHDOG_USEC (set by systemd): readiness,\n"
+               "status and watchdog notifications.\n"
+               "\n"
+               "exit status: 0 stopped cleanly or valid config, 1 start-up failed, 2 bad\n"
+               "usage, invalid config, or a config the EAL memory cannot hold.\n");
 }
 
 bool load(const std::string& path, ctl::Config& cfg, FlowHashKey* key = nullptr,
@@ -93,7 +112,7 @@ int main(int argc, char** argv) {
       usage(stdout);
       return 0;
     } else if (a == "--version") {
-      std::printf("gwlbd 0.1.0\n");
+      std::printf("gwlbd %s\n", gwlb::versionText());
       return 0;
     } else {
       std::fprintf(stderr, "gwlbd: unknown argument '%s'\n", a.c_str());
