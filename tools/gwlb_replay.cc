@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "version.h"
 #include "common/flow_key.h"
 #include "control/config.h"
 #include "control/scripted_events.h"
@@ -65,7 +66,8 @@ void usage(FILE* f) {
                "  --node K/N         be node K (1..N, N 1..4) of a fleet behind a router's ECMP:\n"
                "                     replay only the --in frames a 5-tuple hash (not symmetric,\n"
                "                     as ECMP) sends to node K; --events keep the capture's\n"
-               "                     clock. Run it for K = 1..N and compare (docs/fleet.md)\n");
+               "                     clock. Run it for K = 1..N and compare (docs/fleet.md)\n"
+               "  --version          print the version and exit\n");
 }
 
 }  // namespace
@@ -82,6 +84,7 @@ int main(int argc, char** argv) {
                               {"burst", required_argument, nullptr, 'b'},
                               {"node", required_argument, nullptr, 'n'},
                               {"help", no_argument, nullptr, 'h'},
+                              {"version", no_argument, nullptr, 'V'},
                               {nullptr, 0, nullptr, 0}};
   int ch;
   while ((ch = getopt_long(argc, argv, "", longopts, nullptr)) != -1) {
@@ -102,6 +105,7 @@ int main(int argc, char** argv) {
         }
         break;
       case 'h': usage(stdout); return 0;
+      case 'V': std::printf("gwlb-replay %s\n", gwlb::versionText()); return 0;
       default: usage(stderr); return 2;
     }
   }
