@@ -12,7 +12,7 @@
 #include "control/daemon.h"
 #include "control/health_endpoint.h"
 #include "control/service_guard.h"
-#include "version.h"
+#include "gwlb_version.h"
 
 namespace gwlb::ctl {
 
