@@ -208,14 +208,28 @@ void Daemon::setupPorts() {
     rte_eth_dev_adjust_nb_rx_tx_desc(port, &nb_rxd, &nb_txd);
     int socket = rte_eth_dev_socket_id(port);
     if (socket < 0) socket = int(rte_socket_id());
+    // What to change when a queue or the port cannot be set up: the queue
+    // sizes the device takes, and the mbufs its RX rings hold from the start.
+    auto queueHint = [&](int rc) {
+      return " (" + std::string(rte_strerror(-rc)) + "; the device takes " +
+             std::to_string(info.rx_desc_lim.nb_min) + ".." + std::to_string(info.rx_desc_lim.nb_max) +
+             " RX and " + std::to_string(info.tx_desc_lim.nb_min) + ".." +
+             std::to_string(info.tx_desc_lim.nb_max) +
+             " TX descriptors: dataplane.rx_queue_size / tx_queue_size; its " + std::to_string(nrx) +
+             " RX queue(s) of " + std::to_string(nb_rxd) + " hold " + std::to_string(unsigned(nrx) * nb_rxd) +
+             " of the " + std::to_string(cfg().dataplane.mbufs) + " dataplane.mbufs from the start)";
+    };
     for (uint16_t q = 0; q < nrx; ++q)
-      if (rte_eth_rx_queue_setup(port, q, nb_rxd, unsigned(socket), nullptr, pool_) != 0)
-        throw std::runtime_error("port " + std::to_string(port) + ": RX queue setup failed");
+      if (int e = rte_eth_rx_queue_setup(port, q, nb_rxd, unsigned(socket), nullptr, pool_); e != 0)
+        throw std::runtime_error("port " + std::to_string(port) + " (" + portName(port) +
+                                 "): RX queue setup failed" + queueHint(e));
     for (uint16_t q = 0; q < ntx; ++q)
-      if (rte_eth_tx_queue_setup(port, q, nb_txd, unsigned(socket), nullptr) != 0)
-        throw std::runtime_error("port " + std::to_string(port) + ": TX queue setup failed");
-    if (rte_eth_dev_start(port) != 0)
-      throw std::runtime_error("port " + std::to_string(port) + ": start failed");
+      if (int e = rte_eth_tx_queue_setup(port, q, nb_txd, unsigned(socket), nullptr); e != 0)
+        throw std::runtime_error("port " + std::to_string(port) + " (" + portName(port) +
+                                 "): TX queue setup failed" + queueHint(e));
+    if (int e = rte_eth_dev_start(port); e != 0)
+      throw std::runtime_error("port " + std::to_string(port) + " (" + portName(port) +
+                               "): start failed" + queueHint(e));
     // Promiscuous: the port's own MAC may be a configured one the device
     // does not filter for (node.underlay_mac, node.ports[].mac); the pipeline
     // takes in only frames to that MAC (and the ARP/ND it punts) and counts

@@ -136,6 +136,8 @@ int main(int argc, char** argv) {
     }
     std::printf("%s: configuration is valid (%zu server group(s))\n%s", check.c_str(),
                 cfg.server_groups.size(), ctl::formatPlan(plan, budget).c_str());
+    std::string warning = ctl::mbufWarning(cfg, budget.pci_ports);
+    if (!warning.empty()) std::fprintf(stderr, "%s: warning: %s\n", check.c_str(), warning.c_str());
     return 0;
   }
   if (config.empty()) {
@@ -169,6 +171,8 @@ int main(int argc, char** argv) {
                  ctl::mib(plan.processBytes()), ctl::mib(plan.find("flow table")->bytes));
     std::string misfit = ctl::checkFits(plan, budget);
     if (!misfit.empty()) spdlog::warn("{}", misfit);
+    std::string warning = ctl::mbufWarning(cfg, budget.pci_ports);
+    if (!warning.empty()) spdlog::warn("{}", warning);
   }
   try {
     dp::initEal("gwlbd", eal);

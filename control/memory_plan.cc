@@ -293,6 +293,19 @@ std::string checkFits(const MemoryPlan& plan, const EalBudget& budget) {
          std::to_string(pages2m) + " pages of 2 MiB: docs/deploy.md \"Hugepages\")" + lower;
 }
 
+std::string mbufWarning(const Config& cfg, unsigned pci_ports) {
+  const DataplaneConfig& d = cfg.dataplane;
+  uint64_t rx = uint64_t(pci_ports) * d.workers * d.rx_queue_size;
+  uint64_t want = uint64_t(pci_ports) * d.workers * (uint64_t(d.rx_queue_size) + d.tx_queue_size) +
+                  uint64_t(d.workers + 1) * 384;
+  if (pci_ports == 0 || d.mbufs >= want) return "";
+  return "dataplane.mbufs " + std::to_string(d.mbufs) + (d.mbufs < rx ? " cannot fill" : " barely fill") +
+         " the RX rings of " + std::to_string(pci_ports) + " PCI port(s) (" + std::to_string(rx) +
+         " descriptors; with the TX rings and lcore caches " + std::to_string(want) +
+         "): a port may fail to start or drop under load; raise it to at least " +
+         std::to_string(2 * want) + " (docs/deploy.md \"Memory\")";
+}
+
 std::string allocationHint(const Config& cfg, const std::string& part) {
   MemoryPlan plan = planMemory(cfg, 0);
   const MemoryPart* p = plan.find(part);

@@ -82,6 +82,10 @@ EalBudget ealBudget(const std::vector<std::string>& eal,
 std::string formatPlan(const MemoryPlan& plan, const EalBudget& budget);
 // "" when the EAL part fits; else one line saying what to change.
 std::string checkFits(const MemoryPlan& plan, const EalBudget& budget);
+// "" or a warning when the mbufs cannot fill the RX rings of the PCI ports
+// (every RX descriptor holds an mbuf from the start: a port then fails to
+// start) or leave little beside them.
+std::string mbufWarning(const Config& cfg, unsigned pci_ports);
 // The hint a start-up allocation failure adds: the EAL part needed and the keys.
 std::string allocationHint(const Config& cfg, const std::string& part);
 

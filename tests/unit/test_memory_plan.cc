@@ -136,3 +136,27 @@ TEST(MemoryPlan, TooSmallSaysWhichKeyAndHowMuch) {
 
 }  // namespace
 }  // namespace gwlb::ctl
+
+namespace gwlb::ctl {
+namespace {
+
+// Every RX descriptor of a PCI port holds an mbuf from the start: too few and
+// the port fails to start. Virtual devices (no PCI ports) are not judged.
+TEST(MemoryPlan, MbufsForTheRxRings) {
+  Config c = testing::smallConfig();
+  c.dataplane.workers = 4;
+  c.dataplane.mbufs = 4096;  // 2 ports x 4 queues x 1024 descriptors = 8192
+  std::string w = mbufWarning(c, 2);
+  EXPECT_NE(w.find("cannot fill"), std::string::npos) << w;
+  EXPECT_NE(w.find("8192 descriptors"), std::string::npos) << w;
+  EXPECT_NE(w.find("dataplane.mbufs"), std::string::npos) << w;
+  c.dataplane.mbufs = 10000;  // fills them, little beside
+  EXPECT_NE(mbufWarning(c, 2).find("barely fill"), std::string::npos);
+  c.dataplane.mbufs = 65535;
+  EXPECT_EQ(mbufWarning(c, 2), "");
+  c.dataplane.mbufs = 4096;
+  EXPECT_EQ(mbufWarning(c, 0), "");
+}
+
+}  // namespace
+}  // namespace gwlb::ctl
