@@ -309,10 +309,15 @@ std::string mbufWarning(const Config& cfg, unsigned pci_ports) {
 std::string allocationHint(const Config& cfg, const std::string& part) {
   MemoryPlan plan = planMemory(cfg, 0);
   const MemoryPart* p = plan.find(part);
+  std::string key = p && !p->keys.empty() ? p->keys.substr(0, p->keys.find(',')) : "";
+  if (p && !p->eal)  // process memory (anonymous mmap), not the EAL's
+    return " (the " + part + " maps " + mib(p->bytes) + " of process memory, not hugepages: " +
+           "allow the process more address space (ulimit -v, vm.overcommit_memory)" +
+           (key.empty() ? "" : " or lower " + key) + "; gwlbd --check-config shows the memory by part)";
   std::string s = " (the EAL needs about " + mib(plan.ealBytes()) + " for this config";
   if (p) s += ", " + mib(p->bytes) + " of it for the " + part;
   s += ": give the EAL more memory (\"-m\" in eal: with --no-huge, else more free hugepages)";
-  if (p && !p->keys.empty()) s += " or lower " + p->keys.substr(0, p->keys.find(','));
+  if (!key.empty()) s += " or lower " + key;
   return s + "; gwlbd --check-config shows the memory by part)";
 }
 

@@ -160,3 +160,21 @@ TEST(MemoryPlan, MbufsForTheRxRings) {
 
 }  // namespace
 }  // namespace gwlb::ctl
+
+namespace gwlb::ctl {
+namespace {
+
+// A start-up failure says what to change: the EAL's memory for the pool, the
+// process's address space for the flow table (anonymous memory).
+TEST(MemoryPlan, AllocationHints) {
+  Config c = testing::smallConfig();
+  std::string pool = allocationHint(c, "mbuf pool");
+  EXPECT_NE(pool.find("give the EAL more memory"), std::string::npos) << pool;
+  EXPECT_NE(pool.find("lower dataplane.mbufs"), std::string::npos) << pool;
+  std::string flows = allocationHint(c, "flow table");
+  EXPECT_NE(flows.find("process memory, not hugepages"), std::string::npos) << flows;
+  EXPECT_NE(flows.find("lower dataplane.flow_table_size"), std::string::npos) << flows;
+}
+
+}  // namespace
+}  // namespace gwlb::ctl
