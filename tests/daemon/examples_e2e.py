@@ -70,7 +70,8 @@ def run_one(name):
     need = re.search(r"EAL memory needed: .*", chk.stdout)
     log_path = os.path.join(d, "gwlbd.log")
     log = open(log_path, "w")
-    p = subprocess.Popen([gwlbd, "--config", cfg, "--", f"--file-prefix=gwlb-example-{os.getpid()}"],
+    prefix = f"gwlb-example-{os.getpid()}"
+    p = subprocess.Popen([gwlbd, "--config", cfg, "--", f"--file-prefix={prefix}"],
                          stdout=log, stderr=subprocess.STDOUT)
     try:
         status, end = None, time.monotonic() + DEADLINE_S
@@ -102,6 +103,9 @@ def run_one(name):
             p.kill()
             p.wait()
         log.close()
+        # The EAL's runtime files of this run (root: /var/run/dpdk, else under XDG_RUNTIME_DIR).
+        for base in ("/var/run/dpdk", os.path.join(os.environ.get("XDG_RUNTIME_DIR", "/nonexistent"), "dpdk")):
+            shutil.rmtree(os.path.join(base, prefix), ignore_errors=True)
     print(f"examples/{name}: check passed ({need.group(0) if need else '?'}), running with "
           f"{len(status['workers'])} worker(s) and {len(status['ports'])} port(s), "
           f"snapshot {status['snapshot_generation']}, SIGTERM exit 0")
