@@ -400,6 +400,7 @@ Invocation parseArgs(const std::vector<std::string>& argv, const char* env_socke
 std::string topLevelHelp() {
   std::string s =
       "usage: gwlbctl [--socket PATH] [--timeout SECONDS] [--json] COMMAND [ARGS...]\n"
+      "       gwlbctl --version\n"
       "\n"
       "Inspects and changes a running gwlbd over its control socket.\n"
       "\n"

@@ -10,10 +10,15 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "version.h"
 
 int main(int argc, char** argv) {
   using namespace gwlb::cli;
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.size() == 1 && args[0] == "--version") {
+    std::printf("gwlbctl %s\n", gwlb::versionText());
+    return 0;
+  }
   try {
     Invocation inv;
     try {

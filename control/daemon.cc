@@ -18,6 +18,7 @@
 #include "common/arp.h"
 #include "control/api_params.h"
 #include "control/control_loop.h"
+#include "control/memory_plan.h"
 #include "dataplane/eal.h"
 
 namespace gwlb::ctl {
@@ -39,11 +40,7 @@ constexpr uint8_t kSymmetricRssKey[40] = {
     0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a,
     0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a};
 
-constexpr unsigned kPuntRingSize = 1024;
-// Frames for the kernel waiting for the control thread: about 4 ms of a
-// 1 Mpps flood to our address; beyond it the workers count
-// drop_exception_queue_full and go on.
-constexpr unsigned kExceptionRingSize = 4096;
+static_assert(FleetSync::kRingSize == kSyncRingSize, "control/memory_plan.h counts the sync ring");
 constexpr std::chrono::microseconds kExceptionPollPeriod{1000};
 
 std::string portName(uint16_t port) {
@@ -57,18 +54,31 @@ std::string portName(uint16_t port) {
 Daemon::Daemon(Config config) {
   started_ns_ = dp::monotonicNs();
   started_at_ = config_loaded_at_ = unixNow();
-  unsigned data_room = std::max<unsigned>(RTE_MBUF_DEFAULT_DATAROOM, config.node.underlay_mtu + 64);
-  pool_ = dp::createMbufPool("gwlbd_pool", config.dataplane.mbufs, data_room);
-  qsbr_ = dp::createQsbr(config.dataplane.workers);
-  flows_ = std::make_unique<dp::FlowTable>("gwlbd_flows", config.dataplane.flow_table_size, qsbr_,
+  // A failed allocation says what to change (the key and the size needed),
+  // not only DPDK's error.
+  auto sized = [&](const char* part, auto make) {
+    try {
+      return make();
+    } catch (const std::exception& e) {
+      throw std::runtime_error(e.what() + allocationHint(config, part));
+    }
+  };
+  pool_ = sized("mbuf pool", [&] {
+    return dp::createMbufPool("gwlbd_pool", config.dataplane.mbufs, mbufDataRoom(config));
+  });
+  qsbr_ = sized("rings and RCU", [&] { return dp::createQsbr(config.dataplane.workers); });
+  flows_ = sized("flow table", [&] {
+    return std::make_unique<dp::FlowTable>("gwlbd_flows", config.dataplane.flow_table_size, qsbr_,
                                            int(rte_socket_id()));
+  });
   dp_.flows = flows_.get();
-  dp_.punt = dp::createRing("gwlbd_punt", kPuntRingSize);
-  control_tx_ = dp::createRing("gwlbd_ctl_tx", kPuntRingSize);
+  dp_.punt = sized("rings and RCU", [&] { return dp::createRing("gwlbd_punt", kPuntRingSize); });
+  control_tx_ = sized("rings and RCU", [&] { return dp::createRing("gwlbd_ctl_tx", kPuntRingSize); });
   // Flow state sync: the workers queue new and moved flows here (multi-producer).
   // Without peers there is nobody to send to or accept from: no sync at all.
   if (config.fleet.configured && !config.fleet.sync_listen.empty() && !config.fleet.peers.empty())
-    dp_.sync = dp::createRing("gwlbd_sync", FleetSync::kRingSize, false);
+    dp_.sync = sized("rings and RCU",
+                     [&] { return dp::createRing("gwlbd_sync", FleetSync::kRingSize, false); });
   Engine::Inputs in;
   in.health = [this] { return health_ ? health_->states() : HealthMap{}; };
   in.neighbours = [this] { return neighbours_.macs(); };
@@ -198,14 +208,28 @@ void Daemon::setupPorts() {
     rte_eth_dev_adjust_nb_rx_tx_desc(port, &nb_rxd, &nb_txd);
     int socket = rte_eth_dev_socket_id(port);
     if (socket < 0) socket = int(rte_socket_id());
+    // What to change when a queue or the port cannot be set up: the queue
+    // sizes the device takes, and the mbufs its RX rings hold from the start.
+    auto queueHint = [&](int rc) {
+      return " (" + std::string(rte_strerror(-rc)) + "; the device takes " +
+             std::to_string(info.rx_desc_lim.nb_min) + ".." + std::to_string(info.rx_desc_lim.nb_max) +
+             " RX and " + std::to_string(info.tx_desc_lim.nb_min) + ".." +
+             std::to_string(info.tx_desc_lim.nb_max) +
+             " TX descriptors: dataplane.rx_queue_size / tx_queue_size; its " + std::to_string(nrx) +
+             " RX queue(s) of " + std::to_string(nb_rxd) + " hold " + std::to_string(unsigned(nrx) * nb_rxd) +
+             " of the " + std::to_string(cfg().dataplane.mbufs) + " dataplane.mbufs from the start)";
+    };
     for (uint16_t q = 0; q < nrx; ++q)
-      if (rte_eth_rx_queue_setup(port, q, nb_rxd, unsigned(socket), nullptr, pool_) != 0)
-        throw std::runtime_error("port " + std::to_string(port) + ": RX queue setup failed");
+      if (int e = rte_eth_rx_queue_setup(port, q, nb_rxd, unsigned(socket), nullptr, pool_); e != 0)
+        throw std::runtime_error("port " + std::to_string(port) + " (" + portName(port) +
+                                 "): RX queue setup failed" + queueHint(e));
     for (uint16_t q = 0; q < ntx; ++q)
-      if (rte_eth_tx_queue_setup(port, q, nb_txd, unsigned(socket), nullptr) != 0)
-        throw std::runtime_error("port " + std::to_string(port) + ": TX queue setup failed");
-    if (rte_eth_dev_start(port) != 0)
-      throw std::runtime_error("port " + std::to_string(port) + ": start failed");
+      if (int e = rte_eth_tx_queue_setup(port, q, nb_txd, unsigned(socket), nullptr); e != 0)
+        throw std::runtime_error("port " + std::to_string(port) + " (" + portName(port) +
+                                 "): TX queue setup failed" + queueHint(e));
+    if (int e = rte_eth_dev_start(port); e != 0)
+      throw std::runtime_error("port " + std::to_string(port) + " (" + portName(port) +
+                               "): start failed" + queueHint(e));
     // Promiscuous: the port's own MAC may be a configured one the device
     // does not filter for (node.underlay_mac, node.ports[].mac); the pipeline
     // takes in only frames to that MAC (and the ARP/ND it punts) and counts
@@ -236,7 +260,11 @@ void Daemon::setupExceptionPath() {
   for (const dp::PortView& v : resolvePorts(cfg(), &port_macs_)) macs.push_back(v.mac);
   macs.resize(n_ports_);
   exception_ = std::make_unique<ExceptionPath>(ep.name_prefix, macs, cfg().node.underlay_mtu, pool_);
-  dp_.exception = dp::createRing("gwlbd_exception", kExceptionRingSize);
+  try {
+    dp_.exception = dp::createRing("gwlbd_exception", kExceptionRingSize);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(e.what() + allocationHint(cfg(), "rings and RCU"));
+  }
 }
 
 void Daemon::pollExceptionPath() {
@@ -390,9 +418,35 @@ void Daemon::sampleRates() {
   last_sample_ns_ = now;
 }
 
+void Daemon::feedWatchdog() {
+  std::vector<uint64_t> loops;
+  for (const auto& r : runs_) loops.push_back(r->heartbeat.loops.load(std::memory_order_relaxed));
+  if (progress_.advanced(loops)) {
+    if (watchdog_stalled_) spdlog::warn("systemd watchdog: every worker makes progress again");
+    watchdog_stalled_ = false;
+    sd_.notify("WATCHDOG=1\n");
+    return;
+  }
+  if (!watchdog_stalled_)
+    spdlog::error("systemd watchdog: a worker made no progress in {} ms (loop counters {}): "
+                  "not feeding the watchdog",
+                  sd_.watchdogUsec() / 2000, nlohmann::json(loops).dump());
+  watchdog_stalled_ = true;
+}
+
+std::string Daemon::statusLine() const {
+  const dp::Snapshot* s = dp_.snapshot.load();
+  return "running: " + std::to_string(cfg().dataplane.workers) + " worker(s), " +
+         std::to_string(n_ports_) + " port(s), snapshot " + std::to_string(s ? s->generation : 0) +
+         ", config " + cfg().source_path;
+}
+
 void Daemon::reload() {
   // SIGHUP and the API's `reload` share one path; a bad file keeps the running config.
+  sd_.notify("RELOADING=1\nSTATUS=reloading " + cfg().source_path + "\n");
   nlohmann::json r = handleApi("reload", nlohmann::json::object());
+  sd_.notify("READY=1\nSTATUS=" + statusLine() +
+             (r["ok"].get<bool>() ? "" : " (last reload failed: running config kept)") + "\n");
   if (!r["ok"].get<bool>())
     spdlog::error("reload of {} failed; keeping the running config:\n{}", cfg().source_path,
                   r["error"]["message"].get<std::string>());
@@ -524,10 +578,29 @@ int Daemon::run() {
   spdlog::info("gwlbd running: {} worker(s), {} port(s), underlay {} port {}",
                cfg().dataplane.workers, n_ports_, cfg().node.underlay_ip.str(),
                cfg().node.underlay_port);
+  // systemd (Type=notify): ready now that the ports are up, the first
+  // snapshot is published and the workers run; the watchdog is fed only
+  // while every worker's loop moves.
+  sd_.notify("READY=1\nSTATUS=" + statusLine() + "\n");
+  boost::asio::steady_timer watchdog(io);
+  std::function<void()> onWatchdog = [&]() {
+    watchdog.expires_after(std::chrono::microseconds(std::max<uint64_t>(sd_.watchdogUsec() / 2, 10000)));
+    watchdog.async_wait([&](const boost::system::error_code& ec) {
+      if (ec) return;
+      guarded("watchdog", [&] { feedWatchdog(); });
+      onWatchdog();
+    });
+  };
+  if (sd_.enabled() && sd_.watchdogUsec()) {
+    spdlog::info("systemd watchdog: {} ms; fed while every worker makes progress",
+                 sd_.watchdogUsec() / 1000);
+    onWatchdog();
+  }
   // An exception escaping a handler (a session, a probe) is counted and
   // logged; the loop goes on (the timers above re-arm whatever their body did).
   runControlLoop(io);
 
+  sd_.notify("STOPPING=1\nSTATUS=stopping\n");
   stopFleet();
   api_.reset();
   metrics_.reset();

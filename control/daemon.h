@@ -29,6 +29,7 @@
 #include "control/metrics_server.h"
 #include "control/neighbours.h"
 #include "control/regions.h"
+#include "control/sd_notify.h"
 #include "control/snapshot_builder.h"
 #include "dataplane/flow_table.h"
 #include "dataplane/pipeline.h"
@@ -198,6 +199,12 @@ class Daemon {
   bool fleet_left_ = false;
   bool stopping_ = false;
   std::unique_ptr<boost::asio::steady_timer> grace_timer_;
+  // systemd: readiness, status and the watchdog (control/sd_notify.h).
+  SdNotifier sd_;
+  WorkerProgress progress_;
+  bool watchdog_stalled_ = false;
+  void feedWatchdog();
+  std::string statusLine() const;
 };
 
 }  // namespace gwlb::ctl

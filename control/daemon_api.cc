@@ -12,6 +12,7 @@
 #include "control/daemon.h"
 #include "control/health_endpoint.h"
 #include "control/service_guard.h"
+#include "gwlb_version.h"
 
 namespace gwlb::ctl {
 
@@ -19,7 +20,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kVersion = "0.1.0";
+constexpr const char* kVersion = GWLB_VERSION;
 constexpr size_t kMaxFlowLimit = 10000;
 constexpr size_t kFlowScanBudget = 1u << 22;  // keys examined per request, at most
 

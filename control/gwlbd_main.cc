@@ -1,6 +1,7 @@
 // gwlbd: the gateway load balancer daemon.
 //   gwlbd --config FILE [-- EAL ARGS...]   run
-//   gwlbd --check-config FILE              validate and exit (0 valid, 2 invalid)
+//   gwlbd --check-config FILE [-- EAL ARGS...]  validate, print the memory it
+//                                          needs, and exit (0 valid, 2 invalid)
 #include <rte_eal.h>
 #include <spdlog/spdlog.h>
 
@@ -17,7 +18,9 @@
 #include "control/config.h"
 #include "control/daemon.h"
 #include "control/maglev_cache.h"
+#include "control/memory_plan.h"
 #include "dataplane/eal.h"
+#include "version.h"
 
 using namespace gwlb;
 
@@ -26,11 +29,29 @@ namespace {
 void usage(FILE* f) {
   std::fprintf(f,
                "usage: gwlbd --config FILE [-- EAL ARGS...]\n"
-               "       gwlbd --check-config FILE\n"
-               "Runs the gateway load balancer. EAL arguments come from the config's `eal`\n"
-               "list, then from everything after `--`. SIGINT/SIGTERM stop it cleanly;\n"
-               "SIGHUP reloads the config file (a bad file keeps the running config);\n"
-               "SIGUSR1 logs every counter now.\n");
+               "       gwlbd --check-config FILE [-- EAL ARGS...]\n"
+               "       gwlbd --version\n"
+               "\n"
+               "Runs the gateway load balancer: DPDK worker lcores forward traffic to\n"
+               "appliances in Geneve, a control thread checks their health and serves the\n"
+               "control API. EAL arguments come from the config's `eal` list, then from\n"
+               "everything after `--`.\n"
+               "\n"
+               "options:\n"
+               "  -c, --config FILE     run with this configuration file\n"
+               "  --check-config FILE   validate FILE, print the memory it needs (EAL and\n"
+               "                        process) and exit\n"
+               "  --version             print the version and exit\n"
+               "  -h, --help            show this help\n"
+               "\n"
+               "signals: SIGINT/SIGTERM stop it cleanly; SIGHUP reloads the config file (a\n"
+               "bad file keeps the running config); SIGUSR1 logs every counter now.\n"
+               "\n"
+               "environment: NOTIFY_SOCKET and WATCHDOG_USEC (set by systemd): readiness,\n"
+               "status and watchdog notifications.\n"
+               "\n"
+               "exit status: 0 stopped cleanly or valid config, 1 start-up failed, 2 bad\n"
+               "usage, invalid config, or a config the EAL memory cannot hold.\n");
 }
 
 bool load(const std::string& path, ctl::Config& cfg, FlowHashKey* key = nullptr,
@@ -91,7 +112,7 @@ int main(int argc, char** argv) {
       usage(stdout);
       return 0;
     } else if (a == "--version") {
-      std::printf("gwlbd 0.1.0\n");
+      std::printf("gwlbd %s\n", gwlb::versionText());
       return 0;
     } else {
       std::fprintf(stderr, "gwlbd: unknown argument '%s'\n", a.c_str());
@@ -102,8 +123,21 @@ int main(int argc, char** argv) {
   if (!check.empty()) {
     ctl::Config cfg;
     if (!load(check, cfg)) return 2;
-    std::printf("%s: configuration is valid (%zu server group(s))\n", check.c_str(),
-                cfg.server_groups.size());
+    std::vector<std::string> eal = cfg.eal_args;
+    eal.insert(eal.end(), eal_extra.begin(), eal_extra.end());
+    ctl::EalBudget budget = ctl::ealBudget(eal);
+    ctl::MemoryPlan plan = ctl::planMemory(cfg, budget.pci_ports);
+    std::string misfit = ctl::checkFits(plan, budget);
+    if (!misfit.empty()) {
+      std::printf("%s", ctl::formatPlan(plan, budget).c_str());
+      std::fflush(stdout);
+      std::fprintf(stderr, "%s: %s\n", check.c_str(), misfit.c_str());
+      return 2;
+    }
+    std::printf("%s: configuration is valid (%zu server group(s))\n%s", check.c_str(),
+                cfg.server_groups.size(), ctl::formatPlan(plan, budget).c_str());
+    std::string warning = ctl::mbufWarning(cfg, budget.pci_ports);
+    if (!warning.empty()) std::fprintf(stderr, "%s: warning: %s\n", check.c_str(), warning.c_str());
     return 0;
   }
   if (config.empty()) {
@@ -129,6 +163,17 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> eal = cfg.eal_args;
   eal.insert(eal.end(), eal_extra.begin(), eal_extra.end());
+  {
+    ctl::EalBudget budget = ctl::ealBudget(eal);
+    ctl::MemoryPlan plan = ctl::planMemory(cfg, budget.pci_ports);
+    spdlog::info("memory: EAL {} needed (mbuf pool {}), process up to {} (flow table {})",
+                 ctl::mib(plan.ealBytes()), ctl::mib(plan.find("mbuf pool")->bytes),
+                 ctl::mib(plan.processBytes()), ctl::mib(plan.find("flow table")->bytes));
+    std::string misfit = ctl::checkFits(plan, budget);
+    if (!misfit.empty()) spdlog::warn("{}", misfit);
+    std::string warning = ctl::mbufWarning(cfg, budget.pci_ports);
+    if (!warning.empty()) spdlog::warn("{}", warning);
+  }
   try {
     dp::initEal("gwlbd", eal);
   } catch (const std::exception& e) {

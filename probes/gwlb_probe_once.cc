@@ -6,10 +6,15 @@
 
 #include "probes/probe.h"
 #include "probes/probe_cli.h"
+#include "version.h"
 
 int main(int argc, char** argv) {
   using namespace gwlb::probe;
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.size() == 1 && args[0] == "--version") {
+    std::printf("gwlb-probe %s\n", gwlb::versionText());
+    return 0;
+  }
   ProbeSpec spec;
   bool help = false;
   std::string err;

@@ -21,6 +21,8 @@ GWLB_PACKAGES=(
   iproute2 ethtool curl   # the namespace lab, the e2e suite and the demo
   bird2                   # the fleet lab: BGP + BFD between the router and the gateways
   prometheus              # promtool (check metrics, check rules) and the Prometheus e2e test (tests/daemon/run_monitoring.sh)
+  systemd man-db          # systemd-analyze verify of the unit, man pages rendered (tests/setup/check_install.py, check_package.sh)
+  dpkg-dev                # scripts/package.sh: dpkg-shlibdeps, dpkg-architecture
 )
 # Every program the tests, benchmarks and scripts run must come from one of
 # these (or from what apt installs with them): the unit test setup_packages

@@ -34,6 +34,8 @@
 #include <tuple>
 #include <vector>
 
+#include "version.h"
+
 namespace asio = boost::asio;
 using asio::ip::tcp;
 using asio::ip::udp;
@@ -436,6 +438,7 @@ class Appliance {
   --name NAME          name in logs and /stats (default appliance)
   --max-flows N        most flows tracked in /stats (default 100000)
   --quiet              log only errors
+  --version            print the version and exit
 HTTP: GET /health (200 or 503), GET|POST /health/fail, GET|POST /health/ok,
       GET /stats (JSON), GET|POST /stats/reset
 )");
@@ -478,6 +481,10 @@ int main(int argc, char** argv) {
       return args[++i];
     };
     if (a == "-h" || a == "--help") usage(0);
+    else if (a == "--version") {
+      std::printf("gwlb-appliance %s\n", gwlb::versionText());
+      std::exit(0);
+    }
     else if (a == "--listen") opt.listen = checkAddr(a, value());
     else if (a == "--port") opt.port = uint16_t(parseNum(a, value(), 1, 65535));
     else if (a == "--reply-port") opt.reply_port = uint16_t(parseNum(a, value(), 1, 65535));

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "version.h"
 #include "common/flow_key.h"
 #include "control/config.h"
 #include "control/scripted_events.h"
@@ -73,6 +74,7 @@ void usage(FILE* f) {
                "  --strict           exit 1 when packets were dropped because the flow table was\n"
                "                     full or an appliance has no MAC (always warned about)\n"
                "  --quiet            no progress line (it is shown only when stderr is a terminal)\n"
+               "  --version          print the version and exit\n"
                "Exit status: 0 done, 1 --strict and packets were lost, 2 bad arguments or inputs.\n"
                "Plot the run: tools/plot_replay.py DIR/summary.json --out FILE.svg\n");
 }
@@ -119,6 +121,7 @@ int main(int argc, char** argv) {
                               {"strict", no_argument, nullptr, 's'},
                               {"quiet", no_argument, nullptr, 'q'},
                               {"help", no_argument, nullptr, 'h'},
+                              {"version", no_argument, nullptr, 'V'},
                               {nullptr, 0, nullptr, 0}};
   int ch;
   while ((ch = getopt_long(argc, argv, "", longopts, nullptr)) != -1) {
@@ -151,6 +154,7 @@ int main(int argc, char** argv) {
       case 's': o.strict = true; break;
       case 'q': quiet = true; break;
       case 'h': usage(stdout); return 0;
+      case 'V': std::printf("gwlb-replay %s\n", gwlb::versionText()); return 0;
       default: usage(stderr); return 2;
     }
   }

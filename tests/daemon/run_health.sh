@@ -25,4 +25,4 @@ start_gwlbd "$gwlbd" "$work/gwlbd.yaml" "$work/gwlbd.log" "$work/gwlbd.sock"
 /usr/bin/python3 "$src/tests/daemon/health_e2e.py" "$work/gwlbd.sock" "$port" "$work/gwlbd.yaml" "$work/gwlbd.log" \
   || { tail -30 "$work/gwlbd.log"; exit 1; }
 stop_gwlbd
-grep "health:" "$work/gwlbd.log" | head -5
+grep -m5 "health:" "$work/gwlbd.log"  # -m: `| head` could SIGPIPE grep under pipefail

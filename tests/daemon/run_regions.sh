@@ -44,4 +44,4 @@ YAML
 /usr/bin/python3 "$src/tests/daemon/regions_e2e.py" "$work/gwlbd.sock" "$port" "$http" "$metrics" \
   "$work/gwlbd.log" "$work/gwlbd.yaml" "$gwlbd" \
   || { tail -30 "$work/gwlbd.log"; exit 1; }
-grep "regions:" "$work/gwlbd.log" | head -8
+grep -m8 "regions:" "$work/gwlbd.log"  # -m: `| head` could SIGPIPE grep under pipefail

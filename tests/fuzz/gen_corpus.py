@@ -510,6 +510,34 @@ def bird():
     return out
 
 
+def eal_memory():
+    """gwlbd's EAL arguments and sizes (fuzz_eal_memory.cc): 8 bytes of sizes, then
+    arguments separated by newlines."""
+    def sizes(workers, mbufs, mtu, flows):
+        m = max(0, (mbufs - 1024) >> 8)
+        t = max(0, (mtu - 576))
+        f = max(0, (flows - 1024) >> 3)
+        return bytes([workers - 1, m >> 8 & 255, m & 255, t >> 8, t & 255, f >> 16 & 255, f >> 8 & 255, f & 255])
+    def args(*a):
+        return "\n".join(a).encode()
+    shipped = args("--lcores=0@(0-1),1@(0-1),2@(0-1)", "--no-huge", "--no-pci", "-m", "1024",
+                   "--vdev", "net_pcap0,rx_pcap=/tmp/gwlb-in.pcap,tx_pcap=/tmp/gwlb-out0.pcap")
+    return {
+        "shipped_example": sizes(2, 65535, 9000, 4194304) + shipped,
+        "no_huge_default": sizes(1, 16384, 1500, 1048576) + args("--no-huge", "--no-pci"),
+        "too_small": sizes(4, 262144, 9000, 1048576) + args("--no-huge", "-m", "64"),
+        "m_joined": sizes(1, 4096, 1500, 65536) + args("--no-huge", "-m512", "-a", "0000:3b:00.0"),
+        "hugepages": sizes(8, 65535, 1500, 10485760) + args("-l", "0-8", "-a", "0000:3b:00.0",
+                                                            "--allow=0000:3b:00.1"),
+        "socket_mem": sizes(2, 16384, 1500, 1048576) + args("--socket-mem", "1024,1024", "--legacy-mem"),
+        "socket_mem_no_huge": sizes(1, 8192, 1500, 1048576) + args("--no-huge", "--socket-mem=64"),
+        "both": sizes(1, 8192, 1500, 1048576) + args("-m", "64", "--socket-mem", "64"),
+        "bad_numbers": sizes(1, 8192, 1500, 1048576) + args("-m", "lots", "--socket-mem", "1,,x"),
+        "huge_number": sizes(64, 16777216, 9216, 134217728) + args("--no-huge", "-m", "999999999"),
+        "dangling": sizes(1, 1024, 576, 1024) + args("--no-huge", "-m"),
+    }
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -518,7 +546,7 @@ def main():
     args = ap.parse_args()
     sets = {"frame": frames(), "geneve": genev(), "icmp": icmpc(), "config": configs(),
             "api": api(), "http": http(), "http_request": http_request(), "neigh": neigh(),
-            "sync": sync(), "bird": bird()}
+            "sync": sync(), "bird": bird(), "eal_memory": eal_memory()}
     bad = 0
     total = 0
     for target, files in sets.items():
