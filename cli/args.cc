@@ -190,7 +190,11 @@ std::vector<CommandSpec> buildTable() {
                "Re-reads and validates gwlbd's config file and publishes it. On error the\n"
                "running config stays and every error is printed. Settings that shape ports,\n"
                "memory or lcores (dataplane, eal, node.underlay_port, control) take effect\n"
-               "at the next restart; they are listed when they changed.\n" + kNoServiceHelp,
+               "at the next restart; they are listed when they changed. The file is the\n"
+               "source of truth: changes made with 'server add', 'server remove' and\n"
+               "'server set' that the file does not carry are reverted, and each one is\n"
+               "listed (write them into the file first: 'gwlbctl config dump').\n" +
+                   kNoServiceHelp,
                {kOptForce}});
   t.push_back({"fleet show", "fleet", "", {}, 0,
                "this node in the fleet: routes announced or not and why, BIRD, peers",
@@ -217,6 +221,17 @@ std::vector<CommandSpec> buildTable() {
                "ready (dataplane running, appliances in service, warm start done, a healthy\n"
                "destination).\n",
                {}});
+  t.push_back({"config dump", "config", "", {}, 0,
+               "print the running config as YAML gwlbd can load",
+               "Prints the configuration gwlbd runs, as YAML that gwlbd and 'config check'\n"
+               "load: the file it was started with (or last reloaded) plus the changes made\n"
+               "since with 'server add', 'server remove' and 'server set', every key written\n"
+               "with its value (defaults included). Those runtime changes last until the\n"
+               "next reload or restart, which read the file again: to keep them, write this\n"
+               "output to the config file. They are listed on stderr. A secret written in\n"
+               "the config (fleet.secret, or node.flow_hash_secret as digits) is left out as\n"
+               "a comment unless --secrets is given; a secret file's path is always shown.\n",
+               {{"--secrets", "", "include secrets written in the config"}}});
   t.push_back({"config check", "", "FILE", {"FILE"}, 1,
                "validate a config file offline (no daemon needed)",
                "Loads and validates FILE exactly as gwlbd does, without asking the daemon.\n"

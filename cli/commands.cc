@@ -229,6 +229,10 @@ int runInvocation(const Invocation& inv, FILE* out, FILE* err) {
     else if (name == "groups") put(out, renderGroups(r.result));
     else if (name == "explain") put(out, renderExplain(r.result));
     else if (name == "fleet show") put(out, renderFleet(r.result));
+    else if (name == "config dump") {
+      put(out, fieldText(r.result, "yaml", ""));
+      put(err, renderRuntimeChanges(r.result));
+    }
     else if (name == "fleet leave" || name == "fleet join") {
       put(out, std::string(name == "fleet leave" ? "left the fleet" : "joined the fleet") +
                    (r.result.contains("changed") && r.result["changed"] == Json(false)

@@ -620,6 +620,16 @@ std::string renderStats(const Json& cur, const Json* prev, double interval_s, bo
   return out;
 }
 
+// Why a runtime change differs from the file, one phrase.
+static std::string changeText(const Json& c) {
+  std::string ch = fieldText(c, "change", "?");
+  std::string a = fieldText(c, "address", "?") + " (group " + fieldText(c, "group", "?") + ")";
+  if (ch == "added") return a + ": added at runtime, not in the file";
+  if (ch == "removed") return a + ": removed at runtime, still in the file";
+  return a + ": weight " + fieldText(c, "running_weight", "?") + " at runtime, " +
+         fieldText(c, "file_weight", "?") + " in the file";
+}
+
 std::string renderChange(const std::string& method, const Json& params, const Json& r) {
   std::string out;
   if (method == "server.add") {
@@ -653,6 +663,30 @@ std::string renderChange(const std::string& method, const Json& params, const Js
     std::string list;
     for (const auto& e : restart) list += (list.empty() ? "" : ", ") + valueText(e);
     out += "changed settings that take effect at the next restart: " + list + "\n";
+  }
+  const Json& reverted = field(r, "reverted");
+  if (reverted.is_array() && !reverted.empty()) {
+    out += "reverted " + std::to_string(reverted.size()) + " runtime change" +
+           (reverted.size() == 1 ? "" : "s") + " the file does not carry:\n";
+    for (const auto& c : reverted) out += "  " + changeText(c) + "\n";
+  }
+  return out;
+}
+
+std::string renderRuntimeChanges(const Json& r) {
+  std::string out;
+  const Json& hidden = field(r, "hidden");
+  if (hidden.is_array() && !hidden.empty()) {
+    std::string list;
+    for (const auto& h : hidden) list += (list.empty() ? "" : ", ") + valueText(h);
+    out += "gwlbctl: left out (secrets): " + list + "; --secrets includes them\n";
+  }
+  const Json& ch = field(r, "runtime_changes");
+  if (ch.is_array() && !ch.empty()) {
+    out += "gwlbctl: " + std::to_string(ch.size()) + " runtime change" + (ch.size() == 1 ? "" : "s") +
+           " not in " + fieldText(r, "config_file", "the config file") +
+           " (a reload or restart reverts them):\n";
+    for (const auto& c : ch) out += "  " + changeText(c) + "\n";
   }
   return out;
 }

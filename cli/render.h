@@ -35,6 +35,8 @@ Json statsRates(const Json& cur, const Json& prev, double interval_s);
 // One line or a few for server.add/remove/set and reload.
 std::string renderChange(const std::string& method, const Json& params, const Json& result);
 // "message (code)" then "  path: message" for each error.details entry.
+// gwlbctl config dump's notes for stderr: secrets left out, runtime changes.
+std::string renderRuntimeChanges(const Json& r);
 std::string renderError(const Json& error);
 
 // 6 -> "tcp", 17 -> "udp", 132 -> "sctp", 1 -> "icmp", 58 -> "icmpv6"; strings as they are.

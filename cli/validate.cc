@@ -233,6 +233,8 @@ Request buildRequest(const Invocation& inv) {
     if (inv.has("--force")) r.params["force"] = true;
   } else if (n == "reload") {
     if (inv.has("--force")) r.params["force"] = true;
+  } else if (n == "config dump") {
+    if (inv.has("--secrets")) r.params["secrets"] = true;
   }
   return r;
 }

@@ -54,6 +54,7 @@ std::string portName(uint16_t port) {
 Daemon::Daemon(Config config) {
   started_ns_ = dp::monotonicNs();
   started_at_ = config_loaded_at_ = unixNow();
+  file_cfg_ = config;
   // A failed allocation says what to change (the key and the size needed),
   // not only DPDK's error.
   auto sized = [&](const char* part, auto make) {

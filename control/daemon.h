@@ -128,6 +128,7 @@ class Daemon {
   std::string groupName(int group, uint32_t ip) const;
   nlohmann::json lifecycleStatsJson() const;
   nlohmann::json apiReload(const nlohmann::json& p);
+  nlohmann::json apiConfig(const nlohmann::json& p);
   nlohmann::json apiHealth(const nlohmann::json& p);
   nlohmann::json apiDestinations(const nlohmann::json& p);
   nlohmann::json apiFleetSync(const nlohmann::json& p);
@@ -174,6 +175,10 @@ class Daemon {
   uint64_t started_ns_ = 0;
   double started_at_ = 0;        // Unix time
   double config_loaded_at_ = 0;  // Unix time
+  // The config as its file said at the last start or reload: what the
+  // running config differs from by the control API's changes (server add,
+  // remove, set), which a reload reverts (docs/cli.md "Runtime changes").
+  Config file_cfg_;
 
   struct ServerStatus {
     std::string state;  // initializing | active | unresolved | unhealthy | idle

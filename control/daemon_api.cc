@@ -107,6 +107,37 @@ json guardConfigChange(const Config& cur, const ServerLifecycle& life, const Hea
   return guardService(serviceLosses(cur, life, next, after, health), force, what);
 }
 
+// An appliance's weight in a config, by group name and address; -1 when the
+// group does not list it.
+int64_t weightIn(const Config& c, const std::string& group, const IpAddr& a) {
+  for (const auto& g : c.server_groups)
+    if (g.name == group)
+      for (const auto& sc : g.servers)
+        if (sc.address == a) return sc.weight;
+  return -1;
+}
+
+// How `running` differs from `file` in its appliances: the control API's
+// changes (server add, remove, set) since the file was read.
+json runtimeChanges(const Config& file, const Config& running) {
+  json out = json::array();
+  auto entry = [&](const std::string& group, const IpAddr& a) {
+    int64_t f = weightIn(file, group, a), r = weightIn(running, group, a);
+    if (f == r) return;
+    json e = {{"group", group}, {"address", a.str()},
+              {"change", f < 0 ? "added" : r < 0 ? "removed" : "weight"}};
+    if (f >= 0) e["file_weight"] = f;
+    if (r >= 0) e["running_weight"] = r;
+    out.push_back(e);
+  };
+  for (const auto& g : running.server_groups)
+    for (const auto& sc : g.servers) entry(g.name, sc.address);
+  for (const auto& g : file.server_groups)
+    for (const auto& sc : g.servers)
+      if (weightIn(running, g.name, sc.address) < 0) entry(g.name, sc.address);
+  return out;
+}
+
 // Index of the named group; not_found otherwise.
 int groupIndex(const Config& cfg, const std::string& name) {
   for (size_t i = 0; i < cfg.server_groups.size(); ++i)
@@ -131,6 +162,7 @@ json Daemon::handleApi(const std::string& method, const json& params) {
     else if (method == "server.drain") result = apiServerDrain(params);
     else if (method == "server.undrain") result = apiServerUndrain(params);
     else if (method == "reload") result = apiReload(params);
+    else if (method == "config") result = apiConfig(params);
     else if (method == "health") result = apiHealth(params);
     else if (method == "destinations") result = apiDestinations(params);
     else if (method == "fleet_sync") result = apiFleetSync(params);
@@ -140,7 +172,7 @@ json Daemon::handleApi(const std::string& method, const json& params) {
     else
       badRequest("unknown method '" + method +
                  "' (status, servers, groups, flows, explain, stats, server.add, "
-                 "server.remove, server.set, server.drain, server.undrain, reload, health, "
+                 "server.remove, server.set, server.drain, server.undrain, reload, config, health, "
                  "destinations, fleet, fleet.leave, fleet.join, fleet_sync)");
     return {{"ok", true}, {"result", std::move(result)}};
   } catch (const ApiFailure& f) {
@@ -211,6 +243,7 @@ json Daemon::apiStatus(const json& p) {
           {"started_at", started_at_},
           {"config_file", cfg().source_path},
           {"config_loaded_at", config_loaded_at_},
+          {"runtime_changes", runtimeChanges(file_cfg_, cfg()).size()},
           {"snapshot_generation", s ? s->generation : 0},
           {"snapshots_live", dp::Snapshot::live()},
           {"snapshots_retiring", engine_->retiredSnapshots()},
@@ -698,16 +731,50 @@ json Daemon::apiReload(const json& p) {
                          (errors.size() == 1 ? "" : "s") + "; see details)",
                      d);
   }
+  // The control API's changes that the file does not carry are reverted:
+  // the file is the source of truth (docs/cli.md "Runtime changes").
+  json reverted = json::array();
+  for (json& c : runtimeChanges(file_cfg_, cfg())) {
+    IpAddr a = *IpAddr::parse(c["address"].get<std::string>());
+    const std::string group = c["group"].get<std::string>();
+    int64_t now_w = weightIn(cfg(), group, a), next_w = weightIn(next, group, a);
+    if (now_w == next_w) continue;  // the file now says the same
+    c["after_reload"] = next_w < 0 ? json("absent") : json(next_w);
+    reverted.push_back(c);
+  }
+  Config as_file = next;
   // Keys a reload cannot apply keep their running value (control/config.h).
   json restart = holdRestartKeys(cfg(), next);
   json warnings = guardConfigChange(cfg(), lifecycle(), health_ ? health_->states() : HealthMap{},
                                     next, force, "reload of " + cfg().source_path);
   json r = applyConfig(std::move(next), "removed by reload");
+  file_cfg_ = std::move(as_file);
   if (!warnings.empty()) r["warnings"] = warnings;
   config_loaded_at_ = unixNow();
   r["restart_needed"] = restart;
+  r["reverted"] = reverted;
+  if (!reverted.empty()) {
+    std::string list;
+    for (const json& c : reverted)
+      list += (list.empty() ? "" : ", ") + c["address"].get<std::string>() + " (" +
+              c["change"].get<std::string>() + " at runtime)";
+    spdlog::warn("reload of {} reverts {} runtime change(s) the file does not carry: {}",
+                 cfg().source_path, reverted.size(), list);
+  }
   spdlog::info("control API: reloaded {}", cfg().source_path);
   return r;
+}
+
+json Daemon::apiConfig(const json& p) {
+  Params pr(p, {"secrets"});
+  DumpOptions opt;
+  opt.secrets = pr.has("secrets") && pr.boolean("secrets");
+  std::vector<std::string> hidden;
+  std::string yaml = dumpConfig(cfg(), opt, &hidden);
+  return {{"yaml", yaml},
+          {"hidden", hidden},
+          {"config_file", cfg().source_path},
+          {"runtime_changes", runtimeChanges(file_cfg_, cfg())}};
 }
 
 }  // namespace gwlb::ctl

@@ -17,6 +17,7 @@ import argparse
 import concurrent.futures
 import ipaddress
 import json
+import os
 import random
 import re
 import struct
@@ -575,8 +576,28 @@ def t_changes():
     assert configured_servers() == {"192.0.2.10", "192.0.2.11"}, "a refused change changed something"
     run("flows", "--src", "198.51.100.0/40", rc=2, record=True)
     run("flows", "--proto", "gre", rc=2)
+    # config dump: the running config (the runtime removal in it) as YAML that
+    # loads, each runtime change listed on stderr; a reload reverts them and
+    # says which.
+    gone = APPLIANCES - configured_servers()
+    assert gone, "the test expects a runtime removal here"
+    d = run("config", "dump", record=True)
+    for a in APPLIANCES:
+        assert (f"address: {a}\n" in d.stdout) == (a not in gone), (a, d.stdout)
+    for a in gone:
+        assert re.search(rf"^  {re.escape(a)} \(group firewalls\): removed at runtime, still in the file$",
+                         d.stderr, re.M), d.stderr
+    dumped = os.path.join(os.path.dirname(args.socket), "dumped.yaml")
+    with open(dumped, "w") as f:
+        f.write(d.stdout)
+    assert "valid" in run("config", "check", dumped).stdout
+    assert js("status")["runtime_changes"] == len(gone)
     g = js("reload")
     assert "snapshot_generation" in g and g["restart_needed"] == [], g
+    assert sorted(c["address"] for c in g["reverted"]) == sorted(gone) and \
+        all(c["change"] == "removed" and c["after_reload"] == 100 for c in g["reverted"]), g
+    assert js("status")["runtime_changes"] == 0
+    assert "runtime change" not in run("config", "dump").stderr
     run("reload", record=True)
     assert configured_servers() == APPLIANCES, js("servers")["servers"]
     assert set(new_flow_targets()) == APPLIANCES
