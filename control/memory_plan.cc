@@ -147,8 +147,8 @@ MemoryPlan planMemory(const Config& cfg, unsigned pci_ports) {
   plan.parts.push_back({"flow table",
                         std::to_string(d.flow_table_size) + " flows in " +
                             std::to_string(flowSlots(d.flow_table_size)) + " slots: " + mib(ft4) +
-                            " for IPv4 flows, " + mib(ft - ft4) +
-                            " more once IPv6 flows fill it (anonymous memory, resident as used)",
+                            " for IPv4 flows (resident from start), " + mib(ft - ft4) +
+                            " more once IPv6 flows fill it (anonymous memory)",
                         "dataplane.flow_table_size", ft, false});
   plan.parts.push_back({"worker state",
                         std::to_string(d.workers) + " x " +
