@@ -448,12 +448,10 @@ void Daemon::reload() {
   nlohmann::json r = handleApi("reload", nlohmann::json::object());
   sd_.notify("READY=1\nSTATUS=" + statusLine() +
              (r["ok"].get<bool>() ? "" : " (last reload failed: running config kept)") + "\n");
-  if (!r["ok"].get<bool>())
-    spdlog::error("reload of {} failed; keeping the running config:\n{}", cfg().source_path,
+  // apiReload() logged the outcome (one line, and what changed).
+  if (!r["ok"].get<bool>() && r["error"]["code"] != "invalid_config")
+    spdlog::error("reload of {} refused; keeping the running config: {}", cfg().source_path,
                   r["error"]["message"].get<std::string>());
-  else if (!r["result"]["restart_needed"].empty())
-    spdlog::warn("reload: {} change(s) take effect at the next restart",
-                 r["result"]["restart_needed"].dump());
 }
 
 WorkerCounters Daemon::totals() const {
@@ -463,12 +461,15 @@ WorkerCounters Daemon::totals() const {
   return t;
 }
 
-void Daemon::logStats(const char* why) const {
+void Daemon::logStats(const char* why, bool periodic) const {
   WorkerCounters t = totals();
   std::string line;
   for (size_t k = 0; k < kNumCounters; ++k)
     if (t.v[k]) line += std::string(" ") + kCounterInfo[k].name + "=" + std::to_string(t.v[k]);
-  spdlog::info("{}: flows={}{}", why, flows_->count(), line.empty() ? " (no packets)" : line);
+  // The line every 10 s is routine (debug); SIGUSR1's and the final one
+  // were asked for (info).
+  spdlog::log(periodic ? spdlog::level::debug : spdlog::level::info, "{}: flows={}{}", why,
+              flows_->count(), line.empty() ? " (no packets)" : line);
 }
 
 int Daemon::run() {
@@ -555,7 +556,7 @@ int Daemon::run() {
         updateAnnounce();
         sampleRates();
         refreshTelemetry();
-        if (++ticks % 10 == 0) logStats("stats");
+        if (++ticks % 10 == 0) logStats("stats", true);
       });
       onSlow();
     });

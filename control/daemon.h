@@ -81,7 +81,8 @@ class Daemon {
   void setupExceptionPath();
   void pollExceptionPath();
   void closeExceptionPath();
-  void logStats(const char* why) const;
+  // The counters in one line: at info, or at debug for the periodic line.
+  void logStats(const char* why, bool periodic = false) const;
   void sampleRates();
   void registerTelemetry();
   void refreshTelemetry();

@@ -722,8 +722,12 @@ json Daemon::apiReload(const json& p) {
   std::vector<ConfigError> errors;
   if (!loadConfigFile(cfg().source_path, next, errors)) {
     // The running config, snapshot, flows and counters stay as they are.
-    spdlog::error("reload of {} rejected; keeping the running config:\n{}", cfg().source_path,
-                  formatErrors(errors));
+    // One line with every error; then each again at debug.
+    std::string all;
+    for (const ConfigError& e : errors) all += (all.empty() ? "" : "; ") + (e.path.empty() ? "" : e.path + ": ") + e.message;
+    spdlog::error("reload of {} rejected; keeping the running config: {} error{}: {}", cfg().source_path,
+                  errors.size(), errors.size() == 1 ? "" : "s", all);
+    for (const ConfigError& e : errors) spdlog::debug("reload error: {}: {}", e.path, e.message);
     json d = json::array();
     for (auto& e : errors) d.push_back({{"path", e.path}, {"message", e.message}});
     throw ApiFailure("invalid_config",
@@ -743,6 +747,8 @@ json Daemon::apiReload(const json& p) {
     reverted.push_back(c);
   }
   Config as_file = next;
+  // What the reload changes, for the log line below (appliances by group).
+  json changes = runtimeChanges(cfg(), next);
   // Keys a reload cannot apply keep their running value (control/config.h).
   json restart = holdRestartKeys(cfg(), next);
   json warnings = guardConfigChange(cfg(), lifecycle(), health_ ? health_->states() : HealthMap{},
@@ -761,7 +767,21 @@ json Daemon::apiReload(const json& p) {
     spdlog::warn("reload of {} reverts {} runtime change(s) the file does not carry: {}",
                  cfg().source_path, reverted.size(), list);
   }
-  spdlog::info("control API: reloaded {}", cfg().source_path);
+  std::string what;
+  for (const json& c : changes) {
+    const std::string ch = c["change"].get<std::string>();
+    what += (what.empty() ? "" : ", ") + c["address"].get<std::string>() +
+            (ch == "added" ? " added to " : ch == "removed" ? " removed from " : " re-weighted in ") +
+            c["group"].get<std::string>();
+    if (ch == "weight")
+      what += " (" + std::to_string(c["file_weight"].get<int64_t>()) + " -> " +
+              std::to_string(c["running_weight"].get<int64_t>()) + ")";
+  }
+  std::string later;
+  for (const json& k : restart) later += (later.empty() ? "" : ", ") + k.get<std::string>();
+  spdlog::info("control API: reloaded {}: {}{}", cfg().source_path,
+               what.empty() ? "no appliance changed" : what,
+               later.empty() ? "" : "; at the next restart: " + later + " (changed, not applied)");
   return r;
 }
 

@@ -9,6 +9,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -17,6 +18,7 @@
 #include "common/flow_key.h"
 #include "control/config.h"
 #include "control/daemon.h"
+#include "control/log_setup.h"
 #include "control/maglev_cache.h"
 #include "control/memory_plan.h"
 #include "dataplane/eal.h"
@@ -149,6 +151,8 @@ int main(int argc, char** argv) {
   bool key_configured = false;
   if (!load(config, cfg, &key, &key_configured)) return 2;
   spdlog::set_level(spdlog::level::from_str(cfg.log_level));
+  // Under systemd (stdout is the journal's stream): priorities journald reads.
+  ctl::setLogPattern(*spdlog::default_logger(), ctl::isJournalStream(1, std::getenv("JOURNAL_STREAM")));
   if (key_configured && cfg.fleet.configured) {
     spdlog::info("fleet node {}: flow hash and cookies keyed with the fleet secret",
                  cfg.fleet.node_name);

@@ -22,6 +22,12 @@ struct HealthChecker::Target {
 
 namespace {
 
+// An appliance that turns unhealthy is a warning (it loses its new flows);
+// every other health change is information (docs/observability.md "Logs").
+spdlog::level::level_enum transitionLevel(HealthState to) {
+  return to == HealthState::kUnhealthy ? spdlog::level::warn : spdlog::level::info;
+}
+
 HealthParams paramsOf(const HealthCheckConfig& h) {
   HealthParams p;
   p.interval_ms = h.interval_ms;
@@ -115,8 +121,8 @@ void HealthChecker::reconcile(const Config& cfg) {
       auto tr = t.tracker.reconfigure(p, h.active(), sc.weight, now);
       if (tr && tr->to == HealthState::kInitializing) t.tracker.setProvisional(starting);
       if (tr) {
-        spdlog::info("health: appliance {} ({}): {} -> {} ({})", sc.address.str(), g.name,
-                     toString(tr->from), toString(tr->to), tr->reason);
+        spdlog::log(transitionLevel(tr->to), "health: appliance {} ({}): {} -> {} ({})", sc.address.str(),
+                    g.name, toString(tr->from), toString(tr->to), tr->reason);
         changed = true;
       }
       if (spec_changed || (!was_probed && t.tracker.probed())) {
@@ -181,11 +187,11 @@ void HealthChecker::startProbe(uint32_t ip) {
         auto tr = t->tracker.onResult(o, nowMs());
         if (tr) {
           std::string window = transitionWindowText(t->tracker.params(), tr->to, o.response_ms);
-          spdlog::info("health: appliance {} ({}): {} -> {} ({}{}{})", t->address.str(), t->group,
-                       toString(tr->from), toString(tr->to), tr->reason,
-                       window.empty() ? "" : "; ", window);
+          spdlog::log(transitionLevel(tr->to), "health: appliance {} ({}): {} -> {} ({}{}{})",
+                      t->address.str(), t->group, toString(tr->from), toString(tr->to), tr->reason,
+                      window.empty() ? "" : "; ", window);
         } else if (served && !t->tracker.receivesNewFlows()) {
-          spdlog::info("health: appliance {} ({}): initializing, first check failed ({}): no new "
+          spdlog::warn("health: appliance {} ({}): initializing, first check failed ({}): no new "
                        "flows until it passes {} checks in a row",
                        t->address.str(), t->group, o.reason, t->tracker.params().healthy_threshold);
         }

@@ -110,7 +110,13 @@ print("all unhealthy, drop: new flows have no appliance")
 
 log = open(log_path).read()
 assert "127.0.0.12 (firewalls): healthy -> unhealthy" in log and "failure window 800 ms" in log, log[-2000:]
-print("transitions logged with their windows")
+# Levels that mean something (issue 18 item 8): turning unhealthy is a
+# warning, every other health change information.
+for line in log.splitlines():
+    if "health: appliance" in line and " -> " in line:
+        want = "[warning]" if "-> unhealthy" in line else "[info]"
+        assert want in line, line
+print("transitions logged with their windows; -> unhealthy at warning, the others at info")
 
 # --- Issue 14 item 13: guard rails. Only .11 answers; rebalance moves every
 # flow to it. Taking it out of service (drain, weight 0, remove, a reload

@@ -302,6 +302,9 @@ def cmd_reload(path, config, log, pid):
         text = wait_log(start, "rejected; keeping the running config")
         if key:
             assert key + ":" in text, (name, text)
+        # One error line for the whole refusal, every error in it (issue 18 item 8).
+        errs = [l for l in text.splitlines() if "[error]" in l]
+        assert len(errs) == 1 and (not key or key + ":" in errs[0]), (name, errs)
         after = state()
         assert after == before, (name, before, after)
         lines = [l.strip() for l in text.splitlines() if l.strip()]
@@ -320,9 +323,12 @@ def cmd_reload(path, config, log, pid):
         assert not key or key + ":" in text, (name, text)
         assert state() == before
     # A good file still reloads: the checks above could see a change.
+    start_good = log_len()
     with open(config, "w") as f:
         f.write(good.replace("{ address: 192.0.2.12 }", "{ address: 192.0.2.12, weight: 50 }"))
     r = ok(call(path, "reload"))
+    # The log says what the reload changed.
+    wait_log(start_good, "192.0.2.12 re-weighted in firewalls (100 -> 50)")
     after = state()
     assert after["generation"] > before["generation"] and ("192.0.2.12", 50, "active") in after["servers"], after
     assert after["totals"]["rx_packets"] == before["totals"]["rx_packets"] and after["flows"] == before["flows"]

@@ -68,6 +68,9 @@ log_has() {  # log_has PATTERN MIN_COUNT: polls the log until PATTERN appears MI
 }
 kill -HUP "$pid"
 log_has "control API: reloaded" 1 || { cat "$work/gwlbd.log"; echo "FAIL: SIGHUP did not reload"; exit 1; }
+# The reload says what it changed: the same file, so nothing (issue 18 item 8).
+grep -q "\[info\] control API: reloaded $work/gwlbd.yaml: no appliance changed$" "$work/gwlbd.log" ||
+  { grep reloaded "$work/gwlbd.log"; echo "FAIL: the reload line does not say what changed"; exit 1; }
 n_stats=$(grep -c "\] stats: " "$work/gwlbd.log")
 kill -USR1 "$pid"
 log_has "\] stats: " $((n_stats + 1)) || { cat "$work/gwlbd.log"; echo "FAIL: no stats line after SIGUSR1"; exit 1; }
@@ -180,3 +183,17 @@ del b[ICMPv6ND_NA].cksum
 assert IPv6(bytes(b[IPv6]))[ICMPv6ND_NA].cksum == c, "bad ICMPv6 checksum"
 print("ND: answered the neighbor solicitation for 2001:db8::1 only")
 PY
+
+# Under systemd (stdout is the journal's stream, named by JOURNAL_STREAM) every
+# line starts with its syslog priority for journald: "<6>[info] ...".
+log="$work/journal.log"
+: > "$log"
+stream="$(stat -c '%d:%i' "$log")"
+JOURNAL_STREAM="$stream" "$gwlbd" --config "$work/gwlbd.yaml" > "$log" 2>&1 &
+pid=$!
+for _ in $(seq 1 120); do grep -q "gwlbd running" "$log" && break; kill -0 "$pid" || break; sleep 0.25; done
+kill -TERM "$pid" 2>/dev/null || true
+wait "$pid" || { cat "$log"; echo "FAIL: gwlbd under JOURNAL_STREAM"; exit 1; }
+grep -q "^<6>\[info\] gwlbd running" "$log" || { head -5 "$log"; echo "FAIL: no journald priority prefix"; exit 1; }
+! grep -v "^<[2-7]>\[" "$log" | grep -q "\[info\]" || { grep -v "^<[2-7]>\[" "$log" | head -3; echo "FAIL: a line without its priority"; exit 1; }
+echo "journald: every line carries its syslog priority (<6>[info] ...)"
