@@ -7,6 +7,8 @@
 #include <rte_mbuf.h>
 #include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
+
+#include <filesystem>
 #include <spdlog/spdlog.h>
 
 #include <boost/asio.hpp>
@@ -472,8 +474,37 @@ void Daemon::logStats(const char* why, bool periodic) const {
               flows_->count(), line.empty() ? " (no packets)" : line);
 }
 
+// Packet capture: dpdk-dumpcap / dpdk-pdump attach as secondary processes,
+// which needs the EAL's shared memory (hugepages, no --in-memory or
+// --no-shconf). Captures may cover every queue of the data ports.
+void Daemon::startCapture() {
+  std::vector<uint16_t> ports;
+  for (uint16_t p = 0; p < n_ports_; ++p) ports.push_back(p);
+  try {
+    capture_ = std::make_unique<dp::CaptureServer>(
+        qsbr_, std::move(ports), [](int level, const std::string& line) {
+          spdlog::log(level ? spdlog::level::warn : spdlog::level::info, "{}", line);
+        });
+  } catch (const std::exception& e) {
+    capture_why_ = e.what();
+    spdlog::warn("{}", capture_why_);
+    return;
+  }
+  if (!capture_->listen(capture_why_)) {
+    capture_.reset();
+    spdlog::info("packet capture: off: {}", capture_why_);
+  } else if (!rte_eal_has_hugepages()) {
+    capture_why_ = "the EAL runs without hugepages (--no-huge): no secondary process can attach";
+    spdlog::info("packet capture: off: {}", capture_why_);
+  } else {
+    spdlog::info("packet capture: dpdk-dumpcap can attach (--file-prefix {})",
+                 std::filesystem::path(rte_eal_get_runtime_dir()).filename().string());
+  }
+}
+
 int Daemon::run() {
   launchWorkers();
+  startCapture();
   boost::asio::io_context& io = io_;
   api_ = std::make_unique<ApiServer>(
       io_, cfg().control.socket, cfg().control.socket_mode, cfg().control.socket_group,
@@ -603,6 +634,7 @@ int Daemon::run() {
   runControlLoop(io);
 
   sd_.notify("STOPPING=1\nSTATUS=stopping\n");
+  capture_.reset();  // detaches every capture while the workers still report quiescence
   stopFleet();
   api_.reset();
   metrics_.reset();

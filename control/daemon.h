@@ -31,6 +31,7 @@
 #include "control/regions.h"
 #include "control/sd_notify.h"
 #include "control/snapshot_builder.h"
+#include "dataplane/capture.h"
 #include "dataplane/flow_table.h"
 #include "dataplane/pipeline.h"
 #include "dataplane/worker.h"
@@ -173,6 +174,11 @@ class Daemon {
   uint16_t n_ports_ = 0;
   rte_ring* control_tx_ = nullptr;  // control -> worker 0 -> wire
   std::unique_ptr<ExceptionPath> exception_;  // node.exception_path: one tap per port
+  // dpdk-dumpcap / dpdk-pdump on the data ports (dataplane/capture.h).
+  std::unique_ptr<dp::CaptureServer> capture_;
+  std::string capture_why_;  // why captures cannot attach, when they cannot
+  void startCapture();
+  nlohmann::json captureJson() const;
   uint64_t started_ns_ = 0;
   double started_at_ = 0;        // Unix time
   double config_loaded_at_ = 0;  // Unix time

@@ -252,7 +252,35 @@ json Daemon::apiStatus(const json& p) {
           {"rx_pps", rx_pps_},
           {"tx_pps", tx_pps_},
           {"workers", workers},
-          {"ports", portsJson()}};
+          {"ports", portsJson()},
+          {"capture", captureJson()}};
+}
+
+// Packet captures attached by dpdk-dumpcap / dpdk-pdump (dataplane/capture.h).
+json Daemon::captureJson() const {
+  json c = {{"available", capture_ && capture_why_.empty()}};
+  if (!capture_why_.empty()) c["why_not"] = capture_why_;
+  json sessions = json::array();
+  if (capture_) {
+    for (const dp::CaptureServer::Session& s : capture_->sessions())
+      sessions.push_back({{"port", s.port},
+                          {"device", s.device},
+                          {"queue", s.queue},
+                          {"direction", s.rx ? "rx" : "tx"},
+                          {"format", s.pcapng ? "pcapng" : "mbuf"},
+                          {"filter", s.filtered},
+                          {"snaplen", s.snaplen},
+                          {"copied", s.accepted},
+                          {"filtered_out", s.filtered_out},
+                          {"no_mbuf", s.nombuf},
+                          {"ring_full", s.ringfull}});
+    dp::CaptureServer::Totals t = capture_->totals();
+    c["started"] = t.started;
+    c["stopped"] = t.stopped;
+    c["refused"] = t.refused;
+  }
+  c["sessions"] = sessions;
+  return c;
 }
 
 json Daemon::apiServers(const json& p) {

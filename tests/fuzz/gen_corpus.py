@@ -538,6 +538,31 @@ def eal_memory():
     }
 
 
+def capture():
+    """What dpdk-dumpcap / dpdk-pdump send in their "mp_pdump" message (fuzz_capture.cc):
+    the 112-byte request record (version, operation, flags, device, queue, ring,
+    mempool, filter, snapshot length)."""
+    def req(ver, op, flags, dev, queue, ring=0, mp=0, prm=0, snaplen=0):
+        d = dev.encode()[:64].ljust(64, b"\0")
+        return (struct.pack("<HHI", ver, op, flags) + d + struct.pack("<H6x", queue) +
+                struct.pack("<QQQI4x", ring, mp, prm, snaplen))
+    ring, mp, prm = 0x1003c0000, 0x1003e0000, 0x100400000
+    return {
+        "dumpcap_start": req(2, 2, 3, "net_pcap0", 0xffff, ring, mp, 0, 2176),
+        "dumpcap_filtered": req(2, 2, 3, "0000:3b:00.0", 0xffff, ring, mp, prm, 262144),
+        "dumpcap_stop": req(2, 1, 3, "net_pcap0", 0xffff),
+        "pdump_rx_queue": req(1, 2, 1, "net_ring_a", 1, ring, mp, 0, 0),
+        "pdump_stop_tx": req(1, 1, 2, "net_ring_a", 1),
+        "bad_version": req(3, 2, 3, "net_pcap0", 0xffff, ring, mp),
+        "bad_op": req(2, 3, 3, "net_pcap0", 0xffff),
+        "bad_flags": req(2, 2, 4, "net_pcap0", 0xffff, ring, mp),
+        "no_ring": req(2, 2, 1, "net_pcap0", 0, 0, mp),
+        "unterminated": req(2, 1, 1, "x" * 64, 0),
+        "empty_device": req(2, 1, 1, "", 0),
+        "short": req(2, 2, 3, "net_pcap0", 0xffff, ring, mp)[:100],
+    }
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -546,7 +571,8 @@ def main():
     args = ap.parse_args()
     sets = {"frame": frames(), "geneve": genev(), "icmp": icmpc(), "config": configs(),
             "api": api(), "http": http(), "http_request": http_request(), "neigh": neigh(),
-            "sync": sync(), "bird": bird(), "eal_memory": eal_memory()}
+            "sync": sync(), "bird": bird(), "eal_memory": eal_memory(),
+            "capture": capture()}
     bad = 0
     total = 0
     for target, files in sets.items():

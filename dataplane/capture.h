@@ -1,0 +1,105 @@
+// Packet capture by dpdk-dumpcap / dpdk-pdump on a running gwlbd.
+//
+// Those tools start as DPDK secondary processes and send the primary a
+// request ("mp_pdump", dataplane/capture_request.h) naming a port, queues,
+// their ring and mempool (in the hugepage memory both processes map) and an
+// optional BPF filter. The primary adds RX/TX callbacks that copy each packet
+// into that mempool and enqueue it on that ring; the tool writes the file.
+//
+// DPDK 22.11's own server (rte_pdump_init) removes the callbacks and answers
+// at once when a capture stops, so a worker still inside a callback copies
+// into a mempool the tool is freeing: gwlbd crashed in 1 stop of 5 that way.
+// This server speaks the same protocol and keeps the same statistics (the
+// "rte_pdump_stats" memzone the tools read), and answers a stop only after a
+// grace period of the workers' RCU variable: every worker has passed a
+// quiescent state (between two loops, outside any burst) after the callbacks
+// were unlinked, so none can still be copying. It also refuses what would
+// not be safe: ports no worker serves (the exception path's taps, polled by
+// the control thread: capture those with tcpdump), a ring or mempool that is
+// not one DPDK knows, a filter that calls out of the program.
+//
+// Thread model: requests arrive on EAL's multi-process thread; sessions() and
+// the totals are read by the control thread; a mutex orders the two. The
+// callbacks run on the workers and take no lock: each reads its own Tap,
+// which is freed only after the grace period.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "dataplane/capture_request.h"
+
+struct rte_rcu_qsbr;
+struct rte_bpf;
+struct rte_memzone;
+
+namespace gwlb::dp {
+
+class CaptureServer {
+ public:
+  // level: 0 info, 1 warning.
+  using Log = std::function<void(int level, const std::string& line)>;
+
+  // data_ports: the ports the workers poll and transmit on (all of their
+  // queues may be captured); qsbr: the workers' RCU variable. Reserves the
+  // statistics memzone; throws std::runtime_error when it cannot.
+  CaptureServer(rte_rcu_qsbr* qsbr, std::vector<uint16_t> data_ports, Log log);
+  // Stops serving and detaches every capture (after a grace period).
+  ~CaptureServer();
+  CaptureServer(const CaptureServer&) = delete;
+  CaptureServer& operator=(const CaptureServer&) = delete;
+
+  // Answers "mp_pdump" from now on. False, with why, when this process
+  // serves no secondary process (--in-memory, --no-shconf) or another server
+  // already answers it. At most one CaptureServer listens per process.
+  bool listen(std::string& why);
+  bool listening() const { return listening_; }
+
+  // One request exactly as a capture tool sends it; returns the reply's
+  // error value (0 or -errno). A stop returns once no worker can be inside
+  // the stopped callbacks.
+  int handle(const void* param, size_t len);
+
+  // Removes every callback, waits for the grace period, frees the sessions.
+  void detachAll();
+
+  struct Session {
+    uint16_t port = 0, queue = 0;
+    bool rx = true;
+    std::string device;
+    bool pcapng = true, filtered = false;
+    uint32_t snaplen = 0;
+    uint64_t accepted = 0, filtered_out = 0, nombuf = 0, ringfull = 0;
+  };
+  std::vector<Session> sessions() const;
+  struct Totals {
+    uint64_t started = 0, stopped = 0, refused = 0;
+  };
+  Totals totals() const;
+
+  struct Tap;  // one queue, one direction, being copied (capture.cc)
+
+ private:
+  int start(const CaptureRequest& r, uint16_t port, std::string& why);
+  int stop(const CaptureRequest& r, uint16_t port, std::string& why);
+  void retire(std::vector<Tap*> taps);
+
+  rte_rcu_qsbr* qsbr_;
+  std::vector<uint16_t> data_ports_;
+  Log log_;
+  const rte_memzone* stats_mz_ = nullptr;
+  bool listening_ = false;
+  mutable std::mutex mu_;
+  // (port, queue, rx) -> the tap being copied there.
+  std::map<uint32_t, Tap*> taps_;
+  std::map<rte_bpf*, unsigned> filters_;  // filter -> taps using it
+  Totals totals_;
+};
+
+}  // namespace gwlb::dp

@@ -1,0 +1,64 @@
+#include "dataplane/capture_request.h"
+
+#include <cerrno>
+#include <cstring>
+
+namespace gwlb::dp {
+
+bool parseCaptureRequest(const void* param, size_t len, CaptureRequest& out, int& err,
+                         std::string& why) {
+  err = -EINVAL;
+  if (param == nullptr || len != sizeof(CaptureWire)) {
+    why = "request of " + std::to_string(len) + " bytes, want " +
+          std::to_string(sizeof(CaptureWire)) + " (a DPDK other than 22.11?)";
+    return false;
+  }
+  CaptureWire w;
+  std::memcpy(&w, param, sizeof w);
+  if (w.ver != 1 && w.ver != 2) {
+    why = "request version " + std::to_string(w.ver) + ", want 1 or 2 (a DPDK other than 22.11?)";
+    return false;
+  }
+  if (w.op != uint16_t(CaptureOp::kStop) && w.op != uint16_t(CaptureOp::kStart)) {
+    why = "operation " + std::to_string(w.op) + ", want 1 (stop) or 2 (start)";
+    return false;
+  }
+  if (w.flags == 0 || (w.flags & ~(kCaptureRx | kCaptureTx)) != 0) {
+    why = "flags " + std::to_string(w.flags) + ", want 1 (rx), 2 (tx) or 3 (both)";
+    return false;
+  }
+  const void* nul = std::memchr(w.device, '\0', sizeof w.device);
+  size_t n = nul ? size_t(static_cast<const char*>(nul) - w.device) : sizeof w.device;
+  if (nul == nullptr || n == 0) {
+    why = nul ? "no device name" : "device name not terminated within 64 bytes";
+    return false;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    unsigned char c = static_cast<unsigned char>(w.device[i]);
+    if (c < 0x21 || c > 0x7e) {
+      why = "device name with a byte 0x" + std::string(1, "0123456789abcdef"[c >> 4]) +
+            std::string(1, "0123456789abcdef"[c & 15]) + " in it";
+      return false;
+    }
+  }
+  out = {};
+  out.ver = w.ver;
+  out.op = CaptureOp(w.op);
+  out.flags = w.flags;
+  out.device.assign(w.device, n);
+  out.queue = w.queue;
+  if (out.op == CaptureOp::kStart) {
+    if (w.ring == 0 || w.mp == 0) {
+      why = "start without a ring or a mempool";
+      return false;
+    }
+    out.ring = uintptr_t(w.ring);
+    out.mp = uintptr_t(w.mp);
+    out.prm = uintptr_t(w.prm);
+    out.snaplen = w.snaplen ? w.snaplen : UINT32_MAX;
+  }
+  err = 0;
+  return true;
+}
+
+}  // namespace gwlb::dp

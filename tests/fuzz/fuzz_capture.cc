@@ -1,0 +1,67 @@
+// Fuzz target 14: the packet capture request a DPDK secondary process
+// (dpdk-dumpcap, dpdk-pdump) sends gwlbd (dataplane/capture_request.cc).
+// Input: the message's parameter bytes, any length.
+//  - Never reads past the input (ASan) and never throws.
+//  - A refusal carries a negative errno and a reason; an acceptance has
+//    err == 0, the exact record length, version 1 or 2, operation 1 or 2,
+//    flags 1..3, a device name of 1..63 printable bytes, and for a start a
+//    ring, a mempool and a snapshot length other than 0.
+//  - An accepted request is what its bytes say: encoding the parsed fields
+//    again gives the same fields back.
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "dataplane/capture_request.h"
+#include "tests/fuzz/fuzz_check.h"
+
+using namespace gwlb::dp;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  CaptureRequest r;
+  int err = 1;
+  std::string why;
+  bool ok = parseCaptureRequest(data, size, r, err, why);
+  if (!ok) {
+    FUZZ_CHECK(err < 0 && !why.empty(), "a refusal has an errno and a reason (err %d)", err);
+    return 0;
+  }
+  FUZZ_CHECK(err == 0 && why.empty(), "an acceptance has err 0 and no reason");
+  FUZZ_CHECK(size == sizeof(CaptureWire), "accepted %zu bytes", size);
+  FUZZ_CHECK(r.ver == 1 || r.ver == 2, "version %u", r.ver);
+  FUZZ_CHECK(r.op == CaptureOp::kStart || r.op == CaptureOp::kStop, "operation");
+  FUZZ_CHECK(r.flags >= 1 && r.flags <= 3, "flags %u", r.flags);
+  FUZZ_CHECK(!r.device.empty() && r.device.size() < sizeof(CaptureWire::device), "device length %zu",
+             r.device.size());
+  for (char c : r.device) FUZZ_CHECK(c > ' ' && c < 0x7f, "device byte 0x%02x", unsigned(uint8_t(c)));
+  if (r.op == CaptureOp::kStart)
+    FUZZ_CHECK(r.ring && r.mp && r.snaplen, "a start names a ring, a mempool and a length");
+  else
+    FUZZ_CHECK(!r.ring && !r.mp && !r.prm && !r.snaplen, "a stop carries no pointers");
+
+  CaptureWire w;
+  std::memcpy(&w, data, sizeof w);
+  FUZZ_CHECK(w.ver == r.ver && w.op == uint16_t(r.op) && w.flags == r.flags && w.queue == r.queue,
+             "fields as sent");
+  FUZZ_CHECK(std::string(w.device) == r.device, "device as sent");
+  CaptureWire again{};
+  again.ver = r.ver;
+  again.op = uint16_t(r.op);
+  again.flags = r.flags;
+  std::memcpy(again.device, r.device.data(), r.device.size());
+  again.queue = r.queue;
+  again.ring = r.ring;
+  again.mp = r.mp;
+  again.prm = r.prm;
+  again.snaplen = r.snaplen;
+  CaptureRequest r2;
+  int err2 = 1;
+  std::string why2;
+  FUZZ_CHECK(parseCaptureRequest(&again, sizeof again, r2, err2, why2), "re-encoded request refused: %s",
+             why2.c_str());
+  FUZZ_CHECK(r2.ver == r.ver && r2.op == r.op && r2.flags == r.flags && r2.device == r.device &&
+                 r2.queue == r.queue && r2.ring == r.ring && r2.mp == r.mp && r2.prm == r.prm &&
+                 r2.snaplen == r.snaplen,
+             "re-encoded request differs");
+  return 0;
+}
