@@ -2,6 +2,7 @@
 
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
+#include <rte_pdump.h>
 #include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 
@@ -16,6 +17,13 @@
 #include "dataplane/worker.h"
 
 namespace gwlb::ctl {
+
+namespace {
+// The "rte_pdump_stats" memzone of dataplane/capture.cc: RX and TX records
+// for every port and queue DPDK allows, plus its own pointer.
+constexpr uint64_t kCaptureStatsBytes =
+    2ull * RTE_MAX_ETHPORTS * RTE_MAX_QUEUES_PER_PORT * sizeof(struct rte_pdump_stats) + 64;
+}  // namespace
 
 namespace {
 
@@ -140,6 +148,10 @@ MemoryPlan planMemory(const Config& cfg, unsigned pci_ports) {
                           "dataplane.rx_queue_size, dataplane.tx_queue_size, dataplane.workers",
                           desc, true});
   }
+  // dataplane/capture.cc reserves it at start: what dpdk-dumpcap reads.
+  plan.parts.push_back({"packet capture statistics",
+                        "counters per port, queue and direction that dpdk-dumpcap reads", "",
+                        kCaptureStatsBytes, true});
   plan.parts.push_back({"EAL internal", "DPDK's own memzones and heap headers (reserve)", "",
                         kEalReserveBytes, true});
   uint64_t ft = flowTableBytes(d.flow_table_size);
