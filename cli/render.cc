@@ -157,6 +157,20 @@ std::string renderStatus(const Json& r, double now) {
                              pct + ")"});
   kv.push_back({"rx", formatRate(fieldNumber(r, "rx_pps")) + " pps"});
   kv.push_back({"tx", formatRate(fieldNumber(r, "tx_pps")) + " pps"});
+  // Packet capture (dpdk-dumpcap): a gwlbd before it has no such field.
+  const Json& capture = field(r, "capture");
+  if (capture.is_object()) {
+    std::string c;
+    if (field(capture, "available").is_boolean() && field(capture, "available").get<bool>()) {
+      const Json& ss = field(capture, "sessions");
+      size_t n = ss.is_array() ? ss.size() : 0;
+      c = n == 0 ? "none attached (dpdk-dumpcap can attach)"
+                 : std::to_string(n) + " queue(s) being captured";
+    } else {
+      c = "off: " + fieldText(capture, "why_not");
+    }
+    kv.push_back({"capture", c});
+  }
   std::string out = renderKeyValues(kv);
 
   Table w({{"WORKER", Align::kRight}, {"LCORE", Align::kRight}, {"RX QUEUES (port/queue)", Align::kLeft},

@@ -2,7 +2,7 @@
 # Runs the fuzz targets of tests/fuzz/ under libFuzzer (docs/fuzzing.md).
 #
 #   scripts/fuzz.sh [TARGET|all] [SECONDS]     default: all targets, 60 s each
-#   TARGET: frame geneve icmp config api http http_request
+#   TARGET: any tests/fuzz/fuzz_TARGET.cc (frame geneve icmp config api http ... capture)
 #
 # Builds them with clang++ -fsanitize=fuzzer,address,undefined in build-fuzz/
 # (meson -Dfuzz=true; override with GWLB_FUZZ_BUILD), then runs each for
@@ -18,15 +18,16 @@ set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${GWLB_FUZZ_BUILD:-$ROOT/build-fuzz}"
-ALL=(frame geneve icmp config api http http_request)
+# Every target in tests/fuzz/ (fuzz_NAME.cc).
+mapfile -t ALL < <(cd "$ROOT/tests/fuzz" && ls fuzz_*.cc | sed 's/^fuzz_//; s/\.cc$//')
 
 target="${1:-all}"
 secs="${2:-60}"
 case "$target" in
   all) targets=("${ALL[@]}") ;;
-  frame|geneve|icmp|config|api|http|http_request) targets=("$target") ;;
   -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
-  *) echo "fuzz.sh: unknown target '$target' (all ${ALL[*]})" >&2; exit 2 ;;
+  *) if [[ " ${ALL[*]} " == *" $target "* ]]; then targets=("$target")
+     else echo "fuzz.sh: unknown target '$target' (all ${ALL[*]})" >&2; exit 2; fi ;;
 esac
 if ! [[ "$secs" =~ ^[0-9]+$ ]] || [ "$secs" -lt 1 ]; then
   echo "fuzz.sh: SECONDS must be a positive integer, not '$secs'" >&2

@@ -135,6 +135,12 @@ TEST(Render, StatusGroupsExplain) {
   EXPECT_TRUE(has(t, "50 of 1000 (5.0%)")) << t;
   EXPECT_TRUE(has(t, "0/0 0/1")) << t;
   EXPECT_TRUE(has(t, "10G")) << t;
+  EXPECT_FALSE(has(t, "capture")) << "a gwlbd without capture support shows no capture row\n" << t;
+  st["capture"] = Json::parse(R"({"available": true, "started": 3, "stopped": 2, "refused": 0,
+    "sessions": [{"port": 0, "queue": 0, "direction": "rx"}, {"port": 0, "queue": 0, "direction": "tx"}]})");
+  EXPECT_TRUE(has(renderStatus(st, 0), "capture   2 queue(s) being captured")) << renderStatus(st, 0);
+  st["capture"] = Json::parse(R"({"available": false, "why_not": "the EAL runs without hugepages"})");
+  EXPECT_TRUE(has(renderStatus(st, 0), "capture   off: the EAL runs without hugepages")) << renderStatus(st, 0);
 
   Json g = Json::parse(R"({"groups": [{"name": "firewalls", "stickiness": "5-tuple",
     "geneve": {"format": "aws", "vni": 0, "endpoint_id": "0x0123456789abcdef", "attachment_id": 1},
