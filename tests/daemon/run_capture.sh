@@ -36,6 +36,7 @@ cleanup() {
   rm -rf "/var/run/dpdk/$prefix" "$pcaps"
 }
 trap cleanup EXIT
+trap "exit 1" TERM INT  # a timeout (meson sends SIGTERM) still gives the pages back
 echo "$want" > "$pages" 2>/dev/null || skip "cannot write $pages"
 got=$(cat "$pages")
 [ "$got" -ge "$want" ] || skip "the kernel gave $((got - old_pages)) of 128 hugepages (memory too fragmented?)"
