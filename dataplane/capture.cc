@@ -38,7 +38,11 @@ struct StatsZone {
 };
 static_assert(RTE_DEV_NAME_MAX_LEN == sizeof(CaptureWire::device), "device name length");
 
-std::atomic<CaptureServer*> g_listener{nullptr};
+// The server answering "mp_pdump" in this process. EAL's multi-process
+// thread holds g_listener_mu while a request is handled, so the server's
+// destructor, which clears the pointer under it, waits for that request.
+std::mutex g_listener_mu;
+CaptureServer* g_listener = nullptr;
 
 uint32_t tapKey(uint16_t port, uint16_t queue, bool rx) {
   return uint32_t(port) << 17 | uint32_t(queue) << 1 | (rx ? 1u : 0u);
@@ -115,8 +119,10 @@ int onMessage(const rte_mp_msg* msg, const void* peer) {
     std::memcpy(&r.ver, msg->param, 2);
     std::memcpy(&r.res_op, msg->param + 2, 2);
   }
-  CaptureServer* s = g_listener.load(std::memory_order_acquire);
-  r.err_value = s ? s->handle(msg->param, size_t(std::max(msg->len_param, 0))) : -ENODEV;
+  {
+    std::lock_guard<std::mutex> g(g_listener_mu);
+    r.err_value = g_listener ? g_listener->handle(msg->param, size_t(std::max(msg->len_param, 0))) : -ENODEV;
+  }
   std::snprintf(reply.name, sizeof reply.name, "%s", kAction);
   reply.len_param = sizeof r;
   std::memcpy(reply.param, &r, sizeof r);
@@ -178,19 +184,21 @@ CaptureServer::CaptureServer(rte_rcu_qsbr* qsbr, std::vector<uint16_t> data_port
 CaptureServer::~CaptureServer() {
   if (listening_) {
     rte_mp_action_unregister(kAction);
-    g_listener.store(nullptr, std::memory_order_release);
+    std::lock_guard<std::mutex> g(g_listener_mu);  // waits for a request being handled
+    g_listener = nullptr;
   }
   detachAll();
 }
 
 bool CaptureServer::listen(std::string& why) {
-  CaptureServer* none = nullptr;
-  if (!g_listener.compare_exchange_strong(none, this)) {
+  std::lock_guard<std::mutex> g(g_listener_mu);
+  if (g_listener != nullptr) {
     why = "another capture server answers mp_pdump in this process";
     return false;
   }
+  g_listener = this;
   if (rte_mp_action_register(kAction, onMessage) != 0) {
-    g_listener.store(nullptr);
+    g_listener = nullptr;
     why = rte_errno == ENOTSUP ? "this EAL serves no secondary process (--in-memory or --no-shconf)"
                                : std::string("cannot register ") + kAction + ": " + rte_strerror(rte_errno);
     return false;
@@ -200,7 +208,7 @@ bool CaptureServer::listen(std::string& why) {
 }
 
 int CaptureServer::handle(const void* param, size_t len) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   CaptureRequest r;
   int err = 0;
   std::string why;
@@ -221,7 +229,7 @@ int CaptureServer::handle(const void* param, size_t len) {
                 ": not a data port (the exception path's taps are kernel interfaces: use tcpdump)");
     return -ENOTSUP;
   }
-  err = r.op == CaptureOp::kStart ? start(r, port, why) : stop(r, port, why);
+  err = r.op == CaptureOp::kStart ? start(r, port, why, lock) : stop(r, port, why, lock);
   if (err != 0) {
     ++totals_.refused;
     log_(1, "packet capture: refused to " + std::string(r.op == CaptureOp::kStart ? "start" : "stop") +
@@ -230,7 +238,8 @@ int CaptureServer::handle(const void* param, size_t len) {
   return err;
 }
 
-int CaptureServer::start(const CaptureRequest& r, uint16_t port, std::string& why) {
+int CaptureServer::start(const CaptureRequest& r, uint16_t port, std::string& why,
+                         std::unique_lock<std::mutex>& lock) {
   rte_eth_dev_info info;
   if (int rc = rte_eth_dev_info_get(port, &info); rc != 0) {
     why = std::string("no device info: ") + std::strerror(-rc);
@@ -285,7 +294,7 @@ int CaptureServer::start(const CaptureRequest& r, uint16_t port, std::string& wh
     // The taps added here hold every reference to this request's filter:
     // retiring them destroys it; with none added it is destroyed here.
     const bool none = added.empty();
-    retire(std::move(added));
+    retire(std::move(added), lock);
     if (filter && none) rte_bpf_destroy(filter);
     return e;
   };
@@ -328,7 +337,8 @@ int CaptureServer::start(const CaptureRequest& r, uint16_t port, std::string& wh
   return 0;
 }
 
-int CaptureServer::stop(const CaptureRequest& r, uint16_t port, std::string& why) {
+int CaptureServer::stop(const CaptureRequest& r, uint16_t port, std::string& why,
+                        std::unique_lock<std::mutex>& lock) {
   std::vector<Tap*> gone;
   for (bool rx : {true, false}) {
     if (!(r.flags & (rx ? kCaptureRx : kCaptureTx))) continue;
@@ -350,7 +360,7 @@ int CaptureServer::stop(const CaptureRequest& r, uint16_t port, std::string& why
   }
   std::vector<const struct rte_pdump_stats*> stats;
   for (const Tap* t : gone) stats.push_back(t->stats);
-  retire(std::move(gone));  // no worker copies into these queues' counters now
+  retire(std::move(gone), lock);  // no worker copies into these queues' counters now
   uint64_t copied = 0, lost = 0;
   for (const struct rte_pdump_stats* st : stats) {
     copied += __atomic_load_n(&st->accepted, __ATOMIC_RELAXED);
@@ -364,11 +374,15 @@ int CaptureServer::stop(const CaptureRequest& r, uint16_t port, std::string& why
   return 0;
 }
 
-// The callbacks are unlinked: once every worker has passed a quiescent state
-// none is inside one, and their taps, callbacks and filters can go.
-void CaptureServer::retire(std::vector<Tap*> taps) {
+// The callbacks are unlinked (and out of taps_): once every worker has
+// passed a quiescent state none is inside one, and their taps, callbacks and
+// filters can go. The wait runs without mu_, so sessions() never waits for a
+// worker.
+void CaptureServer::retire(std::vector<Tap*> taps, std::unique_lock<std::mutex>& lock) {
   if (taps.empty()) return;
+  lock.unlock();
   if (qsbr_) rte_rcu_qsbr_check(qsbr_, rte_rcu_qsbr_start(qsbr_), true);
+  lock.lock();
   for (Tap* t : taps) {
     rte_free(const_cast<rte_eth_rxtx_callback*>(t->cb));
     if (t->filter) {
@@ -383,7 +397,7 @@ void CaptureServer::retire(std::vector<Tap*> taps) {
 }
 
 void CaptureServer::detachAll() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   std::vector<Tap*> gone;
   for (auto& [key, t] : taps_) {
     if (t->rx) rte_eth_remove_rx_callback(t->port, t->queue, t->cb);
@@ -391,7 +405,7 @@ void CaptureServer::detachAll() {
     gone.push_back(t);
   }
   taps_.clear();
-  retire(std::move(gone));
+  retire(std::move(gone), lock);
 }
 
 std::vector<CaptureServer::Session> CaptureServer::sessions() const {

@@ -19,9 +19,10 @@
 // not one DPDK knows, a filter that calls out of the program.
 //
 // Thread model: requests arrive on EAL's multi-process thread; sessions() and
-// the totals are read by the control thread; a mutex orders the two. The
-// callbacks run on the workers and take no lock: each reads its own Tap,
-// which is freed only after the grace period.
+// the totals are read by the control thread; a mutex orders the two, and is
+// not held while a stop waits for the workers (a stalled worker does not
+// stall the control API). The callbacks run on the workers and take no
+// lock: each reads its own Tap, which is freed only after the grace period.
 #pragma once
 
 #include <atomic>
@@ -86,9 +87,12 @@ class CaptureServer {
   struct Tap;  // one queue, one direction, being copied (capture.cc)
 
  private:
-  int start(const CaptureRequest& r, uint16_t port, std::string& why);
-  int stop(const CaptureRequest& r, uint16_t port, std::string& why);
-  void retire(std::vector<Tap*> taps);
+  int start(const CaptureRequest& r, uint16_t port, std::string& why,
+            std::unique_lock<std::mutex>& lock);
+  int stop(const CaptureRequest& r, uint16_t port, std::string& why,
+           std::unique_lock<std::mutex>& lock);
+  // Waits for the grace period with `lock` (on mu_) released, then frees.
+  void retire(std::vector<Tap*> taps, std::unique_lock<std::mutex>& lock);
 
   rte_rcu_qsbr* qsbr_;
   std::vector<uint16_t> data_ports_;

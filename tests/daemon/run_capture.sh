@@ -7,6 +7,10 @@
 # 30 attach/detach cycles under traffic must leave gwlbd running (DPDK 22.11's
 # own capture server crashed it in 1 detach of 5).
 #   run_capture.sh GWLBD WORKDIR SRCROOT
+# gwlbd's memory is placed at a fixed address (--base-virtaddr) that both
+# processes leave free: under ASan DPDK's default address is ASan's shadow,
+# DPDK then picks one near the shared libraries, and dpdk-dumpcap (ASLR) failed
+# there in one CI run ("Cannot get a virtual area at requested address").
 # Needs root: a secondary process attaches only to a primary on hugepages, so
 # the test reserves 128 x 2 MiB pages, mounts a hugetlbfs of its own, and gives
 # both back at the end. Without root, dpdk-dumpcap or the pages it skips
@@ -54,6 +58,7 @@ server_groups:
 dataplane: { workers: 1, mbufs: 4096, flow_table_size: 8192 }
 control: { socket: $work/gwlbd.sock }
 eal: ["--no-pci", "--file-prefix", "$prefix", "--huge-dir", "$work/huge", "--no-telemetry",
+      "--base-virtaddr", "0x200000000000",
       "--lcores=0@(0-1),1@(0-1)", "--log-level=*:warning",
       "--vdev", "net_pcap0,rx_pcap=$pcaps/a.pcap,tx_pcap=/dev/null,infinite_rx=1"]
 YAML
