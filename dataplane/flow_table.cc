@@ -326,7 +326,7 @@ void FlowTable::lookupBulk(const FlowKey* const* keys, const uint32_t* hashes, u
 // claim (CAS empty -> busy), write the key, keyed + a seq_cst fence, check every slot
 // with the same tag for a twin (a ready twin wins; of two keyed twins the lower
 // slot wins and kills the other with a CAS keyed -> dead), then CAS keyed ->
-// ready. A bounded number of restarts, then -1.
+// ready. A bounded number of restarts, then kAbandoned.
 int32_t FlowTable::insert(const FlowKey& k, uint32_t hash, uint32_t hint) noexcept {
   for (int attempt = 0; attempt < 8; ++attempt) {
     bool retry = false;
@@ -334,7 +334,17 @@ int32_t FlowTable::insert(const FlowKey& k, uint32_t hash, uint32_t hint) noexce
     if (!retry) return r;
   }
   abandoned_.fetch_add(1, std::memory_order_relaxed);
-  return -1;
+  return kAbandoned;
+}
+
+void FlowTable::holdSlotBusyForTest(const FlowKey& k, uint32_t hash) noexcept {
+  const uint32_t sig = tagSig(hash, !isCompact(k));
+  Candidates c;
+  candidates(hash, c);
+  for (uint32_t s = 0; s < kBucketSlots; ++s) {
+    uint32_t e = kEmpty;
+    if (tags_[c.bucket[0] * kBucketSlots + s].compare_exchange_strong(e, sig | kBusy)) return;
+  }
 }
 
 int32_t FlowTable::insertOnce(const FlowKey& k, uint32_t hash, uint32_t hint, bool& retry) noexcept {

@@ -159,14 +159,19 @@ class FlowTable {
   void lookupBulk(const FlowKey* const* keys, const uint32_t* hashes, uint32_t n, int32_t* pos,
                   uint32_t* hints = nullptr) const noexcept;
   // Worker (or the control thread): position of the key (existing or newly
-  // added), or -1 when the table holds capacity() keys, its candidate
-  // buckets are full, or another inserter of a key with the same tag stayed
-  // busy past a bound (R10; counted in insertsAbandoned()).
+  // added); kFull (-1) when the table holds capacity() keys or the key's
+  // candidate buckets are full; kAbandoned (-2) when another inserter of a
+  // key with the same tag stayed busy past a bound (R10; counted in
+  // insertsAbandoned()): the table is not full, a later try may succeed.
   // `hint`: the slot lookupBulk() suggested for this key after it missed
   // it; the insert then claims that slot if it is still empty instead of
   // scanning for the key and for the least loaded bucket first (the twin
   // check of R10 still finds the key if another inserter added it since).
+  static constexpr int32_t kFull = -1, kAbandoned = -2;
   int32_t insert(const FlowKey& k, uint32_t hash, uint32_t hint = kNoHint) noexcept;
+  // Tests: claims an empty slot of the key's first bucket with the key's tag
+  // and leaves it busy, as an inserter preempted right after its claim would.
+  void holdSlotBusyForTest(const FlowKey& k, uint32_t hash) noexcept;
   FlowEntry& entry(int32_t pos) noexcept { return *entryPtr(pos); }
   const FlowEntry& entry(int32_t pos) const noexcept {
     return *const_cast<FlowTable*>(this)->entryPtr(pos);

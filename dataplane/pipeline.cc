@@ -211,7 +211,9 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref, int
       pos = ft.insert(ref.key, ref.hash, hint);
       c.noteInsert(ref.hash);
     }
-    if (pos < 0) return drop(c, m, Counter::drop_flow_table_full);
+    if (pos < 0)
+      return drop(c, m, pos == FlowTable::kAbandoned ? Counter::drop_flow_insert_abandoned
+                                                     : Counter::drop_flow_table_full);
     uint8_t proto = p.icmp_error ? p.quoted.proto : p.tuple.proto;
     uint64_t idle = proto == kProtoTcp ? g.tcp_idle_ns : g.other_idle_ns;
     bool created = false;

@@ -154,6 +154,33 @@ TEST(FlowTableLimits, EveryPositionInsertReturnsHasAnEntry) {
   EXPECT_EQ(liveKeys(ft), inserted);
 }
 
+// An inserter stalled right after claiming a slot for a key with the same
+// tag makes an insert give up after its bounded retries (R10). The table is
+// not full: that is counted apart (before, as drop_flow_table_full, which
+// sent operators to raise flow_table_size), and the next packet, once the
+// stalled claim is gone, gets its flow.
+TEST(FlowTableLimits, AStalledSameTagInserterIsAnAbandonedInsertNotAFullTable) {
+  Harness h;
+  Frame f = udpFlow(47001);
+  L4Tuple t;
+  t.src = net().client4;
+  t.dst = net().server4;
+  t.proto = 17;
+  t.sport = 47001;
+  t.dport = 53;
+  FlowKey k = makeFlowKey(t, StickinessMode::kFiveTuple, 0).key;
+  h.flows().holdSlotBusyForTest(k, flowHash(k));
+  EXPECT_EQ(h.flows().insert(k, flowHash(k)), dp::FlowTable::kAbandoned);
+  EXPECT_EQ(h.flows().insertsAbandoned(), 1u);
+  Result r = h.send(f);
+  ASSERT_EQ(r.verdict, Verdict::kDrop);
+  EXPECT_EQ(r.drop, Counter::drop_flow_insert_abandoned);
+  EXPECT_EQ(h.get(Counter::drop_flow_table_full), 0u);
+  EXPECT_EQ(h.flows().insertsAbandoned(), 2u);
+  // Another flow (another tag) is not held up.
+  EXPECT_EQ(h.send(udpFlow(47002)).verdict, Verdict::kAppliance);
+}
+
 TEST(FlowTableLimits, FullTableDropsNewFlowsButServesExistingOnes) {
   HarnessOptions o;
   o.flow_table_size = 64;
