@@ -238,12 +238,24 @@ std::string renderServers(const Json& r, double now, bool wide) {
   return t.render();
 }
 
+// "2 active, 1 unhealthy": the group's appliances by state, the states
+// with none left out ("-" when there is none at all).
+std::string serverStates(const Json& srv) {
+  std::string out;
+  for (const char* st : {"active", "idle", "unresolved", "unhealthy", "initializing", "draining",
+                         "drained", "removed"}) {
+    const Json& n = field(srv, st);
+    if (!n.is_number() || fieldNumber(srv, st) <= 0) continue;
+    out += (out.empty() ? "" : ", ") + valueText(n) + " " + st;
+  }
+  return out.empty() ? "-" : out;
+}
+
 std::string renderGroups(const Json& r) {
   Table t({{"NAME", Align::kLeft}, {"STICKINESS", Align::kLeft}, {"GENEVE", Align::kLeft},
            {"VNI", Align::kRight}, {"ENDPOINT ID", Align::kRight}, {"ATTACHMENT ID", Align::kRight},
            {"MAGLEV", Align::kRight}, {"TCP IDLE", Align::kRight}, {"OTHER IDLE", Align::kRight},
-           {"SERVERS", Align::kRight}, {"ACTIVE", Align::kRight}, {"IDLE", Align::kRight},
-           {"UNRESOLVED", Align::kRight}});
+           {"SERVERS", Align::kRight}, {"STATES", Align::kLeft}});
   const Json& groups = field(r, "groups");
   if (groups.is_array()) {
     for (const auto& g : groups) {
@@ -255,8 +267,7 @@ std::string renderGroups(const Json& r) {
       t.addRow({fieldText(g, "name"), fieldText(g, "stickiness"), fieldText(gen, "format"),
                 fieldText(gen, "vni"), fieldText(gen, "endpoint_id"), fieldText(gen, "attachment_id"),
                 fieldText(g, "maglev_table_size"), idle("tcp_idle_timeout_s"),
-                idle("other_idle_timeout_s"), fieldText(srv, "total"), fieldText(srv, "active"),
-                fieldText(srv, "idle"), fieldText(srv, "unresolved")});
+                idle("other_idle_timeout_s"), fieldText(srv, "total"), serverStates(srv)});
     }
   }
   if (t.rows() == 0) return "no server groups\n";

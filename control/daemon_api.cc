@@ -434,12 +434,19 @@ json Daemon::apiGroups(const json& p) {
   Params(p, {});
   json out = json::array();
   for (const auto& g : cfg().server_groups) {
-    size_t active = 0, idle = 0, unresolved = 0;
+    // Every state an appliance can be in (serverState), counted: a group
+    // with an unhealthy or draining appliance says so here too.
+    json servers = {{"total", g.servers.size()}};
+    for (const char* st : {"active", "idle", "unresolved", "unhealthy", "initializing", "draining",
+                           "drained", "removed"})
+      servers[st] = 0;
     for (const auto& sc : g.servers) {
-      auto it = server_status_.find(sc.address.v4HostOrder());
-      std::string st = it == server_status_.end() ? "" : it->second.state;
-      active += st == "active", idle += st == "idle", unresolved += st == "unresolved";
+      std::string st = serverState(sc.address.v4HostOrder());
+      servers[st] = servers.value(st, 0) + 1;
     }
+    // Removed from the config but still listed while their flows last.
+    for (const auto& [ip, le] : lifecycle().entries())
+      if (le.removed && le.group == g.name) servers["removed"] = servers["removed"].get<int>() + 1;
     out.push_back({{"name", g.name},
                    {"stickiness", toString(g.stickiness)},
                    {"geneve",
@@ -454,11 +461,7 @@ json Daemon::apiGroups(const json& p) {
                    {"connection_draining",
                     {{"enabled", g.connection_draining.enabled},
                      {"timeout_s", g.connection_draining.timeout_s}}},
-                   {"servers",
-                    {{"total", g.servers.size()},
-                     {"active", active},
-                     {"idle", idle},
-                     {"unresolved", unresolved}}}});
+                   {"servers", servers}});
   }
   return {{"groups", out}};
 }

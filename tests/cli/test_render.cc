@@ -149,6 +149,11 @@ TEST(Render, StatusGroupsExplain) {
   t = renderGroups(g);
   EXPECT_TRUE(has(t, "0x0123456789abcdef")) << t;
   EXPECT_TRUE(has(t, "5m50s")) << t;
+  EXPECT_TRUE(has(t, "3  2 active, 1 idle\n")) << t;  // states with none are left out
+  g["groups"][0]["servers"] = Json::parse(R"({"total": 4, "active": 1, "idle": 0, "unresolved": 0,
+    "unhealthy": 2, "initializing": 0, "draining": 1, "drained": 0, "removed": 1})");
+  t = renderGroups(g);
+  EXPECT_TRUE(has(t, "4  1 active, 2 unhealthy, 1 draining, 1 removed\n")) << t;
 
   Json e = Json::parse(R"({"group": "firewalls", "stickiness": "5-tuple", "key": "tcp a <-> b",
     "hash": "0xdeadbeef", "existing": true, "appliance": "192.0.2.11", "cookie": "0x01",

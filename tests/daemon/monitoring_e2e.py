@@ -138,6 +138,12 @@ for a in UP + [DOWN]:
     assert api[a]["packets"] == sent[a] and api[a]["returned_packets"] == ret[a], api[a]
 assert api[DOWN]["state"] == "unhealthy", api[DOWN]
 print(f"traffic: sent {sent}, returned {ret} (metrics and API agree)")
+# The groups summary counts every state: before, the unhealthy appliance was
+# in no column (total 3, active 2, idle 0, unresolved 0).
+grp = api_call(args.sock, "groups")["result"]["groups"][0]["servers"]
+want = {"total": 3, "active": 2, "unhealthy": 1}
+assert all(grp[k] == want.get(k, 0) for k in ["total"] + STATES), grp
+print(f"groups: {grp}")
 
 # 3. DPDK telemetry, with DPDK's own client (refreshed every second).
 def telemetry():
