@@ -24,7 +24,9 @@ APPS = {"app1": "10.77.9.11", "app2": "10.77.9.12"}
 class Lab:
     def __init__(self, args, name, env=None):
         self.src, self.build = args.src, args.build
-        self.prefix = "e2e-" + name
+        # GWLB_E2E_PREFIX: namespace names of two checkouts running the suite at once
+        # must differ (e.g. GWLB_E2E_PREFIX=e2eb); the default is "e2e".
+        self.prefix = os.environ.get("GWLB_E2E_PREFIX", "e2e") + "-" + name
         self.dir = os.path.join(args.work, name)
         self.env = dict(os.environ, GWLB_BUILD=self.build, LAB_PREFIX=self.prefix, LAB_DIR=self.dir)
         self.env.update(env or {})
