@@ -10,7 +10,8 @@ saw the first fragment only (it is not synced). So a fleet loses no fragment
 exactly when the router sends every fragment of a datagram to one node. Replays
 PCAP (tools/gen_sample_pcap.py: IPv4 datagrams in 3 fragments, IPv6 ones in 2,
 beside TCP/UDP/ICMP flows) with CONFIG (examples/replay.yaml) as a single
-gateway and as every node K of fleets of 2 and 3, under each router model:
+gateway and as every node K of fleets of 2 (and 3 for the default), under each
+router model:
 
   - no --ecmp-policy (the default, l4-linux: Linux's fib_multipath_hash_policy
     1, which hashes every fragment, the first included, on addresses and
@@ -36,8 +37,10 @@ import subprocess
 import sys
 import time
 
-POLICIES_SAFE = [None, "l4-linux", "l3"]
-FLEETS = [2, 3]
+# (--ecmp-policy or None for the default, fleet sizes): the models that keep a
+# datagram's fragments together, and the one that does not.
+SAFE = [(None, [2, 3]), ("l4-linux", [2]), ("l3", [2])]
+SPLITTING = ("l4-first-with-ports", [2])
 
 
 def read_pcap(path):
@@ -159,8 +162,8 @@ def main():
         print("single gateway: FAILED: drop_fragment_unknown_flow %d, %d of %d fragments to appliances"
               % (d, len(sent), len(frags)))
         ok = False
-    for policy in POLICIES_SAFE:
-        for n in FLEETS:
+    for policy, sizes in SAFE:
+        for n in sizes:
             errors, drops, lost = fleet(exe, cfg, pcap, workdir, frags, n, policy)
             if any(drops):
                 errors.insert(0, "fragments dropped (drop_fragment_unknown_flow) per node: %s" % drops)
@@ -169,8 +172,8 @@ def main():
             for e in errors:
                 print("  " + e)
             ok = ok and not errors
-    for n in FLEETS:
-        errors, drops, lost = fleet(exe, cfg, pcap, workdir, frags, n, "l4-first-with-ports")
+    for n in SPLITTING[1]:
+        errors, drops, lost = fleet(exe, cfg, pcap, workdir, frags, n, SPLITTING[0])
         if not lost:
             errors.insert(0, "no fragment was lost: the model no longer splits a datagram's fragments")
         print("l4-first-with-ports, %d nodes: fragment drops per node %s (%d of %d later fragments lost): %s"
@@ -178,6 +181,14 @@ def main():
         for e in errors:
             print("  " + e)
         ok = ok and not errors
+    # Bad values: a clear error and exit 2 before anything runs.
+    for args, want in ((["--node", "1/2", "--ecmp-policy", "l4"], "--ecmp-policy l4: expected l3, l4-linux"),
+                       (["--ecmp-policy", "l3"], "--ecmp-policy needs --node K/N")):
+        p = subprocess.run([exe, "--config", cfg, "--in", pcap, "--out-dir", os.path.join(workdir, "bad"),
+                            *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        good = p.returncode == 2 and want in p.stdout
+        print("%s: exit %d%s" % (" ".join(args), p.returncode, "" if good else ": FAILED:\n" + p.stdout))
+        ok = ok and good
     print("%s in %.1f s" % ("ok" if ok else "FAILED", time.monotonic() - t0))
     return 0 if ok else 1
 
