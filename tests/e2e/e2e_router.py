@@ -205,21 +205,18 @@ def test_router_fragments(args):
                 time.sleep(0.3)
                 out, _ = cap.communicate("", timeout=30)
                 seen = json.loads(out.splitlines()[-1])
-                hop_of = {}  # (ident, offset) -> next hop
-                sport_of = {}
+                hop_of = {}  # (datagram id, offset) -> next hop
                 for d, pk in seen.items():
                     for ident_, off, sport in pk:
                         if ident_ == -1:  # an unfragmented IPv6 datagram: no ID on the wire
                             ident_ = small.get(sport, -1)
                         hop_of[(ident_, off)] = d
-                        if sport >= 0:
-                            sport_of[ident_] = sport
                 small_hops = {hop_of.get((i, 0)) for i in small.values()}
                 large_ids = set(large.values())
                 per_datagram = {i: {h for (j, _), h in hop_of.items() if j == i} for i in large_ids}
                 large_hops = set().union(*per_datagram.values())
                 got = sum(1 for (j, off) in hop_of if j in large_ids)
-                want = sum(len(udp_datagram(src, dst, 1, 9, bytes(3000), 1)) for _ in large_ids)
+                want = len(large_ids) * len(udp_datagram(src, dst, 1, 9, bytes(3000), 1))
                 split = [i for i, h in per_datagram.items() if len(h) != 1]
                 line = (f"{fam}, fib_multipath_hash_policy {policy}: small datagrams on "
                         f"{len(small_hops - {None})} of {HOPS} next hops; {got} of {want} fragments of "
