@@ -48,7 +48,8 @@ void usage(FILE* f) {
   std::fprintf(f,
                "usage: gwlb-replay --config FILE --in PCAP --out-dir DIR [--reflect]\n"
                "                   [--appliance-in PCAP] [--events FILE] [--workers N] [--burst N]\n"
-               "                   [--node K/N] [--interval T|auto] [--strict] [--quiet]\n"
+               "                   [--node K/N [--ecmp-policy P]] [--interval T|auto] [--strict]\n"
+               "                   [--quiet]\n"
                "Runs gwlbd's worker pipeline over a capture. Writes DIR/to-appliances.pcap,\n"
                "DIR/returned.pcap and DIR/summary.json.\n"
                "  --reflect          act as transparent appliances: send every Geneve packet back\n"
@@ -66,9 +67,16 @@ void usage(FILE* f) {
                "  --workers N        worker lcores (1..8, default 1); packets are dealt round-robin\n"
                "  --burst N          packets per burst (1..256, default 32)\n"
                "  --node K/N         be node K (1..N, N 1..4) of a fleet behind a router's ECMP:\n"
-               "                     replay only the --in frames a 5-tuple hash (not symmetric,\n"
-               "                     as ECMP) sends to node K; --events keep the capture's\n"
-               "                     clock. Run it for K = 1..N and compare (docs/fleet.md)\n"
+               "                     replay only the --in frames the router's hash (not\n"
+               "                     symmetric, as ECMP) sends to node K; --events keep the\n"
+               "                     capture's clock. Run it for K = 1..N and compare\n"
+               "                     (docs/fleet.md)\n"
+               "  --ecmp-policy P    how that router hashes (with --node; default l4-linux):\n"
+               "                     l3: addresses (Linux fib_multipath_hash_policy 0);\n"
+               "                     l4-linux: addresses, protocol and ports, but no ports for\n"
+               "                     any fragment, the first included (policy 1);\n"
+               "                     l4-first-with-ports: also the ports of a first fragment\n"
+               "                     (its later fragments can reach another node and drop)\n"
                "  --interval T       summary.json time series interval of capture time, e.g. 1s,\n"
                "                     100ms (default auto: about 100 points over the capture)\n"
                "  --strict           exit 1 when packets were dropped because the flow table was\n"
@@ -108,6 +116,7 @@ class Progress {
 int main(int argc, char** argv) {
   Options o;
   bool quiet = false;
+  bool ecmp_policy_given = false;
   static option longopts[] = {{"config", required_argument, nullptr, 'c'},
                               {"in", required_argument, nullptr, 'i'},
                               {"out-dir", required_argument, nullptr, 'o'},
@@ -117,6 +126,7 @@ int main(int argc, char** argv) {
                               {"workers", required_argument, nullptr, 'w'},
                               {"burst", required_argument, nullptr, 'b'},
                               {"node", required_argument, nullptr, 'n'},
+                              {"ecmp-policy", required_argument, nullptr, 'E'},
                               {"interval", required_argument, nullptr, 'I'},
                               {"strict", no_argument, nullptr, 's'},
                               {"quiet", no_argument, nullptr, 'q'},
@@ -141,6 +151,16 @@ int main(int argc, char** argv) {
           return 2;
         }
         break;
+      case 'E':
+        if (!parseEcmpPolicy(optarg, o.ecmp_policy)) {
+          std::fprintf(stderr,
+                       "gwlb-replay: --ecmp-policy %s: expected l3, l4-linux or "
+                       "l4-first-with-ports\n",
+                       optarg);
+          return 2;
+        }
+        ecmp_policy_given = true;
+        break;
       case 'I':
         if (std::string(optarg) != "auto" && (!ctl::parseDurationNs(optarg, o.interval_ns) ||
                                               o.interval_ns < 1'000'000)) {
@@ -161,6 +181,10 @@ int main(int argc, char** argv) {
   if (o.config.empty() || (o.in.empty() && o.appliance_in.empty()) || o.out_dir.empty() ||
       o.workers < 1 || o.workers > 8 || o.burst < 1 || o.burst > dp::kMaxBurst) {
     usage(stderr);
+    return 2;
+  }
+  if (ecmp_policy_given && !o.nodes) {
+    std::fprintf(stderr, "gwlb-replay: --ecmp-policy needs --node K/N\n");
     return 2;
   }
   if (o.nodes && !o.appliance_in.empty()) {
@@ -212,9 +236,11 @@ int main(int argc, char** argv) {
                          return a.ts_ns < b.ts_ns;
                        })->ts_ns;
     size_t all = frames.size();
-    std::erase_if(frames, [&](const Frame& f) { return ecmpNode(f, o.nodes) != o.node - 1; });
-    std::fprintf(stderr, "gwlb-replay: node %u/%u: %zu of %zu frames\n", o.node, o.nodes,
-                 frames.size(), all);
+    std::erase_if(frames, [&](const Frame& f) {
+      return ecmpNode(f, o.nodes, o.ecmp_policy) != o.node - 1;
+    });
+    std::fprintf(stderr, "gwlb-replay: node %u/%u (ECMP %s): %zu of %zu frames\n", o.node,
+                 o.nodes, toString(o.ecmp_policy), frames.size(), all);
   }
   size_t n_router_in = frames.size();
   if (!o.appliance_in.empty() &&

@@ -75,21 +75,54 @@ void reflect(rte_mbuf* m) {
   std::memcpy(f + 14 + 16, ip, 4);
 }
 
-unsigned ecmpNode(const Frame& f, unsigned n) {
+bool parseEcmpPolicy(const std::string& text, EcmpPolicy& out) {
+  for (EcmpPolicy p : {EcmpPolicy::kL3, EcmpPolicy::kL4Linux, EcmpPolicy::kL4FirstWithPorts})
+    if (text == toString(p)) return out = p, true;
+  return false;
+}
+
+const char* toString(EcmpPolicy p) {
+  switch (p) {
+    case EcmpPolicy::kL3: return "l3";
+    case EcmpPolicy::kL4Linux: return "l4-linux";
+    case EcmpPolicy::kL4FirstWithPorts: return "l4-first-with-ports";
+  }
+  return "?";
+}
+
+unsigned ecmpNode(const Frame& f, unsigned n, EcmpPolicy policy) {
   if (n <= 1) return 0;
   ParsedPacket p;
   Counter why;
   if (parseFrame(f.bytes.data(), f.bytes.size(), p, why) != ParseStatus::kOk) return 0;
-  // FNV-1a over the 5-tuple in packet order (not the canonical flow key).
+  // FNV-1a over the fields in packet order.
   uint64_t h = 0xCBF29CE484222325ULL;
   auto mix = [&h](const uint8_t* b, size_t len) {
     for (size_t i = 0; i < len; ++i) h = (h ^ b[i]) * 0x100000001B3ULL;
   };
+  if (policy == EcmpPolicy::kL3) {
+    // Linux looks into an ICMP error and hashes the header it quotes (which
+    // starts 8 bytes into the ICMP message; the parser checked it is there).
+    const bool inner = p.icmp_error;
+    const L4Tuple& t = inner ? p.quoted : p.tuple;
+    mix(t.src.b.data(), t.src.b.size());
+    mix(t.dst.b.data(), t.dst.b.size());
+    if (p.ip_version == 6) {
+      const uint8_t* ip = f.bytes.data() + (inner ? size_t(p.l4_offset) + 8 : p.l3_offset);
+      const uint8_t label_nh[4] = {uint8_t(ip[1] & 0x0F), ip[2], ip[3], ip[6]};
+      mix(label_nh, sizeof label_nh);
+    }
+    return unsigned((h ^ (h >> 32)) % n);
+  }
   const L4Tuple& t = p.tuple;
+  bool ports = true;
+  if (policy == EcmpPolicy::kL4Linux)
+    ports = !p.is_fragment && t.proto != kProtoIcmp && t.proto != kProtoIcmpv6;
+  const uint16_t sport = ports ? t.sport : 0, dport = ports ? t.dport : 0;
   mix(t.src.b.data(), t.src.b.size());
   mix(t.dst.b.data(), t.dst.b.size());
-  const uint8_t rest[5] = {t.proto, uint8_t(t.sport >> 8), uint8_t(t.sport), uint8_t(t.dport >> 8),
-                           uint8_t(t.dport)};
+  const uint8_t rest[5] = {t.proto, uint8_t(sport >> 8), uint8_t(sport), uint8_t(dport >> 8),
+                           uint8_t(dport)};
   mix(rest, sizeof rest);
   return unsigned((h ^ (h >> 32)) % n);
 }

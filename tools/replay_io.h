@@ -51,11 +51,32 @@ class PcapWriter {
 // and the Geneve header. Swapping addresses leaves both checksums valid.
 void reflect(rte_mbuf* m);
 
-// The node (0..n-1) a router's ECMP hashing the 5-tuple (Linux
-// fib_multipath_hash_policy 1) would send this frame to: a hash of the
-// addresses, protocol and ports as the packet carries them, so the two
-// directions of a flow usually go to different nodes. Frames without an IP
-// 5-tuple (ARP, ...) go to node 0.
-unsigned ecmpNode(const Frame& f, unsigned n);
+// How the router in front of a fleet hashes a packet to pick a node
+// (--ecmp-policy, docs/replay.md). What matters for a fleet is which packets
+// it keeps together: a datagram's fragments reach one node under kL3 and
+// kL4Linux, not always under kL4FirstWithPorts.
+enum class EcmpPolicy : uint8_t {
+  // Linux fib_multipath_hash_policy 0: the addresses (IPv6: also the flow
+  // label and next header); an ICMP error by the header it quotes.
+  kL3,
+  // Linux fib_multipath_hash_policy 1: addresses, protocol and ports as the
+  // packet carries them, except that the kernel's flow dissector reads no
+  // ports from any fragment (the first included) nor from ICMP.
+  kL4Linux,
+  // A router that reads the ports of a first fragment too: a datagram's
+  // first fragment and its later ones (no ports) can reach different nodes.
+  kL4FirstWithPorts,
+};
+inline constexpr EcmpPolicy kDefaultEcmpPolicy = EcmpPolicy::kL4Linux;  // the lab's router
+
+// Reads a --ecmp-policy value (l3, l4-linux, l4-first-with-ports).
+bool parseEcmpPolicy(const std::string& text, EcmpPolicy& out);
+const char* toString(EcmpPolicy p);
+
+// The node (0..n-1) that a router's ECMP hashing as `policy` says would send
+// this frame to: a hash of the fields the policy reads, in packet order (not
+// the canonical flow key), so the two directions of a flow usually go to
+// different nodes. Frames without an IP header (ARP, ...) go to node 0.
+unsigned ecmpNode(const Frame& f, unsigned n, EcmpPolicy policy = kDefaultEcmpPolicy);
 
 }  // namespace gwlb::replay

@@ -26,6 +26,8 @@ struct Options {
   // fed only the capture's router frames a router's ECMP would send it
   // (ecmpNode, tools/replay_io.h); N = 0: the whole capture.
   unsigned node = 0, nodes = 0;
+  // --ecmp-policy: how that router hashes (which frames it keeps together).
+  EcmpPolicy ecmp_policy = kDefaultEcmpPolicy;
   // Capture time that --events count from and the engine starts at (the
   // whole capture's first frame, also for a node that sees a later one); 0:
   // the first frame fed.

@@ -132,6 +132,10 @@ void writeSummary(const SummaryInput& in) {
   j["input_packets"] = in.n_router_in;
   j["appliance_input_packets"] = in.appliance_in;
   j["workers"] = o.workers;
+  if (o.nodes) {
+    j["node"] = std::to_string(o.node) + "/" + std::to_string(o.nodes);
+    j["ecmp_policy"] = toString(o.ecmp_policy);
+  }
   j["reflect"] = o.reflect;
   j["to_appliances_packets"] = in.to_appliances;
   j["returned_packets"] = in.returned;

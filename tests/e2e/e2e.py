@@ -3,7 +3,9 @@
 
   e2e.py TEST --build DIR --src DIR --work DIR
 TEST: tcp | udp | drop | failover | ethernet | no_rebalance | drain | restart | fragments | mtu | fleet
-(fleet: tests/e2e/e2e_fleet.py, the fleet lab of 3 gateways)
+      | router_fragments
+(fleet: tests/e2e/e2e_fleet.py, the fleet lab of 3 gateways; router_fragments:
+tests/e2e/e2e_router.py, a Linux router's ECMP and fragments, no gwlbd)
 Each test builds its own lab (namespaces PREFIX-*, PREFIX = e2e-TEST), runs, and
 always tears it down. Exit 77 (skip) only when network namespaces cannot be made.
 """
@@ -652,7 +654,7 @@ TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("test", choices=sorted(TESTS) + ["mtu"])
+    ap.add_argument("test", choices=sorted(TESTS) + ["mtu", "router_fragments"])
     ap.add_argument("--build", required=True)
     ap.add_argument("--src", required=True)
     ap.add_argument("--work", required=True)
@@ -661,14 +663,18 @@ def main():
     if os.geteuid() != 0:
         print("SKIP: the lab needs root (network namespaces)")
         return 77
-    if args.test == "mtu":  # no lab: a namespace of its own
+    if args.test in ("mtu", "router_fragments"):  # no lab: namespaces of their own
         t0 = time.time()
         try:
-            test_mtu(args)
+            if args.test == "mtu":
+                test_mtu(args)
+            else:
+                import e2e_router  # tests/e2e/e2e_router.py
+                e2e_router.test_router_fragments(args)
         except (AssertionError, RuntimeError, subprocess.TimeoutExpired) as e:
             print(f"FAIL: {e}")
             return 1
-        print(f"PASS mtu in {time.time() - t0:.1f} s")
+        print(f"PASS {args.test} in {time.time() - t0:.1f} s")
         return 0
     fn, env = TESTS[args.test]
     lab = Lab(args, args.test, env)
