@@ -66,6 +66,8 @@ router_frr_conf() {  # router_frr_conf N: the router's frr.conf (integrated conf
 ! gateway (ECMP; the client's and server's traffic uses table 100).
 frr defaults traditional
 service integrated-vtysh-config
+! milliseconds in the logs' timestamps (the lab's frr-*.log)
+log timestamp precision 3
 !
 ! BFD at 100 ms x ${LAB_BFD_MULT:-5} (FRR's default, 300 ms x 3, would take 0.9 s).
 bfd
