@@ -4,6 +4,7 @@
 #   scripts/lab.sh up [--gateways N]   build the lab (safe to re-run: a complete, running lab
 #                       is kept). N = 1 (default): one gwlbd, static routes. N = 2..4: the fleet
 #                       lab, N gateways each with gwlbd and BIRD, ECMP through the router's BIRD
+#                       (or FRR: LAB_ROUTER=frr)
 #   scripts/lab.sh down      remove every namespace, process and device of the lab
 #   scripts/lab.sh status    namespaces, processes, gwlbctl servers
 #   scripts/lab.sh app-stop N | app-start N   kill / restart appliance N (1 or 2)
@@ -13,6 +14,9 @@
 #   scripts/lab.sh gwlbctl ARGS...            build/cli/gwlbctl on the lab's socket (fleet lab:
 #                       gateway $LAB_GW, default 1)
 #   scripts/lab.sh birdc router|gwK ARGS...   birdc on the router's or gateway K's BIRD (fleet lab)
+#   scripts/lab.sh vtysh ARGS...              vtysh on the router's FRR (fleet lab, LAB_ROUTER=frr)
+#   scripts/lab.sh router-config bird|frr|kernel [N]   print the fleet lab's router config for N
+#                       gateways (default 2): BIRD's, FRR's, or the router's kernel commands
 #   scripts/lab.sh exec NS CMD...             run CMD in namespace NS (client, server, ...)
 # Settings (environment, read by `up`):
 #   LAB_PREFIX (gwlab)  namespace names are PREFIX-client, PREFIX-server, ...
@@ -28,7 +32,9 @@
 #   LAB_IPV6 (0)        1: IPv6 between client, router and server as well (fd77:1::/64, fd77:2::/64)
 #   Fleet lab only: LAB_GRACE (3s) fleet.grace_period; LAB_IDLE_SLEEP_US (200) node.idle_sleep_us;
 #                       LAB_BFD_MULT (5) BFD detect multiplier at 100 ms (detection 0.5 s)
-#                       (3 busy-polling gwlbd would starve BIRD and BFD on 2 cores)
+#                       (3 busy-polling gwlbd would starve BIRD and BFD on 2 cores);
+#                       LAB_ROUTER bird|frr (bird) the router's routing daemons: BIRD 2, or
+#                       FRR's zebra + bfdd + bgpd (scripts/lab_router.sh, docs/fleet.md)
 # Exit 3 from `up` means network namespaces cannot be created here.
 set -euo pipefail
 
@@ -38,7 +44,8 @@ P="${LAB_PREFIX:-gwlab}"
 D="${LAB_DIR:-$GWLB_ROOT/out/lab}"
 NS_LIST=(client server router gw app1 app2)
 ALL_NS=(client server router gw app1 app2 sw gw1 gw2 gw3 gw4)  # what `down` removes (either lab)
-ALL_PROCS=(http gwlbd app1 app2 gwlbd1 gwlbd2 gwlbd3 gwlbd4 bird-gw1 bird-gw2 bird-gw3 bird-gw4 bird-router)
+ALL_PROCS=(http gwlbd app1 app2 gwlbd1 gwlbd2 gwlbd3 gwlbd4 bird-gw1 bird-gw2 bird-gw3 bird-gw4 bird-router
+           frr-zebra frr-bfdd frr-bgpd)
 
 # Addresses: all of them live only inside the lab's namespaces.
 CLIENT_IP=10.77.1.2 CLIENT_GW=10.77.1.1
@@ -88,6 +95,8 @@ link_client_server() {
 
 # shellcheck source=scripts/lab_fleet.sh
 source "$GWLB_ROOT/scripts/lab_fleet.sh"
+# shellcheck source=scripts/lab_router.sh
+source "$GWLB_ROOT/scripts/lab_router.sh"
 nx() { local n="$1"; shift; ip netns exec "$(ns "$n")" "$@"; }
 log() { echo "lab: $*"; }
 
@@ -236,7 +245,7 @@ lab_down() {
     for pid in $(ip netns pids "$name" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null || true; done
     ip netns del "$name" 2>/dev/null || true
   done
-  rm -f "$D/gwlbd.sock" "$D/gateways"
+  rm -f "$D/gwlbd.sock" "$D/gateways" "$D/router/kind"
 }
 
 lab_up() {
@@ -254,6 +263,11 @@ lab_up() {
   done
   if [ "$gateways" -gt 1 ]; then
     command -v bird >/dev/null || { log "the fleet lab needs BIRD 2 (bird2; scripts/setup.sh)"; return 1; }
+    case "${LAB_ROUTER:-bird}" in
+      bird) ;;
+      frr) [ -x "$FRR_LIB/bgpd" ] || { log "LAB_ROUTER=frr needs FRR (frr; scripts/setup.sh)"; return 1; } ;;
+      *) log "LAB_ROUTER: ${LAB_ROUTER} is not bird or frr"; return 2 ;;
+    esac
   fi
   if [ "$gateways" = 1 ] && [ "$(fleet_n)" = 1 ] && lab_complete; then log "already up ($D)"; return 0; fi
   if [ "$gateways" -gt 1 ] && [ "$(fleet_n)" = "$gateways" ] && fleet_complete; then
@@ -387,7 +401,9 @@ case "$cmd" in
   birdc)
     n="${1:?birdc router|gwK ARGS...}"; shift
     exec ip netns exec "$(ns "$n")" birdc -s "$D/$n/bird.ctl" "$@" ;;
+  vtysh) exec ip netns exec "$(ns router)" vtysh --vty_socket "$(frr_dir)" "$@" ;;
+  router-config) router_config "$@" ;;
   exec) n="${1:?exec NS CMD...}"; shift; exec ip netns exec "$(ns "$n")" "$@" ;;
-  -h|--help|"") sed -n '2,28p' "$0"; [ -n "$cmd" ] ;;
-  *) echo "lab.sh: unknown command $cmd (up|down|status|app-stop|app-start|gw-stop|gw-kill|gw-start|gwlbctl|birdc|exec)" >&2; exit 2 ;;
+  -h|--help|"") sed -n '2,37p' "$0"; [ -n "$cmd" ] ;;
+  *) echo "lab.sh: unknown command $cmd (up|down|status|app-stop|app-start|gw-stop|gw-kill|gw-start|gwlbctl|birdc|vtysh|router-config|exec)" >&2; exit 2 ;;
 esac

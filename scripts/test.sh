@@ -28,6 +28,10 @@ declare -A SAN_TRIM=(
 for t in tcp udp drop failover ethernet no_rebalance drain restart fragments mtu; do
   SAN_TRIM[e2e_$t]="namespace lab: wall-clock health windows, and CI time (the plain suite runs it)"
 done
+# e2e_fleet runs sanitized; e2e_fleet_frr drives the same gwlbd paths with
+# another router in front, so it runs only in the plain suite.
+SAN_TRIM[e2e_fleet_frr]="e2e_fleet with FRR as the router: the same gwlbd paths as e2e_fleet, which runs here; CI time"
+SAN_TRIM[e2e_router_fragments]="runs no gwlb code (a Linux router's ECMP hash on the kernel); CI time"
 
 if [ "$sanitize" -eq 1 ]; then
   GWLB_BUILD="${GWLB_SAN_BUILD:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build-asan}"

@@ -3,8 +3,9 @@
 
   e2e.py TEST --build DIR --src DIR --work DIR
 TEST: tcp | udp | drop | failover | ethernet | no_rebalance | drain | restart | fragments | mtu | fleet
-      | router_fragments
-(fleet: tests/e2e/e2e_fleet.py, the fleet lab of 3 gateways; router_fragments:
+      | fleet_frr | router_fragments
+(fleet: tests/e2e/e2e_fleet.py, the fleet lab of 3 gateways, BIRD on the router;
+fleet_frr: the same with FRR on the router, LAB_ROUTER=frr; router_fragments:
 tests/e2e/e2e_router.py, a Linux router's ECMP and fragments, no gwlbd)
 Each test builds its own lab (namespaces PREFIX-*, PREFIX = e2e-TEST), runs, and
 always tears it down. Exit 77 (skip) only when network namespaces cannot be made.
@@ -69,7 +70,7 @@ class Lab:
 
     def dump_logs(self):
         for f in ("gwlbd.log", "app1.log", "app2.log", "gwlbd1.log", "gwlbd2.log", "gwlbd3.log",
-                  "bird-router.log"):
+                  "bird-router.log", "frr-zebra.log", "frr-bfdd.log", "frr-bgpd.log", "frr-vtysh.log"):
             p = os.path.join(self.dir, f)
             if os.path.exists(p):
                 print(f"--- {f} (tail)")
@@ -649,7 +650,8 @@ TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
          "drain": (test_drain, {"LAB_FAILOVER": "rebalance", "LAB_DRAIN": "3s"}),
          "restart": (test_restart, {}),
          "fragments": (test_fragments, {"LAB_RT_PORT": "tap", "LAB_IPV6": "1"}),
-         "fleet": (test_fleet, {"LAB_GRACE": "3s"})}
+         "fleet": (test_fleet, {"LAB_GRACE": "3s"}),
+         "fleet_frr": (test_fleet, {"LAB_GRACE": "3s", "LAB_ROUTER": "frr"})}
 
 
 def main():
@@ -678,7 +680,7 @@ def main():
         return 0
     fn, env = TESTS[args.test]
     lab = Lab(args, args.test, env)
-    if args.test == "fleet":
+    if args.test.startswith("fleet"):
         lab.up_args, lab.mgmt = ["--gateways", "3"], "gw1"
     t0 = time.time()
     try:

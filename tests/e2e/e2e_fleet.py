@@ -1,7 +1,10 @@
 """e2e_fleet: the fleet lab (scripts/lab.sh up --gateways 3; docs/lab.md, "The
 fleet lab"), run by e2e.py: 3 gateways (gwlbd + BIRD each) behind the
-router's ECMP (BIRD, BGP + BFD), 2 appliances on a shared segment, flow state
-sync between the gateways (docs/fleet.md, "Flow state sync").
+router's ECMP (BGP + BFD), 2 appliances on a shared segment, flow state
+sync between the gateways (docs/fleet.md, "Flow state sync"). The router runs
+BIRD (e2e_fleet) or FRR (e2e_fleet_frr, LAB_ROUTER=frr), configured as
+docs/fleet.md's "The router side" says; the table 100 route must be the one
+that router installed (`proto bird`, `proto bgp`).
 
 Idle, each gwlbd (node.idle_sleep_us: 200) uses well under half a core.
 Appliance 1 is drained on every gateway; then 50 TCP streams (echoed, checked
@@ -103,9 +106,26 @@ def cpu_seconds(pid):
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
+def router_downs(lab):
+    """Session-down lines of the router's routing daemon's log."""
+    if lab.env.get("LAB_ROUTER", "bird") == "frr":
+        log = open(os.path.join(lab.dir, "frr-bgpd.log"), errors="replace").read()
+        return [l.split("] ", 1)[-1] for l in log.splitlines() if "%ADJCHANGE" in l and " Down " in l]
+    log = open(os.path.join(lab.dir, "bird-router.log"), errors="replace").read()
+    return [l.split("> ", 1)[-1] for l in log.splitlines()
+            if "State changed to down" in l or "BFD session down" in l]
+
+
 def test_fleet(lab, args):
     gws = {"10.77.9.1", "10.77.9.2", "10.77.9.3"}
     assert nexthops(lab) == gws, f"router table 100: {nexthops(lab)}"
+    # The ECMP route is the one the router's daemon installed: BIRD writes
+    # `proto bird`, FRR's zebra `proto bgp`.
+    router = lab.env.get("LAB_ROUTER", "bird")
+    route = lab.run("router", "ip", "-4", "route", "show", "table", "100").stdout
+    proto = {"bird": "proto bird", "frr": "proto bgp"}[router]
+    assert proto in route.split("\n")[0], f"router table 100 not installed by {router} ({proto}): {route}"
+    print(f"router ({router}) table 100:", " ".join(route.split()))
     # node.idle_sleep_us (the lab sets 200): an idle gwlbd leaves the cores to
     # BIRD, BFD and the others; busy polling would take a whole core each.
     pids = [gw_pid(lab, k) for k in (1, 2, 3)]
@@ -239,7 +259,5 @@ def test_fleet(lab, args):
         where[p] = a
     print("streams per appliance:", {a: sum(1 for x in where.values() if x == a) for a in APPS})
     assert all(x == "app2" for x in where.values()), "a stream left appliance 2 (drained at its start)"
-    log = open(os.path.join(lab.dir, "bird-router.log"), errors="replace").read()
-    downs = [l for l in log.splitlines() if "State changed to down" in l or "BFD session down" in l]
-    print(f"router's BIRD: {len(downs)} session downs (expected: gw2 stop, gw3 kill):",
-          [l.split("> ", 1)[-1] for l in downs])
+    downs = router_downs(lab)
+    print(f"router's {router}: {len(downs)} session downs (expected: gw2 stop, gw3 kill):", downs)
