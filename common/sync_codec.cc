@@ -216,9 +216,15 @@ SyncKey SyncKey::fromHashKey(uint64_t k0, uint64_t k1) {
   return SyncKey(s);
 }
 
+namespace {
+thread_local bool tl_fail_macs = false;
+}
+
+void test_hooks::failMacs(bool on) { tl_fail_macs = on; }
+
 std::array<uint8_t, kMacSize> SyncKey::mac(const uint8_t* data, size_t len) const {
   std::array<uint8_t, kMacSize> out{};
-  if (!inner_) return out;
+  if (!inner_ || tl_fail_macs) return out;
   // One scratch context per thread, reused (no allocation per message).
   thread_local MdCtx work(EVP_MD_CTX_new());
   uint8_t inner[32], full[32];
@@ -361,6 +367,12 @@ void ReplayWindow::accept(const Header& h) {
     bits_ |= 1ULL << (top_ - h.seq);
   }
   if (h.time_ms > newest_ms_) newest_ms_ = h.time_ms;
+}
+
+bool NonceHistory::remember(uint64_t nonce) {
+  if (!set_.insert(nonce).second) return false;
+  if (set_.size() > kCapacity) set_.erase(set_.begin());
+  return true;
 }
 
 }  // namespace gwlb::sync

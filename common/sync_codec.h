@@ -32,6 +32,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "common/flow_key.h"
@@ -119,6 +120,12 @@ class SyncKey {
   std::shared_ptr<evp_md_ctx_st> inner_, outer_;
 };
 
+// Test seam: while on, every SyncKey::mac on the calling thread fails as an
+// OpenSSL failure would (tests show such a failure authenticates nothing).
+namespace test_hooks {
+void failMacs(bool on);
+}
+
 // 64-bit FNV-1a of the node name: the header's node id.
 uint64_t nodeId(const std::string& node_name);
 
@@ -176,5 +183,19 @@ class ReplayWindow {
   size_t n_retired_ = 0, next_retired_ = 0;
 };
 const char* toString(ReplayWindow::Verdict v);
+
+// The nonces of the warm-start requests served lately: a request is served
+// once. Holds the last kCapacity; beyond that the oldest is forgotten.
+class NonceHistory {
+ public:
+  static constexpr size_t kCapacity = 4096;
+  bool seen(uint64_t nonce) const { return set_.count(nonce) != 0; }
+  // Remembers a nonce; false when it was already there.
+  bool remember(uint64_t nonce);
+  size_t size() const { return set_.size(); }
+
+ private:
+  std::set<uint64_t> set_;
+};
 
 }  // namespace gwlb::sync

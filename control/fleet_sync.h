@@ -195,7 +195,7 @@ class FleetSync {
   uint64_t last_send_ns_ = 0;
   uint64_t last_health_ns_ = 0;
   Warm warm_;
-  std::set<uint64_t> served_nonces_;
+  sync::NonceHistory served_nonces_;
   // Warm-start sessions being served; shared with them (they may outlive us
   // as handlers the io_context still holds).
   std::shared_ptr<unsigned> sessions_ = std::make_shared<unsigned>(0);

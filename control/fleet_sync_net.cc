@@ -91,12 +91,10 @@ class FleetSync::Session : public std::enable_shared_from_this<FleetSync::Sessio
     }
     sync::ReplayWindow fresh;
     auto v = fresh.check(h, unixMs());
-    if (v != sync::ReplayWindow::Verdict::kOk || fs_.served_nonces_.count(h.nonce)) {
+    if (v != sync::ReplayWindow::Verdict::kOk || !fs_.served_nonces_.remember(h.nonce)) {
       if (p) ++(v == sync::ReplayWindow::Verdict::kStale ? p->stale : p->replayed);
       return close("stale or replayed request");
     }
-    fs_.served_nonces_.insert(h.nonce);
-    if (fs_.served_nonces_.size() > 4096) fs_.served_nonces_.erase(fs_.served_nonces_.begin());
     nonce_ = h.nonce;
     // A peer that stops reading does not hold the session for ever.
     timer_.expires_after(kSessionDeadline);

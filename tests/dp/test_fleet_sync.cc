@@ -547,5 +547,96 @@ TEST_F(FleetSyncSend, HealthViewsAreExchangedAndDisagreementsListed) {
   fs_->stop();
 }
 
+// Issue 24 item 3: while the MAC cannot be computed, a datagram with an
+// all-zero tag is refused and counted as an authentication failure (it was
+// accepted: the failed MAC came out as zeros and matched the forged tag).
+TEST_F(FleetSyncSend, AnAllZeroTagIsRefusedAndCountedWhileTheMacFails) {
+  make(1024);
+  fs_->start();
+  const uint32_t b = net().servers[1].v4HostOrder();
+  sync::HealthEntry v[1] = {{b, uint8_t(HealthState::kUnhealthy), false}};
+  sync::Header hd;
+  hd.node = sync::nodeId("gw-peer");
+  hd.epoch = 78;
+  hd.seq = 1;
+  hd.time_ms = uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count());
+  uint8_t out[sync::kMaxMessage];
+  size_t len = sync::encodeHealth(key_, hd, v, 1, out, sizeof out);
+  ASSERT_GT(len, 0u);
+  std::memset(out + len - sync::kMacSize, 0, sync::kMacSize);  // the forger's tag
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  to.sin_port = htons(listenPort());
+  // This thread runs the io_context: FleetSync's MACs fail from here on.
+  sync::test_hooks::failMacs(true);
+  ASSERT_EQ(::sendto(peer_, out, len, 0, reinterpret_cast<sockaddr*>(&to), sizeof to), ssize_t(len));
+  nlohmann::json p;
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  do {
+    io_.poll();
+    p = fs_->status()["peers"][0];
+    if (p["auth_failures"].get<uint64_t>() + p["datagrams_received"].get<uint64_t>() > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  } while (std::chrono::steady_clock::now() < until);
+  sync::test_hooks::failMacs(false);
+  EXPECT_EQ(p["datagrams_received"], 0u) << "the forged datagram was accepted: " << p.dump();
+  EXPECT_EQ(p["auth_failures"], 1u) << p.dump();
+  EXPECT_EQ(p["reachable"], false);
+  fs_->stop();
+}
+
+// Issue 24 item 6: a peer's record whose insert was given up (another
+// inserter of a key with the same tag stayed busy, FlowTable::kAbandoned) is
+// counted as insert_abandoned, not table_full (which tells operators to raise
+// flow_table_size when the table is not full).
+TEST_F(FleetSyncSend, AnAbandonedInsertIsNotCountedAsATableFull) {
+  make(1024);
+  fs_->start();
+  L4Tuple t;
+  t.src = net().client4;
+  t.dst = net().server4;
+  t.proto = 6;
+  t.sport = 42001;
+  t.dport = 443;
+  sync::Record r;
+  r.key = makeFlowKey(t, StickinessMode::kFiveTuple, 0).key;
+  r.flow_hash = flowHash(r.key);
+  r.appliance = net().servers[0].v4HostOrder();
+  r.cookie = flowCookie(r.flow_hash, r.appliance);
+  r.idle_for_ms = 1000;
+  r.age_ms = 5000;
+  // A worker preempted right after claiming a slot with this key's tag.
+  h_->flows().holdSlotBusyForTest(r.key, r.flow_hash);
+  sync::Header hd;
+  hd.node = sync::nodeId("gw-peer");
+  hd.epoch = 79;
+  hd.seq = 1;
+  hd.time_ms = uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count());
+  uint8_t out[sync::kMaxMessage];
+  size_t len = sync::encode(key_, hd, &r, 1, out, sizeof out);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  to.sin_port = htons(listenPort());
+  ASSERT_EQ(::sendto(peer_, out, len, 0, reinterpret_cast<sockaddr*>(&to), sizeof to), ssize_t(len));
+  nlohmann::json p;
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  do {
+    io_.poll();
+    p = fs_->status()["peers"][0];
+    if (p["flows_received"].get<uint64_t>() > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  } while (std::chrono::steady_clock::now() < until);
+  EXPECT_EQ(p["flows_received"], 1u) << p.dump();
+  EXPECT_EQ(p["table_full"], 0u) << p.dump();
+  EXPECT_EQ(p["insert_abandoned"], 1u) << p.dump();
+  fs_->stop();
+}
+
 }  // namespace
 }  // namespace gwlb::dptest

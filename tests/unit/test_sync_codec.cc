@@ -357,3 +357,44 @@ TEST(SyncCodec, NodeIdAndKeyDerivation) {
   for (size_t i = 0; i < 16; ++i) snprintf(hex + 2 * i, 3, "%02x", m[i]);
   EXPECT_STREQ(hex, "2cb059a2f12e92287ef279a61a0c23f8");
 }
+
+// Issue 24 item 3: a MAC that cannot be computed (OpenSSL failing, or a key
+// never made) authenticates nothing. It used to come out as 16 zero bytes,
+// compared with the message's tag: a forged datagram with an all-zero tag
+// then passed.
+TEST(SyncCodec, AMacFailureIsAnAuthFailureNotAnAllZeroTag) {
+  auto m = message(key(), header(1), 2);
+  std::memset(m.data() + m.size() - kMacSize, 0, kMacSize);  // the forger's tag
+  Header got;
+  Record recs[kMaxRecords];
+  EXPECT_EQ(decode(key(), m.data(), m.size(), got, recs), Status::kAuthFailed)
+      << "a wrong tag while the MAC works";
+  EXPECT_EQ(decode(SyncKey(), m.data(), m.size(), got, recs), Status::kAuthFailed)
+      << "a key never derived has no MAC";
+  test_hooks::failMacs(true);
+  EXPECT_EQ(decode(key(), m.data(), m.size(), got, recs), Status::kAuthFailed)
+      << "OpenSSL failing: the all-zero tag must not authenticate";
+  uint8_t out[kMaxMessage];
+  EXPECT_EQ(encode(key(), header(2), nullptr, 0, out, sizeof out), 0u)
+      << "nothing is sent without a MAC";
+  HealthEntry e{0x0a000001, 1, true};
+  EXPECT_EQ(encodeHealth(key(), header(3), &e, 1, out, sizeof out), 0u);
+  test_hooks::failMacs(false);
+  EXPECT_GT(encode(key(), header(2), nullptr, 0, out, sizeof out), 0u) << "works again";
+}
+
+// Issue 24 item 6: the warm-start requests served are remembered (each is
+// served once) up to NonceHistory::kCapacity, and beyond that the oldest is
+// forgotten. It used to forget the smallest nonce: a request whose nonce was
+// the smallest was forgotten as soon as it was served, and could be replayed.
+TEST(NonceHistory, ForgetsTheOldestNotTheSmallest) {
+  NonceHistory h;
+  for (uint64_t i = 0; i < NonceHistory::kCapacity; ++i) ASSERT_TRUE(h.remember(1000 + i));
+  EXPECT_FALSE(h.remember(1000)) << "served once";
+  EXPECT_TRUE(h.remember(5)) << "a new request, smaller than every nonce held";
+  EXPECT_EQ(h.size(), NonceHistory::kCapacity);
+  EXPECT_TRUE(h.seen(5)) << "the newest request can be replayed";
+  EXPECT_FALSE(h.remember(5));
+  EXPECT_FALSE(h.seen(1000)) << "the oldest is the one forgotten";
+  EXPECT_TRUE(h.seen(1001));
+}
