@@ -222,21 +222,22 @@ thread_local bool tl_fail_macs = false;
 
 void test_hooks::failMacs(bool on) { tl_fail_macs = on; }
 
-std::array<uint8_t, kMacSize> SyncKey::mac(const uint8_t* data, size_t len) const {
-  std::array<uint8_t, kMacSize> out{};
-  if (!inner_ || tl_fail_macs) return out;
+std::optional<std::array<uint8_t, kMacSize>> SyncKey::mac(const uint8_t* data, size_t len) const {
+  if (!inner_ || tl_fail_macs) return std::nullopt;
   // One scratch context per thread, reused (no allocation per message).
   thread_local MdCtx work(EVP_MD_CTX_new());
   uint8_t inner[32], full[32];
   unsigned n = 0;
-  // A failure leaves the MAC all zero: it then matches nothing we sent.
-  if (work && EVP_MD_CTX_copy_ex(work.get(), inner_.get()) == 1 &&
-      EVP_DigestUpdate(work.get(), data, len) == 1 &&
-      EVP_DigestFinal_ex(work.get(), inner, &n) == 1 &&
-      EVP_MD_CTX_copy_ex(work.get(), outer_.get()) == 1 &&
-      EVP_DigestUpdate(work.get(), inner, 32) == 1 &&
-      EVP_DigestFinal_ex(work.get(), full, &n) == 1)
-    std::memcpy(out.data(), full, kMacSize);
+  // A failure is no MAC at all: never a fixed value a forger could send.
+  if (!work || EVP_MD_CTX_copy_ex(work.get(), inner_.get()) != 1 ||
+      EVP_DigestUpdate(work.get(), data, len) != 1 ||
+      EVP_DigestFinal_ex(work.get(), inner, &n) != 1 ||
+      EVP_MD_CTX_copy_ex(work.get(), outer_.get()) != 1 ||
+      EVP_DigestUpdate(work.get(), inner, 32) != 1 ||
+      EVP_DigestFinal_ex(work.get(), full, &n) != 1)
+    return std::nullopt;
+  std::array<uint8_t, kMacSize> out;
+  std::memcpy(out.data(), full, kMacSize);
   return out;
 }
 
@@ -276,7 +277,8 @@ size_t encodeHealth(const SyncKey& key, Header h, const HealthEntry* e, size_t n
     p[6] = p[7] = 0;
   }
   auto m = key.mac(out, size_t(p - out));
-  std::memcpy(p, m.data(), kMacSize);
+  if (!m) return 0;
+  std::memcpy(p, m->data(), kMacSize);
   return total;
 }
 
@@ -294,7 +296,8 @@ size_t encode(const SyncKey& key, Header h, const Record* recs, size_t n, uint8_
   for (size_t i = 0; i < n; ++i, p += kRecordSize) putRecord(p, recs[i]);
   if (h.type == MsgType::kWarmEnd) put64(p, end_total), p += kWarmEndBody;
   auto m = key.mac(out, size_t(p - out));
-  std::memcpy(p, m.data(), kMacSize);
+  if (!m) return 0;
+  std::memcpy(p, m->data(), kMacSize);
   return total;
 }
 
@@ -308,7 +311,8 @@ Status decode(const SyncKey& key, const uint8_t* d, size_t len, Header& h, Recor
   size_t body = bodySize(h.type, h.count);
   if (len != kHeaderSize + body + kMacSize) return Status::kMalformed;
   auto m = key.mac(d, kHeaderSize + body);
-  if (CRYPTO_memcmp(m.data(), d + kHeaderSize + body, kMacSize) != 0) return Status::kAuthFailed;
+  if (!m || CRYPTO_memcmp(m->data(), d + kHeaderSize + body, kMacSize) != 0)
+    return Status::kAuthFailed;
   h.node = get64(d + 8);
   h.epoch = get64(d + 16);
   h.seq = get64(d + 24);
@@ -371,7 +375,11 @@ void ReplayWindow::accept(const Header& h) {
 
 bool NonceHistory::remember(uint64_t nonce) {
   if (!set_.insert(nonce).second) return false;
-  if (set_.size() > kCapacity) set_.erase(set_.begin());
+  order_.push_back(nonce);
+  if (order_.size() > kCapacity) {
+    set_.erase(order_.front());
+    order_.pop_front();
+  }
   return true;
 }
 

@@ -31,7 +31,9 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -111,8 +113,10 @@ class SyncKey {
   // Throws std::runtime_error when OpenSSL cannot hash (start-up only).
   explicit SyncKey(const uint8_t secret[16]);
   static SyncKey fromHashKey(uint64_t k0, uint64_t k1);
-  // HMAC-SHA256 of data under the derived key, truncated to 16 bytes.
-  std::array<uint8_t, kMacSize> mac(const uint8_t* data, size_t len) const;
+  // HMAC-SHA256 of data under the derived key, truncated to 16 bytes;
+  // nullopt when there is none (a key never derived, or OpenSSL failed):
+  // then nothing is sent, and nothing authenticates.
+  std::optional<std::array<uint8_t, kMacSize>> mac(const uint8_t* data, size_t len) const;
   bool valid() const { return inner_ != nullptr; }
 
  private:
@@ -130,12 +134,13 @@ void failMacs(bool on);
 uint64_t nodeId(const std::string& node_name);
 
 // Writes one kHealth message of n <= kMaxHealthEntries entries; 0 when it
-// does not fit. h.type and h.count are set here.
+// does not fit (or the MAC cannot be computed). h.type and h.count are set here.
 size_t encodeHealth(const SyncKey& key, Header h, const HealthEntry* e, size_t n, uint8_t* out,
                     size_t cap);
 
 // Writes one message (header, body, MAC) to out[0..cap); returns its size,
-// or 0 when it does not fit or count > kMaxRecords. For kWarmEnd, `end_total`
+// or 0 when it does not fit, count > kMaxRecords or the MAC cannot be
+// computed. For kWarmEnd, `end_total`
 // is the body; kWarmRequest has none. h.count is set from n.
 size_t encode(const SyncKey& key, Header h, const Record* recs, size_t n, uint8_t* out,
               size_t cap, uint64_t end_total = 0);
@@ -147,7 +152,8 @@ const char* toString(Status s);
 // type, bad magic, version or type, a record that is not a flow record of a
 // known kind (fragment key, family not 4/6, nonzero reserved bytes); checked
 // before the MAC only where the length is concerned, so an attacker learns
-// nothing from which. kAuthFailed: the MAC does not match. Records are
+// nothing from which. kAuthFailed: the MAC does not match, or cannot be
+// computed (a key never derived, OpenSSL failing). Records are
 // written to recs[0..h.count) (room for kMaxRecords); `end_total` gets a
 // kWarmEnd's total; a kHealth message's entries go to health[0..h.count)
 // when given (room for kMaxHealthEntries; checked either way: appliance not
@@ -196,6 +202,7 @@ class NonceHistory {
 
  private:
   std::set<uint64_t> set_;
+  std::deque<uint64_t> order_;  // oldest first
 };
 
 }  // namespace gwlb::sync

@@ -24,6 +24,7 @@ const char* toString(InstallResult r) {
     case InstallResult::kUnknownAppliance: return "unknown_appliance";
     case InstallResult::kBadRecord: return "bad_record";
     case InstallResult::kTableFull: return "table_full";
+    case InstallResult::kInsertAbandoned: return "insert_abandoned";
   }
   return "?";
 }
@@ -88,6 +89,7 @@ InstallResult FleetSync::install(const sync::Record& r, uint64_t now) {
 
   int32_t pos = flows_.lookup(r.key, hash);
   if (pos < 0) pos = flows_.insert(r.key, hash);
+  if (pos == dp::FlowTable::kAbandoned) return InstallResult::kInsertAbandoned;
   if (pos < 0) return InstallResult::kTableFull;
   dp::FlowEntry& e = flows_.entry(pos);
   if (sent_.size() < flows_.slots()) sent_.resize(flows_.slots());
@@ -276,6 +278,7 @@ void FleetSync::countInstall(Peer* p, InstallResult r) {
     case InstallResult::kUnknownAppliance: ++p->unknown_appliance; break;
     case InstallResult::kBadRecord: ++p->bad_records; break;
     case InstallResult::kTableFull: ++p->table_full; break;
+    case InstallResult::kInsertAbandoned: ++p->insert_abandoned; break;
   }
 }
 

@@ -43,6 +43,7 @@ enum class InstallResult : uint8_t {
   kUnknownAppliance,  // the record's appliance is not one of ours
   kBadRecord,         // another listener or flow hash than this node's config gives
   kTableFull,         // no room for a new entry
+  kInsertAbandoned,   // another inserter of a same-tag key stayed busy (the table is not full)
 };
 const char* toString(InstallResult r);
 
@@ -121,7 +122,7 @@ class FleetSync {
     uint64_t flows_received = 0, flows_sent = 0, datagrams_received = 0, datagrams_sent = 0;
     uint64_t auth_failures = 0, replayed = 0, stale = 0, malformed = 0, send_errors = 0;
     uint64_t installed = 0, moved = 0, refreshed = 0, ignored = 0, unknown_appliance = 0;
-    uint64_t bad_records = 0, table_full = 0, conflicts = 0;
+    uint64_t bad_records = 0, table_full = 0, insert_abandoned = 0, conflicts = 0;
     double last_sync = 0;       // Unix time of the last authenticated message (0: never)
     // Its health view: appliance -> (HealthState, takes new flows there, Unix time heard).
     struct Seen {

@@ -119,6 +119,7 @@ class FleetSync::Session : public std::enable_shared_from_this<FleetSync::Sessio
       out_.resize(at + 2 + sync::kMaxMessage);
       size_t len = sync::encode(fs_.key_, h, recs.data(), recs.size(), out_.data() + at + 2,
                                 sync::kMaxMessage);
+      unsigned_ = unsigned_ || len == 0;
       out_[at] = uint8_t(len), out_[at + 1] = uint8_t(len >> 8);
       out_.resize(at + 2 + len);
       sent_ += recs.size();
@@ -141,10 +142,12 @@ class FleetSync::Session : public std::enable_shared_from_this<FleetSync::Sessio
       size_t at = out_.size();
       out_.resize(at + 2 + sync::kMaxMessage);
       size_t len = sync::encode(fs_.key_, h, nullptr, 0, out_.data() + at + 2, sync::kMaxMessage, sent_);
+      unsigned_ = unsigned_ || len == 0;
       out_[at] = uint8_t(len), out_[at + 1] = uint8_t(len >> 8);
       out_.resize(at + 2 + len);
       done_ = true;
     }
+    if (unsigned_) return close("a message could not be authenticated (OpenSSL failed)");
     asio::async_write(sock_, asio::buffer(out_),
                       [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
                         if (ec) return self->close("peer closed the transfer");
@@ -196,7 +199,7 @@ class FleetSync::Session : public std::enable_shared_from_this<FleetSync::Sessio
   std::vector<uint8_t> msg_, out_;
   uint64_t nonce_ = 0, seq_ = 0, sent_ = 0, started_ = 0;
   uint32_t cursor_ = 0;
-  bool done_ = false, closed_ = false;
+  bool done_ = false, closed_ = false, unsigned_ = false;
 };
 
 FleetSync::FleetSync(asio::io_context& io, Options o, dp::FlowTable& flows, rte_ring* events,
@@ -582,6 +585,7 @@ nlohmann::json FleetSync::status() const {
                      {"unknown_appliance", p.unknown_appliance},
                      {"bad_records", p.bad_records},
                      {"table_full", p.table_full},
+                     {"insert_abandoned", p.insert_abandoned},
                      {"health_disagreements", disagreements(p, now)}});
   }
   const char* state = warm_.state == WarmState::kWaiting    ? "waiting"
@@ -630,6 +634,13 @@ void FleetSync::metrics(std::string& out) const {
   perPeer("gwlb_fleet_sync_flows_ignored_total", "counter",
           "peer records that changed nothing (a local route kept, or too old)",
           [](const Peer& p) { return p.ignored; });
+  perPeer("gwlb_fleet_sync_table_full_total", "counter",
+          "peer records dropped because the flow table had no room",
+          [](const Peer& p) { return p.table_full; });
+  perPeer("gwlb_fleet_sync_insert_abandoned_total", "counter",
+          "peer records dropped because another inserter of a same-tag key stayed busy (the "
+          "table is not full)",
+          [](const Peer& p) { return p.insert_abandoned; });
   perPeer("gwlb_fleet_health_disagreements", "gauge",
           "appliances that take new flows on one of this node and the peer but not the other "
           "(their health checks disagree)",

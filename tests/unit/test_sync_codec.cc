@@ -166,7 +166,8 @@ TEST(SyncCodec, HealthViewRoundTripAndBadEntries) {
     if (bad == 2) p[5] = 2;
     if (bad == 3) p[7] = 1;
     auto m = k.mac(out, l - kMacSize);
-    std::memcpy(out + l - kMacSize, m.data(), kMacSize);
+    ASSERT_TRUE(m);
+    std::memcpy(out + l - kMacSize, m->data(), kMacSize);
     EXPECT_EQ(decode(k, out, l, got, recs, nullptr, back), Status::kMalformed) << bad;
   }
 }
@@ -353,8 +354,9 @@ TEST(SyncCodec, NodeIdAndKeyDerivation) {
   //                b"gwlb flow sync v1", "sha256").digest()
   //   hmac.new(k, b"abc", "sha256").hexdigest()[:32]
   auto m = key().mac(reinterpret_cast<const uint8_t*>("abc"), 3);
+  ASSERT_TRUE(m);
   char hex[33];
-  for (size_t i = 0; i < 16; ++i) snprintf(hex + 2 * i, 3, "%02x", m[i]);
+  for (size_t i = 0; i < 16; ++i) snprintf(hex + 2 * i, 3, "%02x", (*m)[i]);
   EXPECT_STREQ(hex, "2cb059a2f12e92287ef279a61a0c23f8");
 }
 
