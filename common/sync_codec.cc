@@ -135,17 +135,19 @@ size_t bodySize(MsgType t, size_t count) {
     case MsgType::kWarmEnd: return kWarmEndBody;
     case MsgType::kWarmRequest: return 0;
     case MsgType::kHealth: return count * kHealthEntrySize;
+    case MsgType::kConfigDigest: return count * kDigestEntrySize;
   }
   return 0;
 }
 
-bool knownType(uint8_t t) { return t >= 1 && t <= 5; }
+bool knownType(uint8_t t) { return t >= 1 && t <= 6; }
 
 size_t maxCount(MsgType t) {
   switch (t) {
     case MsgType::kRecords:
     case MsgType::kTransfer: return kMaxRecords;
     case MsgType::kHealth: return kMaxHealthEntries;
+    case MsgType::kConfigDigest: return kMaxDigestEntries;
     default: return 0;
   }
 }
@@ -155,6 +157,12 @@ bool getHealth(const uint8_t* p, HealthEntry& e) {
   e.state = p[4];
   e.in_service = p[5] == 1;
   return e.appliance != 0 && e.state <= kMaxHealthState && p[5] <= 1 && p[6] == 0 && p[7] == 0;
+}
+
+bool getDigest(const uint8_t* p, DigestEntry& e) {
+  e.section = p[0];
+  e.digest = get64(p + 4);
+  return e.section != 0 && p[1] == 0 && p[2] == 0 && p[3] == 0;
 }
 
 }  // namespace
@@ -282,6 +290,26 @@ size_t encodeHealth(const SyncKey& key, Header h, const HealthEntry* e, size_t n
   return total;
 }
 
+size_t encodeConfigDigest(const SyncKey& key, Header h, const DigestEntry* e, size_t n,
+                          uint8_t* out, size_t cap) {
+  if (n > kMaxDigestEntries) return 0;
+  size_t total = kHeaderSize + n * kDigestEntrySize + kMacSize;
+  if (total > cap) return 0;
+  h.type = MsgType::kConfigDigest;
+  h.count = uint16_t(n);
+  putHeader(out, h);
+  uint8_t* p = out + kHeaderSize;
+  for (size_t i = 0; i < n; ++i, p += kDigestEntrySize) {
+    p[0] = e[i].section;
+    p[1] = p[2] = p[3] = 0;
+    put64(p + 4, e[i].digest);
+  }
+  auto m = key.mac(out, size_t(p - out));
+  if (!m) return 0;
+  std::memcpy(p, m->data(), kMacSize);
+  return total;
+}
+
 size_t encode(const SyncKey& key, Header h, const Record* recs, size_t n, uint8_t* out, size_t cap,
               uint64_t end_total) {
   bool has_records = h.type == MsgType::kRecords || h.type == MsgType::kTransfer;
@@ -302,7 +330,7 @@ size_t encode(const SyncKey& key, Header h, const Record* recs, size_t n, uint8_
 }
 
 Status decode(const SyncKey& key, const uint8_t* d, size_t len, Header& h, Record* recs,
-              uint64_t* end_total, HealthEntry* health) {
+              uint64_t* end_total, HealthEntry* health, DigestEntry* digests) {
   if (len < kHeaderSize + kMacSize || len > kMaxMessage) return Status::kMalformed;
   if (get32(d) != kMagic || d[4] != kVersion || !knownType(d[5])) return Status::kMalformed;
   h.type = MsgType(d[5]);
@@ -324,6 +352,14 @@ Status decode(const SyncKey& key, const uint8_t* d, size_t len, Header& h, Recor
       HealthEntry e;
       if (!getHealth(p, e)) return Status::kMalformed;
       if (health) health[i] = e;
+    }
+    return Status::kOk;
+  }
+  if (h.type == MsgType::kConfigDigest) {
+    for (size_t i = 0; i < h.count; ++i, p += kDigestEntrySize) {
+      DigestEntry e;
+      if (!getDigest(p, e)) return Status::kMalformed;
+      if (digests) digests[i] = e;
     }
     return Status::kOk;
   }

@@ -10,7 +10,8 @@
 //   |magic |ver|type|count| node id  |   epoch   |  seq   | time ms  | nonce  |
 //   +------+---+----+-----+----------+-----------+--------+----------+--------+
 //   | body: count records of kRecordSize bytes (kRecords, kTransfer),         |
-//   |       8-byte total (kWarmEnd), nothing (kWarmRequest)                   |
+//   |       8-byte total (kWarmEnd), nothing (kWarmRequest), count health     |
+//   |       entries (kHealth), count config digest entries (kConfigDigest)    |
 //   +-------------------------------------------------------------------------+
 //   | HMAC-SHA256 over everything before it, truncated to 16 bytes            |
 //   +-------------------------------------------------------------------------+
@@ -18,7 +19,8 @@
 // node id: a 64-bit hash of the sender's fleet.node_name; epoch: a random
 // value the sender draws at start; seq: the sender's message counter in that
 // epoch (from 1); time: the sender's Unix time in ms; nonce: 0, or on the
-// warm-start stream the requester's nonce (binds the stream to the request).
+// warm-start stream the requester's nonce (binds the stream to the request),
+// on kHealth the sender's feature bits (kFeatureConfigDigest).
 // The MAC key is HMAC-SHA256(fleet secret, "gwlb flow sync v1").
 //
 // One record (kRecordSize = 76 bytes): the canonical FlowKey (40 bytes as
@@ -61,13 +63,22 @@ enum class MsgType : uint8_t {
   kTransfer = 3,
   kWarmEnd = 4,
   kHealth = 5,  // the sender's health view: count entries of kHealthEntrySize bytes
+  kConfigDigest = 6,  // the sender's config digests: count entries of kDigestEntrySize bytes
 };
+// A kHealth message's nonce field: bits saying what its sender takes (0 from
+// a gwlbd before them; a receiver ignores bits it does not know).
+inline constexpr uint64_t kFeatureConfigDigest = 1;  // kConfigDigest messages
 // One health entry: appliance IPv4, its state (common/health.h HealthState),
 // 1 when it takes new flows there, 2 reserved bytes (0).
 inline constexpr size_t kHealthEntrySize = 8;
 // Within kMaxMessage, the largest message a receiver takes.
 inline constexpr size_t kMaxHealthEntries = (kMaxMessage - kHeaderSize - kMacSize) / kHealthEntrySize;  // 161
 inline constexpr uint8_t kMaxHealthState = 5;  // HealthState::kDraining
+// One config digest entry (docs/fleet.md "Config drift"): section id (not 0;
+// ids the receiver does not know are kept, not compared), 3 reserved bytes
+// (0), the section's 64-bit digest.
+inline constexpr size_t kDigestEntrySize = 12;
+inline constexpr size_t kMaxDigestEntries = 32;
 // Why a record was sent.
 enum class RecordKind : uint8_t { kNew = 1, kChanged = 2, kRefresh = 3, kTransfer = 4 };
 const char* toString(RecordKind k);
@@ -104,6 +115,13 @@ struct HealthEntry {
   bool in_service = false;  // takes new flows on the sender
 };
 
+// The sender's digest of one config section (kConfigDigest).
+struct DigestEntry {
+  uint8_t section = 0;
+  uint64_t digest = 0;
+  bool operator==(const DigestEntry&) const = default;
+};
+
 // The MAC key, derived from the 128-bit fleet secret (its 32 hex digits'
 // bytes, first digit first). Holds the HMAC's precomputed inner and outer
 // states, so a message costs two SHA-256 runs over its bytes plus two blocks.
@@ -138,6 +156,11 @@ uint64_t nodeId(const std::string& node_name);
 size_t encodeHealth(const SyncKey& key, Header h, const HealthEntry* e, size_t n, uint8_t* out,
                     size_t cap);
 
+// Writes one kConfigDigest message of n <= kMaxDigestEntries entries; 0 when
+// it does not fit (or the MAC cannot be computed). h.type and h.count are set here.
+size_t encodeConfigDigest(const SyncKey& key, Header h, const DigestEntry* e, size_t n,
+                          uint8_t* out, size_t cap);
+
 // Writes one message (header, body, MAC) to out[0..cap); returns its size,
 // or 0 when it does not fit, count > kMaxRecords or the MAC cannot be
 // computed. For kWarmEnd, `end_total`
@@ -157,10 +180,13 @@ const char* toString(Status s);
 // written to recs[0..h.count) (room for kMaxRecords); `end_total` gets a
 // kWarmEnd's total; a kHealth message's entries go to health[0..h.count)
 // when given (room for kMaxHealthEntries; checked either way: appliance not
-// 0, state known, in_service 0/1, reserved bytes 0). Never reads outside
-// d[0..len).
+// 0, state known, in_service 0/1, reserved bytes 0); a kConfigDigest
+// message's entries go to digests[0..h.count) when given (room for
+// kMaxDigestEntries; checked either way: section not 0, reserved bytes 0).
+// Never reads outside d[0..len).
 Status decode(const SyncKey& key, const uint8_t* d, size_t len, Header& h, Record* recs,
-              uint64_t* end_total = nullptr, HealthEntry* health = nullptr);
+              uint64_t* end_total = nullptr, HealthEntry* health = nullptr,
+              DigestEntry* digests = nullptr);
 
 // Per sender: which (epoch, seq) were accepted, to reject replays.
 // A sliding window of 64 sequence numbers below the highest seen in the

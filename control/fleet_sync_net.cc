@@ -8,6 +8,7 @@
 
 #include "common/health.h"
 #include "control/config.h"
+#include "control/config_digest.h"
 #include "control/fleet_sync.h"
 #include "dataplane/worker.h"
 
@@ -358,9 +359,10 @@ void FleetSync::onDatagram(size_t len) {
   sync::Header h;
   sync::Record recs[sync::kMaxRecords];
   sync::HealthEntry health[sync::kMaxHealthEntries];
-  sync::Status st = sync::decode(key_, rx_.data(), len, h, recs, nullptr, health);
+  sync::DigestEntry digests[sync::kMaxDigestEntries];
+  sync::Status st = sync::decode(key_, rx_.data(), len, h, recs, nullptr, health, digests);
   if (st == sync::Status::kOk && h.type != sync::MsgType::kRecords &&
-      h.type != sync::MsgType::kHealth)
+      h.type != sync::MsgType::kHealth && h.type != sync::MsgType::kConfigDigest)
     st = sync::Status::kMalformed;
   if (st != sync::Status::kOk) {
     ++(st == sync::Status::kAuthFailed ? p->auth_failures : p->malformed);
@@ -385,7 +387,15 @@ void FleetSync::onDatagram(size_t len) {
   w.accept(h);
   p->last_sync = unixS();
   ++p->datagrams_received;
+  if (h.type == sync::MsgType::kConfigDigest) {
+    p->digest.assign(digests, digests + h.count);
+    p->has_digest = true;
+    return;
+  }
   if (h.type == sync::MsgType::kHealth) {
+    // Whether it takes our config digests; a peer that stopped (downgraded) has none.
+    p->takes_digest = (h.nonce & sync::kFeatureConfigDigest) != 0;
+    if (!p->takes_digest) p->has_digest = false, p->digest.clear();
     for (size_t i = 0; i < h.count; ++i)
       p->health[health[i].appliance] = {health[i].state, health[i].in_service, p->last_sync};
     // Forget what it stopped mentioning (an appliance removed there).
@@ -586,7 +596,8 @@ nlohmann::json FleetSync::status() const {
                      {"bad_records", p.bad_records},
                      {"table_full", p.table_full},
                      {"insert_abandoned", p.insert_abandoned},
-                     {"health_disagreements", disagreements(p, now)}});
+                     {"health_disagreements", disagreements(p, now)},
+                     {"config", configComparison(config_digest_, p.has_digest ? &p.digest : nullptr)}});
   }
   const char* state = warm_.state == WarmState::kWaiting    ? "waiting"
                       : warm_.state == WarmState::kDone     ? "done"
@@ -609,7 +620,8 @@ nlohmann::json FleetSync::status() const {
           {"sent", {{"new", new_sent_}, {"changed", changed_sent_}, {"refresh", refresh_sent_}}},
           {"events_drained", events_drained_},
           {"unknown_sender", unknown_sender_},
-          {"transfers_served", transfers_served_}};
+          {"transfers_served", transfers_served_},
+          {"config_digest", digestJson(config_digest_)}};
 }
 
 void FleetSync::metrics(std::string& out) const {
@@ -667,6 +679,7 @@ void FleetSync::metrics(std::string& out) const {
   perPeer("gwlb_fleet_sync_last_sync_age_seconds", "gauge",
           "seconds since the last authenticated message from the peer (-1: never)",
           [&](const Peer& p) { return p.last_sync > 0 ? now - p.last_sync : -1.0; });
+  configDriftMetrics(out);
   family("gwlb_fleet_sync_warm_start_done", "gauge",
          "1 once the warm start is over (done, timed out or no peers)");
   out += "gwlb_fleet_sync_warm_start_done " + std::to_string(int(warmStartDone())) + "\n";
