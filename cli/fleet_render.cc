@@ -62,13 +62,15 @@ std::string renderFleet(const Json& r) {
              {"FLOWS OUT", Align::kRight},
              {"AUTH FAILURES", Align::kRight},
              {"REPLAYED", Align::kRight},
-             {"MALFORMED", Align::kRight}});
+             {"MALFORMED", Align::kRight},
+             {"CONFIG"}});
     for (const Json& p : peers) {
       const Json& ls = at(p, "last_sync_s");
       t.addRow({fieldText(p, "address"), yesNo(at(p, "reachable")),
                 ls.is_number() ? formatDuration(ls.get<double>()) + " ago" : "never",
                 fieldText(p, "flows_received"), fieldText(p, "flows_sent"),
-                fieldText(p, "auth_failures"), fieldText(p, "replayed"), fieldText(p, "malformed")});
+                fieldText(p, "auth_failures"), fieldText(p, "replayed"), fieldText(p, "malformed"),
+                fieldText(at(p, "config"), "state")});
     }
     out += "\n";
     out += peers.empty() ? "no peers\n" : t.render();
@@ -83,6 +85,18 @@ std::string renderFleet(const Json& r) {
           ++n;
         }
     if (n) out += "\nhealth disagreements (new flows go to different appliances by node):\n" + d.render();
+    // Peers whose config differs from this node's, by section (docs/fleet.md "Config drift").
+    Table c({{"PEER"}, {"SECTIONS THAT DIFFER"}});
+    size_t drift = 0;
+    for (const Json& p : peers) {
+      const Json& sec = at(at(p, "config"), "differing_sections");
+      if (!sec.is_array() || sec.empty()) continue;
+      std::string names;
+      for (const Json& x : sec) names += (names.empty() ? "" : ", ") + (x.is_string() ? x.get<std::string>() : "?");
+      c.addRow({fieldText(p, "address"), names});
+      ++drift;
+    }
+    if (drift) out += "\nconfig drift (these peers run other settings than this node):\n" + c.render();
   }
   return out;
 }

@@ -10,7 +10,9 @@
 namespace gwlb::cli {
 
 // The node, its announce state and why, BIRD's connection and protocols,
-// then the peers (when the result has them).
+// then the peers (when the result has them): each with whether its config
+// digest matches ours, the appliances whose health a peer judges otherwise,
+// and the config sections that differ per peer.
 std::string renderFleet(const Json& result);
 
 }  // namespace gwlb::cli

@@ -135,17 +135,19 @@ size_t bodySize(MsgType t, size_t count) {
     case MsgType::kWarmEnd: return kWarmEndBody;
     case MsgType::kWarmRequest: return 0;
     case MsgType::kHealth: return count * kHealthEntrySize;
+    case MsgType::kConfigDigest: return count * kDigestEntrySize;
   }
   return 0;
 }
 
-bool knownType(uint8_t t) { return t >= 1 && t <= 5; }
+bool knownType(uint8_t t) { return t >= 1 && t <= 6; }
 
 size_t maxCount(MsgType t) {
   switch (t) {
     case MsgType::kRecords:
     case MsgType::kTransfer: return kMaxRecords;
     case MsgType::kHealth: return kMaxHealthEntries;
+    case MsgType::kConfigDigest: return kMaxDigestEntries;
     default: return 0;
   }
 }
@@ -155,6 +157,12 @@ bool getHealth(const uint8_t* p, HealthEntry& e) {
   e.state = p[4];
   e.in_service = p[5] == 1;
   return e.appliance != 0 && e.state <= kMaxHealthState && p[5] <= 1 && p[6] == 0 && p[7] == 0;
+}
+
+bool getDigest(const uint8_t* p, DigestEntry& e) {
+  e.section = p[0];
+  e.digest = get64(p + 4);
+  return e.section != 0 && p[1] == 0 && p[2] == 0 && p[3] == 0;
 }
 
 }  // namespace
@@ -216,21 +224,28 @@ SyncKey SyncKey::fromHashKey(uint64_t k0, uint64_t k1) {
   return SyncKey(s);
 }
 
-std::array<uint8_t, kMacSize> SyncKey::mac(const uint8_t* data, size_t len) const {
-  std::array<uint8_t, kMacSize> out{};
-  if (!inner_) return out;
+namespace {
+thread_local bool tl_fail_macs = false;
+}
+
+void test_hooks::failMacs(bool on) { tl_fail_macs = on; }
+
+std::optional<std::array<uint8_t, kMacSize>> SyncKey::mac(const uint8_t* data, size_t len) const {
+  if (!inner_ || tl_fail_macs) return std::nullopt;
   // One scratch context per thread, reused (no allocation per message).
   thread_local MdCtx work(EVP_MD_CTX_new());
   uint8_t inner[32], full[32];
   unsigned n = 0;
-  // A failure leaves the MAC all zero: it then matches nothing we sent.
-  if (work && EVP_MD_CTX_copy_ex(work.get(), inner_.get()) == 1 &&
-      EVP_DigestUpdate(work.get(), data, len) == 1 &&
-      EVP_DigestFinal_ex(work.get(), inner, &n) == 1 &&
-      EVP_MD_CTX_copy_ex(work.get(), outer_.get()) == 1 &&
-      EVP_DigestUpdate(work.get(), inner, 32) == 1 &&
-      EVP_DigestFinal_ex(work.get(), full, &n) == 1)
-    std::memcpy(out.data(), full, kMacSize);
+  // A failure is no MAC at all: never a fixed value a forger could send.
+  if (!work || EVP_MD_CTX_copy_ex(work.get(), inner_.get()) != 1 ||
+      EVP_DigestUpdate(work.get(), data, len) != 1 ||
+      EVP_DigestFinal_ex(work.get(), inner, &n) != 1 ||
+      EVP_MD_CTX_copy_ex(work.get(), outer_.get()) != 1 ||
+      EVP_DigestUpdate(work.get(), inner, 32) != 1 ||
+      EVP_DigestFinal_ex(work.get(), full, &n) != 1)
+    return std::nullopt;
+  std::array<uint8_t, kMacSize> out;
+  std::memcpy(out.data(), full, kMacSize);
   return out;
 }
 
@@ -270,7 +285,28 @@ size_t encodeHealth(const SyncKey& key, Header h, const HealthEntry* e, size_t n
     p[6] = p[7] = 0;
   }
   auto m = key.mac(out, size_t(p - out));
-  std::memcpy(p, m.data(), kMacSize);
+  if (!m) return 0;
+  std::memcpy(p, m->data(), kMacSize);
+  return total;
+}
+
+size_t encodeConfigDigest(const SyncKey& key, Header h, const DigestEntry* e, size_t n,
+                          uint8_t* out, size_t cap) {
+  if (n > kMaxDigestEntries) return 0;
+  size_t total = kHeaderSize + n * kDigestEntrySize + kMacSize;
+  if (total > cap) return 0;
+  h.type = MsgType::kConfigDigest;
+  h.count = uint16_t(n);
+  putHeader(out, h);
+  uint8_t* p = out + kHeaderSize;
+  for (size_t i = 0; i < n; ++i, p += kDigestEntrySize) {
+    p[0] = e[i].section;
+    p[1] = p[2] = p[3] = 0;
+    put64(p + 4, e[i].digest);
+  }
+  auto m = key.mac(out, size_t(p - out));
+  if (!m) return 0;
+  std::memcpy(p, m->data(), kMacSize);
   return total;
 }
 
@@ -288,12 +324,13 @@ size_t encode(const SyncKey& key, Header h, const Record* recs, size_t n, uint8_
   for (size_t i = 0; i < n; ++i, p += kRecordSize) putRecord(p, recs[i]);
   if (h.type == MsgType::kWarmEnd) put64(p, end_total), p += kWarmEndBody;
   auto m = key.mac(out, size_t(p - out));
-  std::memcpy(p, m.data(), kMacSize);
+  if (!m) return 0;
+  std::memcpy(p, m->data(), kMacSize);
   return total;
 }
 
 Status decode(const SyncKey& key, const uint8_t* d, size_t len, Header& h, Record* recs,
-              uint64_t* end_total, HealthEntry* health) {
+              uint64_t* end_total, HealthEntry* health, DigestEntry* digests) {
   if (len < kHeaderSize + kMacSize || len > kMaxMessage) return Status::kMalformed;
   if (get32(d) != kMagic || d[4] != kVersion || !knownType(d[5])) return Status::kMalformed;
   h.type = MsgType(d[5]);
@@ -302,7 +339,8 @@ Status decode(const SyncKey& key, const uint8_t* d, size_t len, Header& h, Recor
   size_t body = bodySize(h.type, h.count);
   if (len != kHeaderSize + body + kMacSize) return Status::kMalformed;
   auto m = key.mac(d, kHeaderSize + body);
-  if (CRYPTO_memcmp(m.data(), d + kHeaderSize + body, kMacSize) != 0) return Status::kAuthFailed;
+  if (!m || CRYPTO_memcmp(m->data(), d + kHeaderSize + body, kMacSize) != 0)
+    return Status::kAuthFailed;
   h.node = get64(d + 8);
   h.epoch = get64(d + 16);
   h.seq = get64(d + 24);
@@ -314,6 +352,14 @@ Status decode(const SyncKey& key, const uint8_t* d, size_t len, Header& h, Recor
       HealthEntry e;
       if (!getHealth(p, e)) return Status::kMalformed;
       if (health) health[i] = e;
+    }
+    return Status::kOk;
+  }
+  if (h.type == MsgType::kConfigDigest) {
+    for (size_t i = 0; i < h.count; ++i, p += kDigestEntrySize) {
+      DigestEntry e;
+      if (!getDigest(p, e)) return Status::kMalformed;
+      if (digests) digests[i] = e;
     }
     return Status::kOk;
   }
@@ -361,6 +407,16 @@ void ReplayWindow::accept(const Header& h) {
     bits_ |= 1ULL << (top_ - h.seq);
   }
   if (h.time_ms > newest_ms_) newest_ms_ = h.time_ms;
+}
+
+bool NonceHistory::remember(uint64_t nonce) {
+  if (!set_.insert(nonce).second) return false;
+  order_.push_back(nonce);
+  if (order_.size() > kCapacity) {
+    set_.erase(order_.front());
+    order_.pop_front();
+  }
+  return true;
 }
 
 }  // namespace gwlb::sync

@@ -10,7 +10,8 @@
 //   |magic |ver|type|count| node id  |   epoch   |  seq   | time ms  | nonce  |
 //   +------+---+----+-----+----------+-----------+--------+----------+--------+
 //   | body: count records of kRecordSize bytes (kRecords, kTransfer),         |
-//   |       8-byte total (kWarmEnd), nothing (kWarmRequest)                   |
+//   |       8-byte total (kWarmEnd), nothing (kWarmRequest), count health     |
+//   |       entries (kHealth), count config digest entries (kConfigDigest)    |
 //   +-------------------------------------------------------------------------+
 //   | HMAC-SHA256 over everything before it, truncated to 16 bytes            |
 //   +-------------------------------------------------------------------------+
@@ -18,7 +19,8 @@
 // node id: a 64-bit hash of the sender's fleet.node_name; epoch: a random
 // value the sender draws at start; seq: the sender's message counter in that
 // epoch (from 1); time: the sender's Unix time in ms; nonce: 0, or on the
-// warm-start stream the requester's nonce (binds the stream to the request).
+// warm-start stream the requester's nonce (binds the stream to the request),
+// on kHealth the sender's feature bits (kFeatureConfigDigest).
 // The MAC key is HMAC-SHA256(fleet secret, "gwlb flow sync v1").
 //
 // One record (kRecordSize = 76 bytes): the canonical FlowKey (40 bytes as
@@ -31,7 +33,10 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 
 #include "common/flow_key.h"
@@ -58,13 +63,22 @@ enum class MsgType : uint8_t {
   kTransfer = 3,
   kWarmEnd = 4,
   kHealth = 5,  // the sender's health view: count entries of kHealthEntrySize bytes
+  kConfigDigest = 6,  // the sender's config digests: count entries of kDigestEntrySize bytes
 };
+// A kHealth message's nonce field: bits saying what its sender takes (0 from
+// a gwlbd before them; a receiver ignores bits it does not know).
+inline constexpr uint64_t kFeatureConfigDigest = 1;  // kConfigDigest messages
 // One health entry: appliance IPv4, its state (common/health.h HealthState),
 // 1 when it takes new flows there, 2 reserved bytes (0).
 inline constexpr size_t kHealthEntrySize = 8;
 // Within kMaxMessage, the largest message a receiver takes.
 inline constexpr size_t kMaxHealthEntries = (kMaxMessage - kHeaderSize - kMacSize) / kHealthEntrySize;  // 161
 inline constexpr uint8_t kMaxHealthState = 5;  // HealthState::kDraining
+// One config digest entry (docs/fleet.md "Config drift"): section id (not 0;
+// ids the receiver does not know are kept, not compared), 3 reserved bytes
+// (0), the section's 64-bit digest.
+inline constexpr size_t kDigestEntrySize = 12;
+inline constexpr size_t kMaxDigestEntries = 32;
 // Why a record was sent.
 enum class RecordKind : uint8_t { kNew = 1, kChanged = 2, kRefresh = 3, kTransfer = 4 };
 const char* toString(RecordKind k);
@@ -101,6 +115,13 @@ struct HealthEntry {
   bool in_service = false;  // takes new flows on the sender
 };
 
+// The sender's digest of one config section (kConfigDigest).
+struct DigestEntry {
+  uint8_t section = 0;
+  uint64_t digest = 0;
+  bool operator==(const DigestEntry&) const = default;
+};
+
 // The MAC key, derived from the 128-bit fleet secret (its 32 hex digits'
 // bytes, first digit first). Holds the HMAC's precomputed inner and outer
 // states, so a message costs two SHA-256 runs over its bytes plus two blocks.
@@ -110,8 +131,10 @@ class SyncKey {
   // Throws std::runtime_error when OpenSSL cannot hash (start-up only).
   explicit SyncKey(const uint8_t secret[16]);
   static SyncKey fromHashKey(uint64_t k0, uint64_t k1);
-  // HMAC-SHA256 of data under the derived key, truncated to 16 bytes.
-  std::array<uint8_t, kMacSize> mac(const uint8_t* data, size_t len) const;
+  // HMAC-SHA256 of data under the derived key, truncated to 16 bytes;
+  // nullopt when there is none (a key never derived, or OpenSSL failed):
+  // then nothing is sent, and nothing authenticates.
+  std::optional<std::array<uint8_t, kMacSize>> mac(const uint8_t* data, size_t len) const;
   bool valid() const { return inner_ != nullptr; }
 
  private:
@@ -119,16 +142,28 @@ class SyncKey {
   std::shared_ptr<evp_md_ctx_st> inner_, outer_;
 };
 
+// Test seam: while on, every SyncKey::mac on the calling thread fails as an
+// OpenSSL failure would (tests show such a failure authenticates nothing).
+namespace test_hooks {
+void failMacs(bool on);
+}
+
 // 64-bit FNV-1a of the node name: the header's node id.
 uint64_t nodeId(const std::string& node_name);
 
 // Writes one kHealth message of n <= kMaxHealthEntries entries; 0 when it
-// does not fit. h.type and h.count are set here.
+// does not fit (or the MAC cannot be computed). h.type and h.count are set here.
 size_t encodeHealth(const SyncKey& key, Header h, const HealthEntry* e, size_t n, uint8_t* out,
                     size_t cap);
 
+// Writes one kConfigDigest message of n <= kMaxDigestEntries entries; 0 when
+// it does not fit (or the MAC cannot be computed). h.type and h.count are set here.
+size_t encodeConfigDigest(const SyncKey& key, Header h, const DigestEntry* e, size_t n,
+                          uint8_t* out, size_t cap);
+
 // Writes one message (header, body, MAC) to out[0..cap); returns its size,
-// or 0 when it does not fit or count > kMaxRecords. For kWarmEnd, `end_total`
+// or 0 when it does not fit, count > kMaxRecords or the MAC cannot be
+// computed. For kWarmEnd, `end_total`
 // is the body; kWarmRequest has none. h.count is set from n.
 size_t encode(const SyncKey& key, Header h, const Record* recs, size_t n, uint8_t* out,
               size_t cap, uint64_t end_total = 0);
@@ -140,14 +175,18 @@ const char* toString(Status s);
 // type, bad magic, version or type, a record that is not a flow record of a
 // known kind (fragment key, family not 4/6, nonzero reserved bytes); checked
 // before the MAC only where the length is concerned, so an attacker learns
-// nothing from which. kAuthFailed: the MAC does not match. Records are
+// nothing from which. kAuthFailed: the MAC does not match, or cannot be
+// computed (a key never derived, OpenSSL failing). Records are
 // written to recs[0..h.count) (room for kMaxRecords); `end_total` gets a
 // kWarmEnd's total; a kHealth message's entries go to health[0..h.count)
 // when given (room for kMaxHealthEntries; checked either way: appliance not
-// 0, state known, in_service 0/1, reserved bytes 0). Never reads outside
-// d[0..len).
+// 0, state known, in_service 0/1, reserved bytes 0); a kConfigDigest
+// message's entries go to digests[0..h.count) when given (room for
+// kMaxDigestEntries; checked either way: section not 0, reserved bytes 0).
+// Never reads outside d[0..len).
 Status decode(const SyncKey& key, const uint8_t* d, size_t len, Header& h, Record* recs,
-              uint64_t* end_total = nullptr, HealthEntry* health = nullptr);
+              uint64_t* end_total = nullptr, HealthEntry* health = nullptr,
+              DigestEntry* digests = nullptr);
 
 // Per sender: which (epoch, seq) were accepted, to reject replays.
 // A sliding window of 64 sequence numbers below the highest seen in the
@@ -176,5 +215,20 @@ class ReplayWindow {
   size_t n_retired_ = 0, next_retired_ = 0;
 };
 const char* toString(ReplayWindow::Verdict v);
+
+// The nonces of the warm-start requests served lately: a request is served
+// once. Holds the last kCapacity; beyond that the oldest is forgotten.
+class NonceHistory {
+ public:
+  static constexpr size_t kCapacity = 4096;
+  bool seen(uint64_t nonce) const { return set_.count(nonce) != 0; }
+  // Remembers a nonce; false when it was already there.
+  bool remember(uint64_t nonce);
+  size_t size() const { return set_.size(); }
+
+ private:
+  std::set<uint64_t> set_;
+  std::deque<uint64_t> order_;  // oldest first
+};
 
 }  // namespace gwlb::sync

@@ -19,6 +19,7 @@
 
 #include "common/arp.h"
 #include "control/api_params.h"
+#include "control/config_digest.h"
 #include "control/control_loop.h"
 #include "control/memory_plan.h"
 #include "dataplane/eal.h"
@@ -103,6 +104,8 @@ Daemon::Daemon(Config config) {
   };
   hooks.config_changed = [this](const Config& c) {
     if (health_) health_->reconcile(c);
+    // A reload or an API edit: the peers compare the new digests (fleet.md "Config drift").
+    if (fleet_) fleet_->setConfigDigest(configDigest(c, flowHashKey()));
   };
   hooks.ids_freed = [this](const std::vector<uint16_t>& freed) { idsFreed(freed); };
   engine_ = std::make_unique<Engine>(std::move(config), *flows_, dp_, qsbr_, std::move(in),
@@ -141,6 +144,7 @@ Daemon::Daemon(Config config) {
     };
     fleet_ = std::make_unique<FleetSync>(io_, std::move(o), *flows_, dp_.sync,
                                          [this] { return engine_->current(); });
+    fleet_->setConfigDigest(configDigest(cfg(), flowHashKey()));
   }
 }
 

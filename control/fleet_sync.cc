@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "control/config_digest.h"
 #include "dataplane/move.h"
 #include "dataplane/pipeline.h"
 #include "dataplane/worker.h"
@@ -24,6 +25,7 @@ const char* toString(InstallResult r) {
     case InstallResult::kUnknownAppliance: return "unknown_appliance";
     case InstallResult::kBadRecord: return "bad_record";
     case InstallResult::kTableFull: return "table_full";
+    case InstallResult::kInsertAbandoned: return "insert_abandoned";
   }
   return "?";
 }
@@ -88,6 +90,7 @@ InstallResult FleetSync::install(const sync::Record& r, uint64_t now) {
 
   int32_t pos = flows_.lookup(r.key, hash);
   if (pos < 0) pos = flows_.insert(r.key, hash);
+  if (pos == dp::FlowTable::kAbandoned) return InstallResult::kInsertAbandoned;
   if (pos < 0) return InstallResult::kTableFull;
   dp::FlowEntry& e = flows_.entry(pos);
   if (sent_.size() < flows_.slots()) sent_.resize(flows_.slots());
@@ -182,7 +185,22 @@ void FleetSync::tick(uint64_t now) {
   }
   if (now - last_health_ns_ >= kKeepaliveNs) {
     sendHealth();
+    sendConfigDigest();
     last_health_ns_ = now;
+  }
+}
+
+void FleetSync::sendConfigDigest() {
+  if (config_digest_.empty()) return;
+  size_t n = std::min(config_digest_.size(), sync::kMaxDigestEntries);
+  size_t len = sync::encodeConfigDigest(key_, header(sync::MsgType::kConfigDigest),
+                                        config_digest_.data(), n, out_.data(), out_.size());
+  if (len == 0) return;
+  for (Peer& p : peers_) {
+    if (!p.takes_digest) continue;
+    boost::system::error_code ec;
+    udp_.send_to(boost::asio::buffer(out_.data(), len), p.udp, 0, ec);
+    ++(ec ? p.send_errors : p.datagrams_sent);
   }
 }
 
@@ -192,9 +210,26 @@ void FleetSync::sendHealth() {
   for (const auto& [ip, st] : opt_.health()) view.push_back({ip, st.first, st.second});
   for (size_t i = 0; i < view.size(); i += sync::kMaxHealthEntries) {
     size_t n = std::min(view.size() - i, sync::kMaxHealthEntries);
-    size_t len = sync::encodeHealth(key_, header(sync::MsgType::kHealth), view.data() + i, n,
-                                    out_.data(), out_.size());
+    sync::Header h = header(sync::MsgType::kHealth);
+    h.nonce = sync::kFeatureConfigDigest;  // we take config digests (old peers ignore it)
+    size_t len = sync::encodeHealth(key_, h, view.data() + i, n, out_.data(), out_.size());
     sendToPeers(out_.data(), len, 0);
+  }
+}
+
+void FleetSync::configDriftMetrics(std::string& out) const {
+  out += "# HELP gwlb_fleet_config_differs 1 when the peer's digest of the config section differs "
+         "from ours, 0 when it agrees, -1 while the peer's digests are unknown\n"
+         "# TYPE gwlb_fleet_config_differs gauge\n";
+  for (const Peer& p : peers_) {
+    std::vector<std::string> diff = differingSections(config_digest_, p.digest);
+    for (const sync::DigestEntry& e : config_digest_) {
+      const char* name = digestSectionName(e.section);
+      if (!name) continue;
+      int v = !p.has_digest ? -1 : std::find(diff.begin(), diff.end(), name) != diff.end();
+      out += "gwlb_fleet_config_differs{peer=\"" + p.address + "\",section=\"" + name + "\"} " +
+             std::to_string(v) + "\n";
+    }
   }
 }
 
@@ -276,6 +311,7 @@ void FleetSync::countInstall(Peer* p, InstallResult r) {
     case InstallResult::kUnknownAppliance: ++p->unknown_appliance; break;
     case InstallResult::kBadRecord: ++p->bad_records; break;
     case InstallResult::kTableFull: ++p->table_full; break;
+    case InstallResult::kInsertAbandoned: ++p->insert_abandoned; break;
   }
 }
 

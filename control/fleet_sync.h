@@ -43,6 +43,7 @@ enum class InstallResult : uint8_t {
   kUnknownAppliance,  // the record's appliance is not one of ours
   kBadRecord,         // another listener or flow hash than this node's config gives
   kTableFull,         // no room for a new entry
+  kInsertAbandoned,   // another inserter of a same-tag key stayed busy (the table is not full)
 };
 const char* toString(InstallResult r);
 
@@ -96,6 +97,11 @@ class FleetSync {
   // announcement waits for it.
   bool warmStartDone() const { return warm_.state != WarmState::kWaiting; }
 
+  // Control thread: this node's config digests (control/config_digest.h),
+  // sent to the peers every second with the health view and compared with
+  // theirs. Call again after every config change (reload, API edits).
+  void setConfigDigest(std::vector<sync::DigestEntry> d) { config_digest_ = std::move(d); }
+
   // API `fleet_sync` (docs/control-api.md).
   nlohmann::json status() const;
   // Prometheus lines (gwlb_fleet_sync_*), appended to `out`.
@@ -121,7 +127,7 @@ class FleetSync {
     uint64_t flows_received = 0, flows_sent = 0, datagrams_received = 0, datagrams_sent = 0;
     uint64_t auth_failures = 0, replayed = 0, stale = 0, malformed = 0, send_errors = 0;
     uint64_t installed = 0, moved = 0, refreshed = 0, ignored = 0, unknown_appliance = 0;
-    uint64_t bad_records = 0, table_full = 0, conflicts = 0;
+    uint64_t bad_records = 0, table_full = 0, insert_abandoned = 0, conflicts = 0;
     double last_sync = 0;       // Unix time of the last authenticated message (0: never)
     // Its health view: appliance -> (HealthState, takes new flows there, Unix time heard).
     struct Seen {
@@ -130,6 +136,10 @@ class FleetSync {
       double at = 0;
     };
     std::map<uint32_t, Seen> health;
+    // Its config digests (docs/fleet.md "Config drift"): sent only once its
+    // health view says it takes them (an older gwlbd refuses the type).
+    bool takes_digest = false, has_digest = false;
+    std::vector<sync::DigestEntry> digest;
     double last_log = -1e9;     // rate limit of this peer's warnings
   };
   // Per table position: when its flow was last sent and its move count then
@@ -166,6 +176,9 @@ class FleetSync {
   void warmFinish(WarmState s, const std::string& why);
   void sendToPeers(const uint8_t* msg, size_t len, size_t records);
   void sendHealth();
+  void sendConfigDigest();
+  // gwlb_fleet_config_differs{peer, section} (docs/fleet.md "Config drift").
+  void configDriftMetrics(std::string& out) const;
   // Appliances whose "takes new flows" differs between here and peer p.
   nlohmann::json disagreements(const Peer& p, double now) const;
   Peer* peerFor(const boost::asio::ip::address& a, uint16_t port);
@@ -195,7 +208,8 @@ class FleetSync {
   uint64_t last_send_ns_ = 0;
   uint64_t last_health_ns_ = 0;
   Warm warm_;
-  std::set<uint64_t> served_nonces_;
+  std::vector<sync::DigestEntry> config_digest_;
+  sync::NonceHistory served_nonces_;
   // Warm-start sessions being served; shared with them (they may outlive us
   // as handlers the io_context still holds).
   std::shared_ptr<unsigned> sessions_ = std::make_shared<unsigned>(0);

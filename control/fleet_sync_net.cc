@@ -8,6 +8,7 @@
 
 #include "common/health.h"
 #include "control/config.h"
+#include "control/config_digest.h"
 #include "control/fleet_sync.h"
 #include "dataplane/worker.h"
 
@@ -91,12 +92,10 @@ class FleetSync::Session : public std::enable_shared_from_this<FleetSync::Sessio
     }
     sync::ReplayWindow fresh;
     auto v = fresh.check(h, unixMs());
-    if (v != sync::ReplayWindow::Verdict::kOk || fs_.served_nonces_.count(h.nonce)) {
+    if (v != sync::ReplayWindow::Verdict::kOk || !fs_.served_nonces_.remember(h.nonce)) {
       if (p) ++(v == sync::ReplayWindow::Verdict::kStale ? p->stale : p->replayed);
       return close("stale or replayed request");
     }
-    fs_.served_nonces_.insert(h.nonce);
-    if (fs_.served_nonces_.size() > 4096) fs_.served_nonces_.erase(fs_.served_nonces_.begin());
     nonce_ = h.nonce;
     // A peer that stops reading does not hold the session for ever.
     timer_.expires_after(kSessionDeadline);
@@ -121,6 +120,7 @@ class FleetSync::Session : public std::enable_shared_from_this<FleetSync::Sessio
       out_.resize(at + 2 + sync::kMaxMessage);
       size_t len = sync::encode(fs_.key_, h, recs.data(), recs.size(), out_.data() + at + 2,
                                 sync::kMaxMessage);
+      unsigned_ = unsigned_ || len == 0;
       out_[at] = uint8_t(len), out_[at + 1] = uint8_t(len >> 8);
       out_.resize(at + 2 + len);
       sent_ += recs.size();
@@ -143,10 +143,12 @@ class FleetSync::Session : public std::enable_shared_from_this<FleetSync::Sessio
       size_t at = out_.size();
       out_.resize(at + 2 + sync::kMaxMessage);
       size_t len = sync::encode(fs_.key_, h, nullptr, 0, out_.data() + at + 2, sync::kMaxMessage, sent_);
+      unsigned_ = unsigned_ || len == 0;
       out_[at] = uint8_t(len), out_[at + 1] = uint8_t(len >> 8);
       out_.resize(at + 2 + len);
       done_ = true;
     }
+    if (unsigned_) return close("a message could not be authenticated (OpenSSL failed)");
     asio::async_write(sock_, asio::buffer(out_),
                       [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
                         if (ec) return self->close("peer closed the transfer");
@@ -198,7 +200,7 @@ class FleetSync::Session : public std::enable_shared_from_this<FleetSync::Sessio
   std::vector<uint8_t> msg_, out_;
   uint64_t nonce_ = 0, seq_ = 0, sent_ = 0, started_ = 0;
   uint32_t cursor_ = 0;
-  bool done_ = false, closed_ = false;
+  bool done_ = false, closed_ = false, unsigned_ = false;
 };
 
 FleetSync::FleetSync(asio::io_context& io, Options o, dp::FlowTable& flows, rte_ring* events,
@@ -357,9 +359,10 @@ void FleetSync::onDatagram(size_t len) {
   sync::Header h;
   sync::Record recs[sync::kMaxRecords];
   sync::HealthEntry health[sync::kMaxHealthEntries];
-  sync::Status st = sync::decode(key_, rx_.data(), len, h, recs, nullptr, health);
+  sync::DigestEntry digests[sync::kMaxDigestEntries];
+  sync::Status st = sync::decode(key_, rx_.data(), len, h, recs, nullptr, health, digests);
   if (st == sync::Status::kOk && h.type != sync::MsgType::kRecords &&
-      h.type != sync::MsgType::kHealth)
+      h.type != sync::MsgType::kHealth && h.type != sync::MsgType::kConfigDigest)
     st = sync::Status::kMalformed;
   if (st != sync::Status::kOk) {
     ++(st == sync::Status::kAuthFailed ? p->auth_failures : p->malformed);
@@ -384,7 +387,15 @@ void FleetSync::onDatagram(size_t len) {
   w.accept(h);
   p->last_sync = unixS();
   ++p->datagrams_received;
+  if (h.type == sync::MsgType::kConfigDigest) {
+    p->digest.assign(digests, digests + h.count);
+    p->has_digest = true;
+    return;
+  }
   if (h.type == sync::MsgType::kHealth) {
+    // Whether it takes our config digests; a peer that stopped (downgraded) has none.
+    p->takes_digest = (h.nonce & sync::kFeatureConfigDigest) != 0;
+    if (!p->takes_digest) p->has_digest = false, p->digest.clear();
     for (size_t i = 0; i < h.count; ++i)
       p->health[health[i].appliance] = {health[i].state, health[i].in_service, p->last_sync};
     // Forget what it stopped mentioning (an appliance removed there).
@@ -584,7 +595,9 @@ nlohmann::json FleetSync::status() const {
                      {"unknown_appliance", p.unknown_appliance},
                      {"bad_records", p.bad_records},
                      {"table_full", p.table_full},
-                     {"health_disagreements", disagreements(p, now)}});
+                     {"insert_abandoned", p.insert_abandoned},
+                     {"health_disagreements", disagreements(p, now)},
+                     {"config", configComparison(config_digest_, p.has_digest ? &p.digest : nullptr)}});
   }
   const char* state = warm_.state == WarmState::kWaiting    ? "waiting"
                       : warm_.state == WarmState::kDone     ? "done"
@@ -607,7 +620,8 @@ nlohmann::json FleetSync::status() const {
           {"sent", {{"new", new_sent_}, {"changed", changed_sent_}, {"refresh", refresh_sent_}}},
           {"events_drained", events_drained_},
           {"unknown_sender", unknown_sender_},
-          {"transfers_served", transfers_served_}};
+          {"transfers_served", transfers_served_},
+          {"config_digest", digestJson(config_digest_)}};
 }
 
 void FleetSync::metrics(std::string& out) const {
@@ -632,6 +646,13 @@ void FleetSync::metrics(std::string& out) const {
   perPeer("gwlb_fleet_sync_flows_ignored_total", "counter",
           "peer records that changed nothing (a local route kept, or too old)",
           [](const Peer& p) { return p.ignored; });
+  perPeer("gwlb_fleet_sync_table_full_total", "counter",
+          "peer records dropped because the flow table had no room",
+          [](const Peer& p) { return p.table_full; });
+  perPeer("gwlb_fleet_sync_insert_abandoned_total", "counter",
+          "peer records dropped because another inserter of a same-tag key stayed busy (the "
+          "table is not full)",
+          [](const Peer& p) { return p.insert_abandoned; });
   perPeer("gwlb_fleet_health_disagreements", "gauge",
           "appliances that take new flows on one of this node and the peer but not the other "
           "(their health checks disagree)",
@@ -658,6 +679,7 @@ void FleetSync::metrics(std::string& out) const {
   perPeer("gwlb_fleet_sync_last_sync_age_seconds", "gauge",
           "seconds since the last authenticated message from the peer (-1: never)",
           [&](const Peer& p) { return p.last_sync > 0 ? now - p.last_sync : -1.0; });
+  configDriftMetrics(out);
   family("gwlb_fleet_sync_warm_start_done", "gauge",
          "1 once the warm start is over (done, timed out or no peers)");
   out += "gwlb_fleet_sync_warm_start_done " + std::to_string(int(warmStartDone())) + "\n";

@@ -155,10 +155,12 @@ FLEET = {
     "warm_start": {"done": True, "state": "done", "peer": "10.0.0.1:7946", "flows_installed": 118002},
     "peers": [{"address": "10.0.0.1:7946", "reachable": True, "last_sync_s": 0.4, "flows_received": 120345,
                "flows_sent": 118002, "auth_failures": 0, "replayed": 0, "malformed": 0,
+               "config": {"state": "differs", "differing_sections": ["weights", "timeouts"]},
                "health_disagreements": [{"appliance": "10.0.1.12", "here": "healthy", "there": "unhealthy",
                                          "new_flows_here": True, "new_flows_there": False}]},
               {"address": "10.0.0.3:7946", "reachable": False, "last_sync_s": None, "flows_received": 0,
-               "flows_sent": 0, "auth_failures": 7, "replayed": 1, "malformed": 2}],
+               "flows_sent": 0, "auth_failures": 7, "replayed": 1, "malformed": 2,
+               "config": {"state": "unknown", "differing_sections": []}}],
 }
 
 

@@ -19,6 +19,9 @@ traffic; each lists the other as its peer).
    replayed and change nothing; one 60 s old is counted as stale.
 4. B restarts: its warm start gets A's whole table (count equal, same
    appliances) before it reports warm_start done.
+5. Config drift: both report the other's config as the same; B reloads a file
+   with another idle timeout and A names the section `timeouts` (API and
+   gwlb_fleet_config_differs) until B reloads the original.
 Every wait polls with a generous deadline (CI runs on 2 shared cores, also
 under ASan)."""
 import argparse
@@ -29,6 +32,7 @@ import socket
 import struct
 import subprocess
 import sys
+import os
 import time
 import urllib.request
 
@@ -299,6 +303,34 @@ def run(a, A, B):
        {k: (f["appliance"], f["cookie"]) for k, f in fa.items()}:
         fail("after warm start B's flows differ from A's")
     print(f"warm start: B got A's {n} flows (same appliances and cookies) in {w['elapsed_s']:.3f} s")
+
+    # 5. Config drift (issue 24 item 7): the same config on both (drains are
+    # not config), then B reloads a file with another idle timeout: A names
+    # the section (API and metric) until B reloads the original again.
+    def config_of(node, state):
+        c = node.sync()["peers"][0]["config"]
+        return c if c["state"] == state else None
+    wait_for("A to find B's config the same", lambda: config_of(A, "same"), 15)
+    wait_for("B to find A's config the same", lambda: config_of(B, "same"), 15)
+    b_yaml = os.path.join(a.work, "b.yaml")
+    original = open(b_yaml).read()
+    with open(b_yaml, "w") as f:
+        f.write(original.replace("other_idle_timeout: 6000", "other_idle_timeout: 5000"))
+    B.api("reload")
+    c = wait_for("A to find B's timeouts differ", lambda: config_of(A, "differs"), 15)
+    if c["differing_sections"] != ["timeouts"]:
+        fail(f"A's view of B's config: {c}")
+    metrics = urllib.request.urlopen(f"http://127.0.0.1:{a.metrics_a}/metrics", timeout=10).read().decode()
+    for section, v in (("timeouts", 1), ("weights", 0)):
+        line = f'gwlb_fleet_config_differs{{peer="{peer_b}",section="{section}"}} {v}'
+        if line not in metrics:
+            fail(f"A's metrics lack {line}")
+    with open(b_yaml, "w") as f:
+        f.write(original)
+    B.api("reload")
+    wait_for("A to find B's config the same again", lambda: config_of(A, "same"), 15)
+    print("config drift: B reloaded another other_idle_timeout -> A reports section timeouts "
+          "(API, gwlb_fleet_config_differs), the same again after B reloaded the original")
     A.stop()
     B.stop()
     print("both gwlbd stopped cleanly")

@@ -547,5 +547,199 @@ TEST_F(FleetSyncSend, HealthViewsAreExchangedAndDisagreementsListed) {
   fs_->stop();
 }
 
+// Issue 24 item 3: while the MAC cannot be computed, a datagram with an
+// all-zero tag is refused and counted as an authentication failure (it was
+// accepted: the failed MAC came out as zeros and matched the forged tag).
+TEST_F(FleetSyncSend, AnAllZeroTagIsRefusedAndCountedWhileTheMacFails) {
+  make(1024);
+  fs_->start();
+  const uint32_t b = net().servers[1].v4HostOrder();
+  sync::HealthEntry v[1] = {{b, uint8_t(HealthState::kUnhealthy), false}};
+  sync::Header hd;
+  hd.node = sync::nodeId("gw-peer");
+  hd.epoch = 78;
+  hd.seq = 1;
+  hd.time_ms = uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count());
+  uint8_t out[sync::kMaxMessage];
+  size_t len = sync::encodeHealth(key_, hd, v, 1, out, sizeof out);
+  ASSERT_GT(len, 0u);
+  std::memset(out + len - sync::kMacSize, 0, sync::kMacSize);  // the forger's tag
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  to.sin_port = htons(listenPort());
+  // This thread runs the io_context: FleetSync's MACs fail from here on.
+  sync::test_hooks::failMacs(true);
+  ASSERT_EQ(::sendto(peer_, out, len, 0, reinterpret_cast<sockaddr*>(&to), sizeof to), ssize_t(len));
+  nlohmann::json p;
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  do {
+    io_.poll();
+    p = fs_->status()["peers"][0];
+    if (p["auth_failures"].get<uint64_t>() + p["datagrams_received"].get<uint64_t>() > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  } while (std::chrono::steady_clock::now() < until);
+  sync::test_hooks::failMacs(false);
+  EXPECT_EQ(p["datagrams_received"], 0u) << "the forged datagram was accepted: " << p.dump();
+  EXPECT_EQ(p["auth_failures"], 1u) << p.dump();
+  EXPECT_EQ(p["reachable"], false);
+  fs_->stop();
+}
+
+// Issue 24 item 6: a peer's record whose insert was given up (another
+// inserter of a key with the same tag stayed busy, FlowTable::kAbandoned) is
+// counted as insert_abandoned, not table_full (which tells operators to raise
+// flow_table_size when the table is not full).
+TEST_F(FleetSyncSend, AnAbandonedInsertIsNotCountedAsATableFull) {
+  make(1024);
+  fs_->start();
+  L4Tuple t;
+  t.src = net().client4;
+  t.dst = net().server4;
+  t.proto = 6;
+  t.sport = 42001;
+  t.dport = 443;
+  sync::Record r;
+  r.key = makeFlowKey(t, StickinessMode::kFiveTuple, 0).key;
+  r.flow_hash = flowHash(r.key);
+  r.appliance = net().servers[0].v4HostOrder();
+  r.cookie = flowCookie(r.flow_hash, r.appliance);
+  r.idle_for_ms = 1000;
+  r.age_ms = 5000;
+  // A worker preempted right after claiming a slot with this key's tag.
+  h_->flows().holdSlotBusyForTest(r.key, r.flow_hash);
+  sync::Header hd;
+  hd.node = sync::nodeId("gw-peer");
+  hd.epoch = 79;
+  hd.seq = 1;
+  hd.time_ms = uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count());
+  uint8_t out[sync::kMaxMessage];
+  size_t len = sync::encode(key_, hd, &r, 1, out, sizeof out);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  to.sin_port = htons(listenPort());
+  ASSERT_EQ(::sendto(peer_, out, len, 0, reinterpret_cast<sockaddr*>(&to), sizeof to), ssize_t(len));
+  nlohmann::json p;
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  do {
+    io_.poll();
+    p = fs_->status()["peers"][0];
+    if (p["flows_received"].get<uint64_t>() > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  } while (std::chrono::steady_clock::now() < until);
+  EXPECT_EQ(p["flows_received"], 1u) << p.dump();
+  EXPECT_EQ(p["table_full"], 0u) << p.dump();
+  EXPECT_EQ(p["insert_abandoned"], 1u) << p.dump();
+  fs_->stop();
+}
+
+// Issue 24 item 7: config drift. A node sends its config digests to a peer
+// once the peer's health view says it takes them (an older gwlbd would count
+// the new message type as malformed), compares the peer's digests per
+// section (status, gwlbctl fleet, metric), and sends new digests after a
+// config change.
+TEST_F(FleetSyncSend, ConfigDigestsAreExchangedAndADifferingSectionIsNamed) {
+  const uint32_t a = net().servers[0].v4HostOrder();
+  health_ = [&] {
+    std::map<uint32_t, std::pair<uint8_t, bool>> v;
+    v[a] = {uint8_t(HealthState::kHealthy), true};
+    return v;
+  };
+  make(1024);
+  const std::vector<sync::DigestEntry> mine = {{1, 0x11}, {7, 0x77}, {8, 0x88}};
+  fs_->setConfigDigest(mine);
+  EXPECT_EQ(fs_->status()["peers"][0]["config"]["state"], "unknown");
+  EXPECT_EQ(fs_->status()["config_digest"]["timeouts"], "0000000000000077");
+  // What the peer gets in one round: our health view's nonce, and our digests.
+  auto round = [&](uint64_t now, std::vector<sync::DigestEntry>* got) {
+    fs_->tick(now);
+    uint64_t features = 0;
+    uint8_t buf[2048];
+    auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+    while (size_t n = nextDatagram(buf, end)) {
+      sync::Header hd;
+      sync::Record recs[sync::kMaxRecords];
+      sync::HealthEntry view[sync::kMaxHealthEntries];
+      sync::DigestEntry dig[sync::kMaxDigestEntries];
+      EXPECT_EQ(sync::decode(key_, buf, n, hd, recs, nullptr, view, dig), sync::Status::kOk);
+      if (hd.type == sync::MsgType::kHealth) features = hd.nonce;
+      if (hd.type == sync::MsgType::kConfigDigest && got) got->assign(dig, dig + hd.count);
+    }
+    return features;
+  };
+  std::vector<sync::DigestEntry> got;
+  EXPECT_EQ(round(h_->now, &got), sync::kFeatureConfigDigest) << "our view says we take digests";
+  EXPECT_TRUE(got.empty()) << "nothing of the new type before the peer said it takes it";
+
+  // The peer: a view saying it takes digests, then its digests (timeouts differ,
+  // and a section this version does not know).
+  uint64_t seq = 0;
+  auto send = [&](auto encode) {
+    sync::Header hd;
+    hd.node = sync::nodeId("gw-peer");
+    hd.epoch = 80;
+    hd.seq = ++seq;
+    hd.time_ms = uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count());
+    uint8_t out[sync::kMaxMessage];
+    size_t len = encode(hd, out);
+    ASSERT_GT(len, 0u);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    to.sin_port = htons(listenPort());
+    ASSERT_EQ(::sendto(peer_, out, len, 0, reinterpret_cast<sockaddr*>(&to), sizeof to), ssize_t(len));
+  };
+  fs_->start();
+  send([&](sync::Header hd, uint8_t* out) {
+    hd.nonce = sync::kFeatureConfigDigest;
+    sync::HealthEntry v{a, uint8_t(HealthState::kHealthy), true};
+    return sync::encodeHealth(key_, hd, &v, 1, out, sync::kMaxMessage);
+  });
+  const sync::DigestEntry theirs[] = {{1, 0x11}, {7, 0x99}, {8, 0x88}, {200, 5}};
+  send([&](sync::Header hd, uint8_t* out) {
+    return sync::encodeConfigDigest(key_, hd, theirs, 4, out, sync::kMaxMessage);
+  });
+  nlohmann::json c;
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  do {
+    io_.poll();
+    c = fs_->status()["peers"][0]["config"];
+    if (c["state"] != "unknown") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  } while (std::chrono::steady_clock::now() < until);
+  EXPECT_EQ(c["state"], "differs") << c.dump();
+  EXPECT_EQ(c["differing_sections"], nlohmann::json::array({"timeouts"})) << c.dump();
+  EXPECT_EQ(c["digests"]["timeouts"], "0000000000000099");
+  std::string m;
+  fs_->metrics(m);
+  std::string peer = "peer=\"127.0.0.1:" + std::to_string(ntohs([&] {
+                       sockaddr_in x{};
+                       socklen_t l = sizeof x;
+                       ::getsockname(peer_, reinterpret_cast<sockaddr*>(&x), &l);
+                       return x.sin_port;
+                     }())) + "\"";
+  EXPECT_NE(m.find("gwlb_fleet_config_differs{" + peer + ",section=\"timeouts\"} 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("gwlb_fleet_config_differs{" + peer + ",section=\"groups\"} 0"), std::string::npos) << m;
+
+  // Now it takes them: ours go out. A reload that changes our timeouts ends the drift.
+  got.clear();
+  round(h_->now + 2'000'000'000ULL, &got);
+  EXPECT_EQ(got, mine);
+  std::vector<sync::DigestEntry> reloaded = {{1, 0x11}, {7, 0x99}, {8, 0x88}};
+  fs_->setConfigDigest(reloaded);
+  got.clear();
+  round(h_->now + 4'000'000'000ULL, &got);
+  EXPECT_EQ(got, reloaded) << "the next round carries the new digests";
+  EXPECT_EQ(fs_->status()["peers"][0]["config"]["state"], "same");
+  fs_->stop();
+}
+
 }  // namespace
 }  // namespace gwlb::dptest

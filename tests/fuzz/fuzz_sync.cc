@@ -9,8 +9,10 @@
 //     as a sender holding the secret would, so the record checks behind the
 //     MAC are reached: the verdict is never kAuthFailed; kOk gives a count
 //     within the maximum, records that are flow keys of family 4 or 6 with a
-//     known kind, an appliance and a cookie, and re-encoding the decoded
-//     header and records gives back exactly the input's bytes.
+//     known kind, an appliance and a cookie; health views and config digests
+//     (issue 24 item 7: section not 0, at most 32) have valid entries; and
+//     re-encoding the decoded header and body gives back exactly the input's
+//     bytes (a health view's nonce, its feature bits, included).
 // Every accepted header is also run through a ReplayWindow: a message
 // accepted once is a replay the second time.
 #include <cstring>
@@ -39,7 +41,18 @@ void checkReplay(const Header& h) {
 }
 
 void checkAccepted(const uint8_t* d, size_t size, const Header& h, const Record* recs,
-                   uint64_t end_total, const HealthEntry* health) {
+                   uint64_t end_total, const HealthEntry* health, const DigestEntry* digests) {
+  if (h.type == MsgType::kConfigDigest) {
+    FUZZ_CHECK(h.count <= kMaxDigestEntries, "digest count %u", unsigned(h.count));
+    for (size_t i = 0; i < h.count; ++i)
+      FUZZ_CHECK(digests[i].section != 0, "digest entry %zu: section 0", i);
+    std::vector<uint8_t> again(kMaxMessage);
+    size_t n = encodeConfigDigest(testKey(), h, digests, h.count, again.data(), again.size());
+    FUZZ_CHECK(n == size && std::memcmp(again.data(), d, size) == 0,
+               "re-encoding digests gives %zu bytes (input %zu) or other bytes", n, size);
+    checkReplay(h);
+    return;
+  }
   if (h.type == MsgType::kHealth) {
     FUZZ_CHECK(h.count <= kMaxHealthEntries, "health count %u", unsigned(h.count));
     for (size_t i = 0; i < h.count; ++i)
@@ -75,9 +88,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* d, size_t size) {
   Header h;
   Record recs[kMaxRecords];
   HealthEntry health[kMaxHealthEntries];
+  DigestEntry digests[kMaxDigestEntries];
   uint64_t total = 0;
-  Status st = decode(testKey(), d, size, h, recs, &total, health);
-  if (st == Status::kOk) checkAccepted(d, size, h, recs, total, health);  // a seed signed for real
+  Status st = decode(testKey(), d, size, h, recs, &total, health, digests);
+  if (st == Status::kOk) checkAccepted(d, size, h, recs, total, health, digests);  // a seed signed for real
 
   if (size < kMacSize || size > kMaxMessage) {
     FUZZ_CHECK(st == Status::kMalformed, "a %zu-byte input was not malformed", size);
@@ -85,13 +99,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* d, size_t size) {
   }
   std::vector<uint8_t> s(d, d + size);
   auto m = testKey().mac(s.data(), size - kMacSize);
-  bool was_signed = std::memcmp(m.data(), d + size - kMacSize, kMacSize) == 0;
+  FUZZ_CHECK(m.has_value(), "the test key gave no MAC");
+  bool was_signed = std::memcmp(m->data(), d + size - kMacSize, kMacSize) == 0;
   FUZZ_CHECK(was_signed || st != Status::kOk, "accepted with a MAC that does not verify");
-  std::memcpy(s.data() + size - kMacSize, m.data(), kMacSize);
+  std::memcpy(s.data() + size - kMacSize, m->data(), kMacSize);
   Header h2;
-  Status st2 = decode(testKey(), s.data(), size, h2, recs, &total, health);
+  Status st2 = decode(testKey(), s.data(), size, h2, recs, &total, health, digests);
   FUZZ_CHECK(st2 != Status::kAuthFailed, "a re-signed input failed authentication");
   if (was_signed) FUZZ_CHECK(st2 == st, "the same bytes decoded differently");
-  if (st2 == Status::kOk) checkAccepted(s.data(), size, h2, recs, total, health);
+  if (st2 == Status::kOk) checkAccepted(s.data(), size, h2, recs, total, health, digests);
   return 0;
 }

@@ -479,6 +479,17 @@ def sync():
     out["health_view"] = sync_msg(5, body=b"".join(struct.pack("<IBBBB", 0x0a00000b + i, i % 6, i % 2, 0, 0)
                                                  for i in range(3)), count=3)
     out["health_bad_state"] = sync_msg(5, body=struct.pack("<IBBBB", 0x0a00000b, 9, 1, 0, 0), count=1)
+    # A health view saying the sender takes config digests (nonce bit 0), and
+    # the digests (type 6): 12-byte entries of section id, 3 reserved, digest.
+    out["health_view_features"] = sync_msg(5, body=struct.pack("<IBBBB", 0x0a00000b, 1, 1, 0, 0),
+                                           count=1, nonce=1)
+    digest = lambda sec, d, res=0: struct.pack("<BBHQ", sec, res, 0, d)
+    out["config_digest"] = sync_msg(6, body=b"".join(digest(i, 0x1111111111111111 * i) for i in range(1, 9)),
+                                    count=8)
+    out["config_digest_newer_section"] = sync_msg(6, body=digest(1, 5) + digest(200, 7), count=2)
+    out["config_digest_section_0"] = sync_msg(6, body=digest(0, 5), count=1)
+    out["config_digest_reserved"] = sync_msg(6, body=digest(3, 5, res=1), count=1)
+    out["config_digest_33"] = sync_msg(6, body=digest(1, 5) * 33, count=33)
     out["truncated_header"] = sync_msg(1, [sync_rec()])[:40]
     out["truncated_record"] = sync_msg(1, [sync_rec()])[:100]
     return out

@@ -166,7 +166,8 @@ TEST(SyncCodec, HealthViewRoundTripAndBadEntries) {
     if (bad == 2) p[5] = 2;
     if (bad == 3) p[7] = 1;
     auto m = k.mac(out, l - kMacSize);
-    std::memcpy(out + l - kMacSize, m.data(), kMacSize);
+    ASSERT_TRUE(m);
+    std::memcpy(out + l - kMacSize, m->data(), kMacSize);
     EXPECT_EQ(decode(k, out, l, got, recs, nullptr, back), Status::kMalformed) << bad;
   }
 }
@@ -353,7 +354,97 @@ TEST(SyncCodec, NodeIdAndKeyDerivation) {
   //                b"gwlb flow sync v1", "sha256").digest()
   //   hmac.new(k, b"abc", "sha256").hexdigest()[:32]
   auto m = key().mac(reinterpret_cast<const uint8_t*>("abc"), 3);
+  ASSERT_TRUE(m);
   char hex[33];
-  for (size_t i = 0; i < 16; ++i) snprintf(hex + 2 * i, 3, "%02x", m[i]);
+  for (size_t i = 0; i < 16; ++i) snprintf(hex + 2 * i, 3, "%02x", (*m)[i]);
   EXPECT_STREQ(hex, "2cb059a2f12e92287ef279a61a0c23f8");
+}
+
+// Issue 24 item 3: a MAC that cannot be computed (OpenSSL failing, or a key
+// never made) authenticates nothing. It used to come out as 16 zero bytes,
+// compared with the message's tag: a forged datagram with an all-zero tag
+// then passed.
+TEST(SyncCodec, AMacFailureIsAnAuthFailureNotAnAllZeroTag) {
+  auto m = message(key(), header(1), 2);
+  std::memset(m.data() + m.size() - kMacSize, 0, kMacSize);  // the forger's tag
+  Header got;
+  Record recs[kMaxRecords];
+  EXPECT_EQ(decode(key(), m.data(), m.size(), got, recs), Status::kAuthFailed)
+      << "a wrong tag while the MAC works";
+  EXPECT_EQ(decode(SyncKey(), m.data(), m.size(), got, recs), Status::kAuthFailed)
+      << "a key never derived has no MAC";
+  test_hooks::failMacs(true);
+  EXPECT_EQ(decode(key(), m.data(), m.size(), got, recs), Status::kAuthFailed)
+      << "OpenSSL failing: the all-zero tag must not authenticate";
+  uint8_t out[kMaxMessage];
+  EXPECT_EQ(encode(key(), header(2), nullptr, 0, out, sizeof out), 0u)
+      << "nothing is sent without a MAC";
+  HealthEntry e{0x0a000001, 1, true};
+  EXPECT_EQ(encodeHealth(key(), header(3), &e, 1, out, sizeof out), 0u);
+  test_hooks::failMacs(false);
+  EXPECT_GT(encode(key(), header(2), nullptr, 0, out, sizeof out), 0u) << "works again";
+}
+
+// Issue 24 item 6: the warm-start requests served are remembered (each is
+// served once) up to NonceHistory::kCapacity, and beyond that the oldest is
+// forgotten. It used to forget the smallest nonce: a request whose nonce was
+// the smallest was forgotten as soon as it was served, and could be replayed.
+TEST(NonceHistory, ForgetsTheOldestNotTheSmallest) {
+  NonceHistory h;
+  for (uint64_t i = 0; i < NonceHistory::kCapacity; ++i) ASSERT_TRUE(h.remember(1000 + i));
+  EXPECT_FALSE(h.remember(1000)) << "served once";
+  EXPECT_TRUE(h.remember(5)) << "a new request, smaller than every nonce held";
+  EXPECT_EQ(h.size(), NonceHistory::kCapacity);
+  EXPECT_TRUE(h.seen(5)) << "the newest request was forgotten at once: it could be replayed";
+  EXPECT_FALSE(h.remember(5));
+  EXPECT_FALSE(h.seen(1000)) << "the oldest is the one forgotten";
+  EXPECT_TRUE(h.seen(1001));
+}
+
+// Issue 24 item 7: the config digest message (docs/fleet.md "Config drift"):
+// round trip (a section id this version does not know included), the
+// health view's feature bits kept, and every bad entry malformed.
+TEST(SyncCodec, ConfigDigestRoundTripAndBadEntries) {
+  SyncKey k = key();
+  const DigestEntry sent[] = {{1, 0x0123456789abcdefULL}, {8, 1}, {200, ~0ULL}};
+  uint8_t out[kMaxMessage];
+  size_t len = encodeConfigDigest(k, header(4), sent, 3, out, sizeof out);
+  ASSERT_EQ(len, kHeaderSize + 3 * kDigestEntrySize + kMacSize);
+  Header got;
+  Record recs[kMaxRecords];
+  DigestEntry back[kMaxDigestEntries];
+  ASSERT_EQ(decode(k, out, len, got, recs, nullptr, nullptr, back), Status::kOk);
+  EXPECT_EQ(got.type, MsgType::kConfigDigest);
+  ASSERT_EQ(got.count, 3);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(back[i], sent[i]) << i;
+  EXPECT_EQ(decode(k, out, len, got, recs), Status::kOk) << "checked without a place to put them";
+  EXPECT_EQ(encodeConfigDigest(k, header(5), sent, kMaxDigestEntries + 1, out, sizeof out), 0u);
+  std::vector<DigestEntry> many(kMaxDigestEntries, DigestEntry{3, 3});
+  EXPECT_GT(encodeConfigDigest(k, header(5), many.data(), many.size(), out, sizeof out), 0u);
+
+  for (int bad = 0; bad < 3; ++bad) {
+    size_t l = encodeConfigDigest(k, header(6), sent, 1, out, sizeof out);
+    uint8_t* p = out + kHeaderSize;
+    if (bad == 0) p[0] = 0;  // section 0
+    if (bad == 1) p[1] = 1;  // reserved
+    if (bad == 2) p[3] = 0x80;
+    auto m = k.mac(out, l - kMacSize);
+    ASSERT_TRUE(m);
+    std::memcpy(out + l - kMacSize, m->data(), kMacSize);
+    EXPECT_EQ(decode(k, out, l, got, recs, nullptr, nullptr, back), Status::kMalformed) << bad;
+  }
+  // 33 entries: more than a receiver takes, malformed before the MAC is looked at.
+  std::vector<uint8_t> big(kHeaderSize + 33 * kDigestEntrySize + kMacSize, 0);
+  encodeConfigDigest(k, header(7), many.data(), 1, big.data(), big.size());
+  big[6] = 33;
+  EXPECT_EQ(decode(k, big.data(), big.size(), got, recs), Status::kMalformed);
+
+  // A health view's nonce carries the sender's feature bits, kept as sent.
+  Header h = header(8);
+  h.nonce = kFeatureConfigDigest;
+  HealthEntry e{0x0a000001, 1, true};
+  len = encodeHealth(k, h, &e, 1, out, sizeof out);
+  HealthEntry view[kMaxHealthEntries];
+  ASSERT_EQ(decode(k, out, len, got, recs, nullptr, view), Status::kOk);
+  EXPECT_EQ(got.nonce, kFeatureConfigDigest);
 }

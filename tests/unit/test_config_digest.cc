@@ -1,0 +1,160 @@
+// Issue 24 item 7: fleet config drift. The per-section digests of the config
+// parts every node must run alike (control/config_digest.h): a change in one
+// section changes that section's digest only; what differs per node by
+// design changes none; and two nodes whose configs differ in one section
+// are reported with that section's name by the API's comparison and by
+// `gwlbctl fleet`.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+
+#include "cli/fleet_render.h"
+#include "control/config_digest.h"
+
+namespace gwlb::ctl {
+namespace {
+
+// Node gw-1's file. Node gw-2's is the same with its own node section.
+const char* const kNode1 = R"(
+node:
+  underlay_ip: 192.0.2.1
+  underlay_mac: 02:00:00:00:00:01
+  gateway_mac: 02:00:00:00:00:fe
+)";
+const char* const kNode2 = R"(
+node:
+  underlay_ip: 192.0.2.2
+  underlay_mac: 02:00:00:00:00:02
+  gateway_mac: 02:00:00:00:00:fd
+  underlay_mtu: 9000
+)";
+const char* const kShared = R"(
+server_groups:
+  - name: firewalls
+    stickiness: 5-tuple
+    geneve: { format: aws, vni: 0, endpoint_id: 0x0123456789abcdef, attachment_id: 1 }
+    maglev_table_size: 65537
+    tcp_idle_timeout: 350s
+    other_idle_timeout: 120s
+    servers:
+      - { address: 192.0.2.10, weight: 100 }
+      - { address: 192.0.2.11 }
+      - { address: 192.0.2.12, mac: 02:00:00:00:00:12 }
+dataplane:
+  workers: 1
+eal: ["--no-huge", "--no-pci"]
+)";
+
+Config parse(const std::string& text) {
+  Config c;
+  std::vector<ConfigError> errors;
+  EXPECT_TRUE(parseConfig(text, c, errors)) << (errors.empty() ? "" : errors[0].path + ": " + errors[0].message);
+  return c;
+}
+
+const FlowHashKey kKey{0x0011223344556677ULL, 0x8899aabbccddeeffULL};
+
+std::vector<std::string> diff(const Config& a, const Config& b, FlowHashKey kb = kKey) {
+  return differingSections(configDigest(a, kKey), configDigest(b, kb));
+}
+
+TEST(ConfigDigest, EverySectionHasADigestAndANameOnTheWire) {
+  auto d = configDigest(parse(std::string(kNode1) + kShared), kKey);
+  ASSERT_EQ(d.size(), size_t(kDigestSections));
+  for (uint8_t i = 0; i < kDigestSections; ++i) {
+    EXPECT_EQ(d[i].section, i + 1);
+    EXPECT_NE(digestSectionName(d[i].section), nullptr);
+    EXPECT_NE(d[i].digest, 0u);
+  }
+  EXPECT_EQ(digestSectionName(0), nullptr);
+  EXPECT_EQ(digestSectionName(kDigestSections + 1), nullptr) << "a newer peer's section is not compared";
+}
+
+TEST(ConfigDigest, WhatDiffersPerNodeByDesignChangesNothing) {
+  Config a = parse(std::string(kNode1) + kShared);
+  Config b = parse(std::string(kNode2) + kShared);
+  b.fleet.configured = true;
+  b.fleet.node_name = "gw-2";
+  b.fleet.sync_listen = "10.0.0.2:7946";
+  b.fleet.peers = {"10.0.0.1:7946"};
+  b.dataplane.workers = 4;
+  b.log_level = "debug";
+  b.server_groups[0].servers[2].mac.reset();                               // learnt by ARP there
+  std::swap(b.server_groups[0].servers[0], b.server_groups[0].servers[1]);  // order in the file
+  b.server_groups[0].health_check.source = *IpAddr::parse("192.0.2.2");
+  EXPECT_EQ(diff(a, b), std::vector<std::string>{});
+}
+
+// One change per section: that section and no other differs.
+TEST(ConfigDigest, AChangeInOneSectionIsReportedAsThatSection) {
+  const Config base = parse(std::string(kNode1) + kShared + R"(
+listeners:
+  - { name: web, server_groups: [firewalls] }
+)");
+  struct Case {
+    std::vector<std::string> sections;
+    std::function<void(Config&)> change;
+  };
+  const Case cases[] = {
+      {{"groups"}, [](Config& c) { c.server_groups[0].geneve.vni = 7; }},
+      {{"groups"}, [](Config& c) { c.server_groups[0].failover_mode = FailoverMode::kRebalance; }},
+      // An appliance gone: its weight is gone too.
+      {{"appliances", "weights"}, [](Config& c) { c.server_groups[0].servers.pop_back(); }},
+      {{"appliances", "weights"},
+       [](Config& c) { c.server_groups[0].servers[0].address = *IpAddr::parse("192.0.2.99"); }},
+      {{"weights"}, [](Config& c) { c.server_groups[0].servers[1].weight = 50; }},
+      {{"listeners"}, [](Config& c) { c.listeners[0].failback_hold_s = 30; }},
+      {{"regions"},
+       [](Config& c) { c.health_sources.push_back({"fw-src", "firewalls", ""}); }},
+      {{"health_checks"},
+       [](Config& c) {
+         c.server_groups[0].health_check.configured = true;
+         c.server_groups[0].health_check.port = 8080;
+       }},
+      {{"timeouts"}, [](Config& c) { c.server_groups[0].tcp_idle_timeout_s = 600; }},
+      {{"hash"}, [](Config& c) { c.server_groups[0].stickiness = Stickiness::kThreeTuple; }},
+      {{"hash"}, [](Config& c) { c.server_groups[0].maglev_table_size = 251; }},
+  };
+  for (const Case& k : cases) {
+    Config b = base;
+    k.change(b);
+    EXPECT_EQ(diff(base, b), k.sections) << k.sections[0];
+  }
+  EXPECT_EQ(diff(base, base, FlowHashKey{1, 2}), std::vector<std::string>{"hash"})
+      << "another flow hash key";
+}
+
+// Two nodes whose files differ in one line (an idle timeout): the API's
+// per-peer comparison and `gwlbctl fleet` name that section.
+TEST(ConfigDigest, TwoConfigsDifferingInOneSectionAreReportedWithItsName) {
+  Config here = parse(std::string(kNode1) + kShared);
+  std::string shared2 = kShared;
+  shared2.replace(shared2.find("tcp_idle_timeout: 350s"), 22, "tcp_idle_timeout: 900s");
+  Config there = parse(std::string(kNode2) + shared2);
+  auto mine = configDigest(here, kKey), theirs = configDigest(there, kKey);
+  nlohmann::json cmp = configComparison(mine, &theirs);
+  EXPECT_EQ(cmp["state"], "differs");
+  EXPECT_EQ(cmp["differing_sections"], nlohmann::json::array({"timeouts"}));
+  EXPECT_EQ(cmp["digests"]["timeouts"], digestHex(theirs[6].digest));
+  nlohmann::json same = configComparison(mine, &mine);
+  EXPECT_EQ(same["state"], "same");
+  EXPECT_EQ(configComparison(mine, nullptr)["state"], "unknown");
+
+  nlohmann::json fleet = {{"node_name", "gw-1"},
+                          {"announce", {{"state", "off"}, {"reason", "no fleet.bird section"}}},
+                          {"peers",
+                           {{{"address", "10.0.0.2:7946"}, {"reachable", true}, {"config", cmp}},
+                            {{"address", "10.0.0.3:7946"}, {"reachable", true}, {"config", same}}}}};
+  std::string text = cli::renderFleet(fleet);
+  EXPECT_NE(text.find("config drift"), std::string::npos) << text;
+  EXPECT_NE(text.find("10.0.0.2:7946  timeouts"), std::string::npos) << text;
+  EXPECT_EQ(text.find("10.0.0.3:7946  timeouts"), std::string::npos) << text;
+  EXPECT_NE(text.find("differs"), std::string::npos) << text;
+  // Nothing differs: no drift table.
+  fleet["peers"][0]["config"] = same;
+  EXPECT_EQ(cli::renderFleet(fleet).find("config drift"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gwlb::ctl
