@@ -492,8 +492,10 @@ json Daemon::apiFlows(const json& p) {
   uint64_t now = dp::monotonicNs();
   json rows = json::array();
   size_t count = 0, scanned = 0;
-  bool more = flows_->scan(cursor, kFlowScanBudget, [&](const FlowKey& k, int32_t,
-                                                        const dp::FlowEntry& e) {
+  // Every slot from the cursor on if need be: a page ends after kFlowScanBudget
+  // keys or `limit` rows, never on a run of empty slots (count has no cursor).
+  bool more = flows_->scan(cursor, kFlowScanBudget, flows_->slots(), [&](const FlowKey& k, int32_t,
+                                                                         const dp::FlowEntry& e) {
     ++scanned;
     uint64_t r = e.route.load(std::memory_order_acquire);
     if (!(r & dp::kRouteSet)) return true;

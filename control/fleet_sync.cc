@@ -89,11 +89,10 @@ InstallResult FleetSync::install(const sync::Record& r, uint64_t now) {
   uint64_t want = dp::packRoute(id, r.cookie);
 
   int32_t pos = flows_.lookup(r.key, hash);
-  if (pos < 0) pos = flows_.insert(r.key, hash);
+  if (pos < 0) pos = flows_.insertFromControl(r.key, hash);  // never waits long behind a worker
   if (pos == dp::FlowTable::kAbandoned) return InstallResult::kInsertAbandoned;
   if (pos < 0) return InstallResult::kTableFull;
   dp::FlowEntry& e = flows_.entry(pos);
-  if (sent_.size() < flows_.slots()) sent_.resize(flows_.slots());
   InstallResult result = InstallResult::kIgnored;
   // Concurrency rule R9 (docs/architecture.md "Flow entries: concurrency rules"):
   // a peer's flow is created as a worker creates one (R1): the first route wins.
@@ -168,7 +167,7 @@ InstallResult FleetSync::install(const sync::Record& r, uint64_t now) {
   }
   // What a peer told us is not sent back to it (nor to the others) unless
   // this node's own packets refresh it later.
-  sent_[size_t(pos)] = {now, e.moves.load(std::memory_order_relaxed)};
+  sent_.mark(pos, now, e.moves.load(std::memory_order_relaxed));
   return result;
 }
 
@@ -256,19 +255,22 @@ void FleetSync::drainEvents(uint64_t now) {
 }
 
 void FleetSync::refreshScan(uint64_t now) {
-  if (sent_.size() < flows_.slots()) sent_.resize(flows_.slots());
-  bool more = flows_.scan(scan_cursor_, kScanPerTick,
+  if (scan_cursor_ == 0 && scan_pass_start_ns_ == 0) scan_pass_start_ns_ = now;
+  uint32_t from = scan_cursor_;
+  bool more = flows_.scan(scan_cursor_, kScanPerTick, kScanSlotsPerTick,
                           [&](const FlowKey& key, int32_t pos, const dp::FlowEntry& e) {
     if (key.kind != KeyKind::kFlow) return true;
-    Sent& st = sent_[size_t(pos)];
+    uint64_t at = 0;
+    uint16_t sent_moves = 0;
+    bool sent = sent_.get(pos, now, at, sent_moves);
     uint64_t born = e.created.ns(now);
     uint64_t idle = e.idle_timeout.ns(std::memory_order_acquire);
     if (idle == 0) return true;  // still being created (R1, R3)
     uint16_t moves = e.moves.load(std::memory_order_relaxed);
     sync::RecordKind kind;
-    if (st.at_ns < born) kind = sync::RecordKind::kNew;  // never sent (ring was full) or a new flow here
-    else if (moves != st.moves) kind = sync::RecordKind::kChanged;  // moved by a sweep
-    else if (e.last_seen.ns(now) > st.at_ns && now - st.at_ns >= idle / 3)
+    if (!sent || at < born) kind = sync::RecordKind::kNew;  // never sent (ring was full) or a new flow here
+    else if (moves != sent_moves) kind = sync::RecordKind::kChanged;  // moved by a sweep
+    else if (e.last_seen.ns(now) > at && now - at >= idle / 3)
       kind = sync::RecordKind::kRefresh;
     else
       return true;
@@ -276,11 +278,35 @@ void FleetSync::refreshScan(uint64_t now) {
     if (makeRecord(pos, key, kind, now, r)) queue(pos, r, now);
     return true;
   });
-  if (!more) scan_cursor_ = 0;
+  scan_last_slots_ = scan_cursor_ - from;
+  if (!more) {
+    scan_cursor_ = 0;
+    ++scan_passes_;
+    scan_last_pass_ns_ = now - scan_pass_start_ns_;
+    scan_pass_start_ns_ = now;
+  }
+}
+
+nlohmann::json FleetSync::scanStatus() const {
+  return {{"slots", flows_.slots() / 2},
+          {"position", scan_cursor_},
+          {"last_tick_slots", scan_last_slots_},
+          {"slots_per_tick", kScanSlotsPerTick},
+          {"keys_per_tick", kScanPerTick},
+          {"passes", scan_passes_},
+          {"last_pass_s", double(scan_last_pass_ns_) / 1e9}};
+}
+
+nlohmann::json FleetSync::sentLogStatus() const {
+  return {{"bytes_per_position", sizeof(SentLog::Entry)},
+          {"positions", sent_.positions()},
+          {"reserved_bytes", sent_.reservedBytes()},
+          {"resident_bytes", sent_.residentBytes()},
+          {"ipv6_resident_bytes", sent_.residentBytes(sent_.positions() / 2)}};
 }
 
 void FleetSync::queue(int32_t pos, const sync::Record& r, uint64_t now) {
-  sent_[size_t(pos)] = {now, r.moves};
+  sent_.mark(pos, now, r.moves);
   switch (r.kind) {
     case sync::RecordKind::kNew: ++new_sent_; break;
     case sync::RecordKind::kChanged: ++changed_sent_; break;

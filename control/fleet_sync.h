@@ -27,6 +27,7 @@
 #include "common/flow_key.h"
 #include "common/snapshot.h"
 #include "common/sync_codec.h"
+#include "control/sync_sent_log.h"
 #include "dataplane/flow_table.h"
 
 struct rte_ring;
@@ -68,9 +69,14 @@ class FleetSync {
   static constexpr std::chrono::milliseconds kTick{10};
   // Ring slots (Dataplane::sync): at 100 k new flows/s, 650 ms of events.
   static constexpr unsigned kRingSize = 65536;
-  // Events drained and keys scanned for refresh per tick.
+  // Events drained per tick; the refresh scan visits up to kScanPerTick keys
+  // and walks up to kScanSlotsPerTick table slots per tick, whichever comes
+  // first (slots: a sparse table is walked in bounded steps too, 1 MiB of
+  // tags a tick; a pass over slots() / 2 slots takes at least
+  // slots() / 2 / kScanSlotsPerTick ticks).
   static constexpr unsigned kDrainPerTick = 16384;
   static constexpr size_t kScanPerTick = 4096;
+  static constexpr size_t kScanSlotsPerTick = size_t(1) << 18;
   // An empty batch goes to each peer after this long without a send, so
   // "reachable" means something on an idle fleet.
   static constexpr uint64_t kKeepaliveNs = 1'000'000'000ULL;
@@ -142,12 +148,6 @@ class FleetSync {
     std::vector<sync::DigestEntry> digest;
     double last_log = -1e9;     // rate limit of this peer's warnings
   };
-  // Per table position: when its flow was last sent and its move count then
-  // (a changed count means a move the ring did not report, e.g. a sweep).
-  struct Sent {
-    uint64_t at_ns = 0;
-    uint16_t moves = 0;
-  };
   enum class WarmState : uint8_t { kWaiting, kDone, kTimedOut, kNoPeers };
   struct Warm {
     WarmState state = WarmState::kWaiting;
@@ -167,6 +167,9 @@ class FleetSync {
   void queue(int32_t pos, const sync::Record& r, uint64_t now_ns);
   void flush(uint64_t now_ns);
   void countInstall(Peer* p, InstallResult r);
+  // status()'s "refresh_scan" and "sent_log".
+  nlohmann::json scanStatus() const;
+  nlohmann::json sentLogStatus() const;
   // Network side (fleet_sync_net.cc).
   void receive();
   void onDatagram(size_t len);
@@ -199,12 +202,17 @@ class FleetSync {
   std::vector<uint8_t> warm_buf_;
   std::vector<Peer> peers_;
   std::map<uint64_t, sync::ReplayWindow> windows_;  // per sender node id
-  std::vector<Sent> sent_;
+  // Per table position: when its flow was last sent and its move count then
+  // (a changed count means a move the ring did not report, e.g. a sweep).
+  SentLog sent_;
   std::vector<sync::Record> pending_;
   std::vector<uint8_t> out_;
   std::array<uint8_t, sync::kMaxMessage + 1> rx_{};
   boost::asio::ip::udp::endpoint rx_from_;
   uint32_t scan_cursor_ = 0;
+  // The refresh scan: slots walked in the last tick, passes completed, when
+  // the current pass started and how long the last one took.
+  uint64_t scan_last_slots_ = 0, scan_passes_ = 0, scan_pass_start_ns_ = 0, scan_last_pass_ns_ = 0;
   uint64_t last_send_ns_ = 0;
   uint64_t last_health_ns_ = 0;
   Warm warm_;

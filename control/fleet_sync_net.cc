@@ -47,6 +47,9 @@ void parseOrThrow(const std::string& s, asio::ip::address& a, uint16_t& port) {
 
 constexpr size_t kMaxSessions = 4;
 constexpr size_t kMessagesPerWrite = 64;
+// Table slots one write of a transfer walks at most (a sparse table is sent in
+// bounded steps: the control thread's other work runs between them).
+constexpr size_t kSlotsPerWrite = FleetSync::kScanSlotsPerTick;
 constexpr std::chrono::seconds kSessionDeadline{120};
 constexpr std::chrono::seconds kRequestDeadline{5};
 
@@ -107,8 +110,10 @@ class FleetSync::Session : public std::enable_shared_from_this<FleetSync::Sessio
     next();
   }
 
-  // The next write: up to kMessagesPerWrite batches of the table, or the end.
+  // The next write: up to kMessagesPerWrite batches of the table from up to
+  // kSlotsPerWrite slots, or the end.
   void next() {
+    if (closed_) return;
     if (done_) return close("");
     std::vector<sync::Record> recs;
     out_.clear();
@@ -126,18 +131,24 @@ class FleetSync::Session : public std::enable_shared_from_this<FleetSync::Sessio
       sent_ += recs.size();
       recs.clear();
     };
-    size_t messages = 0;
+    size_t messages = 0, walked = 0;
     bool more = true;
-    while (more && messages < kMessagesPerWrite) {
-      more = fs_.flows_.scan(cursor_, sync::kMaxRecords * 4,
+    while (more && messages < kMessagesPerWrite && walked < kSlotsPerWrite) {
+      uint32_t from = cursor_;
+      more = fs_.flows_.scan(cursor_, sync::kMaxRecords * 4, kSlotsPerWrite - walked,
                              [&](const FlowKey& k, int32_t pos, const dp::FlowEntry&) {
         sync::Record r;
         if (fs_.makeRecord(pos, k, sync::RecordKind::kTransfer, now, r)) recs.push_back(r);
         if (recs.size() == sync::kMaxRecords) emit(), ++messages;
         return true;
       });
+      walked += cursor_ - from;
     }
     emit();
+    if (more && out_.empty()) {  // only empty slots this time: go on after other work
+      asio::post(sock_.get_executor(), [self = shared_from_this()] { self->next(); });
+      return;
+    }
     if (!more) {
       sync::Header h = header(sync::MsgType::kWarmEnd);
       size_t at = out_.size();
@@ -208,11 +219,10 @@ FleetSync::FleetSync(asio::io_context& io, Options o, dp::FlowTable& flows, rte_
     : io_(io), opt_(std::move(o)), flows_(flows), events_(events), snapshot_(std::move(snapshot)),
       key_(sync::SyncKey::fromHashKey(opt_.secret.k0, opt_.secret.k1)),
       udp_(io), acceptor_(io), tick_timer_(io), warm_timer_(io), retry_timer_(io),
-      warm_socket_(io) {
+      warm_socket_(io), sent_(flows.slots()) {
   node_id_ = sync::nodeId(opt_.node_name);
   epoch_ = random64();
   out_.resize(sync::kMaxMessage);
-  sent_.resize(flows_.slots());
   for (const std::string& a : opt_.peers) {
     Peer p;
     p.address = a;
@@ -621,7 +631,9 @@ nlohmann::json FleetSync::status() const {
           {"events_drained", events_drained_},
           {"unknown_sender", unknown_sender_},
           {"transfers_served", transfers_served_},
-          {"config_digest", digestJson(config_digest_)}};
+          {"config_digest", digestJson(config_digest_)},
+          {"refresh_scan", scanStatus()},
+          {"sent_log", sentLogStatus()}};
 }
 
 void FleetSync::metrics(std::string& out) const {

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "control/sync_sent_log.h"
 #include "dataplane/flow_table.h"
 #include "dataplane/neighbour_table.h"
 #include "dataplane/pipeline.h"
@@ -107,6 +108,12 @@ uint64_t flowTableBytes(uint32_t capacity) {
   return flowTableIpv4Bytes(capacity) + page(flowSlots(capacity) * 128);
 }
 
+uint64_t sentLogBytes(uint32_t capacity) { return SentLog::bytesFor(2 * flowSlots(capacity)); }
+
+uint64_t sentLogIpv4Bytes(uint32_t capacity) {
+  return flowSlots(capacity) * sizeof(SentLog::Entry);
+}
+
 MemoryPlan planMemory(const Config& cfg, unsigned pci_ports) {
   MemoryPlan plan;
   const DataplaneConfig& d = cfg.dataplane;
@@ -131,7 +138,8 @@ MemoryPlan planMemory(const Config& cfg, unsigned pci_ports) {
     rings += ringBytes(kExceptionRingSize);
     which += ", exception path (" + std::to_string(kExceptionRingSize) + ")";
   }
-  if (cfg.fleet.configured && !cfg.fleet.sync_listen.empty() && !cfg.fleet.peers.empty()) {
+  const bool sync = cfg.fleet.configured && !cfg.fleet.sync_listen.empty() && !cfg.fleet.peers.empty();
+  if (sync) {
     rings += ringBytes(kSyncRingSize);
     which += ", fleet sync (" + std::to_string(kSyncRingSize) + ")";
   }
@@ -162,6 +170,15 @@ MemoryPlan planMemory(const Config& cfg, unsigned pci_ports) {
                             " for IPv4 flows (resident from start), " + mib(ft - ft4) +
                             " more once IPv6 flows fill it (anonymous memory)",
                         "dataplane.flow_table_size", ft, false});
+  if (sync) {
+    uint64_t sl = sentLogBytes(d.flow_table_size), sl4 = sentLogIpv4Bytes(d.flow_table_size);
+    plan.parts.push_back({"fleet sync",
+                          std::to_string(sizeof(SentLog::Entry)) +
+                              " B per flow-table slot (when its flow was last sent): " + mib(sl4) +
+                              " for IPv4 flows, " + mib(sl - sl4) +
+                              " more once IPv6 flows are sent (anonymous memory, resident as written)",
+                          "dataplane.flow_table_size, fleet.peers", sl, false});
+  }
   plan.parts.push_back({"worker state",
                         std::to_string(d.workers) + " x " +
                             std::to_string(sizeof(dp::WorkerState) + sizeof(dp::WorkerRun)) +

@@ -144,6 +144,26 @@ inline uint32_t matchSig(const std::atomic<uint32_t>* line, uint32_t sig) noexce
 #endif
 }
 
+// Bit i set when tag i of a line is in state `state` (any signature).
+inline uint32_t matchState(const std::atomic<uint32_t>* line, uint32_t state) noexcept {
+#ifdef GWLB_FT_SIMD
+  const __m128i* v = reinterpret_cast<const __m128i*>(line);
+  __m128i w = _mm_set1_epi32(int(state));
+  __m128i k = _mm_set1_epi32(int(kStateMask));
+  uint32_t m = 0;
+  for (int i = 0; i < 4; ++i) {
+    __m128i t = _mm_and_si128(_mm_load_si128(v + i), k);
+    m |= uint32_t(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(t, w)))) << (4 * i);
+  }
+  return m;
+#else
+  uint32_t m = 0;
+  for (uint32_t i = 0; i < FlowTable::kBucketSlots; ++i)
+    m |= uint32_t(tagState(line[i].load(std::memory_order_relaxed)) == state) << i;
+  return m;
+#endif
+}
+
 }  // namespace
 
 struct alignas(64) FlowTable::Slot4 {
@@ -330,8 +350,23 @@ void FlowTable::lookupBulk(const FlowKey* const* keys, const uint32_t* hashes, u
 int32_t FlowTable::insert(const FlowKey& k, uint32_t hash, uint32_t hint) noexcept {
   for (int attempt = 0; attempt < 8; ++attempt) {
     bool retry = false;
-    int32_t r = insertOnce(k, hash, attempt == 0 ? hint : kNoHint, retry);
+    int32_t r = insertOnce<false>(k, hash, attempt == 0 ? hint : kNoHint, retry);
     if (!retry) return r;
+  }
+  abandoned_.fetch_add(1, std::memory_order_relaxed);
+  return kAbandoned;
+}
+
+// The same steps as insert(); the waits draw on one budget of
+// kControlWaitPauses pauses for the whole call, and a restart after the
+// budget is spent gives up.
+int32_t FlowTable::insertFromControl(const FlowKey& k, uint32_t hash) noexcept {
+  control_budget_ = kControlWaitPauses;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    bool retry = false;
+    int32_t r = insertOnce<true>(k, hash, kNoHint, retry);
+    if (!retry) return r;
+    if (control_budget_ == 0) break;
   }
   abandoned_.fetch_add(1, std::memory_order_relaxed);
   return kAbandoned;
@@ -347,6 +382,7 @@ void FlowTable::holdSlotBusyForTest(const FlowKey& k, uint32_t hash) noexcept {
   }
 }
 
+template <bool kControl>
 int32_t FlowTable::insertOnce(const FlowKey& k, uint32_t hash, uint32_t hint, bool& retry) noexcept {
   const bool wide = !isCompact(k);
   const uint32_t sig = tagSig(hash, wide);
@@ -357,11 +393,21 @@ int32_t FlowTable::insertOnce(const FlowKey& k, uint32_t hash, uint32_t hint, bo
   for (uint32_t b : c.bucket)
     if (std::find(bk, bk + nb, b) == bk + nb) bk[nb++] = b;
 
+  // One pause of a wait; false (no pause) when insertFromControl()'s budget is spent.
+  auto pause = [&](uint32_t i) {
+    if constexpr (kControl) {
+      if (control_budget_ == 0) return false;
+      --control_budget_;
+      ++control_pauses_;
+    }
+    spinPause(i);
+    return true;
+  };
   // Waits out a same-tag slot's busy state; its tag after, or kBusy when it stayed busy.
   auto settled = [&](uint32_t idx) {
     uint32_t t = tags_[idx].load(std::memory_order_seq_cst);
     for (uint32_t i = 0; tagState(t) == kBusy && tagKey(t) == sig && i < kSpinLimit; ++i) {
-      spinPause(i);
+      if (!pause(i)) break;
       t = tags_[idx].load(std::memory_order_seq_cst);
     }
     return t;
@@ -413,7 +459,7 @@ int32_t FlowTable::insertOnce(const FlowKey& k, uint32_t hash, uint32_t hint, bo
       }
       // The same key: ready, or keyed by another inserter (wait for its outcome).
       for (uint32_t n = 0; tagState(t) == kKeyed && n < kSpinLimit; ++n) {
-        spinPause(n);
+        if (!pause(n)) break;
         t = tags_[idx].load(std::memory_order_acquire);
       }
       if (t == (sig | kReady)) return posOf(idx, wide);
@@ -626,13 +672,27 @@ void FlowTable::forEach(
 }
 
 bool FlowTable::scan(
-    uint32_t& cursor, size_t max_visit,
+    uint32_t& cursor, size_t max_visit, size_t max_slots,
     const std::function<bool(const FlowKey&, int32_t, const FlowEntry&)>& fn) const {
   size_t visited = 0;
+  const uint32_t end = uint32_t(std::min<uint64_t>(nslots_, uint64_t(cursor) + max_slots));
   FlowKey k;
-  while (visited < max_visit && cursor < nslots_) {
-    uint32_t idx = cursor++;
-    if (!readKey(idx, k)) continue;
+  while (visited < max_visit && cursor < end) {
+    // The live slots of cursor's line from cursor on (lines are kBucketSlots
+    // aligned: nslots_ is whole buckets).
+    uint32_t line = cursor / kBucketSlots;
+    uint32_t m = matchState(tags_ + size_t(line) * kBucketSlots, kReady) >> (cursor % kBucketSlots);
+    if (!m) {
+      cursor = std::min(end, (line + 1) * kBucketSlots);
+      continue;
+    }
+    uint32_t idx = cursor + uint32_t(__builtin_ctz(m));
+    if (idx >= end) {
+      cursor = end;
+      break;
+    }
+    cursor = idx + 1;
+    if (!readKey(idx, k)) continue;  // deleted since
     ++visited;
     bool wide = tags_[idx].load(std::memory_order_relaxed) & kWideBit;
     int32_t pos = posOf(idx, wide);

@@ -169,6 +169,18 @@ class FlowTable {
   // check of R10 still finds the key if another inserter added it since).
   static constexpr int32_t kFull = -1, kAbandoned = -2;
   int32_t insert(const FlowKey& k, uint32_t hash, uint32_t hint = kNoHint) noexcept;
+  // Control thread (a peer's record, a warm start): insert() with a short
+  // wait. A worker may be preempted between its claim and its key (R10);
+  // insert() waits for it up to eight times 2^16 pauses (tenths of a second
+  // with the yields), which on the control thread would hold up the
+  // exception path, probes and the API. This one waits at most
+  // kControlWaitPauses pauses in all (no yield: microseconds), then gives up
+  // with kAbandoned (counted in insertsAbandoned()); the caller counts it, and
+  // the flow comes again with the peer's next record of it.
+  static constexpr uint32_t kControlWaitPauses = 512;
+  int32_t insertFromControl(const FlowKey& k, uint32_t hash) noexcept;
+  // Pauses insertFromControl() has spent waiting, in all (tests, diagnosis).
+  uint64_t controlWaitPauses() const noexcept { return control_pauses_; }
   // Tests: claims an empty slot of the key's first bucket with the key's tag
   // and leaves it busy, as an inserter preempted right after its claim would.
   void holdSlotBusyForTest(const FlowKey& k, uint32_t hash) noexcept;
@@ -215,10 +227,14 @@ class FlowTable {
   // Control thread: visits every live key (read-only).
   void forEach(const std::function<void(const FlowKey&, int32_t pos, const FlowEntry&)>& fn) const;
 
-  // Control thread: visits live keys from `cursor` on (0 = start) until fn
-  // returns false or `max_visit` keys were seen; updates cursor to where the
-  // next call continues. Returns false when the table's end was reached.
-  bool scan(uint32_t& cursor, size_t max_visit,
+  // Control thread: visits live keys from slot `cursor` on (0 = start) until
+  // fn returns false, `max_visit` keys were seen, or `max_slots` slots (live
+  // or not, at least 1) were walked; updates cursor to where the next call
+  // continues, so a call walks at most max_slots slots (the cost of a call is
+  // bounded however few keys the table holds: lines of 16 tags with no live
+  // key are passed over with one compare). Returns false when the table's end
+  // was reached. Slots in [0, slots() / 2): a full pass is that many slots.
+  bool scan(uint32_t& cursor, size_t max_visit, size_t max_slots,
             const std::function<bool(const FlowKey&, int32_t pos, const FlowEntry&)>& fn) const;
 
   // Control thread: the key now stored at `pos` (false when none is).
@@ -263,6 +279,8 @@ class FlowTable {
   bool keyMatches(uint32_t idx, bool wide, const FlowKey& k) const noexcept;
   void writeKey(uint32_t idx, bool wide, const FlowKey& k) noexcept;
   bool readKey(uint32_t idx, FlowKey& out) const noexcept;
+  // kControl: insertFromControl()'s wait, bounded by control_budget_ pauses.
+  template <bool kControl>
   int32_t insertOnce(const FlowKey& k, uint32_t hash, uint32_t hint, bool& retry) noexcept;
   int32_t posOf(uint32_t idx, bool wide) const noexcept {
     return int32_t(wide ? idx + nslots_ : idx);
@@ -281,6 +299,9 @@ class FlowTable {
   Slot6* wide_ = nullptr;
   std::atomic<uint32_t> count_{0};
   std::atomic<uint64_t> abandoned_{0};
+  // insertFromControl() only (the control thread): pauses left in this call, and spent in all.
+  uint32_t control_budget_ = 0;
+  uint64_t control_pauses_ = 0;
   NeighbourTable neigh_;
   std::deque<Retired> retired_;
   uint64_t evicted_ = 0;

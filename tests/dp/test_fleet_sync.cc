@@ -300,10 +300,12 @@ TEST_F(FleetSyncInstall, ForeignRecordsAreRefused) {
 // timeout ago, and an empty keepalive after a second without anything.
 class FleetSyncSend : public ::testing::Test {
  protected:
-  void make(unsigned ring_size, ctl::FailoverMode mode = ctl::FailoverMode::kNoRebalance) {
+  void make(unsigned ring_size, ctl::FailoverMode mode = ctl::FailoverMode::kNoRebalance,
+            uint32_t flow_table_size = 4096) {
     HarnessOptions ho;
     ho.failover_mode = mode;
     ho.sync_ring_size = ring_size;
+    ho.flow_table_size = flow_table_size;
     h_ = std::make_unique<Harness>(ho);
     ring_ = h_->dataplane().sync;
     peer_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
@@ -462,6 +464,66 @@ TEST_F(FleetSyncSend, AMoveIsSentAsChanged) {
     EXPECT_EQ(r.moves, 1);
     EXPECT_EQ(r.move_reason, uint8_t(dp::MoveReason::kUnhealthy));
   }
+}
+
+// Issue 24 item 4: the refresh scan runs every 10 ms on the control thread.
+// It used to stop only after kScanPerTick live keys, so with few flows every
+// tick walked the whole tag array (4.6 MB at 1 M slots, ~590 MB at 2^27),
+// delaying everything else the control thread does. Now a tick walks at most
+// kScanSlotsPerTick slots; a pass over a sparse table takes several ticks and
+// still sends what the ring missed. API fleet_sync shows the scan's progress.
+TEST_F(FleetSyncSend, ARefreshTickWalksABoundedNumberOfSlots) {
+  make(8, ctl::FailoverMode::kNoRebalance, 1u << 20);  // a ring of 7: the scan sends the rest
+  std::vector<std::pair<Bytes, uint16_t>> burst;
+  for (int i = 0; i < 10; ++i) burst.push_back({flow(i).bytes(), kPortA});
+  h_->sendBurst(burst);
+  ASSERT_EQ(h_->get(Counter::sync_queue_full), 3u);
+  const size_t slots = h_->flows().slots() / 2;
+  const size_t per_tick = ctl::FleetSync::kScanSlotsPerTick;
+  ASSERT_GT(slots, 4 * per_tick) << "a table several ticks long";
+  uint64_t now = h_->now;
+  fs_->tick(now);
+  nlohmann::json scan = fs_->status()["refresh_scan"];
+  ASSERT_TRUE(scan.is_object()) << "API fleet_sync shows the refresh scan";
+  EXPECT_EQ(scan["slots"].get<size_t>(), slots);
+  EXPECT_LE(scan["last_tick_slots"].get<size_t>(), per_tick)
+      << "one tick walked more than kScanSlotsPerTick slots";
+  EXPECT_GT(scan["last_tick_slots"].get<size_t>(), 0u);
+  EXPECT_EQ(scan["passes"].get<uint64_t>(), 0u);
+  size_t ticks = 1;
+  while (fs_->status()["refresh_scan"]["passes"].get<uint64_t>() == 0 && ticks < 1000) {
+    now += 10'000'000;
+    fs_->tick(now);
+    EXPECT_LE(fs_->status()["refresh_scan"]["last_tick_slots"].get<size_t>(), per_tick);
+    ++ticks;
+  }
+  EXPECT_EQ(ticks, (slots + per_tick - 1) / per_tick) << "a pass: slots / kScanSlotsPerTick ticks";
+  auto got = received(10);
+  EXPECT_EQ(kinds(got).size(), 10u) << "7 from the ring, 3 found by the scan, each once";
+  for (auto& [key, kind] : kinds(got)) EXPECT_EQ(kind, sync::RecordKind::kNew);
+}
+
+// Issue 24 item 5: what the sync remembers per table position (when its flow
+// was last sent) took 16 B for each of the table's positions, IPv4 and IPv6
+// halves alike (~35 B per unit of flow_table_size, resident), and nothing
+// counted it. Now 8 B, in memory that becomes resident only where written: a
+// node with IPv4 flows only never touches the IPv6 half. --check-config
+// counts it (test_memory_plan).
+TEST_F(FleetSyncSend, TheSentLogTakesEightBytesAPositionAndIpv4FlowsLeaveTheIpv6HalfUntouched) {
+  make(1024, ctl::FailoverMode::kNoRebalance, 1u << 20);
+  for (int i = 0; i < 200; ++i) h_->send(flow(i));
+  fs_->tick(h_->now);
+  EXPECT_EQ(received(200).size(), 200u);
+  nlohmann::json log = fs_->status()["sent_log"];
+  ASSERT_TRUE(log.is_object()) << "API fleet_sync shows the sent log's memory";
+  const size_t positions = h_->flows().slots();
+  EXPECT_EQ(log["positions"].get<size_t>(), positions);
+  EXPECT_LE(log["bytes_per_position"].get<size_t>(), 8u);
+  EXPECT_LE(log["reserved_bytes"].get<uint64_t>(), positions * 8 + 4095);
+  uint64_t resident = log["resident_bytes"].get<uint64_t>();
+  EXPECT_GT(resident, 0u);
+  EXPECT_LE(resident, 200u * 4096) << "a page at most per flow sent";
+  EXPECT_EQ(log["ipv6_resident_bytes"].get<uint64_t>(), 0u) << "the IPv6 half is not touched";
 }
 
 }  // namespace

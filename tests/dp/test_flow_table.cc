@@ -181,6 +181,102 @@ TEST(FlowTableLimits, AStalledSameTagInserterIsAnAbandonedInsertNotAFullTable) {
   EXPECT_EQ(h.send(udpFlow(47002)).verdict, Verdict::kAppliance);
 }
 
+// The control thread's insert (a peer's record, a warm start) gives up after
+// kControlWaitPauses pauses in all behind a stalled same-tag inserter (issue
+// 24 item 6): insert() would wait eight times 2^16 pauses with yields (0.1 s
+// to seconds on a busy machine), holding up the exception path, probes and the API. The
+// table is not full, and other keys go in at once.
+TEST(FlowTableLimits, TheControlThreadsInsertWaitsBoundedBehindAStalledInserter) {
+  Harness h;
+  dp::FlowTable& ft = h.flows();
+  L4Tuple t;
+  t.src = net().client4;
+  t.dst = net().server4;
+  t.proto = 17;
+  t.sport = 47011;
+  t.dport = 53;
+  FlowKey k = makeFlowKey(t, StickinessMode::kFiveTuple, 0).key;
+  ft.holdSlotBusyForTest(k, flowHash(k));
+  EXPECT_EQ(ft.insertFromControl(k, flowHash(k)), dp::FlowTable::kAbandoned);
+  EXPECT_EQ(ft.insertsAbandoned(), 1u);
+  EXPECT_GT(ft.controlWaitPauses(), 0u) << "it did wait for the stalled claim";
+  EXPECT_LE(ft.controlWaitPauses(), dp::FlowTable::kControlWaitPauses)
+      << "one call waits at most kControlWaitPauses pauses";
+  uint64_t waited = ft.controlWaitPauses();
+  t.sport = 47012;
+  FlowKey other = makeFlowKey(t, StickinessMode::kFiveTuple, 0).key;
+  int32_t pos = ft.insertFromControl(other, flowHash(other));
+  ASSERT_GE(pos, 0);
+  EXPECT_EQ(ft.lookup(other, flowHash(other)), pos);
+  EXPECT_EQ(ft.insertFromControl(other, flowHash(other)), pos) << "present: its position";
+  EXPECT_EQ(ft.controlWaitPauses(), waited) << "no wait without a stalled same-tag claim";
+}
+
+// The refresh scan's step (issue 24 item 4): a call walks at most max_slots
+// slots, however few keys the table holds (before, only keys counted and a
+// call on a sparse table walked all its tags), and calls one after another
+// visit every live key exactly once per pass.
+TEST(FlowTableScan, ACallWalksAtMostMaxSlotsAndAPassVisitsEveryKeyOnce) {
+  dp::FlowTable ft("scan", 1u << 16, nullptr, 0);
+  std::set<int32_t> keys;
+  L4Tuple t;
+  t.src = net().client4;
+  t.dst = net().server4;
+  t.proto = 6;
+  t.dport = 443;
+  for (uint16_t i = 0; i < 10; ++i) {
+    t.sport = uint16_t(30000 + i);
+    FlowKey k = makeFlowKey(t, StickinessMode::kFiveTuple, 0).key;
+    int32_t pos = ft.insert(k, flowHash(k));
+    ASSERT_GE(pos, 0);
+    keys.insert(pos);
+  }
+  L4Tuple t6 = t;
+  t6.src = net().client6;
+  t6.dst = net().server6;
+  FlowKey k6 = makeFlowKey(t6, StickinessMode::kFiveTuple, 0).key;
+  int32_t pos6 = ft.insert(k6, flowHash(k6));
+  ASSERT_GE(size_t(pos6), ft.slots() / 2) << "an IPv6 key: a wide slot";
+  keys.insert(pos6);
+  const size_t n = ft.slots() / 2, step = 1000;
+  uint32_t cursor = 0;
+  size_t calls = 0;
+  std::multiset<int32_t> seen;
+  bool more = true;
+  while (more) {
+    uint32_t from = cursor;
+    more = ft.scan(cursor, 4096, step, [&](const FlowKey&, int32_t pos, const dp::FlowEntry&) {
+      seen.insert(pos);
+      return true;
+    });
+    ++calls;
+    ASSERT_LE(cursor - from, step) << "call " << calls;
+    ASSERT_LE(calls, n) << "no progress";
+  }
+  EXPECT_EQ(cursor, n);
+  EXPECT_EQ(calls, (n + step - 1) / step);
+  EXPECT_EQ(seen, std::multiset<int32_t>(keys.begin(), keys.end()));
+  // max_visit still ends a call after that many keys, and fn returning false
+  // ends it at once; the next call goes on from there.
+  cursor = 0;
+  size_t visits = 0;
+  EXPECT_TRUE(ft.scan(cursor, 3, n, [&](const FlowKey&, int32_t, const dp::FlowEntry&) {
+    ++visits;
+    return true;
+  }));
+  EXPECT_EQ(visits, 3u);
+  EXPECT_TRUE(ft.scan(cursor, 100, n, [&](const FlowKey&, int32_t, const dp::FlowEntry&) {
+    ++visits;
+    return false;
+  }));
+  EXPECT_EQ(visits, 4u);
+  EXPECT_FALSE(ft.scan(cursor, 100, n, [&](const FlowKey&, int32_t, const dp::FlowEntry&) {
+    ++visits;
+    return true;
+  }));
+  EXPECT_EQ(visits, keys.size());
+}
+
 TEST(FlowTableLimits, FullTableDropsNewFlowsButServesExistingOnes) {
   HarnessOptions o;
   o.flow_table_size = 64;

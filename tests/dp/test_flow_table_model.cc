@@ -285,7 +285,7 @@ TEST(FlowTableModel, TwoWorkersAndTheControlThreadAgainstAnOracle) {
       ++passes;
       if (passes % 16 == 0) {
         uint32_t cursor = 0;
-        ft.scan(cursor, 4096, [&](const FlowKey& k, int32_t pos, const dp::FlowEntry&) {
+        ft.scan(cursor, 4096, ft.slots(), [&](const FlowKey& k, int32_t pos, const dp::FlowEntry&) {
           FlowKey back;
           // A key may be deleted between the walk and keyAt, never replaced
           // by another: its slot is reused only after a grace period.

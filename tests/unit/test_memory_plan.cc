@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "control/memory_plan.h"
+#include "control/sync_sent_log.h"
 #include "dataplane/flow_table.h"
 #include "small_config.h"
 
@@ -28,6 +29,57 @@ TEST(MemoryPlan, FlowTableMatchesTheTable) {
       EXPECT_NEAR(double(flowTableIpv4Bytes(cap)) / cap, 1.1 * 68, 1) << cap;
     }
   }
+}
+
+// Issue 24 item 5: with fleet sync on, what it remembers per table position
+// (control/sync_sent_log.h: when each flow was last sent) is counted, as the
+// process memory FleetSync maps: 8 B per position, the IPv4 half apart.
+TEST(MemoryPlan, FleetSyncCountsItsSentLog) {
+  Config c = testing::smallConfig();
+  c.dataplane.flow_table_size = 1000000;
+  MemoryPlan without = planMemory(c, 0);
+  EXPECT_EQ(without.find("fleet sync"), nullptr) << "no sync, no sent log";
+  c.fleet.configured = true;
+  c.fleet.node_name = "gw-a";
+  c.fleet.sync_listen = "192.0.2.1:7400";
+  c.fleet.peers = {"192.0.2.2:7400"};
+  MemoryPlan p = planMemory(c, 0);
+  const MemoryPart* f = p.find("fleet sync");
+  ASSERT_NE(f, nullptr) << "--check-config does not count the sync's sent log";
+  EXPECT_FALSE(f->eal);
+  dp::FlowTable t("t", 1000000, nullptr, 0);
+  SentLog log(t.slots());
+  EXPECT_EQ(f->bytes, log.reservedBytes());
+  EXPECT_EQ(f->bytes, sentLogBytes(1000000));
+  EXPECT_LE(f->bytes, 8 * t.slots() + 4095) << "at most 8 B per table position";
+  EXPECT_EQ(sentLogIpv4Bytes(1000000), 8 * (t.slots() / 2));
+  EXPECT_EQ(p.processBytes(), without.processBytes() + f->bytes);
+  EXPECT_NE(formatPlan(p, EalBudget{}).find("fleet sync"), std::string::npos);
+}
+
+// The sent log's pages become resident only where written: positions of
+// the IPv4 half leave the IPv6 half (the second) untouched.
+TEST(MemoryPlan, TheSentLogIsResidentOnlyWhereWritten) {
+  const size_t n = 1u << 20;  // positions: 8 MiB mapped
+  SentLog log(n);
+  EXPECT_EQ(log.reservedBytes(), n * 8);
+  EXPECT_EQ(log.residentBytes(), 0u);
+  uint64_t at = 0;
+  uint16_t moves = 0;
+  EXPECT_FALSE(log.get(5, 1'000'000'000'000ULL, at, moves)) << "never sent";
+  log.mark(5, 1'000'000'000'000ULL, 3);
+  log.mark(n / 2 - 1, 1'000'000'000'000ULL, 0);
+  EXPECT_EQ(log.residentBytes(), 2 * 4096u);
+  EXPECT_EQ(log.residentBytes(n / 2), 0u) << "the IPv6 half";
+  ASSERT_TRUE(log.get(5, 1'000'500'000'000ULL, at, moves));
+  EXPECT_EQ(moves, 3);
+  EXPECT_LE(at, 1'000'000'000'000ULL);
+  EXPECT_GT(at + dp::kTickNs, 1'000'000'000'000ULL) << "the send's time, to its tick";
+  log.mark(n / 2, 1'000'000'000'000ULL, 0);
+  EXPECT_EQ(log.residentBytes(n / 2), 4096u);
+  // Beyond the horizon (12.4 days) a send reads as never: its tick may have wrapped.
+  uint64_t later = 1'000'000'000'000ULL + (uint64_t(SentLog::kHorizonTicks) << dp::kTickShift);
+  EXPECT_FALSE(log.get(5, later, at, moves));
 }
 
 TEST(MemoryPlan, MbufPoolBySizeAndMtu) {
