@@ -7,7 +7,11 @@ Fails, naming file and line, on:
   - a citation of DOMAIN.md (a rule book outside the repository: its rules
     are written in docs/product-rules.md);
   - "product-rules.md section N" where docs/product-rules.md has no "## N." heading;
-  - a Markdown link to product-rules.md#ANCHOR that matches no heading there.
+  - a Markdown link to product-rules.md#ANCHOR that matches no heading there;
+  - docs/PAGE.md "Section" (in a message, a comment or a page; the quotes
+    may be escaped, as in a C++ string) where PAGE has no heading that starts
+    with Section (backquotes aside): an error message once sent operators to
+    deploy.md "Hugepages", a section that does not exist (issue 24 item 14).
 Reads the repository's files only (tree_files.py: git's tracked files), never
 out/ or a build directory (issue 24 item 16).
 """
@@ -29,10 +33,30 @@ def anchor(h):  # GitHub's heading anchors
 
 
 anchors = {anchor(h) for h in headings}
+SECTION_REF = re.compile(r'docs/([A-Za-z0-9_.-]+\.md) \\?"([^"\\\n]+)\\?"')
+page_headings = {}
+
+
+def page_has(page, section):
+    if page not in page_headings:
+        path = os.path.join(root, "docs", page)
+        page_headings[page] = None
+        if os.path.isfile(path):
+            page_headings[page] = [l.lstrip("#").strip().replace("`", "")
+                                   for l in open(path, encoding="utf-8") if l.startswith("#")]
+    heads = page_headings[page]
+    if heads is None:
+        return f"docs/{page} does not exist"
+    want = section.replace("`", "")
+    if any(h.startswith(want) for h in heads):
+        return None
+    return f'docs/{page} has no section "{section}"'
+
+
 bad = []
 files = tree_files.source_files(root)
 for rel in files:
-    if rel == "tests/setup/doc_citations.py":
+    if rel in ("tests/setup/doc_citations.py", "tests/setup/tree_scan.py"):  # their own examples
         continue
     try:
         text = open(os.path.join(root, rel), encoding="utf-8").read()
@@ -48,6 +72,10 @@ for rel in files:
         for a in re.findall(r"product-rules\.md#([\w\-]+)", line):
             if a not in anchors:
                 bad.append(f"{rel}:{no}: product-rules.md has no heading #{a}")
+        for page, section in SECTION_REF.findall(line):
+            why = page_has(page, section)
+            if why:
+                bad.append(f"{rel}:{no}: {why}")
 for b in bad:
     print(b)
 print(f"doc_citations: {len(files)} files, {len(bad)} bad citation(s); product-rules.md sections {sorted(numbers)}")
