@@ -164,11 +164,21 @@ int exitStatusFor(const std::string& code) { return code == "not_found" ? kExitN
 int configCheck(const std::string& file, bool json, FILE* out, FILE* err) {
   ctl::Config cfg;
   std::vector<ctl::ConfigError> errors;
-  bool ok = ctl::loadConfigFile(file, cfg, errors);
+  // gwlbd's own checks (control/config.h): the file, its secret files, and
+  // the lcores its `eal` list gives for dataplane.workers.
+  bool ok = ctl::loadRunnableConfig(file, cfg, errors);
+  if (ok) {
+    std::string lcores = ctl::checkLcores(cfg, cfg.eal_args);
+    if (!lcores.empty()) errors.push_back({"dataplane.workers", lcores});
+    ok = errors.empty();
+  }
+  std::vector<ctl::ConfigError> warnings;
+  if (ok) warnings = ctl::configWarnings(cfg);
   if (json) {
-    Json e = Json::array();
+    Json e = Json::array(), w = Json::array();
     for (const auto& x : errors) e.push_back({{"path", x.path}, {"message", x.message}});
-    Json j = {{"file", file}, {"valid", ok}, {"errors", e}};
+    for (const auto& x : warnings) w.push_back({{"path", x.path}, {"message", x.message}});
+    Json j = {{"file", file}, {"valid", ok}, {"errors", e}, {"warnings", w}};
     if (ok) {
       size_t servers = 0;
       for (const auto& g : cfg.server_groups) servers += g.servers.size();
@@ -184,6 +194,7 @@ int configCheck(const std::string& file, bool json, FILE* out, FILE* err) {
     put(out, file + ": valid (" + std::to_string(cfg.server_groups.size()) + " server group" +
                  (cfg.server_groups.size() == 1 ? "" : "s") + ", " + std::to_string(servers) +
                  " server" + (servers == 1 ? "" : "s") + ")\n");
+    for (const auto& x : warnings) put(err, file + ": warning: " + x.path + ": " + x.message + "\n");
     return kExitOk;
   }
   put(err, file + ": invalid configuration (" + std::to_string(errors.size()) + " error" +

@@ -97,7 +97,13 @@ bool loadKey(const std::string& label, const std::string& v, KeyForm form, FlowH
   }
   int fd = ::open(v.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
-    error = label + ": cannot open '" + v + "': " + std::strerror(errno);
+    int err = errno;
+    struct stat lst {};
+    if (err == ELOOP && ::lstat(v.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode))
+      error = label + ": '" + v + "' is a symbolic link; a secret file must not be a symbolic "
+              "link (name the file itself)";
+    else
+      error = label + ": cannot open '" + v + "': " + std::strerror(err);
     return false;
   }
   struct stat st {};
@@ -163,6 +169,32 @@ bool loadHashKey(const Config& c, FlowHashKey& key, bool& configured, std::strin
     }
   }
   return true;
+}
+
+bool loadRunnableConfig(const std::string& path, Config& out, std::vector<ConfigError>& errors,
+                        FlowHashKey* key, bool* key_configured) {
+  if (!loadConfigFile(path, out, errors)) return false;
+  FlowHashKey k;
+  bool configured = false;
+  std::string err;
+  if (!loadHashKey(out, k, configured, err)) {
+    // loadKey's errors start with the key's path ("fleet.secret_file: ...").
+    size_t colon = err.find(": ");
+    if (colon == std::string::npos) errors.push_back({"", err});
+    else errors.push_back({err.substr(0, colon), err.substr(colon + 2)});
+    return false;
+  }
+  if (key) *key = k;
+  if (key_configured) *key_configured = configured;
+  return true;
+}
+
+std::string hashKeyRestartName(const Config& running) {
+  Config changed = running;
+  std::string& field = running.fleet.configured ? changed.fleet.secret : changed.node.flow_hash_secret;
+  field = field == "0" ? "1" : "0";  // any other value: only its name is wanted
+  std::vector<std::string> names = restartNeeded(running, changed);
+  return names.empty() ? "node.flow_hash_secret" : names.front();
 }
 
 }  // namespace gwlb::ctl

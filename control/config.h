@@ -278,6 +278,39 @@ bool loadFlowHashKey(const NodeConfig& n, FlowHashKey& key, bool& configured, st
 // when none is set (gwlbd then picks a random key). Never throws; reads files.
 bool loadHashKey(const Config& c, FlowHashKey& key, bool& configured, std::string& error);
 
+// What gwlbd refuses a file for before it runs it: loadConfigFile()'s errors,
+// then the flow hash key's (loadHashKey: a secret file that is missing, a
+// symbolic link, open to group or others, or not 32 hex digits; secrets that
+// hold different keys) as one error with its key path. gwlbd's start-up,
+// --check-config and reload, and `gwlbctl config check` all call it, so they
+// accept and refuse the same files. `key`/`key_configured` (optional) get
+// the key. Never throws but bad_alloc; reads files. Thread: any.
+bool loadRunnableConfig(const std::string& path, Config& out, std::vector<ConfigError>& errors,
+                        FlowHashKey* key = nullptr, bool* key_configured = nullptr);
+
+// The name restartNeeded() gives a change of `running`'s flow hash key ("fleet"
+// when a fleet section holds it): what a reload reports when the key read
+// from a secret file changed though the file's path did not.
+std::string hashKeyRestartName(const Config& running);
+
+// The lcores the EAL will have: counted from -l, --lcores or -c in `eal`
+// (the first of them), else the CPUs this process may run on (the EAL then
+// makes one lcore per CPU). 0 when an option cannot be read (the EAL judges
+// it). Thread: any.
+unsigned ealLcoreCount(const std::vector<std::string>& eal);
+
+// "" when the lcores `eal` gives (ealLcoreCount) can run dataplane.workers
+// (one each, plus the main lcore); else what to change. gwlbd's start-up
+// fails on it after the EAL starts; --check-config and `gwlbctl config check`
+// say it first.
+std::string checkLcores(const Config& c, const std::vector<std::string>& eal);
+
+// What a valid config most likely did not mean, each with its key path: a
+// server group no listener serves (without `listeners`, any but the first).
+// gwlbd logs them at start and on reload; --check-config and `gwlbctl config
+// check` print them (they do not make the file invalid). Thread: any.
+std::vector<ConfigError> configWarnings(const Config& c);
+
 // The config as YAML that parseConfig() reads back to the same Config (the
 // key table walked: every key, defaults included; sections and lists that
 // are absent or empty left out). Secrets written in the config (fleet.secret,

@@ -293,3 +293,25 @@ class Cross {
 void checkCrossFields(const Config& c, Report& r, UnknownNames unknown) { Cross(r, unknown).run(c); }
 
 }  // namespace gwlb::ctl::schema
+
+namespace gwlb::ctl {
+
+std::vector<ConfigError> configWarnings(const Config& c) {
+  std::vector<ConfigError> out;
+  std::set<std::string> served;
+  for (const ListenerConfig& l : c.listeners) served.insert(l.server_groups.begin(), l.server_groups.end());
+  for (size_t i = 0; i < c.server_groups.size(); ++i) {
+    const std::string& name = c.server_groups[i].name;
+    const std::string path = "server_groups[" + std::to_string(i) + "]";
+    if (c.listeners.empty() && i > 0)
+      out.push_back({path, "server group '" + name + "' receives no traffic: without `listeners` "
+                           "only the first group ('" + c.server_groups[0].name +
+                           "') is served; list the groups in a listener, or remove this one"});
+    else if (!c.listeners.empty() && !served.count(name))
+      out.push_back({path, "server group '" + name + "' is in no listener, so it receives no "
+                           "traffic; add it to a listener's server_groups, or remove it"});
+  }
+  return out;
+}
+
+}  // namespace gwlb::ctl

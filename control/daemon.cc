@@ -157,6 +157,16 @@ Daemon::~Daemon() {
 
 void Daemon::setupPorts() {
   n_ports_ = rte_eth_dev_count_avail();
+  // A --vdev whose driver refused it leaves no port but lets the EAL start:
+  // name it rather than run with the ports shifted (or report none at all).
+  std::vector<std::string> unstarted = dp::unstartedVdevs();
+  if (!unstarted.empty()) {
+    std::string list;
+    for (const std::string& d : unstarted) list += (list.empty() ? "" : ", ") + d;
+    throw std::runtime_error("device" + std::string(unstarted.size() > 1 ? "s" : "") +
+                             " given with --vdev did not start: " + list +
+                             " (the EAL's log says why)");
+  }
   if (n_ports_ == 0)
     throw std::runtime_error("no DPDK ports: give devices with --vdev (e.g. net_pcap0,...) or PCI");
   if (cfg().node.underlay_port >= n_ports_)
@@ -451,7 +461,9 @@ std::string Daemon::statusLine() const {
 void Daemon::reload() {
   // SIGHUP and the API's `reload` share one path; a bad file keeps the running config.
   sd_.notify("RELOADING=1\nSTATUS=reloading " + cfg().source_path + "\n");
+  reload_origin_ = "SIGHUP";
   nlohmann::json r = handleApi("reload", nlohmann::json::object());
+  reload_origin_ = "control API";
   sd_.notify("READY=1\nSTATUS=" + statusLine() +
              (r["ok"].get<bool>() ? "" : " (last reload failed: running config kept)") + "\n");
   // apiReload() logged the outcome (one line, and what changed).

@@ -182,6 +182,8 @@ class Daemon {
   uint64_t started_ns_ = 0;
   double started_at_ = 0;        // Unix time
   double config_loaded_at_ = 0;  // Unix time
+  // Who asked for the reload under way, for its log line: "SIGHUP" or "control API".
+  const char* reload_origin_ = "control API";
   // The config as its file said at the last start or reload: what the
   // running config differs from by the control API's changes (server add,
   // remove, set), which a reload reverts (docs/cli.md "Runtime changes").

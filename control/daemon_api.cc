@@ -3,6 +3,7 @@
 #include <rte_ethdev.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <set>
@@ -753,7 +754,11 @@ json Daemon::apiReload(const json& p) {
   if (cfg().source_path.empty()) badRequest("gwlbd was not started from a config file");
   Config next;
   std::vector<ConfigError> errors;
-  if (!loadConfigFile(cfg().source_path, next, errors)) {
+  // The secret files too, as at start-up: a reload must not accept a file
+  // the next restart would refuse.
+  FlowHashKey next_key;
+  bool next_keyed = false;
+  if (!loadRunnableConfig(cfg().source_path, next, errors, &next_key, &next_keyed)) {
     // The running config, snapshot, flows and counters stay as they are.
     // One line with every error; then each again at debug.
     std::string all;
@@ -784,10 +789,20 @@ json Daemon::apiReload(const json& p) {
   json changes = runtimeChanges(cfg(), next);
   // Keys a reload cannot apply keep their running value (control/config.h).
   json restart = holdRestartKeys(cfg(), next);
+  // A new key written to the same secret file changes no path: compare the
+  // keys (the running one is the process's; docs/config.md "Reloading").
+  if (next_keyed && !(next_key == flowHashKey())) {
+    std::string name = hashKeyRestartName(cfg());
+    if (std::find(restart.begin(), restart.end(), json(name)) == restart.end()) restart.push_back(name);
+  }
   json warnings = guardConfigChange(cfg(), lifecycle(), health_ ? health_->states() : HealthMap{},
                                     next, force, "reload of " + cfg().source_path);
   json r = applyConfig(std::move(next), "removed by reload");
   file_cfg_ = std::move(as_file);
+  for (const ConfigError& w : configWarnings(cfg())) {
+    spdlog::warn("reload of {}: {}: {}", cfg().source_path, w.path, w.message);
+    warnings.push_back(w.path + ": " + w.message);
+  }
   if (!warnings.empty()) r["warnings"] = warnings;
   config_loaded_at_ = unixNow();
   r["restart_needed"] = restart;
@@ -812,7 +827,7 @@ json Daemon::apiReload(const json& p) {
   }
   std::string later;
   for (const json& k : restart) later += (later.empty() ? "" : ", ") + k.get<std::string>();
-  spdlog::info("control API: reloaded {}: {}{}", cfg().source_path,
+  spdlog::info("{}: reloaded {}: {}{}", reload_origin_, cfg().source_path,
                what.empty() ? "no appliance changed" : what,
                later.empty() ? "" : "; at the next restart: " + later + " (changed, not applied)");
   return r;

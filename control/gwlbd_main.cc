@@ -59,20 +59,11 @@ void usage(FILE* f) {
 bool load(const std::string& path, ctl::Config& cfg, FlowHashKey* key = nullptr,
           bool* key_configured = nullptr) {
   std::vector<ctl::ConfigError> errors;
-  if (!ctl::loadConfigFile(path, cfg, errors)) {
+  if (!ctl::loadRunnableConfig(path, cfg, errors, key, key_configured)) {
     std::fprintf(stderr, "%s: invalid configuration (%zu error%s):\n%s", path.c_str(),
                  errors.size(), errors.size() == 1 ? "" : "s", ctl::formatErrors(errors).c_str());
     return false;
   }
-  FlowHashKey k;
-  bool configured = false;
-  std::string err;
-  if (!ctl::loadHashKey(cfg, k, configured, err)) {
-    std::fprintf(stderr, "%s: invalid configuration (1 error):\n  %s\n", path.c_str(), err.c_str());
-    return false;
-  }
-  if (key) *key = k;
-  if (key_configured) *key_configured = configured;
   return true;
 }
 
@@ -127,6 +118,12 @@ int main(int argc, char** argv) {
     if (!load(check, cfg)) return 2;
     std::vector<std::string> eal = cfg.eal_args;
     eal.insert(eal.end(), eal_extra.begin(), eal_extra.end());
+    std::string lcores = ctl::checkLcores(cfg, eal);
+    if (!lcores.empty()) {
+      std::fprintf(stderr, "%s: invalid configuration (1 error):\ndataplane.workers: %s\n",
+                   check.c_str(), lcores.c_str());
+      return 2;
+    }
     ctl::EalBudget budget = ctl::ealBudget(eal);
     ctl::MemoryPlan plan = ctl::planMemory(cfg, budget.pci_ports);
     std::string misfit = ctl::checkFits(plan, budget);
@@ -140,6 +137,8 @@ int main(int argc, char** argv) {
                 cfg.server_groups.size(), ctl::formatPlan(plan, budget).c_str());
     std::string warning = ctl::mbufWarning(cfg, budget.pci_ports);
     if (!warning.empty()) std::fprintf(stderr, "%s: warning: %s\n", check.c_str(), warning.c_str());
+    for (const ctl::ConfigError& w : ctl::configWarnings(cfg))
+      std::fprintf(stderr, "%s: warning: %s: %s\n", check.c_str(), w.path.c_str(), w.message.c_str());
     return 0;
   }
   if (config.empty()) {
@@ -177,6 +176,7 @@ int main(int argc, char** argv) {
     if (!misfit.empty()) spdlog::warn("{}", misfit);
     std::string warning = ctl::mbufWarning(cfg, budget.pci_ports);
     if (!warning.empty()) spdlog::warn("{}", warning);
+    for (const ctl::ConfigError& w : ctl::configWarnings(cfg)) spdlog::warn("{}: {}", w.path, w.message);
   }
   try {
     dp::initEal("gwlbd", eal);

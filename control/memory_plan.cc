@@ -275,7 +275,7 @@ EalBudget ealBudget(const std::vector<std::string>& eal, const std::string& huge
   if ((have_m || have_socket) && asked > free_bytes) {
     b.error = "eal: " + asked_text + " asks for " + mib(asked) + " of hugepages but " +
               mib(free_bytes) +
-              " are free: reserve more hugepages (docs/deploy.md \"Hugepages\"), lower it, or "
+              " are free: reserve more hugepages (docs/deploy.md \"Memory\"), lower it, or "
               "run without hugepages (--no-huge with -m)";
     return b;
   }
@@ -319,7 +319,7 @@ std::string checkFits(const MemoryPlan& plan, const EalBudget& budget) {
     return what + "set \"-m\", \"" + std::to_string(ceilMiB(need)) + "\" (or more) in eal:" + lower;
   uint64_t pages2m = (need + (2 * kMiB) - 1) / (2 * kMiB);
   return what + "reserve at least " + std::to_string(ceilMiB(need)) + " MiB of hugepages (e.g. " +
-         std::to_string(pages2m) + " pages of 2 MiB: docs/deploy.md \"Hugepages\")" + lower;
+         std::to_string(pages2m) + " pages of 2 MiB: docs/deploy.md \"Memory\")" + lower;
 }
 
 std::string mbufWarning(const Config& cfg, unsigned pci_ports) {

@@ -33,6 +33,34 @@ void initEal(const std::string& prog, const std::vector<std::string>& args) {
     throw std::runtime_error(std::string("rte_eal_init failed: ") + rte_strerror(rte_errno));
 }
 
+std::vector<std::string> unstartedVdevs() {
+  std::vector<std::string> out;
+  const rte_devargs* da = nullptr;
+  RTE_EAL_DEVARGS_FOREACH("vdev", da) {
+    uint16_t port = 0;
+    if (rte_eth_dev_get_port_by_name(da->name, &port) == 0) continue;
+    std::string what = da->name;
+    // Input files the pcap driver needs (a missing one is the usual mistake).
+    std::string args = da->args ? da->args : "";
+    size_t pos = 0;
+    while (pos < args.size()) {
+      size_t end = args.find(',', pos);
+      if (end == std::string::npos) end = args.size();
+      std::string kv = args.substr(pos, end - pos);
+      pos = end + 1;
+      for (const char* key : {"rx_pcap=", "rx_tx_pcap="}) {
+        if (kv.rfind(key, 0) != 0) continue;
+        std::string file = kv.substr(std::strlen(key));
+        if (::access(file.c_str(), R_OK) != 0)
+          what += " (" + std::string(key, std::strlen(key) - 1) + " file " + file + ": " +
+                  std::strerror(errno) + ")";
+      }
+    }
+    out.push_back(what);
+  }
+  return out;
+}
+
 rte_mempool* createMbufPool(const std::string& name, unsigned n, unsigned data_room) {
   rte_mempool* p = rte_pktmbuf_pool_create(name.c_str(), n, 256, 0,
                                            uint16_t(data_room + RTE_PKTMBUF_HEADROOM),

@@ -14,6 +14,11 @@ namespace gwlb::dp {
 
 // rte_eal_init with argv[0] = prog followed by args.
 void initEal(const std::string& prog, const std::vector<std::string>& args);
+// The devices given with --vdev that did not become an ethdev port (their
+// driver refused them at probe; the EAL logged its reason and went on), each
+// as its name plus what is visibly wrong with its arguments, e.g.
+// "net_pcap0 (rx_pcap file /x/a.pcap: No such file or directory)". Call after initEal.
+std::vector<std::string> unstartedVdevs();
 // Mbuf pool whose data room holds `data_room` bytes after RTE_PKTMBUF_HEADROOM.
 rte_mempool* createMbufPool(const std::string& name, unsigned n, unsigned data_room);
 // QSBR variable for up to max_threads reader threads.

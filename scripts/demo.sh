@@ -9,6 +9,9 @@
 #       a generated capture replayed through the real dataplane (gwlb-replay)
 #       with three reflecting appliances: per-appliance distribution, output captures
 set -euo pipefail
+# Only the programs the demo runs (about a third of the build; scripts/test.sh
+# builds the rest, the tests).
+GWLB_BUILD_TARGETS=(control/gwlbd cli/gwlbctl tools/gwlb-appliance tools/gwlb-replay)
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
 mode=lab keep=0 flows=300 workers=1 out="$GWLB_ROOT/out/demo"

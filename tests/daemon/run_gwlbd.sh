@@ -67,9 +67,9 @@ log_has() {  # log_has PATTERN MIN_COUNT: polls the log until PATTERN appears MI
   return 1
 }
 kill -HUP "$pid"
-log_has "control API: reloaded" 1 || { cat "$work/gwlbd.log"; echo "FAIL: SIGHUP did not reload"; exit 1; }
+log_has "SIGHUP: reloaded" 1 || { cat "$work/gwlbd.log"; echo "FAIL: SIGHUP did not reload"; exit 1; }
 # The reload says what it changed: the same file, so nothing (issue 18 item 8).
-grep -q "\[info\] control API: reloaded $work/gwlbd.yaml: no appliance changed$" "$work/gwlbd.log" ||
+grep -q "\[info\] SIGHUP: reloaded $work/gwlbd.yaml: no appliance changed$" "$work/gwlbd.log" ||
   { grep reloaded "$work/gwlbd.log"; echo "FAIL: the reload line does not say what changed"; exit 1; }
 n_stats=$(grep -c "\] stats: " "$work/gwlbd.log")
 kill -USR1 "$pid"

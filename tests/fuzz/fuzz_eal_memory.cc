@@ -1,5 +1,5 @@
 // Fuzz target 13: the EAL arguments and the memory plan of gwlbd
-// --check-config (control/memory_plan.cc): ealBudget over any argument list,
+// --check-config (control/memory_plan.cc) and its lcore count (eal_lcores.cc): ealBudget over any argument list,
 // planMemory over any dataplane sizes in their config ranges, then
 // checkFits, formatPlan, mbufWarning and allocationHint. Input: bytes 0-7
 // the sizes (workers 1..64, mbufs 1024..2^24, underlay MTU 576..9216, flow
@@ -12,7 +12,10 @@
 //  - --no-huge with neither -m nor --socket-mem gets DPDK's 64 MiB;
 //  - the EAL part holds the mbuf pool, which is mbufs x one object;
 //  - a --no-huge refusal names "-m", "N", and with exactly that -m the same
-//    plan fits (the advice is enough).
+//    plan fits (the advice is enough);
+//  - the lcore count of -l / --lcores / -c (control/eal_lcores.cc) is at most
+//    1024, and checkLcores refuses exactly when a counted number is below
+//    workers + 1, in one line.
 #include <string>
 #include <vector>
 
@@ -66,6 +69,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(enough.error.empty() && checkFits(p, enough).empty(), "-m %s (as advised) does not fit",
                n.c_str());
   }
+  unsigned lcores = ealLcoreCount(args);
+  std::string short_of = checkLcores(c, args);
+  FUZZ_CHECK(lcores <= 1024, "%u lcores", lcores);
+  FUZZ_CHECK(short_of.empty() == (lcores == 0 || lcores >= c.dataplane.workers + 1),
+             "%u lcores for %u workers: '%s'", lcores, c.dataplane.workers, short_of.c_str());
+  FUZZ_CHECK(short_of.find('\n') == std::string::npos, "a refusal of more than one line");
   FUZZ_CHECK(!formatPlan(p, b).empty(), "empty report");
   (void)mbufWarning(c, b.pci_ports);
   FUZZ_CHECK(!allocationHint(c, "mbuf pool").empty(), "empty hint");

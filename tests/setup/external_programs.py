@@ -31,6 +31,9 @@ import subprocess
 import sys
 import importlib.util
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tree_files  # noqa: E402  the repository's files, not out/ or build dirs
+
 SCANNED = ["tests", "bench", "scripts", "tools"]
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -484,11 +487,7 @@ def main():
     wanted = setup_packages(src)
     db, provides = installed_db()
     base = {p for p, (ess, prio, _) in db.items() if ess or prio == "required"}
-    files = []
-    for d in SCANNED:
-        for root, dirs, names in os.walk(os.path.join(src, d)):
-            dirs[:] = [x for x in dirs if x != "__pycache__"]
-            files += [os.path.relpath(os.path.join(root, n), src) for n in names]
+    files = tree_files.source_files(src, SCANNED)
     texts = {}
     for rel in sorted(files):
         if "/corpus/" in rel or "/regressions/" in rel:

@@ -13,9 +13,13 @@ not exist or does not cite that rule.
 
 Usage: check_concurrency_rules.py SOURCE_ROOT
 """
+import os
 import pathlib
 import re
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'setup'))
+import tree_files  # noqa: E402  the repository's files, not out/ or build dirs
 
 SECTION = "Flow entries: concurrency rules"
 DOC = "docs/architecture.md"
@@ -51,17 +55,16 @@ def rules_in_doc(root, errors):
 
 def citations(root, errors):
     cited = {}  # rule -> set of files citing it
-    for d in CODE_DIRS:
-        for p in sorted((root / d).rglob('*')):
-            if p.suffix not in ('.h', '.cc'):
-                continue
-            rel = str(p.relative_to(root))
-            for n, line in enumerate(p.read_text().split('\n'), 1):
-                for m in CITE.finditer(line):
-                    if m.group(2) != f'{DOC} "{SECTION}"':
-                        errors.append(f'{rel}:{n}: cites "{m.group(2)}", not {DOC} "{SECTION}"')
-                    for rule in re.findall(r'R\d+', m.group(1)):
-                        cited.setdefault(rule, set()).add(rel)
+    for rel in tree_files.source_files(str(root), CODE_DIRS):
+        p = root / rel
+        if p.suffix not in ('.h', '.cc'):
+            continue
+        for n, line in enumerate(p.read_text().split('\n'), 1):
+            for m in CITE.finditer(line):
+                if m.group(2) != f'{DOC} "{SECTION}"':
+                    errors.append(f'{rel}:{n}: cites "{m.group(2)}", not {DOC} "{SECTION}"')
+                for rule in re.findall(r'R\d+', m.group(1)):
+                    cited.setdefault(rule, set()).add(rel)
     return cited
 
 

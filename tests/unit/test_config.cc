@@ -1701,7 +1701,7 @@ TEST_F(FlowHashSecret, UnsafeOrBadFilesAreRefusedWithWhatToChange) {
       {write("short", "0011", 0600), "32 hexadecimal digits"},
       {write("empty", "", 0600), "32 hexadecimal digits"},
       {(dir_ / "missing").string(), "cannot open"},
-      {link, "cannot open"},  // O_NOFOLLOW: a symlink is not followed
+      {link, "is a symbolic link; a secret file must not be a symbolic link"},  // never followed
       {dir_.string(), "not a regular file"},
   };
   for (const Case& c : cases) {

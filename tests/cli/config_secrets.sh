@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# `gwlbctl config check`, `gwlbd --check-config` and gwlbd's reload judge a
+# file the same way (issue 24 item 12):
+#  1. the bad secret-file variants (mode 0644, a symbolic link, too short,
+#     missing, fleet.secret and a node.flow_hash_secret file holding different keys)
+#     and dataplane.workers beyond the lcores of `eal`: both checkers refuse
+#     each one (exit 2) with the same `key.path: message` line;
+#  2. a running gwlbd keyed from fleet.secret_file: a new key written to the
+#     same file is reported under restart_needed; the file made 0644, or
+#     removed, fails the reload (invalid_config) and the running config stays.
+#   config_secrets.sh GWLBD GWLBCTL SRCROOT WORKDIR
+set -euo pipefail
+gwlbd="$1" gwlbctl="$2" src="$3" work="$4"
+rm -rf "$work" && mkdir -p "$work"
+source "$src/tests/daemon/gwlbd_lib.sh"
+key_a=00112233445566778899aabbccddeeff
+key_b=ffeeddccbbaa99887766554433221100
+fail=0
+
+# config NAME NODE_EXTRA FLEET WORKERS LCORES: writes $work/NAME.yaml
+config() {
+  cat > "$work/$1.yaml" <<YAML
+node: { underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01, gateway_mac: 02:00:00:00:00:fe $2 }
+server_groups:
+  - name: firewalls
+    servers: [ { address: 192.0.2.10 }, { address: 192.0.2.11 } ]
+dataplane: { workers: $4, mbufs: 4096, flow_table_size: 4096 }
+control: { socket: $work/gwlbd.sock }
+$3
+eal: ["--no-huge", "--no-pci", "--no-shconf", "-m", "128", "--no-telemetry", "--lcores=$5",
+      "--log-level=*:warning", "--vdev", "net_null0,no-rx=1"]
+YAML
+}
+
+# agree NAME WANT: both checkers exit 2 and print the same error line, which matches WANT.
+agree() {
+  local name="$1" want="$2" rc_d=0 rc_c=0
+  "$gwlbd" --check-config "$work/$name.yaml" > "$work/$name.gwlbd" 2>&1 || rc_d=$?
+  "$gwlbctl" config check "$work/$name.yaml" > "$work/$name.gwlbctl" 2>&1 || rc_c=$?
+  local line_d line_c
+  line_d=$(grep -E -m1 -- "$want" "$work/$name.gwlbd" || true)
+  line_c=$(grep -E -m1 -- "$want" "$work/$name.gwlbctl" || true)
+  if [ "$rc_d" -ne 2 ] || [ "$rc_c" -ne 2 ] || [ -z "$line_d" ] || [ "$line_d" != "$line_c" ]; then
+    echo "FAIL $name: gwlbd --check-config exit $rc_d, gwlbctl config check exit $rc_c (want 2 and 2, one line matching '$want'):"
+    sed 's/^/  gwlbd:   /' "$work/$name.gwlbd"; sed 's/^/  gwlbctl: /' "$work/$name.gwlbctl"
+    fail=1
+  elif grep -q -e "$key_a" -e "$key_b" "$work/$name.gwlbd" "$work/$name.gwlbctl"; then
+    echo "FAIL $name: a key was printed"; fail=1
+  else
+    echo "ok   $name: both refuse it: $line_d"
+  fi
+}
+
+printf '%s\n' "$key_a" > "$work/good.key"; chmod 600 "$work/good.key"
+printf '%s\n' "$key_a" > "$work/open.key"; chmod 644 "$work/open.key"
+ln -s "$work/good.key" "$work/link.key"
+printf '%s\n' "${key_a:0:16}" > "$work/short.key"; chmod 600 "$work/short.key"
+
+config valid ", flow_hash_secret: $work/good.key" "" 1 "0@(0-1),1@(0-1)"
+rc=0; "$gwlbd" --check-config "$work/valid.yaml" > "$work/valid.gwlbd" 2>&1 || rc=$?
+rc2=0; "$gwlbctl" config check "$work/valid.yaml" > "$work/valid.gwlbctl" 2>&1 || rc2=$?
+if [ "$rc" -ne 0 ] || [ "$rc2" -ne 0 ]; then
+  echo "FAIL valid: exits $rc and $rc2, want 0"; cat "$work/valid.gwlbd" "$work/valid.gwlbctl"; fail=1
+else
+  echo "ok   valid: both accept it"
+fi
+
+config open ", flow_hash_secret: $work/open.key" "" 1 "0@(0-1),1@(0-1)"
+agree open "^node.flow_hash_secret: .*has mode 0644.*chmod 600"
+config link ", flow_hash_secret: $work/link.key" "" 1 "0@(0-1),1@(0-1)"
+agree link "^node.flow_hash_secret: .*must not be a symbolic link"
+config short ", flow_hash_secret: $work/short.key" "" 1 "0@(0-1),1@(0-1)"
+agree short "^node.flow_hash_secret: .*must hold 32 hexadecimal digits"
+config missing ", flow_hash_secret: $work/missing.key" "" 1 "0@(0-1),1@(0-1)"
+agree missing "^node.flow_hash_secret: cannot open .*No such file"
+config fleet_missing "" "fleet: { node_name: gw-1, secret_file: $work/missing.key }" 1 "0@(0-1),1@(0-1)"
+agree fleet_missing "^fleet.secret_file: cannot open .*No such file"
+# (Both inline the config itself compares them; with a file only the key loader can.)
+printf '%s\n' "$key_b" > "$work/other.key"; chmod 600 "$work/other.key"
+config differ ", flow_hash_secret: $work/other.key" "fleet: { node_name: gw-1, secret: $key_a }" 1 "0@(0-1),1@(0-1)"
+agree differ "^node.flow_hash_secret: holds another key than fleet.secret"
+config lcores "" "" 2 "0@(0-1),1@(0-1)"
+agree lcores "^dataplane.workers: 2 worker\(s\) need 3 lcores.*give 2"
+config lcores_l "" "" 3 "0-2"
+sed -i 's/"--lcores=0-2"/"-l", "0-2"/' "$work/lcores_l.yaml"
+agree lcores_l "^dataplane.workers: 3 worker\(s\) need 4 lcores.*give 3"
+
+# --- Reload: the key, not the path; the file checked as at start.
+printf '%s\n' "$key_a" > "$work/fleet.key"; chmod 600 "$work/fleet.key"
+config run "" "fleet: { node_name: gw-1, secret_file: $work/fleet.key }" 1 "0@(0-1),1@(0-1)"
+start_gwlbd "$gwlbd" "$work/run.yaml" "$work/gwlbd.log" "$work/gwlbd.sock"
+ctl() { "$gwlbctl" --socket "$work/gwlbd.sock" "$@"; }
+# reload_case NAME WANT_EXIT JQ-ish python check on the --json reply
+reload_case() {
+  local name="$1" want_rc="$2" check="$3" rc=0
+  ctl --json reload > "$work/$name.json" 2> "$work/$name.err" || rc=$?
+  if [ "$rc" -ne "$want_rc" ] || ! /usr/bin/python3 -c "
+import json, sys
+r = json.load(open(sys.argv[1]))
+sys.exit(0 if ($check) else 1)" "$work/$name.json"; then
+    echo "FAIL reload $name: exit $rc (want $want_rc), reply:"; cat "$work/$name.json" "$work/$name.err"; fail=1
+  else
+    echo "ok   reload $name: exit $rc: $(tr -d '\n' < "$work/$name.json" | cut -c1-160)"
+  fi
+}
+reload_case same 0 "r.get('restart_needed') == []"
+printf '%s\n' "$key_b" > "$work/fleet.key.new"; chmod 600 "$work/fleet.key.new"
+mv "$work/fleet.key.new" "$work/fleet.key"   # a new key at the same path
+reload_case new_key 0 "'fleet' in r.get('restart_needed', [])"
+chmod 644 "$work/fleet.key"
+reload_case mode_0644 2 "r['code'] == 'invalid_config' and any(d['path'] == 'fleet.secret_file' and 'chmod 600' in d['message'] for d in r['details'])"
+rm "$work/fleet.key"
+reload_case missing 2 "r['code'] == 'invalid_config' and any(d['path'] == 'fleet.secret_file' and 'cannot open' in d['message'] for d in r['details'])"
+printf '%s\n' "$key_a" > "$work/fleet.key"; chmod 600 "$work/fleet.key"
+reload_case restored 0 "r.get('restart_needed') == []"
+grep -q "reload of $work/run.yaml rejected; keeping the running config: 1 error: fleet.secret_file: " "$work/gwlbd.log" ||
+  { echo "FAIL: no rejection line in the log"; cat "$work/gwlbd.log"; fail=1; }
+stop_gwlbd || { echo "FAIL: gwlbd exit status $?"; cat "$work/gwlbd.log"; fail=1; }
+
+[ "$fail" -eq 0 ] && echo "config_secrets: all checks passed" || { echo "config_secrets: FAILED"; exit 1; }

@@ -1,0 +1,191 @@
+#!/usr/bin/python3
+"""What the docs quote is what the programs print, and the messages an
+operator meets say what is wrong (issue 24 item 14).
+
+  doc_messages.py SRCROOT GWLBD GWLBCTL WORKDIR
+
+Checks, each against a fresh run:
+  1. docs/deploy.md's --check-config line for examples/gwlbd.yaml with -m 256
+     is the line gwlbd prints, and each row of its table of worked examples
+     (EAL memory, 2 MiB pages, the flow table's IPv4 and whole size) is what
+     --check-config computes for the config the row describes;
+  2. `gwlbd --version` prints what docs/deploy.md says it prints;
+  3. a net_pcap device whose rx_pcap file is missing: gwlbd's start-up error
+     names the device and the file (it said "no DPDK ports: give devices
+     with --vdev", though a vdev was given);
+  4. a server group no listener serves: gwlbd --check-config and gwlbctl
+     config check accept the file with a warning naming the group;
+  5. the README's gwlbctl line names every command `gwlbctl --help` lists;
+  6. docs, examples and the README run the repository's Python tools
+     directly (their #! line picks /usr/bin/python3, which has scapy), never
+     as `python3 tools/...` (another python3 on PATH may lack scapy).
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+src, gwlbd, gwlbctl, work = (os.path.abspath(a) for a in sys.argv[1:5])
+sys.path.insert(0, os.path.join(src, "tests/setup"))
+import tree_files  # noqa: E402
+
+shutil.rmtree(work, ignore_errors=True)
+os.makedirs(work)
+failures = []
+
+
+def check(cond, what, detail=""):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        if detail:
+            print("  " + detail.replace("\n", "\n  "))
+        failures.append(what)
+
+
+def run(args, cwd=work, timeout=60):
+    r = subprocess.run(args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=timeout)
+    return r.returncode, r.stdout, r.stderr
+
+
+def read(rel):
+    return open(os.path.join(src, rel), encoding="utf-8").read()
+
+
+deploy = read("docs/deploy.md")
+
+# 1. The memory figures quoted for examples/gwlbd.yaml.
+example = read("examples/gwlbd.yaml")
+small = example.replace('"-m", "1024"', '"-m", "256"')
+check(small != example, 'examples/gwlbd.yaml has "-m", "1024" (the case the doc quotes)')
+with open(os.path.join(work, "gwlbd.yaml"), "w") as f:
+    f.write(small)
+rc, out, err = run([gwlbd, "--check-config", "gwlbd.yaml"])
+line = err.strip().splitlines()[-1] if err.strip() else ""
+check(rc == 2 and line.startswith("gwlbd.yaml: EAL memory:"),
+      "--check-config with -m 256 fails on the EAL memory", f"exit {rc}: {err}")
+check(("    " + line + "\n") in deploy, "docs/deploy.md quotes that line as gwlbd prints it",
+      f"gwlbd prints:\n{line}\ndeploy.md has:\n" +
+      "\n".join(l for l in deploy.splitlines() if "EAL memory: the config needs" in l))
+# The other worked examples: the configs their rows describe, two PCI ports.
+ROWS = {  # row start -> flow_table_size, workers, mbufs, underlay MTU
+    "| `examples/gwlbd.yaml` as shipped": None,
+    "| 1 M flows, 4 workers, 65,535 mbufs, MTU 1500 ": (1048576, 4, 65535, 1500),
+    "| 10 M flows, 8 workers, 262,143 mbufs, MTU 1500 ": (10485760, 8, 262143, 1500),
+    "| 10 M flows, 8 workers, 262,143 mbufs, MTU 9000 ": (10485760, 8, 262143, 9000),
+}
+
+
+def same(doc_number, value):
+    """A figure as the doc writes it ("2,367", "160.5") against the computed MiB."""
+    text = doc_number.replace(",", "")
+    return text == (f"{value:.1f}" if "." in text else str(round(value)))
+
+
+for start, spec in ROWS.items():
+    row = next((l for l in deploy.splitlines() if l.startswith(start)), "")
+    if spec is None:
+        path = os.path.join(src, "examples/gwlbd.yaml")
+    else:
+        flows, workers, mbufs, mtu = spec
+        path = os.path.join(work, f"row{flows}-{mtu}.yaml")
+        with open(path, "w") as f:
+            f.write(f"""node: {{ underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01, underlay_mtu: {mtu} }}
+server_groups: [ {{ name: g, servers: [ {{ address: 10.0.0.1 }} ] }} ]
+dataplane: {{ workers: {workers}, mbufs: {mbufs}, flow_table_size: {flows} }}
+eal: ["-l", "0-{workers}", "--no-huge", "-m", "100000", "-a", "0000:3b:00.0", "-a", "0000:3b:00.1"]
+""")
+    rc, out, err = run([gwlbd, "--check-config", path])
+    need = re.search(r"EAL memory needed: ([\d.]+) MiB", out)
+    ft = re.search(r"flow table +([\d.]+) MiB .*: ([\d.]+) MiB for IPv4 flows", out)
+    cells = [c.strip() for c in row.split("|")[1:-1]]
+    if rc != 0 or not need or not ft or len(cells) != 3:
+        check(False, f"deploy.md row '{start.strip('| ')}': computed", f"exit {rc}: {out}{err}\nrow: {row}")
+        continue
+    eal, total, v4 = float(need.group(1)), float(ft.group(1)), float(ft.group(2))
+    m_eal = re.match(r"([\d,.]+) MiB", cells[1])
+    m_proc = re.match(r"(?:as above|([\d,.]+) MiB IPv4 \(([\d,.]+) MiB)", cells[2])
+    pages = re.search(r"or (\d+) × 2 MiB", cells[1])
+    ok = (m_eal and same(m_eal.group(1), eal) and m_proc
+          and (m_proc.group(1) is None or (same(m_proc.group(1), v4) and same(m_proc.group(2), total)))
+          and (not pages or int(pages.group(1)) == -(-int(eal * 10) // 20)))
+    check(ok, f"deploy.md row '{start.strip('| ')}': EAL {eal} MiB, flow table {v4} MiB IPv4, "
+              f"{total} MiB in all, as --check-config computes", f"row: {row}")
+
+# 2. --version as the doc says.
+rc, out, err = run([gwlbd, "--version"])
+shown = re.sub(r"\(git [^)]*\)", "(git DESCRIBE)", out.strip())
+check(rc == 0 and f"`{shown}`" in deploy, f"docs/deploy.md shows `gwlbd --version`'s form ({shown})",
+      "\n".join(l for l in deploy.splitlines() if "--version" in l))
+
+# 3. A net_pcap port whose input file does not exist.
+missing = os.path.join(work, "missing.pcap")
+cfg = os.path.join(work, "nopcap.yaml")
+with open(cfg, "w") as f:
+    f.write(f"""node: {{ underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01, gateway_mac: 02:00:00:00:00:fe }}
+server_groups:
+  - name: firewalls
+    servers: [ {{ address: 192.0.2.10 }} ]
+dataplane: {{ workers: 1, mbufs: 4096, flow_table_size: 4096 }}
+control: {{ socket: {work}/gwlbd.sock }}
+eal: ["--no-huge", "--no-pci", "--no-shconf", "-m", "128", "--no-telemetry", "--lcores=0@(0-1),1@(0-1)",
+      "--vdev", "net_pcap0,rx_pcap={missing},tx_pcap={work}/out.pcap"]
+""")
+rc, out, err = run([gwlbd, "--config", cfg])
+log = out + err
+want = f"net_pcap0 (rx_pcap file {missing}: No such file or directory)"
+check(rc == 1 and want in log and "no DPDK ports" not in log,
+      "a missing rx_pcap file: start-up fails naming the device and the file", f"exit {rc}:\n{log}")
+
+# 4. A server group in no listener: valid, with a warning.
+with open(os.path.join(work, "unserved.yaml"), "w") as f:
+    f.write("""node: { underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01 }
+server_groups:
+  - { name: east, servers: [ { address: 192.0.2.10 } ] }
+  - { name: spare, servers: [ { address: 192.0.2.20 } ] }
+listeners:
+  - { name: inspect, server_groups: [east] }
+eal: ["--no-huge", "--no-pci", "--lcores=0@(0-1),1@(0-1)", "-m", "128"]
+""")
+warning = "warning: server_groups[1]: server group 'spare' is in no listener"
+for prog, args in (("gwlbd --check-config", [gwlbd, "--check-config", "unserved.yaml"]),
+                   ("gwlbctl config check", [gwlbctl, "config", "check", "unserved.yaml"])):
+    rc, out, err = run(args)
+    check(rc == 0 and warning in err, f"{prog}: a group in no listener is valid, with a warning",
+          f"exit {rc}:\n{out}{err}")
+
+# 5. The README's gwlbctl line.
+rc, out, err = run([gwlbctl, "--help"])
+commands = set()
+for l in out.splitlines():
+    m = re.match(r"^  ([a-z][a-z-]*(?: [a-z]+)?)\s", l)
+    if m and m.group(1) != "help":
+        commands.add(m.group(1))
+readme_line = next((l for l in read("README.md").splitlines() if "build/cli/gwlbctl" in l), "")
+missing_cmds = sorted(c for c in commands  # "`server add/remove/...`", "`fleet` (`show`/...)"
+                      if f"`{c.split()[0]}" not in readme_line
+                      or any(w not in readme_line for w in c.split()[1:]))
+check(len(commands) >= 10 and not missing_cmds,
+      f"README's gwlbctl line names all {len(commands)} commands of gwlbctl --help",
+      f"missing: {missing_cmds}\n{readme_line}")
+
+# 6. Python tools run directly.
+PY_CALL = re.compile(r"(?:/usr/bin/)?python3\s+((?:tools|tests)/[\w/.-]+\.py)")
+RUN_LINE = re.compile(r"^\s*(?:#\s*)?(?:\$\s+)?((?:tools|tests)/[\w/.-]+\.py)\b")
+for rel in tree_files.source_files(src):
+    if not (rel.endswith(".md") or rel.startswith("examples/")):
+        continue
+    for no, l in enumerate(read(rel).splitlines(), 1):
+        for script in PY_CALL.findall(l):
+            check(False, f"{rel}:{no}: run {script} directly, not through python3 "
+                         "(its #! line picks /usr/bin/python3)")
+        m = RUN_LINE.match(l)
+        if m:
+            path = os.path.join(src, m.group(1))
+            ok = (os.path.isfile(path) and os.access(path, os.X_OK)
+                  and open(path).readline().startswith("#!/usr/bin/python3"))
+            check(ok, f"{rel}:{no}: {m.group(1)} is run directly: executable, #!/usr/bin/python3")
+
+print(f"doc_messages: {len(failures)} failure(s)")
+sys.exit(1 if failures else 0)

@@ -1,0 +1,147 @@
+// What gwlbd checks in a file beyond its keys, shared by gwlbd (start-up,
+// --check-config, reload) and `gwlbctl config check` (issue 24 items 12, 14):
+// the secret files as errors with their key path, the key's name under
+// restart_needed, the lcores the EAL arguments give, and the warnings.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "control/config.h"
+
+namespace gwlb::ctl {
+namespace {
+
+const std::string kBase =
+    "node: { underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01 }\n"
+    "server_groups: [ { name: g, servers: [ { address: 10.0.0.1 } ] } ]\n";
+
+class RunnableConfig : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("gwlb-runnable-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& text, mode_t mode = 0600) {
+    std::string p = (dir_ / name).string();
+    { std::ofstream(p) << text; }
+    ::chmod(p.c_str(), mode);
+    return p;
+  }
+  std::filesystem::path dir_;
+};
+
+// loadConfigFile() alone accepted these; gwlbd's start-up refused them.
+TEST_F(RunnableConfig, SecretFilesAreCheckedAsGwlbdChecksThem) {
+  const std::string digits = "00112233445566778899aabbccddeeff";
+  std::string good = write("good.key", digits);
+  std::string open = write("open.key", digits, 0644);
+  std::string link = (dir_ / "link.key").string();
+  std::filesystem::create_symlink(good, link);
+  struct Case {
+    std::string extra, path, needle;
+  };
+  const std::vector<Case> cases = {
+      {"fleet: { node_name: gw-1, secret_file: " + open + " }\n", "fleet.secret_file", "chmod 600"},
+      {"fleet: { node_name: gw-1, secret_file: " + link + " }\n", "fleet.secret_file",
+       "must not be a symbolic link"},
+      {"fleet: { node_name: gw-1, secret_file: " + write("short.key", "0011") + " }\n",
+       "fleet.secret_file", "32 hexadecimal digits"},
+      {"fleet: { node_name: gw-1, secret_file: " + (dir_ / "none.key").string() + " }\n",
+       "fleet.secret_file", "cannot open"},
+      {"fleet: { node_name: gw-1, secret: " + digits + ", secret_file: " +
+           write("other.key", "ffeeddccbbaa99887766554433221100") + " }\n",
+       "fleet.secret_file", "holds another key than fleet.secret"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.extra);
+    std::string file = write("gwlbd.yaml", kBase + c.extra);
+    Config cfg;
+    std::vector<ConfigError> errors;
+    EXPECT_TRUE(loadConfigFile(file, cfg, errors)) << "the keys alone are valid";
+    errors.clear();
+    EXPECT_FALSE(loadRunnableConfig(file, cfg, errors));
+    ASSERT_EQ(errors.size(), 1u) << formatErrors(errors);
+    EXPECT_EQ(errors[0].path, c.path);
+    EXPECT_NE(errors[0].message.find(c.needle), std::string::npos) << errors[0].message;
+    EXPECT_EQ(errors[0].message.find(digits), std::string::npos) << "never the key";
+  }
+  std::string file = write("gwlbd.yaml", kBase + "fleet: { node_name: gw-1, secret_file: " + good + " }\n");
+  Config cfg;
+  std::vector<ConfigError> errors;
+  FlowHashKey key;
+  bool keyed = false;
+  ASSERT_TRUE(loadRunnableConfig(file, cfg, errors, &key, &keyed)) << formatErrors(errors);
+  EXPECT_TRUE(keyed);
+  EXPECT_EQ(key, (FlowHashKey{0x0011223344556677ULL, 0x8899aabbccddeeffULL}));
+}
+
+// A new key at the same path is reported under the name a changed path gets.
+TEST(ConfigChecks, TheHashKeyIsNamedAsRestartNeededNamesIt) {
+  Config c;
+  EXPECT_EQ(hashKeyRestartName(c), "node.flow_hash_secret");
+  c.fleet.configured = true;
+  c.fleet.node_name = "gw-1";
+  c.fleet.secret_file = "/etc/gwlb/fleet.key";
+  EXPECT_EQ(hashKeyRestartName(c), "fleet");
+}
+
+TEST(ConfigChecks, LcoresCountedAsTheEalCountsThem) {
+  EXPECT_EQ(ealLcoreCount({"-l", "0-2"}), 3u);
+  EXPECT_EQ(ealLcoreCount({"-l0-3,6"}), 5u);
+  EXPECT_EQ(ealLcoreCount({"--lcores=0@(0-1),1@(0-1),2@(0-1)"}), 3u);
+  EXPECT_EQ(ealLcoreCount({"--lcores", "(0-3)@0,4"}), 5u);
+  EXPECT_EQ(ealLcoreCount({"--lcores=1,2@3,(4,5)@(6-7)"}), 4u);
+  EXPECT_EQ(ealLcoreCount({"-c", "0x7"}), 3u);
+  EXPECT_EQ(ealLcoreCount({"-cf0"}), 4u);
+  EXPECT_EQ(ealLcoreCount({"--no-huge", "-m", "64", "-l", "2", "--log-level=*:warning"}), 1u);
+  // Not readable: the EAL judges them.
+  EXPECT_EQ(ealLcoreCount({"-l", "3-1"}), 0u);
+  EXPECT_EQ(ealLcoreCount({"-l", "x"}), 0u);
+  EXPECT_EQ(ealLcoreCount({"--lcores=(0-1"}), 0u);
+  EXPECT_EQ(ealLcoreCount({"-l", "0-99999"}), 0u);
+  // None given: one lcore per CPU this process may run on.
+  unsigned cpus = ealLcoreCount({"--no-huge"});
+  EXPECT_GE(cpus, 1u);
+
+  Config c;
+  c.dataplane.workers = 2;
+  EXPECT_EQ(checkLcores(c, {"-l", "0-2"}), "");
+  std::string e = checkLcores(c, {"--lcores=0@(0-1),1@(0-1)"});
+  EXPECT_NE(e.find("2 worker(s) need 3 lcores"), std::string::npos) << e;
+  EXPECT_NE(e.find("give 2"), std::string::npos) << e;
+  c.dataplane.workers = cpus;  // needs cpus + 1 without an option
+  e = checkLcores(c, {"--no-huge"});
+  EXPECT_NE(e.find("no -l or --lcores"), std::string::npos) << e;
+  EXPECT_EQ(checkLcores(c, {"-l", "x"}), "") << "unreadable: left to the EAL";
+}
+
+TEST(ConfigChecks, AServerGroupNoListenerServesIsAWarning) {
+  const std::string groups =
+      "node: { underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01 }\n"
+      "server_groups:\n"
+      "  - { name: east, servers: [ { address: 10.0.0.1 } ] }\n"
+      "  - { name: west, servers: [ { address: 10.0.0.2 } ] }\n"
+      "  - { name: spare, servers: [ { address: 10.0.0.3 } ] }\n";
+  Config c;
+  std::vector<ConfigError> errors;
+  ASSERT_TRUE(parseConfig(groups + "listeners: [ { name: l, server_groups: [east, west] } ]\n", c, errors))
+      << formatErrors(errors);
+  std::vector<ConfigError> w = configWarnings(c);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].path, "server_groups[2]");
+  EXPECT_NE(w[0].message.find("'spare' is in no listener"), std::string::npos) << w[0].message;
+  ASSERT_TRUE(parseConfig(groups, c, errors)) << formatErrors(errors);
+  w = configWarnings(c);
+  ASSERT_EQ(w.size(), 2u) << "without listeners only the first group is served";
+  EXPECT_EQ(w[0].path, "server_groups[1]");
+  EXPECT_NE(w[0].message.find("only the first group ('east')"), std::string::npos) << w[0].message;
+  ASSERT_TRUE(parseConfig(kBase, c, errors)) << formatErrors(errors);
+  EXPECT_TRUE(configWarnings(c).empty());
+}
+
+}  // namespace
+}  // namespace gwlb::ctl
