@@ -37,7 +37,7 @@ fleet_write_config() {  # fleet_write_config K
 node: { underlay_ip: $(gw_ip "$k"), underlay_mac: $(gw_ul_mac "$k"), underlay_port: 1,
         underlay_mtu: $APP_MTU, exception_path: { enabled: true, name_prefix: gwlb },
         idle_sleep_us: ${LAB_IDLE_SLEEP_US:-200} }
-$(appliance_groups_yaml)
+$(appliance_groups_yaml "$(probe_keys mgmt "$(gw_mgmt_ip "$k")")")
 dataplane: { workers: 1, mbufs: 16384, flow_table_size: 16384 }
 control: { socket: $D/gw$k/gwlbd.sock }
 fleet:
