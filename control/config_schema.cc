@@ -256,10 +256,11 @@ void checkTapPrefix(const void* v, const std::string& path, Report& r) {
 }
 
 // A Linux interface name (dev_valid_name): 1..15 bytes, no '/', ':' or
-// white space, not "." or "..".
+// white space, not "." or ".."; "" is none (health_check.interface: the data path).
 void checkInterfaceName(const void* v, const std::string& path, Report& r) {
   const std::string& s = as<std::string>(v);
-  bool ok = !s.empty() && s.size() <= 15 && s != "." && s != ".." &&
+  if (s.empty()) return;
+  bool ok = s.size() <= 15 && s != "." && s != ".." &&
             std::none_of(s.begin(), s.end(), [](char ch) {
               return ch == '/' || ch == ':' || std::isspace(static_cast<unsigned char>(ch)) ||
                      static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f;
@@ -467,7 +468,8 @@ const Key kHealthKeys[] = {
      .doc = "Management path: probes leave by this kernel interface (or VRF device) only; "
             "absent: the data path ([deploy.md](deploy.md#where-probes-travel)).",
      .what = "an interface name", .check = checkInterfaceName,
-     .range_doc = "1..15 bytes, no `/`, space or `:`, not `.` or `..`", .default_doc = "the data path"},
+     .range_doc = "1..15 bytes, no `/`, space or `:`, not `.` or `..`; empty: none",
+     .default_doc = "none: the data path"},
     {.name = "source", .kind = Kind::kIpv4, .acc = member<&HealthCheckConfig::source>(),
      .doc = "Management path: probes come from this local address (needs `interface`).",
      .what = "an IPv4 address of this host", .default_doc = "data path: `node.underlay_ip`"},

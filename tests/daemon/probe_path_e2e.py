@@ -133,7 +133,7 @@ try:
     assert not r["ok"] and "no interface pp-missing" in r["error"]["details"][0]["message"], r
     print(f"   reload to a missing interface refused: {r['error']['details'][0]['message']}")
     assert state()["check"]["probe_path"] == "data"
-    # Up, it is a path: the probes leave by it only (a dummy: nothing answers).
+    # Up, it is a path: the probes leave by it only (its veth peer is down: nothing answers).
     gw("ip", "link", "set", "pp-mgmt", "up")
     r = reload_to("mgmt")
     assert r["ok"], r

@@ -30,7 +30,7 @@ done
 # gwlbd's port (pp-port) to the appliance; the kernel's decoy route (pp-dec).
 ip -n "$gw" link add pp-port type veth peer name eth0 netns "$app" address 02:00:00:00:00:11
 ip -n "$gw" link add pp-dec type veth peer name eth0 netns "$decoy" address 02:00:00:00:00:22
-ip -n "$gw" link add pp-mgmt type dummy
+ip -n "$gw" link add pp-mgmt type veth peer name pp-mgmt-peer  # the peer stays down: nothing answers
 ip -n "$gw" addr add 10.88.0.2/24 dev pp-dec
 ip -n "$gw" addr add 10.99.0.1/24 dev pp-mgmt
 for l in pp-port pp-dec; do ip -n "$gw" link set "$l" up; done

@@ -79,7 +79,7 @@ TEST(ProbePath, SourceOnTheDataPathMustBeTheUnderlayAddress) {
 }
 
 TEST(ProbePath, InterfaceNamesAreChecked) {
-  for (const char* bad : {"\"\"", "a/b", "\"with space\"", "toolonginterface", "..", "\"eth0:1\""}) {
+  for (const char* bad : {"a/b", "\"with space\"", "toolonginterface", "..", "\"eth0:1\""}) {
     Config c;
     std::vector<ConfigError> errors;
     EXPECT_FALSE(parseConfig(file("", std::string(", interface: ") + bad), c, errors)) << bad;
