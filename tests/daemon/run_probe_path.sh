@@ -34,6 +34,13 @@ ip -n "$gw" link add pp-mgmt type veth peer name pp-mgmt-peer  # the peer stays 
 ip -n "$gw" addr add 10.88.0.2/24 dev pp-dec
 ip -n "$gw" addr add 10.99.0.1/24 dev pp-mgmt
 for l in pp-port pp-dec; do ip -n "$gw" link set "$l" up; done
+# No checksum offload on the appliance's veth: net_af_packet must see (and the
+# gateway's kernel get) frames with real checksums, as from a NIC.
+ip netns exec "$app" ethtool -K eth0 tx off rx off >/dev/null
+ip netns exec "$gw" ethtool -K pp-port tx off rx off >/dev/null
+# The kernel still sees a net_af_packet port: it must not answer ARP there for
+# the underlay address gwlbd puts on its tap (gwlbd answers it itself).
+ip netns exec "$gw" sysctl -qw net.ipv4.conf.all.arp_ignore=1
 for n in "$app" "$decoy"; do
   ip -n "$n" addr add 10.88.0.11/24 dev eth0
   ip -n "$n" link set eth0 up
