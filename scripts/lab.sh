@@ -48,6 +48,7 @@ SERVER_IP=10.77.2.2 SERVER_GW=10.77.2.1
 ROUTER_GW_IP=10.77.0.1 GW_NEXTHOP=10.77.0.2           # the gateway as the router sees it
 ROUTER_GW_MAC=02:77:00:00:00:01 GW_RT_MAC=02:77:00:00:00:02
 UNDERLAY_IP=10.77.9.1 UNDERLAY_MAC=02:77:00:00:09:01  # gwlbd's appliance-side port
+GW_APP_KERNEL_MAC=02:77:00:00:09:f1                   # the veth under it, as the kernel knows it
 MGMT_IP=10.77.9.2                                     # gateway kernel on the appliance bridge
 PROBES="${LAB_PROBES:-data}"                          # data: through gwlbd's port; mgmt: br-app
 case "$PROBES" in data|mgmt) ;; *) echo "lab: LAB_PROBES must be data or mgmt, not '$PROBES'" >&2; exit 2 ;; esac
@@ -307,7 +308,10 @@ lab_up() {
   nx gw ip link add br-app type bridge
   nx gw ip link set br-app mtu "$APP_MTU"
   nx gw sysctl -qw net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.default.arp_ignore=1 >/dev/null
-  nx gw ip link add gw-app address "$UNDERLAY_MAC" mtu "$APP_MTU" type veth peer name gw-app-br mtu "$APP_MTU"
+  # gw-app's own (kernel) MAC is not gwlbd's: like a NIC bound to vfio-pci, the
+  # gateway's kernel never takes gwlbd's frames as its own (the underlay
+  # address is local, on gwlbd's tap gwlb1, for the probes).
+  nx gw ip link add gw-app address "$GW_APP_KERNEL_MAC" mtu "$APP_MTU" type veth peer name gw-app-br mtu "$APP_MTU"
   nx gw ip link set gw-app-br master br-app
   for i in 1 2; do
     ip link add "a$i-br" netns "$(ns gw)" mtu "$APP_MTU" type veth \
