@@ -207,8 +207,10 @@ std::vector<ConfigError> probePathErrors(const Config& c) {
   return errors;
 }
 
-KernelRoute kernelRoute(const IpAddr& dst, const std::string& device,
-                        const std::optional<IpAddr>& source) {
+namespace {
+
+KernelRoute routeOn(RouteSocket& nl, const IpAddr& dst, const std::string& device,
+                    const std::optional<IpAddr>& source) {
   KernelRoute r;
   if (!dst.isV4() || (source && !source->isV4())) {
     r.error = "IPv4 only";
@@ -222,7 +224,6 @@ KernelRoute kernelRoute(const IpAddr& dst, const std::string& device,
       return r;
     }
   }
-  RouteSocket nl;
   rtmsg rt{};
   rt.rtm_family = AF_INET;
   rt.rtm_dst_len = 32;
@@ -255,6 +256,14 @@ KernelRoute kernelRoute(const IpAddr& dst, const std::string& device,
   return r;
 }
 
+}  // namespace
+
+KernelRoute kernelRoute(const IpAddr& dst, const std::string& device,
+                        const std::optional<IpAddr>& source) {
+  RouteSocket nl;
+  return routeOn(nl, dst, device, source);
+}
+
 std::vector<ConfigError> probeRouteErrors(const Config& c) {
   std::vector<ConfigError> errors;
   // Answers to data-path probes arrive on the tap; reverse-path filtering
@@ -262,11 +271,12 @@ std::vector<ConfigError> probeRouteErrors(const Config& c) {
   // and the tap's setting: 1 strict, 2 loose).
   const std::string tap = applianceTap(c.node);
   const int rp = std::max(rpFilter("all"), rpFilter(tap));
+  RouteSocket nl;  // one socket for every lookup: this runs before each config change
   for (const Probed& p : probedGroups(c)) {
     if (p.path.kind == ProbePath::Kind::kUnbound) continue;  // probePathErrors' to report
     const std::string at = "server_groups[" + std::to_string(p.index) + "].health_check";
     for (const ServerConfig& sc : p.group->servers) {
-      KernelRoute r = kernelRoute(sc.address, p.path.device, p.path.source);
+      KernelRoute r = routeOn(nl, sc.address, p.path.device, p.path.source);
       const std::string head = "appliance " + sc.address.str() + " (" + p.group->name + "): ";
       if (!r.ok) {
         errors.push_back({at, head + "no route for its probes on the " + p.path.describe() + ": " + r.error});
@@ -278,7 +288,7 @@ std::vector<ConfigError> probeRouteErrors(const Config& c) {
         continue;
       }
       if (p.path.kind != ProbePath::Kind::kData || rp <= 0) continue;
-      KernelRoute back = kernelRoute(sc.address, "", std::nullopt);
+      KernelRoute back = routeOn(nl, sc.address, "", std::nullopt);
       if (rp == 1 && (!back.ok || back.out != tap))
         errors.push_back({at, head + "strict reverse-path filtering (net.ipv4.conf.all.rp_filter = 1) "
                                 "drops its answers on " + tap + ": the host routes " +
