@@ -1023,7 +1023,7 @@ server_groups:
     servers: [ { address: 192.0.2.10, weight: 100, mac: 02:00:00:00:00:10 }, { address: 192.0.2.11 } ]
     health_check: { enabled: true, protocol: https, port: 443, path: /health, domain: fw.example,
                     http_codes: [http_2xx, 200-299], interval: 2s, timeout: 1s, healthy_threshold: 3,
-                    unhealthy_threshold: 3, source: 192.0.2.1, verify: true, ca_file: /etc/ca.pem,
+                    unhealthy_threshold: 3, interface: mgmt0, source: 192.0.2.1, verify: true, ca_file: /etc/ca.pem,
                     jitter: true }
     when_all_unhealthy: fail_open
     failover_mode: rebalance
