@@ -5,6 +5,8 @@
 // reload, gwlbctl server add/set/remove) passes the same checks first.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "control/api_params.h"
 #include "control/daemon.h"
 #include "control/probe_path.h"
@@ -27,6 +29,22 @@ std::vector<ConfigError> probePathProblems(const Config& c) {
   return probeRouteErrors(c);
 }
 
+// What the probe-path checks depend on: every probed appliance with its
+// path and the MAC the data path pins. A change that leaves it alone (a
+// weight, a drain) needs no kernel lookup.
+std::vector<std::string> probeTargets(const Config& c) {
+  std::vector<std::string> out;
+  for (const ServerGroupConfig& g : c.server_groups) {
+    if (!g.health_check.active()) continue;
+    const std::string path = probePathOf(c, g.health_check).describe();
+    for (const ServerConfig& sc : g.servers)
+      out.push_back(sc.address.str() + " " + path + " " +
+                    (sc.mac ? sc.mac->str() : c.node.gateway_mac ? c.node.gateway_mac->str() : "arp"));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 }  // namespace
 
 void Daemon::setupProbePaths() {
@@ -44,6 +62,7 @@ void Daemon::setupProbePaths() {
 }
 
 void Daemon::checkProbePaths(const Config& next) {
+  if (probeTargets(next) == probeTargets(cfg())) return;  // checked when they were set
   std::vector<ConfigError> errors;
   if (!validateConfig(next, errors)) return;  // the engine reports those
   try {
