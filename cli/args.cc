@@ -98,6 +98,7 @@ std::vector<CommandSpec> buildTable() {
                 {"--timeout", "MS|2s", "whole probe: connect, TLS, response (default 5000 ms)"},
                 {"--codes", "LIST", "http(s): success codes, e.g. http_2xx,302,200-299"},
                 {"--source", "ADDR", "bind to this local address first"},
+                {"--interface", "NAME", "leave by this interface only (gwlbd's data path: its tap)"},
                 {"--verify", "", "https: verify the certificate (with --ca-file)"},
                 {"--ca-file", "FILE", "https: CA bundle to verify against (implies --verify)"}}});
   t.push_back({"groups", "groups", "", {}, 0, "server groups and their settings",

@@ -11,9 +11,11 @@
 #include "cli/health_render.h"
 #include "cli/probe_cmd.h"
 #include "cli/render.h"
+#include "control/probe_path.h"
 #include "cli/server_rates.h"
 #include "cli/validate.h"
 #include "control/config.h"
+#include "control/probe_path.h"
 
 namespace gwlb::cli {
 
@@ -164,14 +166,16 @@ int exitStatusFor(const std::string& code) { return code == "not_found" ? kExitN
 int configCheck(const std::string& file, bool json, FILE* out, FILE* err) {
   ctl::Config cfg;
   std::vector<ctl::ConfigError> errors;
-  // gwlbd's own checks (control/config.h): the file, its secret files, and
-  // the lcores its `eal` list gives for dataplane.workers.
+  // gwlbd's own checks (control/config.h): the file, its secret files, every
+  // probed group's probe path (control/probe_path.h), and the lcores its
+  // `eal` list gives for dataplane.workers.
   bool ok = ctl::loadRunnableConfig(file, cfg, errors);
-  if (ok) {
+  if (ok) errors = ctl::probePathErrors(cfg);
+  if (ok && errors.empty()) {
     std::string lcores = ctl::checkLcores(cfg, cfg.eal_args);
     if (!lcores.empty()) errors.push_back({"dataplane.workers", lcores});
-    ok = errors.empty();
   }
+  ok = ok && errors.empty();
   std::vector<ctl::ConfigError> warnings;
   if (ok) warnings = ctl::configWarnings(cfg);
   if (json) {

@@ -66,7 +66,8 @@ std::vector<std::string> probeArgsFromCheck(const Json& check, const std::string
   };
   for (auto [key, opt] : {std::pair{"protocol", "--protocol"}, {"port", "--port"},
                           {"path", "--path"}, {"domain", "--domain"}, {"timeout_ms", "--timeout"},
-                          {"source", "--source"}, {"ca_file", "--ca-file"}}) {
+                          {"source", "--source"}, {"interface", "--interface"},
+                          {"ca_file", "--ca-file"}}) {
     std::string v = text(key);
     if (!v.empty()) a.push_back(std::string(opt) + "=" + v);
   }
@@ -130,6 +131,7 @@ std::string describeProbe(const probe::ProbeSpec& s) {
     if (s.verify_tls) d += ", verify (CA " + s.ca_file + ")";
   }
   if (s.source) d += ", from " + s.source->str();
+  if (!s.device.empty()) d += ", via " + s.device;
   d += ", timeout " + std::to_string(s.timeout.count()) + " ms";
   return d;
 }

@@ -61,7 +61,12 @@ struct HealthCheckConfig {
   uint32_t timeout_ms = 5000;              // 10 ms..300 s
   uint32_t healthy_threshold = 3;          // 2..10
   uint32_t unhealthy_threshold = 3;        // 2..10
-  std::optional<IpAddr> source;            // bind probes to this address
+  // Where probes travel (docs/deploy.md "Where probes travel"): without
+  // `interface`, the data path (the exception-path tap of node.underlay_port,
+  // from node.underlay_ip); with it, a management path bound to that device,
+  // from `source` when set. Checked by probePathErrors (control/probe_path.h).
+  std::string interface;                   // "" or 1..15 bytes: SO_BINDTODEVICE
+  std::optional<IpAddr> source;            // management path only: bind probes to this address
   bool verify = false;                     // https: verify the certificate (implied by ca_file)
   std::string ca_file;                     // https: CA bundle; required with verify
   bool jitter = true;                      // spread first probes over one interval

@@ -255,6 +255,20 @@ void checkTapPrefix(const void* v, const std::string& path, Report& r) {
                            "not starting with - or .)");
 }
 
+// A Linux interface name (dev_valid_name): 1..15 bytes, no '/', ':' or
+// white space, not "." or ".."; "" is none (health_check.interface: the data path).
+void checkInterfaceName(const void* v, const std::string& path, Report& r) {
+  const std::string& s = as<std::string>(v);
+  if (s.empty()) return;
+  bool ok = s.size() <= 15 && s != "." && s != ".." &&
+            std::none_of(s.begin(), s.end(), [](char ch) {
+              return ch == '/' || ch == ':' || std::isspace(static_cast<unsigned char>(ch)) ||
+                     static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f;
+            });
+  if (!ok)
+    r.add(path, quote(s) + " is not an interface name (1..15 bytes, no / : or space, not . or ..)");
+}
+
 void checkPortCount(const void* v, const std::string& path, Report& r) {
   size_t n = as<std::vector<PortConfig>>(v).size();
   if (n > kMaxPortEntries) r.add(path, tooMany(n, kMaxPortEntries, "ports", false));
@@ -450,9 +464,15 @@ const Key kHealthKeys[] = {
     {.name = "unhealthy_threshold", .kind = Kind::kUint,
      .acc = member<&HealthCheckConfig::unhealthy_threshold>(),
      .doc = "Consecutive failures to become unhealthy.", .range = kThresholdRange},
+    {.name = "interface", .kind = Kind::kString, .acc = member<&HealthCheckConfig::interface>(),
+     .doc = "Management path: probes leave by this kernel interface (or VRF device) only; "
+            "absent: the data path ([deploy.md](deploy.md#where-probes-travel)).",
+     .what = "an interface name", .check = checkInterfaceName,
+     .range_doc = "1..15 bytes, no `/`, space or `:`, not `.` or `..`; empty: none",
+     .default_doc = "none: the data path"},
     {.name = "source", .kind = Kind::kIpv4, .acc = member<&HealthCheckConfig::source>(),
-     .doc = "Bind probes to this local address (management network).",
-     .what = "an IPv4 address of this host"},
+     .doc = "Management path: probes come from this local address (needs `interface`).",
+     .what = "an IPv4 address of this host", .default_doc = "data path: `node.underlay_ip`"},
     {.name = "verify", .kind = Kind::kBool, .acc = member<&HealthCheckConfig::verify>(),
      .doc = "`https` only: verify the certificate against `ca_file` (and its name).",
      .after = kAfterProtocol, .default_doc = "`false` (`true` with `ca_file`)"},

@@ -112,6 +112,7 @@ Daemon::Daemon(Config config) {
                                      std::move(hooks));
   setupPorts();
   setupExceptionPath();
+  setupProbePaths();
   engine_->start(dp::monotonicNs());
   if (dp_.sync) {
     const FleetConfig& f = cfg().fleet;

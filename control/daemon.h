@@ -82,6 +82,11 @@ class Daemon {
   void setupExceptionPath();
   void pollExceptionPath();
   void closeExceptionPath();
+  // Health probes' paths (daemon_probes.cc): readies the data path and checks
+  // every probed appliance's route; throws std::runtime_error (startup) or
+  // ApiFailure invalid_config (a config change) when a probe has no path.
+  void setupProbePaths();
+  void checkProbePaths(const Config& next);
   // The counters in one line: at info, or at debug for the periodic line.
   void logStats(const char* why, bool periodic = false) const;
   void sampleRates();

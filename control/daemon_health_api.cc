@@ -5,6 +5,7 @@
 
 #include "control/api_params.h"
 #include "control/daemon.h"
+#include "control/probe_path.h"
 #include "control/health_endpoint.h"
 
 namespace gwlb::ctl {
@@ -112,6 +113,7 @@ json Daemon::apiHealth(const json& p) {
   out["address"] = a.str();
   out["group"] = group->name;
   const HealthCheckConfig& h = group->health_check;
+  const ProbePath pp = probePathOf(cfg(), h);
   out["check"] = {{"configured", h.configured},
                   {"enabled", h.enabled},
                   {"protocol", toString(h.protocol)},
@@ -123,7 +125,9 @@ json Daemon::apiHealth(const json& p) {
                   {"timeout_ms", h.timeout_ms},
                   {"healthy_threshold", h.healthy_threshold},
                   {"unhealthy_threshold", h.unhealthy_threshold},
-                  {"source", h.source ? json(h.source->str()) : json(nullptr)},
+                  {"probe_path", toString(pp.kind)},
+                  {"interface", pp.device.empty() ? json(nullptr) : json(pp.device)},
+                  {"source", pp.source ? json(pp.source->str()) : json(nullptr)},
                   {"verify", h.verify},
                   {"ca_file", h.ca_file},
                   {"jitter", h.jitter}};

@@ -21,6 +21,7 @@
 #include "control/log_setup.h"
 #include "control/maglev_cache.h"
 #include "control/memory_plan.h"
+#include "control/probe_path.h"
 #include "dataplane/eal.h"
 #include "version.h"
 
@@ -59,7 +60,10 @@ void usage(FILE* f) {
 bool load(const std::string& path, ctl::Config& cfg, FlowHashKey* key = nullptr,
           bool* key_configured = nullptr) {
   std::vector<ctl::ConfigError> errors;
-  if (!ctl::loadRunnableConfig(path, cfg, errors, key, key_configured)) {
+  // Beyond the file's own rules and its secret files, gwlbd's: every probed
+  // group has a probe path (control/probe_path.h); the kernel side is checked at start.
+  if (!ctl::loadRunnableConfig(path, cfg, errors, key, key_configured) ||
+      !(errors = ctl::probePathErrors(cfg)).empty()) {
     std::fprintf(stderr, "%s: invalid configuration (%zu error%s):\n%s", path.c_str(),
                  errors.size(), errors.size() == 1 ? "" : "s", ctl::formatErrors(errors).c_str());
     return false;

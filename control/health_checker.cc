@@ -39,7 +39,7 @@ HealthParams paramsOf(const HealthCheckConfig& h) {
 
 bool sameSpec(const probe::ProbeSpec& a, const probe::ProbeSpec& b) {
   return a.protocol == b.protocol && a.port == b.port && a.path == b.path &&
-         a.domain == b.domain && a.timeout == b.timeout && a.source == b.source &&
+         a.domain == b.domain && a.timeout == b.timeout && a.source == b.source && a.device == b.device &&
          a.verify_tls == b.verify_tls && a.ca_file == b.ca_file &&
          a.codes.size() == b.codes.size() &&
          std::equal(a.codes.begin(), a.codes.end(), b.codes.begin(),
@@ -67,7 +67,8 @@ uint64_t HealthChecker::nowMs() const {
                       .count());
 }
 
-probe::ProbeSpec HealthChecker::specFor(const HealthCheckConfig& h, const IpAddr& address) {
+probe::ProbeSpec HealthChecker::specFor(const HealthCheckConfig& h, const IpAddr& address,
+                                        const ProbePath& path) {
   probe::ProbeSpec s;
   s.protocol = h.protocol == HealthProtocol::kTcp    ? probe::Protocol::kTcp
                : h.protocol == HealthProtocol::kHttp ? probe::Protocol::kHttp
@@ -80,7 +81,8 @@ probe::ProbeSpec HealthChecker::specFor(const HealthCheckConfig& h, const IpAddr
   std::vector<probe::CodeRange> codes;
   if (probe::parseHttpCodes(h.http_codes, codes, err)) s.codes = codes;
   s.timeout = std::chrono::milliseconds(h.timeout_ms);
-  s.source = h.source;
+  s.source = path.source;
+  s.device = path.device;
   s.verify_tls = h.verify;
   s.ca_file = h.ca_file;
   return s;
@@ -92,6 +94,7 @@ void HealthChecker::reconcile(const Config& cfg) {
   bool changed = false;
   for (const auto& g : cfg.server_groups) {
     const HealthCheckConfig& h = g.health_check;
+    const ProbePath path = probePathOf(cfg, h);
     // A group none of whose appliances has a verdict yet is starting: its
     // initializing appliances serve provisionally (ApplianceHealth).
     const bool starting = std::none_of(g.servers.begin(), g.servers.end(), [&](const ServerConfig& sc) {
@@ -102,7 +105,7 @@ void HealthChecker::reconcile(const Config& cfg) {
       uint32_t ip = sc.address.v4HostOrder();
       seen[ip] = true;
       HealthParams p = paramsOf(h);
-      probe::ProbeSpec spec = specFor(h, sc.address);
+      probe::ProbeSpec spec = specFor(h, sc.address, path);
       auto it = targets_.find(ip);
       if (it == targets_.end()) {
         auto t = std::make_shared<Target>(sc.address, g.name,

@@ -14,6 +14,7 @@
 
 #include "common/health.h"
 #include "control/config.h"
+#include "control/probe_path.h"
 #include "control/snapshot_builder.h"
 #include "probes/probe.h"
 
@@ -37,8 +38,10 @@ class HealthChecker {
   const HealthTracker* tracker(uint32_t ip) const;
   nlohmann::json historyJson(uint32_t ip) const;
 
-  // The ProbeSpec this appliance is checked with (for gwlbctl probe defaults).
-  static probe::ProbeSpec specFor(const HealthCheckConfig& h, const IpAddr& address);
+  // The ProbeSpec this appliance is checked with: the group's settings, bound
+  // to its probe path (control/probe_path.h).
+  static probe::ProbeSpec specFor(const HealthCheckConfig& h, const IpAddr& address,
+                                  const ProbePath& path);
   boost::asio::ssl::context& tls() { return tls_; }
   // Unix time of a tracker timestamp (ms on this checker's clock).
   double unixTime(uint64_t ms) const { return epoch_unix_ + double(ms) / 1000.0; }

@@ -7,6 +7,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -322,6 +323,13 @@ void ProbeSession::start() {
   // Abortive close for every probe: TCP success ends with RST as the domain
   // asks, and no probe leaves TIME_WAIT behind on the prober.
   sock_.set_option(asio::socket_base::linger(true, 0), ec);
+  if (!spec_.device.empty()) {
+    // Bound to the device, the kernel routes the probe out of it or not at
+    // all (no other route applies): docs/deploy.md "Where probes travel".
+    if (::setsockopt(sock_.native_handle(), SOL_SOCKET, SO_BINDTODEVICE, spec_.device.c_str(),
+                     socklen_t(spec_.device.size())) != 0)
+      return finish("bind_failed", "interface " + spec_.device + ": " + std::strerror(errno));
+  }
   if (spec_.source) {
     if (spec_.source->family != spec_.address.family)
       return finish("bind_failed", "source " + spec_.source->str() + " is not the family of " +

@@ -35,7 +35,9 @@ struct ProbeSpec {
                                            // "" = address:port as Host, no SNI
   std::vector<CodeRange> codes{{200, 399}};  // success status codes (http_2xx, http_3xx)
   std::chrono::milliseconds timeout{5000};   // whole probe: connect + TLS + response
-  std::optional<IpAddr> source;            // bind before connect (management network)
+  std::optional<IpAddr> source;            // bind before connect
+  std::string device;                      // "" or the interface the socket is bound to
+                                           // (SO_BINDTODEVICE): it leaves by that device only
   bool verify_tls = false;                 // verify the certificate (with ca_file)
   std::string ca_file;
 };
@@ -43,7 +45,7 @@ struct ProbeSpec {
 struct ProbeResult {
   bool ok = false;
   // ok | connect_refused | connect_timeout | connect_failed | tls_handshake_failed |
-  // response_timeout | bad_status | malformed_response | bind_failed |
+  // response_timeout | bad_status | malformed_response | bind_failed (source or device) |
   // response_too_large (interim 1xx heads over StatusReader::kMaxInterimBytes) |
   // response_failed (send/receive error, e.g. reset, after connecting) |
   // invalid_spec (no address, path or domain unusable in a request, no codes)

@@ -80,7 +80,7 @@ bool parseProbeArgs(const std::vector<std::string>& args, ProbeSpec& spec, bool&
     }
     static const char* const kWithValue[] = {"--protocol", "--address", "--port",  "--path",
                                              "--domain",   "--timeout", "--codes", "--source",
-                                             "--ca-file"};
+                                             "--ca-file",  "--interface"};
     bool known = false;
     for (const char* k : kWithValue) known = known || opt == k;
     if (!known) {
@@ -140,6 +140,12 @@ bool parseProbeArgs(const std::vector<std::string>& args, ProbeSpec& spec, bool&
       }
     } else if (opt == "--ca-file") {
       spec.ca_file = val;
+    } else if (opt == "--interface") {
+      if (val.empty() || val.size() > 15 || val.find('/') != std::string::npos) {
+        err = "--interface must be an interface name (1..15 bytes, no '/')";
+        return false;
+      }
+      spec.device = val;
     }
   }
   if (!have_protocol || !have_address) {

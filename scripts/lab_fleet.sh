@@ -38,7 +38,7 @@ fleet_write_config() {  # fleet_write_config K
 node: { underlay_ip: $(gw_ip "$k"), underlay_mac: $(gw_ul_mac "$k"), underlay_port: 1,
         underlay_mtu: $APP_MTU, exception_path: { enabled: true, name_prefix: gwlb },
         idle_sleep_us: ${LAB_IDLE_SLEEP_US:-200} }
-$(appliance_groups_yaml)
+$(appliance_groups_yaml "$(probe_keys mgmt "$(gw_mgmt_ip "$k")")")
 dataplane: { workers: 1, mbufs: 16384, flow_table_size: 16384 }
 control: { socket: $D/gw$k/gwlbd.sock }
 fleet:
@@ -155,7 +155,8 @@ fleet_up() {  # fleet_up N (2..4)
     nx router ip neigh replace "$(gw_ip "$k")" lladdr "$(gw_rt_mac "$k")" dev "r-gw$k" nud permanent
     # gateway K on the appliance segment: gwlbd's port 1 and the kernel's probes.
     nx "gw$k" sysctl -qw net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.default.arp_ignore=1 >/dev/null
-    ip link add gw-app netns "$(ns "gw$k")" address "$(gw_ul_mac "$k")" mtu "$APP_MTU" type veth \
+    # gw-app's kernel MAC is not gwlbd's (as lab.sh: the kernel never takes gwlbd's frames).
+    ip link add gw-app netns "$(ns "gw$k")" address "02:77:00:00:09:f$k" mtu "$APP_MTU" type veth \
       peer name "g$k-app" netns "$(ns sw)" mtu "$APP_MTU"
     ip link add mgmt netns "$(ns "gw$k")" mtu "$APP_MTU" type veth peer name "g$k-mgmt" netns "$(ns sw)" mtu "$APP_MTU"
     for dev in "g$k-app" "g$k-mgmt"; do nx sw ip link set "$dev" master br-app; nx sw ip link set "$dev" up; done

@@ -98,7 +98,7 @@ def write_config(gateway_mac):
 server_groups:
   - name: firewalls
     when_all_unhealthy: drop
-    health_check: {{ protocol: tcp, port: {HC_PORT}, interval: 100ms, timeout: 200ms,
+    health_check: {{ protocol: tcp, port: {HC_PORT}, interval: 100ms, timeout: 200ms, interface: lo,
                     healthy_threshold: 2, unhealthy_threshold: 2 }}
     servers: [ {{ address: {APP} }} ]
 dataplane: {{ workers: 1, mbufs: 4096, flow_table_size: 4096 }}

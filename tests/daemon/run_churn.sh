@@ -44,7 +44,7 @@ server_groups:
     maglev_table_size: 4093
     failover_mode: rebalance
     connection_draining: { enabled: true, timeout: 1s }
-    health_check: { protocol: tcp, port: 8081, interval: 50ms, timeout: 100ms,
+    health_check: { protocol: tcp, port: 8081, interval: 50ms, timeout: 100ms, interface: lo,
                     healthy_threshold: 2, unhealthy_threshold: 2 }
     servers: [ { address: 127.0.0.11 }, { address: 127.0.0.12 }, { address: 127.0.0.13 },
                { address: 127.0.0.14 }, { address: 127.0.0.15 }, { address: 127.0.0.16 },

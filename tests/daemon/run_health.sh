@@ -11,7 +11,7 @@ node: { underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01, gateway_mac: 02
 server_groups:
   - name: firewalls
     when_all_unhealthy: fail_open
-    health_check: { protocol: tcp, port: $port, interval: 100ms, timeout: 200ms,
+    health_check: { protocol: tcp, port: $port, interval: 100ms, timeout: 200ms, interface: lo,
                     healthy_threshold: 3, unhealthy_threshold: 3 }
     servers: [ { address: 127.0.0.11 }, { address: 127.0.0.12 }, { address: 127.0.0.13 } ]
 dataplane: { workers: 1, mbufs: 16384, flow_table_size: 8192 }

@@ -23,7 +23,7 @@ server_groups:
   - name: firewalls
     geneve: { format: ethernet }
     when_all_unhealthy: fail_open
-    health_check: { protocol: tcp, port: $health_port, interval: 100ms, timeout: 200ms,
+    health_check: { protocol: tcp, port: $health_port, interval: 100ms, timeout: 200ms, interface: lo,
                     healthy_threshold: 2, unhealthy_threshold: 3 }
     servers: [ { address: 127.0.0.11 }, { address: 127.0.0.12 }, { address: 127.0.0.13 } ]
 dataplane: { workers: 2, mbufs: 8192, flow_table_size: 4096 }

@@ -14,13 +14,13 @@ node: { underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01, gateway_mac: 02
 server_groups:
   - name: fw-east
     failover_mode: rebalance
-    health_check: { protocol: tcp, port: $port, interval: 100ms, timeout: 200ms,
+    health_check: { protocol: tcp, port: $port, interval: 100ms, timeout: 200ms, interface: lo,
                     healthy_threshold: 2, unhealthy_threshold: 2, jitter: false }
     servers: [ { address: 127.0.0.21 }, { address: 127.0.0.22 }, { address: 127.0.0.23 },
                { address: 127.0.0.24 }, { address: 127.0.0.25 } ]
   - name: fw-west
     failover_mode: rebalance
-    health_check: { protocol: tcp, port: $port, interval: 100ms, timeout: 200ms,
+    health_check: { protocol: tcp, port: $port, interval: 100ms, timeout: 200ms, interface: lo,
                     healthy_threshold: 2, unhealthy_threshold: 2, jitter: false }
     servers: [ { address: 127.0.0.31 }, { address: 127.0.0.32 }, { address: 127.0.0.33 } ]
 health_aggregation_policies:

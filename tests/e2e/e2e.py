@@ -309,7 +309,8 @@ def test_failover(lab, args):
     assert r.stdout == "hello through the gateway\n"
     # Black hole: the other appliance's replies (health and Geneve) vanish.
     t_bh = time.time()
-    for dst in ("10.77.9.1/32", "10.77.9.2/32"):  # gwlbd's underlay address, the prober
+    # gwlbd's underlay address (Geneve and, by default, the probes); the kernel's br-app (LAB_PROBES=mgmt)
+    for dst in ("10.77.9.1/32", "10.77.9.2/32"):
         lab.run(other, "ip", "route", "add", "blackhole", dst)
     srv = wait_health(lab, APPS[other], "unhealthy", 10)
     measured_bh = srv["health"]["since"] - t_bh

@@ -13,12 +13,16 @@
 //    each with servers, and parsing the same text again gives the same
 //    outcome; formatErrors of the errors has one line per error;
 //  - the dump of an accepted config (gwlbctl config dump) is accepted and
-//    dumps the same again.
+//    dumps the same again;
+//  - gwlbd's probe-path rules (control/probe_path.h) on an accepted config:
+//    every error has a path and a message, and a group whose probes have no
+//    path is exactly a probed group with neither interface nor exception path.
 #include <algorithm>
 #include <string>
 #include <vector>
 
 #include "control/config.h"
+#include "control/probe_path.h"
 #include "tests/fuzz/fuzz_check.h"
 
 using namespace gwlb::ctl;
@@ -56,6 +60,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const ServerGroupConfig& g : c.server_groups)
     FUZZ_CHECK(!g.servers.empty() && !g.name.empty(), "accepted group without servers or name");
   FUZZ_CHECK(c.node.underlay_ip.isV4(), "accepted config without an IPv4 underlay address");
+
+  for (const ConfigError& e : probePathErrors(c))
+    FUZZ_CHECK(!e.path.empty() && !e.message.empty(), "probe path error without path or message");
+  for (const ServerGroupConfig& g : c.server_groups) {
+    ProbePath p = probePathOf(c, g.health_check);
+    FUZZ_CHECK((p.kind == ProbePath::Kind::kUnbound) ==
+                   (g.health_check.interface.empty() && !c.node.exception_path.enabled),
+               "probe path kind disagrees with interface / exception path");
+  }
 
   // gwlbctl config dump: the accepted config written out loads again, to the
   // same config (its dump is the same text).

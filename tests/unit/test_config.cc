@@ -1023,7 +1023,7 @@ server_groups:
     servers: [ { address: 192.0.2.10, weight: 100, mac: 02:00:00:00:00:10 }, { address: 192.0.2.11 } ]
     health_check: { enabled: true, protocol: https, port: 443, path: /health, domain: fw.example,
                     http_codes: [http_2xx, 200-299], interval: 2s, timeout: 1s, healthy_threshold: 3,
-                    unhealthy_threshold: 3, source: 192.0.2.1, verify: true, ca_file: /etc/ca.pem,
+                    unhealthy_threshold: 3, interface: mgmt0, source: 192.0.2.1, verify: true, ca_file: /etc/ca.pem,
                     jitter: true }
     when_all_unhealthy: fail_open
     failover_mode: rebalance
@@ -1270,6 +1270,9 @@ const std::vector<BadValue>& badValues() {
       {"server_groups[0].health_check.timeout", "301s", {"10 ms to 300 s"}},
       {"server_groups[0].health_check.healthy_threshold", "1", {"2..10"}},
       {"server_groups[0].health_check.unhealthy_threshold", "11", {"2..10"}},
+      {"server_groups[0].health_check.interface", "eth0/1", {"is not an interface name"}},
+      {"server_groups[0].health_check.interface", "a-very-long-name0", {"1..15 bytes"}},
+      {"server_groups[0].health_check.interface", "[eth0]", {"expected an interface name"}},
       {"server_groups[0].health_check.source", "2001:db8::1", {"IPv6", "IPv4"}},
       {"server_groups[0].health_check.source", "02:00:00:00:00:01", {"is a MAC address"}},
       {"server_groups[0].health_check.source", "0.0.0.0", {"not a usable address"}},

@@ -1,0 +1,366 @@
+#include "control/probe_path.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <linux/neighbour.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <stdexcept>
+
+namespace gwlb::ctl {
+namespace {
+
+// One request on a NETLINK_ROUTE socket, one answer: the first reply message
+// (RTM_GETROUTE, RTM_GETLINK) or the kernel's acknowledgement.
+class RouteSocket {
+ public:
+  RouteSocket() {
+    fd_ = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+    if (fd_ < 0) return;
+    timeval tv{1, 0};  // the kernel answers at once; never wait for ever
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  ~RouteSocket() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  RouteSocket(const RouteSocket&) = delete;
+  RouteSocket& operator=(const RouteSocket&) = delete;
+
+  // Returns 0 and the reply (if any) in `reply`, or -errno.
+  int talk(std::vector<uint8_t>& req, std::vector<uint8_t>* reply) {
+    if (fd_ < 0) return -errno;
+    auto* h = reinterpret_cast<nlmsghdr*>(req.data());
+    h->nlmsg_len = uint32_t(req.size());
+    h->nlmsg_seq = ++seq_;
+    sockaddr_nl kernel{};
+    kernel.nl_family = AF_NETLINK;
+    if (::sendto(fd_, req.data(), req.size(), 0, reinterpret_cast<sockaddr*>(&kernel),
+                 sizeof kernel) < 0)
+      return -errno;
+    alignas(nlmsghdr) static thread_local uint8_t buf[32768];
+    for (;;) {
+      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n < 0) return errno == EAGAIN ? -ETIMEDOUT : -errno;
+      int len = int(n);
+      for (auto* m = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(m, len); m = NLMSG_NEXT(m, len)) {
+        if (m->nlmsg_seq != seq_) continue;  // a late answer to an earlier request
+        if (m->nlmsg_type == NLMSG_ERROR) {
+          if (m->nlmsg_len < NLMSG_LENGTH(sizeof(nlmsgerr))) return -EPROTO;
+          return static_cast<const nlmsgerr*>(NLMSG_DATA(m))->error;  // 0: acknowledged
+        }
+        if (reply) reply->assign(reinterpret_cast<uint8_t*>(m), reinterpret_cast<uint8_t*>(m) + m->nlmsg_len);
+        return 0;
+      }
+    }
+  }
+
+ private:
+  int fd_ = -1;
+  uint32_t seq_ = 0;
+};
+
+// A netlink request under construction: header, fixed body, attributes.
+template <class Body>
+std::vector<uint8_t> request(uint16_t type, uint16_t flags, const Body& body) {
+  std::vector<uint8_t> m(NLMSG_SPACE(sizeof(Body)), 0);
+  auto* h = reinterpret_cast<nlmsghdr*>(m.data());
+  h->nlmsg_type = type;
+  h->nlmsg_flags = uint16_t(NLM_F_REQUEST | flags);
+  std::memcpy(NLMSG_DATA(h), &body, sizeof body);
+  return m;
+}
+
+void attr(std::vector<uint8_t>& m, uint16_t type, const void* data, size_t len) {
+  size_t at = m.size();
+  m.resize(at + RTA_SPACE(len), 0);
+  auto* a = reinterpret_cast<rtattr*>(m.data() + at);
+  a->rta_type = type;
+  a->rta_len = uint16_t(RTA_LENGTH(len));
+  std::memcpy(RTA_DATA(a), data, len);
+}
+
+std::string errnoText(int neg) { return std::strerror(-neg); }
+
+std::string nameOf(int ifindex) {
+  char name[IF_NAMESIZE] = {};
+  return ::if_indextoname(unsigned(ifindex), name) ? std::string(name) : "ifindex " + std::to_string(ifindex);
+}
+
+// The master of an interface (IFLA_MASTER: its VRF or bridge), "" when none.
+std::string masterOf(RouteSocket& nl, int ifindex) {
+  ifinfomsg ifi{};
+  ifi.ifi_family = AF_UNSPEC;
+  ifi.ifi_index = ifindex;
+  std::vector<uint8_t> req = request(RTM_GETLINK, 0, ifi);
+  std::vector<uint8_t> reply;
+  if (nl.talk(req, &reply) != 0 || reply.size() < NLMSG_LENGTH(sizeof(ifinfomsg))) return "";
+  auto* h = reinterpret_cast<nlmsghdr*>(reply.data());
+  int len = int(IFLA_PAYLOAD(h));
+  for (auto* a = IFLA_RTA(static_cast<ifinfomsg*>(NLMSG_DATA(h))); RTA_OK(a, len); a = RTA_NEXT(a, len))
+    if (a->rta_type == IFLA_MASTER && RTA_PAYLOAD(a) >= 4) {
+      uint32_t m;
+      std::memcpy(&m, RTA_DATA(a), 4);
+      return nameOf(int(m));
+    }
+  return "";
+}
+
+bool hasAddress(const std::string& device, const IpAddr& a) {
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return false;
+  bool found = false;
+  for (ifaddrs* i = list; i && !found; i = i->ifa_next)
+    if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && device == i->ifa_name)
+      found = std::memcmp(&reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, a.b.data(), 4) == 0;
+  ::freeifaddrs(list);
+  return found;
+}
+
+// net.ipv4.conf.<dev>.rp_filter, or -1 when unreadable.
+int rpFilter(const std::string& dev) {
+  std::ifstream f("/proc/sys/net/ipv4/conf/" + dev + "/rp_filter");
+  int v = -1;
+  if (!(f >> v)) return -1;
+  return v;
+}
+
+struct Probed {
+  const ServerGroupConfig* group;
+  size_t index;
+  ProbePath path;
+};
+std::vector<Probed> probedGroups(const Config& c) {
+  std::vector<Probed> out;
+  for (size_t i = 0; i < c.server_groups.size(); ++i)
+    if (c.server_groups[i].health_check.active())
+      out.push_back({&c.server_groups[i], i, probePathOf(c, c.server_groups[i].health_check)});
+  return out;
+}
+
+}  // namespace
+
+const char* toString(ProbePath::Kind k) {
+  switch (k) {
+    case ProbePath::Kind::kData: return "data";
+    case ProbePath::Kind::kManagement: return "management";
+    case ProbePath::Kind::kUnbound: break;
+  }
+  return "unbound";
+}
+
+std::string ProbePath::describe() const {
+  if (kind == Kind::kUnbound) return "no probe path (the host's routes)";
+  std::string d = std::string(toString(kind)) + " path (" +
+                  (kind == Kind::kData ? "tap " : "interface ") + device;
+  if (source) d += ", from " + source->str();
+  return d + ")";
+}
+
+std::string applianceTap(const NodeConfig& node) {
+  return node.exception_path.name_prefix + std::to_string(node.underlay_port);
+}
+
+ProbePath probePathOf(const Config& c, const HealthCheckConfig& h) {
+  ProbePath p;
+  if (!h.interface.empty()) {
+    p.kind = ProbePath::Kind::kManagement;
+    p.device = h.interface;
+    p.source = h.source;
+  } else if (c.node.exception_path.enabled) {
+    p.kind = ProbePath::Kind::kData;
+    p.device = applianceTap(c.node);
+    p.source = c.node.underlay_ip;
+  } else {
+    p.source = h.source;
+  }
+  return p;
+}
+
+std::vector<ConfigError> probePathErrors(const Config& c) {
+  std::vector<ConfigError> errors;
+  for (size_t i = 0; i < c.server_groups.size(); ++i) {
+    const HealthCheckConfig& h = c.server_groups[i].health_check;
+    if (!h.active() || !h.interface.empty()) continue;
+    const std::string at = "server_groups[" + std::to_string(i) + "].health_check";
+    if (!c.node.exception_path.enabled) {
+      errors.push_back(
+          {at, "its probes have no path: they take the data path (out of node.underlay_port, "
+               "from node.underlay_ip), which needs node.exception_path.enabled: true; or set "
+               "health_check.interface for a management path (docs/deploy.md, \"Where probes "
+               "travel\")"});
+    } else if (h.source && *h.source != c.node.underlay_ip) {
+      errors.push_back({at + ".source",
+                        h.source->str() + ": on the data path probes come from node.underlay_ip (" +
+                            c.node.underlay_ip.str() +
+                            "); a source of its own needs health_check.interface (a management path)"});
+    }
+  }
+  return errors;
+}
+
+namespace {
+
+KernelRoute routeOn(RouteSocket& nl, const IpAddr& dst, const std::string& device,
+                    const std::optional<IpAddr>& source) {
+  KernelRoute r;
+  if (!dst.isV4() || (source && !source->isV4())) {
+    r.error = "IPv4 only";
+    return r;
+  }
+  int oif = 0;
+  if (!device.empty()) {
+    oif = int(::if_nametoindex(device.c_str()));
+    if (oif == 0) {
+      r.error = "no interface " + device + " in gwlbd's network namespace";
+      return r;
+    }
+  }
+  rtmsg rt{};
+  rt.rtm_family = AF_INET;
+  rt.rtm_dst_len = 32;
+  if (source) rt.rtm_src_len = 32;
+  std::vector<uint8_t> req = request(RTM_GETROUTE, 0, rt);
+  attr(req, RTA_DST, dst.b.data(), 4);
+  if (source) attr(req, RTA_SRC, source->b.data(), 4);
+  if (oif) attr(req, RTA_OIF, &oif, sizeof oif);
+  std::vector<uint8_t> reply;
+  int rc = nl.talk(req, &reply);
+  if (rc != 0 || reply.size() < NLMSG_LENGTH(sizeof(rtmsg))) {
+    r.error = rc != 0 ? errnoText(rc) : "no answer from the kernel";
+    return r;
+  }
+  auto* h = reinterpret_cast<nlmsghdr*>(reply.data());
+  int len = int(RTM_PAYLOAD(h));
+  int out = 0;
+  for (auto* a = RTM_RTA(static_cast<rtmsg*>(NLMSG_DATA(h))); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+    if (a->rta_type == RTA_OIF && RTA_PAYLOAD(a) >= 4) std::memcpy(&out, RTA_DATA(a), 4);
+    if (a->rta_type == RTA_PREFSRC && RTA_PAYLOAD(a) >= 4)
+      r.source = IpAddr::v4(static_cast<const uint8_t*>(RTA_DATA(a)));
+  }
+  if (out == 0) {
+    r.error = "the kernel named no outgoing interface";
+    return r;
+  }
+  r.ok = true;
+  r.out = nameOf(out);
+  r.out_master = masterOf(nl, out);
+  return r;
+}
+
+}  // namespace
+
+KernelRoute kernelRoute(const IpAddr& dst, const std::string& device,
+                        const std::optional<IpAddr>& source) {
+  RouteSocket nl;
+  return routeOn(nl, dst, device, source);
+}
+
+std::vector<ConfigError> probeRouteErrors(const Config& c) {
+  std::vector<ConfigError> errors;
+  // Answers to data-path probes arrive on the tap; reverse-path filtering
+  // checks their source against the host's own routes (the larger of `all`
+  // and the tap's setting: 1 strict, 2 loose).
+  const std::string tap = applianceTap(c.node);
+  const int rp = std::max(rpFilter("all"), rpFilter(tap));
+  RouteSocket nl;  // one socket for every lookup: this runs before each config change
+  for (const Probed& p : probedGroups(c)) {
+    if (p.path.kind == ProbePath::Kind::kUnbound) continue;  // probePathErrors' to report
+    const std::string at = "server_groups[" + std::to_string(p.index) + "].health_check";
+    for (const ServerConfig& sc : p.group->servers) {
+      KernelRoute r = routeOn(nl, sc.address, p.path.device, p.path.source);
+      const std::string head = "appliance " + sc.address.str() + " (" + p.group->name + "): ";
+      if (!r.ok) {
+        errors.push_back({at, head + "no route for its probes on the " + p.path.describe() + ": " + r.error});
+        continue;
+      }
+      if (r.out != p.path.device && r.out_master != p.path.device) {
+        errors.push_back({at, head + "its probes would leave by " + r.out + ", not by " + p.path.device +
+                         " (" + p.path.describe() + ")"});
+        continue;
+      }
+      if (p.path.kind != ProbePath::Kind::kData || rp <= 0) continue;
+      KernelRoute back = routeOn(nl, sc.address, "", std::nullopt);
+      if (rp == 1 && (!back.ok || back.out != tap))
+        errors.push_back({at, head + "strict reverse-path filtering (net.ipv4.conf.all.rp_filter = 1) "
+                                "drops its answers on " + tap + ": the host routes " +
+                         sc.address.str() + (back.ok ? " by " + back.out : " nowhere") +
+                         "; set net.ipv4.conf.all.rp_filter to 0 or 2"});
+      else if (rp == 2 && !back.ok)
+        errors.push_back({at, head + "loose reverse-path filtering (rp_filter = 2) drops its answers: "
+                                "the host has no route to " + sc.address.str() +
+                         "; set net.ipv4.conf.all.rp_filter to 0, or give the host a route"});
+    }
+  }
+  return errors;
+}
+
+std::vector<std::string> prepareDataPath(const Config& c) {
+  std::vector<std::string> done;
+  std::vector<const ServerConfig*> pinned;
+  bool used = false;
+  for (const Probed& p : probedGroups(c)) {
+    if (p.path.kind != ProbePath::Kind::kData) continue;
+    used = true;
+    for (const ServerConfig& sc : p.group->servers)
+      if (sc.mac || c.node.gateway_mac) pinned.push_back(&sc);
+  }
+  if (!used) return done;
+  const std::string tap = applianceTap(c.node);
+  const std::string who = "data-path probes: tap " + tap;
+  const int ifindex = int(::if_nametoindex(tap.c_str()));
+  if (ifindex == 0)
+    throw std::runtime_error(who + " is not in gwlbd's network namespace (keep the appliance "
+                                   "port's tap there, or set health_check.interface)");
+  RouteSocket nl;
+  if (!hasAddress(tap, c.node.underlay_ip)) {
+    ifaddrmsg ifa{};
+    ifa.ifa_family = AF_INET;
+    ifa.ifa_prefixlen = 32;
+    ifa.ifa_scope = RT_SCOPE_UNIVERSE;
+    ifa.ifa_index = uint32_t(ifindex);
+    std::vector<uint8_t> req = request(RTM_NEWADDR, NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL, ifa);
+    attr(req, IFA_LOCAL, c.node.underlay_ip.b.data(), 4);
+    attr(req, IFA_ADDRESS, c.node.underlay_ip.b.data(), 4);
+    int rc = nl.talk(req, nullptr);
+    if (rc != 0 && rc != -EEXIST)
+      throw std::runtime_error(who + ": cannot add node.underlay_ip " + c.node.underlay_ip.str() +
+                               "/32: " + errnoText(rc));
+    done.push_back("added node.underlay_ip " + c.node.underlay_ip.str() + "/32 to " + tap +
+                   " (probes leave from it)");
+  }
+  // Answers come in on the tap: its own reverse-path filter off (the
+  // host-wide one is checked by probeRouteErrors).
+  if (rpFilter(tap) > 0) {
+    std::ofstream f("/proc/sys/net/ipv4/conf/" + tap + "/rp_filter");
+    if (f << 0 << std::flush) done.push_back("net.ipv4.conf." + tap + ".rp_filter = 0");
+  }
+  for (const ServerConfig* sc : pinned) {
+    const MacAddr mac = sc->mac ? *sc->mac : *c.node.gateway_mac;
+    ndmsg nd{};
+    nd.ndm_family = AF_INET;
+    nd.ndm_ifindex = ifindex;
+    nd.ndm_state = NUD_PERMANENT;
+    std::vector<uint8_t> req = request(RTM_NEWNEIGH, NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE, nd);
+    attr(req, NDA_DST, sc->address.b.data(), 4);
+    attr(req, NDA_LLADDR, mac.b.data(), 6);
+    int rc = nl.talk(req, nullptr);
+    if (rc != 0)
+      throw std::runtime_error(who + ": cannot set the neighbour " + sc->address.str() + " -> " +
+                               mac.str() + ": " + errnoText(rc));
+  }
+  if (!pinned.empty())
+    done.push_back(std::to_string(pinned.size()) + " appliance MAC(s) pinned on " + tap +
+                   " (the MACs the dataplane sends to)");
+  return done;
+}
+
+}  // namespace gwlb::ctl

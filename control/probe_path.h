@@ -1,0 +1,87 @@
+// Where health probes travel (docs/deploy.md "Where probes travel").
+//
+// A probe must see what the data sees. By default (the data path) probes are
+// kernel sockets bound (SO_BINDTODEVICE) to the exception-path tap of the
+// appliance port (node.underlay_port), from node.underlay_ip: the kernel
+// writes them to the tap, gwlbd sends them out of the DPDK port, and the
+// answers come back through the dataplane's exception path. A dead port, a
+// wrong MAC or an unplugged link then fails the probe, as it fails the data.
+// With health_check.interface, probes take that interface instead (a
+// management network or a VRF device), from health_check.source when set.
+//
+// Two kinds of checks, both refusing rather than guessing:
+// - probePathErrors: rules on the config alone (no kernel), for
+//   --check-config, start and reload;
+// - probeRouteErrors: asks the kernel (rtnetlink RTM_GETROUTE) how each
+//   probed appliance would be reached on its path, and refuses no route or a
+//   route out of another interface.
+// Control thread (or gwlbd's main before the loop); nothing here runs on a worker.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/net_types.h"
+#include "control/config.h"
+
+namespace gwlb::ctl {
+
+struct ProbePath {
+  enum class Kind : uint8_t {
+    kData,        // the appliance port's tap, from node.underlay_ip
+    kManagement,  // health_check.interface, from health_check.source (or the kernel's choice)
+    kUnbound,     // neither (no interface, no exception path): refused by probePathErrors;
+                  // only programs that skip that check (tests, tools) probe this way
+  };
+  Kind kind = Kind::kUnbound;
+  std::string device;             // the interface probes are bound to ("" for kUnbound)
+  std::optional<IpAddr> source;   // the address they come from (nullopt: the kernel picks)
+  // "data path (tap gwlb1, from 192.0.2.1)", "management path (eth1)", ...
+  std::string describe() const;
+};
+const char* toString(ProbePath::Kind k);  // "data", "management", "unbound"
+
+// The exception-path tap of node.underlay_port: name_prefix + port id.
+std::string applianceTap(const NodeConfig& node);
+
+// The path of one group's probes. Pure.
+ProbePath probePathOf(const Config& c, const HealthCheckConfig& h);
+
+// The rules that need no kernel, one error per group that breaks them: every
+// probed group has a path (an `interface`, or the exception path for the
+// data path), and `source` only goes with `interface`. Pure; never throws.
+std::vector<ConfigError> probePathErrors(const Config& c);
+
+// The kernel's answer to "how would a packet to `dst` leave, bound to
+// `device`, from `source`" (what `ip route get DST [from SRC] oif DEVICE`
+// prints).
+struct KernelRoute {
+  bool ok = false;
+  std::string error;        // when !ok: what the kernel said ("Network is unreachable", ...)
+  std::string out;          // the interface it leaves by
+  std::string out_master;   // that interface's master (a VRF, a bridge), "" when none
+  std::optional<IpAddr> source;  // the source address the kernel would use
+};
+// Never throws (except std::bad_alloc); a netlink failure is an answer with !ok.
+KernelRoute kernelRoute(const IpAddr& dst, const std::string& device,
+                        const std::optional<IpAddr>& source);
+
+// Every probed appliance's route on its path: one error (at its group's
+// health_check) per appliance that has no route, whose route leaves by an
+// interface that is neither the path's device nor enslaved to it (a VRF), or
+// whose answers the host's reverse-path filter would drop. Call after
+// preparing the data path. Never throws (except std::bad_alloc).
+std::vector<ConfigError> probeRouteErrors(const Config& c);
+
+// Readies the data path's tap for probes, when some probed group uses it:
+// node.underlay_ip (/32) on the tap unless it is there already, and every
+// probed appliance whose MAC the config fixes (its `mac`, else
+// node.gateway_mac) as a permanent neighbour on the tap, so the kernel sends
+// to the MAC the dataplane uses. Appliances without a fixed MAC are resolved
+// by the kernel's own ARP through the tap. Returns one line per change made
+// (for the log); throws std::runtime_error naming the tap and the kernel's
+// answer when a change fails (startup and reload only).
+std::vector<std::string> prepareDataPath(const Config& c);
+
+}  // namespace gwlb::ctl
