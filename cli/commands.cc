@@ -11,7 +11,6 @@
 #include "cli/health_render.h"
 #include "cli/probe_cmd.h"
 #include "cli/render.h"
-#include "control/probe_path.h"
 #include "cli/server_rates.h"
 #include "cli/validate.h"
 #include "control/config.h"
