@@ -1,0 +1,119 @@
+// The neighbour table (dataplane/neighbour_table.h) under hostile L2 input
+// (issue 24 item 9): a flood of frames with spoofed source MACs must not
+// leave later flows without return L2, and priority bits must not make new
+// neighbours. Every check is what a user sees: whether a flow's returns
+// come back, and to which MAC, VLAN and port.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+#include "tests/dp/dp_harness.h"
+
+namespace gwlb::dptest {
+namespace {
+
+MacAddr spoofed(uint32_t i) {
+  char text[32];
+  std::snprintf(text, sizeof text, "06:%02x:%02x:%02x:%02x:01", (i >> 24) & 0xFF, (i >> 16) & 0xFF,
+                (i >> 8) & 0xFF, i & 0xFF);
+  return mac(text);
+}
+
+Frame udpFrom(const L2& l2, uint16_t port, uint16_t sport, uint16_t dport = 53) {
+  const Net& n = net();
+  return Frame{l2, kEthIpv4, ipv4(n.client4, n.server4, 17, udp(n.client4, n.server4, sport, dport,
+                                                                   pattern(16))),
+               port};
+}
+
+// Sends f; its Geneve packet comes back from the appliance reflected. The
+// result of that return.
+Result roundTrip(Harness& h, const Frame& f) {
+  Result fwd = h.send(f);
+  EXPECT_EQ(fwd.verdict, Verdict::kAppliance) << describe(fwd);
+  if (fwd.verdict != Verdict::kAppliance) return fwd;
+  return h.send(reflect(fwd.bytes), kUnderlayPort);
+}
+
+void expectReturned(Harness& h, const Frame& f, const std::string& what) {
+  Result r = roundTrip(h, f);
+  EXPECT_EQ(r.verdict, Verdict::kRouter) << what << ": " << describe(r);
+  if (r.verdict != Verdict::kRouter) return;
+  EXPECT_EQ(r.bytes, f.returned()) << what << ": back to the MAC and VLAN it came from";
+  EXPECT_EQ(r.port, f.port) << what;
+}
+
+// Housekeeping as gwlbd runs it once a second: expire, then reclaim. The
+// harness's worker passes a quiescent point after every frame and here.
+void housekeeping(Harness& h, int passes) {
+  for (int i = 0; i < passes; ++i) {
+    h.quiescent();
+    h.flows().expire(h.now);
+    h.quiescent();
+    h.flows().reclaim(false);
+  }
+}
+
+// 32,768 frames to our MAC on port A, each from another source MAC (one
+// flow whose direction's L2 they keep changing, as a spoofing neighbour
+// would). Before issue 24 every MAC took a neighbour slot for good: the
+// table was full, and a flow from any neighbour not seen before (here
+// router B, and router A's standby after a failover) had its returns
+// dropped as drop_return_no_l2 until gwlbd restarted.
+TEST(Neighbours, ASpoofedMacFloodLeavesLaterFlowsTheirReturns) {
+  HarnessOptions o;
+  Harness h(o);
+  const Net& n = net();
+  const Frame legit = udpFrom(n.fromA(), kPortA, 1000);
+  expectReturned(h, legit, "router A's flow before the flood");
+
+  for (uint32_t i = 0; i < dp::NeighbourTable::kSlots; ++i) {
+    Frame f = udpFrom({n.our_a, spoofed(i), {}}, kPortA, 2000);
+    Result r = h.send(f);
+    ASSERT_EQ(r.verdict, Verdict::kAppliance) << "flood frame " << i << ": " << describe(r);
+  }
+  // The flood's flow keeps the last MAC it saw; its earlier ones are
+  // referenced by no flow.
+  EXPECT_LE(h.flows().neighbours().count(), dp::NeighbourTable::kSlots);
+
+  // Neighbours already known, and neighbours on other ports, keep working
+  // at once: the flood cannot take more than its port's share.
+  expectReturned(h, legit, "router A's flow during the flood");
+  expectReturned(h, udpFrom(n.fromA(), kPortA, 1001), "a new flow from router A");
+  expectReturned(h, udpFrom(n.fromB(), kPortB, 1002), "a new flow from router B (another port)");
+
+  // Once housekeeping has run, the spoofed neighbours no flow refers to are
+  // gone and a new neighbour on the flooded port is recorded again.
+  housekeeping(h, 3);
+  L2 standby{n.our_a, mac("02:00:00:00:0a:0b"), {}};
+  expectReturned(h, udpFrom(standby, kPortA, 1003), "a new flow from router A's standby");
+  expectReturned(h, legit, "router A's flow after housekeeping");
+  expectCounterInvariant(h.counters(), "after the flood");
+}
+
+// The PCP and DEI bits of a VLAN tag say how to queue one frame; they do
+// not name another neighbour. Before issue 24 each value interned a new
+// neighbour (and counted return_l2_changed): 16 per VLAN per MAC.
+TEST(Neighbours, PriorityBitsDoNotMakeNewNeighbours) {
+  Harness h;
+  const Net& n = net();
+  const Frame base = udpFrom(n.fromVlan(0x0064), kPortVlan, 3000);
+  expectReturned(h, base, "VLAN 100, priority 0");
+  uint32_t before = h.flows().neighbours().count();
+  for (uint16_t pri : {0x2000, 0xE000, 0x1000, 0xF000, 0x8000}) {
+    Frame f = udpFrom(n.fromVlan(uint16_t(0x0064 | pri)), kPortVlan, 3000);
+    Result r = h.send(f);
+    ASSERT_EQ(r.verdict, Verdict::kAppliance) << describe(r);
+  }
+  EXPECT_EQ(h.flows().neighbours().count(), before) << "priority bits interned new neighbours";
+  EXPECT_EQ(h.get(Counter::return_l2_changed), 0u) << "a priority change is not an L2 change";
+  // Returns go to VLAN 100 with priority 0 (the router re-marks them).
+  expectReturned(h, base, "VLAN 100 after priority changes");
+  // Another VLAN ID is another neighbour.
+  expectReturned(h, udpFrom(n.fromVlan(0x0065), kPortVlan, 3001), "VLAN 101");
+  EXPECT_EQ(h.flows().neighbours().count(), before + 1);
+}
+
+}  // namespace
+}  // namespace gwlb::dptest
