@@ -5,6 +5,7 @@
 // come back, and to which MAC, VLAN and port.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdio>
 #include <string>
 
@@ -113,6 +114,67 @@ TEST(Neighbours, PriorityBitsDoNotMakeNewNeighbours) {
   // Another VLAN ID is another neighbour.
   expectReturned(h, udpFrom(n.fromVlan(0x0065), kPortVlan, 3001), "VLAN 101");
   EXPECT_EQ(h.flows().neighbours().count(), before + 1);
+}
+
+// The sweep frees a neighbour only when no flow entry holds it, and never
+// one that a worker had from intern() and stores after the sweep looked
+// (docs/architecture.md, rule R2): retiring, a grace period, a second look,
+// freeing, another grace period, free.
+TEST(Neighbours, ANeighbourIsFreedOnlyOnceNoEntryHoldsIt) {
+  Harness h;
+  const Net& n = net();
+  const Frame f = udpFrom(n.fromA(), kPortA, 4000);
+  expectReturned(h, f, "the flow");
+  dp::FlowTable& ft = h.flows();
+  dp::NeighbourTable& nt = ft.neighbours();
+  dp::FlowEntry* e = nullptr;
+  ft.forEach([&](const FlowKey&, int32_t pos, const dp::FlowEntry&) { e = &ft.entry(pos); });
+  ASSERT_NE(e, nullptr);
+  const uint16_t router = e->l2[0].load() ? e->l2[0].load() : e->l2[1].load();
+  ASSERT_NE(router, 0);
+
+  // Interned by a "worker" that has not stored it yet.
+  const uint64_t peer = 0x0000'0a0b0c0d0e0fULL, self = 0x0001'020304050607ULL;  // port 1
+  dp::NeighbourTable::Refusal why;
+  const uint16_t x = nt.intern(peer, self, why);
+  ASSERT_NE(x, 0);
+  EXPECT_EQ(nt.portCount(1), 1u);
+  housekeeping(h, 1);
+  EXPECT_TRUE(nt.isRetiringForTest(x)) << "no entry holds it: retiring";
+  // The worker stores it now, after the sweep's walk.
+  std::atomic<uint16_t>& other = e->l2[0].load() == router ? e->l2[1] : e->l2[0];
+  other.store(x);
+  housekeeping(h, 4);
+  dp::DirL2 d;
+  EXPECT_TRUE(nt.read(x, d)) << "freed while an entry held it";
+  EXPECT_FALSE(nt.isRetiringForTest(x)) << "revived";
+  EXPECT_TRUE(nt.holds(x, peer, self));
+  EXPECT_TRUE(nt.read(router, d)) << "the flow's own neighbour";
+  expectReturned(h, f, "the flow after five sweeps");
+
+  // The entry lets go: freed after two more sweeps; its port's count drops.
+  other.store(0);
+  const uint64_t freed = nt.freed();
+  housekeeping(h, 3);
+  EXPECT_FALSE(nt.read(x, d));
+  EXPECT_EQ(nt.freed(), freed + 1);
+  EXPECT_EQ(nt.portCount(1), 0u);
+  EXPECT_TRUE(nt.read(router, d)) << "the flow's own neighbour stays";
+
+  // A retiring neighbour that a new flow interns again is revived, not doubled.
+  const uint16_t y = nt.intern(peer, self, why);
+  ASSERT_NE(y, 0);
+  housekeeping(h, 1);
+  ASSERT_TRUE(nt.isRetiringForTest(y));
+  EXPECT_EQ(nt.intern(peer, self, why), y);
+  EXPECT_FALSE(nt.isRetiringForTest(y));
+
+  // When the flow ends, its neighbour goes too.
+  h.now += 3600ULL * 1'000'000'000ULL;
+  housekeeping(h, 4);
+  EXPECT_EQ(ft.count(), 0u);
+  EXPECT_EQ(nt.count(), 0u) << "neighbours left behind by expired flows";
+  EXPECT_EQ(nt.portCount(kPortA), 0u);
 }
 
 }  // namespace
