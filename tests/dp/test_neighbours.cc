@@ -74,9 +74,13 @@ TEST(Neighbours, ASpoofedMacFloodLeavesLaterFlowsTheirReturns) {
     Result r = h.send(f);
     ASSERT_EQ(r.verdict, Verdict::kAppliance) << "flood frame " << i << ": " << describe(r);
   }
-  // The flood's flow keeps the last MAC it saw; its earlier ones are
-  // referenced by no flow.
-  EXPECT_LE(h.flows().neighbours().count(), dp::NeighbourTable::kSlots);
+  // The port took its share and refused the rest (counted); the flood's
+  // flow keeps the last MAC recorded, the others are referenced by no flow.
+  const dp::NeighbourTable& nt = h.flows().neighbours();
+  EXPECT_EQ(nt.portCount(kPortA), dp::NeighbourTable::kPortLimit);
+  EXPECT_EQ(h.get(Counter::neighbour_port_limit),
+            dp::NeighbourTable::kSlots + 1 - dp::NeighbourTable::kPortLimit);
+  EXPECT_EQ(h.get(Counter::neighbour_table_full), 0u);
 
   // Neighbours already known, and neighbours on other ports, keep working
   // at once: the flood cannot take more than its port's share.
@@ -87,6 +91,7 @@ TEST(Neighbours, ASpoofedMacFloodLeavesLaterFlowsTheirReturns) {
   // Once housekeeping has run, the spoofed neighbours no flow refers to are
   // gone and a new neighbour on the flooded port is recorded again.
   housekeeping(h, 3);
+  EXPECT_EQ(nt.portCount(kPortA), 2u) << "router A and the flood flow's last MAC are left";
   L2 standby{n.our_a, mac("02:00:00:00:0a:0b"), {}};
   expectReturned(h, udpFrom(standby, kPortA, 1003), "a new flow from router A's standby");
   expectReturned(h, legit, "router A's flow after housekeeping");
