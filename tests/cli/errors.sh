@@ -265,6 +265,7 @@ says "$work/out" "why           left by operator (gwlbctl fleet join to return)"
 expect 2 --socket "$sock" fleet join
 says "$work/err" "gwlbctl: this node announces no routes: the config has no fleet.bird section (not_configured)"
 expect 2 --socket "$sock" fleet frob
+says "$work/err" "unknown subcommand 'frob' (fleet has: show, leave, join)"
 # capture stop (issue 24 item 10): by device, by queue, an unknown device, a bad one.
 expect 0 --socket "$sock" capture stop net_pcap0
 says "$work/out" "detached 2 queue callbacks"
@@ -279,7 +280,6 @@ expect 2 --socket "$sock" capture stop net_pcap0 --queue 65535
 expect 2 --socket "$sock" capture
 expect 0 capture stop --help
 says "$work/out" "usage: gwlbctl capture stop [DEVICE] [--queue Q]"
-says "$work/err" "unknown subcommand 'frob' (fleet has: show, leave, join)"
 expect 1 --socket "$sock" --json health-destinations nope
 /usr/bin/python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["code"] == "not_found"' "$work/out"
 expect 2 --socket "$sock" server add firewalls 192.0.2.10
