@@ -222,6 +222,17 @@ std::vector<CommandSpec> buildTable() {
                "ready (dataplane running, appliances in service, warm start done, a healthy\n"
                "destination).\n",
                {}});
+  t.push_back({"capture stop", "capture.stop", "[DEVICE] [--queue Q]", {"DEVICE"}, 0,
+               "detach packet captures (dpdk-dumpcap) by hand",
+               "Detaches the packet captures attached to DEVICE (a data port's DPDK name, as\n"
+               "'gwlbctl status' lists it; every port when omitted), on queue Q only with\n"
+               "--queue: the workers stop copying its packets at once. For a capture tool\n"
+               "that lives but no longer reads its ring (gwlbd detaches the captures of a\n"
+               "tool that has died by itself, within a second or two). The tool gets no\n"
+               "more packets and its own stop is then refused. Prints how many queue\n"
+               "callbacks were detached (0 when none was attached). Exit status 1 when no\n"
+               "port has that name or packet capture is off.\n",
+               {{"--queue", "Q", "only this queue (0-65534)"}}});
   t.push_back({"config dump", "config", "", {}, 0,
                "print the running config as YAML gwlbd can load",
                "Prints the configuration gwlbd runs, as YAML that gwlbd and 'config check'\n"
@@ -273,7 +284,7 @@ const CommandSpec* findCommand(const std::string& name) {
 }
 
 bool isCommandGroup(const std::string& word) {
-  return word == "server" || word == "config" || word == "fleet";
+  return word == "server" || word == "config" || word == "fleet" || word == "capture";
 }
 
 namespace {

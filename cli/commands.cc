@@ -247,6 +247,10 @@ int runInvocation(const Invocation& inv, FILE* out, FILE* err) {
       put(out, fieldText(r.result, "yaml", ""));
       put(err, renderRuntimeChanges(r.result));
     }
+    else if (name == "capture stop") {
+      uint64_t n = uint64_t(fieldNumber(r.result, "detached"));
+      put(out, "detached " + std::to_string(n) + " queue callback" + (n == 1 ? "" : "s") + "\n");
+    }
     else if (name == "fleet leave" || name == "fleet join") {
       put(out, std::string(name == "fleet leave" ? "left the fleet" : "joined the fleet") +
                    (r.result.contains("changed") && r.result["changed"] == Json(false)

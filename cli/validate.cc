@@ -233,6 +233,17 @@ Request buildRequest(const Invocation& inv) {
     if (inv.has("--force")) r.params["force"] = true;
   } else if (n == "reload") {
     if (inv.has("--force")) r.params["force"] = true;
+  } else if (n == "capture stop") {
+    if (!inv.args.empty()) {
+      // A DPDK device name: printable, no spaces, under 64 bytes (a PCI
+      // address has ':' in it).
+      const std::string& d = inv.args[0];
+      bool ok = !d.empty() && d.size() < 64;
+      for (char c : d) ok = ok && c > ' ' && c < 0x7f;
+      if (!ok) bad("DEVICE", d, "a port's device name (1-63 printable characters, no spaces)");
+      r.params["device"] = d;
+    }
+    if (inv.has("--queue")) r.params["queue"] = parseUint("--queue", inv.opt("--queue"), 0, 65534);
   } else if (n == "config dump") {
     if (inv.has("--secrets")) r.params["secrets"] = true;
   }

@@ -602,6 +602,7 @@ int Daemon::run() {
       guarded("timer", [&] {
         resolveNeighbours();
         updateAnnounce();
+        detachGoneCaptures();
         sampleRates();
         refreshTelemetry();
         if (++ticks % 10 == 0) logStats("stats", true);

@@ -184,6 +184,9 @@ class Daemon {
   std::string capture_why_;  // why captures cannot attach, when they cannot
   void startCapture();
   nlohmann::json captureJson() const;
+  // control/daemon_capture.cc
+  void detachGoneCaptures();
+  nlohmann::json apiCaptureStop(const nlohmann::json& p);
   uint64_t started_ns_ = 0;
   double started_at_ = 0;        // Unix time
   double config_loaded_at_ = 0;  // Unix time

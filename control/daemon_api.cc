@@ -170,11 +170,12 @@ json Daemon::handleApi(const std::string& method, const json& params) {
     else if (method == "fleet") result = apiFleet(params);
     else if (method == "fleet.leave") result = apiFleetLeave(params, true);
     else if (method == "fleet.join") result = apiFleetLeave(params, false);
+    else if (method == "capture.stop") result = apiCaptureStop(params);
     else
       badRequest("unknown method '" + method +
                  "' (status, servers, groups, flows, explain, stats, server.add, "
                  "server.remove, server.set, server.drain, server.undrain, reload, config, health, "
-                 "destinations, fleet, fleet.leave, fleet.join, fleet_sync)");
+                 "destinations, fleet, fleet.leave, fleet.join, fleet_sync, capture.stop)");
     return {{"ok", true}, {"result", std::move(result)}};
   } catch (const ApiFailure& f) {
     json r = apiError(nullptr, f.code, f.what());
@@ -279,6 +280,7 @@ json Daemon::captureJson() const {
     c["started"] = t.started;
     c["stopped"] = t.stopped;
     c["refused"] = t.refused;
+    c["detached"] = t.detached;
   }
   c["sessions"] = sessions;
   return c;

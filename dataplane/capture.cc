@@ -18,9 +18,15 @@
 #include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <set>
 #include <stdexcept>
 
 namespace gwlb::dp {
@@ -65,6 +71,7 @@ struct CaptureServer::Tap {
   struct rte_pdump_stats* stats;
   const rte_eth_rxtx_callback* cb = nullptr;
   std::string device;
+  CapturePeer owner;  // the tool that asked (path empty: unknown)
 };
 
 namespace {
@@ -121,7 +128,9 @@ int onMessage(const rte_mp_msg* msg, const void* peer) {
   }
   {
     std::lock_guard<std::mutex> g(g_listener_mu);
-    r.err_value = g_listener ? g_listener->handle(msg->param, size_t(std::max(msg->len_param, 0))) : -ENODEV;
+    r.err_value = g_listener ? g_listener->handle(msg->param, size_t(std::max(msg->len_param, 0)),
+                                                  static_cast<const char*>(peer))
+                             : -ENODEV;
   }
   std::snprintf(reply.name, sizeof reply.name, "%s", kAction);
   reply.len_param = sizeof r;
@@ -161,6 +170,27 @@ bool inDpdkMemory(const void* p, size_t n) {
 
 std::string portName(uint16_t port, const std::string& device) {
   return "port " + std::to_string(port) + " (" + device + ")";
+}
+
+// True when the tool behind `p` is certainly gone: its multi-process socket
+// accepts no connection (nothing is bound to the file a killed process
+// leaves, or the file is gone), or, where the socket may not be asked
+// (another user's), its pid no longer exists. Anything else (a connect that
+// succeeds, an error that says nothing) counts as alive.
+bool toolGone(const CapturePeer& p) {
+  if (p.path.empty()) return false;
+  int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::memcpy(a.sun_path, p.path.data(), std::min(p.path.size(), sizeof a.sun_path - 1));
+  int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a);
+  int e = errno;
+  ::close(fd);
+  if (rc == 0) return false;
+  if (e == ECONNREFUSED || e == ENOENT) return true;
+  if ((e == EACCES || e == EPERM) && p.pid > 0) return ::kill(p.pid, 0) != 0 && errno == ESRCH;
+  return false;
 }
 
 }  // namespace
@@ -207,11 +237,16 @@ bool CaptureServer::listen(std::string& why) {
   return true;
 }
 
-int CaptureServer::handle(const void* param, size_t len) {
+int CaptureServer::handle(const void* param, size_t len, const char* peer) {
   std::unique_lock<std::mutex> lock(mu_);
   CaptureRequest r;
   int err = 0;
   std::string why;
+  CapturePeer owner;
+  // EAL's peer is a sockaddr_un's path (108 bytes).
+  if (peer != nullptr && !parseCapturePeer(peer, sizeof(sockaddr_un::sun_path), owner, why))
+    log_(1, "packet capture: " + why + ": a capture it starts is not detached if the tool dies");
+  why.clear();
   if (!parseCaptureRequest(param, len, r, err, why)) {
     ++totals_.refused;
     log_(1, "packet capture: refused a request: " + why);
@@ -229,7 +264,7 @@ int CaptureServer::handle(const void* param, size_t len) {
                 ": not a data port (the exception path's taps are kernel interfaces: use tcpdump)");
     return -ENOTSUP;
   }
-  err = r.op == CaptureOp::kStart ? start(r, port, why, lock) : stop(r, port, why, lock);
+  err = r.op == CaptureOp::kStart ? start(r, port, owner, why, lock) : stop(r, port, why, lock);
   if (err != 0) {
     ++totals_.refused;
     log_(1, "packet capture: refused to " + std::string(r.op == CaptureOp::kStart ? "start" : "stop") +
@@ -238,8 +273,8 @@ int CaptureServer::handle(const void* param, size_t len) {
   return err;
 }
 
-int CaptureServer::start(const CaptureRequest& r, uint16_t port, std::string& why,
-                         std::unique_lock<std::mutex>& lock) {
+int CaptureServer::start(const CaptureRequest& r, uint16_t port, const CapturePeer& owner,
+                         std::string& why, std::unique_lock<std::mutex>& lock) {
   rte_eth_dev_info info;
   if (int rc = rte_eth_dev_info_get(port, &info); rc != 0) {
     why = std::string("no device info: ") + std::strerror(-rc);
@@ -259,26 +294,38 @@ int CaptureServer::start(const CaptureRequest& r, uint16_t port, std::string& wh
   }
   rte_bpf* filter = nullptr;
   if (r.prm) {
-    const auto* prm = reinterpret_cast<const rte_bpf_prm*>(r.prm);
-    if (!inDpdkMemory(prm, sizeof *prm)) {
+    // The tool can still write its filter while this runs: everything is
+    // checked on a copy, and the copy is what gets loaded.
+    if (!inDpdkMemory(reinterpret_cast<const void*>(r.prm), sizeof(rte_bpf_prm))) {
       why = "its filter is not in DPDK's shared memory";
       return -EINVAL;
     }
-    if (prm->prog_arg.type != RTE_BPF_ARG_PTR_MBUF) {
+    rte_bpf_prm prm;
+    std::memcpy(&prm, reinterpret_cast<const void*>(r.prm), sizeof prm);
+    if (prm.prog_arg.type != RTE_BPF_ARG_PTR_MBUF) {
       why = "its filter does not take a packet (BPF argument type " +
-            std::to_string(unsigned(prm->prog_arg.type)) + ")";
+            std::to_string(unsigned(prm.prog_arg.type)) + ")";
       return -EINVAL;
     }
-    if (prm->nb_xsym != 0) {
+    if (prm.nb_xsym != 0) {
       why = "its filter calls external functions (addresses of another process)";
       return -EINVAL;
     }
-    if (prm->nb_ins == 0 || prm->nb_ins > 65536 ||
-        !inDpdkMemory(prm->ins, size_t(prm->nb_ins) * sizeof(ebpf_insn))) {
-      why = "its filter's " + std::to_string(prm->nb_ins) + " instructions are not in DPDK's shared memory";
+    if (prm.nb_ins == 0 || prm.nb_ins > 65536 ||
+        !inDpdkMemory(prm.ins, size_t(prm.nb_ins) * sizeof(ebpf_insn))) {
+      why = "its filter's " + std::to_string(prm.nb_ins) + " instructions are not in DPDK's shared memory";
       return -EINVAL;
     }
-    filter = rte_bpf_load(prm);
+    std::vector<ebpf_insn> ins(prm.nb_ins);
+    std::memcpy(ins.data(), prm.ins, ins.size() * sizeof(ebpf_insn));
+    prm.ins = ins.data();
+    prm.xsym = nullptr;
+    // The argument is one packet: the verifier lets the program read the
+    // rte_mbuf and nothing past it (a larger size would let it read beyond),
+    // and data only through its bounded packet loads.
+    prm.prog_arg.size = sizeof(rte_mbuf);
+    prm.prog_arg.buf_size = 0;
+    filter = rte_bpf_load(&prm);  // keeps its own copy of the instructions
     if (filter == nullptr) {
       why = std::string("its filter does not load: ") + rte_strerror(rte_errno);
       return -EINVAL;
@@ -316,7 +363,8 @@ int CaptureServer::start(const CaptureRequest& r, uint16_t port, std::string& wh
       }
       auto* t = new Tap{port, q, rx, r.ver == 2, r.snaplen,
                         reinterpret_cast<rte_ring*>(r.ring), reinterpret_cast<rte_mempool*>(r.mp),
-                        filter, rx ? &zone->rx[port][q] : &zone->tx[port][q], nullptr, r.device};
+                        filter, rx ? &zone->rx[port][q] : &zone->tx[port][q], nullptr, r.device,
+                        owner};
       std::memset(t->stats, 0, sizeof *t->stats);
       t->cb = rx ? rte_eth_add_first_rx_callback(port, q, onRx, t) : rte_eth_add_tx_callback(port, q, onTx, t);
       if (t->cb == nullptr) {
@@ -383,17 +431,125 @@ void CaptureServer::retire(std::vector<Tap*> taps, std::unique_lock<std::mutex>&
   lock.unlock();
   if (qsbr_) rte_rcu_qsbr_check(qsbr_, rte_rcu_qsbr_start(qsbr_), true);
   lock.lock();
-  for (Tap* t : taps) {
-    rte_free(const_cast<rte_eth_rxtx_callback*>(t->cb));
-    if (t->filter) {
-      auto it = filters_.find(t->filter);
-      if (it != filters_.end() && --it->second == 0) {
-        rte_bpf_destroy(t->filter);
-        filters_.erase(it);
-      }
+  for (Tap* t : taps) freeTap(t);
+}
+
+void CaptureServer::freeTap(Tap* t) {
+  rte_free(const_cast<rte_eth_rxtx_callback*>(t->cb));
+  if (t->filter) {
+    auto it = filters_.find(t->filter);
+    if (it != filters_.end() && --it->second == 0) {
+      rte_bpf_destroy(t->filter);
+      filters_.erase(it);
     }
-    delete t;
   }
+  delete t;
+}
+
+template <typename Pick>
+size_t CaptureServer::unlink(Pick pick, bool owner_gone) {
+  Unlinked u;
+  u.gone = owner_gone;
+  for (auto it = taps_.begin(); it != taps_.end();) {
+    Tap* t = it->second;
+    if (!pick(*t)) {
+      ++it;
+      continue;
+    }
+    if (t->rx) rte_eth_remove_rx_callback(t->port, t->queue, t->cb);
+    else rte_eth_remove_tx_callback(t->port, t->queue, t->cb);
+    u.taps.push_back(t);
+    it = taps_.erase(it);
+  }
+  size_t n = u.taps.size();
+  if (n == 0) return 0;
+  u.token = qsbr_ ? rte_rcu_qsbr_start(qsbr_) : 0;
+  unlinked_.push_back(std::move(u));
+  totals_.detached += n;
+  return n;
+}
+
+void CaptureServer::freeUnlinked(bool wait) {
+  for (auto it = unlinked_.begin(); it != unlinked_.end();) {
+    if (qsbr_ && rte_rcu_qsbr_check(qsbr_, it->token, wait) != 1) {
+      ++it;
+      continue;
+    }
+    // A dead tool's ring and mempool: nobody will free them otherwise
+    // (dpdk-dumpcap names them after its pid), unless another capture still
+    // uses them or DPDK no longer knows them.
+    std::set<rte_ring*> rings;
+    std::set<rte_mempool*> pools;
+    for (Tap* t : it->taps) {
+      if (it->gone) rings.insert(t->ring), pools.insert(t->mp);
+      freeTap(t);
+    }
+    it = unlinked_.erase(it);
+    auto used = [this](const void* ring, const void* mp) {
+      for (const auto& [k, t] : taps_)
+        if (t->ring == ring || t->mp == mp) return true;
+      for (const Unlinked& u : unlinked_)
+        for (const Tap* t : u.taps)
+          if (t->ring == ring || t->mp == mp) return true;
+      return false;
+    };
+    for (rte_ring* r : rings) {
+      FindRing fr{r};
+      rte_memzone_walk(findRing, &fr);
+      if (fr.found && !used(r, nullptr)) rte_ring_free(r);
+    }
+    for (rte_mempool* m : pools) {
+      FindMempool fm{m};
+      rte_mempool_walk(findMempool, &fm);
+      if (fm.found && !used(nullptr, m)) rte_mempool_free(m);
+    }
+  }
+}
+
+size_t CaptureServer::detachGone() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::string, CapturePeer> owners;
+  for (const auto& [k, t] : taps_)
+    if (!t->owner.path.empty()) owners.emplace(t->owner.path, t->owner);
+  size_t total = 0;
+  for (const auto& [path, owner] : owners) {
+    if (!toolGone(owner)) continue;
+    std::string where;
+    size_t n = unlink(
+        [&](const Tap& t) {
+          if (t.owner.path != path) return false;
+          if (where.find(t.device) == std::string::npos) where += (where.empty() ? "" : ", ") + t.device;
+          return true;
+        },
+        true);
+    total += n;
+    log_(1, "packet capture: the capture tool (pid " + std::to_string(owner.pid) + ", " + path +
+                ") is gone: detached its " + std::to_string(n) + " queue callback(s) on " + where +
+                "; its ring and mempool are freed");
+  }
+  freeUnlinked(false);
+  return total;
+}
+
+long CaptureServer::detach(const std::string& device, int queue, std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint16_t port = 0;
+  if (!device.empty() && rte_eth_dev_get_port_by_name(device.c_str(), &port) != 0) {
+    why = "no port named '" + device + "'";
+    return -1;
+  }
+  size_t n = unlink(
+      [&](const Tap& t) {
+        return (device.empty() || t.port == port) && (queue < 0 || t.queue == queue);
+      },
+      false);
+  if (n > 0)
+    log_(1, "packet capture: detached by hand: " + std::to_string(n) + " queue callback(s)" +
+                (device.empty() ? "" : " on " + device) +
+                (queue < 0 ? "" : ", queue " + std::to_string(queue)) +
+                " (the tool gets nothing more; its own stop will be refused)");
+  freeUnlinked(false);
+  return long(n);
 }
 
 void CaptureServer::detachAll() {
@@ -406,6 +562,7 @@ void CaptureServer::detachAll() {
   }
   taps_.clear();
   retire(std::move(gone), lock);
+  freeUnlinked(true);
 }
 
 std::vector<CaptureServer::Session> CaptureServer::sessions() const {

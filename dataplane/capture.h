@@ -18,11 +18,31 @@
 // the control thread: capture those with tcpdump), a ring or mempool that is
 // not one DPDK knows, a filter that calls out of the program.
 //
-// Thread model: requests arrive on EAL's multi-process thread; sessions() and
-// the totals are read by the control thread; a mutex orders the two, and is
-// not held while a stop waits for the workers (a stalled worker does not
-// stall the control API). The callbacks run on the workers and take no
-// lock: each reads its own Tap, which is freed only after the grace period.
+// A tool killed while it captures (kill -9, a crash) sends no stop: its
+// callbacks would go on copying every packet into a ring nobody reads, and
+// every later capture of those queues would be refused (EEXIST). Each
+// capture remembers the multi-process socket its request came from
+// (CapturePeer: the tool's pid and socket path), and detachGone(), called
+// once a second by the control thread, detaches the captures of a tool whose
+// socket no longer accepts a connection (ECONNREFUSED: nothing bound to the
+// file it left behind; ENOENT: the file is gone) or, where the socket cannot
+// be asked (EACCES), whose pid no longer exists. The socket is the better
+// witness: it was bound by that very process, so a reused pid cannot pass
+// for it. Those callbacks are freed after a grace period, and so are the
+// dead tool's ring and mempool (its hugepage memory). detach() does the same
+// by hand (gwlbctl capture stop), for a tool that lives but no longer reads.
+//
+// The filter a start names lives in shared memory the tool can still write:
+// it is copied (header and instructions) before it is checked, the copy is
+// what gets loaded, and its argument is pinned to one rte_mbuf.
+//
+// Thread model: requests arrive on EAL's multi-process thread; sessions(),
+// the totals, detachGone() and detach() run on the control thread; a mutex
+// orders them, and is not held while a stop waits for the workers (a stalled
+// worker does not stall the control API; detachGone() and detach() do not
+// wait at all: what they unlink is freed by a later call once its grace
+// period is over). The callbacks run on the workers and take no lock: each
+// reads its own Tap, which is freed only after the grace period.
 #pragma once
 
 #include <atomic>
@@ -64,11 +84,24 @@ class CaptureServer {
 
   // One request exactly as a capture tool sends it; returns the reply's
   // error value (0 or -errno). A stop returns once no worker can be inside
-  // the stopped callbacks.
-  int handle(const void* param, size_t len);
+  // the stopped callbacks. `peer`: the sender's multi-process socket (as EAL
+  // gives it: a socket path, read up to its NUL or 108 bytes); without one (tests, or an address that
+  // names no process) the capture is never detached as gone.
+  int handle(const void* param, size_t len, const char* peer = nullptr);
 
   // Removes every callback, waits for the grace period, frees the sessions.
   void detachAll();
+
+  // Control thread, about once a second: detaches the captures of tools
+  // that are gone (see above) and frees what earlier calls unlinked once
+  // its grace period is over. Returns the queue callbacks detached now.
+  size_t detachGone();
+
+  // Control thread: detaches by hand the captures of `device` ("" = every
+  // port) on `queue` (-1 = every queue), both directions, without waiting.
+  // Returns the queue callbacks detached; -1 with `why` for a device that is
+  // not a port.
+  long detach(const std::string& device, int queue, std::string& why);
 
   struct Session {
     uint16_t port = 0, queue = 0;
@@ -81,18 +114,28 @@ class CaptureServer {
   std::vector<Session> sessions() const;
   struct Totals {
     uint64_t started = 0, stopped = 0, refused = 0;
+    uint64_t detached = 0;  // queue callbacks detached by gwlbd (tool gone, or detach())
   };
   Totals totals() const;
 
   struct Tap;  // one queue, one direction, being copied (capture.cc)
 
  private:
-  int start(const CaptureRequest& r, uint16_t port, std::string& why,
+  int start(const CaptureRequest& r, uint16_t port, const CapturePeer& owner, std::string& why,
             std::unique_lock<std::mutex>& lock);
   int stop(const CaptureRequest& r, uint16_t port, std::string& why,
            std::unique_lock<std::mutex>& lock);
   // Waits for the grace period with `lock` (on mu_) released, then frees.
   void retire(std::vector<Tap*> taps, std::unique_lock<std::mutex>& lock);
+  // Frees a tap whose grace period is over (callback, filter reference); mu_ held.
+  void freeTap(Tap* t);
+  // Unlinks the taps for which `pick` is true, without waiting: they are
+  // freed by freeUnlinked() after a grace period. mu_ held.
+  template <typename Pick>
+  size_t unlink(Pick pick, bool owner_gone);
+  // Frees what unlink() left once its grace period is over (all of it,
+  // waiting, with `wait`). mu_ held.
+  void freeUnlinked(bool wait);
 
   rte_rcu_qsbr* qsbr_;
   std::vector<uint16_t> data_ports_;
@@ -103,6 +146,14 @@ class CaptureServer {
   // (port, queue, rx) -> the tap being copied there.
   std::map<uint32_t, Tap*> taps_;
   std::map<rte_bpf*, unsigned> filters_;  // filter -> taps using it
+  // Unlinked by detachGone()/detach(), freed once the grace period of
+  // `token` is over; `gone`: their tool is dead, so its ring and mempool go too.
+  struct Unlinked {
+    uint64_t token = 0;
+    std::vector<Tap*> taps;
+    bool gone = false;
+  };
+  std::vector<Unlinked> unlinked_;
   Totals totals_;
 };
 

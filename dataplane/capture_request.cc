@@ -61,4 +61,51 @@ bool parseCaptureRequest(const void* param, size_t len, CaptureRequest& out, int
   return true;
 }
 
+bool parseCapturePeer(const char* peer, size_t len, CapturePeer& out, std::string& why) {
+  out = {};
+  if (peer == nullptr) {
+    why = "no peer address";
+    return false;
+  }
+  const void* nul = std::memchr(peer, '\0', len);
+  size_t n = nul ? size_t(static_cast<const char*>(nul) - peer) : len;
+  // sockaddr_un's path: 108 bytes with its NUL.
+  if (n == 0 || n >= 108) {
+    why = "peer address of " + std::to_string(n) + " bytes";
+    return false;
+  }
+  std::string path(peer, n);
+  for (unsigned char c : path)
+    if (c < 0x20 || c > 0x7e) {
+      why = "peer address with an unprintable byte";
+      return false;
+    }
+  // The last path component: "mp_socket_<pid>_<hex>".
+  static constexpr char kStem[] = "mp_socket_";
+  size_t slash = path.rfind('/');
+  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (name.compare(0, sizeof kStem - 1, kStem) != 0) {
+    why = "peer '" + path + "' is not a secondary process's socket";
+    return false;
+  }
+  size_t at = sizeof kStem - 1;
+  long long pid = 0;
+  size_t digits = 0;
+  while (at < name.size() && name[at] >= '0' && name[at] <= '9' && digits < 10) {
+    pid = pid * 10 + (name[at] - '0');
+    ++at;
+    ++digits;
+  }
+  bool hex = at + 1 < name.size() && name[at] == '_';
+  for (size_t i = at + 1; hex && i < name.size(); ++i)
+    hex = (name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f');
+  if (digits == 0 || pid <= 0 || pid > 0x7fffffff || !hex) {
+    why = "peer '" + path + "' names no process (want mp_socket_<pid>_<hex>)";
+    return false;
+  }
+  out.path = std::move(path);
+  out.pid = int(pid);
+  return true;
+}
+
 }  // namespace gwlb::dp

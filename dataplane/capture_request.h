@@ -54,4 +54,19 @@ struct CaptureRequest {
 bool parseCaptureRequest(const void* param, size_t len, CaptureRequest& out, int& err,
                          std::string& why);
 
+// The process a request came from. EAL hands the action the address of the
+// sender's multi-process socket, which a secondary process binds at
+// "<runtime dir>/mp_socket_<pid>_<TSC in hex>" for as long as it lives: the
+// capture server asks that socket (and, failing that, the pid) whether the
+// tool is still there.
+struct CapturePeer {
+  std::string path;  // the socket's path, as received
+  int pid = 0;       // from its name
+};
+
+// Reads a peer address of at most `len` bytes (up to a NUL); false with
+// `why` when it is not a secondary's socket name (no pid in it, a path that
+// does not fit a socket address, a byte that is not printable).
+bool parseCapturePeer(const char* peer, size_t len, CapturePeer& out, std::string& why);
+
 }  // namespace gwlb::dp

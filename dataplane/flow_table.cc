@@ -557,9 +557,16 @@ size_t FlowTable::expire(uint64_t now_ns, size_t max, std::vector<uint16_t>* exp
           std::memory_order_relaxed)));
   };
   // Slots in memory order; a lost insert's dead slot is retired on the way.
+  // Every used slot's neighbours are marked: those no entry holds are freed.
+  neigh_.sweepBegin(qsbr_);
   for (uint32_t idx = 0; idx < nslots_; ++idx) {
     uint32_t tag = tags_[idx].load(std::memory_order_acquire);
     uint32_t st = tagState(tag);
+    if (tag != kEmpty) {
+      const FlowEntry& ne = *entryPtr(posOf(idx, tag & kWideBit));
+      neigh_.mark(ne.l2[0].load(std::memory_order_relaxed));
+      neigh_.mark(ne.l2[1].load(std::memory_order_relaxed));
+    }
     if (st == kDead) {
       tags_[idx].store(tagKey(tag) | kDeleted, std::memory_order_relaxed);
       retired_.push_back({int32_t(idx), 0, false});
@@ -627,6 +634,7 @@ size_t FlowTable::expire(uint64_t now_ns, size_t max, std::vector<uint16_t>* exp
     }
   }
   (void)expired;
+  neigh_.sweepEnd(qsbr_);
   if (victims.empty() && dead == 0) return 0;
   for (uint32_t idx : victims) {
     // Only the control thread changes a ready tag.

@@ -108,7 +108,9 @@ inline FlowRef refFor(const ParsedPacket& p, StickinessMode mode, uint8_t listen
 // Records where this direction's packets come from: the first packet's L2,
 // then any change (a router failover, a neighbour's new MAC or port), so
 // returns follow the neighbour that sends now. Unchanged L2 costs one index
-// load and two compares with the interned neighbour.
+// load and two compares with the interned neighbour. A neighbour that cannot
+// be recorded (its port holds NeighbourTable::kPortLimit, or no free slot
+// near its home) leaves the direction's L2 as it was, and is counted.
 // Concurrency rule R2 (docs/architecture.md "Flow entries: concurrency rules"):
 // the neighbour is interned (immutable once ready), then its index stored with release.
 inline void learnDirection(Ctx& c, NeighbourTable& nt, std::atomic<uint16_t>& slot,
@@ -119,9 +121,11 @@ inline void learnDirection(Ctx& c, NeighbourTable& nt, std::atomic<uint16_t>& sl
   uint16_t cur = slot.load(std::memory_order_acquire);
   if (nt.holds(cur, peer, self)) [[likely]]
     return;
-  uint16_t idx = nt.intern(peer, self);
+  NeighbourTable::Refusal why;
+  uint16_t idx = nt.intern(peer, self, why);
   if (idx == 0) [[unlikely]] {
-    c.w.counters.inc(Counter::neighbour_table_full);
+    c.w.counters.inc(why == NeighbourTable::Refusal::kPortLimit ? Counter::neighbour_port_limit
+                                                                : Counter::neighbour_table_full);
     return;
   }
   slot.store(idx, std::memory_order_release);

@@ -268,6 +268,20 @@ expect 2 --socket "$sock" fleet join
 says "$work/err" "gwlbctl: this node announces no routes: the config has no fleet.bird section (not_configured)"
 expect 2 --socket "$sock" fleet frob
 says "$work/err" "unknown subcommand 'frob' (fleet has: show, leave, join)"
+# capture stop (issue 24 item 10): by device, by queue, an unknown device, a bad one.
+expect 0 --socket "$sock" capture stop net_pcap0
+says "$work/out" "detached 2 queue callbacks"
+expect 0 --socket "$sock" capture stop net_pcap0 --queue 0
+says "$work/out" "detached 1 queue callback"
+expect 0 --socket "$sock" capture stop
+expect 1 --socket "$sock" capture stop net_nope
+says "$work/err" "no port named 'net_nope' (not_found)"
+expect 2 --socket "$sock" capture stop "net pcap"
+says "$work/err" "DEVICE: 'net pcap' is not a port's device name"
+expect 2 --socket "$sock" capture stop net_pcap0 --queue 65535
+expect 2 --socket "$sock" capture
+expect 0 capture stop --help
+says "$work/out" "usage: gwlbctl capture stop [DEVICE] [--queue Q]"
 expect 1 --socket "$sock" --json health-destinations nope
 /usr/bin/python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["code"] == "not_found"' "$work/out"
 expect 2 --socket "$sock" server add firewalls 192.0.2.10

@@ -25,6 +25,7 @@ every request it received to REQUEST_LOG (one JSON object per line):
   fleet         node gw-2 announced through BIRD, two peers (one unreachable)
   fleet.leave   ok: withdrawn, left by operator
   fleet.join    not_configured (as a gwlbd without fleet.bird answers)
+  capture.stop  net_pcap0: detached 2 (1 with a queue); no device: 2; another device: not_found
 """
 import json
 import os
@@ -203,6 +204,12 @@ def reply(req):
         left["announce"]["bird"]["wanted"] = "disabled"
         left["changed"] = True
         return {"ok": True, "result": left}
+    if m == "capture.stop":
+        dev = p.get("device", "net_pcap0")
+        if dev != "net_pcap0":
+            return {"ok": False, "error": {"code": "not_found", "message": "no port named '%s'" % dev}}
+        n = 1 if "queue" in p else 2
+        return {"ok": True, "result": {"detached": n, "capture": {"available": True, "sessions": []}}}
     if m == "fleet.join":
         return {"ok": False, "error": {"code": "not_configured", "message":
                 "this node announces no routes: the config has no fleet.bird section"}}

@@ -60,6 +60,14 @@ TEST(Args, SubcommandsAndPositionals) {
   EXPECT_TRUE(parse({"fleet", "--help"}).help);
   EXPECT_EQ(parse({"fleet", "--help"}).group, "fleet");
 
+  // capture stop (issue 24 item 10): a device (PCI names have ':'), a queue.
+  req = buildRequest(parse({"capture", "stop", "0000:3b:00.0", "--queue", "3"}));
+  EXPECT_EQ(req.method, "capture.stop");
+  EXPECT_EQ(req.params, (Json{{"device", "0000:3b:00.0"}, {"queue", 3}}));
+  EXPECT_EQ(buildRequest(parse({"capture", "stop"})).params, Json::object());
+  EXPECT_THROW(buildRequest(parse({"capture", "stop", "net pcap0"})), UsageError);
+  EXPECT_THROW(buildRequest(parse({"capture", "stop", "--queue", "65535"})), UsageError);
+
   inv = parse({"config", "check", "x.yaml"});
   EXPECT_EQ(inv.command->name, "config check");
   EXPECT_EQ(inv.args[0], "x.yaml");

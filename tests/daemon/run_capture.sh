@@ -187,12 +187,86 @@ assert c["sessions"] == [], c
 assert c["started"] == 34 and c["stopped"] == 34 and c["refused"] == 0, c
 print(f"34 captures started and stopped, none refused, none left attached")
 PY
+
+# 6. A dpdk-dumpcap killed while it captures (issue 24 item 10) sends no stop:
+# gwlbd sees that the process is gone and detaches its callbacks (before, the
+# workers kept copying into a ring nobody read, and every later capture of
+# the port was refused with EEXIST until gwlbd restarted).
+# (Started without timeout(1): the kill must reach dpdk-dumpcap itself.)
+dpdk-dumpcap --file-prefix="$prefix" -i net_pcap0 -q -w "$work/c6.pcapng" > "$work/d6.log" 2>&1 &
+killed=$!
+/usr/bin/python3 - "$work/gwlbd.sock" "$src" <<'PY'
+import sys, time
+sys.path.insert(0, sys.argv[2] + "/tests/daemon")
+from checklib import api_call
+for _ in range(500):
+    if len(api_call(sys.argv[1], "status")["result"]["capture"]["sessions"]) == 2:
+        break
+    time.sleep(0.02)
+else:
+    raise SystemExit("FAIL: the capture to be killed never showed")
+PY
+kill -KILL "$killed"
+wait "$killed" 2>/dev/null || true
+/usr/bin/python3 - "$work/gwlbd.sock" "$src" <<'PY'
+import sys, time
+sys.path.insert(0, sys.argv[2] + "/tests/daemon")
+from checklib import api_call
+t0 = time.monotonic()
+while time.monotonic() - t0 < 15:
+    c = api_call(sys.argv[1], "status")["result"]["capture"]
+    if not c["sessions"]:
+        break
+    time.sleep(0.1)
+else:
+    raise SystemExit(f"FAIL: 15 s after dpdk-dumpcap was killed its callbacks are still attached: {c}")
+assert c.get("detached") == 2, c
+print(f"killed dpdk-dumpcap: its 2 callbacks detached after {time.monotonic() - t0:.1f} s")
+PY
+grep -q "packet capture: the capture tool .* is gone: detached" "$work/gwlbd.log" ||
+  { tail -20 "$work/gwlbd.log"; echo "FAIL: no log line for the detached capture"; exit 1; }
+# The next capture of the same queues starts (it was refused with EEXIST).
+dumpcap "$work/d7.log" -q -c 50 -w "$work/c7.pcapng"
+
+# 7. 'capture.stop' (gwlbctl capture stop) detaches a capture by hand.
+timeout 60 dpdk-dumpcap --file-prefix="$prefix" -i net_pcap0 -a duration:3 -q -w "$work/c8.pcapng" \
+  > "$work/d8.log" 2>&1 &
+dc=$!
+/usr/bin/python3 - "$work/gwlbd.sock" "$src" <<'PY'
+import sys, time
+sys.path.insert(0, sys.argv[2] + "/tests/daemon")
+from checklib import api_call
+for _ in range(500):
+    if len(api_call(sys.argv[1], "status")["result"]["capture"]["sessions"]) == 2:
+        break
+    time.sleep(0.02)
+else:
+    raise SystemExit("FAIL: the capture to be stopped never showed")
+r = api_call(sys.argv[1], "capture.stop", device="net_pcap0")
+assert r["ok"] and r["result"]["detached"] == 2, r
+c = api_call(sys.argv[1], "status")["result"]["capture"]
+assert c["sessions"] == [], c
+r = api_call(sys.argv[1], "capture.stop")
+assert r["ok"] and r["result"]["detached"] == 0, r
+print("capture.stop detached the running capture's 2 callbacks")
+PY
+wait "$dc" || true  # the tool's own stop then finds nothing to stop
+/usr/bin/python3 - "$work/gwlbd.sock" "$src" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[2] + "/tests/daemon")
+from checklib import api_call
+c = api_call(sys.argv[1], "status")["result"]["capture"]
+assert c["sessions"] == [], c
+assert c["started"] == 37 and c["stopped"] == 35 and c["detached"] == 4, c
+print(f"after the kill and the stop by hand: {c['started']} started, {c['stopped']} stopped by their tool, "
+      f"{c['detached']} callbacks detached by gwlbd")
+PY
 kill -TERM "$gwlbd_pid"
 rc=0; wait "$gwlbd_pid" || rc=$?
 gwlbd_pid=""
 [ "$rc" -eq 0 ] || { tail -30 "$work/gwlbd.log"; echo "FAIL: gwlbd exit $rc"; exit 1; }
 n_started=$(grep -c "packet capture: started on port 0 (net_pcap0)" "$work/gwlbd.log")
 n_stopped=$(grep -c "packet capture: stopped on port 0 (net_pcap0)" "$work/gwlbd.log")
-[ "$n_started" -eq 34 ] && [ "$n_stopped" -eq 34 ] ||
-  { echo "FAIL: log has $n_started starts and $n_stopped stops, want 34 each"; exit 1; }
-echo "PASS: dpdk-dumpcap attached to gwlbd 34 times; gwlbd stopped cleanly"
+[ "$n_started" -eq 37 ] && [ "$n_stopped" -eq 35 ] ||
+  { echo "FAIL: log has $n_started starts and $n_stopped stops, want 37 and 35"; exit 1; }
+echo "PASS: dpdk-dumpcap attached to gwlbd 37 times (one killed, one stopped by hand); gwlbd stopped cleanly"

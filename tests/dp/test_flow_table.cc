@@ -358,10 +358,11 @@ TEST(NeighbourTable, ASlotLeftBusyIsPassedOverNotAFullTable) {
   dp::NeighbourTable nt;
   const uint64_t peer = 0x0000'0a0b0c0d0e0fULL, self = 0x0001'020304050607ULL;
   nt.holdHomeSlotBusyForTest(peer, self);
-  uint16_t idx = nt.intern(peer, self);
+  dp::NeighbourTable::Refusal why;
+  uint16_t idx = nt.intern(peer, self, why);
   ASSERT_NE(idx, 0) << "a busy slot made intern() report a full table";
   EXPECT_TRUE(nt.holds(idx, peer, self));
-  EXPECT_EQ(nt.intern(peer, self), idx) << "the same L2 again: the same index";
+  EXPECT_EQ(nt.intern(peer, self, why), idx) << "the same L2 again: the same index";
   dp::DirL2 d;
   ASSERT_TRUE(nt.read(idx, d));
   EXPECT_EQ(d.peer_mac.b[0], 0x0f);

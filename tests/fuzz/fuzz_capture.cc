@@ -8,6 +8,10 @@
 //    ring, a mempool and a snapshot length other than 0.
 //  - An accepted request is what its bytes say: encoding the parsed fields
 //    again gives the same fields back.
+//  - The same bytes, read as the peer address EAL hands the action
+//    (parseCapturePeer, issue 24 item 10): never read past the input; an
+//    acceptance is a printable path under 108 bytes whose last component is
+//    mp_socket_<pid>_<hex> with that pid (1..2^31-1); a refusal has a reason.
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -17,7 +21,27 @@
 
 using namespace gwlb::dp;
 
+static void checkPeer(const uint8_t* data, size_t size) {
+  CapturePeer p;
+  std::string why;
+  if (!parseCapturePeer(reinterpret_cast<const char*>(data), size, p, why)) {
+    FUZZ_CHECK(!why.empty() && p.path.empty() && p.pid == 0, "a refused peer has a reason and no fields");
+    return;
+  }
+  FUZZ_CHECK(why.empty(), "an accepted peer has no reason");
+  FUZZ_CHECK(!p.path.empty() && p.path.size() < 108 && p.path.size() <= size, "peer path length %zu",
+             p.path.size());
+  FUZZ_CHECK(std::memcmp(p.path.data(), data, p.path.size()) == 0, "the path is the input's prefix");
+  for (char c : p.path) FUZZ_CHECK(c >= 0x20 && c < 0x7f, "path byte 0x%02x", unsigned(uint8_t(c)));
+  FUZZ_CHECK(p.pid > 0, "pid %d", p.pid);
+  size_t slash = p.path.rfind('/');
+  std::string name = slash == std::string::npos ? p.path : p.path.substr(slash + 1);
+  FUZZ_CHECK(name.compare(0, 10, "mp_socket_") == 0, "name %s", name.c_str());
+  FUZZ_CHECK(std::stoll(name.substr(10)) == p.pid, "pid as written");
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  checkPeer(data, size);
   CaptureRequest r;
   int err = 1;
   std::string why;

@@ -553,7 +553,8 @@ def eal_memory():
 def capture():
     """What dpdk-dumpcap / dpdk-pdump send in their "mp_pdump" message (fuzz_capture.cc):
     the 112-byte request record (version, operation, flags, device, queue, ring,
-    mempool, filter, snapshot length)."""
+    mempool, filter, snapshot length); and, read as the peer address EAL hands
+    the action, a secondary process's socket path (mp_socket_<pid>_<tsc>)."""
     def req(ver, op, flags, dev, queue, ring=0, mp=0, prm=0, snaplen=0):
         d = dev.encode()[:64].ljust(64, b"\0")
         return (struct.pack("<HHI", ver, op, flags) + d + struct.pack("<H6x", queue) +
@@ -572,6 +573,8 @@ def capture():
         "unterminated": req(2, 1, 1, "x" * 64, 0),
         "empty_device": req(2, 1, 1, "", 0),
         "short": req(2, 2, 3, "net_pcap0", 0xffff, ring, mp)[:100],
+        "peer_socket": b"/var/run/dpdk/gwlb/mp_socket_41237_1b2c3d4e5f60\0",
+        "peer_no_pid": b"/var/run/dpdk/gwlb/mp_socket\0",
     }
 
 
