@@ -32,6 +32,8 @@ std::string renderFleet(const Json& r) {
     std::string ws = fieldText(w, "state");
     if (fieldText(w, "state") == "done")
       ws += ": " + fieldText(w, "flows_installed", "0") + " flows from " + fieldText(w, "peer", "?");
+    else if (fieldText(w, "state") == "waiting" && at(w, "asking").is_string())
+      ws += ": asking " + fieldText(w, "asking");
     kv.push_back({"warm start", ws});
   }
   const Json& b = at(a, "bird");
@@ -64,9 +66,12 @@ std::string renderFleet(const Json& r) {
              {"REPLAYED", Align::kRight},
              {"MALFORMED", Align::kRight},
              {"CONFIG"}});
+    std::string self;
     for (const Json& p : peers) {
       const Json& ls = at(p, "last_sync_s");
-      t.addRow({fieldText(p, "address"), yesNo(at(p, "reachable")),
+      bool is_self = at(p, "this_node") == Json(true);
+      if (is_self) self += "  " + fieldText(p, "address") + ": " + fieldText(p, "this_node_why") + "\n";
+      t.addRow({fieldText(p, "address"), is_self ? "this node" : yesNo(at(p, "reachable")),
                 ls.is_number() ? formatDuration(ls.get<double>()) + " ago" : "never",
                 fieldText(p, "flows_received"), fieldText(p, "flows_sent"),
                 fieldText(p, "auth_failures"), fieldText(p, "replayed"), fieldText(p, "malformed"),
@@ -74,6 +79,9 @@ std::string renderFleet(const Json& r) {
     }
     out += "\n";
     out += peers.empty() ? "no peers\n" : t.render();
+    if (!self.empty())
+      out += "\npeers that are this node (skipped: nothing sent to them, not asked for a warm "
+             "start):\n" + self;
     // Appliances whose health this node and a peer judge differently.
     Table d({{"APPLIANCE"}, {"HERE"}, {"PEER"}, {"THERE"}});
     size_t n = 0;

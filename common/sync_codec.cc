@@ -249,6 +249,20 @@ std::optional<std::array<uint8_t, kMacSize>> SyncKey::mac(const uint8_t* data, s
   return out;
 }
 
+Sender senderOf(const Header& h, uint64_t self_node, uint64_t self_epoch) {
+  if (h.node != self_node) return Sender::kPeer;
+  return h.epoch == self_epoch ? Sender::kThisNode : Sender::kSameName;
+}
+
+const char* toString(Sender s) {
+  switch (s) {
+    case Sender::kPeer: return "peer";
+    case Sender::kThisNode: return "this node";
+    case Sender::kSameName: return "another node with this node's name";
+  }
+  return "?";
+}
+
 uint64_t nodeId(const std::string& node_name) {
   uint64_t h = 0xcbf29ce484222325ULL;
   for (unsigned char c : node_name) h = (h ^ c) * 0x100000001b3ULL;

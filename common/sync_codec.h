@@ -188,6 +188,16 @@ Status decode(const SyncKey& key, const uint8_t* d, size_t len, Header& h, Recor
               uint64_t* end_total = nullptr, HealthEntry* health = nullptr,
               DigestEntry* digests = nullptr);
 
+// Who sent an authenticated message, seen from the node whose own headers
+// carry (self_node, self_epoch): kThisNode, its own message come back (a
+// fleet.peers entry that reaches this node: a wildcard sync_listen, a port
+// forward); kSameName, another node with this node's fleet.node_name (so the
+// same node id); kPeer otherwise. A receiver refuses the first two, on the
+// UDP socket and on both ends of a warm start, before its replay window.
+enum class Sender : uint8_t { kPeer, kThisNode, kSameName };
+Sender senderOf(const Header& h, uint64_t self_node, uint64_t self_epoch);
+const char* toString(Sender s);
+
 // Per sender: which (epoch, seq) were accepted, to reject replays.
 // A sliding window of 64 sequence numbers below the highest seen in the
 // current epoch; a new epoch replaces the current one only when its message

@@ -211,11 +211,16 @@ struct FleetConfig {
   // Flow state sync (docs/fleet.md "Flow state sync"). sync_listen: this
   // node's sync address, "ip:port" (UDP for records, TCP for warm start);
   // "" = no sync. peers: the other nodes' sync addresses (0..64, unique,
-  // needs sync_listen). warm_start_timeout_s: how long a starting node waits
-  // for a peer's table before it goes on without (1..600).
+  // needs sync_listen). warm_start_timeout_s: how long a starting node goes
+  // without any peer's table arriving before it goes on without one (1..600).
+  // Per peer asked: warm_start_connect_timeout_ms for the TCP connect
+  // (100..60000), warm_start_idle_timeout_ms without a byte from it, its
+  // first answer included (100..600000); then the next peer is asked.
   std::string sync_listen;
   std::vector<std::string> peers;
   uint32_t warm_start_timeout_s = 10;
+  uint32_t warm_start_connect_timeout_ms = 2000;
+  uint32_t warm_start_idle_timeout_ms = 3000;
   // --- Route announcement through BIRD (docs/fleet.md, "Announcing the routes").
   // Without a `bird` section gwlbd announces nothing and a SIGTERM stops it at once.
   BirdConfig bird;

@@ -162,8 +162,14 @@ class Cross {
     if (!f.peers.empty() && f.sync_listen.empty())
       add("fleet.sync_listen", "is required when fleet.peers is set: the address this node "
                                "receives flow records on (peers send theirs there)");
+    // (Compared as address and port: [2001:db8:0::1]:7946 is [2001:db8::1]:7946.
+    // An entry that reaches this node through a wildcard sync_listen depends
+    // on the host's addresses: gwlbd warns of it and skips it, control/fleet_peers.h.)
+    IpAddr la, pa;
+    uint16_t lport = 0, pport = 0;
+    bool listen_ok = parseListen(f.sync_listen, la, lport);
     for (size_t i = 0; i < f.peers.size(); ++i)
-      if (!f.sync_listen.empty() && f.peers[i] == f.sync_listen)
+      if (listen_ok && parseListen(f.peers[i], pa, pport) && pa == la && pport == lport)
         add("fleet.peers[" + std::to_string(i) + "]",
             quote(f.peers[i]) + " is this node's own fleet.sync_listen");
     const std::string fs = digits(f.secret), ns = digits(c.node.flow_hash_secret);

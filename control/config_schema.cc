@@ -55,6 +55,8 @@ constexpr Range kIpv6List{0, kMaxIpv6Addresses};
 constexpr Range kNamesList{0, kMaxRegionItems};
 constexpr Range kSyncPeersList{0, 64};
 constexpr Range kWarmStartRange{1, 600};
+constexpr Range kWarmConnectMsRange{100, 60000};
+constexpr Range kWarmIdleMsRange{100, 600000};
 constexpr Range kIdleSleepRange{0, 10000};
 constexpr Range kGraceRange{0, 3600};
 constexpr Range kBirdProtocolsList{1, 16};
@@ -764,8 +766,20 @@ const Key kFleetKeys[] = {
      .range_doc = "0..64 `ip:port`, unique; needs `sync_listen`", .default_doc = "none"},
     {.name = "warm_start_timeout", .kind = Kind::kSeconds,
      .acc = member<&FleetConfig::warm_start_timeout_s>(),
-     .doc = "How long a starting node waits for a peer's table before it goes on without one.",
+     .doc = "How long a starting node goes without any peer's table arriving (none answers, or "
+            "each breaks off) before it goes on without one; a transfer that keeps arriving "
+            "is never cut.",
      .range = kWarmStartRange, .reload = Reload::kRestart},
+    {.name = "warm_start_connect_timeout", .kind = Kind::kMillis,
+     .acc = member<&FleetConfig::warm_start_connect_timeout_ms>(),
+     .doc = "Warm start: how long the TCP connect to one peer may take before the next peer "
+            "is asked.",
+     .range = kWarmConnectMsRange, .reload = Reload::kRestart},
+    {.name = "warm_start_idle_timeout", .kind = Kind::kMillis,
+     .acc = member<&FleetConfig::warm_start_idle_timeout_ms>(),
+     .doc = "Warm start: how long one peer may send nothing (before its first message, or "
+            "mid-transfer) before the next peer is asked.",
+     .range = kWarmIdleMsRange, .reload = Reload::kRestart},
     // --- Route announcement through BIRD.
     {.name = "bird", .kind = Kind::kSection, .acc = member<&FleetConfig::bird>(),
      .doc = "Announce this node's routes through BIRD ([fleet.md](fleet.md)); absent: none.",

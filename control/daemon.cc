@@ -121,6 +121,8 @@ Daemon::Daemon(Config config) {
     o.listen = f.sync_listen;
     o.peers = f.peers;
     o.warm_start_timeout_s = f.warm_start_timeout_s;
+    o.warm_connect_timeout_ms = f.warm_start_connect_timeout_ms;
+    o.warm_idle_timeout_ms = f.warm_start_idle_timeout_ms;
     o.secret = flowHashKey();  // the fleet secret (gwlbd_main set it from the config)
     // This node's view of every configured appliance: its health state
     // (unchecked ones count as "disabled": in service) and whether it takes

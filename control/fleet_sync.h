@@ -54,7 +54,14 @@ class FleetSync {
     std::string node_name;
     std::string listen;               // "ip:port" (fleet.sync_listen)
     std::vector<std::string> peers;   // "ip:port" each (fleet.peers)
+    // Warm start: given up after this long without any peer's table
+    // arriving (from the start, or from the last message of a transfer that
+    // broke off); a transfer that keeps arriving is never cut.
     uint32_t warm_start_timeout_s = 10;
+    // Per peer asked: the longest TCP connect, and the longest it may send
+    // nothing (its first answer included); then the next peer is asked.
+    uint32_t warm_connect_timeout_ms = 2000;
+    uint32_t warm_idle_timeout_ms = 3000;
     FlowHashKey secret;               // the fleet secret
     // This node's health view (appliance -> state), sent to the peers every
     // second so each node lists where they disagree. Unset: none sent.
@@ -99,8 +106,8 @@ class FleetSync {
   void stop();
 
   // True once this node asked a peer for its table and installed it, or no
-  // peer answered within warm_start_timeout, or it has no peers. The route
-  // announcement waits for it.
+  // peer's table arrived for warm_start_timeout, or it has no peers (or every
+  // entry is this node). The route announcement waits for it.
   bool warmStartDone() const { return warm_.state != WarmState::kWaiting; }
 
   // Control thread: this node's config digests (control/config_digest.h),
@@ -147,16 +154,27 @@ class FleetSync {
     bool takes_digest = false, has_digest = false;
     std::vector<sync::DigestEntry> digest;
     double last_log = -1e9;     // rate limit of this peer's warnings
+    // This entry reaches this node itself (a wildcard sync_listen, a port
+    // forward): nothing is sent to it, and it is not asked for a warm start.
+    bool this_node = false;
+    std::string this_node_why;
+    std::string warm_error;     // why the warm start last moved on from it
   };
   enum class WarmState : uint8_t { kWaiting, kDone, kTimedOut, kNoPeers };
   struct Warm {
     WarmState state = WarmState::kWaiting;
     std::string peer;           // who answered
-    uint64_t received = 0, installed = 0, peer_total = 0;
+    uint64_t received = 0, installed = 0, peer_total = 0;  // from the peer asked last
     uint64_t started_ns = 0, ended_ns = 0;
-    size_t next_peer = 0;
+    uint64_t progress_ns = 0;   // the last transfer message from any peer (0: none yet)
+    uint64_t asked_ns = 0;      // when the current attempt began
+    uint64_t heard_ns = 0;      // the last bytes of the peer asked now
+    size_t next_peer = 0;       // the peer asked now
     uint64_t nonce = 0, expect_seq = 1;
     unsigned attempts = 0;
+    uint64_t attempt = 0;       // the current attempt's id: an abandoned one's handlers return
+    bool asking = false;        // an attempt is under way (not between rounds)
+    bool connected = false;     // the current attempt is past its connect
   };
   class Session;  // one warm-start transfer served (fleet_sync_net.cc)
 
@@ -174,9 +192,18 @@ class FleetSync {
   void receive();
   void onDatagram(size_t len);
   void accept();
+  // This node's warm start (fleet_sync_warm.cc).
+  void warmBegin();
+  void onWarmDeadline();
   void warmConnect();
-  void warmRead();
+  void onPeerDeadline(uint64_t attempt);
+  void warmRead(uint64_t attempt);
+  void warmMessage(uint64_t attempt);
+  void warmFail(const std::string& why);
   void warmFinish(WarmState s, const std::string& why);
+  // Peer i is this node: logged once, skipped from now on (and the warm
+  // start moves on when it was asking it).
+  void markThisNode(size_t i, const std::string& why);
   void sendToPeers(const uint8_t* msg, size_t len, size_t records);
   void sendHealth();
   void sendConfigDigest();
@@ -197,7 +224,7 @@ class FleetSync {
   uint64_t node_id_ = 0, epoch_ = 0, seq_ = 0;
   boost::asio::ip::udp::socket udp_;
   boost::asio::ip::tcp::acceptor acceptor_;
-  boost::asio::steady_timer tick_timer_, warm_timer_, retry_timer_;
+  boost::asio::steady_timer tick_timer_, warm_timer_, retry_timer_, peer_timer_;
   boost::asio::ip::tcp::socket warm_socket_;
   std::vector<uint8_t> warm_buf_;
   std::vector<Peer> peers_;
@@ -225,6 +252,9 @@ class FleetSync {
   // Totals not tied to a peer.
   uint64_t events_drained_ = 0, refresh_sent_ = 0, changed_sent_ = 0, new_sent_ = 0;
   uint64_t unknown_sender_ = 0, transfers_served_ = 0;
+  // Messages carrying this node's own node id (its own come back, or another
+  // node with its name), on the UDP socket and the warm-start listener.
+  uint64_t from_self_ = 0;
   double unknown_log_ = -1e9;
 };
 

@@ -1,15 +1,16 @@
 // FleetSync, network side: the UDP socket (record batches in and out), the
-// TCP listener that serves a whole table (warm start of a peer) and the TCP
-// client of this node's own warm start; status and metrics.
+// TCP listener that serves a whole table (warm start of a peer); status and
+// metrics. This node's own warm start (the TCP client) is fleet_sync_warm.cc.
 #include <spdlog/spdlog.h>
 
 #include <chrono>
-#include <random>
 
 #include "common/health.h"
 #include "control/config.h"
 #include "control/config_digest.h"
+#include "control/fleet_peers.h"
 #include "control/fleet_sync.h"
+#include "control/fleet_sync_clock.h"
 #include "dataplane/worker.h"
 
 namespace gwlb::ctl {
@@ -20,17 +21,9 @@ using asio::ip::udp;
 
 namespace {
 
-uint64_t unixMs() {
-  return uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::system_clock::now().time_since_epoch())
-                      .count());
-}
-double unixS() { return double(unixMs()) / 1000.0; }
-
-uint64_t random64() {
-  std::random_device rd;
-  return (uint64_t(rd()) << 32) ^ rd();
-}
+using fleet_clock::random64;
+using fleet_clock::unixMs;
+using fleet_clock::unixS;
 
 asio::ip::address toAsio(const IpAddr& a) {
   if (a.isV4()) return asio::ip::address_v4(a.v4HostOrder());
@@ -50,7 +43,9 @@ constexpr size_t kMessagesPerWrite = 64;
 // Table slots one write of a transfer walks at most (a sparse table is sent in
 // bounded steps: the control thread's other work runs between them).
 constexpr size_t kSlotsPerWrite = FleetSync::kScanSlotsPerTick;
-constexpr std::chrono::seconds kSessionDeadline{120};
+// A transfer is served as long as the peer reads: it is closed once a write
+// has waited this long (the peer stopped reading), never for its length.
+constexpr std::chrono::seconds kSessionIdle{30};
 constexpr std::chrono::seconds kRequestDeadline{5};
 
 }  // namespace
@@ -93,6 +88,21 @@ class FleetSync::Session : public std::enable_shared_from_this<FleetSync::Sessio
       return close(st == sync::Status::kAuthFailed ? "bad MAC (another fleet secret?)"
                                                    : "malformed request");
     }
+    sync::Sender from = sync::senderOf(h, fs_.node_id_, fs_.epoch_);
+    if (from != sync::Sender::kPeer) {
+      ++fs_.from_self_;
+      // Our own request (its nonce is the one our warm start sent now): the
+      // entry it is asking reaches this node.
+      const Warm& w = fs_.warm_;
+      if (from == sync::Sender::kThisNode && !fs_.warmStartDone() && w.asking && w.connected &&
+          h.nonce == w.nonce && w.next_peer < fs_.peers_.size())
+        fs_.markThisNode(w.next_peer, "a warm-start request sent to it reached this node's own "
+                                      "listener");
+      return close(from == sync::Sender::kThisNode
+                       ? "refused a warm-start request from this node itself"
+                       : "refused a warm-start request from another node named " +
+                             fs_.opt_.node_name + " (every node needs its own fleet.node_name)");
+    }
     sync::ReplayWindow fresh;
     auto v = fresh.check(h, unixMs());
     if (v != sync::ReplayWindow::Verdict::kOk || !fs_.served_nonces_.remember(h.nonce)) {
@@ -101,11 +111,8 @@ class FleetSync::Session : public std::enable_shared_from_this<FleetSync::Sessio
     }
     nonce_ = h.nonce;
     // A peer that stops reading does not hold the session for ever.
-    timer_.expires_after(kSessionDeadline);
-    timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-      if (!ec) self->close("transfer not finished in time");
-    });
-    started_ = dp::monotonicNs();
+    started_ = written_ = dp::monotonicNs();
+    armIdle(kSessionIdle);
     spdlog::info("fleet sync: serving our flow table to {} (warm start)", who());
     next();
   }
@@ -163,8 +170,21 @@ class FleetSync::Session : public std::enable_shared_from_this<FleetSync::Sessio
     asio::async_write(sock_, asio::buffer(out_),
                       [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
                         if (ec) return self->close("peer closed the transfer");
+                        self->written_ = dp::monotonicNs();
                         self->next();
                       });
+  }
+
+  // Closes the session once no write completed for kSessionIdle (checked
+  // when the timer fires, so a write costs no timer operation).
+  void armIdle(std::chrono::nanoseconds in) {
+    timer_.expires_after(in);
+    timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (ec || self->closed_) return;
+      auto idle = std::chrono::nanoseconds(dp::monotonicNs() - self->written_);
+      if (idle >= kSessionIdle) return self->close("the peer stopped reading the transfer");
+      self->armIdle(kSessionIdle - idle);
+    });
   }
 
   sync::Header header(sync::MsgType t) {
@@ -209,7 +229,7 @@ class FleetSync::Session : public std::enable_shared_from_this<FleetSync::Sessio
   asio::steady_timer timer_;
   std::array<uint8_t, 2> len_{};
   std::vector<uint8_t> msg_, out_;
-  uint64_t nonce_ = 0, seq_ = 0, sent_ = 0, started_ = 0;
+  uint64_t nonce_ = 0, seq_ = 0, sent_ = 0, started_ = 0, written_ = 0;
   uint32_t cursor_ = 0;
   bool done_ = false, closed_ = false, unsigned_ = false;
 };
@@ -219,7 +239,7 @@ FleetSync::FleetSync(asio::io_context& io, Options o, dp::FlowTable& flows, rte_
     : io_(io), opt_(std::move(o)), flows_(flows), events_(events), snapshot_(std::move(snapshot)),
       key_(sync::SyncKey::fromHashKey(opt_.secret.k0, opt_.secret.k1)),
       udp_(io), acceptor_(io), tick_timer_(io), warm_timer_(io), retry_timer_(io),
-      warm_socket_(io), sent_(flows.slots()) {
+      peer_timer_(io), warm_socket_(io), sent_(flows.slots()) {
   node_id_ = sync::nodeId(opt_.node_name);
   epoch_ = random64();
   out_.resize(sync::kMaxMessage);
@@ -233,6 +253,10 @@ FleetSync::FleetSync(asio::io_context& io, Options o, dp::FlowTable& flows, rte_
     p.tcp = tcp::endpoint(ip, port);
     peers_.push_back(std::move(p));
   }
+  // Entries that are this node (one list written for every node, with a
+  // wildcard sync_listen): never sent to, never asked.
+  for (const SelfPeer& sp : selfPeers(opt_.listen, opt_.peers, hostAddresses()))
+    markThisNode(sp.index, sp.why);
   asio::ip::address ip;
   uint16_t port = 0;
   parseOrThrow(opt_.listen, ip, port);
@@ -257,19 +281,9 @@ void FleetSync::start() {
   receive();
   accept();
   armTick();
-  warm_.started_ns = dp::monotonicNs();
   spdlog::info("fleet sync: node {} on {} (UDP records, TCP warm start), {} peer(s)",
                opt_.node_name, opt_.listen, peers_.size());
-  if (peers_.empty()) return warmFinish(WarmState::kNoPeers, "no peers configured");
-  warm_timer_.expires_after(std::chrono::seconds(opt_.warm_start_timeout_s));
-  warm_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec || warmStartDone()) return;
-    warmFinish(WarmState::kTimedOut, "no peer sent its table within fleet.warm_start_timeout (" +
-                                         std::to_string(opt_.warm_start_timeout_s) +
-                                         " s): going on without (the first node of a fleet has "
-                                         "nobody to ask)");
-  });
-  warmConnect();
+  warmBegin();
 }
 
 void FleetSync::armTick() {
@@ -292,6 +306,7 @@ void FleetSync::stop() {
   tick_timer_.cancel();
   warm_timer_.cancel();
   retry_timer_.cancel();
+  peer_timer_.cancel();
   udp_.close(ec);
   acceptor_.close(ec);
   warm_socket_.close(ec);
@@ -331,6 +346,7 @@ bool FleetSync::logAllowed(Peer* p) {
 void FleetSync::sendToPeers(const uint8_t* msg, size_t len, size_t records) {
   if (len == 0) return;
   for (Peer& p : peers_) {
+    if (p.this_node) continue;
     boost::system::error_code ec;
     udp_.send_to(asio::buffer(msg, len), p.udp, 0, ec);
     if (ec) {
@@ -384,7 +400,20 @@ void FleetSync::onDatagram(size_t len) {
                    st == sync::Status::kAuthFailed ? " (secret mismatch? every node needs the same fleet secret)" : "");
     return;
   }
-  if (h.node == node_id_ && h.epoch == epoch_) return;  // our own, looped back
+  if (sync::Sender from = sync::senderOf(h, node_id_, epoch_); from != sync::Sender::kPeer) {
+    ++from_self_;
+    // Our own datagram came back from this entry's exact address: it is us.
+    if (from == sync::Sender::kThisNode && p->udp.port() == rx_from_.port() && !p->this_node)
+      return markThisNode(size_t(p - peers_.data()), "this node's own datagrams come back from it");
+    if (!p->this_node && logAllowed(p))
+      spdlog::warn("fleet sync: datagram from {} dropped: it carries this node's own node id ({}){}",
+                   rx_from_.address().to_string(), sync::toString(from),
+                   from == sync::Sender::kSameName
+                       ? ": another node has fleet.node_name " + opt_.node_name +
+                             " too; every node needs its own name"
+                       : ": a fleet.peers entry reaches this node");
+    return;
+  }
   sync::ReplayWindow& w = windows_[h.node];
   auto v = w.check(h, unixMs());
   if (v != sync::ReplayWindow::Verdict::kOk) {
@@ -437,127 +466,6 @@ void FleetSync::accept() {
   });
 }
 
-// --- this node's warm start ---
-
-void FleetSync::warmConnect() {
-  if (warmStartDone() || stopped_) return;
-  if (warm_.next_peer >= peers_.size()) {
-    // Everyone refused: try again shortly, until the timeout.
-    warm_.next_peer = 0;
-    retry_timer_.expires_after(std::chrono::milliseconds(500));
-    retry_timer_.async_wait([this](const boost::system::error_code& ec) {
-      if (!ec) warmConnect();
-    });
-    return;
-  }
-  Peer& p = peers_[warm_.next_peer];
-  ++warm_.attempts;
-  boost::system::error_code ec;
-  warm_socket_.close(ec);
-  warm_socket_ = tcp::socket(io_);
-  warm_socket_.async_connect(p.tcp, [this](const boost::system::error_code& ec2) {
-    if (warmStartDone() || stopped_) return;
-    Peer& peer = peers_[warm_.next_peer];
-    if (ec2) {
-      spdlog::debug("fleet sync: warm start: {} did not answer: {}", peer.address, ec2.message());
-      ++warm_.next_peer;
-      return warmConnect();
-    }
-    warm_.nonce = random64() | 1;
-    warm_.expect_seq = 1;
-    warm_.peer = peer.address;
-    sync::Header h = header(sync::MsgType::kWarmRequest);
-    h.nonce = warm_.nonce;
-    warm_buf_.assign(2 + sync::kMaxMessage, 0);
-    size_t len = sync::encode(key_, h, nullptr, 0, warm_buf_.data() + 2, sync::kMaxMessage);
-    warm_buf_[0] = uint8_t(len), warm_buf_[1] = uint8_t(len >> 8);
-    warm_buf_.resize(2 + len);
-    asio::async_write(warm_socket_, asio::buffer(warm_buf_),
-                      [this](const boost::system::error_code& ec3, size_t) {
-                        if (warmStartDone() || stopped_) return;
-                        if (ec3) {
-                          ++warm_.next_peer;
-                          return warmConnect();
-                        }
-                        spdlog::info("fleet sync: warm start: asked {} for its flow table", warm_.peer);
-                        warmRead();
-                      });
-  });
-}
-
-void FleetSync::warmRead() {
-  warm_buf_.assign(2, 0);
-  asio::async_read(warm_socket_, asio::buffer(warm_buf_), [this](const boost::system::error_code& ec, size_t) {
-    if (warmStartDone() || stopped_) return;
-    auto fail = [this](const std::string& why) {
-      Peer& p = peers_[warm_.next_peer];
-      if (logAllowed(&p)) spdlog::warn("fleet sync: warm start from {}: {}", p.address, why);
-      ++warm_.next_peer;
-      warmConnect();
-    };
-    if (ec) return fail("transfer ended early: " + ec.message());
-    size_t n = size_t(warm_buf_[0] | warm_buf_[1] << 8);
-    if (n > sync::kMaxMessage) return fail("a message longer than the maximum");
-    warm_buf_.resize(n);
-    asio::async_read(warm_socket_, asio::buffer(warm_buf_), [this, fail](const boost::system::error_code& ec2, size_t) {
-      if (warmStartDone() || stopped_) return;
-      if (ec2) return fail("transfer ended early: " + ec2.message());
-      Peer& p = peers_[warm_.next_peer];
-      sync::Header h;
-      sync::Record recs[sync::kMaxRecords];
-      uint64_t total = 0;
-      sync::Status st = sync::decode(key_, warm_buf_.data(), warm_buf_.size(), h, recs, &total);
-      if (st != sync::Status::kOk) {
-        ++(st == sync::Status::kAuthFailed ? p.auth_failures : p.malformed);
-        return fail(st == sync::Status::kAuthFailed ? "a message whose MAC does not verify (secret mismatch?)"
-                                                    : "a malformed message");
-      }
-      sync::ReplayWindow fresh;
-      if (h.nonce != warm_.nonce || h.seq != warm_.expect_seq ||
-          fresh.check(h, unixMs()) != sync::ReplayWindow::Verdict::kOk) {
-        ++p.replayed;
-        return fail("a message not bound to our request (nonce, order or time)");
-      }
-      ++warm_.expect_seq;
-      p.last_sync = unixS();
-      if (h.type == sync::MsgType::kWarmEnd) {
-        warm_.peer_total = total;
-        return warmFinish(WarmState::kDone, "");
-      }
-      if (h.type != sync::MsgType::kTransfer) {
-        ++p.malformed;
-        return fail("an unexpected message type");
-      }
-      uint64_t now = dp::monotonicNs();
-      warm_.received += h.count;
-      p.flows_received += h.count;
-      for (size_t i = 0; i < h.count; ++i) {
-        InstallResult r = install(recs[i], now);
-        countInstall(&p, r);
-        if (r == InstallResult::kInstalled || r == InstallResult::kRefreshed) ++warm_.installed;
-      }
-      warmRead();
-    });
-  });
-}
-
-void FleetSync::warmFinish(WarmState s, const std::string& why) {
-  warm_.state = s;
-  warm_.ended_ns = dp::monotonicNs();
-  warm_timer_.cancel();
-  retry_timer_.cancel();
-  boost::system::error_code ec;
-  warm_socket_.close(ec);
-  double secs = double(warm_.ended_ns - warm_.started_ns) / 1e9;
-  if (s == WarmState::kDone)
-    spdlog::info("fleet sync: warm start done: {} flows from {} ({} installed, {} sent) in {:.3f} s",
-                 warm_.received, warm_.peer, warm_.installed, warm_.peer_total, secs);
-  else if (s == WarmState::kTimedOut)
-    spdlog::warn("fleet sync: warm start: {}", why);
-  else
-    spdlog::info("fleet sync: warm start: {}", why);
-}
-
 // --- observability ---
 
 nlohmann::json FleetSync::disagreements(const Peer& p, double now) const {
@@ -584,8 +492,10 @@ nlohmann::json FleetSync::status() const {
   double now = unixS();
   json peers = json::array();
   for (const Peer& p : peers_) {
-    bool reachable = p.last_sync > 0 && now - p.last_sync <= kReachableS;
+    bool reachable = !p.this_node && p.last_sync > 0 && now - p.last_sync <= kReachableS;
     peers.push_back({{"address", p.address},
+                     {"this_node", p.this_node},
+                     {"this_node_why", p.this_node ? json(p.this_node_why) : json()},
                      {"reachable", reachable},
                      {"last_sync_s", p.last_sync > 0 ? json(std::max(0.0, now - p.last_sync)) : json()},
                      {"flows_received", p.flows_received},
@@ -606,6 +516,7 @@ nlohmann::json FleetSync::status() const {
                      {"bad_records", p.bad_records},
                      {"table_full", p.table_full},
                      {"insert_abandoned", p.insert_abandoned},
+                     {"warm_start_error", p.warm_error.empty() ? json() : json(p.warm_error)},
                      {"health_disagreements", disagreements(p, now)},
                      {"config", configComparison(config_digest_, p.has_digest ? &p.digest : nullptr)}});
   }
@@ -614,15 +525,19 @@ nlohmann::json FleetSync::status() const {
                       : warm_.state == WarmState::kTimedOut ? "timed_out"
                                                             : "no_peers";
   uint64_t end = warm_.ended_ns ? warm_.ended_ns : dp::monotonicNs();
+  bool asking = !warmStartDone() && warm_.asking && warm_.next_peer < peers_.size();
   json warm = {{"done", warmStartDone()},
                {"state", state},
                {"peer", warm_.peer.empty() ? json() : json(warm_.peer)},
+               {"asking", asking ? json(peers_[warm_.next_peer].address) : json()},
                {"flows_received", warm_.received},
                {"flows_installed", warm_.installed},
                {"peer_total", warm_.peer_total},
                {"attempts", warm_.attempts},
                {"elapsed_s", warm_.started_ns ? double(end - warm_.started_ns) / 1e9 : 0.0},
-               {"timeout_s", opt_.warm_start_timeout_s}};
+               {"timeout_s", opt_.warm_start_timeout_s},
+               {"connect_timeout_s", opt_.warm_connect_timeout_ms / 1000.0},
+               {"idle_timeout_s", opt_.warm_idle_timeout_ms / 1000.0}};
   return {{"node", opt_.node_name},
           {"listen", opt_.listen},
           {"peers", peers},
@@ -630,6 +545,7 @@ nlohmann::json FleetSync::status() const {
           {"sent", {{"new", new_sent_}, {"changed", changed_sent_}, {"refresh", refresh_sent_}}},
           {"events_drained", events_drained_},
           {"unknown_sender", unknown_sender_},
+          {"from_self", from_self_},
           {"transfers_served", transfers_served_},
           {"config_digest", digestJson(config_digest_)},
           {"refresh_scan", scanStatus()},
@@ -648,7 +564,12 @@ void FleetSync::metrics(std::string& out) const {
   double now = unixS();
   perPeer("gwlb_fleet_sync_peer_reachable", "gauge",
           "1 when an authenticated message came from the peer in the last 5 s",
-          [&](const Peer& p) { return int(p.last_sync > 0 && now - p.last_sync <= kReachableS); });
+          [&](const Peer& p) {
+            return int(!p.this_node && p.last_sync > 0 && now - p.last_sync <= kReachableS);
+          });
+  perPeer("gwlb_fleet_sync_peer_is_this_node", "gauge",
+          "1 when the fleet.peers entry reaches this node itself (skipped: nothing sent to it)",
+          [](const Peer& p) { return int(p.this_node); });
   perPeer("gwlb_fleet_sync_flows_received_total", "counter", "flow records received from the peer",
           [](const Peer& p) { return p.flows_received; });
   perPeer("gwlb_fleet_sync_flows_sent_total", "counter", "flow records sent to the peer",
@@ -700,6 +621,10 @@ void FleetSync::metrics(std::string& out) const {
   family("gwlb_fleet_sync_unknown_sender_total", "counter",
          "datagrams and connections from addresses that are not fleet.peers");
   out += "gwlb_fleet_sync_unknown_sender_total " + std::to_string(unknown_sender_) + "\n";
+  family("gwlb_fleet_sync_from_self_total", "counter",
+         "messages carrying this node's own node id (its own come back through a fleet.peers "
+         "entry, or another node with the same fleet.node_name), refused");
+  out += "gwlb_fleet_sync_from_self_total " + std::to_string(from_self_) + "\n";
 }
 
 }  // namespace gwlb::ctl

@@ -18,6 +18,7 @@
 #include "common/flow_key.h"
 #include "control/config.h"
 #include "control/daemon.h"
+#include "control/fleet_peers.h"
 #include "control/log_setup.h"
 #include "control/maglev_cache.h"
 #include "control/memory_plan.h"
@@ -143,6 +144,11 @@ int main(int argc, char** argv) {
     if (!warning.empty()) std::fprintf(stderr, "%s: warning: %s\n", check.c_str(), warning.c_str());
     for (const ctl::ConfigError& w : ctl::configWarnings(cfg))
       std::fprintf(stderr, "%s: warning: %s: %s\n", check.c_str(), w.path.c_str(), w.message.c_str());
+    // fleet.peers entries that reach this node itself on this host: gwlbd skips them.
+    for (const ctl::SelfPeer& sp :
+         ctl::selfPeers(cfg.fleet.sync_listen, cfg.fleet.peers, ctl::hostAddresses()))
+      std::fprintf(stderr, "%s: warning: fleet.peers[%zu]: '%s' is this node (%s); gwlbd skips it\n",
+                   check.c_str(), sp.index, cfg.fleet.peers[sp.index].c_str(), sp.why.c_str());
     return 0;
   }
   if (config.empty()) {

@@ -250,6 +250,9 @@ says "$work/out" "BIRD          /run/bird/bird.ctl, connected"
 says "$work/out" "gwlb_routes6  up"
 says "$work/out" "PEER           REACHABLE  LAST SYNC  FLOWS IN  FLOWS OUT  AUTH FAILURES  REPLAYED  MALFORMED  CONFIG"
 says "$work/out" "10.0.0.3:7946  no             never         0          0              7         1          2  unknown"
+says "$work/out" "10.0.0.2:7946  this node      never         0          0              0         0          0  unknown"
+says "$work/out" "peers that are this node (skipped: nothing sent to them, not asked for a warm start):"
+says "$work/out" "  10.0.0.2:7946: 10.0.0.2 is an address of this host, and fleet.sync_listen 0.0.0.0:7946 takes it"
 says "$work/out" "config drift (these peers run other settings than this node):"
 says "$work/out" "10.0.0.1:7946  weights, timeouts"
 says "$work/out" "warm start    done: 118002 flows from 10.0.0.1:7946"
@@ -259,7 +262,8 @@ expect 0 --socket "$sock" --json fleet show
 /usr/bin/python3 -c '
 import json, sys
 j = json.load(open(sys.argv[1]))
-assert j["announce"]["state"] == "announced" and len(j["peers"]) == 2, j
+assert j["announce"]["state"] == "announced" and len(j["peers"]) == 3, j
+assert j["peers"][2]["this_node"] is True, j
 ' "$work/out"
 expect 0 --socket "$sock" fleet leave
 says "$work/out" "left the fleet"

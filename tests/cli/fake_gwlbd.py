@@ -22,7 +22,7 @@ every request it received to REQUEST_LOG (one JSON object per line):
   destinations  two listeners: "inspect" failed over from fw-east to fw-west (a
                 dry-run composite would disagree), "web" healthy; {"name": N}
                 filters, not_found for another name
-  fleet         node gw-2 announced through BIRD, two peers (one unreachable)
+  fleet         node gw-2 announced through BIRD, three peers (one unreachable, one this node)
   fleet.leave   ok: withdrawn, left by operator
   fleet.join    not_configured (as a gwlbd without fleet.bird answers)
   capture.stop  net_pcap0: detached 2 (1 with a queue); no device: 2; another device: not_found
@@ -161,6 +161,11 @@ FLEET = {
                                          "new_flows_here": True, "new_flows_there": False}]},
               {"address": "10.0.0.3:7946", "reachable": False, "last_sync_s": None, "flows_received": 0,
                "flows_sent": 0, "auth_failures": 7, "replayed": 1, "malformed": 2,
+               "config": {"state": "unknown", "differing_sections": []}},
+              {"address": "10.0.0.2:7946", "this_node": True,
+               "this_node_why": "10.0.0.2 is an address of this host, and fleet.sync_listen 0.0.0.0:7946 takes it",
+               "reachable": False, "last_sync_s": None, "flows_received": 0, "flows_sent": 0,
+               "auth_failures": 0, "replayed": 0, "malformed": 0,
                "config": {"state": "unknown", "differing_sections": []}}],
 }
 

@@ -26,42 +26,10 @@
 
 #include "dataplane/eal.h"
 #include "tests/dp/dp_harness.h"
+#include "tests/dp/sync_sockets.h"
 
 namespace gwlb::dptest {
 namespace {
-
-// A loopback port free for both TCP and UDP (FleetSync binds both) right now.
-std::string freePort() {
-  for (;;) {
-    int t = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(t, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(t, reinterpret_cast<sockaddr*>(&a), &len);
-    int u = ::socket(AF_INET, SOCK_DGRAM, 0);
-    bool both = ::bind(u, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    ::close(u);
-    ::close(t);
-    if (both) return "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
-  }
-}
-
-// Another process (tests run in parallel) may take the port between
-// freePort() and FleetSync's bind: retried with another port.
-template <class Make>
-void bindRetrying(std::string& listen, Make make) {
-  for (int tries = 0;; ++tries) {
-    listen = freePort();
-    try {
-      make();
-      return;
-    } catch (const std::runtime_error& e) {
-      if (tries >= 20 || !std::strstr(e.what(), "in use")) throw;
-    }
-  }
-}
 
 struct RecordKey {
   FlowKey k;

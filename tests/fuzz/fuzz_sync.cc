@@ -14,7 +14,12 @@
 //     re-encoding the decoded header and body gives back exactly the input's
 //     bytes (a health view's nonce, its feature bits, included).
 // Every accepted header is also run through a ReplayWindow: a message
-// accepted once is a replay the second time.
+// accepted once is a replay the second time; and through the receivers'
+// sender check (senderOf, before the window): a header is this node's own
+// exactly when it carries the receiver's node id and epoch, another node's
+// under the receiver's name when only the node id matches, a peer's
+// otherwise; a receiver that is the fuzz node ("gw-fuzz", epoch 7, the
+// corpus's from_self_* seeds) refuses exactly the headers with its node id.
 #include <cstring>
 #include <vector>
 
@@ -29,6 +34,19 @@ namespace {
 const SyncKey& testKey() {
   static const SyncKey k = SyncKey::fromHashKey(0x0011223344556677ULL, 0x8899aabbccddeeffULL);
   return k;
+}
+
+const uint64_t kFuzzNode = nodeId("gw-fuzz");
+constexpr uint64_t kFuzzEpoch = 7;
+
+void checkSender(const Header& h) {
+  FUZZ_CHECK(senderOf(h, h.node, h.epoch) == Sender::kThisNode, "its own message not recognised");
+  FUZZ_CHECK(senderOf(h, h.node, h.epoch + 1) == Sender::kSameName, "same name not recognised");
+  FUZZ_CHECK(senderOf(h, h.node ^ 1, h.epoch) == Sender::kPeer, "another node's refused");
+  Sender s = senderOf(h, kFuzzNode, kFuzzEpoch);
+  FUZZ_CHECK((s == Sender::kPeer) == (h.node != kFuzzNode), "node id %llx seen as %s",
+             (unsigned long long)h.node, toString(s));
+  if (s == Sender::kThisNode) FUZZ_CHECK(h.epoch == kFuzzEpoch, "another epoch taken as our own");
 }
 
 void checkReplay(const Header& h) {
@@ -62,6 +80,7 @@ void checkAccepted(const uint8_t* d, size_t size, const Header& h, const Record*
     size_t n = encodeHealth(testKey(), h, health, h.count, again.data(), again.size());
     FUZZ_CHECK(n == size && std::memcmp(again.data(), d, size) == 0,
                "re-encoding health gives %zu bytes (input %zu) or other bytes", n, size);
+    checkSender(h);
     checkReplay(h);
     return;
   }
@@ -79,6 +98,7 @@ void checkAccepted(const uint8_t* d, size_t size, const Header& h, const Record*
   size_t n = encode(testKey(), h, recs, h.count, again.data(), again.size(), end_total);
   FUZZ_CHECK(n == size && std::memcmp(again.data(), d, size) == 0,
              "re-encoding gives %zu bytes (input %zu) or other bytes", n, size);
+  checkSender(h);
   checkReplay(h);
 }
 

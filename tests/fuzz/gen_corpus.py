@@ -244,6 +244,13 @@ def configs():
         "listeners: [ { name: l, server_groups: [a, b], failback_hold: 3600s,"
         " when_all_unhealthy: drop } ]\n"
         "health_endpoint: { listen: 127.0.0.1:8081 }\n")
+    c["fleet_sync"] = node + grp + (
+        "fleet:\n  node_name: gw-1\n  secret: 00112233445566778899aabbccddeeff\n"
+        "  sync_listen: \"0.0.0.0:7946\"\n"
+        "  peers: [\"10.0.0.1:7946\", \"10.0.0.2:7946\", \"[2001:db8::3]:7946\"]\n"
+        "  warm_start_timeout: 10s\n  warm_start_connect_timeout: 500ms\n"
+        "  warm_start_idle_timeout: 3s\n"
+        "  bird: { socket: /run/bird/bird.ctl, protocols: [gwlb_routes] }\n  grace_period: 5s\n")
     c["anchors_aliases"] = node + (
         "x-servers: &s [ { address: 10.0.0.1 } ]\nserver_groups:\n  - { name: a, servers: *s }\n")
     c["merge_key"] = node + ("base: &b { name: a }\nserver_groups:\n  - <<: *b\n"
@@ -493,7 +500,20 @@ def sync():
     out["config_digest_33"] = sync_msg(6, body=digest(1, 5) * 33, count=33)
     out["truncated_header"] = sync_msg(1, [sync_rec()])[:40]
     out["truncated_record"] = sync_msg(1, [sync_rec()])[:100]
+    # Sent as the fuzz target's own node ("gw-fuzz", epoch 7: a peers entry
+    # that reaches the node itself) and as another node under its name.
+    out["from_self_records"] = sync_msg(1, [sync_rec()], node=node_id("gw-fuzz"), epoch=7)
+    out["from_self_request"] = sync_msg(2, node=node_id("gw-fuzz"), epoch=7, nonce=0x0102030405060708)
+    out["same_name_transfer"] = sync_msg(3, [sync_rec(kind=4)], node=node_id("gw-fuzz"), epoch=8, nonce=5)
     return out
+
+
+def node_id(name):
+    """64-bit FNV-1a of a node name: the header's node id (common/sync_codec.h)."""
+    h = 0xcbf29ce484222325
+    for c in name.encode():
+        h = ((h ^ c) * 0x100000001b3) & (2**64 - 1)
+    return h
 
 
 # ---------------------------------------------------------------- bird

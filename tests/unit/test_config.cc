@@ -1043,7 +1043,7 @@ listeners: [ { name: l, server_groups: [g0, g1], failback_hold: 30s, when_all_un
 health_endpoint: { listen: "127.0.0.1:8081" }
 fleet: { node_name: gw-1, secret: 00112233445566778899AABBCCDDEEFF, secret_file: /etc/gwlb/fleet.key,
          sync_listen: "10.0.0.1:7946", peers: ["10.0.0.2:7946", "[2001:db8::3]:7946"],
-         warm_start_timeout: 20s,
+         warm_start_timeout: 20s, warm_start_connect_timeout: 1500ms, warm_start_idle_timeout: 4s,
          bird: { socket: /run/bird/bird.ctl, protocols: [gwlb_routes, gwlb_routes6] }, grace_period: 5s }
 )";
 
@@ -1166,6 +1166,11 @@ const std::vector<BadValue>& badValues() {
       {"fleet.peers", "[\"10.0.0.1:7946\"]", {"this node's own fleet.sync_listen"}, "fleet.peers[0]"},
       {"fleet.warm_start_timeout", "0", {"0"}},
       {"fleet.warm_start_timeout", "11m", {"660"}},
+      {"fleet.peers", "[\"10.0.0.1:07946\"]", {"this node's own fleet.sync_listen"}, "fleet.peers[0]"},
+      {"fleet.warm_start_connect_timeout", "50ms", {"100 ms"}},
+      {"fleet.warm_start_connect_timeout", "2m", {"60 s"}},
+      {"fleet.warm_start_idle_timeout", "0", {"100 ms"}},
+      {"fleet.warm_start_idle_timeout", "11m", {"600 s"}},
       // fleet: route announcement through BIRD
       {"fleet.bird", "/run/bird/bird.ctl", {"expected a map", "socket"}},
       {"fleet.bird.socket", "bird.ctl", {"'bird.ctl'", "absolute socket path"}},
