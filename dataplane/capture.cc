@@ -26,7 +26,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <set>
 #include <stdexcept>
 
 namespace gwlb::dp {
@@ -475,34 +474,10 @@ void CaptureServer::freeUnlinked(bool wait) {
       ++it;
       continue;
     }
-    // A dead tool's ring and mempool: nobody will free them otherwise
-    // (dpdk-dumpcap names them after its pid), unless another capture still
-    // uses them or DPDK no longer knows them.
-    std::set<rte_ring*> rings;
-    std::set<rte_mempool*> pools;
-    for (Tap* t : it->taps) {
-      if (it->gone) rings.insert(t->ring), pools.insert(t->mp);
-      freeTap(t);
-    }
+    // (A dead tool's ring and mempool are left: freeing another process's
+    // mempool here would call its callbacks at that process's addresses.)
+    for (Tap* t : it->taps) freeTap(t);
     it = unlinked_.erase(it);
-    auto used = [this](const void* ring, const void* mp) {
-      for (const auto& [k, t] : taps_)
-        if (t->ring == ring || t->mp == mp) return true;
-      for (const Unlinked& u : unlinked_)
-        for (const Tap* t : u.taps)
-          if (t->ring == ring || t->mp == mp) return true;
-      return false;
-    };
-    for (rte_ring* r : rings) {
-      FindRing fr{r};
-      rte_memzone_walk(findRing, &fr);
-      if (fr.found && !used(r, nullptr)) rte_ring_free(r);
-    }
-    for (rte_mempool* m : pools) {
-      FindMempool fm{m};
-      rte_mempool_walk(findMempool, &fm);
-      if (fm.found && !used(nullptr, m)) rte_mempool_free(m);
-    }
   }
 }
 
@@ -524,8 +499,7 @@ size_t CaptureServer::detachGone() {
         true);
     total += n;
     log_(1, "packet capture: the capture tool (pid " + std::to_string(owner.pid) + ", " + path +
-                ") is gone: detached its " + std::to_string(n) + " queue callback(s) on " + where +
-                "; its ring and mempool are freed");
+                ") is gone: detached its " + std::to_string(n) + " queue callback(s) on " + where);
   }
   freeUnlinked(false);
   return total;

@@ -28,8 +28,10 @@
 // file it left behind; ENOENT: the file is gone) or, where the socket cannot
 // be asked (EACCES), whose pid no longer exists. The socket is the better
 // witness: it was bound by that very process, so a reused pid cannot pass
-// for it. Those callbacks are freed after a grace period, and so are the
-// dead tool's ring and mempool (its hugepage memory). detach() does the same
+// for it. Those callbacks are freed after a grace period. The dead tool's
+// ring and mempool are left allocated (freeing another process's mempool
+// would call its callbacks at that process's addresses: gwlbd crashed so
+// in a test); they go when gwlbd restarts. detach() does the same
 // by hand (gwlbctl capture stop), for a tool that lives but no longer reads.
 //
 // The filter a start names lives in shared memory the tool can still write:
@@ -147,7 +149,7 @@ class CaptureServer {
   std::map<uint32_t, Tap*> taps_;
   std::map<rte_bpf*, unsigned> filters_;  // filter -> taps using it
   // Unlinked by detachGone()/detach(), freed once the grace period of
-  // `token` is over; `gone`: their tool is dead, so its ring and mempool go too.
+  // `token` is over; `gone`: their tool is dead.
   struct Unlinked {
     uint64_t token = 0;
     std::vector<Tap*> taps;
