@@ -129,7 +129,7 @@ gwlb_ninja() {
   fi
   if [ "$rc" -ne 0 ]; then
     sed -n '/^FAILED: /,$p' "$log" | head -n 80 >&2
-    echo "setup: build failed (the whole output: $log)" >&2
+    echo "setup: build failed, the whole output is in $log" >&2
   fi
   return "$rc"
 }

@@ -1166,7 +1166,6 @@ const std::vector<BadValue>& badValues() {
       {"fleet.peers", "[\"10.0.0.1:7946\"]", {"this node's own fleet.sync_listen"}, "fleet.peers[0]"},
       {"fleet.warm_start_timeout", "0", {"0"}},
       {"fleet.warm_start_timeout", "11m", {"660"}},
-      {"fleet.peers", "[\"10.0.0.1:07946\"]", {"this node's own fleet.sync_listen"}, "fleet.peers[0]"},
       {"fleet.warm_start_connect_timeout", "50ms", {"100 ms"}},
       {"fleet.warm_start_connect_timeout", "2m", {"60 s"}},
       {"fleet.warm_start_idle_timeout", "0", {"100 ms"}},
