@@ -33,30 +33,13 @@
 #include "control/fleet_sync.h"
 #include "dataplane/flow_table.h"
 #include "dataplane/worker.h"
+#include "tests/dp/sync_sockets.h"  // freeSyncPort: one copy for the tests and this bench
 
 namespace gwlb::bench {
 namespace {
 
 namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
-
-// A loopback port free for TCP and UDP now (FleetSync binds both).
-std::string freePort() {
-  for (;;) {
-    int t = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(t, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(t, reinterpret_cast<sockaddr*>(&a), &len);
-    int u = ::socket(AF_INET, SOCK_DGRAM, 0);
-    bool both = ::bind(u, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    ::close(u);
-    ::close(t);
-    if (both) return "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
-  }
-}
 
 FlowKey flowKey(uint32_t i) {
   FlowKey k{};
@@ -131,7 +114,7 @@ int main(int argc, char** argv) {
   asio::io_context io;
   ctl::FleetSync::Options fo;
   fo.node_name = "bench";
-  fo.listen = freePort();
+  fo.listen = "127.0.0.1:" + std::to_string(gwlb::dptest::freeSyncPort());
   fo.secret = flowHashKey();
   ctl::FleetSync fs(io, fo, ft, nullptr, [] { return static_cast<const dp::Snapshot*>(nullptr); });
 

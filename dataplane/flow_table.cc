@@ -123,13 +123,13 @@ inline uint32_t matchLine(const std::atomic<uint32_t>* line, uint32_t want) noex
 #endif
 }
 
-// Bit i set when tag i of a line carries signature and wide bit `sig`
-// (any state).
-inline uint32_t matchSig(const std::atomic<uint32_t>* line, uint32_t sig) noexcept {
+// Bit i set when (tag i of a line & mask) == want: one line of 16 tags
+// compared at once (matchSig and matchState below; both inline to constants).
+inline uint32_t matchMasked(const std::atomic<uint32_t>* line, uint32_t want, uint32_t mask) noexcept {
 #ifdef GWLB_FT_SIMD
   const __m128i* v = reinterpret_cast<const __m128i*>(line);
-  __m128i w = _mm_set1_epi32(int(sig));
-  __m128i k = _mm_set1_epi32(int(~kStateMask));
+  __m128i w = _mm_set1_epi32(int(want));
+  __m128i k = _mm_set1_epi32(int(mask));
   uint32_t m = 0;
   for (int i = 0; i < 4; ++i) {
     __m128i t = _mm_and_si128(_mm_load_si128(v + i), k);
@@ -139,29 +139,20 @@ inline uint32_t matchSig(const std::atomic<uint32_t>* line, uint32_t sig) noexce
 #else
   uint32_t m = 0;
   for (uint32_t i = 0; i < FlowTable::kBucketSlots; ++i)
-    m |= uint32_t(tagKey(line[i].load(std::memory_order_relaxed)) == sig) << i;
+    m |= uint32_t((line[i].load(std::memory_order_relaxed) & mask) == want) << i;
   return m;
 #endif
 }
 
+// Bit i set when tag i of a line carries signature and wide bit `sig`
+// (any state).
+inline uint32_t matchSig(const std::atomic<uint32_t>* line, uint32_t sig) noexcept {
+  return matchMasked(line, sig, ~kStateMask);
+}
+
 // Bit i set when tag i of a line is in state `state` (any signature).
 inline uint32_t matchState(const std::atomic<uint32_t>* line, uint32_t state) noexcept {
-#ifdef GWLB_FT_SIMD
-  const __m128i* v = reinterpret_cast<const __m128i*>(line);
-  __m128i w = _mm_set1_epi32(int(state));
-  __m128i k = _mm_set1_epi32(int(kStateMask));
-  uint32_t m = 0;
-  for (int i = 0; i < 4; ++i) {
-    __m128i t = _mm_and_si128(_mm_load_si128(v + i), k);
-    m |= uint32_t(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(t, w)))) << (4 * i);
-  }
-  return m;
-#else
-  uint32_t m = 0;
-  for (uint32_t i = 0; i < FlowTable::kBucketSlots; ++i)
-    m |= uint32_t(tagState(line[i].load(std::memory_order_relaxed)) == state) << i;
-  return m;
-#endif
+  return matchMasked(line, state, kStateMask);
 }
 
 }  // namespace
