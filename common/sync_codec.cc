@@ -281,47 +281,52 @@ void putHeader(uint8_t* out, const Header& h) {
   put64(out + 32, h.time_ms);
   put64(out + 40, h.nonce);
 }
+
+// Writes the MAC of [out, end) at end. False (nothing to send) when no MAC
+// can be computed: a message is never sent with a tag that is not its MAC.
+bool seal(const SyncKey& key, uint8_t* out, uint8_t* end) {
+  auto m = key.mac(out, size_t(end - out));
+  if (!m) return false;
+  std::memcpy(end, m->data(), kMacSize);
+  return true;
+}
+
+// The frame of a message of n fixed-size entries: header, entries written
+// by put(p, i), MAC. Its size, or 0 when it does not fit cap or cannot be sealed.
+template <class Put>
+size_t frame(const SyncKey& key, Header h, size_t n, size_t entry_size, uint8_t* out, size_t cap,
+             Put put) {
+  size_t total = kHeaderSize + n * entry_size + kMacSize;
+  if (total > cap) return 0;
+  h.count = uint16_t(n);
+  putHeader(out, h);
+  uint8_t* p = out + kHeaderSize;
+  for (size_t i = 0; i < n; ++i, p += entry_size) put(p, i);
+  return seal(key, out, p) ? total : 0;
+}
 }  // namespace
 
 size_t encodeHealth(const SyncKey& key, Header h, const HealthEntry* e, size_t n, uint8_t* out,
                     size_t cap) {
   if (n > kMaxHealthEntries) return 0;
-  size_t total = kHeaderSize + n * kHealthEntrySize + kMacSize;
-  if (total > cap) return 0;
   h.type = MsgType::kHealth;
-  h.count = uint16_t(n);
-  putHeader(out, h);
-  uint8_t* p = out + kHeaderSize;
-  for (size_t i = 0; i < n; ++i, p += kHealthEntrySize) {
+  return frame(key, h, n, kHealthEntrySize, out, cap, [e](uint8_t* p, size_t i) {
     put32(p, e[i].appliance);
     p[4] = e[i].state;
     p[5] = e[i].in_service ? 1 : 0;
     p[6] = p[7] = 0;
-  }
-  auto m = key.mac(out, size_t(p - out));
-  if (!m) return 0;
-  std::memcpy(p, m->data(), kMacSize);
-  return total;
+  });
 }
 
 size_t encodeConfigDigest(const SyncKey& key, Header h, const DigestEntry* e, size_t n,
                           uint8_t* out, size_t cap) {
   if (n > kMaxDigestEntries) return 0;
-  size_t total = kHeaderSize + n * kDigestEntrySize + kMacSize;
-  if (total > cap) return 0;
   h.type = MsgType::kConfigDigest;
-  h.count = uint16_t(n);
-  putHeader(out, h);
-  uint8_t* p = out + kHeaderSize;
-  for (size_t i = 0; i < n; ++i, p += kDigestEntrySize) {
+  return frame(key, h, n, kDigestEntrySize, out, cap, [e](uint8_t* p, size_t i) {
     p[0] = e[i].section;
     p[1] = p[2] = p[3] = 0;
     put64(p + 4, e[i].digest);
-  }
-  auto m = key.mac(out, size_t(p - out));
-  if (!m) return 0;
-  std::memcpy(p, m->data(), kMacSize);
-  return total;
+  });
 }
 
 size_t encode(const SyncKey& key, Header h, const Record* recs, size_t n, uint8_t* out, size_t cap,
@@ -337,10 +342,7 @@ size_t encode(const SyncKey& key, Header h, const Record* recs, size_t n, uint8_
   uint8_t* p = out + kHeaderSize;
   for (size_t i = 0; i < n; ++i, p += kRecordSize) putRecord(p, recs[i]);
   if (h.type == MsgType::kWarmEnd) put64(p, end_total), p += kWarmEndBody;
-  auto m = key.mac(out, size_t(p - out));
-  if (!m) return 0;
-  std::memcpy(p, m->data(), kMacSize);
-  return total;
+  return seal(key, out, p) ? total : 0;
 }
 
 Status decode(const SyncKey& key, const uint8_t* d, size_t len, Header& h, Record* recs,
