@@ -348,6 +348,25 @@ class FleetSyncSend : public ::testing::Test {
   std::function<std::map<uint32_t, std::pair<uint8_t, bool>>()> health_;
   std::string listen_;  // "127.0.0.1:port"
   uint16_t listenPort() const { return uint16_t(std::stoi(listen_.substr(listen_.find(':') + 1))); }
+  // A header from the fake peer "gw-peer", stamped now.
+  static sync::Header peerHeader(uint64_t epoch, uint64_t seq) {
+    sync::Header hd;
+    hd.node = sync::nodeId("gw-peer");
+    hd.epoch = epoch;
+    hd.seq = seq;
+    hd.time_ms = uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count());
+    return hd;
+  }
+  // The fake peer's socket sends one datagram to the node's sync port.
+  void sendToNode(const uint8_t* out, size_t len) {
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    to.sin_port = htons(listenPort());
+    ASSERT_EQ(::sendto(peer_, out, len, 0, reinterpret_cast<sockaddr*>(&to), sizeof to), ssize_t(len));
+  }
   rte_ring* ring_ = nullptr;
   int peer_ = -1;
   sync::SyncKey key_;
@@ -537,20 +556,10 @@ TEST_F(FleetSyncSend, HealthViewsAreExchangedAndDisagreementsListed) {
   // The peer says b is unhealthy there.
   auto sendView = [&](uint64_t seq, uint8_t state_b, bool in_service_b) {
     sync::HealthEntry v[2] = {{a, uint8_t(HealthState::kHealthy), true}, {b, state_b, in_service_b}};
-    sync::Header hd;
-    hd.node = sync::nodeId("gw-peer");
-    hd.epoch = 77;
-    hd.seq = seq;
-    hd.time_ms = uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
-                              std::chrono::system_clock::now().time_since_epoch())
-                              .count());
+    sync::Header hd = peerHeader(77, seq);
     uint8_t out[sync::kMaxMessage];
     size_t len = sync::encodeHealth(key_, hd, v, 2, out, sizeof out);
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    to.sin_port = htons(listenPort());
-    ASSERT_EQ(::sendto(peer_, out, len, 0, reinterpret_cast<sockaddr*>(&to), sizeof to), ssize_t(len));
+    sendToNode(out, len);
   };
   auto disagreements = [&](size_t want) {
     nlohmann::json d;
@@ -585,24 +594,14 @@ TEST_F(FleetSyncSend, AnAllZeroTagIsRefusedAndCountedWhileTheMacFails) {
   fs_->start();
   const uint32_t b = net().servers[1].v4HostOrder();
   sync::HealthEntry v[1] = {{b, uint8_t(HealthState::kUnhealthy), false}};
-  sync::Header hd;
-  hd.node = sync::nodeId("gw-peer");
-  hd.epoch = 78;
-  hd.seq = 1;
-  hd.time_ms = uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count());
+  sync::Header hd = peerHeader(78, 1);
   uint8_t out[sync::kMaxMessage];
   size_t len = sync::encodeHealth(key_, hd, v, 1, out, sizeof out);
   ASSERT_GT(len, 0u);
   std::memset(out + len - sync::kMacSize, 0, sync::kMacSize);  // the forger's tag
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  to.sin_port = htons(listenPort());
   // This thread runs the io_context: FleetSync's MACs fail from here on.
   sync::test_hooks::failMacs(true);
-  ASSERT_EQ(::sendto(peer_, out, len, 0, reinterpret_cast<sockaddr*>(&to), sizeof to), ssize_t(len));
+  sendToNode(out, len);
   nlohmann::json p;
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   do {
@@ -640,20 +639,10 @@ TEST_F(FleetSyncSend, AnAbandonedInsertIsNotCountedAsATableFull) {
   r.age_ms = 5000;
   // A worker preempted right after claiming a slot with this key's tag.
   h_->flows().holdSlotBusyForTest(r.key, r.flow_hash);
-  sync::Header hd;
-  hd.node = sync::nodeId("gw-peer");
-  hd.epoch = 79;
-  hd.seq = 1;
-  hd.time_ms = uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count());
+  sync::Header hd = peerHeader(79, 1);
   uint8_t out[sync::kMaxMessage];
   size_t len = sync::encode(key_, hd, &r, 1, out, sizeof out);
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  to.sin_port = htons(listenPort());
-  ASSERT_EQ(::sendto(peer_, out, len, 0, reinterpret_cast<sockaddr*>(&to), sizeof to), ssize_t(len));
+  sendToNode(out, len);
   nlohmann::json p;
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   do {
@@ -710,21 +699,11 @@ TEST_F(FleetSyncSend, ConfigDigestsAreExchangedAndADifferingSectionIsNamed) {
   // and a section this version does not know).
   uint64_t seq = 0;
   auto send = [&](auto encode) {
-    sync::Header hd;
-    hd.node = sync::nodeId("gw-peer");
-    hd.epoch = 80;
-    hd.seq = ++seq;
-    hd.time_ms = uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
-                              std::chrono::system_clock::now().time_since_epoch())
-                              .count());
+    sync::Header hd = peerHeader(80, ++seq);
     uint8_t out[sync::kMaxMessage];
     size_t len = encode(hd, out);
     ASSERT_GT(len, 0u);
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    to.sin_port = htons(listenPort());
-    ASSERT_EQ(::sendto(peer_, out, len, 0, reinterpret_cast<sockaddr*>(&to), sizeof to), ssize_t(len));
+    sendToNode(out, len);
   };
   fs_->start();
   send([&](sync::Header hd, uint8_t* out) {
