@@ -6,8 +6,8 @@
 
 #include "common/health.h"
 #include "common/net_types.h"
-#include "control/config.h"
-#include "control/snapshot_builder.h"
+#include "control/config/config.h"
+#include "control/engine/snapshot_builder.h"
 #include "tests/dp/packet_builder.h"
 
 namespace gwlb::bench {

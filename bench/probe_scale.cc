@@ -1,5 +1,5 @@
 // Benchmark (never pass/fail): many health-check targets probed from one control
-// thread, on loopback only, with gwlbd's schedule (control/health_checker.cc):
+// thread, on loopback only, with gwlbd's schedule (control/health/health_checker.cc):
 // first probe jittered over one interval (firstProbeDelayMs), then probe, wait
 // for the result, wait the interval, probe again. Each result goes through a
 // HealthTracker as in gwlbd.

@@ -9,8 +9,8 @@
 // ring). The main thread tops the feed ring up, drains both TX rings and
 // counts what comes out.
 //
-// Each publication, as gwlbd does it (control/daemon.cc): build the snapshot
-// from the config (control/snapshot_builder.h buildSnapshot; successive
+// Each publication, as gwlbd does it (control/daemon/daemon.cc): build the snapshot
+// from the config (control/engine/snapshot_builder.h buildSnapshot; successive
 // snapshots alternate between all appliances healthy and one unhealthy, in a
 // no_rebalance group, so they really differ), swap the published pointer,
 // take an rte_rcu_qsbr token and free the old snapshot once every worker has
@@ -66,9 +66,9 @@
 
 #include "common/counters.h"
 #include "common/snapshot.h"
-#include "control/config.h"
-#include "control/maglev_cache.h"
-#include "control/snapshot_builder.h"
+#include "control/config/config.h"
+#include "control/engine/maglev_cache.h"
+#include "control/engine/snapshot_builder.h"
 #include "dataplane/eal.h"
 #include "dataplane/flow_table.h"
 #include "dataplane/pipeline.h"

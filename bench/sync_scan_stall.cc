@@ -30,7 +30,7 @@
 
 #include "bench/bench_util.h"
 #include "common/flow_key.h"
-#include "control/fleet_sync.h"
+#include "control/fleet/fleet_sync.h"
 #include "dataplane/flow_table.h"
 #include "dataplane/worker.h"
 #include "tests/dp/sync_sockets.h"  // freeSyncPort: one copy for the tests and this bench

@@ -13,8 +13,8 @@
 #include "cli/render.h"
 #include "cli/server_rates.h"
 #include "cli/validate.h"
-#include "control/config.h"
-#include "control/probe_path.h"
+#include "control/config/config.h"
+#include "control/health/probe_path.h"
 
 namespace gwlb::cli {
 
@@ -165,8 +165,8 @@ int exitStatusFor(const std::string& code) { return code == "not_found" ? kExitN
 int configCheck(const std::string& file, bool json, FILE* out, FILE* err) {
   ctl::Config cfg;
   std::vector<ctl::ConfigError> errors;
-  // gwlbd's own checks (control/config.h): the file, its secret files, every
-  // probed group's probe path (control/probe_path.h), and the lcores its
+  // gwlbd's own checks (control/config/config.h): the file, its secret files, every
+  // probed group's probe path (control/health/probe_path.h), and the lcores its
   // `eal` list gives for dataplane.workers.
   bool ok = ctl::loadRunnableConfig(file, cfg, errors);
   if (ok) errors = ctl::probePathErrors(cfg);

@@ -1,6 +1,6 @@
 // Pure helpers for the worker's common case, inline so the per-packet path
 // stays in one function. Each has a general counterpart it must agree with
-// (tests/unit/test_fast_path.cc checks them against each other):
+// (tests/unit/common/test_fast_path.cc checks them against each other):
 //   parseCommon      <-> parseFrame   (packet_parser.h)
 //   parseCommonIpv4  <-> parseL3      (packet_parser.h)
 //   parseGeneveAws   <-> parseGeneve  (geneve.h)

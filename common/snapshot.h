@@ -52,7 +52,7 @@ inline const char* toString(MoveReason r) noexcept {
   return "unknown";
 }
 
-// Where an appliance stands for traffic (control/lifecycle.h decides).
+// Where an appliance stands for traffic (control/engine/lifecycle.h decides).
 enum class ServerPhase : uint8_t {
   kGone = 0,      // not configured and no flow left on it: nothing is sent there
   kActive = 1,    // configured: new flows when in service, existing flows per health
@@ -121,7 +121,7 @@ struct GroupView {
   uint64_t maglev_recip = 0;
 };
 
-// A service (control/regions.h): its flows are keyed by the listener's index,
+// A service (control/engine/regions.h): its flows are keyed by the listener's index,
 // so a flow keeps its entry when new flows fail over to another group.
 struct ListenerView {
   uint8_t active = kNoGroup;       // the group new flows go to (kNoGroup: drop them)

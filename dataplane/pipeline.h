@@ -46,7 +46,7 @@ struct Dataplane {
   // (docs/exception-path.md). Null: the exception path is off, they are dropped.
   rte_ring* exception = nullptr;
   // Flows created or moved by the workers, for the fleet sync on the control
-  // thread (control/fleet_sync.h): one packSyncEvent per flow, queued once
+  // thread (control/fleet/fleet_sync.h): one packSyncEvent per flow, queued once
   // per burst. Null: fleet sync is off, nothing is queued (no cost).
   rte_ring* sync = nullptr;
   std::atomic<const Snapshot*> snapshot{nullptr};

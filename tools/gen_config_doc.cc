@@ -1,5 +1,5 @@
 // gen-config-doc: writes the key table of docs/config.md from the config's key
-// table (control/config_schema.cc), between the two marker lines below.
+// table (control/config/config_schema.cc), between the two marker lines below.
 //
 // usage: gen-config-doc [--check] docs/config.md
 //   --check: exit 1, changing nothing, when the file differs from what the
@@ -10,12 +10,12 @@
 #include <sstream>
 #include <string>
 
-#include "control/config.h"
+#include "control/config/config.h"
 
 namespace {
 
 constexpr const char* kBegin =
-    "<!-- key table: generated from control/config_schema.cc by gen-config-doc; do not edit -->\n";
+    "<!-- key table: generated from control/config/config_schema.cc by gen-config-doc; do not edit -->\n";
 constexpr const char* kEnd = "<!-- end of key table -->\n";
 
 }  // namespace

@@ -8,7 +8,7 @@
 // header untouched. The capture's timestamps are the clock.
 //
 // The control decisions (snapshots, drains, expiry, regions) are gwlbd's own:
-// the control core (control/engine.h) runs here on capture time, and --events
+// the control core (control/engine/engine.h) runs here on capture time, and --events
 // FILE (docs/replay.md) changes appliances at capture times through it. Before
 // the first packet at or after an event or another control action, every
 // earlier packet (and its reflection) is processed, then the action runs.
@@ -30,8 +30,8 @@
 
 #include "version.h"
 #include "common/flow_key.h"
-#include "control/config.h"
-#include "control/scripted_events.h"
+#include "control/config/config.h"
+#include "control/engine/scripted_events.h"
 #include "dataplane/eal.h"
 #include "dataplane/pipeline.h"
 #include "tools/replay_io.h"

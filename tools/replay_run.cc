@@ -20,7 +20,7 @@
 
 #include "common/counters.h"
 #include "common/packet_parser.h"
-#include "control/engine.h"
+#include "control/engine/engine.h"
 #include "dataplane/eal.h"
 #include "dataplane/flow_table.h"
 #include "dataplane/pipeline.h"

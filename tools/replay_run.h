@@ -1,6 +1,6 @@
 // gwlb-replay's run: worker lcores fed from the main lcore through rings, the
-// control core (control/engine.h) driven on capture time by the --events
-// schedule (control/scripted_events.h), outputs written as they come, and
+// control core (control/engine/engine.h) driven on capture time by the --events
+// schedule (control/engine/scripted_events.h), outputs written as they come, and
 // summary.json at the end. gwlb_replay.cc's main() parses arguments and calls
 // step() until it returns false.
 #pragma once
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "common/counters.h"
-#include "control/config.h"
-#include "control/scripted_events.h"
+#include "control/config/config.h"
+#include "control/engine/scripted_events.h"
 #include "tools/replay_io.h"
 
 namespace gwlb::replay {

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "common/counters.h"
-#include "control/engine.h"
-#include "control/scripted_events.h"
+#include "control/engine/engine.h"
+#include "control/engine/scripted_events.h"
 #include "tools/replay_io.h"
 #include "tools/replay_run.h"
 #include "tools/replay_series.h"

@@ -1,6 +1,6 @@
 // Typed parameters of control API requests (docs/control-api.md): the pure
 // part of request validation, shared by gwlbd's method handlers
-// (control/daemon_api.cc) and the control API fuzz target (tests/fuzz/).
+// (control/daemon/daemon_api.cc) and the control API fuzz target (tests/fuzz/).
 // Control thread; everything here throws ApiFailure on a bad parameter and
 // nothing else (except std::bad_alloc).
 #pragma once
@@ -15,16 +15,9 @@
 
 #include "common/net_types.h"
 #include "common/packet_parser.h"
+#include "control/engine/api_failure.h"
 
 namespace gwlb::ctl {
-
-// A request that fails with an error code (bad_request, not_found, ...).
-struct ApiFailure : std::runtime_error {
-  std::string code;
-  nlohmann::json details;
-  ApiFailure(std::string c, const std::string& m, nlohmann::json d = nullptr)
-      : std::runtime_error(m), code(std::move(c)), details(std::move(d)) {}
-};
 
 [[noreturn]] inline void badRequest(const std::string& m) { throw ApiFailure("bad_request", m); }
 [[noreturn]] inline void notFound(const std::string& m) { throw ApiFailure("not_found", m); }

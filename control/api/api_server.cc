@@ -1,4 +1,4 @@
-#include "control/api_server.h"
+#include "control/api/api_server.h"
 
 #include <fcntl.h>
 #include <grp.h>

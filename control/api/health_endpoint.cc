@@ -1,4 +1,4 @@
-#include "control/health_endpoint.h"
+#include "control/api/health_endpoint.h"
 
 namespace gwlb::ctl {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "control/http_request.h"
-#include "control/regions.h"
+#include "control/api/http_request.h"
+#include "control/engine/regions.h"
 
 namespace gwlb::ctl {
 

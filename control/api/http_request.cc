@@ -1,4 +1,4 @@
-#include "control/http_request.h"
+#include "control/api/http_request.h"
 
 #include <exception>
 

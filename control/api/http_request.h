@@ -1,6 +1,6 @@
 // The request side of gwlbd's two read-only HTTP listeners (metrics and the
 // health endpoint): finding the end of a request head and answering it. Pure
-// (no sockets, no Asio, no logging): control/metrics_server.cc runs it on the
+// (no sockets, no Asio, no logging): control/api/metrics_server.cc runs it on the
 // connections, tests/fuzz/fuzz_http_request.cc on any bytes.
 //
 // What is accepted: HTTP/1.x GET and HEAD, one request per connection,

@@ -1,9 +1,9 @@
-#include "control/metrics_server.h"
+#include "control/api/metrics_server.h"
 
 #include <spdlog/spdlog.h>
 
-#include "control/config.h"
-#include "control/control_loop.h"
+#include "control/config/config.h"
+#include "control/runtime/control_loop.h"
 
 namespace gwlb::ctl {
 

@@ -1,7 +1,7 @@
 // A minimal read-only HTTP/1.1 server (GET and HEAD, one request per
 // connection) for Prometheus scrapes (GET /metrics) and the health endpoint
 // (GET /destinations/NAME). Runs on the control thread's io_context. What a
-// request may be and how it is answered: control/http_request.h. Bounds: 8 KiB
+// request may be and how it is answered: control/api/http_request.h. Bounds: 8 KiB
 // of request head, 5 s from accept to response, 64 connections per listener
 // (one more closes the connection open longest, so a flood of idle or
 // dripping connections cannot lock a scraper out), and after a failed accept
@@ -16,7 +16,7 @@
 #include <memory>
 #include <string>
 
-#include "control/http_request.h"
+#include "control/api/http_request.h"
 
 namespace gwlb::ctl {
 

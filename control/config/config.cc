@@ -4,7 +4,7 @@
 // config_cross.cc (between keys), the reload diff and the generated doc
 // config_reload.cc. See docs/config.md.
 
-#include "control/config.h"
+#include "control/config/config.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -15,7 +15,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "control/config_schema.h"
+#include "control/config/config_schema.h"
 
 namespace gwlb::ctl {
 

@@ -64,7 +64,7 @@ struct HealthCheckConfig {
   // Where probes travel (docs/deploy.md "Where probes travel"): without
   // `interface`, the data path (the exception-path tap of node.underlay_port,
   // from node.underlay_ip); with it, a management path bound to that device,
-  // from `source` when set. Checked by probePathErrors (control/probe_path.h).
+  // from `source` when set. Checked by probePathErrors (control/health/probe_path.h).
   std::string interface;                   // "" or 1..15 bytes: SO_BINDTODEVICE
   std::optional<IpAddr> source;            // management path only: bind probes to this address
   bool verify = false;                     // https: verify the certificate (implied by ca_file)

@@ -8,8 +8,8 @@
 #include <set>
 
 #include "common/maglev.h"
-#include "control/config.h"
-#include "control/config_schema.h"
+#include "control/config/config.h"
+#include "control/config/config_schema.h"
 
 namespace gwlb::ctl::schema {
 namespace {
@@ -164,7 +164,7 @@ class Cross {
                                "receives flow records on (peers send theirs there)");
     // (Compared as address and port: [2001:db8:0::1]:7946 is [2001:db8::1]:7946.
     // An entry that reaches this node through a wildcard sync_listen depends
-    // on the host's addresses: gwlbd warns of it and skips it, control/fleet_peers.h.)
+    // on the host's addresses: gwlbd warns of it and skips it, control/fleet/fleet_peers.h.)
     IpAddr la, pa;
     uint16_t lport = 0, pport = 0;
     bool listen_ok = parseListen(f.sync_listen, la, lport);

@@ -1,4 +1,4 @@
-#include "control/config_digest.h"
+#include "control/config/config_digest.h"
 
 #include <openssl/evp.h>
 

@@ -17,7 +17,7 @@
 
 #include "common/flow_key.h"
 #include "common/sync_codec.h"
-#include "control/config.h"
+#include "control/config/config.h"
 
 namespace gwlb::ctl {
 

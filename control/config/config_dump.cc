@@ -3,8 +3,8 @@
 // written the way the loader reads it, and a new key needs nothing here.
 #include <cstdio>
 
-#include "control/config.h"
-#include "control/config_schema.h"
+#include "control/config/config.h"
+#include "control/config/config_schema.h"
 
 namespace gwlb::ctl {
 

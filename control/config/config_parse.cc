@@ -23,8 +23,8 @@
 #include <sstream>
 #include <system_error>
 
-#include "control/config.h"
-#include "control/config_schema.h"
+#include "control/config/config.h"
+#include "control/config/config_schema.h"
 
 namespace gwlb::ctl {
 

@@ -2,8 +2,8 @@
 // them a reload cannot apply, and the key table of docs/config.md.
 #include <cstdio>
 
-#include "control/config.h"
-#include "control/config_schema.h"
+#include "control/config/config.h"
+#include "control/config/config_schema.h"
 
 namespace gwlb::ctl {
 

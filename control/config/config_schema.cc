@@ -1,6 +1,6 @@
 // The key table: one Key per config key (see config_schema.h), with the rules
 // that concern one key's value alone. Sections are listed innermost first.
-#include "control/config_schema.h"
+#include "control/config/config_schema.h"
 
 #include <algorithm>
 #include <array>

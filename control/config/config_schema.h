@@ -8,7 +8,7 @@
 //
 // Adding a key: add the member (with its default) to the struct in config.h
 // and one Key to its section in config_schema.cc; then a bad-value case in
-// tests/unit/test_config.cc and `gen-config-doc docs/config.md`.
+// tests/unit/config/test_config.cc and `gen-config-doc docs/config.md`.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +21,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "control/config.h"
+#include "control/config/config.h"
 
 namespace gwlb::ctl::schema {
 

@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "control/config_schema.h"
+#include "control/config/config_schema.h"
 
 namespace gwlb::ctl::schema {
 

@@ -3,8 +3,8 @@
 // MACs, file modes) and each key's own Key::check. Runs on parsed configs and
 // on configs built in code (control API, reload, gwlb-replay), through
 // validateConfig(). Rules between keys are in config_cross.cc.
-#include "control/config.h"
-#include "control/config_schema.h"
+#include "control/config/config.h"
+#include "control/config/config_schema.h"
 
 namespace gwlb::ctl {
 namespace schema {

@@ -1,13 +1,13 @@
 // The lcores the EAL arguments give (-l, --lcores, -c, else the CPUs this
 // process may run on), against dataplane.workers: gwlbd --check-config and
-// `gwlbctl config check` (control/config.h). Pure: no EAL.
+// `gwlbctl config check` (control/config/config.h). Pure: no EAL.
 #include <sched.h>
 
 #include <set>
 #include <string>
 #include <vector>
 
-#include "control/config.h"
+#include "control/config/config.h"
 
 namespace gwlb::ctl {
 

@@ -1,4 +1,4 @@
-#include "control/daemon.h"
+#include "control/daemon/daemon.h"
 
 #include <rte_eal.h>
 #include <rte_ethdev.h>
@@ -18,10 +18,10 @@
 #include <stdexcept>
 
 #include "common/arp.h"
-#include "control/api_params.h"
-#include "control/config_digest.h"
-#include "control/control_loop.h"
-#include "control/memory_plan.h"
+#include "control/api/api_params.h"
+#include "control/config/config_digest.h"
+#include "control/runtime/control_loop.h"
+#include "control/daemon/memory_plan.h"
 #include "dataplane/eal.h"
 
 namespace gwlb::ctl {
@@ -43,7 +43,7 @@ constexpr uint8_t kSymmetricRssKey[40] = {
     0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a,
     0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a, 0x6d, 0x5a};
 
-static_assert(FleetSync::kRingSize == kSyncRingSize, "control/memory_plan.h counts the sync ring");
+static_assert(FleetSync::kRingSize == kSyncRingSize, "control/daemon/memory_plan.h counts the sync ring");
 constexpr std::chrono::microseconds kExceptionPollPeriod{1000};
 
 std::string portName(uint16_t port) {

@@ -16,21 +16,21 @@
 #include <string>
 #include <vector>
 
-#include "control/announce.h"
-#include "control/api_server.h"
-#include "control/bird_client.h"
-#include "control/config.h"
-#include "control/engine.h"
-#include "control/engine_ticker.h"
-#include "control/exception_path.h"
-#include "control/fleet_sync.h"
-#include "control/health_checker.h"
-#include "control/lifecycle.h"
-#include "control/metrics_server.h"
-#include "control/neighbours.h"
-#include "control/regions.h"
-#include "control/sd_notify.h"
-#include "control/snapshot_builder.h"
+#include "control/fleet/announce.h"
+#include "control/api/api_server.h"
+#include "control/fleet/bird_client.h"
+#include "control/config/config.h"
+#include "control/engine/engine.h"
+#include "control/daemon/engine_ticker.h"
+#include "control/daemon/exception_path.h"
+#include "control/fleet/fleet_sync.h"
+#include "control/health/health_checker.h"
+#include "control/engine/lifecycle.h"
+#include "control/api/metrics_server.h"
+#include "control/daemon/neighbours.h"
+#include "control/engine/regions.h"
+#include "control/daemon/sd_notify.h"
+#include "control/engine/snapshot_builder.h"
 #include "dataplane/capture.h"
 #include "dataplane/flow_table.h"
 #include "dataplane/pipeline.h"
@@ -74,11 +74,11 @@ class Daemon {
   // An input changed (health, neighbours): the engine builds and publishes.
   void rebuildSnapshot(const char* why);
   void reload();
-  // ARP and neighbor discovery (control/daemon_neighbours.cc).
+  // ARP and neighbor discovery (control/daemon/daemon_neighbours.cc).
   void handlePunted();
   void resolveNeighbours();
   void trackNeighbours();
-  // The kernel exception path (control/exception_path.h), when configured.
+  // The kernel exception path (control/daemon/exception_path.h), when configured.
   void setupExceptionPath();
   void pollExceptionPath();
   void closeExceptionPath();
@@ -104,7 +104,7 @@ class Daemon {
   void sentTo(uint16_t id, uint64_t& packets, uint64_t& bytes) const;
   // Every appliance gwlbd knows (configured, then removed ones still carrying
   // flows) with the one state the API, /metrics and telemetry show: one of
-  // kServerStates (control/daemon_metrics.cc). Control thread.
+  // kServerStates (control/daemon/daemon_metrics.cc). Control thread.
   struct ServerRow {
     std::string group, address, state;
     uint32_t ip = 0;
@@ -116,7 +116,7 @@ class Daemon {
   // The appliance's health tracker when its group has health checks on, else null.
   const HealthTracker* checkedTracker(uint32_t ip) const;
 
-  // Control API (control/daemon_api.cc). Each returns the reply object.
+  // Control API (control/daemon/daemon_api.cc). Each returns the reply object.
   nlohmann::json handleApi(const std::string& method, const nlohmann::json& params);
   nlohmann::json apiStatus(const nlohmann::json& p);
   nlohmann::json apiServers(const nlohmann::json& p);
@@ -144,7 +144,7 @@ class Daemon {
   // GET /destinations and /destinations/NAME on the health endpoint.
   HttpReply healthEndpoint(const std::string& path) const;
   nlohmann::json healthJson(uint32_t ip) const;
-  // The fleet (control/daemon_fleet.cc): route announcement through BIRD.
+  // The fleet (control/daemon/daemon_fleet.cc): route announcement through BIRD.
   void startFleet();
   void stopFleet();
   AnnounceInputs announceInputs() const;
@@ -184,7 +184,7 @@ class Daemon {
   std::string capture_why_;  // why captures cannot attach, when they cannot
   void startCapture();
   nlohmann::json captureJson() const;
-  // control/daemon_capture.cc
+  // control/daemon/daemon_capture.cc
   void detachGoneCaptures();
   nlohmann::json apiCaptureStop(const nlohmann::json& p);
   uint64_t started_ns_ = 0;
@@ -221,7 +221,7 @@ class Daemon {
   bool fleet_left_ = false;
   bool stopping_ = false;
   std::unique_ptr<boost::asio::steady_timer> grace_timer_;
-  // systemd: readiness, status and the watchdog (control/sd_notify.h).
+  // systemd: readiness, status and the watchdog (control/daemon/sd_notify.h).
   SdNotifier sd_;
   WorkerProgress progress_;
   bool watchdog_stalled_ = false;

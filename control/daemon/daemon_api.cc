@@ -9,10 +9,10 @@
 #include <set>
 
 #include "common/flow_key.h"
-#include "control/api_params.h"
-#include "control/daemon.h"
-#include "control/health_endpoint.h"
-#include "control/service_guard.h"
+#include "control/api/api_params.h"
+#include "control/daemon/daemon.h"
+#include "control/api/health_endpoint.h"
+#include "control/engine/service_guard.h"
 #include "gwlb_version.h"
 
 namespace gwlb::ctl {
@@ -790,7 +790,7 @@ json Daemon::apiReload(const json& p) {
   Config as_file = next;
   // What the reload changes, for the log line below (appliances by group).
   json changes = runtimeChanges(cfg(), next);
-  // Keys a reload cannot apply keep their running value (control/config.h).
+  // Keys a reload cannot apply keep their running value (control/config/config.h).
   json restart = holdRestartKeys(cfg(), next);
   // A new key written to the same secret file changes no path: compare the
   // keys (the running one is the process's; docs/config.md "Reloading").

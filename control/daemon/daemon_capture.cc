@@ -3,8 +3,8 @@
 // control API's capture.stop (gwlbctl capture stop) that detaches by hand.
 #include <spdlog/spdlog.h>
 
-#include "control/api_params.h"
-#include "control/daemon.h"
+#include "control/api/api_params.h"
+#include "control/daemon/daemon.h"
 
 namespace gwlb::ctl {
 

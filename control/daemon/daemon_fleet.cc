@@ -1,13 +1,13 @@
 // The fleet's control side in gwlbd (docs/fleet.md): when the node's routes
-// are announced through BIRD (control/announce.h rules, control/bird_client.h
+// are announced through BIRD (control/fleet/announce.h rules, control/fleet/bird_client.h
 // I/O), the API methods `fleet`, `fleet.leave`, `fleet.join`, the fleet
 // metrics, and the graceful stop (withdraw, grace period, exit). Control thread.
 #include <spdlog/spdlog.h>
 
 #include <sstream>
 
-#include "control/api_params.h"
-#include "control/daemon.h"
+#include "control/api/api_params.h"
+#include "control/daemon/daemon.h"
 
 namespace gwlb::ctl {
 

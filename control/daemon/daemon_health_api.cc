@@ -3,10 +3,10 @@
 // GET /destinations[/NAME] (listeners, regions, composites). Control thread.
 #include <spdlog/spdlog.h>
 
-#include "control/api_params.h"
-#include "control/daemon.h"
-#include "control/probe_path.h"
-#include "control/health_endpoint.h"
+#include "control/api/api_params.h"
+#include "control/daemon/daemon.h"
+#include "control/health/probe_path.h"
+#include "control/api/health_endpoint.h"
 
 namespace gwlb::ctl {
 

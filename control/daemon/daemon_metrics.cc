@@ -8,8 +8,8 @@
 #include <mutex>
 #include <sstream>
 
-#include "control/control_loop.h"
-#include "control/daemon.h"
+#include "control/runtime/control_loop.h"
+#include "control/daemon/daemon.h"
 
 namespace gwlb::ctl {
 namespace {
@@ -356,7 +356,7 @@ std::string Daemon::metricsText() const {
   metric(o, "gwlb_snapshots_retiring", "gauge",
          "replaced snapshots awaiting their RCU grace period before they are freed");
   o << "gwlb_snapshots_retiring " << engine_->retiredSnapshots() << '\n';
-  // Aggregated health (control/regions.h).
+  // Aggregated health (control/engine/regions.h).
   metric(o, "gwlb_destination_healthy", "gauge",
          "1 when the health destination (listener) is healthy: what GET /destinations/NAME answers "
          "with 200");

@@ -1,6 +1,6 @@
 // gwlbd's neighbours on the control thread: answers ARP (and IPv6 neighbor
 // solicitations) for this node's addresses with the MAC of the port each
-// arrived on, and keeps the appliances' MACs fresh (control/neighbours.h):
+// arrived on, and keeps the appliances' MACs fresh (control/daemon/neighbours.h):
 // learns from every ARP an appliance sends on a port facing the appliances,
 // probes entries whose reachable time ran out, and rebuilds the snapshot when
 // a MAC changes.
@@ -12,7 +12,7 @@
 
 #include "common/arp.h"
 #include "common/ndp.h"
-#include "control/daemon.h"
+#include "control/daemon/daemon.h"
 #include "dataplane/eal.h"
 
 namespace gwlb::ctl {

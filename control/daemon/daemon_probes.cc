@@ -1,4 +1,4 @@
-// Where gwlbd's health probes travel (control/probe_path.h, docs/deploy.md
+// Where gwlbd's health probes travel (control/health/probe_path.h, docs/deploy.md
 // "Where probes travel"): at start, the data path is readied on the appliance
 // port's tap and every probed appliance's route is checked, and gwlbd refuses
 // to start rather than probe by another way; every later config change (a
@@ -7,9 +7,9 @@
 
 #include <algorithm>
 
-#include "control/api_params.h"
-#include "control/daemon.h"
-#include "control/probe_path.h"
+#include "control/api/api_params.h"
+#include "control/daemon/daemon.h"
+#include "control/health/probe_path.h"
 
 namespace gwlb::ctl {
 namespace {

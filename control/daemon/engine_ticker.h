@@ -2,7 +2,7 @@
 // `period`, runs `each` (gwlbd: punted ARP/ND) and then Engine::advance with
 // the clock's time. Changes (control API, probes, ARP) call the engine
 // directly on the same io_context, so every engine call is on one thread.
-// The equivalence test (tests/dp/test_engine.cc) runs this same class on a
+// The equivalence test (tests/dp/engine/test_engine.cc) runs this same class on a
 // virtual clock beside gwlb-replay's EventSchedule.
 #pragma once
 
@@ -12,8 +12,8 @@
 #include <cstdint>
 #include <functional>
 
-#include "control/control_loop.h"
-#include "control/engine.h"
+#include "control/runtime/control_loop.h"
+#include "control/engine/engine.h"
 
 namespace gwlb::ctl {
 

@@ -1,4 +1,4 @@
-#include "control/exception_path.h"
+#include "control/daemon/exception_path.h"
 
 #include <rte_bus_vdev.h>
 #include <rte_errno.h>

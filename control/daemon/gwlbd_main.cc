@@ -16,13 +16,13 @@
 #include <vector>
 
 #include "common/flow_key.h"
-#include "control/config.h"
-#include "control/daemon.h"
-#include "control/fleet_peers.h"
-#include "control/log_setup.h"
-#include "control/maglev_cache.h"
-#include "control/memory_plan.h"
-#include "control/probe_path.h"
+#include "control/config/config.h"
+#include "control/daemon/daemon.h"
+#include "control/fleet/fleet_peers.h"
+#include "control/daemon/log_setup.h"
+#include "control/engine/maglev_cache.h"
+#include "control/daemon/memory_plan.h"
+#include "control/health/probe_path.h"
 #include "dataplane/eal.h"
 #include "version.h"
 
@@ -62,7 +62,7 @@ bool load(const std::string& path, ctl::Config& cfg, FlowHashKey* key = nullptr,
           bool* key_configured = nullptr) {
   std::vector<ctl::ConfigError> errors;
   // Beyond the file's own rules and its secret files, gwlbd's: every probed
-  // group has a probe path (control/probe_path.h); the kernel side is checked at start.
+  // group has a probe path (control/health/probe_path.h); the kernel side is checked at start.
   if (!ctl::loadRunnableConfig(path, cfg, errors, key, key_configured) ||
       !(errors = ctl::probePathErrors(cfg)).empty()) {
     std::fprintf(stderr, "%s: invalid configuration (%zu error%s):\n%s", path.c_str(),

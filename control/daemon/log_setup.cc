@@ -1,4 +1,4 @@
-#include "control/log_setup.h"
+#include "control/daemon/log_setup.h"
 
 #include <spdlog/pattern_formatter.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "control/memory_plan.h"
+#include "control/daemon/memory_plan.h"
 
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "control/sync_sent_log.h"
+#include "control/fleet/sync_sent_log.h"
 #include "dataplane/flow_table.h"
 #include "dataplane/neighbour_table.h"
 #include "dataplane/pipeline.h"

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "control/config.h"
+#include "control/config/config.h"
 
 namespace gwlb::ctl {
 
@@ -60,7 +60,7 @@ uint64_t mbufObjectBytes(unsigned data_room);
 // an IPv4-only table touches (tags + IPv4 slots).
 uint64_t flowTableBytes(uint32_t capacity);
 uint64_t flowTableIpv4Bytes(uint32_t capacity);
-// Bytes fleet sync's sent log (control/sync_sent_log.h) maps beside a table
+// Bytes fleet sync's sent log (control/fleet/sync_sent_log.h) maps beside a table
 // of `capacity` keys: 8 B per table position, both halves; and the IPv4 half.
 uint64_t sentLogBytes(uint32_t capacity);
 uint64_t sentLogIpv4Bytes(uint32_t capacity);

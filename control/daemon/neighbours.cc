@@ -1,4 +1,4 @@
-#include "control/neighbours.h"
+#include "control/daemon/neighbours.h"
 
 #include <algorithm>
 

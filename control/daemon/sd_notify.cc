@@ -1,4 +1,4 @@
-#include "control/sd_notify.h"
+#include "control/daemon/sd_notify.h"
 
 #include <sys/socket.h>
 #include <sys/un.h>

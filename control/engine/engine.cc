@@ -1,4 +1,4 @@
-#include "control/engine.h"
+#include "control/engine/engine.h"
 
 #include <rte_rcu_qsbr.h>
 
@@ -8,7 +8,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "control/api_params.h"
+#include "control/engine/api_failure.h"
 
 namespace gwlb::ctl {
 

@@ -26,11 +26,11 @@
 #include <vector>
 
 #include "common/health.h"
-#include "control/maglev_cache.h"
-#include "control/config.h"
-#include "control/lifecycle.h"
-#include "control/regions.h"
-#include "control/snapshot_builder.h"
+#include "control/engine/maglev_cache.h"
+#include "control/config/config.h"
+#include "control/engine/lifecycle.h"
+#include "control/engine/regions.h"
+#include "control/engine/snapshot_builder.h"
 #include "dataplane/flow_table.h"
 #include "dataplane/pipeline.h"
 

@@ -1,4 +1,4 @@
-#include "control/lifecycle.h"
+#include "control/engine/lifecycle.h"
 
 #include <algorithm>
 

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "common/snapshot.h"
-#include "control/config.h"
+#include "control/config/config.h"
 
 namespace gwlb::ctl {
 

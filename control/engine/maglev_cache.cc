@@ -1,4 +1,4 @@
-#include "control/maglev_cache.h"
+#include "control/engine/maglev_cache.h"
 
 #include "common/net_types.h"
 

@@ -1,4 +1,4 @@
-#include "control/regions.h"
+#include "control/engine/regions.h"
 
 #include <algorithm>
 #include <map>

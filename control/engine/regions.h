@@ -33,9 +33,9 @@
 #include <string>
 #include <vector>
 
-#include "control/config.h"
-#include "control/lifecycle.h"
-#include "control/snapshot_builder.h"
+#include "control/config/config.h"
+#include "control/engine/lifecycle.h"
+#include "control/engine/snapshot_builder.h"
 
 namespace gwlb::ctl {
 

@@ -1,4 +1,4 @@
-#include "control/scripted_events.h"
+#include "control/engine/scripted_events.h"
 
 #include <yaml-cpp/yaml.h>
 

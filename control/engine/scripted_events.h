@@ -1,6 +1,6 @@
 // Scripted control events: appliance changes at given times, as gwlb-replay's
 // --events file gives them (docs/replay.md) and as tests script them. Each
-// event goes through the control core (control/engine.h) the way gwlbd's
+// event goes through the control core (control/engine/engine.h) the way gwlbd's
 // control API and health checker drive it: server add/remove/weight as config
 // changes, drain/undrain through the lifecycle, health as the health input.
 //
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "common/net_types.h"
-#include "control/config.h"
+#include "control/config/config.h"
 
 namespace gwlb::ctl {
 

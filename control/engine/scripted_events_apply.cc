@@ -1,9 +1,9 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "control/api_params.h"
-#include "control/engine.h"
-#include "control/scripted_events.h"
+#include "control/engine/api_failure.h"
+#include "control/engine/engine.h"
+#include "control/engine/scripted_events.h"
 
 namespace gwlb::ctl {
 

@@ -1,5 +1,5 @@
 // Guard rail for operator changes that leave a group without service. See service_guard.h.
-#include "control/service_guard.h"
+#include "control/engine/service_guard.h"
 
 #include <algorithm>
 

@@ -1,12 +1,12 @@
-#include "control/snapshot_builder.h"
+#include "control/engine/snapshot_builder.h"
 
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 
 #include "common/maglev.h"
-#include "control/maglev_cache.h"
-#include "control/regions.h"
+#include "control/engine/maglev_cache.h"
+#include "control/engine/regions.h"
 
 static_assert(gwlb::ctl::kMaxServersTotal == gwlb::dp::kMaxServerIds);
 

@@ -10,8 +10,8 @@
 
 #include "common/health.h"
 #include "common/snapshot.h"
-#include "control/config.h"
-#include "control/lifecycle.h"
+#include "control/config/config.h"
+#include "control/engine/lifecycle.h"
 
 namespace gwlb::ctl {
 
@@ -109,11 +109,11 @@ std::vector<dp::PortView> resolvePorts(const Config& cfg, const PortMacs* device
 // group (its listener's active group) has no appliance in service: flows never
 // move to an appliance that is not in service. Every other known id is kGone.
 // Ports: resolvePorts(cfg, devices).
-// Listeners (`regions`, control/regions.h): each listener's active group takes
+// Listeners (`regions`, control/engine/regions.h): each listener's active group takes
 // its new flows; a group whose region is unhealthy (acting composites) sheds
 // its flows to the active group when its failover_mode is rebalance, the
 // active region is healthy and the active group has an appliance in service. Without `regions`: one listener over group 0.
-// Maglev tables come from `maglev` when given (control/maglev_cache.h: the
+// Maglev tables come from `maglev` when given (control/engine/maglev_cache.h: the
 // same table for the same appliances, weights in force and ids), else are
 // built each time.
 std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& reg,

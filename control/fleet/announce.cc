@@ -1,4 +1,4 @@
-#include "control/announce.h"
+#include "control/fleet/announce.h"
 
 namespace gwlb::ctl {
 

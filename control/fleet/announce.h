@@ -1,8 +1,8 @@
 // When this node's routes are announced (docs/fleet.md, "Announcing the
 // routes"): the rules, pure (inputs in, a decision out, time passed in), so
 // tests/unit/test_announce.cc checks each without BIRD. The daemon gathers
-// the inputs every second and on every event (control/daemon_fleet.cc) and
-// hands the wish to the BIRD client (control/bird_client.h).
+// the inputs every second and on every event (control/daemon/daemon_fleet.cc) and
+// hands the wish to the BIRD client (control/fleet/bird_client.h).
 //
 // Announce only when all hold: the dataplane runs (workers launched), a
 // snapshot is published, every server group has at least one appliance in

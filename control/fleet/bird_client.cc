@@ -1,4 +1,4 @@
-#include "control/bird_client.h"
+#include "control/fleet/bird_client.h"
 
 #include <spdlog/spdlog.h>
 

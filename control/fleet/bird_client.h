@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "control/bird_protocol.h"
+#include "control/fleet/bird_protocol.h"
 
 namespace gwlb::ctl {
 

@@ -1,4 +1,4 @@
-#include "control/bird_protocol.h"
+#include "control/fleet/bird_protocol.h"
 
 #include <cctype>
 

@@ -1,6 +1,6 @@
 // BIRD's control-socket protocol (what `birdc` speaks), the parsing half:
 // pure, no sockets, so that tests/fuzz/fuzz_bird.cc and the unit tests drive
-// it directly. control/bird_client.h does the I/O.
+// it directly. control/fleet/bird_client.h does the I/O.
 //
 // BIRD answers each command with lines ending in '\n':
 //   "NNNN-text"  a line of the reply with 4-digit code NNNN, more follow

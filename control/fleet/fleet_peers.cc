@@ -1,4 +1,4 @@
-#include "control/fleet_peers.h"
+#include "control/fleet/fleet_peers.h"
 
 #include <ifaddrs.h>
 #include <netinet/in.h>
@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "control/config.h"
+#include "control/config/config.h"
 
 namespace gwlb::ctl {
 

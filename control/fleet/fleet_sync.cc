@@ -1,14 +1,14 @@
 // FleetSync, table side: what goes out (the workers' events, the refresh
 // scan) and what a peer's record does to the local table. The sockets are in
 // fleet_sync_net.cc.
-#include "control/fleet_sync.h"
+#include "control/fleet/fleet_sync.h"
 
 #include <rte_ring.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 
-#include "control/config_digest.h"
+#include "control/config/config_digest.h"
 #include "dataplane/move.h"
 #include "dataplane/pipeline.h"
 #include "dataplane/worker.h"

@@ -27,7 +27,7 @@
 #include "common/flow_key.h"
 #include "common/snapshot.h"
 #include "common/sync_codec.h"
-#include "control/sync_sent_log.h"
+#include "control/fleet/sync_sent_log.h"
 #include "dataplane/flow_table.h"
 
 struct rte_ring;
@@ -110,7 +110,7 @@ class FleetSync {
   // entry is this node). The route announcement waits for it.
   bool warmStartDone() const { return warm_.state != WarmState::kWaiting; }
 
-  // Control thread: this node's config digests (control/config_digest.h),
+  // Control thread: this node's config digests (control/config/config_digest.h),
   // sent to the peers every second with the health view and compared with
   // theirs. Call again after every config change (reload, API edits).
   void setConfigDigest(std::vector<sync::DigestEntry> d) { config_digest_ = std::move(d); }

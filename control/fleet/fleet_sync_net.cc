@@ -6,11 +6,11 @@
 #include <chrono>
 
 #include "common/health.h"
-#include "control/config.h"
-#include "control/config_digest.h"
-#include "control/fleet_peers.h"
-#include "control/fleet_sync.h"
-#include "control/fleet_sync_clock.h"
+#include "control/config/config.h"
+#include "control/config/config_digest.h"
+#include "control/fleet/fleet_peers.h"
+#include "control/fleet/fleet_sync.h"
+#include "control/fleet/fleet_sync_clock.h"
 #include "dataplane/worker.h"
 
 namespace gwlb::ctl {

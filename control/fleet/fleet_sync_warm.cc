@@ -17,8 +17,8 @@
 
 #include <chrono>
 
-#include "control/fleet_sync.h"
-#include "control/fleet_sync_clock.h"
+#include "control/fleet/fleet_sync.h"
+#include "control/fleet/fleet_sync_clock.h"
 #include "dataplane/worker.h"
 
 namespace gwlb::ctl {

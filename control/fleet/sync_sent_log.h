@@ -6,7 +6,7 @@
 // 8 bytes a position, in anonymous memory that becomes resident only where
 // written: positions are the table's (dp::FlowTable::slots(): the IPv4 slots,
 // then as many for other keys), so a node that never sends an IPv6 flow never
-// touches the second half. gwlbd --check-config counts it (control/memory_plan.cc,
+// touches the second half. gwlbd --check-config counts it (control/daemon/memory_plan.cc,
 // part "fleet sync").
 //
 // Threads: the control thread only. The constructor throws std::runtime_error

@@ -1,4 +1,4 @@
-#include "control/health_checker.h"
+#include "control/health/health_checker.h"
 
 #include <spdlog/spdlog.h>
 

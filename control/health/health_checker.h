@@ -13,9 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/health.h"
-#include "control/config.h"
-#include "control/probe_path.h"
-#include "control/snapshot_builder.h"
+#include "control/config/config.h"
+#include "control/health/probe_path.h"
+#include "control/engine/snapshot_builder.h"
 #include "probes/probe.h"
 
 namespace gwlb::ctl {
@@ -39,7 +39,7 @@ class HealthChecker {
   nlohmann::json historyJson(uint32_t ip) const;
 
   // The ProbeSpec this appliance is checked with: the group's settings, bound
-  // to its probe path (control/probe_path.h).
+  // to its probe path (control/health/probe_path.h).
   static probe::ProbeSpec specFor(const HealthCheckConfig& h, const IpAddr& address,
                                   const ProbePath& path);
   boost::asio::ssl::context& tls() { return tls_; }

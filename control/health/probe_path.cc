@@ -1,4 +1,4 @@
-#include "control/probe_path.h"
+#include "control/health/probe_path.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>

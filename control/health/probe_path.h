@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "common/net_types.h"
-#include "control/config.h"
+#include "control/config/config.h"
 
 namespace gwlb::ctl {
 

@@ -1,4 +1,4 @@
-#include "control/control_loop.h"
+#include "control/runtime/control_loop.h"
 
 #include <spdlog/spdlog.h>
 

@@ -40,7 +40,7 @@ HEALTH, METRICS = int(sys.argv[2]), int(sys.argv[3])
 PID = int(sys.argv[4])
 HOST = "127.0.0.1"
 LISTENERS = {"health": HEALTH, "metrics": METRICS}
-REQUEST_DEADLINE_S = 5    # gwlbd's per-connection deadline (control/http_request.h)
+REQUEST_DEADLINE_S = 5    # gwlbd's per-connection deadline (control/api/http_request.h)
 CAP = 64                  # connections per listener (kHttpMaxConnections)
 SLACK = 3                 # generous: CI runs this under ASan on 2 shared cores
 

@@ -17,8 +17,8 @@
 
 #include "common/counters.h"
 #include "common/snapshot.h"
-#include "control/config.h"
-#include "control/snapshot_builder.h"
+#include "control/config/config.h"
+#include "control/engine/snapshot_builder.h"
 #include "dataplane/flow_table.h"
 #include "dataplane/pipeline.h"
 #include "tests/dp/packet_builder.h"

@@ -1,11 +1,11 @@
 // Fuzz target 5: the control API request parser. Any bytes are what a client
 // writes to the control socket: split into lines as the session does
-// (control/api_server.cc: LF-terminated, trailing CRs dropped, empty lines
+// (control/api/api_server.cc: LF-terminated, trailing CRs dropped, empty lines
 // skipped, longer than kApiMaxLine refused), each line through
 // gwlb::ctl::dispatchLine (depth limit, JSON parse, envelope checks, id echo)
 // with a handler that validates `params` exactly as gwlbd's methods do, with
-// the same helpers (control/api_params.h: Params, parseCidr, parseProto,
-// parseCursor; per-method allowed keys and types as in control/daemon_api.cc).
+// the same helpers (control/api/api_params.h: Params, parseCidr, parseProto,
+// parseCursor; per-method allowed keys and types as in control/daemon/daemon_api.cc).
 // Invariants (docs/fuzzing.md):
 //  - nothing throws out of dispatchLine; the reply is an object with a boolean
 //    "ok", and a failure has an error code and a message;
@@ -16,8 +16,8 @@
 //  - JSON nested deeper than kApiMaxDepth is refused before parsing.
 #include <string>
 
-#include "control/api_params.h"
-#include "control/api_server.h"
+#include "control/api/api_params.h"
+#include "control/api/api_server.h"
 #include "tests/fuzz/fuzz_check.h"
 
 using namespace gwlb;

@@ -1,5 +1,5 @@
 // Fuzz target 10: what BIRD's control socket sends gwlbd
-// (control/bird_protocol.cc, the reply parser of control/bird_client.cc).
+// (control/fleet/bird_protocol.cc, the reply parser of control/fleet/bird_client.cc).
 // Input: byte 0 = the chunk size the bytes arrive in (1..256), then what the
 // socket delivers.
 //  - Nothing throws or grows past the bounds: every reply has 1..4096 lines,
@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "control/bird_protocol.h"
+#include "control/fleet/bird_protocol.h"
 #include "tests/fuzz/fuzz_check.h"
 
 using namespace gwlb::ctl;

@@ -1,6 +1,6 @@
 // Fuzz target 4: the config loader and validator. Any bytes are the text of a
 // gwlbd configuration file: gwlb::ctl::parseConfig. Its contract
-// (control/config.h): never throws; false with every error, each with a
+// (control/config/config.h): never throws; false with every error, each with a
 // message, or true with no error. Invariants (docs/fuzzing.md):
 //  - no exception escapes (libFuzzer reports one as a crash; the replay driver
 //    dies on std::terminate);
@@ -14,15 +14,15 @@
 //    outcome; formatErrors of the errors has one line per error;
 //  - the dump of an accepted config (gwlbctl config dump) is accepted and
 //    dumps the same again;
-//  - gwlbd's probe-path rules (control/probe_path.h) on an accepted config:
+//  - gwlbd's probe-path rules (control/health/probe_path.h) on an accepted config:
 //    every error has a path and a message, and a group whose probes have no
 //    path is exactly a probed group with neither interface nor exception path.
 #include <algorithm>
 #include <string>
 #include <vector>
 
-#include "control/config.h"
-#include "control/probe_path.h"
+#include "control/config/config.h"
+#include "control/health/probe_path.h"
 #include "tests/fuzz/fuzz_check.h"
 
 using namespace gwlb::ctl;

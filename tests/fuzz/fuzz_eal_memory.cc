@@ -1,5 +1,5 @@
 // Fuzz target 13: the EAL arguments and the memory plan of gwlbd
-// --check-config (control/memory_plan.cc) and its lcore count (eal_lcores.cc): ealBudget over any argument list,
+// --check-config (control/daemon/memory_plan.cc) and its lcore count (eal_lcores.cc): ealBudget over any argument list,
 // planMemory over any dataplane sizes in their config ranges, then
 // checkFits, formatPlan, mbufWarning and allocationHint. Input: bytes 0-7
 // the sizes (workers 1..64, mbufs 1024..2^24, underlay MTU 576..9216, flow
@@ -13,13 +13,13 @@
 //  - the EAL part holds the mbuf pool, which is mbufs x one object;
 //  - a --no-huge refusal names "-m", "N", and with exactly that -m the same
 //    plan fits (the advice is enough);
-//  - the lcore count of -l / --lcores / -c (control/eal_lcores.cc) is at most
+//  - the lcore count of -l / --lcores / -c (control/config/eal_lcores.cc) is at most
 //    1024, and checkLcores refuses exactly when a counted number is below
 //    workers + 1, in one line.
 #include <string>
 #include <vector>
 
-#include "control/memory_plan.h"
+#include "control/daemon/memory_plan.h"
 #include "tests/fuzz/fuzz_check.h"
 
 using namespace gwlb::ctl;

@@ -1,4 +1,4 @@
-// Fuzz target 9: gwlb-replay's --events file parser (control/scripted_events.h,
+// Fuzz target 9: gwlb-replay's --events file parser (control/engine/scripted_events.h,
 // gwlb::ctl::parseEvents). Any bytes are the text of an events file. Its
 // contract: a list of events, or an EventError whose text names what is wrong;
 // nothing else. Invariants (docs/fuzzing.md):
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "control/scripted_events.h"
+#include "control/engine/scripted_events.h"
 #include "tests/fuzz/fuzz_check.h"
 
 using namespace gwlb::ctl;

@@ -56,9 +56,9 @@
 #include "common/counters.h"
 #include "common/health.h"
 #include "common/snapshot.h"
-#include "control/config.h"
-#include "control/lifecycle.h"
-#include "control/snapshot_builder.h"
+#include "control/config/config.h"
+#include "control/engine/lifecycle.h"
+#include "control/engine/snapshot_builder.h"
 #include "dataplane/eal.h"
 #include "dataplane/flow_table.h"
 #include "dataplane/pipeline.h"
@@ -182,7 +182,7 @@ std::atomic<uint64_t> g_now{0};     // virtual dataplane clock (ns)
 std::atomic<bool> g_go{false};
 std::atomic<bool> g_stop{false};
 
-// A sense-reversing spin barrier for the two workers (as tests/dp/test_workers.cc):
+// A sense-reversing spin barrier for the two workers (as tests/dp/dataplane/test_workers.cc):
 // lines up the bursts in which both create the same new flows. Gives up when
 // the run is stopping (the other worker may have left already).
 class Barrier {
@@ -329,7 +329,7 @@ int workerMain(void* arg) {
   return 0;
 }
 
-// ---- Control side (as control/daemon.cc) ------------------------------------
+// ---- Control side (as control/daemon/daemon.cc) ------------------------------------
 
 struct Retired {
   const dp::Snapshot* snap;

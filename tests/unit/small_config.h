@@ -5,7 +5,7 @@
 
 #include <initializer_list>
 
-#include "control/config.h"
+#include "control/config/config.h"
 
 namespace gwlb::ctl::testing {
 

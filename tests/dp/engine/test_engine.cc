@@ -1,4 +1,4 @@
-// The control core (control/engine.h) under its two drivers: gwlb-replay's
+// The control core (control/engine/engine.h) under its two drivers: gwlb-replay's
 // EventSchedule (every action at its exact capture time) and gwlbd's
 // EngineTicker (an Asio timer every 10 ms, here on a virtual clock). One
 // scenario — packets, drains, health changes that fail a region over and back
@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "control/engine.h"
-#include "control/engine_ticker.h"
-#include "control/scripted_events.h"
+#include "control/engine/engine.h"
+#include "control/daemon/engine_ticker.h"
+#include "control/engine/scripted_events.h"
 #include "dataplane/eal.h"
 #include "tests/dp/dp_harness.h"
 

@@ -14,7 +14,7 @@
 
 #include "common/flow_cookie.h"
 #include "common/flow_key.h"
-#include "control/regions.h"
+#include "control/engine/regions.h"
 #include "dataplane/move.h"
 #include "tests/dp/dp_harness.h"
 

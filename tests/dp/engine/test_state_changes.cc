@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "control/lifecycle.h"
+#include "control/engine/lifecycle.h"
 #include "tests/dp/dp_harness.h"
 
 namespace gwlb::dptest {

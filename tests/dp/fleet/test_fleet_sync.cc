@@ -13,7 +13,7 @@
 #include <netinet/in.h>
 
 #include "common/flow_cookie.h"
-#include "control/fleet_sync.h"
+#include "control/fleet/fleet_sync.h"
 #include "dataplane/worker.h"
 #include <rte_ring.h>
 

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "common/flow_cookie.h"
-#include "control/fleet_sync.h"
+#include "control/fleet/fleet_sync.h"
 #include "dataplane/worker.h"
 #include "tests/dp/dp_harness.h"
 #include "tests/dp/sync_sockets.h"

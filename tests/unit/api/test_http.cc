@@ -10,10 +10,10 @@
 #include <stdexcept>
 #include <thread>
 
-#include "control/control_loop.h"
-#include "control/health_endpoint.h"
-#include "control/http_request.h"
-#include "control/metrics_server.h"
+#include "control/runtime/control_loop.h"
+#include "control/api/health_endpoint.h"
+#include "control/api/http_request.h"
+#include "control/api/metrics_server.h"
 
 namespace gwlb::ctl {
 namespace {

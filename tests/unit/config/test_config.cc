@@ -1,5 +1,5 @@
-// Unit tests for the configuration loader and validator (control/config.cc).
-#include "control/config.h"
+// Unit tests for the configuration loader and validator (control/config/config.cc).
+#include "control/config/config.h"
 
 #include <gtest/gtest.h>
 
@@ -1363,7 +1363,7 @@ TEST(ConfigKeys, FullConfigIsValid) {
 }
 
 // node.ports without a role or MAC, and without the section: the defaults
-// apply when the snapshot is built (control/snapshot_builder.h resolvePorts).
+// apply when the snapshot is built (control/engine/snapshot_builder.h resolvePorts).
 TEST(ConfigKeys, PortEntriesNeedOnlyAnId) {
   Result r = parse(fullWith("node.ports", "[ { id: 3 } ]"));
   ASSERT_TRUE(r.ok) << formatErrors(r.errors);

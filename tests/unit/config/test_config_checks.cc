@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "control/config.h"
+#include "control/config/config.h"
 
 namespace gwlb::ctl {
 namespace {

@@ -1,5 +1,5 @@
 // Issue 24 item 7: fleet config drift. The per-section digests of the config
-// parts every node must run alike (control/config_digest.h): a change in one
+// parts every node must run alike (control/config/config_digest.h): a change in one
 // section changes that section's digest only; what differs per node by
 // design changes none; and two nodes whose configs differ in one section
 // are reported with that section's name by the API's comparison and by
@@ -10,7 +10,7 @@
 #include <string>
 
 #include "cli/fleet_render.h"
-#include "control/config_digest.h"
+#include "control/config/config_digest.h"
 
 namespace gwlb::ctl {
 namespace {

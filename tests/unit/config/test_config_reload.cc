@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/http_codes.h"
-#include "control/config.h"
+#include "control/config/config.h"
 
 namespace gwlb::ctl {
 namespace {

@@ -1,6 +1,6 @@
 // gwlbd's log lines under systemd (issue 18 item 8): JOURNAL_STREAM names the
 // journal's stream; lines written there start with their syslog priority.
-#include "control/log_setup.h"
+#include "control/daemon/log_setup.h"
 
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>

@@ -1,4 +1,4 @@
-// The memory a config needs and what the EAL gets (control/memory_plan.h,
+// The memory a config needs and what the EAL gets (control/daemon/memory_plan.h,
 // gwlbd --check-config): sizes from the same layouts the code allocates, the
 // EAL's arguments and hugepages read as DPDK reads them. No EAL needed.
 #include <gtest/gtest.h>
@@ -7,10 +7,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "control/memory_plan.h"
-#include "control/sync_sent_log.h"
+#include "control/daemon/memory_plan.h"
+#include "control/fleet/sync_sent_log.h"
 #include "dataplane/flow_table.h"
-#include "small_config.h"
+#include "tests/unit/small_config.h"
 
 namespace gwlb::ctl {
 namespace {
@@ -32,7 +32,7 @@ TEST(MemoryPlan, FlowTableMatchesTheTable) {
 }
 
 // Issue 24 item 5: with fleet sync on, what it remembers per table position
-// (control/sync_sent_log.h: when each flow was last sent) is counted, as the
+// (control/fleet/sync_sent_log.h: when each flow was last sent) is counted, as the
 // process memory FleetSync maps: 8 B per position, the IPv4 half apart.
 TEST(MemoryPlan, FleetSyncCountsItsSentLog) {
   Config c = testing::smallConfig();

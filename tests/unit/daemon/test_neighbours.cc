@@ -1,14 +1,14 @@
-// The appliances' neighbour entries (control/neighbours.h) on a fake clock:
+// The appliances' neighbour entries (control/daemon/neighbours.h) on a fake clock:
 // learned, aged, probed and forgotten as the state machine says, so that an
 // appliance replaced with the same address and a new MAC is found again
 // (issue 14 item 6). Also which MAC and role each port gets
-// (control/snapshot_builder.h resolvePorts, item 4 and 17).
+// (control/engine/snapshot_builder.h resolvePorts, item 4 and 17).
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "control/neighbours.h"
-#include "control/snapshot_builder.h"
+#include "control/daemon/neighbours.h"
+#include "control/engine/snapshot_builder.h"
 
 namespace gwlb::ctl {
 namespace {

@@ -1,4 +1,4 @@
-// systemd's notification protocol as gwlbd speaks it (control/sd_notify.h):
+// systemd's notification protocol as gwlbd speaks it (control/daemon/sd_notify.h):
 // datagrams to $NOTIFY_SOCKET (a path or an abstract '@' name), the watchdog
 // settings from the environment, and the "every worker made progress"
 // judgement that decides whether the watchdog is fed.
@@ -11,7 +11,7 @@
 #include <cstring>
 #include <string>
 
-#include "control/sd_notify.h"
+#include "control/daemon/sd_notify.h"
 
 namespace gwlb::ctl {
 namespace {

@@ -16,7 +16,7 @@
 #include "common/flow_cookie.h"
 #include "common/flow_key.h"
 #include "tests/unit/tuples.h"
-#include "control/snapshot_builder.h"
+#include "control/engine/snapshot_builder.h"
 
 namespace gwlb::ctl {
 namespace {

@@ -10,8 +10,8 @@
 #include <set>
 #include <tuple>
 
-#include "control/lifecycle.h"
-#include "control/snapshot_builder.h"
+#include "control/engine/lifecycle.h"
+#include "control/engine/snapshot_builder.h"
 
 namespace gwlb::ctl {
 namespace {

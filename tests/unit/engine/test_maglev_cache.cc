@@ -1,5 +1,5 @@
 // Issue 17 item 3: Maglev tables reused between snapshots
-// (control/maglev_cache.h). A snapshot built with the cache is the snapshot
+// (control/engine/maglev_cache.h). A snapshot built with the cache is the snapshot
 // built without it, whatever happened before (health flaps, weight changes,
 // removals and re-adds that change server ids, table sizes); states seen
 // recently cost no build; the cache never holds more than its capacity.
@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "control/maglev_cache.h"
-#include "control/snapshot_builder.h"
+#include "control/engine/maglev_cache.h"
+#include "control/engine/snapshot_builder.h"
 #include "tests/unit/small_config.h"
 
 namespace gwlb::ctl {

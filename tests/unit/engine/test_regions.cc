@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "control/regions.h"
+#include "control/engine/regions.h"
 
 namespace gwlb::ctl {
 namespace {

@@ -1,4 +1,4 @@
-// ServerRegistry (control/snapshot_builder.h) under appliance churn (issue 14
+// ServerRegistry (control/engine/snapshot_builder.h) under appliance churn (issue 14
 // item 2): ids of appliances that are gone come back for reuse once no flow
 // can name them, so an autoscaled fleet that sees more than 16,384 distinct
 // addresses over time never exhausts them; and a flow's id always names the
@@ -11,8 +11,8 @@
 #include <deque>
 #include <map>
 
-#include "control/lifecycle.h"
-#include "control/snapshot_builder.h"
+#include "control/engine/lifecycle.h"
+#include "control/engine/snapshot_builder.h"
 
 namespace gwlb::ctl {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "control/service_guard.h"
+#include "control/engine/service_guard.h"
 
 namespace gwlb::ctl {
 namespace {

@@ -14,9 +14,9 @@
 #include <mutex>
 #include <thread>
 
-#include "control/announce.h"
-#include "control/bird_client.h"
-#include "control/bird_protocol.h"
+#include "control/fleet/announce.h"
+#include "control/fleet/bird_client.h"
+#include "control/fleet/bird_protocol.h"
 
 namespace gwlb::ctl {
 namespace {

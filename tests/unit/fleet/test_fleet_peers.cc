@@ -1,10 +1,10 @@
-// Which fleet.peers entries are this node (control/fleet_peers.h; issue 24
+// Which fleet.peers entries are this node (control/fleet/fleet_peers.h; issue 24
 // item 2): one peers list written for every node, with a wildcard
 // sync_listen, holds this node's own address; gwlbd, `--check-config` and
 // `gwlbctl fleet` name that entry, and the node skips it.
 #include <gtest/gtest.h>
 
-#include "control/fleet_peers.h"
+#include "control/fleet/fleet_peers.h"
 
 namespace gwlb::ctl {
 namespace {

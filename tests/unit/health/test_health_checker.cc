@@ -9,7 +9,7 @@
 #include <functional>
 #include <stdexcept>
 
-#include "control/health_checker.h"
+#include "control/health/health_checker.h"
 
 namespace gwlb::ctl {
 namespace {

@@ -1,11 +1,11 @@
-// Where health probes travel (control/probe_path.h; issue 24 item 11): the
+// Where health probes travel (control/health/probe_path.h; issue 24 item 11): the
 // path each group's probes take, the config rules gwlbd refuses a file on,
 // and the kernel's route answers on loopback (rtnetlink needs no privilege).
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "control/probe_path.h"
+#include "control/health/probe_path.h"
 
 namespace gwlb::ctl {
 namespace {
