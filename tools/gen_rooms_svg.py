@@ -209,7 +209,7 @@ def draw(rooms):
                        f'markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
                        f'<path d="M0,0 L10,5 L0,10 z" fill="{c}"/></marker>')
     out.append("</defs>")
-    out.append(f'<rect width="100%" height="100%" fill="#ffffff"/>')
+    out.append('<rect width="100%" height="100%" fill="#ffffff"/>')
     out.append(f'<text x="{MARGIN}" y="{MARGIN + 8}" font-size="17" font-weight="bold" '
                f'fill="#222">Rooms and who may use whom</text>')
     out.append(f'<text x="{MARGIN}" y="{MARGIN + 28}" font-size="12" fill="#555">An arrow from '
