@@ -68,6 +68,7 @@ class Daemon {
   const FleetSync* fleetSync() const { return fleet_.get(); }
 
  private:
+  // Ports and workers (control/daemon/daemon_ports.cc).
   void setupPorts();
   void launchWorkers();
   void stopWorkers();
@@ -78,7 +79,8 @@ class Daemon {
   void handlePunted();
   void resolveNeighbours();
   void trackNeighbours();
-  // The kernel exception path (control/daemon/exception_path.h), when configured.
+  // The kernel exception path (control/daemon/exception_path.h), when configured
+  // (control/daemon/daemon_exception_path.cc).
   void setupExceptionPath();
   void pollExceptionPath();
   void closeExceptionPath();
@@ -87,13 +89,16 @@ class Daemon {
   // ApiFailure invalid_config (a config change) when a probe has no path.
   void setupProbePaths();
   void checkProbePaths(const Config& next);
-  // The counters in one line: at info, or at debug for the periodic line.
+  // Periodic housekeeping (control/daemon/daemon_housekeeping.cc): the stats
+  // line, the rates, the watchdog. The counters in one line: at info, or at
+  // debug for the periodic line.
   void logStats(const char* why, bool periodic = false) const;
   void sampleRates();
   void registerTelemetry();
   void refreshTelemetry();
   std::string metricsText() const;
   void serverMetrics(std::ostringstream& o) const;
+  // Each appliance's traffic and status (control/daemon/daemon_servers.cc).
   void updateServerStatus(const dp::Snapshot& s);
   // Server ids the engine gave back: their traffic counters start from zero
   // for the next appliance to get them.
@@ -116,7 +121,9 @@ class Daemon {
   // The appliance's health tracker when its group has health checks on, else null.
   const HealthTracker* checkedTracker(uint32_t ip) const;
 
-  // Control API (control/daemon/daemon_api.cc). Each returns the reply object.
+  // Control API (control/daemon/daemon_api.cc; servers and groups in
+  // daemon_api_servers.cc, flows and explain in daemon_api_flows.cc). Each
+  // returns the reply object.
   nlohmann::json handleApi(const std::string& method, const nlohmann::json& params);
   nlohmann::json apiStatus(const nlohmann::json& p);
   nlohmann::json apiServers(const nlohmann::json& p);
@@ -182,9 +189,9 @@ class Daemon {
   // dpdk-dumpcap / dpdk-pdump on the data ports (dataplane/capture.h).
   std::unique_ptr<dp::CaptureServer> capture_;
   std::string capture_why_;  // why captures cannot attach, when they cannot
+  // control/daemon/daemon_capture.cc
   void startCapture();
   nlohmann::json captureJson() const;
-  // control/daemon/daemon_capture.cc
   void detachGoneCaptures();
   nlohmann::json apiCaptureStop(const nlohmann::json& p);
   uint64_t started_ns_ = 0;
@@ -225,6 +232,7 @@ class Daemon {
   SdNotifier sd_;
   WorkerProgress progress_;
   bool watchdog_stalled_ = false;
+  // control/daemon/daemon_housekeeping.cc
   void feedWatchdog();
   std::string statusLine() const;
 };

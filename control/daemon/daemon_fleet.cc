@@ -1,7 +1,7 @@
 // The fleet's control side in gwlbd (docs/fleet.md): when the node's routes
 // are announced through BIRD (control/fleet/announce.h rules, control/fleet/bird_client.h
-// I/O), the API methods `fleet`, `fleet.leave`, `fleet.join`, the fleet
-// metrics, and the graceful stop (withdraw, grace period, exit). Control thread.
+// I/O), the API methods `fleet`, `fleet.leave`, `fleet.join`, `fleet_sync`, the
+// fleet metrics, and the graceful stop (withdraw, grace period, exit). Control thread.
 #include <spdlog/spdlog.h>
 
 #include <sstream>
@@ -161,6 +161,19 @@ json Daemon::apiFleetLeave(const json& p, bool leave) {
   json r = apiFleet(json::object());
   r["changed"] = changed;
   return r;
+}
+
+// Flow state sync: peers, counters, warm start (docs/control-api.md).
+json Daemon::apiFleetSync(const json& p) {
+  Params(p, {});
+  if (fleet_) {
+    json r = fleet_->status();
+    r["enabled"] = true;
+    return r;
+  }
+  return {{"enabled", false},
+          {"peers", json::array()},
+          {"warm_start", {{"done", true}, {"state", "off"}}}};
 }
 
 void Daemon::fleetMetrics(std::ostringstream& o) const {

@@ -5,7 +5,7 @@
 // gwlb::ctl::dispatchLine (depth limit, JSON parse, envelope checks, id echo)
 // with a handler that validates `params` exactly as gwlbd's methods do, with
 // the same helpers (control/api/api_params.h: Params, parseCidr, parseProto,
-// parseCursor; per-method allowed keys and types as in control/daemon/daemon_api.cc).
+// parseCursor; per-method allowed keys and types as in control/daemon/daemon_api*.cc).
 // Invariants (docs/fuzzing.md):
 //  - nothing throws out of dispatchLine; the reply is an object with a boolean
 //    "ok", and a failure has an error code and a message;

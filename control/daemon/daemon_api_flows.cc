@@ -1,0 +1,243 @@
+// The control API's flow methods (docs/control-api.md): `flows` lists the flow
+// table's entries (filtered, paged by cursor, bounded per request) and `explain`
+// says where a 5-tuple goes and why. Control thread: no worker stops for them.
+#include <cstdio>
+
+#include "common/flow_key.h"
+#include "control/api/api_params.h"
+#include "control/daemon/daemon.h"
+#include "control/daemon/daemon_api_internal.h"
+
+namespace gwlb::ctl {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr size_t kMaxFlowLimit = 10000;
+constexpr size_t kFlowScanBudget = 1u << 22;  // keys examined per request, at most
+
+std::string protoName(uint8_t p) {
+  switch (p) {
+    case kProtoTcp: return "tcp";
+    case kProtoUdp: return "udp";
+    case kProtoIcmp: return "icmp";
+    case kProtoIcmpv6: return "icmpv6";
+    case kProtoSctp: return "sctp";
+    default: return std::to_string(p);
+  }
+}
+
+std::string hex32(uint32_t v) {
+  char b[16];
+  std::snprintf(b, sizeof b, "0x%08x", v);
+  return b;
+}
+
+std::string addrText(const uint8_t* a, uint8_t family) {
+  return (family == 6 ? IpAddr::v6(a) : IpAddr::v4(a)).str();
+}
+
+// "192.0.2.1:443", "[2001:db8::1]:443": an address followed by a port.
+std::string endpointText(const uint8_t* a, uint8_t family, uint16_t port) {
+  std::string s = addrText(a, family);
+  return (family == 6 ? "[" + s + "]" : s) + ":" + std::to_string(port);
+}
+
+// Where a flow was before its last move and why (null when it never moved).
+json movedJson(const dp::FlowEntry& e, const dp::Snapshot* s, uint64_t now) {
+  uint64_t mv = e.moved.load(std::memory_order_acquire);
+  if (!mv) return nullptr;
+  uint16_t from = dp::moveFrom(mv);
+  uint64_t at = e.moved_at.ns(now);
+  return {{"from", s && from < s->servers.size() ? json(IpAddr::v4(s->servers[from].ip).str())
+                                                 : json(nullptr)},
+          {"reason", dp::toString(dp::MoveReason(dp::moveReason(mv)))},
+          {"old_cookie", hex32(dp::moveCookie(mv))},
+          {"ago_s", now > at ? double(now - at) / 1e9 : 0.0},
+          {"moves", e.moves.load(std::memory_order_relaxed)}};
+}
+
+}  // namespace
+
+std::string Daemon::groupName(int group, uint32_t ip) const {
+  if (group >= 0 && size_t(group) < cfg().server_groups.size()) return cfg().server_groups[size_t(group)].name;
+  const ServerLifecycle::Entry* le = lifecycle().find(ip);
+  return le ? le->group : "?";
+}
+
+json Daemon::apiFlows(const json& p) {
+  Params pr(p, {"server", "group", "src", "dst", "proto", "port", "limit", "cursor", "count"});
+  uint16_t server = dp::kNoServer;
+  bool by_server = false;
+  if (pr.has("server")) {
+    IpAddr a = pr.ip("server");
+    server = a.isV4() ? registry().find(a.v4HostOrder()) : dp::kNoServer;
+    if (server == dp::kNoServer) notFound("no appliance " + a.str());
+    by_server = true;
+  }
+  int group = pr.has("group") ? groupIndex(cfg(), pr.str("group")) : -1;
+  std::optional<Cidr> src, dst;
+  if (pr.has("src")) src = parseCidr("src", pr.str("src"));
+  if (pr.has("dst")) dst = parseCidr("dst", pr.str("dst"));
+  int proto = pr.has("proto") ? parseProto(pr.str("proto")) : -1;
+  int port = pr.has("port") ? int(pr.num("port", 0, 65535)) : -1;
+  size_t limit = pr.has("limit") ? size_t(pr.num("limit", 1, kMaxFlowLimit)) : 100;
+  bool count_only = pr.has("count") && pr.boolean("count");
+  uint32_t cursor = 0;
+  if (pr.has("cursor")) {
+    cursor = parseCursor(pr.str("cursor"));
+  }
+
+  uint64_t now = dp::monotonicNs();
+  json rows = json::array();
+  size_t count = 0, scanned = 0;
+  // Every slot from the cursor on if need be: a page ends after kFlowScanBudget
+  // keys or `limit` rows, never on a run of empty slots (count has no cursor).
+  bool more = flows_->scan(cursor, kFlowScanBudget, flows_->slots(), [&](const FlowKey& k, int32_t,
+                                                                         const dp::FlowEntry& e) {
+    ++scanned;
+    uint64_t r = e.route.load(std::memory_order_acquire);
+    if (!(r & dp::kRouteSet)) return true;
+    if (by_server && dp::routeServer(r) != server) return true;
+    // Keys carry the listener; the group is the flow's appliance's.
+    const dp::Snapshot* snap = dp_.snapshot.load();
+    uint16_t rsid = dp::routeServer(r);
+    int fgroup = snap && rsid < snap->servers.size() ? snap->servers[rsid].group : -1;
+    if (group >= 0 && fgroup != group) return true;
+    bool a_first = e.first_dir == 0;
+    const uint8_t* s_addr = a_first ? k.a : k.b;
+    const uint8_t* d_addr = a_first ? k.b : k.a;
+    uint16_t sport = a_first ? k.port_a : k.port_b, dport = a_first ? k.port_b : k.port_a;
+    if (k.kind == KeyKind::kFragment) sport = dport = 0;
+    if (src && !src->contains(s_addr, k.family)) return true;
+    if (dst && !dst->contains(d_addr, k.family)) return true;
+    if (proto >= 0 && k.proto != proto) return true;
+    if (port >= 0 && (k.kind != KeyKind::kFlow || (sport != port && dport != port))) return true;
+    ++count;
+    if (count_only) return true;
+    const dp::Snapshot* s = dp_.snapshot.load();
+    uint16_t sid = dp::routeServer(r);
+    std::string app = s && sid < s->servers.size() ? IpAddr::v4(s->servers[sid].ip).str() : "?";
+    uint64_t seen = e.last_seen.ns(now);
+    uint64_t born = e.created.ns(now);
+    rows.push_back({{"src", addrText(s_addr, k.family)},
+                    {"dst", addrText(d_addr, k.family)},
+                    {"sport", sport},
+                    {"dport", dport},
+                    {"proto", protoName(k.proto)},
+                    {"group", groupName(fgroup, s && sid < s->servers.size() ? s->servers[sid].ip : 0)},
+                    {"appliance", app},
+                    {"cookie", hex32(dp::routeCookie(r))},
+                    {"kind", k.kind == KeyKind::kFlow ? "flow" : "fragment"},
+                    {"age_s", now > born ? double(now - born) / 1e9 : 0.0},
+                    {"idle_s", now > seen ? double(now - seen) / 1e9 : 0.0},
+                    {"packets", e.packets.load(std::memory_order_relaxed)},
+                    {"moved", movedJson(e, s, now)}});
+    return rows.size() < limit;
+  });
+  if (count_only) return {{"count", count}, {"scanned", scanned}};
+  return {{"flows", rows},
+          {"next_cursor", more ? json(std::to_string(cursor)) : json(nullptr)},
+          {"scanned", scanned}};
+}
+
+json Daemon::apiExplain(const json& p) {
+  Params pr(p, {"src", "dst", "proto", "sport", "dport"});
+  if (!pr.has("src") || !pr.has("dst") || !pr.has("proto"))
+    badRequest("explain needs src, dst and proto");
+  L4Tuple t;
+  t.src = pr.ip("src");
+  t.dst = pr.ip("dst");
+  if (t.src.family != t.dst.family) badRequest("src and dst must be of one address family");
+  t.proto = uint8_t(parseProto(pr.str("proto")));
+  // The dataplane keys TCP, UDP, SCTP and UDP-Lite on their ports and ICMP
+  // echo on its identifier (common/packet_parser.cc readPorts); every other
+  // protocol on addresses only, so ports given with one would explain a key
+  // no packet has.
+  const bool ported = t.proto == kProtoTcp || t.proto == kProtoUdp || t.proto == kProtoSctp ||
+                      t.proto == kProtoUdpLite || t.proto == kProtoIcmp || t.proto == kProtoIcmpv6;
+  if (!ported && (pr.has("sport") || pr.has("dport")))
+    badRequest("proto " + std::to_string(t.proto) +
+               " has no ports: the dataplane keys it on addresses and protocol");
+  if (pr.has("sport")) t.sport = uint16_t(pr.num("sport", 0, 65535));
+  if (pr.has("dport")) t.dport = uint16_t(pr.num("dport", 0, 65535));
+  const dp::Snapshot* s = dp_.snapshot.load();
+  if (!s || s->listeners.empty()) notFound("no snapshot published");
+  // Flows are keyed by listener (0 receives all traffic); new ones take the
+  // Maglev table of its active group (none: new flows are dropped).
+  const dp::ListenerView& lv = s->listeners[0];
+  uint8_t gi = lv.active;
+  static const dp::GroupView kNone;
+  const dp::GroupView& g = gi < s->groups.size() ? s->groups[gi] : kNone;
+  KeyedPacket kp = makeFlowKey(t, lv.stickiness, 0);
+  uint32_t hash = flowHash(kp.key);
+  uint32_t slot = g.maglev.empty() ? 0 : hash % uint32_t(g.maglev.size());
+  uint16_t mid = g.maglev.empty() ? dp::kNoServer : g.maglev[slot];
+  auto appText = [&](uint16_t id) {
+    return id < s->servers.size() ? json(IpAddr::v4(s->servers[id].ip).str()) : json(nullptr);
+  };
+  const char* stick[] = {"5-tuple", "3-tuple", "2-tuple"};
+  std::string key = endpointText(kp.key.a, kp.key.family, kp.key.port_a) + " <-> " +
+                    endpointText(kp.key.b, kp.key.family, kp.key.port_b) + " proto " +
+                    std::to_string(kp.key.proto);
+  const std::string listener = regions().listeners().empty() ? "default" : regions().listeners()[0].name;
+  json out = {{"group", gi < cfg().server_groups.size() ? json(cfg().server_groups[gi].name) : json(nullptr)},
+              {"listener", listener},
+              {"stickiness", stick[size_t(lv.stickiness)]},
+              {"key", key},
+              {"hash", hex32(hash)},
+              {"maglev", {{"slot", slot}, {"table_size", g.maglev.size()}, {"appliance", appText(mid)}}}};
+  int32_t pos = flows_->lookup(kp.key, hash);
+  uint64_t r = pos >= 0 ? flows_->entry(pos).route.load(std::memory_order_acquire) : 0;
+  if (r & dp::kRouteSet) {
+    const dp::FlowEntry& e = flows_->entry(pos);
+    uint64_t now = dp::monotonicNs();
+    uint64_t born = e.created.ns(now);
+    double age = now > born ? double(now - born) / 1e9 : 0.0;
+    uint16_t sid = dp::routeServer(r);
+    out["existing"] = true;
+    out["appliance"] = appText(sid);
+    out["cookie"] = hex32(dp::routeCookie(r));
+    out["age_s"] = age;
+    char buf[320];
+    std::snprintf(buf, sizeof buf, "existing flow entry, created %.1f s ago%s", age,
+                  sid == mid ? "; its appliance is also today's Maglev choice"
+                             : "; today's Maglev choice differs, the entry keeps its appliance");
+    std::string reason = buf;
+    json moved = movedJson(e, s, now);
+    if (!moved.is_null()) {
+      std::snprintf(buf, sizeof buf, "; moved %.1f s ago from %s (%s)",
+                    moved["ago_s"].get<double>(),
+                    moved["from"].is_null() ? "?" : moved["from"].get<std::string>().c_str(),
+                    moved["reason"].get<std::string>().c_str());
+      reason += buf;
+    }
+    if (sid < s->servers.size()) {
+      const dp::ServerView& sv = s->servers[sid];
+      if (sv.move != dp::MoveReason::kNone)
+        reason += std::string("; its appliance sheds its flows (") + dp::toString(sv.move) +
+                  "): the next packet moves it to today's Maglev choice";
+      else if (sv.phase == dp::ServerPhase::kDraining)
+        reason += "; its appliance is draining: the flow stays until the drain ends";
+      else if (sv.phase == dp::ServerPhase::kDrained)
+        reason += sv.group < cfg().server_groups.size() &&
+                          cfg().server_groups[sv.group].failover_mode == FailoverMode::kRebalance
+                      ? "; its appliance left the group; the flow stays until an appliance of "
+                        "the group is in service to move it to"
+                      : "; its appliance left the group; no_rebalance keeps the flow there";
+    }
+    out["reason"] = reason;
+    out["moved"] = moved;
+  } else {
+    out["existing"] = false;
+    out["appliance"] = appText(mid);
+    out["reason"] = mid == dp::kNoServer
+                        ? "no flow entry, and the group has no appliance for new flows"
+                        : "no flow entry: a new flow takes Maglev slot " + std::to_string(slot) +
+                              " of " + std::to_string(g.maglev.size());
+  }
+  return out;
+}
+
+}  // namespace gwlb::ctl

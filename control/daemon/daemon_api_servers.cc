@@ -1,0 +1,269 @@
+// The control API's appliance and group methods (docs/control-api.md): `servers`,
+// `groups`, `server.add`, `server.remove`, `server.set`, `server.drain` and
+// `server.undrain`, with each appliance's drain and the lifecycle counts. Control thread.
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+
+#include "control/api/api_params.h"
+#include "control/daemon/daemon.h"
+#include "control/daemon/daemon_api_internal.h"
+#include "control/engine/service_guard.h"
+
+namespace gwlb::ctl {
+
+using nlohmann::json;
+
+namespace {
+
+std::string hex64(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%016llx", (unsigned long long)v);
+  return b;
+}
+
+}  // namespace
+
+json Daemon::apiServers(const json& p) {
+  Params pr(p, {"group"});
+  int group = pr.has("group") ? groupIndex(cfg(), pr.str("group")) : -1;
+  std::map<uint16_t, uint64_t> active;
+  flows_->forEach([&](const FlowKey& k, int32_t, const dp::FlowEntry& e) {
+    uint64_t r = e.route.load(std::memory_order_relaxed);
+    if (k.kind == KeyKind::kFlow && (r & dp::kRouteSet)) ++active[dp::routeServer(r)];
+  });
+  const dp::Snapshot* s = dp_.snapshot.load();
+  json out = json::array();
+  for (size_t gi = 0; gi < cfg().server_groups.size(); ++gi) {
+    if (group >= 0 && int(gi) != group) continue;
+    for (const auto& sc : cfg().server_groups[gi].servers) {
+      uint32_t ip = sc.address.v4HostOrder();
+      uint16_t id = registry().find(ip);
+      ServerTraffic tr = trafficOf(id);
+      const dp::ServerView* sv = (s && id < s->servers.size()) ? &s->servers[id] : nullptr;
+      auto status = server_status_.find(ip);
+      const ServerLifecycle::Entry* le = lifecycle().find(ip);
+      json j = {{"address", sc.address.str()},
+                {"group", cfg().server_groups[gi].name},
+                {"weight", sc.weight},
+                {"state", serverState(ip)},
+                {"reason", status != server_status_.end() ? status->second.reason : ""},
+                {"since", status != server_status_.end() ? status->second.since : 0.0},
+                {"mac", sv && sv->mac_known ? json(sv->mac.str()) : json(nullptr)},
+                {"active_flows", active[id]},
+                {"health", healthJson(ip)},
+                {"packets", tr.sent_packets},
+                {"bytes", tr.sent_bytes},
+                {"returned_packets", tr.returned_packets},
+                {"returned_bytes", tr.returned_bytes}};
+      if (le) {
+        j["reason"] = le->why;
+        j["drain"] = drainJson(*le);
+      }
+      out.push_back(std::move(j));
+    }
+  }
+  // Appliances removed from the config that still carry flows (or drain).
+  for (const auto& [ip, le] : lifecycle().entries()) {
+    if (!le.removed) continue;
+    if (group >= 0 && cfg().server_groups[size_t(group)].name != le.group) continue;
+    uint16_t id = registry().find(ip);
+    ServerTraffic tr = trafficOf(id);
+    const dp::ServerView* sv = (s && id < s->servers.size()) ? &s->servers[id] : nullptr;
+    out.push_back({{"address", le.server.address.str()},
+                   {"group", le.group},
+                   {"weight", 0},
+                   {"state", le.phase == dp::ServerPhase::kDraining ? "draining" : "removed"},
+                   {"reason", le.why},
+                   {"since", 0.0},
+                   {"mac", sv && sv->mac_known ? json(sv->mac.str()) : json(nullptr)},
+                   {"active_flows", active[id]},
+                   {"health", {{"state", "unused"}}},
+                   {"packets", tr.sent_packets},
+                   {"bytes", tr.sent_bytes},
+                   {"returned_packets", tr.returned_packets},
+                   {"returned_bytes", tr.returned_bytes},
+                   {"drain", drainJson(le)}});
+  }
+  return {{"servers", out}};
+}
+
+json Daemon::drainJson(const ServerLifecycle::Entry& e) const {
+  uint64_t now = dp::monotonicNs();
+  bool draining = e.phase == dp::ServerPhase::kDraining;
+  std::string flows;
+  if (!e.rebalance) flows = "stay (no_rebalance)";
+  else if (draining) flows = "stay until the drain ends, then move (rebalance)";
+  else flows = "move on their next packet (rebalance)";
+  // The snapshot holds a move back while the group has no appliance in service.
+  if (e.rebalance && !draining && e.move != dp::MoveReason::kNone) {
+    const dp::Snapshot* s = dp_.snapshot.load(std::memory_order_acquire);
+    uint16_t id = registry().find(e.ip);
+    if (s && id < s->servers.size() && s->servers[id].move == dp::MoveReason::kNone)
+      flows = "stay until an appliance of the group is in service, then move (rebalance)";
+  }
+  return {{"phase", toString(e.phase)},
+          {"removed", e.removed},
+          {"why", e.why},
+          {"for_s", now > e.since_ns ? double(now - e.since_ns) / 1e9 : 0.0},
+          {"timeout_s", draining ? json(double(e.deadline_ns - e.since_ns) / 1e9) : json(nullptr)},
+          {"time_left_s", draining && e.deadline_ns > now ? json(double(e.deadline_ns - now) / 1e9)
+                                                          : json(nullptr)},
+          {"existing_flows", flows},
+          {"flows_counted", e.flows}};
+}
+
+json Daemon::lifecycleStatsJson() const {
+  const ServerLifecycle::Stats& st = lifecycle().stats();
+  return {{"drains_started", st.drains_started},
+          {"drains_emptied", st.drains_emptied},
+          {"drains_timed_out", st.drains_timed_out},
+          {"flows_drained", st.flows_drained},
+          {"flows_drain_timed_out", st.flows_drain_timed_out},
+          {"removals", st.removals},
+          {"forgotten", st.forgotten},
+          {"flows_swept", st.flows_swept}};
+}
+
+json Daemon::apiServerDrain(const json& p) {
+  Params pr(p, {"address", "timeout_s", "force"});
+  if (!pr.has("address")) badRequest("server.drain needs address");
+  IpAddr a = pr.ip("address");
+  std::optional<uint32_t> timeout;
+  if (pr.has("timeout_s")) timeout = uint32_t(pr.num("timeout_s", 1, 3600));
+  const bool force = pr.has("force") && pr.boolean("force");
+  if (!a.isV4()) notFound("no appliance " + a.str());
+  // The drain tried on a copy first: the guard judges what it would leave.
+  const uint64_t now = dp::monotonicNs();
+  ServerLifecycle next = lifecycle();
+  std::string err = next.drain(cfg(), a.v4HostOrder(), timeout, now);
+  if (err == "not a configured appliance") notFound("no appliance " + a.str());
+  if (!err.empty()) throw ApiFailure("conflict", a.str() + ": " + err);
+  json warnings = guardService(
+      serviceLosses(cfg(), lifecycle(), cfg(), next, health_ ? health_->states() : HealthMap{}),
+      force, "server.drain " + a.str());
+  err = engine_->drain(a.v4HostOrder(), timeout, now);
+  if (!err.empty()) throw ApiFailure("conflict", a.str() + ": " + err);
+  const ServerLifecycle::Entry* le = lifecycle().find(a.v4HostOrder());
+  spdlog::info("control API: draining appliance {} for {:.0f} s", a.str(),
+               double(le->deadline_ns - le->since_ns) / 1e9);
+  const dp::Snapshot* s = dp_.snapshot.load();
+  json r = {{"snapshot_generation", s ? s->generation : 0}, {"drain", drainJson(*le)}};
+  if (!warnings.empty()) r["warnings"] = warnings;
+  return r;
+}
+
+json Daemon::apiServerUndrain(const json& p) {
+  Params pr(p, {"address"});
+  if (!pr.has("address")) badRequest("server.undrain needs address");
+  IpAddr a = pr.ip("address");
+  if (!a.isV4()) notFound("no appliance " + a.str());
+  std::string err = engine_->undrain(a.v4HostOrder(), dp::monotonicNs());
+  if (!err.empty()) throw ApiFailure("conflict", a.str() + ": " + err);
+  spdlog::info("control API: appliance {} no longer drained", a.str());
+  const dp::Snapshot* s = dp_.snapshot.load();
+  return {{"snapshot_generation", s ? s->generation : 0}};
+}
+
+json Daemon::apiGroups(const json& p) {
+  Params(p, {});
+  json out = json::array();
+  for (const auto& g : cfg().server_groups) {
+    // Every state an appliance can be in (serverState), counted: a group
+    // with an unhealthy or draining appliance says so here too.
+    json servers = {{"total", g.servers.size()}};
+    for (const char* st : {"active", "idle", "unresolved", "unhealthy", "initializing", "draining",
+                           "drained", "removed"})
+      servers[st] = 0;
+    for (const auto& sc : g.servers) {
+      std::string st = serverState(sc.address.v4HostOrder());
+      servers[st] = servers.value(st, 0) + 1;
+    }
+    // Removed from the config but still listed while their flows last.
+    for (const auto& [ip, le] : lifecycle().entries())
+      if (le.removed && le.group == g.name) servers["removed"] = servers["removed"].get<int>() + 1;
+    out.push_back({{"name", g.name},
+                   {"stickiness", toString(g.stickiness)},
+                   {"geneve",
+                    {{"format", toString(g.geneve.format)},
+                     {"vni", g.geneve.vni},
+                     {"endpoint_id", hex64(g.geneve.endpoint_id)},
+                     {"attachment_id", hex64(g.geneve.attachment_id)}}},
+                   {"maglev_table_size", g.maglev_table_size},
+                   {"tcp_idle_timeout_s", g.tcp_idle_timeout_s},
+                   {"other_idle_timeout_s", g.other_idle_timeout_s},
+                   {"failover_mode", toString(g.failover_mode)},
+                   {"connection_draining",
+                    {{"enabled", g.connection_draining.enabled},
+                     {"timeout_s", g.connection_draining.timeout_s}}},
+                   {"servers", servers}});
+  }
+  return {{"groups", out}};
+}
+
+json Daemon::apiServerAdd(const json& p) {
+  Params pr(p, {"group", "address", "weight", "mac"});
+  if (!pr.has("group") || !pr.has("address")) badRequest("server.add needs group and address");
+  std::string g = pr.str("group");
+  Config next = cfg();
+  ServerGroupConfig* grp = nullptr;
+  for (auto& gc : next.server_groups)
+    if (gc.name == g) grp = &gc;
+  if (!grp) notFound("no server group '" + g + "'");
+  ServerConfig sc;
+  sc.address = pr.ip("address");
+  if (pr.has("weight")) sc.weight = uint32_t(pr.num("weight", 0, 10000));
+  if (pr.has("mac")) {
+    auto m = MacAddr::parse(pr.str("mac"));
+    if (!m) badRequest("mac: '" + pr.str("mac") + "' is not a MAC address");
+    sc.mac = *m;
+  }
+  grp->servers.push_back(sc);
+  json r = applyConfig(std::move(next), "removed");
+  spdlog::info("control API: added appliance {} to group {}", sc.address.str(), g);
+  return r;
+}
+
+json Daemon::apiServerRemove(const json& p) {
+  Params pr(p, {"address", "force"});
+  if (!pr.has("address")) badRequest("server.remove needs address");
+  IpAddr a = pr.ip("address");
+  const bool force = pr.has("force") && pr.boolean("force");
+  Config next = cfg();
+  for (auto& gc : next.server_groups)
+    for (auto it = gc.servers.begin(); it != gc.servers.end(); ++it)
+      if (it->address == a) {
+        gc.servers.erase(it);
+        json warnings = guardConfigChange(cfg(), lifecycle(), health_ ? health_->states() : HealthMap{},
+                                          next, force, "server.remove " + a.str());
+        json r = applyConfig(std::move(next), "removed by server.remove");
+        if (!warnings.empty()) r["warnings"] = warnings;
+        spdlog::info("control API: removed appliance {} from group {}", a.str(), gc.name);
+        return r;
+      }
+  notFound("no appliance " + a.str());
+}
+
+json Daemon::apiServerSet(const json& p) {
+  Params pr(p, {"address", "weight", "force"});
+  if (!pr.has("address") || !pr.has("weight")) badRequest("server.set needs address and weight");
+  IpAddr a = pr.ip("address");
+  uint32_t w = uint32_t(pr.num("weight", 0, 10000));
+  const bool force = pr.has("force") && pr.boolean("force");
+  Config next = cfg();
+  for (auto& gc : next.server_groups)
+    for (auto& sc : gc.servers)
+      if (sc.address == a) {
+        sc.weight = w;
+        json warnings = guardConfigChange(cfg(), lifecycle(), health_ ? health_->states() : HealthMap{},
+                                          next, force,
+                                          "server.set " + a.str() + " weight " + std::to_string(w));
+        json r = applyConfig(std::move(next), "removed");
+        if (!warnings.empty()) r["warnings"] = warnings;
+        spdlog::info("control API: appliance {} weight {}", a.str(), w);
+        return r;
+      }
+  notFound("no appliance " + a.str());
+}
+
+}  // namespace gwlb::ctl
