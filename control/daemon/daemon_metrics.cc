@@ -127,36 +127,6 @@ void Daemon::registerTelemetry() {
   refreshTelemetry();
 }
 
-const HealthTracker* Daemon::checkedTracker(uint32_t ip) const {
-  const HealthTracker* ht = health_ ? health_->tracker(ip) : nullptr;
-  return ht && ht->state() != HealthState::kDisabled ? ht : nullptr;
-}
-
-std::string Daemon::serverState(uint32_t ip) const {
-  const ServerLifecycle::Entry* le = lifecycle().find(ip);
-  if (le && le->phase == dp::ServerPhase::kDraining) return "draining";
-  if (le && le->phase == dp::ServerPhase::kDrained) return le->removed ? "removed" : "drained";
-  auto it = server_status_.find(ip);
-  // Not in a published snapshot yet: it has no verdict either.
-  return it == server_status_.end() ? "initializing" : it->second.state;
-}
-
-std::vector<Daemon::ServerRow> Daemon::serverRows() const {
-  std::vector<ServerRow> rows;
-  for (const auto& g : cfg().server_groups)
-    for (const auto& sc : g.servers) {
-      uint32_t ip = sc.address.v4HostOrder();
-      rows.push_back({g.name, sc.address.str(), serverState(ip), ip, registry().find(ip)});
-    }
-  for (const auto& [ip, le] : lifecycle().entries()) {
-    if (!le.removed) continue;
-    rows.push_back({le.group, le.server.address.str(),
-                    le.phase == dp::ServerPhase::kDraining ? "draining" : "removed", ip,
-                    registry().find(ip)});
-  }
-  return rows;
-}
-
 void Daemon::refreshTelemetry() {
   WorkerCounters t = totals();
   std::vector<std::pair<std::string, uint64_t>> counters;

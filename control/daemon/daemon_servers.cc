@@ -1,6 +1,7 @@
 // What the control thread keeps per appliance beside the engine: its traffic
 // (the workers' counters summed, from zero for each new holder of a server
-// id) and its status with the reason and since when, set on every snapshot.
+// id), its status with the reason and since when, set on every snapshot, and
+// the one state the API, /metrics and telemetry show for it (serverState).
 #include <spdlog/spdlog.h>
 
 #include "control/daemon/daemon.h"
@@ -82,6 +83,36 @@ void Daemon::updateServerStatus(const dp::Snapshot& s) {
     next[sv.ip] = st;
   }
   server_status_ = std::move(next);
+}
+
+const HealthTracker* Daemon::checkedTracker(uint32_t ip) const {
+  const HealthTracker* ht = health_ ? health_->tracker(ip) : nullptr;
+  return ht && ht->state() != HealthState::kDisabled ? ht : nullptr;
+}
+
+std::string Daemon::serverState(uint32_t ip) const {
+  const ServerLifecycle::Entry* le = lifecycle().find(ip);
+  if (le && le->phase == dp::ServerPhase::kDraining) return "draining";
+  if (le && le->phase == dp::ServerPhase::kDrained) return le->removed ? "removed" : "drained";
+  auto it = server_status_.find(ip);
+  // Not in a published snapshot yet: it has no verdict either.
+  return it == server_status_.end() ? "initializing" : it->second.state;
+}
+
+std::vector<Daemon::ServerRow> Daemon::serverRows() const {
+  std::vector<ServerRow> rows;
+  for (const auto& g : cfg().server_groups)
+    for (const auto& sc : g.servers) {
+      uint32_t ip = sc.address.v4HostOrder();
+      rows.push_back({g.name, sc.address.str(), serverState(ip), ip, registry().find(ip)});
+    }
+  for (const auto& [ip, le] : lifecycle().entries()) {
+    if (!le.removed) continue;
+    rows.push_back({le.group, le.server.address.str(),
+                    le.phase == dp::ServerPhase::kDraining ? "draining" : "removed", ip,
+                    registry().find(ip)});
+  }
+  return rows;
 }
 
 }  // namespace gwlb::ctl
