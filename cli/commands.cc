@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "cli/client.h"
+#include "cli/destination_render.h"
 #include "cli/flow_sort.h"
 #include "cli/fleet_render.h"
 #include "cli/health_render.h"

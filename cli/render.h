@@ -18,9 +18,6 @@ std::string renderStatus(const Json& result, double now);
 // `wide`: also REASON, MAC and the whole last health result.
 std::string renderServers(const Json& result, double now, bool wide = false);
 std::string renderGroups(const Json& result);
-// `health-destinations` / `regions`: the `destinations` result; per destination
-// its health and where new flows go, its regions, its composites and their sources.
-std::string renderDestinations(const Json& result, double now);
 // Rows only (a table, or "no matching flows"); the caller adds paging hints.
 std::string renderFlows(const Json& flows_array);
 std::string renderFlowCount(const Json& result);

@@ -1,6 +1,6 @@
 // When this node's routes are announced (docs/fleet.md, "Announcing the
 // routes"): the rules, pure (inputs in, a decision out, time passed in), so
-// tests/unit/test_announce.cc checks each without BIRD. The daemon gathers
+// tests/unit/fleet/test_bird.cc checks each without BIRD. The daemon gathers
 // the inputs every second and on every event (control/daemon/daemon_fleet.cc) and
 // hands the wish to the BIRD client (control/fleet/bird_client.h).
 //

@@ -1,6 +1,6 @@
 // FleetSync, table side: what goes out (the workers' events, the refresh
 // scan) and what a peer's record does to the local table. The sockets are in
-// fleet_sync_net.cc.
+// fleet_sync_net.cc, status and metrics in fleet_sync_status.cc.
 #include "control/fleet/fleet_sync.h"
 
 #include <rte_ring.h>
@@ -8,7 +8,6 @@
 
 #include <algorithm>
 
-#include "control/config/config_digest.h"
 #include "dataplane/move.h"
 #include "dataplane/pipeline.h"
 #include "dataplane/worker.h"
@@ -216,22 +215,6 @@ void FleetSync::sendHealth() {
   }
 }
 
-void FleetSync::configDriftMetrics(std::string& out) const {
-  out += "# HELP gwlb_fleet_config_differs 1 when the peer's digest of the config section differs "
-         "from ours, 0 when it agrees, -1 while the peer's digests are unknown\n"
-         "# TYPE gwlb_fleet_config_differs gauge\n";
-  for (const Peer& p : peers_) {
-    std::vector<std::string> diff = differingSections(config_digest_, p.digest);
-    for (const sync::DigestEntry& e : config_digest_) {
-      const char* name = digestSectionName(e.section);
-      if (!name) continue;
-      int v = !p.has_digest ? -1 : std::find(diff.begin(), diff.end(), name) != diff.end();
-      out += "gwlb_fleet_config_differs{peer=\"" + p.address + "\",section=\"" + name + "\"} " +
-             std::to_string(v) + "\n";
-    }
-  }
-}
-
 void FleetSync::drainEvents(uint64_t now) {
   if (!events_) return;
   void* ev[256];
@@ -285,24 +268,6 @@ void FleetSync::refreshScan(uint64_t now) {
     scan_last_pass_ns_ = now - scan_pass_start_ns_;
     scan_pass_start_ns_ = now;
   }
-}
-
-nlohmann::json FleetSync::scanStatus() const {
-  return {{"slots", flows_.slots() / 2},
-          {"position", scan_cursor_},
-          {"last_tick_slots", scan_last_slots_},
-          {"slots_per_tick", kScanSlotsPerTick},
-          {"keys_per_tick", kScanPerTick},
-          {"passes", scan_passes_},
-          {"last_pass_s", double(scan_last_pass_ns_) / 1e9}};
-}
-
-nlohmann::json FleetSync::sentLogStatus() const {
-  return {{"bytes_per_position", sizeof(SentLog::Entry)},
-          {"positions", sent_.positions()},
-          {"reserved_bytes", sent_.reservedBytes()},
-          {"resident_bytes", sent_.residentBytes()},
-          {"ipv6_resident_bytes", sent_.residentBytes(sent_.positions() / 2)}};
 }
 
 void FleetSync::queue(int32_t pos, const sync::Record& r, uint64_t now) {

@@ -176,7 +176,7 @@ class FleetSync {
     bool asking = false;        // an attempt is under way (not between rounds)
     bool connected = false;     // the current attempt is past its connect
   };
-  class Session;  // one warm-start transfer served (fleet_sync_net.cc)
+  class Session;  // one warm-start transfer served (fleet_warm_server.cc)
 
   // Table side (fleet_sync.cc).
   void armTick();
@@ -185,12 +185,14 @@ class FleetSync {
   void queue(int32_t pos, const sync::Record& r, uint64_t now_ns);
   void flush(uint64_t now_ns);
   void countInstall(Peer* p, InstallResult r);
-  // status()'s "refresh_scan" and "sent_log".
+  // Status and metrics (fleet_sync_status.cc): status()'s "refresh_scan" and
+  // "sent_log".
   nlohmann::json scanStatus() const;
   nlohmann::json sentLogStatus() const;
-  // Network side (fleet_sync_net.cc).
+  // Network side, the UDP path (fleet_sync_net.cc).
   void receive();
   void onDatagram(size_t len);
+  // The warm-start server (fleet_warm_server.cc).
   void accept();
   // This node's warm start (fleet_sync_warm.cc).
   void warmBegin();
@@ -207,9 +209,11 @@ class FleetSync {
   void sendToPeers(const uint8_t* msg, size_t len, size_t records);
   void sendHealth();
   void sendConfigDigest();
-  // gwlb_fleet_config_differs{peer, section} (docs/fleet.md "Config drift").
+  // gwlb_fleet_config_differs{peer, section} (docs/fleet.md "Config drift";
+  // fleet_sync_status.cc).
   void configDriftMetrics(std::string& out) const;
-  // Appliances whose "takes new flows" differs between here and peer p.
+  // Appliances whose "takes new flows" differs between here and peer p
+  // (fleet_sync_status.cc).
   nlohmann::json disagreements(const Peer& p, double now) const;
   Peer* peerFor(const boost::asio::ip::address& a, uint16_t port);
   sync::Header header(sync::MsgType t);

@@ -1,6 +1,7 @@
-// Clocks and randomness of fleet sync's network side (fleet_sync_net.cc and
-// fleet_sync_warm.cc): message times are Unix milliseconds (the peers
-// compare them with theirs), epochs and nonces are random. Any thread.
+// Clocks and randomness of fleet sync's network side (fleet_sync_net.cc,
+// fleet_warm_server.cc, fleet_sync_warm.cc; fleet_sync_status.cc reads the
+// time): message times are Unix milliseconds (the peers compare them with
+// theirs), epochs and nonces are random. Any thread.
 #pragma once
 
 #include <chrono>

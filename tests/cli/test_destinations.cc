@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "cli/destination_render.h"
 #include "cli/render.h"
 #include "cli/table.h"
 
