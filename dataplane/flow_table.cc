@@ -15,33 +15,14 @@
 #define GWLB_FT_SIMD 1
 #endif
 
-#include "dataplane/move.h"
+#include "dataplane/flow_table_layout.h"
 
 namespace gwlb::dp {
 
+// The tag and compact-key layout (dataplane/flow_table_layout.h).
+using namespace flow_slot;
+
 namespace {
-
-// Tag of a slot (docs/architecture.md "The flow table"):
-//   bits 0..2  state (kEmpty .. kDead)
-//   bit  3     wide: the key is in the two-line slot array
-//   bits 4..31 signature: the hash's low 28 bits (buckets come from its high bits)
-// Concurrency rule R10 (docs/architecture.md "Flow entries: concurrency rules"):
-// empty -> busy (CAS) -> keyed -> ready (CAS) -> deleted -> empty (after a grace
-// period); an insert that loses, or is killed, leaves keyed -> dead -> deleted.
-constexpr uint32_t kEmpty = 0;    // free
-constexpr uint32_t kBusy = 1;     // claimed by an inserter that is writing the key
-constexpr uint32_t kKeyed = 2;    // key written; its inserter checks for a twin
-constexpr uint32_t kReady = 3;    // live: lookups find it
-constexpr uint32_t kDeleted = 4;  // deleted by the control thread, awaiting its grace period
-constexpr uint32_t kDead = 5;     // a lost insert's slot: the control thread retires it
-constexpr uint32_t kStateMask = 7;
-constexpr uint32_t kWideBit = 8;
-
-inline uint32_t tagSig(uint32_t hash, bool wide) noexcept {
-  return (hash << 4) | (wide ? kWideBit : 0);
-}
-inline uint32_t tagState(uint32_t tag) noexcept { return tag & kStateMask; }
-inline uint32_t tagKey(uint32_t tag) noexcept { return tag & ~kStateMask; }
 
 // A bounded wait for another thread's few stores (R10): pause, and yield the
 // core now and then (the other thread may share it); false when it ran out.
@@ -49,58 +30,6 @@ constexpr uint32_t kSpinLimit = 1u << 16;
 inline void spinPause(uint32_t i) noexcept {
   if ((i & 1023) == 1023) sched_yield();
   else __builtin_ia32_pause();
-}
-
-// IPv4 flow and fragment keys (addresses' bytes 4..15 zero) fit 16 bytes.
-struct Key4 {
-  uint32_t a, b;
-  uint16_t port_a, port_b;
-  uint8_t proto, listener;
-  KeyKind kind;
-  uint8_t zero;
-};
-static_assert(sizeof(Key4) == 16);
-
-inline bool isCompact(const FlowKey& k) noexcept {
-  if (k.family != 4) return false;
-  uint64_t w[4];
-  std::memcpy(&w[0], k.a + 4, 8);
-  std::memcpy(&w[1], k.b + 4, 8);
-  uint32_t x, y;
-  std::memcpy(&x, k.a + 12, 4);
-  std::memcpy(&y, k.b + 12, 4);
-  return (w[0] | w[1] | x | y) == 0;
-}
-inline Key4 toKey4(const FlowKey& k) noexcept {
-  Key4 c;
-  std::memcpy(&c.a, k.a, 4);
-  std::memcpy(&c.b, k.b, 4);
-  c.port_a = k.port_a;
-  c.port_b = k.port_b;
-  c.proto = k.proto;
-  c.listener = k.listener;
-  c.kind = k.kind;
-  c.zero = 0;
-  return c;
-}
-inline FlowKey fromKey4(const Key4& c) noexcept {
-  FlowKey k;
-  std::memset(&k, 0, sizeof k);
-  std::memcpy(k.a, &c.a, 4);
-  std::memcpy(k.b, &c.b, 4);
-  k.port_a = c.port_a;
-  k.port_b = c.port_b;
-  k.proto = c.proto;
-  k.family = 4;
-  k.listener = c.listener;
-  k.kind = c.kind;
-  return k;
-}
-inline bool sameKey4(const Key4& x, const Key4& y) noexcept {
-  uint64_t a[2], b[2];
-  std::memcpy(a, &x, 16);
-  std::memcpy(b, &y, 16);
-  return ((a[0] ^ b[0]) | (a[1] ^ b[1])) == 0;
 }
 
 // Bit i set when tag i of a 16-tag line equals `want`.
@@ -361,16 +290,6 @@ int32_t FlowTable::insertFromControl(const FlowKey& k, uint32_t hash) noexcept {
   }
   abandoned_.fetch_add(1, std::memory_order_relaxed);
   return kAbandoned;
-}
-
-void FlowTable::holdSlotBusyForTest(const FlowKey& k, uint32_t hash) noexcept {
-  const uint32_t sig = tagSig(hash, !isCompact(k));
-  Candidates c;
-  candidates(hash, c);
-  for (uint32_t s = 0; s < kBucketSlots; ++s) {
-    uint32_t e = kEmpty;
-    if (tags_[c.bucket[0] * kBucketSlots + s].compare_exchange_strong(e, sig | kBusy)) return;
-  }
 }
 
 template <bool kControl>
@@ -698,40 +617,6 @@ bool FlowTable::scan(
     if (!fn(k, pos, entry(pos))) return true;
   }
   return cursor < nslots_;
-}
-
-void FlowTable::countByServer(std::vector<uint32_t>& out) const {
-  forEach([&](const FlowKey& k, int32_t, const FlowEntry& e) {
-    if (k.kind == KeyKind::kFragment) return;
-    uint64_t r = e.route.load(std::memory_order_acquire);
-    if (!(r & kRouteSet)) return;
-    uint16_t id = routeServer(r);
-    if (out.size() <= id) out.resize(size_t(id) + 1, 0);
-    ++out[id];
-  });
-}
-
-size_t FlowTable::sweepMoves(const Snapshot& s, uint64_t now_ns) {
-  size_t moved_n = 0;
-  FlowKey k;
-  for (uint32_t idx = 0; idx < nslots_; ++idx) {
-    if (!readKey(idx, k)) continue;
-    // Keys carry the listener; moves go to its active group.
-    if (k.kind == KeyKind::kFragment || k.listener >= s.listeners.size()) continue;
-    uint8_t target = s.listeners[k.listener].active;
-    if (target >= s.groups.size()) continue;
-    FlowEntry& e = *entryPtr(posOf(idx, tags_[idx].load(std::memory_order_relaxed) & kWideBit));
-    uint64_t r = e.route.load(std::memory_order_acquire);
-    if (!(r & kRouteSet) || routeServer(r) >= s.servers.size()) continue;
-    const ServerView& sv = s.servers[routeServer(r)];
-    if (sv.move == MoveReason::kNone || sv.phase == ServerPhase::kActive) continue;
-    bool moved = false;
-    // Concurrency rule R4 (docs/architecture.md "Flow entries: concurrency rules"):
-    // the same CAS as the workers; whoever is first moves the flow.
-    tryMove(e, s, s.groups[target], r, sv.move, now_ns, moved);
-    moved_n += moved;
-  }
-  return moved_n;
 }
 
 bool FlowTable::keyAt(int32_t pos, FlowKey& out) const noexcept {

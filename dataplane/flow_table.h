@@ -29,10 +29,6 @@
 
 struct rte_rcu_qsbr;
 
-namespace gwlb {
-struct Snapshot;  // common/snapshot.h
-}  // namespace gwlb
-
 namespace gwlb::dp {
 
 // route: bit 63 = set, bits 32..47 = server id, bits 0..31 = flow cookie.
@@ -181,9 +177,6 @@ class FlowTable {
   int32_t insertFromControl(const FlowKey& k, uint32_t hash) noexcept;
   // Pauses insertFromControl() has spent waiting, in all (tests, diagnosis).
   uint64_t controlWaitPauses() const noexcept { return control_pauses_; }
-  // Tests: claims an empty slot of the key's first bucket with the key's tag
-  // and leaves it busy, as an inserter preempted right after its claim would.
-  void holdSlotBusyForTest(const FlowKey& k, uint32_t hash) noexcept;
   FlowEntry& entry(int32_t pos) noexcept { return *entryPtr(pos); }
   const FlowEntry& entry(int32_t pos) const noexcept {
     return *const_cast<FlowTable*>(this)->entryPtr(pos);
@@ -213,18 +206,10 @@ class FlowTable {
   // Control thread: frees positions whose grace period has ended. `wait` blocks
   // until it has (only where no worker can be the caller).
   size_t reclaim(bool wait = false);
-  // Control thread: how many flows (fragment entries excluded) route to each
-  // server id; `out` is resized to cover every id seen.
-  void countByServer(std::vector<uint32_t>& out) const;
 
-  // Control thread: moves flows (not fragment entries) whose appliance has
-  // left its group (phase draining/drained/gone) and sheds its flows
-  // (ServerView::move) — flows that sent nothing since, which the workers
-  // would move only on their next packet — so the appliance can be
-  // forgotten. Returns how many this call moved.
-  size_t sweepMoves(const Snapshot& s, uint64_t now_ns);
-
-  // Control thread: visits every live key (read-only).
+  // Control thread: visits every live key (the walk changes nothing; a
+  // caller may change an entry through entry(pos) as the rules R1-R9 allow:
+  // the control sweep's moves, control/engine/flow_policy.cc).
   void forEach(const std::function<void(const FlowKey&, int32_t pos, const FlowEntry&)>& fn) const;
 
   // Control thread: visits live keys from slot `cursor` on (0 = start) until
@@ -257,6 +242,9 @@ class FlowTable {
   static constexpr uint32_t kBucketSlots = 16;  // one 64-byte line of 32-bit tags
 
  private:
+  // Tests set up slot states by hand (tests/dp/dataplane/flow_table_test_access.h).
+  friend struct FlowTableTestAccess;
+
   struct Retired {
     int32_t pos;  // a slot index
     uint64_t token;

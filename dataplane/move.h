@@ -1,7 +1,8 @@
 // Moving an existing flow off an appliance that sheds its flows
 // (ServerView::move; docs/product-rules.md section 2). Used by the workers on a flow's
 // next packet (pipeline.cc) and by the control thread's sweep of flows that
-// stay idle on an appliance that left (FlowTable::sweepMoves). Lock-free.
+// stay idle on an appliance that left (ctl::sweepMoves,
+// control/engine/flow_policy.cc). Lock-free.
 // Concurrency rule R4 (docs/architecture.md "Flow entries: concurrency rules"):
 // one CAS on the route to a route derived only from (old route, flow hash, snapshot).
 #pragma once

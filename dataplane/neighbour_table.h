@@ -173,12 +173,6 @@ class NeighbourTable {
     return 0;
   }
 
-  // Tests: claims this L2's home slot and leaves it busy, as a worker
-  // preempted between its claim and its ready store would.
-  void holdHomeSlotBusyForTest(uint64_t peer_word, uint64_t self_word) noexcept {
-    state_[homeSlot(peer_word, self_word)].store(kBusy, std::memory_order_release);
-  }
-
   // Any thread: the L2 at `idx` (an index read from a flow entry, whose
   // writer interned it with an acquire of its state). False for 0.
   // Concurrency rule R2 (docs/architecture.md "Flow entries: concurrency rules"):
@@ -223,12 +217,11 @@ class NeighbourTable {
     if (idx != 0 && idx <= kSlots) marks_[(idx - 1) >> 6] |= 1ULL << ((idx - 1) & 63);
   }
   void sweepEnd(rte_rcu_qsbr* qsbr) noexcept;
-  // Tests: the states of the sweep, by index.
-  bool isRetiringForTest(uint16_t idx) const noexcept {
-    return idx && state_[idx - 1].load(std::memory_order_relaxed) == kRetiring;
-  }
 
  private:
+  // Tests set up and read slot states (tests/dp/dataplane/neighbour_table_test_access.h).
+  friend struct NeighbourTableTestAccess;
+
   // Slot states. Live ones (ready, retiring, freeing) have kLiveBit.
   static constexpr uint8_t kEmpty = 0;      // never used: ends a probe
   static constexpr uint8_t kBusy = 1;       // claimed; its worker writes the words

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "control/engine/api_failure.h"
+#include "control/engine/flow_policy.h"
 
 namespace gwlb::ctl {
 
@@ -224,8 +225,8 @@ void Engine::lifecycleTick(uint64_t t, bool count) {
   if (count) {
     // Idle flows of appliances that left and shed their flows move now, so
     // the appliance can be forgotten without waiting for their next packet.
-    if (const dp::Snapshot* s = current()) lifecycle_.addSwept(flows_.sweepMoves(*s, t));
-    flows_.countByServer(counts);
+    if (const dp::Snapshot* s = current()) lifecycle_.addSwept(sweepMoves(flows_, *s, t));
+    countByServer(flows_, counts);
   }
   if (!lifecycle_.tick(t, count ? &counts : nullptr, registry_.addresses())) return;
   for (auto& [ip, ph] : before) {

@@ -88,7 +88,7 @@ class ServerLifecycle {
             const std::vector<uint32_t>& id_to_ip);
 
   // The control thread moved n idle flows off leaving appliances
-  // (dp::FlowTable::sweepMoves).
+  // (ctl::sweepMoves, control/engine/flow_policy.h).
   void addSwept(uint64_t n) { stats_.flows_swept += n; }
 
   // Earliest drain deadline, if any drain runs (to arm a timer).

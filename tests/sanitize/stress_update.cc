@@ -5,8 +5,8 @@
 // can (health flips, removals and re-additions through ServerLifecycle, operator
 // drains, weight changes, draining on/off; failover_mode rebalance), retires old
 // snapshots after rte_rcu_qsbr grace periods exactly as Daemon::publish /
-// retireSnapshots do, and runs FlowTable::expire / reclaim / countByServer and
-// ServerLifecycle::tick / flowsExpired and FlowTable::sweepMoves (the control
+// retireSnapshots do, and runs FlowTable::expire / reclaim, ctl::countByServer,
+// ServerLifecycle::tick / flowsExpired and ctl::sweepMoves (the control
 // thread moving idle flows itself) as the daemon's timers do.
 //
 // Workers reflect some of their own Geneve output back into their next bursts
@@ -57,6 +57,7 @@
 #include "common/health.h"
 #include "common/snapshot.h"
 #include "control/config/config.h"
+#include "control/engine/flow_policy.h"
 #include "control/engine/lifecycle.h"
 #include "control/engine/snapshot_builder.h"
 #include "dataplane/eal.h"
@@ -508,12 +509,12 @@ void runControl(dp::Dataplane& dpl, dp::FlowTable& flows, rte_rcu_qsbr* qsbr, Co
       // As Daemon::lifecycleTick: idle flows of appliances that left move now
       // (the control thread's CAS on routes the workers also move), then count.
       if (const dp::Snapshot* s = dpl.snapshot.load(std::memory_order_acquire)) {
-        size_t n = flows.sweepMoves(*s, now);
+        size_t n = ctl::sweepMoves(flows, *s, now);
         life.addSwept(n);
         st.swept += n;
       }
       counts.clear();
-      flows.countByServer(counts);
+      ctl::countByServer(flows, counts);
       ++st.counts;
     }
     if (life.tick(now, count ? &counts : nullptr, addrs)) ++st.lifecycle_changes;

@@ -12,6 +12,8 @@
 #include "common/flow_key.h"
 #include "dataplane/eal.h"
 #include "dataplane/neighbour_table.h"
+#include "tests/dp/dataplane/flow_table_test_access.h"
+#include "tests/dp/dataplane/neighbour_table_test_access.h"
 #include "tests/dp/dp_harness.h"
 
 namespace gwlb::dptest {
@@ -169,7 +171,7 @@ TEST(FlowTableLimits, AStalledSameTagInserterIsAnAbandonedInsertNotAFullTable) {
   t.sport = 47001;
   t.dport = 53;
   FlowKey k = makeFlowKey(t, StickinessMode::kFiveTuple, 0).key;
-  h.flows().holdSlotBusyForTest(k, flowHash(k));
+  dp::FlowTableTestAccess::holdSlotBusy(h.flows(), k, flowHash(k));
   EXPECT_EQ(h.flows().insert(k, flowHash(k)), dp::FlowTable::kAbandoned);
   EXPECT_EQ(h.flows().insertsAbandoned(), 1u);
   Result r = h.send(f);
@@ -196,7 +198,7 @@ TEST(FlowTableLimits, TheControlThreadsInsertWaitsBoundedBehindAStalledInserter)
   t.sport = 47011;
   t.dport = 53;
   FlowKey k = makeFlowKey(t, StickinessMode::kFiveTuple, 0).key;
-  ft.holdSlotBusyForTest(k, flowHash(k));
+  dp::FlowTableTestAccess::holdSlotBusy(ft, k, flowHash(k));
   EXPECT_EQ(ft.insertFromControl(k, flowHash(k)), dp::FlowTable::kAbandoned);
   EXPECT_EQ(ft.insertsAbandoned(), 1u);
   EXPECT_GT(ft.controlWaitPauses(), 0u) << "it did wait for the stalled claim";
@@ -357,7 +359,7 @@ TEST(FlowTableLimits, ExpiryEvictsTheIdlestFlowsWhenTheTableIsNearlyFull) {
 TEST(NeighbourTable, ASlotLeftBusyIsPassedOverNotAFullTable) {
   dp::NeighbourTable nt;
   const uint64_t peer = 0x0000'0a0b0c0d0e0fULL, self = 0x0001'020304050607ULL;
-  nt.holdHomeSlotBusyForTest(peer, self);
+  dp::NeighbourTableTestAccess::holdHomeSlotBusy(nt, peer, self);
   dp::NeighbourTable::Refusal why;
   uint16_t idx = nt.intern(peer, self, why);
   ASSERT_NE(idx, 0) << "a busy slot made intern() report a full table";

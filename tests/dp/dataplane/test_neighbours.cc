@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <string>
 
+#include "tests/dp/dataplane/neighbour_table_test_access.h"
 #include "tests/dp/dp_harness.h"
 
 namespace gwlb::dptest {
@@ -145,14 +146,14 @@ TEST(Neighbours, ANeighbourIsFreedOnlyOnceNoEntryHoldsIt) {
   ASSERT_NE(x, 0);
   EXPECT_EQ(nt.portCount(1), 1u);
   housekeeping(h, 1);
-  EXPECT_TRUE(nt.isRetiringForTest(x)) << "no entry holds it: retiring";
+  EXPECT_TRUE(dp::NeighbourTableTestAccess::isRetiring(nt, x)) << "no entry holds it: retiring";
   // The worker stores it now, after the sweep's walk.
   std::atomic<uint16_t>& other = e->l2[0].load() == router ? e->l2[1] : e->l2[0];
   other.store(x);
   housekeeping(h, 4);
   dp::DirL2 d;
   EXPECT_TRUE(nt.read(x, d)) << "freed while an entry held it";
-  EXPECT_FALSE(nt.isRetiringForTest(x)) << "revived";
+  EXPECT_FALSE(dp::NeighbourTableTestAccess::isRetiring(nt, x)) << "revived";
   EXPECT_TRUE(nt.holds(x, peer, self));
   EXPECT_TRUE(nt.read(router, d)) << "the flow's own neighbour";
   expectReturned(h, f, "the flow after five sweeps");
@@ -170,9 +171,9 @@ TEST(Neighbours, ANeighbourIsFreedOnlyOnceNoEntryHoldsIt) {
   const uint16_t y = nt.intern(peer, self, why);
   ASSERT_NE(y, 0);
   housekeeping(h, 1);
-  ASSERT_TRUE(nt.isRetiringForTest(y));
+  ASSERT_TRUE(dp::NeighbourTableTestAccess::isRetiring(nt, y));
   EXPECT_EQ(nt.intern(peer, self, why), y);
-  EXPECT_FALSE(nt.isRetiringForTest(y));
+  EXPECT_FALSE(dp::NeighbourTableTestAccess::isRetiring(nt, y));
 
   // When the flow ends, its neighbour goes too.
   h.now += 3600ULL * 1'000'000'000ULL;

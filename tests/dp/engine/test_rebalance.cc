@@ -14,6 +14,7 @@
 
 #include "common/flow_cookie.h"
 #include "common/flow_key.h"
+#include "control/engine/flow_policy.h"
 #include "control/engine/regions.h"
 #include "dataplane/move.h"
 #include "tests/dp/dp_harness.h"
@@ -263,7 +264,7 @@ TEST_P(RemovalRows, ExistingFlowsFollowTheTable) {
 
   // The drain timeout (300 s default) passes with flows still on it.
   std::vector<uint32_t> counts;
-  h_->flows().countByServer(counts);
+  ctl::countByServer(h_->flows(), counts);
   std::vector<uint32_t> addrs;
   for (auto& sv : h_->snapshot().servers) addrs.push_back(sv.ip);
   bool changed = life.tick(t0 + 301 * kSec, &counts, addrs);
@@ -349,7 +350,7 @@ TEST_F(Rebalance, ControlSweepMovesIdleFlowsOfALeavingApplianceSoItIsForgotten) 
 
   // An unhealthy (still configured) appliance is left to the lazy move.
   h_->republish(healthWith(gone));
-  EXPECT_EQ(h_->flows().sweepMoves(h_->snapshot(), h_->now), 0u);
+  EXPECT_EQ(ctl::sweepMoves(h_->flows(), h_->snapshot(), h_->now), 0u);
   h_->republish({});
 
   ctl::ServerLifecycle life;
@@ -357,10 +358,10 @@ TEST_F(Rebalance, ControlSweepMovesIdleFlowsOfALeavingApplianceSoItIsForgotten) 
   life.applyConfig(h_->config(), next, 100 * kSec, "removed by test");
   h_->config() = next;
   h_->republish({}, &life);
-  EXPECT_EQ(h_->flows().sweepMoves(h_->snapshot(), h_->now), on_gone);
-  EXPECT_EQ(h_->flows().sweepMoves(h_->snapshot(), h_->now), 0u) << "each flow moves once";
+  EXPECT_EQ(ctl::sweepMoves(h_->flows(), h_->snapshot(), h_->now), on_gone);
+  EXPECT_EQ(ctl::sweepMoves(h_->flows(), h_->snapshot(), h_->now), 0u) << "each flow moves once";
   std::vector<uint32_t> counts;
-  h_->flows().countByServer(counts);
+  ctl::countByServer(h_->flows(), counts);
   uint16_t gid = h_->snapshot().serverByIp(gone.v4HostOrder());
   ASSERT_NE(gid, dp::kNoServer);
   EXPECT_EQ(gid < counts.size() ? counts[gid] : 0u, 0u);

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "dataplane/eal.h"
+#include "tests/dp/dataplane/flow_table_test_access.h"
 #include "tests/dp/dp_harness.h"
 #include "tests/dp/sync_sockets.h"
 
@@ -638,7 +639,7 @@ TEST_F(FleetSyncSend, AnAbandonedInsertIsNotCountedAsATableFull) {
   r.idle_for_ms = 1000;
   r.age_ms = 5000;
   // A worker preempted right after claiming a slot with this key's tag.
-  h_->flows().holdSlotBusyForTest(r.key, r.flow_hash);
+  dp::FlowTableTestAccess::holdSlotBusy(h_->flows(), r.key, r.flow_hash);
   sync::Header hd = peerHeader(79, 1);
   uint8_t out[sync::kMaxMessage];
   size_t len = sync::encode(key_, hd, &r, 1, out, sizeof out);

@@ -1,0 +1,88 @@
+// The flow table's slot layout (docs/architecture.md "The flow table"): the
+// 32-bit tag of a slot (state, wide bit, signature) and the 16-byte key of a
+// compact (IPv4) slot. Internal to dataplane/flow_table.cc; tests that set up
+// a slot state by hand (tests/dp/dataplane/flow_table_test_access.h) read it too.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "common/flow_key.h"
+
+namespace gwlb::dp::flow_slot {
+
+// Tag of a slot (docs/architecture.md "The flow table"):
+//   bits 0..2  state (kEmpty .. kDead)
+//   bit  3     wide: the key is in the two-line slot array
+//   bits 4..31 signature: the hash's low 28 bits (buckets come from its high bits)
+// Concurrency rule R10 (docs/architecture.md "Flow entries: concurrency rules"):
+// empty -> busy (CAS) -> keyed -> ready (CAS) -> deleted -> empty (after a grace
+// period); an insert that loses, or is killed, leaves keyed -> dead -> deleted.
+inline constexpr uint32_t kEmpty = 0;    // free
+inline constexpr uint32_t kBusy = 1;     // claimed by an inserter that is writing the key
+inline constexpr uint32_t kKeyed = 2;    // key written; its inserter checks for a twin
+inline constexpr uint32_t kReady = 3;    // live: lookups find it
+inline constexpr uint32_t kDeleted = 4;  // deleted by the control thread, awaiting its grace period
+inline constexpr uint32_t kDead = 5;     // a lost insert's slot: the control thread retires it
+inline constexpr uint32_t kStateMask = 7;
+inline constexpr uint32_t kWideBit = 8;
+
+inline uint32_t tagSig(uint32_t hash, bool wide) noexcept {
+  return (hash << 4) | (wide ? kWideBit : 0);
+}
+inline uint32_t tagState(uint32_t tag) noexcept { return tag & kStateMask; }
+inline uint32_t tagKey(uint32_t tag) noexcept { return tag & ~kStateMask; }
+
+// IPv4 flow and fragment keys (addresses' bytes 4..15 zero) fit 16 bytes.
+struct Key4 {
+  uint32_t a, b;
+  uint16_t port_a, port_b;
+  uint8_t proto, listener;
+  KeyKind kind;
+  uint8_t zero;
+};
+static_assert(sizeof(Key4) == 16);
+
+inline bool isCompact(const FlowKey& k) noexcept {
+  if (k.family != 4) return false;
+  uint64_t w[4];
+  std::memcpy(&w[0], k.a + 4, 8);
+  std::memcpy(&w[1], k.b + 4, 8);
+  uint32_t x, y;
+  std::memcpy(&x, k.a + 12, 4);
+  std::memcpy(&y, k.b + 12, 4);
+  return (w[0] | w[1] | x | y) == 0;
+}
+inline Key4 toKey4(const FlowKey& k) noexcept {
+  Key4 c;
+  std::memcpy(&c.a, k.a, 4);
+  std::memcpy(&c.b, k.b, 4);
+  c.port_a = k.port_a;
+  c.port_b = k.port_b;
+  c.proto = k.proto;
+  c.listener = k.listener;
+  c.kind = k.kind;
+  c.zero = 0;
+  return c;
+}
+inline FlowKey fromKey4(const Key4& c) noexcept {
+  FlowKey k;
+  std::memset(&k, 0, sizeof k);
+  std::memcpy(k.a, &c.a, 4);
+  std::memcpy(k.b, &c.b, 4);
+  k.port_a = c.port_a;
+  k.port_b = c.port_b;
+  k.proto = c.proto;
+  k.family = 4;
+  k.listener = c.listener;
+  k.kind = c.kind;
+  return k;
+}
+inline bool sameKey4(const Key4& x, const Key4& y) noexcept {
+  uint64_t a[2], b[2];
+  std::memcpy(a, &x, 16);
+  std::memcpy(b, &y, 16);
+  return ((a[0] ^ b[0]) | (a[1] ^ b[1])) == 0;
+}
+
+}  // namespace gwlb::dp::flow_slot
