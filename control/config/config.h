@@ -182,6 +182,34 @@ struct ListenerConfig {
   uint32_t failback_hold_s = 0;              // 0..3600: a region must stay healthy this long before traffic returns
   WhenAllUnhealthy when_all_unhealthy = WhenAllUnhealthy::kFailOpen;  // no region healthy
 };
+// Traffic classes (issue 27): an ordered list, first match wins, that sends
+// each new flow to a listener (inspect), straight back (bypass) or nowhere
+// (drop). Every field given must match; a field left empty matches all.
+// prefixes and l4_ports match either endpoint of the flow, and ingress_ports
+// and vlans list both directions' values, so both directions of a flow
+// classify alike.
+struct PortRange {
+  uint16_t lo = 0, hi = 0;                   // lo <= hi; one port: lo == hi
+};
+struct PrefixConfig {
+  IpAddr addr;                               // host bits zero
+  uint8_t len = 0;                           // 0..32 (IPv4), 0..128 (IPv6)
+};
+struct TrafficClassMatch {
+  std::vector<uint16_t> ingress_ports;       // DPDK port ids
+  std::vector<uint16_t> vlans;               // 0..4094; 0 = untagged
+  std::vector<PrefixConfig> prefixes;        // IPv4 and IPv6 CIDRs
+  std::vector<uint8_t> protocols;            // IP protocol numbers (tcp, udp, ... by name in YAML)
+  std::vector<PortRange> l4_ports;           // ports and ranges "1000-2000"
+};
+enum class ClassAction : uint8_t { kInspect, kBypass, kDrop };
+struct TrafficClassConfig {
+  std::string name;                          // 1..63 chars, unique
+  TrafficClassMatch match;
+  ClassAction action = ClassAction::kInspect;
+  std::string listener;                      // inspect: a configured listener's name
+};
+
 // HTTP health endpoint for consumers: GET /destinations/<listener> -> 200 / 503.
 struct HealthEndpointConfig {
   std::string listen;                        // "127.0.0.1:8081"; "" = off
@@ -242,6 +270,8 @@ struct Config {
   std::vector<CompositeHealthCheckConfig> composite_health_checks;
   // Empty: one implicit listener over the first server group.
   std::vector<ListenerConfig> listeners;     // 0..16; the first receives all inspected traffic
+  // 0..1000, first match wins; empty: every packet goes to the first listener
+  std::vector<TrafficClassConfig> traffic_classes;
   HealthEndpointConfig health_endpoint;
   FleetConfig fleet;
   std::vector<std::string> eal_args;         // passed to rte_eal_init before any after "--"
