@@ -438,6 +438,15 @@ class Run:
                                 "start": round(self.now(), 2), "end": round(self.now(), 2),
                                 "outcome": "skipped: its lane ran late past the last event time"})
                 continue
+            if name == "gateway":
+                # One gateway down at a time: the last one stopped must be back first.
+                missing = [k for k in GWS if self.lab.wait_nexthop(k, True, 60) is None]
+                if missing:
+                    self.log_event({"id": e["id"], "lane": name, "kind": e["kind"], "target": e["target"],
+                                    "params": e["params"], "planned": e["t"], "dur": e["dur"],
+                                    "start": round(self.now(), 2), "end": round(self.now(), 2),
+                                    "outcome": f"skipped: gw{missing[0]} not at the router after 60 s"})
+                    continue
             self.run_event(e)
 
     # ------------------------------------------------------------ the run
