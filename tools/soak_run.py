@@ -250,6 +250,7 @@ class Run:
         rec = {"id": e["id"], "lane": e["lane"], "kind": kind, "target": target, "params": p,
                "planned": e["t"], "dur": e["dur"], "start": round(self.now(), 2), "outcome": "ok"}
         k = int(target[2:]) if target.startswith("gw") else None
+        self.log_event(dict(rec, outcome="running"))  # the checker, run meanwhile, sees it going on
         try:
             getattr(self, "ev_" + kind)(e, rec, k)
         except Exception as ex:  # noqa: BLE001 (an event that could not run is recorded, not fatal)

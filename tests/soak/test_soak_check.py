@@ -217,6 +217,31 @@ class SoakCheck(unittest.TestCase):
         self.assertFalse(res["idle"].judged)
         self.assertTrue(all(r.ok for r in res.values()))
 
+    def test_files_load_and_the_last_event_record_wins(self):
+        import json
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            json.dump({"t0": 1000.0, "total_s": 20, "traffic_s": 10}, open(os.path.join(d, "run.json"), "w"))
+            with open(os.path.join(d, "events.jsonl"), "w") as f:
+                for e in (event("gw_kill", "gw2", 3.0, outcome="running"), event("gw_kill", "gw2", 3.0, 5.0),
+                          dict(event("drain", "app1", 4.0, outcome="running"), id=1)):
+                    f.write(json.dumps(e) + "\n")
+                f.write('{"id": 2, "kind": "half a li')  # a line being written
+            with open(os.path.join(d, "samples.csv"), "w") as f:
+                f.write("t,gw,pid,up,rss_kb,nexthops\n1.0,1,42,1,1000,123\n2.0,1,,0,,12\n")
+            with open(os.path.join(d, "traffic.jsonl"), "w") as f:
+                f.write(json.dumps({"ev": "open", "id": 0, "sport": 5, "t": 1001.5}) + "\n")
+            data = C.Data.load(d)
+            self.assertEqual([(e["kind"], e["outcome"], e["end"]) for e in data.events],
+                             [("gw_kill", "ok", 5.0), ("drain", "running", float("inf"))])
+            self.assertEqual(data.samples[1][0]["rss_kb"], 1000.0)
+            self.assertIsNone(data.samples[1][1]["pid"])
+            self.assertEqual(data.traffic[0]["t"], 1.5)  # Unix time -> seconds from traffic start
+            self.assertFalse(data.finished)
+            json.dump({"t0": 1000.0, "total_s": 20, "t_end": 1030.0}, open(os.path.join(d, "run.json"), "w"))
+            ended = C.Data.load(d)  # finished: a drain that never ended is an error
+            self.assertTrue(ended.events[1]["outcome"].startswith("error"))
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
