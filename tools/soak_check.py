@@ -459,6 +459,22 @@ def check_events(data):
     planned = len(data.schedule.get("events", []))
     if planned and len(data.events) < planned and data.finished:
         r.fail(f"{planned - len(data.events)} planned events never ran")
+    warm = [e for e in data.events if isinstance(e.get("warm_start"), dict)]
+    cold = [e for e in warm if e["warm_start"].get("state") != "done"]
+    for e in cold:
+        cut = [x for x in data.events if x["kind"] in ("mgmt_down", "sync_congest")
+               and window(x)[0] <= e["end"] and e["start"] <= window(x)[1]]
+        if cut:
+            r.note(f"event {e['id']}: gw{e['target'][2:]} started without a warm start "
+                   f"({e['warm_start'].get('state')}) while the sync was cut ({cut[0]['kind']} on {cut[0]['target']})")
+        else:
+            r.fail(f"event {e['id']}: gw{e['target'][2:]}'s warm start ended {e['warm_start'].get('state')} "
+                   f"with the sync intact")
+    if warm:
+        got = [e["warm_start"].get("flows_received") or 0 for e in warm if e not in cold]
+        r.note(f"{len(warm)} restarts: {len(warm) - len(cold)} warm starts done"
+               + (f" ({min(got)}-{max(got)} flows from a peer)" if got else "")
+               + f", {len(cold)} without")
     backs = [e["route_back_s"] for e in data.events if e.get("route_back_s") is not None and e["kind"] != "bird_restart"]
     if backs:
         r.note(f"stopped gateways back in the router's route {min(backs):.1f}-{max(backs):.1f} s after their start")
@@ -478,7 +494,7 @@ def instances(rows):
 
 
 def check_leaks(data, half=None):
-    r = Result("leaks", "second half: RSS grows < 1 %, fds, threads and server ids unchanged")
+    r = Result("leaks", "second half: RSS grows < 1 %; fds, threads, server ids and live snapshots unchanged")
     if not data.finished:
         r.judged = False
         r.note("not judged: the run is still going")
@@ -499,9 +515,12 @@ def check_leaks(data, half=None):
                     f"{b / 1024:.1f} MiB ({growth * 100:+.2f} %)")
             if growth >= RSS_GROWTH_MAX:
                 r.fail(line + " — grows")
-            for col in ("fds", "threads", "server_ids"):
-                v0 = min(x[col] for x in span if x["t"] <= span[0]["t"] + 10)
-                v1 = min(x[col] for x in span if x["t"] >= span[-1]["t"] - 10)
+            for col in ("fds", "threads", "server_ids", "snaps_live"):
+                first = [x[col] for x in span if x["t"] <= span[0]["t"] + 10 and x.get(col) is not None]
+                last = [x[col] for x in span if x["t"] >= span[-1]["t"] - 10 and x.get(col) is not None]
+                if not first or not last:
+                    continue
+                v0, v1 = min(first), min(last)
                 line += f"; {col} {v0:.0f} -> {v1:.0f}"
                 if v1 != v0:
                     r.fail(f"gw{gw} (pid {pid:.0f}): {col} {v0:.0f} at {span[0]['t']:.0f} s, {v1:.0f} at the end "

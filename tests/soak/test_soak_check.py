@@ -204,6 +204,19 @@ class SoakCheck(unittest.TestCase):
         d.events = [event("sync_junk", "gw2", 89.5)]
         self.assertAllPass(d)
 
+    def test_a_cold_start_needs_the_sync_cut(self):
+        d = clean()
+        d.events = [event("gw_restart", "gw2", 30.0, 36.0, warm_start={"state": "timed_out", "flows_received": 0})]
+        self.assertOnlyFails(d, "events")
+        d.events.append(event("mgmt_down", "gw2", 29.0, 33.0))
+        self.assertAllPass(d)
+
+    def test_snapshots_left_alive_fail(self):
+        d = clean()
+        for row in d.samples[1]:
+            row["snaps_live"] = 1.0 if row["t"] < TOTAL - 20 else 3.0  # never retired
+        self.assertOnlyFails(d, "leaks")
+
     def test_an_invalid_config_accepted_fails(self):
         d = clean()
         d.events = [event("reload_invalid", "gw1", 30.0, outcome="error: an invalid config was accepted")]
