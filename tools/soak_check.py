@@ -513,6 +513,14 @@ def check_leaks(data, half=None):
             growth = (b - a) / a
             line = (f"gw{gw} (pid {pid:.0f}), {span[0]['t']:.0f}-{span[-1]['t']:.0f} s: RSS {a / 1024:.1f} -> "
                     f"{b / 1024:.1f} MiB ({growth * 100:+.2f} %)")
+            parts = []
+            for col, what in (("rss_anon_kb", "heap and stacks"), ("rss_shmem_kb", "EAL memory")):
+                if all(x.get(col) is not None for x in span[:10] + span[-10:]):
+                    pa = statistics.median(x[col] for x in span[:10])
+                    pb = statistics.median(x[col] for x in span[-10:])
+                    parts.append(f"{what} {pb - pa:+.0f} KiB")
+            if parts:
+                line += f" ({', '.join(parts)})"
             if growth >= RSS_GROWTH_MAX:
                 r.fail(line + " — grows")
             for col in ("fds", "threads", "server_ids", "snaps_live"):

@@ -262,11 +262,13 @@ class Lab:
 
 
 def proc_sample(pid):
-    """rss_kb, fds, threads, control-thread CPU s, process CPU s of a pid (None if gone)."""
+    """{rss_kb, rss_anon_kb, rss_shmem_kb, fds, threads, cpu_ctl_s, cpu_s} of a pid (None if gone).
+    RssShmem is the EAL's memory (--no-huge: a memfd), RssAnon the heap and stacks."""
     try:
         status = open(f"/proc/{pid}/status").read()
-        rss = int(re.search(r"VmRSS:\s+(\d+)", status).group(1))
-        threads = int(re.search(r"Threads:\s+(\d+)", status).group(1))
+
+        def kb(key):
+            return int(re.search(key + r":\s+(\d+)", status).group(1))
         fds = len(os.listdir(f"/proc/{pid}/fd"))
         tick = os.sysconf("SC_CLK_TCK")
 
@@ -274,6 +276,8 @@ def proc_sample(pid):
             f = open(path).read().rsplit(")", 1)[1].split()
             return (int(f[11]) + int(f[12])) / tick
         # The control thread is gwlbd's main thread (workers are rte-worker-N).
-        return rss, fds, threads, cpu(f"/proc/{pid}/task/{pid}/stat"), cpu(f"/proc/{pid}/stat")
+        return {"rss_kb": kb("VmRSS"), "rss_anon_kb": kb("RssAnon"), "rss_shmem_kb": kb("RssShmem"), "fds": fds,
+                "threads": kb("Threads"), "cpu_ctl_s": cpu(f"/proc/{pid}/task/{pid}/stat"),
+                "cpu_s": cpu(f"/proc/{pid}/stat")}
     except (OSError, AttributeError, ValueError, IndexError):
         return None

@@ -29,7 +29,7 @@ GWS = (1, 2, 3)
 SYNC_SUMS = ("flows_sent", "flows_received", "auth_failures", "replayed", "malformed", "stale", "send_errors",
              "datagrams_received", "datagrams_sent", "bad_records", "table_full", "unknown_appliance",
              "insert_abandoned", "conflicts", "installed", "moved")
-BASE_COLS = ["t", "gw", "pid", "up", "load1", "rss_kb", "fds", "threads", "cpu_ctl_s", "cpu_s", "api_ms", "flows",
+BASE_COLS = ["t", "gw", "pid", "up", "load1", "rss_kb", "rss_anon_kb", "rss_shmem_kb", "fds", "threads", "cpu_ctl_s", "cpu_s", "api_ms", "flows",
              "frag_entries", "snap_gen", "snaps_live", "snaps_retiring", "loop_gap_ms", "server_ids",
              "app1_state", "app2_state", "app1_flows", "app2_flows", "nexthops", "warm_state",
              "sync_unknown_sender"] + [f"sync_{k}" for k in SYNC_SUMS]
@@ -84,7 +84,7 @@ class Run:
                 pid = self.lab.pid(f"gwlbd{k}")
                 ps = proc_sample(pid) if pid else None
                 if ps:
-                    row.update(pid=pid, rss_kb=ps[0], fds=ps[1], threads=ps[2], cpu_ctl_s=ps[3], cpu_s=ps[4])
+                    row.update(pid=pid, **ps)
                     try:
                         row.update(self.api_sample(apis[k], n))
                         row["up"] = 1
