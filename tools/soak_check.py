@@ -626,7 +626,7 @@ def report(data, results, path):
              f"{data.run.get('conn_rate')} connections/s, {data.run.get('udp_flows')} UDP flows, ICMP "
              f"{data.run.get('ping_rate')}/s. Machine: {data.run.get('nproc')} CPUs, load "
              f"{' '.join(data.run.get('load_start', []))} at the start, {' '.join(data.run.get('load_end', []))} "
-             f"at the end.\n")
+             f"at the end. Commit {data.run.get('commit', '?')}.\n")
     L.append("| invariant | result | |\n|---|---|---|")
     for x in results:
         st = "PASS" if x.ok and x.judged else ("FAIL" if not x.ok else "not judged")

@@ -474,7 +474,9 @@ class Run:
                 "traffic_s": s["traffic_s"], "total_s": s["total_s"], "prefix": a.prefix, "lab_dir": a.lab_dir,
                 "streams": a.streams, "stream_rate": a.stream_rate, "conn_rate": a.conn_rate,
                 "udp_flows": a.udp_flows, "udp_base_port": a.udp_base_port, "ping_rate": a.ping_rate,
-                "nproc": os.cpu_count(), "load_start": open("/proc/loadavg").read().split()[:3]}
+                "nproc": os.cpu_count(), "load_start": open("/proc/loadavg").read().split()[:3],
+                "commit": subprocess.run(["git", "-C", a.src, "rev-parse", "--short", "HEAD"], text=True,
+                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout.strip()}
         traffic_path = os.path.join(self.out, "traffic.jsonl")
         self.t0 = time.time() + 5  # 5 s of idle samples first (the baseline)
         info["t0"] = self.t0
