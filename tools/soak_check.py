@@ -17,6 +17,8 @@ tests/soak/test_soak_check.py):
   appliance    a stream or UDP flow keeps its appliance (the appliances' own
                per-flow counters) unless that appliance failed, was drained or
                removed (or the sync between the gateways was cut) meanwhile
+  agree        the gateways hold each long-lived flow on the same appliance,
+               but for a refresh interval after a sync fault
   losses       every failed short connection, lost datagram and lost echo falls
                in the window of a fault that disrupts forwarding
   drops        every drop counter that moved is explained by a fault of a class
@@ -296,6 +298,50 @@ def check_appliance(data):
     return r
 
 
+SYNC_FAULTS = {"mgmt_down", "sync_congest", "gw_term", "gw_kill", "gw_restart"}
+
+
+def check_agree(data):
+    r = Result("agree", "the gateways agree on each flow's appliance, but for a refresh interval after a sync fault")
+    idle = data.schedule.get("idle_timeout_s", 60)
+    limit = idle / 3 + 15  # a peer's copy is refreshed every third of the idle timeout while the flow has packets
+    rounds = [rd for rd in data.rounds if "gws" in rd]
+    if not rounds:
+        r.judged = False
+        r.note("not judged: no gateway's view of the flows was recorded (a run before this check)")
+        return r
+    open_ep, episodes = {}, []
+    for i, rd in enumerate(rounds):
+        views = {gw: v for gw, v in rd["gws"].items() if "error" not in v}
+        keys = set().union(*[set(v) for v in views.values()]) if views else set()
+        diverged = set()
+        for key in keys:
+            apps = {v[key] for v in views.values() if key in v and v[key] != "?"}
+            if len(apps) > 1:
+                diverged.add(key)
+                if key not in open_ep:
+                    open_ep[key] = [rd["t0"], rd["t1"], {g: v.get(key) for g, v in views.items()}]
+                else:
+                    open_ep[key][1] = rd["t1"]
+        for key in list(open_ep):
+            if key not in diverged:
+                episodes.append((key, *open_ep.pop(key)))
+    episodes += [(k, *v) for k, v in open_ep.items()]
+    worst = 0.0
+    for key, a, b, seen in episodes:
+        faults = [e for e in data.events if e["kind"] in SYNC_FAULTS and window(e)[0] <= b and a <= window(e)[1]]
+        since = max([a] + [min(e["end"], b) for e in faults])
+        worst = max(worst, b - since)
+        if b - since > limit:
+            r.fail(f"flow {key}: the gateways held it on different appliances from {a:.0f} to {b:.0f} s "
+                   f"({', '.join(f'gw{g} {x}' for g, x in sorted(seen.items()))}), {b - since:.0f} s after the "
+                   f"last sync fault ended (a refresh should have healed it within {limit:.0f} s)")
+    r.note(f"{len(rounds)} rounds of every gateway's entries for the long-lived flows; {len(episodes)} times "
+           f"the gateways disagreed on a flow's appliance; longest after the sync was whole again "
+           f"{worst:.0f} s (allowed {limit:.0f} s: a third of the idle timeout, and 15 s)")
+    return r
+
+
 def check_losses(data):
     r = Result("losses", "every failed connection or lost datagram falls in a fault that disrupts forwarding")
     fails = [x for x in data.traffic if x.get("ev") == "fail"]
@@ -565,7 +611,7 @@ def check_idle(data):
     return r
 
 
-CHECKS = [check_streams, check_appliance, check_losses, check_drops, check_sync, check_nexthops, check_alive,
+CHECKS = [check_streams, check_appliance, check_agree, check_losses, check_drops, check_sync, check_nexthops, check_alive,
           check_events, check_leaks, check_idle]
 
 

@@ -161,6 +161,26 @@ class Run:
                                         "flows_total": len(st["flows"]), "flows_overflow": st["flows_overflow"]}
                 except Exception as e:  # noqa: BLE001 (recorded; the checker sees the gap)
                     rec["apps"][app] = {"error": str(e)[:300]}
+            # Each gateway's entry for the same flows: the appliance it holds
+            # them on (whether it carried their packets or learnt them by sync).
+            rec["gws"] = {}
+            by_ip = {ip: app for app, (ip, _) in APPS.items()}
+            for k in GWS:
+                if k in self.down:
+                    continue
+                try:
+                    view = {}
+                    for proto, port in (("tcp", 7000), ("udp", 5353)):
+                        res = api_once(self.lab.sock(k), "flows", {"proto": proto, "port": port, "limit": 1000},
+                                       timeout=3.0)
+                        for fl in res["flows"]:
+                            if fl.get("kind") != "flow":
+                                continue
+                            sport = fl["sport"] if fl["src"] == soak_lab.CLIENT else fl["dport"]
+                            view[f"{6 if proto == 'tcp' else 17}:{sport}"] = by_ip.get(fl.get("appliance"), "?")
+                    rec["gws"][str(k)] = view
+                except (ApiError, OSError, KeyError) as e:
+                    rec["gws"][str(k)] = {"error": str(e)[:200]}
             last = rec["t1"] = round(self.now(), 2)
             f.write(json.dumps(rec) + "\n")
             if final:

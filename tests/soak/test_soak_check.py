@@ -41,7 +41,8 @@ def clean():
                {"ev": "done", "t": TRAFFIC + 1, "stream_bytes_verified": 1000, "short_ok": 100, "short_fail": 0,
                 "udp_sent": 10, "udp_received": 10, "udp_lost": 0, "ping_sent": 5, "ping_received": 5, "ping_lost": 0}]
     rounds = [{"t0": t - 5.0, "t1": float(t), "apps": {"app1": {"flows": {"6:40000": [10, 10, 0], "17:41000": [5, 5, 0]}},
-                                                   "app2": {"flows": {}}}}
+                                                   "app2": {"flows": {}}},
+               "gws": {g: {"6:40000": "app1", "17:41000": "app1"} for g in ("1", "2", "3")}}
               for t in range(5, TRAFFIC + 1, 5)]
     run = {"t0": 0, "total_s": TOTAL, "traffic_s": TRAFFIC, "seed": 1, "minutes": TOTAL / 60, "t_end": 1}
     return C.Data(run, [], samples, traffic, rounds, {"events": []})
@@ -157,6 +158,22 @@ class SoakCheck(unittest.TestCase):
         d.events = [event("weight", "app1", 57.0, 66.0)]    # weight 0 keeps flows where they are
         self.assertOnlyFails(d, "appliance")
         d.events = [event("remove", "app1", 50.0, 62.0)]
+        self.assertAllPass(d)
+
+    def test_gateways_that_disagree_too_long_fail(self):
+        def diverge(d, t_from, t_to):
+            for rd in d.rounds:
+                if t_from <= rd["t1"] <= t_to:
+                    rd["gws"]["3"]["17:41000"] = "app2"  # gw3 still has it where it was
+        d = clean()
+        diverge(d, 40, 90)  # 50 s: longer than a refresh interval (20 s) and 15 s
+        self.assertOnlyFails(d, "agree")
+        d = clean()
+        diverge(d, 40, 55)  # healed by the next refresh
+        self.assertAllPass(d)
+        d = clean()
+        diverge(d, 40, 90)
+        d.events = [event("mgmt_down", "gw3", 38.0, 70.0)]  # the sync was cut most of the time
         self.assertAllPass(d)
 
     def test_flow_table_not_back_to_idle_fails(self):
