@@ -57,14 +57,20 @@ lab up --gateways 3
 rc=$?
 if [ "$rc" = 3 ]; then echo "SKIP: network namespaces cannot be created here"; exit 77; fi
 if [ "$rc" != 0 ]; then echo "soak: the fleet lab did not come up"; lab down; exit 1; fi
-trap 'lab down >/dev/null 2>&1; rm -f "$LAB_DIR/www/blob.bin"' EXIT
-echo "soak: lab up in $((SECONDS - t_start)) s; running $minutes min (out: $out)"
+driver=""
+cleanup() { [ -n "$driver" ] && kill "$driver" 2>/dev/null; lab down >/dev/null 2>&1; rm -f "$LAB_DIR/www/blob.bin"; }
+trap cleanup EXIT
+trap 'echo "soak: interrupted"; exit 1' INT TERM   # (meson's timeout) the EXIT trap tears the lab down
+echo "soak: lab up in $((SECONDS - t_start)) s; running $minutes min (out: $out; load $(cut -d' ' -f1-3 /proc/loadavg))"
 
 $PY "$ROOT/tools/soak_run.py" --out "$out" --schedule "$out/schedule.json" --src "$ROOT" \
   --build "$GWLB_BUILD" --prefix "$LAB_PREFIX" --lab-dir "$LAB_DIR" \
   --streams "${SOAK_STREAMS:-24}" --stream-rate "${SOAK_STREAM_RATE:-16000}" \
-  --conn-rate "${SOAK_CONN_RATE:-200}" --udp-flows "${SOAK_UDP_FLOWS:-8}" --ping-rate "${SOAK_PING_RATE:-5}"
+  --conn-rate "${SOAK_CONN_RATE:-200}" --udp-flows "${SOAK_UDP_FLOWS:-8}" --ping-rate "${SOAK_PING_RATE:-5}" &
+driver=$!
+wait "$driver"
 run_rc=$?
+driver=""
 lab down >/dev/null 2>&1
 rm -f "$LAB_DIR/www/blob.bin"
 trap - EXIT
