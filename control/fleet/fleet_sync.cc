@@ -117,8 +117,14 @@ InstallResult FleetSync::install(const sync::Record& r, uint64_t now) {
   if (result != InstallResult::kInstalled) {
     if (route == want) {
       result = InstallResult::kRefreshed;
-    } else if (r.kind == sync::RecordKind::kChanged && prev != dp::kNoServer &&
-               dp::routeServer(route) == prev && dp::routeCookie(route) == r.prev_cookie) {
+    } else if (prev != dp::kNoServer && dp::routeServer(route) == prev && dp::routeCookie(route) == r.prev_cookie &&
+               (r.kind == sync::RecordKind::kChanged ||
+                // A refresh or transfer of a flow moved more often than our
+                // copy, its last move from exactly our route: the move's own
+                // record was lost (sync link down, a datagram lost), and
+                // without this our copy would keep the old appliance until it
+                // expired (found by the soak, issue 26).
+                r.moves > e.moves.load(std::memory_order_relaxed))) {
       // Concurrency rule R9 (docs/architecture.md "Flow entries: concurrency rules"):
       // a peer's move is one CAS from the route it left (R4); a worker's move wins a race.
       uint64_t seen_route = route;

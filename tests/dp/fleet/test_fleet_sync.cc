@@ -246,6 +246,52 @@ TEST_F(FleetSyncInstall, AMoveAppliesOnlyFromTheRouteItLeft) {
   EXPECT_EQ(e.moves.load(), 1);
 }
 
+// Found by the soak (issue 26): a node that missed a peer's "changed" record
+// (the sync link down while the flow moved) kept the flow on the appliance it
+// had left, because refreshes of a moved flow were ignored; a warm start from
+// that node or ECMP sending the flow there then moved it back to its old
+// appliance with both in service. A refresh or transfer of a flow moved more
+// often than the local copy, whose last move left exactly the local route, is
+// that missed move: applied as one.
+TEST_F(FleetSyncInstall, AMissedMoveIsHealedByTheNextRefreshOrTransfer) {
+  for (auto kind : {sync::RecordKind::kRefresh, sync::RecordKind::kTransfer}) {
+    int i = kind == sync::RecordKind::kRefresh ? 3 : 4;
+    Encap local = sent(i);
+    IpAddr to = other(i);
+    sync::Record r = peerRecord(i, to, kind);
+    r.prev_appliance = local.appliance.v4HostOrder();
+    r.prev_cookie = local.cookie;
+    r.moves = 1;
+    r.move_reason = uint8_t(dp::MoveReason::kUnhealthy);
+    // Its last move left another route: not ours to follow.
+    sync::Record wrong = r;
+    wrong.prev_cookie ^= 1;
+    EXPECT_EQ(fs_->install(wrong, h_->now), ctl::InstallResult::kIgnored);
+    EXPECT_EQ(sent(i).appliance, local.appliance);
+    EXPECT_EQ(fs_->install(r, h_->now), ctl::InstallResult::kMoved);
+    Encap after = sent(i);
+    EXPECT_EQ(after.appliance, to);
+    EXPECT_EQ(after.cookie, r.cookie);
+    int32_t pos = h_->flows().lookup(r.key, r.flow_hash);
+    const dp::FlowEntry& e = h_->flows().entry(pos);
+    EXPECT_EQ(e.moves.load(), 1);
+    EXPECT_EQ(dp::moveCookie(e.moved.load()), local.cookie);
+    EXPECT_EQ(fs_->install(r, h_->now), ctl::InstallResult::kRefreshed);
+  }
+  // A copy that has moved as often (or more) is no missed move: a late
+  // record of an older move never takes a flow back.
+  Encap local = sent(5);
+  IpAddr to = other(5);
+  int32_t pos = h_->flows().lookup(peerRecord(5, to).key, peerRecord(5, to).flow_hash);
+  h_->flows().entry(pos).moves.store(1);
+  sync::Record late = peerRecord(5, to, sync::RecordKind::kRefresh);
+  late.prev_appliance = local.appliance.v4HostOrder();
+  late.prev_cookie = local.cookie;
+  late.moves = 1;
+  EXPECT_EQ(fs_->install(late, h_->now), ctl::InstallResult::kIgnored);
+  EXPECT_EQ(sent(5).appliance, local.appliance);
+}
+
 TEST_F(FleetSyncInstall, ForeignRecordsAreRefused) {
   sync::Record r = peerRecord(3, ip("10.9.9.9"));
   EXPECT_EQ(fs_->install(r, h_->now), ctl::InstallResult::kUnknownAppliance);

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The soak (docs/testing.md, "Soak"): the fleet lab (scripts/lab.sh up
+# --gateways 3: three gwlbd + BIRD behind the router's ECMP with BFD, two
+# appliances) under traffic and a seeded schedule of faults for N minutes, a
+# sample of every gwlbd each second, then the invariant checker.
+#   scripts/soak.sh [--minutes N] [--seed S] [--out DIR] [--schedule FILE]
+#     --minutes N    length of the run (default 3): traffic and faults, then a
+#                    quiet tail of 75 s (the flow idle timeout, 60 s, and the sweep)
+#     --seed S       the schedule's seed (default 1); the schedule is printed
+#                    first and written to DIR/schedule.json
+#     --schedule F   replay a schedule file (a run's DIR/schedule.json) instead
+#     --out DIR      results (default out/soak-SEED-DATE): report.md, samples.csv,
+#                    *.svg, events.jsonl, traffic.jsonl, appliance_flows.jsonl,
+#                    the lab's logs (DIR/lab)
+# Traffic settings (environment): SOAK_STREAMS (24), SOAK_STREAM_RATE (16000
+# bytes/s each), SOAK_CONN_RATE (200 new connections/s), SOAK_UDP_FLOWS (8),
+# SOAK_PING_RATE (5/s); lab settings as scripts/lab.sh reads them (LAB_BFD_MULT, ...).
+# Namespaces: ${GWLB_E2E_PREFIX:-e2e}-soak-*. Exit: 0 every invariant held,
+# 1 one did not (DIR/report.md), 2 usage, 77 no root or no namespaces (skip).
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+minutes=3 seed=1 out="" schedule=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --minutes) minutes="${2:?--minutes N}"; shift 2 ;;
+    --seed) seed="${2:?--seed S}"; shift 2 ;;
+    --out) out="${2:?--out DIR}"; shift 2 ;;
+    --schedule) schedule="${2:?--schedule FILE}"; shift 2 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    *) echo "soak: unknown argument $1 (--minutes N --seed S --out DIR --schedule FILE)" >&2; exit 2 ;;
+  esac
+done
+if [ "$(id -u)" != 0 ]; then echo "SKIP: the soak needs root (network namespaces)"; exit 77; fi
+export GWLB_BUILD="${GWLB_BUILD:-$ROOT/build}"
+out="${out:-$ROOT/out/soak-$seed-$(date +%Y%m%d-%H%M%S)}"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+rm -rf "$out/lab"
+rm -f "$out"/{events.jsonl,samples.csv,traffic.jsonl,appliance_flows.jsonl,run.json,report.md,summary.json} "$out"/*.svg
+export LAB_PREFIX="${GWLB_E2E_PREFIX:-e2e}-soak" LAB_DIR="$out/lab"
+export LAB_APP_ARGS="${LAB_APP_ARGS:---quiet}"
+PY=/usr/bin/python3
+t_start=$SECONDS
+
+if [ -n "$schedule" ]; then
+  cp "$schedule" "$out/schedule.json" || exit 2
+  $PY -c "import json, sys; sys.path.insert(0, '$ROOT/tools'); import soak_schedule as s; s.print_schedule(json.load(open('$out/schedule.json')))" \
+    | tee "$out/schedule.txt"
+else
+  $PY "$ROOT/tools/soak_schedule.py" --seed "$seed" --minutes "$minutes" --json "$out/schedule.json" \
+    | tee "$out/schedule.txt" || exit 2
+fi
+
+lab() { "$ROOT/scripts/lab.sh" "$@"; }
+lab up --gateways 3
+rc=$?
+if [ "$rc" = 3 ]; then echo "SKIP: network namespaces cannot be created here"; exit 77; fi
+if [ "$rc" != 0 ]; then echo "soak: the fleet lab did not come up"; lab down; exit 1; fi
+driver=""
+cleanup() { [ -n "$driver" ] && kill "$driver" 2>/dev/null; lab down >/dev/null 2>&1; rm -f "$LAB_DIR/www/blob.bin"; }
+trap cleanup EXIT
+trap 'echo "soak: interrupted"; exit 1' INT TERM   # (meson's timeout) the EXIT trap tears the lab down
+echo "soak: lab up in $((SECONDS - t_start)) s; running $minutes min (out: $out; load $(cut -d' ' -f1-3 /proc/loadavg))"
+
+$PY "$ROOT/tools/soak_run.py" --out "$out" --schedule "$out/schedule.json" --src "$ROOT" \
+  --build "$GWLB_BUILD" --prefix "$LAB_PREFIX" --lab-dir "$LAB_DIR" \
+  --streams "${SOAK_STREAMS:-24}" --stream-rate "${SOAK_STREAM_RATE:-16000}" \
+  --conn-rate "${SOAK_CONN_RATE:-200}" --udp-flows "${SOAK_UDP_FLOWS:-8}" --ping-rate "${SOAK_PING_RATE:-5}" &
+driver=$!
+wait "$driver"
+run_rc=$?
+driver=""
+lab down >/dev/null 2>&1
+rm -f "$LAB_DIR/www/blob.bin"
+trap - EXIT
+[ "$run_rc" = 0 ] || echo "soak: the driver failed (exit $run_rc); checking what it wrote"
+
+$PY "$ROOT/tools/soak_check.py" "$out"
+rc=$?
+[ "$run_rc" = 0 ] || rc=1
+echo "soak: $((SECONDS - t_start)) s in all; report: $out/report.md"
+exit $rc

@@ -1,0 +1,277 @@
+#!/usr/bin/python3
+"""tools/soak_check.py's invariants on synthetic runs (suite unit, test
+soak_check): a clean run passes every one; each defect the soak is there to
+find — a leaking RSS series, an fd leak, a drop no fault explains, a broken
+stream, a flow that changes appliance, a flow table that does not empty, a
+BFD flap, a lost datagram, a gwlbd that died, sync junk from nowhere — fails
+the invariant that owns it and only that one; the matching fault in the
+schedule makes it pass again.
+"""
+import copy
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+import soak_check as C  # noqa: E402
+
+TOTAL, TRAFFIC = 200, 120
+DROPS = ["drop_flow_table_full", "drop_geneve_truncated", "drop_l2_broadcast", "drop_return_after_move"]
+
+
+def clean():
+    """A run where nothing went wrong: 3 gateways, one stream on app1, one UDP flow."""
+    samples = {}
+    for gw in (1, 2, 3):
+        rows = []
+        for t in range(-5, TOTAL + 1):
+            row = {"t": float(t), "gw": gw, "pid": 100.0 + gw, "up": 1, "rss_kb": 100000.0, "fds": 30.0,
+                   "threads": 3.0, "server_ids": 2.0, "cpu_ctl_s": t * 0.01, "api_ms": 1.0, "loop_gap_ms": 0.1,
+                   "flows": 2.0 if t < 0 else (1000.0 if t < TRAFFIC + 60 else 0.0), "frag_entries": 0.0,
+                   "nexthops": "123"}
+            for c in DROPS:
+                row[c] = 5.0
+            for c in C.SYNC_CAUSES:
+                row[c] = 0.0
+            rows.append(row)
+        samples[gw] = rows
+    traffic = [{"ev": "open", "id": 0, "sport": 40000, "t": 0.1},
+               {"ev": "stream", "id": 0, "sport": 40000, "t_open": 0.1, "t_close": TRAFFIC + 1, "sent": 1000,
+                "received": 1000, "ok": True, "error": None, "max_stall": 0.2, "stall_at": 3.0},
+               {"ev": "done", "t": TRAFFIC + 1, "stream_bytes_verified": 1000, "short_ok": 100, "short_fail": 0,
+                "udp_sent": 10, "udp_received": 10, "udp_lost": 0, "ping_sent": 5, "ping_received": 5, "ping_lost": 0}]
+    rounds = [{"t0": t - 5.0, "t1": float(t), "apps": {"app1": {"flows": {"6:40000": [10, 10, 0], "17:41000": [5, 5, 0]}},
+                                                   "app2": {"flows": {}}},
+               "gws": {g: {"6:40000": "app1", "17:41000": "app1"} for g in ("1", "2", "3")}}
+              for t in range(5, TRAFFIC + 1, 5)]
+    run = {"t0": 0, "total_s": TOTAL, "traffic_s": TRAFFIC, "seed": 1, "minutes": TOTAL / 60, "t_end": 1}
+    return C.Data(run, [], samples, traffic, rounds, {"events": []})
+
+
+def event(kind, target, start, end=None, **extra):
+    e = {"id": 0, "lane": "x", "kind": kind, "target": target, "params": {}, "planned": start, "dur": 0,
+         "start": start, "end": end if end is not None else start, "outcome": "ok"}
+    e.update(extra)
+    return e
+
+
+def results(data):
+    return {r.name: r for r in C.check_all(data)}
+
+
+class SoakCheck(unittest.TestCase):
+    def assertOnlyFails(self, data, name):
+        res = results(data)
+        failed = sorted(n for n, r in res.items() if not r.ok)
+        self.assertEqual(failed, [name], {n: r.failures for n, r in res.items() if not r.ok})
+
+    def assertAllPass(self, data):
+        res = results(data)
+        self.assertEqual({n: r.failures for n, r in res.items() if not r.ok}, {})
+
+    def test_clean_run_passes(self):
+        self.assertAllPass(clean())
+
+    def test_leaking_rss_fails_flat_rss_passes(self):
+        d = clean()
+        for row in d.samples[1]:  # +2 % over the second half, a little every second
+            if row["t"] >= TOTAL / 2:
+                row["rss_kb"] = 100000 * (1 + 0.02 * (row["t"] - TOTAL / 2) / (TOTAL / 2))
+        self.assertOnlyFails(d, "leaks")
+        d = clean()
+        for row in d.samples[1]:  # +0.5 %: within the bound
+            if row["t"] >= TOTAL / 2:
+                row["rss_kb"] = 100000 * (1 + 0.005 * (row["t"] - TOTAL / 2) / (TOTAL / 2))
+        self.assertAllPass(d)
+
+    def test_growth_in_the_first_half_is_not_a_leak(self):
+        d = clean()
+        for row in d.samples[2]:
+            row["rss_kb"] = 100000 * (1 + 0.05 * min(row["t"], TOTAL / 2 - 20) / TOTAL)
+        self.assertAllPass(d)
+
+    def test_fd_leak_fails(self):
+        d = clean()
+        for row in d.samples[3]:
+            if row["t"] > TOTAL - 30:
+                row["fds"] = 31.0
+        self.assertOnlyFails(d, "leaks")
+
+    def test_unexplained_drop_fails(self):
+        d = clean()
+        for row in d.samples[1]:
+            if row["t"] >= 50:
+                row["drop_flow_table_full"] = 6.0  # no fault causes it
+        self.assertOnlyFails(d, "drops")
+
+    def test_hostile_drop_is_explained_on_its_gateway_only(self):
+        d = clean()
+        for row in d.samples[1]:
+            if row["t"] >= 50:
+                row["drop_geneve_truncated"] = 500.0
+        d.events = [event("frames", "gw1", 49.6)]
+        self.assertAllPass(d)
+        d.events = [event("frames", "gw2", 49.6)]  # another gateway's burst
+        self.assertOnlyFails(d, "drops")
+        d.events = [event("frames", "gw1", 20.0)]  # long over
+        self.assertOnlyFails(d, "drops")
+
+    def test_background_counters_need_no_fault(self):
+        d = clean()
+        for row in d.samples[2]:
+            row["drop_l2_broadcast"] += row["t"] + 5
+        self.assertAllPass(d)
+
+    def test_a_restart_is_not_a_drop(self):
+        d = clean()
+        for row in d.samples[2]:  # a new process: counters from 0, then up again
+            if row["t"] >= 60:
+                row["pid"] = 999.0
+                row["drop_flow_table_full"] = 0.0 if row["t"] < 61 else 0.0
+        d.events = [event("gw_restart", "gw2", 58.0, 60.0)]
+        self.assertAllPass(d)
+
+    def test_broken_stream_fails_unless_it_crossed_a_killed_gateway(self):
+        d = clean()
+        s = d.traffic[1]
+        s.update(ok=False, error="recv: Connection timed out", received=500, t_close=70.0)
+        self.assertOnlyFails(d, "streams")
+        d.events = [event("gw_kill", "gw2", 45.0, 55.0, stopped_at=45.1, affected={"tcp": [40000], "udp": []})]
+        self.assertAllPass(d)
+        d.events = [event("gw_kill", "gw2", 45.0, 55.0, stopped_at=45.1, affected={"tcp": [40001], "udp": []})]
+        self.assertOnlyFails(d, "streams")
+        d.events = [event("gw_term", "gw2", 45.0, 55.0, stopped_at=45.1, affected={"tcp": [40000], "udp": []})]
+        self.assertOnlyFails(d, "streams")  # a graceful stop must lose nothing
+
+    def test_appliance_change_needs_its_appliance_out_of_service(self):
+        base = clean()
+        for rd in base.rounds:
+            if rd["t1"] >= 60:
+                rd["apps"]["app2"]["flows"] = rd["apps"]["app1"]["flows"]
+                rd["apps"]["app1"]["flows"] = {}
+        d = copy.deepcopy(base)
+        self.assertOnlyFails(d, "appliance")
+        d.events = [event("app_fail", "app1", 57.0, 66.0)]
+        self.assertAllPass(d)
+        d.events = [event("app_fail", "app2", 57.0, 66.0)]  # the other one failed
+        self.assertOnlyFails(d, "appliance")
+        d.events = [event("weight", "app1", 57.0, 66.0)]    # weight 0 keeps flows where they are
+        self.assertOnlyFails(d, "appliance")
+        d.events = [event("remove", "app1", 50.0, 62.0)]
+        self.assertAllPass(d)
+
+    def test_gateways_that_disagree_too_long_fail(self):
+        def diverge(d, t_from, t_to):
+            for rd in d.rounds:
+                if t_from <= rd["t1"] <= t_to:
+                    rd["gws"]["3"]["17:41000"] = "app2"  # gw3 still has it where it was
+        d = clean()
+        diverge(d, 40, 90)  # 50 s: longer than a refresh interval (20 s) and 15 s
+        self.assertOnlyFails(d, "agree")
+        d = clean()
+        diverge(d, 40, 55)  # healed by the next refresh
+        self.assertAllPass(d)
+        d = clean()
+        diverge(d, 40, 90)
+        d.events = [event("mgmt_down", "gw3", 38.0, 70.0)]  # the sync was cut most of the time
+        self.assertAllPass(d)
+
+    def test_flow_table_not_back_to_idle_fails(self):
+        d = clean()
+        for row in d.samples[1]:
+            if row["t"] > TRAFFIC + 60:
+                row["flows"] = 40.0  # entries nobody expires
+        self.assertOnlyFails(d, "idle")
+
+    def test_bfd_flap_fails_unless_the_gateway_was_stopped(self):
+        d = clean()
+        for row in d.samples[1]:
+            if 40 <= row["t"] <= 42:
+                row["nexthops"] = "13"
+        self.assertOnlyFails(d, "nexthops")
+        d.events = [event("bird_restart", "gw2", 39.5, 41.0)]
+        self.assertAllPass(d)
+
+    def test_lost_datagram_needs_a_fault_on_its_path(self):
+        d = clean()
+        d.traffic.append({"ev": "fail", "t": 30.0, "what": "udp", "reason": "no echo", "sport": 41000})
+        self.assertOnlyFails(d, "losses")
+        d.events = [event("app_fail", "app2", 29.0, 35.0)]  # not the flow's appliance
+        self.assertOnlyFails(d, "losses")
+        d.events = [event("app_fail", "app1", 29.0, 35.0)]
+        self.assertAllPass(d)
+        d.events = [event("gw_kill", "gw3", 29.5, 35.0, stopped_at=29.6, affected={"tcp": [], "udp": [41000]})]
+        self.assertAllPass(d)
+
+    def test_a_gwlbd_that_died_unasked_fails(self):
+        d = clean()
+        for row in d.samples[3]:
+            if 80 <= row["t"] <= 82:
+                row.update(pid=None, up=0)
+        self.assertOnlyFails(d, "alive")
+        d.events = [event("gw_term", "gw3", 79.0, 82.0)]
+        self.assertAllPass(d)
+
+    def test_sync_auth_failures_need_junk(self):
+        d = clean()
+        for row in d.samples[2]:
+            if row["t"] >= 90:
+                row["sync_auth_failures"] = 3.0
+        self.assertOnlyFails(d, "sync")
+        d.events = [event("sync_junk", "gw2", 89.5)]
+        self.assertAllPass(d)
+
+    def test_a_cold_start_needs_the_sync_cut(self):
+        d = clean()
+        d.events = [event("gw_restart", "gw2", 30.0, 36.0, warm_start={"state": "timed_out", "flows_received": 0})]
+        self.assertOnlyFails(d, "events")
+        d.events.append(event("mgmt_down", "gw2", 29.0, 33.0))
+        self.assertAllPass(d)
+
+    def test_snapshots_left_alive_fail(self):
+        d = clean()
+        for row in d.samples[1]:
+            row["snaps_live"] = 1.0 if row["t"] < TOTAL - 20 else 3.0  # never retired
+        self.assertOnlyFails(d, "leaks")
+
+    def test_an_invalid_config_accepted_fails(self):
+        d = clean()
+        d.events = [event("reload_invalid", "gw1", 30.0, outcome="error: an invalid config was accepted")]
+        self.assertOnlyFails(d, "events")
+
+    def test_a_run_in_progress_leaves_end_invariants_unjudged(self):
+        d = clean()
+        del d.run["t_end"]
+        res = results(d)
+        self.assertFalse(res["leaks"].judged)
+        self.assertFalse(res["idle"].judged)
+        self.assertTrue(all(r.ok for r in res.values()))
+
+    def test_files_load_and_the_last_event_record_wins(self):
+        import json
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            json.dump({"t0": 1000.0, "total_s": 20, "traffic_s": 10}, open(os.path.join(d, "run.json"), "w"))
+            with open(os.path.join(d, "events.jsonl"), "w") as f:
+                for e in (event("gw_kill", "gw2", 3.0, outcome="running"), event("gw_kill", "gw2", 3.0, 5.0),
+                          dict(event("drain", "app1", 4.0, outcome="running"), id=1)):
+                    f.write(json.dumps(e) + "\n")
+                f.write('{"id": 2, "kind": "half a li')  # a line being written
+            with open(os.path.join(d, "samples.csv"), "w") as f:
+                f.write("t,gw,pid,up,rss_kb,nexthops\n1.0,1,42,1,1000,123\n2.0,1,,0,,12\n")
+            with open(os.path.join(d, "traffic.jsonl"), "w") as f:
+                f.write(json.dumps({"ev": "open", "id": 0, "sport": 5, "t": 1001.5}) + "\n")
+            data = C.Data.load(d)
+            self.assertEqual([(e["kind"], e["outcome"], e["end"]) for e in data.events],
+                             [("gw_kill", "ok", 5.0), ("drain", "running", float("inf"))])
+            self.assertEqual(data.samples[1][0]["rss_kb"], 1000.0)
+            self.assertIsNone(data.samples[1][1]["pid"])
+            self.assertEqual(data.traffic[0]["t"], 1.5)  # Unix time -> seconds from traffic start
+            self.assertFalse(data.finished)
+            json.dump({"t0": 1000.0, "total_s": 20, "t_end": 1030.0}, open(os.path.join(d, "run.json"), "w"))
+            ended = C.Data.load(d)  # finished: a drain that never ended is an error
+            self.assertTrue(ended.events[1]["outcome"].startswith("error"))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
