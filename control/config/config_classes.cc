@@ -251,6 +251,8 @@ void checkClasses(const Config& c, Report& r, UnknownNames unknown) {
       if (!tc.listener.empty())
         r.add(cp + ".listener", std::string("applies to action inspect only; action is ") +
                                     toString(tc.action) + " (the flow reaches no listener): remove it");
+    } else if (unknown.listeners) {
+      // `listeners` (or a name in it) failed to parse: its error says what is wrong.
     } else if (c.listeners.empty()) {
       if (!tc.listener.empty() && tc.listener != "default")
         r.add(cp + ".listener", quote(tc.listener) + " is not a listener: without `listeners` the only "
@@ -259,7 +261,7 @@ void checkClasses(const Config& c, Report& r, UnknownNames unknown) {
     } else if (tc.listener.empty()) {
       r.add(cp + ".listener", "is required: action inspect sends the flow to a listener; name one of "
                               "listeners (or set action: bypass or drop)");
-    } else if (!listeners.count(tc.listener) && !unknown.listeners) {
+    } else if (!listeners.count(tc.listener)) {
       r.add(cp + ".listener", quote(tc.listener) + " is not a listener in listeners");
     }
     const auto& ports = tc.match.ingress_ports;

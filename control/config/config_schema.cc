@@ -421,6 +421,7 @@ void checkLogLevel(const void* v, const std::string& path, Report& r) {
 
 constexpr std::string_view kAfterProtocol[] = {"protocol"};
 constexpr std::string_view kAfterProtocolVerify[] = {"protocol", "verify"};
+constexpr std::string_view kAfterAction[] = {"action"};
 constexpr std::string_view kNameRule = "1..63 of `A-Z a-z 0-9 _ . -`, unique";
 
 const Key kServerKeys[] = {
@@ -774,6 +775,7 @@ const Key kClassKeys[] = {
      .enm = &kClassAction},
     {.name = "listener", .kind = Kind::kString, .acc = member<&TrafficClassConfig::listener>(),
      .doc = "`inspect` only: the listener the class's new flows go to.", .what = "a listener name",
+     .after = kAfterAction,
      .range_doc = "a listener; without `listeners`: none or `default`",
      .default_doc = "none (required with `listeners`)"},
 };
