@@ -4,7 +4,8 @@
 // line of doc. One table drives the parser (config_parse.cc), the per-key
 // checks (config_validate.cc), configKeyPaths(), the reload diff and the key
 // table in docs/config.md (config_reload.cc). Rules between keys (names,
-// references, duplicates, overlaps) are hand-written in config_cross.cc.
+// references, duplicates, overlaps) are hand-written in config_cross.cc
+// (traffic classes: config_classes.cc).
 //
 // Adding a key: add the member (with its default) to the struct in config.h
 // and one Key to its section in config_schema.cc; then a bad-value case in

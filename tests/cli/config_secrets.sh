@@ -4,8 +4,8 @@
 #  1. the bad secret-file variants (mode 0644, a symbolic link, too short,
 #     missing, fleet.secret and a node.flow_hash_secret file holding different keys)
 #     and dataplane.workers beyond the lcores of `eal`: both checkers refuse
-#     each one (exit 2) with the same `key.path: message` line; so are a bad
-#     traffic class value and a shadowed class's warning (issue 27);
+#     each one (exit 2) with the same `key.path: message` line; likewise a bad
+#     traffic class value, and a shadowed class is the same warning (issue 27);
 #  2. a running gwlbd keyed from fleet.secret_file: a new key written to the
 #     same file is reported under restart_needed; the file made 0644, or
 #     removed, fails the reload (invalid_config) and the running config stays.
