@@ -24,6 +24,7 @@ const char* toString(GeneveFormat f) { return schema::kGeneveFormat.nameOf(uint6
 const char* toString(HealthProtocol p) { return schema::kHealthProtocol.nameOf(uint64_t(p)); }
 const char* toString(WhenAllUnhealthy w) { return schema::kWhenAllUnhealthy.nameOf(uint64_t(w)); }
 const char* toString(FailoverMode m) { return schema::kFailoverMode.nameOf(uint64_t(m)); }
+const char* toString(ClassAction a) { return schema::kClassAction.nameOf(uint64_t(a)); }
 
 std::string formatErrors(const std::vector<ConfigError>& errors) {
   std::string out;

@@ -203,11 +203,14 @@ struct TrafficClassMatch {
   std::vector<PortRange> l4_ports;           // ports and ranges "1000-2000"
 };
 enum class ClassAction : uint8_t { kInspect, kBypass, kDrop };
+const char* toString(ClassAction a);  // "inspect", "bypass", "drop"
 struct TrafficClassConfig {
   std::string name;                          // 1..63 chars, unique
   TrafficClassMatch match;
   ClassAction action = ClassAction::kInspect;
-  std::string listener;                      // inspect: a configured listener's name
+  // inspect: a configured listener's name. Without `listeners` it is empty
+  // or "default": the implicit listener 0 over the first server group.
+  std::string listener;
 };
 
 // HTTP health endpoint for consumers: GET /destinations/<listener> -> 200 / 503.
@@ -269,7 +272,7 @@ struct Config {
   std::vector<HealthSourceConfig> health_sources;
   std::vector<CompositeHealthCheckConfig> composite_health_checks;
   // Empty: one implicit listener over the first server group.
-  std::vector<ListenerConfig> listeners;     // 0..16; the first receives all inspected traffic
+  std::vector<ListenerConfig> listeners;     // 0..16; without traffic_classes the first receives all inspected traffic
   // 0..1000, first match wins; empty: every packet goes to the first listener
   std::vector<TrafficClassConfig> traffic_classes;
   HealthEndpointConfig health_endpoint;
@@ -346,7 +349,10 @@ unsigned ealLcoreCount(const std::vector<std::string>& eal);
 std::string checkLcores(const Config& c, const std::vector<std::string>& eal);
 
 // What a valid config most likely did not mean, each with its key path: a
-// server group no listener serves (without `listeners`, any but the first).
+// server group no listener serves (without `listeners`, any but the first);
+// a traffic class an earlier one shadows (no packet can reach it), an
+// inspect class whose listener has no server group, a listener no class
+// names (with traffic_classes).
 // gwlbd logs them at start and on reload; --check-config and `gwlbctl config
 // check` print them (they do not make the file invalid). Thread: any.
 std::vector<ConfigError> configWarnings(const Config& c);

@@ -37,6 +37,7 @@ class Cross {
     listen(c);
     regions(c);
     fleet(c);
+    checkClasses(c, r_, unknown_);
   }
 
  private:
@@ -317,6 +318,7 @@ std::vector<ConfigError> configWarnings(const Config& c) {
       out.push_back({path, "server group '" + name + "' is in no listener, so it receives no "
                            "traffic; add it to a listener's server_groups, or remove it"});
   }
+  schema::classWarnings(c, out);
   return out;
 }
 

@@ -9,8 +9,9 @@ namespace gwlb::ctl {
 
 namespace {
 
-constexpr const char* kNames[kDigestSections] = {"groups",  "appliances",    "weights",  "listeners",
-                                                 "regions", "health_checks", "timeouts", "hash"};
+constexpr const char* kNames[kDigestSections] = {"groups",        "appliances", "weights",
+                                                 "listeners",     "regions",    "health_checks",
+                                                 "timeouts",      "hash",       "classes"};
 
 // A section's canonical text: one "key=value" line per setting, lists in a
 // fixed order (appliances by address: their order in the file changes
@@ -100,6 +101,37 @@ std::string sectionText(DigestSection sec, const Config& c, const FlowHashKey& k
       for (const std::string& g : l.server_groups) t.put(p + "server_group", g);
       t.put(p + "failback_hold_s", l.failback_hold_s);
       t.put(p + "when_all_unhealthy", toString(l.when_all_unhealthy));
+    }
+  }
+  if (sec == DigestSection::kClasses) {
+    // In order (first match wins); the values of one match field sorted
+    // (their order changes nothing a node decides).
+    for (size_t i = 0; i < c.traffic_classes.size(); ++i) {
+      const TrafficClassConfig& tc = c.traffic_classes[i];
+      std::string p = "class." + std::to_string(i) + ".";
+      t.put(p + "name", tc.name);
+      t.put(p + "action", toString(tc.action));
+      t.put(p + "listener", tc.listener);
+      auto field = [&](const char* name, std::vector<std::string> v) {
+        std::sort(v.begin(), v.end());
+        for (const std::string& x : v) t.put(p + name, x);
+      };
+      const TrafficClassMatch& m = tc.match;
+      std::vector<std::string> v;
+      for (uint16_t x : m.ingress_ports) v.push_back(std::to_string(x));
+      field("ingress_port", std::move(v));
+      v.clear();
+      for (uint16_t x : m.vlans) v.push_back(std::to_string(x));
+      field("vlan", std::move(v));
+      v.clear();
+      for (const PrefixConfig& x : m.prefixes) v.push_back(x.addr.str() + "/" + std::to_string(x.len));
+      field("prefix", std::move(v));
+      v.clear();
+      for (uint8_t x : m.protocols) v.push_back(std::to_string(x));
+      field("protocol", std::move(v));
+      v.clear();
+      for (const PortRange& x : m.l4_ports) v.push_back(std::to_string(x.lo) + "-" + std::to_string(x.hi));
+      field("l4_port", std::move(v));
     }
   }
   if (sec == DigestSection::kRegions) {

@@ -35,8 +35,9 @@ enum class DigestSection : uint8_t {
   kHealthChecks = 6,  // each group's probe settings
   kTimeouts = 7,      // idle timeouts, draining timeout
   kHash = 8,          // the flow hash key, stickiness, Maglev table sizes
+  kClasses = 9,       // traffic classes in order: name, action, listener, match fields
 };
-inline constexpr uint8_t kDigestSections = 8;
+inline constexpr uint8_t kDigestSections = 9;
 // "groups", "appliances", ...; nullptr for an id this version does not know.
 const char* digestSectionName(uint8_t id);
 

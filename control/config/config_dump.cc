@@ -123,6 +123,19 @@ struct Writer {
           for (const IpAddr& a : l) line(indent + 2, "- " + yamlString(a.str()));
           break;
         }
+        case Kind::kItems: {
+          size_t n = k.acc.count(obj);
+          if (n == 0) continue;
+          std::string items;
+          for (size_t i = 0; i < n; ++i) {
+            // Numbers and port ranges plain, the rest (tcp, prefixes) quoted.
+            std::string t = k.item->text(k.acc.citem(obj, i));
+            bool plain = !t.empty() && t.find_first_not_of("0123456789-") == std::string::npos;
+            items += (i ? ", " : "") + (plain ? t : yamlString(t));
+          }
+          line(indent, name + ": [" + items + "]");
+          break;
+        }
         default: {
           std::optional<std::string> v = scalar(k, obj);
           if (!v) continue;

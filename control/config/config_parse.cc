@@ -285,6 +285,20 @@ class Parser {
         }
         return;
       }
+      case Kind::kItems: {
+        if (!list(v, p, k) || v.IsNull()) return;
+        // Failed items stay default so that later items keep their index.
+        for (size_t i = 0; i < v.size(); ++i) {
+          const std::string ip = index(p, i);
+          void* item = k.acc.append(owner);
+          const std::string* s = scalar(v[i], ip, std::string(k.item_what));
+          if (!s) continue;
+          std::string err;
+          if (k.item->parse(*s, item, err)) written_[ip] = *s;
+          else fail(ip, quote(*s) + err);
+        }
+        return;
+      }
       case Kind::kOctalMode:
         if (const std::string* s = scalar(v, p, "an octal file mode like 0660")) {
           bool octal = !s->empty() && s->size() <= 4 &&

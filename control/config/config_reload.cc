@@ -91,6 +91,7 @@ std::string typeOf(const Key& k) {
     case Kind::kStrings: return "list of strings";
     case Kind::kIpv6List: return "list of IPv6 addresses";
     case Kind::kOctalMode: return "octal string";
+    case Kind::kItems: return "list";
   }
   return "?";
 }
@@ -114,6 +115,7 @@ std::string rangeOf(const Key& k) {
     case Kind::kList:
     case Kind::kStrings:
     case Kind::kIpv6List:
+    case Kind::kItems:
       return (k.needs_one ? "1.." : "at most ") + std::to_string(k.range.hi);
     default: return "";
   }
@@ -128,7 +130,8 @@ std::string defaultOf(const Key& k, const void* owner) {
   switch (k.kind) {
     case Kind::kSection: return "all defaults";
     case Kind::kList:
-    case Kind::kIpv6List: return "empty";
+    case Kind::kIpv6List:
+    case Kind::kItems: return "empty";
     case Kind::kUint: return code(schema::numStr(k.acc.get(owner), k.range.hex));
     case Kind::kSeconds: return code(std::to_string(k.acc.get(owner)) + "s");
     case Kind::kMillis: return code(millisText(k.acc.get(owner)));

@@ -64,6 +64,9 @@ constexpr Range kWarmIdleMsRange{100, 600000};
 constexpr Range kIdleSleepRange{0, 10000};
 constexpr Range kGraceRange{0, 3600};
 constexpr Range kBirdProtocolsList{1, 16};
+constexpr Range kClassesList{0, kMaxClasses};
+constexpr Range kMatchSmallList{0, 256};   // ingress_ports, protocols
+constexpr Range kMatchLargeList{0, 1024};  // vlans, prefixes, l4_ports
 
 // ---------------------------------------------------------------------------
 // Enums: each grammar once (when_all_unhealthy serves groups and listeners).
@@ -83,6 +86,9 @@ constexpr EnumName kWhenAllNames[] = {{"fail_open", uint64_t(WhenAllUnhealthy::k
                                       {"drop", uint64_t(WhenAllUnhealthy::kDrop)}};
 constexpr EnumName kFailoverNames[] = {{"no_rebalance", uint64_t(FailoverMode::kNoRebalance)},
                                        {"rebalance", uint64_t(FailoverMode::kRebalance)}};
+constexpr EnumName kClassActionNames[] = {{"inspect", uint64_t(ClassAction::kInspect)},
+                                          {"bypass", uint64_t(ClassAction::kBypass)},
+                                          {"drop", uint64_t(ClassAction::kDrop)}};
 constexpr EnumName kLogLevelNames[] = {{"trace", 0}, {"debug", 1},    {"info", 2}, {"warn", 3},
                                        {"error", 4}, {"critical", 5}, {"off", 6}};
 
@@ -100,6 +106,8 @@ const EnumDesc kWhenAllUnhealthy{kWhenAllNames, "fail_open or drop",
                                  " is not allowed; use fail_open or drop"};
 const EnumDesc kFailoverMode{kFailoverNames, "no_rebalance or rebalance",
                              " is not allowed; use no_rebalance or rebalance"};
+const EnumDesc kClassAction{kClassActionNames, "inspect, bypass or drop",
+                             " is not a class action; use inspect, bypass or drop"};
 const EnumDesc kLogLevel{kLogLevelNames, "a log level", ""};
 
 bool validName(const std::string& n) {
@@ -413,6 +421,7 @@ void checkLogLevel(const void* v, const std::string& path, Report& r) {
 
 constexpr std::string_view kAfterProtocol[] = {"protocol"};
 constexpr std::string_view kAfterProtocolVerify[] = {"protocol", "verify"};
+constexpr std::string_view kAfterAction[] = {"action"};
 constexpr std::string_view kNameRule = "1..63 of `A-Z a-z 0-9 _ . -`, unique";
 
 const Key kServerKeys[] = {
@@ -719,6 +728,59 @@ const Key kListenerKeys[] = {
 };
 const Section kListenerSection{"listeners[]", kListenerKeys};
 
+// --- Traffic classes (issue 27; items and rules in config_classes.cc).
+const Key kMatchKeys[] = {
+    {.name = "ingress_ports", .kind = Kind::kItems, .acc = member<&TrafficClassMatch::ingress_ports>(),
+     .doc = "DPDK ports the packet came in on; list both directions' ports.",
+     .range = kMatchSmallList, .what = "a list of DPDK port ids", .item_what = "a port id",
+     .items = "ports", .item = &kPortItem, .check = checkIngressPorts,
+     .type_doc = "list of integers", .range_doc = "at most 256 of 0..65535, unique, not a port of role appliance",
+     .default_doc = "empty (any)"},
+    {.name = "vlans", .kind = Kind::kItems, .acc = member<&TrafficClassMatch::vlans>(),
+     .doc = "VLAN id the packet came with (0: untagged); list both directions' VLANs.",
+     .range = kMatchLargeList, .what = "a list of VLAN ids", .item_what = "a VLAN id",
+     .items = "VLANs", .item = &kVlanItem, .check = checkVlans, .type_doc = "list of integers",
+     .range_doc = "at most 1024 of 0..4094, unique", .default_doc = "empty (any)"},
+    {.name = "prefixes", .kind = Kind::kItems, .acc = member<&TrafficClassMatch::prefixes>(),
+     .doc = "IPv4 and IPv6 networks; either endpoint's address in one matches.",
+     .range = kMatchLargeList, .what = "a list of CIDR prefixes", .item_what = "a CIDR prefix",
+     .items = "prefixes", .item = &kPrefixItem, .check = checkPrefixes,
+     .type_doc = "list of CIDR prefixes",
+     .range_doc = "at most 1024, `10.9.0.0/16`, `2001:db8::/32`; host bits zero, unique",
+     .default_doc = "empty (any)"},
+    {.name = "protocols", .kind = Kind::kItems, .acc = member<&TrafficClassMatch::protocols>(),
+     .doc = "IP protocol of the flow (IPv6: after the extension headers).", .range = kMatchSmallList,
+     .what = "a list of protocols", .item_what = "a protocol", .items = "protocols",
+     .item = &kProtocolItem, .check = checkProtocols, .type_doc = "list of strings or integers",
+     .range_doc = "`tcp`, `udp`, `icmp`, `icmpv6`, `sctp`, 0..255; unique", .default_doc = "empty (any)"},
+    {.name = "l4_ports", .kind = Kind::kItems, .acc = member<&TrafficClassMatch::l4_ports>(),
+     .doc = "Ports and ranges; either endpoint's port in one matches.", .range = kMatchLargeList,
+     .what = "a list of ports and ranges", .item_what = "a port or range", .items = "ports",
+     .item = &kL4PortItem, .check = checkL4Ports, .type_doc = "list of ports and ranges",
+     .range_doc = "at most 1024 of `873`, `1000-2000` (0..65535, low first), unique",
+     .default_doc = "empty (any)"},
+};
+const Section kMatchSection{"traffic_classes[].match", kMatchKeys};
+
+const Key kClassKeys[] = {
+    {.name = "name", .kind = Kind::kString, .acc = member<&TrafficClassConfig::name>(),
+     .doc = "Its name in `gwlbctl classes`, metrics and logs.", .required = true,
+     .what = "a class name", .range_doc = kNameRule},
+    {.name = "match", .kind = Kind::kSection, .acc = member<&TrafficClassConfig::match>(),
+     .doc = "Every field given must match; absent or empty: every packet.", .sub = &kMatchSection,
+     .default_doc = "every packet"},
+    {.name = "action", .kind = Kind::kEnum, .acc = member<&TrafficClassConfig::action>(),
+     .doc = "`inspect`: to `listener`; `bypass`: straight back to its L2 neighbour, no Geneve; "
+            "`drop`.",
+     .enm = &kClassAction},
+    {.name = "listener", .kind = Kind::kString, .acc = member<&TrafficClassConfig::listener>(),
+     .doc = "`inspect` only: the listener the class's new flows go to.", .what = "a listener name",
+     .after = kAfterAction,
+     .range_doc = "a listener; without `listeners`: none or `default`",
+     .default_doc = "none (required with `listeners`)"},
+};
+const Section kClassSection{"traffic_classes[]", kClassKeys};
+
 const Key kHealthEndpointKeys[] = {
     {.name = "listen", .kind = Kind::kString, .acc = member<&HealthEndpointConfig::listen>(),
      .doc = "HTTP: `GET /destinations/NAME` answers 200 (healthy) or 503; `GET /destinations` all.",
@@ -831,6 +893,12 @@ const Key kRootKeys[] = {
      .what = "a list of listeners", .items = "listeners", .sub = &kListenerSection,
      .check = checkListenerCount, .range_doc = "at most 16",
      .default_doc = "one over the first group"},
+    {.name = "traffic_classes", .kind = Kind::kList, .acc = member<&Config::traffic_classes>(),
+     .doc = "Which new flows go to which listener, are bypassed or dropped: first match wins; "
+            "no match: dropped.",
+     .range = kClassesList, .what = "a list of traffic classes", .items = "classes",
+     .sub = &kClassSection, .check = checkClassCount, .range_doc = "at most 1000",
+     .default_doc = "none: everything to the first listener"},
     {.name = "health_endpoint", .kind = Kind::kSection, .acc = member<&Config::health_endpoint>(),
      .doc = "HTTP health of the listeners, for consumers.", .sub = &kHealthEndpointSection},
     {.name = "fleet", .kind = Kind::kSection, .acc = member<&Config::fleet>(),

@@ -4,7 +4,8 @@
 // line of doc. One table drives the parser (config_parse.cc), the per-key
 // checks (config_validate.cc), configKeyPaths(), the reload diff and the key
 // table in docs/config.md (config_reload.cc). Rules between keys (names,
-// references, duplicates, overlaps) are hand-written in config_cross.cc.
+// references, duplicates, overlaps) are hand-written in config_cross.cc
+// (traffic classes: config_classes.cc).
 //
 // Adding a key: add the member (with its default) to the struct in config.h
 // and one Key to its section in config_schema.cc; then a bad-value case in
@@ -48,6 +49,7 @@ enum class Kind : uint8_t {
   kStrings,   // list of strings
   kIpv6List,  // list of IPv6 addresses
   kOctalMode, // file mode as octal text ("0660"), at most 0777
+  kItems,     // list of scalars, each read by Key::item into a vector's item (traffic classes)
 };
 
 // Whether a changed value takes effect on reload or at the next restart.
@@ -86,7 +88,7 @@ struct Access {
 // The grammars of the enum keys (config_schema.cc); toString() of the enums
 // in config.h reads their names from here.
 extern const EnumDesc kStickiness, kGeneveFormat, kHealthProtocol, kPortRole, kWhenAllUnhealthy,
-    kFailoverMode, kLogLevel;
+    kFailoverMode, kLogLevel, kClassAction;
 
 class Report;
 struct Section;
@@ -94,6 +96,15 @@ struct Section;
 // An extra rule on one key's value (never on other keys): `value` points to
 // the member. Runs after the range check, and only if that passed.
 using Check = void (*)(const void* value, const std::string& path, Report& r);
+
+// kItems: reads one item's text into `item` (a default item the parser just
+// appended); false with `err` (the text after the quoted value) when it is not
+// one. Like the number kinds it checks syntax and that the value fits its
+// member, not ranges (Key::check does, on the typed list).
+struct ItemKind {
+  bool (*parse)(const std::string& text, void* item, std::string& err);
+  std::string (*text)(const void* item);  // the item as the parser reads it back
+};
 
 struct Key {
   std::string_view name;
@@ -111,6 +122,7 @@ struct Key {
   bool needs_one = false;             // lists: the limit reads "1..N", not "at most N"
   const Section* sub = nullptr;       // kSection, kList
   const EnumDesc* enm = nullptr;      // kEnum
+  const ItemKind* item = nullptr;     // kItems
   Check check = nullptr;
   // Per-key checks apply only when this holds for the owner (e.g. http-only keys).
   bool (*applies)(const void* owner) = nullptr;
@@ -252,6 +264,20 @@ struct UnknownNames {
 void checkKeys(const Config& c, Report& r);
 // The rules between keys (config_cross.cc).
 void checkCrossFields(const Config& c, Report& r, UnknownNames unknown);
+
+// Traffic classes (config_classes.cc): the item kinds and per-key checks of
+// traffic_classes[].match, the rules between classes and listeners, and the
+// warnings (a shadowed class, a listener no class sends traffic to).
+extern const ItemKind kPortItem, kVlanItem, kPrefixItem, kProtocolItem, kL4PortItem;
+void checkIngressPorts(const void* v, const std::string& path, Report& r);
+void checkVlans(const void* v, const std::string& path, Report& r);
+void checkPrefixes(const void* v, const std::string& path, Report& r);
+void checkProtocols(const void* v, const std::string& path, Report& r);
+void checkL4Ports(const void* v, const std::string& path, Report& r);
+void checkClassCount(const void* v, const std::string& path, Report& r);
+void checkClasses(const Config& c, Report& r, UnknownNames unknown);
+void classWarnings(const Config& c, std::vector<ConfigError>& out);
+inline constexpr size_t kMaxClasses = 1000;
 
 // Shared by the table's checks and the cross-field rules.
 bool validName(const std::string& n);      // [A-Za-z0-9_.-]{1,63}

@@ -4,7 +4,8 @@
 #  1. the bad secret-file variants (mode 0644, a symbolic link, too short,
 #     missing, fleet.secret and a node.flow_hash_secret file holding different keys)
 #     and dataplane.workers beyond the lcores of `eal`: both checkers refuse
-#     each one (exit 2) with the same `key.path: message` line;
+#     each one (exit 2) with the same `key.path: message` line; likewise a bad
+#     traffic class value, and a shadowed class is the same warning (issue 27);
 #  2. a running gwlbd keyed from fleet.secret_file: a new key written to the
 #     same file is reported under restart_needed; the file made 0644, or
 #     removed, fails the reload (invalid_config) and the running config stays.
@@ -84,6 +85,22 @@ agree lcores "^dataplane.workers: 2 worker\(s\) need 3 lcores.*give 2"
 config lcores_l "" "" 3 "0-2"
 sed -i 's/"--lcores=0-2"/"-l", "0-2"/' "$work/lcores_l.yaml"
 agree lcores_l "^dataplane.workers: 3 worker\(s\) need 4 lcores.*give 3"
+# Traffic classes (issue 27): an error with its key path, and a shadowed
+# class as the same warning line from both checkers (the file stays valid).
+config classes_bad "" "traffic_classes: [ { name: t, match: { l4_ports: [2000-1000] } } ]" 1 "0@(0-1),1@(0-1)"
+agree classes_bad "^traffic_classes\[0\]\.match\.l4_ports\[0\]: '2000-1000' is an empty range"
+config classes_shadowed "" "traffic_classes: [ { name: all }, { name: web, match: { l4_ports: [80] } } ]" 1 "0@(0-1),1@(0-1)"
+rc=0; "$gwlbd" --check-config "$work/classes_shadowed.yaml" > "$work/cs.gwlbd" 2>&1 || rc=$?
+rc2=0; "$gwlbctl" config check "$work/classes_shadowed.yaml" > "$work/cs.gwlbctl" 2>&1 || rc2=$?
+want="warning: traffic_classes\[1\]: class 'web' matches no packet: traffic_classes\[0\] \('all'\) comes first"
+w1=$(grep -E -m1 -- "$want" "$work/cs.gwlbd" | sed 's/^.*warning: //' || true)
+w2=$(grep -E -m1 -- "$want" "$work/cs.gwlbctl" | sed 's/^.*warning: //' || true)
+if [ "$rc" -ne 0 ] || [ "$rc2" -ne 0 ] || [ -z "$w1" ] || [ "$w1" != "$w2" ]; then
+  echo "FAIL classes_shadowed: exits $rc and $rc2 (want 0), one warning line matching '$want' from both:"
+  cat "$work/cs.gwlbd" "$work/cs.gwlbctl"; fail=1
+else
+  echo "ok   classes_shadowed: both warn: $w1"
+fi
 
 # --- Reload: the key, not the path; the file checked as at start.
 printf '%s\n' "$key_a" > "$work/fleet.key"; chmod 600 "$work/fleet.key"

@@ -251,6 +251,29 @@ def configs():
         "  warm_start_timeout: 10s\n  warm_start_connect_timeout: 500ms\n"
         "  warm_start_idle_timeout: 3s\n"
         "  bird: { socket: /run/bird/bird.ctl, protocols: [gwlb_routes] }\n  grace_period: 5s\n")
+    # Issue 27: traffic classes, every match field and action, and their bad values.
+    two = ("server_groups:\n  - { name: a, servers: [{address: 10.0.0.1}] }\n"
+           "  - { name: b, servers: [{address: 10.0.1.1}] }\n"
+           "listeners: [ { name: la, server_groups: [a] }, { name: lb, server_groups: [b] } ]\n")
+    c["classes"] = node + two + (
+        "traffic_classes:\n"
+        "  - name: tenant-a\n    match: { vlans: [100, 200, 0], ingress_ports: [0, 0x1] }\n"
+        "    listener: la\n"
+        "  - name: backups\n"
+        "    match: { prefixes: [10.9.0.0/16, \"2001:db8::/32\", 0.0.0.0/0], protocols: [tcp, udp, icmp,"
+        " icmpv6, sctp, 47], l4_ports: [873, 1000-2000, \"0-65535\"] }\n"
+        "    action: bypass\n"
+        "  - { name: quarantine, match: { vlans: [999] }, action: drop }\n"
+        "  - { name: rest, listener: lb }\n")
+    c["classes_bad"] = node + two + (
+        "traffic_classes:\n"
+        "  - { name: a, match: { vlans: [4095, -1, x, 5, 5], ingress_ports: [65536] }, listener: nope }\n"
+        "  - { name: a, match: { prefixes: [10.9.0.1/16, 10.0.0.0, 1.2.3.0/40, \"::1/129\", x/8],"
+        " protocols: [TCP, gre, 256], l4_ports: [2000-1000, 70000, 1000-, -5] }, action: pass }\n"
+        "  - { name: b, action: bypass, listener: la, listner: la, match: [1] }\n"
+        "  - { match: {}, action: drop }\n")
+    c["classes_implicit"] = node + grp + (
+        "traffic_classes: [ { name: web, match: { l4_ports: [80, 443] } }, { name: all, listener: default } ]\n")
     c["anchors_aliases"] = node + (
         "x-servers: &s [ { address: 10.0.0.1 } ]\nserver_groups:\n  - { name: a, servers: *s }\n")
     c["merge_key"] = node + ("base: &b { name: a }\nserver_groups:\n  - <<: *b\n"

@@ -1040,6 +1040,9 @@ health_aggregation_policies: [ { name: p, min_healthy_percent: 50, min_healthy_c
 health_sources: [ { name: s0, server_group: g0, policy: p }, { name: s1, server_group: g1 } ]
 composite_health_checks: [ { name: c0, sources: [s0], destination: l, dry_run: false } ]
 listeners: [ { name: l, server_groups: [g0, g1], failback_hold: 30s, when_all_unhealthy: drop } ]
+traffic_classes: [ { name: t, match: { ingress_ports: [1], vlans: [0, 100], prefixes: [10.0.0.0/8, "2001:db8::/32"],
+                                       protocols: [tcp, 47], l4_ports: [80, 1000-2000] },
+                     action: inspect, listener: l } ]
 health_endpoint: { listen: "127.0.0.1:8081" }
 fleet: { node_name: gw-1, secret: 00112233445566778899AABBCCDDEEFF, secret_file: /etc/gwlb/fleet.key,
          sync_listen: "10.0.0.1:7946", peers: ["10.0.0.2:7946", "[2001:db8::3]:7946"],
@@ -1345,6 +1348,17 @@ const std::vector<BadValue>& badValues() {
        "listeners[0].server_groups[1]"},
       {"listeners[0].failback_hold", "2h", {"0..3600 seconds"}},
       {"listeners[0].when_all_unhealthy", "panic", {"fail_open or drop"}},
+      // traffic_classes[] (every value in tests/unit/config/test_config_classes.cc)
+      {"traffic_classes", "t", {"expected a list of traffic classes"}},
+      {"traffic_classes[0].name", "''", {"required"}},
+      {"traffic_classes[0].match", "any", {"expected a map", "vlans"}},
+      {"traffic_classes[0].match.ingress_ports", "[0x10000]", {"out of range"}, "traffic_classes[0].match.ingress_ports[0]"},
+      {"traffic_classes[0].match.vlans", "[4095]", {"0..4094"}, "traffic_classes[0].match.vlans[0]"},
+      {"traffic_classes[0].match.prefixes", "[10.0.0.1/8]", {"host bits"}, "traffic_classes[0].match.prefixes[0]"},
+      {"traffic_classes[0].match.protocols", "[gre]", {"not a protocol"}, "traffic_classes[0].match.protocols[0]"},
+      {"traffic_classes[0].match.l4_ports", "[9-8]", {"empty range"}, "traffic_classes[0].match.l4_ports[0]"},
+      {"traffic_classes[0].action", "allow", {"inspect, bypass or drop"}},
+      {"traffic_classes[0].listener", "nope", {"not a listener"}},
   };
   return v;
 }

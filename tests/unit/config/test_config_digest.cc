@@ -69,6 +69,7 @@ TEST(ConfigDigest, EverySectionHasADigestAndANameOnTheWire) {
   }
   EXPECT_EQ(digestSectionName(0), nullptr);
   EXPECT_EQ(digestSectionName(kDigestSections + 1), nullptr) << "a newer peer's section is not compared";
+  EXPECT_STREQ(digestSectionName(9), "classes");
 }
 
 TEST(ConfigDigest, WhatDiffersPerNodeByDesignChangesNothing) {
@@ -91,6 +92,9 @@ TEST(ConfigDigest, AChangeInOneSectionIsReportedAsThatSection) {
   const Config base = parse(std::string(kNode1) + kShared + R"(
 listeners:
   - { name: web, server_groups: [firewalls] }
+traffic_classes:
+  - { name: tenant-a, match: { vlans: [100, 200], l4_ports: [80, 443] }, listener: web }
+  - { name: backups, match: { prefixes: [10.9.0.0/16] }, action: bypass }
 )");
   struct Case {
     std::vector<std::string> sections;
@@ -115,11 +119,20 @@ listeners:
       {{"timeouts"}, [](Config& c) { c.server_groups[0].tcp_idle_timeout_s = 600; }},
       {{"hash"}, [](Config& c) { c.server_groups[0].stickiness = Stickiness::kThreeTuple; }},
       {{"hash"}, [](Config& c) { c.server_groups[0].maglev_table_size = 251; }},
+      // Issue 27: the classes (a node that classifies otherwise sends flows elsewhere).
+      {{"classes"}, [](Config& c) { c.traffic_classes[0].match.vlans.push_back(300); }},
+      {{"classes"}, [](Config& c) { std::swap(c.traffic_classes[0], c.traffic_classes[1]); }},
+      {{"classes"}, [](Config& c) { c.traffic_classes[1].action = ClassAction::kDrop; }},
+      {{"classes"}, [](Config& c) { c.traffic_classes[1].match.prefixes[0].len = 17; }},
+      {{"classes"}, [](Config& c) { c.traffic_classes[0].match.l4_ports[1].hi = 444; }},
+      {{"classes"}, [](Config& c) { c.traffic_classes.pop_back(); }},
+      // The order of a field's values changes nothing.
+      {{}, [](Config& c) { std::swap(c.traffic_classes[0].match.vlans[0], c.traffic_classes[0].match.vlans[1]); }},
   };
   for (const Case& k : cases) {
     Config b = base;
     k.change(b);
-    EXPECT_EQ(diff(base, b), k.sections) << k.sections[0];
+    EXPECT_EQ(diff(base, b), k.sections) << (k.sections.empty() ? "none" : k.sections[0]);
   }
   EXPECT_EQ(diff(base, base, FlowHashKey{1, 2}), std::vector<std::string>{"hash"})
       << "another flow hash key";
