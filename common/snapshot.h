@@ -18,6 +18,7 @@
 #include "common/flow_key.h"
 #include "common/geneve.h"
 #include "common/net_types.h"
+#include "common/traffic_class.h"
 
 namespace gwlb {
 
@@ -162,6 +163,8 @@ struct Snapshot {
   // group (kNoGroup when new flows are dropped).
   uint8_t default_group = 0;
   std::vector<ListenerView> listeners;
+  // traffic_classes compiled (issue 27); empty: everything goes to listeners[0].
+  ClassTable classes;
   std::vector<GroupView> groups;
   std::vector<ServerView> servers;  // indexed by server id
   // (ip, server id) sorted by ip: appliance lookup on the return path.

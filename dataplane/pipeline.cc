@@ -83,16 +83,21 @@ struct FlowRef {
   uint32_t hash = 0;
   uint8_t dir = 0;
   bool fragment_key = false;
+  uint8_t listener = 0;  // the listener its key carries (Snapshot::listeners)
 };
 
 // The key of a packet: an ICMP error belongs to the flow it quotes (travelling
 // opposite to the quoted packet); a non-first fragment under 5-tuple
 // stickiness belongs to its datagram's fragment entry (its ports are in the
 // first fragment only).
+constexpr uint8_t kFragmentListener = 0;
+
 inline FlowRef refFor(const ParsedPacket& p, StickinessMode mode, uint8_t listener) noexcept {
   FlowRef r;
   if (!p.icmp_error && p.is_fragment && !p.first_fragment && mode == StickinessMode::kFiveTuple) {
-    r.key = makeFragmentKey(p.tuple, p.frag_id, listener);
+    // Fragment keys carry no listener (kFragmentListener): a non-first
+    // fragment finds its datagram's entry whatever it would classify as.
+    r.key = makeFragmentKey(p.tuple, p.frag_id, kFragmentListener);
     r.fragment_key = true;
   } else {
     const L4Tuple& t = p.icmp_error ? p.quoted : p.tuple;
@@ -101,6 +106,7 @@ inline FlowRef refFor(const ParsedPacket& p, StickinessMode mode, uint8_t listen
     r.key = kp.key;
     r.dir = uint8_t(kp.dir ^ (p.icmp_error ? 1 : 0));
   }
+  r.listener = listener;
   r.hash = flowHash(r.key);
   return r;
 }
@@ -187,21 +193,90 @@ inline void countMove(Ctx& c, MoveReason why) noexcept {
   }
 }
 
+// The entry of this packet's flow under any listener (R11), or -1; `ref`
+// is set to its key.
+int32_t findAnyListener(Ctx& c, const ParsedPacket& p, FlowRef& ref) noexcept {
+  const Snapshot& s = c.s;
+  FlowTable& ft = *c.dp.flows;
+  for (size_t l = 0; l < s.listeners.size(); ++l) {
+    FlowRef r = refFor(p, s.listeners[l].stickiness, uint8_t(l));
+    int32_t pos = ft.lookup(r.key, r.hash);
+    if (pos >= 0 && (ft.entry(pos).route.load(std::memory_order_acquire) & kRouteSet)) {
+      ref = r;
+      return pos;
+    }
+  }
+  return -1;
+}
+
+// Bypass: straight back out of the port it came in by, to the neighbour that
+// sent it (MACs swapped, VLAN kept), unchanged at L3, no Geneve.
+inline void bypass(Ctx& c, rte_mbuf* m) noexcept {
+  uint8_t* f = rte_pktmbuf_mtod(m, uint8_t*);
+  uint8_t peer[6];
+  std::memcpy(peer, f + 6, 6);
+  std::memcpy(f + 6, f, 6);
+  std::memcpy(f, peer, 6);
+  c.w.counters.inc(Counter::bypassed);
+  c.tx_bytes += m->pkt_len;
+  c.out.to_router[c.out.n_router++] = m;
+}
+
+// With traffic_classes: the packet's class decides its key (inspect: its
+// listener's), or bypasses or drops it. A flow already in the table keeps
+// its entry whatever its class says now (R11). False when the packet was
+// handled here.
+bool classifyForward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowRef& ref) noexcept {
+  const Snapshot& s = c.s;
+  // An ICMP error follows the flow it quotes; a non-first fragment has no ports.
+  const L4Tuple& t = p.icmp_error ? p.quoted : p.tuple;
+  const bool ports = p.icmp_error || !p.is_fragment || p.first_fragment;
+  const uint16_t vlan = p.has_vlan ? uint16_t(p.vlan_tci & 0xFFF) : 0;
+  const uint16_t cls = s.classes.classify(m->port, vlan, t, ports);
+  if (cls != kNoClass) c.w.countClass(cls, m->pkt_len);
+  if (cls != kNoClass && s.classes.action(cls) == ClassVerdict::kInspect &&
+      s.classes.listener(cls) < s.listeners.size()) {
+    uint8_t l = s.classes.listener(cls);
+    ref = refFor(p, s.listeners[l].stickiness, l);
+    return true;
+  }
+  if (findAnyListener(c, p, ref) >= 0) return true;
+  if (cls == kNoClass) {
+    drop(c, m, ports ? Counter::drop_unclassified : Counter::drop_fragment_unknown_flow);
+    return false;
+  }
+  switch (s.classes.action(cls)) {
+    case ClassVerdict::kBypass: bypass(c, m); break;
+    case ClassVerdict::kDrop: drop(c, m, Counter::drop_class_drop); break;
+    default: drop(c, m, Counter::drop_no_server_group); break;
+  }
+  return false;
+}
+
 // The forward path of one packet whose key was looked up in the burst's bulk
 // lookup (`pos`: its position, or -1).
-void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref, int32_t pos,
+void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref0, int32_t pos,
              uint32_t hint) noexcept {
   const Snapshot& s = c.s;
-  constexpr uint8_t kListener = 0;  // the listener that receives all inspected traffic
-  const ListenerView& lv = s.listeners[kListener];
-  // The group new flows (and moved ones) go to; null when they are dropped.
-  const GroupView* ng = lv.active < s.groups.size() ? &s.groups[lv.active] : nullptr;
   FlowTable& ft = *c.dp.flows;
   uint8_t* frame = rte_pktmbuf_mtod(m, uint8_t*);
+  const FlowRef* rp = &ref0;
 
   // Concurrency rule R6 (docs/architecture.md "Flow entries: concurrency rules"):
   // the bulk lookup came before this burst's inserts.
-  if (pos < 0 && c.insertedThisBurst(ref.hash)) pos = ft.lookup(ref.key, ref.hash);
+  if (pos < 0 && c.insertedThisBurst(rp->hash)) pos = ft.lookup(rp->key, rp->hash);
+  // Concurrency rule R11 (docs/architecture.md "Flow entries: concurrency rules"):
+  // changing the classes never moves a flow: a packet whose class names
+  // another listener than its flow's entry follows the entry.
+  FlowRef alt;
+  if (pos < 0 && !s.classes.empty() && s.listeners.size() > 1) [[unlikely]] {
+    pos = findAnyListener(c, p, alt);
+    if (pos >= 0) rp = &alt;
+  }
+  const FlowRef& ref = *rp;
+  const ListenerView& lv = s.listeners[ref.listener];
+  // The group new flows (and moved ones) go to; null when they are dropped.
+  const GroupView* ng = lv.active < s.groups.size() ? &s.groups[lv.active] : nullptr;
   if (pos < 0 && ref.fragment_key) return drop(c, m, Counter::drop_fragment_unknown_flow);
   // Concurrency rule R1 (docs/architecture.md "Flow entries: concurrency rules"):
   // an entry without a route is being created: join the race (ensureRoute).
@@ -265,7 +340,7 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref, int
   // its flow_hash is the flow's (source port, moves, telling flows apart).
   if (p.is_fragment && p.first_fragment && !p.icmp_error &&
       lv.stickiness == StickinessMode::kFiveTuple) [[unlikely]] {
-    FlowKey fk = makeFragmentKey(p.tuple, p.frag_id, kListener);
+    FlowKey fk = makeFragmentKey(p.tuple, p.frag_id, kFragmentListener);
     uint32_t fh = flowHash(fk);
     int32_t fpos = ft.insert(fk, fh);
     c.noteInsert(fh);
@@ -584,9 +659,13 @@ void processBurst(Dataplane& dp, WorkerState& w, rte_mbuf** pkts, uint16_t n, ui
       drop(c, m, Counter::drop_no_server_group);
       continue;
     }
+    if (!snap->classes.empty()) [[unlikely]] {
+      if (!classifyForward(c, m, p, f.ref)) continue;
+    } else {
+      f.ref = refFor(p, stickiness, 0);
+    }
     f.m = m;
     f.ret = false;
-    f.ref = refFor(p, stickiness, 0);
     keys[nf] = &f.ref.key;
     hashes[nf] = f.ref.hash;
     ++nf;

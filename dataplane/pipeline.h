@@ -85,6 +85,10 @@ struct alignas(64) WorkerState {
   uint64_t server_bytes[kMaxServerIds] = {};
   uint64_t server_ret_packets[kMaxServerIds] = {};
   uint64_t server_ret_bytes[kMaxServerIds] = {};
+  // Packets and bytes (as received) per traffic class, by its index in the
+  // snapshot's ClassTable; same rules as the per-server counters.
+  uint64_t class_packets[kMaxClasses] = {};
+  uint64_t class_bytes[kMaxClasses] = {};
 
   static void bump(uint64_t& slot, uint64_t by) noexcept {
     std::atomic_ref<uint64_t> r(slot);
@@ -101,6 +105,12 @@ struct alignas(64) WorkerState {
     bump(server_ret_packets[server], 1);
     bump(server_ret_bytes[server], bytes);
   }
+  void countClass(uint16_t cls, uint64_t bytes) noexcept {
+    bump(class_packets[cls], 1);
+    bump(class_bytes[cls], bytes);
+  }
+  uint64_t classPackets(uint16_t cls) const noexcept { return read(class_packets[cls]); }
+  uint64_t classBytes(uint16_t cls) const noexcept { return read(class_bytes[cls]); }
   uint64_t sentPackets(uint16_t server) const noexcept { return read(server_packets[server]); }
   uint64_t sentBytes(uint16_t server) const noexcept { return read(server_bytes[server]); }
   uint64_t returnedPackets(uint16_t server) const noexcept { return read(server_ret_packets[server]); }

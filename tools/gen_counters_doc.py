@@ -15,7 +15,7 @@ out = ["# Counters and drop reasons", "",
        "Every worker keeps its own copy (single writer); totals are sums over workers.",
        "Every received frame ends in exactly one of `encapsulated`, `returned`, `icmp_sent`,",
        "`punted` or one `drop_*` counter:", "",
-       "    rx_packets == encapsulated + returned + icmp_sent + punted + sum(drop_*)", "",
+       "    rx_packets == encapsulated + returned + icmp_sent + punted + bypassed + sum(drop_*)", "",
        "| counter | kind | meaning |", "|---|---|---|"]
 for kind, name, text in rows:
     n = ("drop_" + name) if kind == "DROP" else name

@@ -293,6 +293,30 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
   }
   s->default_group = s->listeners.empty() ? dp::kNoGroup : s->listeners[0].active;
 
+  // Traffic classes (issue 27), compiled for the workers' per-packet match.
+  // An inspect class whose listener has no group here takes kNoListener:
+  // its packets are dropped (drop_no_server_group).
+  if (!cfg.traffic_classes.empty()) {
+    std::vector<ClassRule> rules;
+    rules.reserve(cfg.traffic_classes.size());
+    for (const TrafficClassConfig& tc : cfg.traffic_classes) {
+      ClassRule r;
+      r.ingress_ports = tc.match.ingress_ports;
+      r.vlans = tc.match.vlans;
+      for (const PrefixConfig& p : tc.match.prefixes) r.prefixes.emplace_back(p.addr, p.len);
+      r.protocols = tc.match.protocols;
+      for (const PortRange& pr : tc.match.l4_ports) r.l4_ports.emplace_back(pr.lo, pr.hi);
+      r.action = tc.action == ClassAction::kBypass ? ClassVerdict::kBypass
+                 : tc.action == ClassAction::kDrop ? ClassVerdict::kDrop
+                                                   : ClassVerdict::kInspect;
+      r.listener = dp::kNoListener;
+      for (size_t i = 0; i < listener_names.size(); ++i)
+        if (listener_names[i] == tc.listener) r.listener = uint8_t(i);
+      rules.push_back(std::move(r));
+    }
+    s->classes = ClassTable(rules);
+  }
+
   // Where a group's moved flows go: its listener's active group.
   auto target = [&](size_t gi) -> int {
     uint8_t li = s->groups[gi].listener;

@@ -244,9 +244,9 @@ uint64_t dropSum(const WorkerCounters& c) {
 
 void expectCounterInvariant(const WorkerCounters& c, const std::string& where) {
   uint64_t out = c.get(Counter::encapsulated) + c.get(Counter::returned) +
-                 c.get(Counter::icmp_sent) + c.get(Counter::punted) + dropSum(c);
+                 c.get(Counter::icmp_sent) + c.get(Counter::punted) + c.get(Counter::bypassed) + dropSum(c);
   EXPECT_EQ(c.get(Counter::rx_packets), out)
-      << where << ": rx_packets != encapsulated + returned + icmp_sent + punted + drops";
+      << where << ": rx_packets != encapsulated + returned + icmp_sent + punted + bypassed + drops";
 }
 
 Encap sendExpectingEncap(Harness& h, const Frame& f, Bytes* sent) {

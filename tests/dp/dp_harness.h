@@ -153,6 +153,7 @@ class Harness {
   rte_rcu_qsbr* qsbr() { return qsbr_; }
   const WorkerCounters& counters() const { return worker_.counters; }
   uint64_t get(Counter c) const { return worker_.counters.get(c); }
+  const dp::WorkerState& worker() const { return worker_; }
 
   uint64_t now = 1'000'000'000'000ULL;  // 1000 s on the monotonic clock
 
@@ -173,7 +174,7 @@ class Harness {
   unsigned pool_avail_at_start_ = 0;
 };
 
-// rx_packets == encapsulated + returned + icmp_sent + punted + sum(drop_*).
+// rx_packets == encapsulated + returned + icmp_sent + punted + bypassed + sum(drop_*).
 void expectCounterInvariant(const WorkerCounters& c, const std::string& where);
 uint64_t dropSum(const WorkerCounters& c);
 

@@ -1,0 +1,178 @@
+// Traffic classes in the pipeline (issue 27): classification to listeners,
+// bypass, drop, unclassified, and "changing the classes never moves a flow".
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "control/engine/regions.h"
+#include "tests/dp/dp_harness.h"
+
+namespace gwlb::dptest {
+namespace {
+
+Frame v4(const L2& l2, uint16_t port, Bytes l3) { return {l2, kEthIpv4, std::move(l3), port}; }
+std::string applianceOf(const Result& r) {
+  return r.verdict == Verdict::kAppliance && r.bytes.size() >= 34 ? IpAddr::v4(&r.bytes[30]).str()
+                                                                  : std::string("-");
+}
+
+Bytes Ltcp(const IpAddr& s, const IpAddr& d, uint16_t sp, uint16_t dp) {
+  return ipv4(s, d, kProtoTcp, tcp(s, d, sp, dp));
+}
+Bytes Ludp(const IpAddr& s, const IpAddr& d, uint16_t sp, uint16_t dp) {
+  return ipv4(s, d, kProtoUdp, udp(s, d, sp, dp));
+}
+
+ctl::TrafficClassConfig cls(const std::string& name, const std::string& listener,
+                            ctl::ClassAction a = ctl::ClassAction::kInspect) {
+  ctl::TrafficClassConfig t;
+  t.name = name;
+  t.listener = listener;
+  t.action = a;
+  return t;
+}
+
+// n listeners "l0".."l<n-1>", listener i owning group "g<i>" with one
+// appliance 10.0.<i+1>.21 (listener 0 keeps the harness's group and appliances).
+class Classes : public ::testing::Test {
+ protected:
+  void make(int n) {
+    h_ = std::make_unique<Harness>();
+    ctl::Config& c = h_->config();
+    c.listeners.clear();
+    for (int i = 0; i < n; ++i) {
+      if (i > 0) {
+        ctl::ServerGroupConfig g = c.server_groups[0];
+        g.name = "g" + std::to_string(i);
+        g.servers.clear();
+        ctl::ServerConfig sc;
+        sc.address = *IpAddr::parse("10.0." + std::to_string(i + 1) + ".21");
+        g.servers.push_back(sc);
+        c.server_groups.push_back(g);
+      }
+      ctl::ListenerConfig l;
+      l.name = "l" + std::to_string(i);
+      l.server_groups = {c.server_groups[size_t(i)].name};
+      c.listeners.push_back(l);
+    }
+  }
+  void publish() {
+    regions_.update(h_->config(), health_, nullptr, h_->now, nullptr);
+    h_->republish(health_, nullptr, &regions_);
+  }
+  Result send(const Frame& f) {
+    Result r = h_->send(f);
+    h_->quiescent();
+    return r;
+  }
+  std::unique_ptr<Harness> h_;
+  ctl::RegionTracker regions_;
+  ctl::HealthMap health_;
+};
+
+TEST_F(Classes, BothDirectionsOnTwoVlansReachTheSameListenerAndAppliance) {
+  make(2);
+  auto t = cls("tenant-b", "l1");
+  t.match.vlans = {100, 200};
+  h_->config().traffic_classes = {t, cls("rest", "l0")};
+  publish();
+  const Net& n = net();
+  Result fwd = send(v4(n.fromVlan(100), kPortVlan, Ltcp(n.client4, n.server4, 40000, 443)));
+  Result rev = send(v4(n.fromVlan(200), kPortVlan, Ltcp(n.server4, n.client4, 443, 40000)));
+  EXPECT_EQ(applianceOf(fwd), "10.0.2.21") << describe(fwd);
+  EXPECT_EQ(applianceOf(rev), "10.0.2.21") << describe(rev);
+  // Untagged traffic is "rest": listener 0's appliances.
+  Result other = send(v4(n.fromA(), kPortA, Ltcp(n.client4, n.server4, 40001, 443)));
+  EXPECT_EQ(applianceOf(other).rfind("10.0.0.", 0), 0u) << describe(other);
+}
+
+TEST_F(Classes, BypassReturnsTheFrameToItsSenderWithoutGeneve) {
+  make(1);
+  auto b = cls("backups", "", ctl::ClassAction::kBypass);
+  b.match.prefixes = {{*IpAddr::parse("203.0.113.0"), 24}};
+  b.match.protocols = {kProtoTcp};
+  b.match.l4_ports = {{873, 873}};
+  h_->config().traffic_classes = {b, cls("rest", "l0")};
+  publish();
+  const Net& n = net();
+  for (Frame f : {v4(n.fromA(), kPortA, Ltcp(n.client4, n.server4, 40000, 873)),
+                  v4(n.fromVlan(300), kPortVlan, Ltcp(n.server4, n.client4, 873, 40000))}) {
+    Result r = send(f);
+    ASSERT_EQ(r.verdict, Verdict::kRouter) << describe(r);
+    EXPECT_EQ(r.port, f.port);
+    EXPECT_EQ(r.bytes, f.returned());  // MACs swapped, VLAN kept, L3 byte-identical
+  }
+  EXPECT_EQ(h_->get(Counter::bypassed), 2u);
+  EXPECT_EQ(h_->get(Counter::encapsulated), 0u);
+  Result other = send(v4(n.fromA(), kPortA, Ltcp(n.client4, n.server4, 40000, 874)));
+  EXPECT_EQ(other.verdict, Verdict::kAppliance) << describe(other);
+}
+
+TEST_F(Classes, UnclassifiedAndDropClassAreDroppedAndCounted) {
+  make(1);
+  auto t = cls("tenant", "l0");
+  t.match.vlans = {100};
+  auto d = cls("blocked", "", ctl::ClassAction::kDrop);
+  d.match.protocols = {kProtoUdp};
+  h_->config().traffic_classes = {d, t};
+  publish();
+  const Net& n = net();
+  Result r = send(v4(n.fromA(), kPortA, Ltcp(n.client4, n.server4, 40000, 443)));
+  EXPECT_EQ(r.verdict, Verdict::kDrop);
+  EXPECT_EQ(r.drop, Counter::drop_unclassified);
+  r = send(v4(n.fromVlan(100), kPortVlan, Ludp(n.client4, n.server4, 40000, 53)));
+  EXPECT_EQ(r.drop, Counter::drop_class_drop);
+  r = send(v4(n.fromVlan(100), kPortVlan, Ltcp(n.client4, n.server4, 40000, 443)));
+  EXPECT_EQ(r.verdict, Verdict::kAppliance) << describe(r);
+  expectCounterInvariant(h_->counters(), "classes");
+}
+
+TEST_F(Classes, ChangingTheClassesMovesNoEstablishedFlow) {
+  make(2);
+  h_->config().traffic_classes = {cls("all", "l0")};
+  publish();
+  const Net& n = net();
+  Frame f = v4(n.fromA(), kPortA, Ltcp(n.client4, n.server4, 40000, 443));
+  Frame back = v4(n.fromB(), kPortB, Ltcp(n.server4, n.client4, 443, 40000));
+  std::string before = applianceOf(send(f));
+  ASSERT_EQ(before.rfind("10.0.0.", 0), 0u);
+  // Everything now classifies to listener 1, then is bypassed, then dropped:
+  // the established flow stays where it is, both directions; new flows follow.
+  for (auto now : {cls("all", "l1"), cls("all", "", ctl::ClassAction::kBypass),
+                   cls("all", "", ctl::ClassAction::kDrop)}) {
+    h_->config().traffic_classes = {now};
+    publish();
+    EXPECT_EQ(applianceOf(send(f)), before);
+    EXPECT_EQ(applianceOf(send(back)), before);
+  }
+  h_->config().traffic_classes = {cls("all", "l1")};
+  publish();
+  Result fresh = send(v4(n.fromA(), kPortA, Ltcp(n.client4, n.server4, 40001, 443)));
+  EXPECT_EQ(applianceOf(fresh), "10.0.2.21") << describe(fresh);
+}
+
+TEST_F(Classes, SixteenListenersEachReceiveOnlyTheirClass) {
+  make(16);
+  std::vector<ctl::TrafficClassConfig> cs;
+  for (int i = 0; i < 16; ++i) {
+    auto t = cls("c" + std::to_string(i), "l" + std::to_string(i));
+    t.match.vlans = {uint16_t(10 + i)};
+    cs.push_back(t);
+  }
+  h_->config().traffic_classes = cs;
+  publish();
+  const Net& n = net();
+  for (int i = 0; i < 16; ++i) {
+    for (uint16_t sp = 0; sp < 8; ++sp) {
+      Result r = send(v4(n.fromVlan(uint16_t(10 + i)), kPortVlan,
+                         Ltcp(n.client4, n.server4, uint16_t(41000 + i * 8 + sp), 443)));
+      std::string a = applianceOf(r);
+      if (i == 0) EXPECT_EQ(a.rfind("10.0.0.", 0), 0u) << a;
+      else EXPECT_EQ(a, "10.0." + std::to_string(i + 1) + ".21") << "class " << i;
+    }
+  }
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(h_->worker().classPackets(uint16_t(i)), 8u) << i;
+}
+
+}  // namespace
+}  // namespace gwlb::dptest
