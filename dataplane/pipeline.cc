@@ -95,8 +95,7 @@ constexpr uint8_t kFragmentListener = 0;
 inline FlowRef refFor(const ParsedPacket& p, StickinessMode mode, uint8_t listener) noexcept {
   FlowRef r;
   if (!p.icmp_error && p.is_fragment && !p.first_fragment && mode == StickinessMode::kFiveTuple) {
-    // Fragment keys carry no listener (kFragmentListener): a non-first
-    // fragment finds its datagram's entry whatever it would classify as.
+    // No listener (kFragmentListener): found whatever it would classify as.
     r.key = makeFragmentKey(p.tuple, p.frag_id, kFragmentListener);
     r.fragment_key = true;
   } else {
@@ -193,8 +192,7 @@ inline void countMove(Ctx& c, MoveReason why) noexcept {
   }
 }
 
-// The entry of this packet's flow under any listener (R11), or -1; `ref`
-// is set to its key.
+// The entry of this packet's flow under any listener (R11), or -1; sets `ref`.
 int32_t findAnyListener(Ctx& c, const ParsedPacket& p, FlowRef& ref) noexcept {
   const Snapshot& s = c.s;
   FlowTable& ft = *c.dp.flows;
@@ -209,8 +207,7 @@ int32_t findAnyListener(Ctx& c, const ParsedPacket& p, FlowRef& ref) noexcept {
   return -1;
 }
 
-// Bypass: straight back out of the port it came in by, to the neighbour that
-// sent it (MACs swapped, VLAN kept), unchanged at L3, no Geneve.
+// Bypass: back out of its port to its sender (MACs swapped, VLAN kept, L3 unchanged).
 inline void bypass(Ctx& c, rte_mbuf* m) noexcept {
   uint8_t* f = rte_pktmbuf_mtod(m, uint8_t*);
   uint8_t peer[6];
@@ -222,10 +219,8 @@ inline void bypass(Ctx& c, rte_mbuf* m) noexcept {
   c.out.to_router[c.out.n_router++] = m;
 }
 
-// With traffic_classes: the packet's class decides its key (inspect: its
-// listener's), or bypasses or drops it. A flow already in the table keeps
-// its entry whatever its class says now (R11). False when the packet was
-// handled here.
+// With traffic_classes: the class keys the packet (inspect) or bypasses or drops
+// it, unless its flow has an entry (R11). False when the packet was handled here.
 bool classifyForward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowRef& ref) noexcept {
   const Snapshot& s = c.s;
   // An ICMP error follows the flow it quotes; a non-first fragment has no ports.
@@ -266,8 +261,7 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref0, in
   // the bulk lookup came before this burst's inserts.
   if (pos < 0 && c.insertedThisBurst(rp->hash)) pos = ft.lookup(rp->key, rp->hash);
   // Concurrency rule R11 (docs/architecture.md "Flow entries: concurrency rules"):
-  // changing the classes never moves a flow: a packet whose class names
-  // another listener than its flow's entry follows the entry.
+  // a packet whose class names another listener than its flow's entry follows the entry.
   FlowRef alt;
   if (pos < 0 && !s.classes.empty() && s.listeners.size() > 1) [[unlikely]] {
     pos = findAnyListener(c, p, alt);
