@@ -261,6 +261,15 @@ def appliance_timeline(data):
     return tl
 
 
+def path_gateways(data, key, t0, t1):
+    """The gateways the router sent flow `key` through (either direction) in
+    the rounds ending in [t0, t1]; None when no round recorded paths."""
+    rounds = [rd for rd in data.rounds if "paths" in rd and t0 <= rd["t1"] <= t1]
+    if not rounds:
+        return None
+    return {g for rd in rounds for g in rd["paths"].get(key, []) if g}
+
+
 def check_appliance(data):
     r = Result("appliance", "a flow keeps its appliance unless that appliance was taken out of service")
     tl = appliance_timeline(data)
@@ -285,6 +294,13 @@ def check_appliance(data):
                    and window(e)[0] - 5 <= t1 and t0 <= window(e)[1]]
             sync = [e for e in data.events if e["kind"] in ("mgmt_down", "sync_congest")
                     and window(e)[0] - 5 <= t1 and t0 <= window(e)[1]]
+            on_path = path_gateways(data, key, t0 - 6, t1)
+            if on_path is not None:
+                # Known path: only a cut of a gateway the flow crossed, or of the
+                # peer a gateway it crossed warm-started from while cut, counts.
+                restarted = [e for e in data.events if e["kind"] in ("gw_term", "gw_kill", "gw_restart")
+                             and int(e["target"][2:]) in on_path and window(e)[0] - 5 <= t1 and t0 <= window(e)[1]]
+                sync = [e for e in sync if int(e["target"][2:]) in on_path or restarted]
             if out:
                 moved_ok += 1
             elif sync:
