@@ -519,6 +519,8 @@ def check_events(data):
             by[k][1] += 1
             continue
         by[k][0] += 1
+        if e.get("outcome") == "running":  # a run in progress (a finished run has none left)
+            continue
         if e.get("outcome") != "ok":
             r.fail(f"event {e['id']} {k} {e['target']} at {e['start']:.1f} s: {e['outcome']}")
     r.note("run (skipped): " + ", ".join(f"{k} {n}" + (f" ({s})" if s else "") for k, (n, s) in sorted(by.items())))
