@@ -1,7 +1,8 @@
 """The soak's plots (tools/soak_check.py calls plot_all): RSS, open fds and
 threads, flow table, drops and traffic over the run, one SVG each, with every
 event drawn as a band of its lane's colour (gateway stops and kills as lines),
-so a flat line looks flat and a step sits next to its cause.
+so a flat line looks flat and a step sits next to its cause (runs over 20
+minutes: a strip of ticks per lane along the bottom instead).
 """
 import os
 
@@ -17,6 +18,23 @@ GW_COLOURS = {1: "#333333", 2: "#1f77b4", 3: "#2ca02c"}
 
 def _events(ax, data):
     seen = set()
+    if data.run.get("total_s", 0) > 1200:
+        # An hour has over a thousand events: each lane a strip of ticks along
+        # the bottom (a tick per event, its length the event's), not bands.
+        lanes = list(LANE_COLOURS)
+        for e in data.events:
+            if e.get("outcome", "").startswith("skipped") or e["lane"] not in LANE_COLOURS:
+                continue
+            i = lanes.index(e["lane"])
+            label = e["lane"] if e["lane"] not in seen else None
+            seen.add(e["lane"])
+            ax.plot([e["start"], max(e["end"], e["start"] + 2)], [0.02 + 0.025 * i] * 2, lw=3,
+                    color=LANE_COLOURS[e["lane"]], transform=ax.get_xaxis_transform(), label=label,
+                    solid_capstyle="butt")
+        traffic = data.run.get("traffic_s")
+        if traffic:
+            ax.axvline(traffic, color="black", lw=1, ls="--")
+        return
     for e in data.events:
         if e.get("outcome", "").startswith("skipped"):
             continue

@@ -160,6 +160,22 @@ class SoakCheck(unittest.TestCase):
         d.events = [event("remove", "app1", 50.0, 62.0)]
         self.assertAllPass(d)
 
+    def test_a_sync_cut_explains_a_change_only_on_the_flows_path(self):
+        base = clean()
+        for rd in base.rounds:
+            rd["paths"] = {"6:40000": [1, 2], "17:41000": [1, 2]}
+            if rd["t1"] >= 60:
+                rd["apps"]["app2"]["flows"] = rd["apps"]["app1"]["flows"]
+                rd["apps"]["app1"]["flows"] = {}
+        d = copy.deepcopy(base)
+        d.events = [event("mgmt_down", "gw2", 56.0, 62.0)]  # gw2 carries it: allowed
+        self.assertAllPass(d)
+        d.events = [event("mgmt_down", "gw3", 56.0, 62.0)]  # gw3 does not
+        self.assertOnlyFails(d, "appliance")
+        d.events = [event("mgmt_down", "gw3", 50.0, 58.0),  # gw2 warm-started while gw3 was cut
+                    event("gw_restart", "gw2", 52.0, 58.0)]
+        self.assertAllPass(d)
+
     def test_gateways_that_disagree_too_long_fail(self):
         def diverge(d, t_from, t_to):
             for rd in d.rounds:
