@@ -37,6 +37,11 @@ SAN_TRIM[e2e_router_fragments]="runs no gwlb code (a Linux router's ECMP hash on
 # slowdown on two shared cores would break; and ~3.5 min of CI time twice.
 # What it drives in gwlbd runs under ASan in e2e_fleet and the daemon suite.
 SAN_TRIM[soak]="the fleet lab for 3 minutes under faults: wall-clock windows and CI time (the plain suite runs it)"
+# The package suite builds, lints and installs the Debian package: it checks
+# the packaging (file layout, lintian, maintainer scripts), not our code, and
+# the sanitized binaries are never what gets packaged. ~2.5 min of CI time.
+SAN_TRIM[package_deb]="builds and lints the Debian package: packaging, not code ASan checks; CI time"
+SAN_TRIM[install_layout]="checks meson install's file layout: packaging, not code ASan checks"
 
 if [ "$sanitize" -eq 1 ]; then
   GWLB_BUILD="${GWLB_SAN_BUILD:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build-asan}"
