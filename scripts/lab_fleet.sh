@@ -48,7 +48,12 @@ fleet:
   # segment (mgmt): records to every other gateway, a warm start from them.
   sync_listen: "$(gw_mgmt_ip "$k"):$SYNC_PORT"
   peers: $(fleet_sync_peers "$k")
+  # Per peer: 0.5 s to connect, 1 s of silence (a 12k-flow table takes
+  # ~50 ms here), so a stalled first peer leaves time to ask the second
+  # within the 3 s (the soak's congested sync link found it, issue 26).
   warm_start_timeout: ${LAB_WARM_TIMEOUT:-3s}
+  warm_start_connect_timeout: 500ms
+  warm_start_idle_timeout: 1s
   bird: { socket: $D/gw$k/bird.ctl, protocols: [gwlb_routes] }
   grace_period: ${LAB_GRACE:-3s}
 eal: ["--no-huge", "--no-pci", "--no-shconf", "--no-telemetry", "-m", "256", "--file-prefix", "gwlab$k",

@@ -277,6 +277,12 @@ def check_appliance(data):
     if gaps:
         r.note(f"{len(gaps)} collection rounds missed an appliance (counted as gaps, not moves)")
     changes = moved_ok = via_sync = 0
+    heal = data.schedule.get("idle_timeout_s", 60) / 3 + 15  # as `agree` allows
+
+    def cold(e):
+        return e["kind"] in ("gw_term", "gw_kill", "gw_restart") and \
+            (e.get("warm_start") or {}).get("state") not in (None, "done")
+
     for key, rounds in sorted(tl.items()):
         cur = None
         for t0, t1, apps in rounds:
@@ -292,14 +298,19 @@ def check_appliance(data):
             mid = (t0 + t1) / 2
             out = [e for e in data.events if e["kind"] in MOVES and e["target"] == cur
                    and window(e)[0] - 5 <= t1 and t0 <= window(e)[1]]
-            sync = [e for e in data.events if e["kind"] in ("mgmt_down", "sync_congest")
-                    and window(e)[0] - 5 <= t1 and t0 <= window(e)[1]]
+            # A cut sync (or a gateway that came back cold: its warm start not
+            # done) leaves gateways holding the flow on different appliances
+            # until a refresh record heals it, within `heal` of the cut's end;
+            # the heal, or ECMP sending the flow to the other copy, is a move.
+            sync = [e for e in data.events if (e["kind"] in ("mgmt_down", "sync_congest") or cold(e))
+                    and window(e)[0] - 5 <= t1 and t0 <= e["end"] + heal]
             on_path = path_gateways(data, key, t0 - 6, t1)
             if on_path is not None:
                 # Known path: only a cut of a gateway the flow crossed, or of the
                 # peer a gateway it crossed warm-started from while cut, counts.
                 restarted = [e for e in data.events if e["kind"] in ("gw_term", "gw_kill", "gw_restart")
-                             and int(e["target"][2:]) in on_path and window(e)[0] - 5 <= t1 and t0 <= window(e)[1]]
+                             and int(e["target"][2:]) in on_path and window(e)[0] - 5 <= t1
+                             and t0 <= e["end"] + heal]
                 sync = [e for e in sync if int(e["target"][2:]) in on_path or restarted]
             if out:
                 moved_ok += 1
@@ -312,7 +323,8 @@ def check_appliance(data):
             cur = new if len(apps) == 1 else (apps - {cur}).pop()
     r.note(f"{len(tl)} long-lived flows (streams and UDP) followed over {len(data.rounds)} rounds of the appliances' "
            f"per-flow counters; {changes} appliance changes, {moved_ok} while their appliance was failed, "
-           f"drained or removed, {via_sync} while the sync was cut")
+           f"drained or removed, {via_sync} while the sync was cut or within {heal:.0f} s after "
+           f"(a refresh heals a divergent copy; a gateway that started cold counts as a cut)")
     if not tl:
         r.fail("no flow seen on any appliance")
     return r

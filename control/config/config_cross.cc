@@ -318,6 +318,19 @@ std::vector<ConfigError> configWarnings(const Config& c) {
       out.push_back({path, "server group '" + name + "' is in no listener, so it receives no "
                            "traffic; add it to a listener's server_groups, or remove it"});
   }
+  // The warm start asks one peer at a time (control/fleet/fleet_sync_warm.cc):
+  // a peer that accepts and then sends nothing holds it for the connect and
+  // idle timeouts; a whole timeout no longer than that never reaches the next
+  // peer (found by the soak, issue 26: a peer whose sync link was congested).
+  const FleetConfig& f = c.fleet;
+  uint64_t per_peer_ms = uint64_t(f.warm_start_connect_timeout_ms) + f.warm_start_idle_timeout_ms;
+  if (f.peers.size() >= 2 && uint64_t(f.warm_start_timeout_s) * 1000 <= per_peer_ms)
+    out.push_back({"fleet.warm_start_timeout",
+                   std::to_string(f.warm_start_timeout_s) + " s is not more than one peer's "
+                   "warm_start_connect_timeout + warm_start_idle_timeout (" +
+                   std::to_string(per_peer_ms) + " ms): a peer that accepts and then stays "
+                   "silent uses the whole warm start and the next peer is never asked; "
+                   "raise it, or lower those two"});
   schema::classWarnings(c, out);
   return out;
 }

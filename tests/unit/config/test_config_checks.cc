@@ -143,5 +143,39 @@ TEST(ConfigChecks, AServerGroupNoListenerServesIsAWarning) {
   EXPECT_TRUE(configWarnings(c).empty());
 }
 
+// Found by the soak (issue 26): with the lab's 3 s warm start and the
+// default 2 s connect + 3 s idle per peer, a first peer that accepted over a
+// congested link and sent nothing used the whole warm start; the node came up
+// cold although the second peer was fine.
+TEST(ConfigChecks, AWarmStartTooShortToAskASecondPeerIsAWarning) {
+  const std::string fleet =
+      "fleet:\n  node_name: gw1\n  secret: 7f3a9c1e5b2d4f6081a3c5e7092b4d6f\n"
+      "  sync_listen: \"192.0.2.1:7946\"\n";
+  auto warnings = [&](const std::string& extra) {
+    Config c;
+    std::vector<ConfigError> errors;
+    EXPECT_TRUE(parseConfig(kBase + fleet + extra, c, errors)) << formatErrors(errors);
+    std::vector<ConfigError> out;
+    for (const ConfigError& w : configWarnings(c))
+      if (w.path == "fleet.warm_start_timeout") out.push_back(w);
+    return out;
+  };
+  std::vector<ConfigError> w =
+      warnings("  peers: [\"192.0.2.2:7946\", \"192.0.2.3:7946\"]\n  warm_start_timeout: 3s\n");
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].message.find("3 s is not more than one peer's warm_start_connect_timeout + "
+                              "warm_start_idle_timeout (5000 ms)"),
+            std::string::npos)
+      << w[0].message;
+  // The defaults (10 s; 2 s + 3 s) leave room for a second peer.
+  EXPECT_TRUE(warnings("  peers: [\"192.0.2.2:7946\", \"192.0.2.3:7946\"]\n").empty());
+  // So do shorter per-peer timeouts (the lab's).
+  EXPECT_TRUE(warnings("  peers: [\"192.0.2.2:7946\", \"192.0.2.3:7946\"]\n  warm_start_timeout: 3s\n"
+                       "  warm_start_connect_timeout: 500ms\n  warm_start_idle_timeout: 1s\n")
+                  .empty());
+  // One peer: there is no next peer to reach.
+  EXPECT_TRUE(warnings("  peers: [\"192.0.2.2:7946\"]\n  warm_start_timeout: 3s\n").empty());
+}
+
 }  // namespace
 }  // namespace gwlb::ctl
