@@ -17,6 +17,9 @@ tests/soak/test_soak_check.py):
   appliance    a stream or UDP flow keeps its appliance (the appliances' own
                per-flow counters) unless that appliance failed, was drained or
                removed (or the sync between the gateways was cut) meanwhile
+  classes      no flow ever reaches an appliance of another traffic class's
+               listener, and no bypassed flow reaches any appliance (run.json
+               "classes": each class's appliances; the lab's two listeners)
   agree        the gateways hold each long-lived flow on the same appliance,
                but for a refresh interval after a sync fault
   losses       every failed short connection, lost datagram and lost echo falls
@@ -315,6 +318,49 @@ def check_appliance(data):
            f"drained or removed, {via_sync} while the sync was cut")
     if not tl:
         r.fail("no flow seen on any appliance")
+    return r
+
+
+def check_classes(data):
+    r = Result("classes", "no flow ever reaches another class's appliances, and no bypassed flow any")
+    allowed = {c: set(apps) for c, apps in (data.run.get("classes") or {}).items()}
+    if not allowed:
+        r.judged = False
+        r.note("not judged: the run had no traffic classes (a lab of one listener)")
+        return r
+    carried = {}  # class -> {appliance: {flow keys}}
+    for rd in data.rounds:
+        classes = rd.get("classes", {})
+        for app, st in rd["apps"].items():
+            for key, (ab, ba, _) in (st.get("flows") or {}).items():
+                if not ab + ba:
+                    continue
+                cls = classes.get(key)
+                if cls not in allowed:
+                    r.fail(f"flow {key} on {app} in the round {rd['t0']:.1f}-{rd['t1']:.1f} s has no known class "
+                           f"({cls!r})")
+                    continue
+                carried.setdefault(cls, {}).setdefault(app, set()).add(key)
+                if app not in allowed[cls]:
+                    what = "a bypassed flow reached" if not allowed[cls] else "reached"
+                    r.fail(f"flow {key} of class {cls} {what} {app} in the round {rd['t0']:.1f}-{rd['t1']:.1f} s "
+                           f"({cls}'s appliances: {', '.join(sorted(allowed[cls])) or 'none'})")
+    for cls, apps in sorted(allowed.items()):
+        on = carried.get(cls, {})
+        if apps:
+            r.note(f"{cls}: {len(set().union(*on.values())) if on else 0} long-lived flows, on "
+                   + (", ".join(f"{a} {len(k)}" for a, k in sorted(on.items())) or "no appliance"))
+            if not on and data.rounds:
+                r.fail(f"no flow of class {cls} was seen on any appliance: the invariant proved nothing for it")
+            continue
+        # A bypassed class: its streams ran (the streams invariant checks them intact).
+        port = data.run.get("bypass_port")
+        bypassed = [s for s in data.traffic if s.get("ev") == "stream" and port and s.get("dport") == port]
+        r.note(f"{cls} (bypassed, server port {port}): {len(bypassed)} streams, "
+               f"{sum(1 for s in bypassed if s['ok'])} intact; "
+               + (f"seen on {', '.join(sorted(on))}" if on else "seen on no appliance"))
+        if not bypassed and data.finished:
+            r.fail(f"no stream of the bypassed class {cls} ran: the invariant proved nothing for it")
     return r
 
 
@@ -633,7 +679,7 @@ def check_idle(data):
     return r
 
 
-CHECKS = [check_streams, check_appliance, check_agree, check_losses, check_drops, check_sync, check_nexthops, check_alive,
+CHECKS = [check_streams, check_appliance, check_classes, check_agree, check_losses, check_drops, check_sync, check_nexthops, check_alive,
           check_events, check_leaks, check_idle]
 
 
