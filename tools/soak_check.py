@@ -43,6 +43,9 @@ import os
 import statistics
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import soak_classes  # noqa: E402
+
 # How long after an event (its end) its effects may still show, by kind (s).
 # Windows open 1.5 s before the event's start (samples are 1 s apart).
 AFTER = {"gw_term": 10, "gw_kill": 10, "gw_restart": 10, "bird_restart": 10, "app_fail": 5, "drain": 5,
@@ -323,44 +326,7 @@ def check_appliance(data):
 
 def check_classes(data):
     r = Result("classes", "no flow ever reaches another class's appliances, and no bypassed flow any")
-    allowed = {c: set(apps) for c, apps in (data.run.get("classes") or {}).items()}
-    if not allowed:
-        r.judged = False
-        r.note("not judged: the run had no traffic classes (a lab of one listener)")
-        return r
-    carried = {}  # class -> {appliance: {flow keys}}
-    for rd in data.rounds:
-        classes = rd.get("classes", {})
-        for app, st in rd["apps"].items():
-            for key, (ab, ba, _) in (st.get("flows") or {}).items():
-                if not ab + ba:
-                    continue
-                cls = classes.get(key)
-                if cls not in allowed:
-                    r.fail(f"flow {key} on {app} in the round {rd['t0']:.1f}-{rd['t1']:.1f} s has no known class "
-                           f"({cls!r})")
-                    continue
-                carried.setdefault(cls, {}).setdefault(app, set()).add(key)
-                if app not in allowed[cls]:
-                    what = "a bypassed flow reached" if not allowed[cls] else "reached"
-                    r.fail(f"flow {key} of class {cls} {what} {app} in the round {rd['t0']:.1f}-{rd['t1']:.1f} s "
-                           f"({cls}'s appliances: {', '.join(sorted(allowed[cls])) or 'none'})")
-    for cls, apps in sorted(allowed.items()):
-        on = carried.get(cls, {})
-        if apps:
-            r.note(f"{cls}: {len(set().union(*on.values())) if on else 0} long-lived flows, on "
-                   + (", ".join(f"{a} {len(k)}" for a, k in sorted(on.items())) or "no appliance"))
-            if not on and data.rounds:
-                r.fail(f"no flow of class {cls} was seen on any appliance: the invariant proved nothing for it")
-            continue
-        # A bypassed class: its streams ran (the streams invariant checks them intact).
-        port = data.run.get("bypass_port")
-        bypassed = [s for s in data.traffic if s.get("ev") == "stream" and port and s.get("dport") == port]
-        r.note(f"{cls} (bypassed, server port {port}): {len(bypassed)} streams, "
-               f"{sum(1 for s in bypassed if s['ok'])} intact; "
-               + (f"seen on {', '.join(sorted(on))}" if on else "seen on no appliance"))
-        if not bypassed and data.finished:
-            r.fail(f"no stream of the bypassed class {cls} ran: the invariant proved nothing for it")
+    soak_classes.judge(data, r)
     return r
 
 
