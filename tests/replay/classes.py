@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Traffic classes through gwlb-replay (issue 27, docs/replay.md "Traffic classes").
 
-usage: classes.py GWLB_REPLAY WORKDIR classes|reload
+usage: classes.py GWLB_REPLAY WORKDIR classes|reload [--doc docs/replay.md]
 
 Writes its own capture (struct, no scapy): long-lived TCP flows of several
 "tenants", a packet every 100 ms with the directions alternating (the TCP
@@ -23,7 +23,8 @@ another class reaches any appliance; every bypassed frame comes back once,
 byte for byte the frame it came in as with the two MAC addresses swapped
 (VLAN tag and L3 unchanged); the per-class summary (summary.json
 "traffic_classes" and the table on stdout) counts exactly the capture's
-packets and bytes per class, the bypassed, the unclassified and the class drops.
+packets and bytes per class, the bypassed, the unclassified and the class drops;
+with --doc, the block docs/replay.md quotes is exactly that table.
 
 reload: an events file reloads, at 5 s, a config in which tenant-a goes to
 listener lc and tenant-b is bypassed. Flows established before the reload
@@ -263,7 +264,23 @@ def check_summary(chk, stdout, s, want, bypassed, unclassified, by_class):
     chk(line in stdout.splitlines(), "stdout has no line %r" % line)
 
 
-def scenario_classes(exe, workdir):
+DOC_MARK = "<!-- checked by tests/replay/classes.py (replay test classes-classes) -->"
+
+
+def check_doc(chk, stdout, doc):
+    """The class table docs/replay.md quotes (the fenced block after DOC_MARK)
+    is this run's, line for line."""
+    text = open(doc).read()
+    if not chk(DOC_MARK in text, "%s has no %s" % (doc, DOC_MARK)):
+        return
+    block = text.split(DOC_MARK, 1)[1].split("```", 2)[1].strip("\n").splitlines()
+    lines = stdout.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("class ")), None)
+    got = lines[start:start + len(block)] if start is not None else []
+    chk(got == block, "%s quotes:\n  %s\nthe replay printed:\n  %s" % (doc, "\n  ".join(block), "\n  ".join(got)))
+
+
+def scenario_classes(exe, workdir, doc=None):
     cap = Capture()
     for t, n in (("a", 12), ("b", 12), ("c", 12), ("backup", 6), ("blocked", 4), ("none", 4)):
         cap.add(t, n, 0, 2 * SEC)
@@ -284,10 +301,12 @@ def scenario_classes(exe, workdir):
             "tenant-c": ("inspect", "lc") + class_counts(cap, ["c"]),
             "blocked": ("drop", None) + class_counts(cap, ["blocked"])}
     check_summary(chk, stdout, s, want, n_bypass, n_none, n_blocked)
+    if doc:
+        check_doc(chk, stdout, doc)
     return chk.errors
 
 
-def scenario_reload(exe, workdir):
+def scenario_reload(exe, workdir, doc=None):
     cap = Capture()
     cap.add("a", 16, 0, 10 * SEC)          # established before the reload at 5 s
     cap.add("b", 16, 0, 10 * SEC)
@@ -324,11 +343,17 @@ def scenario_reload(exe, workdir):
 
 
 def main():
-    if len(sys.argv) != 4 or sys.argv[3] not in ("classes", "reload"):
+    args = sys.argv[1:]
+    doc = None
+    if "--doc" in args:
+        i = args.index("--doc")
+        doc = args[i + 1]
+        del args[i:i + 2]
+    if len(args) != 3 or args[2] not in ("classes", "reload"):
         raise SystemExit(__doc__)
-    exe, workdir, which = sys.argv[1:]
+    exe, workdir, which = args
     os.makedirs(workdir, exist_ok=True)
-    errors = (scenario_classes if which == "classes" else scenario_reload)(exe, workdir)
+    errors = (scenario_classes if which == "classes" else scenario_reload)(exe, workdir, doc)
     if errors:
         print("FAIL: %d problem(s):" % len(errors))
         for e in errors[:40]:
