@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # A lab of network namespaces: real hosts, a router, gwlbd on net_af_packet
 # ports and two reference appliances (docs/lab.md has the drawing).
-#   scripts/lab.sh up [--gateways N]   build the lab (safe to re-run: a complete, running lab
-#                       is kept). N = 1 (default): one gwlbd, static routes. N = 2..4: the fleet
-#                       lab, N gateways each with gwlbd and BIRD, ECMP through the router's BIRD
-#                       (or FRR: LAB_ROUTER=frr)
+#   scripts/lab.sh up [--gateways N] [--listeners L]   build the lab (safe to re-run: a
+#                       complete, running lab is kept). N = 1 (default): one gwlbd, static routes.
+#                       N = 2..4: the fleet lab, N gateways each with gwlbd and BIRD, ECMP through
+#                       the router's BIRD (or FRR: LAB_ROUTER=frr). L = 1 (default): one listener,
+#                       appliances app1 and app2. L = 2: traffic classes (docs/lab.md "Two
+#                       listeners"): tenant A (client 10.77.1.2) to app1/app2, tenant B (client
+#                       10.77.1.130) to app3/app4, TCP port 873 bypassed
 #   scripts/lab.sh down      remove every namespace, process and device of the lab
 #   scripts/lab.sh status    namespaces, processes, gwlbctl servers
-#   scripts/lab.sh app-stop N | app-start N   kill / restart appliance N (1 or 2)
+#   scripts/lab.sh app-stop N | app-start N   kill / restart appliance N (1..2, or 1..4 with L = 2)
 #   scripts/lab.sh gw-stop | gw-start         stop gwlbd (SIGTERM) / start it again, same config
 #   scripts/lab.sh gw-stop K | gw-kill K | gw-start K   fleet lab: gateway K's gwlbd, SIGTERM
 #                       (withdraw, grace period, exit) / SIGKILL / start
@@ -44,9 +47,8 @@ GWLB_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 GWLB_BUILD="${GWLB_BUILD:-$GWLB_ROOT/build}"
 P="${LAB_PREFIX:-gwlab}"
 D="${LAB_DIR:-$GWLB_ROOT/out/lab}"
-NS_LIST=(client server router gw app1 app2)
-ALL_NS=(client server router gw app1 app2 sw gw1 gw2 gw3 gw4)  # what `down` removes (either lab)
-ALL_PROCS=(http gwlbd app1 app2 gwlbd1 gwlbd2 gwlbd3 gwlbd4 bird-gw1 bird-gw2 bird-gw3 bird-gw4 bird-router
+ALL_NS=(client server router gw app1 app2 app3 app4 sw gw1 gw2 gw3 gw4)  # what `down` removes (any lab)
+ALL_PROCS=(http gwlbd app1 app2 app3 app4 gwlbd1 gwlbd2 gwlbd3 gwlbd4 bird-gw1 bird-gw2 bird-gw3 bird-gw4 bird-router
            frr-zebra frr-bfdd frr-bgpd)
 
 # Addresses: all of them live only inside the lab's namespaces.
@@ -59,7 +61,9 @@ GW_APP_KERNEL_MAC=02:77:00:00:09:f1                   # the veth under it, as th
 MGMT_IP=10.77.9.2                                     # gateway kernel on the appliance bridge
 PROBES="${LAB_PROBES:-data}"                          # data: through gwlbd's port; mgmt: br-app
 case "$PROBES" in data|mgmt) ;; *) echo "lab: LAB_PROBES must be data or mgmt, not '$PROBES'" >&2; exit 2 ;; esac
-APP_IPS=(10.77.9.11 10.77.9.12) APP_MACS=(02:77:00:00:09:11 02:77:00:00:09:12)
+APP_IPS=(10.77.9.11 10.77.9.12 10.77.9.13 10.77.9.14)
+APP_MACS=(02:77:00:00:09:11 02:77:00:00:09:12 02:77:00:00:09:13 02:77:00:00:09:14)
+CLIENT_B_IP=10.77.1.130 CLIENT_B_IP6=fd77:1::82       # tenant B's client (--listeners 2)
 APP_MTU=1600
 RT_PORT="${LAB_RT_PORT:-af_packet}"
 GW_RT_VETH_MAC=02:77:00:00:00:03                      # gw-rt when it is a bridge port (tap mode)
@@ -68,15 +72,43 @@ CLIENT_IP6=fd77:1::2 CLIENT_GW6=fd77:1::1 SERVER_IP6=fd77:2::2 SERVER_GW6=fd77:2
 ROUTER_GW_IP6=fd77::1 GW_NEXTHOP6=fd77::2
 
 ns() { echo "$P-$1"; }
-# The lab's server group (both appliances), as every gateway's config has it.
-# Its health checks take the data path (the exception tap of gwlbd's
-# appliance port) unless given EXTRA keys (LAB_PROBES=mgmt: a management path).
+lab_listeners() { cat "$D/listeners" 2>/dev/null || echo 1; }
+app_ids() { seq 1 $(($(lab_listeners) * 2)); }   # the lab's appliances: 1 2, or 1 2 3 4
+app_names() { app_ids | sed 's/^/app/'; }
+# The lab's server groups, as every gateway's config has them: one group of
+# app1 and app2; with --listeners 2 a group per tenant, a listener each and
+# the traffic classes that split the client's two addresses between them
+# (and bypass TCP port 873). Health checks take the data path (the exception
+# tap of gwlbd's appliance port) unless given EXTRA keys (LAB_PROBES=mgmt).
 appliance_groups_yaml() {  # appliance_groups_yaml [EXTRA_HEALTH_CHECK_KEYS]
-  local hc="${LAB_HC:-http}" path_line="" extra="${1:-}"
+  echo "server_groups:"
+  if [ "$(lab_listeners)" = 2 ]; then
+    server_group_yaml fw-a 0 1 "${1:-}"
+    server_group_yaml fw-b 2 3 "${1:-}"
+    cat <<YAML
+listeners:
+  - { name: tenant-a, server_groups: [fw-a] }
+  - { name: tenant-b, server_groups: [fw-b] }
+traffic_classes:
+  - name: backups
+    match: { protocols: [tcp], l4_ports: [873] }
+    action: bypass
+  - name: tenant-a
+    match: { prefixes: [10.77.1.0/25, "fd77:1::/121"] }
+    listener: tenant-a
+  - name: tenant-b
+    match: { prefixes: [10.77.1.128/25, "fd77:1::80/121"] }
+    listener: tenant-b
+YAML
+  else
+    server_group_yaml appliances 0 1 "${1:-}"
+  fi
+}
+server_group_yaml() {  # server_group_yaml NAME I J EXTRA: a group of appliances I and J (0-based)
+  local hc="${LAB_HC:-http}" path_line="" extra="${4:-}"
   [ "$hc" = http ] && path_line=", path: /health"
   cat <<YAML
-server_groups:
-  - name: appliances
+  - name: $1
     geneve: { format: ${LAB_FORMAT:-aws}, vni: 77 }
     maglev_table_size: 4093
     failover_mode: ${LAB_FAILOVER:-rebalance}
@@ -85,8 +117,8 @@ server_groups:
                     timeout: ${LAB_HC_TIMEOUT:-300ms}, healthy_threshold: ${LAB_HC_HEALTHY:-2},
                     unhealthy_threshold: ${LAB_HC_UNHEALTHY:-2}$extra }
     servers:
-      - { address: ${APP_IPS[0]}, mac: ${APP_MACS[0]} }
-      - { address: ${APP_IPS[1]}, mac: ${APP_MACS[1]} }
+      - { address: ${APP_IPS[$2]}, mac: ${APP_MACS[$2]} }
+      - { address: ${APP_IPS[$3]}, mac: ${APP_MACS[$3]} }
 YAML
 }
 
@@ -95,6 +127,7 @@ link_client_server() {
   ip link add c0 netns "$(ns client)" type veth peer name r-cli netns "$(ns router)"
   ip link add s0 netns "$(ns server)" type veth peer name r-srv netns "$(ns router)"
   nx client ip addr add "$CLIENT_IP/24" dev c0
+  if [ "$(lab_listeners)" = 2 ]; then nx client ip addr add "$CLIENT_B_IP/24" dev c0; fi
   nx server ip addr add "$SERVER_IP/24" dev s0
   nx router ip addr add "$CLIENT_GW/24" dev r-cli
   nx router ip addr add "$SERVER_GW/24" dev r-srv
@@ -169,8 +202,8 @@ print(sum(1 for r in rows if isinstance(r, dict) and str(r.get("state", "")).sta
 }
 
 lab_complete() {
-  for n in "${NS_LIST[@]}"; do ip netns list | grep -qw "$(ns "$n")" || return 1; done
-  for p in gwlbd app1 app2 http; do pid_alive "$p" || return 1; done
+  for n in client server router gw $(app_names); do ip netns list | grep -qw "$(ns "$n")" || return 1; done
+  for p in gwlbd $(app_names) http; do pid_alive "$p" || return 1; done
   [ -S "$D/gwlbd.sock" ]
 }
 
@@ -231,6 +264,7 @@ ipv6_up() {  # the same paths over IPv6: client, router, server (the appliance n
       net.ipv6.conf.all.accept_ra=0 net.ipv6.conf.default.accept_ra=0 >/dev/null
   done
   nx client ip -6 addr add "$CLIENT_IP6/64" dev c0 nodad
+  if [ "$(lab_listeners)" = 2 ]; then nx client ip -6 addr add "$CLIENT_B_IP6/64" dev c0 nodad; fi
   nx server ip -6 addr add "$SERVER_IP6/64" dev s0 nodad
   nx router ip -6 addr add "$CLIENT_GW6/64" dev r-cli nodad
   nx router ip -6 addr add "$SERVER_GW6/64" dev r-srv nodad
@@ -261,19 +295,22 @@ lab_down() {
     for pid in $(ip netns pids "$name" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null || true; done
     ip netns del "$name" 2>/dev/null || true
   done
-  rm -f "$D/gwlbd.sock" "$D/gateways" "$D/router/kind"
+  rm -f "$D/gwlbd.sock" "$D/gateways" "$D/listeners" "$D/router/kind"
 }
 
 lab_up() {
-  local gateways=1
+  local gateways=1 listeners=1
   while [ $# -gt 0 ]; do
     case "$1" in
       --gateways) gateways="${2:?--gateways N}"; shift 2 ;;
       --gateways=*) gateways="${1#*=}"; shift ;;
-      *) log "up: unknown argument $1 (--gateways N)"; return 2 ;;
+      --listeners) listeners="${2:?--listeners L}"; shift 2 ;;
+      --listeners=*) listeners="${1#*=}"; shift ;;
+      *) log "up: unknown argument $1 (--gateways N, --listeners L)"; return 2 ;;
     esac
   done
   case "$gateways" in 1|2|3|4) ;; *) log "--gateways: $gateways is not 1..4"; return 2 ;; esac
+  case "$listeners" in 1|2) ;; *) log "--listeners: $listeners is not 1 or 2"; return 2 ;; esac
   for b in control/gwlbd cli/gwlbctl tools/gwlb-appliance; do
     [ -x "$GWLB_BUILD/$b" ] || { log "missing $GWLB_BUILD/$b (build it first)"; return 1; }
   done
@@ -285,8 +322,10 @@ lab_up() {
       *) log "LAB_ROUTER: ${LAB_ROUTER} is not bird or frr"; return 2 ;;
     esac
   fi
-  if [ "$gateways" = 1 ] && [ "$(fleet_n)" = 1 ] && lab_complete; then log "already up ($D)"; return 0; fi
-  if [ "$gateways" -gt 1 ] && [ "$(fleet_n)" = "$gateways" ] && fleet_complete; then
+  if [ "$(lab_listeners)" = "$listeners" ] && [ "$gateways" = 1 ] && [ "$(fleet_n)" = 1 ] && lab_complete; then
+    log "already up ($D)"; return 0
+  fi
+  if [ "$(lab_listeners)" = "$listeners" ] && [ "$gateways" -gt 1 ] && [ "$(fleet_n)" = "$gateways" ] && fleet_complete; then
     log "already up ($D, $gateways gateways)"; return 0
   fi
   if ! ip netns add "$P-probe" 2>/dev/null; then
@@ -295,13 +334,14 @@ lab_up() {
   ip netns del "$P-probe"
   lab_down
   mkdir -p "$D"
+  echo "$listeners" > "$D/listeners"
   trap 'log "up failed; tearing down"; lab_down' ERR
   if [ "$gateways" -gt 1 ]; then
     fleet_up "$gateways" || { log "up failed; tearing down"; lab_down; return 1; }
     trap - ERR
     return 0
   fi
-  for n in "${NS_LIST[@]}"; do ns_setup "$n"; done
+  for n in client server router gw $(app_names); do ns_setup "$n"; done
 
   link_client_server
   # router <-> gateway (gwlbd port 0; no kernel address on gw-rt). In tap mode
@@ -327,7 +367,7 @@ lab_up() {
   # address is local, on gwlbd's tap gwlb1, for the probes).
   nx gw ip link add gw-app address "$GW_APP_KERNEL_MAC" mtu "$APP_MTU" type veth peer name gw-app-br mtu "$APP_MTU"
   nx gw ip link set gw-app-br master br-app
-  for i in 1 2; do
+  for i in $(app_ids); do
     ip link add "a$i-br" netns "$(ns gw)" mtu "$APP_MTU" type veth \
       peer name eth0 netns "$(ns "app$i")" address "${APP_MACS[$((i - 1))]}" mtu "$APP_MTU"
     nx gw ip link set "a$i-br" master br-app
@@ -366,8 +406,7 @@ lab_up() {
   if [ "${LAB_IPV6:-0}" = 1 ]; then ipv6_up; fi
 
   # Processes: the appliances, gwlbd, an HTTP server with a 16 MiB file.
-  app_start 1
-  app_start 2
+  for i in $(app_ids); do app_start "$i"; done
   write_config
   "$GWLB_BUILD/control/gwlbd" --check-config "$D/gwlbd.yaml" >/dev/null
   gw_start
@@ -376,20 +415,23 @@ lab_up() {
   echo "hello through the gateway" > "$D/www/index.html"
   start_bg http server /usr/bin/python3 -m http.server 80 --bind "$SERVER_IP" --directory "$D/www"
   for _ in $(seq 1 50); do nx server curl -s -o /dev/null --max-time 1 "http://$SERVER_IP/" && break; sleep 0.1; done
-  # Both appliances healthy before we call the lab up.
-  for _ in $(seq 1 100); do [ "$(active_count)" -ge 2 ] && break; sleep 0.1; done
+  # Every appliance healthy before we call the lab up.
+  for _ in $(seq 1 100); do [ "$(active_count)" -ge "$(app_ids | wc -l)" ] && break; sleep 0.1; done
   trap - ERR
   log "up: client $CLIENT_IP -> router -> gateway (gwlbd) -> app1 ${APP_IPS[0]} / app2 ${APP_IPS[1]} -> server $SERVER_IP"
+  if [ "$listeners" = 2 ]; then
+    log "two listeners: tenant-a (client $CLIENT_IP) -> app1/app2, tenant-b (client $CLIENT_B_IP) -> app3 ${APP_IPS[2]} / app4 ${APP_IPS[3]}; TCP port 873 bypassed"
+  fi
   log "control socket $D/gwlbd.sock; logs in $D"
 }
 
 lab_status() {
   [ "$(fleet_n)" -gt 1 ] && { fleet_status; return; }
   local rc=0
-  for n in "${NS_LIST[@]}"; do
+  for n in client server router gw $(app_names); do
     if ip netns list | grep -qw "$(ns "$n")"; then echo "namespace $(ns "$n"): present"; else echo "namespace $(ns "$n"): absent"; rc=1; fi
   done
-  for p in gwlbd app1 app2 http; do
+  for p in gwlbd $(app_names) http; do
     if pid_alive "$p"; then echo "process $p: running (pid $(cat "$D/$p.pid"))"; else echo "process $p: not running"; rc=1; fi
   done
   if [ -S "$D/gwlbd.sock" ]; then "$GWLB_BUILD/cli/gwlbctl" --socket "$D/gwlbd.sock" servers || rc=1; fi
@@ -423,6 +465,6 @@ case "$cmd" in
   vtysh) exec ip netns exec "$(ns router)" vtysh --vty_socket "$(frr_dir)" "$@" ;;
   router-config) router_config "$@" ;;
   exec) n="${1:?exec NS CMD...}"; shift; exec ip netns exec "$(ns "$n")" "$@" ;;
-  -h|--help|"") sed -n '2,37p' "$0"; [ -n "$cmd" ] ;;
+  -h|--help|"") sed -n '2,43p' "$0"; [ -n "$cmd" ] ;;
   *) echo "lab.sh: unknown command $cmd (up|down|status|app-stop|app-start|gw-stop|gw-kill|gw-start|gwlbctl|birdc|vtysh|router-config|exec)" >&2; exit 2 ;;
 esac

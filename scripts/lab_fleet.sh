@@ -5,7 +5,7 @@
 # has a BGP session with BFD to each and installs what they announce (a default
 # route) into table 100 as one ECMP route, which the client's and the server's
 # traffic follows. The appliance segment is a
-# bridge in PREFIX-sw shared by every gateway and both appliances.
+# bridge in PREFIX-sw shared by every gateway and every appliance.
 
 FLEET_SECRET=7f3a9c1e5b2d4f6081a3c5e7092b4d6f   # the lab's fleet secret (lab only)
 FLEET_AS=65001 ROUTER_AS=65000
@@ -117,11 +117,11 @@ fleet_nexthops() {  # gateways in the router's table 100 (its ECMP default route
 
 fleet_complete() {
   local n; n="$(fleet_n)"
-  for x in client server router sw app1 app2 $(seq -f 'gw%g' 1 "$n"); do
+  for x in client server router sw $(app_names) $(seq -f 'gw%g' 1 "$n"); do
     ip netns list | grep -qw "$(ns "$x")" || return 1
   done
   [ "$(router_kind)" = "${LAB_ROUTER:-bird}" ] || return 1   # the router asked for
-  for p in app1 app2 http $(router_procs) $(seq -f 'gwlbd%g' 1 "$n") $(seq -f 'bird-gw%g' 1 "$n"); do
+  for p in $(app_names) http $(router_procs) $(seq -f 'gwlbd%g' 1 "$n") $(seq -f 'bird-gw%g' 1 "$n"); do
     pid_alive "$p" || return 1
   done
 }
@@ -130,14 +130,14 @@ fleet_up() {  # fleet_up N (2..4)
   local n="$1" k i
   mkdir -p "$D"
   echo "$n" > "$D/gateways"
-  for x in client server router sw app1 app2 $(seq -f 'gw%g' 1 "$n"); do ns_setup "$x"; done
+  for x in client server router sw $(app_names) $(seq -f 'gw%g' 1 "$n"); do ns_setup "$x"; done
 
   link_client_server
 
   # The appliance segment: a bridge of its own, shared by all.
   nx sw ip link add br-app type bridge
   nx sw ip link set br-app mtu "$APP_MTU" up
-  for i in 1 2; do
+  for i in $(app_ids); do
     ip link add "a$i-br" netns "$(ns sw)" mtu "$APP_MTU" type veth \
       peer name eth0 netns "$(ns "app$i")" address "${APP_MACS[$((i - 1))]}" mtu "$APP_MTU"
     nx sw ip link set "a$i-br" master br-app
@@ -191,8 +191,7 @@ fleet_up() {  # fleet_up N (2..4)
   local kcmd
   while read -r -a kcmd; do nx router "${kcmd[@]}" >/dev/null; done < <(router_kernel_cmds)
 
-  app_start 1
-  app_start 2
+  for i in $(app_ids); do app_start "$i"; done
   router_start "$n" || return 1
   for k in $(seq 1 "$n"); do
     fleet_write_config "$k"
@@ -219,7 +218,7 @@ fleet_up() {  # fleet_up N (2..4)
 
 fleet_status() {
   local rc=0 n; n="$(fleet_n)"
-  for p in app1 app2 http $(router_procs) $(seq -f 'gwlbd%g' 1 "$n") $(seq -f 'bird-gw%g' 1 "$n"); do
+  for p in $(app_names) http $(router_procs) $(seq -f 'gwlbd%g' 1 "$n") $(seq -f 'bird-gw%g' 1 "$n"); do
     if pid_alive "$p"; then echo "process $p: running (pid $(cat "$D/$p.pid"))"; else echo "process $p: not running"; rc=1; fi
   done
   echo "router table 100:"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The soak (docs/testing.md, "Soak"): the fleet lab (scripts/lab.sh up
-# --gateways 3: three gwlbd + BIRD behind the router's ECMP with BFD, two
-# appliances) under traffic and a seeded schedule of faults for N minutes, a
-# sample of every gwlbd each second, then the invariant checker.
+# The soak (docs/testing.md, "Soak"): the fleet lab (scripts/lab.sh up --gateways 3
+# --listeners 2: three gwlbd + BIRD behind the router's ECMP with BFD, two tenants'
+# listeners of two appliances each, a bypass class) under traffic and a seeded
+# schedule of faults for N minutes, a sample of every gwlbd each second, then the checker.
 #   scripts/soak.sh [--minutes N] [--seed S] [--out DIR] [--schedule FILE]
 #     --minutes N    length of the run (default 3): traffic and faults, then a
 #                    quiet tail of 75 s (the flow idle timeout, 60 s, and the sweep)
@@ -53,7 +53,7 @@ else
 fi
 
 lab() { "$ROOT/scripts/lab.sh" "$@"; }
-lab up --gateways 3
+lab up --gateways 3 --listeners 2
 rc=$?
 if [ "$rc" = 3 ]; then echo "SKIP: network namespaces cannot be created here"; exit 77; fi
 if [ "$rc" != 0 ]; then echo "soak: the fleet lab did not come up"; lab down; exit 1; fi

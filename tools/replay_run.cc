@@ -193,6 +193,11 @@ struct Replay::State {
   std::vector<uint64_t> last_packets;  // at the previous boundary (start: none)
   std::vector<std::string> id_names;   // address text by server id
 
+  // Per traffic class: totals by name, and the workers' counters (by class
+  // index in the config in force) at the last fold.
+  std::vector<ClassTotal> class_totals;
+  std::vector<uint64_t> class_base_packets, class_base_bytes;
+
   double rel(uint64_t t) const { return double(t - std::min(t, first_ts)) / 1e9; }
   void decided(const ctl::Decision& d);
   Job* getJob();
@@ -206,7 +211,37 @@ struct Replay::State {
   void closeWindow(const Boundary& b);
   void runControl(uint64_t t);
   void feedBurst();
+  void foldClasses();
 };
+
+// Adds what each class of the config in force counted since the last fold to
+// its name's total (workers idle). Runs before every event (a reload can
+// renumber the classes) and at the end.
+void Replay::State::foldClasses() {
+  const ctl::Config& c = engine->config();
+  const size_t n = std::min(c.traffic_classes.size(), kMaxClasses);
+  class_base_packets.resize(std::max(class_base_packets.size(), n), 0);
+  class_base_bytes.resize(std::max(class_base_bytes.size(), n), 0);
+  for (size_t i = 0; i < n; ++i) {
+    const ctl::TrafficClassConfig& tc = c.traffic_classes[i];
+    uint64_t p = 0, b = 0;
+    for (auto& w : workers) {
+      p += w.state.classPackets(uint16_t(i));
+      b += w.state.classBytes(uint16_t(i));
+    }
+    auto it = std::find_if(class_totals.begin(), class_totals.end(),
+                           [&](const ClassTotal& t) { return t.name == tc.name; });
+    if (it == class_totals.end()) it = class_totals.insert(class_totals.end(), ClassTotal{tc.name});
+    it->action = ctl::toString(tc.action);
+    it->listener = tc.action != ctl::ClassAction::kInspect ? ""
+                   : tc.listener.empty()                   ? "default"
+                                                           : tc.listener;
+    it->packets += p - class_base_packets[i];
+    it->bytes += b - class_base_bytes[i];
+    class_base_packets[i] = p;
+    class_base_bytes[i] = b;
+  }
+}
 
 void Replay::State::decided(const ctl::Decision& d) {
   if (d.kind == ctl::Decision::Kind::kRegion) {
@@ -415,6 +450,7 @@ void Replay::State::runControl(uint64_t t) {
   schedule->runUntil(
       t,
       [&](ctl::ScriptedEvent& e, uint64_t) {
+        foldClasses();
         b = takeBoundary();
         closeWindow(b);
         e.result["packets_before"] = packetDiff(b.packets, last_packets);
@@ -533,6 +569,7 @@ int Replay::finish() {
   s.to_app.close();
   s.returned.close();
   s.closeWindow(s.takeBoundary());
+  s.foldClasses();
   for (const ctl::ScriptedEvent& e : s.events)
     if (!e.applied)
       std::fprintf(stderr,
@@ -553,6 +590,7 @@ int Replay::finish() {
   in.lifecycle_changes = &s.lifecycle_changes;
   in.region_changes = &s.region_changes;
   in.timeline = s.timeline.get();
+  in.classes = &s.class_totals;
   writeSummary(in);
   return warnLosses(in.total, s.engine->config(), s.o.strict);
 }

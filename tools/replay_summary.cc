@@ -69,7 +69,8 @@ static nlohmann::json timelineMarks(const std::vector<ctl::ScriptedEvent>& event
   for (const ctl::ScriptedEvent& e : events) {
     if (!e.applied) continue;
     const bool health = e.action == ctl::ScriptedEvent::Action::kHealth;
-    std::string label = e.server.str() + " " + ctl::actionName(e);
+    const bool reload = e.action == ctl::ScriptedEvent::Action::kReload;
+    std::string label = reload ? "reload " + e.file : e.server.str() + " " + ctl::actionName(e);
     if (e.action == ctl::ScriptedEvent::Action::kAdd) label += " to " + e.group;
     if (e.weight) label += " " + std::to_string(*e.weight);
     uint64_t moved = 0;
@@ -78,7 +79,7 @@ static nlohmann::json timelineMarks(const std::vector<ctl::ScriptedEvent>& event
     marks.push_back({{"at_s", double(e.at_ns) / 1e9},
                      {"kind", health ? "health" : "event"},
                      {"event", e.index},
-                     {"server", e.server.str()},
+                     {"server", reload ? nlohmann::json(nullptr) : nlohmann::json(e.server.str())},
                      {"action", ctl::actionName(e)},
                      {"label", label},
                      {"flows_moved", moved}});
@@ -96,6 +97,33 @@ static nlohmann::json timelineMarks(const std::vector<ctl::ScriptedEvent>& event
     return a["at_s"].get<double>() < b["at_s"].get<double>();
   });
   return nlohmann::json(marks);
+}
+
+// Per traffic class (docs/replay.md "Traffic classes"): summary.json's
+// "traffic_classes" and a table on stdout. Nothing without classes.
+static void classSummary(const SummaryInput& in, nlohmann::json& j) {
+  if (!in.classes || in.classes->empty()) return;
+  auto count = [&](Counter c) { return in.total.v[size_t(c)]; };
+  nlohmann::json list = nlohmann::json::array();
+  std::printf("%-20s %-8s %-16s %10s %12s\n", "class", "action", "listener", "packets", "bytes");
+  for (const ClassTotal& c : *in.classes) {
+    list.push_back({{"name", c.name},
+                    {"action", c.action},
+                    {"listener", c.listener.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.listener)},
+                    {"packets", c.packets},
+                    {"bytes", c.bytes}});
+    std::printf("%-20s %-8s %-16s %10llu %12llu\n", c.name.c_str(), c.action.c_str(),
+                c.listener.empty() ? "-" : c.listener.c_str(), (unsigned long long)c.packets,
+                (unsigned long long)c.bytes);
+  }
+  j["traffic_classes"] = {{"classes", list},
+                          {"bypassed_packets", count(Counter::bypassed)},
+                          {"dropped_unclassified", count(Counter::drop_unclassified)},
+                          {"dropped_by_class", count(Counter::drop_class_drop)}};
+  std::printf("bypassed %llu, dropped unclassified %llu, dropped by class %llu\n",
+              (unsigned long long)count(Counter::bypassed),
+              (unsigned long long)count(Counter::drop_unclassified),
+              (unsigned long long)count(Counter::drop_class_drop));
 }
 
 void writeSummary(const SummaryInput& in) {
@@ -178,31 +206,36 @@ void writeSummary(const SummaryInput& in) {
   }
   j["counters"] = counters;
   j["drops"] = drops;
+  classSummary(in, j);
 
   // --events: what each event did, the lifecycle, and where every appliance
   // ever known ended up.
   nlohmann::json evj = nlohmann::json::array();
   for (const ctl::ScriptedEvent& e : events) {
+    const bool reload = e.action == ctl::ScriptedEvent::Action::kReload;
     nlohmann::json x = {{"index", e.index},
                         {"at_s", double(e.at_ns) / 1e9},
-                        {"server", e.server.str()},
+                        {"server", reload ? nlohmann::json(nullptr) : nlohmann::json(e.server.str())},
                         {"action", ctl::actionName(e)},
                         {"applied", e.applied}};
     if (e.action == ctl::ScriptedEvent::Action::kAdd) x["group"] = e.group;
+    if (reload) x["file"] = e.file;
     if (e.weight) x["weight"] = *e.weight;
     if (e.timeout_s) x["timeout_s"] = *e.timeout_s;
     x.update(e.result);
     evj.push_back(x);
-    if (e.applied)
-      std::printf("event %zu at %s: %s %s: flows on it %llu, moved %llu, stayed %llu\n",
-                  e.index, ctl::secondsText(e.at_ns).c_str(), ctl::actionName(e), e.server.str().c_str(),
-                  (unsigned long long)e.result["flows_on_server_at_event"].get<uint64_t>(),
-                  (unsigned long long)[&] {
-                    uint64_t m = 0;
-                    for (auto& [k, v] : e.result["flows_moved"].items()) m += v.get<uint64_t>();
-                    return m;
-                  }(),
+    if (e.applied) {
+      uint64_t moved = 0;
+      for (auto& [k, v] : e.result["flows_moved"].items()) moved += v.get<uint64_t>();
+      // A reload concerns every flow; the other actions one appliance's.
+      const char* on = reload ? "flows at it" : "flows on it";
+      const char* key = reload ? "flows_at_event" : "flows_on_server_at_event";
+      std::printf("event %zu at %s: %s %s: %s %llu, moved %llu, stayed %llu\n", e.index,
+                  ctl::secondsText(e.at_ns).c_str(), ctl::actionName(e),
+                  reload ? e.file.c_str() : e.server.str().c_str(), on,
+                  (unsigned long long)e.result[key].get<uint64_t>(), (unsigned long long)moved,
                   (unsigned long long)e.result["flows_stayed"].get<uint64_t>());
+    }
     if (e.applied)
       for (const auto& line : e.result["region_changes"]) std::printf("  regions: %s\n", line.get<std::string>().c_str());
   }

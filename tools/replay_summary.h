@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "common/counters.h"
@@ -18,6 +19,14 @@ namespace gwlb::replay {
 nlohmann::json listenersJson(const ctl::RegionTracker& regions, uint64_t first_ts);
 nlohmann::json compositesJson(const ctl::RegionTracker& regions, uint64_t first_ts);
 
+// One traffic class's packets and bytes over the run (as received from the
+// router, before bypass or drop), summed by name over every config the run
+// had (a reload can reorder, add or drop classes).
+struct ClassTotal {
+  std::string name, action, listener;  // action and listener as last configured
+  uint64_t packets = 0, bytes = 0;
+};
+
 struct SummaryInput {
   const Options& o;
   const ctl::Engine& engine;  // after the run, workers stopped
@@ -31,6 +40,9 @@ struct SummaryInput {
   const nlohmann::json* lifecycle_changes = nullptr;
   const nlohmann::json* region_changes = nullptr;
   Timeline* timeline = nullptr;  // gets a series for every appliance ever known
+  // Every class any config of the run had, in order of first appearance;
+  // empty: the run had no traffic_classes.
+  const std::vector<ClassTotal>* classes = nullptr;
 };
 
 // Writes DIR/summary.json and prints the per-appliance table, the events and

@@ -17,6 +17,9 @@ tests/soak/test_soak_check.py):
   appliance    a stream or UDP flow keeps its appliance (the appliances' own
                per-flow counters) unless that appliance failed, was drained or
                removed (or the sync between the gateways was cut) meanwhile
+  classes      no flow ever reaches an appliance of another traffic class's
+               listener, and no bypassed flow reaches any appliance (run.json
+               "classes": each class's appliances; the lab's two listeners)
   agree        the gateways hold each long-lived flow on the same appliance,
                but for a refresh interval after a sync fault
   losses       every failed short connection, lost datagram and lost echo falls
@@ -39,6 +42,9 @@ import json
 import os
 import statistics
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import soak_classes  # noqa: E402
 
 # How long after an event (its end) its effects may still show, by kind (s).
 # Windows open 1.5 s before the event's start (samples are 1 s apart).
@@ -327,6 +333,12 @@ def check_appliance(data):
            f"(a refresh heals a divergent copy; a gateway that started cold counts as a cut)")
     if not tl:
         r.fail("no flow seen on any appliance")
+    return r
+
+
+def check_classes(data):
+    r = Result("classes", "no flow ever reaches another class's appliances, and no bypassed flow any")
+    soak_classes.judge(data, r)
     return r
 
 
@@ -645,7 +657,7 @@ def check_idle(data):
     return r
 
 
-CHECKS = [check_streams, check_appliance, check_agree, check_losses, check_drops, check_sync, check_nexthops, check_alive,
+CHECKS = [check_streams, check_appliance, check_classes, check_agree, check_losses, check_drops, check_sync, check_nexthops, check_alive,
           check_events, check_leaks, check_idle]
 
 

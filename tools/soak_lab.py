@@ -12,9 +12,23 @@ import subprocess
 import time
 
 CLIENT, SERVER = "10.77.1.2", "10.77.2.2"
-APPS = {"app1": ("10.77.9.11", "02:77:00:00:09:11"), "app2": ("10.77.9.12", "02:77:00:00:09:12")}
-GROUP = "appliances"
+# The lab's two listeners and bypass class (scripts/lab.sh up --listeners 2):
+# tenant A is the client's CLIENT, tenant B its CLIENT_B, TCP port 873 bypassed.
+CLIENT_B = "10.77.1.130"
+BYPASS_PORT = 873
+APPS = {"app1": ("10.77.9.11", "02:77:00:00:09:11"), "app2": ("10.77.9.12", "02:77:00:00:09:12"),
+        "app3": ("10.77.9.13", "02:77:00:00:09:13"), "app4": ("10.77.9.14", "02:77:00:00:09:14")}
+GROUP_OF = {"app1": "fw-a", "app2": "fw-a", "app3": "fw-b", "app4": "fw-b"}
+# Each class and the appliances its flows may reach (none: bypassed).
+CLASS_APPS = {"tenant-a": ["app1", "app2"], "tenant-b": ["app3", "app4"], "backups": []}
 SYNC_PORT = 7946
+
+
+def class_of(client, proto, dport):
+    """The traffic class of a client flow, as the lab's traffic_classes decide."""
+    if proto == 6 and dport == BYPASS_PORT:
+        return "backups"
+    return "tenant-b" if client == CLIENT_B else "tenant-a"
 
 
 def gw_ip(k):
@@ -152,18 +166,20 @@ class Lab:
 
     def route_of(self, flows):
         """{(proto, sport): (gateway client->server, gateway server->client)} as
-        the router's ECMP hash places each client flow now (ip route get)."""
+        the router's ECMP hash places each client flow (proto, sport, dport[,
+        client address]) now (ip route get)."""
         lines = []
-        for proto, sport, dport in flows:
-            lines.append(f"route get {SERVER} from {CLIENT} iif r-cli ipproto {proto} sport {sport} dport {dport}")
-            lines.append(f"route get {CLIENT} from {SERVER} iif r-srv ipproto {proto} sport {dport} dport {sport}")
+        for proto, sport, dport, *src in flows:
+            c = src[0] if src else CLIENT
+            lines.append(f"route get {SERVER} from {c} iif r-cli ipproto {proto} sport {sport} dport {dport}")
+            lines.append(f"route get {c} from {SERVER} iif r-srv ipproto {proto} sport {dport} dport {sport}")
         if not lines:
             return {}
         r = subprocess.run(["ip", "netns", "exec", self.ns("router"), "ip", "-batch", "-"], input="\n".join(lines) + "\n",
                            text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=10)
         hops = [int(m) if m else 0 for m in re.findall(r"^\S+ from \S+ (?:via 10\.77\.9\.(\d+))?", r.stdout, re.M)]
         out = {}
-        for i, (proto, sport, _) in enumerate(flows):
+        for i, (proto, sport, *_) in enumerate(flows):
             fwd = hops[2 * i] if 2 * i < len(hops) else 0
             rev = hops[2 * i + 1] if 2 * i + 1 < len(hops) else 0
             out[(proto, sport)] = (fwd, rev)

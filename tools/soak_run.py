@@ -23,7 +23,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import soak_lab  # noqa: E402
-from soak_lab import APPS, GROUP, Api, ApiError, api_once, proc_sample  # noqa: E402
+from soak_lab import APPS, CLASS_APPS, GROUP_OF, Api, ApiError, api_once, class_of, proc_sample  # noqa: E402
+
+CLIENTS = (soak_lab.CLIENT, soak_lab.CLIENT_B)  # tenant A's and tenant B's addresses
+BOUND_PORTS = 45000  # 45000-45999: reserved in the client namespace for the streams that bind their port
 
 GWS = (1, 2, 3)
 SYNC_SUMS = ("flows_sent", "flows_received", "auth_failures", "replayed", "malformed", "stale", "send_errors",
@@ -31,7 +34,8 @@ SYNC_SUMS = ("flows_sent", "flows_received", "auth_failures", "replayed", "malfo
              "insert_abandoned", "conflicts", "installed", "moved")
 BASE_COLS = ["t", "gw", "pid", "up", "load1", "rss_kb", "rss_anon_kb", "rss_shmem_kb", "fds", "threads", "cpu_ctl_s", "cpu_s", "api_ms", "flows",
              "frag_entries", "snap_gen", "snaps_live", "snaps_retiring", "loop_gap_ms", "server_ids",
-             "app1_state", "app2_state", "app1_flows", "app2_flows", "nexthops", "warm_state",
+             "app1_state", "app2_state", "app3_state", "app4_state", "app1_flows", "app2_flows", "app3_flows",
+             "app4_flows", "nexthops", "warm_state",
              "sync_unknown_sender"] + [f"sync_{k}" for k in SYNC_SUMS]
 
 
@@ -51,7 +55,7 @@ class Run:
         # start or a reload, which bring back the config file's appliances).
         self.desired = {app: {"present": True, "weight": 100, "drain_until": None} for app in APPS}
         self.down = set()                    # gateways stopped on purpose now
-        self.open_streams = {}               # stream id -> sport (from traffic.jsonl)
+        self.open_streams = {}               # stream id -> (sport, client address, server port) (traffic.jsonl)
         self.reloads = 0
 
     def now(self):
@@ -150,13 +154,15 @@ class Run:
                     for fl in st["flows"]:
                         ends = {fl["a"], fl["b"]}
                         srv = [x for x in ends if x.startswith(soak_lab.SERVER + ":")]
-                        cli = [x for x in ends if x.startswith(soak_lab.CLIENT + ":")]
+                        cli = [x for x in ends if x.rsplit(":", 1)[0] in CLIENTS]
                         if not srv or not cli:
                             continue
                         dport = int(srv[0].rsplit(":", 1)[1])
-                        if (fl["proto"], dport) in ((6, 7000), (17, 5353)):
-                            flows[f"{fl['proto']}:{cli[0].rsplit(':', 1)[1]}"] = [fl["a_to_b"], fl["b_to_a"],
-                                                                                 fl["dropped"]]
+                        if (fl["proto"], dport) in ((6, 7000), (17, 5353), (6, soak_lab.BYPASS_PORT)):
+                            key = f"{fl['proto']}:{cli[0].rsplit(':', 1)[1]}"
+                            flows[key] = [fl["a_to_b"], fl["b_to_a"], fl["dropped"]]
+                            # Its class, for the checker's "classes" invariant.
+                            rec.setdefault("classes", {})[key] = class_of(cli[0].rsplit(":", 1)[0], fl["proto"], dport)
                     rec["apps"][app] = {"flows": flows, "packets": st["packets"], "dropped": st["dropped"],
                                         "flows_total": len(st["flows"]), "flows_overflow": st["flows_overflow"]}
                 except Exception as e:  # noqa: BLE001 (recorded; the checker sees the gap)
@@ -176,7 +182,7 @@ class Run:
                         for fl in res["flows"]:
                             if fl.get("kind") != "flow":
                                 continue
-                            sport = fl["sport"] if fl["src"] == soak_lab.CLIENT else fl["dport"]
+                            sport = fl["sport"] if fl["src"] in CLIENTS else fl["dport"]
                             view[f"{6 if proto == 'tcp' else 17}:{sport}"] = by_ip.get(fl.get("appliance"), "?")
                     rec["gws"][str(k)] = view
                 except (ApiError, OSError, KeyError) as e:
@@ -185,8 +191,7 @@ class Run:
             try:
                 with self.state_lock:
                     streams = list(self.open_streams.values())
-                flows = [(6, sp, 7000) for sp in streams] + \
-                        [(17, self.a.udp_base_port + i, 5353) for i in range(self.a.udp_flows)]
+                flows = self.client_flows(streams)
                 rec["paths"] = {f"{pr}:{sp}": list(h) for (pr, sp), h in self.lab.route_of(flows).items()}
             except Exception as e:  # noqa: BLE001 (recorded; the checker treats the round as pathless)
                 rec["paths_error"] = str(e)[:200]
@@ -216,9 +221,15 @@ class Run:
                     continue
                 with self.state_lock:
                     if r.get("ev") == "open":
-                        self.open_streams[r["id"]] = r["sport"]
+                        self.open_streams[r["id"]] = (r["sport"], r.get("src", soak_lab.CLIENT), r.get("dport", 7000))
                     elif r.get("ev") == "stream":
                         self.open_streams.pop(r["id"], None)
+
+    def client_flows(self, streams):
+        """(proto, sport, dport, client) of the open streams and the UDP flows
+        (odd ones are tenant B's, as soak_traffic.py makes them)."""
+        return [(6, sp, dp, src) for sp, src, dp in streams] + \
+               [(17, self.a.udp_base_port + i, 5353, CLIENTS[i % 2]) for i in range(self.a.udp_flows)]
 
     # ------------------------------------------------------------ gateway state
     def on_each_gw(self, method, params, skip_down=True):
@@ -325,16 +336,14 @@ class Run:
         self.hold(e)
         with self.state_lock:
             self.desired[app]["present"] = True
-        rec["add"] = self.on_each_gw("server.add", {"group": GROUP, "address": ip, "mac": mac})
+        rec["add"] = self.on_each_gw("server.add", {"group": GROUP_OF[app], "address": ip, "mac": mac})
 
     # gateway lane
     def affected(self, k):
         """Open streams and UDP flows whose either direction the router sends through gateway k now."""
         with self.state_lock:
             streams = list(self.open_streams.values())
-        flows = [(6, sp, 7000) for sp in streams] + \
-                [(17, self.a.udp_base_port + i, 5353) for i in range(self.a.udp_flows)]
-        routes = self.lab.route_of(flows)
+        routes = self.lab.route_of(self.client_flows(streams))
         return {"tcp": sorted(sp for (pr, sp), hops in routes.items() if pr == 6 and k in hops),
                 "udp": sorted(sp for (pr, sp), hops in routes.items() if pr == 17 and k in hops),
                 "routed": len(routes)}
@@ -503,6 +512,7 @@ class Run:
                 "traffic_s": s["traffic_s"], "total_s": s["total_s"], "prefix": a.prefix, "lab_dir": a.lab_dir,
                 "streams": a.streams, "stream_rate": a.stream_rate, "conn_rate": a.conn_rate,
                 "udp_flows": a.udp_flows, "udp_base_port": a.udp_base_port, "ping_rate": a.ping_rate,
+                "classes": CLASS_APPS, "bypass_port": soak_lab.BYPASS_PORT,
                 "nproc": os.cpu_count(), "load_start": open("/proc/loadavg").read().split()[:3],
                 "commit": subprocess.run(["git", "-C", a.src, "rev-parse", "--short", "HEAD"], text=True,
                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout.strip()}
@@ -516,16 +526,23 @@ class Run:
         for t in threads:
             t.start()
         server = subprocess.Popen(["ip", "netns", "exec", self.lab.ns("server"), "/usr/bin/python3",
-                                   os.path.join(a.src, "tools/soak_traffic.py"), "serve", soak_lab.SERVER],
+                                   os.path.join(a.src, "tools/soak_traffic.py"), "serve", soak_lab.SERVER,
+                                   "--tcp", f"7000,7100,{soak_lab.BYPASS_PORT}"],
                                   stdout=open(os.path.join(self.out, "traffic-server.log"), "w"),
                                   stderr=subprocess.STDOUT)
+        # The streams of tenant B and of the bypassed class bind their source
+        # ports from a range the kernel then never hands out itself.
+        self.lab.run("client", "sysctl", "-qw",
+                     f"net.ipv4.ip_local_reserved_ports={BOUND_PORTS}-{BOUND_PORTS + 999}", check=True)
         time.sleep(max(0.0, self.t0 - time.time()))
         client = subprocess.Popen(["ip", "netns", "exec", self.lab.ns("client"), "/usr/bin/python3",
                                    os.path.join(a.src, "tools/soak_traffic.py"), "client", soak_lab.SERVER,
                                    "--seconds", str(s["traffic_s"]), "--out", traffic_path,
                                    "--streams", str(a.streams), "--stream-rate", str(a.stream_rate),
                                    "--conn-rate", str(a.conn_rate), "--udp-flows", str(a.udp_flows),
-                                   "--udp-base-port", str(a.udp_base_port), "--ping-rate", str(a.ping_rate)],
+                                   "--udp-base-port", str(a.udp_base_port), "--ping-rate", str(a.ping_rate),
+                                   "--tenant-a", soak_lab.CLIENT, "--tenant-b", soak_lab.CLIENT_B,
+                                   "--bypass-port", str(soak_lab.BYPASS_PORT), "--bound-ports", str(BOUND_PORTS)],
                                   stdout=open(os.path.join(self.out, "traffic-client.log"), "w"),
                                   stderr=subprocess.STDOUT)
         end_s = s["traffic_s"] - 5

@@ -25,7 +25,7 @@ WARMUP_S = 10       # traffic only, before the first event (the baseline)
 EVENTS_END_S = 12   # no event runs in the last seconds of traffic (streams finish clean)
 IDLE_TIMEOUT_S = 60  # tcp_idle_timeout and other_idle_timeout set for the run
 
-APPS = ["app1", "app2"]
+APPS = ["app1", "app2", "app3", "app4"]  # tenant A's two, tenant B's two (lab.sh --listeners 2)
 GATEWAYS = ["gw1", "gw2", "gw3"]
 STOPPABLE = ["gw2", "gw3"]  # gw1 runs the whole soak
 

@@ -15,6 +15,12 @@ The client runs, for T seconds:
     datagram each --udp-interval s, checked): a datagram without its echo
     within 2 s is lost;
   - ICMP echo (--ping-rate a second).
+With --tenant-b ADDR (the lab's two listeners), every third stream, half the
+short connections and every odd UDP flow come from ADDR (tenant B), and with
+--bypass-port P every third stream goes to port P (a bypassed class); those
+streams bind their source port from --bound-ports LO..LO+999, a range the
+caller reserves (ip_local_reserved_ports) so that no flow of another class
+gets the same client port (the appliances' flows are keyed by it).
 Then it ends every stream cleanly (write side shut, the rest of the echo read).
 Output: JSON lines in FILE: `open` and `stream` (each stream, when it opens and
 when it ends), `tick` (each second: what was sent, answered and failed),
@@ -146,9 +152,17 @@ class Out:
         self.f.write(json.dumps(rec, separators=(",", ":")) + "\n")
 
 
-def nb_connect(addr, port, user_timeout=False):
+def nb_connect(addr, port, user_timeout=False, src=None):
+    """A non-blocking TCP connect, from src = (address, port) when given."""
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setblocking(False)
+    if src:
+        try:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(src)
+        except OSError:
+            s.close()
+            raise
     if user_timeout:
         s.setsockopt(socket.IPPROTO_TCP, 18, USER_TIMEOUT_MS)  # TCP_USER_TIMEOUT
     rc = s.connect_ex((addr, port))
@@ -200,11 +214,24 @@ class Client:
         self.fails_this_second += 1
 
     # -- streams
+    def stream_class(self, sid):
+        """(source address or None, bound port or 0, server port) of stream sid."""
+        kind = sid % 3 if self.a.tenant_b else 0
+        if kind == 2 and not self.a.bypass_port:
+            kind = 1
+        bound = self.a.bound_ports + sid % 1000
+        if kind == 1:
+            return self.a.tenant_b, bound, STREAM_PORT
+        if kind == 2:
+            return self.a.tenant_a, bound, self.a.bypass_port
+        return None, 0, STREAM_PORT
+
     def open_stream(self, now):
         sid = self.next_sid
         self.next_sid += 1
+        src, bound, dport = self.stream_class(sid)
         try:
-            s = nb_connect(self.a.server, STREAM_PORT, user_timeout=True)
+            s = nb_connect(self.a.server, dport, user_timeout=True, src=(src, bound) if src else None)
         except OSError as e:
             self.out.write(ev="stream", id=sid, sport=0, t_open=now, t_close=now, sent=0, received=0,
                            ok=False, error=f"connect: {e}", max_stall=0, stall_at=None)
@@ -226,7 +253,9 @@ class Client:
         ok = st.error is None and st.rx == st.tx and st.state != "connecting"
         if not ok:
             self.totals["streams_broken"] += 1
-        self.out.write(ev="stream", id=st.id, sport=st.sport, t_open=round(st.t_open, 3), t_close=round(now, 3),
+        src, _, dport = self.stream_class(st.id)
+        self.out.write(ev="stream", id=st.id, sport=st.sport, src=src or self.a.tenant_a, dport=dport,
+                       t_open=round(st.t_open, 3), t_close=round(now, 3),
                        sent=st.tx, received=st.rx, ok=ok, error=st.error, max_stall=round(st.max_stall, 3),
                        stall_at=round(st.stall_at, 3) if st.stall_at else None)
         if not ok and now < self.t_end - 10:
@@ -240,7 +269,9 @@ class Client:
                 return self.end_stream(st, now, f"connect: {os.strerror(err)}")
             st.state, st.sport, st.t0, st.last_rx = "open", s.getsockname()[1], now, now
             self.totals["streams_opened"] += 1
-            self.out.write(ev="open", id=st.id, sport=st.sport, t=round(now, 3))
+            src, _, dport = self.stream_class(st.id)
+            self.out.write(ev="open", id=st.id, sport=st.sport, t=round(now, 3), src=src or self.a.tenant_a,
+                           dport=dport)
             self.sel.modify(s, selectors.EVENT_READ, ("stream", st))
             return
         if ev & selectors.EVENT_READ:
@@ -289,7 +320,8 @@ class Client:
         self.tick["short_started"] += 1
         self.short_started += 1
         try:
-            s = nb_connect(self.a.server, SHORT_PORT)
+            src = (self.a.tenant_b, 0) if self.a.tenant_b and self.short_started % 2 else None
+            s = nb_connect(self.a.server, SHORT_PORT, src=src)
         except OSError as e:
             return self.fail(now, "short", f"connect: {e.strerror or e}")
         self.shorts[s] = [now, "connecting", b"", os.urandom(32)]
@@ -348,7 +380,7 @@ class Client:
         self.udp = []
         for i in range(self.a.udp_flows):
             u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            u.bind(("0.0.0.0", self.a.udp_base_port + i))
+            u.bind((self.a.tenant_b if self.a.tenant_b and i % 2 else "0.0.0.0", self.a.udp_base_port + i))
             u.setblocking(False)
             f = {"sock": u, "sport": self.a.udp_base_port + i, "seq": 0, "out": {}, "sent": 0, "received": 0,
                  "lost": 0, "bad": 0}
@@ -525,6 +557,11 @@ def main():
     c.add_argument("--udp-base-port", type=int, default=41000)
     c.add_argument("--udp-interval", type=float, default=0.1)
     c.add_argument("--ping-rate", type=float, default=5)
+    c.add_argument("--tenant-a", default="10.77.1.2", help="the client's (tenant A's) address")
+    c.add_argument("--tenant-b", default=None, help="tenant B's address (a second listener's class)")
+    c.add_argument("--bypass-port", type=int, default=0, help="every third stream to this port (bypassed)")
+    c.add_argument("--bound-ports", type=int, default=45000,
+                   help="first of 1000 reserved source ports for tenant B's and bypassed streams")
     a = ap.parse_args()
     if a.cmd == "serve":
         serve(a.addr, [int(p) for p in a.tcp.split(",") if p], a.udp)

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 
 namespace gwlb::ctl {
@@ -17,6 +18,7 @@ const char* actionName(const ScriptedEvent& e) {
     case ScriptedEvent::Action::kWeight: return "weight";
     case ScriptedEvent::Action::kDrain: return "drain";
     case ScriptedEvent::Action::kUndrain: return "undrain";
+    case ScriptedEvent::Action::kReload: return "reload";
   }
   return "?";
 }
@@ -63,14 +65,16 @@ namespace {
 
 bool isTrue(const std::string& s) { return s == "true"; }  // as the config loader reads booleans
 
-std::vector<ScriptedEvent> parseRoot(const YAML::Node& root, const std::string& path) {
+// `dir`: where a reload's relative config path counts from.
+std::vector<ScriptedEvent> parseRoot(const YAML::Node& root, const std::string& path,
+                                     const std::filesystem::path& dir) {
   if (root.IsNull()) return {};
   if (!root.IsSequence())
     eventFail(path + ": must be a YAML list of events, e.g.\n"
               "  - { at: 2s, server: 192.0.2.10, health: unhealthy }");
   static const char* kKeys[] = {"at", "server", "health", "remove", "add",
-                                "weight", "drain", "timeout", "undrain"};
-  static const char* kActions[] = {"health", "remove", "add", "weight", "drain", "undrain"};
+                                "weight", "drain", "timeout", "undrain", "reload"};
+  static const char* kActions[] = {"health", "remove", "add", "weight", "drain", "undrain", "reload"};
   std::vector<ScriptedEvent> out;
   for (size_t i = 0; i < root.size(); ++i) {
     const YAML::Node n = root[i];
@@ -98,16 +102,22 @@ std::vector<ScriptedEvent> parseRoot(const YAML::Node& root, const std::string& 
     if (!parseDurationNs(v["at"], e.at_ns))
       eventFail(p + ".at" + where + ": '" + v["at"] +
                 "' is not a time after the first packet (e.g. 2.5s, 1500ms, 3 for seconds)");
-    if (!v.count("server")) eventFail(p + where + ": missing key 'server' (an appliance address)");
-    auto ip = IpAddr::parse(v["server"]);
-    if (!ip || !ip->isV4())
-      eventFail(p + ".server" + where + ": '" + v["server"] + "' is not an IPv4 address");
-    e.server = *ip;
     std::vector<std::string> acts;
     for (const char* a : kActions)
       if (v.count(a) && !(std::string(a) == "weight" && v.count("add"))) acts.push_back(a);
+    if (v.count("reload")) {
+      // A whole config, as gwlbd's reload: no appliance of its own.
+      if (v.count("server"))
+        eventFail(p + ".server" + where + ": a reload takes no server (the config file says everything)");
+    } else {
+      if (!v.count("server")) eventFail(p + where + ": missing key 'server' (an appliance address)");
+      auto ip = IpAddr::parse(v["server"]);
+      if (!ip || !ip->isV4())
+        eventFail(p + ".server" + where + ": '" + v["server"] + "' is not an IPv4 address");
+      e.server = *ip;
+    }
     if (acts.empty())
-      eventFail(p + where + ": no action; give one of health, remove, add, weight, drain, undrain");
+      eventFail(p + where + ": no action; give one of health, remove, add, weight, drain, undrain, reload");
     if (acts.size() > 1)
       eventFail(p + where + ": two actions in one event (" + acts[0] + " and " + acts[1] +
                 "); give one action per event");
@@ -153,6 +163,11 @@ std::vector<ScriptedEvent> parseRoot(const YAML::Node& root, const std::string& 
                     "' is not a whole number of seconds from 1 s to 3600 s (e.g. 30s)");
         e.timeout_s = uint32_t(ns / kNsPerS);
       }
+    } else if (a == "reload") {
+      e.action = ScriptedEvent::Action::kReload;
+      if (val.empty()) eventFail(p + ".reload" + where + ": needs a config file path");
+      std::filesystem::path f(val);
+      e.file = (f.is_absolute() ? f : dir / f).lexically_normal().string();
     } else {
       e.action = ScriptedEvent::Action::kUndrain;
       mustBeTrue();
@@ -179,7 +194,7 @@ std::vector<ScriptedEvent> parseEventsFile(const std::string& path) {
     eventFail(path + ": YAML syntax error at line " + std::to_string(e.mark.line + 1) + ", column " +
               std::to_string(e.mark.column + 1) + ": " + e.msg);
   }
-  return parseRoot(root, path);
+  return parseRoot(root, path, std::filesystem::path(path).parent_path());
 }
 
 std::vector<ScriptedEvent> parseEvents(const std::string& yaml_text, const std::string& name) {
@@ -190,7 +205,7 @@ std::vector<ScriptedEvent> parseEvents(const std::string& yaml_text, const std::
     eventFail(name + ": YAML syntax error at line " + std::to_string(e.mark.line + 1) + ", column " +
               std::to_string(e.mark.column + 1) + ": " + e.msg);
   }
-  return parseRoot(root, name);
+  return parseRoot(root, name, std::filesystem::path());
 }
 
 }  // namespace gwlb::ctl

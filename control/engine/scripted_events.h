@@ -2,7 +2,9 @@
 // --events file gives them (docs/replay.md) and as tests script them. Each
 // event goes through the control core (control/engine/engine.h) the way gwlbd's
 // control API and health checker drive it: server add/remove/weight as config
-// changes, drain/undrain through the lifecycle, health as the health input.
+// changes, drain/undrain through the lifecycle, health as the health input,
+// and a reload with another config file as gwlbd's SIGHUP (e.g. new traffic
+// classes mid-capture: established flows keep their listener, docs/replay.md).
 //
 // EventSchedule is gwlb-replay's driver of the engine: before a packet at time
 // t it runs, in time order, every event and every engine action (drain
@@ -27,16 +29,19 @@ class Engine;
 constexpr uint64_t kNsPerS = 1'000'000'000ULL;
 
 struct ScriptedEvent {
-  enum class Action : uint8_t { kHealth, kRemove, kAdd, kWeight, kDrain, kUndrain };
+  enum class Action : uint8_t { kHealth, kRemove, kAdd, kWeight, kDrain, kUndrain, kReload };
   size_t index = 0;
   int line = 0;                        // in the events file (1-based)
   uint64_t at_ns = 0;                  // after the origin (the capture's first timestamp)
-  IpAddr server;
+  IpAddr server;                       // every action but kReload
   Action action = Action::kHealth;
   bool unhealthy = false;              // kHealth
   std::string group;                   // kAdd
   std::optional<uint32_t> weight;      // kAdd (optional), kWeight
   std::optional<uint32_t> timeout_s;   // kDrain (optional)
+  // kReload: the config file read and applied at `at` (a relative path
+  // counts from the events file's directory).
+  std::string file;
   // Filled in by the run.
   bool applied = false;
   nlohmann::json result = nlohmann::json::object();

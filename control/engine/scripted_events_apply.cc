@@ -42,6 +42,19 @@ std::string applyEvent(const ScriptedEvent& e, Engine& engine, uint64_t now_ns) 
     return "";
   };
   switch (e.action) {
+    case Action::kReload: {
+      // As gwlbd's reload: the file replaces the config; a bad file changes nothing.
+      Config next;
+      std::vector<ConfigError> errors;
+      if (!loadConfigFile(e.file, next, errors)) {
+        std::string t = formatErrors(errors);
+        if (!t.empty() && t.back() == '\n') t.pop_back();
+        return "reload: " + e.file + " is not a valid config: " + t;
+      }
+      // Keys that need a restart keep their running values, as gwlbd's reload does.
+      holdRestartKeys(cfg, next);
+      return change(std::move(next), "reload", "removed by reload");
+    }
     case Action::kHealth:
       if (!in_group) return notConfigured();
       engine.setHealth(ip, e.unhealthy ? HealthState::kUnhealthy : HealthState::kHealthy);

@@ -153,6 +153,8 @@ class FleetSync {
     // health view says it takes them (an older gwlbd refuses the type).
     bool takes_digest = false, has_digest = false;
     std::vector<sync::DigestEntry> digest;
+    // The sections it differs in as last logged (a change is logged once).
+    std::vector<std::string> drift_logged;
     double last_log = -1e9;     // rate limit of this peer's warnings
     // This entry reaches this node itself (a wildcard sync_listen, a port
     // forward): nothing is sent to it, and it is not asked for a warm start.
@@ -192,6 +194,7 @@ class FleetSync {
   // Network side, the UDP path (fleet_sync_net.cc).
   void receive();
   void onDatagram(size_t len);
+  void logDrift(Peer& p);
   // The warm-start server (fleet_warm_server.cc).
   void accept();
   // This node's warm start (fleet_sync_warm.cc).

@@ -4,9 +4,11 @@
 // (the TCP client) fleet_sync_warm.cc, status and metrics fleet_sync_status.cc.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "control/config/config.h"
+#include "control/config/config_digest.h"
 #include "control/fleet/fleet_peers.h"
 #include "control/fleet/fleet_sync.h"
 #include "control/fleet/fleet_sync_clock.h"
@@ -178,6 +180,29 @@ void FleetSync::receive() {
   });
 }
 
+// Logs a change of the sections a peer's config differs from ours in (docs/fleet.md
+// "Config drift": reported, never acted on), once per change. Classes get their
+// consequence spelled out: the two nodes send new flows to different listeners.
+void FleetSync::logDrift(Peer& p) {
+  std::vector<std::string> diff = differingSections(config_digest_, p.digest);
+  if (diff == p.drift_logged) return;
+  if (diff.empty()) {
+    spdlog::info("fleet sync: peer {}'s config agrees with this node's again", p.address);
+  } else {
+    std::string list;
+    for (const std::string& s : diff) list += (list.empty() ? "" : ", ") + s;
+    const bool classes = std::find(diff.begin(), diff.end(), "classes") != diff.end();
+    spdlog::warn("fleet sync: peer {}'s config differs from this node's in: {}{} (gwlbctl fleet; "
+                 "gwlb_fleet_config_differs)",
+                 p.address, list,
+                 classes ? "; its traffic classes differ, so a new flow may go to another listener, or "
+                           "be bypassed or dropped, on one node than on the other (established flows keep "
+                           "their listener on every node)"
+                         : "");
+  }
+  p.drift_logged = std::move(diff);
+}
+
 void FleetSync::onDatagram(size_t len) {
   Peer* p = peerFor(rx_from_.address(), rx_from_.port());
   if (!p) {
@@ -234,6 +259,7 @@ void FleetSync::onDatagram(size_t len) {
   if (h.type == sync::MsgType::kConfigDigest) {
     p->digest.assign(digests, digests + h.count);
     p->has_digest = true;
+    logDrift(*p);
     return;
   }
   if (h.type == sync::MsgType::kHealth) {

@@ -3,10 +3,11 @@
 
   e2e.py TEST --build DIR --src DIR --work DIR
 TEST: tcp | udp | drop | failover | ethernet | no_rebalance | drain | restart | fragments | mtu | fleet
-      | fleet_frr | router_fragments
+      | fleet_frr | router_fragments | classes
 (fleet: tests/e2e/e2e_fleet.py, the fleet lab of 3 gateways, BIRD on the router;
 fleet_frr: the same with FRR on the router, LAB_ROUTER=frr; router_fragments:
-tests/e2e/e2e_router.py, a Linux router's ECMP and fragments, no gwlbd)
+tests/e2e/e2e_router.py, a Linux router's ECMP and fragments, no gwlbd; classes:
+tests/e2e/e2e_classes.py, two listeners and a bypass class, lab.sh up --listeners 2)
 Each test builds its own lab (namespaces PREFIX-*, PREFIX = e2e-TEST), runs, and
 always tears it down. Exit 77 (skip) only when network namespaces cannot be made.
 """
@@ -69,7 +70,7 @@ class Lab:
                 pass
 
     def dump_logs(self):
-        for f in ("gwlbd.log", "app1.log", "app2.log", "gwlbd1.log", "gwlbd2.log", "gwlbd3.log",
+        for f in ("gwlbd.log", "app1.log", "app2.log", "app3.log", "app4.log", "gwlbd1.log", "gwlbd2.log", "gwlbd3.log",
                   "bird-router.log", "frr-zebra.log", "frr-bfdd.log", "frr-bgpd.log", "frr-vtysh.log"):
             p = os.path.join(self.dir, f)
             if os.path.exists(p):
@@ -638,6 +639,11 @@ eal: ["--no-huge", "--no-pci", "--no-shconf", "--no-telemetry", "-m", "256",
         subprocess.run(["ip", "netns", "del", nsname], stderr=subprocess.DEVNULL)
 
 
+def test_classes(lab, args):
+    import e2e_classes  # tests/e2e/e2e_classes.py
+    e2e_classes.test_classes(lab, args)
+
+
 def test_fleet(lab, args):
     import e2e_fleet  # tests/e2e/e2e_fleet.py
     e2e_fleet.test_fleet(lab, args)
@@ -652,6 +658,7 @@ TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
          "restart": (test_restart, {}),
          "fragments": (test_fragments, {"LAB_RT_PORT": "tap", "LAB_IPV6": "1"}),
          "fleet": (test_fleet, {"LAB_GRACE": "3s"}),
+         "classes": (test_classes, {"LAB_FAILOVER": "rebalance"}),
          "fleet_frr": (test_fleet, {"LAB_GRACE": "3s", "LAB_ROUTER": "frr"})}
 
 
@@ -683,6 +690,8 @@ def main():
     lab = Lab(args, args.test, env)
     if args.test.startswith("fleet"):
         lab.up_args, lab.mgmt = ["--gateways", "3"], "gw1"
+    if args.test == "classes":
+        lab.up_args = ["--listeners", "2"]
     t0 = time.time()
     try:
         lab.up()

@@ -22,6 +22,8 @@
   netpeer.py wait-ready tcp|udp ADDR PORT TIMEOUT     exit 0 once an echo server there answers
       (run beside the server: a TCP connect, or a UDP datagram echoed back)
 ADDR may be IPv6 for the UDP commands and frag-client.
+NETPEER_SRC=ADDR (environment): the TCP clients connect from this source address
+(a host with two, e.g. the lab's two tenants with --listeners 2).
 """
 import json
 import os
@@ -40,6 +42,12 @@ def pattern(offset, n):
         out += base[start:]
         start = 0
     return bytes(out[:n])
+
+
+def connect(addr, port, timeout):
+    """A TCP connection to addr:port, from NETPEER_SRC when set."""
+    src = os.environ.get("NETPEER_SRC")
+    return socket.create_connection((addr, port), timeout=timeout, source_address=(src, 0) if src else None)
 
 
 def tcp_echo_server(addr, port):
@@ -79,7 +87,7 @@ def udp_echo_server(addr, port):
 def tcp_echo_client(addr, port, nbytes):
     data = os.urandom(nbytes)
     t0 = time.time()
-    c = socket.create_connection((addr, port), timeout=20)
+    c = connect(addr, port, 20)
     sport = c.getsockname()[1]
     got = bytearray()
 
@@ -118,7 +126,7 @@ def udp_echo_client(addr, port, count, sport=0):
 
 
 def tcp_stream(addr, port, seconds, rate):
-    c = socket.create_connection((addr, port), timeout=10)
+    c = connect(addr, port, 10)
     c.settimeout(None)
     sport = c.getsockname()[1]
     print(json.dumps({"event": "connected", "sport": sport}), flush=True)
@@ -168,7 +176,7 @@ def tcp_stream(addr, port, seconds, rate):
 
 def tcp_streams(addr, port, count, seconds, rate):
     import selectors
-    socks = [socket.create_connection((addr, port), timeout=10) for _ in range(count)]
+    socks = [connect(addr, port, 10) for _ in range(count)]
     print(json.dumps({"event": "connected", "sports": [c.getsockname()[1] for c in socks]}), flush=True)
     sel = selectors.DefaultSelector()
     t0 = time.time()

@@ -26,8 +26,8 @@ that moved flows never move back, where new flows go, that nothing is lost
 reflect loop: returned.pcap holds every packet and no drop counter moved), and
 that summary.json's events[], lifecycle and phases agree with the capture.
 
---bad-files: malformed events files must exit 2 before any packet, naming the
-event and the key.
+--bad-files: malformed events files (and reloads of a missing or invalid config)
+must exit 2 before any packet, naming the event and the key.
 """
 import json
 import os
@@ -545,6 +545,11 @@ BAD = [
     ("at: 1s\nserver: 192.0.2.10\n", ["must be a YAML list"]),
     ("- { at: 1s, server: 192.0.2.10, remove: true\n", ["YAML syntax error", "line"]),
     ("- 42\n", ["events[0]", "must be a mapping"]),
+    # reload: a whole config file (relative to the events file), no server.
+    ("- { at: 1s, server: 192.0.2.10, reload: config.yaml }\n", ["events[0].server", "a reload takes no server"]),
+    ("- { at: 1s, reload: nosuch.yaml }\n", ["events[0].reload", "nosuch.yaml", "not a valid config"]),
+    ("- { at: 1s, reload: invalid.yaml }\n", ["events[0].reload", "invalid.yaml", "not a valid config", "server_groups"]),
+    ("- { at: 1s, reload: '' }\n", ["events[0].reload", "needs a config file path"]),
 ]
 
 
@@ -554,6 +559,7 @@ def bad_files(exe, workdir, times_path):
     os.makedirs(d)
     cfg = os.path.join(d, "config.yaml")
     open(cfg, "w").write(config_text("aws", "rebalance", True))
+    open(os.path.join(d, "invalid.yaml"), "w").write("server_groups: 5\n")
     ok = True
     cases = BAD + [(None, ["cannot read"])]
     for i, (text, words) in enumerate(cases):

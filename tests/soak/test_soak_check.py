@@ -3,7 +3,8 @@
 soak_check): a clean run passes every one; each defect the soak is there to
 find — a leaking RSS series, an fd leak, a drop no fault explains, a broken
 stream, a flow that changes appliance, a flow table that does not empty, a
-BFD flap, a lost datagram, a gwlbd that died, sync junk from nowhere — fails
+BFD flap, a lost datagram, a gwlbd that died, sync junk from nowhere, a flow on
+another traffic class's appliance or a bypassed flow on any — fails
 the invariant that owns it and only that one; the matching fault in the
 schedule makes it pass again.
 """
@@ -16,11 +17,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import soak_check as C  # noqa: E402
 
 TOTAL, TRAFFIC = 200, 120
+CLASSES = {"tenant-a": ["app1", "app2"], "tenant-b": ["app3", "app4"], "backups": []}
 DROPS = ["drop_flow_table_full", "drop_geneve_truncated", "drop_l2_broadcast", "drop_return_after_move"]
 
 
 def clean():
-    """A run where nothing went wrong: 3 gateways, one stream on app1, one UDP flow."""
+    """A run where nothing went wrong: 3 gateways, two listeners (tenant A on
+    app1/app2, tenant B on app3/app4) and a bypass class; one tenant A stream
+    and UDP flow on app1, one tenant B stream on app3, one bypassed stream."""
     samples = {}
     for gw in (1, 2, 3):
         rows = []
@@ -38,13 +42,22 @@ def clean():
     traffic = [{"ev": "open", "id": 0, "sport": 40000, "t": 0.1},
                {"ev": "stream", "id": 0, "sport": 40000, "t_open": 0.1, "t_close": TRAFFIC + 1, "sent": 1000,
                 "received": 1000, "ok": True, "error": None, "max_stall": 0.2, "stall_at": 3.0},
+               {"ev": "stream", "id": 1, "sport": 45001, "src": "10.77.1.130", "dport": 7000, "t_open": 0.1,
+                "t_close": TRAFFIC + 1, "sent": 1000, "received": 1000, "ok": True, "error": None, "max_stall": 0.2,
+                "stall_at": 3.0},
+               {"ev": "stream", "id": 2, "sport": 45002, "src": "10.77.1.2", "dport": 873, "t_open": 0.1,
+                "t_close": TRAFFIC + 1, "sent": 1000, "received": 1000, "ok": True, "error": None, "max_stall": 0.2,
+                "stall_at": 3.0},
                {"ev": "done", "t": TRAFFIC + 1, "stream_bytes_verified": 1000, "short_ok": 100, "short_fail": 0,
                 "udp_sent": 10, "udp_received": 10, "udp_lost": 0, "ping_sent": 5, "ping_received": 5, "ping_lost": 0}]
     rounds = [{"t0": t - 5.0, "t1": float(t), "apps": {"app1": {"flows": {"6:40000": [10, 10, 0], "17:41000": [5, 5, 0]}},
-                                                   "app2": {"flows": {}}},
-               "gws": {g: {"6:40000": "app1", "17:41000": "app1"} for g in ("1", "2", "3")}}
+                                                   "app2": {"flows": {}}, "app3": {"flows": {"6:45001": [9, 9, 0]}},
+                                                   "app4": {"flows": {}}},
+               "classes": {"6:40000": "tenant-a", "17:41000": "tenant-a", "6:45001": "tenant-b"},
+               "gws": {g: {"6:40000": "app1", "17:41000": "app1", "6:45001": "app3"} for g in ("1", "2", "3")}}
               for t in range(5, TRAFFIC + 1, 5)]
-    run = {"t0": 0, "total_s": TOTAL, "traffic_s": TRAFFIC, "seed": 1, "minutes": TOTAL / 60, "t_end": 1}
+    run = {"t0": 0, "total_s": TOTAL, "traffic_s": TRAFFIC, "seed": 1, "minutes": TOTAL / 60, "t_end": 1,
+           "classes": CLASSES, "bypass_port": 873}
     return C.Data(run, [], samples, traffic, rounds, {"events": []})
 
 
@@ -287,6 +300,47 @@ class SoakCheck(unittest.TestCase):
         self.assertFalse(res["leaks"].judged)
         self.assertFalse(res["idle"].judged)
         self.assertTrue(all(r.ok for r in res.values()))
+
+    def test_classes_judged_on_a_clean_run(self):
+        res = results(clean())
+        self.assertTrue(res["classes"].judged and res["classes"].ok, res["classes"].evidence)
+        self.assertIn("backups (bypassed, server port 873): 1 streams, 1 intact; seen on no appliance",
+                      res["classes"].evidence)
+
+    def test_a_flow_on_another_class_appliance_fails(self):
+        d = clean()
+        for rd in d.rounds:  # tenant B's stream on a tenant A appliance, the gateways agreeing
+            rd["apps"]["app2"]["flows"]["6:45001"] = rd["apps"]["app3"]["flows"].pop("6:45001")
+            for v in rd["gws"].values():
+                v["6:45001"] = "app2"
+        self.assertOnlyFails(d, "classes")
+        self.assertIn("flow 6:45001 of class tenant-b reached app2", results(d)["classes"].failures[0])
+
+    def test_a_bypassed_flow_on_any_appliance_fails(self):
+        d = clean()
+        for rd in d.rounds[3:5]:
+            rd["apps"]["app4"]["flows"]["6:45002"] = [3, 3, 0]
+            rd["classes"]["6:45002"] = "backups"
+        self.assertOnlyFails(d, "classes")
+        self.assertIn("a bypassed flow reached app4", results(d)["classes"].failures[0])
+
+    def test_a_class_with_no_traffic_proves_nothing(self):
+        d = clean()
+        for rd in d.rounds:
+            del rd["apps"]["app3"]["flows"]["6:45001"]
+            for v in rd["gws"].values():
+                del v["6:45001"]
+        self.assertOnlyFails(d, "classes")
+        d = clean()
+        d.traffic = [s for s in d.traffic if s.get("dport") != 873]
+        self.assertOnlyFails(d, "classes")
+
+    def test_a_lab_of_one_listener_is_not_judged(self):
+        d = clean()
+        del d.run["classes"]
+        res = results(d)
+        self.assertFalse(res["classes"].judged)
+        self.assertTrue(res["classes"].ok)
 
     def test_files_load_and_the_last_event_record_wins(self):
         import json

@@ -5,14 +5,23 @@
 // nodes created the flow with different appliances (the lower address wins
 // everywhere); the same
 // route refreshes the last packet time; unknown appliances and foreign flow
-// hashes are refused. And makeRecord gives back what install took.
+// hashes are refused. And makeRecord gives back what install took. A record
+// carries its flow's listener: installed under it, whatever this node's own
+// traffic classes would say (issue 27).
 #include <gtest/gtest.h>
 
 #include <sys/socket.h>
 #include <unistd.h>
 #include <netinet/in.h>
 
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <sstream>
+
 #include "common/flow_cookie.h"
+#include "control/config/config_digest.h"
+#include "control/engine/regions.h"
 #include "control/fleet/fleet_sync.h"
 #include "dataplane/worker.h"
 #include <rte_ring.h>
@@ -292,6 +301,71 @@ TEST_F(FleetSyncInstall, AMissedMoveIsHealedByTheNextRefreshOrTransfer) {
   EXPECT_EQ(sent(5).appliance, local.appliance);
 }
 
+// Issue 27 item 6: flow sync and warm start carry the listener in the record's
+// key. A peer's flow of listener 1 is installed here under listener 1 (not
+// re-keyed by this node's classes, which here send everything to listener 0:
+// a node whose classes differ), forwarded to the record's appliance with its
+// cookie, and sent on (makeRecord: refresh, warm start) still as listener 1's.
+TEST_F(FleetSyncInstall, AListenerOneRecordIsInstalledAndKeptUnderListenerOne) {
+  ctl::Config& c = h_->config();
+  ctl::ServerGroupConfig g = c.server_groups[0];
+  g.name = "g1";
+  g.servers.clear();
+  ctl::ServerConfig sc;
+  sc.address = ip("10.0.2.21");
+  g.servers.push_back(sc);
+  c.server_groups.push_back(g);
+  c.listeners.clear();
+  for (int i = 0; i < 2; ++i) {
+    ctl::ListenerConfig l;
+    l.name = "l" + std::to_string(i);
+    l.server_groups = {c.server_groups[size_t(i)].name};
+    c.listeners.push_back(l);
+  }
+  ctl::TrafficClassConfig all;
+  all.name = "all";
+  all.listener = "l0";  // this node: everything to listener 0
+  c.traffic_classes = {all};
+  ctl::RegionTracker regions;
+  regions.update(c, {}, nullptr, h_->now, nullptr);
+  h_->republish({}, nullptr, &regions);
+  ASSERT_EQ(h_->snapshot().listeners.size(), 2u);
+
+  for (int i = 0; i < 8; ++i) {
+    sync::Record r = peerRecord(i, ip("10.0.2.21"));
+    L4Tuple t;
+    t.src = net().client4;
+    t.dst = net().server4;
+    t.proto = 6;
+    t.sport = uint16_t(40000 + i);
+    t.dport = 443;
+    r.key = makeFlowKey(t, StickinessMode::kFiveTuple, 1).key;  // the peer classified it to listener 1
+    r.flow_hash = flowHash(r.key);
+    r.cookie = flowCookie(r.flow_hash, r.appliance);
+    ASSERT_EQ(fs_->install(r, h_->now), ctl::InstallResult::kInstalled) << i;
+    const FlowKey k0 = makeFlowKey(t, StickinessMode::kFiveTuple, 0).key;
+    EXPECT_LT(h_->flows().lookup(k0, flowHash(k0)), 0) << "nothing under listener 0";
+    int32_t pos = h_->flows().lookup(r.key, r.flow_hash);
+    ASSERT_GE(pos, 0) << "installed under listener 1";
+    Result out = h_->send(flow(i));
+    h_->quiescent();
+    ASSERT_EQ(out.verdict, Verdict::kAppliance) << describe(out);
+    ASSERT_GE(out.bytes.size(), 42u + 8 + 24 + 8);
+    EXPECT_EQ(IpAddr::v4(&out.bytes[30]), ip("10.0.2.21"))
+        << "listener 1's appliance, though this node classifies to 0";
+    const size_t opt = 42 + 8 + 24;  // the aws format's cookie option (docs/wire-format.md)
+    ASSERT_EQ(get16(out.bytes, opt), 0x0108);
+    EXPECT_EQ(get32(out.bytes, opt + 4), r.cookie);
+    sync::Record back;
+    ASSERT_TRUE(fs_->makeRecord(pos, r.key, sync::RecordKind::kRefresh, h_->now, back));
+    EXPECT_EQ(back.key.listener, 1u);
+    EXPECT_EQ(back.appliance, r.appliance);
+    EXPECT_EQ(back.cookie, r.cookie);
+  }
+  EXPECT_EQ(h_->get(Counter::flows_created), 0u) << "no packet made a listener-0 entry of its own";
+  EXPECT_EQ(h_->flows().count(), 8u);
+}
+
 TEST_F(FleetSyncInstall, ForeignRecordsAreRefused) {
   sync::Record r = peerRecord(3, ip("10.9.9.9"));
   EXPECT_EQ(fs_->install(r, h_->now), ctl::InstallResult::kUnknownAppliance);
@@ -558,6 +632,99 @@ TEST_F(FleetSyncSend, TheSentLogTakesEightBytesAPositionAndIpv4FlowsLeaveTheIpv6
   EXPECT_GT(resident, 0u);
   EXPECT_LE(resident, 200u * 4096) << "a page at most per flow sent";
   EXPECT_EQ(log["ipv6_resident_bytes"].get<uint64_t>(), 0u) << "the IPv6 half is not touched";
+}
+
+// Issue 27 item 6: a peer whose traffic classes differ from this node's is
+// reported (docs/fleet.md "Config drift": reported, not refused): the real
+// digests of two configs that differ only in their classes name the section
+// "classes" in the status (gwlbctl fleet), in gwlb_fleet_config_differs and
+// once in the log, with what it means; the log says so again when they agree.
+TEST_F(FleetSyncSend, APeerWhoseClassesDifferIsReportedInStatusMetricsAndLog) {
+  const uint32_t a = net().servers[0].v4HostOrder();
+  health_ = [&] {
+    std::map<uint32_t, std::pair<uint8_t, bool>> v;
+    v[a] = {uint8_t(HealthState::kHealthy), true};
+    return v;
+  };
+  make(1024);
+  std::ostringstream log;
+  auto saved = spdlog::default_logger();
+  spdlog::set_default_logger(
+      std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
+  ctl::Config here = h_->config();
+  ctl::TrafficClassConfig tenant;
+  tenant.name = "tenant-a";
+  tenant.match.vlans = {100, 101};
+  ctl::TrafficClassConfig rest;
+  rest.name = "rest";
+  here.traffic_classes = {tenant, rest};
+  ctl::Config there = here;
+  there.traffic_classes[0].match.vlans = {100};  // the peer classifies VLAN 101 as "rest"
+  fs_->setConfigDigest(ctl::configDigest(here, flowHashKey()));
+  fs_->start();
+  uint64_t seq = 0;
+  auto send = [&](auto encode) {
+    sync::Header hd = peerHeader(80, ++seq);
+    uint8_t out[sync::kMaxMessage];
+    size_t len = encode(hd, out);
+    ASSERT_GT(len, 0u);
+    sendToNode(out, len);
+  };
+  auto sendDigests = [&](const ctl::Config& cfg) {
+    std::vector<sync::DigestEntry> d = ctl::configDigest(cfg, flowHashKey());
+    send([&](sync::Header hd, uint8_t* out) {
+      return sync::encodeConfigDigest(key_, hd, d.data(), d.size(), out, sync::kMaxMessage);
+    });
+  };
+  auto waitState = [&](const char* want) {
+    nlohmann::json c;
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    do {
+      io_.poll();
+      c = fs_->status()["peers"][0]["config"];
+      if (c["state"] == want) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    } while (std::chrono::steady_clock::now() < until);
+    return c;
+  };
+  send([&](sync::Header hd, uint8_t* out) {
+    hd.nonce = sync::kFeatureConfigDigest;
+    sync::HealthEntry v{a, uint8_t(HealthState::kHealthy), true};
+    return sync::encodeHealth(key_, hd, &v, 1, out, sync::kMaxMessage);
+  });
+  sendDigests(there);
+  sendDigests(there);  // the next second's: logged once
+  nlohmann::json c = waitState("differs");
+  for (int i = 0; i < 50 && fs_->status()["peers"][0]["datagrams_received"] < 3u; ++i) {
+    io_.poll();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_EQ(c["differing_sections"], nlohmann::json::array({"classes"})) << c.dump();
+  std::string m;
+  fs_->metrics(m);
+  EXPECT_NE(m.find(",section=\"classes\"} 1\n"), std::string::npos) << m;
+  EXPECT_NE(m.find(",section=\"listeners\"} 0\n"), std::string::npos) << m;
+  std::string text = log.str();
+  // Word for word as docs/fleet.md "Config drift" quotes it (there for peer 10.0.0.2:7946).
+  sockaddr_in pa{};
+  socklen_t pl = sizeof pa;
+  ::getsockname(peer_, reinterpret_cast<sockaddr*>(&pa), &pl);
+  const std::string warned =
+      "fleet sync: peer 127.0.0.1:" + std::to_string(ntohs(pa.sin_port)) +
+      "'s config differs from this node's in: classes; its traffic classes differ, so a new flow may "
+      "go to another listener, or be bypassed or dropped, on one node than on the other (established "
+      "flows keep their listener on every node) (gwlbctl fleet; gwlb_fleet_config_differs)\n";
+  EXPECT_NE(text.find(warned), std::string::npos) << text;
+  EXPECT_EQ(text.find(warned), text.rfind(warned)) << "logged once, not every second: " << text;
+  // The peer reloads ours: it agrees again, and the log says so.
+  sendDigests(here);
+  EXPECT_EQ(waitState("same")["state"], "same");
+  EXPECT_NE(log.str().find("fleet sync: peer 127.0.0.1:" + std::to_string(ntohs(pa.sin_port)) +
+                           "'s config agrees with this node's again\n"),
+            std::string::npos)
+      << log.str();
+  spdlog::set_default_logger(saved);
+  fs_->stop();
 }
 
 }  // namespace
