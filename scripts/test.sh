@@ -37,6 +37,12 @@ SAN_TRIM[e2e_router_fragments]="runs no gwlb code (a Linux router's ECMP hash on
 # slowdown on two shared cores would break; and ~3.5 min of CI time twice.
 # What it drives in gwlbd runs under ASan in e2e_fleet and the daemon suite.
 SAN_TRIM[soak]="the fleet lab for 3 minutes under faults: wall-clock windows and CI time (the plain suite runs it)"
+# The instruction budget (suite perf) runs pipeline_bench under valgrind, which
+# cannot run ASan binaries (both want the same shadow memory); the sanitized
+# build has no bench/ to run either. Instruction counts of an ASan build would
+# not be the product's anyway.
+SAN_TRIM[instruction_budget]="valgrind (callgrind) cannot run ASan binaries; the plain suite holds the budget"
+SAN_TRIM[instruction_budget_selftest]="valgrind (callgrind) cannot run ASan binaries; the plain suite runs it"
 
 if [ "$sanitize" -eq 1 ]; then
   GWLB_BUILD="${GWLB_SAN_BUILD:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build-asan}"
