@@ -100,7 +100,9 @@ done
 grep -qE '^  flow table, IPv6 slots +8\.8 MiB +process ' "$work/huge.check.out" \
   || { echo "FAIL: hugepages: no IPv6 slots line"; cat "$work/huge.check.out"; exit 1; }
 echo "hugepages: $ft"
+grep -qxF "  $ft" "$src/docs/deploy.md" || { echo "FAIL: docs/deploy.md does not quote the line: $ft"; exit 1; }
 ft=$("$gwlbd" --check-config "$work/under.yaml" | grep -E '^  flow table  ' || true)
 [[ "$ft" == *"4.7 MiB of hugepages when the EAL has them"* && "$ft" == *" process "* ]] \
   || { echo "FAIL: --no-huge: the flow table line does not say its hugepage size: $ft"; exit 1; }
 echo "--no-huge: $ft"
+grep -qxF "  $ft" "$src/docs/deploy.md" || { echo "FAIL: docs/deploy.md does not quote the line: $ft"; exit 1; }
