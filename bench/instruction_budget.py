@@ -69,7 +69,9 @@ def source_commit():
     try:
         c = subprocess.run(["git", "-C", SRC, "rev-parse", "--short=10", "HEAD"],
                            capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", SRC, "status", "--porcelain", "--untracked-files=no"],
+        # The budget file itself is what an update changes: not a change to the tree measured.
+        dirty = subprocess.run(["git", "-C", SRC, "status", "--porcelain", "--untracked-files=no",
+                                "--", ".", ":!bench/instruction_budget.json"],
                                capture_output=True, text=True).stdout.strip()
         return c + ("+uncommitted" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
