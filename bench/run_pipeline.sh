@@ -2,7 +2,11 @@
 # Issue 8, figure 1 (called by scripts/bench.sh, section `pipeline`): the
 # worker pipeline on one lcore through a net_ring port (bench/pipeline_bench),
 # beside dpdk-testpmd's io, macswap and 5tswap forwarding over a net_ring port on the
-# same lcore in the same run, plus instructions per packet under callgrind.
+# same lcore in the same run, plus instructions per packet under callgrind
+# (bench/instruction_budget.py's cases, with their budgets). Issue 28: the
+# established case with the outer checksum offloaded, and established, new and
+# return at 64 B UDP on hugepages as well as on 4 KiB pages (root reserves the
+# pages for the run and gives them back; without root the rows say why not).
 #   bench/run_pipeline.sh BUILD_DIR OUT_DIR MACHINE_TEXT [--quick]
 set -euo pipefail
 build="$1" out="$2" machine="$3" quick="${4:-}"
