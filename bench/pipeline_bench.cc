@@ -31,7 +31,25 @@
 //
 //   pipeline_bench --mode M --flows N --size S --proto tcp|udp [--burst B]
 //                  [--reps R] [--rep-packets P] [--cpu C] [--instructions]
+//                  [--tx-offload] [--huge-dir DIR] [--pad-instructions N] [--help]
 // Prints one JSON line per case (last line of stdout).
+// Issue 28 (kept together in the blocks marked "issue 28"):
+//   --tx-offload        the port "offers" outer IPv4/UDP checksum offload: the
+//                       pipeline sets the mbuf's offload flags and the
+//                       pseudo-header sum instead of summing in software
+//                       (what gwlbd does with dataplane.checksum_offload on a
+//                       NIC that offers it; net_ring itself ignores the flags)
+//   --huge-dir DIR      the EAL on hugepages from the hugetlbfs at DIR instead
+//                       of --no-huge (4 KiB pages); the flow table then sits in
+//                       hugepage memory as in gwlbd (scripts/bench.sh reserves
+//                       and returns the pages)
+//   --pad-instructions N  a deliberate regression for the instruction budget's
+//                       self-test (bench/instruction_budget.py): about N extra
+//                       instructions per packet in processBurstPad(), which
+//                       callgrind's --toggle-collect='*processBurst*' counts
+//   --help              the options, then exit (the budget test asks for
+//                       options it needs with it: an unknown one is refused
+//                       before --help is reached)
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_eth_ring.h>
@@ -41,6 +59,7 @@
 #include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 #include <sched.h>
+#include <unistd.h>
 
 #if __has_include(<valgrind/callgrind.h>)
 #include <valgrind/callgrind.h>
@@ -91,7 +110,18 @@ struct Options {
   uint64_t rep_packets = 2'000'000;
   int cpu = -1;
   bool instructions = false;
+  // issue 28
+  bool tx_offload = false;
+  std::string huge_dir;
+  unsigned pad = 0;
 };
+
+// Issue 28: a deliberate regression (--pad-instructions): about `per` extra
+// instructions per packet, in a function callgrind's '*processBurst*' toggle
+// counts (called beside processBurst, not inside it: nested toggles cancel).
+[[gnu::noinline]] void processBurstPad(uint16_t n, unsigned per) {
+  for (uint32_t i = 0, end = uint32_t(n) * (per / 3); i < end; ++i) asm volatile("" ::: "memory");
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -126,6 +156,7 @@ class Bench {
     if (rte_rcu_qsbr_thread_register(qsbr_, 0) != 0) die("qsbr register");
     rte_rcu_qsbr_thread_online(qsbr_, 0);
     buildSnapshot();
+    dp_.underlay_csum_offload = o.tx_offload;  // issue 28: --tx-offload
     newTable();
     w_ = std::make_unique<dp::WorkerState>();
     order_.resize(o.flows);
@@ -183,6 +214,7 @@ class Bench {
         sent = rte_eth_tx_burst(port_, 0, pkts, n);
       } else {
         uint64_t now = dp::monotonicNs() - t_start_ + kBaseNs;
+        if (o_.pad) processBurstPad(n, o_.pad);  // issue 28: --pad-instructions
         dp::processBurst(dp_, *w_, pkts, n, now, out);
         sent = rte_eth_tx_burst(port_, 0, out.to_appliance, out.n_appliance);
         sent = uint16_t(sent + rte_eth_tx_burst(port_, 0, out.to_router, out.n_router));
@@ -254,6 +286,7 @@ class Bench {
   }
 
   double tscHz() const { return double(rte_get_tsc_hz()); }
+  size_t tableHugepageBytes() const { return table_->hugepageBytes(); }  // issue 28
   uint32_t frameBytes() const { return o_.mode == Mode::kReturn ? ret_len_ : o_.size; }
 
  private:
@@ -352,6 +385,16 @@ Options parse(int argc, char** argv) {
     else if (a == "--rep-packets") o.rep_packets = std::stoull(next());
     else if (a == "--cpu") o.cpu = std::stoi(next());
     else if (a == "--instructions") o.instructions = true;
+    // issue 28
+    else if (a == "--tx-offload") o.tx_offload = true;
+    else if (a == "--huge-dir") o.huge_dir = next();
+    else if (a == "--pad-instructions") o.pad = unsigned(std::stoul(next()));
+    else if (a == "--help") {
+      std::printf("pipeline_bench --mode established|new|return|ring --flows N --size S --proto "
+                  "tcp|udp [--burst B] [--reps R] [--rep-packets P] [--cpu C] [--instructions] "
+                  "[--tx-offload] [--huge-dir DIR] [--pad-instructions N] [--help]\n");
+      std::exit(0);
+    }
     else die("unknown argument " + a);
   }
   if (o.flows == 0) die("--flows must be > 0");
@@ -367,6 +410,9 @@ int main(int argc, char** argv) {
     Options o = parse(argc, argv);
     std::vector<std::string> eal = {"--no-huge", "--no-pci", "--no-shconf", "-m", "1024",
                                     "--log-level", "lib.eal:error", "--no-telemetry"};
+    if (!o.huge_dir.empty())  // issue 28: hugepages, taken as needed (no -m)
+      eal = {"--huge-dir", o.huge_dir, "--file-prefix", "pb" + std::to_string(getpid()),
+             "--in-memory", "--no-pci", "--log-level", "lib.eal:error", "--no-telemetry"};
     if (o.cpu >= 0) {
       eal.push_back("-l");
       eal.push_back(std::to_string(o.cpu));
@@ -389,11 +435,14 @@ int main(int argc, char** argv) {
                  b.tscHz() / med / 1e6, b.tscHz() / 1e6);
     std::printf("{\"mode\":\"%s\",\"flows\":%u,\"size\":%u,\"frame_bytes\":%u,\"proto\":\"%s\","
                 "\"burst\":%u,\"reps\":%u,\"rep_packets\":%llu,\"cpu\":%d,\"tsc_hz\":%.0f,"
-                "\"cycles_per_packet\":%.2f,\"spread\":[%.2f,%.2f],\"mpps\":%.3f,\"per_rep\":[",
+                "\"cycles_per_packet\":%.2f,\"spread\":[%.2f,%.2f],\"mpps\":%.3f,"
+                "\"hugepages\":%s,\"flow_table_hugepage_bytes\":%zu,\"tx_offload\":%s,\"per_rep\":[",
                 o.mode_name.c_str(), o.flows, o.size, b.frameBytes(), o.tcp ? "tcp" : "udp",
                 o.burst, o.reps,
                 (unsigned long long)(o.mode == Mode::kNew ? o.flows : o.rep_packets), o.cpu,
-                b.tscHz(), med, *mn, *mx, b.tscHz() / med / 1e6);
+                b.tscHz(), med, *mn, *mx, b.tscHz() / med / 1e6,
+                rte_eal_has_hugepages() ? "true" : "false", b.tableHugepageBytes(),
+                o.tx_offload ? "true" : "false");
     for (size_t i = 0; i < per.size(); ++i) std::printf("%s%.2f", i ? "," : "", per[i]);
     std::printf("]}\n");
   } catch (const std::exception& e) {

@@ -2,7 +2,11 @@
 # Issue 8, figure 1 (called by scripts/bench.sh, section `pipeline`): the
 # worker pipeline on one lcore through a net_ring port (bench/pipeline_bench),
 # beside dpdk-testpmd's io, macswap and 5tswap forwarding over a net_ring port on the
-# same lcore in the same run, plus instructions per packet under callgrind.
+# same lcore in the same run, plus instructions per packet under callgrind
+# (bench/instruction_budget.py's cases, with their budgets). Issue 28: the
+# established case with the outer checksum offloaded, and established, new and
+# return at 64 B UDP on hugepages as well as on 4 KiB pages (root reserves the
+# pages for the run and gives them back; without root the rows say why not).
 #   bench/run_pipeline.sh BUILD_DIR OUT_DIR MACHINE_TEXT [--quick]
 set -euo pipefail
 build="$1" out="$2" machine="$3" quick="${4:-}"
@@ -13,11 +17,11 @@ if [ "$quick" = "--quick" ]; then reps=3 rep_packets=500000 tp_s=2 tp_runs=2 big
 log="$out/bench-pipeline.log"
 : >"$log"
 results=()
-case_run() {  # mode flows size proto
+case_run() {  # mode flows size proto [pipeline_bench options (issue 28: --tx-offload, --huge-dir)]
   local j la0 la1
   la0=$(cut -d' ' -f1 /proc/loadavg)
   j=$("$build/bench/pipeline_bench" --mode "$1" --flows "$2" --size "$3" --proto "$4" \
-      --reps "$reps" --rep-packets "$rep_packets" --cpu "$cpu" 2>>"$log" | tail -1)
+      --reps "$reps" --rep-packets "$rep_packets" --cpu "$cpu" "${@:5}" 2>>"$log" | tail -1)
   la1=$(cut -d' ' -f1 /proc/loadavg)
   results+=("$(printf '%s' "$j" | sed "s/}\$/,\"load_avg_1m\":[$la0,$la1]}/")")
 }
@@ -60,33 +64,62 @@ for mode in established new return; do
   done
 done
 
-# Instructions per packet (deterministic): one pass per case under callgrind,
-# counted inside processBurst only.
-ins=()
-if command -v valgrind >/dev/null; then
-  cg="$out/bench-pipeline-cg"
-  rm -rf "$cg"
-  mkdir -p "$cg"
+# Issue 28 item 5: the outer IPv4/UDP checksum offloaded (mbuf flags and the
+# pseudo-header sum, no software sum), as on a NIC that offers it.
+case_run established 1024 64 udp --tx-offload
+
+# Issue 28 item 4: the same cases on hugepages (as a production gateway runs),
+# the flow table in hugepage memory. Root reserves 2 MiB pages beside any
+# already reserved and mounts a hugetlbfs of its own; both are given back.
+huge_why=""
+huge_pages=/proc/sys/vm/nr_hugepages huge_dir="$out/bench-huge" huge_old=""
+huge_back() {
+  if mountpoint -q "$huge_dir" 2>/dev/null; then rm -f "$huge_dir"/* 2>/dev/null || true; umount "$huge_dir" || true; fi
+  [ -z "$huge_old" ] || echo "$huge_old" > "$huge_pages" 2>/dev/null || true
+  huge_old=""
+}
+trap huge_back EXIT
+if [ "$(id -u)" -ne 0 ]; then
+  huge_why="needs root to reserve hugepages"
+else
+  huge_old=$(cat "$huge_pages")
+  echo $((huge_old + 384)) > "$huge_pages" 2>/dev/null || true
+  if [ "$(cat "$huge_pages")" -lt $((huge_old + 384)) ]; then
+    huge_why="the kernel gave $(( $(cat "$huge_pages") - huge_old )) of 384 2 MiB pages"
+  else
+    mkdir -p "$huge_dir"
+    mount -t hugetlbfs -o pagesize=2M none "$huge_dir" || huge_why="cannot mount hugetlbfs"
+  fi
+fi
+if [ -z "$huge_why" ]; then
   for mode in established new return; do
-    meta=$(valgrind --tool=callgrind --callgrind-out-file="$cg/$mode.%p" \
-      --toggle-collect='*processBurst*' "$build/bench/pipeline_bench" --mode "$mode" \
-      --flows 4096 --rep-packets 100000 --instructions 2>>"$log" | tail -1) || continue
-    total=$(cat "$cg/$mode".* | sed -n 's/^summary: \([0-9]*\).*/\1/p' | awk '{s+=$1} END {print s+0}')
-    ins+=("$(printf '%s' "$meta" | sed "s/}\$/,\"instructions\":$total}/")")
+    for flows in 1024 "$big"; do
+      case_run "$mode" "$flows" 64 udp --huge-dir "$huge_dir"
+    done
   done
+else
+  echo "bench: no hugepage rows: $huge_why" >&2
+fi
+huge_back
+
+# Instructions per packet (deterministic): the instruction budget's cases
+# (bench/instruction_budget.py, the test instruction_budget's script) under
+# callgrind, counted inside processBurst only, on this (release) build.
+ins="[]"
+if command -v valgrind >/dev/null; then
+  ins=$(/usr/bin/python3 "$root/bench/instruction_budget.py" --build "$build" report 2>>"$log" | tail -1) || ins="[]"
 fi
 
-ROOT="$root" /usr/bin/python3 - "$out/bench.json" "$machine" "$(nproc)" "${results[@]}" \
-  "--testpmd" "${testpmd[@]}" "--ins" "${ins[@]}" <<'PY'
+ROOT="$root" INS="$ins" HUGE_WHY="$huge_why" /usr/bin/python3 - "$out/bench.json" "$machine" "$(nproc)" "${results[@]}" \
+  "--testpmd" "${testpmd[@]}" <<'PY'
 import json, os, statistics, sys
 sys.path.insert(0, os.path.join(os.environ["ROOT"], "bench"))
 from report import emit
 args = sys.argv[4:]
 i_tp = args.index("--testpmd")
-i_ins = args.index("--ins")
 cases = [json.loads(a) for a in args[:i_tp]]
-tp = [json.loads(a) for a in args[i_tp + 1:i_ins]]
-ins = [json.loads(a) for a in args[i_ins + 1:]]
+tp = [json.loads(a) for a in args[i_tp + 1:]]
+ins = json.loads(os.environ["INS"])
 med = statistics.median
 hz = cases[0]["tsc_hz"]
 tp_by = {}
@@ -107,6 +140,12 @@ for c in cases:
         name = "our harness, rx+tx only (io), 64 B"
     else:
         name = (f"{c['mode']}, {c['flows']:,} flows, {c['size']} B {c['proto'].upper()}")
+        # issue 28: the page size of every row; the offload row
+        name += ", hugepages" if c.get("hugepages") else ", 4 KiB pages"
+        if c.get("hugepages") and not c.get("flow_table_hugepage_bytes"):
+            name += " (flow table not in them)"
+        if c.get("tx_offload"):
+            name += ", outer checksum offloaded"
     extra = ""
     if tp_io:
         extra = f"; testpmd io/ours {tp_io / cyc:.3f}"
@@ -121,11 +160,20 @@ for c in cases:
                  f"{c['mpps']:.2f} Mpps; reps {c['spread'][0]:.1f}-{c['spread'][1]:.1f}; "
                  f"load {c['load_avg_1m'][0]}-{c['load_avg_1m'][1]}{extra}"))
 for r in ins:
-    rows.append((f"{r['mode']}: instructions/packet", f"{r['instructions'] / r['packets']:.0f}",
-                 f"callgrind inside processBurst, 4,096 flows, 64 B UDP, {r['packets']:,} packets"))
+    if "skipped" in r:
+        rows.append((f"{r['case']}: instructions/packet", "-", r["skipped"]))
+        continue
+    rows.append((f"{r['case']}: instructions/packet", f"{r['per_packet']:.0f}",
+                 f"callgrind inside processBurst, 4,096 flows, 64 B UDP, {r['packets']:,} packets, "
+                 f"{r['build']} build; budget {r['budget']} (bench/instruction_budget.json)"))
+if os.environ.get("HUGE_WHY"):
+    rows.append(("hugepage rows", "-", f"not run: {os.environ['HUGE_WHY']}"))
 c0 = cases[0]
 cond = (f"bench/pipeline_bench, release build; worker = main lcore pinned to cpu {c0['cpu']} "
-        f"(EAL --no-huge --no-pci); a net_ring port (rte_eth_from_rings, own RX and TX rings); "
+        f"(EAL --no-huge --no-pci: 4 KiB pages; rows marked hugepages: EAL on 2 MiB "
+        f"hugepages reserved for the run, the flow table's tags and IPv4 slots in them; "
+        f"'outer checksum offloaded': --tx-offload, the mbuf offload flags and pseudo-header "
+        f"sum instead of the software sum, as with a NIC that offers it); a net_ring port (rte_eth_from_rings, own RX and TX rings); "
         f"per burst of {c0['burst']}: untimed = allocate mbufs, write the next flows' frames "
         f"(per-flow header templates), enqueue on the RX ring; timed (rte_rdtsc) = rx_burst + "
         f"dp::processBurst + tx_burst; untimed = drain the TX ring, check every packet came out, "

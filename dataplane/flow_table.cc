@@ -1,5 +1,8 @@
 #include "dataplane/flow_table.h"
 
+#include <rte_eal.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
 #include <rte_rcu_qsbr.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -118,8 +121,6 @@ FlowTable::FlowTable(const std::string& name, uint32_t capacity, rte_rcu_qsbr* q
     : qsbr_(qsbr), capacity_(capacity) {
   static_assert(sizeof(Slot4) == 64, "an IPv4 flow: one cache line");
   static_assert(sizeof(Slot6) == 128, "any other key: two cache lines");
-  (void)name;
-  (void)socket;
   // 10 % more slots than keys: a key may go to the least loaded of four
   // buckets, which fills the table to capacity without a refusal (measured:
   // 10 M keys; with 6 % the first refusal came at 97 %).
@@ -133,6 +134,30 @@ FlowTable::FlowTable(const std::string& name, uint32_t capacity, rte_rcu_qsbr* q
   size_t narrow_bytes = page(size_t(nslots_) * sizeof(Slot4));
   size_t wide_bytes = page(size_t(nslots_) * sizeof(Slot6));
   map_bytes_ = tag_bytes + narrow_bytes + wide_bytes;
+  const size_t hot = tag_bytes + narrow_bytes;  // what every lookup touches
+  // When the EAL runs on hugepages (as gwlbd does in production), the tags and
+  // the IPv4 slots come from its hugepage heap: a lookup then costs no 4 KiB
+  // TLB miss. rte_lcore_count() is 0 until the EAL is up (tools and unit tests
+  // build tables without one). Without hugepages (--no-huge), or when the heap
+  // cannot hold them, anonymous memory as below (hugepageBytes() says which).
+  if (rte_lcore_count() > 0 && rte_eal_has_hugepages())
+    huge_ = rte_zmalloc_socket(name.c_str(), hot, 4096, socket);
+  if (huge_) {
+    huge_bytes_ = hot;
+    // The wide array stays lazy anonymous memory: an IPv4-only gateway never
+    // touches it.
+    map_ = mmap(nullptr, wide_bytes, PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (map_ == MAP_FAILED) {
+      rte_free(huge_);
+      throw std::runtime_error("flow table: mmap(" + std::to_string(wide_bytes) +
+                               ") failed: " + std::strerror(errno));
+    }
+    tags_ = reinterpret_cast<std::atomic<uint32_t>*>(huge_);
+    narrow_ = reinterpret_cast<Slot4*>(static_cast<uint8_t*>(huge_) + tag_bytes);
+    wide_ = reinterpret_cast<Slot6*>(map_);
+    return;
+  }
   // Anonymous zero pages: untouched slots (the wide array of an IPv4-only
   // table, most of an empty one) cost address space only.
   map_ = mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
@@ -140,16 +165,15 @@ FlowTable::FlowTable(const std::string& name, uint32_t capacity, rte_rcu_qsbr* q
   if (map_ == MAP_FAILED)
     throw std::runtime_error("flow table: mmap(" + std::to_string(map_bytes_) +
                              ") failed: " + std::strerror(errno));
-  if (tag_bytes + narrow_bytes >= (size_t(4) << 20))
-    madvise(map_, tag_bytes + narrow_bytes, MADV_HUGEPAGE);  // fewer TLB misses; advisory
+  if (hot >= (size_t(4) << 20)) madvise(map_, hot, MADV_HUGEPAGE);  // fewer TLB misses; advisory
   // The tags and the IPv4 slots are faulted in now, at startup, not by the
   // first packet of each flow inside a worker's burst (a page fault there
   // costs thousands of cycles); the memory is resident from the start, as
   // hugepage memory would be. The wide array stays lazy: an IPv4-only
   // gateway never touches it. Kernels before 5.14 lack the advice: touch.
-  if (madvise(map_, tag_bytes + narrow_bytes, MADV_POPULATE_WRITE) != 0) {
+  if (madvise(map_, hot, MADV_POPULATE_WRITE) != 0) {
     auto* p = static_cast<volatile uint8_t*>(map_);
-    for (size_t off = 0; off < tag_bytes + narrow_bytes; off += 4096) p[off] = 0;
+    for (size_t off = 0; off < hot; off += 4096) p[off] = 0;
   }
   auto* base = static_cast<uint8_t*>(map_);
   tags_ = reinterpret_cast<std::atomic<uint32_t>*>(base);
@@ -158,8 +182,11 @@ FlowTable::FlowTable(const std::string& name, uint32_t capacity, rte_rcu_qsbr* q
 }
 
 FlowTable::~FlowTable() {
-  if (map_ && map_ != MAP_FAILED) munmap(map_, map_bytes_);
+  size_t mapped = huge_ ? map_bytes_ - huge_bytes_ : map_bytes_;
+  if (map_ && map_ != MAP_FAILED) munmap(map_, mapped);
+  rte_free(huge_);
 }
+
 
 FlowEntry* FlowTable::entryPtr(int32_t pos) noexcept {
   uint32_t p = uint32_t(pos);

@@ -135,8 +135,8 @@ static_assert(sizeof(FlowEntry) == 48, "FlowEntry: 48 bytes, 16 left for an IPv4
 class FlowTable {
  public:
   // Throws std::runtime_error when the memory cannot be mapped (startup only).
-  // `name` and `socket` are kept for the interface (the slots are anonymous
-  // memory, first touched by the thread that writes them).
+  // With the EAL on hugepages the tags and IPv4 slots are hugepage memory
+  // (rte_zmalloc_socket on `socket`, type `name`); else anonymous memory.
   FlowTable(const std::string& name, uint32_t capacity, rte_rcu_qsbr* qsbr, int socket);
   ~FlowTable();
   FlowTable(const FlowTable&) = delete;
@@ -238,6 +238,9 @@ class FlowTable {
   // Bytes of slot, tag and neighbour memory reserved (virtual; pages become
   // resident as they are touched).
   size_t reservedBytes() const noexcept { return map_bytes_; }
+  // Of those, the bytes in the EAL's hugepage memory (tags and IPv4 slots when
+  // the EAL has hugepages; 0 under --no-huge).
+  size_t hugepageBytes() const noexcept { return huge_bytes_; }
 
   static constexpr uint32_t kBucketSlots = 16;  // one 64-byte line of 32-bit tags
 
@@ -280,6 +283,8 @@ class FlowTable {
   uint32_t nslots_ = 0;
   void* map_ = nullptr;
   size_t map_bytes_ = 0;
+  void* huge_ = nullptr;  // tags + IPv4 slots in hugepage memory, or null
+  size_t huge_bytes_ = 0;
   std::atomic<uint32_t>* tags_ = nullptr;
   struct Slot4;
   struct Slot6;

@@ -30,6 +30,7 @@ GWLB_PACKAGES=(
   systemd man-db          # systemd-analyze verify of the unit, man pages rendered (tests/setup/check_install.py, check_package.sh)
   dpkg-dev                # scripts/package.sh: dpkg-shlibdeps, dpkg-architecture
   git                     # tests that scan the tree list the tracked files (tests/setup/tree_files.py, tree_scan.py)
+  valgrind                # callgrind: the instruction budget test (bench/instruction_budget.py) and bench.sh's instruction counts
 )
 # Every program the tests, benchmarks and scripts run must come from one of
 # these (or from what apt installs with them): the unit test setup_packages

@@ -42,6 +42,12 @@ SAN_TRIM[soak]="the fleet lab for 3 minutes under faults: wall-clock windows and
 # the sanitized binaries are never what gets packaged. ~2.5 min of CI time.
 SAN_TRIM[package_deb]="builds and lints the Debian package: packaging, not code ASan checks; CI time"
 SAN_TRIM[install_layout]="checks meson install's file layout: packaging, not code ASan checks"
+# The instruction budget (suite perf) runs pipeline_bench under valgrind, which
+# cannot run ASan binaries (both want the same shadow memory); the sanitized
+# build has no bench/ to run either. Instruction counts of an ASan build would
+# not be the product's anyway.
+SAN_TRIM[instruction_budget]="valgrind (callgrind) cannot run ASan binaries; the plain suite holds the budget"
+SAN_TRIM[instruction_budget_selftest]="valgrind (callgrind) cannot run ASan binaries; the plain suite runs it"
 
 if [ "$sanitize" -eq 1 ]; then
   GWLB_BUILD="${GWLB_SAN_BUILD:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build-asan}"

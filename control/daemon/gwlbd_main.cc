@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     ctl::EalBudget budget = ctl::ealBudget(eal);
-    ctl::MemoryPlan plan = ctl::planMemory(cfg, budget.pci_ports);
+    ctl::MemoryPlan plan = ctl::planMemory(cfg, budget.pci_ports, !budget.no_huge);
     std::string misfit = ctl::checkFits(plan, budget);
     if (!misfit.empty()) {
       std::printf("%s", ctl::formatPlan(plan, budget).c_str());
@@ -178,10 +178,12 @@ int main(int argc, char** argv) {
   eal.insert(eal.end(), eal_extra.begin(), eal_extra.end());
   {
     ctl::EalBudget budget = ctl::ealBudget(eal);
-    ctl::MemoryPlan plan = ctl::planMemory(cfg, budget.pci_ports);
-    spdlog::info("memory: EAL {} needed (mbuf pool {}), process up to {} (flow table {})",
+    ctl::MemoryPlan plan = ctl::planMemory(cfg, budget.pci_ports, !budget.no_huge);
+    const ctl::MemoryPart* ft = plan.find("flow table");
+    spdlog::info("memory: EAL {} needed (mbuf pool {}), process up to {}; flow table {} ({})",
                  ctl::mib(plan.ealBytes()), ctl::mib(plan.find("mbuf pool")->bytes),
-                 ctl::mib(plan.processBytes()), ctl::mib(plan.find("flow table")->bytes));
+                 ctl::mib(plan.processBytes()), ctl::mib(ft->bytes),
+                 ft->eal ? "hugepages" : "process memory");
     std::string misfit = ctl::checkFits(plan, budget);
     if (!misfit.empty()) spdlog::warn("{}", misfit);
     std::string warning = ctl::mbufWarning(cfg, budget.pci_ports);

@@ -114,7 +114,7 @@ uint64_t sentLogIpv4Bytes(uint32_t capacity) {
   return flowSlots(capacity) * sizeof(SentLog::Entry);
 }
 
-MemoryPlan planMemory(const Config& cfg, unsigned pci_ports) {
+MemoryPlan planMemory(const Config& cfg, unsigned pci_ports, bool hugepages) {
   MemoryPlan plan;
   const DataplaneConfig& d = cfg.dataplane;
   unsigned room = mbufDataRoom(cfg);
@@ -164,12 +164,23 @@ MemoryPlan planMemory(const Config& cfg, unsigned pci_ports) {
                         kEalReserveBytes, true});
   uint64_t ft = flowTableBytes(d.flow_table_size);
   uint64_t ft4 = flowTableIpv4Bytes(d.flow_table_size);
-  plan.parts.push_back({"flow table",
-                        std::to_string(d.flow_table_size) + " flows in " +
-                            std::to_string(flowSlots(d.flow_table_size)) + " slots: " + mib(ft4) +
-                            " for IPv4 flows (resident from start), " + mib(ft - ft4) +
-                            " more once IPv6 flows fill it (anonymous memory)",
-                        "dataplane.flow_table_size", ft, false});
+  std::string slots = std::to_string(d.flow_table_size) + " flows in " +
+                      std::to_string(flowSlots(d.flow_table_size)) + " slots: ";
+  if (hugepages) {
+    // dp::FlowTable takes its tags and IPv4 slots from the EAL's hugepage heap
+    // when the EAL has hugepages; the IPv6 slots stay anonymous memory.
+    plan.parts.push_back({"flow table", slots + "tags and IPv4 slots in hugepages",
+                          "dataplane.flow_table_size", ft4, true});
+    plan.parts.push_back({"flow table, IPv6 slots",
+                          "once IPv6 flows fill it (anonymous memory, resident as written)",
+                          "dataplane.flow_table_size", ft - ft4, false});
+  } else {
+    plan.parts.push_back({"flow table",
+                          slots + mib(ft4) + " for IPv4 flows (resident from start; " + mib(ft4) +
+                              " of hugepages when the EAL has them), " + mib(ft - ft4) +
+                              " more once IPv6 flows fill it (anonymous memory)",
+                          "dataplane.flow_table_size", ft, false});
+  }
   if (sync) {
     uint64_t sl = sentLogBytes(d.flow_table_size), sl4 = sentLogIpv4Bytes(d.flow_table_size);
     plan.parts.push_back({"fleet sync",

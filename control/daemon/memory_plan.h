@@ -4,10 +4,11 @@
 // (no EAL needed); the hugepage counts are read from sysfs.
 //
 // Two kinds of memory: what DPDK's EAL hands out (the mbuf pool, rings, the
-// RCU variable, NIC descriptor rings: hugepages, or with --no-huge the -m
-// area) and ordinary process memory (the flow table's slots are anonymous
-// mmap memory, resident as flows touch them; worker state; the neighbour
-// table). Only the first must fit what the EAL gets.
+// RCU variable, NIC descriptor rings, and with hugepages the flow table's tags
+// and IPv4 slots: hugepages, or with --no-huge the -m area) and ordinary
+// process memory (the flow table's slots under --no-huge and its IPv6 slots:
+// anonymous mmap memory; worker state; the neighbour table). Only the first
+// must fit what the EAL gets.
 #pragma once
 
 #include <cstdint>
@@ -67,7 +68,10 @@ uint64_t sentLogIpv4Bytes(uint32_t capacity);
 
 // `eal_ports`: devices the EAL will probe that have descriptor rings in EAL
 // memory (PCI devices); virtual devices (net_pcap, net_null...) have none.
-MemoryPlan planMemory(const Config& cfg, unsigned pci_ports);
+// `hugepages`: the EAL runs on hugepages (no --no-huge): the flow table's tags
+// and IPv4 slots are then EAL memory ("flow table"), its IPv6 slots process
+// memory ("flow table, IPv6 slots"); else all of it is process memory.
+MemoryPlan planMemory(const Config& cfg, unsigned pci_ports, bool hugepages = false);
 
 // What the EAL will get, from its arguments (-m, --socket-mem, --no-huge,
 // --legacy-mem) and the free hugepages under `hugepage_dir`

@@ -5,6 +5,8 @@
 #     same advice; with exactly the -m the check asked for, both pass and
 #     gwlbd runs (the estimate is not short).
 #  2. --no-huge without -m: DPDK's default of 64 MiB, on both sides of it.
+#  3. The flow table's line says how much hugepage memory it takes: as EAL
+#     memory when the EAL has hugepages, as a note under --no-huge.
 #   run_memory.sh GWLBD WORKDIR SRCROOT
 set -euo pipefail
 gwlbd="$1" work="$2" src="$3"
@@ -83,3 +85,24 @@ config under 5000 9000
 "$gwlbd" --check-config "$work/under.yaml" > /dev/null || { echo "FAIL: ~50 MiB refused in 64 MiB"; exit 1; }
 starts under || { echo "FAIL: ~50 MiB did not start in DPDK's default"; cat "$work/under.log"; exit 1; }
 echo "--no-huge without -m: 64 MiB (7000 jumbo mbufs refused by both, 5000 accepted by both)"
+
+# 3. The flow table's hugepage memory (issue 28 item 4): with the EAL on
+#    hugepages (no --no-huge) its tags and IPv4 slots are EAL memory; under
+#    --no-huge the report still says how much hugepage memory they would take.
+#    65536 flows: 72128 slots (+10 %, buckets of 16) x 64 B + 4 B tags rounded
+#    to 4 KiB pages = 4907008 B = 4.7 MiB; IPv6 slots 72128 x 128 B = 8.8 MiB.
+sed 's/"--no-huge", //' "$work/under.yaml" > "$work/huge.yaml"
+"$gwlbd" --check-config "$work/huge.yaml" > "$work/huge.check.out" 2>/dev/null || true
+ft=$(grep -E '^  flow table  ' "$work/huge.check.out" || true)
+for p in "4.7 MiB" " EAL " "72128 slots: tags and IPv4 slots in hugepages"; do
+  [[ "$ft" == *"$p"* ]] || { echo "FAIL: hugepages: no '$p' in the flow table line"; cat "$work/huge.check.out"; exit 1; }
+done
+grep -qE '^  flow table, IPv6 slots +8\.8 MiB +process ' "$work/huge.check.out" \
+  || { echo "FAIL: hugepages: no IPv6 slots line"; cat "$work/huge.check.out"; exit 1; }
+echo "hugepages: $ft"
+grep -qxF "  $ft" "$src/docs/deploy.md" || { echo "FAIL: docs/deploy.md does not quote the line: $ft"; exit 1; }
+ft=$("$gwlbd" --check-config "$work/under.yaml" | grep -E '^  flow table  ' || true)
+[[ "$ft" == *"4.7 MiB of hugepages when the EAL has them"* && "$ft" == *" process "* ]] \
+  || { echo "FAIL: --no-huge: the flow table line does not say its hugepage size: $ft"; exit 1; }
+echo "--no-huge: $ft"
+grep -qxF "  $ft" "$src/docs/deploy.md" || { echo "FAIL: docs/deploy.md does not quote the line: $ft"; exit 1; }

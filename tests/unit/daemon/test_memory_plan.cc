@@ -104,6 +104,41 @@ TEST(MemoryPlan, MbufPoolBySizeAndMtu) {
   EXPECT_GT(pci.ealBytes(), p.ealBytes());
 }
 
+// Issue 28 item 4: with the EAL on hugepages the flow table's tags and IPv4
+// slots are hugepage memory (dp::FlowTable takes them from the EAL's heap),
+// counted against what the EAL gets; the IPv6 slots stay process memory.
+// Under --no-huge all of it is process memory, and the report still says how
+// much hugepage memory it would take.
+TEST(MemoryPlan, FlowTableInHugepagesWhenTheEalHasThem) {
+  Config c = testing::smallConfig();
+  c.dataplane.flow_table_size = 1000000;
+  MemoryPlan small = planMemory(c, 0, false);
+  MemoryPlan huge = planMemory(c, 0, true);
+  uint64_t ft4 = flowTableIpv4Bytes(1000000), ft = flowTableBytes(1000000);
+  ASSERT_NE(huge.find("flow table"), nullptr);
+  EXPECT_TRUE(huge.find("flow table")->eal);
+  EXPECT_EQ(huge.find("flow table")->bytes, ft4);
+  ASSERT_NE(huge.find("flow table, IPv6 slots"), nullptr);
+  EXPECT_FALSE(huge.find("flow table, IPv6 slots")->eal);
+  EXPECT_EQ(huge.find("flow table, IPv6 slots")->bytes, ft - ft4);
+  EXPECT_EQ(huge.ealBytes(), small.ealBytes() + ft4);
+  EXPECT_EQ(huge.processBytes() + ft4, small.processBytes());
+  std::string report = formatPlan(huge, EalBudget{});
+  EXPECT_NE(report.find("tags and IPv4 slots in hugepages"), std::string::npos) << report;
+  EXPECT_NE(report.find(mib(ft4)), std::string::npos) << report;
+  EXPECT_FALSE(small.find("flow table")->eal);
+  EXPECT_EQ(small.find("flow table, IPv6 slots"), nullptr);
+  EXPECT_NE(small.find("flow table")->detail.find(mib(ft4) + " of hugepages when the EAL has them"),
+            std::string::npos) << small.find("flow table")->detail;
+  // The hugepages the check asks for include the flow table.
+  EalBudget b{};
+  b.bytes = small.ealBytes();
+  b.source = "test";
+  EXPECT_EQ(checkFits(small, b), "");
+  std::string e = checkFits(huge, b);
+  EXPECT_NE(e.find("reserve at least"), std::string::npos) << e;
+}
+
 TEST(MemoryPlan, EalArguments) {
   EalBudget b = ealBudget({"--no-huge", "--no-pci", "-m", "1024"});
   EXPECT_TRUE(b.error.empty());

@@ -1,0 +1,411 @@
+#!/usr/bin/python3
+"""The pipeline's instruction budget (issue 28 item 1; docs/performance.md
+"Instruction budget").
+
+Runs bench/pipeline_bench under valgrind's callgrind, counting only inside
+dp::processBurst (--toggle-collect='*processBurst*'), for each case of the
+budget file (bench/instruction_budget.json), and holds each case's
+instructions per packet to its budget. Instruction counts are deterministic:
+the same tree and compiler give the same count on any machine, so a test can
+hold them (cycles it cannot).
+
+  instruction_budget.py --build DIR [--budgets FILE] [--case NAME]... check
+      Measures every case; fails (exit 1) when one exceeds its budget, printing
+      per function (inclusive and self instructions per packet) what grew
+      against the breakdown stored when its budget was recorded. Also fails
+      when the file raises a budget without a why (validate).
+  instruction_budget.py --budgets FILE validate
+      Only the file's rules: every budget above the one last lowered says why.
+  instruction_budget.py --build DIR [--case NAME]... update [--why TEXT]
+      Measures and records: budget = figure + margin, with today's date and
+      the source tree's commit when it goes down; going up needs --why.
+  instruction_budget.py --build DIR [--case NAME]... report
+      Prints the figures as one JSON line (scripts/bench.sh's table).
+  instruction_budget.py --build DIR selftest
+      Shows the checker fails: a deliberate regression (pipeline_bench
+      --pad-instructions), a budget lowered below today's figure, and a raise
+      without a why must each be refused; a raise with a why accepted.
+
+Budgets are per build type (the figure of an -O2 build with assertions is not
+an -O3 one's): the test suite's build (debugoptimized by default) and
+scripts/bench.sh's (release) each have theirs. Cases whose pipeline_bench
+options do not exist yet (--classes) are skipped with the reason printed.
+Exit 77 (a skip) when valgrind is missing or the build is sanitized.
+"""
+import argparse
+import datetime
+import glob
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_BUDGETS = os.path.join(SRC, "bench", "instruction_budget.json")
+SKIP = 77
+
+
+def build_type(build):
+    """(buildtype, sanitized) from meson's introspection of BUILD."""
+    opts = json.load(open(os.path.join(build, "meson-info", "intro-buildoptions.json")))
+    by = {o["name"]: o["value"] for o in opts}
+    return by.get("buildtype", "?"), bool(by.get("sanitize")) or by.get("b_sanitize", "none") != "none"
+
+
+def bench_supports(bench, flags):
+    """True when pipeline_bench accepts `flags` (it refuses an unknown option
+    before it reaches --help, which exits 0)."""
+    if not flags:
+        return True
+    r = subprocess.run([bench] + flags + ["--help"], capture_output=True, text=True, timeout=60)
+    return r.returncode == 0
+
+
+def source_commit():
+    try:
+        c = subprocess.run(["git", "-C", SRC, "rev-parse", "--short=10", "HEAD"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+        # The budget file itself is what an update changes: not a change to the tree measured.
+        dirty = subprocess.run(["git", "-C", SRC, "status", "--porcelain", "--untracked-files=no",
+                                "--", ".", ":!bench/instruction_budget.json"],
+                               capture_output=True, text=True).stdout.strip()
+        return c + ("+uncommitted" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+FN_LINE = re.compile(r"^\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(?:\*\s+)?(.+?)\s*$")
+
+
+def short_name(fn):
+    """'DIR/file.cc:ns::f(args) [obj]' -> 'ns::f (file.cc)': stable across
+    signature edits and build directories; a function inlined from several
+    files keeps one entry per file (callgrind counts each part on its own)."""
+    fn = re.sub(r"\s+\[[^\]]*\]$", "", fn)
+    where, _, name = fn.partition(":") if not fn.startswith("0x") else ("", "", fn)
+    depth, out = 0, []
+    for ch in name:  # drop the argument list, keep template arguments
+        if ch == "(" and depth == 0 and out and not "".join(out).endswith(("operator", "::")):
+            break
+        depth += ch == "<"
+        depth -= ch == ">"
+        out.append(ch)
+    short = "".join(out).strip().replace("(anonymous namespace)::", "") or name
+    base = os.path.basename(where)
+    return f"{short} ({base})" if base and base != "???" else short
+
+
+def annotate(path, inclusive):
+    """{function: instructions} from callgrind_annotate."""
+    r = subprocess.run(["callgrind_annotate", f"--inclusive={'yes' if inclusive else 'no'}",
+                        "--threshold=100", "--auto=no", path], capture_output=True, text=True)
+    out, started = {}, False
+    for line in r.stdout.splitlines():
+        if not started:
+            # The table follows the header line "Ir  file:function".
+            started = line.strip().endswith("file:function")
+            continue
+        if line.startswith("---"):
+            continue
+        if not line.strip():
+            if out:
+                break  # the end of the function table
+            continue
+        m = FN_LINE.match(line)
+        if not m or not m.group(1).replace(",", "").isdigit():
+            continue
+        n = int(m.group(1).replace(",", ""))
+        name = short_name(m.group(2))
+        out[name] = out.get(name, 0) + n
+    return out
+
+
+def measure(build, case, extra=()):
+    """Runs one case under callgrind: {'per_packet', 'packets', 'breakdown'}."""
+    bench = os.path.join(build, "bench", "pipeline_bench")
+    with tempfile.TemporaryDirectory(prefix="gwlb-ib.") as d:
+        cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={d}/cg.%p",
+               "--toggle-collect=*processBurst*", bench] + case["args"] + \
+              ["--rep-packets", str(case["rep_packets"]), "--instructions"] + list(extra)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        if r.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stderr[-3000:]}")
+        meta = json.loads(r.stdout.strip().splitlines()[-1])
+        total, files = 0, []
+        for f in glob.glob(os.path.join(d, "cg.*")):
+            for line in open(f, errors="replace"):
+                if line.startswith("summary:"):
+                    n = int(line.split()[1])
+                    total += n
+                    if n:
+                        files.append(f)
+        incl, self_ = {}, {}
+        for f in files:
+            for dst, inc in ((incl, True), (self_, False)):
+                for k, v in annotate(f, inc).items():
+                    dst[k] = dst.get(k, 0) + v
+    pk = meta["packets"]
+    breakdown = {}
+    for name in set(incl) | set(self_):
+        # Inclusive counts of a function entered by the collection toggle
+        # can come out above the total (callgrind counts the call twice):
+        # capped at it.
+        i, s = min(incl.get(name, 0), total) / pk, self_.get(name, 0) / pk
+        # The frames around processBurst (main, the bench's loop, libc's
+        # start) hold everything; callgrind_annotate shows them with odd self
+        # counts (the toggle): left out.
+        if i >= 0.99 * total / pk and "processBurst" not in name:
+            continue
+        if i >= 0.5 or s >= 0.5:
+            breakdown[name] = [round(i, 1), round(s, 1)]
+    return {"per_packet": total / pk, "packets": pk, "breakdown": breakdown}
+
+
+def growth_table(stored, now, limit=20):
+    """Lines: the functions whose instructions per packet changed most (self
+    first, then inclusive), stored -> now."""
+    names = set(stored) | set(now)
+    rows = []
+    for n in names:
+        si, ss = stored.get(n, [0, 0])
+        ni, ns = now.get(n, [0, 0])
+        rows.append((ns - ss, ni - si, n, si, ss, ni, ns))
+    rows.sort(key=lambda r: (-abs(r[0]), -abs(r[1]), r[2]))
+    out = [f"    {'self: was -> now (delta)':>30}  {'inclusive: was -> now (delta)':>32}  function"]
+    for ds, di, n, si, ss, ni, ns in rows[:limit]:
+        if abs(ds) < 0.5 and abs(di) < 0.5:
+            continue
+        out.append(f"    {ss:8.1f} -> {ns:8.1f} ({ds:+7.1f})  {si:9.1f} -> {ni:9.1f} ({di:+7.1f})  {n}")
+    if len(out) == 1:
+        out.append("    (no function changed by half an instruction per packet or more)")
+    return out
+
+
+def validate(doc):
+    """Errors in the file's rules: each budget above the last lowered one needs a why."""
+    errs = []
+    for c in doc["cases"]:
+        for bt, b in c.get("builds", {}).items():
+            low = b.get("lowered", {})
+            if not isinstance(b.get("budget"), int) or b["budget"] <= 0:
+                errs.append(f"{c['name']} [{bt}]: budget must be a positive integer")
+                continue
+            if not low.get("date") or not low.get("commit") or not isinstance(low.get("budget"), int):
+                errs.append(f"{c['name']} [{bt}]: 'lowered' needs date, commit and budget")
+                continue
+            if b["budget"] > low["budget"] and not str(b.get("why", "")).strip():
+                errs.append(f"{c['name']} [{bt}]: budget raised from {low['budget']} to "
+                            f"{b['budget']} without a why: say in 'why' what the instructions "
+                            f"buy (docs/performance.md \"Instruction budget\")")
+    return errs
+
+
+def selected(doc, names):
+    cases = doc["cases"]
+    if names:
+        unknown = set(names) - {c["name"] for c in cases}
+        if unknown:
+            sys.exit(f"instruction_budget: no case {sorted(unknown)} in the budget file")
+        cases = [c for c in cases if c["name"] in names]
+    return cases
+
+
+def preflight(build):
+    if not shutil.which("valgrind") or not shutil.which("callgrind_annotate"):
+        print("SKIP: valgrind is not installed (Debian package valgrind; scripts/setup.sh installs it)")
+        sys.exit(SKIP)
+    bt, san = build_type(build)
+    if san:
+        print("SKIP: a sanitized build: valgrind cannot run ASan binaries (ASan reserves the "
+              "shadow memory valgrind needs); the plain build runs this test")
+        sys.exit(SKIP)
+    return bt
+
+
+def check(args, doc, extra=()):
+    errs = validate(doc)
+    for e in errs:
+        print(f"FAIL: {e}")
+    bt = preflight(args.build)
+    bench = os.path.join(args.build, "bench", "pipeline_bench")
+    failed = bool(errs)
+    for c in selected(doc, args.case):
+        if not bench_supports(bench, c.get("needs", [])):
+            print(f"skipped: {c['name']}: pipeline_bench has no {' '.join(c['needs'])} yet "
+                  f"(it refuses the option); this case is enforced once it does")
+            continue
+        b = c.get("builds", {}).get(bt)
+        m = measure(args.build, c, extra)
+        if not b:
+            print(f"FAIL: {c['name']}: {m['per_packet']:.1f} instructions/packet but no budget for "
+                  f"a {bt} build: record one with bench/instruction_budget.py --build "
+                  f"{args.build} --case '{c['name']}' update")
+            failed = True
+            continue
+        ok = m["per_packet"] <= b["budget"]
+        print(f"{'ok' if ok else 'FAIL'}: {c['name']}: {m['per_packet']:.1f} instructions/packet, "
+              f"budget {b['budget']} ({bt} build; lowered {b['lowered']['date']} at "
+              f"{b['lowered']['commit']}; {m['packets']} packets)")
+        if not ok:
+            failed = True
+            print(f"  over by {m['per_packet'] - b['budget']:.1f}; per function, instructions per "
+                  f"packet, against the breakdown stored with the budget ({b.get('measured', '?')}):")
+            print("\n".join(growth_table(b.get("breakdown", {}), m["breakdown"])))
+            print("  Win them back, or raise the budget with a why: bench/instruction_budget.py "
+                  "--build DIR --case NAME update --why '...' (docs/performance.md)")
+    return 1 if failed else 0
+
+
+def update(args, doc):
+    bt = preflight(args.build)
+    bench = os.path.join(args.build, "bench", "pipeline_bench")
+    today, commit = datetime.date.today().isoformat(), source_commit()
+    margin = doc.get("margin_percent", 1) / 100
+    for c in selected(doc, args.case):
+        if not bench_supports(bench, c.get("needs", [])):
+            print(f"skipped: {c['name']}: pipeline_bench has no {' '.join(c['needs'])}")
+            continue
+        m = measure(args.build, c)
+        new = math.ceil(m["per_packet"] * (1 + margin))
+        b = c.setdefault("builds", {}).get(bt)
+        rec = {"measured": round(m["per_packet"], 1), "packets": m["packets"],
+               "breakdown": dict(sorted(m["breakdown"].items(), key=lambda kv: -kv[1][0]))}
+        if b is None or new < b["budget"]:
+            c["builds"][bt] = {"budget": new, "lowered": {"date": today, "commit": commit, "budget": new},
+                               **rec}
+            print(f"{c['name']} [{bt}]: {m['per_packet']:.1f}/packet: budget {new}"
+                  + (f" (lowered from {b['budget']})" if b else " (first)"))
+        elif new > b["budget"]:
+            if not args.why:
+                print(f"refused: {c['name']} [{bt}]: {m['per_packet']:.1f}/packet needs budget {new} "
+                      f"> {b['budget']}: a raise needs --why 'what the instructions buy'")
+                return 1
+            b.update({"budget": new, "why": args.why, "raised": {"date": today, "commit": commit}}, **rec)
+            print(f"{c['name']} [{bt}]: budget raised to {new}: {args.why}")
+        else:
+            b.update(rec)
+            print(f"{c['name']} [{bt}]: {m['per_packet']:.1f}/packet: budget {new} unchanged")
+    write_doc(args.budgets, doc)
+    return 0
+
+
+def write_doc(path, doc):
+    """Indented JSON with every list of plain values on one line (one line
+    per function of a breakdown)."""
+    text = json.dumps(doc, indent=1, ensure_ascii=False)
+    def one_line(m):  # JSON strings hold no raw newline: only layout goes
+        flat = "[" + re.sub(r"\n\s*", " ", m.group(1)) + "]"
+        return flat if len(flat) <= 160 else m.group(0)
+    text = re.sub(r"\[\s*([^\[\]{}]*?)\s*\]", one_line, text)
+    with open(path, "w") as f:
+        f.write(text + "\n")
+
+
+def report(args, doc):
+    preflight(args.build)
+    bench = os.path.join(args.build, "bench", "pipeline_bench")
+    out = []
+    for c in selected(doc, args.case):
+        if not bench_supports(bench, c.get("needs", [])):
+            out.append({"case": c["name"], "skipped": f"pipeline_bench has no {' '.join(c['needs'])}"})
+            continue
+        m = measure(args.build, c)
+        bt = build_type(args.build)[0]
+        b = c.get("builds", {}).get(bt, {})
+        out.append({"case": c["name"], "per_packet": m["per_packet"], "packets": m["packets"],
+                    "budget": b.get("budget"), "build": bt})
+    print(json.dumps(out))
+    return 0
+
+
+def selftest(args, doc):
+    """The checker must fail where it should; each step prints what it saw."""
+    bt = preflight(args.build)
+    est = next(c for c in doc["cases"] if c["name"] == "established")
+    if bt not in est.get("builds", {}):
+        print(f"FAIL: no established budget for a {bt} build")
+        return 1
+    bad = 0
+    me = [sys.executable, os.path.abspath(__file__), "--build", args.build]
+
+    def run(budgets_doc, cmd, *extra):
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(budgets_doc, f)
+        try:
+            return subprocess.run(me + ["--budgets", f.name] + list(extra) + [cmd],
+                                  capture_output=True, text=True, timeout=900)
+        finally:
+            os.unlink(f.name)
+
+    # 1. A deliberate regression: ~60 more instructions per packet in a
+    #    function processBurst's toggle counts. It must fail and name it.
+    r = run(doc, "check", "--case", "established", "--bench-arg=--pad-instructions",
+            "--bench-arg=60")
+    print("--- 1. established with pipeline_bench --pad-instructions 60:\n" + r.stdout)
+    if r.returncode != 1 or "FAIL: established" not in r.stdout or "processBurstPad" not in r.stdout:
+        print("FAIL: the checker did not fail on the padded pipeline, naming processBurstPad")
+        bad += 1
+    # 2. A budget below today's figure (lowered without the work).
+    low = json.loads(json.dumps(doc))
+    b = next(c for c in low["cases"] if c["name"] == "established")["builds"][bt]
+    b["budget"] = int(b["measured"]) - 5
+    b["lowered"]["budget"] = b["budget"]
+    r = run(low, "check", "--case", "established")
+    print("--- 2. established budget lowered to measured - 5:\n" + r.stdout)
+    if r.returncode != 1 or "FAIL: established" not in r.stdout:
+        print("FAIL: the checker passed a case over its budget")
+        bad += 1
+    # 3. A raise without a why is refused; with one it is accepted.
+    up = json.loads(json.dumps(doc))
+    b = next(c for c in up["cases"] if c["name"] == "established")["builds"][bt]
+    b["budget"] = b["lowered"]["budget"] + 50
+    b.pop("why", None)
+    r = run(up, "validate")
+    print("--- 3a. budget raised by 50 without a why:\n" + r.stdout)
+    if r.returncode != 1 or "without a why" not in r.stdout:
+        print("FAIL: the checker accepted a raise without a why")
+        bad += 1
+    b["why"] = "self-test: a raise that says why"
+    r = run(up, "validate")
+    print("--- 3b. the same raise with a why:\n" + r.stdout)
+    if r.returncode != 0:
+        print("FAIL: the checker refused a raise with a why")
+        bad += 1
+    print(f"{4 - bad} of 4 self-test steps as expected")
+    return 1 if bad else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", help="meson build directory (holds bench/pipeline_bench)")
+    ap.add_argument("--budgets", default=DEFAULT_BUDGETS)
+    ap.add_argument("--case", action="append", default=[], help="only this case (repeatable)")
+    ap.add_argument("--why", default="", help="update: why a budget goes up")
+    ap.add_argument("--bench-arg", action="append", default=[],
+                    help="check: an extra pipeline_bench argument (the self-test's regression)")
+    ap.add_argument("command", choices=["check", "validate", "update", "report", "selftest"])
+    args = ap.parse_args()
+    doc = json.load(open(args.budgets))
+    if args.command == "validate":
+        errs = validate(doc)
+        for e in errs:
+            print(f"FAIL: {e}")
+        if not errs:
+            print(f"ok: {args.budgets}: every raised budget says why")
+        return 1 if errs else 0
+    if not args.build:
+        ap.error(f"{args.command} needs --build")
+    try:
+        return {"check": lambda: check(args, doc, args.bench_arg), "update": lambda: update(args, doc),
+                "report": lambda: report(args, doc), "selftest": lambda: selftest(args, doc)}[args.command]()
+    except RuntimeError as e:
+        print(f"FAIL: {e}")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
