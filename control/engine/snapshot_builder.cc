@@ -315,6 +315,7 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
       rules.push_back(std::move(r));
     }
     s->classes = ClassTable(rules);
+    for (size_t i = 0; i < rules.size(); ++i) s->class_slot.push_back(uint16_t(i));  // the engine's ClassSlots override
   }
 
   // Where a group's moved flows go: its listener's active group.
