@@ -191,6 +191,7 @@ json Daemon::apiExplain(const json& p) {
               {"hash", hex32(hash)},
               {"maglev", {{"slot", slot}, {"table_size", g.maglev.size()}, {"appliance", appText(mid)}}}};
   if (!cls.is_null()) out["class"] = cls;
+  if (!inspected) out["maglev"] = nullptr;  // no listener takes a new flow
   // Concurrency rule R11: a flow keeps the listener it was keyed to, whatever
   // the classes say now; the workers look for its entry under every listener.
   int32_t pos = flows_->lookup(kp.key, hash);
@@ -250,7 +251,6 @@ json Daemon::apiExplain(const json& p) {
   } else if (!inspected) {
     out["existing"] = false;
     out["appliance"] = nullptr;
-    out["maglev"] = nullptr;
     out["reason"] = "no flow entry: " + cls["reason"].get<std::string>();
   } else {
     out["existing"] = false;

@@ -33,6 +33,7 @@ ap.add_argument("mode", choices=["gen", "check"])
 for a in ["work", "metrics", "prefix"]:
     ap.add_argument("--" + a, required=True)
 ap.add_argument("--gwlbctl")
+ap.add_argument("--src", help="source root: docs/cli.md's classes example is checked against this run")
 args = ap.parse_args()
 work = args.work
 DEADLINE = 60
@@ -231,6 +232,21 @@ def check():
         "protocols: tcp is in tcp", "l4_ports: dport 873 is in 873"] and e["maglev"] is None, e
     ctl("explain", "1.2.3.4", "1.2.3.5", "tcp", "1", "2", "--vlan", "4096", rc=2)
     print("gwlbctl explain: unclassified, bypass, --port/--vlan: ok")
+
+    # docs/cli.md quotes `gwlbctl classes` and the class lines of explain from this run.
+    if args.src:
+        doc = open(os.path.join(args.src, "docs/cli.md"), encoding="utf-8").read()
+        i = doc.index("<!-- classes-table: checked by tests/daemon/classes_e2e.py -->")
+        block = doc[i:].split("```\n", 2)[1]
+        for part in block.split("$ gwlbctl ")[1:]:
+            cmd, *shown = part.rstrip("\n").split("\n")
+            real = ctl(*cmd.split()).rstrip("\n").split("\n")
+            if shown and shown[-1] == "...":
+                shown = shown[:-1]
+                real = real[:len(shown)]
+            assert shown == real, f"docs/cli.md shows for `gwlbctl {cmd}`:\n" + "\n".join(shown) + \
+                "\nbut it prints:\n" + "\n".join(real)
+        print("docs/cli.md: the classes example matches this run")
 
     # 5. A reload that swaps web and other and renames blocked: counts follow names.
     open(f"{work}/gwlbd.yaml", "w").write(config(["backups", "denied", "other", "web"]))

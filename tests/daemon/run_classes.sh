@@ -17,6 +17,6 @@ gwlbd_extra_cleanup="rm -rf /var/run/dpdk/$prefix"
 source "$src/tests/daemon/gwlbd_lib.sh"
 start_gwlbd "$gwlbd" "$work/gwlbd.yaml" "$work/gwlbd.log" "$work/gwlbd.sock"
 $py "$src/tests/daemon/classes_e2e.py" check --work "$work" --metrics "127.0.0.1:$metrics_port" \
-    --prefix "$prefix" --gwlbctl "$gwlbctl" \
+    --prefix "$prefix" --gwlbctl "$gwlbctl" --src "$src" \
   || { tail -30 "$work/gwlbd.log"; exit 1; }
 stop_gwlbd
