@@ -177,19 +177,19 @@ TEST(Render, ClassesAndExplainedClass) {
   EXPECT_EQ(t,
             "#  NAME      MATCH                        ACTION   LISTENER     PACKETS     BYTES\n"
             "0  backups   protocols tcp; l4_ports 873  bypass   -                  7   1.1 KiB\n"
-            "1  tenant-a  vlans 100,200                inspect  firewalls-a   123.5k  10.0 MiB\n"
+            "1  tenant-a  vlans 100,200                inspect  firewalls-a     123k  10.0 MiB\n"
             "-  (none)    no class matches             drop     -                 12         -\n"
             "first match wins; (none): dropped as unclassified (drop_unclassified)\n");
   EXPECT_EQ(renderClasses(Json::parse(R"({"configured": false, "classes": [], "default_listener": "web"})")),
             "no traffic_classes: every packet is inspected by listener 'web'\n");
 
-  Json e = Json::parse(R"({"group": "fw-a", "stickiness": "5-tuple", "key": "k", "hash": "0x1",
+  Json e = Json::parse(R"j({"group": "fw-a", "stickiness": "5-tuple", "key": "k", "hash": "0x1",
     "existing": false, "appliance": "192.0.2.10", "reason": "no flow entry",
     "class": {"index": 2, "name": "web", "action": "inspect", "listener": "tenant-a",
       "matched": ["vlans: vlan 100 is in 100"],
       "skipped": [{"index": 0, "name": "backups", "why": "l4_ports: neither port 1 nor 2 is in 873"},
                   {"index": 1, "name": "blocked", "why": "prefixes: neither a nor b is in 203.0.113.0/24"}],
-      "note": "classes that list ingress_ports were taken as not matching: give the ingress port (--port)"}})");
+      "note": "classes that list ingress_ports were taken as not matching: give the ingress port (--port)"}})j");
   t = renderExplain(e);
   EXPECT_TRUE(has(t, "class        web (traffic_classes[2]): inspect, listener tenant-a\n"
                      "matched      vlans: vlan 100 is in 100\n"

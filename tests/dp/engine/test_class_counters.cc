@@ -40,14 +40,18 @@ class ClassCounters : public ::testing::Test {
     h_.quiescent();
     engine_.reset();
   }
+  // Each class inspects (the implicit listener, named by none): every
+  // packet reaches an appliance.
   void sendTcp(uint16_t sport) {
     const Net& n = net();
-    h_.send(Frame{n.fromA(), kEthIpv4, ipv4(n.client4, n.server4, kProtoTcp, tcp(n.client4, n.server4, sport, 443))});
+    Result r = h_.send(Frame{n.fromA(), kEthIpv4, ipv4(n.client4, n.server4, kProtoTcp, tcp(n.client4, n.server4, sport, 443))});
+    EXPECT_EQ(r.verdict, Verdict::kAppliance);
     h_.quiescent();
   }
   void sendUdp(uint16_t sport) {
     const Net& n = net();
-    h_.send(Frame{n.fromA(), kEthIpv4, ipv4(n.client4, n.server4, kProtoUdp, udp(n.client4, n.server4, sport, 53))});
+    Result r = h_.send(Frame{n.fromA(), kEthIpv4, ipv4(n.client4, n.server4, kProtoUdp, udp(n.client4, n.server4, sport, 53))});
+    EXPECT_EQ(r.verdict, Verdict::kAppliance);
     h_.quiescent();
   }
   uint64_t packets(const std::string& name) const {
