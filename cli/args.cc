@@ -127,16 +127,36 @@ std::vector<CommandSpec> buildTable() {
                 {"--count", "", "print how many entries match instead of listing them"},
                 {"--sort", "FIELD", "age, idle, packets, src, dst or appliance (-FIELD: descending)"},
                 {"--reverse", "", "with --sort: descending"}}});
-  t.push_back({"explain", "explain", "SRC DST PROTO [SPORT DPORT]", {"SRC", "DST", "PROTO", "SPORT", "DPORT"}, 3,
-               "which appliance a 5-tuple goes to, and why",
-               "Shows how gwlbd handles a packet from SRC to DST: its server group and\n"
-               "stickiness, the canonical flow key and hash, whether the flow exists (then\n"
-               "its appliance, cookie and age, and where it was before if it moved, and\n"
-               "why) and where the Maglev table would send a new flow now. PROTO is tcp,\n"
-               "udp, sctp, icmp, icmpv6 or a number; give SPORT and DPORT for TCP, UDP, SCTP\n"
-               "and UDP-Lite (136), the echo identifier as both for ICMP echo. Other\n"
-               "protocols have no ports: gwlbd keys them on addresses and protocol, and\n"
-               "ports given with them are refused.\n",
+  t.push_back({"explain", "explain", "SRC DST PROTO [SPORT DPORT] [--port N] [--vlan V]",
+               {"SRC", "DST", "PROTO", "SPORT", "DPORT"}, 3,
+               "which class and appliance a 5-tuple goes to, and why",
+               "Shows how gwlbd handles a packet from SRC to DST. With traffic_classes,\n"
+               "first the class it matches (first match wins) and why: the fields that\n"
+               "matched, and for each earlier class the field that did not; or that no\n"
+               "class matches (dropped as unclassified), or that the class bypasses or\n"
+               "drops it. The classes look at the ingress port (--port, the DPDK port id)\n"
+               "and the VLAN (--vlan, 0 = untagged, the default); without --port, classes\n"
+               "that list ingress_ports are taken as not matching, and a note says so.\n"
+               "Then its server group and stickiness, the canonical flow key and hash,\n"
+               "whether the flow exists (then its appliance, cookie and age, and where it\n"
+               "was before if it moved, and why; a flow keeps its listener and appliance\n"
+               "when the classes change) and where the Maglev table would send a new flow\n"
+               "now. PROTO is tcp, udp, sctp, icmp, icmpv6 or a number; give SPORT and\n"
+               "DPORT for TCP, UDP, SCTP and UDP-Lite (136), the echo identifier as both\n"
+               "for ICMP echo. Other protocols have no ports: gwlbd keys them on addresses\n"
+               "and protocol, and ports given with them are refused.\n",
+               {{"--port", "N", "ingress port (DPDK port id, 0-65535) the classes see"},
+                {"--vlan", "V", "VLAN ID 0-4095 the classes see (0 = untagged, the default)"}}});
+  t.push_back({"classes", "classes", "", {}, 0,
+               "traffic classes in order: match, action, listener, packets, bytes",
+               "Lists the traffic classes in their order (the first that matches a packet\n"
+               "wins): index, name, what it matches, its action (inspect, bypass or drop),\n"
+               "the listener an inspect class sends its flows to, and the packets and\n"
+               "bytes (frames as received, both directions) it matched since its name\n"
+               "appeared in the config: a class keeps its counts across reloads that move\n"
+               "or change it, and a renamed one starts from zero. The last row, (none),\n"
+               "counts the packets no class matched, dropped as unclassified. Without\n"
+               "traffic_classes, says which listener takes every packet.\n",
                {}});
   t.push_back({"stats", "stats", "", {}, 0, "per-port and per-worker counters, drop reasons",
                "Prints the counters per worker and in total, the drop reasons with their\n"

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <thread>
 
+#include "cli/class_render.h"
 #include "cli/client.h"
 #include "cli/destination_render.h"
 #include "cli/flow_sort.h"
@@ -243,6 +244,7 @@ int runInvocation(const Invocation& inv, FILE* out, FILE* err) {
     else if (name == "health-destinations") put(out, renderDestinations(r.result, now));
     else if (name == "groups") put(out, renderGroups(r.result));
     else if (name == "explain") put(out, renderExplain(r.result));
+    else if (name == "classes") put(out, renderClasses(r.result));
     else if (name == "fleet show") put(out, renderFleet(r.result));
     else if (name == "config dump") {
       put(out, fieldText(r.result, "yaml", ""));

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "cli/class_render.h"
 #include "cli/health_render.h"
 #include "cli/render_fields.h"
 #include "cli/table.h"
@@ -312,6 +313,7 @@ std::string renderFlowCount(const Json& r) {
 
 std::string renderExplain(const Json& r) {
   KV kv;
+  addClassLines(kv, field(r, "class"));
   kv.push_back({"key", fieldText(r, "key")});
   kv.push_back({"hash", fieldText(r, "hash")});
   kv.push_back({"group", fieldText(r, "group") + " (stickiness " + fieldText(r, "stickiness") + ")"});

@@ -186,6 +186,8 @@ Request explainRequest(const Invocation& inv) {
     r.params["sport"] = parsePort("SPORT", a[3]);
     r.params["dport"] = parsePort("DPORT", a[4]);
   }
+  if (inv.has("--port")) r.params["port"] = parseUint("--port", inv.opt("--port"), 0, 65535);
+  if (inv.has("--vlan")) r.params["vlan"] = parseUint("--vlan", inv.opt("--vlan"), 0, 4095);
   return r;
 }
 

@@ -165,6 +165,9 @@ struct Snapshot {
   std::vector<ListenerView> listeners;
   // traffic_classes compiled (issue 27); empty: everything goes to listeners[0].
   ClassTable classes;
+  // The WorkerState counter slot of each class, by its position in `classes`:
+  // the slot follows the class's name across reloads (control/engine/class_slots.h).
+  std::vector<uint16_t> class_slot;
   std::vector<GroupView> groups;
   std::vector<ServerView> servers;  // indexed by server id
   // (ip, server id) sorted by ip: appliance lookup on the return path.

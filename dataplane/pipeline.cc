@@ -228,7 +228,7 @@ bool classifyForward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowRef& ref) n
   const bool ports = p.icmp_error || !p.is_fragment || p.first_fragment;
   const uint16_t vlan = p.has_vlan ? uint16_t(p.vlan_tci & 0xFFF) : 0;
   const uint16_t cls = s.classes.classify(m->port, vlan, t, ports);
-  if (cls != kNoClass) c.w.countClass(cls, m->pkt_len);
+  if (cls != kNoClass) c.w.countClass(s.class_slot[cls], m->pkt_len);
   if (cls != kNoClass && s.classes.action(cls) == ClassVerdict::kInspect &&
       s.classes.listener(cls) < s.listeners.size()) {
     uint8_t l = s.classes.listener(cls);

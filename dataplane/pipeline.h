@@ -85,8 +85,9 @@ struct alignas(64) WorkerState {
   uint64_t server_bytes[kMaxServerIds] = {};
   uint64_t server_ret_packets[kMaxServerIds] = {};
   uint64_t server_ret_bytes[kMaxServerIds] = {};
-  // Packets and bytes (as received) per traffic class, by its index in the
-  // snapshot's ClassTable; same rules as the per-server counters.
+  // Packets and bytes (as received) per traffic class, by its counter slot
+  // (Snapshot::class_slot: stable per class name across reloads); same rules
+  // as the per-server counters.
   uint64_t class_packets[kMaxClasses] = {};
   uint64_t class_bytes[kMaxClasses] = {};
 

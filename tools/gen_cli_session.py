@@ -4,7 +4,7 @@
   gen_cli_session.py --gwlbd B --gwlbctl C --src ROOT --work DIR (--write | --check)
 
 Starts gwlbd over net_pcap as the cli_e2e test does (two workers, three
-appliances, the generated router traffic with 120 malformed frames of 15
+appliances, three traffic classes, the generated router traffic with 120 malformed frames of 15
 kinds; a fixed flow hash secret, so every flow meets the same appliance each
 run), waits until it has read the whole capture, runs the gwlbctl commands of
 SESSION and renders each as `$ gwlbctl ...` and its output (`$ echo $?` after
@@ -36,6 +36,7 @@ SESSION = [
     "servers --wide",
     "health 192.0.2.10",
     "groups",
+    "classes",
     "flows --count",
     "flows --src 198.51.100.1 --proto tcp",
     "flows --src 198.51.100.0/27 --proto udp --sort -packets",
@@ -80,6 +81,10 @@ server_groups:
     tcp_idle_timeout: 6000s
     other_idle_timeout: 6000s
     servers: [ {{ address: 192.0.2.10 }}, {{ address: 192.0.2.11 }}, {{ address: 192.0.2.12 }} ]
+traffic_classes:
+  - {{ name: backups, match: {{ protocols: [tcp], l4_ports: [873] }}, action: bypass }}
+  - {{ name: web, match: {{ protocols: [tcp] }} }}
+  - {{ name: rest }}
 dataplane: {{ workers: 2, mbufs: 8192, flow_table_size: 65536 }}
 control: {{ socket: {sock} }}
 eal: ["--no-huge", "--no-pci", "--no-shconf", "-m", "256", "--no-telemetry",

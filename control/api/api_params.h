@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
@@ -110,6 +111,39 @@ inline int parseProto(const std::string& s) {
       std::stoul(s) <= 255)
     return int(std::stoul(s));
   badRequest("proto: '" + s + "' is not tcp, udp, sctp, icmp, icmpv6 or a number 0..255");
+}
+
+// The parameters of `explain`: a 5-tuple, and the ingress port and VLAN the
+// traffic classes look at (port unknown when not given; VLAN 0 = untagged).
+struct ExplainQuery {
+  L4Tuple tuple;
+  std::optional<uint16_t> port;
+  uint16_t vlan = 0;
+};
+inline ExplainQuery parseExplain(const nlohmann::json& p) {
+  Params pr(p, {"src", "dst", "proto", "sport", "dport", "port", "vlan"});
+  if (!pr.has("src") || !pr.has("dst") || !pr.has("proto"))
+    badRequest("explain needs src, dst and proto");
+  ExplainQuery q;
+  L4Tuple& t = q.tuple;
+  t.src = pr.ip("src");
+  t.dst = pr.ip("dst");
+  if (t.src.family != t.dst.family) badRequest("src and dst must be of one address family");
+  t.proto = uint8_t(parseProto(pr.str("proto")));
+  // The dataplane keys TCP, UDP, SCTP and UDP-Lite on their ports and ICMP
+  // echo on its identifier (common/packet_parser.cc readPorts); every other
+  // protocol on addresses only, so ports given with one would explain a key
+  // no packet has.
+  const bool ported = t.proto == kProtoTcp || t.proto == kProtoUdp || t.proto == kProtoSctp ||
+                      t.proto == kProtoUdpLite || t.proto == kProtoIcmp || t.proto == kProtoIcmpv6;
+  if (!ported && (pr.has("sport") || pr.has("dport")))
+    badRequest("proto " + std::to_string(t.proto) +
+               " has no ports: the dataplane keys it on addresses and protocol");
+  if (pr.has("sport")) t.sport = uint16_t(pr.num("sport", 0, 65535));
+  if (pr.has("dport")) t.dport = uint16_t(pr.num("dport", 0, 65535));
+  if (pr.has("port")) q.port = uint16_t(pr.num("port", 0, 65535));
+  if (pr.has("vlan")) q.vlan = uint16_t(pr.num("vlan", 0, 4095));
+  return q;
 }
 
 // A flows cursor (decimal, as a previous reply gave it).

@@ -60,6 +60,7 @@ Daemon::Daemon(Config config) {
   in.health = [this] { return health_ ? health_->states() : HealthMap{}; };
   in.neighbours = [this] { return neighbours_.macs(); };
   in.devices = &port_macs_;
+  in.class_counts = [this](uint16_t slot) { return classSlotCounts(slot); };
   Engine::Hooks hooks;
   hooks.decided = [](const Decision& d) {
     if (d.kind == Decision::Kind::kRegion) spdlog::warn("regions: {}", d.text);

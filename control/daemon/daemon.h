@@ -12,6 +12,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -130,6 +131,19 @@ class Daemon {
   nlohmann::json apiGroups(const nlohmann::json& p);
   nlohmann::json apiFlows(const nlohmann::json& p);
   nlohmann::json apiExplain(const nlohmann::json& p);
+  // Traffic classes (control/daemon/daemon_classes.cc): `classes`, the
+  // per-class metric families, and the class `explain` names.
+  struct ClassRow {
+    size_t index = 0;
+    std::string name, action, listener;  // listener: inspect only ("" otherwise)
+    ClassCount count;                    // since the class's name took its counter slot
+  };
+  std::vector<ClassRow> classRows() const;
+  // The workers' counts in a class counter slot (summed; any slot below kMaxClasses).
+  ClassCount classSlotCounts(uint16_t slot) const;
+  nlohmann::json apiClasses(const nlohmann::json& p);
+  void classMetrics(std::ostringstream& o) const;
+  nlohmann::json classExplainJson(const L4Tuple& t, std::optional<uint16_t> port, uint16_t vlan) const;
   nlohmann::json apiStats(const nlohmann::json& p);
   nlohmann::json apiServerAdd(const nlohmann::json& p);
   nlohmann::json apiServerRemove(const nlohmann::json& p);
@@ -140,6 +154,8 @@ class Daemon {
   // Name of a snapshot group index: a configured group, or the group a
   // removed appliance (address ip) left ("?" when neither).
   std::string groupName(int group, uint32_t ip) const;
+  // The name of a snapshot's listener index (dp::ListenerView, ClassTable::listener).
+  std::string snapshotListenerName(uint8_t li) const;
   nlohmann::json lifecycleStatsJson() const;
   nlohmann::json apiReload(const nlohmann::json& p);
   nlohmann::json apiConfig(const nlohmann::json& p);

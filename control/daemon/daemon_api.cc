@@ -106,6 +106,7 @@ json Daemon::handleApi(const std::string& method, const json& params) {
     else if (method == "groups") result = apiGroups(params);
     else if (method == "flows") result = apiFlows(params);
     else if (method == "explain") result = apiExplain(params);
+    else if (method == "classes") result = apiClasses(params);
     else if (method == "stats") result = apiStats(params);
     else if (method == "server.add") result = apiServerAdd(params);
     else if (method == "server.remove") result = apiServerRemove(params);

@@ -60,6 +60,14 @@ json movedJson(const dp::FlowEntry& e, const dp::Snapshot* s, uint64_t now) {
 
 }  // namespace
 
+std::string Daemon::snapshotListenerName(uint8_t li) const {
+  // As the snapshot builder numbers them: the listeners with regions, in order.
+  size_t n = 0;
+  for (const RegionTracker::Listener& l : regions().listeners())
+    if (!l.regions.empty() && n++ == li) return l.name;
+  return regions().listeners().empty() ? "default" : "?";
+}
+
 std::string Daemon::groupName(int group, uint32_t ip) const {
   if (group >= 0 && size_t(group) < cfg().server_groups.size()) return cfg().server_groups[size_t(group)].name;
   const ServerLifecycle::Entry* le = lifecycle().find(ip);
@@ -143,34 +151,29 @@ json Daemon::apiFlows(const json& p) {
 }
 
 json Daemon::apiExplain(const json& p) {
-  Params pr(p, {"src", "dst", "proto", "sport", "dport"});
-  if (!pr.has("src") || !pr.has("dst") || !pr.has("proto"))
-    badRequest("explain needs src, dst and proto");
-  L4Tuple t;
-  t.src = pr.ip("src");
-  t.dst = pr.ip("dst");
-  if (t.src.family != t.dst.family) badRequest("src and dst must be of one address family");
-  t.proto = uint8_t(parseProto(pr.str("proto")));
-  // The dataplane keys TCP, UDP, SCTP and UDP-Lite on their ports and ICMP
-  // echo on its identifier (common/packet_parser.cc readPorts); every other
-  // protocol on addresses only, so ports given with one would explain a key
-  // no packet has.
-  const bool ported = t.proto == kProtoTcp || t.proto == kProtoUdp || t.proto == kProtoSctp ||
-                      t.proto == kProtoUdpLite || t.proto == kProtoIcmp || t.proto == kProtoIcmpv6;
-  if (!ported && (pr.has("sport") || pr.has("dport")))
-    badRequest("proto " + std::to_string(t.proto) +
-               " has no ports: the dataplane keys it on addresses and protocol");
-  if (pr.has("sport")) t.sport = uint16_t(pr.num("sport", 0, 65535));
-  if (pr.has("dport")) t.dport = uint16_t(pr.num("dport", 0, 65535));
+  const ExplainQuery q = parseExplain(p);
+  const L4Tuple& t = q.tuple;
   const dp::Snapshot* s = dp_.snapshot.load();
   if (!s || s->listeners.empty()) notFound("no snapshot published");
-  // Flows are keyed by listener (0 receives all traffic); new ones take the
-  // Maglev table of its active group (none: new flows are dropped).
-  const dp::ListenerView& lv = s->listeners[0];
-  uint8_t gi = lv.active;
+  // With traffic_classes, the class the packet matches picks the listener
+  // that keys a new flow (or bypasses or drops it); without, listener 0
+  // receives everything. New flows take the Maglev table of the listener's
+  // active group (none: new flows are dropped).
+  json cls = nullptr;
+  uint8_t li = 0;
+  bool inspected = true;
+  if (!cfg().traffic_classes.empty()) {
+    cls = classExplainJson(t, q.port, q.vlan);
+    const int ci = cls["index"].is_null() ? -1 : cls["index"].get<int>();
+    inspected = ci >= 0 && cfg().traffic_classes[size_t(ci)].action == ClassAction::kInspect &&
+                size_t(ci) < s->classes.size() && s->classes.listener(uint16_t(ci)) < s->listeners.size();
+    if (inspected) li = s->classes.listener(uint16_t(ci));
+  }
+  const dp::ListenerView& lv = s->listeners[li];
+  uint8_t gi = inspected ? lv.active : dp::kNoGroup;
   static const dp::GroupView kNone;
   const dp::GroupView& g = gi < s->groups.size() ? s->groups[gi] : kNone;
-  KeyedPacket kp = makeFlowKey(t, lv.stickiness, 0);
+  KeyedPacket kp = makeFlowKey(t, lv.stickiness, li);
   uint32_t hash = flowHash(kp.key);
   uint32_t slot = g.maglev.empty() ? 0 : hash % uint32_t(g.maglev.size());
   uint16_t mid = g.maglev.empty() ? dp::kNoServer : g.maglev[slot];
@@ -181,14 +184,27 @@ json Daemon::apiExplain(const json& p) {
   std::string key = endpointText(kp.key.a, kp.key.family, kp.key.port_a) + " <-> " +
                     endpointText(kp.key.b, kp.key.family, kp.key.port_b) + " proto " +
                     std::to_string(kp.key.proto);
-  const std::string listener = regions().listeners().empty() ? "default" : regions().listeners()[0].name;
   json out = {{"group", gi < cfg().server_groups.size() ? json(cfg().server_groups[gi].name) : json(nullptr)},
-              {"listener", listener},
+              {"listener", inspected ? json(snapshotListenerName(li)) : json(nullptr)},
               {"stickiness", stick[size_t(lv.stickiness)]},
               {"key", key},
               {"hash", hex32(hash)},
               {"maglev", {{"slot", slot}, {"table_size", g.maglev.size()}, {"appliance", appText(mid)}}}};
+  if (!cls.is_null()) out["class"] = cls;
+  if (!inspected) out["maglev"] = nullptr;  // no listener takes a new flow
+  // Concurrency rule R11: a flow keeps the listener it was keyed to, whatever
+  // the classes say now; the workers look for its entry under every listener.
   int32_t pos = flows_->lookup(kp.key, hash);
+  uint8_t entry_li = li;
+  for (uint8_t l = 0; pos < 0 && !cls.is_null() && l < s->listeners.size(); ++l) {
+    if (l == li) continue;
+    KeyedPacket other = makeFlowKey(t, s->listeners[l].stickiness, l);
+    int32_t at = flows_->lookup(other.key, flowHash(other.key));
+    if (at >= 0 && (flows_->entry(at).route.load(std::memory_order_acquire) & dp::kRouteSet)) {
+      pos = at;
+      entry_li = l;
+    }
+  }
   uint64_t r = pos >= 0 ? flows_->entry(pos).route.load(std::memory_order_acquire) : 0;
   if (r & dp::kRouteSet) {
     const dp::FlowEntry& e = flows_->entry(pos);
@@ -227,8 +243,15 @@ json Daemon::apiExplain(const json& p) {
                         "the group is in service to move it to"
                       : "; its appliance left the group; no_rebalance keeps the flow there";
     }
+    if (!cls.is_null() && (!inspected || entry_li != li))
+      reason += "; the flow began when the classes sent it to listener '" + snapshotListenerName(entry_li) +
+                "': it keeps its listener and appliance until it ends (class changes apply to new flows)";
     out["reason"] = reason;
     out["moved"] = moved;
+  } else if (!inspected) {
+    out["existing"] = false;
+    out["appliance"] = nullptr;
+    out["reason"] = "no flow entry: " + cls["reason"].get<std::string>();
   } else {
     out["existing"] = false;
     out["appliance"] = appText(mid);

@@ -28,10 +28,17 @@ struct TelServer {
   uint64_t probes = 0, probe_sum_us = 0;
 };
 
+// One traffic class as telemetry shows it.
+struct TelClass {
+  std::string name, action, listener;
+  uint64_t index = 0, packets = 0, bytes = 0;
+};
+
 struct TelemetryCopy {
   std::mutex mu;
   std::vector<std::pair<std::string, uint64_t>> counters;  // totals, every counter
   std::vector<TelServer> servers;
+  std::vector<TelClass> classes;  // in order
   uint64_t flows = 0, capacity = 0, generation = 0;
 };
 TelemetryCopy g_tel;
@@ -96,6 +103,33 @@ int telServer(const char*, const char* params, rte_tel_data* d) {
   return -EINVAL;
 }
 
+// /gwlb/classes: the traffic class names in order (names may hold '.' and
+// '-', which telemetry allows in strings but not in dict keys).
+int telClasses(const char*, const char*, rte_tel_data* d) {
+  std::lock_guard lock(g_tel.mu);
+  rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
+  for (const TelClass& c : g_tel.classes) rte_tel_data_add_array_string(d, c.name.c_str());
+  return 0;
+}
+
+// /gwlb/class,NAME: one class's position, action, listener and counts.
+int telClass(const char*, const char* params, rte_tel_data* d) {
+  if (!params || !*params) return -EINVAL;
+  std::lock_guard lock(g_tel.mu);
+  for (const TelClass& c : g_tel.classes) {
+    if (c.name != params) continue;
+    rte_tel_data_start_dict(d);
+    rte_tel_data_add_dict_string(d, "name", c.name.c_str());
+    rte_tel_data_add_dict_u64(d, "index", c.index);
+    rte_tel_data_add_dict_string(d, "action", c.action.c_str());
+    rte_tel_data_add_dict_string(d, "listener", c.listener.c_str());
+    rte_tel_data_add_dict_u64(d, "packets", c.packets);
+    rte_tel_data_add_dict_u64(d, "bytes", c.bytes);
+    return 0;
+  }
+  return -EINVAL;
+}
+
 void metric(std::ostringstream& o, const std::string& name, const char* type, const std::string& help) {
   o << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n';
 }
@@ -124,6 +158,11 @@ void Daemon::registerTelemetry() {
   rte_telemetry_register_cmd("/gwlb/server", telServer,
                              "one gwlbd appliance: state, traffic sent and returned, probes. "
                              "Parameter: its address.");
+  rte_telemetry_register_cmd("/gwlb/classes", telClasses,
+                             "gwlbd traffic class names, in match order. No parameters.");
+  rte_telemetry_register_cmd("/gwlb/class", telClass,
+                             "one gwlbd traffic class: index, action, listener, packets, bytes. "
+                             "Parameter: its name.");
   refreshTelemetry();
 }
 
@@ -142,10 +181,14 @@ void Daemon::refreshTelemetry() {
     }
     servers.push_back(std::move(ts));
   }
+  std::vector<TelClass> classes;
+  for (const ClassRow& r : classRows())
+    classes.push_back({r.name, r.action, r.listener, r.index, r.count.packets, r.count.bytes});
   const dp::Snapshot* s = dp_.snapshot.load();
   std::lock_guard lock(g_tel.mu);
   g_tel.counters = std::move(counters);
   g_tel.servers = std::move(servers);
+  g_tel.classes = std::move(classes);
   g_tel.flows = flows_->count();
   g_tel.capacity = flows_->capacity();
   g_tel.generation = s ? s->generation : 0;
@@ -237,6 +280,7 @@ std::string Daemon::metricsText() const {
          "evicted down to 80 %)");
   o << "gwlb_flows_evicted_total " << flows_->evicted() << '\n';
   serverMetrics(o);
+  classMetrics(o);
   const char* port_metrics[][2] = {{"rx_packets", "packets the port received"},
                                    {"tx_packets", "packets the port sent"},
                                    {"rx_bytes", "bytes the port received"},

@@ -103,6 +103,9 @@ void Engine::build(const std::string& why, uint64_t now) {
       buildSnapshot(cfg_, registry_, in_.neighbours ? in_.neighbours() : NeighbourTable{},
                     ++generation_, h, &lifecycle_, &regions_, in_.devices, &maglev_cache_);
   registry_.release(*s);
+  std::vector<std::string> class_names;
+  for (const TrafficClassConfig& tc : cfg_.traffic_classes) class_names.push_back(tc.name);
+  s->class_slot = class_slots_.assign(class_names, in_.class_counts);
   if (hooks_.built) hooks_.built(*s);
   Decision d;
   d.kind = Decision::Kind::kSnapshot;

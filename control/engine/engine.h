@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "common/health.h"
+#include "control/engine/class_slots.h"
 #include "control/engine/maglev_cache.h"
 #include "control/config/config.h"
 #include "control/engine/lifecycle.h"
@@ -70,6 +71,9 @@ struct EngineInputs {
   std::function<NeighbourTable()> neighbours;
   // The DPDK ports' own MACs (null: none, as in gwlb-replay).
   const PortMacs* devices = nullptr;
+  // The workers' counts in a traffic class counter slot (gwlbd: summed over
+  // its workers), read when a freed slot goes to a new class name. Unset: zeros.
+  ClassSlots::Reader class_counts;
 };
 // What the engine tells its driver.
 struct EngineHooks {
@@ -140,6 +144,8 @@ class Engine {
   const MaglevCache& maglevCache() const { return maglev_cache_; }
   const ServerLifecycle& lifecycle() const { return lifecycle_; }
   const RegionTracker& regions() const { return regions_; }
+  // Each traffic class name's counter slot (Snapshot::class_slot).
+  const ClassSlots& classSlots() const { return class_slots_; }
   HealthMap health() const;
   const dp::Snapshot* current() const;
   uint64_t generation() const { return generation_; }
@@ -174,6 +180,7 @@ class Engine {
   MaglevCache maglev_cache_;  // tables reused between snapshots
   ServerLifecycle lifecycle_;
   RegionTracker regions_;
+  ClassSlots class_slots_;
   uint64_t generation_ = 0;
   uint64_t last_housekeeping_ns_ = 0;
   bool catch_up_ = true;

@@ -311,10 +311,11 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
                                                    : ClassVerdict::kInspect;
       r.listener = dp::kNoListener;
       for (size_t i = 0; i < listener_names.size(); ++i)
-        if (listener_names[i] == tc.listener) r.listener = uint8_t(i);
+        if (listener_names[i] == (tc.listener.empty() ? "default" : tc.listener)) r.listener = uint8_t(i);
       rules.push_back(std::move(r));
     }
     s->classes = ClassTable(rules);
+    for (size_t i = 0; i < rules.size(); ++i) s->class_slot.push_back(uint16_t(i));  // the engine's ClassSlots override
   }
 
   // Where a group's moved flows go: its listener's active group.

@@ -89,18 +89,31 @@ agree lcores_l "^dataplane.workers: 3 worker\(s\) need 4 lcores.*give 3"
 # class as the same warning line from both checkers (the file stays valid).
 config classes_bad "" "traffic_classes: [ { name: t, match: { l4_ports: [2000-1000] } } ]" 1 "0@(0-1),1@(0-1)"
 agree classes_bad "^traffic_classes\[0\]\.match\.l4_ports\[0\]: '2000-1000' is an empty range"
+# warned NAME WANT: both checkers accept the file (exit 0) and print the
+# same warning line, which matches WANT.
+warned() {
+  local name="$1" want="$2" rc=0 rc2=0 w1 w2
+  "$gwlbd" --check-config "$work/$name.yaml" > "$work/$name.gwlbd" 2>&1 || rc=$?
+  "$gwlbctl" config check "$work/$name.yaml" > "$work/$name.gwlbctl" 2>&1 || rc2=$?
+  w1=$(grep -E -m1 -- "$want" "$work/$name.gwlbd" | sed 's/^.*warning: //' || true)
+  w2=$(grep -E -m1 -- "$want" "$work/$name.gwlbctl" | sed 's/^.*warning: //' || true)
+  if [ "$rc" -ne 0 ] || [ "$rc2" -ne 0 ] || [ -z "$w1" ] || [ "$w1" != "$w2" ]; then
+    echo "FAIL $name: exits $rc and $rc2 (want 0), one warning line matching '$want' from both:"
+    cat "$work/$name.gwlbd" "$work/$name.gwlbctl"; fail=1
+  else
+    echo "ok   $name: both warn: $w1"
+  fi
+}
 config classes_shadowed "" "traffic_classes: [ { name: all }, { name: web, match: { l4_ports: [80] } } ]" 1 "0@(0-1),1@(0-1)"
-rc=0; "$gwlbd" --check-config "$work/classes_shadowed.yaml" > "$work/cs.gwlbd" 2>&1 || rc=$?
-rc2=0; "$gwlbctl" config check "$work/classes_shadowed.yaml" > "$work/cs.gwlbctl" 2>&1 || rc2=$?
-want="warning: traffic_classes\[1\]: class 'web' matches no packet: traffic_classes\[0\] \('all'\) comes first"
-w1=$(grep -E -m1 -- "$want" "$work/cs.gwlbd" | sed 's/^.*warning: //' || true)
-w2=$(grep -E -m1 -- "$want" "$work/cs.gwlbctl" | sed 's/^.*warning: //' || true)
-if [ "$rc" -ne 0 ] || [ "$rc2" -ne 0 ] || [ -z "$w1" ] || [ "$w1" != "$w2" ]; then
-  echo "FAIL classes_shadowed: exits $rc and $rc2 (want 0), one warning line matching '$want' from both:"
-  cat "$work/cs.gwlbd" "$work/cs.gwlbctl"; fail=1
-else
-  echo "ok   classes_shadowed: both warn: $w1"
-fi
+warned classes_shadowed "warning: traffic_classes\[1\]: class 'web' matches no packet: traffic_classes\[0\] \('all'\) comes first"
+config classes_idle_listener "" "listeners: [ { name: ids, server_groups: [firewalls] } ]
+traffic_classes: [ { name: rest, action: bypass } ]" 1 "0@(0-1),1@(0-1)"
+warned classes_idle_listener "warning: listeners\[0\]: listener 'ids' is named by no inspect class in traffic_classes"
+# An inspect class whose listener has no server group: a file cannot say
+# so without an empty listener, which both checkers refuse.
+config classes_no_group "" "listeners: [ { name: ids, server_groups: [] } ]
+traffic_classes: [ { name: all, listener: ids } ]" 1 "0@(0-1),1@(0-1)"
+agree classes_no_group "^listeners\[0\]\.server_groups: needs 1\.\.16 server group names"
 
 # --- Reload: the key, not the path; the file checked as at start.
 printf '%s\n' "$key_a" > "$work/fleet.key"; chmod 600 "$work/fleet.key"

@@ -223,6 +223,21 @@ TEST(Validate, ExplainRequest) {
             std::string::npos);
 }
 
+// Issue 27: the ingress port and VLAN the traffic classes look at.
+TEST(Validate, ExplainPortAndVlan) {
+  auto req = buildRequest(parse({"explain", "198.51.100.1", "203.0.113.8", "tcp", "1", "2", "--port", "3",
+                                 "--vlan", "100"}));
+  EXPECT_EQ(req.params["port"], 3);
+  EXPECT_EQ(req.params["vlan"], 100);
+  EXPECT_EQ(buildRequest(parse({"explain", "198.51.100.1", "203.0.113.8", "udp", "--vlan", "0"})).params["vlan"], 0);
+  EXPECT_NE(usageError({"explain", "198.51.100.1", "203.0.113.8", "udp", "--vlan", "4096"}).find("--vlan"),
+            std::string::npos);
+  EXPECT_NE(usageError({"explain", "198.51.100.1", "203.0.113.8", "udp", "--port", "x"}).find("--port"),
+            std::string::npos);
+  EXPECT_EQ(buildRequest(parse({"classes"})).method, "classes");
+  EXPECT_THROW(parse({"classes", "web"}), UsageError);
+}
+
 TEST(Validate, ServerAndStatsRequests) {
   EXPECT_EQ(buildRequest(parse({"server", "set", "192.0.2.10", "--weight", "0"})).params,
             (Json{{"address", "192.0.2.10"}, {"weight", 0}}));

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "cli/args.h"
+#include "cli/class_render.h"
 #include "cli/flow_sort.h"
 #include "cli/render.h"
 #include "cli/server_rates.h"
@@ -162,6 +163,45 @@ TEST(Render, StatusGroupsExplain) {
   t = renderExplain(e);
   EXPECT_TRUE(has(t, "appliance  192.0.2.11")) << t;
   EXPECT_TRUE(has(t, "slot 5 of 65537 -> 192.0.2.12")) << t;
+}
+
+// Issue 27: gwlbctl classes, and explain's class lines.
+TEST(Render, ClassesAndExplainedClass) {
+  Json r = Json::parse(R"({"configured": true, "unclassified": {"packets": 12},
+    "classes": [
+      {"index": 0, "name": "backups", "match_summary": "protocols tcp; l4_ports 873", "action": "bypass",
+       "listener": null, "packets": 7, "bytes": 1078},
+      {"index": 1, "name": "tenant-a", "match_summary": "vlans 100,200", "action": "inspect",
+       "listener": "firewalls-a", "packets": 123456, "bytes": 10485760}]})");
+  std::string t = renderClasses(r);
+  EXPECT_EQ(t,
+            "#  NAME      MATCH                        ACTION   LISTENER     PACKETS     BYTES\n"
+            "0  backups   protocols tcp; l4_ports 873  bypass   -                  7   1.1 KiB\n"
+            "1  tenant-a  vlans 100,200                inspect  firewalls-a     123k  10.0 MiB\n"
+            "-  (none)    no class matches             drop     -                 12         -\n"
+            "first match wins; (none): dropped as unclassified (drop_unclassified)\n");
+  EXPECT_EQ(renderClasses(Json::parse(R"({"configured": false, "classes": [], "default_listener": "web"})")),
+            "no traffic_classes: every packet is inspected by listener 'web'\n");
+
+  Json e = Json::parse(R"j({"group": "fw-a", "stickiness": "5-tuple", "key": "k", "hash": "0x1",
+    "existing": false, "appliance": "192.0.2.10", "reason": "no flow entry",
+    "class": {"index": 2, "name": "web", "action": "inspect", "listener": "tenant-a",
+      "matched": ["vlans: vlan 100 is in 100"],
+      "skipped": [{"index": 0, "name": "backups", "why": "l4_ports: neither port 1 nor 2 is in 873"},
+                  {"index": 1, "name": "blocked", "why": "prefixes: neither a nor b is in 203.0.113.0/24"}],
+      "note": "classes that list ingress_ports were taken as not matching: give the ingress port (--port)"}})j");
+  t = renderExplain(e);
+  EXPECT_TRUE(has(t, "class        web (traffic_classes[2]): inspect, listener tenant-a\n"
+                     "matched      vlans: vlan 100 is in 100\n"
+                     "not matched  backups (traffic_classes[0]): l4_ports: neither port 1 nor 2 is in 873\n"
+                     "             blocked (traffic_classes[1]): prefixes: neither a nor b is in 203.0.113.0/24\n"
+                     "note         classes that list ingress_ports"))
+      << t;
+  e["class"] = Json::parse(R"({"name": null, "index": null, "action": "drop", "matched": [], "skipped": []})");
+  t = renderExplain(e);
+  EXPECT_TRUE(has(t, "class      none matches: dropped as unclassified (drop_unclassified)\n")) << t;
+  e.erase("class");
+  EXPECT_FALSE(has(renderExplain(e), "class")) << renderExplain(e);
 }
 
 TEST(Render, ChangesAndErrors) {

@@ -32,6 +32,7 @@ json handle(const std::string& method, const json& p) {
   try {
     json r = json::object();
     if (method == "status" || method == "groups" || method == "stats" || method == "fleet_sync" ||
+        method == "classes" ||
         method == "fleet" ||
         method == "fleet.leave" || method == "fleet.join") {
       Params(p, {});
@@ -61,16 +62,18 @@ json handle(const std::string& method, const json& p) {
       if (pr.has("count")) r["count"] = pr.boolean("count");
       if (pr.has("cursor")) r["cursor"] = parseCursor(pr.str("cursor"));
     } else if (method == "explain") {
-      Params pr(p, {"src", "dst", "proto", "sport", "dport"});
-      if (!pr.has("src") || !pr.has("dst") || !pr.has("proto"))
-        badRequest("explain needs src, dst and proto");
-      IpAddr s = pr.ip("src"), d = pr.ip("dst");
-      if (s.family != d.family) badRequest("src and dst must be of one address family");
-      r["proto"] = parseProto(pr.str("proto"));
-      if (pr.has("sport")) r["sport"] = pr.num("sport", 0, 65535);
-      if (pr.has("dport")) r["dport"] = pr.num("dport", 0, 65535);
-      r["src"] = s.str();
-      r["dst"] = d.str();
+      // The same function as gwlbd's explain (control/api/api_params.h).
+      ExplainQuery q = parseExplain(p);
+      FUZZ_CHECK(q.tuple.src.family == q.tuple.dst.family, "families %d/%d", q.tuple.src.family,
+                 q.tuple.dst.family);
+      FUZZ_CHECK(q.vlan <= 4095, "vlan %u", unsigned(q.vlan));
+      r["proto"] = q.tuple.proto;
+      r["sport"] = q.tuple.sport;
+      r["dport"] = q.tuple.dport;
+      if (q.port) r["port"] = *q.port;
+      r["vlan"] = q.vlan;
+      r["src"] = q.tuple.src.str();
+      r["dst"] = q.tuple.dst.str();
     } else if (method == "server.add") {
       Params pr(p, {"group", "address", "weight", "mac"});
       if (!pr.has("group") || !pr.has("address")) badRequest("server.add needs group and address");

@@ -336,6 +336,17 @@ def api():
         '{"method":"server.set","params":{"address":"1.2.3.4","weight":null}}',
         '{"method":"server.drain","params":{"address":"1.2.3.4","timeout_s":"1"}}',
         '{"method":"health","params":{"address":null}}'])
+    # Traffic classes (issue 27): `classes`, and explain's ingress port and VLAN.
+    a["classes_explain"] = "".join(l + "\n" for l in [
+        '{"id":1,"method":"classes","params":{}}', '{"method":"classes","params":{"name":"web"}}',
+        '{"method":"explain","params":{"src":"10.9.1.1","dst":"10.0.0.1","proto":"tcp","sport":873,'
+        '"dport":40000,"port":1,"vlan":100}}',
+        '{"method":"explain","params":{"src":"2001:db8::1","dst":"2001:db8::2","proto":"udp","vlan":0}}',
+        '{"method":"explain","params":{"src":"1.2.3.4","dst":"1.2.3.5","proto":"tcp","vlan":4096}}',
+        '{"method":"explain","params":{"src":"1.2.3.4","dst":"1.2.3.5","proto":"tcp","port":65536}}',
+        '{"method":"explain","params":{"src":"1.2.3.4","dst":"1.2.3.5","proto":"tcp","port":"1"}}',
+        '{"method":"explain","params":{"src":"1.2.3.4","dst":"1.2.3.5","proto":"tcp","vlan":-1}}',
+        '{"method":"explain","params":{"src":"1.2.3.4","dst":"1.2.3.5","proto":"gre","vlan":1}}'])
     a["not_json"] = "hello\n{\n[1,2,3]\n\"str\"\n{\"method\":\"status\"\r\n\r\n"
     a["unicode"] = '{"id":"\\u00e9\\ud83d\\ude00","method":"servers","params":{"group":"\\u0000fw"}}\n'
     a["lone_surrogate"] = '{"id":"\\ud800","method":"status"}\n'

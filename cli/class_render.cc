@@ -1,0 +1,64 @@
+#include "cli/class_render.h"
+
+#include "cli/render.h"
+#include "cli/table.h"
+
+namespace gwlb::cli {
+
+namespace {
+
+std::string classRef(const Json& c) {
+  return fieldText(c, "name") + " (traffic_classes[" + fieldText(c, "index") + "])";
+}
+
+std::string lines(const Json& list) {
+  std::string s;
+  if (!list.is_array()) return s;
+  for (const auto& x : list) s += (s.empty() ? "" : "\n") + valueText(x);
+  return s;
+}
+
+}  // namespace
+
+std::string renderClasses(const Json& r) {
+  const Json& cfg = field(r, "configured");
+  const Json& un = field(r, "unclassified");
+  if (!(cfg.is_boolean() && cfg.get<bool>()))
+    return "no traffic_classes: every packet is inspected by listener '" +
+           fieldText(r, "default_listener") + "'\n";
+  Table t({{"#", Align::kRight}, {"NAME", Align::kLeft}, {"MATCH", Align::kLeft},
+           {"ACTION", Align::kLeft}, {"LISTENER", Align::kLeft}, {"PACKETS", Align::kRight},
+           {"BYTES", Align::kRight}});
+  const Json& classes = field(r, "classes");
+  if (classes.is_array()) {
+    for (const auto& c : classes) {
+      const Json& b = field(c, "bytes");
+      t.addRow({fieldText(c, "index"), fieldText(c, "name"), fieldText(c, "match_summary"),
+                fieldText(c, "action"), fieldText(c, "listener"), countText(c, "packets"),
+                b.is_number() ? formatBytes(b.get<uint64_t>()) : "-"});
+    }
+  }
+  t.addRow({"-", "(none)", "no class matches", "drop", "-", countText(un, "packets"), "-"});
+  return t.render() + "first match wins; (none): dropped as unclassified (drop_unclassified)\n";
+}
+
+void addClassLines(KV& kv, const Json& cls) {
+  if (!cls.is_object()) return;
+  if (field(cls, "name").is_null()) {
+    kv.push_back({"class", "none matches: dropped as unclassified (drop_unclassified)"});
+  } else {
+    std::string action = fieldText(cls, "action");
+    if (action == "inspect") action += ", listener " + fieldText(cls, "listener");
+    kv.push_back({"class", classRef(cls) + ": " + action});
+    std::string why = lines(field(cls, "matched"));
+    kv.push_back({"matched", why.empty() ? "no match fields: every packet" : why});
+  }
+  std::string skipped;
+  const Json& sk = field(cls, "skipped");
+  if (sk.is_array())
+    for (const auto& c : sk) skipped += (skipped.empty() ? "" : "\n") + classRef(c) + ": " + fieldText(c, "why");
+  if (!skipped.empty()) kv.push_back({"not matched", skipped});
+  if (field(cls, "note").is_string()) kv.push_back({"note", fieldText(cls, "note")});
+}
+
+}  // namespace gwlb::cli

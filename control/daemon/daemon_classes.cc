@@ -1,0 +1,108 @@
+// Traffic classes as gwlbd shows them (issue 27): the control API's `classes`
+// (every class in order with its match, action, listener and what it
+// counted), the per-class families of /metrics, and the class part of
+// `explain`. A class counts in the counter slot its name holds
+// (control/engine/class_slots.h), so its figures survive reloads that move it.
+// Control thread.
+#include <sstream>
+
+#include "control/api/api_params.h"
+#include "control/daemon/daemon.h"
+#include "control/engine/class_explain.h"
+
+namespace gwlb::ctl {
+
+using nlohmann::json;
+
+namespace {
+
+std::string escape(const std::string& s) {
+  std::string r;
+  for (char c : s) {
+    if (c == '\\' || c == '"') r += '\\';
+    r += c;
+  }
+  return r;
+}
+
+}  // namespace
+
+ClassCount Daemon::classSlotCounts(uint16_t slot) const {
+  ClassCount c;
+  if (slot >= kMaxClasses) return c;
+  for (const auto& st : states_) {
+    c.packets += st->classPackets(slot);
+    c.bytes += st->classBytes(slot);
+  }
+  return c;
+}
+
+std::vector<Daemon::ClassRow> Daemon::classRows() const {
+  std::vector<ClassRow> rows;
+  const auto& classes = cfg().traffic_classes;
+  for (size_t i = 0; i < classes.size(); ++i) {
+    const TrafficClassConfig& tc = classes[i];
+    ClassRow r;
+    r.index = i;
+    r.name = tc.name;
+    r.action = toString(tc.action);
+    if (tc.action == ClassAction::kInspect) r.listener = tc.listener.empty() ? "default" : tc.listener;
+    const uint16_t slot = engine_->classSlots().slotOf(tc.name);
+    if (slot != kNoClass) r.count = engine_->classSlots().since(slot, classSlotCounts(slot));
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+json Daemon::apiClasses(const json& p) {
+  Params(p, {});
+  const auto& classes = cfg().traffic_classes;
+  json list = json::array();
+  for (const ClassRow& r : classRows()) {
+    const TrafficClassMatch& m = classes[r.index].match;
+    list.push_back({{"index", r.index},
+                    {"name", r.name},
+                    {"match", matchJson(m)},
+                    {"match_summary", matchSummary(m)},
+                    {"action", r.action},
+                    {"listener", r.listener.empty() ? json(nullptr) : json(r.listener)},
+                    {"packets", r.count.packets},
+                    {"bytes", r.count.bytes}});
+  }
+  const WorkerCounters t = totals();
+  json out = {{"configured", !classes.empty()},
+              {"classes", list},
+              {"unclassified", {{"packets", t.get(Counter::drop_unclassified)}}}};
+  if (classes.empty())
+    out["default_listener"] = regions().listeners().empty() ? "default" : regions().listeners()[0].name;
+  return out;
+}
+
+// Families always declared (the dashboard's queries name them), samples
+// only with traffic_classes.
+void Daemon::classMetrics(std::ostringstream& o) const {
+  const std::vector<ClassRow> rows = classRows();
+  const std::pair<const char*, const char*> families[] = {
+      {"gwlb_class_packets_total",
+       "packets each traffic class matched (as received), by class, action and listener; "
+       "packets no class matches are gwlb_dropped_packets_total{reason=\"unclassified\"}"},
+      {"gwlb_class_bytes_total", "bytes of those packets (frames as received)"},
+  };
+  for (const auto& [name, help] : families) {
+    o << "# HELP " << name << ' ' << help << "\n# TYPE " << name << " counter\n";
+    const bool bytes = std::string(name) == "gwlb_class_bytes_total";
+    for (const ClassRow& r : rows)
+      o << name << "{class=\"" << escape(r.name) << "\",action=\"" << r.action << "\",listener=\""
+        << escape(r.listener) << "\"} " << (bytes ? r.count.bytes : r.count.packets) << '\n';
+  }
+}
+
+json Daemon::classExplainJson(const L4Tuple& t, std::optional<uint16_t> port, uint16_t vlan) const {
+  ClassQuery q;
+  q.port = port;
+  q.vlan = vlan;
+  q.tuple = t;
+  return explanationJson(cfg().traffic_classes, explainClasses(cfg().traffic_classes, q));
+}
+
+}  // namespace gwlb::ctl
