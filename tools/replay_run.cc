@@ -218,16 +218,20 @@ struct Replay::State {
 // its name's total (workers idle). Runs before every event (a reload can
 // renumber the classes) and at the end.
 void Replay::State::foldClasses() {
+  // Workers count a class in its name's slot (control/engine/class_slots.h),
+  // not at its position: a reload that reorders classes keeps the slots.
   const ctl::Config& c = engine->config();
   const size_t n = std::min(c.traffic_classes.size(), kMaxClasses);
-  class_base_packets.resize(std::max(class_base_packets.size(), n), 0);
-  class_base_bytes.resize(std::max(class_base_bytes.size(), n), 0);
+  class_base_packets.resize(kMaxClasses, 0);
+  class_base_bytes.resize(kMaxClasses, 0);
   for (size_t i = 0; i < n; ++i) {
     const ctl::TrafficClassConfig& tc = c.traffic_classes[i];
+    const uint16_t slot = engine->classSlots().slotOf(tc.name);
+    if (slot >= kMaxClasses) continue;
     uint64_t p = 0, b = 0;
     for (auto& w : workers) {
-      p += w.state.classPackets(uint16_t(i));
-      b += w.state.classBytes(uint16_t(i));
+      p += w.state.classPackets(slot);
+      b += w.state.classBytes(slot);
     }
     auto it = std::find_if(class_totals.begin(), class_totals.end(),
                            [&](const ClassTotal& t) { return t.name == tc.name; });
@@ -236,10 +240,10 @@ void Replay::State::foldClasses() {
     it->listener = tc.action != ctl::ClassAction::kInspect ? ""
                    : tc.listener.empty()                   ? "default"
                                                            : tc.listener;
-    it->packets += p - class_base_packets[i];
-    it->bytes += b - class_base_bytes[i];
-    class_base_packets[i] = p;
-    class_base_bytes[i] = b;
+    it->packets += p - class_base_packets[slot];
+    it->bytes += b - class_base_bytes[slot];
+    class_base_packets[slot] = p;
+    class_base_bytes[slot] = b;
   }
 }
 
