@@ -31,6 +31,9 @@
 //
 //   pipeline_bench --mode M --flows N --size S --proto tcp|udp [--burst B]
 //                  [--reps R] [--rep-packets P] [--cpu C] [--instructions]
+//                  [--classes N]
+// --classes N: N traffic classes of mixed fields (bench/bench_net.h
+// benchClasses), the flows matching the last one (the worst case).
 // Prints one JSON line per case (last line of stdout).
 #include <rte_cycles.h>
 #include <rte_eal.h>
@@ -91,6 +94,7 @@ struct Options {
   uint64_t rep_packets = 2'000'000;
   int cpu = -1;
   bool instructions = false;
+  uint32_t classes = 0;  // traffic classes in the snapshot (benchClasses)
 };
 
 double median(std::vector<double> v) {
@@ -295,6 +299,7 @@ class Bench {
 
   void buildSnapshot() {
     cfg_ = benchConfig(3, ctl::FailoverMode::kNoRebalance);
+    cfg_.traffic_classes = benchClasses(o_.classes);
     ctl::HealthMap h = benchAllHealthy();
     snap_ = ctl::buildSnapshot(cfg_, reg_, {}, 1, h);
   }
@@ -352,9 +357,11 @@ Options parse(int argc, char** argv) {
     else if (a == "--rep-packets") o.rep_packets = std::stoull(next());
     else if (a == "--cpu") o.cpu = std::stoi(next());
     else if (a == "--instructions") o.instructions = true;
+    else if (a == "--classes") o.classes = uint32_t(std::stoul(next()));
     else die("unknown argument " + a);
   }
   if (o.flows == 0) die("--flows must be > 0");
+  if (o.classes > 1000) die("--classes must be 0..1000");
   return o;
 }
 
@@ -376,8 +383,9 @@ int main(int argc, char** argv) {
     if (o.instructions) {
       uint64_t packets = 0;
       b.runInstructions(packets);
-      std::printf("{\"mode\":\"%s\",\"flows\":%u,\"size\":%u,\"proto\":\"%s\",\"packets\":%llu}\n",
-                  o.mode_name.c_str(), o.flows, o.size, o.tcp ? "tcp" : "udp",
+      std::printf("{\"mode\":\"%s\",\"flows\":%u,\"size\":%u,\"proto\":\"%s\",\"classes\":%u,"
+                  "\"packets\":%llu}\n",
+                  o.mode_name.c_str(), o.flows, o.size, o.tcp ? "tcp" : "udp", o.classes,
                   (unsigned long long)packets);
       return 0;
     }
@@ -387,10 +395,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s %u flows %u B %s: %.1f cycles/packet (%.2f Mpps at TSC %.0f MHz)\n",
                  o.mode_name.c_str(), o.flows, o.size, o.tcp ? "tcp" : "udp", med,
                  b.tscHz() / med / 1e6, b.tscHz() / 1e6);
-    std::printf("{\"mode\":\"%s\",\"flows\":%u,\"size\":%u,\"frame_bytes\":%u,\"proto\":\"%s\","
+    std::printf("{\"mode\":\"%s\",\"flows\":%u,\"classes\":%u,\"size\":%u,\"frame_bytes\":%u,\"proto\":\"%s\","
                 "\"burst\":%u,\"reps\":%u,\"rep_packets\":%llu,\"cpu\":%d,\"tsc_hz\":%.0f,"
                 "\"cycles_per_packet\":%.2f,\"spread\":[%.2f,%.2f],\"mpps\":%.3f,\"per_rep\":[",
-                o.mode_name.c_str(), o.flows, o.size, b.frameBytes(), o.tcp ? "tcp" : "udp",
+                o.mode_name.c_str(), o.flows, o.classes, o.size, b.frameBytes(), o.tcp ? "tcp" : "udp",
                 o.burst, o.reps,
                 (unsigned long long)(o.mode == Mode::kNew ? o.flows : o.rep_packets), o.cpu,
                 b.tscHz(), med, *mn, *mx, b.tscHz() / med / 1e6);
