@@ -67,6 +67,7 @@ inline std::vector<ctl::TrafficClassConfig> benchClasses(uint32_t n) {
   for (uint32_t i = 0; i + 1 < n; ++i) {
     ctl::TrafficClassConfig t;
     t.name = "c" + std::to_string(i);
+    t.listener = "default";  // benchConfig's implicit listener
     ctl::TrafficClassMatch& m = t.match;
     switch (i % 4) {
       case 0:
@@ -92,6 +93,7 @@ inline std::vector<ctl::TrafficClassConfig> benchClasses(uint32_t n) {
   if (n) {
     ctl::TrafficClassConfig t;
     t.name = "bench";
+    t.listener = "default";
     t.match.prefixes = {{IpAddr::v4(0x0A400000u), 16}};
     t.match.protocols = {17};
     t.match.l4_ports = {{53, 53}};

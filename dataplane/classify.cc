@@ -50,13 +50,17 @@ void bypass(Ctx& c, rte_mbuf* m) noexcept {
 
 }  // namespace
 
-int32_t findAnyListener(Ctx& c, const ParsedPacket& p, FlowRef& ref) noexcept {
+// Concurrency rule R11 (docs/architecture.md "Flow entries: concurrency rules"):
+// a flow's packet follows its entry under whichever listener holds it.
+int32_t findAnyListener(Ctx& c, const ParsedPacket& p, FlowRef& ref,
+                        StickinessMode coarsest) noexcept {
   const Snapshot& s = c.s;
   FlowTable& ft = *c.dp.flows;
   // The most specific key first: a listener keying by addresses only may hold
   // another flow between the same hosts.
   for (StickinessMode mode : {StickinessMode::kFiveTuple, StickinessMode::kThreeTuple,
                               StickinessMode::kTwoTuple}) {
+    if (uint8_t(mode) > uint8_t(coarsest)) break;
     for (size_t l = 0; l < s.listeners.size(); ++l) {
       if (s.listeners[l].stickiness != mode) continue;
       FlowRef r = refFor(p, mode, uint8_t(l));

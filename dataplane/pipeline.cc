@@ -142,7 +142,7 @@ template <bool kClasses>
   // a packet whose class names another listener than its flow's entry follows the entry.
   FlowRef alt;
   if (kClasses && pos < 0 && s.listeners.size() > 1) [[unlikely]] {
-    pos = findAnyListener(c, p, alt);
+    pos = findAnyListener(c, p, alt, s.listeners[originListener(ref0.origin)].stickiness);
     if (pos >= 0) rp = &alt;
   }
   const FlowRef& ref = *rp;

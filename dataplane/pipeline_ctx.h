@@ -92,6 +92,9 @@ inline FlowRef refFor(const ParsedPacket& p, StickinessMode mode, uint8_t listen
 // it, unless its flow has an entry (R11). False when the packet was handled here.
 bool classifyForward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowRef& ref) noexcept;
 // The entry of this packet's flow under any listener (R11), or -1; sets `ref`.
-int32_t findAnyListener(Ctx& c, const ParsedPacket& p, FlowRef& ref) noexcept;
+// Only listeners keying at least as finely as `coarsest` (a new 5-tuple flow
+// is not another listener's flow because it joins the same two hosts).
+int32_t findAnyListener(Ctx& c, const ParsedPacket& p, FlowRef& ref,
+                        StickinessMode coarsest = StickinessMode::kTwoTuple) noexcept;
 
 }  // namespace gwlb::dp::burst
