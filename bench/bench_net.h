@@ -2,7 +2,10 @@
 // one aws-format group, the underlay of the dp tests. Header-only.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "common/health.h"
 #include "common/net_types.h"
@@ -51,6 +54,53 @@ inline dptest::Bytes benchUdpFrame(uint32_t i) {
   IpAddr c = IpAddr::v4(0x0A400000u + i / 60000);
   uint16_t sport = uint16_t(1024 + i % 60000);
   return ether(l2, kEthIpv4, ipv4(c, kBenchServer, 17, udp(c, kBenchServer, sport, 53, pattern(22))));
+}
+
+// `n` traffic classes of mixed fields for the benches (issue 27): rules 0..n-2
+// use two fields each out of vlans, prefixes (IPv4 and IPv6), protocols and
+// l4_ports (ports and ranges) and match no bench frame (they are tagged or
+// from other prefixes or ports); the last rule is the one the bench's flows
+// match (10.64.0.0/16, udp, port 53, untagged), so every packet walks the
+// whole table: the worst case. All inspect, to listener 0.
+inline std::vector<ctl::TrafficClassConfig> benchClasses(uint32_t n) {
+  std::vector<ctl::TrafficClassConfig> out;
+  for (uint32_t i = 0; i + 1 < n; ++i) {
+    ctl::TrafficClassConfig t;
+    t.name = "c" + std::to_string(i);
+    t.listener = "default";  // benchConfig's implicit listener
+    ctl::TrafficClassMatch& m = t.match;
+    switch (i % 4) {
+      case 0:
+        m.vlans = {uint16_t(100 + i % 3900)};
+        m.protocols = {17};
+        break;
+      case 1:
+        m.prefixes = {{IpAddr::v4(0x0A000000u | (100 + i / 256 % 100) << 16 | (i % 256) << 8), 24}};
+        m.l4_ports = {{uint16_t(2000 + i), uint16_t(2000 + i)}};
+        break;
+      case 2:
+        m.protocols = {6};
+        m.l4_ports = {{uint16_t(30000 + i), uint16_t(30005 + i)}};
+        break;
+      default: {
+        std::array<uint8_t, 16> a{0x20, 0x01, 0x0d, 0xb8, uint8_t(i >> 8), uint8_t(i)};
+        m.prefixes = {{IpAddr::v6(a.data()), 48}};
+        m.vlans = {uint16_t(1 + i % 4000)};
+      }
+    }
+    out.push_back(t);
+  }
+  if (n) {
+    ctl::TrafficClassConfig t;
+    t.name = "bench";
+    t.listener = "default";
+    t.match.prefixes = {{IpAddr::v4(0x0A400000u), 16}};
+    t.match.protocols = {17};
+    t.match.l4_ports = {{53, 53}};
+    t.match.vlans = {0};
+    out.push_back(t);
+  }
+  return out;
 }
 
 // Every appliance of benchConfig healthy.

@@ -32,6 +32,9 @@
 //   pipeline_bench --mode M --flows N --size S --proto tcp|udp [--burst B]
 //                  [--reps R] [--rep-packets P] [--cpu C] [--instructions]
 //                  [--tx-offload] [--huge-dir DIR] [--pad-instructions N] [--help]
+//                  [--classes N]
+// --classes N: N traffic classes of mixed fields (bench/bench_net.h
+// benchClasses), the flows matching the last one (the worst case).
 // Prints one JSON line per case (last line of stdout).
 // Issue 28 (kept together in the blocks marked "issue 28"):
 //   --tx-offload        the port "offers" outer IPv4/UDP checksum offload: the
@@ -114,6 +117,7 @@ struct Options {
   bool tx_offload = false;
   std::string huge_dir;
   unsigned pad = 0;
+  uint32_t classes = 0;  // traffic classes in the snapshot (benchClasses)
 };
 
 // Issue 28: a deliberate regression (--pad-instructions): about `per` extra
@@ -328,6 +332,7 @@ class Bench {
 
   void buildSnapshot() {
     cfg_ = benchConfig(3, ctl::FailoverMode::kNoRebalance);
+    cfg_.traffic_classes = benchClasses(o_.classes);
     ctl::HealthMap h = benchAllHealthy();
     snap_ = ctl::buildSnapshot(cfg_, reg_, {}, 1, h);
   }
@@ -392,12 +397,14 @@ Options parse(int argc, char** argv) {
     else if (a == "--help") {
       std::printf("pipeline_bench --mode established|new|return|ring --flows N --size S --proto "
                   "tcp|udp [--burst B] [--reps R] [--rep-packets P] [--cpu C] [--instructions] "
-                  "[--tx-offload] [--huge-dir DIR] [--pad-instructions N] [--help]\n");
+                  "[--tx-offload] [--huge-dir DIR] [--pad-instructions N] [--classes N] [--help]\n");
       std::exit(0);
     }
+    else if (a == "--classes") o.classes = uint32_t(std::stoul(next()));
     else die("unknown argument " + a);
   }
   if (o.flows == 0) die("--flows must be > 0");
+  if (o.classes > 1000) die("--classes must be 0..1000");
   return o;
 }
 
@@ -422,8 +429,9 @@ int main(int argc, char** argv) {
     if (o.instructions) {
       uint64_t packets = 0;
       b.runInstructions(packets);
-      std::printf("{\"mode\":\"%s\",\"flows\":%u,\"size\":%u,\"proto\":\"%s\",\"packets\":%llu}\n",
-                  o.mode_name.c_str(), o.flows, o.size, o.tcp ? "tcp" : "udp",
+      std::printf("{\"mode\":\"%s\",\"flows\":%u,\"size\":%u,\"proto\":\"%s\",\"classes\":%u,"
+                  "\"packets\":%llu}\n",
+                  o.mode_name.c_str(), o.flows, o.size, o.tcp ? "tcp" : "udp", o.classes,
                   (unsigned long long)packets);
       return 0;
     }
@@ -433,11 +441,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s %u flows %u B %s: %.1f cycles/packet (%.2f Mpps at TSC %.0f MHz)\n",
                  o.mode_name.c_str(), o.flows, o.size, o.tcp ? "tcp" : "udp", med,
                  b.tscHz() / med / 1e6, b.tscHz() / 1e6);
-    std::printf("{\"mode\":\"%s\",\"flows\":%u,\"size\":%u,\"frame_bytes\":%u,\"proto\":\"%s\","
+    std::printf("{\"mode\":\"%s\",\"flows\":%u,\"classes\":%u,\"size\":%u,\"frame_bytes\":%u,\"proto\":\"%s\","
                 "\"burst\":%u,\"reps\":%u,\"rep_packets\":%llu,\"cpu\":%d,\"tsc_hz\":%.0f,"
                 "\"cycles_per_packet\":%.2f,\"spread\":[%.2f,%.2f],\"mpps\":%.3f,"
                 "\"hugepages\":%s,\"flow_table_hugepage_bytes\":%zu,\"tx_offload\":%s,\"per_rep\":[",
-                o.mode_name.c_str(), o.flows, o.size, b.frameBytes(), o.tcp ? "tcp" : "udp",
+                o.mode_name.c_str(), o.flows, o.classes, o.size, b.frameBytes(), o.tcp ? "tcp" : "udp",
                 o.burst, o.reps,
                 (unsigned long long)(o.mode == Mode::kNew ? o.flows : o.rep_packets), o.cpu,
                 b.tscHz(), med, *mn, *mx, b.tscHz() / med / 1e6,

@@ -34,8 +34,11 @@
 // named drop counter of the worker; lost = fed - out - drops.
 //
 //   snapshot_bench [--seconds S] [--rate R] [--flows F] [--idle-seconds I]
-//                  [--appliances N] [--no-maglev-cache]
+//                  [--appliances N] [--no-maglev-cache] [--classes N]
+//                  [--no-class-cache]
 // --appliances: the group's size (3 by default; appliance 3 flaps);
+// --classes: N traffic classes of mixed fields, unchanged between builds;
+// --no-class-cache: compile them at every build (as before the cache);
 // --no-maglev-cache: build every Maglev table afresh (as before issue 17).
 // Prints a summary, then one JSON line (last line of stdout).
 #include <rte_cycles.h>
@@ -93,6 +96,8 @@ struct Options {
   uint32_t flows = 1024;
   unsigned appliances = 3;
   bool no_cache = false;
+  uint32_t classes = 0;         // traffic classes (bench/bench_net.h benchClasses)
+  bool no_class_cache = false;  // compile the classes at every build
 };
 
 [[noreturn]] void die(const std::string& what) {
@@ -336,7 +341,9 @@ class Bench {
              ",\"packets_out\":" + std::to_string(p.out) + ",\"mpps\":" +
              fmt("%.4f", double(p.out) / p.seconds / 1e6) + "}";
     };
-    std::printf("{\"appliances\":%u,\"maglev_cache\":%s,\"rate\":%u,\"flows\":%u,\"frame_bytes\":%zu,\"burst\":%u,\"worker_lcore\":%u,"
+    std::printf("{\"classes\":%u,\"class_cache\":%s,", o_.classes,
+                o_.no_class_cache ? "false" : "true");
+    std::printf("\"appliances\":%u,\"maglev_cache\":%s,\"rate\":%u,\"flows\":%u,\"frame_bytes\":%zu,\"burst\":%u,\"worker_lcore\":%u,"
                 "\"main_lcore\":%u,\"tsc_hz\":%.0f,\"loaded\":%s,\"idle\":%s,\"build_ns\":%s,"
                 "\"max_loop_gap_ns\":%llu,\"fed\":%llu,\"rx\":%llu,\"out\":%llu,\"punted\":%llu,"
                 "\"drops\":%llu,\"drops_by_counter\":{%s},\"lost\":%lld}\n",
@@ -369,6 +376,8 @@ class Bench {
 
   void buildConfig() {
     cfg_ = benchConfig(1, ctl::FailoverMode::kNoRebalance, int(o_.appliances));
+    cfg_.traffic_classes = benchClasses(o_.classes);
+    ctl::setClassCache(!o_.no_class_cache);
   }
 
   // The next snapshot: odd generations have appliance 3 unhealthy.
@@ -518,9 +527,11 @@ int main(int argc, char** argv) {
     else if (a == "--rate") o.rate = unsigned(std::strtoul(val(), nullptr, 10));
     else if (a == "--appliances") o.appliances = unsigned(std::strtoul(val(), nullptr, 10));
     else if (a == "--no-maglev-cache") o.no_cache = true;
+    else if (a == "--classes") o.classes = uint32_t(std::strtoul(val(), nullptr, 10));
+    else if (a == "--no-class-cache") o.no_class_cache = true;
     else if (a == "--flows") o.flows = uint32_t(std::strtoul(val(), nullptr, 10));
     else die("usage: snapshot_bench [--seconds S] [--rate R] [--flows F] [--idle-seconds I] "
-             "[--appliances N] [--no-maglev-cache]");
+             "[--appliances N] [--no-maglev-cache] [--classes N] [--no-class-cache]");
   }
   if (o.rate < 1 || o.rate > 100000) die("--rate must be 1..100000");
   if (o.appliances < 3 || o.appliances > 4000) die("--appliances must be 3..4000");

@@ -281,11 +281,17 @@ std::string movedText(const Json& m) {
 }
 
 std::string renderFlows(const Json& flows) {
-  Table t({{"SRC", Align::kLeft}, {"DST", Align::kLeft}, {"PROTO", Align::kLeft},
-           {"GROUP", Align::kLeft}, {"APPLIANCE", Align::kLeft}, {"COOKIE", Align::kLeft},
-           {"KIND", Align::kLeft}, {"AGE", Align::kRight}, {"IDLE", Align::kRight},
-           {"PACKETS", Align::kRight},
-           {"MOVED FROM", Align::kLeft}});
+  // CLASS: the traffic class a flow was created under, when gwlbd has classes.
+  bool classes = false;
+  if (flows.is_array())
+    for (const auto& f : flows) classes = classes || !field(f, "class").is_null();
+  std::vector<Table::Column> cols = {
+      {"SRC", Align::kLeft}, {"DST", Align::kLeft}, {"PROTO", Align::kLeft},
+      {"GROUP", Align::kLeft}, {"APPLIANCE", Align::kLeft}, {"COOKIE", Align::kLeft},
+      {"KIND", Align::kLeft}, {"AGE", Align::kRight}, {"IDLE", Align::kRight},
+      {"PACKETS", Align::kRight}, {"MOVED FROM", Align::kLeft}};
+  if (classes) cols.insert(cols.begin() + 3, {"CLASS", Align::kLeft});
+  Table t(std::move(cols));
   if (flows.is_array()) {
     for (const auto& f : flows) {
       auto dur = [&](const char* k) {
@@ -294,12 +300,15 @@ std::string renderFlows(const Json& flows) {
       // Fragment entries are keyed without ports (gwlbd reports 0): show addresses only.
       bool fragment = field(f, "kind") == "fragment";
       static const Json kNoPort;
-      t.addRow({endpoint(field(f, "src"), fragment ? kNoPort : field(f, "sport")),
-                endpoint(field(f, "dst"), fragment ? kNoPort : field(f, "dport")),
-                protoName(field(f, "proto")),
-                fieldText(f, "group"), fieldText(f, "appliance"), fieldText(f, "cookie"),
-                fieldText(f, "kind"), dur("age_s"), dur("idle_s"),
-                countText(f, "packets"), movedText(field(f, "moved"))});
+      std::vector<std::string> row = {
+          endpoint(field(f, "src"), fragment ? kNoPort : field(f, "sport")),
+          endpoint(field(f, "dst"), fragment ? kNoPort : field(f, "dport")),
+          protoName(field(f, "proto")),
+          fieldText(f, "group"), fieldText(f, "appliance"), fieldText(f, "cookie"),
+          fieldText(f, "kind"), dur("age_s"), dur("idle_s"),
+          countText(f, "packets"), movedText(field(f, "moved"))};
+      if (classes) row.insert(row.begin() + 3, field(f, "class").is_null() ? "-" : fieldText(f, "class"));
+      t.addRow(std::move(row));
     }
   }
   if (t.rows() == 0) return "no matching flows\n";

@@ -22,7 +22,7 @@ namespace gwlb {
 // parsed buffer. Fills the L3/L4 fields of `out` (already default-
 // constructed) exactly as parseFrame()/parseL3() would; false: leaves `out`
 // untouched, the general parser decides. Never reads past len.
-inline bool parseCommonIpv4(const uint8_t* ip, size_t len, uint16_t base,
+[[gnu::always_inline]] inline bool parseCommonIpv4(const uint8_t* ip, size_t len, uint16_t base,
                             ParsedPacket& out) noexcept {
   if (len < 20 + 8 || ip[0] != 0x45) return false;
   size_t total = rd16(ip + 2);
@@ -58,7 +58,7 @@ inline bool parseCommonIpv4(const uint8_t* ip, size_t len, uint16_t base,
 
 // parseFrame()'s common case: untagged Ethernet carrying parseCommonIpv4's
 // datagram.
-inline bool parseCommon(const uint8_t* f, size_t len, ParsedPacket& out) noexcept {
+[[gnu::always_inline]] inline bool parseCommon(const uint8_t* f, size_t len, ParsedPacket& out) noexcept {
   if (len < 14 || rd16(f + 12) != kEtherTypeIpv4) return false;
   if (!parseCommonIpv4(f + 14, len - 14, 14, out)) return false;
   out.l3_offset = 14;
@@ -69,7 +69,7 @@ inline bool parseCommon(const uint8_t* f, size_t len, ParsedPacket& out) noexcep
 // aws format (version 0, no O or C bit, opt len 8: endpoint ID, attachment ID,
 // cookie options in that order with their lengths, none critical). Fills
 // `out` as parseGeneve() would; false: the general validator decides.
-inline bool parseGeneveAws(const uint8_t* p, size_t len, GeneveInfo& out) noexcept {
+[[gnu::always_inline]] inline bool parseGeneveAws(const uint8_t* p, size_t len, GeneveInfo& out) noexcept {
   if (len < kGeneveBaseLen + kAwsOptionsLen) return false;
   if (p[0] != kAwsOptionsLen / 4 || p[1] != 0) return false;
   const uint8_t* o = p + kGeneveBaseLen;

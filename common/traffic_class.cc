@@ -62,12 +62,33 @@ void addressIntervals(const std::vector<ClassRule>& rules, int family, int bits,
 }
 }  // namespace
 
+struct ClassTable::Data {
+  std::vector<uint64_t> sets_;
+  std::vector<uint16_t> port_, vlan_, proto_, l4_;
+  uint16_t none_ = 0, l4_none_ = 0;
+  std::vector<uint32_t> v4_start_;
+  std::vector<uint16_t> v4_set_;
+  std::vector<U128> v6_start_;
+  std::vector<uint16_t> v6_set_;
+  std::vector<uint8_t> action_, listener_;
+};
+
 ClassTable::ClassTable(const std::vector<ClassRule>& rules) {
   if (rules.empty()) return;
+  auto data = std::make_shared<Data>();
+  Data& D = *data;
   n_rules_ = uint32_t(std::min(rules.size(), kMaxClasses));
   std::vector<ClassRule> rs(rules.begin(), rules.begin() + n_rules_);
   n_words_ = (n_rules_ + 63) / 64;
   const size_t W = n_words_;
+  auto& sets_ = D.sets_;
+  auto &port_ = D.port_, &vlan_ = D.vlan_, &proto_ = D.proto_, &l4_ = D.l4_;
+  auto &none_ = D.none_, &l4_none_ = D.l4_none_;
+  auto& v4_start_ = D.v4_start_;
+  auto& v4_set_ = D.v4_set_;
+  auto& v6_start_ = D.v6_start_;
+  auto& v6_set_ = D.v6_set_;
+  auto &action_ = D.action_, &listener_ = D.listener_;
   std::map<Bits, uint32_t> index;  // identical sets stored once
   auto intern = [&](const Bits& s) -> uint32_t {
     auto [it, fresh] = index.emplace(s, uint32_t(index.size()));
@@ -134,9 +155,24 @@ ClassTable::ClassTable(const std::vector<ClassRule>& rules) {
   for (const Bits& s : per) v4_set_.push_back(uint16_t(intern(s)));
   addressIntervals<U128>(rs, 6, 128, W, v6_start_, per);
   for (const Bits& s : per) v6_set_.push_back(uint16_t(intern(s)));
+  sets_.shrink_to_fit();
+  this->sets_ = sets_.data();
+  this->port_ = port_.data();
+  this->vlan_ = vlan_.data();
+  this->proto_ = proto_.data();
+  this->l4_ = l4_.data();
+  this->none_ = none_;
+  this->l4_none_ = l4_none_;
+  this->action_ = action_.data();
+  this->listener_ = listener_.data();
+  data_ = std::move(data);
 }
 
 uint32_t ClassTable::addrSet(const IpAddr& a) const noexcept {
+  const auto& v4_start_ = data_->v4_start_;
+  const auto& v4_set_ = data_->v4_set_;
+  const auto& v6_start_ = data_->v6_start_;
+  const auto& v6_set_ = data_->v6_set_;
   if (a.family == 4) {
     uint32_t v = v4Of(a.b.data());
     size_t i = size_t(std::upper_bound(v4_start_.begin(), v4_start_.end(), v) - v4_start_.begin());

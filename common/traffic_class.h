@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -27,6 +28,7 @@ struct ClassRule {
   std::vector<std::pair<uint16_t, uint16_t>> l4_ports;  // inclusive ranges
   ClassVerdict action = ClassVerdict::kInspect;
   uint8_t listener = 0;
+  bool operator==(const ClassRule&) const = default;
 };
 
 // Bit-vector decomposition: each field maps its value to the set of rules it
@@ -34,6 +36,8 @@ struct ClassRule {
 // AND of the fields' sets is the class. Values map to sets by direct tables
 // (port, VLAN, protocol, L4 port) or by a binary search over the address
 // intervals the prefixes cut (IPv4, IPv6). Identical sets are stored once.
+// The compiled tables are immutable and shared by copies (a snapshot builder
+// that keeps one table while its rules do not change copies a pointer).
 class ClassTable {
  public:
   ClassTable() = default;
@@ -43,6 +47,8 @@ class ClassTable {
   size_t size() const noexcept { return n_rules_; }
   ClassVerdict action(uint16_t cls) const noexcept { return ClassVerdict(action_[cls]); }
   uint8_t listener(uint16_t cls) const noexcept { return listener_[cls]; }
+  // Whether two tables share one compilation (the builder's cache hit).
+  bool sameCompilation(const ClassTable& o) const noexcept { return data_ == o.data_; }
 
   // The first rule matching, or kNoClass. `vlan`: the VLAN ID, 0 untagged.
   // `ports`: false for a packet whose ports are unknown (a non-first
@@ -63,19 +69,17 @@ class ClassTable {
   }
 
  private:
-  const uint64_t* set(uint32_t id) const noexcept { return sets_.data() + size_t(id) * n_words_; }
+  struct Data;
+  const uint64_t* set(uint32_t id) const noexcept { return sets_ + size_t(id) * n_words_; }
   uint32_t addrSet(const IpAddr& a) const noexcept;
 
+  std::shared_ptr<const Data> data_;
+  // Views into *data_ for the per-packet path.
   uint32_t n_rules_ = 0, n_words_ = 0;
-  std::vector<uint64_t> sets_;
-  std::vector<uint16_t> port_, vlan_, proto_, l4_;
+  const uint64_t* sets_ = nullptr;
+  const uint16_t *port_ = nullptr, *vlan_ = nullptr, *proto_ = nullptr, *l4_ = nullptr;
   uint16_t none_ = 0, l4_none_ = 0;
-  std::vector<uint32_t> v4_start_;
-  std::vector<uint16_t> v4_set_;
-  __extension__ typedef unsigned __int128 U128;
-  std::vector<U128> v6_start_;
-  std::vector<uint16_t> v6_set_;
-  std::vector<uint8_t> action_, listener_;
+  const uint8_t *action_ = nullptr, *listener_ = nullptr;
 };
 
 }  // namespace gwlb

@@ -111,7 +111,7 @@ void FlowEntry::reset() noexcept {
   moves.store(0, std::memory_order_relaxed);
   l2[0].store(0, std::memory_order_relaxed);
   l2[1].store(0, std::memory_order_relaxed);
-  first_dir.store(0, std::memory_order_relaxed);
+  origin.store(0, std::memory_order_relaxed);
   packets.store(0, std::memory_order_relaxed);
   // reclaim() then stores the slot's tag empty with release: an inserter's
   // CAS that claims it (acquire) sees this reset.

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/flow_key.h"
+#include "common/traffic_class.h"
 #include "common/net_types.h"
 #include "dataplane/neighbour_table.h"
 
@@ -98,6 +99,19 @@ inline bool idleExpired(uint32_t seen, uint32_t idle, uint64_t now) noexcept {
 
 // The state of a flow (or fragment) entry: 48 bytes, beside its key in the
 // table's slot (16 bytes for an IPv4 key: one 64-byte line per IPv4 flow).
+// FlowEntry::origin, 16 bits: bit 0 the direction of the packet that created
+// the flow, bits 1-4 its listener (the config allows 16), bits 5-15 its traffic class + 1 (0: none,
+// kNoClass), the class's index in the snapshot that classified it.
+static_assert(kMaxClasses < 2047);
+inline constexpr uint16_t packOrigin(uint8_t dir, uint8_t listener, uint16_t cls) noexcept {
+  return uint16_t((dir & 1) | (listener & 15) << 1 | ((cls + 1) & 0x7FF) << 5);
+}
+inline constexpr uint8_t originDir(uint16_t o) noexcept { return o & 1; }
+inline constexpr uint8_t originListener(uint16_t o) noexcept { return (o >> 1) & 15; }
+inline constexpr uint16_t originClass(uint16_t o) noexcept {
+  return o >> 5 ? uint16_t((o >> 5) - 1) : kNoClass;
+}
+
 struct FlowEntry {
   // Concurrency rules R1, R4 and R5 (docs/architecture.md "Flow entries: concurrency rules"):
   // set by a CAS from 0, then changed only by CAS (a move, a fragment entry's takeover).
@@ -121,8 +135,10 @@ struct FlowEntry {
   // Concurrency rules R1 and R3 (docs/architecture.md "Flow entries: concurrency rules"):
   // written by the winner of the route CAS, after it: briefly 0 for a flow
   // being created (expire() skips an idle timeout of 0).
-  std::atomic<uint8_t> first_dir{0};  // direction of the packet that created the flow
-  uint8_t reserved_ = 0;
+  // Who created it (packOrigin): the direction of its first packet, the
+  // listener it was created under and its traffic class. A fragment entry's
+  // is its flow's (R5: the first fragment that takes the entry over rewrites it).
+  std::atomic<uint16_t> origin{0};
   // Packets of both directions through the forward path (approximate under
   // concurrent writers: relaxed load + store; wraps at 2^32). Per-flow bytes
   // are not kept (issue 17: one cache line per IPv4 flow).

@@ -17,50 +17,14 @@
 #include "common/packet_parser.h"
 #include "dataplane/ingress.h"
 #include "dataplane/move.h"
+#include "dataplane/pipeline_ctx.h"
 
 namespace gwlb::dp {
 // NeighbourTable::pack keeps the ingress port in 8 bits.
 static_assert(RTE_MAX_ETHPORTS <= 256);
+using namespace burst;
 namespace {
 
-struct Ctx {
-  // A constructor, not aggregate initialisation: the per-burst scratch
-  // arrays below are written before they are read and need no zeroing.
-  Ctx(Dataplane& d, WorkerState& ws, const Snapshot& snap, uint64_t t, BurstOutput& o) noexcept
-      : dp(d), w(ws), s(snap), now(t), out(o) {}
-  Dataplane& dp;
-  WorkerState& w;
-  const Snapshot& s;
-  uint64_t now;
-  BurstOutput& out;
-  // Counters every packet touches, added to the worker's once per burst.
-  uint64_t encapsulated = 0, returned = 0, tx_bytes = 0;
-  // Hashes of keys inserted in this burst (at most two per packet).
-  // Concurrency rule R6 (docs/architecture.md "Flow entries: concurrency rules"):
-  // a later packet's bulk-lookup miss with one of them is looked up again.
-  uint32_t inserted[kMaxBurst * 2];
-  uint32_t n_inserted = 0;
-  void noteInsert(uint32_t hash) noexcept {
-    if (n_inserted < kMaxBurst * 2) inserted[n_inserted++] = hash;
-  }
-  bool insertedThisBurst(uint32_t hash) const noexcept {
-    for (uint32_t i = 0; i < n_inserted; ++i)
-      if (inserted[i] == hash) return true;
-    return false;
-  }
-  // Flows this burst created or moved, for the fleet sync (Dataplane::sync);
-  // at most one event per packet.
-  void* sync_events[kMaxBurst];
-  uint16_t n_sync = 0;
-  void noteSync(int32_t pos, SyncEvent e) noexcept {
-    if (dp.sync && n_sync < kMaxBurst) sync_events[n_sync++] = packSyncEvent(pos, e);
-  }
-};
-
-inline void drop(Ctx& c, rte_mbuf* m, Counter why) noexcept {
-  c.w.counters.inc(why);
-  rte_pktmbuf_free(m);
-}
 
 // To the control thread (ARP, neighbor solicitations for us).
 inline void punt(Ctx& c, rte_mbuf* m) noexcept {
@@ -77,38 +41,6 @@ inline void forUs(Ctx& c, rte_mbuf* m) noexcept {
   c.w.counters.inc(Counter::punted_exception);
 }
 
-// Which table entry a packet belongs to, and in which direction it travels.
-struct FlowRef {
-  FlowKey key;
-  uint32_t hash = 0;
-  uint8_t dir = 0;
-  bool fragment_key = false;
-  uint8_t listener = 0;  // the listener its key carries (Snapshot::listeners)
-};
-
-// The key of a packet: an ICMP error belongs to the flow it quotes (travelling
-// opposite to the quoted packet); a non-first fragment under 5-tuple
-// stickiness belongs to its datagram's fragment entry (its ports are in the
-// first fragment only).
-constexpr uint8_t kFragmentListener = 0;
-
-inline FlowRef refFor(const ParsedPacket& p, StickinessMode mode, uint8_t listener) noexcept {
-  FlowRef r;
-  if (!p.icmp_error && p.is_fragment && !p.first_fragment && mode == StickinessMode::kFiveTuple) {
-    // No listener (kFragmentListener): found whatever it would classify as.
-    r.key = makeFragmentKey(p.tuple, p.frag_id, kFragmentListener);
-    r.fragment_key = true;
-  } else {
-    const L4Tuple& t = p.icmp_error ? p.quoted : p.tuple;
-    KeyedPacket kp = t.src.family == 4 ? makeFlowKeyV4(t, mode, listener)
-                                       : makeFlowKey(t, mode, listener);
-    r.key = kp.key;
-    r.dir = uint8_t(kp.dir ^ (p.icmp_error ? 1 : 0));
-  }
-  r.listener = listener;
-  r.hash = flowHash(r.key);
-  return r;
-}
 
 // Records where this direction's packets come from: the first packet's L2,
 // then any change (a router failover, a neighbour's new MAC or port), so
@@ -118,7 +50,7 @@ inline FlowRef refFor(const ParsedPacket& p, StickinessMode mode, uint8_t listen
 // near its home) leaves the direction's L2 as it was, and is counted.
 // Concurrency rule R2 (docs/architecture.md "Flow entries: concurrency rules"):
 // the neighbour is interned (immutable once ready), then its index stored with release.
-inline void learnDirection(Ctx& c, NeighbourTable& nt, std::atomic<uint16_t>& slot,
+[[gnu::always_inline]] inline void learnDirection(Ctx& c, NeighbourTable& nt, std::atomic<uint16_t>& slot,
                            const rte_mbuf* m, const uint8_t* frame, const ParsedPacket& p) noexcept {
   uint64_t peer, self;
   if (!NeighbourTable::pack(frame, m->port, p.has_vlan ? p.vlan_tpid : 0, p.vlan_tci, peer, self))
@@ -141,7 +73,7 @@ inline void learnDirection(Ctx& c, NeighbourTable& nt, std::atomic<uint16_t>& sl
 // Concurrency rule R1 (docs/architecture.md "Flow entries: concurrency rules"):
 // every creator writes flow_hash and last_seen, the CAS winner the creation fields.
 inline uint64_t ensureRoute(FlowEntry& e, uint16_t server, uint32_t cookie, uint32_t flow_hash,
-                            uint64_t idle_ns, uint64_t now, uint8_t dir, bool& created) noexcept {
+                            uint64_t idle_ns, uint64_t now, uint16_t origin, bool& created) noexcept {
   uint64_t r = e.route.load(std::memory_order_acquire);
   if (r & kRouteSet) return r;
   e.flow_hash.store(flow_hash, std::memory_order_relaxed);
@@ -149,7 +81,7 @@ inline uint64_t ensureRoute(FlowEntry& e, uint16_t server, uint32_t cookie, uint
   uint64_t want = packRoute(server, cookie);
   if (e.route.compare_exchange_strong(r, want, std::memory_order_acq_rel)) {
     e.created.store(now);
-    e.first_dir.store(dir, std::memory_order_relaxed);
+    e.origin.store(origin, std::memory_order_relaxed);
     e.idle_timeout.store(idle_ns, std::memory_order_release);
     created = true;
     return want;
@@ -192,65 +124,11 @@ inline void countMove(Ctx& c, MoveReason why) noexcept {
   }
 }
 
-// The entry of this packet's flow under any listener (R11), or -1; sets `ref`.
-int32_t findAnyListener(Ctx& c, const ParsedPacket& p, FlowRef& ref) noexcept {
-  const Snapshot& s = c.s;
-  FlowTable& ft = *c.dp.flows;
-  for (size_t l = 0; l < s.listeners.size(); ++l) {
-    FlowRef r = refFor(p, s.listeners[l].stickiness, uint8_t(l));
-    int32_t pos = ft.lookup(r.key, r.hash);
-    if (pos >= 0 && (ft.entry(pos).route.load(std::memory_order_acquire) & kRouteSet)) {
-      ref = r;
-      return pos;
-    }
-  }
-  return -1;
-}
-
-// Bypass: back out of its port to its sender (MACs swapped, VLAN kept, L3 unchanged).
-inline void bypass(Ctx& c, rte_mbuf* m) noexcept {
-  uint8_t* f = rte_pktmbuf_mtod(m, uint8_t*);
-  uint8_t peer[6];
-  std::memcpy(peer, f + 6, 6);
-  std::memcpy(f + 6, f, 6);
-  std::memcpy(f, peer, 6);
-  c.w.counters.inc(Counter::bypassed);
-  c.tx_bytes += m->pkt_len;
-  c.out.to_router[c.out.n_router++] = m;
-}
-
-// With traffic_classes: the class keys the packet (inspect) or bypasses or drops
-// it, unless its flow has an entry (R11). False when the packet was handled here.
-bool classifyForward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowRef& ref) noexcept {
-  const Snapshot& s = c.s;
-  // An ICMP error follows the flow it quotes; a non-first fragment has no ports.
-  const L4Tuple& t = p.icmp_error ? p.quoted : p.tuple;
-  const bool ports = p.icmp_error || !p.is_fragment || p.first_fragment;
-  const uint16_t vlan = p.has_vlan ? uint16_t(p.vlan_tci & 0xFFF) : 0;
-  const uint16_t cls = s.classes.classify(m->port, vlan, t, ports);
-  if (cls != kNoClass) c.w.countClass(s.class_slot[cls], m->pkt_len);
-  if (cls != kNoClass && s.classes.action(cls) == ClassVerdict::kInspect &&
-      s.classes.listener(cls) < s.listeners.size()) {
-    uint8_t l = s.classes.listener(cls);
-    ref = refFor(p, s.listeners[l].stickiness, l);
-    return true;
-  }
-  if (findAnyListener(c, p, ref) >= 0) return true;
-  if (cls == kNoClass) {
-    drop(c, m, ports ? Counter::drop_unclassified : Counter::drop_fragment_unknown_flow);
-    return false;
-  }
-  switch (s.classes.action(cls)) {
-    case ClassVerdict::kBypass: bypass(c, m); break;
-    case ClassVerdict::kDrop: drop(c, m, Counter::drop_class_drop); break;
-    default: drop(c, m, Counter::drop_no_server_group); break;
-  }
-  return false;
-}
-
 // The forward path of one packet whose key was looked up in the burst's bulk
-// lookup (`pos`: its position, or -1).
-void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref0, int32_t pos,
+// lookup (`pos`: its position, or -1). kClasses: the snapshot has
+// traffic_classes (decided once per burst); without, every flow is listener 0's.
+template <bool kClasses>
+[[gnu::noinline]] void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref0, int32_t pos,
              uint32_t hint) noexcept {
   const Snapshot& s = c.s;
   FlowTable& ft = *c.dp.flows;
@@ -263,12 +141,14 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref0, in
   // Concurrency rule R11 (docs/architecture.md "Flow entries: concurrency rules"):
   // a packet whose class names another listener than its flow's entry follows the entry.
   FlowRef alt;
-  if (pos < 0 && !s.classes.empty() && s.listeners.size() > 1) [[unlikely]] {
-    pos = findAnyListener(c, p, alt);
+  if (kClasses && pos < 0 && s.listeners.size() > 1) [[unlikely]] {
+    pos = findAnyListener(c, p, alt, s.listeners[originListener(ref0.origin)].stickiness);
     if (pos >= 0) rp = &alt;
   }
   const FlowRef& ref = *rp;
-  const ListenerView& lv = s.listeners[ref.listener];
+  const uint8_t listener = kClasses ? originListener(ref.origin) : 0;
+  const uint16_t cls = kClasses ? originClass(ref.origin) : kNoClass;
+  const ListenerView& lv = s.listeners[listener];
   // The group new flows (and moved ones) go to; null when they are dropped.
   const GroupView* ng = lv.active < s.groups.size() ? &s.groups[lv.active] : nullptr;
   if (pos < 0 && ref.fragment_key) return drop(c, m, Counter::drop_fragment_unknown_flow);
@@ -294,7 +174,7 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref0, in
     // gateway of a fleet gives this flow the same one (docs/fleet.md).
     uint32_t appliance = server < s.servers.size() ? s.servers[server].ip : 0;
     route = ensureRoute(ft.entry(pos), server, flowCookie(ref.hash, appliance), ref.hash, idle,
-                        c.now, ref.dir, created);
+                        c.now, packOrigin(ref.dir, listener, cls), created);
     if (created) {
       c.w.counters.inc(Counter::flows_created);
       if (!ref.fragment_key) c.noteSync(pos, SyncEvent::kNew);
@@ -329,11 +209,12 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref0, in
   learnDirection(c, ft.neighbours(), e.l2[ref.dir], m, frame, p);
 
   // The first fragment of a datagram leaves a short-lived entry that carries
-  // the flow's route to the fragments without ports.
+  // the flow's route to the fragments without ports (with traffic classes
+  // under any stickiness: a fragment without ports may classify elsewhere).
   // Concurrency rule R5 (docs/architecture.md "Flow entries: concurrency rules"):
-  // its flow_hash is the flow's (source port, moves, telling flows apart).
+  // its flow_hash and origin (listener, class) are the flow's.
   if (p.is_fragment && p.first_fragment && !p.icmp_error &&
-      lv.stickiness == StickinessMode::kFiveTuple) [[unlikely]] {
+      (kClasses || lv.stickiness == StickinessMode::kFiveTuple)) [[unlikely]] {
     FlowKey fk = makeFragmentKey(p.tuple, p.frag_id, kFragmentListener);
     uint32_t fh = flowHash(fk);
     int32_t fpos = ft.insert(fk, fh);
@@ -342,8 +223,9 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref0, in
       bool fcreated = false;
       FlowEntry& fe = ft.entry(fpos);
       uint32_t flow_hash = e.flow_hash.load(std::memory_order_relaxed);
+      const uint16_t origin = uint16_t(e.origin.load(std::memory_order_relaxed) & ~1u);
       uint64_t frag_route = ensureRoute(fe, routeServer(route), routeCookie(route), flow_hash,
-                                        kFragmentTimeoutNs, c.now, 0, fcreated);
+                                        kFragmentTimeoutNs, c.now, origin, fcreated);
       // The first fragment owns the entry: a live entry left by an earlier
       // datagram with the same addresses, protocol and IP ID (another flow
       // reusing the ID within the fragment timeout, or this flow before it
@@ -355,6 +237,7 @@ void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref0, in
         bool other_flow = fe.flow_hash.load(std::memory_order_relaxed) != flow_hash;
         if (fe.route.compare_exchange_strong(frag_route, want, std::memory_order_acq_rel)) {
           fe.flow_hash.store(flow_hash, std::memory_order_relaxed);
+          fe.origin.store(origin, std::memory_order_relaxed);
           fe.moved.store(0, std::memory_order_relaxed);
           if (other_flow) c.w.counters.inc(Counter::fragment_entries_replaced);
         }
@@ -420,7 +303,7 @@ struct ReturnInfo {
 // parses the inner packet into `in`, keyed by `ref`. False when it dropped it.
 // `in` may be the storage of `outer`: what is needed of the outer packet is
 // read before the inner one is parsed.
-bool prepareReturn(Ctx& c, rte_mbuf* m, const ParsedPacket& outer, ParsedPacket& in, FlowRef& ref,
+[[gnu::always_inline]] inline bool prepareReturn(Ctx& c, rte_mbuf* m, const ParsedPacket& outer, ParsedPacket& in, FlowRef& ref,
                    ReturnInfo& ri) noexcept {
   const Snapshot& s = c.s;
   uint16_t server = s.serverByIp(outer.tuple.src.v4HostOrder());
@@ -476,7 +359,7 @@ bool prepareReturn(Ctx& c, rte_mbuf* m, const ParsedPacket& outer, ParsedPacket&
 // Return path, stage 3: the flow looked up in the burst's bulk lookup (`pos`),
 // checked against the appliance and cookie, unwrapped and sent back to the
 // neighbour its direction came from.
-void finishReturn(Ctx& c, rte_mbuf* m, const ParsedPacket& in, const FlowRef& ref,
+[[gnu::always_inline]] inline void finishReturn(Ctx& c, rte_mbuf* m, const ParsedPacket& in, const FlowRef& ref,
                   const ReturnInfo& ri, int32_t pos) noexcept {
   const uint32_t geneve_len = m->pkt_len;  // as the appliance sent it, for its returned bytes
   FlowTable& ft = *c.dp.flows;
@@ -535,25 +418,15 @@ inline bool isGeneveToUs(const ParsedPacket& p, uint32_t underlay_ip) noexcept {
   return p.ip_version == 4 && p.tuple.dst.v4HostOrder() == underlay_ip;
 }
 
-}  // namespace
-
-void processBurst(Dataplane& dp, WorkerState& w, rte_mbuf** pkts, uint16_t n, uint64_t now_ns,
-                  BurstOutput& out) noexcept {
-  out.n_appliance = 0;
-  out.n_router = 0;
-  if (n > kMaxBurst) n = kMaxBurst;  // the caller's contract; never write past the outputs
-  uint64_t rx_bytes = 0;
-  for (uint16_t i = 0; i < n; ++i) rx_bytes += pkts[i]->pkt_len;
-  w.counters.inc(Counter::rx_packets, n);
-  w.counters.inc(Counter::rx_bytes, rx_bytes);
-  const Snapshot* snap = dp.snapshot.load(std::memory_order_acquire);
-  if (!snap) {
-    w.counters.inc(Counter::drop_no_server_group, n);
-    rte_pktmbuf_free_bulk(pkts, n);
-    return;
-  }
+// The burst's three stages. kClasses: the snapshot has traffic_classes
+// (issue 27), decided once per burst; the copy without them has none of the
+// class path in it, so a gateway without classes pays nothing per packet.
+template <bool kClasses>
+[[gnu::noinline]] void runBurst(Dataplane& dp, WorkerState& w, rte_mbuf** pkts, uint16_t n,
+                                const Snapshot* snap, uint64_t now_ns, BurstOutput& out) noexcept {
   Ctx c{dp, w, *snap, now_ns, out};
   const bool can_forward = !snap->listeners.empty();
+  constexpr bool classes = kClasses;
   const StickinessMode stickiness = can_forward ? snap->listeners[0].stickiness
                                                 : StickinessMode::kFiveTuple;
 
@@ -653,7 +526,7 @@ void processBurst(Dataplane& dp, WorkerState& w, rte_mbuf** pkts, uint16_t n, ui
       drop(c, m, Counter::drop_no_server_group);
       continue;
     }
-    if (!snap->classes.empty()) [[unlikely]] {
+    if constexpr (classes) {
       if (!classifyForward(c, m, p, f.ref)) continue;
     } else {
       f.ref = refFor(p, stickiness, 0);
@@ -672,18 +545,28 @@ void processBurst(Dataplane& dp, WorkerState& w, rte_mbuf** pkts, uint16_t n, ui
   // and the Maglev entry that picks its appliance is fetched here.
   if (nf) {
     dp.flows->lookupBulk(keys, hashes, nf, pos, hints);
-    const GroupView* ng = can_forward && snap->listeners[0].active < snap->groups.size()
-                              ? &snap->groups[snap->listeners[0].active]
-                              : nullptr;
-    if (ng && !ng->maglev.empty())
-      for (uint16_t i = 0; i < nf; ++i)
-        if (pos[i] < 0 && !fwd[i].ret) rte_prefetch0(&ng->maglev[ng->maglevSlot(hashes[i])]);
+    if constexpr (!classes) {
+      const GroupView* ng = can_forward && snap->listeners[0].active < snap->groups.size()
+                                ? &snap->groups[snap->listeners[0].active]
+                                : nullptr;
+      if (ng && !ng->maglev.empty())
+        for (uint16_t i = 0; i < nf; ++i)
+          if (pos[i] < 0 && !fwd[i].ret) rte_prefetch0(&ng->maglev[ng->maglevSlot(hashes[i])]);
+    } else {
+      // Each new flow's Maglev entry in its own listener's active group.
+      for (uint16_t i = 0; i < nf; ++i) {
+        if (pos[i] >= 0 || fwd[i].ret) continue;
+        const ListenerView& lv = snap->listeners[originListener(fwd[i].ref.origin)];
+        const GroupView* g = lv.active < snap->groups.size() ? &snap->groups[lv.active] : nullptr;
+        if (g && !g->maglev.empty()) rte_prefetch0(&g->maglev[g->maglevSlot(hashes[i])]);
+      }
+    }
   }
 
   // Stage 3: route and encapsulate, or check and unwrap a return.
   for (uint16_t i = 0; i < nf; ++i) {
     if (fwd[i].ret) finishReturn(c, fwd[i].m, fwd[i].p, fwd[i].ref, fwd[i].ri, pos[i]);
-    else forward(c, fwd[i].m, fwd[i].p, fwd[i].ref, pos[i], hints[i]);
+    else forward<kClasses>(c, fwd[i].m, fwd[i].p, fwd[i].ref, pos[i], hints[i]);
   }
 
   // Never blocks: what the ring cannot take now is sent by the control
@@ -695,6 +578,29 @@ void processBurst(Dataplane& dp, WorkerState& w, rte_mbuf** pkts, uint16_t n, ui
   w.counters.inc(Counter::encapsulated, c.encapsulated);
   w.counters.inc(Counter::returned, c.returned);
   w.counters.inc(Counter::tx_bytes, c.tx_bytes);
+}
+
+}  // namespace
+
+void processBurst(Dataplane& dp, WorkerState& w, rte_mbuf** pkts, uint16_t n, uint64_t now_ns,
+                  BurstOutput& out) noexcept {
+  out.n_appliance = 0;
+  out.n_router = 0;
+  if (n > kMaxBurst) n = kMaxBurst;  // the caller's contract; never write past the outputs
+  uint64_t rx_bytes = 0;
+  for (uint16_t i = 0; i < n; ++i) rx_bytes += pkts[i]->pkt_len;
+  w.counters.inc(Counter::rx_packets, n);
+  w.counters.inc(Counter::rx_bytes, rx_bytes);
+  const Snapshot* snap = dp.snapshot.load(std::memory_order_acquire);
+  if (!snap) {
+    w.counters.inc(Counter::drop_no_server_group, n);
+    rte_pktmbuf_free_bulk(pkts, n);
+    return;
+  }
+  if (snap->classes.empty()) [[likely]]
+    runBurst<false>(dp, w, pkts, n, snap, now_ns, out);
+  else
+    runBurst<true>(dp, w, pkts, n, snap, now_ns, out);
 }
 
 }  // namespace gwlb::dp

@@ -113,7 +113,7 @@ json Daemon::apiFlows(const json& p) {
     uint16_t rsid = dp::routeServer(r);
     int fgroup = snap && rsid < snap->servers.size() ? snap->servers[rsid].group : -1;
     if (group >= 0 && fgroup != group) return true;
-    bool a_first = e.first_dir == 0;
+    bool a_first = dp::originDir(e.origin.load(std::memory_order_relaxed)) == 0;
     const uint8_t* s_addr = a_first ? k.a : k.b;
     const uint8_t* d_addr = a_first ? k.b : k.a;
     uint16_t sport = a_first ? k.port_a : k.port_b, dport = a_first ? k.port_b : k.port_a;
@@ -142,6 +142,9 @@ json Daemon::apiFlows(const json& p) {
                     {"idle_s", now > seen ? double(now - seen) / 1e9 : 0.0},
                     {"packets", e.packets.load(std::memory_order_relaxed)},
                     {"moved", movedJson(e, s, now)}});
+    // The traffic class the flow was created under (none without classes).
+    uint16_t cls = dp::originClass(e.origin.load(std::memory_order_relaxed));
+    if (cls < cfg().traffic_classes.size()) rows.back()["class"] = cfg().traffic_classes[cls].name;
     return rows.size() < limit;
   });
   if (count_only) return {{"count", count}, {"scanned", scanned}};

@@ -124,4 +124,13 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
                                             const PortMacs* devices = nullptr,
                                             MaglevCache* maglev = nullptr);
 
+// Builds whose traffic classes reused the last build's compiled table (rules
+// unchanged) and builds that compiled them, since the process started.
+struct ClassCacheStats {
+  uint64_t hits = 0, misses = 0;
+};
+ClassCacheStats classCacheStats();
+// Benches: false compiles the classes at every build (the cache's baseline).
+void setClassCache(bool on);
+
 }  // namespace gwlb::ctl

@@ -57,7 +57,7 @@ bool FleetSync::makeRecord(int32_t pos, const FlowKey& key, sync::RecordKind kin
     out.move_reason = dp::moveReason(mv);
   }
   out.moves = e.moves.load(std::memory_order_relaxed);
-  out.first_dir = e.first_dir.load(std::memory_order_relaxed) & 1;
+  out.first_dir = dp::originDir(e.origin.load(std::memory_order_relaxed));
   uint64_t seen = e.last_seen.ns(now);
   uint64_t born = e.created.ns(now);
   auto ms = [](uint64_t ns) { return uint32_t(std::min<uint64_t>(ns / 1'000'000, UINT32_MAX)); };
@@ -101,7 +101,7 @@ InstallResult FleetSync::install(const sync::Record& r, uint64_t now) {
     e.last_seen.store(seen);
     if (e.route.compare_exchange_strong(route, want, std::memory_order_acq_rel)) {
       e.created.store(born);
-      e.first_dir.store(r.first_dir, std::memory_order_relaxed);
+      e.origin.store(dp::packOrigin(r.first_dir, r.key.listener, kNoClass), std::memory_order_relaxed);
       if (r.moves) {
         e.moved.store(prev != dp::kNoServer ? dp::packMove(r.move_reason, prev, r.prev_cookie) : 0,
                       std::memory_order_release);

@@ -58,6 +58,22 @@ TEST(Render, Servers) {
   EXPECT_EQ(renderServers(Json::parse(R"({"servers": []})"), 0), "no servers\n");
 }
 
+// With traffic classes: a CLASS column, "-" for a flow created without one
+// (a peer's, synced before classes were configured).
+TEST(Render, FlowsWithTheirClass) {
+  Json flows = Json::parse(R"([
+    {"src": "198.51.100.1", "dst": "203.0.113.8", "sport": 20000, "dport": 80, "proto": "tcp",
+     "class": "tenant-a", "group": "firewalls-a", "appliance": "192.0.2.11",
+     "cookie": "0x1a2b3c4d", "kind": "flow", "age_s": 2.5, "idle_s": 0.5, "packets": 9},
+    {"src": "198.51.100.2", "dst": "203.0.113.8", "sport": 20001, "dport": 80, "proto": "tcp",
+     "group": "firewalls-a", "appliance": "192.0.2.11", "cookie": "0x1a2b3c4e", "kind": "flow",
+     "age_s": 2.5, "idle_s": 0.5, "packets": 9}])");
+  std::string t = renderFlows(flows);
+  EXPECT_TRUE(has(t, "PROTO  CLASS     GROUP")) << t;
+  EXPECT_TRUE(has(t, "tcp    tenant-a  firewalls-a")) << t;
+  EXPECT_TRUE(has(t, "tcp    -         firewalls-a")) << t;
+}
+
 TEST(Render, FlowsAndCount) {
   Json flows = Json::parse(R"([
     {"src": "198.51.100.1", "dst": "203.0.113.8", "sport": 20000, "dport": 80, "proto": "tcp",
@@ -81,6 +97,7 @@ TEST(Render, FlowsAndCount) {
   EXPECT_TRUE(has(t, "198.51.100.60   ")) << t;  // fragment: no ports
   EXPECT_FALSE(has(t, "198.51.100.60:")) << t;
   EXPECT_EQ(std::count(t.begin(), t.end(), '\n'), 4);
+  EXPECT_FALSE(has(t, "CLASS")) << t;  // gwlbd without traffic classes reports none
   EXPECT_EQ(renderFlows(Json::array()), "no matching flows\n");
   EXPECT_EQ(renderFlowCount(Json{{"count", 42}, {"scanned", 100}}),
             "42 matching flows (100 entries scanned)\n");

@@ -2,7 +2,10 @@
 // bypass, drop, unclassified, and "changing the classes never moves a flow".
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <string>
+#include <utility>
 
 #include "control/engine/regions.h"
 #include "tests/dp/dp_harness.h"
@@ -134,21 +137,105 @@ TEST_F(Classes, ChangingTheClassesMovesNoEstablishedFlow) {
   const Net& n = net();
   Frame f = v4(n.fromA(), kPortA, Ltcp(n.client4, n.server4, 40000, 443));
   Frame back = v4(n.fromB(), kPortB, Ltcp(n.server4, n.client4, 443, 40000));
-  std::string before = applianceOf(send(f));
-  ASSERT_EQ(before.rfind("10.0.0.", 0), 0u);
+  Encap before = sendExpectingEncap(*h_, f);
+  h_->quiescent();
+  ASSERT_EQ(before.appliance.str().rfind("10.0.0.", 0), 0u);
   // Everything now classifies to listener 1, then is bypassed, then dropped:
-  // the established flow stays where it is, both directions; new flows follow.
+  // the established flow stays where it is (appliance, cookie, Geneve source
+  // port), both directions; new flows follow.
   for (auto now : {cls("all", "l1"), cls("all", "", ctl::ClassAction::kBypass),
                    cls("all", "", ctl::ClassAction::kDrop)}) {
     h_->config().traffic_classes = {now};
     publish();
-    EXPECT_EQ(applianceOf(send(f)), before);
-    EXPECT_EQ(applianceOf(send(back)), before);
+    for (const Frame& x : {f, back}) {
+      Encap e = sendExpectingEncap(*h_, x);
+      h_->quiescent();
+      EXPECT_EQ(e.appliance, before.appliance);
+      EXPECT_EQ(e.cookie, before.cookie);
+      EXPECT_EQ(e.sport, before.sport);
+    }
   }
   h_->config().traffic_classes = {cls("all", "l1")};
   publish();
   Result fresh = send(v4(n.fromA(), kPortA, Ltcp(n.client4, n.server4, 40001, 443)));
   EXPECT_EQ(applianceOf(fresh), "10.0.2.21") << describe(fresh);
+}
+
+// A non-first fragment has no ports: classified alone it could take another
+// class (here "rest", whose listener keys flows by addresses only and already
+// has one between these hosts). It follows its first fragment's flow instead.
+TEST_F(Classes, ALaterFragmentFollowsItsFlowsClassNotItsOwn) {
+  make(2);
+  h_->config().server_groups[1].stickiness = ctl::Stickiness::kTwoTuple;
+  auto dns = cls("dns", "l0");
+  dns.match.l4_ports = {{53, 53}};
+  h_->config().traffic_classes = {dns, cls("rest", "l1")};
+  publish();
+  const Net& n = net();
+  Result web = send(v4(n.fromA(), kPortA, Ltcp(n.client4, n.server4, 40000, 443)));
+  ASSERT_EQ(applianceOf(web), "10.0.2.21") << describe(web);
+  Bytes seg = udp(n.client4, n.server4, 5353, 53, pattern(1200, 3));
+  auto frags = ipv4Fragments(n.client4, n.server4, kProtoUdp, seg, 800, 0x4242);
+  Result first = send(v4(n.fromA(), kPortA, frags[0]));
+  std::string app = applianceOf(first);
+  ASSERT_EQ(app.rfind("10.0.0.", 0), 0u) << describe(first);
+  Result later = send(v4(n.fromA(), kPortA, frags[1]));
+  EXPECT_EQ(applianceOf(later), app) << describe(later);
+  // Both fragments count under the class of their flow.
+  EXPECT_EQ(h_->worker().classPackets(0), 2u);
+  EXPECT_EQ(h_->worker().classPackets(1), 1u);
+}
+
+// An ICMP error about a flow follows the flow it quotes, even when it arrives
+// where the classes would send a packet of its own elsewhere (a router on
+// another VLAN), and even when that listener has a flow between the same hosts.
+TEST_F(Classes, AnIcmpErrorFollowsTheFlowItQuotes) {
+  make(2);
+  h_->config().server_groups[0].stickiness = ctl::Stickiness::kTwoTuple;
+  auto t = cls("tenant-b", "l1");
+  t.match.vlans = {100, 200};
+  h_->config().traffic_classes = {t, cls("rest", "l0")};
+  publish();
+  const Net& n = net();
+  Bytes syn = Ltcp(n.client4, n.server4, 40000, 443);
+  Result flow = send(v4(n.fromVlan(100), kPortVlan, syn));
+  ASSERT_EQ(applianceOf(flow), "10.0.2.21") << describe(flow);
+  Result other = send(v4(n.fromA(), kPortA, Ltcp(n.server4, n.client4, 8080, 50000)));
+  ASSERT_EQ(applianceOf(other).rfind("10.0.0.", 0), 0u) << describe(other);
+  // Port unreachable from a router on VLAN 300, about the flow's packet.
+  Bytes err = ipv4(*IpAddr::parse("203.0.113.1"), n.client4, kProtoIcmp,
+                   icmp4(3, 3, 0, slice(syn, 0, 28)));
+  Result r = send(v4(n.fromVlan(300), kPortVlan, err));
+  EXPECT_EQ(applianceOf(r), "10.0.2.21") << describe(r);
+}
+
+// What `gwlbctl flows` shows as a flow's class: the entry keeps the class and
+// listener it was created under (FlowEntry::origin), and a reload that
+// reclassifies leaves them, as it leaves the flow.
+TEST_F(Classes, AFlowKeepsTheClassItWasCreatedUnder) {
+  make(2);
+  auto a = cls("tenant-a", "l1");
+  a.match.vlans = {100};
+  h_->config().traffic_classes = {a, cls("rest", "l0")};
+  publish();
+  const Net& n = net();
+  send(v4(n.fromVlan(100), kPortVlan, Ltcp(n.client4, n.server4, 40000, 443)));
+  send(v4(n.fromA(), kPortA, Ltcp(n.client4, n.server4, 40001, 443)));
+  h_->config().traffic_classes = {cls("rest", "l0"), a};
+  publish();
+  send(v4(n.fromVlan(100), kPortVlan, Ltcp(n.client4, n.server4, 40000, 443)));
+  std::map<uint16_t, std::pair<uint16_t, uint8_t>> by_port;  // client port: (class, listener)
+  uint32_t cursor = 0;
+  h_->flows().scan(cursor, 1u << 20, h_->flows().slots(),
+                   [&](const FlowKey& k, int32_t, const dp::FlowEntry& e) {
+                     uint16_t o = e.origin.load();
+                     by_port[std::max(k.port_a, k.port_b)] = {dp::originClass(o),
+                                                              dp::originListener(o)};
+                     return true;
+                   });
+  ASSERT_EQ(by_port.size(), 2u);
+  EXPECT_EQ(by_port[40000], std::make_pair(uint16_t(0), uint8_t(1)));
+  EXPECT_EQ(by_port[40001], std::make_pair(uint16_t(1), uint8_t(0)));
 }
 
 TEST_F(Classes, SixteenListenersEachReceiveOnlyTheirClass) {

@@ -1,0 +1,100 @@
+// What the stages of one burst share (dataplane/pipeline.cc and the
+// traffic-class path in dataplane/classify.cc): the burst's context, the
+// packet's flow reference and how it is keyed. Worker-lcore code only.
+#pragma once
+
+#include <rte_mbuf.h>
+
+#include "common/flow_key.h"
+#include "common/packet_parser.h"
+#include "dataplane/pipeline.h"
+
+namespace gwlb::dp::burst {
+
+struct Ctx {
+  // A constructor, not aggregate initialisation: the per-burst scratch
+  // arrays below are written before they are read and need no zeroing.
+  Ctx(Dataplane& d, WorkerState& ws, const Snapshot& snap, uint64_t t, BurstOutput& o) noexcept
+      : dp(d), w(ws), s(snap), now(t), out(o) {}
+  Dataplane& dp;
+  WorkerState& w;
+  const Snapshot& s;
+  uint64_t now;
+  BurstOutput& out;
+  // Counters every packet touches, added to the worker's once per burst.
+  uint64_t encapsulated = 0, returned = 0, tx_bytes = 0;
+  // Hashes of keys inserted in this burst (at most two per packet).
+  // Concurrency rule R6 (docs/architecture.md "Flow entries: concurrency rules"):
+  // a later packet's bulk-lookup miss with one of them is looked up again.
+  uint32_t inserted[kMaxBurst * 2];
+  uint32_t n_inserted = 0;
+  void noteInsert(uint32_t hash) noexcept {
+    if (n_inserted < kMaxBurst * 2) inserted[n_inserted++] = hash;
+  }
+  bool insertedThisBurst(uint32_t hash) const noexcept {
+    for (uint32_t i = 0; i < n_inserted; ++i)
+      if (inserted[i] == hash) return true;
+    return false;
+  }
+  // Flows this burst created or moved, for the fleet sync (Dataplane::sync);
+  // at most one event per packet.
+  void* sync_events[kMaxBurst];
+  uint16_t n_sync = 0;
+  void noteSync(int32_t pos, SyncEvent e) noexcept {
+    if (dp.sync && n_sync < kMaxBurst) sync_events[n_sync++] = packSyncEvent(pos, e);
+  }
+};
+
+inline void drop(Ctx& c, rte_mbuf* m, Counter why) noexcept {
+  c.w.counters.inc(why);
+  rte_pktmbuf_free(m);
+}
+
+// Which table entry a packet belongs to, and in which direction it travels.
+struct FlowRef {
+  FlowKey key;
+  uint32_t hash = 0;
+  uint8_t dir = 0;
+  bool fragment_key = false;
+  // With traffic classes only (set by classifyForward, read by the class
+  // path): the listener and class the packet goes to, as packOrigin packs
+  // them (a fragment key names no listener). Left unset without classes.
+  uint16_t origin;
+};
+static_assert(sizeof(FlowRef) == 48, "FlowRef: the key and one word");
+
+// The key of a packet: an ICMP error belongs to the flow it quotes (travelling
+// opposite to the quoted packet); a non-first fragment under 5-tuple
+// stickiness belongs to its datagram's fragment entry (its ports are in the
+// first fragment only).
+inline constexpr uint8_t kFragmentListener = 0;
+
+inline FlowRef refFor(const ParsedPacket& p, StickinessMode mode, uint8_t listener) noexcept {
+  FlowRef r;
+  if (!p.icmp_error && p.is_fragment && !p.first_fragment && mode == StickinessMode::kFiveTuple) {
+    // No listener (kFragmentListener): found whatever it would classify as.
+    r.key = makeFragmentKey(p.tuple, p.frag_id, kFragmentListener);
+    r.fragment_key = true;
+  } else {
+    const L4Tuple& t = p.icmp_error ? p.quoted : p.tuple;
+    KeyedPacket kp = t.src.family == 4 ? makeFlowKeyV4(t, mode, listener)
+                                       : makeFlowKey(t, mode, listener);
+    r.key = kp.key;
+    r.dir = uint8_t(kp.dir ^ (p.icmp_error ? 1 : 0));
+  }
+  r.hash = flowHash(r.key);
+  return r;
+}
+
+// The traffic-class path (dataplane/classify.cc), out of line: only bursts on
+// a snapshot with traffic_classes call it.
+// With traffic_classes: the class keys the packet (inspect) or bypasses or drops
+// it, unless its flow has an entry (R11). False when the packet was handled here.
+bool classifyForward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowRef& ref) noexcept;
+// The entry of this packet's flow under any listener (R11), or -1; sets `ref`.
+// Only listeners keying at least as finely as `coarsest` (a new 5-tuple flow
+// is not another listener's flow because it joins the same two hosts).
+int32_t findAnyListener(Ctx& c, const ParsedPacket& p, FlowRef& ref,
+                        StickinessMode coarsest = StickinessMode::kTwoTuple) noexcept;
+
+}  // namespace gwlb::dp::burst

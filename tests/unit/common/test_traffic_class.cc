@@ -1,0 +1,216 @@
+// ClassTable (common/traffic_class.h, issue 27): the matching table the
+// workers classify with. Every field, both directions of a flow, IPv4 and
+// IPv6, VLAN 0 (untagged), port ranges, first match, packets without ports.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "common/traffic_class.h"
+
+namespace gwlb {
+namespace {
+
+IpAddr ip(const char* s) { return *IpAddr::parse(s); }
+
+L4Tuple tuple(const char* src, const char* dst, uint8_t proto, uint16_t sport, uint16_t dport) {
+  L4Tuple t;
+  t.src = ip(src);
+  t.dst = ip(dst);
+  t.proto = proto;
+  t.sport = sport;
+  t.dport = dport;
+  return t;
+}
+L4Tuple reversed(const L4Tuple& t) { return tuple(t.dst.str().c_str(), t.src.str().c_str(), t.proto, t.dport, t.sport); }
+
+ClassRule inspect(uint8_t listener) {
+  ClassRule r;
+  r.listener = listener;
+  return r;
+}
+
+const L4Tuple kWeb = tuple("198.51.100.7", "10.1.2.3", kProtoTcp, 40000, 443);
+
+TEST(ClassTable, EmptyHasNoClasses) {
+  ClassTable t;
+  EXPECT_TRUE(t.empty());
+  EXPECT_TRUE(ClassTable(std::vector<ClassRule>{}).empty());
+}
+
+TEST(ClassTable, ARuleWithoutMatchTakesEverything) {
+  ClassTable t({inspect(3)});
+  EXPECT_EQ(t.classify(0, 0, kWeb), 0);
+  EXPECT_EQ(t.classify(200, 4095, reversed(kWeb)), 0);
+  EXPECT_EQ(t.listener(0), 3);
+  EXPECT_EQ(t.action(0), ClassVerdict::kInspect);
+}
+
+TEST(ClassTable, IngressPorts) {
+  ClassRule a = inspect(1);
+  a.ingress_ports = {2, 5};
+  ClassTable t({a});
+  EXPECT_EQ(t.classify(2, 0, kWeb), 0);
+  EXPECT_EQ(t.classify(5, 0, reversed(kWeb)), 0);
+  EXPECT_EQ(t.classify(3, 0, kWeb), kNoClass);
+  EXPECT_EQ(t.classify(300, 0, kWeb), kNoClass);  // beyond any DPDK port id
+}
+
+TEST(ClassTable, VlansWithZeroForUntagged) {
+  ClassRule tagged = inspect(1);
+  tagged.vlans = {100, 200};
+  ClassRule untagged = inspect(2);
+  untagged.vlans = {0};
+  ClassTable t({tagged, untagged});
+  EXPECT_EQ(t.classify(0, 100, kWeb), 0);
+  EXPECT_EQ(t.classify(0, 200, reversed(kWeb)), 0);  // the other direction on its own VLAN
+  EXPECT_EQ(t.classify(0, 0, kWeb), 1);
+  EXPECT_EQ(t.classify(0, 300, kWeb), kNoClass);
+  EXPECT_EQ(t.classify(0, 4095, kWeb), kNoClass);
+}
+
+TEST(ClassTable, ProtocolsByNumber) {
+  ClassRule r = inspect(1);
+  r.protocols = {kProtoUdp, 132, 47};  // UDP, SCTP, GRE
+  ClassTable t({r});
+  EXPECT_EQ(t.classify(0, 0, tuple("10.0.0.1", "10.0.0.2", kProtoUdp, 1, 53)), 0);
+  EXPECT_EQ(t.classify(0, 0, tuple("10.0.0.1", "10.0.0.2", 47, 0, 0)), 0);
+  EXPECT_EQ(t.classify(0, 0, kWeb), kNoClass);
+}
+
+TEST(ClassTable, PortsAndRangesMatchEitherEndpoint) {
+  ClassRule r = inspect(1);
+  r.l4_ports = {{443, 443}, {8000, 8099}};
+  ClassTable t({r});
+  EXPECT_EQ(t.classify(0, 0, kWeb), 0);
+  EXPECT_EQ(t.classify(0, 0, reversed(kWeb)), 0);  // 443 is now the source port
+  for (uint16_t p : {8000, 8050, 8099})
+    EXPECT_EQ(t.classify(0, 0, tuple("10.0.0.1", "10.0.0.2", kProtoTcp, 50000, p)), 0) << p;
+  for (uint16_t p : {442, 444, 7999, 8100})
+    EXPECT_EQ(t.classify(0, 0, tuple("10.0.0.1", "10.0.0.2", kProtoTcp, 50000, p)), kNoClass) << p;
+  EXPECT_EQ(t.classify(0, 0, tuple("10.0.0.1", "10.0.0.2", kProtoTcp, 0, 65535)), kNoClass);
+}
+
+TEST(ClassTable, PortsAtTheEndsOfTheRange) {
+  ClassRule lo = inspect(1), hi = inspect(2);
+  lo.l4_ports = {{0, 0}};
+  hi.l4_ports = {{65535, 65535}};
+  ClassTable t({lo, hi});
+  EXPECT_EQ(t.classify(0, 0, tuple("10.0.0.1", "10.0.0.2", kProtoUdp, 0, 7)), 0);
+  EXPECT_EQ(t.classify(0, 0, tuple("10.0.0.1", "10.0.0.2", kProtoUdp, 7, 65535)), 1);
+  EXPECT_EQ(t.classify(0, 0, tuple("10.0.0.1", "10.0.0.2", kProtoUdp, 7, 8)), kNoClass);
+}
+
+TEST(ClassTable, PacketsWithoutPortsMatchOnlyRulesWithoutPorts) {
+  ClassRule dns = inspect(1), rest = inspect(2);
+  dns.l4_ports = {{53, 53}};
+  ClassTable t({dns, rest});
+  L4Tuple frag = tuple("10.0.0.1", "10.0.0.2", kProtoUdp, 0, 0);
+  EXPECT_EQ(t.classify(0, 0, tuple("10.0.0.1", "10.0.0.2", kProtoUdp, 5000, 53)), 0);
+  EXPECT_EQ(t.classify(0, 0, frag, /*ports=*/false), 1);
+  EXPECT_EQ(ClassTable({dns}).classify(0, 0, frag, false), kNoClass);
+}
+
+TEST(ClassTable, Ipv4PrefixesMatchEitherEndpoint) {
+  ClassRule r = inspect(1);
+  r.prefixes = {{ip("10.1.0.0"), 16}, {ip("192.0.2.9"), 32}};
+  ClassTable t({r});
+  EXPECT_EQ(t.classify(0, 0, kWeb), 0);
+  EXPECT_EQ(t.classify(0, 0, reversed(kWeb)), 0);
+  EXPECT_EQ(t.classify(0, 0, tuple("192.0.2.9", "203.0.113.1", kProtoUdp, 1, 2)), 0);
+  EXPECT_EQ(t.classify(0, 0, tuple("10.0.255.255", "10.2.0.0", kProtoUdp, 1, 2)), kNoClass);
+  EXPECT_EQ(t.classify(0, 0, tuple("192.0.2.8", "192.0.2.10", kProtoUdp, 1, 2)), kNoClass);
+  // An IPv4 prefix says nothing of IPv6 packets.
+  EXPECT_EQ(t.classify(0, 0, tuple("2001:db8::1", "2001:db8::2", kProtoUdp, 1, 2)), kNoClass);
+}
+
+TEST(ClassTable, Ipv6PrefixesAndTheWholeSpace) {
+  ClassRule v6 = inspect(1), all4 = inspect(2);
+  v6.prefixes = {{ip("2001:db8:1::"), 48}};
+  all4.prefixes = {{ip("0.0.0.0"), 0}};
+  ClassTable t({v6, all4});
+  EXPECT_EQ(t.classify(0, 0, tuple("2001:db8:1:ffff::1", "2001:db8:9::1", kProtoTcp, 1, 2)), 0);
+  EXPECT_EQ(t.classify(0, 0, tuple("2001:db8:9::1", "2001:db8:1::", kProtoTcp, 2, 1)), 0);
+  EXPECT_EQ(t.classify(0, 0, tuple("2001:db8:2::1", "2001:db8:9::1", kProtoTcp, 1, 2)), kNoClass);
+  EXPECT_EQ(t.classify(0, 0, tuple("255.255.255.255", "0.0.0.0", kProtoTcp, 1, 2)), 1);
+  ClassRule none6 = inspect(3);
+  none6.prefixes = {{ip("::"), 0}};
+  EXPECT_EQ(ClassTable({none6}).classify(0, 0, tuple("ffff::1", "::1", kProtoTcp, 1, 2)), 0);
+}
+
+TEST(ClassTable, EveryGivenFieldMustMatch) {
+  ClassRule r = inspect(1);
+  r.ingress_ports = {1};
+  r.vlans = {100};
+  r.prefixes = {{ip("10.1.0.0"), 16}};
+  r.protocols = {kProtoTcp};
+  r.l4_ports = {{443, 443}};
+  ClassTable t({r});
+  EXPECT_EQ(t.classify(1, 100, kWeb), 0);
+  EXPECT_EQ(t.classify(1, 100, reversed(kWeb)), 0);
+  EXPECT_EQ(t.classify(2, 100, kWeb), kNoClass);
+  EXPECT_EQ(t.classify(1, 101, kWeb), kNoClass);
+  EXPECT_EQ(t.classify(1, 100, tuple("198.51.100.7", "10.2.2.3", kProtoTcp, 40000, 443)), kNoClass);
+  EXPECT_EQ(t.classify(1, 100, tuple("198.51.100.7", "10.1.2.3", kProtoUdp, 40000, 443)), kNoClass);
+  EXPECT_EQ(t.classify(1, 100, tuple("198.51.100.7", "10.1.2.3", kProtoTcp, 40000, 444)), kNoClass);
+}
+
+TEST(ClassTable, FirstMatchWinsAndActionsAreKept) {
+  ClassRule backups;
+  backups.prefixes = {{ip("10.9.0.0"), 16}};
+  backups.l4_ports = {{873, 873}};
+  backups.action = ClassVerdict::kBypass;
+  ClassRule blocked;
+  blocked.protocols = {kProtoUdp};
+  blocked.action = ClassVerdict::kDrop;
+  ClassTable t({backups, blocked, inspect(4)});
+  EXPECT_EQ(t.classify(0, 0, tuple("10.9.1.1", "10.0.0.1", kProtoTcp, 873, 50000)), 0);
+  EXPECT_EQ(t.classify(0, 0, tuple("10.9.1.1", "10.0.0.1", kProtoUdp, 873, 50000)), 0);
+  EXPECT_EQ(t.classify(0, 0, tuple("10.8.1.1", "10.0.0.1", kProtoUdp, 873, 50000)), 1);
+  EXPECT_EQ(t.classify(0, 0, kWeb), 2);
+  EXPECT_EQ(t.action(0), ClassVerdict::kBypass);
+  EXPECT_EQ(t.action(1), ClassVerdict::kDrop);
+  EXPECT_EQ(t.action(2), ClassVerdict::kInspect);
+  EXPECT_EQ(t.listener(2), 4);
+}
+
+// Past one 64-bit word of rules: a late rule still wins only when no earlier
+// one matches, and identical field sets share storage.
+TEST(ClassTable, AThousandRulesFirstMatchAcrossWords) {
+  std::vector<ClassRule> rs;
+  for (int i = 0; i < 1000; ++i) {
+    ClassRule r = inspect(uint8_t(i % 16));
+    r.vlans = {uint16_t(1 + i % 4000)};
+    r.l4_ports = {{uint16_t(10000 + i), uint16_t(10000 + i)}};
+    rs.push_back(r);
+  }
+  rs[700].vlans = {5};  // also rule 4's VLAN, with a later port
+  ClassTable t(rs);
+  EXPECT_EQ(t.size(), 1000u);
+  EXPECT_EQ(t.classify(0, 1000, tuple("10.0.0.1", "10.0.0.2", kProtoTcp, 1, 10999)), 999);
+  EXPECT_EQ(t.classify(0, 5, tuple("10.0.0.1", "10.0.0.2", kProtoTcp, 10004, 10700)), 4);
+  EXPECT_EQ(t.classify(0, 5, tuple("10.0.0.1", "10.0.0.2", kProtoTcp, 1, 10700)), 700);
+  EXPECT_EQ(t.classify(0, 1000, tuple("10.0.0.1", "10.0.0.2", kProtoTcp, 1, 10998)), kNoClass);
+  EXPECT_EQ(t.listener(999), 999 % 16);
+}
+
+// The snapshot builder reuses a compiled table while the rules compare equal.
+TEST(ClassTable, RulesCompareByEveryField) {
+  using Rules = std::vector<ClassRule>;
+  ClassRule a = inspect(1);
+  a.vlans = {7};
+  ClassRule b = a;
+  EXPECT_TRUE(Rules{a} == Rules{b});
+  b.listener = 2;
+  EXPECT_FALSE(Rules{a} == Rules{b});
+  b = a;
+  b.prefixes = {{ip("10.0.0.0"), 8}};
+  EXPECT_FALSE(Rules{a} == Rules{b});
+  b = a;
+  b.action = ClassVerdict::kDrop;
+  EXPECT_FALSE(Rules{a} == Rules{b});
+  EXPECT_FALSE(Rules{a} == (Rules{a, a}));
+}
+
+}  // namespace
+}  // namespace gwlb
