@@ -89,14 +89,18 @@ bool classifyForward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowRef& ref) n
   const bool follows = !ports ? followFragment(c, p, ref)
                               : p.icmp_error && findAnyListener(c, p, ref) >= 0;
   const uint16_t vlan = p.has_vlan ? uint16_t(p.vlan_tci & 0xFFF) : 0;
-  const uint16_t cls = follows ? originClass(ref.origin) : s.classes.classify(m->port, vlan, t, ports);
+  if (follows) {  // the entry holds its class's counter slot (FlowEntry::origin)
+    const uint16_t slot = originClass(ref.origin);
+    if (slot < kMaxClasses) c.w.countClass(slot, m->pkt_len);
+    return true;
+  }
+  const uint16_t cls = s.classes.classify(m->port, vlan, t, ports);
   if (cls != kNoClass) c.w.countClass(s.class_slot[cls], m->pkt_len);
-  if (follows) return true;
   if (cls != kNoClass && s.classes.action(cls) == ClassVerdict::kInspect &&
       s.classes.listener(cls) < s.listeners.size()) {
     uint8_t l = s.classes.listener(cls);
     ref = refFor(p, s.listeners[l].stickiness, l);
-    ref.origin = packOrigin(0, l, cls);
+    ref.origin = packOrigin(0, l, s.class_slot[cls]);
     return true;
   }
   if (findAnyListener(c, p, ref) >= 0) return true;

@@ -101,7 +101,8 @@ inline bool idleExpired(uint32_t seen, uint32_t idle, uint64_t now) noexcept {
 // table's slot (16 bytes for an IPv4 key: one 64-byte line per IPv4 flow).
 // FlowEntry::origin, 16 bits: bit 0 the direction of the packet that created
 // the flow, bits 1-4 its listener (the config allows 16), bits 5-15 its traffic class + 1 (0: none,
-// kNoClass), the class's index in the snapshot that classified it.
+// kNoClass): the class's counter slot (Snapshot::class_slot), which belongs to
+// its name across reloads, not its position in the rules, which a reload can change.
 static_assert(kMaxClasses < 2047);
 inline constexpr uint16_t packOrigin(uint8_t dir, uint8_t listener, uint16_t cls) noexcept {
   return uint16_t((dir & 1) | (listener & 15) << 1 | ((cls + 1) & 0x7FF) << 5);

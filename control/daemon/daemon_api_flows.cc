@@ -97,6 +97,14 @@ json Daemon::apiFlows(const json& p) {
     cursor = parseCursor(pr.str("cursor"));
   }
 
+  // Class names by counter slot, the value a flow entry keeps (FlowEntry::origin).
+  std::vector<std::string> class_by_slot;
+  for (const TrafficClassConfig& tc : cfg().traffic_classes) {
+    uint16_t slot = engine_->classSlots().slotOf(tc.name);
+    if (slot >= kMaxClasses) continue;
+    if (slot >= class_by_slot.size()) class_by_slot.resize(slot + 1);
+    class_by_slot[slot] = tc.name;
+  }
   uint64_t now = dp::monotonicNs();
   json rows = json::array();
   size_t count = 0, scanned = 0;
@@ -142,9 +150,10 @@ json Daemon::apiFlows(const json& p) {
                     {"idle_s", now > seen ? double(now - seen) / 1e9 : 0.0},
                     {"packets", e.packets.load(std::memory_order_relaxed)},
                     {"moved", movedJson(e, s, now)}});
-    // The traffic class the flow was created under (none without classes).
-    uint16_t cls = dp::originClass(e.origin.load(std::memory_order_relaxed));
-    if (cls < cfg().traffic_classes.size()) rows.back()["class"] = cfg().traffic_classes[cls].name;
+    // The traffic class the flow was created under (none without classes):
+    // the entry holds its name's counter slot (control/engine/class_slots.h).
+    uint16_t slot = dp::originClass(e.origin.load(std::memory_order_relaxed));
+    if (slot < class_by_slot.size() && !class_by_slot[slot].empty()) rows.back()["class"] = class_by_slot[slot];
     return rows.size() < limit;
   });
   if (count_only) return {{"count", count}, {"scanned", scanned}};
