@@ -229,6 +229,18 @@ class SoakCheck(unittest.TestCase):
         diverge(d, 40, 90)
         d.events = [event("mgmt_down", "gw3", 38.0, 70.0)]  # the sync was cut most of the time
         self.assertAllPass(d)
+        # Traffic stopped: no refresh heals it any more, only the last stretch
+        # with traffic counts (60-minute soak, seed 3).
+        d = clean()
+        for t in range(TRAFFIC + 5, TRAFFIC + 45, 5):  # the collector goes on in the quiet tail
+            rd = copy.deepcopy(d.rounds[-1])
+            rd["t0"], rd["t1"] = t - 5.0, float(t)
+            d.rounds.append(rd)
+        diverge(d, TRAFFIC - 25, TRAFFIC + 40)
+        self.assertAllPass(d)
+        d = clean()
+        diverge(d, TRAFFIC - 60, TRAFFIC + 40)  # 60 s with traffic: too long
+        self.assertOnlyFails(d, "agree")
 
     def test_flow_table_not_back_to_idle_fails(self):
         d = clean()
