@@ -163,6 +163,26 @@ start_bg() {  # start_bg NAME NS CMD...: run CMD in namespace NS in its own sess
   echo $! > "$D/$name.pid"
 }
 
+http_start() {  # http_start: Python's http.server on $SERVER_IP:80 serving $D/www, up when it answers
+  # Python's HTTPServer.server_bind asks DNS for the address's name
+  # (socket.getfqdn) before it listens; the lab's namespaces have no DNS, and
+  # a resolver that does not answer held the port closed for 10 s (measured
+  # 2026-12-03: curl got "connection refused"). This server skips that lookup.
+  start_bg http server /usr/bin/python3 -c '
+import functools, http.server, socketserver, sys
+class Server(http.server.ThreadingHTTPServer):
+    def server_bind(self):  # no getfqdn: no DNS in the lab
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = self.server_address[:2]
+handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[2])
+Server((sys.argv[1], 80), handler).serve_forever()
+' "$SERVER_IP" "$D/www"
+  local _
+  for _ in $(seq 1 100); do nx server curl -s -o /dev/null --max-time 1 "http://$SERVER_IP/" && return 0; sleep 0.1; done
+  log "the HTTP server on $SERVER_IP:80 did not answer within 10 s ($D/http.log)"
+  return 1
+}
+
 stop_pid() {  # stop_pid NAME: TERM, wait up to 5 s, then KILL; only the recorded pid
   local f="$D/$1.pid" pid
   [ -f "$f" ] || return 0
@@ -413,8 +433,7 @@ lab_up() {
   mkdir -p "$D/www"
   [ -s "$D/www/blob.bin" ] || head -c $((16 << 20)) /dev/urandom > "$D/www/blob.bin"
   echo "hello through the gateway" > "$D/www/index.html"
-  start_bg http server /usr/bin/python3 -m http.server 80 --bind "$SERVER_IP" --directory "$D/www"
-  for _ in $(seq 1 50); do nx server curl -s -o /dev/null --max-time 1 "http://$SERVER_IP/" && break; sleep 0.1; done
+  http_start
   # Every appliance healthy before we call the lab up.
   for _ in $(seq 1 100); do [ "$(active_count)" -ge "$(app_ids | wc -l)" ] && break; sleep 0.1; done
   trap - ERR

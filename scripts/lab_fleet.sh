@@ -202,8 +202,7 @@ fleet_up() {  # fleet_up N (2..4)
   mkdir -p "$D/www"
   [ -s "$D/www/blob.bin" ] || head -c $((16 << 20)) /dev/urandom > "$D/www/blob.bin"
   echo "hello through the gateways" > "$D/www/index.html"
-  start_bg http server /usr/bin/python3 -m http.server 80 --bind "$SERVER_IP" --directory "$D/www"
-  for _ in $(seq 1 50); do nx server curl -s -o /dev/null --max-time 1 "http://$SERVER_IP/" && break; sleep 0.1; done
+  http_start
   # Up when the router's table 100 has every gateway as a next hop.
   for _ in $(seq 1 300); do [ "$(fleet_nexthops)" -ge "$n" ] && break; sleep 0.1; done
   if [ "$(fleet_nexthops)" -lt "$n" ]; then
