@@ -284,7 +284,6 @@ def check_appliance(data):
         r.note(f"{len(gaps)} collection rounds missed an appliance (counted as gaps, not moves)")
     changes = moved_ok = via_sync = 0
     heal = data.schedule.get("idle_timeout_s", 60) / 3 + 15  # as `agree` allows
-
     def cold(e):
         return e["kind"] in ("gw_term", "gw_kill", "gw_restart") and \
             (e.get("warm_start") or {}).get("state") not in (None, "done")
@@ -372,10 +371,7 @@ def check_agree(data):
                 episodes.append((key, *open_ep.pop(key)))
     episodes += [(k, *v) for k, v in open_ep.items()]
     worst = 0.0
-    # Refresh records go out only for flows with packets: once the traffic
-    # stops, nothing heals a divergent copy (it expires with the idle timeout),
-    # so an episode is judged up to the end of the traffic only (found by the
-    # 60-minute soak, seed 3: an episode 32 s old at the traffic's end).
+    # Refreshes need packets: after the traffic, nothing heals a copy (soak seed 3).
     traffic_end = data.run.get("traffic_s")
     for key, a, b, seen in episodes:
         if traffic_end is not None:
