@@ -228,6 +228,19 @@ std::vector<dp::PortView> resolvePorts(const Config& cfg, const PortMacs* device
   return out;
 }
 
+ClassRule classRule(const TrafficClassConfig& tc) {
+  ClassRule r;
+  r.ingress_ports = tc.match.ingress_ports;
+  r.vlans = tc.match.vlans;
+  for (const PrefixConfig& p : tc.match.prefixes) r.prefixes.emplace_back(p.addr, p.len);
+  r.protocols = tc.match.protocols;
+  for (const PortRange& pr : tc.match.l4_ports) r.l4_ports.emplace_back(pr.lo, pr.hi);
+  r.action = tc.action == ClassAction::kBypass ? ClassVerdict::kBypass
+             : tc.action == ClassAction::kDrop ? ClassVerdict::kDrop
+                                               : ClassVerdict::kInspect;
+  return r;
+}
+
 std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& reg,
                                             const NeighbourTable& neigh, uint64_t generation,
                                             const HealthMap& health,
@@ -344,15 +357,7 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
     std::vector<ClassRule> rules;
     rules.reserve(cfg.traffic_classes.size());
     for (const TrafficClassConfig& tc : cfg.traffic_classes) {
-      ClassRule r;
-      r.ingress_ports = tc.match.ingress_ports;
-      r.vlans = tc.match.vlans;
-      for (const PrefixConfig& p : tc.match.prefixes) r.prefixes.emplace_back(p.addr, p.len);
-      r.protocols = tc.match.protocols;
-      for (const PortRange& pr : tc.match.l4_ports) r.l4_ports.emplace_back(pr.lo, pr.hi);
-      r.action = tc.action == ClassAction::kBypass ? ClassVerdict::kBypass
-                 : tc.action == ClassAction::kDrop ? ClassVerdict::kDrop
-                                                   : ClassVerdict::kInspect;
+      ClassRule r = classRule(tc);
       r.listener = dp::kNoListener;
       for (size_t i = 0; i < listener_names.size(); ++i)
         if (listener_names[i] == (tc.listener.empty() ? "default" : tc.listener)) r.listener = uint8_t(i);

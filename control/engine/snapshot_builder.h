@@ -133,4 +133,9 @@ ClassCacheStats classCacheStats();
 // Benches: false compiles the classes at every build (the cache's baseline).
 void setClassCache(bool on);
 
+// A traffic class's match fields and action as the workers' ClassTable takes
+// them (buildSnapshot compiles these; explain's tests compare against them).
+// The listener is left 0: buildSnapshot resolves the name to its index.
+ClassRule classRule(const TrafficClassConfig& tc);
+
 }  // namespace gwlb::ctl

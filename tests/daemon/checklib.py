@@ -1,7 +1,9 @@
 """Shared by the gwlbd end-to-end checks (health_e2e.py, regions_e2e.py):
-TCP health-check listeners that accept and close, and one-shot control API
-calls over gwlbd's Unix socket."""
+TCP health-check listeners that accept and close, one-shot control API
+calls over gwlbd's Unix socket, and a scrape of /metrics parsed to samples."""
 import json
+import re
+import urllib.request
 import socket
 import threading
 
@@ -43,3 +45,21 @@ def api_call(sock_path, method, **params):
     r = json.loads(s.makefile().readline())
     s.close()
     return r
+
+
+def scrape(addr):
+    """The Prometheus text gwlbd serves on ADDR (host:port) at /metrics."""
+    return urllib.request.urlopen(f"http://{addr}/metrics", timeout=10).read().decode()
+
+
+def samples(body):
+    """{(name, frozenset(labels)): value} of every sample line."""
+    out = {}
+    for line in body.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = re.match(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$', line)
+        assert m, line
+        labels = frozenset(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(3) or ""))
+        out[(m.group(1), labels)] = float(m.group(4))
+    return out

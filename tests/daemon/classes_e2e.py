@@ -26,7 +26,9 @@ import re
 import subprocess
 import sys
 import time
-import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import checklib  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("mode", choices=["gen", "check"])
@@ -97,19 +99,10 @@ def gen():
 
 
 def scrape():
-    return urllib.request.urlopen(f"http://{args.metrics}/metrics", timeout=10).read().decode()
+    return checklib.scrape(args.metrics)
 
 
-def samples(body):
-    out = {}
-    for line in body.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        m = re.match(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$', line)
-        assert m, line
-        labels = frozenset(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(3) or ""))
-        out[(m.group(1), labels)] = float(m.group(4))
-    return out
+samples = checklib.samples
 
 
 def class_series(s, name):

@@ -30,6 +30,7 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import checklib  # noqa: E402
 from checklib import Listener, api_call  # noqa: E402
 
 STATES = ["initializing", "active", "unresolved", "unhealthy", "idle", "draining", "drained", "removed"]
@@ -43,20 +44,10 @@ args = ap.parse_args()
 
 
 def scrape():
-    return urllib.request.urlopen(f"http://{args.metrics}/metrics", timeout=10).read().decode()
+    return checklib.scrape(args.metrics)
 
 
-def samples(body):
-    """{(name, frozenset(labels)): value} of every sample line."""
-    out = {}
-    for line in body.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        m = re.match(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$', line)
-        assert m, line
-        labels = frozenset(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(3) or ""))
-        out[(m.group(1), labels)] = float(m.group(4))
-    return out
+samples = checklib.samples
 
 
 def value(s, name, **labels):

@@ -10,6 +10,7 @@
 #include "common/traffic_class.h"
 #include "control/engine/class_explain.h"
 #include "control/engine/class_slots.h"
+#include "control/engine/snapshot_builder.h"
 
 namespace gwlb::ctl {
 namespace {
@@ -163,14 +164,8 @@ TEST(ClassExplain, AgreesWithTheWorkersClassTable) {
         if (pick(2)) c.match.prefixes.push_back({*IpAddr::parse(v4[pick(4)]), uint8_t(pick(3) == 0 ? 0 : 16)});
         else c.match.prefixes.push_back({*IpAddr::parse(v6[pick(3)]), 48});
       }
-      ClassRule r;
-      r.ingress_ports = c.match.ingress_ports;
-      r.vlans = c.match.vlans;
-      for (const PrefixConfig& p : c.match.prefixes) r.prefixes.emplace_back(p.addr, p.len);
-      r.protocols = c.match.protocols;
-      for (const PortRange& pr : c.match.l4_ports) r.l4_ports.emplace_back(pr.lo, pr.hi);
       cs.push_back(c);
-      rules.push_back(r);
+      rules.push_back(classRule(c));  // what the snapshot builder compiles
     }
     ClassTable table(rules);
     for (int k = 0; k < 50; ++k) {
