@@ -26,8 +26,11 @@ void addressIntervals(const std::vector<ClassRule>& rules, int family, int bits,
                       std::vector<T>& starts, std::vector<Bits>& sets) {
   auto range = [&](const IpAddr& a, uint8_t len, T& lo, T& hi) {
     T v = family == 4 ? T(v4Of(a.b.data())) : T(v6Of(a.b.data()));
-    T host = len >= bits ? T(0) : ((T(1) << (bits - len)) - 1);
-    if (len == 0) host = family == 4 ? T(0xFFFFFFFFu) : ~T(0);
+    // len 0 is the whole family: its host mask cannot be a shift (a shift by
+    // the type's width is undefined).
+    T host = len == 0      ? (family == 4 ? T(0xFFFFFFFFu) : ~T(0))
+             : len >= bits ? T(0)
+                           : ((T(1) << (bits - len)) - 1);
     lo = v & ~host;
     hi = lo | host;
   };
