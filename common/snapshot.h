@@ -168,6 +168,29 @@ struct Snapshot {
   // The WorkerState counter slot of each class, by its position in `classes`:
   // the slot follows the class's name across reloads (control/engine/class_slots.h).
   std::vector<uint16_t> class_slot;
+  // Per class, what the workers' common case needs in one load (routeClasses).
+  struct ClassRoute {
+    uint16_t slot = 0;        // class_slot
+    uint16_t origin = 0;      // FlowEntry::origin of its flows, direction 0
+    uint8_t listener = 0;
+    uint8_t inspect : 1 = 0;  // action inspect and its listener exists
+    uint8_t stickiness : 7 = 0;
+  };
+  std::vector<ClassRoute> class_route;
+  // Fills class_route from classes, class_slot and listeners; whoever sets
+  // class_slot calls it.
+  void routeClasses() {
+    class_route.assign(classes.size(), ClassRoute{});
+    for (size_t i = 0; i < classes.size() && i < class_slot.size(); ++i) {
+      ClassRoute& r = class_route[i];
+      const uint16_t c = uint16_t(i);
+      r.slot = class_slot[i];
+      r.listener = classes.listener(c);
+      r.inspect = classes.action(c) == ClassVerdict::kInspect && r.listener < listeners.size();
+      if (r.inspect) r.stickiness = uint8_t(listeners[r.listener].stickiness) & 0x7F;
+      r.origin = uint16_t((r.listener & 15) << 1 | ((r.slot + 1) & 0x7FF) << 5);  // dp::packOrigin
+    }
+  }
   std::vector<GroupView> groups;
   std::vector<ServerView> servers;  // indexed by server id
   // (ip, server id) sorted by ip: appliance lookup on the return path.

@@ -1,7 +1,7 @@
 #include "common/traffic_class.h"
 
 #include <algorithm>
-#include <map>
+#include <unordered_map>
 
 namespace gwlb {
 namespace {
@@ -17,6 +17,32 @@ U128 v6Of(const uint8_t* b) {
 uint32_t v4Of(const uint8_t* b) {
   return uint32_t(b[0]) << 24 | uint32_t(b[1]) << 16 | uint32_t(b[2]) << 8 | b[3];
 }
+
+struct BitsHash {
+  size_t operator()(const Bits& s) const noexcept {
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    for (uint64_t w : s) h = (h ^ w) * 0xBF58476D1CE4E5B9ull, h ^= h >> 29;
+    return size_t(h);
+  }
+};
+
+// One field's equivalence classes: the distinct rule sets its values produce,
+// numbered in order of first appearance.
+struct Classes {
+  explicit Classes(size_t words) : W(words) {}
+  size_t W;
+  std::unordered_map<Bits, uint32_t, BitsHash> index;
+  std::vector<uint64_t> flat;  // class i's set at [i * W, (i + 1) * W)
+  uint32_t intern(const Bits& s) {
+    if (auto it = index.find(s); it != index.end()) return it->second;  // no key copy
+    const uint32_t id = uint32_t(index.size());
+    index.emplace(s, id);
+    flat.insert(flat.end(), s.begin(), s.end());
+    return id;
+  }
+  size_t size() const { return index.size(); }
+  const uint64_t* set(size_t i) const { return flat.data() + i * W; }
+};
 
 // Intervals cut by the prefixes of one family: starts (sorted, first 0) and,
 // per interval, the rules whose prefixes of this family cover it, or that
@@ -63,49 +89,114 @@ void addressIntervals(const std::vector<ClassRule>& rules, int family, int bits,
     }
   }
 }
+
+// The IPv4 trie: a 16-bit top level, then 8-bit nodes; an entry is a class
+// or kChild | node. Built from the interval starts and their classes: a slot
+// one interval covers whole is a leaf. Each cut adds at most two nodes.
+void buildTrie4(const std::vector<uint32_t>& starts, const std::vector<uint32_t>& cls,
+                uint32_t kChild, std::vector<uint32_t>& top, std::vector<uint32_t>& nodes) {
+  top.assign(65536, 0);
+  nodes.clear();
+  // Slots are written through node indices, never through a pointer held
+  // across the growth of `nodes`.
+  for (uint32_t i = 0; i < 65536; ++i) {
+    const uint64_t lo = uint64_t(i) << 16, hi = lo + 0xFFFF;
+    size_t k = size_t(std::upper_bound(starts.begin(), starts.end(), uint32_t(lo)) - starts.begin()) - 1;
+    if (k + 1 == starts.size() || starts[k + 1] > hi) {
+      top[i] = cls[k];
+      continue;
+    }
+    const size_t n1 = nodes.size() / 256;
+    nodes.resize(nodes.size() + 256);
+    top[i] = kChild | uint32_t(n1);
+    for (uint32_t j = 0; j < 256; ++j) {
+      const uint64_t lo2 = lo | uint64_t(j) << 8, hi2 = lo2 + 0xFF;
+      size_t k2 = size_t(std::upper_bound(starts.begin(), starts.end(), uint32_t(lo2)) - starts.begin()) - 1;
+      if (k2 + 1 == starts.size() || starts[k2 + 1] > hi2) {
+        nodes[n1 * 256 + j] = cls[k2];
+        continue;
+      }
+      const size_t n2 = nodes.size() / 256;
+      nodes.resize(nodes.size() + 256);
+      nodes[n1 * 256 + j] = kChild | uint32_t(n2);
+      for (uint32_t x = 0; x < 256; ++x) {
+        const uint32_t a = uint32_t(lo2 | x);
+        nodes[n2 * 256 + x] =
+            cls[size_t(std::upper_bound(starts.begin(), starts.end(), a) - starts.begin()) - 1];
+      }
+    }
+  }
+}
+
+// A cross-product stage: table[x * |right| + y] = the class (in `out`) of
+// left[x] & right[y] (& mask), cut after its first rule in `wild` (one that
+// matches whatever the later fields are). False when it would exceed `limit`
+// cells or 65,535 classes: the table then classifies by bit vectors.
+bool crossStage(const Classes& left, const Classes& right, const Bits* mask, const Bits& wild, size_t limit,
+                Classes& out, std::vector<uint16_t>& table) {
+  const size_t nl = left.size(), nr = right.size(), W = left.W;
+  if (nl * nr > limit) return false;
+  table.resize(nl * nr);
+  Bits s(W, 0), lm(W);
+  std::vector<size_t> nz;  // left[x]'s nonzero words: the only ones a cell can have
+  for (size_t x = 0; x < nl; ++x) {
+    nz.clear();
+    for (size_t w = 0; w < W; ++w)
+      if ((lm[w] = left.set(x)[w] & (mask ? (*mask)[w] : ~uint64_t(0)))) nz.push_back(w);
+    for (size_t y = 0; y < nr; ++y) {
+      const uint64_t* b = right.set(y);
+      bool cut = false;
+      for (size_t w : nz) {
+        uint64_t v = cut ? 0 : lm[w] & b[w];
+        if (uint64_t f = v & wild[w]) {
+          v &= f ^ (f - 1);  // up to and with the lowest bit of f
+          cut = true;
+        }
+        s[w] = v;
+      }
+      const uint32_t id = out.intern(s);
+      if (id >= kNoClass) return false;
+      table[x * nr + y] = uint16_t(id);
+    }
+    for (size_t w : nz) s[w] = 0;
+  }
+  return true;
+}
+
 }  // namespace
 
 struct ClassTable::Data {
-  std::vector<uint64_t> sets_;
+  explicit Data(size_t W) : P(W), V(W), R(W), L(W), A{Classes(W), Classes(W)} {}
+  Classes P, V, R, L;  // per field: port, VLAN, protocol, L4 port
+  Classes A[2];        // addresses: IPv4; IPv6 and (last) neither family
   std::vector<uint16_t> port_, vlan_, proto_, l4_;
-  uint16_t none_ = 0, l4_none_ = 0;
-  std::vector<uint32_t> v4_start_;
-  std::vector<uint16_t> v4_set_;
+  std::vector<uint32_t> port_row_;
+  std::vector<uint32_t> a4_top_, a4_node_;
   std::vector<U128> v6_start_;
-  std::vector<uint16_t> v6_set_;
+  std::vector<uint32_t> v6_cls_;
+  struct Product {
+    std::vector<uint16_t> pv, pvr, pl, fin;  // stage classes; fin: the first rule
+    std::vector<uint32_t> pv_row, pvr_row, pl_row;  // the same as row offsets
+  } prod[2];
   std::vector<uint8_t> action_, listener_;
 };
 
-ClassTable::ClassTable(const std::vector<ClassRule>& rules) {
+ClassTable::ClassTable(const std::vector<ClassRule>& rules, size_t cell_limit) {
   if (rules.empty()) return;
-  auto data = std::make_shared<Data>();
-  Data& D = *data;
   n_rules_ = uint32_t(std::min(rules.size(), kMaxClasses));
   std::vector<ClassRule> rs(rules.begin(), rules.begin() + n_rules_);
-  n_words_ = (n_rules_ + 63) / 64;
-  const size_t W = n_words_;
-  auto& sets_ = D.sets_;
-  auto &port_ = D.port_, &vlan_ = D.vlan_, &proto_ = D.proto_, &l4_ = D.l4_;
-  auto &none_ = D.none_, &l4_none_ = D.l4_none_;
-  auto& v4_start_ = D.v4_start_;
-  auto& v4_set_ = D.v4_set_;
-  auto& v6_start_ = D.v6_start_;
-  auto& v6_set_ = D.v6_set_;
-  auto &action_ = D.action_, &listener_ = D.listener_;
-  std::map<Bits, uint32_t> index;  // identical sets stored once
-  auto intern = [&](const Bits& s) -> uint32_t {
-    auto [it, fresh] = index.emplace(s, uint32_t(index.size()));
-    if (fresh) sets_.insert(sets_.end(), s.begin(), s.end());
-    return it->second;
-  };
-  none_ = uint16_t(intern(Bits(W, 0)));
+  const size_t W = (n_rules_ + 63) / 64;
+  auto data = std::make_shared<Data>(W);
+  Data& D = *data;
   for (const ClassRule& r : rs) {
-    action_.push_back(uint8_t(r.action));
-    listener_.push_back(r.listener);
+    D.action_.push_back(uint8_t(r.action));
+    D.listener_.push_back(r.listener);
   }
-  // A field given as a list of values over a small domain.
-  auto table = [&](size_t domain, auto values, std::vector<uint16_t>& out) {
-    std::vector<Bits> per(domain, Bits(W, 0));
+  // A field given as a list of values over a small domain; `domain` is the
+  // value no rule can name (an ingress port >= 256), matched by the rules
+  // without the field.
+  auto table = [&](size_t domain, auto values, Classes& cls, std::vector<uint16_t>& out) {
+    std::vector<Bits> per(domain + 1, Bits(W, 0));
     for (size_t ri = 0; ri < rs.size(); ++ri) {
       const auto& v = values(rs[ri]);
       if (v.empty()) {
@@ -115,13 +206,14 @@ ClassTable::ClassTable(const std::vector<ClassRule>& rules) {
           if (size_t(x) < domain) setBit(per[x], ri);
       }
     }
-    out.resize(domain);
-    for (size_t i = 0; i < domain; ++i) out[i] = uint16_t(intern(per[i]));
+    out.resize(domain + 1);
+    for (size_t i = 0; i <= domain; ++i) out[i] = uint16_t(cls.intern(per[i]));
   };
-  table(256, [](const ClassRule& r) -> const auto& { return r.ingress_ports; }, port_);
-  table(4096, [](const ClassRule& r) -> const auto& { return r.vlans; }, vlan_);
-  table(256, [](const ClassRule& r) -> const auto& { return r.protocols; }, proto_);
-  // L4 ports: elementary intervals of the ranges, then a direct table.
+  table(256, [](const ClassRule& r) -> const auto& { return r.ingress_ports; }, D.P, D.port_);
+  table(4096, [](const ClassRule& r) -> const auto& { return r.vlans; }, D.V, D.vlan_);
+  table(256, [](const ClassRule& r) -> const auto& { return r.protocols; }, D.R, D.proto_);
+  // L4 ports: elementary intervals of the ranges, then a direct table whose
+  // last entry (65536) is "ports unknown": the rules without l4_ports.
   {
     std::vector<uint32_t> cuts{0};
     for (const ClassRule& r : rs)
@@ -132,7 +224,7 @@ ClassTable::ClassTable(const std::vector<ClassRule>& rules) {
     std::sort(cuts.begin(), cuts.end());
     cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
     std::vector<Bits> per(cuts.size(), Bits(W, 0));
-    Bits unknown(W, 0);  // ports not known: rules without l4_ports
+    Bits unknown(W, 0);
     for (size_t ri = 0; ri < rs.size(); ++ri) {
       if (rs[ri].l4_ports.empty()) {
         for (Bits& s : per) setBit(s, ri);
@@ -144,49 +236,146 @@ ClassTable::ClassTable(const std::vector<ClassRule>& rules) {
         for (; i < cuts.size() && cuts[i] <= hi; ++i) setBit(per[i], ri);
       }
     }
-    l4_.resize(65536);
+    D.l4_.resize(65537);
     size_t k = 0;
     uint16_t id = 0;
     for (uint32_t p = 0; p < 65536; ++p) {
-      if (k < cuts.size() && cuts[k] == p) id = uint16_t(intern(per[k++]));
-      l4_[p] = id;
+      if (k < cuts.size() && cuts[k] == p) id = uint16_t(D.L.intern(per[k++]));
+      D.l4_[p] = id;
     }
-    l4_none_ = uint16_t(intern(unknown));
+    D.l4_[65536] = uint16_t(D.L.intern(unknown));
   }
-  std::vector<Bits> per;
-  addressIntervals<uint32_t>(rs, 4, 32, W, v4_start_, per);
-  for (const Bits& s : per) v4_set_.push_back(uint16_t(intern(s)));
-  addressIntervals<U128>(rs, 6, 128, W, v6_start_, per);
-  for (const Bits& s : per) v6_set_.push_back(uint16_t(intern(s)));
-  sets_.shrink_to_fit();
-  this->sets_ = sets_.data();
-  this->port_ = port_.data();
-  this->vlan_ = vlan_.data();
-  this->proto_ = proto_.data();
-  this->l4_ = l4_.data();
-  this->none_ = none_;
-  this->l4_none_ = l4_none_;
-  this->action_ = action_.data();
-  this->listener_ = listener_.data();
+  {  // addresses: both families' classes in one numbering, then "neither"
+    std::vector<uint32_t> v4_start;
+    std::vector<Bits> per;
+    addressIntervals<uint32_t>(rs, 4, 32, W, v4_start, per);
+    std::vector<uint32_t> v4_cls;
+    for (const Bits& s : per) v4_cls.push_back(D.A[0].intern(s));
+    buildTrie4(v4_start, v4_cls, kChild, D.a4_top_, D.a4_node_);
+    addressIntervals<U128>(rs, 6, 128, W, D.v6_start_, per);
+    for (const Bits& s : per) D.v6_cls_.push_back(D.A[1].intern(s));
+    Bits none(W, 0);
+    for (size_t ri = 0; ri < rs.size(); ++ri)
+      if (rs[ri].prefixes.empty()) setBit(none, ri);
+    D.v6_cls_.push_back(D.A[1].intern(none));  // the last: neither family
+  }
+  // The cross products: port x VLAN, x protocol, x L4 port, then x address
+  // to the first rule of each combination; per family, only the rules that
+  // can match it. wild[k]: the rules matching any value of the fields after
+  // stage k (no protocols, ports, prefixes).
+  Bits wild[3] = {Bits(W, 0), Bits(W, 0), Bits(W, 0)}, fam[2] = {Bits(W, 0), Bits(W, 0)};
+  for (size_t ri = 0; ri < rs.size(); ++ri) {
+    const ClassRule& r = rs[ri];
+    const bool np = r.prefixes.empty(), nl = np && r.l4_ports.empty();
+    if (np) setBit(wild[2], ri);
+    if (nl) setBit(wild[1], ri);
+    if (nl && r.protocols.empty()) setBit(wild[0], ri);
+    for (int f = 0; f < 2; ++f) {
+      bool any = np;
+      for (const auto& [a, len] : r.prefixes) any |= (a.family == 4) == (f == 0);
+      if (any) setBit(fam[f], ri);
+    }
+  }
+  bool cross = true;
+  for (int f = 0; f < 2 && cross; ++f) {
+    Classes pv(W), pvr(W), pl(W);
+    Data::Product& x = D.prod[f];
+    cross = crossStage(D.P, D.V, &fam[f], wild[0], cell_limit, pv, x.pv) &&
+            crossStage(pv, D.R, nullptr, wild[1], cell_limit, pvr, x.pvr) &&
+            crossStage(pvr, D.L, nullptr, wild[2], cell_limit, pl, x.pl) && pl.size() * D.A[f].size() <= cell_limit;
+    if (!cross) break;
+    const Classes& A = D.A[f];
+    x.fin.resize(pl.size() * A.size());
+    std::vector<uint32_t> rules;  // pl's sets are short after the cuts: walk their rules
+    for (size_t i = 0; i < pl.size(); ++i) {
+      rules.clear();
+      for (size_t w = 0; w < W; ++w)
+        for (uint64_t v = pl.set(i)[w]; v; v &= v - 1) rules.push_back(uint32_t(w * 64 + size_t(__builtin_ctzll(v))));
+      for (size_t y = 0; y < A.size(); ++y) {
+        const uint64_t* a = A.set(y);
+        uint16_t first = kNoClass;
+        for (uint32_t r : rules)
+          if (a[r / 64] >> (r % 64) & 1) {
+            first = uint16_t(r);
+            break;
+          }
+        x.fin[i * A.size() + y] = first;
+      }
+    }
+  }
+  for (int f = 0; f < 2; ++f) {
+    Data::Product& x = D.prod[f];
+    if (!cross) x = Data::Product{};
+    auto rows = [](const std::vector<uint16_t>& ids, size_t len, std::vector<uint32_t>& out) {
+      out.resize(ids.size());
+      for (size_t i = 0; i < ids.size(); ++i) out[i] = uint32_t(ids[i] * len);
+    };
+    rows(x.pv, D.R.size(), x.pv_row);
+    rows(x.pvr, D.L.size(), x.pvr_row);
+    rows(x.pl, D.A[f].size(), x.pl_row);
+    x.pv.clear(), x.pvr.clear(), x.pl.clear();
+    for (auto* v : {&x.pv, &x.pvr, &x.pl, &x.fin}) v->shrink_to_fit();
+  }
+  for (uint16_t pe : D.port_) D.port_row_.push_back(uint32_t(pe * D.V.size()));
+  port_row_ = D.port_row_.data();
+  vlan_ = D.vlan_.data();
+  proto_ = D.proto_.data();
+  l4_ = D.l4_.data();
+  a4_top_ = D.a4_top_.data();
+  a4_node_ = D.a4_node_.data();
+  if (cross) {
+    auto view = [](const Data::Product& x) {
+      return Product{x.pv_row.data(), x.pvr_row.data(), x.pl_row.data(), x.fin.data()};
+    };
+    v4_ = view(D.prod[0]);
+    v6_ = view(D.prod[1]);
+  }
+  action_ = D.action_.data();
+  listener_ = D.listener_.data();
   data_ = std::move(data);
 }
 
-uint32_t ClassTable::addrSet(const IpAddr& a) const noexcept {
-  const auto& v4_start_ = data_->v4_start_;
-  const auto& v4_set_ = data_->v4_set_;
-  const auto& v6_start_ = data_->v6_start_;
-  const auto& v6_set_ = data_->v6_set_;
-  if (a.family == 4) {
-    uint32_t v = v4Of(a.b.data());
-    size_t i = size_t(std::upper_bound(v4_start_.begin(), v4_start_.end(), v) - v4_start_.begin());
-    return v4_set_[i - 1];
+size_t ClassTable::memoryBytes() const noexcept {
+  if (!data_) return 0;
+  const Data& D = *data_;
+  size_t n = 0;
+  for (const Classes* c : {&D.P, &D.V, &D.R, &D.L, &D.A[0], &D.A[1]}) n += c->flat.size() * 8;
+  for (const auto* v : {&D.port_, &D.vlan_, &D.proto_, &D.l4_}) n += v->size() * 2;
+  n += D.port_row_.size() * 4;
+  for (const Data::Product& x : D.prod) {
+    n += x.fin.size() * 2;
+    for (const auto* v : {&x.pv_row, &x.pvr_row, &x.pl_row}) n += v->size() * 4;
   }
-  if (a.family == 6) {
-    U128 v = v6Of(a.b.data());
-    size_t i = size_t(std::upper_bound(v6_start_.begin(), v6_start_.end(), v) - v6_start_.begin());
-    return v6_set_[i - 1];
+  n += (D.a4_top_.size() + D.a4_node_.size() + D.v6_cls_.size()) * 4 + D.v6_start_.size() * 16;
+  return n;
+}
+
+uint16_t ClassTable::classifyOther(uint16_t port, uint16_t vlan, const L4Tuple& t, bool ports) const noexcept {
+  const Data& D = *data_;
+  const bool v4 = t.src.family == 4;
+  auto addr = [&](const IpAddr& a) -> uint32_t {
+    if (a.family == 4) return addr4(a.b.data());
+    if (a.family != 6) return D.v6_cls_.back();
+    const U128 v = v6Of(a.b.data());
+    return D.v6_cls_[size_t(std::upper_bound(D.v6_start_.begin(), D.v6_start_.end(), v) - D.v6_start_.begin()) - 1];
+  };
+  const uint32_t pe = D.port_[port < 256 ? port : 256], ve = vlan_[vlan & 0xFFF], re = proto_[t.proto];
+  const uint32_t ls = l4_[ports ? t.sport : 65536u], ld = l4_[ports ? t.dport : 65536u];
+  const uint32_t as = addr(t.src), ad = addr(t.dst);
+  if (const Product& x = v4 ? v4_ : v6_; x.fin) {
+    const uint32_t pvr = x.pvr[x.pv[port_row_[port < 256 ? port : 256] + ve] + re];
+    const uint16_t *s = x.fin + x.pl[pvr + ls], *d = x.fin + x.pl[pvr + ld];
+    return std::min(std::min(s[as], s[ad]), std::min(d[as], d[ad]));
   }
-  return none_;
+  const size_t W = D.P.W;
+  const Classes& A = D.A[v4 ? 0 : 1];
+  const uint64_t *a = D.P.set(pe), *b = D.V.set(ve), *c = D.R.set(re);
+  const uint64_t *d = D.L.set(ls), *e = D.L.set(ld), *f = A.set(as), *g = A.set(ad);
+  for (size_t w = 0; w < W; ++w) {
+    uint64_t x = a[w] & b[w] & c[w] & (d[w] | e[w]) & (f[w] | g[w]);
+    if (x) return uint16_t(w * 64 + size_t(__builtin_ctzll(x)));
+  }
+  return kNoClass;
 }
 
 }  // namespace gwlb

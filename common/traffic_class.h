@@ -3,6 +3,7 @@
 // Pure code, no DPDK: the snapshot builder compiles, workers classify.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <utility>
@@ -31,17 +32,34 @@ struct ClassRule {
   bool operator==(const ClassRule&) const = default;
 };
 
-// Bit-vector decomposition: each field maps its value to the set of rules it
-// lets match (one bit per rule, rules in order); the first set bit of the
-// AND of the fields' sets is the class. Values map to sets by direct tables
-// (port, VLAN, protocol, L4 port) or by a binary search over the address
-// intervals the prefixes cut (IPv4, IPv6). Identical sets are stored once.
-// The compiled tables are immutable and shared by copies (a snapshot builder
-// that keeps one table while its rules do not change copies a pointer).
+// Compiled in two stages. Each field first maps its value to an equivalence
+// class: the set of rules that value lets match (one bit per rule, rules in
+// order), identical sets numbered once per field. Direct tables do this for
+// ingress port, VLAN, protocol and L4 port; a multibit trie (16, 8, 8 bits)
+// for IPv4 addresses; a binary search over the intervals the prefixes cut for
+// IPv6. Then a cross product (recursive flow classification) combines the
+// classes: port x VLAN, x protocol, x L4 port, x address, the last table
+// holding the first rule of each combination. Either-endpoint fields are
+// combined per endpoint: the class is the first of the four (source or
+// destination port) x (source or destination address) lookups, since
+//   P & V & R & (Ls | Ld) & (As | Ad) = union of P & V & R & Lx & Ay.
+// Two cross products, one per address family, each without the rules whose
+// prefixes are all of the other family; and each stage keeps of its set only
+// the rules up to the first one that matches whatever the later fields are
+// (first match wins, so later rules cannot be the answer). Both keep the
+// number of distinct sets, and so the tables, small for rule sets that mix
+// fields. A packet costs 7 field lookups and 6 table reads whatever the rule
+// count. A rule set whose cross product would still exceed `cell_limit` cells
+// (or 65,535 distinct sets in a stage) classifies instead by AND-ing the
+// fields' bit vectors, one word per 64 rules. The compiled tables are
+// immutable and shared by copies (a snapshot builder that keeps one table
+// while its rules do not change copies a pointer).
 class ClassTable {
  public:
+  static constexpr size_t kDefaultCellLimit = size_t(1) << 23;  // 16 MiB of uint16_t
+
   ClassTable() = default;
-  explicit ClassTable(const std::vector<ClassRule>& rules);
+  explicit ClassTable(const std::vector<ClassRule>& rules, size_t cell_limit = kDefaultCellLimit);
 
   bool empty() const noexcept { return n_rules_ == 0; }
   size_t size() const noexcept { return n_rules_; }
@@ -49,36 +67,50 @@ class ClassTable {
   uint8_t listener(uint16_t cls) const noexcept { return listener_[cls]; }
   // Whether two tables share one compilation (the builder's cache hit).
   bool sameCompilation(const ClassTable& o) const noexcept { return data_ == o.data_; }
+  // Whether the cross product was built (false: bit vectors, see above).
+  bool crossProduct() const noexcept { return v4_.fin != nullptr; }
+  // Bytes of the compiled tables (docs/performance.md, --check-config).
+  size_t memoryBytes() const noexcept;
 
   // The first rule matching, or kNoClass. `vlan`: the VLAN ID, 0 untagged.
   // `ports`: false for a packet whose ports are unknown (a non-first
   // fragment): only rules without l4_ports can match it.
-  uint16_t classify(uint16_t port, uint16_t vlan, const L4Tuple& t, bool ports = true) const noexcept {
-    const uint64_t* a = set(port < 256 ? port_[port] : none_);
-    const uint64_t* b = set(vlan_[vlan & 0xFFF]);
-    const uint64_t* c = set(proto_[t.proto]);
-    const uint64_t* d = set(ports ? l4_[t.sport] : l4_none_);
-    const uint64_t* e = set(ports ? l4_[t.dport] : l4_none_);
-    const uint64_t* f = set(addrSet(t.src));
-    const uint64_t* g = set(addrSet(t.dst));
-    for (uint32_t w = 0; w < n_words_; ++w) {
-      uint64_t x = a[w] & b[w] & c[w] & (d[w] | e[w]) & (f[w] | g[w]);
-      if (x) return uint16_t(w * 64 + uint32_t(__builtin_ctzll(x)));
-    }
-    return kNoClass;
+  [[gnu::always_inline]] uint16_t classify(uint16_t port, uint16_t vlan, const L4Tuple& t,
+                                           bool ports = true) const noexcept {
+    // IPv4 inline (always: a call costs a fifth of it); IPv6 and the bit vectors out of line. The stage tables
+    // hold row offsets into the next stage (class x its row length).
+    if (__builtin_expect(t.src.family != 4 || v4_.fin == nullptr, 0)) return classifyOther(port, vlan, t, ports);
+    const uint32_t pv = v4_.pv[port_row_[port < 256 ? port : 256] + vlan_[vlan & 0xFFF]];
+    const uint32_t pvr = v4_.pvr[pv + proto_[t.proto]];
+    const uint16_t* s = v4_.fin + v4_.pl[pvr + l4_[ports ? t.sport : 65536u]];
+    const uint16_t* d = v4_.fin + v4_.pl[pvr + l4_[ports ? t.dport : 65536u]];
+    const uint32_t as = addr4(t.src.b.data()), ad = addr4(t.dst.b.data());
+    return std::min(std::min(s[as], s[ad]), std::min(d[as], d[ad]));
   }
 
  private:
   struct Data;
-  const uint64_t* set(uint32_t id) const noexcept { return sets_ + size_t(id) * n_words_; }
-  uint32_t addrSet(const IpAddr& a) const noexcept;
+  static constexpr uint32_t kChild = 0x80000000u;  // a trie entry naming a child node
+  [[gnu::always_inline]] uint32_t addr4(const uint8_t* b) const noexcept {
+    uint32_t e = a4_top_[uint32_t(b[0]) << 8 | b[1]];
+    if (__builtin_expect(e & kChild, 0)) {
+      e = a4_node_[size_t(e & ~kChild) << 8 | b[2]];
+      if (e & kChild) e = a4_node_[size_t(e & ~kChild) << 8 | b[3]];
+    }
+    return e;
+  }
+  uint16_t classifyOther(uint16_t port, uint16_t vlan, const L4Tuple& t, bool ports) const noexcept;
 
   std::shared_ptr<const Data> data_;
   // Views into *data_ for the per-packet path.
-  uint32_t n_rules_ = 0, n_words_ = 0;
-  const uint64_t* sets_ = nullptr;
-  const uint16_t *port_ = nullptr, *vlan_ = nullptr, *proto_ = nullptr, *l4_ = nullptr;
-  uint16_t none_ = 0, l4_none_ = 0;
+  uint32_t n_rules_ = 0;
+  const uint32_t* port_row_ = nullptr;  // port class x |VLAN classes|
+  const uint16_t *vlan_ = nullptr, *proto_ = nullptr, *l4_ = nullptr;
+  const uint32_t *a4_top_ = nullptr, *a4_node_ = nullptr;
+  struct Product {  // one address family's cross product
+    const uint32_t *pv = nullptr, *pvr = nullptr, *pl = nullptr;
+    const uint16_t* fin = nullptr;
+  } v4_, v6_;
   const uint8_t *action_ = nullptr, *listener_ = nullptr;
 };
 

@@ -146,16 +146,18 @@ template <bool kClasses>
     if (pos >= 0) rp = &alt;
   }
   const FlowRef& ref = *rp;
-  const uint8_t listener = kClasses ? originListener(ref.origin) : 0;
-  const uint16_t cls = kClasses ? originClass(ref.origin) : kNoClass;
-  const ListenerView& lv = s.listeners[listener];
-  // The group new flows (and moved ones) go to; null when they are dropped.
-  const GroupView* ng = lv.active < s.groups.size() ? &s.groups[lv.active] : nullptr;
+  // The group new flows (and moved ones) go to, of the flow's listener; null
+  // when they are dropped. Not needed by an established flow's packet.
+  auto newGroup = [&]() -> const GroupView* {
+    const ListenerView& lv = s.listeners[kClasses ? originListener(ref.origin) : 0];
+    return lv.active < s.groups.size() ? &s.groups[lv.active] : nullptr;
+  };
   if (pos < 0 && ref.fragment_key) return drop(c, m, Counter::drop_fragment_unknown_flow);
   // Concurrency rule R1 (docs/architecture.md "Flow entries: concurrency rules"):
   // an entry without a route is being created: join the race (ensureRoute).
   uint64_t route = pos >= 0 ? ft.entry(pos).route.load(std::memory_order_acquire) : 0;
   if (!(route & kRouteSet)) {
+    const GroupView* ng = newGroup();
     if (!ng) return drop(c, m, Counter::drop_no_healthy_server);
     const GroupView& g = *ng;
     uint16_t server = g.maglevPick(ref.hash);
@@ -174,7 +176,8 @@ template <bool kClasses>
     // gateway of a fleet gives this flow the same one (docs/fleet.md).
     uint32_t appliance = server < s.servers.size() ? s.servers[server].ip : 0;
     route = ensureRoute(ft.entry(pos), server, flowCookie(ref.hash, appliance), ref.hash, idle,
-                        c.now, packOrigin(ref.dir, listener, cls), created);
+                        c.now, kClasses ? uint16_t((ref.origin & ~1u) | (ref.dir & 1)) : packOrigin(ref.dir, 0, kNoClass),
+                        created);
     if (created) {
       c.w.counters.inc(Counter::flows_created);
       if (!ref.fragment_key) c.noteSync(pos, SyncEvent::kNew);
@@ -190,7 +193,8 @@ template <bool kClasses>
   // measure what it costs.)
 #ifndef GWLB_BENCH_NO_MOVE_CHECK
   MoveReason why = s.servers[server].move;
-  if (why != MoveReason::kNone && ng) [[unlikely]] {
+  const GroupView* ng;
+  if (why != MoveReason::kNone && (ng = newGroup())) [[unlikely]] {
     bool moved = false;
     // Concurrency rule R4 (docs/architecture.md "Flow entries: concurrency rules"):
     // one CAS; movers on one snapshot (and this flow's fragment entries) reach one route.
@@ -214,7 +218,7 @@ template <bool kClasses>
   // Concurrency rule R5 (docs/architecture.md "Flow entries: concurrency rules"):
   // its flow_hash and origin (listener, class) are the flow's.
   if (p.is_fragment && p.first_fragment && !p.icmp_error &&
-      (kClasses || lv.stickiness == StickinessMode::kFiveTuple)) [[unlikely]] {
+      (kClasses || s.listeners[0].stickiness == StickinessMode::kFiveTuple)) [[unlikely]] {
     FlowKey fk = makeFragmentKey(p.tuple, p.frag_id, kFragmentListener);
     uint32_t fh = flowHash(fk);
     int32_t fpos = ft.insert(fk, fh);
@@ -527,7 +531,7 @@ template <bool kClasses>
       continue;
     }
     if constexpr (classes) {
-      if (!classifyForward(c, m, p, f.ref)) continue;
+      if (!classifyInspect(c, m, p, f.ref) && !classifyForward(c, m, p, f.ref)) continue;
     } else {
       f.ref = refFor(p, stickiness, 0);
     }

@@ -86,6 +86,23 @@ inline FlowRef refFor(const ParsedPacket& p, StickinessMode mode, uint8_t listen
   return r;
 }
 
+// The traffic classes' common case, inline: a whole packet (no fragment, no
+// ICMP error) of an inspect class with its listener. Counts the class and
+// keys the packet; false leaves everything else to classifyForward.
+[[gnu::always_inline]] inline bool classifyInspect(Ctx& c, rte_mbuf* m, const ParsedPacket& p,
+                                                   FlowRef& ref) noexcept {
+  if (p.icmp_error | p.is_fragment) return false;
+  const Snapshot& s = c.s;
+  const uint16_t cls = s.classes.classify(m->port, uint16_t(p.vlan_tci & (p.has_vlan ? 0xFFF : 0)), p.tuple);
+  if (cls >= s.class_route.size()) return false;
+  const Snapshot::ClassRoute r = s.class_route[cls];
+  if (!r.inspect) return false;
+  c.w.countClass(r.slot, m->pkt_len);
+  ref = refFor(p, StickinessMode(r.stickiness), r.listener);
+  ref.origin = r.origin;
+  return true;
+}
+
 // The traffic-class path (dataplane/classify.cc), out of line: only bursts on
 // a snapshot with traffic_classes call it.
 // With traffic_classes: the class keys the packet (inspect) or bypasses or drops

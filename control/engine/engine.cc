@@ -106,6 +106,7 @@ void Engine::build(const std::string& why, uint64_t now) {
   std::vector<std::string> class_names;
   for (const TrafficClassConfig& tc : cfg_.traffic_classes) class_names.push_back(tc.name);
   s->class_slot = class_slots_.assign(class_names, in_.class_counts);
+  s->routeClasses();
   if (hooks_.built) hooks_.built(*s);
   Decision d;
   d.kind = Decision::Kind::kSnapshot;

@@ -365,6 +365,7 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
     }
     s->classes = compiledClasses(rules);
     for (size_t i = 0; i < rules.size(); ++i) s->class_slot.push_back(uint16_t(i));  // the engine's ClassSlots override
+    s->routeClasses();
   }
 
   // Where a group's moved flows go: its listener's active group.

@@ -89,6 +89,27 @@ TEST_F(ClassCounters, AReloadThatSwapsTwoClassesKeepsEachNamesCounts) {
   EXPECT_EQ(packets("rest"), 0u);
 }
 
+// The workers read a class's slot, listener and the origin its flows' entries
+// carry from one precomputed route (Snapshot::routeClasses); it must say what
+// class_slot and dp::packOrigin say, also after a reload moves the slots.
+TEST_F(ClassCounters, EachClassRouteMatchesItsSlotAndOrigin) {
+  auto check = [&] {
+    const dp::Snapshot* s = h_.dataplane().snapshot.load();
+    ASSERT_NE(s, nullptr);
+    ASSERT_EQ(s->class_route.size(), s->classes.size());
+    for (uint16_t i = 0; i < s->classes.size(); ++i) {
+      const dp::Snapshot::ClassRoute& r = s->class_route[i];
+      EXPECT_EQ(r.slot, s->class_slot[i]);
+      EXPECT_EQ(r.listener, s->classes.listener(i));
+      EXPECT_TRUE(r.inspect);
+      EXPECT_EQ(r.origin, dp::packOrigin(0, r.listener, r.slot));
+    }
+  };
+  check();
+  reload({cls("dns", kProtoUdp), cls("new", kProtoIcmp), cls("web", kProtoTcp), cls("rest", 0)});
+  check();
+}
+
 TEST_F(ClassCounters, ARenamedClassStartsFromZero) {
   for (uint16_t i = 0; i < 3; ++i) sendUdp(uint16_t(50000 + i));
   EXPECT_EQ(packets("dns"), 3u);

@@ -3,6 +3,9 @@
 // IPv6, VLAN 0 (untagged), port ranges, first match, packets without ports.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -210,6 +213,122 @@ TEST(ClassTable, RulesCompareByEveryField) {
   b.action = ClassVerdict::kDrop;
   EXPECT_FALSE(Rules{a} == Rules{b});
   EXPECT_FALSE(Rules{a} == (Rules{a, a}));
+}
+
+
+// --- The compiled table against the rule text, on random rule sets: the
+// cross product and the bit-vector form (a cell limit of 0) must both give
+// the first rule whose every given field matches.
+
+bool inPrefix(const IpAddr& a, const IpAddr& p, uint8_t len) {
+  if (a.family != p.family) return false;
+  for (int bit = 0; bit < len; ++bit) {
+    const uint8_t m = uint8_t(0x80 >> (bit % 8));
+    if ((a.b[size_t(bit / 8)] & m) != (p.b[size_t(bit / 8)] & m)) return false;
+  }
+  return true;
+}
+
+uint16_t naive(const std::vector<ClassRule>& rs, uint16_t port, uint16_t vlan, const L4Tuple& t, bool ports) {
+  auto has = [](const auto& v, auto x) { return v.empty() || std::find(v.begin(), v.end(), x) != v.end(); };
+  for (size_t i = 0; i < rs.size(); ++i) {
+    const ClassRule& r = rs[i];
+    if (!has(r.ingress_ports, port) || !has(r.vlans, vlan) || !has(r.protocols, t.proto)) continue;
+    if (!r.l4_ports.empty()) {
+      bool hit = false;
+      for (auto [lo, hi] : r.l4_ports)
+        hit |= ports && ((t.sport >= lo && t.sport <= hi) || (t.dport >= lo && t.dport <= hi));
+      if (!hit) continue;
+    }
+    if (!r.prefixes.empty()) {
+      bool hit = false;
+      for (const auto& [a, len] : r.prefixes) hit |= inPrefix(t.src, a, len) || inPrefix(t.dst, a, len);
+      if (!hit) continue;
+    }
+    return uint16_t(i);
+  }
+  return kNoClass;
+}
+
+TEST(ClassTable, CrossProductAndBitVectorsAgreeWithTheRulesOnRandomSets) {
+  std::mt19937 rng(27);
+  auto pick = [&](uint32_t n) { return uint32_t(rng() % n); };
+  // Values drawn from small pools so that rules and packets meet often.
+  const char* v4[] = {"10.0.0.0", "10.1.0.0", "10.1.2.0", "10.1.2.3", "192.0.2.0", "0.0.0.0", "10.1.2.128"};
+  const char* v6[] = {"2001:db8::", "2001:db8:1::", "2001:db8:1::5", "::"};
+  for (int set = 0; set < 200; ++set) {
+    std::vector<ClassRule> rs(1 + pick(set < 180 ? 12 : 300));
+    for (ClassRule& r : rs) {
+      r.listener = uint8_t(pick(16));
+      r.action = ClassVerdict(pick(3));
+      if (pick(4) == 0) r.ingress_ports = {uint16_t(pick(3))};
+      if (pick(3) == 0) r.vlans = {uint16_t(pick(4)), uint16_t(pick(4))};
+      if (pick(3) == 0) r.protocols = {uint8_t(pick(2) ? kProtoTcp : kProtoUdp)};
+      if (pick(3) == 0) {
+        uint16_t lo = uint16_t(pick(40));
+        r.l4_ports = {{lo, uint16_t(lo + pick(5))}};
+      }
+      for (uint32_t n = pick(3); n-- > 0;) {
+        if (pick(3)) r.prefixes.push_back({ip(v4[pick(7)]), uint8_t(pick(33))});
+        else r.prefixes.push_back({ip(v6[pick(4)]), uint8_t(pick(129))});
+      }
+    }
+    const ClassTable cross(rs), bits(rs, 0);
+    ASSERT_TRUE(cross.crossProduct());
+    ASSERT_FALSE(bits.crossProduct());
+    for (int k = 0; k < 300; ++k) {
+      L4Tuple t;
+      if (pick(4)) {
+        t.src = ip(v4[pick(7)]), t.dst = ip(v4[pick(7)]);
+        t.src.b[3] ^= uint8_t(pick(2) ? 0 : pick(256));
+      } else {
+        t.src = ip(v6[pick(4)]), t.dst = ip(v6[pick(4)]);
+        t.dst.b[15] ^= uint8_t(pick(256));
+      }
+      t.proto = uint8_t(pick(3) ? kProtoTcp : kProtoUdp);
+      t.sport = uint16_t(pick(45)), t.dport = uint16_t(pick(45));
+      const uint16_t port = uint16_t(pick(4) == 0 ? 300 : pick(3)), vlan = uint16_t(pick(4));
+      const bool ports = pick(5) != 0;
+      const uint16_t want = naive(rs, port, vlan, t, ports);
+      ASSERT_EQ(cross.classify(port, vlan, t, ports), want) << "set " << set << " packet " << k;
+      ASSERT_EQ(bits.classify(port, vlan, t, ports), want) << "set " << set << " packet " << k;
+      ASSERT_EQ(cross.classify(port, vlan, reversed(t), ports), cross.classify(port, vlan, t, ports));
+    }
+  }
+}
+
+// The mixed 1,000-rule set of the benchmark (bench/bench_net.h) compiles to
+// the cross product within the default limit.
+TEST(ClassTable, AThousandMixedRulesGetTheCrossProduct) {
+  std::vector<ClassRule> rs;
+  for (uint32_t i = 0; i < 999; ++i) {
+    ClassRule r = inspect(0);
+    if (i % 4 == 0) r.vlans = {uint16_t(100 + i % 3900)}, r.protocols = {kProtoUdp};
+    if (i % 4 == 1) {
+      uint8_t a[4] = {10, uint8_t(100 + i / 256 % 100), uint8_t(i % 256), 0};
+      r.prefixes = {{IpAddr::v4(a), 24}};
+      r.l4_ports = {{uint16_t(2000 + i), uint16_t(2000 + i)}};
+    }
+    if (i % 4 == 2) r.protocols = {kProtoTcp}, r.l4_ports = {{uint16_t(30000 + i), uint16_t(30005 + i)}};
+    if (i % 4 == 3) {
+      std::array<uint8_t, 16> a{0x20, 0x01, 0x0d, 0xb8, uint8_t(i >> 8), uint8_t(i)};
+      r.prefixes = {{IpAddr::v6(a.data()), 48}};
+      r.vlans = {uint16_t(1 + i % 4000)};
+    }
+    rs.push_back(r);
+  }
+  ClassRule last = inspect(1);
+  last.prefixes = {{ip("10.64.0.0"), 16}};
+  last.protocols = {kProtoUdp};
+  last.l4_ports = {{53, 53}};
+  last.vlans = {0};
+  rs.push_back(last);
+  const ClassTable t(rs);
+  EXPECT_TRUE(t.crossProduct());
+  EXPECT_LT(t.memoryBytes(), size_t(64) << 20);
+  EXPECT_EQ(t.classify(0, 0, tuple("10.64.1.1", "198.51.100.1", kProtoUdp, 4000, 53)), 999);
+  EXPECT_EQ(t.classify(0, 0, tuple("10.100.5.9", "198.51.100.1", kProtoTcp, 2005, 9)), 5);
+  EXPECT_EQ(t.classify(0, 104, tuple("10.64.1.1", "198.51.100.1", kProtoUdp, 4000, 53)), 4);
 }
 
 }  // namespace
