@@ -39,7 +39,17 @@ std::string renderClasses(const Json& r) {
     }
   }
   t.addRow({"-", "(none)", "no class matches", "drop", "-", countText(un, "packets"), "-"});
-  return t.render() + "first match wins; (none): dropped as unclassified (drop_unclassified)\n";
+  std::string out = t.render() + "first match wins; (none): dropped as unclassified (drop_unclassified)\n";
+  const Json& comp = field(r, "compiled");
+  const Json& bytes = field(comp, "bytes");
+  if (comp.is_object() && bytes.is_number()) {
+    const bool cross = fieldText(comp, "structure") == "cross_product";
+    out += "compiled for the workers: " + fieldText(comp, "rules") + " rules, " +
+           (cross ? "cross product (one cost per packet whatever the rules)"
+                  : "bit vectors (the cross product would be too large: a packet's cost grows with the rules)") +
+           ", " + formatBytes(bytes.get<uint64_t>()) + "\n";
+  }
+  return out;
 }
 
 void addClassLines(KV& kv, const Json& cls) {

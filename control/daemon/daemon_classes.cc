@@ -73,6 +73,13 @@ json Daemon::apiClasses(const json& p) {
   json out = {{"configured", !classes.empty()},
               {"classes", list},
               {"unclassified", {{"packets", t.get(Counter::drop_unclassified)}}}};
+  // How the workers' snapshot holds them (common/traffic_class.h): the cross
+  // product costs the same per packet whatever the rules; the bit vectors,
+  // for rule sets whose product is too large, grow with the rule count.
+  if (const dp::Snapshot* s = dp_.snapshot.load(); s && !s->classes.empty())
+    out["compiled"] = {{"rules", s->classes.size()},
+                       {"structure", s->classes.crossProduct() ? "cross_product" : "bit_vectors"},
+                       {"bytes", s->classes.memoryBytes()}};
   if (classes.empty())
     out["default_listener"] = regions().listeners().empty() ? "default" : regions().listeners()[0].name;
   return out;

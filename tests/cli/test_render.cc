@@ -197,6 +197,12 @@ TEST(Render, ClassesAndExplainedClass) {
             "1  tenant-a  vlans 100,200                inspect  firewalls-a     123k  10.0 MiB\n"
             "-  (none)    no class matches             drop     -                 12         -\n"
             "first match wins; (none): dropped as unclassified (drop_unclassified)\n");
+  r["compiled"] = Json::parse(R"({"rules": 2, "structure": "cross_product", "bytes": 1500000})");
+  EXPECT_TRUE(has(renderClasses(r), "\ncompiled for the workers: 2 rules, cross product (one cost per packet "
+                                    "whatever the rules), 1.4 MiB\n"))
+      << renderClasses(r);
+  r["compiled"]["structure"] = "bit_vectors";
+  EXPECT_TRUE(has(renderClasses(r), "2 rules, bit vectors (the cross product would be too large")) << renderClasses(r);
   EXPECT_EQ(renderClasses(Json::parse(R"({"configured": false, "classes": [], "default_listener": "web"})")),
             "no traffic_classes: every packet is inspected by listener 'web'\n");
 
