@@ -325,7 +325,8 @@ TEST(ClassTable, AThousandMixedRulesGetTheCrossProduct) {
   rs.push_back(last);
   const ClassTable t(rs);
   EXPECT_TRUE(t.crossProduct());
-  EXPECT_LT(t.memoryBytes(), size_t(64) << 20);
+  // docs/performance.md quotes this size ("34.0 MiB").
+  EXPECT_NEAR(double(t.memoryBytes()) / (1 << 20), 34.0, 0.05);
   EXPECT_EQ(t.classify(0, 0, tuple("10.64.1.1", "198.51.100.1", kProtoUdp, 4000, 53)), 999);
   EXPECT_EQ(t.classify(0, 0, tuple("10.100.5.9", "198.51.100.1", kProtoTcp, 2005, 9)), 5);
   EXPECT_EQ(t.classify(0, 104, tuple("10.64.1.1", "198.51.100.1", kProtoUdp, 4000, 53)), 4);
