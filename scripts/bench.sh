@@ -8,16 +8,18 @@
 # the fast path record the load average they ran under.
 set -euo pipefail
 # Every section's name; --only takes one of them.
-sections="flow_dump probes move_check pipeline flow_table maglev snapshot sync"
+sections="flow_dump probes move_check pipeline flow_table maglev snapshot sync workers"
 usage="usage: scripts/bench.sh [--quick] [--only $(echo "$sections" | tr ' ' '|')]"
 flows=500000 rounds=3 probe_s=10 mc_s=6 only=""
 ft_sizes="65536 1000000 10000000" ft_s=10 ft_sweeps=3 mg_rounds=51 sb_s=10
 sync_flows=1000000 sync_rounds=7
+mw_sizes="4096 1048576" mw_reps=7 mw_s=0.5
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) flows=100000 rounds=2 probe_s=5 mc_s=3
              ft_sizes="65536 1000000" ft_s=4 ft_sweeps=2 mg_rounds=15 sb_s=3
-             sync_flows=100000 sync_rounds=3 ;;
+             sync_flows=100000 sync_rounds=3
+             mw_sizes="4096 262144" mw_reps=3 mw_s=0.3 ;;
     --only) [ $# -ge 2 ] || { echo "bench: --only needs a section" >&2; exit 2; }; only="$2"; shift ;;
     *) echo "$usage" >&2; exit 2 ;;
   esac
@@ -464,3 +466,25 @@ emit("sync", {"codec": s, "warm_start": w}, rows, cond, sys.argv[3], sys.argv[4]
 PY
 fi
 
+
+# ---- Issue 28 item 6: two workers sharing one flow table -----------------
+# bench/multi_worker_bench: 1 worker alone, 2 workers with symmetric RSS, 2
+# with each flow's returns on the other worker (asymmetric), 2 while a
+# control thread beside worker 0 publishes 100 and 1,000 snapshots/s; per
+# flow count, plus the asymmetric cost with bursts of 1 (no prefetch overlap).
+if runs workers; then
+mw_runs=()
+mw_run() {
+  local la0 la1 j
+  la0=$(cut -d' ' -f1 /proc/loadavg)
+  j=$("$GWLB_BUILD/bench/multi_worker_bench" --reps "$mw_reps" --seconds "$mw_s" "$@" \
+    2>>"$out/bench-workers.log" | tail -1)
+  la1=$(cut -d' ' -f1 /proc/loadavg)
+  mw_runs+=("$(printf '%s' "$j" | sed "s/}\$/,\"load_avg_1m\":[$la0,$la1]}/")")
+}
+: >"$out/bench-workers.log"
+for mw_n in $mw_sizes; do mw_run --flows "$mw_n"; done
+mw_run --flows 4096 --burst 1 --rates ""
+GWLB_ROOT="$GWLB_ROOT" /usr/bin/python3 "$GWLB_ROOT/bench/workers_report.py" "$out/bench.json" "$cpu" \
+  "$(nproc)" "${mw_runs[@]}"
+fi
