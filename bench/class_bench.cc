@@ -47,11 +47,14 @@
 // before and after, rte_malloc_get_socket_stats, split into the rule store and
 // the run-time tables rte_acl_build adds; rte_lpm also as its config implies:
 // tbl24 + tbl8s x 256 entries + the rule array); cycles per classification:
-// TSC (rte_rdtsc_precise) around --passes passes over a fixed mix of 4,096
-// packets (a quarter each: matching a class among the first tenth, among the
-// last tenth, any class, random fields), median of --reps (11) repetitions
-// after an untimed pass. Packets are pre-parsed (ClassTable: port, VLAN and
-// an L4Tuple; rte_acl: its 20-byte input buffer), as a worker has them.
+// TSC (rte_rdtsc_precise) around --passes (1) loops over a fixed mix of 4,096
+// packets (a quarter each: made to match a class among the first tenth,
+// among the last tenth, any class, and random fields), median of --reps (11)
+// repetitions; the structures take turns within a repetition, each after an
+// untimed loop (warm), and a repetition during which the thread was switched
+// out is measured again (see timeAll). Packets are pre-parsed (ClassTable:
+// port, VLAN and an L4Tuple; rte_acl: its 20-byte input buffer), as a worker
+// has them; building rte_acl's buffer from a parsed packet is not counted.
 //
 //   class_bench [--sets a,b,...] [--builds K] [--reps R] [--passes P] [--cpu C]
 //               [--seed X]
@@ -62,6 +65,7 @@
 // first matching class); --break drops one of the ACL expansion's variants,
 // for the self-test that shows the check fails.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <rte_acl.h>
 #include <rte_cycles.h>
 #include <rte_eal.h>
@@ -77,6 +81,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <iterator>
 #include <memory>
 #include <random>
@@ -96,7 +101,7 @@ constexpr uint32_t kBurst = 32;
 
 struct Options {
   std::vector<std::string> sets = {"mixed-10", "mixed-100", "mixed-1000", "vlan-1000", "prefix-1000"};
-  unsigned builds = 5, reps = 11, passes = 16;
+  unsigned builds = 5, reps = 11, passes = 1;
   int cpu = -1;
   uint64_t seed = 0x6777'6c62'0027ULL;
   bool check = false;
@@ -519,23 +524,6 @@ double msOf(F&& f) {
 
 volatile uint64_t g_sink;
 
-// Cycles per packet of `pass` (one pass over the mix, returning a checksum),
-// median of reps x passes.
-template <typename F>
-Stats cyclesPerPacket(const Options& o, F&& pass) {
-  g_sink = g_sink + pass();  // untimed
-  std::vector<double> v;
-  for (unsigned r = 0; r < o.reps; ++r) {
-    uint64_t acc = 0;
-    const uint64_t t0 = rte_rdtsc_precise();
-    for (unsigned p = 0; p < o.passes; ++p) acc += pass();
-    const uint64_t t1 = rte_rdtsc_precise();
-    g_sink = g_sink + acc;
-    v.push_back(double(t1 - t0) / (double(o.passes) * kMix));
-  }
-  return stats(v);
-}
-
 struct Row {
   std::string set, structure, note;
   double build_ms = 0;
@@ -543,6 +531,57 @@ struct Row {
   Stats cycles;
   std::string extra_json;  // further fields, starting with ','
 };
+
+// One structure's pass over the mix (returns a checksum of its answers) and
+// the row its cycles go to.
+struct Timed {
+  size_t row;
+  std::function<uint64_t()> pass;
+  std::vector<double> cycles;
+};
+
+// Timeslices this thread has run (/proc/thread-self/schedstat, third
+// field): unchanged across a measurement = it was never switched out.
+uint64_t timeslices() {
+  static const int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+  char b[128];
+  const ssize_t n = fd >= 0 ? pread(fd, b, sizeof b - 1, 0) : -1;
+  if (n <= 0) return 0;
+  b[n] = '\0';
+  unsigned long long run = 0, wait = 0, slices = 0;
+  return std::sscanf(b, "%llu %llu %llu", &run, &wait, &slices) == 3 ? slices : 0;
+}
+
+uint64_t g_redone = 0;  // repetitions measured again: the thread was switched out
+
+// Cycles per packet: every structure of a rule set in turn within each
+// repetition (a disturbance of the shared machine hits them alike), each
+// timed warm (one untimed pass first: the previous structure's tables have
+// displaced its own from the caches), TSC around `passes` passes over the
+// mix. A repetition during which the thread was switched out (another
+// process took the cpu) is measured again, up to 20 times. Median of the
+// repetitions.
+void timeAll(const Options& o, std::vector<Timed>& ts, std::vector<Row>& rows) {
+  for (unsigned r = 0; r < o.reps; ++r)
+    for (Timed& t : ts) {
+      double c = 0;
+      for (int attempt = 0; attempt < 20; ++attempt) {
+        g_sink = g_sink + t.pass();
+        uint64_t acc = 0;
+        const uint64_t s0 = timeslices();
+        const uint64_t t0 = rte_rdtsc_precise();
+        for (unsigned p = 0; p < o.passes; ++p) acc += t.pass();
+        const uint64_t t1 = rte_rdtsc_precise();
+        const uint64_t s1 = timeslices();
+        g_sink = g_sink + acc;
+        c = double(t1 - t0) / (double(o.passes) * kMix);
+        if (s0 == s1) break;
+        ++g_redone;
+      }
+      t.cycles.push_back(c);
+    }
+  for (Timed& t : ts) rows[t.row].cycles = stats(t.cycles);
+}
 
 std::string statsJson(const Stats& s) {
   return "{\"median\":" + fmt("%.2f", s.median) + ",\"min\":" + fmt("%.2f", s.min) +
@@ -561,21 +600,19 @@ void benchSet(const Options& o, const std::string& set, std::vector<Row>& rows, 
   const std::vector<Packet> mix = timingMix(rules, o.seed);
   std::vector<const uint8_t*> keys;
   for (const Packet& p : mix) keys.push_back(reinterpret_cast<const uint8_t*>(&p.key));
-
+  std::vector<Timed> timed;
   auto median = [](std::vector<double> v) { return stats(std::move(v)).median; };
+
   // ClassTable, both ways.
-  for (bool cross : {true, false}) {
-    const size_t limit = cross ? ClassTable::kDefaultCellLimit : 0;
+  ClassTable tables[2];
+  for (int k = 0; k < 2; ++k) {
+    const bool cross = k == 0;
+    ClassTable& t = tables[k];
     std::vector<double> ms;
-    ClassTable t;
-    for (unsigned b = 0; b < o.builds; ++b) ms.push_back(msOf([&] { t = ClassTable(rules, limit); }));
-    if (cross && !t.crossProduct()) die(set + ": the cross product was not built");
+    for (unsigned b = 0; b < o.builds; ++b)
+      ms.push_back(msOf([&] { t = ClassTable(rules, cross ? ClassTable::kDefaultCellLimit : 0); }));
+    if (cross != t.crossProduct()) die(set + ": ClassTable did not build what was asked");
     Row r{set, cross ? "cross_product" : "bit_vectors", "", median(ms), t.memoryBytes(), {}, ""};
-    r.cycles = cyclesPerPacket(o, [&] {
-      uint64_t acc = 0;
-      for (const Packet& p : mix) acc += t.classify(p.port, p.vlan, p.t);
-      return acc;
-    });
     if (cross) {
       // Where the mix's packets end up (by the cross product's answer).
       const size_t n = rules.size(), tenth = std::max<size_t>(1, n / 10);
@@ -589,82 +626,90 @@ void benchSet(const Options& o, const std::string& set, std::vector<Row>& rows, 
       mix_json += std::string(mix_json.empty() ? "" : ",") + "\"" + set + "\":{\"packets\":" +
                   std::to_string(kMix) + ",\"first_tenth\":" + std::to_string(first) +
                   ",\"last_tenth\":" + std::to_string(last) + ",\"no_class\":" + std::to_string(none) + "}";
-      r.note = std::to_string(first) + " first tenth, " + std::to_string(last) + " last tenth, " +
-               std::to_string(none) + " none of " + std::to_string(kMix);
+      r.note = "mix: " + std::to_string(first) + " first tenth, " + std::to_string(last) + " last tenth, " +
+               std::to_string(none) + " none";
     }
     rows.push_back(r);
+    timed.push_back({rows.size() - 1, [&t, &mix] {
+                       uint64_t acc = 0;
+                       for (const Packet& p : mix) acc += t.classify(p.port, p.vlan, p.t);
+                       return acc;
+                     }, {}});
   }
   // rte_acl.
+  std::unique_ptr<Acl> acl;
+  std::vector<uint32_t> res(kMix);
   {
     std::vector<double> ms;
-    std::unique_ptr<Acl> a;
     for (unsigned b = 0; b < o.builds; ++b) {
-      a.reset();
-      ms.push_back(msOf([&] { a = buildAcl(rules, ""); }));
+      acl.reset();
+      ms.push_back(msOf([&] { acl = buildAcl(rules, ""); }));
     }
-    const std::string alg = algName(aclDumpField(a->ctx, "alg")), tries = aclDumpField(a->ctx, "num_tries");
-    std::vector<uint32_t> res(kMix);
-    Row burst{set, "rte_acl (bursts of 32)", "", median(ms), a->rule_bytes + a->runtime_bytes, {}, ""};
-    burst.cycles = cyclesPerPacket(o, [&] {
-      for (uint32_t i = 0; i < kMix; i += kBurst) rte_acl_classify(a->ctx, keys.data() + i, res.data() + i, kBurst, 1);
-      uint64_t acc = 0;
-      for (uint32_t x : res) acc += x;
-      return acc;
-    });
-    burst.note = std::to_string(a->acl_rules) + " ACL rules (" + std::to_string(a->left_out) +
-                 " IPv6-only classes left out), " + tries + " tries, alg " + alg + "; runtime " +
-                 bytesText(a->runtime_bytes) + " + rules " + bytesText(a->rule_bytes);
-    burst.extra_json = ",\"acl_rules\":" + std::to_string(a->acl_rules) + ",\"classes_left_out\":" +
-                       std::to_string(a->left_out) + ",\"num_tries\":\"" + tries + "\",\"alg\":\"" + alg +
-                       "\",\"runtime_bytes\":" + std::to_string(a->runtime_bytes) +
-                       ",\"rule_bytes\":" + std::to_string(a->rule_bytes);
+    const Acl& a = *acl;
+    const std::string alg = algName(aclDumpField(a.ctx, "alg")), tries = aclDumpField(a.ctx, "num_tries");
+    Row burst{set, "rte_acl (bursts of 32)", "", median(ms), a.rule_bytes + a.runtime_bytes, {}, ""};
+    burst.note = std::to_string(a.acl_rules) + " ACL rules (" + std::to_string(a.left_out) +
+                 " IPv6-only classes left out), " + tries + " tries, " + alg + "; run-time " +
+                 bytesText(a.runtime_bytes) + " + rules " + bytesText(a.rule_bytes);
+    burst.extra_json = ",\"acl_rules\":" + std::to_string(a.acl_rules) + ",\"classes_left_out\":" +
+                       std::to_string(a.left_out) + ",\"num_tries\":\"" + tries + "\",\"alg\":\"" + alg +
+                       "\",\"runtime_bytes\":" + std::to_string(a.runtime_bytes) +
+                       ",\"rule_bytes\":" + std::to_string(a.rule_bytes);
     Row single = burst;
     single.structure = "rte_acl (one packet)";
-    single.note = "same context";
-    single.cycles = cyclesPerPacket(o, [&] {
-      uint64_t acc = 0;
-      for (uint32_t i = 0; i < kMix; ++i) {
-        uint32_t x = 0;
-        rte_acl_classify(a->ctx, &keys[i], &x, 1, 1);
-        acc += x;
-      }
-      return acc;
-    });
+    single.note = "the same context, rte_acl_classify(num 1) per packet";
     rows.push_back(burst);
+    timed.push_back({rows.size() - 1, [ctx = a.ctx, &keys, &res] {
+                       for (uint32_t i = 0; i < kMix; i += kBurst)
+                         rte_acl_classify(ctx, keys.data() + i, res.data() + i, kBurst, 1);
+                       uint64_t acc = 0;
+                       for (uint32_t x : res) acc += x;
+                       return acc;
+                     }, {}});
     rows.push_back(single);
+    timed.push_back({rows.size() - 1, [ctx = a.ctx, &keys] {
+                       uint64_t acc = 0;
+                       for (uint32_t i = 0; i < kMix; ++i) {
+                         uint32_t x = 0;
+                         rte_acl_classify(ctx, &keys[i], &x, 1, 1);
+                         acc += x;
+                       }
+                       return acc;
+                     }, {}});
   }
   // rte_lpm, for prefixes alone.
+  std::unique_ptr<Lpm> lpm;
   if (prefixOnly(rules)) {
     std::vector<double> ms;
-    std::unique_ptr<Lpm> l;
     for (unsigned b = 0; b < o.builds; ++b) {
-      l.reset();
-      ms.push_back(msOf([&] { l = buildLpm(rules); }));
+      lpm.reset();
+      ms.push_back(msOf([&] { lpm = buildLpm(rules); }));
     }
-    Row r{set, "rte_lpm (src, dst)", "", median(ms), l->heap_bytes, {}, ""};
-    r.cycles = cyclesPerPacket(o, [&] {
-      uint64_t acc = 0;
-      for (const Packet& p : mix) acc += lpmClassify(l->lpm, p);
-      return acc;
-    });
-    r.note = "config: " + bytesText(l->config_bytes) + " (tbl24 64 MiB, " + std::to_string(kTbl8s) + " tbl8s)";
-    r.extra_json = ",\"config_bytes\":" + std::to_string(l->config_bytes);
+    Row r{set, "rte_lpm (src, dst)", "", median(ms), lpm->heap_bytes, {}, ""};
+    r.note = "config: " + bytesText(lpm->config_bytes) + " (tbl24 64 MiB, " + std::to_string(kTbl8s) + " tbl8s)";
+    r.extra_json = ",\"config_bytes\":" + std::to_string(lpm->config_bytes);
     rows.push_back(r);
+    timed.push_back({rows.size() - 1, [l = lpm->lpm, &mix] {
+                       uint64_t acc = 0;
+                       for (const Packet& p : mix) acc += lpmClassify(l, p);
+                       return acc;
+                     }, {}});
   }
+  timeAll(o, timed, rows);
 }
 
 int runBench(const Options& o) {
   std::vector<Row> rows;
   std::string mix_json;
   for (const std::string& s : o.sets) benchSet(o, s, rows, mix_json);
-  std::printf("%-12s %-24s %10s %12s %12s  %s\n", "rule set", "structure", "build ms", "memory", "cycles/pkt",
-              "notes");
+  std::printf("%-12s %-24s %10s %12s %10s %8s  %s\n", "rule set", "structure", "build ms", "memory", "cyc/pkt",
+              "(min)", "notes");
   for (const Row& r : rows)
-    std::printf("%-12s %-24s %10.3f %12s %12.2f  %s\n", r.set.c_str(), r.structure.c_str(), r.build_ms,
-                bytesText(r.memory).c_str(), r.cycles.median, r.note.c_str());
+    std::printf("%-12s %-24s %10.3f %12s %10.2f %8.2f  %s\n", r.set.c_str(), r.structure.c_str(), r.build_ms,
+                bytesText(r.memory).c_str(), r.cycles.median, r.cycles.min, r.note.c_str());
   std::string j = "{\"bench\":\"class_bench\",\"cpu\":" + std::to_string(o.cpu) + ",\"tsc_hz\":" +
                   std::to_string(rte_get_tsc_hz()) + ",\"builds\":" + std::to_string(o.builds) +
-                  ",\"reps\":" + std::to_string(o.reps) + ",\"passes\":" + std::to_string(o.passes) +
+                  ",\"reps\":" + std::to_string(o.reps) + ",\"passes\":" + std::to_string(o.passes) + ",\"reps_redone\":" + std::to_string(g_redone) +
                   ",\"mix_packets\":" + std::to_string(kMix) + ",\"burst\":" + std::to_string(kBurst) +
                   ",\"mix\":{" + mix_json + "},\"rows\":[";
   for (size_t i = 0; i < rows.size(); ++i) {
