@@ -478,13 +478,14 @@ m = d["mix"]["mixed-1000"] if "mixed-1000" in d["mix"] else next(iter(d["mix"].v
 cond = (f"bench/class_bench: rule sets mixed-N = bench_net.h benchClasses(N), vlan-1000 = one VLAN per "
         f"class, prefix-1000 = one IPv4 /24 per class; IPv4 packets only (rte_acl: IPv4 fields; classes "
         f"whose prefixes are all IPv6 left out); build = median of {d['builds']} compilations from the "
-        f"rule list (steady_clock); memory = ClassTable::memoryBytes(), DPDK heap delta for rte_acl "
+        f"rule list (CPU time of the building thread; wall-clock in the JSON); memory = "
+        f"ClassTable::memoryBytes(), DPDK heap delta for rte_acl "
         f"(rules + run-time tables) and rte_lpm; cycles = TSC around {d['passes']} passes over "
         f"{d['mix_packets']} pre-parsed packets (a quarter each towards a class in the first tenth, the "
         f"last tenth, anywhere, random; mixed-1000: {m['no_class']} match none), median of {d['reps']} "
         f"reps; rte_acl_classify in bursts of {d['burst']} and one packet per call; one thread pinned to "
         f"cpu {d['cpu']}, EAL --no-huge; {sys.argv[5]} cores shared, 1-minute load average {sys.argv[4]}")
-emit("classes", d, rows, cond, sys.argv[2], sys.argv[3], width=48, value_width=8)
+emit("classes", d, rows, cond, sys.argv[2], sys.argv[3], width=52, value_width=8)
 PY
 fi
 
