@@ -190,10 +190,14 @@ Packet finish(uint16_t port, uint16_t vlan, uint8_t proto, uint32_t src, uint32_
 
 // Packets: random fields, or fields picked to match one class (a member of
 // each set it gives; a prefix or a port on either endpoint at random), with
-// values at and just beyond the edges of ranges and prefixes now and then.
+// values at and just beyond the edges of ranges and prefixes now and then
+// (and, for --check, of the sets).
 class PacketGen {
  public:
-  PacketGen(const std::vector<ClassRule>& rules, uint64_t seed) : rules_(rules), rng_(seed) {}
+  // set_neighbours: a set's member is now and then replaced by its neighbour
+  // just outside (--check; the timing mix keeps its members).
+  PacketGen(const std::vector<ClassRule>& rules, uint64_t seed, bool set_neighbours = false)
+      : rules_(rules), rng_(seed), set_neighbours_(set_neighbours) {}
 
   Packet random() {
     static constexpr uint8_t kProtos[] = {6, 17, 1, 132, 47};
@@ -220,9 +224,19 @@ class PacketGen {
     uint16_t port = base.port, vlan = base.vlan, sport = base.t.sport, dport = base.t.dport;
     uint8_t proto = base.t.proto;
     uint32_t src = v4Of(base.t.src), dst = v4Of(base.t.dst);
-    if (!r.ingress_ports.empty()) port = r.ingress_ports[pick(r.ingress_ports.size())];
-    if (!r.vlans.empty()) vlan = r.vlans[pick(r.vlans.size())];
-    if (!r.protocols.empty()) proto = r.protocols[pick(r.protocols.size())];
+    // A member of a set, or now and then its neighbour just outside.
+    auto member = [&](const auto& set) {
+      auto x = set[pick(set.size())];
+      if (!set_neighbours_) return x;
+      switch (pick(8)) {
+        case 0: return decltype(x)(x + 1);
+        case 1: return decltype(x)(x - 1);
+        default: return x;
+      }
+    };
+    if (!r.ingress_ports.empty()) port = member(r.ingress_ports) & 0xFF;
+    if (!r.vlans.empty()) vlan = member(r.vlans) & 0xFFF;
+    if (!r.protocols.empty()) proto = member(r.protocols);
     std::vector<std::pair<IpAddr, uint8_t>> v4;
     for (const auto& p : r.prefixes)
       if (p.first.family == 4) v4.push_back(p);
@@ -261,6 +275,7 @@ class PacketGen {
  private:
   const std::vector<ClassRule>& rules_;
   std::mt19937_64 rng_;
+  bool set_neighbours_;
 };
 
 // The timing mix: a quarter each towards a class in the first tenth, in the
@@ -748,7 +763,7 @@ int runCheck(const Options& o) {
     if (bits.crossProduct()) die(set + ": cell limit 0 still built a cross product");
     std::unique_ptr<Acl> acl = buildAcl(rules, o.break_variant);
     std::unique_ptr<Lpm> lpm = prefixOnly(rules) ? buildLpm(rules) : nullptr;
-    PacketGen g(rules, o.seed ^ std::hash<std::string>{}(set));
+    PacketGen g(rules, o.seed ^ std::hash<std::string>{}(set), true);
     std::vector<Packet> pkts;
     for (uint32_t i = 0; i < o.check_packets; ++i)
       pkts.push_back(i % 2 ? g.random() : g.towards(g.pick(rules.size())));
