@@ -8,17 +8,17 @@
 # the fast path record the load average they ran under.
 set -euo pipefail
 # Every section's name; --only takes one of them.
-sections="flow_dump probes move_check pipeline flow_table maglev snapshot sync workers"
+sections="flow_dump probes move_check pipeline flow_table maglev snapshot classes sync workers"
 usage="usage: scripts/bench.sh [--quick] [--only $(echo "$sections" | tr ' ' '|')]"
 flows=500000 rounds=3 probe_s=10 mc_s=6 only=""
 ft_sizes="65536 1000000 10000000" ft_s=10 ft_sweeps=3 mg_rounds=51 sb_s=10
-sync_flows=1000000 sync_rounds=7
+sync_flows=1000000 sync_rounds=7 cb_builds=5 cb_reps=11
 mw_sizes="4096 1048576" mw_reps=7 mw_s=0.5
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) flows=100000 rounds=2 probe_s=5 mc_s=3
              ft_sizes="65536 1000000" ft_s=4 ft_sweeps=2 mg_rounds=15 sb_s=3
-             sync_flows=100000 sync_rounds=3
+             sync_flows=100000 sync_rounds=3 cb_builds=3 cb_reps=5
              mw_sizes="4096 262144" mw_reps=3 mw_s=0.3 ;;
     --only) [ $# -ge 2 ] || { echo "bench: --only needs a section" >&2; exit 2; }; only="$2"; shift ;;
     *) echo "$usage" >&2; exit 2 ;;
@@ -438,6 +438,56 @@ cond = (f"bench/snapshot_bench: dp::workerLoop (1 worker, lcore {r0['worker_lcor
         f"then idle {r0['idle']['seconds']:.0f} s per run, {len(runs)} runs; medians of per-run "
         f"percentiles; lost = fed - out - named drops")
 emit("snapshot", {"runs": runs}, rows, cond, sys.argv[1], sys.argv[2], width=44, value_width=16)
+PY
+fi
+
+# ---- Issue 27 item 3: traffic classes, the structure by measurement ------
+# ClassTable (cross product; bit vectors) beside DPDK's rte_acl and rte_lpm on
+# the same rules and packets: build time, memory, cycles per classification.
+if runs classes; then
+cb_la=$(cut -d' ' -f1 /proc/loadavg)
+cb_json=$("$GWLB_BUILD/bench/class_bench" --builds "$cb_builds" --reps "$cb_reps" \
+  2>>"$out/bench-classes.log" | tail -1)
+cb_la="$cb_la-$(cut -d' ' -f1 /proc/loadavg)"
+GWLB_ROOT="$GWLB_ROOT" /usr/bin/python3 - "$cb_json" "$out/bench.json" "$cpu" "$cb_la" "$(nproc)" <<'PY'
+import json, os, sys
+sys.path.insert(0, os.path.join(os.environ["GWLB_ROOT"], "bench"))
+from report import emit
+d = json.loads(sys.argv[1])
+d["load_avg_1m"] = sys.argv[4]
+def mem(b):
+    return f"{b / 2**20:.1f} MiB" if b >= 2**20 else f"{b / 1024:.1f} KiB"
+print(f"\n{'rule set':12} {'structure':24} {'build ms':>10} {'memory':>11} {'cycles/packet':>14}")
+for r in d["rows"]:
+    print(f"{r['set']:12} {r['structure']:24} {r['build_ms']:10.3f} {mem(r['memory_bytes']):>11} "
+          f"{r['cycles']['median']:14.1f}")
+by = {(r["set"], r["structure"]): r for r in d["rows"]}
+rows = []
+for s in dict.fromkeys(r["set"] for r in d["rows"]):
+    cp = by[(s, "cross_product")]
+    acl = by[(s, "rte_acl (bursts of 32)")]
+    for name in ("bit_vectors", "rte_acl (bursts of 32)", "rte_acl (one packet)", "rte_lpm (src, dst)"):
+        if (s, name) in by:
+            r = by[(s, name)]
+            rows.append((f"{s}: {name} / cross product", f"{r['cycles']['median'] / cp['cycles']['median']:.2f}",
+                         f"cycles/packet {r['cycles']['median']:.1f} vs {cp['cycles']['median']:.1f}; build "
+                         f"{r['build_ms']:.1f} vs {cp['build_ms']:.1f} ms; memory {mem(r['memory_bytes'])} vs "
+                         f"{mem(cp['memory_bytes'])}"))
+    rows.append((f"{s}: ACL rules", f"{acl['acl_rules']}",
+                 f"classes expanded (src/dst variants, sets as runs), {acl['classes_left_out']} IPv6-only "
+                 f"classes left out; {acl['num_tries']} tries, {acl['alg']}"))
+m = d["mix"]["mixed-1000"] if "mixed-1000" in d["mix"] else next(iter(d["mix"].values()))
+cond = (f"bench/class_bench: rule sets mixed-N = bench_net.h benchClasses(N), vlan-1000 = one VLAN per "
+        f"class, prefix-1000 = one IPv4 /24 per class; IPv4 packets only (rte_acl: IPv4 fields; classes "
+        f"whose prefixes are all IPv6 left out); build = median of {d['builds']} compilations from the "
+        f"rule list (CPU time of the building thread; wall-clock in the JSON); memory = "
+        f"ClassTable::memoryBytes(), DPDK heap delta for rte_acl "
+        f"(rules + run-time tables) and rte_lpm; cycles = TSC around {d['passes']} passes over "
+        f"{d['mix_packets']} pre-parsed packets (a quarter each towards a class in the first tenth, the "
+        f"last tenth, anywhere, random; mixed-1000: {m['no_class']} match none), median of {d['reps']} "
+        f"reps; rte_acl_classify in bursts of {d['burst']} and one packet per call; one thread pinned to "
+        f"cpu {d['cpu']}, EAL --no-huge; {sys.argv[5]} cores shared, 1-minute load average {sys.argv[4]}")
+emit("classes", d, rows, cond, sys.argv[2], sys.argv[3], width=52, value_width=8)
 PY
 fi
 
