@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "common/checksum.h"
 #include "common/geneve.h"
@@ -92,15 +93,15 @@ namespace gwlb {
 // encapsulation carries (start: the IP header for aws format, 0 for ethernet
 // format). A TCP or UDP segment whose checksum is valid sums to the complement
 // of its pseudo-header's sum (RFC 1071 arithmetic; what Linux's local checksum
-// offload relies on), so only the headers in front of the segment are summed
-// byte by byte. When the inner checksum is wrong, the outer one is wrong by the
+// offload relies on), so only the headers in front of the segment are summed,
+// and of the IP header not even the addresses (the pseudo-header's). When the inner checksum is wrong, the outer one is wrong by the
 // same amount and the appliance's UDP stack drops the packet, as the
 // destination would have. Fragments, ICMP, other protocols, UDP without a
 // checksum (0) and UDP shorter than its IP payload are summed in full, and so
 // are packets whose pseudo-header destination may not be the header's: IPv4
 // with options (a source route's final hop, RFC 791/1122) and IPv6 with
 // extension headers (a routing header's final destination, RFC 8200 8.1).
-inline uint32_t payloadSum(const uint8_t* f, size_t start, const ParsedPacket& p) noexcept {
+[[gnu::always_inline]] inline uint32_t payloadSum(const uint8_t* f, size_t start, const ParsedPacket& p) noexcept {
   size_t end = size_t(p.l3_offset) + p.l3_len;
   uint8_t proto = p.tuple.proto;
   size_t plain_header = p.ip_version == 4 ? 20 : 40;
@@ -113,13 +114,24 @@ inline uint32_t payloadSum(const uint8_t* f, size_t start, const ParsedPacket& p
     // of the IP payload uncovered (RFC 768): then sum everything.
     bool covers = proto == kProtoTcp || rd16(l4 + 4) == end - p.l4_offset;
     if (ck != 0 && covers) {
+      // The header's addresses are the pseudo-header's, so they cancel: the
+      // sum is the bytes in front of them less the pseudo-header's protocol
+      // and length (adding 0xFFFF - x subtracts x, mod 0xFFFF). IPv4: bytes
+      // 0..11 of its header; IPv6: bytes 0..7 (its length is 32 bits in the
+      // pseudo-header). Their big-endian 64- and 32-bit words are summed
+      // whole (2^16 = 1 mod 0xFFFF: a word of four is congruent to the sum
+      // of its 16-bit words), then folded to 32 bits.
+      const uint32_t l4len = uint32_t(end - p.l4_offset);
+      uint64_t s = 3 * 0xFFFFu - proto - (l4len & 0xFFFF) - (l4len >> 16);
       const uint8_t* l3 = f + p.l3_offset;
-      uint32_t ps = p.ip_version == 4 ? csumAdd(0, l3 + 12, 8) : csumAdd(0, l3 + 8, 32);
-      ps += proto + uint32_t(end - p.l4_offset);
-      uint32_t segment = csumFold(ps);  // the complement of the pseudo-header's sum
-      size_t head = p.l4_offset - start;
-      // The usual head is a 20-byte IPv4 header: a constant length unrolls.
-      return head == 20 ? csumAdd(segment, f + start, 20) : csumAdd(segment, f + start, head);
+      const bool v4 = p.ip_version == 4;
+      if (p.l3_offset != start) return uint32_t(s) + csumAdd(0, f + start, p.l3_offset - start + (v4 ? 12 : 8));
+      uint64_t w;
+      std::memcpy(&w, l3, 8);
+      s += __builtin_bswap64(w);
+      if (v4) s += rd32(l3 + 8);
+      s = (s & 0xFFFFFFFF) + (s >> 32);
+      return uint32_t((s & 0xFFFFFFFF) + (s >> 32));
     }
   }
   return csumAdd(0, f + start, end - start);

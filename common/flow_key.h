@@ -7,6 +7,8 @@
 // Maglev slot and the flow-table bucket.
 #pragma once
 
+#include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -41,34 +43,6 @@ struct KeyedPacket {
 
 // Builds the canonical key of a tuple under a stickiness mode.
 KeyedPacket makeFlowKey(const L4Tuple& t, StickinessMode mode, uint8_t listener) noexcept;
-
-// makeFlowKey for an IPv4 tuple, inline for the fast path: the same key
-// (an IPv4 address's bytes 4..15 are zero, so the memcmp order of two
-// addresses is the order of their first four bytes read big-endian).
-inline KeyedPacket makeFlowKeyV4(const L4Tuple& t, StickinessMode mode, uint8_t listener) noexcept {
-  KeyedPacket kp;
-  FlowKey& k = kp.key;
-  std::memset(&k, 0, sizeof k);
-  uint16_t sp = t.sport, dp = t.dport;
-  uint8_t proto = t.proto;
-  if (mode != StickinessMode::kFiveTuple) sp = dp = 0;
-  if (mode == StickinessMode::kTwoTuple) proto = 0;
-  uint32_t s4, d4;
-  std::memcpy(&s4, t.src.b.data(), 4);
-  std::memcpy(&d4, t.dst.b.data(), 4);
-  uint32_t sh = __builtin_bswap32(s4), dh = __builtin_bswap32(d4);
-  bool swap = sh > dh || (sh == dh && sp > dp);
-  std::memcpy(k.a, swap ? &d4 : &s4, 4);
-  std::memcpy(k.b, swap ? &s4 : &d4, 4);
-  k.port_a = swap ? dp : sp;
-  k.port_b = swap ? sp : dp;
-  k.proto = proto;
-  k.family = 4;
-  k.listener = listener;
-  k.kind = KeyKind::kFlow;
-  kp.dir = swap ? 1 : 0;
-  return kp;
-}
 
 // The key that ties the fragments of one datagram together (not symmetric: all
 // fragments of a datagram travel the same way).
@@ -127,6 +101,49 @@ inline uint32_t flowHash(const FlowKey& k) noexcept {
   for (uint64_t x : w) h = detail::hashStep(h, x);
   h = detail::hashFinal(h ^ detail::g_hash_key.k1);
   return uint32_t(h ^ (h >> 32));
+}
+
+// makeFlowKey and flowHash for an IPv4 tuple in one, inline for the fast
+// path: the same key (an IPv4 address's bytes 4..15 are zero, so the memcmp
+// order of two addresses is the order of their first four bytes read
+// big-endian), written as its five 8-byte words, and the same hash, taken
+// from those words in registers (two of them are zero). Returns the hash.
+inline uint32_t makeFlowKeyV4(const L4Tuple& t, StickinessMode mode, uint8_t listener, FlowKey& k,
+                              uint8_t& dir) noexcept {
+  static_assert(std::endian::native == std::endian::little && offsetof(FlowKey, b) == 16 &&
+                    offsetof(FlowKey, port_a) == 32 && offsetof(FlowKey, port_b) == 34 &&
+                    offsetof(FlowKey, proto) == 36 && offsetof(FlowKey, family) == 37 &&
+                    offsetof(FlowKey, listener) == 38 && offsetof(FlowKey, kind) == 39,
+                "the key's words as makeFlowKeyV4 writes them");
+  uint16_t sp = t.sport, dp = t.dport;
+  uint8_t proto = t.proto;
+  if (mode != StickinessMode::kFiveTuple) sp = dp = 0;
+  if (mode == StickinessMode::kTwoTuple) proto = 0;
+  uint32_t s4, d4;
+  std::memcpy(&s4, t.src.b.data(), 4);
+  std::memcpy(&d4, t.dst.b.data(), 4);
+  uint32_t sh = __builtin_bswap32(s4), dh = __builtin_bswap32(d4);
+  bool swap = sh > dh || (sh == dh && sp > dp);
+  const uint64_t a = swap ? d4 : s4, b = swap ? s4 : d4;
+  const uint64_t tail = uint64_t(swap ? dp : sp) | uint64_t(swap ? sp : dp) << 16 |
+                        uint64_t(proto) << 32 | uint64_t(4) << 40 | uint64_t(listener) << 48 |
+                        uint64_t(KeyKind::kFlow) << 56;
+  const uint64_t w[5] = {a, 0, b, 0, tail};
+  std::memcpy(&k, w, sizeof w);
+  dir = swap ? 1 : 0;
+  uint64_t h = detail::kHashInit ^ detail::g_hash_key.k0 ^ (uint64_t(sizeof k) << 32);
+  h = detail::hashStep(h, a);
+  h = detail::hashStep(h, 0);
+  h = detail::hashStep(h, b);
+  h = detail::hashStep(h, 0);
+  h = detail::hashStep(h, tail);
+  h = detail::hashFinal(h ^ detail::g_hash_key.k1);
+  return uint32_t(h ^ (h >> 32));
+}
+inline KeyedPacket makeFlowKeyV4(const L4Tuple& t, StickinessMode mode, uint8_t listener) noexcept {
+  KeyedPacket kp;
+  makeFlowKeyV4(t, mode, listener, kp.key, kp.dir);
+  return kp;
 }
 
 }  // namespace gwlb

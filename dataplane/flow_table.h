@@ -273,7 +273,17 @@ class FlowTable {
   struct Candidates {
     uint32_t bucket[4];
   };
-  FlowEntry* entryPtr(int32_t pos) noexcept;
+  // Inline: every packet resolves its position. A compact slot is one line,
+  // its entry after the 16-byte key; a wide slot two lines, its entry after
+  // the 40-byte key (Slot4, Slot6 in flow_table.cc).
+  static constexpr size_t kSlot4Bytes = 64, kSlot6Bytes = 128;
+  static constexpr size_t kEntryOff4 = 16, kEntryOff6 = 40;
+  FlowEntry* entryPtr(int32_t pos) noexcept {
+    uint32_t p = uint32_t(pos);
+    auto* at = p < nslots_ ? reinterpret_cast<unsigned char*>(narrow_) + size_t(p) * kSlot4Bytes + kEntryOff4
+                           : reinterpret_cast<unsigned char*>(wide_) + size_t(p - nslots_) * kSlot6Bytes + kEntryOff6;
+    return reinterpret_cast<FlowEntry*>(at);
+  }
   // Two buckets by fastrange (multiply-shift: any bucket count) of the hash
   // and of an odd multiple of it, each with its neighbour: four candidates.
   void candidates(uint32_t hash, Candidates& c) const noexcept {

@@ -77,8 +77,12 @@ inline FlowRef refFor(const ParsedPacket& p, StickinessMode mode, uint8_t listen
     r.fragment_key = true;
   } else {
     const L4Tuple& t = p.icmp_error ? p.quoted : p.tuple;
-    KeyedPacket kp = t.src.family == 4 ? makeFlowKeyV4(t, mode, listener)
-                                       : makeFlowKey(t, mode, listener);
+    if (t.src.family == 4) [[likely]] {
+      r.hash = makeFlowKeyV4(t, mode, listener, r.key, r.dir);
+      r.dir ^= p.icmp_error ? 1 : 0;
+      return r;
+    }
+    KeyedPacket kp = makeFlowKey(t, mode, listener);
     r.key = kp.key;
     r.dir = uint8_t(kp.dir ^ (p.icmp_error ? 1 : 0));
   }

@@ -122,9 +122,16 @@ TEST_F(FlowHashKeyed, PortsCollidingUnderOneKeySpreadUnderAnother) {
   EXPECT_LT(still, chosen.size() / 16) << still << " of " << chosen.size() << " still collide";
 }
 
+// makeFlowKeyV4 gives makeFlowKey's key and direction and flowHash's hash
+// (unkeyed and keyed).
 TEST(FastKey, V4KeyIsTheGeneralKey) {
   std::mt19937 rng(13);
+  struct Restore {
+    FlowHashKey k = flowHashKey();
+    ~Restore() { setFlowHashKey(k); }
+  } restore;
   for (int i = 0; i < 50000; ++i) {
+    if (i == 25000) setFlowHashKey({0x0123456789ABCDEFULL, 0xFEDCBA9876543210ULL});
     L4Tuple t;
     // Small address and port ranges so that equal addresses and ports occur.
     uint32_t a = 0x0A000000u | (rng() % 4), b = 0x0A000000u | (rng() % 4);
@@ -141,6 +148,11 @@ TEST(FastKey, V4KeyIsTheGeneralKey) {
       ASSERT_TRUE(x.key == y.key) << "tuple " << t.src.str() << ":" << t.sport << " -> "
                                   << t.dst.str() << ":" << t.dport;
       ASSERT_EQ(x.dir, y.dir);
+      FlowKey k;
+      uint8_t dir = 9;
+      ASSERT_EQ(makeFlowKeyV4(t, m, uint8_t(i % 3), k, dir), flowHash(x.key));
+      ASSERT_TRUE(k == x.key);
+      ASSERT_EQ(dir, x.dir);
     }
   }
 }
