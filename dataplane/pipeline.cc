@@ -155,7 +155,9 @@ template <bool kClasses>
   if (pos < 0 && ref.fragment_key) return drop(c, m, Counter::drop_fragment_unknown_flow);
   // Concurrency rule R1 (docs/architecture.md "Flow entries: concurrency rules"):
   // an entry without a route is being created: join the race (ensureRoute).
-  uint64_t route = pos >= 0 ? ft.entry(pos).route.load(std::memory_order_acquire) : 0;
+  // The entry's address is taken once (it moves only with an insert below).
+  FlowEntry* ep = pos >= 0 ? &ft.entry(pos) : nullptr;
+  uint64_t route = ep ? ep->route.load(std::memory_order_acquire) : 0;
   if (!(route & kRouteSet)) {
     const GroupView* ng = newGroup();
     if (!ng) return drop(c, m, Counter::drop_no_healthy_server);
@@ -174,8 +176,9 @@ template <bool kClasses>
     bool created = false;
     // The cookie is a function of the flow and its appliance only, so every
     // gateway of a fleet gives this flow the same one (docs/fleet.md).
-    uint32_t appliance = server < s.servers.size() ? s.servers[server].ip : 0;
-    route = ensureRoute(ft.entry(pos), server, flowCookie(ref.hash, appliance), ref.hash, idle,
+    uint32_t appliance = server < c.n_servers ? s.servers[server].ip : 0;
+    ep = &ft.entry(pos);
+    route = ensureRoute(*ep, server, flowCookie(ref.hash, appliance), ref.hash, idle,
                         c.now, kClasses ? uint16_t((ref.origin & ~1u) | (ref.dir & 1)) : packOrigin(ref.dir, 0, kNoClass),
                         created);
     if (created) {
@@ -183,9 +186,9 @@ template <bool kClasses>
       if (!ref.fragment_key) c.noteSync(pos, SyncEvent::kNew);
     }
   }
-  FlowEntry& e = ft.entry(pos);
+  FlowEntry& e = *ep;
   uint16_t server = routeServer(route);
-  if (server >= s.servers.size() || server >= kMaxServerIds)
+  if (server >= c.n_servers || server >= kMaxServerIds)
     return drop(c, m, Counter::drop_no_healthy_server);
   // Existing flows on an appliance that sheds them move on this packet
   // (docs/product-rules.md section 2); the appliance's view is read for the send anyway.
@@ -204,7 +207,7 @@ template <bool kClasses>
       c.noteSync(pos, SyncEvent::kMoved);
     }
     server = routeServer(route);
-    if (server >= s.servers.size() || server >= kMaxServerIds)
+    if (server >= c.n_servers || server >= kMaxServerIds)
       return drop(c, m, Counter::drop_no_healthy_server);
   }
 #endif
@@ -255,7 +258,7 @@ template <bool kClasses>
   const ServerView& sv = s.servers[server];
   if (!sv.routable) return drop(c, m, Counter::drop_no_healthy_server);
   if (!sv.mac_known) return drop(c, m, Counter::drop_neighbour_unresolved);
-  if (sv.group >= s.groups.size()) return drop(c, m, Counter::drop_no_server_group);
+  if (sv.group >= c.n_groups) return drop(c, m, Counter::drop_no_server_group);
   // Encapsulation follows the appliance's own group (format, VNI, IDs),
   // precomputed in its template by the snapshot builder.
   const EncapTemplate& t = sv.encap;
@@ -311,11 +314,11 @@ struct ReturnInfo {
                    ReturnInfo& ri) noexcept {
   const Snapshot& s = c.s;
   uint16_t server = s.serverByIp(outer.tuple.src.v4HostOrder());
-  if (server == kNoServer || server >= s.servers.size() || !s.servers[server].routable)
+  if (server == kNoServer || server >= c.n_servers || !s.servers[server].routable)
     return drop(c, m, Counter::drop_geneve_unknown_appliance), false;
   if (outer.is_fragment) return drop(c, m, Counter::drop_bad_fragment), false;
   const ServerView& sv = s.servers[server];
-  if (sv.group >= s.groups.size()) return drop(c, m, Counter::drop_no_server_group), false;
+  if (sv.group >= c.n_groups) return drop(c, m, Counter::drop_no_server_group), false;
   const GroupView& g = s.groups[sv.group];
 
   uint8_t* f = rte_pktmbuf_mtod(m, uint8_t*);
