@@ -59,15 +59,14 @@ inline uint32_t matchLine(const std::atomic<uint32_t>* line, uint32_t want) noex
 // compared at once (matchSig and matchState below; both inline to constants).
 inline uint32_t matchMasked(const std::atomic<uint32_t>* line, uint32_t want, uint32_t mask) noexcept {
 #ifdef GWLB_FT_SIMD
+  // As matchLine: four compares narrowed by saturating packs, one byte mask.
   const __m128i* v = reinterpret_cast<const __m128i*>(line);
-  __m128i w = _mm_set1_epi32(int(want));
-  __m128i k = _mm_set1_epi32(int(mask));
-  uint32_t m = 0;
-  for (int i = 0; i < 4; ++i) {
-    __m128i t = _mm_and_si128(_mm_load_si128(v + i), k);
-    m |= uint32_t(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(t, w)))) << (4 * i);
-  }
-  return m;
+  const __m128i w = _mm_set1_epi32(int(want));
+  const __m128i k = _mm_set1_epi32(int(mask));
+  auto eq = [&](int i) { return _mm_cmpeq_epi32(_mm_and_si128(_mm_load_si128(v + i), k), w); };
+  __m128i c01 = _mm_packs_epi32(eq(0), eq(1));
+  __m128i c23 = _mm_packs_epi32(eq(2), eq(3));
+  return uint32_t(_mm_movemask_epi8(_mm_packs_epi16(c01, c23)));
 #else
   uint32_t m = 0;
   for (uint32_t i = 0; i < FlowTable::kBucketSlots; ++i)
@@ -227,60 +226,91 @@ int32_t FlowTable::lookup(const FlowKey& k, uint32_t hash) const noexcept {
   return -1;
 }
 
+// A key's second bucket pair, tag lines and keys (the first pair was searched).
+int32_t FlowTable::lookupSecond(const FlowKey& k, uint32_t hash, uint32_t want) const noexcept {
+  const bool wide = want & kWideBit;
+  const uint32_t b2 = secondBucket(hash);
+  for (uint32_t b : {b2, nextBucket(b2)}) {
+    const std::atomic<uint32_t>* line = tags_ + size_t(b) * kBucketSlots;
+    for (uint32_t m = matchLine(line, want); m; m &= m - 1) {
+      uint32_t j = uint32_t(__builtin_ctz(m));
+      uint32_t idx = b * kBucketSlots + j;
+      if (line[j].load(std::memory_order_acquire) == want && keyMatches(idx, wide, k))
+        return posOf(idx, wide);
+    }
+  }
+  return -1;
+}
+
 void FlowTable::lookupBulk(const FlowKey* const* keys, const uint32_t* hashes, uint32_t n,
                            int32_t* pos, uint32_t* hints) const noexcept {
-  Candidates c[kLookupBulkMax];
-  uint64_t masks[kLookupBulkMax];
+  uint32_t first[kLookupBulkMax];  // a key's first bucket (its pair: it and the next)
+  uint32_t masks[kLookupBulkMax];
   uint32_t want[kLookupBulkMax];
+  auto line = [this](uint32_t b) { return tags_ + size_t(b) * kBucketSlots; };
   for (uint32_t at = 0; at < n; at += kLookupBulkMax) {
     uint32_t cnt = std::min(kLookupBulkMax, n - at);
-    // Stage 1: buckets, and their tag lines prefetched.
+    // Stage 1: the first bucket pair's tag lines prefetched (inserts put
+    // most keys there: pickBucket()).
     for (uint32_t i = 0; i < cnt; ++i) {
-      candidates(hashes[at + i], c[i]);
+      const uint32_t b = firstBucket(hashes[at + i]);
+      first[i] = b;
       want[i] = tagSig(hashes[at + i], !isCompact(*keys[at + i])) | kReady;
-      for (uint32_t b : c[i].bucket) __builtin_prefetch(tags_ + size_t(b) * kBucketSlots, 0, 3);
+      __builtin_prefetch(line(b), 0, 3);
+      __builtin_prefetch(line(nextBucket(b)), 0, 3);
     }
-    // Stage 2: tags compared; the first candidate slot of each key prefetched.
+    // Stage 2: the pair's tags compared; the first candidate slot of each key
+    // prefetched, or, with none in the first pair, the second pair's tag lines.
     for (uint32_t i = 0; i < cnt; ++i) {
-      uint64_t m = 0;
-      for (uint32_t j = 0; j < 4; ++j)
-        m |= uint64_t(matchLine(tags_ + size_t(c[i].bucket[j]) * kBucketSlots, want[i])) << (16 * j);
+      const uint32_t b = first[i];
+      uint32_t m = matchLine(line(b), want[i]) | matchLine(line(nextBucket(b)), want[i]) << 16;
       masks[i] = m;
       if (m) {
-        uint32_t bit = uint32_t(__builtin_ctzll(m));
-        uint32_t idx = c[i].bucket[bit >> 4] * kBucketSlots + (bit & 15);
+        uint32_t bit = uint32_t(__builtin_ctz(m));
+        uint32_t idx = (bit < 16 ? b : nextBucket(b)) * kBucketSlots + (bit & 15);
         if (want[i] & kWideBit) __builtin_prefetch(&wide_[idx], 0, 3);
         else __builtin_prefetch(&narrow_[idx], 0, 3);
+      } else {
+        const uint32_t b2 = secondBucket(hashes[at + i]);
+        __builtin_prefetch(line(b2), 0, 3);
+        __builtin_prefetch(line(nextBucket(b2)), 0, 3);
       }
     }
-    // Stage 3: keys compared.
+    // Stage 3: keys compared; a key not in its first pair is looked for in its second.
     for (uint32_t i = 0; i < cnt; ++i) {
       int32_t r = -1;
-      bool wide = want[i] & kWideBit;
-      for (uint64_t m = masks[i]; m; m &= m - 1) {
-        uint32_t bit = uint32_t(__builtin_ctzll(m));
-        uint32_t idx = c[i].bucket[bit >> 4] * kBucketSlots + (bit & 15);
-        if (tags_[idx].load(std::memory_order_acquire) == want[i] && keyMatches(idx, wide, *keys[at + i])) {
+      const bool wide = want[i] & kWideBit;
+      const FlowKey& k = *keys[at + i];
+      for (uint32_t m = masks[i]; m; m &= m - 1) {
+        uint32_t bit = uint32_t(__builtin_ctz(m));
+        uint32_t idx = (bit < 16 ? first[i] : nextBucket(first[i])) * kBucketSlots + (bit & 15);
+        if (tags_[idx].load(std::memory_order_acquire) == want[i] && keyMatches(idx, wide, k)) {
           r = posOf(idx, wide);
           break;
         }
       }
-      pos[at + i] = r;
+      if (r >= 0) [[likely]] {
+        pos[at + i] = r;
+        if (hints) hints[at + i] = kNoHint;
+        continue;
+      }
+      pos[at + i] = r = lookupSecond(k, hashes[at + i], want[i]);
       if (!hints) continue;
       hints[at + i] = kNoHint;
       if (r >= 0 || wide) continue;
       // A miss: most likely a new flow whose insert follows in this burst.
-      // Its slot (the first empty one of the least loaded candidate
-      // bucket, as insert() picks) is fetched for writing now, so the
-      // insert does not wait for a cold line.
-      uint32_t best = 0, best_free = 0, best_mask = 0;
+      // Its slot (the first empty one of the bucket insert() picks) is
+      // fetched for writing now, so the insert does not wait for a cold line.
+      Candidates c;
+      candidates(hashes[at + i], c);
+      uint32_t empty[4], used[4];
       for (uint32_t j = 0; j < 4; ++j) {
-        uint32_t e = matchLine(tags_ + size_t(c[i].bucket[j]) * kBucketSlots, kEmpty);
-        uint32_t f = uint32_t(__builtin_popcount(e));
-        if (f > best_free) best = j, best_free = f, best_mask = e;
+        empty[j] = matchLine(tags_ + size_t(c.bucket[j]) * kBucketSlots, kEmpty);
+        used[j] = kBucketSlots - uint32_t(__builtin_popcount(empty[j]));
       }
-      if (best_mask) {
-        uint32_t idx = c[i].bucket[best] * kBucketSlots + uint32_t(__builtin_ctz(best_mask));
+      const uint32_t j = pickBucket(used);
+      if (j < 4) {
+        uint32_t idx = c.bucket[j] * kBucketSlots + uint32_t(__builtin_ctz(empty[j]));
         hints[at + i] = idx;
         __builtin_prefetch(&narrow_[idx], 1, 3);
       }
@@ -403,19 +433,19 @@ int32_t FlowTable::insertOnce(const FlowKey& k, uint32_t hash, uint32_t hint, bo
       return -1;
     }
 
-  // 2. Reserve one of capacity(), then claim an empty slot in the least loaded bucket.
+  // 2. Reserve one of capacity(), then claim an empty slot in the bucket pickBucket() picks.
   if (own == UINT32_MAX && count_.fetch_add(1, std::memory_order_relaxed) >= capacity_) {
     count_.fetch_sub(1, std::memory_order_relaxed);
     return -1;
   }
   for (int tries = 0; tries < 16 && own == UINT32_MAX; ++tries) {
-    uint32_t best = UINT32_MAX, best_used = kBucketSlots;
-    for (uint32_t i = 0; i < nb; ++i) {
-      uint32_t used = kBucketSlots -
-                      uint32_t(__builtin_popcount(matchLine(tags_ + size_t(bk[i]) * kBucketSlots, kEmpty)));
-      if (used < best_used) best = bk[i], best_used = used;
-    }
-    if (best == UINT32_MAX) break;  // every candidate bucket is full
+    uint32_t used[4];
+    for (uint32_t j = 0; j < 4; ++j)
+      used[j] = kBucketSlots -
+                uint32_t(__builtin_popcount(matchLine(tags_ + size_t(c.bucket[j]) * kBucketSlots, kEmpty)));
+    const uint32_t pick = pickBucket(used);
+    if (pick == 4) break;  // every candidate bucket is full
+    const uint32_t best = c.bucket[pick];
     for (uint32_t m = matchLine(tags_ + size_t(best) * kBucketSlots, kEmpty); m; m &= m - 1) {
       uint32_t idx = best * kBucketSlots + uint32_t(__builtin_ctz(m));
       uint32_t e = kEmpty;

@@ -285,15 +285,38 @@ class FlowTable {
     return reinterpret_cast<FlowEntry*>(at);
   }
   // Two buckets by fastrange (multiply-shift: any bucket count) of the hash
-  // and of an odd multiple of it, each with its neighbour: four candidates.
-  void candidates(uint32_t hash, Candidates& c) const noexcept {
-    uint32_t b1 = uint32_t((uint64_t(hash) * nbuckets_) >> 32);
-    uint32_t b2 = uint32_t((uint64_t(hash * 0x9E3779B1u) * nbuckets_) >> 32);
-    c.bucket[0] = b1;
-    c.bucket[1] = b1 + 1 == nbuckets_ ? 0 : b1 + 1;
-    c.bucket[2] = b2;
-    c.bucket[3] = b2 + 1 == nbuckets_ ? 0 : b2 + 1;
+  // and of an odd multiple of it, each with its neighbour: four candidates,
+  // the first pair (bucket[0], bucket[1]) and the second.
+  uint32_t nextBucket(uint32_t b) const noexcept { return b + 1 == nbuckets_ ? 0 : b + 1; }
+  uint32_t firstBucket(uint32_t hash) const noexcept {
+    return uint32_t((uint64_t(hash) * nbuckets_) >> 32);
   }
+  uint32_t secondBucket(uint32_t hash) const noexcept {
+    return uint32_t((uint64_t(hash * 0x9E3779B1u) * nbuckets_) >> 32);
+  }
+  void candidates(uint32_t hash, Candidates& c) const noexcept {
+    uint32_t b1 = firstBucket(hash), b2 = secondBucket(hash);
+    c.bucket[0] = b1;
+    c.bucket[1] = nextBucket(b1);
+    c.bucket[2] = b2;
+    c.bucket[3] = nextBucket(b2);
+  }
+  // Which of a key's four candidate buckets (by their used slots) an insert
+  // fills: the less loaded of the first pair while that one is at most half
+  // full, so that lookups find most keys in the first two tag lines they
+  // read (docs/architecture.md "The flow table"); else the least loaded of
+  // the four, as always before, so the table still fills to capacity. 4:
+  // all four are full.
+  static uint32_t pickBucket(const uint32_t used[4]) noexcept {
+    uint32_t best = used[1] < used[0] ? 1 : 0;
+    if (used[best] <= kBucketSlots / 2) return best;
+    for (uint32_t j = 2; j < 4; ++j)
+      if (used[j] < used[best]) best = j;
+    return used[best] < kBucketSlots ? best : 4;
+  }
+  // The position of a key in its second bucket pair, or -1 (lookupBulk()'s
+  // keys not found in their first pair).
+  int32_t lookupSecond(const FlowKey& k, uint32_t hash, uint32_t want) const noexcept;
   bool keyMatches(uint32_t idx, bool wide, const FlowKey& k) const noexcept;
   void writeKey(uint32_t idx, bool wide, const FlowKey& k) noexcept;
   bool readKey(uint32_t idx, FlowKey& out) const noexcept;

@@ -4,6 +4,7 @@
 // a slot state by hand (tests/dp/dataplane/flow_table_test_access.h) read it too.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -33,15 +34,19 @@ inline uint32_t tagSig(uint32_t hash, bool wide) noexcept {
 inline uint32_t tagState(uint32_t tag) noexcept { return tag & kStateMask; }
 inline uint32_t tagKey(uint32_t tag) noexcept { return tag & ~kStateMask; }
 
-// IPv4 flow and fragment keys (addresses' bytes 4..15 zero) fit 16 bytes.
+// IPv4 flow and fragment keys (addresses' bytes 4..15 zero) fit 16 bytes:
+// the two addresses' first four bytes, then the key's last eight bytes as
+// they are (ports, protocol, family, listener, kind), so a key converts with
+// three loads.
 struct Key4 {
   uint32_t a, b;
   uint16_t port_a, port_b;
-  uint8_t proto, listener;
+  uint8_t proto, family, listener;
   KeyKind kind;
-  uint8_t zero;
 };
 static_assert(sizeof(Key4) == 16);
+static_assert(offsetof(Key4, port_a) == 8 && offsetof(FlowKey, port_a) == 32 &&
+              sizeof(FlowKey) - offsetof(FlowKey, port_a) == 8, "Key4's tail is FlowKey's");
 
 inline bool isCompact(const FlowKey& k) noexcept {
   if (k.family != 4) return false;
@@ -57,12 +62,7 @@ inline Key4 toKey4(const FlowKey& k) noexcept {
   Key4 c;
   std::memcpy(&c.a, k.a, 4);
   std::memcpy(&c.b, k.b, 4);
-  c.port_a = k.port_a;
-  c.port_b = k.port_b;
-  c.proto = k.proto;
-  c.listener = k.listener;
-  c.kind = k.kind;
-  c.zero = 0;
+  std::memcpy(&c.port_a, &k.port_a, 8);
   return c;
 }
 inline FlowKey fromKey4(const Key4& c) noexcept {
@@ -70,12 +70,7 @@ inline FlowKey fromKey4(const Key4& c) noexcept {
   std::memset(&k, 0, sizeof k);
   std::memcpy(k.a, &c.a, 4);
   std::memcpy(k.b, &c.b, 4);
-  k.port_a = c.port_a;
-  k.port_b = c.port_b;
-  k.proto = c.proto;
-  k.family = 4;
-  k.listener = c.listener;
-  k.kind = c.kind;
+  std::memcpy(&k.port_a, &c.port_a, 8);
   return k;
 }
 inline bool sameKey4(const Key4& x, const Key4& y) noexcept {

@@ -15,12 +15,16 @@ struct Ctx {
   // A constructor, not aggregate initialisation: the per-burst scratch
   // arrays below are written before they are read and need no zeroing.
   Ctx(Dataplane& d, WorkerState& ws, const Snapshot& snap, uint64_t t, BurstOutput& o) noexcept
-      : dp(d), w(ws), s(snap), now(t), out(o) {}
+      : dp(d), w(ws), s(snap), now(t), out(o), n_servers(snap.servers.size()),
+        n_groups(snap.groups.size()) {}
   Dataplane& dp;
   WorkerState& w;
   const Snapshot& s;
   uint64_t now;
   BurstOutput& out;
+  // The snapshot's server and group counts, the bounds every packet checks,
+  // taken once per burst.
+  const size_t n_servers, n_groups;
   // Counters every packet touches, added to the worker's once per burst.
   uint64_t encapsulated = 0, returned = 0, tx_bytes = 0;
   // Hashes of keys inserted in this burst (at most two per packet).
@@ -69,7 +73,7 @@ static_assert(sizeof(FlowRef) == 48, "FlowRef: the key and one word");
 // first fragment only).
 inline constexpr uint8_t kFragmentListener = 0;
 
-inline FlowRef refFor(const ParsedPacket& p, StickinessMode mode, uint8_t listener) noexcept {
+[[gnu::always_inline]] inline FlowRef refFor(const ParsedPacket& p, StickinessMode mode, uint8_t listener) noexcept {
   FlowRef r;
   if (!p.icmp_error && p.is_fragment && !p.first_fragment && mode == StickinessMode::kFiveTuple) {
     // No listener (kFragmentListener): found whatever it would classify as.
