@@ -178,9 +178,11 @@ struct Snapshot {
   };
   std::vector<ClassRoute> class_route;
   // Fills class_route from classes, class_slot and listeners; whoever sets
-  // class_slot calls it.
+  // class_slot calls it. With classes it holds kMaxClasses routes (those past
+  // the rules inspect nothing), so a worker indexes it by any class the
+  // table returns without a bounds check.
   void routeClasses() {
-    class_route.assign(classes.size(), ClassRoute{});
+    class_route.assign(classes.empty() ? 0 : kMaxClasses, ClassRoute{});
     for (size_t i = 0; i < classes.size() && i < class_slot.size(); ++i) {
       ClassRoute& r = class_route[i];
       const uint16_t c = uint16_t(i);

@@ -102,11 +102,16 @@ inline constexpr uint8_t kFragmentListener = 0;
   if (p.icmp_error | p.is_fragment) return false;
   const Snapshot& s = c.s;
   const uint16_t cls = s.classes.classify(m->port, uint16_t(p.vlan_tci & (p.has_vlan ? 0xFFF : 0)), p.tuple);
-  if (cls >= s.class_route.size()) return false;
+  if (cls == kNoClass) return false;  // else cls < kMaxClasses (routeClasses)
   const Snapshot::ClassRoute r = s.class_route[cls];
   if (!r.inspect) return false;
   c.w.countClass(r.slot, m->pkt_len);
-  ref = refFor(p, StickinessMode(r.stickiness), r.listener);
+  if (p.tuple.src.family == 4) [[likely]] {  // refFor's IPv4 case, built in place
+    ref.hash = makeFlowKeyV4(p.tuple, StickinessMode(r.stickiness), r.listener, ref.key, ref.dir);
+    ref.fragment_key = false;
+  } else {
+    ref = refFor(p, StickinessMode(r.stickiness), r.listener);
+  }
   ref.origin = r.origin;
   return true;
 }

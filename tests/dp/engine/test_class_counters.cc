@@ -96,7 +96,7 @@ TEST_F(ClassCounters, EachClassRouteMatchesItsSlotAndOrigin) {
   auto check = [&] {
     const dp::Snapshot* s = h_.dataplane().snapshot.load();
     ASSERT_NE(s, nullptr);
-    ASSERT_EQ(s->class_route.size(), s->classes.size());
+    ASSERT_EQ(s->class_route.size(), kMaxClasses);  // any class the table returns indexes it
     for (uint16_t i = 0; i < s->classes.size(); ++i) {
       const dp::Snapshot::ClassRoute& r = s->class_route[i];
       EXPECT_EQ(r.slot, s->class_slot[i]);
