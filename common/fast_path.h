@@ -20,9 +20,13 @@ namespace gwlb {
 // The IPv4 datagram nearly all traffic is, in a few loads: a 20-byte header,
 // not a fragment, TCP or UDP whose header fits and whose lengths agree.
 // ip[0..len) is the datagram and what follows it; `base` is its offset in the
-// parsed buffer. Fills the L3/L4 fields of `out` (already default-
-// constructed) exactly as parseFrame()/parseL3() would; false: leaves `out`
-// untouched, the general parser decides. Never reads past len.
+// parsed buffer. Fills `out` as parseFrame()/parseL3() would fill a
+// default-constructed one, whatever `out` held before (the worker reuses its
+// storage: every field a later stage reads is written, the VLAN, fragment and
+// ICMP error fields with what an untagged whole datagram has; the ICMP
+// error's own fields are left, they are read only with icmp_error); false:
+// leaves `out` untouched, the general parser decides (on a fresh packet).
+// Never reads past len.
 [[gnu::always_inline]] inline bool parseCommonIpv4(const uint8_t* ip, size_t len, uint16_t base,
                             ParsedPacket& out) noexcept {
   if (len < 20 + 8 || ip[0] != 0x45) return false;
@@ -36,24 +40,32 @@ namespace gwlb {
     if (l4len < 20) return false;
     size_t doff = size_t(l4[12] >> 4) * 4;
     if (doff < 20 || doff > l4len) return false;
+    out.l4_covers_payload = true;
   } else if (proto == kProtoUdp) {
     if (l4len < 8) return false;
     size_t ulen = rd16(l4 + 4);
     if (ulen < 8 || ulen > l4len) return false;
+    out.l4_covers_payload = ulen == l4len;
   } else {
     return false;
   }
+  out.l3_offset = base;
   out.ether_type = kEtherTypeIpv4;
+  out.has_vlan = false;
+  out.vlan_tci = 0;
+  out.vlan_tpid = 0;
   out.ip_version = 4;
   out.l3_len = uint16_t(total);
   out.l4_offset = uint16_t(base + 20);
-  out.tuple.src = IpAddr::v4(ip + 12);
-  out.tuple.dst = IpAddr::v4(ip + 16);
+  out.tuple.src.setV4(ip + 12);
+  out.tuple.dst.setV4(ip + 16);
   out.tuple.proto = proto;
   out.tuple.sport = rd16(l4);
   out.tuple.dport = rd16(l4 + 2);
   out.first_fragment = true;  // offset 0 (the general parser says so for whole datagrams too)
   out.frag_id = rd16(ip + 4);
+  out.is_fragment = false;
+  out.icmp_error = false;
   return true;
 }
 
@@ -61,9 +73,7 @@ namespace gwlb {
 // datagram.
 [[gnu::always_inline]] inline bool parseCommon(const uint8_t* f, size_t len, ParsedPacket& out) noexcept {
   if (len < 14 || rd16(f + 12) != kEtherTypeIpv4) return false;
-  if (!parseCommonIpv4(f + 14, len - 14, 14, out)) return false;
-  out.l3_offset = 14;
-  return true;
+  return parseCommonIpv4(f + 14, len - 14, 14, out);
 }
 
 // parseGeneve()'s common case: exactly the header our encapsulation writes in
@@ -105,14 +115,16 @@ namespace gwlb {
   size_t end = size_t(p.l3_offset) + p.l3_len;
   uint8_t proto = p.tuple.proto;
   size_t plain_header = p.ip_version == 4 ? 20 : 40;
-  if (!p.is_fragment && !p.icmp_error && p.l4_offset > start &&
-      size_t(p.l4_offset) - p.l3_offset == plain_header &&
-      (proto == kProtoTcp || proto == kProtoUdp)) {
+  // The fast parser has made the checks below already (l4_covers_payload).
+  if (p.l4_covers_payload ||
+      (!p.is_fragment && !p.icmp_error && p.l4_offset > start &&
+       size_t(p.l4_offset) - p.l3_offset == plain_header &&
+       (proto == kProtoTcp || proto == kProtoUdp))) {
     const uint8_t* l4 = f + p.l4_offset;
     uint16_t ck = rd16(l4 + (proto == kProtoTcp ? 16 : 6));
     // UDP's checksum covers its own length, which may leave a surplus area
     // of the IP payload uncovered (RFC 768): then sum everything.
-    bool covers = proto == kProtoTcp || rd16(l4 + 4) == end - p.l4_offset;
+    bool covers = p.l4_covers_payload || proto == kProtoTcp || rd16(l4 + 4) == end - p.l4_offset;
     if (ck != 0 && covers) {
       // The header's addresses are the pseudo-header's, so they cancel: the
       // sum is the bytes in front of them less the pseudo-header's protocol
@@ -135,6 +147,53 @@ namespace gwlb {
     }
   }
   return csumAdd(0, f + start, end - start);
+}
+
+// applyEncap() and applyEncapOffload() (geneve.h), inline for the worker:
+// the out-of-line call cost a dozen instructions per packet.
+[[gnu::always_inline]] inline void encapOffloadInline(uint8_t* f, const EncapTemplate& t, size_t payload_len, uint16_t udp_sport,
+                       uint16_t protocol, uint32_t cookie) noexcept {
+  if (t.aws) std::memcpy(f, t.bytes, encapHeaderLen(true));
+  else std::memcpy(f, t.bytes, encapHeaderLen(false));
+  uint32_t udp_len = uint32_t(t.len - 14 - 20 + payload_len);
+  uint8_t* ip = f + 14;
+  uint8_t* udp = ip + 20;
+  wr16(ip + 2, uint16_t(20 + udp_len));  // the checksum stays 0 (template)
+  wr16(udp, udp_sport);
+  wr16(udp + 4, uint16_t(udp_len));
+  if (t.aws) {
+    uint8_t* g = udp + 8;
+    wr16(g + 2, protocol);
+    wr32(g + kGeneveBaseLen + 28, cookie);
+  }
+  wr16(udp + 6, uint16_t(csumFold(t.pseudo_sum + udp_len) ^ 0xFFFF));
+}
+
+[[gnu::always_inline]] inline void encapInline(uint8_t* f, const EncapTemplate& t, size_t payload_len, uint16_t udp_sport,
+                uint16_t protocol, uint32_t cookie, uint32_t payload_sum) noexcept {
+  // Constant sizes: a few vector stores each.
+  if (t.aws) std::memcpy(f, t.bytes, encapHeaderLen(true));
+  else std::memcpy(f, t.bytes, encapHeaderLen(false));
+  uint32_t udp_len = uint32_t(t.len - 14 - 20 + payload_len);
+  uint32_t ip_len = 20 + udp_len;
+  uint8_t* ip = f + 14;
+  uint8_t* udp = ip + 20;
+  wr16(ip + 2, uint16_t(ip_len));
+  wr16(ip + 10, csumFold(t.ip_sum + ip_len));
+  wr16(udp, udp_sport);
+  wr16(udp + 4, uint16_t(udp_len));
+  // udp_len counts twice: pseudo-header and UDP header.
+  uint64_t sum = uint64_t(t.udp_sum) + udp_sport + 2 * udp_len + payload_sum;
+  if (t.aws) {
+    uint8_t* g = udp + 8;
+    wr16(g + 2, protocol);
+    wr32(g + kGeneveBaseLen + 28, cookie);
+    sum += protocol + (cookie >> 16) + (cookie & 0xFFFF);
+  }
+  sum = (sum & 0xFFFFFFFF) + (sum >> 32);
+  sum = (sum & 0xFFFFFFFF) + (sum >> 32);
+  uint16_t c = csumFold(uint32_t(sum));
+  wr16(udp + 6, c == 0 ? 0xFFFF : c);
 }
 
 }  // namespace gwlb

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "common/checksum.h"
+#include "common/fast_path.h"
 #include "common/packet_parser.h"
 
 namespace gwlb {
@@ -105,47 +106,12 @@ void buildEncapTemplate(EncapTemplate& t, const EncapParams& p) noexcept {
 
 void applyEncapOffload(uint8_t* f, const EncapTemplate& t, size_t payload_len, uint16_t udp_sport,
                        uint16_t protocol, uint32_t cookie) noexcept {
-  if (t.aws) std::memcpy(f, t.bytes, encapHeaderLen(true));
-  else std::memcpy(f, t.bytes, encapHeaderLen(false));
-  uint32_t udp_len = uint32_t(t.len - 14 - 20 + payload_len);
-  uint8_t* ip = f + 14;
-  uint8_t* udp = ip + 20;
-  wr16(ip + 2, uint16_t(20 + udp_len));  // the checksum stays 0 (template)
-  wr16(udp, udp_sport);
-  wr16(udp + 4, uint16_t(udp_len));
-  if (t.aws) {
-    uint8_t* g = udp + 8;
-    wr16(g + 2, protocol);
-    wr32(g + kGeneveBaseLen + 28, cookie);
-  }
-  wr16(udp + 6, uint16_t(csumFold(t.pseudo_sum + udp_len) ^ 0xFFFF));
+  encapOffloadInline(f, t, payload_len, udp_sport, protocol, cookie);
 }
 
 void applyEncap(uint8_t* f, const EncapTemplate& t, size_t payload_len, uint16_t udp_sport,
                 uint16_t protocol, uint32_t cookie, uint32_t payload_sum) noexcept {
-  // Constant sizes: a few vector stores each.
-  if (t.aws) std::memcpy(f, t.bytes, encapHeaderLen(true));
-  else std::memcpy(f, t.bytes, encapHeaderLen(false));
-  uint32_t udp_len = uint32_t(t.len - 14 - 20 + payload_len);
-  uint32_t ip_len = 20 + udp_len;
-  uint8_t* ip = f + 14;
-  uint8_t* udp = ip + 20;
-  wr16(ip + 2, uint16_t(ip_len));
-  wr16(ip + 10, csumFold(t.ip_sum + ip_len));
-  wr16(udp, udp_sport);
-  wr16(udp + 4, uint16_t(udp_len));
-  // udp_len counts twice: pseudo-header and UDP header.
-  uint64_t sum = uint64_t(t.udp_sum) + udp_sport + 2 * udp_len + payload_sum;
-  if (t.aws) {
-    uint8_t* g = udp + 8;
-    wr16(g + 2, protocol);
-    wr32(g + kGeneveBaseLen + 28, cookie);
-    sum += protocol + (cookie >> 16) + (cookie & 0xFFFF);
-  }
-  sum = (sum & 0xFFFFFFFF) + (sum >> 32);
-  sum = (sum & 0xFFFFFFFF) + (sum >> 32);
-  uint16_t c = csumFold(uint32_t(sum));
-  wr16(udp + 6, c == 0 ? 0xFFFF : c);
+  encapInline(f, t, payload_len, udp_sport, protocol, cookie, payload_sum);
 }
 
 GeneveStatus parseGeneve(const uint8_t* p, size_t len, GeneveInfo& out, Counter& drop) noexcept {

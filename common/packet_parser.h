@@ -48,6 +48,12 @@ struct ParsedPacket {
   uint16_t l4_offset = 0;   // from the start of the parsed buffer; 0 when no L4 header
   L4Tuple tuple;            // src/dst/proto always; ports when first fragment or unfragmented
 
+  // Set by the fast parsers only (common/fast_path.h): a plain 20-byte IPv4
+  // header, not a fragment, and a TCP segment or a UDP datagram whose own
+  // length is the whole IP payload, so its checksum covers every byte behind
+  // the IP header (payloadSum's shortcut). False says nothing.
+  bool l4_covers_payload = false;
+
   // Fragments
   bool is_fragment = false;       // MF set or offset > 0
   bool first_fragment = false;    // offset 0

@@ -198,7 +198,37 @@ struct Snapshot {
   // (ip, server id) sorted by ip: appliance lookup on the return path.
   std::vector<std::pair<uint32_t, uint16_t>> by_ip;
 
+  // by_ip again as an open-addressed table (indexByIp(), after by_ip is
+  // final): ip << 32 | (id + 1) per used cell, 0 empty; a power of two at
+  // least twice by_ip's size, so a returned packet's appliance takes one or
+  // two probes instead of a binary search. Empty: serverByIp searches by_ip.
+  std::vector<uint64_t> ip_index;
+  uint32_t ip_index_shift = 30;
+  static uint32_t ipCell(uint32_t ip, uint32_t shift) noexcept {
+    return (ip * 0x9E3779B1u) >> shift;  // shift: 32 - log2(cells), at most 30
+  }
+  void indexByIp() {
+    size_t cells = 4;
+    uint32_t shift = 30;
+    while (cells < 2 * by_ip.size()) cells *= 2, --shift;
+    ip_index.assign(cells, 0);
+    ip_index_shift = shift;
+    for (const auto& [ip, id] : by_ip) {
+      uint32_t at = ipCell(ip, shift);
+      while (ip_index[at] != 0) at = (at + 1) & uint32_t(cells - 1);
+      ip_index[at] = uint64_t(ip) << 32 | (uint32_t(id) + 1);
+    }
+  }
+
   uint16_t serverByIp(uint32_t ip) const noexcept {
+    if (!ip_index.empty()) [[likely]] {
+      const uint32_t mask = uint32_t(ip_index.size() - 1);
+      for (uint32_t at = ipCell(ip, ip_index_shift);; at = (at + 1) & mask) {
+        const uint64_t e = ip_index[at];
+        if (e == 0) return kNoServer;
+        if (uint32_t(e >> 32) == ip) return uint16_t(uint32_t(e) - 1);
+      }
+    }
     auto it = std::lower_bound(by_ip.begin(), by_ip.end(), std::pair<uint32_t, uint16_t>{ip, 0});
     if (it == by_ip.end() || it->first != ip) return kNoServer;
     return it->second;

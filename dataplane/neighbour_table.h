@@ -108,6 +108,12 @@ class NeighbourTable {
     return peer_[s] == peer_word && self_[s] == self_word;
   }
 
+  // Worker: true when `idx` is a ready slot (what intern() returns at once
+  // for a match): a worker that interned an L2 earlier in its burst reuses
+  // the index while this holds (R2: the words are those it interned).
+  bool ready(uint16_t idx) const noexcept {
+    return idx != 0 && idx <= kSlots && state_[idx - 1].load(std::memory_order_acquire) == kReady;
+  }
   // Why intern() gave no index.
   enum class Refusal : uint8_t { kNone, kFull, kPortLimit };
 

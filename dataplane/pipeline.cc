@@ -58,12 +58,20 @@ inline void forUs(Ctx& c, rte_mbuf* m) noexcept {
   uint16_t cur = slot.load(std::memory_order_acquire);
   if (nt.holds(cur, peer, self)) [[likely]]
     return;
-  NeighbourTable::Refusal why;
-  uint16_t idx = nt.intern(peer, self, why);
-  if (idx == 0) [[unlikely]] {
-    c.w.counters.inc(why == NeighbourTable::Refusal::kPortLimit ? Counter::neighbour_port_limit
-                                                                : Counter::neighbour_table_full);
-    return;
+  // A burst's new flows mostly come from one neighbour: the L2 this burst
+  // interned last is reused while its slot is ready, without a probe.
+  uint16_t idx = c.l2_idx;
+  if (peer != c.l2_peer || self != c.l2_self || !nt.ready(idx)) {
+    NeighbourTable::Refusal why;
+    idx = nt.intern(peer, self, why);
+    if (idx == 0) [[unlikely]] {
+      c.w.counters.inc(why == NeighbourTable::Refusal::kPortLimit ? Counter::neighbour_port_limit
+                                                                  : Counter::neighbour_table_full);
+      return;
+    }
+    c.l2_peer = peer;
+    c.l2_self = self;
+    c.l2_idx = idx;
   }
   slot.store(idx, std::memory_order_release);
   if (cur != 0) c.w.counters.inc(Counter::return_l2_changed);
@@ -285,13 +293,13 @@ template <bool kClasses>
     return drop(c, m, Counter::drop_no_headroom);
   const uint16_t sport = geneveSourcePort(e.flow_hash.load(std::memory_order_relaxed));
   if (offload) {
-    applyEncapOffload(h, t, payload, sport, protocol, routeCookie(route));
+    encapOffloadInline(h, t, payload, sport, protocol, routeCookie(route));
     m->ol_flags = (m->ol_flags & ~RTE_MBUF_F_TX_OFFLOAD_MASK) | RTE_MBUF_F_TX_IPV4 |
                   RTE_MBUF_F_TX_IP_CKSUM | RTE_MBUF_F_TX_UDP_CKSUM;
     m->l2_len = 14;
     m->l3_len = 20;
   } else {
-    applyEncap(h, t, payload, sport, protocol, routeCookie(route), sum);
+    encapInline(h, t, payload, sport, protocol, routeCookie(route), sum);
   }
   m->port = s.underlay_port;
   c.w.countSent(server, m->pkt_len);
@@ -351,21 +359,21 @@ struct ReturnInfo {
   }
 
   size_t inner_off = gen_off + gi.header_len;
-  // The parsers' fast paths fill in only what they find: start from a fresh
-  // packet (the outer one is no longer read).
-  in = ParsedPacket{};
-  ParseStatus ps;
+  // The fast parsers write every field later read, whatever `in` held; the
+  // general ones start from a fresh packet (the outer one is no longer read).
+  ParseStatus ps = ParseStatus::kOk;
   if (g.aws) {
-    ps = gi.protocol == kEtherTypeIpv4 && parseCommonIpv4(f + inner_off, end - inner_off, 0, in)
-             ? ParseStatus::kOk
-             : parseL3(f + inner_off, end - inner_off, gi.protocol, in, why);
-  } else {
-    ps = parseCommon(f + inner_off, end - inner_off, in) ? ParseStatus::kOk
-                                                        : parseFrame(f + inner_off, end - inner_off, in, why);
+    if (gi.protocol != kEtherTypeIpv4 || !parseCommonIpv4(f + inner_off, end - inner_off, 0, in)) {
+      in = ParsedPacket{};
+      ps = parseL3(f + inner_off, end - inner_off, gi.protocol, in, why);
+    }
+  } else if (!parseCommon(f + inner_off, end - inner_off, in)) {
+    in = ParsedPacket{};
+    ps = parseFrame(f + inner_off, end - inner_off, in, why);
   }
   if (ps != ParseStatus::kOk) return drop(c, m, Counter::drop_return_inner_malformed), false;
   if (g.listener == kNoListener) return drop(c, m, Counter::drop_return_no_flow), false;
-  ref = refFor(in, g.stickiness, g.listener);
+  setRef(ref, in, g.stickiness, g.listener);
   ri.server = server;
   ri.cookie = gi.cookie;
   ri.l3_start = uint16_t(inner_off + in.l3_offset);
@@ -456,7 +464,7 @@ template <bool kClasses>
     bool ret;        // returning from an appliance (ri is set)
     ReturnInfo ri;
   };
-  // Raw storage: only the slots this burst uses are constructed.
+  // Raw storage: Fwd is an aggregate, so an implicit-lifetime type; each field is written before it is read.
   alignas(Fwd) unsigned char fwd_mem[sizeof(Fwd) * kMaxBurst];
   Fwd* fwd = reinterpret_cast<Fwd*>(fwd_mem);
   const FlowKey* keys[kMaxBurst];
@@ -464,9 +472,11 @@ template <bool kClasses>
   int32_t pos[kMaxBurst];
   uint32_t hints[kMaxBurst];
   uint16_t nf = 0;
+  uint64_t rx_bytes = 0;  // of every packet, dropped ones too
   for (uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = pkts[i];
     if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void*));
+    rx_bytes += m->pkt_len;
     if (m->nb_segs != 1) [[unlikely]] {
       drop(c, m, Counter::drop_multi_segment);
       continue;
@@ -481,11 +491,17 @@ template <bool kClasses>
       else drop(c, m, why);
       continue;
     }
-    Fwd& f = *::new (static_cast<void*>(&fwd[nf])) Fwd;
+    // Fwd is an aggregate (implicit-lifetime, C++20): the storage holds one
+    // already. The fast parser writes every field later read; the general
+    // one starts from a fresh packet.
+    Fwd& f = fwd[nf];
     ParsedPacket& p = f.p;
     Counter why = Counter::kCount;
-    ParseStatus st = parseCommon(d, m->data_len, p) ? ParseStatus::kOk
-                                                    : parseFrame(d, m->data_len, p, why);
+    ParseStatus st = ParseStatus::kOk;
+    if (!parseCommon(d, m->data_len, p)) [[unlikely]] {
+      p = ParsedPacket{};
+      st = parseFrame(d, m->data_len, p, why);
+    }
     if (st == ParseStatus::kDrop) [[unlikely]] {
       drop(c, m, why);
       continue;
@@ -546,7 +562,7 @@ template <bool kClasses>
     if constexpr (classes) {
       if (!classifyInspect(c, m, p, f.ref) && !classifyForward(c, m, p, f.ref)) continue;
     } else {
-      f.ref = refFor(p, stickiness, 0);
+      setRef(f.ref, p, stickiness, 0);
     }
     f.m = m;
     f.ret = false;
@@ -593,6 +609,7 @@ template <bool kClasses>
     unsigned q = rte_ring_enqueue_burst(dp.sync, c.sync_events, c.n_sync, nullptr);
     if (q < c.n_sync) w.counters.inc(Counter::sync_queue_full, c.n_sync - q);
   }
+  w.counters.inc(Counter::rx_bytes, rx_bytes);
   w.counters.inc(Counter::encapsulated, c.encapsulated);
   w.counters.inc(Counter::returned, c.returned);
   w.counters.inc(Counter::tx_bytes, c.tx_bytes);
@@ -605,12 +622,12 @@ void processBurst(Dataplane& dp, WorkerState& w, rte_mbuf** pkts, uint16_t n, ui
   out.n_appliance = 0;
   out.n_router = 0;
   if (n > kMaxBurst) n = kMaxBurst;  // the caller's contract; never write past the outputs
-  uint64_t rx_bytes = 0;
-  for (uint16_t i = 0; i < n; ++i) rx_bytes += pkts[i]->pkt_len;
   w.counters.inc(Counter::rx_packets, n);
-  w.counters.inc(Counter::rx_bytes, rx_bytes);
   const Snapshot* snap = dp.snapshot.load(std::memory_order_acquire);
   if (!snap) {
+    uint64_t rx_bytes = 0;
+    for (uint16_t i = 0; i < n; ++i) rx_bytes += pkts[i]->pkt_len;
+    w.counters.inc(Counter::rx_bytes, rx_bytes);
     w.counters.inc(Counter::drop_no_server_group, n);
     rte_pktmbuf_free_bulk(pkts, n);
     return;

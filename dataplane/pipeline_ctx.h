@@ -30,16 +30,27 @@ struct Ctx {
   // Hashes of keys inserted in this burst (at most two per packet).
   // Concurrency rule R6 (docs/architecture.md "Flow entries: concurrency rules"):
   // a later packet's bulk-lookup miss with one of them is looked up again.
+  // A 256-bit filter on bits the table's bucket index does not use answers
+  // most misses without the scan (a new flow's packet is a miss).
   uint32_t inserted[kMaxBurst * 2];
   uint32_t n_inserted = 0;
+  uint64_t inserted_filter[4] = {0, 0, 0, 0};
+  static uint32_t filterBit(uint32_t hash) noexcept { return hash >> 24; }
   void noteInsert(uint32_t hash) noexcept {
     if (n_inserted < kMaxBurst * 2) inserted[n_inserted++] = hash;
+    inserted_filter[filterBit(hash) >> 6] |= 1ULL << (filterBit(hash) & 63);
   }
   bool insertedThisBurst(uint32_t hash) const noexcept {
+    if (!(inserted_filter[filterBit(hash) >> 6] >> (filterBit(hash) & 63) & 1)) [[likely]]
+      return false;
     for (uint32_t i = 0; i < n_inserted; ++i)
       if (inserted[i] == hash) return true;
     return false;
   }
+  // The L2 (NeighbourTable::pack's words) this burst interned last, and its
+  // index (0: none yet).
+  uint64_t l2_peer = 0, l2_self = 0;
+  uint16_t l2_idx = 0;
   // Flows this burst created or moved, for the fleet sync (Dataplane::sync);
   // at most one event per packet.
   void* sync_events[kMaxBurst];
@@ -73,24 +84,31 @@ static_assert(sizeof(FlowRef) == 48, "FlowRef: the key and one word");
 // first fragment only).
 inline constexpr uint8_t kFragmentListener = 0;
 
-[[gnu::always_inline]] inline FlowRef refFor(const ParsedPacket& p, StickinessMode mode, uint8_t listener) noexcept {
-  FlowRef r;
+[[gnu::always_inline]] inline void setRef(FlowRef& r, const ParsedPacket& p, StickinessMode mode,
+                                          uint8_t listener) noexcept {
   if (!p.icmp_error && p.is_fragment && !p.first_fragment && mode == StickinessMode::kFiveTuple) {
     // No listener (kFragmentListener): found whatever it would classify as.
     r.key = makeFragmentKey(p.tuple, p.frag_id, kFragmentListener);
     r.fragment_key = true;
+    r.dir = 0;
   } else {
+    r.fragment_key = false;
     const L4Tuple& t = p.icmp_error ? p.quoted : p.tuple;
     if (t.src.family == 4) [[likely]] {
       r.hash = makeFlowKeyV4(t, mode, listener, r.key, r.dir);
       r.dir ^= p.icmp_error ? 1 : 0;
-      return r;
+      return;
     }
     KeyedPacket kp = makeFlowKey(t, mode, listener);
     r.key = kp.key;
     r.dir = uint8_t(kp.dir ^ (p.icmp_error ? 1 : 0));
   }
   r.hash = flowHash(r.key);
+}
+// setRef into a fresh FlowRef (callers that keep a copy).
+[[gnu::always_inline]] inline FlowRef refFor(const ParsedPacket& p, StickinessMode mode, uint8_t listener) noexcept {
+  FlowRef r;
+  setRef(r, p, mode, listener);
   return r;
 }
 

@@ -449,6 +449,7 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
   for (size_t id = 0; id < s->servers.size(); ++id)
     if (s->servers[id].routable) s->by_ip.emplace_back(s->servers[id].ip, uint16_t(id));
   std::sort(s->by_ip.begin(), s->by_ip.end());
+  s->indexByIp();
   return s;
 }
 
