@@ -227,17 +227,17 @@ int32_t FlowTable::lookup(const FlowKey& k, uint32_t hash) const noexcept {
 }
 
 // A key's second bucket pair, tag lines and keys (the first pair was searched).
-int32_t FlowTable::lookupSecond(const FlowKey& k, uint32_t hash, uint32_t want) const noexcept {
+[[gnu::always_inline]] inline int32_t FlowTable::lookupSecond(const FlowKey& k, uint32_t hash,
+                                                              uint32_t want) const noexcept {
   const bool wide = want & kWideBit;
-  const uint32_t b2 = secondBucket(hash);
-  for (uint32_t b : {b2, nextBucket(b2)}) {
-    const std::atomic<uint32_t>* line = tags_ + size_t(b) * kBucketSlots;
-    for (uint32_t m = matchLine(line, want); m; m &= m - 1) {
-      uint32_t j = uint32_t(__builtin_ctz(m));
-      uint32_t idx = b * kBucketSlots + j;
-      if (line[j].load(std::memory_order_acquire) == want && keyMatches(idx, wide, k))
-        return posOf(idx, wide);
-    }
+  const uint32_t b2 = secondBucket(hash), b3 = nextBucket(b2);
+  const std::atomic<uint32_t>* l2 = tags_ + size_t(b2) * kBucketSlots;
+  const std::atomic<uint32_t>* l3 = tags_ + size_t(b3) * kBucketSlots;
+  for (uint32_t m = matchLine(l2, want) | matchLine(l3, want) << 16; m; m &= m - 1) {
+    uint32_t bit = uint32_t(__builtin_ctz(m));
+    uint32_t idx = (bit < 16 ? b2 : b3) * kBucketSlots + (bit & 15);
+    if (tags_[idx].load(std::memory_order_acquire) == want && keyMatches(idx, wide, k))
+      return posOf(idx, wide);
   }
   return -1;
 }
@@ -338,7 +338,7 @@ template <bool kControl>
   // A pair's two buckets always differ (nbuckets_ >= 2).
   const bool dup2 = c.bucket[2] == c.bucket[0] || c.bucket[2] == c.bucket[1];
   const bool dup3 = c.bucket[3] == c.bucket[0] || c.bucket[3] == c.bucket[1];
-  auto sigSlots = [&]() {
+  auto sigSlots = [&]() __attribute__((always_inline)) {
     auto at = [&](uint32_t j) {
       return uint64_t(matchSig(tags_ + size_t(c.bucket[j]) * kBucketSlots, sig)) << (16 * j);
     };
