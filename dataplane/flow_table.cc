@@ -13,19 +13,16 @@
 #include <stdexcept>
 #include <vector>
 
-#if defined(__SSE2__) && !defined(__SANITIZE_THREAD__)
-#include <emmintrin.h>
-#define GWLB_FT_SIMD 1
-#endif
-
 #include "dataplane/flow_table_layout.h"
 
 namespace gwlb::dp {
 
-// The tag and compact-key layout (dataplane/flow_table_layout.h).
+// The tag and compact-key layout, and the tag-line compares (dataplane/flow_table_layout.h).
 using namespace flow_slot;
 
 namespace {
+
+static_assert(FlowTable::kBucketSlots == kLineTags);
 
 // A bounded wait for another thread's few stores (R10): pause, and yield the
 // core now and then (the other thread may share it); false when it ran out.
@@ -33,57 +30,6 @@ constexpr uint32_t kSpinLimit = 1u << 16;
 inline void spinPause(uint32_t i) noexcept {
   if ((i & 1023) == 1023) sched_yield();
   else __builtin_ia32_pause();
-}
-
-// Bit i set when tag i of a 16-tag line equals `want`.
-inline uint32_t matchLine(const std::atomic<uint32_t>* line, uint32_t want) noexcept {
-#ifdef GWLB_FT_SIMD
-  // A plain vector read of the tag line (x86 loads of aligned words are
-  // atomic); each match is confirmed by an acquire load before the key is read.
-  // The four compare results (0 or -1 per tag) narrow to 16 bytes with
-  // saturating packs, in tag order, and one byte mask says which matched.
-  const __m128i* v = reinterpret_cast<const __m128i*>(line);
-  __m128i w = _mm_set1_epi32(int(want));
-  __m128i c01 = _mm_packs_epi32(_mm_cmpeq_epi32(_mm_load_si128(v), w), _mm_cmpeq_epi32(_mm_load_si128(v + 1), w));
-  __m128i c23 = _mm_packs_epi32(_mm_cmpeq_epi32(_mm_load_si128(v + 2), w), _mm_cmpeq_epi32(_mm_load_si128(v + 3), w));
-  return uint32_t(_mm_movemask_epi8(_mm_packs_epi16(c01, c23)));
-#else
-  uint32_t m = 0;
-  for (uint32_t i = 0; i < FlowTable::kBucketSlots; ++i)
-    m |= uint32_t(line[i].load(std::memory_order_relaxed) == want) << i;
-  return m;
-#endif
-}
-
-// Bit i set when (tag i of a line & mask) == want: one line of 16 tags
-// compared at once (matchSig and matchState below; both inline to constants).
-inline uint32_t matchMasked(const std::atomic<uint32_t>* line, uint32_t want, uint32_t mask) noexcept {
-#ifdef GWLB_FT_SIMD
-  // As matchLine: four compares narrowed by saturating packs, one byte mask.
-  const __m128i* v = reinterpret_cast<const __m128i*>(line);
-  const __m128i w = _mm_set1_epi32(int(want));
-  const __m128i k = _mm_set1_epi32(int(mask));
-  auto eq = [&](int i) { return _mm_cmpeq_epi32(_mm_and_si128(_mm_load_si128(v + i), k), w); };
-  __m128i c01 = _mm_packs_epi32(eq(0), eq(1));
-  __m128i c23 = _mm_packs_epi32(eq(2), eq(3));
-  return uint32_t(_mm_movemask_epi8(_mm_packs_epi16(c01, c23)));
-#else
-  uint32_t m = 0;
-  for (uint32_t i = 0; i < FlowTable::kBucketSlots; ++i)
-    m |= uint32_t((line[i].load(std::memory_order_relaxed) & mask) == want) << i;
-  return m;
-#endif
-}
-
-// Bit i set when tag i of a line carries signature and wide bit `sig`
-// (any state).
-inline uint32_t matchSig(const std::atomic<uint32_t>* line, uint32_t sig) noexcept {
-  return matchMasked(line, sig, ~kStateMask);
-}
-
-// Bit i set when tag i of a line is in state `state` (any signature).
-inline uint32_t matchState(const std::atomic<uint32_t>* line, uint32_t state) noexcept {
-  return matchMasked(line, state, kStateMask);
 }
 
 }  // namespace
