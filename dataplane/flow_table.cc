@@ -285,7 +285,7 @@ template <bool kControl>
   const bool dup2 = c.bucket[2] == c.bucket[0] || c.bucket[2] == c.bucket[1];
   const bool dup3 = c.bucket[3] == c.bucket[0] || c.bucket[3] == c.bucket[1];
   auto sigSlots = [&]() __attribute__((always_inline)) {
-    auto at = [&](uint32_t j) {
+    auto at = [&](uint32_t j) __attribute__((always_inline)) {
       return uint64_t(matchSig(tags_ + size_t(c.bucket[j]) * kBucketSlots, sig)) << (16 * j);
     };
     uint64_t m = at(0) | at(1);
@@ -293,13 +293,13 @@ template <bool kControl>
     if (!dup3) m |= at(3);
     return m;
   };
-  auto slotOf = [&](uint64_t m) {
+  auto slotOf = [&](uint64_t m) __attribute__((always_inline)) {
     uint32_t bit = uint32_t(__builtin_ctzll(m));
     return c.bucket[bit >> 4] * kBucketSlots + (bit & 15);
   };
 
   // One pause of a wait; false (no pause) when insertFromControl()'s budget is spent.
-  auto pause = [&](uint32_t i) {
+  auto pause = [&](uint32_t i) __attribute__((always_inline)) {
     if constexpr (kControl) {
       if (control_budget_ == 0) return false;
       --control_budget_;
@@ -309,7 +309,7 @@ template <bool kControl>
     return true;
   };
   // Waits out a same-tag slot's busy state; its tag after, or kBusy when it stayed busy.
-  auto settled = [&](uint32_t idx) {
+  auto settled = [&](uint32_t idx) __attribute__((always_inline)) {
     uint32_t t = tags_[idx].load(std::memory_order_seq_cst);
     for (uint32_t i = 0; tagState(t) == kBusy && tagKey(t) == sig && i < kSpinLimit; ++i) {
       if (!pause(i)) break;
@@ -323,7 +323,7 @@ template <bool kControl>
   // kBusy (stayed busy: cannot tell), kSame (this key, keyed or ready; `t`
   // is its tag). Both scans below (the key already there; twins) use it.
   enum class Seen { kOther, kBusy, kSame };
-  auto inspect = [&](uint32_t idx, uint32_t& t) {
+  auto inspect = [&](uint32_t idx, uint32_t& t) __attribute__((always_inline)) {
     t = tags_[idx].load(std::memory_order_acquire);
     if (tagKey(t) != sig) return Seen::kOther;
     uint32_t st = tagState(t);
@@ -407,7 +407,7 @@ template <bool kControl>
   std::atomic_thread_fence(std::memory_order_seq_cst);
 
   // 3. Twins: every other slot with this tag that holds the same key.
-  auto lose = [&]() {
+  auto lose = [&]() __attribute__((always_inline)) {
     uint32_t mine = sig | kKeyed;
     tags_[own].compare_exchange_strong(mine, sig | kDead, std::memory_order_acq_rel);
     count_.fetch_sub(1, std::memory_order_relaxed);
