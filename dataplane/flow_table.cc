@@ -13,19 +13,16 @@
 #include <stdexcept>
 #include <vector>
 
-#if defined(__SSE2__) && !defined(__SANITIZE_THREAD__)
-#include <emmintrin.h>
-#define GWLB_FT_SIMD 1
-#endif
-
 #include "dataplane/flow_table_layout.h"
 
 namespace gwlb::dp {
 
-// The tag and compact-key layout (dataplane/flow_table_layout.h).
+// The tag and compact-key layout, and the tag-line compares (dataplane/flow_table_layout.h).
 using namespace flow_slot;
 
 namespace {
+
+static_assert(FlowTable::kBucketSlots == kLineTags);
 
 // A bounded wait for another thread's few stores (R10): pause, and yield the
 // core now and then (the other thread may share it); false when it ran out.
@@ -33,57 +30,6 @@ constexpr uint32_t kSpinLimit = 1u << 16;
 inline void spinPause(uint32_t i) noexcept {
   if ((i & 1023) == 1023) sched_yield();
   else __builtin_ia32_pause();
-}
-
-// Bit i set when tag i of a 16-tag line equals `want`.
-inline uint32_t matchLine(const std::atomic<uint32_t>* line, uint32_t want) noexcept {
-#ifdef GWLB_FT_SIMD
-  // A plain vector read of the tag line (x86 loads of aligned words are
-  // atomic); each match is confirmed by an acquire load before the key is read.
-  // The four compare results (0 or -1 per tag) narrow to 16 bytes with
-  // saturating packs, in tag order, and one byte mask says which matched.
-  const __m128i* v = reinterpret_cast<const __m128i*>(line);
-  __m128i w = _mm_set1_epi32(int(want));
-  __m128i c01 = _mm_packs_epi32(_mm_cmpeq_epi32(_mm_load_si128(v), w), _mm_cmpeq_epi32(_mm_load_si128(v + 1), w));
-  __m128i c23 = _mm_packs_epi32(_mm_cmpeq_epi32(_mm_load_si128(v + 2), w), _mm_cmpeq_epi32(_mm_load_si128(v + 3), w));
-  return uint32_t(_mm_movemask_epi8(_mm_packs_epi16(c01, c23)));
-#else
-  uint32_t m = 0;
-  for (uint32_t i = 0; i < FlowTable::kBucketSlots; ++i)
-    m |= uint32_t(line[i].load(std::memory_order_relaxed) == want) << i;
-  return m;
-#endif
-}
-
-// Bit i set when (tag i of a line & mask) == want: one line of 16 tags
-// compared at once (matchSig and matchState below; both inline to constants).
-inline uint32_t matchMasked(const std::atomic<uint32_t>* line, uint32_t want, uint32_t mask) noexcept {
-#ifdef GWLB_FT_SIMD
-  // As matchLine: four compares narrowed by saturating packs, one byte mask.
-  const __m128i* v = reinterpret_cast<const __m128i*>(line);
-  const __m128i w = _mm_set1_epi32(int(want));
-  const __m128i k = _mm_set1_epi32(int(mask));
-  auto eq = [&](int i) { return _mm_cmpeq_epi32(_mm_and_si128(_mm_load_si128(v + i), k), w); };
-  __m128i c01 = _mm_packs_epi32(eq(0), eq(1));
-  __m128i c23 = _mm_packs_epi32(eq(2), eq(3));
-  return uint32_t(_mm_movemask_epi8(_mm_packs_epi16(c01, c23)));
-#else
-  uint32_t m = 0;
-  for (uint32_t i = 0; i < FlowTable::kBucketSlots; ++i)
-    m |= uint32_t((line[i].load(std::memory_order_relaxed) & mask) == want) << i;
-  return m;
-#endif
-}
-
-// Bit i set when tag i of a line carries signature and wide bit `sig`
-// (any state).
-inline uint32_t matchSig(const std::atomic<uint32_t>* line, uint32_t sig) noexcept {
-  return matchMasked(line, sig, ~kStateMask);
-}
-
-// Bit i set when tag i of a line is in state `state` (any signature).
-inline uint32_t matchState(const std::atomic<uint32_t>* line, uint32_t state) noexcept {
-  return matchMasked(line, state, kStateMask);
 }
 
 }  // namespace
@@ -196,7 +142,7 @@ FlowTable::~FlowTable() {
   return sameKey4(narrow_[idx].key, toKey4(k));
 }
 
-void FlowTable::writeKey(uint32_t idx, bool wide, const FlowKey& k) noexcept {
+[[gnu::always_inline]] inline void FlowTable::writeKey(uint32_t idx, bool wide, const FlowKey& k) noexcept {
   if (wide) std::memcpy(&wide_[idx].key, &k, sizeof k);
   else narrow_[idx].key = toKey4(k);
 }
@@ -227,17 +173,17 @@ int32_t FlowTable::lookup(const FlowKey& k, uint32_t hash) const noexcept {
 }
 
 // A key's second bucket pair, tag lines and keys (the first pair was searched).
-int32_t FlowTable::lookupSecond(const FlowKey& k, uint32_t hash, uint32_t want) const noexcept {
+[[gnu::always_inline]] inline int32_t FlowTable::lookupSecond(const FlowKey& k, uint32_t hash,
+                                                              uint32_t want) const noexcept {
   const bool wide = want & kWideBit;
-  const uint32_t b2 = secondBucket(hash);
-  for (uint32_t b : {b2, nextBucket(b2)}) {
-    const std::atomic<uint32_t>* line = tags_ + size_t(b) * kBucketSlots;
-    for (uint32_t m = matchLine(line, want); m; m &= m - 1) {
-      uint32_t j = uint32_t(__builtin_ctz(m));
-      uint32_t idx = b * kBucketSlots + j;
-      if (line[j].load(std::memory_order_acquire) == want && keyMatches(idx, wide, k))
-        return posOf(idx, wide);
-    }
+  const uint32_t b2 = secondBucket(hash), b3 = nextBucket(b2);
+  const std::atomic<uint32_t>* l2 = tags_ + size_t(b2) * kBucketSlots;
+  const std::atomic<uint32_t>* l3 = tags_ + size_t(b3) * kBucketSlots;
+  for (uint32_t m = matchLine(l2, want) | matchLine(l3, want) << 16; m; m &= m - 1) {
+    uint32_t bit = uint32_t(__builtin_ctz(m));
+    uint32_t idx = (bit < 16 ? b2 : b3) * kBucketSlots + (bit & 15);
+    if (tags_[idx].load(std::memory_order_acquire) == want && keyMatches(idx, wide, k))
+      return posOf(idx, wide);
   }
   return -1;
 }
@@ -301,66 +247,59 @@ void FlowTable::lookupBulk(const FlowKey* const* keys, const uint32_t* hashes, u
       // A miss: most likely a new flow whose insert follows in this burst.
       // Its slot (the first empty one of the bucket insert() picks) is
       // fetched for writing now, so the insert does not wait for a cold line.
-      Candidates c;
-      candidates(hashes[at + i], c);
-      uint32_t empty[4], used[4];
-      for (uint32_t j = 0; j < 4; ++j) {
-        empty[j] = matchLine(tags_ + size_t(c.bucket[j]) * kBucketSlots, kEmpty);
-        used[j] = kBucketSlots - uint32_t(__builtin_popcount(empty[j]));
+      // pickBucket()'s choice, reading the second pair's lines only when it
+      // needs them (the first pair's less loaded bucket is over half full).
+      const uint32_t b1 = nextBucket(first[i]);
+      uint32_t e0 = matchLine(line(first[i]), kEmpty), e1 = matchLine(line(b1), kEmpty);
+      uint32_t hb = first[i], he = e0;
+      if (__builtin_popcount(e1) > __builtin_popcount(e0)) hb = b1, he = e1;
+      if (uint32_t(__builtin_popcount(he)) < kBucketSlots / 2) [[unlikely]] {
+        Candidates c;
+        candidates(hashes[at + i], c);
+        uint32_t empty[4] = {e0, e1, matchLine(line(c.bucket[2]), kEmpty), matchLine(line(c.bucket[3]), kEmpty)};
+        uint32_t used[4];
+        for (uint32_t j = 0; j < 4; ++j) used[j] = kBucketSlots - uint32_t(__builtin_popcount(empty[j]));
+        const uint32_t j = pickBucket(used);
+        if (j == 4) continue;
+        hb = c.bucket[j];
+        he = empty[j];
       }
-      const uint32_t j = pickBucket(used);
-      if (j < 4) {
-        uint32_t idx = c.bucket[j] * kBucketSlots + uint32_t(__builtin_ctz(empty[j]));
-        hints[at + i] = idx;
-        __builtin_prefetch(&narrow_[idx], 1, 3);
-      }
+      uint32_t idx = hb * kBucketSlots + uint32_t(__builtin_ctz(he));
+      hints[at + i] = idx;
+      __builtin_prefetch(&narrow_[idx], 1, 3);
     }
   }
 }
 
-// Concurrency rule R10 (docs/architecture.md "Flow entries: concurrency rules"):
-// claim (CAS empty -> busy), write the key, keyed + a seq_cst fence, check every slot
-// with the same tag for a twin (a ready twin wins; of two keyed twins the lower
-// slot wins and kills the other with a CAS keyed -> dead), then CAS keyed ->
-// ready. A bounded number of restarts, then kAbandoned.
-int32_t FlowTable::insert(const FlowKey& k, uint32_t hash, uint32_t hint) noexcept {
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    bool retry = false;
-    int32_t r = insertOnce<false>(k, hash, attempt == 0 ? hint : kNoHint, retry);
-    if (!retry) return r;
-  }
-  abandoned_.fetch_add(1, std::memory_order_relaxed);
-  return kAbandoned;
-}
-
-// The same steps as insert(); the waits draw on one budget of
-// kControlWaitPauses pauses for the whole call, and a restart after the
-// budget is spent gives up.
-int32_t FlowTable::insertFromControl(const FlowKey& k, uint32_t hash) noexcept {
-  control_budget_ = kControlWaitPauses;
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    bool retry = false;
-    int32_t r = insertOnce<true>(k, hash, kNoHint, retry);
-    if (!retry) return r;
-    if (control_budget_ == 0) break;
-  }
-  abandoned_.fetch_add(1, std::memory_order_relaxed);
-  return kAbandoned;
-}
-
 template <bool kControl>
-int32_t FlowTable::insertOnce(const FlowKey& k, uint32_t hash, uint32_t hint, bool& retry) noexcept {
+[[gnu::always_inline]] inline int32_t FlowTable::insertOnce(const FlowKey& k, uint32_t hash, uint32_t hint,
+                                                            bool& retry) noexcept {
   const bool wide = !isCompact(k);
   const uint32_t sig = tagSig(hash, wide);
   Candidates c;
   candidates(hash, c);
-  // Buckets may repeat in a small table: visit each once.
-  uint32_t nb = 0, bk[4];
-  for (uint32_t b : c.bucket)
-    if (std::find(bk, bk + nb, b) == bk + nb) bk[nb++] = b;
+  // The slots of the four buckets whose tag carries this signature, as one
+  // mask: bits 16j..16j+15 for c.bucket[j]. Buckets may repeat (a small
+  // table, or a second pair that overlaps the first): a repeat is left out.
+  // A pair's two buckets always differ (nbuckets_ >= 2).
+  const bool dup2 = c.bucket[2] == c.bucket[0] || c.bucket[2] == c.bucket[1];
+  const bool dup3 = c.bucket[3] == c.bucket[0] || c.bucket[3] == c.bucket[1];
+  auto sigSlots = [&]() __attribute__((always_inline)) {
+    auto at = [&](uint32_t j) __attribute__((always_inline)) {
+      return uint64_t(matchSig(tags_ + size_t(c.bucket[j]) * kBucketSlots, sig)) << (16 * j);
+    };
+    uint64_t m = at(0) | at(1);
+    if (!dup2) m |= at(2);
+    if (!dup3) m |= at(3);
+    return m;
+  };
+  auto slotOf = [&](uint64_t m) __attribute__((always_inline)) {
+    uint32_t bit = uint32_t(__builtin_ctzll(m));
+    return c.bucket[bit >> 4] * kBucketSlots + (bit & 15);
+  };
 
   // One pause of a wait; false (no pause) when insertFromControl()'s budget is spent.
-  auto pause = [&](uint32_t i) {
+  auto pause = [&](uint32_t i) __attribute__((always_inline)) {
     if constexpr (kControl) {
       if (control_budget_ == 0) return false;
       --control_budget_;
@@ -370,7 +309,7 @@ int32_t FlowTable::insertOnce(const FlowKey& k, uint32_t hash, uint32_t hint, bo
     return true;
   };
   // Waits out a same-tag slot's busy state; its tag after, or kBusy when it stayed busy.
-  auto settled = [&](uint32_t idx) {
+  auto settled = [&](uint32_t idx) __attribute__((always_inline)) {
     uint32_t t = tags_[idx].load(std::memory_order_seq_cst);
     for (uint32_t i = 0; tagState(t) == kBusy && tagKey(t) == sig && i < kSpinLimit; ++i) {
       if (!pause(i)) break;
@@ -384,7 +323,7 @@ int32_t FlowTable::insertOnce(const FlowKey& k, uint32_t hash, uint32_t hint, bo
   // kBusy (stayed busy: cannot tell), kSame (this key, keyed or ready; `t`
   // is its tag). Both scans below (the key already there; twins) use it.
   enum class Seen { kOther, kBusy, kSame };
-  auto inspect = [&](uint32_t idx, uint32_t& t) {
+  auto inspect = [&](uint32_t idx, uint32_t& t) __attribute__((always_inline)) {
     t = tags_[idx].load(std::memory_order_acquire);
     if (tagKey(t) != sig) return Seen::kOther;
     uint32_t st = tagState(t);
@@ -401,7 +340,9 @@ int32_t FlowTable::insertOnce(const FlowKey& k, uint32_t hash, uint32_t hint, bo
   // buckets, is still empty and this claims it. Step 3 finds the key all
   // the same if another inserter has added it, ready or keyed, meanwhile.
   uint32_t own = UINT32_MAX;
-  if (hint < nslots_ && !wide && std::find(bk, bk + nb, hint / kBucketSlots) != bk + nb &&
+  const uint32_t hb = hint / kBucketSlots;
+  if (hint < nslots_ && !wide &&
+      (hb == c.bucket[0] || hb == c.bucket[1] || hb == c.bucket[2] || hb == c.bucket[3]) &&
       tags_[hint].load(std::memory_order_relaxed) == kEmpty) {
     if (count_.fetch_add(1, std::memory_order_relaxed) >= capacity_) {
       count_.fetch_sub(1, std::memory_order_relaxed);
@@ -413,25 +354,24 @@ int32_t FlowTable::insertOnce(const FlowKey& k, uint32_t hash, uint32_t hint, bo
   }
 
   // 1. The key may be there, or on its way in.
-  for (uint32_t i = 0; i < nb && own == UINT32_MAX; ++i)
-    for (uint32_t m = matchSig(tags_ + size_t(bk[i]) * kBucketSlots, sig); m; m &= m - 1) {
-      uint32_t idx = bk[i] * kBucketSlots + uint32_t(__builtin_ctz(m));
-      uint32_t t;
-      Seen seen = inspect(idx, t);
-      if (seen == Seen::kOther) continue;
-      if (seen == Seen::kBusy) {
-        retry = true;
-        return -1;
-      }
-      // The same key: ready, or keyed by another inserter (wait for its outcome).
-      for (uint32_t n = 0; tagState(t) == kKeyed && n < kSpinLimit; ++n) {
-        if (!pause(n)) break;
-        t = tags_[idx].load(std::memory_order_acquire);
-      }
-      if (t == (sig | kReady)) return posOf(idx, wide);
-      retry = true;  // it lost (dead) or stayed keyed: start again
+  for (uint64_t m = own == UINT32_MAX ? sigSlots() : 0; m; m &= m - 1) {
+    uint32_t idx = slotOf(m);
+    uint32_t t;
+    Seen seen = inspect(idx, t);
+    if (seen == Seen::kOther) continue;
+    if (seen == Seen::kBusy) {
+      retry = true;
       return -1;
     }
+    // The same key: ready, or keyed by another inserter (wait for its outcome).
+    for (uint32_t n = 0; tagState(t) == kKeyed && n < kSpinLimit; ++n) {
+      if (!pause(n)) break;
+      t = tags_[idx].load(std::memory_order_acquire);
+    }
+    if (t == (sig | kReady)) return posOf(idx, wide);
+    retry = true;  // it lost (dead) or stayed keyed: start again
+    return -1;
+  }
 
   // 2. Reserve one of capacity(), then claim an empty slot in the bucket pickBucket() picks.
   if (own == UINT32_MAX && count_.fetch_add(1, std::memory_order_relaxed) >= capacity_) {
@@ -467,38 +407,41 @@ int32_t FlowTable::insertOnce(const FlowKey& k, uint32_t hash, uint32_t hint, bo
   std::atomic_thread_fence(std::memory_order_seq_cst);
 
   // 3. Twins: every other slot with this tag that holds the same key.
-  auto lose = [&]() {
+  auto lose = [&]() __attribute__((always_inline)) {
     uint32_t mine = sig | kKeyed;
     tags_[own].compare_exchange_strong(mine, sig | kDead, std::memory_order_acq_rel);
     count_.fetch_sub(1, std::memory_order_relaxed);
   };
-  // (The line is read after the fence: a twin whose keyed store preceded
+  // (The lines are read after the fence: a twin whose keyed store preceded
   // this fence shows here; one that follows it will see this slot keyed.)
-  for (uint32_t i = 0; i < nb; ++i)
-    for (uint32_t m = matchSig(tags_ + size_t(bk[i]) * kBucketSlots, sig); m; m &= m - 1) {
-      uint32_t idx = bk[i] * kBucketSlots + uint32_t(__builtin_ctz(m));
-      if (idx == own) continue;
-      uint32_t t;
-      Seen seen = inspect(idx, t);
-      if (seen == Seen::kOther) continue;
-      if (seen == Seen::kBusy) {  // stayed busy: cannot tell; give this try up
-        lose();
-        retry = true;
-        return -1;
-      }
-      if (tagState(t) == kReady || idx < own) {  // the twin wins
-        lose();
-        if (tagState(t) == kReady) return posOf(idx, wide);
-        retry = true;  // wait for its outcome in the next try
-        return -1;
-      }
-      // A keyed twin in a higher slot: this insert wins unless it became ready first.
-      if (!tags_[idx].compare_exchange_strong(t, sig | kDead, std::memory_order_acq_rel) &&
-          t == (sig | kReady)) {
-        lose();
-        return posOf(idx, wide);
-      }
+  // All lines are compared first, this insert's own slot left out (the
+  // first j whose bucket holds it: a repeat's bits are never set): most
+  // inserts meet no other slot with their tag and are done.
+  const uint32_t ob = own / kBucketSlots;
+  const uint32_t oj = ob == c.bucket[0] ? 0 : ob == c.bucket[1] ? 1 : ob == c.bucket[2] ? 2 : 3;
+  for (uint64_t m = sigSlots() & ~(uint64_t(1) << (16 * oj + own % kBucketSlots)); m; m &= m - 1) {
+    uint32_t idx = slotOf(m);
+    uint32_t t;
+    Seen seen = inspect(idx, t);
+    if (seen == Seen::kOther) continue;
+    if (seen == Seen::kBusy) {  // stayed busy: cannot tell; give this try up
+      lose();
+      retry = true;
+      return -1;
     }
+    if (tagState(t) == kReady || idx < own) {  // the twin wins
+      lose();
+      if (tagState(t) == kReady) return posOf(idx, wide);
+      retry = true;  // wait for its outcome in the next try
+      return -1;
+    }
+    // A keyed twin in a higher slot: this insert wins unless it became ready first.
+    if (!tags_[idx].compare_exchange_strong(t, sig | kDead, std::memory_order_acq_rel) &&
+        t == (sig | kReady)) {
+      lose();
+      return posOf(idx, wide);
+    }
+  }
   uint32_t mine = sig | kKeyed;
   if (!tags_[own].compare_exchange_strong(mine, sig | kReady, std::memory_order_acq_rel)) {
     // Killed by a twin in a lower slot: it will be ready, find it.
@@ -507,6 +450,36 @@ int32_t FlowTable::insertOnce(const FlowKey& k, uint32_t hash, uint32_t hint, bo
     return -1;
   }
   return posOf(own, wide);
+}
+
+// Concurrency rule R10 (docs/architecture.md "Flow entries: concurrency rules"):
+// claim (CAS empty -> busy), write the key, keyed + a seq_cst fence, check every slot
+// with the same tag for a twin (a ready twin wins; of two keyed twins the lower
+// slot wins and kills the other with a CAS keyed -> dead), then CAS keyed ->
+// ready. A bounded number of restarts, then kAbandoned.
+int32_t FlowTable::insert(const FlowKey& k, uint32_t hash, uint32_t hint) noexcept {
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    bool retry = false;
+    int32_t r = insertOnce<false>(k, hash, attempt == 0 ? hint : kNoHint, retry);
+    if (!retry) return r;
+  }
+  abandoned_.fetch_add(1, std::memory_order_relaxed);
+  return kAbandoned;
+}
+
+// The same steps as insert(); the waits draw on one budget of
+// kControlWaitPauses pauses for the whole call, and a restart after the
+// budget is spent gives up.
+int32_t FlowTable::insertFromControl(const FlowKey& k, uint32_t hash) noexcept {
+  control_budget_ = kControlWaitPauses;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    bool retry = false;
+    int32_t r = insertOnce<true>(k, hash, kNoHint, retry);
+    if (!retry) return r;
+    if (control_budget_ == 0) break;
+  }
+  abandoned_.fetch_add(1, std::memory_order_relaxed);
+  return kAbandoned;
 }
 
 size_t FlowTable::expire(uint64_t now_ns, size_t max, std::vector<uint16_t>* expired_servers) {

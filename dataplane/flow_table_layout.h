@@ -1,14 +1,21 @@
 // The flow table's slot layout (docs/architecture.md "The flow table"): the
-// 32-bit tag of a slot (state, wide bit, signature) and the 16-byte key of a
-// compact (IPv4) slot. Internal to dataplane/flow_table.cc; tests that set up
-// a slot state by hand (tests/dp/dataplane/flow_table_test_access.h) read it too.
+// 32-bit tag of a slot (state, wide bit, signature), the compares of a line
+// of 16 tags, and the 16-byte key of a compact (IPv4) slot. Internal to
+// dataplane/flow_table.cc; tests that set up a slot state by hand
+// (tests/dp/dataplane/flow_table_test_access.h) read it too.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
 #include "common/flow_key.h"
+
+#if defined(__SSE2__) && !defined(__SANITIZE_THREAD__)
+#include <emmintrin.h>
+#define GWLB_FT_SIMD 1
+#endif
 
 namespace gwlb::dp::flow_slot {
 
@@ -33,6 +40,59 @@ inline uint32_t tagSig(uint32_t hash, bool wide) noexcept {
 }
 inline uint32_t tagState(uint32_t tag) noexcept { return tag & kStateMask; }
 inline uint32_t tagKey(uint32_t tag) noexcept { return tag & ~kStateMask; }
+
+inline constexpr uint32_t kLineTags = 16;  // tags per 64-byte line (one bucket)
+
+// Bit i set when tag i of a 16-tag line equals `want`.
+inline uint32_t matchLine(const std::atomic<uint32_t>* line, uint32_t want) noexcept {
+#ifdef GWLB_FT_SIMD
+  // A plain vector read of the tag line (x86 loads of aligned words are
+  // atomic); each match is confirmed by an acquire load before the key is read.
+  // The four compare results (0 or -1 per tag) narrow to 16 bytes with
+  // saturating packs, in tag order, and one byte mask says which matched.
+  const __m128i* v = reinterpret_cast<const __m128i*>(line);
+  __m128i w = _mm_set1_epi32(int(want));
+  __m128i c01 = _mm_packs_epi32(_mm_cmpeq_epi32(_mm_load_si128(v), w), _mm_cmpeq_epi32(_mm_load_si128(v + 1), w));
+  __m128i c23 = _mm_packs_epi32(_mm_cmpeq_epi32(_mm_load_si128(v + 2), w), _mm_cmpeq_epi32(_mm_load_si128(v + 3), w));
+  return uint32_t(_mm_movemask_epi8(_mm_packs_epi16(c01, c23)));
+#else
+  uint32_t m = 0;
+  for (uint32_t i = 0; i < kLineTags; ++i)
+    m |= uint32_t(line[i].load(std::memory_order_relaxed) == want) << i;
+  return m;
+#endif
+}
+
+// Bit i set when (tag i of a line & mask) == want: one line of 16 tags
+// compared at once (matchSig and matchState below; both inline to constants).
+inline uint32_t matchMasked(const std::atomic<uint32_t>* line, uint32_t want, uint32_t mask) noexcept {
+#ifdef GWLB_FT_SIMD
+  // As matchLine: four compares narrowed by saturating packs, one byte mask.
+  const __m128i* v = reinterpret_cast<const __m128i*>(line);
+  const __m128i w = _mm_set1_epi32(int(want));
+  const __m128i k = _mm_set1_epi32(int(mask));
+  auto eq = [&](int i) { return _mm_cmpeq_epi32(_mm_and_si128(_mm_load_si128(v + i), k), w); };
+  __m128i c01 = _mm_packs_epi32(eq(0), eq(1));
+  __m128i c23 = _mm_packs_epi32(eq(2), eq(3));
+  return uint32_t(_mm_movemask_epi8(_mm_packs_epi16(c01, c23)));
+#else
+  uint32_t m = 0;
+  for (uint32_t i = 0; i < kLineTags; ++i)
+    m |= uint32_t((line[i].load(std::memory_order_relaxed) & mask) == want) << i;
+  return m;
+#endif
+}
+
+// Bit i set when tag i of a line carries signature and wide bit `sig`
+// (any state).
+inline uint32_t matchSig(const std::atomic<uint32_t>* line, uint32_t sig) noexcept {
+  return matchMasked(line, sig, ~kStateMask);
+}
+
+// Bit i set when tag i of a line is in state `state` (any signature).
+inline uint32_t matchState(const std::atomic<uint32_t>* line, uint32_t state) noexcept {
+  return matchMasked(line, state, kStateMask);
+}
 
 // IPv4 flow and fragment keys (addresses' bytes 4..15 zero) fit 16 bytes:
 // the two addresses' first four bytes, then the key's last eight bytes as
