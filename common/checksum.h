@@ -58,7 +58,9 @@ inline uint32_t csumAdd(uint32_t sum, const uint8_t* p, size_t len) noexcept {
 }
 
 inline uint16_t csumFold(uint32_t sum) noexcept {
-  while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+  // Two folds take any 32-bit sum to 16 bits (the first leaves at most 0x1FFFE).
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  sum = (sum & 0xFFFF) + (sum >> 16);
   return uint16_t(~sum & 0xFFFF);
 }
 

@@ -93,8 +93,8 @@ namespace gwlb {
   out.vni = rd32(p + 4) >> 8;
   out.header_len = kGeneveBaseLen + kAwsOptionsLen;
   out.has_endpoint_id = out.has_attachment_id = out.has_cookie = true;
-  out.endpoint_id = uint64_t(rd32(o + 4)) << 32 | rd32(o + 8);
-  out.attachment_id = uint64_t(rd32(o + 16)) << 32 | rd32(o + 20);
+  out.endpoint_id = rd64(o + 4);
+  out.attachment_id = rd64(o + 16);
   out.cookie = rd32(o + 28);
   return true;
 }

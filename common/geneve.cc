@@ -13,7 +13,6 @@ void wr64(uint8_t* p, uint64_t v) {
   wr32(p, uint32_t(v >> 32));
   wr32(p + 4, uint32_t(v));
 }
-uint64_t rd64(const uint8_t* p) { return (uint64_t(rd32(p)) << 32) | rd32(p + 4); }
 
 uint8_t* writeOption(uint8_t* p, uint8_t type, size_t data_len) {
   wr16(p, kAwsOptionClass);

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "common/counters.h"
 #include "common/net_types.h"
@@ -76,19 +77,30 @@ ParseStatus parseFrame(const uint8_t* p, size_t len, ParsedPacket& out, Counter&
 ParseStatus parseL3(const uint8_t* p, size_t len, uint16_t ether_type, ParsedPacket& out,
                     Counter& drop) noexcept;
 
-inline uint16_t rd16(const uint8_t* p) noexcept { return uint16_t((p[0] << 8) | p[1]); }
-inline uint32_t rd32(const uint8_t* p) noexcept {
-  return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | p[3];
+// Big-endian (network order) loads and stores at any alignment: one move
+// and one byte swap each (the byte-at-a-time forms were not always inlined).
+[[gnu::always_inline]] inline uint16_t rd16(const uint8_t* p) noexcept {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return __builtin_bswap16(v);
 }
-inline void wr16(uint8_t* p, uint16_t v) noexcept {
-  p[0] = uint8_t(v >> 8);
-  p[1] = uint8_t(v);
+[[gnu::always_inline]] inline uint32_t rd32(const uint8_t* p) noexcept {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return __builtin_bswap32(v);
 }
-inline void wr32(uint8_t* p, uint32_t v) noexcept {
-  p[0] = uint8_t(v >> 24);
-  p[1] = uint8_t(v >> 16);
-  p[2] = uint8_t(v >> 8);
-  p[3] = uint8_t(v);
+[[gnu::always_inline]] inline uint64_t rd64(const uint8_t* p) noexcept {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return __builtin_bswap64(v);
+}
+[[gnu::always_inline]] inline void wr16(uint8_t* p, uint16_t v) noexcept {
+  v = __builtin_bswap16(v);
+  std::memcpy(p, &v, 2);
+}
+[[gnu::always_inline]] inline void wr32(uint8_t* p, uint32_t v) noexcept {
+  v = __builtin_bswap32(v);
+  std::memcpy(p, &v, 4);
 }
 
 }  // namespace gwlb

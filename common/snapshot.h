@@ -90,6 +90,10 @@ struct ServerView {
   // and IDs), built with the snapshot when its MAC is known: the fast path
   // copies them and patches lengths, port, cookie and checksums.
   EncapTemplate encap;
+  // The snapshot builder's verdict that a packet can be sent here as it
+  // stands: routable, MAC known, group in range and the template its length.
+  // False leaves each check to the worker (a snapshot built by hand).
+  bool sendable = false;
 };
 
 struct GroupView {

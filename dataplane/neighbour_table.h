@@ -99,6 +99,19 @@ class NeighbourTable {
     return true;
   }
 
+  // pack() for a frame without a tag (the common case: no TPID to classify).
+  [[gnu::always_inline]] static bool packUntagged(const uint8_t* frame, uint16_t port, uint64_t& peer_word,
+                                                  uint64_t& self_word) noexcept {
+    constexpr uint64_t kMac = (1ULL << 48) - 1;
+    uint64_t dst, src;
+    std::memcpy(&dst, frame, 8);
+    std::memcpy(&src, frame + 4, 8);
+    if (port > 0xFF) [[unlikely]]
+      return false;
+    peer_word = src >> 16;
+    self_word = (dst & kMac) | uint64_t(port) << 48;
+    return true;
+  }
   // Worker: true when index `idx` holds exactly this L2 (the common case of
   // a known direction: two loads and compares). `idx` is one a flow entry
   // holds: its slot is live (R2).
@@ -184,10 +197,8 @@ class NeighbourTable {
   // Concurrency rule R2 (docs/architecture.md "Flow entries: concurrency rules"):
   // the words are immutable while the slot is live; acquire the state, then read them.
   bool read(uint16_t idx, DirL2& out) const noexcept {
-    if (idx == 0 || idx > kSlots) return false;
-    uint32_t s = uint32_t(idx) - 1;
-    if (!(state_[s].load(std::memory_order_acquire) & kLiveBit)) return false;
-    uint64_t p = peer_[s], w = self_[s];
+    uint64_t p, w;
+    if (!words(idx, p, w)) return false;
     std::memcpy(out.peer_mac.b.data(), &p, 6);
     std::memcpy(out.our_mac.b.data(), &w, 6);
     out.vlan_tci = uint16_t(p >> 48);
@@ -198,6 +209,16 @@ class NeighbourTable {
     return true;
   }
 
+  // Any thread: read() without the decoding, pack()'s two words (the return
+  // path writes its Ethernet header from them).
+  bool words(uint16_t idx, uint64_t& peer_word, uint64_t& self_word) const noexcept {
+    if (idx == 0 || idx > kSlots) return false;
+    uint32_t s = uint32_t(idx) - 1;
+    if (!(state_[s].load(std::memory_order_acquire) & kLiveBit)) return false;
+    peer_word = peer_[s];
+    self_word = self_[s];
+    return true;
+  }
   // Control thread: how many neighbours are recorded (live slots).
   uint32_t count() const noexcept {
     uint32_t n = 0;

@@ -53,7 +53,8 @@ inline void forUs(Ctx& c, rte_mbuf* m) noexcept {
 [[gnu::always_inline]] inline void learnDirection(Ctx& c, NeighbourTable& nt, std::atomic<uint16_t>& slot,
                            const rte_mbuf* m, const uint8_t* frame, const ParsedPacket& p) noexcept {
   uint64_t peer, self;
-  if (!NeighbourTable::pack(frame, m->port, p.has_vlan ? p.vlan_tpid : 0, p.vlan_tci, peer, self))
+  if (p.has_vlan ? !NeighbourTable::pack(frame, m->port, p.vlan_tpid, p.vlan_tci, peer, self)
+                 : !NeighbourTable::packUntagged(frame, m->port, peer, self))
     return;
   uint16_t cur = slot.load(std::memory_order_acquire);
   if (nt.holds(cur, peer, self)) [[likely]]
@@ -199,7 +200,7 @@ template <bool kClasses>
   }
   FlowEntry& e = *ep;
   uint16_t server = routeServer(route);
-  if (server >= c.n_servers || server >= kMaxServerIds)
+  if (server >= c.n_servers)
     return drop(c, m, Counter::drop_no_healthy_server);
   // Existing flows on an appliance that sheds them move on this packet
   // (docs/product-rules.md section 2); the appliance's view is read for the send anyway.
@@ -218,7 +219,7 @@ template <bool kClasses>
       c.noteSync(pos, SyncEvent::kMoved);
     }
     server = routeServer(route);
-    if (server >= c.n_servers || server >= kMaxServerIds)
+    if (server >= c.n_servers)
       return drop(c, m, Counter::drop_no_healthy_server);
   }
 #endif
@@ -267,23 +268,24 @@ template <bool kClasses>
   }
 
   const ServerView& sv = s.servers[server];
-  if (!sv.routable) return drop(c, m, Counter::drop_no_healthy_server);
-  if (!sv.mac_known) return drop(c, m, Counter::drop_neighbour_unresolved);
-  if (sv.group >= c.n_groups) return drop(c, m, Counter::drop_no_server_group);
   // Encapsulation follows the appliance's own group (format, VNI, IDs),
   // precomputed in its template by the snapshot builder.
   const EncapTemplate& t = sv.encap;
   bool aws = t.aws;
   size_t payload = aws ? p.l3_len : size_t(p.l3_offset) + p.l3_len;
   size_t hdr = encapHeaderLen(aws);
-  if (t.len != hdr) [[unlikely]]
-    return drop(c, m, Counter::drop_no_server_group);
+  if (!sv.sendable) [[unlikely]] {  // the builder's checks, one by one
+    if (!sv.routable) return drop(c, m, Counter::drop_no_healthy_server);
+    if (!sv.mac_known) return drop(c, m, Counter::drop_neighbour_unresolved);
+    if (sv.group >= c.n_groups) return drop(c, m, Counter::drop_no_server_group);
+    if (t.len != hdr) return drop(c, m, Counter::drop_no_server_group);
+  }
   size_t outer_ip_len = hdr - 14 + payload;
   if (outer_ip_len > s.underlay_mtu) [[unlikely]] {
     uint32_t inner_mtu = uint32_t(s.underlay_mtu - (hdr - 14) - (aws ? 0 : p.l3_offset));
     return tooBig(c, m, p, inner_mtu);
   }
-  const bool offload = c.dp.underlay_csum_offload;
+  const bool offload = c.csum_offload;
   uint32_t sum = offload ? 0 : payloadSum(frame, aws ? p.l3_offset : 0, p);
   uint16_t protocol = p.ip_version == 4 ? kEtherTypeIpv4 : kEtherTypeIpv6;
   if (aws) rte_pktmbuf_adj(m, p.l3_offset);
@@ -408,31 +410,34 @@ struct ReturnInfo {
     return drop(c, m, routeServer(route) != server ? Counter::drop_return_wrong_appliance
                                                    : Counter::drop_return_cookie_mismatch);
   }
-  DirL2 d;
   // Concurrency rule R2 (docs/architecture.md "Flow entries: concurrency rules"):
   // no neighbour learned for this direction: no L2 to return by.
-  if (!c.dp.flows->neighbours().read(e.l2[ref.dir].load(std::memory_order_acquire), d))
+  uint64_t peer, self;
+  if (!c.dp.flows->neighbours().words(e.l2[ref.dir].load(std::memory_order_acquire), peer, self))
     return drop(c, m, Counter::drop_return_no_l2);
 
   // Strip everything up to the inner IP header, then give it the L2 header of
   // the neighbour it came from: byte-identical at L3.
   rte_pktmbuf_adj(m, ri.l3_start);
   if (m->data_len > in.l3_len) rte_pktmbuf_trim(m, uint16_t(m->data_len - in.l3_len));
-  uint16_t l2 = d.has_vlan ? 18 : 14;
-  uint8_t* h = reinterpret_cast<uint8_t*>(rte_pktmbuf_prepend(m, l2));
+  const uint64_t vlan_kind = (self >> NeighbourTable::kVlanShift) & 3;  // none, 802.1Q, 802.1ad
+  uint8_t* h = reinterpret_cast<uint8_t*>(rte_pktmbuf_prepend(m, vlan_kind ? 18 : 14));
   if (!h) return drop(c, m, Counter::drop_no_headroom);
-  std::memcpy(h, d.peer_mac.b.data(), 6);
-  std::memcpy(h + 6, d.our_mac.b.data(), 6);
-  uint16_t et = in.ip_version == 4 ? kEtherTypeIpv4 : kEtherTypeIpv6;
-  if (d.has_vlan) {
-    wr16(h + 12, d.vlan_tpid);
-    wr16(h + 14, d.vlan_tci);
+  // The MACs are the words' low six bytes, in frame order (pack()): two
+  // overlapping 8-byte stores, whose top two bytes each the next store
+  // overwrites (our MAC, then the TPID or EtherType).
+  std::memcpy(h, &peer, 8);
+  std::memcpy(h + 6, &self, 8);
+  const uint16_t et = in.ip_version == 4 ? kEtherTypeIpv4 : kEtherTypeIpv6;
+  if (vlan_kind) {
+    wr16(h + 12, vlan_kind == 1 ? 0x8100 : 0x88A8);
+    wr16(h + 14, uint16_t(peer >> 48));  // the VLAN ID; priority 0
     wr16(h + 16, et);
   } else {
     wr16(h + 12, et);
   }
   e.last_seen.store(c.now);
-  m->port = d.port;
+  m->port = uint16_t((self >> 48) & 0xFF);
   c.w.countReturned(server, geneve_len);
   ++c.returned;
   c.tx_bytes += m->pkt_len;

@@ -15,16 +15,19 @@ struct Ctx {
   // A constructor, not aggregate initialisation: the per-burst scratch
   // arrays below are written before they are read and need no zeroing.
   Ctx(Dataplane& d, WorkerState& ws, const Snapshot& snap, uint64_t t, BurstOutput& o) noexcept
-      : dp(d), w(ws), s(snap), now(t), out(o), n_servers(snap.servers.size()),
-        n_groups(snap.groups.size()) {}
+      : dp(d), w(ws), s(snap), now(t), out(o),
+        n_servers(snap.servers.size() < kMaxServerIds ? snap.servers.size() : kMaxServerIds),
+        n_groups(snap.groups.size()), csum_offload(d.underlay_csum_offload) {}
   Dataplane& dp;
   WorkerState& w;
   const Snapshot& s;
   uint64_t now;
   BurstOutput& out;
   // The snapshot's server and group counts, the bounds every packet checks,
-  // taken once per burst.
+  // taken once per burst (servers: at most kMaxServerIds, the per-appliance
+  // counters' size), and whether the NIC finishes the outer checksums.
   const size_t n_servers, n_groups;
+  const bool csum_offload;
   // Counters every packet touches, added to the worker's once per burst.
   uint64_t encapsulated = 0, returned = 0, tx_bytes = 0;
   // Hashes of keys inserted in this burst (at most two per packet).

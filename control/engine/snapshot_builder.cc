@@ -445,6 +445,7 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
     ep.endpoint_id = g.endpoint_id;
     ep.attachment_id = g.attachment_id;
     buildEncapTemplate(v.encap, ep);
+    v.sendable = v.encap.len == encapHeaderLen(v.encap.aws);
   }
   for (size_t id = 0; id < s->servers.size(); ++id)
     if (s->servers[id].routable) s->by_ip.emplace_back(s->servers[id].ip, uint16_t(id));

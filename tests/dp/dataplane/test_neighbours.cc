@@ -102,6 +102,26 @@ TEST(Neighbours, ASpoofedMacFloodLeavesLaterFlowsTheirReturns) {
 // The PCP and DEI bits of a VLAN tag say how to queue one frame; they do
 // not name another neighbour. Before issue 24 each value interned a new
 // neighbour (and counted return_l2_changed): 16 per VLAN per MAC.
+// The worker packs untagged frames with packUntagged: the same words as
+// pack() without a tag, the same refusal of a port beyond 8 bits.
+TEST(Neighbours, UntaggedPackingIsPackWithoutATag) {
+  uint8_t frame[16];
+  uint32_t x = 12345;
+  for (int i = 0; i < 2000; ++i) {
+    for (uint8_t& b : frame) b = uint8_t((x = x * 1103515245u + 12345u) >> 16);
+    const uint16_t port = uint16_t(i % 300);
+    uint64_t p1 = 1, s1 = 1, p2 = 2, s2 = 2;
+    const bool a = dp::NeighbourTable::pack(frame, port, 0, 0, p1, s1);
+    const bool b = dp::NeighbourTable::packUntagged(frame, port, p2, s2);
+    ASSERT_EQ(a, b) << "port " << port;
+    ASSERT_EQ(a, port <= 0xFF);
+    if (a) {
+      ASSERT_EQ(p1, p2);
+      ASSERT_EQ(s1, s2);
+    }
+  }
+}
+
 TEST(Neighbours, PriorityBitsDoNotMakeNewNeighbours) {
   Harness h;
   const Net& n = net();

@@ -382,3 +382,36 @@ TEST(MaglevSlot, EqualsTheRemainderForEveryTableSize) {
 
 }  // namespace
 }  // namespace gwlb
+
+// The return path finds an appliance by its address in Snapshot::ip_index
+// (open addressing): every address the sorted by_ip holds, and no other,
+// at every size from one appliance to far more than a gateway has, with
+// addresses that collide in the table (one /24, and a stride of its size).
+TEST(SnapshotServerByIp, IndexAnswersAsTheSortedList) {
+  std::mt19937 rng(5);
+  for (size_t n : {0, 1, 2, 3, 7, 64, 1000}) {
+    for (int pattern = 0; pattern < 3; ++pattern) {
+      gwlb::dp::Snapshot s;
+      for (size_t i = 0; i < n; ++i) {
+        uint32_t ip = pattern == 0 ? 0x0A000000u + uint32_t(i)
+                    : pattern == 1 ? 0x0A000000u + uint32_t(i) * 4096u
+                                   : uint32_t(rng());
+        s.by_ip.emplace_back(ip, uint16_t(i));
+      }
+      std::sort(s.by_ip.begin(), s.by_ip.end());
+      s.by_ip.erase(std::unique(s.by_ip.begin(), s.by_ip.end(),
+                                [](auto& a, auto& b) { return a.first == b.first; }),
+                    s.by_ip.end());
+      std::vector<uint32_t> probe;
+      for (auto& [ip, id] : s.by_ip) probe.insert(probe.end(), {ip, ip + 1, ip - 1});
+      for (int i = 0; i < 200; ++i) probe.push_back(uint32_t(rng()));
+      std::vector<uint16_t> want;
+      for (uint32_t ip : probe) want.push_back(s.serverByIp(ip));  // binary search: no index yet
+      s.indexByIp();
+      ASSERT_FALSE(s.ip_index.empty());
+      EXPECT_GE(s.ip_index.size(), 2 * s.by_ip.size());
+      for (size_t i = 0; i < probe.size(); ++i)
+        ASSERT_EQ(s.serverByIp(probe[i]), want[i]) << "n " << n << " pattern " << pattern << " ip " << probe[i];
+    }
+  }
+}
