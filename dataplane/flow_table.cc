@@ -191,59 +191,75 @@ int32_t FlowTable::lookup(const FlowKey& k, uint32_t hash) const noexcept {
 void FlowTable::lookupBulk(const FlowKey* const* keys, const uint32_t* hashes, uint32_t n,
                            int32_t* pos, uint32_t* hints) const noexcept {
   uint32_t first[kLookupBulkMax];  // a key's first bucket (its pair: it and the next)
-  uint32_t masks[kLookupBulkMax];
+  uint32_t masks[kLookupBulkMax];  // its tag matches in the pair: bits 0..15 first[i], 16..31 the next
+  uint32_t cand[kLookupBulkMax];   // the slot of its lowest match, or kNoHint (none)
   uint32_t want[kLookupBulkMax];
+  uint32_t no_hints[kLookupBulkMax];  // hints' stores when the caller wants none
   auto line = [this](uint32_t b) { return tags_ + size_t(b) * kBucketSlots; };
   for (uint32_t at = 0; at < n; at += kLookupBulkMax) {
-    uint32_t cnt = std::min(kLookupBulkMax, n - at);
+    const uint32_t cnt = std::min(kLookupBulkMax, n - at);
+    const FlowKey* const* const ks = keys + at;
+    const uint32_t* const hs = hashes + at;
+    int32_t* const ps = pos + at;
+    uint32_t* const hint = hints ? hints + at : no_hints;
     // Stage 1: the first bucket pair's tag lines prefetched (inserts put
-    // most keys there: pickBucket()).
+    // most keys there: pickBucket()). The pair's second line is the one
+    // after the first in memory but for the last bucket, whose pair wraps to
+    // line 0: that line goes unprefetched (a prefetch past the array cannot fault).
     for (uint32_t i = 0; i < cnt; ++i) {
-      const uint32_t b = firstBucket(hashes[at + i]);
+      const uint32_t b = firstBucket(hs[i]);
       first[i] = b;
-      want[i] = tagSig(hashes[at + i], !isCompact(*keys[at + i])) | kReady;
+      want[i] = tagSig(hs[i], !isCompact(*ks[i])) | kReady;
       __builtin_prefetch(line(b), 0, 3);
-      __builtin_prefetch(line(nextBucket(b)), 0, 3);
+      __builtin_prefetch(line(b + 1), 0, 3);
     }
     // Stage 2: the pair's tags compared; the first candidate slot of each key
     // prefetched, or, with none in the first pair, the second pair's tag lines.
+    // Slot b * 16 + bit for a match `bit` of the pair, less nslots_ when the
+    // pair wraps (bit >= 16 of the last bucket: slot bit - 16 of bucket 0).
     for (uint32_t i = 0; i < cnt; ++i) {
       const uint32_t b = first[i];
-      uint32_t m = matchLine(line(b), want[i]) | matchLine(line(nextBucket(b)), want[i]) << 16;
+      const uint32_t m = matchLine(line(b), want[i]) | matchLine(line(nextBucket(b)), want[i]) << 16;
       masks[i] = m;
-      if (m) {
-        uint32_t bit = uint32_t(__builtin_ctz(m));
-        uint32_t idx = (bit < 16 ? b : nextBucket(b)) * kBucketSlots + (bit & 15);
+      if (m) [[likely]] {
+        uint32_t idx = b * kBucketSlots + uint32_t(__builtin_ctz(m));
+        idx = idx >= nslots_ ? idx - nslots_ : idx;
+        cand[i] = idx;
         if (want[i] & kWideBit) __builtin_prefetch(&wide_[idx], 0, 3);
         else __builtin_prefetch(&narrow_[idx], 0, 3);
       } else {
-        const uint32_t b2 = secondBucket(hashes[at + i]);
+        cand[i] = kNoHint;
+        const uint32_t b2 = secondBucket(hs[i]);
         __builtin_prefetch(line(b2), 0, 3);
-        __builtin_prefetch(line(nextBucket(b2)), 0, 3);
+        __builtin_prefetch(line(b2 + 1), 0, 3);
       }
     }
-    // Stage 3: keys compared; a key not in its first pair is looked for in its second.
+    // Stage 3: keys compared, the first candidate's first (nearly every hit);
+    // a key not in its first pair is looked for in its second.
     for (uint32_t i = 0; i < cnt; ++i) {
-      int32_t r = -1;
       const bool wide = want[i] & kWideBit;
-      const FlowKey& k = *keys[at + i];
-      for (uint32_t m = masks[i]; m; m &= m - 1) {
-        uint32_t bit = uint32_t(__builtin_ctz(m));
-        uint32_t idx = (bit < 16 ? first[i] : nextBucket(first[i])) * kBucketSlots + (bit & 15);
+      const FlowKey& k = *ks[i];
+      const uint32_t c = cand[i];
+      hint[i] = kNoHint;
+      if (c != kNoHint && tags_[c].load(std::memory_order_acquire) == want[i] && keyMatches(c, wide, k))
+          [[likely]] {
+        ps[i] = posOf(c, wide);
+        continue;
+      }
+      // The pair's other matches (the first held another key with the
+      // same tag, or was deleted since), then the second pair.
+      int32_t r = -1;
+      for (uint32_t m = masks[i] & (masks[i] - 1); m; m &= m - 1) {
+        uint32_t idx = first[i] * kBucketSlots + uint32_t(__builtin_ctz(m));
+        idx = idx >= nslots_ ? idx - nslots_ : idx;
         if (tags_[idx].load(std::memory_order_acquire) == want[i] && keyMatches(idx, wide, k)) {
           r = posOf(idx, wide);
           break;
         }
       }
-      if (r >= 0) [[likely]] {
-        pos[at + i] = r;
-        if (hints) hints[at + i] = kNoHint;
-        continue;
-      }
-      pos[at + i] = r = lookupSecond(k, hashes[at + i], want[i]);
-      if (!hints) continue;
-      hints[at + i] = kNoHint;
-      if (r >= 0 || wide) continue;
+      if (r < 0) r = lookupSecond(k, hs[i], want[i]);
+      ps[i] = r;
+      if (r >= 0 || wide || !hints) continue;
       // A miss: most likely a new flow whose insert follows in this burst.
       // Its slot (the first empty one of the bucket insert() picks) is
       // fetched for writing now, so the insert does not wait for a cold line.
@@ -254,18 +270,18 @@ void FlowTable::lookupBulk(const FlowKey* const* keys, const uint32_t* hashes, u
       uint32_t hb = first[i], he = e0;
       if (__builtin_popcount(e1) > __builtin_popcount(e0)) hb = b1, he = e1;
       if (uint32_t(__builtin_popcount(he)) < kBucketSlots / 2) [[unlikely]] {
-        Candidates c;
-        candidates(hashes[at + i], c);
-        uint32_t empty[4] = {e0, e1, matchLine(line(c.bucket[2]), kEmpty), matchLine(line(c.bucket[3]), kEmpty)};
+        Candidates cs;
+        candidates(hs[i], cs);
+        uint32_t empty[4] = {e0, e1, matchLine(line(cs.bucket[2]), kEmpty), matchLine(line(cs.bucket[3]), kEmpty)};
         uint32_t used[4];
         for (uint32_t j = 0; j < 4; ++j) used[j] = kBucketSlots - uint32_t(__builtin_popcount(empty[j]));
         const uint32_t j = pickBucket(used);
         if (j == 4) continue;
-        hb = c.bucket[j];
+        hb = cs.bucket[j];
         he = empty[j];
       }
-      uint32_t idx = hb * kBucketSlots + uint32_t(__builtin_ctz(he));
-      hints[at + i] = idx;
+      const uint32_t idx = hb * kBucketSlots + uint32_t(__builtin_ctz(he));
+      hint[i] = idx;
       __builtin_prefetch(&narrow_[idx], 1, 3);
     }
   }
