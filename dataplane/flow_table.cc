@@ -34,15 +34,6 @@ inline void spinPause(uint32_t i) noexcept {
 
 }  // namespace
 
-struct alignas(64) FlowTable::Slot4 {
-  Key4 key;
-  FlowEntry e;
-};
-struct alignas(64) FlowTable::Slot6 {
-  FlowKey key;
-  FlowEntry e;
-};
-
 // Concurrency rule R7 (docs/architecture.md "Flow entries: concurrency rules"):
 // only from reclaim(), once no worker can hold the position.
 void FlowEntry::reset() noexcept {
@@ -88,6 +79,9 @@ FlowTable::FlowTable(const std::string& name, uint32_t capacity, rte_rcu_qsbr* q
   // TLB miss. rte_lcore_count() is 0 until the EAL is up (tools and unit tests
   // build tables without one). Without hugepages (--no-huge), or when the heap
   // cannot hold them, anonymous memory as below (hugepageBytes() says which).
+#ifdef GWLB_FT_AVX2
+  avx2_ = __builtin_cpu_supports("avx2");
+#endif
   if (rte_lcore_count() > 0 && rte_eal_has_hugepages())
     huge_ = rte_zmalloc_socket(name.c_str(), hot, 4096, socket);
   if (huge_) {
@@ -135,13 +129,6 @@ FlowTable::~FlowTable() {
   rte_free(huge_);
 }
 
-
-
-[[gnu::always_inline]] inline bool FlowTable::keyMatches(uint32_t idx, bool wide, const FlowKey& k) const noexcept {
-  if (wide) return std::memcmp(&wide_[idx].key, &k, sizeof k) == 0;
-  return sameKey4(narrow_[idx].key, toKey4(k));
-}
-
 [[gnu::always_inline]] inline void FlowTable::writeKey(uint32_t idx, bool wide, const FlowKey& k) noexcept {
   if (wide) std::memcpy(&wide_[idx].key, &k, sizeof k);
   else narrow_[idx].key = toKey4(k);
@@ -153,138 +140,6 @@ bool FlowTable::readKey(uint32_t idx, FlowKey& out) const noexcept {
   if (tag & kWideBit) std::memcpy(&out, &wide_[idx].key, sizeof out);
   else out = fromKey4(narrow_[idx].key);
   return true;
-}
-
-int32_t FlowTable::lookup(const FlowKey& k, uint32_t hash) const noexcept {
-  bool wide = !isCompact(k);
-  uint32_t want = tagSig(hash, wide) | kReady;
-  Candidates c;
-  candidates(hash, c);
-  for (uint32_t b : c.bucket) {
-    const std::atomic<uint32_t>* line = tags_ + size_t(b) * kBucketSlots;
-    for (uint32_t m = matchLine(line, want); m; m &= m - 1) {
-      uint32_t j = uint32_t(__builtin_ctz(m));
-      uint32_t idx = b * kBucketSlots + j;
-      if (line[j].load(std::memory_order_acquire) == want && keyMatches(idx, wide, k))
-        return posOf(idx, wide);
-    }
-  }
-  return -1;
-}
-
-// A key's second bucket pair, tag lines and keys (the first pair was searched).
-[[gnu::always_inline]] inline int32_t FlowTable::lookupSecond(const FlowKey& k, uint32_t hash,
-                                                              uint32_t want) const noexcept {
-  const bool wide = want & kWideBit;
-  const uint32_t b2 = secondBucket(hash), b3 = nextBucket(b2);
-  const std::atomic<uint32_t>* l2 = tags_ + size_t(b2) * kBucketSlots;
-  const std::atomic<uint32_t>* l3 = tags_ + size_t(b3) * kBucketSlots;
-  for (uint32_t m = matchLine(l2, want) | matchLine(l3, want) << 16; m; m &= m - 1) {
-    uint32_t bit = uint32_t(__builtin_ctz(m));
-    uint32_t idx = (bit < 16 ? b2 : b3) * kBucketSlots + (bit & 15);
-    if (tags_[idx].load(std::memory_order_acquire) == want && keyMatches(idx, wide, k))
-      return posOf(idx, wide);
-  }
-  return -1;
-}
-
-void FlowTable::lookupBulk(const FlowKey* const* keys, const uint32_t* hashes, uint32_t n,
-                           int32_t* pos, uint32_t* hints) const noexcept {
-  uint32_t first[kLookupBulkMax];  // a key's first bucket (its pair: it and the next)
-  uint32_t masks[kLookupBulkMax];  // its tag matches in the pair: bits 0..15 first[i], 16..31 the next
-  uint32_t cand[kLookupBulkMax];   // the slot of its lowest match, or kNoHint (none)
-  uint32_t want[kLookupBulkMax];
-  uint32_t no_hints[kLookupBulkMax];  // hints' stores when the caller wants none
-  auto line = [this](uint32_t b) { return tags_ + size_t(b) * kBucketSlots; };
-  for (uint32_t at = 0; at < n; at += kLookupBulkMax) {
-    const uint32_t cnt = std::min(kLookupBulkMax, n - at);
-    const FlowKey* const* const ks = keys + at;
-    const uint32_t* const hs = hashes + at;
-    int32_t* const ps = pos + at;
-    uint32_t* const hint = hints ? hints + at : no_hints;
-    // Stage 1: the first bucket pair's tag lines prefetched (inserts put
-    // most keys there: pickBucket()). The pair's second line is the one
-    // after the first in memory but for the last bucket, whose pair wraps to
-    // line 0: that line goes unprefetched (a prefetch past the array cannot fault).
-    for (uint32_t i = 0; i < cnt; ++i) {
-      const uint32_t b = firstBucket(hs[i]);
-      first[i] = b;
-      want[i] = tagSig(hs[i], !isCompact(*ks[i])) | kReady;
-      __builtin_prefetch(line(b), 0, 3);
-      __builtin_prefetch(line(b + 1), 0, 3);
-    }
-    // Stage 2: the pair's tags compared; the first candidate slot of each key
-    // prefetched, or, with none in the first pair, the second pair's tag lines.
-    // Slot b * 16 + bit for a match `bit` of the pair, less nslots_ when the
-    // pair wraps (bit >= 16 of the last bucket: slot bit - 16 of bucket 0).
-    for (uint32_t i = 0; i < cnt; ++i) {
-      const uint32_t b = first[i];
-      const uint32_t m = matchLine(line(b), want[i]) | matchLine(line(nextBucket(b)), want[i]) << 16;
-      masks[i] = m;
-      if (m) [[likely]] {
-        uint32_t idx = b * kBucketSlots + uint32_t(__builtin_ctz(m));
-        idx = idx >= nslots_ ? idx - nslots_ : idx;
-        cand[i] = idx;
-        if (want[i] & kWideBit) __builtin_prefetch(&wide_[idx], 0, 3);
-        else __builtin_prefetch(&narrow_[idx], 0, 3);
-      } else {
-        cand[i] = kNoHint;
-        const uint32_t b2 = secondBucket(hs[i]);
-        __builtin_prefetch(line(b2), 0, 3);
-        __builtin_prefetch(line(b2 + 1), 0, 3);
-      }
-    }
-    // Stage 3: keys compared, the first candidate's first (nearly every hit);
-    // a key not in its first pair is looked for in its second.
-    for (uint32_t i = 0; i < cnt; ++i) {
-      const bool wide = want[i] & kWideBit;
-      const FlowKey& k = *ks[i];
-      const uint32_t c = cand[i];
-      hint[i] = kNoHint;
-      if (c != kNoHint && tags_[c].load(std::memory_order_acquire) == want[i] && keyMatches(c, wide, k))
-          [[likely]] {
-        ps[i] = posOf(c, wide);
-        continue;
-      }
-      // The pair's other matches (the first held another key with the
-      // same tag, or was deleted since), then the second pair.
-      int32_t r = -1;
-      for (uint32_t m = masks[i] & (masks[i] - 1); m; m &= m - 1) {
-        uint32_t idx = first[i] * kBucketSlots + uint32_t(__builtin_ctz(m));
-        idx = idx >= nslots_ ? idx - nslots_ : idx;
-        if (tags_[idx].load(std::memory_order_acquire) == want[i] && keyMatches(idx, wide, k)) {
-          r = posOf(idx, wide);
-          break;
-        }
-      }
-      if (r < 0) r = lookupSecond(k, hs[i], want[i]);
-      ps[i] = r;
-      if (r >= 0 || wide || !hints) continue;
-      // A miss: most likely a new flow whose insert follows in this burst.
-      // Its slot (the first empty one of the bucket insert() picks) is
-      // fetched for writing now, so the insert does not wait for a cold line.
-      // pickBucket()'s choice, reading the second pair's lines only when it
-      // needs them (the first pair's less loaded bucket is over half full).
-      const uint32_t b1 = nextBucket(first[i]);
-      uint32_t e0 = matchLine(line(first[i]), kEmpty), e1 = matchLine(line(b1), kEmpty);
-      uint32_t hb = first[i], he = e0;
-      if (__builtin_popcount(e1) > __builtin_popcount(e0)) hb = b1, he = e1;
-      if (uint32_t(__builtin_popcount(he)) < kBucketSlots / 2) [[unlikely]] {
-        Candidates cs;
-        candidates(hs[i], cs);
-        uint32_t empty[4] = {e0, e1, matchLine(line(cs.bucket[2]), kEmpty), matchLine(line(cs.bucket[3]), kEmpty)};
-        uint32_t used[4];
-        for (uint32_t j = 0; j < 4; ++j) used[j] = kBucketSlots - uint32_t(__builtin_popcount(empty[j]));
-        const uint32_t j = pickBucket(used);
-        if (j == 4) continue;
-        hb = cs.bucket[j];
-        he = empty[j];
-      }
-      const uint32_t idx = hb * kBucketSlots + uint32_t(__builtin_ctz(he));
-      hint[i] = idx;
-      __builtin_prefetch(&narrow_[idx], 1, 3);
-    }
-  }
 }
 
 template <bool kControl>
