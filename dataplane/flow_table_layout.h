@@ -16,6 +16,9 @@
 
 #if defined(__SSE2__) && !defined(__SANITIZE_THREAD__)
 #include <emmintrin.h>
+#ifdef __SSE4_1__
+#include <smmintrin.h>
+#endif
 #define GWLB_FT_SIMD 1
 #endif
 // GWLB_FT_AVX2 (flow_table.h): FlowTable::lookupBulk has a copy compiled for
@@ -138,6 +141,12 @@ static_assert(offsetof(Key4, port_a) == 8 && offsetof(FlowKey, port_a) == 32 &&
 
 inline bool isCompact(const FlowKey& k) noexcept {
   if (k.family != 4) return false;
+#if defined(GWLB_FT_SIMD) && defined(__SSE4_1__)
+  // Both addresses' bytes 4..15 zero: one OR of the two, one test under a mask.
+  const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(k.a));
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(k.b));
+  return _mm_testz_si128(_mm_or_si128(a, b), _mm_setr_epi32(0, -1, -1, -1));
+#else
   uint64_t w[4];
   std::memcpy(&w[0], k.a + 4, 8);
   std::memcpy(&w[1], k.b + 4, 8);
@@ -145,6 +154,7 @@ inline bool isCompact(const FlowKey& k) noexcept {
   std::memcpy(&x, k.a + 12, 4);
   std::memcpy(&y, k.b + 12, 4);
   return (w[0] | w[1] | x | y) == 0;
+#endif
 }
 inline Key4 toKey4(const FlowKey& k) noexcept {
   Key4 c;

@@ -118,6 +118,7 @@ template <bool kAvx2>
   Probe pr[kLookupBulkMax];
   uint32_t no_hints[kLookupBulkMax];  // hints' stores when the caller wants none
   auto line = [this](uint32_t b) { return tags_ + size_t(b) * kBucketSlots; };
+  const uint32_t nslots = nslots_;
   for (uint32_t at = 0; at < n; at += kLookupBulkMax) {
     const uint32_t cnt = std::min(kLookupBulkMax, n - at);
     const FlowKey* const* const ks = keys + at;
@@ -152,7 +153,7 @@ template <bool kAvx2>
       p.mask = m;
       if (m) [[likely]] {
         uint32_t idx = b * kBucketSlots + uint32_t(__builtin_ctz(m));
-        idx = idx >= nslots_ ? idx - nslots_ : idx;
+        idx = idx >= nslots ? idx - nslots : idx;
         p.cand = idx;
         if (p.want & kWideBit) __builtin_prefetch(&wide_[idx], 0, 3);
         else __builtin_prefetch(&narrow_[idx], 0, 3);
