@@ -34,15 +34,6 @@ inline void spinPause(uint32_t i) noexcept {
 
 }  // namespace
 
-struct alignas(64) FlowTable::Slot4 {
-  Key4 key;
-  FlowEntry e;
-};
-struct alignas(64) FlowTable::Slot6 {
-  FlowKey key;
-  FlowEntry e;
-};
-
 // Concurrency rule R7 (docs/architecture.md "Flow entries: concurrency rules"):
 // only from reclaim(), once no worker can hold the position.
 void FlowEntry::reset() noexcept {
@@ -88,6 +79,9 @@ FlowTable::FlowTable(const std::string& name, uint32_t capacity, rte_rcu_qsbr* q
   // TLB miss. rte_lcore_count() is 0 until the EAL is up (tools and unit tests
   // build tables without one). Without hugepages (--no-huge), or when the heap
   // cannot hold them, anonymous memory as below (hugepageBytes() says which).
+#ifdef GWLB_FT_AVX2
+  avx2_ = __builtin_cpu_supports("avx2");
+#endif
   if (rte_lcore_count() > 0 && rte_eal_has_hugepages())
     huge_ = rte_zmalloc_socket(name.c_str(), hot, 4096, socket);
   if (huge_) {
@@ -135,13 +129,6 @@ FlowTable::~FlowTable() {
   rte_free(huge_);
 }
 
-
-
-[[gnu::always_inline]] inline bool FlowTable::keyMatches(uint32_t idx, bool wide, const FlowKey& k) const noexcept {
-  if (wide) return std::memcmp(&wide_[idx].key, &k, sizeof k) == 0;
-  return sameKey4(narrow_[idx].key, toKey4(k));
-}
-
 [[gnu::always_inline]] inline void FlowTable::writeKey(uint32_t idx, bool wide, const FlowKey& k) noexcept {
   if (wide) std::memcpy(&wide_[idx].key, &k, sizeof k);
   else narrow_[idx].key = toKey4(k);
@@ -153,122 +140,6 @@ bool FlowTable::readKey(uint32_t idx, FlowKey& out) const noexcept {
   if (tag & kWideBit) std::memcpy(&out, &wide_[idx].key, sizeof out);
   else out = fromKey4(narrow_[idx].key);
   return true;
-}
-
-int32_t FlowTable::lookup(const FlowKey& k, uint32_t hash) const noexcept {
-  bool wide = !isCompact(k);
-  uint32_t want = tagSig(hash, wide) | kReady;
-  Candidates c;
-  candidates(hash, c);
-  for (uint32_t b : c.bucket) {
-    const std::atomic<uint32_t>* line = tags_ + size_t(b) * kBucketSlots;
-    for (uint32_t m = matchLine(line, want); m; m &= m - 1) {
-      uint32_t j = uint32_t(__builtin_ctz(m));
-      uint32_t idx = b * kBucketSlots + j;
-      if (line[j].load(std::memory_order_acquire) == want && keyMatches(idx, wide, k))
-        return posOf(idx, wide);
-    }
-  }
-  return -1;
-}
-
-// A key's second bucket pair, tag lines and keys (the first pair was searched).
-[[gnu::always_inline]] inline int32_t FlowTable::lookupSecond(const FlowKey& k, uint32_t hash,
-                                                              uint32_t want) const noexcept {
-  const bool wide = want & kWideBit;
-  const uint32_t b2 = secondBucket(hash), b3 = nextBucket(b2);
-  const std::atomic<uint32_t>* l2 = tags_ + size_t(b2) * kBucketSlots;
-  const std::atomic<uint32_t>* l3 = tags_ + size_t(b3) * kBucketSlots;
-  for (uint32_t m = matchLine(l2, want) | matchLine(l3, want) << 16; m; m &= m - 1) {
-    uint32_t bit = uint32_t(__builtin_ctz(m));
-    uint32_t idx = (bit < 16 ? b2 : b3) * kBucketSlots + (bit & 15);
-    if (tags_[idx].load(std::memory_order_acquire) == want && keyMatches(idx, wide, k))
-      return posOf(idx, wide);
-  }
-  return -1;
-}
-
-void FlowTable::lookupBulk(const FlowKey* const* keys, const uint32_t* hashes, uint32_t n,
-                           int32_t* pos, uint32_t* hints) const noexcept {
-  uint32_t first[kLookupBulkMax];  // a key's first bucket (its pair: it and the next)
-  uint32_t masks[kLookupBulkMax];
-  uint32_t want[kLookupBulkMax];
-  auto line = [this](uint32_t b) { return tags_ + size_t(b) * kBucketSlots; };
-  for (uint32_t at = 0; at < n; at += kLookupBulkMax) {
-    uint32_t cnt = std::min(kLookupBulkMax, n - at);
-    // Stage 1: the first bucket pair's tag lines prefetched (inserts put
-    // most keys there: pickBucket()).
-    for (uint32_t i = 0; i < cnt; ++i) {
-      const uint32_t b = firstBucket(hashes[at + i]);
-      first[i] = b;
-      want[i] = tagSig(hashes[at + i], !isCompact(*keys[at + i])) | kReady;
-      __builtin_prefetch(line(b), 0, 3);
-      __builtin_prefetch(line(nextBucket(b)), 0, 3);
-    }
-    // Stage 2: the pair's tags compared; the first candidate slot of each key
-    // prefetched, or, with none in the first pair, the second pair's tag lines.
-    for (uint32_t i = 0; i < cnt; ++i) {
-      const uint32_t b = first[i];
-      uint32_t m = matchLine(line(b), want[i]) | matchLine(line(nextBucket(b)), want[i]) << 16;
-      masks[i] = m;
-      if (m) {
-        uint32_t bit = uint32_t(__builtin_ctz(m));
-        uint32_t idx = (bit < 16 ? b : nextBucket(b)) * kBucketSlots + (bit & 15);
-        if (want[i] & kWideBit) __builtin_prefetch(&wide_[idx], 0, 3);
-        else __builtin_prefetch(&narrow_[idx], 0, 3);
-      } else {
-        const uint32_t b2 = secondBucket(hashes[at + i]);
-        __builtin_prefetch(line(b2), 0, 3);
-        __builtin_prefetch(line(nextBucket(b2)), 0, 3);
-      }
-    }
-    // Stage 3: keys compared; a key not in its first pair is looked for in its second.
-    for (uint32_t i = 0; i < cnt; ++i) {
-      int32_t r = -1;
-      const bool wide = want[i] & kWideBit;
-      const FlowKey& k = *keys[at + i];
-      for (uint32_t m = masks[i]; m; m &= m - 1) {
-        uint32_t bit = uint32_t(__builtin_ctz(m));
-        uint32_t idx = (bit < 16 ? first[i] : nextBucket(first[i])) * kBucketSlots + (bit & 15);
-        if (tags_[idx].load(std::memory_order_acquire) == want[i] && keyMatches(idx, wide, k)) {
-          r = posOf(idx, wide);
-          break;
-        }
-      }
-      if (r >= 0) [[likely]] {
-        pos[at + i] = r;
-        if (hints) hints[at + i] = kNoHint;
-        continue;
-      }
-      pos[at + i] = r = lookupSecond(k, hashes[at + i], want[i]);
-      if (!hints) continue;
-      hints[at + i] = kNoHint;
-      if (r >= 0 || wide) continue;
-      // A miss: most likely a new flow whose insert follows in this burst.
-      // Its slot (the first empty one of the bucket insert() picks) is
-      // fetched for writing now, so the insert does not wait for a cold line.
-      // pickBucket()'s choice, reading the second pair's lines only when it
-      // needs them (the first pair's less loaded bucket is over half full).
-      const uint32_t b1 = nextBucket(first[i]);
-      uint32_t e0 = matchLine(line(first[i]), kEmpty), e1 = matchLine(line(b1), kEmpty);
-      uint32_t hb = first[i], he = e0;
-      if (__builtin_popcount(e1) > __builtin_popcount(e0)) hb = b1, he = e1;
-      if (uint32_t(__builtin_popcount(he)) < kBucketSlots / 2) [[unlikely]] {
-        Candidates c;
-        candidates(hashes[at + i], c);
-        uint32_t empty[4] = {e0, e1, matchLine(line(c.bucket[2]), kEmpty), matchLine(line(c.bucket[3]), kEmpty)};
-        uint32_t used[4];
-        for (uint32_t j = 0; j < 4; ++j) used[j] = kBucketSlots - uint32_t(__builtin_popcount(empty[j]));
-        const uint32_t j = pickBucket(used);
-        if (j == 4) continue;
-        hb = c.bucket[j];
-        he = empty[j];
-      }
-      uint32_t idx = hb * kBucketSlots + uint32_t(__builtin_ctz(he));
-      hints[at + i] = idx;
-      __builtin_prefetch(&narrow_[idx], 1, 3);
-    }
-  }
 }
 
 template <bool kControl>

@@ -30,6 +30,13 @@
 
 struct rte_rcu_qsbr;
 
+// FlowTable::lookupBulk has a second copy compiled for AVX2, chosen at
+// construction when the CPU has AVX2 (x86-64; not under ThreadSanitizer,
+// whose build compares tags with atomic loads, dataplane/flow_table_layout.h).
+#if defined(__x86_64__) && defined(__SSE2__) && !defined(__SANITIZE_THREAD__)
+#define GWLB_FT_AVX2 1
+#endif
+
 namespace gwlb::dp {
 
 // route: bit 63 = set, bits 32..47 = server id, bits 0..31 = flow cookie.
@@ -275,7 +282,7 @@ class FlowTable {
   };
   // Inline: every packet resolves its position. A compact slot is one line,
   // its entry after the 16-byte key; a wide slot two lines, its entry after
-  // the 40-byte key (Slot4, Slot6 in flow_table.cc).
+  // the 40-byte key (Slot4, Slot6 in flow_table_layout.h).
   static constexpr size_t kSlot4Bytes = 64, kSlot6Bytes = 128;
   static constexpr size_t kEntryOff4 = 16, kEntryOff6 = 40;
   FlowEntry* entryPtr(int32_t pos) noexcept {
@@ -317,6 +324,18 @@ class FlowTable {
   // The position of a key in its second bucket pair, or -1 (lookupBulk()'s
   // keys not found in their first pair).
   int32_t lookupSecond(const FlowKey& k, uint32_t hash, uint32_t want) const noexcept;
+  // lookupBulk()'s body; kAvx2: compiled into lookupBulkAvx2 (its tag
+  // pairs compared 8 tags at a time).
+  template <bool kAvx2>
+  void lookupBulkIn(const FlowKey* const* keys, const uint32_t* hashes, uint32_t n, int32_t* pos,
+                    uint32_t* hints) const noexcept;
+#ifdef GWLB_FT_AVX2
+  __attribute__((target("avx2"))) void lookupBulkAvx2(const FlowKey* const* keys, const uint32_t* hashes,
+                                                      uint32_t n, int32_t* pos, uint32_t* hints) const noexcept;
+#endif
+  bool avx2_ = false;  // the CPU has AVX2: lookupBulk() runs lookupBulkAvx2()
+  int32_t bulkMiss(const FlowKey& k, uint32_t hash, uint32_t b, uint32_t mask, uint32_t want,
+                   uint32_t* hint) const noexcept;
   bool keyMatches(uint32_t idx, bool wide, const FlowKey& k) const noexcept;
   void writeKey(uint32_t idx, bool wide, const FlowKey& k) noexcept;
   bool readKey(uint32_t idx, FlowKey& out) const noexcept;

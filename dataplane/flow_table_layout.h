@@ -1,7 +1,8 @@
 // The flow table's slot layout (docs/architecture.md "The flow table"): the
 // 32-bit tag of a slot (state, wide bit, signature), the compares of a line
 // of 16 tags, and the 16-byte key of a compact (IPv4) slot. Internal to
-// dataplane/flow_table.cc; tests that set up a slot state by hand
+// dataplane/flow_table.cc and flow_table_lookup.cc (with the slots and the
+// key compare both use); tests that set up a slot state by hand
 // (tests/dp/dataplane/flow_table_test_access.h) read it too.
 #pragma once
 
@@ -11,10 +12,19 @@
 #include <cstring>
 
 #include "common/flow_key.h"
+#include "dataplane/flow_table.h"  // GWLB_FT_AVX2
 
 #if defined(__SSE2__) && !defined(__SANITIZE_THREAD__)
 #include <emmintrin.h>
+#ifdef __SSE4_1__
+#include <smmintrin.h>
+#endif
 #define GWLB_FT_SIMD 1
+#endif
+// GWLB_FT_AVX2 (flow_table.h): FlowTable::lookupBulk has a copy compiled for
+// AVX2, taken when the CPU has it (the build itself targets older CPUs).
+#ifdef GWLB_FT_AVX2
+#include <immintrin.h>
 #endif
 
 namespace gwlb::dp::flow_slot {
@@ -63,6 +73,27 @@ inline uint32_t matchLine(const std::atomic<uint32_t>* line, uint32_t want) noex
 #endif
 }
 
+#ifdef GWLB_FT_AVX2
+// matchLine(l0, want) | matchLine(l1, want) << 16 in AVX2 (only called where
+// the CPU has it): two compares of 8 tags per line, narrowed by in-lane
+// saturating packs, which leave the 32 byte results in the dword order
+// (l0 0-3, l0 8-11, l1 0-3, l1 8-11, l0 4-7, l0 12-15, l1 4-7, l1 12-15);
+// one permute restores tag order for the byte mask.
+__attribute__((target("avx2"))) inline uint32_t matchPairAvx2(const std::atomic<uint32_t>* l0,
+                                                              const std::atomic<uint32_t>* l1,
+                                                              uint32_t want) noexcept {
+  const __m256i* a = reinterpret_cast<const __m256i*>(l0);
+  const __m256i* b = reinterpret_cast<const __m256i*>(l1);
+  const __m256i w = _mm256_set1_epi32(int(want));
+  __m256i x = _mm256_packs_epi32(_mm256_cmpeq_epi32(_mm256_load_si256(a), w),
+                                 _mm256_cmpeq_epi32(_mm256_load_si256(a + 1), w));
+  __m256i y = _mm256_packs_epi32(_mm256_cmpeq_epi32(_mm256_load_si256(b), w),
+                                 _mm256_cmpeq_epi32(_mm256_load_si256(b + 1), w));
+  __m256i z = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(x, y), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  return uint32_t(_mm256_movemask_epi8(z));
+}
+#endif
+
 // Bit i set when (tag i of a line & mask) == want: one line of 16 tags
 // compared at once (matchSig and matchState below; both inline to constants).
 inline uint32_t matchMasked(const std::atomic<uint32_t>* line, uint32_t want, uint32_t mask) noexcept {
@@ -110,6 +141,12 @@ static_assert(offsetof(Key4, port_a) == 8 && offsetof(FlowKey, port_a) == 32 &&
 
 inline bool isCompact(const FlowKey& k) noexcept {
   if (k.family != 4) return false;
+#if defined(GWLB_FT_SIMD) && defined(__SSE4_1__)
+  // Both addresses' bytes 4..15 zero: one OR of the two, one test under a mask.
+  const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(k.a));
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(k.b));
+  return _mm_testz_si128(_mm_or_si128(a, b), _mm_setr_epi32(0, -1, -1, -1));
+#else
   uint64_t w[4];
   std::memcpy(&w[0], k.a + 4, 8);
   std::memcpy(&w[1], k.b + 4, 8);
@@ -117,6 +154,7 @@ inline bool isCompact(const FlowKey& k) noexcept {
   std::memcpy(&x, k.a + 12, 4);
   std::memcpy(&y, k.b + 12, 4);
   return (w[0] | w[1] | x | y) == 0;
+#endif
 }
 inline Key4 toKey4(const FlowKey& k) noexcept {
   Key4 c;
@@ -141,3 +179,24 @@ inline bool sameKey4(const Key4& x, const Key4& y) noexcept {
 }
 
 }  // namespace gwlb::dp::flow_slot
+
+namespace gwlb::dp {
+
+// A compact slot is one line, its entry after the 16-byte key; a wide slot
+// two lines, its entry after the 40-byte key (FlowTable::entryPtr knows it).
+struct alignas(64) FlowTable::Slot4 {
+  flow_slot::Key4 key;
+  FlowEntry e;
+};
+struct alignas(64) FlowTable::Slot6 {
+  FlowKey key;
+  FlowEntry e;
+};
+
+// Inserts (flow_table.cc) and lookups (flow_table_lookup.cc) compare keys.
+[[gnu::always_inline]] inline bool FlowTable::keyMatches(uint32_t idx, bool wide, const FlowKey& k) const noexcept {
+  if (wide) return std::memcmp(&wide_[idx].key, &k, sizeof k) == 0;
+  return flow_slot::sameKey4(narrow_[idx].key, flow_slot::toKey4(k));
+}
+
+}  // namespace gwlb::dp

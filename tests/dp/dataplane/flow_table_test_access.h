@@ -26,6 +26,19 @@ struct FlowTableTestAccess {
         return;
     }
   }
+
+  // Which compiled copy of lookupBulk() the table runs: the AVX2 one only
+  // where the CPU has it (false: the SSE2 one every CPU runs).
+  static bool useAvx2(FlowTable& ft, bool on) noexcept {
+#ifdef GWLB_FT_AVX2
+    ft.avx2_ = on && __builtin_cpu_supports("avx2");
+    return ft.avx2_;
+#else
+    (void)ft;
+    (void)on;
+    return false;
+#endif
+  }
 };
 
 }  // namespace gwlb::dp

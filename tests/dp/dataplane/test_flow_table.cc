@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 #include <rte_rcu_qsbr.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "common/flow_key.h"
 #include "dataplane/eal.h"
@@ -185,6 +187,77 @@ TEST(FlowTableLimits, MostKeysAreInTheirFirstBucketPair) {
   }
   EXPECT_EQ(inserted, ft.capacity());
   EXPECT_GT(in_first * 100, inserted * 80u) << in_first << " of " << inserted << " in the first pair";
+}
+
+// lookupBulk() is compiled twice (SSE2 for every CPU, AVX2 where the CPU
+// has it, chosen at construction): both copies give lookup()'s answer for
+// every key, also where a lookup is not simple: many keys sharing one hash
+// (one tag: the first match of a pair is another key's), a pair that wraps
+// from the last bucket to bucket 0, keys pushed into their second pair, wide
+// (IPv6) keys, absent keys of each such hash, and calls of more keys than
+// one pass takes (kLookupBulkMax). A hit never comes with a hint; a miss's
+// hint is a compact slot or none.
+TEST(FlowTableBulk, BothCompiledCopiesGiveLookupsAnswer) {
+  Harness h;  // for the QSBR variable
+  dp::FlowTable ft("dpt_bulk_copies", 4096, h.qsbr(), 0);
+  auto key = [](uint32_t i, bool v6) {
+    L4Tuple t;
+    if (v6) {
+      uint8_t a[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0,
+                       uint8_t(i >> 24), uint8_t(i >> 16), uint8_t(i >> 8), uint8_t(i)};
+      uint8_t b[16] = {0x20, 0x01, 0x0d, 0xb8, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+      t.src = IpAddr::v6(a);
+      t.dst = IpAddr::v6(b);
+    } else {
+      t.src = IpAddr::v4(0x0A000000u + i);
+      t.dst = IpAddr::v4(0x0B000001u);
+    }
+    t.proto = 17;
+    t.sport = uint16_t(1024 + i % 50000);
+    t.dport = 53;
+    return makeFlowKey(t, StickinessMode::kFiveTuple, 0).key;
+  };
+  // The hash a key is filed under (any hash works: the table never derives one).
+  // 0xFFFFFFF0: the last bucket, its pair wrapping; 0x12345678: one more
+  // crowded hash; 40 keys each, over a pair's 32 slots. Then keys of their own hashes.
+  std::vector<FlowKey> keys;
+  std::vector<uint32_t> hashes;
+  std::vector<bool> present;
+  for (uint32_t i = 0; i < 3000; ++i) {
+    const bool v6 = i % 10 == 9;
+    keys.push_back(key(i, v6));
+    hashes.push_back(i < 60 ? 0xFFFFFFF0u : i < 120 ? 0x12345678u : flowHash(keys.back()));
+    present.push_back(i % 3 != 2);  // a third are never inserted
+  }
+  uint32_t inserted = 0;
+  for (size_t i = 0; i < keys.size(); ++i)
+    if (present[i]) {
+      ASSERT_GE(ft.insert(keys[i], hashes[i]), 0) << "key " << i;
+      ++inserted;
+    }
+  ASSERT_EQ(ft.count(), inserted);
+  for (bool avx2 : {false, true}) {
+    const bool used = dp::FlowTableTestAccess::useAvx2(ft, avx2);
+    if (avx2 && !used) GTEST_LOG_(INFO) << "no AVX2 on this CPU: its copy is not tested";
+    SCOPED_TRACE(used ? "AVX2 copy" : "SSE2 copy");
+    for (size_t at = 0; at < keys.size(); at += 100) {  // 100 keys a call: two passes of kLookupBulkMax
+      const uint32_t n = uint32_t(std::min<size_t>(100, keys.size() - at));
+      const FlowKey* kp[100];
+      int32_t pos[100];
+      uint32_t hint[100];
+      for (uint32_t j = 0; j < n; ++j) kp[j] = &keys[at + j];
+      ft.lookupBulk(kp, &hashes[at], n, pos, hint);
+      for (uint32_t j = 0; j < n; ++j) {
+        const size_t i = at + j;
+        ASSERT_EQ(pos[j], ft.lookup(keys[i], hashes[i])) << "key " << i;
+        ASSERT_EQ(pos[j] >= 0, bool(present[i])) << "key " << i;
+        if (pos[j] >= 0) ASSERT_EQ(hint[j], dp::FlowTable::kNoHint) << "key " << i;
+        else ASSERT_TRUE(hint[j] == dp::FlowTable::kNoHint || hint[j] < ft.slots() / 2) << "key " << i;
+      }
+      ft.lookupBulk(kp, &hashes[at], n, pos);  // without hints: the same positions
+      for (uint32_t j = 0; j < n; ++j) ASSERT_EQ(pos[j], ft.lookup(keys[at + j], hashes[at + j]));
+    }
+  }
 }
 
 // An inserter stalled right after claiming a slot for a key with the same
