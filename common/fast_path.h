@@ -114,17 +114,27 @@ namespace gwlb {
 [[gnu::always_inline]] inline uint32_t payloadSum(const uint8_t* f, size_t start, const ParsedPacket& p) noexcept {
   size_t end = size_t(p.l3_offset) + p.l3_len;
   uint8_t proto = p.tuple.proto;
+  // The fast parser's packet (l4_covers_payload: IPv4 with a 20-byte
+  // header, TCP or UDP covering the whole payload): the general case below
+  // with the checks it made left out.
+  if (p.l4_covers_payload) [[likely]] {
+    const uint8_t* l3 = f + p.l3_offset;
+    if (rd16(l3 + 20 + (proto == kProtoTcp ? 16 : 6)) == 0) return csumAdd(0, f + start, end - start);
+    uint64_t s = 3 * 0xFFFFu - proto - (p.l3_len - 20u);  // the L4 length: below 2^16
+    if (p.l3_offset != start) return uint32_t(s) + csumAdd(0, f + start, p.l3_offset - start + 12);
+    s += rd64(l3) + rd32(l3 + 8);
+    s = (s & 0xFFFFFFFF) + (s >> 32);
+    return uint32_t((s & 0xFFFFFFFF) + (s >> 32));
+  }
   size_t plain_header = p.ip_version == 4 ? 20 : 40;
-  // The fast parser has made the checks below already (l4_covers_payload).
-  if (p.l4_covers_payload ||
-      (!p.is_fragment && !p.icmp_error && p.l4_offset > start &&
-       size_t(p.l4_offset) - p.l3_offset == plain_header &&
-       (proto == kProtoTcp || proto == kProtoUdp))) {
+  if (!p.is_fragment && !p.icmp_error && p.l4_offset > start &&
+      size_t(p.l4_offset) - p.l3_offset == plain_header &&
+      (proto == kProtoTcp || proto == kProtoUdp)) {
     const uint8_t* l4 = f + p.l4_offset;
     uint16_t ck = rd16(l4 + (proto == kProtoTcp ? 16 : 6));
     // UDP's checksum covers its own length, which may leave a surplus area
     // of the IP payload uncovered (RFC 768): then sum everything.
-    bool covers = p.l4_covers_payload || proto == kProtoTcp || rd16(l4 + 4) == end - p.l4_offset;
+    bool covers = proto == kProtoTcp || rd16(l4 + 4) == end - p.l4_offset;
     if (ck != 0 && covers) {
       // The header's addresses are the pseudo-header's, so they cancel: the
       // sum is the bytes in front of them less the pseudo-header's protocol

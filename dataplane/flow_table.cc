@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <vector>
@@ -80,7 +81,11 @@ FlowTable::FlowTable(const std::string& name, uint32_t capacity, rte_rcu_qsbr* q
   // build tables without one). Without hugepages (--no-huge), or when the heap
   // cannot hold them, anonymous memory as below (hugepageBytes() says which).
 #ifdef GWLB_FT_AVX2
-  avx2_ = __builtin_cpu_supports("avx2");
+  // GWLB_FLOW_TABLE_SIMD=sse2 keeps the SSE2 copy on any CPU: the
+  // instruction budget (bench/instruction_budget.py) counts that one, the
+  // same on every x86-64 host.
+  const char* simd = std::getenv("GWLB_FLOW_TABLE_SIMD");
+  avx2_ = __builtin_cpu_supports("avx2") && !(simd && std::strcmp(simd, "sse2") == 0);
 #endif
   if (rte_lcore_count() > 0 && rte_eal_has_hugepages())
     huge_ = rte_zmalloc_socket(name.c_str(), hot, 4096, socket);

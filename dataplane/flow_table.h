@@ -174,9 +174,10 @@ class FlowTable {
   static constexpr uint32_t kLookupBulkMax = 64;
   // With `hints`, each miss also gets the slot its insert would most likely
   // claim (kNoHint for a hit, or when there is none),
-  // already fetched for writing: pass it to insert().
+  // already fetched for writing: pass it to insert(). Returns the misses
+  // (keys whose pos is negative): 0 spares the caller its miss-only work.
   static constexpr uint32_t kNoHint = UINT32_MAX;
-  void lookupBulk(const FlowKey* const* keys, const uint32_t* hashes, uint32_t n, int32_t* pos,
+  uint32_t lookupBulk(const FlowKey* const* keys, const uint32_t* hashes, uint32_t n, int32_t* pos,
                   uint32_t* hints = nullptr) const noexcept;
   // Worker (or the control thread): position of the key (existing or newly
   // added); kFull (-1) when the table holds capacity() keys or the key's
@@ -327,10 +328,10 @@ class FlowTable {
   // lookupBulk()'s body; kAvx2: compiled into lookupBulkAvx2 (its tag
   // pairs compared 8 tags at a time).
   template <bool kAvx2>
-  void lookupBulkIn(const FlowKey* const* keys, const uint32_t* hashes, uint32_t n, int32_t* pos,
+  uint32_t lookupBulkIn(const FlowKey* const* keys, const uint32_t* hashes, uint32_t n, int32_t* pos,
                     uint32_t* hints) const noexcept;
 #ifdef GWLB_FT_AVX2
-  __attribute__((target("avx2"))) void lookupBulkAvx2(const FlowKey* const* keys, const uint32_t* hashes,
+  __attribute__((target("avx2"))) uint32_t lookupBulkAvx2(const FlowKey* const* keys, const uint32_t* hashes,
                                                       uint32_t n, int32_t* pos, uint32_t* hints) const noexcept;
 #endif
   bool avx2_ = false;  // the CPU has AVX2: lookupBulk() runs lookupBulkAvx2()

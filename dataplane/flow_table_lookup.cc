@@ -87,25 +87,25 @@ int32_t FlowTable::lookup(const FlowKey& k, uint32_t hash) const noexcept {
   return r;
 }
 
-void FlowTable::lookupBulk(const FlowKey* const* keys, const uint32_t* hashes, uint32_t n,
-                           int32_t* pos, uint32_t* hints) const noexcept {
+uint32_t FlowTable::lookupBulk(const FlowKey* const* keys, const uint32_t* hashes, uint32_t n,
+                               int32_t* pos, uint32_t* hints) const noexcept {
 #ifdef GWLB_FT_AVX2
   if (avx2_) return lookupBulkAvx2(keys, hashes, n, pos, hints);
 #endif
-  lookupBulkIn<false>(keys, hashes, n, pos, hints);
+  return lookupBulkIn<false>(keys, hashes, n, pos, hints);
 }
 
 #ifdef GWLB_FT_AVX2
 // The same body compiled for AVX2: flatten inlines every helper into it,
 // so they are compiled for AVX2 too (VEX encoding: no register copies).
-__attribute__((target("avx2"), flatten)) void FlowTable::lookupBulkAvx2(
+__attribute__((target("avx2"), flatten)) uint32_t FlowTable::lookupBulkAvx2(
     const FlowKey* const* keys, const uint32_t* hashes, uint32_t n, int32_t* pos, uint32_t* hints) const noexcept {
-  lookupBulkIn<true>(keys, hashes, n, pos, hints);
+  return lookupBulkIn<true>(keys, hashes, n, pos, hints);
 }
 #endif
 
 template <bool kAvx2>
-[[gnu::always_inline]] inline void FlowTable::lookupBulkIn(const FlowKey* const* keys, const uint32_t* hashes,
+[[gnu::always_inline]] inline uint32_t FlowTable::lookupBulkIn(const FlowKey* const* keys, const uint32_t* hashes,
                                                            uint32_t n, int32_t* pos,
                                                            uint32_t* hints) const noexcept {
   // What the stages carry for a key (one array: one base register).
@@ -119,6 +119,7 @@ template <bool kAvx2>
   uint32_t no_hints[kLookupBulkMax];  // hints' stores when the caller wants none
   auto line = [this](uint32_t b) { return tags_ + size_t(b) * kBucketSlots; };
   const uint32_t nslots = nslots_;
+  uint32_t misses = 0;
   for (uint32_t at = 0; at < n; at += kLookupBulkMax) {
     const uint32_t cnt = std::min(kLookupBulkMax, n - at);
     const FlowKey* const* const ks = keys + at;
@@ -186,8 +187,10 @@ template <bool kAvx2>
         }
       }
       ps[i] = bulkMiss(k, hs[i], p.first, p.mask, p.want, hints ? &hint[i] : nullptr);
+      misses += ps[i] < 0;
     }
   }
+  return misses;
 }
 
 }  // namespace gwlb::dp

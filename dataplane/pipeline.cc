@@ -582,8 +582,10 @@ template <bool kClasses>
   // A miss also gets the slot its insert will claim, fetched for writing,
   // and the Maglev entry that picks its appliance is fetched here.
   if (nf) {
-    dp.flows->lookupBulk(keys, hashes, nf, pos, hints);
-    if constexpr (!classes) {
+    const uint32_t misses = dp.flows->lookupBulk(keys, hashes, nf, pos, hints);
+    if (misses == 0) {
+      // Every key found: no Maglev entry to fetch.
+    } else if constexpr (!classes) {
       const GroupView* ng = can_forward && snap->listeners[0].active < snap->groups.size()
                                 ? &snap->groups[snap->listeners[0].active]
                                 : nullptr;
