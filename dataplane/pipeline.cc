@@ -310,10 +310,12 @@ template <bool kClasses>
   c.out.to_appliance[c.out.n_appliance++] = m;
 }
 
-// With traffic classes, out of line: inline there, it cost the return path's
-// packets of the same loop 50 instructions (registers).
-[[gnu::noinline]] void forwardClasses(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref,
-                                      int32_t pos, uint32_t hint) noexcept {
+// With traffic classes, inline too since the return path's second round
+// (it had cost returned packets 50 instructions when the return path held
+// more registers; inline now it saves 28 on an established packet and 9 on
+// a returned one, with 1,000 classes).
+[[gnu::always_inline]] inline void forwardClasses(Ctx& c, rte_mbuf* m, const ParsedPacket& p,
+                                                  const FlowRef& ref, int32_t pos, uint32_t hint) noexcept {
   forward<true>(c, m, p, ref, pos, hint);
 }
 
