@@ -230,8 +230,37 @@ def preflight(build):
     return bt
 
 
+DOC = os.path.join(SRC, "docs", "performance.md")
+DOC_HEADER = "| case | debugoptimized (test suite): measured | budget |"
+
+
+def doc_table_errors(doc):
+    """docs/performance.md's budget table ("Instruction budget") against the
+    file: row k is case k, its debugoptimized figure and budget as recorded."""
+    lines = open(DOC).read().splitlines()
+    if DOC_HEADER not in lines:
+        return [f"{DOC}: no table starting '{DOC_HEADER}'"]
+    at = lines.index(DOC_HEADER) + 2
+    rows = []
+    while at < len(lines) and lines[at].startswith("|"):
+        rows.append(lines[at])
+        at += 1
+    errs = []
+    cases = [c for c in doc["cases"] if "debugoptimized" in c.get("builds", {})]
+    if len(rows) != len(cases):
+        errs.append(f"{DOC}: the budget table has {len(rows)} rows, the file {len(cases)} cases")
+    for c, row in zip(cases, rows):
+        b = c["builds"]["debugoptimized"]
+        want = f"| {b['measured']:,.1f} | {b['budget']:,} |"
+        if not row.endswith(want):
+            errs.append(f"{DOC}: budget table row for '{c['name']}' should end '{want}': {row}")
+    return errs
+
+
 def check(args, doc, extra=()):
     errs = validate(doc)
+    if os.path.abspath(args.budgets) == DEFAULT_BUDGETS and not extra:
+        errs += doc_table_errors(doc)
     for e in errs:
         print(f"FAIL: {e}")
     bt = preflight(args.build)
