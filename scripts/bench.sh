@@ -495,8 +495,9 @@ fi
 # The codec (encode + HMAC, verify + decode, bytes per flow, the rate needed at
 # 100 k new flows/s) and a warm start of a 1 M-flow table between two gwlbd.
 if runs sync; then
-sync_json=$("$GWLB_BUILD/bench/sync_bench" --records 1000000 --rounds "$sync_rounds" | tail -1)
-warm_json=$(bash "$GWLB_ROOT/bench/warm_start.sh" "$GWLB_BUILD/control/gwlbd" "$sync_flows" | tail -1)
+# The JSON line each prints (gwlbd's log lines can come after warm_start's).
+sync_json=$("$GWLB_BUILD/bench/sync_bench" --records 1000000 --rounds "$sync_rounds" | grep '^{' | tail -1)
+warm_json=$(bash "$GWLB_ROOT/bench/warm_start.sh" "$GWLB_BUILD/control/gwlbd" "$sync_flows" | grep '^{' | tail -1)
 GWLB_ROOT="$GWLB_ROOT" /usr/bin/python3 - "$sync_json" "$warm_json" "$out/bench.json" "$cpu" "$(nproc)" <<'PY'
 import json, os, sys
 sys.path.insert(0, os.path.join(os.environ["GWLB_ROOT"], "bench"))
