@@ -170,6 +170,7 @@ struct ClassTable::Data {
   Classes P, V, R, L;  // per field: port, VLAN, protocol, L4 port
   Classes A[2];        // addresses: IPv4; IPv6 and (last) neither family
   std::vector<uint16_t> port_, vlan_, proto_, l4_;
+  uint32_t l4_unknown = 0;  // L's id of "ports unknown" (l4_[65536] when it fits)
   std::vector<uint32_t> port_row_;
   std::vector<uint32_t> a4_top_, a4_node_;
   std::vector<U128> v6_start_;
@@ -243,7 +244,11 @@ ClassTable::ClassTable(const std::vector<ClassRule>& rules, size_t cell_limit) {
       if (k < cuts.size() && cuts[k] == p) id = uint16_t(D.L.intern(per[k++]));
       D.l4_[p] = id;
     }
-    D.l4_[65536] = uint16_t(D.L.intern(unknown));
+    // Up to 65,536 port sets and this one: when all are distinct it has no
+    // 16-bit id (it would alias port 0's); the bit vectors then look it up
+    // by its own id (classifyOther).
+    D.l4_unknown = D.L.intern(unknown);
+    D.l4_[65536] = uint16_t(D.l4_unknown);
   }
   {  // addresses: both families' classes in one numbering, then "neither"
     std::vector<uint32_t> v4_start;
@@ -276,7 +281,7 @@ ClassTable::ClassTable(const std::vector<ClassRule>& rules, size_t cell_limit) {
       if (any) setBit(fam[f], ri);
     }
   }
-  bool cross = true;
+  bool cross = D.l4_unknown <= 0xFFFF;
   for (int f = 0; f < 2 && cross; ++f) {
     Classes pv(W), pvr(W), pl(W);
     Data::Product& x = D.prod[f];
@@ -360,7 +365,7 @@ uint16_t ClassTable::classifyOther(uint16_t port, uint16_t vlan, const L4Tuple& 
     return D.v6_cls_[size_t(std::upper_bound(D.v6_start_.begin(), D.v6_start_.end(), v) - D.v6_start_.begin()) - 1];
   };
   const uint32_t pe = D.port_[port < 256 ? port : 256], ve = vlan_[vlan & 0xFFF], re = proto_[t.proto];
-  const uint32_t ls = l4_[ports ? t.sport : 65536u], ld = l4_[ports ? t.dport : 65536u];
+  const uint32_t ls = ports ? l4_[t.sport] : D.l4_unknown, ld = ports ? l4_[t.dport] : D.l4_unknown;
   const uint32_t as = addr(t.src), ad = addr(t.dst);
   if (const Product& x = v4 ? v4_ : v6_; x.fin) {
     const uint32_t pvr = x.pvr[x.pv[port_row_[port < 256 ? port : 256] + ve] + re];

@@ -297,6 +297,43 @@ TEST(ClassTable, CrossProductAndBitVectorsAgreeWithTheRulesOnRandomSets) {
   }
 }
 
+// L4 port sets get 16-bit ids, and up to 65,536 ports plus "ports unknown"
+// (a non-first fragment) can each have a set of their own. 74 rules of at
+// most 1,024 ranges do it: one rule for every port, then per bit of the port
+// number the rules holding the ports with that bit set (bit b's 2^(15-b)
+// runs, 1,024 runs a rule), so every port's set differs from every other's
+// and from the fragments' (only the last rule, which has no l4_ports).
+TEST(ClassTable, EveryPortItsOwnSetAndFragmentsTooAgreeWithTheRules) {
+  std::vector<ClassRule> rs;
+  ClassRule any = inspect(0);
+  any.l4_ports = {{0, 65535}};
+  for (int b = 15; b >= 0; --b) {
+    const uint32_t run = 1u << b;
+    ClassRule r = inspect(1);
+    for (uint32_t lo = run; lo < 65536; lo += 2 * run) {
+      r.l4_ports.push_back({uint16_t(lo), uint16_t(lo + run - 1)});
+      if (r.l4_ports.size() == 1024) rs.push_back(r), r.l4_ports.clear();
+    }
+    if (!r.l4_ports.empty()) rs.push_back(r);
+  }
+  rs.push_back(any);
+  ClassRule fragments = inspect(2);
+  fragments.protocols = {kProtoUdp};
+  rs.push_back(fragments);
+  ASSERT_EQ(rs.size(), 75u);
+  const ClassTable table(rs), bits(rs, 0);
+  std::mt19937 rng(34);
+  for (int k = 0; k < 3000; ++k) {
+    L4Tuple t = tuple("10.0.0.1", "10.0.0.2", k % 2 ? kProtoUdp : kProtoTcp, uint16_t(rng()), uint16_t(rng()));
+    if (k < 4) t.sport = t.dport = uint16_t(k * 65535 / 3);  // ports 0 and 65535 among them
+    for (bool ports : {true, false}) {
+      const uint16_t want = naive(rs, 0, 0, t, ports);
+      ASSERT_EQ(table.classify(0, 0, t, ports), want) << "packet " << k << (ports ? "" : ", ports unknown");
+      ASSERT_EQ(bits.classify(0, 0, t, ports), want) << "packet " << k << (ports ? "" : ", ports unknown");
+    }
+  }
+}
+
 // The mixed 1,000-rule set of the benchmark (bench/bench_net.h) compiles to
 // the cross product within the default limit.
 TEST(ClassTable, AThousandMixedRulesGetTheCrossProduct) {
