@@ -8,17 +8,17 @@
 # the fast path record the load average they ran under.
 set -euo pipefail
 # Every section's name; --only takes one of them.
-sections="flow_dump probes move_check pipeline flow_table maglev snapshot classes sync workers"
+sections="flow_dump probes move_check pipeline flow_table maglev snapshot classes class_check sync workers"
 usage="usage: scripts/bench.sh [--quick] [--only $(echo "$sections" | tr ' ' '|')]"
 flows=500000 rounds=3 probe_s=10 mc_s=6 only=""
 ft_sizes="65536 1000000 10000000" ft_s=10 ft_sweeps=3 mg_rounds=51 sb_s=10
-sync_flows=1000000 sync_rounds=7 cb_builds=5 cb_reps=11
+sync_flows=1000000 sync_rounds=7 cb_builds=5 cb_reps=11 cc_reps=5
 mw_sizes="4096 1048576" mw_reps=7 mw_s=0.5
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) flows=100000 rounds=2 probe_s=5 mc_s=3
              ft_sizes="65536 1000000" ft_s=4 ft_sweeps=2 mg_rounds=15 sb_s=3
-             sync_flows=100000 sync_rounds=3 cb_builds=3 cb_reps=5
+             sync_flows=100000 sync_rounds=3 cb_builds=3 cb_reps=5 cc_reps=3
              mw_sizes="4096 262144" mw_reps=3 mw_s=0.3 ;;
     --only) [ $# -ge 2 ] || { echo "bench: --only needs a section" >&2; exit 2; }; only="$2"; shift ;;
     *) echo "$usage" >&2; exit 2 ;;
@@ -488,6 +488,42 @@ cond = (f"bench/class_bench: rule sets mixed-N = bench_net.h benchClasses(N), vl
         f"reps; rte_acl_classify in bursts of {d['burst']} and one packet per call; one thread pinned to "
         f"cpu {d['cpu']}, EAL --no-huge; {sys.argv[5]} cores shared, 1-minute load average {sys.argv[4]}")
 emit("classes", d, rows, cond, sys.argv[2], sys.argv[3], width=52, value_width=8)
+PY
+fi
+
+# ---- Issue 34 item 1: checking traffic classes ---------------------------
+# bench/class_check_bench: parse, validate, warnings (the shadow check) and
+# compile on the costliest class sets the schema accepts; the bar is 1 s.
+if runs class_check; then
+cc_la=$(cut -d' ' -f1 /proc/loadavg)
+cc_json=$("$GWLB_BUILD/bench/class_check_bench" --reps "$cc_reps" 2>>"$out/bench-class-check.log" | tail -1)
+cc_la="$cc_la-$(cut -d' ' -f1 /proc/loadavg)"
+GWLB_ROOT="$GWLB_ROOT" /usr/bin/python3 - "$cc_json" "$out/bench.json" "$cpu" "$cc_la" "$(nproc)" <<'PY'
+import json, os, sys
+sys.path.insert(0, os.path.join(os.environ["GWLB_ROOT"], "bench"))
+from report import emit
+d = json.loads(sys.argv[1])
+d["load_avg_1m"] = sys.argv[4]
+def ms(t):
+    return "-" if t is None else f"{t['cpu_ms']:.1f} ms"
+rows = []
+for r in d["rows"]:
+    what = "parse" if r["file"] else "validate (no file holds it)"
+    first = r["parse"] if r["file"] else r["validate"]
+    rows.append((f"{r['shape']}: check", f"{r['check_cpu_ms']:.1f} ms",
+                 f"{what} {ms(first)} + warnings {ms(r['warnings'])} (shadow check "
+                 f"{'computed' if r['shadow_check_computed'] else 'NOT computed: its bound'}, "
+                 f"{r['warning_count']} warnings); {r['classes']} classes, {r['prefixes']} prefixes, "
+                 f"{r['bytes'] / 2**20:.2f} MiB of YAML"))
+    if r["compile"] is not None:
+        rows.append((f"{r['shape']}: compile", f"{r['compile']['cpu_ms']:.1f} ms",
+                     f"ClassTable, {r['structure']}, {r['table_bytes'] / 2**20:.1f} MiB (memoryBytes)"))
+cond = (f"bench/class_check_bench: CPU time of the thread, median of {d['reps']} reps (wall-clock in the JSON); "
+        f"check = parse (parseConfig: YAML to a validated Config) + configWarnings, or validateConfig + "
+        f"configWarnings for a set no 8 MiB file holds; compile = ClassTable from the classes as the snapshot "
+        f"builder makes it (--compile {d['compile']}); {sys.argv[5]} cores shared, 1-minute load average "
+        f"{sys.argv[4]}")
+emit("class_check", d, rows, cond, sys.argv[2], sys.argv[3], width=28, value_width=10)
 PY
 fi
 

@@ -349,13 +349,19 @@ unsigned ealLcoreCount(const std::vector<std::string>& eal);
 std::string checkLcores(const Config& c, const std::vector<std::string>& eal);
 
 // What a valid config most likely did not mean, each with its key path: a
-// server group no listener serves (without `listeners`, any but the first);
-// a traffic class an earlier one shadows (no packet can reach it), an
-// inspect class whose listener has no server group, a listener no class
-// names (with traffic_classes).
+// server group no listener serves (without `listeners`, any but the first),
+// a server group without health_check (its appliances count as healthy
+// forever); a traffic class an earlier one shadows (no packet can reach it),
+// a first class that drops or bypasses every packet, a class ingress port
+// that does not exist, an inspect class whose listener has no server group,
+// a listener no class names (with traffic_classes). The shadow check's work
+// is bounded: past its bound it says which classes it did not judge.
+// `ports`: how many DPDK ports gwlbd has; 0 when not known (a file checked
+// alone): then the ports are 0 .. the highest id node.underlay_port and
+// node.ports give, as gwlb-replay has them.
 // gwlbd logs them at start and on reload; --check-config and `gwlbctl config
 // check` print them (they do not make the file invalid). Thread: any.
-std::vector<ConfigError> configWarnings(const Config& c);
+std::vector<ConfigError> configWarnings(const Config& c, unsigned ports = 0);
 
 // The config as YAML that parseConfig() reads back to the same Config (the
 // key table walked: every key, defaults included; sections and lists that

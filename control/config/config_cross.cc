@@ -303,7 +303,7 @@ void checkCrossFields(const Config& c, Report& r, UnknownNames unknown) { Cross(
 
 namespace gwlb::ctl {
 
-std::vector<ConfigError> configWarnings(const Config& c) {
+std::vector<ConfigError> configWarnings(const Config& c, unsigned ports) {
   std::vector<ConfigError> out;
   std::set<std::string> served;
   for (const ListenerConfig& l : c.listeners) served.insert(l.server_groups.begin(), l.server_groups.end());
@@ -317,6 +317,10 @@ std::vector<ConfigError> configWarnings(const Config& c) {
     else if (!c.listeners.empty() && !served.count(name))
       out.push_back({path, "server group '" + name + "' is in no listener, so it receives no "
                            "traffic; add it to a listener's server_groups, or remove it"});
+    if (!c.server_groups[i].health_check.configured)
+      out.push_back({path, "server group '" + name + "' has no health_check, so its appliances count "
+                           "as healthy forever and new flows keep going to one that is down; add "
+                           "health_check (or health_check: { enabled: false } to say so)"});
   }
   // The warm start asks one peer at a time (control/fleet/fleet_sync_warm.cc):
   // a peer that accepts and then sends nothing holds it for the connect and
@@ -331,7 +335,7 @@ std::vector<ConfigError> configWarnings(const Config& c) {
                    std::to_string(per_peer_ms) + " ms): a peer that accepts and then stays "
                    "silent uses the whole warm start and the next peer is never asked; "
                    "raise it, or lower those two"});
-  schema::classWarnings(c, out);
+  schema::classWarnings(c, out, ports);
   return out;
 }
 

@@ -294,8 +294,13 @@ class Parser {
           const std::string* s = scalar(v[i], ip, std::string(k.item_what));
           if (!s) continue;
           std::string err;
-          if (k.item->parse(*s, item, err)) written_[ip] = *s;
-          else fail(ip, quote(*s) + err);
+          // Kept only when the value reads back otherwise (0x1000): a list
+          // of a million prefixes (YAML anchors) must not make a map of them.
+          if (k.item->parse(*s, item, err)) {
+            if (k.item->text(item) != *s) written_[ip] = *s;
+          } else {
+            fail(ip, quote(*s) + err);
+          }
         }
         return;
       }

@@ -266,8 +266,7 @@ void checkKeys(const Config& c, Report& r);
 void checkCrossFields(const Config& c, Report& r, UnknownNames unknown);
 
 // Traffic classes (config_classes.cc): the item kinds and per-key checks of
-// traffic_classes[].match, the rules between classes and listeners, and the
-// warnings (a shadowed class, a listener no class sends traffic to).
+// traffic_classes[].match and the rules between classes and listeners.
 extern const ItemKind kPortItem, kVlanItem, kPrefixItem, kProtocolItem, kL4PortItem;
 void checkIngressPorts(const void* v, const std::string& path, Report& r);
 void checkVlans(const void* v, const std::string& path, Report& r);
@@ -276,7 +275,8 @@ void checkProtocols(const void* v, const std::string& path, Report& r);
 void checkL4Ports(const void* v, const std::string& path, Report& r);
 void checkClassCount(const void* v, const std::string& path, Report& r);
 void checkClasses(const Config& c, Report& r, UnknownNames unknown);
-void classWarnings(const Config& c, std::vector<ConfigError>& out);
+// config_class_warnings.cc; `ports` as configWarnings's.
+void classWarnings(const Config& c, std::vector<ConfigError>& out, unsigned ports);
 inline constexpr size_t kMaxClasses = 1000;
 
 // Shared by the table's checks and the cross-field rules.

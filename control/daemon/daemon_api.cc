@@ -290,7 +290,7 @@ json Daemon::apiReload(const json& p) {
                                     next, force, "reload of " + cfg().source_path);
   json r = applyConfig(std::move(next), "removed by reload");
   file_cfg_ = std::move(as_file);
-  for (const ConfigError& w : configWarnings(cfg())) {
+  for (const ConfigError& w : configWarnings(cfg(), n_ports_)) {
     spdlog::warn("reload of {}: {}: {}", cfg().source_path, w.path, w.message);
     warnings.push_back(w.path + ": " + w.message);
   }

@@ -148,6 +148,8 @@ void Daemon::setupPorts() {
   for (size_t port = 0; port < views.size(); ++port)
     spdlog::info("port {}: role {}, takes in frames to {}", port, toString(views[port].role),
                  views[port].mac.str());
+  // The config's warnings, once the ports a class may name are known.
+  for (const ConfigError& w : configWarnings(cfg(), n_ports_)) spdlog::warn("{}: {}", w.path, w.message);
 }
 
 void Daemon::launchWorkers() {

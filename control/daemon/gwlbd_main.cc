@@ -188,7 +188,6 @@ int main(int argc, char** argv) {
     if (!misfit.empty()) spdlog::warn("{}", misfit);
     std::string warning = ctl::mbufWarning(cfg, budget.pci_ports);
     if (!warning.empty()) spdlog::warn("{}", warning);
-    for (const ctl::ConfigError& w : ctl::configWarnings(cfg)) spdlog::warn("{}: {}", w.path, w.message);
   }
   try {
     dp::initEal("gwlbd", eal);

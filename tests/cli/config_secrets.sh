@@ -5,7 +5,9 @@
 #     missing, fleet.secret and a node.flow_hash_secret file holding different keys)
 #     and dataplane.workers beyond the lcores of `eal`: both checkers refuse
 #     each one (exit 2) with the same `key.path: message` line; likewise a bad
-#     traffic class value, and a shadowed class is the same warning (issue 27);
+#     traffic class value, and a shadowed class is the same warning (issue 27),
+#     as are a class on a port that does not exist, a first class that drops
+#     everything and a group without health_check;
 #  2. a running gwlbd keyed from fleet.secret_file: a new key written to the
 #     same file is reported under restart_needed; the file made 0644, or
 #     removed, fails the reload (invalid_config) and the running config stays.
@@ -109,6 +111,28 @@ warned classes_shadowed "warning: traffic_classes\[1\]: class 'web' matches no p
 config classes_idle_listener "" "listeners: [ { name: ids, server_groups: [firewalls] } ]
 traffic_classes: [ { name: rest, action: bypass } ]" 1 "0@(0-1),1@(0-1)"
 warned classes_idle_listener "warning: listeners\[0\]: listener 'ids' is named by no inspect class in traffic_classes"
+# Classes that can never match and a group never checked (issue 34): a
+# class on a port the config does not give (it gives 0, the underlay port),
+# a first class that drops everything, a group without health_check.
+config classes_ghost_port "" "traffic_classes: [ { name: tenant-a, match: { ingress_ports: [3] } }, { name: rest } ]" 1 "0@(0-1),1@(0-1)"
+warned classes_ghost_port "warning: traffic_classes\[0\]\.match\.ingress_ports\[0\]: port 3 does not exist: the config gives port 0 \(node"
+config classes_drop_all "" "traffic_classes: [ { name: quarantine, action: drop }, { name: rest } ]" 1 "0@(0-1),1@(0-1)"
+warned classes_drop_all "warning: traffic_classes\[0\]: class 'quarantine' comes first and matches every packet: the gateway drops all traffic"
+warned classes_drop_all "warning: server_groups\[0\]: server group 'firewalls' has no health_check, so its appliances count as healthy forever"
+# The shadow check's bound: 300 classes of 1,024 ports, alike but for one
+# port each (its worst case). Both checkers accept the file and say where the
+# check stopped, in the words docs/config.md quotes.
+config classes_bound "" "traffic_classes:
+$(awk 'BEGIN { for (i = 0; i < 300; i++) { printf "  - { name: c%d, action: drop, match: { l4_ports: [", i
+                                          for (p = 0; p < 1023; p++) printf "%d, ", p * 64
+                                          printf "%d] } }\n", 65535 - 2 * i } }')" 1 "0@(0-1),1@(0-1)"
+warned classes_bound "warning: traffic_classes\[[0-9]+\]: not computed: whether an earlier class shadows"
+bound=$(grep -E -m1 "not computed" "$work/classes_bound.gwlbctl" | sed 's/^.*warning: //')
+if [ -n "$bound" ] && tr -s ' \n' '  ' < "$src/docs/config.md" | grep -qF -- "\`$bound\`"; then
+  echo "ok   classes_bound: docs/config.md quotes it"
+else
+  echo "FAIL classes_bound: docs/config.md does not quote the line the checkers print: $bound"; fail=1
+fi
 # An inspect class whose listener has no server group: a file cannot say
 # so without an empty listener, which both checkers refuse.
 config classes_no_group "" "listeners: [ { name: ids, server_groups: [] } ]

@@ -17,7 +17,8 @@ Checks, on gwlbd's real output:
     did not, --port and --vlan, bypass and unclassified
   - a reload that swaps web and other and renames blocked to denied: web and
     other keep their counts under their names, denied starts from zero and
-    blocked is gone.
+    blocked is gone; its reply warns of a class on a port gwlbd does not
+    have and of groups without health_check.
 """
 import argparse
 import json
@@ -52,6 +53,7 @@ def classes_yaml(order):
         "denied": "{ name: denied, match: { prefixes: [203.0.113.0/24] }, action: drop }",
         "web": "{ name: web, match: { ingress_ports: [0], vlans: [100] }, listener: tenant-a }",
         "other": "{ name: other, match: { vlans: [200] }, listener: tenant-b }",
+        "ghost": "{ name: ghost, match: { ingress_ports: [5] }, action: drop }",
     }
     return "traffic_classes:\n" + "".join(f"  - {c[n]}\n" for n in order)
 
@@ -242,14 +244,21 @@ def check():
         print("docs/cli.md: the classes example matches this run")
 
     # 5. A reload that swaps web and other and renames blocked: counts follow names.
-    open(f"{work}/gwlbd.yaml", "w").write(config(["backups", "denied", "other", "web"]))
-    ctl("reload")
+    # The reply carries the config's warnings, judged against gwlbd's own
+    # ports (one: net_pcap0): a class on port 5 can never match.
+    open(f"{work}/gwlbd.yaml", "w").write(config(["backups", "denied", "other", "web", "ghost"]))
+    out = ctl("reload")
+    ghost = ("warning: traffic_classes[4].match.ingress_ports[0]: port 5 does not exist: gwlbd has 1 DPDK port "
+             "(0), so class 'ghost' matches nothing there and that traffic goes to the next class that matches; "
+             "correct the id\n")
+    assert ghost in out, out
+    assert "warning: server_groups[0]: server group 'fw-a' has no health_check" in out, out
     j = json.loads(ctl("--json", "classes"))
     got = [(c["name"], c["packets"], c["bytes"]) for c in j["classes"]]
     assert got == [("backups", 7, want["backups"]["bytes"]), ("denied", 0, 0),
-                   ("other", 13, want["other"]["bytes"]), ("web", 11, want["web"]["bytes"])], got
+                   ("other", 13, want["other"]["bytes"]), ("web", 11, want["web"]["bytes"]), ("ghost", 0, 0)], got
     pk = class_series(samples(scrape()), "gwlb_class_packets_total")
-    assert {c: v[0] for c, v in pk.items()} == {"backups": 7, "denied": 0, "other": 13, "web": 11}, pk
+    assert {c: v[0] for c, v in pk.items()} == {"backups": 7, "denied": 0, "other": 13, "web": 11, "ghost": 0}, pk
     print(f"after the reload: {got}")
     print("classes: ok")
 

@@ -123,9 +123,9 @@ TEST(ConfigChecks, AServerGroupNoListenerServesIsAWarning) {
   const std::string groups =
       "node: { underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01 }\n"
       "server_groups:\n"
-      "  - { name: east, servers: [ { address: 10.0.0.1 } ] }\n"
-      "  - { name: west, servers: [ { address: 10.0.0.2 } ] }\n"
-      "  - { name: spare, servers: [ { address: 10.0.0.3 } ] }\n";
+      "  - { name: east, health_check: { port: 80 }, servers: [ { address: 10.0.0.1 } ] }\n"
+      "  - { name: west, health_check: { port: 80 }, servers: [ { address: 10.0.0.2 } ] }\n"
+      "  - { name: spare, health_check: { port: 80 }, servers: [ { address: 10.0.0.3 } ] }\n";
   Config c;
   std::vector<ConfigError> errors;
   ASSERT_TRUE(parseConfig(groups + "listeners: [ { name: l, server_groups: [east, west] } ]\n", c, errors))
@@ -140,7 +140,10 @@ TEST(ConfigChecks, AServerGroupNoListenerServesIsAWarning) {
   EXPECT_EQ(w[0].path, "server_groups[1]");
   EXPECT_NE(w[0].message.find("only the first group ('east')"), std::string::npos) << w[0].message;
   ASSERT_TRUE(parseConfig(kBase, c, errors)) << formatErrors(errors);
-  EXPECT_TRUE(configWarnings(c).empty());
+  w = configWarnings(c);
+  ASSERT_EQ(w.size(), 1u) << formatErrors(w);
+  EXPECT_EQ(w[0].path, "server_groups[0]");
+  EXPECT_NE(w[0].message.find("'g' has no health_check"), std::string::npos) << w[0].message;
 }
 
 // Found by the soak (issue 26): with the lab's 3 s warm start and the

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,8 +18,8 @@ const std::string kHead =
     "node: { underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01,\n"
     "        ports: [ { id: 3, role: appliance }, { id: 4, role: router } ] }\n"
     "server_groups:\n"
-    "  - { name: fa, servers: [ { address: 10.0.0.1 } ] }\n"
-    "  - { name: fb, servers: [ { address: 10.0.0.2 } ] }\n"
+    "  - { name: fa, health_check: { port: 80 }, servers: [ { address: 10.0.0.1 } ] }\n"
+    "  - { name: fb, health_check: { port: 80 }, servers: [ { address: 10.0.0.2 } ] }\n"
     "listeners:\n"
     "  - { name: firewalls-a, server_groups: [fa] }\n"
     "  - { name: ids, server_groups: [fb] }\n";
@@ -165,7 +166,7 @@ TEST(TrafficClasses, NamesActionsAndListeners) {
 TEST(TrafficClasses, WithoutListenersInspectGoesToTheImplicitOne) {
   const std::string head =
       "node: { underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01 }\n"
-      "server_groups: [ { name: fa, servers: [ { address: 10.0.0.1 } ] } ]\n";
+      "server_groups: [ { name: fa, health_check: { port: 80 }, servers: [ { address: 10.0.0.1 } ] } ]\n";
   Parsed p = parse("  - { name: a, match: { vlans: [1] } }\n  - { name: b, listener: default }\n", head);
   ASSERT_TRUE(p.ok) << formatErrors(p.errors);
   EXPECT_TRUE(configWarnings(p.cfg).empty());
@@ -228,8 +229,14 @@ TEST(TrafficClasses, AShadowedClassIsAWarning) {
       {"{ prefixes: [\"2001:db8::/32\"] }", "{ prefixes: [\"2001:db8:1::/48\"] }", true},
       {"{ l4_ports: [1000-2000] }", "{ l4_ports: [1500, 1600-1700] }", true},
       {"{ l4_ports: [1000-2000] }", "{ l4_ports: [1500-2500] }", false},
-      // Covered only by two ranges together: not certain enough to say.
-      {"{ l4_ports: [1000-1999, 2000-3000] }", "{ l4_ports: [1500-2500] }", false},
+      // Covered by two ranges together: each port of it is in one of them.
+      {"{ l4_ports: [1000-1999, 2000-3000] }", "{ l4_ports: [1500-2500] }", true},
+      {"{ l4_ports: [1000-1999, 2001-3000] }", "{ l4_ports: [1500-2500] }", false},
+      {"{ prefixes: [10.0.0.0/25, 10.0.0.128/25] }", "{ prefixes: [10.0.0.0/24] }", true},
+      {"{ prefixes: [0.0.0.0/0, \"::/0\"] }", "{ prefixes: [10.0.0.0/24, \"2001:db8::/32\"] }", true},
+      {"{ prefixes: [10.0.0.0/8] }", "{ prefixes: [10.0.0.0/24, \"2001:db8::/32\"] }", false},
+      {"{ vlans: [0, 1, 2] }", "{ vlans: [2, 0] }", true},
+      {"{ protocols: [tcp] }", "{}", false},
       {"{ ingress_ports: [0, 1], protocols: [tcp, udp] }", "{ ingress_ports: [1], protocols: [udp] }", true},
       {"{ ingress_ports: [0] }", "{ ingress_ports: [1] }", false},
   };
@@ -311,6 +318,171 @@ TEST(TrafficClasses, AReloadAppliesThem) {
                         "traffic_classes[].match.l4_ports", "traffic_classes[].action",
                         "traffic_classes[].listener"})
     EXPECT_NE(std::find(keys.begin(), keys.end(), k), keys.end()) << k;
+}
+
+// The warnings at `path`, and whether any says the shadow check stopped.
+std::vector<std::string> warningsAt(const std::vector<ConfigError>& w, const std::string& path) {
+  std::vector<std::string> out;
+  for (const ConfigError& e : w)
+    if (e.path == path) out.push_back(e.message);
+  return out;
+}
+bool notComputed(const std::vector<ConfigError>& w) {
+  return std::any_of(w.begin(), w.end(), [](const ConfigError& e) { return e.message.rfind("not computed", 0) == 0; });
+}
+
+// A config with `n` drop classes, each matching `prefixes(i)` and `ports(i)`
+// (built in code: the largest shapes are more than an 8 MiB file holds, and
+// a file's classes reach configWarnings as these do).
+Config withClasses(size_t n, const std::function<std::vector<PrefixConfig>(size_t)>& prefixes,
+                   const std::function<std::vector<PortRange>(size_t)>& ports) {
+  Parsed p = parse("  - { name: c0, action: drop, match: { vlans: [1] } }\n",
+                   "node: { underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01 }\n"
+                   "server_groups: [ { name: fa, health_check: { port: 80 }, servers: [ { address: 10.0.0.1 } ] } ]\n");
+  EXPECT_TRUE(p.ok) << formatErrors(p.errors);
+  Config c = p.cfg;
+  c.traffic_classes.clear();
+  for (size_t i = 0; i < n; ++i) {
+    TrafficClassConfig t;
+    t.name = "c" + std::to_string(i);
+    t.action = ClassAction::kDrop;
+    t.match.prefixes = prefixes(i);
+    t.match.l4_ports = ports(i);
+    c.traffic_classes.push_back(std::move(t));
+  }
+  return c;
+}
+
+PrefixConfig v4(uint32_t a, uint8_t len) {
+  const uint8_t b[4] = {uint8_t(a >> 24), uint8_t(a >> 16), uint8_t(a >> 8), uint8_t(a)};
+  return {IpAddr::v4(b), len};
+}
+
+// The shapes that made the shadow check run for minutes (every pair of
+// classes compared prefix by prefix) are judged in full: 1,000 classes that
+// share one list of 1,024 prefixes (a YAML anchor) and have ports of their
+// own, and 1,000 classes of 1,024 scattered /32s. One class of each is
+// planted inside an earlier one; it is the only one reported.
+TEST(TrafficClasses, TheShadowCheckJudgesLargeSharedAndScatteredSetsInFull) {
+  std::vector<PrefixConfig> shared;
+  for (uint32_t k = 0; k < 1024; ++k) shared.push_back(v4(0x0A000000u | k * 2654435761u % 65536 << 8, 24));
+  auto ownPorts = [](size_t i) {
+    if (i == 700) return std::vector<PortRange>{{uint16_t(20 * 40), uint16_t(20 * 40 + 1)}};  // inside class 20's
+    return std::vector<PortRange>{{uint16_t(i * 40), uint16_t(i * 40 + 9)}, {uint16_t(60000 + i), uint16_t(60000 + i)}};
+  };
+  Config c = withClasses(1000, [&](size_t) { return shared; }, ownPorts);
+  std::vector<ConfigError> w = configWarnings(c);
+  EXPECT_FALSE(notComputed(w)) << formatErrors(w);
+  ASSERT_EQ(w.size(), 1u) << formatErrors(w);
+  EXPECT_EQ(w[0].path, "traffic_classes[700]");
+  EXPECT_NE(w[0].message.find("class 'c700' matches no packet: traffic_classes[20] ('c20') comes first"),
+            std::string::npos) << w[0].message;
+
+  std::vector<std::vector<PrefixConfig>> scattered(1000);
+  uint32_t x = 1;
+  for (auto& list : scattered)
+    for (int k = 0; k < 1024; ++k) list.push_back(v4(x = x * 1664525u + 1013904223u, 32));
+  scattered[999].assign(scattered[3].begin() + 100, scattered[3].begin() + 900);  // inside class 3's
+  c = withClasses(1000, [&](size_t i) { return scattered[i]; }, [](size_t) { return std::vector<PortRange>{}; });
+  w = configWarnings(c);
+  EXPECT_FALSE(notComputed(w)) << formatErrors(w);
+  ASSERT_EQ(w.size(), 1u) << formatErrors(w);
+  EXPECT_EQ(w[0].path, "traffic_classes[999]");
+  EXPECT_NE(w[0].message.find("traffic_classes[3] ('c3') comes first"), std::string::npos) << w[0].message;
+}
+
+// The shadow check's own worst case: 1,000 classes of 1,024 ports, the same
+// but for one port each near the top, so that telling two classes apart
+// walks almost all of their ports. The check stops at its bound and says so
+// (a warning beginning "not computed", at the first class it did not judge),
+// after reporting what it had found.
+TEST(TrafficClasses, TheShadowCheckSaysWhenItStoppedAtItsBound) {
+  auto ports = [](size_t i) {
+    std::vector<PortRange> v;
+    for (uint32_t p = 0; p < 1023; ++p) v.push_back({uint16_t(p * 64), uint16_t(p * 64)});
+    v.push_back({uint16_t(65535 - 2 * i), uint16_t(65535 - 2 * i)});
+    if (i == 1) v.back() = {65535, 65535};  // the same ports as class 0
+    return v;
+  };
+  Config c = withClasses(1000, [](size_t) { return std::vector<PrefixConfig>{}; }, ports);
+  std::vector<ConfigError> w = configWarnings(c);
+  ASSERT_EQ(w.size(), 2u) << formatErrors(w);
+  EXPECT_EQ(w[0].path, "traffic_classes[1]");
+  EXPECT_NE(w[0].message.find("matches no packet: traffic_classes[0]"), std::string::npos) << w[0].message;
+  ASSERT_TRUE(notComputed(w)) << formatErrors(w);
+  const std::string& stop = w[1].message;
+  EXPECT_NE(stop.find("not computed: whether an earlier class shadows " + w[1].path + " and the "),
+            std::string::npos) << stop;
+  EXPECT_NE(stop.find("the classes apply as written"), std::string::npos) << stop;
+  // It judged some hundreds of classes first.
+  const size_t j = std::stoul(w[1].path.substr(w[1].path.find('[') + 1));
+  EXPECT_GT(j, 100u) << w[1].path;
+  EXPECT_LT(j, 1000u) << w[1].path;
+}
+
+// A first class that takes every packet away from the appliances.
+TEST(TrafficClasses, AFirstClassThatDropsOrBypassesEverythingIsAWarning) {
+  auto first = [](const std::string& cls) {
+    Parsed p = parse(cls + "  - { name: a, listener: firewalls-a }\n  - { name: b, listener: ids }\n");
+    EXPECT_TRUE(p.ok) << formatErrors(p.errors);
+    return warningsAt(configWarnings(p.cfg), "traffic_classes[0]");
+  };
+  std::vector<std::string> w = first("  - { name: quarantine, action: drop }\n");
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0], "class 'quarantine' comes first and matches every packet: the gateway drops all traffic and no "
+                  "flow reaches an appliance; narrow its match or move it below the classes that should come first");
+  w = first("  - { name: all, action: bypass, match: { prefixes: [0.0.0.0/0, \"::/0\"], protocols: [" +
+            [] {
+              std::string all;
+              for (int p = 0; p < 256; ++p) all += (p ? ", " : "") + std::to_string(p);
+              return all;
+            }() + "] } }\n");
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("the gateway bypasses all traffic"), std::string::npos) << w[0];
+  // Not when it leaves some packets to the classes after it.
+  EXPECT_TRUE(first("  - { name: q, action: drop, match: { prefixes: [0.0.0.0/0] } }\n").empty());
+  EXPECT_TRUE(first("  - { name: q, action: drop, match: { l4_ports: [0-65535] } }\n").empty());
+  EXPECT_TRUE(first("  - { name: q, action: drop, match: { ingress_ports: [0] } }\n").empty());
+  EXPECT_TRUE(first("  - { name: q, listener: ids }\n").empty());
+}
+
+// An ingress port the gateway does not have: the class matches nothing
+// there, and that port's traffic goes to the next class (found by trying it:
+// one tenant's traffic reached another tenant's firewalls in gwlb-replay).
+TEST(TrafficClasses, AnIngressPortThatDoesNotExistIsAWarning) {
+  // kHead's node gives ports 0..4 (node.ports names 3 and 4).
+  Parsed p = parse("  - { name: tenant-a, match: { ingress_ports: [4, 7] }, listener: firewalls-a }\n"
+                   "  - { name: tenant-b, listener: ids }\n");
+  ASSERT_TRUE(p.ok) << formatErrors(p.errors);
+  std::vector<ConfigError> w = configWarnings(p.cfg);
+  ASSERT_EQ(w.size(), 1u) << formatErrors(w);
+  EXPECT_EQ(w[0].path, "traffic_classes[0].match.ingress_ports[1]");
+  EXPECT_EQ(w[0].message,
+            "port 7 does not exist: the config gives ports 0..4 (node.underlay_port, node.ports[].id; gwlbd's other "
+            "ports are known only when it runs), so class 'tenant-a' matches nothing there and that traffic "
+            "goes to the next class that matches; correct the id, or list the port in node.ports (gwlbd then "
+            "refuses to start without it)");
+  // gwlbd knows its ports: with 8 there is a port 7; with 5 ports 4 exists.
+  EXPECT_TRUE(configWarnings(p.cfg, 8).empty());
+  w = configWarnings(p.cfg, 5);
+  ASSERT_EQ(w.size(), 1u) << formatErrors(w);
+  EXPECT_EQ(w[0].message.substr(0, 54), "port 7 does not exist: gwlbd has 5 DPDK ports (0..4), ");
+}
+
+TEST(TrafficClasses, AServerGroupWithoutHealthCheckIsAWarning) {
+  Parsed p = parse("  - { name: a, match: { vlans: [1] }, listener: firewalls-a }\n  - { name: b, listener: ids }\n",
+                   "node: { underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01 }\n"
+                   "server_groups:\n"
+                   "  - { name: fa, servers: [ { address: 10.0.0.1 } ] }\n"
+                   "  - { name: fb, health_check: { enabled: false }, servers: [ { address: 10.0.0.2 } ] }\n"
+                   "listeners: [ { name: firewalls-a, server_groups: [fa] }, { name: ids, server_groups: [fb] } ]\n");
+  ASSERT_TRUE(p.ok) << formatErrors(p.errors);
+  std::vector<ConfigError> w = configWarnings(p.cfg);
+  ASSERT_EQ(w.size(), 1u) << formatErrors(w);
+  EXPECT_EQ(w[0].path, "server_groups[0]");
+  EXPECT_EQ(w[0].message, "server group 'fa' has no health_check, so its appliances count as healthy forever and "
+                          "new flows keep going to one that is down; add health_check (or health_check: { enabled: "
+                          "false } to say so)");
 }
 
 }  // namespace
