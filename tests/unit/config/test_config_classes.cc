@@ -95,6 +95,7 @@ TEST(TrafficClasses, EveryBadValueIsAnErrorAtItsPath) {
   const Case cases[] = {
       {"vlans: [100, 4095]", at + "vlans[1]", "'4095' is not a VLAN id; allowed 0..4094"},
       {"vlans: [70000]", at + "vlans[0]", "out of range"},
+      {"vlans: [0x1000]", at + "vlans[0]", "'0x1000' is not a VLAN id"},  // as written, not 4096
       {"vlans: [-1]", at + "vlans[0]", "is negative"},
       {"vlans: [ten]", at + "vlans[0]", "'ten' is not a number"},
       {"vlans: [5, 5]", at + "vlans[1]", "is already traffic_classes[0].match.vlans[0]"},
