@@ -48,9 +48,10 @@ struct FlowsQuery {
 };
 
 // One page of the `flows` method from `q.cursor` on (docs/control-api.md
-// "flows"): at most `q.limit` rows, and never more than a bounded stretch of
-// the table (2^18 slots, 2^14 keys), so that one request holds the control
-// thread briefly whatever the table's size; `next_cursor` goes on from there.
+// "flows"): at most `q.limit` rows and at most 512, and never more than a
+// bounded stretch of the table (2^18 slots, 2^14 keys), so that one request
+// holds the control thread briefly whatever the table's size and the limit;
+// `next_cursor` goes on from there.
 // `group_name` names a flow's group (its index, or -1 and its appliance).
 nlohmann::json flowsPage(const dp::FlowTable& flows, const dp::Snapshot* s, const FlowsQuery& q,
                          uint64_t now, const std::function<std::string(int group, uint32_t ip)>& group_name);
