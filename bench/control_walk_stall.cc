@@ -1,20 +1,22 @@
 // Benchmark (never pass/fail): how long the control thread's walks of the
 // flow table hold it on a big table, beside bench/sync_scan_stall (fleet
 // sync's refresh scan). gwlbd's control thread runs everything on one
-// io_context; here the same io_context runs
+// io_context; here, in three phases of --seconds each, an io_context runs
+// one kind of walk:
 //  - the engine's turns as gwlbd's EngineTicker makes them (every 10 ms, or
-//    at once while a walk goes on), driving the real control core (ctl::Engine) with gwlbd's walk budget:
-//    the housekeeping walk every second (expiry, the flow counts per
+//    at once while a walk goes on), driving the real control core
+//    (ctl::Engine) with gwlbd's walk budget: the housekeeping walk every second (expiry, the flow counts per
 //    appliance the `servers` API reads, the control sweep), a server-id
 //    reclaim's count (an appliance without flows is removed at 1 s: it is
 //    forgotten, its id released, then counted for and reclaimed) and a drain
 //    deadline's walk (an appliance with flows drained at 2 s for 1 s);
 //  - the `flows` API's page (ctl::flowsPage, as Daemon::apiFlows calls it)
 //    back to back: a `gwlbctl flows --all` (limit 10000, following the
-//    cursor), then a `gwlbctl flows --count`, then again;
-//  - a 1 ms timer standing for the exception path's poll: how late each of
-//    its handlers ran behind its deadline is the stall the rest of the
-//    control thread sees.
+//    cursor), again and again;
+//  - its count (`gwlbctl flows --count`), again and again;
+// beside a 1 ms timer standing for the exception path's poll: how late each
+// of its handlers ran behind its deadline is the stall the rest of the
+// control thread sees.
 // Every handler of each kind is timed, wall and CPU. `--whole` runs the walks
 // as one call each, the shape of the code before the walks went in slices:
 // the engine with walk budget 0, a flows page of up to 10000 rows and a count
@@ -202,109 +204,116 @@ int main(int argc, char** argv) {
   }
   double fill_s = std::chrono::duration<double>(Clock::now() - fill0).count();
 
-  asio::io_context io;
-  Timings ticks, pages, counts, late;
-  const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                      std::chrono::duration<double>(o.seconds));
-  // The engine's turns as EngineTicker (control/daemon/engine_ticker.h)
-  // makes them, each timed: every 10 ms, or at once while a walk goes on.
-  asio::steady_timer tick(io);
-  std::function<void()> arm_tick = [&] {
-    tick.expires_after(engine.walking() ? std::chrono::milliseconds(0) : std::chrono::milliseconds(10));
-    tick.async_wait([&](const boost::system::error_code& ec) {
-      if (ec || Clock::now() >= end) return;
-      ticks.begin();
-      engine.advance(clock());
-      ticks.end();
-      arm_tick();
-    });
+  // Three phases of `seconds` each, one kind of walk in each, on a fresh
+  // io_context beside the 1 ms timer: the engine's turns, then the flows
+  // API's pages (a `gwlbctl flows --all`, again and again), then its counts.
+  struct Phase {
+    const char* name;
+    Timings calls, late;
+    size_t rounds = 0;  // engine: walk slices; pages and counts: whole passes over the table
   };
-
-  // The changes: at 1 s the flow-free appliance is removed; at 2 s an
-  // appliance with flows is drained for 1 s (its deadline's walk at 3 s).
-  asio::steady_timer change(io);
-  change.expires_after(std::chrono::seconds(1));
-  change.async_wait([&](const boost::system::error_code& ec) {
-    if (ec) return;
-    ctl::Config next = engine.config();
-    next.server_groups[0].servers.pop_back();
-    engine.applyConfig(next, "removed", clock());
-    change.expires_after(std::chrono::seconds(1));
-    change.async_wait([&](const boost::system::error_code& ec2) {
-      if (ec2) return;
-      std::string err = engine.drain(IpAddr::parse("10.0.0.12")->v4HostOrder(), 1, clock());
-      if (!err.empty()) std::fprintf(stderr, "drain: %s\n", err.c_str());
-    });
-  });
-
-  // The flows API: pages of 10000 back to back (posted: every other ready
-  // handler runs between two), then a count, then again.
-  ctl::FlowsQuery list;
-  list.limit = 10000;
-  ctl::FlowsQuery count;
-  count.count_only = true;
-  bool counting = false;
-  size_t dumps = 0, dumped_rows = 0, counted_total = 0;
-  auto name = [](int, uint32_t) { return std::string("fw"); };
-  std::function<void()> request = [&] {
-    if (Clock::now() >= end) return;
-    Timings& t = counting ? counts : pages;
-    t.begin();
-    ctl::FlowsQuery& q = counting ? count : list;
-    nlohmann::json r;
-    if (o.whole) {
-      // As a request was answered before: a page of up to `limit` (10000)
-      // rows, a count of the whole table, in one call.
-      size_t rows = 0;
-      nlohmann::json all = nlohmann::json::array();
-      do {
-        r = ctl::flowsPage(ft, dp.snapshot.load(), q, clock(), name);
-        q.cursor = r["next_cursor"].is_null() ? 0 : uint32_t(std::stoul(r["next_cursor"].get<std::string>()));
-        if (!counting) {
-          rows += r["flows"].size();
-          for (auto& f : r["flows"]) all.push_back(std::move(f));
-        } else {
-          counted_total += r["count"].get<size_t>();
+  Phase phases[3] = {{"engine", {}, {}}, {"pages", {}, {}}, {"counts", {}, {}}};
+  size_t dumped_rows = 0, counted_total = 0;
+  for (Phase& ph : phases) {
+    asio::io_context io;
+    const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(o.seconds));
+    const bool is_engine = &ph == &phases[0], counting = &ph == &phases[2];
+    // The engine's turns as EngineTicker (control/daemon/engine_ticker.h)
+    // makes them, each timed: every 10 ms, or at once while a walk goes on.
+    asio::steady_timer tick(io), change(io);
+    std::function<void()> arm_tick = [&] {
+      tick.expires_after(engine.walking() ? std::chrono::milliseconds(0) : std::chrono::milliseconds(10));
+      tick.async_wait([&](const boost::system::error_code& ec) {
+        if (ec || Clock::now() >= end) return;
+        ph.calls.begin();
+        engine.advance(clock());
+        ph.calls.end();
+        arm_tick();
+      });
+    };
+    // The changes: at 1 s the flow-free appliance is removed (forgotten,
+    // then its id reclaimed); at 2 s an appliance with flows is drained for
+    // 1 s (its deadline's walk).
+    std::function<void()> changes = [&] {
+      change.expires_after(std::chrono::seconds(1));
+      change.async_wait([&](const boost::system::error_code& ec) {
+        if (ec) return;
+        ctl::Config next = engine.config();
+        next.server_groups[0].servers.pop_back();
+        engine.applyConfig(next, "removed", clock());
+        change.expires_after(std::chrono::seconds(1));
+        change.async_wait([&](const boost::system::error_code& ec2) {
+          if (ec2) return;
+          std::string err = engine.drain(IpAddr::parse("10.0.0.12")->v4HostOrder(), 1, clock());
+          if (!err.empty()) std::fprintf(stderr, "drain: %s\n", err.c_str());
+        });
+      });
+    };
+    // The flows API's requests back to back (posted: every other ready
+    // handler runs between two), the reply serialized as the API server does.
+    ctl::FlowsQuery q;
+    q.limit = 10000;
+    q.count_only = counting;
+    auto name = [](int, uint32_t) { return std::string("fw"); };
+    auto cursorOf = [](const nlohmann::json& r) {
+      return r["next_cursor"].is_null() ? 0u : uint32_t(std::stoul(r["next_cursor"].get<std::string>()));
+    };
+    std::function<void()> request = [&] {
+      if (Clock::now() >= end) return;
+      ph.calls.begin();
+      nlohmann::json r = ctl::flowsPage(ft, dp.snapshot.load(), q, clock(), name);
+      q.cursor = cursorOf(r);
+      size_t rows = counting ? 0 : r["flows"].size();
+      counted_total += counting ? r["count"].get<size_t>() : 0;
+      if (o.whole) {
+        // As a request was answered before: a page of up to `limit` (10000)
+        // rows, a count of the whole table, in one call.
+        while (!r["next_cursor"].is_null() && (counting || rows < q.limit)) {
+          nlohmann::json more = ctl::flowsPage(ft, dp.snapshot.load(), q, clock(), name);
+          q.cursor = cursorOf(more);
+          if (counting) {
+            counted_total += more["count"].get<size_t>();
+          } else {
+            rows += more["flows"].size();
+            for (auto& f : more["flows"]) r["flows"].push_back(std::move(f));
+          }
+          r["next_cursor"] = more["next_cursor"];
         }
-      } while (!r["next_cursor"].is_null() && (counting || rows < list.limit));
-      if (!counting) r["flows"] = std::move(all);
-      dumped_rows += rows;
-    } else {
-      r = ctl::flowsPage(ft, dp.snapshot.load(), q, clock(), name);
-      q.cursor = r["next_cursor"].is_null() ? 0 : uint32_t(std::stoul(r["next_cursor"].get<std::string>()));
-      if (!counting) dumped_rows += r["flows"].size();
-      else counted_total += r["count"].get<size_t>();
-    }
-    std::string wire = r.dump();  // the API server serializes the reply on the same thread
-    t.end();
-    if (r["next_cursor"].is_null()) {
-      dumps += !counting;
-      counting = !counting;
-    }
-    asio::post(io, request);
-  };
-  asio::post(io, request);
-
-  asio::steady_timer poll(io);
-  Clock::time_point due = Clock::now() + std::chrono::milliseconds(1);
-  std::function<void()> arm_poll = [&] {
-    poll.expires_at(due);
-    poll.async_wait([&](const boost::system::error_code& ec) {
-      if (ec) return;
-      auto at = Clock::now();
-      late.us.push_back(std::chrono::duration<double, std::micro>(at - due).count());
-      late.cpu_us.push_back(0);
-      due = at + std::chrono::milliseconds(1);
-      if (at >= end) {
-        change.cancel();
-        return;
       }
-      arm_poll();
-    });
-  };
-  arm_tick();
-  arm_poll();
-  io.run();
+      dumped_rows += rows;
+      std::string wire = r.dump();
+      ph.calls.end();
+      if (r["next_cursor"].is_null()) ++ph.rounds;
+      asio::post(io, request);
+    };
+    asio::steady_timer poll(io);
+    Clock::time_point due = Clock::now() + std::chrono::milliseconds(1);
+    std::function<void()> arm_poll = [&] {
+      poll.expires_at(due);
+      poll.async_wait([&](const boost::system::error_code& ec) {
+        if (ec) return;
+        auto at = Clock::now();
+        ph.late.us.push_back(std::chrono::duration<double, std::micro>(at - due).count());
+        due = at + std::chrono::milliseconds(1);
+        if (at >= end) {
+          change.cancel();
+          return;
+        }
+        arm_poll();
+      });
+    };
+    uint64_t slices0 = engine.walkSlices();
+    if (is_engine) {
+      arm_tick();
+      changes();
+    } else {
+      asio::post(io, request);
+    }
+    arm_poll();
+    io.run();
+    if (is_engine) ph.rounds = engine.walkSlices() - slices0;
+  }
 
   double la[3] = {0, 0, 0};
   if (FILE* f = std::fopen("/proc/loadavg", "r")) {
@@ -314,25 +323,30 @@ int main(int argc, char** argv) {
   size_t slots = ft.slots() / 2;
   std::printf("control_walk_stall: %s on a table of capacity %u (%zu slots, %.1f MiB of tags; mapped "
               "%.2f s) holding %u IPv4 flows (filled in %.2f s; an eighth idle past their timeout); "
-              "%.1f s on cpu %d; load average %.2f\n",
+              "%.1f s a phase on cpu %d; load average %.2f\n",
               o.whole ? "walks in one call each (--whole)" : "walks in slices (gwlbd's budget)", o.capacity,
               slots, double(slots) * 4 / 1048576, map_s, o.flows, fill_s, o.seconds, cpu, la[0]);
-  std::printf("  engine turns (housekeeping: expiry, counts, sweep; id reclaim; drain deadline): %s\n",
-              ticks.text().c_str());
-  std::printf("    walk slices %llu; flows left %u; evicted %llu; server ids freed %zu\n",
-              (unsigned long long)engine.walkSlices(), ft.count(), (unsigned long long)ft.evicted(), freed);
-  std::printf("  flows API pages (limit 10000): %s; %zu full dumps, %zu rows\n", pages.text().c_str(), dumps,
-              dumped_rows);
-  std::printf("  flows API counts: %s\n", counts.text().c_str());
-  Stats ls = stats(late.us);
-  std::printf("  1 ms timer lateness: %zu handlers, median %.1f us, p99 %.1f us, max %.1f us\n", late.us.size(),
-              ls.median, Timings::p99(late.us), ls.max);
+  const char* what[3] = {"engine turns (housekeeping walks: expiry, counts, sweep, id reclaim; a drain "
+                         "deadline's walk)",
+                         "flows API pages (limit 10000)", "flows API counts"};
+  std::string js;
+  for (int i = 0; i < 3; ++i) {
+    Phase& ph = phases[i];
+    Stats ls = stats(ph.late.us);
+    std::printf("  %s: %s; %zu %s\n", what[i], ph.calls.text().c_str(), ph.rounds,
+                i == 0 ? "walk slices" : "passes over the table");
+    std::printf("    1 ms timer lateness meanwhile: %zu handlers, median %.1f us, p99 %.1f us, max %.1f us\n",
+                ph.late.us.size(), ls.median, Timings::p99(ph.late.us), ls.max);
+    char b[256];
+    std::snprintf(b, sizeof b, "\"%s\": {\"rounds\": %zu, \"late_us\": {\"median\": %.1f, \"p99\": %.1f, \"max\": %.1f}, \"calls_us\": ",
+                  ph.name, ph.rounds, ls.median, Timings::p99(ph.late.us), ls.max);
+    js += std::string(i ? ", " : "") + b + ph.calls.json() + "}";
+  }
+  std::printf("    flows left %u; evicted %llu; server ids freed %zu; rows listed %zu; entries counted %zu\n",
+              ft.count(), (unsigned long long)ft.evicted(), freed, dumped_rows, counted_total);
   std::printf("{\"mode\": \"%s\", \"capacity\": %u, \"slots\": %zu, \"flows\": %u, \"seconds\": %.1f, "
-              "\"load_avg_1m\": %.2f, \"walk_slices\": %llu, \"ids_freed\": %zu, \"dumps\": %zu, "
-              "\"turn_us\": %s, \"page_us\": %s, \"count_us\": %s, \"poll_late_us\": %s}\n",
-              o.whole ? "whole" : "sliced", o.capacity, slots, o.flows, o.seconds, la[0],
-              (unsigned long long)engine.walkSlices(), freed, dumps, ticks.json().c_str(),
-              pages.json().c_str(), counts.json().c_str(), late.json().c_str());
+              "\"load_avg_1m\": %.2f, \"ids_freed\": %zu, %s}\n",
+              o.whole ? "whole" : "sliced", o.capacity, slots, o.flows, o.seconds, la[0], freed, js.c_str());
   engine.shutdown();
   return 0;
 }

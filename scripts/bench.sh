@@ -539,18 +539,21 @@ from report import emit
 s, w = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 ms = lambda us: f"{us / 1000:.2f} ms"
 rows = []
-for tag, d in (("slices", s), ("one call (before)", w)):
-    rows += [
-        (f"engine turn max ({tag})", ms(d["turn_us"]["max"]), f"p99 {ms(d['turn_us']['p99'])}; {d['turn_us']['n']} turns, {d['walk_slices']} walk slices"),
-        (f"flows page max ({tag})", ms(d["page_us"]["max"]), f"p99 {ms(d['page_us']['p99'])}; limit 10000, {d['dumps']} full dumps"),
-        (f"flows count max ({tag})", ms(d["count_us"]["max"]), f"p99 {ms(d['count_us']['p99'])}"),
-        (f"1 ms timer lateness max ({tag})", ms(d["poll_late_us"]["max"]), f"p99 {ms(d['poll_late_us']['p99'])}; load avg {d['load_avg_1m']}"),
-    ]
+for tag, d in (("slices", s), ("one call, before", w)):
+    for ph, what in (("engine", "engine turn"), ("pages", "flows page"), ("counts", "flows count")):
+        p = d[ph]
+        c = p["calls_us"]
+        rows += [
+            (f"{what} CPU max ({tag})", ms(c["cpu_max"]),
+             f"median {ms(c['cpu_median'])}; wall max {ms(c['max'])}; {c['n']} calls"),
+            (f"1 ms timer late max, {what}s ({tag})", ms(p["late_us"]["max"]),
+             f"p99 {ms(p['late_us']['p99'])}; load avg {d['load_avg_1m']}"),
+        ]
 cond = (f"bench/control_walk_stall: capacity {s['capacity']} ({s['slots']} slots), {s['flows']} IPv4 flows "
-        f"(an eighth expired), {s['seconds']} s per mode on one pinned cpu; one io_context running the engine "
-        f"(walk budget 1, or 0 with --whole), the flows API's pages and counts back to back, a 1 ms timer; "
-        f"{sys.argv[5]} cores shared")
-emit("walks", {"sliced": s, "whole": w}, rows, cond, sys.argv[3], sys.argv[4], width=44, value_width=10)
+        f"(an eighth expired), a phase of {s['seconds']} s for each kind of walk on one pinned cpu: one io_context "
+        f"running it (the engine with walk budget 1, or 0 with --whole; the flows API's pages or counts back to "
+        f"back) beside a 1 ms timer; {sys.argv[5]} cores shared")
+emit("walks", {"sliced": s, "whole": w}, rows, cond, sys.argv[3], sys.argv[4], width=48, value_width=10)
 PY
 fi
 
