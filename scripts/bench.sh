@@ -553,7 +553,7 @@ cond = (f"bench/control_walk_stall: capacity {s['capacity']} ({s['slots']} slots
         f"(an eighth expired), a phase of {s['seconds']} s for each kind of walk on one pinned cpu: one io_context "
         f"running it (the engine with walk budget 1, or 0 with --whole; the flows API's pages or counts back to "
         f"back) beside a 1 ms timer; {sys.argv[5]} cores shared")
-emit("walks", {"sliced": s, "whole": w}, rows, cond, sys.argv[3], sys.argv[4], width=48, value_width=10)
+emit("walks", {"sliced": s, "whole": w}, rows, cond, sys.argv[3], sys.argv[4], width=54, value_width=10)
 PY
 fi
 
