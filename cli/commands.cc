@@ -38,25 +38,67 @@ int failed(const Invocation& inv, const Reply& r, FILE* out, FILE* err) {
   return exitStatusFor(fieldText(r.error, "code", "internal"));
 }
 
+// The cursor a reply gives to go on from, or "" at the end.
+std::string nextCursor(const Json& result) {
+  const Json& next = result.contains("next_cursor") ? result["next_cursor"] : Json();
+  return next.is_string() ? next.get<std::string>() : "";
+}
+
 int runFlows(const Invocation& inv, Request req, ControlClient& client, FILE* out, FILE* err) {
+  // gwlbd walks a bounded stretch of the table per request (a page can end
+  // with fewer rows than asked, or none, and a cursor): a count, and a page
+  // of `limit` rows, follow the cursor over as many requests as it takes.
+  auto repeated = [&](const std::string& next) {
+    if (!req.params.contains("cursor") || req.params["cursor"] != next) return false;
+    put(err, "gwlbctl: gwlbd returned the same cursor twice; stopping\n");
+    return true;
+  };
   if (req.params.contains("count")) {
-    Reply r = client.call(req.method, req.params);
-    if (!r.ok) return failed(inv, r, out, err);
-    put(out, inv.json ? r.result.dump(2) + "\n" : renderFlowCount(r.result));
+    double count = 0, scanned = 0;
+    for (;;) {
+      Reply r = client.call(req.method, req.params);
+      if (!r.ok) return failed(inv, r, out, err);
+      count += fieldNumber(r.result, "count");
+      scanned += fieldNumber(r.result, "scanned");
+      std::string next = nextCursor(r.result);
+      if (next.empty()) break;
+      if (repeated(next)) return kExitError;
+      req.params["cursor"] = next;
+    }
+    Json total{{"count", uint64_t(count)}, {"scanned", uint64_t(scanned)}};
+    put(out, inv.json ? total.dump(2) + "\n" : renderFlowCount(total));
     return kExitOk;
   }
   if (!inv.has("--all") && !inv.has("--sort")) {
-    Reply r = client.call(req.method, req.params);
-    if (!r.ok) return failed(inv, r, out, err);
+    const bool had_limit = req.params.contains("limit");
+    const size_t limit = had_limit ? size_t(fieldNumber(req.params, "limit")) : 100;
+    Json rows = Json::array();
+    double scanned = 0;
+    std::string next;
+    for (;;) {
+      req.params["limit"] = uint64_t(limit - rows.size());
+      Reply r = client.call(req.method, req.params);
+      if (!r.ok) return failed(inv, r, out, err);
+      if (r.result.contains("flows") && r.result["flows"].is_array())
+        for (auto& f : r.result["flows"]) rows.push_back(std::move(f));
+      scanned += fieldNumber(r.result, "scanned");
+      next = nextCursor(r.result);
+      if (next.empty() || rows.size() >= limit) break;
+      if (repeated(next)) return kExitError;
+      req.params["cursor"] = next;
+    }
     if (inv.json) {
-      putJson(out, r.result);
+      putJson(out, Json{{"flows", rows},
+                        {"next_cursor", next.empty() ? Json() : Json(next)},
+                        {"scanned", uint64_t(scanned)}});
       return kExitOk;
     }
-    put(out, renderFlows(r.result.contains("flows") ? r.result["flows"] : Json::array()));
-    const Json& next = r.result.contains("next_cursor") ? r.result["next_cursor"] : Json();
-    if (next.is_string() && !next.get<std::string>().empty())
-      put(out, "more: gwlbctl flows" + flowFilterArgs(req.params) + " --cursor " +
-                   next.get<std::string>() + "\n");
+    put(out, renderFlows(rows));
+    if (!next.empty()) {
+      if (had_limit) req.params["limit"] = uint64_t(limit);
+      else req.params.erase("limit");
+      put(out, "more: gwlbctl flows" + flowFilterArgs(req.params) + " --cursor " + next + "\n");
+    }
     return kExitOk;
   }
   // --all: follow next_cursor to the end, then print everything as one listing.

@@ -359,99 +359,169 @@ int32_t FlowTable::insertFromControl(const FlowKey& k, uint32_t hash) noexcept {
 }
 
 size_t FlowTable::expire(uint64_t now_ns, size_t max, std::vector<uint16_t>* expired_servers) {
-  std::vector<uint32_t> victims;
-  size_t live = 0;
-  size_t dead = 0;
-  auto keyKind = [&](uint32_t idx, uint32_t tag) {
-    return tag & kWideBit ? wide_[idx].key.kind : narrow_[idx].key.kind;
-  };
-  auto take = [&](uint32_t idx, uint32_t tag) {
-    victims.push_back(idx);
-    if (expired_servers && keyKind(idx, tag) != KeyKind::kFragment)
-      expired_servers->push_back(routeServer(entryPtr(posOf(idx, tag & kWideBit))->route.load(
-          std::memory_order_relaxed)));
-  };
-  // Slots in memory order; a lost insert's dead slot is retired on the way.
-  // Every used slot's neighbours are marked: those no entry holds are freed.
+  ExpiryPass p;
+  expireBegin(p, now_ns);
+  p.max_victims = max;
+  while (!expireStep(p, nslots_, SIZE_MAX, expired_servers)) {
+  }
+  return p.expired + p.evicted;
+}
+
+void FlowTable::expireBegin(ExpiryPass& p, uint64_t now_ns) {
+  p.phase = ExpiryPass::Phase::kExpire;
+  p.now_ns = now_ns;
+  p.cursor = 0;
+  p.max_victims = 0;
+  p.live = p.expired = p.evicted = p.evict_want = p.at_cutoff = 0;
+  p.cutoff = 0;
+  p.ages.assign(ExpiryPass::kAgeBuckets, 0);
+  // Every used slot's neighbours are marked by the first walk: those no
+  // entry holds are freed when it ends (the marks span its slices).
   neigh_.sweepBegin(qsbr_);
-  for (uint32_t idx = 0; idx < nslots_; ++idx) {
-    uint32_t tag = tags_[idx].load(std::memory_order_acquire);
-    uint32_t st = tagState(tag);
-    if (tag != kEmpty) {
+}
+
+// Concurrency rule R3 (docs/architecture.md "Flow entries: concurrency rules"):
+// no route yet, or an idle timeout of 0: a worker is still creating it.
+bool FlowTable::evictable(uint32_t idx, uint32_t tag, uint64_t now_ns, uint32_t& age,
+                          bool& idle) const noexcept {
+  if (tagState(tag) != kReady) return false;
+  const FlowEntry& e = *const_cast<FlowTable*>(this)->entryPtr(posOf(idx, tag & kWideBit));
+  if (!(e.route.load(std::memory_order_acquire) & kRouteSet)) return false;
+  uint32_t ticks = e.idle_timeout.ticks(std::memory_order_acquire);
+  if (e.idle_timeout.ms.load(std::memory_order_relaxed) == 0) return false;
+  uint32_t seen = e.last_seen.tick();
+  idle = idleExpired(seen, ticks, now_ns);
+  int32_t d = int32_t(toTick(now_ns) - seen);
+  age = d > 0 ? uint32_t(d) : 0;
+  return true;
+}
+
+bool FlowTable::expireStep(ExpiryPass& p, size_t max_slots, size_t max_keys,
+                           std::vector<uint16_t>* expired_servers, const Visit& visit) {
+  using Phase = ExpiryPass::Phase;
+  if (p.phase == Phase::kIdle) return true;
+  const uint32_t end =
+      uint32_t(std::min<uint64_t>(nslots_, uint64_t(p.cursor) + std::max<size_t>(max_slots, 1)));
+  max_keys = std::max<size_t>(max_keys, 1);
+  victims_.clear();
+  size_t dead = 0, keys = 0;
+  auto take = [&](uint32_t idx, uint32_t tag) {
+    victims_.push_back(idx);
+    KeyKind kind = tag & kWideBit ? wide_[idx].key.kind : narrow_[idx].key.kind;
+    if (expired_servers && kind != KeyKind::kFragment)
+      expired_servers->push_back(
+          routeServer(entryPtr(posOf(idx, tag & kWideBit))->route.load(std::memory_order_relaxed)));
+  };
+  // The next slot from the cursor on whose tag is in `want` (a mask of
+  // lines' bits) below `end`, or `end`: lines of 16 tags with none are
+  // passed over with one compare.
+  auto next = [&](auto&& lineMask) {
+    while (p.cursor < end) {
+      uint32_t line = p.cursor / kBucketSlots;
+      uint32_t line_end = std::min(end, (line + 1) * kBucketSlots);
+      uint32_t m = lineMask(tags_ + size_t(line) * kBucketSlots) & (0xFFFFu << (p.cursor % kBucketSlots));
+      uint32_t idx = m ? line * kBucketSlots + uint32_t(__builtin_ctz(m)) : line_end;
+      if (idx < line_end) return idx;
+      p.cursor = line_end;
+    }
+    return end;
+  };
+  if (p.phase == Phase::kExpire) {
+    FlowKey k;
+    while (keys < max_keys) {
+      uint32_t idx = next([](const std::atomic<uint32_t>* l) { return ~matchLine(l, kEmpty) & 0xFFFFu; });
+      if (idx >= end) break;
+      p.cursor = idx + 1;
+      uint32_t tag = tags_[idx].load(std::memory_order_acquire);
+      if (tag == kEmpty) continue;  // reclaimed since the line was read
       const FlowEntry& ne = *entryPtr(posOf(idx, tag & kWideBit));
       neigh_.mark(ne.l2[0].load(std::memory_order_relaxed));
       neigh_.mark(ne.l2[1].load(std::memory_order_relaxed));
-    }
-    if (st == kDead) {
-      tags_[idx].store(tagKey(tag) | kDeleted, std::memory_order_relaxed);
-      retired_.push_back({int32_t(idx), 0, false});
-      ++dead;
-      continue;
-    }
-    if (st != kReady) continue;
-    ++live;
-    if (max && victims.size() >= max) continue;
-    const FlowEntry& e = *entryPtr(posOf(idx, tag & kWideBit));
-    // Concurrency rule R3 (docs/architecture.md "Flow entries: concurrency rules"):
-    // no route yet, or an idle timeout of 0: a worker is still creating it.
-    if (!(e.route.load(std::memory_order_acquire) & kRouteSet)) continue;
-    uint32_t idle = e.idle_timeout.ticks(std::memory_order_acquire);
-    if (e.idle_timeout.ms.load(std::memory_order_relaxed) == 0) continue;
-    if (idleExpired(e.last_seen.tick(), idle, now_ns)) take(idx, tag);
-  }
-  // Exhaustion: evict the entries idle longest, down to the low-water mark.
-  // (With `max`, the scan may have left expired keys: no eviction.)
-  size_t left = live > victims.size() ? live - victims.size() : 0;
-  size_t expired = victims.size();
-  if (max == 0 && left > size_t(capacity_) * kEvictHighPercent / 100) {
-    size_t want = left - size_t(capacity_) * kEvictLowPercent / 100;
-    const uint32_t now_t = toTick(now_ns);
-    // Concurrency rule R3 (docs/architecture.md "Flow entries: concurrency rules"):
-    // entries being created are never candidates.
-    auto candidate = [&](uint32_t idx, uint32_t& age) {
-      uint32_t tag = tags_[idx].load(std::memory_order_acquire);
-      if (tagState(tag) != kReady) return false;
-      const FlowEntry& e = *entryPtr(posOf(idx, tag & kWideBit));
-      if (!(e.route.load(std::memory_order_acquire) & kRouteSet)) return false;
-      if (e.idle_timeout.ms.load(std::memory_order_acquire) == 0) return false;
-      uint32_t seen = e.last_seen.tick();
-      if (idleExpired(seen, e.idle_timeout.ticks(), now_ns)) return false;  // taken above
-      int32_t d = int32_t(now_t - seen);
-      age = d > 0 ? uint32_t(d) : 0;
-      return true;
-    };
-    std::vector<uint32_t> ages;
-    ages.reserve(left);
-    for (uint32_t idx = 0; idx < nslots_; ++idx) {
-      uint32_t age;
-      if (candidate(idx, age)) ages.push_back(age);
-    }
-    want = std::min(want, ages.size());
-    if (want > 0) {
-      std::nth_element(ages.begin(), ages.begin() + long(want - 1), ages.end(), std::greater<>());
-      uint32_t cutoff = ages[want - 1];
-      // Strictly older than the cutoff first, then as many at the cutoff as needed.
-      size_t older = size_t(std::count_if(ages.begin(), ages.end(),
-                                          [cutoff](uint32_t v) { return v > cutoff; }));
-      size_t at_cutoff = want - older;
-      size_t taken = 0;
-      for (uint32_t idx = 0; idx < nslots_ && taken < want; ++idx) {
-        uint32_t age;
-        if (!candidate(idx, age) || age < cutoff) continue;
-        if (age == cutoff) {
-          if (at_cutoff == 0) continue;
-          --at_cutoff;
-        }
-        take(idx, tags_[idx].load(std::memory_order_relaxed));
-        ++taken;
+      uint32_t st = tagState(tag);
+      if (st == kDead) {  // a lost insert's slot, retired on the way
+        tags_[idx].store(tagKey(tag) | kDeleted, std::memory_order_relaxed);
+        retired_.push_back({int32_t(idx), 0, false});
+        ++dead;
+        continue;
       }
-      evicted_ += taken;
+      if (st != kReady) continue;
+      ++keys;
+      ++p.live;
+      uint32_t age = 0;
+      bool idle = false;
+      bool judged = !(p.max_victims && p.expired + victims_.size() >= p.max_victims) &&
+                    evictable(idx, tag, p.now_ns, age, idle);
+      if (judged && idle) {
+        take(idx, tag);
+        continue;
+      }
+      if (judged) ++p.ages[ageBucket(age)];
+      if (visit && readKey(idx, k)) {
+        int32_t pos = posOf(idx, tag & kWideBit);
+        visit(k, pos, entry(pos));
+      }
     }
+    p.expired += victims_.size();
+    if (p.cursor >= nslots_) {
+      neigh_.sweepEnd(qsbr_);
+      p.phase = Phase::kIdle;
+      // Exhaustion: evict the entries idle longest, down to the low-water
+      // mark (with max_victims, the walk may have left expired keys: no eviction).
+      size_t left = p.live > p.expired ? p.live - p.expired : 0;
+      if (p.max_victims == 0 && left > size_t(capacity_) * kEvictHighPercent / 100) {
+        size_t want = left - size_t(capacity_) * kEvictLowPercent / 100;
+        size_t older = 0;
+        for (uint32_t b = ExpiryPass::kAgeBuckets; b-- > 0;) {
+          if (older + p.ages[b] >= want) {
+            p.cutoff = b;
+            p.at_cutoff = want - older;  // older ones all go, then these at the cutoff
+            p.evict_want = want;
+            p.phase = Phase::kEvict;
+            p.cursor = 0;
+            break;
+          }
+          older += p.ages[b];
+        }
+        if (p.phase == Phase::kIdle && older > 0) {  // fewer candidates than wanted: all go
+          p.cutoff = 0;
+          p.at_cutoff = p.ages[0];
+          p.evict_want = older;
+          p.phase = Phase::kEvict;
+          p.cursor = 0;
+        }
+      }
+    }
+  } else {
+    while (keys < max_keys && p.evict_want > 0) {
+      uint32_t idx = next([](const std::atomic<uint32_t>* l) { return matchState(l, kReady); });
+      if (idx >= end) break;
+      p.cursor = idx + 1;
+      ++keys;
+      uint32_t tag = tags_[idx].load(std::memory_order_acquire);
+      uint32_t age = 0;
+      bool idle = false;
+      // An expired one was taken by the first walk; one refreshed since is younger.
+      if (!evictable(idx, tag, p.now_ns, age, idle) || idle) continue;
+      uint32_t b = ageBucket(age);
+      if (b < p.cutoff) continue;
+      if (b == p.cutoff) {
+        if (p.at_cutoff == 0) continue;
+        --p.at_cutoff;
+      }
+      take(idx, tag);
+      --p.evict_want;
+    }
+    p.evicted += victims_.size();
+    evicted_ += victims_.size();
+    if (p.cursor >= nslots_ || p.evict_want == 0) p.phase = Phase::kIdle;
   }
-  (void)expired;
-  neigh_.sweepEnd(qsbr_);
-  if (victims.empty() && dead == 0) return 0;
-  for (uint32_t idx : victims) {
+  retireVictims(dead);
+  return p.phase == Phase::kIdle;
+}
+
+void FlowTable::retireVictims(size_t dead) {
+  if (victims_.empty() && dead == 0) return;
+  for (uint32_t idx : victims_) {
     // Only the control thread changes a ready tag.
     uint32_t t = tags_[idx].load(std::memory_order_relaxed);
     tags_[idx].store(tagKey(t) | kDeleted, std::memory_order_release);
@@ -462,14 +532,13 @@ size_t FlowTable::expire(uint64_t now_ns, size_t max, std::vector<uint16_t>* exp
   // their positions are freed (and their entries reset) by reclaim() after it.
   uint64_t token = rte_rcu_qsbr_start(qsbr_);
   for (auto it = retired_.rbegin(); it != retired_.rend() && it->token == 0; ++it) it->token = token;
-  return victims.size();
 }
 
 // Concurrency rule R7 (docs/architecture.md "Flow entries: concurrency rules"):
 // a position is reset and given back only once its grace period has ended.
-size_t FlowTable::reclaim(bool wait) {
+size_t FlowTable::reclaim(bool wait, size_t max) {
   size_t n = 0;
-  while (!retired_.empty()) {
+  for (size_t done = 0; !retired_.empty() && done < max; ++done) {
     Retired r = retired_.front();
     if (rte_rcu_qsbr_check(qsbr_, r.token, wait) != 1) break;
     uint32_t idx = uint32_t(r.pos);

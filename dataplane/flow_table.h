@@ -5,7 +5,7 @@
 //
 // Threads: workers call lookup/insert/entry at packet rate (lookups never lock;
 // inserts claim a slot with one CAS on its tag, R10).
-// One control thread calls expire()/reclaim()/forEach(). Nothing locks an
+// One control thread calls expire()/reclaim()/scan(). Nothing locks an
 // entry: who may write which field, and in which order, is set by the rules
 // R1-R9 of docs/architecture.md "Flow entries: concurrency rules".
 // Concurrency rule R7 (docs/architecture.md "Flow entries: concurrency rules"):
@@ -223,18 +223,64 @@ class FlowTable {
   // table drops the first packet of a new flow (drop_flow_table_full);
   // established flows are never touched by the dataplane. Returns the
   // number deleted, evictions included.
+  //
+  // One call walks the whole table: tools and tests. gwlbd's control thread
+  // runs the same pass in slices (ExpiryPass below).
   static constexpr size_t kEvictHighPercent = 90;
   static constexpr size_t kEvictLowPercent = 80;
   size_t expire(uint64_t now_ns, size_t max = 0, std::vector<uint16_t>* expired_servers = nullptr);
+
+  // expire()'s pass in slices (docs/architecture.md "Walks in slices"): a
+  // whole-table walk of 2^27 slots takes seconds, so the control thread
+  // runs it a slice per turn of its loop. expireBegin() starts a pass at
+  // `now_ns` (every judgement of the pass is made at that time); each
+  // expireStep() walks at most `max_slots` slots (at least one) and looks at
+  // most `max_keys` live keys, deletes those idle past their timeout, and
+  // returns true when the pass is over. `visit` sees each live key the
+  // pass keeps, once per pass, when the walk passes it (the engine counts
+  // flows per appliance and sweeps moves there). The exhaustion policy runs
+  // as a second walk of the same pass, in slices too: the entries idle
+  // longest go first, judged by a histogram of idle times taken by the
+  // first walk (idle times within 1/256 of each other tie, and ties go in
+  // memory order). Keys visited by the first walk and evicted by the second
+  // were counted by `visit`. One pass at a time; the neighbour sweep runs
+  // around it (its marks span the slices).
+  struct ExpiryPass {
+    static constexpr size_t kAgeBuckets = 6144;
+    enum class Phase : uint8_t { kIdle, kExpire, kEvict };
+    Phase phase = Phase::kIdle;
+    uint64_t now_ns = 0;
+    uint32_t cursor = 0;
+    size_t max_victims = 0;  // expire(now, max): stop deleting after max (no eviction)
+    size_t live = 0;         // ready keys the first walk saw (expired ones included)
+    size_t expired = 0;      // deleted as idle
+    size_t evicted = 0;      // deleted by the exhaustion policy
+    size_t evict_want = 0;   // still to evict
+    uint32_t cutoff = 0;     // age bucket: older ones go, and at_cutoff of this one
+    size_t at_cutoff = 0;
+    std::vector<uint32_t> ages;  // candidates by age bucket (first walk)
+  };
+  using Visit = std::function<void(const FlowKey&, int32_t pos, const FlowEntry&)>;
+  void expireBegin(ExpiryPass& p, uint64_t now_ns);
+  bool expireStep(ExpiryPass& p, size_t max_slots, size_t max_keys,
+                  std::vector<uint16_t>* expired_servers = nullptr, const Visit& visit = {});
+  // The histogram bucket of an idle time in ticks (monotonic; exact below 256).
+  static uint32_t ageBucket(uint32_t age) noexcept {
+    if (age < 256) return age;
+    uint32_t e = 31 - uint32_t(__builtin_clz(age));
+    return 256 + (e - 8) * 256 + ((age >> (e - 8)) & 255);
+  }
   // Entries deleted by the exhaustion policy since the table was made.
   uint64_t evicted() const noexcept { return evicted_; }
-  // Control thread: frees positions whose grace period has ended. `wait` blocks
+  // Control thread: frees positions whose grace period has ended, at most
+  // `max` of them (the oldest first; the rest in a later call). `wait` blocks
   // until it has (only where no worker can be the caller).
-  size_t reclaim(bool wait = false);
+  size_t reclaim(bool wait = false, size_t max = SIZE_MAX);
 
-  // Control thread: visits every live key (the walk changes nothing; a
-  // caller may change an entry through entry(pos) as the rules R1-R9 allow:
-  // the control sweep's moves, control/engine/flow_policy.cc).
+  // Visits every live key in one call (the walk changes nothing; a caller
+  // may change an entry through entry(pos) as the rules R1-R9 allow). Tools
+  // and tests: on gwlbd's control thread a big table's walk goes in slices
+  // (scan(), expireStep()).
   void forEach(const std::function<void(const FlowKey&, int32_t pos, const FlowEntry&)>& fn) const;
 
   // Control thread: visits live keys from slot `cursor` on (0 = start) until
@@ -367,7 +413,13 @@ class FlowTable {
   uint64_t control_pauses_ = 0;
   NeighbourTable neigh_;
   std::deque<Retired> retired_;
+  std::vector<uint32_t> victims_;  // expireStep()'s deletions, reused
   uint64_t evicted_ = 0;
+  // Deletes victims_ (tags to deleted) under one grace period.
+  void retireVictims(size_t dead);
+  // A live key that may go (route set, idle timeout set: not being created,
+  // R3); its idle time in ticks at `now_ns`.
+  bool evictable(uint32_t idx, uint32_t tag, uint64_t now_ns, uint32_t& age, bool& idle) const noexcept;
 };
 
 }  // namespace gwlb::dp

@@ -8,18 +8,20 @@
 # the fast path record the load average they ran under.
 set -euo pipefail
 # Every section's name; --only takes one of them.
-sections="flow_dump probes move_check pipeline flow_table maglev snapshot classes class_check sync workers"
+sections="flow_dump probes move_check pipeline flow_table maglev snapshot classes class_check sync walks workers"
 usage="usage: scripts/bench.sh [--quick] [--only $(echo "$sections" | tr ' ' '|')]"
 flows=500000 rounds=3 probe_s=10 mc_s=6 only=""
 ft_sizes="65536 1000000 10000000" ft_s=10 ft_sweeps=3 mg_rounds=51 sb_s=10
 sync_flows=1000000 sync_rounds=7 cb_builds=5 cb_reps=11 cc_reps=5
 mw_sizes="4096 1048576" mw_reps=7 mw_s=0.5
+wk_flows=4000000 wk_s=6
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) flows=100000 rounds=2 probe_s=5 mc_s=3
              ft_sizes="65536 1000000" ft_s=4 ft_sweeps=2 mg_rounds=15 sb_s=3
              sync_flows=100000 sync_rounds=3 cb_builds=3 cb_reps=5 cc_reps=3
-             mw_sizes="4096 262144" mw_reps=3 mw_s=0.3 ;;
+             mw_sizes="4096 262144" mw_reps=3 mw_s=0.3
+             wk_flows=1000000 wk_s=3 ;;
     --only) [ $# -ge 2 ] || { echo "bench: --only needs a section" >&2; exit 2; }; only="$2"; shift ;;
     *) echo "$usage" >&2; exit 2 ;;
   esac
@@ -553,6 +555,43 @@ emit("sync", {"codec": s, "warm_start": w}, rows, cond, sys.argv[3], sys.argv[4]
 PY
 fi
 
+# ---- The control thread's walks of the flow table -------------------------
+# bench/control_walk_stall on a 16 M-flow table: the engine's housekeeping
+# walk (expiry, flow counts, sweep, server-id reclaim), a drain deadline's
+# walk and the flows API's pages and counts, each call timed beside a 1 ms
+# timer; in slices (gwlbd) and as one call each (--whole: the shape before).
+if runs walks; then
+wk_run() {
+  "$GWLB_BUILD/bench/control_walk_stall" --capacity 16777216 --flows "$wk_flows" --seconds "$wk_s" "$@" \
+    | tee -a "$out/bench-walks.log" | grep '^{' | tail -1
+}
+: >"$out/bench-walks.log"
+wk_sliced=$(wk_run)
+wk_whole=$(wk_run --whole)
+GWLB_ROOT="$GWLB_ROOT" /usr/bin/python3 - "$wk_sliced" "$wk_whole" "$out/bench.json" "$cpu" "$(nproc)" <<'PY'
+import json, os, sys
+sys.path.insert(0, os.path.join(os.environ["GWLB_ROOT"], "bench"))
+from report import emit
+s, w = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+ms = lambda us: f"{us / 1000:.2f} ms"
+rows = []
+for tag, d in (("slices", s), ("one call, before", w)):
+    for ph, what in (("engine", "engine turn"), ("pages", "flows page"), ("counts", "flows count")):
+        p = d[ph]
+        c = p["calls_us"]
+        rows += [
+            (f"{what} CPU max ({tag})", ms(c["cpu_max"]),
+             f"median {ms(c['cpu_median'])}; wall max {ms(c['max'])}; {c['n']} calls"),
+            (f"1 ms timer late max, {what}s ({tag})", ms(p["late_us"]["max"]),
+             f"p99 {ms(p['late_us']['p99'])}; load avg {d['load_avg_1m']}"),
+        ]
+cond = (f"bench/control_walk_stall: capacity {s['capacity']} ({s['slots']} slots), {s['flows']} IPv4 flows "
+        f"(an eighth expired), a phase of {s['seconds']} s for each kind of walk on one pinned cpu: one io_context "
+        f"running it (the engine with walk budget 1, or 0 with --whole; the flows API's pages or counts back to "
+        f"back) beside a 1 ms timer; {sys.argv[5]} cores shared")
+emit("walks", {"sliced": s, "whole": w}, rows, cond, sys.argv[3], sys.argv[4], width=54, value_width=10)
+PY
+fi
 
 # ---- Issue 28 item 6: two workers sharing one flow table -----------------
 # bench/multi_worker_bench: 1 worker alone, 2 workers with symmetric RSS, 2

@@ -6,7 +6,8 @@
 Starts gwlbd over net_pcap as the cli_e2e test does (two workers, three
 appliances, three traffic classes, the generated router traffic with 120 malformed frames of 15
 kinds; a fixed flow hash secret, so every flow meets the same appliance each
-run), waits until it has read the whole capture, runs the gwlbctl commands of
+run), waits until it has read the whole capture and counted the flows per
+appliance (its once-a-second walk of the table), runs the gwlbctl commands of
 SESSION and renders each as `$ gwlbctl ...` and its output (`$ echo $?` after
 a failing one). --write puts the result between the worked-session markers of
 docs/cli.md; --check compares it with what the doc holds and fails, with a
@@ -106,6 +107,17 @@ eal: ["--no-huge", "--no-pci", "--no-shconf", "-m", "256", "--no-telemetry",
             r = subprocess.run(ctl + ["--json", "stats"], capture_output=True, text=True)
             if r.returncode == 0 and json.loads(r.stdout).get("totals", {}).get("rx_packets") == n_in:
                 break
+            time.sleep(0.2)
+        # The flows per appliance come from gwlbd's once-a-second walk of
+        # the table: wait for one that began after the capture was read.
+        t_read = time.monotonic()
+        while True:
+            r = subprocess.run(ctl + ["--json", "servers"], capture_output=True, text=True)
+            age = json.loads(r.stdout).get("flows_counted_s_ago") if r.returncode == 0 else None
+            if age is not None and age < time.monotonic() - t_read:
+                break
+            if time.monotonic() - t_read > 30:
+                sys.exit(f"gwlbd counted no flows within 30 s; see {work}/gwlbd.log")
             time.sleep(0.2)
         blocks = []
         for cmd in SESSION:

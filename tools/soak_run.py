@@ -32,6 +32,20 @@ GWS = (1, 2, 3)
 SYNC_SUMS = ("flows_sent", "flows_received", "auth_failures", "replayed", "malformed", "stale", "send_errors",
              "datagrams_received", "datagrams_sent", "bad_records", "table_full", "unknown_appliance",
              "insert_abandoned", "conflicts", "installed", "moved")
+
+
+def all_flows(call, params):
+    """Every flow matching `params`: gwlbd walks a bounded stretch of its table
+    per `flows` request, so the pages are followed until next_cursor is null."""
+    rows, p = [], dict(params)
+    while True:
+        r = call("flows", p)
+        rows += r["flows"]
+        if not r.get("next_cursor"):
+            return rows
+        p["cursor"] = r["next_cursor"]
+
+
 BASE_COLS = ["t", "gw", "pid", "up", "load1", "rss_kb", "rss_anon_kb", "rss_shmem_kb", "fds", "threads", "cpu_ctl_s", "cpu_s", "api_ms", "flows",
              "frag_entries", "snap_gen", "snaps_live", "snaps_retiring", "loop_gap_ms", "server_ids",
              "app1_state", "app2_state", "app3_state", "app4_state", "app1_flows", "app2_flows", "app3_flows",
@@ -132,8 +146,8 @@ class Run:
         for key in SYNC_SUMS:
             row[f"sync_{key}"] = sum(p.get(key, 0) or 0 for p in fs.get("peers", []))
         if n % 5 == 0:  # fragment entries (UDP): the whole table is walked, so every 5 s
-            fl = api.call("flows", {"proto": "udp", "limit": 10000})
-            row["frag_entries"] = sum(1 for x in fl["flows"] if x.get("kind") == "fragment")
+            fl = all_flows(api.call, {"proto": "udp", "limit": 10000})
+            row["frag_entries"] = sum(1 for x in fl if x.get("kind") == "fragment")
         return row
 
     def appliance_collector(self):
@@ -177,9 +191,10 @@ class Run:
                 try:
                     view = {}
                     for proto, port in (("tcp", 7000), ("udp", 5353)):
-                        res = api_once(self.lab.sock(k), "flows", {"proto": proto, "port": port, "limit": 1000},
-                                       timeout=3.0)
-                        for fl in res["flows"]:
+                        sock = self.lab.sock(k)
+                        res = all_flows(lambda m, p, sock=sock: api_once(sock, m, p, timeout=3.0),
+                                        {"proto": proto, "port": port, "limit": 1000})
+                        for fl in res:
                             if fl.get("kind") != "flow":
                                 continue
                             sport = fl["sport"] if fl["src"] in CLIENTS else fl["dport"]

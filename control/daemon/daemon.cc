@@ -84,6 +84,10 @@ Daemon::Daemon(Config config) {
   hooks.ids_freed = [this](const std::vector<uint16_t>& freed) { idsFreed(freed); };
   engine_ = std::make_unique<Engine>(std::move(config), *flows_, dp_, qsbr_, std::move(in),
                                      std::move(hooks));
+  // One slice of a flow-table walk per advance() call: a walk of a big
+  // table never holds the control thread for long (docs/architecture.md
+  // "Walks in slices").
+  engine_->setWalkBudget(1);
   setupPorts();
   setupExceptionPath();
   setupProbePaths();

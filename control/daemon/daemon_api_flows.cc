@@ -1,6 +1,7 @@
 // The control API's flow methods (docs/control-api.md): `flows` lists the flow
 // table's entries (filtered, paged by cursor, bounded per request) and `explain`
 // says where a 5-tuple goes and why. Control thread: no worker stops for them.
+#include <algorithm>
 #include <cstdio>
 
 #include "common/flow_key.h"
@@ -15,7 +16,15 @@ using nlohmann::json;
 namespace {
 
 constexpr size_t kMaxFlowLimit = 10000;
-constexpr size_t kFlowScanBudget = 1u << 22;  // keys examined per request, at most
+// What one request may walk: the control thread answers it in one call, so
+// a page (and a count) ends after this many slots or keys, whichever comes
+// first, with a cursor to go on from (docs/control-api.md "flows"): a
+// sliced walk, as the engine's (docs/architecture.md "Walks in slices").
+constexpr size_t kFlowScanSlots = size_t(1) << 18;
+constexpr size_t kFlowScanKeys = size_t(1) << 14;
+// And at most this many rows, whatever `limit` asks: a row costs about 7 us
+// of the control thread to build and serialize (bench/control_walk_stall).
+constexpr size_t kFlowRowsPerPage = 512;
 
 std::string protoName(uint8_t p) {
   switch (p) {
@@ -76,64 +85,63 @@ std::string Daemon::groupName(int group, uint32_t ip) const {
 
 json Daemon::apiFlows(const json& p) {
   Params pr(p, {"server", "group", "src", "dst", "proto", "port", "limit", "cursor", "count"});
-  uint16_t server = dp::kNoServer;
-  bool by_server = false;
+  FlowsQuery q;
   if (pr.has("server")) {
     IpAddr a = pr.ip("server");
-    server = a.isV4() ? registry().find(a.v4HostOrder()) : dp::kNoServer;
-    if (server == dp::kNoServer) notFound("no appliance " + a.str());
-    by_server = true;
+    q.server = a.isV4() ? registry().find(a.v4HostOrder()) : dp::kNoServer;
+    if (q.server == dp::kNoServer) notFound("no appliance " + a.str());
+    q.by_server = true;
   }
-  int group = pr.has("group") ? groupIndex(cfg(), pr.str("group")) : -1;
-  std::optional<Cidr> src, dst;
-  if (pr.has("src")) src = parseCidr("src", pr.str("src"));
-  if (pr.has("dst")) dst = parseCidr("dst", pr.str("dst"));
-  int proto = pr.has("proto") ? parseProto(pr.str("proto")) : -1;
-  int port = pr.has("port") ? int(pr.num("port", 0, 65535)) : -1;
-  size_t limit = pr.has("limit") ? size_t(pr.num("limit", 1, kMaxFlowLimit)) : 100;
-  bool count_only = pr.has("count") && pr.boolean("count");
-  uint32_t cursor = 0;
-  if (pr.has("cursor")) {
-    cursor = parseCursor(pr.str("cursor"));
-  }
+  q.group = pr.has("group") ? groupIndex(cfg(), pr.str("group")) : -1;
+  if (pr.has("src")) q.src = parseCidr("src", pr.str("src"));
+  if (pr.has("dst")) q.dst = parseCidr("dst", pr.str("dst"));
+  q.proto = pr.has("proto") ? parseProto(pr.str("proto")) : -1;
+  q.port = pr.has("port") ? int(pr.num("port", 0, 65535)) : -1;
+  q.limit = pr.has("limit") ? size_t(pr.num("limit", 1, kMaxFlowLimit)) : 100;
+  q.count_only = pr.has("count") && pr.boolean("count");
+  if (pr.has("cursor")) q.cursor = parseCursor(pr.str("cursor"));
 
   // Class names by counter slot, the value a flow entry keeps (FlowEntry::origin).
-  std::vector<std::string> class_by_slot;
   for (const TrafficClassConfig& tc : cfg().traffic_classes) {
     uint16_t slot = engine_->classSlots().slotOf(tc.name);
     if (slot >= kMaxClasses) continue;
-    if (slot >= class_by_slot.size()) class_by_slot.resize(slot + 1);
-    class_by_slot[slot] = tc.name;
+    if (slot >= q.class_by_slot.size()) q.class_by_slot.resize(slot + 1);
+    q.class_by_slot[slot] = tc.name;
   }
-  uint64_t now = dp::monotonicNs();
+  return flowsPage(*flows_, dp_.snapshot.load(), q, dp::monotonicNs(),
+                   [this](int group, uint32_t ip) { return groupName(group, ip); });
+}
+
+json flowsPage(const dp::FlowTable& flows, const dp::Snapshot* s, const FlowsQuery& q, uint64_t now,
+               const std::function<std::string(int group, uint32_t ip)>& group_name) {
   json rows = json::array();
   size_t count = 0, scanned = 0;
-  // Every slot from the cursor on if need be: a page ends after kFlowScanBudget
-  // keys or `limit` rows, never on a run of empty slots (count has no cursor).
-  bool more = flows_->scan(cursor, kFlowScanBudget, flows_->slots(), [&](const FlowKey& k, int32_t,
-                                                                         const dp::FlowEntry& e) {
+  uint32_t cursor = q.cursor;
+  // A page ends after `limit` rows (at most kFlowRowsPerPage), kFlowScanKeys
+  // keys or kFlowScanSlots slots: it may hold fewer rows than `limit` (none,
+  // over empty slots) and still have a next_cursor. A count goes by pages too.
+  const size_t rows_max = std::min(q.limit, kFlowRowsPerPage);
+  bool more = flows.scan(cursor, kFlowScanKeys, kFlowScanSlots, [&](const FlowKey& k, int32_t,
+                                                                    const dp::FlowEntry& e) {
     ++scanned;
     uint64_t r = e.route.load(std::memory_order_acquire);
     if (!(r & dp::kRouteSet)) return true;
-    if (by_server && dp::routeServer(r) != server) return true;
+    if (q.by_server && dp::routeServer(r) != q.server) return true;
     // Keys carry the listener; the group is the flow's appliance's.
-    const dp::Snapshot* snap = dp_.snapshot.load();
-    uint16_t rsid = dp::routeServer(r);
-    int fgroup = snap && rsid < snap->servers.size() ? snap->servers[rsid].group : -1;
-    if (group >= 0 && fgroup != group) return true;
+    uint16_t sid = dp::routeServer(r);
+    int fgroup = s && sid < s->servers.size() ? s->servers[sid].group : -1;
+    if (q.group >= 0 && fgroup != q.group) return true;
     bool a_first = dp::originDir(e.origin.load(std::memory_order_relaxed)) == 0;
     const uint8_t* s_addr = a_first ? k.a : k.b;
     const uint8_t* d_addr = a_first ? k.b : k.a;
     uint16_t sport = a_first ? k.port_a : k.port_b, dport = a_first ? k.port_b : k.port_a;
     if (k.kind == KeyKind::kFragment) sport = dport = 0;
-    if (src && !src->contains(s_addr, k.family)) return true;
-    if (dst && !dst->contains(d_addr, k.family)) return true;
-    if (proto >= 0 && k.proto != proto) return true;
-    if (port >= 0 && (k.kind != KeyKind::kFlow || (sport != port && dport != port))) return true;
+    if (q.src && !q.src->contains(s_addr, k.family)) return true;
+    if (q.dst && !q.dst->contains(d_addr, k.family)) return true;
+    if (q.proto >= 0 && k.proto != q.proto) return true;
+    if (q.port >= 0 && (k.kind != KeyKind::kFlow || (sport != q.port && dport != q.port))) return true;
     ++count;
-    if (count_only) return true;
-    const dp::Snapshot* s = dp_.snapshot.load();
-    uint16_t sid = dp::routeServer(r);
+    if (q.count_only) return true;
     std::string app = s && sid < s->servers.size() ? IpAddr::v4(s->servers[sid].ip).str() : "?";
     uint64_t seen = e.last_seen.ns(now);
     uint64_t born = e.created.ns(now);
@@ -142,7 +150,7 @@ json Daemon::apiFlows(const json& p) {
                     {"sport", sport},
                     {"dport", dport},
                     {"proto", protoName(k.proto)},
-                    {"group", groupName(fgroup, s && sid < s->servers.size() ? s->servers[sid].ip : 0)},
+                    {"group", group_name(fgroup, s && sid < s->servers.size() ? s->servers[sid].ip : 0)},
                     {"appliance", app},
                     {"cookie", hex32(dp::routeCookie(r))},
                     {"kind", k.kind == KeyKind::kFlow ? "flow" : "fragment"},
@@ -153,13 +161,13 @@ json Daemon::apiFlows(const json& p) {
     // The traffic class the flow was created under (none without classes):
     // the entry holds its name's counter slot (control/engine/class_slots.h).
     uint16_t slot = dp::originClass(e.origin.load(std::memory_order_relaxed));
-    if (slot < class_by_slot.size() && !class_by_slot[slot].empty()) rows.back()["class"] = class_by_slot[slot];
-    return rows.size() < limit;
+    if (slot < q.class_by_slot.size() && !q.class_by_slot[slot].empty())
+      rows.back()["class"] = q.class_by_slot[slot];
+    return rows.size() < rows_max;
   });
-  if (count_only) return {{"count", count}, {"scanned", scanned}};
-  return {{"flows", rows},
-          {"next_cursor", more ? json(std::to_string(cursor)) : json(nullptr)},
-          {"scanned", scanned}};
+  json next = more ? json(std::to_string(cursor)) : json(nullptr);
+  if (q.count_only) return {{"count", count}, {"scanned", scanned}, {"next_cursor", next}};
+  return {{"flows", rows}, {"next_cursor", next}, {"scanned", scanned}};
 }
 
 json Daemon::apiExplain(const json& p) {

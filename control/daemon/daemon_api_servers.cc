@@ -27,11 +27,11 @@ std::string hex64(uint64_t v) {
 json Daemon::apiServers(const json& p) {
   Params pr(p, {"group"});
   int group = pr.has("group") ? groupIndex(cfg(), pr.str("group")) : -1;
-  std::map<uint16_t, uint64_t> active;
-  flows_->forEach([&](const FlowKey& k, int32_t, const dp::FlowEntry& e) {
-    uint64_t r = e.route.load(std::memory_order_relaxed);
-    if (k.kind == KeyKind::kFlow && (r & dp::kRouteSet)) ++active[dp::routeServer(r)];
-  });
+  // The flows per appliance as the engine's last housekeeping walk counted
+  // them (at most a second and a walk old): counting here would walk the
+  // whole table in one call.
+  const std::vector<uint32_t>& counted = engine_->flowsByServer();
+  auto active = [&](uint16_t id) -> uint64_t { return id < counted.size() ? counted[id] : 0; };
   const dp::Snapshot* s = dp_.snapshot.load();
   json out = json::array();
   for (size_t gi = 0; gi < cfg().server_groups.size(); ++gi) {
@@ -50,7 +50,7 @@ json Daemon::apiServers(const json& p) {
                 {"reason", status != server_status_.end() ? status->second.reason : ""},
                 {"since", status != server_status_.end() ? status->second.since : 0.0},
                 {"mac", sv && sv->mac_known ? json(sv->mac.str()) : json(nullptr)},
-                {"active_flows", active[id]},
+                {"active_flows", active(id)},
                 {"health", healthJson(ip)},
                 {"packets", tr.sent_packets},
                 {"bytes", tr.sent_bytes},
@@ -77,7 +77,7 @@ json Daemon::apiServers(const json& p) {
                    {"reason", le.why},
                    {"since", 0.0},
                    {"mac", sv && sv->mac_known ? json(sv->mac.str()) : json(nullptr)},
-                   {"active_flows", active[id]},
+                   {"active_flows", active(id)},
                    {"health", {{"state", "unused"}}},
                    {"packets", tr.sent_packets},
                    {"bytes", tr.sent_bytes},
@@ -85,7 +85,9 @@ json Daemon::apiServers(const json& p) {
                    {"returned_bytes", tr.returned_bytes},
                    {"drain", drainJson(le)}});
   }
-  return {{"servers", out}};
+  uint64_t at = engine_->flowsCountedAt(), now = dp::monotonicNs();
+  return {{"servers", out},
+          {"flows_counted_s_ago", at && now > at ? json(double(now - at) / 1e9) : json(nullptr)}};
 }
 
 json Daemon::drainJson(const ServerLifecycle::Entry& e) const {

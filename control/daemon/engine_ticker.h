@@ -1,6 +1,9 @@
 // gwlbd's driver of the control core on Asio: a steady timer that, every
 // `period`, runs `each` (gwlbd: punted ARP/ND) and then Engine::advance with
-// the clock's time. Changes (control API, probes, ARP) call the engine
+// the clock's time. While the engine walks the flow table in slices
+// (Engine::walking), the next turn comes at once instead: every other
+// handler of the io_context runs between two slices, and a walk takes as
+// many turns as it has slices, not as many periods. Changes (control API, probes, ARP) call the engine
 // directly on the same io_context, so every engine call is on one thread.
 // The equivalence test (tests/dp/engine/test_engine.cc) runs this same class on a
 // virtual clock beside gwlb-replay's EventSchedule.
@@ -30,7 +33,7 @@ class EngineTicker {
 
  private:
   void arm() {
-    timer_.expires_after(period_);
+    timer_.expires_after(engine_.walking() ? std::chrono::nanoseconds(0) : period_);
     timer_.async_wait([this](const boost::system::error_code& ec) {
       if (ec) return;
       // A tick that threw (logged and counted) must not stop the next ones.

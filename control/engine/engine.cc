@@ -3,6 +3,7 @@
 #include <rte_rcu_qsbr.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -138,6 +139,7 @@ uint64_t Engine::applyConfig(Config next, const std::string& why, uint64_t now) 
   }
   catchUp(now);
   checkServerIds(next);  // before anything changes: a refusal applies nothing
+  ++lifecycle_changes_;
   lifecycle_.applyConfig(cfg_, next, now, why);
   cfg_ = std::move(next);
   if (hooks_.config_changed) hooks_.config_changed(cfg_);
@@ -147,6 +149,7 @@ uint64_t Engine::applyConfig(Config next, const std::string& why, uint64_t now) 
 
 std::string Engine::drain(uint32_t ip, std::optional<uint32_t> timeout_s, uint64_t now) {
   catchUp(now);
+  ++lifecycle_changes_;
   std::string err = lifecycle_.drain(cfg_, ip, timeout_s, now);
   if (err.empty()) build("drain " + IpAddr::v4(ip).str(), now);
   return err;
@@ -154,6 +157,7 @@ std::string Engine::drain(uint32_t ip, std::optional<uint32_t> timeout_s, uint64
 
 std::string Engine::undrain(uint32_t ip, uint64_t now) {
   catchUp(now);
+  ++lifecycle_changes_;
   std::string err = lifecycle_.undrain(ip);
   if (err.empty()) build("undrain " + IpAddr::v4(ip).str(), now);
   return err;
@@ -169,11 +173,17 @@ uint64_t Engine::nextDue() const {
   uint64_t t = last_housekeeping_ns_ + kHousekeepingNs;
   if (auto d = lifecycle_.nextDeadline()) t = std::min(t, *d);
   if (auto h = regions_.nextHoldDeadline()) t = std::min(t, *h);
+  if (walking()) t = std::min(t, walk_.at);  // its next slice is due
   return t;
 }
 
 void Engine::advance(uint64_t now) {
+  slices_left_ = walk_budget_;
   for (;;) {
+    if (walking()) {
+      if (!walkOn()) break;  // the budget ran out: the rest in the next calls
+      continue;
+    }
     const std::optional<uint64_t> dl = lifecycle_.nextDeadline();
     const std::optional<uint64_t> hd = regions_.nextHoldDeadline();
     const uint64_t hk = last_housekeeping_ns_ + kHousekeepingNs;
@@ -187,12 +197,9 @@ void Engine::advance(uint64_t now) {
       if (regions_.nextHoldDeadline() == hd)
         throw std::logic_error("failback hold deadline did not end its hold");
     } else if (dl && *dl == t) {
-      // A drain reached its deadline: judged on a fresh count; tick() ends
-      // every drain due by then.
-      size_t n = lifecycle_.entries().size();
-      lifecycleTick(t, true);
-      if (lifecycle_.nextDeadline() == dl && lifecycle_.entries().size() == n)
-        throw std::logic_error("drain deadline did not end its drain");
+      // A drain reached its deadline: judged on a fresh count (a walk);
+      // tick() ends every drain due by then.
+      startDeadlineWalk(t);
     } else {
       // Housekeeping runs on a 1 s grid from start(). A driver that calls
       // late (a gap in a capture, a stalled thread) gets every missed
@@ -200,8 +207,11 @@ void Engine::advance(uint64_t now) {
       // appliance, a server id to give back); with neither, only the
       // latest second is run: expiring flows then or a second at a time
       // leaves the same table and decides nothing.
+      // With a walk budget (gwlbd), the walk itself makes the next second
+      // late on a big table: the latest second only, else the walks would
+      // never catch up.
       uint64_t at = hk;
-      if (lifecycle_.entries().empty() && !registry_.released()) {
+      if (walk_budget_ != 0 || (lifecycle_.entries().empty() && !registry_.released())) {
         at = last_housekeeping_ns_ +
              (now - last_housekeeping_ns_) / kHousekeepingNs * kHousekeepingNs;
       }
@@ -213,26 +223,118 @@ void Engine::advance(uint64_t now) {
 
 void Engine::housekeeping(uint64_t t) {
   last_housekeeping_ns_ = t;
-  std::vector<uint16_t> expired_on;
-  flows_.expire(t, 0, lifecycle_.entries().empty() ? nullptr : &expired_on);
-  if (!expired_on.empty()) lifecycle_.flowsExpired(expired_on, registry_.addresses());
-  flows_.reclaim(false);
-  lifecycleTick(t, true);
-  reclaimServerIds();
+  walk_ = Walk{};
+  walk_.kind = Walk::Kind::kHousekeeping;
+  walk_.at = t;
+  walk_.sweep = !lifecycle_.entries().empty();
+  walk_.record_expired = walk_.sweep;
+  walk_.lifecycle_changes = lifecycle_changes_;
+  walk_.by_server.assign(registry_.size(), 0);
+  // Bounded walks count entries per id for the reclaim as they go (R8: the
+  // count must start once no snapshot older than the release lives);
+  // a walk in one call leaves it to reclaimServerIds() at its end.
+  if (walk_budget_ != 0 && registry_.released()) {
+    retireSnapshots(false);
+    const dp::Snapshot* cur = current();
+    walk_.oldest = !retired_.empty() ? retired_.front().snap->generation : cur ? cur->generation : 0;
+    walk_.reclaim = registry_.reclaimable(walk_.oldest);
+    if (walk_.reclaim) walk_.entries_by_id.assign(registry_.size(), 0);
+  }
+  flows_.expireBegin(walk_.expiry, t);
 }
 
-void Engine::lifecycleTick(uint64_t t, bool count) {
+void Engine::startDeadlineWalk(uint64_t t) {
+  walk_ = Walk{};
+  walk_.kind = Walk::Kind::kDeadline;
+  walk_.at = t;
+  walk_.sweep = !lifecycle_.entries().empty();
+  walk_.lifecycle_changes = lifecycle_changes_;
+  walk_.by_server.assign(registry_.size(), 0);
+  walk_.deadline = lifecycle_.nextDeadline();
+  walk_.entries_before = lifecycle_.entries().size();
+}
+
+bool Engine::walkOn() {
+  for (;;) {
+    if (walk_budget_ != 0) {
+      if (slices_left_ == 0) return false;
+      --slices_left_;
+    }
+    if (walkSlice()) {
+      endWalk();
+      return true;
+    }
+  }
+}
+
+bool Engine::walkSlice() {
+  ++walk_slices_;
+  const dp::Snapshot* s = walk_.sweep ? current() : nullptr;
+  // Per live key the walk keeps: the control sweep (before the count, so a
+  // swept flow counts on its new appliance), then the counts.
+  auto visit = [&](const FlowKey& k, int32_t pos, const dp::FlowEntry& e) {
+    if (s) walk_.swept += sweepMove(flows_, *s, k, pos, walk_.at);
+    uint64_t r = e.route.load(std::memory_order_acquire);
+    if (!(r & dp::kRouteSet)) return;
+    uint16_t id = dp::routeServer(r);
+    if (walk_.reclaim && id < walk_.entries_by_id.size()) ++walk_.entries_by_id[id];
+    if (k.kind == KeyKind::kFragment) return;
+    if (walk_.by_server.size() <= id) walk_.by_server.resize(size_t(id) + 1, 0);
+    ++walk_.by_server[id];
+  };
+  if (walk_.kind == Walk::Kind::kHousekeeping) {
+    bool done = flows_.expireStep(walk_.expiry, walk_budget_ ? kWalkSlots : flows_.slots(),
+                                  walk_budget_ ? kWalkKeys : SIZE_MAX,
+                                  walk_.record_expired ? &walk_.expired_on : nullptr, visit);
+    // Positions whose grace period ended are freed as the walk goes, a
+    // bounded number per slice.
+    flows_.reclaim(false, walk_budget_ ? kWalkKeys : SIZE_MAX);
+    return done;
+  }
+  return !flows_.scan(walk_.cursor, walk_budget_ ? kWalkKeys : SIZE_MAX,
+                      walk_budget_ ? kWalkSlots : flows_.slots(),
+                      [&](const FlowKey& k, int32_t pos, const dp::FlowEntry& e) {
+                        visit(k, pos, e);
+                        return true;
+                      });
+}
+
+void Engine::endWalk() {
+  Walk w = std::move(walk_);
+  walk_ = Walk{};
+  const uint64_t t = w.at;
+  // A change to the lifecycle during a walk in slices (a drain, a removal)
+  // may have counted its appliance's flows only in part: no judgement on
+  // these counts; the next walk counts again.
+  const bool counts_whole = w.lifecycle_changes == lifecycle_changes_;
+  if (w.swept) lifecycle_.addSwept(w.swept);
+  if (w.kind == Walk::Kind::kHousekeeping) {
+    flows_by_server_ = w.by_server;
+    flows_counted_at_ = t;
+    if (!w.expired_on.empty()) lifecycle_.flowsExpired(w.expired_on, registry_.addresses());
+    lifecycleTick(t, counts_whole ? &w.by_server : nullptr);
+    if (walk_budget_ == 0) {
+      reclaimServerIds();
+    } else if (w.reclaim) {
+      // Concurrency rule R8 (docs/architecture.md "Flow entries: concurrency rules"):
+      // the count began once every snapshot older than `oldest` was freed.
+      std::vector<uint16_t> freed = registry_.reclaim(w.oldest, w.entries_by_id);
+      if (!freed.empty() && hooks_.ids_freed) hooks_.ids_freed(freed);
+    }
+    return;
+  }
+  size_t n = lifecycle_.entries().size();
+  lifecycleTick(t, counts_whole ? &w.by_server : nullptr);
+  if (counts_whole && lifecycle_.nextDeadline() == w.deadline && lifecycle_.entries().size() == n &&
+      n == w.entries_before)
+    throw std::logic_error("drain deadline did not end its drain");
+}
+
+void Engine::lifecycleTick(uint64_t t, const std::vector<uint32_t>* counts) {
   if (lifecycle_.entries().empty()) return;
   std::map<uint32_t, dp::ServerPhase> before;
   for (auto& [ip, e] : lifecycle_.entries()) before[ip] = e.phase;
-  std::vector<uint32_t> counts;
-  if (count) {
-    // Idle flows of appliances that left and shed their flows move now, so
-    // the appliance can be forgotten without waiting for their next packet.
-    if (const dp::Snapshot* s = current()) lifecycle_.addSwept(sweepMoves(flows_, *s, t));
-    countByServer(flows_, counts);
-  }
-  if (!lifecycle_.tick(t, count ? &counts : nullptr, registry_.addresses())) return;
+  if (!lifecycle_.tick(t, counts, registry_.addresses())) return;
   for (auto& [ip, ph] : before) {
     const ServerLifecycle::Entry* e = lifecycle_.find(ip);
     dp::ServerPhase now_ph = e ? e->phase : dp::ServerPhase::kGone;
@@ -279,7 +381,7 @@ void Engine::reclaimServerIds() {
 void Engine::checkServerIds(const Config& next) {
   size_t need = registry_.missing(next);
   if (need <= registry_.available()) return;
-  reclaimServerIds();
+  if (walk_budget_ == 0) reclaimServerIds();
   if (need <= registry_.available()) return;
   std::set<uint32_t> conf;
   for (const auto& g : cfg_.server_groups)

@@ -130,13 +130,38 @@ class Engine {
   // hold end or the next housekeeping.
   uint64_t nextDue() const;
   // Runs every action due at or before `now`, each at its due time, in time
-  // order; then frees snapshots whose grace period has passed.
+  // order; then frees snapshots whose grace period has passed. With a walk
+  // budget (setWalkBudget), a walk of the flow table that does not end
+  // within it goes on in the next calls (walking() is true, nextDue() is its
+  // time), and actions due after it wait for its end.
   void advance(uint64_t now);
   // Frees retired snapshots every worker is done with (wait: until they are).
   void retireSnapshots(bool wait);
-  // Gives back server ids no snapshot or flow names any more (housekeeping
-  // does it; the control API calls it before refusing a change for lack of ids).
+  // Gives back server ids no snapshot or flow names any more, with a walk
+  // of the whole table in this call (housekeeping does it at the end of its
+  // walk; a change short of ids calls it first, unless a walk budget is set:
+  // then the ids come back at the end of the next housekeeping walk).
   void reclaimServerIds();
+
+  // --- walks of the flow table (docs/architecture.md "Walks in slices") ---
+  // The housekeeping walk (expiry, the exhaustion policy, the control
+  // sweep, the flow counts per appliance, the server-id reclaim's count) and
+  // a drain deadline's walk (sweep, counts) go over the table in slices of
+  // at most kWalkSlots slots and kWalkKeys live keys. `slices`: how many one
+  // advance() call runs at most (gwlbd: 1, so that no call holds the control
+  // thread for long on a big table); 0 (the default): a whole walk in one
+  // call, as gwlb-replay and the tests run it.
+  static constexpr size_t kWalkSlots = size_t(1) << 18;
+  static constexpr size_t kWalkKeys = size_t(1) << 14;
+  void setWalkBudget(size_t slices) { walk_budget_ = slices; }
+  bool walking() const { return walk_.kind != Walk::Kind::kNone; }
+  // Slices run since start (tests, the bench).
+  uint64_t walkSlices() const { return walk_slices_; }
+  // Flows (fragment entries excluded) per server id, as the last complete
+  // housekeeping walk counted them (each when the walk passed it), and that
+  // walk's time (0: none yet). The control API's `servers` reads them.
+  const std::vector<uint32_t>& flowsByServer() const { return flows_by_server_; }
+  uint64_t flowsCountedAt() const { return flows_counted_at_; }
 
   // --- state (read-only) ---
   const Config& config() const { return cfg_; }
@@ -164,8 +189,15 @@ class Engine {
     if (catch_up_) advance(now);
   }
   void publish(std::unique_ptr<dp::Snapshot> s);
-  void lifecycleTick(uint64_t t, bool count);
+  // The lifecycle's tick at `t` with the flow counts of a walk (null: none).
+  void lifecycleTick(uint64_t t, const std::vector<uint32_t>* counts);
   void housekeeping(uint64_t t);
+  void startDeadlineWalk(uint64_t t);
+  // Runs the walk's slices this call's budget allows; true when it ended
+  // (its end ran), false when the budget ran out first.
+  bool walkOn();
+  bool walkSlice();  // one slice; true at the walk's end
+  void endWalk();
   void checkServerIds(const Config& next);
   void decide(Decision d);
 
@@ -184,6 +216,32 @@ class Engine {
   uint64_t generation_ = 0;
   uint64_t last_housekeeping_ns_ = 0;
   bool catch_up_ = true;
+  // The walk in progress (one at a time), and what it has gathered so far.
+  struct Walk {
+    enum class Kind : uint8_t { kNone, kHousekeeping, kDeadline };
+    Kind kind = Kind::kNone;
+    uint64_t at = 0;                       // the time it judges at and decides at
+    dp::FlowTable::ExpiryPass expiry;      // kHousekeeping
+    uint32_t cursor = 0;                   // kDeadline: FlowTable::scan()'s
+    bool sweep = false;                    // the lifecycle had entries at its start
+    bool record_expired = false;
+    uint64_t lifecycle_changes = 0;        // lifecycle_changes_ at its start
+    std::vector<uint16_t> expired_on;      // servers of expired flows
+    std::vector<uint32_t> by_server;       // flows per server id
+    std::vector<uint32_t> entries_by_id;   // flows and fragment entries per server id (R8)
+    bool reclaim = false;                  // ids wait for a count (bounded walks)
+    uint64_t oldest = 0;                   // the oldest live generation at its start
+    size_t swept = 0;
+    std::optional<uint64_t> deadline;      // kDeadline: the drain deadline
+    size_t entries_before = 0;
+  };
+  Walk walk_;
+  size_t walk_budget_ = 0;
+  size_t slices_left_ = 0;  // in this advance() call
+  uint64_t walk_slices_ = 0;
+  uint64_t lifecycle_changes_ = 0;  // applyConfig, drain, undrain
+  std::vector<uint32_t> flows_by_server_;
+  uint64_t flows_counted_at_ = 0;
   struct Retired {
     std::unique_ptr<const dp::Snapshot> snap;
     uint64_t token;

@@ -15,23 +15,28 @@ void countByServer(const dp::FlowTable& flows, std::vector<uint32_t>& out) {
   });
 }
 
+bool sweepMove(dp::FlowTable& flows, const dp::Snapshot& s, const FlowKey& k, int32_t pos,
+               uint64_t now_ns) {
+  // Keys carry the listener; moves go to its active group.
+  if (k.kind == KeyKind::kFragment || k.listener >= s.listeners.size()) return false;
+  uint8_t target = s.listeners[k.listener].active;
+  if (target >= s.groups.size()) return false;
+  dp::FlowEntry& e = flows.entry(pos);
+  uint64_t r = e.route.load(std::memory_order_acquire);
+  if (!(r & dp::kRouteSet) || dp::routeServer(r) >= s.servers.size()) return false;
+  const dp::ServerView& sv = s.servers[dp::routeServer(r)];
+  if (sv.move == dp::MoveReason::kNone || sv.phase == dp::ServerPhase::kActive) return false;
+  bool moved = false;
+  // Concurrency rule R4 (docs/architecture.md "Flow entries: concurrency rules"):
+  // the same CAS as the workers; whoever is first moves the flow.
+  dp::tryMove(e, s, s.groups[target], r, sv.move, now_ns, moved);
+  return moved;
+}
+
 size_t sweepMoves(dp::FlowTable& flows, const dp::Snapshot& s, uint64_t now_ns) {
   size_t moved_n = 0;
   flows.forEach([&](const FlowKey& k, int32_t pos, const dp::FlowEntry&) {
-    // Keys carry the listener; moves go to its active group.
-    if (k.kind == KeyKind::kFragment || k.listener >= s.listeners.size()) return;
-    uint8_t target = s.listeners[k.listener].active;
-    if (target >= s.groups.size()) return;
-    dp::FlowEntry& e = flows.entry(pos);
-    uint64_t r = e.route.load(std::memory_order_acquire);
-    if (!(r & dp::kRouteSet) || dp::routeServer(r) >= s.servers.size()) return;
-    const dp::ServerView& sv = s.servers[dp::routeServer(r)];
-    if (sv.move == dp::MoveReason::kNone || sv.phase == dp::ServerPhase::kActive) return;
-    bool moved = false;
-    // Concurrency rule R4 (docs/architecture.md "Flow entries: concurrency rules"):
-    // the same CAS as the workers; whoever is first moves the flow.
-    dp::tryMove(e, s, s.groups[target], r, sv.move, now_ns, moved);
-    moved_n += moved;
+    moved_n += sweepMove(flows, s, k, pos, now_ns);
   });
   return moved_n;
 }

@@ -13,17 +13,22 @@
 
 namespace gwlb::ctl {
 
-// Control thread: how many flows (fragment entries excluded) route to each
-// server id; `out` is resized to cover every id seen. One walk of the table
-// (FlowTable::forEach).
+// How many flows (fragment entries excluded) route to each server id; `out`
+// is resized to cover every id seen. One walk of the whole table
+// (FlowTable::forEach): tools and tests; gwlbd's control thread counts in
+// the engine's walk in slices (Engine::flowsByServer).
 void countByServer(const dp::FlowTable& flows, std::vector<uint32_t>& out);
 
 // Control thread: moves flows (not fragment entries) whose appliance has
 // left its group (phase draining/drained/gone) and sheds its flows
 // (ServerView::move) — flows that sent nothing since, which the workers
 // would move only on their next packet — so the appliance can be
-// forgotten. One walk of the table (FlowTable::forEach). Returns how many
-// this call moved.
+// forgotten. One walk of the whole table (FlowTable::forEach; tools and
+// tests). Returns how many this call moved.
 size_t sweepMoves(dp::FlowTable& flows, const dp::Snapshot& s, uint64_t now_ns);
+// The same for one key at `pos` (the engine's walk in slices calls it per
+// key): true when this call moved it.
+bool sweepMove(dp::FlowTable& flows, const dp::Snapshot& s, const FlowKey& k, int32_t pos,
+               uint64_t now_ns);
 
 }  // namespace gwlb::ctl

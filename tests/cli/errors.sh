@@ -304,6 +304,13 @@ expect 0 --socket "$sock" flows --all --json
 /usr/bin/python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert len(j["flows"]) == 2 and j["next_cursor"] is None, j' "$work/out"
 expect 0 --socket "$sock" flows --count
 says "$work/out" "2 matching flows (5 entries scanned)"
+# A page that ends on gwlbd's walk bound with no row, and a count in two
+# pages: the CLI follows the cursor (one listing, one total).
+expect 0 --socket "$sock" flows --proto udp --limit 1
+says "$work/out" "198.51.100.2:1002"
+grep -q "^more:" "$work/out" && { echo "FAIL: flows --proto udp printed a next page"; cat "$work/out"; fails=$((fails + 1)); }
+expect 0 --socket "$sock" flows --proto udp --count
+says "$work/out" "3 matching flows (9 entries scanned)"
 expect 0 --socket "$sock" stats --watch 0.2 --count 2
 [ "$(grep -c 'PER SEC' "$work/out")" -ge 2 ] || { echo "FAIL: stats --watch printed no rates"; fails=$((fails + 1)); }
 says "$work/out" "rates over the last"

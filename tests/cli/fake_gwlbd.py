@@ -16,6 +16,8 @@ every request it received to REQUEST_LOG (one JSON object per line):
   server.add    invalid_config with details
   server.remove ok
   flows         two pages of one flow each (cursor "1"), or {count} with count;
+                with proto udp: an empty page then one flow (cursor "5"), and a
+                count in two pages (cursor "9");
                 flow n has 5 n packets
   stats         a sample whose counters grow by 10 per call
   reload        ok, restart_needed ["eal"]
@@ -227,8 +229,18 @@ def reply(req):
     if m == "reload":
         return {"ok": True, "result": {"snapshot_generation": 3, "restart_needed": ["eal"]}}
     if m == "flows":
+        # gwlbd walks a bounded stretch of the table per request: a count,
+        # and a page with fewer rows than asked (none), go on by cursor.
+        if p.get("count") and p.get("proto") == "udp":
+            if p.get("cursor") == "9":
+                return {"ok": True, "result": {"count": 1, "scanned": 4, "next_cursor": None}}
+            return {"ok": True, "result": {"count": 2, "scanned": 5, "next_cursor": "9"}}
         if p.get("count"):
             return {"ok": True, "result": {"count": 2, "scanned": 5}}
+        if p.get("proto") == "udp":
+            if p.get("cursor") == "5":
+                return {"ok": True, "result": {"flows": [flow(2)], "next_cursor": None, "scanned": 1}}
+            return {"ok": True, "result": {"flows": [], "next_cursor": "5", "scanned": 0}}
         if p.get("cursor") == "1":
             return {"ok": True, "result": {"flows": [flow(2)], "next_cursor": None, "scanned": 3}}
         return {"ok": True, "result": {"flows": [flow(1)], "next_cursor": "1", "scanned": 2}}

@@ -47,6 +47,19 @@ def api_call(sock_path, method, **params):
     return r
 
 
+def flow_count(call, **filters):
+    """The `flows` count over the whole table: gwlbd counts a bounded stretch
+    per request, so the pages are added up until next_cursor is null. `call`
+    (method, **params) returns a reply's result."""
+    total, cursor = 0, None
+    while True:
+        r = call("flows", count=True, **filters, **({"cursor": cursor} if cursor else {}))
+        total += r["count"]
+        cursor = r.get("next_cursor")
+        if not cursor:
+            return total
+
+
 def scrape(addr):
     """The Prometheus text gwlbd serves on ADDR (host:port) at /metrics."""
     return urllib.request.urlopen(f"http://{addr}/metrics", timeout=10).read().decode()

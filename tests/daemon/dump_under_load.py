@@ -18,6 +18,9 @@ import statistics
 import sys
 import time
 
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from checklib import flow_count  # noqa: E402
+
 sock_path, flows = sys.argv[1], int(sys.argv[2])
 bench = "--bench" in sys.argv
 rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 3
@@ -45,7 +48,7 @@ def totals():
 
 
 deadline = time.monotonic() + 120
-while api.call("flows", count=True)["count"] < flows:
+while flow_count(api.call) < flows:
     assert time.monotonic() < deadline, "flows never reached the table"
     time.sleep(0.2)
 

@@ -37,7 +37,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from checklib import api_call  # noqa: E402
+from checklib import api_call, flow_count  # noqa: E402
 
 M64 = (1 << 64) - 1
 
@@ -106,7 +106,7 @@ class Node:
                 return out
 
     def count(self):
-        return self.api("flows", count=True)["count"]
+        return flow_count(self.api)
 
     def sync(self):
         return self.api("fleet_sync")

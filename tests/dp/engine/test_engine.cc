@@ -158,6 +158,7 @@ Decisions replayDriver() {
 // deliver them) and packets arrive at the first tick at or after their time.
 Decisions gwlbdDriver() {
   Rig rig("eq_gwlbd");
+  rig.engine->setWalkBudget(1);  // as gwlbd: a slice of a flow-table walk per turn
   std::vector<ctl::ScriptedEvent> events = scenario();
   boost::asio::io_context io;
   uint64_t now = 0;
