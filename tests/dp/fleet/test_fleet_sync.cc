@@ -1054,7 +1054,7 @@ TEST_F(FleetSyncSelf, AReplayedKeepaliveFromAPeersAddressDoesNotCutTheSyncToIt) 
   ASSERT_FALSE(captured.empty()) << "no keepalive reached the peer";
   sendToNode(captured.data(), captured.size());  // under the peer's address
   nlohmann::json p = pollUntil([](const nlohmann::json& x) {
-    return x["this_node"] == true || x["self_challenges"] == 1u;
+    return x.value("this_node", false) || x.value("self_challenges", uint64_t(0)) == 1u;
   });
   EXPECT_EQ(p["this_node"], false) << "a replayed keepalive marked the peer as this node: " << p.dump();
   EXPECT_EQ(fs_->status()["from_self"], 1u);
@@ -1072,7 +1072,7 @@ TEST_F(FleetSyncSelf, AReplayedKeepaliveFromAPeersAddressDoesNotCutTheSyncToIt) 
   // The same datagram again, and one of this node's own older than the
   // replay window: counted replays, nothing more.
   sendToNode(captured.data(), captured.size());
-  p = pollUntil([](const nlohmann::json& x) { return x["self_replayed"] == 1u; });
+  p = pollUntil([](const nlohmann::json& x) { return x.value("self_replayed", uint64_t(0)) == 1u; });
   EXPECT_EQ(p["self_replayed"], 1u) << p.dump();
   // As docs/fleet.md "Authentication and replay" quotes it.
   const std::string who = p["address"].get<std::string>();
@@ -1088,7 +1088,7 @@ TEST_F(FleetSyncSelf, AReplayedKeepaliveFromAPeersAddressDoesNotCutTheSyncToIt) 
   uint8_t out[sync::kMaxMessage];
   size_t len = sync::encode(key_, old, nullptr, 0, out, sizeof out);
   sendToNode(out, len);
-  p = pollUntil([](const nlohmann::json& x) { return x["self_replayed"] == 2u; });
+  p = pollUntil([](const nlohmann::json& x) { return x.value("self_replayed", uint64_t(0)) == 2u; });
   EXPECT_EQ(p["self_replayed"], 2u) << p.dump();
   EXPECT_EQ(p["self_challenges"], 1u) << "a replay sends no challenge: " << p.dump();
   EXPECT_EQ(p["this_node"], false) << p.dump();
@@ -1117,7 +1117,7 @@ TEST_F(FleetSyncSelf, OnlyAChallengeComingBackMarksTheEntryAndAPeersOwnMessageUn
   ASSERT_FALSE(ch.empty());
   // The entry sends the challenge back (as a port forward to this node would).
   sendToNode(ch.data(), ch.size());
-  nlohmann::json p = pollUntil([](const nlohmann::json& x) { return x["this_node"] == true; });
+  nlohmann::json p = pollUntil([](const nlohmann::json& x) { return x.value("this_node", false); });
   ASSERT_EQ(p["this_node"], true) << p.dump();
   EXPECT_NE(p["this_node_why"].get<std::string>().find("challenge"), std::string::npos) << p.dump();
   // Marked: nothing more is sent to it (a keepalive goes out every second).
@@ -1128,7 +1128,7 @@ TEST_F(FleetSyncSelf, OnlyAChallengeComingBackMarksTheEntryAndAPeersOwnMessageUn
   uint8_t out[sync::kMaxMessage];
   size_t len = sync::encode(key_, hd, nullptr, 0, out, sizeof out);
   sendToNode(out, len);
-  p = pollUntil([](const nlohmann::json& x) { return x["this_node"] == false; });
+  p = pollUntil([](const nlohmann::json& x) { return !x.value("this_node", true); });
   EXPECT_EQ(p["this_node"], false) << p.dump();
   EXPECT_FALSE(awaitDatagram(keepalive).empty()) << "not sent to again";
   // As docs/fleet.md "Warm start" quotes it (there for 10.0.0.2:7946).

@@ -530,7 +530,7 @@ TEST_F(WarmStart, AReplayOfThisNodesOwnMessageInTheAnswerIsAReplayNotThisNode) {
   EXPECT_EQ(st["warm_start"]["peer"], good.address());
   EXPECT_GE(replayer.requests(), 1);
   EXPECT_FALSE(isThisNode(0)) << "a replayed message marked the peer as this node: " << st.dump();
-  EXPECT_GE(st["peers"][0]["self_replayed"].get<uint64_t>(), 1u) << st.dump();
+  EXPECT_GE(st["peers"][0].value("self_replayed", uint64_t(0)), 1u) << st.dump();
   EXPECT_NE(warmError(0).find("not bound to our request"), std::string::npos) << warmError(0);
   expectHolds(t);
 }
