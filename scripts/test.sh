@@ -31,6 +31,7 @@ done
 # e2e_fleet runs sanitized; e2e_fleet_frr drives the same gwlbd paths with
 # another router in front, so it runs only in the plain suite.
 SAN_TRIM[e2e_fleet_frr]="e2e_fleet with FRR as the router: the same gwlbd paths as e2e_fleet, which runs here; CI time"
+SAN_TRIM[e2e_fleet_upgrade]="docs/upgrade.md's rolling upgrade: fleet leave, SIGTERM, warm start and rejoin, the gwlbd paths e2e_fleet drives sanitized; CI time"
 SAN_TRIM[e2e_router_fragments]="runs no gwlb code (a Linux router's ECMP hash on the kernel); CI time"
 # The soak (suite soak, scripts/soak.sh): 3 minutes of faults on the fleet lab,
 # judged against wall-clock windows (BFD at 0.5 s, health at ~1 s) that ASan's

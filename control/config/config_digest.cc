@@ -111,7 +111,11 @@ std::string sectionText(DigestSection sec, const Config& c, const FlowHashKey& k
       std::string p = "class." + std::to_string(i) + ".";
       t.put(p + "name", tc.name);
       t.put(p + "action", toString(tc.action));
-      t.put(p + "listener", tc.listener);
+      // Without `listeners`, "default" and no listener name the same implicit
+      // listener: digested as one spelling, the left-out one (which earlier
+      // versions digest too, so a fleet mid-upgrade agrees on it).
+      const bool implicit = c.listeners.empty() && tc.listener == "default";
+      t.put(p + "listener", implicit ? std::string() : tc.listener);
       auto field = [&](const char* name, std::vector<std::string> v) {
         std::sort(v.begin(), v.end());
         for (const std::string& x : v) t.put(p + name, x);

@@ -89,6 +89,9 @@ class FleetSync {
   static constexpr uint64_t kKeepaliveNs = 1'000'000'000ULL;
   // A peer whose last authenticated message is older than this is unreachable.
   static constexpr double kReachableS = 5.0;
+  // How long a challenge's nonce may take to come back (a port forward
+  // returns it in milliseconds); no new challenge goes to the entry before.
+  static constexpr uint64_t kChallengeNs = 2'000'000'000ULL;
 
   // `events`: the workers' ring (may be null: nothing to drain). `snapshot`
   // returns the snapshot in force (for address <-> server id). Throws
@@ -160,6 +163,20 @@ class FleetSync {
     // forward): nothing is sent to it, and it is not asked for a warm start.
     bool this_node = false;
     std::string this_node_why;
+    // Found from the addresses at start (never undone). Found at run time
+    // (a challenge that came back), the mark is undone by a peer's own
+    // message from the entry's exact address: a reflected challenge cannot
+    // cut the sync to a live peer for longer than its next keepalive.
+    bool this_node_by_address = false;
+    // This node's own messages seen from the entry's exact address. Anyone
+    // can replay one (signed, not secret), so such a message only sends a
+    // challenge: an empty batch with a fresh nonce to the entry; the entry is
+    // this node when that nonce comes back within kChallengeNs. A replay
+    // (outside this window, or seen before) is counted, nothing more.
+    sync::ReplayWindow self_window;
+    uint64_t challenge = 0, challenge_ns = 0;  // the nonce out now (0: none), sent when
+    uint64_t challenges = 0, self_replayed = 0;
+    double self_log = -1e9;     // rate limit of its replay warnings (other warnings do not hide them)
     std::string warm_error;     // why the warm start last moved on from it
   };
   enum class WarmState : uint8_t { kWaiting, kDone, kTimedOut, kNoPeers };
@@ -209,6 +226,11 @@ class FleetSync {
   // Peer i is this node: logged once, skipped from now on (and the warm
   // start moves on when it was asking it).
   void markThisNode(size_t i, const std::string& why);
+  // This node's own message (its node id and epoch) came from peer p's
+  // exact address: a counted replay, a challenge sent, or (the challenge's
+  // nonce back) the entry marked as this node (fleet_sync_net.cc).
+  void onOwnDatagram(Peer& p, const sync::Header& h);
+  void sendChallenge(Peer& p, uint64_t now_ns);
   void sendToPeers(const uint8_t* msg, size_t len, size_t records);
   void sendHealth();
   void sendConfigDigest();

@@ -62,8 +62,10 @@ FleetSync::FleetSync(asio::io_context& io, Options o, dp::FlowTable& flows, rte_
   }
   // Entries that are this node (one list written for every node, with a
   // wildcard sync_listen): never sent to, never asked.
-  for (const SelfPeer& sp : selfPeers(opt_.listen, opt_.peers, hostAddresses()))
+  for (const SelfPeer& sp : selfPeers(opt_.listen, opt_.peers, hostAddresses())) {
     markThisNode(sp.index, sp.why);
+    peers_[sp.index].this_node_by_address = true;
+  }
   asio::ip::address ip;
   uint16_t port = 0;
   parseOrThrow(opt_.listen, ip, port);
@@ -203,6 +205,51 @@ void FleetSync::logDrift(Peer& p) {
   p.drift_logged = std::move(diff);
 }
 
+void FleetSync::onOwnDatagram(Peer& p, const sync::Header& h) {
+  if (p.self_window.check(h, unixMs()) != sync::ReplayWindow::Verdict::kOk) {
+    ++p.self_replayed;
+    if (double now = unixS(); now - p.self_log >= 10.0) {
+      p.self_log = now;
+      spdlog::warn("fleet sync: a replay of this node's own datagram (sequence {}, time {} ms off "
+                   "ours) from peer {} dropped; the entry stays a peer",
+                   h.seq, int64_t(h.time_ms - unixMs()), p.address);
+    }
+    return;
+  }
+  p.self_window.accept(h);
+  uint64_t now = dp::monotonicNs();
+  const bool pending = p.challenge != 0 && now - p.challenge_ns <= kChallengeNs;
+  if (pending && h.nonce == p.challenge && h.type == sync::MsgType::kRecords)
+    return markThisNode(size_t(&p - peers_.data()),
+                        "this node's own datagrams come back from it: a challenge sent to it came back");
+  if (!pending) sendChallenge(p, now);
+}
+
+// An empty batch (a keepalive to any peer, older ones included: they ignore
+// a records batch's nonce) whose nonce only this node knows.
+void FleetSync::sendChallenge(Peer& p, uint64_t now_ns) {
+  sync::Header h = header(sync::MsgType::kRecords);
+  h.nonce = random64() | 1;
+  size_t len = sync::encode(key_, h, nullptr, 0, out_.data(), out_.size());
+  if (len == 0) return;
+  boost::system::error_code ec;
+  udp_.send_to(asio::buffer(out_.data(), len), p.udp, 0, ec);
+  if (ec) {
+    ++p.send_errors;
+    return;
+  }
+  ++p.datagrams_sent;
+  ++p.challenges;
+  p.challenge = h.nonce;
+  p.challenge_ns = now_ns;
+  // The first one only (the counter has the rest): the replay warnings keep
+  // the entry's log allowance.
+  if (p.challenges == 1)
+    spdlog::info("fleet sync: this node's own datagram came from peer {}: a challenge sent to it "
+                 "(the entry is this node only if its nonce comes back)",
+                 p.address);
+}
+
 void FleetSync::onDatagram(size_t len) {
   Peer* p = peerFor(rx_from_.address(), rx_from_.port());
   if (!p) {
@@ -232,9 +279,10 @@ void FleetSync::onDatagram(size_t len) {
   }
   if (sync::Sender from = sync::senderOf(h, node_id_, epoch_); from != sync::Sender::kPeer) {
     ++from_self_;
-    // Our own datagram came back from this entry's exact address: it is us.
+    // Our own datagram from this entry's exact address: it may be us, or a
+    // replay under a forged address; only a challenge tells.
     if (from == sync::Sender::kThisNode && p->udp.port() == rx_from_.port() && !p->this_node)
-      return markThisNode(size_t(p - peers_.data()), "this node's own datagrams come back from it");
+      return onOwnDatagram(*p, h);
     if (!p->this_node && logAllowed(p))
       spdlog::warn("fleet sync: datagram from {} dropped: it carries this node's own node id ({}){}",
                    rx_from_.address().to_string(), sync::toString(from),
@@ -254,6 +302,17 @@ void FleetSync::onDatagram(size_t len) {
     return;
   }
   w.accept(h);
+  if (p->this_node && !p->this_node_by_address && p->udp.port() == rx_from_.port()) {
+    // Another node's own fresh message from the entry's exact address: the
+    // entry is that node, whatever came back before (a reflected challenge).
+    p->this_node = false;
+    p->this_node_why.clear();
+    p->warm_error.clear();
+    p->challenge = 0;
+    spdlog::warn("fleet sync: fleet.peers[{}] {} is not this node: a peer's own messages come from "
+                 "it; sending to it again",
+                 size_t(p - peers_.data()), p->address);
+  }
   p->last_sync = unixS();
   ++p->datagrams_received;
   if (h.type == sync::MsgType::kConfigDigest) {

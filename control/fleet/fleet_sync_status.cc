@@ -67,6 +67,8 @@ nlohmann::json FleetSync::status() const {
                      {"replayed", p.replayed},
                      {"malformed", p.malformed},
                      {"stale", p.stale},
+                     {"self_replayed", p.self_replayed},
+                     {"self_challenges", p.challenges},
                      {"datagrams_received", p.datagrams_received},
                      {"datagrams_sent", p.datagrams_sent},
                      {"send_errors", p.send_errors},
@@ -182,6 +184,15 @@ void FleetSync::metrics(std::string& out) const {
   perPeer("gwlb_fleet_sync_replayed_total", "counter",
           "messages from the peer dropped as replays (sequence window, old epoch, wrong nonce)",
           [](const Peer& p) { return p.replayed; });
+  perPeer("gwlb_fleet_sync_self_replayed_total", "counter",
+          "messages carrying this node's own node id and epoch from the peer's address, dropped "
+          "as replays (outside the replay window, or not bound to our warm-start request); the "
+          "entry stays a peer",
+          [](const Peer& p) { return p.self_replayed; });
+  perPeer("gwlb_fleet_sync_self_challenges_total", "counter",
+          "challenges sent to the peer's address after this node's own message came from it (the "
+          "entry is this node only if the challenge's nonce comes back)",
+          [](const Peer& p) { return p.challenges; });
   perPeer("gwlb_fleet_sync_stale_total", "counter",
           "messages from the peer whose time was more than 30 s from ours",
           [](const Peer& p) { return p.stale; });

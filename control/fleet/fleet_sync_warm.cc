@@ -178,18 +178,22 @@ void FleetSync::warmMessage(uint64_t id) {
                         ? "a message whose MAC does not verify (secret mismatch?)"
                         : "a malformed message");
   }
-  if (sync::Sender from = sync::senderOf(h, node_id_, epoch_); from != sync::Sender::kPeer) {
+  // Bound to our request first: a message of this node's own (signed, so
+  // anyone may have kept one) says who answers only with our fresh nonce.
+  const sync::Sender from = sync::senderOf(h, node_id_, epoch_);
+  sync::ReplayWindow fresh;
+  if (h.nonce != warm_.nonce || h.seq != warm_.expect_seq ||
+      fresh.check(h, unixMs()) != sync::ReplayWindow::Verdict::kOk) {
+    if (from != sync::Sender::kPeer) ++from_self_;
+    ++(from == sync::Sender::kThisNode ? p.self_replayed : p.replayed);
+    return warmFail("a message not bound to our request (nonce, order or time)");
+  }
+  if (from != sync::Sender::kPeer) {
     ++from_self_;
     if (from == sync::Sender::kThisNode)
       return markThisNode(warm_.next_peer, "it answered a warm-start request with this node's own table");
     return warmFail("it answers as node " + opt_.node_name +
                     ", this node's own fleet.node_name: every node needs its own name");
-  }
-  sync::ReplayWindow fresh;
-  if (h.nonce != warm_.nonce || h.seq != warm_.expect_seq ||
-      fresh.check(h, unixMs()) != sync::ReplayWindow::Verdict::kOk) {
-    ++p.replayed;
-    return warmFail("a message not bound to our request (nonce, order or time)");
   }
   ++warm_.expect_seq;
   p.last_sync = unixS();

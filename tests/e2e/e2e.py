@@ -3,9 +3,10 @@
 
   e2e.py TEST --build DIR --src DIR --work DIR
 TEST: tcp | udp | drop | failover | ethernet | no_rebalance | drain | restart | fragments | mtu | fleet
-      | fleet_frr | router_fragments | classes
+      | fleet_frr | fleet_upgrade | router_fragments | classes
 (fleet: tests/e2e/e2e_fleet.py, the fleet lab of 3 gateways, BIRD on the router;
-fleet_frr: the same with FRR on the router, LAB_ROUTER=frr; router_fragments:
+fleet_frr: the same with FRR on the router, LAB_ROUTER=frr; fleet_upgrade:
+tests/e2e/e2e_fleet_upgrade.py, docs/upgrade.md's rolling upgrade on that lab; router_fragments:
 tests/e2e/e2e_router.py, a Linux router's ECMP and fragments, no gwlbd; classes:
 tests/e2e/e2e_classes.py, two listeners and a bypass class, lab.sh up --listeners 2)
 Each test builds its own lab (namespaces PREFIX-*, PREFIX = e2e-TEST), runs, and
@@ -649,6 +650,11 @@ def test_fleet(lab, args):
     e2e_fleet.test_fleet(lab, args)
 
 
+def test_fleet_upgrade(lab, args):
+    import e2e_fleet_upgrade  # tests/e2e/e2e_fleet_upgrade.py
+    e2e_fleet_upgrade.test_fleet_upgrade(lab, args)
+
+
 TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
          "drop": (test_drop, {"LAB_APP_ARGS": "--drop-dport 7001 --drop-proto icmp"}),
          "failover": (test_failover, {"LAB_FAILOVER": "rebalance"}),
@@ -658,6 +664,7 @@ TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
          "restart": (test_restart, {}),
          "fragments": (test_fragments, {"LAB_RT_PORT": "tap", "LAB_IPV6": "1"}),
          "fleet": (test_fleet, {"LAB_GRACE": "3s"}),
+         "fleet_upgrade": (test_fleet_upgrade, {"LAB_GRACE": "3s"}),
          "classes": (test_classes, {"LAB_FAILOVER": "rebalance"}),
          "fleet_frr": (test_fleet, {"LAB_GRACE": "3s", "LAB_ROUTER": "frr"})}
 

@@ -964,5 +964,181 @@ TEST_F(FleetSyncSend, ConfigDigestsAreExchangedAndADifferingSectionIsNamed) {
   fs_->stop();
 }
 
+// This node's own messages from a peer's address. Each is signed but not
+// secret: anyone on the sync network can keep one and send it back under a
+// peer's address. Such a message alone never marks the entry as this node
+// (it did, for good: all sync to that peer stopped until a restart); only a
+// challenge sent to the entry coming back does, and the peer's own message
+// from its address undoes that.
+class FleetSyncSelf : public FleetSyncSend {
+ protected:
+  // The log goes to log_ until the test ends, however it ends.
+  void captureLog() {
+    saved_ = spdlog::default_logger();
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+        "test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log_)));
+  }
+  void TearDown() override {
+    FleetSyncSend::TearDown();
+    if (saved_) spdlog::set_default_logger(saved_);
+  }
+  std::ostringstream log_;
+  std::shared_ptr<spdlog::logger> saved_;
+  // Runs the node until the peer gets a datagram of it that `want` accepts:
+  // its bytes (empty after 10 s).
+  template <class Want>
+  std::vector<uint8_t> awaitDatagram(Want want) {
+    uint8_t buf[2048];
+    auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < end) {
+      io_.poll();
+      ssize_t n = ::recv(peer_, buf, sizeof buf, 0);
+      if (n <= 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        continue;
+      }
+      sync::Header hd;
+      sync::Record recs[sync::kMaxRecords];
+      if (sync::decode(key_, buf, size_t(n), hd, recs) == sync::Status::kOk && want(hd))
+        return std::vector<uint8_t>(buf, buf + n);
+    }
+    return {};
+  }
+  // Runs the node for `d`: the datagrams the peer got meanwhile.
+  int datagramsFor(std::chrono::milliseconds d) {
+    uint8_t buf[2048];
+    int n = 0;
+    auto end = std::chrono::steady_clock::now() + d;
+    while (std::chrono::steady_clock::now() < end) {
+      io_.poll();
+      if (::recv(peer_, buf, sizeof buf, 0) > 0) ++n;
+      else std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return n;
+  }
+  static bool keepalive(const sync::Header& hd) {
+    return hd.type == sync::MsgType::kRecords && hd.count == 0 && hd.nonce == 0;
+  }
+  static bool challenge(const sync::Header& hd) {
+    return hd.type == sync::MsgType::kRecords && hd.count == 0 && hd.nonce != 0;
+  }
+  static sync::Header headerOf(const std::vector<uint8_t>& d) {
+    sync::Header hd;
+    sync::Record recs[sync::kMaxRecords];
+    EXPECT_EQ(sync::decode(sync::SyncKey::fromHashKey(flowHashKey().k0, flowHashKey().k1), d.data(),
+                           d.size(), hd, recs),
+              sync::Status::kOk);
+    return hd;
+  }
+  nlohmann::json peer() { return fs_->status()["peers"][0]; }
+  // Runs the node until peers[0] satisfies `cond` (10 s at most): its status.
+  template <class Cond>
+  nlohmann::json pollUntil(Cond cond) {
+    auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    nlohmann::json p;
+    do {
+      io_.poll();
+      p = peer();
+      if (cond(p)) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    } while (std::chrono::steady_clock::now() < end);
+    return p;
+  }
+};
+
+TEST_F(FleetSyncSelf, AReplayedKeepaliveFromAPeersAddressDoesNotCutTheSyncToIt) {
+  make(1024);
+  captureLog();
+  fs_->start();
+  std::vector<uint8_t> captured = awaitDatagram(keepalive);
+  ASSERT_FALSE(captured.empty()) << "no keepalive reached the peer";
+  sendToNode(captured.data(), captured.size());  // under the peer's address
+  nlohmann::json p = pollUntil([](const nlohmann::json& x) {
+    return x.value("this_node", false) || x.value("self_challenges", uint64_t(0)) == 1u;
+  });
+  EXPECT_EQ(p["this_node"], false) << "a replayed keepalive marked the peer as this node: " << p.dump();
+  EXPECT_EQ(fs_->status()["from_self"], 1u);
+  // It is fresh: the node challenges the entry, and the peer (not this node)
+  // sends nothing back.
+  EXPECT_EQ(p["self_challenges"], 1u) << p.dump();
+  EXPECT_FALSE(awaitDatagram(challenge).empty()) << "no challenge sent: " << peer().dump();
+
+  // The sync to it goes on: a new flow's record, then keepalives.
+  ASSERT_EQ(h_->send(flow(1)).verdict, Verdict::kAppliance);
+  EXPECT_FALSE(awaitDatagram([](const sync::Header& hd) { return hd.count > 0; }).empty())
+      << "no record sent to the peer after the replay: " << peer().dump();
+  EXPECT_FALSE(awaitDatagram(keepalive).empty()) << "no keepalive after the replay";
+
+  // The same datagram again, and one of this node's own older than the
+  // replay window: counted replays, nothing more.
+  sendToNode(captured.data(), captured.size());
+  p = pollUntil([](const nlohmann::json& x) { return x.value("self_replayed", uint64_t(0)) == 1u; });
+  EXPECT_EQ(p["self_replayed"], 1u) << p.dump();
+  // As docs/fleet.md "Authentication and replay" quotes it.
+  const std::string who = p["address"].get<std::string>();
+  EXPECT_NE(log_.str().find("fleet sync: a replay of this node's own datagram (sequence " +
+                           std::to_string(headerOf(captured).seq) + ", time "),
+            std::string::npos)
+      << log_.str();
+  EXPECT_NE(log_.str().find(" from peer " + who + " dropped; the entry stays a peer\n"), std::string::npos)
+      << log_.str();
+  sync::Header old = headerOf(captured);
+  old.seq += 1000;
+  old.time_ms -= 60'000;
+  uint8_t out[sync::kMaxMessage];
+  size_t len = sync::encode(key_, old, nullptr, 0, out, sizeof out);
+  sendToNode(out, len);
+  p = pollUntil([](const nlohmann::json& x) { return x.value("self_replayed", uint64_t(0)) == 2u; });
+  EXPECT_EQ(p["self_replayed"], 2u) << p.dump();
+  EXPECT_EQ(p["self_challenges"], 1u) << "a replay sends no challenge: " << p.dump();
+  EXPECT_EQ(p["this_node"], false) << p.dump();
+  EXPECT_FALSE(awaitDatagram(keepalive).empty()) << "no keepalive after the replays";
+  std::string m;
+  fs_->metrics(m);
+  EXPECT_NE(m.find("gwlb_fleet_sync_self_replayed_total{peer=\"" + p["address"].get<std::string>() +
+                   "\"} 2"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("gwlb_fleet_sync_peer_is_this_node{peer=\"" + p["address"].get<std::string>() +
+                   "\"} 0"),
+            std::string::npos)
+      << m;
+  fs_->stop();
+}
+
+TEST_F(FleetSyncSelf, OnlyAChallengeComingBackMarksTheEntryAndAPeersOwnMessageUndoesIt) {
+  make(1024);
+  captureLog();
+  fs_->start();
+  std::vector<uint8_t> captured = awaitDatagram(keepalive);
+  ASSERT_FALSE(captured.empty());
+  sendToNode(captured.data(), captured.size());
+  std::vector<uint8_t> ch = awaitDatagram(challenge);
+  ASSERT_FALSE(ch.empty());
+  // The entry sends the challenge back (as a port forward to this node would).
+  sendToNode(ch.data(), ch.size());
+  nlohmann::json p = pollUntil([](const nlohmann::json& x) { return x.value("this_node", false); });
+  ASSERT_EQ(p["this_node"], true) << p.dump();
+  EXPECT_NE(p["this_node_why"].get<std::string>().find("challenge"), std::string::npos) << p.dump();
+  // Marked: nothing more is sent to it (a keepalive goes out every second).
+  EXPECT_EQ(datagramsFor(std::chrono::milliseconds(2500)), 0) << "sent to an entry marked as this node";
+
+  // The peer's own fresh message from the entry's address: it is not this node.
+  sync::Header hd = peerHeader(81, 1);
+  uint8_t out[sync::kMaxMessage];
+  size_t len = sync::encode(key_, hd, nullptr, 0, out, sizeof out);
+  sendToNode(out, len);
+  p = pollUntil([](const nlohmann::json& x) { return !x.value("this_node", true); });
+  EXPECT_EQ(p["this_node"], false) << p.dump();
+  EXPECT_FALSE(awaitDatagram(keepalive).empty()) << "not sent to again";
+  // As docs/fleet.md "Warm start" quotes it (there for 10.0.0.2:7946).
+  EXPECT_NE(log_.str().find("fleet sync: fleet.peers[0] " + p["address"].get<std::string>() +
+                           " is not this node: a peer's own messages come from it; sending to it "
+                           "again\n"),
+            std::string::npos)
+      << log_.str();
+  fs_->stop();
+}
+
 }  // namespace
 }  // namespace gwlb::dptest

@@ -113,6 +113,7 @@ class FakePeer {
     kStall,      // answers with `stall_after` messages of its table, then sends nothing
     kSlow,       // sends its whole table, one message every `gap`, then the end
     kGood,       // sends its whole table, then the end
+    kReplaysSelf,  // answers with a message of the asking node's own (a keepalive kept)
   };
   FakePeer(Mode mode, std::vector<sync::Record> table = {}, size_t stall_after = 0,
            std::chrono::milliseconds gap = 0ms)
@@ -166,6 +167,18 @@ class FakePeer {
         rh.type != sync::MsgType::kWarmRequest)
       return;
     ++requests_;
+    if (mode_ == Mode::kReplaysSelf) {
+      // A keepalive of the asking node's (its node id and epoch, no nonce),
+      // as anyone who captured one could send it into the stream.
+      sync::Header k;
+      k.node = rh.node;
+      k.epoch = rh.epoch;
+      k.seq = rh.seq;
+      k.time_ms = unixMsNow();
+      auto f = frame(k, nullptr, 0);
+      writeAll(c, f.data(), f.size());
+      return;
+    }
     sync::Header h;
     h.node = sync::nodeId("gw-fake-" + std::to_string(port_));
     h.epoch = 99;
@@ -499,6 +512,27 @@ TEST_F(WarmStart, OwnDatagramsComingBackMarkTheEntryAndStopTheSending) {
   runFor(2500ms);  // two more keepalive periods
   EXPECT_EQ(relay->datagrams(), sent) << "nothing more sent to it";
   EXPECT_EQ(st["peers"][0]["reachable"], false);
+}
+
+// A peer that answers the warm-start request with a message of this node's
+// own (a keepalive someone kept): not bound to the request's nonce, so a
+// counted replay; the entry stays a peer (it was marked as this node for
+// good, and nothing was sent to it again until a restart).
+TEST_F(WarmStart, AReplayOfThisNodesOwnMessageInTheAnswerIsAReplayNotThisNode) {
+  auto t = table(20);
+  FakePeer replayer(FakePeer::Mode::kReplaysSelf);
+  FakePeer good(FakePeer::Mode::kGood, t);
+  make(options({replayer.address(), good.address()}, 20, 500, 1000));
+  fs_->start();
+  runWarmStart(30s);
+  nlohmann::json st = fs_->status();
+  ASSERT_EQ(st["warm_start"]["state"], "done") << st.dump();
+  EXPECT_EQ(st["warm_start"]["peer"], good.address());
+  EXPECT_GE(replayer.requests(), 1);
+  EXPECT_FALSE(isThisNode(0)) << "a replayed message marked the peer as this node: " << st.dump();
+  EXPECT_GE(st["peers"][0].value("self_replayed", uint64_t(0)), 1u) << st.dump();
+  EXPECT_NE(warmError(0).find("not bound to our request"), std::string::npos) << warmError(0);
+  expectHolds(t);
 }
 
 // Another node under this node's fleet.node_name (the same node id, another

@@ -138,6 +138,34 @@ traffic_classes:
       << "another flow hash key";
 }
 
+// Without `listeners`, an inspect class naming the implicit listener
+// (`listener: default`) and one leaving it out send flows to the same
+// place: no drift between two nodes written either way. With `listeners`,
+// the name is a real listener's and counts.
+TEST(ConfigDigest, TheImplicitListenerNamedOrLeftOutIsTheSameClass) {
+  auto withClasses = [](const std::string& classes) {
+    return parse(std::string(kNode1) + kShared + "traffic_classes:\n" + classes);
+  };
+  Config named = withClasses("  - { name: web, match: { l4_ports: [80] }, listener: default }\n"
+                             "  - { name: rest, action: bypass }\n");
+  Config left_out = withClasses("  - { name: web, match: { l4_ports: [80] } }\n"
+                                "  - { name: rest, action: bypass }\n");
+  EXPECT_EQ(diff(named, left_out), std::vector<std::string>{});
+  EXPECT_EQ(configDigest(named, kKey), configDigest(left_out, kKey));
+  // Another class still differs.
+  Config other = withClasses("  - { name: web, match: { l4_ports: [81] }, listener: default }\n"
+                             "  - { name: rest, action: bypass }\n");
+  EXPECT_EQ(diff(named, other), std::vector<std::string>{"classes"});
+  // With `listeners`, "default" is the name of a configured listener, not
+  // the implicit one: it is digested as written.
+  Config configured = parse(std::string(kNode1) + kShared +
+                            "listeners:\n  - { name: default, server_groups: [firewalls] }\n"
+                            "traffic_classes:\n  - { name: c, listener: default }\n");
+  Config unnamed = configured;
+  unnamed.traffic_classes[0].listener.clear();
+  EXPECT_EQ(diff(configured, unnamed), std::vector<std::string>{"classes"});
+}
+
 // Two nodes whose files differ in one line (an idle timeout): the API's
 // per-peer comparison and `gwlbctl fleet` name that section.
 TEST(ConfigDigest, TwoConfigsDifferingInOneSectionAreReportedWithItsName) {
