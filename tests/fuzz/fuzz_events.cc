@@ -6,7 +6,8 @@
 //  - accepted events are numbered 0..n-1 in file order, in time order, each
 //    with an IPv4 server, a line number, and the fields its action needs
 //    (a group for add, a weight for weight, a timeout only for drain, from
-//    1 s to 3600 s); every weight is at most 10000;
+//    1 s to 3600 s); every weight is at most 10000; force only on the
+//    changes gwlbd's service guard judges (drain, remove, weight, reload);
 //  - parsing the same text again gives the same events.
 #include <string>
 #include <vector>
@@ -61,6 +62,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FUZZ_CHECK(*e.timeout_s >= 1 && *e.timeout_s <= 3600, "event %zu: timeout %u", i,
                  *e.timeout_s);
     }
+  }
+  for (size_t i = 0; i < ev.size(); ++i) {
+    using A = ScriptedEvent::Action;
+    const A a = ev[i].action;
+    if (ev[i].force)
+      FUZZ_CHECK(a == A::kDrain || a == A::kRemove || a == A::kWeight || a == A::kReload,
+                 "event %zu: force with %s", i, actionName(ev[i]));
   }
   std::vector<ScriptedEvent> again;
   std::string err2;
