@@ -4,7 +4,7 @@
 // nothing else. Invariants (docs/fuzzing.md):
 //  - no exception but EventError escapes, and its text is not empty;
 //  - accepted events are numbered 0..n-1 in file order, in time order, each
-//    with an IPv4 server, a line number, and the fields its action needs
+//    with an IPv4 server (a reload: a file), a line number, and the fields its action needs
 //    (a group for add, a weight for weight, a timeout only for drain, from
 //    1 s to 3600 s); every weight is at most 10000; force only on the
 //    changes gwlbd's service guard judges (drain, remove, weight, reload);
@@ -44,7 +44,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const ScriptedEvent& e = ev[i];
     FUZZ_CHECK(e.index == i, "event %zu has index %zu", i, e.index);
     FUZZ_CHECK(e.line >= 1, "event %zu has line %d", i, e.line);
-    FUZZ_CHECK(e.server.isV4(), "event %zu: server is not IPv4", i);
+    // A reload names a config file, no appliance.
+    if (e.action == ScriptedEvent::Action::kReload)
+      FUZZ_CHECK(!e.file.empty(), "event %zu: reload without a file", i);
+    else
+      FUZZ_CHECK(e.server.isV4(), "event %zu: server is not IPv4", i);
     FUZZ_CHECK(i == 0 || ev[i - 1].at_ns <= e.at_ns, "event %zu is before event %zu", i, i - 1);
     if (e.weight) FUZZ_CHECK(*e.weight <= 10000, "event %zu: weight %u", i, *e.weight);
     switch (e.action) {
