@@ -91,7 +91,10 @@ bool classifyForward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowRef& ref) n
   const uint16_t vlan = p.has_vlan ? uint16_t(p.vlan_tci & 0xFFF) : 0;
   if (follows) {  // the entry holds its class's counter slot (FlowEntry::origin)
     const uint16_t slot = originClass(ref.origin);
-    if (slot < kMaxClasses) c.w.countClass(slot, m->pkt_len);
+    if (slot < kMaxClasses) {
+      c.w.countClass(slot, m->pkt_len);
+      c.w.countClassKept(slot, m->pkt_len);  // sent on along the entry, whatever the class says now
+    }
     return true;
   }
   const uint16_t cls = s.classes.classify(m->port, vlan, t, ports);
@@ -103,7 +106,11 @@ bool classifyForward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowRef& ref) n
     ref.origin = packOrigin(0, l, s.class_slot[cls]);
     return true;
   }
-  if (findAnyListener(c, p, ref) >= 0) return true;
+  if (findAnyListener(c, p, ref) >= 0) {
+    // Rule R11: the flow's entry wins over a class that now bypasses or drops.
+    if (cls != kNoClass) c.w.countClassKept(s.class_slot[cls], m->pkt_len);
+    return true;
+  }
   if (cls == kNoClass) {
     drop(c, m, ports ? Counter::drop_unclassified : Counter::drop_fragment_unknown_flow);
     return false;

@@ -90,6 +90,12 @@ struct alignas(64) WorkerState {
   // as the per-server counters.
   uint64_t class_packets[kMaxClasses] = {};
   uint64_t class_bytes[kMaxClasses] = {};
+  // Of those, the packets sent on along an existing flow entry rather than
+  // by the class's action: fragments and ICMP errors that follow their flow,
+  // and packets of a flow whose class a reload made bypass or drop (the flow
+  // keeps its listener and appliance). They went to an appliance.
+  uint64_t class_kept_packets[kMaxClasses] = {};
+  uint64_t class_kept_bytes[kMaxClasses] = {};
 
   static void bump(uint64_t& slot, uint64_t by) noexcept {
     std::atomic_ref<uint64_t> r(slot);
@@ -110,6 +116,12 @@ struct alignas(64) WorkerState {
     bump(class_packets[cls], 1);
     bump(class_bytes[cls], bytes);
   }
+  void countClassKept(uint16_t cls, uint64_t bytes) noexcept {
+    bump(class_kept_packets[cls], 1);
+    bump(class_kept_bytes[cls], bytes);
+  }
+  uint64_t classKeptPackets(uint16_t cls) const noexcept { return read(class_kept_packets[cls]); }
+  uint64_t classKeptBytes(uint16_t cls) const noexcept { return read(class_kept_bytes[cls]); }
   uint64_t classPackets(uint16_t cls) const noexcept { return read(class_packets[cls]); }
   uint64_t classBytes(uint16_t cls) const noexcept { return read(class_bytes[cls]); }
   uint64_t sentPackets(uint16_t server) const noexcept { return read(server_packets[server]); }

@@ -63,6 +63,8 @@ void usage(FILE* f) {
                "                     add: GROUP [weight: N], weight: N, drain: true [timeout: T],\n"
                "                     undrain: true, and { at: T, reload: CONFIG } (a reload as\n"
                "                     gwlbd's: established flows keep their listener and appliance);\n"
+               "                     a change gwlbd would refuse (a group left with no appliance in\n"
+               "                     service) is refused and reported unless it has force: true;\n"
                "                     `at` counts from the first packet's timestamp.\n"
                "                     Listeners, composite health checks and failover between\n"
                "                     regions follow the config as in gwlbd (region log on stderr)\n"

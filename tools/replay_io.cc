@@ -48,15 +48,29 @@ bool PcapWriter::open(const std::string& path, std::string& err) {
 }
 
 void PcapWriter::write(const rte_mbuf* m, uint64_t ts_ns) {
-  pcap_pkthdr h{};
-  h.ts.tv_sec = long(ts_ns / 1'000'000'000ULL);
-  h.ts.tv_usec = long(ts_ns % 1'000'000'000ULL);
-  h.caplen = h.len = m->pkt_len;
-  pcap_dump(reinterpret_cast<u_char*>(dump_), &h, rte_pktmbuf_mtod(m, const u_char*));
+  // Single-segment frames only (the replay feeds no others).
+  const auto* p = rte_pktmbuf_mtod(m, const uint8_t*);
+  held_.push_back({ts_ns, held_bytes_.size(), m->data_len});
+  held_bytes_.insert(held_bytes_.end(), p, p + m->data_len);
   ++count_;
 }
 
+void PcapWriter::flush() {
+  std::stable_sort(held_.begin(), held_.end(),
+                   [](const Held& a, const Held& b) { return a.ts_ns < b.ts_ns; });
+  for (const Held& f : held_) {
+    pcap_pkthdr h{};
+    h.ts.tv_sec = long(f.ts_ns / 1'000'000'000ULL);
+    h.ts.tv_usec = long(f.ts_ns % 1'000'000'000ULL);
+    h.caplen = h.len = f.len;
+    pcap_dump(reinterpret_cast<u_char*>(dump_), &h, held_bytes_.data() + f.offset);
+  }
+  held_.clear();
+  held_bytes_.clear();
+}
+
 void PcapWriter::close() {
+  if (dump_) flush();
   if (dump_) pcap_dump_close(dump_);
   if (dead_) pcap_close(dead_);
   dump_ = nullptr;

@@ -34,17 +34,31 @@ struct CaptureStats {
 bool readPcap(const std::string& path, uint16_t port, size_t max_frame, std::vector<Frame>& out,
               std::string& err, CaptureStats& cs);
 
+// A pcap output in time order: frames come from several workers and by
+// several paths (a bypassed frame at once, an inspected one only after its
+// trip through the appliance), so write() keeps a copy and flush() writes
+// what it holds sorted by timestamp (equal times in the order written). The
+// caller flushes when no frame still in flight can be older than those held
+// (the replay: whenever every worker is idle), and close() flushes.
 class PcapWriter {
  public:
   bool open(const std::string& path, std::string& err);
   void write(const rte_mbuf* m, uint64_t ts_ns);
+  void flush();
   void close();
   uint64_t count() const { return count_; }
 
  private:
+  struct Held {
+    uint64_t ts_ns;
+    size_t offset;  // in held_bytes_
+    uint32_t len;
+  };
   pcap_t* dead_ = nullptr;
   pcap_dumper_t* dump_ = nullptr;
   uint64_t count_ = 0;
+  std::vector<Held> held_;
+  std::vector<uint8_t> held_bytes_;
 };
 
 // The transparent appliance: swap outer MACs and IPv4 addresses, keep UDP ports

@@ -193,10 +193,13 @@ struct Replay::State {
   std::vector<uint64_t> last_packets;  // at the previous boundary (start: none)
   std::vector<std::string> id_names;   // address text by server id
 
-  // Per traffic class: totals by name, and the workers' counters (by class
-  // index in the config in force) at the last fold.
+  // Per traffic class: totals by name and action, and the workers' counters
+  // (by counter slot) at the last fold.
   std::vector<ClassTotal> class_totals;
-  std::vector<uint64_t> class_base_packets, class_base_bytes;
+  struct ClassCount {
+    uint64_t packets = 0, bytes = 0, kept_packets = 0, kept_bytes = 0;
+  };
+  std::vector<ClassCount> class_base;  // by counter slot
 
   double rel(uint64_t t) const { return double(t - std::min(t, first_ts)) / 1e9; }
   void decided(const ctl::Decision& d);
@@ -215,35 +218,51 @@ struct Replay::State {
 };
 
 // Adds what each class of the config in force counted since the last fold to
-// its name's total (workers idle). Runs before every event (a reload can
-// renumber the classes) and at the end.
+// its name's totals (workers idle), under the action that handled it: the
+// class's action then, or inspect for packets that went on along an existing
+// flow entry instead (a flow set up before a reload changed its class).
+// Runs before every event (a reload can renumber the classes or change
+// their actions) and at the end.
 void Replay::State::foldClasses() {
   // Workers count a class in its name's slot (control/engine/class_slots.h),
   // not at its position: a reload that reorders classes keeps the slots.
   const ctl::Config& c = engine->config();
   const size_t n = std::min(c.traffic_classes.size(), kMaxClasses);
-  class_base_packets.resize(kMaxClasses, 0);
-  class_base_bytes.resize(kMaxClasses, 0);
+  class_base.resize(kMaxClasses);
+  auto row = [&](const std::string& name, const std::string& action) -> ClassTotal& {
+    auto it = std::find_if(class_totals.begin(), class_totals.end(), [&](const ClassTotal& t) {
+      return t.name == name && t.action == action;
+    });
+    if (it == class_totals.end()) it = class_totals.insert(class_totals.end(), ClassTotal{name, action});
+    return *it;
+  };
   for (size_t i = 0; i < n; ++i) {
     const ctl::TrafficClassConfig& tc = c.traffic_classes[i];
     const uint16_t slot = engine->classSlots().slotOf(tc.name);
     if (slot >= kMaxClasses) continue;
-    uint64_t p = 0, b = 0;
+    ClassCount now;
     for (auto& w : workers) {
-      p += w.state.classPackets(slot);
-      b += w.state.classBytes(slot);
+      now.packets += w.state.classPackets(slot);
+      now.bytes += w.state.classBytes(slot);
+      now.kept_packets += w.state.classKeptPackets(slot);
+      now.kept_bytes += w.state.classKeptBytes(slot);
     }
-    auto it = std::find_if(class_totals.begin(), class_totals.end(),
-                           [&](const ClassTotal& t) { return t.name == tc.name; });
-    if (it == class_totals.end()) it = class_totals.insert(class_totals.end(), ClassTotal{tc.name});
-    it->action = ctl::toString(tc.action);
-    it->listener = tc.action != ctl::ClassAction::kInspect ? ""
-                   : tc.listener.empty()                   ? "default"
-                                                           : tc.listener;
-    it->packets += p - class_base_packets[slot];
-    it->bytes += b - class_base_bytes[slot];
-    class_base_packets[slot] = p;
-    class_base_bytes[slot] = b;
+    const ClassCount& was = class_base[slot];
+    const uint64_t kept_p = now.kept_packets - was.kept_packets, kept_b = now.kept_bytes - was.kept_bytes;
+    ClassTotal& own = row(tc.name, ctl::toString(tc.action));
+    if (tc.action == ctl::ClassAction::kInspect) {
+      const std::string l = tc.listener.empty() ? "default" : tc.listener;
+      if (std::find(own.listeners.begin(), own.listeners.end(), l) == own.listeners.end())
+        own.listeners.push_back(l);
+    }
+    own.packets += now.packets - was.packets - kept_p;
+    own.bytes += now.bytes - was.bytes - kept_b;
+    if (kept_p) {
+      ClassTotal& inspected = row(tc.name, ctl::toString(ctl::ClassAction::kInspect));
+      inspected.packets += kept_p;
+      inspected.bytes += kept_b;
+    }
+    class_base[slot] = now;
   }
 }
 
@@ -446,16 +465,21 @@ void Replay::State::closeWindow(const Boundary& b) {
   open_event = nullptr;
 }
 
-// Runs every event and engine action due by t (workers idle): each event
-// closes the previous event's window and opens its own.
+// Runs every event and engine action due by t (workers idle): each applied
+// event closes the previous event's window and opens its own; a refused one
+// changed nothing and leaves the open window open.
 void Replay::State::runControl(uint64_t t) {
   json lines;
   Boundary b;
+  ctl::ScriptedEvent* was_open = nullptr;
+  std::vector<uint64_t> was_last;
   schedule->runUntil(
       t,
       [&](ctl::ScriptedEvent& e, uint64_t) {
         foldClasses();
         b = takeBoundary();
+        was_open = open_event;
+        was_last = last_packets;
         closeWindow(b);
         e.result["packets_before"] = packetDiff(b.packets, last_packets);
         lines = json::array();
@@ -465,6 +489,11 @@ void Replay::State::runControl(uint64_t t) {
         region_sink = nullptr;
         e.result["region_changes"] = lines;
         e.result["listeners_after"] = listenersJson(engine->regions(), first_ts);
+        if (!e.applied) {  // refused: the window it closed is open again (closed later)
+          open_event = was_open;
+          last_packets = std::move(was_last);
+          return;
+        }
         open_event = &e;
         open_sid = engine->registry().find(e.server.v4HostOrder());
         open_addrs = engine->registry().addresses();
@@ -548,7 +577,13 @@ bool Replay::step() {
       return true;
     }
     s.drain();
-    if (s.pending_reflect.empty()) s.runControl(s.frames[s.next].ts_ns);
+    if (s.pending_reflect.empty()) {
+      // Nothing is in flight: every later output is at least this frame's
+      // time, so what the outputs hold can be written in time order now.
+      s.to_app.flush();
+      s.returned.flush();
+      s.runControl(s.frames[s.next].ts_ns);
+    }
     return true;
   }
   s.feedBurst();
@@ -575,7 +610,7 @@ int Replay::finish() {
   s.closeWindow(s.takeBoundary());
   s.foldClasses();
   for (const ctl::ScriptedEvent& e : s.events)
-    if (!e.applied)
+    if (!e.applied && e.refused.empty())
       std::fprintf(stderr,
                    "gwlb-replay: warning: events[%zu] at %s comes after the last packet; "
                    "not applied\n",

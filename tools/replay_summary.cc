@@ -99,6 +99,12 @@ static nlohmann::json timelineMarks(const std::vector<ctl::ScriptedEvent>& event
   return nlohmann::json(marks);
 }
 
+std::string ClassTotal::listenerText() const {
+  std::string out;
+  for (const std::string& l : listeners) out += (out.empty() ? "" : ", ") + l;
+  return out;
+}
+
 // Per traffic class (docs/replay.md "Traffic classes"): summary.json's
 // "traffic_classes" and a table on stdout. Nothing without classes.
 static void classSummary(const SummaryInput& in, nlohmann::json& j) {
@@ -107,13 +113,14 @@ static void classSummary(const SummaryInput& in, nlohmann::json& j) {
   nlohmann::json list = nlohmann::json::array();
   std::printf("%-20s %-8s %-16s %10s %12s\n", "class", "action", "listener", "packets", "bytes");
   for (const ClassTotal& c : *in.classes) {
+    const std::string listener = c.listenerText();
     list.push_back({{"name", c.name},
                     {"action", c.action},
-                    {"listener", c.listener.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.listener)},
+                    {"listener", listener.empty() ? nlohmann::json(nullptr) : nlohmann::json(listener)},
                     {"packets", c.packets},
                     {"bytes", c.bytes}});
     std::printf("%-20s %-8s %-16s %10llu %12llu\n", c.name.c_str(), c.action.c_str(),
-                c.listener.empty() ? "-" : c.listener.c_str(), (unsigned long long)c.packets,
+                listener.empty() ? "-" : listener.c_str(), (unsigned long long)c.packets,
                 (unsigned long long)c.bytes);
   }
   j["traffic_classes"] = {{"classes", list},
@@ -222,8 +229,27 @@ void writeSummary(const SummaryInput& in) {
     if (reload) x["file"] = e.file;
     if (e.weight) x["weight"] = *e.weight;
     if (e.timeout_s) x["timeout_s"] = *e.timeout_s;
+    if (e.force) x["force"] = true;
+    if (!e.refused.empty()) x["refused"] = e.refused;
+    if (!e.warnings.empty()) x["warnings"] = e.warnings;
+    if (reload && e.applied) {
+      // As gwlbd's reload lists them (docs/control-api.md).
+      nlohmann::json rv = nlohmann::json::array();
+      for (const ctl::RuntimeChange& c : e.reverted) {
+        nlohmann::json r = {{"group", c.group}, {"address", c.address.str()}, {"change", c.change()}};
+        if (c.file_weight >= 0) r["file_weight"] = c.file_weight;
+        if (c.running_weight >= 0) r["running_weight"] = c.running_weight;
+        r["after_reload"] = c.after_reload < 0 ? nlohmann::json("absent") : nlohmann::json(c.after_reload);
+        rv.push_back(std::move(r));
+      }
+      x["reverted"] = std::move(rv);
+    }
     x.update(e.result);
     evj.push_back(x);
+    if (!e.refused.empty())
+      std::printf("event %zu at %s: %s %s: %s\n", e.index, ctl::secondsText(e.at_ns).c_str(),
+                  ctl::actionName(e), reload ? e.file.c_str() : e.server.str().c_str(),
+                  e.refused.c_str());
     if (e.applied) {
       uint64_t moved = 0;
       for (auto& [k, v] : e.result["flows_moved"].items()) moved += v.get<uint64_t>();
@@ -236,8 +262,15 @@ void writeSummary(const SummaryInput& in) {
                   (unsigned long long)e.result[key].get<uint64_t>(), (unsigned long long)moved,
                   (unsigned long long)e.result["flows_stayed"].get<uint64_t>());
     }
-    if (e.applied)
-      for (const auto& line : e.result["region_changes"]) std::printf("  regions: %s\n", line.get<std::string>().c_str());
+    if (!e.applied) continue;
+    for (const std::string& w : e.warnings) std::printf("  warning: %s\n", w.c_str());
+    if (!e.reverted.empty()) {
+      // As gwlbctl reload says it (docs/cli.md "Runtime changes and the config file").
+      const size_t n = e.reverted.size();
+      std::printf("  reverted %zu runtime change%s the file does not carry:\n", n, n == 1 ? "" : "s");
+      for (const ctl::RuntimeChange& c : e.reverted) std::printf("    %s\n", c.text().c_str());
+    }
+    for (const auto& line : e.result["region_changes"]) std::printf("  regions: %s\n", line.get<std::string>().c_str());
   }
   j["events"] = evj;
   const ctl::ServerLifecycle::Stats& ls = in.engine.lifecycle().stats();

@@ -19,12 +19,18 @@ namespace gwlb::replay {
 nlohmann::json listenersJson(const ctl::RegionTracker& regions, uint64_t first_ts);
 nlohmann::json compositesJson(const ctl::RegionTracker& regions, uint64_t first_ts);
 
-// One traffic class's packets and bytes over the run (as received from the
-// router, before bypass or drop), summed by name over every config the run
-// had (a reload can reorder, add or drop classes).
+// One traffic class's packets and bytes (as received from the router) that
+// were handled by one action, summed by name over every config the run had (a
+// reload can reorder, add or drop classes, or change a class's action): a
+// packet counts under the action that handled it, so a flow that started
+// before a reload made its class bypass counts as inspect.
 struct ClassTotal {
-  std::string name, action, listener;  // action and listener as last configured
+  std::string name, action;
+  // inspect: every listener the class named while it inspected (a flow keeps
+  // the listener it started on).
+  std::vector<std::string> listeners;
   uint64_t packets = 0, bytes = 0;
+  std::string listenerText() const;  // "la, lc"; "" for none
 };
 
 struct SummaryInput {

@@ -392,6 +392,30 @@ std::vector<std::string> restartNeeded(const Config& running, const Config& next
 // that needs a restart (what a reload applies is then `next`).
 std::vector<std::string> holdRestartKeys(const Config& running, Config& next);
 
+// An appliance the running config has otherwise than its file: a runtime
+// change (gwlbd's server add, remove and set; gwlb-replay's events) since the
+// file was read. The config file is the source of truth: a reload reverts
+// every one the reloaded file does not carry (docs/cli.md).
+struct RuntimeChange {
+  std::string group;
+  IpAddr address;
+  int64_t file_weight = -1;     // -1: not in the file
+  int64_t running_weight = -1;  // -1: not running
+  int64_t after_reload = -1;    // revertedByReload only; -1: absent after it
+  // "added" (at runtime, not in the file), "removed" or "weight".
+  const char* change() const;
+  // "192.0.2.12 (group fw): removed at runtime, still in the file", as
+  // gwlbctl words it.
+  std::string text() const;
+};
+// How `running` differs from `file` in its appliances, the running config's
+// appliances first. Never throws but bad_alloc. Thread: any.
+std::vector<RuntimeChange> runtimeChanges(const Config& file, const Config& running);
+// The runtime changes (from `file` to `running`) that a reload to `next`
+// reverts: those `next` does not repeat. Never throws but bad_alloc.
+std::vector<RuntimeChange> revertedByReload(const Config& file, const Config& running,
+                                            const Config& next);
+
 // The key table of docs/config.md (Markdown): every key with its type,
 // default, range, whether a reload applies it, and its line of doc.
 std::string configKeyTable();

@@ -1,5 +1,6 @@
 // What the key table says about the keys as a whole: their paths, which of
-// them a reload cannot apply, and the key table of docs/config.md.
+// them a reload cannot apply, and the key table of docs/config.md; and which
+// runtime changes of appliances a reload reverts.
 #include <cstdio>
 
 #include "control/config/config.h"
@@ -189,6 +190,63 @@ std::vector<std::string> restartNeeded(const Config& running, const Config& next
 std::vector<std::string> holdRestartKeys(const Config& running, Config& next) {
   std::vector<std::string> out = restartNeeded(running, next);
   hold(schema::rootSection(), &running, &next);
+  return out;
+}
+
+namespace {
+
+// An appliance's weight in a config, by group name and address; -1 when the
+// group does not list it.
+int64_t weightIn(const Config& c, const std::string& group, const IpAddr& a) {
+  for (const auto& g : c.server_groups)
+    if (g.name == group)
+      for (const auto& sc : g.servers)
+        if (sc.address == a) return sc.weight;
+  return -1;
+}
+
+}  // namespace
+
+const char* RuntimeChange::change() const {
+  return file_weight < 0 ? "added" : running_weight < 0 ? "removed" : "weight";
+}
+
+std::string RuntimeChange::text() const {
+  const std::string a = address.str() + " (group " + group + ")";
+  if (file_weight < 0) return a + ": added at runtime, not in the file";
+  if (running_weight < 0) return a + ": removed at runtime, still in the file";
+  return a + ": weight " + std::to_string(running_weight) + " at runtime, " +
+         std::to_string(file_weight) + " in the file";
+}
+
+std::vector<RuntimeChange> runtimeChanges(const Config& file, const Config& running) {
+  std::vector<RuntimeChange> out;
+  auto entry = [&](const std::string& group, const IpAddr& a) {
+    int64_t f = weightIn(file, group, a), r = weightIn(running, group, a);
+    if (f == r) return;
+    RuntimeChange c;
+    c.group = group;
+    c.address = a;
+    c.file_weight = f;
+    c.running_weight = r;
+    out.push_back(std::move(c));
+  };
+  for (const auto& g : running.server_groups)
+    for (const auto& sc : g.servers) entry(g.name, sc.address);
+  for (const auto& g : file.server_groups)
+    for (const auto& sc : g.servers)
+      if (weightIn(running, g.name, sc.address) < 0) entry(g.name, sc.address);
+  return out;
+}
+
+std::vector<RuntimeChange> revertedByReload(const Config& file, const Config& running,
+                                            const Config& next) {
+  std::vector<RuntimeChange> out;
+  for (RuntimeChange& c : runtimeChanges(file, running)) {
+    c.after_reload = weightIn(next, c.group, c.address);
+    if (c.after_reload == c.running_weight) continue;  // the file now says the same
+    out.push_back(std::move(c));
+  }
   return out;
 }
 

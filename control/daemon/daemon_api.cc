@@ -22,34 +22,19 @@ namespace {
 
 constexpr const char* kVersion = GWLB_VERSION;
 
-// An appliance's weight in a config, by group name and address; -1 when the
-// group does not list it.
-int64_t weightIn(const Config& c, const std::string& group, const IpAddr& a) {
-  for (const auto& g : c.server_groups)
-    if (g.name == group)
-      for (const auto& sc : g.servers)
-        if (sc.address == a) return sc.weight;
-  return -1;
+// A runtime change as the control API shows it.
+json changeJson(const RuntimeChange& c) {
+  json e = {{"group", c.group}, {"address", c.address.str()}, {"change", c.change()}};
+  if (c.file_weight >= 0) e["file_weight"] = c.file_weight;
+  if (c.running_weight >= 0) e["running_weight"] = c.running_weight;
+  return e;
 }
 
 // How `running` differs from `file` in its appliances: the control API's
 // changes (server add, remove, set) since the file was read.
-json runtimeChanges(const Config& file, const Config& running) {
+json runtimeChangesJson(const Config& file, const Config& running) {
   json out = json::array();
-  auto entry = [&](const std::string& group, const IpAddr& a) {
-    int64_t f = weightIn(file, group, a), r = weightIn(running, group, a);
-    if (f == r) return;
-    json e = {{"group", group}, {"address", a.str()},
-              {"change", f < 0 ? "added" : r < 0 ? "removed" : "weight"}};
-    if (f >= 0) e["file_weight"] = f;
-    if (r >= 0) e["running_weight"] = r;
-    out.push_back(e);
-  };
-  for (const auto& g : running.server_groups)
-    for (const auto& sc : g.servers) entry(g.name, sc.address);
-  for (const auto& g : file.server_groups)
-    for (const auto& sc : g.servers)
-      if (weightIn(running, g.name, sc.address) < 0) entry(g.name, sc.address);
+  for (const RuntimeChange& c : ctl::runtimeChanges(file, running)) out.push_back(changeJson(c));
   return out;
 }
 
@@ -71,7 +56,7 @@ json guardService(const std::vector<ServiceLoss>& losses, bool force, const std:
                    {"new_flows", l.new_flows}, {"existing_flows", l.existing_flows}});
     }
     throw ApiFailure("would_leave_no_service",
-                     what + " refused: " + text +
+                     refusalText(what, losses) +
                          ". Nothing changed; repeat with force (gwlbctl --force) to do it anyway",
                      d);
   }
@@ -84,11 +69,8 @@ json guardService(const std::vector<ServiceLoss>& losses, bool force, const std:
 // An invalid `next` passes: applyConfig() reports its errors.
 json guardConfigChange(const Config& cur, const ServerLifecycle& life, const HealthMap& health,
                        const Config& next, bool force, const std::string& what) {
-  std::vector<ConfigError> errors;
-  if (!validateConfig(next, errors)) return json::array();
-  ServerLifecycle after = life;
-  after.applyConfig(cur, next, dp::monotonicNs(), what);
-  return guardService(serviceLosses(cur, life, next, after, health), force, what);
+  return guardService(configChangeLosses(cur, life, health, next, dp::monotonicNs(), what), force,
+                      what);
 }
 
 // Index of the named group; not_found otherwise.
@@ -196,7 +178,7 @@ json Daemon::apiStatus(const json& p) {
           {"started_at", started_at_},
           {"config_file", cfg().source_path},
           {"config_loaded_at", config_loaded_at_},
-          {"runtime_changes", runtimeChanges(file_cfg_, cfg()).size()},
+          {"runtime_changes", runtimeChangesJson(file_cfg_, cfg()).size()},
           {"snapshot_generation", s ? s->generation : 0},
           {"snapshots_live", dp::Snapshot::live()},
           {"snapshots_retiring", engine_->retiredSnapshots()},
@@ -267,17 +249,14 @@ json Daemon::apiReload(const json& p) {
   // The control API's changes that the file does not carry are reverted:
   // the file is the source of truth (docs/cli.md "Runtime changes").
   json reverted = json::array();
-  for (json& c : runtimeChanges(file_cfg_, cfg())) {
-    IpAddr a = *IpAddr::parse(c["address"].get<std::string>());
-    const std::string group = c["group"].get<std::string>();
-    int64_t now_w = weightIn(cfg(), group, a), next_w = weightIn(next, group, a);
-    if (now_w == next_w) continue;  // the file now says the same
-    c["after_reload"] = next_w < 0 ? json("absent") : json(next_w);
-    reverted.push_back(c);
+  for (const RuntimeChange& c : revertedByReload(file_cfg_, cfg(), next)) {
+    json e = changeJson(c);
+    e["after_reload"] = c.after_reload < 0 ? json("absent") : json(c.after_reload);
+    reverted.push_back(e);
   }
   Config as_file = next;
   // What the reload changes, for the log line below (appliances by group).
-  json changes = runtimeChanges(cfg(), next);
+  json changes = runtimeChangesJson(cfg(), next);
   // Keys a reload cannot apply keep their running value (control/config/config.h).
   json restart = holdRestartKeys(cfg(), next);
   // A new key written to the same secret file changes no path: compare the
@@ -333,7 +312,7 @@ json Daemon::apiConfig(const json& p) {
   return {{"yaml", yaml},
           {"hidden", hidden},
           {"config_file", cfg().source_path},
-          {"runtime_changes", runtimeChanges(file_cfg_, cfg())}};
+          {"runtime_changes", runtimeChangesJson(file_cfg_, cfg())}};
 }
 
 }  // namespace gwlb::ctl

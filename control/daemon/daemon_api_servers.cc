@@ -135,15 +135,13 @@ json Daemon::apiServerDrain(const json& p) {
   if (pr.has("timeout_s")) timeout = uint32_t(pr.num("timeout_s", 1, 3600));
   const bool force = pr.has("force") && pr.boolean("force");
   if (!a.isV4()) notFound("no appliance " + a.str());
-  // The drain tried on a copy first: the guard judges what it would leave.
   const uint64_t now = dp::monotonicNs();
-  ServerLifecycle next = lifecycle();
-  std::string err = next.drain(cfg(), a.v4HostOrder(), timeout, now);
+  std::string err;
+  std::vector<ServiceLoss> losses = drainLosses(cfg(), lifecycle(), health_ ? health_->states() : HealthMap{},
+                                                a.v4HostOrder(), timeout, now, err);
   if (err == "not a configured appliance") notFound("no appliance " + a.str());
   if (!err.empty()) throw ApiFailure("conflict", a.str() + ": " + err);
-  json warnings = guardService(
-      serviceLosses(cfg(), lifecycle(), cfg(), next, health_ ? health_->states() : HealthMap{}),
-      force, "server.drain " + a.str());
+  json warnings = guardService(losses, force, "server.drain " + a.str());
   err = engine_->drain(a.v4HostOrder(), timeout, now);
   if (!err.empty()) throw ApiFailure("conflict", a.str() + ": " + err);
   const ServerLifecycle::Entry* le = lifecycle().find(a.v4HostOrder());

@@ -73,7 +73,7 @@ std::vector<ScriptedEvent> parseRoot(const YAML::Node& root, const std::string& 
     eventFail(path + ": must be a YAML list of events, e.g.\n"
               "  - { at: 2s, server: 192.0.2.10, health: unhealthy }");
   static const char* kKeys[] = {"at", "server", "health", "remove", "add",
-                                "weight", "drain", "timeout", "undrain", "reload"};
+                                "weight", "drain", "timeout", "undrain", "reload", "force"};
   static const char* kActions[] = {"health", "remove", "add", "weight", "drain", "undrain", "reload"};
   std::vector<ScriptedEvent> out;
   for (size_t i = 0; i < root.size(); ++i) {
@@ -124,6 +124,14 @@ std::vector<ScriptedEvent> parseRoot(const YAML::Node& root, const std::string& 
     if (v.count("timeout") && acts[0] != "drain")
       eventFail(p + ".timeout" + where + ": only allowed with drain");
     const std::string& a = acts[0];
+    if (v.count("force")) {
+      // What gwlbd takes --force for: the changes its service guard judges.
+      if (a != "drain" && a != "remove" && a != "reload" && a != "weight")
+        eventFail(p + ".force" + where + ": only allowed with drain, remove, weight or reload");
+      if (v["force"] != "true" && v["force"] != "false")
+        eventFail(p + ".force" + where + ": '" + v["force"] + "' is not true or false");
+      e.force = isTrue(v["force"]);
+    }
     const std::string& val = v[a];
     auto mustBeTrue = [&]() {
       if (!isTrue(val))

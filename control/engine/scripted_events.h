@@ -39,11 +39,18 @@ struct ScriptedEvent {
   std::string group;                   // kAdd
   std::optional<uint32_t> weight;      // kAdd (optional), kWeight
   std::optional<uint32_t> timeout_s;   // kDrain (optional)
+  // kDrain, kRemove, kWeight, kReload: do it even when it leaves a server
+  // group with no appliance in service (gwlbctl --force); else it is refused.
+  bool force = false;
   // kReload: the config file read and applied at `at` (a relative path
   // counts from the events file's directory).
   std::string file;
-  // Filled in by the run.
+  // Filled in by the run: applied, or refused as gwlbd would refuse it
+  // (`refused` says why; nothing changed).
   bool applied = false;
+  std::string refused;
+  std::vector<std::string> warnings;   // forced: what it left without service
+  std::vector<RuntimeChange> reverted;  // kReload: the runtime changes it reverted
   nlohmann::json result = nlohmann::json::object();
 };
 
@@ -64,26 +71,47 @@ std::vector<ScriptedEvent> parseEventsFile(const std::string& path);
 // Same, from text (`name` stands for the file in messages).
 std::vector<ScriptedEvent> parseEvents(const std::string& yaml_text, const std::string& name);
 
-// Applies one event at now_ns through the engine. Returns "" or
-// "KEY: what is wrong" (nothing changed then).
-std::string applyEvent(const ScriptedEvent& e, Engine& engine, uint64_t now_ns);
+// What one event did.
+struct EventOutcome {
+  // "KEY: what is wrong": the event cannot apply at its point (the events
+  // file is wrong); nothing changed.
+  std::string error;
+  // gwlbd would refuse the change (it leaves a server group with no appliance
+  // in service and is not forced): its refusal, as gwlbd words it; nothing
+  // changed.
+  std::string refused;
+  // A forced change that leaves a group without service: "forced: ...".
+  std::vector<std::string> warnings;
+  // A reload: the runtime changes (earlier remove, add and weight events)
+  // that the reloaded file does not carry and the reload therefore reverted,
+  // as gwlbd's reload reverts and lists them.
+  std::vector<RuntimeChange> reverted;
+};
+
+// Applies one event at now_ns through the engine, deciding as gwlbd's control
+// API does (the service guard of control/engine/service_guard.h, a reload's
+// restart keys and reverted runtime changes of control/config/config.h).
+// `file` is the config as its file says (the one the engine started with,
+// then each reloaded file): a reload reverts what the events changed since.
+EventOutcome applyEvent(const ScriptedEvent& e, Engine& engine, Config& file, uint64_t now_ns);
 
 // Throws EventError "events[i].KEY (line N): ..." for the first event that
 // would fail when the events run against `engine` (a scratch engine: this
-// applies them all).
+// applies them all). A refused event is no error: the run reports it.
 void checkEvents(const std::vector<ScriptedEvent>& events, Engine& scratch);
 
 // Drives an engine through scripted events on an external clock.
 class EventSchedule {
  public:
   // Event times count from origin_ns.
-  EventSchedule(Engine& engine, std::vector<ScriptedEvent>& events, uint64_t origin_ns)
-      : engine_(engine), events_(events), origin_(origin_ns) {}
+  EventSchedule(Engine& engine, std::vector<ScriptedEvent>& events, uint64_t origin_ns);
   // Earliest time something is due: the next event or the engine's nextDue().
   uint64_t nextDue() const;
   // Runs, in time order, every engine action and event due at or before t.
   // An engine action due at the same time as an event goes first. `before`
-  // and `after` are called around each event (with its time).
+  // and `after` are called around each event (with its time), a refused
+  // one included. Each event's `applied`, `refused` and `result` (warnings,
+  // reverted) are filled in.
   void runUntil(uint64_t t, const std::function<void(ScriptedEvent&, uint64_t)>& before = {},
                 const std::function<void(ScriptedEvent&, uint64_t)>& after = {});
   size_t applied() const { return next_; }
@@ -93,6 +121,7 @@ class EventSchedule {
   Engine& engine_;
   std::vector<ScriptedEvent>& events_;
   uint64_t origin_;
+  Config file_;  // as the last config file read says
   size_t next_ = 0;
 };
 

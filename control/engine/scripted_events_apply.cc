@@ -4,11 +4,32 @@
 #include "control/engine/api_failure.h"
 #include "control/engine/engine.h"
 #include "control/engine/scripted_events.h"
+#include "control/engine/service_guard.h"
 
 namespace gwlb::ctl {
 
-std::string applyEvent(const ScriptedEvent& e, Engine& engine, uint64_t now_ns) {
+namespace {
+
+// gwlbd's guard: a change that leaves a group with no appliance in service is
+// refused unless forced (then it is done, with a warning).
+bool guarded(const std::vector<ServiceLoss>& losses, bool force, const std::string& what,
+             EventOutcome& out) {
+  if (losses.empty()) return true;
+  if (!force) {
+    out.refused = refusalText(what, losses) +
+                  ". Nothing changed (gwlbd refuses it too; add force: true to the event to do it "
+                  "anyway, as gwlbctl --force)";
+    return false;
+  }
+  out.warnings.push_back("forced: " + describeLosses(losses, true));
+  return true;
+}
+
+}  // namespace
+
+EventOutcome applyEvent(const ScriptedEvent& e, Engine& engine, Config& file, uint64_t now_ns) {
   using Action = ScriptedEvent::Action;
+  EventOutcome out;
   const Config& cfg = engine.config();
   const uint32_t ip = e.server.v4HostOrder();
   const std::string addr = e.server.str();
@@ -20,11 +41,18 @@ std::string applyEvent(const ScriptedEvent& e, Engine& engine, uint64_t now_ns) 
     std::string list;
     for (auto& gc : cfg.server_groups)
       for (auto& s : gc.servers) list += (list.empty() ? "" : ", ") + s.address.str();
-    return "server: " + addr + " is not a configured appliance at this point (configured: " + list +
-           ")";
+    out.error = "server: " + addr + " is not a configured appliance at this point (configured: " +
+                list + ")";
+    return out;
   };
-  // A config change goes through the engine as gwlbd's server.add/remove/set do.
-  auto change = [&](Config next, const char* key, const char* why) -> std::string {
+  // gwlbd's guard on a config change (server.remove, server.set, reload).
+  auto judge = [&](const Config& next, const std::string& what, const char* why) {
+    return guarded(configChangeLosses(cfg, engine.lifecycle(), engine.health(), next, now_ns, why),
+                   e.force, what, out);
+  };
+  // A config change goes through the engine as gwlbd's control API's do;
+  // false (out.error set) when it did not apply.
+  auto apply = [&](Config next, const char* key, const char* why) {
     try {
       engine.applyConfig(std::move(next), why, now_ns);
     } catch (const ApiFailure& f) {
@@ -35,11 +63,14 @@ std::string applyEvent(const ScriptedEvent& e, Engine& engine, uint64_t now_ns) 
           errors.push_back({d["path"].get<std::string>(), d["message"].get<std::string>()});
         t = formatErrors(errors);
         if (!t.empty() && t.back() == '\n') t.pop_back();
-        return std::string(key) + ": the config would become invalid: " + t;
+        out.error = std::string(key) + ": the config would become invalid: " + t;
+      } else {
+        out.error = std::string(key) + ": " + t;
       }
-      return std::string(key) + ": " + t;
+      out.warnings.clear();
+      return false;
     }
-    return "";
+    return true;
   };
   switch (e.action) {
     case Action::kReload: {
@@ -49,17 +80,27 @@ std::string applyEvent(const ScriptedEvent& e, Engine& engine, uint64_t now_ns) 
       if (!loadConfigFile(e.file, next, errors)) {
         std::string t = formatErrors(errors);
         if (!t.empty() && t.back() == '\n') t.pop_back();
-        return "reload: " + e.file + " is not a valid config: " + t;
+        out.error = "reload: " + e.file + " is not a valid config: " + t;
+        return out;
       }
+      // The file is the source of truth: what the events changed at runtime
+      // and the file does not carry is reverted (and listed).
+      std::vector<RuntimeChange> reverted = revertedByReload(file, cfg, next);
+      Config as_file = next;
       // Keys that need a restart keep their running values, as gwlbd's reload does.
       holdRestartKeys(cfg, next);
-      return change(std::move(next), "reload", "removed by reload");
+      if (!judge(next, "reload of " + e.file, "removed by reload")) return out;
+      if (apply(std::move(next), "reload", "removed by reload")) {
+        file = std::move(as_file);
+        out.reverted = std::move(reverted);
+      }
+      return out;
     }
     case Action::kHealth:
       if (!in_group) return notConfigured();
       engine.setHealth(ip, e.unhealthy ? HealthState::kUnhealthy : HealthState::kHealthy);
       engine.rebuild("health " + addr, now_ns);
-      return "";
+      return out;
     case Action::kRemove: {
       if (!in_group) return notConfigured();
       Config next = cfg;
@@ -67,16 +108,20 @@ std::string applyEvent(const ScriptedEvent& e, Engine& engine, uint64_t now_ns) 
         gc.servers.erase(std::remove_if(gc.servers.begin(), gc.servers.end(),
                                         [&](const ServerConfig& s) { return s.address == e.server; }),
                          gc.servers.end());
+      // Judged with the health before the change, as gwlbd does.
+      if (!judge(next, "server.remove " + addr, "removed by event")) return out;
       // Like gwlbd: a removed appliance is no longer checked.
       HealthMap before = engine.health();
       engine.forgetHealth(ip);
-      std::string err = change(std::move(next), "remove", "removed by event");
-      if (!err.empty() && before.count(ip)) engine.setHealth(ip, before[ip]);
-      return err;
+      if (!apply(std::move(next), "remove", "removed by event") && before.count(ip))
+        engine.setHealth(ip, before[ip]);
+      return out;
     }
     case Action::kAdd: {
-      if (in_group)
-        return "add: " + addr + " is already an appliance of group '" + in_group->name + "'";
+      if (in_group) {
+        out.error = "add: " + addr + " is already an appliance of group '" + in_group->name + "'";
+        return out;
+      }
       Config next = cfg;
       ServerGroupConfig* g = nullptr;
       std::string names;
@@ -84,12 +129,16 @@ std::string applyEvent(const ScriptedEvent& e, Engine& engine, uint64_t now_ns) 
         names += (names.empty() ? "'" : ", '") + gc.name + "'";
         if (gc.name == e.group) g = &gc;
       }
-      if (!g) return "add: no server group '" + e.group + "' (groups: " + names + ")";
+      if (!g) {
+        out.error = "add: no server group '" + e.group + "' (groups: " + names + ")";
+        return out;
+      }
       ServerConfig sc;
       sc.address = e.server;
       if (e.weight) sc.weight = *e.weight;
       g->servers.push_back(sc);
-      return change(std::move(next), "add", "removed by event");
+      apply(std::move(next), "add", "removed by event");  // gwlbd's server.add is not guarded
+      return out;
     }
     case Action::kWeight: {
       if (!in_group) return notConfigured();
@@ -97,31 +146,51 @@ std::string applyEvent(const ScriptedEvent& e, Engine& engine, uint64_t now_ns) 
       for (auto& gc : next.server_groups)
         for (auto& s : gc.servers)
           if (s.address == e.server) s.weight = *e.weight;
-      return change(std::move(next), "weight", "removed by event");
+      if (!judge(next, "server.set " + addr + " weight " + std::to_string(*e.weight), "removed by event"))
+        return out;
+      apply(std::move(next), "weight", "removed by event");
+      return out;
     }
     case Action::kDrain: {
       if (!in_group) return notConfigured();
-      std::string err = engine.drain(ip, e.timeout_s, now_ns);
-      return err.empty() ? "" : "drain: " + addr + ": " + err;
+      std::string err;
+      std::vector<ServiceLoss> losses =
+          drainLosses(cfg, engine.lifecycle(), engine.health(), ip, e.timeout_s, now_ns, err);
+      if (!err.empty()) {
+        out.error = "drain: " + addr + ": " + err;
+        return out;
+      }
+      if (!guarded(losses, e.force, "server.drain " + addr, out)) return out;
+      err = engine.drain(ip, e.timeout_s, now_ns);
+      if (!err.empty()) {
+        out.error = "drain: " + addr + ": " + err;
+        out.warnings.clear();
+      }
+      return out;
     }
     case Action::kUndrain: {
       if (!in_group) return notConfigured();
       std::string err = engine.undrain(ip, now_ns);
-      return err.empty() ? "" : "undrain: " + addr + ": " + err;
+      if (!err.empty()) out.error = "undrain: " + addr + ": " + err;
+      return out;
     }
   }
-  return "";
+  return out;
 }
 
 void checkEvents(const std::vector<ScriptedEvent>& events, Engine& scratch) {
+  Config file = scratch.config();
   for (const ScriptedEvent& e : events) {
-    std::string err = applyEvent(e, scratch, e.at_ns);
-    if (err.empty()) continue;
+    std::string err = applyEvent(e, scratch, file, e.at_ns).error;
+    if (err.empty()) continue;  // applied, or refused (the run reports it)
     size_t colon = err.find(": ");  // "KEY: text" -> "events[i].KEY (line N): text"
     throw EventError{"events[" + std::to_string(e.index) + "]." + err.substr(0, colon) + " (line " +
                      std::to_string(e.line) + ")" + err.substr(colon)};
   }
 }
+
+EventSchedule::EventSchedule(Engine& engine, std::vector<ScriptedEvent>& events, uint64_t origin_ns)
+    : engine_(engine), events_(events), origin_(origin_ns), file_(engine.config()) {}
 
 uint64_t EventSchedule::nextDue() const {
   uint64_t t = engine_.nextDue();
@@ -136,10 +205,13 @@ void EventSchedule::runUntil(uint64_t t, const std::function<void(ScriptedEvent&
     const uint64_t at = timeOf(e);
     engine_.advance(at);
     if (before) before(e, at);
-    std::string why = applyEvent(e, engine_, at);
-    if (!why.empty())  // checkEvents ran the same changes: cannot happen
-      throw std::runtime_error("events[" + std::to_string(e.index) + "]." + why);
-    e.applied = true;
+    EventOutcome done = applyEvent(e, engine_, file_, at);
+    if (!done.error.empty())  // checkEvents ran the same changes: cannot happen
+      throw std::runtime_error("events[" + std::to_string(e.index) + "]." + done.error);
+    e.applied = done.refused.empty();
+    e.refused = done.refused;
+    e.warnings = std::move(done.warnings);
+    e.reverted = std::move(done.reverted);
     ++next_;
     if (after) after(e, at);
   }

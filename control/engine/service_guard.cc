@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "control/config/config.h"
+
 namespace gwlb::ctl {
 namespace {
 
@@ -125,6 +127,31 @@ std::string describeLosses(const std::vector<ServiceLoss>& losses, bool done) {
     s += std::string(done ? "): " : "), and then: ") + l.new_flows + "; " + l.existing_flows;
   }
   return s;
+}
+
+std::vector<ServiceLoss> configChangeLosses(const Config& cur, const ServerLifecycle& life,
+                                            const HealthMap& health, const Config& next,
+                                            uint64_t now_ns, const std::string& why) {
+  std::vector<ConfigError> errors;
+  if (!validateConfig(next, errors)) return {};
+  ServerLifecycle after = life;
+  after.applyConfig(cur, next, now_ns, why);
+  return serviceLosses(cur, life, next, after, health);
+}
+
+std::vector<ServiceLoss> drainLosses(const Config& cfg, const ServerLifecycle& life,
+                                     const HealthMap& health, uint32_t ip,
+                                     std::optional<uint32_t> timeout_s, uint64_t now_ns,
+                                     std::string& err) {
+  // The drain tried on a copy: the guard judges what it would leave.
+  ServerLifecycle after = life;
+  err = after.drain(cfg, ip, timeout_s, now_ns);
+  if (!err.empty()) return {};
+  return serviceLosses(cfg, life, cfg, after, health);
+}
+
+std::string refusalText(const std::string& what, const std::vector<ServiceLoss>& losses) {
+  return what + " refused: " + describeLosses(losses);
 }
 
 }  // namespace gwlb::ctl

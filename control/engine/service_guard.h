@@ -7,6 +7,7 @@
 // Control thread only; nothing here throws (except std::bad_alloc).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,5 +42,28 @@ std::vector<ServiceLoss> serviceLosses(const Config& before, const ServerLifecyc
 // service (left: 10.0.0.12 unhealthy), and then: new flows go to ...; flows
 // on 10.0.0.11 stay there ..."; `done`: "has no appliance in service" (forced).
 std::string describeLosses(const std::vector<ServiceLoss>& losses, bool done = false);
+
+// What a config change from `cur` (lifecycle `life`) to `next` at now_ns
+// would leave without service, with the lifecycle after it as
+// ServerLifecycle::applyConfig makes it (`why`: the removal's cause). An
+// invalid `next` loses nothing here: applying it reports its errors.
+// gwlbd's server.remove, server.set and reload ask this; so do gwlb-replay's
+// remove, weight and reload events.
+std::vector<ServiceLoss> configChangeLosses(const Config& cur, const ServerLifecycle& life,
+                                            const HealthMap& health, const Config& next,
+                                            uint64_t now_ns, const std::string& why);
+
+// The same for an operator drain of `ip` (gwlbd's server.drain, gwlb-replay's
+// drain event). `err` gets what ServerLifecycle::drain says is wrong ("" when
+// the drain can start; no losses then).
+std::vector<ServiceLoss> drainLosses(const Config& cfg, const ServerLifecycle& life,
+                                     const HealthMap& health, uint32_t ip,
+                                     std::optional<uint32_t> timeout_s, uint64_t now_ns,
+                                     std::string& err);
+
+// The refusal of a change that would cause `losses` (not empty): "WHAT
+// refused: server group 'fw' would have no appliance in service (...)". The
+// caller says how to force it.
+std::string refusalText(const std::string& what, const std::vector<ServiceLoss>& losses);
 
 }  // namespace gwlb::ctl

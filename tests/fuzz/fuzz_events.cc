@@ -4,9 +4,10 @@
 // nothing else. Invariants (docs/fuzzing.md):
 //  - no exception but EventError escapes, and its text is not empty;
 //  - accepted events are numbered 0..n-1 in file order, in time order, each
-//    with an IPv4 server, a line number, and the fields its action needs
+//    with an IPv4 server (a reload: a file), a line number, and the fields its action needs
 //    (a group for add, a weight for weight, a timeout only for drain, from
-//    1 s to 3600 s); every weight is at most 10000;
+//    1 s to 3600 s); every weight is at most 10000; force only on the
+//    changes gwlbd's service guard judges (drain, remove, weight, reload);
 //  - parsing the same text again gives the same events.
 #include <string>
 #include <vector>
@@ -43,7 +44,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const ScriptedEvent& e = ev[i];
     FUZZ_CHECK(e.index == i, "event %zu has index %zu", i, e.index);
     FUZZ_CHECK(e.line >= 1, "event %zu has line %d", i, e.line);
-    FUZZ_CHECK(e.server.isV4(), "event %zu: server is not IPv4", i);
+    // A reload names a config file, no appliance.
+    if (e.action == ScriptedEvent::Action::kReload)
+      FUZZ_CHECK(!e.file.empty(), "event %zu: reload without a file", i);
+    else
+      FUZZ_CHECK(e.server.isV4(), "event %zu: server is not IPv4", i);
     FUZZ_CHECK(i == 0 || ev[i - 1].at_ns <= e.at_ns, "event %zu is before event %zu", i, i - 1);
     if (e.weight) FUZZ_CHECK(*e.weight <= 10000, "event %zu: weight %u", i, *e.weight);
     switch (e.action) {
@@ -61,6 +66,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FUZZ_CHECK(*e.timeout_s >= 1 && *e.timeout_s <= 3600, "event %zu: timeout %u", i,
                  *e.timeout_s);
     }
+  }
+  for (size_t i = 0; i < ev.size(); ++i) {
+    using A = ScriptedEvent::Action;
+    const A a = ev[i].action;
+    if (ev[i].force)
+      FUZZ_CHECK(a == A::kDrain || a == A::kRemove || a == A::kWeight || a == A::kReload,
+                 "event %zu: force with %s", i, actionName(ev[i]));
   }
   std::vector<ScriptedEvent> again;
   std::string err2;

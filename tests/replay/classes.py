@@ -31,7 +31,11 @@ listener lc and tenant-b is bypassed. Flows established before the reload
 keep their appliance and cookie to the end (tenant-b's are still inspected,
 never bypassed); flows that start after it follow the new classes (new
 tenant-a flows on lc's appliances, new tenant-b flows bypassed, frame intact).
-The summary counts each class by name over both configs.
+The summary counts each class by name over both configs, under the action
+that handled each packet: tenant-b's old flows as inspect (lb), its new ones
+as bypass.
+
+Both scenarios: returned.pcap and to-appliances.pcap are in time order.
 """
 import json
 import os
@@ -244,20 +248,34 @@ def class_counts(cap, tenants):
     return p, b
 
 
+def packets_of(cap, flows):
+    """(packets, bytes) of the given flows."""
+    return (sum(len(cap.flows[f][1]) for f in flows),
+            sum(len(cap.frames[(f, k)]) for f in flows for k in range(len(cap.flows[f][1]))))
+
+
+def check_time_order(chk, out):
+    """Both output pcaps in time order (bypassed frames among the others)."""
+    for name in ("returned.pcap", "to-appliances.pcap"):
+        ts = ev.read_pcap_times(os.path.join(out, name))
+        bad = next((i for i in range(1, len(ts)) if ts[i] < ts[i - 1]), None)
+        chk(bad is None, "%s is not in time order: frame %s at %s ns after one at %s ns" %
+            (name, bad, ts[bad] if bad else None, ts[bad - 1] if bad else None))
+
+
 def check_summary(chk, stdout, s, want, bypassed, unclassified, by_class):
-    """want: {class: (action, listener or None, packets, bytes)}, in order."""
+    """want: [(class, action, listener or None, packets, bytes)], in order."""
     tc = s.get("traffic_classes")
     if not chk(tc is not None, "summary.json has no traffic_classes"):
         return
     got = [(c["name"], c["action"], c["listener"], c["packets"], c["bytes"]) for c in tc["classes"]]
-    exp = [(n,) + w for n, w in want.items()]
-    chk(got == exp, "summary.json classes:\n  got  %s\n  want %s" % (got, exp))
+    chk(got == want, "summary.json classes:\n  got  %s\n  want %s" % (got, want))
     chk((tc["bypassed_packets"], tc["dropped_unclassified"], tc["dropped_by_class"]) ==
         (bypassed, unclassified, by_class),
         "bypassed/unclassified/by class: got %s, want %s" %
         ((tc["bypassed_packets"], tc["dropped_unclassified"], tc["dropped_by_class"]), (bypassed, unclassified, by_class)))
     # The same on stdout: a row per class, then the totals.
-    for n, (action, listener, pk, by) in want.items():
+    for n, action, listener, pk, by in want:
         row = "%-20s %-8s %-16s %10d %12d" % (n, action, listener or "-", pk, by)
         chk(row in stdout.splitlines(), "stdout has no row %r:\n%s" % (row, stdout))
     line = "bypassed %d, dropped unclassified %d, dropped by class %d" % (bypassed, unclassified, by_class)
@@ -295,12 +313,13 @@ def scenario_classes(exe, workdir, doc=None):
     n_bypass, _ = class_counts(cap, ["backup"])
     n_blocked, _ = class_counts(cap, ["blocked"])
     n_none, _ = class_counts(cap, ["none"])
-    want = {"backups": ("bypass", None) + class_counts(cap, ["backup"]),
-            "tenant-a": ("inspect", "la") + class_counts(cap, ["a"]),
-            "tenant-b": ("inspect", "lb") + class_counts(cap, ["b"]),
-            "tenant-c": ("inspect", "lc") + class_counts(cap, ["c"]),
-            "blocked": ("drop", None) + class_counts(cap, ["blocked"])}
+    want = [("backups", "bypass", None) + class_counts(cap, ["backup"]),
+            ("tenant-a", "inspect", "la") + class_counts(cap, ["a"]),
+            ("tenant-b", "inspect", "lb") + class_counts(cap, ["b"]),
+            ("tenant-c", "inspect", "lc") + class_counts(cap, ["c"]),
+            ("blocked", "drop", None) + class_counts(cap, ["blocked"])]
     check_summary(chk, stdout, s, want, n_bypass, n_none, n_blocked)
+    check_time_order(chk, os.path.join(workdir, "classes", "out"))
     if doc:
         check_doc(chk, stdout, doc)
     return chk.errors
@@ -329,13 +348,17 @@ def scenario_reload(exe, workdir, doc=None):
     chk(e.get("flows_moved") == {} and e.get("flows_at_event") == len(old_a) + len(old_b),
         "events[0] moved %s, flows at it %s" % (e.get("flows_moved"), e.get("flows_at_event")))
     n_new_b = sum(len(cap.flows[f][1]) for f in new_b)
-    want = {"tenant-a": ("inspect", "lc") + class_counts(cap, ["a"]),
-            "tenant-b": ("bypass", None) + class_counts(cap, ["b"]),
-            "tenant-c": ("inspect", "lc", 0, 0), "blocked": ("drop", None, 0, 0),
-            "backups": ("bypass", None, 0, 0)}
-    # In order of first appearance: the first config's order.
-    want = {n: want[n] for n in ("backups", "tenant-a", "tenant-b", "tenant-c", "blocked")}
+    # Each packet counts under the action that handled it: tenant-b's flows
+    # from before the reload stay inspected (on lb) to their end, only its new
+    # flows are bypassed; tenant-a inspected on la (old flows) and lc (new).
+    want = [("backups", "bypass", None, 0, 0),
+            ("tenant-a", "inspect", "la, lc") + class_counts(cap, ["a"]),
+            ("tenant-b", "inspect", "lb") + packets_of(cap, old_b),
+            ("tenant-c", "inspect", "lc", 0, 0),
+            ("blocked", "drop", None, 0, 0),
+            ("tenant-b", "bypass", None) + packets_of(cap, new_b)]
     check_summary(chk, stdout, s, want, n_new_b, 0, 0)
+    check_time_order(chk, os.path.join(d, "out"))
     line = "event 0 at 5 s: reload %s: flows at it %d, moved 0, stayed %d" % (
         os.path.join(d, "classes-2.yaml"), len(old_a) + len(old_b), len(old_a) + len(old_b))
     chk(line in stdout.splitlines(), "stdout has no line %r:\n%s" % (line, stdout))

@@ -131,6 +131,18 @@ def read_pcap(path):
     return out
 
 
+def read_pcap_times(path):
+    """The timestamp (ns) of every frame of a nanosecond pcap, in file order."""
+    data = open(path, "rb").read()
+    e = "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    out, off = [], 24
+    while off < len(data):
+        sec, frac, incl, _ = struct.unpack(e + "IIII", data[off:off + 16])
+        out.append(sec * SEC + frac)
+        off += 16 + incl
+    return out
+
+
 def inner_of_geneve(b):
     """(outer dst, inner IPv4 packet) of a frame sent to an appliance."""
     assert b[12:14] == b"\x08\x00" and b[23] == 17, "not IPv4/UDP"
@@ -262,6 +274,10 @@ def common_checks(r, run, n_in):
             "returned %d (pcap %d), expected every input packet (%d)" % (s["returned_packets"], len(run.returned), n_in))
     r.check(sorted(run.returned) == sorted(run.times),
             "returned.pcap does not hold exactly the input packets")
+    for name in ("returned.pcap", "to-appliances.pcap"):  # each in time order
+        ts = read_pcap_times(os.path.join(run.dir, "out", name))
+        bad = next((i for i in range(1, len(ts)) if ts[i] < ts[i - 1]), None)
+        r.check(bad is None, "%s is not in time order (frame %s)" % (name, bad))
     # The replay lets the reflect loop settle before each change, so no packet is
     # in flight to an appliance a flow leaves: not even return_after_move drops.
     r.check(s["drops"] == {}, "drops: %s (expected none)" % s["drops"])
@@ -550,6 +566,10 @@ BAD = [
     ("- { at: 1s, reload: nosuch.yaml }\n", ["events[0].reload", "nosuch.yaml", "not a valid config"]),
     ("- { at: 1s, reload: invalid.yaml }\n", ["events[0].reload", "invalid.yaml", "not a valid config", "server_groups"]),
     ("- { at: 1s, reload: '' }\n", ["events[0].reload", "needs a config file path"]),
+    # force: what gwlbctl --force takes (drain, remove, weight, reload), true or false.
+    ("- { at: 1s, server: 192.0.2.10, health: unhealthy, force: true }\n",
+     ["events[0].force", "only allowed with drain, remove, weight or reload"]),
+    ("- { at: 1s, server: 192.0.2.10, drain: true, force: yes }\n", ["events[0].force", "'yes'"]),
 ]
 
 

@@ -129,6 +129,35 @@ TEST(ConfigReload, HoldRestartKeysKeepsRunningValues) {
 }
 
 // One grammar for http_codes: what the config accepts, the probes accept.
+// The config file is the source of truth: a reload reverts the runtime
+// changes its file does not carry (gwlbd's reload, gwlb-replay's reload event).
+TEST(ConfigReload, RevertedByReloadListsRuntimeChangesTheFileDoesNotCarry) {
+  const Config file = running();
+  Config run = file;
+  run.server_groups[0].servers.clear();  // 192.0.2.10 removed at runtime
+  ServerConfig added;
+  added.address = *IpAddr::parse("192.0.2.11");
+  added.weight = 7;
+  run.server_groups[0].servers.push_back(added);  // added at runtime
+  auto changes = runtimeChanges(file, run);
+  ASSERT_EQ(changes.size(), 2u);
+  EXPECT_EQ(changes[0].text(), "192.0.2.11 (group g0): added at runtime, not in the file");
+  EXPECT_EQ(changes[1].text(), "192.0.2.10 (group g0): removed at runtime, still in the file");
+  // Reloading the same file reverts both.
+  auto reverted = revertedByReload(file, run, file);
+  ASSERT_EQ(reverted.size(), 2u);
+  EXPECT_STREQ(reverted[1].change(), "removed");
+  EXPECT_EQ(reverted[1].after_reload, 100);
+  EXPECT_EQ(reverted[0].after_reload, -1);
+  // A file that now says what the running config says reverts nothing.
+  EXPECT_TRUE(revertedByReload(file, run, run).empty());
+  Config weight = file;
+  weight.server_groups[0].servers[0].weight = 5;
+  auto w = runtimeChanges(file, weight);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].text(), "192.0.2.10 (group g0): weight 5 at runtime, 100 in the file");
+}
+
 TEST(HttpCodes, OneGrammar) {
   struct Case {
     const char* text;

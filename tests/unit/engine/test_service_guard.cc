@@ -153,5 +153,34 @@ TEST(ServiceGuard, ReloadJudgesNewAppliancesAsTheyWillStart) {
   EXPECT_TRUE(serviceLosses(c, life, off, after, kOneHealthy).empty());
 }
 
+// What gwlbd's control API and gwlb-replay's events both ask: the same
+// judgement as serviceLosses on the lifecycle the change would make.
+TEST(ServiceGuard, DrainAndConfigChangeLossesJudgeTheChangeOnACopy) {
+  Config c = config();
+  ServerLifecycle life;
+  std::string err;
+  auto losses = drainLosses(c, life, kOneHealthy, v4("10.0.0.11"), std::nullopt, 0, err);
+  EXPECT_EQ(err, "");
+  ASSERT_EQ(losses.size(), 1u);
+  EXPECT_EQ(losses[0].taken, std::vector<std::string>{"10.0.0.11"});
+  EXPECT_EQ(life.find(v4("10.0.0.11")), nullptr) << "the lifecycle itself is not changed";
+  EXPECT_EQ(refusalText("server.drain 10.0.0.11", losses).rfind(
+                "server.drain 10.0.0.11 refused: server group 'fw' would have no appliance in service", 0),
+            0u);
+  EXPECT_TRUE(drainLosses(c, life, kOneHealthy, v4("10.0.0.12"), std::nullopt, 0, err).empty());
+  EXPECT_TRUE(drainLosses(c, life, kOneHealthy, v4("10.9.9.9"), std::nullopt, 0, err).empty());
+  EXPECT_EQ(err, "not a configured appliance");
+
+  EXPECT_EQ(configChangeLosses(c, life, kOneHealthy, without(c, "10.0.0.11"), 0, "removed").size(), 1u);
+  EXPECT_TRUE(configChangeLosses(c, life, kOneHealthy, without(c, "10.0.0.12"), 0, "removed").empty());
+  Config zero = c;
+  server(zero, "10.0.0.11")->weight = 0;
+  EXPECT_EQ(configChangeLosses(c, life, kOneHealthy, zero, 0, "removed").size(), 1u);
+  // An invalid next config loses nothing here: applying it reports its errors.
+  Config empty = c;
+  empty.server_groups[0].servers.clear();
+  EXPECT_TRUE(configChangeLosses(c, life, kOneHealthy, empty, 0, "removed").empty());
+}
+
 }  // namespace
 }  // namespace gwlb::ctl
