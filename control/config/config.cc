@@ -269,6 +269,10 @@ bool loadStateKey(const std::string& dir, bool create, FlowHashKey& key, StateKe
     if (!writeStateKey(dir, path, error)) return false;
     outcome = StateKeyOutcome::kCreated;
   }
+  if (!create && ::access(path.c_str(), R_OK) != 0 && errno == EACCES) {
+    outcome = StateKeyOutcome::kNotReadable;
+    return true;
+  }
   if (loadKey("flow hash key", path, KeyForm::kFile, key, error)) return true;
   error += "; this key keeps flows on their appliances across restarts: restore the file, or "
            "remove it to have gwlbd generate a new one (every flow then moves once), or set "

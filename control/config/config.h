@@ -335,13 +335,15 @@ inline constexpr const char* kStateKeyFile = "flow_hash.key";
 std::string stateDirectory(const char* env);
 // A key nobody can predict (getrandom). Never throws.
 FlowHashKey randomFlowHashKey();
-enum class StateKeyOutcome : uint8_t { kRead, kCreated, kMissing };
+enum class StateKeyOutcome : uint8_t { kRead, kCreated, kMissing, kNotReadable };
 // Reads `dir`/kStateKeyFile as a secret file is read (loadFlowHashKey: a
 // regular file, no symbolic link, no access for group or others, 32 hex
 // digits). When it is missing: kMissing, or with `create` a new random key
 // written there (the directory created 0700 when absent, the file 0600, made
 // whole before it takes the name, so a concurrent start reads the same key):
-// kCreated. False with `error` (the path and what to do; never the key) when
+// kCreated. Without `create` (a check), a file this user may not read (a
+// check run by another user than gwlbd's, e.g. gwlbctl config check) is
+// kNotReadable, not an error: gwlbd's start judges it. False with `error` (the path and what to do; never the key) when
 // the file cannot be read, created or used. Never throws but bad_alloc;
 // start-up and --check-config only.
 bool loadStateKey(const std::string& dir, bool create, FlowHashKey& key, StateKeyOutcome& outcome,

@@ -92,6 +92,9 @@ bool keySource(const ctl::Config& cfg, bool key_configured, bool create, FlowHas
   switch (got) {
     case ctl::StateKeyOutcome::kRead: source = path + " (gwlbd's own, kept across restarts)"; break;
     case ctl::StateKeyOutcome::kCreated: source = path + " (gwlbd's own, generated now and kept)"; break;
+    case ctl::StateKeyOutcome::kNotReadable:
+      source = path + " (gwlbd's own: not readable by this user, so not checked here)";
+      break;
     case ctl::StateKeyOutcome::kMissing:
       source = path + " (gwlbd's own: not there yet, generated and kept at the first start)";
       break;

@@ -73,6 +73,16 @@ doc="$(grep -m1 '^flow hash key: ' "$src/docs/config.md")"
 [ "${doc//\/var\/lib\/gwlb/$STATE_DIRECTORY}" = "$(grep '^flow hash key: ' <<<"$out")" ] \
   || fail "docs/config.md quotes '$doc'; --check-config prints '$(grep '^flow hash key: ' <<<"$out")'"
 
+# Checked by a user who may not read the state directory (gwlbctl config
+# check as yourself): not an error, and said so.
+if getent passwd nobody >/dev/null && command -v setpriv >/dev/null; then
+  out="$(setpriv --reuid=nobody --regid=nogroup --clear-groups "$gwlbd" --check-config "$work/gwlbd.yaml")" \
+    || fail "--check-config as nobody refused the file"
+  grep -qx "flow hash key: $key (gwlbd's own: not readable by this user, so not checked here)" <<<"$out" \
+    || fail "--check-config as nobody: $(grep '^flow hash key' <<<"$out")"
+  echo "--check-config as nobody: $(grep '^flow hash key' <<<"$out")"
+fi
+
 # A damaged key file: refused by --check-config and at start, with what to do.
 refused() {  # WHAT WORDS...
   local what="$1" rc=0; shift
