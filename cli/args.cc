@@ -267,8 +267,11 @@ std::vector<CommandSpec> buildTable() {
   t.push_back({"config check", "", "FILE", {"FILE"}, 1,
                "validate a config file offline (no daemon needed)",
                "Loads and validates FILE exactly as gwlbd does, without asking the daemon.\n"
-               "Prints every error as `key.path: message`. Exit status 0 when the file is\n"
-               "valid, 2 when it is not (or cannot be read).\n",
+               "For the EAL memory it runs gwlbd's own check (`gwlbd --check-config FILE`,\n"
+               "the gwlbd beside gwlbctl, else the first on PATH; without one, a warning\n"
+               "says the memory was not checked). Prints every error as `key.path:\n"
+               "message`. Exit status 0 when the file is valid, 2 when it is not (or\n"
+               "cannot be read).\n",
                {}});
   t.push_back({"help", "", "[COMMAND]", {"COMMAND", "SUBCOMMAND"}, 0, "show help for gwlbctl or a command",
                "Shows the list of commands, or the help of one command.\n", {}});

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include "cli/class_render.h"
@@ -11,6 +12,7 @@
 #include "cli/flow_sort.h"
 #include "cli/fleet_render.h"
 #include "cli/health_render.h"
+#include "cli/memory_check.h"
 #include "cli/probe_cmd.h"
 #include "cli/render.h"
 #include "cli/server_rates.h"
@@ -202,6 +204,16 @@ int runServersWatch(const Invocation& inv, const Request& req, ControlClient& cl
   return kExitOk;
 }
 
+// The directory of the running gwlbctl ("" when /proc is not there).
+std::string selfDir() {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "";
+  std::string p(buf, size_t(n));
+  size_t slash = p.rfind('/');
+  return slash == std::string::npos ? "" : p.substr(0, slash);
+}
+
 }  // namespace
 
 int exitStatusFor(const std::string& code) { return code == "not_found" ? kExitNotFound : kExitError; }
@@ -211,7 +223,8 @@ int configCheck(const std::string& file, bool json, FILE* out, FILE* err) {
   std::vector<ctl::ConfigError> errors;
   // gwlbd's own checks (control/config/config.h): the file, its secret files, every
   // probed group's probe path (control/health/probe_path.h), and the lcores its
-  // `eal` list gives for dataplane.workers.
+  // `eal` list gives for dataplane.workers; then gwlbd --check-config for the
+  // EAL memory (cli/memory_check.h).
   bool ok = ctl::loadRunnableConfig(file, cfg, errors);
   if (ok) errors = ctl::probePathErrors(cfg);
   if (ok && errors.empty()) {
@@ -220,7 +233,22 @@ int configCheck(const std::string& file, bool json, FILE* out, FILE* err) {
   }
   ok = ok && errors.empty();
   std::vector<ctl::ConfigError> warnings;
-  if (ok) warnings = ctl::configWarnings(cfg);
+  if (ok) {
+    // The EAL memory (and what else only gwlbd can judge): gwlbd's own check.
+    const std::string gwlbd = findGwlbd(selfDir(), std::getenv("PATH"));
+    GwlbdCheck g;
+    if (!gwlbd.empty()) g = runGwlbdCheck(gwlbd, file);
+    else g.why = "no gwlbd beside gwlbctl or on PATH";
+    if (!g.ran)
+      warnings.push_back({"eal", "the EAL memory is not checked (" + g.why +
+                                     "): gwlbd --check-config checks it"});
+    errors = g.errors;
+    ok = errors.empty();
+  }
+  if (ok) {
+    std::vector<ctl::ConfigError> w = ctl::configWarnings(cfg);
+    warnings.insert(warnings.begin(), w.begin(), w.end());
+  }
   if (json) {
     Json e = Json::array(), w = Json::array();
     for (const auto& x : errors) e.push_back({{"path", x.path}, {"message", x.message}});

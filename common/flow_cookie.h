@@ -9,7 +9,7 @@
 // flow_hash is the keyed flow hash of the canonical (symmetric) flow key
 // (common/flow_key.h), appliance the appliance's IPv4 address (host order),
 // and (k0, k1) the process's flow hash key: fleet.secret when set, else
-// node.flow_hash_secret, else gwlbd's random one. fmix32 is a bijection, so
+// node.flow_hash_secret, else gwlbd's own (kept). fmix32 is a bijection, so
 // for one flow two appliances never share a cookie (a moved flow's cookie
 // differs from the one it had); the one appliance whose cookie would be 0
 // (reserved: "no cookie") takes fmix32(t ^ appliance ^ 2^31) instead.

@@ -51,7 +51,7 @@ FlowKey makeFragmentKey(const L4Tuple& t, uint32_t frag_id, uint8_t listener) no
 // The flow hash is keyed with a 128-bit secret, so nobody who does not know
 // it can choose ports that pile flows onto one Maglev slot (one appliance) or
 // one flow-table bucket. One secret per process, set before any flow is
-// hashed (gwlbd: node.flow_hash_secret, or a random one; gwlb-replay: the
+// hashed (gwlbd: node.flow_hash_secret, or its own kept one; gwlb-replay: the
 // config's, or zero); every gateway of a fleet must share it so that all pick
 // the same appliance. The zero key gives the unkeyed hash of earlier releases.
 // Not a cryptographic PRF: it resists precomputed collision sets, not an

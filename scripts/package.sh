@@ -105,14 +105,34 @@ EOF
 echo /etc/gwlb/gwlbd.yaml > "$pkg/DEBIAN/conffiles"
 cat > "$pkg/DEBIAN/postinst" <<'EOF'
 #!/bin/sh
-# Makes systemd see the new or changed unit; does not enable or start it.
+# Creates gwlbd's flow hash key once, like an SSH host key (kept on upgrades,
+# so flows keep their appliances: docs/config.md "The flow hash key"), and
+# makes systemd see the new or changed unit; does not enable or start it.
 set -e
+if [ "$1" = configure ]; then
+  install -d -m 0700 /var/lib/gwlb
+  if [ ! -e /var/lib/gwlb/flow_hash.key ]; then
+    (umask 077 && od -An -tx1 -N16 /dev/urandom | tr -d ' \n' > /var/lib/gwlb/.flow_hash.key.new &&
+     echo >> /var/lib/gwlb/.flow_hash.key.new &&
+     mv /var/lib/gwlb/.flow_hash.key.new /var/lib/gwlb/flow_hash.key)
+  fi
+fi
 if [ "$1" = configure ] && [ -d /run/systemd/system ]; then
   systemctl daemon-reload >/dev/null 2>&1 || true
 fi
 EOF
-cp "$pkg/DEBIAN/postinst" "$pkg/DEBIAN/postrm"
-sed -i 's/\[ "\$1" = configure \] && //' "$pkg/DEBIAN/postrm"
+cat > "$pkg/DEBIAN/postrm" <<'EOF'
+#!/bin/sh
+# Makes systemd forget a removed unit; a purge also removes the flow hash key.
+set -e
+if [ -d /run/systemd/system ]; then
+  systemctl daemon-reload >/dev/null 2>&1 || true
+fi
+if [ "$1" = purge ]; then
+  rm -f /var/lib/gwlb/flow_hash.key
+  rmdir /var/lib/gwlb 2>/dev/null || true
+fi
+EOF
 chmod 0755 "$pkg/DEBIAN/postinst" "$pkg/DEBIAN/postrm"
 
 mkdir -p "$out"

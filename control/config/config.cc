@@ -7,6 +7,7 @@
 #include "control/config/config.h"
 
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <random>
 
 #include "control/config/config_schema.h"
 
@@ -188,6 +190,94 @@ bool loadRunnableConfig(const std::string& path, Config& out, std::vector<Config
   if (key) *key = k;
   if (key_configured) *key_configured = configured;
   return true;
+}
+
+std::string stateDirectory(const char* env) {
+  if (env == nullptr || *env == '\0') return kStateDirectory;
+  std::string dirs = env;  // systemd: one path per StateDirectory= entry, ':' between
+  return dirs.substr(0, dirs.find(':'));
+}
+
+FlowHashKey randomFlowHashKey() {
+  uint64_t w[2] = {0, 0};
+  if (::getrandom(w, sizeof w, 0) != ssize_t(sizeof w)) {
+    std::random_device rd;
+    w[0] = uint64_t(rd()) << 32 ^ rd();
+    w[1] = uint64_t(rd()) << 32 ^ rd();
+  }
+  FlowHashKey k;
+  k.k0 = w[0];
+  k.k1 = w[1];
+  return k;
+}
+
+namespace {
+
+// Writes a new random key to `path` so that no reader ever sees a partial
+// file: a private temporary file beside it, linked to the name only when
+// complete. Another gwlbd that won the race keeps its key (EEXIST: true).
+bool writeStateKey(const std::string& dir, const std::string& path, std::string& error) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    error = "flow hash key: cannot create the state directory '" + dir + "': " +
+            std::strerror(errno) + " (set node.flow_hash_secret, or give gwlbd the directory)";
+    return false;
+  }
+  std::string tmp = dir + "/." + kStateKeyFile + ".XXXXXX";
+  int fd = ::mkstemp(tmp.data());  // mode 0600
+  if (fd < 0) {
+    error = "flow hash key: cannot write in '" + dir + "': " + std::strerror(errno) +
+            " (set node.flow_hash_secret, or give gwlbd the directory)";
+    return false;
+  }
+  const FlowHashKey k = randomFlowHashKey();
+  char text[40];
+  std::snprintf(text, sizeof text, "%016llx%016llx\n", static_cast<unsigned long long>(k.k0),
+                static_cast<unsigned long long>(k.k1));
+  bool ok = ::fchmod(fd, 0600) == 0 && ::write(fd, text, 33) == 33 && ::fsync(fd) == 0;
+  int err = errno;
+  ::close(fd);
+  if (ok && ::link(tmp.c_str(), path.c_str()) != 0 && errno != EEXIST) {
+    ok = false;
+    err = errno;
+  }
+  ::unlink(tmp.c_str());
+  if (!ok) {
+    error = "flow hash key: cannot write '" + path + "': " + std::strerror(err);
+    return false;
+  }
+  int d = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (d >= 0) {
+    ::fsync(d);  // the new name survives a power cut
+    ::close(d);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool loadStateKey(const std::string& dir, bool create, FlowHashKey& key, StateKeyOutcome& outcome,
+                  std::string& error) {
+  const std::string path = dir + "/" + kStateKeyFile;
+  key = FlowHashKey{};
+  outcome = StateKeyOutcome::kRead;
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 && errno == ENOENT) {
+    if (!create) {
+      outcome = StateKeyOutcome::kMissing;
+      return true;
+    }
+    if (!writeStateKey(dir, path, error)) return false;
+    outcome = StateKeyOutcome::kCreated;
+  }
+  if (!create && ::access(path.c_str(), R_OK) != 0 && errno == EACCES) {
+    outcome = StateKeyOutcome::kNotReadable;
+    return true;
+  }
+  if (loadKey("flow hash key", path, KeyForm::kFile, key, error)) return true;
+  error += "; this key keeps flows on their appliances across restarts: restore the file, or "
+           "remove it to have gwlbd generate a new one (every flow then moves once), or set "
+           "node.flow_hash_secret";
+  return false;
 }
 
 std::string hashKeyRestartName(const Config& running) {

@@ -318,8 +318,36 @@ bool loadFlowHashKey(const NodeConfig& n, FlowHashKey& key, bool& configured, st
 // section, else node.flow_hash_secret. Every one of those that is set is
 // read (files as loadFlowHashKey reads them) and all must hold the same key,
 // else false with `error` naming them (never the key). `configured` is false
-// when none is set (gwlbd then picks a random key). Never throws; reads files.
+// when none is set (gwlbd then uses its own: loadStateKey). Never throws; reads files.
 bool loadHashKey(const Config& c, FlowHashKey& key, bool& configured, std::string& error);
+
+// The flow hash key gwlbd keeps for a config that sets none (no
+// node.flow_hash_secret, no fleet secret): generated once, at the first start,
+// and kept, so that a restart or an upgrade hashes every flow to the appliance
+// it had (docs/config.md "The flow hash key"). Like an SSH host key: 32 hex
+// digits in kStateKeyFile, mode 0600, in gwlbd's state directory (the .deb
+// creates it at installation).
+inline constexpr const char* kStateDirectory = "/var/lib/gwlb";
+inline constexpr const char* kStateKeyFile = "flow_hash.key";
+// gwlbd's state directory: `env` ($STATE_DIRECTORY, which systemd's
+// StateDirectory= sets; the first of a ':'-separated list) when set, else
+// kStateDirectory. Pure.
+std::string stateDirectory(const char* env);
+// A key nobody can predict (getrandom). Never throws.
+FlowHashKey randomFlowHashKey();
+enum class StateKeyOutcome : uint8_t { kRead, kCreated, kMissing, kNotReadable };
+// Reads `dir`/kStateKeyFile as a secret file is read (loadFlowHashKey: a
+// regular file, no symbolic link, no access for group or others, 32 hex
+// digits). When it is missing: kMissing, or with `create` a new random key
+// written there (the directory created 0700 when absent, the file 0600, made
+// whole before it takes the name, so a concurrent start reads the same key):
+// kCreated. Without `create` (a check), a file this user may not read (a
+// check run by another user than gwlbd's, e.g. gwlbctl config check) is
+// kNotReadable, not an error: gwlbd's start judges it. False with `error` (the path and what to do; never the key) when
+// the file cannot be read, created or used. Never throws but bad_alloc;
+// start-up and --check-config only.
+bool loadStateKey(const std::string& dir, bool create, FlowHashKey& key, StateKeyOutcome& outcome,
+                  std::string& error);
 
 // What gwlbd refuses a file for before it runs it: loadConfigFile()'s errors,
 // then the flow hash key's (loadHashKey: a secret file that is missing, a

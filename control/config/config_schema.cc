@@ -601,7 +601,7 @@ const Key kNodeKeys[] = {
      .doc = "The 128-bit key of the flow hash: its digits, or a file (mode 600) holding them.",
      .reload = Reload::kRestart, .what = "32 hex digits or a file path",
      .check = checkFlowHashSecret, .range_doc = "32 hex digits, or an absolute file path",
-     .default_doc = "none (random)", .secret = isInlineKey},
+     .default_doc = "none (gwlbd's own key, /var/lib/gwlb/flow_hash.key)", .secret = isInlineKey},
     {.name = "ports", .kind = Kind::kList, .acc = member<&NodeConfig::ports>(),
      .doc = "Role and MAC of DPDK ports; ports not listed get the defaults.", .range = kPortsList,
      .what = "a list of ports like { id: 0, role: router }", .items = "ports", .sub = &kPortSection,

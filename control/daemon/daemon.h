@@ -26,6 +26,7 @@
 #include "control/daemon/exception_path.h"
 #include "control/fleet/fleet_sync.h"
 #include "control/health/health_checker.h"
+#include "control/health/probe_path.h"
 #include "control/engine/lifecycle.h"
 #include "control/api/metrics_server.h"
 #include "control/daemon/neighbours.h"
@@ -89,7 +90,9 @@ class Daemon {
   // every probed appliance's route; throws std::runtime_error (startup) or
   // ApiFailure invalid_config (a config change) when a probe has no path.
   void setupProbePaths();
-  void checkProbePaths(const Config& next);
+  void checkProbePaths(const Config& next);  // changes nothing in the kernel
+  // After a config change is in force: the tap's pins follow it.
+  void applyProbePaths();
   // Periodic housekeeping (control/daemon/daemon_housekeeping.cc): the stats
   // line, the rates, the watchdog. The counters in one line: at info, or at
   // debug for the periodic line.
@@ -202,6 +205,7 @@ class Daemon {
   uint16_t n_ports_ = 0;
   rte_ring* control_tx_ = nullptr;  // control -> worker 0 -> wire
   std::unique_ptr<ExceptionPath> exception_;  // node.exception_path: one tap per port
+  std::vector<NeighbourPin> tap_pins_;  // what gwlbd pinned on the data path's tap
   // dpdk-dumpcap / dpdk-pdump on the data ports (dataplane/capture.h).
   std::unique_ptr<dp::CaptureServer> capture_;
   std::string capture_why_;  // why captures cannot attach, when they cannot

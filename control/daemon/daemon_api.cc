@@ -218,6 +218,7 @@ json Daemon::applyConfig(Config next, const std::string& why) {
   // Throws ApiFailure invalid_config / limit_reached; nothing changes then.
   checkProbePaths(next);
   uint64_t generation = engine_->applyConfig(std::move(next), why, dp::monotonicNs());
+  applyProbePaths();
   return {{"snapshot_generation", generation}};
 }
 

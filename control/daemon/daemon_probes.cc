@@ -2,7 +2,9 @@
 // "Where probes travel"): at start, the data path is readied on the appliance
 // port's tap and every probed appliance's route is checked, and gwlbd refuses
 // to start rather than probe by another way; every later config change (a
-// reload, gwlbctl server add/set/remove) passes the same checks first.
+// reload, gwlbctl server add/set/remove) passes the same checks first, with
+// nothing changed in the kernel until the change is in force: then the tap's
+// pinned MACs follow it (removed with the appliances they were for).
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -20,12 +22,11 @@ std::string joined(const std::vector<ConfigError>& errors) {
   return all;
 }
 
-// Every problem with the probe paths of `c`, after readying its data path.
-// Throws std::runtime_error when the tap cannot be readied.
+// Every problem with the probe paths of `c` that gwlbd may run: the rules
+// on the config alone, then the kernel's routes. Changes nothing.
 std::vector<ConfigError> probePathProblems(const Config& c) {
   std::vector<ConfigError> errors = probePathErrors(c);
   if (!errors.empty()) return errors;
-  for (const std::string& line : prepareDataPath(c)) spdlog::info("health probes: {}", line);
   return probeRouteErrors(c);
 }
 
@@ -48,7 +49,14 @@ std::vector<std::string> probeTargets(const Config& c) {
 }  // namespace
 
 void Daemon::setupProbePaths() {
-  std::vector<ConfigError> errors = probePathProblems(cfg());
+  // At start the tap is gwlbd's own (it goes when gwlbd does): ready it
+  // first, so that the route checks see the exact source the probes use.
+  std::vector<ConfigError> errors = probePathErrors(cfg());
+  if (errors.empty()) {
+    for (const std::string& line : prepareDataPath(cfg(), tap_pins_))
+      spdlog::info("health probes: {}", line);
+    errors = probeRouteErrors(cfg());
+  }
   if (!errors.empty())
     throw std::runtime_error("health probes cannot see what the data sees (" +
                              std::to_string(errors.size()) + " problem" +
@@ -78,6 +86,17 @@ void Daemon::checkProbePaths(const Config& next) {
                    "health probes cannot see what the data sees (" + std::to_string(errors.size()) +
                        " problem" + (errors.size() == 1 ? "" : "s") + "; see details)",
                    d);
+}
+
+void Daemon::applyProbePaths() {
+  try {
+    for (const std::string& line : prepareDataPath(cfg(), tap_pins_))
+      spdlog::info("health probes: {}", line);
+  } catch (const std::runtime_error& e) {
+    // The change is in force already; its probes then fail where they
+    // cannot reach, and this says why.
+    spdlog::error("health probes: {}", e.what());
+  }
 }
 
 }  // namespace gwlb::ctl

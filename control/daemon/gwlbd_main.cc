@@ -5,13 +5,10 @@
 #include <rte_eal.h>
 #include <spdlog/spdlog.h>
 
-#include <sys/random.h>
-
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -52,7 +49,9 @@ void usage(FILE* f) {
                "bad file keeps the running config); SIGUSR1 logs every counter now.\n"
                "\n"
                "environment: NOTIFY_SOCKET and WATCHDOG_USEC (set by systemd): readiness,\n"
-               "status and watchdog notifications.\n"
+               "status and watchdog notifications. STATE_DIRECTORY (systemd's\n"
+               "StateDirectory=; default /var/lib/gwlb): where gwlbd keeps its flow hash\n"
+               "key (flow_hash.key) when the config sets none.\n"
                "\n"
                "exit status: 0 stopped cleanly or valid config, 1 start-up failed, 2 bad\n"
                "usage, invalid config, or a config the EAL memory cannot hold.\n");
@@ -72,18 +71,35 @@ bool load(const std::string& path, ctl::Config& cfg, FlowHashKey* key = nullptr,
   return true;
 }
 
-// A key nobody can predict, for a node whose config names none.
-FlowHashKey randomFlowHashKey() {
-  FlowHashKey k;
-  uint64_t w[2] = {0, 0};
-  if (getrandom(w, sizeof w, 0) != ssize_t(sizeof w)) {
-    std::random_device rd;
-    w[0] = uint64_t(rd()) << 32 ^ rd();
-    w[1] = uint64_t(rd()) << 32 ^ rd();
+// The flow hash key and where it comes from (one line, for --check-config
+// and the start-up log): the fleet secret, node.flow_hash_secret, or else
+// gwlbd's own key in its state directory, created there when `create` and
+// missing. False (the error on stderr) when that file cannot be used.
+bool keySource(const ctl::Config& cfg, bool key_configured, bool create, FlowHashKey& key,
+               std::string& source) {
+  if (key_configured) {
+    source = cfg.fleet.configured ? "the fleet secret" : "node.flow_hash_secret";
+    return true;
   }
-  k.k0 = w[0];
-  k.k1 = w[1];
-  return k;
+  const std::string dir = ctl::stateDirectory(std::getenv("STATE_DIRECTORY"));
+  const std::string path = dir + "/" + ctl::kStateKeyFile;
+  ctl::StateKeyOutcome got;
+  std::string error;
+  if (!ctl::loadStateKey(dir, create, key, got, error)) {
+    std::fprintf(stderr, "gwlbd: %s\n", error.c_str());
+    return false;
+  }
+  switch (got) {
+    case ctl::StateKeyOutcome::kRead: source = path + " (gwlbd's own, kept across restarts)"; break;
+    case ctl::StateKeyOutcome::kCreated: source = path + " (gwlbd's own, generated now and kept)"; break;
+    case ctl::StateKeyOutcome::kNotReadable:
+      source = path + " (gwlbd's own: not readable by this user, so not checked here)";
+      break;
+    case ctl::StateKeyOutcome::kMissing:
+      source = path + " (gwlbd's own: not there yet, generated and kept at the first start)";
+      break;
+  }
+  return true;
 }
 
 }  // namespace
@@ -120,7 +136,11 @@ int main(int argc, char** argv) {
   }
   if (!check.empty()) {
     ctl::Config cfg;
-    if (!load(check, cfg)) return 2;
+    FlowHashKey key;
+    bool key_configured = false;
+    std::string key_source;
+    if (!load(check, cfg, &key, &key_configured)) return 2;
+    if (!keySource(cfg, key_configured, false, key, key_source)) return 2;
     std::vector<std::string> eal = cfg.eal_args;
     eal.insert(eal.end(), eal_extra.begin(), eal_extra.end());
     std::string lcores = ctl::checkLcores(cfg, eal);
@@ -138,8 +158,9 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s: %s\n", check.c_str(), misfit.c_str());
       return 2;
     }
-    std::printf("%s: configuration is valid (%zu server group(s))\n%s", check.c_str(),
-                cfg.server_groups.size(), ctl::formatPlan(plan, budget).c_str());
+    std::printf("%s: configuration is valid (%zu server group(s))\nflow hash key: %s\n%s",
+                check.c_str(), cfg.server_groups.size(), key_source.c_str(),
+                ctl::formatPlan(plan, budget).c_str());
     std::string warning = ctl::mbufWarning(cfg, budget.pci_ports);
     if (!warning.empty()) std::fprintf(stderr, "%s: warning: %s\n", check.c_str(), warning.c_str());
     for (const ctl::ConfigError& w : ctl::configWarnings(cfg))
@@ -162,16 +183,13 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(cfg.log_level));
   // Under systemd (stdout is the journal's stream): priorities journald reads.
   ctl::setLogPattern(*spdlog::default_logger(), ctl::isJournalStream(1, std::getenv("JOURNAL_STREAM")));
-  if (key_configured && cfg.fleet.configured) {
+  std::string key_source;
+  if (!keySource(cfg, key_configured, true, key, key_source)) return 2;
+  if (key_configured && cfg.fleet.configured)
     spdlog::info("fleet node {}: flow hash and cookies keyed with the fleet secret",
                  cfg.fleet.node_name);
-  } else if (key_configured) {
-    spdlog::info("flow hash and cookies keyed with node.flow_hash_secret");
-  } else {
-    key = randomFlowHashKey();
-    spdlog::info("flow hash and cookies keyed with a random secret (set fleet.secret to share "
-                 "one across a fleet of gateways)");
-  }
+  else
+    spdlog::info("flow hash and cookies keyed with {}", key_source);
   setFlowHashKey(key);
 
   std::vector<std::string> eal = cfg.eal_args;

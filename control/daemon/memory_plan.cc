@@ -6,6 +6,8 @@
 #include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -58,6 +60,35 @@ uint64_t readNumber(const std::filesystem::path& p) {
   uint64_t v = 0;
   if (!(f >> v)) return 0;
   return v;
+}
+
+// The hugepages other gwlbd processes hold (HugetlbPages in
+// /proc/PID/status): a running gwlbd keeps its own for as long as it runs,
+// and gives them back when it stops, as at the restart that would start the
+// config being checked.
+struct HeldPages {
+  uint64_t bytes = 0;
+  std::string pids;  // "1234", "1234, 5678"
+};
+HeldPages heldByGwlbd(const std::string& proc_dir) {
+  HeldPages h;
+  std::error_code ec;
+  const std::string self = std::to_string(::getpid());
+  for (const auto& e : std::filesystem::directory_iterator(proc_dir, ec)) {
+    const std::string pid = e.path().filename().string();
+    if (pid.empty() || pid == self || !std::all_of(pid.begin(), pid.end(), ::isdigit)) continue;
+    std::ifstream comm(e.path() / "comm");
+    std::string name;
+    if (!std::getline(comm, name) || name != "gwlbd") continue;
+    std::ifstream status(e.path() / "status");
+    uint64_t kb = 0;
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("HugetlbPages:", 0) == 0) kb = std::strtoull(line.c_str() + 13, nullptr, 10);
+    if (kb == 0) continue;
+    h.bytes += kb * 1024;
+    h.pids += (h.pids.empty() ? "" : ", ") + pid;
+  }
+  return h;
 }
 
 }  // namespace
@@ -204,7 +235,8 @@ MemoryPlan planMemory(const Config& cfg, unsigned pci_ports, bool hugepages) {
   return plan;
 }
 
-EalBudget ealBudget(const std::vector<std::string>& eal, const std::string& hugepage_dir) {
+EalBudget ealBudget(const std::vector<std::string>& eal, const std::string& hugepage_dir,
+                    const std::string& proc_dir) {
   EalBudget b;
   uint64_t m = 0, socket_mem = 0;
   bool have_m = false, have_socket = false, legacy = false, no_pci = false;
@@ -281,12 +313,17 @@ EalBudget ealBudget(const std::vector<std::string>& eal, const std::string& huge
     uint64_t kb = std::strtoull(name.c_str() + 10, nullptr, 10);
     free_bytes += readNumber(e.path() / "free_hugepages") * kb * 1024;
   }
+  const HeldPages held = heldByGwlbd(proc_dir);
+  const std::string free_text =
+      held.bytes == 0 ? mib(free_bytes) + " are free"
+                      : mib(free_bytes) + " are free and the running gwlbd (pid " + held.pids +
+                            ") holds " + mib(held.bytes) + " until it stops";
+  free_bytes += held.bytes;
   uint64_t asked = have_m ? m : socket_mem;
   std::string asked_text = have_m ? "-m " + m_text : "--socket-mem " + socket_text;
   if ((have_m || have_socket) && asked > free_bytes) {
-    b.error = "eal: " + asked_text + " asks for " + mib(asked) + " of hugepages but " +
-              mib(free_bytes) +
-              " are free: reserve more hugepages (docs/deploy.md \"Memory\"), lower it, or "
+    b.error = "eal: " + asked_text + " asks for " + mib(asked) + " of hugepages but " + free_text +
+              ": reserve more hugepages (docs/deploy.md \"Memory\"), lower it, or "
               "run without hugepages (--no-huge with -m)";
     return b;
   }
@@ -296,6 +333,9 @@ EalBudget ealBudget(const std::vector<std::string>& eal, const std::string& huge
   } else {
     b.bytes = free_bytes;
     b.source = "free hugepages now (" + hugepage_dir + "/*/free_hugepages)" +
+               (held.bytes ? " and the " + mib(held.bytes) + " the running gwlbd (pid " + held.pids +
+                                 ") holds until it stops"
+                           : "") +
                (have_m || have_socket ? "; " + asked_text + " of them taken at start" : "");
   }
   return b;

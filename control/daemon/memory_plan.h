@@ -75,7 +75,10 @@ MemoryPlan planMemory(const Config& cfg, unsigned pci_ports, bool hugepages = fa
 
 // What the EAL will get, from its arguments (-m, --socket-mem, --no-huge,
 // --legacy-mem) and the free hugepages under `hugepage_dir`
-// (/sys/kernel/mm/hugepages: hugepages-<size>kB/free_hugepages).
+// (/sys/kernel/mm/hugepages: hugepages-<size>kB/free_hugepages), plus those
+// a running gwlbd holds (`proc_dir`/PID/status HugetlbPages, for every
+// process named gwlbd but this one): checking the next config of a running
+// gateway counts the pages its restart gives back, and says so in `source`.
 struct EalBudget {
   uint64_t bytes = 0;
   std::string source;  // "-m 1024", "--no-huge without -m: DPDK's default 64 MiB", ...
@@ -84,7 +87,8 @@ struct EalBudget {
   unsigned pci_ports = 0;  // -a/--allow arguments (1 when PCI is probed with no allow-list)
 };
 EalBudget ealBudget(const std::vector<std::string>& eal,
-                    const std::string& hugepage_dir = "/sys/kernel/mm/hugepages");
+                    const std::string& hugepage_dir = "/sys/kernel/mm/hugepages",
+                    const std::string& proc_dir = "/proc");
 
 // The report --check-config prints (one line per part, then the totals).
 std::string formatPlan(const MemoryPlan& plan, const EalBudget& budget);

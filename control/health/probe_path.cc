@@ -269,14 +269,21 @@ std::vector<ConfigError> probeRouteErrors(const Config& c) {
   // Answers to data-path probes arrive on the tap; reverse-path filtering
   // checks their source against the host's own routes (the larger of `all`
   // and the tap's setting: 1 strict, 2 loose).
+  // prepareDataPath turns the tap's own setting off, so on the data path
+  // the host-wide one decides.
   const std::string tap = applianceTap(c.node);
-  const int rp = std::max(rpFilter("all"), rpFilter(tap));
+  const int rp = rpFilter("all");
+  // Until prepareDataPath adds it, node.underlay_ip is no address of this
+  // host and the kernel refuses it as a source: ask for the route alone.
+  const bool underlay_ready = hasAddress(tap, c.node.underlay_ip);
   RouteSocket nl;  // one socket for every lookup: this runs before each config change
   for (const Probed& p : probedGroups(c)) {
     if (p.path.kind == ProbePath::Kind::kUnbound) continue;  // probePathErrors' to report
     const std::string at = "server_groups[" + std::to_string(p.index) + "].health_check";
+    const bool data = p.path.kind == ProbePath::Kind::kData;
+    const std::optional<IpAddr> source = data && !underlay_ready ? std::nullopt : p.path.source;
     for (const ServerConfig& sc : p.group->servers) {
-      KernelRoute r = routeOn(nl, sc.address, p.path.device, p.path.source);
+      KernelRoute r = routeOn(nl, sc.address, p.path.device, source);
       const std::string head = "appliance " + sc.address.str() + " (" + p.group->name + "): ";
       if (!r.ok) {
         errors.push_back({at, head + "no route for its probes on the " + p.path.describe() + ": " + r.error});
@@ -287,7 +294,7 @@ std::vector<ConfigError> probeRouteErrors(const Config& c) {
                          " (" + p.path.describe() + ")"});
         continue;
       }
-      if (p.path.kind != ProbePath::Kind::kData || rp <= 0) continue;
+      if (!data || rp <= 0) continue;
       KernelRoute back = routeOn(nl, sc.address, "", std::nullopt);
       if (rp == 1 && (!back.ok || back.out != tap))
         errors.push_back({at, head + "strict reverse-path filtering (net.ipv4.conf.all.rp_filter = 1) "
@@ -303,24 +310,77 @@ std::vector<ConfigError> probeRouteErrors(const Config& c) {
   return errors;
 }
 
-std::vector<std::string> prepareDataPath(const Config& c) {
-  std::vector<std::string> done;
-  std::vector<const ServerConfig*> pinned;
-  bool used = false;
+std::vector<NeighbourPin> wantedPins(const Config& c) {
+  std::vector<NeighbourPin> out;
   for (const Probed& p : probedGroups(c)) {
     if (p.path.kind != ProbePath::Kind::kData) continue;
-    used = true;
-    for (const ServerConfig& sc : p.group->servers)
-      if (sc.mac || c.node.gateway_mac) pinned.push_back(&sc);
+    for (const ServerConfig& sc : p.group->servers) {
+      const bool seen = std::any_of(out.begin(), out.end(),
+                                    [&](const NeighbourPin& n) { return n.address == sc.address; });
+      if (!seen && (sc.mac || c.node.gateway_mac))
+        out.push_back({sc.address, sc.mac ? *sc.mac : *c.node.gateway_mac});
+    }
   }
-  if (!used) return done;
+  return out;
+}
+
+namespace {
+
+// Sets (RTM_NEWNEIGH) or deletes (RTM_DELNEIGH) one permanent neighbour on the tap.
+int neighbour(RouteSocket& nl, uint16_t type, int ifindex, const NeighbourPin& pin) {
+  ndmsg nd{};
+  nd.ndm_family = AF_INET;
+  nd.ndm_ifindex = ifindex;
+  nd.ndm_state = NUD_PERMANENT;
+  const uint16_t flags = type == RTM_NEWNEIGH ? NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE : NLM_F_ACK;
+  std::vector<uint8_t> req = request(type, flags, nd);
+  attr(req, NDA_DST, pin.address.b.data(), 4);
+  if (type == RTM_NEWNEIGH) attr(req, NDA_LLADDR, pin.mac.b.data(), 6);
+  return nl.talk(req, nullptr);
+}
+
+bool pinnedIn(const std::vector<NeighbourPin>& set, const IpAddr& a) {
+  return std::any_of(set.begin(), set.end(), [&](const NeighbourPin& n) { return n.address == a; });
+}
+
+}  // namespace
+
+std::vector<std::string> prepareDataPath(const Config& c, std::vector<NeighbourPin>& pinned) {
+  std::vector<std::string> done;
+  const std::vector<Probed> probed = probedGroups(c);
+  const bool used = std::any_of(probed.begin(), probed.end(), [](const Probed& p) {
+    return p.path.kind == ProbePath::Kind::kData;
+  });
+  const std::vector<NeighbourPin> wanted = wantedPins(c);
   const std::string tap = applianceTap(c.node);
   const std::string who = "data-path probes: tap " + tap;
   const int ifindex = int(::if_nametoindex(tap.c_str()));
-  if (ifindex == 0)
+  if (ifindex == 0) {
+    pinned.clear();  // the tap is gone, and its neighbours with it
+    if (!used) return done;
     throw std::runtime_error(who + " is not in gwlbd's network namespace (keep the appliance "
                                    "port's tap there, or set health_check.interface)");
+  }
   RouteSocket nl;
+  // First what the config no longer wants: an appliance removed, moved off
+  // the data path, or now resolved by ARP.
+  size_t removed = 0;
+  for (auto it = pinned.begin(); it != pinned.end();) {
+    if (pinnedIn(wanted, it->address)) {
+      ++it;
+      continue;
+    }
+    int rc = neighbour(nl, RTM_DELNEIGH, ifindex, *it);
+    if (rc != 0 && rc != -ENOENT)
+      throw std::runtime_error(who + ": cannot remove the neighbour " + it->address.str() + " -> " +
+                               it->mac.str() + ": " + errnoText(rc));
+    it = pinned.erase(it);
+    ++removed;
+  }
+  if (removed)
+    done.push_back(std::to_string(removed) + " appliance MAC(s) no longer pinned on " + tap +
+                   " (the config no longer fixes them)");
+  if (!used) return done;
   if (!hasAddress(tap, c.node.underlay_ip)) {
     ifaddrmsg ifa{};
     ifa.ifa_family = AF_INET;
@@ -338,27 +398,26 @@ std::vector<std::string> prepareDataPath(const Config& c) {
                    " (probes leave from it)");
   }
   // Answers come in on the tap: its own reverse-path filter off (the
-  // host-wide one is checked by probeRouteErrors).
+  // host-wide one is checked by probeRouteErrors, which counts on this).
   if (rpFilter(tap) > 0) {
     std::ofstream f("/proc/sys/net/ipv4/conf/" + tap + "/rp_filter");
-    if (f << 0 << std::flush) done.push_back("net.ipv4.conf." + tap + ".rp_filter = 0");
+    if (!(f << 0 << std::flush))
+      throw std::runtime_error(who + ": cannot write net.ipv4.conf." + tap + ".rp_filter = 0");
+    done.push_back("net.ipv4.conf." + tap + ".rp_filter = 0");
   }
-  for (const ServerConfig* sc : pinned) {
-    const MacAddr mac = sc->mac ? *sc->mac : *c.node.gateway_mac;
-    ndmsg nd{};
-    nd.ndm_family = AF_INET;
-    nd.ndm_ifindex = ifindex;
-    nd.ndm_state = NUD_PERMANENT;
-    std::vector<uint8_t> req = request(RTM_NEWNEIGH, NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE, nd);
-    attr(req, NDA_DST, sc->address.b.data(), 4);
-    attr(req, NDA_LLADDR, mac.b.data(), 6);
-    int rc = nl.talk(req, nullptr);
+  size_t set = 0;
+  for (const NeighbourPin& pin : wanted) {
+    if (std::find(pinned.begin(), pinned.end(), pin) != pinned.end()) continue;
+    int rc = neighbour(nl, RTM_NEWNEIGH, ifindex, pin);
     if (rc != 0)
-      throw std::runtime_error(who + ": cannot set the neighbour " + sc->address.str() + " -> " +
-                               mac.str() + ": " + errnoText(rc));
+      throw std::runtime_error(who + ": cannot set the neighbour " + pin.address.str() + " -> " +
+                               pin.mac.str() + ": " + errnoText(rc));
+    std::erase_if(pinned, [&](const NeighbourPin& n) { return n.address == pin.address; });
+    pinned.push_back(pin);
+    ++set;
   }
-  if (!pinned.empty())
-    done.push_back(std::to_string(pinned.size()) + " appliance MAC(s) pinned on " + tap +
+  if (set)
+    done.push_back(std::to_string(set) + " appliance MAC(s) pinned on " + tap +
                    " (the MACs the dataplane sends to)");
   return done;
 }

@@ -70,18 +70,34 @@ KernelRoute kernelRoute(const IpAddr& dst, const std::string& device,
 // Every probed appliance's route on its path: one error (at its group's
 // health_check) per appliance that has no route, whose route leaves by an
 // interface that is neither the path's device nor enslaved to it (a VRF), or
-// whose answers the host's reverse-path filter would drop. Call after
-// preparing the data path. Never throws (except std::bad_alloc).
+// whose answers the host's reverse-path filter would drop. Changes nothing in
+// the kernel, so a config change is checked before anything is applied: the
+// data path is judged as prepareDataPath leaves it (the tap's own rp_filter
+// off; node.underlay_ip not on the tap yet: the kernel's choice of source).
+// Never throws (except std::bad_alloc).
 std::vector<ConfigError> probeRouteErrors(const Config& c);
 
-// Readies the data path's tap for probes, when some probed group uses it:
-// node.underlay_ip (/32) on the tap unless it is there already, and every
-// probed appliance whose MAC the config fixes (its `mac`, else
-// node.gateway_mac) as a permanent neighbour on the tap, so the kernel sends
-// to the MAC the dataplane uses. Appliances without a fixed MAC are resolved
-// by the kernel's own ARP through the tap. Returns one line per change made
-// (for the log); throws std::runtime_error naming the tap and the kernel's
-// answer when a change fails (startup and reload only).
-std::vector<std::string> prepareDataPath(const Config& c);
+// A permanent neighbour entry gwlbd sets on the data path's tap: a probed
+// appliance and the MAC the dataplane sends it to.
+struct NeighbourPin {
+  IpAddr address;
+  MacAddr mac;
+  bool operator==(const NeighbourPin&) const = default;
+};
+// The pins `c` wants: every appliance of a group probed on the data path
+// whose MAC the config fixes (its `mac`, else node.gateway_mac). Pure.
+std::vector<NeighbourPin> wantedPins(const Config& c);
+
+// Readies the data path's tap for the probes of `c` (an accepted config):
+// node.underlay_ip (/32) on the tap unless it is there already, the tap's
+// rp_filter off, and exactly wantedPins(c) pinned as permanent neighbours, so
+// the kernel sends to the MAC the dataplane uses (appliances without a fixed
+// MAC are resolved by the kernel's own ARP through the tap). `pinned` is what
+// gwlbd pinned before: the pins `c` no longer wants are deleted (an appliance
+// removed, or now resolved by ARP); on return it holds what is pinned now,
+// also when a change fails. Returns one line per change made (for the log);
+// throws std::runtime_error naming the tap and the kernel's answer when a
+// change fails.
+std::vector<std::string> prepareDataPath(const Config& c, std::vector<NeighbourPin>& pinned);
 
 }  // namespace gwlb::ctl

@@ -7,7 +7,8 @@
 #     each one (exit 2) with the same `key.path: message` line; likewise a bad
 #     traffic class value, and a shadowed class is the same warning (issue 27),
 #     as are a class on a port that does not exist, a first class that drops
-#     everything and a group without health_check;
+#     everything and a group without health_check; and a config the EAL memory
+#     (-m) cannot hold;
 #  2. a running gwlbd keyed from fleet.secret_file: a new key written to the
 #     same file is reported under restart_needed; the file made 0644, or
 #     removed, fails the reload (invalid_config) and the running config stays.
@@ -15,6 +16,9 @@
 set -euo pipefail
 gwlbd="$1" gwlbctl="$2" src="$3" work="$4"
 rm -rf "$work" && mkdir -p "$work"
+# gwlbctl runs the gwlbd beside it or on PATH for the EAL memory check (in
+# the build tree they are apart).
+export PATH="$(cd "$(dirname "$gwlbd")" && pwd):$PATH"
 source "$src/tests/daemon/gwlbd_lib.sh"
 key_a=00112233445566778899aabbccddeeff
 key_b=ffeeddccbbaa99887766554433221100
@@ -87,6 +91,19 @@ agree lcores "^dataplane.workers: 2 worker\(s\) need 3 lcores.*give 2"
 config lcores_l "" "" 3 "0-2"
 sed -i 's/"--lcores=0-2"/"-l", "0-2"/' "$work/lcores_l.yaml"
 agree lcores_l "^dataplane.workers: 3 worker\(s\) need 4 lcores.*give 3"
+# The EAL memory: more mbufs than -m 128 holds. gwlbd refuses it, and so
+# does gwlbctl (it runs gwlbd's check); without a gwlbd to run, gwlbctl says
+# the memory was not checked.
+config memory "" "" 1 "0@(0-1),1@(0-1)"
+sed -i 's/mbufs: 4096/mbufs: 65535/' "$work/memory.yaml"
+agree memory "EAL memory: the config needs .* but the EAL gets 128.0 MiB"
+rc=0; env PATH=/usr/bin:/bin "$gwlbctl" config check "$work/memory.yaml" > "$work/memory.alone" 2>&1 || rc=$?
+if [ "$rc" -ne 0 ] || ! grep -qF "warning: eal: the EAL memory is not checked (no gwlbd beside gwlbctl or on PATH): gwlbd --check-config checks it" "$work/memory.alone"; then
+  echo "FAIL memory without gwlbd: exit $rc (want 0), and a warning that the memory was not checked:"
+  cat "$work/memory.alone"; fail=1
+else
+  echo "ok   memory without gwlbd: $(grep -m1 'not checked' "$work/memory.alone")"
+fi
 # Traffic classes (issue 27): an error with its key path, and a shadowed
 # class as the same warning line from both checkers (the file stays valid).
 config classes_bad "" "traffic_classes: [ { name: t, match: { l4_ports: [2000-1000] } } ]" 1 "0@(0-1),1@(0-1)"

@@ -83,6 +83,16 @@ def refused_at_start(config_name, words, want_rc=1):
     print(f"  {config_name}.yaml refused at start: {line[0] if line else text.strip()[-200:]}")
 
 
+def pins():
+    """The permanent neighbours on gwlbd's tap: {address: MAC}."""
+    out = {}
+    for line in gw("ip", "neigh", "show", "dev", "pp0", "nud", "permanent").stdout.splitlines():
+        f = line.split()
+        if "lladdr" in f:
+            out[f[0]] = f[f.index("lladdr") + 1]
+    return out
+
+
 def reload_to(config_name):
     shutil.copy(f"{WORK}/{config_name}.yaml", CONF)
     return api("reload")
@@ -124,6 +134,26 @@ try:
     assert reload_to("data")["ok"]
     wait_state("healthy", 10, "   the right MAC again")
 
+    # 4b. A refused change leaves the kernel alone: the tap keeps the MAC the
+    # data uses, and the appliance stays healthy.
+    before = pins()
+    r = reload_to("refused")
+    assert not r["ok"] and r["error"]["code"] == "invalid_config", r
+    assert "no interface pp-missing" in r["error"]["details"][0]["message"], r
+    assert pins() == before == {ADDR: "02:00:00:00:00:11"}, \
+        f"a refused reload changed the tap's pinned neighbours: {before} -> {pins()}"
+    time.sleep(0.5)  # a few probe intervals with the refused MAC, were it pinned
+    assert state()["state"] == "healthy", state()
+    print(f"4b. refused reload (new MAC and a missing interface): pins still {pins()}")
+
+    # 4c. An accepted change that drops an appliance removes its pin.
+    assert reload_to("two")["ok"]
+    assert pins() == {ADDR: "02:00:00:00:00:11", "10.88.0.12": "02:00:00:00:00:12"}, pins()
+    assert reload_to("data")["ok"]
+    assert pins() == {ADDR: "02:00:00:00:00:11"}, \
+        f"the pin of 10.88.0.12 outlived its appliance: {pins()}"
+    print(f"4c. 10.88.0.12 added then removed by reload: pinned {pins()}")
+
     # 5. A management path whose interface is down, or missing: the reload is refused.
     r = reload_to("mgmt")
     assert not r["ok"] and r["error"]["code"] == "invalid_config", r
@@ -139,6 +169,7 @@ try:
     r = reload_to("mgmt")
     assert r["ok"], r
     assert state()["check"]["interface"] == "pp-mgmt"
+    assert pins() == {}, f"no probe takes the data path now, yet the tap keeps pins: {pins()}"
     wait_state("unhealthy", 5, "   management path pp-mgmt (nothing behind it), although the host routes to the decoy")
 finally:
     stop(p)

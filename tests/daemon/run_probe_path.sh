@@ -8,7 +8,9 @@
 # fail when the appliance's link goes down or the configured MAC is wrong
 # although the decoy still answers; gwlbd refuses probe paths that cannot
 # work (no path, a missing or down interface, strict reverse-path filtering)
-# at --check-config, at start and at reload. Needs root.
+# at --check-config, at start and at reload; a refused reload leaves the
+# tap's neighbours as they were, an accepted one removes the pins of the
+# appliances it drops. Needs root.
 #   run_probe_path.sh GWLBD WORKDIR SRCROOT
 set -euo pipefail
 gwlbd="$1" work="$2" src="$3"
@@ -53,7 +55,7 @@ ip -n "$app" neigh replace 10.88.0.1 lladdr 02:00:00:00:00:01 dev eth0 nud perma
 for _ in $(seq 1 50); do ip netns exec "$gw" curl -s -o /dev/null --max-time 1 http://10.88.0.11:8080/ && break; sleep 0.1; done
 echo "the gateway's kernel reaches 10.88.0.11:8080 by its own route (the decoy): $(ip -n "$gw" route get 10.88.0.11 | head -1)"
 
-# config NAME HEALTH_EXTRA NODE_EXTRA SERVER_MAC
+# config NAME HEALTH_EXTRA NODE_EXTRA SERVER_MAC [MORE_SERVERS [MORE_GROUPS]]
 config() {
   cat > "$work/$1.yaml" <<YAML
 node: { underlay_ip: 10.88.0.1, underlay_mac: 02:00:00:00:00:01, underlay_mtu: 1500$3 }
@@ -61,8 +63,8 @@ server_groups:
   - name: firewalls
     health_check: { protocol: tcp, port: 8080, interval: 100ms, timeout: 200ms,
                     healthy_threshold: 2, unhealthy_threshold: 2$2 }
-    servers: [ { address: 10.88.0.11, mac: $4 } ]
-dataplane: { workers: 1, mbufs: 8192, flow_table_size: 4096 }
+    servers: [ { address: 10.88.0.11, mac: $4 }${5:-} ]
+${6:-}dataplane: { workers: 1, mbufs: 8192, flow_table_size: 4096 }
 control: { socket: $work/gwlbd.sock }
 eal: ["--no-huge", "--no-pci", "--no-shconf", "-m", "256", "--no-telemetry",
       "--lcores=0@(0-1),1@(0-1)", "--log-level=*:warning",
@@ -75,6 +77,14 @@ config nopath "" "" 02:00:00:00:00:11
 config missing ", interface: pp-missing" "" 02:00:00:00:00:11
 config mgmt ", interface: pp-mgmt" "" 02:00:00:00:00:11
 config wrongmac "" "$EP" 02:00:00:00:00:99
+# A second appliance on the data path (nothing answers at 10.88.0.12).
+config two "" "$EP" 02:00:00:00:00:11 ", { address: 10.88.0.12, mac: 02:00:00:00:00:12 }"
+# A new MAC for the appliance, and a second group whose probe path is
+# missing: the whole change is refused, the new MAC must not reach the kernel.
+config refused "" "$EP" 02:00:00:00:00:77 "" "  - name: others
+    health_check: { protocol: tcp, port: 8080, interface: pp-missing }
+    servers: [ { address: 10.88.0.13, mac: 02:00:00:00:00:13 } ]
+"
 
 export GWLBD="$gwlbd" WORK="$work" GW_NS="$gw" APP_NS="$app"
 /usr/bin/python3 "$src/tests/daemon/probe_path_e2e.py"

@@ -53,6 +53,24 @@ man -l "$root/usr/share/man/man8/gwlbd.8.gz" 2>/dev/null | grep -q -- "--check-c
 for d in README.md deploy.md config.md examples/gwlbd.yaml copyright; do
   [ -f "$root/usr/share/doc/gwlb/$d" ] || fail "no /usr/share/doc/gwlb/$d"
 done
+grep -qx 'StateDirectory=gwlb' "$unit" || fail "unit: no StateDirectory=gwlb (the flow hash key's directory)"
+# The postinst creates the flow hash key once (here in a work directory in
+# place of /var/lib/gwlb), mode 0600, and keeps it on the next configure (an
+# upgrade); the packaged gwlbd then reads it.
+state="$work/var-lib-gwlb"
+dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./postinst | sed "s|/var/lib/gwlb|$state|g" > "$work/postinst"
+grep -q "$state/flow_hash.key" "$work/postinst" || fail "the postinst does not create /var/lib/gwlb/flow_hash.key"
+sh "$work/postinst" configure
+[ "$(stat -c %a "$state/flow_hash.key")" = 600 ] || fail "postinst: flow_hash.key mode $(stat -c %a "$state/flow_hash.key")"
+[ "$(stat -c %a "$state")" = 700 ] || fail "postinst: $state mode $(stat -c %a "$state")"
+grep -qxE '[0-9a-f]{32}' "$state/flow_hash.key" || fail "postinst: flow_hash.key does not hold 32 hex digits"
+made="$(cat "$state/flow_hash.key")"
+sh "$work/postinst" configure
+[ "$(cat "$state/flow_hash.key")" = "$made" ] || fail "a second configure (an upgrade) replaced the flow hash key"
+STATE_DIRECTORY="$state" "$root/usr/bin/gwlbd" --check-config "$root/etc/gwlb/gwlbd.yaml" \
+  | grep -qx "flow hash key: $state/flow_hash.key (gwlbd's own, kept across restarts)" \
+  || fail "the packaged gwlbd does not use the key the postinst made"
+echo "postinst: flow_hash.key created once (mode 600, directory 700), kept by an upgrade, used by gwlbd"
 echo "unpacked: unit runs /usr/bin/gwlbd with /etc/gwlb/gwlbd.yaml (passes --check-config); man pages, completion, docs in place"
 if command -v lintian >/dev/null; then
   if lintian --no-tag-display-limit "$deb" | grep '^E:'; then fail "lintian errors"; fi

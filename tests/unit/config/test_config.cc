@@ -1600,6 +1600,48 @@ TEST_F(FlowHashSecret, InlineDigitsAndFilesGiveTheSameKey) {
   EXPECT_FALSE(configured);
 }
 
+// Without a configured key gwlbd keeps its own in its state directory: made
+// once (directory 0700, file 0600, 32 hex digits), then read back the same;
+// --check-config (create = false) creates nothing; a damaged file is an
+// error naming the path and what to do, never replaced.
+TEST_F(FlowHashSecret, GwlbdsOwnKeyIsMadeOnceAndKept) {
+  const std::string dir = (dir_ / "state").string();
+  FlowHashKey a, b;
+  StateKeyOutcome got;
+  std::string err;
+  ASSERT_TRUE(loadStateKey(dir, false, a, got, err)) << err;
+  EXPECT_EQ(got, StateKeyOutcome::kMissing);
+  EXPECT_FALSE(std::filesystem::exists(dir)) << "the check must create nothing";
+  ASSERT_TRUE(loadStateKey(dir, true, a, got, err)) << err;
+  EXPECT_EQ(got, StateKeyOutcome::kCreated);
+  EXPECT_FALSE(a == FlowHashKey{});
+  const std::string file = dir + "/" + kStateKeyFile;
+  struct stat st {};
+  ASSERT_EQ(::stat(file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  ASSERT_EQ(::stat(dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  EXPECT_EQ(std::filesystem::file_size(file), 33u);  // 32 digits and a newline
+  ASSERT_TRUE(loadStateKey(dir, true, b, got, err)) << err;
+  EXPECT_EQ(got, StateKeyOutcome::kRead);
+  EXPECT_EQ(a, b) << "a second start must read the same key";
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 1) << "no temporary left";
+
+  write("state/flow_hash.key", "0123456789abcdef\n", 0600);
+  EXPECT_FALSE(loadStateKey(dir, true, b, got, err));
+  EXPECT_NE(err.find(file), std::string::npos) << err;
+  EXPECT_NE(err.find("32 hexadecimal digits"), std::string::npos) << err;
+  EXPECT_NE(err.find("remove it to have gwlbd generate a new one"), std::string::npos) << err;
+  EXPECT_EQ(std::filesystem::file_size(file), 17u) << "a damaged key must not be replaced";
+  write("state/flow_hash.key", "00112233445566778899aabbccddeeff\n", 0644);
+  EXPECT_FALSE(loadStateKey(dir, false, b, got, err));
+  EXPECT_NE(err.find("chmod 600"), std::string::npos) << err;
+
+  EXPECT_EQ(stateDirectory(nullptr), "/var/lib/gwlb");
+  EXPECT_EQ(stateDirectory(""), "/var/lib/gwlb");
+  EXPECT_EQ(stateDirectory("/var/lib/gwlb:/var/lib/other"), "/var/lib/gwlb");
+}
+
 // fleet.secret / fleet.secret_file key the flow hash (and the cookies) when
 // the config has a fleet section; every key source set must agree.
 TEST_F(FlowHashSecret, TheFleetSecretKeysTheFlowHashAndMustAgreeWithTheNodeKey) {
@@ -1609,7 +1651,7 @@ TEST_F(FlowHashSecret, TheFleetSecretKeysTheFlowHashAndMustAgreeWithTheNodeKey) 
   bool configured = true;
   std::string err;
   ASSERT_TRUE(loadHashKey(c, k, configured, err)) << err;
-  EXPECT_FALSE(configured) << "no key anywhere: gwlbd picks a random one";
+  EXPECT_FALSE(configured) << "no key anywhere: gwlbd uses its own (loadStateKey)";
 
   c.node.flow_hash_secret = "ffeeddccbbaa99887766554433221100";
   ASSERT_TRUE(loadHashKey(c, k, configured, err)) << err;

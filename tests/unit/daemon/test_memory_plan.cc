@@ -2,6 +2,7 @@
 // gwlbd --check-config): sizes from the same layouts the code allocates, the
 // EAL's arguments and hugepages read as DPDK reads them. No EAL needed.
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <rte_mbuf.h>
 
 #include <filesystem>
@@ -200,6 +201,38 @@ TEST_F(Hugepages, NoneFreeFailsWithWhatToDo) {
   EXPECT_NE(e.find("reserve at least"), std::string::npos) << e;
   EXPECT_NE(e.find("hugepages"), std::string::npos) << e;
   EXPECT_NE(e.find("dataplane.mbufs"), std::string::npos) << e;
+}
+
+// Checking the next config of a running gateway: the hugepages the running
+// gwlbd holds come back when it stops (a restart), so they count as the
+// EAL's, and the report says where they come from. Other processes' do not.
+TEST_F(Hugepages, ThoseTheRunningGwlbdHoldsCount) {
+  pages("2048kB", 128);  // 256 MiB free
+  const std::filesystem::path proc = dir_ / "proc";
+  auto process = [&](const std::string& pid, const std::string& name, uint64_t hugetlb_kb) {
+    std::filesystem::create_directories(proc / pid);
+    std::ofstream(proc / pid / "comm") << name << "\n";
+    std::ofstream(proc / pid / "status") << "Name:\t" << name << "\nVmRSS:\t  1000 kB\n"
+                                         << "HugetlbPages:\t  " << hugetlb_kb << " kB\n";
+  };
+  process("4242", "gwlbd", 600 * 1024);  // 600 MiB
+  process("4343", "other-dpdk-app", 400 * 1024);
+  process(std::to_string(::getpid()), "gwlbd", 100 * 1024);  // this process: not counted
+  EalBudget b = ealBudget({"-m", "512"}, dir_.string(), proc.string());
+  EXPECT_TRUE(b.error.empty()) << b.error;
+  EXPECT_EQ(b.bytes, 856 * kMiB);
+  EXPECT_NE(b.source.find("600.0 MiB the running gwlbd (pid 4242) holds until it stops"),
+            std::string::npos) << b.source;
+  Config c = testing::smallConfig();
+  EXPECT_EQ(checkFits(planMemory(c, b.pci_ports, true), b), "");
+  // Beyond both: the error names the free pages and the held ones.
+  std::string e = ealBudget({"-m", "1024"}, dir_.string(), proc.string()).error;
+  EXPECT_NE(e.find("256.0 MiB are free and the running gwlbd (pid 4242) holds 600.0 MiB"),
+            std::string::npos) << e;
+  // No gwlbd running: the free pages alone.
+  std::filesystem::remove_all(proc / "4242");
+  EXPECT_EQ(ealBudget({"-l", "0"}, dir_.string(), proc.string()).bytes, 256 * kMiB);
+  EXPECT_NE(ealBudget({"-m", "512"}, dir_.string(), proc.string()).error, "");
 }
 
 TEST(MemoryPlan, TooSmallSaysWhichKeyAndHowMuch) {
