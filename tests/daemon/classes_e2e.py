@@ -243,8 +243,16 @@ def check():
 
     # 5. A reload that swaps web and other and renames blocked: counts follow names.
     open(f"{work}/gwlbd.yaml", "w").write(config(["backups", "denied", "other", "web"]))
-    ctl("reload")
+    out = ctl("reload")
+    # New classes compile apart from the control thread: the change is
+    # published once they are, and `classes` says compiling until then.
+    deadline = time.time() + 10
     j = json.loads(ctl("--json", "classes"))
+    while j.get("compiling") and time.time() < deadline:
+        time.sleep(0.05)
+        j = json.loads(ctl("--json", "classes"))
+    assert j.get("compiling") is False, j
+    print(f"reload: {out.strip()}")
     got = [(c["name"], c["packets"], c["bytes"]) for c in j["classes"]]
     assert got == [("backups", 7, want["backups"]["bytes"]), ("denied", 0, 0),
                    ("other", 13, want["other"]["bytes"]), ("web", 11, want["web"]["bytes"])], got
