@@ -47,8 +47,12 @@ std::string renderClasses(const Json& r) {
     out += "compiled for the workers: " + fieldText(comp, "rules") + " rules, " +
            (cross ? "cross product (one cost per packet whatever the rules)"
                   : "bit vectors (the cross product would be too large: a packet's cost grows with the rules)") +
+           (fieldText(comp, "ipv4") == "intervals" ? ", IPv4 addresses by binary search (too many for the trie)" : "") +
            ", " + formatBytes(bytes.get<uint64_t>()) + "\n";
   }
+  const Json& compiling = field(r, "compiling");
+  if (compiling.is_boolean() && compiling.get<bool>())
+    out += "compiling: a config change waits for its traffic classes; the classes above serve until it is published\n";
   return out;
 }
 

@@ -44,12 +44,15 @@ struct Classes {
   const uint64_t* set(size_t i) const { return flat.data() + i * W; }
 };
 
-// Intervals cut by the prefixes of one family: starts (sorted, first 0) and,
-// per interval, the rules whose prefixes of this family cover it, or that
-// have no prefixes.
+// The intervals cut by the prefixes of one family, by a sweep over the
+// prefixes' ends: `starts` (sorted, the first 0) and each interval's class in
+// `cls`, interned in `out`: the rules whose prefixes of this family cover it,
+// or that have none. Neighbouring intervals of one class merge. It holds the
+// ends (two per prefix) and a cover count per rule, never a rule set per
+// interval, and each prefix costs its two ends however many intervals it spans.
 template <typename T>
-void addressIntervals(const std::vector<ClassRule>& rules, int family, int bits, size_t words,
-                      std::vector<T>& starts, std::vector<Bits>& sets) {
+void addressClasses(const std::vector<ClassRule>& rules, int family, int bits, size_t words, Classes& out,
+                    std::vector<T>& starts, std::vector<uint32_t>& cls) {
   auto range = [&](const IpAddr& a, uint8_t len, T& lo, T& hi) {
     T v = family == 4 ? T(v4Of(a.b.data())) : T(v6Of(a.b.data()));
     // len 0 is the whole family: its host mask cannot be a shift (a shift by
@@ -60,34 +63,61 @@ void addressIntervals(const std::vector<ClassRule>& rules, int family, int bits,
     lo = v & ~host;
     hi = lo | host;
   };
-  std::vector<T> cuts{T(0)};
+  struct End {
+    T at;
+    uint32_t rule;
+    bool open;
+  };
+  std::vector<End> ends;
   const T max = family == 4 ? T(0xFFFFFFFFu) : ~T(0);
-  for (const ClassRule& r : rules)
-    for (const auto& [a, len] : r.prefixes) {
-      if (a.family != family) continue;
-      T lo, hi;
-      range(a, len, lo, hi);
-      cuts.push_back(lo);
-      if (hi != max) cuts.push_back(hi + 1);
-    }
-  std::sort(cuts.begin(), cuts.end());
-  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-  starts = cuts;
-  sets.assign(cuts.size(), Bits(words, 0));
+  Bits cur(words, 0);
   for (size_t ri = 0; ri < rules.size(); ++ri) {
-    const ClassRule& r = rules[ri];
-    if (r.prefixes.empty()) {
-      for (Bits& s : sets) setBit(s, ri);
-      continue;
-    }
-    for (const auto& [a, len] : r.prefixes) {
+    if (rules[ri].prefixes.empty()) setBit(cur, ri);
+    for (const auto& [a, len] : rules[ri].prefixes) {
       if (a.family != family) continue;
       T lo, hi;
       range(a, len, lo, hi);
-      size_t i = size_t(std::lower_bound(cuts.begin(), cuts.end(), lo) - cuts.begin());
-      for (; i < cuts.size() && cuts[i] <= hi; ++i) setBit(sets[i], ri);
+      ends.push_back({lo, uint32_t(ri), true});
+      if (hi != max) ends.push_back({T(hi + 1), uint32_t(ri), false});
     }
   }
+  std::sort(ends.begin(), ends.end(), [](const End& x, const End& y) { return x.at < y.at; });
+  std::vector<uint32_t> depth(rules.size(), 0);  // a rule's prefixes covering the sweep's point
+  starts.clear();
+  cls.clear();
+  auto emit = [&](T at) {
+    const uint32_t id = out.intern(cur);
+    if (!cls.empty() && cls.back() == id) return;
+    starts.push_back(at);
+    cls.push_back(id);
+  };
+  if (ends.empty() || ends[0].at != T(0)) emit(T(0));
+  for (size_t i = 0; i < ends.size();) {
+    const T at = ends[i].at;
+    for (; i < ends.size() && ends[i].at == at; ++i) {
+      const End& e = ends[i];
+      if (e.open) {
+        if (depth[e.rule]++ == 0) setBit(cur, e.rule);
+      } else if (--depth[e.rule] == 0) {
+        cur[e.rule / 64] &= ~(uint64_t(1) << (e.rule % 64));
+      }
+    }
+    emit(at);
+  }
+  starts.shrink_to_fit();
+  cls.shrink_to_fit();
+}
+
+// Nodes buildTrie4 makes for these interval starts: one per /16 and one per
+// /24 that a start falls strictly inside.
+size_t trieNodes(const std::vector<uint32_t>& starts) {
+  size_t n = 0;
+  int64_t last16 = -1, last24 = -1;
+  for (uint32_t s : starts) {
+    if ((s & 0xFFFF) && int64_t(s >> 16) != last16) ++n, last16 = s >> 16;
+    if ((s & 0xFF) && int64_t(s >> 8) != last24) ++n, last24 = s >> 8;
+  }
+  return n;
 }
 
 // The IPv4 trie: a 16-bit top level, then 8-bit nodes; an entry is a class
@@ -173,6 +203,7 @@ struct ClassTable::Data {
   uint32_t l4_unknown = 0;  // L's id of "ports unknown" (l4_[65536] when it fits)
   std::vector<uint32_t> port_row_;
   std::vector<uint32_t> a4_top_, a4_node_;
+  std::vector<uint32_t> v4_start_, v4_cls_;  // without the trie only
   std::vector<U128> v6_start_;
   std::vector<uint32_t> v6_cls_;
   struct Product {
@@ -182,7 +213,7 @@ struct ClassTable::Data {
   std::vector<uint8_t> action_, listener_;
 };
 
-ClassTable::ClassTable(const std::vector<ClassRule>& rules, size_t cell_limit) {
+ClassTable::ClassTable(const std::vector<ClassRule>& rules, size_t cell_limit, size_t trie_limit) {
   if (rules.empty()) return;
   n_rules_ = uint32_t(std::min(rules.size(), kMaxClasses));
   std::vector<ClassRule> rs(rules.begin(), rules.begin() + n_rules_);
@@ -251,14 +282,12 @@ ClassTable::ClassTable(const std::vector<ClassRule>& rules, size_t cell_limit) {
     D.l4_[65536] = uint16_t(D.l4_unknown);
   }
   {  // addresses: both families' classes in one numbering, then "neither"
-    std::vector<uint32_t> v4_start;
-    std::vector<Bits> per;
-    addressIntervals<uint32_t>(rs, 4, 32, W, v4_start, per);
-    std::vector<uint32_t> v4_cls;
-    for (const Bits& s : per) v4_cls.push_back(D.A[0].intern(s));
-    buildTrie4(v4_start, v4_cls, kChild, D.a4_top_, D.a4_node_);
-    addressIntervals<U128>(rs, 6, 128, W, D.v6_start_, per);
-    for (const Bits& s : per) D.v6_cls_.push_back(D.A[1].intern(s));
+    addressClasses<uint32_t>(rs, 4, 32, W, D.A[0], D.v4_start_, D.v4_cls_);
+    if (trieNodes(D.v4_start_) * 256 * sizeof(uint32_t) <= trie_limit) {
+      buildTrie4(D.v4_start_, D.v4_cls_, kChild, D.a4_top_, D.a4_node_);
+      D.v4_start_ = {}, D.v4_cls_ = {};
+    }
+    addressClasses<U128>(rs, 6, 128, W, D.A[1], D.v6_start_, D.v6_cls_);
     Bits none(W, 0);
     for (size_t ri = 0; ri < rs.size(); ++ri)
       if (rs[ri].prefixes.empty()) setBit(none, ri);
@@ -326,13 +355,16 @@ ClassTable::ClassTable(const std::vector<ClassRule>& rules, size_t cell_limit) {
   vlan_ = D.vlan_.data();
   proto_ = D.proto_.data();
   l4_ = D.l4_.data();
-  a4_top_ = D.a4_top_.data();
-  a4_node_ = D.a4_node_.data();
+  if (!D.a4_top_.empty()) {
+    a4_top_ = D.a4_top_.data();
+    a4_node_ = D.a4_node_.data();
+  }
   if (cross) {
     auto view = [](const Data::Product& x) {
       return Product{x.pv_row.data(), x.pvr_row.data(), x.pl_row.data(), x.fin.data()};
     };
-    v4_ = view(D.prod[0]);
+    v4x_ = view(D.prod[0]);
+    if (a4_top_) v4_ = v4x_;
     v6_ = view(D.prod[1]);
   }
   action_ = D.action_.data();
@@ -352,14 +384,29 @@ size_t ClassTable::memoryBytes() const noexcept {
     for (const auto* v : {&x.pv_row, &x.pvr_row, &x.pl_row}) n += v->size() * 4;
   }
   n += (D.a4_top_.size() + D.a4_node_.size() + D.v6_cls_.size()) * 4 + D.v6_start_.size() * 16;
+  n += (D.v4_start_.size() + D.v4_cls_.size()) * 4;
+  n += D.action_.size() + D.listener_.size() + (listeners_ ? listeners_->size() : 0);
   return n;
+}
+
+ClassTable ClassTable::withListeners(std::vector<uint8_t> listeners) const {
+  ClassTable t = *this;
+  if (!data_) return t;
+  listeners.resize(n_rules_, 0);
+  t.listeners_ = std::make_shared<const std::vector<uint8_t>>(std::move(listeners));
+  t.listener_ = t.listeners_->data();
+  return t;
 }
 
 uint16_t ClassTable::classifyOther(uint16_t port, uint16_t vlan, const L4Tuple& t, bool ports) const noexcept {
   const Data& D = *data_;
   const bool v4 = t.src.family == 4;
   auto addr = [&](const IpAddr& a) -> uint32_t {
-    if (a.family == 4) return addr4(a.b.data());
+    if (a.family == 4 && a4_top_) return addr4(a.b.data());
+    if (a.family == 4) {
+      const uint32_t v = v4Of(a.b.data());
+      return D.v4_cls_[size_t(std::upper_bound(D.v4_start_.begin(), D.v4_start_.end(), v) - D.v4_start_.begin()) - 1];
+    }
     if (a.family != 6) return D.v6_cls_.back();
     const U128 v = v6Of(a.b.data());
     return D.v6_cls_[size_t(std::upper_bound(D.v6_start_.begin(), D.v6_start_.end(), v) - D.v6_start_.begin()) - 1];
@@ -367,7 +414,7 @@ uint16_t ClassTable::classifyOther(uint16_t port, uint16_t vlan, const L4Tuple& 
   const uint32_t pe = D.port_[port < 256 ? port : 256], ve = vlan_[vlan & 0xFFF], re = proto_[t.proto];
   const uint32_t ls = ports ? l4_[t.sport] : D.l4_unknown, ld = ports ? l4_[t.dport] : D.l4_unknown;
   const uint32_t as = addr(t.src), ad = addr(t.dst);
-  if (const Product& x = v4 ? v4_ : v6_; x.fin) {
+  if (const Product& x = v4 ? v4x_ : v6_; x.fin) {
     const uint32_t pvr = x.pvr[x.pv[port_row_[port < 256 ? port : 256] + ve] + re];
     const uint16_t *s = x.fin + x.pl[pvr + ls], *d = x.fin + x.pl[pvr + ld];
     return std::min(std::min(s[as], s[ad]), std::min(d[as], d[ad]));

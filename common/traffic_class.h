@@ -54,12 +54,21 @@ struct ClassRule {
 // fields' bit vectors, one word per 64 rules. The compiled tables are
 // immutable and shared by copies (a snapshot builder that keeps one table
 // while its rules do not change copies a pointer).
+// Memory: the cross-product stages are bounded by `cell_limit`; the IPv4
+// trie costs 1 KiB per /16 and per /24 that a prefix end falls inside, so
+// past `trie_limit` bytes of nodes (scattered /32s: one node per /24) IPv4
+// addresses are looked up like IPv6 ones, by a binary search over the
+// intervals (8 bytes each), out of line. The intervals are found by a sweep
+// over the prefixes' ends: no rule set is kept per interval, only one per
+// distinct set (one per address class).
 class ClassTable {
  public:
   static constexpr size_t kDefaultCellLimit = size_t(1) << 23;  // 16 MiB of uint16_t
+  static constexpr size_t kDefaultTrieLimit = size_t(32) << 20;  // 32,768 nodes of 1 KiB
 
   ClassTable() = default;
-  explicit ClassTable(const std::vector<ClassRule>& rules, size_t cell_limit = kDefaultCellLimit);
+  explicit ClassTable(const std::vector<ClassRule>& rules, size_t cell_limit = kDefaultCellLimit,
+                      size_t trie_limit = kDefaultTrieLimit);
 
   bool empty() const noexcept { return n_rules_ == 0; }
   size_t size() const noexcept { return n_rules_; }
@@ -68,9 +77,16 @@ class ClassTable {
   // Whether two tables share one compilation (the builder's cache hit).
   bool sameCompilation(const ClassTable& o) const noexcept { return data_ == o.data_; }
   // Whether the cross product was built (false: bit vectors, see above).
-  bool crossProduct() const noexcept { return v4_.fin != nullptr; }
-  // Bytes of the compiled tables (docs/performance.md, --check-config).
+  bool crossProduct() const noexcept { return v4x_.fin != nullptr; }
+  // Whether IPv4 addresses go through the trie (false: the interval search).
+  bool ipv4Trie() const noexcept { return a4_top_ != nullptr; }
+  // Bytes of the compiled tables (docs/performance.md, the API's `classes`,
+  // the memory plan of gwlbd --check-config).
   size_t memoryBytes() const noexcept;
+  // This compilation with each class's listener index replaced (`listeners`:
+  // one per rule). The match does not depend on listeners, so a builder
+  // compiles rules without them and resolves the names per snapshot.
+  ClassTable withListeners(std::vector<uint8_t> listeners) const;
 
   // The first rule matching, or kNoClass. `vlan`: the VLAN ID, 0 untagged.
   // `ports`: false for a packet whose ports are unknown (a non-first
@@ -79,6 +95,7 @@ class ClassTable {
                                            bool ports = true) const noexcept {
     // IPv4 inline (always: a call costs a fifth of it); IPv6 and the bit vectors out of line. The stage tables
     // hold row offsets into the next stage (class x its row length).
+    // v4_ is set only with the cross product and the trie.
     if (__builtin_expect(t.src.family != 4 || v4_.fin == nullptr, 0)) return classifyOther(port, vlan, t, ports);
     const uint32_t pv = v4_.pv[port_row_[port < 256 ? port : 256] + vlan_[vlan & 0xFFF]];
     const uint32_t pvr = v4_.pvr[pv + proto_[t.proto]];
@@ -110,8 +127,9 @@ class ClassTable {
   struct Product {  // one address family's cross product
     const uint32_t *pv = nullptr, *pvr = nullptr, *pl = nullptr;
     const uint16_t* fin = nullptr;
-  } v4_, v6_;
+  } v4_, v4x_, v6_;  // v4x_: IPv4's product whether or not the trie was built
   const uint8_t *action_ = nullptr, *listener_ = nullptr;
+  std::shared_ptr<const std::vector<uint8_t>> listeners_;  // withListeners()'s, else none
 };
 
 }  // namespace gwlb

@@ -61,6 +61,8 @@ Daemon::Daemon(Config config) {
   in.neighbours = [this] { return neighbours_.macs(); };
   in.devices = &port_macs_;
   in.class_counts = [this](uint16_t slot) { return classSlotCounts(slot); };
+  // A large class set compiles for seconds: never on the control thread.
+  in.compile_classes_apart = true;
   Engine::Hooks hooks;
   hooks.decided = [](const Decision& d) {
     if (d.kind == Decision::Kind::kRegion) spdlog::warn("regions: {}", d.text);

@@ -185,6 +185,8 @@ class Daemon {
   // Validates and applies a changed config (a copy of cfg_); the error reply or null.
   // `why` names the cause for appliances the change removes.
   nlohmann::json applyConfig(Config next, const std::string& why);
+  // Throws ApiFailure busy while a change waits for its classes (Engine::pending).
+  void refuseWhileCompiling(const std::string& what) const;
 
   // The control core: config, registry, lifecycle, regions, snapshots.
   const Config& cfg() const { return engine_->config(); }

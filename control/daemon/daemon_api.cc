@@ -214,6 +214,14 @@ json Daemon::apiStats(const json& p) {
           {"snapshots_live", dp::Snapshot::live()}, {"taken_at", unixNow()}};
 }
 
+void Daemon::refuseWhileCompiling(const std::string& what) const {
+  // A change made from the running config would drop the pending one (the
+  // latest wins): refused instead, so that no reload is lost without a word.
+  if (engine_->pending())
+    throw ApiFailure("busy", what + ": a config change waits for its traffic classes to compile; retry "
+                            "when `gwlbctl classes` no longer says compiling");
+}
+
 json Daemon::applyConfig(Config next, const std::string& why) {
   // Throws ApiFailure invalid_config / limit_reached; nothing changes then.
   checkProbePaths(next);
@@ -270,7 +278,11 @@ json Daemon::apiReload(const json& p) {
                                     next, force, "reload of " + cfg().source_path);
   json r = applyConfig(std::move(next), "removed by reload");
   file_cfg_ = std::move(as_file);
-  for (const ConfigError& w : configWarnings(cfg(), n_ports_)) {
+  // Changed traffic classes compile apart: the change is published once
+  // they are (the running config serves until then).
+  const bool compiling = engine_->pending();
+  if (compiling) r["classes_compiling"] = true;
+  for (const ConfigError& w : configWarnings(file_cfg_, n_ports_)) {
     spdlog::warn("reload of {}: {}: {}", cfg().source_path, w.path, w.message);
     warnings.push_back(w.path + ": " + w.message);
   }
@@ -298,9 +310,10 @@ json Daemon::apiReload(const json& p) {
   }
   std::string later;
   for (const json& k : restart) later += (later.empty() ? "" : ", ") + k.get<std::string>();
-  spdlog::info("{}: reloaded {}: {}{}", reload_origin_, cfg().source_path,
+  spdlog::info("{}: reloaded {}: {}{}{}", reload_origin_, cfg().source_path,
                what.empty() ? "no appliance changed" : what,
-               later.empty() ? "" : "; at the next restart: " + later + " (changed, not applied)");
+               later.empty() ? "" : "; at the next restart: " + later + " (changed, not applied)",
+               compiling ? "; traffic classes compiling: published once compiled" : "");
   return r;
 }
 

@@ -204,6 +204,7 @@ json Daemon::apiGroups(const json& p) {
 json Daemon::apiServerAdd(const json& p) {
   Params pr(p, {"group", "address", "weight", "mac"});
   if (!pr.has("group") || !pr.has("address")) badRequest("server.add needs group and address");
+  refuseWhileCompiling("server.add");
   std::string g = pr.str("group");
   Config next = cfg();
   ServerGroupConfig* grp = nullptr;
@@ -227,6 +228,7 @@ json Daemon::apiServerAdd(const json& p) {
 json Daemon::apiServerRemove(const json& p) {
   Params pr(p, {"address", "force"});
   if (!pr.has("address")) badRequest("server.remove needs address");
+  refuseWhileCompiling("server.remove");
   IpAddr a = pr.ip("address");
   const bool force = pr.has("force") && pr.boolean("force");
   Config next = cfg();
@@ -247,6 +249,7 @@ json Daemon::apiServerRemove(const json& p) {
 json Daemon::apiServerSet(const json& p) {
   Params pr(p, {"address", "weight", "force"});
   if (!pr.has("address") || !pr.has("weight")) badRequest("server.set needs address and weight");
+  refuseWhileCompiling("server.set");
   IpAddr a = pr.ip("address");
   uint32_t w = uint32_t(pr.num("weight", 0, 10000));
   const bool force = pr.has("force") && pr.boolean("force");

@@ -76,10 +76,14 @@ json Daemon::apiClasses(const json& p) {
   // How the workers' snapshot holds them (common/traffic_class.h): the cross
   // product costs the same per packet whatever the rules; the bit vectors,
   // for rule sets whose product is too large, grow with the rule count.
+  // IPv4 addresses: a trie, or past its budget a binary search.
   if (const dp::Snapshot* s = dp_.snapshot.load(); s && !s->classes.empty())
     out["compiled"] = {{"rules", s->classes.size()},
                        {"structure", s->classes.crossProduct() ? "cross_product" : "bit_vectors"},
+                       {"ipv4", s->classes.ipv4Trie() ? "trie" : "intervals"},
                        {"bytes", s->classes.memoryBytes()}};
+  // A change waiting for its classes to compile (the running ones serve).
+  out["compiling"] = engine_->pending();
   if (classes.empty())
     out["default_listener"] = regions().listeners().empty() ? "default" : regions().listeners()[0].name;
   return out;

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "control/engine/snapshot_builder.h"
 #include "control/fleet/sync_sent_log.h"
 #include "dataplane/flow_table.h"
 #include "dataplane/neighbour_table.h"
@@ -228,6 +229,17 @@ MemoryPlan planMemory(const Config& cfg, unsigned pci_ports, bool hugepages) {
                         "dataplane.workers",
                         uint64_t(d.workers) * (sizeof(dp::WorkerState) + sizeof(dp::WorkerRun)),
                         false});
+  if (!cfg.traffic_classes.empty()) {
+    // Compiled as gwlbd will (the cache hands gwlbd's first snapshot this
+    // table); a change of classes holds the running and the new table at once.
+    const ClassTable t = compiledClasses(cfg.traffic_classes);
+    plan.parts.push_back({"traffic classes",
+                          std::to_string(t.size()) + " classes compiled (" +
+                              (t.crossProduct() ? "cross product" : "bit vectors") + ", IPv4 " +
+                              (t.ipv4Trie() ? "trie" : "interval search") + "): " + mib(t.memoryBytes()) +
+                              ", twice while a reload replaces them",
+                          "traffic_classes", 2 * uint64_t(t.memoryBytes()), false});
+  }
   // NeighbourTable's kMapBytes (private): 17 bytes per slot.
   plan.parts.push_back({"neighbour table",
                         std::to_string(dp::NeighbourTable::kSlots) + " L2 neighbours", "",

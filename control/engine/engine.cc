@@ -58,7 +58,9 @@ Engine::Engine(Config cfg, dp::FlowTable& flows, dp::Dataplane& dp, rte_rcu_qsbr
       dp_(dp),
       qsbr_(qsbr),
       in_(std::move(in)),
-      hooks_(std::move(hooks)) {}
+      hooks_(std::move(hooks)) {
+  if (in_.compile_classes_apart) compiler_ = std::make_unique<ClassCompiler>();
+}
 
 Engine::~Engine() { shutdown(); }
 
@@ -139,12 +141,54 @@ uint64_t Engine::applyConfig(Config next, const std::string& why, uint64_t now) 
   }
   catchUp(now);
   checkServerIds(next);  // before anything changes: a refusal applies nothing
+  if (compiler_) {
+    // Compared in place: a copy of a large class set costs milliseconds.
+    if (!sameClassRules(next.traffic_classes, cfg_.traffic_classes)) {
+      // New classes: compiled apart, and the change waits for them, its
+      // classes held apart for the compiler (moved back when applied). One
+      // already compiling the same classes stays: this change replaces only
+      // the rest of its config.
+      if (pending_ && sameClassRules(next.traffic_classes, *pending_->classes)) {
+        next.traffic_classes = {};
+        pending_->cfg = std::move(next);
+        pending_->why = why;
+        return generation_;
+      }
+      auto classes = std::make_shared<std::vector<TrafficClassConfig>>(std::move(next.traffic_classes));
+      next.traffic_classes = {};
+      compiler_->request(classes);
+      pending_ = Pending{std::move(next), std::move(classes), why};
+      return generation_;
+    }
+    // The running classes: applied now, and a pending change is dropped.
+    if (pending_) compiler_->cancel();
+    pending_.reset();
+  }
+  applyNow(std::move(next), why, now);
+  return generation_;
+}
+
+void Engine::applyNow(Config next, const std::string& why, uint64_t now) {
   ++lifecycle_changes_;
   lifecycle_.applyConfig(cfg_, next, now, why);
   cfg_ = std::move(next);
   if (hooks_.config_changed) hooks_.config_changed(cfg_);
   build("config", now);
-  return generation_;
+}
+
+void Engine::applyCompiled(uint64_t now) {
+  if (!pending_) return;
+  std::optional<ClassCompiler::Result> r = compiler_->take();
+  if (!r) return;
+  Pending p = std::move(*pending_);
+  pending_.reset();
+  // The compiler let go of the classes before handing the table back.
+  p.cfg.traffic_classes = std::move(*p.classes);
+  // Server ids may have been taken since the change was checked: checked
+  // again (a refusal is thrown to the driver, which logs it).
+  checkServerIds(p.cfg);
+  primeClassCache(std::move(r->rules), std::move(r->table));
+  applyNow(std::move(p.cfg), p.why, now);
 }
 
 std::string Engine::drain(uint32_t ip, std::optional<uint32_t> timeout_s, uint64_t now) {
@@ -179,6 +223,7 @@ uint64_t Engine::nextDue() const {
 
 void Engine::advance(uint64_t now) {
   slices_left_ = walk_budget_;
+  if (pending_) applyCompiled(now);
   for (;;) {
     if (walking()) {
       if (!walkOn()) break;  // the budget ran out: the rest in the next calls

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "common/health.h"
+#include "control/engine/class_compiler.h"
 #include "control/engine/class_slots.h"
 #include "control/engine/maglev_cache.h"
 #include "control/config/config.h"
@@ -74,6 +75,11 @@ struct EngineInputs {
   // The workers' counts in a traffic class counter slot (gwlbd: summed over
   // its workers), read when a freed slot goes to a new class name. Unset: zeros.
   ClassSlots::Reader class_counts;
+  // Compile changed traffic classes on a thread of their own (gwlbd): a
+  // config change whose classes differ from the running ones then waits,
+  // whole, until they are compiled; the running config and its classes serve
+  // meanwhile. Off: compiled in applyConfig (gwlb-replay, tests).
+  bool compile_classes_apart = false;
 };
 // What the engine tells its driver.
 struct EngineHooks {
@@ -114,7 +120,15 @@ class Engine {
   // Throws ApiFailure "invalid_config" (with details) or "limit_reached" (more
   // new appliance addresses than free server ids): nothing changes then.
   // `why` names the cause for appliances it removes. Returns the generation.
+  // With Inputs::compile_classes_apart, a change whose traffic classes differ
+  // from the running config's is checked now (the throws above) and applied
+  // when its classes are compiled (advance() publishes it); until then it is
+  // pending(), the running config serves, and the returned generation is the
+  // running one. A change made while another is pending replaces it (the
+  // latest wins; the other is never applied).
   uint64_t applyConfig(Config next, const std::string& why, uint64_t now);
+  // A change waits for its traffic classes to compile.
+  bool pending() const { return pending_.has_value(); }
   // Operator drain / undrain of a configured appliance: "" or what is wrong
   // (nothing changes then).
   std::string drain(uint32_t ip, std::optional<uint32_t> timeout_s, uint64_t now);
@@ -129,7 +143,8 @@ class Engine {
   // When advance() has something to do next: a drain deadline, a failback
   // hold end or the next housekeeping.
   uint64_t nextDue() const;
-  // Runs every action due at or before `now`, each at its due time, in time
+  // Applies a pending change whose classes are compiled (at `now`); runs
+  // every action due at or before `now`, each at its due time, in time
   // order; then frees snapshots whose grace period has passed. With a walk
   // budget (setWalkBudget), a walk of the flow table that does not end
   // within it goes on in the next calls (walking() is true, nextDue() is its
@@ -200,6 +215,8 @@ class Engine {
   void endWalk();
   void checkServerIds(const Config& next);
   void decide(Decision d);
+  void applyNow(Config next, const std::string& why, uint64_t now);
+  void applyCompiled(uint64_t now);
 
   Config cfg_;
   dp::FlowTable& flows_;
@@ -247,6 +264,13 @@ class Engine {
     uint64_t token;
   };
   std::deque<Retired> retired_;
+  struct Pending {  // a change waiting for its classes (compile_classes_apart)
+    Config cfg;      // without its traffic_classes: those are in `classes`
+    std::shared_ptr<std::vector<TrafficClassConfig>> classes;  // shared with the compiler until compiled
+    std::string why;
+  };
+  std::optional<Pending> pending_;
+  std::unique_ptr<ClassCompiler> compiler_;  // last: its thread stops first
 };
 
 }  // namespace gwlb::ctl

@@ -137,5 +137,21 @@ void setClassCache(bool on);
 // them (buildSnapshot compiles these; explain's tests compare against them).
 // The listener is left 0: buildSnapshot resolves the name to its index.
 ClassRule classRule(const TrafficClassConfig& tc);
+// Every class of `cfg` as classRule() gives it, in order: what buildSnapshot
+// compiles (the key of the cache below).
+std::vector<ClassRule> classRules(const std::vector<TrafficClassConfig>& classes);
+std::vector<ClassRule> classRules(const Config& cfg);
+// Whether two class lists compile to the same table (match fields and
+// actions equal; names and listeners aside), compared in place.
+bool sameClassRules(const std::vector<TrafficClassConfig>& a, const std::vector<TrafficClassConfig>& b);
+// The compiled table of `rules`: the last build's when its rules were the
+// same, else compiled now (and kept for the next build). Any thread. The
+// second form compares `classes` with the cached rules in place and takes
+// their rules only to compile.
+ClassTable compiledClasses(const std::vector<ClassRule>& rules);
+ClassTable compiledClasses(const std::vector<TrafficClassConfig>& classes);
+// Makes `table` (compiled from `rules` elsewhere, e.g. on the class compiler's
+// thread) the one the next build with those rules takes.
+void primeClassCache(std::vector<ClassRule> rules, ClassTable table);
 
 }  // namespace gwlb::ctl

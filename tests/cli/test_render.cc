@@ -203,6 +203,14 @@ TEST(Render, ClassesAndExplainedClass) {
       << renderClasses(r);
   r["compiled"]["structure"] = "bit_vectors";
   EXPECT_TRUE(has(renderClasses(r), "2 rules, bit vectors (the cross product would be too large")) << renderClasses(r);
+  // Past the IPv4 trie's budget, and a change waiting for its compile.
+  r["compiled"]["ipv4"] = "intervals";
+  r["compiling"] = true;
+  EXPECT_TRUE(has(renderClasses(r), ", IPv4 addresses by binary search (too many for the trie), 1.4 MiB\n"))
+      << renderClasses(r);
+  EXPECT_TRUE(has(renderClasses(r), "\ncompiling: a config change waits for its traffic classes; the classes above "
+                                    "serve until it is published\n"))
+      << renderClasses(r);
   EXPECT_EQ(renderClasses(Json::parse(R"({"configured": false, "classes": [], "default_listener": "web"})")),
             "no traffic_classes: every packet is inspected by listener 'web'\n");
 
@@ -234,6 +242,9 @@ TEST(Render, ChangesAndErrors) {
   EXPECT_TRUE(has(renderChange("reload", Json::object(),
                                Json{{"snapshot_generation", 5}, {"restart_needed", {"eal"}}}),
                   "next restart: eal"));
+  EXPECT_EQ(renderChange("reload", Json::object(), Json{{"snapshot_generation", 5}, {"classes_compiling", true}}),
+            "reloaded (traffic classes compiling: the change is published once they are compiled); snapshot "
+            "generation 5\n");
   Json err = Json::parse(R"({"code": "invalid_config", "message": "change rejected",
     "details": [{"path": "server_groups[0].servers", "message": "at least one server"}]})");
   EXPECT_EQ(renderError(err),

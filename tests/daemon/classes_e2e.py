@@ -253,7 +253,15 @@ def check():
              "correct the id\n")
     assert ghost in out, out
     assert "warning: server_groups[0]: server group 'fw-a' has no health_check" in out, out
+    # New classes compile apart from the control thread: the change is
+    # published once they are, and `classes` says compiling until then.
+    deadline = time.time() + 10
     j = json.loads(ctl("--json", "classes"))
+    while j.get("compiling") and time.time() < deadline:
+        time.sleep(0.05)
+        j = json.loads(ctl("--json", "classes"))
+    assert j.get("compiling") is False, j
+    print(f"reload: {out.strip()}")
     got = [(c["name"], c["packets"], c["bytes"]) for c in j["classes"]]
     assert got == [("backups", 7, want["backups"]["bytes"]), ("denied", 0, 0),
                    ("other", 13, want["other"]["bytes"]), ("web", 11, want["web"]["bytes"]), ("ghost", 0, 0)], got

@@ -274,8 +274,11 @@ TEST(ClassTable, CrossProductAndBitVectorsAgreeWithTheRulesOnRandomSets) {
       }
     }
     const ClassTable cross(rs), bits(rs, 0);
+    // No trie budget: IPv4 through the interval search (out of line).
+    const ClassTable search(rs, ClassTable::kDefaultCellLimit, 0);
     ASSERT_TRUE(cross.crossProduct());
     ASSERT_FALSE(bits.crossProduct());
+    ASSERT_TRUE(search.crossProduct());
     for (int k = 0; k < 300; ++k) {
       L4Tuple t;
       if (pick(4)) {
@@ -292,6 +295,7 @@ TEST(ClassTable, CrossProductAndBitVectorsAgreeWithTheRulesOnRandomSets) {
       const uint16_t want = naive(rs, port, vlan, t, ports);
       ASSERT_EQ(cross.classify(port, vlan, t, ports), want) << "set " << set << " packet " << k;
       ASSERT_EQ(bits.classify(port, vlan, t, ports), want) << "set " << set << " packet " << k;
+      ASSERT_EQ(search.classify(port, vlan, t, ports), want) << "set " << set << " packet " << k;
       ASSERT_EQ(cross.classify(port, vlan, reversed(t), ports), cross.classify(port, vlan, t, ports));
     }
   }
@@ -367,6 +371,70 @@ TEST(ClassTable, AThousandMixedRulesGetTheCrossProduct) {
   EXPECT_EQ(t.classify(0, 0, tuple("10.64.1.1", "198.51.100.1", kProtoUdp, 4000, 53)), 999);
   EXPECT_EQ(t.classify(0, 0, tuple("10.100.5.9", "198.51.100.1", kProtoTcp, 2005, 9)), 5);
   EXPECT_EQ(t.classify(0, 104, tuple("10.64.1.1", "198.51.100.1", kProtoUdp, 4000, 53)), 4);
+}
+
+// Scattered /32s (each in a /24 of its own: a 1 KiB trie node apiece) past
+// the trie's budget: IPv4 goes through the interval search, the compiled
+// size stays a few bytes per prefix, and every answer is the rules'.
+TEST(ClassTable, ScatteredHostRoutesPastTheTrieBudgetUseTheIntervalSearch) {
+  std::mt19937 rng(34);
+  std::vector<ClassRule> rs(1000);
+  std::vector<IpAddr> hosts;
+  for (size_t i = 0; i < rs.size(); ++i) {
+    ClassRule& r = rs[i];
+    r.listener = uint8_t(i % 7);
+    if (i % 5 == 0) r.l4_ports = {{uint16_t(1000 + i), uint16_t(1000 + i)}};
+    if (i % 3 == 0) r.protocols = {kProtoTcp};
+    for (int k = 0; k < 48; ++k) {  // 48,000 host routes in all
+      const uint32_t a = uint32_t(rng());
+      const uint8_t b[4] = {uint8_t(a >> 24), uint8_t(a >> 16), uint8_t(a >> 8), uint8_t(a)};
+      r.prefixes.push_back({IpAddr::v4(b), 32});
+      hosts.push_back(IpAddr::v4(b));
+    }
+  }
+  rs[500].prefixes.push_back({ip("10.0.0.0"), 8});  // one wide prefix over many of them
+  rs[999].prefixes.clear();                         // and a catch-all
+  const ClassTable t(rs);
+  EXPECT_FALSE(t.ipv4Trie());
+  EXPECT_TRUE(t.crossProduct());
+  // The trie alone would take 1 KiB for each of ~48,000 /24s (47 MiB).
+  EXPECT_LT(t.memoryBytes(), size_t(16) << 20) << t.memoryBytes();
+  const ClassTable with_trie(rs, ClassTable::kDefaultCellLimit, size_t(1) << 30);
+  EXPECT_TRUE(with_trie.ipv4Trie());
+  EXPECT_GT(with_trie.memoryBytes(), size_t(40) << 20);
+  const ClassTable bits(rs, 0);
+  EXPECT_FALSE(bits.ipv4Trie());
+  EXPECT_FALSE(bits.crossProduct());
+  auto pick = [&](uint32_t n) { return uint32_t(rng() % n); };
+  for (int k = 0; k < 20000; ++k) {
+    L4Tuple t4;
+    t4.src = hosts[pick(uint32_t(hosts.size()))];
+    t4.dst = pick(2) ? hosts[pick(uint32_t(hosts.size()))] : ip("198.51.100.1");
+    if (pick(4) == 0) t4.src.b[3] ^= 1;  // a neighbour: another interval
+    if (pick(8) == 0) t4.dst = ip("10.1.2.3");
+    t4.proto = uint8_t(pick(2) ? kProtoTcp : kProtoUdp);
+    t4.sport = uint16_t(1000 + pick(1000));
+    t4.dport = uint16_t(pick(2) ? 443 : 1000 + pick(1000));
+    const bool ports = pick(9) != 0;
+    // The reference walks every prefix: a sample of it; the three forms on all.
+    const uint16_t want = k % 50 == 0 ? naive(rs, 0, 0, t4, ports) : bits.classify(0, 0, t4, ports);
+    ASSERT_EQ(t.classify(0, 0, t4, ports), want) << k;
+    ASSERT_EQ(with_trie.classify(0, 0, t4, ports), want) << k;
+    ASSERT_EQ(bits.classify(0, 0, t4, ports), want) << k;
+  }
+}
+
+// A compilation's listeners are replaced without compiling again.
+TEST(ClassTable, WithListenersKeepsTheCompilation) {
+  ClassRule a = inspect(0), b = inspect(0);
+  a.protocols = {kProtoUdp};
+  const ClassTable t({a, b});
+  const ClassTable u = t.withListeners({4, 9});
+  EXPECT_TRUE(u.sameCompilation(t));
+  EXPECT_EQ(u.listener(0), 4);
+  EXPECT_EQ(u.listener(1), 9);
+  EXPECT_EQ(t.listener(1), 0);
+  EXPECT_EQ(u.classify(0, 0, kWeb), 1);
 }
 
 }  // namespace

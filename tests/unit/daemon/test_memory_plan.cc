@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "control/daemon/memory_plan.h"
+#include "control/engine/snapshot_builder.h"
 #include "control/fleet/sync_sent_log.h"
 #include "dataplane/flow_table.h"
 #include "tests/unit/small_config.h"
@@ -56,6 +57,39 @@ TEST(MemoryPlan, FleetSyncCountsItsSentLog) {
   EXPECT_EQ(sentLogIpv4Bytes(1000000), 8 * (t.slots() / 2));
   EXPECT_EQ(p.processBytes(), without.processBytes() + f->bytes);
   EXPECT_NE(formatPlan(p, EalBudget{}).find("fleet sync"), std::string::npos);
+}
+
+// The compiled traffic classes are process memory, counted twice (a reload
+// holds the running and the new table): scattered host routes past the
+// IPv4 trie's budget compile to the interval search, and the report says so.
+TEST(MemoryPlan, TrafficClassesCountTheirCompiledTables) {
+  Config c = testing::smallConfig();
+  MemoryPlan without = planMemory(c, 0);
+  EXPECT_EQ(without.find("traffic classes"), nullptr);
+  uint32_t x = 7;
+  for (int i = 0; i < 60; ++i) {
+    TrafficClassConfig t;
+    t.name = "hosts" + std::to_string(i);
+    t.action = ClassAction::kBypass;
+    for (int k = 0; k < 1000; ++k) {
+      x = x * 1664525u + 1013904223u;
+      t.match.prefixes.push_back({IpAddr::v4(0x0B000000u + x % 0xC0000000u), 32});
+    }
+    c.traffic_classes.push_back(std::move(t));
+  }
+  MemoryPlan p = planMemory(c, 0);
+  const MemoryPart* tc = p.find("traffic classes");
+  ASSERT_NE(tc, nullptr) << "--check-config does not count the compiled classes";
+  EXPECT_FALSE(tc->eal);
+  const ClassTable t = compiledClasses(classRules(c));
+  EXPECT_FALSE(t.ipv4Trie());
+  EXPECT_EQ(tc->bytes, 2 * t.memoryBytes());
+  EXPECT_GT(t.memoryBytes(), 60000u * 8) << "at least the intervals";
+  EXPECT_LT(t.memoryBytes(), 16 * kMiB);
+  EXPECT_EQ(p.processBytes(), without.processBytes() + tc->bytes);
+  const std::string report = formatPlan(p, EalBudget{});
+  EXPECT_NE(report.find("traffic classes"), std::string::npos) << report;
+  EXPECT_NE(report.find("60 classes compiled (cross product, IPv4 interval search)"), std::string::npos) << report;
 }
 
 // The sent log's pages become resident only where written: positions of
