@@ -57,7 +57,7 @@ def clean():
                "gws": {g: {"6:40000": "app1", "17:41000": "app1", "6:45001": "app3"} for g in ("1", "2", "3")}}
               for t in range(5, TRAFFIC + 1, 5)]
     run = {"t0": 0, "total_s": TOTAL, "traffic_s": TRAFFIC, "seed": 1, "minutes": TOTAL / 60, "t_end": 1,
-           "classes": CLASSES, "bypass_port": 873}
+           "classes": CLASSES, "bypass_port": 873, "gateways": [1, 2, 3], "client_exit": 0}
     return C.Data(run, [], samples, traffic, rounds, {"events": []})
 
 
@@ -363,10 +363,82 @@ class SoakCheck(unittest.TestCase):
 
     def test_a_lab_of_one_listener_is_not_judged(self):
         d = clean()
+        del d.run["t_end"]  # a run in progress: not judged, no failure yet
         del d.run["classes"]
         res = results(d)
         self.assertFalse(res["classes"].judged)
         self.assertTrue(res["classes"].ok)
+
+    def test_a_finished_run_fails_an_invariant_it_could_not_judge(self):
+        d = clean()
+        del d.run["classes"]  # finished, and classes proved nothing
+        self.assertOnlyFails(d, "classes")
+        self.assertIn("not judged on a finished run", results(d)["classes"].failures[0])
+        d = clean()
+        for rd in d.rounds:  # no gateway's view of the flows recorded: agree judged nothing
+            del rd["gws"]
+        self.assertOnlyFails(d, "agree")
+
+    def test_no_samples_at_all_fails_every_invariant_that_reads_them(self):
+        # The API never answered and the sampler wrote nothing: before, alive,
+        # idle, drops, sync and nexthops passed on no evidence.
+        d = clean()
+        d.samples = {}
+        res = results(d)
+        failed = sorted(n for n, r in res.items() if not r.ok)
+        self.assertEqual(failed, ["alive", "drops", "idle", "leaks", "nexthops", "sync"])
+        self.assertIn("gw1: no sample at all", " ".join(res["alive"].failures))
+
+    def test_a_gateway_with_no_samples_fails(self):
+        d = clean()
+        del d.samples[3]
+        res = results(d)
+        self.assertFalse(res["alive"].ok)
+        self.assertIn("gw3: no sample at all", " ".join(res["alive"].failures))
+        self.assertFalse(res["idle"].ok)
+        self.assertFalse(res["drops"].ok)  # gw3's counters were never read
+        self.assertFalse(res["sync"].ok)
+
+    def test_a_gap_in_a_gateways_samples_fails(self):
+        d = clean()
+        d.samples[2] = [r for r in d.samples[2] if not 50 < r["t"] < 57]  # 50 -> 57: 7 s without a sample
+        self.assertOnlyFails(d, "alive")
+        self.assertIn("gw2: no sample from 50 to 57 s", results(d)["alive"].failures[0])
+        d = clean()
+        d.samples[2] = [r for r in d.samples[2] if not 50 < r["t"] < 55]  # 5 s: allowed
+        self.assertAllPass(d)
+        d = clean()
+        d.samples[1] = [r for r in d.samples[1] if r["t"] <= TOTAL - 30]  # the last 30 s missing
+        self.assertIn("alive", [n for n, r in results(d).items() if not r.ok])
+        d = clean()
+        d.samples[1] = [r for r in d.samples[1] if r["t"] >= 20]  # the first 20 s missing
+        self.assertOnlyFails(d, "alive")
+        del d.run["t_end"]  # a run in progress is judged on what it covered so far too
+        self.assertIn("alive", [n for n, r in results(d).items() if not r.ok])
+
+    def test_a_traffic_client_that_died_fails(self):
+        # Only "open" records: the client died before any stream closed and
+        # wrote no totals; before, streams passed (still open, "the run goes on").
+        d = clean()
+        d.traffic = [x for x in d.traffic if x.get("ev") == "open"]
+        d.run["client_exit"] = -9
+        res = results(d)
+        self.assertFalse(res["streams"].ok)
+        self.assertIn("never closed", " ".join(res["streams"].failures))
+        self.assertFalse(res["losses"].ok)  # no totals: nothing judged
+        del d.run["t_end"]  # in progress: streams still open are no failure yet
+        res = results(d)
+        self.assertTrue(res["streams"].ok, res["streams"].failures)
+
+    def test_the_clients_exit_status_is_judged(self):
+        d = clean()
+        d.run["client_exit"] = 1
+        self.assertOnlyFails(d, "streams")
+        self.assertIn("the traffic client exited with status 1", results(d)["streams"].failures[0])
+        d.run["client_exit"] = None  # still running at the end of the run (then killed)
+        self.assertOnlyFails(d, "streams")
+        del d.run["client_exit"]  # never recorded
+        self.assertOnlyFails(d, "streams")
 
     def test_files_load_and_the_last_event_record_wins(self):
         import json
