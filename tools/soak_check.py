@@ -234,8 +234,13 @@ def check_appliance(data):
             (e.get("warm_start") or {}).get("state") not in (None, "done")
 
     for key, rounds in sorted(tl.items()):
-        cur = None
+        cur, prev = None, None
         for t0, t1, apps in rounds:
+            # A round that saw the flow on two appliances holds a move at an
+            # unknown instant in it: a change found in the next round may
+            # have happened there, and its causes (the path then) count.
+            lo = prev[0] if prev and len(prev[2]) > 1 and prev[1] >= t0 - 1 else t0
+            prev = (t0, t1, apps)
             if cur is None:
                 cur = next(iter(apps)) if len(apps) == 1 else None
                 continue
@@ -245,22 +250,22 @@ def check_appliance(data):
             if new is None:
                 continue
             changes += 1
-            mid = (t0 + t1) / 2
+            mid = (lo + t1) / 2
             out = [e for e in data.events if e["kind"] in MOVES and e["target"] == cur
-                   and window(e)[0] - 5 <= t1 and t0 <= window(e)[1]]
+                   and window(e)[0] - 5 <= t1 and lo <= window(e)[1]]
             # A cut sync (or a gateway that came back cold: its warm start not
             # done) leaves gateways holding the flow on different appliances
             # until a refresh record heals it, within `heal` of the cut's end;
             # the heal, or ECMP sending the flow to the other copy, is a move.
             sync = [e for e in data.events if (e["kind"] in ("mgmt_down", "sync_congest") or cold(e))
-                    and window(e)[0] - 5 <= t1 and t0 <= e["end"] + heal]
-            on_path = path_gateways(data, key, t0 - 6, t1)
+                    and window(e)[0] - 5 <= t1 and lo <= e["end"] + heal]
+            on_path = path_gateways(data, key, lo - 6, t1)
             if on_path is not None:
                 # Known path: only a cut of a gateway the flow crossed, or of the
                 # peer a gateway it crossed warm-started from while cut, counts.
                 restarted = [e for e in data.events if e["kind"] in ("gw_term", "gw_kill", "gw_restart")
                              and int(e["target"][2:]) in on_path and window(e)[0] - 5 <= t1
-                             and t0 <= e["end"] + heal]
+                             and lo <= e["end"] + heal]
                 sync = [e for e in sync if int(e["target"][2:]) in on_path or restarted]
             if out:
                 moved_ok += 1
@@ -269,7 +274,8 @@ def check_appliance(data):
                 r.note(f"flow {key} moved {cur} -> {new} around {mid:.0f} s while the sync was cut "
                        f"({sync[0]['kind']} on {sync[0]['target']}, allowed)")
             else:
-                r.fail(f"flow {key} moved {cur} -> {new} in the round {t0:.1f}-{t1:.1f} s with {cur} in service")
+                r.fail(f"flow {key} moved {cur} -> {new} " + (f"in the round {t0:.1f}-{t1:.1f} s" if lo == t0 else
+                       f"between {lo:.1f} and {t1:.1f} s") + f" with {cur} in service")
             cur = new if len(apps) == 1 else (apps - {cur}).pop()
     r.note(f"{len(tl)} long-lived flows (streams and UDP) followed over {len(data.rounds)} rounds of the appliances' "
            f"per-flow counters; {changes} appliance changes, {moved_ok} while their appliance was failed, "

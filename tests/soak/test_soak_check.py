@@ -228,6 +228,46 @@ class SoakCheck(unittest.TestCase):
         d.events = [event("mgmt_down", "gw3", 24.0, 30.0)]  # not on the flow's path
         self.assertOnlyFails(d, "appliance")
 
+    def test_a_lost_move_record_of_the_mover_then_an_ecmp_change_is_a_sync_cut(self):
+        # The 25-minute soak, seed 4242: app4 failed 116.7-122.0 s; gw2, alone
+        # on the flow's path, moved it to app3, but its sync link was congested
+        # (117.0-126.8 s: a 10-packet queue, tail drops), so gw1 and gw3 kept
+        # app4. gw3 came back to the router's route (after a SIGKILL) once app4
+        # was healthy again: ECMP moved the flow to gw1, and so to app4, in
+        # the round that also saw it on app3. The paths sampled at that round's
+        # end and later no longer had gw2, and the old checker dated the move
+        # to the next round: "flow 6:45001 moved app3 -> app4 in the round
+        # 123.9-129.0 s with app3 in service".
+        def run(paths_before, paths_after):
+            d = clean()
+            d.rounds = []
+            t = 5.0
+            for t1, apps, paths in [(t + 5.1 * i, {"app4"}, paths_before) for i in range(22)] + \
+                    [(117.7, {"app4"}, paths_before), (123.9, {"app3", "app4"}, paths_after),
+                     (129.0, {"app4"}, paths_after), (134.1, {"app4"}, paths_after)]:
+                if d.rounds and t1 <= d.rounds[-1]["t1"]:
+                    continue
+                t0 = d.rounds[-1]["t1"] if d.rounds else t1 - 5.1
+                d.rounds.append({"t0": t0, "t1": t1, "paths": {"6:45001": paths},
+                                 "apps": {a: {"flows": {"6:45001": [9, 9, 0]} if a in apps else {}}
+                                          for a in ("app1", "app2", "app3", "app4")},
+                                 "classes": {"6:45001": "tenant-b"}, "gws": {}})
+            for rd in d.rounds:  # tenant A's flows, unmoved, so every class is seen
+                rd["apps"]["app1"]["flows"].update({"6:40000": [10, 10, 0], "17:41000": [5, 5, 0]})
+                rd["classes"].update({"6:40000": "tenant-a", "17:41000": "tenant-a"})
+            d.events = [event("gw_kill", "gw3", 105.7, 122.8, warm_start={"state": "done"}),
+                        event("app_fail", "app4", 116.7, 122.0),
+                        event("sync_congest", "gw2", 117.0, 126.8),
+                        event("gw_term", "gw2", 124.2, 131.0, warm_start={"state": "done"})]
+            return d
+        self.assertAllPass(run([2, 2], [1, 1]))
+        d = run([2, 2], [1, 1])
+        d.events = [e for e in d.events if e["kind"] != "sync_congest"]  # nothing lost: a real move
+        self.assertOnlyFails(d, "appliance")
+        self.assertIn("flow 6:45001 moved app3 -> app4 between 117.7 and 129.0 s with app3 in service",
+                      results(d)["appliance"].failures[0])
+        self.assertOnlyFails(run([1, 1], [1, 1]), "appliance")  # gw2, congested, never carried it
+
     def test_gateways_that_disagree_too_long_fail(self):
         def diverge(d, t_from, t_to):
             for rd in d.rounds:
