@@ -287,7 +287,10 @@ int Daemon::run() {
   metrics_.reset();
   health_http_.reset();
   health_.reset();
-  if (fleet_) fleet_->stop();
+  if (fleet_) {
+    fleet_->tick(dp::monotonicNs());  // what the workers queued since the last tick leaves too
+    fleet_->stop();
+  }
   stopWorkers();
   handlePunted();
   closeExceptionPath();

@@ -574,6 +574,46 @@ TEST_F(FleetSyncSend, AMoveIsSentAsChanged) {
   }
 }
 
+// Found by the 25-minute soak (seed 4242): a gateway moved a flow off a failed
+// appliance while its sync link was congested; the "changed" record was lost,
+// its peers kept the old appliance, and when the gateway stopped gracefully 7 s
+// later (before its refresh could heal them) the router moved the flow to a
+// peer, which sent it back to the appliance it had left, in service again. A
+// graceful stop now hands its recent moves off once more before the routes go.
+TEST_F(FleetSyncSend, AGracefulStopHandsOffTheRecentMovesOnce) {
+  make(1024, ctl::FailoverMode::kRebalance);
+  for (int i = 0; i < 30; ++i) h_->send(flow(i));
+  fs_->tick(h_->now);
+  EXPECT_EQ(received(30).size(), 30u);
+  IpAddr down = net().servers[1];
+  ctl::HealthMap health;
+  for (const IpAddr& a : net().servers)
+    health[a.v4HostOrder()] = a == down ? HealthState::kUnhealthy : HealthState::kHealthy;
+  h_->republish(health);
+  for (int i = 0; i < 30; ++i) h_->send(flow(i));
+  uint64_t moved = h_->get(Counter::flows_rebalanced);
+  ASSERT_GT(moved, 0u);
+  fs_->tick(h_->now + 1'000'000);
+  ASSERT_EQ(received(moved).size(), moved) << "the moves' own records (lost on the way, say)";
+  // 7 s later, no packet since (nothing to refresh): the stop hands the moves off.
+  uint64_t stop = h_->now + 7'000'000'000ULL;
+  fs_->tick(stop - 10'000'000);
+  EXPECT_TRUE(received().empty()) << "nothing to send before the stop";
+  fs_->handOff(stop);
+  auto got = received(moved);
+  ASSERT_EQ(got.size(), moved) << "every moved flow once more, at the hand-off itself";
+  for (auto& r : got) {
+    EXPECT_EQ(r.kind, sync::RecordKind::kChanged);
+    EXPECT_EQ(r.prev_appliance, down.v4HostOrder());
+    EXPECT_NE(r.appliance, down.v4HostOrder());
+  }
+  fs_->tick(stop + 10'000'000);
+  fs_->tick(stop + 20'000'000);
+  EXPECT_TRUE(received().empty()) << "once, not every tick of the grace period";
+  fs_->handOff(stop + 30'000'000);
+  EXPECT_TRUE(received().empty()) << "a second signal hands nothing off again";
+}
+
 // Issue 24 item 4: the refresh scan runs every 10 ms on the control thread.
 // It used to stop only after kScanPerTick live keys, so with few flows every
 // tick walked the whole tag array (4.6 MB at 1 M slots, ~590 MB at 2^27),
