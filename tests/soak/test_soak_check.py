@@ -238,7 +238,7 @@ class SoakCheck(unittest.TestCase):
         # end and later no longer had gw2, and the old checker dated the move
         # to the next round: "flow 6:45001 moved app3 -> app4 in the round
         # 123.9-129.0 s with app3 in service".
-        def run(paths_before, paths_after):
+        def history(paths_before, paths_after):
             d = clean()
             d.rounds = []
             t = 5.0
@@ -260,13 +260,13 @@ class SoakCheck(unittest.TestCase):
                         event("sync_congest", "gw2", 117.0, 126.8),
                         event("gw_term", "gw2", 124.2, 131.0, warm_start={"state": "done"})]
             return d
-        self.assertAllPass(run([2, 2], [1, 1]))
-        d = run([2, 2], [1, 1])
+        self.assertAllPass(history([2, 2], [1, 1]))
+        d = history([2, 2], [1, 1])
         d.events = [e for e in d.events if e["kind"] != "sync_congest"]  # nothing lost: a real move
         self.assertOnlyFails(d, "appliance")
         self.assertIn("flow 6:45001 moved app3 -> app4 between 117.7 and 129.0 s with app3 in service",
                       results(d)["appliance"].failures[0])
-        self.assertOnlyFails(run([1, 1], [1, 1]), "appliance")  # gw2, congested, never carried it
+        self.assertOnlyFails(history([1, 1], [1, 1]), "appliance")  # gw2, congested, never carried it
 
     def test_gateways_that_disagree_too_long_fail(self):
         def diverge(d, t_from, t_to):
