@@ -49,7 +49,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import soak_classes  # noqa: E402
-from soak_data import MAX_GAP, Data, gateways, sample_gaps  # noqa: E402,F401 (Data: the tests build runs with it)
+from soak_data import MAX_GAP, Data, deltas, gateways, instances, not_read, sample_gaps  # noqa: E402,F401
+# (Data: the tests build runs with it; instances: tools/soak_report.py)
 
 # How long after an event (its end) its effects may still show, by kind (s).
 # Windows open 1.5 s before the event's start (samples are 1 s apart).
@@ -386,30 +387,24 @@ def check_losses(data):
     return r
 
 
-def deltas(rows, col):
-    """[(t, increase)] of a counter between consecutive samples of one process."""
-    out = []
-    prev = None
-    for row in rows:
-        if row.get("up") != 1 or row.get(col) is None:
-            prev = None if row.get("pid") is None else prev
-            continue
-        if prev is not None and prev["pid"] == row["pid"] and row[col] > prev[col]:
-            out.append((row["t"], row[col] - prev[col]))
-        prev = row
-    return out
+# Replies from the appliance a flow left. Beyond the windows, a peer's record
+# that moves a flow here explains them: a copy this gateway created itself
+# while it missed a peer's record (a sync cut; a stop or a restart anywhere)
+# is settled, or a missed move healed, by the peer's next refresh of the flow,
+# up to a third of the idle timeout later, and what the appliance it left
+# still had in flight comes back to a flow that moved (docs/fleet.md).
+SETTLED = {"drop_return_after_move", "drop_return_wrong_appliance", "drop_return_cookie_mismatch"}
+SYNC_CUTS = {"mgmt_down", "sync_congest"} | GATEWAY_KINDS
 
 
-def not_read(data, r, prefix):
-    """Marks r not judged when a gateway of the run never answered with its
-    counters named prefix* (they were never read); True then."""
-    unread = [gw for gw in gateways(data) if not any(
-        row.get("up") == 1 and any(v is not None for c, v in row.items() if c.startswith(prefix))
-        for row in data.samples.get(gw, []))]
-    if unread:
-        r.judged = False
-        r.note(f"not judged: {', '.join(f'gw{g}' for g in unread)} never answered with its counters")
-    return bool(unread)
+def settled(data, gw, t):
+    """A peer's record moved a flow on gw in the sample of t or the one
+    before, within a refresh interval and 15 s after a sync cut or stop ended."""
+    heal = data.schedule.get("idle_timeout_s", 60) / 3 + 15
+    rows = data.samples.get(gw, [])
+    moved = any(t - 1.5 <= tm <= t for col in ("sync_moved", "sync_conflicts") for tm, _ in deltas(rows, col))
+    return moved and any(e["kind"] in SYNC_CUTS and not e.get("outcome", "").startswith("skipped")
+                         and e["start"] - BEFORE <= t <= e["end"] + heal for e in data.events)
 
 
 def check_drops(data):
@@ -429,6 +424,8 @@ def check_drops(data):
                 ex = explaining(data, t, DROP_CAUSES.get(c, set()), gw=gw)
                 if ex:
                     ent["by"][ex[0]["kind"]] = ent["by"].get(ex[0]["kind"], 0) + n
+                elif c in SETTLED and settled(data, gw, t):
+                    ent["by"]["a later settlement or heal"] = ent["by"].get("a later settlement or heal", 0) + n
                 else:
                     ent["bad"].append((gw, t, n))
     for c, ent in sorted(table.items()):
@@ -555,15 +552,6 @@ def check_events(data):
     if gone:
         r.note(f"SIGKILL to route gone at the router (BFD): {min(gone):.2f}-{max(gone):.2f} s")
     return r
-
-
-def instances(rows):
-    """{pid: [rows]} of one gateway's samples with a process that answered."""
-    out = {}
-    for row in rows:
-        if row.get("up") == 1 and row.get("pid") is not None:
-            out.setdefault(row["pid"], []).append(row)
-    return out
 
 
 def check_leaks(data, half=None):

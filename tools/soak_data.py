@@ -3,7 +3,8 @@ DIR/run.json, events.jsonl, samples.csv, traffic.jsonl, appliance_flows.jsonl
 and schedule.json, times in seconds from traffic start; and what the samples
 cover: every gateway the run names must have a sample at least every
 MAX_GAP seconds from the traffic's start to the run's end, or nothing the
-samples say can be trusted.
+samples say can be trusted; and what the invariants read from the samples
+(a counter's increases per process, the processes, counters never read).
 """
 import csv
 import json
@@ -100,3 +101,38 @@ def sample_gaps(data):
         edges = [0.0] + [t for t in ts if 0 < t < end] + [end]
         out += [(gw, a, b) for a, b in zip(edges, edges[1:]) if b - a > MAX_GAP]
     return out
+
+
+def deltas(rows, col):
+    """[(t, increase)] of a counter between consecutive samples of one process."""
+    out = []
+    prev = None
+    for row in rows:
+        if row.get("up") != 1 or row.get(col) is None:
+            prev = None if row.get("pid") is None else prev
+            continue
+        if prev is not None and prev["pid"] == row["pid"] and row[col] > prev[col]:
+            out.append((row["t"], row[col] - prev[col]))
+        prev = row
+    return out
+
+
+def instances(rows):
+    """{pid: [rows]} of one gateway's samples with a process that answered."""
+    out = {}
+    for row in rows:
+        if row.get("up") == 1 and row.get("pid") is not None:
+            out.setdefault(row["pid"], []).append(row)
+    return out
+
+
+def not_read(data, r, prefix):
+    """Marks r not judged when a gateway of the run never answered with its
+    counters named prefix* (they were never read); True then."""
+    unread = [gw for gw in gateways(data) if not any(
+        row.get("up") == 1 and any(v is not None for c, v in row.items() if c.startswith(prefix))
+        for row in data.samples.get(gw, []))]
+    if unread:
+        r.judged = False
+        r.note(f"not judged: {', '.join(f'gw{g}' for g in unread)} never answered with its counters")
+    return bool(unread)
