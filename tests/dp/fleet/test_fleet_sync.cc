@@ -204,6 +204,27 @@ TEST_F(FleetSyncInstall, AnOlderCopyWinsWhateverItsAddress) {
   EXPECT_EQ(newer_lost, 8);
 }
 
+TEST_F(FleetSyncInstall, AReplyInFlightWhenALaterRefreshSettlesTheCopyIsAReturnAfterMove) {
+  // The soak's drop_return_after_move with no fault near (docs/fleet.md "What
+  // each failure does"): this node missed a peer's record of a flow (a sync
+  // cut, a restart), made its own copy on another appliance when ECMP brought
+  // the flow here, and sent packets there; the peer's next refresh (up to a
+  // third of the idle timeout later) settles it on the older copy. What the
+  // appliance it left still had in flight comes back to a flow that moved.
+  Encap local = sent(3);
+  IpAddr elsewhere = other(3);
+  ASSERT_FALSE(local.appliance == elsewhere);
+  sync::Record older = peerRecord(3, elsewhere, sync::RecordKind::kRefresh);
+  older.age_ms = 60'000;
+  h_->now += 20'000'000'000ULL;  // the refresh, 20 s later
+  EXPECT_EQ(fs_->install(older, h_->now), ctl::InstallResult::kConflict);
+  Result r = h_->send(fromAppliance(local.appliance, local.sport, local.geneve_hdr, local.inner), kUnderlayPort);
+  EXPECT_EQ(r.verdict, Verdict::kDrop) << describe(r);
+  EXPECT_EQ(h_->get(Counter::drop_return_after_move), 1u);
+  EXPECT_EQ(h_->get(Counter::drop_return_wrong_appliance), 0u);
+  EXPECT_EQ(sent(3).appliance, elsewhere) << "the flow's packets go to the older copy's appliance now";
+}
+
 TEST_F(FleetSyncInstall, AFlowThatMovedHereIsNeverOverriddenByNewOrRefresh) {
   // A local flow with a move history is not a fresh creation: only a peer's
   // move from exactly its route changes it.
