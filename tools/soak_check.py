@@ -394,7 +394,7 @@ def check_losses(data):
 # up to a third of the idle timeout later, and what the appliance it left
 # still had in flight comes back to a flow that moved (docs/fleet.md).
 SETTLED = {"drop_return_after_move", "drop_return_wrong_appliance", "drop_return_cookie_mismatch"}
-SYNC_CUTS = {"mgmt_down", "sync_congest"} | GATEWAY_KINDS
+SYNC_CUTS = {"mgmt_down", "sync_congest", "gw_term", "gw_kill", "gw_restart"}
 
 
 def settled(data, gw, t):
