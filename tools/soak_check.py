@@ -170,9 +170,10 @@ def check_streams(data):
         r.fail(f"stream {s['id']} (port {s['sport']}) opened at {s['t']:.1f} s and never closed: the traffic "
                f"client died or was killed")
     if data.finished and data.run.get("client_exit") != 0:
-        x = data.run.get("client_exit", "never recorded")
-        r.fail(f"the traffic client exited with status {x}" + (" (still running at the run's end: killed)"
-                                                               if x is None else ""))
+        x = data.run.get("client_exit", "?")
+        r.fail("the traffic client's exit status was never recorded" if x == "?" else
+               "the traffic client was still running at the run's end (killed)" if x is None else
+               f"the traffic client exited with status {x}")
     verified = sum(s["received"] for s in ok)
     r.note(f"{len(streams)} streams, {len(ok)} intact end to end; {verified / 1e6:.1f} MB echoed and compared "
            f"byte by byte (intact streams)")
