@@ -281,16 +281,15 @@ int Daemon::run() {
   runControlLoop(io);
 
   sd_.notify("STOPPING=1\nSTATUS=stopping\n");
+  // What the workers queued since the last sync tick leaves too.
+  if (fleet_) fleet_->tick(dp::monotonicNs());
   capture_.reset();  // detaches every capture while the workers still report quiescence
   stopFleet();
   api_.reset();
   metrics_.reset();
   health_http_.reset();
   health_.reset();
-  if (fleet_) {
-    fleet_->tick(dp::monotonicNs());  // what the workers queued since the last tick leaves too
-    fleet_->stop();
-  }
+  if (fleet_) fleet_->stop();
   stopWorkers();
   handlePunted();
   closeExceptionPath();
