@@ -527,7 +527,7 @@ class Run:
                 "traffic_s": s["traffic_s"], "total_s": s["total_s"], "prefix": a.prefix, "lab_dir": a.lab_dir,
                 "streams": a.streams, "stream_rate": a.stream_rate, "conn_rate": a.conn_rate,
                 "udp_flows": a.udp_flows, "udp_base_port": a.udp_base_port, "ping_rate": a.ping_rate,
-                "classes": CLASS_APPS, "bypass_port": soak_lab.BYPASS_PORT,
+                "classes": CLASS_APPS, "bypass_port": soak_lab.BYPASS_PORT, "gateways": list(GWS),
                 "nproc": os.cpu_count(), "load_start": open("/proc/loadavg").read().split()[:3],
                 "commit": subprocess.run(["git", "-C", a.src, "rev-parse", "--short", "HEAD"], text=True,
                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout.strip()}

@@ -287,6 +287,8 @@ int Daemon::run() {
   runControlLoop(io);
 
   sd_.notify("STOPPING=1\nSTATUS=stopping\n");
+  // What the workers queued since the last sync tick leaves too.
+  if (fleet_) fleet_->tick(dp::monotonicNs());
   capture_.reset();  // detaches every capture while the workers still report quiescence
   stopFleet();
   api_.reset();

@@ -89,6 +89,10 @@ void Daemon::updateAnnounce() {
 bool Daemon::beginGracefulStop(int sig) {
   if (!bird_ || stopping_) return false;
   stopping_ = true;
+  // The recent moves go to the peers once more before the routes go: one
+  // that lost a move's record would send the flow back to the appliance it
+  // left when the router moves the flow there (docs/fleet.md "Graceful stop").
+  if (fleet_) fleet_->handOff(dp::monotonicNs());
   updateAnnounce();
   uint32_t grace = cfg().fleet.grace_period_s;
   spdlog::warn("signal {}: routes withdrawn; forwarding for the grace period ({} s), then exit "

@@ -259,6 +259,9 @@ void FleetSync::refreshScan(uint64_t now) {
     sync::RecordKind kind;
     if (!sent || at < born) kind = sync::RecordKind::kNew;  // never sent (ring was full) or a new flow here
     else if (moves != sent_moves) kind = sync::RecordKind::kChanged;  // moved by a sweep
+    else if (handoff_ns_ && at < (handoff_ns_ >> dp::kTickShift << dp::kTickShift) && moves &&
+             e.moved_at.ns(now) + idle / 3 >= handoff_ns_)
+      kind = sync::RecordKind::kChanged;  // a graceful stop hands its recent moves off (once: sent after it)
     else if (e.last_seen.ns(now) > at && now - at >= idle / 3)
       kind = sync::RecordKind::kRefresh;
     else
@@ -274,6 +277,12 @@ void FleetSync::refreshScan(uint64_t now) {
     scan_last_pass_ns_ = now - scan_pass_start_ns_;
     scan_pass_start_ns_ = now;
   }
+}
+
+void FleetSync::handOff(uint64_t now) {
+  if (handoff_ns_) return;
+  handoff_ns_ = now;
+  tick(now);
 }
 
 void FleetSync::queue(int32_t pos, const sync::Record& r, uint64_t now) {

@@ -128,6 +128,14 @@ class FleetSync {
   // (re)send, send what is pending, and an empty batch after kKeepaliveNs
   // without a send.
   void tick(uint64_t now_ns);
+  // Control thread, when this node stops gracefully, before its routes are
+  // withdrawn: every flow moved in the last third of its idle timeout (the
+  // span in which this node's refresh may not yet have healed a peer that
+  // lost the move's record) goes to the peers once more, as "changed", with
+  // this call (one tick's slice of the table) and the next ticks. A peer that
+  // missed the move would otherwise send the flow to the appliance it left
+  // once the router moves it there (found by the soak: a congested sync link).
+  void handOff(uint64_t now_ns);
   // Control thread: installs one record (public for tests and the warm start).
   InstallResult install(const sync::Record& r, uint64_t now_ns);
   // Control thread: the record of the flow at `pos` (false when the position
@@ -270,6 +278,7 @@ class FleetSync {
   // the current pass started and how long the last one took.
   uint64_t scan_last_slots_ = 0, scan_passes_ = 0, scan_pass_start_ns_ = 0, scan_last_pass_ns_ = 0;
   uint64_t last_send_ns_ = 0;
+  uint64_t handoff_ns_ = 0;  // when a graceful stop asked for the hand-off; 0: never
   uint64_t last_health_ns_ = 0;
   Warm warm_;
   std::vector<sync::DigestEntry> config_digest_;

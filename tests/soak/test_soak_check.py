@@ -57,7 +57,7 @@ def clean():
                "gws": {g: {"6:40000": "app1", "17:41000": "app1", "6:45001": "app3"} for g in ("1", "2", "3")}}
               for t in range(5, TRAFFIC + 1, 5)]
     run = {"t0": 0, "total_s": TOTAL, "traffic_s": TRAFFIC, "seed": 1, "minutes": TOTAL / 60, "t_end": 1,
-           "classes": CLASSES, "bypass_port": 873}
+           "classes": CLASSES, "bypass_port": 873, "gateways": [1, 2, 3], "client_exit": 0}
     return C.Data(run, [], samples, traffic, rounds, {"events": []})
 
 
@@ -130,6 +130,29 @@ class SoakCheck(unittest.TestCase):
             if row["t"] >= 50:
                 row["drop_flow_table_full"] = 6.0  # no fault causes it
         self.assertOnlyFails(d, "drops")
+
+    def test_a_return_after_a_move_settled_by_a_later_refresh_needs_that_move(self):
+        # CI's soak (seed 1, 3 min) once counted 2 drop_return_after_move on gw1
+        # at 102 s, 1 s after the last window closed. A copy a gateway created
+        # itself while it missed a peer's record (a sync cut, a restart) is
+        # settled (or a missed move healed) only by the peer's next refresh of
+        # the flow, up to a third of the idle timeout later; the gateway that
+        # moves then drops what the appliance it left still returns. The 25-
+        # minute soak (seed 4242) saw such installs 21-28 s after the last fault.
+        def drops(conflict_at=None, cut=(66.0, 71.5)):
+            d = clean()
+            for row in d.samples[1]:
+                row["sync_conflicts"] = 0.0 if conflict_at is None or row["t"] < conflict_at else 1.0
+                if row["t"] >= 102:
+                    row["drop_return_after_move"] = 7.0
+            d.events = [event("mgmt_down", "gw1", *cut)] if cut else []
+            return d
+        self.assertOnlyFails(drops(), "drops")            # nothing moved a flow on gw1 then
+        self.assertAllPass(drops(conflict_at=102))        # a refresh settled a copy gw1 made during its cut
+        self.assertAllPass(drops(conflict_at=101))        # the sample before: the drop can trail its move
+        self.assertOnlyFails(drops(conflict_at=102, cut=None), "drops")           # no fault to explain the copy
+        self.assertOnlyFails(drops(conflict_at=102, cut=(50.0, 55.0)), "drops")  # over 35 s before
+        self.assertOnlyFails(drops(conflict_at=90), "drops")  # a settlement long before the drop
 
     def test_hostile_drop_is_explained_on_its_gateway_only(self):
         d = clean()
@@ -227,6 +250,46 @@ class SoakCheck(unittest.TestCase):
         self.assertAllPass(d)
         d.events = [event("mgmt_down", "gw3", 24.0, 30.0)]  # not on the flow's path
         self.assertOnlyFails(d, "appliance")
+
+    def test_a_lost_move_record_of_the_mover_then_an_ecmp_change_is_a_sync_cut(self):
+        # The 25-minute soak, seed 4242: app4 failed 116.7-122.0 s; gw2, alone
+        # on the flow's path, moved it to app3, but its sync link was congested
+        # (117.0-126.8 s: a 10-packet queue, tail drops), so gw1 and gw3 kept
+        # app4. gw3 came back to the router's route (after a SIGKILL) once app4
+        # was healthy again: ECMP moved the flow to gw1, and so to app4, in
+        # the round that also saw it on app3. The paths sampled at that round's
+        # end and later no longer had gw2, and the old checker dated the move
+        # to the next round: "flow 6:45001 moved app3 -> app4 in the round
+        # 123.9-129.0 s with app3 in service".
+        def history(paths_before, paths_after):
+            d = clean()
+            d.rounds = []
+            t = 5.0
+            for t1, apps, paths in [(t + 5.1 * i, {"app4"}, paths_before) for i in range(22)] + \
+                    [(117.7, {"app4"}, paths_before), (123.9, {"app3", "app4"}, paths_after),
+                     (129.0, {"app4"}, paths_after), (134.1, {"app4"}, paths_after)]:
+                if d.rounds and t1 <= d.rounds[-1]["t1"]:
+                    continue
+                t0 = d.rounds[-1]["t1"] if d.rounds else t1 - 5.1
+                d.rounds.append({"t0": t0, "t1": t1, "paths": {"6:45001": paths},
+                                 "apps": {a: {"flows": {"6:45001": [9, 9, 0]} if a in apps else {}}
+                                          for a in ("app1", "app2", "app3", "app4")},
+                                 "classes": {"6:45001": "tenant-b"}, "gws": {}})
+            for rd in d.rounds:  # tenant A's flows, unmoved, so every class is seen
+                rd["apps"]["app1"]["flows"].update({"6:40000": [10, 10, 0], "17:41000": [5, 5, 0]})
+                rd["classes"].update({"6:40000": "tenant-a", "17:41000": "tenant-a"})
+            d.events = [event("gw_kill", "gw3", 105.7, 122.8, warm_start={"state": "done"}),
+                        event("app_fail", "app4", 116.7, 122.0),
+                        event("sync_congest", "gw2", 117.0, 126.8),
+                        event("gw_term", "gw2", 124.2, 131.0, warm_start={"state": "done"})]
+            return d
+        self.assertAllPass(history([2, 2], [1, 1]))
+        d = history([2, 2], [1, 1])
+        d.events = [e for e in d.events if e["kind"] != "sync_congest"]  # nothing lost: a real move
+        self.assertOnlyFails(d, "appliance")
+        self.assertIn("flow 6:45001 moved app3 -> app4 between 117.7 and 129.0 s with app3 in service",
+                      results(d)["appliance"].failures[0])
+        self.assertOnlyFails(history([1, 1], [1, 1]), "appliance")  # gw2, congested, never carried it
 
     def test_gateways_that_disagree_too_long_fail(self):
         def diverge(d, t_from, t_to):
@@ -363,10 +426,82 @@ class SoakCheck(unittest.TestCase):
 
     def test_a_lab_of_one_listener_is_not_judged(self):
         d = clean()
+        del d.run["t_end"]  # a run in progress: not judged, no failure yet
         del d.run["classes"]
         res = results(d)
         self.assertFalse(res["classes"].judged)
         self.assertTrue(res["classes"].ok)
+
+    def test_a_finished_run_fails_an_invariant_it_could_not_judge(self):
+        d = clean()
+        del d.run["classes"]  # finished, and classes proved nothing
+        self.assertOnlyFails(d, "classes")
+        self.assertIn("not judged on a finished run", results(d)["classes"].failures[0])
+        d = clean()
+        for rd in d.rounds:  # no gateway's view of the flows recorded: agree judged nothing
+            del rd["gws"]
+        self.assertOnlyFails(d, "agree")
+
+    def test_no_samples_at_all_fails_every_invariant_that_reads_them(self):
+        # The API never answered and the sampler wrote nothing: before, alive,
+        # idle, drops, sync and nexthops passed on no evidence.
+        d = clean()
+        d.samples = {}
+        res = results(d)
+        failed = sorted(n for n, r in res.items() if not r.ok)
+        self.assertEqual(failed, ["alive", "drops", "idle", "leaks", "nexthops", "sync"])
+        self.assertIn("gw1: no sample at all", " ".join(res["alive"].failures))
+
+    def test_a_gateway_with_no_samples_fails(self):
+        d = clean()
+        del d.samples[3]
+        res = results(d)
+        self.assertFalse(res["alive"].ok)
+        self.assertIn("gw3: no sample at all", " ".join(res["alive"].failures))
+        self.assertFalse(res["idle"].ok)
+        self.assertFalse(res["drops"].ok)  # gw3's counters were never read
+        self.assertFalse(res["sync"].ok)
+
+    def test_a_gap_in_a_gateways_samples_fails(self):
+        d = clean()
+        d.samples[2] = [r for r in d.samples[2] if not 50 < r["t"] < 57]  # 50 -> 57: 7 s without a sample
+        self.assertOnlyFails(d, "alive")
+        self.assertIn("gw2: no sample from 50 to 57 s", results(d)["alive"].failures[0])
+        d = clean()
+        d.samples[2] = [r for r in d.samples[2] if not 50 < r["t"] < 55]  # 5 s: allowed
+        self.assertAllPass(d)
+        d = clean()
+        d.samples[1] = [r for r in d.samples[1] if r["t"] <= TOTAL - 30]  # the last 30 s missing
+        self.assertIn("alive", [n for n, r in results(d).items() if not r.ok])
+        d = clean()
+        d.samples[1] = [r for r in d.samples[1] if r["t"] >= 20]  # the first 20 s missing
+        self.assertOnlyFails(d, "alive")
+        del d.run["t_end"]  # a run in progress is judged on what it covered so far too
+        self.assertIn("alive", [n for n, r in results(d).items() if not r.ok])
+
+    def test_a_traffic_client_that_died_fails(self):
+        # Only "open" records: the client died before any stream closed and
+        # wrote no totals; before, streams passed (still open, "the run goes on").
+        d = clean()
+        d.traffic = [x for x in d.traffic if x.get("ev") == "open"]
+        d.run["client_exit"] = -9
+        res = results(d)
+        self.assertFalse(res["streams"].ok)
+        self.assertIn("never closed", " ".join(res["streams"].failures))
+        self.assertFalse(res["losses"].ok)  # no totals: nothing judged
+        del d.run["t_end"]  # in progress: streams still open are no failure yet
+        res = results(d)
+        self.assertTrue(res["streams"].ok, res["streams"].failures)
+
+    def test_the_clients_exit_status_is_judged(self):
+        d = clean()
+        d.run["client_exit"] = 1
+        self.assertOnlyFails(d, "streams")
+        self.assertIn("the traffic client exited with status 1", results(d)["streams"].failures[0])
+        d.run["client_exit"] = None  # still running at the end of the run (then killed)
+        self.assertOnlyFails(d, "streams")
+        del d.run["client_exit"]  # never recorded
+        self.assertOnlyFails(d, "streams")
 
     def test_files_load_and_the_last_event_record_wins(self):
         import json

@@ -204,6 +204,27 @@ TEST_F(FleetSyncInstall, AnOlderCopyWinsWhateverItsAddress) {
   EXPECT_EQ(newer_lost, 8);
 }
 
+TEST_F(FleetSyncInstall, AReplyInFlightWhenALaterRefreshSettlesTheCopyIsAReturnAfterMove) {
+  // The soak's drop_return_after_move with no fault near (docs/fleet.md "What
+  // each failure does"): this node missed a peer's record of a flow (a sync
+  // cut, a restart), made its own copy on another appliance when ECMP brought
+  // the flow here, and sent packets there; the peer's next refresh (up to a
+  // third of the idle timeout later) settles it on the older copy. What the
+  // appliance it left still had in flight comes back to a flow that moved.
+  Encap local = sent(3);
+  IpAddr elsewhere = other(3);
+  ASSERT_FALSE(local.appliance == elsewhere);
+  sync::Record older = peerRecord(3, elsewhere, sync::RecordKind::kRefresh);
+  older.age_ms = 60'000;
+  h_->now += 20'000'000'000ULL;  // the refresh, 20 s later
+  EXPECT_EQ(fs_->install(older, h_->now), ctl::InstallResult::kConflict);
+  Result r = h_->send(fromAppliance(local.appliance, local.sport, local.geneve_hdr, local.inner), kUnderlayPort);
+  EXPECT_EQ(r.verdict, Verdict::kDrop) << describe(r);
+  EXPECT_EQ(h_->get(Counter::drop_return_after_move), 1u);
+  EXPECT_EQ(h_->get(Counter::drop_return_wrong_appliance), 0u);
+  EXPECT_EQ(sent(3).appliance, elsewhere) << "the flow's packets go to the older copy's appliance now";
+}
+
 TEST_F(FleetSyncInstall, AFlowThatMovedHereIsNeverOverriddenByNewOrRefresh) {
   // A local flow with a move history is not a fresh creation: only a peer's
   // move from exactly its route changes it.
@@ -572,6 +593,46 @@ TEST_F(FleetSyncSend, AMoveIsSentAsChanged) {
     EXPECT_EQ(r.moves, 1);
     EXPECT_EQ(r.move_reason, uint8_t(dp::MoveReason::kUnhealthy));
   }
+}
+
+// Found by the 25-minute soak (seed 4242): a gateway moved a flow off a failed
+// appliance while its sync link was congested; the "changed" record was lost,
+// its peers kept the old appliance, and when the gateway stopped gracefully 7 s
+// later (before its refresh could heal them) the router moved the flow to a
+// peer, which sent it back to the appliance it had left, in service again. A
+// graceful stop now hands its recent moves off once more before the routes go.
+TEST_F(FleetSyncSend, AGracefulStopHandsOffTheRecentMovesOnce) {
+  make(1024, ctl::FailoverMode::kRebalance);
+  for (int i = 0; i < 30; ++i) h_->send(flow(i));
+  fs_->tick(h_->now);
+  EXPECT_EQ(received(30).size(), 30u);
+  IpAddr down = net().servers[1];
+  ctl::HealthMap health;
+  for (const IpAddr& a : net().servers)
+    health[a.v4HostOrder()] = a == down ? HealthState::kUnhealthy : HealthState::kHealthy;
+  h_->republish(health);
+  for (int i = 0; i < 30; ++i) h_->send(flow(i));
+  uint64_t moved = h_->get(Counter::flows_rebalanced);
+  ASSERT_GT(moved, 0u);
+  fs_->tick(h_->now + 1'000'000);
+  ASSERT_EQ(received(moved).size(), moved) << "the moves' own records (lost on the way, say)";
+  // 7 s later, no packet since (nothing to refresh): the stop hands the moves off.
+  uint64_t stop = h_->now + 7'000'000'000ULL;
+  fs_->tick(stop - 10'000'000);
+  EXPECT_TRUE(received().empty()) << "nothing to send before the stop";
+  fs_->handOff(stop);
+  auto got = received(moved);
+  ASSERT_EQ(got.size(), moved) << "every moved flow once more, at the hand-off itself";
+  for (auto& r : got) {
+    EXPECT_EQ(r.kind, sync::RecordKind::kChanged);
+    EXPECT_EQ(r.prev_appliance, down.v4HostOrder());
+    EXPECT_NE(r.appliance, down.v4HostOrder());
+  }
+  fs_->tick(stop + 10'000'000);
+  fs_->tick(stop + 20'000'000);
+  EXPECT_TRUE(received().empty()) << "once, not every tick of the grace period";
+  fs_->handOff(stop + 30'000'000);
+  EXPECT_TRUE(received().empty()) << "a second signal hands nothing off again";
 }
 
 // Issue 24 item 4: the refresh scan runs every 10 ms on the control thread.
