@@ -48,9 +48,12 @@ for rel in tree_files.source_files(src):
         continue
     path = os.path.join(src, rel)
     text = open(path, encoding="utf-8").read()
-    if "ArgumentParser(" not in text:
+    tree = ast.parse(text)
+    imports = {a.name for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+               for a in n.names} | {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    if "argparse" not in imports:
         continue
-    doc = ast.get_docstring(ast.parse(text), clean=False)
+    doc = ast.get_docstring(tree, clean=False)
     if not doc:
         continue
     r = subprocess.run(["/usr/bin/python3", path, "--help"], capture_output=True, text=True,
