@@ -22,15 +22,22 @@ hold them (cycles it cannot).
   instruction_budget.py --build DIR [--case NAME]... report
       Prints the figures as one JSON line (scripts/bench.sh's table).
   instruction_budget.py --build DIR selftest
-      Shows the checker fails: a deliberate regression (pipeline_bench
-      --pad-instructions), a budget lowered below today's figure, and a raise
-      without a why must each be refused; a raise with a why accepted.
+      Shows the checker fails: a raise without a why and a stale docs table
+      with no valgrind on PATH (a failure, not a skip), a deliberate
+      regression (pipeline_bench --pad-instructions), a budget lowered below
+      today's figure, a raise without a why, a collection that counts nothing
+      and a case the bench refuses must each be refused; a raise with a why
+      accepted.
 
 Budgets are per build type (the figure of an -O2 build with assertions is not
 an -O3 one's): the test suite's build (debugoptimized by default) and
-scripts/bench.sh's (release) each have theirs. Cases whose pipeline_bench
-options do not exist yet (--classes) are skipped with the reason printed.
-Exit 77 (a skip) when valgrind is missing or the build is sanitized.
+scripts/bench.sh's (release) each have theirs. The file's rules and
+docs/performance.md's table are checked first, and fail the check whether or
+not valgrind is there. A case whose pipeline_bench options the bench refuses
+fails (its budget would hold nothing), and so does a figure below
+FLOOR_INSTRUCTIONS per packet (a collection that counted nothing, e.g. a
+renamed function the toggle no longer matches). Exit 77 (a skip) when
+valgrind is missing or the build is sanitized, and nothing static failed.
 """
 import argparse
 import datetime
@@ -47,6 +54,10 @@ import tempfile
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_BUDGETS = os.path.join(SRC, "bench", "instruction_budget.json")
 SKIP = 77
+# No pipeline case runs in fewer instructions per packet: parsing the
+# Ethernet and IP headers alone takes more. A figure below it means the
+# collection missed the pipeline, never that the pipeline got that fast.
+FLOOR_INSTRUCTIONS = 100
 
 
 def build_type(build):
@@ -128,8 +139,9 @@ def measure(build, case, extra=()):
     """Runs one case under callgrind: {'per_packet', 'packets', 'breakdown'}."""
     bench = os.path.join(build, "bench", "pipeline_bench")
     with tempfile.TemporaryDirectory(prefix="gwlb-ib.") as d:
+        collect = case.get("collect", "*processBurst*")
         cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={d}/cg.%p",
-               "--toggle-collect=*processBurst*", bench] + case["args"] + \
+               f"--toggle-collect={collect}", bench] + case["args"] + \
               ["--rep-packets", str(case["rep_packets"]), "--instructions"] + list(extra)
         # The flow table's bulk lookup has an AVX2 copy chosen by the CPU:
         # the budget counts the SSE2 one, the same on every x86-64 host.
@@ -218,14 +230,21 @@ def selected(doc, names):
     return cases
 
 
-def preflight(build):
+def preflight(build, static_failed=False):
+    """The build type, or exit: 77 (a skip) when nothing can be measured here,
+    1 instead when the static checks already failed (a skip would hide them)."""
+    why = None
     if not shutil.which("valgrind") or not shutil.which("callgrind_annotate"):
-        print("SKIP: valgrind is not installed (Debian package valgrind; scripts/setup.sh installs it)")
-        sys.exit(SKIP)
+        why = "valgrind is not installed (Debian package valgrind; scripts/setup.sh installs it)"
     bt, san = build_type(build)
-    if san:
-        print("SKIP: a sanitized build: valgrind cannot run ASan binaries (ASan reserves the "
-              "shadow memory valgrind needs); the plain build runs this test")
+    if not why and san:
+        why = ("a sanitized build: valgrind cannot run ASan binaries (ASan reserves the "
+               "shadow memory valgrind needs); the plain build runs this test")
+    if why and static_failed:
+        print(f"FAIL: the checks above failed; no case measured: {why}")
+        sys.exit(1)
+    if why:
+        print(f"SKIP: {why}")
         sys.exit(SKIP)
     return bt
 
@@ -234,12 +253,12 @@ DOC = os.path.join(SRC, "docs", "performance.md")
 DOC_HEADER = "| case | debugoptimized (test suite): measured | budget |"
 
 
-def doc_table_errors(doc):
+def doc_table_errors(doc, path=DOC):
     """docs/performance.md's budget table ("Instruction budget") against the
     file: row k is case k, its debugoptimized figure and budget as recorded."""
-    lines = open(DOC).read().splitlines()
+    lines = open(path).read().splitlines()
     if DOC_HEADER not in lines:
-        return [f"{DOC}: no table starting '{DOC_HEADER}'"]
+        return [f"{path}: no table starting '{DOC_HEADER}'"]
     at = lines.index(DOC_HEADER) + 2
     rows = []
     while at < len(lines) and lines[at].startswith("|"):
@@ -248,31 +267,42 @@ def doc_table_errors(doc):
     errs = []
     cases = [c for c in doc["cases"] if "debugoptimized" in c.get("builds", {})]
     if len(rows) != len(cases):
-        errs.append(f"{DOC}: the budget table has {len(rows)} rows, the file {len(cases)} cases")
+        errs.append(f"{path}: the budget table has {len(rows)} rows, the file {len(cases)} cases")
     for c, row in zip(cases, rows):
         b = c["builds"]["debugoptimized"]
         want = f"| {b['measured']:,.1f} | {b['budget']:,} |"
         if not row.endswith(want):
-            errs.append(f"{DOC}: budget table row for '{c['name']}' should end '{want}': {row}")
+            errs.append(f"{path}: budget table row for '{c['name']}' should end '{want}': {row}")
     return errs
 
 
 def check(args, doc, extra=()):
+    # The static checks first: they need neither valgrind nor a plain build,
+    # and a skip must not hide them.
     errs = validate(doc)
-    if os.path.abspath(args.budgets) == DEFAULT_BUDGETS and not extra:
-        errs += doc_table_errors(doc)
+    if args.doc or (os.path.abspath(args.budgets) == DEFAULT_BUDGETS and not extra):
+        errs += doc_table_errors(doc, args.doc or DOC)
     for e in errs:
         print(f"FAIL: {e}")
-    bt = preflight(args.build)
+    bt = preflight(args.build, static_failed=bool(errs))
     bench = os.path.join(args.build, "bench", "pipeline_bench")
     failed = bool(errs)
     for c in selected(doc, args.case):
         if not bench_supports(bench, c.get("needs", [])):
-            print(f"skipped: {c['name']}: pipeline_bench has no {' '.join(c['needs'])} yet "
-                  f"(it refuses the option); this case is enforced once it does")
+            print(f"FAIL: {c['name']}: pipeline_bench refuses {' '.join(c['needs'])}: the case "
+                  f"cannot be measured (give pipeline_bench the option, or take the case out of "
+                  f"the budget file)")
+            failed = True
             continue
         b = c.get("builds", {}).get(bt)
         m = measure(args.build, c, extra)
+        if m["per_packet"] < FLOOR_INSTRUCTIONS:
+            print(f"FAIL: {c['name']}: {m['per_packet']:.1f} instructions/packet, below the floor "
+                  f"of {FLOOR_INSTRUCTIONS}: the collection (--toggle-collect="
+                  f"{c.get('collect', '*processBurst*')}) counted no pipeline; a function "
+                  f"renamed?")
+            failed = True
+            continue
         if not b:
             print(f"FAIL: {c['name']}: {m['per_packet']:.1f} instructions/packet but no budget for "
                   f"a {bt} build: record one with bench/instruction_budget.py --build "
@@ -303,6 +333,10 @@ def update(args, doc):
             print(f"skipped: {c['name']}: pipeline_bench has no {' '.join(c['needs'])}")
             continue
         m = measure(args.build, c)
+        if m["per_packet"] < FLOOR_INSTRUCTIONS:
+            print(f"refused: {c['name']} [{bt}]: {m['per_packet']:.1f}/packet is below the floor of "
+                  f"{FLOOR_INSTRUCTIONS}: the collection counted no pipeline")
+            return 1
         new = math.ceil(m["per_packet"] * (1 + margin))
         b = c.setdefault("builds", {}).get(bt)
         rec = {"measured": round(m["per_packet"], 1), "packets": m["packets"],
@@ -357,67 +391,109 @@ def report(args, doc):
 
 def selftest(args, doc):
     """The checker must fail where it should; each step prints what it saw."""
-    bt = preflight(args.build)
-    est = next(c for c in doc["cases"] if c["name"] == "established")
-    if bt not in est.get("builds", {}):
-        print(f"FAIL: no established budget for a {bt} build")
-        return 1
-    bad = 0
+    bad, steps = 0, 0
     me = [sys.executable, os.path.abspath(__file__), "--build", args.build]
 
-    def run(budgets_doc, cmd, *extra):
+    def run(budgets_doc, cmd, *extra, env=None):
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
             json.dump(budgets_doc, f)
         try:
             return subprocess.run(me + ["--budgets", f.name] + list(extra) + [cmd],
-                                  capture_output=True, text=True, timeout=900)
+                                  capture_output=True, text=True, timeout=900, env=env)
         finally:
             os.unlink(f.name)
 
-    # 1. A deliberate regression: ~60 more instructions per packet in a
-    #    function processBurst's toggle counts. It must fail and name it.
+    def expect(what, ok, r):
+        nonlocal bad, steps
+        steps += 1
+        print(f"--- {steps}. {what} (exit {r.returncode}):\n{r.stdout}")
+        if not ok:
+            print(f"FAIL: {what}: not as expected")
+            bad += 1
+
+    def established(d, bt):
+        return next(c for c in d["cases"] if c["name"] == "established")["builds"][bt]
+
+    # The static checks, with no valgrind on PATH: a skip must not hide them.
+    with tempfile.TemporaryDirectory(prefix="gwlb-ib-nopath.") as empty:
+        novg = dict(os.environ, PATH=empty)
+        up = json.loads(json.dumps(doc))
+        b = established(up, "debugoptimized")
+        b["budget"] = b["lowered"]["budget"] + 50
+        b.pop("why", None)
+        r = run(up, "check", "--case", "established", env=novg)
+        expect("no valgrind, a budget raised without a why: check fails, not skips",
+               r.returncode == 1 and "without a why" in r.stdout, r)
+        stale = os.path.join(empty, "performance.md")
+        text = open(DOC).read()
+        e = established(doc, "debugoptimized")
+        row = f"| {e['measured']:,.1f} | {e['budget']:,} |"
+        with open(stale, "w") as f:
+            f.write(text.replace(row, f"| {e['measured'] + 1:,.1f} | {e['budget']:,} |", 1))
+        r = run(doc, "check", "--case", "established", f"--doc={stale}", env=novg)
+        expect("no valgrind, a stale docs table: check fails, not skips",
+               row in text and r.returncode == 1 and "budget table row for 'established'" in r.stdout, r)
+        r = run(doc, "check", "--case", "established", f"--doc={DOC}", env=novg)
+        expect("no valgrind, the file and the table as they are: a skip (exit 77)",
+               r.returncode == SKIP and "SKIP: valgrind is not installed" in r.stdout, r)
+
+    bt = preflight(args.build)
+    if bt not in next(c for c in doc["cases"] if c["name"] == "established").get("builds", {}):
+        print(f"FAIL: no established budget for a {bt} build")
+        return 1
+    # A deliberate regression: ~60 more instructions per packet in a
+    # function processBurst's toggle counts. It must fail and name it.
     r = run(doc, "check", "--case", "established", "--bench-arg=--pad-instructions",
             "--bench-arg=60")
-    print("--- 1. established with pipeline_bench --pad-instructions 60:\n" + r.stdout)
-    if r.returncode != 1 or "FAIL: established" not in r.stdout or "processBurstPad" not in r.stdout:
-        print("FAIL: the checker did not fail on the padded pipeline, naming processBurstPad")
-        bad += 1
-    # 2. A budget below today's figure (lowered without the work).
+    expect("established with pipeline_bench --pad-instructions 60 fails, naming processBurstPad",
+           r.returncode == 1 and "FAIL: established" in r.stdout and "processBurstPad" in r.stdout, r)
+    # A budget below today's figure (lowered without the work).
     low = json.loads(json.dumps(doc))
-    b = next(c for c in low["cases"] if c["name"] == "established")["builds"][bt]
+    b = established(low, bt)
     b["budget"] = int(b["measured"]) - 5
     b["lowered"]["budget"] = b["budget"]
     r = run(low, "check", "--case", "established")
-    print("--- 2. established budget lowered to measured - 5:\n" + r.stdout)
-    if r.returncode != 1 or "FAIL: established" not in r.stdout:
-        print("FAIL: the checker passed a case over its budget")
-        bad += 1
-    # 3. A raise without a why is refused; with one it is accepted.
+    expect("established budget lowered to measured - 5 fails",
+           r.returncode == 1 and "FAIL: established" in r.stdout, r)
+    # A raise without a why is refused; with one it is accepted.
     up = json.loads(json.dumps(doc))
-    b = next(c for c in up["cases"] if c["name"] == "established")["builds"][bt]
+    b = established(up, bt)
     b["budget"] = b["lowered"]["budget"] + 50
     b.pop("why", None)
     r = run(up, "validate")
-    print("--- 3a. budget raised by 50 without a why:\n" + r.stdout)
-    if r.returncode != 1 or "without a why" not in r.stdout:
-        print("FAIL: the checker accepted a raise without a why")
-        bad += 1
+    expect("a budget raised by 50 without a why is refused",
+           r.returncode == 1 and "without a why" in r.stdout, r)
     b["why"] = "self-test: a raise that says why"
     r = run(up, "validate")
-    print("--- 3b. the same raise with a why:\n" + r.stdout)
-    if r.returncode != 0:
-        print("FAIL: the checker refused a raise with a why")
-        bad += 1
-    print(f"{4 - bad} of 4 self-test steps as expected")
+    expect("the same raise with a why is accepted", r.returncode == 0, r)
+    # A collection that counts nothing (the toggle's function renamed): 0
+    # instructions per packet is under any budget, and must fail.
+    zero = json.loads(json.dumps(doc))
+    next(c for c in zero["cases"] if c["name"] == "established")["collect"] = "*noSuchFunction*"
+    r = run(zero, "check", "--case", "established")
+    expect("established counting no function (0 instructions/packet) fails below the floor",
+           r.returncode == 1 and "below the floor" in r.stdout, r)
+    # A case whose options the bench refuses fails instead of passing unmeasured.
+    refused = json.loads(json.dumps(doc))
+    c = next(c for c in refused["cases"] if c["name"] == "established")
+    c["needs"] = ["--no-such-option"]
+    c["args"] = c["args"] + ["--no-such-option"]
+    r = run(refused, "check", "--case", "established")
+    expect("a case needing an option pipeline_bench refuses fails",
+           r.returncode == 1 and "FAIL: established: pipeline_bench refuses --no-such-option" in r.stdout, r)
+    print(f"{steps - bad} of {steps} self-test steps as expected")
     return 1 if bad else 0
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", help="meson build directory (holds bench/pipeline_bench)")
     ap.add_argument("--budgets", default=DEFAULT_BUDGETS)
     ap.add_argument("--case", action="append", default=[], help="only this case (repeatable)")
     ap.add_argument("--why", default="", help="update: why a budget goes up")
+    ap.add_argument("--doc", default="",
+                    help="check: the performance.md whose budget table is checked (default: the "
+                         "tree's, when --budgets is the tree's file)")
     ap.add_argument("--bench-arg", action="append", default=[],
                     help="check: an extra pipeline_bench argument (the self-test's regression)")
     ap.add_argument("command", choices=["check", "validate", "update", "report", "selftest"])

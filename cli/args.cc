@@ -5,6 +5,7 @@
 
 #include "cli/table.h"
 #include "cli/validate.h"
+#include "control/config/config.h"
 
 namespace gwlb::cli {
 
@@ -20,6 +21,23 @@ const std::string kNoServiceHelp =
     "(new flows to appliances not in service, or dropped); exit status 2, nothing\n"
     "changes. --force does it anyway and prints the same as a warning. Flows are\n"
     "never moved to an appliance that is not in service.\n";
+
+// The settings a reload cannot apply, from the list the reload itself
+// compares (ctl::restartKeyNames), so the help names every one.
+std::string restartSettingsHelp() {
+  std::string out, line = "Settings that take effect only at the next restart are listed when they\nchanged:";
+  const std::vector<std::string> names = ctl::restartKeyNames();
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string word = " " + names[i] + (i + 1 < names.size() ? "," : ".");
+    if (line.size() - line.rfind('\n') - 1 + word.size() > 78) {
+      out += line + "\n";
+      line = word.substr(1);
+    } else {
+      line += word;
+    }
+  }
+  return out + line + "\nA new key written to the same secret file is such a change too.\n";
+}
 
 std::vector<CommandSpec> buildTable() {
   std::vector<CommandSpec> t;
@@ -209,12 +227,10 @@ std::vector<CommandSpec> buildTable() {
                {}});
   t.push_back({"reload", "reload", "", {}, 0, "re-read the config file gwlbd was started with",
                "Re-reads and validates gwlbd's config file and publishes it. On error the\n"
-               "running config stays and every error is printed. Settings that shape ports,\n"
-               "memory or lcores (dataplane, eal, node.underlay_port, control) take effect\n"
-               "at the next restart; they are listed when they changed. The file is the\n"
-               "source of truth: changes made with 'server add', 'server remove' and\n"
-               "'server set' that the file does not carry are reverted, and each one is\n"
-               "listed (write them into the file first: 'gwlbctl config dump').\n" +
+               "running config stays and every error is printed.\n" + restartSettingsHelp() +
+                   "The file is the source of truth: changes made with 'server add', 'server\n"
+                   "remove' and 'server set' that the file does not carry are reverted, and each\n"
+                   "one is listed (write them into the file first: 'gwlbctl config dump').\n" +
                    kNoServiceHelp,
                {kOptForce}});
   t.push_back({"fleet show", "fleet", "", {}, 0,

@@ -13,6 +13,7 @@ inline constexpr const char* kProbeUsage =
     "usage: gwlb-probe --protocol tcp|http|https --address ADDR [--port N]\n"
     "                  [--path /P] [--domain NAME] [--timeout MS] [--codes LIST]\n"
     "                  [--source ADDR] [--interface NAME] [--verify] [--ca-file FILE]\n"
+    "       gwlb-probe --version\n"
     "  Runs one health probe and prints its result as one JSON line.\n"
     "  --port     default 80 (tcp, http) or 443 (https)\n"
     "  --timeout  whole probe in milliseconds, 1..600000 (default 5000)\n"
@@ -21,6 +22,7 @@ inline constexpr const char* kProbeUsage =
     "  --ca-file  https: verify the certificate against FILE (implies --verify)\n"
     "  --interface  leave by this interface only (SO_BINDTODEVICE), e.g. gwlbd's\n"
     "             exception-path tap of the appliance port\n"
+    "  --version  print the version and exit\n"
     "  exit status: 0 probe ok, 1 probe failed, 2 bad usage\n";
 
 // Parses arguments (without the program name); "--opt value" and "--opt=value".

@@ -21,7 +21,7 @@ def csum(b):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out")
     ap.add_argument("--flows", type=int, required=True)
     ap.add_argument("--size", type=int, default=64, help="frame size without FCS (>= 60)")

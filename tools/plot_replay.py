@@ -137,7 +137,7 @@ def plot(summary, outs, title, use_bytes):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("summary", help="summary.json of a gwlb-replay run")
     ap.add_argument("--out", action="append", required=True, help="output file (.svg, .png, .pdf)")
     ap.add_argument("--title")

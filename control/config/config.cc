@@ -107,6 +107,11 @@ bool loadKey(const std::string& label, const std::string& v, KeyForm form, FlowH
               "link (name the file itself)";
     else
       error = label + ": cannot open '" + v + "': " + std::strerror(err);
+    // The same recipe as docs/fleet.md: created 0600 (never readable by
+    // others, even for a moment), and no tool beyond coreutils.
+    if (err == ENOENT)
+      error += "; make one (the same file on every node of a fleet): (umask 077; od -An -tx1 "
+               "-N16 /dev/urandom | tr -dc 0-9a-f > " + v + ")";
     return false;
   }
   struct stat st {};
@@ -165,9 +170,7 @@ bool loadHashKey(const Config& c, FlowHashKey& key, bool& configured, std::strin
       key = k;
       configured = true;
     } else if (!(k == key)) {
-      error = std::string(s.label) + ": holds another key than " + first +
-              "; a gateway's flow hash and cookies have one key (the fleet secret): set the same "
-              "key in both, or only one of them";
+      error = std::string(s.label) + ": holds another key than " + first + kOneHashKeyAdvice;
       return false;
     }
   }

@@ -135,6 +135,9 @@ struct DataplaneConfig {
   uint32_t workers = 1;                      // worker lcores, 1..64
   uint32_t burst = 32;                       // 1..256
   uint32_t flow_table_size = 1u << 20;       // entries, 1024..(1 << 27)
+  // The new flows a second the gateway is planned for, 0 = not said: a
+  // planning figure, checked against flow_table_size (configWarnings).
+  uint32_t new_flows_per_s = 0;
   uint32_t mbufs = 16384;                    // mempool size, 1024..(1 << 24)
   uint32_t rx_queue_size = 1024;             // descriptors per RX queue, 64..16384
   uint32_t tx_queue_size = 1024;             // descriptors per TX queue, 64..16384
@@ -359,6 +362,13 @@ bool loadStateKey(const std::string& dir, bool create, FlowHashKey& key, StateKe
 bool loadRunnableConfig(const std::string& path, Config& out, std::vector<ConfigError>& errors,
                         FlowHashKey* key = nullptr, bool* key_configured = nullptr);
 
+// What follows "KEY: holds another key than OTHER" when two sources of the
+// flow hash key disagree: the inline keys compared by the config's checks,
+// the secret files' by loadRunnableConfig(); one message for both.
+inline constexpr const char* kOneHashKeyAdvice =
+    " (values not shown); a gateway's flow hash and cookies have one key (the fleet secret): "
+    "set the same key in both, or only one of them";
+
 // The name restartNeeded() gives a change of `running`'s flow hash key ("fleet"
 // when a fleet section holds it): what a reload reports when the key read
 // from a secret file changed though the file's path did not.
@@ -415,6 +425,10 @@ std::vector<std::string> configKeyPaths();
 // Compared through the key table, so a new key marked restart is covered.
 // Never throws but bad_alloc. Thread: any.
 std::vector<std::string> restartNeeded(const Config& running, const Config& next);
+
+// Every name restartNeeded() can give, in schema order: the settings a
+// reload cannot apply (`gwlbctl reload --help` lists them). Thread: any.
+std::vector<std::string> restartKeyNames();
 
 // restartNeeded(), after which `next` takes the running value of every key
 // that needs a restart (what a reload applies is then `next`).

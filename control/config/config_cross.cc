@@ -3,6 +3,7 @@
 // another key's value). Everything about one key's value alone is in the key
 // table (config_schema.cc) and checked by config_validate.cc; a value that
 // fails there is skipped here without a second error.
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <set>
@@ -175,9 +176,7 @@ class Cross {
             quote(f.peers[i]) + " is this node's own fleet.sync_listen");
     const std::string fs = digits(f.secret), ns = digits(c.node.flow_hash_secret);
     if (!fs.empty() && !ns.empty() && fs != ns)
-      add("fleet.secret", "holds another key than node.flow_hash_secret (values not shown); the "
-                          "fleet secret keys the flow hash: set the same key in both, or leave "
-                          "node.flow_hash_secret out");
+      add("fleet.secret", std::string("holds another key than node.flow_hash_secret") + kOneHashKeyAdvice);
   }
 
   // The two HTTP listeners cannot share a port.
@@ -335,6 +334,42 @@ std::vector<ConfigError> configWarnings(const Config& c, unsigned ports) {
                    std::to_string(per_peer_ms) + " ms): a peer that accepts and then stays "
                    "silent uses the whole warm start and the next peer is never asked; "
                    "raise it, or lower those two"});
+  // Lcores set aside in `eal` that gwlbd will never run anything on: it uses
+  // the main lcore and dataplane.workers more (an isolated core left idle).
+  // Only when `eal` names its cores: without -l/--lcores/-c the EAL takes
+  // every CPU it may run on, and none was set aside.
+  const bool named_cores = std::any_of(c.eal_args.begin(), c.eal_args.end(), [](const std::string& a) {
+    return a.rfind("-l", 0) == 0 || a.rfind("--lcores", 0) == 0 || a.rfind("-c", 0) == 0;
+  });
+  const unsigned lcores = named_cores ? ealLcoreCount(c.eal_args) : 0;
+  if (lcores > c.dataplane.workers + 1)
+    out.push_back({"dataplane.workers",
+                   std::to_string(c.dataplane.workers) + " worker(s) use " +
+                   std::to_string(c.dataplane.workers + 1) + " of the " + std::to_string(lcores) +
+                   " lcores `eal` gives (the main lcore and one per worker): " +
+                   std::to_string(lcores - c.dataplane.workers - 1) + " stay idle; set "
+                   "dataplane.workers: " + std::to_string(lcores - 1) + ", or give fewer cores"});
+  // The flow table against the config's planned rate: a flow stays at least
+  // its group's idle timeout after its last packet, and eviction starts at 90 %
+  // of the table (deleting flows still in use).
+  uint32_t idle_s = 0;
+  std::string idle_key;
+  for (size_t i = 0; i < c.server_groups.size(); ++i) {
+    const ServerGroupConfig& g = c.server_groups[i];
+    const std::string gp = "server_groups[" + std::to_string(i) + "].";
+    if (g.tcp_idle_timeout_s > idle_s) idle_s = g.tcp_idle_timeout_s, idle_key = gp + "tcp_idle_timeout";
+    if (g.other_idle_timeout_s > idle_s) idle_s = g.other_idle_timeout_s, idle_key = gp + "other_idle_timeout";
+  }
+  const uint64_t held = uint64_t(c.dataplane.new_flows_per_s) * idle_s;
+  const uint64_t want = (held * 10 + 8) / 9;  // held must stay under the 90 % mark
+  if (c.dataplane.new_flows_per_s && want > c.dataplane.flow_table_size)
+    out.push_back({"dataplane.flow_table_size",
+                   std::to_string(c.dataplane.flow_table_size) + " entries are too few for "
+                   "dataplane.new_flows_per_s " + std::to_string(c.dataplane.new_flows_per_s) +
+                   ": each flow stays at least " + std::to_string(idle_s) + " s (" + idle_key +
+                   "), so the table holds " + std::to_string(held) + " flows or more, and "
+                   "eviction (above 90 %) deletes flows still in use; set it to " +
+                   std::to_string(want) + " or more"});
   schema::classWarnings(c, out, ports);
   return out;
 }

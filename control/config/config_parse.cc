@@ -267,9 +267,11 @@ class Parser {
         out.clear();  // replaces a default list (http_codes)
         if (!list(v, p, k) || v.IsNull()) return;
         // Failed items stay as "" so that later items keep their index.
-        for (size_t i = 0; i < v.size(); ++i)
+        for (size_t i = 0; i < v.size(); ++i) {
+          noteLine(index(p, i), v[i]);
           if (const std::string* s = scalar(v[i], index(p, i), std::string(k.item_what))) out.push_back(*s);
           else out.emplace_back();
+        }
         return;
       }
       case Kind::kIpv6List: {
@@ -277,6 +279,7 @@ class Parser {
         if (!list(v, p, k) || v.IsNull()) return;
         for (size_t i = 0; i < v.size(); ++i) {
           const std::string ip = index(p, i);
+          noteLine(ip, v[i]);
           out.emplace_back();
           const std::string* s = scalar(v[i], ip, std::string(k.item_what));
           if (!s) continue;
@@ -290,6 +293,7 @@ class Parser {
         // Failed items stay default so that later items keep their index.
         for (size_t i = 0; i < v.size(); ++i) {
           const std::string ip = index(p, i);
+          noteLine(ip, v[i]);
           void* item = k.acc.append(owner);
           const std::string* s = scalar(v[i], ip, std::string(k.item_what));
           if (!s) continue;

@@ -60,6 +60,19 @@ void diff(const Section& s, const void* a, const void* b, std::vector<std::strin
   }
 }
 
+// Every name diff() can report, in the same walk.
+void restartNames(const Section& s, std::vector<std::string>& out) {
+  for (const Key& k : s.keys) {
+    const std::string p = join(s.path, k.name);
+    if (k.kind == Kind::kSection) {
+      if (allRestart(*k.sub)) out.push_back(p);
+      else restartNames(*k.sub, out);
+    } else if (k.kind != Kind::kList && k.reload == Reload::kRestart) {
+      out.push_back(p);
+    }
+  }
+}
+
 void hold(const Section& s, const void* running, void* next) {
   for (const Key& k : s.keys) {
     if (k.kind == Kind::kSection) hold(*k.sub, k.acc.cat(running), k.acc.at(next));
@@ -184,6 +197,12 @@ std::vector<std::string> configKeyPaths() {
 std::vector<std::string> restartNeeded(const Config& running, const Config& next) {
   std::vector<std::string> out;
   diff(schema::rootSection(), &running, &next, out);
+  return out;
+}
+
+std::vector<std::string> restartKeyNames() {
+  std::vector<std::string> out;
+  restartNames(schema::rootSection(), out);
   return out;
 }
 

@@ -36,6 +36,7 @@ constexpr Range kIcmpRateRange{0, 100000};
 constexpr Range kWorkersRange{1, 64};
 constexpr Range kBurstRange{1, 256};
 constexpr Range kFlowTableRange{1024, 1u << 27};
+constexpr Range kNewFlowsRange{0, 100000000};
 constexpr Range kMbufsRange{1024, 1u << 24};
 constexpr Range kQueueRange{64, 16384};
 constexpr Range kHealthPortRange{1, 65535};
@@ -629,6 +630,10 @@ const Key kDataplaneKeys[] = {
     {.name = "flow_table_size", .kind = Kind::kUint, .acc = member<&DataplaneConfig::flow_table_size>(),
      .doc = "Flow table entries (eviction: below).", .range = kFlowTableRange,
      .reload = Reload::kRestart},
+    {.name = "new_flows_per_s", .kind = Kind::kUint, .acc = member<&DataplaneConfig::new_flows_per_s>(),
+     .doc = "New flows a second the gateway is planned for (0: not said); a flow_table_size "
+            "that cannot hold them for the longest idle timeout gets a warning (below).",
+     .range = kNewFlowsRange, .reload = Reload::kRestart},
     {.name = "mbufs", .kind = Kind::kUint, .acc = member<&DataplaneConfig::mbufs>(),
      .doc = "Packet buffers in the mempool.", .range = kMbufsRange, .reload = Reload::kRestart},
     {.name = "rx_queue_size", .kind = Kind::kUint, .acc = member<&DataplaneConfig::rx_queue_size>(),

@@ -128,6 +128,10 @@ int main(int argc, char** argv) {
     } else if (a == "--version") {
       std::printf("gwlbd %s\n", gwlb::versionText());
       return 0;
+    } else if (a == "--config" || a == "-c" || a == "--check-config") {
+      std::fprintf(stderr, "gwlbd: %s needs a file: gwlbd %s FILE\n", a.c_str(), a.c_str());
+      usage(stderr);
+      return 2;
     } else {
       std::fprintf(stderr, "gwlbd: unknown argument '%s'\n", a.c_str());
       usage(stderr);

@@ -3,6 +3,7 @@
 # file the same way (issue 24 item 12):
 #  1. the bad secret-file variants (mode 0644, a symbolic link, too short,
 #     missing, fleet.secret and a node.flow_hash_secret file holding different keys)
+#     (a missing file's message says how to make one, docs/fleet.md's line)
 #     and dataplane.workers beyond the lcores of `eal`: both checkers refuse
 #     each one (exit 2) with the same `key.path: message` line; likewise a bad
 #     traffic class value, and a shadowed class is the same warning (issue 27),
@@ -82,10 +83,40 @@ config missing ", flow_hash_secret: $work/missing.key" "" 1 "0@(0-1),1@(0-1)"
 agree missing "^node.flow_hash_secret: cannot open .*No such file"
 config fleet_missing "" "fleet: { node_name: gw-1, secret_file: $work/missing.key }" 1 "0@(0-1),1@(0-1)"
 agree fleet_missing "^fleet.secret_file: cannot open .*No such file"
+# The missing file's message says how to make one: docs/fleet.md gives the
+# same line, and run as printed under the usual umask 022 it creates a file
+# of mode 600 from the start (never readable by others in between) that both
+# checkers accept.
+recipe=$(sed -n 's/^fleet.secret_file: cannot open .*No such file or directory; make one [^:]*: \((umask 077; .*)\)$/\1/p' "$work/fleet_missing.gwlbd")
+doc_recipe=${recipe//"$work/missing.key"//etc/gwlb/fleet.key}
+if [ -z "$recipe" ] || ! grep -qxF -- "$doc_recipe" "$src/docs/fleet.md"; then
+  echo "FAIL fleet_missing: no recipe in the message, or docs/fleet.md lacks it: '$doc_recipe'"
+  cat "$work/fleet_missing.gwlbd"; fail=1
+else
+  (umask 022; bash -c "$recipe")
+  rc=0; "$gwlbd" --check-config "$work/fleet_missing.yaml" > "$work/fleet_made.gwlbd" 2>&1 || rc=$?
+  mode=$(stat -c %a "$work/missing.key" 2>/dev/null || echo none)
+  if [ "$mode" != 600 ] || [ "$rc" -ne 0 ] || grep -q xxd "$src/docs/fleet.md"; then
+    echo "FAIL fleet_missing: the recipe made mode $mode, --check-config exit $rc (want 600 and 0; no xxd in fleet.md)"
+    cat "$work/fleet_made.gwlbd"; fail=1
+  else
+    echo "ok   fleet_missing: the message's recipe makes a key of mode 600 that gwlbd accepts; fleet.md has it"
+  fi
+  rm -f "$work/missing.key"
+fi
 # (Both inline the config itself compares them; with a file only the key loader can.)
 printf '%s\n' "$key_b" > "$work/other.key"; chmod 600 "$work/other.key"
 config differ ", flow_hash_secret: $work/other.key" "fleet: { node_name: gw-1, secret: $key_a }" 1 "0@(0-1),1@(0-1)"
 agree differ "^node.flow_hash_secret: holds another key than fleet.secret"
+# Both keys inline: the config's own check; docs/config.md quotes its line.
+config differ_inline ", flow_hash_secret: $key_b" "fleet: { node_name: gw-1, secret: $key_a }" 1 "0@(0-1),1@(0-1)"
+agree differ_inline "^fleet.secret: holds another key than node.flow_hash_secret"
+line=$(grep -m1 "^fleet.secret: holds another key" "$work/differ_inline.gwlbd" || true)
+if [ -z "$line" ] || ! grep -qxF -- "$line" "$src/docs/config.md"; then
+  echo "FAIL differ_inline: docs/config.md does not quote the line as gwlbd prints it: $line"; fail=1
+else
+  echo "ok   differ_inline: docs/config.md quotes it"
+fi
 config lcores "" "" 2 "0@(0-1),1@(0-1)"
 agree lcores "^dataplane.workers: 2 worker\(s\) need 3 lcores.*give 2"
 config lcores_l "" "" 3 "0-2"

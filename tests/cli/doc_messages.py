@@ -18,7 +18,14 @@ Checks, each against a fresh run:
   5. the README's gwlbctl line names every command `gwlbctl --help` lists;
   6. docs, examples and the README run the repository's Python tools
      directly (their #! line picks /usr/bin/python3, which has scapy), never
-     as `python3 tools/...` (another python3 on PATH may lack scapy).
+     as `python3 tools/...` (another python3 on PATH may lack scapy);
+  7. `gwlbd --check-config` (or --config) with no file says the option needs
+     one, not "unknown argument";
+  8. docs/deploy.md's warnings, as gwlbd --check-config and gwlbctl config
+     check print them: lcores in `eal` beyond dataplane.workers + 1, and a
+     flow table smaller than dataplane.new_flows_per_s × the longest idle
+     timeout ÷ 0.9; none for deploy.md's example or a table that fits;
+  9. every complete gwlbctl command line in the docs is one gwlbctl takes.
 """
 import os
 import re
@@ -186,6 +193,91 @@ for rel in tree_files.source_files(src):
             ok = (os.path.isfile(path) and os.access(path, os.X_OK)
                   and open(path).readline().startswith("#!/usr/bin/python3"))
             check(ok, f"{rel}:{no}: {m.group(1)} is run directly: executable, #!/usr/bin/python3")
+
+# 7. gwlbd's options that take a file, given none: say so (it said "unknown
+#    argument '--check-config'").
+for opt in ("--check-config", "--config"):
+    rc, out, err = run([gwlbd, opt])
+    check(rc == 2 and f"gwlbd: {opt} needs a file" in err and "unknown argument" not in err,
+          f"gwlbd {opt} with no file: 'needs a file', exit 2", f"exit {rc}:\n{err}")
+
+# 8. deploy.md's warnings as gwlbd and gwlbctl print them: lcores `eal` sets
+#    aside that no worker uses, and a flow table below the config's planned
+#    rate; deploy.md's own example (4 workers on -l 2-6) gets neither.
+WARN_CASES = {  # name -> (config lines, the warning's key path or None)
+    "idle_lcores": ('eal: ["-l", "2-6", "--no-huge", "-m", "1024", "-a", "0000:3b:00.0", "-a", "0000:3b:00.1"]',
+                    "dataplane.workers"),
+    "deploy_example": ('dataplane: { workers: 4 }\n'
+                       'eal: ["-l", "2-6", "--no-huge", "-m", "1024", "-a", "0000:3b:00.0", "-a", "0000:3b:00.1"]',
+                       None),
+    "small_table": ('dataplane: { new_flows_per_s: 10000 }\n'
+                    'eal: ["-l", "0-1", "--no-huge", "-m", "1024", "-a", "0000:3b:00.0", "-a", "0000:3b:00.1"]',
+                    "dataplane.flow_table_size"),
+    "table_fits": ('dataplane: { new_flows_per_s: 2696 }\n'
+                   'eal: ["-l", "0-1", "--no-huge", "-m", "1024", "-a", "0000:3b:00.0", "-a", "0000:3b:00.1"]',
+                   None),
+}
+for name, (extra, path) in WARN_CASES.items():
+    cfg = os.path.join(work, f"{name}.yaml")
+    with open(cfg, "w") as f:
+        f.write("node: { underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01 }\n"
+                "server_groups: [ { name: g, servers: [ { address: 192.0.2.10 } ] } ]\n" + extra + "\n")
+    lines = {}
+    for prog, args in (("gwlbd --check-config", [gwlbd, "--check-config", cfg]),
+                       ("gwlbctl config check", [gwlbctl, "config", "check", cfg])):
+        rc, out, err = run(args)
+        got = [l[l.index("warning: "):] for l in err.splitlines()
+               if "warning: dataplane.workers:" in l or "warning: dataplane.flow_table_size:" in l]
+        lines[prog] = got
+        want_n = 1 if path else 0
+        check(rc == 0 and len(got) == want_n and (not path or got[0].startswith(f"warning: {path}: ")),
+              f"{prog}, {name}: {'a warning on ' + path if path else 'no lcore or flow-table warning'}",
+              f"exit {rc}:\n{out}{err}")
+    if path and lines["gwlbd --check-config"]:
+        line = lines["gwlbd --check-config"][0]
+        check(lines["gwlbctl config check"] == [line] and ("    " + line + "\n") in deploy,
+              f"docs/deploy.md quotes the {path} warning as both print it",
+              f"printed:\n{line}\ndeploy.md has:\n" +
+              "\n".join(l for l in deploy.splitlines() if f"warning: {path}" in l))
+
+# 9. Every complete gwlbctl command line the docs show parses: gwlbctl takes
+#    it (it said `server drain ... --timeout 2m`; the option takes seconds).
+#    Run against a socket that does not exist, so nothing is changed: a
+#    usage error ("Try 'gwlbctl ... --help'") fails, a refused connection is
+#    what a good line gets. A session line whose output in the doc is such a
+#    usage error must get it.
+PLACEHOLDER = re.compile(r"\b[A-Z][A-Z_]*\b|\[|\.\.\.|…|<|>|\|")
+shown = {}  # (file, command line) -> the doc shows it refused
+for rel in tree_files.source_files(src):
+    if not (rel.endswith(".md") and (rel.startswith("docs/") or rel == "README.md")):
+        continue
+    text = read(rel)
+    for span in re.findall(r"`(gwlbctl [^`\n]+)`", text):
+        if "--" in span:  # a bare command name in prose is not a command line
+            shown.setdefault((rel, span.strip()), False)
+    lines = text.splitlines()
+    for i, l in enumerate(lines):
+        m = re.match(r"^\$ (gwlbctl .+)$", l.strip())
+        if m:
+            output = []
+            for nxt in lines[i + 1:]:
+                if nxt.startswith("$ ") or nxt.startswith("```"):
+                    break
+                output.append(nxt)
+            shown[(rel, m.group(1).strip())] = any("Try 'gwlbctl" in o for o in output)
+parsed = 0
+for (rel, line), refused in sorted(shown.items()):
+    words = line.split()[1:]
+    if PLACEHOLDER.search(line) or not words or "probe" in words:
+        continue
+    rc, out, err = run([gwlbctl, "--socket", os.path.join(work, "absent.sock")] + words, timeout=30)
+    parsed += 1
+    if refused:
+        check(rc == 2 and "Try 'gwlbctl" in err, f"{rel}: `{line}` is refused as the doc shows",
+              f"exit {rc}:\n{err}")
+    else:
+        check("Try 'gwlbctl" not in err, f"{rel}: `{line}` is a command gwlbctl takes", f"exit {rc}:\n{err}")
+check(parsed >= 10, f"{parsed} gwlbctl command lines of the docs run through gwlbctl's parser")
 
 print(f"doc_messages: {len(failures)} failure(s)")
 sys.exit(1 if failures else 0)

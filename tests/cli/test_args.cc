@@ -1,8 +1,11 @@
 // gwlbctl argument parsing and client-side validation.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "cli/args.h"
 #include "cli/validate.h"
+#include "control/config/config.h"
 
 using namespace gwlb::cli;
 
@@ -203,6 +206,24 @@ TEST(Validate, ForceFlag) {
   EXPECT_THROW(parse({"server", "drain", "192.0.2.10", "--force=yes"}), UsageError);
   EXPECT_NE(commandHelp(*findCommand("server drain")).find("--force"), std::string::npos);
   EXPECT_NE(commandHelp(*findCommand("reload")).find("no appliance in service"), std::string::npos);
+}
+
+// `reload --help` names every setting a reload holds for a restart, from the
+// list the reload compares (it named four: dataplane, eal,
+// node.underlay_port, control).
+TEST(Help, ReloadListsEveryRestartSetting) {
+  const std::string help = commandHelp(*findCommand("reload"));
+  const std::vector<std::string> names = gwlb::ctl::restartKeyNames();
+  for (const char* known : {"dataplane", "eal", "node.underlay_port", "control", "log_level", "metrics",
+                            "health_endpoint", "fleet", "node.flow_hash_secret"})
+    EXPECT_NE(std::find(names.begin(), names.end(), known), names.end()) << known;
+  for (const std::string& n : names) {
+    const bool named = help.find(" " + n + ",") != std::string::npos ||
+                       help.find(" " + n + ".") != std::string::npos ||
+                       help.find("\n" + n + ",") != std::string::npos ||
+                       help.find("\n" + n + ".") != std::string::npos;
+    EXPECT_TRUE(named) << n << " missing from reload --help:\n" << help;
+  }
 }
 
 TEST(Validate, ExplainRequest) {

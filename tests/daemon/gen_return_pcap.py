@@ -23,7 +23,7 @@ def geneve_ethernet(inner: bytes) -> bytes:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out")
     ap.add_argument("--flows", type=int, required=True)
     ap.add_argument("--appliances", required=True)

@@ -2,7 +2,8 @@
 with the binaries' --help as they are now (issue 18 item 10):
 
 - each man page names every option its binary's --help names, and no
-  option the help no longer has;
+  option the help no longer has; every binary answers --version and its
+  --help names it;
 - gwlbctl.8 has a subsection for every command of `gwlbctl --help` (none
   for a command that is gone) with every option of `gwlbctl CMD --help`;
 - the completion script, run in bash, offers exactly the top-level command
@@ -49,6 +50,12 @@ for name, b in bins.items():
     for o in sorted(have - want):
         failures.append(f"{name}.{sections[name]}: names {o}, which --help does not (stale)")
     print(f"{name}.{sections[name]}: {len(want)} option(s), as in --help")
+    # Every binary answers --version, and its --help (so its man page) says so.
+    v = subprocess.run([b, "--version"], capture_output=True, text=True, timeout=60)
+    if v.returncode != 0 or not v.stdout.startswith(f"{name} "):
+        failures.append(f"{name} --version: exit {v.returncode}, printed {v.stdout!r}")
+    if "--version" not in options_in(help_text(b)):
+        failures.append(f"{name} --help: does not name --version, which it answers")
 
 # gwlbctl: one subsection per command.
 ctl = bins["gwlbctl"]

@@ -50,7 +50,9 @@ std::vector<uint8_t> request(uint16_t ver, uint16_t op, uint32_t flags, const st
   w.ver = ver;
   w.op = op;
   w.flags = flags;
-  std::strncpy(w.device, dev.c_str(), sizeof w.device);
+  // At most sizeof - 1 bytes: `w` is zeroed, so the name stays NUL-terminated
+  // as the wire format wants (a longer one is cut, never left unterminated).
+  std::memcpy(w.device, dev.data(), std::min(dev.size(), sizeof w.device - 1));
   w.queue = queue;
   w.ring = uintptr_t(ring);
   w.mp = uintptr_t(mp);

@@ -1030,7 +1030,7 @@ server_groups:
     connection_draining: { enabled: true, timeout: 300 }
   - name: g1
     servers: [ { address: 192.0.2.20 } ]
-dataplane: { workers: 1, burst: 32, flow_table_size: 65536, mbufs: 4096, rx_queue_size: 1024,
+dataplane: { workers: 1, burst: 32, flow_table_size: 65536, new_flows_per_s: 100, mbufs: 4096, rx_queue_size: 1024,
              tx_queue_size: 1024, checksum_offload: true }
 eal: ["--no-huge"]
 log_level: info
@@ -1302,6 +1302,8 @@ const std::vector<BadValue>& badValues() {
       {"dataplane.burst", "257", {"1..256"}},
       {"dataplane.flow_table_size", "1023", {"1024.."}},
       {"dataplane.flow_table_size", "134217729", {"..134217728"}},
+      {"dataplane.new_flows_per_s", "-1", {"negative"}},
+      {"dataplane.new_flows_per_s", "100000001", {"0..100000000"}},
       {"dataplane.mbufs", "16777217", {"..16777216"}},
       {"dataplane.rx_queue_size", "63", {"64..16384"}},
       {"dataplane.tx_queue_size", "16385", {"64..16384"}},

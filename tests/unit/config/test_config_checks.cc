@@ -180,5 +180,88 @@ TEST(ConfigChecks, AWarmStartTooShortToAskASecondPeerIsAWarning) {
   EXPECT_TRUE(warnings("  peers: [\"192.0.2.2:7946\"]\n  warm_start_timeout: 3s\n").empty());
 }
 
+// docs/config.md: "Errors come in the order they appear in the file". The
+// items of a list of values had no position of their own: their errors came
+// in the order the checks ran (a peer listed twice before an earlier peer
+// that is this node itself).
+TEST(ConfigChecks, ErrorsComeInFileOrder) {
+  const std::string text = kBase +
+      "fleet:\n"
+      "  node_name: gw1\n"
+      "  secret: 7f3a9c1e5b2d4f6081a3c5e7092b4d6f\n"
+      "  sync_listen: \"192.0.2.1:7946\"\n"
+      "  peers:\n"
+      "    - \"192.0.2.1:7946\"\n"
+      "    - \"192.0.2.2:7946\"\n"
+      "    - \"192.0.2.2:7946\"\n"
+      "    - \"10.0.0.9\"\n"
+      "  warm_start_timeout: 0\n";
+  Config c;
+  std::vector<ConfigError> errors;
+  ASSERT_FALSE(parseConfig(text, c, errors));
+  std::vector<std::string> paths;
+  for (const ConfigError& e : errors) paths.push_back(e.path);
+  EXPECT_EQ(paths, (std::vector<std::string>{"fleet.peers[0]", "fleet.peers[2]", "fleet.peers[3]",
+                                             "fleet.warm_start_timeout"}))
+      << formatErrors(errors);
+}
+
+// Cores set aside in `eal` that no worker uses (docs/deploy.md: `-l 2-6` with
+// the default single worker leaves three isolated cores idle).
+TEST(ConfigChecks, LcoresBeyondTheWorkersAreAWarning) {
+  auto lcoreWarnings = [](const std::string& extra) {
+    Config c;
+    std::vector<ConfigError> errors;
+    EXPECT_TRUE(parseConfig(kBase + extra, c, errors)) << formatErrors(errors);
+    std::vector<std::string> out;
+    for (const ConfigError& w : configWarnings(c))
+      if (w.path == "dataplane.workers") out.push_back(w.message);
+    return out;
+  };
+  std::vector<std::string> w = lcoreWarnings("eal: [\"-l\", \"2-6\"]\n");
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("1 worker(s) use 2 of the 5 lcores"), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("3 stay idle; set dataplane.workers: 4"), std::string::npos) << w[0];
+  EXPECT_EQ(lcoreWarnings("eal: [\"--lcores=0@(0-1),1@(0-1),2@(0-1)\"]\n").size(), 1u);
+  EXPECT_TRUE(lcoreWarnings("dataplane: { workers: 4 }\neal: [\"-l\", \"2-6\"]\n").empty());
+  EXPECT_TRUE(lcoreWarnings("eal: [\"-l\", \"0-1\"]\n").empty());
+  // No core option: the EAL takes the CPUs it may run on; none was set aside.
+  EXPECT_TRUE(lcoreWarnings("eal: [\"--no-huge\"]\n").empty());
+}
+
+// The flow table against the config's planned rate of new flows.
+TEST(ConfigChecks, AFlowTableBelowThePlannedRateIsAWarning) {
+  auto tableWarnings = [](const std::string& extra) {
+    Config c;
+    std::vector<ConfigError> errors;
+    EXPECT_TRUE(parseConfig(extra, c, errors)) << formatErrors(errors);
+    std::vector<std::string> out;
+    for (const ConfigError& w : configWarnings(c))
+      if (w.path == "dataplane.flow_table_size") out.push_back(w.message);
+    return out;
+  };
+  // Default table (1,048,576) and TCP idle timeout (350 s): up to 2,696 new
+  // flows a second stay below the 90 % eviction mark.
+  EXPECT_TRUE(tableWarnings(kBase + "dataplane: { new_flows_per_s: 2696 }\n").empty());
+  std::vector<std::string> w = tableWarnings(kBase + "dataplane: { new_flows_per_s: 2697 }\n");
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("at least 350 s (server_groups[0].tcp_idle_timeout)"), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("set it to 1048834 or more"), std::string::npos) << w[0];
+  // The longest idle timeout of any group, TCP or other.
+  w = tableWarnings(
+      "node: { underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01 }\n"
+      "server_groups:\n"
+      "  - { name: a, tcp_idle_timeout: 60s, other_idle_timeout: 60s, servers: [ { address: 10.0.0.1 } ] }\n"
+      "  - { name: b, tcp_idle_timeout: 60s, other_idle_timeout: 900s, servers: [ { address: 10.0.0.2 } ] }\n"
+      "listeners: [ { name: l, server_groups: [a, b] } ]\n"
+      "dataplane: { flow_table_size: 1024, new_flows_per_s: 10 }\n");
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("900 s (server_groups[1].other_idle_timeout), so the table holds 9000 flows"),
+            std::string::npos)
+      << w[0];
+  // Not said (0, the default): nothing to compare.
+  EXPECT_TRUE(tableWarnings(kBase + "dataplane: { flow_table_size: 1024 }\n").empty());
+}
+
 }  // namespace
 }  // namespace gwlb::ctl
