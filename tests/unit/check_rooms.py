@@ -261,6 +261,10 @@ class Meson:
     def _read(self, root, mf):
         text = strip_comments(open(os.path.join(root, mf), encoding="utf-8").read())
         base = os.path.dirname(mf)
+        # Lists of file names set once in the file (name = ['a.cc', ...]) and
+        # passed to a target by name count as its sources.
+        lists = {v: re.findall(r"'([^']*)'", body)
+                 for v, body in re.findall(r"^(\w+)\s*=\s*\[([^\[\]]*)\]", text, re.M)}
         for m in CALL.finditer(text):
             var, kind = m.group(1), m.group(2)
             args = split_top(call_args(text, m.end() - 1))
@@ -282,7 +286,7 @@ class Meson:
                 continue
             strings = []
             for a in pos:
-                strings += re.findall(r"'([^']*)'", a)
+                strings += lists.get(a.strip(), []) if a.strip() in lists else re.findall(r"'([^']*)'", a)
             if not strings:
                 continue
             sources = [os.path.normpath(os.path.join(base, s)) for s in strings[1:]]
