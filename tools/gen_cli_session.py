@@ -166,9 +166,11 @@ def normalise(block):
             # SRC ... IDLE PACKETS MOVED: a flow's count is a relaxed
             # load + store, so two workers updating it at once (its two
             # directions arrive on the two queues) may lose one.
+            # Columns: SRC DST PROTO CLASS GROUP APPLIANCE COOKIE KIND AGE
+            # IDLE PACKETS MOVED, so PACKETS is the eleventh.
             f = line.split()
-            if len(f) >= 11 and f[9].isdigit():
-                line = " ".join(f[:9] + ["PACKETS"] + f[10:])
+            if len(f) >= 12 and f[10].isdigit():
+                line = " ".join(f[:10] + ["PACKETS"] + f[11:])
         elif table == "COUNTER":
             # COUNTER TOTAL WORKER 0 ...: which worker creates a flow seen on
             # both queues is a race; the totals are not.
