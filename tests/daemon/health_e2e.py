@@ -16,7 +16,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from checklib import Listener, api_call, flow_count  # noqa: E402
+from checklib import Listener, api_call, flow_count as table_count  # noqa: E402
 
 sock_path, port, config_path, log_path = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 APPS = ["127.0.0.11", "127.0.0.12", "127.0.0.13"]
@@ -132,7 +132,7 @@ assert r["ok"], r
 
 
 def flow_count(addr):
-    return flow_count(lambda m, **p: api(m, **p)["result"], server=addr)
+    return table_count(lambda m, **p: api(m, **p)["result"], server=addr)
 
 
 t0 = time.monotonic()
