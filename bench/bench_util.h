@@ -1,11 +1,13 @@
 // Small helpers the benchmarks share: a distribution summary, printf-style
-// formatting of one number, the cpu a pinned benchmark defaults to.
+// formatting of one number, the cpu a pinned benchmark defaults to, pinning,
+// and the value of a command-line option.
 #pragma once
 
 #include <sched.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -41,6 +43,27 @@ inline int defaultCpu() {
     for (int c = 0; c < CPU_SETSIZE; ++c)
       if (CPU_ISSET(c, &set)) last = c;
   return last;
+}
+
+// Pins the calling thread, and the threads it starts afterwards, to `cpu`
+// (a negative cpu: defaultCpu()). Returns the cpu pinned to.
+inline int pinToCpu(int cpu) {
+  if (cpu < 0) cpu = defaultCpu();
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  sched_setaffinity(0, sizeof set, &set);
+  return cpu;
+}
+
+// The value after option argv[i] (i moves past it); exits 2 naming the
+// option when there is none.
+inline const char* optionValue(int argc, char** argv, int& i) {
+  if (i + 1 >= argc) {
+    std::fprintf(stderr, "%s needs a value\n", argv[i]);
+    std::exit(2);
+  }
+  return argv[++i];
 }
 
 }  // namespace gwlb::bench

@@ -106,13 +106,7 @@ int main(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    auto next = [&]() -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
+    auto next = [&] { return optionValue(argc, argv, i); };
     if (a == "--classes") o.classes = uint32_t(std::strtoul(next(), nullptr, 10));
     else if (a == "--hosts") o.hosts = uint32_t(std::strtoul(next(), nullptr, 10));
     else if (a == "--reloads") o.reloads = uint32_t(std::strtoul(next(), nullptr, 10));
@@ -129,11 +123,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "--classes 1..999 (and the catch-all), --hosts 0..1024, --reloads >= 1\n");
     return 2;
   }
-  int cpu = o.cpu >= 0 ? o.cpu : defaultCpu();
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  sched_setaffinity(0, sizeof set, &set);  // the compiler thread inherits it: one core, as loaded as can be
+  const int cpu = pinToCpu(o.cpu);  // the compiler thread inherits it: one core, as loaded as can be
   dp::initEal("gwlb-class-reload-stall",
               {"--no-huge", "--no-pci", "--no-shconf", "--no-telemetry", "-m", "64", "--log-level=*:warning"});
 

@@ -132,13 +132,7 @@ int main(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    auto next = [&]() -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
+    auto next = [&] { return optionValue(argc, argv, i); };
     if (a == "--capacity") o.capacity = uint32_t(std::strtoul(next(), nullptr, 10));
     else if (a == "--flows") o.flows = uint32_t(std::strtoul(next(), nullptr, 10));
     else if (a == "--seconds") o.seconds = std::strtod(next(), nullptr);
@@ -151,11 +145,7 @@ int main(int argc, char** argv) {
     }
   }
   if (o.flows > o.capacity) o.flows = o.capacity;
-  int cpu = o.cpu >= 0 ? o.cpu : defaultCpu();
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  sched_setaffinity(0, sizeof set, &set);
+  const int cpu = pinToCpu(o.cpu);
 
   // No worker registers with the RCU variable: every grace period is over
   // at once (snapshots and deleted positions are freed at the next look).

@@ -62,10 +62,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  sched_setaffinity(0, sizeof set, &set);
+  pinToCpu(cpu);
 
   sync::SyncKey key = sync::SyncKey::fromHashKey(0x0011223344556677ULL, 0x8899aabbccddeeffULL);
   const size_t per = sync::kMaxRecords;
