@@ -452,6 +452,20 @@ class FleetSyncSend : public ::testing::Test {
   // 10 s) until `want` records came, or 100 ms when none are expected, so a
   // late delivery never lands in the next call. `empties` counts datagrams
   // without records.
+  // 30 flows synced, then appliance 1 fails and those of its flows seen again
+  // rebalance; returns that appliance and how many moved (its tick not yet run).
+  std::pair<IpAddr, uint64_t> failOneApplianceUnderThirtyFlows() {
+    for (int i = 0; i < 30; ++i) h_->send(flow(i));
+    fs_->tick(h_->now);
+    EXPECT_EQ(received(30).size(), 30u);
+    IpAddr down = net().servers[1];
+    ctl::HealthMap health;
+    for (const IpAddr& a : net().servers)
+      health[a.v4HostOrder()] = a == down ? HealthState::kUnhealthy : HealthState::kHealthy;
+    h_->republish(health);
+    for (int i = 0; i < 30; ++i) h_->send(flow(i));
+    return {down, h_->get(Counter::flows_rebalanced)};
+  }
   std::vector<sync::Record> received(size_t want = 0, int* empties = nullptr) {
     std::vector<sync::Record> out;
     uint8_t buf[2048];
@@ -572,16 +586,7 @@ TEST_F(FleetSyncSend, WhatAFullRingDroppedTheScanSends) {
 
 TEST_F(FleetSyncSend, AMoveIsSentAsChanged) {
   make(1024, ctl::FailoverMode::kRebalance);
-  for (int i = 0; i < 30; ++i) h_->send(flow(i));
-  fs_->tick(h_->now);
-  EXPECT_EQ(received(30).size(), 30u);
-  IpAddr down = net().servers[1];
-  ctl::HealthMap health;
-  for (const IpAddr& a : net().servers)
-    health[a.v4HostOrder()] = a == down ? HealthState::kUnhealthy : HealthState::kHealthy;
-  h_->republish(health);
-  for (int i = 0; i < 30; ++i) h_->send(flow(i));
-  uint64_t moved = h_->get(Counter::flows_rebalanced);
+  const auto [down, moved] = failOneApplianceUnderThirtyFlows();
   ASSERT_GT(moved, 0u);
   fs_->tick(h_->now + 1'000'000);
   auto got = received(moved);
@@ -603,16 +608,7 @@ TEST_F(FleetSyncSend, AMoveIsSentAsChanged) {
 // graceful stop now hands its recent moves off once more before the routes go.
 TEST_F(FleetSyncSend, AGracefulStopHandsOffTheRecentMovesOnce) {
   make(1024, ctl::FailoverMode::kRebalance);
-  for (int i = 0; i < 30; ++i) h_->send(flow(i));
-  fs_->tick(h_->now);
-  EXPECT_EQ(received(30).size(), 30u);
-  IpAddr down = net().servers[1];
-  ctl::HealthMap health;
-  for (const IpAddr& a : net().servers)
-    health[a.v4HostOrder()] = a == down ? HealthState::kUnhealthy : HealthState::kHealthy;
-  h_->republish(health);
-  for (int i = 0; i < 30; ++i) h_->send(flow(i));
-  uint64_t moved = h_->get(Counter::flows_rebalanced);
+  const auto [down, moved] = failOneApplianceUnderThirtyFlows();
   ASSERT_GT(moved, 0u);
   fs_->tick(h_->now + 1'000'000);
   ASSERT_EQ(received(moved).size(), moved) << "the moves' own records (lost on the way, say)";
