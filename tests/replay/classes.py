@@ -194,16 +194,6 @@ def run(exe, d, cap, cfg_text, events=None, files=None):
     return p.stdout, json.load(open(os.path.join(out, "summary.json"))), seen, returned
 
 
-class Check:
-    def __init__(self):
-        self.errors = []
-
-    def __call__(self, ok, what):
-        if not ok:
-            self.errors.append(what)
-        return ok
-
-
 def check_inspected(chk, cap, seen, returned, flows, groups, label):
     """Every packet of `flows` at one appliance of `groups`, once, one
     appliance and one cookie per flow (both directions), and back."""
@@ -303,7 +293,7 @@ def scenario_classes(exe, workdir, doc=None):
     for t, n in (("a", 12), ("b", 12), ("c", 12), ("backup", 6), ("blocked", 4), ("none", 4)):
         cap.add(t, n, 0, 2 * SEC)
     stdout, s, seen, returned = run(exe, os.path.join(workdir, "classes"), cap, config(CLASSES_1))
-    chk = Check()
+    chk = ev.Check()
     for t, g in (("a", "ga"), ("b", "gb"), ("c", "gc")):
         check_inspected(chk, cap, seen, returned, cap.of(t), [g], "tenant-" + t)
         used = {seen[(f, 0)][0][0] for f in cap.of(t) if (f, 0) in seen}
@@ -335,7 +325,7 @@ def scenario_reload(exe, workdir, doc=None):
     # The reloaded file sits beside the events file: a relative path counts from there.
     stdout, s, seen, returned = run(exe, d, cap, config(CLASSES_1), "- { at: 5s, reload: classes-2.yaml }\n",
                                     {"classes-2.yaml": config(CLASSES_2)})
-    chk = Check()
+    chk = ev.Check()
     old_a, old_b = cap.of("a", before=5 * SEC), cap.of("b", before=5 * SEC)
     new_a, new_b = cap.of("a", since=5 * SEC), cap.of("b", since=5 * SEC)
     check_inspected(chk, cap, seen, returned, old_a, ["ga"], "tenant-a before the reload")

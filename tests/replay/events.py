@@ -203,6 +203,17 @@ class Failures:
         return ok
 
 
+class Check:
+    """A check that records what failed: chk(ok, what) returns ok."""
+    def __init__(self):
+        self.errors = []
+
+    def __call__(self, ok, what):
+        if not ok:
+            self.errors.append(what)
+        return ok
+
+
 def config_text(fmt, mode, draining, drain_timeout="3s", idle="350s"):
     servers = "\n".join("      - { address: %s }" % a for a in APPS)
     return CONFIG.format(geneve=GENEVE[fmt], mode=mode, draining="true" if draining else "false",

@@ -75,21 +75,11 @@ def new_flows_on(where, times, cohort, addr):
     return [f for f, c, _ in ev.flows() if c == cohort and where.get((f, 0)) == addr and (f, 0) in times]
 
 
-class Check:
-    def __init__(self):
-        self.errors = []
-
-    def __call__(self, ok, what):
-        if not ok:
-            self.errors.append(what)
-        return ok
-
-
 GWLBD_REFUSAL = "refused: server group 'fw' would have no appliance in service (left: "
 
 
 def case_refused(exe, workdir, times, stdouts):
-    chk = Check()
+    chk = ev.Check()
     events = ["at: 1s, server: %s, health: unhealthy" % a for a in (A, B, C)] + [
         "at: 4s, server: %s, drain: true" % S,
         "at: 5s, server: %s, remove: true" % S,
@@ -122,7 +112,7 @@ def case_refused(exe, workdir, times, stdouts):
 
 
 def case_forced(exe, workdir, times, stdouts):
-    chk = Check()
+    chk = ev.Check()
     events = ["at: 1s, server: %s, health: unhealthy" % a for a in (A, B, C)] + [
         "at: 4s, server: %s, drain: true, force: true" % S]
     stdout, s, where, out, _ = replay(exe, workdir, "forced", events)
@@ -141,7 +131,7 @@ def case_forced(exe, workdir, times, stdouts):
 
 
 def case_reload(exe, workdir, times, stdouts):
-    chk = Check()
+    chk = ev.Check()
     events = ["at: 4s, server: %s, remove: true" % S, "at: 8s, reload: config.yaml"]
     stdout, s, where, out, cfg = replay(exe, workdir, "reload", events)
     stdouts.append(stdout)
