@@ -8,6 +8,8 @@ Fails, naming file and line, on:
     are written in docs/product-rules.md);
   - "product-rules.md section N" where docs/product-rules.md has no "## N." heading;
   - a Markdown link to product-rules.md#ANCHOR that matches no heading there;
+  - a page under docs/ that README.md's list of documents does not link (an
+    operator reading the README never finds it);
   - docs/PAGE.md "Section" (in a message, a comment or a page; the quotes
     may be escaped, as in a C++ string) where PAGE has no heading that starts
     with Section (backquotes aside): an error message once sent operators to
@@ -76,6 +78,11 @@ for rel in files:
             why = page_has(page, section)
             if why:
                 bad.append(f"{rel}:{no}: {why}")
+readme = open(os.path.join(root, "README.md"), encoding="utf-8").read()
+for rel in files:
+    if rel.startswith("docs/") and rel.endswith(".md") and rel.count("/") == 1 \
+            and f"]({rel})" not in readme:
+        bad.append(f"README.md: the list of documents does not link {rel}")
 for b in bad:
     print(b)
 print(f"doc_citations: {len(files)} files, {len(bad)} bad citation(s); product-rules.md sections {sorted(numbers)}")
