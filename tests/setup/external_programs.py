@@ -371,7 +371,7 @@ def python_programs(text):
             elif isinstance(a, (ast.List, ast.Tuple)):
                 words = strs(a)
                 exact = i == 0 and name in EXACT_RUNNERS and a.elts and \
-                    isinstance(a.elts[0], ast.Constant)
+                    isinstance(a.elts[0], ast.Constant) and isinstance(a.elts[0].value, str)
                 if exact:
                     yield node.lineno, words[0], True
                 yield node.lineno, words, False
@@ -610,6 +610,13 @@ def main():
             if n not in got:
                 problems.append(f"self-test: with {pkg} left out of GWLB_PACKAGES the check did not "
                                 f"report {n}:\n{got}")
+    # A call named like a runner whose list starts with a number or bytes
+    # once crashed the scan (IndexError) instead of reading on.
+    for odd in ('run([1, 2])', 'run([b"ls"])', 'run([])', 'x.run("ns", [b"ls", "-l"])'):
+        try:
+            list(python_programs(odd))
+        except Exception as e:  # noqa: BLE001  any crash is the failure reported
+            problems.append(f"self-test: scanning `{odd}` raised {e!r}")
     if listing:
         for prog, (path, pkgs, ok) in sorted(checked.items()):
             print(f"{prog:28} {path:48} {', '.join(pkgs)}")
