@@ -203,6 +203,10 @@ int main(int argc, char** argv) {
                  ctl::formatErrors(errors).c_str());
     return 2;
   }
+  // What gwlbd would log at start and `gwlbd --check-config` prints: a replay
+  // of a config with a shadowed class must not run it silently.
+  for (const ctl::ConfigError& w : ctl::configWarnings(cfg))
+    std::fprintf(stderr, "gwlb-replay: warning: %s: %s\n", w.path.c_str(), w.message.c_str());
   {
     // The config's key (the fleet secret, else node.flow_hash_secret), or
     // the zero key: a replay is reproducible.

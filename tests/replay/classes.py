@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Traffic classes through gwlb-replay (issue 27, docs/replay.md "Traffic classes").
 
-usage: classes.py GWLB_REPLAY WORKDIR classes|reload [--doc docs/replay.md]
+usage: classes.py GWLB_REPLAY WORKDIR classes|reload|warnings [--doc docs/replay.md]
 
 Writes its own capture (struct, no scapy): long-lived TCP flows of several
 "tenants", a packet every 100 ms with the directions alternating (the TCP
@@ -36,6 +36,9 @@ that handled each packet: tenant-b's old flows as inspect (lb), its new ones
 as bypass.
 
 Both scenarios: returned.pcap and to-appliances.pcap are in time order.
+
+warnings: a class that an earlier one shadows; gwlb-replay's stderr carries
+the warning gwlbd and `gwlbd --check-config` give for it.
 """
 import json
 import os
@@ -355,6 +358,25 @@ def scenario_reload(exe, workdir, doc=None):
     return chk.errors
 
 
+def scenario_warnings(exe, workdir, doc=None):
+    """A config gwlbd would warn about: gwlb-replay says the same on stderr
+    (a replay once ran a shadowed class silently)."""
+    cap = Capture()
+    cap.add("b", 2, 0, SEC)
+    shadowed = CLASSES_1 + "  - name: tenant-b-web\n    match: { prefixes: [10.2.5.0/24] }\n    listener: la\n"
+    d = os.path.join(workdir, "warnings")
+    run(exe, d, cap, config(shadowed))
+    log = open(os.path.join(d, "replay.log")).read().splitlines()
+    chk = ev.Check()
+    want = ("gwlb-replay: warning: traffic_classes[5]: class 'tenant-b-web' matches no "
+            "packet: traffic_classes[2] ('tenant-b') comes first")
+    got = [l for l in log if l.startswith(want)]
+    chk(got, "no line starting %r in:\n%s" % (want, "\n".join(log[:20])))
+    if doc and got:
+        chk(got[0] + "\n" in open(doc).read(), "%s does not quote the line:\n%s" % (doc, got[0]))
+    return chk.errors
+
+
 def main():
     args = sys.argv[1:]
     doc = None
@@ -362,11 +384,12 @@ def main():
         i = args.index("--doc")
         doc = args[i + 1]
         del args[i:i + 2]
-    if len(args) != 3 or args[2] not in ("classes", "reload"):
+    scenarios = {"classes": scenario_classes, "reload": scenario_reload, "warnings": scenario_warnings}
+    if len(args) != 3 or args[2] not in scenarios:
         raise SystemExit(__doc__)
     exe, workdir, which = args
     os.makedirs(workdir, exist_ok=True)
-    errors = (scenario_classes if which == "classes" else scenario_reload)(exe, workdir, doc)
+    errors = scenarios[which](exe, workdir, doc)
     if errors:
         print("FAIL: %d problem(s):" % len(errors))
         for e in errors[:40]:
