@@ -82,6 +82,16 @@ std::string renderFleet(const Json& r) {
     if (!self.empty())
       out += "\npeers that are this node (skipped: nothing sent to them, not asked for a warm "
              "start):\n" + self;
+    // Someone replaying this node's own datagrams from a peer's address (a
+    // recorded message sent back): counted apart from `replayed`, worth a look.
+    std::string echoes;
+    for (const Json& p : peers) {
+      const Json& n = at(p, "self_replayed");
+      if (n.is_number() && n.get<double>() > 0)
+        echoes += "  " + fieldText(p, "address") + ": " + fieldText(p, "self_replayed") + "\n";
+    }
+    if (!echoes.empty())
+      out += "\nthis node's own datagrams replayed from a peer's address (dropped):\n" + echoes;
     // Appliances whose health this node and a peer judge differently.
     Table d({{"APPLIANCE"}, {"HERE"}, {"PEER"}, {"THERE"}});
     size_t n = 0;

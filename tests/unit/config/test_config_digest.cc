@@ -195,6 +195,14 @@ TEST(ConfigDigest, TwoConfigsDifferingInOneSectionAreReportedWithItsName) {
   // Nothing differs: no drift table.
   fleet["peers"][0]["config"] = same;
   EXPECT_EQ(cli::renderFleet(fleet).find("config drift"), std::string::npos);
+  // Replays of this node's own datagrams show per peer, only when there were any.
+  EXPECT_EQ(cli::renderFleet(fleet).find("own datagrams replayed"), std::string::npos);
+  fleet["peers"][1]["self_replayed"] = 3;
+  text = cli::renderFleet(fleet);
+  EXPECT_NE(text.find("this node's own datagrams replayed from a peer's address (dropped):\n"
+                      "  10.0.0.3:7946: 3\n"),
+            std::string::npos)
+      << text;
 }
 
 }  // namespace
