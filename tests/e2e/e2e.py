@@ -4,7 +4,7 @@
   e2e.py TEST --build DIR --src DIR --work DIR
 TEST: tcp | udp | drop | failover | ethernet | no_rebalance | drain | restart | fragments | mtu | fleet
       | fleet_frr | fleet_upgrade | router_fragments | classes | stateful_tcp | stateful_failover
-      | stateful_killed
+      | stateful_killed | stateful_blackhole
 (fleet: tests/e2e/e2e_fleet.py, the fleet lab of 3 gateways, BIRD on the router;
 fleet_frr: the same with FRR on the router, LAB_ROUTER=frr; fleet_upgrade:
 tests/e2e/e2e_fleet_upgrade.py, docs/upgrade.md's rolling upgrade on that lab; router_fragments:
@@ -684,7 +684,9 @@ TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
          "stateful_failover": (test_stateful("stateful_failover"),
                                {"LAB_APPLIANCE": "stateful", "LAB_FAILOVER": "rebalance"}),
          "stateful_killed": (test_stateful("stateful_killed"),
-                             {"LAB_APPLIANCE": "stateful", "LAB_FAILOVER": "rebalance"})}
+                             {"LAB_APPLIANCE": "stateful", "LAB_FAILOVER": "rebalance"}),
+         "stateful_blackhole": (test_stateful("stateful_blackhole"),
+                                {"LAB_APPLIANCE": "stateful", "LAB_FAILOVER": "rebalance"})}
 
 
 def main():

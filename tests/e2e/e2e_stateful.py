@@ -156,6 +156,20 @@ def assert_hung(lab, obs, min_silence):
           f"up after tcp_retries2={retries} retransmissions, about {give_up:.0f} s from the first")
 
 
+def assert_black_holed(lab, obs, min_silence):
+    """Today's outcome of an appliance that answers its HTTP check and forwards
+    nothing: it stays healthy, the flow stays on it, and the client hangs."""
+    s = obs["stream"]
+    assert obs["unhealthy_after"] is None, f"{obs['victim']} was declared unhealthy: {obs}"
+    fa = obs["flow_after"]
+    assert fa and fa["appliance"] == APPS[obs["victim"]] and not fa["moved_from"], f"the flow moved: {fa}"
+    assert not s["complete"] and s["error"] is None and s["intact"], f"the stream did not hang: {s}"
+    assert s["last_rx"] <= obs["t_fault"] + 0.5, f"bytes arrived {obs['silent_after_fault']} s after the fault"
+    assert obs["silent_for"] >= min_silence, f"silent only {obs['silent_for']} s: {obs}"
+    print(f"{obs['victim']} answers 200 and forwards nothing: still healthy, the flow still on it, the "
+          f"client without a byte for {obs['silent_for']:.1f} s")
+
+
 def test_stateful_tcp(lab, args):
     """No fault: through two stateful appliances, a 16 MiB download and 8
     concurrent byte-checked TCP streams complete intact, each connection on
@@ -231,3 +245,11 @@ def test_stateful_failover(lab, args, fault="http_503"):
 
 def test_stateful_killed(lab, args):
     test_stateful_failover(lab, args, fault="killed")
+
+
+def test_stateful_blackhole(lab, args):
+    """The appliance carrying a verified TCP stream stops forwarding (its
+    kernel's ip_forward off) while its HTTP check still answers 200: today
+    gwlbd never sees it; the flow stays there and the client hangs."""
+    obs = failover(lab, "blackhole")
+    assert_black_holed(lab, obs, min_silence=10.0)
