@@ -27,8 +27,14 @@ FW = "inet gwlb_appliance"  # scripts/lab_stateful.nft's table
 PORT = 7000
 
 
+COUNTERS = ("established", "new_tcp_syn", "new_udp", "new_icmp_echo", "drop_invalid", "drop_new_other")
+
+
 def fw_counters(lab, app):
-    """The appliance's nftables counters (scripts/lab_stateful.nft), name -> packets."""
+    """The appliance's nftables counters (scripts/lab_stateful.nft), name ->
+    packets; all 0 for a plain appliance (LAB_APPLIANCE=mixed), which has none."""
+    if not lab.app_stats(app).get("tun"):
+        return dict.fromkeys(COUNTERS, 0)
     r = lab.run(app, "nft", "-j", "list", "counters", "table", *FW.split())
     assert r.returncode == 0, f"{app}: nft list counters: {r.stderr}"
     return {o["counter"]["name"]: o["counter"]["packets"]
