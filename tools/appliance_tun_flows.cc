@@ -23,7 +23,7 @@ bool TunFlowTable::learn(const Inner& inner, const uint8_t* geneve, size_t genev
   Direction& d = e.dir[forward ? 0 : 1];
   std::memcpy(d.hdr.data(), geneve, geneve_len);
   d.len = uint16_t(geneve_len);
-  e.gateway = from;
+  d.gateway = from;
   e.last_seen = now;
   return true;
 }
@@ -48,7 +48,7 @@ const GatewayAddr* TunFlowTable::wrap(const uint8_t* pkt, size_t n, std::vector<
   std::memcpy(out.data(), d->hdr.data(), d->len);
   std::memcpy(out.data() + d->len, pkt, n);
   e.last_seen = now;
-  return &e.gateway;
+  return &d->gateway;
 }
 
 size_t TunFlowTable::expire(double now, TunCounters& c) {

@@ -7,7 +7,8 @@
 // packet. To wrap it again the appliance looks its flow up by the symmetric
 // 5-tuple and sends it with the Geneve header (options included: the
 // gateway's endpoint, attachment and flow cookie) that its direction last
-// arrived with, to the gateway that sent it. The table is bounded: a new
+// arrived with, to the gateway that sent that (in a fleet a flow's two
+// directions may cross different gateways). The table is bounded: a new
 // flow while it is full is refused (counted), and entries idle longer than
 // the idle timeout are expired. Pure code: no sockets, time passed in.
 #pragma once
@@ -63,7 +64,8 @@ class TunFlowTable {
   // Builds in `out` the Geneve packet for the IP packet pkt[0..n) read from
   // the tun: its flow's header for this direction (or the other direction's
   // when this one was never seen) followed by the packet. Returns the gateway
-  // to send it to, or nullptr after counting why not.
+  // to send it to (the one that sent that header), or nullptr after counting
+  // why not.
   const GatewayAddr* wrap(const uint8_t* pkt, size_t n, std::vector<uint8_t>& out, double now,
                           TunCounters& c);
 
@@ -77,10 +79,10 @@ class TunFlowTable {
   struct Direction {
     std::array<uint8_t, kMaxGeneveHeader> hdr{};
     uint16_t len = 0;  // 0: this direction not seen yet
+    GatewayAddr gateway;
   };
   struct Entry {
     Direction dir[2];  // [0] a -> b, [1] b -> a (FlowKey order)
-    GatewayAddr gateway;
     double last_seen = 0;
   };
   size_t max_flows_;

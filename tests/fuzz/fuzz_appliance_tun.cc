@@ -15,7 +15,7 @@
 //    otherwise exactly one of from_tun_malformed / from_tun_unknown_flow
 //    grows. A wrapped packet is the header its direction last arrived with
 //    (the other direction's when this one was never seen) followed by the
-//    packet's bytes unchanged, for the gateway that sent the flow last.
+//    packet's bytes unchanged, for the gateway that sent that header.
 #include <cstring>
 #include <map>
 #include <vector>
@@ -32,7 +32,7 @@ constexpr double kIdle = 20;
 
 struct Model {
   std::vector<uint8_t> hdr[2];
-  uint8_t gateway = 0;
+  uint8_t gateway[2] = {0, 0};
   double last_seen = 0;
 };
 
@@ -85,7 +85,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (ok) {
         Model& m = oracle[k];
         m.hdr[fwd ? 0 : 1].assign(pkt.data(), pkt.data() + hlen);
-        m.gateway = (op >> 1) & 3;
+        m.gateway[fwd ? 0 : 1] = (op >> 1) & 3;
         m.last_seen = now;
       }
       FUZZ_CHECK(t.size() == oracle.size() && t.size() <= kMax, "size %zu, oracle %zu", t.size(), oracle.size());
@@ -106,9 +106,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       continue;
     }
     FUZZ_CHECK(to != nullptr, "a known flow is wrapped");
-    FUZZ_CHECK(std::memcmp(to->addr.data(), gw(it->second.gateway).addr.data(), 16) == 0, "to its gateway");
-    const std::vector<uint8_t>& h = it->second.hdr[fwd ? 0 : 1].empty() ? it->second.hdr[fwd ? 1 : 0]
-                                                                         : it->second.hdr[fwd ? 0 : 1];
+    int d = it->second.hdr[fwd ? 0 : 1].empty() ? (fwd ? 1 : 0) : (fwd ? 0 : 1);
+    const std::vector<uint8_t>& h = it->second.hdr[d];
+    FUZZ_CHECK(std::memcmp(to->addr.data(), gw(it->second.gateway[d]).addr.data(), 16) == 0,
+               "to the gateway that sent that header");
     FUZZ_CHECK(out.size() == h.size() + pkt.size(), "wrapped length %zu", out.size());
     FUZZ_CHECK(std::memcmp(out.data(), h.data(), h.size()) == 0, "the direction's header");
     FUZZ_CHECK(std::memcmp(out.data() + h.size(), pkt.data(), pkt.size()) == 0, "the packet unchanged");

@@ -95,15 +95,19 @@ TEST(TunFlowTable, AnswerTakesTheHeaderItsFlowArrivedWithAndGoesToThatGateway) {
   Bytes back = tcp4(kServer, 7000, kClient, 40000, 3);
   ASSERT_NE(t.wrap(back.data(), back.size(), out, 2, c), nullptr);
   EXPECT_EQ(out, concat(geneve(0xc0ffee), back));
-  // Once the answer's direction arrives with its own header (another gateway
-  // of the fleet, another cookie), each direction takes its own; the gateway
-  // is the last one heard from.
+  EXPECT_EQ(t.wrap(back.data(), back.size(), out, 2, c)->addr, gw(1).addr);
+  // Once the answer's direction arrives with its own header from another
+  // gateway (a fleet's two directions may cross two), each direction takes
+  // its own header, back to its own gateway.
   ASSERT_TRUE(t.learn(parsed(back), geneve(0xbeef).data(), 40, gw(2), 3, c));
-  ASSERT_NE(t.wrap(back.data(), back.size(), out, 4, c), nullptr);
+  const GatewayAddr* back_to = t.wrap(back.data(), back.size(), out, 4, c);
+  ASSERT_NE(back_to, nullptr);
+  EXPECT_EQ(back_to->addr, gw(2).addr);
   EXPECT_EQ(out, concat(geneve(0xbeef), back));
-  ASSERT_NE(t.wrap(fwd.data(), fwd.size(), out, 4, c), nullptr);
+  const GatewayAddr* fwd_to = t.wrap(fwd.data(), fwd.size(), out, 4, c);
+  ASSERT_NE(fwd_to, nullptr);
+  EXPECT_EQ(fwd_to->addr, gw(1).addr);
   EXPECT_EQ(out, concat(geneve(0xc0ffee), fwd));
-  EXPECT_EQ(t.wrap(fwd.data(), fwd.size(), out, 4, c)->addr, gw(2).addr);
   EXPECT_EQ(c.flows_learned, 1u);
   EXPECT_EQ(t.size(), 1u);
 }
