@@ -4,8 +4,9 @@
   e2e.py TEST --build DIR --src DIR --work DIR
 TEST: tcp | udp | drop | failover | ethernet | no_rebalance | drain | restart | fragments | mtu | fleet
       | fleet_frr | fleet_upgrade | router_fragments | classes | stateful_tcp | stateful_failover
-      | stateful_killed | stateful_blackhole
-(fleet: tests/e2e/e2e_fleet.py, the fleet lab of 3 gateways, BIRD on the router;
+      | stateful_killed | stateful_blackhole | fleet_stateful
+(fleet: tests/e2e/e2e_fleet.py, the fleet lab of 3 gateways, BIRD on the router; fleet_stateful:
+the same through stateful appliances, LAB_APPLIANCE=stateful;
 fleet_frr: the same with FRR on the router, LAB_ROUTER=frr; fleet_upgrade:
 tests/e2e/e2e_fleet_upgrade.py, docs/upgrade.md's rolling upgrade on that lab; router_fragments:
 tests/e2e/e2e_router.py, a Linux router's ECMP and fragments, no gwlbd; classes:
@@ -680,6 +681,9 @@ TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
          "fleet_upgrade": (test_fleet_upgrade, {"LAB_GRACE": "3s", "LAB_HC_TIMEOUT": "1s"}),
          "classes": (test_classes, {"LAB_FAILOVER": "rebalance"}),
          "fleet_frr": (test_fleet, {"LAB_GRACE": "3s", "LAB_ROUTER": "frr"}),
+         # The same with stateful appliances: a stream that changed appliance
+         # on any gateway would be dropped by its firewall.
+         "fleet_stateful": (test_fleet, {"LAB_GRACE": "3s", "LAB_APPLIANCE": "stateful"}),
          "stateful_tcp": (test_stateful("stateful_tcp"), {"LAB_APPLIANCE": "stateful"}),
          "stateful_failover": (test_stateful("stateful_failover"),
                                {"LAB_APPLIANCE": "stateful", "LAB_FAILOVER": "rebalance"}),
