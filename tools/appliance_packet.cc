@@ -1,5 +1,5 @@
 // The inner packet parser of gwlb-appliance (tools/appliance_packet.h).
-#include "appliance_packet.h"
+#include "tools/appliance_packet.h"
 
 #include <arpa/inet.h>
 

@@ -1,5 +1,5 @@
 // gwlb-appliance's tun mode (tools/appliance_tun.h).
-#include "appliance_tun.h"
+#include "tools/appliance_tun.h"
 
 #include <fcntl.h>
 #include <linux/if.h>

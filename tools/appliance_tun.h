@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "appliance_tun_flows.h"
+#include "tools/appliance_tun_flows.h"
 
 namespace gwlb::appliance {
 

@@ -1,5 +1,5 @@
 // The flow table of gwlb-appliance's tun mode (tools/appliance_tun_flows.h).
-#include "appliance_tun_flows.h"
+#include "tools/appliance_tun_flows.h"
 
 #include <cstring>
 

@@ -19,7 +19,7 @@
 #include <map>
 #include <vector>
 
-#include "appliance_packet.h"
+#include "tools/appliance_packet.h"
 
 namespace gwlb::appliance {
 

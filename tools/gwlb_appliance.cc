@@ -37,8 +37,8 @@
 #include <tuple>
 #include <vector>
 
-#include "appliance_packet.h"
-#include "appliance_tun.h"
+#include "tools/appliance_packet.h"
+#include "tools/appliance_tun.h"
 #include "version.h"
 
 namespace asio = boost::asio;

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "appliance_tun_flows.h"
+#include "tools/appliance_tun_flows.h"
 
 using namespace gwlb::appliance;
 
