@@ -684,7 +684,7 @@ TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
          # The same with stateful appliances: a stream that changed appliance
          # on any gateway would be dropped by its firewall.
          "fleet_stateful": (test_fleet, {"LAB_GRACE": "3s", "LAB_APPLIANCE": "stateful"}),
-         "stateful_tcp": (test_stateful("stateful_tcp"), {"LAB_APPLIANCE": "stateful"}),
+         "stateful_tcp": (test_stateful("stateful_tcp"), {"LAB_APPLIANCE": "stateful", "LAB_IPV6": "1"}),
          "stateful_failover": (test_stateful("stateful_failover"),
                                {"LAB_APPLIANCE": "stateful", "LAB_FAILOVER": "rebalance"}),
          "stateful_killed": (test_stateful("stateful_killed"),

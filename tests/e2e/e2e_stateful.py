@@ -20,7 +20,7 @@ import json
 import subprocess
 import time
 
-from e2e import APPS, CLIENT, SERVER, carrier, check_same_appliance, sha, wait_for
+from e2e import APPS, CLIENT, SERVER, SERVER6, carrier, check_same_appliance, sha, wait_for
 
 FAULTS = ("killed", "http_503", "blackhole")
 FW = "inet gwlb_appliance"  # scripts/lab_stateful.nft's table
@@ -179,8 +179,9 @@ def assert_black_holed(lab, obs, min_silence):
 def test_stateful_tcp(lab, args):
     """No fault: through two stateful appliances, a 16 MiB download and 8
     concurrent byte-checked TCP streams complete intact, each connection on
-    one appliance both ways; UDP echo and ping pass the firewall (new UDP and
-    ICMP echo are allowed); the firewalls drop nothing. Bad input to the tun
+    one appliance both ways; UDP echo (IPv4 and IPv6: the lab runs with
+    LAB_IPV6=1) and ping pass the firewall (new UDP and ICMP echo are
+    allowed); the firewalls drop nothing. Bad input to the tun
     path is counted by name: a packet the appliance's kernel sends out of the
     tun for no flow it learned (from_tun_unknown_flow), and one that is no
     parseable IP packet (from_tun_malformed)."""
@@ -207,6 +208,9 @@ def test_stateful_tcp(lab, args):
     lab.serve("udp-echo-server", SERVER, 5353)
     r = lab.run("client", *lab.peer("udp-echo-client", SERVER, "5353", "20"))
     assert json.loads(r.stdout)["intact"] == 20, r.stdout
+    lab.serve("udp-echo-server", SERVER6, 5353)
+    r = lab.run("client", *lab.peer("udp-echo-client", SERVER6, "5353", "20"))
+    assert json.loads(r.stdout)["intact"] == 20, f"IPv6 through the stateful appliances: {r.stdout}"
     r = lab.run("client", *lab.peer("ping", SERVER, "3"))
     assert json.loads(r.stdout)["received"] == 3, f"ping through the firewall: {r.stdout}{r.stderr}"
     fw1 = {a: fw_counters(lab, a) for a in APPS}
@@ -216,8 +220,8 @@ def test_stateful_tcp(lab, args):
     used = set(where.values())
     for a in used:
         assert d[a]["new_tcp_syn"] > 0 and d[a]["established"] > 0, f"{a} carried flows, counted {d[a]}"
-    assert sum(d[a]["new_udp"] for a in APPS) >= 1 and sum(d[a]["new_icmp_echo"] for a in APPS) >= 1, d
-    print(f"20 UDP datagrams and 3 pings through; firewall counters over the test: {d}")
+    assert sum(d[a]["new_udp"] for a in APPS) >= 2 and sum(d[a]["new_icmp_echo"] for a in APPS) >= 1, d
+    print(f"20 UDP datagrams over IPv4, 20 over IPv6 and 3 pings through; firewall counters over the test: {d}")
     # Bad input from the kernel's side of the tun, in app1's namespace: an
     # ICMP echo to an address no flow has (the default route is the tun), and
     # a raw IPv4 packet of protocol TCP with 2 bytes of header (unparseable).
