@@ -29,6 +29,10 @@
 #   LAB_HC http|tcp   LAB_HC_INTERVAL (500ms)   LAB_HC_TIMEOUT (300ms)
 #   LAB_HC_HEALTHY (2)   LAB_HC_UNHEALTHY (2)
 #   LAB_APP_ARGS, LAB_APP1_ARGS, LAB_APP2_ARGS   extra gwlb-appliance arguments
+#   LAB_APPLIANCE plain|stateful|mixed (plain)   stateful: every appliance forwards through its
+#                       namespace's kernel and an nftables conntrack firewall (gwlb-appliance --tun,
+#                       scripts/lab_stateful.nft); mixed: app1 and app3 stateful, app2 and app4 plain
+#                       (one of each per server group)
 #   LAB_RT_PORT af_packet|tap   gwlbd's router-side port: net_af_packet on gw-rt (default;
 #                       the kernel reassembles IPv4 fragments before gwlbd sees them) or
 #                       net_tap bridged to gw-rt (gwlbd gets every frame as sent: real fragments)
@@ -61,6 +65,8 @@ GW_APP_KERNEL_MAC=02:77:00:00:09:f1                   # the veth under it, as th
 MGMT_IP=10.77.9.2                                     # gateway kernel on the appliance bridge
 PROBES="${LAB_PROBES:-data}"                          # data: through gwlbd's port; mgmt: br-app
 case "$PROBES" in data|mgmt) ;; *) echo "lab: LAB_PROBES must be data or mgmt, not '$PROBES'" >&2; exit 2 ;; esac
+APPLIANCE="${LAB_APPLIANCE:-plain}"                   # plain | stateful | mixed (app_stateful)
+case "$APPLIANCE" in plain|stateful|mixed) ;; *) echo "lab: LAB_APPLIANCE must be plain, stateful or mixed, not '$APPLIANCE'" >&2; exit 2 ;; esac
 APP_IPS=(10.77.9.11 10.77.9.12 10.77.9.13 10.77.9.14)
 APP_MACS=(02:77:00:00:09:11 02:77:00:00:09:12 02:77:00:00:09:13 02:77:00:00:09:14)
 CLIENT_B_IP=10.77.1.130 CLIENT_B_IP6=fd77:1::82       # tenant B's client (--listeners 2)
@@ -73,6 +79,7 @@ ROUTER_GW_IP6=fd77::1 GW_NEXTHOP6=fd77::2
 
 ns() { echo "$P-$1"; }
 lab_listeners() { cat "$D/listeners" 2>/dev/null || echo 1; }
+lab_appliance() { cat "$D/appliance" 2>/dev/null || echo plain; }  # the kind `up` made
 app_ids() { seq 1 $(($(lab_listeners) * 2)); }   # the lab's appliances: 1 2, or 1 2 3 4
 app_names() { app_ids | sed 's/^/app/'; }
 # The lab's server groups, as every gateway's config has them: one group of
@@ -197,10 +204,11 @@ stop_pid() {  # stop_pid NAME: TERM, wait up to 5 s, then KILL; only the recorde
 
 app_start() {
   local i="$1" extra_var="LAB_APP${1}_ARGS"
-  local ip="${APP_IPS[$((i - 1))]}"
+  local ip="${APP_IPS[$((i - 1))]}" tun=()
+  if app_stateful "$i"; then stateful_setup "$i"; tun=(--tun "$STATEFUL_TUN"); fi
   # shellcheck disable=SC2086
   start_bg "app$i" "app$i" "$GWLB_BUILD/tools/gwlb-appliance" --name "app$i" --listen "$ip" \
-    --http "0.0.0.0:8080" ${LAB_APP_ARGS:-} ${!extra_var:-}
+    --http "0.0.0.0:8080" "${tun[@]}" ${LAB_APP_ARGS:-} ${!extra_var:-}
   for _ in $(seq 1 50); do
     nx "app$i" curl -s -o /dev/null --max-time 1 "http://$ip:8080/stats" && return 0
     pid_alive "app$i" || break
@@ -210,6 +218,36 @@ app_start() {
 }
 
 app_stop() { stop_pid "app$1"; }
+
+# The stateful appliance (docs/lab.md "The stateful appliance"): gwlb-appliance
+# --tun writes each inner packet into the tun device st0; the namespace's kernel
+# forwards it back out of st0 through scripts/lab_stateful.nft (conntrack, new
+# TCP only with a SYN), and what comes out is wrapped again for the gateway.
+STATEFUL_TUN=st0
+app_stateful() {  # app_stateful I: is appliance I stateful in this lab?
+  case "$(lab_appliance)" in
+    stateful) return 0 ;;
+    mixed) [ $(($1 % 2)) = 1 ] ;;
+    *) return 1 ;;
+  esac
+}
+
+stateful_setup() {  # stateful_setup I: appliance I's kernel as a stateful firewall (once per namespace)
+  local n="app$1"
+  nx "$n" ip link show "$STATEFUL_TUN" >/dev/null 2>&1 && return 0
+  # A persistent tun: it outlives app-stop, as the kernel's conntrack table does.
+  nx "$n" ip tuntap add dev "$STATEFUL_TUN" mode tun
+  nx "$n" sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.send_redirects=0 \
+    "net.ipv4.conf.$STATEFUL_TUN.rp_filter=0" "net.ipv4.conf.$STATEFUL_TUN.send_redirects=0" \
+    "net.ipv6.conf.$STATEFUL_TUN.disable_ipv6=0" net.ipv6.conf.all.forwarding=1 >/dev/null
+  nx "$n" ip link set "$STATEFUL_TUN" up
+  # Inner traffic goes back out of the tun (eth0's 10.77.9.0/24 stays on eth0).
+  nx "$n" ip route add default dev "$STATEFUL_TUN"
+  nx "$n" ip -6 route add default dev "$STATEFUL_TUN"
+  nx "$n" nft -f "$GWLB_ROOT/scripts/lab_stateful.nft"
+  # After the ruleset: its ct expressions load conntrack, which makes the key.
+  nx "$n" sysctl -qw net.netfilter.nf_conntrack_tcp_loose=0 >/dev/null
+}
 
 active_count() {  # appliances in state active, by gwlbctl --json servers
   "$GWLB_BUILD/cli/gwlbctl" --socket "$D/gwlbd.sock" --json servers 2>/dev/null | /usr/bin/python3 -c '
@@ -221,7 +259,17 @@ print(sum(1 for r in rows if isinstance(r, dict) and str(r.get("state", "")).sta
           and (r.get("health") or {}).get("state") in ("healthy", "disabled")))'
 }
 
+stateful_summary() {  # which appliances are stateful, for `up` and `status`
+  local i out=""
+  for i in $(app_ids); do
+    if app_stateful "$i"; then out="$out app$i stateful (tun $STATEFUL_TUN + nftables conntrack),"
+    else out="$out app$i plain,"; fi
+  done
+  echo "${out# }" | sed 's/,$//'
+}
+
 lab_complete() {
+  [ "$(lab_appliance)" = "$APPLIANCE" ] || return 1
   for n in client server router gw $(app_names); do ip netns list | grep -qw "$(ns "$n")" || return 1; done
   for p in gwlbd $(app_names) http; do pid_alive "$p" || return 1; done
   [ -S "$D/gwlbd.sock" ]
@@ -315,7 +363,7 @@ lab_down() {
     for pid in $(ip netns pids "$name" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null || true; done
     ip netns del "$name" 2>/dev/null || true
   done
-  rm -f "$D/gwlbd.sock" "$D/gateways" "$D/listeners" "$D/router/kind"
+  rm -f "$D/gwlbd.sock" "$D/gateways" "$D/listeners" "$D/appliance" "$D/router/kind"
 }
 
 lab_up() {
@@ -355,6 +403,7 @@ lab_up() {
   lab_down
   mkdir -p "$D"
   echo "$listeners" > "$D/listeners"
+  echo "$APPLIANCE" > "$D/appliance"
   trap 'log "up failed; tearing down"; lab_down' ERR
   if [ "$gateways" -gt 1 ]; then
     fleet_up "$gateways" || { log "up failed; tearing down"; lab_down; return 1; }
@@ -438,6 +487,7 @@ lab_up() {
   for _ in $(seq 1 100); do [ "$(active_count)" -ge "$(app_ids | wc -l)" ] && break; sleep 0.1; done
   trap - ERR
   log "up: client $CLIENT_IP -> router -> gateway (gwlbd) -> app1 ${APP_IPS[0]} / app2 ${APP_IPS[1]} -> server $SERVER_IP"
+  [ "$APPLIANCE" = plain ] || log "appliances: $(stateful_summary)"
   if [ "$listeners" = 2 ]; then
     log "two listeners: tenant-a (client $CLIENT_IP) -> app1/app2, tenant-b (client $CLIENT_B_IP) -> app3 ${APP_IPS[2]} / app4 ${APP_IPS[3]}; TCP port 873 bypassed"
   fi
@@ -453,6 +503,7 @@ lab_status() {
   for p in gwlbd $(app_names) http; do
     if pid_alive "$p"; then echo "process $p: running (pid $(cat "$D/$p.pid"))"; else echo "process $p: not running"; rc=1; fi
   done
+  echo "appliances: $(stateful_summary)"
   if [ -S "$D/gwlbd.sock" ]; then "$GWLB_BUILD/cli/gwlbctl" --socket "$D/gwlbd.sock" servers || rc=1; fi
   return $rc
 }
@@ -484,6 +535,6 @@ case "$cmd" in
   vtysh) exec ip netns exec "$(ns router)" vtysh --vty_socket "$(frr_dir)" "$@" ;;
   router-config) router_config "$@" ;;
   exec) n="${1:?exec NS CMD...}"; shift; exec ip netns exec "$(ns "$n")" "$@" ;;
-  -h|--help|"") sed -n '2,43p' "$0"; [ -n "$cmd" ] ;;
+  -h|--help|"") sed -n '2,47p' "$0"; [ -n "$cmd" ] ;;
   *) echo "lab.sh: unknown command $cmd (up|down|status|app-stop|app-start|gw-stop|gw-kill|gw-start|gwlbctl|birdc|vtysh|router-config|exec)" >&2; exit 2 ;;
 esac

@@ -117,6 +117,7 @@ fleet_nexthops() {  # gateways in the router's table 100 (its ECMP default route
 
 fleet_complete() {
   local n; n="$(fleet_n)"
+  [ "$(lab_appliance)" = "$APPLIANCE" ] || return 1
   for x in client server router sw $(app_names) $(seq -f 'gw%g' 1 "$n"); do
     ip netns list | grep -qw "$(ns "$x")" || return 1
   done
@@ -212,6 +213,7 @@ fleet_up() {  # fleet_up N (2..4)
     return 1
   fi
   log "up: $n gateways (gwlbd + BIRD each), ECMP at the router ($(router_kind)): client $CLIENT_IP -> router -> gw1..$n -> app1/app2 -> server $SERVER_IP"
+  [ "$APPLIANCE" = plain ] || log "appliances: $(stateful_summary)"
   log "control sockets $D/gwK/gwlbd.sock; BIRD sockets $D/gwK/bird.ctl; router: $(if [ "$(router_kind)" = frr ]; then echo "FRR in $(frr_dir) (lab.sh vtysh)"; else echo "BIRD socket $D/router/bird.ctl"; fi); logs in $D"
 }
 

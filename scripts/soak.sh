@@ -3,7 +3,7 @@
 # --listeners 2: three gwlbd + BIRD behind the router's ECMP with BFD, two tenants'
 # listeners of two appliances each, a bypass class) under traffic and a seeded
 # schedule of faults for N minutes, a sample of every gwlbd each second, then the checker.
-#   scripts/soak.sh [--minutes N] [--seed S] [--out DIR] [--schedule FILE]
+#   scripts/soak.sh [--minutes N] [--seed S] [--out DIR] [--schedule FILE] [--appliances KIND]
 #     --minutes N    length of the run (default 3): traffic and faults, then a
 #                    quiet tail of 75 s (the flow idle timeout, 60 s, and the sweep)
 #     --seed S       the schedule's seed (default 1); the schedule is printed
@@ -12,6 +12,11 @@
 #     --out DIR      results (default out/soak-SEED-DATE): report.md, samples.csv,
 #                    *.svg, events.jsonl, traffic.jsonl, appliance_flows.jsonl,
 #                    the lab's logs (DIR/lab)
+#     --appliances K plain (default) | mixed (app1 and app3, one per group, are
+#                    stateful: nftables conntrack firewalls) | stateful (all four);
+#                    LAB_APPLIANCE for scripts/lab.sh (docs/lab.md). Not the
+#                    default: a flow moved to a stateful appliance hangs until gwlbd
+#                    resets moved connections, and the checker judges every stream.
 # Traffic settings (environment): SOAK_STREAMS (24), SOAK_STREAM_RATE (16000
 # bytes/s each), SOAK_CONN_RATE (200 new connections/s), SOAK_UDP_FLOWS (8),
 # SOAK_PING_RATE (5/s); lab settings as scripts/lab.sh reads them (LAB_BFD_MULT, ...).
@@ -20,17 +25,20 @@
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-minutes=3 seed=1 out="" schedule=""
+minutes=3 seed=1 out="" schedule="" appliances="${LAB_APPLIANCE:-plain}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --minutes) minutes="${2:?--minutes N}"; shift 2 ;;
     --seed) seed="${2:?--seed S}"; shift 2 ;;
     --out) out="${2:?--out DIR}"; shift 2 ;;
     --schedule) schedule="${2:?--schedule FILE}"; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
-    *) echo "soak: unknown argument $1 (--minutes N --seed S --out DIR --schedule FILE)" >&2; exit 2 ;;
+    --appliances) appliances="${2:?--appliances plain|mixed|stateful}"; shift 2 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    *) echo "soak: unknown argument $1 (--minutes N --seed S --out DIR --schedule FILE --appliances KIND)" >&2; exit 2 ;;
   esac
 done
+case "$appliances" in plain|mixed|stateful) ;; *) echo "soak: --appliances: '$appliances' is not plain, mixed or stateful" >&2; exit 2 ;; esac
+export LAB_APPLIANCE="$appliances"
 if [ "$(id -u)" != 0 ]; then echo "SKIP: the soak needs root (network namespaces)"; exit 77; fi
 export GWLB_BUILD="${GWLB_BUILD:-$ROOT/build}"
 out="${out:-$ROOT/out/soak-$seed-$(date +%Y%m%d-%H%M%S)}"
@@ -61,7 +69,7 @@ driver=""
 cleanup() { [ -n "$driver" ] && kill "$driver" 2>/dev/null; lab down >/dev/null 2>&1; rm -f "$LAB_DIR/www/blob.bin"; }
 trap cleanup EXIT
 trap 'echo "soak: interrupted"; exit 1' INT TERM   # (meson's timeout) the EXIT trap tears the lab down
-echo "soak: lab up in $((SECONDS - t_start)) s; running $minutes min (out: $out; load $(cut -d' ' -f1-3 /proc/loadavg))"
+echo "soak: lab up in $((SECONDS - t_start)) s; running $minutes min (out: $out; appliances $appliances; load $(cut -d' ' -f1-3 /proc/loadavg))"
 
 $PY "$ROOT/tools/soak_run.py" --out "$out" --schedule "$out/schedule.json" --src "$ROOT" \
   --build "$GWLB_BUILD" --prefix "$LAB_PREFIX" --lab-dir "$LAB_DIR" \

@@ -6,7 +6,9 @@
 // format), parses the inner packet, applies the optional drop rules and sends
 // every passed packet back to the sender's address on UDP 6081 with the
 // Geneve header and payload copied verbatim (the kernel swaps the outer
-// addresses because it replies from its own socket). It counts everything,
+// addresses because it replies from its own socket). With --tun NAME it
+// hands each inner packet to the kernel instead, through a tun device, and
+// returns what the kernel forwards (tools/appliance_tun.h). It counts everything,
 // per rule and per flow direction, and serves HTTP:
 //   GET /health          200 "ok" or 503 "unhealthy"
 //   POST|GET /health/fail   from now on /health answers 503
@@ -17,6 +19,7 @@
 // Usage: gwlb-appliance [--listen ADDR] [--port N] [--reply-port N]
 //                       [--http ADDR:PORT] [--drop-dport N]... [--drop-proto P]...
 //                       [--unhealthy] [--name NAME] [--max-flows N] [--quiet]
+//                       [--tun NAME [--tun-flows N] [--tun-idle SECONDS]]
 #include <utility>  // before Boost 1.74 Asio under C++20 (std::exchange)
 
 #include <boost/asio.hpp>
@@ -34,11 +37,17 @@
 #include <tuple>
 #include <vector>
 
+#include "tools/appliance_packet.h"
+#include "tools/appliance_tun.h"
 #include "version.h"
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
 using asio::ip::udp;
+using gwlb::appliance::Endpoint;
+using gwlb::appliance::FlowKey;
+using gwlb::appliance::Inner;
+using gwlb::appliance::parseIp;
 
 namespace {
 
@@ -63,35 +72,7 @@ struct Options {
   size_t max_flows = 100000;
   bool quiet = false;
   std::vector<Rule> rules;
-};
-
-// One side of a flow: address bytes (v4-mapped into 16 bytes) and port.
-struct Endpoint {
-  std::array<uint8_t, 16> addr{};
-  bool v6 = false;
-  uint16_t port = 0;
-  auto tie() const { return std::tie(addr, v6, port); }
-  bool operator<(const Endpoint& o) const { return tie() < o.tie(); }
-  bool operator==(const Endpoint& o) const { return tie() == o.tie(); }
-  std::string str() const {
-    char buf[64];
-    if (v6) {
-      asio::ip::address_v6::bytes_type b;
-      std::copy(addr.begin(), addr.end(), b.begin());
-      std::snprintf(buf, sizeof buf, "[%s]:%u", asio::ip::address_v6(b).to_string().c_str(), port);
-    } else {
-      std::snprintf(buf, sizeof buf, "%u.%u.%u.%u:%u", addr[0], addr[1], addr[2], addr[3], port);
-    }
-    return buf;
-  }
-};
-
-struct FlowKey {  // canonical: a < b
-  uint8_t proto;
-  Endpoint a, b;
-  bool operator<(const FlowKey& o) const {
-    return std::tie(proto, a, b) < std::tie(o.proto, o.a, o.b);
-  }
+  gwlb::appliance::TunOptions tun;  // tun.device empty: no tun mode
 };
 
 struct FlowStats {
@@ -99,72 +80,6 @@ struct FlowStats {
   std::string first_src;  // the side that sent the first packet seen
   std::string format;
 };
-
-struct Inner {
-  uint8_t proto = 0;
-  Endpoint src, dst;
-  bool has_ports = false;
-};
-
-// Parses an inner IPv4/IPv6 packet. Returns false when it is not parseable.
-bool parseIp(const uint8_t* p, size_t n, Inner& out) {
-  if (n < 1) return false;
-  unsigned ver = p[0] >> 4;
-  size_t l4 = 0;
-  bool first_fragment = true;
-  if (ver == 4) {
-    if (n < 20) return false;
-    size_t ihl = (p[0] & 0x0f) * 4u;
-    size_t tot = (size_t(p[2]) << 8) | p[3];
-    if (ihl < 20 || tot < ihl || tot > n) return false;
-    out.proto = p[9];
-    std::memcpy(out.src.addr.data(), p + 12, 4);
-    std::memcpy(out.dst.addr.data(), p + 16, 4);
-    unsigned frag_off = ((unsigned(p[6]) << 8) | p[7]) & 0x1fff;
-    first_fragment = frag_off == 0;
-    l4 = ihl;
-    n = tot;
-  } else if (ver == 6) {
-    if (n < 40) return false;
-    size_t plen = (size_t(p[4]) << 8) | p[5];
-    if (40 + plen > n) return false;
-    n = 40 + plen;
-    out.src.v6 = out.dst.v6 = true;
-    std::memcpy(out.src.addr.data(), p + 8, 16);
-    std::memcpy(out.dst.addr.data(), p + 24, 16);
-    uint8_t nh = p[6];
-    l4 = 40;
-    // Skip the usual extension headers (hop-by-hop, routing, fragment, dest options).
-    for (int i = 0; i < 8; ++i) {
-      if (nh == 0 || nh == 43 || nh == 60) {
-        if (l4 + 8 > n) return false;
-        uint8_t next = p[l4];
-        l4 += (size_t(p[l4 + 1]) + 1) * 8;
-        nh = next;
-      } else if (nh == 44) {
-        if (l4 + 8 > n) return false;
-        uint8_t next = p[l4];
-        unsigned off = ((unsigned(p[l4 + 2]) << 8) | p[l4 + 3]) >> 3;
-        first_fragment = off == 0;
-        l4 += 8;
-        nh = next;
-      } else {
-        break;
-      }
-    }
-    if (l4 > n) return false;
-    out.proto = nh;
-  } else {
-    return false;
-  }
-  if ((out.proto == 6 || out.proto == 17 || out.proto == 132) && first_fragment) {
-    if (l4 + 4 > n) return false;
-    out.src.port = uint16_t((p[l4] << 8) | p[l4 + 1]);
-    out.dst.port = uint16_t((p[l4 + 2] << 8) | p[l4 + 3]);
-    out.has_ports = true;
-  }
-  return true;
-}
 
 class Appliance {
  public:
@@ -188,6 +103,11 @@ class Appliance {
       acceptor_.listen();
       accept();
     }
+    if (!opt_.tun.device.empty()) {
+      opt_.tun.reply_port = opt_.reply_port;
+      tun_ = std::make_unique<gwlb::appliance::TunPath>(io_, sock_, opt_.tun);
+      tun_->start();
+    }
     signals_.async_wait([this](const boost::system::error_code&, int sig) {
       spdlog::info("{}: signal {}, stopping; {}", opt_.name, sig, stats().dump());
       io_.stop();
@@ -198,6 +118,8 @@ class Appliance {
                  opt_.name, opt_.listen, opt_.port, opt_.reply_port,
                  opt_.http ? opt_.http_addr + ":" + std::to_string(opt_.http_port) : "off",
                  rules.empty() ? "none" : rules, unhealthy_ ? ", health 503" : "");
+    if (tun_) spdlog::info("{}: tun mode: inner packets through tun device {} (the kernel forwards them)",
+                           opt_.name, opt_.tun.device);
     receive();
   }
 
@@ -286,6 +208,7 @@ class Appliance {
         return;
       }
     }
+    if (tun_) return tun_->fromGeneve(p, n, 8 + optlen, inner, std::strcmp(format, "aws") == 0, from_);
     reply(n);
   }
 
@@ -316,6 +239,7 @@ class Appliance {
     j["rules"] = nlohmann::json::array();
     for (auto& r : opt_.rules) j["rules"].push_back({{"rule", r.describe()}, {"drops", r.drops}});
     j["flows_overflow"] = flows_overflow_;
+    if (tun_) j["tun"] = tun_->stats();
     j["flows"] = nlohmann::json::array();
     for (auto& [k, f] : flows_) {
       j["flows"].push_back({{"proto", k.proto}, {"a", k.a.str()}, {"b", k.b.str()},
@@ -389,6 +313,7 @@ class Appliance {
       formats_.clear();
       flows_.clear();
       for (auto& r : opt_.rules) r.drops = 0;
+      if (tun_) tun_->reset();
       body = "reset\n";
     } else if (path == "/health" || path == "/stats" || path == "/health/fail" || path == "/health/ok" ||
                path == "/stats/reset") {
@@ -423,6 +348,7 @@ class Appliance {
            non_ip_ = 0, flows_overflow_ = 0;
   std::map<std::string, uint64_t> malformed_, formats_;
   std::map<FlowKey, FlowStats> flows_;
+  std::unique_ptr<gwlb::appliance::TunPath> tun_;
 };
 
 [[noreturn]] void usage(int rc) {
@@ -438,6 +364,11 @@ class Appliance {
   --name NAME          name in logs and /stats (default appliance)
   --max-flows N        most flows tracked in /stats (default 100000)
   --quiet              log only errors
+  --tun NAME           tun mode: write each inner packet (aws format) to tun device NAME
+                       for the kernel to forward (and filter), and wrap what comes out
+                       of it again with its flow's Geneve header (docs/lab.md)
+  --tun-flows N        most flows the tun mode remembers (default 65536)
+  --tun-idle SECONDS   a tun flow idle this long is forgotten (default 350)
   --version            print the version and exit
 HTTP: GET /health (200 or 503), GET|POST /health/fail, GET|POST /health/ok,
       GET /stats (JSON), GET|POST /stats/reset
@@ -515,6 +446,9 @@ int main(int argc, char** argv) {
     else if (a == "--name") opt.name = value();
     else if (a == "--max-flows") opt.max_flows = parseNum(a, value(), 0, 10000000);
     else if (a == "--quiet") opt.quiet = true;
+    else if (a == "--tun") opt.tun.device = value();
+    else if (a == "--tun-flows") opt.tun.max_flows = parseNum(a, value(), 1, 10000000);
+    else if (a == "--tun-idle") opt.tun.idle_seconds = parseNum(a, value(), 1, 86400);
     else {
       std::fprintf(stderr, "gwlb-appliance: unknown argument '%s' (try --help)\n", a.c_str());
       return 2;

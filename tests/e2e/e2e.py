@@ -3,12 +3,15 @@
 
   e2e.py TEST --build DIR --src DIR --work DIR
 TEST: tcp | udp | drop | failover | ethernet | no_rebalance | drain | restart | fragments | mtu | fleet
-      | fleet_frr | fleet_upgrade | router_fragments | classes
-(fleet: tests/e2e/e2e_fleet.py, the fleet lab of 3 gateways, BIRD on the router;
+      | fleet_frr | fleet_upgrade | router_fragments | classes | stateful_tcp | stateful_failover
+      | stateful_killed | stateful_blackhole | fleet_stateful
+(fleet: tests/e2e/e2e_fleet.py, the fleet lab of 3 gateways, BIRD on the router; fleet_stateful:
+the same through stateful appliances, LAB_APPLIANCE=stateful;
 fleet_frr: the same with FRR on the router, LAB_ROUTER=frr; fleet_upgrade:
 tests/e2e/e2e_fleet_upgrade.py, docs/upgrade.md's rolling upgrade on that lab; router_fragments:
 tests/e2e/e2e_router.py, a Linux router's ECMP and fragments, no gwlbd; classes:
-tests/e2e/e2e_classes.py, two listeners and a bypass class, lab.sh up --listeners 2)
+tests/e2e/e2e_classes.py, two listeners and a bypass class, lab.sh up --listeners 2;
+stateful_*: tests/e2e/e2e_stateful.py, LAB_APPLIANCE=stateful: nftables conntrack firewalls)
 Each test builds its own lab (namespaces PREFIX-*, PREFIX = e2e-TEST), runs, and
 always tears it down. Exit 77 (skip) only when network namespaces cannot be made.
 """
@@ -650,6 +653,13 @@ def test_fleet(lab, args):
     e2e_fleet.test_fleet(lab, args)
 
 
+def test_stateful(name):
+    def run(lab, args):
+        import e2e_stateful  # tests/e2e/e2e_stateful.py
+        getattr(e2e_stateful, "test_" + name)(lab, args)
+    return run
+
+
 def test_fleet_upgrade(lab, args):
     import e2e_fleet_upgrade  # tests/e2e/e2e_fleet_upgrade.py
     e2e_fleet_upgrade.test_fleet_upgrade(lab, args)
@@ -670,7 +680,17 @@ TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
          # judges the upgrade, not health detection: a 1 s check timeout.
          "fleet_upgrade": (test_fleet_upgrade, {"LAB_GRACE": "3s", "LAB_HC_TIMEOUT": "1s"}),
          "classes": (test_classes, {"LAB_FAILOVER": "rebalance"}),
-         "fleet_frr": (test_fleet, {"LAB_GRACE": "3s", "LAB_ROUTER": "frr"})}
+         "fleet_frr": (test_fleet, {"LAB_GRACE": "3s", "LAB_ROUTER": "frr"}),
+         # The same with stateful appliances: a stream that changed appliance
+         # on any gateway would be dropped by its firewall.
+         "fleet_stateful": (test_fleet, {"LAB_GRACE": "3s", "LAB_APPLIANCE": "stateful"}),
+         "stateful_tcp": (test_stateful("stateful_tcp"), {"LAB_APPLIANCE": "stateful", "LAB_IPV6": "1"}),
+         "stateful_failover": (test_stateful("stateful_failover"),
+                               {"LAB_APPLIANCE": "stateful", "LAB_FAILOVER": "rebalance"}),
+         "stateful_killed": (test_stateful("stateful_killed"),
+                             {"LAB_APPLIANCE": "stateful", "LAB_FAILOVER": "rebalance"}),
+         "stateful_blackhole": (test_stateful("stateful_blackhole"),
+                                {"LAB_APPLIANCE": "stateful", "LAB_FAILOVER": "rebalance"})}
 
 
 def main():

@@ -12,6 +12,12 @@
   netpeer.py tcp-streams ADDR PORT COUNT SECONDS RATE -> JSON lines {event: connected, sports}
       then {event: done, streams: [{sport, sent, received, ok, max_stall}]}: COUNT
       streams at once (one thread, non-blocking), each as tcp-stream at RATE bytes/s
+  netpeer.py tcp-watch ADDR PORT SECONDS RATE LIMIT -> JSON lines {event: connected, sport, t}
+      then {event: done, sent, received, complete, intact, last_rx, max_stall, error, error_at,
+      tcp_info}: a stream as tcp-stream that never blocks and never waits past LIMIT seconds
+      from its start, for a stream that may break: the time of the last echoed byte, the
+      error that ended it (e.g. ECONNRESET) and when, and the kernel's view of the
+      connection at the end (TCP_INFO: state, retransmits, backoff, rto_ms, unacked)
   netpeer.py ping ADDR COUNT                          -> JSON {sent, received}
   netpeer.py frag-client ADDR PORT SIZE ORDER COUNT   -> JSON {sport, sent, fragments, received, intact}
       COUNT UDP datagrams of SIZE bytes to an echo server, each leaving this host
@@ -233,6 +239,87 @@ def tcp_streams(addr, port, count, seconds, rate):
         for c, s in zip(socks, st)]}), flush=True)
 
 
+TCP_STATES = ["?", "ESTABLISHED", "SYN_SENT", "SYN_RECV", "FIN_WAIT1", "FIN_WAIT2", "TIME_WAIT",
+              "CLOSE", "CLOSE_WAIT", "LAST_ACK", "LISTEN", "CLOSING"]
+
+
+def tcp_info(c):
+    """The kernel's struct tcp_info fields a hung or broken connection is judged by."""
+    import struct
+    try:
+        b = c.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
+    except OSError:
+        return None
+    state, _ca, retransmits, _probes, backoff = struct.unpack_from("BBBBB", b, 0)
+    rto_us, = struct.unpack_from("I", b, 8)
+    unacked, = struct.unpack_from("I", b, 24)
+    last_data_recv_ms, = struct.unpack_from("I", b, 52)
+    total_retrans, = struct.unpack_from("I", b, 100) if len(b) >= 104 else (None,)
+    return {"state": TCP_STATES[state] if state < len(TCP_STATES) else state, "retransmits": retransmits,
+            "backoff": backoff, "rto_ms": rto_us // 1000, "unacked": unacked, "total_retrans": total_retrans,
+            "last_data_recv_ms": last_data_recv_ms}
+
+
+def tcp_watch(addr, port, seconds, rate, limit):
+    import errno
+    import selectors
+    c = connect(addr, port, 10)
+    t0 = time.time()
+    sport = c.getsockname()[1]
+    print(json.dumps({"event": "connected", "sport": sport, "t": t0}), flush=True)
+    c.setblocking(False)
+    sel = selectors.DefaultSelector()
+    sel.register(c, selectors.EVENT_READ)
+    tx = rx = 0
+    intact, shut, eof = True, False, False
+    last_rx, max_stall, error, error_at = t0, 0.0, None, None
+    while not eof and error is None:
+        now = time.time()
+        if now - t0 > limit:
+            break
+        if now - t0 < seconds:
+            due = (now - t0) * rate
+            if tx < due:
+                try:
+                    tx += c.send(pattern(tx, min(16384, int(due - tx) + 1)))
+                except BlockingIOError:
+                    pass
+                except OSError as e:
+                    error, error_at = errno.errorcode.get(e.errno, str(e)), time.time()
+                    break
+        elif not shut:
+            shut = True
+            try:
+                c.shutdown(socket.SHUT_WR)
+            except OSError as e:
+                error, error_at = errno.errorcode.get(e.errno, str(e)), time.time()
+                break
+        for _key, _ in sel.select(timeout=0.005):
+            try:
+                d = c.recv(65536)
+            except BlockingIOError:
+                continue
+            except OSError as e:
+                error, error_at = errno.errorcode.get(e.errno, str(e)), time.time()
+                break
+            now = time.time()
+            if not d:
+                eof = True
+                break
+            max_stall = max(max_stall, now - last_rx)
+            last_rx = now
+            if d != pattern(rx, len(d)):
+                intact = False
+            rx += len(d)
+        if shut and rx >= tx:
+            break
+    print(json.dumps({"event": "done", "sport": sport, "sent": tx,
+                      "received": rx, "complete": shut and rx == tx and error is None, "intact": intact,
+                      "last_rx": last_rx, "max_stall": round(max(max_stall, time.time() - last_rx), 3),
+                      "error": error, "error_at": error_at, "tcp_info": tcp_info(c), "end": time.time()}),
+          flush=True)
+
+
 def ping(addr, count):
     """ICMP echo with a raw socket (no ping binary needed)."""
     import struct
@@ -371,6 +458,8 @@ def main():
         tcp_stream(a[1], int(a[2]), float(a[3]), float(a[4]) if len(a) > 4 else 2e6)
     elif cmd == "tcp-streams":
         tcp_streams(a[1], int(a[2]), int(a[3]), float(a[4]), float(a[5]))
+    elif cmd == "tcp-watch":
+        tcp_watch(a[1], int(a[2]), float(a[3]), float(a[4]), float(a[5]))
     elif cmd == "ping":
         ping(a[1], int(a[2]))
     elif cmd == "wait-ready":

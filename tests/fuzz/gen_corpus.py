@@ -632,6 +632,39 @@ def capture():
     }
 
 
+def appliance_tun():
+    """gwlb-appliance's tun mode (fuzz_appliance_tun.cc): records of [op, length,
+    bytes]; op bit 0: a Geneve packet learned (from gateway (op >> 1) & 3), else a
+    packet from the tun wrapped; op >> 4: seconds that pass first; 0xff: expire."""
+    def rec(op, data):
+        return bytes([op, len(data)]) + data
+
+    def gen(cookie):  # the aws format's header, 32 bytes of options
+        opts = (struct.pack("!HBB", 0x0108, 1, 2) + struct.pack("!Q", 7) + struct.pack("!HBB", 0x0108, 2, 2) +
+                struct.pack("!Q", 9) + struct.pack("!HBB", 0x0108, 3, 1) + struct.pack("!I", cookie))
+        return bytes([8, 0, 0x08, 0x00, 0, 0, 77, 0]) + opts
+
+    def tcp(src, sport, dst, dport, payload=b""):
+        return b(IP(src=src, dst=dst, ttl=64) / TCP(sport=sport, dport=dport, flags="A") / Raw(payload))
+
+    def udp6(src, sport, dst, dport):
+        return b(IPv6(src=src, dst=dst) / UDP(sport=sport, dport=dport) / Raw(b"q" * 12))
+
+    fwd, back = tcp(C4, 40000, S4, 7000, b"hello"), tcp(S4, 7000, C4, 40000, b"world")
+    q6, a6 = udp6(C6, 5353, S6, 53), udp6(S6, 53, C6, 5353)
+    fill = b"".join(rec(0x01, gen(i) + tcp(C4, 41000 + i, S4, 80)) for i in range(9))
+    return {
+        "learn_then_both_ways": rec(0x01, gen(0xc0ffee) + fwd) + rec(0x10, back) + rec(0x10, fwd),
+        "each_direction_its_header": rec(0x01, gen(1) + fwd) + rec(0x13, gen(2) + back) + rec(0, back) + rec(0, fwd),
+        "ipv6": rec(0x05, gen(3) + q6) + rec(0x10, a6),
+        "unknown_and_malformed": rec(0x10, fwd) + rec(0x10, fwd[:22]) + rec(0x10, b"\x45" + fwd[1:]) + rec(0, b""),
+        "table_full": fill + rec(0x10, tcp(S4, 80, C4, 41008)) + rec(0x10, tcp(S4, 80, C4, 41000)),
+        "expire": rec(0x01, gen(4) + fwd) + rec(0xf0, b"") + rec(0x50, fwd) + rec(0xf0, b"") + rec(0xff, b"") +
+                  rec(0xf0, b"") + rec(0xf0, b"") + rec(0xff, b"") + rec(0, fwd),
+        "bad_geneve": rec(0x01, bytes([0x3f, 0, 8, 0]) + fwd) + rec(0x01, gen(5)[:7]) + rec(0x01, gen(5) + fwd[:30]),
+    }
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -641,7 +674,7 @@ def main():
     sets = {"frame": frames(), "geneve": genev(), "icmp": icmpc(), "config": configs(),
             "api": api(), "http": http(), "http_request": http_request(), "neigh": neigh(),
             "sync": sync(), "bird": bird(), "eal_memory": eal_memory(),
-            "capture": capture()}
+            "capture": capture(), "appliance_tun": appliance_tun()}
     bad = 0
     total = 0
     for target, files in sets.items():

@@ -41,7 +41,6 @@ PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 OPTIONAL = {
     "clang++": "scripts/fuzz.sh: libFuzzer builds need clang; the script installs or explains it",
     "lintian": "tests/setup/check_package.sh: the package's lintian check is optional (issue 18 item 4); skipped, with a message, without it",
-    "nft": "tests/probes/blackhole.sh: nftables is one of two black-hole methods; blackhole routes are used without it",
 }
 # Words in command position or command lists that are not programs run here.
 NOT_PROGRAMS = {
