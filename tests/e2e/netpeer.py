@@ -12,6 +12,10 @@
   netpeer.py tcp-streams ADDR PORT COUNT SECONDS RATE -> JSON lines {event: connected, sports}
       then {event: done, streams: [{sport, sent, received, ok, max_stall}]}: COUNT
       streams at once (one thread, non-blocking), each as tcp-stream at RATE bytes/s
+  netpeer.py tcp-until-reset ADDR PORT SECONDS        -> JSON lines {event: connected, sport},
+      {event: reset, at, error} (epoch s), {event: reconnected, sport, at, echoed_at}, {event: done}:
+      a byte every 20 ms on one connection, each echo awaited, until the connection
+      fails (an RST, or no echo for SECONDS); then a new connection, whose first echo is timed
   netpeer.py ping ADDR COUNT                          -> JSON {sent, received}
   netpeer.py frag-client ADDR PORT SIZE ORDER COUNT   -> JSON {sport, sent, fragments, received, intact}
       COUNT UDP datagrams of SIZE bytes to an echo server, each leaving this host
@@ -172,6 +176,37 @@ def tcp_stream(addr, port, seconds, rate):
     print(json.dumps({"event": "done", "sport": sport, "sent": tx, "received": state["rx"],
                       "ok": state["ok"] and state["rx"] == tx, "max_stall": round(state["max_stall"], 3),
                       "stall_end": state["stall_at"]}), flush=True)
+
+
+def tcp_until_reset(addr, port, seconds):
+    c = connect(addr, port, 10)
+    c.settimeout(seconds)
+    print(json.dumps({"event": "connected", "sport": c.getsockname()[1]}), flush=True)
+    err = "no failure"
+    t_end = time.time() + 600
+    while time.time() < t_end:
+        try:
+            c.sendall(b"x")
+            if c.recv(1) != b"x":
+                err = "closed"
+                break
+        except OSError as e:  # ConnectionResetError on an RST, socket.timeout when it hangs
+            err = type(e).__name__
+            break
+        time.sleep(0.02)
+    print(json.dumps({"event": "reset", "at": time.time(), "error": err}), flush=True)
+    c.close()
+    d = connect(addr, port, 10)
+    d.settimeout(10)
+    at = time.time()
+    d.sendall(b"y")
+    ok = d.recv(1) == b"y"
+    print(json.dumps({"event": "reconnected", "sport": d.getsockname()[1], "at": at,
+                      "echoed_at": time.time(), "ok": ok}), flush=True)
+    # Keep it open a moment so the appliance that carries it can be asked.
+    time.sleep(3)
+    d.close()
+    print(json.dumps({"event": "done"}), flush=True)
 
 
 def tcp_streams(addr, port, count, seconds, rate):
@@ -371,6 +406,8 @@ def main():
         tcp_stream(a[1], int(a[2]), float(a[3]), float(a[4]) if len(a) > 4 else 2e6)
     elif cmd == "tcp-streams":
         tcp_streams(a[1], int(a[2]), int(a[3]), float(a[4]), float(a[5]))
+    elif cmd == "tcp-until-reset":
+        tcp_until_reset(a[1], int(a[2]), float(a[3]))
     elif cmd == "ping":
         ping(a[1], int(a[2]))
     elif cmd == "wait-ready":
