@@ -568,7 +568,7 @@ const Key kGroupKeys[] = {
      .doc = "Draining of removed or drained appliances.", .sub = &kDrainingSection},
     {.name = "send_tcp_reset", .kind = Kind::kSection,
      .acc = member<&ServerGroupConfig::send_tcp_reset>(),
-     .doc = "RSTs for TCP flows whose appliance failed or left ([product-rules.md](product-rules.md#tcp-resets-for-flows-that-cannot-continue)).",
+     .doc = "RSTs for TCP flows whose appliance failed or left ([product-rules.md](product-rules.md#2-existing-flows-when-an-appliance-leaves-rebalance-and-draining)).",
      .sub = &kGroupResetSection},
 };
 const Section kGroupSection{"server_groups[]", kGroupKeys};
@@ -761,7 +761,7 @@ const Key kListenerKeys[] = {
      .doc = "No region healthy: new flows go to the preferred group (`fail_open`) or are dropped.",
      .enm = &kWhenAllUnhealthy},
     {.name = "send_tcp_reset", .kind = Kind::kSection, .acc = member<&ListenerConfig::send_tcp_reset>(),
-     .doc = "RSTs for TCP flows that expired idle ([product-rules.md](product-rules.md#tcp-resets-for-flows-that-cannot-continue)).",
+     .doc = "RSTs for TCP flows that expired idle ([product-rules.md](product-rules.md#2-existing-flows-when-an-appliance-leaves-rebalance-and-draining)).",
      .sub = &kListenerResetSection},
 };
 const Section kListenerSection{"listeners[]", kListenerKeys};

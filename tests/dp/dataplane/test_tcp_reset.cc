@@ -77,7 +77,9 @@ void expectRst(const Result& r, const Frame& sent, uint32_t seq, const std::stri
   IpAddr src = v6 ? IpAddr::v6(b.data() + l3 + 8) : IpAddr::v4(b.data() + l3 + 12);
   IpAddr dst = v6 ? IpAddr::v6(b.data() + l3 + 24) : IpAddr::v4(b.data() + l3 + 16);
   EXPECT_TRUE(checksumOk(b.data() + l4, 20, pseudoSum(src, dst, 6, 20))) << "TCP checksum";
-  if (!v6) EXPECT_TRUE(checksumOk(b.data() + l3, 20)) << "IPv4 header checksum";
+  if (!v6) {
+    EXPECT_TRUE(checksumOk(b.data() + l3, 20)) << "IPv4 header checksum";
+  }
 }
 
 class Resets : public ::testing::TestWithParam<ctl::FailoverMode> {
@@ -128,7 +130,6 @@ TEST_P(Resets, BothEndpointsOfAFailedAppliancesFlowsGetAnRstTheOthersGoOn) {
     SCOPED_TRACE(v6 ? "IPv6" : "IPv4");
     health_.clear();
     h_->republish();
-    const int base = v6 ? 100 : 0;
     std::map<int, IpAddr> at;
     for (auto& [i, a] : start(30, v6)) at[i] = a;
     const IpAddr down = at[0];
@@ -148,7 +149,6 @@ TEST_P(Resets, BothEndpointsOfAFailedAppliancesFlowsGetAnRstTheOthersGoOn) {
     }
     ASSERT_GT(on_down, 0);
     EXPECT_EQ(h_->get(Counter::tcp_resets_sent) - resets0, uint64_t(2 * on_down));
-    (void)base;
   }
   EXPECT_EQ(h_->get(Counter::tcp_resets_unhealthy), h_->get(Counter::tcp_resets_sent));
   EXPECT_EQ(h_->get(Counter::flows_rebalanced), 0u) << "TCP flows are reset, never moved";
