@@ -15,7 +15,8 @@
   netpeer.py tcp-until-reset ADDR PORT SECONDS        -> JSON lines {event: connected, sport},
       {event: reset, at, error} (epoch s), {event: reconnected, sport, at, echoed_at}, {event: done}:
       a byte every 20 ms on one connection, each echo awaited, until the connection
-      fails (an RST, or no echo for SECONDS); then a new connection, whose first echo is timed
+      fails (an RST, or no echo for SECONDS) or SECONDS pass (error "no failure");
+      then a new connection, whose first echo is timed
   netpeer.py ping ADDR COUNT                          -> JSON {sent, received}
   netpeer.py frag-client ADDR PORT SIZE ORDER COUNT   -> JSON {sport, sent, fragments, received, intact}
       COUNT UDP datagrams of SIZE bytes to an echo server, each leaving this host
@@ -183,7 +184,7 @@ def tcp_until_reset(addr, port, seconds):
     c.settimeout(seconds)
     print(json.dumps({"event": "connected", "sport": c.getsockname()[1]}), flush=True)
     err = "no failure"
-    t_end = time.time() + 600
+    t_end = time.time() + seconds
     while time.time() < t_end:
         try:
             c.sendall(b"x")
