@@ -335,8 +335,9 @@ def test_tcp_reset(lab, args, appliance="stateless"):
     appliance. `appliance` names the lab's appliance kind (LAB_APPLIANCE; the
     lab's default, gwlb-appliance, is "stateless"): the assertions are the same
     for every kind."""
-    if appliance != "stateless" and os.environ.get("LAB_APPLIANCE") != appliance:
-        raise RuntimeError(f"run with LAB_APPLIANCE={appliance}")
+    if lab.env.get("LAB_APPLIANCE", "stateless") != appliance:
+        raise RuntimeError(f"the lab runs {lab.env.get('LAB_APPLIANCE', 'stateless')} appliances, "
+                           f"not {appliance}: register the test with LAB_APPLIANCE={appliance}")
     lab.serve("tcp-echo-server", SERVER, 7000)
     client = lab.spawn("client", *lab.peer("tcp-until-reset", SERVER, "7000", "30"), stdout=subprocess.PIPE)
     sport = json.loads(client.stdout.readline())["sport"]
