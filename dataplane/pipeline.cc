@@ -123,7 +123,6 @@ void tooBig(Ctx& c, rte_mbuf* m, const ParsedPacket& p, uint32_t inner_mtu) noex
   c.out.to_router[c.out.n_router++] = m;
 }
 
-
 // The forward path of one packet whose key was looked up in the burst's bulk
 // lookup (`pos`: its position, or -1). kClasses: the snapshot has
 // traffic_classes (decided once per burst); without, every flow is listener 0's.
