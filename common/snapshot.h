@@ -53,6 +53,25 @@ inline const char* toString(MoveReason r) noexcept {
   return "unknown";
 }
 
+// Why the TCP flows on an appliance cannot continue (ServerView::reset): their
+// segments are dropped and answered with an RST (send_tcp_reset,
+// docs/product-rules.md section 2). The values index the reason counters.
+enum class ResetReason : uint8_t {
+  kNone = 0,
+  kUnhealthy = 1,     // failed its health checks (on_unhealthy)
+  kDeregistered = 2,  // removed or drained, its drain over (on_deregistration)
+  kIdle = 3,          // the flow expired idle, or has no entry (on_idle_timeout)
+};
+inline const char* toString(ResetReason r) noexcept {
+  switch (r) {
+    case ResetReason::kNone: return "none";
+    case ResetReason::kUnhealthy: return "unhealthy";
+    case ResetReason::kDeregistered: return "deregistered";
+    case ResetReason::kIdle: return "idle";
+  }
+  return "unknown";
+}
+
 // Where an appliance stands for traffic (control/engine/lifecycle.h decides).
 enum class ServerPhase : uint8_t {
   kGone = 0,      // not configured and no flow left on it: nothing is sent there
@@ -86,6 +105,11 @@ struct ServerView {
   // Non-zero: a flow on this appliance moves to the group's Maglev choice on
   // its next packet (docs/product-rules.md section 2), for this reason.
   MoveReason move = MoveReason::kNone;
+  // Non-zero: a TCP segment (without SYN) of a flow on this appliance is
+  // dropped and answered with an RST, whatever `move` says; other protocols
+  // follow `move`. Decided from the snapshot alone, so every gateway of a
+  // fleet resets the same flows, synced ones too.
+  ResetReason reset = ResetReason::kNone;
   // Its outer headers (underlay MACs and addresses, its group's format, VNI
   // and IDs), built with the snapshot when its MAC is known: the fast path
   // copies them and patches lengths, port, cookie and checksums.
@@ -132,6 +156,9 @@ struct ListenerView {
   uint8_t active = kNoGroup;       // the group new flows go to (kNoGroup: drop them)
   uint8_t preferred = 0;           // its first group
   StickinessMode stickiness = StickinessMode::kFiveTuple;  // shared by its groups
+  // send_tcp_reset.on_idle_timeout: a TCP segment without SYN of a flow that
+  // expired idle, or that has no entry, is answered with an RST.
+  bool reset_on_idle = false;
 };
 
 // One dataplane port as the workers see it. A frame is taken in only when its
@@ -157,6 +184,9 @@ struct Snapshot {
   uint16_t underlay_port = 0;
   uint32_t underlay_mtu = 1500;
   uint32_t icmp_rate_per_s = 100;
+  uint32_t tcp_reset_rate_per_s = 1000;  // RSTs per second per worker (node.tcp_reset_rate_per_s)
+  // Some listener has reset_on_idle: the workers check idle expiry per packet.
+  bool reset_on_idle_any = false;
   // Indexed by DPDK port id (mbuf->port); a frame from a port past the end
   // counts as drop_not_our_mac.
   std::vector<PortView> ports;
@@ -255,6 +285,7 @@ using gwlb::kNoServer;
 using gwlb::ListenerView;
 using gwlb::MoveReason;
 using gwlb::PortView;
+using gwlb::ResetReason;
 using gwlb::ServerPhase;
 using gwlb::ServerView;
 using gwlb::Snapshot;

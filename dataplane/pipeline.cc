@@ -123,16 +123,6 @@ void tooBig(Ctx& c, rte_mbuf* m, const ParsedPacket& p, uint32_t inner_mtu) noex
   c.out.to_router[c.out.n_router++] = m;
 }
 
-inline void countMove(Ctx& c, MoveReason why) noexcept {
-  c.w.counters.inc(Counter::flows_rebalanced);
-  switch (why) {
-    case MoveReason::kUnhealthy: c.w.counters.inc(Counter::flows_rebalanced_unhealthy); break;
-    case MoveReason::kDrainTimeout: c.w.counters.inc(Counter::flows_rebalanced_drain_timeout); break;
-    case MoveReason::kRegionFailover: c.w.counters.inc(Counter::flows_rebalanced_region); break;
-    default: c.w.counters.inc(Counter::flows_rebalanced_removed); break;
-  }
-}
-
 // The forward path of one packet whose key was looked up in the burst's bulk
 // lookup (`pos`: its position, or -1). kClasses: the snapshot has
 // traffic_classes (decided once per burst); without, every flow is listener 0's.
@@ -171,6 +161,12 @@ template <bool kClasses>
   FlowEntry* ep = pos >= 0 ? &ft.entry(pos) : nullptr;
   uint64_t route = ep ? ep->route.load(std::memory_order_acquire) : 0;
   if (!(route & kRouteSet)) {
+    // on_idle_timeout: a segment without SYN and without an entry belongs to
+    // a connection gwlbd no longer knows (expired, or never seen).
+    if (pos < 0 && s.reset_on_idle_any && tcpResettable(p) &&
+        s.listeners[kClasses ? originListener(ref.origin) : 0].reset_on_idle &&
+        !(tcpFlags(frame, p) & kTcpSynFlag)) [[unlikely]]
+      return sendReset(c, m, p, ResetReason::kIdle);
     const GroupView* ng = newGroup();
     if (!ng) return drop(c, m, Counter::drop_no_healthy_server);
     const GroupView& g = *ng;
@@ -202,6 +198,15 @@ template <bool kClasses>
   uint16_t server = routeServer(route);
   if (server >= c.n_servers)
     return drop(c, m, Counter::drop_no_healthy_server);
+  // A flow that cannot continue (send_tcp_reset) is reset before any move:
+  // moved mid-connection, it would reach an appliance that never saw its SYN.
+  if (s.servers[server].reset != ResetReason::kNone || s.reset_on_idle_any) [[unlikely]] {
+    if (!resetOrGoOn(c, m, p, e, kClasses ? originListener(ref.origin) : 0, newGroup(),
+                     ref.fragment_key ? -1 : pos, route))
+      return;
+    server = routeServer(route);
+    if (server >= c.n_servers) return drop(c, m, Counter::drop_no_healthy_server);
+  }
   // Existing flows on an appliance that sheds them move on this packet
   // (docs/product-rules.md section 2); the appliance's view is read for the send anyway.
   // (bench/ builds a copy without this check, GWLB_BENCH_NO_MOVE_CHECK, to

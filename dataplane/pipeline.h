@@ -26,6 +26,7 @@
 
 #include "common/counters.h"
 #include "common/snapshot.h"
+#include "common/tcp_reset.h"
 #include "dataplane/flow_table.h"
 
 struct rte_mbuf;
@@ -76,6 +77,8 @@ struct alignas(64) WorkerState {
   WorkerCounters counters;
   double icmp_tokens = 0;
   uint64_t icmp_last_ns = 0;
+  // RSTs for flows that cannot continue: node.tcp_reset_rate_per_s a second.
+  TokenBucket rst_bucket;
   // What this worker sent to each appliance and what came back from it that
   // it returned toward the router, by server id (Geneve frames on the
   // underlay, outer headers included, both ways).
@@ -133,7 +136,7 @@ struct alignas(64) WorkerState {
 struct BurstOutput {
   rte_mbuf* to_appliance[kMaxBurst];  // Geneve, out of snapshot->underlay_port
   uint16_t n_appliance = 0;
-  rte_mbuf* to_router[kMaxBurst];     // returned and ICMP packets; mbuf->port = egress port
+  rte_mbuf* to_router[kMaxBurst];     // returned, ICMP and RST packets; mbuf->port = egress port
   uint16_t n_router = 0;
 };
 

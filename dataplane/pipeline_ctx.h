@@ -68,6 +68,31 @@ inline void drop(Ctx& c, rte_mbuf* m, Counter why) noexcept {
   rte_pktmbuf_free(m);
 }
 
+// A flow moved to another appliance (rebalance, a SYN off a reset appliance).
+inline void countMove(Ctx& c, MoveReason why) noexcept {
+  c.w.counters.inc(Counter::flows_rebalanced);
+  switch (why) {
+    case MoveReason::kUnhealthy: c.w.counters.inc(Counter::flows_rebalanced_unhealthy); break;
+    case MoveReason::kDrainTimeout: c.w.counters.inc(Counter::flows_rebalanced_drain_timeout); break;
+    case MoveReason::kRegionFailover: c.w.counters.inc(Counter::flows_rebalanced_region); break;
+    default: c.w.counters.inc(Counter::flows_rebalanced_removed); break;
+  }
+}
+
+// TCP resets (dataplane/resets.cc, send_tcp_reset; docs/product-rules.md
+// section 2), out of line: only packets of flows that may not continue call them.
+// Drops the TCP segment and sends its sender the RST it accepts
+// (common/tcp_reset.h), built in the segment's own mbuf and sent out the port
+// it came in on; bounded by the worker's bucket. Never an RST for an RST.
+void sendReset(Ctx& c, rte_mbuf* m, const ParsedPacket& p, ResetReason why) noexcept;
+// A packet of an existing flow `e` (route `route`, listener `listener`) whose
+// appliance resets its flows or whose listener resets idle ones: false when it
+// was consumed (an RST sent, or dropped); true when it goes on, `route` updated
+// (a SYN, which starts a connection, moves the flow to `ng`'s choice in service
+// and is noted for the fleet sync at `pos` when >= 0).
+bool resetOrGoOn(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowEntry& e, uint8_t listener,
+                 const GroupView* ng, int32_t pos, uint64_t& route) noexcept;
+
 // Which table entry a packet belongs to, and in which direction it travels.
 struct FlowRef {
   FlowKey key;

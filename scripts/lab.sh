@@ -26,6 +26,7 @@
 #   LAB_DIR (out/lab)   configs, logs, pid files, the control socket
 #   GWLB_BUILD (build)  where gwlbd, gwlbctl and gwlb-appliance are
 #   LAB_FORMAT aws|ethernet   LAB_FAILOVER rebalance|no_rebalance   LAB_DRAIN (10s)
+#   LAB_TCP_RESET 1     send_tcp_reset on_unhealthy and on_deregistration in every group
 #   LAB_HC http|tcp   LAB_HC_INTERVAL (500ms)   LAB_HC_TIMEOUT (300ms)
 #   LAB_HC_HEALTHY (2)   LAB_HC_UNHEALTHY (2)
 #   LAB_APP_ARGS, LAB_APP1_ARGS, LAB_APP2_ARGS   extra gwlb-appliance arguments
@@ -112,13 +113,14 @@ YAML
   fi
 }
 server_group_yaml() {  # server_group_yaml NAME I J EXTRA: a group of appliances I and J (0-based)
-  local hc="${LAB_HC:-http}" path_line="" extra="${4:-}"
+  local hc="${LAB_HC:-http}" path_line="" extra="${4:-}" rst=""
+  [ "${LAB_TCP_RESET:-0}" = 1 ] && rst=$'\n    send_tcp_reset: { on_unhealthy: true, on_deregistration: true }'
   [ "$hc" = http ] && path_line=", path: /health"
   cat <<YAML
   - name: $1
     geneve: { format: ${LAB_FORMAT:-aws}, vni: 77 }
     maglev_table_size: 4093
-    failover_mode: ${LAB_FAILOVER:-rebalance}
+    failover_mode: ${LAB_FAILOVER:-rebalance}$rst
     connection_draining: { enabled: true, timeout: ${LAB_DRAIN:-10s} }
     health_check: { protocol: $hc, port: 8080$path_line, interval: ${LAB_HC_INTERVAL:-500ms},
                     timeout: ${LAB_HC_TIMEOUT:-300ms}, healthy_threshold: ${LAB_HC_HEALTHY:-2},

@@ -14,8 +14,10 @@ out = ["# Counters and drop reasons", "",
        "Generated from `common/counters.def` by `tools/gen_counters_doc.py`; do not edit.",
        "Every worker keeps its own copy (single writer); totals are sums over workers.",
        "Every received frame ends in exactly one of `encapsulated`, `returned`, `icmp_sent`,",
-       "`punted` or one `drop_*` counter:", "",
-       "    rx_packets == encapsulated + returned + icmp_sent + punted + bypassed + sum(drop_*)", "",
+       "`tcp_resets_sent`, `punted`, `bypassed` or one `drop_*` counter:", "",
+       "    rx_packets == encapsulated + returned + icmp_sent + tcp_resets_sent + punted + bypassed",
+       "                  + sum(drop_*)", "",
+       "and `tcp_resets_sent == tcp_resets_unhealthy + tcp_resets_deregistered + tcp_resets_idle`.", "",
        "| counter | kind | meaning |", "|---|---|---|"]
 for kind, name, text in rows:
     n = ("drop_" + name) if kind == "DROP" else name

@@ -47,6 +47,18 @@ struct DrainingConfig {
   uint32_t timeout_s = 300;                // 1..3600
 };
 
+// TCP resets for flows that cannot continue (docs/product-rules.md section 2),
+// scoped as AWS Gateway Load Balancer scopes its own: on_unhealthy and
+// on_deregistration are server group settings (AWS: target group attributes),
+// on_idle_timeout a listener's (AWS: a listener attribute). Off by default.
+struct GroupTcpResetConfig {
+  bool on_unhealthy = false;
+  bool on_deregistration = false;
+};
+struct ListenerTcpResetConfig {
+  bool on_idle_timeout = false;
+};
+
 // Health checks of a group's appliances (docs/product-rules.md section 1). Off when the
 // section is absent; `enabled` defaults to true once it is present.
 struct HealthCheckConfig {
@@ -85,6 +97,7 @@ struct ServerGroupConfig {
   WhenAllUnhealthy when_all_unhealthy = WhenAllUnhealthy::kFailOpen;
   FailoverMode failover_mode = FailoverMode::kNoRebalance;
   DrainingConfig connection_draining;
+  GroupTcpResetConfig send_tcp_reset;
 };
 
 // One dataplane port's settings (node.ports[]). A port not listed gets its
@@ -115,6 +128,7 @@ struct NodeConfig {
   uint16_t underlay_port = 0;                // DPDK port id facing the appliances
   uint32_t underlay_mtu = 1500;              // 576..9216: largest outer IPv4 packet
   uint32_t icmp_rate_per_s = 100;            // too-big errors per second per worker, 0..100000
+  uint32_t tcp_reset_rate_per_s = 1000;      // send_tcp_reset RSTs per second per worker, 0..1000000
   // Keys the flow hash (common/flow_key.h): 32 hex digits (128 bits), or the
   // absolute path of a file holding them (no access for group or others).
   // "" = gwlbd picks a random key at start (gwlb-replay: the zero key). Every
@@ -184,6 +198,7 @@ struct ListenerConfig {
   std::vector<std::string> server_groups;    // 1..16 group names, each in at most one listener
   uint32_t failback_hold_s = 0;              // 0..3600: a region must stay healthy this long before traffic returns
   WhenAllUnhealthy when_all_unhealthy = WhenAllUnhealthy::kFailOpen;  // no region healthy
+  ListenerTcpResetConfig send_tcp_reset;
 };
 // Traffic classes (issue 27): an ordered list, first match wins, that sends
 // each new flow to a listener (inspect), straight back (bypass) or nowhere

@@ -54,6 +54,9 @@ std::string sectionText(DigestSection sec, const Config& c, const FlowHashKey& k
         t.put(p + "failover_mode", toString(g.failover_mode));
         t.put(p + "when_all_unhealthy", toString(g.when_all_unhealthy));
         t.put(p + "connection_draining", g.connection_draining.enabled);
+        // Only when on: a config without resets keeps the digest it had.
+        if (g.send_tcp_reset.on_unhealthy) t.put(p + "send_tcp_reset.on_unhealthy", true);
+        if (g.send_tcp_reset.on_deregistration) t.put(p + "send_tcp_reset.on_deregistration", true);
         break;
       case DigestSection::kAppliances:
         for (const ServerConfig* s : byAddress(g)) t.put(p + "appliance", s->address.str());
@@ -101,6 +104,7 @@ std::string sectionText(DigestSection sec, const Config& c, const FlowHashKey& k
       for (const std::string& g : l.server_groups) t.put(p + "server_group", g);
       t.put(p + "failback_hold_s", l.failback_hold_s);
       t.put(p + "when_all_unhealthy", toString(l.when_all_unhealthy));
+      if (l.send_tcp_reset.on_idle_timeout) t.put(p + "send_tcp_reset.on_idle_timeout", true);
     }
   }
   if (sec == DigestSection::kClasses) {

@@ -33,6 +33,7 @@ constexpr Range kMinCountRange{0, 4096};
 constexpr Range kPortRange{0, 65535};
 constexpr Range kMtuRange{576, 9216};
 constexpr Range kIcmpRateRange{0, 100000};
+constexpr Range kResetRateRange{0, 1000000};
 constexpr Range kWorkersRange{1, 64};
 constexpr Range kBurstRange{1, 256};
 constexpr Range kFlowTableRange{1024, 1u << 27};
@@ -517,6 +518,18 @@ const Key kDrainingKeys[] = {
 };
 const Section kDrainingSection{"server_groups[].connection_draining", kDrainingKeys};
 
+// AWS: target group attributes (TCP resets on target failure and deregistration).
+const Key kGroupResetKeys[] = {
+    {.name = "on_unhealthy", .kind = Kind::kBool, .acc = member<&GroupTcpResetConfig::on_unhealthy>(),
+     .doc = "A TCP flow whose appliance failed its health checks is reset at its next segment "
+            "(while the group has an appliance in service)."},
+    {.name = "on_deregistration", .kind = Kind::kBool,
+     .acc = member<&GroupTcpResetConfig::on_deregistration>(),
+     .doc = "A TCP flow whose appliance was removed or drained is reset at its next segment "
+            "once the drain is over."},
+};
+const Section kGroupResetSection{"server_groups[].send_tcp_reset", kGroupResetKeys};
+
 const Key kGroupKeys[] = {
     {.name = "name", .kind = Kind::kString, .acc = member<&ServerGroupConfig::name>(),
      .doc = "Used in logs, counters and references.", .required = true, .what = "a group name",
@@ -553,6 +566,10 @@ const Key kGroupKeys[] = {
     {.name = "connection_draining", .kind = Kind::kSection,
      .acc = member<&ServerGroupConfig::connection_draining>(),
      .doc = "Draining of removed or drained appliances.", .sub = &kDrainingSection},
+    {.name = "send_tcp_reset", .kind = Kind::kSection,
+     .acc = member<&ServerGroupConfig::send_tcp_reset>(),
+     .doc = "RSTs for TCP flows whose appliance failed or left ([product-rules.md](product-rules.md#2-existing-flows-when-an-appliance-leaves-rebalance-and-draining)).",
+     .sub = &kGroupResetSection},
 };
 const Section kGroupSection{"server_groups[]", kGroupKeys};
 
@@ -597,6 +614,10 @@ const Key kNodeKeys[] = {
     {.name = "icmp_rate_per_s", .kind = Kind::kUint, .acc = member<&NodeConfig::icmp_rate_per_s>(),
      .doc = "Most \"packet too big\" replies each worker sends per second; 0 sends none.",
      .range = kIcmpRateRange},
+    {.name = "tcp_reset_rate_per_s", .kind = Kind::kUint,
+     .acc = member<&NodeConfig::tcp_reset_rate_per_s>(),
+     .doc = "Most RSTs (`send_tcp_reset`) each worker sends per second; 0 sends none.",
+     .range = kResetRateRange},
     {.name = "flow_hash_secret", .kind = Kind::kString,
      .acc = member<&NodeConfig::flow_hash_secret>(),
      .doc = "The 128-bit key of the flow hash: its digits, or a file (mode 600) holding them.",
@@ -715,6 +736,15 @@ const Key kCompositeKeys[] = {
 };
 const Section kCompositeSection{"composite_health_checks[]", kCompositeKeys};
 
+// AWS: the listener attribute send_tcp_reset.on_idle_timeout.enabled.
+const Key kListenerResetKeys[] = {
+    {.name = "on_idle_timeout", .kind = Kind::kBool,
+     .acc = member<&ListenerTcpResetConfig::on_idle_timeout>(),
+     .doc = "A TCP segment without SYN of a flow that expired idle, or has no flow entry, is "
+            "answered with an RST."},
+};
+const Section kListenerResetSection{"listeners[].send_tcp_reset", kListenerResetKeys};
+
 const Key kListenerKeys[] = {
     {.name = "name", .kind = Kind::kString, .acc = member<&ListenerConfig::name>(),
      .doc = "Also the name on the health endpoint.", .required = true, .what = "a listener name",
@@ -730,6 +760,9 @@ const Key kListenerKeys[] = {
      .acc = member<&ListenerConfig::when_all_unhealthy>(),
      .doc = "No region healthy: new flows go to the preferred group (`fail_open`) or are dropped.",
      .enm = &kWhenAllUnhealthy},
+    {.name = "send_tcp_reset", .kind = Kind::kSection, .acc = member<&ListenerConfig::send_tcp_reset>(),
+     .doc = "RSTs for TCP flows that expired idle ([product-rules.md](product-rules.md#2-existing-flows-when-an-appliance-leaves-rebalance-and-draining)).",
+     .sub = &kListenerResetSection},
 };
 const Section kListenerSection{"listeners[]", kListenerKeys};
 

@@ -11,7 +11,8 @@ void Daemon::sampleRates() {
   WorkerCounters t = totals();
   uint64_t now = dp::monotonicNs();
   uint64_t rx = t.get(Counter::rx_packets);
-  uint64_t tx = t.get(Counter::encapsulated) + t.get(Counter::returned) + t.get(Counter::icmp_sent);
+  uint64_t tx = t.get(Counter::encapsulated) + t.get(Counter::returned) + t.get(Counter::icmp_sent) +
+                t.get(Counter::tcp_resets_sent);
   if (last_sample_ns_) {
     double dt = double(now - last_sample_ns_) / 1e9;
     rx_pps_ = double(rx - last_rx_) / dt;

@@ -31,6 +31,7 @@ std::string snapshotDigest(const dp::Snapshot& s) {
            std::to_string(sv.weight);
     if (!sv.in_use) out += " leaving";
     if (sv.move != dp::MoveReason::kNone) out += std::string(" move=") + dp::toString(sv.move);
+    if (sv.reset != dp::ResetReason::kNone) out += std::string(" reset=") + dp::toString(sv.reset);
     if (!sv.mac_known) out += " no-mac";
     out += "; ";
   }

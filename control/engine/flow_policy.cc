@@ -26,6 +26,9 @@ bool sweepMove(dp::FlowTable& flows, const dp::Snapshot& s, const FlowKey& k, in
   if (!(r & dp::kRouteSet) || dp::routeServer(r) >= s.servers.size()) return false;
   const dp::ServerView& sv = s.servers[dp::routeServer(r)];
   if (sv.move == dp::MoveReason::kNone || sv.phase == dp::ServerPhase::kActive) return false;
+  // A TCP flow there is to be reset at its next segment (send_tcp_reset), not
+  // handed to an appliance that never saw its SYN (2-tuple keys carry no protocol).
+  if (sv.reset != dp::ResetReason::kNone && (k.proto == kProtoTcp || k.proto == 0)) return false;
   bool moved = false;
   // Concurrency rule R4 (docs/architecture.md "Flow entries: concurrency rules"):
   // the same CAS as the workers; whoever is first moves the flow.

@@ -329,6 +329,7 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
   s->underlay_port = cfg.node.underlay_port;
   s->underlay_mtu = cfg.node.underlay_mtu;
   s->icmp_rate_per_s = cfg.node.icmp_rate_per_s;
+  s->tcp_reset_rate_per_s = cfg.node.tcp_reset_rate_per_s;
   s->ports = resolvePorts(cfg, devices);
   for (const IpAddr& a : cfg.node.ipv6_addresses)
     if (a.isV6()) s->node_ipv6.push_back(a.b);
@@ -361,6 +362,8 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
       if (le) {
         v.phase = le->phase;
         v.move = le->move;
+        if (le->phase == dp::ServerPhase::kDrained && gc.send_tcp_reset.on_deregistration)
+          v.reset = dp::ResetReason::kDeregistered;
       }
       auto h = health.find(ip);
       bool in_service = !le && (h == health.end() || receivesNewFlows(h->second));
@@ -408,6 +411,9 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
       if (l.active >= 0 && l.regions[size_t(l.active)].healthy)
         for (const RegionTracker::Region& r : l.regions)
           if (!r.healthy) region_failed[r.group_index] = true;
+      for (const ListenerConfig& lc : cfg.listeners)
+        if (lc.name == l.name) lv.reset_on_idle = lc.send_tcp_reset.on_idle_timeout;
+      s->reset_on_idle_any |= lv.reset_on_idle;
       s->listeners.push_back(lv);
       listener_names.push_back(l.name);
     }
@@ -450,11 +456,17 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
   };
   // Rebalance off an unhealthy appliance only toward one in service: with
   // none, its flows stay (fail_open sends new ones to all anyway).
+  // The same holds for resets: a reconnecting client must find an appliance
+  // in service, and a health-check outage that fails a whole group must not
+  // cut every connection it carries.
   for (auto [id, gi] : failed_ids) {
     int t = target(gi);
     if (cfg.server_groups[gi].failover_mode == FailoverMode::kRebalance && t >= 0 &&
         group_any[size_t(t)] && s->servers[id].move == dp::MoveReason::kNone)
       s->servers[id].move = dp::MoveReason::kUnhealthy;
+    if (cfg.server_groups[gi].send_tcp_reset.on_unhealthy && t >= 0 && group_any[size_t(t)] &&
+        s->servers[id].reset == dp::ResetReason::kNone)
+      s->servers[id].reset = dp::ResetReason::kUnhealthy;
   }
   // A failed region's appliances (rebalance groups) shed their flows, when
   // the active group has an appliance in service to take them.
@@ -485,6 +497,8 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
       v.routable = true;
       v.phase = le->phase;
       v.move = le->move;
+      if (le->phase == dp::ServerPhase::kDrained && le->group_config.send_tcp_reset.on_deregistration)
+        v.reset = dp::ResetReason::kDeregistered;
       v.group = groupOfLeaving(*s, cfg, *le, listener_names, ghost_groups);
       resolveMac(v, le->server, cfg, neigh);
       if (v.group < s->groups.size()) leaving.push_back(uint16_t(id));

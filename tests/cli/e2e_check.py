@@ -92,7 +92,7 @@ def key(f):
 def settled(st):
     """Every packet received has been accounted for (sent, punted or dropped)."""
     t = st["totals"]
-    out = t["encapsulated"] + t["returned"] + t["icmp_sent"] + t["punted"]
+    out = t["encapsulated"] + t["returned"] + t["icmp_sent"] + t.get("tcp_resets_sent", 0) + t["punted"]
     return t["rx_packets"] == out + sum(d["count"] for d in st["drops"])
 
 
@@ -117,7 +117,7 @@ def t_stats():
     assert settled(st), st["totals"]
     for w in st["workers"]:
         c = w["counters"]
-        assert c["rx_packets"] == c["encapsulated"] + c["returned"] + c["icmp_sent"] + c["punted"] + \
+        assert c["rx_packets"] == c["encapsulated"] + c["returned"] + c["icmp_sent"] + c.get("tcp_resets_sent", 0) + c["punted"] + \
             sum(v for k, v in c.items() if k.startswith("drop_")), w
     # Exactly the malformed frames that were sent, each under its own reason;
     # every other reason zero; every good packet encapsulated.

@@ -310,7 +310,8 @@ def wait_live(api, since, what):
 
 
 def accounted(t, drops):
-    return t["encapsulated"] + t["returned"] + t["icmp_sent"] + t["punted"] + sum(drops.values())
+    return (t["encapsulated"] + t["returned"] + t["icmp_sent"] + t.get("tcp_resets_sent", 0) + t["punted"]
+            + sum(drops.values()))
 
 
 def worker_threads(pid):

@@ -114,7 +114,8 @@ t = wait_for("the flood to be accounted for", flood_done, 60)
 print("flood of %d echo requests on port 1: %d to the kernel, %d drop_exception_queue_full"
       % (FLOOD, t["punted_exception"], t["drop_exception_queue_full"]))
 drops = sum(v for k, v in t.items() if k.startswith("drop_"))
-if t["rx_packets"] != t["encapsulated"] + t["returned"] + t["icmp_sent"] + t["punted"] + drops:
+if t["rx_packets"] != (t["encapsulated"] + t["returned"] + t["icmp_sent"] + t.get("tcp_resets_sent", 0)
+                       + t["punted"] + drops):
     fail("counter invariant broken: %r" % t)
 st = api_call(SOCK, "status")["result"]
 gap = max(w["max_loop_gap_ns"] for w in st["workers"])

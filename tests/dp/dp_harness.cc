@@ -244,9 +244,14 @@ uint64_t dropSum(const WorkerCounters& c) {
 
 void expectCounterInvariant(const WorkerCounters& c, const std::string& where) {
   uint64_t out = c.get(Counter::encapsulated) + c.get(Counter::returned) +
-                 c.get(Counter::icmp_sent) + c.get(Counter::punted) + c.get(Counter::bypassed) + dropSum(c);
-  EXPECT_EQ(c.get(Counter::rx_packets), out)
-      << where << ": rx_packets != encapsulated + returned + icmp_sent + punted + bypassed + drops";
+                 c.get(Counter::icmp_sent) + c.get(Counter::tcp_resets_sent) + c.get(Counter::punted) +
+                 c.get(Counter::bypassed) + dropSum(c);
+  EXPECT_EQ(c.get(Counter::rx_packets), out) << where
+      << ": rx_packets != encapsulated + returned + icmp_sent + tcp_resets_sent + punted + bypassed + drops";
+  EXPECT_EQ(c.get(Counter::tcp_resets_sent), c.get(Counter::tcp_resets_unhealthy) +
+                                                 c.get(Counter::tcp_resets_deregistered) +
+                                                 c.get(Counter::tcp_resets_idle))
+      << where << ": tcp_resets_sent is the sum of its reasons";
 }
 
 Encap sendExpectingEncap(Harness& h, const Frame& f, Bytes* sent) {

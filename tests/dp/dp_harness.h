@@ -174,7 +174,8 @@ class Harness {
   unsigned pool_avail_at_start_ = 0;
 };
 
-// rx_packets == encapsulated + returned + icmp_sent + punted + bypassed + sum(drop_*).
+// rx_packets == encapsulated + returned + icmp_sent + tcp_resets_sent + punted + bypassed
+// + sum(drop_*), and tcp_resets_sent is the sum of its reasons.
 void expectCounterInvariant(const WorkerCounters& c, const std::string& where);
 uint64_t dropSum(const WorkerCounters& c);
 

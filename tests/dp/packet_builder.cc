@@ -98,12 +98,12 @@ uint16_t l4Checksum(const IpAddr& src, const IpAddr& dst, uint8_t proto, const B
 }  // namespace
 
 Bytes tcp(const IpAddr& src, const IpAddr& dst, uint16_t sport, uint16_t dport,
-          const Bytes& payload, uint8_t flags, uint32_t seq) {
+          const Bytes& payload, uint8_t flags, uint32_t seq, uint32_t ack) {
   Bytes b;
   append16(b, sport);
   append16(b, dport);
   append32(b, seq);
-  append32(b, (flags & kTcpAck) ? 1 : 0);
+  append32(b, (flags & kTcpAck) ? ack : 0);
   b.push_back(5 << 4);
   b.push_back(flags);
   append16(b, 65535);

@@ -47,7 +47,8 @@ inline constexpr uint8_t kTcpSyn = 0x02;
 inline constexpr uint8_t kTcpAck = 0x10;
 
 Bytes tcp(const IpAddr& src, const IpAddr& dst, uint16_t sport, uint16_t dport,
-          const Bytes& payload = {}, uint8_t flags = kTcpSyn, uint32_t seq = 1000);
+          const Bytes& payload = {}, uint8_t flags = kTcpSyn, uint32_t seq = 1000,
+          uint32_t ack = 1);  // ack: written only with kTcpAck in flags
 Bytes udp(const IpAddr& src, const IpAddr& dst, uint16_t sport, uint16_t dport,
           const Bytes& payload = {});
 // ICMPv4: type, code, the 4 "rest of header" bytes, body; checksum over all.

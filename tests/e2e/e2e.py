@@ -3,8 +3,8 @@
 
   e2e.py TEST --build DIR --src DIR --work DIR
 TEST: tcp | udp | drop | failover | ethernet | no_rebalance | drain | restart | fragments | mtu | fleet
-      | fleet_frr | fleet_upgrade | router_fragments | classes | stateful_tcp | stateful_failover
-      | stateful_killed | stateful_blackhole | fleet_stateful
+      | fleet_frr | fleet_upgrade | router_fragments | classes | tcp_reset | tcp_reset_stateful
+      | stateful_tcp | stateful_failover | stateful_killed | stateful_blackhole | fleet_stateful
 (fleet: tests/e2e/e2e_fleet.py, the fleet lab of 3 gateways, BIRD on the router; fleet_stateful:
 the same through stateful appliances, LAB_APPLIANCE=stateful;
 fleet_frr: the same with FRR on the router, LAB_ROUTER=frr; fleet_upgrade:
@@ -327,6 +327,49 @@ def test_failover(lab, args):
     r = lab.run("client", "curl", "-s", "--max-time", "5", f"http://{SERVER}/index.html")
     assert r.stdout == "hello through the gateway\n", "new connection failed with one appliance black-holed"
     print("new connection through the remaining appliance: ok")
+
+
+def test_tcp_reset(lab, args, appliance="plain"):
+    """send_tcp_reset.on_unhealthy (lab: LAB_TCP_RESET=1, rebalance): a TCP
+    client exchanging a byte every 20 ms over one connection; the appliance
+    carrying it fails its HTTP check (503, its forwarding untouched). The client
+    must get an RST (ECONNRESET) within 1 s of gwlbd declaring the appliance
+    unhealthy, and a new connection must get its first echo through the other
+    appliance. `appliance` names the lab's appliance kind (LAB_APPLIANCE; the
+    lab's default, gwlb-appliance forwarding everything, is "plain"; "stateful"
+    puts an nftables conntrack firewall behind it): the assertions are the same
+    for every kind."""
+    if lab.env.get("LAB_APPLIANCE", "plain") != appliance:
+        raise RuntimeError(f"the lab runs {lab.env.get('LAB_APPLIANCE', 'plain')} appliances, "
+                           f"not {appliance}: register the test with LAB_APPLIANCE={appliance}")
+    lab.serve("tcp-echo-server", SERVER, 7000)
+    client = lab.spawn("client", *lab.peer("tcp-until-reset", SERVER, "7000", "30"), stdout=subprocess.PIPE)
+    sport = json.loads(client.stdout.readline())["sport"]
+    c, s = f"{CLIENT}:{sport}", f"{SERVER}:7000"
+    victim = carrier(lab, c, s)
+    other = [a for a in APPS if a != victim][0]
+    lab.run(lab.mgmt, "curl", "-s", "-XPOST", "--max-time", "3", f"http://{APPS[victim]}:8080/health/fail")
+    srv = wait_health(lab, APPS[victim], "unhealthy", 10)
+    declared = srv["health"]["since"]
+    ev = json.loads(client.stdout.readline())
+    assert ev["event"] == "reset", ev
+    after = ev["at"] - declared
+    print(f"{appliance}: {victim} declared unhealthy; the client's connection ended by "
+          f"{ev['error']} {after:.3f} s later")
+    assert ev["error"] == "ConnectionResetError", f"the client must get an RST, not {ev['error']}"
+    assert after <= 1.0, f"the RST came {after:.3f} s after the appliance was declared unhealthy"
+    re = json.loads(client.stdout.readline())
+    assert re["event"] == "reconnected" and re["ok"], re
+    took = re["echoed_at"] - ev["at"]
+    on = flow_on(lab.app_stats(other), 6, f"{CLIENT}:{re['sport']}", s)
+    assert on and on["a_to_b"] > 0 and on["b_to_a"] > 0, f"the new connection is not on {other}: {on}"
+    assert took <= 1.0, f"the reconnecting client's first echo took {took:.3f} s"
+    print(f"reconnected through {other}: first echo {took * 1000:.0f} ms after the RST")
+    client.wait(15)
+    totals = json.loads(lab.gwlbctl("--json", "stats"))["totals"]
+    assert totals["tcp_resets_unhealthy"] >= 1 and totals["tcp_resets_sent"] >= 1, totals
+    print(f"gwlbctl stats: tcp_resets_sent {totals['tcp_resets_sent']}, "
+          f"tcp_resets_unhealthy {totals['tcp_resets_unhealthy']}")
 
 
 def test_ethernet(lab, args):
@@ -690,7 +733,13 @@ TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
          "stateful_killed": (test_stateful("stateful_killed"),
                              {"LAB_APPLIANCE": "stateful", "LAB_FAILOVER": "rebalance"}),
          "stateful_blackhole": (test_stateful("stateful_blackhole"),
-                                {"LAB_APPLIANCE": "stateful", "LAB_FAILOVER": "rebalance"})}
+                                {"LAB_APPLIANCE": "stateful", "LAB_FAILOVER": "rebalance"}),
+         "tcp_reset": (test_tcp_reset, {"LAB_FAILOVER": "rebalance", "LAB_TCP_RESET": "1"}),
+         # The same through firewalls that drop a moved connection: the RST
+         # is what lets the client reconnect at once instead of hanging.
+         "tcp_reset_stateful": (lambda lab, args: test_tcp_reset(lab, args, "stateful"),
+                                {"LAB_FAILOVER": "rebalance", "LAB_TCP_RESET": "1",
+                                 "LAB_APPLIANCE": "stateful"})}
 
 
 def main():

@@ -18,6 +18,11 @@
       from its start, for a stream that may break: the time of the last echoed byte, the
       error that ended it (e.g. ECONNRESET) and when, and the kernel's view of the
       connection at the end (TCP_INFO: state, retransmits, backoff, rto_ms, unacked)
+  netpeer.py tcp-until-reset ADDR PORT SECONDS        -> JSON lines {event: connected, sport},
+      {event: reset, at, error} (epoch s), {event: reconnected, sport, at, echoed_at}, {event: done}:
+      a byte every 20 ms on one connection, each echo awaited, until the connection
+      fails (an RST, or no echo for SECONDS) or SECONDS pass (error "no failure");
+      then a new connection, whose first echo is timed
   netpeer.py ping ADDR COUNT                          -> JSON {sent, received}
   netpeer.py frag-client ADDR PORT SIZE ORDER COUNT   -> JSON {sport, sent, fragments, received, intact}
       COUNT UDP datagrams of SIZE bytes to an echo server, each leaving this host
@@ -178,6 +183,37 @@ def tcp_stream(addr, port, seconds, rate):
     print(json.dumps({"event": "done", "sport": sport, "sent": tx, "received": state["rx"],
                       "ok": state["ok"] and state["rx"] == tx, "max_stall": round(state["max_stall"], 3),
                       "stall_end": state["stall_at"]}), flush=True)
+
+
+def tcp_until_reset(addr, port, seconds):
+    c = connect(addr, port, 10)
+    c.settimeout(seconds)
+    print(json.dumps({"event": "connected", "sport": c.getsockname()[1]}), flush=True)
+    err = "no failure"
+    t_end = time.time() + seconds
+    while time.time() < t_end:
+        try:
+            c.sendall(b"x")
+            if c.recv(1) != b"x":
+                err = "closed"
+                break
+        except OSError as e:  # ConnectionResetError on an RST, socket.timeout when it hangs
+            err = type(e).__name__
+            break
+        time.sleep(0.02)
+    print(json.dumps({"event": "reset", "at": time.time(), "error": err}), flush=True)
+    c.close()
+    d = connect(addr, port, 10)
+    d.settimeout(10)
+    at = time.time()
+    d.sendall(b"y")
+    ok = d.recv(1) == b"y"
+    print(json.dumps({"event": "reconnected", "sport": d.getsockname()[1], "at": at,
+                      "echoed_at": time.time(), "ok": ok}), flush=True)
+    # Keep it open a moment so the appliance that carries it can be asked.
+    time.sleep(3)
+    d.close()
+    print(json.dumps({"event": "done"}), flush=True)
 
 
 def tcp_streams(addr, port, count, seconds, rate):
@@ -460,6 +496,8 @@ def main():
         tcp_streams(a[1], int(a[2]), int(a[3]), float(a[4]), float(a[5]))
     elif cmd == "tcp-watch":
         tcp_watch(a[1], int(a[2]), float(a[3]), float(a[4]), float(a[5]))
+    elif cmd == "tcp-until-reset":
+        tcp_until_reset(a[1], int(a[2]), float(a[3]))
     elif cmd == "ping":
         ping(a[1], int(a[2]))
     elif cmd == "wait-ready":

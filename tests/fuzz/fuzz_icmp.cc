@@ -13,12 +13,18 @@
 //    VLAN, checksums verify, within 576 (IPv4) / 1280 (IPv6) bytes of IP, the
 //    quote is the original datagram's first bytes and, when long enough, the
 //    quoted tuple is the original packet's.
+//  - Answering with an RST: gwlb::buildTcpReset (send_tcp_reset) rewrites the
+//    parsed frame in a block of exactly its length: never past it, never for
+//    an RST or what is not a whole TCP segment, and what it builds parses as
+//    a TCP RST from the segment's destination to its source, ports swapped,
+//    SEQ = the segment's ACK when it had one.
 #include <cstdlib>
 #include <cstring>
 
 #include "common/checksum.h"
 #include "common/icmp_error.h"
 #include "common/packet_parser.h"
+#include "common/tcp_reset.h"
 #include "tests/fuzz/fuzz_check.h"
 
 using namespace gwlb;
@@ -115,5 +121,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (refuse) FUZZ_CHECK(len == 0, "buildTooBig answered a packet it must not answer");
   if (len > 0) checkReply(frame, p, buf, len);
   std::free(buf);
+
+  uint8_t* rst = static_cast<uint8_t*>(std::malloc(flen + kGuard));
+  if (!rst) std::abort();
+  std::memcpy(rst, frame, flen);
+  std::memset(rst + flen, kGuardByte, kGuard);
+  const size_t rlen = buildTcpReset(rst, flen, p);
+  for (size_t i = 0; i < kGuard; ++i)
+    FUZZ_CHECK(rst[flen + i] == kGuardByte, "buildTcpReset wrote past the frame at +%zu", i);
+  if (!tcpResettable(p) || (tcpFlags(frame, p) & kTcpRst))
+    FUZZ_CHECK(rlen == 0, "buildTcpReset answered what it must not");
+  if (rlen > 0) {
+    ParsedPacket r;
+    FUZZ_CHECK(parseFrame(rst, rlen, r, why) == ParseStatus::kOk, "the RST does not parse");
+    FUZZ_CHECK(r.tuple.proto == kProtoTcp && (tcpFlags(rst, r) & kTcpRst), "not an RST");
+    FUZZ_CHECK(r.tuple.src == p.tuple.dst && r.tuple.dst == p.tuple.src &&
+                   r.tuple.sport == p.tuple.dport && r.tuple.dport == p.tuple.sport,
+               "the RST is not addressed back to the sender");
+    if (tcpFlags(frame, p) & kTcpAckFlag)
+      FUZZ_CHECK(rd32(rst + r.l4_offset + 4) == rd32(frame + p.l4_offset + 8), "SEQ is not SEG.ACK");
+  }
+  std::free(rst);
   return 0;
 }

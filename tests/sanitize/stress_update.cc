@@ -621,7 +621,8 @@ int run(double seconds) {
       if (kCounterInfo[i].is_drop) drops += c.v[i];
     }
     uint64_t out = c.get(Counter::encapsulated) + c.get(Counter::returned) +
-                   c.get(Counter::icmp_sent) + c.get(Counter::punted) + c.get(Counter::bypassed) + drops;
+                   c.get(Counter::icmp_sent) + c.get(Counter::tcp_resets_sent) + c.get(Counter::punted) +
+                   c.get(Counter::bypassed) + drops;
     CHECK_THAT(c.get(Counter::rx_packets) == out,
                "worker %u: rx_packets %llu != encapsulated + returned + icmp_sent + punted + "
                "drops = %llu",

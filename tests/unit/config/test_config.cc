@@ -973,6 +973,24 @@ TEST(Config, FailoverAndDraining) {
   EXPECT_EQ(one.cfg.server_groups[0].connection_draining.timeout_s, 1u);
 }
 
+TEST(Config, TcpResetsAreOffByDefaultAndScopedAsAws) {
+  Result none = parse(withGroup(kOneServer));
+  ASSERT_TRUE(none.ok) << formatErrors(none.errors);
+  EXPECT_FALSE(none.cfg.server_groups[0].send_tcp_reset.on_unhealthy);
+  EXPECT_FALSE(none.cfg.server_groups[0].send_tcp_reset.on_deregistration);
+  EXPECT_EQ(none.cfg.node.tcp_reset_rate_per_s, 1000u);
+  Result r = parse(withGroup(std::string(kOneServer) + R"(
+    send_tcp_reset: { on_unhealthy: true, on_deregistration: true })"));
+  ASSERT_TRUE(r.ok) << formatErrors(r.errors);
+  EXPECT_TRUE(r.cfg.server_groups[0].send_tcp_reset.on_unhealthy);
+  EXPECT_TRUE(r.cfg.server_groups[0].send_tcp_reset.on_deregistration);
+  // on_idle_timeout is a listener's (AWS: a listener attribute), not a group's.
+  Result g = parse(withGroup(std::string(kOneServer) + R"(
+    send_tcp_reset: { on_idle_timeout: true })"));
+  EXPECT_FALSE(g.ok);
+  EXPECT_TRUE(hasError(g, "server_groups[0].send_tcp_reset.on_idle_timeout", {}));
+}
+
 TEST(ConfigErrors, FailoverAndDraining) {
   Result r = parse(withGroup(std::string(kOneServer) + R"(
     failover_mode: rebalanced
@@ -1008,7 +1026,7 @@ namespace {
 // A valid config that sets every key the loader knows.
 const char* const kFull = R"(
 node: { underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01, gateway_mac: 02:00:00:00:00:fe,
-        underlay_port: 0, underlay_mtu: 1500, icmp_rate_per_s: 100,
+        underlay_port: 0, underlay_mtu: 1500, icmp_rate_per_s: 100, tcp_reset_rate_per_s: 1000,
         flow_hash_secret: 00112233445566778899aabbccddeeff,
         ports: [ { id: 0, role: both, mac: 02:00:00:00:00:01 }, { id: 1, role: router, mac: 02:00:00:00:00:02 } ],
         ipv6_addresses: [ "2001:db8::1", "fe80::1" ],
@@ -1028,6 +1046,7 @@ server_groups:
     when_all_unhealthy: fail_open
     failover_mode: rebalance
     connection_draining: { enabled: true, timeout: 300 }
+    send_tcp_reset: { on_unhealthy: true, on_deregistration: true }
   - name: g1
     servers: [ { address: 192.0.2.20 } ]
 dataplane: { workers: 1, burst: 32, flow_table_size: 65536, new_flows_per_s: 100, mbufs: 4096, rx_queue_size: 1024,
@@ -1039,7 +1058,8 @@ metrics: { listen: "127.0.0.1:9100" }
 health_aggregation_policies: [ { name: p, min_healthy_percent: 50, min_healthy_count: 1 } ]
 health_sources: [ { name: s0, server_group: g0, policy: p }, { name: s1, server_group: g1 } ]
 composite_health_checks: [ { name: c0, sources: [s0], destination: l, dry_run: false } ]
-listeners: [ { name: l, server_groups: [g0, g1], failback_hold: 30s, when_all_unhealthy: drop } ]
+listeners: [ { name: l, server_groups: [g0, g1], failback_hold: 30s, when_all_unhealthy: drop,
+               send_tcp_reset: { on_idle_timeout: true } } ]
 traffic_classes: [ { name: t, match: { ingress_ports: [1], vlans: [0, 100], prefixes: [10.0.0.0/8, "2001:db8::/32"],
                                        protocols: [tcp, 47], l4_ports: [80, 1000-2000] },
                      action: inspect, listener: l } ]
@@ -1226,6 +1246,7 @@ const std::vector<BadValue>& badValues() {
       {"node.underlay_mtu", "575", {"576..9216"}},
       {"node.underlay_mtu", "1.5e3", {"not a number"}},
       {"node.icmp_rate_per_s", "100001", {"0..100000"}},
+      {"node.tcp_reset_rate_per_s", "1000001", {"0..1000000"}},
       {"node.flow_hash_secret", "0123456789abcdef", {"32 hexadecimal digits", "16 characters", "not shown"}},
       {"node.flow_hash_secret", "0123456789abcdef0123456789abcdeg", {"32 hexadecimal digits"}},
       // server_groups[]
@@ -1296,6 +1317,9 @@ const std::vector<BadValue>& badValues() {
       {"server_groups[0].connection_draining.enabled", "on", {"not true or false"}},
       {"server_groups[0].connection_draining.timeout", "3601", {"1..3600"}},
       {"server_groups[0].connection_draining.timeout", "0", {"1..3600"}},
+      {"server_groups[0].send_tcp_reset", "true", {"expected a map"}},
+      {"server_groups[0].send_tcp_reset.on_unhealthy", "yes please", {"not true or false"}},
+      {"server_groups[0].send_tcp_reset.on_deregistration", "1", {"not true or false"}},
       // dataplane
       {"dataplane.workers", "0", {"1..64"}},
       {"dataplane.workers", "65", {"1..64"}},
@@ -1350,6 +1374,8 @@ const std::vector<BadValue>& badValues() {
        "listeners[0].server_groups[1]"},
       {"listeners[0].failback_hold", "2h", {"0..3600 seconds"}},
       {"listeners[0].when_all_unhealthy", "panic", {"fail_open or drop"}},
+      {"listeners[0].send_tcp_reset", "[1]", {"expected a map"}},
+      {"listeners[0].send_tcp_reset.on_idle_timeout", "sometimes", {"not true or false"}},
       // traffic_classes[] (every value in tests/unit/config/test_config_classes.cc)
       {"traffic_classes", "t", {"expected a list of traffic classes"}},
       {"traffic_classes[0].name", "''", {"required"}},
