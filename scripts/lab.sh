@@ -28,6 +28,7 @@
 #   LAB_FORMAT aws|ethernet   LAB_FAILOVER rebalance|no_rebalance   LAB_DRAIN (10s)
 #   LAB_HC http|tcp   LAB_HC_INTERVAL (500ms)   LAB_HC_TIMEOUT (300ms)
 #   LAB_HC_HEALTHY (2)   LAB_HC_UNHEALTHY (2)
+#   LAB_HC_FORWARDING true: forwarding checks (a probe through each appliance) too
 #   LAB_APP_ARGS, LAB_APP1_ARGS, LAB_APP2_ARGS   extra gwlb-appliance arguments
 #   LAB_RT_PORT af_packet|tap   gwlbd's router-side port: net_af_packet on gw-rt (default;
 #                       the kernel reassembles IPv4 fragments before gwlbd sees them) or
@@ -115,7 +116,7 @@ server_group_yaml() {  # server_group_yaml NAME I J EXTRA: a group of appliances
     connection_draining: { enabled: true, timeout: ${LAB_DRAIN:-10s} }
     health_check: { protocol: $hc, port: 8080$path_line, interval: ${LAB_HC_INTERVAL:-500ms},
                     timeout: ${LAB_HC_TIMEOUT:-300ms}, healthy_threshold: ${LAB_HC_HEALTHY:-2},
-                    unhealthy_threshold: ${LAB_HC_UNHEALTHY:-2}$extra }
+                    unhealthy_threshold: ${LAB_HC_UNHEALTHY:-2}${LAB_HC_FORWARDING:+, forwarding: $LAB_HC_FORWARDING}$extra }
     servers:
       - { address: ${APP_IPS[$2]}, mac: ${APP_MACS[$2]} }
       - { address: ${APP_IPS[$3]}, mac: ${APP_MACS[$3]} }

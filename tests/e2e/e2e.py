@@ -3,12 +3,13 @@
 
   e2e.py TEST --build DIR --src DIR --work DIR
 TEST: tcp | udp | drop | failover | ethernet | no_rebalance | drain | restart | fragments | mtu | fleet
-      | fleet_frr | fleet_upgrade | router_fragments | classes
+      | fleet_frr | fleet_upgrade | router_fragments | classes | forwarding
 (fleet: tests/e2e/e2e_fleet.py, the fleet lab of 3 gateways, BIRD on the router;
 fleet_frr: the same with FRR on the router, LAB_ROUTER=frr; fleet_upgrade:
 tests/e2e/e2e_fleet_upgrade.py, docs/upgrade.md's rolling upgrade on that lab; router_fragments:
 tests/e2e/e2e_router.py, a Linux router's ECMP and fragments, no gwlbd; classes:
-tests/e2e/e2e_classes.py, two listeners and a bypass class, lab.sh up --listeners 2)
+tests/e2e/e2e_classes.py, two listeners and a bypass class, lab.sh up --listeners 2;
+forwarding: tests/e2e/e2e_forwarding.py, forwarding checks against gwlb-appliance --blackhole)
 Each test builds its own lab (namespaces PREFIX-*, PREFIX = e2e-TEST), runs, and
 always tears it down. Exit 77 (skip) only when network namespaces cannot be made.
 """
@@ -645,6 +646,11 @@ def test_classes(lab, args):
     e2e_classes.test_classes(lab, args)
 
 
+def test_forwarding(lab, args):
+    import e2e_forwarding  # tests/e2e/e2e_forwarding.py
+    e2e_forwarding.test_forwarding(lab, args)
+
+
 def test_fleet(lab, args):
     import e2e_fleet  # tests/e2e/e2e_fleet.py
     e2e_fleet.test_fleet(lab, args)
@@ -670,6 +676,7 @@ TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
          # judges the upgrade, not health detection: a 1 s check timeout.
          "fleet_upgrade": (test_fleet_upgrade, {"LAB_GRACE": "3s", "LAB_HC_TIMEOUT": "1s"}),
          "classes": (test_classes, {"LAB_FAILOVER": "rebalance"}),
+         "forwarding": (test_forwarding, {"LAB_APP2_ARGS": "--blackhole"}),
          "fleet_frr": (test_fleet, {"LAB_GRACE": "3s", "LAB_ROUTER": "frr"})}
 
 
