@@ -509,7 +509,7 @@ const Key kHealthKeys[] = {
      .doc = "Spread the first probes of many appliances over one interval."},
     {.name = "forwarding", .kind = Kind::kBool, .acc = member<&HealthCheckConfig::forwarding>(),
      .doc = "Also send a probe through the appliance as data travels; no return in `timeout` "
-            "fails the check (`forwarding_timeout`) ([product-rules.md](product-rules.md#forwarding-checks))."},
+            "fails the check (`forwarding_timeout`) ([product-rules.md](product-rules.md#1-health-checks))."},
     {.name = "forwarding_probe", .kind = Kind::kSection,
      .acc = member<&HealthCheckConfig::forwarding_probe>(),
      .doc = "The inner addresses of the forwarding probe (an ICMP echo request `src` -> `dst`).",

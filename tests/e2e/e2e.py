@@ -676,7 +676,7 @@ TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
          # judges the upgrade, not health detection: a 1 s check timeout.
          "fleet_upgrade": (test_fleet_upgrade, {"LAB_GRACE": "3s", "LAB_HC_TIMEOUT": "1s"}),
          "classes": (test_classes, {"LAB_FAILOVER": "rebalance"}),
-         "forwarding": (test_forwarding, {"LAB_APP2_ARGS": "--blackhole"}),
+         "forwarding": (test_forwarding, {"LAB_APP2_ARGS": "--blackhole", "LAB_HC_TIMEOUT": "1s"}),
          "fleet_frr": (test_fleet, {"LAB_GRACE": "3s", "LAB_ROUTER": "frr"})}
 
 

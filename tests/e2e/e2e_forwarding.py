@@ -3,7 +3,7 @@
 answers 200 and it forwards nothing.
 
 1. forwarding off (the lab's config): app2 stays healthy however long one
-   waits (several failure windows), while new flows Maglev gives it vanish;
+   waits (two failure windows here), while new flows Maglev gives it vanish;
 2. forwarding on (config reload): app2 turns unhealthy with last result
    forwarding_timeout within the documented window, shown by `gwlbctl
    servers`; app1, a normal gwlb-appliance, stays healthy throughout with
@@ -35,7 +35,9 @@ def totals(lab):
 
 
 def test_forwarding(lab, args):
-    hc = {"interval": 0.5, "timeout": 0.3, "unhealthy": 2}
+    # A 1 s timeout (LAB_HC_TIMEOUT, e2e.py): on a loaded machine an HTTP
+    # answer over 300 ms would fail the check with its own reason first.
+    hc = {"interval": 0.5, "timeout": 1.0, "unhealthy": 2}
     fail_window = hc["timeout"] * hc["unhealthy"] + hc["interval"] * (hc["unhealthy"] - 1)
     app1, app2 = APPS["app1"], APPS["app2"]
     wait_health(lab, app1, "healthy", 10)
@@ -44,10 +46,10 @@ def test_forwarding(lab, args):
     before = lab.app_stats("app2")["dropped"]
     for _ in range(8):  # new flows: those Maglev gives app2 vanish there
         lab.run("client", "curl", "-s", "--max-time", "1", f"http://{SERVER}/index.html")
-    n = stays(lab, app2, "healthy", 3 * fail_window)
+    n = stays(lab, app2, "healthy", 2 * fail_window)
     dropped = lab.app_stats("app2")["dropped"] - before
-    print(f"forwarding off: black-holing app2 healthy in all {n} samples over {3 * fail_window:.1f} s "
-          f"(3 failure windows) while it dropped {dropped} packets")
+    print(f"forwarding off: black-holing app2 healthy in all {n} samples over {2 * fail_window:.1f} s "
+          f"(2 failure windows) while it dropped {dropped} packets")
     assert dropped > 0, "no packet reached the black hole: the test shows nothing"
 
     # 2. Forwarding checks on, by a reload.
@@ -71,11 +73,11 @@ def test_forwarding(lab, args):
     print(f"gwlbctl servers: {line[0].strip() if line else text}")
 
     t0 = totals(lab)
-    n = stays(lab, app1, "healthy", 3 * fail_window)
+    n = stays(lab, app1, "healthy", 2 * fail_window)
     t1 = totals(lab)
     probes = t1["punted_probe"] - t0["punted_probe"]
     print(f"app1 (forwards): healthy in all {n} samples with forwarding on; {probes} probes came back "
-          f"and were consumed in {3 * fail_window:.1f} s")
+          f"and were consumed in {2 * fail_window:.1f} s")
     assert probes >= 2, f"app1's probes did not come back: {probes}"
     r = lab.run("client", "curl", "-s", "--max-time", "5", f"http://{SERVER}/index.html")
     assert r.stdout == "hello through the gateway\n", f"new connection failed: {r.stdout!r} {r.stderr}"
