@@ -17,6 +17,7 @@ class ForwardingProbe : public ::testing::TestWithParam<ctl::GeneveFormat> {
   void SetUp() override {
     HarnessOptions o;
     o.format = GetParam();
+    o.punt_ring = true;  // gwlbd's ring to the control thread
     h_ = std::make_unique<Harness>(o);
     setForwarding(true);
   }
