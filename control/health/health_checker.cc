@@ -234,6 +234,9 @@ void HealthChecker::startForwarding(const std::shared_ptr<Target>& t, uint32_t i
   t->fwd_ok.reset();
   t->check_result.reset();
   t->deliver = nullptr;
+  // A round cut short (a reconfigure) leaves its token: re-arming the timer
+  // below cancels the wait that would have dropped it.
+  if (t->fwd_token) fwd_outstanding_.erase(t->fwd_token);
   uint32_t token = next_token_++;
   if (token == 0) token = next_token_++;
   t->fwd_token = token;
