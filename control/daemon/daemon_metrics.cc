@@ -239,7 +239,7 @@ void Daemon::serverMetrics(std::ostringstream& o) const {
     for (auto it = ht->history().rbegin(); it != ht->history().rend(); ++it) {
       if (it->is_transition) continue;
       const std::string why = it->reason.substr(0, it->reason.find_first_of(": "));
-      o << "gwlb_server_failing_reason{" << labels(*r) << ",reason="" << escape(why) << ""} 1\n";
+      o << "gwlb_server_failing_reason{" << labels(*r) << ",reason=\"" << escape(why) << "\"} 1\n";
       break;
     }
   }
