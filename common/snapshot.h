@@ -129,6 +129,10 @@ struct GroupView {
   uint64_t other_idle_ns = 120'000'000'000ULL;
   std::vector<uint16_t> maglev;  // slot -> server id (kNoServer when none)
   uint8_t listener = kNoListener;  // the listener it serves: flow keys carry the listener
+  // Forwarding checks (health_check.forwarding): the inner addresses of the
+  // probe (IPv4, host order; 0: none). A returned packet from src to dst that
+  // has no flow is a probe coming back: the control thread's, not the router's.
+  uint32_t probe_src = 0, probe_dst = 0;
 
   // Installs the Maglev table and the reciprocal that maglevSlot() uses.
   void setMaglev(std::vector<uint16_t> table) noexcept {

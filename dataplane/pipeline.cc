@@ -41,6 +41,22 @@ inline void forUs(Ctx& c, rte_mbuf* m) noexcept {
   c.w.counters.inc(Counter::punted_exception);
 }
 
+// A returned packet without a flow: a forwarding-check probe coming back
+// (health_check.forwarding: the inner addresses its group reserves) goes to
+// the control thread, which matches it to its probe; anything else is
+// drop_return_no_flow. Reached only on a miss, so the ordinary return path
+// pays nothing for it.
+[[gnu::noinline]] void returnWithoutFlow(Ctx& c, rte_mbuf* m, const ParsedPacket& in,
+                                         const GroupView& g) noexcept {
+  if (g.probe_dst != 0 && in.ip_version == 4 && in.tuple.proto == kProtoIcmp &&
+      in.tuple.src.v4HostOrder() == g.probe_src && in.tuple.dst.v4HostOrder() == g.probe_dst) {
+    if (!c.dp.punt || rte_ring_enqueue(c.dp.punt, m) != 0) return drop(c, m, Counter::drop_punt_queue_full);
+    c.w.counters.inc(Counter::punted);
+    c.w.counters.inc(Counter::punted_probe);
+    return;
+  }
+  drop(c, m, Counter::drop_return_no_flow);
+}
 
 // Records where this direction's packets come from: the first packet's L2,
 // then any change (a router failover, a neighbour's new MAC or port), so
@@ -381,7 +397,8 @@ struct ReturnInfo {
     ps = parseFrame(f + inner_off, end - inner_off, in, why);
   }
   if (ps != ParseStatus::kOk) return drop(c, m, Counter::drop_return_inner_malformed), false;
-  if (g.listener == kNoListener) return drop(c, m, Counter::drop_return_no_flow), false;
+  if (g.listener == kNoListener) [[unlikely]]
+    return returnWithoutFlow(c, m, in, g), false;
   setRef(ref, in, g.stickiness, g.listener);
   ri.server = server;
   ri.cookie = gi.cookie;
@@ -400,7 +417,8 @@ struct ReturnInfo {
   // Concurrency rule R6 (docs/architecture.md "Flow entries: concurrency rules"):
   // the bulk lookup came before this burst's inserts.
   if (pos < 0 && c.insertedThisBurst(ref.hash)) pos = ft.lookup(ref.key, ref.hash);
-  if (pos < 0) return drop(c, m, Counter::drop_return_no_flow);
+  if (pos < 0) [[unlikely]]
+    return returnWithoutFlow(c, m, in, c.s.groups[c.s.servers[ri.server].group]);
   FlowEntry& e = ft.entry(pos);
   const uint16_t server = ri.server;
   // Concurrency rule R1 (docs/architecture.md "Flow entries: concurrency rules"):

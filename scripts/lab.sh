@@ -29,6 +29,7 @@
 #   LAB_TCP_RESET 1     send_tcp_reset on_unhealthy and on_deregistration in every group
 #   LAB_HC http|tcp   LAB_HC_INTERVAL (500ms)   LAB_HC_TIMEOUT (300ms)
 #   LAB_HC_HEALTHY (2)   LAB_HC_UNHEALTHY (2)
+#   LAB_HC_FORWARDING true: forwarding checks (a probe through each appliance) too
 #   LAB_APP_ARGS, LAB_APP1_ARGS, LAB_APP2_ARGS   extra gwlb-appliance arguments
 #   LAB_APPLIANCE plain|stateful|mixed (plain)   stateful: every appliance forwards through its
 #                       namespace's kernel and an nftables conntrack firewall (gwlb-appliance --tun,
@@ -124,7 +125,7 @@ server_group_yaml() {  # server_group_yaml NAME I J EXTRA: a group of appliances
     connection_draining: { enabled: true, timeout: ${LAB_DRAIN:-10s} }
     health_check: { protocol: $hc, port: 8080$path_line, interval: ${LAB_HC_INTERVAL:-500ms},
                     timeout: ${LAB_HC_TIMEOUT:-300ms}, healthy_threshold: ${LAB_HC_HEALTHY:-2},
-                    unhealthy_threshold: ${LAB_HC_UNHEALTHY:-2}$extra }
+                    unhealthy_threshold: ${LAB_HC_UNHEALTHY:-2}${LAB_HC_FORWARDING:+, forwarding: $LAB_HC_FORWARDING}$extra }
     servers:
       - { address: ${APP_IPS[$2]}, mac: ${APP_MACS[$2]} }
       - { address: ${APP_IPS[$3]}, mac: ${APP_MACS[$3]} }

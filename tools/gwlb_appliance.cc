@@ -18,7 +18,7 @@
 //
 // Usage: gwlb-appliance [--listen ADDR] [--port N] [--reply-port N]
 //                       [--http ADDR:PORT] [--drop-dport N]... [--drop-proto P]...
-//                       [--unhealthy] [--name NAME] [--max-flows N] [--quiet]
+//                       [--unhealthy] [--blackhole] [--name NAME] [--max-flows N] [--quiet]
 //                       [--tun NAME [--tun-flows N] [--tun-idle SECONDS]]
 #include <utility>  // before Boost 1.74 Asio under C++20 (std::exchange)
 
@@ -68,6 +68,7 @@ struct Options {
   uint16_t http_port = 8080;
   bool http = true;
   bool unhealthy = false;
+  bool blackhole = false;  // forwards nothing, while its HTTP health stays as it is
   std::string name = "appliance";
   size_t max_flows = 100000;
   bool quiet = false;
@@ -114,10 +115,11 @@ class Appliance {
     });
     std::string rules;
     for (auto& r : opt_.rules) rules += (rules.empty() ? "" : ", ") + r.describe();
-    spdlog::info("{}: Geneve on {}:{} (replies to sender:{}), HTTP on {}, drop rules: {}{}",
+    spdlog::info("{}: Geneve on {}:{} (replies to sender:{}), HTTP on {}, drop rules: {}{}{}",
                  opt_.name, opt_.listen, opt_.port, opt_.reply_port,
                  opt_.http ? opt_.http_addr + ":" + std::to_string(opt_.http_port) : "off",
-                 rules.empty() ? "none" : rules, unhealthy_ ? ", health 503" : "");
+                 rules.empty() ? "none" : rules, unhealthy_ ? ", health 503" : "",
+                 opt_.blackhole ? ", blackhole: forwards nothing" : "");
     if (tun_) spdlog::info("{}: tun mode: inner packets through tun device {} (the kernel forwards them)",
                            opt_.name, opt_.tun.device);
     receive();
@@ -178,6 +180,10 @@ class Appliance {
       return malformed("bad_protocol");
     }
     ++formats_[format];
+    if (opt_.blackhole) {  // a dead forwarding plane behind a live web server
+      ++dropped_;
+      return;
+    }
 
     // The flow, canonical, and the direction of this packet.
     FlowKey key{inner.proto, inner.src, inner.dst};
@@ -361,6 +367,7 @@ class Appliance {
                        a flow to port N); repeatable
   --drop-proto P       drop packets of IP protocol P (tcp, udp, icmp, icmpv6 or 0..255); repeatable
   --unhealthy          start with GET /health answering 503
+  --blackhole          forward nothing (counted as dropped); GET /health still answers
   --name NAME          name in logs and /stats (default appliance)
   --max-flows N        most flows tracked in /stats (default 100000)
   --quiet              log only errors
@@ -443,6 +450,7 @@ int main(int argc, char** argv) {
       else p = parseNum(a, v, 0, 255);
       opt.rules.push_back({Rule::Proto, p});
     } else if (a == "--unhealthy") opt.unhealthy = true;
+    else if (a == "--blackhole") opt.blackhole = true;
     else if (a == "--name") opt.name = value();
     else if (a == "--max-flows") opt.max_flows = parseNum(a, value(), 0, 10000000);
     else if (a == "--quiet") opt.quiet = true;

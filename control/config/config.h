@@ -82,7 +82,16 @@ struct HealthCheckConfig {
   bool verify = false;                     // https: verify the certificate (implied by ca_file)
   std::string ca_file;                     // https: CA bundle; required with verify
   bool jitter = true;                      // spread first probes over one interval
+  // The in-band check (docs/product-rules.md "Forwarding checks"): beside the
+  // check above, an ICMP echo request from probe_src to probe_dst, wrapped as
+  // data for the appliance, must come back wrapped from it within timeout.
+  bool forwarding = false;
+  struct ForwardingProbe {
+    IpAddr src = IpAddr::v4(0xC6120001);   // 198.18.0.1 (RFC 2544 benchmarking range)
+    IpAddr dst = IpAddr::v4(0xC6120002);   // 198.18.0.2
+  } forwarding_probe;
   bool active() const { return configured && enabled; }
+  bool forwardingActive() const { return active() && forwarding; }
 };
 
 struct ServerGroupConfig {

@@ -139,6 +139,8 @@ class Cross {
     } else if (h.verify && h.ca_file.empty()) {
       add(hp + ".ca_file", "is required when verify is true");
     }
+    if (h.forwarding_probe.src == h.forwarding_probe.dst)
+      add(hp + ".forwarding_probe.dst", "is the same address as src; the probe needs two");
   }
 
   // A fleet has a secret; one given inline in two places is the same key

@@ -78,6 +78,8 @@ std::string sectionText(DigestSection sec, const Config& c, const FlowHashKey& k
         t.put(p + "healthy_threshold", h.healthy_threshold);
         t.put(p + "unhealthy_threshold", h.unhealthy_threshold);
         t.put(p + "verify", h.verify || !h.ca_file.empty());
+        if (h.forwarding)
+          t.put(p + "forwarding", h.forwarding_probe.src.str() + ">" + h.forwarding_probe.dst.str());
         break;
       }
       case DigestSection::kTimeouts:

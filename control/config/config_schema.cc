@@ -450,6 +450,16 @@ const Key kGeneveKeys[] = {
 };
 const Section kGeneveSection{"server_groups[].geneve", kGeneveKeys};
 
+const Key kForwardingProbeKeys[] = {
+    {.name = "src", .kind = Kind::kIpv4, .acc = member<&HealthCheckConfig::ForwardingProbe::src>(),
+     .doc = "Source of the probe's inner packet; reserved: no data may use it.",
+     .what = "an IPv4 address", .default_doc = "`198.18.0.1`"},
+    {.name = "dst", .kind = Kind::kIpv4, .acc = member<&HealthCheckConfig::ForwardingProbe::dst>(),
+     .doc = "Destination of the probe's inner packet; reserved like `src`.",
+     .what = "an IPv4 address", .default_doc = "`198.18.0.2`"},
+};
+const Section kForwardingProbeSection{"server_groups[].health_check.forwarding_probe", kForwardingProbeKeys};
+
 const Key kHealthKeys[] = {
     {.name = "enabled", .kind = Kind::kBool, .acc = member<&HealthCheckConfig::enabled>(),
      .doc = "`false`: state `disabled`, treated as healthy, not probed."},
@@ -498,6 +508,13 @@ const Key kHealthKeys[] = {
      .what = "a file path", .after = kAfterProtocolVerify, .type_doc = "path"},
     {.name = "jitter", .kind = Kind::kBool, .acc = member<&HealthCheckConfig::jitter>(),
      .doc = "Spread the first probes of many appliances over one interval."},
+    {.name = "forwarding", .kind = Kind::kBool, .acc = member<&HealthCheckConfig::forwarding>(),
+     .doc = "Also send a probe through the appliance as data travels; no return in `timeout` "
+            "fails the check (`forwarding_timeout`) ([product-rules.md](product-rules.md#1-health-checks))."},
+    {.name = "forwarding_probe", .kind = Kind::kSection,
+     .acc = member<&HealthCheckConfig::forwarding_probe>(),
+     .doc = "The inner addresses of the forwarding probe (an ICMP echo request `src` -> `dst`).",
+     .sub = &kForwardingProbeSection},
 };
 
 void healthBegin(void* obj) { static_cast<HealthCheckConfig*>(obj)->configured = true; }

@@ -186,6 +186,7 @@ int Daemon::run() {
           updateAnnounce();  // a destination that now drops withdraws at once
         });
       });
+  health_->setForwardingSender([this](uint32_t ip, uint32_t token) { return sendForwardingProbe(ip, token); });
   health_->reconcile(cfg());
   boost::asio::signal_set stop_signals(io, SIGINT, SIGTERM);
   boost::asio::signal_set hup(io, SIGHUP);

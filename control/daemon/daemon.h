@@ -93,6 +93,9 @@ class Daemon {
   void checkProbePaths(const Config& next);  // changes nothing in the kernel
   // After a config change is in force: the tap's pins follow it.
   void applyProbePaths();
+  // Forwarding checks: queues the probe with `token` for the appliance at `ip`
+  // on control_tx (worker 0 sends it); false when it cannot be built now.
+  bool sendForwardingProbe(uint32_t ip, uint32_t token);
   // Periodic housekeeping (control/daemon/daemon_housekeeping.cc): the stats
   // line, the rates, the watchdog. The counters in one line: at info, or at
   // debug for the periodic line.

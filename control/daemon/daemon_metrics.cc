@@ -231,6 +231,29 @@ void Daemon::serverMetrics(std::ostringstream& o) const {
       << '\n';
     o << "gwlb_server_probe_duration_seconds_count{" << labels(*r) << "} " << h.count << '\n';
   }
+  metric(o, "gwlb_server_failing_reason", "gauge",
+         "1 while an appliance's checks fail, labelled with its last failed check's reason "
+         "(connect_timeout, bad_status, forwarding_timeout, ...); no sample while they pass");
+  for (const auto& [r, ht] : probed) {
+    if (ht->lastOk() || ht->history().empty()) continue;
+    for (auto it = ht->history().rbegin(); it != ht->history().rend(); ++it) {
+      if (it->is_transition) continue;
+      const std::string why = it->reason.substr(0, it->reason.find_first_of(": "));
+      o << "gwlb_server_failing_reason{" << labels(*r) << ",reason=\"" << escape(why) << "\"} 1\n";
+      break;
+    }
+  }
+  if (health_) {
+    const HealthChecker::ForwardingCounts& f = health_->forwardingCounts();
+    metric(o, "gwlb_forwarding_probes_total", "counter",
+           "forwarding-check probes (health_check.forwarding) by what became of them: sent, unsent "
+           "(no MAC or template yet), returned in time, timed_out, late (back after their timeout), "
+           "wrong_appliance (back from another appliance than they were sent to)");
+    const std::pair<const char*, uint64_t> kinds[] = {
+        {"sent", f.sent}, {"unsent", f.unsent}, {"returned", f.returned},
+        {"timed_out", f.timed_out}, {"late", f.late}, {"wrong_appliance", f.wrong_appliance}};
+    for (const auto& [k, v] : kinds) o << "gwlb_forwarding_probes_total{result=\"" << k << "\"} " << v << '\n';
+  }
   std::vector<ServerTraffic> traffic;
   for (const ServerRow& r : rows) traffic.push_back(trafficOf(r.id));
   const std::tuple<const char*, const char*, uint64_t ServerTraffic::*> families[] = {

@@ -1,4 +1,5 @@
-// gwlbd's neighbours on the control thread: answers ARP (and IPv6 neighbor
+// gwlbd's neighbours on the control thread (and the forwarding checks'
+// returned probes, which come by the same ring): answers ARP (and IPv6 neighbor
 // solicitations) for this node's addresses with the MAC of the port each
 // arrived on, and keeps the appliances' MACs fresh (control/daemon/neighbours.h):
 // learns from every ARP an appliance sends on a port facing the appliances,
@@ -13,6 +14,7 @@
 #include "common/arp.h"
 #include "common/ndp.h"
 #include "control/daemon/daemon.h"
+#include "control/health/forwarding_probe.h"
 #include "dataplane/eal.h"
 
 namespace gwlb::ctl {
@@ -87,6 +89,9 @@ void Daemon::handlePunted() {
       size_t room = size_t(m->data_len) + rte_pktmbuf_tailroom(m);
       size_t len = ours ? makeNeighborAdvertisement(f, room, ns, pv->mac) : 0;
       if (len && sendBack(control_tx_, m, len)) continue;
+    } else if (ForwardingReturn fr; health_ && parseForwardingReturn(f, m->data_len, fr)) {
+      // A forwarding check's probe back from an appliance (punted_probe).
+      health_->forwardingReturned(fr.appliance, fr.token);
     }
     rte_pktmbuf_free(m);
   }

@@ -5,12 +5,15 @@
 // reload, gwlbctl server add/set/remove) passes the same checks first, with
 // nothing changed in the kernel until the change is in force: then the tap's
 // pinned MACs follow it (removed with the appliances they were for).
+#include <rte_mbuf.h>
+#include <rte_ring.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 
 #include "control/api/api_params.h"
 #include "control/daemon/daemon.h"
+#include "control/health/forwarding_probe.h"
 #include "control/health/probe_path.h"
 
 namespace gwlb::ctl {
@@ -97,6 +100,32 @@ void Daemon::applyProbePaths() {
     // cannot reach, and this says why.
     spdlog::error("health probes: {}", e.what());
   }
+}
+
+// The probe leaves by the ring the control thread's other frames take (ARP),
+// out of the underlay port, built from the published snapshot: the same
+// template, cookie and port a data packet of the appliance's group gets.
+bool Daemon::sendForwardingProbe(uint32_t ip, uint32_t token) {
+  const dp::Snapshot* snap = dp_.snapshot.load(std::memory_order_acquire);
+  if (!snap) return false;
+  const uint16_t server = snap->serverByIp(ip);
+  uint8_t frame[kForwardingProbeMaxLen];
+  const size_t len = server == dp::kNoServer ? 0 : buildForwardingProbe(*snap, server, token, frame, sizeof frame);
+  if (len == 0) return false;
+  rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+  if (!m) return false;
+  auto* d = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, uint16_t(len)));
+  if (!d) {
+    rte_pktmbuf_free(m);
+    return false;
+  }
+  std::copy(frame, frame + len, d);
+  m->port = snap->underlay_port;
+  if (rte_ring_enqueue(control_tx_, m) != 0) {
+    rte_pktmbuf_free(m);
+    return false;
+  }
+  return true;
 }
 
 }  // namespace gwlb::ctl

@@ -226,6 +226,10 @@ dp::GroupView groupView(const ServerGroupConfig& gc) {
   g.attachment_id = gc.geneve.attachment_id;
   g.tcp_idle_ns = uint64_t(gc.tcp_idle_timeout_s) * 1'000'000'000ULL;
   g.other_idle_ns = uint64_t(gc.other_idle_timeout_s) * 1'000'000'000ULL;
+  if (gc.health_check.forwardingActive()) {
+    g.probe_src = gc.health_check.forwarding_probe.src.v4HostOrder();
+    g.probe_dst = gc.health_check.forwarding_probe.dst.v4HostOrder();
+  }
   return g;
 }
 

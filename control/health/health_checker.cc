@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <optional>
+#include <random>
 
 namespace gwlb::ctl {
 
@@ -15,9 +17,20 @@ struct HealthChecker::Target {
   uint64_t epoch = 0;       // bumps on reconfigure: stale results are ignored
   bool in_flight = false;
   bool jitter = true;
+  // Forwarding check: this round's probe, and the two halves of the round
+  // until both are known (the configured check's result, the probe's verdict).
+  bool forwarding = false;
+  boost::asio::steady_timer fwd_timer;
+  uint32_t fwd_token = 0;
+  std::chrono::steady_clock::time_point fwd_sent;
+  std::chrono::microseconds fwd_elapsed{0};
+  std::optional<bool> fwd_ok;
+  std::optional<probe::ProbeResult> check_result;
+  std::function<void(const probe::ProbeResult&)> deliver;
   Target(const IpAddr& a, std::string g, HealthTracker t, probe::ProbeSpec s,
          boost::asio::io_context& io)
-      : address(a), group(std::move(g)), tracker(std::move(t)), spec(std::move(s)), timer(io) {}
+      : address(a), group(std::move(g)), tracker(std::move(t)), spec(std::move(s)), timer(io),
+        fwd_timer(io) {}
 };
 
 namespace {
@@ -55,10 +68,13 @@ HealthChecker::HealthChecker(boost::asio::io_context& io, std::function<void()> 
       epoch_(std::chrono::steady_clock::now()),
       epoch_unix_(std::chrono::duration<double>(
                       std::chrono::system_clock::now().time_since_epoch())
-                      .count()) {}
+                      .count()),
+      // Tokens start anywhere: a probe an earlier gwlbd sent, back late,
+      // should not match one of ours.
+      next_token_(uint32_t(std::random_device{}())) {}
 
 HealthChecker::~HealthChecker() {
-  for (auto& [ip, t] : targets_) t->timer.cancel();
+  for (auto& [ip, t] : targets_) t->timer.cancel(), t->fwd_timer.cancel();
 }
 
 uint64_t HealthChecker::nowMs() const {
@@ -111,6 +127,7 @@ void HealthChecker::reconcile(const Config& cfg) {
         auto t = std::make_shared<Target>(sc.address, g.name,
                                           HealthTracker(p, h.active(), sc.weight, now), spec, io_);
         t->jitter = h.jitter;
+        t->forwarding = h.forwardingActive();
         t->tracker.setProvisional(starting);
         targets_[ip] = t;
         if (t->tracker.probed()) schedule(ip, firstProbeDelayMs(p, ip, h.jitter));
@@ -118,7 +135,8 @@ void HealthChecker::reconcile(const Config& cfg) {
       }
       Target& t = *it->second;
       bool was_probed = t.tracker.probed();
-      bool spec_changed = !sameSpec(t.spec, spec);
+      bool spec_changed = !sameSpec(t.spec, spec) || t.forwarding != h.forwardingActive();
+      t.forwarding = h.forwardingActive();
       t.spec = spec;
       t.group = g.name;
       auto tr = t.tracker.reconfigure(p, h.active(), sc.weight, now);
@@ -172,9 +190,10 @@ void HealthChecker::startProbe(uint32_t ip) {
   t->in_flight = true;
   uint64_t epoch = t->epoch;
   try {
+    if (t->forwarding) startForwarding(t, ip, epoch);
     probe::startProbe(
       io_, t->spec,
-      [this, t, ip, epoch](const probe::ProbeResult& r) {
+      joinForwarding(t, epoch, [this, t, ip, epoch](const probe::ProbeResult& r) {
         if (t->epoch != epoch) return;  // reconfigured or removed meanwhile
         t->in_flight = false;
         // The next check is armed first: whatever throws below (a log line,
@@ -199,7 +218,7 @@ void HealthChecker::startProbe(uint32_t ip) {
                        t->address.str(), t->group, o.reason, t->tracker.params().healthy_threshold);
         }
         if ((tr || served != t->tracker.receivesNewFlows()) && on_change_) on_change_();
-      },
+      }),
       &tls_);
   } catch (...) {
     // A probe that could not even start: try again an interval later, then
@@ -208,6 +227,91 @@ void HealthChecker::startProbe(uint32_t ip) {
     schedule(ip, t->tracker.params().interval_ms);
     throw;
   }
+}
+
+// The probe of this round: sent now, judged at the return or the timeout.
+void HealthChecker::startForwarding(const std::shared_ptr<Target>& t, uint32_t ip, uint64_t epoch) {
+  t->fwd_ok.reset();
+  t->check_result.reset();
+  t->deliver = nullptr;
+  // A round cut short (a reconfigure) leaves its token: re-arming the timer
+  // below cancels the wait that would have dropped it.
+  if (t->fwd_token) fwd_outstanding_.erase(t->fwd_token);
+  uint32_t token = next_token_++;
+  if (token == 0) token = next_token_++;
+  t->fwd_token = token;
+  t->fwd_sent = std::chrono::steady_clock::now();
+  fwd_outstanding_[token] = ip;
+  if (send_forwarding_ && send_forwarding_(ip, token)) ++fwd_counts_.sent;
+  else ++fwd_counts_.unsent;
+  const auto timeout = std::chrono::milliseconds(t->tracker.params().timeout_ms);
+  t->fwd_timer.expires_after(timeout);
+  t->fwd_timer.async_wait([this, t, epoch, token, timeout](const boost::system::error_code& ec) {
+    if (ec) return;  // returned in time (or the checker is going)
+    fwd_outstanding_.erase(token);
+    // (A return handled just after the timer fired has decided already.)
+    if (t->epoch != epoch || t->fwd_token != token || t->fwd_ok) return;
+    ++fwd_counts_.timed_out;
+    t->fwd_ok = false;
+    t->fwd_elapsed = timeout;
+    deliverRound(t);
+  });
+}
+
+// With forwarding on, the configured check's result waits for the probe's
+// verdict; the round's result is the two together.
+HealthChecker::ResultHandler HealthChecker::joinForwarding(const std::shared_ptr<Target>& t, uint64_t epoch,
+                                                           ResultHandler done) {
+  if (!t->forwarding) return done;
+  t->deliver = std::move(done);
+  return [this, t, epoch](const probe::ProbeResult& r) {
+    if (t->epoch != epoch) return;
+    t->check_result = r;
+    deliverRound(t);
+  };
+}
+
+// Once both halves are in: the configured check's failure comes first (its
+// reason says more), then the forwarding verdict.
+void HealthChecker::deliverRound(const std::shared_ptr<Target>& t) {
+  if (!t->check_result || !t->fwd_ok || !t->deliver) return;
+  probe::ProbeResult r = std::move(*t->check_result);
+  if (r.ok && !*t->fwd_ok) {
+    r.ok = false;
+    r.reason = "forwarding_timeout";
+    r.detail.clear();
+  }
+  r.elapsed = std::max(r.elapsed, t->fwd_elapsed);
+  ResultHandler d = std::move(t->deliver);
+  t->deliver = nullptr;
+  t->check_result.reset();
+  t->fwd_ok.reset();
+  d(r);
+}
+
+void HealthChecker::forwardingReturned(uint32_t appliance, uint32_t token) {
+  auto it = fwd_outstanding_.find(token);
+  if (it == fwd_outstanding_.end()) {
+    ++fwd_counts_.late;  // its check timed out already (or it is no probe of ours)
+    return;
+  }
+  if (it->second != appliance) {
+    ++fwd_counts_.wrong_appliance;  // not the appliance it was sent to: proves nothing
+    return;
+  }
+  fwd_outstanding_.erase(it);
+  auto tt = targets_.find(appliance);
+  if (tt == targets_.end() || tt->second->fwd_token != token || tt->second->fwd_ok) {
+    ++fwd_counts_.late;
+    return;
+  }
+  std::shared_ptr<Target> t = tt->second;
+  ++fwd_counts_.returned;
+  t->fwd_timer.cancel();
+  t->fwd_ok = true;
+  t->fwd_elapsed = std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::steady_clock::now() - t->fwd_sent);
+  deliverRound(t);
 }
 
 HealthMap HealthChecker::states() const {

@@ -43,6 +43,21 @@ class HealthChecker {
   static probe::ProbeSpec specFor(const HealthCheckConfig& h, const IpAddr& address,
                                   const ProbePath& path);
   boost::asio::ssl::context& tls() { return tls_; }
+
+  // Forwarding checks (health_check.forwarding, docs/product-rules.md
+  // "Forwarding checks"). `send` puts the probe with this token on the wire
+  // for the appliance at `ip` (false: it could not be built now, e.g. the
+  // MAC is unknown; the check then times out). Set once, by the daemon.
+  using ForwardingSender = std::function<bool(uint32_t ip, uint32_t token)>;
+  void setForwardingSender(ForwardingSender send) { send_forwarding_ = std::move(send); }
+  // A probe came back wrapped from `appliance` with `token`: it completes
+  // that appliance's check when it is the one outstanding; a late one, or one
+  // from another appliance, is counted and changes nothing.
+  void forwardingReturned(uint32_t appliance, uint32_t token);
+  struct ForwardingCounts {
+    uint64_t sent = 0, unsent = 0, returned = 0, timed_out = 0, late = 0, wrong_appliance = 0;
+  };
+  const ForwardingCounts& forwardingCounts() const { return fwd_counts_; }
   // Unix time of a tracker timestamp (ms on this checker's clock).
   double unixTime(uint64_t ms) const { return epoch_unix_ + double(ms) / 1000.0; }
 
@@ -51,6 +66,10 @@ class HealthChecker {
   void schedule(uint32_t ip, uint64_t delay_ms);
   void startProbe(uint32_t ip);
   uint64_t nowMs() const;
+  using ResultHandler = std::function<void(const probe::ProbeResult&)>;
+  void startForwarding(const std::shared_ptr<Target>& t, uint32_t ip, uint64_t epoch);
+  ResultHandler joinForwarding(const std::shared_ptr<Target>& t, uint64_t epoch, ResultHandler done);
+  void deliverRound(const std::shared_ptr<Target>& t);
 
   boost::asio::io_context& io_;
   std::function<void()> on_change_;
@@ -58,6 +77,10 @@ class HealthChecker {
   std::map<uint32_t, std::shared_ptr<Target>> targets_;
   std::chrono::steady_clock::time_point epoch_;
   double epoch_unix_ = 0;
+  uint32_t next_token_ = 1;
+  ForwardingSender send_forwarding_;
+  std::map<uint32_t, uint32_t> fwd_outstanding_;  // token -> appliance, until its timeout
+  ForwardingCounts fwd_counts_;
 };
 
 }  // namespace gwlb::ctl

@@ -4,14 +4,15 @@
   e2e.py TEST --build DIR --src DIR --work DIR
 TEST: tcp | udp | drop | failover | ethernet | no_rebalance | drain | restart | fragments | mtu | fleet
       | fleet_frr | fleet_upgrade | router_fragments | classes | tcp_reset | tcp_reset_stateful
-      | stateful_tcp | stateful_failover | stateful_killed | stateful_blackhole | fleet_stateful
+      | forwarding | stateful_tcp | stateful_failover | stateful_killed | stateful_blackhole | fleet_stateful
 (fleet: tests/e2e/e2e_fleet.py, the fleet lab of 3 gateways, BIRD on the router; fleet_stateful:
 the same through stateful appliances, LAB_APPLIANCE=stateful;
 fleet_frr: the same with FRR on the router, LAB_ROUTER=frr; fleet_upgrade:
 tests/e2e/e2e_fleet_upgrade.py, docs/upgrade.md's rolling upgrade on that lab; router_fragments:
 tests/e2e/e2e_router.py, a Linux router's ECMP and fragments, no gwlbd; classes:
 tests/e2e/e2e_classes.py, two listeners and a bypass class, lab.sh up --listeners 2;
-stateful_*: tests/e2e/e2e_stateful.py, LAB_APPLIANCE=stateful: nftables conntrack firewalls)
+stateful_*: tests/e2e/e2e_stateful.py, LAB_APPLIANCE=stateful: nftables conntrack firewalls;
+forwarding: tests/e2e/e2e_forwarding.py, forwarding checks against gwlb-appliance --blackhole)
 Each test builds its own lab (namespaces PREFIX-*, PREFIX = e2e-TEST), runs, and
 always tears it down. Exit 77 (skip) only when network namespaces cannot be made.
 """
@@ -691,6 +692,11 @@ def test_classes(lab, args):
     e2e_classes.test_classes(lab, args)
 
 
+def test_forwarding(lab, args):
+    import e2e_forwarding  # tests/e2e/e2e_forwarding.py
+    e2e_forwarding.test_forwarding(lab, args)
+
+
 def test_fleet(lab, args):
     import e2e_fleet  # tests/e2e/e2e_fleet.py
     e2e_fleet.test_fleet(lab, args)
@@ -739,7 +745,8 @@ TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
          # is what lets the client reconnect at once instead of hanging.
          "tcp_reset_stateful": (lambda lab, args: test_tcp_reset(lab, args, "stateful"),
                                 {"LAB_FAILOVER": "rebalance", "LAB_TCP_RESET": "1",
-                                 "LAB_APPLIANCE": "stateful"})}
+                                 "LAB_APPLIANCE": "stateful"}),
+         "forwarding": (test_forwarding, {"LAB_APP2_ARGS": "--blackhole", "LAB_HC_TIMEOUT": "1s"})}
 
 
 def main():

@@ -1042,7 +1042,7 @@ server_groups:
     health_check: { enabled: true, protocol: https, port: 443, path: /health, domain: fw.example,
                     http_codes: [http_2xx, 200-299], interval: 2s, timeout: 1s, healthy_threshold: 3,
                     unhealthy_threshold: 3, interface: mgmt0, source: 192.0.2.1, verify: true, ca_file: /etc/ca.pem,
-                    jitter: true }
+                    jitter: true, forwarding: true, forwarding_probe: { src: 198.18.0.1, dst: 198.18.0.2 } }
     when_all_unhealthy: fail_open
     failover_mode: rebalance
     connection_draining: { enabled: true, timeout: 300 }
@@ -1311,6 +1311,11 @@ const std::vector<BadValue>& badValues() {
       {"server_groups[0].health_check.ca_file", "''", {"required when verify is true"}},
       {"server_groups[0].health_check.ca_file", "[a]", {"expected a file path"}},
       {"server_groups[0].health_check.jitter", "1", {"not true or false"}},
+      {"server_groups[0].health_check.forwarding", "1", {"not true or false"}},
+      {"server_groups[0].health_check.forwarding_probe", "true", {"expected a map", "src"}},
+      {"server_groups[0].health_check.forwarding_probe.src", "2001:db8::1", {"IPv6", "IPv4"}},
+      {"server_groups[0].health_check.forwarding_probe.dst", "0.0.0.0", {"not a usable address"}},
+      {"server_groups[0].health_check.forwarding_probe.dst", "198.18.0.1", {"same address as src"}},
       {"server_groups[0].when_all_unhealthy", "fail_closed", {"fail_open or drop"}},
       {"server_groups[0].failover_mode", "rehash", {"no_rebalance or rebalance"}},
       {"server_groups[0].connection_draining", "true", {"expected a map", "enabled"}},

@@ -1,0 +1,109 @@
+#include "control/health/forwarding_probe.h"
+
+#include <cstring>
+
+#include "common/checksum.h"
+#include "common/flow_cookie.h"
+#include "common/flow_key.h"
+#include "common/geneve.h"
+#include "common/packet_parser.h"
+
+namespace gwlb::ctl {
+namespace {
+
+constexpr uint8_t kMagic[8] = {'g', 'w', 'l', 'b', '-', 'f', 'w', 'd'};
+
+// The inner IPv4 echo request at p[0..kForwardingInnerLen).
+void writeInner(uint8_t* p, uint32_t src, uint32_t dst, uint32_t appliance, uint32_t token) {
+  std::memset(p, 0, kForwardingInnerLen);
+  p[0] = 0x45;
+  wr16(p + 2, uint16_t(kForwardingInnerLen));
+  wr16(p + 4, uint16_t(token));  // IP ID: any value; the sequence number's
+  p[8] = 64;                     // TTL
+  p[9] = kProtoIcmp;
+  wr32(p + 12, src);
+  wr32(p + 16, dst);
+  wr16(p + 10, inetChecksum(p, 20));
+  uint8_t* ic = p + 20;
+  ic[0] = 8;  // echo request
+  wr16(ic + 4, uint16_t(token >> 16));
+  wr16(ic + 6, uint16_t(token));
+  std::memcpy(ic + 8, kMagic, sizeof kMagic);
+  wr32(ic + 16, appliance);
+  wr32(ic + 20, token);
+  wr16(ic + 2, inetChecksum(ic, 24));
+}
+
+}  // namespace
+
+size_t buildForwardingProbe(const Snapshot& s, uint16_t server, uint32_t token, uint8_t* out,
+                            size_t room) noexcept {
+  if (server >= s.servers.size()) return 0;
+  const ServerView& sv = s.servers[server];
+  if (!sv.routable || !sv.mac_known || sv.group >= s.groups.size()) return 0;
+  const GroupView& g = s.groups[sv.group];
+  const EncapTemplate& t = sv.encap;
+  if (g.probe_dst == 0 || t.len != encapHeaderLen(t.aws)) return 0;
+  const size_t inner_l2 = t.aws ? 0 : 14;
+  const size_t payload = inner_l2 + kForwardingInnerLen;
+  if (room < t.len + payload) return 0;
+  uint8_t* in = out + t.len;
+  if (inner_l2) {
+    // An inner frame to and from the gateway's own MAC: an appliance that
+    // forwards Ethernet sends it back as it came.
+    std::memcpy(in, s.underlay_mac.b.data(), 6);
+    std::memcpy(in + 6, s.underlay_mac.b.data(), 6);
+    wr16(in + 12, kEtherTypeIpv4);
+  }
+  writeInner(in + inner_l2, g.probe_src, g.probe_dst, sv.ip, token);
+  // Keyed as the data path keys a packet of this group's listener, so its
+  // cookie and UDP source port are what a data packet between the two
+  // addresses would carry.
+  L4Tuple tu;
+  tu.src = IpAddr::v4(g.probe_src);
+  tu.dst = IpAddr::v4(g.probe_dst);
+  tu.proto = kProtoIcmp;
+  tu.sport = tu.dport = uint16_t(token >> 16);
+  const uint32_t hash = flowHash(makeFlowKey(tu, g.stickiness, g.listener).key);
+  applyEncap(out, t, payload, geneveSourcePort(hash), kEtherTypeIpv4, flowCookie(hash, sv.ip),
+             csumAdd(0, in, payload));
+  return t.len + payload;
+}
+
+bool parseForwardingReturn(const uint8_t* f, size_t len, ForwardingReturn& out) noexcept {
+  ParsedPacket o;
+  Counter why = Counter::kCount;
+  if (parseFrame(f, len, o, why) != ParseStatus::kOk) return false;
+  if (o.ip_version != 4 || o.is_fragment || o.tuple.proto != kProtoUdp || o.tuple.dport != kGenevePort ||
+      o.l4_offset == 0)
+    return false;
+  const size_t end = size_t(o.l3_offset) + o.l3_len;  // parseFrame: within len
+  const size_t gen = size_t(o.l4_offset) + 8;
+  if (gen > end) return false;
+  GeneveInfo gi;
+  if (parseGeneve(f + gen, end - gen, gi, why) != GeneveStatus::kOk) return false;
+  const size_t inner = gen + gi.header_len;
+  if (inner > end) return false;
+  ParsedPacket in;
+  ParseStatus st;
+  if (gi.protocol == kEtherTypeIpv4) st = parseL3(f + inner, end - inner, kEtherTypeIpv4, in, why);
+  else if (gi.protocol == kEtherTypeTeb) st = parseFrame(f + inner, end - inner, in, why);
+  else return false;
+  if (st != ParseStatus::kOk || in.ip_version != 4 || in.is_fragment || in.tuple.proto != kProtoIcmp)
+    return false;
+  const size_t ic = inner + in.l3_offset + (size_t(f[inner + in.l3_offset] & 0x0F) * 4);
+  const size_t ip_end = inner + in.l3_offset + in.l3_len;
+  if (ip_end > end || ic + 24 > ip_end) return false;
+  const uint8_t* p = f + ic;
+  if (p[0] != 8 || p[1] != 0 || std::memcmp(p + 8, kMagic, sizeof kMagic) != 0) return false;
+  const uint32_t token = rd32(p + 20);
+  if (rd16(p + 4) != uint16_t(token >> 16) || rd16(p + 6) != uint16_t(token)) return false;
+  out.appliance = o.tuple.src.v4HostOrder();
+  out.sent_to = rd32(p + 16);
+  out.token = token;
+  out.src = in.tuple.src.v4HostOrder();
+  out.dst = in.tuple.dst.v4HostOrder();
+  return true;
+}
+
+}  // namespace gwlb::ctl

@@ -1,0 +1,48 @@
+// The packet of a forwarding check (health_check.forwarding,
+// docs/product-rules.md "Forwarding checks"): an ICMP echo request between
+// the two addresses the group reserves, wrapped in Geneve for one appliance
+// exactly as the data path wraps a packet of that appliance's group (its
+// encapsulation template, format, options, flow cookie and UDP source port),
+// and the parser of what comes back. Pure code over the published snapshot:
+// no DPDK, no Asio. Control thread (and the fuzz target).
+//
+// The echo request carries a token in its identifier and sequence number
+// and again in its payload, after a magic and the address of the appliance
+// it was sent to:
+//   ICMP: type 8, code 0, id = token >> 16, seq = token & 0xFFFF
+//   payload: "gwlb-fwd" (8 bytes), appliance IPv4 (4, big-endian), token (4)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/snapshot.h"
+
+namespace gwlb::ctl {
+
+inline constexpr size_t kForwardingInnerLen = 20 + 8 + 16;  // IPv4 + ICMP echo + payload
+// The longest frame buildForwardingProbe writes (ethernet format: an inner
+// Ethernet header as well).
+inline constexpr size_t kForwardingProbeMaxLen = kMaxEncapLen + 14 + kForwardingInnerLen;
+
+// Writes the probe with `token` for server id `server` of `s` into out[0..room)
+// and returns its length; 0 when the appliance cannot be sent to now (no
+// template: MAC unknown, not routable) or the group reserves no addresses.
+size_t buildForwardingProbe(const Snapshot& s, uint16_t server, uint32_t token, uint8_t* out,
+                            size_t room) noexcept;
+
+// What a returned probe says.
+struct ForwardingReturn {
+  uint32_t appliance = 0;  // outer source: the appliance that sent it back (host order)
+  uint32_t sent_to = 0;    // the appliance the payload names: the one it was sent to
+  uint32_t token = 0;
+  uint32_t src = 0, dst = 0;  // the inner addresses (host order)
+};
+
+// Parses a frame the workers handed over as a returned probe: Ethernet (one
+// optional tag), IPv4, UDP to 6081, Geneve (either format), an inner IPv4
+// ICMP echo request whose identifier, sequence number and payload agree.
+// False for anything else. Never reads past f[0..len).
+bool parseForwardingReturn(const uint8_t* f, size_t len, ForwardingReturn& out) noexcept;
+
+}  // namespace gwlb::ctl

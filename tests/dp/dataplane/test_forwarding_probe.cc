@@ -1,0 +1,106 @@
+// Forwarding checks in the pipeline (health_check.forwarding,
+// docs/product-rules.md "Forwarding checks"): the probe gwlbd builds for an
+// appliance, reflected by it, is handed to the control thread (punted,
+// punted_probe) and never sent toward a router; the same packet without
+// forwarding checks on, or another ICMP echo without a flow, is
+// drop_return_no_flow as before.
+#include <gtest/gtest.h>
+
+#include "control/health/forwarding_probe.h"
+#include "tests/dp/dp_harness.h"
+
+namespace gwlb::dptest {
+namespace {
+
+class ForwardingProbe : public ::testing::TestWithParam<ctl::GeneveFormat> {
+ protected:
+  void SetUp() override {
+    HarnessOptions o;
+    o.format = GetParam();
+    o.punt_ring = true;  // gwlbd's ring to the control thread
+    h_ = std::make_unique<Harness>(o);
+    setForwarding(true);
+  }
+  void setForwarding(bool on) {
+    ctl::HealthCheckConfig& hc = h_->config().server_groups[0].health_check;
+    hc.configured = true;
+    hc.forwarding = on;
+    h_->republish();
+  }
+  // The probe as gwlbd sends it to the appliance of server id `id`.
+  Bytes probe(uint16_t id, uint32_t token) const {
+    Bytes b(ctl::kForwardingProbeMaxLen);
+    size_t n = ctl::buildForwardingProbe(h_->snapshot(), id, token, b.data(), b.size());
+    b.resize(n);
+    return b;
+  }
+  std::unique_ptr<Harness> h_;
+};
+
+TEST_P(ForwardingProbe, AReturnedProbeGoesToTheControlThreadNotTheRouter) {
+  Harness& h = *h_;
+  const dp::Snapshot& s = h.snapshot();
+  ASSERT_FALSE(s.servers.empty());
+  for (uint16_t id = 0; id < s.servers.size(); ++id) {
+    if (!s.servers[id].in_use) continue;
+    const uint32_t token = 0x12340000u + id;
+    Bytes sent = probe(id, token);
+    ASSERT_FALSE(sent.empty()) << "server " << id;
+    // As sent: a Geneve packet to the appliance that the probe parser reads
+    // as the probe (the token, the appliance it is for, the two addresses).
+    ctl::ForwardingReturn out;
+    ASSERT_TRUE(ctl::parseForwardingReturn(sent.data(), sent.size(), out));
+    EXPECT_EQ(out.sent_to, s.servers[id].ip);
+    EXPECT_EQ(out.token, token);
+    EXPECT_EQ(out.src, 0xC6120001u);
+    EXPECT_EQ(out.dst, 0xC6120002u);
+
+    const uint64_t before = h.get(Counter::punted_probe);
+    Result r = h.send(reflect(sent), kUnderlayPort);
+    ASSERT_EQ(r.verdict, Verdict::kPunt) << describe(r);
+    EXPECT_EQ(h.get(Counter::punted_probe), before + 1);
+    EXPECT_EQ(r.bytes, reflect(sent)) << "handed over as it came";
+    ASSERT_TRUE(ctl::parseForwardingReturn(r.bytes.data(), r.bytes.size(), out));
+    EXPECT_EQ(out.appliance, s.servers[id].ip) << "the outer source: who sent it back";
+    EXPECT_EQ(out.sent_to, s.servers[id].ip);
+    EXPECT_EQ(out.token, token);
+  }
+  expectCounterInvariant(h.counters(), "after the probes");
+}
+
+TEST_P(ForwardingProbe, WithoutForwardingChecksItIsAReturnWithoutAFlow) {
+  Harness& h = *h_;
+  Bytes sent = probe(0, 7);
+  ASSERT_FALSE(sent.empty());
+  setForwarding(false);
+  EXPECT_EQ(probe(0, 7).size(), 0u) << "no probe without forwarding checks";
+  Result r = h.send(reflect(sent), kUnderlayPort);
+  EXPECT_EQ(r.verdict, Verdict::kDrop);
+  EXPECT_EQ(r.drop, Counter::drop_return_no_flow) << describe(r);
+  EXPECT_EQ(h.get(Counter::punted_probe), 0u);
+}
+
+TEST_P(ForwardingProbe, OtherPacketsWithoutAFlowAreStillDropped) {
+  Harness& h = *h_;
+  Bytes sent = probe(0, 7);
+  ASSERT_FALSE(sent.empty());
+  // The same echo with its inner source changed (the IPv4 header starts
+  // after the outer headers, the Geneve header and, ethernet format, 14 more).
+  Bytes other = reflect(sent);
+  const size_t inner = sent.size() - ctl::kForwardingInnerLen;
+  other[inner + 15] ^= 0x40;  // 198.18.0.1 -> 198.18.0.65
+  put16(other, inner + 10, 0);
+  put16(other, inner + 10, fold(sum16(other.data() + inner, 20)));
+  put16(other, 40, 0);  // the outer UDP checksum: none (allowed for IPv4)
+  Result r = h.send(other, kUnderlayPort);
+  EXPECT_EQ(r.verdict, Verdict::kDrop);
+  EXPECT_EQ(r.drop, Counter::drop_return_no_flow) << describe(r);
+  EXPECT_EQ(h.get(Counter::punted_probe), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, ForwardingProbe,
+                         ::testing::Values(ctl::GeneveFormat::kAws, ctl::GeneveFormat::kEthernet),
+                         [](const auto& info) { return std::string(ctl::toString(info.param)); });
+
+}  // namespace
+}  // namespace gwlb::dptest
