@@ -150,8 +150,9 @@ def path_gateways(data, key, t0, t1):
 def carriers(data, key, t0, t1):
     """The gateways whose own entry for flow `key` forwarded packets in the
     rounds ending in [t0, t1] (its packet count rose since the round before,
-    or a new entry has some): what the gateways did, where the sampled path
-    (`ip route get`) is only what the router's hash of the 5-tuple would do.
+    or a new entry, after a restart, has some): what the gateways did, where
+    the sampled path (`ip route get`) is only what the router's hash of the
+    5-tuple would do.
     None when no round recorded the gateways' entries."""
     out, seen, last = set(), False, {}
     for rd in data.rounds:
@@ -165,7 +166,7 @@ def carriers(data, key, t0, t1):
             n = now[0] if now else 0
             if t0 <= rd["t1"] <= t1:
                 seen = True
-                if n > last.get(g, 0) or (now and n and g not in last):
+                if n and n != last.get(g):  # more packets, or a new entry (a restart) with some
                     out.add(int(g))
             last[g] = n
     return out if seen else None
