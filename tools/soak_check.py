@@ -20,7 +20,9 @@ tests/soak/test_soak_check.py):
                finished run every stream closed and the client exited 0
   appliance    a stream or UDP flow keeps its appliance (the appliances' own
                per-flow counters) unless that appliance failed, was drained or
-               removed (or the sync between the gateways was cut) meanwhile
+               removed meanwhile, through sync faults too; only a gateway that
+               carried the flow after coming back without the fleet's table
+               (its warm start not done) may pick another (its history unknown)
   classes      no flow ever reaches an appliance of another traffic class's
                listener, and no bypassed flow reaches any appliance (run.json
                "classes": each class's appliances; the lab's two listeners)
@@ -49,7 +51,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import soak_classes  # noqa: E402
-from soak_data import MAX_GAP, Data, deltas, gateways, instances, not_read, sample_gaps  # noqa: E402,F401
+from soak_data import (MAX_GAP, Data, carriers, deltas, gateways, instances, not_read,  # noqa: E402,F401
+                       path_gateways, sample_gaps)
 # (Data: the tests build runs with it; instances: tools/soak_report.py)
 
 # How long after an event (its end) its effects may still show, by kind (s).
@@ -214,22 +217,13 @@ def appliance_timeline(data):
     return tl
 
 
-def path_gateways(data, key, t0, t1):
-    """The gateways the router sent flow `key` through (either direction) in
-    the rounds ending in [t0, t1]; None when no round recorded paths."""
-    rounds = [rd for rd in data.rounds if "paths" in rd and t0 <= rd["t1"] <= t1]
-    if not rounds:
-        return None
-    return {g for rd in rounds for g in rd["paths"].get(key, []) if g}
-
-
 def check_appliance(data):
     r = Result("appliance", "a flow keeps its appliance unless that appliance was taken out of service")
     tl = appliance_timeline(data)
     gaps = [rd for rd in data.rounds if any("error" in st for st in rd["apps"].values())]
     if gaps:
         r.note(f"{len(gaps)} collection rounds missed an appliance (counted as gaps, not moves)")
-    changes = moved_ok = via_sync = 0
+    changes = moved_ok = cold_n = in_fault = 0
     heal = data.schedule.get("idle_timeout_s", 60) / 3 + 15  # as `agree` allows
     def cold(e):
         return e["kind"] in ("gw_term", "gw_kill", "gw_restart") and \
@@ -255,34 +249,43 @@ def check_appliance(data):
             mid = (lo + t1) / 2
             out = [e for e in data.events if e["kind"] in MOVES and e["target"] == cur
                    and window(e)[0] - 5 <= t1 and lo <= window(e)[1]]
-            # A cut sync (or a gateway that came back cold: its warm start not
-            # done) leaves gateways holding the flow on different appliances
-            # until a refresh record heals it, within `heal` of the cut's end;
-            # the heal, or ECMP sending the flow to the other copy, is a move.
-            sync = [e for e in data.events if (e["kind"] in ("mgmt_down", "sync_congest") or cold(e))
-                    and window(e)[0] - 5 <= t1 and lo <= e["end"] + heal]
-            on_path = path_gateways(data, key, lo - 6, t1)
+            # A gateway that came back without the fleet's table (its warm
+            # start timed out: its sync cut, or its peers unreachable) knows
+            # nothing of the flows it receives and picks from its own Maglev
+            # table; a refresh record settles its copy back within `heal` of
+            # its return. Where the flow went then is unknowable there (with
+            # stateful appliances: a reset case). It counts only when it
+            # carried the flow (or, with no record of that, was on its path).
+            # A sync cut alone explains nothing: every gateway must keep the
+            # flow's appliance through it.
+            came_cold = [e for e in data.events if cold(e) and window(e)[0] - 5 <= t1 and lo <= e["end"] + heal]
+            via = path_gateways(data, key, lo - 6, t1)
+            did = carriers(data, key, lo - 6, t1)
+            on_path = None if via is None and did is None else (via or set()) | (did or set())
             if on_path is not None:
-                # Known path: only a cut of a gateway the flow crossed, or of the
-                # peer a gateway it crossed warm-started from while cut, counts.
-                restarted = [e for e in data.events if e["kind"] in ("gw_term", "gw_kill", "gw_restart")
-                             and int(e["target"][2:]) in on_path and window(e)[0] - 5 <= t1
-                             and lo <= e["end"] + heal]
-                sync = [e for e in sync if int(e["target"][2:]) in on_path or restarted]
+                came_cold = [e for e in came_cold if int(e["target"][2:]) in on_path]
+            faults = sorted((e for e in data.events if e["kind"] in ("mgmt_down", "sync_congest")
+                             and window(e)[0] - 5 <= t1 and lo <= e["end"] + heal), key=lambda e: -e["start"])
             if out:
                 moved_ok += 1
-            elif sync:
-                via_sync += 1
-                r.note(f"flow {key} moved {cur} -> {new} around {mid:.0f} s while the sync was cut "
-                       f"({sync[0]['kind']} on {sync[0]['target']}, allowed)")
+            elif came_cold:
+                cold_n += 1
+                e = came_cold[0]
+                r.note(f"flow {key} moved {cur} -> {new} around {mid:.0f} s: {e['target']} carried it after coming "
+                       f"back without the fleet's table ({e['kind']} at {e['start']:.1f} s, warm start "
+                       f"{e['warm_start']['state']}; allowed)")
             else:
+                in_fault += bool(faults)
                 r.fail(f"flow {key} moved {cur} -> {new} " + (f"in the round {t0:.1f}-{t1:.1f} s" if lo == t0 else
-                       f"between {lo:.1f} and {t1:.1f} s") + f" with {cur} in service")
+                       f"between {lo:.1f} and {t1:.1f} s") + f" with {cur} in service" +
+                       (f" ({faults[0]['kind']} on {faults[0]['target']} {faults[0]['start']:.1f}-"
+                        f"{faults[0]['end']:.1f} s; carried by " +
+                        (", ".join(f"gw{g}" for g in sorted(on_path)) if on_path else "?") + ")" if faults else ""))
             cur = new if len(apps) == 1 else (apps - {cur}).pop()
     r.note(f"{len(tl)} long-lived flows (streams and UDP) followed over {len(data.rounds)} rounds of the appliances' "
            f"per-flow counters; {changes} appliance changes, {moved_ok} while their appliance was failed, "
-           f"drained or removed, {via_sync} while the sync was cut or within {heal:.0f} s after "
-           f"(a refresh heals a divergent copy; a gateway that started cold counts as a cut)")
+           f"drained or removed, {cold_n} on a gateway that came back without the fleet's table (or their heal "
+           f"within {heal:.0f} s), {in_fault} during a sync fault (or within {heal:.0f} s after) with neither")
     if not tl:
         r.fail("no flow seen on any appliance")
     return r

@@ -136,3 +136,37 @@ def not_read(data, r, prefix):
         r.judged = False
         r.note(f"not judged: {', '.join(f'gw{g}' for g in unread)} never answered with its counters")
     return bool(unread)
+
+
+def path_gateways(data, key, t0, t1):
+    """The gateways the router sent flow `key` through (either direction) in
+    the rounds ending in [t0, t1]; None when no round recorded paths."""
+    rounds = [rd for rd in data.rounds if "paths" in rd and t0 <= rd["t1"] <= t1]
+    if not rounds:
+        return None
+    return {g for rd in rounds for g in rd["paths"].get(key, []) if g}
+
+
+def carriers(data, key, t0, t1):
+    """The gateways whose own entry for flow `key` forwarded packets in the
+    rounds ending in [t0, t1] (its packet count rose since the round before,
+    or a new entry, after a restart, has some): what the gateways did, where
+    the sampled path (`ip route get`) is only what the router's hash of the
+    5-tuple would do.
+    None when no round recorded the gateways' entries."""
+    out, seen, last = set(), False, {}
+    for rd in data.rounds:
+        ent = rd.get("gw_entries")
+        if ent is None:
+            continue
+        for g, flows in ent.items():
+            if not isinstance(flows, dict) or "error" in flows:
+                continue
+            now = flows.get(key)
+            n = now[0] if now else 0
+            if t0 <= rd["t1"] <= t1:
+                seen = True
+                if n and n != last.get(g):  # more packets, or a new entry (a restart) with some
+                    out.add(int(g))
+            last[g] = n
+    return out if seen else None

@@ -184,12 +184,16 @@ class Run:
             # Each gateway's entry for the same flows: the appliance it holds
             # them on (whether it carried their packets or learnt them by sync).
             rec["gws"] = {}
+            # And what each gateway's entry says of its own part: the packets
+            # its workers forwarded (a rise between rounds: it carried the
+            # flow, whatever the router's sampled path says) and its last move.
+            rec["gw_entries"] = {}
             by_ip = {ip: app for app, (ip, _) in APPS.items()}
             for k in GWS:
                 if k in self.down:
                     continue
                 try:
-                    view = {}
+                    view, entries = {}, {}
                     for proto, port in (("tcp", 7000), ("udp", 5353)):
                         sock = self.lab.sock(k)
                         res = all_flows(lambda m, p, sock=sock: api_once(sock, m, p, timeout=3.0),
@@ -198,8 +202,12 @@ class Run:
                             if fl.get("kind") != "flow":
                                 continue
                             sport = fl["sport"] if fl["src"] in CLIENTS else fl["dport"]
-                            view[f"{6 if proto == 'tcp' else 17}:{sport}"] = by_ip.get(fl.get("appliance"), "?")
+                            key = f"{6 if proto == 'tcp' else 17}:{sport}"
+                            view[key] = by_ip.get(fl.get("appliance"), "?")
+                            mv = fl.get("moved") or {}
+                            entries[key] = [fl.get("packets", 0), mv.get("reason"), mv.get("moves", 0)]
                     rec["gws"][str(k)] = view
+                    rec["gw_entries"][str(k)] = entries
                 except (ApiError, OSError, KeyError) as e:
                     rec["gws"][str(k)] = {"error": str(e)[:200]}
             # The gateways the router sends each direction of those flows through now.

@@ -274,6 +274,7 @@ void Engine::housekeeping(uint64_t t) {
   walk_.at = t;
   walk_.sweep = !lifecycle_.entries().empty();
   walk_.record_expired = walk_.sweep;
+  sweepActiveToo();
   walk_.lifecycle_changes = lifecycle_changes_;
   walk_.by_server.assign(registry_.size(), 0);
   // Bounded walks count entries per id for the reclaim as they go (R8: the
@@ -289,11 +290,26 @@ void Engine::housekeeping(uint64_t t) {
   flows_.expireBegin(walk_.expiry, t);
 }
 
+void Engine::sweepActiveToo() {
+  // A gateway of a fleet moves its copies of a failed appliance's flows
+  // itself, as every other gateway does, instead of waiting for a packet
+  // that another gateway may be the one to carry: the mover's record can be
+  // lost on a congested or cut sync link, and a copy left behind sends the
+  // flow back to the appliance it left once that recovers and ECMP moves the
+  // flow here (docs/fleet.md "Flows through sync faults").
+  const FleetConfig& f = cfg_.fleet;
+  if (!f.configured || f.sync_listen.empty() || f.peers.empty()) return;
+  const dp::Snapshot* cur = current();
+  if (!cur || !anyUnhealthyShedding(*cur)) return;
+  walk_.sweep = walk_.sweep_active = true;
+}
+
 void Engine::startDeadlineWalk(uint64_t t) {
   walk_ = Walk{};
   walk_.kind = Walk::Kind::kDeadline;
   walk_.at = t;
   walk_.sweep = !lifecycle_.entries().empty();
+  sweepActiveToo();
   walk_.lifecycle_changes = lifecycle_changes_;
   walk_.by_server.assign(registry_.size(), 0);
   walk_.deadline = lifecycle_.nextDeadline();
@@ -319,7 +335,7 @@ bool Engine::walkSlice() {
   // Per live key the walk keeps: the control sweep (before the count, so a
   // swept flow counts on its new appliance), then the counts.
   auto visit = [&](const FlowKey& k, int32_t pos, const dp::FlowEntry& e) {
-    if (s) walk_.swept += sweepMove(flows_, *s, k, pos, walk_.at);
+    if (s) walk_.swept += sweepMove(flows_, *s, k, pos, walk_.at, walk_.sweep_active);
     uint64_t r = e.route.load(std::memory_order_acquire);
     if (!(r & dp::kRouteSet)) return;
     uint16_t id = dp::routeServer(r);

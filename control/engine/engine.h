@@ -240,7 +240,9 @@ class Engine {
     uint64_t at = 0;                       // the time it judges at and decides at
     dp::FlowTable::ExpiryPass expiry;      // kHousekeeping
     uint32_t cursor = 0;                   // kDeadline: FlowTable::scan()'s
-    bool sweep = false;                    // the lifecycle had entries at its start
+    bool sweep = false;                    // the lifecycle had entries at its start (or, in a
+                                           // fleet, an active appliance shed its flows)
+    bool sweep_active = false;             // fleet: sweep active appliances that shed flows too
     bool record_expired = false;
     uint64_t lifecycle_changes = 0;        // lifecycle_changes_ at its start
     std::vector<uint16_t> expired_on;      // servers of expired flows
@@ -252,6 +254,9 @@ class Engine {
     std::optional<uint64_t> deadline;      // kDeadline: the drain deadline
     size_t entries_before = 0;
   };
+  // Fleet sync configured and an active appliance sheds its flows: the walk
+  // begun sweeps those too (ctl::sweepMove's unhealthy_too).
+  void sweepActiveToo();
   Walk walk_;
   size_t walk_budget_ = 0;
   size_t slices_left_ = 0;  // in this advance() call

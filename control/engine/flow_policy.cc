@@ -15,8 +15,14 @@ void countByServer(const dp::FlowTable& flows, std::vector<uint32_t>& out) {
   });
 }
 
+bool anyUnhealthyShedding(const dp::Snapshot& s) {
+  for (const dp::ServerView& sv : s.servers)
+    if (sv.move != dp::MoveReason::kNone && sv.phase == dp::ServerPhase::kActive) return true;
+  return false;
+}
+
 bool sweepMove(dp::FlowTable& flows, const dp::Snapshot& s, const FlowKey& k, int32_t pos,
-               uint64_t now_ns) {
+               uint64_t now_ns, bool unhealthy_too) {
   // Keys carry the listener; moves go to its active group.
   if (k.kind == KeyKind::kFragment || k.listener >= s.listeners.size()) return false;
   uint8_t target = s.listeners[k.listener].active;
@@ -25,7 +31,8 @@ bool sweepMove(dp::FlowTable& flows, const dp::Snapshot& s, const FlowKey& k, in
   uint64_t r = e.route.load(std::memory_order_acquire);
   if (!(r & dp::kRouteSet) || dp::routeServer(r) >= s.servers.size()) return false;
   const dp::ServerView& sv = s.servers[dp::routeServer(r)];
-  if (sv.move == dp::MoveReason::kNone || sv.phase == dp::ServerPhase::kActive) return false;
+  if (sv.move == dp::MoveReason::kNone) return false;
+  if (sv.phase == dp::ServerPhase::kActive && !unhealthy_too) return false;
   // A TCP flow there is to be reset at its next segment (send_tcp_reset), not
   // handed to an appliance that never saw its SYN (2-tuple keys carry no protocol).
   if (sv.reset != dp::ResetReason::kNone && (k.proto == kProtoTcp || k.proto == 0)) return false;
@@ -36,10 +43,10 @@ bool sweepMove(dp::FlowTable& flows, const dp::Snapshot& s, const FlowKey& k, in
   return moved;
 }
 
-size_t sweepMoves(dp::FlowTable& flows, const dp::Snapshot& s, uint64_t now_ns) {
+size_t sweepMoves(dp::FlowTable& flows, const dp::Snapshot& s, uint64_t now_ns, bool unhealthy_too) {
   size_t moved_n = 0;
   flows.forEach([&](const FlowKey& k, int32_t pos, const dp::FlowEntry&) {
-    moved_n += sweepMove(flows, s, k, pos, now_ns);
+    moved_n += sweepMove(flows, s, k, pos, now_ns, unhealthy_too);
   });
   return moved_n;
 }

@@ -25,10 +25,22 @@ void countByServer(const dp::FlowTable& flows, std::vector<uint32_t>& out);
 // would move only on their next packet — so the appliance can be
 // forgotten. One walk of the whole table (FlowTable::forEach; tools and
 // tests). Returns how many this call moved.
-size_t sweepMoves(dp::FlowTable& flows, const dp::Snapshot& s, uint64_t now_ns);
+// `unhealthy_too` (a gateway of a fleet with flow sync): flows of an
+// appliance that failed in a `rebalance` group (or whose region failed over)
+// move too, not only on their next packet. A gateway's copy of a flow then follows the failure as every
+// other gateway's does, whichever of them carried the flow's packets while
+// the appliance was failed: the copy stays right when the mover's record is
+// lost (a congested or cut sync link) and the appliance comes back
+// (docs/fleet.md "Flows through sync faults").
+size_t sweepMoves(dp::FlowTable& flows, const dp::Snapshot& s, uint64_t now_ns,
+                  bool unhealthy_too = false);
 // The same for one key at `pos` (the engine's walk in slices calls it per
 // key): true when this call moved it.
 bool sweepMove(dp::FlowTable& flows, const dp::Snapshot& s, const FlowKey& k, int32_t pos,
-               uint64_t now_ns);
+               uint64_t now_ns, bool unhealthy_too = false);
+// True when some appliance of `s` sheds its flows though still active (failed
+// in a `rebalance` group, or its region failed over): the walk has something
+// to sweep with unhealthy_too.
+bool anyUnhealthyShedding(const dp::Snapshot& s);
 
 }  // namespace gwlb::ctl
