@@ -230,7 +230,10 @@ std::vector<CommandSpec> buildTable() {
                "running config stays and every error is printed.\n" + restartSettingsHelp() +
                    "The file is the source of truth: changes made with 'server add', 'server\n"
                    "remove' and 'server set' that the file does not carry are reverted, and each\n"
-                   "one is listed (write them into the file first: 'gwlbctl config dump').\n" +
+                   "one is listed (write them into the file first: 'gwlbctl config dump').\n"
+                   "gwlbd answers once the reload is applied (the file is read and checked apart\n"
+                   "from its control thread): this waits 60 s for it unless --timeout SECONDS\n"
+                   "is given; past that, gwlbd answers a timeout error and the reload goes on.\n" +
                    kNoServiceHelp,
                {kOptForce}});
   t.push_back({"fleet show", "fleet", "", {}, 0,
@@ -305,7 +308,7 @@ const std::vector<OptionSpec>& globalOptions() {
   static const std::vector<OptionSpec> kGlobal = {
       {"--socket", "PATH",
        std::string("control socket (default $GWLBCTL_SOCKET, else ") + kDefaultSocket + ")"},
-      {"--timeout", "SECONDS", "connect and reply timeout, 0.1-3600 (default 5)"},
+      {"--timeout", "SECONDS", "connect and reply timeout, 0.1-3600 (default 5; reload: 60)"},
       {"--json", "", "print the daemon's result as JSON"},
       {"--help", "", "show help (also -h)"},
   };
@@ -414,6 +417,7 @@ Invocation parseArgs(const std::vector<std::string>& argv, const char* env_socke
       inv.socket_path = value;
     } else if (name == "--timeout") {
       inv.timeout_s = parseSeconds("--timeout", value, 0.1, 3600.0);
+      inv.timeout_set = true;
     } else {
       if (inv.options.count(name)) throw UsageError("option " + name + " given twice", current());
       inv.options[name] = value;

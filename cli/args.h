@@ -12,6 +12,9 @@ namespace gwlb::cli {
 
 inline constexpr const char* kDefaultSocket = "/run/gwlbd/gwlbd.sock";
 inline constexpr double kDefaultTimeoutS = 5.0;
+// `reload` waits for gwlbd to read, check and apply the file: by default as
+// long as gwlbd waits for it (its `timeout_s` default), and a margin.
+inline constexpr double kReloadTimeoutS = 60.0;
 
 // Exit statuses (docs/cli.md).
 inline constexpr int kExitOk = 0;
@@ -65,6 +68,7 @@ struct Invocation {
   std::map<std::string, std::string> options;  // "--group" -> "NAME"; flags -> ""
   std::string socket_path = kDefaultSocket;
   double timeout_s = kDefaultTimeoutS;
+  bool timeout_set = false;  // --timeout given
   bool json = false;
 
   bool has(const std::string& opt) const { return options.count(opt) != 0; }

@@ -1,5 +1,6 @@
 #include "cli/commands.h"
 
+#include <cmath>
 #include <unistd.h>
 
 #include <chrono>
@@ -296,7 +297,11 @@ int runInvocation(const Invocation& inv, FILE* out, FILE* err) {
   if (name == "probe") return runProbeCommand(inv, out, err);
 
   Request req = buildRequest(inv);
-  ControlClient client(inv.socket_path, inv.timeout_s);
+  // A reload's reply comes when gwlbd has read, checked and applied the
+  // file: gwlbd's own wait (timeout_s), then a margin to hear its answer.
+  ControlClient client(inv.socket_path,
+                       name != "reload" ? inv.timeout_s
+                                        : (inv.timeout_set ? std::ceil(inv.timeout_s) : kReloadTimeoutS) + 5);
   try {
     if (name == "flows") return runFlows(inv, req, client, out, err);
     if (name == "stats") return runStats(inv, req, client, out, err);

@@ -511,8 +511,6 @@ std::string renderChange(const std::string& method, const Json& params, const Js
     out = fieldText(params, "address") + " takes new flows again";
   } else if (method == "reload") {
     out = "reloaded";
-    if (field(r, "classes_compiling").is_boolean() && field(r, "classes_compiling").get<bool>())
-      out += " (traffic classes compiling: the change is published once they are compiled)";
   } else {
     out = method + ": ok";
   }

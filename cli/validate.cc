@@ -1,5 +1,6 @@
 #include "cli/validate.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -235,6 +236,8 @@ Request buildRequest(const Invocation& inv) {
     if (inv.has("--force")) r.params["force"] = true;
   } else if (n == "reload") {
     if (inv.has("--force")) r.params["force"] = true;
+    // gwlbd answers `timeout` once this has passed, so the client hears why.
+    if (inv.timeout_set) r.params["timeout_s"] = std::max<uint64_t>(1, uint64_t(std::ceil(inv.timeout_s)));
   } else if (n == "capture stop") {
     if (!inv.args.empty()) {
       // A DPDK device name: printable, no spaces, under 64 bytes (a PCI

@@ -44,28 +44,61 @@ int jsonDepth(const std::string& text, int limit) {
   return max;
 }
 
-json dispatchLine(const std::string& line, const ApiHandler& handler) {
-  if (jsonDepth(line, kApiMaxDepth) > kApiMaxDepth)
-    return apiError(nullptr, "bad_request",
-                    "JSON nested deeper than " + std::to_string(kApiMaxDepth) + " levels");
+namespace {
+
+// One request line, checked: its method, params and id, or the error reply.
+struct Request {
+  json error;  // not null: the reply, the line is no request
+  std::string method;
+  json params, id;
+};
+
+Request parseRequest(const std::string& line) {
+  Request r;
+  if (jsonDepth(line, kApiMaxDepth) > kApiMaxDepth) {
+    r.error = apiError(nullptr, "bad_request",
+                       "JSON nested deeper than " + std::to_string(kApiMaxDepth) + " levels");
+    return r;
+  }
   json req = json::parse(line, nullptr, false);
-  if (req.is_discarded()) return apiError(nullptr, "bad_request", "request is not valid JSON");
-  if (!req.is_object()) return apiError(nullptr, "bad_request", "request must be a JSON object");
-  json id = req.contains("id") ? req["id"] : json();
+  if (req.is_discarded()) r.error = apiError(nullptr, "bad_request", "request is not valid JSON");
+  else if (!req.is_object()) r.error = apiError(nullptr, "bad_request", "request must be a JSON object");
+  if (!r.error.is_null()) return r;
+  r.id = req.contains("id") ? req["id"] : json();
   for (auto& [k, v] : req.items())
-    if (k != "id" && k != "method" && k != "params")
-      return apiError(id, "bad_request", "unknown request key '" + k + "' (id, method, params)");
-  if (!req.contains("method") || !req["method"].is_string())
-    return apiError(id, "bad_request", "\"method\" must be a string");
-  json params = req.contains("params") ? req["params"] : json::object();
-  if (!params.is_object()) return apiError(id, "bad_request", "\"params\" must be an object");
+    if (k != "id" && k != "method" && k != "params") {
+      r.error = apiError(r.id, "bad_request", "unknown request key '" + k + "' (id, method, params)");
+      return r;
+    }
+  if (!req.contains("method") || !req["method"].is_string()) {
+    r.error = apiError(r.id, "bad_request", "\"method\" must be a string");
+    return r;
+  }
+  r.params = req.contains("params") ? req["params"] : json::object();
+  if (!r.params.is_object()) {
+    r.error = apiError(r.id, "bad_request", "\"params\" must be an object");
+    return r;
+  }
+  r.method = req["method"].get<std::string>();
+  return r;
+}
+
+json dispatch(const Request& req, const ApiHandler& handler) {
   try {
-    json r = handler(req["method"].get<std::string>(), params, id);
-    if (!id.is_null()) r["id"] = id;
+    json r = handler(req.method, req.params, req.id);
+    if (!req.id.is_null()) r["id"] = req.id;
     return r;
   } catch (const std::exception& e) {
-    return apiError(id, "internal", e.what());
+    return apiError(req.id, "internal", e.what());
   }
+}
+
+}  // namespace
+
+json dispatchLine(const std::string& line, const ApiHandler& handler) {
+  Request req = parseRequest(line);
+  if (!req.error.is_null()) return req.error;
+  return dispatch(req, handler);
 }
 
 namespace {
@@ -83,12 +116,14 @@ std::string encodeReply(const json& r) {
 // request line, or for the client to take its reply.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(stream_protocol::socket s, const ApiHandler& h, std::shared_ptr<size_t> live,
+  Session(stream_protocol::socket s, const ApiHandler& h,
+          std::shared_ptr<const std::vector<ApiDeferredMethod>> deferred, std::shared_ptr<size_t> live,
           std::shared_ptr<uint64_t> requests)
       : sock_(std::move(s)),
         timer_(sock_.get_executor()),
         buf_(kApiMaxLine + 1),
         handler_(h),
+        deferred_(std::move(deferred)),
         live_(std::move(live)),
         requests_(std::move(requests)) {
     ++*live_;
@@ -151,9 +186,44 @@ class Session : public std::enable_shared_from_this<Session> {
             return;
           }
           ++*self->requests_;
+          Request req = parseRequest(line);
+          if (req.error.is_null() && self->deferred_)
+            for (const ApiDeferredMethod& d : *self->deferred_)
+              if (d.method == req.method) return self->startDeferred(d, std::move(req));
           self->armTimer();  // now for the client to take the reply
-          self->send(encodeReply(dispatchLine(line, self->handler_)));
+          self->send(encodeReply(!req.error.is_null() ? req.error : dispatch(req, self->handler_)));
         });
+  }
+
+  // The reply comes later (ApiDeferredMethod): the timer now bounds the
+  // wait for it.
+  void startDeferred(const ApiDeferredMethod& d, Request req) {
+    auto answered = std::make_shared<bool>(false);
+    std::weak_ptr<Session> weak = shared_from_this();
+    ApiReply reply = [weak, answered, id = req.id](json r) {
+      auto self = weak.lock();
+      if (!self || *answered) return;
+      *answered = true;
+      if (!id.is_null()) r["id"] = id;
+      self->armTimer();  // for the client to take the reply
+      self->send(encodeReply(r));
+    };
+    ApiDeferral wait;
+    try {
+      wait = d.start(req.params, reply);
+    } catch (const std::exception& e) {
+      reply(apiError(nullptr, "internal", e.what()));
+      return;
+    }
+    if (*answered) return;
+    timer_.expires_after(wait.timeout);
+    // The timer's handler holds the session while it waits (the reply
+    // function does not).
+    timer_.async_wait([self = shared_from_this(), reply, msg = wait.on_timeout](
+                          const boost::system::error_code& ec) {
+      if (ec) return;
+      reply(apiError(nullptr, "timeout", msg));
+    });
   }
 
   void send(std::string s) {
@@ -175,6 +245,7 @@ class Session : public std::enable_shared_from_this<Session> {
   boost::asio::steady_timer timer_;
   boost::asio::streambuf buf_;
   ApiHandler handler_;
+  std::shared_ptr<const std::vector<ApiDeferredMethod>> deferred_;
   std::string out_;  // the reply being written (at most one)
   bool closing_ = false;
   std::shared_ptr<size_t> live_;
@@ -261,8 +332,14 @@ std::optional<gid_t> resolveGroup(const std::string& sock, const std::string& gr
 }  // namespace
 
 ApiServer::ApiServer(boost::asio::io_context& io, const std::string& path, unsigned mode,
-                     const std::string& group, ApiHandler handler)
-    : io_(io), acceptor_(io), accept_retry_(io), path_(path), handler_(std::move(handler)) {
+                     const std::string& group, ApiHandler handler,
+                     std::vector<ApiDeferredMethod> deferred)
+    : io_(io),
+      acceptor_(io),
+      accept_retry_(io),
+      path_(path),
+      handler_(std::move(handler)),
+      deferred_(std::make_shared<const std::vector<ApiDeferredMethod>>(std::move(deferred))) {
   std::optional<gid_t> gid = resolveGroup(path, group);
   prepareDirectory(path, std::filesystem::path(path).parent_path());
   clearSocketPath(io, path);
@@ -340,7 +417,7 @@ void ApiServer::accept() {
     }
     accept_failing_ = false;
     bool busy = *live_ >= kApiMaxConnections;
-    auto session = std::make_shared<Session>(std::move(s), handler_, live_, requests_);
+    auto session = std::make_shared<Session>(std::move(s), handler_, deferred_, live_, requests_);
     if (busy) {
       session->refuse(apiError(nullptr, "busy",
                                "too many control connections (" +

@@ -5,10 +5,12 @@
 
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp needs std::exchange
 #include <boost/asio.hpp>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace gwlb::ctl {
 
@@ -35,6 +37,25 @@ using ApiHandler = std::function<nlohmann::json(const std::string& method,
                                                 const nlohmann::json& id)>;
 nlohmann::json dispatchLine(const std::string& line, const ApiHandler& handler);
 
+// A method whose reply waits for work done elsewhere (`reload`: the file is
+// read and checked on another thread). start() gets the request's params and
+// a reply function; it may answer at once (a bad parameter) or keep the
+// function and call it later, on the control thread. Meanwhile the
+// connection stays open and reads no further request; if no reply has come
+// after the returned timeout, the client gets error `timeout` with the
+// returned message, and a reply that comes later is dropped. A reply
+// function is called at most once and never keeps the connection alive by
+// itself (a client gone meanwhile costs nothing).
+using ApiReply = std::function<void(nlohmann::json reply)>;
+struct ApiDeferral {
+  std::chrono::milliseconds timeout{0};
+  std::string on_timeout;  // the `timeout` error's message
+};
+struct ApiDeferredMethod {
+  std::string method;
+  std::function<ApiDeferral(const nlohmann::json& params, ApiReply reply)> start;
+};
+
 class ApiServer {
  public:
   // Binds `path` with permissions `mode` from the first instant (bound under a
@@ -45,7 +66,8 @@ class ApiServer {
   // answers) is replaced; a live one, a symlink or any other file is refused,
   // never followed, chmod'ed or removed. Throws std::runtime_error. Control thread.
   ApiServer(boost::asio::io_context& io, const std::string& path, unsigned mode,
-            const std::string& group, ApiHandler handler);
+            const std::string& group, ApiHandler handler,
+            std::vector<ApiDeferredMethod> deferred = {});
   ~ApiServer();
   ApiServer(const ApiServer&) = delete;
   ApiServer& operator=(const ApiServer&) = delete;
@@ -63,6 +85,7 @@ class ApiServer {
   std::string path_;
   uint64_t dev_ = 0, ino_ = 0;  // the socket file we bound: the destructor unlinks only it
   ApiHandler handler_;
+  std::shared_ptr<const std::vector<ApiDeferredMethod>> deferred_;
   std::shared_ptr<size_t> live_ = std::make_shared<size_t>(0);
   std::shared_ptr<uint64_t> requests_ = std::make_shared<uint64_t>(0);
 };

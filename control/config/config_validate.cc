@@ -3,6 +3,7 @@
 // MACs, file modes) and each key's own Key::check. Runs on parsed configs and
 // on configs built in code (control API, reload, gwlb-replay), through
 // validateConfig(). Rules between keys are in config_cross.cc.
+#include <atomic>
 #include "control/config/config.h"
 #include "control/config/config_schema.h"
 
@@ -101,7 +102,14 @@ void checkKeys(const Config& c, Report& r) { checkSection(rootSection(), &c, "",
 
 }  // namespace schema
 
+namespace {
+std::atomic<uint64_t> validations{0};
+}  // namespace
+
+uint64_t validationsRun() { return validations.load(std::memory_order_relaxed); }
+
 bool validateConfig(const Config& c, std::vector<ConfigError>& errors) {
+  validations.fetch_add(1, std::memory_order_relaxed);
   schema::Report r(errors);
   schema::checkKeys(c, r);
   schema::checkCrossFields(c, r, {});

@@ -30,7 +30,6 @@ constexpr std::chrono::microseconds kExceptionPollPeriod{1000};
 Daemon::Daemon(Config config) {
   started_ns_ = dp::monotonicNs();
   started_at_ = config_loaded_at_ = unixNow();
-  file_cfg_ = config;
   // A failed allocation says what to change (the key and the size needed),
   // not only DPDK's error.
   auto sized = [&](const char* part, auto make) {
@@ -86,6 +85,7 @@ Daemon::Daemon(Config config) {
   hooks.ids_freed = [this](const std::vector<uint16_t>& freed) { idsFreed(freed); };
   engine_ = std::make_unique<Engine>(std::move(config), *flows_, dp_, qsbr_, std::move(in),
                                      std::move(hooks));
+  file_cfg_ = engine_->sharedConfig();
   // One slice of a flow-table walk per advance() call: a walk of a big
   // table never holds the control thread for long (docs/architecture.md
   // "Walks in slices").
@@ -140,20 +140,6 @@ Daemon::~Daemon() {
 
 void Daemon::rebuildSnapshot(const char* why) { engine_->rebuild(why, dp::monotonicNs()); }
 
-void Daemon::reload() {
-  // SIGHUP and the API's `reload` share one path; a bad file keeps the running config.
-  sd_.notify("RELOADING=1\nSTATUS=reloading " + cfg().source_path + "\n");
-  reload_origin_ = "SIGHUP";
-  nlohmann::json r = handleApi("reload", nlohmann::json::object());
-  reload_origin_ = "control API";
-  sd_.notify("READY=1\nSTATUS=" + statusLine() +
-             (r["ok"].get<bool>() ? "" : " (last reload failed: running config kept)") + "\n");
-  // apiReload() logged the outcome (one line, and what changed).
-  if (!r["ok"].get<bool>() && r["error"]["code"] != "invalid_config")
-    spdlog::error("reload of {} refused; keeping the running config: {}", cfg().source_path,
-                  r["error"]["message"].get<std::string>());
-}
-
 int Daemon::run() {
   launchWorkers();
   startCapture();
@@ -162,7 +148,9 @@ int Daemon::run() {
       io_, cfg().control.socket, cfg().control.socket_mode, cfg().control.socket_group,
       [this](const std::string& m, const nlohmann::json& params, const nlohmann::json&) {
         return handleApi(m, params);
-      });
+      },
+      std::vector<ApiDeferredMethod>{
+          {"reload", [this](const nlohmann::json& p, ApiReply reply) { return apiReload(p, std::move(reply)); }}});
   spdlog::info("control API on {}", cfg().control.socket);
   if (!cfg().metrics.listen.empty()) {
     metrics_ = std::make_unique<MetricsServer>(io_, cfg().metrics.listen,
@@ -209,7 +197,7 @@ int Daemon::run() {
   std::function<void()> armHup = [&]() {
     hup.async_wait([&](const boost::system::error_code& ec, int) {
       if (ec) return;
-      guarded("signal", [&] { reload(); });
+      guarded("signal", [&] { sighupReload(); });
       armHup();
     });
   };

@@ -21,6 +21,7 @@
 #include "control/api/api_server.h"
 #include "control/fleet/bird_client.h"
 #include "control/config/config.h"
+#include "control/engine/api_failure.h"
 #include "control/engine/engine.h"
 #include "control/daemon/engine_ticker.h"
 #include "control/daemon/exception_path.h"
@@ -31,6 +32,7 @@
 #include "control/api/metrics_server.h"
 #include "control/daemon/neighbours.h"
 #include "control/engine/regions.h"
+#include "control/engine/reload_plan.h"
 #include "control/daemon/sd_notify.h"
 #include "control/engine/snapshot_builder.h"
 #include "dataplane/capture.h"
@@ -76,7 +78,29 @@ class Daemon {
   void stopWorkers();
   // An input changed (health, neighbours): the engine builds and publishes.
   void rebuildSnapshot(const char* why);
-  void reload();
+
+  // Reloads of the config file (control/daemon/daemon_reload.cc): SIGHUP and
+  // the API's `reload` ask; the file is read, checked and its classes
+  // compiled on ReloadWorker's thread (control/engine/reload_plan.h); the
+  // plan comes back to the control thread, which applies it and tells every
+  // requester the outcome. One reload at a time: one asked while another
+  // runs waits and is run after it (requests asked meanwhile with the same
+  // `force` share that one run: it reads the file after each was asked).
+  struct ReloadOutcome {
+    std::optional<ApiFailure> refused;  // nothing changed, and why
+    uint64_t generation = 0;
+    std::vector<std::string> restart_needed;
+    std::vector<RuntimeChange> reverted;
+    std::vector<std::string> warnings;  // forced losses, then the config's warnings
+  };
+  using ReloadWaiter = std::function<void(const ReloadOutcome&)>;
+  void requestReload(bool force, const char* origin, ReloadWaiter waiter);
+  void startReload();
+  void finishReload(ReloadPlan plan);
+  // The control thread's part of a reload. Throws ApiFailure: nothing changed then.
+  ReloadOutcome applyReload(ReloadPlan plan, bool force, const char* origin);
+  void sighupReload();
+  bool reloading() const { return reload_run_.has_value(); }
   // ARP and neighbor discovery (control/daemon/daemon_neighbours.cc).
   void handlePunted();
   void resolveNeighbours();
@@ -90,7 +114,7 @@ class Daemon {
   // every probed appliance's route; throws std::runtime_error (startup) or
   // ApiFailure invalid_config (a config change) when a probe has no path.
   void setupProbePaths();
-  void checkProbePaths(const Config& next);  // changes nothing in the kernel
+  void checkProbePaths(const ValidConfig& next);  // changes nothing in the kernel
   // After a config change is in force: the tap's pins follow it.
   void applyProbePaths();
   // Forwarding checks: queues the probe with `token` for the appliance at `ip`
@@ -163,7 +187,9 @@ class Daemon {
   // The name of a snapshot's listener index (dp::ListenerView, ClassTable::listener).
   std::string snapshotListenerName(uint8_t li) const;
   nlohmann::json lifecycleStatsJson() const;
-  nlohmann::json apiReload(const nlohmann::json& p);
+  // `reload`, answered when the reload ends (ApiDeferredMethod).
+  ApiDeferral apiReload(const nlohmann::json& p, ApiReply reply);
+  nlohmann::json reloadJson(const ReloadOutcome& o) const;
   nlohmann::json apiConfig(const nlohmann::json& p);
   nlohmann::json apiHealth(const nlohmann::json& p);
   nlohmann::json apiDestinations(const nlohmann::json& p);
@@ -185,10 +211,12 @@ class Daemon {
   nlohmann::json apiFleetLeave(const nlohmann::json& p, bool leave);
   void fleetMetrics(std::ostringstream& o) const;
   nlohmann::json portsJson() const;
-  // Validates and applies a changed config (a copy of cfg_); the error reply or null.
-  // `why` names the cause for appliances the change removes.
-  nlohmann::json applyConfig(Config next, const std::string& why);
-  // Throws ApiFailure busy while a change waits for its classes (Engine::pending).
+  // Applies a changed config (validated once, by the caller); the result.
+  // `why` names the cause for appliances the change removes. Throws
+  // ApiFailure (invalid_config: probe paths; limit_reached): nothing changed.
+  nlohmann::json applyConfig(ValidConfig next, const std::string& why);
+  // Throws ApiFailure busy while a change waits for its classes
+  // (Engine::pending) or a reload runs: the change would undo it, or it this.
   void refuseWhileCompiling(const std::string& what) const;
 
   // The control core: config, registry, lifecycle, regions, snapshots.
@@ -222,12 +250,19 @@ class Daemon {
   uint64_t started_ns_ = 0;
   double started_at_ = 0;        // Unix time
   double config_loaded_at_ = 0;  // Unix time
-  // Who asked for the reload under way, for its log line: "SIGHUP" or "control API".
-  const char* reload_origin_ = "control API";
-  // The config as its file said at the last start or reload: what the
-  // running config differs from by the control API's changes (server add,
-  // remove, set), which a reload reverts (docs/cli.md "Runtime changes").
-  Config file_cfg_;
+  // The config as applied at the last start or reload (its appliances are
+  // the file's): what the running config differs from by the control API's
+  // changes (server add, remove, set), which a reload reverts (docs/cli.md
+  // "Runtime changes"). Shared with the engine: no copy.
+  std::shared_ptr<const ValidConfig> file_cfg_;
+  // The reload under way (planned or being applied) and those asked since.
+  struct ReloadRun {
+    bool force = false;
+    const char* origin = "control API";  // the first requester: "SIGHUP" or "control API"
+    std::vector<ReloadWaiter> waiters;
+  };
+  std::optional<ReloadRun> reload_run_;
+  std::deque<ReloadRun> reload_queue_;  // at most one per value of `force`
 
   struct ServerStatus {
     std::string state;  // initializing | active | unresolved | unhealthy | idle
@@ -242,6 +277,8 @@ class Daemon {
   double rx_pps_ = 0, tx_pps_ = 0;
 
   boost::asio::io_context io_;
+  // After io_: destroyed first, so that no plan is posted to a gone io_.
+  ReloadWorker reload_worker_;
   std::unique_ptr<ApiServer> api_;
   std::unique_ptr<MetricsServer> metrics_;
   std::unique_ptr<HttpServer> health_http_;

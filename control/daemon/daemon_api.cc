@@ -18,17 +18,16 @@ namespace gwlb::ctl {
 
 using nlohmann::json;
 
-namespace {
-
-constexpr const char* kVersion = GWLB_VERSION;
-
-// A runtime change as the control API shows it.
 json changeJson(const RuntimeChange& c) {
   json e = {{"group", c.group}, {"address", c.address.str()}, {"change", c.change()}};
   if (c.file_weight >= 0) e["file_weight"] = c.file_weight;
   if (c.running_weight >= 0) e["running_weight"] = c.running_weight;
   return e;
 }
+
+namespace {
+
+constexpr const char* kVersion = GWLB_VERSION;
 
 // How `running` differs from `file` in its appliances: the control API's
 // changes (server add, remove, set) since the file was read.
@@ -65,10 +64,9 @@ json guardService(const std::vector<ServiceLoss>& losses, bool force, const std:
   return warnings;
 }
 
-// The same for a config change from `cur` to `next` (set, remove, reload).
-// An invalid `next` passes: applyConfig() reports its errors.
+// The same for a config change from `cur` to `next` (set, remove).
 json guardConfigChange(const Config& cur, const ServerLifecycle& life, const HealthMap& health,
-                       const Config& next, bool force, const std::string& what) {
+                       const ValidConfig& next, bool force, const std::string& what) {
   return guardService(configChangeLosses(cur, life, health, next, dp::monotonicNs(), what), force,
                       what);
 }
@@ -95,7 +93,7 @@ json Daemon::handleApi(const std::string& method, const json& params) {
     else if (method == "server.set") result = apiServerSet(params);
     else if (method == "server.drain") result = apiServerDrain(params);
     else if (method == "server.undrain") result = apiServerUndrain(params);
-    else if (method == "reload") result = apiReload(params);
+    else if (method == "reload") throw std::logic_error("reload is answered apart (Daemon::apiReload)");
     else if (method == "config") result = apiConfig(params);
     else if (method == "health") result = apiHealth(params);
     else if (method == "destinations") result = apiDestinations(params);
@@ -178,7 +176,7 @@ json Daemon::apiStatus(const json& p) {
           {"started_at", started_at_},
           {"config_file", cfg().source_path},
           {"config_loaded_at", config_loaded_at_},
-          {"runtime_changes", runtimeChangesJson(file_cfg_, cfg()).size()},
+          {"runtime_changes", runtimeChangesJson(file_cfg_->get(), cfg()).size()},
           {"snapshot_generation", s ? s->generation : 0},
           {"snapshots_live", dp::Snapshot::live()},
           {"snapshots_retiring", engine_->retiredSnapshots()},
@@ -220,101 +218,19 @@ void Daemon::refuseWhileCompiling(const std::string& what) const {
   if (engine_->pending())
     throw ApiFailure("busy", what + ": a config change waits for its traffic classes to compile; retry "
                             "when `gwlbctl classes` no longer says compiling");
+  // The same while a reload reads its file: the reload would undo the change
+  // (the file is the source of truth) or be told of it only in part.
+  if (reloading())
+    throw ApiFailure("busy", what + ": a reload of " + cfg().source_path +
+                                 " is under way; retry once it has answered");
 }
 
-json Daemon::applyConfig(Config next, const std::string& why) {
+json Daemon::applyConfig(ValidConfig next, const std::string& why) {
   // Throws ApiFailure invalid_config / limit_reached; nothing changes then.
   checkProbePaths(next);
   uint64_t generation = engine_->applyConfig(std::move(next), why, dp::monotonicNs());
   applyProbePaths();
   return {{"snapshot_generation", generation}};
-}
-
-json Daemon::apiReload(const json& p) {
-  Params pr(p, {"force"});
-  const bool force = pr.has("force") && pr.boolean("force");
-  if (cfg().source_path.empty()) badRequest("gwlbd was not started from a config file");
-  Config next;
-  std::vector<ConfigError> errors;
-  // The secret files too, as at start-up: a reload must not accept a file
-  // the next restart would refuse.
-  FlowHashKey next_key;
-  bool next_keyed = false;
-  if (!loadRunnableConfig(cfg().source_path, next, errors, &next_key, &next_keyed)) {
-    // The running config, snapshot, flows and counters stay as they are.
-    // One line with every error; then each again at debug.
-    std::string all;
-    for (const ConfigError& e : errors) all += (all.empty() ? "" : "; ") + (e.path.empty() ? "" : e.path + ": ") + e.message;
-    spdlog::error("reload of {} rejected; keeping the running config: {} error{}: {}", cfg().source_path,
-                  errors.size(), errors.size() == 1 ? "" : "s", all);
-    for (const ConfigError& e : errors) spdlog::debug("reload error: {}: {}", e.path, e.message);
-    json d = json::array();
-    for (auto& e : errors) d.push_back({{"path", e.path}, {"message", e.message}});
-    throw ApiFailure("invalid_config",
-                     "invalid configuration (" + std::to_string(errors.size()) + " error" +
-                         (errors.size() == 1 ? "" : "s") + "; see details)",
-                     d);
-  }
-  // The control API's changes that the file does not carry are reverted:
-  // the file is the source of truth (docs/cli.md "Runtime changes").
-  json reverted = json::array();
-  for (const RuntimeChange& c : revertedByReload(file_cfg_, cfg(), next)) {
-    json e = changeJson(c);
-    e["after_reload"] = c.after_reload < 0 ? json("absent") : json(c.after_reload);
-    reverted.push_back(e);
-  }
-  Config as_file = next;
-  // What the reload changes, for the log line below (appliances by group).
-  json changes = runtimeChangesJson(cfg(), next);
-  // Keys a reload cannot apply keep their running value (control/config/config.h).
-  json restart = holdRestartKeys(cfg(), next);
-  // A new key written to the same secret file changes no path: compare the
-  // keys (the running one is the process's; docs/config.md "Reloading").
-  if (next_keyed && !(next_key == flowHashKey())) {
-    std::string name = hashKeyRestartName(cfg());
-    if (std::find(restart.begin(), restart.end(), json(name)) == restart.end()) restart.push_back(name);
-  }
-  json warnings = guardConfigChange(cfg(), lifecycle(), health_ ? health_->states() : HealthMap{},
-                                    next, force, "reload of " + cfg().source_path);
-  json r = applyConfig(std::move(next), "removed by reload");
-  file_cfg_ = std::move(as_file);
-  // Changed traffic classes compile apart: the change is published once
-  // they are (the running config serves until then).
-  const bool compiling = engine_->pending();
-  if (compiling) r["classes_compiling"] = true;
-  for (const ConfigError& w : configWarnings(file_cfg_, n_ports_)) {
-    spdlog::warn("reload of {}: {}: {}", cfg().source_path, w.path, w.message);
-    warnings.push_back(w.path + ": " + w.message);
-  }
-  if (!warnings.empty()) r["warnings"] = warnings;
-  config_loaded_at_ = unixNow();
-  r["restart_needed"] = restart;
-  r["reverted"] = reverted;
-  if (!reverted.empty()) {
-    std::string list;
-    for (const json& c : reverted)
-      list += (list.empty() ? "" : ", ") + c["address"].get<std::string>() + " (" +
-              c["change"].get<std::string>() + " at runtime)";
-    spdlog::warn("reload of {} reverts {} runtime change(s) the file does not carry: {}",
-                 cfg().source_path, reverted.size(), list);
-  }
-  std::string what;
-  for (const json& c : changes) {
-    const std::string ch = c["change"].get<std::string>();
-    what += (what.empty() ? "" : ", ") + c["address"].get<std::string>() +
-            (ch == "added" ? " added to " : ch == "removed" ? " removed from " : " re-weighted in ") +
-            c["group"].get<std::string>();
-    if (ch == "weight")
-      what += " (" + std::to_string(c["file_weight"].get<int64_t>()) + " -> " +
-              std::to_string(c["running_weight"].get<int64_t>()) + ")";
-  }
-  std::string later;
-  for (const json& k : restart) later += (later.empty() ? "" : ", ") + k.get<std::string>();
-  spdlog::info("{}: reloaded {}: {}{}{}", reload_origin_, cfg().source_path,
-               what.empty() ? "no appliance changed" : what,
-               later.empty() ? "" : "; at the next restart: " + later + " (changed, not applied)",
-               compiling ? "; traffic classes compiling: published once compiled" : "");
-  return r;
 }
 
 json Daemon::apiConfig(const json& p) {
@@ -326,7 +242,7 @@ json Daemon::apiConfig(const json& p) {
   return {{"yaml", yaml},
           {"hidden", hidden},
           {"config_file", cfg().source_path},
-          {"runtime_changes", runtimeChangesJson(file_cfg_, cfg())}};
+          {"runtime_changes", runtimeChangesJson(file_cfg_->get(), cfg())}};
 }
 
 }  // namespace gwlb::ctl

@@ -15,6 +15,7 @@
 #include "dataplane/flow_table.h"
 
 #include "control/config/config.h"
+#include "control/config/valid_config.h"
 #include "control/engine/lifecycle.h"
 #include "control/engine/service_guard.h"
 #include "control/engine/snapshot_builder.h"
@@ -26,10 +27,13 @@ namespace gwlb::ctl {
 // returned as `warnings` in the result.
 nlohmann::json guardService(const std::vector<ServiceLoss>& losses, bool force, const std::string& what);
 
-// The same for a config change from `cur` to `next` (set, remove, reload).
-// An invalid `next` passes: applyConfig() reports its errors.
+// The same for a config change from `cur` to `next` (set, remove).
 nlohmann::json guardConfigChange(const Config& cur, const ServerLifecycle& life, const HealthMap& health,
-                                 const Config& next, bool force, const std::string& what);
+                                 const ValidConfig& next, bool force, const std::string& what);
+
+// A runtime change as the control API shows it: {group, address, change,
+// file_weight, running_weight}.
+nlohmann::json changeJson(const RuntimeChange& c);
 
 // Index of the named group; not_found otherwise.
 int groupIndex(const Config& cfg, const std::string& name);

@@ -220,7 +220,7 @@ json Daemon::apiServerAdd(const json& p) {
     sc.mac = *m;
   }
   grp->servers.push_back(sc);
-  json r = applyConfig(std::move(next), "removed");
+  json r = applyConfig(checkedConfig(std::move(next)), "removed");
   spdlog::info("control API: added appliance {} to group {}", sc.address.str(), g);
   return r;
 }
@@ -236,11 +236,13 @@ json Daemon::apiServerRemove(const json& p) {
     for (auto it = gc.servers.begin(); it != gc.servers.end(); ++it)
       if (it->address == a) {
         gc.servers.erase(it);
+        const std::string group = gc.name;
+        ValidConfig valid = checkedConfig(std::move(next));
         json warnings = guardConfigChange(cfg(), lifecycle(), health_ ? health_->states() : HealthMap{},
-                                          next, force, "server.remove " + a.str());
-        json r = applyConfig(std::move(next), "removed by server.remove");
+                                          valid, force, "server.remove " + a.str());
+        json r = applyConfig(std::move(valid), "removed by server.remove");
         if (!warnings.empty()) r["warnings"] = warnings;
-        spdlog::info("control API: removed appliance {} from group {}", a.str(), gc.name);
+        spdlog::info("control API: removed appliance {} from group {}", a.str(), group);
         return r;
       }
   notFound("no appliance " + a.str());
@@ -258,10 +260,11 @@ json Daemon::apiServerSet(const json& p) {
     for (auto& sc : gc.servers)
       if (sc.address == a) {
         sc.weight = w;
+        ValidConfig valid = checkedConfig(std::move(next));
         json warnings = guardConfigChange(cfg(), lifecycle(), health_ ? health_->states() : HealthMap{},
-                                          next, force,
+                                          valid, force,
                                           "server.set " + a.str() + " weight " + std::to_string(w));
-        json r = applyConfig(std::move(next), "removed");
+        json r = applyConfig(std::move(valid), "removed");
         if (!warnings.empty()) r["warnings"] = warnings;
         spdlog::info("control API: appliance {} weight {}", a.str(), w);
         return r;

@@ -82,8 +82,9 @@ json Daemon::apiClasses(const json& p) {
                        {"structure", s->classes.crossProduct() ? "cross_product" : "bit_vectors"},
                        {"ipv4", s->classes.ipv4Trie() ? "trie" : "intervals"},
                        {"bytes", s->classes.memoryBytes()}};
-  // A change waiting for its classes to compile (the running ones serve).
-  out["compiling"] = engine_->pending();
+  // A change waiting for its classes to compile, or a reload reading,
+  // checking and compiling its file (the running ones serve meanwhile).
+  out["compiling"] = engine_->pending() || reloading();
   if (classes.empty())
     out["default_listener"] = regions().listeners().empty() ? "default" : regions().listeners()[0].name;
   return out;

@@ -72,10 +72,10 @@ void Daemon::setupProbePaths() {
   }
 }
 
-void Daemon::checkProbePaths(const Config& next) {
+void Daemon::checkProbePaths(const ValidConfig& valid) {
+  const Config& next = valid.get();
   if (probeTargets(next) == probeTargets(cfg())) return;  // checked when they were set
   std::vector<ConfigError> errors;
-  if (!validateConfig(next, errors)) return;  // the engine reports those
   try {
     errors = probePathProblems(next);
   } catch (const std::runtime_error& e) {

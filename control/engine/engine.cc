@@ -52,9 +52,24 @@ std::string snapshotDigest(const dp::Snapshot& s) {
   return out;
 }
 
+namespace {
+
+ValidConfig validOrThrow(Config c) {
+  std::vector<ConfigError> errors;
+  std::optional<ValidConfig> v = validConfig(std::move(c), errors);
+  if (!v) throw std::invalid_argument(formatErrors(errors));
+  return std::move(*v);
+}
+
+}  // namespace
+
 Engine::Engine(Config cfg, dp::FlowTable& flows, dp::Dataplane& dp, rte_rcu_qsbr* qsbr,
                Inputs in, Hooks hooks)
-    : cfg_(std::move(cfg)),
+    : Engine(validOrThrow(std::move(cfg)), flows, dp, qsbr, std::move(in), std::move(hooks)) {}
+
+Engine::Engine(ValidConfig cfg, dp::FlowTable& flows, dp::Dataplane& dp, rte_rcu_qsbr* qsbr,
+               Inputs in, Hooks hooks)
+    : cfg_(std::make_shared<const ValidConfig>(std::move(cfg))),
       flows_(flows),
       dp_(dp),
       qsbr_(qsbr),
@@ -94,7 +109,7 @@ void Engine::rebuild(const std::string& why, uint64_t now) {
 void Engine::build(const std::string& why, uint64_t now) {
   HealthMap h = health();
   std::vector<std::string> lines;
-  regions_.update(cfg_, h, &lifecycle_, now, &lines);
+  regions_.update(config(), h, &lifecycle_, now, &lines);
   for (std::string& line : lines) {
     Decision d;
     d.kind = Decision::Kind::kRegion;
@@ -104,11 +119,11 @@ void Engine::build(const std::string& why, uint64_t now) {
   }
   if (hooks_.before_build) hooks_.before_build();
   std::unique_ptr<dp::Snapshot> s =
-      buildSnapshot(cfg_, registry_, in_.neighbours ? in_.neighbours() : NeighbourTable{},
+      buildSnapshot(*cfg_, registry_, in_.neighbours ? in_.neighbours() : NeighbourTable{},
                     ++generation_, h, &lifecycle_, &regions_, in_.devices, &maglev_cache_);
   registry_.release(*s);
   std::vector<std::string> class_names;
-  for (const TrafficClassConfig& tc : cfg_.traffic_classes) class_names.push_back(tc.name);
+  for (const TrafficClassConfig& tc : config().traffic_classes) class_names.push_back(tc.name);
   s->class_slot = class_slots_.assign(class_names, in_.class_counts);
   s->routeClasses();
   if (hooks_.built) hooks_.built(*s);
@@ -130,9 +145,10 @@ void Engine::retireSnapshots(bool wait) {
     retired_.pop_front();
 }
 
-uint64_t Engine::applyConfig(Config next, const std::string& why, uint64_t now) {
+ValidConfig checkedConfig(Config next) {
   std::vector<ConfigError> errors;
-  if (!validateConfig(next, errors)) {
+  std::optional<ValidConfig> v = validConfig(std::move(next), errors);
+  if (!v) {
     nlohmann::json d = nlohmann::json::array();
     for (auto& e : errors) d.push_back({{"path", e.path}, {"message", e.message}});
     throw ApiFailure("invalid_config",
@@ -140,40 +156,52 @@ uint64_t Engine::applyConfig(Config next, const std::string& why, uint64_t now) 
                          (errors.size() == 1 ? "" : "s") + "; see details)",
                      d);
   }
+  return std::move(*v);
+}
+
+uint64_t Engine::applyConfig(Config next, const std::string& why, uint64_t now) {
+  return applyConfig(checkedConfig(std::move(next)), why, now);
+}
+
+uint64_t Engine::applyConfig(ValidConfig next, const std::string& why, uint64_t now,
+                             std::optional<CompiledClasses> compiled) {
+  return applyConfig(std::make_shared<const ValidConfig>(std::move(next)), why, now,
+                     std::move(compiled));
+}
+
+uint64_t Engine::applyConfig(std::shared_ptr<const ValidConfig> shared, const std::string& why,
+                             uint64_t now, std::optional<CompiledClasses> compiled) {
   catchUp(now);
-  checkServerIds(next);  // before anything changes: a refusal applies nothing
-  if (compiler_) {
+  checkServerIds(shared->get());  // before anything changes: a refusal applies nothing
+  if (compiled) {
+    if (pending_) compiler_->cancel();
+    pending_.reset();
+    primeClassCache(std::move(compiled->rules), std::move(compiled->table));
+  } else if (compiler_) {
     // Compared in place: a copy of a large class set costs milliseconds.
-    if (!sameClassRules(next.traffic_classes, cfg_.traffic_classes)) {
-      // New classes: compiled apart, and the change waits for them, its
-      // classes held apart for the compiler (moved back when applied). One
+    const std::vector<TrafficClassConfig>& classes = shared->get().traffic_classes;
+    if (!sameClassRules(classes, config().traffic_classes)) {
+      // New classes: compiled apart, and the change waits for them. One
       // already compiling the same classes stays: this change replaces only
       // the rest of its config.
-      if (pending_ && sameClassRules(next.traffic_classes, *pending_->classes)) {
-        next.traffic_classes = {};
-        pending_->cfg = std::move(next);
-        pending_->why = why;
-        return generation_;
-      }
-      auto classes = std::make_shared<std::vector<TrafficClassConfig>>(std::move(next.traffic_classes));
-      next.traffic_classes = {};
-      compiler_->request(classes);
-      pending_ = Pending{std::move(next), std::move(classes), why};
+      if (!pending_ || !sameClassRules(classes, pending_->cfg->get().traffic_classes))
+        compiler_->request(ClassCompiler::Classes(shared, &classes));
+      pending_ = Pending{std::move(shared), why};
       return generation_;
     }
     // The running classes: applied now, and a pending change is dropped.
     if (pending_) compiler_->cancel();
     pending_.reset();
   }
-  applyNow(std::move(next), why, now);
+  applyNow(std::move(shared), why, now);
   return generation_;
 }
 
-void Engine::applyNow(Config next, const std::string& why, uint64_t now) {
+void Engine::applyNow(std::shared_ptr<const ValidConfig> next, const std::string& why, uint64_t now) {
   ++lifecycle_changes_;
-  lifecycle_.applyConfig(cfg_, next, now, why);
+  lifecycle_.applyConfig(config(), next->get(), now, why);
   cfg_ = std::move(next);
-  if (hooks_.config_changed) hooks_.config_changed(cfg_);
+  if (hooks_.config_changed) hooks_.config_changed(config());
   build("config", now);
 }
 
@@ -183,11 +211,9 @@ void Engine::applyCompiled(uint64_t now) {
   if (!r) return;
   Pending p = std::move(*pending_);
   pending_.reset();
-  // The compiler let go of the classes before handing the table back.
-  p.cfg.traffic_classes = std::move(*p.classes);
   // Server ids may have been taken since the change was checked: checked
   // again (a refusal is thrown to the driver, which logs it).
-  checkServerIds(p.cfg);
+  checkServerIds(p.cfg->get());
   primeClassCache(std::move(r->rules), std::move(r->table));
   applyNow(std::move(p.cfg), p.why, now);
 }
@@ -195,7 +221,7 @@ void Engine::applyCompiled(uint64_t now) {
 std::string Engine::drain(uint32_t ip, std::optional<uint32_t> timeout_s, uint64_t now) {
   catchUp(now);
   ++lifecycle_changes_;
-  std::string err = lifecycle_.drain(cfg_, ip, timeout_s, now);
+  std::string err = lifecycle_.drain(config(), ip, timeout_s, now);
   if (err.empty()) build("drain " + IpAddr::v4(ip).str(), now);
   return err;
 }
@@ -446,7 +472,7 @@ void Engine::checkServerIds(const Config& next) {
   if (walk_budget_ == 0) reclaimServerIds();
   if (need <= registry_.available()) return;
   std::set<uint32_t> conf;
-  for (const auto& g : cfg_.server_groups)
+  for (const auto& g : config().server_groups)
     for (const auto& sc : g.servers) conf.insert(sc.address.v4HostOrder());
   size_t configured = conf.size();
   size_t leaving = 0;

@@ -30,6 +30,7 @@
 #include "control/engine/class_slots.h"
 #include "control/engine/maglev_cache.h"
 #include "control/config/config.h"
+#include "control/config/valid_config.h"
 #include "control/engine/lifecycle.h"
 #include "control/engine/regions.h"
 #include "control/engine/snapshot_builder.h"
@@ -62,6 +63,10 @@ const char* toString(Decision::Kind k);
 // move and MAC state, and a digest of each group's Maglev table by address.
 // Two engines that route alike print the same line.
 std::string snapshotDigest(const dp::Snapshot& s);
+
+// `next` validated, as a change is: the ValidConfig, or ApiFailure
+// "invalid_config" with every error in its details. Thread: any.
+ValidConfig checkedConfig(Config next);
 
 // What the engine reads from its driver.
 struct EngineInputs {
@@ -98,7 +103,10 @@ class Engine {
   using Hooks = EngineHooks;
 
   // `flows` and `dp` must outlive the engine; `qsbr` is the workers'. The
-  // config must be valid (validateConfig). Nothing is published before start().
+  // first form validates the config (std::invalid_argument when it is not
+  // valid). Nothing is published before start().
+  Engine(ValidConfig cfg, dp::FlowTable& flows, dp::Dataplane& dp, rte_rcu_qsbr* qsbr,
+         Inputs in = {}, Hooks hooks = {});
   Engine(Config cfg, dp::FlowTable& flows, dp::Dataplane& dp, rte_rcu_qsbr* qsbr,
          Inputs in = {}, Hooks hooks = {});
   // Frees every snapshot: call only once no worker runs (or shutdown() first).
@@ -126,7 +134,16 @@ class Engine {
   // pending(), the running config serves, and the returned generation is the
   // running one. A change made while another is pending replaces it (the
   // latest wins; the other is never applied).
+  // The first form validates `next` (the only validation of the change);
+  // the second takes it as validated. `compiled`: the table of next's
+  // traffic classes, compiled elsewhere (a reload compiles it off the
+  // control thread): the change then applies now, whatever its classes,
+  // and a pending change is dropped.
   uint64_t applyConfig(Config next, const std::string& why, uint64_t now);
+  uint64_t applyConfig(ValidConfig next, const std::string& why, uint64_t now,
+                       std::optional<CompiledClasses> compiled = std::nullopt);
+  uint64_t applyConfig(std::shared_ptr<const ValidConfig> next, const std::string& why, uint64_t now,
+                       std::optional<CompiledClasses> compiled = std::nullopt);
   // A change waits for its traffic classes to compile.
   bool pending() const { return pending_.has_value(); }
   // Operator drain / undrain of a configured appliance: "" or what is wrong
@@ -179,7 +196,11 @@ class Engine {
   uint64_t flowsCountedAt() const { return flows_counted_at_; }
 
   // --- state (read-only) ---
-  const Config& config() const { return cfg_; }
+  const Config& config() const { return cfg_->get(); }
+  // The running config, shared: it is never changed in place (a change
+  // replaces it), so another thread may read it while the engine goes on
+  // (a reload compares the file with it off the control thread).
+  std::shared_ptr<const ValidConfig> sharedConfig() const { return cfg_; }
   const ServerRegistry& registry() const { return registry_; }
   const MaglevCache& maglevCache() const { return maglev_cache_; }
   const ServerLifecycle& lifecycle() const { return lifecycle_; }
@@ -215,10 +236,10 @@ class Engine {
   void endWalk();
   void checkServerIds(const Config& next);
   void decide(Decision d);
-  void applyNow(Config next, const std::string& why, uint64_t now);
+  void applyNow(std::shared_ptr<const ValidConfig> next, const std::string& why, uint64_t now);
   void applyCompiled(uint64_t now);
 
-  Config cfg_;
+  std::shared_ptr<const ValidConfig> cfg_;
   dp::FlowTable& flows_;
   dp::Dataplane& dp_;
   rte_rcu_qsbr* qsbr_;
@@ -270,8 +291,7 @@ class Engine {
   };
   std::deque<Retired> retired_;
   struct Pending {  // a change waiting for its classes (compile_classes_apart)
-    Config cfg;      // without its traffic_classes: those are in `classes`
-    std::shared_ptr<std::vector<TrafficClassConfig>> classes;  // shared with the compiler until compiled
+    std::shared_ptr<const ValidConfig> cfg;  // its classes shared with the compiler until compiled
     std::string why;
   };
   std::optional<Pending> pending_;

@@ -139,6 +139,15 @@ std::vector<ServiceLoss> configChangeLosses(const Config& cur, const ServerLifec
   return serviceLosses(cur, life, next, after, health);
 }
 
+std::vector<ServiceLoss> configChangeLosses(const Config& cur, const ServerLifecycle& life,
+                                            const HealthMap& health, const ValidConfig& valid,
+                                            uint64_t now_ns, const std::string& why) {
+  const Config& next = valid.get();
+  ServerLifecycle after = life;
+  after.applyConfig(cur, next, now_ns, why);
+  return serviceLosses(cur, life, next, after, health);
+}
+
 std::vector<ServiceLoss> drainLosses(const Config& cfg, const ServerLifecycle& life,
                                      const HealthMap& health, uint32_t ip,
                                      std::optional<uint32_t> timeout_s, uint64_t now_ns,

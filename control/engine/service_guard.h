@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "control/config/config.h"
+#include "control/config/valid_config.h"
 #include "control/engine/lifecycle.h"
 #include "control/engine/snapshot_builder.h"
 
@@ -51,6 +52,10 @@ std::string describeLosses(const std::vector<ServiceLoss>& losses, bool done = f
 // remove, weight and reload events.
 std::vector<ServiceLoss> configChangeLosses(const Config& cur, const ServerLifecycle& life,
                                             const HealthMap& health, const Config& next,
+                                            uint64_t now_ns, const std::string& why);
+// The same for a config already validated (not checked again).
+std::vector<ServiceLoss> configChangeLosses(const Config& cur, const ServerLifecycle& life,
+                                            const HealthMap& health, const ValidConfig& next,
                                             uint64_t now_ns, const std::string& why);
 
 // The same for an operator drain of `ip` (gwlbd's server.drain, gwlb-replay's

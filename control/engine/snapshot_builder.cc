@@ -317,6 +317,14 @@ ClassRule classRule(const TrafficClassConfig& tc) {
   return r;
 }
 
+namespace {
+std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ServerRegistry& reg,
+                                         const NeighbourTable& neigh, uint64_t generation,
+                                         const HealthMap& health, const ServerLifecycle* life,
+                                         const RegionTracker* regions, const PortMacs* devices,
+                                         MaglevCache* maglev);
+}  // namespace
+
 std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& reg,
                                             const NeighbourTable& neigh, uint64_t generation,
                                             const HealthMap& health,
@@ -325,7 +333,25 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
                                             const PortMacs* devices, MaglevCache* maglev) {
   std::vector<ConfigError> errors;
   if (!validateConfig(cfg, errors)) throw std::invalid_argument(formatErrors(errors));
+  return buildValid(cfg, reg, neigh, generation, health, life, regions, devices, maglev);
+}
 
+std::unique_ptr<dp::Snapshot> buildSnapshot(const ValidConfig& cfg, ServerRegistry& reg,
+                                            const NeighbourTable& neigh, uint64_t generation,
+                                            const HealthMap& health,
+                                            const ServerLifecycle* life,
+                                            const RegionTracker* regions,
+                                            const PortMacs* devices, MaglevCache* maglev) {
+  return buildValid(cfg.get(), reg, neigh, generation, health, life, regions, devices, maglev);
+}
+
+namespace {
+
+std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ServerRegistry& reg,
+                                         const NeighbourTable& neigh, uint64_t generation,
+                                         const HealthMap& health, const ServerLifecycle* life,
+                                         const RegionTracker* regions, const PortMacs* devices,
+                                         MaglevCache* maglev) {
   auto s = std::make_unique<dp::Snapshot>();
   s->generation = generation;
   s->underlay_ip = cfg.node.underlay_ip.v4HostOrder();
@@ -544,5 +570,7 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
   s->indexByIp();
   return s;
 }
+
+}  // namespace
 
 }  // namespace gwlb::ctl

@@ -11,6 +11,7 @@
 #include "common/health.h"
 #include "common/snapshot.h"
 #include "control/config/config.h"
+#include "control/config/valid_config.h"
 #include "control/engine/lifecycle.h"
 
 namespace gwlb::ctl {
@@ -98,7 +99,10 @@ using PortMacs = std::vector<MacAddr>;
 // tests); the ports are 0 .. the highest id the config names.
 std::vector<dp::PortView> resolvePorts(const Config& cfg, const PortMacs* devices);
 
-// Throws std::invalid_argument only for a Config that validateConfig() rejects.
+// Throws std::invalid_argument only for a Config that validateConfig() rejects
+// (the first form validates it; the second, the engine's, takes it as valid:
+// a snapshot is built at every health change, and validating a large config
+// costs tens of milliseconds).
 // New flows go to appliances with weight > 0 that are in service (healthy or
 // unchecked) and not drained; when none is, the group's when_all_unhealthy
 // decides: fail_open uses every undrained appliance with weight > 0, drop
@@ -117,6 +121,13 @@ std::vector<dp::PortView> resolvePorts(const Config& cfg, const PortMacs* device
 // same table for the same appliances, weights in force and ids), else are
 // built each time.
 std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& reg,
+                                            const NeighbourTable& neigh, uint64_t generation,
+                                            const HealthMap& health = {},
+                                            const ServerLifecycle* life = nullptr,
+                                            const RegionTracker* regions = nullptr,
+                                            const PortMacs* devices = nullptr,
+                                            MaglevCache* maglev = nullptr);
+std::unique_ptr<dp::Snapshot> buildSnapshot(const ValidConfig& cfg, ServerRegistry& reg,
                                             const NeighbourTable& neigh, uint64_t generation,
                                             const HealthMap& health = {},
                                             const ServerLifecycle* life = nullptr,
@@ -153,5 +164,11 @@ ClassTable compiledClasses(const std::vector<TrafficClassConfig>& classes);
 // Makes `table` (compiled from `rules` elsewhere, e.g. on the class compiler's
 // thread) the one the next build with those rules takes.
 void primeClassCache(std::vector<ClassRule> rules, ClassTable table);
+// A class set compiled apart (a reload's, off the control thread): its rules
+// (classRules) and their table.
+struct CompiledClasses {
+  std::vector<ClassRule> rules;
+  ClassTable table;
+};
 
 }  // namespace gwlb::ctl

@@ -242,9 +242,9 @@ TEST(Render, ChangesAndErrors) {
   EXPECT_TRUE(has(renderChange("reload", Json::object(),
                                Json{{"snapshot_generation", 5}, {"restart_needed", {"eal"}}}),
                   "next restart: eal"));
-  EXPECT_EQ(renderChange("reload", Json::object(), Json{{"snapshot_generation", 5}, {"classes_compiling", true}}),
-            "reloaded (traffic classes compiling: the change is published once they are compiled); snapshot "
-            "generation 5\n");
+  // gwlbd answers a reload once it is applied: the generation is the new snapshot's.
+  EXPECT_EQ(renderChange("reload", Json::object(), Json{{"snapshot_generation", 5}}),
+            "reloaded; snapshot generation 5\n");
   Json err = Json::parse(R"({"code": "invalid_config", "message": "change rejected",
     "details": [{"path": "server_groups[0].servers", "message": "at least one server"}]})");
   EXPECT_EQ(renderError(err),
