@@ -126,6 +126,13 @@ class Cross {
   // would be silently ignored.
   void healthCheck(const std::string& hp, const HealthCheckConfig& h) {
     if (!h.configured) return;
+    // An ejected appliance comes back by passing its checks: without them it never would.
+    if (h.passive.enabled && !h.enabled)
+      add(hp + ".passive.enabled", "needs health checks (enabled: true): an appliance ejected for "
+                                   "no returns comes back only by passing them");
+    if (h.dampening.suppress <= h.dampening.reuse)
+      add(hp + ".dampening.suppress", quote(std::to_string(h.dampening.suppress)) +
+                                          " must be above reuse (" + std::to_string(h.dampening.reuse) + ")");
     if (h.protocol != HealthProtocol::kHttps) {
       const char* proto = toString(h.protocol);
       if (h.verify)
