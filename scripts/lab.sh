@@ -27,7 +27,7 @@
 #   GWLB_BUILD (build)  where gwlbd, gwlbctl and gwlb-appliance are
 #   LAB_FORMAT aws|ethernet   LAB_FAILOVER rebalance|no_rebalance   LAB_DRAIN (10s)
 #   LAB_HC http|tcp   LAB_HC_INTERVAL (500ms)   LAB_HC_TIMEOUT (300ms)
-#   LAB_HC_HEALTHY (2)   LAB_HC_UNHEALTHY (2)
+#   LAB_HC_HEALTHY (2)   LAB_HC_UNHEALTHY (2)   LAB_HC_EXTRA: more health_check keys ("passive: {...}")
 #   LAB_APP_ARGS, LAB_APP1_ARGS, LAB_APP2_ARGS   extra gwlb-appliance arguments
 #   LAB_RT_PORT af_packet|tap   gwlbd's router-side port: net_af_packet on gw-rt (default;
 #                       the kernel reassembles IPv4 fragments before gwlbd sees them) or
@@ -105,7 +105,7 @@ YAML
   fi
 }
 server_group_yaml() {  # server_group_yaml NAME I J EXTRA: a group of appliances I and J (0-based)
-  local hc="${LAB_HC:-http}" path_line="" extra="${4:-}"
+  local hc="${LAB_HC:-http}" path_line="" extra="${4:-}${LAB_HC_EXTRA:+, $LAB_HC_EXTRA}"
   [ "$hc" = http ] && path_line=", path: /health"
   cat <<YAML
   - name: $1
