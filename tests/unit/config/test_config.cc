@@ -1781,3 +1781,43 @@ TEST_F(FlowHashSecret, UnsafeOrBadFilesAreRefusedWithWhatToChange) {
 
 }  // namespace
 }  // namespace gwlb::ctl
+
+namespace gwlb::ctl {
+namespace {
+// Passive detection, flap dampening and slow start: parsed, defaults off,
+// ranges, and the rules between keys.
+TEST(ConfigHealth, PassiveDampeningAndSlowStart) {
+  Result r = parse(withGroup(std::string(kOneServer) +
+                             "\n    slow_start: 30s"
+                             "\n    health_check: { passive: { enabled: true, min_packets: 20, window: 1500ms },"
+                             " dampening: { enabled: true, half_life: 2m } }"));
+  ASSERT_TRUE(r.ok) << formatErrors(r.errors);
+  const ServerGroupConfig& g = r.cfg.server_groups[0];
+  EXPECT_EQ(g.slow_start_s, 30u);
+  EXPECT_TRUE(g.health_check.passive.enabled);
+  EXPECT_EQ(g.health_check.passive.min_packets, 20u);
+  EXPECT_EQ(g.health_check.passive.window_ms, 1500u);
+  EXPECT_EQ(g.health_check.passive.max_ejection_percent, 50u);
+  EXPECT_EQ(g.health_check.dampening.half_life_s, 120u);
+  EXPECT_EQ(g.health_check.dampening.suppress, 3000u);
+  Result plain = parse(withGroup(std::string(kOneServer) + "\n    health_check: { protocol: tcp }"));
+  ASSERT_TRUE(plain.ok);
+  EXPECT_FALSE(plain.cfg.server_groups[0].health_check.passive.enabled);
+  EXPECT_FALSE(plain.cfg.server_groups[0].health_check.dampening.enabled);
+  EXPECT_EQ(plain.cfg.server_groups[0].slow_start_s, 0u);
+
+  Result off = parse(withGroup(std::string(kOneServer) +
+                               "\n    health_check: { enabled: false, passive: { enabled: true } }"));
+  EXPECT_TRUE(hasError(off, "server_groups[0].health_check.passive.enabled", {"needs health checks"}));
+  Result sup = parse(withGroup(std::string(kOneServer) +
+                               "\n    health_check: { dampening: { suppress: 700, reuse: 750 } }"));
+  EXPECT_TRUE(hasError(sup, "server_groups[0].health_check.dampening.suppress", {"'700'", "above reuse"}));
+  Result bad = parse(withGroup(std::string(kOneServer) +
+                               "\n    slow_start: 2h"
+                               "\n    health_check: { passive: { window: 50ms, max_ejection_percent: 101 } }"));
+  EXPECT_TRUE(hasError(bad, "server_groups[0].slow_start", {}));
+  EXPECT_TRUE(hasError(bad, "server_groups[0].health_check.passive.window", {}));
+  EXPECT_TRUE(hasError(bad, "server_groups[0].health_check.passive.max_ejection_percent", {}));
+}
+}  // namespace
+}  // namespace gwlb::ctl
