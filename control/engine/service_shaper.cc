@@ -88,8 +88,7 @@ Shaping ServiceShaper::update(const Config& cfg, const HealthMap& health,
       s.up = up;
       const bool held = damp && dampener_.held(ip, now);
       if (s.held && !held)
-        say(name + " hold-down over: penalty " + fixed(dampener_.penalty(ip, dp, now), 0) +
-            " below reuse " + fixed(dp.reuse, 0));
+        say(name + " hold-down over: penalty decayed to reuse " + fixed(dp.reuse, 0));
       s.held = held;
       if (held) {
         out.held.insert(ip);

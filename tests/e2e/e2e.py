@@ -326,7 +326,9 @@ def test_failover(lab, args):
     print("new connection through the remaining appliance: ok")
 
 
-PASSIVE = {"min_packets": 10, "window": 1.0}
+# A black-holed TCP stream sends little: its retransmissions back off (0.2,
+# 0.6, 1.4, 3 s...), from both ends. A 3 s window holds at least 3 of them.
+PASSIVE = {"min_packets": 3, "window": 3.0}
 
 
 def test_passive(lab, args):
@@ -372,7 +374,7 @@ def test_passive(lab, args):
     # healthy threshold (2) of checks after the ejection brings it back.
     srv = wait_health(lab, APPS[victim], "healthy", 10)
     print(f"{victim} healthy again {srv['health']['since'] - t_bh - took:.3f} s after its ejection "
-          f"(2 passed checks, interval 0.5 s)")
+          f"(10 passed checks, interval 0.5 s)")
     assert srv["health"]["passive"]["ejected"] is False
     lab.run(victim, "nft", "delete table inet pvbh")
 
@@ -710,7 +712,9 @@ TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
          "drop": (test_drop, {"LAB_APP_ARGS": "--drop-dport 7001 --drop-proto icmp"}),
          "failover": (test_failover, {"LAB_FAILOVER": "rebalance"}),
          "ethernet": (test_ethernet, {"LAB_FORMAT": "ethernet"}),
-         "passive": (test_passive, {"LAB_FAILOVER": "rebalance", "LAB_HC_EXTRA":
+         # healthy_threshold 10 (5 s): the ejected appliance stays out past the
+         # stream's next retransmission, which then moves (rebalance).
+         "passive": (test_passive, {"LAB_FAILOVER": "rebalance", "LAB_HC_HEALTHY": "10", "LAB_HC_EXTRA":
                                     "passive: { enabled: true, min_packets: %d, window: %gs }"
                                     % (PASSIVE["min_packets"], PASSIVE["window"])}),
          "no_rebalance": (test_no_rebalance, {"LAB_FAILOVER": "no_rebalance"}),
