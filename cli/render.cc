@@ -220,6 +220,12 @@ std::string renderServers(const Json& r, double now, bool wide) {
       const Json& d = field(s, "drain");
       if (d.is_object() && !field(d, "time_left_s").is_null())
         state += " (" + formatDuration(fieldNumber(d, "time_left_s")) + " left)";
+      // Passive detection: ejected, or a black hole its group's cap keeps in service.
+      const Json& pv = field(h, "passive");
+      if (field(pv, "ejected").is_boolean() && field(pv, "ejected").get<bool>() && state == "unhealthy")
+        state += " (no returns)";
+      else if (field(pv, "capped").is_boolean() && field(pv, "capped").get<bool>())
+        state += " (no returns, at max_ejection_percent)";
       double since = fieldNumber(s, "since");
       if (d.is_object() && !field(d, "for_s").is_null()) since = now - fieldNumber(d, "for_s");
       std::vector<std::string> row = {fieldText(s, "address"), fieldText(s, "group"),
@@ -241,8 +247,8 @@ std::string renderServers(const Json& r, double now, bool wide) {
 // with none left out ("-" when there is none at all).
 std::string serverStates(const Json& srv) {
   std::string out;
-  for (const char* st : {"active", "idle", "unresolved", "unhealthy", "initializing", "draining",
-                         "drained", "removed"}) {
+  for (const char* st : {"active", "idle", "unresolved", "unhealthy", "dampened", "initializing",
+                         "draining", "drained", "removed"}) {
     const Json& n = field(srv, st);
     if (!n.is_number() || fieldNumber(srv, st) <= 0) continue;
     out += (out.empty() ? "" : ", ") + valueText(n) + " " + st;

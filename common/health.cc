@@ -53,6 +53,7 @@ std::optional<Transition> HealthTracker::moveTo(HealthState to, std::string reas
   if (to == state_) return std::nullopt;
   Transition t{state_, to, std::move(reason), now_ms};
   provisional_ = false;
+  ejected_ = false;
   HealthEvent e;
   e.at_ms = now_ms;
   e.is_transition = true;
@@ -93,6 +94,16 @@ std::optional<Transition> HealthTracker::onResult(const ProbeOutcome& r, uint64_
   // Reason names the threshold count (the count at which the state changed);
   // consecutive_ can only exceed it if the threshold was lowered meanwhile.
   return moveTo(target, countReason(consecutive_, r.ok, r.reason), now_ms);
+}
+
+std::optional<Transition> HealthTracker::eject(std::string reason, uint64_t now_ms) {
+  if (!probed() || !receivesNewFlows()) return std::nullopt;
+  // Passed checks before the ejection do not count toward coming back.
+  consecutive_ = 0;
+  last_ok_ = false;
+  auto t = moveTo(HealthState::kUnhealthy, std::move(reason), now_ms);
+  ejected_ = t.has_value();
+  return t;
 }
 
 std::optional<Transition> HealthTracker::reconfigure(HealthParams p, bool enabled,

@@ -152,6 +152,15 @@ class HealthTracker {
   // caused, if any. Ignored (nullopt) when the server is not probed.
   std::optional<Transition> onResult(const ProbeOutcome& r, uint64_t now_ms);
 
+  // Passive detection (docs/product-rules.md "Passive detection"): an appliance
+  // that receives new flows and returns nothing of what it is sent becomes
+  // unhealthy at once, with `reason`; it comes back as any unhealthy one,
+  // after healthy_threshold passed checks whose results arrive after this.
+  // nullopt (nothing done) when it does not receive new flows.
+  std::optional<Transition> eject(std::string reason, uint64_t now_ms);
+  // Unhealthy by eject(), until its next transition.
+  bool ejected() const { return ejected_; }
+
   // Applies a new weight / enabled flag / params (config change). May transition
   // to or from unused/disabled; a probed server that becomes probed again starts
   // from initializing.
@@ -167,6 +176,7 @@ class HealthTracker {
   uint32_t consecutive_ = 0;
   bool last_ok_ = false;
   bool provisional_ = false;
+  bool ejected_ = false;
   uint64_t last_change_ms_;
   std::deque<HealthEvent> history_;
   ProbeLatencyHistogram latency_;

@@ -28,7 +28,7 @@
 #   LAB_FORMAT aws|ethernet   LAB_FAILOVER rebalance|no_rebalance   LAB_DRAIN (10s)
 #   LAB_TCP_RESET 1     send_tcp_reset on_unhealthy and on_deregistration in every group
 #   LAB_HC http|tcp   LAB_HC_INTERVAL (500ms)   LAB_HC_TIMEOUT (300ms)
-#   LAB_HC_HEALTHY (2)   LAB_HC_UNHEALTHY (2)
+#   LAB_HC_HEALTHY (2)   LAB_HC_UNHEALTHY (2)   LAB_HC_EXTRA: more health_check keys ("passive: {...}")
 #   LAB_HC_FORWARDING true: forwarding checks (a probe through each appliance) too
 #   LAB_APP_ARGS, LAB_APP1_ARGS, LAB_APP2_ARGS   extra gwlb-appliance arguments
 #   LAB_APPLIANCE plain|stateful|mixed (plain)   stateful: every appliance forwards through its
@@ -114,7 +114,7 @@ YAML
   fi
 }
 server_group_yaml() {  # server_group_yaml NAME I J EXTRA: a group of appliances I and J (0-based)
-  local hc="${LAB_HC:-http}" path_line="" extra="${4:-}" rst=""
+  local hc="${LAB_HC:-http}" path_line="" extra="${4:-}${LAB_HC_EXTRA:+, $LAB_HC_EXTRA}" rst=""
   [ "${LAB_TCP_RESET:-0}" = 1 ] && rst=$'\n    send_tcp_reset: { on_unhealthy: true, on_deregistration: true }'
   [ "$hc" = http ] && path_line=", path: /health"
   cat <<YAML

@@ -174,6 +174,7 @@ struct Replay::State {
   json region_changes = json::array();
   json* region_sink = nullptr;  // also the current event's lines
   json lifecycle_changes = json::array();
+  json service_changes = json::array();  // flap dampening, slow start
 
   // The main loop.
   std::deque<rte_mbuf*> pending_reflect;
@@ -272,6 +273,8 @@ void Replay::State::decided(const ctl::Decision& d) {
                  ctl::secondsText(d.at_ns - std::min(d.at_ns, first_ts)).c_str(), d.text.c_str());
     region_changes.push_back({{"at_s", rel(d.at_ns)}, {"line", d.text}});
     if (region_sink) region_sink->push_back(d.text);
+  } else if (d.kind == ctl::Decision::Kind::kService) {
+    service_changes.push_back({{"at_s", rel(d.at_ns)}, {"line", d.text}});
   } else if (d.kind == ctl::Decision::Kind::kLifecycle) {
     lifecycle_changes.push_back({{"at_s", rel(d.at_ns)},
                                  {"server", IpAddr::v4(d.ip).str()},
@@ -628,6 +631,7 @@ int Replay::finish() {
     for (size_t k = 0; k < kNumCounters; ++k) in.total.v[k] += w.state.counters.v[k];
   in.lifecycle_changes = &s.lifecycle_changes;
   in.region_changes = &s.region_changes;
+  in.service_changes = &s.service_changes;
   in.timeline = s.timeline.get();
   in.classes = &s.class_totals;
   writeSummary(in);

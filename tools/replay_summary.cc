@@ -284,6 +284,7 @@ void writeSummary(const SummaryInput& in) {
                     {"flows_swept", ls.flows_swept}};
   j["lifecycle_changes"] = *in.lifecycle_changes;
   j["region_changes"] = *in.region_changes;
+  if (in.service_changes) j["service_changes"] = *in.service_changes;
   j["listeners"] = listenersJson(in.engine.regions(), in.first_ts);
   j["composites"] = compositesJson(in.engine.regions(), in.first_ts);
   nlohmann::json servers = nlohmann::json::array();

@@ -45,6 +45,7 @@ struct SummaryInput {
   WorkerCounters total;
   const nlohmann::json* lifecycle_changes = nullptr;
   const nlohmann::json* region_changes = nullptr;
+  const nlohmann::json* service_changes = nullptr;  // hold-downs and slow starts
   Timeline* timeline = nullptr;  // gets a series for every appliance ever known
   // Every class any config of the run had, in order of first appearance;
   // empty: the run had no traffic_classes.

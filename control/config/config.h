@@ -58,6 +58,28 @@ struct GroupTcpResetConfig {
 struct ListenerTcpResetConfig {
   bool on_idle_timeout = false;
 };
+// Passive detection (docs/product-rules.md "Passive detection"): an appliance
+// in service that was sent at least min_packets Geneve packets and returned
+// none over the last window is ejected, unhealthy (no returns), while fewer
+// than max_ejection_percent of its group are (at least one may be).
+struct PassiveCheckConfig {
+  bool enabled = false;
+  uint32_t min_packets = 100;              // 1..10^9
+  uint32_t window_ms = 5000;               // 100 ms..300 s
+  uint32_t max_ejection_percent = 50;      // 0..100
+};
+// Flap dampening (docs/product-rules.md "Flap dampening"): each change between in
+// service and out of it adds `penalty`, halved every half_life; above
+// `suppress` the appliance is held down (dampened) until the penalty is
+// below `reuse`, at most max_hold after its last change.
+struct DampeningConfig {
+  bool enabled = false;
+  uint32_t penalty = 1000;                 // 1..100000
+  uint32_t suppress = 3000;                // > reuse
+  uint32_t reuse = 750;                    // 1..100000
+  uint32_t half_life_s = 60;               // 1..3600
+  uint32_t max_hold_s = 600;               // 1..86400
+};
 
 // Health checks of a group's appliances (docs/product-rules.md section 1). Off when the
 // section is absent; `enabled` defaults to true once it is present.
@@ -90,6 +112,8 @@ struct HealthCheckConfig {
     IpAddr src = IpAddr::v4(0xC6120001);   // 198.18.0.1 (RFC 2544 benchmarking range)
     IpAddr dst = IpAddr::v4(0xC6120002);   // 198.18.0.2
   } forwarding_probe;
+  PassiveCheckConfig passive;
+  DampeningConfig dampening;
   bool active() const { return configured && enabled; }
   bool forwardingActive() const { return active() && forwarding; }
 };
@@ -107,6 +131,9 @@ struct ServerGroupConfig {
   FailoverMode failover_mode = FailoverMode::kNoRebalance;
   DrainingConfig connection_draining;
   GroupTcpResetConfig send_tcp_reset;
+  // Seconds over which an appliance that comes into service ramps up to its
+  // full share of new flows (docs/product-rules.md "Slow start"); 0: at once.
+  uint32_t slow_start_s = 0;                 // 0..3600
 };
 
 // One dataplane port's settings (node.ports[]). A port not listed gets its

@@ -5,6 +5,7 @@
 // fails there is skipped here without a second error.
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -126,6 +127,25 @@ class Cross {
   // would be silently ignored.
   void healthCheck(const std::string& hp, const HealthCheckConfig& h) {
     if (!h.configured) return;
+    // An ejected appliance comes back by passing its checks: without them it never would.
+    if (h.passive.enabled && !h.enabled)
+      add(hp + ".passive.enabled", "needs health checks (enabled: true): an appliance ejected for "
+                                   "no returns comes back only by passing them");
+    const DampeningConfig& d = h.dampening;
+    auto in = [](uint32_t v, uint32_t lo, uint32_t hi) { return v >= lo && v <= hi; };
+    if (in(d.suppress, 1, 100000) && in(d.reuse, 1, 100000) && in(d.half_life_s, 1, 3600) &&
+        in(d.max_hold_s, 1, 86400)) {
+      const double ceiling = d.reuse * std::exp2(double(d.max_hold_s) / d.half_life_s);
+      if (d.suppress <= d.reuse)
+        add(hp + ".dampening.suppress", quote(std::to_string(d.suppress)) + " must be above reuse (" +
+                                            std::to_string(d.reuse) + ")");
+      else if (ceiling <= d.suppress)
+        add(hp + ".dampening.max_hold",
+            quote(std::to_string(d.max_hold_s) + "s") + ": the penalty is capped at reuse x 2^(max_hold / "
+            "half_life) = " + std::to_string(uint64_t(ceiling)) + ", not above suppress (" +
+            std::to_string(d.suppress) + "), so nothing would ever be held down; raise max_hold or "
+            "lower suppress");
+    }
     if (h.protocol != HealthProtocol::kHttps) {
       const char* proto = toString(h.protocol);
       if (h.verify)

@@ -28,6 +28,11 @@ constexpr Range kU64Range{0, std::numeric_limits<uint64_t>::max(), true};
 constexpr Range kIdleRange{60, 6000};
 constexpr Range kDrainRange{1, 3600};
 constexpr Range kHoldRange{0, 3600};
+constexpr Range kPacketsRange{1, 1000000000};
+constexpr Range kPassiveWindowRange{100, 300000};
+constexpr Range kPenaltyRange{1, 100000};
+constexpr Range kHalfLifeRange{1, 3600};
+constexpr Range kMaxHoldRange{1, 86400};
 constexpr Range kPercentRange{0, 100};
 constexpr Range kMinCountRange{0, 4096};
 constexpr Range kPortRange{0, 65535};
@@ -459,6 +464,37 @@ const Key kForwardingProbeKeys[] = {
      .what = "an IPv4 address", .default_doc = "`198.18.0.2`"},
 };
 const Section kForwardingProbeSection{"server_groups[].health_check.forwarding_probe", kForwardingProbeKeys};
+const Key kPassiveKeys[] = {
+    {.name = "enabled", .kind = Kind::kBool, .acc = member<&PassiveCheckConfig::enabled>(),
+     .doc = "Eject an appliance that returns nothing of what it is sent: `unhealthy (no returns)`."},
+    {.name = "min_packets", .kind = Kind::kUint, .acc = member<&PassiveCheckConfig::min_packets>(),
+     .doc = "Packets sent to it within `window`, none returned, that eject it.", .range = kPacketsRange},
+    {.name = "window", .kind = Kind::kMillis, .acc = member<&PassiveCheckConfig::window_ms>(),
+     .doc = "The sliding window over which sent and returned packets are counted.",
+     .range = kPassiveWindowRange},
+    {.name = "max_ejection_percent", .kind = Kind::kUint,
+     .acc = member<&PassiveCheckConfig::max_ejection_percent>(),
+     .doc = "Most of a group ejected at once (at least one); more stay in service.",
+     .range = kPercentRange},
+};
+const Section kPassiveSection{"server_groups[].health_check.passive", kPassiveKeys};
+
+const Key kDampeningKeys[] = {
+    {.name = "enabled", .kind = Kind::kBool, .acc = member<&DampeningConfig::enabled>(),
+     .doc = "Hold down (`dampened`) an appliance whose state keeps changing."},
+    {.name = "penalty", .kind = Kind::kUint, .acc = member<&DampeningConfig::penalty>(),
+     .doc = "Added at each change into or out of service.", .range = kPenaltyRange},
+    {.name = "suppress", .kind = Kind::kUint, .acc = member<&DampeningConfig::suppress>(),
+     .doc = "Held down when the penalty goes above this.", .range = kPenaltyRange},
+    {.name = "reuse", .kind = Kind::kUint, .acc = member<&DampeningConfig::reuse>(),
+     .doc = "Released when the penalty has decayed below this (below `suppress`).",
+     .range = kPenaltyRange},
+    {.name = "half_life", .kind = Kind::kSeconds, .acc = member<&DampeningConfig::half_life_s>(),
+     .doc = "The penalty halves in this time.", .range = kHalfLifeRange},
+    {.name = "max_hold", .kind = Kind::kSeconds, .acc = member<&DampeningConfig::max_hold_s>(),
+     .doc = "Longest hold-down after the last change.", .range = kMaxHoldRange},
+};
+const Section kDampeningSection{"server_groups[].health_check.dampening", kDampeningKeys};
 
 const Key kHealthKeys[] = {
     {.name = "enabled", .kind = Kind::kBool, .acc = member<&HealthCheckConfig::enabled>(),
@@ -515,6 +551,10 @@ const Key kHealthKeys[] = {
      .acc = member<&HealthCheckConfig::forwarding_probe>(),
      .doc = "The inner addresses of the forwarding probe (an ICMP echo request `src` -> `dst`).",
      .sub = &kForwardingProbeSection},
+    {.name = "passive", .kind = Kind::kSection, .acc = member<&HealthCheckConfig::passive>(),
+     .doc = "Passive detection from the packets sent and returned.", .sub = &kPassiveSection},
+    {.name = "dampening", .kind = Kind::kSection, .acc = member<&HealthCheckConfig::dampening>(),
+     .doc = "Flap dampening.", .sub = &kDampeningSection},
 };
 
 void healthBegin(void* obj) { static_cast<HealthCheckConfig*>(obj)->configured = true; }
@@ -587,6 +627,9 @@ const Key kGroupKeys[] = {
      .acc = member<&ServerGroupConfig::send_tcp_reset>(),
      .doc = "RSTs for TCP flows whose appliance failed or left ([product-rules.md](product-rules.md#2-existing-flows-when-an-appliance-leaves-rebalance-and-draining)).",
      .sub = &kGroupResetSection},
+    {.name = "slow_start", .kind = Kind::kSeconds, .acc = member<&ServerGroupConfig::slow_start_s>(),
+     .doc = "An appliance coming into service ramps up to its share of new flows over this time.",
+     .range = kHoldRange},
 };
 const Section kGroupSection{"server_groups[]", kGroupKeys};
 

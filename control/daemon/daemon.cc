@@ -66,6 +66,9 @@ Daemon::Daemon(Config config) {
   hooks.decided = [](const Decision& d) {
     if (d.kind == Decision::Kind::kRegion) spdlog::warn("regions: {}", d.text);
     else if (d.kind == Decision::Kind::kLifecycle) spdlog::info("appliance {}", d.text);
+    else if (d.kind == Decision::Kind::kService)
+      spdlog::log(d.text.find(" dampened: ") != std::string::npos ? spdlog::level::warn : spdlog::level::info,
+                  "appliance {}", d.text);
     else spdlog::debug("snapshot {}", d.text);
   };
   hooks.before_build = [this] { trackNeighbours(); };
@@ -248,6 +251,18 @@ int Daemon::run() {
     });
   };
   if (exception_) onException();
+  // Passive detection reads the workers' per-appliance counters five times
+  // a second: a window of a few seconds is judged to within 200 ms.
+  boost::asio::steady_timer passive_timer(io);
+  std::function<void()> onPassive = [&]() {
+    passive_timer.expires_after(200ms);
+    passive_timer.async_wait([&](const boost::system::error_code& ec) {
+      if (ec) return;
+      guarded("passive detection", [&] { passiveTick(); });
+      onPassive();
+    });
+  };
+  onPassive();
   resolveNeighbours();
   startFleet();
   spdlog::info("gwlbd running: {} worker(s), {} port(s), underlay {} port {}",

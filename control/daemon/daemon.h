@@ -27,6 +27,7 @@
 #include "control/daemon/exception_path.h"
 #include "control/fleet/fleet_sync.h"
 #include "control/health/health_checker.h"
+#include "control/health/passive_monitor.h"
 #include "control/health/probe_path.h"
 #include "control/engine/lifecycle.h"
 #include "control/api/metrics_server.h"
@@ -149,6 +150,13 @@ class Daemon {
   std::vector<ServerRow> serverRows() const;
   // The state of configured appliance ip (lifecycle phase first, then status).
   std::string serverState(uint32_t ip) const;
+  // Passive detection, flap dampening and slow start (control/daemon/daemon_service.cc):
+  // the monitor's turn, each appliance's view for the API, the state
+  // `dampened`'s reason and the /metrics families.
+  void passiveTick();
+  nlohmann::json serviceJson(uint32_t ip) const;
+  std::string dampenedReason(uint32_t ip) const;
+  void serviceMetrics(std::ostringstream& o) const;
   // The appliance's health tracker when its group has health checks on, else null.
   const HealthTracker* checkedTracker(uint32_t ip) const;
 
@@ -283,6 +291,7 @@ class Daemon {
   std::unique_ptr<MetricsServer> metrics_;
   std::unique_ptr<HttpServer> health_http_;
   std::unique_ptr<HealthChecker> health_;
+  PassiveMonitor passive_;
   std::unique_ptr<FleetSync> fleet_;  // fleet.sync_listen: flow state sync
   // The fleet: BIRD client (fleet.bird), announce state, operator leave, stop.
   std::shared_ptr<BirdClient> bird_;

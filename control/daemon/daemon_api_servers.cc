@@ -172,7 +172,7 @@ json Daemon::apiGroups(const json& p) {
     // Every state an appliance can be in (serverState), counted: a group
     // with an unhealthy or draining appliance says so here too.
     json servers = {{"total", g.servers.size()}};
-    for (const char* st : {"active", "idle", "unresolved", "unhealthy", "initializing", "draining",
+    for (const char* st : {"active", "idle", "unresolved", "unhealthy", "dampened", "initializing", "draining",
                            "drained", "removed"})
       servers[st] = 0;
     for (const auto& sc : g.servers) {

@@ -137,7 +137,11 @@ json Daemon::apiHealth(const json& p) {
 
 json Daemon::healthJson(uint32_t ip) const {
   const HealthTracker* t = health_ ? health_->tracker(ip) : nullptr;
-  if (!t) return {{"state", "disabled"}};
+  if (!t) {
+    json d = {{"state", "disabled"}};
+    d.update(serviceJson(ip));
+    return d;
+  }
   const HealthParams& p = t->params();
   double since = health_->unixTime(t->lastChangeMs());
   std::string last;  // the last probe result's reason; "" before the first
@@ -152,7 +156,7 @@ json Daemon::healthJson(uint32_t ip) const {
   }
   // Windows count from the first failed / passed check; the success window
   // uses the last passed check's response time (0 before any).
-  return {{"state", toString(t->state())},
+  json out = {{"state", toString(t->state())},
           {"provisional", t->provisional()},
           {"consecutive", t->consecutive()},
           {"last_ok", t->lastOk()},
@@ -160,6 +164,8 @@ json Daemon::healthJson(uint32_t ip) const {
           {"since", since},
           {"failure_window_s", double(failureWindowMs(p)) / 1000.0},
           {"success_window_s", double(successWindowMs(p, ok_response_ms)) / 1000.0}};
+  out.update(serviceJson(ip));
+  return out;
 }
 
 }  // namespace gwlb::ctl

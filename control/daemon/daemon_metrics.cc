@@ -16,8 +16,8 @@ namespace {
 
 // Every state an appliance can show, as the API, /metrics and telemetry name
 // them (docs/control-api.md "servers"): exactly one applies at a time.
-constexpr const char* kServerStates[] = {"initializing", "active",   "unresolved", "unhealthy",
-                                         "idle",         "draining", "drained",    "removed"};
+constexpr const char* kServerStates[] = {"initializing", "active",  "unresolved", "unhealthy", "dampened",
+                                         "idle",         "draining", "drained",   "removed"};
 
 // One appliance as telemetry shows it.
 struct TelServer {
@@ -202,7 +202,7 @@ void Daemon::serverMetrics(std::ostringstream& o) const {
   };
   metric(o, "gwlb_server_state", "gauge",
          "1 for the state each appliance is in, 0 for the others (initializing, active, unresolved, "
-         "unhealthy, idle, draining, drained, removed)");
+         "unhealthy, dampened, idle, draining, drained, removed)");
   for (const ServerRow& r : rows)
     for (const char* st : kServerStates)
       o << "gwlb_server_state{" << labels(r) << ",state=\"" << st << "\"} " << (r.state == st ? 1 : 0)
@@ -303,6 +303,7 @@ std::string Daemon::metricsText() const {
          "evicted down to 80 %)");
   o << "gwlb_flows_evicted_total " << flows_->evicted() << '\n';
   serverMetrics(o);
+  serviceMetrics(o);
   classMetrics(o);
   const char* port_metrics[][2] = {{"rx_packets", "packets the port received"},
                                    {"tx_packets", "packets the port sent"},

@@ -56,6 +56,15 @@ void Daemon::updateServerStatus(const dp::Snapshot& s) {
     const HealthTracker* ht = health_ ? health_->tracker(sv.ip) : nullptr;
     if (sv.weight == 0) {
       st = {"idle", "weight 0: keeps its flows, receives no new ones", now};
+    } else if (ht && ht->state() == HealthState::kUnhealthy && ht->ejected()) {
+      std::string why;
+      for (auto it = ht->history().rbegin(); it != ht->history().rend(); ++it)
+        if (it->is_transition) {
+          why = it->reason;
+          break;
+        }
+      st = {"unhealthy", why + " (passive detection): no new flows until it passes " +
+                             std::to_string(ht->params().healthy_threshold) + " checks in a row", now};
     } else if (ht && ht->state() == HealthState::kUnhealthy) {
       std::string last;
       for (auto it = ht->history().rbegin(); it != ht->history().rend(); ++it)
@@ -70,6 +79,8 @@ void Daemon::updateServerStatus(const dp::Snapshot& s) {
                                   "its first failed check (group starting)"
                                 : "health checks started, no verdict yet: no new flows",
             now};
+    } else if (engine_->shaping().held.count(sv.ip)) {
+      st = {"dampened", dampenedReason(sv.ip), now};
     } else if (!sv.mac_known) {
       st = {"unresolved", "no MAC address yet: ARP pending on the underlay", now};
     } else {

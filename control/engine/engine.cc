@@ -19,6 +19,7 @@ const char* toString(Decision::Kind k) {
     case Decision::Kind::kSnapshot: return "snapshot";
     case Decision::Kind::kLifecycle: return "lifecycle";
     case Decision::Kind::kRegion: return "region";
+    case Decision::Kind::kService: return "service";
   }
   return "?";
 }
@@ -117,10 +118,19 @@ void Engine::build(const std::string& why, uint64_t now) {
     d.text = std::move(line);
     decide(std::move(d));
   }
+  lines.clear();
+  shaping_ = shaper_.update(config(), h, lifecycle_, now, &lines);
+  for (std::string& line : lines) {
+    Decision d;
+    d.kind = Decision::Kind::kService;
+    d.at_ns = now;
+    d.text = std::move(line);
+    decide(std::move(d));
+  }
   if (hooks_.before_build) hooks_.before_build();
   std::unique_ptr<dp::Snapshot> s =
       buildSnapshot(*cfg_, registry_, in_.neighbours ? in_.neighbours() : NeighbourTable{},
-                    ++generation_, h, &lifecycle_, &regions_, in_.devices, &maglev_cache_);
+                    ++generation_, h, &lifecycle_, &regions_, in_.devices, &maglev_cache_, &shaping_);
   registry_.release(*s);
   std::vector<std::string> class_names;
   for (const TrafficClassConfig& tc : config().traffic_classes) class_names.push_back(tc.name);
@@ -244,6 +254,7 @@ uint64_t Engine::nextDue() const {
   uint64_t t = last_housekeeping_ns_ + kHousekeepingNs;
   if (auto d = lifecycle_.nextDeadline()) t = std::min(t, *d);
   if (auto h = regions_.nextHoldDeadline()) t = std::min(t, *h);
+  if (auto sh = shaper_.nextDue()) t = std::min(t, *sh);
   if (walking()) t = std::min(t, walk_.at);  // its next slice is due
   return t;
 }
@@ -258,12 +269,18 @@ void Engine::advance(uint64_t now) {
     }
     const std::optional<uint64_t> dl = lifecycle_.nextDeadline();
     const std::optional<uint64_t> hd = regions_.nextHoldDeadline();
+    const std::optional<uint64_t> sh = shaper_.nextDue();
     const uint64_t hk = last_housekeeping_ns_ + kHousekeepingNs;
     uint64_t t = hk;
     if (dl) t = std::min(t, *dl);
     if (hd) t = std::min(t, *hd);
+    if (sh) t = std::min(t, *sh);
     if (t > now) break;
-    if (hd && *hd == t) {
+    if (sh && *sh == t) {
+      // A hold-down ended or a slow start steps: the shares change.
+      build("dampening or slow start", t);
+      if (shaper_.nextDue() == sh) throw std::logic_error("service shaper deadline did not pass");
+    } else if (hd && *hd == t) {
       // A failback hold ended: new flows may return to the preferred region.
       build("failback hold ended", t);
       if (regions_.nextHoldDeadline() == hd)

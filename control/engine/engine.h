@@ -33,6 +33,7 @@
 #include "control/config/valid_config.h"
 #include "control/engine/lifecycle.h"
 #include "control/engine/regions.h"
+#include "control/engine/service_shaper.h"
 #include "control/engine/snapshot_builder.h"
 #include "dataplane/flow_table.h"
 #include "dataplane/pipeline.h"
@@ -47,6 +48,7 @@ struct Decision {
     kSnapshot,   // a snapshot was published: text = "generation N (why): digest"
     kLifecycle,  // an appliance changed phase by itself (drain over, forgotten)
     kRegion,     // a listener, composite or destination changed (regions.h log line)
+    kService,    // flap dampening or slow start (service_shaper.h): a hold-down, a ramp
   };
   Kind kind = Kind::kSnapshot;
   uint64_t at_ns = 0;
@@ -158,7 +160,7 @@ class Engine {
 
   // --- time ---
   // When advance() has something to do next: a drain deadline, a failback
-  // hold end or the next housekeeping.
+  // hold end, a hold-down's end or slow-start step, or the next housekeeping.
   uint64_t nextDue() const;
   // Applies a pending change whose classes are compiled (at `now`); runs
   // every action due at or before `now`, each at its due time, in time
@@ -205,6 +207,9 @@ class Engine {
   const MaglevCache& maglevCache() const { return maglev_cache_; }
   const ServerLifecycle& lifecycle() const { return lifecycle_; }
   const RegionTracker& regions() const { return regions_; }
+  // Flap dampening and slow start, as of the last build.
+  const ServiceShaper& shaper() const { return shaper_; }
+  const Shaping& shaping() const { return shaping_; }
   // Each traffic class name's counter slot (Snapshot::class_slot).
   const ClassSlots& classSlots() const { return class_slots_; }
   HealthMap health() const;
@@ -250,6 +255,8 @@ class Engine {
   MaglevCache maglev_cache_;  // tables reused between snapshots
   ServerLifecycle lifecycle_;
   RegionTracker regions_;
+  ServiceShaper shaper_;
+  Shaping shaping_;  // the last build's
   ClassSlots class_slots_;
   uint64_t generation_ = 0;
   uint64_t last_housekeeping_ns_ = 0;

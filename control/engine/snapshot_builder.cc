@@ -8,6 +8,7 @@
 #include "common/maglev.h"
 #include "control/engine/maglev_cache.h"
 #include "control/engine/regions.h"
+#include "control/engine/service_shaper.h"
 
 static_assert(gwlb::ctl::kMaxServersTotal == gwlb::dp::kMaxServerIds);
 
@@ -330,7 +331,8 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
                                             const HealthMap& health,
                                             const ServerLifecycle* life,
                                             const RegionTracker* regions,
-                                            const PortMacs* devices, MaglevCache* maglev) {
+                                            const PortMacs* devices, MaglevCache* maglev,
+                                            const Shaping* shaping) {
   std::vector<ConfigError> errors;
   if (!validateConfig(cfg, errors)) throw std::invalid_argument(formatErrors(errors));
   return buildValid(cfg, reg, neigh, generation, health, life, regions, devices, maglev);
@@ -396,7 +398,8 @@ std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ServerRegistry& reg,
           v.reset = dp::ResetReason::kDeregistered;
       }
       auto h = health.find(ip);
-      bool in_service = !le && (h == health.end() || receivesNewFlows(h->second));
+      const bool held = shaping && shaping->held.count(ip);
+      bool in_service = !le && !held && (h == health.end() || receivesNewFlows(h->second));
       failed.push_back(h != health.end() && h->second == HealthState::kUnhealthy);
       drained.push_back(le != nullptr);
       weights.push_back(in_service ? sc.weight : 0);
@@ -406,6 +409,17 @@ std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ServerRegistry& reg,
     if (!any && gc.when_all_unhealthy == WhenAllUnhealthy::kFailOpen)
       for (size_t i = 0; i < weights.size(); ++i) weights[i] = drained[i] ? 0 : gc.servers[i].weight;
     group_any[gi] = any;
+    if (any && shaping && gc.slow_start_s > 0) {
+      // Slow start: proportions kept in integers (Maglev's turns depend on
+      // the ratios only, so weights all x n build the unshaped table).
+      const uint32_t n = slowStartSteps(gc.slow_start_s);
+      bool ramping = false;
+      for (const ServerConfig& sc : gc.servers) ramping = ramping || shaping->ramp.count(sc.address.v4HostOrder());
+      for (size_t i = 0; ramping && i < weights.size(); ++i) {
+        auto r = shaping->ramp.find(gc.servers[i].address.v4HostOrder());
+        weights[i] *= r == shaping->ramp.end() ? n : r->second;
+      }
+    }
     for (size_t i = 0; i < ids.size(); ++i)
       if (failed[i]) failed_ids.emplace_back(ids[i], gi);
     // The table must depend only on the set of (address, weight), never on

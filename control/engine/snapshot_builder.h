@@ -18,6 +18,7 @@ namespace gwlb::ctl {
 
 class RegionTracker;
 class MaglevCache;
+struct Shaping;
 
 // Gives every appliance address a server id (below dp::kMaxServerIds) that
 // does not change while the address is in use: configured, or leaving with
@@ -120,20 +121,26 @@ std::vector<dp::PortView> resolvePorts(const Config& cfg, const PortMacs* device
 // Maglev tables come from `maglev` when given (control/engine/maglev_cache.h: the
 // same table for the same appliances, weights in force and ids), else are
 // built each time.
+// `shaping` (control/engine/service_shaper.h): appliances held down take no
+// new flows (their existing flows stay, unless their health alone moves
+// them); a group with an appliance in slow start builds its table with
+// weights x n for the others and weight x k for the one at step k of n.
 std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& reg,
                                             const NeighbourTable& neigh, uint64_t generation,
                                             const HealthMap& health = {},
                                             const ServerLifecycle* life = nullptr,
                                             const RegionTracker* regions = nullptr,
                                             const PortMacs* devices = nullptr,
-                                            MaglevCache* maglev = nullptr);
+                                            MaglevCache* maglev = nullptr,
+                                            const Shaping* shaping = nullptr);
 std::unique_ptr<dp::Snapshot> buildSnapshot(const ValidConfig& cfg, ServerRegistry& reg,
                                             const NeighbourTable& neigh, uint64_t generation,
                                             const HealthMap& health = {},
                                             const ServerLifecycle* life = nullptr,
                                             const RegionTracker* regions = nullptr,
                                             const PortMacs* devices = nullptr,
-                                            MaglevCache* maglev = nullptr);
+                                            MaglevCache* maglev = nullptr,
+                                            const Shaping* shaping = nullptr);
 
 // Builds whose traffic classes reused the last build's compiled table (rules
 // unchanged) and builds that compiled them, since the process started.

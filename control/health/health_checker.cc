@@ -314,6 +314,18 @@ void HealthChecker::forwardingReturned(uint32_t appliance, uint32_t token) {
   deliverRound(t);
 }
 
+bool HealthChecker::eject(uint32_t ip, const std::string& reason) {
+  auto it = targets_.find(ip);
+  if (it == targets_.end()) return false;
+  Target& t = *it->second;
+  auto tr = t.tracker.eject(reason, nowMs());
+  if (!tr) return false;
+  spdlog::warn("health: appliance {} ({}): {} -> {} ({}); back after {} passed checks", t.address.str(),
+               t.group, toString(tr->from), toString(tr->to), tr->reason, t.tracker.params().healthy_threshold);
+  if (on_change_) on_change_();
+  return true;
+}
+
 HealthMap HealthChecker::states() const {
   // The builder applies receivesNewFlows(ApplianceHealth): healthy, disabled,
   // or initializing in provisional service (a starting group).

@@ -34,6 +34,11 @@ class HealthChecker {
   // Health state of every checked appliance (snapshot builder input).
   HealthMap states() const;
 
+  // Passive detection found `ip` a black hole: unhealthy at once with
+  // `reason` (HealthTracker::eject), logged, and on_change runs. False when
+  // it is unknown or does not receive new flows.
+  bool eject(uint32_t ip, const std::string& reason);
+
   // State of one appliance, or nullptr when unknown.
   const HealthTracker* tracker(uint32_t ip) const;
   nlohmann::json historyJson(uint32_t ip) const;

@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import checklib  # noqa: E402
 from checklib import Listener, api_call  # noqa: E402
 
-STATES = ["initializing", "active", "unresolved", "unhealthy", "idle", "draining", "drained", "removed"]
+STATES = ["initializing", "active", "unresolved", "unhealthy", "dampened", "idle", "draining", "drained", "removed"]
 UP, DOWN = ["127.0.0.11", "127.0.0.12"], "127.0.0.13"
 DEADLINE = 90  # seconds, generous: CI runs on 2 shared cores and under ASan
 

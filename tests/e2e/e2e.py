@@ -2,7 +2,7 @@
 """End-to-end tests on the namespace lab (scripts/lab.sh, docs/lab.md).
 
   e2e.py TEST --build DIR --src DIR --work DIR
-TEST: tcp | udp | drop | failover | ethernet | no_rebalance | drain | restart | fragments | mtu | fleet
+TEST: tcp | udp | drop | failover | passive | ethernet | no_rebalance | drain | restart | fragments | mtu | fleet
       | fleet_frr | fleet_upgrade | router_fragments | classes | tcp_reset | tcp_reset_stateful
       | forwarding | stateful_tcp | stateful_failover | stateful_killed | stateful_blackhole | fleet_stateful
 (fleet: tests/e2e/e2e_fleet.py, the fleet lab of 3 gateways, BIRD on the router; fleet_stateful:
@@ -373,6 +373,59 @@ def test_tcp_reset(lab, args, appliance="plain"):
           f"tcp_resets_unhealthy {totals['tcp_resets_unhealthy']}")
 
 
+# A black-holed TCP stream sends little: its retransmissions back off (0.2,
+# 0.6, 1.4, 3 s...), from both ends. A 3 s window holds at least 3 of them.
+PASSIVE = {"min_packets": 3, "window": 3.0}
+
+
+def test_passive(lab, args):
+    """Passive detection: the appliance carrying a TCP stream stops forwarding
+    (an nftables rule in its namespace drops Geneve, UDP 6081) while its HTTP
+    check keeps answering 200. Within the window (+ one 200 ms turn) it is
+    `unhealthy (no returns)`, its last check still passed; the stream moves
+    (rebalance) and finishes intact. It comes back by the normal rule: the
+    healthy threshold of checks passed after the ejection. Without
+    health_check.passive it stays healthy and the stream hangs."""
+    lab.serve("tcp-echo-server", SERVER, 7000)
+    for a in APPS.values():
+        wait_health(lab, a, "healthy", 15)
+    stream = lab.spawn("client", *lab.peer("tcp-stream", SERVER, "7000", "8", "2000000"),
+                       stdout=subprocess.PIPE)
+    ev = json.loads(stream.stdout.readline())
+    c, s = f"{CLIENT}:{ev['sport']}", f"{SERVER}:7000"
+    victim = carrier(lab, c, s)
+    other = [a for a in APPS if a != victim][0]
+    nft = ["nft", "add table inet pvbh; add chain inet pvbh in { type filter hook input priority 0; }; "
+                  "add rule inet pvbh in udp dport 6081 drop"]
+    r = lab.run(victim, *nft)
+    assert r.returncode == 0, f"nft: {r.stderr}"
+    t_bh = time.time()
+    srv = wait_health(lab, APPS[victim], "unhealthy", 10)
+    took = srv["health"]["since"] - t_bh
+    pv = srv["health"].get("passive", {})
+    state_text = [l for l in lab.gwlbctl("servers").splitlines() if APPS[victim] in l]
+    print(f"{victim} drops Geneve (HTTP check still 200): unhealthy after {took:.3f} s "
+          f"(window {PASSIVE['window']} s, >= {PASSIVE['min_packets']} packets); reason: {srv['reason']}")
+    print("gwlbctl servers: " + state_text[0])
+    assert pv.get("ejected") is True and pv.get("ejections") == 1, f"not ejected by passive detection: {srv}"
+    assert srv["reason"].startswith("no returns: "), srv["reason"]
+    assert "unhealthy (no returns)" in state_text[0], state_text
+    assert took <= PASSIVE["window"] + 0.2 + 0.5, f"detection took {took:.3f} s"
+    res = json.loads(stream.stdout.readline())
+    stream.wait(40)
+    after = flow_on(lab.app_stats(other), 6, c, s)
+    assert res["ok"], f"stream broken or corrupted: {res}"
+    assert after and after["b_to_a"] > 0, f"stream did not move to {other}: {after}"
+    print(f"stream: {res['sent']} bytes intact through {other}; longest stall {res['max_stall']} s")
+    # Back by the health rules: its checks pass (HTTP 200 all along), so the
+    # healthy threshold (2) of checks after the ejection brings it back.
+    srv = wait_health(lab, APPS[victim], "healthy", 10)
+    print(f"{victim} healthy again {srv['health']['since'] - t_bh - took:.3f} s after its ejection "
+          f"(10 passed checks, interval 0.5 s)")
+    assert srv["health"]["passive"]["ejected"] is False
+    lab.run(victim, "nft", "delete table inet pvbh")
+
+
 def test_ethernet(lab, args):
     """The same real TCP checks with geneve.format ethernet (protocol 0x6558,
     the router's frame inside): the appliances see only the ethernet format."""
@@ -718,6 +771,11 @@ TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
          "drop": (test_drop, {"LAB_APP_ARGS": "--drop-dport 7001 --drop-proto icmp"}),
          "failover": (test_failover, {"LAB_FAILOVER": "rebalance"}),
          "ethernet": (test_ethernet, {"LAB_FORMAT": "ethernet"}),
+         # healthy_threshold 10 (5 s): the ejected appliance stays out past the
+         # stream's next retransmission, which then moves (rebalance).
+         "passive": (test_passive, {"LAB_FAILOVER": "rebalance", "LAB_HC_HEALTHY": "10", "LAB_HC_EXTRA":
+                                    "passive: { enabled: true, min_packets: %d, window: %gs }"
+                                    % (PASSIVE["min_packets"], PASSIVE["window"])}),
          "no_rebalance": (test_no_rebalance, {"LAB_FAILOVER": "no_rebalance"}),
          "drain": (test_drain, {"LAB_FAILOVER": "rebalance", "LAB_DRAIN": "3s"}),
          "restart": (test_restart, {}),

@@ -1042,11 +1042,15 @@ server_groups:
     health_check: { enabled: true, protocol: https, port: 443, path: /health, domain: fw.example,
                     http_codes: [http_2xx, 200-299], interval: 2s, timeout: 1s, healthy_threshold: 3,
                     unhealthy_threshold: 3, interface: mgmt0, source: 192.0.2.1, verify: true, ca_file: /etc/ca.pem,
-                    jitter: true, forwarding: true, forwarding_probe: { src: 198.18.0.1, dst: 198.18.0.2 } }
+                    jitter: true, forwarding: true, forwarding_probe: { src: 198.18.0.1, dst: 198.18.0.2 },
+                    passive: { enabled: true, min_packets: 100, window: 5s, max_ejection_percent: 50 },
+                    dampening: { enabled: true, penalty: 1000, suppress: 3000, reuse: 750, half_life: 60,
+                                 max_hold: 600 } }
     when_all_unhealthy: fail_open
     failover_mode: rebalance
     connection_draining: { enabled: true, timeout: 300 }
     send_tcp_reset: { on_unhealthy: true, on_deregistration: true }
+    slow_start: 30s
   - name: g1
     servers: [ { address: 192.0.2.20 } ]
 dataplane: { workers: 1, burst: 32, flow_table_size: 65536, new_flows_per_s: 100, mbufs: 4096, rx_queue_size: 1024,
@@ -1316,6 +1320,19 @@ const std::vector<BadValue>& badValues() {
       {"server_groups[0].health_check.forwarding_probe.src", "2001:db8::1", {"IPv6", "IPv4"}},
       {"server_groups[0].health_check.forwarding_probe.dst", "0.0.0.0", {"not a usable address"}},
       {"server_groups[0].health_check.forwarding_probe.dst", "198.18.0.1", {"same address as src"}},
+      {"server_groups[0].health_check.passive", "true", {"expected a map", "enabled"}},
+      {"server_groups[0].health_check.passive.enabled", "on", {"not true or false"}},
+      {"server_groups[0].health_check.passive.min_packets", "0", {"1..1000000000"}},
+      {"server_groups[0].health_check.passive.window", "50ms", {"out of range"}},
+      {"server_groups[0].health_check.passive.max_ejection_percent", "101", {"0..100"}},
+      {"server_groups[0].health_check.dampening", "1", {"expected a map", "enabled"}},
+      {"server_groups[0].health_check.dampening.enabled", "on", {"not true or false"}},
+      {"server_groups[0].health_check.dampening.penalty", "0", {"1..100000"}},
+      {"server_groups[0].health_check.dampening.suppress", "100001", {"1..100000"}},
+      {"server_groups[0].health_check.dampening.reuse", "0", {"1..100000"}},
+      {"server_groups[0].health_check.dampening.half_life", "3601", {"1..3600"}},
+      {"server_groups[0].health_check.dampening.max_hold", "0", {"1..86400"}},
+      {"server_groups[0].slow_start", "3601", {"0..3600"}},
       {"server_groups[0].when_all_unhealthy", "fail_closed", {"fail_open or drop"}},
       {"server_groups[0].failover_mode", "rehash", {"no_rebalance or rebalance"}},
       {"server_groups[0].connection_draining", "true", {"expected a map", "enabled"}},
@@ -1810,5 +1827,49 @@ TEST_F(FlowHashSecret, UnsafeOrBadFilesAreRefusedWithWhatToChange) {
   }
 }
 
+}  // namespace
+}  // namespace gwlb::ctl
+
+namespace gwlb::ctl {
+namespace {
+// Passive detection, flap dampening and slow start: parsed, defaults off,
+// ranges, and the rules between keys.
+TEST(ConfigHealth, PassiveDampeningAndSlowStart) {
+  Result r = parse(withGroup(std::string(kOneServer) +
+                             "\n    slow_start: 30s"
+                             "\n    health_check: { passive: { enabled: true, min_packets: 20, window: 1500ms },"
+                             " dampening: { enabled: true, half_life: 2m } }"));
+  ASSERT_TRUE(r.ok) << formatErrors(r.errors);
+  const ServerGroupConfig& g = r.cfg.server_groups[0];
+  EXPECT_EQ(g.slow_start_s, 30u);
+  EXPECT_TRUE(g.health_check.passive.enabled);
+  EXPECT_EQ(g.health_check.passive.min_packets, 20u);
+  EXPECT_EQ(g.health_check.passive.window_ms, 1500u);
+  EXPECT_EQ(g.health_check.passive.max_ejection_percent, 50u);
+  EXPECT_EQ(g.health_check.dampening.half_life_s, 120u);
+  EXPECT_EQ(g.health_check.dampening.suppress, 3000u);
+  Result plain = parse(withGroup(std::string(kOneServer) + "\n    health_check: { protocol: tcp }"));
+  ASSERT_TRUE(plain.ok);
+  EXPECT_FALSE(plain.cfg.server_groups[0].health_check.passive.enabled);
+  EXPECT_FALSE(plain.cfg.server_groups[0].health_check.dampening.enabled);
+  EXPECT_EQ(plain.cfg.server_groups[0].slow_start_s, 0u);
+
+  Result off = parse(withGroup(std::string(kOneServer) +
+                               "\n    health_check: { enabled: false, passive: { enabled: true } }"));
+  EXPECT_TRUE(hasError(off, "server_groups[0].health_check.passive.enabled", {"needs health checks"}));
+  Result sup = parse(withGroup(std::string(kOneServer) +
+                               "\n    health_check: { dampening: { suppress: 700, reuse: 750 } }"));
+  EXPECT_TRUE(hasError(sup, "server_groups[0].health_check.dampening.suppress", {"'700'", "above reuse"}));
+  // A penalty capped at or below suppress (reuse x 2^(max_hold / half_life)) would never hold.
+  Result cap = parse(withGroup(std::string(kOneServer) +
+                               "\n    health_check: { dampening: { max_hold: 120s, half_life: 60s } }"));
+  EXPECT_TRUE(hasError(cap, "server_groups[0].health_check.dampening.max_hold", {"nothing would ever be held down"}));
+  Result bad = parse(withGroup(std::string(kOneServer) +
+                               "\n    slow_start: 2h"
+                               "\n    health_check: { passive: { window: 50ms, max_ejection_percent: 101 } }"));
+  EXPECT_TRUE(hasError(bad, "server_groups[0].slow_start", {}));
+  EXPECT_TRUE(hasError(bad, "server_groups[0].health_check.passive.window", {}));
+  EXPECT_TRUE(hasError(bad, "server_groups[0].health_check.passive.max_ejection_percent", {}));
+}
 }  // namespace
 }  // namespace gwlb::ctl

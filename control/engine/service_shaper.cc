@@ -1,0 +1,139 @@
+#include "control/engine/service_shaper.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace gwlb::ctl {
+
+namespace {
+constexpr uint64_t kNs = 1'000'000'000ULL;
+
+// In service by health alone: nullopt where health says neither (weight 0,
+// draining), so that such a phase neither counts as a change nor hides one.
+std::optional<bool> upByHealth(const HealthMap& health, uint32_t ip) {
+  auto it = health.find(ip);
+  if (it == health.end()) return true;  // unchecked
+  if (it->second.state == HealthState::kUnused || it->second.state == HealthState::kDraining)
+    return std::nullopt;
+  return receivesNewFlows(it->second);
+}
+
+std::string fixed(double v, int decimals) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+}  // namespace
+
+uint32_t slowStartSteps(uint32_t s) { return std::clamp<uint32_t>(s, 1, 10); }
+
+std::optional<uint32_t> slowStartStep(uint64_t elapsed_ns, uint32_t s) {
+  const uint64_t total = uint64_t(s) * kNs;
+  if (elapsed_ns >= total) return std::nullopt;
+  const uint32_t n = slowStartSteps(s);
+  // elapsed < total (at most 3600 s), so k < n and the product fits.
+  const uint32_t k = uint32_t(elapsed_ns * n / total);
+  return std::max<uint32_t>(k, 1);
+}
+
+DampeningParams dampeningParams(const DampeningConfig& c) {
+  DampeningParams p;
+  p.penalty = c.penalty;
+  p.suppress = c.suppress;
+  p.reuse = c.reuse;
+  p.half_life_ns = uint64_t(c.half_life_s) * kNs;
+  p.max_hold_ns = uint64_t(c.max_hold_s) * kNs;
+  return p;
+}
+
+Shaping ServiceShaper::update(const Config& cfg, const HealthMap& health,
+                              const ServerLifecycle& life, uint64_t now,
+                              std::vector<std::string>* lines) {
+  Shaping out;
+  std::map<uint32_t, Seen> next;
+  next_due_.reset();
+  auto due = [&](uint64_t t) {
+    if (t > now && (!next_due_ || t < *next_due_)) next_due_ = t;
+  };
+  auto say = [&](std::string s) {
+    if (lines) lines->push_back(std::move(s));
+  };
+  for (const ServerGroupConfig& g : cfg.server_groups) {
+    const bool damp = g.health_check.active() && g.health_check.dampening.enabled;
+    const DampeningParams dp = dampeningParams(g.health_check.dampening);
+    for (const ServerConfig& sc : g.servers) {
+      const uint32_t ip = sc.address.v4HostOrder();
+      const std::string name = sc.address.str();
+      auto it = seen_.find(ip);
+      const bool known = it != seen_.end();
+      Seen s = known ? it->second : Seen{};
+      const std::optional<bool> up = upByHealth(health, ip);
+      // Flap dampening: each change into or out of service by health.
+      if (!damp) {
+        dampener_.forget(ip);
+      } else if (up && s.up && *up != *s.up) {
+        const bool was_held = dampener_.held(ip, now);
+        if (dampener_.change(ip, dp, now)) {
+          const FlapDampener::Record* r = dampener_.find(ip);
+          say(name + " dampened: " + std::to_string(r->changes) + " state changes, penalty " +
+              fixed(r->penalty, 0) + " above " + fixed(dp.suppress, 0) + "; held down for " +
+              fixed(double(r->held_until - now) / double(kNs), 1) + " s");
+        } else if (was_held) {
+          const FlapDampener::Record* r = dampener_.find(ip);
+          say(name + " dampened: changed again while held (penalty " + fixed(r->penalty, 0) +
+              "); held down for " + fixed(double(r->held_until - now) / double(kNs), 1) + " s");
+        }
+      }
+      s.up = up;
+      const bool held = damp && dampener_.held(ip, now);
+      if (s.held && !held)
+        say(name + " hold-down over: penalty decayed to reuse " + fixed(dp.reuse, 0));
+      s.held = held;
+      if (held) {
+        out.held.insert(ip);
+        due(dampener_.find(ip)->held_until);
+      }
+      // Slow start: from the build that finds it in service after one that did not.
+      const bool in_service =
+          sc.weight > 0 && up.value_or(false) && !held && life.find(ip) == nullptr;
+      if (!in_service || g.slow_start_s == 0) {
+        s.ramp_since.reset();
+      } else if (!s.in_service && started_ && !s.ramp_since) {
+        s.ramp_since = now;
+        say(name + " slow start: 1/" + std::to_string(slowStartSteps(g.slow_start_s)) +
+            " of its share of new flows, full after " + std::to_string(g.slow_start_s) + " s");
+      }
+      if (s.ramp_since) {
+        const uint64_t since = *s.ramp_since;
+        if (auto k = slowStartStep(now - since, g.slow_start_s)) {
+          out.ramp[ip] = *k;
+          // The next step's start: the first elapsed time whose step is k + 1
+          // (or the end of the ramp).
+          const uint32_t n = slowStartSteps(g.slow_start_s);
+          const uint64_t total = uint64_t(g.slow_start_s) * kNs;
+          const uint64_t at = *k + 1 >= n ? total : ((*k + 1) * total + n - 1) / n;
+          due(since + at);
+        } else {
+          s.ramp_since.reset();
+        }
+      }
+      s.in_service = in_service;
+      next[ip] = s;
+    }
+  }
+  for (const auto& [ip, s] : seen_)
+    if (!next.count(ip)) dampener_.forget(ip);
+  seen_ = std::move(next);
+  started_ = true;
+  return out;
+}
+
+std::optional<uint64_t> ServiceShaper::nextDue() const { return next_due_; }
+
+std::optional<uint64_t> ServiceShaper::rampSince(uint32_t ip) const {
+  auto it = seen_.find(ip);
+  return it == seen_.end() ? std::nullopt : it->second.ramp_since;
+}
+
+}  // namespace gwlb::ctl

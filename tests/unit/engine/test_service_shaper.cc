@@ -1,0 +1,227 @@
+// Flap dampening and slow start on a fake clock (control/engine/flap_dampener.h,
+// control/engine/service_shaper.h): the penalty's decay, when a hold-down
+// starts and ends, the max hold, the slow-start steps and the Maglev share
+// they give an appliance coming back into service.
+#include <gtest/gtest.h>
+
+#include "tests/unit/small_config.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "control/engine/flap_dampener.h"
+#include "control/engine/service_shaper.h"
+#include "control/engine/snapshot_builder.h"
+
+namespace gwlb::ctl {
+namespace {
+
+constexpr uint64_t kSec = 1'000'000'000ULL;
+uint32_t v4(const char* a) { return IpAddr::parse(a)->v4HostOrder(); }
+
+DampeningParams params() {
+  DampeningParams p;  // BGP-like: 1000 per change, suppress 3000, reuse 750
+  p.half_life_ns = 60 * kSec;
+  p.max_hold_ns = 600 * kSec;
+  return p;
+}
+
+TEST(FlapDampener, PenaltyHalvesEveryHalfLife) {
+  FlapDampener d;
+  const DampeningParams p = params();
+  EXPECT_FALSE(d.change(1, p, 0));
+  EXPECT_DOUBLE_EQ(d.penalty(1, p, 0), 1000);
+  EXPECT_NEAR(d.penalty(1, p, 60 * kSec), 500, 1e-9);
+  EXPECT_NEAR(d.penalty(1, p, 120 * kSec), 250, 1e-9);
+  EXPECT_FALSE(d.held(1, 0));
+}
+
+TEST(FlapDampener, FourQuickChangesHoldDownUntilThePenaltyDecaysToReuse) {
+  FlapDampener d;
+  const DampeningParams p = params();
+  // Three changes 5 s apart stay below 3000: not held.
+  EXPECT_FALSE(d.change(7, p, 0));
+  EXPECT_FALSE(d.change(7, p, 5 * kSec));
+  EXPECT_FALSE(d.change(7, p, 10 * kSec));
+  EXPECT_FALSE(d.held(7, 10 * kSec));
+  EXPECT_LT(d.penalty(7, p, 10 * kSec), 3000);
+  // The fourth goes above it: held down.
+  EXPECT_TRUE(d.change(7, p, 15 * kSec));
+  const double pen = d.find(7)->penalty;
+  EXPECT_GT(pen, 3000);
+  const uint64_t until = d.find(7)->held_until;
+  const double expect_s = 60 * std::log2(pen / 750);
+  EXPECT_NEAR(double(until - 15 * kSec) / kSec, expect_s, 1e-6);
+  EXPECT_TRUE(d.held(7, until - 1));
+  EXPECT_FALSE(d.held(7, until));
+  EXPECT_LT(d.penalty(7, p, until), 750 + 1e-6);
+  EXPECT_EQ(d.nextRelease(15 * kSec), until);
+  EXPECT_EQ(d.nextRelease(until), std::nullopt);
+  EXPECT_EQ(d.holdsTotal(), 1u);
+}
+
+TEST(FlapDampener, AChangeWhileHeldExtendsTheHoldButNeverPastMaxHold) {
+  FlapDampener d;
+  DampeningParams p = params();
+  p.max_hold_ns = 180 * kSec;  // the penalty is capped at 750 x 2^3 = 6000
+  for (int i = 0; i < 4; ++i) d.change(3, p, uint64_t(i) * kSec);
+  const uint64_t first = d.find(3)->held_until;
+  EXPECT_FALSE(d.change(3, p, 4 * kSec));  // not a new hold
+  EXPECT_GT(d.find(3)->held_until, first);
+  for (int i = 5; i < 100; ++i) d.change(3, p, uint64_t(i) * kSec);
+  // Capped: at most max_hold after the last change.
+  EXPECT_NEAR(d.find(3)->penalty, 6000, 1e-6);
+  EXPECT_LE(d.find(3)->held_until, 99 * kSec + 180 * kSec);
+  EXPECT_EQ(d.find(3)->holds, 1u);
+  EXPECT_FALSE(d.held(3, 99 * kSec + 180 * kSec));
+}
+
+TEST(SlowStart, StepsAreSecondsAtMostTenAndEndAtSlowStart) {
+  EXPECT_EQ(slowStartSteps(1), 1u);
+  EXPECT_EQ(slowStartSteps(4), 4u);
+  EXPECT_EQ(slowStartSteps(30), 10u);
+  // 10 s: ten steps of 1 s, the first two at 1/10.
+  EXPECT_EQ(slowStartStep(0, 10), 1u);
+  EXPECT_EQ(slowStartStep(1999'999'999, 10), 1u);
+  EXPECT_EQ(slowStartStep(2 * kSec, 10), 2u);
+  EXPECT_EQ(slowStartStep(9 * kSec, 10), 9u);
+  EXPECT_EQ(slowStartStep(10 * kSec - 1, 10), 9u);
+  EXPECT_EQ(slowStartStep(10 * kSec, 10), std::nullopt);
+  // 30 s: a step every 3 s.
+  EXPECT_EQ(slowStartStep(5 * kSec, 30), 1u);
+  EXPECT_EQ(slowStartStep(6 * kSec, 30), 2u);
+  EXPECT_EQ(slowStartStep(29 * kSec, 30), 9u);
+}
+
+Config rampConfig(uint32_t slow_start_s, bool dampening) {
+  Config c = testing::smallConfig();
+  ServerGroupConfig& g = c.server_groups[0];
+  g.maglev_table_size = 65537;
+  g.slow_start_s = slow_start_s;
+  g.health_check.configured = true;
+  g.health_check.dampening.enabled = dampening;
+  return c;
+}
+
+HealthMap allHealthy() {
+  HealthMap h;
+  for (const char* a : {"10.0.0.11", "10.0.0.12", "10.0.0.13"}) h[v4(a)] = HealthState::kHealthy;
+  return h;
+}
+
+size_t slotsOf(const dp::Snapshot& s, const ServerRegistry& reg, const char* a) {
+  const uint16_t id = reg.find(v4(a));
+  return size_t(std::count(s.groups[0].maglev.begin(), s.groups[0].maglev.end(), id));
+}
+
+TEST(ServiceShaper, ARecoveredApplianceRampsItsShareOverSlowStart) {
+  const Config c = rampConfig(10, false);
+  ServiceShaper sh;
+  ServerLifecycle life;
+  HealthMap h = allHealthy();
+  h[v4("10.0.0.12")] = HealthState::kUnhealthy;
+  std::vector<std::string> lines;
+  EXPECT_TRUE(sh.update(c, h, life, 0).ramp.empty());  // the first build: nothing ramps
+  h[v4("10.0.0.12")] = HealthState::kHealthy;
+  Shaping s = sh.update(c, h, life, 100 * kSec, &lines);
+  ASSERT_EQ(s.ramp.count(v4("10.0.0.12")), 1u);
+  EXPECT_EQ(s.ramp.at(v4("10.0.0.12")), 1u);
+  EXPECT_EQ(s.ramp.size(), 1u);  // the others keep their full share
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0], "10.0.0.12 slow start: 1/10 of its share of new flows, full after 10 s");
+  EXPECT_EQ(sh.nextDue(), 102 * kSec);
+
+  // Its Maglev share, step by step: weight x k against the others' x 10.
+  std::vector<size_t> share;
+  uint64_t t = 100 * kSec;
+  for (;;) {
+    ServerRegistry reg;
+    Shaping now = sh.update(c, h, life, t);
+    auto snap = buildSnapshot(c, reg, {}, 1, h, &life, nullptr, nullptr, nullptr, &now);
+    share.push_back(slotsOf(*snap, reg, "10.0.0.12"));
+    if (!sh.nextDue()) break;
+    t = *sh.nextDue();
+  }
+  EXPECT_EQ(t, 110 * kSec);
+  ASSERT_EQ(share.size(), 10u);  // steps 1 (2 s), 2..9, then full
+  for (size_t i = 0; i + 1 < share.size(); ++i) {
+    const double k = double(std::max<size_t>(1, i + 1));
+    const double expect = 65537.0 * k / (k + 20);
+    EXPECT_NEAR(double(share[i]), expect, 2) << "step " << i + 1;
+  }
+  // At the end it has its full third, and the table is the unshaped one.
+  ServerRegistry reg_a, reg_b;
+  Shaping none;
+  auto plain = buildSnapshot(c, reg_a, {}, 1, h, &life);
+  auto ended = buildSnapshot(c, reg_b, {}, 1, h, &life, nullptr, nullptr, nullptr, &none);
+  EXPECT_EQ(plain->groups[0].maglev, ended->groups[0].maglev);
+  EXPECT_NEAR(double(share.back()), 65537.0 / 3, 2);
+}
+
+TEST(ServiceShaper, AllStepsAtFullScaleBuildTheUnshapedTable) {
+  // Maglev depends on the weights' ratios: x n for everybody changes nothing,
+  // so the end of a ramp moves no slot between the other appliances.
+  const Config c = rampConfig(10, false);
+  HealthMap h = allHealthy();
+  ServerLifecycle life;
+  Shaping all;
+  for (const char* a : {"10.0.0.11", "10.0.0.12", "10.0.0.13"}) all.ramp[v4(a)] = 10;
+  ServerRegistry r1, r2;
+  EXPECT_EQ(buildSnapshot(c, r1, {}, 1, h, &life)->groups[0].maglev,
+            buildSnapshot(c, r2, {}, 1, h, &life, nullptr, nullptr, nullptr, &all)->groups[0].maglev);
+}
+
+TEST(ServiceShaper, AFlappingApplianceIsHeldDownThenRampsBackAfterRelease) {
+  const Config c = rampConfig(10, true);
+  ServiceShaper sh;
+  ServerLifecycle life;
+  HealthMap h = allHealthy();
+  sh.update(c, h, life, 0);
+  const uint32_t ip = v4("10.0.0.13");
+  std::vector<std::string> lines;
+  Shaping s;
+  // healthy -> unhealthy -> healthy -> unhealthy -> healthy, 6 s apart.
+  for (int i = 1; i <= 4; ++i) {
+    h[ip] = i % 2 ? HealthState::kUnhealthy : HealthState::kHealthy;
+    s = sh.update(c, h, life, uint64_t(i) * 6 * kSec, &lines);
+  }
+  ASSERT_TRUE(s.held.count(ip));
+  EXPECT_FALSE(s.ramp.count(ip));
+  // The first recovery (at 12 s) started a slow start; the fourth change held it down.
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0].rfind("10.0.0.13 slow start: ", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[1].rfind("10.0.0.13 dampened: 4 state changes, penalty ", 0), 0u) << lines[1];
+  // Its table share is nothing while held; its flows are not moved.
+  ServerRegistry reg;
+  auto snap = buildSnapshot(c, reg, {}, 1, h, &life, nullptr, nullptr, nullptr, &s);
+  EXPECT_EQ(slotsOf(*snap, reg, "10.0.0.13"), 0u);
+  EXPECT_EQ(snap->servers[reg.find(ip)].move, dp::MoveReason::kNone);
+  // Released at nextDue(), then it ramps.
+  const uint64_t release = *sh.nextDue();
+  EXPECT_EQ(release, sh.dampener().find(ip)->held_until);
+  EXPECT_TRUE(sh.update(c, h, life, release - 1).held.count(ip));
+  lines.clear();
+  s = sh.update(c, h, life, release, &lines);
+  EXPECT_FALSE(s.held.count(ip));
+  EXPECT_EQ(s.ramp.at(ip), 1u);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0].rfind("10.0.0.13 hold-down over: penalty ", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[1].rfind("10.0.0.13 slow start: ", 0), 0u) << lines[1];
+}
+
+TEST(ServiceShaper, WithoutDampeningFlapsHoldNothing) {
+  const Config c = rampConfig(0, false);
+  ServiceShaper sh;
+  ServerLifecycle life;
+  HealthMap h = allHealthy();
+  for (int i = 0; i < 20; ++i) {
+    h[v4("10.0.0.11")] = i % 2 ? HealthState::kUnhealthy : HealthState::kHealthy;
+    Shaping s = sh.update(c, h, life, uint64_t(i) * kSec);
+    EXPECT_TRUE(s.held.empty());
+    EXPECT_TRUE(s.ramp.empty());
+  }
+  EXPECT_EQ(sh.nextDue(), std::nullopt);
+}
+
+}  // namespace
+}  // namespace gwlb::ctl
