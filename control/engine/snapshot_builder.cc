@@ -323,7 +323,7 @@ std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ServerRegistry& reg,
                                          const NeighbourTable& neigh, uint64_t generation,
                                          const HealthMap& health, const ServerLifecycle* life,
                                          const RegionTracker* regions, const PortMacs* devices,
-                                         MaglevCache* maglev);
+                                         MaglevCache* maglev, const Shaping* shaping);
 }  // namespace
 
 std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& reg,
@@ -335,7 +335,7 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
                                             const Shaping* shaping) {
   std::vector<ConfigError> errors;
   if (!validateConfig(cfg, errors)) throw std::invalid_argument(formatErrors(errors));
-  return buildValid(cfg, reg, neigh, generation, health, life, regions, devices, maglev);
+  return buildValid(cfg, reg, neigh, generation, health, life, regions, devices, maglev, shaping);
 }
 
 std::unique_ptr<dp::Snapshot> buildSnapshot(const ValidConfig& cfg, ServerRegistry& reg,
@@ -343,8 +343,9 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const ValidConfig& cfg, ServerRegist
                                             const HealthMap& health,
                                             const ServerLifecycle* life,
                                             const RegionTracker* regions,
-                                            const PortMacs* devices, MaglevCache* maglev) {
-  return buildValid(cfg.get(), reg, neigh, generation, health, life, regions, devices, maglev);
+                                            const PortMacs* devices, MaglevCache* maglev,
+                                            const Shaping* shaping) {
+  return buildValid(cfg.get(), reg, neigh, generation, health, life, regions, devices, maglev, shaping);
 }
 
 namespace {
@@ -353,7 +354,7 @@ std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ServerRegistry& reg,
                                          const NeighbourTable& neigh, uint64_t generation,
                                          const HealthMap& health, const ServerLifecycle* life,
                                          const RegionTracker* regions, const PortMacs* devices,
-                                         MaglevCache* maglev) {
+                                         MaglevCache* maglev, const Shaping* shaping) {
   auto s = std::make_unique<dp::Snapshot>();
   s->generation = generation;
   s->underlay_ip = cfg.node.underlay_ip.v4HostOrder();
