@@ -323,7 +323,7 @@ void Engine::sweepActiveToo() {
   // lost on a congested or cut sync link, and a copy left behind sends the
   // flow back to the appliance it left once that recovers and ECMP moves the
   // flow here (docs/fleet.md "Flows through sync faults").
-  const FleetConfig& f = cfg_.fleet;
+  const FleetConfig& f = config().fleet;
   if (!f.configured || f.sync_listen.empty() || f.peers.empty()) return;
   const dp::Snapshot* cur = current();
   if (!cur || !anyUnhealthyShedding(*cur)) return;
