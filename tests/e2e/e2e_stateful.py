@@ -322,14 +322,24 @@ def test_stateful_reset(lab, args, fault):
     the appliance carrying a verified TCP stream gets `fault`. The client
     (tcp-watch with reconnect, as an application that reconnects on
     ECONNRESET) must get an RST, reconnect through the other appliance, and
-    have its first byte echoed there within 1 s + the failure window of the
-    fault; the moved connection never reaches the other appliance's firewall
-    (nothing to drop). Prints the figures docs/lab.md quotes."""
+    have its first byte echoed there within 1 s of the RST; the moved
+    connection never reaches the other appliance's firewall (nothing to
+    drop). gwlbd must declare the appliance within the failure window plus
+    one interval of phase (docs/product-rules.md), and answers each end at
+    its next segment: a client whose appliance still forwards (http_503) is
+    sending, and gets its RST within 1 s of the declaration, so its first
+    byte comes within 1 s + the window (+ the phase). A client whose segments
+    vanish (killed, blackhole) is in retransmission backoff: its next segment
+    comes when its RTO, doubling since the fault, runs out, no later than
+    about the time since the fault again (+ the first RTO, 200 ms); that is
+    what its RST waits for, and the first byte can miss 1 s + the window.
+    Prints the figures docs/lab.md quotes, and whether that target was met."""
     hc, window = failure_window(lab)
     assert_forwarding_probes_pass(lab)
     obs = failover(lab, fault, seconds=10.0, limit=12.0, fault_after=1.0, reconnect=True)
     s, re = obs["stream"], obs["reconnect"]
-    assert obs["unhealthy_after"] is not None, f"{obs['victim']} was never declared unhealthy: {obs}"
+    declared = obs["unhealthy_after"]
+    assert declared is not None, f"{obs['victim']} was never declared unhealthy: {obs}"
     assert s["error"] == "ECONNRESET", f"the client got no RST: {s}"
     assert re and "error" not in re, f"the client could not reconnect: {re}"
     on = flow_on(lab.app_stats(obs["other"]), 6, f"{CLIENT}:{re['sport']}", f"{SERVER}:{PORT}")
@@ -340,14 +350,23 @@ def test_stateful_reset(lab, args, fault):
         assert reason == "forwarding_timeout", f"{obs['victim']} unhealthy for {reason!r}"
     rst_after = s["error_at"] - obs["t_fault"]
     first = re["first_byte_at"] - obs["t_fault"]
+    target = 1.0 + window
     totals = json.loads(lab.gwlbctl("--json", "stats"))["totals"]
-    print(f"FIGURE {fault}, resets on: unhealthy {obs['unhealthy_after']:.2f} s ({reason}), RST {rst_after:.2f} s, first "
-          f"byte through {obs['other']} {first:.2f} s after the fault (bound 1 s + failure window "
-          f"{window:.1f} s = {1 + window:.1f} s: timeout {hc['timeout']} s x {hc['unhealthy']} + interval "
-          f"{hc['interval']} s x {hc['unhealthy'] - 1}); tcp_resets_unhealthy {totals['tcp_resets_unhealthy']}, "
-          f"the client's RTO at the RST {(s['tcp_info'] or {}).get('rto_ms')} ms; load {os.getloadavg()[0]:.1f}")
+    print(f"FIGURE {fault}, resets on: unhealthy {declared:.2f} s ({reason}), RST {rst_after:.2f} s, first "
+          f"byte through {obs['other']} {first:.2f} s after the fault: target 1 s + failure window "
+          f"{window:.1f} s = {target:.1f} s {'met' if first <= target else 'MISSED'} (timeout {hc['timeout']} s x "
+          f"{hc['unhealthy']} + interval {hc['interval']} s x {hc['unhealthy'] - 1}); the client's RTO at the RST "
+          f"{(s['tcp_info'] or {}).get('rto_ms')} ms; tcp_resets_unhealthy {totals['tcp_resets_unhealthy']}; "
+          f"load {os.getloadavg()[0]:.1f}")
     assert totals["tcp_resets_unhealthy"] >= 1, totals
-    assert first <= 1.0 + window, f"first byte through {obs['other']} {first:.2f} s after the fault"
+    slack = 0.35  # polling and a loaded machine
+    assert declared <= window + hc["interval"] + slack, f"declared {declared:.2f} s after the fault"
+    if fault == "http_503":
+        assert rst_after - declared <= 1.0, f"the RST came {rst_after - declared:.2f} s after the declaration"
+    else:
+        assert rst_after <= 2 * declared + 0.2 + slack, \
+            f"the RST came {rst_after:.2f} s after the fault, past the client's next retransmission"
+    assert first - rst_after <= 1.0, f"first byte {first - rst_after:.2f} s after the RST"
 
 
 def test_stateful_reset_killed(lab, args):
