@@ -134,13 +134,16 @@ print(f"reconnected from port {re['sport']}: first byte echoed {re['first_byte_a
 PY
 echo "\$ gwlbctl stats | grep tcp_resets"
 "$lab" gwlbctl stats | grep tcp_resets
+invalid=0
 for a in app1 app2; do
-  echo "$a's firewall: $("$lab" exec $a nft -j list counters table inet gwlb_appliance | /usr/bin/python3 -c '
+  fw=$("$lab" exec $a nft -j list counters table inet gwlb_appliance | /usr/bin/python3 -c '
 import json, sys
 c = {o["counter"]["name"]: o["counter"]["packets"] for o in json.load(sys.stdin)["nftables"] if "counter" in o}
-print(", ".join(f"{k} {c[k]}" for k in ("new_tcp_syn", "established", "drop_invalid")))')"
+print(", ".join(f"{k} {c[k]}" for k in ("new_tcp_syn", "established", "drop_invalid")))')
+  echo "$a's firewall: $fw"
+  invalid=$((invalid + ${fw##*drop_invalid }))
 done
-echo "(the new connection's SYN passed the other firewall as new_tcp_syn; nothing was dropped as invalid)"
+echo "(the new connection's SYN passed the other firewall as new_tcp_syn; $invalid segment(s) dropped as invalid)"
 
 step "6. the appliance recovers"
 ip netns exec "$P-gw" curl -s -XPOST "http://$app:8080/health/ok"
