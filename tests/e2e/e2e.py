@@ -5,6 +5,7 @@
 TEST: tcp | udp | drop | failover | passive | ethernet | no_rebalance | drain | restart | fragments | mtu | fleet
       | fleet_frr | fleet_upgrade | router_fragments | classes | tcp_reset | tcp_reset_stateful
       | forwarding | stateful_tcp | stateful_failover | stateful_killed | stateful_blackhole | fleet_stateful
+      | stateful_reset_killed | stateful_reset_http_503 | stateful_reset_blackhole | stateful_blackhole_no_reset
 (fleet: tests/e2e/e2e_fleet.py, the fleet lab of 3 gateways, BIRD on the router; fleet_stateful:
 the same through stateful appliances, LAB_APPLIANCE=stateful;
 fleet_frr: the same with FRR on the router, LAB_ROUTER=frr; fleet_upgrade:
@@ -804,7 +805,15 @@ TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
          "tcp_reset_stateful": (lambda lab, args: test_tcp_reset(lab, args, "stateful"),
                                 {"LAB_FAILOVER": "rebalance", "LAB_TCP_RESET": "1",
                                  "LAB_APPLIANCE": "stateful"}),
-         "forwarding": (test_forwarding, {"LAB_APP2_ARGS": "--blackhole", "LAB_HC_TIMEOUT": "1s"})}
+         "forwarding": (test_forwarding, {"LAB_APP2_ARGS": "--blackhole", "LAB_HC_TIMEOUT": "1s"}),
+         # Each fault against stateful appliances with resets and forwarding checks on: the figures of
+         # docs/lab.md "Failover as the client sees it".
+         **{"stateful_reset_" + f: (test_stateful("stateful_reset_" + f),
+                                    {"LAB_APPLIANCE": "stateful", "LAB_FAILOVER": "rebalance", "LAB_TCP_RESET": "1",
+                                     "LAB_HC_FORWARDING": "true"}) for f in ("killed", "http_503", "blackhole")},
+         "stateful_blackhole_no_reset": (test_stateful("stateful_blackhole_no_reset"),
+                                         {"LAB_APPLIANCE": "stateful", "LAB_FAILOVER": "rebalance",
+                                          "LAB_HC_FORWARDING": "true"})}
 
 
 def main():

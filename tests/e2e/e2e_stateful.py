@@ -17,10 +17,11 @@ The gwlbd side of a scenario is the lab's config, chosen by the test's
 environment (LAB_FAILOVER, LAB_HC_*, ...: tests/e2e/e2e.py TESTS).
 """
 import json
+import os
 import subprocess
 import time
 
-from e2e import APPS, CLIENT, SERVER, SERVER6, carrier, check_same_appliance, sha, wait_for
+from e2e import APPS, CLIENT, SERVER, SERVER6, carrier, check_same_appliance, flow_on, sha, wait_for
 
 FAULTS = ("killed", "http_503", "blackhole")
 FW = "inet gwlb_appliance"  # scripts/lab_stateful.nft's table
@@ -78,22 +79,25 @@ def flow_appliance(lab, sport):
     return None
 
 
-def failover(lab, fault, seconds=16.0, rate=500000, limit=20.0, fault_after=2.0):
+def failover(lab, fault, seconds=16.0, rate=500000, limit=20.0, fault_after=2.0, reconnect=False):
     """Runs the scenario once; returns the Observation (a dict):
       victim, other          the appliance that carried the stream, the other one
       t_fault                when the fault was put on (epoch s)
       unhealthy_after        seconds from the fault to gwlbd's 'unhealthy' (None: not seen)
-      flow_after             gwlbd's flow entry of the stream after that (appliance, moved_from)
+      flow_after             gwlbd's flow entry of the stream when the client stopped watching
+                             (appliance, moved_from)
       other_fw               the other appliance's firewall counters, deltas over the scenario
       stream                 tcp-watch's final report (complete, intact, last_rx, error, tcp_info)
       silent_after_fault     seconds from the fault to the stream's last echoed byte
                              (negative: nothing came after the fault)
       silent_for             seconds the client had no byte when the observation ended
+      reconnect              with reconnect=True, the client's new connection after an
+                             error (tcp-watch's reconnect: sport, connected_at, first_byte_at)
     The stream writes `rate` bytes/s for `seconds`; the client gives up
     watching `limit` seconds after it connected."""
     lab.serve("tcp-echo-server", SERVER, PORT)
-    proc = lab.spawn("client", *lab.peer("tcp-watch", SERVER, str(PORT), str(seconds), str(rate), str(limit)),
-                     stdout=subprocess.PIPE)
+    proc = lab.spawn("client", *lab.peer("tcp-watch", SERVER, str(PORT), str(seconds), str(rate), str(limit),
+                                         *(["reconnect"] if reconnect else [])), stdout=subprocess.PIPE)
     ev = json.loads(proc.stdout.readline())
     sport = ev["sport"]
     victim = carrier(lab, f"{CLIENT}:{sport}", f"{SERVER}:{PORT}")
@@ -105,6 +109,9 @@ def failover(lab, fault, seconds=16.0, rate=500000, limit=20.0, fault_after=2.0)
     unhealthy_after = health_change(lab, APPS[victim], t_fault, timeout=max(1.0, limit - (t_fault - ev["t"])))
     flow_after = flow_appliance(lab, sport)
     line = proc.stdout.readline()
+    # gwlbd moves a flow at its next packet: a stream in retransmission
+    # backoff (its appliance killed or black-holing) moves seconds later.
+    flow_after = flow_appliance(lab, sport) or flow_after
     proc.wait(30)
     stream = json.loads(line)
     fw1 = fw_counters(lab, other)
@@ -114,7 +121,7 @@ def failover(lab, fault, seconds=16.0, rate=500000, limit=20.0, fault_after=2.0)
                           "moved_from": (flow_after["moved"] or {}).get("from")} if flow_after else None,
            "other_fw": {k: fw1[k] - fw0.get(k, 0) for k in fw1}, "stream": stream,
            "silent_after_fault": round(stream["last_rx"] - t_fault, 3),
-           "silent_for": round(stream["end"] - stream["last_rx"], 3)}
+           "silent_for": round(stream["end"] - stream["last_rx"], 3), "reconnect": stream.get("reconnect")}
     print(f"scenario {fault}: {victim} carried the stream; unhealthy after "
           f"{'%.3f s' % unhealthy_after if unhealthy_after is not None else 'never (within the watch)'}; "
           f"gwlbd's flow after: {obs['flow_after']}; {other}'s firewall: {obs['other_fw']}")
@@ -257,9 +264,118 @@ def test_stateful_killed(lab, args):
     test_stateful_failover(lab, args, fault="killed")
 
 
+def test_stateful_blackhole_no_reset(lab, args):
+    """The black hole with forwarding checks on and resets off: gwlbd sees
+    it (forwarding_timeout) and moves the flow, and the other appliance's
+    firewall drops it: the client hangs as in test_stateful_failover."""
+    obs = failover(lab, "blackhole")
+    assert_hung(lab, obs, min_silence=10.0)
+
+
 def test_stateful_blackhole(lab, args):
     """The appliance carrying a verified TCP stream stops forwarding (its
     kernel's ip_forward off) while its HTTP check still answers 200: today
     gwlbd never sees it; the flow stays there and the client hangs."""
     obs = failover(lab, "blackhole")
     assert_black_holed(lab, obs, min_silence=10.0)
+
+
+def seconds_of(text):
+    """A lab duration setting ("500ms", "1s", "2") in seconds."""
+    return float(text[:-2]) / 1000 if text.endswith("ms") else float(text.rstrip("s"))
+
+
+def failure_window(lab):
+    """The lab's health check settings (scripts/lab.sh's LAB_HC_* and their
+    defaults) and the failure window docs/product-rules.md defines:
+    timeout x unhealthy_threshold + interval x (unhealthy_threshold - 1)."""
+    hc = {"interval": seconds_of(lab.env.get("LAB_HC_INTERVAL", "500ms")),
+          "timeout": seconds_of(lab.env.get("LAB_HC_TIMEOUT", "300ms")),
+          "unhealthy": int(lab.env.get("LAB_HC_UNHEALTHY", "2"))}
+    return hc, hc["timeout"] * hc["unhealthy"] + hc["interval"] * (hc["unhealthy"] - 1)
+
+
+def assert_forwarding_probes_pass(lab, seconds=2.0):
+    """Forwarding checks through the stateful ruleset: both appliances
+    healthy with health_check.forwarding on, and probes coming back and
+    consumed (punted_probe) while they stay so."""
+    for a in APPS:
+        wait_for(f"{a} healthy", lambda: lab.servers()[APPS[a]]["health"]["state"] == "healthy", timeout=15)
+    p0 = json.loads(lab.gwlbctl("--json", "stats"))["totals"]["punted_probe"]
+    fw0 = {a: fw_counters(lab, a)["new_icmp_echo"] for a in APPS}
+    t_end = time.time() + seconds
+    while time.time() < t_end:
+        states = {a: lab.servers()[APPS[a]]["health"]["state"] for a in APPS}
+        assert set(states.values()) == {"healthy"}, f"with forwarding checks on: {states}"
+        time.sleep(0.1)
+    probes = json.loads(lab.gwlbctl("--json", "stats"))["totals"]["punted_probe"] - p0
+    echo = {a: fw_counters(lab, a)["new_icmp_echo"] - fw0[a] for a in APPS}
+    assert probes >= 2 * int(seconds), f"forwarding probes did not come back: punted_probe +{probes}"
+    assert all(n > 0 for n in echo.values()), f"the probes did not cross the firewalls: {echo}"
+    print(f"forwarding checks on: both stateful appliances healthy for {seconds:.0f} s, punted_probe +{probes}, "
+          f"the firewalls' new_icmp_echo {echo}")
+
+
+def test_stateful_reset(lab, args, fault):
+    """send_tcp_reset on, failover_mode rebalance, forwarding checks on
+    (LAB_TCP_RESET=1, LAB_HC_FORWARDING=true), two stateful appliances:
+    the appliance carrying a verified TCP stream gets `fault`. The client
+    (tcp-watch with reconnect, as an application that reconnects on
+    ECONNRESET) must get an RST, reconnect through the other appliance, and
+    have its first byte echoed there within 1 s of the RST; the moved
+    connection never reaches the other appliance's firewall (nothing to
+    drop). gwlbd must declare the appliance within the failure window plus
+    one interval of phase (docs/product-rules.md), and answers each end at
+    its next segment: a client whose appliance still forwards (http_503) is
+    sending, and gets its RST within 1 s of the declaration, so its first
+    byte comes within 1 s + the window (+ the phase). A client whose segments
+    vanish (killed, blackhole) is in retransmission backoff: its next segment
+    comes when its RTO, doubling since the fault, runs out, no later than
+    about the time since the fault again (+ the first RTO, 200 ms); that is
+    what its RST waits for, and the first byte can miss 1 s + the window.
+    Prints the figures docs/lab.md quotes, and whether that target was met."""
+    hc, window = failure_window(lab)
+    assert_forwarding_probes_pass(lab)
+    obs = failover(lab, fault, seconds=10.0, limit=12.0, fault_after=1.0, reconnect=True)
+    s, re = obs["stream"], obs["reconnect"]
+    declared = obs["unhealthy_after"]
+    assert declared is not None, f"{obs['victim']} was never declared unhealthy: {obs}"
+    assert s["error"] == "ECONNRESET", f"the client got no RST: {s}"
+    assert re and "error" not in re, f"the client could not reconnect: {re}"
+    on = flow_on(lab.app_stats(obs["other"]), 6, f"{CLIENT}:{re['sport']}", f"{SERVER}:{PORT}")
+    assert on and on["a_to_b"] > 0 and on["b_to_a"] > 0, f"the new connection is not on {obs['other']}: {on}"
+    assert fw_drops(obs["other_fw"]) == 0, f"{obs['other']}'s firewall dropped packets: {obs['other_fw']}"
+    reason = lab.servers()[APPS[obs["victim"]]]["health"].get("last_result")
+    if fault == "blackhole":  # its HTTP check still answers 200: only the forwarding half can see it
+        assert reason == "forwarding_timeout", f"{obs['victim']} unhealthy for {reason!r}"
+    rst_after = s["error_at"] - obs["t_fault"]
+    first = re["first_byte_at"] - obs["t_fault"]
+    target = 1.0 + window
+    totals = json.loads(lab.gwlbctl("--json", "stats"))["totals"]
+    print(f"FIGURE {fault}, resets on: unhealthy {declared:.2f} s ({reason}), RST {rst_after:.2f} s, first "
+          f"byte through {obs['other']} {first:.2f} s after the fault: target 1 s + failure window "
+          f"{window:.1f} s = {target:.1f} s {'met' if first <= target else 'MISSED'} (timeout {hc['timeout']} s x "
+          f"{hc['unhealthy']} + interval {hc['interval']} s x {hc['unhealthy'] - 1}); the client's RTO at the RST "
+          f"{(s['tcp_info'] or {}).get('rto_ms')} ms; tcp_resets_unhealthy {totals['tcp_resets_unhealthy']}; "
+          f"load {os.getloadavg()[0]:.1f}")
+    assert totals["tcp_resets_unhealthy"] >= 1, totals
+    slack = 0.35  # polling and a loaded machine
+    assert declared <= window + hc["interval"] + slack, f"declared {declared:.2f} s after the fault"
+    if fault == "http_503":
+        assert rst_after - declared <= 1.0, f"the RST came {rst_after - declared:.2f} s after the declaration"
+    else:
+        assert rst_after <= 2 * declared + 0.2 + slack, \
+            f"the RST came {rst_after:.2f} s after the fault, past the client's next retransmission"
+    assert first - rst_after <= 1.0, f"first byte {first - rst_after:.2f} s after the RST"
+
+
+def test_stateful_reset_killed(lab, args):
+    test_stateful_reset(lab, args, "killed")
+
+
+def test_stateful_reset_http_503(lab, args):
+    test_stateful_reset(lab, args, "http_503")
+
+
+def test_stateful_reset_blackhole(lab, args):
+    test_stateful_reset(lab, args, "blackhole")

@@ -12,12 +12,16 @@
   netpeer.py tcp-streams ADDR PORT COUNT SECONDS RATE -> JSON lines {event: connected, sports}
       then {event: done, streams: [{sport, sent, received, ok, max_stall}]}: COUNT
       streams at once (one thread, non-blocking), each as tcp-stream at RATE bytes/s
-  netpeer.py tcp-watch ADDR PORT SECONDS RATE LIMIT -> JSON lines {event: connected, sport, t}
+  netpeer.py tcp-watch ADDR PORT SECONDS RATE LIMIT [reconnect]
+      -> JSON lines {event: connected, sport, t}
       then {event: done, sent, received, complete, intact, last_rx, max_stall, error, error_at,
-      tcp_info}: a stream as tcp-stream that never blocks and never waits past LIMIT seconds
-      from its start, for a stream that may break: the time of the last echoed byte, the
+      tcp_info, reconnect}: a stream as tcp-stream that never blocks and never waits past LIMIT
+      seconds from its start, for a stream that may break: the time of the last echoed byte, the
       error that ended it (e.g. ECONNRESET) and when, and the kernel's view of the
-      connection at the end (TCP_INFO: state, retransmits, backoff, rto_ms, unacked)
+      connection at the end (TCP_INFO: state, retransmits, backoff, rto_ms, unacked).
+      With `reconnect`, a client that gets an error opens a new connection as an
+      application would: reconnect {sport, connected_at, first_byte_at} (its first
+      byte echoed), or {error} when that fails; it holds it open 2 s (null: no error)
   netpeer.py tcp-until-reset ADDR PORT SECONDS        -> JSON lines {event: connected, sport},
       {event: reset, at, error} (epoch s), {event: reconnected, sport, at, echoed_at}, {event: done}:
       a byte every 20 ms on one connection, each echo awaited, until the connection
@@ -296,7 +300,24 @@ def tcp_info(c):
             "last_data_recv_ms": last_data_recv_ms}
 
 
-def tcp_watch(addr, port, seconds, rate, limit):
+def reconnect_once(addr, port):
+    """A new connection after a broken one: when it is up and when its first byte is echoed."""
+    try:
+        d = connect(addr, port, 10)
+        at = time.time()
+        d.settimeout(10)
+        d.sendall(b"y")
+        if d.recv(1) != b"y":
+            return {"error": "no echo"}
+        r = {"sport": d.getsockname()[1], "connected_at": at, "first_byte_at": time.time()}
+        time.sleep(2)  # open a moment, so that the appliance carrying it can be asked
+        d.close()
+        return r
+    except OSError as e:
+        return {"error": type(e).__name__}
+
+
+def tcp_watch(addr, port, seconds, rate, limit, reconnect=False):
     import errno
     import selectors
     c = connect(addr, port, 10)
@@ -352,7 +373,8 @@ def tcp_watch(addr, port, seconds, rate, limit):
     print(json.dumps({"event": "done", "sport": sport, "sent": tx,
                       "received": rx, "complete": shut and rx == tx and error is None, "intact": intact,
                       "last_rx": last_rx, "max_stall": round(max(max_stall, time.time() - last_rx), 3),
-                      "error": error, "error_at": error_at, "tcp_info": tcp_info(c), "end": time.time()}),
+                      "error": error, "error_at": error_at, "tcp_info": tcp_info(c), "end": time.time(),
+                      "reconnect": reconnect_once(addr, port) if reconnect and error else None}),
           flush=True)
 
 
@@ -495,7 +517,7 @@ def main():
     elif cmd == "tcp-streams":
         tcp_streams(a[1], int(a[2]), int(a[3]), float(a[4]), float(a[5]))
     elif cmd == "tcp-watch":
-        tcp_watch(a[1], int(a[2]), float(a[3]), float(a[4]), float(a[5]))
+        tcp_watch(a[1], int(a[2]), float(a[3]), float(a[4]), float(a[5]), a[6:7] == ["reconnect"])
     elif cmd == "tcp-until-reset":
         tcp_until_reset(a[1], int(a[2]), float(a[3]))
     elif cmd == "ping":
