@@ -151,7 +151,7 @@ TEST(TrafficClasses, NamesActionsAndListeners) {
   EXPECT_TRUE(onlyError(parse("  - { name: a, action: drop, listner: ids }\n"),
                         "traffic_classes[0].listner", "did you mean 'listener'?"));
   EXPECT_TRUE(onlyError(parse("  - { name: a, action: drop, match: [5] }\n"), "traffic_classes[0].match",
-                        "expected a map with keys ingress_ports, vlans, prefixes, protocols, l4_ports"));
+                        "expected a map with keys ingress_ports, vlans, prefixes, prefixes_file, protocols, l4_ports"));
   EXPECT_TRUE(onlyError(parse("  - 5\n"), "traffic_classes[0]", "expected a map"));
   // A listener that failed to parse: the reference to it is not reported again.
   Parsed p = parse("  - { name: a, listener: web }\n",
