@@ -333,7 +333,7 @@ bool notComputed(const std::vector<ConfigError>& w) {
 }
 
 // A config with `n` drop classes, each matching `prefixes(i)` and `ports(i)`
-// (built in code: the largest shapes are more than an 8 MiB file holds, and
+// (built in code: the largest shapes are more than a 1 MiB file holds, and
 // a file's classes reach configWarnings as these do).
 Config withClasses(size_t n, const std::function<std::vector<PrefixConfig>(size_t)>& prefixes,
                    const std::function<std::vector<PortRange>(size_t)>& ports) {
