@@ -6,22 +6,29 @@
 // accepts.
 //
 // Shapes (a gateway with one server group and the implicit listener, then
-// the classes; random values from --seed):
+// the classes; random values from --seed). A config file holds at most
+// ctl::kMaxConfigBytes of YAML; a class's prefixes may also come from a
+// prefix file (prefixes_file, written to a temporary directory and read by
+// the parse), 1,024 prefixes a class either way:
 //   anchor-N       N classes (25, 50, 1000) sharing one list of 1,024 IPv4
 //                  prefixes through a YAML anchor, each with its own
 //                  l4_ports (4 ports): every pair of classes has the same
 //                  prefixes, so only their ports tell them apart
-//   scattered-32s  as many classes of 1,024 distinct random IPv4 /32s as an
-//                  8 MiB file holds, each with its own 4 ports
+//   shared-file    the same as anchor-1000 with the list in one prefix file
+//                  all 1,000 classes name
+//   scattered-32s  as many classes of 1,024 distinct random IPv4 /32s as a
+//                  config file at its limit holds (YAML), each with its own 4 ports
+//   files-32s      1,000 classes of 1,024 distinct random IPv4 /32s, each
+//                  class's in its own prefix file, and 4 ports each
 //   distinct-1000  1,000 classes of 1,024 distinct random prefixes (/8../32,
-//                  IPv4 and IPv6) and 4 ports each: more than an 8 MiB file
-//                  holds (a config built in code, as the control API and
-//                  gwlb-replay do), so no parse figure
-//   near-ports     1,000 classes whose 1,024 l4_ports are the same but for
-//                  one port near the top (each class shadows none, and
-//                  telling so walks almost every port of almost every pair:
-//                  the shadow check's worst case, where it stops at its bound)
-//   near-prefixes  the same with 1,024 prefixes (/24s) and no ports
+//                  IPv4 and IPv6) in their own prefix files, and 4 ports each
+//   near-ports     as many classes as a config file holds (YAML; ports have
+//                  no files) whose 1,024 l4_ports are the same but for one
+//                  port near the top (each class shadows none, and telling so
+//                  walks almost every port of almost every pair: the shadow
+//                  check's worst case, where it stops at its bound)
+//   near-prefixes  1,000 classes of 1,024 prefixes (/24s) in their own prefix
+//                  files, the same but for one, and no ports
 //   mixed-1000     1,000 classes of the kinds a person writes (VLAN + UDP,
 //                  IPv4 /24 + port, TCP + port range, VLAN + IPv6 /48)
 //
@@ -32,10 +39,15 @@
 // configWarnings (the shadow check and the rest); compile = the ClassTable
 // from the classes, as the snapshot builder makes it at start and on reload
 // (--compile none|legal|all: legal, the default, leaves out the shapes no
-// file can hold); check = parse + warnings. Also: the file's size, whether
-// the shadow check was computed, the warnings' count, the compiled bytes.
+// file can hold); check = parse + warnings; total = check + compile, the
+// figure the 1 s bar is for. Also: the file's size (with its prefix files),
+// whether the shadow check was computed, the warnings' count, the compiled
+// bytes.
 //
 //   class_check_bench [--shapes a,b,...] [--reps R] [--compile none|legal|all] [--seed X]
+//                     [--config-bytes N]
+// --config-bytes: fill the YAML-only shapes (scattered-32s, near-ports) to N
+// bytes instead of the loader's limit (to measure where the limit belongs).
 // Prints a table, then one JSON line (last line of stdout).
 #include <time.h>
 
@@ -44,7 +56,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -53,20 +68,43 @@
 #include "bench/bench_util.h"
 #include "common/traffic_class.h"
 #include "control/config/config.h"
+#include "control/config/prefix_list.h"
 #include "control/engine/snapshot_builder.h"
 
 namespace gwlb::bench {
 namespace {
 
-constexpr size_t kFileLimit = 8u << 20;  // the loader's limit on a config file
-
 struct Options {
-  std::vector<std::string> shapes = {"anchor-25",  "anchor-50",     "anchor-1000", "scattered-32s",
-                                     "distinct-1000", "near-ports", "near-prefixes", "mixed-1000"};
+  std::vector<std::string> shapes = {"anchor-25",     "anchor-50", "anchor-1000", "shared-file",
+                                     "scattered-32s", "files-32s", "distinct-1000", "near-ports",
+                                     "near-prefixes", "mixed-1000"};
   unsigned reps = 5;
   std::string compile = "legal";
   uint64_t seed = 0x6777'6c62'0034ULL;
+  size_t config_bytes = ctl::kMaxConfigBytes;
 };
+
+// A shape: the config's YAML and its prefix files (name -> text).
+struct Shape {
+  std::string yaml;
+  std::map<std::string, std::string> files;
+  size_t bytes() const {
+    size_t n = yaml.size();
+    for (const auto& [name, text] : files) n += text.size();
+    return n;
+  }
+};
+
+// Prefixes per file when `n` classes have files of their own: 1,024, or
+// fewer so that all of them stay within the loader's total.
+size_t perFile(size_t n) { return std::min<size_t>(1024, ctl::kMaxFilePrefixes / n); }
+
+// A prefix file of `items`, one per line after a comment.
+std::string prefixFile(const std::vector<std::string>& items) {
+  std::string f = "# class_check_bench\n";
+  for (const std::string& s : items) f += s + "\n";
+  return f;
+}
 
 [[noreturn]] void die(const std::string& what) {
   std::fprintf(stderr, "class_check_bench: %s\n", what.c_str());
@@ -86,10 +124,12 @@ std::string v4(uint32_t a) {
          std::to_string(a & 255);
 }
 
-// One class as flow-style YAML; `prefixes` either literal items or "*name".
+// One class as flow-style YAML; `prefixes` either literal items, "*name" or
+// "@file" (a prefix file).
 std::string classLine(size_t i, const std::string& prefixes, const std::string& ports, const char* action = "drop") {
   std::string m;
-  if (!prefixes.empty()) m += "prefixes: " + prefixes;
+  if (!prefixes.empty() && prefixes[0] == '@') m += "prefixes_file: " + prefixes.substr(1);
+  else if (!prefixes.empty()) m += "prefixes: " + prefixes;
   if (!ports.empty()) m += std::string(m.empty() ? "" : ", ") + "l4_ports: " + ports;
   return "  - { name: c" + std::to_string(i) + ", action: " + action + ", match: { " + m + " } }\n";
 }
@@ -109,34 +149,52 @@ std::string ownPorts(std::mt19937_64& rng, size_t n) {
   return list(s);
 }
 
-std::string shapeText(const std::string& shape, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::string y = kHead;
-  if (shape.rfind("anchor-", 0) == 0) {
-    const size_t n = std::stoul(shape.substr(7));
+Shape shapeOf(const std::string& shape, const Options& o) {
+  std::mt19937_64 rng(o.seed);
+  Shape sh;
+  std::string& y = sh.yaml;
+  y = kHead;
+  // Appends a class line while the YAML stays within the limit.
+  auto fits = [&](const std::string& line) { return y.size() + line.size() <= o.config_bytes; };
+  auto v4Prefix = [&](unsigned len) {
+    const uint32_t mask = len == 32 ? ~0u : ~((1u << (32 - len)) - 1);
+    return v4(uint32_t(rng()) & mask) + "/" + std::to_string(len);
+  };
+  if (shape.rfind("anchor-", 0) == 0 || shape == "shared-file") {
+    const size_t n = shape == "shared-file" ? 1000 : std::stoul(shape.substr(7));
     std::set<uint32_t> nets;
     while (nets.size() < 1024) nets.insert(uint32_t(rng()) & 0xFFFFFF00u);
     std::vector<std::string> items;
     for (uint32_t a : nets) items.push_back(v4(a) + "/24");
-    for (size_t i = 0; i < n; ++i) y += classLine(i, i == 0 ? "&shared " + list(items) : "*shared", ownPorts(rng, 4));
-  } else if (shape == "scattered-32s" || shape == "distinct-1000") {
-    const bool scattered = shape == "scattered-32s";
-    for (size_t i = 0; i < 1000; ++i) {
+    if (shape == "shared-file") sh.files["shared.txt"] = prefixFile(items);
+    for (size_t i = 0; i < n; ++i) {
+      const std::string prefixes = shape == "shared-file" ? "@shared.txt" : i == 0 ? "&shared " + list(items) : "*shared";
+      y += classLine(i, prefixes, ownPorts(rng, 4));
+    }
+  } else if (shape == "scattered-32s" || shape == "files-32s" || shape.rfind("distinct-", 0) == 0) {
+    const bool yaml = shape == "scattered-32s", scattered = shape.rfind("distinct-", 0) != 0;
+    const size_t n = shape.rfind("distinct-", 0) == 0 ? std::stoul(shape.substr(9)) : 1000;
+    for (size_t i = 0; i < n; ++i) {
       std::set<std::string> items;
-      while (items.size() < 1024) {
+      while (items.size() < (yaml ? 1024 : perFile(n))) {
         if (scattered || rng() % 4) {
-          const unsigned len = scattered ? 32 : 8 + unsigned(rng() % 25);
-          const uint32_t mask = len == 32 ? ~0u : ~((1u << (32 - len)) - 1);
-          items.insert(v4(uint32_t(rng()) & mask) + "/" + std::to_string(len));
+          items.insert(v4Prefix(scattered ? 32 : 8 + unsigned(rng() % 25)));
         } else {
           char b[64];
-          std::snprintf(b, sizeof b, "\"2001:db8:%x:%x::/64\"", unsigned(rng() & 0xFFFF), unsigned(rng() & 0xFFFF));
+          std::snprintf(b, sizeof b, "2001:db8:%x:%x::/64", unsigned(rng() & 0xFFFF), unsigned(rng() & 0xFFFF));
           items.insert(b);
         }
       }
-      std::string line = classLine(i, list(std::vector<std::string>(items.begin(), items.end())), ownPorts(rng, 4));
-      if (scattered && y.size() + line.size() > kFileLimit) break;
-      y += line;
+      const std::vector<std::string> v(items.begin(), items.end());
+      if (yaml) {
+        std::string line = classLine(i, list(v), ownPorts(rng, 4));
+        if (!fits(line)) break;
+        y += line;
+      } else {
+        const std::string name = "c" + std::to_string(i) + ".txt";
+        sh.files[name] = prefixFile(v);
+        y += classLine(i, "@" + name, ownPorts(rng, 4));
+      }
     }
   } else if (shape == "near-ports") {
     std::vector<std::string> base;
@@ -146,15 +204,19 @@ std::string shapeText(const std::string& shape, uint64_t seed) {
       // (so that bounds, sizes and coarse buckets all allow the pair).
       std::vector<std::string> items = base;
       items.push_back(std::to_string(65535 - 2 * i));
-      y += classLine(i, "", list(items));
+      std::string line = classLine(i, "", list(items));
+      if (!fits(line)) break;
+      y += line;
     }
   } else if (shape == "near-prefixes") {
     std::vector<std::string> base;
-    for (uint32_t k = 0; k < 1023; ++k) base.push_back(v4(0x0A000000u | k << 12) + "/24");
+    for (uint32_t k = 0; k + 1 < perFile(1000); ++k) base.push_back(v4(0x0A000000u | k << 12) + "/24");
     for (size_t i = 0; i < 1000; ++i) {
       std::vector<std::string> items = base;
       items.push_back(v4(0x0B000000u | uint32_t(999 - i) << 8) + "/24");  // past the shared ones
-      y += classLine(i, list(items), "");
+      const std::string name = "c" + std::to_string(i) + ".txt";
+      sh.files[name] = prefixFile(items);
+      y += classLine(i, "@" + name, "");
     }
   } else if (shape == "mixed-1000") {
     for (uint32_t i = 0; i < 1000; ++i) {
@@ -177,7 +239,7 @@ std::string shapeText(const std::string& shape, uint64_t seed) {
   } else {
     die("unknown shape '" + shape + "'");
   }
-  return y;
+  return sh;
 }
 
 double cpuMs() {
@@ -207,7 +269,7 @@ struct Timed {
 
 struct Row {
   std::string shape;
-  size_t bytes = 0, classes = 0, prefixes = 0, warnings = 0;
+  size_t bytes = 0, files = 0, classes = 0, prefixes = 0, warnings = 0;
   bool file = false, computed = true, compiled = false, cross = false;
   size_t table_bytes = 0;
   Timed parse, validate, warn, compile;
@@ -216,12 +278,26 @@ struct Row {
 Row measure(const std::string& shape, const Options& o) {
   Row r;
   r.shape = shape;
-  const std::string text = shapeText(shape, o.seed);
-  r.bytes = text.size();
-  r.file = text.size() <= kFileLimit;
+  const Shape sh = shapeOf(shape, o);
+  const std::string& text = sh.yaml;
+  r.bytes = sh.bytes();
+  r.files = sh.files.size();
+  r.file = text.size() <= o.config_bytes;
+  // The prefix files in a directory of their own, read by every parse (from
+  // the page cache, as a check soon after an edit reads them).
+  char tmpl[] = "/tmp/class_check_bench.XXXXXX";
+  if (!sh.files.empty() && !::mkdtemp(tmpl)) die("mkdtemp failed");
+  const std::string dir = sh.files.empty() ? std::string() : std::string(tmpl) + "/";
+  for (const auto& [name, body] : sh.files) std::ofstream(dir + name, std::ios::binary) << body;
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      if (!dir.empty()) std::filesystem::remove_all(dir);
+    }
+  } cleanup{dir};
   ctl::Config cfg;
   std::vector<ctl::ConfigError> errors;
-  if (!ctl::parseConfig(text, cfg, errors)) die(shape + ": not valid: " + ctl::formatErrors(errors));
+  if (!ctl::parseConfig(text, cfg, errors, dir)) die(shape + ": not valid: " + ctl::formatErrors(errors));
   r.classes = cfg.traffic_classes.size();
   for (const auto& c : cfg.traffic_classes) r.prefixes += c.match.prefixes.size();
   const bool compile = o.compile == "all" || (o.compile == "legal" && r.file);
@@ -230,7 +306,7 @@ Row measure(const std::string& shape, const Options& o) {
       r.parse.run([&] {
         ctl::Config c;
         std::vector<ctl::ConfigError> e;
-        if (!ctl::parseConfig(text, c, e)) die(shape + ": parse failed");
+        if (!ctl::parseConfig(text, c, e, dir)) die(shape + ": parse failed");
       });
     r.validate.run([&] {
       std::vector<ctl::ConfigError> e;
@@ -272,7 +348,8 @@ std::vector<std::string> split(const std::string& s) {
 int main(int argc, char** argv) {
   using namespace gwlb::bench;
   Options o;
-  const char* usage = "usage: class_check_bench [--shapes a,b,...] [--reps R] [--compile none|legal|all] [--seed X]";
+  const char* usage =
+      "usage: class_check_bench [--shapes a,b,...] [--reps R] [--compile none|legal|all] [--seed X] [--config-bytes N]";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -283,25 +360,29 @@ int main(int argc, char** argv) {
     else if (a == "--reps") o.reps = unsigned(std::stoul(next()));
     else if (a == "--compile") o.compile = next();
     else if (a == "--seed") o.seed = std::stoull(next(), nullptr, 0);
+    else if (a == "--config-bytes") o.config_bytes = std::stoull(next(), nullptr, 0);
     else die(usage);
   }
   if (o.reps == 0 || (o.compile != "none" && o.compile != "legal" && o.compile != "all")) die(usage);
-  std::printf("%-14s %8s %8s %9s %10s %10s %10s %10s %10s %s\n", "shape", "classes", "MiB", "prefixes", "parse ms",
-              "valid. ms", "warn. ms", "check ms", "compile ms", "shadow check");
+  std::printf("%-14s %8s %8s %6s %9s %10s %10s %10s %10s %10s %10s %s\n", "shape", "classes", "MiB", "files",
+              "prefixes", "parse ms", "valid. ms", "warn. ms", "check ms", "compile ms", "total ms", "shadow check");
   std::string rows;
   for (const std::string& s : o.shapes) {
     Row r = measure(s, o);
     auto ms = [](const Timed& t) { return t.cpu.empty() ? std::string("-") : fmt("%.1f", t.median()); };
     const double check = (r.file ? r.parse.median() : r.validate.median()) + r.warn.median();
-    std::printf("%-14s %8zu %8.2f %9zu %10s %10s %10s %10.1f %10s %s\n", s.c_str(), r.classes,
-                double(r.bytes) / (1 << 20), r.prefixes, ms(r.parse).c_str(), ms(r.validate).c_str(),
-                ms(r.warn).c_str(), check, ms(r.compile).c_str(), r.computed ? "computed" : "not computed (bound)");
+    const double total = check + (r.compile.cpu.empty() ? 0.0 : r.compile.median());
+    std::printf("%-14s %8zu %8.2f %6zu %9zu %10s %10s %10s %10.1f %10s %10.1f %s\n", s.c_str(), r.classes,
+                double(r.bytes) / (1 << 20), r.files, r.prefixes, ms(r.parse).c_str(), ms(r.validate).c_str(),
+                ms(r.warn).c_str(), check, ms(r.compile).c_str(), total,
+                r.computed ? "computed" : "not computed (bound)");
     std::fflush(stdout);
     rows += std::string(rows.empty() ? "" : ",") + "{\"shape\":\"" + s + "\",\"classes\":" + std::to_string(r.classes) +
-            ",\"bytes\":" + std::to_string(r.bytes) + ",\"file\":" + (r.file ? "true" : "false") +
+            ",\"bytes\":" + std::to_string(r.bytes) + ",\"prefix_files\":" + std::to_string(r.files) +
+            ",\"file\":" + (r.file ? "true" : "false") +
             ",\"prefixes\":" + std::to_string(r.prefixes) + ",\"parse\":" + r.parse.json() +
             ",\"validate\":" + r.validate.json() + ",\"warnings\":" + r.warn.json() +
-            ",\"check_cpu_ms\":" + fmt("%.3f", check) + ",\"warning_count\":" + std::to_string(r.warnings) +
+            ",\"check_cpu_ms\":" + fmt("%.3f", check) + ",\"total_cpu_ms\":" + fmt("%.3f", total) + ",\"warning_count\":" + std::to_string(r.warnings) +
             ",\"shadow_check_computed\":" + (r.computed ? "true" : "false") + ",\"compile\":" + r.compile.json() +
             ",\"table_bytes\":" + std::to_string(r.table_bytes) +
             ",\"structure\":\"" + (r.compiled ? (r.cross ? "cross_product" : "bit_vectors") : "") + "\"}";

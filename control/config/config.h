@@ -255,6 +255,12 @@ struct TrafficClassMatch {
   std::vector<PrefixConfig> prefixes;        // IPv4 and IPv6 CIDRs
   std::vector<uint8_t> protocols;            // IP protocol numbers (tcp, udp, ... by name in YAML)
   std::vector<PortRange> l4_ports;           // ports and ranges "1000-2000"
+  // A file of more prefixes (control/config/prefix_list.h), "" = none: once
+  // loaded, its absolute path; its prefixes are the last file_prefixes of
+  // `prefixes`, so every reader of the classes sees one list.
+  std::string prefixes_file;
+  uint32_t file_prefixes = 0;
+  std::string prefixes_file_sha256;          // of the bytes read (gwlbctl config dump shows it)
 };
 enum class ClassAction : uint8_t { kInspect, kBypass, kDrop };
 const char* toString(ClassAction a);  // "inspect", "bypass", "drop"
@@ -347,10 +353,19 @@ struct ConfigError {
 // line counting the rest), each with its key path. Work and memory are bounded
 // by the text's size: lists longer than their limit are not walked, so YAML
 // aliases cannot multiply them. Thread: any.
-bool parseConfig(const std::string& yaml_text, Config& out, std::vector<ConfigError>& errors);
+// Relative prefix files (traffic_classes[].match.prefixes_file) are read
+// from `base_dir` ("": the current directory).
+bool parseConfig(const std::string& yaml_text, Config& out, std::vector<ConfigError>& errors,
+                 const std::string& base_dir = {});
 
-// Reads the file (at most 8 MiB; a directory, a missing or unreadable file is
-// one error with path "") then parseConfig().
+// Largest config file read: YAML costs about a quarter of a second per MiB to
+// load, so a file at this limit, with its classes checked and compiled, stays
+// well under a second. Large prefix sets go to prefix files.
+inline constexpr size_t kMaxConfigBytes = 1u << 20;
+
+// Reads the file (at most kMaxConfigBytes; a directory, a missing or
+// unreadable file is one error with path "") then parseConfig() with the
+// file's directory as base_dir.
 bool loadConfigFile(const std::string& path, Config& out, std::vector<ConfigError>& errors);
 
 // Checks every rule (each key's range and form, and the rules between keys)

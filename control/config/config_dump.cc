@@ -145,7 +145,7 @@ struct Writer {
             line(indent, "# " + name + ": (a secret, not shown; gwlbctl config dump --secrets shows it)");
             continue;
           }
-          line(indent, name + ": " + *v);
+          line(indent, name + ": " + *v + (k.note ? "  # " + k.note(obj) : std::string()));
         }
       }
     }

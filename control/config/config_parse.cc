@@ -25,6 +25,7 @@
 
 #include "control/config/config.h"
 #include "control/config/config_schema.h"
+#include "control/config/prefix_list.h"
 
 namespace gwlb::ctl {
 
@@ -39,8 +40,6 @@ namespace {
 
 // Errors reported at most; the rest are counted in one more line.
 constexpr size_t kMaxErrors = 100;
-// Largest config file read.
-constexpr size_t kMaxConfigBytes = 8u << 20;
 
 const char* kindOf(const YAML::Node& n) {
   switch (n.Type()) {
@@ -517,7 +516,8 @@ void checkDocumentsAdvance(const std::string& text) {
 
 }  // namespace
 
-bool parseConfig(const std::string& yaml_text, Config& out, std::vector<ConfigError>& errors) {
+bool parseConfig(const std::string& yaml_text, Config& out, std::vector<ConfigError>& errors,
+                 const std::string& base_dir) {
   const size_t before = errors.size();
   try {
     out = Config{};
@@ -552,6 +552,7 @@ bool parseConfig(const std::string& yaml_text, Config& out, std::vector<ConfigEr
     }
     Parser parser(errors);
     parser.root(docs[0], out);
+    loadPrefixFiles(out, base_dir, errors);
     std::vector<ConfigError> semantic;
     schema::Report report(semantic, &parser.written());
     schema::checkKeys(out, report);
@@ -605,7 +606,8 @@ bool loadConfigFile(const std::string& path, Config& out, std::vector<ConfigErro
       if (n == 0) break;
       if (text.size() + size_t(n) > kMaxConfigBytes) {
         errors.push_back({"", where + " is larger than " + std::to_string(kMaxConfigBytes >> 20) +
-                                  " MiB; a configuration is at most that long"});
+                                  " MiB; a configuration is at most that long (large prefix sets "
+                                  "go in prefix files: traffic_classes[].match.prefixes_file)"});
         return false;
       }
       text.append(buf, size_t(n));
@@ -614,7 +616,9 @@ bool loadConfigFile(const std::string& path, Config& out, std::vector<ConfigErro
     errors.push_back({"", "cannot read config file " + quote(path) + ": " + e.what()});
     return false;
   }
-  bool ok = parseConfig(text, out, errors);
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
+  bool ok = parseConfig(text, out, errors, dir);
   try {
     out.source_path = path;
   } catch (...) {

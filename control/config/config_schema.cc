@@ -827,6 +827,20 @@ const Key kListenerKeys[] = {
 const Section kListenerSection{"listeners[]", kListenerKeys};
 
 // --- Traffic classes (issue 27; items and rules in config_classes.cc).
+// `prefixes` as written in the file: a prefix file's prefixes follow them in
+// the member (TrafficClassMatch::file_prefixes) and are not written back.
+constexpr Access inlinePrefixes() {
+  Access a = member<&TrafficClassMatch::prefixes>();
+  a.count = [](const void* o) {
+    const auto& m = *static_cast<const TrafficClassMatch*>(o);
+    return m.prefixes.size() - m.file_prefixes;
+  };
+  return a;
+}
+std::string prefixFileNote(const void* o) {
+  const auto& m = *static_cast<const TrafficClassMatch*>(o);
+  return std::to_string(m.file_prefixes) + " prefixes, sha256 " + m.prefixes_file_sha256 + " when loaded";
+}
 const Key kMatchKeys[] = {
     {.name = "ingress_ports", .kind = Kind::kItems, .acc = member<&TrafficClassMatch::ingress_ports>(),
      .doc = "DPDK ports the packet came in on; list both directions' ports.",
@@ -839,13 +853,18 @@ const Key kMatchKeys[] = {
      .range = kMatchLargeList, .what = "a list of VLAN ids", .item_what = "a VLAN id",
      .items = "VLANs", .item = &kVlanItem, .check = checkVlans, .type_doc = "list of integers",
      .range_doc = "at most 1024 of 0..4094, unique", .default_doc = "empty (any)"},
-    {.name = "prefixes", .kind = Kind::kItems, .acc = member<&TrafficClassMatch::prefixes>(),
+    {.name = "prefixes", .kind = Kind::kItems, .acc = inlinePrefixes(),
      .doc = "IPv4 and IPv6 networks; either endpoint's address in one matches.",
      .range = kMatchLargeList, .what = "a list of CIDR prefixes", .item_what = "a CIDR prefix",
      .items = "prefixes", .item = &kPrefixItem, .check = checkPrefixes,
      .type_doc = "list of CIDR prefixes",
-     .range_doc = "at most 1024, `10.9.0.0/16`, `2001:db8::/32`; host bits zero, unique",
+     .range_doc = "at most 1024 with `prefixes_file`'s, `10.9.0.0/16`, `2001:db8::/32`; host bits zero, unique",
      .default_doc = "empty (any)"},
+    {.name = "prefixes_file", .kind = Kind::kString, .acc = member<&TrafficClassMatch::prefixes_file>(),
+     .doc = "More prefixes, from a file: one per line, `#` comments (see Prefix files below).",
+     .what = "a file path", .type_doc = "file path",
+     .range_doc = "relative to the config file's directory; at most 1 MiB",
+     .default_doc = "none", .note = prefixFileNote},
     {.name = "protocols", .kind = Kind::kItems, .acc = member<&TrafficClassMatch::protocols>(),
      .doc = "IP protocol of the flow (IPv6: after the extension headers).", .range = kMatchSmallList,
      .what = "a list of protocols", .item_what = "a protocol", .items = "protocols",

@@ -136,6 +136,8 @@ struct Key {
   // kString: true when this value is a secret (gwlbctl config dump leaves it
   // out unless asked).
   bool (*secret)(const std::string& value) = nullptr;
+  // gwlbctl config dump: a comment after the key's value (owner: its struct).
+  std::string (*note)(const void* owner) = nullptr;
 };
 
 struct Section {

@@ -662,6 +662,28 @@ def appliance_tun():
         "expire": rec(0x01, gen(4) + fwd) + rec(0xf0, b"") + rec(0x50, fwd) + rec(0xf0, b"") + rec(0xff, b"") +
                   rec(0xf0, b"") + rec(0xf0, b"") + rec(0xff, b"") + rec(0, fwd),
         "bad_geneve": rec(0x01, bytes([0x3f, 0, 8, 0]) + fwd) + rec(0x01, gen(5)[:7]) + rec(0x01, gen(5) + fwd[:30]),
+
+
+def prefix_list():
+    """Prefix files of traffic classes (fuzz_prefix_list.cc): byte 0 picks the most
+    prefixes allowed (0: 1024, 1: 1, 2: 3, 3: 16), then the file."""
+    good = (b"# blocklist, generated\n10.0.0.0/8\n192.0.2.0/24   # docs\n\n198.51.100.7\n"
+            b"2001:db8::/32\n2001:db8:1::1\n0.0.0.0/0\n::/0\n")
+    return {
+        "good": b"\0" + good,
+        "crlf_tabs": b"\0" + b"\t10.1.0.0/16\r\n  # c\r\n\r\n10.2.0.0/16\t\r\n",
+        "no_final_newline": b"\0" + b"10.0.0.0/8\n10.1.2.3",
+        "too_many": b"\1" + b"10.0.0.0/8\n10.1.0.0/16\n",
+        "three_of_three": b"\2" + b"10.0.0.0/8\n11.0.0.0/8\n12.0.0.0/8\n",
+        "bad_lengths": b"\3" + b"10.0.0.0/33\n2001:db8::/129\n10.0.0.0/\n10.0.0.0/0x8\n10.0.0.0/-1\n10.0.0.0/0008\n",
+        "host_bits": b"\3" + b"10.0.0.1/8\n2001:db8::1/32\n",
+        "repeats": b"\3" + b"10.0.0.0/8\n10.0.0.0/8\n10.0.0.1\n10.0.0.1/32\n",
+        "two_per_line": b"\3" + b"10.0.0.0/8 11.0.0.0/8\n10.0.0.0/8,11.0.0.0/8\n",
+        "not_prefixes": b"\3" + b"tenant/8\n010.0.0.1\n1.2.3\n::ffff:10.0.0.1/128\n" + b"a" * 80 + b"\n",
+        "binary": b"\3" + b"10.0.0.0/8\0\n\xff\xfe/8\n\x1b[31m\n",
+        "many_errors": b"\0" + b"x\n" * 30,
+        "only_comments": b"\0" + b"#\n# 10.0.0.0/8\n   \n\t\n",
+        "empty": b"\0",
     }
 
 
@@ -674,7 +696,7 @@ def main():
     sets = {"frame": frames(), "geneve": genev(), "icmp": icmpc(), "config": configs(),
             "api": api(), "http": http(), "http_request": http_request(), "neigh": neigh(),
             "sync": sync(), "bird": bird(), "eal_memory": eal_memory(),
-            "capture": capture(), "appliance_tun": appliance_tun()}
+            "capture": capture(), "appliance_tun": appliance_tun(), "prefix_list": prefix_list()}
     bad = 0
     total = 0
     for target, files in sets.items():

@@ -1023,6 +1023,13 @@ TEST(ConfigErrors, FailoverAndDraining) {
 namespace gwlb::ctl {
 namespace {
 
+// kFull's prefix file: empty (a valid prefix list), made before any test
+// reads kFull; several runs at once write the same nothing.
+const bool kEmptyPrefixFile = [] {
+  FILE* f = std::fopen("/tmp/gwlb-test-config-empty-prefixes.txt", "w");
+  return f && std::fclose(f) == 0;
+}();
+
 // A valid config that sets every key the loader knows.
 const char* const kFull = R"(
 node: { underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01, gateway_mac: 02:00:00:00:00:fe,
@@ -1065,6 +1072,7 @@ composite_health_checks: [ { name: c0, sources: [s0], destination: l, dry_run: f
 listeners: [ { name: l, server_groups: [g0, g1], failback_hold: 30s, when_all_unhealthy: drop,
                send_tcp_reset: { on_idle_timeout: true } } ]
 traffic_classes: [ { name: t, match: { ingress_ports: [1], vlans: [0, 100], prefixes: [10.0.0.0/8, "2001:db8::/32"],
+                                       prefixes_file: /tmp/gwlb-test-config-empty-prefixes.txt,
                                        protocols: [tcp, 47], l4_ports: [80, 1000-2000] },
                      action: inspect, listener: l } ]
 health_endpoint: { listen: "127.0.0.1:8081" }
@@ -1405,6 +1413,7 @@ const std::vector<BadValue>& badValues() {
       {"traffic_classes[0].match.ingress_ports", "[0x10000]", {"out of range"}, "traffic_classes[0].match.ingress_ports[0]"},
       {"traffic_classes[0].match.vlans", "[4095]", {"0..4094"}, "traffic_classes[0].match.vlans[0]"},
       {"traffic_classes[0].match.prefixes", "[10.0.0.1/8]", {"host bits"}, "traffic_classes[0].match.prefixes[0]"},
+      {"traffic_classes[0].match.prefixes_file", "/nonexistent/gwlb-prefixes.txt", {"cannot open"}},
       {"traffic_classes[0].match.protocols", "[gre]", {"not a protocol"}, "traffic_classes[0].match.protocols[0]"},
       {"traffic_classes[0].match.l4_ports", "[9-8]", {"empty range"}, "traffic_classes[0].match.l4_ports[0]"},
       {"traffic_classes[0].action", "allow", {"inspect, bypass or drop"}},
@@ -1595,9 +1604,9 @@ TEST(ConfigKeys, ManyKeysAndDeepNesting) {
 TEST(ConfigFile, EndlessOrUnreadableFile) {
   Config c;
   std::vector<ConfigError> errs;
-  EXPECT_FALSE(loadConfigFile("/dev/zero", c, errs));  // never ends: read at most 8 MiB
+  EXPECT_FALSE(loadConfigFile("/dev/zero", c, errs));  // never ends: read at most 1 MiB
   ASSERT_EQ(errs.size(), 1u);
-  EXPECT_NE(errs[0].message.find("larger than 8 MiB"), std::string::npos) << errs[0].message;
+  EXPECT_NE(errs[0].message.find("larger than 1 MiB"), std::string::npos) << errs[0].message;
   errs.clear();
   EXPECT_FALSE(loadConfigFile("/proc/self/mem", c, errs));  // opens, but reading fails (EIO)
   ASSERT_EQ(errs.size(), 1u);

@@ -151,7 +151,7 @@ TEST(TrafficClasses, NamesActionsAndListeners) {
   EXPECT_TRUE(onlyError(parse("  - { name: a, action: drop, listner: ids }\n"),
                         "traffic_classes[0].listner", "did you mean 'listener'?"));
   EXPECT_TRUE(onlyError(parse("  - { name: a, action: drop, match: [5] }\n"), "traffic_classes[0].match",
-                        "expected a map with keys ingress_ports, vlans, prefixes, protocols, l4_ports"));
+                        "expected a map with keys ingress_ports, vlans, prefixes, prefixes_file, protocols, l4_ports"));
   EXPECT_TRUE(onlyError(parse("  - 5\n"), "traffic_classes[0]", "expected a map"));
   // A listener that failed to parse: the reference to it is not reported again.
   Parsed p = parse("  - { name: a, listener: web }\n",
@@ -333,7 +333,7 @@ bool notComputed(const std::vector<ConfigError>& w) {
 }
 
 // A config with `n` drop classes, each matching `prefixes(i)` and `ports(i)`
-// (built in code: the largest shapes are more than an 8 MiB file holds, and
+// (built in code: the largest shapes are more than a 1 MiB file holds, and
 // a file's classes reach configWarnings as these do).
 Config withClasses(size_t n, const std::function<std::vector<PrefixConfig>(size_t)>& prefixes,
                    const std::function<std::vector<PortRange>(size_t)>& ports) {
