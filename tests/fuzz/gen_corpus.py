@@ -662,6 +662,7 @@ def appliance_tun():
         "expire": rec(0x01, gen(4) + fwd) + rec(0xf0, b"") + rec(0x50, fwd) + rec(0xf0, b"") + rec(0xff, b"") +
                   rec(0xf0, b"") + rec(0xf0, b"") + rec(0xff, b"") + rec(0, fwd),
         "bad_geneve": rec(0x01, bytes([0x3f, 0, 8, 0]) + fwd) + rec(0x01, gen(5)[:7]) + rec(0x01, gen(5) + fwd[:30]),
+    }
 
 
 def prefix_list():
