@@ -74,7 +74,9 @@ HealthChecker::HealthChecker(boost::asio::io_context& io, std::function<void()> 
       next_token_(uint32_t(std::random_device{}())) {}
 
 HealthChecker::~HealthChecker() {
-  for (auto& [ip, t] : targets_) t->timer.cancel(), t->fwd_timer.cancel();
+  // A round waiting for its forwarding half holds, in `deliver`, a handler
+  // that owns its Target: drop it, or the two keep each other alive.
+  for (auto& [ip, t] : targets_) t->timer.cancel(), t->fwd_timer.cancel(), t->deliver = nullptr;
 }
 
 uint64_t HealthChecker::nowMs() const {
@@ -160,6 +162,8 @@ void HealthChecker::reconcile(const Config& cfg) {
   for (auto it = targets_.begin(); it != targets_.end();) {
     if (!seen.count(it->first)) {
       it->second->timer.cancel();
+      it->second->fwd_timer.cancel();
+      it->second->deliver = nullptr;  // its handler owns the Target (see ~HealthChecker)
       ++it->second->epoch;
       it = targets_.erase(it);
       changed = true;
