@@ -110,23 +110,21 @@ void Engine::rebuild(const std::string& why, uint64_t now) {
 void Engine::build(const std::string& why, uint64_t now) {
   HealthMap h = health();
   std::vector<std::string> lines;
+  // Each line the region tracker or the service shaper logs is a decision.
+  auto decideLines = [&](Decision::Kind kind) {
+    for (std::string& line : lines) {
+      Decision d;
+      d.kind = kind;
+      d.at_ns = now;
+      d.text = std::move(line);
+      decide(std::move(d));
+    }
+    lines.clear();
+  };
   regions_.update(config(), h, &lifecycle_, now, &lines);
-  for (std::string& line : lines) {
-    Decision d;
-    d.kind = Decision::Kind::kRegion;
-    d.at_ns = now;
-    d.text = std::move(line);
-    decide(std::move(d));
-  }
-  lines.clear();
+  decideLines(Decision::Kind::kRegion);
   shaping_ = shaper_.update(config(), h, lifecycle_, now, &lines);
-  for (std::string& line : lines) {
-    Decision d;
-    d.kind = Decision::Kind::kService;
-    d.at_ns = now;
-    d.text = std::move(line);
-    decide(std::move(d));
-  }
+  decideLines(Decision::Kind::kService);
   if (hooks_.before_build) hooks_.before_build();
   std::unique_ptr<dp::Snapshot> s =
       buildSnapshot(*cfg_, registry_, in_.neighbours ? in_.neighbours() : NeighbourTable{},
