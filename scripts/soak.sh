@@ -12,11 +12,13 @@
 #     --out DIR      results (default out/soak-SEED-DATE): report.md, samples.csv,
 #                    *.svg, events.jsonl, traffic.jsonl, appliance_flows.jsonl,
 #                    the lab's logs (DIR/lab)
-#     --appliances K plain (default) | mixed (app1 and app3, one per group, are
-#                    stateful: nftables conntrack firewalls) | stateful (all four);
-#                    LAB_APPLIANCE for scripts/lab.sh (docs/lab.md). Not the
-#                    default: a flow moved to a stateful appliance hangs until gwlbd
-#                    resets moved connections, and the checker judges every stream.
+#     --appliances K mixed (default: app1 and app3, one per group, are stateful:
+#                    nftables conntrack firewalls) | stateful (all four) | plain
+#                    (none); LAB_APPLIANCE for scripts/lab.sh (docs/lab.md)
+# Every group has send_tcp_reset on_unhealthy and on_deregistration (LAB_TCP_RESET=1,
+# the default here; LAB_TCP_RESET=0 turns them off: a TCP flow moved to a stateful
+# appliance then hangs, and the checker fails the stream); the traffic's streams
+# reconnect after a reset, and the checker's `resets` judges each reset.
 # Traffic settings (environment): SOAK_STREAMS (24), SOAK_STREAM_RATE (16000
 # bytes/s each), SOAK_CONN_RATE (200 new connections/s), SOAK_UDP_FLOWS (8),
 # SOAK_PING_RATE (5/s); lab settings as scripts/lab.sh reads them (LAB_BFD_MULT, ...).
@@ -25,7 +27,7 @@
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-minutes=3 seed=1 out="" schedule="" appliances="${LAB_APPLIANCE:-plain}"
+minutes=3 seed=1 out="" schedule="" appliances="${LAB_APPLIANCE:-mixed}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --minutes) minutes="${2:?--minutes N}"; shift 2 ;;
@@ -33,12 +35,12 @@ while [ $# -gt 0 ]; do
     --out) out="${2:?--out DIR}"; shift 2 ;;
     --schedule) schedule="${2:?--schedule FILE}"; shift 2 ;;
     --appliances) appliances="${2:?--appliances plain|mixed|stateful}"; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "soak: unknown argument $1 (--minutes N --seed S --out DIR --schedule FILE --appliances KIND)" >&2; exit 2 ;;
   esac
 done
 case "$appliances" in plain|mixed|stateful) ;; *) echo "soak: --appliances: '$appliances' is not plain, mixed or stateful" >&2; exit 2 ;; esac
-export LAB_APPLIANCE="$appliances"
+export LAB_APPLIANCE="$appliances" LAB_TCP_RESET="${LAB_TCP_RESET:-1}"
 if [ "$(id -u)" != 0 ]; then echo "SKIP: the soak needs root (network namespaces)"; exit 77; fi
 export GWLB_BUILD="${GWLB_BUILD:-$ROOT/build}"
 out="${out:-$ROOT/out/soak-$seed-$(date +%Y%m%d-%H%M%S)}"
@@ -69,7 +71,7 @@ driver=""
 cleanup() { [ -n "$driver" ] && kill "$driver" 2>/dev/null; lab down >/dev/null 2>&1; rm -f "$LAB_DIR/www/blob.bin"; }
 trap cleanup EXIT
 trap 'echo "soak: interrupted"; exit 1' INT TERM   # (meson's timeout) the EXIT trap tears the lab down
-echo "soak: lab up in $((SECONDS - t_start)) s; running $minutes min (out: $out; appliances $appliances; load $(cut -d' ' -f1-3 /proc/loadavg))"
+echo "soak: lab up in $((SECONDS - t_start)) s; running $minutes min (out: $out; appliances $appliances; send_tcp_reset $([ "$LAB_TCP_RESET" = 1 ] && echo on || echo off); load $(cut -d' ' -f1-3 /proc/loadavg))"
 
 $PY "$ROOT/tools/soak_run.py" --out "$out" --schedule "$out/schedule.json" --src "$ROOT" \
   --build "$GWLB_BUILD" --prefix "$LAB_PREFIX" --lab-dir "$LAB_DIR" \

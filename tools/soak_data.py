@@ -46,7 +46,7 @@ class Data:
         t0 = run["t0"]
         traffic = []
         for r in jl("traffic.jsonl"):
-            for k in ("t", "t_open", "t_close", "stall_at"):
+            for k in ("t", "t_open", "t_close", "stall_at", "first_rx", "t_break"):
                 if r.get(k) is not None:
                     r[k] = r[k] - t0
             traffic.append(r)

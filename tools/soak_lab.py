@@ -24,6 +24,12 @@ CLASS_APPS = {"tenant-a": ["app1", "app2"], "tenant-b": ["app3", "app4"], "backu
 SYNC_PORT = 7946
 
 
+def stateful_apps(kind):
+    """The stateful appliances (nftables conntrack firewalls) of LAB_APPLIANCE
+    `kind`, as scripts/lab.sh makes them: mixed makes the odd ones, one per group."""
+    return {"stateful": list(APPS), "mixed": ["app1", "app3"]}.get(kind, [])
+
+
 def class_of(client, proto, dport):
     """The traffic class of a client flow, as the lab's traffic_classes decide."""
     if proto == 6 and dport == BYPASS_PORT:

@@ -536,6 +536,12 @@ class Run:
                 "streams": a.streams, "stream_rate": a.stream_rate, "conn_rate": a.conn_rate,
                 "udp_flows": a.udp_flows, "udp_base_port": a.udp_base_port, "ping_rate": a.ping_rate,
                 "classes": CLASS_APPS, "bypass_port": soak_lab.BYPASS_PORT, "gateways": list(GWS),
+                # What the checker's `resets` and `streams` judge against: the
+                # lab's stateful appliances and the groups' send_tcp_reset.
+                "appliances": os.environ.get("LAB_APPLIANCE", "plain"),
+                "stateful": soak_lab.stateful_apps(os.environ.get("LAB_APPLIANCE", "plain")),
+                "tcp_reset": {"on_unhealthy": os.environ.get("LAB_TCP_RESET") == "1",
+                              "on_deregistration": os.environ.get("LAB_TCP_RESET") == "1"},
                 "nproc": os.cpu_count(), "load_start": open("/proc/loadavg").read().split()[:3],
                 "commit": subprocess.run(["git", "-C", a.src, "rev-parse", "--short", "HEAD"], text=True,
                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout.strip()}

@@ -7,8 +7,11 @@
 The client runs, for T seconds:
   - long-lived TCP streams to port 7000 (--streams, --stream-rate bytes/s
     each): every echoed byte is compared with what was sent (a position-dependent
-    pattern, so loss, reordering and corruption all show); a broken stream is
-    recorded and replaced by a new one;
+    pattern, so loss, reordering and corruption all show); a stream whose
+    connection breaks (an RST: gwlbd's send_tcp_reset, or a timeout) is
+    recorded and reconnects at once from a new source port, and the new
+    connection is checked from its first byte (each of the --streams slots
+    keeps its traffic class through its reconnects);
   - short TCP connections to port 7100 at --conn-rate a second: connect, 32
     bytes each way (checked), close; one that takes over 5 s fails;
   - UDP flows to port 5353 (--udp-flows sockets, fixed source ports, one
@@ -22,8 +25,11 @@ streams bind their source port from --bound-ports LO..LO+999, a range the
 caller reserves (ip_local_reserved_ports) so that no flow of another class
 gets the same client port (the appliances' flows are keyed by it).
 Then it ends every stream cleanly (write side shut, the rest of the echo read).
-Output: JSON lines in FILE: `open` and `stream` (each stream, when it opens and
-when it ends), `tick` (each second: what was sent, answered and failed),
+Output: JSON lines in FILE: `open` and `stream` (each stream's connection,
+when it opens and when it ends: its slot, and whether an RST ended it),
+`reset` (a connection ended by an RST, when the client saw it), `reconnect`
+(the slot's next connection, when its first echoed byte was verified: how
+long after the break), `tick` (each second: what was sent, answered and failed),
 `fail` (each failed short connection, lost datagram or echo, with its time),
 `udpflow` (each UDP flow at the end) and `done`. Times are Unix times.
 """
@@ -173,8 +179,12 @@ def nb_connect(addr, port, user_timeout=False, src=None):
 
 
 class Stream:
-    def __init__(self, sid, sock, now):
-        self.id, self.sock, self.t_open = sid, sock, now
+    def __init__(self, sid, slot, sock, now, after=None):
+        self.id, self.slot, self.sock, self.t_open = sid, slot, sock, now
+        self.after = after     # (id, sport, time) of the slot's connection this one replaces, if any
+        self.first_rx = None   # when its first echoed byte was verified
+        self.bound = 0         # the reserved source port it binds (0: the kernel's choice)
+        self.reset = False     # an RST ended it
         self.state = "connecting"
         self.sport = 0
         self.tx = self.rx = 0
@@ -192,11 +202,13 @@ class Client:
         self.sel = selectors.DefaultSelector()
         self.streams = {}
         self.next_sid = 0
-        self.replace_at = []  # times at which to open a replacement stream
+        self.replace_at = []  # (time, slot, (id, sport, time) of the broken connection): reconnects due
+        self.next_bound = 0   # the next bound source port to try (a reconnect never reuses a recent one)
         self.shorts = {}      # sock -> [t_start, state, got]
         self.short_started = 0
         self.tick = self._zero_tick()
         self.totals = {"stream_bytes_verified": 0, "streams_opened": 0, "streams_broken": 0,
+                       "streams_reset": 0, "streams_reconnected": 0,
                        "short_ok": 0, "short_fail": 0, "udp_sent": 0, "udp_received": 0, "udp_lost": 0,
                        "ping_sent": 0, "ping_received": 0, "ping_lost": 0}
         self.fails_this_second = 0
@@ -214,36 +226,53 @@ class Client:
         self.fails_this_second += 1
 
     # -- streams
-    def stream_class(self, sid):
-        """(source address or None, bound port or 0, server port) of stream sid."""
-        kind = sid % 3 if self.a.tenant_b else 0
+    def stream_class(self, slot):
+        """(source address or None, binds a reserved port, server port) of stream slot `slot`."""
+        kind = slot % 3 if self.a.tenant_b else 0
         if kind == 2 and not self.a.bypass_port:
             kind = 1
-        bound = self.a.bound_ports + sid % 1000
         if kind == 1:
-            return self.a.tenant_b, bound, STREAM_PORT
+            return self.a.tenant_b, True, STREAM_PORT
         if kind == 2:
-            return self.a.tenant_a, bound, self.a.bypass_port
-        return None, 0, STREAM_PORT
+            return self.a.tenant_a, True, self.a.bypass_port
+        return None, False, STREAM_PORT
 
-    def open_stream(self, now):
+    def bound_port(self):
+        """The next reserved source port no open stream holds: round the range,
+        so a reconnect never takes a port a gateway or appliance still holds
+        an entry for (the appliances' flows are keyed by the client port)."""
+        busy = {st.sport for st in self.streams.values()} | {st.bound for st in self.streams.values()}
+        for _ in range(1000):
+            port = self.a.bound_ports + self.next_bound % 1000
+            self.next_bound += 1
+            if port not in busy:
+                return port
+        raise OSError(errno.EADDRINUSE, "no reserved port free")
+
+    def open_stream(self, now, slot=None, after=None):
         sid = self.next_sid
         self.next_sid += 1
-        src, bound, dport = self.stream_class(sid)
+        slot = sid if slot is None else slot
+        src, binds, dport = self.stream_class(slot)
+        bound = 0
         try:
+            bound = self.bound_port() if binds else 0
             s = nb_connect(self.a.server, dport, user_timeout=True, src=(src, bound) if src else None)
         except OSError as e:
-            self.out.write(ev="stream", id=sid, sport=0, t_open=now, t_close=now, sent=0, received=0,
-                           ok=False, error=f"connect: {e}", max_stall=0, stall_at=None)
-            self.replace_at.append(now + 1)
+            self.out.write(ev="stream", id=sid, slot=slot, sport=bound, t_open=round(now, 3), t_close=round(now, 3),
+                           sent=0, received=0, ok=False, reset=False, error=f"connect: {e}", max_stall=0,
+                           stall_at=None)
+            self.replace_at.append((now + 1, slot, after))
             return
-        st = Stream(sid, s, now)
+        st = Stream(sid, slot, s, now, after)
+        st.bound = bound
         self.streams[s] = st
         self.sel.register(s, selectors.EVENT_WRITE, ("stream", st))
 
-    def end_stream(self, st, now, error=None):
+    def end_stream(self, st, now, error=None, reset=False):
         if error and st.error is None:
             st.error = error
+            st.reset = reset
         try:
             self.sel.unregister(st.sock)
         except (KeyError, ValueError):
@@ -251,15 +280,28 @@ class Client:
         st.sock.close()
         self.streams.pop(st.sock, None)
         ok = st.error is None and st.rx == st.tx and st.state != "connecting"
+        reset = st.reset and not ok
         if not ok:
             self.totals["streams_broken"] += 1
-        src, _, dport = self.stream_class(st.id)
-        self.out.write(ev="stream", id=st.id, sport=st.sport, src=src or self.a.tenant_a, dport=dport,
-                       t_open=round(st.t_open, 3), t_close=round(now, 3),
-                       sent=st.tx, received=st.rx, ok=ok, error=st.error, max_stall=round(st.max_stall, 3),
-                       stall_at=round(st.stall_at, 3) if st.stall_at else None)
-        if not ok and now < self.t_end - 10:
-            self.replace_at.append(now + 1)
+        src, _, dport = self.stream_class(st.slot)
+        if reset:
+            self.totals["streams_reset"] += 1
+            self.out.write(ev="reset", t=round(now, 3), id=st.id, slot=st.slot, sport=st.sport,
+                           src=src or self.a.tenant_a, dport=dport, error=st.error)
+        self.out.write(ev="stream", id=st.id, slot=st.slot, sport=st.sport, src=src or self.a.tenant_a, dport=dport,
+                       t_open=round(st.t_open, 3), t_close=round(now, 3), first_rx=round(st.first_rx, 3)
+                       if st.first_rx else None, after=st.after[0] if st.after else None,
+                       sent=st.tx, received=st.rx, ok=ok, reset=reset, error=st.error,
+                       max_stall=round(st.max_stall, 3), stall_at=round(st.stall_at, 3) if st.stall_at else None)
+        # A broken connection's slot reconnects at once while the traffic
+        # runs (an RST means "connect again": the new SYN goes to an appliance
+        # in service); a connection that never opened retries after 1 s.
+        # A failed reconnect keeps the break it replaces (the time to the
+        # slot's first byte counts from there).
+        if not ok and now < self.t_end:
+            opened = st.state != "connecting"
+            self.replace_at.append((now if opened else now + 1, st.slot,
+                                    (st.id, st.sport, now) if opened or not st.after else st.after))
 
     def stream_event(self, st, ev, now):
         s = st.sock
@@ -269,9 +311,9 @@ class Client:
                 return self.end_stream(st, now, f"connect: {os.strerror(err)}")
             st.state, st.sport, st.t0, st.last_rx = "open", s.getsockname()[1], now, now
             self.totals["streams_opened"] += 1
-            src, _, dport = self.stream_class(st.id)
-            self.out.write(ev="open", id=st.id, sport=st.sport, t=round(now, 3), src=src or self.a.tenant_a,
-                           dport=dport)
+            src, _, dport = self.stream_class(st.slot)
+            self.out.write(ev="open", id=st.id, slot=st.slot, sport=st.sport, t=round(now, 3),
+                           src=src or self.a.tenant_a, dport=dport, after=st.after[0] if st.after else None)
             self.sel.modify(s, selectors.EVENT_READ, ("stream", st))
             return
         if ev & selectors.EVENT_READ:
@@ -280,7 +322,7 @@ class Client:
             except BlockingIOError:
                 return
             except OSError as e:
-                return self.end_stream(st, now, f"recv: {e.strerror or e}")
+                return self.end_stream(st, now, f"recv: {e.strerror or e}", e.errno == errno.ECONNRESET)
             if not d:
                 return self.end_stream(st, now, None if st.shut else "closed by the peer")
             gap = now - st.last_rx
@@ -290,6 +332,15 @@ class Client:
             if d != pattern(st.rx, len(d)):
                 return self.end_stream(st, now, f"corrupt data at byte {st.rx}")
             st.rx += len(d)
+            if st.first_rx is None:
+                st.first_rx = now
+                if st.after:  # the first verified byte of a reconnect: the slot works again
+                    self.totals["streams_reconnected"] += 1
+                    src, _, dport = self.stream_class(st.slot)
+                    self.out.write(ev="reconnect", t=round(now, 3), slot=st.slot, id=st.id, sport=st.sport,
+                                   src=src or self.a.tenant_a, dport=dport, after=st.after[0],
+                                   after_sport=st.after[1], t_break=round(st.after[2], 3),
+                                   first_byte_s=round(now - st.after[2], 3))
             self.tick["stream_rx"] += len(d)
             self.totals["stream_bytes_verified"] += len(d)
 
@@ -307,7 +358,7 @@ class Client:
                     except BlockingIOError:
                         pass
                     except OSError as e:
-                        self.end_stream(st, now, f"send: {e.strerror or e}")
+                        self.end_stream(st, now, f"send: {e.strerror or e}", e.errno == errno.ECONNRESET)
             elif not st.shut:
                 st.shut = True
                 try:
@@ -496,10 +547,10 @@ class Client:
                 if a.ping_rate and now >= next_ping:
                     self.ping_send(now)
                     next_ping += 1.0 / a.ping_rate
-                while self.replace_at and self.replace_at[0] <= now:
-                    self.replace_at.pop(0)
-                    if now < self.t_end - 10:
-                        self.open_stream(now)
+                self.replace_at.sort(key=lambda x: x[0])
+                while self.replace_at and self.replace_at[0][0] <= now:
+                    _, slot, after = self.replace_at.pop(0)
+                    self.open_stream(now, slot, after)
             if now - last_stream_check > 0.01:
                 self.pump_streams(now, sending)
                 last_stream_check = now
