@@ -312,7 +312,7 @@ def appliance_timeline(data):
             continue
         rounds = tl.pop(key)
         for c in cs:
-            mine = [rd for rd in rounds if rd[1] >= c["t_open"] and rd[0] <= c["t_close"]]
+            mine = [rd for rd in rounds if rd[1] > c["t_open"] and rd[0] < c["t_close"]]
             if mine:
                 tl[f"{key}#{c['id']}"] = mine
     return tl

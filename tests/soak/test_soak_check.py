@@ -193,6 +193,147 @@ class SoakCheck(unittest.TestCase):
         d.events = [event("gw_term", "gw2", 45.0, 55.0, stopped_at=45.1, affected={"tcp": [40000], "udp": []})]
         self.assertOnlyFails(d, "streams")  # a graceful stop must lose nothing
 
+    def reset_run(self, took=0.4, new_app="app2", slot=0, at=70.0):
+        """clean(), but tenant A's stream (slot 0, port 40000, on app1) is
+        reset at `at` (70 s) and reconnects from port 40100, whose first byte is
+        echoed `took` s later through new_app."""
+        d = clean()
+        d.run["stateful"], d.run["appliances"] = ["app1", "app3"], "mixed"
+        d.run["tcp_reset"] = {"on_unhealthy": True, "on_deregistration": True}
+        s = d.traffic[1]
+        s.update(slot=0, ok=False, reset=True, error="recv: Connection reset by peer", received=500, sent=600,
+                 t_close=at)
+        d.traffic[2]["slot"], d.traffic[3]["slot"] = 1, 2
+        d.traffic[1:1] = [{"ev": "reset", "t": at, "id": 0, "slot": 0, "sport": 40000}]
+        d.traffic.insert(-1, {"ev": "reconnect", "t": at + took, "slot": slot, "id": 3, "sport": 40100,
+                              "after": 0, "after_sport": 40000, "t_break": at, "first_byte_s": took})
+        d.traffic.insert(-1, {"ev": "stream", "id": 3, "slot": slot, "sport": 40100, "t_open": at,
+                              "t_close": TRAFFIC + 1, "first_rx": at + took, "after": 0, "sent": 900,
+                              "received": 900, "ok": True, "reset": False, "error": None, "max_stall": 0.2,
+                              "stall_at": 80.0})
+        for rd in d.rounds:
+            if rd["t0"] >= at:
+                rd["apps"]["app1"]["flows"].pop("6:40000")
+            if rd["t1"] >= at + took:
+                rd["apps"][new_app]["flows"]["6:40100"] = [10, 10, 0]
+                rd["classes"]["6:40100"] = "tenant-a"
+        return d
+
+    def test_a_reset_stream_needs_its_appliance_out_of_service(self):
+        d = self.reset_run()
+        self.assertOnlyFails(d, "resets")
+        self.assertEqual(["stream 0 (port 40000, slot 0) reset at 70.0 s on app1 (stateful) with its appliance in "
+                          "service (recv: Connection reset by peer)"], results(d)["resets"].failures)
+        d.events = [event("app_fail", "app1", 68.5, 80.0)]
+        self.assertAllPass(d)
+        res = results(d)["resets"]
+        self.assertIn("stream 0 (port 40000) on app1 (stateful) reset at 70.0 s (app_fail of app1 at 68.5-80.0 s); "
+                      "port 40100 echoed its first byte 0.40 s later through app2", res.evidence)
+        self.assertIn("app_fail: from the fault's start to the reset 1.50-1.50 s, to the first byte through another "
+                      "appliance 1.90-1.90 s (1 streams)", res.evidence)
+        d.events = [event("app_fail", "app2", 68.5, 80.0)]  # the other appliance failed
+        self.assertOnlyFails(d, "resets")
+        d.events = [event("weight", "app1", 68.5, 80.0)]    # a weight keeps flows: no reset
+        self.assertOnlyFails(d, "resets")
+        d.events = [event("drain", "app1", 60.0, 69.0)]     # its drain ended: on_deregistration
+        self.assertAllPass(d)
+        d = self.reset_run()  # no event, but the gateways saw it fail (a check that timed out under load)
+        for row in d.samples[2]:
+            if 68 <= row["t"] <= 75:
+                row["app1_state"] = "unhealthy/unhealthy"
+        self.assertAllPass(d)
+        self.assertIn("1 stream connections reset: 1 by gw2 saw app1 unhealthy", results(d)["resets"].evidence)
+
+    def test_a_reset_stream_must_reconnect_in_time_through_another_appliance(self):
+        fail = [event("app_fail", "app1", 68.5, 80.0)]
+        d = self.reset_run(took=7.0)
+        d.events = fail
+        self.assertOnlyFails(d, "resets")
+        self.assertIn("echoed its first byte 7.00 s later through app2: over 5 s", results(d)["resets"].failures[0])
+        d = self.reset_run(slot=1)  # the reconnect was another slot's: slot 0 never came back
+        d.events = fail
+        self.assertOnlyFails(d, "resets")
+        self.assertIn("and its slot 0 never reconnected", results(d)["resets"].failures[0])
+        d = self.reset_run(new_app="app1")  # back through the appliance that failed
+        d.events = fail
+        self.assertIn("through app1, which was out of service", results(d)["resets"].failures[0])
+        for at, failed in ((TRAFFIC - 2.0, False), (TRAFFIC - 7.0, True)):
+            d = self.reset_run(at=at)  # no reconnect: too near the traffic's end, or not
+            d.events = [event("app_fail", "app1", TRAFFIC - 10.0, TRAFFIC)]
+            d.traffic = [x for x in d.traffic if x.get("ev") != "reconnect"]
+            self.assertEqual(failed, not results(d)["resets"].ok, results(d)["resets"].failures)
+
+    def test_a_reset_is_no_broken_stream_but_a_break_without_one_is(self):
+        d = self.reset_run()
+        d.events = [event("app_fail", "app1", 68.5, 80.0)]
+        self.assertAllPass(d)  # `streams` leaves the reset to `resets`
+        for x in d.traffic:
+            if x.get("ev") == "stream" and x["id"] == 0:  # moved mid-stream to a stateful appliance: it hangs
+                x.update(reset=False, error="recv: Connection timed out")
+        self.assertOnlyFails(d, "streams")
+        self.assertIn("broke at 70.0 s without an RST: recv: Connection timed out (sent 600, echoed 500; through "
+                      "app1 (stateful))", results(d)["streams"].failures[0])
+
+    def test_a_tcp_flow_moved_where_a_reset_covers_the_cause_fails(self):
+        # With send_tcp_reset on, a TCP flow of a failed or drained appliance
+        # is reset at its next segment; moved instead, it reaches an appliance
+        # that never saw its SYN. A UDP flow still moves.
+        d = clean()
+        for rd in d.rounds:
+            if rd["t1"] >= 60:
+                rd["apps"]["app2"]["flows"] = rd["apps"]["app1"]["flows"]
+                rd["apps"]["app1"]["flows"] = {}
+        d.events = [event("app_fail", "app1", 57.0, 66.0)]
+        self.assertAllPass(d)  # resets off: both move
+        d.run["tcp_reset"] = {"on_unhealthy": True, "on_deregistration": False}
+        self.assertOnlyFails(d, "appliance")
+        self.assertEqual(["flow 6:40000 moved app1 -> app2 in the round 55.0-60.0 s: app_fail of app1 at 57.0 s, "
+                          "with send_tcp_reset.on_unhealthy on: a TCP flow there is reset, never moved"],
+                         results(d)["appliance"].failures)
+        d.events = [event("remove", "app1", 50.0, 62.0)]  # on_deregistration off: a removal moves it
+        self.assertAllPass(d)
+
+    def test_a_reconnect_from_a_port_an_earlier_stream_had_is_no_change(self):
+        # The kernel may hand a reconnect a port an earlier stream used: each
+        # connection is followed on its own.
+        d = clean()
+        d.traffic[1].update(t_close=40.0)
+        d.traffic.insert(-1, {"ev": "stream", "id": 5, "slot": 0, "sport": 40000, "t_open": 60.0,
+                              "t_close": TRAFFIC + 1, "sent": 10, "received": 10, "ok": True, "error": None,
+                              "max_stall": 0.2, "stall_at": 3.0})
+        d.traffic.insert(-1, {"ev": "stream", "id": 6, "slot": 0, "sport": 40001, "t_open": 40.0,
+                              "t_close": 60.0, "sent": 10, "received": 10, "ok": True, "error": None,
+                              "max_stall": 0.2, "stall_at": 3.0})
+        for rd in d.rounds:
+            if rd["t0"] >= 60:
+                rd["apps"]["app2"]["flows"]["6:40000"] = rd["apps"]["app1"]["flows"].pop("6:40000")
+        self.assertAllPass(d)
+        d.traffic = [x for x in d.traffic if x.get("id") != 5]  # one connection: it changed appliance
+        self.assertOnlyFails(d, "appliance")
+
+    def test_the_gateways_rsts_need_an_appliance_out_of_service(self):
+        d = clean()
+        for gw in (1, 2, 3):
+            for row in d.samples[gw]:
+                row.update(tcp_resets_unhealthy=0.0, tcp_resets_deregistered=0.0, tcp_resets_idle=0.0)
+        for row in d.samples[2]:
+            if row["t"] >= 50:
+                row["tcp_resets_unhealthy"] = 12.0
+        self.assertOnlyFails(d, "resets")
+        self.assertIn("tcp_resets_unhealthy +12 on gw2 at 50 s with no app_fail and every appliance in service",
+                      results(d)["resets"].failures)
+        d.events = [event("app_fail", "app3", 48.0, 55.0)]
+        self.assertAllPass(d)
+        d.events = [event("drain", "app3", 48.0, 55.0)]  # a drain's resets count as deregistered
+        self.assertOnlyFails(d, "resets")
+        d = clean()
+        for row in d.samples[1]:
+            row["tcp_resets_idle"] = 0.0 if row["t"] < 50 else 3.0
+        self.assertOnlyFails(d, "resets")
+        d.events = [event("mgmt_down", "gw1", 40.0, 49.0),
+                    event("gw_kill", "gw1", 45.0, 49.0, warm_start={"state": "timed_out"})]
+        self.assertAllPass(d)  # a gateway without the fleet's table resets what it cannot place
+
     def test_appliance_change_needs_its_appliance_out_of_service(self):
         base = clean()
         for rd in base.rounds:
