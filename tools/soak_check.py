@@ -216,17 +216,28 @@ def came_back_cold(data, key, lo, t1):
     return came[0] if came else None
 
 
-def apps_seen(data, key, t0, t1):
-    """The appliances whose per-flow counters saw flow key in the rounds overlapping [t0, t1]."""
+def apps_seen(data, key, t0, t1, both_ways=False):
+    """The appliances whose per-flow counters saw flow key in the rounds
+    overlapping [t0, t1] (both_ways: packets each way, i.e. the connection
+    ran through it, not only a SYN that went on elsewhere)."""
     out = set()
     for rd in data.rounds:
         if rd["t1"] < t0 or rd["t0"] > t1:
             continue
         for app, st in rd["apps"].items():
             c = (st.get("flows") or {}).get(key)
-            if c and c[0] + c[1]:
+            if c and (c[0] and c[1] if both_ways else c[0] + c[1]):
                 out.add(app)
     return out
+
+
+def surely_out(data, app, t):
+    """A scheduled failure, drain or removal of app that had certainly taken
+    it out of every gateway's choice for new flows at t: from its start (2 s
+    later for a failure: the health window) to its end."""
+    return next((e for e in data.events if e["kind"] in MOVES and e["target"] == app and
+                 not e.get("outcome", "").startswith("skipped") and
+                 e["start"] + (2.0 if e["kind"] == "app_fail" else 0.5) <= t <= e["end"]), None)
 
 
 def appliance_at(tl, key, t):
@@ -293,15 +304,25 @@ def appliance_timeline(data):
     A stream's key is its client port ("6:PORT"); a port that carried more
     than one of the streams' connections (a reconnect from a port the kernel
     gave an earlier stream) gets one key per connection ("6:PORT#ID"), so a
-    new connection on another appliance is no change of appliance."""
-    tl = {}
+    new connection on another appliance is no change of appliance. Until a
+    TCP connection is first seen both ways on an appliance, an appliance that
+    saw it one way only (a SYN that went on elsewhere: the gateways' health
+    views differ for a moment) is not where it ran."""
+    tl, started = {}, set()
     for rd in data.rounds:
-        seen = {}
+        seen, both = {}, {}
         for app, st in rd["apps"].items():
             for key, (ab, ba, _) in (st.get("flows") or {}).items():
                 if ab + ba:
                     seen.setdefault(key, set()).add(app)
+                if ab and ba:
+                    both.setdefault(key, set()).add(app)
         for key, apps in seen.items():
+            if key.startswith("6:") and key not in started:
+                if key not in both:
+                    continue
+                apps = both[key]
+                started.add(key)
             tl.setdefault(key, []).append((rd["t0"], rd["t1"], apps))
     conns = {}
     for x in data.traffic:
@@ -441,11 +462,17 @@ def check_resets(data):
             continue
         took = nxt["t"] - t
         first_byte.append(took)
-        new_apps = apps_seen(data, f"6:{nxt['sport']}", nxt["t"], nxt["t"] + 1)
-        back = [a for a in new_apps if out_of_service(data, a, nxt["t"])]
+        # The appliance the new connection ran through (packets both ways
+        # around its first byte); a SYN that reached another one first (a
+        # gateway whose health view had not yet changed: the views differ
+        # for up to a probe window) is named, and shows in the time taken.
+        new_apps = apps_seen(data, f"6:{nxt['sport']}", nxt["t"], nxt["t"] + 1, both_ways=True)
+        touched = apps_seen(data, f"6:{nxt['sport']}", nxt["t"] - took, nxt["t"]) - new_apps
+        back = [a for a in new_apps if surely_out(data, a, nxt["t"])]
         line = (f"stream {s['id']} (port {s['sport']}) on {on} reset at {t:.1f} s ({cause}); port {nxt['sport']} "
                 f"echoed its first byte {took:.2f} s later" +
-                (f" through {', '.join(sorted(new_apps))}" if new_apps else ""))
+                (f" through {', '.join(sorted(new_apps))}" if new_apps else "") +
+                (f" (its SYN reached {', '.join(sorted(touched))} first)" if touched else ""))
         if took > RECONNECT_MAX_S:
             r.fail(line + f": over {RECONNECT_MAX_S:.0f} s")
         elif back:

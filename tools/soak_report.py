@@ -4,7 +4,7 @@ ran; and the figures docs/testing.md quotes (DIR/summary.json).
 """
 import os
 
-from soak_check import instances
+from soak_check import instances, is_reset
 
 
 def figures(data, results):
@@ -24,6 +24,12 @@ def figures(data, results):
     f["streams"] = len(streams)
     f["streams_intact"] = sum(1 for s in streams if s["ok"])
     f["bytes_verified"] = done.get("stream_bytes_verified")
+    # Connections an RST ended (send_tcp_reset) and how long each slot took
+    # to echo its first byte again (the `resets` invariant judges them).
+    f["streams_reset"] = sum(1 for s in streams if is_reset(s))
+    took = sorted(x["first_byte_s"] for x in data.traffic if x.get("ev") == "reconnect" and "first_byte_s" in x)
+    f["reconnects"] = len(took)
+    f["reconnect_first_byte_s"] = {"median": took[len(took) // 2], "worst": took[-1]} if took else None
     for k in ("short_ok", "short_fail", "udp_sent", "udp_lost", "ping_sent", "ping_lost"):
         f[k] = done.get(k)
     f["gateways"] = {}

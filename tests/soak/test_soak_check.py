@@ -255,8 +255,22 @@ class SoakCheck(unittest.TestCase):
         self.assertOnlyFails(d, "resets")
         self.assertIn("and its slot 0 never reconnected", results(d)["resets"].failures[0])
         d = self.reset_run(new_app="app1")  # back through the appliance that failed
-        d.events = fail
+        d.events = [event("app_fail", "app1", 67.0, 80.0)]
         self.assertIn("through app1, which was out of service", results(d)["resets"].failures[0])
+        # Its SYN alone reached the failed appliance (a gateway whose health
+        # view had not changed yet), the connection ran through the other:
+        # it came back, in the time it took.
+        d = self.reset_run(took=1.05)
+        d.events = [event("app_fail", "app1", 67.0, 80.0)]
+        d.rounds[13]["apps"]["app1"]["flows"]["6:40100"] = [1, 0, 0]
+        d.rounds[13]["classes"]["6:40100"] = "tenant-a"
+        self.assertEqual((d.rounds[13]["t0"], d.rounds[13]["t1"]), (65.0, 70.0))
+        d.rounds[13]["t1"] = 70.5
+        d.rounds[14]["t0"] = 70.5
+        self.assertAllPass(d)
+        self.assertIn("stream 0 (port 40000) on app1 (stateful) reset at 70.0 s (app_fail of app1 at 67.0-80.0 s); "
+                      "port 40100 echoed its first byte 1.05 s later through app2 (its SYN reached app1 first)",
+                      results(d)["resets"].evidence)
         for at, failed in ((TRAFFIC - 2.0, False), (TRAFFIC - 7.0, True)):
             d = self.reset_run(at=at)  # no reconnect: too near the traffic's end, or not
             d.events = [event("app_fail", "app1", TRAFFIC - 10.0, TRAFFIC)]
