@@ -853,7 +853,12 @@ def check_idle(data):
         frag = max((x.get("frag_entries") or 0) for x in up[-10:])
         line = f"gw{gw}: {base:.0f} flows before traffic, peak {peak:.0f}, {endv:.0f} at the end ({last[-1]['t']:.0f} s)"
         if endv > base or frag:
-            r.fail(line + (f", {frag:.0f} fragment entries" if frag else "") + " — not back to idle")
+            left = ((data.flows_left or {}).get("gws") or {}).get(str(gw))
+            what = "; left: " + ", ".join(
+                f"{x.get('proto')} {x.get('src')}:{x.get('sport')} > {x.get('dst')}:{x.get('dport')} on "
+                f"{x.get('appliance')} ({x.get('packets')} packets, idle {x.get('idle_s', 0):.0f} s)"
+                for x in left[:5]) if isinstance(left, list) and left else ""
+            r.fail(line + (f", {frag:.0f} fragment entries" if frag else "") + " — not back to idle" + what)
         else:
             r.note(line)
     return r

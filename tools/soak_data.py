@@ -24,6 +24,7 @@ class Data:
         self.traffic = traffic or []
         self.rounds = rounds or []
         self.schedule = schedule or {"events": []}
+        self.flows_left = None         # flows_left.json: the tables at the run's end, if written
 
     @property
     def finished(self):
@@ -68,8 +69,11 @@ class Data:
                 e["end"] = float("inf") if "t_end" not in run else e["start"]
                 if "t_end" in run:
                     e["outcome"] = "error: never ended (the driver stopped while it ran)"
-        return cls(run, sorted(events.values(), key=lambda e: e["start"]), samples, traffic,
+        data = cls(run, sorted(events.values(), key=lambda e: e["start"]), samples, traffic,
                    jl("appliance_flows.jsonl"), sched)
+        if os.path.exists(os.path.join(d, "flows_left.json")):
+            data.flows_left = json.load(open(os.path.join(d, "flows_left.json")))
+        return data
 
 
 def _num(v):

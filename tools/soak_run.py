@@ -511,6 +511,30 @@ class Run:
                     continue
             self.run_event(e)
 
+    def flows_left(self):
+        """At the run's end (the quiet tail over): what is left in each
+        gateway's table (its first 100 entries: what `idle` names when a table
+        did not empty), each appliance's own flows and, on the stateful ones,
+        the firewall's counters (drop_invalid: segments of connections whose
+        start it never saw). DIR/flows_left.json."""
+        out = {"t": round(self.now(), 2), "gws": {}, "apps": {}, "nft": {}}
+        for k in GWS:
+            try:
+                r = api_once(self.lab.sock(k), "flows", {"limit": 100})
+                out["gws"][str(k)] = r["flows"]
+            except (ApiError, OSError, KeyError) as e:
+                out["gws"][str(k)] = {"error": str(e)[:200]}
+        for app in APPS:
+            try:
+                out["apps"][app] = json.loads(self.lab.app_http(app, "/stats")).get("flows")
+            except Exception as e:  # noqa: BLE001 (recorded)
+                out["apps"][app] = {"error": str(e)[:200]}
+            r = self.lab.run(app, "nft", "list", "counters", timeout=10)
+            if r.returncode == 0:
+                out["nft"][app] = {m.group(1): int(m.group(2)) for m in
+                                   re.finditer(r"counter (\w+) \{[^}]*?packets (\d+)", r.stdout, re.S)}
+        json.dump(out, open(os.path.join(self.out, "flows_left.json"), "w"), indent=1)
+
     # ------------------------------------------------------------ the run
     def setup(self):
         """Idle timeouts of 60 s on every gateway (a reload), so a run's quiet
@@ -590,6 +614,7 @@ class Run:
                 print(f"soak: {progress / 60:.0f} of {s['minutes']} min, load {open('/proc/loadavg').read().split()[0]}",
                       flush=True)
         info["client_exit"] = client.poll()
+        self.flows_left()
         for t in lane_threads:
             t.join(120)
         info["lanes_left_running"] = sum(t.is_alive() for t in lane_threads)
