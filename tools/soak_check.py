@@ -102,6 +102,11 @@ DROP_CAUSES.update({
     "drop_return_no_l2": GATEWAY_KINDS,
     "drop_neighbour_unresolved": {"remove"} | GATEWAY_KINDS,
     "drop_exception_queue_full": {"frames"},
+    # send_tcp_reset: an RST of a flow that cannot continue (the other end's
+    # kernel answering a segment after its socket was reset) is dropped
+    # unanswered; past the RST budget a segment is dropped without one.
+    "drop_tcp_reset_not_answered": MOVES | GATEWAY_KINDS,
+    "drop_tcp_reset_rate_limited": MOVES | GATEWAY_KINDS,
     "drop_punt_queue_full": {"frames"},
 })
 ANY_GATEWAY = MOVES | GATEWAY_KINDS | {"weight", "reload_valid"}  # kinds whose effects show on every gateway
@@ -293,6 +298,27 @@ def check_streams(data):
     crossed = sum(len(e["affected"].get("tcp", [])) for e in kills)
     r.note(f"{len(kills)} SIGKILLs hit {crossed} streams in flight through the killed gateway; "
            f"{excused} of those broke")
+    # What the stateful appliances' firewalls refused as not belonging to a
+    # connection they saw start (drop_invalid, a running total per round):
+    # evidence beside the streams, not judged (a late segment after a
+    # connection closed counts there too).
+    last, invalid = {}, []
+    for rd in data.rounds:
+        for app, st in rd["apps"].items():
+            n = (st.get("nft") or {}).get("drop_invalid")
+            if n is None:
+                continue
+            if app in last and n > last[app]:
+                ev = sorted({e["kind"] + " " + e["target"] for e in data.events
+                             if e["kind"] in MOVES | GATEWAY_KINDS and window(e)[0] <= rd["t1"]
+                             and rd["t0"] <= window(e)[1]})
+                invalid.append((app, rd["t0"], rd["t1"], n - last[app], ev))
+            last[app] = n
+    if last:
+        r.note(f"stateful appliances' firewalls dropped {sum(x[3] for x in invalid)} segments of connections whose "
+               f"start they never saw (drop_invalid) while traffic was followed: " + ("; ".join(
+                   f"{a} {n} in {t0:.0f}-{t1:.0f} s" + (f" ({', '.join(ev)})" if ev else " (no fault)")
+                   for a, t0, t1, n, ev in invalid[:12]) or "none"))
     stalls = sorted(s["max_stall"] for s in streams)
     if stalls:
         r.note(f"longest pause in a stream's echo: median {stalls[len(stalls) // 2]:.2f} s, worst {stalls[-1]:.2f} s")

@@ -71,6 +71,7 @@ class Run:
         self.down = set()                    # gateways stopped on purpose now
         self.open_streams = {}               # stream id -> (sport, client address, server port) (traffic.jsonl)
         self.reloads = 0
+        self.stateful = soak_lab.stateful_apps(os.environ.get("LAB_APPLIANCE", "plain"))
 
     def now(self):
         return time.time() - self.t0
@@ -181,6 +182,13 @@ class Run:
                                         "flows_total": len(st["flows"]), "flows_overflow": st["flows_overflow"]}
                 except Exception as e:  # noqa: BLE001 (recorded; the checker sees the gap)
                     rec["apps"][app] = {"error": str(e)[:300]}
+            # The stateful appliances' firewall counters (running totals):
+            # drop_invalid counts segments of connections whose start the
+            # firewall never saw (a flow moved mid-connection).
+            for app in self.stateful:
+                nft = self.nft_counters(app)
+                if nft is not None and "error" not in rec["apps"][app]:
+                    rec["apps"][app]["nft"] = nft
             # Each gateway's entry for the same flows: the appliance it holds
             # them on (whether it carried their packets or learnt them by sync).
             rec["gws"] = {}
@@ -511,6 +519,17 @@ class Run:
                     continue
             self.run_event(e)
 
+    def nft_counters(self, app):
+        """{counter: packets} of a stateful appliance's ruleset (scripts/lab_stateful.nft), None if unread."""
+        try:
+            r = self.lab.run(app, "nft", "list", "counters", timeout=10)
+        except Exception:  # noqa: BLE001 (a round without them)
+            return None
+        if r.returncode:
+            return None
+        return {m.group(1): int(m.group(2)) for m in
+                re.finditer(r"counter (\w+) \{[^}]*?packets (\d+)", r.stdout, re.S)}
+
     def flows_left(self):
         """At the run's end (the quiet tail over): what is left in each
         gateway's table (its first 100 entries: what `idle` names when a table
@@ -529,10 +548,9 @@ class Run:
                 out["apps"][app] = json.loads(self.lab.app_http(app, "/stats")).get("flows")
             except Exception as e:  # noqa: BLE001 (recorded)
                 out["apps"][app] = {"error": str(e)[:200]}
-            r = self.lab.run(app, "nft", "list", "counters", timeout=10)
-            if r.returncode == 0:
-                out["nft"][app] = {m.group(1): int(m.group(2)) for m in
-                                   re.finditer(r"counter (\w+) \{[^}]*?packets (\d+)", r.stdout, re.S)}
+            nft = self.nft_counters(app) if app in self.stateful else None
+            if nft is not None:
+                out["nft"][app] = nft
         json.dump(out, open(os.path.join(self.out, "flows_left.json"), "w"), indent=1)
 
     # ------------------------------------------------------------ the run

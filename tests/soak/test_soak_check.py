@@ -348,6 +348,18 @@ class SoakCheck(unittest.TestCase):
                     event("gw_kill", "gw1", 45.0, 49.0, warm_start={"state": "timed_out"})]
         self.assertAllPass(d)  # a gateway without the fleet's table resets what it cannot place
 
+    def test_an_rst_dropped_unanswered_needs_a_flow_that_cannot_continue(self):
+        # The soak (seed 1, mixed, resets on): 7 drop_tcp_reset_not_answered on
+        # gw2 at 54 s, app4 failed at 53.0 s: the other ends' kernels answering
+        # segments of connections gwlbd had reset.
+        d = clean()
+        for gw in (1, 2, 3):
+            for row in d.samples[gw]:
+                row["drop_tcp_reset_not_answered"] = 0.0 if gw != 2 or row["t"] < 54 else 7.0
+        self.assertOnlyFails(d, "drops")
+        d.events = [event("app_fail", "app4", 53.0, 63.6)]
+        self.assertAllPass(d)
+
     def test_appliance_change_needs_its_appliance_out_of_service(self):
         base = clean()
         for rd in base.rounds:
