@@ -505,8 +505,11 @@ def check_resets(data):
             r.fail(line + f": through {back[0]}, which was out of service")
         else:
             r.note(line)
+        # The figure: fault to the first byte through another appliance (a
+        # reconnect that a gateway still sent to the failing one is reset in
+        # turn, and its own reconnect counts).
         ev = [e for e in explaining(data, t, MOVES) if e.get("target") in apps]
-        if ev:
+        if ev and new_apps and not new_apps & apps:
             fault_to_byte.setdefault(ev[0]["kind"], []).append((t - ev[0]["start"], nxt["t"] - ev[0]["start"]))
     n = sum(by_cause.values())
     r.note(f"{n} stream connections reset" + (": " + ", ".join(f"{v} by {k}" for k, v in sorted(by_cause.items()))
