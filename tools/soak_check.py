@@ -929,7 +929,8 @@ def main():
         print(f"{st:10} {x.name}: {x.title}")
         for line in x.failures[:5]:
             print(f"           {line}")
-    print(f"events {fig['events_total']}, streams {fig['streams']} ({fig['streams_intact']} intact), "
+    print(f"events {fig['events_total']}, stream connections {fig['streams']} ({fig['streams_intact']} intact, "
+          f"{fig['streams_reset']} reset, {fig['reconnects']} reconnected), "
           f"{(fig['bytes_verified'] or 0) / 1e6:.0f} MB verified; report {os.path.join(a.dir, 'report.md')}")
     return 0 if all(x.ok for x in results) else 1
 
