@@ -38,12 +38,26 @@ def resets_on(data, kind):
     return bool((data.run.get("tcp_reset") or {}).get(RESET_CAUSE.get(kind, "-")))
 
 
+def drain_over(data, e):
+    """When a drain or removal's drain runs out: its timeout (a drain's
+    params), the group's connection_draining for a removal (run.json drain_s,
+    the lab's 10 s), less 1.5 s as every window has. A flow goes on while
+    its appliance drains (send_tcp_reset.on_deregistration: reset once the
+    drain is over)."""
+    if e["kind"] == "drain":
+        return e["start"] + (e.get("params") or {}).get("timeout", 0) - 1.5
+    if e["kind"] == "remove":
+        return e["start"] + data.run.get("drain_s", 10) - 1.5
+    return e["start"] - 1.5
+
+
 def out_of_service(data, app, t):
-    """Why app was out of service around t: a scheduled failure, drain or
-    removal whose window holds t, else a gateway's sample naming it so
-    (within 2 s before to 1 s after); None when it stayed in service."""
+    """Why app was out of service around t: a scheduled failure, or a drain
+    or removal whose drain had run out, whose window holds t, else a
+    gateway's sample naming it so (within 2 s before to 1 s after); None
+    when it stayed in service."""
     C = _check()
-    ev = [e for e in C.explaining(data, t, C.MOVES, app=app) if e.get("target") == app]
+    ev = [e for e in C.explaining(data, t, C.MOVES, app=app) if e.get("target") == app and t >= drain_over(data, e)]
     if ev:
         return f"{ev[0]['kind']} of {app} at {ev[0]['start']:.1f}-{ev[0]['end']:.1f} s"
     for gw, rows in sorted(data.samples.items()):

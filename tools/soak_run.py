@@ -582,6 +582,7 @@ class Run:
                 # lab's stateful appliances and the groups' send_tcp_reset.
                 "appliances": os.environ.get("LAB_APPLIANCE", "plain"),
                 "stateful": soak_lab.stateful_apps(os.environ.get("LAB_APPLIANCE", "plain")),
+                "drain_s": float(os.environ.get("LAB_DRAIN", "10s").rstrip("s") or 10),
                 "tcp_reset": {"on_unhealthy": os.environ.get("LAB_TCP_RESET") == "1",
                               "on_deregistration": os.environ.get("LAB_TCP_RESET") == "1"},
                 "nproc": os.cpu_count(), "load_start": open("/proc/loadavg").read().split()[:3],

@@ -235,7 +235,13 @@ class SoakCheck(unittest.TestCase):
         self.assertOnlyFails(d, "resets")
         d.events = [event("weight", "app1", 68.5, 80.0)]    # a weight keeps flows: no reset
         self.assertOnlyFails(d, "resets")
-        d.events = [event("drain", "app1", 60.0, 69.0)]     # its drain ended: on_deregistration
+        d.events = [event("drain", "app1", 60.0, 69.0, params={"timeout": 8})]  # its drain ran out at 68 s
+        self.assertAllPass(d)
+        d.events = [event("drain", "app1", 60.0, 75.0, params={"timeout": 12})]  # still draining at 70 s
+        self.assertOnlyFails(d, "resets")
+        d.events = [event("remove", "app1", 62.0, 75.0)]   # the group drains a removed appliance 10 s
+        self.assertOnlyFails(d, "resets")
+        d.events = [event("remove", "app1", 59.0, 75.0)]
         self.assertAllPass(d)
         d = self.reset_run()  # no event, but the gateways saw it fail (a check that timed out under load)
         for row in d.samples[2]:
