@@ -93,13 +93,21 @@ def test_forwarding(lab, args):
 
 def test_forwarding_ipv6(lab, args):
     """Forwarding checks with IPv6 reserved addresses (forwarding_probe
-    2001:2::1 -> 2001:2::2, on from the start): the probe is an ICMPv6 echo.
+    2001:2::1 -> 2001:2::2, turned on by a reload once both appliances are
+    up, as the lab waits for them): the probe is an ICMPv6 echo.
     app2 (--blackhole) turns unhealthy with forwarding_timeout; app1 stays
     healthy on probes that come back. Each appliance's own counts say which
     swallows them: app1 returned all but the one in flight, none timed out;
     app2 returned none; `gwlbctl health` shows them (the lab's gwlbd serves
     no /metrics)."""
     app1, app2 = APPS["app1"], APPS["app2"]
+    cfg = open(f"{lab.dir}/gwlbd.yaml").read()
+    on, k = re.subn(r"unhealthy_threshold: (\d+)", r'unhealthy_threshold: \1, forwarding: true, '
+                    r'forwarding_probe: { src: "2001:2::1", dst: "2001:2::2" }', cfg)
+    assert k >= 1, "no health_check in the lab's config"
+    open(f"{lab.dir}/gwlbd.yaml", "w").write(on)
+    out = lab.gwlbctl("reload")
+    assert "error" not in out.lower(), out
     srv = wait_health(lab, app2, "unhealthy", 15)
     assert srv["health"]["last_result"] == "forwarding_timeout", srv["health"]
     wait_health(lab, app1, "healthy", 10)
