@@ -1333,8 +1333,8 @@ const std::vector<BadValue>& badValues() {
       {"server_groups[0].health_check.passive.enabled", "on", {"not true or false"}},
       {"server_groups[0].health_check.passive.min_packets", "0", {"1..1000000000"}},
       {"server_groups[0].health_check.passive.window", "50ms", {"out of range"}},
-      {"server_groups[0].health_check.passive.base_ejection_time", "2h", {"out of range"}},
-      {"server_groups[0].health_check.passive.max_ejection_time", "25h", {"out of range"}},
+      {"server_groups[0].health_check.passive.base_ejection_time", "3601s", {"out of range"}},
+      {"server_groups[0].health_check.passive.max_ejection_time", "86401s", {"out of range"}},
       {"server_groups[0].health_check.passive.max_ejection_percent", "101", {"0..100"}},
       {"server_groups[0].health_check.dampening", "1", {"expected a map", "enabled"}},
       {"server_groups[0].health_check.dampening.enabled", "on", {"not true or false"}},
@@ -1885,7 +1885,7 @@ TEST(ConfigHealth, PassiveDampeningAndSlowStart) {
   EXPECT_TRUE(hasError(bad, "server_groups[0].health_check.passive.window", {}));
   EXPECT_TRUE(hasError(bad, "server_groups[0].health_check.passive.max_ejection_percent", {}));
   Result ej = parse(withGroup(std::string(kOneServer) +
-                              "\n    health_check: { passive: { base_ejection_time: 2h, max_ejection_time: 25h } }"));
+                              "\n    health_check: { passive: { base_ejection_time: 3601s, max_ejection_time: 86401s } }"));
   EXPECT_TRUE(hasError(ej, "server_groups[0].health_check.passive.base_ejection_time", {}));
   EXPECT_TRUE(hasError(ej, "server_groups[0].health_check.passive.max_ejection_time", {}));
   // IPv6 probe addresses: both of one family.
