@@ -180,6 +180,13 @@ std::string renderHealth(const Json& r, double now) {
                                  "passed check)"});
   }
   kv.push_back({"check", checkText(field(r, "check"))});
+  if (const Json& f = field(r, "forwarding"); f.is_object())
+    kv.push_back({"forwarding probes", fieldText(f, "sent") + " sent, " + fieldText(f, "returned") +
+                                           " returned, " + fieldText(f, "timed_out") + " timed out, " +
+                                           fieldText(f, "unsent") + " unsent"});
+  if (const Json& pv = field(r, "passive"); pv.is_object() && field(pv, "out_for_s").is_number())
+    kv.push_back({"ejection time", formatMs(fieldNumber(pv, "out_for_s") * 1000.0) + " left (ejection " +
+                                       fieldText(pv, "ejections_in_a_row") + " in a row)"});
   std::string out = renderKeyValues(kv);
 
   const Json& hist = field(r, "history");

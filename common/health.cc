@@ -91,18 +91,21 @@ std::optional<Transition> HealthTracker::onResult(const ProbeOutcome& r, uint64_
   const uint32_t need = std::max<uint32_t>(1, r.ok ? p_.healthy_threshold : p_.unhealthy_threshold);
   const HealthState target = r.ok ? HealthState::kHealthy : HealthState::kUnhealthy;
   if (state_ == target || consecutive_ < need) return std::nullopt;
+  // An ejected appliance serves its ejection time out, however its checks go.
+  if (r.ok && ejected_ && now_ms < ejected_until_ms_) return std::nullopt;
   // Reason names the threshold count (the count at which the state changed);
   // consecutive_ can only exceed it if the threshold was lowered meanwhile.
   return moveTo(target, countReason(consecutive_, r.ok, r.reason), now_ms);
 }
 
-std::optional<Transition> HealthTracker::eject(std::string reason, uint64_t now_ms) {
+std::optional<Transition> HealthTracker::eject(std::string reason, uint64_t now_ms, uint64_t out_ms) {
   if (!probed() || !receivesNewFlows()) return std::nullopt;
   // Passed checks before the ejection do not count toward coming back.
   consecutive_ = 0;
   last_ok_ = false;
   auto t = moveTo(HealthState::kUnhealthy, std::move(reason), now_ms);
   ejected_ = t.has_value();
+  ejected_until_ms_ = ejected_ ? now_ms + out_ms : 0;
   return t;
 }
 

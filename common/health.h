@@ -155,11 +155,16 @@ class HealthTracker {
   // Passive detection (docs/product-rules.md "Passive detection"): an appliance
   // that receives new flows and returns nothing of what it is sent becomes
   // unhealthy at once, with `reason`; it comes back as any unhealthy one,
-  // after healthy_threshold passed checks whose results arrive after this.
+  // after healthy_threshold passed checks whose results arrive after this,
+  // and not before `out_ms` (its ejection time) has passed: checks that pass
+  // earlier count toward the threshold, the transition waits for the first
+  // passed result at or after now_ms + out_ms.
   // nullopt (nothing done) when it does not receive new flows.
-  std::optional<Transition> eject(std::string reason, uint64_t now_ms);
+  std::optional<Transition> eject(std::string reason, uint64_t now_ms, uint64_t out_ms = 0);
   // Unhealthy by eject(), until its next transition.
   bool ejected() const { return ejected_; }
+  // While ejected: the earliest time it may come back (its checks permitting).
+  uint64_t ejectedUntilMs() const { return ejected_until_ms_; }
 
   // Applies a new weight / enabled flag / params (config change). May transition
   // to or from unused/disabled; a probed server that becomes probed again starts
@@ -177,6 +182,7 @@ class HealthTracker {
   bool last_ok_ = false;
   bool provisional_ = false;
   bool ejected_ = false;
+  uint64_t ejected_until_ms_ = 0;
   uint64_t last_change_ms_;
   std::deque<HealthEvent> history_;
   ProbeLatencyHistogram latency_;

@@ -133,6 +133,10 @@ struct GroupView {
   // probe (IPv4, host order; 0: none). A returned packet from src to dst that
   // has no flow is a probe coming back: the control thread's, not the router's.
   uint32_t probe_src = 0, probe_dst = 0;
+  // The same when the reserved addresses are IPv6 (probe_dst is then 0): the
+  // probe is an ICMPv6 echo request between them.
+  bool probe_v6 = false;
+  std::array<uint8_t, 16> probe_src6{}, probe_dst6{};
 
   // Installs the Maglev table and the reciprocal that maglevSlot() uses.
   void setMaglev(std::vector<uint16_t> table) noexcept {

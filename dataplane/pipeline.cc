@@ -48,8 +48,12 @@ inline void forUs(Ctx& c, rte_mbuf* m) noexcept {
 // pays nothing for it.
 [[gnu::noinline]] void returnWithoutFlow(Ctx& c, rte_mbuf* m, const ParsedPacket& in,
                                          const GroupView& g) noexcept {
-  if (g.probe_dst != 0 && in.ip_version == 4 && in.tuple.proto == kProtoIcmp &&
-      in.tuple.src.v4HostOrder() == g.probe_src && in.tuple.dst.v4HostOrder() == g.probe_dst) {
+  const bool probe =
+      g.probe_v6 ? in.ip_version == 6 && in.tuple.proto == kProtoIcmpv6 && in.tuple.src.b == g.probe_src6 &&
+                       in.tuple.dst.b == g.probe_dst6
+                 : g.probe_dst != 0 && in.ip_version == 4 && in.tuple.proto == kProtoIcmp &&
+                       in.tuple.src.v4HostOrder() == g.probe_src && in.tuple.dst.v4HostOrder() == g.probe_dst;
+  if (probe) {
     if (!c.dp.punt || rte_ring_enqueue(c.dp.punt, m) != 0) return drop(c, m, Counter::drop_punt_queue_full);
     c.w.counters.inc(Counter::punted);
     c.w.counters.inc(Counter::punted_probe);

@@ -72,19 +72,17 @@ double TunPath::now() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-void TunPath::fromGeneve(const uint8_t* pkt, size_t n, size_t geneve_len, const Inner& inner, bool aws,
+void TunPath::fromGeneve(const uint8_t* pkt, size_t n, size_t geneve_len, size_t l2_len, const Inner& inner,
                          const udp::endpoint& from) {
-  if (!aws) {
-    ++c_.not_aws_format;
-    return;
-  }
-  if (!table_.learn(inner, pkt, geneve_len, gatewayOf(from), now(), c_)) return;
-  ssize_t w = ::write(tun_.native_handle(), pkt + geneve_len, n - geneve_len);
-  if (w < 0 || size_t(w) != n - geneve_len) {
+  const size_t head = geneve_len + l2_len;
+  if (head > n || !table_.learn(inner, pkt, head, gatewayOf(from), now(), c_, l2_len)) return;
+  ssize_t w = ::write(tun_.native_handle(), pkt + head, n - head);
+  if (w < 0 || size_t(w) != n - head) {
     ++c_.to_tun_errors;
     return;
   }
   ++c_.to_tun;
+  if (l2_len) ++c_.ethernet_frames;
 }
 
 void TunPath::read() {

@@ -6,7 +6,15 @@
 // stateful appliance"); what it sends out of the tun is wrapped again with the
 // Geneve header of its flow (tools/appliance_tun_flows.h) and sent back to the
 // gateway, as AWS's sample tunnel handler does with its gwi/gwo devices.
-// Runs on the appliance's one Asio thread.
+// The ethernet format (0x6558) goes through the same tun: its inner Ethernet
+// header is taken off on the way in, kept with the flow's Geneve header, and
+// put back on the way out. A tap device would hand the kernel frames
+// addressed to the router's and gateway's MACs, which its IP stack discards
+// as not its own, and what it forwarded would leave with the tap's MAC after
+// neighbour resolution of next hops that are not on that link; stripping
+// keeps the appliance a bump in the wire at layer 2 (the frame returns with
+// the addresses it came with, as the plain appliance returns it) under the
+// same ruleset. Runs on the appliance's one Asio thread.
 #pragma once
 
 #include <utility>  // before Boost 1.74 Asio under C++20 (std::exchange)
@@ -37,10 +45,11 @@ class TunPath {
 
   void start();
 
-  // A validated Geneve packet (header geneve_len bytes, then the inner IP
-  // packet described by `inner`) from `from`: learn its flow, write the inner
-  // packet to the tun. `aws`: protocol type 0x0800/0x86DD (IP inside).
-  void fromGeneve(const uint8_t* pkt, size_t n, size_t geneve_len, const Inner& inner, bool aws,
+  // A validated Geneve packet (header geneve_len bytes, then l2_len bytes of
+  // inner Ethernet header for the ethernet format, 0 for aws, then the inner
+  // IP packet described by `inner`) from `from`: learn its flow, write the
+  // inner IP packet to the tun.
+  void fromGeneve(const uint8_t* pkt, size_t n, size_t geneve_len, size_t l2_len, const Inner& inner,
                   const boost::asio::ip::udp::endpoint& from);
 
   nlohmann::json stats() const;

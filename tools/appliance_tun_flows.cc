@@ -6,8 +6,11 @@
 namespace gwlb::appliance {
 
 bool TunFlowTable::learn(const Inner& inner, const uint8_t* geneve, size_t geneve_len,
-                         const GatewayAddr& from, double now, TunCounters& c) {
-  if (geneve_len < 8 || geneve_len > kMaxGeneveHeader) return false;  // the caller validated it
+                         const GatewayAddr& from, double now, TunCounters& c, size_t l2_len) {
+  // The caller validated both.
+  if (l2_len > kMaxInnerL2 || (l2_len != 0 && l2_len < 14) || geneve_len < 8 + l2_len ||
+      geneve_len - l2_len > kMaxGeneveHeader)
+    return false;
   bool forward = true;
   FlowKey key = flowKeyOf(inner, &forward);
   auto it = flows_.find(key);
@@ -23,6 +26,7 @@ bool TunFlowTable::learn(const Inner& inner, const uint8_t* geneve, size_t genev
   Direction& d = e.dir[forward ? 0 : 1];
   std::memcpy(d.hdr.data(), geneve, geneve_len);
   d.len = uint16_t(geneve_len);
+  d.l2_len = uint8_t(l2_len);
   d.gateway = from;
   e.last_seen = now;
   return true;
@@ -43,10 +47,19 @@ const GatewayAddr* TunFlowTable::wrap(const uint8_t* pkt, size_t n, std::vector<
   }
   Entry& e = it->second;
   const Direction* d = &e.dir[forward ? 0 : 1];
-  if (d->len == 0) d = &e.dir[forward ? 1 : 0];
+  const bool other = d->len == 0;
+  if (other) d = &e.dir[forward ? 1 : 0];
   out.resize(d->len + n);
   std::memcpy(out.data(), d->hdr.data(), d->len);
   std::memcpy(out.data() + d->len, pkt, n);
+  if (other && d->l2_len) {
+    // The other direction's frame, turned round: from where it went to.
+    uint8_t* eth = out.data() + d->len - d->l2_len;
+    uint8_t mac[6];
+    std::memcpy(mac, eth, 6);
+    std::memcpy(eth, eth + 6, 6);
+    std::memcpy(eth + 6, mac, 6);
+  }
   e.last_seen = now;
   return &d->gateway;
 }

@@ -8,7 +8,10 @@
 // 5-tuple and sends it with the Geneve header (options included: the
 // gateway's endpoint, attachment and flow cookie) that its direction last
 // arrived with, to the gateway that sent that (in a fleet a flow's two
-// directions may cross different gateways). The table is bounded: a new
+// directions may cross different gateways). With the ethernet format
+// (0x6558) the header kept is the Geneve header and the inner Ethernet header
+// (and its tag) together: the tun carries IP, and the frame is rebuilt with
+// the addresses it arrived with (see TunPath). The table is bounded: a new
 // flow while it is full is refused (counted), and entries idle longer than
 // the idle timeout are expired. Pure code: no sockets, time passed in.
 #pragma once
@@ -27,7 +30,7 @@ namespace gwlb::appliance {
 #define GWLB_APPLIANCE_TUN_COUNTERS(X)                                                            \
   X(to_tun, "inner packets written to the tun device")                                            \
   X(to_tun_errors, "inner packets the tun device refused (queue full, device down)")              \
-  X(not_aws_format, "Geneve packets of the ethernet format (0x6558): the tun carries IP only")    \
+  X(ethernet_frames, "inner frames of the ethernet format (0x6558) written to the tun without their Ethernet header") \
   X(table_full, "decapsulated packets of a new flow while the flow table was full: dropped")      \
   X(from_tun, "packets read from the tun device")                                                 \
   X(from_tun_malformed, "packets from the tun that are not a parseable IPv4/IPv6 packet: dropped") \
@@ -52,18 +55,22 @@ struct GatewayAddr {
 class TunFlowTable {
  public:
   static constexpr size_t kMaxGeneveHeader = 8 + 252;  // RFC 8926: at most 252 bytes of options
+  static constexpr size_t kMaxInnerL2 = 18;             // inner Ethernet header with one tag
 
   TunFlowTable(size_t max_flows, double idle_seconds) : max_flows_(max_flows), idle_(idle_seconds) {}
 
   // Remembers the Geneve header (geneve[0..geneve_len)) of a decapsulated
-  // packet whose inner packet is `inner`, from gateway `from`. Returns false
-  // (and counts table_full) when the flow is new and the table is full.
+  // packet whose inner packet is `inner`, from gateway `from`; its last
+  // l2_len bytes (ethernet format: 14, or 18 with a tag) are the inner
+  // Ethernet header. Returns false (and counts table_full) when the flow is
+  // new and the table is full.
   bool learn(const Inner& inner, const uint8_t* geneve, size_t geneve_len, const GatewayAddr& from,
-             double now, TunCounters& c);
+             double now, TunCounters& c, size_t l2_len = 0);
 
   // Builds in `out` the Geneve packet for the IP packet pkt[0..n) read from
   // the tun: its flow's header for this direction (or the other direction's
-  // when this one was never seen) followed by the packet. Returns the gateway
+  // when this one was never seen, its inner Ethernet addresses swapped)
+  // followed by the packet. Returns the gateway
   // to send it to (the one that sent that header), or nullptr after counting
   // why not.
   const GatewayAddr* wrap(const uint8_t* pkt, size_t n, std::vector<uint8_t>& out, double now,
@@ -77,8 +84,9 @@ class TunFlowTable {
 
  private:
   struct Direction {
-    std::array<uint8_t, kMaxGeneveHeader> hdr{};
+    std::array<uint8_t, kMaxGeneveHeader + kMaxInnerL2> hdr{};
     uint16_t len = 0;  // 0: this direction not seen yet
+    uint8_t l2_len = 0;  // the inner Ethernet header at hdr[len - l2_len..len)
     GatewayAddr gateway;
   };
   struct Entry {

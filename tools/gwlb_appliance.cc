@@ -156,6 +156,7 @@ class Appliance {
     size_t inlen = n - 8 - optlen;
     Inner inner;
     const char* format = "aws";
+    size_t l2_len = 0;  // the ethernet format's inner Ethernet header
     if (ptype == 0x0800 || ptype == 0x86DD) {
       if (!parseIp(in, inlen, inner) || (ptype == 0x0800) != !inner.src.v6)
         return malformed("inner_ip");
@@ -170,6 +171,7 @@ class Appliance {
         et = uint16_t((in[off] << 8) | in[off + 1]);
       }
       off += 2;
+      l2_len = off;
       if (et == 0x0800 || et == 0x86DD) {
         if (!parseIp(in + off, inlen - off, inner)) return malformed("inner_ip");
       } else {
@@ -214,7 +216,7 @@ class Appliance {
         return;
       }
     }
-    if (tun_) return tun_->fromGeneve(p, n, 8 + optlen, inner, std::strcmp(format, "aws") == 0, from_);
+    if (tun_) return tun_->fromGeneve(p, n, 8 + optlen, l2_len, inner, from_);
     reply(n);
   }
 
@@ -371,9 +373,10 @@ class Appliance {
   --name NAME          name in logs and /stats (default appliance)
   --max-flows N        most flows tracked in /stats (default 100000)
   --quiet              log only errors
-  --tun NAME           tun mode: write each inner packet (aws format) to tun device NAME
+  --tun NAME           tun mode: write each inner IP packet to tun device NAME
                        for the kernel to forward (and filter), and wrap what comes out
-                       of it again with its flow's Geneve header (docs/lab.md)
+                       of it again with its flow's Geneve header (docs/lab.md); the
+                       ethernet format's inner Ethernet header goes with the Geneve one
   --tun-flows N        most flows the tun mode remembers (default 65536)
   --tun-idle SECONDS   a tun flow idle this long is forgotten (default 350)
   --version            print the version and exit

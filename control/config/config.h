@@ -61,12 +61,17 @@ struct ListenerTcpResetConfig {
 // Passive detection (docs/product-rules.md "Passive detection"): an appliance
 // in service that was sent at least min_packets Geneve packets and returned
 // none over the last window is ejected, unhealthy (no returns), while fewer
-// than max_ejection_percent of its group are (at least one may be).
+// than max_ejection_percent of its group are (at least one may be). An
+// ejected appliance stays out for base_ejection_time x its ejections in a
+// row, at most max(max_ejection_time, base_ejection_time), as Envoy's outlier
+// detection.
 struct PassiveCheckConfig {
   bool enabled = false;
   uint32_t min_packets = 100;              // 1..10^9
   uint32_t window_ms = 5000;               // 100 ms..300 s
   uint32_t max_ejection_percent = 50;      // 0..100
+  uint32_t base_ejection_time_ms = 30000;  // 0..3600 s (0: back by its checks alone)
+  uint32_t max_ejection_time_ms = 300000;  // 0..86400 s
 };
 // Flap dampening (docs/product-rules.md "Flap dampening"): each change between in
 // service and out of it adds `penalty`, halved every half_life; above

@@ -161,6 +161,10 @@ class Cross {
     }
     if (h.forwarding_probe.src == h.forwarding_probe.dst)
       add(hp + ".forwarding_probe.dst", "is the same address as src; the probe needs two");
+    else if (h.forwarding_probe.src.isV6() != h.forwarding_probe.dst.isV6())
+      add(hp + ".forwarding_probe.src", "'" + h.forwarding_probe.src.str() + "' is IPv" +
+                                            (h.forwarding_probe.src.isV6() ? "6 but dst is IPv4" : "4 but dst is IPv6") +
+                                            "; the probe's two addresses are of one family");
   }
 
   // A fleet has a secret; one given inline in two places is the same key

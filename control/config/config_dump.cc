@@ -71,6 +71,9 @@ struct Writer {
       case Kind::kIpv4:
         if (k.acc.has) return (*static_cast<const std::optional<IpAddr>*>(v))->str();
         return static_cast<const IpAddr*>(v)->str();
+      case Kind::kIp:  // quoted: an IPv6 address may start with ':'
+        if (k.acc.has) return yamlString((*static_cast<const std::optional<IpAddr>*>(v))->str());
+        return yamlString(static_cast<const IpAddr*>(v)->str());
       case Kind::kMac:
         if (k.acc.has) return (*static_cast<const std::optional<MacAddr>*>(v))->str();
         return static_cast<const MacAddr*>(v)->str();

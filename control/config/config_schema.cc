@@ -30,6 +30,8 @@ constexpr Range kDrainRange{1, 3600};
 constexpr Range kHoldRange{0, 3600};
 constexpr Range kPacketsRange{1, 1000000000};
 constexpr Range kPassiveWindowRange{100, 300000};
+constexpr Range kBaseEjectionRange{0, 3600000};
+constexpr Range kMaxEjectionRange{0, 86400000};
 constexpr Range kPenaltyRange{1, 100000};
 constexpr Range kHalfLifeRange{1, 3600};
 constexpr Range kMaxHoldRange{1, 86400};
@@ -456,12 +458,12 @@ const Key kGeneveKeys[] = {
 const Section kGeneveSection{"server_groups[].geneve", kGeneveKeys};
 
 const Key kForwardingProbeKeys[] = {
-    {.name = "src", .kind = Kind::kIpv4, .acc = member<&HealthCheckConfig::ForwardingProbe::src>(),
-     .doc = "Source of the probe's inner packet; reserved: no data may use it.",
-     .what = "an IPv4 address", .default_doc = "`198.18.0.1`"},
-    {.name = "dst", .kind = Kind::kIpv4, .acc = member<&HealthCheckConfig::ForwardingProbe::dst>(),
-     .doc = "Destination of the probe's inner packet; reserved like `src`.",
-     .what = "an IPv4 address", .default_doc = "`198.18.0.2`"},
+    {.name = "src", .kind = Kind::kIp, .acc = member<&HealthCheckConfig::ForwardingProbe::src>(),
+     .doc = "Source of the probe's inner packet; reserved: no data may use it. IPv6: an ICMPv6 echo.",
+     .what = "an IPv4 or IPv6 address", .default_doc = "`198.18.0.1`"},
+    {.name = "dst", .kind = Kind::kIp, .acc = member<&HealthCheckConfig::ForwardingProbe::dst>(),
+     .doc = "Destination of the probe's inner packet; reserved like `src`, of its family.",
+     .what = "an IPv4 or IPv6 address", .default_doc = "`198.18.0.2`"},
 };
 const Section kForwardingProbeSection{"server_groups[].health_check.forwarding_probe", kForwardingProbeKeys};
 const Key kPassiveKeys[] = {
@@ -476,6 +478,13 @@ const Key kPassiveKeys[] = {
      .acc = member<&PassiveCheckConfig::max_ejection_percent>(),
      .doc = "Most of a group ejected at once (at least one); more stay in service.",
      .range = kPercentRange},
+    {.name = "base_ejection_time", .kind = Kind::kMillis,
+     .acc = member<&PassiveCheckConfig::base_ejection_time_ms>(),
+     .doc = "Least time out after an ejection, times its ejections in a row; `0s`: its checks alone.",
+     .range = kBaseEjectionRange},
+    {.name = "max_ejection_time", .kind = Kind::kMillis,
+     .acc = member<&PassiveCheckConfig::max_ejection_time_ms>(),
+     .doc = "Cap on that time (never below `base_ejection_time`).", .range = kMaxEjectionRange},
 };
 const Section kPassiveSection{"server_groups[].health_check.passive", kPassiveKeys};
 

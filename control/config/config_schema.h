@@ -45,6 +45,7 @@ enum class Kind : uint8_t {
   kString,    // any UTF-8 text (rules in `check`)
   kEnum,      // one of `enm`'s names
   kIpv4,      // IpAddr (or optional): an IPv4 unicast address once validated
+  kIp,        // IpAddr (or optional): an IPv4 or IPv6 unicast address once validated
   kMac,       // MacAddr (or optional): unicast, non-zero
   kStrings,   // list of strings
   kIpv6List,  // list of IPv6 addresses

@@ -2,6 +2,9 @@
 // (the workers' counters summed, from zero for each new holder of a server
 // id), its status with the reason and since when, set on every snapshot, and
 // the one state the API, /metrics and telemetry show for it (serverState).
+#include <algorithm>
+#include <cstdio>
+
 #include <spdlog/spdlog.h>
 
 #include "control/daemon/daemon.h"
@@ -63,8 +66,12 @@ void Daemon::updateServerStatus(const dp::Snapshot& s) {
           why = it->reason;
           break;
         }
+      const uint64_t out_ms = ht->ejectedUntilMs() - std::min(ht->ejectedUntilMs(), ht->lastChangeMs());
+      char out[64] = "";
+      if (out_ms) std::snprintf(out, sizeof out, " and %.1f s have passed", double(out_ms) / 1000.0);
       st = {"unhealthy", why + " (passive detection): no new flows until it passes " +
-                             std::to_string(ht->params().healthy_threshold) + " checks in a row", now};
+                             std::to_string(ht->params().healthy_threshold) + " checks in a row" + out,
+            now};
     } else if (ht && ht->state() == HealthState::kUnhealthy) {
       std::string last;
       for (auto it = ht->history().rbegin(); it != ht->history().rend(); ++it)

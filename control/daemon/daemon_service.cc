@@ -45,10 +45,18 @@ json Daemon::serviceJson(uint32_t ip) const {
     out["passive"] = {{"ejected", t && t->ejected()},
                       {"capped", st.capped},
                       {"ejections", st.ejections},
+                      {"ejections_in_a_row", passive_.detector().ejectionsInARow(ip)},
+                      {"out_for_s", t && t->ejected() && t->ejectedUntilMs() > health_->now()
+                                        ? json(double(t->ejectedUntilMs() - health_->now()) / 1000.0)
+                                        : json(nullptr)},
                       {"window_sent", w ? json(w->sent) : json(nullptr)},
                       {"window_returned", w ? json(w->returned) : json(nullptr)},
                       {"window_s", w ? json(double(w->span_ms) / 1000.0) : json(nullptr)}};
   }
+  if (h.forwardingActive() && health_)
+    if (const HealthChecker::ForwardingCounts* f = health_->forwardingCounts(ip))
+      out["forwarding"] = {{"sent", f->sent}, {"unsent", f->unsent}, {"returned", f->returned},
+                           {"timed_out", f->timed_out}};
   if (h.active() && h.dampening.enabled) {
     const DampeningParams p = dampeningParams(h.dampening);
     const FlapDampener::Record* r = engine_->shaper().dampener().find(ip);
@@ -113,6 +121,15 @@ void Daemon::serviceMetrics(std::ostringstream& o) const {
          "max_ejection_percent of its appliances ejected already");
   for (const Row& r : rows)
     if (passive(r)) o << "gwlb_server_no_returns_capped{" << r.labels << "} " << (passive_.status(r.ip).capped ? 1 : 0) << '\n';
+  family(o, "gwlb_server_forwarding_probes_total", "counter",
+         "forwarding-check probes sent to the appliance by what became of them: sent, unsent, "
+         "returned, timed_out (groups with health_check.forwarding)");
+  for (const Row& r : rows)
+    if (r.g->health_check.forwardingActive() && health_)
+      if (const HealthChecker::ForwardingCounts* f = health_->forwardingCounts(r.ip))
+        for (auto [k, v] : {std::pair<const char*, uint64_t>{"sent", f->sent}, {"unsent", f->unsent},
+                            {"returned", f->returned}, {"timed_out", f->timed_out}})
+          o << "gwlb_server_forwarding_probes_total{" << r.labels << ",result=\"" << k << "\"} " << v << '\n';
   family(o, "gwlb_server_flap_penalty", "gauge",
          "flap dampening penalty of the appliance now (groups with health_check.dampening)");
   for (const Row& r : rows)

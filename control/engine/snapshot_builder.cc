@@ -228,8 +228,15 @@ dp::GroupView groupView(const ServerGroupConfig& gc) {
   g.tcp_idle_ns = uint64_t(gc.tcp_idle_timeout_s) * 1'000'000'000ULL;
   g.other_idle_ns = uint64_t(gc.other_idle_timeout_s) * 1'000'000'000ULL;
   if (gc.health_check.forwardingActive()) {
-    g.probe_src = gc.health_check.forwarding_probe.src.v4HostOrder();
-    g.probe_dst = gc.health_check.forwarding_probe.dst.v4HostOrder();
+    const auto& fp = gc.health_check.forwarding_probe;
+    if (fp.dst.isV6()) {
+      g.probe_v6 = true;
+      g.probe_src6 = fp.src.b;
+      g.probe_dst6 = fp.dst.b;
+    } else {
+      g.probe_src = fp.src.v4HostOrder();
+      g.probe_dst = fp.dst.v4HostOrder();
+    }
   }
   return g;
 }

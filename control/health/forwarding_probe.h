@@ -11,8 +11,11 @@
 // it was sent to:
 //   ICMP: type 8, code 0, id = token >> 16, seq = token & 0xFFFF
 //   payload: "gwlb-fwd" (8 bytes), appliance IPv4 (4, big-endian), token (4)
+// When the group reserves IPv6 addresses the probe is the same echo in
+// ICMPv6 (type 128, RFC 4443) inside an IPv6 header (hop limit 64).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
@@ -20,10 +23,11 @@
 
 namespace gwlb::ctl {
 
-inline constexpr size_t kForwardingInnerLen = 20 + 8 + 16;  // IPv4 + ICMP echo + payload
+inline constexpr size_t kForwardingInnerLen = 20 + 8 + 16;   // IPv4 + ICMP echo + payload
+inline constexpr size_t kForwardingInnerLen6 = 40 + 8 + 16;  // IPv6 + ICMPv6 echo + payload
 // The longest frame buildForwardingProbe writes (ethernet format: an inner
 // Ethernet header as well).
-inline constexpr size_t kForwardingProbeMaxLen = kMaxEncapLen + 14 + kForwardingInnerLen;
+inline constexpr size_t kForwardingProbeMaxLen = kMaxEncapLen + 14 + kForwardingInnerLen6;
 
 // Writes the probe with `token` for server id `server` of `s` into out[0..room)
 // and returns its length; 0 when the appliance cannot be sent to now (no
@@ -36,12 +40,15 @@ struct ForwardingReturn {
   uint32_t appliance = 0;  // outer source: the appliance that sent it back (host order)
   uint32_t sent_to = 0;    // the appliance the payload names: the one it was sent to
   uint32_t token = 0;
-  uint32_t src = 0, dst = 0;  // the inner addresses (host order)
+  uint32_t src = 0, dst = 0;  // the inner addresses (host order; IPv4)
+  bool v6 = false;            // an ICMPv6 echo: the inner addresses are these
+  std::array<uint8_t, 16> src6{}, dst6{};
 };
 
 // Parses a frame the workers handed over as a returned probe: Ethernet (one
 // optional tag), IPv4, UDP to 6081, Geneve (either format), an inner IPv4
-// ICMP echo request whose identifier, sequence number and payload agree.
+// ICMP (or IPv6 ICMPv6) echo request whose identifier, sequence number and
+// payload agree.
 // False for anything else. Never reads past f[0..len).
 bool parseForwardingReturn(const uint8_t* f, size_t len, ForwardingReturn& out) noexcept;
 

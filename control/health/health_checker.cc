@@ -27,6 +27,7 @@ struct HealthChecker::Target {
   std::optional<bool> fwd_ok;
   std::optional<probe::ProbeResult> check_result;
   std::function<void(const probe::ProbeResult&)> deliver;
+  ForwardingCounts fwd_counts;  // this appliance's share of the checker's
   Target(const IpAddr& a, std::string g, HealthTracker t, probe::ProbeSpec s,
          boost::asio::io_context& io)
       : address(a), group(std::move(g)), tracker(std::move(t)), spec(std::move(s)), timer(io),
@@ -246,8 +247,8 @@ void HealthChecker::startForwarding(const std::shared_ptr<Target>& t, uint32_t i
   t->fwd_token = token;
   t->fwd_sent = std::chrono::steady_clock::now();
   fwd_outstanding_[token] = ip;
-  if (send_forwarding_ && send_forwarding_(ip, token)) ++fwd_counts_.sent;
-  else ++fwd_counts_.unsent;
+  if (send_forwarding_ && send_forwarding_(ip, token)) ++fwd_counts_.sent, ++t->fwd_counts.sent;
+  else ++fwd_counts_.unsent, ++t->fwd_counts.unsent;
   const auto timeout = std::chrono::milliseconds(t->tracker.params().timeout_ms);
   t->fwd_timer.expires_after(timeout);
   t->fwd_timer.async_wait([this, t, epoch, token, timeout](const boost::system::error_code& ec) {
@@ -256,6 +257,7 @@ void HealthChecker::startForwarding(const std::shared_ptr<Target>& t, uint32_t i
     // (A return handled just after the timer fired has decided already.)
     if (t->epoch != epoch || t->fwd_token != token || t->fwd_ok) return;
     ++fwd_counts_.timed_out;
+    ++t->fwd_counts.timed_out;
     t->fwd_ok = false;
     t->fwd_elapsed = timeout;
     deliverRound(t);
@@ -311,6 +313,7 @@ void HealthChecker::forwardingReturned(uint32_t appliance, uint32_t token) {
   }
   std::shared_ptr<Target> t = tt->second;
   ++fwd_counts_.returned;
+  ++t->fwd_counts.returned;
   t->fwd_timer.cancel();
   t->fwd_ok = true;
   t->fwd_elapsed = std::chrono::duration_cast<std::chrono::microseconds>(
@@ -318,14 +321,15 @@ void HealthChecker::forwardingReturned(uint32_t appliance, uint32_t token) {
   deliverRound(t);
 }
 
-bool HealthChecker::eject(uint32_t ip, const std::string& reason) {
+bool HealthChecker::eject(uint32_t ip, const std::string& reason, uint64_t out_ms) {
   auto it = targets_.find(ip);
   if (it == targets_.end()) return false;
   Target& t = *it->second;
-  auto tr = t.tracker.eject(reason, nowMs());
+  auto tr = t.tracker.eject(reason, nowMs(), out_ms);
   if (!tr) return false;
-  spdlog::warn("health: appliance {} ({}): {} -> {} ({}); back after {} passed checks", t.address.str(),
-               t.group, toString(tr->from), toString(tr->to), tr->reason, t.tracker.params().healthy_threshold);
+  spdlog::warn("health: appliance {} ({}): {} -> {} ({}); back after {:.1f} s and {} passed checks",
+               t.address.str(), t.group, toString(tr->from), toString(tr->to), tr->reason,
+               double(out_ms) / 1000.0, t.tracker.params().healthy_threshold);
   if (on_change_) on_change_();
   return true;
 }
@@ -336,6 +340,11 @@ HealthMap HealthChecker::states() const {
   HealthMap out;
   for (auto& [ip, t] : targets_) out[ip] = ApplianceHealth(t->tracker.state(), t->tracker.provisional());
   return out;
+}
+
+const HealthChecker::ForwardingCounts* HealthChecker::forwardingCounts(uint32_t ip) const {
+  auto it = targets_.find(ip);
+  return it == targets_.end() ? nullptr : &it->second->fwd_counts;
 }
 
 const HealthTracker* HealthChecker::tracker(uint32_t ip) const {

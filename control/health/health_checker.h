@@ -35,9 +35,11 @@ class HealthChecker {
   HealthMap states() const;
 
   // Passive detection found `ip` a black hole: unhealthy at once with
-  // `reason` (HealthTracker::eject), logged, and on_change runs. False when
-  // it is unknown or does not receive new flows.
-  bool eject(uint32_t ip, const std::string& reason);
+  // `reason`, out for at least `out_ms` (HealthTracker::eject), logged, and
+  // on_change runs. False when it is unknown or does not receive new flows.
+  bool eject(uint32_t ip, const std::string& reason, uint64_t out_ms = 0);
+  // The checker's clock (ms since it started), as HealthTracker times are.
+  uint64_t now() const { return nowMs(); }
 
   // State of one appliance, or nullptr when unknown.
   const HealthTracker* tracker(uint32_t ip) const;
@@ -63,6 +65,10 @@ class HealthChecker {
     uint64_t sent = 0, unsent = 0, returned = 0, timed_out = 0, late = 0, wrong_appliance = 0;
   };
   const ForwardingCounts& forwardingCounts() const { return fwd_counts_; }
+  // The same for the probes sent to one appliance (late and wrong_appliance
+  // stay 0: such a return names no appliance it proves anything of); nullptr
+  // when it is not checked. Kept across reconfigures, dropped with it.
+  const ForwardingCounts* forwardingCounts(uint32_t ip) const;
   // Unix time of a tracker timestamp (ms on this checker's clock).
   double unixTime(uint64_t ms) const { return epoch_unix_ + double(ms) / 1000.0; }
 

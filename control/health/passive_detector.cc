@@ -33,6 +33,20 @@ std::optional<PassiveDetector::Window> PassiveDetector::window(uint32_t ip) cons
   return it->second.last;
 }
 
+uint64_t PassiveDetector::ejectionTimeMs(uint32_t ip, const PassiveCheckConfig& p, uint64_t now_ms) {
+  Ejections& e = ejections_[ip];
+  const uint64_t base = p.base_ejection_time_ms;
+  if (base > 0 && e.in_a_row > 0 && now_ms > e.out_until_ms) {
+    const uint64_t decay = (now_ms - e.out_until_ms) / base;
+    e.in_a_row = decay >= e.in_a_row ? 0 : uint32_t(e.in_a_row - decay);
+  }
+  if (e.in_a_row < UINT32_MAX) ++e.in_a_row;
+  const uint64_t cap = std::max<uint64_t>(p.max_ejection_time_ms, base);
+  const uint64_t out = base == 0 ? 0 : std::min<uint64_t>(cap, base * e.in_a_row);
+  e.out_until_ms = now_ms + out;
+  return out;
+}
+
 uint32_t PassiveDetector::maxEjected(size_t n, uint32_t percent) {
   if (percent == 0 || n == 0) return 0;
   return std::max<uint32_t>(1, uint32_t(n * percent / 100));

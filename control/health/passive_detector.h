@@ -5,8 +5,11 @@
 // returned none in the last window is a black hole - a firewall that denies
 // some traffic still returns the rest - and is ejected: unhealthy (no
 // returns), as Envoy's outlier detection ejects hosts, but never more than
-// max_ejection_percent of a group at once. Pure: time and counters are passed
-// in. Control thread only.
+// max_ejection_percent of a group at once. An ejected appliance stays out for
+// at least its ejection time, base_ejection_time x its ejections in a row
+// (capped): one whose own checks pass while it swallows traffic would
+// otherwise be back, and ejected again, every window. Pure: time and
+// counters are passed in. Control thread only.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +46,19 @@ class PassiveDetector {
   // The last window seen of `ip`, if it is watched.
   std::optional<Window> window(uint32_t ip) const;
 
+  // `ip` is ejected at now_ms: its ejections in a row grow by one and the
+  // time it stays out is returned, base_ejection_time x that count, at most
+  // max(max_ejection_time, base_ejection_time). The count falls by one for
+  // each base_ejection_time that passed since its last ejection time ended
+  // (as Envoy lowers its multiplier while a host stays in), so an appliance
+  // ejected again soon after it came back stays out longer each time.
+  uint64_t ejectionTimeMs(uint32_t ip, const PassiveCheckConfig& p, uint64_t now_ms);
+  // Its ejections in a row as of its last ejection (0: never ejected).
+  uint32_t ejectionsInARow(uint32_t ip) const {
+    auto it = ejections_.find(ip);
+    return it == ejections_.end() ? 0 : it->second.in_a_row;
+  }
+
   // How many of a group of `n` may be ejected at once: max_ejection_percent
   // of it rounded down, at least one (as Envoy) unless the percent is 0.
   static uint32_t maxEjected(size_t n, uint32_t percent);
@@ -53,6 +69,11 @@ class PassiveDetector {
     Window last;
   };
   std::map<uint32_t, Watch> samples_;
+  struct Ejections {
+    uint32_t in_a_row = 0;
+    uint64_t out_until_ms = 0;  // when its last ejection time ended
+  };
+  std::map<uint32_t, Ejections> ejections_;  // kept across reset(): the history is the point
 };
 
 // "no returns: 412 packets sent, none returned in 2.0 s": the ejection's reason.

@@ -30,7 +30,7 @@ size_t PassiveMonitor::tick(const Config& cfg, HealthChecker& hc, uint64_t now_m
       s.at_ms = now_ms;
       const PassiveDetector::Window w = detector_.observe(ip, p, s);
       if (w.black_hole && ejected < cap) {
-        if (hc.eject(ip, noReturnsReason(w))) {
+        if (hc.eject(ip, noReturnsReason(w), detector_.ejectionTimeMs(ip, p, now_ms))) {
           ++ejected;
           ++ejected_now;
           ++st.ejections;

@@ -6,6 +6,7 @@ TEST: tcp | udp | drop | failover | passive | ethernet | no_rebalance | drain | 
       | fleet_frr | fleet_upgrade | router_fragments | classes | tcp_reset | tcp_reset_stateful
       | forwarding | stateful_tcp | stateful_failover | stateful_killed | stateful_blackhole | fleet_stateful
       | stateful_reset_killed | stateful_reset_http_503 | stateful_reset_blackhole | stateful_blackhole_no_reset
+      | stateful_ethernet | forwarding_ipv6 | dampening | slow_start
 (fleet: tests/e2e/e2e_fleet.py, the fleet lab of 3 gateways, BIRD on the router; fleet_stateful:
 the same through stateful appliances, LAB_APPLIANCE=stateful;
 fleet_frr: the same with FRR on the router, LAB_ROUTER=frr; fleet_upgrade:
@@ -13,7 +14,8 @@ tests/e2e/e2e_fleet_upgrade.py, docs/upgrade.md's rolling upgrade on that lab; r
 tests/e2e/e2e_router.py, a Linux router's ECMP and fragments, no gwlbd; classes:
 tests/e2e/e2e_classes.py, two listeners and a bypass class, lab.sh up --listeners 2;
 stateful_*: tests/e2e/e2e_stateful.py, LAB_APPLIANCE=stateful: nftables conntrack firewalls;
-forwarding: tests/e2e/e2e_forwarding.py, forwarding checks against gwlb-appliance --blackhole)
+forwarding: tests/e2e/e2e_forwarding.py, forwarding checks against gwlb-appliance --blackhole;
+dampening, slow_start: tests/e2e/e2e_shaping.py, new flows per appliance while held down or ramping)
 Each test builds its own lab (namespaces PREFIX-*, PREFIX = e2e-TEST), runs, and
 always tears it down. Exit 77 (skip) only when network namespaces cannot be made.
 """
@@ -376,7 +378,7 @@ def test_tcp_reset(lab, args, appliance="plain"):
 
 # A black-holed TCP stream sends little: its retransmissions back off (0.2,
 # 0.6, 1.4, 3 s...), from both ends. A 3 s window holds at least 3 of them.
-PASSIVE = {"min_packets": 3, "window": 3.0}
+PASSIVE = {"min_packets": 3, "window": 3.0, "base_ejection_time": 6.0}
 
 
 def test_passive(lab, args):
@@ -384,8 +386,9 @@ def test_passive(lab, args):
     (an nftables rule in its namespace drops Geneve, UDP 6081) while its HTTP
     check keeps answering 200. Within the window (+ one 200 ms turn) it is
     `unhealthy (no returns)`, its last check still passed; the stream moves
-    (rebalance) and finishes intact. It comes back by the normal rule: the
-    healthy threshold of checks passed after the ejection. Without
+    (rebalance) and finishes intact. It comes back when its ejection time
+    (base_ejection_time, its first ejection) has passed, though its checks
+    (healthy threshold 2 at 0.5 s) pass long before. Without
     health_check.passive it stays healthy and the stream hangs."""
     lab.serve("tcp-echo-server", SERVER, 7000)
     for a in APPS.values():
@@ -409,6 +412,8 @@ def test_passive(lab, args):
           f"(window {PASSIVE['window']} s, >= {PASSIVE['min_packets']} packets); reason: {srv['reason']}")
     print("gwlbctl servers: " + state_text[0])
     assert pv.get("ejected") is True and pv.get("ejections") == 1, f"not ejected by passive detection: {srv}"
+    assert pv.get("ejections_in_a_row") == 1 and pv.get("out_for_s") is not None, pv
+    assert "and %.1f s have passed" % PASSIVE["base_ejection_time"] in srv["reason"], srv["reason"]
     assert srv["reason"].startswith("no returns: "), srv["reason"]
     assert "unhealthy (no returns)" in state_text[0], state_text
     assert took <= PASSIVE["window"] + 0.2 + 0.5, f"detection took {took:.3f} s"
@@ -418,12 +423,14 @@ def test_passive(lab, args):
     assert res["ok"], f"stream broken or corrupted: {res}"
     assert after and after["b_to_a"] > 0, f"stream did not move to {other}: {after}"
     print(f"stream: {res['sent']} bytes intact through {other}; longest stall {res['max_stall']} s")
-    # Back by the health rules: its checks pass (HTTP 200 all along), so the
-    # healthy threshold (2) of checks after the ejection brings it back.
-    srv = wait_health(lab, APPS[victim], "healthy", 10)
-    print(f"{victim} healthy again {srv['health']['since'] - t_bh - took:.3f} s after its ejection "
-          f"(10 passed checks, interval 0.5 s)")
+    # Back when its ejection time is over: its checks pass all along (HTTP
+    # 200), so the threshold (2 at 0.5 s) is met long before.
+    srv = wait_health(lab, APPS[victim], "healthy", 15)
+    out = srv["health"]["since"] - t_bh - took
+    print(f"{victim} healthy again {out:.3f} s after its ejection (base_ejection_time "
+          f"{PASSIVE['base_ejection_time']} s; its 2 checks passed within about 1 s)")
     assert srv["health"]["passive"]["ejected"] is False
+    assert PASSIVE["base_ejection_time"] - 0.3 <= out <= PASSIVE["base_ejection_time"] + 1.5, out
     lab.run(victim, "nft", "delete table inet pvbh")
 
 
@@ -751,6 +758,18 @@ def test_forwarding(lab, args):
     e2e_forwarding.test_forwarding(lab, args)
 
 
+def test_shaping(name):
+    def run(lab, args):
+        import e2e_shaping  # tests/e2e/e2e_shaping.py
+        getattr(e2e_shaping, "test_" + name)(lab, args)
+    return run
+
+
+def test_forwarding_ipv6(lab, args):
+    import e2e_forwarding  # tests/e2e/e2e_forwarding.py
+    e2e_forwarding.test_forwarding_ipv6(lab, args)
+
+
 def test_fleet(lab, args):
     import e2e_fleet  # tests/e2e/e2e_fleet.py
     e2e_fleet.test_fleet(lab, args)
@@ -772,11 +791,11 @@ TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
          "drop": (test_drop, {"LAB_APP_ARGS": "--drop-dport 7001 --drop-proto icmp"}),
          "failover": (test_failover, {"LAB_FAILOVER": "rebalance"}),
          "ethernet": (test_ethernet, {"LAB_FORMAT": "ethernet"}),
-         # healthy_threshold 10 (5 s): the ejected appliance stays out past the
+         # Its ejection time (6 s) keeps the ejected appliance out past the
          # stream's next retransmission, which then moves (rebalance).
-         "passive": (test_passive, {"LAB_FAILOVER": "rebalance", "LAB_HC_HEALTHY": "10", "LAB_HC_EXTRA":
-                                    "passive: { enabled: true, min_packets: %d, window: %gs }"
-                                    % (PASSIVE["min_packets"], PASSIVE["window"])}),
+         "passive": (test_passive, {"LAB_FAILOVER": "rebalance", "LAB_HC_EXTRA":
+                                    "passive: { enabled: true, min_packets: %d, window: %gs, base_ejection_time: %gs }"
+                                    % (PASSIVE["min_packets"], PASSIVE["window"], PASSIVE["base_ejection_time"])}),
          "no_rebalance": (test_no_rebalance, {"LAB_FAILOVER": "no_rebalance"}),
          "drain": (test_drain, {"LAB_FAILOVER": "rebalance", "LAB_DRAIN": "3s"}),
          "restart": (test_restart, {}),
@@ -793,6 +812,8 @@ TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
          # on any gateway would be dropped by its firewall.
          "fleet_stateful": (test_fleet, {"LAB_GRACE": "3s", "LAB_APPLIANCE": "stateful"}),
          "stateful_tcp": (test_stateful("stateful_tcp"), {"LAB_APPLIANCE": "stateful", "LAB_IPV6": "1"}),
+         "stateful_ethernet": (test_stateful("stateful_ethernet"),
+                               {"LAB_APPLIANCE": "stateful", "LAB_IPV6": "1", "LAB_FORMAT": "ethernet"}),
          "stateful_failover": (test_stateful("stateful_failover"),
                                {"LAB_APPLIANCE": "stateful", "LAB_FAILOVER": "rebalance"}),
          "stateful_killed": (test_stateful("stateful_killed"),
@@ -806,6 +827,13 @@ TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
                                 {"LAB_FAILOVER": "rebalance", "LAB_TCP_RESET": "1",
                                  "LAB_APPLIANCE": "stateful"}),
          "forwarding": (test_forwarding, {"LAB_APP2_ARGS": "--blackhole", "LAB_HC_TIMEOUT": "1s"}),
+         # Flap dampening and slow start (tests/e2e/e2e_shaping.py): fast decay so the
+         # hold-down ends within the test.
+         "dampening": (test_shaping("dampening"),
+                       {"LAB_HC_EXTRA": "dampening: { enabled: true, penalty: 1000, suppress: 1500, reuse: 750, "
+                                        "half_life: 4s, max_hold: 30s }"}),
+         "slow_start": (test_shaping("slow_start"), {}),
+         "forwarding_ipv6": (test_forwarding_ipv6, {"LAB_APP2_ARGS": "--blackhole", "LAB_HC_TIMEOUT": "1s"}),
          # Each fault against stateful appliances with resets and forwarding checks on: the figures of
          # docs/lab.md "Failover as the client sees it".
          **{"stateful_reset_" + f: (test_stateful("stateful_reset_" + f),

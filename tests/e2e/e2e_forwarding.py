@@ -89,3 +89,38 @@ def test_forwarding(lab, args):
     t_fix = time.time()
     srv = wait_health(lab, app2, "healthy", 10)
     print(f"app2 restarted without --blackhole: healthy after {srv['health']['since'] - t_fix:.3f} s")
+
+
+def test_forwarding_ipv6(lab, args):
+    """Forwarding checks with IPv6 reserved addresses (forwarding_probe
+    2001:2::1 -> 2001:2::2, turned on by a reload once both appliances are
+    up, as the lab waits for them): the probe is an ICMPv6 echo.
+    app2 (--blackhole) turns unhealthy with forwarding_timeout; app1 stays
+    healthy on probes that come back. Each appliance's own counts say which
+    swallows them: app1 returned all but the one in flight, none timed out;
+    app2 returned none; `gwlbctl health` shows them (the lab's gwlbd serves
+    no /metrics)."""
+    app1, app2 = APPS["app1"], APPS["app2"]
+    cfg = open(f"{lab.dir}/gwlbd.yaml").read()
+    on, k = re.subn(r"unhealthy_threshold: (\d+)", r'unhealthy_threshold: \1, forwarding: true, '
+                    r'forwarding_probe: { src: "2001:2::1", dst: "2001:2::2" }', cfg)
+    assert k >= 1, "no health_check in the lab's config"
+    open(f"{lab.dir}/gwlbd.yaml", "w").write(on)
+    out = lab.gwlbctl("reload")
+    assert "error" not in out.lower(), out
+    srv = wait_health(lab, app2, "unhealthy", 15)
+    assert srv["health"]["last_result"] == "forwarding_timeout", srv["health"]
+    wait_health(lab, app1, "healthy", 10)
+    n = stays(lab, app1, "healthy", 2.0)
+    servers = lab.servers()
+    f1, f2 = servers[app1]["health"]["forwarding"], servers[app2]["health"]["forwarding"]
+    print(f"IPv6 probes: app1 healthy in all {n} samples, counts {f1}; app2 unhealthy "
+          f"(forwarding_timeout), counts {f2}")
+    assert f1["returned"] >= 3 and f1["timed_out"] == 0 and f1["sent"] - f1["returned"] <= 1, f1
+    assert f2["sent"] >= 2 and f2["returned"] == 0 and f2["timed_out"] >= 2, f2
+    text = lab.gwlbctl("health", app2)
+    line = [ln for ln in text.splitlines() if "forwarding probes" in ln]
+    print("gwlbctl health " + app2 + ": " + (line[0].strip() if line else text))
+    assert line and " 0 returned" in line[0], text
+    r = lab.run("client", "curl", "-s", "--max-time", "5", f"http://{SERVER}/index.html")
+    assert r.stdout == "hello through the gateway\n", f"new connection failed: {r.stdout!r} {r.stderr}"

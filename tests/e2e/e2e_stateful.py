@@ -249,6 +249,24 @@ def test_stateful_tcp(lab, args):
     assert r.stdout.startswith("hello through the gateway"), r.stdout
 
 
+def test_stateful_ethernet(lab, args):
+    """geneve.format ethernet (0x6558, the router's frame inside) through the
+    stateful appliances: the tun path takes each frame's Ethernet header off,
+    the kernel and its firewall forward the IP packet, the header goes back
+    on. The checks of stateful_tcp all pass, and the appliances saw only the
+    ethernet format and wrote every frame to their tun (ethernet_frames)."""
+    test_stateful_tcp(lab, args)
+    for a in APPS:
+        st = lab.app_stats(a)
+        assert set(st["formats"]) <= {"ethernet"}, f"{a} saw formats {st['formats']}"
+    tun = {a: lab.app_stats(a)["tun"] for a in APPS}
+    assert sum(t["ethernet_frames"] for t in tun.values()) > 0, tun
+    for a, t in tun.items():
+        assert t["ethernet_frames"] == t["to_tun"], f"{a}: not every frame went through the tun as ethernet: {t}"
+    print("ethernet format through the tun: " + ", ".join(
+        f"{a} ethernet_frames={t['ethernet_frames']} returned={t['returned']}" for a, t in tun.items()))
+
+
 def test_stateful_failover(lab, args, fault="http_503"):
     """failover_mode rebalance, stateful appliances: the appliance carrying a
     verified TCP stream fails (`fault`); gwlbd declares it unhealthy and moves

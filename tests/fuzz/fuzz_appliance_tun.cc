@@ -5,6 +5,8 @@
 // Input: records of [op, length, length bytes]. op bit 0 set: the bytes are a
 // Geneve packet (header 8 + 4 x its option length, then an inner IP packet),
 // learned from gateway (op >> 1) & 3 when both parse, as the appliance does;
+// with op bit 3 set, 14 bytes of inner Ethernet header (ethernet format)
+// follow the Geneve header and are kept with it;
 // clear: the bytes are a packet from the tun, wrapped. The clock moves by
 // op >> 4 seconds; op 0xff expires idle flows. Table: 8 flows, 20 s idle.
 //  - Never reads past the input (ASan) and never throws.
@@ -15,9 +17,11 @@
 //    otherwise exactly one of from_tun_malformed / from_tun_unknown_flow
 //    grows. A wrapped packet is the header its direction last arrived with
 //    (the other direction's when this one was never seen) followed by the
-//    packet's bytes unchanged, for the gateway that sent that header.
+//    packet's bytes unchanged, for the gateway that sent that header; the
+//    other direction's inner Ethernet header has its two addresses swapped.
 #include <cstring>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "tests/fuzz/fuzz_check.h"
@@ -33,6 +37,7 @@ constexpr double kIdle = 20;
 struct Model {
   std::vector<uint8_t> hdr[2];
   uint8_t gateway[2] = {0, 0};
+  size_t l2[2] = {0, 0};
   double last_seen = 0;
 };
 
@@ -72,20 +77,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     if (op & 1) {
       if (pkt.size() < 8) continue;
-      size_t hlen = 8 + size_t(pkt[0] & 0x3f) * 4;
+      const size_t l2 = op & 8 ? 14 : 0;
+      size_t hlen = 8 + size_t(pkt[0] & 0x3f) * 4 + l2;
       Inner in;
       if (hlen > pkt.size() || !parseIp(pkt.data() + hlen, pkt.size() - hlen, in)) continue;
       bool fwd = true;
       FlowKey k = flowKeyOf(in, &fwd);
       bool known = oracle.count(k) > 0;
       uint64_t full0 = c.table_full;
-      bool ok = t.learn(in, pkt.data(), hlen, gw((op >> 1) & 3), now, c);
+      bool ok = t.learn(in, pkt.data(), hlen, gw((op >> 1) & 3), now, c, l2);
       FUZZ_CHECK(ok == (known || oracle.size() < kMax), "learn %d, known %d, %zu flows", ok, known, oracle.size());
       FUZZ_CHECK(c.table_full == full0 + (ok ? 0 : 1), "table_full counts refusals");
       if (ok) {
         Model& m = oracle[k];
         m.hdr[fwd ? 0 : 1].assign(pkt.data(), pkt.data() + hlen);
         m.gateway[fwd ? 0 : 1] = (op >> 1) & 3;
+        m.l2[fwd ? 0 : 1] = l2;
         m.last_seen = now;
       }
       FUZZ_CHECK(t.size() == oracle.size() && t.size() <= kMax, "size %zu, oracle %zu", t.size(), oracle.size());
@@ -107,7 +114,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     FUZZ_CHECK(to != nullptr, "a known flow is wrapped");
     int d = it->second.hdr[fwd ? 0 : 1].empty() ? (fwd ? 1 : 0) : (fwd ? 0 : 1);
-    const std::vector<uint8_t>& h = it->second.hdr[d];
+    std::vector<uint8_t> h = it->second.hdr[d];
+    if (d != (fwd ? 0 : 1) && it->second.l2[d]) {
+      uint8_t* e = h.data() + h.size() - it->second.l2[d];
+      for (int b = 0; b < 6; ++b) std::swap(e[b], e[6 + b]);
+    }
     FUZZ_CHECK(std::memcmp(to->addr.data(), gw(it->second.gateway[d]).addr.data(), 16) == 0,
                "to the gateway that sent that header");
     FUZZ_CHECK(out.size() == h.size() + pkt.size(), "wrapped length %zu", out.size());

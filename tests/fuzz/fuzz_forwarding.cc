@@ -5,7 +5,8 @@
 //    not read past them, and what it accepts must agree with the frame's own
 //    bytes (the token in the ICMP identifier and sequence number);
 //  - mode odd: a probe built for a one-appliance snapshot (format, token and
-//    inner addresses from the next 13 bytes), then the rest as edits
+//    inner addresses from the next 13 bytes; bit 2 of the first: IPv6
+//    addresses 2001:2::<4 bytes>, an ICMPv6 probe), then the rest as edits
 //    (offset, value) to it: unedited it must parse back to exactly what was
 //    built; edited, anything accepted must still be self-consistent.
 #include <cstring>
@@ -52,8 +53,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   g.vni = 0x123456;
   g.stickiness = StickinessMode(data[0] >> 1 & 1 ? 1 : 0);
   g.listener = 0;
-  g.probe_src = rd32(data + 5);
-  g.probe_dst = rd32(data + 9);
+  const bool v6 = data[0] >> 2 & 1;
+  if (v6) {
+    g.probe_v6 = true;
+    g.probe_src6 = {0x20, 0x01, 0, 2};
+    g.probe_dst6 = {0x20, 0x01, 0, 2};
+    std::memcpy(g.probe_src6.data() + 12, data + 5, 4);
+    std::memcpy(g.probe_dst6.data() + 12, data + 9, 4);
+  } else {
+    g.probe_src = rd32(data + 5);
+    g.probe_dst = rd32(data + 9);
+  }
   s.groups.push_back(g);
   ServerView sv;
   sv.ip = 0x0A00000B;
@@ -72,7 +82,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint32_t token = rd32(data + 1);
   uint8_t frame[ctl::kForwardingProbeMaxLen];
   const size_t len = ctl::buildForwardingProbe(s, 0, token, frame, sizeof frame);
-  if (g.probe_dst == 0) {
+  if (g.probe_dst == 0 && !v6) {
     FUZZ_CHECK(len == 0, "built a probe for a group without probe addresses");
     return 0;
   }
@@ -84,8 +94,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < edits; ++i) f[e[2 * i] % len] = e[2 * i + 1];
   if (edits == 0) {
     FUZZ_CHECK(ctl::parseForwardingReturn(f.data(), f.size(), r), "the probe as built does not parse");
-    FUZZ_CHECK(r.token == token && r.sent_to == sv.ip && r.appliance == s.underlay_ip &&
-                   r.src == g.probe_src && r.dst == g.probe_dst,
+    FUZZ_CHECK(r.token == token && r.sent_to == sv.ip && r.appliance == s.underlay_ip && r.v6 == v6 &&
+                   (v6 ? r.src6 == g.probe_src6 && r.dst6 == g.probe_dst6
+                       : r.src == g.probe_src && r.dst == g.probe_dst),
                "parsed token %08x sent_to %08x src %08x dst %08x", unsigned(r.token), unsigned(r.sent_to),
                unsigned(r.src), unsigned(r.dst));
     // The outer headers are the template's and the cookie is the flow's.

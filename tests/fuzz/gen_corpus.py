@@ -634,8 +634,9 @@ def capture():
 
 def appliance_tun():
     """gwlb-appliance's tun mode (fuzz_appliance_tun.cc): records of [op, length,
-    bytes]; op bit 0: a Geneve packet learned (from gateway (op >> 1) & 3), else a
-    packet from the tun wrapped; op >> 4: seconds that pass first; 0xff: expire."""
+    bytes]; op bit 0: a Geneve packet learned (from gateway (op >> 1) & 3; bit 3: an
+    inner Ethernet header follows Geneve's), else a packet from the tun wrapped;
+    op >> 4: seconds that pass first; 0xff: expire."""
     def rec(op, data):
         return bytes([op, len(data)]) + data
 
@@ -661,6 +662,8 @@ def appliance_tun():
         "table_full": fill + rec(0x10, tcp(S4, 80, C4, 41008)) + rec(0x10, tcp(S4, 80, C4, 41000)),
         "expire": rec(0x01, gen(4) + fwd) + rec(0xf0, b"") + rec(0x50, fwd) + rec(0xf0, b"") + rec(0xff, b"") +
                   rec(0xf0, b"") + rec(0xf0, b"") + rec(0xff, b"") + rec(0, fwd),
+        "ethernet_turned_round": rec(0x09, bytes([0, 0, 0x65, 0x58, 0, 0, 77, 0]) + b(eth())[:14] + fwd) +
+                                 rec(0x10, back) + rec(0x10, fwd),
         "bad_geneve": rec(0x01, bytes([0x3f, 0, 8, 0]) + fwd) + rec(0x01, gen(5)[:7]) + rec(0x01, gen(5) + fwd[:30]),
     }
 

@@ -98,6 +98,53 @@ TEST_P(ForwardingProbe, OtherPacketsWithoutAFlowAreStillDropped) {
   EXPECT_EQ(h.get(Counter::punted_probe), 0u);
 }
 
+// Reserved IPv6 addresses: the probe is an ICMPv6 echo inside IPv6 (RFC
+// 5180's benchmarking range), and its return is punted like the IPv4 one;
+// an IPv4 echo between the old addresses is then just a return without a flow.
+TEST_P(ForwardingProbe, IPv6AddressesMakeAnIcmpv6ProbeThatIsPuntedOnReturn) {
+  Harness& h = *h_;
+  Bytes v4 = probe(0, 9);
+  ASSERT_FALSE(v4.empty());
+  ctl::HealthCheckConfig& hc = h.config().server_groups[0].health_check;
+  hc.forwarding_probe.src = *IpAddr::parse("2001:2::1");
+  hc.forwarding_probe.dst = *IpAddr::parse("2001:2::2");
+  h.republish();
+  const dp::Snapshot& s = h.snapshot();
+  for (uint16_t id = 0; id < s.servers.size(); ++id) {
+    if (!s.servers[id].in_use) continue;
+    const uint32_t token = 0x56780000u + id;
+    Bytes sent = probe(id, token);
+    ASSERT_EQ(sent.size(), v4.size() + (ctl::kForwardingInnerLen6 - ctl::kForwardingInnerLen)) << "server " << id;
+    // The inner packet: IPv6, ICMPv6 echo request, checksum over the pseudo-header.
+    const size_t inner = sent.size() - ctl::kForwardingInnerLen6;
+    EXPECT_EQ(sent[inner] >> 4, 6);
+    EXPECT_EQ(sent[inner + 6], 58);
+    EXPECT_EQ(sent[inner + 40], 128);
+    uint32_t sum = sum16(sent.data() + inner + 8, 32) + 24 + 58 + sum16(sent.data() + inner + 40, 24);
+    EXPECT_EQ(fold(sum), 0) << "ICMPv6 checksum";
+    if (GetParam() == ctl::GeneveFormat::kEthernet) EXPECT_EQ(get16(sent, inner - 2), 0x86DDu);
+    ctl::ForwardingReturn out;
+    ASSERT_TRUE(ctl::parseForwardingReturn(sent.data(), sent.size(), out));
+    EXPECT_TRUE(out.v6);
+    EXPECT_EQ(out.src6, IpAddr::parse("2001:2::1")->b);
+    EXPECT_EQ(out.dst6, IpAddr::parse("2001:2::2")->b);
+    EXPECT_EQ(out.token, token);
+    EXPECT_EQ(out.sent_to, s.servers[id].ip);
+
+    const uint64_t before = h.get(Counter::punted_probe);
+    Result r = h.send(reflect(sent), kUnderlayPort);
+    ASSERT_EQ(r.verdict, Verdict::kPunt) << describe(r);
+    EXPECT_EQ(h.get(Counter::punted_probe), before + 1);
+    ASSERT_TRUE(ctl::parseForwardingReturn(r.bytes.data(), r.bytes.size(), out));
+    EXPECT_EQ(out.appliance, s.servers[id].ip);
+    EXPECT_EQ(out.token, token);
+  }
+  Result r = h.send(reflect(v4), kUnderlayPort);
+  EXPECT_EQ(r.verdict, Verdict::kDrop);
+  EXPECT_EQ(r.drop, Counter::drop_return_no_flow) << describe(r);
+  expectCounterInvariant(h.counters(), "after the IPv6 probes");
+}
+
 INSTANTIATE_TEST_SUITE_P(Formats, ForwardingProbe,
                          ::testing::Values(ctl::GeneveFormat::kAws, ctl::GeneveFormat::kEthernet),
                          [](const auto& info) { return std::string(ctl::toString(info.param)); });

@@ -1050,7 +1050,8 @@ server_groups:
                     http_codes: [http_2xx, 200-299], interval: 2s, timeout: 1s, healthy_threshold: 3,
                     unhealthy_threshold: 3, interface: mgmt0, source: 192.0.2.1, verify: true, ca_file: /etc/ca.pem,
                     jitter: true, forwarding: true, forwarding_probe: { src: 198.18.0.1, dst: 198.18.0.2 },
-                    passive: { enabled: true, min_packets: 100, window: 5s, max_ejection_percent: 50 },
+                    passive: { enabled: true, min_packets: 100, window: 5s, max_ejection_percent: 50,
+                               base_ejection_time: 30s, max_ejection_time: 300s },
                     dampening: { enabled: true, penalty: 1000, suppress: 3000, reuse: 750, half_life: 60,
                                  max_hold: 600 } }
     when_all_unhealthy: fail_open
@@ -1325,13 +1326,15 @@ const std::vector<BadValue>& badValues() {
       {"server_groups[0].health_check.jitter", "1", {"not true or false"}},
       {"server_groups[0].health_check.forwarding", "1", {"not true or false"}},
       {"server_groups[0].health_check.forwarding_probe", "true", {"expected a map", "src"}},
-      {"server_groups[0].health_check.forwarding_probe.src", "2001:db8::1", {"IPv6", "IPv4"}},
+      {"server_groups[0].health_check.forwarding_probe.src", "2001:db8::1", {"is IPv6 but dst is IPv4", "one family"}},
       {"server_groups[0].health_check.forwarding_probe.dst", "0.0.0.0", {"not a usable address"}},
       {"server_groups[0].health_check.forwarding_probe.dst", "198.18.0.1", {"same address as src"}},
       {"server_groups[0].health_check.passive", "true", {"expected a map", "enabled"}},
       {"server_groups[0].health_check.passive.enabled", "on", {"not true or false"}},
       {"server_groups[0].health_check.passive.min_packets", "0", {"1..1000000000"}},
       {"server_groups[0].health_check.passive.window", "50ms", {"out of range"}},
+      {"server_groups[0].health_check.passive.base_ejection_time", "3601s", {"out of range"}},
+      {"server_groups[0].health_check.passive.max_ejection_time", "86401s", {"out of range"}},
       {"server_groups[0].health_check.passive.max_ejection_percent", "101", {"0..100"}},
       {"server_groups[0].health_check.dampening", "1", {"expected a map", "enabled"}},
       {"server_groups[0].health_check.dampening.enabled", "on", {"not true or false"}},
@@ -1855,6 +1858,8 @@ TEST(ConfigHealth, PassiveDampeningAndSlowStart) {
   EXPECT_EQ(g.health_check.passive.min_packets, 20u);
   EXPECT_EQ(g.health_check.passive.window_ms, 1500u);
   EXPECT_EQ(g.health_check.passive.max_ejection_percent, 50u);
+  EXPECT_EQ(g.health_check.passive.base_ejection_time_ms, 30000u);  // Envoy's defaults
+  EXPECT_EQ(g.health_check.passive.max_ejection_time_ms, 300000u);
   EXPECT_EQ(g.health_check.dampening.half_life_s, 120u);
   EXPECT_EQ(g.health_check.dampening.suppress, 3000u);
   Result plain = parse(withGroup(std::string(kOneServer) + "\n    health_check: { protocol: tcp }"));
@@ -1879,6 +1884,19 @@ TEST(ConfigHealth, PassiveDampeningAndSlowStart) {
   EXPECT_TRUE(hasError(bad, "server_groups[0].slow_start", {}));
   EXPECT_TRUE(hasError(bad, "server_groups[0].health_check.passive.window", {}));
   EXPECT_TRUE(hasError(bad, "server_groups[0].health_check.passive.max_ejection_percent", {}));
+  Result ej = parse(withGroup(std::string(kOneServer) +
+                              "\n    health_check: { passive: { base_ejection_time: 3601s, max_ejection_time: 86401s } }"));
+  EXPECT_TRUE(hasError(ej, "server_groups[0].health_check.passive.base_ejection_time", {}));
+  EXPECT_TRUE(hasError(ej, "server_groups[0].health_check.passive.max_ejection_time", {}));
+  // IPv6 probe addresses: both of one family.
+  Result v6 = parse(withGroup(std::string(kOneServer) +
+                              "\n    health_check: { forwarding: true, forwarding_probe: { src: \"2001:2::1\", "
+                              "dst: \"2001:2::2\" } }"));
+  ASSERT_TRUE(v6.ok) << formatErrors(v6.errors);
+  EXPECT_TRUE(v6.cfg.server_groups[0].health_check.forwarding_probe.dst.isV6());
+  Result mixed = parse(withGroup(std::string(kOneServer) +
+                                 "\n    health_check: { forwarding_probe: { src: 198.18.0.1, dst: \"2001:2::2\" } }"));
+  EXPECT_TRUE(hasError(mixed, "server_groups[0].health_check.forwarding_probe.src", {"dst is IPv6"}));
 }
 }  // namespace
 }  // namespace gwlb::ctl

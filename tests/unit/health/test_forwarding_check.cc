@@ -12,6 +12,7 @@
 #include <boost/asio.hpp>
 #include <chrono>
 #include <functional>
+#include <set>
 
 #include "control/health/health_checker.h"
 
@@ -38,6 +39,7 @@ struct Bench {
   // What the "appliance" does with a probe: return it (after 1 ms), return
   // it as another appliance, or nothing.
   enum class Mode { kForward, kBlackhole, kWrongAppliance, kLate } mode = Mode::kForward;
+  std::set<uint32_t> swallow;  // appliances that black-hole whatever the mode
   Config cfg;
 
   explicit Bench(bool forwarding) {
@@ -49,6 +51,7 @@ struct Bench {
           if (!ec) hc.forwardingReturned(from, token);
         });
       };
+      if (swallow.count(ip)) return true;
       switch (mode) {
         case Mode::kForward: t->expires_after(1ms); back(ip); break;
         case Mode::kWrongAppliance: t->expires_after(1ms); back(kOther); break;
@@ -142,6 +145,35 @@ TEST(ForwardingCheck, ProbesFromAnotherApplianceOrTooLateDoNotCount) {
   ASSERT_TRUE(l.runUntil([&] { return l.hc.forwardingCounts().late >= 1; }));
   EXPECT_EQ(l.lastReason(), "forwarding_timeout");
   EXPECT_EQ(l.hc.forwardingCounts().returned, 0u);
+}
+
+// Each appliance's own counts: the gateway-wide ones cannot say which
+// appliance swallows the probes.
+TEST(ForwardingCheck, CountsArePerAppliance) {
+  Bench b(true);
+  ServerConfig other;
+  other.address = IpAddr::v4(kOther);
+  b.cfg.server_groups[0].servers.push_back(other);
+  b.swallow.insert(kOther);
+  b.hc.reconcile(b.cfg);
+  ASSERT_TRUE(b.runUntil([&] {
+    const auto* o = b.hc.forwardingCounts(kOther);
+    return b.tracker().state() == HealthState::kHealthy && o && o->timed_out >= 2;
+  }));
+  const HealthChecker::ForwardingCounts* a = b.hc.forwardingCounts(kAppliance);
+  const HealthChecker::ForwardingCounts* o = b.hc.forwardingCounts(kOther);
+  ASSERT_TRUE(a && o);
+  EXPECT_GE(a->sent, 2u);
+  EXPECT_GE(a->returned, 2u);
+  EXPECT_EQ(a->timed_out, 0u);
+  EXPECT_GE(o->sent, 2u);
+  EXPECT_EQ(o->returned, 0u);
+  EXPECT_GE(o->timed_out, 2u);
+  const auto& all = b.hc.forwardingCounts();
+  EXPECT_EQ(all.sent, a->sent + o->sent);
+  EXPECT_EQ(all.returned, a->returned + o->returned);
+  EXPECT_EQ(all.timed_out, a->timed_out + o->timed_out);
+  EXPECT_EQ(b.hc.forwardingCounts(0x7F000003), nullptr);  // not checked
 }
 
 }  // namespace

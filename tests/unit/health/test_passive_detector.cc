@@ -106,5 +106,79 @@ TEST(HealthTrackerEject, UnhealthyAtOnceThenBackAfterTheHealthyThresholdOfLaterC
   EXPECT_FALSE(t.ejected());
 }
 
+// An appliance that swallows traffic while its own checks pass: without an
+// ejection time it is back after healthy_threshold checks and ejected again
+// every window. With one it serves the time out first.
+TEST(HealthTrackerEject, PassedChecksDoNotBringItBackBeforeItsEjectionTime) {
+  HealthParams hp;
+  hp.healthy_threshold = 2;
+  hp.unhealthy_threshold = 3;
+  HealthTracker t(hp, true, 100, 0);
+  ProbeOutcome ok{true, "ok", 1, 0};
+  t.onResult(ok, 100);
+  ASSERT_TRUE(t.onResult(ok, 200));
+  ASSERT_TRUE(t.eject("no returns: 200 packets sent, none returned in 2.0 s", 1000, 30000));
+  EXPECT_EQ(t.ejectedUntilMs(), 31000u);
+  for (uint64_t at = 1500; at < 31000; at += 500) {
+    EXPECT_FALSE(t.onResult(ok, at)) << "back at " << at;
+    EXPECT_EQ(t.state(), HealthState::kUnhealthy);
+    EXPECT_TRUE(t.ejected());
+  }
+  auto back = t.onResult(ok, 31000);  // the threshold was met long ago: back at once
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->to, HealthState::kHealthy);
+  EXPECT_FALSE(t.ejected());
+  // Failing checks still count during the time: it needs passed ones after.
+  ASSERT_TRUE(t.eject("no returns", 40000, 1000));
+  ProbeOutcome bad{false, "connect_timeout", 5, 0};
+  t.onResult(ok, 40500);
+  t.onResult(bad, 40900);
+  EXPECT_FALSE(t.onResult(ok, 41100));  // one passed since the failure
+  EXPECT_TRUE(t.onResult(ok, 41200));
+}
+
+PassiveCheckConfig ejectionParams(uint32_t base_ms, uint32_t max_ms) {
+  PassiveCheckConfig p = params();
+  p.base_ejection_time_ms = base_ms;
+  p.max_ejection_time_ms = max_ms;
+  return p;
+}
+
+TEST(PassiveDetector, EjectionTimeGrowsWithEjectionsInARowUpToTheCap) {
+  PassiveDetector d;
+  const PassiveCheckConfig p = ejectionParams(30000, 100000);
+  EXPECT_EQ(d.ejectionsInARow(7), 0u);
+  // Ejected again as soon as it is back (its time over, a window later).
+  uint64_t now = 0;
+  const uint64_t want[] = {30000, 60000, 90000, 100000, 100000};
+  for (uint64_t w : want) {
+    EXPECT_EQ(d.ejectionTimeMs(7, p, now), w);
+    now += w + 2000;
+  }
+  EXPECT_EQ(d.ejectionsInARow(7), 5u);
+  EXPECT_EQ(d.ejectionTimeMs(8, p, now), 30000u);  // per appliance
+}
+
+TEST(PassiveDetector, EjectionsInARowFallByOneForEachBaseTimeInService) {
+  PassiveDetector d;
+  const PassiveCheckConfig p = ejectionParams(10000, 300000);
+  EXPECT_EQ(d.ejectionTimeMs(7, p, 0), 10000u);       // out until 10 s
+  EXPECT_EQ(d.ejectionTimeMs(7, p, 11000), 20000u);   // back 1 s: 2 in a row, out until 31 s
+  EXPECT_EQ(d.ejectionTimeMs(7, p, 32000), 30000u);   // 3, out until 62 s
+  // 25 s in service: two base times, the count falls from 3 to 1, then 2.
+  EXPECT_EQ(d.ejectionTimeMs(7, p, 87000), 20000u);
+  // A long time in service: it starts again from one.
+  EXPECT_EQ(d.ejectionTimeMs(7, p, 1000000), 10000u);
+  EXPECT_EQ(d.ejectionsInARow(7), 1u);
+}
+
+TEST(PassiveDetector, NoBaseEjectionTimeMeansBackByItsChecksAlone) {
+  PassiveDetector d;
+  EXPECT_EQ(d.ejectionTimeMs(7, ejectionParams(0, 300000), 0), 0u);
+  // A cap below the base does not shorten it (as Envoy: max(base, max)).
+  EXPECT_EQ(d.ejectionTimeMs(8, ejectionParams(30000, 1000), 0), 30000u);
+  EXPECT_EQ(d.ejectionTimeMs(8, ejectionParams(30000, 1000), 31000), 30000u);
+}
+
 }  // namespace
 }  // namespace gwlb::ctl

@@ -180,3 +180,37 @@ TEST(TunFlowTable, BoundedAndExpiring) {
   EXPECT_EQ(t.expire(25, c), 0u);
   EXPECT_TRUE(t.learn(parsed(f3), geneve(3).data(), 40, gw(1), 25, c));
 }
+
+// The ethernet format (0x6558): the header kept is Geneve's and the inner
+// frame's together; the tun sees only IP. What comes out is rebuilt with the
+// frame header its direction arrived with, or the other direction's turned
+// round (addresses swapped) when this one was never seen.
+TEST(TunFlowTable, EthernetFormatKeepsTheFrameHeaderAndTurnsItRoundForTheOtherDirection) {
+  TunFlowTable t(16, 350);
+  TunCounters c;
+  Bytes gen = geneve(0xc0ffee);
+  gen[2] = 0x65, gen[3] = 0x58;
+  const Bytes router = {2, 0, 0, 0, 0, 1}, gateway = {2, 0, 0, 0, 0, 2};
+  Bytes eth = concat(concat(gateway, router), {0x08, 0x00});  // dst, src, IPv4
+  Bytes fwd = tcp4(kClient, 40000, kServer, 7000, 10);
+  ASSERT_TRUE(t.learn(parsed(fwd), concat(gen, eth).data(), gen.size() + 14, gw(1), 0, c, 14));
+  Bytes out;
+  ASSERT_NE(t.wrap(fwd.data(), fwd.size(), out, 1, c), nullptr);
+  EXPECT_EQ(out, concat(concat(gen, eth), fwd));
+  Bytes back = tcp4(kServer, 7000, kClient, 40000, 3);
+  ASSERT_NE(t.wrap(back.data(), back.size(), out, 2, c), nullptr);
+  Bytes turned = concat(concat(router, gateway), {0x08, 0x00});
+  EXPECT_EQ(out, concat(concat(gen, turned), back));
+  // A tagged frame (18 bytes) is kept whole, tag included.
+  Bytes tagged = concat(concat(router, gateway), {0x81, 0x00, 0x00, 0x2a, 0x08, 0x00});
+  ASSERT_TRUE(t.learn(parsed(back), concat(gen, tagged).data(), gen.size() + 18, gw(2), 3, c, 18));
+  ASSERT_NE(t.wrap(back.data(), back.size(), out, 4, c), nullptr);
+  EXPECT_EQ(out, concat(concat(gen, tagged), back));
+  // The stored frame was not turned round by the earlier wrap.
+  ASSERT_NE(t.wrap(fwd.data(), fwd.size(), out, 5, c), nullptr);
+  EXPECT_EQ(out, concat(concat(gen, eth), fwd));
+  // No Ethernet header is shorter than 14 bytes or longer than one tag allows.
+  EXPECT_FALSE(t.learn(parsed(fwd), concat(gen, eth).data(), gen.size() + 13, gw(1), 6, c, 13));
+  EXPECT_FALSE(t.learn(parsed(fwd), Bytes(gen.size() + 22, 0).data(), gen.size() + 22, gw(1), 6, c, 22));
+  EXPECT_FALSE(t.learn(parsed(fwd), eth.data(), 14, gw(1), 6, c, 14));  // no Geneve header before it
+}
