@@ -1012,7 +1012,7 @@ const Section kFleetSection{"fleet", kFleetKeys, fleetBegin, nullptr, fleetConfi
 const Key kTagKeys[] = {
     {.name = "name", .kind = Kind::kString, .acc = member<&TagConfig::name>(),
      .doc = "What `traffic_classes[].tag` names.", .required = true, .what = "a tag name",
-     .range_doc = kNameRule},
+     .range_doc = "1..63 of `A-Z a-z 0-9 _ . -`, not starting with a digit, unique"},
     {.name = "value", .kind = Kind::kUint, .acc = member<&TagConfig::value>(),
      .doc = "The 32-bit number the tag option carries.", .range = kU32TagRange, .required = true,
      .range_doc = "0..4294967295"},

@@ -125,6 +125,27 @@ def geneve_of(raw):
     return g, opts, g[8 + optlen:]
 
 
+def csum(b):
+    if len(b) % 2:
+        b += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return s
+
+
+def check_outer(raw):
+    """The outer IPv4 and UDP checksums verify (the tag option is inside both lengths)."""
+    ip, udp = raw[14:34], raw[34:]
+    if csum(ip) != 0xFFFF:
+        fail("outer IPv4 checksum wrong")
+    if struct.unpack("!H", ip[2:4])[0] != len(raw) - 14 or struct.unpack("!H", udp[4:6])[0] != len(udp):
+        fail("outer lengths do not cover the packet")
+    pseudo = ip[12:20] + struct.pack("!BBH", 0, 17, len(udp))
+    if csum(pseudo + udp) != 0xFFFF:
+        fail("outer UDP checksum wrong (%d bytes)" % len(raw))
+
+
 def key_of(inner, fmt, origin):
     l3 = inner if fmt == "aws" else inner[14:]
     if l3 not in origin:
@@ -187,6 +208,7 @@ def main():
     n = 0
     for pkt in PcapReader(os.path.join(out, "to-appliances.pcap")):
         n += 1
+        check_outer(bytes(pkt))
         g, opts, inner = geneve_of(bytes(pkt))
         fi, k = key_of(inner, fmt, origin)
         tenant = fl[fi][0]
