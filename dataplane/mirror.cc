@@ -96,4 +96,60 @@ void mirrorCopy(Ctx& c, rte_mbuf* m, const ParsedPacket& p, uint16_t slot, uint3
   c.out.to_mirror[c.out.n_mirror++] = h;
 }
 
+uint32_t encapExtras(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref, FlowEntry& e,
+                     const ServerView& sv, uint64_t route) noexcept {
+  const Snapshot& s = c.s;
+  const uint16_t slot = originClass(ref.origin);
+  const uint32_t flow_hash = e.flow_hash.load(std::memory_order_relaxed);
+  // The direction relative to the flow's first packet (FlowEntry::origin's low bit).
+  const bool reverse = ref.dir != (e.origin.load(std::memory_order_relaxed) & 1);
+  const bool tagged = !s.slot_tag.empty() && slot < kMaxClasses && s.slot_tag[slot].set;
+  const EncapTemplate& t = sv.encap;
+  const bool aws = t.aws;
+  uint8_t* frame = rte_pktmbuf_mtod(m, uint8_t*);
+  size_t payload = aws ? p.l3_len : size_t(p.l3_offset) + p.l3_len;
+  const size_t hdr = encapHeaderLen(aws);
+  const size_t tag_len = tagged ? kGwlbTagOptionLen : 0;
+  const size_t outer_ip_len = hdr + tag_len - 14 + payload;
+  if (outer_ip_len > s.underlay_mtu) [[unlikely]]
+    return uint32_t(s.underlay_mtu - (hdr + tag_len - 14) - (aws ? 0 : p.l3_offset));
+  maybeMirror(c, m, p, slot, flow_hash, reverse);
+  // forward()'s encapsulation, with room for the tag option between the
+  // template's headers and the payload: the template's writers take it as
+  // payload, and the Geneve option length (the high byte of the header's
+  // first word) grows by its words, summed here and written after.
+  const bool offload = c.csum_offload;
+  uint32_t sum = offload ? 0 : payloadSum(frame, aws ? p.l3_offset : 0, p);
+  const uint16_t protocol = p.ip_version == 4 ? kEtherTypeIpv4 : kEtherTypeIpv6;
+  if (aws) rte_pktmbuf_adj(m, p.l3_offset);
+  if (m->data_len > payload) rte_pktmbuf_trim(m, uint16_t(m->data_len - payload));
+  uint8_t* h = reinterpret_cast<uint8_t*>(rte_pktmbuf_prepend(m, uint16_t(hdr + tag_len)));
+  if (!h) [[unlikely]] {
+    drop(c, m, Counter::drop_no_headroom);
+    return 0;
+  }
+  if (tagged) {
+    sum += writeTagOption(h + hdr, s.gwlb_option_class, s.slot_tag[slot].value, reverse) +
+           uint32_t(tag_len / 4) * 256;
+    payload += tag_len;
+  }
+  const uint16_t sport = geneveSourcePort(flow_hash);
+  if (offload) {
+    encapOffloadInline(h, t, payload, sport, protocol, routeCookie(route));
+    m->ol_flags = (m->ol_flags & ~RTE_MBUF_F_TX_OFFLOAD_MASK) | RTE_MBUF_F_TX_IPV4 |
+                  RTE_MBUF_F_TX_IP_CKSUM | RTE_MBUF_F_TX_UDP_CKSUM;
+    m->l2_len = 14;
+    m->l3_len = 20;
+  } else {
+    encapInline(h, t, payload, sport, protocol, routeCookie(route), sum);
+  }
+  if (tagged) h[kOuterL2L3L4Len] = uint8_t(h[kOuterL2L3L4Len] + tag_len / 4);
+  m->port = s.underlay_port;
+  c.w.countSent(uint16_t(&sv - s.servers.data()), m->pkt_len);
+  ++c.encapsulated;
+  c.tx_bytes += m->pkt_len;
+  c.out.to_appliance[c.out.n_appliance++] = m;
+  return 0;
+}
+
 }  // namespace gwlb::dp::burst

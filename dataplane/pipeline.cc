@@ -301,40 +301,31 @@ template <bool kClasses>
     if (sv.group >= c.n_groups) return drop(c, m, Counter::drop_no_server_group);
     if (t.len != hdr) return drop(c, m, Counter::drop_no_server_group);
   }
-  // A tagged class's flows carry gwlb's tag option after the template's options.
-  size_t tag_len = 0;
-  uint32_t tag = 0;
+  // A mirrored or tagged class (dataplane/mirror.cc) takes its own copy of
+  // the rest, out of line: one branch here for every other packet. A
+  // snapshot's slot vectors have storage only when some class has either.
   if constexpr (kClasses) {
-    if (!s.slot_tag.empty()) [[unlikely]] {
-      const uint16_t slot = originClass(ref.origin);
-      if (slot < kMaxClasses && s.slot_tag[slot].set) tag_len = kGwlbTagOptionLen, tag = s.slot_tag[slot].value;
+    if ((reinterpret_cast<uintptr_t>(s.slot_mirror.data()) | reinterpret_cast<uintptr_t>(s.slot_tag.data())) != 0)
+        [[unlikely]] {
+      const uint32_t inner_mtu = encapExtras(c, m, p, ref, e, sv, route);
+      if (inner_mtu) tooBig(c, m, p, inner_mtu);
+      return;
     }
   }
-  size_t outer_ip_len = hdr + tag_len - 14 + payload;
+  size_t outer_ip_len = hdr - 14 + payload;
   if (outer_ip_len > s.underlay_mtu) [[unlikely]] {
-    uint32_t inner_mtu = uint32_t(s.underlay_mtu - (hdr + tag_len - 14) - (aws ? 0 : p.l3_offset));
+    uint32_t inner_mtu = uint32_t(s.underlay_mtu - (hdr - 14) - (aws ? 0 : p.l3_offset));
     return tooBig(c, m, p, inner_mtu);
   }
-  // Before the original is wrapped: the copy shares its bytes from the IP header on.
-  if constexpr (kClasses)
-    maybeMirror(c, m, p, originClass(ref.origin), e.flow_hash.load(std::memory_order_relaxed),
-                ref.dir != (e.origin.load(std::memory_order_relaxed) & 1));
   const bool offload = c.csum_offload;
   uint32_t sum = offload ? 0 : payloadSum(frame, aws ? p.l3_offset : 0, p);
   uint16_t protocol = p.ip_version == 4 ? kEtherTypeIpv4 : kEtherTypeIpv6;
   if (aws) rte_pktmbuf_adj(m, p.l3_offset);
   if (m->data_len > payload) rte_pktmbuf_trim(m, uint16_t(m->data_len - payload));
-  uint8_t* h = reinterpret_cast<uint8_t*>(rte_pktmbuf_prepend(m, uint16_t(hdr + tag_len)));
+  uint8_t* h = reinterpret_cast<uint8_t*>(rte_pktmbuf_prepend(m, uint16_t(hdr)));
   if (!h) [[unlikely]]
     return drop(c, m, Counter::drop_no_headroom);
   const uint16_t sport = geneveSourcePort(e.flow_hash.load(std::memory_order_relaxed));
-  if (tag_len) [[unlikely]] {
-    // Carried as payload by the template's writers; the option length in the
-    // Geneve header's first byte grows by its words (summed here, written below).
-    const bool reverse = ref.dir != (e.origin.load(std::memory_order_relaxed) & 1);
-    sum += writeTagOption(h + hdr, s.gwlb_option_class, tag, reverse) + uint32_t(tag_len / 4) * 256;
-    payload += tag_len;
-  }
   if (offload) {
     encapOffloadInline(h, t, payload, sport, protocol, routeCookie(route));
     m->ol_flags = (m->ol_flags & ~RTE_MBUF_F_TX_OFFLOAD_MASK) | RTE_MBUF_F_TX_IPV4 |
@@ -344,8 +335,6 @@ template <bool kClasses>
   } else {
     encapInline(h, t, payload, sport, protocol, routeCookie(route), sum);
   }
-  if (tag_len) [[unlikely]]
-    h[kOuterL2L3L4Len] = uint8_t(h[kOuterL2L3L4Len] + tag_len / 4);
   m->port = s.underlay_port;
   c.w.countSent(server, m->pkt_len);
   ++c.encapsulated;
