@@ -61,8 +61,11 @@ def test_mirror(lab, args):
     for a in TOOLS:
         path = os.path.join(lab.dir, f"{a}-sink.pcap")
         sinks[a] = [bytes(p)[14:] for p in PcapReader(path)] if os.path.exists(path) else []
-    got = {a: [b for b in s if flow_key(IP(b)) == fa] for a, s in sinks.items()}
-    other = {a: sum(1 for b in s if flow_key(IP(b)) == fb) for a, s in sinks.items()}
+    def key_of(b):
+        p = IP(b)
+        return flow_key(p) if p.haslayer(TCP) else None
+    got = {a: [b for b in s if key_of(b) == fa] for a, s in sinks.items()}
+    other = {a: sum(1 for b in s if key_of(b) == fb) for a, s in sinks.items()}
     assert not any(other.values()), f"copies of tenant B's (unmirrored) stream: {other}"
     tools = [a for a in TOOLS if got[a]]
     assert len(tools) == 1, f"tenant A's stream reached tools {tools}: both directions must reach one"
