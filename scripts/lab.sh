@@ -514,7 +514,9 @@ lab_up() {
   trap - ERR
   log "up: client $CLIENT_IP -> router -> gateway (gwlbd) -> app1 ${APP_IPS[0]} / app2 ${APP_IPS[1]} -> server $SERVER_IP"
   [ "$APPLIANCE" = plain ] || log "appliances: $(stateful_summary)"
-  if [ "$listeners" = 2 ]; then
+  if [ "$listeners" = 2 ] && [ "${LAB_MIRROR:-0}" = 1 ]; then
+    log "mirror group: both tenants -> app1/app2 (listener tenant-a); copies of tenant-a's packets -> app3 ${APP_IPS[2]} / app4 ${APP_IPS[3]} (--mirror-sink $D/appN-sink.pcap)"
+  elif [ "$listeners" = 2 ]; then
     log "two listeners: tenant-a (client $CLIENT_IP) -> app1/app2, tenant-b (client $CLIENT_B_IP) -> app3 ${APP_IPS[2]} / app4 ${APP_IPS[3]}; TCP port 873 bypassed"
   fi
   log "control socket $D/gwlbd.sock; logs in $D"

@@ -33,7 +33,7 @@ def flow_key(p):
 def test_mirror(lab, args):
     lab.serve("tcp-echo-server", ec.SERVER, 7000)
     cap = os.path.join(lab.dir, "router-to-gw.pcap")
-    dump = lab.spawn("router", "dumpcap", "-q", "-i", "r-gw", "-F", "pcap", "-f", "tcp port 7000",
+    dump = lab.spawn("router", "dumpcap", "-q", "-i", "r-gw", "-P", "-f", "tcp port 7000",
                      "-w", cap, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     ec.wait_for("dumpcap's capture file", lambda: os.path.exists(cap) and os.path.getsize(cap) >= 24)
     time.sleep(0.5)
