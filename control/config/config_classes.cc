@@ -240,9 +240,16 @@ void checkTags(const Config& c, Report& r) {
 // A mirror names a server group that serves no listener: its appliances are
 // passive tools that send nothing back, and a listener's group would get both
 // its flows and copies.
-void checkClassMirror(const Config& c, const TrafficClassConfig& tc, const std::string& cp, Report& r) {
+void checkClassMirror(const Config& c, const TrafficClassConfig& tc, const std::string& cp, Report& r,
+                      UnknownNames unknown) {
   const std::string& g = tc.mirror.group;
-  if (g.empty()) return;
+  if (g.empty()) {
+    // A mirror is its group (the section is checked only with one).
+    if (tc.mirror.truncate != 0 || tc.mirror.sample != 1)
+      r.add(cp + ".mirror.group", "is required: the server group that receives the copies");
+    return;
+  }
+  if (unknown.groups) return;  // `server_groups` failed to parse: its error says what is wrong
   size_t gi = 0;
   while (gi < c.server_groups.size() && c.server_groups[gi].name != g) ++gi;
   if (gi == c.server_groups.size()) {
@@ -300,8 +307,12 @@ void checkClasses(const Config& c, Report& r, UnknownNames unknown) {
     } else if (!listeners.count(tc.listener)) {
       r.add(cp + ".listener", quote(tc.listener) + " is not a listener in listeners");
     }
-    checkClassMirror(c, tc, cp, r);
-    if (!tc.tag.empty() && !classTagValue(c.tags, tc.tag))
+    checkClassMirror(c, tc, cp, r, unknown);
+    // A name with a tag list that failed to parse (or a bad entry) is that error's.
+    const bool tags_bad = std::any_of(c.tags.begin(), c.tags.end(), [](const TagConfig& t) {
+      return !validName(t.name) || (t.name[0] >= '0' && t.name[0] <= '9');
+    });
+    if (!tc.tag.empty() && !classTagValue(c.tags, tc.tag) && !(tags_bad || r.written("tags")))
       r.add(cp + ".tag", quote(tc.tag) + " is neither a 32-bit number (0..4294967295, or 0x hex) nor "
                          "a name in tags");
     const auto& ports = tc.match.ingress_ports;

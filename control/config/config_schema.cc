@@ -903,7 +903,9 @@ const Key kMirrorKeys[] = {
      .doc = "Copy one packet in this many (per worker).", .range = kSampleRange,
      .range_doc = "1..1000000", .default_doc = "1 (every packet)"},
 };
-const Section kMirrorSection{"traffic_classes[].mirror", kMirrorKeys};
+// A mirror is its group: without one there is nothing to check or dump.
+bool mirrorConfigured(const void* obj) { return !static_cast<const ClassMirrorConfig*>(obj)->group.empty(); }
+const Section kMirrorSection{"traffic_classes[].mirror", kMirrorKeys, nullptr, nullptr, mirrorConfigured};
 
 const Key kClassKeys[] = {
     {.name = "name", .kind = Kind::kString, .acc = member<&TrafficClassConfig::name>(),
