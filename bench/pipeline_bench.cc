@@ -32,9 +32,13 @@
 //   pipeline_bench --mode M --flows N --size S --proto tcp|udp [--burst B]
 //                  [--reps R] [--rep-packets P] [--cpu C] [--instructions]
 //                  [--tx-offload] [--huge-dir DIR] [--pad-instructions N] [--help]
-//                  [--classes N]
+//                  [--classes N [--mirror] [--tag]]
 // --classes N: N traffic classes of mixed fields (bench/bench_net.h
 // benchClasses), the flows matching the last one (the worst case).
+// --mirror: that class also has a mirror group of one tool: each packet's
+// copy (a header mbuf chained to the original's data) is built and sent too;
+// the copies come out of the TX ring beside the originals.
+// --tag: that class has a tag: each packet carries the 12-byte tag option.
 // Prints one JSON line per case (last line of stdout).
 // Issue 28 (kept together in the blocks marked "issue 28"):
 //   --tx-offload        the port "offers" outer IPv4/UDP checksum offload: the
@@ -118,6 +122,8 @@ struct Options {
   std::string huge_dir;
   unsigned pad = 0;
   uint32_t classes = 0;  // traffic classes in the snapshot (benchClasses)
+  bool mirror = false;   // the matched class has a mirror group (one tool)
+  bool tag = false;      // the matched class has a tag
 };
 
 // Issue 28: a deliberate regression (--pad-instructions): about `per` extra
@@ -202,7 +208,7 @@ class Bench {
   uint64_t pass(uint64_t count, uint64_t& packets, bool timed_callgrind = false) {
     uint64_t cycles = 0;
     rte_mbuf* pkts[dp::kMaxBurst];
-    rte_mbuf* back[dp::kMaxBurst];
+    rte_mbuf* back[2 * dp::kMaxBurst];  // originals and their mirror copies
     dp::BurstOutput out;
     (void)timed_callgrind;
     while (count) {
@@ -222,11 +228,14 @@ class Bench {
         dp::processBurst(dp_, *w_, pkts, n, now, out);
         sent = rte_eth_tx_burst(port_, 0, out.to_appliance, out.n_appliance);
         sent = uint16_t(sent + rte_eth_tx_burst(port_, 0, out.to_router, out.n_router));
+        if (out.n_mirror) sent = uint16_t(sent + rte_eth_tx_burst(port_, 0, out.to_mirror, out.n_mirror));
       }
       cycles += rte_rdtsc() - t0;
-      unsigned got = rte_ring_dequeue_burst(tx_, reinterpret_cast<void**>(back), dp::kMaxBurst,
+      unsigned got = rte_ring_dequeue_burst(tx_, reinterpret_cast<void**>(back), 2 * dp::kMaxBurst,
                                             nullptr);
-      if (n != k || sent != k || got != k)
+      // With --mirror (forward modes) each packet also sends its copy.
+      const unsigned want = o_.mirror ? 2u * k : k;
+      if (n != k || sent != want || got != want)
         die("a packet did not come out (rx " + std::to_string(n) + ", sent " +
             std::to_string(sent) + ", of " + std::to_string(k) + "): " + dropSummary());
       if (capture_) for (unsigned j = 0; j < got; ++j) capture(back[j]);
@@ -333,6 +342,17 @@ class Bench {
   void buildSnapshot() {
     cfg_ = benchConfig(3, ctl::FailoverMode::kNoRebalance);
     cfg_.traffic_classes = benchClasses(o_.classes);
+    if (o_.mirror) {  // one tool in a group of its own
+      ctl::ServerGroupConfig g;
+      g.name = "tools";
+      g.geneve.vni = 0x77;
+      ctl::ServerConfig t;
+      t.address = benchAppliance(7);
+      g.servers.push_back(t);
+      cfg_.server_groups.push_back(g);
+      cfg_.traffic_classes.back().mirror.group = "tools";
+    }
+    if (o_.tag) cfg_.traffic_classes.back().tag = "42";
     ctl::HealthMap h = benchAllHealthy();
     snap_ = ctl::buildSnapshot(cfg_, reg_, {}, 1, h);
   }
@@ -397,14 +417,20 @@ Options parse(int argc, char** argv) {
     else if (a == "--help") {
       std::printf("pipeline_bench --mode established|new|return|ring --flows N --size S --proto "
                   "tcp|udp [--burst B] [--reps R] [--rep-packets P] [--cpu C] [--instructions] "
-                  "[--tx-offload] [--huge-dir DIR] [--pad-instructions N] [--classes N] [--help]\n");
+                  "[--tx-offload] [--huge-dir DIR] [--pad-instructions N] [--classes N] [--mirror] "
+                  "[--tag] [--help]\n");
       std::exit(0);
     }
     else if (a == "--classes") o.classes = uint32_t(std::stoul(next()));
+    else if (a == "--mirror") o.mirror = true;
+    else if (a == "--tag") o.tag = true;
     else die("unknown argument " + a);
   }
   if (o.flows == 0) die("--flows must be > 0");
   if (o.classes > 1000) die("--classes must be 0..1000");
+  if ((o.mirror || o.tag) && o.classes == 0) die("--mirror and --tag need --classes N (N >= 1)");
+  if (o.mirror && o.mode != Mode::kEstablished && o.mode != Mode::kNew)
+    die("--mirror: modes established and new only (returns are not mirrored)");
   return o;
 }
 
@@ -430,9 +456,9 @@ int main(int argc, char** argv) {
       uint64_t packets = 0;
       b.runInstructions(packets);
       std::printf("{\"mode\":\"%s\",\"flows\":%u,\"size\":%u,\"proto\":\"%s\",\"classes\":%u,"
-                  "\"packets\":%llu}\n",
+                  "\"mirror\":%s,\"tag\":%s,\"packets\":%llu}\n",
                   o.mode_name.c_str(), o.flows, o.size, o.tcp ? "tcp" : "udp", o.classes,
-                  (unsigned long long)packets);
+                  o.mirror ? "true" : "false", o.tag ? "true" : "false", (unsigned long long)packets);
       return 0;
     }
     std::vector<double> per = b.run();
@@ -441,11 +467,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s %u flows %u B %s: %.1f cycles/packet (%.2f Mpps at TSC %.0f MHz)\n",
                  o.mode_name.c_str(), o.flows, o.size, o.tcp ? "tcp" : "udp", med,
                  b.tscHz() / med / 1e6, b.tscHz() / 1e6);
-    std::printf("{\"mode\":\"%s\",\"flows\":%u,\"classes\":%u,\"size\":%u,\"frame_bytes\":%u,\"proto\":\"%s\","
+    std::printf("{\"mode\":\"%s\",\"flows\":%u,\"classes\":%u,\"mirror\":%s,\"tag\":%s,\"size\":%u,\"frame_bytes\":%u,\"proto\":\"%s\","
                 "\"burst\":%u,\"reps\":%u,\"rep_packets\":%llu,\"cpu\":%d,\"tsc_hz\":%.0f,"
                 "\"cycles_per_packet\":%.2f,\"spread\":[%.2f,%.2f],\"mpps\":%.3f,"
                 "\"hugepages\":%s,\"flow_table_hugepage_bytes\":%zu,\"tx_offload\":%s,\"per_rep\":[",
-                o.mode_name.c_str(), o.flows, o.classes, o.size, b.frameBytes(), o.tcp ? "tcp" : "udp",
+                o.mode_name.c_str(), o.flows, o.classes, o.mirror ? "true" : "false",
+                o.tag ? "true" : "false", o.size, b.frameBytes(), o.tcp ? "tcp" : "udp",
                 o.burst, o.reps,
                 (unsigned long long)(o.mode == Mode::kNew ? o.flows : o.rep_packets), o.cpu,
                 b.tscHz(), med, *mn, *mx, b.tscHz() / med / 1e6,

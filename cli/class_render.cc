@@ -40,6 +40,17 @@ std::string renderClasses(const Json& r) {
   }
   t.addRow({"-", "(none)", "no class matches", "drop", "-", countText(un, "packets"), "-"});
   std::string out = t.render() + "first match wins; (none): dropped as unclassified (drop_unclassified)\n";
+  // Tags and mirrors under the table: most classes have none, and the text is long.
+  if (classes.is_array())
+    for (const auto& c : classes) {
+      if (field(c, "tag").is_string())
+        out += "tag: " + fieldText(c, "name") + ": " + fieldText(c, "tag") +
+               (fieldText(c, "tag") == fieldText(c, "tag_value") ? "" : " = " + fieldText(c, "tag_value")) +
+               " in every packet to its appliances\n";
+      if (field(c, "mirror").is_string())
+        out += "mirror: " + fieldText(c, "name") + " (class id " + fieldText(c, "id") + " in the copies): " +
+               fieldText(c, "mirror") + "\n";
+    }
   const Json& comp = field(r, "compiled");
   const Json& bytes = field(comp, "bytes");
   if (comp.is_object() && bytes.is_number()) {
@@ -66,6 +77,8 @@ void addClassLines(KV& kv, const Json& cls) {
     kv.push_back({"class", classRef(cls) + ": " + action});
     std::string why = lines(field(cls, "matched"));
     kv.push_back({"matched", why.empty() ? "no match fields: every packet" : why});
+    if (field(cls, "mirror").is_string()) kv.push_back({"mirror", fieldText(cls, "mirror")});
+    if (field(cls, "tag").is_string()) kv.push_back({"tag", fieldText(cls, "tag")});
   }
   std::string skipped;
   const Json& sk = field(cls, "skipped");

@@ -32,6 +32,10 @@ inline constexpr uint16_t kAwsOptionClass = 0x0108;
 inline constexpr uint8_t kAwsOptEndpointId = 1;
 inline constexpr uint8_t kAwsOptAttachmentId = 2;
 inline constexpr uint8_t kAwsOptFlowCookie = 3;
+inline constexpr uint16_t kGwlbOptionClassDefault = 0xFF01;
+inline constexpr uint8_t kGwlbOptBypass = 0x01;
+inline constexpr uint8_t kGwlbOptMirror = 0x02;
+inline constexpr uint8_t kGwlbOptTag = 0x03;
 inline constexpr size_t kGeneveBaseLen = 8;
 inline constexpr size_t kAwsOptionsLen = 32;  // (4+8) + (4+8) + (4+4)
 inline constexpr size_t kOuterL2L3L4Len = 14 + 20 + 8;
@@ -93,6 +97,26 @@ void applyEncap(uint8_t* frame, const EncapTemplate& t, size_t payload_len, uint
 // needed: that is the work the NIC takes over.
 void applyEncapOffload(uint8_t* frame, const EncapTemplate& t, size_t payload_len,
                        uint16_t udp_sport, uint16_t protocol, uint32_t cookie) noexcept;
+
+// gwlb's tag option (type kGwlbOptTag, 8 bytes of data):
+//  | Option Class | 0x03 | 2 | Flags |R| Reserved (24) | Tag (32) |
+// R: the packet travels opposite to its flow's first packet. Written after the
+// template's options (aws: after AWS's three, which stay first and unchanged).
+inline constexpr size_t kGwlbTagOptionLen = 12;
+// Writes it at p[0..12) and returns the one's-complement sum of those bytes
+// (big-endian 16-bit words, as csumAdd), for the UDP checksum.
+inline uint32_t writeTagOption(uint8_t* p, uint16_t option_class, uint32_t tag, bool reverse) noexcept {
+  const uint8_t b[kGwlbTagOptionLen] = {uint8_t(option_class >> 8), uint8_t(option_class), kGwlbOptTag, 2,
+                                        uint8_t(reverse ? 1 : 0), 0, 0, 0,
+                                        uint8_t(tag >> 24), uint8_t(tag >> 16), uint8_t(tag >> 8), uint8_t(tag)};
+  uint32_t sum = 0;
+  for (size_t i = 0; i < kGwlbTagOptionLen; i += 2) {
+    p[i] = b[i];
+    p[i + 1] = b[i + 1];
+    sum += uint32_t(b[i]) << 8 | b[i + 1];
+  }
+  return sum;
+}
 
 // UDP source port for a flow: constant per flow, spread over 49152..65535.
 inline uint16_t geneveSourcePort(uint32_t flow_hash) noexcept {

@@ -219,6 +219,30 @@ struct Snapshot {
     uint8_t stickiness : 7 = 0;
   };
   std::vector<ClassRoute> class_route;
+  // A class's mirror (traffic_classes[].mirror): copies of its packets to one
+  // appliance of `group`, picked by the flow's symmetric hash in the group's
+  // Maglev table (so health, weights and draining apply as to any group).
+  struct MirrorView {
+    uint8_t group = kNoGroup;  // kNoGroup: the class is not mirrored
+    uint16_t class_id = 0;     // its counter slot, carried in the mirror option
+    uint32_t truncate = 0;     // bytes of the inner packet copied at most; 0: all
+    uint32_t sample = 1;       // one packet in `sample`
+  };
+  // By class index (the builder fills it; empty: no class is mirrored).
+  std::vector<MirrorView> class_mirror;
+  // The same by counter slot (routeClasses), kMaxClasses of them when any
+  // class is mirrored, else empty: the workers index it by FlowEntry::origin's class.
+  std::vector<MirrorView> slot_mirror;
+  // A class's tag (traffic_classes[].tag): gwlb's tag option on every
+  // packet of its flows sent to an appliance.
+  struct TagView {
+    uint32_t value = 0;
+    bool set = false;
+  };
+  std::vector<TagView> class_tag;  // by class index (the builder; empty: no class is tagged)
+  std::vector<TagView> slot_tag;   // by counter slot (routeClasses), kMaxClasses or empty
+  // gwlb's own Geneve option class (mirror and tag options).
+  uint16_t gwlb_option_class = kGwlbOptionClassDefault;
   // Fills class_route from classes, class_slot and listeners; whoever sets
   // class_slot calls it. With classes it holds kMaxClasses routes (those past
   // the rules inspect nothing), so a worker indexes it by any class the
@@ -233,6 +257,19 @@ struct Snapshot {
       r.inspect = classes.action(c) == ClassVerdict::kInspect && r.listener < listeners.size();
       if (r.inspect) r.stickiness = uint8_t(listeners[r.listener].stickiness) & 0x7F;
       r.origin = uint16_t((r.listener & 15) << 1 | ((r.slot + 1) & 0x7FF) << 5);  // dp::packOrigin
+    }
+    slot_tag.clear();
+    for (size_t i = 0; i < class_tag.size() && i < class_slot.size(); ++i) {
+      if (!class_tag[i].set || class_slot[i] >= kMaxClasses) continue;
+      if (slot_tag.empty()) slot_tag.assign(kMaxClasses, TagView{});
+      slot_tag[class_slot[i]] = class_tag[i];
+    }
+    slot_mirror.clear();
+    for (size_t i = 0; i < class_mirror.size() && i < class_slot.size(); ++i) {
+      if (class_mirror[i].group == kNoGroup || class_slot[i] >= kMaxClasses) continue;
+      if (slot_mirror.empty()) slot_mirror.assign(kMaxClasses, MirrorView{});
+      slot_mirror[class_slot[i]] = class_mirror[i];
+      slot_mirror[class_slot[i]].class_id = class_slot[i];
     }
   }
   std::vector<GroupView> groups;

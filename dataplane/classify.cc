@@ -115,6 +115,11 @@ bool classifyForward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowRef& ref) n
     drop(c, m, ports ? Counter::drop_unclassified : Counter::drop_fragment_unknown_flow);
     return false;
   }
+  if (!s.slot_mirror.empty() && s.classes.action(cls) != ClassVerdict::kInspect) [[unlikely]] {
+    // No flow entry: the five-tuple key's hash (symmetric) picks the tool.
+    const FlowRef r = refFor(p, StickinessMode::kFiveTuple, 0);
+    maybeMirror(c, m, p, s.class_slot[cls], r.hash, r.dir != 0);
+  }
   switch (s.classes.action(cls)) {
     case ClassVerdict::kBypass: bypass(c, m); break;
     case ClassVerdict::kDrop: drop(c, m, Counter::drop_class_drop); break;

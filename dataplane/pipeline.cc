@@ -305,6 +305,17 @@ template <bool kClasses>
     if (sv.group >= c.n_groups) return drop(c, m, Counter::drop_no_server_group);
     if (t.len != hdr) return drop(c, m, Counter::drop_no_server_group);
   }
+  // A mirrored or tagged class (dataplane/mirror.cc) takes its own copy of
+  // the rest, out of line: one branch here for every other packet. A
+  // snapshot's slot vectors have storage only when some class has either.
+  if constexpr (kClasses) {
+    if ((reinterpret_cast<uintptr_t>(s.slot_mirror.data()) | reinterpret_cast<uintptr_t>(s.slot_tag.data())) != 0)
+        [[unlikely]] {
+      const uint32_t inner_mtu = encapExtras(c, m, p, ref, e, sv, route);
+      if (inner_mtu) tooBig(c, m, p, inner_mtu);
+      return;
+    }
+  }
   size_t outer_ip_len = hdr - 14 + payload;
   if (outer_ip_len > s.underlay_mtu) [[unlikely]] {
     uint32_t inner_mtu = uint32_t(s.underlay_mtu - (hdr - 14) - (aws ? 0 : p.l3_offset));
@@ -657,6 +668,7 @@ void processBurst(Dataplane& dp, WorkerState& w, rte_mbuf** pkts, uint16_t n, ui
                   BurstOutput& out) noexcept {
   out.n_appliance = 0;
   out.n_router = 0;
+  out.n_mirror = 0;
   if (n > kMaxBurst) n = kMaxBurst;  // the caller's contract; never write past the outputs
   w.counters.inc(Counter::rx_packets, n);
   const Snapshot* snap = dp.snapshot.load(std::memory_order_acquire);

@@ -99,6 +99,9 @@ struct alignas(64) WorkerState {
   // keeps its listener and appliance). They went to an appliance.
   uint64_t class_kept_packets[kMaxClasses] = {};
   uint64_t class_kept_bytes[kMaxClasses] = {};
+  // Packets of each mirrored class seen by this worker, by counter slot: the
+  // 1-in-N sampling of traffic_classes[].mirror.sample counts here.
+  uint32_t mirror_tick[kMaxClasses] = {};
 
   static void bump(uint64_t& slot, uint64_t by) noexcept {
     std::atomic_ref<uint64_t> r(slot);
@@ -138,6 +141,11 @@ struct BurstOutput {
   uint16_t n_appliance = 0;
   rte_mbuf* to_router[kMaxBurst];     // returned, ICMP and RST packets; mbuf->port = egress port
   uint16_t n_router = 0;
+  // Copies for mirror groups (traffic_classes[].mirror), out of
+  // snapshot->underlay_port: a header mbuf chained to an indirect mbuf that
+  // shares the original's data. At most one per packet received.
+  rte_mbuf* to_mirror[kMaxBurst];
+  uint16_t n_mirror = 0;
 };
 
 // Processes n (<= kMaxBurst) frames received at now_ns (monotonic ns, or the

@@ -162,6 +162,32 @@ inline constexpr uint8_t kFragmentListener = 0;
   return true;
 }
 
+// Mirror groups and tags (dataplane/mirror.cc), out of line: only packets
+// on a snapshot with a mirrored or tagged class (slot_mirror or slot_tag not empty) call them.
+// mirrorCopy: sends a copy of `m` (parsed `p`, unchanged so far) to one
+// appliance of the mirror group of the class with counter slot `slot`,
+// picked by `hash` (the flow's symmetric hash); `reverse`: the mirror
+// option's direction bit. A copy that cannot be sent is counted
+// (mirror_drop_*), never queued; `m` is not changed.
+void mirrorCopy(Ctx& c, rte_mbuf* m, const ParsedPacket& p, uint16_t slot, uint32_t hash,
+                bool reverse) noexcept;
+// The rest of forward() for a packet of flow entry `e` (route `route`) to
+// appliance `sv` on a snapshot with a mirrored or tagged class: the copy when
+// its class is mirrored (before the original is wrapped: the copy shares its
+// bytes from the IP header on), then the original wrapped for `sv` with, when
+// its class is tagged, gwlb's tag option after the template's options.
+// Returns 0 when `m` was handled (sent or dropped), else the inner MTU of the
+// too-big error the caller sends in its place.
+uint32_t encapExtras(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref, FlowEntry& e,
+                     const ServerView& sv, uint64_t route) noexcept;
+// mirrorCopy when the class is mirrored: one predicted branch when no class is.
+[[gnu::always_inline]] inline void maybeMirror(Ctx& c, rte_mbuf* m, const ParsedPacket& p, uint16_t slot,
+                                               uint32_t hash, bool reverse) noexcept {
+  if (c.s.slot_mirror.empty()) [[likely]]
+    return;
+  if (slot < kMaxClasses && c.s.slot_mirror[slot].group != kNoGroup) mirrorCopy(c, m, p, slot, hash, reverse);
+}
+
 // The traffic-class path (dataplane/classify.cc), out of line: only bursts on
 // a snapshot with traffic_classes call it.
 // With traffic_classes: the class keys the packet (inspect) or bypasses or drops

@@ -98,6 +98,7 @@ int workerLoop(void* arg) {
       processBurst(*run->dp, w, pkts, n, now, out);
       transmit(w, c.tx_queue, out.to_appliance, out.n_appliance);
       transmit(w, c.tx_queue, out.to_router, out.n_router);
+      if (out.n_mirror) transmit(w, c.tx_queue, out.to_mirror, out.n_mirror);
     }
     if (run->control_tx) {
       // Sorted by port is not needed: transmit() batches runs of equal ports.

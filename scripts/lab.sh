@@ -39,6 +39,9 @@
 #                       the kernel reassembles IPv4 fragments before gwlbd sees them) or
 #                       net_tap bridged to gw-rt (gwlbd gets every frame as sent: real fragments)
 #   LAB_IPV6 (0)        1: IPv6 between client, router and server as well (fd77:1::/64, fd77:2::/64)
+#   LAB_MIRROR (0)      1, with --listeners 2: app3 and app4 are a mirror group of passive tools
+#                       (gwlb-appliance --mirror-sink DIR/appN-sink.pcap) receiving copies of
+#                       tenant-a's packets; tenant-b goes to listener tenant-a too
 #   LAB_PROBES data|mgmt  health probes through gwlbd's appliance port (its exception tap gwlb1,
 #                       the default) or by the gateway kernel's own interface on the appliance network
 #   Fleet lab only: LAB_GRACE (3s) fleet.grace_period; LAB_IDLE_SLEEP_US (200) node.idle_sleep_us;
@@ -91,7 +94,25 @@ app_names() { app_ids | sed 's/^/app/'; }
 # tap of gwlbd's appliance port) unless given EXTRA keys (LAB_PROBES=mgmt).
 appliance_groups_yaml() {  # appliance_groups_yaml [EXTRA_HEALTH_CHECK_KEYS]
   echo "server_groups:"
-  if [ "$(lab_listeners)" = 2 ]; then
+  if [ "$(lab_listeners)" = 2 ] && [ "${LAB_MIRROR:-0}" = 1 ]; then
+    server_group_yaml fw-a 0 1 "${1:-}"
+    server_group_yaml tools 2 3 "${1:-}"
+    cat <<YAML
+listeners:
+  - { name: tenant-a, server_groups: [fw-a] }
+traffic_classes:
+  - name: backups
+    match: { protocols: [tcp], l4_ports: [873] }
+    action: bypass
+  - name: tenant-a
+    match: { prefixes: [10.77.1.0/25, "fd77:1::/121"] }
+    listener: tenant-a
+    mirror: { group: tools }
+  - name: tenant-b
+    match: { prefixes: [10.77.1.128/25, "fd77:1::80/121"] }
+    listener: tenant-a
+YAML
+  elif [ "$(lab_listeners)" = 2 ]; then
     server_group_yaml fw-a 0 1 "${1:-}"
     server_group_yaml fw-b 2 3 "${1:-}"
     cat <<YAML
@@ -209,6 +230,8 @@ app_start() {
   local i="$1" extra_var="LAB_APP${1}_ARGS"
   local ip="${APP_IPS[$((i - 1))]}" tun=()
   if app_stateful "$i"; then stateful_setup "$i"; tun=(--tun "$STATEFUL_TUN"); fi
+  # LAB_MIRROR: app3 and app4 are passive tools writing the copies they get.
+  if [ "${LAB_MIRROR:-0}" = 1 ] && [ "$i" -ge 3 ]; then tun=(--mirror-sink "$D/app$i-sink.pcap"); fi
   # shellcheck disable=SC2086
   start_bg "app$i" "app$i" "$GWLB_BUILD/tools/gwlb-appliance" --name "app$i" --listen "$ip" \
     --http "0.0.0.0:8080" "${tun[@]}" ${LAB_APP_ARGS:-} ${!extra_var:-}
@@ -491,7 +514,9 @@ lab_up() {
   trap - ERR
   log "up: client $CLIENT_IP -> router -> gateway (gwlbd) -> app1 ${APP_IPS[0]} / app2 ${APP_IPS[1]} -> server $SERVER_IP"
   [ "$APPLIANCE" = plain ] || log "appliances: $(stateful_summary)"
-  if [ "$listeners" = 2 ]; then
+  if [ "$listeners" = 2 ] && [ "${LAB_MIRROR:-0}" = 1 ]; then
+    log "mirror group: both tenants -> app1/app2 (listener tenant-a); copies of tenant-a's packets -> app3 ${APP_IPS[2]} / app4 ${APP_IPS[3]} (--mirror-sink $D/appN-sink.pcap)"
+  elif [ "$listeners" = 2 ]; then
     log "two listeners: tenant-a (client $CLIENT_IP) -> app1/app2, tenant-b (client $CLIENT_B_IP) -> app3 ${APP_IPS[2]} / app4 ${APP_IPS[3]}; TCP port 873 bypassed"
   fi
   log "control socket $D/gwlbd.sock; logs in $D"

@@ -20,6 +20,12 @@
 //                       [--http ADDR:PORT] [--drop-dport N]... [--drop-proto P]...
 //                       [--unhealthy] [--blackhole] [--name NAME] [--max-flows N] [--quiet]
 //                       [--tun NAME [--tun-flows N] [--tun-idle SECONDS]]
+//                       [--mirror-sink FILE] [--option-class N]
+// With --mirror-sink FILE it is a passive tool behind a mirror group: it
+// writes what each copy carried to FILE (pcap) and sends nothing back.
+// gwlb's own options (class --option-class) are read on every packet: the
+// mirror option's class id and direction, the tag option's value, counted
+// in /stats.
 #include <utility>  // before Boost 1.74 Asio under C++20 (std::exchange)
 
 #include <boost/asio.hpp>
@@ -27,16 +33,19 @@
 #include <spdlog/spdlog.h>
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "tools/appliance_options.h"
 #include "tools/appliance_packet.h"
 #include "tools/appliance_tun.h"
 #include "version.h"
@@ -74,6 +83,8 @@ struct Options {
   bool quiet = false;
   std::vector<Rule> rules;
   gwlb::appliance::TunOptions tun;  // tun.device empty: no tun mode
+  std::string mirror_sink;          // pcap path: a passive tool (nothing sent back)
+  uint16_t option_class = 0xFF01;   // gwlb's Geneve option class (node.geneve_option_class)
 };
 
 struct FlowStats {
@@ -120,6 +131,11 @@ class Appliance {
                  opt_.http ? opt_.http_addr + ":" + std::to_string(opt_.http_port) : "off",
                  rules.empty() ? "none" : rules, unhealthy_ ? ", health 503" : "",
                  opt_.blackhole ? ", blackhole: forwards nothing" : "");
+    if (!opt_.mirror_sink.empty()) {
+      if (!sink_.open(opt_.mirror_sink.c_str()))
+        throw std::runtime_error("--mirror-sink: cannot write " + opt_.mirror_sink);
+      spdlog::info("{}: mirror sink: copies written to {}, nothing sent back", opt_.name, opt_.mirror_sink);
+    }
     if (tun_) spdlog::info("{}: tun mode: inner packets through tun device {} (the kernel forwards them)",
                            opt_.name, opt_.tun.device);
     receive();
@@ -154,6 +170,11 @@ class Appliance {
     uint16_t ptype = uint16_t((p[2] << 8) | p[3]);
     const uint8_t* in = p + 8 + optlen;
     size_t inlen = n - 8 - optlen;
+    gwlb::appliance::GwlbOptions go;
+    if (!gwlb::appliance::readGwlbOptions(p + 8, optlen, opt_.option_class, go))
+      return malformed("gwlb_option");
+    if (go.tag) ++tags_[go.tag_value][go.tag_reverse ? 1 : 0];
+    if (!opt_.mirror_sink.empty()) return sink(go, ptype, in, inlen);
     Inner inner;
     const char* format = "aws";
     size_t l2_len = 0;  // the ethernet format's inner Ethernet header
@@ -220,6 +241,17 @@ class Appliance {
     reply(n);
   }
 
+  // A passive tool: the copy's inner packet to the pcap, nothing back.
+  void sink(const gwlb::appliance::GwlbOptions& go, uint16_t ptype, const uint8_t* in, size_t inlen) {
+    if (!go.mirror) return void(++sink_not_mirror_);
+    std::vector<uint8_t> f = gwlb::appliance::sinkFrame(ptype, in, inlen);
+    if (f.empty()) return malformed("bad_protocol");
+    const uint64_t us = uint64_t(std::chrono::duration_cast<std::chrono::microseconds>(
+                                     std::chrono::system_clock::now().time_since_epoch()).count());
+    if (!sink_.write(f, us)) return void(++sink_write_errors_);
+    ++sink_copies_[go.mirror_class][go.mirror_reverse ? 1 : 0];
+  }
+
   void reply(size_t n) {
     boost::system::error_code ec;
     udp::endpoint to(from_.address(), opt_.reply_port);
@@ -248,6 +280,16 @@ class Appliance {
     for (auto& r : opt_.rules) j["rules"].push_back({{"rule", r.describe()}, {"drops", r.drops}});
     j["flows_overflow"] = flows_overflow_;
     if (tun_) j["tun"] = tun_->stats();
+    // Per tag (the tag option's value): packets in each direction.
+    j["tags"] = nlohmann::json::object();
+    for (auto& [t, c] : tags_) j["tags"][std::to_string(t)] = {{"forward", c[0]}, {"reverse", c[1]}};
+    if (!opt_.mirror_sink.empty()) {
+      nlohmann::json m = {{"not_mirror", sink_not_mirror_}, {"write_errors", sink_write_errors_},
+                          {"classes", nlohmann::json::object()}};
+      for (auto& [k, c] : sink_copies_)
+        m["classes"][std::to_string(k)] = {{"forward", c[0]}, {"reverse", c[1]}};
+      j["mirror_sink"] = m;
+    }
     j["flows"] = nlohmann::json::array();
     for (auto& [k, f] : flows_) {
       j["flows"].push_back({{"proto", k.proto}, {"a", k.a.str()}, {"b", k.b.str()},
@@ -320,6 +362,9 @@ class Appliance {
       malformed_.clear();
       formats_.clear();
       flows_.clear();
+      tags_.clear();
+      sink_copies_.clear();
+      sink_not_mirror_ = sink_write_errors_ = 0;
       for (auto& r : opt_.rules) r.drops = 0;
       if (tun_) tun_->reset();
       body = "reset\n";
@@ -357,6 +402,10 @@ class Appliance {
   std::map<std::string, uint64_t> malformed_, formats_;
   std::map<FlowKey, FlowStats> flows_;
   std::unique_ptr<gwlb::appliance::TunPath> tun_;
+  std::map<uint32_t, std::array<uint64_t, 2>> tags_;         // tag -> packets forward, reverse
+  std::map<uint16_t, std::array<uint64_t, 2>> sink_copies_;  // mirror class id -> copies
+  uint64_t sink_not_mirror_ = 0, sink_write_errors_ = 0;
+  gwlb::appliance::PcapSink sink_;
 };
 
 [[noreturn]] void usage(int rc) {
@@ -379,6 +428,9 @@ class Appliance {
                        ethernet format's inner Ethernet header goes with the Geneve one
   --tun-flows N        most flows the tun mode remembers (default 65536)
   --tun-idle SECONDS   a tun flow idle this long is forgotten (default 350)
+  --mirror-sink FILE   a passive tool: write the inner packet of each mirror copy to FILE
+                       (pcap; aws format behind a zero Ethernet header) and send nothing back
+  --option-class N     gwlb's Geneve option class, decimal (default 65281 = 0xff01)
   --version            print the version and exit
 HTTP: GET /health (200 or 503), GET|POST /health/fail, GET|POST /health/ok,
       GET /stats (JSON), GET|POST /stats/reset
@@ -460,6 +512,8 @@ int main(int argc, char** argv) {
     else if (a == "--tun") opt.tun.device = value();
     else if (a == "--tun-flows") opt.tun.max_flows = parseNum(a, value(), 1, 10000000);
     else if (a == "--tun-idle") opt.tun.idle_seconds = parseNum(a, value(), 1, 86400);
+    else if (a == "--mirror-sink") opt.mirror_sink = value();
+    else if (a == "--option-class") opt.option_class = uint16_t(parseNum(a, value(), 0, 65535));
     else {
       std::fprintf(stderr, "gwlb-appliance: unknown argument '%s' (try --help)\n", a.c_str());
       return 2;

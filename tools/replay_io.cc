@@ -48,10 +48,12 @@ bool PcapWriter::open(const std::string& path, std::string& err) {
 }
 
 void PcapWriter::write(const rte_mbuf* m, uint64_t ts_ns) {
-  // Single-segment frames only (the replay feeds no others).
-  const auto* p = rte_pktmbuf_mtod(m, const uint8_t*);
-  held_.push_back({ts_ns, held_bytes_.size(), m->data_len});
-  held_bytes_.insert(held_bytes_.end(), p, p + m->data_len);
+  // Every segment: a mirror copy is its headers chained to the original's data.
+  held_.push_back({ts_ns, held_bytes_.size(), m->pkt_len});
+  for (const rte_mbuf* seg = m; seg; seg = seg->next) {
+    const auto* p = rte_pktmbuf_mtod(seg, const uint8_t*);
+    held_bytes_.insert(held_bytes_.end(), p, p + seg->data_len);
+  }
   ++count_;
 }
 

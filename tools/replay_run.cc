@@ -48,7 +48,7 @@ struct Job {
 struct WorkerSlot {
   dp::WorkerState state;
   rte_ring* in = nullptr;   // Job* from main
-  rte_ring* out = nullptr;  // rte_mbuf* to main, tagged by mbuf->hash.usr (0 appliance, 1 router)
+  rte_ring* out = nullptr;  // rte_mbuf* to main, tagged by mbuf->hash.usr (0 appliance, 1 router, 2 mirror)
   unsigned lcore = 0;
 };
 
@@ -86,11 +86,14 @@ int workerMain(void* arg) {
     dp::processBurst(g.dp, ws.state, job->pkts, job->n, job->now_ns, out);
     for (uint16_t i = 0; i < out.n_appliance; ++i) out.to_appliance[i]->hash.usr = 0;
     for (uint16_t i = 0; i < out.n_router; ++i) out.to_router[i]->hash.usr = 1;
+    for (uint16_t i = 0; i < out.n_mirror; ++i) out.to_mirror[i]->hash.usr = 2;
     // The main lcore drains continuously; spin rather than drop test output.
     for (uint16_t i = 0; i < out.n_appliance; ++i)
       while (rte_ring_enqueue(ws.out, out.to_appliance[i]) != 0) rte_pause();
     for (uint16_t i = 0; i < out.n_router; ++i)
       while (rte_ring_enqueue(ws.out, out.to_router[i]) != 0) rte_pause();
+    for (uint16_t i = 0; i < out.n_mirror; ++i)
+      while (rte_ring_enqueue(ws.out, out.to_mirror[i]) != 0) rte_pause();
     // The job's pkts are consumed; the job itself goes back.
     rte_ring_enqueue(g.free_jobs, job);
     rte_rcu_qsbr_quiescent(g.qsbr, idx);
@@ -160,7 +163,7 @@ struct Replay::State {
   std::unique_ptr<ctl::EventSchedule> schedule;
   std::vector<WorkerSlot> workers;
   std::vector<Job> jobs;
-  PcapWriter to_app, returned;
+  PcapWriter to_app, returned, to_mirrors;
   uint64_t first_ts = 0;
   // Each mbuf carries its input frame's capture timestamp in a dynamic field
   // (the pipeline rewrites packets in place and never allocates, so every
@@ -296,7 +299,8 @@ Replay::Replay(const Options& o, ctl::Config cfg, std::vector<Frame> frames, siz
   s.cs = cs;
   std::string err;
   if (!s.to_app.open(o.out_dir + "/to-appliances.pcap", err) ||
-      !s.returned.open(o.out_dir + "/returned.pcap", err))
+      !s.returned.open(o.out_dir + "/returned.pcap", err) ||
+      !s.to_mirrors.open(o.out_dir + "/to-mirrors.pcap", err))
     throw std::runtime_error(err);
   const unsigned data_room = std::max<unsigned>(kDataRoom, unsigned(cs.largest));
   const unsigned n_mbufs =
@@ -372,8 +376,12 @@ void Replay::State::drain() {
     while ((k = rte_ring_dequeue_burst(w.out, objs, 256, nullptr)) > 0) {
       for (unsigned i = 0; i < k; ++i) {
         auto* m = static_cast<rte_mbuf*>(objs[i]);
-        const uint64_t ts = tsOf(m);
-        if (m->hash.usr == 0) {
+        // A mirror copy's header mbuf is fresh: its data segment (attached to
+        // the original, dynamic fields copied) holds the timestamp.
+        const uint64_t ts = m->hash.usr == 2 && m->next ? tsOf(m->next) : tsOf(m);
+        if (m->hash.usr == 2) {
+          to_mirrors.write(m, ts);
+        } else if (m->hash.usr == 0) {
           to_app.write(m, ts);
           timeline->toAppliance(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len, ts);
           if (o.reflect) {
@@ -585,6 +593,7 @@ bool Replay::step() {
       // time, so what the outputs hold can be written in time order now.
       s.to_app.flush();
       s.returned.flush();
+      s.to_mirrors.flush();
       s.runControl(s.frames[s.next].ts_ns);
     }
     return true;
@@ -610,6 +619,7 @@ int Replay::finish() {
   s.drain();
   s.to_app.close();
   s.returned.close();
+  s.to_mirrors.close();
   s.closeWindow(s.takeBoundary());
   s.foldClasses();
   for (const ctl::ScriptedEvent& e : s.events)
@@ -624,6 +634,7 @@ int Replay::finish() {
   in.appliance_in = s.frames.size() - s.n_router_in;
   in.to_appliances = s.to_app.count();
   in.returned = s.returned.count();
+  in.to_mirrors = s.to_mirrors.count();
   in.reflected = s.reflected;
   in.alloc_retries = s.alloc_retries;
   in.first_ts = s.first_ts;

@@ -174,6 +174,7 @@ void writeSummary(const SummaryInput& in) {
   j["reflect"] = o.reflect;
   j["to_appliances_packets"] = in.to_appliances;
   j["returned_packets"] = in.returned;
+  j["to_mirrors_packets"] = in.to_mirrors;
   j["reflected_packets"] = in.reflected;
   j["flows_in_table"] = flows.count();
   j["mbuf_alloc_retries"] = in.alloc_retries;

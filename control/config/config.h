@@ -269,6 +269,22 @@ struct TrafficClassMatch {
 };
 enum class ClassAction : uint8_t { kInspect, kBypass, kDrop };
 const char* toString(ClassAction a);  // "inspect", "bypass", "drop"
+// Copies of a class's packets for passive tools: the appliances of a server
+// group that serves no listener (docs/config.md, traffic_classes[].mirror).
+struct ClassMirrorConfig {
+  std::string group;      // "" = no mirror
+  uint32_t truncate = 0;  // bytes of each packet copied at most (0: all; else 64..65535)
+  uint32_t sample = 1;    // one packet in `sample` (1: every packet)
+  bool operator==(const ClassMirrorConfig&) const = default;
+};
+// A name for a tag value (top-level `tags`), so classes can say `tag: tenant-a`.
+struct TagConfig {
+  std::string name;
+  uint32_t value = 0;
+};
+// The value of a class's tag: its number, or its name's in `tags`; nullopt
+// when it has none or it names no tag (the validator reports that).
+std::optional<uint32_t> classTagValue(const std::vector<TagConfig>& tags, const std::string& tag);
 struct TrafficClassConfig {
   std::string name;                          // 1..63 chars, unique
   TrafficClassMatch match;
@@ -276,6 +292,10 @@ struct TrafficClassConfig {
   // inspect: a configured listener's name. Without `listeners` it is empty
   // or "default": the implicit listener 0 over the first server group.
   std::string listener;
+  ClassMirrorConfig mirror;
+  // A number (decimal or 0x hex, 32 bits) or a name in Config::tags: added to
+  // every packet of the class's flows as gwlb's tag option. "" = none.
+  std::string tag;
 };
 
 // HTTP health endpoint for consumers: GET /destinations/<listener> -> 200 / 503.
@@ -340,6 +360,7 @@ struct Config {
   std::vector<ListenerConfig> listeners;     // 0..16; without traffic_classes the first receives all inspected traffic
   // 0..1000, first match wins; empty: every packet goes to the first listener
   std::vector<TrafficClassConfig> traffic_classes;
+  std::vector<TagConfig> tags;               // names for traffic_classes[].tag values
   HealthEndpointConfig health_endpoint;
   FleetConfig fleet;
   std::vector<std::string> eal_args;         // passed to rte_eal_init before any after "--"

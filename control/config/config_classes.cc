@@ -222,10 +222,58 @@ void checkClassCount(const void* v, const std::string& path, Report& r) {
   if (n > kMaxClasses) r.add(path, tooMany(n, kMaxClasses, "classes", false));
 }
 
+// Tag names valid and unique (values may repeat: two names for one tenant).
+void checkTags(const Config& c, Report& r) {
+  std::map<std::string, size_t> names;
+  for (size_t i = 0; i < c.tags.size(); ++i) {
+    const std::string& n = c.tags[i].name;
+    if (n.empty()) continue;  // required: the key table says so
+    if (!validName(n) || (n[0] >= '0' && n[0] <= '9'))
+      r.add(at("tags", i) + ".name", quote(n) + " is not a valid tag name; use 1..63 characters from "
+                                     "A-Z a-z 0-9 _ . -, not starting with a digit (a number is a value)");
+    else if (auto [it, fresh] = names.emplace(n, i); !fresh)
+      r.add(at("tags", i) + ".name", quote(n) + " is already the name of " + at("tags", it->second) +
+                                     "; tag names must be unique");
+  }
+}
+
+// A mirror names a server group that serves no listener: its appliances are
+// passive tools that send nothing back, and a listener's group would get both
+// its flows and copies.
+void checkClassMirror(const Config& c, const TrafficClassConfig& tc, const std::string& cp, Report& r,
+                      UnknownNames unknown) {
+  const std::string& g = tc.mirror.group;
+  if (g.empty()) {
+    // A mirror is its group (the section is checked only with one).
+    if (tc.mirror.truncate != 0 || tc.mirror.sample != 1)
+      r.add(cp + ".mirror.group", "is required: the server group that receives the copies");
+    return;
+  }
+  if (unknown.groups) return;  // `server_groups` failed to parse: its error says what is wrong
+  size_t gi = 0;
+  while (gi < c.server_groups.size() && c.server_groups[gi].name != g) ++gi;
+  if (gi == c.server_groups.size()) {
+    r.add(cp + ".mirror.group", quote(g) + " is not a server group in server_groups");
+    return;
+  }
+  if (c.listeners.empty() && gi == 0) {
+    r.add(cp + ".mirror.group", quote(g) + " is the first server group, which serves the implicit "
+                                "listener without `listeners`: a mirror group must serve none");
+    return;
+  }
+  for (size_t i = 0; i < c.listeners.size(); ++i)
+    for (const std::string& lg : c.listeners[i].server_groups)
+      if (lg == g)
+        r.add(cp + ".mirror.group", quote(g) + " is in " + at("listeners", i) +
+                                    ".server_groups: a mirror group must serve no listener "
+                                    "(its appliances receive copies and send nothing back)");
+}
+
 // Names unique; inspect names a listener (without `listeners`: none, or the
 // implicit one, "default"), bypass and drop none; no ingress port that takes
 // in no traffic to inspect.
 void checkClasses(const Config& c, Report& r, UnknownNames unknown) {
+  checkTags(c, r);
   std::map<std::string, size_t> names;
   std::set<std::string> listeners;
   for (const ListenerConfig& l : c.listeners) listeners.insert(l.name);
@@ -259,6 +307,14 @@ void checkClasses(const Config& c, Report& r, UnknownNames unknown) {
     } else if (!listeners.count(tc.listener)) {
       r.add(cp + ".listener", quote(tc.listener) + " is not a listener in listeners");
     }
+    checkClassMirror(c, tc, cp, r, unknown);
+    // A name with a tag list that failed to parse (or a bad entry) is that error's.
+    const bool tags_bad = std::any_of(c.tags.begin(), c.tags.end(), [](const TagConfig& t) {
+      return !validName(t.name) || (t.name[0] >= '0' && t.name[0] <= '9');
+    });
+    if (!tc.tag.empty() && !classTagValue(c.tags, tc.tag) && !(tags_bad || r.written("tags")))
+      r.add(cp + ".tag", quote(tc.tag) + " is neither a 32-bit number (0..4294967295, or 0x hex) nor "
+                         "a name in tags");
     const auto& ports = tc.match.ingress_ports;
     for (size_t j = 0; j < ports.size(); ++j) {
       auto role = roles.find(ports[j]);
@@ -271,3 +327,24 @@ void checkClasses(const Config& c, Report& r, UnknownNames unknown) {
 }
 
 }  // namespace gwlb::ctl::schema
+
+namespace gwlb::ctl {
+
+std::optional<uint32_t> classTagValue(const std::vector<TagConfig>& tags, const std::string& tag) {
+  if (tag.empty()) return std::nullopt;
+  if (tag[0] >= '0' && tag[0] <= '9') {
+    const bool hex = tag.size() > 2 && tag[0] == '0' && (tag[1] == 'x' || tag[1] == 'X');
+    const std::string digits = hex ? tag.substr(2) : tag;
+    if (digits.empty() || digits.size() > (hex ? 8u : 10u) ||
+        digits.find_first_not_of(hex ? "0123456789abcdefABCDEF" : "0123456789") != std::string::npos)
+      return std::nullopt;
+    const unsigned long long v = std::stoull(digits, nullptr, hex ? 16 : 10);
+    if (v > 0xFFFFFFFFull) return std::nullopt;
+    return uint32_t(v);
+  }
+  for (const TagConfig& t : tags)
+    if (t.name == tag) return t.value;
+  return std::nullopt;
+}
+
+}  // namespace gwlb::ctl

@@ -332,10 +332,15 @@ std::vector<ConfigError> configWarnings(const Config& c, unsigned ports) {
   std::vector<ConfigError> out;
   std::set<std::string> served;
   for (const ListenerConfig& l : c.listeners) served.insert(l.server_groups.begin(), l.server_groups.end());
+  std::set<std::string> mirrors;  // groups that receive copies (traffic_classes[].mirror)
+  for (const TrafficClassConfig& tc : c.traffic_classes)
+    if (!tc.mirror.group.empty()) mirrors.insert(tc.mirror.group);
   for (size_t i = 0; i < c.server_groups.size(); ++i) {
     const std::string& name = c.server_groups[i].name;
     const std::string path = "server_groups[" + std::to_string(i) + "]";
-    if (c.listeners.empty() && i > 0)
+    if (mirrors.count(name)) {
+      // A mirror group: its traffic is the copies.
+    } else if (c.listeners.empty() && i > 0)
       out.push_back({path, "server group '" + name + "' receives no traffic: without `listeners` "
                            "only the first group ('" + c.server_groups[0].name +
                            "') is served; list the groups in a listener, or remove this one"});

@@ -122,6 +122,13 @@ std::string sectionText(DigestSection sec, const Config& c, const FlowHashKey& k
       // versions digest too, so a fleet mid-upgrade agrees on it).
       const bool implicit = c.listeners.empty() && tc.listener == "default";
       t.put(p + "listener", implicit ? std::string() : tc.listener);
+      // Only when set: a config without tags or mirrors digests as before.
+      if (auto tag = classTagValue(c.tags, tc.tag)) t.put(p + "tag", std::to_string(*tag));
+      if (!tc.mirror.group.empty()) {
+        t.put(p + "mirror.group", tc.mirror.group);
+        t.put(p + "mirror.truncate", std::to_string(tc.mirror.truncate));
+        t.put(p + "mirror.sample", std::to_string(tc.mirror.sample));
+      }
       auto field = [&](const char* name, std::vector<std::string> v) {
         std::sort(v.begin(), v.end());
         for (const std::string& x : v) t.put(p + name, x);

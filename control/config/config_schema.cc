@@ -888,6 +888,34 @@ const Key kMatchKeys[] = {
 };
 const Section kMatchSection{"traffic_classes[].match", kMatchKeys};
 
+constexpr Range kTruncateRange{0, 65535};
+constexpr Range kU32TagRange{0, 0xFFFFFFFF};
+constexpr Range kTagsList{0, kMaxClasses};
+constexpr Range kSampleRange{1, 1000000};
+void checkTruncate(const void* v, const std::string& path, Report& r) {
+  const uint32_t t = *static_cast<const uint32_t*>(v);
+  if (t != 0 && t < 64)
+    r.add(path, std::to_string(t) + " is too short: 0 (whole packets) or 64..65535 bytes, so "
+                "every copy keeps its headers");
+}
+const Key kMirrorKeys[] = {
+    {.name = "group", .kind = Kind::kString, .acc = member<&ClassMirrorConfig::group>(),
+     .doc = "The server group whose appliances receive the copies (passive tools: nothing comes back); "
+            "the flow's symmetric hash picks one, so both directions reach the same tool.",
+     .required = true, .what = "a server group name",
+     .range_doc = "a server group in no listener (and not the first group without `listeners`)"},
+    {.name = "truncate", .kind = Kind::kUint, .acc = member<&ClassMirrorConfig::truncate>(),
+     .doc = "Bytes of each packet copied at most (the inner IP packet in aws format, the frame in "
+            "ethernet format).", .range = kTruncateRange, .check = checkTruncate,
+     .range_doc = "0 (whole packets) or 64..65535", .default_doc = "0"},
+    {.name = "sample", .kind = Kind::kUint, .acc = member<&ClassMirrorConfig::sample>(),
+     .doc = "Copy one packet in this many (per worker).", .range = kSampleRange,
+     .range_doc = "1..1000000", .default_doc = "1 (every packet)"},
+};
+// A mirror is its group: without one there is nothing to check or dump.
+bool mirrorConfigured(const void* obj) { return !static_cast<const ClassMirrorConfig*>(obj)->group.empty(); }
+const Section kMirrorSection{"traffic_classes[].mirror", kMirrorKeys, nullptr, nullptr, mirrorConfigured};
+
 const Key kClassKeys[] = {
     {.name = "name", .kind = Kind::kString, .acc = member<&TrafficClassConfig::name>(),
      .doc = "Its name in `gwlbctl classes`, metrics and logs.", .required = true,
@@ -904,6 +932,16 @@ const Key kClassKeys[] = {
      .after = kAfterAction,
      .range_doc = "a listener; without `listeners`: none or `default`",
      .default_doc = "none (required with `listeners`)"},
+    {.name = "tag", .kind = Kind::kString, .acc = member<&TrafficClassConfig::tag>(),
+     .doc = "Added to every packet of the class's flows in gwlb's tag option, with the direction, so "
+            "an appliance serving several tenants tells them apart "
+            "([wire-format.md](wire-format.md#tag-option)).",
+     .what = "a tag number or name", .range_doc = "0..4294967295 (decimal or 0x hex), or a name in `tags`",
+     .default_doc = "none"},
+    {.name = "mirror", .kind = Kind::kSection, .acc = member<&TrafficClassConfig::mirror>(),
+     .doc = "Copies of the class's packets, Geneve-wrapped, for passive tools, whatever its action "
+            "([wire-format.md](wire-format.md#mirror-copies)).",
+     .sub = &kMirrorSection, .default_doc = "none"},
 };
 const Section kClassSection{"traffic_classes[]", kClassKeys};
 
@@ -982,6 +1020,16 @@ const Key kFleetKeys[] = {
 };
 const Section kFleetSection{"fleet", kFleetKeys, fleetBegin, nullptr, fleetConfigured};
 
+const Key kTagKeys[] = {
+    {.name = "name", .kind = Kind::kString, .acc = member<&TagConfig::name>(),
+     .doc = "What `traffic_classes[].tag` names.", .required = true, .what = "a tag name",
+     .range_doc = "1..63 of `A-Z a-z 0-9 _ . -`, not starting with a digit, unique"},
+    {.name = "value", .kind = Kind::kUint, .acc = member<&TagConfig::value>(),
+     .doc = "The 32-bit number the tag option carries.", .range = kU32TagRange, .required = true,
+     .range_doc = "0..4294967295"},
+};
+const Section kTagSection{"tags[]", kTagKeys};
+
 const Key kRootKeys[] = {
     {.name = "node", .kind = Kind::kSection, .acc = member<&Config::node>(),
      .doc = "This node's underlay settings.", .required = true, .sub = &kNodeSection},
@@ -1019,6 +1067,9 @@ const Key kRootKeys[] = {
      .what = "a list of listeners", .items = "listeners", .sub = &kListenerSection,
      .check = checkListenerCount, .range_doc = "at most 16",
      .default_doc = "one over the first group"},
+    {.name = "tags", .kind = Kind::kList, .acc = member<&Config::tags>(),
+     .doc = "Names for the values of `traffic_classes[].tag`.", .range = kTagsList,
+     .what = "a list of tags", .items = "tags", .sub = &kTagSection, .range_doc = "at most 1024"},
     {.name = "traffic_classes", .kind = Kind::kList, .acc = member<&Config::traffic_classes>(),
      .doc = "Which new flows go to which listener, are bypassed or dropped: first match wins; "
             "no match: dropped.",

@@ -66,6 +66,12 @@ json Daemon::apiClasses(const json& p) {
                     {"match_summary", matchSummary(m)},
                     {"action", r.action},
                     {"listener", r.listener.empty() ? json(nullptr) : json(r.listener)},
+                    {"mirror", classes[r.index].mirror.group.empty() ? json(nullptr)
+                                                                      : json(mirrorText(classes[r.index].mirror))},
+                    {"tag", classes[r.index].tag.empty() ? json(nullptr) : json(classes[r.index].tag)},
+                    {"tag_value", classTagValue(cfg().tags, classes[r.index].tag) ? json(*classTagValue(cfg().tags, classes[r.index].tag)) : json(nullptr)},
+                    // The class id mirror copies carry (its counter slot: stable across reloads).
+                    {"id", engine_->classSlots().slotOf(r.name)},
                     {"packets", r.count.packets},
                     {"bytes", r.count.bytes}});
   }

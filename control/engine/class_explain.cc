@@ -167,6 +167,13 @@ json matchJson(const TrafficClassMatch& m) {
   return j;
 }
 
+std::string mirrorText(const ClassMirrorConfig& m) {
+  if (m.group.empty()) return "";
+  return "copies to server group '" + m.group + "'" +
+         (m.truncate ? ", first " + std::to_string(m.truncate) + " bytes" : std::string()) +
+         (m.sample > 1 ? ", 1 packet in " + std::to_string(m.sample) : std::string());
+}
+
 json explanationJson(const std::vector<TrafficClassConfig>& classes, const ClassExplanation& e) {
   json skipped = json::array();
   for (const ClassVerdictText& v : e.classes) {
@@ -204,6 +211,8 @@ json explanationJson(const std::vector<TrafficClassConfig>& classes, const Class
   const std::string listener = tc.listener.empty() ? "default" : tc.listener;
   out["listener"] = tc.action == ClassAction::kInspect ? json(listener) : json(nullptr);
   out["matched"] = matched;
+  if (!tc.mirror.group.empty()) out["mirror"] = mirrorText(tc.mirror);
+  if (!tc.tag.empty()) out["tag"] = tc.tag;
   std::string what = tc.action == ClassAction::kInspect
                          ? "inspected by listener '" + listener + "'"
                      : tc.action == ClassAction::kBypass

@@ -58,6 +58,9 @@ nlohmann::json matchJson(const TrafficClassMatch& m);
 std::string protocolName(uint8_t p);
 
 // The explanation as the control API's `class` object of `explain`:
+// "copies to server group 'tools', first 128 bytes, 1 packet in 10": a
+// class's mirror as `gwlbctl classes` and `explain` show it ("" when none).
+std::string mirrorText(const ClassMirrorConfig& m);
 // {"name", "index", "action", "listener", "matched": [texts], "skipped":
 // [{"name", "index", "why"}], "reason"} or, with no class matching,
 // {"name": null, "action": "drop", "reason": "no class matches: dropped as unclassified", ...}.

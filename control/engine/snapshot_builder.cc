@@ -495,6 +495,22 @@ std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ServerRegistry& reg,
       listeners.push_back(li);
     }
     s->classes = compiledClasses(cfg.traffic_classes).withListeners(std::move(listeners));
+    for (size_t i = 0; i < cfg.traffic_classes.size(); ++i) {
+      const std::optional<uint32_t> tag = classTagValue(cfg.tags, cfg.traffic_classes[i].tag);
+      if (!tag) continue;
+      if (s->class_tag.empty()) s->class_tag.resize(cfg.traffic_classes.size());
+      s->class_tag[i] = {*tag, true};
+    }
+    for (size_t i = 0; i < cfg.traffic_classes.size(); ++i) {
+      const ClassMirrorConfig& mc = cfg.traffic_classes[i].mirror;
+      if (mc.group.empty()) continue;
+      if (s->class_mirror.empty()) s->class_mirror.resize(cfg.traffic_classes.size());
+      dp::Snapshot::MirrorView& mv = s->class_mirror[i];
+      for (size_t gi = 0; gi < cfg.server_groups.size(); ++gi)
+        if (cfg.server_groups[gi].name == mc.group) mv.group = uint8_t(gi);
+      mv.truncate = mc.truncate;
+      mv.sample = std::max<uint32_t>(mc.sample, 1);
+    }
     for (size_t i = 0; i < cfg.traffic_classes.size(); ++i) s->class_slot.push_back(uint16_t(i));  // the engine's ClassSlots override
     s->routeClasses();
   }

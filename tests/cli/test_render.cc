@@ -235,6 +235,33 @@ TEST(Render, ClassesAndExplainedClass) {
   EXPECT_FALSE(has(renderExplain(e), "class")) << renderExplain(e);
 }
 
+// A class's tag and mirror: lines under the table (`gwlbctl classes`) and in `explain`.
+TEST(Render, ClassTagAndMirror) {
+  Json r = Json::parse(R"({"configured": true, "unclassified": {"packets": 0}, "classes": [
+      {"index": 0, "id": 3, "name": "tenant-a", "match_summary": "vlans 100", "action": "inspect",
+       "listener": "fw", "tag": "tenant-a", "tag_value": 4242,
+       "mirror": "copies to server group 'tools', first 128 bytes, 1 packet in 10", "packets": 1, "bytes": 60},
+      {"index": 1, "id": 4, "name": "tenant-b", "match_summary": "vlans 200", "action": "inspect",
+       "listener": "fw", "tag": "16", "tag_value": 16, "mirror": null, "packets": 1, "bytes": 60},
+      {"index": 2, "id": 5, "name": "rest", "match_summary": "every packet", "action": "drop",
+       "listener": null, "tag": null, "tag_value": null, "mirror": null, "packets": 0, "bytes": 0}]})");
+  const std::string t = renderClasses(r);
+  EXPECT_TRUE(has(t, "(drop_unclassified)\n"
+                     "tag: tenant-a: tenant-a = 4242 in every packet to its appliances\n"
+                     "mirror: tenant-a (class id 3 in the copies): copies to server group 'tools', first 128 "
+                     "bytes, 1 packet in 10\n"
+                     "tag: tenant-b: 16 in every packet to its appliances\n"))
+      << t;
+  EXPECT_FALSE(has(t, "rest:")) << t;
+  Json e = Json::parse(R"j({"class": {"index": 0, "name": "tenant-a", "action": "inspect", "listener": "fw",
+      "matched": ["vlans: vlan 100 is in 100"], "skipped": [], "tag": "tenant-a",
+      "mirror": "copies to server group 'tools'"}})j");
+  const std::string x = renderExplain(e);
+  EXPECT_TRUE(has(x, "\nmirror ") && has(x, " copies to server group 'tools'\n") && has(x, "\ntag ") &&
+              has(x, " tenant-a\n"))
+      << x;
+}
+
 TEST(Render, ChangesAndErrors) {
   EXPECT_EQ(renderChange("server.add", Json{{"group", "fw"}, {"address", "192.0.2.20"}},
                          Json{{"snapshot_generation", 4}}),

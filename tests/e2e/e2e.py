@@ -13,6 +13,7 @@ fleet_frr: the same with FRR on the router, LAB_ROUTER=frr; fleet_upgrade:
 tests/e2e/e2e_fleet_upgrade.py, docs/upgrade.md's rolling upgrade on that lab; router_fragments:
 tests/e2e/e2e_router.py, a Linux router's ECMP and fragments, no gwlbd; classes:
 tests/e2e/e2e_classes.py, two listeners and a bypass class, lab.sh up --listeners 2;
+mirror: tests/e2e/e2e_mirror.py, a mirror group of passive tools, LAB_MIRROR=1 with --listeners 2;
 stateful_*: tests/e2e/e2e_stateful.py, LAB_APPLIANCE=stateful: nftables conntrack firewalls;
 forwarding: tests/e2e/e2e_forwarding.py, forwarding checks against gwlb-appliance --blackhole;
 dampening, slow_start: tests/e2e/e2e_shaping.py, new flows per appliance while held down or ramping)
@@ -753,6 +754,11 @@ def test_classes(lab, args):
     e2e_classes.test_classes(lab, args)
 
 
+def test_mirror(lab, args):
+    import e2e_mirror  # tests/e2e/e2e_mirror.py
+    e2e_mirror.test_mirror(lab, args)
+
+
 def test_forwarding(lab, args):
     import e2e_forwarding  # tests/e2e/e2e_forwarding.py
     e2e_forwarding.test_forwarding(lab, args)
@@ -807,6 +813,7 @@ TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
          # judges the upgrade, not health detection: a 1 s check timeout.
          "fleet_upgrade": (test_fleet_upgrade, {"LAB_GRACE": "3s", "LAB_HC_TIMEOUT": "1s"}),
          "classes": (test_classes, {"LAB_FAILOVER": "rebalance"}),
+         "mirror": (test_mirror, {"LAB_FAILOVER": "rebalance", "LAB_MIRROR": "1"}),
          "fleet_frr": (test_fleet, {"LAB_GRACE": "3s", "LAB_ROUTER": "frr"}),
          # The same with stateful appliances: a stream that changed appliance
          # on any gateway would be dropped by its firewall.
@@ -872,7 +879,7 @@ def main():
     lab = Lab(args, args.test, env)
     if args.test.startswith("fleet"):
         lab.up_args, lab.mgmt = ["--gateways", "3"], "gw1"
-    if args.test == "classes":
+    if args.test in ("classes", "mirror"):
         lab.up_args = ["--listeners", "2"]
     t0 = time.time()
     try:

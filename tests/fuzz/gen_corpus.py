@@ -668,6 +668,31 @@ def appliance_tun():
     }
 
 
+def appliance_options():
+    """gwlb's Geneve options as gwlb-appliance reads them (fuzz_appliance_options.cc):
+    byte 0: the protocol (0 IPv4, 1 IPv6, 2 ethernet, 3 unknown), byte 1: the
+    options' length, then the options and the inner packet."""
+    aws = (struct.pack("!HBB", 0x0108, 1, 2) + struct.pack("!Q", 7) + struct.pack("!HBB", 0x0108, 2, 2) +
+           struct.pack("!Q", 9) + struct.pack("!HBB", 0x0108, 3, 1) + struct.pack("!I", 0xc0ffee))
+    mirror = struct.pack("!HBBBBH", 0xFF01, 2, 1, 1, 0, 5)
+    tag = struct.pack("!HBBBBBBI", 0xFF01, 3, 2, 0, 0, 0, 0, 4242)
+    pkt = b(IP(src=C4, dst=S4, ttl=64) / TCP(sport=40000, dport=80, flags="S"))
+    frame = b(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / IP(src=C4, dst=S4) / UDP(sport=1, dport=2))
+
+    def rec(proto, opts, inner):
+        return bytes([proto, len(opts)]) + opts + inner
+
+    return {
+        "aws_mirror": rec(0, aws + mirror, pkt),
+        "aws_tag": rec(0, aws + tag, pkt),
+        "ethernet_mirror_tag": rec(2, mirror + tag, frame),
+        "mirror_bad_length": rec(0, struct.pack("!HBB", 0xFF01, 2, 2) + b"\0" * 8, pkt),
+        "tag_critical": rec(1, struct.pack("!HBBBBBBI", 0xFF01, 0x83, 2, 1, 0, 0, 0, 7), b""),
+        "option_past_end": rec(3, struct.pack("!HBB", 0xFF01, 3, 31) + b"\0" * 8, b""),
+        "other_class": rec(0, struct.pack("!HBB", 0x0132, 2, 1) + b"\1\2\3\4", pkt),
+    }
+
+
 def prefix_list():
     """Prefix files of traffic classes (fuzz_prefix_list.cc): byte 0 picks the most
     prefixes allowed (0: 1024, 1: 1, 2: 3, 3: 16), then the file."""
@@ -700,7 +725,8 @@ def main():
     sets = {"frame": frames(), "geneve": genev(), "icmp": icmpc(), "config": configs(),
             "api": api(), "http": http(), "http_request": http_request(), "neigh": neigh(),
             "sync": sync(), "bird": bird(), "eal_memory": eal_memory(),
-            "capture": capture(), "appliance_tun": appliance_tun(), "prefix_list": prefix_list()}
+            "capture": capture(), "appliance_tun": appliance_tun(), "prefix_list": prefix_list(),
+            "appliance_options": appliance_options()}
     bad = 0
     total = 0
     for target, files in sets.items():

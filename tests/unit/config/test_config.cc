@@ -1061,6 +1061,8 @@ server_groups:
     slow_start: 30s
   - name: g1
     servers: [ { address: 192.0.2.20 } ]
+  - name: g2
+    servers: [ { address: 192.0.2.30 } ]
 dataplane: { workers: 1, burst: 32, flow_table_size: 65536, new_flows_per_s: 100, mbufs: 4096, rx_queue_size: 1024,
              tx_queue_size: 1024, checksum_offload: true }
 eal: ["--no-huge"]
@@ -1075,7 +1077,8 @@ listeners: [ { name: l, server_groups: [g0, g1], failback_hold: 30s, when_all_un
 traffic_classes: [ { name: t, match: { ingress_ports: [1], vlans: [0, 100], prefixes: [10.0.0.0/8, "2001:db8::/32"],
                                        prefixes_file: /tmp/gwlb-test-config-empty-prefixes.txt,
                                        protocols: [tcp, 47], l4_ports: [80, 1000-2000] },
-                     action: inspect, listener: l } ]
+                     action: inspect, listener: l, tag: 7, mirror: { group: g2, truncate: 128, sample: 2 } } ]
+tags: [ { name: t1, value: 7 } ]
 health_endpoint: { listen: "127.0.0.1:8081" }
 fleet: { node_name: gw-1, secret: 00112233445566778899AABBCCDDEEFF, secret_file: /etc/gwlb/fleet.key,
          sync_listen: "10.0.0.1:7946", peers: ["10.0.0.2:7946", "[2001:db8::3]:7946"],
@@ -1421,6 +1424,14 @@ const std::vector<BadValue>& badValues() {
       {"traffic_classes[0].match.l4_ports", "[9-8]", {"empty range"}, "traffic_classes[0].match.l4_ports[0]"},
       {"traffic_classes[0].action", "allow", {"inspect, bypass or drop"}},
       {"traffic_classes[0].listener", "nope", {"not a listener"}},
+      {"traffic_classes[0].tag", "nobody", {"neither a 32-bit number"}},
+      {"traffic_classes[0].mirror", "[1]", {"expected a map"}},
+      {"traffic_classes[0].mirror.group", "nope", {"not a server group"}},
+      {"traffic_classes[0].mirror.truncate", "10", {"too short"}},
+      {"traffic_classes[0].mirror.sample", "0", {"1..1000000"}},
+      {"tags", "t", {"expected a list of tags"}},
+      {"tags[0].name", "'9x'", {"not starting with a digit"}},
+      {"tags[0].value", "0x100000000", {"out of range"}},
   };
   return v;
 }

@@ -1,0 +1,287 @@
+#!/usr/bin/python3
+"""Tags and mirror copies seen by gwlb-appliance (docs/replay.md "Tags").
+
+usage: tags.py GWLB_REPLAY GWLB_APPLIANCE WORKDIR aws|ethernet
+
+Two tenants' TCP flows (clients in 10.1.0.0/16 and 10.2.0.0/16, one server
+address, the same ports) on one listener of ONE appliance, each tenant its
+class: tenant-a `tag: tenant-a` (a name in `tags`, 4242), tenant-b
+`tag: 0x10`; a third class, untagged. Replayed with --reflect (the reflected
+packets carry every option back, as appliances echo them).
+
+Checks on to-appliances.pcap (struct): every packet of a tagged class carries
+gwlb's tag option (class 0xFF01, type 3, 8 bytes: direction bit, tag) with
+its tenant's value, after AWS's three options, which are byte for byte what
+the same run without tags sends (aws format); untagged packets carry no
+option of ours. The direction bit is 0 from the client (the first sender), 1
+from the server. Every packet comes back (returned.pcap): the return path
+accepts the extra option.
+
+Then the Geneve payloads of to-appliances.pcap are sent to a gwlb-appliance
+(UDP on 127.0.0.1): its /stats counts per tag exactly each tenant's packets
+per direction; and the copies of to-mirrors.pcap (tenant-a mirrored too) to a
+gwlb-appliance --mirror-sink, whose pcap holds exactly the originals' IP
+packets (aws) or frames (ethernet), in order.
+"""
+import json
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import time
+import urllib.request
+
+from scapy.all import IP, TCP, Ether, PcapReader, wrpcap  # noqa: E402
+
+BASE = 1_700_000_000
+ROUTER_MAC, GW_MAC = "02:00:00:00:00:01", "02:00:00:00:00:aa"
+APP = "192.0.2.10"
+TOOL = "192.0.2.50"
+CONFIG = """node:
+  underlay_ip: 192.0.2.1
+  underlay_mac: 02:00:00:00:00:aa
+  gateway_mac: 02:00:00:00:00:fe
+server_groups:
+  - name: fw
+    geneve: {{ format: {fmt}, vni: 0x123456, endpoint_id: 7, attachment_id: 9 }}
+    servers:
+      - {{ address: {app} }}
+  - name: tools
+    geneve: {{ format: {fmt}, vni: 99 }}
+    servers:
+      - {{ address: {tool} }}
+{tags}traffic_classes:
+  - {{ name: tenant-a, match: {{ prefixes: [10.1.0.0/16] }}, action: inspect{ta}{mirror} }}
+  - {{ name: tenant-b, match: {{ prefixes: [10.2.0.0/16] }}, action: inspect{tb} }}
+  - {{ name: other, action: inspect }}
+"""
+TAGS = "tags:\n  - { name: tenant-a, value: 4242 }\n"
+WANT = {"a": 4242, "b": 0x10, "c": None}
+
+
+def fail(msg):
+    raise SystemExit("FAIL: " + msg)
+
+
+def flows():
+    out = []
+    for t, net in (("a", 1), ("b", 2), ("c", 3)):
+        for i in range(6):
+            out.append((t, "10.%d.0.%d" % (net, 10 + i), "203.0.113.7", 40000 + i, 443))
+    return out
+
+
+def packet(f, k):
+    t, c, s, cp, sp = f
+    fwd = k % 2 == 0
+    ip = IP(src=c, dst=s, id=k + 1) if fwd else IP(src=s, dst=c, id=k + 1)
+    tcp = TCP(sport=cp, dport=sp, seq=k, flags="S" if k == 0 else "A") if fwd else \
+        TCP(sport=sp, dport=cp, seq=k, flags="SA" if k == 1 else "A")
+    return Ether(src=ROUTER_MAC, dst=GW_MAC) / ip / tcp / (bytes([k]) * (100 + k))
+
+
+def write_capture(path):
+    pkts, origin = [], {}
+    for fi, f in enumerate(flows()):
+        for k in range(20):
+            p = packet(f, k)
+            p.time = BASE + k * 0.05 + fi * 0.001
+            pkts.append(p)
+            origin[bytes(p[IP])] = (fi, k)
+    pkts.sort(key=lambda p: p.time)
+    wrpcap(path, pkts, nano=True)
+    return origin
+
+
+def replay(exe, workdir, name, fmt, tagged):
+    d = os.path.join(workdir, name)
+    os.makedirs(d)
+    cfg = os.path.join(d, "config.yaml")
+    open(cfg, "w").write(CONFIG.format(
+        fmt=fmt, app=APP, tool=TOOL, tags=TAGS if tagged else "",
+        ta=", tag: tenant-a" if tagged else "", tb=", tag: 0x10" if tagged else "",
+        mirror=", mirror: { group: tools }"))
+    out = os.path.join(d, "out")
+    cmd = [exe, "--config", cfg, "--in", os.path.join(workdir, "flows.pcap"), "--out-dir", out, "--reflect"]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    open(os.path.join(d, "replay.log"), "w").write(" ".join(cmd) + "\n" + p.stdout)
+    if p.returncode != 0:
+        fail("%s: gwlb-replay exited %d:\n%s" % (name, p.returncode, p.stdout))
+    return out
+
+
+def geneve_of(raw):
+    """(Geneve bytes, options [(class, type, data)], inner) of an outer frame."""
+    g = raw[42:]
+    optlen = (g[0] & 0x3F) * 4
+    opts, at = [], 8
+    while at < 8 + optlen:
+        oc, ot, ol = struct.unpack("!HBB", g[at:at + 4])
+        n = (ol & 0x1F) * 4
+        opts.append((oc, ot, g[at + 4:at + 4 + n]))
+        at += 4 + n
+    return g, opts, g[8 + optlen:]
+
+
+def csum(b):
+    if len(b) % 2:
+        b += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return s
+
+
+def check_outer(raw):
+    """The outer IPv4 and UDP checksums verify (the tag option is inside both lengths)."""
+    ip, udp = raw[14:34], raw[34:]
+    if csum(ip) != 0xFFFF:
+        fail("outer IPv4 checksum wrong")
+    if struct.unpack("!H", ip[2:4])[0] != len(raw) - 14 or struct.unpack("!H", udp[4:6])[0] != len(udp):
+        fail("outer lengths do not cover the packet")
+    pseudo = ip[12:20] + struct.pack("!BBH", 0, 17, len(udp))
+    if csum(pseudo + udp) != 0xFFFF:
+        fail("outer UDP checksum wrong (%d bytes)" % len(raw))
+
+
+def key_of(inner, fmt, origin):
+    l3 = inner if fmt == "aws" else inner[14:]
+    if l3 not in origin:
+        fail("a packet to the appliance is no original")
+    return origin[l3]
+
+
+def get_json(port):
+    for _ in range(100):
+        try:
+            return json.load(urllib.request.urlopen("http://127.0.0.1:%d/stats" % port, timeout=2))
+        except OSError:
+            time.sleep(0.1)
+    fail("gwlb-appliance's /stats did not answer")
+
+
+def free_port(kind):
+    s = socket.socket(socket.AF_INET, kind)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def appliance(exe, workdir, name, extra):
+    udp, http, reply = free_port(socket.SOCK_DGRAM), free_port(socket.SOCK_STREAM), free_port(socket.SOCK_DGRAM)
+    log = open(os.path.join(workdir, name + ".log"), "w")
+    p = subprocess.Popen([exe, "--listen", "127.0.0.1", "--port", str(udp), "--reply-port", str(reply),
+                          "--http", "127.0.0.1:%d" % http, "--name", name] + extra, stdout=log, stderr=log)
+    get_json(http)
+    return p, udp, http
+
+
+def send_all(pcap, port):
+    """The Geneve payload (UDP payload) of every frame, to 127.0.0.1:port."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    n = 0
+    for pkt in PcapReader(pcap):
+        s.sendto(bytes(pkt)[42:], ("127.0.0.1", port))
+        n += 1
+        if n % 50 == 0:
+            time.sleep(0.01)  # the appliance's socket buffer, on a loaded machine
+    return n
+
+
+def main():
+    exe, app_exe, workdir, fmt = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+    shutil.rmtree(workdir, ignore_errors=True)
+    os.makedirs(workdir)
+    origin = write_capture(os.path.join(workdir, "flows.pcap"))
+    fl = flows()
+    plain = replay(exe, workdir, "untagged", fmt, False)
+    out = replay(exe, workdir, "tagged", fmt, True)
+
+    aws_opts = {}
+    for pkt in PcapReader(os.path.join(plain, "to-appliances.pcap")):
+        g, opts, inner = geneve_of(bytes(pkt))
+        aws_opts[key_of(inner, fmt, origin)] = bytes(g[8:8 + 32]) if fmt == "aws" else b""
+    per_tag = {}
+    n = 0
+    for pkt in PcapReader(os.path.join(out, "to-appliances.pcap")):
+        n += 1
+        check_outer(bytes(pkt))
+        g, opts, inner = geneve_of(bytes(pkt))
+        fi, k = key_of(inner, fmt, origin)
+        tenant = fl[fi][0]
+        ours = [(ot, d) for oc, ot, d in opts if oc == 0xFF01]
+        if fmt == "aws":
+            if [(oc, ot) for oc, ot, d in opts[:3]] != [(0x0108, 1), (0x0108, 2), (0x0108, 3)]:
+                fail("AWS's options are not first: %s" % [(hex(oc), ot) for oc, ot, d in opts])
+            if bytes(g[8:8 + 32]) != aws_opts[(fi, k)]:
+                fail("AWS's options differ from the untagged run's (flow %d packet %d)" % (fi, k))
+        if WANT[tenant] is None:
+            if ours:
+                fail("an untagged class's packet carries gwlb options %s" % ours)
+            continue
+        if len(ours) != 1 or ours[0][0] != 3 or len(ours[0][1]) != 8:
+            fail("tenant %s packet without exactly one tag option: %s" % (tenant, ours))
+        d = ours[0][1]
+        tag, rev = struct.unpack("!I", d[4:8])[0], d[0] & 1
+        if tag != WANT[tenant]:
+            fail("tenant %s packet tagged %d, want %d" % (tenant, tag, WANT[tenant]))
+        if rev != k % 2:
+            fail("tenant %s flow %d packet %d: direction bit %d, want %d" % (tenant, fi, k, rev, k % 2))
+        per_tag.setdefault(tag, [0, 0])[rev] += 1
+    total = len(fl) * 20
+    if n != total:
+        fail("%d packets to the appliance, want %d" % (n, total))
+    back = sum(1 for _ in PcapReader(os.path.join(out, "returned.pcap")))
+    if back != total:
+        fail("%d of %d packets came back: the return path refused packets carrying the tag option" % (back, total))
+
+    # gwlb-appliance counts per tag.
+    p, udp, http = appliance(app_exe, workdir, "tenant-appliance", [])
+    try:
+        sent = send_all(os.path.join(out, "to-appliances.pcap"), udp)
+        for _ in range(100):
+            st = get_json(http)
+            if st["packets"] >= sent:
+                break
+            time.sleep(0.1)
+        got = {int(t): [c["forward"], c["reverse"]] for t, c in st["tags"].items()}
+        if got != per_tag:
+            fail("gwlb-appliance /stats tags %s, want %s (packets %d of %d)" % (got, per_tag, st["packets"], sent))
+    finally:
+        p.terminate()
+        p.wait()
+
+    # gwlb-appliance --mirror-sink: tenant-a's copies, written as pcap.
+    sink = os.path.join(workdir, "sink.pcap")
+    p, udp, http = appliance(app_exe, workdir, "tool", ["--mirror-sink", sink])
+    try:
+        sent = send_all(os.path.join(out, "to-mirrors.pcap"), udp)
+        for _ in range(100):
+            st = get_json(http)
+            if st["packets"] >= sent:
+                break
+            time.sleep(0.1)
+    finally:
+        p.terminate()
+        p.wait()
+    want = []
+    for pkt in PcapReader(os.path.join(workdir, "flows.pcap")):
+        fi, k = origin[bytes(pkt[IP])]
+        if fl[fi][0] == "a":
+            want.append(bytes(pkt) if fmt == "ethernet" else bytes(pkt[IP]))
+    got = []
+    for pkt in PcapReader(sink):
+        raw = bytes(pkt)
+        got.append(raw if fmt == "ethernet" else raw[14:])
+    if sent != len(want) or got != want:
+        fail("the sink wrote %d packets, %d copies were sent, %d originals of tenant-a; "
+             "first difference at %s" % (len(got), sent, len(want),
+                                         next((i for i, (x, y) in enumerate(zip(got, want)) if x != y), "the end")))
+    print("ok (%s): tags %s on one appliance; %d copies in the sink equal the originals" % (fmt, per_tag, len(got)))
+
+
+if __name__ == "__main__":
+    main()
