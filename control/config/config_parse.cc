@@ -247,7 +247,8 @@ class Parser {
           else fail(p, quote(*s) + std::string(k.enm->bad));
         }
         return;
-      case Kind::kIpv4: {
+      case Kind::kIpv4:
+      case Kind::kIp: {
         IpAddr a;
         if (!ipv4(v, p, a)) return;
         if (k.acc.has) *static_cast<std::optional<IpAddr>*>(k.acc.at(owner)) = a;

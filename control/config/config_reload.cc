@@ -101,6 +101,7 @@ std::string typeOf(const Key& k) {
     case Kind::kString:
     case Kind::kEnum: return "string";
     case Kind::kIpv4: return "IPv4 address";
+    case Kind::kIp: return "IP address";
     case Kind::kMac: return "MAC address";
     case Kind::kStrings: return "list of strings";
     case Kind::kIpv6List: return "list of IPv6 addresses";
@@ -124,6 +125,7 @@ std::string rangeOf(const Key& k) {
       return out;
     }
     case Kind::kIpv4: return "unicast IPv4";
+    case Kind::kIp: return "unicast IPv4 or IPv6";
     case Kind::kMac: return "unicast, non-zero";
     case Kind::kOctalMode: return "`0`..`0777`";
     case Kind::kList:
@@ -158,6 +160,7 @@ std::string defaultOf(const Key& k, const void* owner) {
       if (k.acc.has && !k.acc.has(owner)) return "none";
       return code(k.enm->nameOf(k.acc.get(owner)));
     case Kind::kIpv4:
+    case Kind::kIp:
     case Kind::kMac: return "none";
     case Kind::kStrings: {
       const auto& l = *static_cast<const std::vector<std::string>*>(v);

@@ -45,6 +45,7 @@ enum class Kind : uint8_t {
   kString,    // any UTF-8 text (rules in `check`)
   kEnum,      // one of `enm`'s names
   kIpv4,      // IpAddr (or optional): an IPv4 unicast address once validated
+  kIp,        // IpAddr (or optional): an IPv4 or IPv6 unicast address once validated
   kMac,       // MacAddr (or optional): unicast, non-zero
   kStrings,   // list of strings
   kIpv6List,  // list of IPv6 addresses
@@ -277,6 +278,9 @@ void checkProtocols(const void* v, const std::string& path, Report& r);
 void checkL4Ports(const void* v, const std::string& path, Report& r);
 void checkClassCount(const void* v, const std::string& path, Report& r);
 void checkClasses(const Config& c, Report& r, UnknownNames unknown);
+// The rules of IPv6 appliances (config_ipv6.cc): what they need of the node
+// (node.underlay_ipv6, a MAC) and what does not work over IPv6 yet.
+void checkIpv6Underlay(const Config& c, Report& r);
 // config_class_warnings.cc; `ports` as configWarnings's.
 void classWarnings(const Config& c, std::vector<ConfigError>& out, unsigned ports);
 inline constexpr size_t kMaxClasses = 1000;

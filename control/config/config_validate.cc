@@ -3,6 +3,8 @@
 // MACs, file modes) and each key's own Key::check. Runs on parsed configs and
 // on configs built in code (control API, reload, gwlb-replay), through
 // validateConfig(). Rules between keys are in config_cross.cc.
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include "control/config/config.h"
 #include "control/config/config_schema.h"
@@ -47,6 +49,24 @@ void ipv4Unicast(Report& r, const std::string& path, const IpAddr& a, std::strin
   }
 }
 
+// An IPv4 address as ipv4Unicast() checks it, or a unicast IPv6 address
+// (an IPv6 underlay's: not multicast, ::, ::1 or IPv4-mapped, none of which
+// an appliance or a node can be reached at).
+void ipUnicast(Report& r, const std::string& path, const IpAddr& a, std::string_view what) {
+  if (!a.isV6()) return ipv4Unicast(r, path, a, what);
+  static constexpr std::array<uint8_t, 16> kZero{}, kLoopback{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  if (a.b[0] == 0xff) {
+    r.add(path, quote(a.str()) + " is a multicast address; use a unicast IPv6 address");
+  } else if (a.b == kZero) {
+    r.add(path, "'::' is not a usable address; use a unicast IPv6 address");
+  } else if (a.b == kLoopback) {
+    r.add(path, "'::1' is the loopback address; use a unicast IPv6 address");
+  } else if (a.b[10] == 0xff && a.b[11] == 0xff &&
+             std::all_of(a.b.begin(), a.b.begin() + 10, [](uint8_t x) { return x == 0; })) {
+    r.add(path, quote(a.str()) + " is an IPv4-mapped address; write the IPv4 address itself");
+  }
+}
+
 // The rules of one key's kind; false when the value is out of its range (its
 // Key::check is then not run).
 bool checkKind(const Key& k, const void* owner, const std::string& p, Report& r) {
@@ -76,6 +96,11 @@ bool checkKind(const Key& k, const void* owner, const std::string& p, Report& r)
       if (!k.acc.has) ipv4Unicast(r, p, *static_cast<const IpAddr*>(k.acc.cat(owner)), k.what);
       else if (const auto& a = *static_cast<const std::optional<IpAddr>*>(k.acc.cat(owner)))
         ipv4Unicast(r, p, *a, k.what);
+      return true;
+    case Kind::kIp:
+      if (!k.acc.has) ipUnicast(r, p, *static_cast<const IpAddr*>(k.acc.cat(owner)), k.what);
+      else if (const auto& a = *static_cast<const std::optional<IpAddr>*>(k.acc.cat(owner)))
+        ipUnicast(r, p, *a, k.what);
       return true;
     default:
       return true;

@@ -1,0 +1,75 @@
+// The rules of an IPv6 underlay. An appliance's address family decides the
+// outer family of its Geneve packets, so IPv4 and IPv6 appliances may share a
+// node and a group; an IPv6 one needs the node's IPv6 underlay address and a
+// MAC given in the config, and some paths are IPv4-only for now (data-path
+// health probes, fleet flow sync). Each rule names the key to change.
+#include <map>
+
+#include "control/config/config.h"
+#include "control/config/config_schema.h"
+
+namespace gwlb::ctl::schema {
+
+namespace {
+
+std::string at(const std::string& list, size_t i) { return list + "[" + std::to_string(i) + "]"; }
+
+}  // namespace
+
+void checkIpv6Underlay(const Config& c, Report& r) {
+  const std::optional<IpAddr>& us = c.node.underlay_ipv6;
+  // Control code knows an appliance by applianceKey(): each key must name
+  // one address (IPv4 keys are the addresses, so only IPv6 ones can collide).
+  std::map<uint32_t, std::pair<IpAddr, std::string>> keys;
+  for (size_t gi = 0; gi < c.server_groups.size(); ++gi)
+    for (size_t si = 0; si < c.server_groups[gi].servers.size(); ++si) {
+      const IpAddr& a = c.server_groups[gi].servers[si].address;
+      auto entry = std::make_pair(a, at(at("server_groups", gi) + ".servers", si));
+      // An IPv4 appliance keeps its key: the IPv6 one that folds to it is told.
+      if (a.isV4()) keys.insert_or_assign(applianceKey(a), entry);
+      else if (a.isV6()) keys.emplace(applianceKey(a), entry);
+    }
+  bool any_v6 = false;
+  for (size_t gi = 0; gi < c.server_groups.size(); ++gi) {
+    const ServerGroupConfig& g = c.server_groups[gi];
+    const std::string gp = at("server_groups", gi);
+    std::string first_v6;  // the group's first IPv6 appliance
+    for (size_t si = 0; si < g.servers.size(); ++si) {
+      const ServerConfig& sc = g.servers[si];
+      const std::string sp = at(gp + ".servers", si);
+      if (!sc.address.isV6()) continue;
+      any_v6 = true;
+      if (first_v6.empty()) first_v6 = sp;
+      const std::string q = quote(sc.address.str());
+      // Equal addresses are the duplicate rule's (config_cross.cc).
+      const auto& [other, other_path] = keys.at(applianceKey(sc.address));
+      if (!(other == sc.address))
+        r.add(sp + ".address", q + " folds to the same 32-bit appliance key as " + other_path + " (" +
+                                   other.str() + "); change one of the two addresses");
+      if (!us) {
+        r.add(sp + ".address", q + " is IPv6: set node.underlay_ipv6, this node's IPv6 underlay "
+                                   "address (the source of Geneve over IPv6)");
+      } else if (sc.address == *us) {
+        r.add(sp + ".address", q + " is node.underlay_ipv6; a server cannot have this node's own address");
+      }
+      if (!sc.mac && !c.node.gateway_mac)
+        r.add(sp + ".mac", "is required for an IPv6 appliance (" + q +
+                               ") unless node.gateway_mac is set: appliances are not resolved by "
+                               "neighbor discovery");
+    }
+    if (first_v6.empty()) continue;
+    const HealthCheckConfig& h = g.health_check;
+    if (h.active() && h.interface.empty())
+      r.add(gp + ".health_check.interface",
+            "is required: " + first_v6 + " is IPv6 and probes on the data path go from "
+            "node.underlay_ip (IPv4); set a management interface, or enabled: false");
+    if (h.forwardingActive())
+      r.add(gp + ".health_check.forwarding", "is not supported for a group with IPv6 appliances (" +
+                                                 first_v6 + "): forwarding probes are Geneve over IPv4");
+  }
+  if (any_v6 && c.fleet.configured)
+    r.add("fleet", "is not supported with IPv6 appliances yet: flow sync names appliances by "
+                   "IPv4 address");
+}
+
+}  // namespace gwlb::ctl::schema
