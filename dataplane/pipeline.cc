@@ -487,17 +487,6 @@ inline bool isGeneveToUs(const ParsedPacket& p, uint32_t underlay_ip) noexcept {
   return p.ip_version == 4 && p.tuple.dst.v4HostOrder() == underlay_ip;
 }
 
-// An IPv6 packet to node.underlay_ipv6: Geneve from an IPv6 appliance.
-inline bool isToUnderlayIp6(const ParsedPacket& p, const Snapshot& s) noexcept {
-  return s.has_underlay_ip6 && std::memcmp(p.tuple.dst.b.data(), s.underlay_ip6.data(), 16) == 0;
-}
-
-// Geneve over IPv6 that is ours coming back, or on its way to one of our
-// IPv6 appliances: never wrapped again.
-inline bool isLoopGeneve6(const ParsedPacket& p, const Snapshot& s) noexcept {
-  return (s.has_underlay_ip6 && std::memcmp(p.tuple.src.b.data(), s.underlay_ip6.data(), 16) == 0) ||
-         s.serverByIp6(p.tuple.dst.b.data()) != kNoServer;
-}
 
 // The burst's three stages. kClasses: the snapshot has traffic_classes
 // (issue 27), decided once per burst; the copy without them has none of the
@@ -568,21 +557,10 @@ template <bool kClasses>
       else drop(c, m, Counter::drop_arp_not_for_us);
       continue;
     }
-    if (p.ip_version == 6) {
-      // node.underlay_ipv6 is checked first: the address may also be one of
-      // node.ipv6_addresses (so its solicitations are answered).
-      if (isToUnderlayIp6(p, *snap) && p.tuple.proto == kProtoUdp && p.tuple.dport == kGenevePort &&
-          !p.icmp_error) [[unlikely]] {
-        if (!acceptsReturns(role)) drop(c, m, Counter::drop_geneve_on_router_port);
-        else if (prepareReturn(c, m, p, f.p, f.ref, f.ri)) {
-          f.m = m;
-          f.ret = true;
-          keys[nf] = &f.ref.key;
-          hashes[nf] = f.ref.hash;
-          ++nf;
-        }
-        continue;
-      }
+    // Geneve to node.underlay_ipv6 is a return (before node.ipv6_addresses,
+    // which may list the same address so that it is answered in ND).
+    const bool geneve6 = p.ip_version == 6 && isGeneve6ToUs(p, *snap);
+    if (p.ip_version == 6 && !geneve6) {
       // Neighbor discovery is link-local: punted when it asks for us, never forwarded.
       NdVerdict nd = p.tuple.proto == kProtoIcmpv6 ? ndVerdict(d, p, *snap) : NdVerdict::kNotNd;
       const bool to_node = !snap->node_ipv6.empty() && isNodeIpv6(*snap, p.tuple.dst.b.data());
@@ -601,8 +579,8 @@ template <bool kClasses>
       }
     }
     bool geneve = p.ip_version == 4 && p.tuple.proto == kProtoUdp && p.tuple.dport == kGenevePort;
-    if (isGeneveToUs(p, snap->underlay_ip)) {
-      if (!geneve) forUs(c, m);
+    if (geneve6 || isGeneveToUs(p, snap->underlay_ip)) {
+      if (!geneve && !geneve6) forUs(c, m);
       else if (!acceptsReturns(role)) drop(c, m, Counter::drop_geneve_on_router_port);
       else if (prepareReturn(c, m, p, f.p, f.ref, f.ri)) {
         f.m = m;
@@ -622,8 +600,7 @@ template <bool kClasses>
     // or Geneve on its way to one of our appliances.
     if ((geneve && (p.tuple.src.v4HostOrder() == snap->underlay_ip ||
                     snap->serverByIp(p.tuple.dst.v4HostOrder()) != kNoServer)) ||
-        (p.ip_version == 6 && p.tuple.proto == kProtoUdp && p.tuple.dport == kGenevePort &&
-         (snap->has_underlay_ip6 || !snap->by_ip6.empty()) && isLoopGeneve6(p, *snap))) [[unlikely]] {
+        (p.ip_version == 6 && isLoopGeneve6(p, *snap))) [[unlikely]] {
       drop(c, m, Counter::drop_loop_geneve);
       continue;
     }

@@ -1,8 +1,8 @@
 // The rules of an IPv6 underlay. An appliance's address family decides the
 // outer family of its Geneve packets, so IPv4 and IPv6 appliances may share a
 // node and a group; an IPv6 one needs the node's IPv6 underlay address and a
-// MAC given in the config, and some paths are IPv4-only for now (data-path
-// health probes, fleet flow sync). Each rule names the key to change.
+// MAC given in the config, and some paths are IPv4-only for now (health
+// probes, fleet flow sync). Each rule names the key to change.
 #include <map>
 
 #include "control/config/config.h"
@@ -13,6 +13,17 @@ namespace gwlb::ctl::schema {
 namespace {
 
 std::string at(const std::string& list, size_t i) { return list + "[" + std::to_string(i) + "]"; }
+
+// The addresses the key's own check (config_validate.cc ipUnicast) accepts:
+// the rest already have their error.
+bool usableIpv6(const IpAddr& a) {
+  if (!a.isV6() || a.b[0] == 0xff) return false;
+  bool high_zero = true;
+  for (size_t i = 0; i < 10; ++i) high_zero = high_zero && a.b[i] == 0;
+  if (high_zero && a.b[10] == 0xff && a.b[11] == 0xff) return false;  // IPv4-mapped
+  return !(high_zero && a.b[10] == 0 && a.b[11] == 0 && a.b[12] == 0 && a.b[13] == 0 &&
+           a.b[14] == 0 && a.b[15] <= 1);  // :: and ::1
+}
 
 }  // namespace
 
@@ -37,7 +48,7 @@ void checkIpv6Underlay(const Config& c, Report& r) {
     for (size_t si = 0; si < g.servers.size(); ++si) {
       const ServerConfig& sc = g.servers[si];
       const std::string sp = at(gp + ".servers", si);
-      if (!sc.address.isV6()) continue;
+      if (!usableIpv6(sc.address)) continue;
       any_v6 = true;
       if (first_v6.empty()) first_v6 = sp;
       const std::string q = quote(sc.address.str());
@@ -59,13 +70,12 @@ void checkIpv6Underlay(const Config& c, Report& r) {
     }
     if (first_v6.empty()) continue;
     const HealthCheckConfig& h = g.health_check;
-    if (h.active() && h.interface.empty())
-      r.add(gp + ".health_check.interface",
-            "is required: " + first_v6 + " is IPv6 and probes on the data path go from "
-            "node.underlay_ip (IPv4); set a management interface, or enabled: false");
-    if (h.forwardingActive())
-      r.add(gp + ".health_check.forwarding", "is not supported for a group with IPv6 appliances (" +
-                                                 first_v6 + "): forwarding probes are Geneve over IPv4");
+    // Probe paths (data path from node.underlay_ip, the kernel route checks
+    // of a management path, forwarding checks) are IPv4 only so far.
+    if (h.active())
+      r.add(gp + ".health_check.enabled",
+            "must be false: " + first_v6 + " is IPv6 and health probes to IPv6 appliances are "
+            "not supported yet (their paths are IPv4 only)");
   }
   if (any_v6 && c.fleet.configured)
     r.add("fleet", "is not supported with IPv6 appliances yet: flow sync names appliances by "

@@ -672,7 +672,8 @@ const Key kNodeKeys[] = {
     {.name = "underlay_ipv6", .kind = Kind::kIp, .acc = member<&NodeConfig::underlay_ipv6>(),
      .doc = "This node's IPv6 underlay address: the source of Geneve to IPv6 appliances, "
             "answered in neighbor discovery.",
-     .what = "this node's IPv6 address on the underlay", .check = checkUnderlayIpv6},
+     .what = "this node's IPv6 address on the underlay", .check = checkUnderlayIpv6,
+     .range_doc = "unicast IPv6"},
     {.name = "underlay_mac", .kind = Kind::kMac, .acc = member<&NodeConfig::underlay_mac>(),
      .doc = "MAC address of the underlay port.", .required = true},
     {.name = "gateway_mac", .kind = Kind::kMac, .acc = member<&NodeConfig::gateway_mac>(),

@@ -104,7 +104,10 @@ TEST(ConfigIpv6, AppliancesWhoseKeysCollideAreRefused) {
 TEST(ConfigIpv6, PathsThatAreIpv4OnlyAreRefused) {
   EXPECT_TRUE(errorsAre(parse(config(kV6Node, "{ address: 2001:db8:f::a }",
                                      "    health_check: { port: 80 }\n")),
-                        {{"server_groups[0].health_check.interface", "node.underlay_ip (IPv4)"}}));
+                        {{"server_groups[0].health_check.enabled", "must be false"}}));
+  EXPECT_TRUE(errorsAre(parse(config(kV6Node, "{ address: 2001:db8:f::a }",
+                                     "    health_check: { port: 80, interface: mgmt0 }\n")),
+                        {{"server_groups[0].health_check.enabled", "IPv4 only"}}));
   EXPECT_TRUE(parse(config(kV6Node, "{ address: 2001:db8:f::a }",
                            "    health_check: { enabled: false }\n")).ok);
   EXPECT_TRUE(errorsAre(parse(config(kV6Node, "{ address: 2001:db8:f::a }") +
