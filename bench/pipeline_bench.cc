@@ -54,6 +54,9 @@
 //                       self-test (bench/instruction_budget.py): about N extra
 //                       instructions per packet in processBurstPad(), which
 //                       callgrind's --toggle-collect='*processBurst*' counts
+//   --underlay ipv6     the three appliances at IPv6 addresses: Geneve over an
+//                       IPv6 underlay (outer header 20 bytes longer, no IPv4
+//                       header checksum, a flow label and traffic class)
 //   --help              the options, then exit (the budget test asks for
 //                       options it needs with it: an unknown one is refused
 //                       before --help is reached)
@@ -124,6 +127,7 @@ struct Options {
   uint32_t classes = 0;  // traffic classes in the snapshot (benchClasses)
   bool mirror = false;   // the matched class has a mirror group (one tool)
   bool tag = false;      // the matched class has a tag
+  bool ipv6_underlay = false;  // --underlay ipv6: the appliances are IPv6 (Geneve over IPv6)
 };
 
 // Issue 28: a deliberate regression (--pad-instructions): about `per` extra
@@ -327,7 +331,8 @@ class Bench {
     uint8_t* t = &ret_[size_t(flow) * kRetHdr];
     std::memcpy(t, f, kRetHdr);
     std::swap_ranges(t, t + 6, t + 6);            // MACs
-    std::swap_ranges(t + 26, t + 30, t + 30);     // IPv4 addresses
+    if (o_.ipv6_underlay) std::swap_ranges(t + 22, t + 38, t + 38);  // IPv6 addresses
+    else std::swap_ranges(t + 26, t + 30, t + 30);     // IPv4 addresses
     ret_len_ = m->data_len;
   }
 
@@ -353,6 +358,11 @@ class Bench {
       cfg_.traffic_classes.back().mirror.group = "tools";
     }
     if (o_.tag) cfg_.traffic_classes.back().tag = "42";
+    if (o_.ipv6_underlay) {  // the same three appliances at IPv6 addresses
+      cfg_.node.underlay_ipv6 = IpAddr::parse("2001:db8:f::1");
+      for (size_t i = 0; i < cfg_.server_groups[0].servers.size(); ++i)
+        cfg_.server_groups[0].servers[i].address = *IpAddr::parse("2001:db8:f::" + std::to_string(11 + i));
+    }
     ctl::HealthMap h = benchAllHealthy();
     snap_ = ctl::buildSnapshot(cfg_, reg_, {}, 1, h);
   }
@@ -414,11 +424,16 @@ Options parse(int argc, char** argv) {
     else if (a == "--tx-offload") o.tx_offload = true;
     else if (a == "--huge-dir") o.huge_dir = next();
     else if (a == "--pad-instructions") o.pad = unsigned(std::stoul(next()));
+    else if (a == "--underlay") {
+      std::string u = next();
+      if (u != "ipv4" && u != "ipv6") die("--underlay ipv4|ipv6");
+      o.ipv6_underlay = u == "ipv6";
+    }
     else if (a == "--help") {
       std::printf("pipeline_bench --mode established|new|return|ring --flows N --size S --proto "
                   "tcp|udp [--burst B] [--reps R] [--rep-packets P] [--cpu C] [--instructions] "
                   "[--tx-offload] [--huge-dir DIR] [--pad-instructions N] [--classes N] [--mirror] "
-                  "[--tag] [--help]\n");
+                  "[--tag] [--underlay ipv4|ipv6] [--help]\n");
       std::exit(0);
     }
     else if (a == "--classes") o.classes = uint32_t(std::stoul(next()));

@@ -206,4 +206,51 @@ namespace gwlb {
   wr16(udp + 6, c == 0 ? 0xFFFF : c);
 }
 
+// The same over an outer IPv6 header (t.ipv6): no header checksum; the UDP
+// checksum's arithmetic is IPv4's (the pseudo-header's length and the UDP
+// length each add udp_len), from the template's IPv6 pseudo-header sum.
+// tc_label: ipv6TrafficClassLabel().
+[[gnu::always_inline]] inline void encapInline6(uint8_t* f, const EncapTemplate& t, size_t payload_len, uint16_t udp_sport,
+                 uint16_t protocol, uint32_t cookie, uint32_t payload_sum, uint32_t tc_label) noexcept {
+  if (t.aws) std::memcpy(f, t.bytes, encapHeaderLen(true, true));
+  else std::memcpy(f, t.bytes, encapHeaderLen(false, true));
+  uint32_t udp_len = uint32_t(t.len - 14 - 40 + payload_len);
+  uint8_t* ip = f + 14;
+  uint8_t* udp = ip + 40;
+  wr32(ip, 6u << 28 | tc_label);
+  wr16(ip + 4, uint16_t(udp_len));
+  wr16(udp, udp_sport);
+  wr16(udp + 4, uint16_t(udp_len));
+  uint64_t sum = uint64_t(t.udp_sum) + udp_sport + 2 * udp_len + payload_sum;
+  if (t.aws) {
+    uint8_t* g = udp + 8;
+    wr16(g + 2, protocol);
+    wr32(g + kGeneveBaseLen + 28, cookie);
+    sum += protocol + (cookie >> 16) + (cookie & 0xFFFF);
+  }
+  sum = (sum & 0xFFFFFFFF) + (sum >> 32);
+  sum = (sum & 0xFFFFFFFF) + (sum >> 32);
+  uint16_t c = csumFold(uint32_t(sum));
+  wr16(udp + 6, c == 0 ? 0xFFFF : c);
+}
+
+[[gnu::always_inline]] inline void encapOffloadInline6(uint8_t* f, const EncapTemplate& t, size_t payload_len, uint16_t udp_sport,
+                        uint16_t protocol, uint32_t cookie, uint32_t tc_label) noexcept {
+  if (t.aws) std::memcpy(f, t.bytes, encapHeaderLen(true, true));
+  else std::memcpy(f, t.bytes, encapHeaderLen(false, true));
+  uint32_t udp_len = uint32_t(t.len - 14 - 40 + payload_len);
+  uint8_t* ip = f + 14;
+  uint8_t* udp = ip + 40;
+  wr32(ip, 6u << 28 | tc_label);
+  wr16(ip + 4, uint16_t(udp_len));
+  wr16(udp, udp_sport);
+  wr16(udp + 4, uint16_t(udp_len));
+  if (t.aws) {
+    uint8_t* g = udp + 8;
+    wr16(g + 2, protocol);
+    wr32(g + kGeneveBaseLen + 28, cookie);
+  }
+  wr16(udp + 6, uint16_t(csumFold(t.pseudo_sum + udp_len) ^ 0xFFFF));
+}
+
 }  // namespace gwlb

@@ -21,7 +21,65 @@ uint8_t* writeOption(uint8_t* p, uint8_t type, size_t data_len) {
   return p + 4;
 }
 
+// The Geneve header and (aws) options writeEncap() writes behind its UDP
+// header; returns the Geneve length.
+size_t writeGeneveHeader(uint8_t* g, const EncapParams& p) {
+  size_t geneve_len = kGeneveBaseLen + (p.aws_options ? kAwsOptionsLen : 0);
+  g[0] = uint8_t((geneve_len - kGeneveBaseLen) / 4);
+  g[1] = 0;
+  wr16(g + 2, p.protocol);
+  wr32(g + 4, (p.vni & 0xFFFFFF) << 8);
+  if (p.aws_options) {
+    uint8_t* o = g + kGeneveBaseLen;
+    o = writeOption(o, kAwsOptEndpointId, 8);
+    wr64(o, p.endpoint_id);
+    o = writeOption(o + 8, kAwsOptAttachmentId, 8);
+    wr64(o, p.attachment_id);
+    o = writeOption(o + 8, kAwsOptFlowCookie, 4);
+    wr32(o, p.cookie);
+  }
+  return geneve_len;
+}
+
+// The IPv6 pseudo-header's addresses and next header (RFC 8200 section 8.1),
+// without the upper-layer length.
+uint32_t ipv6PseudoSum(const uint8_t* ip6) {
+  return csumAdd(0, ip6 + 8, 32) + kProtoUdp;
+}
+
 }  // namespace
+
+void writeEncap6(uint8_t* f, size_t payload_len, const EncapParams& p) noexcept {
+  size_t geneve_len = kGeneveBaseLen + (p.aws_options ? kAwsOptionsLen : 0);
+  size_t udp_len = 8 + geneve_len + payload_len;
+
+  std::memcpy(f, p.dst_mac.b.data(), 6);
+  std::memcpy(f + 6, p.src_mac.b.data(), 6);
+  wr16(f + 12, kEtherTypeIpv6);
+
+  // IPv6: no fragment header; the underlay never fragments (IPv6 routers
+  // never do), oversize inner packets get a "too big" from us instead.
+  uint8_t* ip = f + 14;
+  wr32(ip, 6u << 28 | uint32_t(p.traffic_class) << 20 | (p.flow_label & 0xFFFFF));
+  wr16(ip + 4, uint16_t(udp_len));
+  ip[6] = kProtoUdp;
+  ip[7] = 64;
+  std::memcpy(ip + 8, p.src_ip6.data(), 16);
+  std::memcpy(ip + 24, p.dst_ip6.data(), 16);
+
+  uint8_t* udp = ip + 40;
+  wr16(udp, p.udp_sport);
+  wr16(udp + 2, kGenevePort);
+  wr16(udp + 4, uint16_t(udp_len));
+  wr16(udp + 6, 0);
+  writeGeneveHeader(udp + 8, p);
+
+  // The pseudo-header's length is 32 bits; udp_len is below 2^16.
+  uint32_t sum = ipv6PseudoSum(ip) + uint32_t(udp_len);
+  sum = csumAdd(sum, udp, udp_len);
+  uint16_t c = csumFold(sum);
+  wr16(udp + 6, c == 0 ? 0xFFFF : c);
+}
 
 void writeEncap(uint8_t* f, size_t payload_len, const EncapParams& p) noexcept {
   size_t geneve_len = kGeneveBaseLen + (p.aws_options ? kAwsOptionsLen : 0);
@@ -81,6 +139,26 @@ void writeEncap(uint8_t* f, size_t payload_len, const EncapParams& p) noexcept {
 
 void buildEncapTemplate(EncapTemplate& t, const EncapParams& p) noexcept {
   t = EncapTemplate{};
+  if (p.ipv6) {
+    EncapParams q = p;
+    q.udp_sport = 0;
+    q.cookie = 0;
+    q.traffic_class = 0;
+    q.flow_label = 0;
+    if (p.aws_options) q.protocol = 0;
+    t.aws = p.aws_options;
+    t.ipv6 = true;
+    t.len = uint8_t(encapHeaderLen(p.aws_options, true));
+    writeEncap6(t.bytes, 0, q);
+    uint8_t* ip = t.bytes + 14;
+    uint8_t* udp = ip + 40;
+    wr16(ip + 4, 0);
+    wr16(udp + 4, 0);
+    wr16(udp + 6, 0);
+    t.pseudo_sum = ipv6PseudoSum(ip);
+    t.udp_sum = csumAdd(t.pseudo_sum, udp, t.len - 14 - 40);
+    return;
+  }
   EncapParams q = p;
   q.udp_sport = 0;
   q.cookie = 0;
@@ -111,6 +189,16 @@ void applyEncapOffload(uint8_t* f, const EncapTemplate& t, size_t payload_len, u
 void applyEncap(uint8_t* f, const EncapTemplate& t, size_t payload_len, uint16_t udp_sport,
                 uint16_t protocol, uint32_t cookie, uint32_t payload_sum) noexcept {
   encapInline(f, t, payload_len, udp_sport, protocol, cookie, payload_sum);
+}
+
+void applyEncap6(uint8_t* f, const EncapTemplate& t, size_t payload_len, uint16_t udp_sport,
+                 uint16_t protocol, uint32_t cookie, uint32_t payload_sum, uint32_t tc_label) noexcept {
+  encapInline6(f, t, payload_len, udp_sport, protocol, cookie, payload_sum, tc_label);
+}
+
+void applyEncapOffload6(uint8_t* f, const EncapTemplate& t, size_t payload_len, uint16_t udp_sport,
+                        uint16_t protocol, uint32_t cookie, uint32_t tc_label) noexcept {
+  encapOffloadInline6(f, t, payload_len, udp_sport, protocol, cookie, tc_label);
 }
 
 GeneveStatus parseGeneve(const uint8_t* p, size_t len, GeneveInfo& out, Counter& drop) noexcept {

@@ -19,6 +19,7 @@
 // ethernet format: protocol 0x6558, inner Ethernet frame, no options.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
@@ -46,6 +47,13 @@ inline constexpr size_t encapHeaderLen(bool aws_options) noexcept {
   return kOuterL2L3L4Len + kGeneveBaseLen + (aws_options ? kAwsOptionsLen : 0);
 }
 
+// An IPv6 underlay: the outer IPv6 header is 40 bytes, 20 more than IPv4's,
+// and so is every encapsulated packet (the inner MTU is 20 bytes smaller).
+inline constexpr size_t kOuterIpv6Extra = 20;
+inline constexpr size_t encapHeaderLen(bool aws_options, bool ipv6) noexcept {
+  return encapHeaderLen(aws_options) + (ipv6 ? kOuterIpv6Extra : 0);
+}
+
 struct EncapParams {
   MacAddr src_mac, dst_mac;
   uint32_t src_ip = 0, dst_ip = 0;  // host order
@@ -55,6 +63,12 @@ struct EncapParams {
   bool aws_options = false;
   uint64_t endpoint_id = 0, attachment_id = 0;
   uint32_t cookie = 0;
+  // Outer IPv6 instead of IPv4 (src_ip6/dst_ip6; src_ip/dst_ip unused).
+  // traffic_class and flow_label are per packet (writeEncap6, encapInline6).
+  bool ipv6 = false;
+  std::array<uint8_t, 16> src_ip6{}, dst_ip6{};
+  uint8_t traffic_class = 0;
+  uint32_t flow_label = 0;
 };
 
 // Writes outer Ethernet / IPv4 (DF, TTL 64, checksum) / UDP (to 6081, checksum)
@@ -62,16 +76,29 @@ struct EncapParams {
 // payload_len bytes that already follow it. Never fails: sizes are the caller's.
 void writeEncap(uint8_t* frame, size_t payload_len, const EncapParams& p) noexcept;
 
+// The same with an outer IPv6 header (p.ipv6): version 6, p.traffic_class,
+// p.flow_label, hop limit 64, no extension headers, and a UDP checksum
+// always computed (RFC 8200 section 8.1: zero is not allowed over IPv6; the
+// RFC 6935/6936 exception for tunnels needs every receiver configured to
+// accept it, which appliance images are not). Writes encapHeaderLen(aws, true)
+// bytes.
+void writeEncap6(uint8_t* frame, size_t payload_len, const EncapParams& p) noexcept;
+
 // The outer headers of one appliance, built once per snapshot (control
 // thread) so the fast path writes them with one copy and patches only what
 // changes per packet: IPv4 total length and checksum, UDP source port, length
 // and checksum, the Geneve protocol type (aws: 0x0800 / 0x86DD) and the flow
 // cookie. Both checksums are finished incrementally from sums taken here.
-inline constexpr size_t kMaxEncapLen = kOuterL2L3L4Len + kGeneveBaseLen + kAwsOptionsLen;
+inline constexpr size_t kMaxEncapLen =
+    kOuterL2L3L4Len + kOuterIpv6Extra + kGeneveBaseLen + kAwsOptionsLen;
 struct EncapTemplate {
-  alignas(16) uint8_t bytes[96] = {};  // encapHeaderLen(aws) bytes are used
+  alignas(16) uint8_t bytes[112] = {};  // encapHeaderLen(aws, ipv6) bytes are used
   uint8_t len = 0;                     // 0: not built
   bool aws = false;
+  // Outer IPv6 (encapInline6): ip_sum is unused (IPv6 has no header
+  // checksum); udp_sum and pseudo_sum hold the IPv6 pseudo-header's
+  // addresses and next header instead of IPv4's.
+  bool ipv6 = false;
   uint32_t ip_sum = 0;   // one's-complement sum of the IPv4 header, length 0, checksum 0
   uint32_t udp_sum = 0;  // pseudo-header addresses + proto, UDP dport, Geneve header
                          // (protocol 0, cookie 0): everything but per-packet fields
@@ -117,10 +144,44 @@ inline uint32_t writeTagOption(uint8_t* p, uint16_t option_class, uint32_t tag, 
   }
   return sum;
 }
+// applyEncap() and applyEncapOffload() for a template with an outer IPv6
+// header (t.ipv6). tc_label is the first word's low 28 bits: the traffic
+// class << 20 | the flow label (ipv6TrafficClassLabel()); neither is in the
+// UDP checksum's pseudo-header, so they cost no checksum work. The offload
+// form leaves the NIC the UDP checksum (no IPv6 header checksum exists).
+void applyEncap6(uint8_t* frame, const EncapTemplate& t, size_t payload_len, uint16_t udp_sport,
+                 uint16_t protocol, uint32_t cookie, uint32_t payload_sum,
+                 uint32_t tc_label) noexcept;
+void applyEncapOffload6(uint8_t* frame, const EncapTemplate& t, size_t payload_len,
+                        uint16_t udp_sport, uint16_t protocol, uint32_t cookie,
+                        uint32_t tc_label) noexcept;
 
 // UDP source port for a flow: constant per flow, spread over 49152..65535.
 inline uint16_t geneveSourcePort(uint32_t flow_hash) noexcept {
   return uint16_t(49152u + (flow_hash % 16384u));
+}
+
+// The outer IPv6 flow label of a flow (RFC 6438: a tunnel's label is taken
+// from the inner flow, so ECMP and LAG hashing on the label alone keep a
+// flow's packets on one path): 20 bits of the flow hash other than the ones
+// the source port uses, never 0 (RFC 6437: 0 means "no label").
+inline uint32_t geneveFlowLabel(uint32_t flow_hash) noexcept {
+  const uint32_t l = (flow_hash >> 12) & 0xFFFFF;
+  return l ? l : 1;
+}
+
+// The outer IPv6 header's first word below the version: the traffic class
+// << 20 | the flow label. The inner packet's DSCP is copied (RFC 2983's
+// uniform model, so the underlay's queues treat the flow as its sender
+// asked); the ECN field is Not-ECT (RFC 6040 section 4.1's compatibility
+// mode): a CE mark the underlay put on the outer header would be lost, since
+// neither an appliance nor our own return path is known to copy it inward,
+// and a lost mark is worse than a drop. inner_l3 is the inner IP header
+// (version 4 or 6).
+inline uint32_t ipv6TrafficClassLabel(const uint8_t* inner_l3, uint8_t ip_version,
+                                      uint32_t flow_hash) noexcept {
+  const uint32_t tos = ip_version == 4 ? inner_l3[1] : uint32_t(inner_l3[0] << 4 | inner_l3[1] >> 4);
+  return (tos & 0xFC) << 20 | geneveFlowLabel(flow_hash);
 }
 
 struct GeneveInfo {

@@ -66,6 +66,19 @@ struct IpAddr {
   bool operator==(const IpAddr&) const = default;
 };
 
+// The 32-bit name an appliance is known by to control code keyed by appliance
+// (the server registry, health, lifecycle, weights) and the flow cookie's
+// appliance input: an IPv4 address in host order; an IPv6 appliance's four
+// words folded by XOR. The config validator refuses two appliances with one
+// key, so it names each appliance of a config once.
+inline uint32_t applianceKey(const IpAddr& a) noexcept {
+  if (!a.isV6()) return a.v4HostOrder();
+  uint32_t k = 0;
+  for (size_t i = 0; i < 16; i += 4)
+    k ^= uint32_t(a.b[i]) << 24 | uint32_t(a.b[i + 1]) << 16 | uint32_t(a.b[i + 2]) << 8 | a.b[i + 3];
+  return k;
+}
+
 // What a dataplane port faces (node.ports[].role): routers send it traffic to
 // inspect (forward path), appliances send it their Geneve returns (return
 // path), or both (one-arm). The bits say what the port accepts.

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstring>
 #include <cstdint>
 #include <vector>
 
@@ -118,6 +119,12 @@ struct ServerView {
   // stands: routable, MAC known, group in range and the template its length.
   // False leaves each check to the worker (a snapshot built by hand).
   bool sendable = false;
+  // An appliance on an IPv6 underlay: its address is ip6, its outer headers
+  // are IPv6 (encap.ipv6) and its returns are checked against ip6 (by_ip6).
+  // `ip` then holds applianceKey() of it (net_types.h): the flow cookie's
+  // appliance input and the registry's key.
+  bool ipv6 = false;
+  std::array<uint8_t, 16> ip6{};
 };
 
 struct GroupView {
@@ -188,6 +195,12 @@ struct Snapshot {
 
   uint64_t generation = 0;
   uint32_t underlay_ip = 0;        // host order
+  // node.underlay_ipv6: the source of Geneve over IPv6 to IPv6 appliances and
+  // where their returns come to (has_underlay_ip6 false: none). The builder
+  // lists it in node_ipv6 too: its neighbor solicitations are answered and
+  // whatever else comes to it but Geneve goes to the kernel's tap.
+  bool has_underlay_ip6 = false;
+  std::array<uint8_t, 16> underlay_ip6{};
   MacAddr underlay_mac;
   uint16_t underlay_port = 0;
   uint32_t underlay_mtu = 1500;
@@ -297,6 +310,22 @@ struct Snapshot {
       while (ip_index[at] != 0) at = (at + 1) & uint32_t(cells - 1);
       ip_index[at] = uint64_t(ip) << 32 | (uint32_t(id) + 1);
     }
+  }
+
+  // The IPv6 appliances (servers[id].ipv6, routable) by address, sorted:
+  // a returned IPv6 packet's appliance. Few appliances per gateway: a binary
+  // search of 16-byte keys (IPv4's hashed index is the common case).
+  std::vector<std::pair<std::array<uint8_t, 16>, uint16_t>> by_ip6;
+  uint16_t serverByIp6(const uint8_t* a) const noexcept {
+    size_t lo = 0, hi = by_ip6.size();
+    while (lo < hi) {
+      size_t mid = (lo + hi) / 2;
+      int c = std::memcmp(by_ip6[mid].first.data(), a, 16);
+      if (c == 0) return by_ip6[mid].second;
+      if (c < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return kNoServer;
   }
 
   uint16_t serverByIp(uint32_t ip) const noexcept {

@@ -38,6 +38,21 @@ NdVerdict ndVerdict(const uint8_t* f, const ParsedPacket& p, const Snapshot& s) 
 // True when `a` (16 bytes) is one of the node's IPv6 addresses.
 bool isNodeIpv6(const Snapshot& s, const uint8_t* a) noexcept;
 
+// Geneve over IPv6 (UDP to 6081, not an ICMP error) to node.underlay_ipv6:
+// a return from an IPv6 appliance.
+inline bool isGeneve6ToUs(const ParsedPacket& p, const Snapshot& s) noexcept {
+  return s.has_underlay_ip6 && p.tuple.proto == kProtoUdp && p.tuple.dport == kGenevePort &&
+         !p.icmp_error && std::memcmp(p.tuple.dst.b.data(), s.underlay_ip6.data(), 16) == 0;
+}
+
+// Geneve over IPv6 from node.underlay_ipv6 (ours coming back) or to one of
+// our IPv6 appliances, arriving from a router: never wrapped again.
+inline bool isLoopGeneve6(const ParsedPacket& p, const Snapshot& s) noexcept {
+  if (p.tuple.proto != kProtoUdp || p.tuple.dport != kGenevePort) return false;
+  if (s.has_underlay_ip6 && std::memcmp(p.tuple.src.b.data(), s.underlay_ip6.data(), 16) == 0) return true;
+  return !s.by_ip6.empty() && s.serverByIp6(p.tuple.dst.b.data()) != kNoServer;
+}
+
 // A frame of at least 14 bytes whose destination is not its port's MAC
 // (`pv` null: a port the snapshot does not know). True: punt it to the control
 // thread. False: drop it with `why` (drop_not_our_mac, drop_l2_broadcast or

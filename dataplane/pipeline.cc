@@ -298,7 +298,7 @@ template <bool kClasses>
   const EncapTemplate& t = sv.encap;
   bool aws = t.aws;
   size_t payload = aws ? p.l3_len : size_t(p.l3_offset) + p.l3_len;
-  size_t hdr = encapHeaderLen(aws);
+  size_t hdr = encapHeaderLen(aws, t.ipv6);
   if (!sv.sendable) [[unlikely]] {  // the builder's checks, one by one
     if (!sv.routable) return drop(c, m, Counter::drop_no_healthy_server);
     if (!sv.mac_known) return drop(c, m, Counter::drop_neighbour_unresolved);
@@ -329,8 +329,21 @@ template <bool kClasses>
   uint8_t* h = reinterpret_cast<uint8_t*>(rte_pktmbuf_prepend(m, uint16_t(hdr)));
   if (!h) [[unlikely]]
     return drop(c, m, Counter::drop_no_headroom);
-  const uint16_t sport = geneveSourcePort(e.flow_hash.load(std::memory_order_relaxed));
-  if (offload) {
+  const uint32_t flow_hash = e.flow_hash.load(std::memory_order_relaxed);
+  const uint16_t sport = geneveSourcePort(flow_hash);
+  if (t.ipv6) [[unlikely]] {
+    // The inner IP header is the payload's start (aws) or p.l3_offset into it.
+    const uint32_t tcl = ipv6TrafficClassLabel(h + hdr + (aws ? 0 : p.l3_offset), p.ip_version, flow_hash);
+    if (offload) {
+      encapOffloadInline6(h, t, payload, sport, protocol, routeCookie(route), tcl);
+      m->ol_flags = (m->ol_flags & ~RTE_MBUF_F_TX_OFFLOAD_MASK) | RTE_MBUF_F_TX_IPV6 |
+                    RTE_MBUF_F_TX_UDP_CKSUM;
+      m->l2_len = 14;
+      m->l3_len = 40;
+    } else {
+      encapInline6(h, t, payload, sport, protocol, routeCookie(route), sum, tcl);
+    }
+  } else if (offload) {
     encapOffloadInline(h, t, payload, sport, protocol, routeCookie(route));
     m->ol_flags = (m->ol_flags & ~RTE_MBUF_F_TX_OFFLOAD_MASK) | RTE_MBUF_F_TX_IPV4 |
                   RTE_MBUF_F_TX_IP_CKSUM | RTE_MBUF_F_TX_UDP_CKSUM;
@@ -371,7 +384,8 @@ struct ReturnInfo {
 [[gnu::always_inline]] inline bool prepareReturn(Ctx& c, rte_mbuf* m, const ParsedPacket& outer, ParsedPacket& in, FlowRef& ref,
                    ReturnInfo& ri) noexcept {
   const Snapshot& s = c.s;
-  uint16_t server = s.serverByIp(outer.tuple.src.v4HostOrder());
+  uint16_t server = outer.ip_version == 4 ? s.serverByIp(outer.tuple.src.v4HostOrder())
+                                          : s.serverByIp6(outer.tuple.src.b.data());
   if (server == kNoServer || server >= c.n_servers || !s.servers[server].routable)
     return drop(c, m, Counter::drop_geneve_unknown_appliance), false;
   if (outer.is_fragment) return drop(c, m, Counter::drop_bad_fragment), false;
@@ -488,6 +502,7 @@ inline bool isGeneveToUs(const ParsedPacket& p, uint32_t underlay_ip) noexcept {
   return p.ip_version == 4 && p.tuple.dst.v4HostOrder() == underlay_ip;
 }
 
+
 // The burst's three stages. kClasses: the snapshot has traffic_classes
 // (issue 27), decided once per burst; the copy without them has none of the
 // class path in it, so a gateway without classes pays nothing per packet.
@@ -557,7 +572,10 @@ template <bool kClasses>
       else drop(c, m, Counter::drop_arp_not_for_us);
       continue;
     }
-    if (p.ip_version == 6) {
+    // Geneve to node.underlay_ipv6 is a return (before node.ipv6_addresses,
+    // which may list the same address so that it is answered in ND).
+    const bool geneve6 = p.ip_version == 6 && isGeneve6ToUs(p, *snap);
+    if (p.ip_version == 6 && !geneve6) {
       // Neighbor discovery is link-local: punted when it asks for us, never forwarded.
       NdVerdict nd = p.tuple.proto == kProtoIcmpv6 ? ndVerdict(d, p, *snap) : NdVerdict::kNotNd;
       const bool to_node = !snap->node_ipv6.empty() && isNodeIpv6(*snap, p.tuple.dst.b.data());
@@ -576,8 +594,8 @@ template <bool kClasses>
       }
     }
     bool geneve = p.ip_version == 4 && p.tuple.proto == kProtoUdp && p.tuple.dport == kGenevePort;
-    if (isGeneveToUs(p, snap->underlay_ip)) {
-      if (!geneve) forUs(c, m);
+    if (geneve6 || isGeneveToUs(p, snap->underlay_ip)) {
+      if (!geneve && !geneve6) forUs(c, m);
       else if (!acceptsReturns(role)) drop(c, m, Counter::drop_geneve_on_router_port);
       else if (prepareReturn(c, m, p, f.p, f.ref, f.ri)) {
         f.m = m;
@@ -595,8 +613,9 @@ template <bool kClasses>
     }
     // Never wrap Geneve again: ours coming back (from our underlay address)
     // or Geneve on its way to one of our appliances.
-    if (geneve && (p.tuple.src.v4HostOrder() == snap->underlay_ip ||
-                   snap->serverByIp(p.tuple.dst.v4HostOrder()) != kNoServer)) [[unlikely]] {
+    if ((geneve && (p.tuple.src.v4HostOrder() == snap->underlay_ip ||
+                    snap->serverByIp(p.tuple.dst.v4HostOrder()) != kNoServer)) ||
+        (p.ip_version == 6 && isLoopGeneve6(p, *snap))) [[unlikely]] {
       drop(c, m, Counter::drop_loop_geneve);
       continue;
     }

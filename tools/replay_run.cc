@@ -506,7 +506,7 @@ void Replay::State::runControl(uint64_t t) {
           return;
         }
         open_event = &e;
-        open_sid = engine->registry().find(e.server.v4HostOrder());
+        open_sid = engine->registry().find(applianceKey(e.server));
         open_addrs = engine->registry().addresses();
         open_at = std::move(b);
       });

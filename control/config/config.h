@@ -20,7 +20,7 @@ const char* toString(Stickiness s);
 const char* toString(GeneveFormat f);
 
 struct ServerConfig {
-  IpAddr address;                // IPv4 underlay address of the appliance (required)
+  IpAddr address;                // underlay address of the appliance (required); IPv6: Geneve over IPv6
   uint32_t weight = 100;         // 0..10000; 0 = in config but receives no new flows
   std::optional<MacAddr> mac;    // optional static MAC; else node.gateway_mac, else ARP
 };
@@ -164,6 +164,9 @@ struct ExceptionPathConfig {
 
 struct NodeConfig {
   IpAddr underlay_ip;                        // required, IPv4
+  // Optional: the IPv6 underlay address, the source of Geneve to IPv6
+  // appliances and where their returns come to.
+  std::optional<IpAddr> underlay_ipv6;
   MacAddr underlay_mac;                      // required, unicast
   std::optional<MacAddr> gateway_mac;        // optional: next hop for all appliances
   uint16_t underlay_port = 0;                // DPDK port id facing the appliances

@@ -40,6 +40,7 @@ class Cross {
     regions(c);
     fleet(c);
     checkClasses(c, r_, unknown_);
+    checkIpv6Underlay(c, r_);
   }
 
  private:
@@ -99,7 +100,7 @@ class Cross {
       for (size_t si = 0; si < g.servers.size(); ++si) {
         const IpAddr& a = g.servers[si].address;
         const std::string ap = at(gp + ".servers", si) + ".address";
-        if (!a.isV4()) continue;  // the key's own check said what is wrong
+        if (!a.isV4() && !a.isV6()) continue;  // the key's own check said what is wrong
         if (a == c.node.underlay_ip) {
           add(ap, quote(a.str()) + " is node.underlay_ip; a server cannot have this node's own address");
           continue;

@@ -71,9 +71,11 @@ struct Writer {
       case Kind::kIpv4:
         if (k.acc.has) return (*static_cast<const std::optional<IpAddr>*>(v))->str();
         return static_cast<const IpAddr*>(v)->str();
-      case Kind::kIp:  // quoted: an IPv6 address may start with ':'
-        if (k.acc.has) return yamlString((*static_cast<const std::optional<IpAddr>*>(v))->str());
-        return yamlString(static_cast<const IpAddr*>(v)->str());
+      case Kind::kIp: {  // IPv6 quoted: it may start with ':'
+        const IpAddr& a = k.acc.has ? **static_cast<const std::optional<IpAddr>*>(v)
+                                    : *static_cast<const IpAddr*>(v);
+        return a.isV6() ? yamlString(a.str()) : a.str();
+      }
       case Kind::kMac:
         if (k.acc.has) return (*static_cast<const std::optional<MacAddr>*>(v))->str();
         return static_cast<const MacAddr*>(v)->str();

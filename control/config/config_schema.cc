@@ -240,6 +240,12 @@ void checkBirdProtocols(const void* v, const std::string& path, Report& r) {
 void fleetBegin(void* obj) { static_cast<FleetConfig*>(obj)->configured = true; }
 bool fleetConfigured(const void* obj) { return static_cast<const FleetConfig*>(obj)->configured; }
 
+void checkUnderlayIpv6(const void* v, const std::string& path, Report& r) {
+  const auto& a = as<std::optional<IpAddr>>(v);
+  if (a && a->isV4())
+    r.add(path, quote(a->str()) + " is IPv4; set the IPv4 underlay address in node.underlay_ip");
+}
+
 void checkIpv6Addresses(const void* v, const std::string& path, Report& r) {
   const auto& list = as<std::vector<IpAddr>>(v);
   if (list.size() > kMaxIpv6Addresses)
@@ -434,9 +440,10 @@ constexpr std::string_view kAfterAction[] = {"action"};
 constexpr std::string_view kNameRule = "1..63 of `A-Z a-z 0-9 _ . -`, unique";
 
 const Key kServerKeys[] = {
-    {.name = "address", .kind = Kind::kIpv4, .acc = member<&ServerConfig::address>(),
-     .doc = "The appliance's underlay address; unique in the file, not `node.underlay_ip`.",
-     .required = true, .what = "the appliance's IPv4 address"},
+    {.name = "address", .kind = Kind::kIp, .acc = member<&ServerConfig::address>(),
+     .doc = "The appliance's underlay address; unique in the file, not this node's. IPv6: "
+            "Geneve over IPv6 from `node.underlay_ipv6`.",
+     .required = true, .what = "the appliance's IPv4 or IPv6 address"},
     {.name = "weight", .kind = Kind::kUint, .acc = member<&ServerConfig::weight>(),
      .doc = "Share of new flows, relative to the group's other servers; 0: none.",
      .range = kWeightRange},
@@ -671,6 +678,11 @@ const Key kNodeKeys[] = {
     {.name = "underlay_ip", .kind = Kind::kIpv4, .acc = member<&NodeConfig::underlay_ip>(),
      .doc = "This node's underlay address, the source of the Geneve packets it sends.",
      .required = true, .what = "this node's IPv4 address on the underlay"},
+    {.name = "underlay_ipv6", .kind = Kind::kIp, .acc = member<&NodeConfig::underlay_ipv6>(),
+     .doc = "This node's IPv6 underlay address: the source of Geneve to IPv6 appliances, "
+            "answered in neighbor discovery.",
+     .what = "this node's IPv6 address on the underlay", .check = checkUnderlayIpv6,
+     .range_doc = "unicast IPv6"},
     {.name = "underlay_mac", .kind = Kind::kMac, .acc = member<&NodeConfig::underlay_mac>(),
      .doc = "MAC address of the underlay port.", .required = true},
     {.name = "gateway_mac", .kind = Kind::kMac, .acc = member<&NodeConfig::gateway_mac>(),
@@ -679,7 +691,7 @@ const Key kNodeKeys[] = {
      .doc = "DPDK port id that faces the appliances.", .range = kPortRange,
      .reload = Reload::kRestart},
     {.name = "underlay_mtu", .kind = Kind::kUint, .acc = member<&NodeConfig::underlay_mtu>(),
-     .doc = "Largest outer IPv4 packet the underlay carries.", .range = kMtuRange},
+     .doc = "Largest outer IPv4 or IPv6 packet the underlay carries.", .range = kMtuRange},
     {.name = "icmp_rate_per_s", .kind = Kind::kUint, .acc = member<&NodeConfig::icmp_rate_per_s>(),
      .doc = "Most \"packet too big\" replies each worker sends per second; 0 sends none.",
      .range = kIcmpRateRange},

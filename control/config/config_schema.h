@@ -278,6 +278,9 @@ void checkProtocols(const void* v, const std::string& path, Report& r);
 void checkL4Ports(const void* v, const std::string& path, Report& r);
 void checkClassCount(const void* v, const std::string& path, Report& r);
 void checkClasses(const Config& c, Report& r, UnknownNames unknown);
+// The rules of IPv6 appliances (config_ipv6.cc): what they need of the node
+// (node.underlay_ipv6, a MAC) and what does not work over IPv6 yet.
+void checkIpv6Underlay(const Config& c, Report& r);
 // config_class_warnings.cc; `ports` as configWarnings's.
 void classWarnings(const Config& c, std::vector<ConfigError>& out, unsigned ports);
 inline constexpr size_t kMaxClasses = 1000;

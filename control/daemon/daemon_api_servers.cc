@@ -37,7 +37,7 @@ json Daemon::apiServers(const json& p) {
   for (size_t gi = 0; gi < cfg().server_groups.size(); ++gi) {
     if (group >= 0 && int(gi) != group) continue;
     for (const auto& sc : cfg().server_groups[gi].servers) {
-      uint32_t ip = sc.address.v4HostOrder();
+      uint32_t ip = applianceKey(sc.address);
       uint16_t id = registry().find(ip);
       ServerTraffic tr = trafficOf(id);
       const dp::ServerView* sv = (s && id < s->servers.size()) ? &s->servers[id] : nullptr;
@@ -176,7 +176,7 @@ json Daemon::apiGroups(const json& p) {
                            "drained", "removed"})
       servers[st] = 0;
     for (const auto& sc : g.servers) {
-      std::string st = serverState(sc.address.v4HostOrder());
+      std::string st = serverState(applianceKey(sc.address));
       servers[st] = servers.value(st, 0) + 1;
     }
     // Removed from the config but still listed while their flows last.

@@ -39,7 +39,7 @@ void Daemon::trackNeighbours() {
   if (!cfg().node.gateway_mac) {
     for (const auto& g : cfg().server_groups)
       for (const auto& s : g.servers)
-        if (!s.mac) ips.push_back(s.address.v4HostOrder());
+        if (!s.mac && s.address.isV4()) ips.push_back(s.address.v4HostOrder());
     for (const auto& [ip, e] : lifecycle().entries())
       if (!e.server.mac) ips.push_back(ip);
   }

@@ -121,7 +121,7 @@ std::vector<Daemon::ServerRow> Daemon::serverRows() const {
   std::vector<ServerRow> rows;
   for (const auto& g : cfg().server_groups)
     for (const auto& sc : g.servers) {
-      uint32_t ip = sc.address.v4HostOrder();
+      uint32_t ip = applianceKey(sc.address);
       rows.push_back({g.name, sc.address.str(), serverState(ip), ip, registry().find(ip)});
     }
   for (const auto& [ip, le] : lifecycle().entries()) {

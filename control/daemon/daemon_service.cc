@@ -16,7 +16,7 @@ namespace {
 const ServerGroupConfig* groupOf(const Config& c, uint32_t ip) {
   for (const auto& g : c.server_groups)
     for (const auto& sc : g.servers)
-      if (sc.address.v4HostOrder() == ip) return &g;
+      if (applianceKey(sc.address) == ip) return &g;
   return nullptr;
 }
 void family(std::ostringstream& o, const char* name, const char* type, const char* help) {
@@ -106,7 +106,7 @@ void Daemon::serviceMetrics(std::ostringstream& o) const {
       std::string group;
       for (char c : g.name) group += (c == '\\' || c == '"') ? std::string("\\") + c : std::string(1, c);
       rows.push_back({"group=\"" + group + "\",address=\"" + sc.address.str() + "\"",
-                      sc.address.v4HostOrder(), &g});
+                      applianceKey(sc.address), &g});
     }
   const uint64_t now = dp::monotonicNs();
   auto passive = [](const Row& r) { return r.g->health_check.active() && r.g->health_check.passive.enabled; };

@@ -488,7 +488,7 @@ void Engine::checkServerIds(const Config& next) {
   if (need <= registry_.available()) return;
   std::set<uint32_t> conf;
   for (const auto& g : config().server_groups)
-    for (const auto& sc : g.servers) conf.insert(sc.address.v4HostOrder());
+    for (const auto& sc : g.servers) conf.insert(applianceKey(sc.address));
   size_t configured = conf.size();
   size_t leaving = 0;
   for (const auto& [ip, le] : lifecycle_.entries()) leaving += le.removed;

@@ -16,7 +16,7 @@ std::map<uint32_t, Placement> placements(const Config& c) {
   std::map<uint32_t, Placement> m;
   for (size_t gi = 0; gi < c.server_groups.size(); ++gi)
     for (const ServerConfig& s : c.server_groups[gi].servers)
-      m.emplace(s.address.v4HostOrder(), Placement{gi, &s});
+      m.emplace(applianceKey(s.address), Placement{gi, &s});
   return m;
 }
 

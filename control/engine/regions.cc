@@ -61,7 +61,7 @@ RegionTracker::Source judge(const Config& cfg, size_t group, uint32_t min_percen
   s.group = g.name;
   for (const ServerConfig& sc : g.servers) {
     if (sc.weight == 0) continue;                         // unused
-    uint32_t ip = sc.address.v4HostOrder();
+    uint32_t ip = applianceKey(sc.address);
     if (life && life->find(ip)) continue;                 // drained by the operator
     ++s.servers;
     auto h = health.find(ip);

@@ -31,7 +31,7 @@ EventOutcome applyEvent(const ScriptedEvent& e, Engine& engine, Config& file, ui
   using Action = ScriptedEvent::Action;
   EventOutcome out;
   const Config& cfg = engine.config();
-  const uint32_t ip = e.server.v4HostOrder();
+  const uint32_t ip = applianceKey(e.server);
   const std::string addr = e.server.str();
   const ServerGroupConfig* in_group = nullptr;
   for (auto& gc : cfg.server_groups)

@@ -21,7 +21,7 @@ bool hasVerdict(const ApplianceHealth& h) {
 // `fresh`: judge appliances of `after` as the health checker will start them.
 Judged judge(const ServerGroupConfig& g, const ServerConfig& sc, const ServerLifecycle& life,
              const HealthMap& health, bool fresh) {
-  const uint32_t ip = sc.address.v4HostOrder();
+  const uint32_t ip = applianceKey(sc.address);
   if (sc.weight == 0) return {false, "weight 0"};
   if (const ServerLifecycle::Entry* le = life.find(ip))
     return {false, le->phase == dp::ServerPhase::kDraining ? "draining" : "drained"};
@@ -37,7 +37,7 @@ Judged judge(const ServerGroupConfig& g, const ServerConfig& sc, const ServerLif
     // Starts probing now (new, weight raised, checks enabled): initializing,
     // provisional only when its group has no verdict (HealthChecker::reconcile).
     bool starting = std::none_of(g.servers.begin(), g.servers.end(), [&](const ServerConfig& o) {
-      auto oh = health.find(o.address.v4HostOrder());
+      auto oh = health.find(applianceKey(o.address));
       return oh != health.end() && hasVerdict(oh->second);
     });
     h = ApplianceHealth(HealthState::kInitializing, starting);

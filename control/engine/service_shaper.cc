@@ -63,7 +63,7 @@ Shaping ServiceShaper::update(const Config& cfg, const HealthMap& health,
     const bool damp = g.health_check.active() && g.health_check.dampening.enabled;
     const DampeningParams dp = dampeningParams(g.health_check.dampening);
     for (const ServerConfig& sc : g.servers) {
-      const uint32_t ip = sc.address.v4HostOrder();
+      const uint32_t ip = applianceKey(sc.address);
       const std::string name = sc.address.str();
       auto it = seen_.find(ip);
       const bool known = it != seen_.end();

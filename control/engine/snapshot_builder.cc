@@ -158,7 +158,7 @@ size_t ServerRegistry::missing(const Config& cfg) const {
   std::set<uint32_t> need;
   for (const auto& g : cfg.server_groups)
     for (const auto& sc : g.servers)
-      if (!ids_.count(sc.address.v4HostOrder())) need.insert(sc.address.v4HostOrder());
+      if (!ids_.count(applianceKey(sc.address))) need.insert(applianceKey(sc.address));
   return need.size();
 }
 
@@ -203,6 +203,14 @@ std::vector<uint16_t> ServerRegistry::reclaim(uint64_t oldest_live_generation,
 namespace {
 
 // The next hop MAC of an appliance: its static one, the gateway's, or ARP's.
+// An appliance's address: IPv6 ones are told apart by the family (their
+// outer headers, their return checks), `ip` keeps the registry's key.
+void setAddress(dp::ServerView& v, const IpAddr& a) {
+  v.ip = applianceKey(a);
+  v.ipv6 = a.isV6();
+  v.ip6 = v.ipv6 ? a.b : std::array<uint8_t, 16>{};
+}
+
 void resolveMac(dp::ServerView& v, const ServerConfig& sc, const Config& cfg,
                 const NeighbourTable& neigh) {
   if (sc.mac) {
@@ -211,7 +219,7 @@ void resolveMac(dp::ServerView& v, const ServerConfig& sc, const Config& cfg,
   } else if (cfg.node.gateway_mac) {
     v.mac = *cfg.node.gateway_mac;
     v.mac_known = true;
-  } else if (auto it = neigh.find(v.ip); it != neigh.end()) {
+  } else if (auto it = neigh.find(v.ip); !v.ipv6 && it != neigh.end()) {
     v.mac = it->second;
     v.mac_known = true;
   }
@@ -373,6 +381,13 @@ std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ServerRegistry& reg,
   s->ports = resolvePorts(cfg, devices);
   for (const IpAddr& a : cfg.node.ipv6_addresses)
     if (a.isV6()) s->node_ipv6.push_back(a.b);
+  if (cfg.node.underlay_ipv6 && cfg.node.underlay_ipv6->isV6()) {
+    s->has_underlay_ip6 = true;
+    s->underlay_ip6 = cfg.node.underlay_ipv6->b;
+    // Answered in neighbor discovery like the node's other addresses.
+    if (std::find(s->node_ipv6.begin(), s->node_ipv6.end(), s->underlay_ip6) == s->node_ipv6.end())
+      s->node_ipv6.push_back(s->underlay_ip6);
+  }
   s->default_group = 0;
   // Per group: does it have an appliance in service for new flows.
   std::vector<bool> group_any(cfg.server_groups.size(), false);
@@ -387,11 +402,11 @@ std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ServerRegistry& reg,
     std::vector<uint16_t> ids;
     std::vector<bool> failed, drained;
     for (const ServerConfig& sc : gc.servers) {
-      uint32_t ip = sc.address.v4HostOrder();
+      uint32_t ip = applianceKey(sc.address);
       uint16_t id = reg.idFor(ip);
       if (s->servers.size() <= id) s->servers.resize(size_t(id) + 1);
       dp::ServerView& v = s->servers[id];
-      v.ip = ip;
+      setAddress(v, sc.address);
       v.group = uint8_t(gi);
       v.weight = sc.weight;
       v.in_use = true;
@@ -422,9 +437,9 @@ std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ServerRegistry& reg,
       // the ratios only, so weights all x n build the unshaped table).
       const uint32_t n = slowStartSteps(gc.slow_start_s);
       bool ramping = false;
-      for (const ServerConfig& sc : gc.servers) ramping = ramping || shaping->ramp.count(sc.address.v4HostOrder());
+      for (const ServerConfig& sc : gc.servers) ramping = ramping || shaping->ramp.count(applianceKey(sc.address));
       for (size_t i = 0; ramping && i < weights.size(); ++i) {
-        auto r = shaping->ramp.find(gc.servers[i].address.v4HostOrder());
+        auto r = shaping->ramp.find(applianceKey(gc.servers[i].address));
         weights[i] *= r == shaping->ramp.end() ? n : r->second;
       }
     }
@@ -437,12 +452,12 @@ std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ServerRegistry& reg,
     std::vector<uint32_t> order(weights.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = uint32_t(i);
     std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
-      return gc.servers[x].address.v4HostOrder() < gc.servers[y].address.v4HostOrder();
+      return applianceKey(gc.servers[x].address) < applianceKey(gc.servers[y].address);
     });
     std::vector<MaglevCache::Input> inputs;
     inputs.reserve(order.size());
     for (uint32_t i : order)
-      inputs.push_back({gc.servers[i].address.v4HostOrder(), weights[i], ids[i]});
+      inputs.push_back({applianceKey(gc.servers[i].address), weights[i], ids[i]});
     g.setMaglev(maglev ? maglev->table(inputs, gc.maglev_table_size, dp::kNoServer)
                        : buildGroupMaglev(inputs, gc.maglev_table_size, dp::kNoServer));
     s->groups.push_back(std::move(g));
@@ -542,7 +557,7 @@ std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ServerRegistry& reg,
     if (!region_failed[gi] || cfg.server_groups[gi].failover_mode != FailoverMode::kRebalance) continue;
     if (int t = target(gi); t < 0 || !group_any[size_t(t)]) continue;
     for (const ServerConfig& sc : cfg.server_groups[gi].servers) {
-      dp::ServerView& v = s->servers[reg.find(sc.address.v4HostOrder())];
+      dp::ServerView& v = s->servers[reg.find(applianceKey(sc.address))];
       if (v.move == dp::MoveReason::kNone) v.move = dp::MoveReason::kRegionFailover;
     }
   }
@@ -567,6 +582,7 @@ std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ServerRegistry& reg,
       v.move = le->move;
       if (le->phase == dp::ServerPhase::kDrained && le->group_config.send_tcp_reset.on_deregistration)
         v.reset = dp::ResetReason::kDeregistered;
+      setAddress(v, le->server.address);
       v.group = groupOfLeaving(*s, cfg, *le, listener_names, ghost_groups);
       resolveMac(v, le->server, cfg, neigh);
       if (v.group < s->groups.size()) leaving.push_back(uint16_t(id));
@@ -594,17 +610,26 @@ std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ServerRegistry& reg,
     ep.dst_mac = v.mac;
     ep.src_ip = s->underlay_ip;
     ep.dst_ip = v.ip;
+    ep.ipv6 = v.ipv6;
+    ep.src_ip6 = s->underlay_ip6;
+    ep.dst_ip6 = v.ip6;
     ep.vni = g.vni;
     ep.aws_options = g.aws;
     ep.protocol = g.aws ? kEtherTypeIpv4 : kEtherTypeTeb;
     ep.endpoint_id = g.endpoint_id;
     ep.attachment_id = g.attachment_id;
     buildEncapTemplate(v.encap, ep);
-    v.sendable = v.encap.len == encapHeaderLen(v.encap.aws);
+    v.sendable = v.encap.len == encapHeaderLen(v.encap.aws, v.encap.ipv6) &&
+                 (!v.ipv6 || s->has_underlay_ip6);
   }
-  for (size_t id = 0; id < s->servers.size(); ++id)
-    if (s->servers[id].routable) s->by_ip.emplace_back(s->servers[id].ip, uint16_t(id));
+  for (size_t id = 0; id < s->servers.size(); ++id) {
+    const dp::ServerView& v = s->servers[id];
+    if (!v.routable) continue;
+    if (v.ipv6) s->by_ip6.emplace_back(v.ip6, uint16_t(id));
+    else s->by_ip.emplace_back(v.ip, uint16_t(id));
+  }
   std::sort(s->by_ip.begin(), s->by_ip.end());
+  std::sort(s->by_ip6.begin(), s->by_ip6.end());
   s->indexByIp();
   return s;
 }

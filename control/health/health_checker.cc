@@ -117,11 +117,11 @@ void HealthChecker::reconcile(const Config& cfg) {
     // A group none of whose appliances has a verdict yet is starting: its
     // initializing appliances serve provisionally (ApplianceHealth).
     const bool starting = std::none_of(g.servers.begin(), g.servers.end(), [&](const ServerConfig& sc) {
-      auto it = targets_.find(sc.address.v4HostOrder());
+      auto it = targets_.find(applianceKey(sc.address));
       return it != targets_.end() && it->second->tracker.hasVerdict();
     });
     for (const auto& sc : g.servers) {
-      uint32_t ip = sc.address.v4HostOrder();
+      uint32_t ip = applianceKey(sc.address);
       seen[ip] = true;
       HealthParams p = paramsOf(h);
       probe::ProbeSpec spec = specFor(h, sc.address, path);

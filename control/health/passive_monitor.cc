@@ -14,10 +14,10 @@ size_t PassiveMonitor::tick(const Config& cfg, HealthChecker& hc, uint64_t now_m
     size_t ejected = 0;
     if (on)
       for (const ServerConfig& sc : g.servers)
-        if (const HealthTracker* t = hc.tracker(sc.address.v4HostOrder()); t && t->ejected()) ++ejected;
+        if (const HealthTracker* t = hc.tracker(applianceKey(sc.address)); t && t->ejected()) ++ejected;
     const uint32_t cap = PassiveDetector::maxEjected(g.servers.size(), p.max_ejection_percent);
     for (const ServerConfig& sc : g.servers) {
-      const uint32_t ip = sc.address.v4HostOrder();
+      const uint32_t ip = applianceKey(sc.address);
       Status st = status(ip);
       st.capped = false;
       const HealthTracker* t = hc.tracker(ip);

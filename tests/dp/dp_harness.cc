@@ -59,6 +59,7 @@ Harness::Harness(const HarnessOptions& o) : opts_(o) {
   cfg_.node.icmp_rate_per_s = o.icmp_rate_per_s;
   cfg_.node.ports = o.ports;
   cfg_.node.ipv6_addresses = o.ipv6_addresses;
+  cfg_.node.underlay_ipv6 = o.underlay_ipv6;
   devices_ = {n.our_a, n.our_b, n.our_v, MacAddr{}};
   ctl::ServerGroupConfig g;
   g.name = "inspection";

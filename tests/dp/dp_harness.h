@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -119,6 +120,8 @@ struct HarnessOptions {
   // underlay_mac), as gwlbd's devices would give them.
   std::vector<ctl::PortConfig> ports;
   std::vector<IpAddr> ipv6_addresses;
+  // node.underlay_ipv6 (IPv6 appliances in `servers` need it).
+  std::optional<IpAddr> underlay_ipv6;
   // The group's appliances in config order; empty: Net::servers.
   std::vector<IpAddr> servers;
 };

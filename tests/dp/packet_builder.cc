@@ -337,6 +337,8 @@ Bytes geneveFrame(const MacAddr& dst_mac, const MacAddr& src_mac, const IpAddr& 
                   const IpAddr& dst, uint16_t sport, const Bytes& geneve_hdr, const Bytes& inner) {
   Bytes payload = geneve_hdr;
   append(payload, inner);
+  if (src.isV6())  // an IPv6 underlay: hop limit 64, no extension headers
+    return ether({dst_mac, src_mac, {}}, kEthIpv6, ipv6(src, dst, 17, udp(src, dst, sport, 6081, payload)));
   V4 o;
   o.id = 0;
   return ether({dst_mac, src_mac, {}}, kEthIpv4,

@@ -145,7 +145,8 @@ struct GeneveHdr {
 Bytes geneve(const GeneveHdr& g);
 // The three aws options (class 0x0108 types 1, 2, 3).
 Bytes awsOptions(uint64_t endpoint_id, uint64_t attachment_id, uint32_t cookie);
-// Outer Ethernet / IPv4 (DF, TTL 64) / UDP (to 6081) around Geneve header + inner.
+// Outer Ethernet / IPv4 (DF, TTL 64) / UDP (to 6081) around Geneve header + inner;
+// IPv6 (hop limit 64) when the addresses are.
 Bytes geneveFrame(const MacAddr& dst_mac, const MacAddr& src_mac, const IpAddr& src,
                   const IpAddr& dst, uint16_t sport, const Bytes& geneve_hdr, const Bytes& inner);
 

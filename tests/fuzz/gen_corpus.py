@@ -67,6 +67,13 @@ def frames():
     f["lldp_unsupported"] = Ether(src=RT, dst=GW, type=0x88CC) / Raw(b"\x02\x07\x04" + b"z" * 20)
     f["v4_geneve_outer"] = (eth() / IP(src="192.0.2.10", dst="192.0.2.1", flags="DF") /
                             UDP(sport=50000, dport=6081) / Raw(geneve_aws(b(IP(src=C4, dst=S4) / TCP()))))
+    # Geneve over an IPv6 underlay, aws and ethernet formats (flow label and
+    # traffic class as the gateway writes them).
+    f["v6_geneve_outer"] = (eth() / IPv6(src="2001:db8:f::11", dst="2001:db8:f::1", tc=0xb8, fl=0x12345) /
+                            UDP(sport=50000, dport=6081) / Raw(geneve_aws(b(IP(src=C4, dst=S4) / TCP()))))
+    f["v6_geneve_outer_eth"] = (eth() / IPv6(src="2001:db8:f::11", dst="2001:db8:f::1") /
+                                UDP(sport=50001, dport=6081) /
+                                Raw(geneve(0x6558) + b(Ether(src=RT, dst=GW) / IPv6(src=C6, dst=S6) / UDP())))
     frags = fragment(IP(src=C4, dst=S4, id=4242) / UDP(sport=7000, dport=7001) / Raw(b"f" * 600), fragsize=256)
     f["v4_frag_first"] = eth() / frags[0]
     f["v4_frag_later"] = eth() / frags[1]
@@ -216,6 +223,10 @@ def configs():
         if os.path.exists(p):
             c["example_" + ex.replace(".yaml", "")] = open(p).read()
     c["minimal"] = node + grp
+    c["ipv6_underlay"] = (node + "  underlay_ipv6: 2001:db8:f::1\n" +
+                          "server_groups:\n  - name: v6\n    health_check: { enabled: false }\n"
+                          "    servers:\n      - { address: '2001:db8:f::11' }\n"
+                          "      - { address: 192.0.2.10 }\n")
     c["flow_style"] = ("{node: {underlay_ip: 192.0.2.1, underlay_mac: '02:00:00:00:00:01'}, "
                        "server_groups: [{name: a, servers: [{address: 192.0.2.9}]}]}\n")
     c["all_group_keys"] = node + (

@@ -496,8 +496,9 @@ TEST(ConfigErrors, ServerCount) {
 }
 
 TEST(ConfigErrors, ServerAddress) {
-  EXPECT_TRUE(onlyError(parse(withGroup("name: g\n    servers: [{ address: 2001:db8::10 }]")),
-                        "server_groups[0].servers[0].address", {"'2001:db8::10'", "IPv6"}));
+  // An IPv6 appliance needs the node's IPv6 underlay address (test_config_ipv6.cc).
+  EXPECT_TRUE(hasError(parse(withGroup("name: g\n    servers: [{ address: 2001:db8::10 }]")),
+                       "server_groups[0].servers[0].address", {"'2001:db8::10'", "node.underlay_ipv6"}));
   EXPECT_TRUE(onlyError(parse(withGroup("name: g\n    servers: [{ address: fw1 }]")),
                         "server_groups[0].servers[0].address", {"'fw1'", "not an IP address"}));
   EXPECT_TRUE(onlyError(parse(withGroup("name: g\n    servers: [{ weight: 5 }]")),
@@ -1036,7 +1037,7 @@ node: { underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01, gateway_mac: 02
         underlay_port: 0, underlay_mtu: 1500, icmp_rate_per_s: 100, tcp_reset_rate_per_s: 1000,
         flow_hash_secret: 00112233445566778899aabbccddeeff,
         ports: [ { id: 0, role: both, mac: 02:00:00:00:00:01 }, { id: 1, role: router, mac: 02:00:00:00:00:02 } ],
-        ipv6_addresses: [ "2001:db8::1", "fe80::1" ],
+        ipv6_addresses: [ "2001:db8::1", "fe80::1" ], underlay_ipv6: "2001:db8:f::1",
         exception_path: { enabled: true, name_prefix: gw }, idle_sleep_us: 0 }
 server_groups:
   - name: g0
@@ -1225,6 +1226,8 @@ const std::vector<BadValue>& badValues() {
       {"node.idle_sleep_us", "-5", {"negative"}},
       // node
       {"node.underlay_ip", "2001:db8::1", {"IPv6", "IPv4"}},
+      {"node.underlay_ipv6", "192.0.2.9", {"is IPv4", "node.underlay_ip"}},
+      {"node.underlay_ipv6", "ff02::1", {"multicast"}},
       {"node.underlay_ip", "02:00:00:00:00:01", {"is a MAC address", "IPv4"}},
       {"node.underlay_ip", "192.0.2.300", {"not an IP address"}},
       {"node.underlay_ip", "224.0.0.1", {"multicast"}},
@@ -1290,7 +1293,7 @@ const std::vector<BadValue>& badValues() {
        "server_groups[0].servers[1].address"},
       {"server_groups[0].servers[0].address", "192.0.2.20", {"already in server group 'g0'"},
        "server_groups[1].servers[0].address"},
-      {"server_groups[0].servers[0].address", "2001:db8::10", {"IPv6", "IPv4"}},
+      {"server_groups[0].servers[0].address", "ff02::10", {"multicast", "IPv6"}},
       {"server_groups[0].servers[0].address", "02:00:00:00:00:10", {"is a MAC address"}},
       {"server_groups[0].servers[0].address", "192.0.2.1", {"node.underlay_ip"}},
       {"server_groups[0].servers[0].address", "255.255.255.255", {"broadcast"}},

@@ -1,0 +1,85 @@
+// The rules of an IPv6 underlay. An appliance's address family decides the
+// outer family of its Geneve packets, so IPv4 and IPv6 appliances may share a
+// node and a group; an IPv6 one needs the node's IPv6 underlay address and a
+// MAC given in the config, and some paths are IPv4-only for now (health
+// probes, fleet flow sync). Each rule names the key to change.
+#include <map>
+
+#include "control/config/config.h"
+#include "control/config/config_schema.h"
+
+namespace gwlb::ctl::schema {
+
+namespace {
+
+std::string at(const std::string& list, size_t i) { return list + "[" + std::to_string(i) + "]"; }
+
+// The addresses the key's own check (config_validate.cc ipUnicast) accepts:
+// the rest already have their error.
+bool usableIpv6(const IpAddr& a) {
+  if (!a.isV6() || a.b[0] == 0xff) return false;
+  bool high_zero = true;
+  for (size_t i = 0; i < 10; ++i) high_zero = high_zero && a.b[i] == 0;
+  if (high_zero && a.b[10] == 0xff && a.b[11] == 0xff) return false;  // IPv4-mapped
+  return !(high_zero && a.b[10] == 0 && a.b[11] == 0 && a.b[12] == 0 && a.b[13] == 0 &&
+           a.b[14] == 0 && a.b[15] <= 1);  // :: and ::1
+}
+
+}  // namespace
+
+void checkIpv6Underlay(const Config& c, Report& r) {
+  const std::optional<IpAddr>& us = c.node.underlay_ipv6;
+  // Control code knows an appliance by applianceKey(): each key must name
+  // one address (IPv4 keys are the addresses, so only IPv6 ones can collide).
+  std::map<uint32_t, std::pair<IpAddr, std::string>> keys;
+  for (size_t gi = 0; gi < c.server_groups.size(); ++gi)
+    for (size_t si = 0; si < c.server_groups[gi].servers.size(); ++si) {
+      const IpAddr& a = c.server_groups[gi].servers[si].address;
+      auto entry = std::make_pair(a, at(at("server_groups", gi) + ".servers", si));
+      // An IPv4 appliance keeps its key: the IPv6 one that folds to it is told.
+      if (a.isV4()) keys.insert_or_assign(applianceKey(a), entry);
+      else if (a.isV6()) keys.emplace(applianceKey(a), entry);
+    }
+  bool any_v6 = false;
+  for (size_t gi = 0; gi < c.server_groups.size(); ++gi) {
+    const ServerGroupConfig& g = c.server_groups[gi];
+    const std::string gp = at("server_groups", gi);
+    std::string first_v6;  // the group's first IPv6 appliance
+    for (size_t si = 0; si < g.servers.size(); ++si) {
+      const ServerConfig& sc = g.servers[si];
+      const std::string sp = at(gp + ".servers", si);
+      if (!usableIpv6(sc.address)) continue;
+      any_v6 = true;
+      if (first_v6.empty()) first_v6 = sp;
+      const std::string q = quote(sc.address.str());
+      // Equal addresses are the duplicate rule's (config_cross.cc).
+      const auto& [other, other_path] = keys.at(applianceKey(sc.address));
+      if (!(other == sc.address))
+        r.add(sp + ".address", q + " folds to the same 32-bit appliance key as " + other_path + " (" +
+                                   other.str() + "); change one of the two addresses");
+      if (!us) {
+        r.add(sp + ".address", q + " is IPv6: set node.underlay_ipv6, this node's IPv6 underlay "
+                                   "address (the source of Geneve over IPv6)");
+      } else if (sc.address == *us) {
+        r.add(sp + ".address", q + " is node.underlay_ipv6; a server cannot have this node's own address");
+      }
+      if (!sc.mac && !c.node.gateway_mac)
+        r.add(sp + ".mac", "is required for an IPv6 appliance (" + q +
+                               ") unless node.gateway_mac is set: appliances are not resolved by "
+                               "neighbor discovery");
+    }
+    if (first_v6.empty()) continue;
+    const HealthCheckConfig& h = g.health_check;
+    // Probe paths (data path from node.underlay_ip, the kernel route checks
+    // of a management path, forwarding checks) are IPv4 only so far.
+    if (h.active())
+      r.add(gp + ".health_check.enabled",
+            "must be false: " + first_v6 + " is IPv6 and health probes to IPv6 appliances are "
+            "not supported yet (their paths are IPv4 only)");
+  }
+  if (any_v6 && c.fleet.configured)
+    r.add("fleet", "is not supported with IPv6 appliances yet: flow sync names appliances by "
+                   "IPv4 address");
+}
+
+}  // namespace gwlb::ctl::schema

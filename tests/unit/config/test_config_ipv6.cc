@@ -1,0 +1,119 @@
+// IPv6 appliances: an appliance's address family decides its outer family;
+// what an IPv6 one needs of the node, and the mixes that cannot work (yet),
+// each refused with the key to change.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "common/net_types.h"
+#include "control/config/config.h"
+
+namespace gwlb::ctl {
+namespace {
+
+struct Result {
+  bool ok = false;
+  Config cfg;
+  std::vector<ConfigError> errors;
+};
+
+Result parse(const std::string& text) {
+  Result r;
+  r.ok = parseConfig(text, r.cfg, r.errors);
+  return r;
+}
+
+// Exactly the errors at `paths`, each containing its needle.
+::testing::AssertionResult errorsAre(const Result& r,
+                                     std::vector<std::pair<std::string, std::string>> want) {
+  if (r.ok && !want.empty()) return ::testing::AssertionFailure() << "parse succeeded";
+  if (r.errors.size() != want.size())
+    return ::testing::AssertionFailure() << "errors:\n" << formatErrors(r.errors);
+  for (const auto& [path, needle] : want) {
+    bool found = std::any_of(r.errors.begin(), r.errors.end(), [&](const ConfigError& e) {
+      return e.path == path && e.message.find(needle) != std::string::npos;
+    });
+    if (!found)
+      return ::testing::AssertionFailure() << "no error at " << path << " with '" << needle
+                                           << "'; errors:\n" << formatErrors(r.errors);
+  }
+  return ::testing::AssertionSuccess();
+}
+
+std::string config(const std::string& node_more, const std::string& servers,
+                   const std::string& group_more = "") {
+  return "node:\n  underlay_ip: 192.0.2.1\n  underlay_mac: 02:00:00:00:00:01\n" + node_more +
+         "server_groups:\n  - name: g\n    servers: [" + servers + "]\n" + group_more;
+}
+
+const std::string kV6Node = "  underlay_ipv6: 2001:db8:f::1\n  gateway_mac: 02:00:00:00:00:fe\n";
+
+TEST(ConfigIpv6, IpvSixAppliancesBesideIpv4OnesLoad) {
+  Result r = parse(config(kV6Node, "{ address: 2001:db8:f::a }, { address: 10.0.0.11 }, "
+                                   "{ address: '2001:db8:f::b', mac: 02:00:00:00:00:0b }"));
+  ASSERT_TRUE(r.ok) << formatErrors(r.errors);
+  ASSERT_TRUE(r.cfg.node.underlay_ipv6.has_value());
+  EXPECT_EQ(r.cfg.node.underlay_ipv6->str(), "2001:db8:f::1");
+  EXPECT_TRUE(r.cfg.server_groups[0].servers[0].address.isV6());
+  EXPECT_TRUE(r.cfg.server_groups[0].servers[1].address.isV4());
+  // Each appliance has a key of its own (the registry's, health's, the cookie's).
+  EXPECT_NE(applianceKey(r.cfg.server_groups[0].servers[0].address),
+            applianceKey(r.cfg.server_groups[0].servers[2].address));
+  // The dump reads back the same.
+  Result again = parse(dumpConfig(r.cfg));
+  ASSERT_TRUE(again.ok) << formatErrors(again.errors) << dumpConfig(r.cfg);
+  EXPECT_EQ(again.cfg.node.underlay_ipv6, r.cfg.node.underlay_ipv6);
+  EXPECT_EQ(again.cfg.server_groups[0].servers[0].address, r.cfg.server_groups[0].servers[0].address);
+}
+
+TEST(ConfigIpv6, WhatAnIpv6ApplianceNeedsOfTheNode) {
+  EXPECT_TRUE(errorsAre(parse(config("  gateway_mac: 02:00:00:00:00:fe\n", "{ address: 2001:db8:f::a }")),
+                        {{"server_groups[0].servers[0].address", "set node.underlay_ipv6"}}));
+  EXPECT_TRUE(errorsAre(parse(config("  underlay_ipv6: 2001:db8:f::1\n", "{ address: 2001:db8:f::a }")),
+                        {{"server_groups[0].servers[0].mac", "neighbor discovery"}}));
+  EXPECT_TRUE(errorsAre(parse(config(kV6Node, "{ address: 2001:db8:f::1 }")),
+                        {{"server_groups[0].servers[0].address", "is node.underlay_ipv6"}}));
+}
+
+TEST(ConfigIpv6, AddressesThatCannotBeAnUnderlay) {
+  EXPECT_TRUE(errorsAre(parse(config("  underlay_ipv6: 192.0.2.9\n", "{ address: 10.0.0.11 }")),
+                        {{"node.underlay_ipv6", "is IPv4"}}));
+  EXPECT_TRUE(errorsAre(parse(config("  underlay_ipv6: ff02::1\n", "{ address: 10.0.0.11 }")),
+                        {{"node.underlay_ipv6", "multicast"}}));
+  EXPECT_TRUE(errorsAre(parse(config(kV6Node, "{ address: '::' }")),
+                        {{"server_groups[0].servers[0].address", "'::' is not a usable address"}}));
+  EXPECT_TRUE(errorsAre(parse(config(kV6Node, "{ address: '::1' }")),
+                        {{"server_groups[0].servers[0].address", "loopback"}}));
+  EXPECT_TRUE(errorsAre(parse(config(kV6Node, "{ address: '::ffff:10.0.0.11' }")),
+                        {{"server_groups[0].servers[0].address", "IPv4-mapped"}}));
+  EXPECT_TRUE(errorsAre(parse(config(kV6Node, "{ address: 2001:db8:f::a }, { address: 2001:db8:f::a }")),
+                        {{"server_groups[0].servers[1].address", "listed twice"}}));
+}
+
+// Two appliances whose addresses fold to one key would share health,
+// weights and lifecycle: refused, whichever family the other one has.
+TEST(ConfigIpv6, AppliancesWhoseKeysCollideAreRefused) {
+  // 2001:db8::a:0:b folds to 0x20010db8 ^ 0xa ^ 0xb = 0x20010db9, 32.1.13.185.
+  EXPECT_TRUE(errorsAre(parse(config(kV6Node, "{ address: '2001:db8::a:0:b' }, { address: 32.1.13.185 }")),
+                        {{"server_groups[0].servers[0].address", "same 32-bit appliance key"}}));
+  EXPECT_TRUE(errorsAre(parse(config(kV6Node, "{ address: '2001:db8::1:0:0' }, { address: '2001:db8::0:0:1' }")),
+                        {{"server_groups[0].servers[1].address", "server_groups[0].servers[0]"}}));
+}
+
+TEST(ConfigIpv6, PathsThatAreIpv4OnlyAreRefused) {
+  EXPECT_TRUE(errorsAre(parse(config(kV6Node, "{ address: 2001:db8:f::a }",
+                                     "    health_check: { port: 80 }\n")),
+                        {{"server_groups[0].health_check.enabled", "must be false"}}));
+  EXPECT_TRUE(errorsAre(parse(config(kV6Node, "{ address: 2001:db8:f::a }",
+                                     "    health_check: { port: 80, interface: mgmt0 }\n")),
+                        {{"server_groups[0].health_check.enabled", "IPv4 only"}}));
+  EXPECT_TRUE(parse(config(kV6Node, "{ address: 2001:db8:f::a }",
+                           "    health_check: { enabled: false }\n")).ok);
+  EXPECT_TRUE(errorsAre(parse(config(kV6Node, "{ address: 2001:db8:f::a }") +
+                                     "fleet: { node_name: gw-1, secret: 00112233445566778899aabbccddeeff }\n"),
+                        {{"fleet", "IPv6 appliances"}}));
+}
+
+}  // namespace
+}  // namespace gwlb::ctl
