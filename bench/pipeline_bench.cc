@@ -32,7 +32,9 @@
 //   pipeline_bench --mode M --flows N --size S --proto tcp|udp [--burst B]
 //                  [--reps R] [--rep-packets P] [--cpu C] [--instructions]
 //                  [--tx-offload] [--huge-dir DIR] [--pad-instructions N] [--help]
-//                  [--classes N]
+//                  [--classes N] [--vxlan]
+// --vxlan: the group uses encapsulation vxlan (Azure's two tunnels, inner
+// Ethernet frame) instead of Geneve's aws format.
 // --classes N: N traffic classes of mixed fields (bench/bench_net.h
 // benchClasses), the flows matching the last one (the worst case).
 // Prints one JSON line per case (last line of stdout).
@@ -118,6 +120,7 @@ struct Options {
   std::string huge_dir;
   unsigned pad = 0;
   uint32_t classes = 0;  // traffic classes in the snapshot (benchClasses)
+  bool vxlan = false;    // --vxlan: encapsulation vxlan
 };
 
 // Issue 28: a deliberate regression (--pad-instructions): about `per` extra
@@ -333,6 +336,7 @@ class Bench {
   void buildSnapshot() {
     cfg_ = benchConfig(3, ctl::FailoverMode::kNoRebalance);
     cfg_.traffic_classes = benchClasses(o_.classes);
+    if (o_.vxlan) cfg_.server_groups[0].encapsulation = ctl::Encapsulation::kVxlan;
     ctl::HealthMap h = benchAllHealthy();
     snap_ = ctl::buildSnapshot(cfg_, reg_, {}, 1, h);
   }
@@ -397,10 +401,11 @@ Options parse(int argc, char** argv) {
     else if (a == "--help") {
       std::printf("pipeline_bench --mode established|new|return|ring --flows N --size S --proto "
                   "tcp|udp [--burst B] [--reps R] [--rep-packets P] [--cpu C] [--instructions] "
-                  "[--tx-offload] [--huge-dir DIR] [--pad-instructions N] [--classes N] [--help]\n");
+                  "[--tx-offload] [--huge-dir DIR] [--pad-instructions N] [--classes N] [--vxlan] [--help]\n");
       std::exit(0);
     }
     else if (a == "--classes") o.classes = uint32_t(std::stoul(next()));
+    else if (a == "--vxlan") o.vxlan = true;
     else die("unknown argument " + a);
   }
   if (o.flows == 0) die("--flows must be > 0");
@@ -444,13 +449,13 @@ int main(int argc, char** argv) {
     std::printf("{\"mode\":\"%s\",\"flows\":%u,\"classes\":%u,\"size\":%u,\"frame_bytes\":%u,\"proto\":\"%s\","
                 "\"burst\":%u,\"reps\":%u,\"rep_packets\":%llu,\"cpu\":%d,\"tsc_hz\":%.0f,"
                 "\"cycles_per_packet\":%.2f,\"spread\":[%.2f,%.2f],\"mpps\":%.3f,"
-                "\"hugepages\":%s,\"flow_table_hugepage_bytes\":%zu,\"tx_offload\":%s,\"per_rep\":[",
+                "\"hugepages\":%s,\"flow_table_hugepage_bytes\":%zu,\"tx_offload\":%s,\"encapsulation\":\"%s\",\"per_rep\":[",
                 o.mode_name.c_str(), o.flows, o.classes, o.size, b.frameBytes(), o.tcp ? "tcp" : "udp",
                 o.burst, o.reps,
                 (unsigned long long)(o.mode == Mode::kNew ? o.flows : o.rep_packets), o.cpu,
                 b.tscHz(), med, *mn, *mx, b.tscHz() / med / 1e6,
                 rte_eal_has_hugepages() ? "true" : "false", b.tableHugepageBytes(),
-                o.tx_offload ? "true" : "false");
+                o.tx_offload ? "true" : "false", o.vxlan ? "vxlan" : "geneve");
     for (size_t i = 0; i < per.size(); ++i) std::printf("%s%.2f", i ? "," : "", per[i]);
     std::printf("]}\n");
   } catch (const std::exception& e) {

@@ -51,10 +51,15 @@ struct EncapParams {
   bool aws_options = false;
   uint64_t endpoint_id = 0, attachment_id = 0;
   uint32_t cookie = 0;
+  // VXLAN (RFC 7348) instead of Geneve: the same 8-byte header length, an
+  // inner Ethernet frame, to udp_dport (the tunnel's port; Azure's tunnels
+  // use their own ports, not 4789). protocol and aws_options are then unused.
+  bool vxlan = false;
+  uint16_t udp_dport = kGenevePort;
 };
 
 // Writes outer Ethernet / IPv4 (DF, TTL 64, checksum) / UDP (to 6081, checksum)
-// / Geneve (+ aws options) into frame[0 .. encapHeaderLen()), in front of the
+// / Geneve (+ aws options), or with p.vxlan the VXLAN header to p.udp_dport, into frame[0 .. encapHeaderLen()), in front of the
 // payload_len bytes that already follow it. Never fails: sizes are the caller's.
 void writeEncap(uint8_t* frame, size_t payload_len, const EncapParams& p) noexcept;
 

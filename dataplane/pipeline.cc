@@ -15,6 +15,7 @@
 #include "common/geneve.h"
 #include "common/icmp_error.h"
 #include "common/packet_parser.h"
+#include "common/vxlan.h"
 #include "dataplane/ingress.h"
 #include "dataplane/move.h"
 #include "dataplane/pipeline_ctx.h"
@@ -291,7 +292,12 @@ template <bool kClasses>
   const ServerView& sv = s.servers[server];
   // Encapsulation follows the appliance's own group (format, VNI, IDs),
   // precomputed in its template by the snapshot builder.
-  const EncapTemplate& t = sv.encap;
+  // A VXLAN group's replies (packets against their flow's first one) take
+  // its internal tunnel; Geneve groups have no second template.
+  const EncapTemplate& t =
+      sv.encap_internal.len != 0 && ref.dir != originDir(e.origin.load(std::memory_order_relaxed))
+          ? sv.encap_internal
+          : sv.encap;
   bool aws = t.aws;
   size_t payload = aws ? p.l3_len : size_t(p.l3_offset) + p.l3_len;
   size_t hdr = encapHeaderLen(aws);
@@ -347,6 +353,7 @@ struct ReturnInfo {
   uint32_t cookie;     // aws format: the cookie it carried
   uint16_t l3_start;   // offset of the inner IP header in the frame
   bool aws;
+  int8_t vx_tunnel;    // VXLAN: the tunnel it came back on (VxlanTunnel); -1: Geneve
 };
 
 // Return path, stage 1: checks the outer packet and its Geneve header and
@@ -374,6 +381,8 @@ struct ReturnInfo {
                         : parseGeneve(f + gen_off, end - gen_off, gi, why);
   if (st == GeneveStatus::kControl) return drop(c, m, Counter::drop_geneve_control), false;
   if (st == GeneveStatus::kDrop) return drop(c, m, why), false;
+  if (g.vxlan) [[unlikely]]
+    return drop(c, m, Counter::drop_vxlan_wrong_format), false;
   if (gi.vni != g.vni) return drop(c, m, Counter::drop_geneve_bad_vni), false;
   if (g.aws) {
     if (gi.protocol != kEtherTypeIpv4 && gi.protocol != kEtherTypeIpv6)
@@ -404,6 +413,49 @@ struct ReturnInfo {
   ri.cookie = gi.cookie;
   ri.l3_start = uint16_t(inner_off + in.l3_offset);
   ri.aws = g.aws;
+  ri.vx_tunnel = -1;
+  return true;
+}
+
+// Return path, stage 1 for VXLAN (RFC 7348): the appliance, its group's
+// format and tunnels, then the inner frame, as the ethernet Geneve format's.
+// VXLAN carries no cookie: the flow is checked by appliance only (finishReturn).
+[[gnu::noinline]] bool prepareReturnVxlan(Ctx& c, rte_mbuf* m, const ParsedPacket& outer, ParsedPacket& in,
+                                          FlowRef& ref, ReturnInfo& ri) noexcept {
+  const Snapshot& s = c.s;
+  uint16_t server = s.serverByIp(outer.tuple.src.v4HostOrder());
+  if (server == kNoServer || server >= c.n_servers || !s.servers[server].routable)
+    return drop(c, m, Counter::drop_vxlan_unknown_appliance), false;
+  if (outer.is_fragment) return drop(c, m, Counter::drop_bad_fragment), false;
+  const ServerView& sv = s.servers[server];
+  if (sv.group >= c.n_groups) return drop(c, m, Counter::drop_no_server_group), false;
+  const GroupView& g = s.groups[sv.group];
+  if (!g.vxlan) return drop(c, m, Counter::drop_vxlan_wrong_format), false;
+
+  uint8_t* f = rte_pktmbuf_mtod(m, uint8_t*);
+  const size_t vx_off = size_t(outer.l4_offset) + 8;
+  const size_t end = size_t(outer.l3_offset) + outer.l3_len;
+  uint32_t vni = 0;
+  Counter why;
+  if (!parseVxlan(f + vx_off, end - vx_off, vni, why)) return drop(c, m, why), false;
+  const int tunnel = g.tunnels.tunnelOf(outer.tuple.dport, vni);
+  if (tunnel < 0) return drop(c, m, Counter::drop_vxlan_bad_tunnel), false;
+
+  const size_t inner_off = vx_off + kVxlanHeaderLen;
+  ParseStatus ps = ParseStatus::kOk;
+  if (!parseCommon(f + inner_off, end - inner_off, in)) {
+    in = ParsedPacket{};
+    ps = parseFrame(f + inner_off, end - inner_off, in, why);
+  }
+  if (ps != ParseStatus::kOk) return drop(c, m, Counter::drop_return_inner_malformed), false;
+  if (g.listener == kNoListener) [[unlikely]]
+    return returnWithoutFlow(c, m, in, g), false;
+  setRef(ref, in, g.stickiness, g.listener);
+  ri.server = server;
+  ri.cookie = 0;
+  ri.l3_start = uint16_t(inner_off + in.l3_offset);
+  ri.aws = false;
+  ri.vx_tunnel = int8_t(tunnel);
   return true;
 }
 
@@ -462,6 +514,10 @@ struct ReturnInfo {
     wr16(h + 12, et);
   }
   e.last_seen.store(c.now);
+  // Sent on external when travelling the flow's first packet's way (forward()).
+  if (ri.vx_tunnel >= 0 &&
+      (ri.vx_tunnel == kVxlanExternal) == (ref.dir == originDir(e.origin.load(std::memory_order_relaxed))))
+    c.w.counters.inc(Counter::returned_vxlan_same_tunnel);
   m->port = uint16_t((self >> 48) & 0xFF);
   c.w.countReturned(server, geneve_len);
   ++c.returned;
@@ -561,10 +617,14 @@ template <bool kClasses>
       }
     }
     bool geneve = p.ip_version == 4 && p.tuple.proto == kProtoUdp && p.tuple.dport == kGenevePort;
+    // VXLAN groups' tunnel ports: looked at only when the snapshot has some.
+    const bool vxlan = !geneve && !snap->vxlan_ports.empty() && p.ip_version == 4 &&
+                       p.tuple.proto == kProtoUdp && snap->isVxlanPort(p.tuple.dport);
     if (isGeneveToUs(p, snap->underlay_ip)) {
-      if (!geneve) forUs(c, m);
+      if (!geneve && !vxlan) forUs(c, m);
       else if (!acceptsReturns(role)) drop(c, m, Counter::drop_geneve_on_router_port);
-      else if (prepareReturn(c, m, p, f.p, f.ref, f.ri)) {
+      else if (vxlan ? prepareReturnVxlan(c, m, p, f.p, f.ref, f.ri)
+                     : prepareReturn(c, m, p, f.p, f.ref, f.ri)) {
         f.m = m;
         f.ret = true;
         keys[nf] = &f.ref.key;
@@ -580,7 +640,7 @@ template <bool kClasses>
     }
     // Never wrap Geneve again: ours coming back (from our underlay address)
     // or Geneve on its way to one of our appliances.
-    if (geneve && (p.tuple.src.v4HostOrder() == snap->underlay_ip ||
+    if ((geneve || vxlan) && (p.tuple.src.v4HostOrder() == snap->underlay_ip ||
                    snap->serverByIp(p.tuple.dst.v4HostOrder()) != kNoServer)) [[unlikely]] {
       drop(c, m, Counter::drop_loop_geneve);
       continue;

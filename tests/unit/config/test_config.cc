@@ -271,6 +271,42 @@ TEST(Config, ToString) {
   EXPECT_STREQ(toString(GeneveFormat::kEthernet), "ethernet");
 }
 
+TEST(Config, VxlanGroupsTakeAzuresTunnelsByDefault) {
+  Result r = parse(withGroup(std::string(kOneServer) + "\n    encapsulation: vxlan"));
+  ASSERT_TRUE(r.ok) << formatErrors(r.errors);
+  const ServerGroupConfig& g = r.cfg.server_groups[0];
+  EXPECT_EQ(g.encapsulation, Encapsulation::kVxlan);
+  EXPECT_EQ(g.vxlan.internal.port, 10800);
+  EXPECT_EQ(g.vxlan.internal.vni, 800u);
+  EXPECT_EQ(g.vxlan.external.port, 10801);
+  EXPECT_EQ(g.vxlan.external.vni, 801u);
+  EXPECT_STREQ(toString(Encapsulation::kVxlan), "vxlan");
+  EXPECT_EQ(parse(withGroup(kOneServer)).cfg.server_groups[0].encapsulation, Encapsulation::kGeneve);
+
+  r = parse(withGroup(std::string(kOneServer) +
+                      "\n    encapsulation: vxlan\n    vxlan:\n      internal: { port: 2000, vni: 900 }\n"
+                      "      external: { port: 2001, vni: 0xFFFFFF }"));
+  ASSERT_TRUE(r.ok) << formatErrors(r.errors);
+  EXPECT_EQ(r.cfg.server_groups[0].vxlan.internal.port, 2000);
+  EXPECT_EQ(r.cfg.server_groups[0].vxlan.external.vni, 0xFFFFFFu);
+}
+
+TEST(Config, VxlanTunnelsNeedTwoPortsOfTheirOwn) {
+  const std::string g = std::string(kOneServer) + "\n    encapsulation: vxlan\n    vxlan:\n";
+  EXPECT_TRUE(hasError(parse(withGroup(g + "      internal: { port: 10801 }")),
+                       "server_groups[0].vxlan.external.port", {"also vxlan.internal.port"}));
+  EXPECT_TRUE(hasError(parse(withGroup(g + "      external: { port: 6081 }")),
+                       "server_groups[0].vxlan.external.port", {"Geneve's port"}));
+  EXPECT_TRUE(hasError(parse(withGroup(g + "      external: { port: 0 }")),
+                       "server_groups[0].vxlan.external.port", {}));
+  EXPECT_TRUE(hasError(parse(withGroup(g + "      internal: { vni: 0x1000000 }")),
+                       "server_groups[0].vxlan.internal.vni", {}));
+  EXPECT_TRUE(hasError(parse(withGroup(std::string(kOneServer) + "\n    encapsulation: gre")),
+                       "server_groups[0].encapsulation", {"not an encapsulation"}));
+  // A Geneve group may keep a vxlan map it does not use.
+  EXPECT_TRUE(parse(withGroup(std::string(kOneServer) + "\n    vxlan:\n      external: { port: 6081 }")).ok);
+}
+
 TEST(Config, ParseResetsOutput) {
   Result r = parse(kSample);
   ASSERT_TRUE(r.ok);
