@@ -589,6 +589,6 @@ case "$cmd" in
   vtysh) exec ip netns exec "$(ns router)" vtysh --vty_socket "$(frr_dir)" "$@" ;;
   router-config) router_config "$@" ;;
   exec) n="${1:?exec NS CMD...}"; shift; exec ip netns exec "$(ns "$n")" "$@" ;;
-  -h|--help|"") sed -n '2,51p' "$0"; [ -n "$cmd" ] ;;
+  -h|--help|"") sed -n '2,52p' "$0"; [ -n "$cmd" ] ;;
   *) echo "lab.sh: unknown command $cmd (up|down|status|app-stop|app-start|gw-stop|gw-kill|gw-start|gwlbctl|birdc|vtysh|router-config|exec)" >&2; exit 2 ;;
 esac

@@ -86,13 +86,14 @@ def tshark_check(lab, pcap, app):
     """Every packet on the tunnel ports decodes as VXLAN with its port's VNI.
     Returns {(direction, port): packets}."""
     r = subprocess.run(["tshark", "-r", pcap, "-d", "udp.port==10800,vxlan", "-d", "udp.port==10801,vxlan",
-                        "-T", "fields", "-E", "separator=,", "-e", "ip.src", "-e", "udp.srcport", "-e", "udp.dstport",
+                        # The outer headers: each field's first occurrence (inner IPv4 has ip.src too).
+                        "-T", "fields", "-E", "separator=/t", "-E", "occurrence=f", "-e", "ip.src", "-e", "udp.srcport", "-e", "udp.dstport",
                         "-e", "vxlan.vni", "-e", "vxlan.flags"],
                        text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
     assert r.returncode == 0, f"tshark -r {pcap}: {r.stderr}"
     seen = {}
     for line in r.stdout.splitlines():
-        src, sport, dport, vni, flags = (line.split(",") + [""] * 5)[:5]
+        src, sport, dport, vni, flags = (line.split("\t") + [""] * 5)[:5]
         port = int(dport) if int(dport) in TUNNELS else int(sport)
         assert vni, f"{app}: a packet on port {port} tshark does not decode as VXLAN: {line}"
         assert int(vni) == TUNNELS[port], f"{app}: VNI {vni} on port {port} (want {TUNNELS[port]}): {line}"
