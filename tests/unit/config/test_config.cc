@@ -1078,6 +1078,8 @@ server_groups:
   - name: g0
     stickiness: 5-tuple
     geneve: { format: aws, vni: 7, endpoint_id: 1, attachment_id: 2 }
+    encapsulation: geneve
+    vxlan: { internal: { port: 10800, vni: 800 }, external: { port: 10801, vni: 801 } }
     maglev_table_size: 65537
     tcp_idle_timeout: 350s
     other_idle_timeout: 120
@@ -1309,6 +1311,14 @@ const std::vector<BadValue>& badValues() {
       {"server_groups[0].geneve.endpoint_id", "0x10000000000000000", {"out of range"}},
       {"server_groups[0].geneve.endpoint_id", "abc", {"not a number"}},
       {"server_groups[0].geneve.attachment_id", "18446744073709551616", {"out of range"}},
+      {"server_groups[0].encapsulation", "gre", {"'gre'", "geneve, vxlan"}},
+      {"server_groups[0].vxlan", "10800", {"expected a map"}},
+      {"server_groups[0].vxlan.internal", "10800", {"expected a map"}},
+      {"server_groups[0].vxlan.external", "[1]", {"expected a map"}},
+      {"server_groups[0].vxlan.internal.port", "65536", {"out of range"}},
+      {"server_groups[0].vxlan.external.port", "0", {"out of range"}},
+      {"server_groups[0].vxlan.internal.vni", "0x1000000", {"out of range", "0xffffff"}},
+      {"server_groups[0].vxlan.external.vni", "-1", {"negative"}},
       {"server_groups[0].maglev_table_size", "65536", {"not prime", "65537"}},
       {"server_groups[0].maglev_table_size", "4294967296", {"out of range"}},
       {"server_groups[0].tcp_idle_timeout", "59", {"60..6000 seconds"}},
