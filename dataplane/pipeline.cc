@@ -15,7 +15,6 @@
 #include "common/geneve.h"
 #include "common/icmp_error.h"
 #include "common/packet_parser.h"
-#include "common/vxlan.h"
 #include "dataplane/ingress.h"
 #include "dataplane/move.h"
 #include "dataplane/pipeline_ctx.h"
@@ -24,6 +23,24 @@ namespace gwlb::dp {
 // NeighbourTable::pack keeps the ingress port in 8 bits.
 static_assert(RTE_MAX_ETHPORTS <= 256);
 using namespace burst;
+
+// A returned packet without a flow: a forwarding-check probe coming back
+// (health_check.forwarding: the inner addresses its group reserves) goes to
+// the control thread, which matches it to its probe; anything else is
+// drop_return_no_flow. Reached only on a miss, so the ordinary return path
+// pays nothing for it.
+[[gnu::noinline]] void burst::returnWithoutFlow(Ctx& c, rte_mbuf* m, const ParsedPacket& in,
+                                         const GroupView& g) noexcept {
+  if (g.probe_dst != 0 && in.ip_version == 4 && in.tuple.proto == kProtoIcmp &&
+      in.tuple.src.v4HostOrder() == g.probe_src && in.tuple.dst.v4HostOrder() == g.probe_dst) {
+    if (!c.dp.punt || rte_ring_enqueue(c.dp.punt, m) != 0) return drop(c, m, Counter::drop_punt_queue_full);
+    c.w.counters.inc(Counter::punted);
+    c.w.counters.inc(Counter::punted_probe);
+    return;
+  }
+  drop(c, m, Counter::drop_return_no_flow);
+}
+
 namespace {
 
 
@@ -42,22 +59,6 @@ inline void forUs(Ctx& c, rte_mbuf* m) noexcept {
   c.w.counters.inc(Counter::punted_exception);
 }
 
-// A returned packet without a flow: a forwarding-check probe coming back
-// (health_check.forwarding: the inner addresses its group reserves) goes to
-// the control thread, which matches it to its probe; anything else is
-// drop_return_no_flow. Reached only on a miss, so the ordinary return path
-// pays nothing for it.
-[[gnu::noinline]] void returnWithoutFlow(Ctx& c, rte_mbuf* m, const ParsedPacket& in,
-                                         const GroupView& g) noexcept {
-  if (g.probe_dst != 0 && in.ip_version == 4 && in.tuple.proto == kProtoIcmp &&
-      in.tuple.src.v4HostOrder() == g.probe_src && in.tuple.dst.v4HostOrder() == g.probe_dst) {
-    if (!c.dp.punt || rte_ring_enqueue(c.dp.punt, m) != 0) return drop(c, m, Counter::drop_punt_queue_full);
-    c.w.counters.inc(Counter::punted);
-    c.w.counters.inc(Counter::punted_probe);
-    return;
-  }
-  drop(c, m, Counter::drop_return_no_flow);
-}
 
 // Records where this direction's packets come from: the first packet's L2,
 // then any change (a router failover, a neighbour's new MAC or port), so
@@ -346,16 +347,6 @@ template <bool kClasses>
   forward<true>(c, m, p, ref, pos, hint);
 }
 
-// What stage 1 keeps of a returned packet for stage 3 (the flow's check and
-// the unwrap), beside its inner packet and key.
-struct ReturnInfo {
-  uint16_t server;     // the appliance it came from
-  uint32_t cookie;     // aws format: the cookie it carried
-  uint16_t l3_start;   // offset of the inner IP header in the frame
-  bool aws;
-  int8_t vx_tunnel;    // VXLAN: the tunnel it came back on (VxlanTunnel); -1: Geneve
-};
-
 // Return path, stage 1: checks the outer packet and its Geneve header and
 // parses the inner packet into `in`, keyed by `ref`. False when it dropped it.
 // `in` may be the storage of `outer`: what is needed of the outer packet is
@@ -414,48 +405,6 @@ struct ReturnInfo {
   ri.l3_start = uint16_t(inner_off + in.l3_offset);
   ri.aws = g.aws;
   ri.vx_tunnel = -1;
-  return true;
-}
-
-// Return path, stage 1 for VXLAN (RFC 7348): the appliance, its group's
-// format and tunnels, then the inner frame, as the ethernet Geneve format's.
-// VXLAN carries no cookie: the flow is checked by appliance only (finishReturn).
-[[gnu::noinline]] bool prepareReturnVxlan(Ctx& c, rte_mbuf* m, const ParsedPacket& outer, ParsedPacket& in,
-                                          FlowRef& ref, ReturnInfo& ri) noexcept {
-  const Snapshot& s = c.s;
-  uint16_t server = s.serverByIp(outer.tuple.src.v4HostOrder());
-  if (server == kNoServer || server >= c.n_servers || !s.servers[server].routable)
-    return drop(c, m, Counter::drop_vxlan_unknown_appliance), false;
-  if (outer.is_fragment) return drop(c, m, Counter::drop_bad_fragment), false;
-  const ServerView& sv = s.servers[server];
-  if (sv.group >= c.n_groups) return drop(c, m, Counter::drop_no_server_group), false;
-  const GroupView& g = s.groups[sv.group];
-  if (!g.vxlan) return drop(c, m, Counter::drop_vxlan_wrong_format), false;
-
-  uint8_t* f = rte_pktmbuf_mtod(m, uint8_t*);
-  const size_t vx_off = size_t(outer.l4_offset) + 8;
-  const size_t end = size_t(outer.l3_offset) + outer.l3_len;
-  uint32_t vni = 0;
-  Counter why;
-  if (!parseVxlan(f + vx_off, end - vx_off, vni, why)) return drop(c, m, why), false;
-  const int tunnel = g.tunnels.tunnelOf(outer.tuple.dport, vni);
-  if (tunnel < 0) return drop(c, m, Counter::drop_vxlan_bad_tunnel), false;
-
-  const size_t inner_off = vx_off + kVxlanHeaderLen;
-  ParseStatus ps = ParseStatus::kOk;
-  if (!parseCommon(f + inner_off, end - inner_off, in)) {
-    in = ParsedPacket{};
-    ps = parseFrame(f + inner_off, end - inner_off, in, why);
-  }
-  if (ps != ParseStatus::kOk) return drop(c, m, Counter::drop_return_inner_malformed), false;
-  if (g.listener == kNoListener) [[unlikely]]
-    return returnWithoutFlow(c, m, in, g), false;
-  setRef(ref, in, g.stickiness, g.listener);
-  ri.server = server;
-  ri.cookie = 0;
-  ri.l3_start = uint16_t(inner_off + in.l3_offset);
-  ri.aws = false;
-  ri.vx_tunnel = int8_t(tunnel);
   return true;
 }
 
