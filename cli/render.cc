@@ -257,7 +257,7 @@ std::string serverStates(const Json& srv) {
 }
 
 std::string renderGroups(const Json& r) {
-  Table t({{"NAME", Align::kLeft}, {"STICKINESS", Align::kLeft}, {"GENEVE", Align::kLeft},
+  Table t({{"NAME", Align::kLeft}, {"STICKINESS", Align::kLeft}, {"FORMAT", Align::kLeft},
            {"VNI", Align::kRight}, {"ENDPOINT ID", Align::kRight}, {"ATTACHMENT ID", Align::kRight},
            {"MAGLEV", Align::kRight}, {"TCP IDLE", Align::kRight}, {"OTHER IDLE", Align::kRight},
            {"SERVERS", Align::kRight}, {"STATES", Align::kLeft}});
@@ -269,6 +269,16 @@ std::string renderGroups(const Json& r) {
       auto idle = [&](const char* k) {
         return field(g, k).is_null() ? "-" : formatDuration(fieldNumber(g, k));
       };
+      // A VXLAN group: its format is vxlan, its VNIs the external and internal
+      // tunnels' (ports in the JSON); it has no Geneve IDs.
+      const Json& vx = field(g, "vxlan");
+      if (fieldText(g, "encapsulation") == "vxlan" && vx.is_object()) {
+        t.addRow({fieldText(g, "name"), fieldText(g, "stickiness"), "vxlan",
+                  fieldText(field(vx, "external"), "vni") + "/" + fieldText(field(vx, "internal"), "vni"), "-", "-",
+                  fieldText(g, "maglev_table_size"), idle("tcp_idle_timeout_s"),
+                  idle("other_idle_timeout_s"), fieldText(srv, "total"), serverStates(srv)});
+        continue;
+      }
       t.addRow({fieldText(g, "name"), fieldText(g, "stickiness"), fieldText(gen, "format"),
                 fieldText(gen, "vni"), fieldText(gen, "endpoint_id"), fieldText(gen, "attachment_id"),
                 fieldText(g, "maglev_table_size"), idle("tcp_idle_timeout_s"),

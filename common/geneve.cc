@@ -5,6 +5,7 @@
 #include "common/checksum.h"
 #include "common/fast_path.h"
 #include "common/packet_parser.h"
+#include "common/vxlan.h"
 
 namespace gwlb {
 namespace {
@@ -82,7 +83,8 @@ void writeEncap6(uint8_t* f, size_t payload_len, const EncapParams& p) noexcept 
 }
 
 void writeEncap(uint8_t* f, size_t payload_len, const EncapParams& p) noexcept {
-  size_t geneve_len = kGeneveBaseLen + (p.aws_options ? kAwsOptionsLen : 0);
+  const bool aws = p.aws_options && !p.vxlan;
+  size_t geneve_len = kGeneveBaseLen + (aws ? kAwsOptionsLen : 0);
   size_t udp_len = 8 + geneve_len + payload_len;
   size_t ip_len = 20 + udp_len;
 
@@ -108,17 +110,22 @@ void writeEncap(uint8_t* f, size_t payload_len, const EncapParams& p) noexcept {
   // UDP
   uint8_t* udp = ip + 20;
   wr16(udp, p.udp_sport);
-  wr16(udp + 2, kGenevePort);
+  wr16(udp + 2, p.vxlan ? p.udp_dport : kGenevePort);
   wr16(udp + 4, uint16_t(udp_len));
   wr16(udp + 6, 0);
 
-  // Geneve
+  // Geneve, or VXLAN (RFC 7348: flags with only I set, 24 reserved bits, VNI, 8 reserved bits)
   uint8_t* g = udp + 8;
-  g[0] = uint8_t((geneve_len - kGeneveBaseLen) / 4);  // version 0, opt len in words
-  g[1] = 0;                                           // O = 0, C = 0: no critical options
-  wr16(g + 2, p.protocol);
-  wr32(g + 4, (p.vni & 0xFFFFFF) << 8);
-  if (p.aws_options) {
+  if (p.vxlan) {
+    wr32(g, uint32_t(kVxlanFlagI) << 24);
+    wr32(g + 4, (p.vni & 0xFFFFFF) << 8);
+  } else {
+    g[0] = uint8_t((geneve_len - kGeneveBaseLen) / 4);  // version 0, opt len in words
+    g[1] = 0;                                           // O = 0, C = 0: no critical options
+    wr16(g + 2, p.protocol);
+    wr32(g + 4, (p.vni & 0xFFFFFF) << 8);
+  }
+  if (aws) {
     uint8_t* o = g + kGeneveBaseLen;
     o = writeOption(o, kAwsOptEndpointId, 8);
     wr64(o, p.endpoint_id);
@@ -163,8 +170,9 @@ void buildEncapTemplate(EncapTemplate& t, const EncapParams& p) noexcept {
   q.udp_sport = 0;
   q.cookie = 0;
   if (p.aws_options) q.protocol = 0;
-  t.aws = p.aws_options;
-  t.len = uint8_t(encapHeaderLen(p.aws_options));
+  if (p.vxlan) q.aws_options = false;
+  t.aws = q.aws_options;
+  t.len = uint8_t(encapHeaderLen(q.aws_options));
   writeEncap(t.bytes, 0, q);
   // writeEncap filled in lengths and checksums for an empty payload: take
   // them out again, keep the sums of everything else.

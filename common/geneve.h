@@ -69,10 +69,15 @@ struct EncapParams {
   std::array<uint8_t, 16> src_ip6{}, dst_ip6{};
   uint8_t traffic_class = 0;
   uint32_t flow_label = 0;
+  // VXLAN (RFC 7348) instead of Geneve: the same 8-byte header length, an
+  // inner Ethernet frame, to udp_dport (the tunnel's port; Azure's tunnels
+  // use their own ports, not 4789). protocol and aws_options are then unused.
+  bool vxlan = false;
+  uint16_t udp_dport = kGenevePort;
 };
 
 // Writes outer Ethernet / IPv4 (DF, TTL 64, checksum) / UDP (to 6081, checksum)
-// / Geneve (+ aws options) into frame[0 .. encapHeaderLen()), in front of the
+// / Geneve (+ aws options), or with p.vxlan the VXLAN header to p.udp_dport, into frame[0 .. encapHeaderLen()), in front of the
 // payload_len bytes that already follow it. Never fails: sizes are the caller's.
 void writeEncap(uint8_t* frame, size_t payload_len, const EncapParams& p) noexcept;
 

@@ -20,6 +20,7 @@
 #include "common/geneve.h"
 #include "common/net_types.h"
 #include "common/traffic_class.h"
+#include "common/vxlan.h"
 
 namespace gwlb {
 
@@ -115,6 +116,9 @@ struct ServerView {
   // and IDs), built with the snapshot when its MAC is known: the fast path
   // copies them and patches lengths, port, cookie and checksums.
   EncapTemplate encap;
+  // A VXLAN group's second tunnel (internal: the replies of a flow, see
+  // VxlanTunnels); `encap` is then the external one. len 0 in Geneve groups.
+  EncapTemplate encap_internal;
   // The snapshot builder's verdict that a packet can be sent here as it
   // stands: routable, MAC known, group in range and the template its length.
   // False leaves each check to the worker (a snapshot built by hand).
@@ -132,6 +136,8 @@ struct GroupView {
   bool aws = true;          // aws format (inner L3 + options) or ethernet (inner frame)
   uint32_t vni = 0;
   uint64_t endpoint_id = 0, attachment_id = 0;
+  bool vxlan = false;       // VXLAN (aws false): two tunnels, inner frame, no cookie
+  VxlanTunnels tunnels;     // VXLAN: its tunnels' ports and VNIs
   uint64_t tcp_idle_ns = 350'000'000'000ULL;
   uint64_t other_idle_ns = 120'000'000'000ULL;
   std::vector<uint16_t> maglev;  // slot -> server id (kNoServer when none)
@@ -206,6 +212,15 @@ struct Snapshot {
   uint32_t underlay_mtu = 1500;
   uint32_t icmp_rate_per_s = 100;
   uint32_t tcp_reset_rate_per_s = 1000;  // RSTs per second per worker (node.tcp_reset_rate_per_s)
+  // The UDP ports of every VXLAN group's tunnels (a handful, distinct): UDP
+  // to the underlay address on one of them is a VXLAN return. Empty without
+  // VXLAN groups, so Geneve-only gateways never look.
+  std::vector<uint16_t> vxlan_ports;
+  bool isVxlanPort(uint16_t port) const noexcept {
+    for (uint16_t p : vxlan_ports)
+      if (p == port) return true;
+    return false;
+  }
   // Some listener has reset_on_idle: the workers check idle expiry per packet.
   bool reset_on_idle_any = false;
   // Indexed by DPDK port id (mbuf->port); a frame from a port past the end

@@ -23,6 +23,28 @@ namespace gwlb::dp {
 // NeighbourTable::pack keeps the ingress port in 8 bits.
 static_assert(RTE_MAX_ETHPORTS <= 256);
 using namespace burst;
+
+// A returned packet without a flow: a forwarding-check probe coming back
+// (health_check.forwarding: the inner addresses its group reserves) goes to
+// the control thread, which matches it to its probe; anything else is
+// drop_return_no_flow. Reached only on a miss, so the ordinary return path
+// pays nothing for it.
+[[gnu::noinline]] void burst::returnWithoutFlow(Ctx& c, rte_mbuf* m, const ParsedPacket& in,
+                                         const GroupView& g) noexcept {
+  const bool probe =
+      g.probe_v6 ? in.ip_version == 6 && in.tuple.proto == kProtoIcmpv6 && in.tuple.src.b == g.probe_src6 &&
+                       in.tuple.dst.b == g.probe_dst6
+                 : g.probe_dst != 0 && in.ip_version == 4 && in.tuple.proto == kProtoIcmp &&
+                       in.tuple.src.v4HostOrder() == g.probe_src && in.tuple.dst.v4HostOrder() == g.probe_dst;
+  if (probe) {
+    if (!c.dp.punt || rte_ring_enqueue(c.dp.punt, m) != 0) return drop(c, m, Counter::drop_punt_queue_full);
+    c.w.counters.inc(Counter::punted);
+    c.w.counters.inc(Counter::punted_probe);
+    return;
+  }
+  drop(c, m, Counter::drop_return_no_flow);
+}
+
 namespace {
 
 
@@ -41,26 +63,6 @@ inline void forUs(Ctx& c, rte_mbuf* m) noexcept {
   c.w.counters.inc(Counter::punted_exception);
 }
 
-// A returned packet without a flow: a forwarding-check probe coming back
-// (health_check.forwarding: the inner addresses its group reserves) goes to
-// the control thread, which matches it to its probe; anything else is
-// drop_return_no_flow. Reached only on a miss, so the ordinary return path
-// pays nothing for it.
-[[gnu::noinline]] void returnWithoutFlow(Ctx& c, rte_mbuf* m, const ParsedPacket& in,
-                                         const GroupView& g) noexcept {
-  const bool probe =
-      g.probe_v6 ? in.ip_version == 6 && in.tuple.proto == kProtoIcmpv6 && in.tuple.src.b == g.probe_src6 &&
-                       in.tuple.dst.b == g.probe_dst6
-                 : g.probe_dst != 0 && in.ip_version == 4 && in.tuple.proto == kProtoIcmp &&
-                       in.tuple.src.v4HostOrder() == g.probe_src && in.tuple.dst.v4HostOrder() == g.probe_dst;
-  if (probe) {
-    if (!c.dp.punt || rte_ring_enqueue(c.dp.punt, m) != 0) return drop(c, m, Counter::drop_punt_queue_full);
-    c.w.counters.inc(Counter::punted);
-    c.w.counters.inc(Counter::punted_probe);
-    return;
-  }
-  drop(c, m, Counter::drop_return_no_flow);
-}
 
 // Records where this direction's packets come from: the first packet's L2,
 // then any change (a router failover, a neighbour's new MAC or port), so
@@ -295,7 +297,12 @@ template <bool kClasses>
   const ServerView& sv = s.servers[server];
   // Encapsulation follows the appliance's own group (format, VNI, IDs),
   // precomputed in its template by the snapshot builder.
-  const EncapTemplate& t = sv.encap;
+  // A VXLAN group's replies (packets against their flow's first one) take
+  // its internal tunnel; Geneve groups have no second template.
+  const EncapTemplate& t =
+      sv.encap_internal.len != 0 && ref.dir != originDir(e.origin.load(std::memory_order_relaxed))
+          ? sv.encap_internal
+          : sv.encap;
   bool aws = t.aws;
   size_t payload = aws ? p.l3_len : size_t(p.l3_offset) + p.l3_len;
   size_t hdr = encapHeaderLen(aws, t.ipv6);
@@ -368,15 +375,6 @@ template <bool kClasses>
   forward<true>(c, m, p, ref, pos, hint);
 }
 
-// What stage 1 keeps of a returned packet for stage 3 (the flow's check and
-// the unwrap), beside its inner packet and key.
-struct ReturnInfo {
-  uint16_t server;     // the appliance it came from
-  uint32_t cookie;     // aws format: the cookie it carried
-  uint16_t l3_start;   // offset of the inner IP header in the frame
-  bool aws;
-};
-
 // Return path, stage 1: checks the outer packet and its Geneve header and
 // parses the inner packet into `in`, keyed by `ref`. False when it dropped it.
 // `in` may be the storage of `outer`: what is needed of the outer packet is
@@ -403,6 +401,8 @@ struct ReturnInfo {
                         : parseGeneve(f + gen_off, end - gen_off, gi, why);
   if (st == GeneveStatus::kControl) return drop(c, m, Counter::drop_geneve_control), false;
   if (st == GeneveStatus::kDrop) return drop(c, m, why), false;
+  if (g.vxlan) [[unlikely]]
+    return drop(c, m, Counter::drop_vxlan_wrong_format), false;
   if (gi.vni != g.vni) return drop(c, m, Counter::drop_geneve_bad_vni), false;
   if (g.aws) {
     if (gi.protocol != kEtherTypeIpv4 && gi.protocol != kEtherTypeIpv6)
@@ -433,6 +433,7 @@ struct ReturnInfo {
   ri.cookie = gi.cookie;
   ri.l3_start = uint16_t(inner_off + in.l3_offset);
   ri.aws = g.aws;
+  ri.vx_tunnel = -1;
   return true;
 }
 
@@ -491,6 +492,11 @@ struct ReturnInfo {
     wr16(h + 12, et);
   }
   e.last_seen.store(c.now);
+  // Sent on external when travelling the flow's first packet's way (forward()).
+  if (ri.vx_tunnel >= 0 &&
+      (ri.vx_tunnel == kVxlanExternal) == (ref.dir == originDir(e.origin.load(std::memory_order_relaxed))))
+      [[unlikely]]
+    c.w.counters.inc(Counter::returned_vxlan_same_tunnel);
   m->port = uint16_t((self >> 48) & 0xFF);
   c.w.countReturned(server, geneve_len);
   ++c.returned;
@@ -594,10 +600,23 @@ template <bool kClasses>
       }
     }
     bool geneve = p.ip_version == 4 && p.tuple.proto == kProtoUdp && p.tuple.dport == kGenevePort;
+    // VXLAN groups' tunnel ports: looked at only when the snapshot has some.
+    const bool vxlan = !geneve && !snap->vxlan_ports.empty() && p.ip_version == 4 &&
+                       p.tuple.proto == kProtoUdp && snap->isVxlanPort(p.tuple.dport);
     if (geneve6 || isGeneveToUs(p, snap->underlay_ip)) {
-      if (!geneve && !geneve6) forUs(c, m);
+      if (!geneve && !geneve6 && !vxlan) forUs(c, m);
       else if (!acceptsReturns(role)) drop(c, m, Counter::drop_geneve_on_router_port);
-      else if (prepareReturn(c, m, p, f.p, f.ref, f.ri)) {
+      else if (vxlan) [[unlikely]] {
+        // Its own branch: folded into Geneve's call it cost a Geneve return 28
+        // instructions (bench/instruction_budget.json, "return").
+        if (prepareReturnVxlan(c, m, p, f.p, f.ref, f.ri)) {
+          f.m = m;
+          f.ret = true;
+          keys[nf] = &f.ref.key;
+          hashes[nf] = f.ref.hash;
+          ++nf;
+        }
+      } else if (prepareReturn(c, m, p, f.p, f.ref, f.ri)) {
         f.m = m;
         f.ret = true;
         keys[nf] = &f.ref.key;
@@ -613,8 +632,8 @@ template <bool kClasses>
     }
     // Never wrap Geneve again: ours coming back (from our underlay address)
     // or Geneve on its way to one of our appliances.
-    if ((geneve && (p.tuple.src.v4HostOrder() == snap->underlay_ip ||
-                    snap->serverByIp(p.tuple.dst.v4HostOrder()) != kNoServer)) ||
+    if (((geneve || vxlan) && (p.tuple.src.v4HostOrder() == snap->underlay_ip ||
+                               snap->serverByIp(p.tuple.dst.v4HostOrder()) != kNoServer)) ||
         (p.ip_version == 6 && isLoopGeneve6(p, *snap))) [[unlikely]] {
       drop(c, m, Counter::drop_loop_geneve);
       continue;

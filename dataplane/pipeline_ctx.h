@@ -199,4 +199,23 @@ bool classifyForward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowRef& ref) n
 int32_t findAnyListener(Ctx& c, const ParsedPacket& p, FlowRef& ref,
                         StickinessMode coarsest = StickinessMode::kTwoTuple) noexcept;
 
+// What stage 1 keeps of a returned packet for stage 3 (the flow's check and
+// the unwrap), beside its inner packet and key.
+struct ReturnInfo {
+  uint16_t server;     // the appliance it came from
+  uint32_t cookie;     // aws format: the cookie it carried
+  uint16_t l3_start;   // offset of the inner IP header in the frame
+  bool aws;
+  int8_t vx_tunnel;    // VXLAN: the tunnel it came back on (VxlanTunnel); -1: Geneve
+};
+
+// A returned packet without a flow (pipeline.cc): a forwarding-check probe
+// goes to the control thread, anything else is drop_return_no_flow.
+void returnWithoutFlow(Ctx& c, rte_mbuf* m, const ParsedPacket& in, const GroupView& g) noexcept;
+
+// Return path, stage 1 for a VXLAN group's appliance (return_vxlan.cc); false
+// when it dropped the packet.
+bool prepareReturnVxlan(Ctx& c, rte_mbuf* m, const ParsedPacket& outer, ParsedPacket& in, FlowRef& ref,
+                        ReturnInfo& ri) noexcept;
+
 }  // namespace gwlb::dp::burst

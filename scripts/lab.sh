@@ -34,7 +34,11 @@
 #   LAB_APPLIANCE plain|stateful|mixed (plain)   stateful: every appliance forwards through its
 #                       namespace's kernel and an nftables conntrack firewall (gwlb-appliance --tun,
 #                       scripts/lab_stateful.nft); mixed: app1 and app3 stateful, app2 and app4 plain
-#                       (one of each per server group)
+#                       (one of each per server group); vxlan: every appliance is made of kernel
+#                       parts only, as Azure's Linux NVA guides build one: two VXLAN devices (Azure's
+#                       tunnels, external 10801/801 and internal 10800/800) bridged together, the
+#                       same nftables conntrack firewall on the bridge (br_netfilter), and the
+#                       groups use encapsulation: vxlan (docs/lab.md "The kernel VXLAN appliance")
 #   LAB_RT_PORT af_packet|tap   gwlbd's router-side port: net_af_packet on gw-rt (default;
 #                       the kernel reassembles IPv4 fragments before gwlbd sees them) or
 #                       net_tap bridged to gw-rt (gwlbd gets every frame as sent: real fragments)
@@ -71,7 +75,7 @@ MGMT_IP=10.77.9.2                                     # gateway kernel on the ap
 PROBES="${LAB_PROBES:-data}"                          # data: through gwlbd's port; mgmt: br-app
 case "$PROBES" in data|mgmt) ;; *) echo "lab: LAB_PROBES must be data or mgmt, not '$PROBES'" >&2; exit 2 ;; esac
 APPLIANCE="${LAB_APPLIANCE:-plain}"                   # plain | stateful | mixed (app_stateful)
-case "$APPLIANCE" in plain|stateful|mixed) ;; *) echo "lab: LAB_APPLIANCE must be plain, stateful or mixed, not '$APPLIANCE'" >&2; exit 2 ;; esac
+case "$APPLIANCE" in plain|stateful|mixed|vxlan) ;; *) echo "lab: LAB_APPLIANCE must be plain, stateful, mixed or vxlan, not '$APPLIANCE'" >&2; exit 2 ;; esac
 APP_IPS=(10.77.9.11 10.77.9.12 10.77.9.13 10.77.9.14)
 APP_MACS=(02:77:00:00:09:11 02:77:00:00:09:12 02:77:00:00:09:13 02:77:00:00:09:14)
 CLIENT_B_IP=10.77.1.130 CLIENT_B_IP6=fd77:1::82       # tenant B's client (--listeners 2)
@@ -138,9 +142,11 @@ server_group_yaml() {  # server_group_yaml NAME I J EXTRA: a group of appliances
   local hc="${LAB_HC:-http}" path_line="" extra="${4:-}${LAB_HC_EXTRA:+, $LAB_HC_EXTRA}" rst=""
   [ "${LAB_TCP_RESET:-0}" = 1 ] && rst=$'\n    send_tcp_reset: { on_unhealthy: true, on_deregistration: true }'
   [ "$hc" = http ] && path_line=", path: /health"
+  local encap=""
+  [ "$APPLIANCE" = vxlan ] && encap=$'\n    encapsulation: vxlan'
   cat <<YAML
   - name: $1
-    geneve: { format: ${LAB_FORMAT:-aws}, vni: 77 }
+    geneve: { format: ${LAB_FORMAT:-aws}, vni: 77 }$encap
     maglev_table_size: 4093
     failover_mode: ${LAB_FAILOVER:-rebalance}$rst
     connection_draining: { enabled: true, timeout: ${LAB_DRAIN:-10s} }
@@ -227,6 +233,7 @@ stop_pid() {  # stop_pid NAME: TERM, wait up to 5 s, then KILL; only the recorde
 }
 
 app_start() {
+  if [ "$(lab_appliance)" = vxlan ]; then vxlan_app_start "$1"; return; fi
   local i="$1" extra_var="LAB_APP${1}_ARGS"
   local ip="${APP_IPS[$((i - 1))]}" tun=()
   if app_stateful "$i"; then stateful_setup "$i"; tun=(--tun "$STATEFUL_TUN"); fi
@@ -243,7 +250,50 @@ app_start() {
   cat "$D/app$i.log" >&2; log "appliance $i did not start"; return 1
 }
 
-app_stop() { stop_pid "app$1"; }
+app_stop() {
+  stop_pid "app$1"
+  # The kernel appliance dies whole: its data path goes with its HTTP check.
+  if [ "$(lab_appliance)" = vxlan ]; then nx "app$1" ip link set "$VXLAN_BR" down 2>/dev/null || true; fi
+}
+
+# The kernel VXLAN appliance (LAB_APPLIANCE=vxlan): no gwlb code at all. Two
+# VXLAN devices with Azure's default tunnels, each sending to gwlbd's underlay
+# address, bridged together: a frame gwlbd sends on one tunnel leaves on the
+# other (the bridge floods it: the inner destination MAC, gwlbd's router
+# port's, is never a source it learns). br_netfilter hands the bridged IPv4
+# and IPv6 packets to the inet forward hook, where scripts/lab_stateful.nft
+# keeps conntrack's state. Its HTTP check (port 8080, /health) is Python's
+# http.server: the appliance is "up" while it and the bridge are.
+VXLAN_BR=br-nva
+vxlan_setup() {  # vxlan_setup I: appliance I's devices, bridge and firewall (once per namespace)
+  local n="app$1" ip="${APP_IPS[$(($1 - 1))]}"
+  if ! nx "$n" ip link show "$VXLAN_BR" >/dev/null 2>&1; then
+    nx "$n" ip link add vx-ext type vxlan id 801 dstport 10801 local "$ip" remote "$UNDERLAY_IP" dev eth0
+    nx "$n" ip link add vx-int type vxlan id 800 dstport 10800 local "$ip" remote "$UNDERLAY_IP" dev eth0
+    nx "$n" ip link add "$VXLAN_BR" type bridge stp_state 0
+    for dev in vx-ext vx-int; do
+      nx "$n" ip link set "$dev" master "$VXLAN_BR"
+      nx "$n" ip link set "$dev" up
+    done
+    nx "$n" sysctl -qw net.bridge.bridge-nf-call-iptables=1 net.bridge.bridge-nf-call-ip6tables=1 >/dev/null
+    nx "$n" nft -f "$GWLB_ROOT/scripts/lab_stateful.nft"
+    nx "$n" sysctl -qw net.netfilter.nf_conntrack_tcp_loose=0 >/dev/null
+    mkdir -p "$D/nva-www"
+    echo ok > "$D/nva-www/health"
+  fi
+  nx "$n" ip link set "$VXLAN_BR" up
+}
+vxlan_app_start() {
+  local i="$1" ip="${APP_IPS[$(($1 - 1))]}"
+  vxlan_setup "$i"
+  start_bg "app$i" "app$i" /usr/bin/python3 -m http.server 8080 --bind "$ip" --directory "$D/nva-www"
+  for _ in $(seq 1 50); do
+    nx "app$i" curl -s -o /dev/null --max-time 1 "http://$ip:8080/health" && return 0
+    pid_alive "app$i" || break
+    sleep 0.1
+  done
+  cat "$D/app$i.log" >&2; log "appliance $i (kernel VXLAN) did not start"; return 1
+}
 
 # The stateful appliance (docs/lab.md "The stateful appliance"): gwlb-appliance
 # --tun writes each inner packet into the tun device st0; the namespace's kernel
@@ -288,7 +338,8 @@ print(sum(1 for r in rows if isinstance(r, dict) and str(r.get("state", "")).sta
 stateful_summary() {  # which appliances are stateful, for `up` and `status`
   local i out=""
   for i in $(app_ids); do
-    if app_stateful "$i"; then out="$out app$i stateful (tun $STATEFUL_TUN + nftables conntrack),"
+    if [ "$(lab_appliance)" = vxlan ]; then out="$out app$i kernel VXLAN (vx-ext 10801/801 + vx-int 10800/800 on $VXLAN_BR, nftables conntrack),"
+    elif app_stateful "$i"; then out="$out app$i stateful (tun $STATEFUL_TUN + nftables conntrack),"
     else out="$out app$i plain,"; fi
   done
   echo "${out# }" | sed 's/,$//'
@@ -563,6 +614,6 @@ case "$cmd" in
   vtysh) exec ip netns exec "$(ns router)" vtysh --vty_socket "$(frr_dir)" "$@" ;;
   router-config) router_config "$@" ;;
   exec) n="${1:?exec NS CMD...}"; shift; exec ip netns exec "$(ns "$n")" "$@" ;;
-  -h|--help|"") sed -n '2,47p' "$0"; [ -n "$cmd" ] ;;
+  -h|--help|"") sed -n '2,52p' "$0"; [ -n "$cmd" ] ;;
   *) echo "lab.sh: unknown command $cmd (up|down|status|app-stop|app-start|gw-stop|gw-kill|gw-start|gwlbctl|birdc|vtysh|router-config|exec)" >&2; exit 2 ;;
 esac

@@ -23,6 +23,7 @@ namespace gwlb::ctl {
 
 const char* toString(Stickiness s) { return schema::kStickiness.nameOf(uint64_t(s)); }
 const char* toString(GeneveFormat f) { return schema::kGeneveFormat.nameOf(uint64_t(f)); }
+const char* toString(Encapsulation e) { return schema::kEncapsulation.nameOf(uint64_t(e)); }
 const char* toString(HealthProtocol p) { return schema::kHealthProtocol.nameOf(uint64_t(p)); }
 const char* toString(WhenAllUnhealthy w) { return schema::kWhenAllUnhealthy.nameOf(uint64_t(w)); }
 const char* toString(FailoverMode m) { return schema::kFailoverMode.nameOf(uint64_t(m)); }

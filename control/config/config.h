@@ -15,9 +15,13 @@ namespace gwlb::ctl {
 
 enum class Stickiness : uint8_t { kFiveTuple, kThreeTuple, kTwoTuple };
 enum class GeneveFormat : uint8_t { kAws, kEthernet };
+// How a group's packets travel to its appliances: Geneve (the `geneve` map)
+// or VXLAN with Azure's two tunnels (the `vxlan` map).
+enum class Encapsulation : uint8_t { kGeneve, kVxlan };
 
 const char* toString(Stickiness s);
 const char* toString(GeneveFormat f);
+const char* toString(Encapsulation e);
 
 struct ServerConfig {
   IpAddr address;                // underlay address of the appliance (required); IPv6: Geneve over IPv6
@@ -30,6 +34,20 @@ struct GeneveConfig {
   uint32_t vni = 0;              // 0..0xFFFFFF
   uint64_t endpoint_id = 0;      // aws option type 1
   uint64_t attachment_id = 0;    // aws option type 2
+};
+
+// One VXLAN tunnel interface (Azure: a pool's tunnel interface): the UDP
+// port gwlbd sends to and accepts returns on, and its VNI.
+struct VxlanTunnelConfig {
+  uint16_t port = 0;             // 1..65535, not 6081
+  uint32_t vni = 0;              // 0..0xFFFFFF
+};
+// Azure's defaults: internal 10800/800, external 10801/801. External carries
+// the packets travelling the way their flow's first packet did, internal
+// the replies (docs/deploy.md "Choosing an encapsulation").
+struct VxlanConfig {
+  VxlanTunnelConfig internal{10800, 800};
+  VxlanTunnelConfig external{10801, 801};
 };
 
 enum class HealthProtocol : uint8_t { kTcp, kHttp, kHttps };
@@ -127,6 +145,8 @@ struct ServerGroupConfig {
   std::string name;                          // required, unique, [A-Za-z0-9_.-]{1,63}
   Stickiness stickiness = Stickiness::kFiveTuple;
   GeneveConfig geneve;
+  Encapsulation encapsulation = Encapsulation::kGeneve;
+  VxlanConfig vxlan;                         // used with encapsulation: vxlan
   uint32_t maglev_table_size = 65537;        // prime, 251..1000003, > 100 x servers advised
   uint32_t tcp_idle_timeout_s = 350;         // 60..6000
   uint32_t other_idle_timeout_s = 120;       // 60..6000

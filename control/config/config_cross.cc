@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "common/geneve.h"
 #include "common/maglev.h"
 #include "control/config/config.h"
 #include "control/config/config_schema.h"
@@ -75,6 +76,18 @@ class Cross {
   // Group names; each appliance address in one group once, never this
   // node's; the Maglev table larger than the group; health check keys that
   // only mean something for one protocol.
+  // A VXLAN group's tunnels: the returns are told apart by UDP port, so the
+  // two tunnels need two ports, and neither may be Geneve's.
+  void vxlan(const std::string& p, const VxlanConfig& v) {
+    for (const auto& [name, t] : {std::pair{"internal", v.internal}, std::pair{"external", v.external}})
+      if (t.port == kGenevePort)
+        add(p + "." + name + ".port", quote(std::to_string(t.port)) +
+                                          " is Geneve's port; a VXLAN tunnel needs a port of its own");
+    if (v.internal.port == v.external.port && v.internal.port != 0)
+      add(p + ".external.port", quote(std::to_string(v.external.port)) +
+                                    " is also vxlan.internal.port; the two tunnels need two ports");
+  }
+
   void groups(const Config& c) {
     std::map<std::string, size_t> names;
     std::map<AddrKey, std::pair<size_t, size_t>> addrs;  // address -> (group, server)
@@ -92,6 +105,14 @@ class Cross {
                               std::to_string(it->second) + "]; group names must be unique");
       }
       healthCheck(gp + ".health_check", g.health_check);
+      if (g.encapsulation == Encapsulation::kVxlan) {
+        vxlan(gp + ".vxlan", g.vxlan);
+        // The forwarding check's probe is a Geneve packet (control/health).
+        if (g.health_check.forwarding)
+          add(gp + ".health_check.forwarding",
+              "is not available with encapsulation: vxlan (its probe travels in Geneve); use the "
+              "group's passive check");
+      }
       const uint32_t ts = g.maglev_table_size;
       if (kMaglevRange.contains(ts) && isPrime(ts) && ts <= g.servers.size())
         add(gp + ".maglev_table_size",

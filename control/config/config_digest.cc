@@ -51,6 +51,14 @@ std::string sectionText(DigestSection sec, const Config& c, const FlowHashKey& k
         t.put(p + "geneve.vni", g.geneve.vni);
         t.put(p + "geneve.endpoint_id", g.geneve.endpoint_id);
         t.put(p + "geneve.attachment_id", g.geneve.attachment_id);
+        // Only for VXLAN: a Geneve config keeps the digest it had.
+        if (g.encapsulation == Encapsulation::kVxlan) {
+          t.put(p + "encapsulation", toString(g.encapsulation));
+          t.put(p + "vxlan.internal.port", g.vxlan.internal.port);
+          t.put(p + "vxlan.internal.vni", g.vxlan.internal.vni);
+          t.put(p + "vxlan.external.port", g.vxlan.external.port);
+          t.put(p + "vxlan.external.vni", g.vxlan.external.vni);
+        }
         t.put(p + "failover_mode", toString(g.failover_mode));
         t.put(p + "when_all_unhealthy", toString(g.when_all_unhealthy));
         t.put(p + "connection_draining", g.connection_draining.enabled);

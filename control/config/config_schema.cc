@@ -38,6 +38,7 @@ constexpr Range kMaxHoldRange{1, 86400};
 constexpr Range kPercentRange{0, 100};
 constexpr Range kMinCountRange{0, 4096};
 constexpr Range kPortRange{0, 65535};
+constexpr Range kVxlanPortRange{1, 65535};
 constexpr Range kMtuRange{576, 9216};
 constexpr Range kIcmpRateRange{0, 100000};
 constexpr Range kResetRateRange{0, 1000000};
@@ -85,6 +86,8 @@ constexpr EnumName kStickinessNames[] = {{"5-tuple", uint64_t(Stickiness::kFiveT
                                          {"2-tuple", uint64_t(Stickiness::kTwoTuple)}};
 constexpr EnumName kFormatNames[] = {{"aws", uint64_t(GeneveFormat::kAws)},
                                      {"ethernet", uint64_t(GeneveFormat::kEthernet)}};
+constexpr EnumName kEncapNames[] = {{"geneve", uint64_t(Encapsulation::kGeneve)},
+                                    {"vxlan", uint64_t(Encapsulation::kVxlan)}};
 constexpr EnumName kProtocolNames[] = {{"tcp", uint64_t(HealthProtocol::kTcp)},
                                        {"http", uint64_t(HealthProtocol::kHttp)},
                                        {"https", uint64_t(HealthProtocol::kHttps)}};
@@ -107,6 +110,8 @@ const EnumDesc kStickiness{kStickinessNames, "one of 5-tuple, 3-tuple, 2-tuple",
                            " is not a stickiness; allowed: 5-tuple, 3-tuple, 2-tuple"};
 const EnumDesc kGeneveFormat{kFormatNames, "one of aws, ethernet",
                              " is not a Geneve format; allowed: aws, ethernet"};
+const EnumDesc kEncapsulation{kEncapNames, "geneve or vxlan",
+                               " is not an encapsulation; allowed: geneve, vxlan"};
 const EnumDesc kHealthProtocol{kProtocolNames, "tcp, http or https",
                                " is not a health check protocol; allowed: tcp, http, https"};
 const EnumDesc kPortRole{kRoleNames, "router, appliance or both",
@@ -464,6 +469,25 @@ const Key kGeneveKeys[] = {
 };
 const Section kGeneveSection{"server_groups[].geneve", kGeneveKeys};
 
+const Key kVxlanTunnelKeys[] = {
+    {.name = "port", .kind = Kind::kUint, .acc = member<&VxlanTunnelConfig::port>(),
+     .doc = "UDP port of the tunnel: gwlbd sends to it and takes the appliance's returns on it.",
+     .range = kVxlanPortRange},
+    {.name = "vni", .kind = Kind::kUint, .acc = member<&VxlanTunnelConfig::vni>(),
+     .doc = "VXLAN network identifier of the tunnel.", .range = kVniRange},
+};
+const Section kVxlanInternalSection{"server_groups[].vxlan.internal", kVxlanTunnelKeys};
+const Section kVxlanExternalSection{"server_groups[].vxlan.external", kVxlanTunnelKeys};
+const Key kVxlanKeys[] = {
+    {.name = "internal", .kind = Kind::kSection, .acc = member<&VxlanConfig::internal>(),
+     .doc = "The tunnel for the replies of a flow (packets against its first packet's way).",
+     .sub = &kVxlanInternalSection, .default_doc = "port 10800, vni 800 (Azure's)"},
+    {.name = "external", .kind = Kind::kSection, .acc = member<&VxlanConfig::external>(),
+     .doc = "The tunnel for packets travelling the way their flow's first packet did.",
+     .sub = &kVxlanExternalSection, .default_doc = "port 10801, vni 801 (Azure's)"},
+};
+const Section kVxlanSection{"server_groups[].vxlan", kVxlanKeys};
+
 const Key kForwardingProbeKeys[] = {
     {.name = "src", .kind = Kind::kIp, .acc = member<&HealthCheckConfig::ForwardingProbe::src>(),
      .doc = "Source of the probe's inner packet; reserved: no data may use it. IPv6: an ICMPv6 echo.",
@@ -611,6 +635,12 @@ const Key kGroupKeys[] = {
      .doc = "Which fields of a flow pick its appliance.", .enm = &kStickiness},
     {.name = "geneve", .kind = Kind::kSection, .acc = member<&ServerGroupConfig::geneve>(),
      .doc = "How packets are encapsulated for this group.", .sub = &kGeneveSection},
+    {.name = "encapsulation", .kind = Kind::kEnum, .acc = member<&ServerGroupConfig::encapsulation>(),
+     .doc = "Tunnel to the appliances: Geneve (the `geneve` map) or VXLAN as Azure's Gateway Load "
+            "Balancer sends it (the `vxlan` map).",
+     .enm = &kEncapsulation},
+    {.name = "vxlan", .kind = Kind::kSection, .acc = member<&ServerGroupConfig::vxlan>(),
+     .doc = "`encapsulation: vxlan`: the group's two tunnels.", .sub = &kVxlanSection},
     {.name = "maglev_table_size", .kind = Kind::kUint,
      .acc = member<&ServerGroupConfig::maglev_table_size>(),
      .doc = "Size of the consistent-hashing table; over 100 x the servers is advised.",

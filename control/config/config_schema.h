@@ -88,7 +88,7 @@ struct Access {
 
 // The grammars of the enum keys (config_schema.cc); toString() of the enums
 // in config.h reads their names from here.
-extern const EnumDesc kStickiness, kGeneveFormat, kHealthProtocol, kPortRole, kWhenAllUnhealthy,
+extern const EnumDesc kStickiness, kGeneveFormat, kEncapsulation, kHealthProtocol, kPortRole, kWhenAllUnhealthy,
     kFailoverMode, kLogLevel, kClassAction;
 
 class Report;

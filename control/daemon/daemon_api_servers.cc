@@ -189,6 +189,11 @@ json Daemon::apiGroups(const json& p) {
                      {"vni", g.geneve.vni},
                      {"endpoint_id", hex64(g.geneve.endpoint_id)},
                      {"attachment_id", hex64(g.geneve.attachment_id)}}},
+                   {"encapsulation", toString(g.encapsulation)},
+                   {"vxlan", g.encapsulation == Encapsulation::kVxlan
+                                 ? json{{"internal", {{"port", g.vxlan.internal.port}, {"vni", g.vxlan.internal.vni}}},
+                                        {"external", {{"port", g.vxlan.external.port}, {"vni", g.vxlan.external.vni}}}}
+                                 : json()},
                    {"maglev_table_size", g.maglev_table_size},
                    {"tcp_idle_timeout_s", g.tcp_idle_timeout_s},
                    {"other_idle_timeout_s", g.other_idle_timeout_s},

@@ -394,6 +394,15 @@ std::string Daemon::metricsText() const {
   metric(o, "gwlb_snapshots_retiring", "gauge",
          "replaced snapshots awaiting their RCU grace period before they are freed");
   o << "gwlb_snapshots_retiring " << engine_->retiredSnapshots() << '\n';
+  metric(o, "gwlb_server_group_info", "gauge",
+         "1 per server group, labelled with how its packets travel: encapsulation geneve or vxlan, "
+         "and the inner format (aws, ethernet; VXLAN carries Ethernet frames)");
+  for (const auto& g : cfg().server_groups) {
+    const bool vx = g.encapsulation == Encapsulation::kVxlan;
+    o << "gwlb_server_group_info{group=\"" << escape(g.name) << "\",encapsulation=\""
+      << toString(g.encapsulation) << "\",format=\"" << (vx ? "ethernet" : toString(g.geneve.format))
+      << "\"} 1\n";
+  }
   // Aggregated health (control/engine/regions.h).
   metric(o, "gwlb_destination_healthy", "gauge",
          "1 when the health destination (listener) is healthy: what GET /destinations/NAME answers "

@@ -233,6 +233,14 @@ dp::GroupView groupView(const ServerGroupConfig& gc) {
   g.vni = gc.geneve.vni;
   g.endpoint_id = gc.geneve.endpoint_id;
   g.attachment_id = gc.geneve.attachment_id;
+  if (gc.encapsulation == Encapsulation::kVxlan) {
+    g.aws = false;
+    g.vxlan = true;
+    g.tunnels.port[kVxlanExternal] = gc.vxlan.external.port;
+    g.tunnels.vni[kVxlanExternal] = gc.vxlan.external.vni;
+    g.tunnels.port[kVxlanInternal] = gc.vxlan.internal.port;
+    g.tunnels.vni[kVxlanInternal] = gc.vxlan.internal.vni;
+  }
   g.tcp_idle_ns = uint64_t(gc.tcp_idle_timeout_s) * 1'000'000'000ULL;
   g.other_idle_ns = uint64_t(gc.other_idle_timeout_s) * 1'000'000'000ULL;
   if (gc.health_check.forwardingActive()) {
@@ -250,6 +258,12 @@ dp::GroupView groupView(const ServerGroupConfig& gc) {
 }
 
 bool sameEncapsulation(const ServerGroupConfig& a, const ServerGroupConfig& b) {
+  const auto tunnel = [](const VxlanTunnelConfig& t) { return std::pair{t.port, t.vni}; };
+  if (a.encapsulation != b.encapsulation ||
+      (a.encapsulation == Encapsulation::kVxlan &&
+       (tunnel(a.vxlan.internal) != tunnel(b.vxlan.internal) ||
+        tunnel(a.vxlan.external) != tunnel(b.vxlan.external))))
+    return false;
   return a.geneve.format == b.geneve.format && a.geneve.vni == b.geneve.vni &&
          a.geneve.endpoint_id == b.geneve.endpoint_id &&
          a.geneve.attachment_id == b.geneve.attachment_id && a.stickiness == b.stickiness;
@@ -618,9 +632,27 @@ std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ServerRegistry& reg,
     ep.protocol = g.aws ? kEtherTypeIpv4 : kEtherTypeTeb;
     ep.endpoint_id = g.endpoint_id;
     ep.attachment_id = g.attachment_id;
-    buildEncapTemplate(v.encap, ep);
+    if (g.vxlan) {
+      // Two templates: the external tunnel's (the flow's first packet's
+      // way) and the internal one's (its replies).
+      ep.vxlan = true;
+      ep.aws_options = false;
+      ep.udp_dport = g.tunnels.port[kVxlanExternal];
+      ep.vni = g.tunnels.vni[kVxlanExternal];
+      buildEncapTemplate(v.encap, ep);
+      ep.udp_dport = g.tunnels.port[kVxlanInternal];
+      ep.vni = g.tunnels.vni[kVxlanInternal];
+      buildEncapTemplate(v.encap_internal, ep);
+    } else {
+      buildEncapTemplate(v.encap, ep);
+    }
     v.sendable = v.encap.len == encapHeaderLen(v.encap.aws, v.encap.ipv6) &&
                  (!v.ipv6 || s->has_underlay_ip6);
+  }
+  for (const dp::GroupView& g : s->groups) {
+    if (!g.vxlan) continue;
+    for (uint16_t port : g.tunnels.port)
+      if (!s->isVxlanPort(port)) s->vxlan_ports.push_back(port);
   }
   for (size_t id = 0; id < s->servers.size(); ++id) {
     const dp::ServerView& v = s->servers[id];

@@ -172,6 +172,13 @@ TEST(Render, StatusGroupsExplain) {
     "unhealthy": 2, "initializing": 0, "draining": 1, "drained": 0, "removed": 1})");
   t = renderGroups(g);
   EXPECT_TRUE(has(t, "4  1 active, 2 unhealthy, 1 draining, 1 removed\n")) << t;
+  // A VXLAN group: format vxlan, the external/internal VNIs, no Geneve IDs.
+  g["groups"][0]["encapsulation"] = "vxlan";
+  g["groups"][0]["vxlan"] = Json::parse(R"({"internal": {"port": 10800, "vni": 800},
+    "external": {"port": 10801, "vni": 801}})");
+  t = renderGroups(g);
+  EXPECT_TRUE(has(t, "5-tuple     vxlan   801/800")) << t;
+  EXPECT_FALSE(has(t, "0x0123456789abcdef")) << t;
 
   Json e = Json::parse(R"({"group": "firewalls", "stickiness": "5-tuple", "key": "tcp a <-> b",
     "hash": "0xdeadbeef", "existing": true, "appliance": "192.0.2.11", "cookie": "0x01",

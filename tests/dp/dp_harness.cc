@@ -65,6 +65,7 @@ Harness::Harness(const HarnessOptions& o) : opts_(o) {
   g.name = "inspection";
   g.stickiness = o.stickiness;
   g.geneve.format = o.format;
+  g.encapsulation = o.encapsulation;
   g.geneve.vni = kVni;
   g.geneve.endpoint_id = kEndpointId;
   g.geneve.attachment_id = kAttachmentId;

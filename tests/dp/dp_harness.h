@@ -103,6 +103,7 @@ std::string describe(const Result& r);
 
 struct HarnessOptions {
   ctl::GeneveFormat format = ctl::GeneveFormat::kAws;
+  ctl::Encapsulation encapsulation = ctl::Encapsulation::kGeneve;  // vxlan: Azure's default tunnels
   ctl::Stickiness stickiness = ctl::Stickiness::kFiveTuple;
   uint32_t underlay_mtu = 1500;
   uint32_t icmp_rate_per_s = 100;

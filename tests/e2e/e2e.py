@@ -4,9 +4,9 @@
   e2e.py TEST --build DIR --src DIR --work DIR
 TEST: tcp | udp | drop | failover | passive | ethernet | no_rebalance | drain | restart | fragments | mtu | fleet
       | fleet_frr | fleet_upgrade | router_fragments | classes | tcp_reset | tcp_reset_stateful
-      | forwarding | stateful_tcp | stateful_failover | stateful_killed | stateful_blackhole | fleet_stateful
+      | forwarding | vxlan | stateful_tcp | stateful_failover | stateful_killed | stateful_blackhole | fleet_stateful
       | stateful_reset_killed | stateful_reset_http_503 | stateful_reset_blackhole | stateful_blackhole_no_reset
-      | stateful_ethernet | forwarding_ipv6 | dampening | slow_start
+      | stateful_ethernet | forwarding_ipv6 | dampening | slow_start | mirror
 (fleet: tests/e2e/e2e_fleet.py, the fleet lab of 3 gateways, BIRD on the router; fleet_stateful:
 the same through stateful appliances, LAB_APPLIANCE=stateful;
 fleet_frr: the same with FRR on the router, LAB_ROUTER=frr; fleet_upgrade:
@@ -16,7 +16,8 @@ tests/e2e/e2e_classes.py, two listeners and a bypass class, lab.sh up --listener
 mirror: tests/e2e/e2e_mirror.py, a mirror group of passive tools, LAB_MIRROR=1 with --listeners 2;
 stateful_*: tests/e2e/e2e_stateful.py, LAB_APPLIANCE=stateful: nftables conntrack firewalls;
 forwarding: tests/e2e/e2e_forwarding.py, forwarding checks against gwlb-appliance --blackhole;
-dampening, slow_start: tests/e2e/e2e_shaping.py, new flows per appliance while held down or ramping)
+dampening, slow_start: tests/e2e/e2e_shaping.py, new flows per appliance while held down or ramping;
+vxlan: tests/e2e/e2e_vxlan.py, the kernel's VXLAN devices bridged as the appliance, LAB_APPLIANCE=vxlan)
 Each test builds its own lab (namespaces PREFIX-*, PREFIX = e2e-TEST), runs, and
 always tears it down. Exit 77 (skip) only when network namespaces cannot be made.
 """
@@ -788,6 +789,11 @@ def test_stateful(name):
     return run
 
 
+def test_vxlan(lab, args):
+    import e2e_vxlan  # tests/e2e/e2e_vxlan.py
+    e2e_vxlan.test_vxlan(lab, args)
+
+
 def test_fleet_upgrade(lab, args):
     import e2e_fleet_upgrade  # tests/e2e/e2e_fleet_upgrade.py
     e2e_fleet_upgrade.test_fleet_upgrade(lab, args)
@@ -833,6 +839,8 @@ TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
          "tcp_reset_stateful": (lambda lab, args: test_tcp_reset(lab, args, "stateful"),
                                 {"LAB_FAILOVER": "rebalance", "LAB_TCP_RESET": "1",
                                  "LAB_APPLIANCE": "stateful"}),
+         # The kernel's own VXLAN devices as the appliance (no gwlb code): Azure's tunnels.
+         "vxlan": (test_vxlan, {"LAB_APPLIANCE": "vxlan", "LAB_IPV6": "1", "LAB_FAILOVER": "rebalance"}),
          "forwarding": (test_forwarding, {"LAB_APP2_ARGS": "--blackhole", "LAB_HC_TIMEOUT": "1s"}),
          # Flap dampening and slow start (tests/e2e/e2e_shaping.py): fast decay so the
          # hold-down ends within the test.

@@ -66,7 +66,7 @@ def connect(addr, port, timeout):
 
 
 def tcp_echo_server(addr, port):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s = socket.socket(family(addr), socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind((addr, port))
     s.listen(64)

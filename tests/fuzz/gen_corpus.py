@@ -727,6 +727,28 @@ def prefix_list():
     }
 
 
+def vxlan():
+    """2 bytes of UDP destination port, then the VXLAN header and inner frame."""
+    def vx(port, vni, inner, flags=0x08):
+        return struct.pack("!HB3sI", port, flags, b"\0\0\0", vni << 8) + inner
+    v4 = b(Ether(src=RT, dst=GW) / IP(src=C4, dst=S4) / TCP(sport=43000, dport=443, flags="S"))
+    v6 = b(Ether(src=RT, dst=GW) / IPv6(src=C6, dst=S6) / UDP(sport=5353, dport=53) / Raw(b"q" * 20))
+    return {
+        "internal_v4_tcp": vx(10800, 800, v4),
+        "external_v4_tcp": vx(10801, 801, v4),
+        "internal_v6_udp": vx(10800, 800, v6),
+        "vlan_inner": vx(10801, 801, b(eth(vlan=42) / IP(src=C4, dst=S4) / UDP())),
+        "port_vni_crossed": vx(10800, 801, v4),
+        "unknown_vni": vx(10801, 0xFFFFFF, v4),
+        "no_i_flag": vx(10800, 800, v4, flags=0x00),
+        "all_flags": vx(10800, 800, v4, flags=0xFF),
+        "header_only": vx(10800, 800, b""),
+        "inner_truncated": vx(10800, 800, v4[:20]),
+        "short_header": struct.pack("!H", 10800) + b"\x08\0\0",
+        "empty": struct.pack("!H", 10800),
+    }
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -737,7 +759,7 @@ def main():
             "api": api(), "http": http(), "http_request": http_request(), "neigh": neigh(),
             "sync": sync(), "bird": bird(), "eal_memory": eal_memory(),
             "capture": capture(), "appliance_tun": appliance_tun(), "prefix_list": prefix_list(),
-            "appliance_options": appliance_options()}
+            "appliance_options": appliance_options(), "vxlan": vxlan()}
     bad = 0
     total = 0
     for target, files in sets.items():

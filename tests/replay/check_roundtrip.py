@@ -247,8 +247,15 @@ def load_config(path):
                 "cannot resolve it" % (path, s["address"]))
         apps[ip4_bytes(s["address"])] = {"mac": mac, "weight": int(s.get("weight", "100"), 0),
                                          "address": s["address"]}
+    vx = g.get("vxlan", {})
+    tunnel = lambda name, port, vni: (int(str(vx.get(name, {}).get("port", port)), 0),
+                                      int(str(vx.get(name, {}).get("vni", vni)), 0))
     return {
-        "format": gen.get("format", "aws"),
+        # encapsulation vxlan: Azure's two tunnels (port -> VNI); external carries
+        # a flow's first packet's way, internal its replies.
+        "format": "vxlan" if g.get("encapsulation") == "vxlan" else gen.get("format", "aws"),
+        "external": tunnel("external", 10801, 801),
+        "internal": tunnel("internal", 10800, 800),
         "vni": int(gen.get("vni", "0"), 0),
         "endpoint_id": int(gen.get("endpoint_id", "0"), 0),
         "attachment_id": int(gen.get("attachment_id", "0"), 0),
@@ -316,8 +323,10 @@ def check_to_appliances(frames, inp, cfg, r):
     aws = cfg["format"] == "aws"
     apps = cfg["appliances"]
     pool = inp.index("l3" if aws else "frame")
+    vxlan = cfg["format"] == "vxlan"
+    tunnels = dict((cfg["external"], cfg["internal"])) if vxlan else {}
     per_flow = collections.defaultdict(lambda: {"app": set(), "cookie": set(), "sport": set(),
-                                                "n": 0})
+                                                "n": 0, "dir_port": {}, "first": None})
     pkts_per_app = collections.Counter()
     for n, f in enumerate(frames, 1):
         where = "to-appliances frame %d" % n
@@ -355,11 +364,44 @@ def check_to_appliances(frames, inp, cfg, r):
         udp = f[34:14 + tot]
         sport, dport, ulen, ucs = struct.unpack("!HHHH", udp[:8])
         r.check(ulen == len(udp), "outer-udp-length", "%s: UDP length %d, IP carries %d" % (where, ulen, len(udp)))
-        r.check(dport == GENEVE_PORT, "outer-udp-dport", "%s: UDP dport %d, expected 6081" % (where, dport))
+        if vxlan:
+            r.check(dport in tunnels, "outer-udp-dport", "%s: UDP dport %d, expected a tunnel's %s"
+                    % (where, dport, sorted(tunnels)))
+        else:
+            r.check(dport == GENEVE_PORT, "outer-udp-dport", "%s: UDP dport %d, expected 6081" % (where, dport))
         r.check(49152 <= sport <= 65535, "outer-udp-sport", "%s: UDP sport %d outside 49152..65535" % (where, sport))
         pseudo = ip[12:20] + struct.pack("!BBH", 0, UDP, len(udp))
         r.check(ucs != 0 and csum_fold(csum_sum(pseudo + udp)) == 0xFFFF, "outer-udp-checksum",
                 "%s: UDP checksum 0x%04x does not verify (or is 0)" % (where, ucs))
+        if vxlan:
+            # VXLAN (RFC 7348): flags 0x08 (I), 24 reserved bits, VNI, 8 reserved bits.
+            v = udp[8:16]
+            r.check(v[0] == 0x08 and v[1:4] == b"\0\0\0" and v[7] == 0, "vxlan-flags",
+                    "%s: VXLAN header %s, expected flags 08 and reserved 0" % (where, v.hex()))
+            vni = struct.unpack("!I", v[4:8])[0] >> 8
+            r.check(vni == tunnels.get(dport), "vxlan-vni", "%s: VNI %d on port %d, expected %s"
+                    % (where, vni, dport, tunnels.get(dport)))
+            inner = udp[16:]
+            cands = pool.get(bytes(inner))
+            if not r.check(bool(cands), "inner-unchanged",
+                           "%s: inner frame (%d bytes) is not an input frame (changed or invented)" % (where, len(inner))):
+                continue
+            i = min(cands)
+            cands.remove(i)
+            fl = per_flow[inp.pkts[i]["flow"]]
+            fl["app"].add(app)
+            fl["sport"].add(sport)
+            # Which tunnel each way of the flow took: one per way, external for the
+            # way of the flow's first packet (the lowest input index seen).
+            # An ICMP error travels against the packet it quotes (from wherever
+            # the error arose): its way is the quoted packet's, reversed.
+            d = inp.pkts[i]["ip"]
+            way = (d["quoted"]["dst"], d["quoted"]["src"]) if d["quoted"] is not None else (d["src"], d["dst"])
+            fl["dir_port"].setdefault(way, set()).add(dport)
+            if fl["first"] is None or i < fl["first"][0]:
+                fl["first"] = (i, way)
+            fl["n"] += 1
+            continue
         # Geneve
         g = udp[8:]
         optlen = (g[0] & 0x3F) * 4
@@ -429,6 +471,21 @@ def check_flows(per_flow, inp, cfg, r, tolerance):
                 "flow %s: %d packets went to %s" % (s, fl["n"], ", ".join(ip_str(a) for a in fl["app"])))
         r.check(len(fl["sport"]) == 1, "flow-sport",
                 "flow %s: %d packets used UDP source ports %s" % (s, fl["n"], sorted(fl["sport"])))
+        if cfg["format"] == "vxlan" and fl["first"]:
+            first_way = fl["first"][1]
+            ports_used = [p for ps in fl["dir_port"].values() for p in ps]
+            r.check(len(ports_used) == len(set(ports_used)), "vxlan-tunnel",
+                    "flow %s: its two ways share a tunnel, or one way took two: %s" % (s, fl["dir_port"]))
+            for way, ports in fl["dir_port"].items():
+                # Several workers race a flow's two ways (the replay feeds them
+                # at once): the way gwlbd saw first is then not the capture's.
+                if cfg.get("any_first_way"):
+                    continue
+                want = cfg["external"][0] if way == first_way else cfg["internal"][0]
+                r.check(ports == {want}, "vxlan-tunnel",
+                        "flow %s: packets %s -> %s took ports %s, expected %d (%s)"
+                        % (s, ip_str(way[0]), ip_str(way[1]), sorted(ports), want,
+                           "external: the first packet's way" if way == first_way else "internal: replies"))
         if aws:
             r.check(len(fl["cookie"]) == 1, "flow-cookie",
                     "flow %s: %d packets carried cookies %s" % (s, fl["n"], ", ".join("%08x" % c for c in fl["cookie"])))
@@ -558,11 +615,11 @@ def check_summary(path, inp, to_app, returned, per_flow, pkts_per_app, flows_per
 # the sample traffic carries random bytes on ports 53/80/443, which their dissectors call
 # malformed in the input already; that says nothing about our encapsulation.
 TSHARK_KEEP = {"frame", "eth", "ethertype", "vlan", "ip", "ipv6", "ipv6.hopopts", "ipv6.routing",
-               "ipv6.dstopts", "ipv6.fraghdr", "udp", "tcp", "icmp", "icmpv6", "geneve", "data"}
+               "ipv6.dstopts", "ipv6.fraghdr", "udp", "tcp", "icmp", "icmpv6", "geneve", "vxlan", "data"}
 TSHARK_FIELDS = ["frame.number", "frame.protocols", "_ws.malformed", "_ws.expert.severity",
                  "_ws.expert.message", "ip.checksum.status", "udp.checksum.status",
                  "tcp.checksum.status", "icmp.checksum.status", "icmpv6.checksum.status", "geneve.vni", "geneve.proto_type",
-                 "geneve.option.class", "geneve.option.type", "geneve.option.length"]
+                 "geneve.option.class", "geneve.option.type", "geneve.option.length", "vxlan.vni", "udp.dstport"]
 
 
 _DISABLE = {}
@@ -581,8 +638,8 @@ def tshark_disable_args(tshark):
     return _DISABLE[tshark]
 
 
-def tshark_rows(tshark, pcap):
-    args = [tshark, "-n", "-r", pcap, "-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE",
+def tshark_rows(tshark, pcap, decode=()):
+    args = [tshark, "-n", "-r", pcap] + [x for d in decode for x in ("-d", d)] + [ "-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE",
             "-o", "tcp.check_checksum:TRUE", "-T", "fields", "-E", "separator=\t", "-E", "occurrence=a",
             "-E", "aggregator=,"] + tshark_disable_args(tshark)
     for fld in TSHARK_FIELDS:
@@ -599,7 +656,10 @@ def tshark_rows(tshark, pcap):
 
 
 def check_tshark(tshark, name, pcap, count, cfg, r, geneve):
-    rows, err = tshark_rows(tshark, pcap)
+    # tshark decodes VXLAN on 4789 only: the tunnels' ports are named.
+    decode = (["udp.port==%d,vxlan" % cfg[t][0] for t in ("external", "internal")]
+              if cfg["format"] == "vxlan" else [])
+    rows, err = tshark_rows(tshark, pcap, decode)
     if not r.check(rows is not None, "tshark-run", "tshark -r %s failed: %s" % (pcap, err)):
         return
     r.check(len(rows) == count, "tshark-count", "tshark read %d frames of %s, expected %d" % (len(rows), name, count))
@@ -616,6 +676,17 @@ def check_tshark(tshark, name, pcap, count, cfg, r, geneve):
             r.check(not any(x in ("0", "4") for x in vals), "tshark-checksum",
                     "%s (%s): %s = %s" % (where, row["frame.protocols"], fld, row[fld]))
         if not geneve:
+            continue
+        if cfg["format"] == "vxlan":
+            prefix = "eth:ethertype:ip:udp:vxlan:eth:ethertype:"
+            r.check(row["frame.protocols"].startswith(prefix), "tshark-layers",
+                    "%s: layers %s, expected %s..." % (where, row["frame.protocols"], prefix))
+            try:
+                vni, port = int(row["vxlan.vni"].split(",")[0], 0), int(row["udp.dstport"].split(",")[0])
+            except ValueError:
+                vni, port = None, None
+            r.check((port, vni) in (cfg["external"], cfg["internal"]), "tshark-vxlan",
+                    "%s: tshark reads VNI %r on port %r, expected a tunnel's" % (where, row["vxlan.vni"], port))
             continue
         prefix = "eth:ethertype:ip:udp:geneve:" + ("ip" if aws else "eth:ethertype:")
         r.check(row["frame.protocols"].startswith(prefix), "tshark-layers",
@@ -646,12 +717,16 @@ def main():
     ap.add_argument("--tshark", default="tshark", help="tshark binary (default: from PATH)")
     ap.add_argument("--balance-tolerance", type=float, default=0.25,
                     help="allowed relative deviation of flows per appliance (default 0.25)")
+    ap.add_argument("--any-first-way", action="store_true",
+                    help="vxlan: do not require the capture's first way of a flow on the external tunnel "
+                         "(several workers race a flow's two ways)")
     ap.add_argument("--skip-tshark", action="store_true",
                     help="decode with this script only (the negative tests' precondition run)")
     a = ap.parse_args()
 
     cfg = load_config(a.config)
-    if cfg["format"] not in ("aws", "ethernet"):
+    cfg["any_first_way"] = a.any_first_way
+    if cfg["format"] not in ("aws", "ethernet", "vxlan"):
         die("unknown geneve.format %r" % cfg["format"])
     r = Report()
     inp = Input(read_pcap(a.inp), r)
@@ -668,8 +743,10 @@ def main():
     r.check(len(returned) == len(inp.frames), "returned-count",
             "returned.pcap has %d frames, input has %d" % (len(returned), len(inp.frames)))
     per_flow, pkts_per_app = check_to_appliances(to_app, inp, cfg, r)
-    print("checked %d Geneve packets: outer Ethernet/IPv4/UDP/Geneve headers, checksums, %s"
-          % (len(to_app), "aws options" if cfg["format"] == "aws" else "inner frames"))
+    enc = "VXLAN" if cfg["format"] == "vxlan" else "Geneve"
+    print("checked %d %s packets: outer Ethernet/IPv4/UDP/%s headers, checksums, %s%s"
+          % (len(to_app), enc, enc, "aws options" if cfg["format"] == "aws" else "inner frames",
+             ", each way of a flow on its tunnel" if cfg["format"] == "vxlan" else ""))
     flows_per_app = check_flows(per_flow, inp, cfg, r, a.balance_tolerance)
     print("checked %d flows: one appliance, one UDP source port%s per flow"
           % (len(per_flow), ", one cookie" if cfg["format"] == "aws" else ""))

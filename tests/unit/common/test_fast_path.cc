@@ -319,8 +319,12 @@ TEST(FastEncap, TemplateAndDerivedSumMatchTheReferenceWriter) {
     frames.push_back(ether(l2, kEthIpv4, ipv4(c, s, 17, v)));
   }
   size_t fast_frames = 0;
-  for (bool aws : {true, false}) {
+  // aws, ethernet, and VXLAN (inner frame like ethernet, its own header and port).
+  for (int kind : {0, 1, 2}) {
+    const bool aws = kind == 0;
     EncapParams ep;
+    ep.vxlan = kind == 2;
+    ep.udp_dport = 10800;
     ep.src_mac = *MacAddr::parse("02:00:00:00:00:01");
     ep.dst_mac = *MacAddr::parse("02:00:00:00:00:fe");
     ep.src_ip = 0xC0000201;
@@ -357,14 +361,18 @@ TEST(FastEncap, TemplateAndDerivedSumMatchTheReferenceWriter) {
       if (aws) q.protocol = p.ip_version == 4 ? kEtherTypeIpv4 : kEtherTypeIpv6;
       writeEncap(want.data(), payload, q);
       applyEncap(got.data(), t, payload, q.udp_sport, q.protocol, cookie, payloadSum(f.data(), start, p));
-      ASSERT_EQ(hex(got, 200), hex(want, 200)) << "aws " << aws << " fast " << fast << " frame " << hex(f);
+      ASSERT_EQ(hex(got, 200), hex(want, 200)) << "kind " << kind << " fast " << fast << " frame " << hex(f);
+      if (kind == 2) {
+        EXPECT_EQ(got[36] << 8 | got[37], 10800) << "VXLAN: the tunnel's port";
+        EXPECT_EQ(got[42], 0x08) << "VXLAN: I flag";
+      }
       cookie = cookie * 2654435761u + 1;
     }
   }
   // The fast parser takes untagged IPv4 TCP and UDP with a plain header: two
   // frames for each of 6 sizes, and UDP without a checksum or shorter than
-  // its IP payload, in both formats.
-  EXPECT_EQ(fast_frames, 2u * (2 * 6 + 2));
+  // its IP payload, in each of the three formats.
+  EXPECT_EQ(fast_frames, 3u * (2 * 6 + 2));
 }
 
 // With a corrupt inner checksum the derived outer checksum does not verify:

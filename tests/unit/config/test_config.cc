@@ -271,6 +271,42 @@ TEST(Config, ToString) {
   EXPECT_STREQ(toString(GeneveFormat::kEthernet), "ethernet");
 }
 
+TEST(Config, VxlanGroupsTakeAzuresTunnelsByDefault) {
+  Result r = parse(withGroup(std::string(kOneServer) + "\n    encapsulation: vxlan"));
+  ASSERT_TRUE(r.ok) << formatErrors(r.errors);
+  const ServerGroupConfig& g = r.cfg.server_groups[0];
+  EXPECT_EQ(g.encapsulation, Encapsulation::kVxlan);
+  EXPECT_EQ(g.vxlan.internal.port, 10800);
+  EXPECT_EQ(g.vxlan.internal.vni, 800u);
+  EXPECT_EQ(g.vxlan.external.port, 10801);
+  EXPECT_EQ(g.vxlan.external.vni, 801u);
+  EXPECT_STREQ(toString(Encapsulation::kVxlan), "vxlan");
+  EXPECT_EQ(parse(withGroup(kOneServer)).cfg.server_groups[0].encapsulation, Encapsulation::kGeneve);
+
+  r = parse(withGroup(std::string(kOneServer) +
+                      "\n    encapsulation: vxlan\n    vxlan:\n      internal: { port: 2000, vni: 900 }\n"
+                      "      external: { port: 2001, vni: 0xFFFFFF }"));
+  ASSERT_TRUE(r.ok) << formatErrors(r.errors);
+  EXPECT_EQ(r.cfg.server_groups[0].vxlan.internal.port, 2000);
+  EXPECT_EQ(r.cfg.server_groups[0].vxlan.external.vni, 0xFFFFFFu);
+}
+
+TEST(Config, VxlanTunnelsNeedTwoPortsOfTheirOwn) {
+  const std::string g = std::string(kOneServer) + "\n    encapsulation: vxlan\n    vxlan:\n";
+  EXPECT_TRUE(hasError(parse(withGroup(g + "      internal: { port: 10801 }")),
+                       "server_groups[0].vxlan.external.port", {"also vxlan.internal.port"}));
+  EXPECT_TRUE(hasError(parse(withGroup(g + "      external: { port: 6081 }")),
+                       "server_groups[0].vxlan.external.port", {"Geneve's port"}));
+  EXPECT_TRUE(hasError(parse(withGroup(g + "      external: { port: 0 }")),
+                       "server_groups[0].vxlan.external.port", {}));
+  EXPECT_TRUE(hasError(parse(withGroup(g + "      internal: { vni: 0x1000000 }")),
+                       "server_groups[0].vxlan.internal.vni", {}));
+  EXPECT_TRUE(hasError(parse(withGroup(std::string(kOneServer) + "\n    encapsulation: gre")),
+                       "server_groups[0].encapsulation", {"not an encapsulation"}));
+  // A Geneve group may keep a vxlan map it does not use.
+  EXPECT_TRUE(parse(withGroup(std::string(kOneServer) + "\n    vxlan:\n      external: { port: 6081 }")).ok);
+}
+
 TEST(Config, ParseResetsOutput) {
   Result r = parse(kSample);
   ASSERT_TRUE(r.ok);
@@ -1043,6 +1079,8 @@ server_groups:
   - name: g0
     stickiness: 5-tuple
     geneve: { format: aws, vni: 7, endpoint_id: 1, attachment_id: 2 }
+    encapsulation: geneve
+    vxlan: { internal: { port: 10800, vni: 800 }, external: { port: 10801, vni: 801 } }
     maglev_table_size: 65537
     tcp_idle_timeout: 350s
     other_idle_timeout: 120
@@ -1280,6 +1318,14 @@ const std::vector<BadValue>& badValues() {
       {"server_groups[0].geneve.endpoint_id", "0x10000000000000000", {"out of range"}},
       {"server_groups[0].geneve.endpoint_id", "abc", {"not a number"}},
       {"server_groups[0].geneve.attachment_id", "18446744073709551616", {"out of range"}},
+      {"server_groups[0].encapsulation", "gre", {"'gre'", "geneve, vxlan"}},
+      {"server_groups[0].vxlan", "10800", {"expected a map"}},
+      {"server_groups[0].vxlan.internal", "10800", {"expected a map"}},
+      {"server_groups[0].vxlan.external", "[1]", {"expected a map"}},
+      {"server_groups[0].vxlan.internal.port", "65536", {"out of range"}},
+      {"server_groups[0].vxlan.external.port", "0", {"out of range"}},
+      {"server_groups[0].vxlan.internal.vni", "0x1000000", {"out of range", "0xffffff"}},
+      {"server_groups[0].vxlan.external.vni", "-1", {"negative"}},
       {"server_groups[0].maglev_table_size", "65536", {"not prime", "65537"}},
       {"server_groups[0].maglev_table_size", "4294967296", {"out of range"}},
       {"server_groups[0].tcp_idle_timeout", "59", {"60..6000 seconds"}},

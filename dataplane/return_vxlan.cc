@@ -1,0 +1,54 @@
+// The return path's first stage for appliances of VXLAN groups (Azure's
+// format): apart from Geneve's so that a Geneve return pays nothing for it.
+#include <rte_mbuf.h>
+
+#include "common/fast_path.h"
+#include "common/packet_parser.h"
+#include "common/vxlan.h"
+#include "dataplane/pipeline_ctx.h"
+
+namespace gwlb::dp::burst {
+
+// Return path, stage 1 for VXLAN (RFC 7348): the appliance, its group's
+// format and tunnels, then the inner frame, as the ethernet Geneve format's.
+// VXLAN carries no cookie: the flow is checked by appliance only (finishReturn).
+bool prepareReturnVxlan(Ctx& c, rte_mbuf* m, const ParsedPacket& outer, ParsedPacket& in, FlowRef& ref,
+                        ReturnInfo& ri) noexcept {
+  const Snapshot& s = c.s;
+  uint16_t server = s.serverByIp(outer.tuple.src.v4HostOrder());
+  if (server == kNoServer || server >= c.n_servers || !s.servers[server].routable)
+    return drop(c, m, Counter::drop_vxlan_unknown_appliance), false;
+  if (outer.is_fragment) return drop(c, m, Counter::drop_bad_fragment), false;
+  const ServerView& sv = s.servers[server];
+  if (sv.group >= c.n_groups) return drop(c, m, Counter::drop_no_server_group), false;
+  const GroupView& g = s.groups[sv.group];
+  if (!g.vxlan) return drop(c, m, Counter::drop_vxlan_wrong_format), false;
+
+  uint8_t* f = rte_pktmbuf_mtod(m, uint8_t*);
+  const size_t vx_off = size_t(outer.l4_offset) + 8;
+  const size_t end = size_t(outer.l3_offset) + outer.l3_len;
+  uint32_t vni = 0;
+  Counter why;
+  if (!parseVxlan(f + vx_off, end - vx_off, vni, why)) return drop(c, m, why), false;
+  const int tunnel = g.tunnels.tunnelOf(outer.tuple.dport, vni);
+  if (tunnel < 0) return drop(c, m, Counter::drop_vxlan_bad_tunnel), false;
+
+  const size_t inner_off = vx_off + kVxlanHeaderLen;
+  ParseStatus ps = ParseStatus::kOk;
+  if (!parseCommon(f + inner_off, end - inner_off, in)) {
+    in = ParsedPacket{};
+    ps = parseFrame(f + inner_off, end - inner_off, in, why);
+  }
+  if (ps != ParseStatus::kOk) return drop(c, m, Counter::drop_return_inner_malformed), false;
+  if (g.listener == kNoListener) [[unlikely]]
+    return returnWithoutFlow(c, m, in, g), false;
+  setRef(ref, in, g.stickiness, g.listener);
+  ri.server = server;
+  ri.cookie = 0;
+  ri.l3_start = uint16_t(inner_off + in.l3_offset);
+  ri.aws = false;
+  ri.vx_tunnel = int8_t(tunnel);
+  return true;
+}
+
+}  // namespace gwlb::dp::burst

@@ -1,0 +1,186 @@
+"""The kernel VXLAN appliance (LAB_APPLIANCE=vxlan, docs/lab.md "The kernel
+VXLAN appliance"): a peer no gwlb code is part of. Each appliance is two Linux
+VXLAN devices with Azure's default tunnels (external 10801/801, internal
+10800/800) bridged together, with scripts/lab_stateful.nft's conntrack
+firewall on the bridge (br_netfilter); gwlbd's group has encapsulation: vxlan.
+
+Checked: verified TCP streams over IPv4 and IPv6 inside, each carried by one
+appliance (gwlbd's flow table and that appliance's conntrack agree, the other
+never saw it), the firewalls admitted them from their SYN and dropped nothing;
+gwlbd accepted every return, each on the tunnel other than the one it was sent
+on (a bridge), and dropped no VXLAN packet; tshark decodes every outer packet
+on the tunnel ports as VXLAN with the VNI of its port, in both directions on
+both tunnels. Then failover: the appliance carrying a connection is stopped
+(HTTP check and bridge down), gwlbd marks it unhealthy and new connections go
+through the other one.
+"""
+import json
+import os
+import subprocess
+import time
+
+from e2e import APPS, CLIENT, SERVER, SERVER6, sha, wait_for
+
+FW = "inet gwlb_appliance"  # scripts/lab_stateful.nft's table, on the bridge
+TUNNELS = {10801: 801, 10800: 800}  # port -> VNI (Azure's defaults)
+
+
+def fw_counters(lab, app):
+    r = lab.run(app, "nft", "-j", "list", "counters", "table", *FW.split())
+    assert r.returncode == 0, f"{app}: nft list counters: {r.stderr}"
+    return {o["counter"]["name"]: o["counter"]["packets"]
+            for o in json.loads(r.stdout)["nftables"] if "counter" in o}
+
+
+def conntrack_has(lab, app, family, sport, dport):
+    """True when the appliance's conntrack holds the TCP connection from sport to dport."""
+    r = lab.run(app, "conntrack", "-L", "-f", family, "-p", "tcp", "--orig-port-src", str(sport),
+                "--orig-port-dst", str(dport))
+    return any(line.startswith("tcp") for line in r.stdout.splitlines())
+
+
+def gw_flows(lab):
+    out = json.loads(lab.gwlbctl("--json", "flows", "--all"))
+    return {frozenset(((f["src"], f["sport"]), (f["dst"], f["dport"]))): f["appliance"]
+            for f in out["flows"] if f.get("kind") == "flow"}
+
+
+def ep(addr, port):
+    return (addr, int(port))
+
+
+def check_carriers(lab, conns):
+    """Each (family, client addr, sport, server addr, dport) is on one appliance in
+    gwlbd's flow table, in that appliance's conntrack, and in no other's."""
+    flows = gw_flows(lab)
+    where = {}
+    for fam, caddr, sport, saddr, dport in conns:
+        a = flows.get(frozenset((ep(caddr, sport), ep(saddr, dport))))
+        assert a in APPS.values(), f"gwlbd has no appliance for {caddr}:{sport} -> {saddr}:{dport}: {a}"
+        for name, addr in APPS.items():
+            have = conntrack_has(lab, name, fam, sport, dport)
+            assert have == (addr == a), (f"{name}'s conntrack {'has' if have else 'lacks'} {caddr}:{sport} -> "
+                                         f"{saddr}:{dport}; gwlbd put it on {a}")
+        where[(caddr, sport)] = a
+    return where
+
+
+def tshark_start(lab, app):
+    pcap = os.path.join(lab.dir, f"{app}.pcap")
+    p = lab.spawn(app, "tshark", "-q", "-i", "eth0", "-f", "udp port 10800 or udp port 10801", "-w", pcap,
+                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # dumpcap says "Capturing on" once it listens.
+    wait_for(f"tshark on {app}", lambda: p.poll() is not None or "Capturing on" in _peek(p), timeout=20)
+    assert p.poll() is None, f"tshark on {app} exited: {p.stderr.read()}"
+    return p, pcap
+
+
+def _peek(p):
+    import select
+    if select.select([p.stderr], [], [], 0)[0]:
+        return p.stderr.readline()
+    return ""
+
+
+def tshark_check(lab, pcap, app):
+    """Every packet on the tunnel ports decodes as VXLAN with its port's VNI.
+    Returns {(direction, port): packets}."""
+    r = subprocess.run(["tshark", "-r", pcap, "-d", "udp.port==10800,vxlan", "-d", "udp.port==10801,vxlan",
+                        # The outer headers: each field's first occurrence (inner IPv4 has ip.src too).
+                        "-T", "fields", "-E", "separator=/t", "-E", "occurrence=f", "-e", "ip.src", "-e", "udp.srcport", "-e", "udp.dstport",
+                        "-e", "vxlan.vni", "-e", "vxlan.flags"],
+                       text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    assert r.returncode == 0, f"tshark -r {pcap}: {r.stderr}"
+    seen = {}
+    for line in r.stdout.splitlines():
+        src, sport, dport, vni, flags = (line.split("\t") + [""] * 5)[:5]
+        port = int(dport) if int(dport) in TUNNELS else int(sport)
+        assert vni, f"{app}: a packet on port {port} tshark does not decode as VXLAN: {line}"
+        assert int(vni) == TUNNELS[port], f"{app}: VNI {vni} on port {port} (want {TUNNELS[port]}): {line}"
+        to_app = src == "10.77.9.1"
+        # Toward the appliance the port is the destination; back from it the kernel
+        # sends to the tunnel's port as well (its own dstport).
+        assert int(dport) in TUNNELS, f"{app}: destination port {dport} is no tunnel's: {line}"
+        key = ("gw->app" if to_app else "app->gw", int(dport))
+        seen[key] = seen.get(key, 0) + 1
+    return seen
+
+
+def test_vxlan(lab, args):
+    groups = lab.gwlbctl("groups")
+    assert "vxlan" in groups and "801/800" in groups, f"gwlbctl groups does not show the VXLAN tunnels:\n{groups}"
+    print(groups, end="")
+    caps = {a: tshark_start(lab, a) for a in APPS}
+    conns = []
+    # IPv4: a 16 MiB download, an echoed upload, small requests.
+    dl = os.path.join(lab.dir, "dl.bin")
+    r = lab.run("client", "curl", "-s", "-o", dl, "-w", "%{local_port}", "--max-time", "60", f"http://{SERVER}/blob.bin")
+    assert r.returncode == 0, f"curl failed: {r.returncode} {r.stderr}"
+    assert sha(dl) == sha(os.path.join(lab.dir, "www/blob.bin")), "download corrupted"
+    conns.append(("ipv4", CLIENT, int(r.stdout), SERVER, 80))
+    print(f"IPv4: 16 MiB download intact (client port {r.stdout})")
+    lab.serve("tcp-echo-server", SERVER, 7000)
+    for _ in range(4):
+        r = lab.run("client", *lab.peer("tcp-echo-client", SERVER, "7000", str(1 << 20)))
+        res = json.loads(r.stdout)
+        assert res["ok"], f"IPv4 echo not intact: {res}"
+        conns.append(("ipv4", CLIENT, res["sport"], SERVER, 7000))
+    print("IPv4: 4 x 1 MiB echoed intact")
+    # IPv6 inside (the underlay stays IPv4).
+    lab.serve("tcp-echo-server", SERVER6, 7006)
+    for _ in range(4):
+        r = lab.run("client", *lab.peer("tcp-echo-client", SERVER6, "7006", str(1 << 20)))
+        res = json.loads(r.stdout)
+        assert res["ok"], f"IPv6 echo not intact: {res}"
+        conns.append(("ipv6", "fd77:1::2", res["sport"], SERVER6, 7006))
+    print("IPv6: 4 x 1 MiB echoed intact")
+    where = check_carriers(lab, conns)
+    print("each connection on one appliance (gwlbd's flows = that appliance's conntrack, none on the other): "
+          + ", ".join(f"{a}={sum(1 for v in where.values() if v == ip)}" for a, ip in APPS.items()))
+    fw = {a: fw_counters(lab, a) for a in APPS}
+    for a, c in fw.items():
+        assert c["drop_invalid"] == 0 and c["drop_new_other"] == 0, f"{a}'s firewall dropped packets: {c}"
+        if a in [n for n, ip in APPS.items() if ip in where.values()]:
+            assert c["new_tcp_syn"] > 0 and c["established"] > 0, f"{a}'s firewall saw no connection: {c}"
+    print("firewalls (nftables conntrack on the bridge):", fw)
+    totals = json.loads(lab.gwlbctl("--json", "stats"))["totals"]
+    vx_drops = {k: v for k, v in totals.items() if k.startswith("drop_vxlan") and v}
+    assert not vx_drops, f"gwlbd dropped VXLAN returns: {vx_drops}"
+    assert totals.get("returned", 0) > 1000, f"returned: {totals.get('returned')}"
+    assert totals.get("returned_vxlan_same_tunnel", 0) == 0, \
+        f"a bridge returns on the other tunnel; gwlbd counted {totals['returned_vxlan_same_tunnel']} on the same"
+    print(f"gwlbd: {totals['encapsulated']} packets sent, {totals['returned']} returned, each on the other tunnel")
+    time.sleep(1)
+    for a, (p, pcap) in caps.items():
+        p.terminate()
+        p.wait(10)
+    for a, (p, pcap) in caps.items():
+        seen = tshark_check(lab, pcap, a)
+        if APPS[a] in where.values():
+            for key in (("gw->app", 10801), ("gw->app", 10800), ("app->gw", 10801), ("app->gw", 10800)):
+                assert seen.get(key, 0) > 0, f"{a}: no packet {key[0]} on port {key[1]}: {seen}"
+        print(f"tshark on {a}: every packet VXLAN with its port's VNI: {seen}")
+
+    # Failover: the appliance carrying a new connection stops (HTTP check and bridge).
+    r = lab.run("client", "curl", "-s", "-w", " %{local_port}", "--max-time", "10", f"http://{SERVER}/index.html")
+    body, port = r.stdout.rsplit(" ", 1)
+    assert body == "hello through the gateway\n", f"bad body {body!r}"
+    victim_ip = gw_flows(lab).get(frozenset((ep(CLIENT, port), ep(SERVER, 80))))
+    victim = [a for a, ip in APPS.items() if ip == victim_ip][0]
+    other = [a for a in APPS if a != victim][0]
+    t0 = time.time()
+    lab.sh("app-stop", victim[-1])
+    wait_for(f"{victim} unhealthy", lambda: lab.servers()[APPS[victim]]["health"]["state"] == "unhealthy", timeout=15)
+    print(f"stopped {victim}: unhealthy after {time.time() - t0:.2f} s")
+    before = fw_counters(lab, other)["new_tcp_syn"]
+    for _ in range(6):
+        r = lab.run("client", "curl", "-s", "-w", " %{local_port}", "--max-time", "10", f"http://{SERVER}/index.html")
+        body, port = r.stdout.rsplit(" ", 1)
+        assert body == "hello through the gateway\n", f"new connection failed after failover: {r.stdout!r} {r.stderr}"
+        assert conntrack_has(lab, other, "ipv4", int(port), 80), f"connection {port} is not on {other}"
+    after = fw_counters(lab, other)["new_tcp_syn"]
+    assert after >= before + 6, f"{other} admitted {after - before} new connections, want 6"
+    print(f"6 new connections through {other} while {victim} is down")
+    lab.sh("app-start", victim[-1])
+    wait_for(f"{victim} healthy", lambda: lab.servers()[APPS[victim]]["health"]["state"] == "healthy", timeout=15)
+    print(f"{victim} back: healthy")
