@@ -456,6 +456,8 @@ std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ServerRegistry& reg,
       if (l.active >= 0 && l.regions[size_t(l.active)].healthy)
         for (const RegionTracker::Region& r : l.regions)
           if (!r.healthy) region_failed[r.group_index] = true;
+      // A listener the config does not list (the implicit one) takes the defaults.
+      lv.reset_on_fleet_unknown = ListenerTcpResetConfig{}.on_fleet_view_incomplete;
       for (const ListenerConfig& lc : cfg.listeners)
         if (lc.name == l.name) {
           lv.reset_on_idle = lc.send_tcp_reset.on_idle_timeout;
