@@ -203,7 +203,11 @@ void FleetSync::updateView(uint64_t now) {
     for (const dp::GroupView& g : s->groups) idle = std::max(idle, g.tcp_idle_ns);
     if (idle) view_.setHorizon(2 * idle);
   }
-  if (opt_.view_incomplete) opt_.view_incomplete->store(!view_.complete(now), std::memory_order_relaxed);
+  // Written only on a change: the flag shares a cache line with what the
+  // workers read every burst (Dataplane::snapshot).
+  bool incomplete = !view_.complete(now);
+  if (opt_.view_incomplete && opt_.view_incomplete->load(std::memory_order_relaxed) != incomplete)
+    opt_.view_incomplete->store(incomplete, std::memory_order_relaxed);
 }
 
 void FleetSync::sendConfigDigest() {
