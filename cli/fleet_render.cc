@@ -36,6 +36,14 @@ std::string renderFleet(const Json& r) {
       ws += ": asking " + fieldText(w, "asking");
     kv.push_back({"warm start", ws});
   }
+  // Whether a TCP segment with no record is picked here or reset
+  // (docs/fleet.md "A segment with no record").
+  const Json& v = at(r, "view");
+  if (v.is_object() && at(v, "complete").is_boolean())
+    kv.push_back({"flow records", at(v, "complete") == Json(true)
+                                      ? std::string("complete")
+                                      : "may be missing: " + fieldText(v, "why") +
+                                            " (a mid-connection TCP segment with no record is reset)"});
   const Json& b = at(a, "bird");
   std::string out;
   if (b.is_object()) {

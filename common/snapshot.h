@@ -63,6 +63,7 @@ enum class ResetReason : uint8_t {
   kUnhealthy = 1,     // failed its health checks (on_unhealthy)
   kDeregistered = 2,  // removed or drained, its drain over (on_deregistration)
   kIdle = 3,          // the flow expired idle, or has no entry (on_idle_timeout)
+  kFleetUnknown = 4,  // no entry, on a fleet node whose records may be missing (on_fleet_view_incomplete)
 };
 inline const char* toString(ResetReason r) noexcept {
   switch (r) {
@@ -70,6 +71,7 @@ inline const char* toString(ResetReason r) noexcept {
     case ResetReason::kUnhealthy: return "unhealthy";
     case ResetReason::kDeregistered: return "deregistered";
     case ResetReason::kIdle: return "idle";
+    case ResetReason::kFleetUnknown: return "fleet_view_incomplete";
   }
   return "unknown";
 }
@@ -180,6 +182,10 @@ struct ListenerView {
   // send_tcp_reset.on_idle_timeout: a TCP segment without SYN of a flow that
   // expired idle, or that has no entry, is answered with an RST.
   bool reset_on_idle = false;
+  // send_tcp_reset.on_fleet_view_incomplete: a TCP segment without SYN and
+  // without an entry is answered with an RST while Dataplane::fleet_view_incomplete
+  // says this node's flow records may be missing (docs/fleet.md).
+  bool reset_on_fleet_unknown = false;
 };
 
 // One dataplane port as the workers see it. A frame is taken in only when its
@@ -223,6 +229,8 @@ struct Snapshot {
   }
   // Some listener has reset_on_idle: the workers check idle expiry per packet.
   bool reset_on_idle_any = false;
+  // Some listener has reset_on_fleet_unknown.
+  bool reset_on_fleet_unknown_any = false;
   // Indexed by DPDK port id (mbuf->port); a frame from a port past the end
   // counts as drop_not_our_mac.
   std::vector<PortView> ports;

@@ -189,6 +189,13 @@ template <bool kClasses>
         s.listeners[kClasses ? originListener(ref.origin) : 0].reset_on_idle &&
         !(tcpFlags(frame, p) & kTcpSynFlag)) [[unlikely]]
       return sendReset(c, m, p, ResetReason::kIdle);
+    // on_fleet_view_incomplete: such a segment on a fleet node that may have
+    // missed its peers' record of the flow; picking would guess its appliance.
+    if (pos < 0 && s.reset_on_fleet_unknown_any && tcpResettable(p) &&
+        c.dp.fleet_view_incomplete.load(std::memory_order_relaxed) &&
+        s.listeners[kClasses ? originListener(ref.origin) : 0].reset_on_fleet_unknown &&
+        !(tcpFlags(frame, p) & kTcpSynFlag)) [[unlikely]]
+      return sendReset(c, m, p, ResetReason::kFleetUnknown);
     const GroupView* ng = newGroup();
     if (!ng) return drop(c, m, Counter::drop_no_healthy_server);
     const GroupView& g = *ng;

@@ -51,6 +51,10 @@ struct Dataplane {
   // per burst. Null: fleet sync is off, nothing is queued (no cost).
   rte_ring* sync = nullptr;
   std::atomic<const Snapshot*> snapshot{nullptr};
+  // The fleet sync's judgement that this node's flow records may be missing
+  // (control/fleet/fleet_view.h): written by the control thread, read
+  // (relaxed) only for a TCP segment without SYN that found no entry.
+  std::atomic<bool> fleet_view_incomplete{false};
   // The underlay port finishes the outer IPv4 and UDP checksums of the Geneve
   // packets (TX checksum offload, enabled by gwlbd when the device offers both
   // and dataplane.checksum_offload is auto): the workers write the

@@ -23,6 +23,7 @@ void sendReset(Ctx& c, rte_mbuf* m, const ParsedPacket& p, ResetReason why) noex
   c.w.counters.inc(Counter::tcp_resets_sent);
   c.w.counters.inc(why == ResetReason::kUnhealthy      ? Counter::tcp_resets_unhealthy
                    : why == ResetReason::kDeregistered ? Counter::tcp_resets_deregistered
+                   : why == ResetReason::kFleetUnknown ? Counter::tcp_resets_fleet_view_incomplete
                                                        : Counter::tcp_resets_idle);
   c.tx_bytes += m->pkt_len;
   c.out.to_router[c.out.n_router++] = m;

@@ -17,7 +17,8 @@ out = ["# Counters and drop reasons", "",
        "`tcp_resets_sent`, `punted`, `bypassed` or one `drop_*` counter:", "",
        "    rx_packets == encapsulated + returned + icmp_sent + tcp_resets_sent + punted + bypassed",
        "                  + sum(drop_*)", "",
-       "and `tcp_resets_sent == tcp_resets_unhealthy + tcp_resets_deregistered + tcp_resets_idle`.", "",
+       "and `tcp_resets_sent == tcp_resets_unhealthy + tcp_resets_deregistered + tcp_resets_idle",
+       "+ tcp_resets_fleet_view_incomplete`.", "",
        "| counter | kind | meaning |", "|---|---|---|"]
 for kind, name, text in rows:
     n = ("drop_" + name) if kind == "DROP" else name

@@ -75,6 +75,11 @@ struct GroupTcpResetConfig {
 };
 struct ListenerTcpResetConfig {
   bool on_idle_timeout = false;
+  // Not AWS's: a fleet node whose peers' flow records may be missing resets a
+  // segment without SYN and without an entry rather than guess its appliance
+  // (docs/fleet.md "A segment with no record"). On by default: it acts only
+  // in a fleet, only then, and a guess sends a stateful appliance a flow it drops.
+  bool on_fleet_view_incomplete = true;
 };
 // Passive detection (docs/product-rules.md "Passive detection"): an appliance
 // in service that was sent at least min_packets Geneve packets and returned

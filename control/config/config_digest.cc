@@ -115,6 +115,8 @@ std::string sectionText(DigestSection sec, const Config& c, const FlowHashKey& k
       t.put(p + "failback_hold_s", l.failback_hold_s);
       t.put(p + "when_all_unhealthy", toString(l.when_all_unhealthy));
       if (l.send_tcp_reset.on_idle_timeout) t.put(p + "send_tcp_reset.on_idle_timeout", true);
+      if (!l.send_tcp_reset.on_fleet_view_incomplete)
+        t.put(p + "send_tcp_reset.on_fleet_view_incomplete", false);
     }
   }
   if (sec == DigestSection::kClasses) {

@@ -853,6 +853,12 @@ const Key kListenerResetKeys[] = {
      .acc = member<&ListenerTcpResetConfig::on_idle_timeout>(),
      .doc = "A TCP segment without SYN of a flow that expired idle, or has no flow entry, is "
             "answered with an RST."},
+    {.name = "on_fleet_view_incomplete", .kind = Kind::kBool,
+     .acc = member<&ListenerTcpResetConfig::on_fleet_view_incomplete>(),
+     .doc = "A TCP segment without SYN and without a flow entry is answered with an RST while "
+            "this fleet node may lack its peers' flow records (warm start without a table, a "
+            "peer silent; [fleet.md](fleet.md#a-segment-with-no-record)); `false`: picked from "
+            "this node's Maglev table."},
 };
 const Section kListenerResetSection{"listeners[].send_tcp_reset", kListenerResetKeys};
 

@@ -107,6 +107,7 @@ Daemon::Daemon(Config config) {
     o.warm_connect_timeout_ms = f.warm_start_connect_timeout_ms;
     o.warm_idle_timeout_ms = f.warm_start_idle_timeout_ms;
     o.secret = flowHashKey();  // the fleet secret (gwlbd_main set it from the config)
+    o.view_incomplete = &dp_.fleet_view_incomplete;  // read by the workers' miss path
     // This node's view of every configured appliance: its health state
     // (unchecked ones count as "disabled": in service) and whether it takes
     // new flows here — healthy, weight > 0 and not draining, as the Maglev

@@ -145,6 +145,7 @@ json Daemon::apiFleet(const json& p) {
     json sync = fleet_->status();
     out["peers"] = sync.value("peers", json::array());
     out["warm_start"] = sync.value("warm_start", json(nullptr));
+    out["view"] = sync.value("view", json(nullptr));
   } else {
     out["peers"] = json::array();
     out["warm_start"] = nullptr;

@@ -492,9 +492,15 @@ std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ServerRegistry& reg,
       if (l.active >= 0 && l.regions[size_t(l.active)].healthy)
         for (const RegionTracker::Region& r : l.regions)
           if (!r.healthy) region_failed[r.group_index] = true;
+      // A listener the config does not list (the implicit one) takes the defaults.
+      lv.reset_on_fleet_unknown = ListenerTcpResetConfig{}.on_fleet_view_incomplete;
       for (const ListenerConfig& lc : cfg.listeners)
-        if (lc.name == l.name) lv.reset_on_idle = lc.send_tcp_reset.on_idle_timeout;
+        if (lc.name == l.name) {
+          lv.reset_on_idle = lc.send_tcp_reset.on_idle_timeout;
+          lv.reset_on_fleet_unknown = lc.send_tcp_reset.on_fleet_view_incomplete;
+        }
       s->reset_on_idle_any |= lv.reset_on_idle;
+      s->reset_on_fleet_unknown_any |= lv.reset_on_fleet_unknown;
       s->listeners.push_back(lv);
       listener_names.push_back(l.name);
     }
@@ -503,6 +509,9 @@ std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ServerRegistry& reg,
     lv.active = 0;
     lv.preferred = 0;
     lv.stickiness = s->groups[0].stickiness;
+    // The implicit listener takes the listener settings' defaults.
+    lv.reset_on_fleet_unknown = ListenerTcpResetConfig{}.on_fleet_view_incomplete;
+    s->reset_on_fleet_unknown_any = lv.reset_on_fleet_unknown;
     s->groups[0].listener = 0;
     s->listeners.push_back(lv);
     listener_names.push_back("default");

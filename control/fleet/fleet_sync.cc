@@ -177,6 +177,7 @@ InstallResult FleetSync::install(const sync::Record& r, uint64_t now) {
 }
 
 void FleetSync::tick(uint64_t now) {
+  updateView(now);
   drainEvents(now);
   refreshScan(now);
   flush(now);
@@ -192,6 +193,21 @@ void FleetSync::tick(uint64_t now) {
     sendConfigDigest();
     last_health_ns_ = now;
   }
+}
+
+void FleetSync::updateView(uint64_t now) {
+  // Twice the longest TCP idle timeout: a lost record's flow is refreshed
+  // within a third of it if it has packets, and expires within it if not.
+  if (const dp::Snapshot* s = snapshot_ ? snapshot_() : nullptr) {
+    uint64_t idle = 0;
+    for (const dp::GroupView& g : s->groups) idle = std::max(idle, g.tcp_idle_ns);
+    if (idle) view_.setHorizon(2 * idle);
+  }
+  // Written only on a change: the flag shares a cache line with what the
+  // workers read every burst (Dataplane::snapshot).
+  bool incomplete = !view_.complete(now);
+  if (opt_.view_incomplete && opt_.view_incomplete->load(std::memory_order_relaxed) != incomplete)
+    opt_.view_incomplete->store(incomplete, std::memory_order_relaxed);
 }
 
 void FleetSync::sendConfigDigest() {

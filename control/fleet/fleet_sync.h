@@ -16,6 +16,7 @@
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp needs std::exchange
 #include <boost/asio.hpp>
 #include <nlohmann/json.hpp>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -27,6 +28,7 @@
 #include "common/flow_key.h"
 #include "common/snapshot.h"
 #include "common/sync_codec.h"
+#include "control/fleet/fleet_view.h"
 #include "control/fleet/sync_sent_log.h"
 #include "dataplane/flow_table.h"
 
@@ -66,6 +68,10 @@ class FleetSync {
     // This node's health view (appliance -> state), sent to the peers every
     // second so each node lists where they disagree. Unset: none sent.
     std::function<std::map<uint32_t, std::pair<uint8_t, bool>>()> health;
+    // Where the workers read whether this node's flow records may be missing
+    // (Dataplane::fleet_view_incomplete; control/fleet/fleet_view.h): written
+    // every tick. Null: nowhere.
+    std::atomic<bool>* view_incomplete = nullptr;
   };
   // Two copies of a flow created this close together are a tie (settled on
   // the lower appliance address); further apart, the older copy wins.
@@ -117,6 +123,10 @@ class FleetSync {
   // sent to the peers every second with the health view and compared with
   // theirs. Call again after every config change (reload, API edits).
   void setConfigDigest(std::vector<sync::DigestEntry> d) { config_digest_ = std::move(d); }
+
+  // Whether a TCP segment with no record can be picked from this node's own
+  // table now (docs/fleet.md "A segment with no record").
+  const FleetView& view() const { return view_; }
 
   // API `fleet_sync` (docs/control-api.md).
   nlohmann::json status() const;
@@ -212,10 +222,13 @@ class FleetSync {
   void queue(int32_t pos, const sync::Record& r, uint64_t now_ns);
   void flush(uint64_t now_ns);
   void countInstall(Peer* p, InstallResult r);
+  // Publishes view_'s judgement to the workers (Options::view_incomplete).
+  void updateView(uint64_t now);
   // Status and metrics (fleet_sync_status.cc): status()'s "refresh_scan" and
   // "sent_log".
   nlohmann::json scanStatus() const;
   nlohmann::json sentLogStatus() const;
+  nlohmann::json viewStatus() const;
   // Network side, the UDP path (fleet_sync_net.cc).
   void receive();
   void onDatagram(size_t len);
@@ -281,6 +294,7 @@ class FleetSync {
   uint64_t handoff_ns_ = 0;  // when a graceful stop asked for the hand-off; 0: never
   uint64_t last_health_ns_ = 0;
   Warm warm_;
+  FleetView view_{0};
   std::vector<sync::DigestEntry> config_digest_;
   sync::NonceHistory served_nonces_;
   // Warm-start sessions being served; shared with them (they may outlive us

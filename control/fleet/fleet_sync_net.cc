@@ -60,6 +60,7 @@ FleetSync::FleetSync(asio::io_context& io, Options o, dp::FlowTable& flows, rte_
     p.tcp = tcp::endpoint(ip, port);
     peers_.push_back(std::move(p));
   }
+  view_ = FleetView(peers_.size());
   // Entries that are this node (one list written for every node, with a
   // wildcard sync_listen): never sent to, never asked.
   for (const SelfPeer& sp : selfPeers(opt_.listen, opt_.peers, hostAddresses())) {
@@ -306,6 +307,7 @@ void FleetSync::onDatagram(size_t len) {
     // Another node's own fresh message from the entry's exact address: the
     // entry is that node, whatever came back before (a reflected challenge).
     p->this_node = false;
+    view_.ignore(size_t(p - peers_.data()), false);
     p->this_node_why.clear();
     p->warm_error.clear();
     p->challenge = 0;
@@ -314,6 +316,7 @@ void FleetSync::onDatagram(size_t len) {
                  size_t(p - peers_.data()), p->address);
   }
   p->last_sync = unixS();
+  view_.heard(size_t(p - peers_.data()), h.epoch, dp::monotonicNs());
   ++p->datagrams_received;
   if (h.type == sync::MsgType::kConfigDigest) {
     p->digest.assign(digests, digests + h.count);

@@ -50,6 +50,16 @@ nlohmann::json FleetSync::sentLogStatus() const {
           {"ipv6_resident_bytes", sent_.residentBytes(sent_.positions() / 2)}};
 }
 
+nlohmann::json FleetSync::viewStatus() const {
+  uint64_t now = dp::monotonicNs();
+  std::string why = view_.why(now);
+  uint64_t until = view_.uncertainUntil();
+  return {{"complete", why.empty()},
+          {"why", why},
+          {"records_lost_matter_for_s", until > now ? double(until - now) / 1e9 : 0.0},
+          {"horizon_s", double(view_.horizon()) / 1e9}};
+}
+
 nlohmann::json FleetSync::status() const {
   using nlohmann::json;
   double now = unixS();
@@ -114,7 +124,8 @@ nlohmann::json FleetSync::status() const {
           {"transfers_served", transfers_served_},
           {"config_digest", digestJson(config_digest_)},
           {"refresh_scan", scanStatus()},
-          {"sent_log", sentLogStatus()}};
+          {"sent_log", sentLogStatus()},
+          {"view", viewStatus()}};
 }
 
 void FleetSync::configDriftMetrics(std::string& out) const {
@@ -206,6 +217,11 @@ void FleetSync::metrics(std::string& out) const {
   family("gwlb_fleet_sync_warm_start_done", "gauge",
          "1 once the warm start is over (done, timed out or no peers)");
   out += "gwlb_fleet_sync_warm_start_done " + std::to_string(int(warmStartDone())) + "\n";
+  family("gwlb_fleet_sync_view_complete", "gauge",
+         "1 when a TCP segment with no flow record can be picked from this node's own table; 0 "
+         "while its peers' records may be missing (send_tcp_reset.on_fleet_view_incomplete "
+         "resets such segments)");
+  out += "gwlb_fleet_sync_view_complete " + std::to_string(int(view_.complete(dp::monotonicNs()))) + "\n";
   family("gwlb_fleet_sync_warm_start_flows", "gauge", "flow records received in the warm start");
   out += "gwlb_fleet_sync_warm_start_flows " + std::to_string(warm_.received) + "\n";
   family("gwlb_fleet_sync_unknown_sender_total", "counter",

@@ -197,6 +197,7 @@ void FleetSync::warmMessage(uint64_t id) {
   }
   ++warm_.expect_seq;
   p.last_sync = unixS();
+  view_.heard(warm_.next_peer, h.epoch, warm_.heard_ns);
   warm_.progress_ns = warm_.heard_ns;
   if (h.type == sync::MsgType::kWarmEnd) {
     warm_.peer_total = total;
@@ -239,6 +240,7 @@ void FleetSync::markThisNode(size_t i, const std::string& why) {
   Peer& p = peers_[i];
   if (p.this_node) return;
   p.this_node = true;
+  view_.ignore(i);
   p.this_node_why = why;
   p.warm_error = "this node";
   spdlog::warn("fleet sync: fleet.peers[{}] {} is this node ({}): skipped, nothing is sent to it "
@@ -259,6 +261,7 @@ void FleetSync::markThisNode(size_t i, const std::string& why) {
 void FleetSync::warmFinish(WarmState s, const std::string& why) {
   warm_.state = s;
   warm_.ended_ns = dp::monotonicNs();
+  view_.warmStartEnded(s == WarmState::kDone, s != WarmState::kNoPeers, warm_.ended_ns);
   warm_timer_.cancel();
   retry_timer_.cancel();
   peer_timer_.cancel();

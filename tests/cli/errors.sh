@@ -256,6 +256,7 @@ says "$work/out" "  10.0.0.2:7946: 10.0.0.2 is an address of this host, and flee
 says "$work/out" "config drift (these peers run other settings than this node):"
 says "$work/out" "10.0.0.1:7946  weights, timeouts"
 says "$work/out" "warm start    done: 118002 flows from 10.0.0.1:7946"
+says "$work/out" "flow records  complete"
 says "$work/out" "health disagreements (new flows go to different appliances by node):"
 says "$work/out" "10.0.1.12  healthy  10.0.0.1:7946  unhealthy"
 expect 0 --socket "$sock" --json fleet show

@@ -156,6 +156,7 @@ FLEET = {
                           "protocols": [{"name": "gwlb_routes", "state": "up"},
                                         {"name": "gwlb_routes6", "state": "up"}]}},
     "warm_start": {"done": True, "state": "done", "peer": "10.0.0.1:7946", "flows_installed": 118002},
+    "view": {"complete": True, "why": "", "records_lost_matter_for_s": 0.0, "horizon_s": 700.0},
     "peers": [{"address": "10.0.0.1:7946", "reachable": True, "last_sync_s": 0.4, "flows_received": 120345,
                "flows_sent": 118002, "auth_failures": 0, "replayed": 0, "malformed": 0,
                "config": {"state": "differs", "differing_sections": ["weights", "timeouts"]},

@@ -252,7 +252,8 @@ void expectCounterInvariant(const WorkerCounters& c, const std::string& where) {
       << ": rx_packets != encapsulated + returned + icmp_sent + tcp_resets_sent + punted + bypassed + drops";
   EXPECT_EQ(c.get(Counter::tcp_resets_sent), c.get(Counter::tcp_resets_unhealthy) +
                                                  c.get(Counter::tcp_resets_deregistered) +
-                                                 c.get(Counter::tcp_resets_idle))
+                                                 c.get(Counter::tcp_resets_idle) +
+                                                 c.get(Counter::tcp_resets_fleet_view_incomplete))
       << where << ": tcp_resets_sent is the sum of its reasons";
 }
 

@@ -6,9 +6,10 @@ TEST: tcp | udp | drop | failover | passive | ethernet | no_rebalance | drain | 
       | fleet_frr | fleet_upgrade | router_fragments | classes | tcp_reset | tcp_reset_stateful
       | forwarding | vxlan | stateful_tcp | stateful_failover | stateful_killed | stateful_blackhole | fleet_stateful
       | stateful_reset_killed | stateful_reset_http_503 | stateful_reset_blackhole | stateful_blackhole_no_reset
-      | stateful_ethernet | forwarding_ipv6 | dampening | slow_start | mirror
+      | stateful_ethernet | forwarding_ipv6 | dampening | slow_start | mirror | fleet_cold
 (fleet: tests/e2e/e2e_fleet.py, the fleet lab of 3 gateways, BIRD on the router; fleet_stateful:
-the same through stateful appliances, LAB_APPLIANCE=stateful;
+the same through stateful appliances, LAB_APPLIANCE=stateful; fleet_cold: a gateway restarted
+with its sync link cut resets the streams it cannot know (stateful appliances);
 fleet_frr: the same with FRR on the router, LAB_ROUTER=frr; fleet_upgrade:
 tests/e2e/e2e_fleet_upgrade.py, docs/upgrade.md's rolling upgrade on that lab; router_fragments:
 tests/e2e/e2e_router.py, a Linux router's ECMP and fragments, no gwlbd; classes:
@@ -794,6 +795,11 @@ def test_vxlan(lab, args):
     e2e_vxlan.test_vxlan(lab, args)
 
 
+def test_fleet_cold(lab, args):
+    import e2e_fleet  # tests/e2e/e2e_fleet.py
+    e2e_fleet.test_fleet_cold(lab, args)
+
+
 def test_fleet_upgrade(lab, args):
     import e2e_fleet_upgrade  # tests/e2e/e2e_fleet_upgrade.py
     e2e_fleet_upgrade.test_fleet_upgrade(lab, args)
@@ -824,6 +830,9 @@ TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
          # The same with stateful appliances: a stream that changed appliance
          # on any gateway would be dropped by its firewall.
          "fleet_stateful": (test_fleet, {"LAB_GRACE": "3s", "LAB_APPLIANCE": "stateful"}),
+         # A gateway restarted with its sync link cut resets the streams it
+         # cannot know instead of sending them to a firewall that drops them.
+         "fleet_cold": (test_fleet_cold, {"LAB_GRACE": "3s", "LAB_APPLIANCE": "stateful"}),
          "stateful_tcp": (test_stateful("stateful_tcp"), {"LAB_APPLIANCE": "stateful", "LAB_IPV6": "1"}),
          "stateful_ethernet": (test_stateful("stateful_ethernet"),
                                {"LAB_APPLIANCE": "stateful", "LAB_IPV6": "1", "LAB_FORMAT": "ethernet"}),

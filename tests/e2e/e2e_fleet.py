@@ -261,3 +261,87 @@ def test_fleet(lab, args):
     assert all(x == "app2" for x in where.values()), "a stream left appliance 2 (drained at its start)"
     downs = router_downs(lab)
     print(f"router's {router}: {len(downs)} session downs (expected: gw2 stop, gw3 kill):", downs)
+
+
+def test_fleet_cold(lab, args):
+    """A gateway that cannot know a flow's appliance resets it (docs/fleet.md
+    "A segment with no record"); fleet lab, stateful appliances
+    (LAB_APPLIANCE=stateful: nftables conntrack drops a segment of a
+    connection whose SYN it did not see). Appliance 1 is drained on every
+    gateway while STREAMS verified TCP streams start (all on appliance 2), then
+    undrained: today's Maglev choice is appliance 1 for about half of them.
+    Gateway 2 is stopped, its sync link (mgmt) cut, and started again: its
+    warm start gets no table. Gateways 1 and 3 then leave (`fleet leave`), so
+    the router sends every stream to gateway 2, which holds no record of any.
+    Each client (tcp-watch with reconnect, as an application that reconnects
+    on ECONNRESET) must get an RST and have its new connection echoed within
+    a few seconds; none may hang. Before, gateway 2 picked from its own table:
+    the streams it sent to appliance 1 hung there (its firewall dropped every
+    segment) until the client's own timeout."""
+    n, secs = 10, 40 if os.environ.get("GWLB_SANITIZE") else 30
+    lab.serve("tcp-echo-server", SERVER, 7000)
+    a1, a2 = APPS["app1"], APPS["app2"]
+    for k in (1, 2, 3):
+        ctl(lab, k, "server", "drain", a1, "--timeout", "600")
+    watchers = [lab.spawn("client", *lab.peer("tcp-watch", SERVER, "7000", str(secs), "20000", str(secs + 10),
+                                              "reconnect"), stdout=subprocess.PIPE) for _ in range(n)]
+    sports = [json.loads(w.stdout.readline())["sport"] for w in watchers]
+
+    def all_held():
+        t = {k: gw_entries(lab, k) for k in (1, 2, 3)}
+        return t if all(set(sports) <= set(e) for e in t.values()) else None
+    held = wait_for("every stream in every gateway's flow table", all_held, 15, 0.2)
+    assert all(e[p][0] == a2 for e in held.values() for p in sports), f"streams not all on {a2}: {held}"
+    for k in (1, 2, 3):
+        ctl(lab, k, "server", "undrain", a1)
+    differ = {p for p in sports if explain(lab, 1, p)[0] == a1}
+    print(f"{len(differ)} of {n} streams on {a2} while today's Maglev choice is {a1}")
+    assert differ, f"no stream whose Maglev choice is {a1}"
+
+    # Gateway 2 restarted with its sync link down: no warm start table.
+    pid = gw_pid(lab, 2)
+    os.kill(pid, signal.SIGTERM)
+    assert time_until(lambda: not os.path.exists(f"/proc/{pid}"), 30, 0.02) is not None, "gw2 did not exit"
+    r = lab.run("gw2", "ip", "link", "set", "mgmt", "down")
+    assert r.returncode == 0, r.stderr
+    lab.sh("gw-start", "2")
+    assert time_until(lambda: "10.77.9.2" in nexthops(lab), 30, 0.02) is not None, f"gw2 not back: {nexthops(lab)}"
+    t_back = time.time()  # ECMP sends gw2 its share of the streams from now
+    fl = ctl(lab, 2, "fleet")
+    assert fl["warm_start"]["state"] == "timed_out", f"gw2's warm start: {fl['warm_start']}"
+    print(f"gw2 back with its sync link down: warm start {fl['warm_start']['state']}; flow records: {fl.get('view')}")
+    # Gateways 1 and 3 leave: every stream now reaches gw2 only.
+    for k in (1, 3):
+        ctl(lab, k, "fleet", "leave")
+    wait_for("gw2 alone at the router", lambda: nexthops(lab) == {"10.77.9.2"}, 15, 0.05)
+    t_alone = time.time() - t_back
+
+    results = [json.loads(w.stdout.readline()) for w in watchers]
+    for w in watchers:
+        w.wait(30)
+    by = {s["sport"]: s for s in results}
+    hung, reset = [], []
+    for p, s in sorted(by.items()):
+        re = s.get("reconnect")
+        if s["error"] is None:
+            if not s["complete"]:  # no reset, no end: it hung until the watch's limit
+                hung.append((p, p in differ, round(s["end"] - s["last_rx"], 1)))
+            assert s["intact"], f"stream {p}: {s}"
+            continue
+        assert s["error"] == "ECONNRESET", f"stream {p} ended with {s['error']}: {s}"
+        assert re and "error" not in re, f"stream {p}: reset, but no reconnect: {re}"
+        reset.append((p, s["error_at"] - t_back, re["first_byte_at"] - t_back))
+    totals = json.loads(subprocess.run(
+        [os.path.join(lab.build, "cli/gwlbctl"), "--socket", os.path.join(lab.dir, "gw2", "gwlbd.sock"),
+         "--json", "stats"], text=True, stdout=subprocess.PIPE, timeout=30).stdout)["totals"]
+    print(f"streams reset by gw2: {len(reset)} of {n} (of them {len(differ & {p for p, _, _ in reset})} of the "
+          f"{len(differ)} whose Maglev choice is {a1}); RST and reconnect's first byte, seconds after gw2's "
+          f"route was back (gw2 alone at the router after {t_alone:.2f} s): "
+          f"{[(p, round(a, 2), round(b, 2)) for p, a, b in reset]}; "
+          f"tcp_resets_fleet_view_incomplete {totals.get('tcp_resets_fleet_view_incomplete')}; "
+          f"load {os.getloadavg()[0]:.1f}")
+    assert not hung, f"streams hung (sport, Maglev choice {a1}, seconds without a byte; no reset): {hung}"
+    assert differ <= {p for p, _, _ in reset}, \
+        f"streams whose Maglev choice is {a1} not reset: {sorted(differ - {p for p, _, _ in reset})}"
+    assert totals.get("tcp_resets_fleet_view_incomplete", 0) >= len(differ), totals
+    assert all(b < t_alone + 10 for _, _, b in reset), f"a reconnect's first byte came late: {reset}"

@@ -413,5 +413,89 @@ TEST(ResetsFleet, ANodeThatGotTheFlowBySyncResetsItToo) {
   fs.reset();
 }
 
+// on_fleet_view_incomplete (docs/fleet.md "A segment with no record"): while
+// this fleet node's peers' records may be missing, a segment without SYN and
+// without an entry is reset rather than picked from its own Maglev table;
+// once the view is complete it is picked, as before. On by default.
+TEST(FleetViewResets, ASegmentWithNoRecordIsResetOnlyWhileTheViewIsIncomplete) {
+  Harness h;
+  ASSERT_TRUE(h.snapshot().listeners.at(0).reset_on_fleet_unknown) << "on by default";
+  h.dataplane().fleet_view_incomplete.store(true);
+  Flow f{4}, g{5};
+  expectRst(h.send(f.data()), f.data(), kClientAck, "no record, view incomplete");
+  expectRst(h.send(f.fromServer()), f.fromServer(), kServerAck, "the other endpoint too");
+  EXPECT_EQ(h.get(Counter::flows_created), 0u) << "no entry is made for it";
+  EXPECT_EQ(h.send(f.fromClient(kTcpRst)).drop, Counter::drop_tcp_reset_not_answered);
+  // A SYN starts a connection: picked, and its segments go on.
+  EXPECT_EQ(h.send(f.syn()).verdict, Verdict::kAppliance);
+  EXPECT_EQ(h.send(f.data()).verdict, Verdict::kAppliance) << "a flow with an entry goes on";
+  const Net& n = net();
+  Frame u{n.fromA(), kEthIpv4, ipv4(n.client4, n.server4, 17, udp(n.client4, n.server4, 5001, 53)), kPortA};
+  EXPECT_EQ(h.send(u).verdict, Verdict::kAppliance) << "UDP has no mark of a connection's middle";
+  EXPECT_EQ(h.get(Counter::tcp_resets_fleet_view_incomplete), 2u);
+  EXPECT_EQ(h.get(Counter::tcp_resets_idle), 0u);
+  // The view complete: the segment is picked, as a single gateway does.
+  h.dataplane().fleet_view_incomplete.store(false);
+  EXPECT_EQ(h.send(g.data()).verdict, Verdict::kAppliance);
+  EXPECT_EQ(h.get(Counter::tcp_resets_sent), 2u);
+  expectCounterInvariant(h.counters(), "fleet view");
+}
+
+TEST(FleetViewResets, OffOnTheListenerTheSegmentIsPicked) {
+  Harness h;
+  ctl::ListenerConfig l;
+  l.name = "fw";
+  l.server_groups = {h.config().server_groups[0].name};
+  l.send_tcp_reset.on_fleet_view_incomplete = false;
+  h.config().listeners = {l};
+  ctl::RegionTracker regions;
+  ctl::HealthMap health;
+  regions.update(h.config(), health, nullptr, h.now, nullptr);
+  h.republish(health, nullptr, &regions);
+  ASSERT_FALSE(h.snapshot().reset_on_fleet_unknown_any);
+  h.dataplane().fleet_view_incomplete.store(true);
+  Flow f{6};
+  EXPECT_EQ(h.send(f.data()).verdict, Verdict::kAppliance);
+  EXPECT_EQ(h.get(Counter::tcp_resets_sent), 0u);
+}
+
+// The whole way on one node: its warm start finds no peer (the sync link is
+// down), so its FleetSync tells the workers that records may be missing, and
+// a mid-connection segment of a flow the fleet holds is reset, not guessed.
+TEST(FleetViewResets, AWarmStartThatGotNoTableMakesTheWorkersReset) {
+  using namespace std::chrono_literals;
+  boost::asio::io_context io;
+  Harness h;
+  ctl::FleetSync::Options o;
+  o.node_name = "gw-cold";
+  o.secret = flowHashKey();
+  o.peers = {"127.0.0.1:9"};  // nobody answers there
+  o.warm_start_timeout_s = 1;
+  o.warm_connect_timeout_ms = 200;
+  o.warm_idle_timeout_ms = 200;
+  o.view_incomplete = &h.dataplane().fleet_view_incomplete;
+  std::unique_ptr<ctl::FleetSync> fs;
+  bindRetrying(o.listen, [&] {
+    fs = std::make_unique<ctl::FleetSync>(io, o, h.flows(), nullptr, [&] { return &h.snapshot(); });
+  });
+  fs->start();
+  auto end = std::chrono::steady_clock::now() + 10s;
+  while (!fs->warmStartDone() && std::chrono::steady_clock::now() < end) io.run_for(20ms);
+  ASSERT_TRUE(fs->warmStartDone());
+  io.run_for(50ms);  // a tick publishes the view
+  EXPECT_EQ(fs->status()["view"]["complete"], false);
+  EXPECT_EQ(fs->status()["view"]["why"],
+            "the warm start got no peer's table and a peer has not been heard since");
+  std::string m;
+  fs->metrics(m);
+  EXPECT_NE(m.find("gwlb_fleet_sync_view_complete 0\n"), std::string::npos);
+  ASSERT_TRUE(h.dataplane().fleet_view_incomplete.load());
+  Flow f{7};
+  expectRst(h.send(f.data()), f.data(), kClientAck, "a cold node of a fleet");
+  EXPECT_EQ(h.get(Counter::tcp_resets_fleet_view_incomplete), 1u);
+  fs->stop();
+  fs.reset();
+}
+
 }  // namespace
 }  // namespace gwlb::dptest

@@ -1112,7 +1112,7 @@ health_aggregation_policies: [ { name: p, min_healthy_percent: 50, min_healthy_c
 health_sources: [ { name: s0, server_group: g0, policy: p }, { name: s1, server_group: g1 } ]
 composite_health_checks: [ { name: c0, sources: [s0], destination: l, dry_run: false } ]
 listeners: [ { name: l, server_groups: [g0, g1], failback_hold: 30s, when_all_unhealthy: drop,
-               send_tcp_reset: { on_idle_timeout: true } } ]
+               send_tcp_reset: { on_idle_timeout: true, on_fleet_view_incomplete: false } } ]
 traffic_classes: [ { name: t, match: { ingress_ports: [1], vlans: [0, 100], prefixes: [10.0.0.0/8, "2001:db8::/32"],
                                        prefixes_file: /tmp/gwlb-test-config-empty-prefixes.txt,
                                        protocols: [tcp, 47], l4_ports: [80, 1000-2000] },
@@ -1461,6 +1461,7 @@ const std::vector<BadValue>& badValues() {
       {"listeners[0].when_all_unhealthy", "panic", {"fail_open or drop"}},
       {"listeners[0].send_tcp_reset", "[1]", {"expected a map"}},
       {"listeners[0].send_tcp_reset.on_idle_timeout", "sometimes", {"not true or false"}},
+      {"listeners[0].send_tcp_reset.on_fleet_view_incomplete", "sometimes", {"not true or false"}},
       // traffic_classes[] (every value in tests/unit/config/test_config_classes.cc)
       {"traffic_classes", "t", {"expected a list of traffic classes"}},
       {"traffic_classes[0].name", "''", {"required"}},
