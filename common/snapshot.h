@@ -163,6 +163,10 @@ struct ListenerView {
   // send_tcp_reset.on_idle_timeout: a TCP segment without SYN of a flow that
   // expired idle, or that has no entry, is answered with an RST.
   bool reset_on_idle = false;
+  // appliance_bypass: its appliances may hand flows back (gwlb's Geneve
+  // bypass option) for at most bypass_max_s seconds (0: as asked).
+  bool bypass_allow = false;
+  uint32_t bypass_max_s = 0;
 };
 
 // One dataplane port as the workers see it. A frame is taken in only when its
@@ -187,6 +191,7 @@ struct Snapshot {
   MacAddr underlay_mac;
   uint16_t underlay_port = 0;
   uint32_t underlay_mtu = 1500;
+  uint16_t geneve_option_class = kGwlbOptionClassDefault;  // node.geneve_option_class
   uint32_t icmp_rate_per_s = 100;
   uint32_t tcp_reset_rate_per_s = 1000;  // RSTs per second per worker (node.tcp_reset_rate_per_s)
   // Some listener has reset_on_idle: the workers check idle expiry per packet.

@@ -288,6 +288,13 @@ template <bool kClasses>
     }
   }
 
+  // An appliance handed this flow back: straight back to the router while its
+  // bypass lasts (docs/product-rules.md "Appliance-requested bypass").
+  if (routeBypassed(route)) [[unlikely]] {
+    if (applianceBypass(c, m, e, route, ref.fragment_key ? -1 : pos)) return;
+    server = routeServer(route);
+    if (server >= c.n_servers) return drop(c, m, Counter::drop_no_healthy_server);
+  }
   const ServerView& sv = s.servers[server];
   // Encapsulation follows the appliance's own group (format, VNI, IDs),
   // precomputed in its template by the snapshot builder.
@@ -347,6 +354,9 @@ struct ReturnInfo {
   uint32_t cookie;     // aws format: the cookie it carried
   uint16_t l3_start;   // offset of the inner IP header in the frame
   bool aws;
+  // gwlb's bypass option: 0 none, 1 a request of bypass_s seconds, 2 malformed.
+  uint8_t bypass;
+  uint32_t bypass_s;
 };
 
 // Return path, stage 1: checks the outer packet and its Geneve header and
@@ -371,7 +381,7 @@ struct ReturnInfo {
   Counter why;
   GeneveStatus st = g.aws && parseGeneveAws(f + gen_off, end - gen_off, gi)
                         ? GeneveStatus::kOk
-                        : parseGeneve(f + gen_off, end - gen_off, gi, why);
+                        : parseGeneve(f + gen_off, end - gen_off, gi, why, s.geneve_option_class);
   if (st == GeneveStatus::kControl) return drop(c, m, Counter::drop_geneve_control), false;
   if (st == GeneveStatus::kDrop) return drop(c, m, why), false;
   if (gi.vni != g.vni) return drop(c, m, Counter::drop_geneve_bad_vni), false;
@@ -404,6 +414,8 @@ struct ReturnInfo {
   ri.cookie = gi.cookie;
   ri.l3_start = uint16_t(inner_off + in.l3_offset);
   ri.aws = g.aws;
+  ri.bypass = gi.has_bypass ? (gi.bypass_malformed ? 2 : 1) : 0;
+  ri.bypass_s = gi.bypass_seconds;
   return true;
 }
 
@@ -417,15 +429,21 @@ struct ReturnInfo {
   // Concurrency rule R6 (docs/architecture.md "Flow entries: concurrency rules"):
   // the bulk lookup came before this burst's inserts.
   if (pos < 0 && c.insertedThisBurst(ref.hash)) pos = ft.lookup(ref.key, ref.hash);
-  if (pos < 0) [[unlikely]]
+  if (pos < 0) [[unlikely]] {
+    if (ri.bypass) c.w.counters.inc(Counter::bypass_refused_not_flow_appliance);
     return returnWithoutFlow(c, m, in, c.s.groups[c.s.servers[ri.server].group]);
+  }
   FlowEntry& e = ft.entry(pos);
   const uint16_t server = ri.server;
   // Concurrency rule R1 (docs/architecture.md "Flow entries: concurrency rules"):
   // no route yet: the flow is still being created.
   uint64_t route = e.route.load(std::memory_order_acquire);
-  if (!(route & kRouteSet)) return drop(c, m, Counter::drop_return_no_flow);
+  if (!(route & kRouteSet)) {
+    if (ri.bypass) c.w.counters.inc(Counter::bypass_refused_not_flow_appliance);
+    return drop(c, m, Counter::drop_return_no_flow);
+  }
   if (routeServer(route) != server || (ri.aws && routeCookie(route) != ri.cookie)) {
+    if (ri.bypass) c.w.counters.inc(Counter::bypass_refused_not_flow_appliance);
     // The appliance the flow moved away from, still returning its packets.
     // Concurrency rule R4 (docs/architecture.md "Flow entries: concurrency rules"):
     // `moved` is stored after the route, so for an instant this is wrong_appliance.
@@ -440,6 +458,11 @@ struct ReturnInfo {
   uint64_t peer, self;
   if (!c.dp.flows->neighbours().words(e.l2[ref.dir].load(std::memory_order_acquire), peer, self))
     return drop(c, m, Counter::drop_return_no_l2);
+  // The flow's own appliance (address, cookie in aws format, and the
+  // listener its group serves, which keyed the lookup) asks for a bypass.
+  if (ri.bypass && !ref.fragment_key) [[unlikely]]
+    grantBypass(c, e, route, c.s.groups[c.s.servers[server].group].listener, ri.bypass_s,
+                ri.bypass == 2, pos);
 
   // Strip everything up to the inner IP header, then give it the L2 header of
   // the neighbour it came from: byte-identical at L3.

@@ -361,6 +361,7 @@ std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ServerRegistry& reg,
   s->underlay_mac = cfg.node.underlay_mac;
   s->underlay_port = cfg.node.underlay_port;
   s->underlay_mtu = cfg.node.underlay_mtu;
+  s->geneve_option_class = cfg.node.geneve_option_class;
   s->icmp_rate_per_s = cfg.node.icmp_rate_per_s;
   s->tcp_reset_rate_per_s = cfg.node.tcp_reset_rate_per_s;
   s->ports = resolvePorts(cfg, devices);
@@ -457,7 +458,11 @@ std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ServerRegistry& reg,
         for (const RegionTracker::Region& r : l.regions)
           if (!r.healthy) region_failed[r.group_index] = true;
       for (const ListenerConfig& lc : cfg.listeners)
-        if (lc.name == l.name) lv.reset_on_idle = lc.send_tcp_reset.on_idle_timeout;
+        if (lc.name == l.name) {
+          lv.reset_on_idle = lc.send_tcp_reset.on_idle_timeout;
+          lv.bypass_allow = lc.appliance_bypass.allow;
+          lv.bypass_max_s = lc.appliance_bypass.max_seconds;
+        }
       s->reset_on_idle_any |= lv.reset_on_idle;
       s->listeners.push_back(lv);
       listener_names.push_back(l.name);

@@ -6,6 +6,7 @@ TEST: tcp | udp | drop | failover | passive | ethernet | no_rebalance | drain | 
       | fleet_frr | fleet_upgrade | router_fragments | classes | tcp_reset | tcp_reset_stateful
       | forwarding | stateful_tcp | stateful_failover | stateful_killed | stateful_blackhole | fleet_stateful
       | stateful_reset_killed | stateful_reset_http_503 | stateful_reset_blackhole | stateful_blackhole_no_reset
+      | bypass
 (fleet: tests/e2e/e2e_fleet.py, the fleet lab of 3 gateways, BIRD on the router; fleet_stateful:
 the same through stateful appliances, LAB_APPLIANCE=stateful;
 fleet_frr: the same with FRR on the router, LAB_ROUTER=frr; fleet_upgrade:
@@ -13,7 +14,8 @@ tests/e2e/e2e_fleet_upgrade.py, docs/upgrade.md's rolling upgrade on that lab; r
 tests/e2e/e2e_router.py, a Linux router's ECMP and fragments, no gwlbd; classes:
 tests/e2e/e2e_classes.py, two listeners and a bypass class, lab.sh up --listeners 2;
 stateful_*: tests/e2e/e2e_stateful.py, LAB_APPLIANCE=stateful: nftables conntrack firewalls;
-forwarding: tests/e2e/e2e_forwarding.py, forwarding checks against gwlb-appliance --blackhole)
+forwarding: tests/e2e/e2e_forwarding.py, forwarding checks against gwlb-appliance --blackhole;
+bypass: tests/e2e/e2e_bypass.py, an appliance hands a stream back, LAB_BYPASS=0)
 Each test builds its own lab (namespaces PREFIX-*, PREFIX = e2e-TEST), runs, and
 always tears it down. Exit 77 (skip) only when network namespaces cannot be made.
 """
@@ -746,6 +748,11 @@ def test_classes(lab, args):
     e2e_classes.test_classes(lab, args)
 
 
+def test_bypass(lab, args):
+    import e2e_bypass  # tests/e2e/e2e_bypass.py
+    e2e_bypass.test_bypass(lab, args)
+
+
 def test_forwarding(lab, args):
     import e2e_forwarding  # tests/e2e/e2e_forwarding.py
     e2e_forwarding.test_forwarding(lab, args)
@@ -788,6 +795,8 @@ TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
          # judges the upgrade, not health detection: a 1 s check timeout.
          "fleet_upgrade": (test_fleet_upgrade, {"LAB_GRACE": "3s", "LAB_HC_TIMEOUT": "1s"}),
          "classes": (test_classes, {"LAB_FAILOVER": "rebalance"}),
+         # One listener that allows appliance bypass; appliances with a 1 MB stream depth.
+         "bypass": (test_bypass, {"LAB_BYPASS": "0", "LAB_APP_ARGS": "--bypass-after-bytes 1000000"}),
          "fleet_frr": (test_fleet, {"LAB_GRACE": "3s", "LAB_ROUTER": "frr"}),
          # The same with stateful appliances: a stream that changed appliance
          # on any gateway would be dropped by its firewall.
