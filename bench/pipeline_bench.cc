@@ -23,6 +23,9 @@
 //   return       Geneve from the appliance for existing flows (cookies taken
 //                from a forward pass): validate, look up, check the cookie,
 //                strip, rewrite L2, back to the router
+//   bypassed     established flows whose appliance handed them back (appliance
+//                bypass, for the flow's life): looked up, sent straight back
+//                to the router, no encapsulation
 //   ring         no pipeline: rx_burst + tx_burst only
 // Frames: Ethernet + IPv4 + TCP (20 B header, ACK) or UDP, --size bytes in all
 // (without FCS); flows differ in client address and port, all to one server.
@@ -109,7 +112,9 @@ namespace {
   std::exit(1);
 }
 
-enum class Mode { kEstablished, kNew, kReturn, kRing };
+// kBypassed: established flows whose appliance handed them back (appliance
+// bypass): sent straight back, no Geneve.
+enum class Mode { kEstablished, kNew, kReturn, kRing, kBypassed };
 
 struct Options {
   Mode mode = Mode::kEstablished;
@@ -258,8 +263,10 @@ class Bench {
   // every flow (return: and turns its Geneve output into the replies).
   void warm() {
     t_start_ = dp::monotonicNs();
+    if (o_.mode == Mode::kBypassed)
+      for (dp::ListenerView& l : snap_->listeners) l.bypass_allow = true;
     dp_.snapshot.store(snap_.get(), std::memory_order_release);
-    if (o_.mode != Mode::kEstablished && o_.mode != Mode::kReturn) return;
+    if (o_.mode != Mode::kEstablished && o_.mode != Mode::kReturn && o_.mode != Mode::kBypassed) return;
     if (o_.mode == Mode::kReturn) {
       ret_.assign(size_t(o_.flows) * kRetHdr, 0);
       ret_len_ = 0;
@@ -270,6 +277,11 @@ class Bench {
     pass(o_.flows, packets);
     capture_ = false;
     if (o_.mode == Mode::kReturn) returning_ = true;
+    if (o_.mode == Mode::kBypassed)  // as a grant leaves them: bypassed for the flow's life
+      table_->forEach([](const FlowKey&, int32_t, const dp::FlowEntry& e) {
+        auto& r = const_cast<dp::FlowEntry&>(e).route;
+        r.store(dp::withBypass(r.load(), false, 0));
+      });
   }
 
   std::vector<double> run() {
@@ -412,6 +424,7 @@ Options parse(int argc, char** argv) {
       else if (o.mode_name == "new") o.mode = Mode::kNew;
       else if (o.mode_name == "return") o.mode = Mode::kReturn;
       else if (o.mode_name == "ring") o.mode = Mode::kRing;
+      else if (o.mode_name == "bypassed") o.mode = Mode::kBypassed;
       else die("unknown mode " + o.mode_name);
     } else if (a == "--flows") o.flows = uint32_t(std::stoul(next()));
     else if (a == "--size") o.size = uint32_t(std::stoul(next()));
@@ -434,7 +447,7 @@ Options parse(int argc, char** argv) {
       o.ipv6_underlay = u == "ipv6";
     }
     else if (a == "--help") {
-      std::printf("pipeline_bench --mode established|new|return|ring --flows N --size S --proto "
+      std::printf("pipeline_bench --mode established|new|return|ring|bypassed --flows N --size S --proto "
                   "tcp|udp [--burst B] [--reps R] [--rep-packets P] [--cpu C] [--instructions] "
                   "[--tx-offload] [--huge-dir DIR] [--pad-instructions N] [--classes N] [--mirror] "
                   "[--tag] [--underlay ipv4|ipv6] [--vxlan] [--help]\n");

@@ -73,6 +73,10 @@ case_run established 1024 64 udp --tx-offload
 # to an established packet, against the row without classes of this run.
 case_run established 1024 64 udp --classes 1000
 
+# Appliance-requested bypass: established flows their appliance handed back
+# (sent straight back, no Geneve), against the established row of this run.
+case_run bypassed 1024 64 udp
+
 # Issue 28 item 4: the same cases on hugepages (as a production gateway runs),
 # the flow table in hugepage memory. Root reserves 2 MiB pages beside any
 # already reserved and mounts a hugetlbfs of its own; both are given back.

@@ -296,6 +296,14 @@ std::string movedText(const Json& m) {
   return fieldText(m, "from") + " (" + fieldText(m, "reason") + ago + ")";
 }
 
+// "BYPASSED BY 10.0.0.5, until +42s" (or "for the flow's life"), "-" when none.
+std::string bypassText(const Json& b) {
+  if (!b.is_object()) return "-";
+  const Json& u = field(b, "until_s");
+  return "BYPASSED BY " + fieldText(b, "by") +
+         (u.is_null() ? std::string(", for the flow's life") : ", until +" + formatDuration(fieldNumber(b, "until_s")));
+}
+
 std::string renderFlows(const Json& flows) {
   // CLASS: the traffic class a flow was created under, when gwlbd has classes.
   bool classes = false;
@@ -307,6 +315,11 @@ std::string renderFlows(const Json& flows) {
       {"KIND", Align::kLeft}, {"AGE", Align::kRight}, {"IDLE", Align::kRight},
       {"PACKETS", Align::kRight}, {"MOVED FROM", Align::kLeft}};
   if (classes) cols.insert(cols.begin() + 3, {"CLASS", Align::kLeft});
+  // BYPASS: when an appliance handed some flow back (appliance_bypass).
+  bool bypass = false;
+  if (flows.is_array())
+    for (const auto& f : flows) bypass = bypass || field(f, "bypass").is_object();
+  if (bypass) cols.push_back({"BYPASS", Align::kLeft});
   Table t(std::move(cols));
   if (flows.is_array()) {
     for (const auto& f : flows) {
@@ -324,6 +337,7 @@ std::string renderFlows(const Json& flows) {
           fieldText(f, "kind"), dur("age_s"), dur("idle_s"),
           countText(f, "packets"), movedText(field(f, "moved"))};
       if (classes) row.insert(row.begin() + 3, field(f, "class").is_null() ? "-" : fieldText(f, "class"));
+      if (bypass) row.push_back(bypassText(field(f, "bypass")));
       t.addRow(std::move(row));
     }
   }
@@ -354,6 +368,7 @@ std::string renderExplain(const Json& r) {
   const Json& moved = field(r, "moved");
   if (moved.is_object())
     kv.push_back({"moved from", movedText(moved) + ", old cookie " + fieldText(moved, "old_cookie")});
+  if (field(r, "bypass").is_object()) kv.push_back({"bypass", bypassText(field(r, "bypass"))});
   kv.push_back({"reason", fieldText(r, "reason")});
   const Json& m = field(r, "maglev");
   if (m.is_object()) {

@@ -209,7 +209,8 @@ void applyEncapOffload6(uint8_t* f, const EncapTemplate& t, size_t payload_len, 
   encapOffloadInline6(f, t, payload_len, udp_sport, protocol, cookie, tc_label);
 }
 
-GeneveStatus parseGeneve(const uint8_t* p, size_t len, GeneveInfo& out, Counter& drop) noexcept {
+GeneveStatus parseGeneve(const uint8_t* p, size_t len, GeneveInfo& out, Counter& drop,
+                         uint16_t gwlb_class) noexcept {
   out = GeneveInfo{};
   if (len < kGeneveBaseLen) return drop = Counter::drop_geneve_truncated, GeneveStatus::kDrop;
   out.version = p[0] >> 6;
@@ -244,12 +245,35 @@ GeneveStatus parseGeneve(const uint8_t* p, size_t len, GeneveInfo& out, Counter&
       } else if (t == kAwsOptFlowCookie && dlen == 4) {
         out.has_cookie = true, out.cookie = rd32(d), known = true;
       }
+    } else if (cls == gwlb_class && (type & 0x7F) == kGwlbOptBypass) {
+      // Known whatever its length (critical or not): a malformed request is
+      // refused and counted by the return path, the packet still delivered.
+      known = true;
+      out.has_bypass = true;
+      out.bypass_malformed = dlen != 4;
+      out.bypass_seconds = dlen == 4 ? rd32(d) : 0;
     }
     if (!known && (type & 0x80))
       return drop = Counter::drop_geneve_unknown_critical_option, GeneveStatus::kDrop;
     o = d + dlen;
   }
   return GeneveStatus::kOk;
+}
+
+size_t addBypassOption(const uint8_t* g, size_t len, uint8_t* out, size_t cap, uint16_t gwlb_class,
+                       uint32_t seconds) noexcept {
+  if (len < kGeneveBaseLen) return 0;
+  const size_t opt_len = size_t(g[0] & 0x3F) * 4;
+  if (kGeneveBaseLen + opt_len > len || opt_len + 8 > kMaxGeneveOptionsLen || len + 8 > cap) return 0;
+  const size_t at = kGeneveBaseLen + opt_len;
+  std::memcpy(out, g, at);
+  out[0] = uint8_t((g[0] & 0xC0) | ((opt_len + 8) / 4));
+  wr16(out + at, gwlb_class);
+  out[at + 2] = kGwlbOptBypass;
+  out[at + 3] = 1;  // one 4-byte word of data
+  wr32(out + at + 4, seconds);
+  std::memcpy(out + at + 8, g + at, len - at);
+  return len + 8;
 }
 
 }  // namespace gwlb

@@ -17,6 +17,11 @@
 // aws format: protocol 0x0800/0x86DD (inner L3), three class-0x0108 options:
 // type 1 endpoint ID (8 B), type 2 attachment ID (8 B), type 3 flow cookie (4 B).
 // ethernet format: protocol 0x6558, inner Ethernet frame, no options.
+//
+// gwlb's own options (class node.geneve_option_class, default 0xFF01 from the
+// experimental range of RFC 8926 section 7), in either format:
+//   type 0x01 bypass (appliance -> gwlb, on a returned packet), 4 bytes: the
+//   seconds the appliance asks not to see the flow (0: for the flow's life).
 #pragma once
 
 #include <array>
@@ -34,9 +39,9 @@ inline constexpr uint8_t kAwsOptEndpointId = 1;
 inline constexpr uint8_t kAwsOptAttachmentId = 2;
 inline constexpr uint8_t kAwsOptFlowCookie = 3;
 inline constexpr uint16_t kGwlbOptionClassDefault = 0xFF01;
-inline constexpr uint8_t kGwlbOptBypass = 0x01;
-inline constexpr uint8_t kGwlbOptMirror = 0x02;
-inline constexpr uint8_t kGwlbOptTag = 0x03;
+inline constexpr uint8_t kGwlbOptBypass = 0x01;  // appliance -> gwlb
+inline constexpr uint8_t kGwlbOptMirror = 0x02;  // gwlb -> mirror tool
+inline constexpr uint8_t kGwlbOptTag = 0x03;     // gwlb -> appliance
 inline constexpr size_t kGeneveBaseLen = 8;
 inline constexpr size_t kAwsOptionsLen = 32;  // (4+8) + (4+8) + (4+4)
 inline constexpr size_t kOuterL2L3L4Len = 14 + 20 + 8;
@@ -199,13 +204,28 @@ struct GeneveInfo {
   bool has_cookie = false, has_endpoint_id = false, has_attachment_id = false;
   uint32_t cookie = 0;
   uint64_t endpoint_id = 0, attachment_id = 0;
+  // gwlb's bypass option (class `gwlb_class` of parseGeneve): present with 4
+  // bytes of data (bypass_seconds), or present with another length (malformed:
+  // the packet is still delivered, the request refused).
+  bool has_bypass = false, bypass_malformed = false;
+  uint32_t bypass_seconds = 0;
 };
 
 enum class GeneveStatus : uint8_t { kOk, kControl, kDrop };
 
 // Validates the Geneve header at p[0..len) (the UDP payload). kControl: an
 // O-bit packet (counted, not forwarded). kDrop: `drop` says why (version,
-// truncation, option lengths, unknown critical option).
-GeneveStatus parseGeneve(const uint8_t* p, size_t len, GeneveInfo& out, Counter& drop) noexcept;
+// truncation, option lengths, unknown critical option). gwlb_class: the class
+// of gwlb's own options (node.geneve_option_class).
+GeneveStatus parseGeneve(const uint8_t* p, size_t len, GeneveInfo& out, Counter& drop,
+                         uint16_t gwlb_class = kGwlbOptionClassDefault) noexcept;
+
+// An appliance's side (gwlb-appliance, gwlb-replay's reflection): copies the
+// Geneve packet g[0..len) (UDP payload) to out[0..cap) with gwlb's bypass
+// option (class gwlb_class, `seconds`, 0: the flow's life) appended to its
+// options. Returns the new length, or 0 when it does not fit (cap, or the
+// 252-byte option area) or g is not a Geneve header.
+size_t addBypassOption(const uint8_t* g, size_t len, uint8_t* out, size_t cap, uint16_t gwlb_class,
+                       uint32_t seconds) noexcept;
 
 }  // namespace gwlb

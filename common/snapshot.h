@@ -186,6 +186,10 @@ struct ListenerView {
   // without an entry is answered with an RST while Dataplane::fleet_view_incomplete
   // says this node's flow records may be missing (docs/fleet.md).
   bool reset_on_fleet_unknown = false;
+  // appliance_bypass: its appliances may hand flows back (gwlb's Geneve
+  // bypass option) for at most bypass_max_s seconds (0: as asked).
+  bool bypass_allow = false;
+  uint32_t bypass_max_s = 0;
 };
 
 // One dataplane port as the workers see it. A frame is taken in only when its
@@ -216,6 +220,7 @@ struct Snapshot {
   MacAddr underlay_mac;
   uint16_t underlay_port = 0;
   uint32_t underlay_mtu = 1500;
+  uint16_t geneve_option_class = kGwlbOptionClassDefault;  // node.geneve_option_class
   uint32_t icmp_rate_per_s = 100;
   uint32_t tcp_reset_rate_per_s = 1000;  // RSTs per second per worker (node.tcp_reset_rate_per_s)
   // The UDP ports of every VXLAN group's tunnels (a handful, distinct): UDP

@@ -47,6 +47,44 @@ inline uint64_t packRoute(uint16_t server, uint32_t cookie) {
 inline uint16_t routeServer(uint64_t r) { return uint16_t(r >> 32); }
 inline uint32_t routeCookie(uint64_t r) { return uint32_t(r); }
 
+// An appliance's bypass of its flow (docs/product-rules.md "Appliance-requested
+// bypass") lives in the route's spare bits 48..62, so the entry keeps its
+// size and every new route (a move, a peer's move) ends it by construction:
+//   bit 62      bypassed: the flow's packets go straight back, uninspected
+//   bit 61      timed: it ends at `until`; clear: for the flow's life
+//   bits 48..60 until: the dataplane clock in units of 2^30 ns (1.07 s),
+//               rounded up and truncated to 13 bits; read by the signed
+//               13-bit difference to now, so right while within 4,398 s of
+//               it (a grant is at most kMaxBypassSeconds).
+// Compare routes by routeBase() where the appliance and cookie are meant.
+inline constexpr uint64_t kRouteBypass = 1ULL << 62;
+inline constexpr uint64_t kRouteBypassTimed = 1ULL << 61;
+inline constexpr uint64_t kRouteBypassMask = 0x7FFFULL << 48;
+inline constexpr int kBypassUnitShift = 30;
+inline constexpr uint32_t kMaxBypassSeconds = 3600;
+inline constexpr uint64_t routeBase(uint64_t r) noexcept { return r & ~kRouteBypassMask; }
+inline constexpr bool routeBypassed(uint64_t r) noexcept { return r & kRouteBypass; }
+inline constexpr bool routeBypassTimed(uint64_t r) noexcept { return r & kRouteBypassTimed; }
+// r bypassed until until_ns (dataplane clock), or for the flow's life (timed false).
+inline constexpr uint64_t withBypass(uint64_t r, bool timed, uint64_t until_ns) noexcept {
+  uint64_t unit = (until_ns + (1ULL << kBypassUnitShift) - 1) >> kBypassUnitShift;
+  return routeBase(r) | kRouteBypass |
+         (timed ? kRouteBypassTimed | (unit & 0x1FFF) << 48 : 0);
+}
+// Signed units from now to a timed bypass's end (<= 0: it has ended).
+inline constexpr int32_t bypassUnitsLeft(uint64_t r, uint64_t now_ns) noexcept {
+  uint32_t d = uint32_t((r >> 48) - (now_ns >> kBypassUnitShift)) & 0x1FFF;
+  return int32_t(d << 19) >> 19;
+}
+inline constexpr bool bypassEnded(uint64_t r, uint64_t now_ns) noexcept {
+  return routeBypassTimed(r) && bypassUnitsLeft(r, now_ns) <= 0;
+}
+// When a timed bypass ends, in dataplane-clock ns (read against now).
+inline constexpr uint64_t bypassUntilNs(uint64_t r, uint64_t now_ns) noexcept {
+  int64_t u = int64_t(now_ns >> kBypassUnitShift) + bypassUnitsLeft(r, now_ns);
+  return u > 0 ? uint64_t(u) << kBypassUnitShift : 0;
+}
+
 // moved: 0 = never moved; else bits 56..63 = reason (dp::MoveReason),
 // 32..47 = the appliance it left, 0..31 = the cookie it had there.
 inline uint64_t packMove(uint8_t reason, uint16_t from, uint32_t cookie) {

@@ -301,6 +301,13 @@ template <bool kClasses>
     }
   }
 
+  // An appliance handed this flow back: straight back to the router while its
+  // bypass lasts (docs/product-rules.md "Appliance-requested bypass").
+  if (routeBypassed(route)) [[unlikely]] {
+    if (applianceBypass(c, m, e, route, ref.fragment_key ? -1 : pos)) return;
+    server = routeServer(route);
+    if (server >= c.n_servers) return drop(c, m, Counter::drop_no_healthy_server);
+  }
   const ServerView& sv = s.servers[server];
   // Encapsulation follows the appliance's own group (format, VNI, IDs),
   // precomputed in its template by the snapshot builder.
@@ -405,7 +412,7 @@ template <bool kClasses>
   Counter why;
   GeneveStatus st = g.aws && parseGeneveAws(f + gen_off, end - gen_off, gi)
                         ? GeneveStatus::kOk
-                        : parseGeneve(f + gen_off, end - gen_off, gi, why);
+                        : parseGeneve(f + gen_off, end - gen_off, gi, why, s.geneve_option_class);
   if (st == GeneveStatus::kControl) return drop(c, m, Counter::drop_geneve_control), false;
   if (st == GeneveStatus::kDrop) return drop(c, m, why), false;
   if (g.vxlan) [[unlikely]]
@@ -441,6 +448,8 @@ template <bool kClasses>
   ri.l3_start = uint16_t(inner_off + in.l3_offset);
   ri.aws = g.aws;
   ri.vx_tunnel = -1;
+  ri.bypass = gi.has_bypass ? (gi.bypass_malformed ? 2 : 1) : 0;
+  ri.bypass_s = gi.bypass_seconds;
   return true;
 }
 
@@ -454,15 +463,21 @@ template <bool kClasses>
   // Concurrency rule R6 (docs/architecture.md "Flow entries: concurrency rules"):
   // the bulk lookup came before this burst's inserts.
   if (pos < 0 && c.insertedThisBurst(ref.hash)) pos = ft.lookup(ref.key, ref.hash);
-  if (pos < 0) [[unlikely]]
+  if (pos < 0) [[unlikely]] {
+    if (ri.bypass) c.w.counters.inc(Counter::bypass_refused_not_flow_appliance);
     return returnWithoutFlow(c, m, in, c.s.groups[c.s.servers[ri.server].group]);
+  }
   FlowEntry& e = ft.entry(pos);
   const uint16_t server = ri.server;
   // Concurrency rule R1 (docs/architecture.md "Flow entries: concurrency rules"):
   // no route yet: the flow is still being created.
   uint64_t route = e.route.load(std::memory_order_acquire);
-  if (!(route & kRouteSet)) return drop(c, m, Counter::drop_return_no_flow);
+  if (!(route & kRouteSet)) {
+    if (ri.bypass) c.w.counters.inc(Counter::bypass_refused_not_flow_appliance);
+    return drop(c, m, Counter::drop_return_no_flow);
+  }
   if (routeServer(route) != server || (ri.aws && routeCookie(route) != ri.cookie)) {
+    if (ri.bypass) c.w.counters.inc(Counter::bypass_refused_not_flow_appliance);
     // The appliance the flow moved away from, still returning its packets.
     // Concurrency rule R4 (docs/architecture.md "Flow entries: concurrency rules"):
     // `moved` is stored after the route, so for an instant this is wrong_appliance.
@@ -477,6 +492,11 @@ template <bool kClasses>
   uint64_t peer, self;
   if (!c.dp.flows->neighbours().words(e.l2[ref.dir].load(std::memory_order_acquire), peer, self))
     return drop(c, m, Counter::drop_return_no_l2);
+  // The flow's own appliance (address, cookie in aws format, and the
+  // listener its group serves, which keyed the lookup) asks for a bypass.
+  if (ri.bypass && !ref.fragment_key) [[unlikely]]
+    grantBypass(c, e, route, c.s.groups[c.s.servers[server].group].listener, ri.bypass_s,
+                ri.bypass == 2, pos);
 
   // Strip everything up to the inner IP header, then give it the L2 header of
   // the neighbour it came from: byte-identical at L3.

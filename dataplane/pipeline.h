@@ -64,7 +64,8 @@ struct Dataplane {
 };
 
 // A flow sync event: the flow's table position and what happened to it.
-enum class SyncEvent : uint8_t { kNew = 1, kMoved = 2 };
+// kBypass: an appliance's bypass began or was renewed (the route's bypass bits).
+enum class SyncEvent : uint8_t { kNew = 1, kMoved = 2, kBypass = 3 };
 inline void* packSyncEvent(int32_t pos, SyncEvent e) noexcept {
   return reinterpret_cast<void*>(uintptr_t(uint32_t(pos)) << 2 | uintptr_t(e));
 }
@@ -106,6 +107,10 @@ struct alignas(64) WorkerState {
   // Packets of each mirrored class seen by this worker, by counter slot: the
   // 1-in-N sampling of traffic_classes[].mirror.sample counts here.
   uint32_t mirror_tick[kMaxClasses] = {};
+  // Packets and bytes of flows each appliance handed back (appliance_bypass),
+  // sent straight back instead of to it: what its bypass saved it.
+  uint64_t server_bypassed_packets[kMaxServerIds] = {};
+  uint64_t server_bypassed_bytes[kMaxServerIds] = {};
 
   static void bump(uint64_t& slot, uint64_t by) noexcept {
     std::atomic_ref<uint64_t> r(slot);
@@ -122,6 +127,12 @@ struct alignas(64) WorkerState {
     bump(server_ret_packets[server], 1);
     bump(server_ret_bytes[server], bytes);
   }
+  void countBypassed(uint16_t server, uint64_t bytes) noexcept {
+    bump(server_bypassed_packets[server], 1);
+    bump(server_bypassed_bytes[server], bytes);
+  }
+  uint64_t bypassedPackets(uint16_t server) const noexcept { return read(server_bypassed_packets[server]); }
+  uint64_t bypassedBytes(uint16_t server) const noexcept { return read(server_bypassed_bytes[server]); }
   void countClass(uint16_t cls, uint64_t bytes) noexcept {
     bump(class_packets[cls], 1);
     bump(class_bytes[cls], bytes);

@@ -90,6 +90,20 @@ void sendReset(Ctx& c, rte_mbuf* m, const ParsedPacket& p, ResetReason why) noex
 // was consumed (an RST sent, or dropped); true when it goes on, `route` updated
 // (a SYN, which starts a connection, moves the flow to `ng`'s choice in service
 // and is noted for the fleet sync at `pos` when >= 0).
+// Appliance-requested bypass (dataplane/appliance_bypass.cc; docs/product-rules.md
+// "Appliance-requested bypass"), out of line: only bypassed flows and
+// returns with gwlb's bypass option call them.
+// A packet of a flow whose route (`route`, updated) is bypassed: true when it
+// was sent straight back; false when the bypass ended (its time, its
+// listener no longer allowing it, its appliance gone) and the packet goes on
+// to inspection.
+bool applianceBypass(Ctx& c, rte_mbuf* m, FlowEntry& e, uint64_t& route, int32_t pos) noexcept;
+// A valid return of the flow's own appliance (route `route`) that asked for a
+// bypass of `seconds` (malformed: a bad option) under listener `listener`:
+// grants it (one CAS on the route) or counts why not.
+void grantBypass(Ctx& c, FlowEntry& e, uint64_t route, uint8_t listener, uint32_t seconds,
+                 bool malformed, int32_t pos) noexcept;
+
 bool resetOrGoOn(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowEntry& e, uint8_t listener,
                  const GroupView* ng, int32_t pos, uint64_t& route) noexcept;
 
@@ -207,6 +221,9 @@ struct ReturnInfo {
   uint16_t l3_start;   // offset of the inner IP header in the frame
   bool aws;
   int8_t vx_tunnel;    // VXLAN: the tunnel it came back on (VxlanTunnel); -1: Geneve
+  // gwlb's bypass option: 0 none, 1 a request of bypass_s seconds, 2 malformed.
+  uint8_t bypass;
+  uint32_t bypass_s;
 };
 
 // A returned packet without a flow (pipeline.cc): a forwarding-check probe

@@ -48,6 +48,8 @@ bool prepareReturnVxlan(Ctx& c, rte_mbuf* m, const ParsedPacket& outer, ParsedPa
   ri.l3_start = uint16_t(inner_off + in.l3_offset);
   ri.aws = false;
   ri.vx_tunnel = int8_t(tunnel);
+  ri.bypass = 0;  // VXLAN carries no options: no bypass request
+  ri.bypass_s = 0;
   return true;
 }
 

@@ -31,6 +31,9 @@
 #   LAB_HC_HEALTHY (2)   LAB_HC_UNHEALTHY (2)   LAB_HC_EXTRA: more health_check keys ("passive: {...}")
 #   LAB_HC_FORWARDING true: forwarding checks (a probe through each appliance) too
 #   LAB_APP_ARGS, LAB_APP1_ARGS, LAB_APP2_ARGS   extra gwlb-appliance arguments
+#   LAB_BYPASS MAX_S    one listener over the group that allows appliance bypass of at most
+#                       MAX_S seconds (0: as asked; docs/product-rules.md "Appliance-requested
+#                       bypass"); with LAB_APP_ARGS="--bypass-after-bytes N" an IDS's stream depth
 #   LAB_APPLIANCE plain|stateful|mixed (plain)   stateful: every appliance forwards through its
 #                       namespace's kernel and an nftables conntrack firewall (gwlb-appliance --tun,
 #                       scripts/lab_stateful.nft); mixed: app1 and app3 stateful, app2 and app4 plain
@@ -136,6 +139,13 @@ traffic_classes:
 YAML
   else
     server_group_yaml appliances 0 1 "${1:-}"
+    if [ -n "${LAB_BYPASS:-}" ]; then
+      cat <<YAML
+listeners:
+  - { name: appliances, server_groups: [appliances],
+      appliance_bypass: { allow: true, max_seconds: $LAB_BYPASS } }
+YAML
+    fi
   fi
 }
 server_group_yaml() {  # server_group_yaml NAME I J EXTRA: a group of appliances I and J (0-based)

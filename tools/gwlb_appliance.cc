@@ -20,12 +20,19 @@
 //                       [--http ADDR:PORT] [--drop-dport N]... [--drop-proto P]...
 //                       [--unhealthy] [--blackhole] [--name NAME] [--max-flows N] [--quiet]
 //                       [--tun NAME [--tun-flows N] [--tun-idle SECONDS]]
-//                       [--mirror-sink FILE] [--option-class N]
+//                       [--mirror-sink FILE] [--option-class C]
+//                       [--bypass-after-bytes N [--bypass-seconds S]]
 // With --mirror-sink FILE it is a passive tool behind a mirror group: it
 // writes what each copy carried to FILE (pcap) and sends nothing back.
 // gwlb's own options (class --option-class) are read on every packet: the
 // mirror option's class id and direction, the tag option's value, counted
 // in /stats.
+//
+// --bypass-after-bytes is an IDS's stream depth: once a flow's packets have
+// brought N bytes (inner packets, both directions), every packet of it it
+// returns carries gwlb's bypass option, asking the gateway to stop sending it
+// the flow for S seconds (0: the flow's life; docs/product-rules.md
+// "Appliance-requested bypass").
 #include <utility>  // before Boost 1.74 Asio under C++20 (std::exchange)
 
 #include <boost/asio.hpp>
@@ -45,6 +52,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/geneve.h"
 #include "tools/appliance_options.h"
 #include "tools/appliance_packet.h"
 #include "tools/appliance_tun.h"
@@ -84,11 +92,14 @@ struct Options {
   std::vector<Rule> rules;
   gwlb::appliance::TunOptions tun;  // tun.device empty: no tun mode
   std::string mirror_sink;          // pcap path: a passive tool (nothing sent back)
-  uint16_t option_class = 0xFF01;   // gwlb's Geneve option class (node.geneve_option_class)
+  uint64_t bypass_after_bytes = 0;  // 0: never asks for a bypass
+  uint32_t bypass_seconds = 0;      // 0: for the flow's life
+  uint16_t option_class = gwlb::kGwlbOptionClassDefault;
 };
 
 struct FlowStats {
   uint64_t a_to_b = 0, b_to_a = 0, bytes = 0, dropped = 0;
+  uint64_t bypass_asked = 0;  // returned packets that carried the bypass option
   std::string first_src;  // the side that sent the first packet seen
   std::string format;
 };
@@ -238,6 +249,16 @@ class Appliance {
       }
     }
     if (tun_) return tun_->fromGeneve(p, n, 8 + optlen, l2_len, inner, from_);
+    if (opt_.bypass_after_bytes && fs && fs->bytes >= opt_.bypass_after_bytes) {
+      // Past the stream depth: this return asks the gateway for a bypass.
+      size_t m = gwlb::addBypassOption(p, n, out_.data(), out_.size(), opt_.option_class,
+                                       opt_.bypass_seconds);
+      if (m) {
+        ++fs->bypass_asked;
+        ++bypass_asked_;
+        return send(out_.data(), m);
+      }
+    }
     reply(n);
   }
 
@@ -252,10 +273,12 @@ class Appliance {
     ++sink_copies_[go.mirror_class][go.mirror_reverse ? 1 : 0];
   }
 
-  void reply(size_t n) {
+  void reply(size_t n) { send(buf_.data(), n); }
+
+  void send(const uint8_t* data, size_t n) {
     boost::system::error_code ec;
     udp::endpoint to(from_.address(), opt_.reply_port);
-    sock_.send_to(asio::buffer(buf_.data(), n), to, 0, ec);
+    sock_.send_to(asio::buffer(data, n), to, 0, ec);
     if (ec) { ++send_errors_; return; }
     ++passed_;
     bytes_out_ += n;
@@ -272,6 +295,7 @@ class Appliance {
     j["dropped"] = dropped_;
     j["send_errors"] = send_errors_;
     j["non_ip"] = non_ip_;
+    j["bypass_asked"] = bypass_asked_;
     j["malformed"] = nlohmann::json::object();
     for (auto& [k, v] : malformed_) j["malformed"][k] = v;
     j["formats"] = nlohmann::json::object();
@@ -294,7 +318,8 @@ class Appliance {
     for (auto& [k, f] : flows_) {
       j["flows"].push_back({{"proto", k.proto}, {"a", k.a.str()}, {"b", k.b.str()},
                             {"a_to_b", f.a_to_b}, {"b_to_a", f.b_to_a}, {"bytes", f.bytes},
-                            {"dropped", f.dropped}, {"first_src", f.first_src}, {"format", f.format}});
+                            {"dropped", f.dropped}, {"first_src", f.first_src}, {"format", f.format},
+                            {"bypass_asked", f.bypass_asked}});
     }
     return j;
   }
@@ -359,6 +384,7 @@ class Appliance {
       ctype = "application/json";
     } else if (path == "/stats/reset" && (get || post)) {
       packets_ = bytes_ = passed_ = bytes_out_ = dropped_ = send_errors_ = non_ip_ = flows_overflow_ = 0;
+      bypass_asked_ = 0;
       malformed_.clear();
       formats_.clear();
       flows_.clear();
@@ -395,10 +421,11 @@ class Appliance {
   tcp::acceptor acceptor_;
   asio::signal_set signals_;
   std::array<uint8_t, 65536> buf_{};
+  std::array<uint8_t, 65536 + 8> out_{};  // a return with the bypass option added
   udp::endpoint from_;
   bool unhealthy_ = false;
   uint64_t packets_ = 0, bytes_ = 0, passed_ = 0, bytes_out_ = 0, dropped_ = 0, send_errors_ = 0,
-           non_ip_ = 0, flows_overflow_ = 0;
+           non_ip_ = 0, flows_overflow_ = 0, bypass_asked_ = 0;
   std::map<std::string, uint64_t> malformed_, formats_;
   std::map<FlowKey, FlowStats> flows_;
   std::unique_ptr<gwlb::appliance::TunPath> tun_;
@@ -430,7 +457,10 @@ class Appliance {
   --tun-idle SECONDS   a tun flow idle this long is forgotten (default 350)
   --mirror-sink FILE   a passive tool: write the inner packet of each mirror copy to FILE
                        (pcap; aws format behind a zero Ethernet header) and send nothing back
-  --option-class N     gwlb's Geneve option class, decimal (default 65281 = 0xff01)
+  --bypass-after-bytes N  once a flow brought N bytes (inner packets, both ways), return
+                       its packets with gwlb's bypass option (an IDS's stream depth)
+  --bypass-seconds S   the bypass asked for lasts S seconds (default 0: the flow's life)
+  --option-class C     Geneve class of gwlb's options (default 0xFF01: node.geneve_option_class)
   --version            print the version and exit
 HTTP: GET /health (200 or 503), GET|POST /health/fail, GET|POST /health/ok,
       GET /stats (JSON), GET|POST /stats/reset
@@ -513,8 +543,18 @@ int main(int argc, char** argv) {
     else if (a == "--tun-flows") opt.tun.max_flows = parseNum(a, value(), 1, 10000000);
     else if (a == "--tun-idle") opt.tun.idle_seconds = parseNum(a, value(), 1, 86400);
     else if (a == "--mirror-sink") opt.mirror_sink = value();
-    else if (a == "--option-class") opt.option_class = uint16_t(parseNum(a, value(), 0, 65535));
-    else {
+    else if (a == "--bypass-after-bytes") opt.bypass_after_bytes = parseNum(a, value(), 1, 4000000000u);
+    else if (a == "--bypass-seconds") opt.bypass_seconds = parseNum(a, value(), 0, 3600);
+    else if (a == "--option-class") {
+      std::string v = value();
+      char* end = nullptr;
+      unsigned long c = std::strtoul(v.c_str(), &end, 0);
+      if (v.empty() || *end || c > 0xFFFF) {
+        std::fprintf(stderr, "gwlb-appliance: --option-class: '%s' is not 0..0xFFFF\n", v.c_str());
+        return 2;
+      }
+      opt.option_class = uint16_t(c);
+    } else {
       std::fprintf(stderr, "gwlb-appliance: unknown argument '%s' (try --help)\n", a.c_str());
       return 2;
     }

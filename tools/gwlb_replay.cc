@@ -53,7 +53,11 @@ void usage(FILE* f) {
                "Runs gwlbd's worker pipeline over a capture. Writes DIR/to-appliances.pcap,\n"
                "DIR/returned.pcap and DIR/summary.json.\n"
                "  --reflect          act as transparent appliances: send every Geneve packet back\n"
-               "  --appliance-in F   also feed F as traffic arriving from the appliances\n"
+               "  --appliance-in F   also feed F as traffic arriving from the appliances (gwlb's bypass\n"
+               "                     option in them is honoured as gwlbd does)\n"
+               "  --reflect-bypass-after N  with --reflect: once a flow brought N bytes (inner\n"
+               "                     packets), its reflections carry gwlb's bypass option (the\n"
+               "                     flow's life; class node.geneve_option_class)\n"
                "  --events FILE      YAML list of appliance changes at capture times, applied as\n"
                "                     gwlbd would (docs/replay.md), e.g.\n"
                "                       - { at: 4s, server: 192.0.2.10, health: unhealthy }\n"
@@ -126,6 +130,7 @@ int main(int argc, char** argv) {
                               {"out-dir", required_argument, nullptr, 'o'},
                               {"reflect", no_argument, nullptr, 'r'},
                               {"appliance-in", required_argument, nullptr, 'a'},
+                              {"reflect-bypass-after", required_argument, nullptr, 'B'},
                               {"events", required_argument, nullptr, 'e'},
                               {"workers", required_argument, nullptr, 'w'},
                               {"burst", required_argument, nullptr, 'b'},
@@ -145,6 +150,15 @@ int main(int argc, char** argv) {
       case 'o': o.out_dir = optarg; break;
       case 'r': o.reflect = true; break;
       case 'a': o.appliance_in = optarg; break;
+      case 'B': {
+        char* end = nullptr;
+        o.reflect_bypass_after = std::strtoull(optarg, &end, 10);
+        if (!*optarg || *end || o.reflect_bypass_after == 0) {
+          std::fprintf(stderr, "gwlb-replay: --reflect-bypass-after: '%s' is not a byte count above 0\n", optarg);
+          return 2;
+        }
+        break;
+      }
       case 'e': o.events = optarg; break;
       case 'w': o.workers = unsigned(std::strtoul(optarg, nullptr, 10)); break;
       case 'b': o.burst = unsigned(std::strtoul(optarg, nullptr, 10)); break;
@@ -193,6 +207,10 @@ int main(int argc, char** argv) {
   }
   if (o.nodes && !o.appliance_in.empty()) {
     std::fprintf(stderr, "gwlb-replay: --node takes --in only (not --appliance-in)\n");
+    return 2;
+  }
+  if (o.reflect_bypass_after && !o.reflect) {
+    std::fprintf(stderr, "gwlb-replay: --reflect-bypass-after needs --reflect\n");
     return 2;
   }
 
@@ -250,6 +268,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gwlb-replay: node %u/%u (ECMP %s): %zu of %zu frames\n", o.node,
                  o.nodes, toString(o.ecmp_policy), frames.size(), all);
   }
+  o.option_class = cfg.node.geneve_option_class;
   size_t n_router_in = frames.size();
   if (!o.appliance_in.empty() &&
       !readPcap(o.appliance_in, cfg.node.underlay_port, maxDataRoom(), frames, err, cs)) {

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/checksum.h"
+#include "common/flow_key.h"
+#include "common/geneve.h"
 #include "common/packet_parser.h"
 
 namespace gwlb::replay {
@@ -89,6 +92,51 @@ void reflect(rte_mbuf* m) {
   std::memcpy(ip, f + 14 + 12, 4);
   std::memcpy(f + 14 + 12, f + 14 + 16, 4);
   std::memcpy(f + 14 + 16, ip, 4);
+}
+
+namespace {
+constexpr size_t kGeneveAt = 14 + 20 + 8;  // what applyEncap writes: no VLAN, no IPv4 options
+}  // namespace
+
+bool reflectedFlow(const rte_mbuf* m, std::string& key, size_t& inner_len) {
+  const uint8_t* f = rte_pktmbuf_mtod(m, const uint8_t*);
+  const size_t len = m->data_len;
+  if (len < kGeneveAt + 8) return false;
+  const size_t inner = kGeneveAt + 8 + size_t(f[kGeneveAt] & 0x3F) * 4;
+  if (inner > len) return false;
+  const uint16_t proto = rd16(f + kGeneveAt + 2);
+  ParsedPacket p;
+  Counter why;
+  ParseStatus st = proto == kEtherTypeTeb ? parseFrame(f + inner, len - inner, p, why)
+                                          : parseL3(f + inner, len - inner, proto, p, why);
+  if (st != ParseStatus::kOk) return false;
+  KeyedPacket kp = makeFlowKey(p.tuple, StickinessMode::kFiveTuple, 0);
+  key.assign(reinterpret_cast<const char*>(&kp.key), sizeof kp.key);
+  inner_len = len - inner;
+  return true;
+}
+
+bool addBypassToReflection(rte_mbuf* m, uint16_t option_class, uint32_t seconds) {
+  if (m->data_len < kGeneveAt + 8) return false;
+  const uint8_t* f = rte_pktmbuf_mtod(m, const uint8_t*);
+  const size_t opt_len = size_t(f[kGeneveAt] & 0x3F) * 4;
+  const size_t hdr = kGeneveAt + 8 + opt_len;
+  if (hdr > m->data_len || opt_len + 8 > kMaxGeneveOptionsLen) return false;
+  uint8_t* n = reinterpret_cast<uint8_t*>(rte_pktmbuf_prepend(m, 8));
+  if (!n) return false;
+  std::memmove(n, n + 8, hdr);
+  uint8_t* o = n + hdr;
+  wr16(o, option_class);
+  o[2] = kGwlbOptBypass;
+  o[3] = 1;
+  wr32(o + 4, seconds);
+  n[kGeneveAt] = uint8_t((n[kGeneveAt] & 0xC0) | ((opt_len + 8) / 4));
+  wr16(n + 14 + 2, uint16_t(rd16(n + 14 + 2) + 8));  // IPv4 total length
+  wr16(n + 14 + 10, 0);
+  wr16(n + 14 + 10, inetChecksum(n + 14, 20));
+  wr16(n + 34 + 4, uint16_t(rd16(n + 34 + 4) + 8));  // UDP length
+  wr16(n + 34 + 6, 0);                               // no UDP checksum (IPv4 allows it)
+  return true;
 }
 
 bool parseEcmpPolicy(const std::string& text, EcmpPolicy& out) {

@@ -65,6 +65,16 @@ class PcapWriter {
 // and the Geneve header. Swapping addresses leaves both checksums valid.
 void reflect(rte_mbuf* m);
 
+// --reflect-bypass-after: the canonical key (5-tuple, both directions alike)
+// and inner length of a Geneve packet the pipeline wrote (outer Ethernet,
+// IPv4, UDP, Geneve), or false when its inner packet does not parse.
+bool reflectedFlow(const rte_mbuf* m, std::string& key, size_t& inner_len);
+// Adds gwlb's bypass option (class, seconds; 0: the flow's life) to the
+// Geneve header of such a packet, as an appliance asking for a bypass
+// would: 8 bytes more, outer lengths and IPv4 checksum fixed, UDP checksum 0.
+// False when there is no room (headroom, the 252-byte option area).
+bool addBypassToReflection(rte_mbuf* m, uint16_t option_class, uint32_t seconds);
+
 // How the router in front of a fleet hashes a packet to pick a node
 // (--ecmp-policy, docs/replay.md). What matters for a fleet is which packets
 // it keeps together: a datagram's fragments reach one node under kL3 and

@@ -10,6 +10,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <map>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -185,6 +186,10 @@ struct Replay::State {
   unsigned rr = 0;
   uint64_t now = 0;
   uint64_t reflected = 0, alloc_retries = 0;
+  // --reflect-bypass-after: inner bytes reflected per flow, and reflections
+  // that asked for a bypass.
+  std::map<std::string, uint64_t> reflected_bytes;
+  uint64_t reflected_bypass = 0;
   std::vector<Job*> round;
 
   // --events windows: from an applied event's boundary to the next one.
@@ -386,6 +391,14 @@ void Replay::State::drain() {
           timeline->toAppliance(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len, ts);
           if (o.reflect) {
             reflect(m);
+            if (o.reflect_bypass_after) {
+              std::string key;
+              size_t inner = 0;
+              if (reflectedFlow(m, key, inner) &&
+                  (reflected_bytes[key] += inner) >= o.reflect_bypass_after &&
+                  addBypassToReflection(m, o.option_class, 0))
+                ++reflected_bypass;
+            }
             m->port = engine->config().node.underlay_port;
             pending_reflect.push_back(m);
             ++reflected;
@@ -636,6 +649,7 @@ int Replay::finish() {
   in.returned = s.returned.count();
   in.to_mirrors = s.to_mirrors.count();
   in.reflected = s.reflected;
+  in.reflected_bypass = s.reflected_bypass;
   in.alloc_retries = s.alloc_retries;
   in.first_ts = s.first_ts;
   for (auto& w : s.workers)

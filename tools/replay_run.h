@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/counters.h"
+#include "common/geneve.h"
 #include "control/config/config.h"
 #include "control/engine/scripted_events.h"
 #include "tools/replay_io.h"
@@ -20,6 +21,11 @@ namespace gwlb::replay {
 struct Options {
   std::string config, in, out_dir, appliance_in, events;
   bool reflect = false;
+  // --reflect-bypass-after N: a reflecting appliance that asks for a bypass
+  // (for the flow's life, class option_class) once a flow brought it N bytes
+  // (inner packets, both directions); 0: never.
+  uint64_t reflect_bypass_after = 0;
+  uint16_t option_class = gwlb::kGwlbOptionClassDefault;
   unsigned workers = 1;
   unsigned burst = 32;
   // --node K/N: this run is node K (1..N) of a simulated fleet of N and is

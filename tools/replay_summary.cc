@@ -176,6 +176,18 @@ void writeSummary(const SummaryInput& in) {
   j["returned_packets"] = in.returned;
   j["to_mirrors_packets"] = in.to_mirrors;
   j["reflected_packets"] = in.reflected;
+  j["reflected_bypass_requests"] = in.reflected_bypass;
+  {
+    auto c = [&](Counter k) { return in.total.v[size_t(k)]; };
+    j["appliance_bypass"] = {{"granted", c(Counter::bypass_granted)},
+                             {"renewed", c(Counter::bypass_renewed)},
+                             {"bypassed_packets", c(Counter::appliance_bypassed)},
+                             {"ended_expired", c(Counter::bypass_ended_expired)},
+                             {"ended_disallowed", c(Counter::bypass_ended_disallowed)},
+                             {"refused_not_allowed", c(Counter::bypass_refused_not_allowed)},
+                             {"refused_bad_option", c(Counter::bypass_refused_bad_option)},
+                             {"refused_not_flow_appliance", c(Counter::bypass_refused_not_flow_appliance)}};
+  }
   j["flows_in_table"] = flows.count();
   j["mbuf_alloc_retries"] = in.alloc_retries;
   j["largest_frame"] = cs.largest;

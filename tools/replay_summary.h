@@ -42,6 +42,7 @@ struct SummaryInput {
   size_t n_router_in = 0, appliance_in = 0;
   uint64_t to_appliances = 0, returned = 0, reflected = 0, alloc_retries = 0;
   uint64_t to_mirrors = 0;  // copies for mirror groups (to-mirrors.pcap)
+  uint64_t reflected_bypass = 0;  // reflections that asked for a bypass (--reflect-bypass-after)
   uint64_t first_ts = 0;
   WorkerCounters total;
   const nlohmann::json* lifecycle_changes = nullptr;

@@ -81,6 +81,14 @@ struct ListenerTcpResetConfig {
   // in a fleet, only then, and a guess sends a stateful appliance a flow it drops.
   bool on_fleet_view_incomplete = true;
 };
+// Appliance-requested bypass (docs/product-rules.md "Appliance-requested
+// bypass"): whether an appliance of the listener may hand a flow back with
+// gwlb's bypass option, and for how long at most (0: as long as it asks,
+// the flow's life included).
+struct ApplianceBypassConfig {
+  bool allow = false;
+  uint32_t max_seconds = 0;                  // 0..3600
+};
 // Passive detection (docs/product-rules.md "Passive detection"): an appliance
 // in service that was sent at least min_packets Geneve packets and returned
 // none over the last window is ejected, unhealthy (no returns), while fewer
@@ -212,6 +220,9 @@ struct NodeConfig {
   // (0 = busy polling, the default). For labs and VMs sharing few cores; each
   // packet that arrives while a worker sleeps waits up to this long.
   uint32_t idle_sleep_us = 0;
+  // The Geneve option class of gwlb's own options (bypass from appliances),
+  // from the experimental range 0xFF00..0xFFFF by default.
+  uint16_t geneve_option_class = 0xFF01;
 };
 
 struct DataplaneConfig {
@@ -268,6 +279,7 @@ struct ListenerConfig {
   uint32_t failback_hold_s = 0;              // 0..3600: a region must stay healthy this long before traffic returns
   WhenAllUnhealthy when_all_unhealthy = WhenAllUnhealthy::kFailOpen;  // no region healthy
   ListenerTcpResetConfig send_tcp_reset;
+  ApplianceBypassConfig appliance_bypass;
 };
 // Traffic classes (issue 27): an ordered list, first match wins, that sends
 // each new flow to a listener (inspect), straight back (bypass) or nowhere

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/geneve.h"
+
 namespace gwlb::ctl {
 
 namespace {
@@ -102,6 +104,9 @@ std::string sectionText(DigestSection sec, const Config& c, const FlowHashKey& k
       default: break;
     }
   }
+  // Which returns ask for a bypass: every node must read the same class.
+  if (sec == DigestSection::kGroups && c.node.geneve_option_class != kGwlbOptionClassDefault)
+    t.put("node.geneve_option_class", c.node.geneve_option_class);
   if (sec == DigestSection::kHash) {
     // Only this section's SHA-256 (truncated) leaves the node, never the key.
     t.put("flow_hash_key", std::to_string(key.k0) + "." + std::to_string(key.k1));
@@ -117,6 +122,11 @@ std::string sectionText(DigestSection sec, const Config& c, const FlowHashKey& k
       if (l.send_tcp_reset.on_idle_timeout) t.put(p + "send_tcp_reset.on_idle_timeout", true);
       if (!l.send_tcp_reset.on_fleet_view_incomplete)
         t.put(p + "send_tcp_reset.on_fleet_view_incomplete", false);
+      // Only when allowed: a config without appliance bypass keeps the digest it had.
+      if (l.appliance_bypass.allow) {
+        t.put(p + "appliance_bypass.allow", true);
+        t.put(p + "appliance_bypass.max_seconds", l.appliance_bypass.max_seconds);
+      }
     }
   }
   if (sec == DigestSection::kClasses) {

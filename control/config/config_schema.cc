@@ -28,6 +28,8 @@ constexpr Range kU64Range{0, std::numeric_limits<uint64_t>::max(), true};
 constexpr Range kIdleRange{60, 6000};
 constexpr Range kDrainRange{1, 3600};
 constexpr Range kHoldRange{0, 3600};
+constexpr Range kBypassSecondsRange{0, 3600};
+constexpr Range kOptionClassRange{0, 0xFFFF, true};
 constexpr Range kPacketsRange{1, 1000000000};
 constexpr Range kPassiveWindowRange{100, 300000};
 constexpr Range kBaseEjectionRange{0, 3600000};
@@ -333,6 +335,12 @@ uint32_t nextPrime(uint32_t n) {
   for (uint64_t p = n; p <= kMaglevRange.hi; ++p)
     if (isPrime(static_cast<uint32_t>(p))) return static_cast<uint32_t>(p);
   return 0;
+}
+
+// AWS's class would make gwlb read AWS's own options as its requests.
+void checkOptionClass(const void* v, const std::string& path, Report& r) {
+  if (as<uint16_t>(v) == 0x0108)
+    r.add(path, "0x0108 is AWS's option class; pick another (default 0xFF01, experimental range)");
 }
 
 void checkMaglevPrime(const void* v, const std::string& path, Report& r) {
@@ -750,6 +758,12 @@ const Key kNodeKeys[] = {
      .doc = "A worker sleeps this long after a poll round that found nothing (0: busy polling). "
             "For labs and VMs short of cores: a packet may wait this long more.",
      .range = kIdleSleepRange, .reload = Reload::kRestart},
+    {.name = "geneve_option_class", .kind = Kind::kUint,
+     .acc = member<&NodeConfig::geneve_option_class>(),
+     .doc = "Geneve option class of gwlb's own options (an appliance's bypass request); "
+            "every appliance must use the same. 0x0108 (AWS's) is refused.",
+     .range = kOptionClassRange, .check = checkOptionClass,
+     .range_doc = "0x0000..0xFFFF, not 0x0108", .default_doc = "0xFF01 (experimental range)"},
 };
 const Section kNodeSection{"node", kNodeKeys};
 
@@ -862,6 +876,17 @@ const Key kListenerResetKeys[] = {
 };
 const Section kListenerResetSection{"listeners[].send_tcp_reset", kListenerResetKeys};
 
+const Key kApplianceBypassKeys[] = {
+    {.name = "allow", .kind = Kind::kBool, .acc = member<&ApplianceBypassConfig::allow>(),
+     .doc = "An appliance of this listener may hand a flow back with gwlb's bypass option: "
+            "its packets then go straight back to the router, uninspected."},
+    {.name = "max_seconds", .kind = Kind::kSeconds, .acc = member<&ApplianceBypassConfig::max_seconds>(),
+     .doc = "The longest bypass granted; longer requests (and the flow's life) are cut to it. "
+            "0: as asked (a timed request is cut to 3600 s).",
+     .range = kBypassSecondsRange},
+};
+const Section kApplianceBypassSection{"listeners[].appliance_bypass", kApplianceBypassKeys};
+
 const Key kListenerKeys[] = {
     {.name = "name", .kind = Kind::kString, .acc = member<&ListenerConfig::name>(),
      .doc = "Also the name on the health endpoint.", .required = true, .what = "a listener name",
@@ -880,6 +905,10 @@ const Key kListenerKeys[] = {
     {.name = "send_tcp_reset", .kind = Kind::kSection, .acc = member<&ListenerConfig::send_tcp_reset>(),
      .doc = "RSTs for TCP flows that expired idle ([product-rules.md](product-rules.md#2-existing-flows-when-an-appliance-leaves-rebalance-and-draining)).",
      .sub = &kListenerResetSection},
+    {.name = "appliance_bypass", .kind = Kind::kSection,
+     .acc = member<&ListenerConfig::appliance_bypass>(),
+     .doc = "Flows its appliances may hand back ([product-rules.md](product-rules.md#appliance-requested-bypass)).",
+     .sub = &kApplianceBypassSection},
 };
 const Section kListenerSection{"listeners[]", kListenerKeys};
 

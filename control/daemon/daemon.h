@@ -53,6 +53,8 @@ double unixNow();
 // Packets and bytes sent to one appliance and returned from it.
 struct ServerTraffic {
   uint64_t sent_packets = 0, sent_bytes = 0, returned_packets = 0, returned_bytes = 0;
+  // Packets of flows it handed back (appliance_bypass), sent straight back instead.
+  uint64_t bypassed_packets = 0, bypassed_bytes = 0;
 };
 
 class Daemon {

@@ -67,6 +67,18 @@ json movedJson(const dp::FlowEntry& e, const dp::Snapshot* s, uint64_t now) {
           {"moves", e.moves.load(std::memory_order_relaxed)}};
 }
 
+// Its appliance's bypass (null when none, or a timed one that ended and
+// awaits the flow's next packet to clear it): who asked, and the seconds left
+// (null: for the flow's life).
+json bypassJson(uint64_t r, const dp::Snapshot* s, uint64_t now) {
+  if (!dp::routeBypassed(r) || dp::bypassEnded(r, now)) return nullptr;
+  uint16_t sid = dp::routeServer(r);
+  json by = s && sid < s->servers.size() ? json(IpAddr::v4(s->servers[sid].ip).str()) : json(nullptr);
+  if (!dp::routeBypassTimed(r)) return {{"by", by}, {"until_s", nullptr}};
+  uint64_t until = dp::bypassUntilNs(r, now);
+  return {{"by", by}, {"until_s", until > now ? double(until - now) / 1e9 : 0.0}};
+}
+
 }  // namespace
 
 std::string Daemon::snapshotListenerName(uint8_t li) const {
@@ -158,6 +170,7 @@ json flowsPage(const dp::FlowTable& flows, const dp::Snapshot* s, const FlowsQue
                     {"idle_s", now > seen ? double(now - seen) / 1e9 : 0.0},
                     {"packets", e.packets.load(std::memory_order_relaxed)},
                     {"moved", movedJson(e, s, now)}});
+    if (json b = bypassJson(r, s, now); !b.is_null()) rows.back()["bypass"] = b;
     // The traffic class the flow was created under (none without classes):
     // the entry holds its name's counter slot (control/engine/class_slots.h).
     uint16_t slot = dp::originClass(e.origin.load(std::memory_order_relaxed));
@@ -266,8 +279,20 @@ json Daemon::apiExplain(const json& p) {
     if (!cls.is_null() && (!inspected || entry_li != li))
       reason += "; the flow began when the classes sent it to listener '" + snapshotListenerName(entry_li) +
                 "': it keeps its listener and appliance until it ends (class changes apply to new flows)";
+    json bypass = bypassJson(r, s, now);
+    if (!bypass.is_null()) {
+      reason += "; BYPASSED BY " + (bypass["by"].is_null() ? std::string("?") : bypass["by"].get<std::string>());
+      if (bypass["until_s"].is_null()) {
+        reason += " for the flow's life";
+      } else {
+        std::snprintf(buf, sizeof buf, " for %.0f s more", bypass["until_s"].get<double>());
+        reason += buf;
+      }
+      reason += ": its packets go straight back to the router, uninspected";
+    }
     out["reason"] = reason;
     out["moved"] = moved;
+    out["bypass"] = bypass;
   } else if (!inspected) {
     out["existing"] = false;
     out["appliance"] = nullptr;

@@ -55,7 +55,9 @@ json Daemon::apiServers(const json& p) {
                 {"packets", tr.sent_packets},
                 {"bytes", tr.sent_bytes},
                 {"returned_packets", tr.returned_packets},
-                {"returned_bytes", tr.returned_bytes}};
+                {"returned_bytes", tr.returned_bytes},
+                {"bypassed_packets", tr.bypassed_packets},
+                {"bypassed_bytes", tr.bypassed_bytes}};
       if (le) {
         j["reason"] = le->why;
         j["drain"] = drainJson(*le);
@@ -83,6 +85,8 @@ json Daemon::apiServers(const json& p) {
                    {"bytes", tr.sent_bytes},
                    {"returned_packets", tr.returned_packets},
                    {"returned_bytes", tr.returned_bytes},
+                   {"bypassed_packets", tr.bypassed_packets},
+                   {"bypassed_bytes", tr.bypassed_bytes},
                    {"drain", drainJson(le)}});
   }
   uint64_t at = engine_->flowsCountedAt(), now = dp::monotonicNs();

@@ -267,6 +267,12 @@ void Daemon::serverMetrics(std::ostringstream& o) const {
       {"gwlb_server_returned_bytes_total",
        "bytes of those packets as the appliance sent them (Geneve frames)",
        &ServerTraffic::returned_bytes},
+      {"gwlb_server_bypassed_packets_total",
+       "packets of flows each appliance handed back (appliance_bypass), sent straight back "
+       "toward the router instead of to it",
+       &ServerTraffic::bypassed_packets},
+      {"gwlb_server_bypassed_bytes_total", "bytes of those packets (frame length)",
+       &ServerTraffic::bypassed_bytes},
   };
   for (const auto& [name, help, field] : families) {
     metric(o, name, "counter", help);

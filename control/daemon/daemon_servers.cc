@@ -21,6 +21,8 @@ void Daemon::idsFreed(const std::vector<uint16_t>& freed) {
       b.sent_bytes += st->sentBytes(id);
       b.returned_packets += st->returnedPackets(id);
       b.returned_bytes += st->returnedBytes(id);
+      b.bypassed_packets += st->bypassedPackets(id);
+      b.bypassed_bytes += st->bypassedBytes(id);
     }
   }
   spdlog::debug("server ids: {} reclaimed ({} held, {} free)", freed.size(), registry().held(),
@@ -35,11 +37,14 @@ ServerTraffic Daemon::trafficOf(uint16_t id) const {
     t.sent_bytes += st->sentBytes(id);
     t.returned_packets += st->returnedPackets(id);
     t.returned_bytes += st->returnedBytes(id);
+    t.bypassed_packets += st->bypassedPackets(id);
+    t.bypassed_bytes += st->bypassedBytes(id);
   }
   if (id < traffic_base_.size()) {
     const ServerTraffic& b = traffic_base_[id];
     t.sent_packets -= b.sent_packets, t.sent_bytes -= b.sent_bytes;
     t.returned_packets -= b.returned_packets, t.returned_bytes -= b.returned_bytes;
+    t.bypassed_packets -= b.bypassed_packets, t.bypassed_bytes -= b.bypassed_bytes;
   }
   return t;
 }

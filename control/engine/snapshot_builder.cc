@@ -390,6 +390,7 @@ std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ServerRegistry& reg,
   s->underlay_mac = cfg.node.underlay_mac;
   s->underlay_port = cfg.node.underlay_port;
   s->underlay_mtu = cfg.node.underlay_mtu;
+  s->geneve_option_class = cfg.node.geneve_option_class;
   s->icmp_rate_per_s = cfg.node.icmp_rate_per_s;
   s->tcp_reset_rate_per_s = cfg.node.tcp_reset_rate_per_s;
   s->ports = resolvePorts(cfg, devices);
@@ -498,6 +499,8 @@ std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ServerRegistry& reg,
         if (lc.name == l.name) {
           lv.reset_on_idle = lc.send_tcp_reset.on_idle_timeout;
           lv.reset_on_fleet_unknown = lc.send_tcp_reset.on_fleet_view_incomplete;
+          lv.bypass_allow = lc.appliance_bypass.allow;
+          lv.bypass_max_s = lc.appliance_bypass.max_seconds;
         }
       s->reset_on_idle_any |= lv.reset_on_idle;
       s->reset_on_fleet_unknown_any |= lv.reset_on_fleet_unknown;

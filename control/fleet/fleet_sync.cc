@@ -63,6 +63,18 @@ bool FleetSync::makeRecord(int32_t pos, const FlowKey& key, sync::RecordKind kin
   auto ms = [](uint64_t ns) { return uint32_t(std::min<uint64_t>(ns / 1'000'000, UINT32_MAX)); };
   out.idle_for_ms = now > seen ? ms(now - seen) : 0;
   out.age_ms = now > born ? ms(now - born) : 0;
+  // Its appliance's bypass, with the seconds it has left (an ended one, not
+  // yet cleared by a packet, is sent as none).
+  if (dp::routeBypassed(route)) {
+    if (!dp::routeBypassTimed(route)) {
+      out.bypass = sync::kRecordBypassed;
+    } else if (!dp::bypassEnded(route, now)) {
+      uint64_t until = dp::bypassUntilNs(route, now);
+      out.bypass = sync::kRecordBypassed | sync::kRecordBypassTimed;
+      out.bypass_left_s = uint16_t(std::clamp<uint64_t>((until - now + 999'999'999) / 1'000'000'000, 1,
+                                                        dp::kMaxBypassSeconds));
+    }
+  }
   return true;
 }
 
@@ -115,7 +127,7 @@ InstallResult FleetSync::install(const sync::Record& r, uint64_t now) {
     // Lost: a worker created it meanwhile; handled as an existing flow below.
   }
   if (result != InstallResult::kInstalled) {
-    if (route == want) {
+    if (dp::routeBase(route) == want) {
       result = InstallResult::kRefreshed;
     } else if (prev != dp::kNoServer && dp::routeServer(route) == prev && dp::routeCookie(route) == r.prev_cookie &&
                (r.kind == sync::RecordKind::kChanged ||
@@ -169,6 +181,20 @@ InstallResult FleetSync::install(const sync::Record& r, uint64_t now) {
       uint64_t local = e.last_seen.ns(now);
       if (seen > local) e.last_seen.store(seen);
     }
+  }
+  // The appliance's bypass as the peer has it (docs/fleet.md "Flow state
+  // sync"), on the same route only: a peer's record of a bypass that began
+  // sets it here; a change without one (it ended there) clears it.
+  // Concurrency rule R9 (docs/architecture.md "Flow entries: concurrency rules"):
+  // one CAS; a worker's move or grant wins a race.
+  uint64_t cur = e.route.load(std::memory_order_acquire);
+  if (dp::routeBase(cur) == want) {
+    uint64_t next = cur;
+    if (r.bypass & sync::kRecordBypassed)
+      next = dp::withBypass(cur, r.bypass_timed(), now + uint64_t(r.bypass_left_s) * 1'000'000'000);
+    else if (r.kind == sync::RecordKind::kChanged)
+      next = dp::routeBase(cur);
+    if (next != cur) e.route.compare_exchange_strong(cur, next, std::memory_order_acq_rel);
   }
   // What a peer told us is not sent back to it (nor to the others) unless
   // this node's own packets refresh it later.
@@ -231,7 +257,8 @@ void FleetSync::sendHealth() {
   for (size_t i = 0; i < view.size(); i += sync::kMaxHealthEntries) {
     size_t n = std::min(view.size() - i, sync::kMaxHealthEntries);
     sync::Header h = header(sync::MsgType::kHealth);
-    h.nonce = sync::kFeatureConfigDigest;  // we take config digests (old peers ignore it)
+    // What we take: config digests, records' bypass flags (old peers ignore the bits).
+    h.nonce = sync::kFeatureConfigDigest | sync::kFeatureBypass;
     size_t len = sync::encodeHealth(key_, h, view.data() + i, n, out_.data(), out_.size());
     sendToPeers(out_.data(), len, 0);
   }
@@ -249,7 +276,8 @@ void FleetSync::drainEvents(uint64_t now) {
       int32_t pos = dp::syncEventPos(ev[i]);
       FlowKey key;
       if (!flows_.keyAt(pos, key)) continue;  // expired since
-      sync::RecordKind kind = dp::syncEventKind(ev[i]) == dp::SyncEvent::kMoved
+      // A bypass that began or ended is a change of the flow, as a move is.
+      sync::RecordKind kind = dp::syncEventKind(ev[i]) != dp::SyncEvent::kNew
                                   ? sync::RecordKind::kChanged
                                   : sync::RecordKind::kNew;
       sync::Record r;
@@ -317,7 +345,15 @@ void FleetSync::flush(uint64_t now) {
   if (pending_.empty()) return;
   size_t len = sync::encode(key_, header(sync::MsgType::kRecords), pending_.data(), pending_.size(),
                             out_.data(), out_.size());
-  sendToPeers(out_.data(), len, pending_.size());
+  bool any_bypass = std::any_of(pending_.begin(), pending_.end(),
+                                [](const sync::Record& r) { return r.bypass != 0; });
+  sendToPeers(out_.data(), len, pending_.size(), any_bypass ? 1 : -1);
+  if (any_bypass) {  // the same records without their bypass flags, for older peers
+    for (sync::Record& r : pending_) r.bypass = 0, r.bypass_left_s = 0;
+    len = sync::encode(key_, header(sync::MsgType::kRecords), pending_.data(), pending_.size(),
+                       out_.data(), out_.size());
+    sendToPeers(out_.data(), len, pending_.size(), 0);
+  }
   pending_.clear();
   last_send_ns_ = now;
 }

@@ -173,6 +173,9 @@ class FleetSync {
     // Its config digests (docs/fleet.md "Config drift"): sent only once its
     // health view says it takes them (an older gwlbd refuses the type).
     bool takes_digest = false, has_digest = false;
+    // Records' bypass flags (kFeatureBypass): an older gwlbd refuses a record
+    // with them, so it gets its records without (its flows stay inspected).
+    bool takes_bypass = false;
     std::vector<sync::DigestEntry> digest;
     // The sections it differs in as last logged (a change is logged once).
     std::vector<std::string> drift_logged;
@@ -252,7 +255,8 @@ class FleetSync {
   // nonce back) the entry marked as this node (fleet_sync_net.cc).
   void onOwnDatagram(Peer& p, const sync::Header& h);
   void sendChallenge(Peer& p, uint64_t now_ns);
-  void sendToPeers(const uint8_t* msg, size_t len, size_t records);
+  // bypass: -1 every peer; 1 those that take records' bypass flags; 0 the others.
+  void sendToPeers(const uint8_t* msg, size_t len, size_t records, int bypass = -1);
   void sendHealth();
   void sendConfigDigest();
   // gwlb_fleet_config_differs{peer, section} (docs/fleet.md "Config drift";

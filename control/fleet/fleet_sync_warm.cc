@@ -106,7 +106,7 @@ void FleetSync::warmConnect() {
     Peer& peer = peers_[warm_.next_peer];
     warm_.connected = true;
     warm_.heard_ns = dp::monotonicNs();  // the idle deadline starts now
-    warm_.nonce = fleet_clock::random64() | 1;
+    warm_.nonce = (fleet_clock::random64() & ~uint64_t(0xFFFF)) | sync::kWarmNonceBypassMark;
     warm_.expect_seq = 1;
     warm_.peer = peer.address;
     sync::Header h = header(sync::MsgType::kWarmRequest);

@@ -90,6 +90,7 @@ class FleetSync::Session : public std::enable_shared_from_this<FleetSync::Sessio
       return close("stale or replayed request");
     }
     nonce_ = h.nonce;
+    takes_bypass_ = (p && p->takes_bypass) || (h.nonce & 0xFFFF) == sync::kWarmNonceBypassMark;
     // A peer that stops reading does not hold the session for ever.
     started_ = written_ = dp::monotonicNs();
     armIdle(kSessionIdle);
@@ -125,7 +126,10 @@ class FleetSync::Session : public std::enable_shared_from_this<FleetSync::Sessio
       more = fs_.flows_.scan(cursor_, sync::kMaxRecords * 4, kSlotsPerWrite - walked,
                              [&](const FlowKey& k, int32_t pos, const dp::FlowEntry&) {
         sync::Record r;
-        if (fs_.makeRecord(pos, k, sync::RecordKind::kTransfer, now, r)) recs.push_back(r);
+        if (fs_.makeRecord(pos, k, sync::RecordKind::kTransfer, now, r)) {
+          if (!takes_bypass_) r.bypass = 0, r.bypass_left_s = 0;
+          recs.push_back(r);
+        }
         if (recs.size() == sync::kMaxRecords) emit(), ++messages;
         return true;
       });
@@ -210,6 +214,7 @@ class FleetSync::Session : public std::enable_shared_from_this<FleetSync::Sessio
   std::array<uint8_t, 2> len_{};
   std::vector<uint8_t> msg_, out_;
   uint64_t nonce_ = 0, seq_ = 0, sent_ = 0, started_ = 0, written_ = 0;
+  bool takes_bypass_ = false;  // the requester takes records' bypass flags
   uint32_t cursor_ = 0;
   bool done_ = false, closed_ = false, unsigned_ = false;
 };

@@ -6,7 +6,7 @@ TEST: tcp | udp | drop | failover | passive | ethernet | no_rebalance | drain | 
       | fleet_frr | fleet_upgrade | router_fragments | classes | tcp_reset | tcp_reset_stateful
       | forwarding | vxlan | stateful_tcp | stateful_failover | stateful_killed | stateful_blackhole | fleet_stateful
       | stateful_reset_killed | stateful_reset_http_503 | stateful_reset_blackhole | stateful_blackhole_no_reset
-      | stateful_ethernet | forwarding_ipv6 | dampening | slow_start | mirror | fleet_cold
+      | stateful_ethernet | forwarding_ipv6 | dampening | slow_start | mirror | fleet_cold | bypass
 (fleet: tests/e2e/e2e_fleet.py, the fleet lab of 3 gateways, BIRD on the router; fleet_stateful:
 the same through stateful appliances, LAB_APPLIANCE=stateful; fleet_cold: a gateway restarted
 with its sync link cut resets the streams it cannot know (stateful appliances);
@@ -18,7 +18,8 @@ mirror: tests/e2e/e2e_mirror.py, a mirror group of passive tools, LAB_MIRROR=1 w
 stateful_*: tests/e2e/e2e_stateful.py, LAB_APPLIANCE=stateful: nftables conntrack firewalls;
 forwarding: tests/e2e/e2e_forwarding.py, forwarding checks against gwlb-appliance --blackhole;
 dampening, slow_start: tests/e2e/e2e_shaping.py, new flows per appliance while held down or ramping;
-vxlan: tests/e2e/e2e_vxlan.py, the kernel's VXLAN devices bridged as the appliance, LAB_APPLIANCE=vxlan)
+vxlan: tests/e2e/e2e_vxlan.py, the kernel's VXLAN devices bridged as the appliance, LAB_APPLIANCE=vxlan;
+bypass: tests/e2e/e2e_bypass.py, an appliance hands a stream back, LAB_BYPASS=0)
 Each test builds its own lab (namespaces PREFIX-*, PREFIX = e2e-TEST), runs, and
 always tears it down. Exit 77 (skip) only when network namespaces cannot be made.
 """
@@ -761,6 +762,11 @@ def test_mirror(lab, args):
     e2e_mirror.test_mirror(lab, args)
 
 
+def test_bypass(lab, args):
+    import e2e_bypass  # tests/e2e/e2e_bypass.py
+    e2e_bypass.test_bypass(lab, args)
+
+
 def test_forwarding(lab, args):
     import e2e_forwarding  # tests/e2e/e2e_forwarding.py
     e2e_forwarding.test_forwarding(lab, args)
@@ -826,6 +832,8 @@ TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
          "fleet_upgrade": (test_fleet_upgrade, {"LAB_GRACE": "3s", "LAB_HC_TIMEOUT": "1s"}),
          "classes": (test_classes, {"LAB_FAILOVER": "rebalance"}),
          "mirror": (test_mirror, {"LAB_FAILOVER": "rebalance", "LAB_MIRROR": "1"}),
+         # One listener that allows appliance bypass; appliances with a 1 MB stream depth.
+         "bypass": (test_bypass, {"LAB_BYPASS": "0", "LAB_APP_ARGS": "--bypass-after-bytes 1000000"}),
          "fleet_frr": (test_fleet, {"LAB_GRACE": "3s", "LAB_ROUTER": "frr"}),
          # The same with stateful appliances: a stream that changed appliance
          # on any gateway would be dropped by its firewall.

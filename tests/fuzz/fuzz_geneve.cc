@@ -10,7 +10,11 @@
 //  - header_len = 8 + 4 x opt len, within the buffer; protocol and VNI are the
 //    header's; a drop names a drop counter;
 //  - an accepted inner packet lies inside the payload, and the unwrapped frame
-//    parses to the same packet (same tuple, length, fragment and ICMP fields).
+//    parses to the same packet (same tuple, length, fragment and ICMP fields);
+//  - gwlb's bypass option (class 0xFF01, type 1) is found as the model finds
+//    it (4 bytes: a request of that many seconds; any other length: malformed,
+//    the packet still accepted), and addBypassOption on an accepted packet
+//    gives one that parses alike with the request added and the same inner bytes.
 #include <cstring>
 #include <vector>
 
@@ -29,6 +33,8 @@ struct Model {
   bool has_cookie = false, has_eid = false, has_aid = false;
   uint32_t cookie = 0;
   uint64_t eid = 0, aid = 0;
+  bool has_bypass = false, bypass_malformed = false;
+  uint32_t bypass_s = 0;
 };
 
 uint64_t be(const uint8_t* p, size_t n) {
@@ -65,6 +71,11 @@ Model model(const uint8_t* d, size_t size) {
       if (t == 1 && len == 8) m.has_eid = known = true, m.eid = be(d + pos + 4, 8);
       if (t == 2 && len == 8) m.has_aid = known = true, m.aid = be(d + pos + 4, 8);
       if (t == 3 && len == 4) m.has_cookie = known = true, m.cookie = uint32_t(be(d + pos + 4, 4));
+    }
+    if (cls == 0xFF01 && (type & 0x7F) == 1) {
+      m.has_bypass = known = true;
+      m.bypass_malformed = len != 4;
+      m.bypass_s = len == 4 ? uint32_t(be(d + pos + 4, 4)) : 0;
     }
     if (!known && (type & 0x80)) return drop(Counter::drop_geneve_unknown_critical_option);
     pos += 4 + len;
@@ -131,6 +142,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* d, size_t size) {
   FUZZ_CHECK((!m.has_cookie || gi.cookie == m.cookie) && (!m.has_eid || gi.endpoint_id == m.eid) &&
                  (!m.has_aid || gi.attachment_id == m.aid),
              "option values differ from the model");
+  FUZZ_CHECK(gi.has_bypass == m.has_bypass && gi.bypass_malformed == m.bypass_malformed &&
+                 gi.bypass_seconds == m.bypass_s,
+             "bypass option differs from the model");
+  // An appliance's request added to what it returns: parses alike, with it.
+  std::vector<uint8_t> with(size + 8);
+  const uint32_t secs = uint32_t(size * 7);
+  size_t n2 = addBypassOption(d, size, with.data(), with.size(), kGwlbOptionClassDefault, secs);
+  FUZZ_CHECK(n2 == 0 || n2 == size + 8, "addBypassOption length %zu of %zu", n2, size);
+  FUZZ_CHECK(n2 != 0 || gi.header_len - 8 + 8 > kMaxGeneveOptionsLen, "addBypassOption refused room");
+  if (n2) {
+    GeneveInfo g2;
+    Counter w2 = Counter::kCount;
+    FUZZ_CHECK(parseGeneve(with.data(), n2, g2, w2) == GeneveStatus::kOk, "with the option: not ok");
+    FUZZ_CHECK(g2.has_bypass && !g2.bypass_malformed && g2.bypass_seconds == secs &&
+                   g2.header_len == gi.header_len + 8 && g2.cookie == gi.cookie &&
+                   g2.has_cookie == gi.has_cookie && g2.protocol == gi.protocol && g2.vni == gi.vni,
+               "with the option: parses differently");
+    FUZZ_CHECK(std::memcmp(with.data() + g2.header_len, d + gi.header_len, size - gi.header_len) == 0,
+               "with the option: inner bytes differ");
+  }
 
   // prepareReturn: the group's format decides; try both as two groups would.
   const size_t inner_off = gi.header_len;

@@ -169,6 +169,14 @@ def genev():
     g["option_header_split"] = geneve(0x0800, b"\x01\x08\x03\x01" + b"\0" * 4 + b"\x01\x08", optlen=3) + v4
     g["max_options"] = geneve(0x0800, aws_opts() + gopt(0x0200, 1, b"\0" * 124) + gopt(0x0200, 2, b"\0" * 92)) + v4
     g["bad_protocol"] = geneve(0x88CC, aws_opts()) + v4
+    # gwlb's bypass option (class 0xFF01, type 1, 4 bytes of seconds) from an appliance.
+    g["aws_bypass_life"] = geneve(0x0800, aws_opts() + gopt(0xFF01, 1, struct.pack("!I", 0))) + v4
+    g["aws_bypass_timed"] = geneve(0x0800, gopt(0xFF01, 1, struct.pack("!I", 30)) + aws_opts()) + v4
+    g["eth_bypass"] = geneve(0x6558, gopt(0xFF01, 1, struct.pack("!I", 600))) + ethf
+    g["bypass_wrong_len"] = geneve(0x0800, aws_opts() + gopt(0xFF01, 1, b"\0" * 8)) + v4
+    g["bypass_len0"] = geneve(0x6558, gopt(0xFF01, 1, b"")) + ethf
+    g["bypass_critical"] = geneve(0x0800, aws_opts() + gopt(0xFF01, 0x81, b"\0\0\0\x05"), c=True) + v4
+    g["bypass_other_type_critical"] = geneve(0x0800, aws_opts() + gopt(0xFF01, 0x84, b"\0" * 4), c=True) + v4
     g["truncated_7"] = geneve(0x0800)[:7]
     g["empty"] = b""
     return g

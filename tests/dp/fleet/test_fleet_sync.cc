@@ -139,6 +139,48 @@ TEST_F(FleetSyncInstall, APeersFlowIsCreatedWithItsRouteAndForwardedThere) {
   }
 }
 
+// An appliance's bypass as a peer has it (docs/fleet.md "Flow state sync"):
+// set on the same route, sent back by makeRecord with the seconds left; a
+// refresh without it (a peer without kFeatureBypass) is the same route, not
+// a conflict, and keeps it; a change without it (it ended there) clears it.
+TEST_F(FleetSyncInstall, APeersBypassIsKeptOnTheSameRouteAndEndedByAChange) {
+  const uint64_t now = h_->now;
+  sync::Record r = peerRecord(1, other(1));
+  r.bypass = sync::kRecordBypassed | sync::kRecordBypassTimed;
+  r.bypass_left_s = 120;
+  ASSERT_EQ(fs_->install(r, now), ctl::InstallResult::kInstalled);
+  int32_t pos = h_->flows().lookup(r.key, r.flow_hash);
+  ASSERT_GE(pos, 0);
+  const dp::FlowEntry& en = h_->flows().entry(pos);
+  uint64_t route = en.route.load();
+  EXPECT_TRUE(dp::routeBypassed(route) && dp::routeBypassTimed(route));
+  EXPECT_EQ(dp::routeBase(route), dp::packRoute(h_->snapshot().serverByIp(r.appliance), r.cookie));
+  EXPECT_NEAR(double(dp::bypassUntilNs(route, now) - now) / 1e9, 120.0, 1.1);
+  sync::Record back;
+  ASSERT_TRUE(fs_->makeRecord(pos, r.key, sync::RecordKind::kRefresh, now, back));
+  EXPECT_EQ(back.bypass, sync::kRecordBypassed | sync::kRecordBypassTimed);
+  EXPECT_GE(back.bypass_left_s, 120);
+  EXPECT_LE(back.bypass_left_s, 122);
+
+  EXPECT_EQ(fs_->install(peerRecord(1, other(1), sync::RecordKind::kRefresh), now),
+            ctl::InstallResult::kRefreshed);
+  EXPECT_TRUE(dp::routeBypassed(en.route.load())) << "an older peer's refresh keeps it";
+  EXPECT_EQ(en.moves.load(), 0u);
+  EXPECT_EQ(fs_->install(peerRecord(1, other(1), sync::RecordKind::kChanged), now),
+            ctl::InstallResult::kRefreshed);
+  EXPECT_FALSE(dp::routeBypassed(en.route.load())) << "ended on the peer: ended here";
+  EXPECT_EQ(dp::routeBase(en.route.load()), dp::routeBase(route));
+
+  // For the flow's life: no seconds left to send.
+  sync::Record life = peerRecord(2, other(2));
+  life.bypass = sync::kRecordBypassed;
+  ASSERT_EQ(fs_->install(life, now), ctl::InstallResult::kInstalled);
+  pos = h_->flows().lookup(life.key, life.flow_hash);
+  ASSERT_TRUE(fs_->makeRecord(pos, life.key, sync::RecordKind::kRefresh, now + 7200 * 1'000'000'000ULL, back));
+  EXPECT_EQ(back.bypass, sync::kRecordBypassed);
+  EXPECT_EQ(back.bypass_left_s, 0);
+}
+
 TEST_F(FleetSyncInstall, TwoCreationsWithDifferentAppliancesSettleOnTheLowerAddress) {
   // Two nodes with different health views create the same flow at once (ECMP
   // sent its directions to both): each node ends with the lower appliance
@@ -963,7 +1005,8 @@ TEST_F(FleetSyncSend, ConfigDigestsAreExchangedAndADifferingSectionIsNamed) {
     return features;
   };
   std::vector<sync::DigestEntry> got;
-  EXPECT_EQ(round(h_->now, &got), sync::kFeatureConfigDigest) << "our view says we take digests";
+  EXPECT_EQ(round(h_->now, &got), sync::kFeatureConfigDigest | sync::kFeatureBypass)
+      << "our view says we take digests and records' bypass flags";
   EXPECT_TRUE(got.empty()) << "nothing of the new type before the peer said it takes it";
 
   // The peer: a view saying it takes digests, then its digests (timeouts differ,

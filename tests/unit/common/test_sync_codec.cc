@@ -448,3 +448,46 @@ TEST(SyncCodec, ConfigDigestRoundTripAndBadEntries) {
   ASSERT_EQ(decode(k, out, len, got, recs, nullptr, view), Status::kOk);
   EXPECT_EQ(got.nonce, kFeatureConfigDigest);
 }
+
+// An appliance's bypass travels in the record (kFeatureBypass): its flags in
+// the byte that was reserved, a timed one's seconds left in two of the last
+// four; anything else there is malformed, as before (an older gwlbd refuses
+// every flag, which is why only peers that said kFeatureBypass get them).
+TEST(SyncCodec, BypassFlagsRoundTripAndBadValues) {
+  SyncKey k = key();
+  Header got;
+  Record recs[kMaxRecords];
+  Record in[3] = {record(1), record(2), record(3)};
+  in[1].bypass = kRecordBypassed;  // for the flow's life
+  in[2].bypass = kRecordBypassed | kRecordBypassTimed;
+  in[2].bypass_left_s = 3600;
+  uint8_t out[kMaxMessage];
+  size_t len = encode(k, header(1), in, 3, out, sizeof out);
+  ASSERT_GT(len, 0u);
+  // The flags sit where an older decoder wants zeros.
+  EXPECT_EQ(out[kHeaderSize + 65], 0);
+  EXPECT_EQ(out[kHeaderSize + kRecordSize + 65], kRecordBypassed);
+  EXPECT_EQ(out[kHeaderSize + 2 * kRecordSize + 65], 3);
+  EXPECT_EQ(out[kHeaderSize + 2 * kRecordSize + 74] | out[kHeaderSize + 2 * kRecordSize + 75] << 8, 3600);
+  ASSERT_EQ(decode(k, out, len, got, recs), Status::kOk);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(sameRecord(recs[i], in[i])) << i;
+    EXPECT_EQ(recs[i].bypass, in[i].bypass) << i;
+    EXPECT_EQ(recs[i].bypass_left_s, in[i].bypass_left_s) << i;
+  }
+  auto expectMalformed = [&](Record r, const char* what) {
+    uint8_t o[kMaxMessage];
+    size_t n = encode(k, header(1), &r, 1, o, sizeof o);
+    ASSERT_GT(n, 0u);
+    EXPECT_EQ(decode(k, o, n, got, recs), Status::kMalformed) << what;
+  };
+  Record r = record(1);
+  r.bypass = kRecordBypassTimed;
+  r.bypass_left_s = 5;
+  expectMalformed(r, "timed without bypassed");
+  r.bypass = 4;
+  expectMalformed(r, "unknown flag");
+  r.bypass = kRecordBypassed | kRecordBypassTimed;
+  r.bypass_left_s = 0;
+  expectMalformed(r, "timed with no seconds left");
+}

@@ -1074,7 +1074,8 @@ node: { underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01, gateway_mac: 02
         flow_hash_secret: 00112233445566778899aabbccddeeff,
         ports: [ { id: 0, role: both, mac: 02:00:00:00:00:01 }, { id: 1, role: router, mac: 02:00:00:00:00:02 } ],
         ipv6_addresses: [ "2001:db8::1", "fe80::1" ], underlay_ipv6: "2001:db8:f::1",
-        exception_path: { enabled: true, name_prefix: gw }, idle_sleep_us: 0 }
+        exception_path: { enabled: true, name_prefix: gw }, idle_sleep_us: 0,
+        geneve_option_class: 0xFF02 }
 server_groups:
   - name: g0
     stickiness: 5-tuple
@@ -1112,7 +1113,8 @@ health_aggregation_policies: [ { name: p, min_healthy_percent: 50, min_healthy_c
 health_sources: [ { name: s0, server_group: g0, policy: p }, { name: s1, server_group: g1 } ]
 composite_health_checks: [ { name: c0, sources: [s0], destination: l, dry_run: false } ]
 listeners: [ { name: l, server_groups: [g0, g1], failback_hold: 30s, when_all_unhealthy: drop,
-               send_tcp_reset: { on_idle_timeout: true, on_fleet_view_incomplete: false } } ]
+               send_tcp_reset: { on_idle_timeout: true, on_fleet_view_incomplete: false },
+               appliance_bypass: { allow: true, max_seconds: 600 } } ]
 traffic_classes: [ { name: t, match: { ingress_ports: [1], vlans: [0, 100], prefixes: [10.0.0.0/8, "2001:db8::/32"],
                                        prefixes_file: /tmp/gwlb-test-config-empty-prefixes.txt,
                                        protocols: [tcp, 47], l4_ports: [80, 1000-2000] },
@@ -1262,6 +1264,8 @@ const std::vector<BadValue>& badValues() {
       {"fleet.grace_period", "soon", {"not a"}},
       {"node.idle_sleep_us", "10001", {"0..10000"}},
       {"node.idle_sleep_us", "-5", {"negative"}},
+      {"node.geneve_option_class", "0x0108", {"AWS's option class", "0xFF01"}},
+      {"node.geneve_option_class", "0x10000", {"'0x10000'", "0xffff"}},
       // node
       {"node.underlay_ip", "2001:db8::1", {"IPv6", "IPv4"}},
       {"node.underlay_ipv6", "192.0.2.9", {"is IPv4", "node.underlay_ip"}},
@@ -1462,6 +1466,9 @@ const std::vector<BadValue>& badValues() {
       {"listeners[0].send_tcp_reset", "[1]", {"expected a map"}},
       {"listeners[0].send_tcp_reset.on_idle_timeout", "sometimes", {"not true or false"}},
       {"listeners[0].send_tcp_reset.on_fleet_view_incomplete", "sometimes", {"not true or false"}},
+      {"listeners[0].appliance_bypass", "[1]", {"expected a map"}},
+      {"listeners[0].appliance_bypass.allow", "sometimes", {"not true or false"}},
+      {"listeners[0].appliance_bypass.max_seconds", "2h", {"0..3600 seconds"}},
       // traffic_classes[] (every value in tests/unit/config/test_config_classes.cc)
       {"traffic_classes", "t", {"expected a list of traffic classes"}},
       {"traffic_classes[0].name", "''", {"required"}},

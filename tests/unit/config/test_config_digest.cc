@@ -109,6 +109,9 @@ traffic_classes:
        [](Config& c) { c.server_groups[0].servers[0].address = *IpAddr::parse("192.0.2.99"); }},
       {{"weights"}, [](Config& c) { c.server_groups[0].servers[1].weight = 50; }},
       {{"listeners"}, [](Config& c) { c.listeners[0].failback_hold_s = 30; }},
+      // Appliance bypass: a node that honours other requests bypasses other flows.
+      {{"listeners"}, [](Config& c) { c.listeners[0].appliance_bypass.allow = true; }},
+      {{"groups"}, [](Config& c) { c.node.geneve_option_class = 0xFF02; }},
       {{"regions"},
        [](Config& c) { c.health_sources.push_back({"fw-src", "firewalls", ""}); }},
       {{"health_checks"},

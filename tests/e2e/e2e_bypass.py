@@ -1,0 +1,70 @@
+"""e2e_bypass: an appliance hands a flow back (docs/product-rules.md
+"Appliance-requested bypass") on the lab (`LAB_BYPASS=0`: one listener that
+allows it; every gwlb-appliance with `--bypass-after-bytes`, an IDS's stream
+depth). A TCP stream echoed both ways, every byte checked by the client: its
+first bytes cross the appliance, which then returns a packet with gwlb's bypass
+option; the rest goes straight back through the gateway. Judged by the
+appliance's own per-flow counters (it stopped receiving the flow), gwlbd's
+counters and `gwlbctl flows` (BYPASSED BY the appliance).
+"""
+import json
+import os
+
+SERVER = "10.77.2.2"
+APPS = {"app1": "10.77.9.11", "app2": "10.77.9.12"}
+DEPTH = 1_000_000          # --bypass-after-bytes, as e2e.py starts the appliances
+STREAM = int(os.environ.get("E2E_BYPASS_BYTES", str(16 << 20)))  # each way; 200 MB by hand
+
+
+def counters(lab):
+    return json.loads(lab.gwlbctl("--json", "stats"))["totals"]
+
+
+def test_bypass(lab, args):
+    for a in APPS:
+        lab.app_reset(a)
+    lab.serve("tcp-echo-server", SERVER, 7000)
+    c0 = counters(lab)
+    r = lab.run("client", *lab.peer("tcp-echo-client", SERVER, "7000", str(STREAM)), timeout=300)
+    res = json.loads(r.stdout)
+    assert res["ok"], f"the stream was not echoed intact: {res}"
+    client = f"10.77.1.2:{res['sport']}"
+    c1 = counters(lab)
+    delta = {k: c1.get(k, 0) - c0.get(k, 0) for k in ("bypass_granted", "appliance_bypassed", "encapsulated",
+                                                     "bypass_refused_not_allowed", "bypass_refused_bad_option")}
+    # Where the flow went, by the appliances' own counters.
+    seen = {}
+    for a in APPS:
+        for f in lab.app_stats(a)["flows"]:
+            if f["proto"] == 6 and client in (f["a"], f["b"]):
+                seen[a] = f
+    assert len(seen) == 1, f"the stream on {sorted(seen)} (expected one appliance)"
+    app, f = next(iter(seen.items()))
+    inner = f["bytes"]
+    total = 2 * STREAM
+    print(f"stream: {STREAM} bytes each way in {res['seconds']} s, intact; {app} saw {inner} bytes of it "
+          f"({f['a_to_b'] + f['b_to_a']} packets, {f['bypass_asked']} returned with the bypass option); "
+          f"gwlbd: {delta}")
+    assert f["bypass_asked"] >= 1, f"{app} never asked for the bypass: {f}"
+    assert inner >= DEPTH, f"{app} saw {inner} bytes, less than its stream depth {DEPTH}"
+    # Past the depth only what was in flight while the request travelled
+    # reaches the appliance: far less than the stream.
+    assert inner < total / 4, f"{app} saw {inner} of {total} bytes: the bypass did not stop the flow"
+    assert delta["bypass_granted"] >= 1, f"no bypass granted: {delta}"
+    assert delta["appliance_bypassed"] > 0, f"no packet bypassed: {delta}"
+    assert delta["bypass_refused_not_allowed"] == 0 and delta["bypass_refused_bad_option"] == 0, delta
+    # gwlbd shows it: the flow's entry, bypassed by its appliance for its life.
+    flows = json.loads(lab.gwlbctl("--json", "flows", "--all"))["flows"]
+    mine = [x for x in flows if f"{x.get('src')}:{x.get('sport')}" == client or
+            f"{x.get('dst')}:{x.get('dport')}" == client]
+    assert mine, f"gwlbd has no entry for {client}"
+    b = mine[0].get("bypass")
+    assert b and b["by"] == APPS[app] and b["until_s"] is None, f"gwlbctl flows: {mine[0]}"
+    text = lab.gwlbctl("flows", "--all")
+    assert f"BYPASSED BY {APPS[app]}, for the flow's life" in text, text
+    # The appliance stopped receiving it: nothing more arrives for it after
+    # the stream, and gwlbd's own count of packets it spared the appliance.
+    sent = {s["address"]: s for s in json.loads(lab.gwlbctl("--json", "servers"))["servers"]}
+    spared = sent[APPS[app]]["bypassed_packets"]
+    print(f"{app}: {spared} packets of the stream bypassed it ({inner / total:.1%} of the bytes crossed it)")
+    assert spared == delta["appliance_bypassed"], (spared, delta)
