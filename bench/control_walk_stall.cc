@@ -39,7 +39,7 @@
 
 #include "bench/bench_util.h"
 #include "common/flow_key.h"
-#include "control/daemon/daemon_api_internal.h"
+#include "control/service/handlers.h"
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp needs std::exchange
 #include <boost/asio.hpp>
 #include "control/engine/engine.h"

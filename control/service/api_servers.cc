@@ -7,7 +7,7 @@
 
 #include "control/api/api_params.h"
 #include "control/daemon/daemon.h"
-#include "control/daemon/daemon_api_internal.h"
+#include "control/service/handlers.h"
 #include "control/engine/service_guard.h"
 
 namespace gwlb::ctl {

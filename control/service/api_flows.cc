@@ -7,7 +7,7 @@
 #include "common/flow_key.h"
 #include "control/api/api_params.h"
 #include "control/daemon/daemon.h"
-#include "control/daemon/daemon_api_internal.h"
+#include "control/service/handlers.h"
 
 namespace gwlb::ctl {
 

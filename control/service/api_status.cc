@@ -1,6 +1,6 @@
 // The control API methods of gwlbd (docs/control-api.md): the dispatch, `status`,
 // `stats`, `reload` and `config`, and the helpers the handler files share
-// (control/daemon/daemon_api_internal.h). The appliance and group methods are in
+// (control/service/handlers.h). The appliance and group methods are in
 // daemon_api_servers.cc, `flows` and `explain` in daemon_api_flows.cc. Control
 // thread only: they read the published snapshot and the flow table without stopping workers.
 #include <rte_ethdev.h>
@@ -10,7 +10,7 @@
 
 #include "control/api/api_params.h"
 #include "control/daemon/daemon.h"
-#include "control/daemon/daemon_api_internal.h"
+#include "control/service/handlers.h"
 #include "control/engine/service_guard.h"
 #include "gwlb_version.h"
 
