@@ -10,7 +10,7 @@
 //    reclaim's count (an appliance without flows is removed at 1 s: it is
 //    forgotten, its id released, then counted for and reclaimed) and a drain
 //    deadline's walk (an appliance with flows drained at 2 s for 1 s);
-//  - the `flows` API's page (ctl::flowsPage, as Daemon::apiFlows calls it)
+//  - the `flows` API's page (ctl::flowsPage, as the `flows` method (control/service/api_flows.cc) calls it)
 //    back to back: a `gwlbctl flows --all` (limit 10000, following the
 //    cursor), again and again;
 //  - its count (`gwlbctl flows --count`), again and again;

@@ -1,15 +1,13 @@
-// The control API methods of gwlbd (docs/control-api.md): the dispatch, `status`,
-// `stats`, `reload` and `config`, and the helpers the handler files share
-// (control/service/handlers.h). The appliance and group methods are in
-// daemon_api_servers.cc, `flows` and `explain` in daemon_api_flows.cc. Control
-// thread only: they read the published snapshot and the flow table without stopping workers.
-#include <rte_ethdev.h>
+// The control API methods `status`, `stats` and `config` (docs/control-api.md),
+// the guard a config change goes through, and the helpers the handler files
+// share (control/service/handlers.h). The appliance and group methods are in
+// api_servers.cc, `flows` and `explain` in api_flows.cc. Control thread only:
+// they read the published snapshot and the flow table without stopping workers.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 
 #include "control/api/api_params.h"
-#include "control/daemon/daemon.h"
 #include "control/service/handlers.h"
 #include "control/engine/service_guard.h"
 #include "gwlb_version.h"
@@ -78,122 +76,46 @@ int groupIndex(const Config& cfg, const std::string& name) {
   notFound("no server group '" + name + "'");
 }
 
-json Daemon::handleApi(const std::string& method, const json& params) {
-  try {
-    json result;
-    if (method == "status") result = apiStatus(params);
-    else if (method == "servers") result = apiServers(params);
-    else if (method == "groups") result = apiGroups(params);
-    else if (method == "flows") result = apiFlows(params);
-    else if (method == "explain") result = apiExplain(params);
-    else if (method == "classes") result = apiClasses(params);
-    else if (method == "stats") result = apiStats(params);
-    else if (method == "server.add") result = apiServerAdd(params);
-    else if (method == "server.remove") result = apiServerRemove(params);
-    else if (method == "server.set") result = apiServerSet(params);
-    else if (method == "server.drain") result = apiServerDrain(params);
-    else if (method == "server.undrain") result = apiServerUndrain(params);
-    else if (method == "reload") throw std::logic_error("reload is answered apart (Daemon::apiReload)");
-    else if (method == "config") result = apiConfig(params);
-    else if (method == "health") result = apiHealth(params);
-    else if (method == "destinations") result = apiDestinations(params);
-    else if (method == "fleet_sync") result = apiFleetSync(params);
-    else if (method == "fleet") result = apiFleet(params);
-    else if (method == "fleet.leave") result = apiFleetLeave(params, true);
-    else if (method == "fleet.join") result = apiFleetLeave(params, false);
-    else if (method == "capture.stop") result = apiCaptureStop(params);
-    else
-      badRequest("unknown method '" + method +
-                 "' (status, servers, groups, flows, explain, stats, server.add, "
-                 "server.remove, server.set, server.drain, server.undrain, reload, config, health, "
-                 "destinations, fleet, fleet.leave, fleet.join, fleet_sync, capture.stop)");
-    return {{"ok", true}, {"result", std::move(result)}};
-  } catch (const ApiFailure& f) {
-    json r = apiError(nullptr, f.code, f.what());
-    if (!f.details.is_null()) r["error"]["details"] = f.details;
-    return r;
-  }
-}
-
-json Daemon::portsJson() const {
-  json ports = json::array();
-  const dp::Snapshot* snap = dp_.snapshot.load(std::memory_order_acquire);
-  for (uint16_t port = 0; port < n_ports_; ++port) {
-    char name[RTE_ETH_NAME_MAX_LEN] = {};
-    rte_eth_dev_get_name_by_port(port, name);
-    rte_eth_link link{};
-    rte_eth_link_get_nowait(port, &link);
-    rte_eth_stats st{};
-    rte_eth_stats_get(port, &st);
-    rte_eth_dev_info info{};
-    rte_eth_dev_info_get(port, &info);
-    ports.push_back({{"id", port},
-                     {"name", name},
-                     {"link_up", link.link_status == RTE_ETH_LINK_UP},
-                     {"speed_mbps", link.link_speed},
-                     {"rx_queues", info.nb_rx_queues},
-                     {"tx_queues", info.nb_tx_queues},
-                     {"rx_packets", st.ipackets},
-                     {"tx_packets", st.opackets},
-                     {"rx_bytes", st.ibytes},
-                     {"tx_bytes", st.obytes},
-                     {"rx_missed", st.imissed},
-                     {"rx_errors", st.ierrors},
-                     {"tx_errors", st.oerrors}});
-    if (exception_ && port < exception_->taps().size()) {
-      const ExceptionPath::Tap& t = exception_->taps()[port];
-      ports.back()["exception_path"] = {{"tap", t.iface},
-                                        {"to_kernel", t.to_kernel},
-                                        {"from_kernel", t.from_kernel},
-                                        {"dropped_tap", t.drop_tap},
-                                        {"dropped_wire", t.drop_wire}};
-    }
-    if (snap && port < snap->ports.size()) {
-      ports.back()["role"] = toString(snap->ports[port].role);
-      ports.back()["mac"] = snap->ports[port].mac.str();
-    }
-  }
-  return ports;
-}
-
-json Daemon::apiStatus(const json& p) {
+json statusMethod(const ServiceContext& c, const json& p) {
   Params(p, {});
   json workers = json::array();
-  for (size_t i = 0; i < runs_.size(); ++i) {
+  const auto& runs = c.workers.runs;
+  for (size_t i = 0; i < runs.size(); ++i) {
     json q = json::array();
-    for (auto& rq : runs_[i]->cfg.rx) q.push_back(std::to_string(rq.port) + "/" + std::to_string(rq.queue));
-    const dp::WorkerHeartbeat& hb = runs_[i]->heartbeat;
-    workers.push_back({{"id", i}, {"lcore", worker_lcores_.size() > i ? worker_lcores_[i] : 0},
+    for (auto& rq : runs[i]->cfg.rx) q.push_back(std::to_string(rq.port) + "/" + std::to_string(rq.queue));
+    const dp::WorkerHeartbeat& hb = runs[i]->heartbeat;
+    workers.push_back({{"id", i}, {"lcore", c.workers.lcores.size() > i ? c.workers.lcores[i] : 0},
                        {"rx_queues", q},
                        {"loops", hb.loops.load(std::memory_order_relaxed)},
                        {"max_loop_gap_ns", hb.max_loop_gap_ns.load(std::memory_order_relaxed)},
                        {"recent_max_loop_gap_ns",
                         hb.recent_max_loop_gap_ns.load(std::memory_order_relaxed)}});
   }
-  const dp::Snapshot* s = dp_.snapshot.load();
+  const dp::Snapshot* s = c.engine.current();
+  const ProcessFacts& f = c.facts;
   return {{"version", kVersion},
-          {"uptime_s", double(dp::monotonicNs() - started_ns_) / 1e9},
-          {"started_at", started_at_},
-          {"config_file", cfg().source_path},
-          {"config_loaded_at", config_loaded_at_},
-          {"runtime_changes", runtimeChangesJson(file_cfg_->get(), cfg()).size()},
+          {"uptime_s", double(dp::monotonicNs() - f.started_ns) / 1e9},
+          {"started_at", f.started_at},
+          {"config_file", c.engine.config().source_path},
+          {"config_loaded_at", f.config_loaded_at},
+          {"runtime_changes", runtimeChangesJson(f.file_cfg->get(), c.engine.config()).size()},
           {"snapshot_generation", s ? s->generation : 0},
           {"snapshots_live", dp::Snapshot::live()},
-          {"snapshots_retiring", engine_->retiredSnapshots()},
-          {"flows", flows_->count()},
-          {"flow_capacity", flows_->capacity()},
-          {"rx_pps", rx_pps_},
-          {"tx_pps", tx_pps_},
+          {"snapshots_retiring", c.engine.retiredSnapshots()},
+          {"flows", c.engine.flows().count()},
+          {"flow_capacity", c.engine.flows().capacity()},
+          {"rx_pps", f.rx_pps},
+          {"tx_pps", f.tx_pps},
           {"workers", workers},
-          {"ports", portsJson()},
-          {"capture", captureJson()}};
+          {"ports", c.ports ? c.ports() : json::array()},
+          {"capture", c.capture ? c.capture() : json(nullptr)}};
 }
 
-json Daemon::apiStats(const json& p) {
+json statsMethod(const ServiceContext& c, const json& p) {
   Params(p, {});
   json workers = json::array();
   WorkerCounters total;
-  for (const auto& st : states_) {
+  for (const auto& st : c.workers.states) {
     json c = json::object();
     for (size_t k = 0; k < kNumCounters; ++k) {
       c[kCounterInfo[k].name] = st->counters.get(Counter(k));
@@ -207,42 +129,43 @@ json Daemon::apiStats(const json& p) {
     if (kCounterInfo[k].is_drop)
       drops.push_back({{"name", kCounterInfo[k].name}, {"count", total.v[k]}, {"help", kCounterInfo[k].help}});
   }
-  return {{"workers", workers}, {"totals", totals}, {"drops", drops}, {"ports", portsJson()},
-          {"flows", flows_->count()}, {"lifecycle", lifecycleStatsJson()},
+  return {{"workers", workers}, {"totals", totals}, {"drops", drops},
+          {"ports", c.ports ? c.ports() : json::array()}, {"flows", c.engine.flows().count()},
+          {"lifecycle", lifecycleStatsJson(c.engine.lifecycle())},
           {"snapshots_live", dp::Snapshot::live()}, {"taken_at", unixNow()}};
 }
 
-void Daemon::refuseWhileCompiling(const std::string& what) const {
+void refuseWhileCompiling(const ServiceContext& c, const std::string& what) {
   // A change made from the running config would drop the pending one (the
   // latest wins): refused instead, so that no reload is lost without a word.
-  if (engine_->pending())
+  if (c.engine.pending())
     throw ApiFailure("busy", what + ": a config change waits for its traffic classes to compile; retry "
                             "when `gwlbctl classes` no longer says compiling");
   // The same while a reload reads its file: the reload would undo the change
   // (the file is the source of truth) or be told of it only in part.
-  if (reloading())
-    throw ApiFailure("busy", what + ": a reload of " + cfg().source_path +
+  if (c.reloading && c.reloading())
+    throw ApiFailure("busy", what + ": a reload of " + c.engine.config().source_path +
                                  " is under way; retry once it has answered");
 }
 
-json Daemon::applyConfig(ValidConfig next, const std::string& why) {
+json applyConfig(ServiceContext& c, ValidConfig next, const std::string& why) {
   // Throws ApiFailure invalid_config / limit_reached; nothing changes then.
-  checkProbePaths(next);
-  uint64_t generation = engine_->applyConfig(std::move(next), why, dp::monotonicNs());
-  applyProbePaths();
+  if (c.check_probe_paths) c.check_probe_paths(next);
+  uint64_t generation = c.engine.applyConfig(std::move(next), why, dp::monotonicNs());
+  if (c.apply_probe_paths) c.apply_probe_paths();
   return {{"snapshot_generation", generation}};
 }
 
-json Daemon::apiConfig(const json& p) {
+json configMethod(const Config& running, const Config& file, const json& p) {
   Params pr(p, {"secrets"});
   DumpOptions opt;
   opt.secrets = pr.has("secrets") && pr.boolean("secrets");
   std::vector<std::string> hidden;
-  std::string yaml = dumpConfig(cfg(), opt, &hidden);
+  std::string yaml = dumpConfig(running, opt, &hidden);
   return {{"yaml", yaml},
           {"hidden", hidden},
-          {"config_file", cfg().source_path},
-          {"runtime_changes", runtimeChangesJson(file_cfg_->get(), cfg())}};
+          {"config_file", running.source_path},
+          {"runtime_changes", runtimeChangesJson(file, running)}};
 }
 
 }  // namespace gwlb::ctl
