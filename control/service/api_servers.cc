@@ -127,7 +127,7 @@ json lifecycleStatsJson(const ServerLifecycle& life) {
           {"flows_swept", st.flows_swept}};
 }
 
-json drainMethod(Engine& engine, HealthView health, const json& p) {
+json drainMethod(Engine& engine, uint64_t now, const json& p) {
   Params pr(p, {"address", "timeout_s", "force"});
   if (!pr.has("address")) badRequest("server.drain needs address");
   IpAddr a = pr.ip("address");
@@ -135,30 +135,25 @@ json drainMethod(Engine& engine, HealthView health, const json& p) {
   if (pr.has("timeout_s")) timeout = uint32_t(pr.num("timeout_s", 1, 3600));
   const bool force = pr.has("force") && pr.boolean("force");
   if (!a.isV4()) notFound("no appliance " + a.str());
-  const uint64_t now = dp::monotonicNs();
-  std::string err;
-  std::vector<ServiceLoss> losses = drainLosses(engine.config(), engine.lifecycle(), health.states(),
-                                                a.v4HostOrder(), timeout, now, err);
-  if (err == "not a configured appliance") notFound("no appliance " + a.str());
-  if (!err.empty()) throw ApiFailure("conflict", a.str() + ": " + err);
-  json warnings = guardService(losses, force, "server.drain " + a.str());
-  err = engine.drain(a.v4HostOrder(), timeout, now);
-  if (!err.empty()) throw ApiFailure("conflict", a.str() + ": " + err);
+  const std::string what = "server.drain " + a.str();
+  ChangeOutcome o = engine.drain(a.v4HostOrder(), timeout, now, force);
+  if (o.refused) throwRefusal(*o.refused, what, a.str());
+  logForced(what, o.warnings);
   const ServerLifecycle::Entry* le = engine.lifecycle().find(a.v4HostOrder());
   spdlog::info("control API: draining appliance {} for {:.0f} s", a.str(),
                double(le->deadline_ns - le->since_ns) / 1e9);
   const dp::Snapshot* s = engine.current();
   json r = {{"snapshot_generation", s ? s->generation : 0}, {"drain", drainJson(engine, *le)}};
-  if (!warnings.empty()) r["warnings"] = warnings;
+  if (!o.warnings.empty()) r["warnings"] = o.warnings;
   return r;
 }
 
-json undrainMethod(Engine& engine, const json& p) {
+json undrainMethod(Engine& engine, uint64_t now, const json& p) {
   Params pr(p, {"address"});
   if (!pr.has("address")) badRequest("server.undrain needs address");
   IpAddr a = pr.ip("address");
   if (!a.isV4()) notFound("no appliance " + a.str());
-  std::string err = engine.undrain(a.v4HostOrder(), dp::monotonicNs());
+  std::string err = engine.undrain(a.v4HostOrder(), now);
   if (!err.empty()) throw ApiFailure("conflict", a.str() + ": " + err);
   spdlog::info("control API: appliance {} no longer drained", a.str());
   const dp::Snapshot* s = engine.current();
@@ -239,7 +234,7 @@ json serverRemoveMethod(ServiceContext& c, const json& p) {
         const std::string group = gc.name;
         ValidConfig valid = checkedConfig(std::move(next));
         json warnings = guardConfigChange(c.engine.config(), c.engine.lifecycle(), c.health.states(),
-                                          valid, force, "server.remove " + a.str());
+                                          valid, c.now(), force, "server.remove " + a.str());
         json r = applyConfig(c, std::move(valid), "removed by server.remove");
         if (!warnings.empty()) r["warnings"] = warnings;
         spdlog::info("control API: removed appliance {} from group {}", a.str(), group);
@@ -262,7 +257,7 @@ json serverSetMethod(ServiceContext& c, const json& p) {
         sc.weight = w;
         ValidConfig valid = checkedConfig(std::move(next));
         json warnings = guardConfigChange(c.engine.config(), c.engine.lifecycle(), c.health.states(),
-                                          valid, force,
+                                          valid, c.now(), force,
                                           "server.set " + a.str() + " weight " + std::to_string(w));
         json r = applyConfig(c, std::move(valid), "removed");
         if (!warnings.empty()) r["warnings"] = warnings;

@@ -37,35 +37,53 @@ json runtimeChangesJson(const Config& file, const Config& running) {
 
 }  // namespace
 
+// The details of a would_leave_no_service refusal: each group, what the
+// change takes out of service and what is left.
+json lossesJson(const std::vector<ServiceLoss>& losses) {
+  json d = json::array();
+  for (const ServiceLoss& l : losses) {
+    json left = json::array();
+    for (auto& [a, why] : l.left) left.push_back({{"address", a}, {"state", why}});
+    d.push_back({{"group", l.group}, {"taken_out", l.taken}, {"left", left},
+                 {"new_flows", l.new_flows}, {"existing_flows", l.existing_flows}});
+  }
+  return d;
+}
+
+[[noreturn]] void throwRefusal(const Refusal& r, const std::string& what, const std::string& subject) {
+  switch (r.kind) {
+    case Refusal::Kind::kNotFound: notFound("no appliance " + subject);
+    case Refusal::Kind::kConflict: throw ApiFailure("conflict", subject + ": " + r.message);
+    case Refusal::Kind::kWouldLeaveNoService:
+      throw ApiFailure("would_leave_no_service",
+                       refusalText(what, r.losses) +
+                           ". Nothing changed; repeat with force (gwlbctl --force) to do it anyway",
+                       lossesJson(r.losses));
+  }
+  throw ApiFailure("internal", what + ": refused");
+}
+
+void logForced(const std::string& what, const std::vector<std::string>& warnings) {
+  for (const std::string& w : warnings)
+    if (w.rfind("forced: ", 0) == 0) spdlog::warn("control API: {} forced: {}", what, w.substr(8));
+}
+
 // Refuses (would_leave_no_service) a change that leaves a group with no
 // appliance in service, unless forced; forced, it is logged as a warning and
 // returned as `warnings` in the result.
 json guardService(const std::vector<ServiceLoss>& losses, bool force, const std::string& what) {
   json warnings = json::array();
   if (losses.empty()) return warnings;
-  std::string text = describeLosses(losses, force);
-  if (!force) {
-    json d = json::array();
-    for (const ServiceLoss& l : losses) {
-      json left = json::array();
-      for (auto& [a, why] : l.left) left.push_back({{"address", a}, {"state", why}});
-      d.push_back({{"group", l.group}, {"taken_out", l.taken}, {"left", left},
-                   {"new_flows", l.new_flows}, {"existing_flows", l.existing_flows}});
-    }
-    throw ApiFailure("would_leave_no_service",
-                     refusalText(what, losses) +
-                         ". Nothing changed; repeat with force (gwlbctl --force) to do it anyway",
-                     d);
-  }
-  spdlog::warn("control API: {} forced: {}", what, text);
-  warnings.push_back("forced: " + text);
+  if (!force) throwRefusal(Refusal{Refusal::Kind::kWouldLeaveNoService, "", losses}, what, "");
+  warnings.push_back("forced: " + describeLosses(losses, true));
+  logForced(what, {warnings.back().get<std::string>()});
   return warnings;
 }
 
 // The same for a config change from `cur` to `next` (set, remove).
 json guardConfigChange(const Config& cur, const ServerLifecycle& life, const HealthMap& health,
-                       const ValidConfig& next, bool force, const std::string& what) {
-  return guardService(configChangeLosses(cur, life, health, next, dp::monotonicNs(), what), force,
+                       const ValidConfig& next, uint64_t now, bool force, const std::string& what) {
+  return guardService(configChangeLosses(cur, life, health, next, now, what), force,
                       what);
 }
 
@@ -151,7 +169,7 @@ void refuseWhileCompiling(const ServiceContext& c, const std::string& what) {
 json applyConfig(ServiceContext& c, ValidConfig next, const std::string& why) {
   // Throws ApiFailure invalid_config / limit_reached; nothing changes then.
   if (c.check_probe_paths) c.check_probe_paths(next);
-  uint64_t generation = c.engine.applyConfig(std::move(next), why, dp::monotonicNs());
+  uint64_t generation = c.engine.applyConfig(std::move(next), why, c.now());
   if (c.apply_probe_paths) c.apply_probe_paths();
   return {{"snapshot_generation", generation}};
 }

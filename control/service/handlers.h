@@ -33,9 +33,15 @@ namespace gwlb::ctl {
 // returned as `warnings` in the result.
 nlohmann::json guardService(const std::vector<ServiceLoss>& losses, bool force, const std::string& what);
 
+// An engine's refusal as the control API's error (ApiFailure): `what` names
+// the request ("server.drain 10.0.0.1"), `subject` the appliance.
+[[noreturn]] void throwRefusal(const Refusal& r, const std::string& what, const std::string& subject);
+// Logs a forced change's warnings ("control API: WHAT forced: ...").
+void logForced(const std::string& what, const std::vector<std::string>& warnings);
+
 // The same for a config change from `cur` to `next` (set, remove).
 nlohmann::json guardConfigChange(const Config& cur, const ServerLifecycle& life, const HealthMap& health,
-                                 const ValidConfig& next, bool force, const std::string& what);
+                                 const ValidConfig& next, uint64_t now, bool force, const std::string& what);
 
 // A runtime change as the control API shows it: {group, address, change,
 // file_weight, running_weight}.
@@ -82,8 +88,8 @@ nlohmann::json applyConfig(ServiceContext& c, ValidConfig next, const std::strin
 class ApplianceView;
 nlohmann::json serversMethod(const Engine& engine, const ApplianceView& appliances, const nlohmann::json& p);
 nlohmann::json groupsMethod(const Engine& engine, const ApplianceView& appliances, const nlohmann::json& p);
-nlohmann::json drainMethod(Engine& engine, HealthView health, const nlohmann::json& p);
-nlohmann::json undrainMethod(Engine& engine, const nlohmann::json& p);
+nlohmann::json drainMethod(Engine& engine, uint64_t now, const nlohmann::json& p);
+nlohmann::json undrainMethod(Engine& engine, uint64_t now, const nlohmann::json& p);
 nlohmann::json serverAddMethod(ServiceContext& c, const nlohmann::json& p);
 nlohmann::json serverRemoveMethod(ServiceContext& c, const nlohmann::json& p);
 nlohmann::json serverSetMethod(ServiceContext& c, const nlohmann::json& p);

@@ -83,8 +83,8 @@ void addServiceMethods(ServiceTable& t, ServiceContext& c) {
   t.add("server.add", [&c](P p) { return serverAddMethod(c, p); });
   t.add("server.remove", [&c](P p) { return serverRemoveMethod(c, p); });
   t.add("server.set", [&c](P p) { return serverSetMethod(c, p); });
-  t.add("server.drain", [&c](P p) { return drainMethod(c.engine, c.health, p); });
-  t.add("server.undrain", [&c](P p) { return undrainMethod(c.engine, p); });
+  t.add("server.drain", [&c](P p) { return drainMethod(c.engine, c.now(), p); });
+  t.add("server.undrain", [&c](P p) { return undrainMethod(c.engine, c.now(), p); });
   t.add("config", [&c](P p) { return configMethod(c.engine.config(), c.facts.file_cfg->get(), p); });
   t.add("health", [&c](P p) { return healthMethod(c.engine.config(), c.health, c.appliances, p); });
   t.add("destinations", [&c](P p) { return destinationsMethod(c.engine.regions(), p); });

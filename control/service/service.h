@@ -94,6 +94,10 @@ struct ServiceContext {
   // when an appliance has none (nothing changed); `apply` follows the change.
   std::function<void(const ValidConfig&)> check_probe_paths;
   std::function<void()> apply_probe_paths;
+  // The monotonic clock the changes are decided at (null: dp::monotonicNs;
+  // tests: a fixed one, as gwlb-replay's capture time).
+  std::function<uint64_t()> clock;
+  uint64_t now() const { return clock ? clock() : dp::monotonicNs(); }
 };
 
 // One method of the control API: its reply's `result`, or ApiFailure.

@@ -14,6 +14,7 @@
 
 #include "common/flow_key.h"
 #include "control/engine/engine.h"
+#include "control/engine/scripted_events.h"
 #include "control/service/appliance_view.h"
 #include "control/service/handlers.h"
 #include "control/service/service.h"
@@ -53,6 +54,7 @@ struct Rig {
   std::unique_ptr<ctl::ApplianceView> appliances;
   ctl::ProcessFacts facts;
   bool reloading = false;
+  uint64_t clock = 3 * kS;  // the handlers' monotonic clock: fixed, moved by the tests
   int probe_checks = 0, probe_applies = 0;
   std::unique_ptr<ctl::ServiceContext> ctx;
   ctl::ServiceTable table;
@@ -77,7 +79,8 @@ struct Rig {
     ctx.reset(new ctl::ServiceContext{
         *engine, health, workers, *appliances, facts, [] { return json::array({{{"id", 0}}}); },
         [] { return json{{"available", false}}; }, [this] { return reloading; },
-        [this](const ctl::ValidConfig&) { ++probe_checks; }, [this] { ++probe_applies; }});
+        [this](const ctl::ValidConfig&) { ++probe_checks; }, [this] { ++probe_applies; },
+        [this] { return clock; }});
     ctl::addServiceMethods(table, *ctx);
     engine->start(2 * kS);
   }
@@ -260,6 +263,63 @@ TEST(ServiceConfig, ConfigDumpsTheRunningConfigAndItsRuntimeChanges) {
   EXPECT_EQ(c["runtime_changes"][0]["address"], "10.0.0.12");
   EXPECT_EQ(c["runtime_changes"][0]["running_weight"], 7);
   EXPECT_NE(c["yaml"].get<std::string>().find("10.0.0.12"), std::string::npos);
+}
+
+// gwlb-replay's drain event and gwlbd's server.drain on twin engines at the
+// same times, step by step: the same refusals, the same warnings, the same
+// snapshots (digest) after each step.
+TEST(ServiceEquivalence, ReplayAndGwlbdDecideDrainsAlike) {
+  struct Step {
+    const char* address;
+    std::optional<uint32_t> timeout_s;
+    bool force;
+    const char* api_error;  // the API's error code, "" when done
+  };
+  const Step steps[] = {
+      {"10.0.0.11", 60, false, ""},
+      {"10.0.0.11", 60, false, "conflict"},  // already draining
+      {"10.0.0.12", std::nullopt, false, ""},
+      {"10.0.0.13", 30, false, "would_leave_no_service"},  // the last one in service
+      {"10.0.0.13", 30, true, ""},                         // forced: done, with a warning
+      {"10.0.0.99", 60, false, "not_found"},
+  };
+  auto cfg = [] {
+    ctl::Config c = ctl::testing::smallConfig();
+    c.server_groups[0].connection_draining.enabled = true;
+    return c;
+  };
+  Rig api(cfg()), replay(cfg());
+  ctl::Config file = cfg();
+  uint64_t now = 10 * kS;
+  for (const Step& st : steps) {
+    SCOPED_TRACE(std::string("drain ") + st.address);
+    now += kS / 10;  // within the drains' first housekeeping: they stay draining
+    api.clock = now;
+    ctl::ScriptedEvent e;
+    e.action = ctl::ScriptedEvent::Action::kDrain;
+    e.server = *IpAddr::parse(st.address);
+    e.timeout_s = st.timeout_s;
+    e.force = st.force;
+    // The replay event: an address outside the config is the events file's
+    // error there, gwlbd's not_found; the engine decides alike otherwise.
+    ctl::EventOutcome ev = ctl::applyEvent(e, *replay.engine, file, now);
+    json p = {{"address", st.address}, {"force", st.force}};
+    if (st.timeout_s) p["timeout_s"] = *st.timeout_s;
+    json reply = api.call("server.drain", p);
+    const std::string code = reply["ok"].get<bool>() ? "" : reply["error"]["code"].get<std::string>();
+    EXPECT_EQ(code, st.api_error) << reply.dump();
+    const bool replay_refused = !ev.error.empty() || !ev.refused.empty();
+    EXPECT_EQ(replay_refused, !code.empty()) << ev.error << ev.refused;
+    if (code == "would_leave_no_service") {
+      EXPECT_FALSE(ev.refused.empty());
+    } else if (!code.empty()) {
+      EXPECT_FALSE(ev.error.empty());
+    }
+    json warnings = reply["ok"].get<bool>() ? reply["result"].value("warnings", json::array()) : json::array();
+    EXPECT_EQ(warnings, json(ev.warnings));
+    EXPECT_EQ(ctl::snapshotDigest(*api.engine->current()), ctl::snapshotDigest(*replay.engine->current()));
+    EXPECT_EQ(api.engine->lifecycle().entries().size(), replay.engine->lifecycle().entries().size());
+  }
 }
 
 }  // namespace
