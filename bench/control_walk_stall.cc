@@ -10,7 +10,7 @@
 //    reclaim's count (an appliance without flows is removed at 1 s: it is
 //    forgotten, its id released, then counted for and reclaimed) and a drain
 //    deadline's walk (an appliance with flows drained at 2 s for 1 s);
-//  - the `flows` API's page (ctl::flowsPage, as Daemon::apiFlows calls it)
+//  - the `flows` API's page (ctl::flowsPage, as the `flows` method (control/service/api_flows.cc) calls it)
 //    back to back: a `gwlbctl flows --all` (limit 10000, following the
 //    cursor), again and again;
 //  - its count (`gwlbctl flows --count`), again and again;
@@ -39,7 +39,7 @@
 
 #include "bench/bench_util.h"
 #include "common/flow_key.h"
-#include "control/daemon/daemon_api_internal.h"
+#include "control/service/handlers.h"
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp needs std::exchange
 #include <boost/asio.hpp>
 #include "control/engine/engine.h"

@@ -1,6 +1,6 @@
 // Typed parameters of control API requests (docs/control-api.md): the pure
 // part of request validation, shared by gwlbd's method handlers
-// (control/daemon/daemon_api*.cc) and the control API fuzz target (tests/fuzz/).
+// (control/service/api_*.cc) and the control API fuzz target (tests/fuzz/).
 // Control thread; everything here throws ApiFailure on a bad parameter and
 // nothing else (except std::bad_alloc).
 #pragma once

@@ -1,4 +1,5 @@
 #include "control/daemon/daemon.h"
+#include "control/service/handlers.h"
 
 #include <rte_ethdev.h>
 
@@ -15,11 +16,6 @@
 
 namespace gwlb::ctl {
 
-double unixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 namespace {
 
 static_assert(FleetSync::kRingSize == kSyncRingSize, "control/daemon/memory_plan.h counts the sync ring");
@@ -28,8 +24,8 @@ constexpr std::chrono::microseconds kExceptionPollPeriod{1000};
 }  // namespace
 
 Daemon::Daemon(Config config) {
-  started_ns_ = dp::monotonicNs();
-  started_at_ = config_loaded_at_ = unixNow();
+  facts_.started_ns = dp::monotonicNs();
+  facts_.started_at = facts_.config_loaded_at = unixNow();
   // A failed allocation says what to change (the key and the size needed),
   // not only DPDK's error.
   auto sized = [&](const char* part, auto make) {
@@ -59,7 +55,7 @@ Daemon::Daemon(Config config) {
   in.health = [this] { return health_ ? health_->states() : HealthMap{}; };
   in.neighbours = [this] { return neighbours_.macs(); };
   in.devices = &port_macs_;
-  in.class_counts = [this](uint16_t slot) { return classSlotCounts(slot); };
+  in.class_counts = [this](uint16_t slot) { return workers_.classSlot(slot); };
   // A large class set compiles for seconds: never on the control thread.
   in.compile_classes_apart = true;
   Engine::Hooks hooks;
@@ -73,7 +69,7 @@ Daemon::Daemon(Config config) {
   };
   hooks.before_build = [this] { trackNeighbours(); };
   hooks.built = [this](const dp::Snapshot& s) {
-    updateServerStatus(s);
+    appliances_->update(s, unixNow());
     size_t unresolved = 0;
     for (auto& sv : s.servers)
       if (sv.in_use && !sv.mac_known) ++unresolved;
@@ -85,10 +81,11 @@ Daemon::Daemon(Config config) {
     // A reload or an API edit: the peers compare the new digests (fleet.md "Config drift").
     if (fleet_) fleet_->setConfigDigest(configDigest(c, flowHashKey()));
   };
-  hooks.ids_freed = [this](const std::vector<uint16_t>& freed) { idsFreed(freed); };
+  hooks.ids_freed = [this](const std::vector<uint16_t>& freed) { appliances_->idsFreed(freed); };
   engine_ = std::make_unique<Engine>(std::move(config), *flows_, dp_, qsbr_, std::move(in),
                                      std::move(hooks));
-  file_cfg_ = engine_->sharedConfig();
+  facts_.file_cfg = engine_->sharedConfig();
+  setupService();
   // One slice of a flow-table walk per advance() call: a walk of a big
   // table never holds the control thread for long (docs/architecture.md
   // "Walks in slices").
@@ -135,6 +132,21 @@ Daemon::Daemon(Config config) {
   }
 }
 
+void Daemon::setupService() {
+  appliances_ = std::make_unique<ApplianceView>(*engine_, health_view_, workers_);
+  service_.reset(new ServiceContext{
+      *engine_, health_view_, workers_, *appliances_, facts_, [this] { return portsJson(); },
+      [this] { return captureJson(); }, [this] { return reloading(); },
+      [this](const ValidConfig& next) { checkProbePaths(next); }, [this] { applyProbePaths(); }});
+  addServiceMethods(methods_, *service_);
+  methods_.add("fleet", [this](const nlohmann::json& p) { return apiFleet(p); });
+  methods_.add("fleet.leave", [this](const nlohmann::json& p) { return apiFleetLeave(p, true); });
+  methods_.add("fleet.join", [this](const nlohmann::json& p) { return apiFleetLeave(p, false); });
+  methods_.add("fleet_sync", [this](const nlohmann::json& p) { return apiFleetSync(p); });
+  methods_.add("capture.stop", [this](const nlohmann::json& p) { return apiCaptureStop(p); });
+  methods_.addDeferred("reload");
+}
+
 Daemon::~Daemon() {
   stopWorkers();
   // No worker reads a snapshot any more: the engine frees them all (the
@@ -151,7 +163,7 @@ int Daemon::run() {
   api_ = std::make_unique<ApiServer>(
       io_, cfg().control.socket, cfg().control.socket_mode, cfg().control.socket_group,
       [this](const std::string& m, const nlohmann::json& params, const nlohmann::json&) {
-        return handleApi(m, params);
+        return methods_.call(m, params);
       },
       std::vector<ApiDeferredMethod>{
           {"reload", [this](const nlohmann::json& p, ApiReply reply) { return apiReload(p, std::move(reply)); }}});
@@ -164,7 +176,7 @@ int Daemon::run() {
   if (!cfg().health_endpoint.listen.empty()) {
     health_http_ = std::make_unique<HttpServer>(
         io_, cfg().health_endpoint.listen, "health_endpoint.listen", "health_endpoint",
-        [this](const std::string& path) { return healthEndpoint(path); });
+        [this](const std::string& path) { return healthEndpoint(regions(), path); });
     spdlog::info("health endpoint on http://{}/destinations/NAME", cfg().health_endpoint.listen);
   }
   registerTelemetry();

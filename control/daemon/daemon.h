@@ -36,6 +36,8 @@
 #include "control/engine/reload_plan.h"
 #include "control/daemon/sd_notify.h"
 #include "control/engine/snapshot_builder.h"
+#include "control/service/appliance_view.h"
+#include "control/service/service.h"
 #include "dataplane/capture.h"
 #include "dataplane/flow_table.h"
 #include "dataplane/pipeline.h"
@@ -46,16 +48,6 @@ struct rte_rcu_qsbr;
 struct rte_ring;
 
 namespace gwlb::ctl {
-
-// Wall-clock time (Unix seconds) for the API's timestamps.
-double unixNow();
-
-// Packets and bytes sent to one appliance and returned from it.
-struct ServerTraffic {
-  uint64_t sent_packets = 0, sent_bytes = 0, returned_packets = 0, returned_bytes = 0;
-  // Packets of flows it handed back (appliance_bypass), sent straight back instead.
-  uint64_t bypassed_packets = 0, bypassed_bytes = 0;
-};
 
 class Daemon {
  public:
@@ -132,83 +124,18 @@ class Daemon {
   void refreshTelemetry();
   std::string metricsText() const;
   void serverMetrics(std::ostringstream& o) const;
-  // Each appliance's traffic and status (control/daemon/daemon_servers.cc).
-  void updateServerStatus(const dp::Snapshot& s);
-  // Server ids the engine gave back: their traffic counters start from zero
-  // for the next appliance to get them.
-  void idsFreed(const std::vector<uint16_t>& freed);
-  // What workers sent to server id `id`, and returned from it, since the id
-  // was last given out (summed over workers; control thread).
-  ServerTraffic trafficOf(uint16_t id) const;
-  void sentTo(uint16_t id, uint64_t& packets, uint64_t& bytes) const;
-  // Every appliance gwlbd knows (configured, then removed ones still carrying
-  // flows) with the one state the API, /metrics and telemetry show: one of
-  // kServerStates (control/daemon/daemon_metrics.cc). Control thread.
-  struct ServerRow {
-    std::string group, address, state;
-    uint32_t ip = 0;
-    uint16_t id = 0;
-  };
-  std::vector<ServerRow> serverRows() const;
-  // The state of configured appliance ip (lifecycle phase first, then status).
-  std::string serverState(uint32_t ip) const;
   // Passive detection, flap dampening and slow start (control/daemon/daemon_service.cc):
-  // the monitor's turn, each appliance's view for the API, the state
-  // `dampened`'s reason and the /metrics families.
+  // the monitor's turn and the /metrics families.
   void passiveTick();
-  nlohmann::json serviceJson(uint32_t ip) const;
-  std::string dampenedReason(uint32_t ip) const;
   void serviceMetrics(std::ostringstream& o) const;
-  // The appliance's health tracker when its group has health checks on, else null.
-  const HealthTracker* checkedTracker(uint32_t ip) const;
 
-  // Control API (control/daemon/daemon_api.cc; servers and groups in
-  // daemon_api_servers.cc, flows and explain in daemon_api_flows.cc). Each
-  // returns the reply object.
-  nlohmann::json handleApi(const std::string& method, const nlohmann::json& params);
-  nlohmann::json apiStatus(const nlohmann::json& p);
-  nlohmann::json apiServers(const nlohmann::json& p);
-  nlohmann::json apiGroups(const nlohmann::json& p);
-  nlohmann::json apiFlows(const nlohmann::json& p);
-  nlohmann::json apiExplain(const nlohmann::json& p);
-  // Traffic classes (control/daemon/daemon_classes.cc): `classes`, the
-  // per-class metric families, and the class `explain` names.
-  struct ClassRow {
-    size_t index = 0;
-    std::string name, action, listener;  // listener: inspect only ("" otherwise)
-    ClassCount count;                    // since the class's name took its counter slot
-  };
-  std::vector<ClassRow> classRows() const;
-  // The workers' counts in a class counter slot (summed; any slot below kMaxClasses).
-  ClassCount classSlotCounts(uint16_t slot) const;
-  nlohmann::json apiClasses(const nlohmann::json& p);
-  void classMetrics(std::ostringstream& o) const;
-  nlohmann::json classExplainJson(const L4Tuple& t, std::optional<uint16_t> port, uint16_t vlan) const;
-  nlohmann::json apiStats(const nlohmann::json& p);
-  nlohmann::json apiServerAdd(const nlohmann::json& p);
-  nlohmann::json apiServerRemove(const nlohmann::json& p);
-  nlohmann::json apiServerSet(const nlohmann::json& p);
-  nlohmann::json apiServerDrain(const nlohmann::json& p);
-  nlohmann::json apiServerUndrain(const nlohmann::json& p);
-  nlohmann::json drainJson(const ServerLifecycle::Entry& e) const;
-  // Name of a snapshot group index: a configured group, or the group a
-  // removed appliance (address ip) left ("?" when neither).
-  std::string groupName(int group, uint32_t ip) const;
-  // The name of a snapshot's listener index (dp::ListenerView, ClassTable::listener).
-  std::string snapshotListenerName(uint8_t li) const;
-  nlohmann::json lifecycleStatsJson() const;
+  // The control API (control/service/): the views its handlers read, the
+  // method table (theirs, then the fleet's and the capture's below).
+  void setupService();
   // `reload`, answered when the reload ends (ApiDeferredMethod).
   ApiDeferral apiReload(const nlohmann::json& p, ApiReply reply);
   nlohmann::json reloadJson(const ReloadOutcome& o) const;
-  nlohmann::json apiConfig(const nlohmann::json& p);
-  nlohmann::json apiHealth(const nlohmann::json& p);
-  nlohmann::json apiDestinations(const nlohmann::json& p);
   nlohmann::json apiFleetSync(const nlohmann::json& p);
-  // One destination (listener) with its regions, composites and sources.
-  nlohmann::json destinationJson(const RegionTracker::Listener& l) const;
-  // GET /destinations and /destinations/NAME on the health endpoint.
-  HttpReply healthEndpoint(const std::string& path) const;
-  nlohmann::json healthJson(uint32_t ip) const;
   // The fleet (control/daemon/daemon_fleet.cc): route announcement through BIRD.
   void startFleet();
   void stopFleet();
@@ -220,14 +147,8 @@ class Daemon {
   nlohmann::json apiFleet(const nlohmann::json& p);
   nlohmann::json apiFleetLeave(const nlohmann::json& p, bool leave);
   void fleetMetrics(std::ostringstream& o) const;
+  // Each DPDK port's figures for `status` and `stats` (daemon_ports.cc).
   nlohmann::json portsJson() const;
-  // Applies a changed config (validated once, by the caller); the result.
-  // `why` names the cause for appliances the change removes. Throws
-  // ApiFailure (invalid_config: probe paths; limit_reached): nothing changed.
-  nlohmann::json applyConfig(ValidConfig next, const std::string& why);
-  // Throws ApiFailure busy while a change waits for its classes
-  // (Engine::pending) or a reload runs: the change would undo it, or it this.
-  void refuseWhileCompiling(const std::string& what) const;
 
   // The control core: config, registry, lifecycle, regions, snapshots.
   const Config& cfg() const { return engine_->config(); }
@@ -257,14 +178,8 @@ class Daemon {
   nlohmann::json captureJson() const;
   void detachGoneCaptures();
   nlohmann::json apiCaptureStop(const nlohmann::json& p);
-  uint64_t started_ns_ = 0;
-  double started_at_ = 0;        // Unix time
-  double config_loaded_at_ = 0;  // Unix time
-  // The config as applied at the last start or reload (its appliances are
-  // the file's): what the running config differs from by the control API's
-  // changes (server add, remove, set), which a reload reverts (docs/cli.md
-  // "Runtime changes"). Shared with the engine: no copy.
-  std::shared_ptr<const ValidConfig> file_cfg_;
+  // Start time, reload time, rates, the file's config (control/service/service.h).
+  ProcessFacts facts_;
   // The reload under way (planned or being applied) and those asked since.
   struct ReloadRun {
     bool force = false;
@@ -274,17 +189,7 @@ class Daemon {
   std::optional<ReloadRun> reload_run_;
   std::deque<ReloadRun> reload_queue_;  // at most one per value of `force`
 
-  struct ServerStatus {
-    std::string state;  // initializing | active | unresolved | unhealthy | idle
-    std::string reason;
-    double since = 0;   // Unix time of the last state change
-  };
-  std::map<uint32_t, ServerStatus> server_status_;
-  // Per server id: the workers' traffic counters when the id was reclaimed
-  // (a reused id starts from zero for its new appliance).
-  std::vector<ServerTraffic> traffic_base_;
   uint64_t last_rx_ = 0, last_tx_ = 0, last_sample_ns_ = 0;
-  double rx_pps_ = 0, tx_pps_ = 0;
 
   boost::asio::io_context io_;
   // After io_: destroyed first, so that no plan is posted to a gone io_.
@@ -294,6 +199,12 @@ class Daemon {
   std::unique_ptr<HttpServer> health_http_;
   std::unique_ptr<HealthChecker> health_;
   PassiveMonitor passive_;
+  // The handlers' views (control/service/service.h): after what they view.
+  WorkerStats workers_{states_, runs_, worker_lcores_};
+  HealthView health_view_{health_, passive_};
+  std::unique_ptr<ApplianceView> appliances_;
+  std::unique_ptr<ServiceContext> service_;
+  ServiceTable methods_;
   std::unique_ptr<FleetSync> fleet_;  // fleet.sync_listen: flow state sync
   // The fleet: BIRD client (fleet.bird), announce state, operator leave, stop.
   std::shared_ptr<BirdClient> bird_;

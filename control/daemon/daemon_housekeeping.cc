@@ -15,8 +15,8 @@ void Daemon::sampleRates() {
                 t.get(Counter::tcp_resets_sent);
   if (last_sample_ns_) {
     double dt = double(now - last_sample_ns_) / 1e9;
-    rx_pps_ = double(rx - last_rx_) / dt;
-    tx_pps_ = double(tx - last_tx_) / dt;
+    facts_.rx_pps = double(rx - last_rx_) / dt;
+    facts_.tx_pps = double(tx - last_tx_) / dt;
   }
   last_rx_ = rx;
   last_tx_ = tx;
@@ -46,12 +46,7 @@ std::string Daemon::statusLine() const {
          ", config " + cfg().source_path;
 }
 
-WorkerCounters Daemon::totals() const {
-  WorkerCounters t;
-  for (const auto& s : states_)
-    for (size_t k = 0; k < kNumCounters; ++k) t.v[k] += s->counters.get(Counter(k));
-  return t;
-}
+WorkerCounters Daemon::totals() const { return workers_.totals(); }
 
 void Daemon::logStats(const char* why, bool periodic) const {
   WorkerCounters t = totals();

@@ -10,6 +10,7 @@
 
 #include "control/runtime/control_loop.h"
 #include "control/daemon/daemon.h"
+#include "control/service/handlers.h"
 
 namespace gwlb::ctl {
 namespace {
@@ -171,9 +172,9 @@ void Daemon::refreshTelemetry() {
   std::vector<std::pair<std::string, uint64_t>> counters;
   for (size_t k = 0; k < kNumCounters; ++k) counters.emplace_back(kCounterInfo[k].name, t.v[k]);
   std::vector<TelServer> servers;
-  for (const ServerRow& r : serverRows()) {
-    TelServer ts{r.address, r.group, r.state, trafficOf(r.id)};
-    if (const HealthTracker* ht = checkedTracker(r.ip)) {
+  for (const ApplianceView::Row& r : appliances_->rows()) {
+    TelServer ts{r.address, r.group, r.state, appliances_->traffic(r.id)};
+    if (const HealthTracker* ht = health_view_.checkedTracker(r.ip)) {
       ts.probed = true;
       ts.consecutive_failures = ht->consecutiveFailures();
       ts.probes = ht->latency().count;
@@ -182,7 +183,7 @@ void Daemon::refreshTelemetry() {
     servers.push_back(std::move(ts));
   }
   std::vector<TelClass> classes;
-  for (const ClassRow& r : classRows())
+  for (const ClassRow& r : classRows(*engine_, workers_))
     classes.push_back({r.name, r.action, r.listener, r.index, r.count.packets, r.count.bytes});
   const dp::Snapshot* s = dp_.snapshot.load();
   std::lock_guard lock(g_tel.mu);
@@ -196,22 +197,22 @@ void Daemon::refreshTelemetry() {
 
 // Per appliance: state, probes, traffic both ways. Each family's samples together.
 void Daemon::serverMetrics(std::ostringstream& o) const {
-  const std::vector<ServerRow> rows = serverRows();
-  auto labels = [](const ServerRow& r) {
+  const std::vector<ApplianceView::Row> rows = appliances_->rows();
+  auto labels = [](const ApplianceView::Row& r) {
     return "group=\"" + escape(r.group) + "\",address=\"" + r.address + "\"";
   };
   metric(o, "gwlb_server_state", "gauge",
          "1 for the state each appliance is in, 0 for the others (initializing, active, unresolved, "
          "unhealthy, dampened, idle, draining, drained, removed)");
-  for (const ServerRow& r : rows)
+  for (const ApplianceView::Row& r : rows)
     for (const char* st : kServerStates)
       o << "gwlb_server_state{" << labels(r) << ",state=\"" << st << "\"} " << (r.state == st ? 1 : 0)
         << '\n';
   // Probe series only where checks are configured: a fleet of 16384
   // appliances without checks keeps its /metrics small.
-  std::vector<std::pair<const ServerRow*, const HealthTracker*>> probed;
-  for (const ServerRow& r : rows)
-    if (const HealthTracker* ht = checkedTracker(r.ip)) probed.emplace_back(&r, ht);
+  std::vector<std::pair<const ApplianceView::Row*, const HealthTracker*>> probed;
+  for (const ApplianceView::Row& r : rows)
+    if (const HealthTracker* ht = health_view_.checkedTracker(r.ip)) probed.emplace_back(&r, ht);
   metric(o, "gwlb_server_consecutive_failures", "gauge",
          "failed health checks in a row up to the appliance's last result (0 after a passed one)");
   for (const auto& [r, ht] : probed)
@@ -255,7 +256,7 @@ void Daemon::serverMetrics(std::ostringstream& o) const {
     for (const auto& [k, v] : kinds) o << "gwlb_forwarding_probes_total{result=\"" << k << "\"} " << v << '\n';
   }
   std::vector<ServerTraffic> traffic;
-  for (const ServerRow& r : rows) traffic.push_back(trafficOf(r.id));
+  for (const ApplianceView::Row& r : rows) traffic.push_back(appliances_->traffic(r.id));
   const std::tuple<const char*, const char*, uint64_t ServerTraffic::*> families[] = {
       {"gwlb_server_sent_packets_total", "packets the gateway sent to each appliance (Geneve)",
        &ServerTraffic::sent_packets},
@@ -310,7 +311,7 @@ std::string Daemon::metricsText() const {
   o << "gwlb_flows_evicted_total " << flows_->evicted() << '\n';
   serverMetrics(o);
   serviceMetrics(o);
-  classMetrics(o);
+  classMetrics(o, *engine_, workers_);
   const char* port_metrics[][2] = {{"rx_packets", "packets the port received"},
                                    {"tx_packets", "packets the port sent"},
                                    {"rx_bytes", "bytes the port received"},
@@ -493,7 +494,7 @@ std::string Daemon::metricsText() const {
          "server ids given back for reuse by other appliance addresses");
   o << "gwlb_server_ids_reclaimed_total " << registry().reclaimed_total() << '\n';
   metric(o, "gwlb_uptime_seconds", "gauge", "seconds since gwlbd started");
-  o << "gwlb_uptime_seconds " << double(dp::monotonicNs() - started_ns_) / 1e9 << '\n';
+  o << "gwlb_uptime_seconds " << double(dp::monotonicNs() - facts_.started_ns) / 1e9 << '\n';
   if (fleet_) {
     std::string fleet;
     fleet_->metrics(fleet);

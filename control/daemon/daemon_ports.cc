@@ -195,4 +195,47 @@ void Daemon::stopWorkers() {
   worker_lcores_.clear();
 }
 
+using nlohmann::json;
+
+json Daemon::portsJson() const {
+  json ports = json::array();
+  const dp::Snapshot* snap = dp_.snapshot.load(std::memory_order_acquire);
+  for (uint16_t port = 0; port < n_ports_; ++port) {
+    char name[RTE_ETH_NAME_MAX_LEN] = {};
+    rte_eth_dev_get_name_by_port(port, name);
+    rte_eth_link link{};
+    rte_eth_link_get_nowait(port, &link);
+    rte_eth_stats st{};
+    rte_eth_stats_get(port, &st);
+    rte_eth_dev_info info{};
+    rte_eth_dev_info_get(port, &info);
+    ports.push_back({{"id", port},
+                     {"name", name},
+                     {"link_up", link.link_status == RTE_ETH_LINK_UP},
+                     {"speed_mbps", link.link_speed},
+                     {"rx_queues", info.nb_rx_queues},
+                     {"tx_queues", info.nb_tx_queues},
+                     {"rx_packets", st.ipackets},
+                     {"tx_packets", st.opackets},
+                     {"rx_bytes", st.ibytes},
+                     {"tx_bytes", st.obytes},
+                     {"rx_missed", st.imissed},
+                     {"rx_errors", st.ierrors},
+                     {"tx_errors", st.oerrors}});
+    if (exception_ && port < exception_->taps().size()) {
+      const ExceptionPath::Tap& t = exception_->taps()[port];
+      ports.back()["exception_path"] = {{"tap", t.iface},
+                                        {"to_kernel", t.to_kernel},
+                                        {"from_kernel", t.from_kernel},
+                                        {"dropped_tap", t.drop_tap},
+                                        {"dropped_wire", t.drop_wire}};
+    }
+    if (snap && port < snap->ports.size()) {
+      ports.back()["role"] = toString(snap->ports[port].role);
+      ports.back()["mac"] = snap->ports[port].mac.str();
+    }
+  }
+  return ports;
+}
+
 }  // namespace gwlb::ctl

@@ -9,7 +9,7 @@
 
 #include "control/api/api_params.h"
 #include "control/daemon/daemon.h"
-#include "control/daemon/daemon_api_internal.h"
+#include "control/service/handlers.h"
 #include "control/engine/service_guard.h"
 
 namespace gwlb::ctl {
@@ -118,7 +118,7 @@ Daemon::ReloadOutcome Daemon::applyReload(ReloadPlan plan, bool force, const cha
   }
   const uint64_t now = dp::monotonicNs();
   const std::string what = "reload of " + path;
-  ReloadPreview pv = previewReload(file_cfg_->get(), cfg(), lifecycle(),
+  ReloadPreview pv = previewReload(facts_.file_cfg->get(), cfg(), lifecycle(),
                                    health_ ? health_->states() : HealthMap{}, *plan.next, now,
                                    "removed by reload");
   ReloadOutcome out;
@@ -127,8 +127,8 @@ Daemon::ReloadOutcome Daemon::applyReload(ReloadPlan plan, bool force, const cha
   checkProbePaths(*plan.next);
   out.generation = engine_->applyConfig(plan.next, "removed by reload", now, std::move(plan.classes));
   applyProbePaths();
-  file_cfg_ = std::move(plan.next);
-  config_loaded_at_ = unixNow();
+  facts_.file_cfg = std::move(plan.next);
+  facts_.config_loaded_at = unixNow();
   for (const ConfigError& w : plan.warnings) {
     spdlog::warn("reload of {}: {}: {}", path, w.path, w.message);
     out.warnings.push_back(w.path + ": " + w.message);

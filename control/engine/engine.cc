@@ -234,6 +234,38 @@ std::string Engine::drain(uint32_t ip, std::optional<uint32_t> timeout_s, uint64
   return err;
 }
 
+const char* toString(Refusal::Kind k) {
+  switch (k) {
+    case Refusal::Kind::kNotFound: return "not_found";
+    case Refusal::Kind::kConflict: return "conflict";
+    case Refusal::Kind::kWouldLeaveNoService: return "would_leave_no_service";
+  }
+  return "?";
+}
+
+ChangeOutcome Engine::drain(uint32_t ip, std::optional<uint32_t> timeout_s, uint64_t now, bool force) {
+  ChangeOutcome out;
+  std::string err;
+  // Judged before time catches up, with the health as it is now.
+  std::vector<ServiceLoss> losses = drainLosses(config(), lifecycle_, health(), ip, timeout_s, now, err);
+  if (err == "not a configured appliance") {
+    out.refused = Refusal{Refusal::Kind::kNotFound, err, {}};
+    return out;
+  }
+  if (!err.empty()) {
+    out.refused = Refusal{Refusal::Kind::kConflict, err, {}};
+    return out;
+  }
+  if (!losses.empty() && !force) {
+    out.refused = Refusal{Refusal::Kind::kWouldLeaveNoService, describeLosses(losses), std::move(losses)};
+    return out;
+  }
+  if (!losses.empty()) out.warnings.push_back("forced: " + describeLosses(losses, true));
+  err = drain(ip, timeout_s, now);
+  if (!err.empty()) out = ChangeOutcome{Refusal{Refusal::Kind::kConflict, err, {}}, {}};
+  return out;
+}
+
 std::string Engine::undrain(uint32_t ip, uint64_t now) {
   catchUp(now);
   ++lifecycle_changes_;

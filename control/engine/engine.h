@@ -33,6 +33,7 @@
 #include "control/config/valid_config.h"
 #include "control/engine/lifecycle.h"
 #include "control/engine/regions.h"
+#include "control/engine/service_guard.h"
 #include "control/engine/service_shaper.h"
 #include "control/engine/snapshot_builder.h"
 #include "dataplane/flow_table.h"
@@ -60,6 +61,30 @@ struct Decision {
   uint32_t flows = 0;
 };
 const char* toString(Decision::Kind k);
+
+// A change the engine refused: nothing changed. Engine-neutral: the control
+// API renders it as its error reply (control/service/), gwlb-replay as the
+// event's outcome, each with its own words for what was asked.
+struct Refusal {
+  enum class Kind : uint8_t {
+    kNotFound,             // no such appliance in the config
+    kConflict,             // the lifecycle says no (already draining, removed, ...): `message`
+    kWouldLeaveNoService,  // the service guard: `losses` (not forced)
+  };
+  Kind kind = Kind::kConflict;
+  std::string message;
+  std::vector<ServiceLoss> losses;
+};
+// "not_found", "conflict", "would_leave_no_service": the control API's error codes.
+const char* toString(Refusal::Kind k);
+
+// What a guarded change did: refused (nothing changed), or done, with the
+// warnings a forced change carries ("forced: ..." naming the groups left
+// without service).
+struct ChangeOutcome {
+  std::optional<Refusal> refused;
+  std::vector<std::string> warnings;
+};
 
 // What a snapshot decided, as one line: each known appliance's phase, weight,
 // move and MAC state, and a digest of each group's Maglev table by address.
@@ -152,6 +177,11 @@ class Engine {
   // (nothing changes then).
   std::string drain(uint32_t ip, std::optional<uint32_t> timeout_s, uint64_t now);
   std::string undrain(uint32_t ip, uint64_t now);
+  // The operator's drain as gwlbd's control API and gwlb-replay's events ask
+  // it: refused when the appliance is not configured or the lifecycle says
+  // no, and by the service guard when it would leave its group with no
+  // appliance in service, unless `force` (then done, with a warning).
+  ChangeOutcome drain(uint32_t ip, std::optional<uint32_t> timeout_s, uint64_t now, bool force);
   // Scripted health (when Inputs::health is unset): gwlb-replay's events and tests.
   void setHealth(uint32_t ip, HealthState s);
   void forgetHealth(uint32_t ip);

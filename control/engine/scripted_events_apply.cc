@@ -153,19 +153,14 @@ EventOutcome applyEvent(const ScriptedEvent& e, Engine& engine, Config& file, ui
     }
     case Action::kDrain: {
       if (!in_group) return notConfigured();
-      std::string err;
-      std::vector<ServiceLoss> losses =
-          drainLosses(cfg, engine.lifecycle(), engine.health(), ip, e.timeout_s, now_ns, err);
-      if (!err.empty()) {
-        out.error = "drain: " + addr + ": " + err;
-        return out;
-      }
-      if (!guarded(losses, e.force, "server.drain " + addr, out)) return out;
-      err = engine.drain(ip, e.timeout_s, now_ns);
-      if (!err.empty()) {
-        out.error = "drain: " + addr + ": " + err;
-        out.warnings.clear();
-      }
+      // The engine's guarded drain, as gwlbd's server.drain asks it.
+      ChangeOutcome o = engine.drain(ip, e.timeout_s, now_ns, e.force);
+      if (o.refused && o.refused->kind == Refusal::Kind::kWouldLeaveNoService)
+        guarded(o.refused->losses, false, "server.drain " + addr, out);
+      else if (o.refused)
+        out.error = "drain: " + addr + ": " + o.refused->message;
+      else
+        out.warnings = std::move(o.warnings);
       return out;
     }
     case Action::kUndrain: {

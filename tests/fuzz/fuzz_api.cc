@@ -5,7 +5,7 @@
 // gwlb::ctl::dispatchLine (depth limit, JSON parse, envelope checks, id echo)
 // with a handler that validates `params` exactly as gwlbd's methods do, with
 // the same helpers (control/api/api_params.h: Params, parseCidr, parseProto,
-// parseCursor; per-method allowed keys and types as in control/daemon/daemon_api*.cc).
+// parseCursor; per-method allowed keys and types as in control/service/api_*.cc).
 // Invariants (docs/fuzzing.md):
 //  - nothing throws out of dispatchLine; the reply is an object with a boolean
 //    "ok", and a failure has an error code and a message;
@@ -26,7 +26,7 @@ using nlohmann::json;
 
 namespace {
 
-// The parameter handling of Daemon::handleApi and its api* methods, without
+// The parameter handling of the control API's handlers (control/service/), without
 // the daemon: same allowed keys, same typed reads in the same order.
 json handle(const std::string& method, const json& p) {
   try {

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "common/flow_key.h"
-#include "control/daemon/daemon_api_internal.h"
+#include "control/service/handlers.h"
 #include "control/engine/engine.h"
 #include "control/engine/flow_policy.h"
 #include "dataplane/flow_table.h"

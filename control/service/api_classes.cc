@@ -1,4 +1,4 @@
-// Traffic classes as gwlbd shows them (issue 27): the control API's `classes`
+// Traffic classes as gwlbd shows them: the control API's `classes`
 // (every class in order with its match, action, listener and what it
 // counted), the per-class families of /metrics, and the class part of
 // `explain`. A class counts in the counter slot its name holds
@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "control/api/api_params.h"
-#include "control/daemon/daemon.h"
 #include "control/engine/class_explain.h"
+#include "control/service/handlers.h"
 
 namespace gwlb::ctl {
 
@@ -27,19 +27,9 @@ std::string escape(const std::string& s) {
 
 }  // namespace
 
-ClassCount Daemon::classSlotCounts(uint16_t slot) const {
-  ClassCount c;
-  if (slot >= kMaxClasses) return c;
-  for (const auto& st : states_) {
-    c.packets += st->classPackets(slot);
-    c.bytes += st->classBytes(slot);
-  }
-  return c;
-}
-
-std::vector<Daemon::ClassRow> Daemon::classRows() const {
+std::vector<ClassRow> classRows(const Engine& engine, const WorkerStats& workers) {
   std::vector<ClassRow> rows;
-  const auto& classes = cfg().traffic_classes;
+  const auto& classes = engine.config().traffic_classes;
   for (size_t i = 0; i < classes.size(); ++i) {
     const TrafficClassConfig& tc = classes[i];
     ClassRow r;
@@ -47,18 +37,18 @@ std::vector<Daemon::ClassRow> Daemon::classRows() const {
     r.name = tc.name;
     r.action = toString(tc.action);
     if (tc.action == ClassAction::kInspect) r.listener = tc.listener.empty() ? "default" : tc.listener;
-    const uint16_t slot = engine_->classSlots().slotOf(tc.name);
-    if (slot != kNoClass) r.count = engine_->classSlots().since(slot, classSlotCounts(slot));
+    const uint16_t slot = engine.classSlots().slotOf(tc.name);
+    if (slot != kNoClass) r.count = engine.classSlots().since(slot, workers.classSlot(slot));
     rows.push_back(std::move(r));
   }
   return rows;
 }
 
-json Daemon::apiClasses(const json& p) {
+json classesMethod(const Engine& engine, const WorkerStats& workers, bool reloading, const json& p) {
   Params(p, {});
-  const auto& classes = cfg().traffic_classes;
+  const auto& classes = engine.config().traffic_classes;
   json list = json::array();
-  for (const ClassRow& r : classRows()) {
+  for (const ClassRow& r : classRows(engine, workers)) {
     const TrafficClassMatch& m = classes[r.index].match;
     list.push_back({{"index", r.index},
                     {"name", r.name},
@@ -75,7 +65,7 @@ json Daemon::apiClasses(const json& p) {
                     {"packets", r.count.packets},
                     {"bytes", r.count.bytes}});
   }
-  const WorkerCounters t = totals();
+  const WorkerCounters t = workers.totals();
   json out = {{"configured", !classes.empty()},
               {"classes", list},
               {"unclassified", {{"packets", t.get(Counter::drop_unclassified)}}}};
@@ -83,23 +73,23 @@ json Daemon::apiClasses(const json& p) {
   // product costs the same per packet whatever the rules; the bit vectors,
   // for rule sets whose product is too large, grow with the rule count.
   // IPv4 addresses: a trie, or past its budget a binary search.
-  if (const dp::Snapshot* s = dp_.snapshot.load(); s && !s->classes.empty())
+  if (const dp::Snapshot* s = engine.current(); s && !s->classes.empty())
     out["compiled"] = {{"rules", s->classes.size()},
                        {"structure", s->classes.crossProduct() ? "cross_product" : "bit_vectors"},
                        {"ipv4", s->classes.ipv4Trie() ? "trie" : "intervals"},
                        {"bytes", s->classes.memoryBytes()}};
   // A change waiting for its classes to compile, or a reload reading,
   // checking and compiling its file (the running ones serve meanwhile).
-  out["compiling"] = engine_->pending() || reloading();
+  out["compiling"] = engine.pending() || reloading;
   if (classes.empty())
-    out["default_listener"] = regions().listeners().empty() ? "default" : regions().listeners()[0].name;
+    out["default_listener"] = engine.regions().listeners().empty() ? "default" : engine.regions().listeners()[0].name;
   return out;
 }
 
 // Families always declared (the dashboard's queries name them), samples
 // only with traffic_classes.
-void Daemon::classMetrics(std::ostringstream& o) const {
-  const std::vector<ClassRow> rows = classRows();
+void classMetrics(std::ostringstream& o, const Engine& engine, const WorkerStats& workers) {
+  const std::vector<ClassRow> rows = classRows(engine, workers);
   const std::pair<const char*, const char*> families[] = {
       {"gwlb_class_packets_total",
        "packets each traffic class matched (as received), by class, action and listener; "
@@ -115,12 +105,12 @@ void Daemon::classMetrics(std::ostringstream& o) const {
   }
 }
 
-json Daemon::classExplainJson(const L4Tuple& t, std::optional<uint16_t> port, uint16_t vlan) const {
+json classExplainJson(const Config& cfg, const L4Tuple& t, std::optional<uint16_t> port, uint16_t vlan) {
   ClassQuery q;
   q.port = port;
   q.vlan = vlan;
   q.tuple = t;
-  return explanationJson(cfg().traffic_classes, explainClasses(cfg().traffic_classes, q));
+  return explanationJson(cfg.traffic_classes, explainClasses(cfg.traffic_classes, q));
 }
 
 }  // namespace gwlb::ctl

@@ -6,9 +6,9 @@
 #include <cstdio>
 
 #include "control/api/api_params.h"
-#include "control/daemon/daemon.h"
-#include "control/daemon/daemon_api_internal.h"
 #include "control/engine/service_guard.h"
+#include "control/service/appliance_view.h"
+#include "control/service/handlers.h"
 
 namespace gwlb::ctl {
 
@@ -24,34 +24,34 @@ std::string hex64(uint64_t v) {
 
 }  // namespace
 
-json Daemon::apiServers(const json& p) {
+json serversMethod(const Engine& engine, const ApplianceView& appliances, const json& p) {
   Params pr(p, {"group"});
-  int group = pr.has("group") ? groupIndex(cfg(), pr.str("group")) : -1;
+  int group = pr.has("group") ? groupIndex(engine.config(), pr.str("group")) : -1;
   // The flows per appliance as the engine's last housekeeping walk counted
   // them (at most a second and a walk old): counting here would walk the
   // whole table in one call.
-  const std::vector<uint32_t>& counted = engine_->flowsByServer();
+  const std::vector<uint32_t>& counted = engine.flowsByServer();
   auto active = [&](uint16_t id) -> uint64_t { return id < counted.size() ? counted[id] : 0; };
-  const dp::Snapshot* s = dp_.snapshot.load();
+  const dp::Snapshot* s = engine.current();
   json out = json::array();
-  for (size_t gi = 0; gi < cfg().server_groups.size(); ++gi) {
+  for (size_t gi = 0; gi < engine.config().server_groups.size(); ++gi) {
     if (group >= 0 && int(gi) != group) continue;
-    for (const auto& sc : cfg().server_groups[gi].servers) {
+    for (const auto& sc : engine.config().server_groups[gi].servers) {
       uint32_t ip = applianceKey(sc.address);
-      uint16_t id = registry().find(ip);
-      ServerTraffic tr = trafficOf(id);
+      uint16_t id = engine.registry().find(ip);
+      ServerTraffic tr = appliances.traffic(id);
       const dp::ServerView* sv = (s && id < s->servers.size()) ? &s->servers[id] : nullptr;
-      auto status = server_status_.find(ip);
-      const ServerLifecycle::Entry* le = lifecycle().find(ip);
+      const ApplianceView::Status* status = appliances.status(ip);
+      const ServerLifecycle::Entry* le = engine.lifecycle().find(ip);
       json j = {{"address", sc.address.str()},
-                {"group", cfg().server_groups[gi].name},
+                {"group", engine.config().server_groups[gi].name},
                 {"weight", sc.weight},
-                {"state", serverState(ip)},
-                {"reason", status != server_status_.end() ? status->second.reason : ""},
-                {"since", status != server_status_.end() ? status->second.since : 0.0},
+                {"state", appliances.state(ip)},
+                {"reason", status ? status->reason : ""},
+                {"since", status ? status->since : 0.0},
                 {"mac", sv && sv->mac_known ? json(sv->mac.str()) : json(nullptr)},
                 {"active_flows", active(id)},
-                {"health", healthJson(ip)},
+                {"health", appliances.healthJson(ip)},
                 {"packets", tr.sent_packets},
                 {"bytes", tr.sent_bytes},
                 {"returned_packets", tr.returned_packets},
@@ -60,17 +60,17 @@ json Daemon::apiServers(const json& p) {
                 {"bypassed_bytes", tr.bypassed_bytes}};
       if (le) {
         j["reason"] = le->why;
-        j["drain"] = drainJson(*le);
+        j["drain"] = drainJson(engine, *le);
       }
       out.push_back(std::move(j));
     }
   }
   // Appliances removed from the config that still carry flows (or drain).
-  for (const auto& [ip, le] : lifecycle().entries()) {
+  for (const auto& [ip, le] : engine.lifecycle().entries()) {
     if (!le.removed) continue;
-    if (group >= 0 && cfg().server_groups[size_t(group)].name != le.group) continue;
-    uint16_t id = registry().find(ip);
-    ServerTraffic tr = trafficOf(id);
+    if (group >= 0 && engine.config().server_groups[size_t(group)].name != le.group) continue;
+    uint16_t id = engine.registry().find(ip);
+    ServerTraffic tr = appliances.traffic(id);
     const dp::ServerView* sv = (s && id < s->servers.size()) ? &s->servers[id] : nullptr;
     out.push_back({{"address", le.server.address.str()},
                    {"group", le.group},
@@ -87,14 +87,14 @@ json Daemon::apiServers(const json& p) {
                    {"returned_bytes", tr.returned_bytes},
                    {"bypassed_packets", tr.bypassed_packets},
                    {"bypassed_bytes", tr.bypassed_bytes},
-                   {"drain", drainJson(le)}});
+                   {"drain", drainJson(engine, le)}});
   }
-  uint64_t at = engine_->flowsCountedAt(), now = dp::monotonicNs();
+  uint64_t at = engine.flowsCountedAt(), now = dp::monotonicNs();
   return {{"servers", out},
           {"flows_counted_s_ago", at && now > at ? json(double(now - at) / 1e9) : json(nullptr)}};
 }
 
-json Daemon::drainJson(const ServerLifecycle::Entry& e) const {
+json drainJson(const Engine& engine, const ServerLifecycle::Entry& e) {
   uint64_t now = dp::monotonicNs();
   bool draining = e.phase == dp::ServerPhase::kDraining;
   std::string flows;
@@ -103,8 +103,8 @@ json Daemon::drainJson(const ServerLifecycle::Entry& e) const {
   else flows = "move on their next packet (rebalance)";
   // The snapshot holds a move back while the group has no appliance in service.
   if (e.rebalance && !draining && e.move != dp::MoveReason::kNone) {
-    const dp::Snapshot* s = dp_.snapshot.load(std::memory_order_acquire);
-    uint16_t id = registry().find(e.ip);
+    const dp::Snapshot* s = engine.current();
+    uint16_t id = engine.registry().find(e.ip);
     if (s && id < s->servers.size() && s->servers[id].move == dp::MoveReason::kNone)
       flows = "stay until an appliance of the group is in service, then move (rebalance)";
   }
@@ -119,8 +119,8 @@ json Daemon::drainJson(const ServerLifecycle::Entry& e) const {
           {"flows_counted", e.flows}};
 }
 
-json Daemon::lifecycleStatsJson() const {
-  const ServerLifecycle::Stats& st = lifecycle().stats();
+json lifecycleStatsJson(const ServerLifecycle& life) {
+  const ServerLifecycle::Stats& st = life.stats();
   return {{"drains_started", st.drains_started},
           {"drains_emptied", st.drains_emptied},
           {"drains_timed_out", st.drains_timed_out},
@@ -131,7 +131,7 @@ json Daemon::lifecycleStatsJson() const {
           {"flows_swept", st.flows_swept}};
 }
 
-json Daemon::apiServerDrain(const json& p) {
+json drainMethod(Engine& engine, uint64_t now, const json& p) {
   Params pr(p, {"address", "timeout_s", "force"});
   if (!pr.has("address")) badRequest("server.drain needs address");
   IpAddr a = pr.ip("address");
@@ -139,52 +139,47 @@ json Daemon::apiServerDrain(const json& p) {
   if (pr.has("timeout_s")) timeout = uint32_t(pr.num("timeout_s", 1, 3600));
   const bool force = pr.has("force") && pr.boolean("force");
   if (!a.isV4()) notFound("no appliance " + a.str());
-  const uint64_t now = dp::monotonicNs();
-  std::string err;
-  std::vector<ServiceLoss> losses = drainLosses(cfg(), lifecycle(), health_ ? health_->states() : HealthMap{},
-                                                a.v4HostOrder(), timeout, now, err);
-  if (err == "not a configured appliance") notFound("no appliance " + a.str());
-  if (!err.empty()) throw ApiFailure("conflict", a.str() + ": " + err);
-  json warnings = guardService(losses, force, "server.drain " + a.str());
-  err = engine_->drain(a.v4HostOrder(), timeout, now);
-  if (!err.empty()) throw ApiFailure("conflict", a.str() + ": " + err);
-  const ServerLifecycle::Entry* le = lifecycle().find(a.v4HostOrder());
+  const std::string what = "server.drain " + a.str();
+  ChangeOutcome o = engine.drain(a.v4HostOrder(), timeout, now, force);
+  if (o.refused) throwRefusal(*o.refused, what, a.str());
+  logForced(what, o.warnings);
+  const ServerLifecycle::Entry* le = engine.lifecycle().find(a.v4HostOrder());
   spdlog::info("control API: draining appliance {} for {:.0f} s", a.str(),
                double(le->deadline_ns - le->since_ns) / 1e9);
-  const dp::Snapshot* s = dp_.snapshot.load();
-  json r = {{"snapshot_generation", s ? s->generation : 0}, {"drain", drainJson(*le)}};
-  if (!warnings.empty()) r["warnings"] = warnings;
+  const dp::Snapshot* s = engine.current();
+  json r = {{"snapshot_generation", s ? s->generation : 0}, {"drain", drainJson(engine, *le)}};
+  if (!o.warnings.empty()) r["warnings"] = o.warnings;
   return r;
 }
 
-json Daemon::apiServerUndrain(const json& p) {
+json undrainMethod(Engine& engine, uint64_t now, const json& p) {
   Params pr(p, {"address"});
   if (!pr.has("address")) badRequest("server.undrain needs address");
   IpAddr a = pr.ip("address");
   if (!a.isV4()) notFound("no appliance " + a.str());
-  std::string err = engine_->undrain(a.v4HostOrder(), dp::monotonicNs());
+  std::string err = engine.undrain(a.v4HostOrder(), now);
   if (!err.empty()) throw ApiFailure("conflict", a.str() + ": " + err);
   spdlog::info("control API: appliance {} no longer drained", a.str());
-  const dp::Snapshot* s = dp_.snapshot.load();
+  const dp::Snapshot* s = engine.current();
   return {{"snapshot_generation", s ? s->generation : 0}};
 }
 
-json Daemon::apiGroups(const json& p) {
+json groupsMethod(const Engine& engine, const ApplianceView& appliances, const json& p) {
   Params(p, {});
   json out = json::array();
-  for (const auto& g : cfg().server_groups) {
-    // Every state an appliance can be in (serverState), counted: a group
+  for (const auto& g : engine.config().server_groups) {
+    // Every state an appliance can be in (ApplianceView::state), counted: a group
     // with an unhealthy or draining appliance says so here too.
     json servers = {{"total", g.servers.size()}};
     for (const char* st : {"active", "idle", "unresolved", "unhealthy", "dampened", "initializing", "draining",
                            "drained", "removed"})
       servers[st] = 0;
     for (const auto& sc : g.servers) {
-      std::string st = serverState(applianceKey(sc.address));
+      std::string st = appliances.state(applianceKey(sc.address));
       servers[st] = servers.value(st, 0) + 1;
     }
     // Removed from the config but still listed while their flows last.
-    for (const auto& [ip, le] : lifecycle().entries())
+    for (const auto& [ip, le] : engine.lifecycle().entries())
       if (le.removed && le.group == g.name) servers["removed"] = servers["removed"].get<int>() + 1;
     out.push_back({{"name", g.name},
                    {"stickiness", toString(g.stickiness)},
@@ -210,12 +205,12 @@ json Daemon::apiGroups(const json& p) {
   return {{"groups", out}};
 }
 
-json Daemon::apiServerAdd(const json& p) {
+json serverAddMethod(ServiceContext& c, const json& p) {
   Params pr(p, {"group", "address", "weight", "mac"});
   if (!pr.has("group") || !pr.has("address")) badRequest("server.add needs group and address");
-  refuseWhileCompiling("server.add");
+  refuseWhileCompiling(c, "server.add");
   std::string g = pr.str("group");
-  Config next = cfg();
+  Config next = c.engine.config();
   ServerGroupConfig* grp = nullptr;
   for (auto& gc : next.server_groups)
     if (gc.name == g) grp = &gc;
@@ -229,27 +224,27 @@ json Daemon::apiServerAdd(const json& p) {
     sc.mac = *m;
   }
   grp->servers.push_back(sc);
-  json r = applyConfig(checkedConfig(std::move(next)), "removed");
+  json r = applyConfig(c, checkedConfig(std::move(next)), "removed");
   spdlog::info("control API: added appliance {} to group {}", sc.address.str(), g);
   return r;
 }
 
-json Daemon::apiServerRemove(const json& p) {
+json serverRemoveMethod(ServiceContext& c, const json& p) {
   Params pr(p, {"address", "force"});
   if (!pr.has("address")) badRequest("server.remove needs address");
-  refuseWhileCompiling("server.remove");
+  refuseWhileCompiling(c, "server.remove");
   IpAddr a = pr.ip("address");
   const bool force = pr.has("force") && pr.boolean("force");
-  Config next = cfg();
+  Config next = c.engine.config();
   for (auto& gc : next.server_groups)
     for (auto it = gc.servers.begin(); it != gc.servers.end(); ++it)
       if (it->address == a) {
         gc.servers.erase(it);
         const std::string group = gc.name;
         ValidConfig valid = checkedConfig(std::move(next));
-        json warnings = guardConfigChange(cfg(), lifecycle(), health_ ? health_->states() : HealthMap{},
-                                          valid, force, "server.remove " + a.str());
-        json r = applyConfig(std::move(valid), "removed by server.remove");
+        json warnings = guardConfigChange(c.engine.config(), c.engine.lifecycle(), c.health.states(),
+                                          valid, c.now(), force, "server.remove " + a.str());
+        json r = applyConfig(c, std::move(valid), "removed by server.remove");
         if (!warnings.empty()) r["warnings"] = warnings;
         spdlog::info("control API: removed appliance {} from group {}", a.str(), group);
         return r;
@@ -257,23 +252,23 @@ json Daemon::apiServerRemove(const json& p) {
   notFound("no appliance " + a.str());
 }
 
-json Daemon::apiServerSet(const json& p) {
+json serverSetMethod(ServiceContext& c, const json& p) {
   Params pr(p, {"address", "weight", "force"});
   if (!pr.has("address") || !pr.has("weight")) badRequest("server.set needs address and weight");
-  refuseWhileCompiling("server.set");
+  refuseWhileCompiling(c, "server.set");
   IpAddr a = pr.ip("address");
   uint32_t w = uint32_t(pr.num("weight", 0, 10000));
   const bool force = pr.has("force") && pr.boolean("force");
-  Config next = cfg();
+  Config next = c.engine.config();
   for (auto& gc : next.server_groups)
     for (auto& sc : gc.servers)
       if (sc.address == a) {
         sc.weight = w;
         ValidConfig valid = checkedConfig(std::move(next));
-        json warnings = guardConfigChange(cfg(), lifecycle(), health_ ? health_->states() : HealthMap{},
-                                          valid, force,
+        json warnings = guardConfigChange(c.engine.config(), c.engine.lifecycle(), c.health.states(),
+                                          valid, c.now(), force,
                                           "server.set " + a.str() + " weight " + std::to_string(w));
-        json r = applyConfig(std::move(valid), "removed");
+        json r = applyConfig(c, std::move(valid), "removed");
         if (!warnings.empty()) r["warnings"] = warnings;
         spdlog::info("control API: appliance {} weight {}", a.str(), w);
         return r;

@@ -6,8 +6,7 @@
 
 #include "common/flow_key.h"
 #include "control/api/api_params.h"
-#include "control/daemon/daemon.h"
-#include "control/daemon/daemon_api_internal.h"
+#include "control/service/handlers.h"
 
 namespace gwlb::ctl {
 
@@ -81,30 +80,30 @@ json bypassJson(uint64_t r, const dp::Snapshot* s, uint64_t now) {
 
 }  // namespace
 
-std::string Daemon::snapshotListenerName(uint8_t li) const {
+std::string snapshotListenerName(const Engine& engine, uint8_t li) {
   // As the snapshot builder numbers them: the listeners with regions, in order.
   size_t n = 0;
-  for (const RegionTracker::Listener& l : regions().listeners())
+  for (const RegionTracker::Listener& l : engine.regions().listeners())
     if (!l.regions.empty() && n++ == li) return l.name;
-  return regions().listeners().empty() ? "default" : "?";
+  return engine.regions().listeners().empty() ? "default" : "?";
 }
 
-std::string Daemon::groupName(int group, uint32_t ip) const {
-  if (group >= 0 && size_t(group) < cfg().server_groups.size()) return cfg().server_groups[size_t(group)].name;
-  const ServerLifecycle::Entry* le = lifecycle().find(ip);
+std::string groupName(const Engine& engine, int group, uint32_t ip) {
+  if (group >= 0 && size_t(group) < engine.config().server_groups.size()) return engine.config().server_groups[size_t(group)].name;
+  const ServerLifecycle::Entry* le = engine.lifecycle().find(ip);
   return le ? le->group : "?";
 }
 
-json Daemon::apiFlows(const json& p) {
+json flowsMethod(const Engine& engine, const json& p) {
   Params pr(p, {"server", "group", "src", "dst", "proto", "port", "limit", "cursor", "count"});
   FlowsQuery q;
   if (pr.has("server")) {
     IpAddr a = pr.ip("server");
-    q.server = a.isV4() ? registry().find(a.v4HostOrder()) : dp::kNoServer;
+    q.server = a.isV4() ? engine.registry().find(a.v4HostOrder()) : dp::kNoServer;
     if (q.server == dp::kNoServer) notFound("no appliance " + a.str());
     q.by_server = true;
   }
-  q.group = pr.has("group") ? groupIndex(cfg(), pr.str("group")) : -1;
+  q.group = pr.has("group") ? groupIndex(engine.config(), pr.str("group")) : -1;
   if (pr.has("src")) q.src = parseCidr("src", pr.str("src"));
   if (pr.has("dst")) q.dst = parseCidr("dst", pr.str("dst"));
   q.proto = pr.has("proto") ? parseProto(pr.str("proto")) : -1;
@@ -114,14 +113,14 @@ json Daemon::apiFlows(const json& p) {
   if (pr.has("cursor")) q.cursor = parseCursor(pr.str("cursor"));
 
   // Class names by counter slot, the value a flow entry keeps (FlowEntry::origin).
-  for (const TrafficClassConfig& tc : cfg().traffic_classes) {
-    uint16_t slot = engine_->classSlots().slotOf(tc.name);
+  for (const TrafficClassConfig& tc : engine.config().traffic_classes) {
+    uint16_t slot = engine.classSlots().slotOf(tc.name);
     if (slot >= kMaxClasses) continue;
     if (slot >= q.class_by_slot.size()) q.class_by_slot.resize(slot + 1);
     q.class_by_slot[slot] = tc.name;
   }
-  return flowsPage(*flows_, dp_.snapshot.load(), q, dp::monotonicNs(),
-                   [this](int group, uint32_t ip) { return groupName(group, ip); });
+  return flowsPage(engine.flows(), engine.current(), q, dp::monotonicNs(),
+                   [&engine](int group, uint32_t ip) { return groupName(engine, group, ip); });
 }
 
 json flowsPage(const dp::FlowTable& flows, const dp::Snapshot* s, const FlowsQuery& q, uint64_t now,
@@ -183,10 +182,10 @@ json flowsPage(const dp::FlowTable& flows, const dp::Snapshot* s, const FlowsQue
   return {{"flows", rows}, {"next_cursor", next}, {"scanned", scanned}};
 }
 
-json Daemon::apiExplain(const json& p) {
+json explainMethod(const Engine& engine, const json& p) {
   const ExplainQuery q = parseExplain(p);
   const L4Tuple& t = q.tuple;
-  const dp::Snapshot* s = dp_.snapshot.load();
+  const dp::Snapshot* s = engine.current();
   if (!s || s->listeners.empty()) notFound("no snapshot published");
   // With traffic_classes, the class the packet matches picks the listener
   // that keys a new flow (or bypasses or drops it); without, listener 0
@@ -195,10 +194,10 @@ json Daemon::apiExplain(const json& p) {
   json cls = nullptr;
   uint8_t li = 0;
   bool inspected = true;
-  if (!cfg().traffic_classes.empty()) {
-    cls = classExplainJson(t, q.port, q.vlan);
+  if (!engine.config().traffic_classes.empty()) {
+    cls = classExplainJson(engine.config(), t, q.port, q.vlan);
     const int ci = cls["index"].is_null() ? -1 : cls["index"].get<int>();
-    inspected = ci >= 0 && cfg().traffic_classes[size_t(ci)].action == ClassAction::kInspect &&
+    inspected = ci >= 0 && engine.config().traffic_classes[size_t(ci)].action == ClassAction::kInspect &&
                 size_t(ci) < s->classes.size() && s->classes.listener(uint16_t(ci)) < s->listeners.size();
     if (inspected) li = s->classes.listener(uint16_t(ci));
   }
@@ -217,8 +216,8 @@ json Daemon::apiExplain(const json& p) {
   std::string key = endpointText(kp.key.a, kp.key.family, kp.key.port_a) + " <-> " +
                     endpointText(kp.key.b, kp.key.family, kp.key.port_b) + " proto " +
                     std::to_string(kp.key.proto);
-  json out = {{"group", gi < cfg().server_groups.size() ? json(cfg().server_groups[gi].name) : json(nullptr)},
-              {"listener", inspected ? json(snapshotListenerName(li)) : json(nullptr)},
+  json out = {{"group", gi < engine.config().server_groups.size() ? json(engine.config().server_groups[gi].name) : json(nullptr)},
+              {"listener", inspected ? json(snapshotListenerName(engine, li)) : json(nullptr)},
               {"stickiness", stick[size_t(lv.stickiness)]},
               {"key", key},
               {"hash", hex32(hash)},
@@ -227,20 +226,20 @@ json Daemon::apiExplain(const json& p) {
   if (!inspected) out["maglev"] = nullptr;  // no listener takes a new flow
   // Concurrency rule R11: a flow keeps the listener it was keyed to, whatever
   // the classes say now; the workers look for its entry under every listener.
-  int32_t pos = flows_->lookup(kp.key, hash);
+  int32_t pos = engine.flows().lookup(kp.key, hash);
   uint8_t entry_li = li;
   for (uint8_t l = 0; pos < 0 && !cls.is_null() && l < s->listeners.size(); ++l) {
     if (l == li) continue;
     KeyedPacket other = makeFlowKey(t, s->listeners[l].stickiness, l);
-    int32_t at = flows_->lookup(other.key, flowHash(other.key));
-    if (at >= 0 && (flows_->entry(at).route.load(std::memory_order_acquire) & dp::kRouteSet)) {
+    int32_t at = engine.flows().lookup(other.key, flowHash(other.key));
+    if (at >= 0 && (engine.flows().entry(at).route.load(std::memory_order_acquire) & dp::kRouteSet)) {
       pos = at;
       entry_li = l;
     }
   }
-  uint64_t r = pos >= 0 ? flows_->entry(pos).route.load(std::memory_order_acquire) : 0;
+  uint64_t r = pos >= 0 ? engine.flows().entry(pos).route.load(std::memory_order_acquire) : 0;
   if (r & dp::kRouteSet) {
-    const dp::FlowEntry& e = flows_->entry(pos);
+    const dp::FlowEntry& e = engine.flows().entry(pos);
     uint64_t now = dp::monotonicNs();
     uint64_t born = e.created.ns(now);
     double age = now > born ? double(now - born) / 1e9 : 0.0;
@@ -270,14 +269,14 @@ json Daemon::apiExplain(const json& p) {
       else if (sv.phase == dp::ServerPhase::kDraining)
         reason += "; its appliance is draining: the flow stays until the drain ends";
       else if (sv.phase == dp::ServerPhase::kDrained)
-        reason += sv.group < cfg().server_groups.size() &&
-                          cfg().server_groups[sv.group].failover_mode == FailoverMode::kRebalance
+        reason += sv.group < engine.config().server_groups.size() &&
+                          engine.config().server_groups[sv.group].failover_mode == FailoverMode::kRebalance
                       ? "; its appliance left the group; the flow stays until an appliance of "
                         "the group is in service to move it to"
                       : "; its appliance left the group; no_rebalance keeps the flow there";
     }
     if (!cls.is_null() && (!inspected || entry_li != li))
-      reason += "; the flow began when the classes sent it to listener '" + snapshotListenerName(entry_li) +
+      reason += "; the flow began when the classes sent it to listener '" + snapshotListenerName(engine, entry_li) +
                 "': it keeps its listener and appliance until it ends (class changes apply to new flows)";
     json bypass = bypassJson(r, s, now);
     if (!bypass.is_null()) {

@@ -4,9 +4,10 @@
 #include <spdlog/spdlog.h>
 
 #include "control/api/api_params.h"
-#include "control/daemon/daemon.h"
-#include "control/health/probe_path.h"
 #include "control/api/health_endpoint.h"
+#include "control/health/probe_path.h"
+#include "control/service/appliance_view.h"
+#include "control/service/handlers.h"
 
 namespace gwlb::ctl {
 
@@ -34,7 +35,7 @@ json sourceJson(const RegionTracker::Source& s) {
 
 }  // namespace
 
-json Daemon::destinationJson(const RegionTracker::Listener& l) const {
+json destinationJson(const RegionTracker& regions, const RegionTracker::Listener& l) {
   auto groupAt = [&](int i) { return i < 0 ? json(nullptr) : json(l.regions[size_t(i)].group); };
   json region_list = json::array();
   for (const auto& r : l.regions) {
@@ -44,7 +45,7 @@ json Daemon::destinationJson(const RegionTracker::Listener& l) const {
               {"healthy_since", r.healthy ? json(unixOfMono(r.healthy_since_ns)) : json(nullptr)},
               {"composites", r.composites}};
     bool acting = false;
-    for (const auto& c : regions().composites())
+    for (const auto& c : regions.composites())
       for (const auto& n : r.composites)
         if (c.name == n && !c.dry_run) acting = true;
     const char* by = acting                  ? "composites"
@@ -56,7 +57,7 @@ json Daemon::destinationJson(const RegionTracker::Listener& l) const {
     region_list.push_back(std::move(j));
   }
   json comps = json::array();
-  for (const auto& c : regions().composites()) {
+  for (const auto& c : regions.composites()) {
     if (c.destination != l.name) continue;
     json src = json::array();
     for (const auto& s : c.sources) src.push_back(sourceJson(s));
@@ -81,39 +82,39 @@ json Daemon::destinationJson(const RegionTracker::Listener& l) const {
           {"composites", comps}};
 }
 
-json Daemon::apiDestinations(const json& p) {
+json destinationsMethod(const RegionTracker& regions, const json& p) {
   Params pr(p, {"name"});
   json out = json::array();
   bool found = false;
-  for (const auto& l : regions().listeners()) {
+  for (const auto& l : regions.listeners()) {
     if (pr.has("name") && l.name != pr.str("name")) continue;
     found = true;
-    out.push_back(destinationJson(l));
+    out.push_back(destinationJson(regions, l));
   }
   if (pr.has("name") && !found) notFound("no destination (listener) '" + pr.str("name") + "'");
   return {{"destinations", out}};
 }
 
-HttpReply Daemon::healthEndpoint(const std::string& path) const {
-  return destinationsReply(path, regions().listeners(),
-                           [this](const RegionTracker::Listener& l) { return destinationJson(l); });
+HttpReply healthEndpoint(const RegionTracker& regions, const std::string& path) {
+  return destinationsReply(path, regions.listeners(),
+                           [&regions](const RegionTracker::Listener& l) { return destinationJson(regions, l); });
 }
 
-json Daemon::apiHealth(const json& p) {
+json healthMethod(const Config& cfg, HealthView health, const ApplianceView& appliances, const json& p) {
   Params pr(p, {"address"});
   if (!pr.has("address")) badRequest("health needs address");
   IpAddr a = pr.ip("address");
   const ServerGroupConfig* group = nullptr;
-  for (const auto& g : cfg().server_groups)
+  for (const auto& g : cfg.server_groups)
     for (const auto& sc : g.servers)
       if (sc.address == a) group = &g;
   if (!group || !a.isV4()) notFound("no appliance " + a.str());
   uint32_t ip = a.v4HostOrder();
-  json out = healthJson(ip);
+  json out = appliances.healthJson(ip);
   out["address"] = a.str();
   out["group"] = group->name;
   const HealthCheckConfig& h = group->health_check;
-  const ProbePath pp = probePathOf(cfg(), h);
+  const ProbePath pp = probePathOf(cfg, h);
   out["check"] = {{"configured", h.configured},
                   {"enabled", h.enabled},
                   {"protocol", toString(h.protocol)},
@@ -131,40 +132,7 @@ json Daemon::apiHealth(const json& p) {
                   {"verify", h.verify},
                   {"ca_file", h.ca_file},
                   {"jitter", h.jitter}};
-  out["history"] = health_ ? health_->historyJson(ip) : json::array();
-  return out;
-}
-
-json Daemon::healthJson(uint32_t ip) const {
-  const HealthTracker* t = health_ ? health_->tracker(ip) : nullptr;
-  if (!t) {
-    json d = {{"state", "disabled"}};
-    d.update(serviceJson(ip));
-    return d;
-  }
-  const HealthParams& p = t->params();
-  double since = health_->unixTime(t->lastChangeMs());
-  std::string last;  // the last probe result's reason; "" before the first
-  bool have_last = false;
-  uint64_t ok_response_ms = 0;  // the last passed check's response time
-  bool have_ok = false;
-  for (auto it = t->history().rbegin(); it != t->history().rend(); ++it) {
-    if (it->is_transition) continue;
-    if (!have_last) last = it->reason, have_last = true;
-    if (it->ok && !have_ok) ok_response_ms = it->response_ms, have_ok = true;
-    if (have_last && have_ok) break;
-  }
-  // Windows count from the first failed / passed check; the success window
-  // uses the last passed check's response time (0 before any).
-  json out = {{"state", toString(t->state())},
-          {"provisional", t->provisional()},
-          {"consecutive", t->consecutive()},
-          {"last_ok", t->lastOk()},
-          {"last_result", last},
-          {"since", since},
-          {"failure_window_s", double(failureWindowMs(p)) / 1000.0},
-          {"success_window_s", double(successWindowMs(p, ok_response_ms)) / 1000.0}};
-  out.update(serviceJson(ip));
+  out["history"] = health.checker ? health.checker->historyJson(ip) : json::array();
   return out;
 }
 

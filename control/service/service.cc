@@ -1,0 +1,95 @@
+// The method table of the control API and the views its handlers read
+// (control/service/service.h). Control thread.
+#include "control/service/service.h"
+
+#include <chrono>
+
+#include "control/api/api_server.h"
+#include "control/engine/api_failure.h"
+#include "control/service/appliance_view.h"
+#include "control/service/handlers.h"
+
+namespace gwlb::ctl {
+
+using nlohmann::json;
+
+double unixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+WorkerCounters WorkerStats::totals() const {
+  WorkerCounters t;
+  for (const auto& s : states)
+    for (size_t k = 0; k < kNumCounters; ++k) t.v[k] += s->counters.get(Counter(k));
+  return t;
+}
+
+ClassCount WorkerStats::classSlot(uint16_t slot) const {
+  ClassCount c;
+  if (slot >= kMaxClasses) return c;
+  for (const auto& st : states) {
+    c.packets += st->classPackets(slot);
+    c.bytes += st->classBytes(slot);
+  }
+  return c;
+}
+
+ServerTraffic WorkerStats::server(uint16_t id) const {
+  ServerTraffic t;
+  if (id >= dp::kMaxServerIds) return t;
+  for (const auto& st : states) {
+    t.sent_packets += st->sentPackets(id);
+    t.sent_bytes += st->sentBytes(id);
+    t.returned_packets += st->returnedPackets(id);
+    t.returned_bytes += st->returnedBytes(id);
+    t.bypassed_packets += st->bypassedPackets(id);
+    t.bypassed_bytes += st->bypassedBytes(id);
+  }
+  return t;
+}
+
+void ServiceTable::add(const std::string& method, ServiceHandler h) {
+  if (!handlers_.emplace(method, std::move(h)).second)
+    throw std::logic_error("control API method " + method + " registered twice");
+  order_.push_back(method);
+}
+
+json ServiceTable::call(const std::string& method, const json& params) const {
+  try {
+    auto it = handlers_.find(method);
+    if (it == handlers_.end()) {
+      std::string list;
+      for (const std::string& n : order_) list += (list.empty() ? "" : ", ") + n;
+      throw ApiFailure("bad_request", "unknown method '" + method + "' (" + list + ")");
+    }
+    return {{"ok", true}, {"result", it->second(params)}};
+  } catch (const ApiFailure& f) {
+    json r = apiError(nullptr, f.code, f.what());
+    if (!f.details.is_null()) r["error"]["details"] = f.details;
+    return r;
+  }
+}
+
+void addServiceMethods(ServiceTable& t, ServiceContext& c) {
+  using P = const json&;
+  t.add("status", [&c](P p) { return statusMethod(c, p); });
+  t.add("servers", [&c](P p) { return serversMethod(c.engine, c.appliances, p); });
+  t.add("groups", [&c](P p) { return groupsMethod(c.engine, c.appliances, p); });
+  t.add("flows", [&c](P p) { return flowsMethod(c.engine, p); });
+  t.add("explain", [&c](P p) { return explainMethod(c.engine, p); });
+  t.add("classes", [&c](P p) {
+    return classesMethod(c.engine, c.workers, c.reloading && c.reloading(), p);
+  });
+  t.add("stats", [&c](P p) { return statsMethod(c, p); });
+  t.add("server.add", [&c](P p) { return serverAddMethod(c, p); });
+  t.add("server.remove", [&c](P p) { return serverRemoveMethod(c, p); });
+  t.add("server.set", [&c](P p) { return serverSetMethod(c, p); });
+  t.add("server.drain", [&c](P p) { return drainMethod(c.engine, c.now(), p); });
+  t.add("server.undrain", [&c](P p) { return undrainMethod(c.engine, c.now(), p); });
+  t.add("config", [&c](P p) { return configMethod(c.engine.config(), c.facts.file_cfg->get(), p); });
+  t.add("health", [&c](P p) { return healthMethod(c.engine.config(), c.health, c.appliances, p); });
+  t.add("destinations", [&c](P p) { return destinationsMethod(c.engine.regions(), p); });
+}
+
+}  // namespace gwlb::ctl
