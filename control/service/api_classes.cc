@@ -59,9 +59,9 @@ json classesMethod(const Engine& engine, const WorkerStats& workers, bool reload
                     {"mirror", classes[r.index].mirror.group.empty() ? json(nullptr)
                                                                       : json(mirrorText(classes[r.index].mirror))},
                     {"tag", classes[r.index].tag.empty() ? json(nullptr) : json(classes[r.index].tag)},
-                    {"tag_value", classTagValue(cfg().tags, classes[r.index].tag) ? json(*classTagValue(cfg().tags, classes[r.index].tag)) : json(nullptr)},
+                    {"tag_value", classTagValue(engine.config().tags, classes[r.index].tag) ? json(*classTagValue(engine.config().tags, classes[r.index].tag)) : json(nullptr)},
                     // The class id mirror copies carry (its counter slot: stable across reloads).
-                    {"id", engine_->classSlots().slotOf(r.name)},
+                    {"id", engine.classSlots().slotOf(r.name)},
                     {"packets", r.count.packets},
                     {"bytes", r.count.bytes}});
   }

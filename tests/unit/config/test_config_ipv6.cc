@@ -91,6 +91,16 @@ TEST(ConfigIpv6, AddressesThatCannotBeAnUnderlay) {
                         {{"server_groups[0].servers[1].address", "listed twice"}}));
 }
 
+// A VXLAN group's templates have an outer IPv4 header only: an IPv6
+// appliance there is refused, with the key to change.
+TEST(ConfigIpv6, VxlanGroupsTakeIpv4AppliancesOnly) {
+  EXPECT_TRUE(errorsAre(parse(config(kV6Node, "{ address: 2001:db8:f::a }",
+                                     "    encapsulation: vxlan\n    health_check: { enabled: false }\n")),
+                        {{"server_groups[0].encapsulation", "must be geneve"}}));
+  Result ok = parse(config(kV6Node, "{ address: 10.0.0.11 }", "    encapsulation: vxlan\n"));
+  EXPECT_TRUE(ok.ok) << formatErrors(ok.errors);
+}
+
 // Two appliances whose addresses fold to one key would share health,
 // weights and lifecycle: refused, whichever family the other one has.
 TEST(ConfigIpv6, AppliancesWhoseKeysCollideAreRefused) {
