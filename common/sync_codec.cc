@@ -91,7 +91,7 @@ void putRecord(uint8_t* p, const Record& r) {
   p[62] = r.move_reason;
   p[63] = r.first_dir;
   p[64] = uint8_t(r.kind);
-  p[65] = 0;
+  p[65] = r.opened ? kRecordOpened : 0;
   put32(p + 66, r.idle_for_ms);
   put32(p + 70, r.age_ms);
   put16(p + 74, 0);
@@ -124,7 +124,8 @@ bool getRecord(const uint8_t* p, Record& r) {
   r.idle_for_ms = get32(p + 66);
   r.age_ms = get32(p + 70);
   if (p[64] < uint8_t(RecordKind::kNew) || p[64] > uint8_t(RecordKind::kTransfer)) return false;
-  if (r.first_dir > 1 || p[65] != 0 || get16(p + 74) != 0) return false;
+  if (r.first_dir > 1 || (p[65] & ~kRecordOpened) != 0 || get16(p + 74) != 0) return false;
+  r.opened = (p[65] & kRecordOpened) != 0;
   return r.appliance != 0 && r.cookie != 0;
 }
 

@@ -20,14 +20,17 @@
 // value the sender draws at start; seq: the sender's message counter in that
 // epoch (from 1); time: the sender's Unix time in ms; nonce: 0, or on the
 // warm-start stream the requester's nonce (binds the stream to the request),
-// on kHealth the sender's feature bits (kFeatureConfigDigest).
+// on kHealth the sender's feature bits (kFeatureConfigDigest, kFeatureRecordFlags).
 // The MAC key is HMAC-SHA256(fleet secret, "gwlb flow sync v1").
 //
 // One record (kRecordSize = 76 bytes): the canonical FlowKey (40 bytes as
 // common/flow_key.h lays it out, ports little endian), flow hash, appliance
 // IPv4, cookie, previous appliance IPv4, previous cookie (0, 0 when never
-// moved), moves, move reason, first direction, record kind, 1 reserved byte
-// (0), idle for (ms), age (ms), 4 reserved bytes (0).
+// moved), moves, move reason, first direction, record kind, flags (bit 0
+// kRecordOpened; the other bits 0), idle for (ms), age (ms), 4 reserved
+// bytes (0). A gwlbd before the flags byte refuses a record with any flag
+// set, so a sender sets flags only for a peer whose kHealth messages carry
+// kFeatureRecordFlags.
 #pragma once
 
 #include <array>
@@ -68,6 +71,10 @@ enum class MsgType : uint8_t {
 // A kHealth message's nonce field: bits saying what its sender takes (0 from
 // a gwlbd before them; a receiver ignores bits it does not know).
 inline constexpr uint64_t kFeatureConfigDigest = 1;  // kConfigDigest messages
+inline constexpr uint64_t kFeatureRecordFlags = 2;   // records with flags (kRecordOpened)
+// A record's flags: the sender's copy was created (or re-opened) by the
+// connection's opening TCP SYN (SYN without ACK).
+inline constexpr uint8_t kRecordOpened = 1;
 // One health entry: appliance IPv4, its state (common/health.h HealthState),
 // 1 when it takes new flows there, 2 reserved bytes (0).
 inline constexpr size_t kHealthEntrySize = 8;
@@ -106,6 +113,7 @@ struct Record {
   RecordKind kind = RecordKind::kNew;
   uint32_t idle_for_ms = 0;     // since the sender last saw a packet of the flow
   uint32_t age_ms = 0;          // since the flow was created
+  bool opened = false;          // created by the connection's opening SYN (kRecordOpened)
 };
 
 // What the sender's health checks say of one appliance (kHealth).

@@ -125,7 +125,9 @@ class FleetSync::Session : public std::enable_shared_from_this<FleetSync::Sessio
       more = fs_.flows_.scan(cursor_, sync::kMaxRecords * 4, kSlotsPerWrite - walked,
                              [&](const FlowKey& k, int32_t pos, const dp::FlowEntry&) {
         sync::Record r;
-        if (fs_.makeRecord(pos, k, sync::RecordKind::kTransfer, now, r)) recs.push_back(r);
+        // The requester's version is not known yet (a gwlbd before record
+        // flags refuses them): transfers carry none.
+        if (fs_.makeRecord(pos, k, sync::RecordKind::kTransfer, now, r)) r.opened = false, recs.push_back(r);
         if (recs.size() == sync::kMaxRecords) emit(), ++messages;
         return true;
       });
