@@ -90,10 +90,11 @@ struct IdleTimeout {
   static constexpr uint32_t kOpenedBit = 1u << 31;
   static constexpr uint32_t kMsMask = kOpenedBit - 1;
   std::atomic<uint32_t> ms{0};
+  // `opened` only with a nonzero timeout (R3: the word is 0 only while creating).
   void store(uint64_t ns, std::memory_order o = std::memory_order_relaxed, bool opened = false) noexcept {
     uint64_t v = (ns + 999'999) / 1'000'000;
     uint32_t m = uint32_t(v > kMsMask ? kMsMask : v == 0 && ns ? 1 : v);
-    ms.store(m | (opened && m ? kOpenedBit : 0), o);
+    ms.store(m | uint32_t(opened) << 31, o);
   }
   uint64_t ns(std::memory_order o = std::memory_order_relaxed) const noexcept {
     return uint64_t(ms.load(o) & kMsMask) * 1'000'000;
