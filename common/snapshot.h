@@ -282,8 +282,6 @@ struct Snapshot {
   };
   std::vector<TagView> class_tag;  // by class index (the builder; empty: no class is tagged)
   std::vector<TagView> slot_tag;   // by counter slot (routeClasses), kMaxClasses or empty
-  // gwlb's own Geneve option class (mirror and tag options).
-  uint16_t gwlb_option_class = kGwlbOptionClassDefault;
   // Fills class_route from classes, class_slot and listeners; whoever sets
   // class_slot calls it. With classes it holds kMaxClasses routes (those past
   // the rules inspect nothing), so a worker indexes it by any class the

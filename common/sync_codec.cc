@@ -91,7 +91,7 @@ void putRecord(uint8_t* p, const Record& r) {
   p[62] = r.move_reason;
   p[63] = r.first_dir;
   p[64] = uint8_t(r.kind);
-  p[65] = r.bypass;
+  p[65] = uint8_t(r.bypass | (r.opened ? kRecordOpened : 0));
   put32(p + 66, r.idle_for_ms);
   put32(p + 70, r.age_ms);
   put16(p + 74, r.bypass_timed() ? r.bypass_left_s : 0);
@@ -127,8 +127,12 @@ bool getRecord(const uint8_t* p, Record& r) {
   r.bypass_left_s = get16(p + 74);
   if (p[64] < uint8_t(RecordKind::kNew) || p[64] > uint8_t(RecordKind::kTransfer)) return false;
   if (r.first_dir > 1) return false;
-  // Bypass flags: timed only with bypassed, seconds left only when timed.
-  if (r.bypass > 3 || r.bypass == kRecordBypassTimed) return false;
+  // Flags: the bypass bits (timed only with bypassed, seconds left only when
+  // timed) and kRecordOpened; no other bit.
+  if ((p[65] & ~(kRecordBypassed | kRecordBypassTimed | kRecordOpened)) != 0) return false;
+  r.bypass = p[65] & (kRecordBypassed | kRecordBypassTimed);
+  r.opened = (p[65] & kRecordOpened) != 0;
+  if (r.bypass == kRecordBypassTimed) return false;
   if (r.bypass_timed() ? r.bypass_left_s == 0 : r.bypass_left_s != 0) return false;
   return r.appliance != 0 && r.cookie != 0;
 }

@@ -20,16 +20,19 @@
 // value the sender draws at start; seq: the sender's message counter in that
 // epoch (from 1); time: the sender's Unix time in ms; nonce: 0, or on the
 // warm-start stream the requester's nonce (binds the stream to the request),
-// on kHealth the sender's feature bits (kFeatureConfigDigest, kFeatureBypass).
+// on kHealth the sender's feature bits (kFeatureConfigDigest, kFeatureRecordFlags).
 // The MAC key is HMAC-SHA256(fleet secret, "gwlb flow sync v1").
 //
 // One record (kRecordSize = 76 bytes): the canonical FlowKey (40 bytes as
 // common/flow_key.h lays it out, ports little endian), flow hash, appliance
 // IPv4, cookie, previous appliance IPv4, previous cookie (0, 0 when never
-// moved), moves, move reason, first direction, record kind, bypass flags
-// (bit 0 bypassed by its appliance, bit 1 timed; 0 to a peer without
-// kFeatureBypass), idle for (ms), age (ms), the timed bypass's seconds left
-// (16 bits; 0 unless timed), 2 reserved bytes (0).
+// moved), moves, move reason, first direction, record kind, flags (bit 0
+// kRecordBypassed: bypassed by its appliance, bit 1 kRecordBypassTimed, bit 2
+// kRecordOpened: the sender's copy was created by the connection's opening
+// SYN; the other bits 0), idle for (ms), age (ms), the timed bypass's seconds
+// left (16 bits; 0 unless timed), 2 reserved bytes (0). A gwlbd before the
+// flags byte refuses a record with any flag set, so a sender sets flags only
+// for a peer whose kHealth messages carry kFeatureRecordFlags.
 #pragma once
 
 #include <array>
@@ -70,12 +73,17 @@ enum class MsgType : uint8_t {
 // A kHealth message's nonce field: bits saying what its sender takes (0 from
 // a gwlbd before them; a receiver ignores bits it does not know).
 inline constexpr uint64_t kFeatureConfigDigest = 1;  // kConfigDigest messages
-inline constexpr uint64_t kFeatureBypass = 2;        // records' bypass flags and seconds left
+// Records' flags byte (bypass bits, kRecordOpened) and the timed bypass's
+// seconds left.
+inline constexpr uint64_t kFeatureRecordFlags = 2;
 inline constexpr uint8_t kRecordBypassed = 1, kRecordBypassTimed = 2;
+// The sender's copy was created (or re-opened) by the connection's opening TCP
+// SYN (SYN without ACK).
+inline constexpr uint8_t kRecordOpened = 4;
 // A kWarmRequest's nonce ends in these 16 bits when its sender takes records'
 // bypass flags (an older gwlbd's random nonce does so once in 32,768: its warm
 // start then fails as malformed and it starts cold). The server also trusts a
-// peer whose kHealth said kFeatureBypass.
+// peer whose kHealth said kFeatureRecordFlags.
 inline constexpr uint64_t kWarmNonceBypassMark = 0xB9A5;
 // One health entry: appliance IPv4, its state (common/health.h HealthState),
 // 1 when it takes new flows there, 2 reserved bytes (0).
@@ -118,6 +126,7 @@ struct Record {
   uint8_t bypass = 0;           // kRecordBypassed | kRecordBypassTimed
   uint16_t bypass_left_s = 0;   // timed: seconds until the bypass ends (>= 1)
   bool bypass_timed() const { return bypass & kRecordBypassTimed; }
+  bool opened = false;          // created by the connection's opening SYN (kRecordOpened)
 };
 
 // What the sender's health checks say of one appliance (kHealth).

@@ -117,16 +117,28 @@ struct TickTime {
   }
 };
 
-// An idle timeout in milliseconds (exact for every configured timeout);
-// 0 while the entry is being created (R3).
+// An idle timeout in milliseconds (exact for every configured timeout, at
+// most 6000 s: 23 bits) in bits 0..30; 0 while the entry is being created
+// (R3). Bit 31, kOpenedBit: the flow's entry was created (or re-opened, a
+// reused 5-tuple) by its connection's opening TCP SYN (SYN without ACK), so
+// its appliance saw the connection start; the fleet's conflict rule prefers
+// such a copy (docs/fleet.md "Flow state sync"). Kept here, in a word
+// written with the creation fields, because the entry has no spare byte.
 struct IdleTimeout {
+  static constexpr uint32_t kOpenedBit = 1u << 31;
+  static constexpr uint32_t kMsMask = kOpenedBit - 1;
   std::atomic<uint32_t> ms{0};
-  void store(uint64_t ns, std::memory_order o = std::memory_order_relaxed) noexcept {
+  // `opened` only with a nonzero timeout (R3: the word is 0 only while creating).
+  void store(uint64_t ns, std::memory_order o = std::memory_order_relaxed, bool opened = false) noexcept {
     uint64_t v = (ns + 999'999) / 1'000'000;
-    ms.store(uint32_t(v > UINT32_MAX ? UINT32_MAX : v == 0 && ns ? 1 : v), o);
+    uint32_t m = uint32_t(v > kMsMask ? kMsMask : v == 0 && ns ? 1 : v);
+    ms.store(m | uint32_t(opened) << 31, o);
   }
   uint64_t ns(std::memory_order o = std::memory_order_relaxed) const noexcept {
-    return uint64_t(ms.load(o)) * 1'000'000;
+    return uint64_t(ms.load(o) & kMsMask) * 1'000'000;
+  }
+  bool opened(std::memory_order o = std::memory_order_relaxed) const noexcept {
+    return (ms.load(o) & kOpenedBit) != 0;
   }
   // Ticks (rounded up) an entry must have been idle for, strictly more, to expire.
   uint32_t ticks(std::memory_order o = std::memory_order_relaxed) const noexcept {

@@ -104,7 +104,8 @@ inline void forUs(Ctx& c, rte_mbuf* m) noexcept {
 // Concurrency rule R1 (docs/architecture.md "Flow entries: concurrency rules"):
 // every creator writes flow_hash and last_seen, the CAS winner the creation fields.
 inline uint64_t ensureRoute(FlowEntry& e, uint16_t server, uint32_t cookie, uint32_t flow_hash,
-                            uint64_t idle_ns, uint64_t now, uint16_t origin, bool& created) noexcept {
+                            uint64_t idle_ns, uint64_t now, uint16_t origin, bool& created,
+                            bool opened = false) noexcept {
   uint64_t r = e.route.load(std::memory_order_acquire);
   if (r & kRouteSet) return r;
   e.flow_hash.store(flow_hash, std::memory_order_relaxed);
@@ -113,11 +114,33 @@ inline uint64_t ensureRoute(FlowEntry& e, uint16_t server, uint32_t cookie, uint
   if (e.route.compare_exchange_strong(r, want, std::memory_order_acq_rel)) {
     e.created.store(now);
     e.origin.store(origin, std::memory_order_relaxed);
-    e.idle_timeout.store(idle_ns, std::memory_order_release);
+    e.idle_timeout.store(idle_ns, std::memory_order_release, opened);
     created = true;
     return want;
   }
   return r;
+}
+
+// A TCP segment with SYN and without ACK: a connection's opening segment.
+[[gnu::always_inline]] inline bool opensConnection(const uint8_t* frame, const ParsedPacket& p) noexcept {
+  return tcpResettable(p) && (tcpFlags(frame, p) & (kTcpSynFlag | kTcpAckFlag)) == kTcpSynFlag;
+}
+
+// An opening SYN for an entry idle past half its timeout is a new connection
+// on a reused 5-tuple (a client's port comes round again). The entry keeps
+// its appliance, which sees this SYN, and becomes the new connection's:
+// created now and marked opened, and sent to the fleet as new, so a peer that
+// expired the old entry and made its own copy from the SYN-ACK takes this
+// one (docs/fleet.md "Flow state sync"). A SYN retransmitted within half the
+// timeout changes nothing.
+// Concurrency rule R3 (docs/architecture.md "Flow entries: concurrency rules"):
+// the idle timeout keeps its value (never 0 again); only its opened bit is added.
+void reopenIfStale(Ctx& c, FlowEntry& e, int32_t pos) noexcept {
+  uint32_t idle = e.idle_timeout.ticks(std::memory_order_acquire);
+  if (!idleExpired(e.last_seen.tick(), idle / 2, c.now)) return;
+  e.created.store(c.now);
+  e.idle_timeout.store(e.idle_timeout.ns(), std::memory_order_release, true);
+  c.noteSync(pos, SyncEvent::kNew);
 }
 
 void tooBig(Ctx& c, rte_mbuf* m, const ParsedPacket& p, uint32_t inner_mtu) noexcept {
@@ -217,7 +240,7 @@ template <bool kClasses>
     ep = &ft.entry(pos);
     route = ensureRoute(*ep, server, flowCookie(ref.hash, appliance), ref.hash, idle,
                         c.now, kClasses ? uint16_t((ref.origin & ~1u) | (ref.dir & 1)) : packOrigin(ref.dir, 0, kNoClass),
-                        created);
+                        created, opensConnection(frame, p));
     if (created) {
       c.w.counters.inc(Counter::flows_created);
       if (!ref.fragment_key) c.noteSync(pos, SyncEvent::kNew);
@@ -257,6 +280,8 @@ template <bool kClasses>
       return drop(c, m, Counter::drop_no_healthy_server);
   }
 #endif
+  if (p.tuple.proto == kProtoTcp && opensConnection(frame, p)) [[unlikely]]
+    reopenIfStale(c, e, pos);
   e.last_seen.store(c.now);
   e.packets.store(e.packets.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   learnDirection(c, ft.neighbours(), e.l2[ref.dir], m, frame, p);

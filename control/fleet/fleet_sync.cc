@@ -29,6 +29,16 @@ const char* toString(InstallResult r) {
   return "?";
 }
 
+FleetSync::Settle FleetSync::settleByOpening(bool peer_opened, bool local_opened, bool peer_older,
+                                             bool peer_newer) {
+  if (peer_opened != local_opened) return peer_opened ? Settle::kTakePeer : Settle::kKeepLocal;
+  if (!peer_opened) return Settle::kUndecided;
+  // Both opened by a SYN: the later SYN started the connection in use now.
+  if (peer_newer) return Settle::kTakePeer;
+  if (peer_older) return Settle::kKeepLocal;
+  return Settle::kUndecided;
+}
+
 bool FleetSync::makeRecord(int32_t pos, const FlowKey& key, sync::RecordKind kind, uint64_t now,
                            sync::Record& out) const {
   if (key.kind != KeyKind::kFlow) return false;  // fragment entries are never synced
@@ -58,6 +68,7 @@ bool FleetSync::makeRecord(int32_t pos, const FlowKey& key, sync::RecordKind kin
   }
   out.moves = e.moves.load(std::memory_order_relaxed);
   out.first_dir = dp::originDir(e.origin.load(std::memory_order_relaxed));
+  out.opened = e.idle_timeout.opened(std::memory_order_acquire);
   uint64_t seen = e.last_seen.ns(now);
   uint64_t born = e.created.ns(now);
   auto ms = [](uint64_t ns) { return uint32_t(std::min<uint64_t>(ns / 1'000'000, UINT32_MAX)); };
@@ -120,7 +131,7 @@ InstallResult FleetSync::install(const sync::Record& r, uint64_t now) {
         e.moved_at.store(now);
         e.moves.store(r.moves, std::memory_order_relaxed);
       }
-      e.idle_timeout.store(idle_ns, std::memory_order_release);
+      e.idle_timeout.store(idle_ns, std::memory_order_release, r.opened);
       result = InstallResult::kInstalled;
       route = want;
     }
@@ -147,22 +158,33 @@ InstallResult FleetSync::install(const sync::Record& r, uint64_t now) {
         result = InstallResult::kMoved;
       }
     }
-    // Both nodes created the flow themselves (neither copy ever moved) and
-    // picked different appliances. Every node settles it the same way: the
-    // copy created more than kConflictMarginNs earlier wins (an established
-    // flow is never moved to a late creator's pick, e.g. after a lost
-    // record); copies created within the margin of each other (ECMP sent the
-    // two directions to two nodes whose health views differed) go to the
-    // lower appliance address. The loser records it as a move
+    // Two copies of the flow on different appliances, each made by its own
+    // node. A stateful appliance passes only a connection whose opening SYN
+    // it saw, so that decides first (settleByOpening): a copy created by the
+    // opening SYN (SYN without ACK) wins over one created from a later
+    // packet (the SYN-ACK, a mid-stream segment after a lost record),
+    // whatever the addresses and moves; of two such copies, one opened more
+    // than kConflictMarginNs after the other is a new connection on a reused
+    // 5-tuple and wins. Otherwise (neither opened, or both within the
+    // margin) every node settles it the same way when neither copy ever
+    // moved: the copy created more than kConflictMarginNs earlier wins (an
+    // established flow is never moved to a late creator's pick, e.g. after
+    // a lost record); copies created within the margin of each other (ECMP
+    // sent the two directions to two nodes whose health views differed) go
+    // to the lower appliance address. The loser records it as a move
     // (fleet_conflict) from its own pick.
     uint16_t local_id = dp::routeServer(route);
     uint64_t local_born = e.created.ns(now);
+    bool local_opened = e.idle_timeout.opened(std::memory_order_acquire);
     bool peer_older = born + kConflictMarginNs < local_born;
     bool peer_newer = local_born + kConflictMarginNs < born;
-    if (result == InstallResult::kIgnored && route != want && r.kind != sync::RecordKind::kChanged &&
-        r.moves == 0 && e.moves.load(std::memory_order_relaxed) == 0 &&
-        local_id < s->servers.size() && !peer_newer &&
-        (peer_older || r.appliance < s->servers[local_id].ip)) {
+    Settle by_opening = settleByOpening(r.opened, local_opened, peer_older, peer_newer);
+    bool take = by_opening == Settle::kTakePeer ||
+                (by_opening == Settle::kUndecided && r.kind != sync::RecordKind::kChanged &&
+                 r.moves == 0 && e.moves.load(std::memory_order_relaxed) == 0 &&
+                 local_id < s->servers.size() && !peer_newer &&
+                 (peer_older || r.appliance < s->servers[local_id].ip));
+    if (result == InstallResult::kIgnored && route != want && take) {
       // Concurrency rule R9 (docs/architecture.md "Flow entries: concurrency rules"):
       // one CAS from the local route (R4); a worker's move wins a race.
       uint64_t seen_route = route;
@@ -172,6 +194,12 @@ InstallResult FleetSync::install(const sync::Record& r, uint64_t now) {
                       std::memory_order_release);
         e.moved_at.store(now);
         e.moves.fetch_add(1, std::memory_order_relaxed);
+        if (by_opening == Settle::kTakePeer) {
+          // The copy is now the peer's connection: its creation and opening
+          // too, so the two copies compare equal from here on.
+          e.created.store(born);
+          if (r.opened) e.idle_timeout.store(e.idle_timeout.ns(), std::memory_order_release, true);
+        }
         result = InstallResult::kConflict;
       }
     }
@@ -257,8 +285,8 @@ void FleetSync::sendHealth() {
   for (size_t i = 0; i < view.size(); i += sync::kMaxHealthEntries) {
     size_t n = std::min(view.size() - i, sync::kMaxHealthEntries);
     sync::Header h = header(sync::MsgType::kHealth);
-    // What we take: config digests, records' bypass flags (old peers ignore the bits).
-    h.nonce = sync::kFeatureConfigDigest | sync::kFeatureBypass;
+    // We take config digests and record flags (old peers ignore the bits).
+    h.nonce = sync::kFeatureConfigDigest | sync::kFeatureRecordFlags;
     size_t len = sync::encodeHealth(key_, h, view.data() + i, n, out_.data(), out_.size());
     sendToPeers(out_.data(), len, 0);
   }
@@ -343,16 +371,16 @@ void FleetSync::queue(int32_t pos, const sync::Record& r, uint64_t now) {
 
 void FleetSync::flush(uint64_t now) {
   if (pending_.empty()) return;
-  size_t len = sync::encode(key_, header(sync::MsgType::kRecords), pending_.data(), pending_.size(),
-                            out_.data(), out_.size());
-  bool any_bypass = std::any_of(pending_.begin(), pending_.end(),
-                                [](const sync::Record& r) { return r.bypass != 0; });
-  sendToPeers(out_.data(), len, pending_.size(), any_bypass ? 1 : -1);
-  if (any_bypass) {  // the same records without their bypass flags, for older peers
-    for (sync::Record& r : pending_) r.bypass = 0, r.bypass_left_s = 0;
+  const sync::Header h = header(sync::MsgType::kRecords);
+  size_t len = sync::encode(key_, h, pending_.data(), pending_.size(), out_.data(), out_.size());
+  sendToPeers(out_.data(), len, pending_.size(), PeerSet::kTakesFlags);
+  // The same records without flags, under the next sequence number, for
+  // peers that would refuse them (a gwlbd before them, or one not heard yet).
+  if (std::any_of(peers_.begin(), peers_.end(), [](const Peer& p) { return !p.this_node && !p.takes_flags; })) {
+    for (sync::Record& r : pending_) r.opened = false, r.bypass = 0, r.bypass_left_s = 0;
     len = sync::encode(key_, header(sync::MsgType::kRecords), pending_.data(), pending_.size(),
                        out_.data(), out_.size());
-    sendToPeers(out_.data(), len, pending_.size(), 0);
+    sendToPeers(out_.data(), len, pending_.size(), PeerSet::kNoFlags);
   }
   pending_.clear();
   last_send_ns_ = now;

@@ -76,6 +76,11 @@ class FleetSync {
   // Two copies of a flow created this close together are a tie (settled on
   // the lower appliance address); further apart, the older copy wins.
   static constexpr uint64_t kConflictMarginNs = 1'000'000'000ULL;
+  // Which of two copies on different appliances the opening SYN decides for
+  // (install's conflict rule): the peer's, ours, or neither (the older copy,
+  // then the lower address decide).
+  enum class Settle : uint8_t { kTakePeer, kKeepLocal, kUndecided };
+  static Settle settleByOpening(bool peer_opened, bool local_opened, bool peer_older, bool peer_newer);
   // A peer's health entry older than this is forgotten (it sends every second).
   static constexpr double kHealthViewS = 5.0;
   // How often the control thread drains, scans and sends.
@@ -173,9 +178,10 @@ class FleetSync {
     // Its config digests (docs/fleet.md "Config drift"): sent only once its
     // health view says it takes them (an older gwlbd refuses the type).
     bool takes_digest = false, has_digest = false;
-    // Records' bypass flags (kFeatureBypass): an older gwlbd refuses a record
-    // with them, so it gets its records without (its flows stay inspected).
-    bool takes_bypass = false;
+    // Whether it takes records with flags (sync::kFeatureRecordFlags, from its
+    // health view: bypass bits, kRecordOpened): an older gwlbd refuses them, so
+    // it gets them cleared (its flows stay inspected).
+    bool takes_flags = false;
     std::vector<sync::DigestEntry> digest;
     // The sections it differs in as last logged (a change is logged once).
     std::vector<std::string> drift_logged;
@@ -255,8 +261,10 @@ class FleetSync {
   // nonce back) the entry marked as this node (fleet_sync_net.cc).
   void onOwnDatagram(Peer& p, const sync::Header& h);
   void sendChallenge(Peer& p, uint64_t now_ns);
-  // bypass: -1 every peer; 1 those that take records' bypass flags; 0 the others.
-  void sendToPeers(const uint8_t* msg, size_t len, size_t records, int bypass = -1);
+  // To every peer, or only those that take record flags (kTakesFlags) or
+  // only those that do not (kNoFlags).
+  enum class PeerSet : uint8_t { kAll, kTakesFlags, kNoFlags };
+  void sendToPeers(const uint8_t* msg, size_t len, size_t records, PeerSet only = PeerSet::kAll);
   void sendHealth();
   void sendConfigDigest();
   // gwlb_fleet_config_differs{peer, section} (docs/fleet.md "Config drift";

@@ -153,10 +153,11 @@ bool FleetSync::logAllowed(Peer* p) {
   return true;
 }
 
-void FleetSync::sendToPeers(const uint8_t* msg, size_t len, size_t records, int bypass) {
+void FleetSync::sendToPeers(const uint8_t* msg, size_t len, size_t records, PeerSet only) {
   if (len == 0) return;
   for (Peer& p : peers_) {
-    if (p.this_node || (bypass >= 0 && p.takes_bypass != (bypass == 1))) continue;
+    if (p.this_node) continue;
+    if (only != PeerSet::kAll && p.takes_flags != (only == PeerSet::kTakesFlags)) continue;
     boost::system::error_code ec;
     udp_.send_to(asio::buffer(msg, len), p.udp, 0, ec);
     if (ec) {
@@ -327,7 +328,7 @@ void FleetSync::onDatagram(size_t len) {
   if (h.type == sync::MsgType::kHealth) {
     // Whether it takes our config digests; a peer that stopped (downgraded) has none.
     p->takes_digest = (h.nonce & sync::kFeatureConfigDigest) != 0;
-    p->takes_bypass = (h.nonce & sync::kFeatureBypass) != 0;
+    p->takes_flags = (h.nonce & sync::kFeatureRecordFlags) != 0;
     if (!p->takes_digest) p->has_digest = false, p->digest.clear();
     for (size_t i = 0; i < h.count; ++i)
       p->health[health[i].appliance] = {health[i].state, health[i].in_service, p->last_sync};

@@ -184,7 +184,7 @@ void FleetSync::metrics(std::string& out) const {
           [&](const Peer& p) { return disagreements(p, now).size(); });
   perPeer("gwlb_fleet_sync_conflicts_total", "counter",
           "flows both nodes created with different appliances, settled here on the peer's "
-          "(lower address)",
+          "(opened by the SYN, else older, else lower address)",
           [](const Peer& p) { return p.conflicts; });
   perPeer("gwlb_fleet_sync_unknown_appliance_total", "counter",
           "peer records naming an appliance this node does not have",

@@ -90,7 +90,7 @@ class FleetSync::Session : public std::enable_shared_from_this<FleetSync::Sessio
       return close("stale or replayed request");
     }
     nonce_ = h.nonce;
-    takes_bypass_ = (p && p->takes_bypass) || (h.nonce & 0xFFFF) == sync::kWarmNonceBypassMark;
+    takes_bypass_ = (p && p->takes_flags) || (h.nonce & 0xFFFF) == sync::kWarmNonceBypassMark;
     // A peer that stops reading does not hold the session for ever.
     started_ = written_ = dp::monotonicNs();
     armIdle(kSessionIdle);
@@ -126,7 +126,10 @@ class FleetSync::Session : public std::enable_shared_from_this<FleetSync::Sessio
       more = fs_.flows_.scan(cursor_, sync::kMaxRecords * 4, kSlotsPerWrite - walked,
                              [&](const FlowKey& k, int32_t pos, const dp::FlowEntry&) {
         sync::Record r;
+        // Transfers carry no kRecordOpened (warm-started entries fall back to
+        // the older-copy rule), and bypass flags only to a requester that takes them.
         if (fs_.makeRecord(pos, k, sync::RecordKind::kTransfer, now, r)) {
+          r.opened = false;
           if (!takes_bypass_) r.bypass = 0, r.bypass_left_s = 0;
           recs.push_back(r);
         }

@@ -80,17 +80,26 @@ class FleetSyncInstall : public ::testing::Test {
     r.age_ms = 5000;
     return r;
   }
-  Frame flow(int i) const {
+  // A segment of flow i: by default its opening SYN; kTcpAck a mid-stream
+  // segment, kTcpSyn | kTcpAck the server's SYN-ACK (same key, this node's
+  // harness sends both from the client side).
+  Frame flow(int i, uint8_t flags = kTcpSyn) const {
     const Net& n = net();
     return Frame{n.fromA(), kEthIpv4,
-                 ipv4(n.client4, n.server4, 6, tcp(n.client4, n.server4, uint16_t(40000 + i), 443)),
+                 ipv4(n.client4, n.server4, 6, tcp(n.client4, n.server4, uint16_t(40000 + i), 443, {}, flags)),
                  kPortA};
   }
   // Where the worker sends flow i now (appliance, cookie).
-  Encap sent(int i) {
-    Result r = h_->send(flow(i));
+  Encap sent(int i, uint8_t flags = kTcpSyn) {
+    Result r = h_->send(flow(i, flags));
     EXPECT_EQ(r.verdict, Verdict::kAppliance) << describe(r);
-    return checkEncap(*h_, r.bytes, expectedInner(*h_, flow(i)), expectedProtocol(*h_, flow(i)));
+    return checkEncap(*h_, r.bytes, expectedInner(*h_, flow(i, flags)), expectedProtocol(*h_, flow(i, flags)));
+  }
+  const dp::FlowEntry& entryOf(int i) {
+    sync::Record r = peerRecord(i, net().servers[0]);
+    int32_t pos = h_->flows().lookup(r.key, r.flow_hash);
+    EXPECT_GE(pos, 0);
+    return h_->flows().entry(pos);
   }
   // The appliance today's table picks for flow i, and one it does not.
   IpAddr picked(int i) {
@@ -141,7 +150,7 @@ TEST_F(FleetSyncInstall, APeersFlowIsCreatedWithItsRouteAndForwardedThere) {
 
 // An appliance's bypass as a peer has it (docs/fleet.md "Flow state sync"):
 // set on the same route, sent back by makeRecord with the seconds left; a
-// refresh without it (a peer without kFeatureBypass) is the same route, not
+// refresh without it (a peer without kFeatureRecordFlags) is the same route, not
 // a conflict, and keeps it; a change without it (it ended there) clears it.
 TEST_F(FleetSyncInstall, APeersBypassIsKeptOnTheSameRouteAndEndedByAChange) {
   const uint64_t now = h_->now;
@@ -183,15 +192,19 @@ TEST_F(FleetSyncInstall, APeersBypassIsKeptOnTheSameRouteAndEndedByAChange) {
 
 TEST_F(FleetSyncInstall, TwoCreationsWithDifferentAppliancesSettleOnTheLowerAddress) {
   // Two nodes with different health views create the same flow at once (ECMP
-  // sent its directions to both): each node ends with the lower appliance
-  // address, whichever record arrives where.
+  // sent its directions to both): when neither copy came from the opening
+  // SYN, or both did, each node ends with the lower appliance address,
+  // whichever record arrives where.
   int lower_won = 0, local_kept = 0;
-  for (int i = 0; i < 16; ++i) {
-    Encap local = sent(i);
+  for (int n = 0; n < 32; ++n) {
+    const bool opened = n >= 16;
+    const int i = n;
+    Encap local = sent(i, opened ? kTcpSyn : kTcpAck);
     IpAddr elsewhere = other(i);
     ASSERT_FALSE(elsewhere == local.appliance);
     bool peer_lower = elsewhere.v4HostOrder() < local.appliance.v4HostOrder();
     sync::Record r = peerRecord(i, elsewhere, i % 2 ? sync::RecordKind::kNew : sync::RecordKind::kRefresh);
+    r.opened = opened;
     r.age_ms = 300;  // created 0.3 s before ours: a tie
     auto res = fs_->install(r, h_->now);
     int32_t pos = h_->flows().lookup(r.key, r.flow_hash);
@@ -208,6 +221,7 @@ TEST_F(FleetSyncInstall, TwoCreationsWithDifferentAppliancesSettleOnTheLowerAddr
       // The peer's copy of the loser's record changes nothing there either:
       // the same rule with the roles swapped keeps the lower address.
       sync::Record loser = peerRecord(i, local.appliance);
+      loser.opened = opened;
       loser.age_ms = 0;
       EXPECT_EQ(fs_->install(loser, h_->now), ctl::InstallResult::kIgnored);
       EXPECT_EQ(sent(i).appliance, elsewhere);
@@ -225,10 +239,11 @@ TEST_F(FleetSyncInstall, TwoCreationsWithDifferentAppliancesSettleOnTheLowerAddr
 TEST_F(FleetSyncInstall, AnOlderCopyWinsWhateverItsAddress) {
   // A copy created well before ours (a record this node missed, then ECMP
   // brought the flow here and a worker picked today's choice) wins; a copy
-  // created well after ours never moves our established flow.
+  // created well after ours never moves our established flow (neither came
+  // from the opening SYN).
   int older_won = 0, newer_lost = 0;
   for (int i = 0; i < 8; ++i) {
-    Encap local = sent(i);
+    Encap local = sent(i, kTcpAck);
     IpAddr elsewhere = other(i);
     sync::Record newer = peerRecord(i, elsewhere);
     newer.age_ms = 0;
@@ -253,7 +268,7 @@ TEST_F(FleetSyncInstall, AReplyInFlightWhenALaterRefreshSettlesTheCopyIsAReturnA
   // the flow here, and sent packets there; the peer's next refresh (up to a
   // third of the idle timeout later) settles it on the older copy. What the
   // appliance it left still had in flight comes back to a flow that moved.
-  Encap local = sent(3);
+  Encap local = sent(3, kTcpAck);
   IpAddr elsewhere = other(3);
   ASSERT_FALSE(local.appliance == elsewhere);
   sync::Record older = peerRecord(3, elsewhere, sync::RecordKind::kRefresh);
@@ -264,7 +279,119 @@ TEST_F(FleetSyncInstall, AReplyInFlightWhenALaterRefreshSettlesTheCopyIsAReturnA
   EXPECT_EQ(r.verdict, Verdict::kDrop) << describe(r);
   EXPECT_EQ(h_->get(Counter::drop_return_after_move), 1u);
   EXPECT_EQ(h_->get(Counter::drop_return_wrong_appliance), 0u);
-  EXPECT_EQ(sent(3).appliance, elsewhere) << "the flow's packets go to the older copy's appliance now";
+  EXPECT_EQ(sent(3, kTcpAck).appliance, elsewhere) << "the flow's packets go to the older copy's appliance now";
+}
+
+TEST_F(FleetSyncInstall, TheCopyThatSawTheOpeningSynWinsWhateverTheAddress) {
+  // ECMP sent the client's SYN to the peer and the server's SYN-ACK here, and
+  // the two health views differed: a stateful appliance passes only the
+  // connection whose SYN it saw, so the peer's copy wins here whatever the
+  // addresses, and ours (from the SYN-ACK) never wins there.
+  int against_address = 0;
+  for (int i = 0; i < 16; ++i) {
+    Encap local = sent(i, kTcpSyn | kTcpAck);
+    IpAddr elsewhere = other(i);
+    ASSERT_FALSE(elsewhere == local.appliance);
+    if (elsewhere.v4HostOrder() > local.appliance.v4HostOrder()) ++against_address;
+    const dp::FlowEntry& en = entryOf(i);
+    EXPECT_FALSE(en.idle_timeout.opened()) << "created from the SYN-ACK";
+    sync::Record r = peerRecord(i, elsewhere, i % 2 ? sync::RecordKind::kNew : sync::RecordKind::kRefresh);
+    r.opened = true;
+    r.age_ms = 300;
+    EXPECT_EQ(fs_->install(r, h_->now), ctl::InstallResult::kConflict) << i;
+    Encap now = sent(i, kTcpAck);
+    EXPECT_EQ(now.appliance, elsewhere) << i;
+    EXPECT_EQ(now.cookie, r.cookie) << i;
+    EXPECT_TRUE(en.idle_timeout.opened()) << "the copy is the peer's connection now";
+    EXPECT_EQ(dp::moveReason(en.moved.load()), uint8_t(dp::MoveReason::kFleetConflict));
+    // Our old copy's record, as the peer would get it: refused here too.
+    sync::Record loser = peerRecord(i, local.appliance);
+    loser.age_ms = 0;
+    EXPECT_EQ(fs_->install(loser, h_->now), ctl::InstallResult::kIgnored) << i;
+    EXPECT_EQ(sent(i, kTcpAck).appliance, elsewhere) << i;
+  }
+  EXPECT_GT(against_address, 0) << "the lower address would have decided otherwise";
+  // The other side: our copy came from the SYN; the peer's from the SYN-ACK
+  // (its record carries no opening) is refused, lower address or not.
+  int lower_refused = 0;
+  for (int i = 16; i < 32; ++i) {
+    Encap local = sent(i);
+    IpAddr elsewhere = other(i);
+    if (elsewhere.v4HostOrder() < local.appliance.v4HostOrder()) ++lower_refused;
+    sync::Record r = peerRecord(i, elsewhere);
+    r.age_ms = 300;
+    EXPECT_EQ(fs_->install(r, h_->now), ctl::InstallResult::kIgnored) << i;
+    EXPECT_EQ(sent(i, kTcpAck).appliance, local.appliance) << i;
+    EXPECT_EQ(entryOf(i).moves.load(), 0) << i;
+  }
+  EXPECT_GT(lower_refused, 0) << "the lower address would have decided otherwise";
+}
+
+TEST_F(FleetSyncInstall, APortReusedPastHalfTheIdleTimeoutIsANewConnectionEveryNodeAgreesOn) {
+  // The TCP idle timeout is 350 s (half: 175 s). A client reuses a 5-tuple.
+  constexpr uint64_t kS = 1'000'000'000ULL;
+  // 1. This node still holds the old connection's entry and gets the new
+  // SYN: the entry keeps its appliance (which sees this SYN) and becomes the
+  // new connection's, created now and opened; a SYN retransmitted sooner
+  // changes nothing.
+  Encap first = sent(1, kTcpAck);  // the old connection, seen mid-stream
+  const dp::FlowEntry& en = entryOf(1);
+  uint64_t born = en.created.ns(h_->now);
+  h_->now += 100 * kS;
+  EXPECT_EQ(sent(1).appliance, first.appliance);
+  EXPECT_EQ(en.created.ns(h_->now), born) << "idle for less than half its timeout: the same connection";
+  EXPECT_FALSE(en.idle_timeout.opened());
+  h_->now += 200 * kS;
+  EXPECT_EQ(sent(1).appliance, first.appliance) << "the entry keeps its appliance";
+  EXPECT_TRUE(en.idle_timeout.opened());
+  EXPECT_EQ(en.idle_timeout.ns(), 350 * kS);
+  sync::Record mine;
+  sync::Record probe = peerRecord(1, first.appliance);
+  ASSERT_TRUE(fs_->makeRecord(h_->flows().lookup(probe.key, probe.flow_hash), probe.key,
+                              sync::RecordKind::kRefresh, h_->now, mine));
+  EXPECT_TRUE(mine.opened);
+  EXPECT_LT(mine.age_ms, 5u) << "sent as a connection created now";
+  // A peer that expired the old entry made its own copy from the SYN-ACK on
+  // another appliance: its record does not move ours.
+  sync::Record theirs = peerRecord(1, other(1));
+  theirs.age_ms = 0;
+  EXPECT_EQ(fs_->install(theirs, h_->now), ctl::InstallResult::kIgnored);
+  // Nor does its refresh of the old connection's copy (opened long ago).
+  sync::Record stale = peerRecord(1, other(1), sync::RecordKind::kRefresh);
+  stale.opened = true;
+  stale.age_ms = 400'000;
+  EXPECT_EQ(fs_->install(stale, h_->now), ctl::InstallResult::kIgnored);
+  EXPECT_EQ(sent(1, kTcpAck).appliance, first.appliance);
+
+  // 2. That peer, seen from here: our copy came from the SYN-ACK just now;
+  // the record of the re-opened copy (moved twice in its old life) wins.
+  sent(2, kTcpSyn | kTcpAck);
+  sync::Record reopened = peerRecord(2, other(2));
+  reopened.opened = true;
+  reopened.age_ms = 0;
+  reopened.moves = 2;
+  reopened.prev_appliance = net().servers[0].v4HostOrder() == reopened.appliance
+                                ? net().servers[1].v4HostOrder() : net().servers[0].v4HostOrder();
+  reopened.prev_cookie = 7;
+  EXPECT_EQ(fs_->install(reopened, h_->now), ctl::InstallResult::kConflict);
+  EXPECT_EQ(sent(2, kTcpAck).appliance, other(2));
+
+  // 3. The reverse: this node holds the old connection's copy (opened by its
+  // SYN long ago, moved since); a peer that expired it got the new SYN and
+  // made a copy on another appliance: the new connection's copy wins.
+  Encap old3 = sent(3);
+  const dp::FlowEntry& e3 = entryOf(3);
+  const_cast<dp::FlowEntry&>(e3).moves.store(1);
+  h_->now += 200 * kS;
+  sent(3, kTcpSyn | kTcpAck);  // the new SYN-ACK reached us: no SYN, so no re-opening
+  sync::Record fresh = peerRecord(3, other(3));
+  ASSERT_FALSE(other(3) == old3.appliance);
+  fresh.opened = true;
+  fresh.age_ms = 0;
+  EXPECT_EQ(fs_->install(fresh, h_->now), ctl::InstallResult::kConflict);
+  EXPECT_EQ(sent(3, kTcpAck).appliance, other(3));
+  EXPECT_NEAR(double(e3.created.ns(h_->now)), double(h_->now), double(2 * dp::kTickNs))
+      << "our copy is the new connection's now";
 }
 
 TEST_F(FleetSyncInstall, AFlowThatMovedHereIsNeverOverriddenByNewOrRefresh) {
@@ -484,10 +611,11 @@ class FleetSyncSend : public ::testing::Test {
     h_.reset();
     if (peer_ >= 0) ::close(peer_);
   }
-  Frame flow(int i) const {
+  // A segment of flow i: its opening SYN by default, kTcpAck a mid-stream one.
+  Frame flow(int i, uint8_t flags = kTcpSyn) const {
     const Net& n = net();
     return Frame{n.fromA(), kEthIpv4,
-                 ipv4(n.client4, n.server4, 6, tcp(n.client4, n.server4, uint16_t(41000 + i), 443)),
+                 ipv4(n.client4, n.server4, 6, tcp(n.client4, n.server4, uint16_t(41000 + i), 443, {}, flags)),
                  kPortA};
   }
   // The datagrams the peer got since the last call, decoded: waits (up to
@@ -597,9 +725,10 @@ TEST_F(FleetSyncSend, NewFlowsOnceRefreshOnlyWhatHadPacketsKeepaliveWhenIdle) {
   EXPECT_TRUE(received(0, &empties).empty());
   EXPECT_EQ(empties, 1);
   // Flows 0..4 have packets 200 s later (TCP idle timeout 350 s: a third is
-  // 117 s): only they are refreshed, once.
+  // 117 s): only they are refreshed, once. (Mid-stream segments: a SYN this
+  // late would be a new connection on the 5-tuple, sent as new.)
   h_->now = t0 + 200'000'000'000ULL;
-  for (int i = 0; i < 5; ++i) h_->send(flow(i));
+  for (int i = 0; i < 5; ++i) h_->send(flow(i, kTcpAck));
   fs_->tick(h_->now);
   got = received(5);
   ASSERT_EQ(got.size(), 5u);
@@ -610,6 +739,37 @@ TEST_F(FleetSyncSend, NewFlowsOnceRefreshOnlyWhatHadPacketsKeepaliveWhenIdle) {
   }
   fs_->tick(h_->now + 10'000'000);
   EXPECT_TRUE(received().empty()) << "refreshed once, not every tick";
+}
+
+// A gwlbd before record flags refuses a record with one set (its whole
+// datagram, as malformed): flags go only to a peer whose health view said it
+// takes them; until then (or from an older peer) its records come without.
+TEST_F(FleetSyncSend, RecordFlagsGoOnlyToAPeerThatSaidItTakesThem) {
+  make(1024);
+  h_->send(flow(0));  // a SYN: the entry is opened
+  fs_->tick(h_->now);
+  auto got = received(1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_FALSE(got[0].opened) << "a peer not heard from may be a gwlbd before flags";
+  fs_->start();
+  sync::Header hd = peerHeader(81, 1);
+  hd.nonce = sync::kFeatureConfigDigest | sync::kFeatureRecordFlags;
+  sync::HealthEntry v{net().servers[0].v4HostOrder(), uint8_t(HealthState::kHealthy), true};
+  uint8_t out[sync::kMaxMessage];
+  size_t len = sync::encodeHealth(key_, hd, &v, 1, out, sizeof out);
+  ASSERT_GT(len, 0u);
+  sendToNode(out, len);
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (fs_->status()["peers"][0]["datagrams_received"] == 0 && std::chrono::steady_clock::now() < until) {
+    io_.poll();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ASSERT_EQ(fs_->status()["peers"][0]["datagrams_received"], 1);
+  h_->send(flow(1));
+  fs_->tick(h_->now + 1'000'000);
+  got = received(1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(got[0].opened) << "the peer said it takes flags";
 }
 
 TEST_F(FleetSyncSend, WhatAFullRingDroppedTheScanSends) {
@@ -1005,8 +1165,8 @@ TEST_F(FleetSyncSend, ConfigDigestsAreExchangedAndADifferingSectionIsNamed) {
     return features;
   };
   std::vector<sync::DigestEntry> got;
-  EXPECT_EQ(round(h_->now, &got), sync::kFeatureConfigDigest | sync::kFeatureBypass)
-      << "our view says we take digests and records' bypass flags";
+  EXPECT_EQ(round(h_->now, &got), sync::kFeatureConfigDigest | sync::kFeatureRecordFlags)
+      << "our view says we take digests and record flags";
   EXPECT_TRUE(got.empty()) << "nothing of the new type before the peer said it takes it";
 
   // The peer: a view saying it takes digests, then its digests (timeouts differ,

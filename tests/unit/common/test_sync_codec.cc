@@ -37,6 +37,7 @@ Record record(uint32_t i) {
   r.kind = RecordKind(1 + i % 4);
   r.idle_for_ms = 1000 * i;
   r.age_ms = 5000 * i + 1;
+  r.opened = i % 3 == 1;
   return r;
 }
 
@@ -63,7 +64,7 @@ bool sameRecord(const Record& a, const Record& b) {
          a.cookie == b.cookie && a.prev_appliance == b.prev_appliance &&
          a.prev_cookie == b.prev_cookie && a.moves == b.moves && a.move_reason == b.move_reason &&
          a.first_dir == b.first_dir && a.kind == b.kind && a.idle_for_ms == b.idle_for_ms &&
-         a.age_ms == b.age_ms;
+         a.age_ms == b.age_ms && a.opened == b.opened;
 }
 
 }  // namespace
@@ -232,6 +233,33 @@ TEST(SyncCodec, MalformedClasses) {
   size_t len = encode(k, h, nullptr, 0, out, sizeof out);
   out[6] = 1;
   EXPECT_EQ(decode(k, out, len, got, recs), Status::kMalformed);
+}
+
+// The flags byte (offset 65 of a record): kRecordOpened round trips; a
+// record without flags has the byte 0, as a gwlbd before flags requires (the
+// sender clears flags for such a peer); an unknown flag is malformed.
+TEST(SyncCodec, RecordFlagsByte) {
+  SyncKey k = key();
+  Header got;
+  Record recs[kMaxRecords];
+  uint8_t out[kMaxMessage];
+  const size_t at = kHeaderSize + 65;
+  for (bool opened : {false, true}) {
+    Record r = record(2);
+    r.opened = opened;
+    size_t len = encode(k, header(1), &r, 1, out, sizeof out);
+    ASSERT_GT(len, 0u);
+    EXPECT_EQ(out[at], opened ? kRecordOpened : 0);
+    ASSERT_EQ(decode(k, out, len, got, recs), Status::kOk);
+    EXPECT_EQ(recs[0].opened, opened);
+  }
+  Record r = record(2);
+  size_t len = encode(k, header(1), &r, 1, out, sizeof out);
+  out[at] = kRecordOpened | 8;
+  auto mac = k.mac(out, len - kMacSize);
+  ASSERT_TRUE(mac.has_value());
+  std::memcpy(out + len - kMacSize, mac->data(), kMacSize);
+  EXPECT_EQ(decode(k, out, len, got, recs), Status::kMalformed) << "an unknown flag";
 }
 
 // Records that pass the MAC but are not flow records we install: a sender
@@ -449,10 +477,10 @@ TEST(SyncCodec, ConfigDigestRoundTripAndBadEntries) {
   EXPECT_EQ(got.nonce, kFeatureConfigDigest);
 }
 
-// An appliance's bypass travels in the record (kFeatureBypass): its flags in
+// An appliance's bypass travels in the record (kFeatureRecordFlags): its flags in
 // the byte that was reserved, a timed one's seconds left in two of the last
 // four; anything else there is malformed, as before (an older gwlbd refuses
-// every flag, which is why only peers that said kFeatureBypass get them).
+// every flag, which is why only peers that said kFeatureRecordFlags get them).
 TEST(SyncCodec, BypassFlagsRoundTripAndBadValues) {
   SyncKey k = key();
   Header got;
@@ -485,7 +513,7 @@ TEST(SyncCodec, BypassFlagsRoundTripAndBadValues) {
   r.bypass = kRecordBypassTimed;
   r.bypass_left_s = 5;
   expectMalformed(r, "timed without bypassed");
-  r.bypass = 4;
+  r.bypass = 8;
   expectMalformed(r, "unknown flag");
   r.bypass = kRecordBypassed | kRecordBypassTimed;
   r.bypass_left_s = 0;
