@@ -6,7 +6,7 @@
 // changes. What the original's own encapsulation writes later (its headroom
 // and its L2 header) lies outside the shared bytes.
 //
-// Mirror option (class Snapshot::gwlb_option_class, type kGwlbOptMirror,
+// Mirror option (class Snapshot::geneve_option_class: node.geneve_option_class, type kGwlbOptMirror,
 // length 1, 4 bytes of data):
 //   0                   1                   2                   3
 //   0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
@@ -80,7 +80,7 @@ void mirrorCopy(Ctx& c, rte_mbuf* m, const ParsedPacket& p, uint16_t slot, uint3
   g[0] = uint8_t((g[0] & 0xC0) | (opt_words & 0x3F));
   if (t.aws) wr16(g + 2, p.ip_version == 4 ? kEtherTypeIpv4 : kEtherTypeIpv6);
   uint8_t* opt = o + t.len;
-  wr16(opt, s.gwlb_option_class);
+  wr16(opt, s.geneve_option_class);
   opt[2] = kGwlbOptMirror;
   opt[3] = 1;  // 4 bytes of data
   opt[4] = reverse ? 1 : 0;
@@ -129,7 +129,7 @@ uint32_t encapExtras(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& 
     return 0;
   }
   if (tagged) {
-    sum += writeTagOption(h + hdr, s.gwlb_option_class, s.slot_tag[slot].value, reverse) +
+    sum += writeTagOption(h + hdr, s.geneve_option_class, s.slot_tag[slot].value, reverse) +
            uint32_t(tag_len / 4) * 256;
     payload += tag_len;
   }

@@ -32,6 +32,12 @@ done
 # another router in front, so it runs only in the plain suite.
 SAN_TRIM[e2e_fleet_frr]="e2e_fleet with FRR as the router: the same gwlbd paths as e2e_fleet, which runs here; CI time"
 SAN_TRIM[e2e_fleet_upgrade]="docs/upgrade.md's rolling upgrade: fleet leave, SIGTERM, warm start and rejoin, the gwlbd paths e2e_fleet drives sanitized; CI time"
+# Later lab tests whose new gwlbd code runs under ASan in the dp and unit
+# suites (VXLAN and IPv6-probe returns, mirror copies, the fleet view, the
+# shaper): wall-clock windows (hold-downs, ramps, a gateway restart) and CI time.
+for t in stateful_ethernet forwarding_ipv6 dampening slow_start vxlan fleet_cold mirror; do
+  SAN_TRIM[e2e_$t]="namespace lab: wall-clock windows, and CI time; its gwlbd code runs sanitized in the dp and unit suites (the plain suite runs it)"
+done
 SAN_TRIM[e2e_router_fragments]="runs no gwlb code (a Linux router's ECMP hash on the kernel); CI time"
 # The soak (suite soak, scripts/soak.sh): 3 minutes of faults on the fleet lab,
 # judged against wall-clock windows (BFD at 0.5 s, health at ~1 s) that ASan's
