@@ -226,9 +226,19 @@ struct ReturnInfo {
   uint32_t bypass_s;
 };
 
-// A returned packet without a flow (pipeline.cc): a forwarding-check probe
-// goes to the control thread, anything else is drop_return_no_flow.
+// The burst's cold paths (cold_paths.cc). A returned packet without a flow:
+// a forwarding-check probe goes to the control thread, anything else is
+// drop_return_no_flow.
 void returnWithoutFlow(Ctx& c, rte_mbuf* m, const ParsedPacket& in, const GroupView& g) noexcept;
+// To the control thread (ARP, neighbor solicitations for us).
+void punt(Ctx& c, rte_mbuf* m) noexcept;
+// To the kernel through the control thread and the port's tap, when the
+// exception path is on; else dropped (drop_not_for_us).
+void forUs(Ctx& c, rte_mbuf* m) noexcept;
+// An opening SYN on an entry idle past half its timeout: a reused 5-tuple.
+void reopenIfStale(Ctx& c, FlowEntry& e, int32_t pos) noexcept;
+// An inner packet too big for the underlay MTU: ICMP error or drop_too_big.
+void tooBig(Ctx& c, rte_mbuf* m, const ParsedPacket& p, uint32_t inner_mtu) noexcept;
 
 // Return path, stage 1 for a VXLAN group's appliance (return_vxlan.cc); false
 // when it dropped the packet.
