@@ -23,6 +23,7 @@ GWLB_PACKAGES=(
   python3-matplotlib      # tools/plot_replay.py (gwlb-replay's timeline) and its test timeline-plot
   iproute2 ethtool curl   # the namespace lab, the e2e suite and the demo
   nftables                # the lab's stateful appliance (LAB_APPLIANCE=stateful): a conntrack firewall
+  conntrack               # e2e_vxlan reads the kernel VXLAN appliance's connection table
   bird2                   # the fleet lab: BGP + BFD between the router and the gateways
   frr                     # the fleet lab's router with LAB_ROUTER=frr (e2e_fleet_frr): zebra, bfdd and bgpd
                           # run in the lab's router namespace only; the package's own service is

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Tags and mirror copies seen by gwlb-appliance (docs/replay.md "Tags").
+"""Tags and mirror copies seen by gwlb-appliance (docs/replay.md "Mirror copies and tags").
 
 usage: tags.py GWLB_REPLAY GWLB_APPLIANCE WORKDIR aws|ethernet
 

@@ -486,6 +486,7 @@ TEST(SyncCodec, BypassFlagsRoundTripAndBadValues) {
   Header got;
   Record recs[kMaxRecords];
   Record in[3] = {record(1), record(2), record(3)};
+  for (Record& r : in) r.opened = false;  // the bypass bits alone (RecordFlagsByte: the opening bit)
   in[1].bypass = kRecordBypassed;  // for the flow's life
   in[2].bypass = kRecordBypassed | kRecordBypassTimed;
   in[2].bypass_left_s = 3600;
