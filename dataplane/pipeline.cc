@@ -13,7 +13,6 @@
 #include "common/flow_cookie.h"
 #include "common/flow_key.h"
 #include "common/geneve.h"
-#include "common/icmp_error.h"
 #include "common/packet_parser.h"
 #include "dataplane/ingress.h"
 #include "dataplane/move.h"
@@ -221,7 +220,10 @@ template <bool kClasses>
       bool fcreated = false;
       FlowEntry& fe = ft.entry(fpos);
       uint32_t flow_hash = e.flow_hash.load(std::memory_order_relaxed);
-      const uint16_t origin = uint16_t(e.origin.load(std::memory_order_relaxed) & ~1u);
+      // Direction bit: the datagram travels against the flow's first packet (a
+      // later fragment's key has none), as a VXLAN group's tunnel choice needs.
+      const uint16_t fo = e.origin.load(std::memory_order_relaxed);
+      const uint16_t origin = uint16_t((fo & ~1u) | (ref.dir != originDir(fo) ? 1u : 0u));
       uint64_t frag_route = ensureRoute(fe, routeServer(route), routeCookie(route), flow_hash,
                                         kFragmentTimeoutNs, c.now, origin, fcreated);
       // The first fragment owns the entry: a live entry left by an earlier
@@ -479,7 +481,6 @@ template <bool kClasses>
 inline bool isGeneveToUs(const ParsedPacket& p, uint32_t underlay_ip) noexcept {
   return p.ip_version == 4 && p.tuple.dst.v4HostOrder() == underlay_ip;
 }
-
 
 // The burst's three stages. kClasses: the snapshot has traffic_classes
 // (issue 27), decided once per burst; the copy without them has none of the
