@@ -36,7 +36,7 @@ SAN_TRIM[e2e_fleet_upgrade]="docs/upgrade.md's rolling upgrade: fleet leave, SIG
 # suites (VXLAN and IPv6-probe returns, mirror copies, the fleet view, the
 # shaper): wall-clock windows (hold-downs, ramps, a gateway restart) and CI time.
 for t in stateful_ethernet forwarding_ipv6 dampening slow_start vxlan fleet_cold mirror; do
-  SAN_TRIM[e2e_$t]="namespace lab: wall-clock windows, and CI time; its gwlbd code runs sanitized in the dp and unit suites (the plain suite runs it)"
+  SAN_TRIM[e2e_$t]="namespace lab: wall-clock windows, and CI time; its gwlbd code runs sanitized in the dp and unit suites"
 done
 SAN_TRIM[e2e_router_fragments]="runs no gwlb code (a Linux router's ECMP hash on the kernel); CI time"
 # The soak (suite soak, scripts/soak.sh): 3 minutes of faults on the fleet lab,
