@@ -343,6 +343,13 @@ ApiServer::ApiServer(boost::asio::io_context& io, const std::string& path, unsig
   std::optional<gid_t> gid = resolveGroup(path, group);
   prepareDirectory(path, std::filesystem::path(path).parent_path());
   clearSocketPath(io, path);
+  // The socket is bound and made ready under a staging name, then renamed into
+  // place: whoever sees `path` can connect (a client that polls for the file
+  // never meets a bound socket that does not listen yet). The staging name has
+  // the same length, so it fits wherever `path` fits.
+  std::string staging = path;
+  staging.back() = staging.back() == '~' ? '#' : '~';
+  clearSocketPath(io, staging);
   boost::system::error_code ec;
   acceptor_.open(stream_protocol(), ec);
   if (ec) fail(path, ec.message());
@@ -351,12 +358,12 @@ ApiServer::ApiServer(boost::asio::io_context& io, const std::string& path, unsig
   // may connect. umask is per process; no other thread creates files while
   // gwlbd starts its control loop.
   mode_t old = ::umask(mode_t(~mode & 0777));
-  acceptor_.bind(stream_protocol::endpoint(path), ec);
+  acceptor_.bind(stream_protocol::endpoint(staging), ec);
   ::umask(old);
   if (ec) fail(path, ec.message());
   // Group and (only if a default ACL overrode the umask) mode, through a
   // descriptor of what we bound: a symlink swapped in is not followed.
-  int fd = ::open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  int fd = ::open(staging.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
   struct stat st{};
   if (fd < 0 || ::fstat(fd, &st) != 0) {
     int e = errno;
@@ -365,7 +372,7 @@ ApiServer::ApiServer(boost::asio::io_context& io, const std::string& path, unsig
   }
   auto cleanup = [&](const std::string& what) {
     ::close(fd);
-    ::unlink(path.c_str());
+    ::unlink(staging.c_str());
     fail(path, what);
   };
   if (!S_ISSOCK(st.st_mode) || st.st_uid != ::geteuid())
@@ -382,8 +389,14 @@ ApiServer::ApiServer(boost::asio::io_context& io, const std::string& path, unsig
   ::close(fd);
   acceptor_.listen(boost::asio::socket_base::max_listen_connections, ec);
   if (ec) {
-    ::unlink(path.c_str());
+    ::unlink(staging.c_str());
     fail(path, ec.message());
+  }
+  // RENAME_NOREPLACE: whatever appeared at `path` since it was cleared stays.
+  if (::renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) != 0) {
+    int e = errno;
+    ::unlink(staging.c_str());
+    fail(path, "cannot move the socket into place from " + staging + ": " + errnoText(e));
   }
   accept();
 }

@@ -88,7 +88,10 @@ $py -c "import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])"
 
 # --- 2. Permissions from the first instant -------------------------------------
 # The shim logs the socket's mode right after bind(): with umask 000 a bind
-# followed by chmod would show 777 there.
+# followed by chmod would show 777 there. gwlbd binds under a staging name (the
+# last character swapped for '~') and renames the listening socket into place,
+# so the shim also logs whether anything sat at the real path during bind():
+# a client polling for the file must never find a socket that does not listen.
 cat > "$work/bindmode.c" <<'C'
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -104,11 +107,13 @@ int bind(int fd, const struct sockaddr* a, socklen_t len) {
   int rc = real(fd, a, len);
   const char* want = getenv("BINDMODE_PATH");
   const char* out = getenv("BINDMODE_LOG");
-  if (rc == 0 && want && out && a->sa_family == AF_UNIX &&
+  const char* final_path = getenv("BINDMODE_FINAL");
+  if (rc == 0 && want && out && final_path && a->sa_family == AF_UNIX &&
       strcmp(((const struct sockaddr_un*)a)->sun_path, want) == 0) {
     struct stat st;
     FILE* f = fopen(out, "a");
     if (f && lstat(want, &st) == 0) fprintf(f, "%o\n", (unsigned)(st.st_mode & 07777));
+    if (f && lstat(final_path, &st) == 0) fprintf(f, "visible before listen\n");
     if (f) fclose(f);
   }
   return rc;
@@ -118,7 +123,7 @@ cc -shared -fPIC -O1 -o "$work/bindmode.so" "$work/bindmode.c" -ldl
 cat > "$work/gwlbd-umask000" <<SH
 #!/bin/sh
 umask 000
-BINDMODE_PATH="$sock" BINDMODE_LOG="$work/bindmode.txt" LD_PRELOAD="$work/bindmode.so" exec "$gwlbd" "\$@"
+BINDMODE_PATH="${sock%?}~" BINDMODE_FINAL="$sock" BINDMODE_LOG="$work/bindmode.txt" LD_PRELOAD="$work/bindmode.so" exec "$gwlbd" "\$@"
 SH
 chmod +x "$work/gwlbd-umask000"
 source "$src/tests/daemon/gwlbd_lib.sh"
@@ -131,7 +136,7 @@ for _ in $(seq 1 120); do
 done
 grep -q "replaced a stale socket" "$work/gwlbd.log" || { cat "$work/gwlbd.log"; echo "FAIL: stale socket not replaced"; exit 1; }
 echo "stale socket replaced"
-[ "$(cat "$work/bindmode.txt")" = 660 ] || { echo "FAIL: mode right after bind() was $(cat "$work/bindmode.txt"), want 660"; exit 1; }
+[ "$(cat "$work/bindmode.txt")" = 660 ] || { echo "FAIL: right after bind(): $(cat "$work/bindmode.txt"), want mode 660 and nothing at $sock yet"; exit 1; }
 [ "$(stat -c '%a %G %F' "$sock")" = "660 daemon socket" ] || { stat "$sock"; echo "FAIL: socket mode/group"; exit 1; }
 echo "socket: mode 660 from bind() on (umask 000), group daemon"
 
