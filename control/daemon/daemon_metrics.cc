@@ -282,14 +282,17 @@ void Daemon::serverMetrics(std::ostringstream& o) const {
   }
 }
 
-std::string Daemon::metricsText() const {
-  std::ostringstream o;
+namespace {
+
+// Every worker counter, per worker: the drop reasons as one family.
+void workerCounterMetrics(std::ostringstream& o,
+                          const std::vector<std::unique_ptr<dp::WorkerState>>& states) {
   for (size_t k = 0; k < kNumCounters; ++k) {
     const CounterInfo& ci = kCounterInfo[k];
     if (ci.is_drop) continue;
     std::string name = std::string("gwlb_") + ci.name + "_total";
     metric(o, name, "counter", ci.help);
-    for (const auto& st : states_)
+    for (const auto& st : states)
       o << name << "{worker=\"" << st->id << "\"} " << st->counters.get(Counter(k)) << '\n';
   }
   metric(o, "gwlb_dropped_packets_total", "counter",
@@ -297,32 +300,36 @@ std::string Daemon::metricsText() const {
   for (size_t k = 0; k < kNumCounters; ++k) {
     const CounterInfo& ci = kCounterInfo[k];
     if (!ci.is_drop) continue;
-    for (const auto& st : states_)
+    for (const auto& st : states)
       o << "gwlb_dropped_packets_total{worker=\"" << st->id << "\",reason=\"" << (ci.name + 5)
         << "\"} " << st->counters.get(Counter(k)) << '\n';
   }
+}
+
+void flowTableMetrics(std::ostringstream& o, const dp::FlowTable& flows) {
   metric(o, "gwlb_flows", "gauge", "entries in the flow table (flows and fragment entries)");
-  o << "gwlb_flows " << flows_->count() << '\n';
+  o << "gwlb_flows " << flows.count() << '\n';
   metric(o, "gwlb_flow_table_capacity", "gauge", "entries the flow table can hold");
-  o << "gwlb_flow_table_capacity " << flows_->capacity() << '\n';
+  o << "gwlb_flow_table_capacity " << flows.capacity() << '\n';
   metric(o, "gwlb_flows_evicted_total", "counter",
          "flows deleted by the exhaustion policy (table above 90 % of capacity: idlest flows "
          "evicted down to 80 %)");
-  o << "gwlb_flows_evicted_total " << flows_->evicted() << '\n';
-  serverMetrics(o);
-  serviceMetrics(o);
-  classMetrics(o, *engine_, workers_);
+  o << "gwlb_flows_evicted_total " << flows.evicted() << '\n';
+}
+
+// The NICs' own counters, per DPDK port.
+void portMetrics(std::ostringstream& o, uint16_t n_ports) {
   const char* port_metrics[][2] = {{"rx_packets", "packets the port received"},
                                    {"tx_packets", "packets the port sent"},
                                    {"rx_bytes", "bytes the port received"},
                                    {"tx_bytes", "bytes the port sent"},
                                    {"rx_missed", "packets the port missed (RX queue full)"}};
-  std::vector<rte_eth_stats> stats(n_ports_);
-  for (uint16_t p = 0; p < n_ports_; ++p) rte_eth_stats_get(p, &stats[p]);
+  std::vector<rte_eth_stats> stats(n_ports);
+  for (uint16_t p = 0; p < n_ports; ++p) rte_eth_stats_get(p, &stats[p]);
   for (auto& pm : port_metrics) {
     std::string name = std::string("gwlb_port_") + pm[0] + "_total";
     metric(o, name, "counter", pm[1]);
-    for (uint16_t p = 0; p < n_ports_; ++p) {
+    for (uint16_t p = 0; p < n_ports; ++p) {
       const rte_eth_stats& s = stats[p];
       uint64_t v = std::string(pm[0]) == "rx_packets" ? s.ipackets
                    : std::string(pm[0]) == "tx_packets" ? s.opackets
@@ -332,47 +339,55 @@ std::string Daemon::metricsText() const {
       o << name << "{port=\"" << p << "\"} " << v << '\n';
     }
   }
-  if (exception_) {
-    metric(o, "gwlb_exception_path_packets_total", "counter",
-           "frames through a port's kernel tap (node.exception_path), by direction");
-    for (size_t p = 0; p < exception_->taps().size(); ++p) {
-      const ExceptionPath::Tap& t = exception_->taps()[p];
-      o << "gwlb_exception_path_packets_total{port=\"" << p << "\",tap=\"" << t.iface
-        << "\",direction=\"to_kernel\"} " << t.to_kernel << '\n';
-      o << "gwlb_exception_path_packets_total{port=\"" << p << "\",tap=\"" << t.iface
-        << "\",direction=\"from_kernel\"} " << t.from_kernel << '\n';
-    }
-    metric(o, "gwlb_exception_path_dropped_total", "counter",
-           "frames the exception path dropped: tap (refused by the tap: interface down or full), "
-           "wire (kernel frame, control_tx full); the workers' full queue is "
-           "gwlb_dropped_packets_total{reason=\"exception_queue_full\"}");
-    for (size_t p = 0; p < exception_->taps().size(); ++p) {
-      const ExceptionPath::Tap& t = exception_->taps()[p];
-      o << "gwlb_exception_path_dropped_total{port=\"" << p << "\",tap=\"" << t.iface
-        << "\",reason=\"tap\"} " << t.drop_tap << '\n';
-      o << "gwlb_exception_path_dropped_total{port=\"" << p << "\",tap=\"" << t.iface
-        << "\",reason=\"wire\"} " << t.drop_wire << '\n';
-    }
+}
+
+void exceptionPathMetrics(std::ostringstream& o, const ExceptionPath& ex) {
+  metric(o, "gwlb_exception_path_packets_total", "counter",
+         "frames through a port's kernel tap (node.exception_path), by direction");
+  for (size_t p = 0; p < ex.taps().size(); ++p) {
+    const ExceptionPath::Tap& t = ex.taps()[p];
+    o << "gwlb_exception_path_packets_total{port=\"" << p << "\",tap=\"" << t.iface
+      << "\",direction=\"to_kernel\"} " << t.to_kernel << '\n';
+    o << "gwlb_exception_path_packets_total{port=\"" << p << "\",tap=\"" << t.iface
+      << "\",direction=\"from_kernel\"} " << t.from_kernel << '\n';
   }
+  metric(o, "gwlb_exception_path_dropped_total", "counter",
+         "frames the exception path dropped: tap (refused by the tap: interface down or full), "
+         "wire (kernel frame, control_tx full); the workers' full queue is "
+         "gwlb_dropped_packets_total{reason=\"exception_queue_full\"}");
+  for (size_t p = 0; p < ex.taps().size(); ++p) {
+    const ExceptionPath::Tap& t = ex.taps()[p];
+    o << "gwlb_exception_path_dropped_total{port=\"" << p << "\",tap=\"" << t.iface
+      << "\",reason=\"tap\"} " << t.drop_tap << '\n';
+    o << "gwlb_exception_path_dropped_total{port=\"" << p << "\",tap=\"" << t.iface
+      << "\",reason=\"wire\"} " << t.drop_wire << '\n';
+  }
+}
+
+// The workers' heartbeats: a stalled worker's loops stop rising.
+void workerLoopMetrics(std::ostringstream& o, const std::vector<std::unique_ptr<dp::WorkerRun>>& runs) {
   metric(o, "gwlb_worker_loops_total", "counter",
          "poll loops a worker completed; stops rising while the worker stalls");
-  for (size_t i = 0; i < runs_.size(); ++i)
+  for (size_t i = 0; i < runs.size(); ++i)
     o << "gwlb_worker_loops_total{worker=\"" << i << "\"} "
-      << runs_[i]->heartbeat.loops.load(std::memory_order_relaxed) << '\n';
+      << runs[i]->heartbeat.loops.load(std::memory_order_relaxed) << '\n';
   metric(o, "gwlb_worker_max_loop_gap_seconds", "gauge",
          "longest time between the starts of two poll loops of a worker since gwlbd started");
-  for (size_t i = 0; i < runs_.size(); ++i)
+  for (size_t i = 0; i < runs.size(); ++i)
     o << "gwlb_worker_max_loop_gap_seconds{worker=\"" << i << "\"} "
-      << double(runs_[i]->heartbeat.max_loop_gap_ns.load(std::memory_order_relaxed)) / 1e9
+      << double(runs[i]->heartbeat.max_loop_gap_ns.load(std::memory_order_relaxed)) / 1e9
       << '\n';
   metric(o, "gwlb_worker_recent_max_loop_gap_seconds", "gauge",
          "longest time between the starts of two poll loops of a worker in the last completed "
          "second");
-  for (size_t i = 0; i < runs_.size(); ++i)
+  for (size_t i = 0; i < runs.size(); ++i)
     o << "gwlb_worker_recent_max_loop_gap_seconds{worker=\"" << i << "\"} "
-      << double(runs_[i]->heartbeat.recent_max_loop_gap_ns.load(std::memory_order_relaxed)) / 1e9
+      << double(runs[i]->heartbeat.recent_max_loop_gap_ns.load(std::memory_order_relaxed)) / 1e9
       << '\n';
-  const ServerLifecycle::Stats& ls = lifecycle().stats();
+}
+
+// Drains and removals of appliances.
+void lifecycleMetrics(std::ostringstream& o, const ServerLifecycle::Stats& ls) {
   const std::pair<const char*, std::pair<uint64_t, const char*>> lifecycle[] = {
       {"drains_started", {ls.drains_started,
                           "appliance drains started (removals and operator drains with draining on)"}},
@@ -390,7 +405,10 @@ std::string Daemon::metricsText() const {
     metric(o, full, "counter", v.second);
     o << full << ' ' << v.first << '\n';
   }
-  const dp::Snapshot* snap = dp_.snapshot.load();
+}
+
+// The published snapshot and those waiting for their RCU grace period.
+void snapshotMetrics(std::ostringstream& o, const dp::Snapshot* snap, size_t retiring) {
   metric(o, "gwlb_snapshot_generation", "gauge",
          "generation of the published snapshot; rises by one with every snapshot published");
   o << "gwlb_snapshot_generation " << (snap ? snap->generation : 0) << '\n';
@@ -400,32 +418,39 @@ std::string Daemon::metricsText() const {
   o << "gwlb_snapshots_live " << dp::Snapshot::live() << '\n';
   metric(o, "gwlb_snapshots_retiring", "gauge",
          "replaced snapshots awaiting their RCU grace period before they are freed");
-  o << "gwlb_snapshots_retiring " << engine_->retiredSnapshots() << '\n';
+  o << "gwlb_snapshots_retiring " << retiring << '\n';
+}
+
+void groupInfoMetrics(std::ostringstream& o, const Config& cfg) {
   metric(o, "gwlb_server_group_info", "gauge",
          "1 per server group, labelled with how its packets travel: encapsulation geneve or vxlan, "
          "and the inner format (aws, ethernet; VXLAN carries Ethernet frames)");
-  for (const auto& g : cfg().server_groups) {
+  for (const auto& g : cfg.server_groups) {
     const bool vx = g.encapsulation == Encapsulation::kVxlan;
     o << "gwlb_server_group_info{group=\"" << escape(g.name) << "\",encapsulation=\""
       << toString(g.encapsulation) << "\",format=\"" << (vx ? "ethernet" : toString(g.geneve.format))
       << "\"} 1\n";
   }
-  // Aggregated health (control/engine/regions.h).
+}
+
+// Aggregated health: destinations, the active group of each listener, the
+// composites and their sources (control/engine/regions.h).
+void regionMetrics(std::ostringstream& o, const RegionTracker& regions) {
   metric(o, "gwlb_destination_healthy", "gauge",
          "1 when the health destination (listener) is healthy: what GET /destinations/NAME answers "
          "with 200");
-  for (const auto& l : regions().listeners())
+  for (const auto& l : regions.listeners())
     o << "gwlb_destination_healthy{destination=\"" << escape(l.name) << "\"} "
       << (l.destination_healthy ? 1 : 0) << '\n';
   metric(o, "gwlb_destination_healthy_with_dry_run", "gauge",
          "the same with dry-run composites acting: 0 here and 1 above means a dry run would fail over");
-  for (const auto& l : regions().listeners())
+  for (const auto& l : regions.listeners())
     o << "gwlb_destination_healthy_with_dry_run{destination=\"" << escape(l.name) << "\"} "
       << (l.destination_healthy_with_dry_run ? 1 : 0) << '\n';
   // One family at a time: Prometheus wants each metric's samples together.
   auto perGroup = [&](const char* name, const char* help, bool would) {
     metric(o, name, "gauge", help);
-    for (const auto& l : regions().listeners())
+    for (const auto& l : regions.listeners())
       for (size_t i = 0; i < l.regions.size(); ++i)
         o << name << "{listener=\"" << escape(l.name) << "\",group=\"" << escape(l.regions[i].group)
           << "\"} " << (int(i) == (would ? l.would_be_active : l.active) ? 1 : 0) << '\n';
@@ -435,13 +460,13 @@ std::string Daemon::metricsText() const {
   perGroup("gwlb_listener_would_be_active_group", "the same with dry-run composites acting", true);
   metric(o, "gwlb_composite_healthy", "gauge",
          "1 when every health source of the composite health check is healthy");
-  for (const auto& c : regions().composites())
+  for (const auto& c : regions.composites())
     o << "gwlb_composite_healthy{composite=\"" << escape(c.name) << "\",destination=\""
       << escape(c.destination) << "\",dry_run=\"" << (c.dry_run ? "true" : "false") << "\"} "
       << (c.healthy ? 1 : 0) << '\n';
   auto perSource = [&](const char* name, const char* help, auto value) {
     metric(o, name, "gauge", help);
-    for (const auto& c : regions().composites())
+    for (const auto& c : regions.composites())
       for (const auto& src : c.sources)
         o << name << "{composite=\"" << escape(c.name) << "\",source=\"" << escape(src.name)
           << "\",group=\"" << escape(src.group) << "\"} " << value(src) << '\n';
@@ -453,7 +478,11 @@ std::string Daemon::metricsText() const {
             [](const RegionTracker::Source& x) { return x.servers; });
   perSource("gwlb_health_source_healthy", "1 when the source meets its policy",
             [](const RegionTracker::Source& x) { return x.ok ? 1u : 0u; });
-  // The control thread itself (issue 14).
+}
+
+// The control thread itself: handlers that threw, and the HTTP listeners
+// (absent ones are null).
+void controlMetrics(std::ostringstream& o, const std::vector<const HttpServer*>& http) {
   metric(o, "gwlb_control_handler_errors_total", "counter",
          "exceptions that escaped a control-thread handler (logged; the control thread went "
          "on), by where: http (a request handler), timer, signal, health (a snapshot rebuild after a "
@@ -464,7 +493,6 @@ std::string Daemon::metricsText() const {
     for (const auto& [where, n] : by)
       o << "gwlb_control_handler_errors_total{where=\"" << escape(where) << "\"} " << n << '\n';
   }
-  const HttpServer* http[] = {metrics_.get(), health_http_.get()};
   auto perListener = [&](const char* name, const char* type, const char* help, auto value) {
     metric(o, name, type, help);
     for (const HttpServer* h : http)
@@ -483,16 +511,40 @@ std::string Daemon::metricsText() const {
               "failed accepts of an HTTP listener (e.g. out of file descriptors); each is followed "
               "by a 100 ms pause",
               [](const HttpStats& st) { return st.accept_errors; });
+}
+
+// Server ids: held, waiting for their last flow, given back.
+void serverIdMetrics(std::ostringstream& o, const ServerRegistry& reg) {
   metric(o, "gwlb_server_ids_held", "gauge",
          "server ids held by appliances configured, leaving with flows, or gone and not yet "
          "reclaimed (at most 16384: a change needing more is refused with limit_reached)");
-  o << "gwlb_server_ids_held " << registry().held() << '\n';
+  o << "gwlb_server_ids_held " << reg.held() << '\n';
   metric(o, "gwlb_server_ids_releasing", "gauge",
          "server ids of appliances gone, waiting for the last flow naming them to end");
-  o << "gwlb_server_ids_releasing " << registry().released() << '\n';
+  o << "gwlb_server_ids_releasing " << reg.released() << '\n';
   metric(o, "gwlb_server_ids_reclaimed_total", "counter",
          "server ids given back for reuse by other appliance addresses");
-  o << "gwlb_server_ids_reclaimed_total " << registry().reclaimed_total() << '\n';
+  o << "gwlb_server_ids_reclaimed_total " << reg.reclaimed_total() << '\n';
+}
+
+}  // namespace
+
+std::string Daemon::metricsText() const {
+  std::ostringstream o;
+  workerCounterMetrics(o, states_);
+  flowTableMetrics(o, *flows_);
+  serverMetrics(o);
+  serviceMetrics(o);
+  classMetrics(o, *engine_, workers_);
+  portMetrics(o, n_ports_);
+  if (exception_) exceptionPathMetrics(o, *exception_);
+  workerLoopMetrics(o, runs_);
+  lifecycleMetrics(o, lifecycle().stats());
+  snapshotMetrics(o, dp_.snapshot.load(), engine_->retiredSnapshots());
+  groupInfoMetrics(o, cfg());
+  regionMetrics(o, regions());
+  controlMetrics(o, {metrics_.get(), health_http_.get()});
+  serverIdMetrics(o, registry());
   metric(o, "gwlb_uptime_seconds", "gauge", "seconds since gwlbd started");
   o << "gwlb_uptime_seconds " << double(dp::monotonicNs() - facts_.started_ns) / 1e9 << '\n';
   if (fleet_) {

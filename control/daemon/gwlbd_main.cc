@@ -102,6 +102,47 @@ bool keySource(const ctl::Config& cfg, bool key_configured, bool create, FlowHas
   return true;
 }
 
+// gwlbd --check-config FILE: validates the config, the lcores and the memory
+// plan as a start would, and prints the plan; the exit code main returns.
+int checkConfig(const std::string& check, const std::vector<std::string>& eal_extra) {
+  ctl::Config cfg;
+  FlowHashKey key;
+  bool key_configured = false;
+  std::string key_source;
+  if (!load(check, cfg, &key, &key_configured)) return 2;
+  if (!keySource(cfg, key_configured, false, key, key_source)) return 2;
+  std::vector<std::string> eal = cfg.eal_args;
+  eal.insert(eal.end(), eal_extra.begin(), eal_extra.end());
+  std::string lcores = ctl::checkLcores(cfg, eal);
+  if (!lcores.empty()) {
+    std::fprintf(stderr, "%s: invalid configuration (1 error):\ndataplane.workers: %s\n",
+                 check.c_str(), lcores.c_str());
+    return 2;
+  }
+  ctl::EalBudget budget = ctl::ealBudget(eal);
+  ctl::MemoryPlan plan = ctl::planMemory(cfg, budget.pci_ports, !budget.no_huge);
+  std::string misfit = ctl::checkFits(plan, budget);
+  if (!misfit.empty()) {
+    std::printf("%s", ctl::formatPlan(plan, budget).c_str());
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s: %s\n", check.c_str(), misfit.c_str());
+    return 2;
+  }
+  std::printf("%s: configuration is valid (%zu server group(s))\nflow hash key: %s\n%s",
+              check.c_str(), cfg.server_groups.size(), key_source.c_str(),
+              ctl::formatPlan(plan, budget).c_str());
+  std::string warning = ctl::mbufWarning(cfg, budget.pci_ports);
+  if (!warning.empty()) std::fprintf(stderr, "%s: warning: %s\n", check.c_str(), warning.c_str());
+  for (const ctl::ConfigError& w : ctl::configWarnings(cfg))
+    std::fprintf(stderr, "%s: warning: %s: %s\n", check.c_str(), w.path.c_str(), w.message.c_str());
+  // fleet.peers entries that reach this node itself on this host: gwlbd skips them.
+  for (const ctl::SelfPeer& sp :
+       ctl::selfPeers(cfg.fleet.sync_listen, cfg.fleet.peers, ctl::hostAddresses()))
+    std::fprintf(stderr, "%s: warning: fleet.peers[%zu]: '%s' is this node (%s); gwlbd skips it\n",
+                 check.c_str(), sp.index, cfg.fleet.peers[sp.index].c_str(), sp.why.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -138,44 +179,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (!check.empty()) {
-    ctl::Config cfg;
-    FlowHashKey key;
-    bool key_configured = false;
-    std::string key_source;
-    if (!load(check, cfg, &key, &key_configured)) return 2;
-    if (!keySource(cfg, key_configured, false, key, key_source)) return 2;
-    std::vector<std::string> eal = cfg.eal_args;
-    eal.insert(eal.end(), eal_extra.begin(), eal_extra.end());
-    std::string lcores = ctl::checkLcores(cfg, eal);
-    if (!lcores.empty()) {
-      std::fprintf(stderr, "%s: invalid configuration (1 error):\ndataplane.workers: %s\n",
-                   check.c_str(), lcores.c_str());
-      return 2;
-    }
-    ctl::EalBudget budget = ctl::ealBudget(eal);
-    ctl::MemoryPlan plan = ctl::planMemory(cfg, budget.pci_ports, !budget.no_huge);
-    std::string misfit = ctl::checkFits(plan, budget);
-    if (!misfit.empty()) {
-      std::printf("%s", ctl::formatPlan(plan, budget).c_str());
-      std::fflush(stdout);
-      std::fprintf(stderr, "%s: %s\n", check.c_str(), misfit.c_str());
-      return 2;
-    }
-    std::printf("%s: configuration is valid (%zu server group(s))\nflow hash key: %s\n%s",
-                check.c_str(), cfg.server_groups.size(), key_source.c_str(),
-                ctl::formatPlan(plan, budget).c_str());
-    std::string warning = ctl::mbufWarning(cfg, budget.pci_ports);
-    if (!warning.empty()) std::fprintf(stderr, "%s: warning: %s\n", check.c_str(), warning.c_str());
-    for (const ctl::ConfigError& w : ctl::configWarnings(cfg))
-      std::fprintf(stderr, "%s: warning: %s: %s\n", check.c_str(), w.path.c_str(), w.message.c_str());
-    // fleet.peers entries that reach this node itself on this host: gwlbd skips them.
-    for (const ctl::SelfPeer& sp :
-         ctl::selfPeers(cfg.fleet.sync_listen, cfg.fleet.peers, ctl::hostAddresses()))
-      std::fprintf(stderr, "%s: warning: fleet.peers[%zu]: '%s' is this node (%s); gwlbd skips it\n",
-                   check.c_str(), sp.index, cfg.fleet.peers[sp.index].c_str(), sp.why.c_str());
-    return 0;
-  }
+  if (!check.empty()) return checkConfig(check, eal_extra);
   if (config.empty()) {
     usage(stderr);
     return 2;

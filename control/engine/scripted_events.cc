@@ -65,6 +65,81 @@ namespace {
 
 bool isTrue(const std::string& s) { return s == "true"; }  // as the config loader reads booleans
 
+constexpr const char* kEventKeys[] = {"at",    "server", "health",  "remove", "add",  "weight",
+                                      "drain", "timeout", "undrain", "reload", "force"};
+
+// An event's keys and their values; each key known, given once, a scalar.
+std::map<std::string, std::string> eventKeys(const YAML::Node& n, const std::string& p,
+                                             const std::string& where) {
+  std::map<std::string, std::string> v;
+  for (const auto& kv : n) {
+    std::string k = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
+    if (std::find(std::begin(kEventKeys), std::end(kEventKeys), k) == std::end(kEventKeys)) {
+      std::string allowed;
+      for (const char* a : kEventKeys) allowed += std::string(allowed.empty() ? "" : ", ") + a;
+      eventFail(p + where + ": unknown key '" + k + "'; allowed keys: " + allowed);
+    }
+    if (!kv.second.IsScalar())
+      eventFail(p + "." + k + where + ": must be a single value");
+    if (!v.emplace(k, kv.second.Scalar()).second)
+      eventFail(p + "." + k + where + ": given twice");
+  }
+  return v;
+}
+
+// Event e's action `a` and its arguments, from the event's keys v.
+void readAction(ScriptedEvent& e, const std::string& a, std::map<std::string, std::string>& v,
+                const std::string& p, const std::string& where, const std::filesystem::path& dir) {
+  const std::string& val = v[a];
+  auto mustBeTrue = [&]() {
+    if (!isTrue(val))
+      eventFail(p + "." + a + where + ": '" + val + "' must be true (leave the event out instead)");
+  };
+  auto weight = [&]() -> uint32_t {
+    const std::string& w = v["weight"];
+    if (w.empty() || w.size() > 5 || w.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoul(w) > 10000)
+      eventFail(p + ".weight" + where + ": '" + w + "' is not a weight from 0 to 10000");
+    return uint32_t(std::stoul(w));
+  };
+  if (a == "health") {
+    e.action = ScriptedEvent::Action::kHealth;
+    if (val == "unhealthy") e.unhealthy = true;
+    else if (val != "healthy")
+      eventFail(p + ".health" + where + ": '" + val + "' is not healthy or unhealthy");
+  } else if (a == "remove") {
+    e.action = ScriptedEvent::Action::kRemove;
+    mustBeTrue();
+  } else if (a == "add") {
+    e.action = ScriptedEvent::Action::kAdd;
+    e.group = val;
+    if (val.empty()) eventFail(p + ".add" + where + ": needs a server group name");
+    if (v.count("weight")) e.weight = weight();
+  } else if (a == "weight") {
+    e.action = ScriptedEvent::Action::kWeight;
+    e.weight = weight();
+  } else if (a == "drain") {
+    e.action = ScriptedEvent::Action::kDrain;
+    mustBeTrue();
+    if (v.count("timeout")) {
+      uint64_t ns = 0;
+      if (!parseDurationNs(v["timeout"], ns) || ns % kNsPerS || ns < kNsPerS ||
+          ns > 3600 * kNsPerS)
+        eventFail(p + ".timeout" + where + ": '" + v["timeout"] +
+                  "' is not a whole number of seconds from 1 s to 3600 s (e.g. 30s)");
+      e.timeout_s = uint32_t(ns / kNsPerS);
+    }
+  } else if (a == "reload") {
+    e.action = ScriptedEvent::Action::kReload;
+    if (val.empty()) eventFail(p + ".reload" + where + ": needs a config file path");
+    std::filesystem::path f(val);
+    e.file = (f.is_absolute() ? f : dir / f).lexically_normal().string();
+  } else {
+    e.action = ScriptedEvent::Action::kUndrain;
+    mustBeTrue();
+  }
+}
+
 // `dir`: where a reload's relative config path counts from.
 std::vector<ScriptedEvent> parseRoot(const YAML::Node& root, const std::string& path,
                                      const std::filesystem::path& dir) {
@@ -72,8 +147,6 @@ std::vector<ScriptedEvent> parseRoot(const YAML::Node& root, const std::string& 
   if (!root.IsSequence())
     eventFail(path + ": must be a YAML list of events, e.g.\n"
               "  - { at: 2s, server: 192.0.2.10, health: unhealthy }");
-  static const char* kKeys[] = {"at", "server", "health", "remove", "add",
-                                "weight", "drain", "timeout", "undrain", "reload", "force"};
   static const char* kActions[] = {"health", "remove", "add", "weight", "drain", "undrain", "reload"};
   std::vector<ScriptedEvent> out;
   for (size_t i = 0; i < root.size(); ++i) {
@@ -82,19 +155,7 @@ std::vector<ScriptedEvent> parseRoot(const YAML::Node& root, const std::string& 
     std::string where = " (line " + std::to_string(n.Mark().line + 1) + ")";
     if (!n.IsMap())
       eventFail(p + where + ": must be a mapping such as {at: 2s, server: 192.0.2.10, remove: true}");
-    std::map<std::string, std::string> v;
-    for (const auto& kv : n) {
-      std::string k = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
-      if (std::find(std::begin(kKeys), std::end(kKeys), k) == std::end(kKeys)) {
-        std::string allowed;
-        for (const char* a : kKeys) allowed += std::string(allowed.empty() ? "" : ", ") + a;
-        eventFail(p + where + ": unknown key '" + k + "'; allowed keys: " + allowed);
-      }
-      if (!kv.second.IsScalar())
-        eventFail(p + "." + k + where + ": must be a single value");
-      if (!v.emplace(k, kv.second.Scalar()).second)
-        eventFail(p + "." + k + where + ": given twice");
-    }
+    std::map<std::string, std::string> v = eventKeys(n, p, where);
     ScriptedEvent e;
     e.index = i;
     e.line = n.Mark().line + 1;
@@ -132,54 +193,7 @@ std::vector<ScriptedEvent> parseRoot(const YAML::Node& root, const std::string& 
         eventFail(p + ".force" + where + ": '" + v["force"] + "' is not true or false");
       e.force = isTrue(v["force"]);
     }
-    const std::string& val = v[a];
-    auto mustBeTrue = [&]() {
-      if (!isTrue(val))
-        eventFail(p + "." + a + where + ": '" + val + "' must be true (leave the event out instead)");
-    };
-    auto weight = [&]() -> uint32_t {
-      const std::string& w = v["weight"];
-      if (w.empty() || w.size() > 5 || w.find_first_not_of("0123456789") != std::string::npos ||
-          std::stoul(w) > 10000)
-        eventFail(p + ".weight" + where + ": '" + w + "' is not a weight from 0 to 10000");
-      return uint32_t(std::stoul(w));
-    };
-    if (a == "health") {
-      e.action = ScriptedEvent::Action::kHealth;
-      if (val == "unhealthy") e.unhealthy = true;
-      else if (val != "healthy")
-        eventFail(p + ".health" + where + ": '" + val + "' is not healthy or unhealthy");
-    } else if (a == "remove") {
-      e.action = ScriptedEvent::Action::kRemove;
-      mustBeTrue();
-    } else if (a == "add") {
-      e.action = ScriptedEvent::Action::kAdd;
-      e.group = val;
-      if (val.empty()) eventFail(p + ".add" + where + ": needs a server group name");
-      if (v.count("weight")) e.weight = weight();
-    } else if (a == "weight") {
-      e.action = ScriptedEvent::Action::kWeight;
-      e.weight = weight();
-    } else if (a == "drain") {
-      e.action = ScriptedEvent::Action::kDrain;
-      mustBeTrue();
-      if (v.count("timeout")) {
-        uint64_t ns = 0;
-        if (!parseDurationNs(v["timeout"], ns) || ns % kNsPerS || ns < kNsPerS ||
-            ns > 3600 * kNsPerS)
-          eventFail(p + ".timeout" + where + ": '" + v["timeout"] +
-                    "' is not a whole number of seconds from 1 s to 3600 s (e.g. 30s)");
-        e.timeout_s = uint32_t(ns / kNsPerS);
-      }
-    } else if (a == "reload") {
-      e.action = ScriptedEvent::Action::kReload;
-      if (val.empty()) eventFail(p + ".reload" + where + ": needs a config file path");
-      std::filesystem::path f(val);
-      e.file = (f.is_absolute() ? f : dir / f).lexically_normal().string();
-    } else {
-      e.action = ScriptedEvent::Action::kUndrain;
-      mustBeTrue();
-    }
+    readAction(e, a, v, p, where, dir);
     if (!out.empty() && e.at_ns < out.back().at_ns)
       eventFail(p + ".at" + where + ": " + secondsText(e.at_ns) + " is before events[" +
                 std::to_string(i - 1) + "].at (" + secondsText(out.back().at_ns) +

@@ -1,7 +1,6 @@
 #include "control/engine/snapshot_builder.h"
 
 #include <algorithm>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -13,123 +12,6 @@
 static_assert(gwlb::ctl::kMaxServersTotal == gwlb::dp::kMaxServerIds);
 
 namespace gwlb::ctl {
-
-namespace {
-// The traffic classes of the last build and their compiled table: most
-// publications (health, weights, drains, regions) leave the rules as they are
-// and share the table instead of compiling it again (issue 27; compiling 1,000
-// rules takes milliseconds, comparing them microseconds).
-struct ClassCache {
-  std::mutex mu;  // builds on several threads (tests, tools) never share a result half-made
-  std::vector<ClassRule> rules;
-  ClassTable table;
-  uint64_t hits = 0, misses = 0;
-  bool on = true;
-};
-ClassCache& classCache() {
-  static ClassCache c;
-  return c;
-}
-
-}  // namespace
-
-namespace {
-ClassVerdict verdictOf(ClassAction a) {
-  return a == ClassAction::kBypass ? ClassVerdict::kBypass
-         : a == ClassAction::kDrop ? ClassVerdict::kDrop
-                                   : ClassVerdict::kInspect;
-}
-
-// A class's rule as classRule() gives it equals `r`, compared in place (no
-// copy: large sets hold hundreds of thousands of prefixes).
-bool sameRule(const ClassRule& r, const TrafficClassConfig& tc) {
-  const TrafficClassMatch& m = tc.match;
-  if (r.ingress_ports != m.ingress_ports || r.vlans != m.vlans || r.protocols != m.protocols ||
-      r.prefixes.size() != m.prefixes.size() || r.l4_ports.size() != m.l4_ports.size() ||
-      r.action != verdictOf(tc.action) || r.listener != 0)
-    return false;
-  for (size_t i = 0; i < r.prefixes.size(); ++i)
-    if (!(r.prefixes[i].first == m.prefixes[i].addr) || r.prefixes[i].second != m.prefixes[i].len) return false;
-  for (size_t i = 0; i < r.l4_ports.size(); ++i)
-    if (r.l4_ports[i].first != m.l4_ports[i].lo || r.l4_ports[i].second != m.l4_ports[i].hi) return false;
-  return true;
-}
-bool sameRules(const std::vector<ClassRule>& rules, const std::vector<TrafficClassConfig>& classes) {
-  if (rules.size() != classes.size()) return false;
-  for (size_t i = 0; i < rules.size(); ++i)
-    if (!sameRule(rules[i], classes[i])) return false;
-  return true;
-}
-}  // namespace
-
-bool sameClassRules(const std::vector<TrafficClassConfig>& a, const std::vector<TrafficClassConfig>& b) {
-  if (a.size() != b.size()) return false;
-  auto prefixEq = [](const PrefixConfig& x, const PrefixConfig& y) { return x.addr == y.addr && x.len == y.len; };
-  auto portEq = [](const PortRange& x, const PortRange& y) { return x.lo == y.lo && x.hi == y.hi; };
-  for (size_t i = 0; i < a.size(); ++i) {
-    const TrafficClassMatch &x = a[i].match, &y = b[i].match;
-    if (a[i].action != b[i].action || x.ingress_ports != y.ingress_ports || x.vlans != y.vlans ||
-        x.protocols != y.protocols ||
-        !std::equal(x.prefixes.begin(), x.prefixes.end(), y.prefixes.begin(), y.prefixes.end(), prefixEq) ||
-        !std::equal(x.l4_ports.begin(), x.l4_ports.end(), y.l4_ports.begin(), y.l4_ports.end(), portEq))
-      return false;
-  }
-  return true;
-}
-
-ClassTable compiledClasses(const std::vector<TrafficClassConfig>& classes) {
-  {
-    ClassCache& c = classCache();
-    std::lock_guard lock(c.mu);
-    if (c.on && !c.table.empty() && sameRules(c.rules, classes)) {
-      ++c.hits;
-      return c.table;
-    }
-  }
-  return compiledClasses(classRules(classes));
-}
-
-ClassTable compiledClasses(const std::vector<ClassRule>& rules) {
-  ClassCache& c = classCache();
-  std::lock_guard lock(c.mu);
-  if (!c.on || c.table.empty() || c.rules != rules) {
-    c.table = ClassTable(rules);
-    c.rules = rules;
-    ++c.misses;
-  } else {
-    ++c.hits;
-  }
-  return c.table;
-}
-
-void primeClassCache(std::vector<ClassRule> rules, ClassTable table) {
-  ClassCache& c = classCache();
-  std::lock_guard lock(c.mu);
-  c.rules = std::move(rules);
-  c.table = std::move(table);
-  ++c.misses;  // compiled, only not here
-}
-
-std::vector<ClassRule> classRules(const std::vector<TrafficClassConfig>& classes) {
-  std::vector<ClassRule> rules;
-  rules.reserve(classes.size());
-  for (const TrafficClassConfig& tc : classes) rules.push_back(classRule(tc));
-  return rules;
-}
-
-std::vector<ClassRule> classRules(const Config& cfg) { return classRules(cfg.traffic_classes); }
-
-void setClassCache(bool on) {
-  ClassCache& c = classCache();
-  std::lock_guard lock(c.mu);
-  c.on = on;
-}
-
-ClassCacheStats classCacheStats() {
-  ClassCache& c = classCache();
-  std::lock_guard lock(c.mu);
-  return {c.hits, c.misses};
-}
 
 uint16_t ServerRegistry::idFor(uint32_t ip) {
   auto it = ids_.find(ip);
@@ -336,17 +218,6 @@ std::vector<dp::PortView> resolvePorts(const Config& cfg, const PortMacs* device
   return out;
 }
 
-ClassRule classRule(const TrafficClassConfig& tc) {
-  ClassRule r;
-  r.ingress_ports = tc.match.ingress_ports;
-  r.vlans = tc.match.vlans;
-  for (const PrefixConfig& p : tc.match.prefixes) r.prefixes.emplace_back(p.addr, p.len);
-  r.protocols = tc.match.protocols;
-  for (const PortRange& pr : tc.match.l4_ports) r.l4_ports.emplace_back(pr.lo, pr.hi);
-  r.action = verdictOf(tc.action);
-  return r;
-}
-
 namespace {
 std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ServerRegistry& reg,
                                          const NeighbourTable& neigh, uint64_t generation,
@@ -379,229 +250,295 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const ValidConfig& cfg, ServerRegist
 
 namespace {
 
-std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ServerRegistry& reg,
-                                         const NeighbourTable& neigh, uint64_t generation,
-                                         const HealthMap& health, const ServerLifecycle* life,
-                                         const RegionTracker* regions, const PortMacs* devices,
-                                         MaglevCache* maglev, const Shaping* shaping) {
-  auto s = std::make_unique<dp::Snapshot>();
-  s->generation = generation;
-  s->underlay_ip = cfg.node.underlay_ip.v4HostOrder();
-  s->underlay_mac = cfg.node.underlay_mac;
-  s->underlay_port = cfg.node.underlay_port;
-  s->underlay_mtu = cfg.node.underlay_mtu;
-  s->geneve_option_class = cfg.node.geneve_option_class;
-  s->icmp_rate_per_s = cfg.node.icmp_rate_per_s;
-  s->tcp_reset_rate_per_s = cfg.node.tcp_reset_rate_per_s;
-  s->ports = resolvePorts(cfg, devices);
+// What a build reads, besides the config: passed together to its passes.
+struct BuildInputs {
+  const Config& cfg;
+  ServerRegistry& reg;
+  const NeighbourTable& neigh;
+  const HealthMap& health;
+  const ServerLifecycle* life;
+  const RegionTracker* regions;
+  const PortMacs* devices;
+  MaglevCache* maglev;
+  const Shaping* shaping;
+};
+
+// What the group pass learns that the failover passes need.
+struct GroupsBuilt {
+  std::vector<bool> group_any;  // per group: an appliance in service for new flows
+  std::vector<std::pair<uint16_t, size_t>> failed_ids;  // (server id, group): failed health checks
+};
+
+// The node's own addresses, ports and rates.
+void setNode(dp::Snapshot& s, const Config& cfg, const PortMacs* devices) {
+  s.underlay_ip = cfg.node.underlay_ip.v4HostOrder();
+  s.underlay_mac = cfg.node.underlay_mac;
+  s.underlay_port = cfg.node.underlay_port;
+  s.underlay_mtu = cfg.node.underlay_mtu;
+  s.geneve_option_class = cfg.node.geneve_option_class;
+  s.icmp_rate_per_s = cfg.node.icmp_rate_per_s;
+  s.tcp_reset_rate_per_s = cfg.node.tcp_reset_rate_per_s;
+  s.ports = resolvePorts(cfg, devices);
   for (const IpAddr& a : cfg.node.ipv6_addresses)
-    if (a.isV6()) s->node_ipv6.push_back(a.b);
+    if (a.isV6()) s.node_ipv6.push_back(a.b);
   if (cfg.node.underlay_ipv6 && cfg.node.underlay_ipv6->isV6()) {
-    s->has_underlay_ip6 = true;
-    s->underlay_ip6 = cfg.node.underlay_ipv6->b;
+    s.has_underlay_ip6 = true;
+    s.underlay_ip6 = cfg.node.underlay_ipv6->b;
     // Answered in neighbor discovery like the node's other addresses.
-    if (std::find(s->node_ipv6.begin(), s->node_ipv6.end(), s->underlay_ip6) == s->node_ipv6.end())
-      s->node_ipv6.push_back(s->underlay_ip6);
+    if (std::find(s.node_ipv6.begin(), s.node_ipv6.end(), s.underlay_ip6) == s.node_ipv6.end())
+      s.node_ipv6.push_back(s.underlay_ip6);
   }
-  s->default_group = 0;
-  // Per group: does it have an appliance in service for new flows.
-  std::vector<bool> group_any(cfg.server_groups.size(), false);
-  // Per server id: failed its health checks (rebalance candidates).
-  std::vector<std::pair<uint16_t, size_t>> failed_ids;  // (server id, group)
+}
 
-  for (size_t gi = 0; gi < cfg.server_groups.size(); ++gi) {
-    const ServerGroupConfig& gc = cfg.server_groups[gi];
+// A group's configured appliances, per config entry: what its Maglev table
+// and the failover passes need.
+struct GroupMembers {
+  std::vector<uint32_t> weights;  // in force for new flows
+  std::vector<uint16_t> ids;
+  std::vector<bool> failed, drained;
+};
+
+// Enters group gi's configured appliances in the snapshot, with their phase
+// (a drain in progress), health and whether they take new flows.
+GroupMembers addGroupMembers(dp::Snapshot& s, const BuildInputs& in, size_t gi) {
+  const ServerGroupConfig& gc = in.cfg.server_groups[gi];
+  GroupMembers m;
+  for (const ServerConfig& sc : gc.servers) {
+    uint32_t ip = applianceKey(sc.address);
+    uint16_t id = in.reg.idFor(ip);
+    if (s.servers.size() <= id) s.servers.resize(size_t(id) + 1);
+    dp::ServerView& v = s.servers[id];
+    setAddress(v, sc.address);
+    v.group = uint8_t(gi);
+    v.weight = sc.weight;
+    v.in_use = true;
+    v.routable = true;
+    v.phase = dp::ServerPhase::kActive;
+    resolveMac(v, sc, in.cfg, in.neigh);
+    const ServerLifecycle::Entry* le = in.life ? in.life->find(ip) : nullptr;
+    if (le) {
+      v.phase = le->phase;
+      v.move = le->move;
+      if (le->phase == dp::ServerPhase::kDrained && gc.send_tcp_reset.on_deregistration)
+        v.reset = dp::ResetReason::kDeregistered;
+    }
+    auto h = in.health.find(ip);
+    const bool held = in.shaping && in.shaping->held.count(ip);
+    bool in_service = !le && !held && (h == in.health.end() || receivesNewFlows(h->second));
+    m.failed.push_back(h != in.health.end() && h->second == HealthState::kUnhealthy);
+    m.drained.push_back(le != nullptr);
+    m.weights.push_back(in_service ? sc.weight : 0);
+    m.ids.push_back(id);
+  }
+  return m;
+}
+
+// The weights a group's table is built from: fail_open when none is in
+// service, slow start's ramp otherwise. Returns whether any appliance of the
+// group is in service for new flows.
+bool weighGroup(const ServerGroupConfig& gc, const Shaping* shaping, GroupMembers& m) {
+  std::vector<uint32_t>& weights = m.weights;
+  bool any = std::any_of(weights.begin(), weights.end(), [](uint32_t w) { return w > 0; });
+  if (!any && gc.when_all_unhealthy == WhenAllUnhealthy::kFailOpen)
+    for (size_t i = 0; i < weights.size(); ++i) weights[i] = m.drained[i] ? 0 : gc.servers[i].weight;
+  if (any && shaping && gc.slow_start_s > 0) {
+    // Slow start: proportions kept in integers (Maglev's turns depend on
+    // the ratios only, so weights all x n build the unshaped table).
+    const uint32_t n = slowStartSteps(gc.slow_start_s);
+    bool ramping = false;
+    for (const ServerConfig& sc : gc.servers) ramping = ramping || shaping->ramp.count(applianceKey(sc.address));
+    for (size_t i = 0; ramping && i < weights.size(); ++i) {
+      auto r = shaping->ramp.find(applianceKey(gc.servers[i].address));
+      weights[i] *= r == shaping->ramp.end() ? n : r->second;
+    }
+  }
+  return any;
+}
+
+// The group's Maglev table. It must depend only on the set of (address,
+// weight), never on the config's order or the local server ids (the history
+// of adds and removes), so that every gateway of a fleet builds the same one
+// (docs/fleet.md): the backends go to Maglev sorted by address.
+void setGroupTable(dp::GroupView& g, const ServerGroupConfig& gc, const GroupMembers& m,
+                   MaglevCache* maglev) {
+  std::vector<uint32_t> order(m.weights.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = uint32_t(i);
+  std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
+    return applianceKey(gc.servers[x].address) < applianceKey(gc.servers[y].address);
+  });
+  std::vector<MaglevCache::Input> inputs;
+  inputs.reserve(order.size());
+  for (uint32_t i : order)
+    inputs.push_back({applianceKey(gc.servers[i].address), m.weights[i], m.ids[i]});
+  g.setMaglev(maglev ? maglev->table(inputs, gc.maglev_table_size, dp::kNoServer)
+                     : buildGroupMaglev(inputs, gc.maglev_table_size, dp::kNoServer));
+}
+
+// Every configured group with its appliances and table.
+GroupsBuilt addGroups(dp::Snapshot& s, const BuildInputs& in) {
+  GroupsBuilt out;
+  out.group_any.assign(in.cfg.server_groups.size(), false);
+  for (size_t gi = 0; gi < in.cfg.server_groups.size(); ++gi) {
+    const ServerGroupConfig& gc = in.cfg.server_groups[gi];
     dp::GroupView g = groupView(gc);
-
-    std::vector<uint32_t> weights;  // in force for new flows, per config entry
-    std::vector<uint16_t> ids;
-    std::vector<bool> failed, drained;
-    for (const ServerConfig& sc : gc.servers) {
-      uint32_t ip = applianceKey(sc.address);
-      uint16_t id = reg.idFor(ip);
-      if (s->servers.size() <= id) s->servers.resize(size_t(id) + 1);
-      dp::ServerView& v = s->servers[id];
-      setAddress(v, sc.address);
-      v.group = uint8_t(gi);
-      v.weight = sc.weight;
-      v.in_use = true;
-      v.routable = true;
-      v.phase = dp::ServerPhase::kActive;
-      resolveMac(v, sc, cfg, neigh);
-      const ServerLifecycle::Entry* le = life ? life->find(ip) : nullptr;
-      if (le) {
-        v.phase = le->phase;
-        v.move = le->move;
-        if (le->phase == dp::ServerPhase::kDrained && gc.send_tcp_reset.on_deregistration)
-          v.reset = dp::ResetReason::kDeregistered;
-      }
-      auto h = health.find(ip);
-      const bool held = shaping && shaping->held.count(ip);
-      bool in_service = !le && !held && (h == health.end() || receivesNewFlows(h->second));
-      failed.push_back(h != health.end() && h->second == HealthState::kUnhealthy);
-      drained.push_back(le != nullptr);
-      weights.push_back(in_service ? sc.weight : 0);
-      ids.push_back(id);
-    }
-    bool any = std::any_of(weights.begin(), weights.end(), [](uint32_t w) { return w > 0; });
-    if (!any && gc.when_all_unhealthy == WhenAllUnhealthy::kFailOpen)
-      for (size_t i = 0; i < weights.size(); ++i) weights[i] = drained[i] ? 0 : gc.servers[i].weight;
-    group_any[gi] = any;
-    if (any && shaping && gc.slow_start_s > 0) {
-      // Slow start: proportions kept in integers (Maglev's turns depend on
-      // the ratios only, so weights all x n build the unshaped table).
-      const uint32_t n = slowStartSteps(gc.slow_start_s);
-      bool ramping = false;
-      for (const ServerConfig& sc : gc.servers) ramping = ramping || shaping->ramp.count(applianceKey(sc.address));
-      for (size_t i = 0; ramping && i < weights.size(); ++i) {
-        auto r = shaping->ramp.find(applianceKey(gc.servers[i].address));
-        weights[i] *= r == shaping->ramp.end() ? n : r->second;
-      }
-    }
-    for (size_t i = 0; i < ids.size(); ++i)
-      if (failed[i]) failed_ids.emplace_back(ids[i], gi);
-    // The table must depend only on the set of (address, weight), never on
-    // the config's order or the local server ids (the history of adds and
-    // removes), so that every gateway of a fleet builds the same one
-    // (docs/fleet.md): the backends go to Maglev sorted by address.
-    std::vector<uint32_t> order(weights.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = uint32_t(i);
-    std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
-      return applianceKey(gc.servers[x].address) < applianceKey(gc.servers[y].address);
-    });
-    std::vector<MaglevCache::Input> inputs;
-    inputs.reserve(order.size());
-    for (uint32_t i : order)
-      inputs.push_back({applianceKey(gc.servers[i].address), weights[i], ids[i]});
-    g.setMaglev(maglev ? maglev->table(inputs, gc.maglev_table_size, dp::kNoServer)
-                       : buildGroupMaglev(inputs, gc.maglev_table_size, dp::kNoServer));
-    s->groups.push_back(std::move(g));
+    GroupMembers m = addGroupMembers(s, in, gi);
+    out.group_any[gi] = weighGroup(gc, in.shaping, m);
+    for (size_t i = 0; i < m.ids.size(); ++i)
+      if (m.failed[i]) out.failed_ids.emplace_back(m.ids[i], gi);
+    setGroupTable(g, gc, m, in.maglev);
+    s.groups.push_back(std::move(g));
   }
-  // Listeners: which group takes new flows, and which groups' regions failed.
-  std::vector<bool> region_failed(cfg.server_groups.size(), false);
-  std::vector<std::string> listener_names;  // parallel to s->listeners
-  if (regions && !regions->listeners().empty()) {
-    for (const RegionTracker::Listener& l : regions->listeners()) {
-      dp::ListenerView lv;
-      uint8_t li = uint8_t(s->listeners.size());
+  return out;
+}
+
+// One listener of the region tracker: which group takes its new flows, its
+// settings; marks the groups of its failed regions in region_failed.
+dp::ListenerView listenerView(dp::Snapshot& s, const Config& cfg, const RegionTracker::Listener& l,
+                              std::vector<bool>& region_failed) {
+  dp::ListenerView lv;
+  uint8_t li = uint8_t(s.listeners.size());
+  lv.preferred = uint8_t(l.regions[0].group_index);
+  lv.active = l.active < 0 ? dp::kNoGroup : uint8_t(l.regions[size_t(l.active)].group_index);
+  lv.stickiness = s.groups[lv.preferred].stickiness;
+  for (const RegionTracker::Region& r : l.regions) s.groups[r.group_index].listener = li;
+  // Regions that failed shed their flows to the active one, when it is healthy.
+  if (l.active >= 0 && l.regions[size_t(l.active)].healthy)
+    for (const RegionTracker::Region& r : l.regions)
+      if (!r.healthy) region_failed[r.group_index] = true;
+  // A listener the config does not list (the implicit one) takes the defaults.
+  lv.reset_on_fleet_unknown = ListenerTcpResetConfig{}.on_fleet_view_incomplete;
+  for (const ListenerConfig& lc : cfg.listeners)
+    if (lc.name == l.name) {
+      lv.reset_on_idle = lc.send_tcp_reset.on_idle_timeout;
+      lv.reset_on_fleet_unknown = lc.send_tcp_reset.on_fleet_view_incomplete;
+      lv.bypass_allow = lc.appliance_bypass.allow;
+      lv.bypass_max_s = lc.appliance_bypass.max_seconds;
+    }
+  return lv;
+}
+
+// Listeners: which group takes new flows. Returns, per group, whether its
+// region failed; listener_names runs parallel to s.listeners.
+std::vector<bool> addListeners(dp::Snapshot& s, const BuildInputs& in,
+                               std::vector<std::string>& listener_names) {
+  std::vector<bool> region_failed(in.cfg.server_groups.size(), false);
+  if (in.regions && !in.regions->listeners().empty()) {
+    for (const RegionTracker::Listener& l : in.regions->listeners()) {
       if (l.regions.empty()) continue;
-      lv.preferred = uint8_t(l.regions[0].group_index);
-      lv.active = l.active < 0 ? dp::kNoGroup : uint8_t(l.regions[size_t(l.active)].group_index);
-      lv.stickiness = s->groups[lv.preferred].stickiness;
-      for (const RegionTracker::Region& r : l.regions) s->groups[r.group_index].listener = li;
-      // Regions that failed shed their flows to the active one, when it is healthy.
-      if (l.active >= 0 && l.regions[size_t(l.active)].healthy)
-        for (const RegionTracker::Region& r : l.regions)
-          if (!r.healthy) region_failed[r.group_index] = true;
-      // A listener the config does not list (the implicit one) takes the defaults.
-      lv.reset_on_fleet_unknown = ListenerTcpResetConfig{}.on_fleet_view_incomplete;
-      for (const ListenerConfig& lc : cfg.listeners)
-        if (lc.name == l.name) {
-          lv.reset_on_idle = lc.send_tcp_reset.on_idle_timeout;
-          lv.reset_on_fleet_unknown = lc.send_tcp_reset.on_fleet_view_incomplete;
-          lv.bypass_allow = lc.appliance_bypass.allow;
-          lv.bypass_max_s = lc.appliance_bypass.max_seconds;
-        }
-      s->reset_on_idle_any |= lv.reset_on_idle;
-      s->reset_on_fleet_unknown_any |= lv.reset_on_fleet_unknown;
-      s->listeners.push_back(lv);
+      dp::ListenerView lv = listenerView(s, in.cfg, l, region_failed);
+      s.reset_on_idle_any |= lv.reset_on_idle;
+      s.reset_on_fleet_unknown_any |= lv.reset_on_fleet_unknown;
+      s.listeners.push_back(lv);
       listener_names.push_back(l.name);
     }
-  } else if (!s->groups.empty()) {
+  } else if (!s.groups.empty()) {
     dp::ListenerView lv;
     lv.active = 0;
     lv.preferred = 0;
-    lv.stickiness = s->groups[0].stickiness;
+    lv.stickiness = s.groups[0].stickiness;
     // The implicit listener takes the listener settings' defaults.
     lv.reset_on_fleet_unknown = ListenerTcpResetConfig{}.on_fleet_view_incomplete;
-    s->reset_on_fleet_unknown_any = lv.reset_on_fleet_unknown;
-    s->groups[0].listener = 0;
-    s->listeners.push_back(lv);
+    s.reset_on_fleet_unknown_any = lv.reset_on_fleet_unknown;
+    s.groups[0].listener = 0;
+    s.listeners.push_back(lv);
     listener_names.push_back("default");
   }
-  s->default_group = s->listeners.empty() ? dp::kNoGroup : s->listeners[0].active;
+  s.default_group = s.listeners.empty() ? dp::kNoGroup : s.listeners[0].active;
+  return region_failed;
+}
 
-  // Traffic classes (issue 27), compiled for the workers' per-packet match.
-  // An inspect class whose listener has no group here takes kNoListener:
-  // its packets are dropped (drop_no_server_group).
-  // The compiled match does not depend on the listeners: compiled (or found
-  // in the cache) from the rules alone, then given this snapshot's indices.
-  if (!cfg.traffic_classes.empty()) {
-    std::vector<uint8_t> listeners;
-    listeners.reserve(cfg.traffic_classes.size());
-    for (const TrafficClassConfig& tc : cfg.traffic_classes) {
-      uint8_t li = dp::kNoListener;
-      for (size_t i = 0; i < listener_names.size(); ++i)
-        if (listener_names[i] == (tc.listener.empty() ? "default" : tc.listener)) li = uint8_t(i);
-      listeners.push_back(li);
-    }
-    s->classes = compiledClasses(cfg.traffic_classes).withListeners(std::move(listeners));
-    for (size_t i = 0; i < cfg.traffic_classes.size(); ++i) {
-      const std::optional<uint32_t> tag = classTagValue(cfg.tags, cfg.traffic_classes[i].tag);
-      if (!tag) continue;
-      if (s->class_tag.empty()) s->class_tag.resize(cfg.traffic_classes.size());
-      s->class_tag[i] = {*tag, true};
-    }
-    for (size_t i = 0; i < cfg.traffic_classes.size(); ++i) {
-      const ClassMirrorConfig& mc = cfg.traffic_classes[i].mirror;
-      if (mc.group.empty()) continue;
-      if (s->class_mirror.empty()) s->class_mirror.resize(cfg.traffic_classes.size());
-      dp::Snapshot::MirrorView& mv = s->class_mirror[i];
-      for (size_t gi = 0; gi < cfg.server_groups.size(); ++gi)
-        if (cfg.server_groups[gi].name == mc.group) mv.group = uint8_t(gi);
-      mv.truncate = mc.truncate;
-      mv.sample = std::max<uint32_t>(mc.sample, 1);
-    }
-    for (size_t i = 0; i < cfg.traffic_classes.size(); ++i) s->class_slot.push_back(uint16_t(i));  // the engine's ClassSlots override
-    s->routeClasses();
+// Traffic classes, compiled for the workers' per-packet match.
+// An inspect class whose listener has no group here takes kNoListener:
+// its packets are dropped (drop_no_server_group).
+// The compiled match does not depend on the listeners: compiled (or found
+// in the cache) from the rules alone, then given this snapshot's indices.
+void addClasses(dp::Snapshot& s, const Config& cfg, const std::vector<std::string>& listener_names) {
+  if (cfg.traffic_classes.empty()) return;
+  std::vector<uint8_t> listeners;
+  listeners.reserve(cfg.traffic_classes.size());
+  for (const TrafficClassConfig& tc : cfg.traffic_classes) {
+    uint8_t li = dp::kNoListener;
+    for (size_t i = 0; i < listener_names.size(); ++i)
+      if (listener_names[i] == (tc.listener.empty() ? "default" : tc.listener)) li = uint8_t(i);
+    listeners.push_back(li);
   }
+  s.classes = compiledClasses(cfg.traffic_classes).withListeners(std::move(listeners));
+  for (size_t i = 0; i < cfg.traffic_classes.size(); ++i) {
+    const std::optional<uint32_t> tag = classTagValue(cfg.tags, cfg.traffic_classes[i].tag);
+    if (!tag) continue;
+    if (s.class_tag.empty()) s.class_tag.resize(cfg.traffic_classes.size());
+    s.class_tag[i] = {*tag, true};
+  }
+  for (size_t i = 0; i < cfg.traffic_classes.size(); ++i) {
+    const ClassMirrorConfig& mc = cfg.traffic_classes[i].mirror;
+    if (mc.group.empty()) continue;
+    if (s.class_mirror.empty()) s.class_mirror.resize(cfg.traffic_classes.size());
+    dp::Snapshot::MirrorView& mv = s.class_mirror[i];
+    for (size_t gi = 0; gi < cfg.server_groups.size(); ++gi)
+      if (cfg.server_groups[gi].name == mc.group) mv.group = uint8_t(gi);
+    mv.truncate = mc.truncate;
+    mv.sample = std::max<uint32_t>(mc.sample, 1);
+  }
+  for (size_t i = 0; i < cfg.traffic_classes.size(); ++i) s.class_slot.push_back(uint16_t(i));  // the engine's ClassSlots override
+  s.routeClasses();
+}
 
-  // Where a group's moved flows go: its listener's active group.
-  auto target = [&](size_t gi) -> int {
-    uint8_t li = s->groups[gi].listener;
-    if (li == dp::kNoListener || li >= s->listeners.size()) return int(gi);
-    uint8_t a = s->listeners[li].active;
-    return a == dp::kNoGroup ? -1 : int(a);
-  };
-  // Rebalance off an unhealthy appliance only toward one in service: with
-  // none, its flows stay (fail_open sends new ones to all anyway).
-  // The same holds for resets: a reconnecting client must find an appliance
-  // in service, and a health-check outage that fails a whole group must not
-  // cut every connection it carries.
-  for (auto [id, gi] : failed_ids) {
-    int t = target(gi);
+// Where a group's moved flows go: its listener's active group (-1: none).
+int moveTarget(const dp::Snapshot& s, size_t gi) {
+  uint8_t li = s.groups[gi].listener;
+  if (li == dp::kNoListener || li >= s.listeners.size()) return int(gi);
+  uint8_t a = s.listeners[li].active;
+  return a == dp::kNoGroup ? -1 : int(a);
+}
+
+// Rebalance off an unhealthy appliance only toward one in service: with
+// none, its flows stay (fail_open sends new ones to all anyway).
+// The same holds for resets: a reconnecting client must find an appliance
+// in service, and a health-check outage that fails a whole group must not
+// cut every connection it carries.
+// A failed region's appliances (rebalance groups) shed their flows, when
+// the active group has an appliance in service to take them.
+void markFailover(dp::Snapshot& s, const BuildInputs& in, const GroupsBuilt& groups,
+                  const std::vector<bool>& region_failed) {
+  const Config& cfg = in.cfg;
+  for (auto [id, gi] : groups.failed_ids) {
+    int t = moveTarget(s, gi);
     if (cfg.server_groups[gi].failover_mode == FailoverMode::kRebalance && t >= 0 &&
-        group_any[size_t(t)] && s->servers[id].move == dp::MoveReason::kNone)
-      s->servers[id].move = dp::MoveReason::kUnhealthy;
-    if (cfg.server_groups[gi].send_tcp_reset.on_unhealthy && t >= 0 && group_any[size_t(t)] &&
-        s->servers[id].reset == dp::ResetReason::kNone)
-      s->servers[id].reset = dp::ResetReason::kUnhealthy;
+        groups.group_any[size_t(t)] && s.servers[id].move == dp::MoveReason::kNone)
+      s.servers[id].move = dp::MoveReason::kUnhealthy;
+    if (cfg.server_groups[gi].send_tcp_reset.on_unhealthy && t >= 0 && groups.group_any[size_t(t)] &&
+        s.servers[id].reset == dp::ResetReason::kNone)
+      s.servers[id].reset = dp::ResetReason::kUnhealthy;
   }
-  // A failed region's appliances (rebalance groups) shed their flows, when
-  // the active group has an appliance in service to take them.
   for (size_t gi = 0; gi < cfg.server_groups.size(); ++gi) {
     if (!region_failed[gi] || cfg.server_groups[gi].failover_mode != FailoverMode::kRebalance) continue;
-    if (int t = target(gi); t < 0 || !group_any[size_t(t)]) continue;
+    if (int t = moveTarget(s, gi); t < 0 || !groups.group_any[size_t(t)]) continue;
     for (const ServerConfig& sc : cfg.server_groups[gi].servers) {
-      dp::ServerView& v = s->servers[reg.find(applianceKey(sc.address))];
+      dp::ServerView& v = s.servers[in.reg.find(applianceKey(sc.address))];
       if (v.move == dp::MoveReason::kNone) v.move = dp::MoveReason::kRegionFailover;
     }
   }
+}
 
-  // Every id the registry knows: leaving appliances stay routable for the
-  // flows still on them; the rest are gone (a flow naming one moves).
+// Every id the registry knows: leaving appliances stay routable for the
+// flows still on them; the rest are gone (a flow naming one moves).
+// Flows move off a leaving appliance only toward one in service: with none
+// (every other appliance unhealthy, drained or weight 0), they stay where
+// they are rather than land on an appliance that is not in service.
+void addLeaving(dp::Snapshot& s, const BuildInputs& in, const GroupsBuilt& groups,
+                const std::vector<std::string>& listener_names) {
   std::vector<uint16_t> leaving;  // configured-drained and removed appliances
-  for (size_t id = 0; id < s->servers.size(); ++id)
-    if (s->servers[id].in_use && s->servers[id].phase != dp::ServerPhase::kActive)
+  for (size_t id = 0; id < s.servers.size(); ++id)
+    if (s.servers[id].in_use && s.servers[id].phase != dp::ServerPhase::kActive)
       leaving.push_back(uint16_t(id));
-  if (s->servers.size() < reg.size()) s->servers.resize(reg.size());
-  std::vector<uint32_t> addrs = reg.addresses();
+  if (s.servers.size() < in.reg.size()) s.servers.resize(in.reg.size());
+  std::vector<uint32_t> addrs = in.reg.addresses();
   std::vector<GhostGroup> ghost_groups;
-  for (size_t id = 0; id < s->servers.size(); ++id) {
-    dp::ServerView& v = s->servers[id];
+  for (size_t id = 0; id < s.servers.size(); ++id) {
+    dp::ServerView& v = s.servers[id];
     if (v.in_use) continue;
     v.ip = addrs[id];
-    const ServerLifecycle::Entry* le = life ? life->find(v.ip) : nullptr;
+    const ServerLifecycle::Entry* le = in.life ? in.life->find(v.ip) : nullptr;
     if (le && le->removed) {
       v.routable = true;
       v.phase = le->phase;
@@ -609,35 +546,36 @@ std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ServerRegistry& reg,
       if (le->phase == dp::ServerPhase::kDrained && le->group_config.send_tcp_reset.on_deregistration)
         v.reset = dp::ResetReason::kDeregistered;
       setAddress(v, le->server.address);
-      v.group = groupOfLeaving(*s, cfg, *le, listener_names, ghost_groups);
-      resolveMac(v, le->server, cfg, neigh);
-      if (v.group < s->groups.size()) leaving.push_back(uint16_t(id));
+      v.group = groupOfLeaving(s, in.cfg, *le, listener_names, ghost_groups);
+      resolveMac(v, le->server, in.cfg, in.neigh);
+      if (v.group < s.groups.size()) leaving.push_back(uint16_t(id));
     } else {
       v.routable = false;
       v.phase = dp::ServerPhase::kGone;
       v.move = dp::MoveReason::kGone;
     }
   }
-  // Flows move off a leaving appliance only toward one in service: with none
-  // (every other appliance unhealthy, drained or weight 0), they stay where
-  // they are rather than land on an appliance that is not in service.
+  const std::vector<bool>& group_any = groups.group_any;
   for (uint16_t id : leaving) {
-    dp::ServerView& v = s->servers[id];
+    dp::ServerView& v = s.servers[id];
     if (v.move != dp::MoveReason::kRemoved && v.move != dp::MoveReason::kDrainTimeout) continue;
-    int t = target(v.group);  // a ghost group (deleted by a reload) without a listener: itself
+    int t = moveTarget(s, v.group);  // a ghost group (deleted by a reload) without a listener: itself
     if (t < 0 || size_t(t) >= group_any.size() || !group_any[size_t(t)]) v.move = dp::MoveReason::kNone;
   }
-  // Outer headers per appliance, ready for the fast path.
-  for (dp::ServerView& v : s->servers) {
-    if (!v.routable || !v.mac_known || v.group >= s->groups.size()) continue;
-    const dp::GroupView& g = s->groups[v.group];
+}
+
+// Outer headers per appliance, ready for the fast path.
+void buildEncaps(dp::Snapshot& s) {
+  for (dp::ServerView& v : s.servers) {
+    if (!v.routable || !v.mac_known || v.group >= s.groups.size()) continue;
+    const dp::GroupView& g = s.groups[v.group];
     EncapParams ep;
-    ep.src_mac = s->underlay_mac;
+    ep.src_mac = s.underlay_mac;
     ep.dst_mac = v.mac;
-    ep.src_ip = s->underlay_ip;
+    ep.src_ip = s.underlay_ip;
     ep.dst_ip = v.ip;
     ep.ipv6 = v.ipv6;
-    ep.src_ip6 = s->underlay_ip6;
+    ep.src_ip6 = s.underlay_ip6;
     ep.dst_ip6 = v.ip6;
     ep.vni = g.vni;
     ep.aws_options = g.aws;
@@ -659,22 +597,46 @@ std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ServerRegistry& reg,
       buildEncapTemplate(v.encap, ep);
     }
     v.sendable = v.encap.len == encapHeaderLen(v.encap.aws, v.encap.ipv6) &&
-                 (!v.ipv6 || s->has_underlay_ip6);
+                 (!v.ipv6 || s.has_underlay_ip6);
   }
-  for (const dp::GroupView& g : s->groups) {
+  for (const dp::GroupView& g : s.groups) {
     if (!g.vxlan) continue;
     for (uint16_t port : g.tunnels.port)
-      if (!s->isVxlanPort(port)) s->vxlan_ports.push_back(port);
+      if (!s.isVxlanPort(port)) s.vxlan_ports.push_back(port);
   }
-  for (size_t id = 0; id < s->servers.size(); ++id) {
-    const dp::ServerView& v = s->servers[id];
+}
+
+// The routable appliances by outer address, for the return path's lookup.
+void indexAppliances(dp::Snapshot& s) {
+  for (size_t id = 0; id < s.servers.size(); ++id) {
+    const dp::ServerView& v = s.servers[id];
     if (!v.routable) continue;
-    if (v.ipv6) s->by_ip6.emplace_back(v.ip6, uint16_t(id));
-    else s->by_ip.emplace_back(v.ip, uint16_t(id));
+    if (v.ipv6) s.by_ip6.emplace_back(v.ip6, uint16_t(id));
+    else s.by_ip.emplace_back(v.ip, uint16_t(id));
   }
-  std::sort(s->by_ip.begin(), s->by_ip.end());
-  std::sort(s->by_ip6.begin(), s->by_ip6.end());
-  s->indexByIp();
+  std::sort(s.by_ip.begin(), s.by_ip.end());
+  std::sort(s.by_ip6.begin(), s.by_ip6.end());
+  s.indexByIp();
+}
+
+std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ServerRegistry& reg,
+                                         const NeighbourTable& neigh, uint64_t generation,
+                                         const HealthMap& health, const ServerLifecycle* life,
+                                         const RegionTracker* regions, const PortMacs* devices,
+                                         MaglevCache* maglev, const Shaping* shaping) {
+  const BuildInputs in{cfg, reg, neigh, health, life, regions, devices, maglev, shaping};
+  auto s = std::make_unique<dp::Snapshot>();
+  s->generation = generation;
+  setNode(*s, cfg, devices);
+  s->default_group = 0;
+  const GroupsBuilt groups = addGroups(*s, in);
+  std::vector<std::string> listener_names;  // parallel to s->listeners
+  const std::vector<bool> region_failed = addListeners(*s, in, listener_names);
+  addClasses(*s, cfg, listener_names);
+  markFailover(*s, in, groups, region_failed);
+  addLeaving(*s, in, groups, listener_names);
+  buildEncaps(*s);
+  indexAppliances(*s);
   return s;
 }
 

@@ -182,6 +182,46 @@ json flowsPage(const dp::FlowTable& flows, const dp::Snapshot* s, const FlowsQue
   return {{"flows", rows}, {"next_cursor", next}, {"scanned", scanned}};
 }
 
+namespace {
+
+// The entry of the flow of tuple t: under the listener it is keyed to now
+// (entry_li in: that listener), or, with traffic classes (any_listener),
+// under any other (entry_li out: the one it was found under). -1: none.
+int32_t findEntry(const Engine& engine, const dp::Snapshot& s, const L4Tuple& t, const KeyedPacket& kp,
+                  uint32_t hash, bool any_listener, uint8_t& entry_li) {
+  const uint8_t li = entry_li;
+  int32_t pos = engine.flows().lookup(kp.key, hash);
+  for (uint8_t l = 0; pos < 0 && any_listener && l < s.listeners.size(); ++l) {
+    if (l == li) continue;
+    KeyedPacket other = makeFlowKey(t, s.listeners[l].stickiness, l);
+    int32_t at = engine.flows().lookup(other.key, flowHash(other.key));
+    if (at >= 0 && (engine.flows().entry(at).route.load(std::memory_order_acquire) & dp::kRouteSet)) {
+      pos = at;
+      entry_li = l;
+    }
+  }
+  return pos;
+}
+
+// Why a flow's appliance may not keep it: shedding, draining or gone ("" when
+// it is in service).
+std::string leavingText(const Config& cfg, const dp::ServerView& sv) {
+  if (sv.move != dp::MoveReason::kNone)
+    return std::string("; its appliance sheds its flows (") + dp::toString(sv.move) +
+           "): the next packet moves it to today's Maglev choice";
+  if (sv.phase == dp::ServerPhase::kDraining)
+    return "; its appliance is draining: the flow stays until the drain ends";
+  if (sv.phase == dp::ServerPhase::kDrained)
+    return sv.group < cfg.server_groups.size() &&
+                   cfg.server_groups[sv.group].failover_mode == FailoverMode::kRebalance
+               ? "; its appliance left the group; the flow stays until an appliance of "
+                 "the group is in service to move it to"
+               : "; its appliance left the group; no_rebalance keeps the flow there";
+  return "";
+}
+
+}  // namespace
+
 json explainMethod(const Engine& engine, const json& p) {
   const ExplainQuery q = parseExplain(p);
   const L4Tuple& t = q.tuple;
@@ -226,17 +266,8 @@ json explainMethod(const Engine& engine, const json& p) {
   if (!inspected) out["maglev"] = nullptr;  // no listener takes a new flow
   // Concurrency rule R11: a flow keeps the listener it was keyed to, whatever
   // the classes say now; the workers look for its entry under every listener.
-  int32_t pos = engine.flows().lookup(kp.key, hash);
   uint8_t entry_li = li;
-  for (uint8_t l = 0; pos < 0 && !cls.is_null() && l < s->listeners.size(); ++l) {
-    if (l == li) continue;
-    KeyedPacket other = makeFlowKey(t, s->listeners[l].stickiness, l);
-    int32_t at = engine.flows().lookup(other.key, flowHash(other.key));
-    if (at >= 0 && (engine.flows().entry(at).route.load(std::memory_order_acquire) & dp::kRouteSet)) {
-      pos = at;
-      entry_li = l;
-    }
-  }
+  int32_t pos = findEntry(engine, *s, t, kp, hash, !cls.is_null(), entry_li);
   uint64_t r = pos >= 0 ? engine.flows().entry(pos).route.load(std::memory_order_acquire) : 0;
   if (r & dp::kRouteSet) {
     const dp::FlowEntry& e = engine.flows().entry(pos);
@@ -261,20 +292,7 @@ json explainMethod(const Engine& engine, const json& p) {
                     moved["reason"].get<std::string>().c_str());
       reason += buf;
     }
-    if (sid < s->servers.size()) {
-      const dp::ServerView& sv = s->servers[sid];
-      if (sv.move != dp::MoveReason::kNone)
-        reason += std::string("; its appliance sheds its flows (") + dp::toString(sv.move) +
-                  "): the next packet moves it to today's Maglev choice";
-      else if (sv.phase == dp::ServerPhase::kDraining)
-        reason += "; its appliance is draining: the flow stays until the drain ends";
-      else if (sv.phase == dp::ServerPhase::kDrained)
-        reason += sv.group < engine.config().server_groups.size() &&
-                          engine.config().server_groups[sv.group].failover_mode == FailoverMode::kRebalance
-                      ? "; its appliance left the group; the flow stays until an appliance of "
-                        "the group is in service to move it to"
-                      : "; its appliance left the group; no_rebalance keeps the flow there";
-    }
+    if (sid < s->servers.size()) reason += leavingText(engine.config(), s->servers[sid]);
     if (!cls.is_null() && (!inspected || entry_li != li))
       reason += "; the flow began when the classes sent it to listener '" + snapshotListenerName(engine, entry_li) +
                 "': it keeps its listener and appliance until it ends (class changes apply to new flows)";
