@@ -215,7 +215,7 @@ class Bench {
     shedding_ = ctl::buildSnapshot(cfg_, reg_, {}, 2, h);
     uint16_t id = reg_.find(shedIp());
     if (id >= shedding_->servers.size() ||
-        shedding_->servers[id].move != dp::MoveReason::kUnhealthy)
+        shedding_->servers[id].move_reason != dp::MoveReason::kUnhealthy)
       die("the shedding snapshot does not shed");
   }
 

@@ -108,10 +108,10 @@ struct ServerView {
   ServerPhase phase = ServerPhase::kGone;
   // Non-zero: a flow on this appliance moves to the group's Maglev choice on
   // its next packet (docs/product-rules.md section 2), for this reason.
-  MoveReason move = MoveReason::kNone;
+  MoveReason move_reason = MoveReason::kNone;
   // Non-zero: a TCP segment (without SYN) of a flow on this appliance is
-  // dropped and answered with an RST, whatever `move` says; other protocols
-  // follow `move`. Decided from the snapshot alone, so every gateway of a
+  // dropped and answered with an RST, whatever `move_reason` says; other protocols
+  // follow `move_reason`. Decided from the snapshot alone, so every gateway of a
   // fleet resets the same flows, synced ones too.
   ResetReason reset = ResetReason::kNone;
   // Its outer headers (underlay MACs and addresses, its group's format, VNI

@@ -31,7 +31,7 @@ inline uint64_t tryMove(FlowEntry& e, const Snapshot& s, const GroupView& g, uin
   uint16_t to = g.maglev[g.maglevSlot(flow_hash)];
   if (to == kNoServer || to == from || to >= s.servers.size()) return route;
   const ServerView& tv = s.servers[to];
-  if (!tv.routable || tv.move != MoveReason::kNone) return route;
+  if (!tv.routable || tv.move_reason != MoveReason::kNone) return route;
   // Concurrency rule R4 (docs/architecture.md "Flow entries: concurrency rules"):
   // the new cookie is the flow's cookie on its new appliance (flowCookie: flow
   // hash and address only), so movers agree, and so do the gateways of a fleet.

@@ -183,7 +183,7 @@ template <bool kClasses>
   // (bench/ builds a copy without this check, GWLB_BENCH_NO_MOVE_CHECK, to
   // measure what it costs.)
 #ifndef GWLB_BENCH_NO_MOVE_CHECK
-  MoveReason why = s.servers[server].move;
+  MoveReason why = s.servers[server].move_reason;
   const GroupView* ng;
   if (why != MoveReason::kNone && (ng = newGroup())) [[unlikely]] {
     bool moved = false;

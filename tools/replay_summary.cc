@@ -307,7 +307,7 @@ void writeSummary(const SummaryInput& in) {
                         {"phase", dp::toString(sv.phase)},
                         {"in_config", sv.in_use},
                         {"routable", sv.routable},
-                        {"move", dp::toString(sv.move)},
+                        {"move", dp::toString(sv.move_reason)},
                         {"flows", flows_per_server[uint16_t(id)]}};
     if (const ctl::ServerLifecycle::Entry* le = in.engine.lifecycle().find(sv.ip)) x["why"] = le->why;
     servers.push_back(x);

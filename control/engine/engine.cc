@@ -31,7 +31,7 @@ std::string snapshotDigest(const dp::Snapshot& s) {
     out += IpAddr::v4(sv.ip).str() + " " + dp::toString(sv.phase) + " w" +
            std::to_string(sv.weight);
     if (!sv.in_use) out += " leaving";
-    if (sv.move != dp::MoveReason::kNone) out += std::string(" move=") + dp::toString(sv.move);
+    if (sv.move_reason != dp::MoveReason::kNone) out += std::string(" move=") + dp::toString(sv.move_reason);
     if (sv.reset != dp::ResetReason::kNone) out += std::string(" reset=") + dp::toString(sv.reset);
     if (!sv.mac_known) out += " no-mac";
     out += "; ";
@@ -127,7 +127,7 @@ void Engine::build(const std::string& why, uint64_t now) {
   decideLines(Decision::Kind::kService);
   if (hooks_.before_build) hooks_.before_build();
   std::unique_ptr<dp::Snapshot> s =
-      buildSnapshot(*cfg_, registry_, in_.neighbours ? in_.neighbours() : NeighbourTable{},
+      buildSnapshot(*cfg_, registry_, in_.neighbours ? in_.neighbours() : ApplianceMacs{},
                     ++generation_, h, &lifecycle_, &regions_, in_.devices, &maglev_cache_, &shaping_);
   registry_.release(*s);
   std::vector<std::string> class_names;

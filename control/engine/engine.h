@@ -101,7 +101,7 @@ struct EngineInputs {
   // engine's own scripted map (setHealth), empty at start.
   std::function<HealthMap()> health;
   // MACs learned by ARP (gwlbd: its NeighbourCache). Unset: none.
-  std::function<NeighbourTable()> neighbours;
+  std::function<ApplianceMacs()> neighbours;
   // The DPDK ports' own MACs (null: none, as in gwlb-replay).
   const PortMacs* devices = nullptr;
   // The workers' counts in a traffic class counter slot (gwlbd: summed over

@@ -17,7 +17,7 @@ void countByServer(const dp::FlowTable& flows, std::vector<uint32_t>& out) {
 
 bool anyUnhealthyShedding(const dp::Snapshot& s) {
   for (const dp::ServerView& sv : s.servers)
-    if (sv.move != dp::MoveReason::kNone && sv.phase == dp::ServerPhase::kActive) return true;
+    if (sv.move_reason != dp::MoveReason::kNone && sv.phase == dp::ServerPhase::kActive) return true;
   return false;
 }
 
@@ -31,7 +31,7 @@ bool sweepMove(dp::FlowTable& flows, const dp::Snapshot& s, const FlowKey& k, in
   uint64_t r = e.route.load(std::memory_order_acquire);
   if (!(r & dp::kRouteSet) || dp::routeServer(r) >= s.servers.size()) return false;
   const dp::ServerView& sv = s.servers[dp::routeServer(r)];
-  if (sv.move == dp::MoveReason::kNone) return false;
+  if (sv.move_reason == dp::MoveReason::kNone) return false;
   if (sv.phase == dp::ServerPhase::kActive && !unhealthy_too) return false;
   // A TCP flow there is to be reset at its next segment (send_tcp_reset), not
   // handed to an appliance that never saw its SYN (2-tuple keys carry no protocol).
@@ -39,7 +39,7 @@ bool sweepMove(dp::FlowTable& flows, const dp::Snapshot& s, const FlowKey& k, in
   bool moved = false;
   // Concurrency rule R4 (docs/architecture.md "Flow entries: concurrency rules"):
   // the same CAS as the workers; whoever is first moves the flow.
-  dp::tryMove(e, s, s.groups[target], r, sv.move, now_ns, moved);
+  dp::tryMove(e, s, s.groups[target], r, sv.move_reason, now_ns, moved);
   return moved;
 }
 

@@ -75,7 +75,7 @@ void ServerLifecycle::applyConfig(const Config& prev, const Config& next, uint64
       ++stats_.drains_started;
     } else {
       e.phase = dp::ServerPhase::kDrained;
-      e.move = e.rebalance ? dp::MoveReason::kRemoved : dp::MoveReason::kNone;
+      e.move_reason = e.rebalance ? dp::MoveReason::kRemoved : dp::MoveReason::kNone;
     }
     entries_.emplace(ip, std::move(e));
   }
@@ -96,7 +96,7 @@ void ServerLifecycle::applyConfig(const Config& prev, const Config& next, uint64
     e.server = *a->second.server;
     rememberGroup(e, next, a->second.group);
     e.rebalance = g.failover_mode == FailoverMode::kRebalance;
-    if (e.phase == dp::ServerPhase::kDrained) e.move = afterDrain(e);
+    if (e.phase == dp::ServerPhase::kDrained) e.move_reason = afterDrain(e);
     ++it;
   }
 }
@@ -146,7 +146,7 @@ void ServerLifecycle::flowsExpired(const std::vector<uint16_t>& ids,
 
 void ServerLifecycle::endDrain(Entry& e, uint64_t) {
   e.phase = dp::ServerPhase::kDrained;
-  e.move = afterDrain(e);
+  e.move_reason = afterDrain(e);
 }
 
 bool ServerLifecycle::tick(uint64_t now_ns, const std::vector<uint32_t>* flows_by_id,

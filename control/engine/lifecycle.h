@@ -45,7 +45,7 @@ class ServerLifecycle {
     bool rebalance = false;          // its group's failover_mode when it left
     bool draining_enabled = false;   // its group's connection_draining.enabled
     dp::ServerPhase phase = dp::ServerPhase::kDraining;
-    dp::MoveReason move = dp::MoveReason::kNone;  // what its remaining flows do
+    dp::MoveReason move_reason = dp::MoveReason::kNone;  // what its remaining flows do
     uint64_t since_ns = 0;           // when it left
     uint64_t deadline_ns = 0;        // drain deadline (kDraining only)
     uint32_t flows = 0;              // flows on it at the last count

@@ -94,7 +94,7 @@ void setAddress(dp::ServerView& v, const IpAddr& a) {
 }
 
 void resolveMac(dp::ServerView& v, const ServerConfig& sc, const Config& cfg,
-                const NeighbourTable& neigh) {
+                const ApplianceMacs& neigh) {
   if (sc.mac) {
     v.mac = *sc.mac;
     v.mac_known = true;
@@ -220,14 +220,14 @@ std::vector<dp::PortView> resolvePorts(const Config& cfg, const PortMacs* device
 
 namespace {
 std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ServerRegistry& reg,
-                                         const NeighbourTable& neigh, uint64_t generation,
+                                         const ApplianceMacs& neigh, uint64_t generation,
                                          const HealthMap& health, const ServerLifecycle* life,
                                          const RegionTracker* regions, const PortMacs* devices,
                                          MaglevCache* maglev, const Shaping* shaping);
 }  // namespace
 
 std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& reg,
-                                            const NeighbourTable& neigh, uint64_t generation,
+                                            const ApplianceMacs& neigh, uint64_t generation,
                                             const HealthMap& health,
                                             const ServerLifecycle* life,
                                             const RegionTracker* regions,
@@ -239,7 +239,7 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
 }
 
 std::unique_ptr<dp::Snapshot> buildSnapshot(const ValidConfig& cfg, ServerRegistry& reg,
-                                            const NeighbourTable& neigh, uint64_t generation,
+                                            const ApplianceMacs& neigh, uint64_t generation,
                                             const HealthMap& health,
                                             const ServerLifecycle* life,
                                             const RegionTracker* regions,
@@ -254,7 +254,7 @@ namespace {
 struct BuildInputs {
   const Config& cfg;
   ServerRegistry& reg;
-  const NeighbourTable& neigh;
+  const ApplianceMacs& neigh;
   const HealthMap& health;
   const ServerLifecycle* life;
   const RegionTracker* regions;
@@ -318,7 +318,7 @@ GroupMembers addGroupMembers(dp::Snapshot& s, const BuildInputs& in, size_t gi) 
     const ServerLifecycle::Entry* le = in.life ? in.life->find(ip) : nullptr;
     if (le) {
       v.phase = le->phase;
-      v.move = le->move;
+      v.move_reason = le->move_reason;
       if (le->phase == dp::ServerPhase::kDrained && gc.send_tcp_reset.on_deregistration)
         v.reset = dp::ResetReason::kDeregistered;
     }
@@ -504,8 +504,8 @@ void markFailover(dp::Snapshot& s, const BuildInputs& in, const GroupsBuilt& gro
   for (auto [id, gi] : groups.failed_ids) {
     int t = moveTarget(s, gi);
     if (cfg.server_groups[gi].failover_mode == FailoverMode::kRebalance && t >= 0 &&
-        groups.group_any[size_t(t)] && s.servers[id].move == dp::MoveReason::kNone)
-      s.servers[id].move = dp::MoveReason::kUnhealthy;
+        groups.group_any[size_t(t)] && s.servers[id].move_reason == dp::MoveReason::kNone)
+      s.servers[id].move_reason = dp::MoveReason::kUnhealthy;
     if (cfg.server_groups[gi].send_tcp_reset.on_unhealthy && t >= 0 && groups.group_any[size_t(t)] &&
         s.servers[id].reset == dp::ResetReason::kNone)
       s.servers[id].reset = dp::ResetReason::kUnhealthy;
@@ -515,7 +515,7 @@ void markFailover(dp::Snapshot& s, const BuildInputs& in, const GroupsBuilt& gro
     if (int t = moveTarget(s, gi); t < 0 || !groups.group_any[size_t(t)]) continue;
     for (const ServerConfig& sc : cfg.server_groups[gi].servers) {
       dp::ServerView& v = s.servers[in.reg.find(applianceKey(sc.address))];
-      if (v.move == dp::MoveReason::kNone) v.move = dp::MoveReason::kRegionFailover;
+      if (v.move_reason == dp::MoveReason::kNone) v.move_reason = dp::MoveReason::kRegionFailover;
     }
   }
 }
@@ -542,7 +542,7 @@ void addLeaving(dp::Snapshot& s, const BuildInputs& in, const GroupsBuilt& group
     if (le && le->removed) {
       v.routable = true;
       v.phase = le->phase;
-      v.move = le->move;
+      v.move_reason = le->move_reason;
       if (le->phase == dp::ServerPhase::kDrained && le->group_config.send_tcp_reset.on_deregistration)
         v.reset = dp::ResetReason::kDeregistered;
       setAddress(v, le->server.address);
@@ -552,15 +552,15 @@ void addLeaving(dp::Snapshot& s, const BuildInputs& in, const GroupsBuilt& group
     } else {
       v.routable = false;
       v.phase = dp::ServerPhase::kGone;
-      v.move = dp::MoveReason::kGone;
+      v.move_reason = dp::MoveReason::kGone;
     }
   }
   const std::vector<bool>& group_any = groups.group_any;
   for (uint16_t id : leaving) {
     dp::ServerView& v = s.servers[id];
-    if (v.move != dp::MoveReason::kRemoved && v.move != dp::MoveReason::kDrainTimeout) continue;
+    if (v.move_reason != dp::MoveReason::kRemoved && v.move_reason != dp::MoveReason::kDrainTimeout) continue;
     int t = moveTarget(s, v.group);  // a ghost group (deleted by a reload) without a listener: itself
-    if (t < 0 || size_t(t) >= group_any.size() || !group_any[size_t(t)]) v.move = dp::MoveReason::kNone;
+    if (t < 0 || size_t(t) >= group_any.size() || !group_any[size_t(t)]) v.move_reason = dp::MoveReason::kNone;
   }
 }
 
@@ -620,7 +620,7 @@ void indexAppliances(dp::Snapshot& s) {
 }
 
 std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ServerRegistry& reg,
-                                         const NeighbourTable& neigh, uint64_t generation,
+                                         const ApplianceMacs& neigh, uint64_t generation,
                                          const HealthMap& health, const ServerLifecycle* life,
                                          const RegionTracker* regions, const PortMacs* devices,
                                          MaglevCache* maglev, const Shaping* shaping) {

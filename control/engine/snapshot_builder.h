@@ -81,8 +81,10 @@ class ServerRegistry {
   uint64_t reclaimed_total_ = 0;
 };
 
-// IPv4 (host order) -> MAC learned by ARP.
-using NeighbourTable = std::map<uint32_t, MacAddr>;
+// An appliance's IPv4 address (host order) -> its MAC on the underlay, as
+// ARP learned it (control/daemon/neighbours.h). Not the workers' L2 table
+// of the L2 neighbours flows came from (dp::NeighbourTable).
+using ApplianceMacs = std::map<uint32_t, MacAddr>;
 
 // Health of checked appliances (IPv4, host order): state, and provisional
 // service while initializing (common/health.h). An appliance not listed is
@@ -126,7 +128,7 @@ std::vector<dp::PortView> resolvePorts(const Config& cfg, const PortMacs* device
 // them); a group with an appliance in slow start builds its table with
 // weights x n for the others and weight x k for the one at step k of n.
 std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& reg,
-                                            const NeighbourTable& neigh, uint64_t generation,
+                                            const ApplianceMacs& neigh, uint64_t generation,
                                             const HealthMap& health = {},
                                             const ServerLifecycle* life = nullptr,
                                             const RegionTracker* regions = nullptr,
@@ -134,7 +136,7 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
                                             MaglevCache* maglev = nullptr,
                                             const Shaping* shaping = nullptr);
 std::unique_ptr<dp::Snapshot> buildSnapshot(const ValidConfig& cfg, ServerRegistry& reg,
-                                            const NeighbourTable& neigh, uint64_t generation,
+                                            const ApplianceMacs& neigh, uint64_t generation,
                                             const HealthMap& health = {},
                                             const ServerLifecycle* life = nullptr,
                                             const RegionTracker* regions = nullptr,

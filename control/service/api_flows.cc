@@ -206,8 +206,8 @@ int32_t findEntry(const Engine& engine, const dp::Snapshot& s, const L4Tuple& t,
 // Why a flow's appliance may not keep it: shedding, draining or gone ("" when
 // it is in service).
 std::string leavingText(const Config& cfg, const dp::ServerView& sv) {
-  if (sv.move != dp::MoveReason::kNone)
-    return std::string("; its appliance sheds its flows (") + dp::toString(sv.move) +
+  if (sv.move_reason != dp::MoveReason::kNone)
+    return std::string("; its appliance sheds its flows (") + dp::toString(sv.move_reason) +
            "): the next packet moves it to today's Maglev choice";
   if (sv.phase == dp::ServerPhase::kDraining)
     return "; its appliance is draining: the flow stays until the drain ends";

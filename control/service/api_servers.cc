@@ -102,10 +102,10 @@ json drainJson(const Engine& engine, const ServerLifecycle::Entry& e) {
   else if (draining) flows = "stay until the drain ends, then move (rebalance)";
   else flows = "move on their next packet (rebalance)";
   // The snapshot holds a move back while the group has no appliance in service.
-  if (e.rebalance && !draining && e.move != dp::MoveReason::kNone) {
+  if (e.rebalance && !draining && e.move_reason != dp::MoveReason::kNone) {
     const dp::Snapshot* s = engine.current();
     uint16_t id = engine.registry().find(e.ip);
-    if (s && id < s->servers.size() && s->servers[id].move == dp::MoveReason::kNone)
+    if (s && id < s->servers.size() && s->servers[id].move_reason == dp::MoveReason::kNone)
       flows = "stay until an appliance of the group is in service, then move (rebalance)";
   }
   return {{"phase", toString(e.phase)},

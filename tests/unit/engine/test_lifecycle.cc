@@ -62,7 +62,7 @@ TEST(Lifecycle, RemovalWithDrainingWaitsForTheTimeoutThenFollowsTheMode) {
     const auto* e = life.find(v4("10.0.0.12"));
     ASSERT_NE(e, nullptr);
     EXPECT_EQ(e->phase, dp::ServerPhase::kDraining);
-    EXPECT_EQ(e->move, dp::MoveReason::kNone);
+    EXPECT_EQ(e->move_reason, dp::MoveReason::kNone);
     EXPECT_EQ(e->deadline_ns, 1030 * kSec);
     EXPECT_EQ(life.stats().drains_started, 1u);
     EXPECT_EQ(*life.nextDeadline(), 1030 * kSec);
@@ -75,7 +75,7 @@ TEST(Lifecycle, RemovalWithDrainingWaitsForTheTimeoutThenFollowsTheMode) {
     e = life.find(v4("10.0.0.12"));
     ASSERT_NE(e, nullptr) << "flows are still on it";
     EXPECT_EQ(e->phase, dp::ServerPhase::kDrained);
-    EXPECT_EQ(e->move, mode == FailoverMode::kRebalance ? dp::MoveReason::kDrainTimeout
+    EXPECT_EQ(e->move_reason, mode == FailoverMode::kRebalance ? dp::MoveReason::kDrainTimeout
                                                         : dp::MoveReason::kNone);
     EXPECT_EQ(life.stats().drains_timed_out, 1u);
     EXPECT_EQ(life.stats().flows_drain_timed_out, 7u);
@@ -87,7 +87,7 @@ TEST(Lifecycle, RemovalWithDrainingWaitsForTheTimeoutThenFollowsTheMode) {
     EXPECT_TRUE(sv.routable);
     EXPECT_FALSE(sv.in_use);
     EXPECT_EQ(sv.phase, dp::ServerPhase::kDrained);
-    EXPECT_EQ(sv.move, e->move);
+    EXPECT_EQ(sv.move_reason, e->move_reason);
     EXPECT_TRUE(sv.mac_known);
     EXPECT_EQ(std::count(s->groups[0].maglev.begin(), s->groups[0].maglev.end(), reg.find(v4("10.0.0.12"))), 0);
     EXPECT_NE(s->serverByIp(v4("10.0.0.12")), dp::kNoServer) << "its replies are accepted";
@@ -130,7 +130,7 @@ TEST(Lifecycle, RemovalWithoutDrainingActsAtOnce) {
     const auto* e = life.find(v4("10.0.0.13"));
     ASSERT_NE(e, nullptr);
     EXPECT_EQ(e->phase, dp::ServerPhase::kDrained);
-    EXPECT_EQ(e->move, mode == FailoverMode::kRebalance ? dp::MoveReason::kRemoved
+    EXPECT_EQ(e->move_reason, mode == FailoverMode::kRebalance ? dp::MoveReason::kRemoved
                                                         : dp::MoveReason::kNone);
     EXPECT_EQ(life.stats().drains_started, 0u);
     EXPECT_FALSE(life.nextDeadline());
@@ -200,20 +200,20 @@ TEST(Builder, UnhealthyShedsFlowsOnlyInRebalanceModeAndOnlyWithSomewhereToGo) {
                  {v4("10.0.0.12"), HealthState::kHealthy},
                  {v4("10.0.0.13"), HealthState::kInitializing}};
   auto s = buildSnapshot(config(FailoverMode::kRebalance, false), reg, {}, 1, h);
-  EXPECT_EQ(s->servers[reg.find(v4("10.0.0.11"))].move, dp::MoveReason::kUnhealthy);
-  EXPECT_EQ(s->servers[reg.find(v4("10.0.0.12"))].move, dp::MoveReason::kNone);
-  EXPECT_EQ(s->servers[reg.find(v4("10.0.0.13"))].move, dp::MoveReason::kNone)
+  EXPECT_EQ(s->servers[reg.find(v4("10.0.0.11"))].move_reason, dp::MoveReason::kUnhealthy);
+  EXPECT_EQ(s->servers[reg.find(v4("10.0.0.12"))].move_reason, dp::MoveReason::kNone);
+  EXPECT_EQ(s->servers[reg.find(v4("10.0.0.13"))].move_reason, dp::MoveReason::kNone)
       << "initializing is not failed";
   for (uint16_t id : s->groups[0].maglev) EXPECT_EQ(id, reg.find(v4("10.0.0.12")));
 
   s = buildSnapshot(config(FailoverMode::kNoRebalance, false), reg, {}, 2, h);
-  EXPECT_EQ(s->servers[reg.find(v4("10.0.0.11"))].move, dp::MoveReason::kNone);
+  EXPECT_EQ(s->servers[reg.find(v4("10.0.0.11"))].move_reason, dp::MoveReason::kNone);
 
   HealthMap all = {{v4("10.0.0.11"), HealthState::kUnhealthy},
                    {v4("10.0.0.12"), HealthState::kUnhealthy},
                    {v4("10.0.0.13"), HealthState::kUnhealthy}};
   s = buildSnapshot(config(FailoverMode::kRebalance, false), reg, {}, 3, all);
-  for (auto& sv : s->servers) EXPECT_EQ(sv.move, dp::MoveReason::kNone) << "fail_open: nowhere better";
+  for (auto& sv : s->servers) EXPECT_EQ(sv.move_reason, dp::MoveReason::kNone) << "fail_open: nowhere better";
 }
 
 TEST(Builder, DrainedAppliancesStayOutOfFailOpen) {
@@ -245,16 +245,16 @@ TEST(Builder, DrainTimeoutNeverMovesFlowsToAnApplianceNotInService) {
   Counts c{reg, {}};
   c.set("10.0.0.11", 5);
   ASSERT_TRUE(life.tick(10 * kSec, &c.by_id, reg.addresses())) << "the drain times out";
-  ASSERT_EQ(life.find(v4("10.0.0.11"))->move, dp::MoveReason::kDrainTimeout);
+  ASSERT_EQ(life.find(v4("10.0.0.11"))->move_reason, dp::MoveReason::kDrainTimeout);
   auto s = buildSnapshot(a, reg, {}, 2, h, &life);
   const dp::ServerView& v = s->servers[reg.find(v4("10.0.0.11"))];
   EXPECT_EQ(v.phase, dp::ServerPhase::kDrained);
-  EXPECT_EQ(v.move, dp::MoveReason::kNone) << "no appliance in service: the flows stay";
+  EXPECT_EQ(v.move_reason, dp::MoveReason::kNone) << "no appliance in service: the flows stay";
   EXPECT_TRUE(v.routable);
   // Once an appliance is in service again, the flows move (to it).
   h[v4("10.0.0.12")] = HealthState::kHealthy;
   s = buildSnapshot(a, reg, {}, 3, h, &life);
-  EXPECT_EQ(s->servers[reg.find(v4("10.0.0.11"))].move, dp::MoveReason::kDrainTimeout);
+  EXPECT_EQ(s->servers[reg.find(v4("10.0.0.11"))].move_reason, dp::MoveReason::kDrainTimeout);
   for (uint16_t id : s->groups[0].maglev) EXPECT_EQ(id, reg.find(v4("10.0.0.12")));
 }
 
@@ -270,10 +270,10 @@ TEST(Builder, RemovalNeverMovesFlowsToAnApplianceNotInService) {
   buildSnapshot(a, reg, {}, 1, h, &life);
   Config b = without(a, "10.0.0.11");
   life.applyConfig(a, b, 0, "removed by server.remove");
-  ASSERT_EQ(life.find(v4("10.0.0.11"))->move, dp::MoveReason::kRemoved);
+  ASSERT_EQ(life.find(v4("10.0.0.11"))->move_reason, dp::MoveReason::kRemoved);
   auto s = buildSnapshot(b, reg, {}, 2, h, &life);
-  EXPECT_EQ(s->servers[reg.find(v4("10.0.0.11"))].move, dp::MoveReason::kNone);
-  EXPECT_EQ(s->servers[reg.find(v4("10.0.0.12"))].move, dp::MoveReason::kNone)
+  EXPECT_EQ(s->servers[reg.find(v4("10.0.0.11"))].move_reason, dp::MoveReason::kNone);
+  EXPECT_EQ(s->servers[reg.find(v4("10.0.0.12"))].move_reason, dp::MoveReason::kNone)
       << "unhealthy, but nowhere in service to go";
 }
 

@@ -195,7 +195,7 @@ TEST(ServiceShaper, AFlappingApplianceIsHeldDownThenRampsBackAfterRelease) {
   ServerRegistry reg;
   auto snap = buildSnapshot(c, reg, {}, 1, h, &life, nullptr, nullptr, nullptr, &s);
   EXPECT_EQ(slotsOf(*snap, reg, "10.0.0.13"), 0u);
-  EXPECT_EQ(snap->servers[reg.find(ip)].move, dp::MoveReason::kNone);
+  EXPECT_EQ(snap->servers[reg.find(ip)].move_reason, dp::MoveReason::kNone);
   // Released at nextDue(), then it ramps.
   const uint64_t release = *sh.nextDue();
   EXPECT_EQ(release, sh.dampener().find(ip)->held_until);
