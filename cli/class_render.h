@@ -1,4 +1,4 @@
-// gwlbctl's rendering of traffic classes (issue 27): the `classes` table and
+// gwlbctl's rendering of traffic classes: the `classes` table and
 // the class lines of `explain`. Pure code, as render.h: missing or mistyped
 // fields render as "-", nothing throws on odd input.
 #pragma once

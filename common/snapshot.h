@@ -246,7 +246,7 @@ struct Snapshot {
   // group (kNoGroup when new flows are dropped).
   uint8_t default_group = 0;
   std::vector<ListenerView> listeners;
-  // traffic_classes compiled (issue 27); empty: everything goes to listeners[0].
+  // traffic_classes compiled; empty: everything goes to listeners[0].
   ClassTable classes;
   // The WorkerState counter slot of each class, by its position in `classes`:
   // the slot follows the class's name across reloads (control/engine/class_slots.h).

@@ -1,4 +1,4 @@
-// Traffic classes compiled for the fast path (issue 27): an ordered list of
+// Traffic classes compiled for the fast path: an ordered list of
 // rules, first match wins, each naming a listener (inspect), bypass or drop.
 // Pure code, no DPDK: the snapshot builder compiles, workers classify.
 #pragma once

@@ -1,4 +1,4 @@
-// Traffic classes on the forward path (issue 27), out of line: processBurst
+// Traffic classes on the forward path, out of line: processBurst
 // calls these only for bursts on a snapshot with traffic_classes, so a gateway
 // without classes pays one predicted branch per burst for them.
 #include <cstring>

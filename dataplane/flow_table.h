@@ -1,6 +1,7 @@
-// The shared flow table (issue 17: our own, replacing rte_hash): buckets of
-// 16 slots with a line of 32-bit tags each, a slot of one cache line per
-// IPv4 key (key 16 B + FlowEntry 48 B) and of two lines for any other key.
+// The shared flow table (our own rather than rte_hash, whose bookkeeping cost
+// two to four cache misses per flow): buckets of 16 slots with a line of
+// 32-bit tags each, a slot of one cache line per IPv4 key (key 16 B +
+// FlowEntry 48 B) and of two lines for any other key.
 // docs/architecture.md "The flow table" describes the layout.
 //
 // Threads: workers call lookup/insert/entry at packet rate (lookups never lock;
@@ -199,7 +200,7 @@ struct FlowEntry {
   std::atomic<uint16_t> origin{0};
   // Packets of both directions through the forward path (approximate under
   // concurrent writers: relaxed load + store; wraps at 2^32). Per-flow bytes
-  // are not kept (issue 17: one cache line per IPv4 flow).
+  // are not kept (they would not fit the one cache line of an IPv4 flow).
   std::atomic<uint32_t> packets{0};
 
   void reset() noexcept;

@@ -1,11 +1,11 @@
 // Interned L2 neighbours: where a flow direction's packets came from (ingress
 // port, VLAN ID, the neighbour's MAC, our MAC). A flow entry keeps, per
 // direction, a 16-bit index into this table instead of the 16 bytes of L2
-// (issue 17); a gateway sees few distinct neighbours, so every flow behind
+// (a flow entry stays one cache line); a gateway sees few distinct neighbours, so every flow behind
 // one router shares one entry.
 //
 // Anything on a router-facing segment can send frames to our MAC with made-up
-// source MACs (issue 24): every distinct (MAC, VLAN ID, port) it forwards
+// source MACs: every distinct (MAC, VLAN ID, port) it forwards
 // takes a slot. So the table is bounded three ways: a port holds at most
 // kPortLimit neighbours (a flood on one port leaves the rest to the others),
 // intern() looks at most kMaxProbe slots from an L2's home (its work per

@@ -482,8 +482,8 @@ inline bool isGeneveToUs(const ParsedPacket& p, uint32_t underlay_ip) noexcept {
   return p.ip_version == 4 && p.tuple.dst.v4HostOrder() == underlay_ip;
 }
 
-// The burst's three stages. kClasses: the snapshot has traffic_classes
-// (issue 27), decided once per burst; the copy without them has none of the
+// The burst's three stages. kClasses: the snapshot has traffic_classes,
+// decided once per burst; the copy without them has none of the
 // class path in it, so a gateway without classes pays nothing per packet.
 template <bool kClasses>
 [[gnu::noinline]] void runBurst(Dataplane& dp, WorkerState& w, rte_mbuf** pkts, uint16_t n,

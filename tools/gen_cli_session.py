@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""The worked session of docs/cli.md, from a real run (issue 18 item 13).
+"""The worked session of docs/cli.md, from a real run (so the doc shows what
+gwlbd and gwlbctl really print, and a change to either shows here).
 
   gen_cli_session.py --gwlbd B --gwlbctl C --src ROOT --work DIR (--write | --check)
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Bash completion for gwlbctl, generated from its help (issue 18 item 10).
+"""Bash completion for gwlbctl, generated from its help (so a new command or
+option completes without a second list to keep).
 
   gen_completion.py --bin GWLBCTL --out FILE      write the completion script
   gen_completion.py --bin GWLBCTL --dump          print what it learned (JSON)

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Man pages from each binary's --help (help2man-like; issue 18 item 10).
+"""Man pages from each binary's --help (help2man-like: the help is the one
+source, so the pages never drift from it).
 
   gen_man.py --bin PATH --name NAME --section N --summary TEXT --out FILE
              [--commands]   (gwlbctl: one subsection per command, from

@@ -60,7 +60,7 @@ def group_marks(marks):
 def plot(summary, outs, title, use_bytes):
     ts = summary.get("timeseries")
     if ts is None:
-        raise SystemExit("plot_replay: no timeseries in the summary (gwlb-replay from before issue 18?)")
+        raise SystemExit("plot_replay: no timeseries in the summary (a gwlb-replay too old to write one?)")
     dt = ts["interval_s"]
     t = [x + dt / 2 for x in ts["t_s"]]  # plot each interval at its middle
     key, unit = ("bytes", "bytes/s") if use_bytes else ("packets", "packets/s")

@@ -281,7 +281,7 @@ struct ListenerConfig {
   ListenerTcpResetConfig send_tcp_reset;
   ApplianceBypassConfig appliance_bypass;
 };
-// Traffic classes (issue 27): an ordered list, first match wins, that sends
+// Traffic classes: an ordered list, first match wins, that sends
 // each new flow to a listener (inspect), straight back (bypass) or nowhere
 // (drop). Every field given must match; a field left empty matches all.
 // prefixes and l4_ports match either endpoint of the flow, and ingress_ports

@@ -1,4 +1,4 @@
-// Traffic classes (issue 27) on the config side: how the items of
+// Traffic classes on the config side: how the items of
 // traffic_classes[].match are read and checked and the rules between classes
 // and listeners; the warnings are in config_class_warnings.cc. The keys
 // themselves are in config_schema.cc.

@@ -377,7 +377,7 @@ std::vector<ConfigError> configWarnings(const Config& c, unsigned ports) {
   // The warm start asks one peer at a time (control/fleet/fleet_sync_warm.cc):
   // a peer that accepts and then sends nothing holds it for the connect and
   // idle timeouts; a whole timeout no longer than that never reaches the next
-  // peer (found by the soak, issue 26: a peer whose sync link was congested).
+  // peer (the soak found it: a peer whose sync link was congested).
   const FleetConfig& f = c.fleet;
   uint64_t per_peer_ms = uint64_t(f.warm_start_connect_timeout_ms) + f.warm_start_idle_timeout_ms;
   if (f.peers.size() >= 2 && uint64_t(f.warm_start_timeout_s) * 1000 <= per_peer_ms)

@@ -1,7 +1,7 @@
 // The key table: one Key per config key (see config_schema.h), with the rules
 // that concern one key's value alone. Sections are listed innermost first.
 // A declarative table, kept in one file on purpose although it runs over the
-// 700-line limit (issue 25 allows a declarative table): one place lists every
+// 700-line limit (the rooms check allows a declarative table): one place lists every
 // config key with its type, range, reload rule, doc line and check (docs/config.md's
 // key table is generated from it), so a new key is one edit here, next to its check.
 #include "control/config/config_schema.h"
@@ -912,7 +912,7 @@ const Key kListenerKeys[] = {
 };
 const Section kListenerSection{"listeners[]", kListenerKeys};
 
-// --- Traffic classes (issue 27; items and rules in config_classes.cc).
+// --- Traffic classes (items and rules in config_classes.cc).
 // `prefixes` as written in the file: a prefix file's prefixes follow them in
 // the member (TrafficClassMatch::file_prefixes) and are not written back.
 constexpr Access inlinePrefixes() {

@@ -434,7 +434,7 @@ void groupInfoMetrics(std::ostringstream& o, const Config& cfg) {
 }
 
 // Aggregated health: destinations, the active group of each listener, the
-// composites and their sources (control/engine/regions.h).
+// composites and their sources (control/engine/region_failover.h).
 void regionMetrics(std::ostringstream& o, const RegionTracker& regions) {
   metric(o, "gwlb_destination_healthy", "gauge",
          "1 when the health destination (listener) is healthy: what GET /destinations/NAME answers "

@@ -1,4 +1,4 @@
-// Which traffic class a packet would match, and why (issue 27): what
+// Which traffic class a packet would match, and why: what
 // `gwlbctl explain` and the control API's `explain` and `classes` show. The
 // same first-match rules as the workers' ClassTable (common/traffic_class.h),
 // read from the config so that each field's verdict can be named; a unit test

@@ -1,4 +1,4 @@
-// Where each traffic class counts its packets and bytes (issue 27): a counter
+// Where each traffic class counts its packets and bytes: a counter
 // slot per class name that outlives reloads. Workers count a packet of the
 // class at position i of the snapshot's ClassTable in slot
 // Snapshot::class_slot[i] of their WorkerState; the slot belongs to the

@@ -1,5 +1,5 @@
-// The control core's policy over the flows in the table (issue 25: the flow
-// table stores, walks and reclaims; who moves flows off an appliance and how
+// The control core's policy over the flows in the table (the flow table
+// stores, walks and reclaims; who moves flows off an appliance and how
 // many flows each appliance holds is decided here, beside the lifecycle): the
 // control sweep and the per-appliance flow counts the lifecycle ticks with.
 #pragma once

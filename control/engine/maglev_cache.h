@@ -1,4 +1,5 @@
-// Maglev tables kept between snapshots (issue 17 item 3).
+// Maglev tables kept between snapshots, so that a publication which leaves a
+// group's appliances as they were does not build its table again.
 //
 // A group's table depends only on its table size and its appliances'
 // (address, weight in force, server id) in address order: the snapshot

@@ -146,7 +146,7 @@ InstallResult FleetSync::install(const sync::Record& r, uint64_t now) {
                 // copy, its last move from exactly our route: the move's own
                 // record was lost (sync link down, a datagram lost), and
                 // without this our copy would keep the old appliance until it
-                // expired (found by the soak, issue 26).
+                // expired (the soak found it).
                 r.moves > e.moves.load(std::memory_order_relaxed))) {
       // Concurrency rule R9 (docs/architecture.md "Flow entries: concurrency rules"):
       // a peer's move is one CAS from the route it left (R4); a worker's move wins a race.

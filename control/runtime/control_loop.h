@@ -1,5 +1,5 @@
-// The control thread's guard against exceptions escaping a completion handler
-// (issue 14): one that escaped io_context::run() used to end gwlbd, dataplane
+// The control thread's guard against exceptions escaping a completion handler:
+// one that escaped io_context::run() used to end gwlbd, dataplane
 // included. Every such exception is counted (metric
 // gwlb_control_handler_errors_total{where}) and logged (at most one line a
 // second, with how many were not logged), and the loop goes on.
