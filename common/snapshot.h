@@ -173,7 +173,7 @@ struct GroupView {
   uint64_t maglev_recip = 0;
 };
 
-// A service (control/engine/regions.h): its flows are keyed by the listener's index,
+// A service (control/engine/region_failover.h): its flows are keyed by the listener's index,
 // so a flow keeps its entry when new flows fail over to another group.
 struct ListenerView {
   uint8_t active = kNoGroup;       // the group new flows go to (kNoGroup: drop them)

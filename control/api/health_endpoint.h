@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "control/api/http_request.h"
-#include "control/engine/regions.h"
+#include "control/engine/region_failover.h"
 
 namespace gwlb::ctl {
 

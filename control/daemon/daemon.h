@@ -32,7 +32,7 @@
 #include "control/engine/lifecycle.h"
 #include "control/api/metrics_server.h"
 #include "control/daemon/neighbours.h"
-#include "control/engine/regions.h"
+#include "control/engine/region_failover.h"
 #include "control/engine/reload_plan.h"
 #include "control/daemon/sd_notify.h"
 #include "control/engine/snapshot_builder.h"

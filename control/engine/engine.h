@@ -32,7 +32,7 @@
 #include "control/config/config.h"
 #include "control/config/valid_config.h"
 #include "control/engine/lifecycle.h"
-#include "control/engine/regions.h"
+#include "control/engine/region_failover.h"
 #include "control/engine/service_guard.h"
 #include "control/engine/service_shaper.h"
 #include "control/engine/snapshot_builder.h"
@@ -48,7 +48,7 @@ struct Decision {
   enum class Kind : uint8_t {
     kSnapshot,   // a snapshot was published: text = "generation N (why): digest"
     kLifecycle,  // an appliance changed phase by itself (drain over, forgotten)
-    kRegion,     // a listener, composite or destination changed (regions.h log line)
+    kRegion,     // a listener, composite or destination changed (region_failover.h log line)
     kService,    // flap dampening or slow start (service_shaper.h): a hold-down, a ramp
   };
   Kind kind = Kind::kSnapshot;

@@ -6,7 +6,7 @@
 
 #include "common/maglev.h"
 #include "control/engine/maglev_cache.h"
-#include "control/engine/regions.h"
+#include "control/engine/region_failover.h"
 #include "control/engine/service_shaper.h"
 
 static_assert(gwlb::ctl::kMaxServersTotal == gwlb::dp::kMaxServerIds);

@@ -116,7 +116,7 @@ std::vector<dp::PortView> resolvePorts(const Config& cfg, const PortMacs* device
 // group (its listener's active group) has no appliance in service: flows never
 // move to an appliance that is not in service. Every other known id is kGone.
 // Ports: resolvePorts(cfg, devices).
-// Listeners (`regions`, control/engine/regions.h): each listener's active group takes
+// Listeners (`regions`, control/engine/region_failover.h): each listener's active group takes
 // its new flows; a group whose region is unhealthy (acting composites) sheds
 // its flows to the active group when its failover_mode is rebalance, the
 // active region is healthy and the active group has an appliance in service. Without `regions`: one listener over group 0.

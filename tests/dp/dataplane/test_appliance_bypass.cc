@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "control/engine/regions.h"
+#include "control/engine/region_failover.h"
 #include "tests/dp/dp_harness.h"
 
 namespace gwlb::dptest {

@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "control/engine/regions.h"
+#include "control/engine/region_failover.h"
 #include "tests/dp/dp_harness.h"
 
 namespace gwlb::dptest {

@@ -15,7 +15,7 @@
 #include "common/flow_cookie.h"
 #include "common/tcp_reset.h"
 #include "control/engine/lifecycle.h"
-#include "control/engine/regions.h"
+#include "control/engine/region_failover.h"
 #include "control/fleet/fleet_sync.h"
 #include "tests/dp/dp_harness.h"
 #include "tests/dp/sync_sockets.h"

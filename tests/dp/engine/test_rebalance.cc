@@ -15,7 +15,7 @@
 #include "common/flow_cookie.h"
 #include "common/flow_key.h"
 #include "control/engine/flow_policy.h"
-#include "control/engine/regions.h"
+#include "control/engine/region_failover.h"
 #include "dataplane/move.h"
 #include "tests/dp/dp_harness.h"
 

@@ -21,7 +21,7 @@
 
 #include "common/flow_cookie.h"
 #include "control/config/config_digest.h"
-#include "control/engine/regions.h"
+#include "control/engine/region_failover.h"
 #include "control/fleet/fleet_sync.h"
 #include "dataplane/worker.h"
 #include <rte_ring.h>

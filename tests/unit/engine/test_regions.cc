@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "control/engine/regions.h"
+#include "control/engine/region_failover.h"
 
 namespace gwlb::ctl {
 namespace {

@@ -1,4 +1,4 @@
-#include "control/engine/regions.h"
+#include "control/engine/region_failover.h"
 
 #include <algorithm>
 #include <map>
