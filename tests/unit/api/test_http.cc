@@ -13,7 +13,7 @@
 #include "control/runtime/control_loop.h"
 #include "control/api/health_endpoint.h"
 #include "control/api/http_request.h"
-#include "control/api/metrics_server.h"
+#include "control/api/http_server.h"
 
 namespace gwlb::ctl {
 namespace {

@@ -1,4 +1,4 @@
-#include "control/api/metrics_server.h"
+#include "control/api/http_server.h"
 
 #include <spdlog/spdlog.h>
 
