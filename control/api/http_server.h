@@ -1,6 +1,6 @@
 // A minimal read-only HTTP/1.1 server (GET and HEAD, one request per
-// connection) for Prometheus scrapes (GET /metrics) and the health endpoint
-// (GET /destinations/NAME). Runs on the control thread's io_context. What a
+// connection) for Prometheus scrapes (GET /metrics: metrics_server.h) and the
+// health endpoint (GET /destinations/NAME: health_endpoint.h). Runs on the control thread's io_context. What a
 // request may be and how it is answered: control/api/http_request.h. Bounds: 8 KiB
 // of request head, 5 s from accept to response, 64 connections per listener
 // (one more closes the connection open longest, so a flood of idle or
@@ -64,13 +64,6 @@ class HttpServer {
   std::string listen_, name_;
   HttpHandler handler_;
   std::shared_ptr<HttpConnections> conns_ = std::make_shared<HttpConnections>();
-};
-
-// GET /metrics: `body` renders the exposition text on each scrape.
-class MetricsServer : public HttpServer {
- public:
-  MetricsServer(boost::asio::io_context& io, const std::string& listen,
-                std::function<std::string()> body);
 };
 
 }  // namespace gwlb::ctl

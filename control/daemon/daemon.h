@@ -30,7 +30,7 @@
 #include "control/health/passive_monitor.h"
 #include "control/health/probe_path.h"
 #include "control/engine/lifecycle.h"
-#include "control/api/http_server.h"
+#include "control/api/metrics_server.h"
 #include "control/daemon/neighbours.h"
 #include "control/engine/region_failover.h"
 #include "control/engine/reload_plan.h"

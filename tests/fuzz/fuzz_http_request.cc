@@ -2,7 +2,7 @@
 // Any bytes are what a client sends on one connection; the first byte says
 // which listener (bit 0) and how the bytes arrive (bits 1..7: chunk size
 // 1..128); the rest is the stream. It is read as the session in
-// control/api/metrics_server.cc reads it: chunks appended up to kHttpMaxRequest
+// control/api/http_server.cc reads it: chunks appended up to kHttpMaxRequest
 // + 1 bytes, httpHeadEnd() from the previous size, 431 past the limit, and at
 // the end of the bytes (the client's EOF) the head so far is answered, or
 // nothing when there is none. The answer comes from httpRespond() with the
