@@ -1,6 +1,5 @@
 #!/usr/bin/python3
-"""The worked session of docs/cli.md, from a real run (so the doc shows what
-gwlbd and gwlbctl really print, and a change to either shows here).
+"""The worked session of docs/cli.md, from a real run: what gwlbd and gwlbctl really print.
 
   gen_cli_session.py --gwlbd B --gwlbctl C --src ROOT --work DIR (--write | --check)
 
