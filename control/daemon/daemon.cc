@@ -192,7 +192,11 @@ int Daemon::run() {
     });
   });
   health_->setForwardingSender([this](uint32_t ip, uint32_t token) { return sendForwardingProbe(ip, token); });
-  for (const HealthReport& r : health_->reconcile(cfg())) engine_->reportHealth(r, dp::monotonicNs());
+  // The first snapshot was built before any appliance was checked: one more
+  // build when their first health changes service (one of weight 0, unused).
+  bool changed = false;
+  for (const HealthReport& r : health_->reconcile(cfg())) changed |= engine_->recordHealth(r);
+  if (changed) rebuildSnapshot("health");
   boost::asio::signal_set stop_signals(io, SIGINT, SIGTERM);
   boost::asio::signal_set hup(io, SIGHUP);
   boost::asio::signal_set usr1(io, SIGUSR1);
