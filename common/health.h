@@ -115,6 +115,19 @@ struct Transition {
   uint64_t at_ms;
 };
 
+// One appliance's health changed, as its checker tells the engine: which
+// appliance, what it is now, and the transition when there was one. It
+// carries every fact the receiver needs, so the receiver asks nobody back.
+// No transition: it is newly checked, or only its provisional service ended
+// (a first failed check) or began (a starting group). `removed`: no longer
+// checked; its entry goes.
+struct HealthReport {
+  uint32_t appliance = 0;  // applianceKey of its address
+  ApplianceHealth now;
+  std::optional<Transition> transition;
+  bool removed = false;
+};
+
 class HealthTracker {
  public:
   static constexpr size_t kHistory = 32;  // results and transitions kept

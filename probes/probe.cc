@@ -243,6 +243,48 @@ X509_STORE* caStore(const std::string& path, std::string& err) {
   return s;
 }
 
+// The TLS session of each target's last probe that got a response, resumed
+// by its next probe. Bounded: past kMaxSessions targets it starts afresh.
+class TlsSessions {
+ public:
+  static constexpr size_t kMaxSessions = 65536;
+  ~TlsSessions() {
+    for (auto& [k, s] : map_) SSL_SESSION_free(s);
+  }
+  // A new reference to the session for `key`, or null.
+  SSL_SESSION* get(const std::string& key) {
+    std::lock_guard lock(mu_);
+    auto it = map_.find(key);
+    if (it == map_.end()) return nullptr;
+    SSL_SESSION_up_ref(it->second);
+    return it->second;
+  }
+  // Keeps `s` (takes its reference); null forgets the key.
+  void put(const std::string& key, SSL_SESSION* s) {
+    std::lock_guard lock(mu_);
+    auto it = map_.find(key);
+    if (it != map_.end()) {
+      SSL_SESSION_free(it->second);
+      map_.erase(it);
+    }
+    if (!s) return;
+    if (map_.size() >= kMaxSessions) {
+      for (auto& [k, old] : map_) SSL_SESSION_free(old);
+      map_.clear();
+    }
+    map_.emplace(key, s);
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, SSL_SESSION*> map_;
+};
+
+TlsSessions& tlsSessions() {
+  static TlsSessions sessions;
+  return sessions;
+}
+
 asio::ip::address toAsio(const IpAddr& a) {
   if (a.isV4()) {
     asio::ip::address_v4::bytes_type b;
@@ -285,6 +327,7 @@ class ProbeSession : public std::enable_shared_from_this<ProbeSession> {
   void readMore();
   void onRead(const error_code& ec, size_t n);
   void judge();  // the status is known: finish with ok or bad_status
+  void keepTlsSession(ProbeResult& r);
   void finish(const char* reason, std::string detail, int status = 0);
 
   std::string timeoutText() const { return std::to_string(spec_.timeout.count()) + " ms"; }
@@ -295,6 +338,7 @@ class ProbeSession : public std::enable_shared_from_this<ProbeSession> {
   tcp::socket sock_;
   asio::steady_timer timer_;
   std::unique_ptr<ssl::stream<tcp::socket&>> tls_;
+  std::string session_key_;  // https: whose TLS session this probe resumes and keeps
   std::string request_;
   std::array<char, 512> buf_{};  // one read; the reader keeps no bytes beyond 13
   StatusReader reader_;
@@ -412,6 +456,14 @@ void ProbeSession::startTls() {
   } else {
     tls_->set_verify_mode(ssl::verify_none, ec);
   }
+  // A session is only resumed by a probe that would have checked the
+  // certificate the same way: the key holds all that decides it.
+  session_key_ = spec_.address.str() + "|" + std::to_string(spec_.port) + "|" + sni + "|" +
+                 (spec_.verify_tls ? "v|" + spec_.ca_file : "-");
+  if (SSL_SESSION* kept = tlsSessions().get(session_key_)) {
+    SSL_set_session(s, kept);  // the SSL takes its own reference
+    SSL_SESSION_free(kept);
+  }
   tls_->async_handshake(ssl::stream_base::client,
                         [self = shared_from_this()](const error_code& e) { self->onHandshake(e); });
 }
@@ -419,6 +471,7 @@ void ProbeSession::startTls() {
 void ProbeSession::onHandshake(const error_code& ec) {
   if (done_) return;
   if (ec) {
+    tlsSessions().put(session_key_, nullptr);  // the next handshake is a full one
     std::string detail = "TLS handshake: " + ec.message();
     if (spec_.verify_tls) {
       long v = SSL_get_verify_result(tls_->native_handle());
@@ -487,6 +540,22 @@ void ProbeSession::judge() {
            status);
 }
 
+// A response came over TLS: its session is kept for the target's next probe.
+// (TLS 1.3 tickets come after the handshake; by the response they are in.)
+void ProbeSession::keepTlsSession(ProbeResult& r) {
+  SSL* s = tls_->native_handle();
+  r.resumed = SSL_session_reused(s) == 1;
+  SSL_SESSION* kept = SSL_get1_session(s);
+  if (kept && SSL_SESSION_is_resumable(kept) != 1) {
+    SSL_SESSION_free(kept);
+    kept = nullptr;
+  }
+  tlsSessions().put(session_key_, kept);
+  // The connection ends with a reset, not a close_notify: marked as shut
+  // down all the same, or freeing the SSL would mark its session unusable.
+  SSL_set_shutdown(s, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+}
+
 void ProbeSession::finish(const char* reason, std::string detail, int status) {
   if (done_) return;
   done_ = true;
@@ -498,6 +567,7 @@ void ProbeSession::finish(const char* reason, std::string detail, int status) {
   r.detail = std::move(detail);
   error_code ec;
   timer_.cancel();
+  if (tls_ && status != 0) keepTlsSession(r);
   sock_.close(ec);  // linger {1,0}: RST if connected; a pending SYN is simply dropped
   ProbeCallback cb = std::move(cb_);
   cb_ = nullptr;

@@ -53,6 +53,7 @@ struct ProbeResult {
   int status = 0;                          // HTTP status when one was read
   std::chrono::microseconds elapsed{0};
   std::string detail;                      // human text, e.g. "HTTP 503 (expected 200-399)"
+  bool resumed = false;                    // https: an earlier probe's TLS session was resumed
 };
 
 using ProbeCallback = std::function<void(const ProbeResult&)>;
@@ -67,6 +68,15 @@ using ProbeCallback = std::function<void(const ProbeResult&)>;
 // uses a process-wide default. Per-probe TLS settings (SNI, verify_tls, ca_file
 // with a cached store, name check) are applied to each connection, not to `tls`.
 // Every probe closes abortively (SO_LINGER {1,0}), so none leaves TIME_WAIT.
+// Each probe opens a connection of its own, never one kept from an earlier
+// probe (no HTTP keep-alive): what a check proves is that the appliance
+// accepts new connections, as new flows need, and an old connection would
+// still answer after the appliance stopped accepting (a full accept queue, a
+// listener gone, a SYN flood defence). What is worth keeping between probes
+// is the TLS session: an HTTPS probe resumes the session of the last one
+// that got a response from the same target (address, port, SNI,
+// verification and CA file), which spares both sides the certificate and
+// key exchange; a failed handshake forgets it, so the next one is full.
 // Never throws (except std::bad_alloc); the callback is never run inside
 // startProbe() itself.
 void startProbe(boost::asio::io_context& io, const ProbeSpec& spec, ProbeCallback cb,

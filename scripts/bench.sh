@@ -8,7 +8,7 @@
 # the fast path record the load average they ran under.
 set -euo pipefail
 # Every section's name; --only takes one of them.
-sections="flow_dump probes move_check pipeline flow_table maglev snapshot classes class_check sync walks workers"
+sections="flow_dump probes probe_fleet move_check pipeline flow_table maglev snapshot classes class_check sync walks workers"
 usage="usage: scripts/bench.sh [--quick] [--only $(echo "$sections" | tr ' ' '|')]"
 flows=500000 rounds=3 probe_s=10 mc_s=6 only=""
 ft_sizes="65536 1000000 10000000" ft_s=10 ft_sweeps=3 mg_rounds=51 sb_s=10
@@ -109,6 +109,43 @@ for r in d["runs"]:
        f"ideal {w['ideal']:.0f}; jittered schedule itself {w['scheduled_min']}-{w['scheduled_max']}"),
     ]
 emit("probes", d, rows, cond, sys.argv[2], sys.argv[3], width=52, value_width=18)
+PY
+fi
+
+# 2b. The same through gwlbd's own HealthChecker (its wheel, trackers and
+#     reports): 10,000 appliances, one 127.x address each, TCP and HTTP.
+if runs probe_fleet; then
+fleet_json=$("$GWLB_BUILD/bench/probe_fleet" --targets 10000 --protocols tcp,http \
+  --duration "$probe_s" --interval-ms 1000 --timeout-ms 1000 2>"$out/bench-probe-fleet.log" | tail -1)
+
+GWLB_ROOT="$GWLB_ROOT" /usr/bin/python3 - "$fleet_json" "$out/bench.json" "$cpu" "$(nproc)" <<'PY'
+import json, os, sys
+sys.path.insert(0, os.path.join(os.environ["GWLB_ROOT"], "bench"))
+from report import emit
+d = json.loads(sys.argv[1])
+cond = (f"bench/probe_fleet: gwlbd's HealthChecker, one 127.x address per appliance, one listener "
+        f"thread (tcp: accept; http: 200 OK), interval {d['interval_ms']} ms, timeout "
+        f"{d['timeout_ms']} ms, {d['duration_s']:.0f} s per run, not pinned, {sys.argv[4]} cores; "
+        f"CPU = getrusage(RUSAGE_THREAD) of the checker thread: user = gwlbd's work, sys = the "
+        f"kernel's (on loopback it holds the listener's half of each handshake); arrivals = "
+        f"connections the listener accepted per 10 ms after the first interval")
+rows = []
+for r in d["runs"]:
+    tag = f"{r['targets']} appliances, {r['protocol']}"
+    per = 1e6 * (r["user_s"] + r["sys_s"]) / max(1, r["completed"])
+    user = 1e6 * r["user_s"] / max(1, r["completed"])
+    a = r["arrivals_per_10ms"]
+    rows += [
+      (f"checker CPU ({tag})", f"{r['cpu_pct_of_core']:.1f} %core",
+       f"user {r['user_pct_of_core']:.1f} + sys {r['sys_pct_of_core']:.1f}; {per:.1f} us/probe of "
+       f"which user {user:.1f}; at 10,000 probes/s user = {user:.1f} %core (target <= 10); "
+       f"load avg {r['load_avg_1m'][0]:.1f}-{r['load_avg_1m'][1]:.1f}"),
+      (f"probes completed/s ({tag})", f"{r['probes_per_s']:.0f}",
+       f"healthy at the end {r['healthy']}; preempted {r['preempted']/r['wall_s']:.0f}/s"),
+      (f"arrivals per 10 ms min-median-max ({tag})", f"{a['min']}-{a['median']}-{a['max']}",
+       f"ideal {a['ideal']:.0f}"),
+    ]
+emit("probe_fleet", d, rows, cond, sys.argv[2], sys.argv[3], width=52, value_width=18)
 PY
 fi
 

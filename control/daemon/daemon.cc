@@ -52,7 +52,6 @@ Daemon::Daemon(Config config) {
     dp_.sync = sized("rings and RCU",
                      [&] { return dp::createRing("gwlbd_sync", FleetSync::kRingSize, false); });
   Engine::Inputs in;
-  in.health = [this] { return health_ ? health_->states() : HealthMap{}; };
   in.neighbours = [this] { return neighbours_.macs(); };
   in.devices = &port_macs_;
   in.class_counts = [this](uint16_t slot) { return workers_.classSlot(slot); };
@@ -77,7 +76,9 @@ Daemon::Daemon(Config config) {
                  s.generation, s.groups.size(), s.by_ip.size(), unresolved);
   };
   hooks.config_changed = [this](const Config& c) {
-    if (health_) health_->reconcile(c);
+    // The build that follows this hook reads the new appliances' health.
+    if (health_)
+      for (const HealthReport& r : health_->reconcile(c)) engine_->recordHealth(r);
     // A reload or an API edit: the peers compare the new digests (fleet.md "Config drift").
     if (fleet_) fleet_->setConfigDigest(configDigest(c, flowHashKey()));
   };
@@ -181,17 +182,21 @@ int Daemon::run() {
   }
   registerTelemetry();
   if (fleet_) fleet_->start();
-  // A rebuild that threw must not cost the probe handler calling it its
-  // next schedule (that appliance's checks would stop).
-  health_ = std::make_unique<HealthChecker>(
-      io_, [this] {
-        guarded("health", [&] {
-          rebuildSnapshot("health");
-          updateAnnounce();  // a destination that now drops withdraws at once
-        });
-      });
+  // Each health change goes straight to the engine, which builds when it
+  // changes service. A build that threw must not cost the probe handler
+  // calling it its next schedule (that appliance's checks would stop).
+  health_ = std::make_unique<HealthChecker>(io_, [this](const HealthReport& r) {
+    guarded("health", [&] {
+      engine_->reportHealth(r, dp::monotonicNs());
+      updateAnnounce();  // a destination that now drops withdraws at once
+    });
+  });
   health_->setForwardingSender([this](uint32_t ip, uint32_t token) { return sendForwardingProbe(ip, token); });
-  health_->reconcile(cfg());
+  // The first snapshot was built before any appliance was checked: one more
+  // build when their first health changes service (one of weight 0, unused).
+  bool changed = false;
+  for (const HealthReport& r : health_->reconcile(cfg())) changed |= engine_->recordHealth(r);
+  if (changed) rebuildSnapshot("health");
   boost::asio::signal_set stop_signals(io, SIGINT, SIGTERM);
   boost::asio::signal_set hup(io, SIGHUP);
   boost::asio::signal_set usr1(io, SIGUSR1);

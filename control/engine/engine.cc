@@ -92,7 +92,7 @@ void Engine::start(uint64_t now) {
   build("start", now);
 }
 
-HealthMap Engine::health() const { return in_.health ? in_.health() : scripted_health_; }
+HealthMap Engine::health() const { return scripted_health_; }
 
 const dp::Snapshot* Engine::current() const {
   return dp_.snapshot.load(std::memory_order_acquire);

@@ -97,9 +97,6 @@ ValidConfig checkedConfig(Config next);
 
 // What the engine reads from its driver.
 struct EngineInputs {
-  // Health of checked appliances now (gwlbd: its HealthChecker). Unset: the
-  // engine's own scripted map (setHealth), empty at start.
-  std::function<HealthMap()> health;
   // MACs learned by ARP (gwlbd: its NeighbourCache). Unset: none.
   std::function<ApplianceMacs()> neighbours;
   // The DPDK ports' own MACs (null: none, as in gwlb-replay).
@@ -182,9 +179,17 @@ class Engine {
   // no, and by the service guard when it would leave its group with no
   // appliance in service, unless `force` (then done, with a warning).
   ChangeOutcome drain(uint32_t ip, std::optional<uint32_t> timeout_s, uint64_t now, bool force);
-  // Scripted health (when Inputs::health is unset): gwlb-replay's events and tests.
+  // Scripted health: gwlb-replay's events and tests.
   void setHealth(uint32_t ip, HealthState s);
   void forgetHealth(uint32_t ip);
+  // A health checker's report (control/engine/engine_health.cc): the
+  // engine keeps the health it is told, and asks nobody back. reportHealth
+  // builds and publishes when the report changes service (a transition, a
+  // removal, or whether it takes new flows); recordHealth only keeps it and
+  // says whether it would have (a config change's reports: its own build
+  // follows). Control thread; never throws but what a build throws.
+  void reportHealth(const HealthReport& r, uint64_t now);
+  bool recordHealth(const HealthReport& r);
   // An input changed (health, neighbours): build and publish. `why` goes in the decision.
   void rebuild(const std::string& why, uint64_t now);
 
@@ -280,7 +285,7 @@ class Engine {
   rte_rcu_qsbr* qsbr_;
   Inputs in_;
   Hooks hooks_;
-  HealthMap scripted_health_;
+  HealthMap scripted_health_;  // as set (replay) or reported (gwlbd's HealthChecker)
   ServerRegistry registry_;
   MaglevCache maglev_cache_;  // tables reused between snapshots
   ServerLifecycle lifecycle_;

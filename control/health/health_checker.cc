@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <exception>
 #include <optional>
 #include <random>
 
@@ -13,7 +14,7 @@ struct HealthChecker::Target {
   std::string group;
   HealthTracker tracker;
   probe::ProbeSpec spec;
-  boost::asio::steady_timer timer;
+  uint64_t due_seq = 0;     // its latest schedule on the wheel: older entries are stale
   uint64_t epoch = 0;       // bumps on reconfigure: stale results are ignored
   bool in_flight = false;
   bool jitter = true;
@@ -30,8 +31,7 @@ struct HealthChecker::Target {
   ForwardingCounts fwd_counts;  // this appliance's share of the checker's
   Target(const IpAddr& a, std::string g, HealthTracker t, probe::ProbeSpec s,
          boost::asio::io_context& io)
-      : address(a), group(std::move(g)), tracker(std::move(t)), spec(std::move(s)), timer(io),
-        fwd_timer(io) {}
+      : address(a), group(std::move(g)), tracker(std::move(t)), spec(std::move(s)), fwd_timer(io) {}
 };
 
 namespace {
@@ -40,6 +40,12 @@ namespace {
 // every other health change is information (docs/observability.md "Logs").
 spdlog::level::level_enum transitionLevel(HealthState to) {
   return to == HealthState::kUnhealthy ? spdlog::level::warn : spdlog::level::info;
+}
+
+ApplianceHealth healthOf(const HealthTracker& t) { return ApplianceHealth(t.state(), t.provisional()); }
+
+bool operator!=(const ApplianceHealth& a, const ApplianceHealth& b) {
+  return a.state != b.state || a.provisional != b.provisional;
 }
 
 HealthParams paramsOf(const HealthCheckConfig& h) {
@@ -62,14 +68,15 @@ bool sameSpec(const probe::ProbeSpec& a, const probe::ProbeSpec& b) {
 
 }  // namespace
 
-HealthChecker::HealthChecker(boost::asio::io_context& io, std::function<void()> on_change)
+HealthChecker::HealthChecker(boost::asio::io_context& io, Reporter report)
     : io_(io),
-      on_change_(std::move(on_change)),
+      report_(std::move(report)),
       tls_(boost::asio::ssl::context::tls_client),
       epoch_(std::chrono::steady_clock::now()),
       epoch_unix_(std::chrono::duration<double>(
                       std::chrono::system_clock::now().time_since_epoch())
                       .count()),
+      wheel_timer_(io),
       // Tokens start anywhere: a probe an earlier gwlbd sent, back late,
       // should not match one of ours.
       next_token_(uint32_t(std::random_device{}())) {}
@@ -77,7 +84,9 @@ HealthChecker::HealthChecker(boost::asio::io_context& io, std::function<void()> 
 HealthChecker::~HealthChecker() {
   // A round waiting for its forwarding half holds, in `deliver`, a handler
   // that owns its Target: drop it, or the two keep each other alive.
-  for (auto& [ip, t] : targets_) t->timer.cancel(), t->fwd_timer.cancel(), t->deliver = nullptr;
+  // A probe still in flight calls back later: its epoch no longer matches.
+  wheel_timer_.cancel();
+  for (auto& [ip, t] : targets_) ++t->epoch, t->fwd_timer.cancel(), t->deliver = nullptr;
 }
 
 uint64_t HealthChecker::nowMs() const {
@@ -107,10 +116,10 @@ probe::ProbeSpec HealthChecker::specFor(const HealthCheckConfig& h, const IpAddr
   return s;
 }
 
-void HealthChecker::reconcile(const Config& cfg) {
+std::vector<HealthReport> HealthChecker::reconcile(const Config& cfg) {
   uint64_t now = nowMs();
   std::map<uint32_t, bool> seen;
-  bool changed = false;
+  std::vector<HealthReport> reports;
   for (const auto& g : cfg.server_groups) {
     const HealthCheckConfig& h = g.health_check;
     const ProbePath path = probePathOf(cfg, h);
@@ -133,10 +142,12 @@ void HealthChecker::reconcile(const Config& cfg) {
         t->forwarding = h.forwardingActive();
         t->tracker.setProvisional(starting);
         targets_[ip] = t;
+        reports.push_back({ip, healthOf(t->tracker), std::nullopt, false});
         if (t->tracker.probed()) schedule(ip, firstProbeDelayMs(p, ip, h.jitter));
         continue;
       }
       Target& t = *it->second;
+      const ApplianceHealth before = healthOf(t.tracker);
       bool was_probed = t.tracker.probed();
       bool spec_changed = !sameSpec(t.spec, spec) || t.forwarding != h.forwardingActive();
       t.forwarding = h.forwardingActive();
@@ -144,47 +155,79 @@ void HealthChecker::reconcile(const Config& cfg) {
       t.group = g.name;
       auto tr = t.tracker.reconfigure(p, h.active(), sc.weight, now);
       if (tr && tr->to == HealthState::kInitializing) t.tracker.setProvisional(starting);
-      if (tr) {
+      if (tr)
         spdlog::log(transitionLevel(tr->to), "health: appliance {} ({}): {} -> {} ({})", sc.address.str(),
                     g.name, toString(tr->from), toString(tr->to), tr->reason);
-        changed = true;
-      }
+      if (tr || healthOf(t.tracker) != before) reports.push_back({ip, healthOf(t.tracker), tr, false});
       if (spec_changed || (!was_probed && t.tracker.probed())) {
         ++t.epoch;  // a probe in flight with the old settings no longer counts
-        t.timer.cancel();
+        unschedule(t);
         t.in_flight = false;
         if (t.tracker.probed()) schedule(ip, firstProbeDelayMs(p, ip, h.jitter));
       } else if (!t.tracker.probed()) {
         ++t.epoch;
-        t.timer.cancel();
+        unschedule(t);
       }
     }
   }
   for (auto it = targets_.begin(); it != targets_.end();) {
     if (!seen.count(it->first)) {
-      it->second->timer.cancel();
+      unschedule(*it->second);
       it->second->fwd_timer.cancel();
       it->second->deliver = nullptr;  // its handler owns the Target (see ~HealthChecker)
       ++it->second->epoch;
+      reports.push_back({it->first, healthOf(it->second->tracker), std::nullopt, true});
       it = targets_.erase(it);
-      changed = true;
     } else {
       ++it;
     }
   }
-  if (changed && on_change_) on_change_();
+  return reports;
 }
 
 void HealthChecker::schedule(uint32_t ip, uint64_t delay_ms) {
   auto it = targets_.find(ip);
   if (it == targets_.end()) return;
-  std::shared_ptr<Target> t = it->second;
-  uint64_t epoch = t->epoch;
-  t->timer.expires_after(std::chrono::milliseconds(delay_ms));
-  t->timer.async_wait([this, t, ip, epoch](const boost::system::error_code& ec) {
-    if (ec || t->epoch != epoch) return;
-    startProbe(ip);
+  Target& t = *it->second;
+  wheel_.add(nowMs() + delay_ms, ip, ++t.due_seq);
+  armWheel();
+}
+
+// Its entry on the wheel stays, and is skipped when it comes due.
+void HealthChecker::unschedule(Target& t) { ++t.due_seq; }
+
+// One timer for every appliance: set for the wheel's next slot with
+// anything in it, unless it already waits for an earlier time.
+void HealthChecker::armWheel() {
+  const std::optional<uint64_t> next = wheel_.nextDue();
+  if (!next || (wheel_armed_ && *wheel_armed_ <= *next)) return;
+  wheel_armed_ = next;
+  // Re-arming cancels the earlier wait: its handler sees operation_aborted
+  // and touches nothing (the checker may be gone by then).
+  wheel_timer_.expires_at(epoch_ + std::chrono::milliseconds(*next));
+  wheel_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) onWheel();
   });
+}
+
+// Starts every probe that is due. One that throws does not keep the others
+// from starting: the first exception goes to the loop after all have run.
+void HealthChecker::onWheel() {
+  wheel_armed_.reset();
+  due_.clear();
+  wheel_.expire(nowMs(), due_);
+  std::exception_ptr first;
+  for (const ProbeWheel::Entry& e : due_) {
+    auto it = targets_.find(e.key);
+    if (it == targets_.end() || it->second->due_seq != e.seq) continue;  // removed or rescheduled
+    try {
+      startProbe(e.key);
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  armWheel();
+  if (first) std::rethrow_exception(first);
 }
 
 void HealthChecker::startProbe(uint32_t ip) {
@@ -200,29 +243,7 @@ void HealthChecker::startProbe(uint32_t ip) {
       io_, t->spec,
       joinForwarding(t, epoch, [this, t, ip, epoch](const probe::ProbeResult& r) {
         if (t->epoch != epoch) return;  // reconfigured or removed meanwhile
-        t->in_flight = false;
-        // The next check is armed first: whatever throws below (a log line,
-        // the snapshot rebuild in on_change_) is the control loop's to count,
-        // and this appliance's checks go on.
-        schedule(ip, t->tracker.params().interval_ms);
-        ProbeOutcome o;
-        o.ok = r.ok;
-        o.reason = r.ok ? "ok" : (r.detail.empty() ? r.reason : r.reason + ": " + r.detail);
-        o.response_ms = uint64_t(r.elapsed.count() / 1000);
-        o.response_us = uint64_t(r.elapsed.count());
-        const bool served = t->tracker.receivesNewFlows();
-        auto tr = t->tracker.onResult(o, nowMs());
-        if (tr) {
-          std::string window = transitionWindowText(t->tracker.params(), tr->to, o.response_ms);
-          spdlog::log(transitionLevel(tr->to), "health: appliance {} ({}): {} -> {} ({}{}{})",
-                      t->address.str(), t->group, toString(tr->from), toString(tr->to), tr->reason,
-                      window.empty() ? "" : "; ", window);
-        } else if (served && !t->tracker.receivesNewFlows()) {
-          spdlog::warn("health: appliance {} ({}): initializing, first check failed ({}): no new "
-                       "flows until it passes {} checks in a row",
-                       t->address.str(), t->group, o.reason, t->tracker.params().healthy_threshold);
-        }
-        if ((tr || served != t->tracker.receivesNewFlows()) && on_change_) on_change_();
+        judge(t, ip, r);
       }),
       &tls_);
   } catch (...) {
@@ -232,6 +253,35 @@ void HealthChecker::startProbe(uint32_t ip) {
     schedule(ip, t->tracker.params().interval_ms);
     throw;
   }
+}
+
+// A probe's result into the appliance's tracker; a change of its health is
+// logged and reported.
+void HealthChecker::judge(const std::shared_ptr<Target>& t, uint32_t ip, const probe::ProbeResult& r) {
+  t->in_flight = false;
+  // The next check is armed first: whatever throws below (a log line, the
+  // report's snapshot build) is the control loop's to count, and this
+  // appliance's checks go on.
+  schedule(ip, t->tracker.params().interval_ms);
+  ProbeOutcome o;
+  o.ok = r.ok;
+  o.reason = r.ok ? "ok" : (r.detail.empty() ? r.reason : r.reason + ": " + r.detail);
+  o.response_ms = uint64_t(r.elapsed.count() / 1000);
+  o.response_us = uint64_t(r.elapsed.count());
+  const ApplianceHealth before = healthOf(t->tracker);
+  auto tr = t->tracker.onResult(o, nowMs());
+  if (tr) {
+    std::string window = transitionWindowText(t->tracker.params(), tr->to, o.response_ms);
+    spdlog::log(transitionLevel(tr->to), "health: appliance {} ({}): {} -> {} ({}{}{})",
+                t->address.str(), t->group, toString(tr->from), toString(tr->to), tr->reason,
+                window.empty() ? "" : "; ", window);
+  } else if (receivesNewFlows(before) && !t->tracker.receivesNewFlows()) {
+    spdlog::warn("health: appliance {} ({}): initializing, first check failed ({}): no new "
+                 "flows until it passes {} checks in a row",
+                 t->address.str(), t->group, o.reason, t->tracker.params().healthy_threshold);
+  }
+  if ((tr || healthOf(t->tracker) != before) && report_)
+    report_(HealthReport{ip, healthOf(t->tracker), std::move(tr), false});
 }
 
 // The probe of this round: sent now, judged at the return or the timeout.
@@ -330,7 +380,7 @@ bool HealthChecker::eject(uint32_t ip, const std::string& reason, uint64_t out_m
   spdlog::warn("health: appliance {} ({}): {} -> {} ({}); back after {:.1f} s and {} passed checks",
                t.address.str(), t.group, toString(tr->from), toString(tr->to), tr->reason,
                double(out_ms) / 1000.0, t.tracker.params().healthy_threshold);
-  if (on_change_) on_change_();
+  if (report_) report_(HealthReport{ip, healthOf(t.tracker), std::move(tr), false});
   return true;
 }
 

@@ -1,7 +1,9 @@
 // Runs the health checks of every appliance on the control thread: schedules
-// probes (probe, wait for the result, wait the interval, probe again), feeds
-// results to each appliance's HealthTracker, logs every transition and tells
-// the daemon when the set of appliances in service changed.
+// probes (probe, wait for the result, wait the interval, probe again) on one
+// timing wheel (probe_wheel.h), feeds results to each appliance's
+// HealthTracker, logs every transition and reports each change of an
+// appliance's health, with its transition, to whoever owns the snapshot
+// (gwlbd: Engine::reportHealth).
 #pragma once
 
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp needs std::exchange
@@ -10,11 +12,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "common/health.h"
 #include "control/config/config.h"
 #include "control/health/probe_path.h"
+#include "control/health/probe_wheel.h"
 #include "control/engine/snapshot_builder.h"
 #include "probes/probe.h"
 
@@ -22,21 +27,26 @@ namespace gwlb::ctl {
 
 class HealthChecker {
  public:
-  // on_change runs (on the control thread) after a transition that changes
-  // which appliances are in service.
-  HealthChecker(boost::asio::io_context& io, std::function<void()> on_change);
+  // `report` runs (on the control thread) each time an appliance's health
+  // changes after a probe result or an ejection: which appliance, its health
+  // now, and the transition when there was one. It may throw: the checks go
+  // on, and the exception goes to whoever runs `io`.
+  using Reporter = std::function<void(const HealthReport&)>;
+  HealthChecker(boost::asio::io_context& io, Reporter report);
   ~HealthChecker();
 
   // Brings the checked set in line with the config: new appliances start
-  // (initializing), removed ones stop, changed settings apply.
-  void reconcile(const Config& cfg);
+  // (initializing), removed ones stop, changed settings apply. Returns the
+  // reports of what changed (new, reconfigured, removed appliances) instead
+  // of running `report`: the caller applies them with the config.
+  std::vector<HealthReport> reconcile(const Config& cfg);
 
   // Health state of every checked appliance (snapshot builder input).
   HealthMap states() const;
 
   // Passive detection found `ip` a black hole: unhealthy at once with
   // `reason`, out for at least `out_ms` (HealthTracker::eject), logged, and
-  // on_change runs. False when it is unknown or does not receive new flows.
+  // reported. False when it is unknown or does not receive new flows.
   bool eject(uint32_t ip, const std::string& reason, uint64_t out_ms = 0);
   // The checker's clock (ms since it started), as HealthTracker times are.
   uint64_t now() const { return nowMs(); }
@@ -75,7 +85,11 @@ class HealthChecker {
  private:
   struct Target;
   void schedule(uint32_t ip, uint64_t delay_ms);
+  void unschedule(Target& t);
+  void armWheel();
+  void onWheel();
   void startProbe(uint32_t ip);
+  void judge(const std::shared_ptr<Target>& t, uint32_t ip, const probe::ProbeResult& r);
   uint64_t nowMs() const;
   using ResultHandler = std::function<void(const probe::ProbeResult&)>;
   void startForwarding(const std::shared_ptr<Target>& t, uint32_t ip, uint64_t epoch);
@@ -83,11 +97,16 @@ class HealthChecker {
   void deliverRound(const std::shared_ptr<Target>& t);
 
   boost::asio::io_context& io_;
-  std::function<void()> on_change_;
+  Reporter report_;
   boost::asio::ssl::context tls_;
   std::map<uint32_t, std::shared_ptr<Target>> targets_;
   std::chrono::steady_clock::time_point epoch_;
   double epoch_unix_ = 0;
+  // Every appliance's next probe, and the one timer that wakes for them.
+  ProbeWheel wheel_{0};
+  boost::asio::steady_timer wheel_timer_;
+  std::optional<uint64_t> wheel_armed_;  // the time wheel_timer_ waits for
+  std::vector<ProbeWheel::Entry> due_;   // reused by onWheel()
   uint32_t next_token_ = 1;
   ForwardingSender send_forwarding_;
   std::map<uint32_t, uint32_t> fwd_outstanding_;  // token -> appliance, until its timeout

@@ -99,6 +99,34 @@ TEST_F(ProbeTls, HttpsIsOkWithoutVerification) {
   EXPECT_EQ(hosts_[0], "127.0.0.1:" + std::to_string(srv.port()));
 }
 
+// A target's next probe resumes the TLS session of its last one (no
+// certificate and key exchange again); after a failed handshake the next
+// one is full. Each probe still opens its own connection.
+TEST_F(ProbeTls, TheNextProbeResumesTheSession) {
+  TestServer srv(io, tlsHandler(kOk));
+  ProbeSpec spec = httpsSpec(srv.port());
+  spec.domain = kDomain;
+  ProbeResult first = runProbe(io, spec, &client_ctx_);
+  ASSERT_TRUE(first.ok) << first.reason << ": " << first.detail;
+  EXPECT_FALSE(first.resumed);
+  ProbeResult second = runProbe(io, spec, &client_ctx_);
+  ASSERT_TRUE(second.ok) << second.reason << ": " << second.detail;
+  EXPECT_TRUE(second.resumed) << "the first probe's session was not resumed";
+  EXPECT_EQ(snis_.size(), 2u) << "two connections, two handshakes";
+  // Another target (here: another SNI) has a session of its own.
+  spec.domain = "other.test";
+  ProbeResult other = runProbe(io, spec, &client_ctx_);
+  ASSERT_TRUE(other.ok) << other.reason << ": " << other.detail;
+  EXPECT_FALSE(other.resumed);
+  // Verification asked for: not from a session made without it.
+  spec.domain = kDomain;
+  spec.verify_tls = true;
+  spec.ca_file = (dir_ / "cert.pem").string();
+  ProbeResult verified = runProbe(io, spec, &client_ctx_);
+  ASSERT_TRUE(verified.ok) << verified.reason << ": " << verified.detail;
+  EXPECT_FALSE(verified.resumed);
+}
+
 TEST_F(ProbeTls, DefaultContextWhenNoneGiven) {
   TestServer srv(io, tlsHandler(kOk));
   ProbeResult r = runProbe(io, httpsSpec(srv.port()), nullptr);

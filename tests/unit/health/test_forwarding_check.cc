@@ -35,7 +35,7 @@ struct Bench {
       accept();
     });
   };
-  HealthChecker hc{io, [] {}};
+  HealthChecker hc{io, [](const HealthReport&) {}};
   // What the "appliance" does with a probe: return it (after 1 ms), return
   // it as another appliance, or nothing.
   enum class Mode { kForward, kBlackhole, kWrongAppliance, kLate } mode = Mode::kForward;

@@ -1,6 +1,7 @@
 // HealthChecker on a real io_context against a TCP listener on 127.0.0.1: an
-// appliance's checks go on after the change handler (the snapshot rebuild)
-// throws; the exception itself is the control loop's to log and count.
+// appliance's checks go on after the report handler (the snapshot build)
+// throws, the exception itself being the control loop's to log and count;
+// each report names its appliance and transition.
 #include <gtest/gtest.h>
 
 #include <utility>  // before Asio (Boost 1.74)
@@ -8,6 +9,7 @@
 #include <chrono>
 #include <functional>
 #include <stdexcept>
+#include <vector>
 
 #include "control/health/health_checker.h"
 
@@ -31,7 +33,7 @@ TEST(HealthChecker, ChecksGoOnAfterTheChangeHandlerThrows) {
   accept();
 
   int changes = 0;
-  HealthChecker hc(io, [&] {
+  HealthChecker hc(io, [&](const HealthReport&) {
     if (++changes == 1) throw std::runtime_error("snapshot rebuild failed");
   });
   Config cfg;
@@ -76,6 +78,81 @@ TEST(HealthChecker, ChecksGoOnAfterTheChangeHandlerThrows) {
       << "no check ran after the handler threw";
   EXPECT_EQ(changes, 2);
   EXPECT_EQ(thrown, 1);
+}
+
+// Two appliances on one checker: 127.0.0.1 answers, 127.0.0.2 refuses (the
+// listener is on 127.0.0.1 only). Each report names which one changed and
+// how, as the engine is told; none needs the checker asked back.
+TEST(HealthChecker, ReportsWhichApplianceAndWhichTransition) {
+  boost::asio::io_context io;
+  tcp::acceptor acc(io, tcp::endpoint(boost::asio::ip::address_v4::loopback(), 0));
+  std::function<void()> accept = [&] {
+    acc.async_accept([&](const boost::system::error_code& ec, tcp::socket s) {
+      if (ec) return;
+      s.close();
+      accept();
+    });
+  };
+  accept();
+  std::vector<HealthReport> reports;
+  HealthChecker hc(io, [&](const HealthReport& r) { reports.push_back(r); });
+  Config cfg;
+  ServerGroupConfig g;
+  g.name = "g";
+  for (uint32_t a : {0x7F000001u, 0x7F000002u}) {
+    ServerConfig s;
+    s.address = IpAddr::v4(a);
+    g.servers.push_back(s);
+  }
+  g.health_check.configured = true;
+  g.health_check.protocol = HealthProtocol::kTcp;
+  g.health_check.port = acc.local_endpoint().port();
+  g.health_check.interval_ms = 20;
+  g.health_check.timeout_ms = 5000;  // a loaded machine's slow connect is no failure here
+  g.health_check.healthy_threshold = 2;
+  g.health_check.unhealthy_threshold = 2;
+  g.health_check.jitter = false;
+  cfg.server_groups.push_back(g);
+  // The new appliances come back from reconcile, initializing in provisional
+  // service (a starting group), for the caller to apply with the config.
+  std::vector<HealthReport> added = hc.reconcile(cfg);
+  ASSERT_EQ(added.size(), 2u);
+  for (const HealthReport& r : added) {
+    EXPECT_EQ(r.now.state, HealthState::kInitializing);
+    EXPECT_TRUE(r.now.provisional);
+    EXPECT_FALSE(r.transition);
+    EXPECT_FALSE(r.removed);
+  }
+  auto settled = [&] {
+    const HealthTracker* a = hc.tracker(0x7F000001);
+    const HealthTracker* b = hc.tracker(0x7F000002);
+    return a->state() == HealthState::kHealthy && b->state() == HealthState::kUnhealthy;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (!settled() && std::chrono::steady_clock::now() < deadline) io.run_for(20ms);
+  ASSERT_TRUE(settled());
+  std::vector<HealthReport> of1, of2;
+  for (const HealthReport& r : reports) (r.appliance == 0x7F000001 ? of1 : of2).push_back(r);
+  ASSERT_EQ(of1.size(), 1u);
+  ASSERT_TRUE(of1[0].transition);
+  EXPECT_EQ(of1[0].transition->from, HealthState::kInitializing);
+  EXPECT_EQ(of1[0].transition->to, HealthState::kHealthy);
+  EXPECT_EQ(of1[0].now.state, HealthState::kHealthy);
+  // 127.0.0.2: its first failed check ends its provisional service (no
+  // transition yet), the second makes it unhealthy.
+  ASSERT_EQ(of2.size(), 2u);
+  EXPECT_FALSE(of2[0].transition);
+  EXPECT_EQ(of2[0].now.state, HealthState::kInitializing);
+  EXPECT_FALSE(of2[0].now.provisional);
+  ASSERT_TRUE(of2[1].transition);
+  EXPECT_EQ(of2[1].transition->to, HealthState::kUnhealthy);
+  EXPECT_NE(of2[1].transition->reason.find("connect_refused"), std::string::npos) << of2[1].transition->reason;
+  // Removed from the config: reported as removed by reconcile.
+  cfg.server_groups[0].servers.pop_back();
+  std::vector<HealthReport> gone = hc.reconcile(cfg);
+  ASSERT_EQ(gone.size(), 1u);
+  EXPECT_EQ(gone[0].appliance, 0x7F000002u);
+  EXPECT_TRUE(gone[0].removed);
 }
 
 }  // namespace

@@ -1,0 +1,403 @@
+// Benchmark (never pass/fail): gwlbd's own HealthChecker (control/health/)
+// probing a fleet of appliances on loopback, one distinct 127.x address per
+// appliance, every check's result going into its tracker and every change
+// reported as gwlbd's engine gets it. Unlike bench/probe_scale (which runs
+// bare probes on a copy of the schedule), this measures gwlbd's probe work
+// as it ships: scheduling, probing, judging, reporting.
+//
+// Reports, per run: CPU of the checker's thread (getrusage RUSAGE_THREAD) as
+// % of one core, split into user (gwlbd's work) and sys (the kernel's: socket
+// calls, epoll, and on loopback the listener's half of every handshake,
+// which the kernel charges to the connecting thread in softirq); probes
+// completed per second (the trackers' counts); probe arrivals at the listener
+// per 10 ms window after the first interval (min / median / max against the
+// ideal targets x 10 ms / interval: a burst shows as a max far above it).
+//
+// Targets: one listener thread on 0.0.0.0:PORT (every 127.x address is
+// local) that accepts everything; tcp: keeps each connection until the prober
+// resets it; http: answers "HTTP/1.1 200 OK" to each request, then waits for
+// the prober's reset.
+//
+//   probe_fleet [--targets 10000] [--protocols tcp,http] [--duration 10]
+//               [--interval-ms 1000] [--timeout-ms 1000] [--pin]
+// --pin puts the checker on cpu 0 and the listener on cpu 1.
+// Prints a table, then one JSON line (last line of stdout).
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "control/health/health_checker.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace gwlb;
+using namespace gwlb::ctl;
+
+[[noreturn]] void die(const std::string& what) {
+  std::fprintf(stderr, "probe_fleet: %s: %s\n", what.c_str(), std::strerror(errno));
+  std::exit(1);
+}
+
+void pinTo(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+double loadAvg() {
+  double l = -1;
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &l) != 1) l = -1;
+    std::fclose(f);
+  }
+  return l;
+}
+
+struct CpuTimes {
+  double user = 0, sys = 0;
+  long involuntary = 0;
+};
+CpuTimes threadCpu() {
+  rusage ru{};
+  getrusage(RUSAGE_THREAD, &ru);
+  return {double(ru.ru_utime.tv_sec) + double(ru.ru_utime.tv_usec) / 1e6,
+          double(ru.ru_stime.tv_sec) + double(ru.ru_stime.tv_usec) / 1e6, ru.ru_nivcsw};
+}
+
+// CPU seconds (user + sys) of another thread of this process, 10 ms resolution.
+double taskCpuSeconds(pid_t tid) {
+  std::string path = "/proc/self/task/" + std::to_string(tid) + "/stat";
+  FILE* f = std::fopen(path.c_str(), "r");
+  if (!f) return 0;
+  char buf[1024];
+  size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  buf[n] = 0;
+  const char* p = std::strrchr(buf, ')');
+  unsigned long long ut = 0, st = 0;
+  if (!p || std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+    return 0;
+  return double(ut + st) / double(sysconf(_SC_CLK_TCK));
+}
+
+// The appliances' side: every connection accepted on one port, counted per
+// 10 ms window of its arrival.
+class Listener {
+ public:
+  static constexpr size_t kWindows = 100 * 600;  // 10 minutes of 10 ms windows
+
+  Listener(int pin_cpu) : arrivals_(kWindows) {
+    efd_ = epoll_create1(EPOLL_CLOEXEC);
+    stop_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    lfd_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (efd_ < 0 || stop_ < 0 || lfd_ < 0) die("epoll/eventfd/socket");
+    int one = 1;
+    setsockopt(lfd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    if (bind(lfd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) < 0) die("bind");
+    if (listen(lfd_, 65535) < 0) die("listen");
+    socklen_t len = sizeof(a);
+    getsockname(lfd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    add(stop_);
+    add(lfd_);
+    t0_ = Clock::now();
+    thread_ = std::thread([this, pin_cpu] {
+      if (pin_cpu >= 0) pinTo(pin_cpu);
+      tid_.store(pid_t(syscall(SYS_gettid)));
+      run();
+    });
+    while (tid_.load() == 0) std::this_thread::yield();
+  }
+  ~Listener() {
+    uint64_t one = 1;
+    [[maybe_unused]] auto n = write(stop_, &one, sizeof(one));
+    thread_.join();
+    close(lfd_);
+    close(stop_);
+    close(efd_);
+  }
+  uint16_t port() const { return port_; }
+  void setHttp(bool on) { http_.store(on); }
+  pid_t tid() const { return tid_.load(); }
+  Clock::time_point t0() const { return t0_; }
+  // Arrivals per 10 ms window from `from` to `to` (ms since t0()).
+  std::vector<uint32_t> arrivals(uint64_t from_ms, uint64_t to_ms) const {
+    std::vector<uint32_t> out;
+    for (uint64_t w = from_ms / 10; w < to_ms / 10 && w < kWindows; ++w) out.push_back(arrivals_[w].load());
+    return out;
+  }
+
+ private:
+  void add(int fd, uint32_t events = EPOLLIN) {
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.fd = fd;
+    if (epoll_ctl(efd_, EPOLL_CTL_ADD, fd, &ev) < 0) close(fd);
+  }
+  void run() {
+    epoll_event evs[256];
+    linger lg{1, 0};
+    static constexpr char kOk[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+    char buf[2048];
+    for (;;) {
+      int n = epoll_wait(efd_, evs, 256, -1);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) die("epoll_wait");
+      for (int i = 0; i < n; ++i) {
+        const int fd = evs[i].data.fd;
+        if (fd == stop_) return;
+        if (fd == lfd_) {
+          for (;;) {
+            int c = accept4(lfd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+            if (c < 0) break;
+            const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0_).count();
+            if (size_t(ms / 10) < kWindows) arrivals_[size_t(ms / 10)].fetch_add(1, std::memory_order_relaxed);
+            setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+            add(c, EPOLLIN | EPOLLRDHUP);
+          }
+          continue;
+        }
+        // A request (http: answer it) or the prober's reset (close).
+        ssize_t got = read(fd, buf, sizeof buf);
+        if (got > 0 && http_.load()) {
+          if (write(fd, kOk, sizeof kOk - 1) < 0) close(fd);
+          continue;
+        }
+        if (got > 0) continue;
+        close(fd);
+      }
+    }
+  }
+  int efd_ = -1, stop_ = -1, lfd_ = -1;
+  uint16_t port_ = 0;
+  std::atomic<bool> http_{false};
+  std::vector<std::atomic<uint32_t>> arrivals_;
+  Clock::time_point t0_;
+  std::thread thread_;
+  std::atomic<pid_t> tid_{0};
+};
+
+struct Options {
+  size_t targets = 10000;
+  std::vector<std::string> protocols{"tcp", "http"};
+  double duration_s = 10;
+  uint32_t interval_ms = 1000, timeout_ms = 1000;
+  bool pin = false;
+};
+
+struct Result {
+  std::string protocol;
+  size_t targets = 0;
+  double wall_s = 0, user_s = 0, sys_s = 0, listener_s = 0;
+  uint64_t completed = 0, reports = 0, healthy = 0;
+  long preempted = 0;
+  uint32_t win_min = 0, win_median = 0, win_max = 0;
+  double win_ideal = 0;
+  uint32_t win100_min = 0, win100_max = 0;  // the same per 100 ms
+  double load_before = 0, load_after = 0;
+};
+
+// The checker, as gwlbd builds it (its report into a counter here). Built
+// against either form of the reporting callback, so that the same bench runs
+// on the tree before and after the checker reported its transitions.
+template <class Checker>
+std::unique_ptr<Checker> makeChecker(boost::asio::io_context& io, uint64_t& reports) {
+  if constexpr (std::is_constructible_v<Checker, boost::asio::io_context&, std::function<void()>>)
+    return std::make_unique<Checker>(io, std::function<void()>([&reports] { ++reports; }));
+  else
+    return std::make_unique<Checker>(io, [&reports](const auto&) { ++reports; });
+}
+
+Result runOne(const Options& o, const std::string& proto, Listener& ls) {
+  ls.setHttp(proto == "http");
+  Config cfg;
+  ServerGroupConfig g;
+  g.name = "fleet";
+  HealthCheckConfig& h = g.health_check;
+  h.configured = true;
+  h.protocol = proto == "http" ? HealthProtocol::kHttp : HealthProtocol::kTcp;
+  h.port = ls.port();
+  h.interval_ms = o.interval_ms;
+  h.timeout_ms = o.timeout_ms;
+  h.healthy_threshold = 2;
+  h.unhealthy_threshold = 2;
+  for (size_t i = 0; i < o.targets; ++i) {
+    ServerConfig s;
+    s.address = IpAddr::v4(0x7f000001u + uint32_t(i));  // 127.0.0.1 onwards
+    g.servers.push_back(s);
+  }
+  cfg.server_groups.push_back(g);
+
+  boost::asio::io_context io{1};
+  uint64_t reports = 0;
+  auto hc = makeChecker<HealthChecker>(io, reports);
+  Result r;
+  r.protocol = proto;
+  r.targets = o.targets;
+  r.load_before = loadAvg();
+  const double l0 = taskCpuSeconds(ls.tid());
+  const CpuTimes c0 = threadCpu();
+  const Clock::time_point t0 = Clock::now();
+  hc->reconcile(cfg);
+  io.run_for(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.duration_s)));
+  const CpuTimes c1 = threadCpu();
+  r.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.listener_s = taskCpuSeconds(ls.tid()) - l0;
+  r.user_s = c1.user - c0.user;
+  r.sys_s = c1.sys - c0.sys;
+  r.preempted = c1.involuntary - c0.involuntary;
+  r.load_after = loadAvg();
+  r.reports = reports;
+  for (const ServerConfig& s : cfg.server_groups[0].servers) {
+    const HealthTracker* t = hc->tracker(applianceKey(s.address));
+    if (!t) continue;
+    r.completed += t->latency().count;
+    r.healthy += t->state() == HealthState::kHealthy;
+  }
+  // Arrivals after the first interval (the jittered start) to the end.
+  const auto ms = [&](Clock::time_point t) {
+    return uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(t - ls.t0()).count());
+  };
+  std::vector<uint32_t> w = ls.arrivals(ms(t0) + o.interval_ms, ms(t0) + uint64_t(o.duration_s * 1000) - 10);
+  if (!w.empty()) {
+    std::sort(w.begin(), w.end());
+    r.win_min = w.front();
+    r.win_median = w[w.size() / 2];
+    r.win_max = w.back();
+  }
+  r.win_ideal = double(o.targets) * 10.0 / double(o.interval_ms);
+  // Per 100 ms: a thread the scheduler runs in slices (a loaded machine)
+  // starts its probes in bunches at the 10 ms scale whatever its schedule.
+  std::vector<uint32_t> w100 = ls.arrivals(ms(t0) + o.interval_ms, ms(t0) + uint64_t(o.duration_s * 1000) - 10);
+  for (size_t i = 0; i + 10 <= w100.size(); i += 10) {
+    uint32_t sum = 0;
+    for (size_t k = i; k < i + 10; ++k) sum += w100[k];
+    if (i == 0 || sum < r.win100_min) r.win100_min = sum;
+    r.win100_max = std::max(r.win100_max, sum);
+  }
+  // Every appliance removed first: a probe still in flight then finds its
+  // appliance gone when it completes (during poll) and touches nothing.
+  hc->reconcile(Config{});
+  io.restart();
+  io.poll();
+  hc.reset();
+  return r;
+}
+
+void usage() {
+  std::fprintf(stderr, "usage: probe_fleet [--targets N] [--protocols tcp,http] [--duration S] "
+                       "[--interval-ms MS] [--timeout-ms MS] [--pin]\n");
+  std::exit(2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto val = [&]() -> std::string {
+      if (i + 1 >= argc) usage();
+      return argv[++i];
+    };
+    if (a == "--targets") o.targets = std::stoul(val());
+    else if (a == "--protocols") {
+      o.protocols.clear();
+      std::string v = val();
+      for (size_t p = 0; p <= v.size();) {
+        size_t c = v.find(',', p);
+        if (c == std::string::npos) c = v.size();
+        if (c > p) o.protocols.push_back(v.substr(p, c - p));
+        p = c + 1;
+      }
+    } else if (a == "--duration") o.duration_s = std::stod(val());
+    else if (a == "--interval-ms") o.interval_ms = uint32_t(std::stoul(val()));
+    else if (a == "--timeout-ms") o.timeout_ms = uint32_t(std::stoul(val()));
+    else if (a == "--pin") o.pin = true;
+    else usage();
+  }
+  if (o.targets == 0 || o.targets > 65535 || o.duration_s <= 0 || o.protocols.empty()) usage();
+  for (const auto& p : o.protocols)
+    if (p != "tcp" && p != "http") usage();
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+  if (o.pin) pinTo(0);
+  // The first round's 10,000 transitions would be 10,000 log lines: not
+  // the steady probe work measured here.
+  spdlog::set_level(spdlog::level::off);
+  Listener ls(o.pin ? 1 : -1);
+  std::vector<Result> results;
+  for (const auto& p : o.protocols) results.push_back(runOne(o, p, ls));
+
+  std::printf("probe_fleet: gwlbd's HealthChecker, %zu appliances on 127.0.0.1 onwards (one listener "
+              "thread%s), interval %u ms, timeout %u ms, %.0f s per run, checker thread%s\n",
+              o.targets, o.pin ? " on cpu 1" : "", o.interval_ms, o.timeout_ms, o.duration_s,
+              o.pin ? " on cpu 0" : " not pinned");
+  std::printf("%-5s %8s %9s %10s %8s %8s %9s %8s %40s %9s %11s\n", "proto", "targets", "probes/s",
+              "CPU %core", "user", "sys", "us/probe", "healthy", "arrivals/10ms min-med-max",
+              "listener", "load");
+  std::string j = "{\"interval_ms\":" + std::to_string(o.interval_ms) +
+                  ",\"timeout_ms\":" + std::to_string(o.timeout_ms) +
+                  ",\"duration_s\":" + std::to_string(o.duration_s) +
+                  ",\"pinned\":" + (o.pin ? "true" : "false") + ",\"runs\":[";
+  for (size_t i = 0; i < results.size(); ++i) {
+    const Result& r = results[i];
+    const double cpu = r.user_s + r.sys_s;
+    char win[96];
+    std::snprintf(win, sizeof win, "%u-%u-%u (ideal %.0f); /100ms %u-%u", r.win_min, r.win_median,
+                  r.win_max, r.win_ideal, r.win100_min, r.win100_max);
+    std::printf("%-5s %8zu %9.0f %9.1f%% %7.1f%% %7.1f%% %9.1f %8llu %40s %8.1f%% %5.1f-%.1f\n",
+                r.protocol.c_str(), r.targets, double(r.completed) / r.wall_s, 100 * cpu / r.wall_s,
+                100 * r.user_s / r.wall_s, 100 * r.sys_s / r.wall_s,
+                r.completed ? 1e6 * cpu / double(r.completed) : 0.0,
+                static_cast<unsigned long long>(r.healthy), win, 100 * r.listener_s / r.wall_s,
+                r.load_before, r.load_after);
+    char buf[1024];
+    std::snprintf(buf, sizeof buf,
+                  "%s{\"protocol\":\"%s\",\"targets\":%zu,\"wall_s\":%.3f,\"user_s\":%.4f,\"sys_s\":%.4f,"
+                  "\"cpu_pct_of_core\":%.2f,\"user_pct_of_core\":%.2f,\"sys_pct_of_core\":%.2f,"
+                  "\"completed\":%llu,\"probes_per_s\":%.1f,\"healthy\":%llu,\"reports\":%llu,"
+                  "\"arrivals_per_10ms\":{\"min\":%u,\"median\":%u,\"max\":%u,\"ideal\":%.1f},"
+                  "\"arrivals_per_100ms\":{\"min\":%u,\"max\":%u},"
+                  "\"listener_pct_of_core\":%.1f,\"preempted\":%ld,\"load_avg_1m\":[%.2f,%.2f]}",
+                  i ? "," : "", r.protocol.c_str(), r.targets, r.wall_s, r.user_s, r.sys_s,
+                  100 * cpu / r.wall_s, 100 * r.user_s / r.wall_s, 100 * r.sys_s / r.wall_s,
+                  static_cast<unsigned long long>(r.completed), double(r.completed) / r.wall_s,
+                  static_cast<unsigned long long>(r.healthy), static_cast<unsigned long long>(r.reports),
+                  r.win_min, r.win_median, r.win_max, r.win_ideal, r.win100_min, r.win100_max,
+                  100 * r.listener_s / r.wall_s,
+                  r.preempted, r.load_before, r.load_after);
+    j += buf;
+  }
+  j += "]}";
+  std::printf("%s\n", j.c_str());
+  return 0;
+}
