@@ -605,9 +605,8 @@ template <bool kClasses>
     }
     // Never wrap Geneve again: ours coming back (from our underlay address)
     // or Geneve on its way to one of our appliances.
-    if (((geneve || vxlan) && p.ip_version == 4 &&
-         (p.tuple.src.v4HostOrder() == snap->underlay_ip ||
-          snap->serverByIp(p.tuple.dst.v4HostOrder()) != kNoServer)) ||
+    if (((geneve || vxlan) && p.ip_version == 4 && (p.tuple.src.v4HostOrder() == snap->underlay_ip ||
+                                                    snap->serverByIp(p.tuple.dst.v4HostOrder()) != kNoServer)) ||
         (p.ip_version == 6 && isLoopTunnel6(p, *snap))) [[unlikely]] {
       drop(c, m, Counter::drop_loop_geneve);
       continue;
