@@ -23,8 +23,14 @@ uint8_t* writeOption(uint8_t* p, uint8_t type, size_t data_len) {
 }
 
 // The Geneve header and (aws) options writeEncap() writes behind its UDP
-// header; returns the Geneve length.
+// header, or with p.vxlan the VXLAN header (RFC 7348: flags with only I set,
+// 24 reserved bits, VNI, 8 reserved bits); returns the header's length.
 size_t writeGeneveHeader(uint8_t* g, const EncapParams& p) {
+  if (p.vxlan) {
+    wr32(g, uint32_t(kVxlanFlagI) << 24);
+    wr32(g + 4, (p.vni & 0xFFFFFF) << 8);
+    return kVxlanHeaderLen;
+  }
   size_t geneve_len = kGeneveBaseLen + (p.aws_options ? kAwsOptionsLen : 0);
   g[0] = uint8_t((geneve_len - kGeneveBaseLen) / 4);
   g[1] = 0;
@@ -50,8 +56,10 @@ uint32_t ipv6PseudoSum(const uint8_t* ip6) {
 
 }  // namespace
 
+// With p.vxlan: the VXLAN header to p.udp_dport, as writeEncap() writes it.
 void writeEncap6(uint8_t* f, size_t payload_len, const EncapParams& p) noexcept {
-  size_t geneve_len = kGeneveBaseLen + (p.aws_options ? kAwsOptionsLen : 0);
+  const bool aws = p.aws_options && !p.vxlan;
+  size_t geneve_len = kGeneveBaseLen + (aws ? kAwsOptionsLen : 0);
   size_t udp_len = 8 + geneve_len + payload_len;
 
   std::memcpy(f, p.dst_mac.b.data(), 6);
@@ -70,7 +78,7 @@ void writeEncap6(uint8_t* f, size_t payload_len, const EncapParams& p) noexcept 
 
   uint8_t* udp = ip + 40;
   wr16(udp, p.udp_sport);
-  wr16(udp + 2, kGenevePort);
+  wr16(udp + 2, p.vxlan ? p.udp_dport : kGenevePort);
   wr16(udp + 4, uint16_t(udp_len));
   wr16(udp + 6, 0);
   writeGeneveHeader(udp + 8, p);
@@ -114,26 +122,7 @@ void writeEncap(uint8_t* f, size_t payload_len, const EncapParams& p) noexcept {
   wr16(udp + 4, uint16_t(udp_len));
   wr16(udp + 6, 0);
 
-  // Geneve, or VXLAN (RFC 7348: flags with only I set, 24 reserved bits, VNI, 8 reserved bits)
-  uint8_t* g = udp + 8;
-  if (p.vxlan) {
-    wr32(g, uint32_t(kVxlanFlagI) << 24);
-    wr32(g + 4, (p.vni & 0xFFFFFF) << 8);
-  } else {
-    g[0] = uint8_t((geneve_len - kGeneveBaseLen) / 4);  // version 0, opt len in words
-    g[1] = 0;                                           // O = 0, C = 0: no critical options
-    wr16(g + 2, p.protocol);
-    wr32(g + 4, (p.vni & 0xFFFFFF) << 8);
-  }
-  if (aws) {
-    uint8_t* o = g + kGeneveBaseLen;
-    o = writeOption(o, kAwsOptEndpointId, 8);
-    wr64(o, p.endpoint_id);
-    o = writeOption(o + 8, kAwsOptAttachmentId, 8);
-    wr64(o, p.attachment_id);
-    o = writeOption(o + 8, kAwsOptFlowCookie, 4);
-    wr32(o, p.cookie);
-  }
+  writeGeneveHeader(udp + 8, p);
 
   // UDP checksum over the pseudo-header, UDP header and everything after it.
   uint32_t sum = csumAdd(0, ip + 12, 8);
@@ -153,9 +142,10 @@ void buildEncapTemplate(EncapTemplate& t, const EncapParams& p) noexcept {
     q.traffic_class = 0;
     q.flow_label = 0;
     if (p.aws_options) q.protocol = 0;
-    t.aws = p.aws_options;
+    if (p.vxlan) q.aws_options = false;
+    t.aws = q.aws_options;
     t.ipv6 = true;
-    t.len = uint8_t(encapHeaderLen(p.aws_options, true));
+    t.len = uint8_t(encapHeaderLen(q.aws_options, true));
     writeEncap6(t.bytes, 0, q);
     uint8_t* ip = t.bytes + 14;
     uint8_t* udp = ip + 40;

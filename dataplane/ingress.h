@@ -38,17 +38,24 @@ NdVerdict ndVerdict(const uint8_t* f, const ParsedPacket& p, const Snapshot& s) 
 // True when `a` (16 bytes) is one of the node's IPv6 addresses.
 bool isNodeIpv6(const Snapshot& s, const uint8_t* a) noexcept;
 
-// Geneve over IPv6 (UDP to 6081, not an ICMP error) to node.underlay_ipv6:
-// a return from an IPv6 appliance.
-inline bool isGeneve6ToUs(const ParsedPacket& p, const Snapshot& s) noexcept {
-  return s.has_underlay_ip6 && p.tuple.proto == kProtoUdp && p.tuple.dport == kGenevePort &&
-         !p.icmp_error && std::memcmp(p.tuple.dst.b.data(), s.underlay_ip6.data(), 16) == 0;
+// UDP to 6081 (Geneve) or to a VXLAN group's tunnel port: the ports
+// appliances return on.
+inline bool isTunnelPort(const ParsedPacket& p, const Snapshot& s) noexcept {
+  return p.tuple.proto == kProtoUdp &&
+         (p.tuple.dport == kGenevePort || (!s.vxlan_ports.empty() && s.isVxlanPort(p.tuple.dport)));
 }
 
-// Geneve over IPv6 from node.underlay_ipv6 (ours coming back) or to one of
-// our IPv6 appliances, arriving from a router: never wrapped again.
-inline bool isLoopGeneve6(const ParsedPacket& p, const Snapshot& s) noexcept {
-  if (p.tuple.proto != kProtoUdp || p.tuple.dport != kGenevePort) return false;
+// Geneve, or VXLAN on a group's tunnel port, over IPv6 (not an ICMP error) to
+// node.underlay_ipv6: a return from an IPv6 appliance.
+inline bool isTunnel6ToUs(const ParsedPacket& p, const Snapshot& s) noexcept {
+  return s.has_underlay_ip6 && isTunnelPort(p, s) && !p.icmp_error &&
+         std::memcmp(p.tuple.dst.b.data(), s.underlay_ip6.data(), 16) == 0;
+}
+
+// Geneve or VXLAN over IPv6 from node.underlay_ipv6 (ours coming back) or to
+// one of our IPv6 appliances, arriving from a router: never wrapped again.
+inline bool isLoopTunnel6(const ParsedPacket& p, const Snapshot& s) noexcept {
+  if (!isTunnelPort(p, s)) return false;
   if (s.has_underlay_ip6 && std::memcmp(p.tuple.src.b.data(), s.underlay_ip6.data(), 16) == 0) return true;
   return !s.by_ip6.empty() && s.serverByIp6(p.tuple.dst.b.data()) != kNoServer;
 }

@@ -551,9 +551,9 @@ template <bool kClasses>
       else drop(c, m, Counter::drop_arp_not_for_us);
       continue;
     }
-    // Geneve to node.underlay_ipv6 is a return (before node.ipv6_addresses,
+    // Geneve or VXLAN to node.underlay_ipv6 is a return (before node.ipv6_addresses,
     // which may list the same address so that it is answered in ND).
-    const bool geneve6 = p.ip_version == 6 && isGeneve6ToUs(p, *snap);
+    const bool geneve6 = p.ip_version == 6 && isTunnel6ToUs(p, *snap);
     if (p.ip_version == 6 && !geneve6) {
       // Neighbor discovery is link-local: punted when it asks for us, never forwarded.
       NdVerdict nd = p.tuple.proto == kProtoIcmpv6 ? ndVerdict(d, p, *snap) : NdVerdict::kNotNd;
@@ -574,8 +574,8 @@ template <bool kClasses>
     }
     bool geneve = p.ip_version == 4 && p.tuple.proto == kProtoUdp && p.tuple.dport == kGenevePort;
     // VXLAN groups' tunnel ports: looked at only when the snapshot has some.
-    const bool vxlan = !geneve && !snap->vxlan_ports.empty() && p.ip_version == 4 &&
-                       p.tuple.proto == kProtoUdp && snap->isVxlanPort(p.tuple.dport);
+    const bool vxlan = !geneve && !snap->vxlan_ports.empty() && p.tuple.proto == kProtoUdp &&
+                       snap->isVxlanPort(p.tuple.dport);
     if (geneve6 || isGeneveToUs(p, snap->underlay_ip)) {
       if (!geneve && !geneve6 && !vxlan) forUs(c, m);
       else if (!acceptsReturns(role)) drop(c, m, Counter::drop_geneve_on_router_port);
@@ -605,9 +605,9 @@ template <bool kClasses>
     }
     // Never wrap Geneve again: ours coming back (from our underlay address)
     // or Geneve on its way to one of our appliances.
-    if (((geneve || vxlan) && (p.tuple.src.v4HostOrder() == snap->underlay_ip ||
-                               snap->serverByIp(p.tuple.dst.v4HostOrder()) != kNoServer)) ||
-        (p.ip_version == 6 && isLoopGeneve6(p, *snap))) [[unlikely]] {
+    if (((geneve || vxlan) && p.ip_version == 4 && (p.tuple.src.v4HostOrder() == snap->underlay_ip ||
+                                                    snap->serverByIp(p.tuple.dst.v4HostOrder()) != kNoServer)) ||
+        (p.ip_version == 6 && isLoopTunnel6(p, *snap))) [[unlikely]] {
       drop(c, m, Counter::drop_loop_geneve);
       continue;
     }

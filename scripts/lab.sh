@@ -42,6 +42,9 @@
 #                       tunnels, external 10801/801 and internal 10800/800) bridged together, the
 #                       same nftables conntrack firewall on the bridge (br_netfilter), and the
 #                       groups use encapsulation: vxlan (docs/lab.md "The kernel VXLAN appliance")
+#   LAB_UNDERLAY ipv4|ipv6 (ipv4)   ipv6: the appliance network is IPv6 (gwlbd's node.underlay_ipv6
+#                       fd77:9::1, appliances fd77:9::11..14, their health checks off); with
+#                       LAB_APPLIANCE=vxlan the kernel's VXLAN devices tunnel over IPv6
 #   LAB_RT_PORT af_packet|tap   gwlbd's router-side port: net_af_packet on gw-rt (default;
 #                       the kernel reassembles IPv4 fragments before gwlbd sees them) or
 #                       net_tap bridged to gw-rt (gwlbd gets every frame as sent: real fragments)
@@ -80,6 +83,10 @@ case "$PROBES" in data|mgmt) ;; *) echo "lab: LAB_PROBES must be data or mgmt, n
 APPLIANCE="${LAB_APPLIANCE:-plain}"                   # plain | stateful | mixed (app_stateful)
 case "$APPLIANCE" in plain|stateful|mixed|vxlan) ;; *) echo "lab: LAB_APPLIANCE must be plain, stateful, mixed or vxlan, not '$APPLIANCE'" >&2; exit 2 ;; esac
 APP_IPS=(10.77.9.11 10.77.9.12 10.77.9.13 10.77.9.14)
+UNDERLAY="${LAB_UNDERLAY:-ipv4}"                      # ipv4 | ipv6: the appliances' addresses
+case "$UNDERLAY" in ipv4|ipv6) ;; *) echo "lab: LAB_UNDERLAY must be ipv4 or ipv6, not '$UNDERLAY'" >&2; exit 2 ;; esac
+UNDERLAY_IP6=fd77:9::1
+APP_IP6S=(fd77:9::11 fd77:9::12 fd77:9::13 fd77:9::14)
 APP_MACS=(02:77:00:00:09:11 02:77:00:00:09:12 02:77:00:00:09:13 02:77:00:00:09:14)
 CLIENT_B_IP=10.77.1.130 CLIENT_B_IP6=fd77:1::82       # tenant B's client (--listeners 2)
 APP_MTU=1600
@@ -152,8 +159,10 @@ server_group_yaml() {  # server_group_yaml NAME I J EXTRA: a group of appliances
   local hc="${LAB_HC:-http}" path_line="" extra="${4:-}${LAB_HC_EXTRA:+, $LAB_HC_EXTRA}" rst=""
   [ "${LAB_TCP_RESET:-0}" = 1 ] && rst=$'\n    send_tcp_reset: { on_unhealthy: true, on_deregistration: true }'
   [ "$hc" = http ] && path_line=", path: /health"
-  local encap=""
+  local encap="" addrs=("${APP_IPS[@]}")
   [ "$APPLIANCE" = vxlan ] && encap=$'\n    encapsulation: vxlan'
+  # IPv6 appliances: health probes to them are not available yet (gwlbd refuses them).
+  if [ "$UNDERLAY" = ipv6 ]; then addrs=("${APP_IP6S[@]}"); extra="$extra, enabled: false"; fi
   cat <<YAML
   - name: $1
     geneve: { format: ${LAB_FORMAT:-aws}, vni: 77 }$encap
@@ -164,8 +173,8 @@ server_group_yaml() {  # server_group_yaml NAME I J EXTRA: a group of appliances
                     timeout: ${LAB_HC_TIMEOUT:-300ms}, healthy_threshold: ${LAB_HC_HEALTHY:-2},
                     unhealthy_threshold: ${LAB_HC_UNHEALTHY:-2}${LAB_HC_FORWARDING:+, forwarding: $LAB_HC_FORWARDING}$extra }
     servers:
-      - { address: ${APP_IPS[$2]}, mac: ${APP_MACS[$2]} }
-      - { address: ${APP_IPS[$3]}, mac: ${APP_MACS[$3]} }
+      - { address: ${addrs[$2]}, mac: ${APP_MACS[$2]} }
+      - { address: ${addrs[$3]}, mac: ${APP_MACS[$3]} }
 YAML
 }
 
@@ -274,20 +283,28 @@ app_stop() {
 # and IPv6 packets to the inet forward hook, where scripts/lab_stateful.nft
 # keeps conntrack's state. Its HTTP check (port 8080, /health) is Python's
 # http.server: the appliance is "up" while it and the bridge are.
+# LAB_UNDERLAY=ipv6: the devices tunnel between the appliance's IPv6 address
+# and node.underlay_ipv6 (the kernel's VXLAN over IPv6 sends and requires UDP
+# checksums, as gwlbd does); gwlbd's address is pinned, as the IPv4 one is.
 VXLAN_BR=br-nva
 vxlan_setup() {  # vxlan_setup I: appliance I's devices, bridge and firewall (once per namespace)
-  local n="app$1" ip="${APP_IPS[$(($1 - 1))]}"
+  local n="app$1" ip="${APP_IPS[$(($1 - 1))]}" gw="$UNDERLAY_IP"
+  if [ "$UNDERLAY" = ipv6 ]; then ip="${APP_IP6S[$(($1 - 1))]}" gw="$UNDERLAY_IP6"; fi
   if ! nx "$n" ip link show "$VXLAN_BR" >/dev/null 2>&1; then
-    nx "$n" ip link add vx-ext type vxlan id 801 dstport 10801 local "$ip" remote "$UNDERLAY_IP" dev eth0
-    nx "$n" ip link add vx-int type vxlan id 800 dstport 10800 local "$ip" remote "$UNDERLAY_IP" dev eth0
+    if [ "$UNDERLAY" = ipv6 ]; then
+      nx "$n" sysctl -qw net.ipv6.conf.eth0.disable_ipv6=0 net.ipv6.conf.eth0.accept_ra=0 >/dev/null
+      nx "$n" ip -6 addr add "$ip/64" dev eth0 nodad
+      nx "$n" ip -6 neigh replace "$gw" lladdr "$UNDERLAY_MAC" dev eth0 nud permanent
+    fi
+    nx "$n" ip link add vx-ext type vxlan id 801 dstport 10801 local "$ip" remote "$gw" dev eth0
+    nx "$n" ip link add vx-int type vxlan id 800 dstport 10800 local "$ip" remote "$gw" dev eth0
     nx "$n" ip link add "$VXLAN_BR" type bridge stp_state 0
     for dev in vx-ext vx-int; do
       nx "$n" ip link set "$dev" master "$VXLAN_BR"
       nx "$n" ip link set "$dev" up
     done
     nx "$n" sysctl -qw net.bridge.bridge-nf-call-iptables=1 net.bridge.bridge-nf-call-ip6tables=1 >/dev/null
-    nx "$n" nft -f "$GWLB_ROOT/scripts/lab_stateful.nft"
-    nx "$n" sysctl -qw net.netfilter.nf_conntrack_tcp_loose=0 >/dev/null
+    conntrack_firewall "$n"
     mkdir -p "$D/nva-www"
     echo ok > "$D/nva-www/health"
   fi
@@ -330,9 +347,15 @@ stateful_setup() {  # stateful_setup I: appliance I's kernel as a stateful firew
   # Inner traffic goes back out of the tun (eth0's 10.77.9.0/24 stays on eth0).
   nx "$n" ip route add default dev "$STATEFUL_TUN"
   nx "$n" ip -6 route add default dev "$STATEFUL_TUN"
-  nx "$n" nft -f "$GWLB_ROOT/scripts/lab_stateful.nft"
+  conntrack_firewall "$n"
+}
+
+# Both stateful appliances' firewall: scripts/lab_stateful.nft, and no TCP
+# connection picked up mid-stream (new only with a SYN).
+conntrack_firewall() {  # conntrack_firewall NS
+  nx "$1" nft -f "$GWLB_ROOT/scripts/lab_stateful.nft"
   # After the ruleset: its ct expressions load conntrack, which makes the key.
-  nx "$n" sysctl -qw net.netfilter.nf_conntrack_tcp_loose=0 >/dev/null
+  nx "$1" sysctl -qw net.netfilter.nf_conntrack_tcp_loose=0 >/dev/null
 }
 
 active_count() {  # appliances in state active, by gwlbctl --json servers
@@ -348,7 +371,7 @@ print(sum(1 for r in rows if isinstance(r, dict) and str(r.get("state", "")).sta
 stateful_summary() {  # which appliances are stateful, for `up` and `status`
   local i out=""
   for i in $(app_ids); do
-    if [ "$(lab_appliance)" = vxlan ]; then out="$out app$i kernel VXLAN (vx-ext 10801/801 + vx-int 10800/800 on $VXLAN_BR, nftables conntrack),"
+    if [ "$(lab_appliance)" = vxlan ]; then out="$out app$i kernel VXLAN (vx-ext 10801/801 + vx-int 10800/800 on $VXLAN_BR, nftables conntrack, over $UNDERLAY),"
     elif app_stateful "$i"; then out="$out app$i stateful (tun $STATEFUL_TUN + nftables conntrack),"
     else out="$out app$i plain,"; fi
   done
@@ -357,6 +380,7 @@ stateful_summary() {  # which appliances are stateful, for `up` and `status`
 
 lab_complete() {
   [ "$(lab_appliance)" = "$APPLIANCE" ] || return 1
+  [ "$(cat "$D/underlay" 2>/dev/null || echo ipv4)" = "$UNDERLAY" ] || return 1
   for n in client server router gw $(app_names); do ip netns list | grep -qw "$(ns "$n")" || return 1; done
   for p in gwlbd $(app_names) http; do pid_alive "$p" || return 1; done
   [ -S "$D/gwlbd.sock" ]
@@ -382,7 +406,7 @@ write_config() {
 # Generated by scripts/lab.sh: gwlbd in namespace $(ns gw).
 # Port 0 (gw-rt) faces the router, port 1 (gw-app) the appliance network.
 # Health probes: $PROBES path (docs/lab.md, "Health checks").
-node: { underlay_ip: $UNDERLAY_IP, underlay_mac: $UNDERLAY_MAC, underlay_port: 1, underlay_mtu: $APP_MTU,
+node: { underlay_ip: $UNDERLAY_IP, underlay_mac: $UNDERLAY_MAC, underlay_port: 1, underlay_mtu: $APP_MTU,$([ "$UNDERLAY" = ipv6 ] && echo " underlay_ipv6: $UNDERLAY_IP6,")
         exception_path: { enabled: true, name_prefix: gwlb } }
 $(appliance_groups_yaml "$(probe_keys br-app "$MGMT_IP")")
 dataplane: { workers: 1, mbufs: 16384, flow_table_size: 16384 }
@@ -450,7 +474,7 @@ lab_down() {
     for pid in $(ip netns pids "$name" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null || true; done
     ip netns del "$name" 2>/dev/null || true
   done
-  rm -f "$D/gwlbd.sock" "$D/gateways" "$D/listeners" "$D/appliance" "$D/router/kind"
+  rm -f "$D/gwlbd.sock" "$D/gateways" "$D/listeners" "$D/appliance" "$D/underlay" "$D/router/kind"
 }
 
 lab_up() {
@@ -491,6 +515,7 @@ lab_up() {
   mkdir -p "$D"
   echo "$listeners" > "$D/listeners"
   echo "$APPLIANCE" > "$D/appliance"
+  echo "$UNDERLAY" > "$D/underlay"
   trap 'log "up failed; tearing down"; lab_down' ERR
   if [ "$gateways" -gt 1 ]; then
     fleet_up "$gateways" || { log "up failed; tearing down"; lab_down; return 1; }

@@ -6,7 +6,12 @@ from two routers with their own MACs, one of them on VLAN 100, so that a
 replay shows symmetric hashing and return-to-sender. Includes IPv4 and IPv6
 TCP/UDP/ICMP, fragments and ICMP errors.
 
-usage: gen_sample_pcap.py OUT.pcap [--flows N] [--seed S]
+--dscp marks every fifth TCP flow (IPv4 and IPv6) with DSCP 46 (EF) and ECN
+CE, so that a replay to IPv6 appliances shows the outer traffic class
+carrying the inner DSCP and no ECN (docs/wire-format.md); the rest of the
+capture is the same as without it.
+
+usage: gen_sample_pcap.py OUT.pcap [--flows N] [--seed S] [--dscp]
 """
 import argparse
 import random
@@ -29,13 +34,17 @@ def l2(router, vlan):
     return e / Dot1Q(vlan=vlan) if vlan else e
 
 
-def build(flows, seed):
+EF_CE = 0xB9  # DSCP 46 (EF) << 2 | ECN CE
+
+
+def build(flows, seed, dscp=False):
     rnd = random.Random(seed)
     pkts = []
     t = 1_700_000_000.0
     for i in range(flows):
         router, vlan = (ROUTER_A, 0) if i % 2 == 0 else (ROUTER_B, 100)
         kind = i % 10
+        tos = EF_CE if dscp and i % 5 == 0 else 0
         if kind in (0, 1, 2, 3, 4, 5):  # IPv4 TCP: handshake, data both ways, FIN
             c = "198.51.100.%d" % (1 + i % 200)
             s = "203.0.113.%d" % (1 + (i * 7) % 200)
@@ -45,7 +54,7 @@ def build(flows, seed):
                    (s, c, dp, sp, "PA", bytes(rnd.getrandbits(8) for _ in range(rnd.randint(100, 1200)))),
                    (c, s, sp, dp, "FA", b""), (s, c, dp, sp, "FA", b""), (c, s, sp, dp, "A", b"")]
             for src, dst, a, b, fl, data in seq:
-                p = l2(router, vlan) / IP(src=src, dst=dst, ttl=63) / TCP(sport=a, dport=b, flags=fl) / Raw(data)
+                p = l2(router, vlan) / IP(src=src, dst=dst, ttl=63, tos=tos) / TCP(sport=a, dport=b, flags=fl) / Raw(data)
                 pkts.append(p)
         elif kind in (6, 7):  # IPv4 UDP request/response
             c = "198.51.100.%d" % (1 + i % 200)
@@ -56,8 +65,8 @@ def build(flows, seed):
                 pkts.append(l2(router, vlan) / IP(src=s, dst=c) / UDP(sport=53, dport=sp) / Raw(b"a" * 120))
         elif kind == 8:  # IPv6 TCP and ICMPv6 echo
             c, s = "2001:db8:1::%x" % (i + 1), "2001:db8:2::%x" % (i + 1)
-            pkts.append(l2(router, vlan) / IPv6(src=c, dst=s) / TCP(sport=40000 + i, dport=443, flags="S"))
-            pkts.append(l2(router, vlan) / IPv6(src=s, dst=c) / TCP(sport=443, dport=40000 + i, flags="SA"))
+            pkts.append(l2(router, vlan) / IPv6(src=c, dst=s, tc=tos) / TCP(sport=40000 + i, dport=443, flags="S"))
+            pkts.append(l2(router, vlan) / IPv6(src=s, dst=c, tc=tos) / TCP(sport=443, dport=40000 + i, flags="SA"))
             pkts.append(l2(router, vlan) / IPv6(src=c, dst=s) / ICMPv6EchoRequest(id=i, seq=1))
             pkts.append(l2(router, vlan) / IPv6(src=s, dst=c) / ICMPv6EchoReply(id=i, seq=1))
         else:  # ICMP echo, fragmented UDP (v4 and v6), ICMP errors quoting a flow
@@ -88,8 +97,9 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--flows", type=int, default=300)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--dscp", action="store_true", help="mark every fifth TCP flow EF with ECN CE")
     a = ap.parse_args()
-    pkts = build(a.flows, a.seed)
+    pkts = build(a.flows, a.seed, a.dscp)
     wrpcap(a.out, pkts)
     print("wrote %d packets of %d flows to %s" % (len(pkts), a.flows, a.out))
 

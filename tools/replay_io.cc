@@ -82,29 +82,46 @@ void PcapWriter::close() {
   dead_ = nullptr;
 }
 
+bool outerDestination(const uint8_t* f, size_t len, IpAddr& out) {
+  size_t l2 = 14;
+  if (len >= 18 && rd16(f + 12) == 0x8100) l2 = 18;
+  if (len < l2) return false;
+  const uint16_t et = rd16(f + l2 - 2);
+  if (et == kEtherTypeIpv4 && len >= l2 + 20) return out = IpAddr::v4(f + l2 + 16), true;
+  if (et == kEtherTypeIpv6 && len >= l2 + 40) return out = IpAddr::v6(f + l2 + 24), true;
+  return false;
+}
+
 void reflect(rte_mbuf* m) {
   uint8_t* f = rte_pktmbuf_mtod(m, uint8_t*);
-  uint8_t tmp[6];
+  uint8_t tmp[16];
   std::memcpy(tmp, f, 6);
   std::memcpy(f, f + 6, 6);
   std::memcpy(f + 6, tmp, 6);
-  uint8_t ip[4];
-  std::memcpy(ip, f + 14 + 12, 4);
-  std::memcpy(f + 14 + 12, f + 14 + 16, 4);
-  std::memcpy(f + 14 + 16, ip, 4);
+  // The pipeline writes no VLAN tag: the outer family is the EtherType.
+  const bool v6 = m->data_len >= 14 + 40 && rd16(f + 12) == kEtherTypeIpv6;
+  const size_t at = v6 ? 14 + 8 : 14 + 12, n = v6 ? 16 : 4;
+  std::memcpy(tmp, f + at, n);
+  std::memcpy(f + at, f + at + n, n);
+  std::memcpy(f + at + n, tmp, n);
 }
 
 namespace {
-constexpr size_t kGeneveAt = 14 + 20 + 8;  // what applyEncap writes: no VLAN, no IPv4 options
+// Where the Geneve header starts in what applyEncap writes: no VLAN, no IPv4
+// options, no IPv6 extension headers.
+size_t geneveAt(const uint8_t* f, size_t len) {
+  return len >= 14 && rd16(f + 12) == kEtherTypeIpv6 ? 14 + 40 + 8 : 14 + 20 + 8;
+}
 }  // namespace
 
 bool reflectedFlow(const rte_mbuf* m, std::string& key, size_t& inner_len) {
   const uint8_t* f = rte_pktmbuf_mtod(m, const uint8_t*);
   const size_t len = m->data_len;
-  if (len < kGeneveAt + 8) return false;
-  const size_t inner = kGeneveAt + 8 + size_t(f[kGeneveAt] & 0x3F) * 4;
+  const size_t gen_at = geneveAt(f, len);
+  if (len < gen_at + 8) return false;
+  const size_t inner = gen_at + 8 + size_t(f[gen_at] & 0x3F) * 4;
   if (inner > len) return false;
-  const uint16_t proto = rd16(f + kGeneveAt + 2);
+  const uint16_t proto = rd16(f + gen_at + 2);
   ParsedPacket p;
   Counter why;
   ParseStatus st = proto == kEtherTypeTeb ? parseFrame(f + inner, len - inner, p, why)
@@ -117,10 +134,11 @@ bool reflectedFlow(const rte_mbuf* m, std::string& key, size_t& inner_len) {
 }
 
 bool addBypassToReflection(rte_mbuf* m, uint16_t option_class, uint32_t seconds) {
-  if (m->data_len < kGeneveAt + 8) return false;
+  const size_t gen_at = geneveAt(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len);
+  if (m->data_len < gen_at + 8) return false;
   const uint8_t* f = rte_pktmbuf_mtod(m, const uint8_t*);
-  const size_t opt_len = size_t(f[kGeneveAt] & 0x3F) * 4;
-  const size_t hdr = kGeneveAt + 8 + opt_len;
+  const size_t opt_len = size_t(f[gen_at] & 0x3F) * 4;
+  const size_t hdr = gen_at + 8 + opt_len;
   if (hdr > m->data_len || opt_len + 8 > kMaxGeneveOptionsLen) return false;
   uint8_t* n = reinterpret_cast<uint8_t*>(rte_pktmbuf_prepend(m, 8));
   if (!n) return false;
@@ -130,12 +148,22 @@ bool addBypassToReflection(rte_mbuf* m, uint16_t option_class, uint32_t seconds)
   o[2] = kGwlbOptBypass;
   o[3] = 1;
   wr32(o + 4, seconds);
-  n[kGeneveAt] = uint8_t((n[kGeneveAt] & 0xC0) | ((opt_len + 8) / 4));
-  wr16(n + 14 + 2, uint16_t(rd16(n + 14 + 2) + 8));  // IPv4 total length
-  wr16(n + 14 + 10, 0);
-  wr16(n + 14 + 10, inetChecksum(n + 14, 20));
-  wr16(n + 34 + 4, uint16_t(rd16(n + 34 + 4) + 8));  // UDP length
-  wr16(n + 34 + 6, 0);                               // no UDP checksum (IPv4 allows it)
+  n[gen_at] = uint8_t((n[gen_at] & 0xC0) | ((opt_len + 8) / 4));
+  uint8_t* udp = n + gen_at - 8;
+  const uint16_t udp_len = uint16_t(rd16(udp + 4) + 8);
+  wr16(udp + 4, udp_len);
+  wr16(udp + 6, 0);
+  if (gen_at == 14 + 40 + 8) {
+    // IPv6: payload length, and a UDP checksum (zero is not allowed over IPv6).
+    wr16(n + 14 + 4, udp_len);
+    uint32_t sum = csumAdd(0, n + 14 + 8, 32) + kProtoUdp + udp_len;
+    const uint16_t c = csumFold(csumAdd(sum, udp, udp_len));
+    wr16(udp + 6, c == 0 ? 0xFFFF : c);
+  } else {
+    wr16(n + 14 + 2, uint16_t(rd16(n + 14 + 2) + 8));  // IPv4 total length
+    wr16(n + 14 + 10, 0);
+    wr16(n + 14 + 10, inetChecksum(n + 14, 20));  // no UDP checksum (IPv4 allows it)
+  }
   return true;
 }
 

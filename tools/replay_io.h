@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "common/net_types.h"
+
 struct rte_mbuf;
 
 namespace gwlb::replay {
@@ -61,17 +63,23 @@ class PcapWriter {
   std::vector<uint8_t> held_bytes_;
 };
 
-// The transparent appliance: swap outer MACs and IPv4 addresses, keep UDP ports
-// and the Geneve header. Swapping addresses leaves both checksums valid.
+// The outer destination of a frame sent to an appliance (Ethernet, an
+// optional 802.1Q tag, IPv4 or IPv6); false when the frame is neither.
+bool outerDestination(const uint8_t* frame, size_t len, IpAddr& out);
+
+// The transparent appliance: swap outer MACs and IPv4 or IPv6 addresses, keep
+// UDP ports and the Geneve or VXLAN header (a VXLAN packet goes back on the
+// tunnel it came on). Swapping addresses leaves both checksums valid.
 void reflect(rte_mbuf* m);
 
 // --reflect-bypass-after: the canonical key (5-tuple, both directions alike)
 // and inner length of a Geneve packet the pipeline wrote (outer Ethernet,
-// IPv4, UDP, Geneve), or false when its inner packet does not parse.
+// IPv4 or IPv6, UDP, Geneve), or false when its inner packet does not parse.
 bool reflectedFlow(const rte_mbuf* m, std::string& key, size_t& inner_len);
 // Adds gwlb's bypass option (class, seconds; 0: the flow's life) to the
 // Geneve header of such a packet, as an appliance asking for a bypass
-// would: 8 bytes more, outer lengths and IPv4 checksum fixed, UDP checksum 0.
+// would: 8 bytes more, outer lengths fixed; over IPv4 the header checksum
+// fixed and the UDP checksum 0, over IPv6 the UDP checksum recomputed.
 // False when there is no room (headroom, the 252-byte option area).
 bool addBypassToReflection(rte_mbuf* m, uint16_t option_class, uint32_t seconds);
 

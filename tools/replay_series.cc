@@ -4,6 +4,7 @@
 
 #include "common/net_types.h"
 #include "common/packet_parser.h"
+#include "tools/replay_io.h"
 
 namespace gwlb::replay {
 
@@ -26,24 +27,22 @@ size_t Timeline::bucket(uint64_t ts_ns) const {
   return std::min<size_t>(n_ - 1, size_t((ts_ns - start_) / interval_));
 }
 
-Timeline::Series& Timeline::series(uint32_t ip) {
-  auto it = apps_.find(ip);
-  if (it == apps_.end()) it = apps_.emplace(ip, fresh()).first;
+Timeline::Series& Timeline::series(const std::string& address) {
+  auto it = apps_.find(address);
+  if (it == apps_.end()) it = apps_.emplace(address, fresh()).first;
   return it->second;
 }
 
 void Timeline::toAppliance(const uint8_t* f, uint32_t len, uint64_t ts_ns) {
-  uint32_t l2 = 14;
-  if (len >= 18 && rd16(f + 12) == 0x8100) l2 = 18;
-  if (len < l2 + 20) return;
-  series(rd32(f + l2 + 16)).add(bucket(ts_ns), len);
+  IpAddr to;
+  if (outerDestination(f, len, to)) series(to.str()).add(bucket(ts_ns), len);
 }
 
 nlohmann::json Timeline::toJson(nlohmann::json marks) const {
   nlohmann::json t = nlohmann::json::array();
   for (size_t i = 0; i < n_; ++i) t.push_back(double(i * interval_) / 1e9);
   nlohmann::json apps = nlohmann::json::object();
-  for (const auto& [ip, s] : apps_) apps[IpAddr::v4(ip).str()] = s.toJson();
+  for (const auto& [address, s] : apps_) apps[address] = s.toJson();
   return {{"interval_s", double(interval_) / 1e9},
           {"points", n_},
           {"t_s", t},

@@ -7,7 +7,10 @@
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
+
+#include "common/net_types.h"
 
 namespace gwlb::replay {
 
@@ -23,11 +26,11 @@ class Timeline {
 
   void input(uint64_t ts_ns, uint32_t bytes) { in_.add(bucket(ts_ns), bytes); }
   void returned(uint64_t ts_ns, uint32_t bytes) { ret_.add(bucket(ts_ns), bytes); }
-  // A frame sent to an appliance (Ethernet, outer IPv4): counted under its
-  // outer destination address.
+  // A frame sent to an appliance (Ethernet, outer IPv4 or IPv6): counted
+  // under its outer destination address.
   void toAppliance(const uint8_t* frame, uint32_t len, uint64_t ts_ns);
   // Makes sure an appliance has a series (all zeros if it never got a packet).
-  void known(uint32_t ip_host_order) { series(ip_host_order); }
+  void known(const IpAddr& address) { series(address.str()); }
 
   uint64_t interval() const { return interval_; }
   size_t points() const { return n_; }
@@ -44,13 +47,13 @@ class Timeline {
     nlohmann::json toJson() const { return {{"packets", packets}, {"bytes", bytes}}; }
   };
   size_t bucket(uint64_t ts_ns) const;
-  Series& series(uint32_t ip);
+  Series& series(const std::string& address);
   Series fresh() const { return {std::vector<uint64_t>(n_), std::vector<uint64_t>(n_)}; }
 
   uint64_t start_, interval_;
   size_t n_;
   Series in_, ret_;
-  std::map<uint32_t, Series> apps_;
+  std::map<std::string, Series> apps_;  // by address text
 };
 
 }  // namespace gwlb::replay

@@ -61,8 +61,15 @@ nlohmann::json compositesJson(const ctl::RegionTracker& regions, uint64_t first_
   return j;
 }
 
+// An appliance's address as configured, in either family (the snapshot's
+// ServerView keeps an IPv6 one in ip6, its 32-bit key in ip).
+static IpAddr applianceAddress(const dp::ServerView& sv) {
+  return sv.ipv6 ? IpAddr::v6(sv.ip6.data()) : IpAddr::v4(sv.ip);
+}
+
 // The time series' marks: every applied event, lifecycle change and region
 // change at its capture time, in time order.
+
 static nlohmann::json timelineMarks(const std::vector<ctl::ScriptedEvent>& events,
                              const nlohmann::json& lifecycle, const nlohmann::json& regions) {
   std::vector<nlohmann::json> marks;
@@ -148,6 +155,7 @@ void writeSummary(const SummaryInput& in) {
       ++flows_per_server[dp::routeServer(e.route.load(std::memory_order_relaxed))];
   });
   // Packets per appliance: count the outer destinations of what we wrote.
+  // Keyed by applianceKey(), as the snapshot's servers (IPv4 or IPv6 outers).
   std::map<uint32_t, uint64_t> pkts_per_ip, bytes_per_ip;
   {
     char eb[PCAP_ERRBUF_SIZE];
@@ -155,10 +163,11 @@ void writeSummary(const SummaryInput& in) {
     if (p) {
       pcap_pkthdr* h;
       const u_char* d;
+      IpAddr to;
       while (pcap_next_ex(p, &h, &d) == 1)
-        if (h->caplen >= 34) {
-          ++pkts_per_ip[rd32(d + 30)];
-          bytes_per_ip[rd32(d + 30)] += h->len;
+        if (outerDestination(d, h->caplen, to)) {
+          ++pkts_per_ip[applianceKey(to)];
+          bytes_per_ip[applianceKey(to)] += h->len;
         }
       pcap_close(p);
     }
@@ -199,7 +208,7 @@ void writeSummary(const SummaryInput& in) {
   for (size_t id = 0; id < snap->servers.size(); ++id) {
     const auto& sv = snap->servers[id];
     if (!sv.in_use && !(sv.routable && !events.empty())) continue;
-    std::string addr = IpAddr::v4(sv.ip).str();
+    std::string addr = applianceAddress(sv).str();
     uint64_t pk = pkts_per_ip[sv.ip];
     uint64_t fl = flows_per_server[uint16_t(id)];
     const std::string& gname = cfg.server_groups[sv.group].name;
@@ -303,7 +312,7 @@ void writeSummary(const SummaryInput& in) {
   nlohmann::json servers = nlohmann::json::array();
   for (size_t id = 0; id < snap->servers.size(); ++id) {
     const auto& sv = snap->servers[id];
-    nlohmann::json x = {{"address", IpAddr::v4(sv.ip).str()},
+    nlohmann::json x = {{"address", applianceAddress(sv).str()},
                         {"phase", dp::toString(sv.phase)},
                         {"in_config", sv.in_use},
                         {"routable", sv.routable},
@@ -315,7 +324,7 @@ void writeSummary(const SummaryInput& in) {
   j["servers"] = servers;
   j["snapshots_published"] = in.engine.generation();
   if (in.timeline) {
-    for (const auto& sv : snap->servers) in.timeline->known(sv.ip);
+    for (const auto& sv : snap->servers) in.timeline->known(applianceAddress(sv));
     j["timeseries"] = in.timeline->toJson(timelineMarks(events, *in.lifecycle_changes,
                                                         *in.region_changes));
   }

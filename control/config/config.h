@@ -44,7 +44,7 @@ struct VxlanTunnelConfig {
 };
 // Azure's defaults: internal 10800/800, external 10801/801. External carries
 // the packets travelling the way their flow's first packet did, internal
-// the replies (docs/deploy.md "Choosing an encapsulation").
+// the replies (docs/deploy.md "Choosing a format and family").
 struct VxlanConfig {
   VxlanTunnelConfig internal{10800, 800};
   VxlanTunnelConfig external{10801, 801};

@@ -69,10 +69,6 @@ void checkIpv6Underlay(const Config& c, Report& r) {
                                "neighbor discovery");
     }
     if (first_v6.empty()) continue;
-    // The VXLAN templates are written with an outer IPv4 header only.
-    if (g.encapsulation == Encapsulation::kVxlan)
-      r.add(gp + ".encapsulation", "must be geneve: " + first_v6 + " is IPv6 and VXLAN groups are "
-                                   "reached over an IPv4 underlay only so far");
     const HealthCheckConfig& h = g.health_check;
     // Probe paths (data path from node.underlay_ip, the kernel route checks
     // of a management path, forwarding checks) are IPv4 only so far.

@@ -58,7 +58,7 @@ json movedJson(const dp::FlowEntry& e, const dp::Snapshot* s, uint64_t now) {
   if (!mv) return nullptr;
   uint16_t from = dp::moveFrom(mv);
   uint64_t at = e.moved_at.ns(now);
-  return {{"from", s && from < s->servers.size() ? json(IpAddr::v4(s->servers[from].ip).str())
+  return {{"from", s && from < s->servers.size() ? json(applianceAddress(s->servers[from]).str())
                                                  : json(nullptr)},
           {"reason", dp::toString(dp::MoveReason(dp::moveReason(mv)))},
           {"old_cookie", hex32(dp::moveCookie(mv))},
@@ -72,7 +72,7 @@ json movedJson(const dp::FlowEntry& e, const dp::Snapshot* s, uint64_t now) {
 json bypassJson(uint64_t r, const dp::Snapshot* s, uint64_t now) {
   if (!dp::routeBypassed(r) || dp::bypassEnded(r, now)) return nullptr;
   uint16_t sid = dp::routeServer(r);
-  json by = s && sid < s->servers.size() ? json(IpAddr::v4(s->servers[sid].ip).str()) : json(nullptr);
+  json by = s && sid < s->servers.size() ? json(applianceAddress(s->servers[sid]).str()) : json(nullptr);
   if (!dp::routeBypassTimed(r)) return {{"by", by}, {"until_s", nullptr}};
   uint64_t until = dp::bypassUntilNs(r, now);
   return {{"by", by}, {"until_s", until > now ? double(until - now) / 1e9 : 0.0}};
@@ -99,7 +99,7 @@ json flowsMethod(const Engine& engine, const json& p) {
   FlowsQuery q;
   if (pr.has("server")) {
     IpAddr a = pr.ip("server");
-    q.server = a.isV4() ? engine.registry().find(a.v4HostOrder()) : dp::kNoServer;
+    q.server = engine.registry().find(applianceKeyOf(engine, a));
     if (q.server == dp::kNoServer) notFound("no appliance " + a.str());
     q.by_server = true;
   }
@@ -153,7 +153,7 @@ json flowsPage(const dp::FlowTable& flows, const dp::Snapshot* s, const FlowsQue
     if (q.port >= 0 && (k.kind != KeyKind::kFlow || (sport != q.port && dport != q.port))) return true;
     ++count;
     if (q.count_only) return true;
-    std::string app = s && sid < s->servers.size() ? IpAddr::v4(s->servers[sid].ip).str() : "?";
+    std::string app = s && sid < s->servers.size() ? applianceAddress(s->servers[sid]).str() : "?";
     uint64_t seen = e.last_seen.ns(now);
     uint64_t born = e.created.ns(now);
     rows.push_back({{"src", addrText(s_addr, k.family)},
@@ -250,7 +250,7 @@ json explainMethod(const Engine& engine, const json& p) {
   uint32_t slot = g.maglev.empty() ? 0 : hash % uint32_t(g.maglev.size());
   uint16_t mid = g.maglev.empty() ? dp::kNoServer : g.maglev[slot];
   auto appText = [&](uint16_t id) {
-    return id < s->servers.size() ? json(IpAddr::v4(s->servers[id].ip).str()) : json(nullptr);
+    return id < s->servers.size() ? json(applianceAddress(s->servers[id]).str()) : json(nullptr);
   };
   const char* stick[] = {"5-tuple", "3-tuple", "2-tuple"};
   std::string key = endpointText(kp.key.a, kp.key.family, kp.key.port_a) + " <-> " +

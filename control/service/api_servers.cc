@@ -131,6 +131,16 @@ json lifecycleStatsJson(const ServerLifecycle& life) {
           {"flows_swept", st.flows_swept}};
 }
 
+uint32_t applianceKeyOf(const Engine& engine, const IpAddr& a) {
+  if (a.isV4()) return a.v4HostOrder();
+  for (const ServerGroupConfig& g : engine.config().server_groups)
+    for (const ServerConfig& sc : g.servers)
+      if (sc.address == a) return applianceKey(a);
+  for (const auto& [key, le] : engine.lifecycle().entries())
+    if (le.server.address == a) return key;
+  notFound("no appliance " + a.str());
+}
+
 json drainMethod(Engine& engine, uint64_t now, const json& p) {
   Params pr(p, {"address", "timeout_s", "force"});
   if (!pr.has("address")) badRequest("server.drain needs address");
@@ -138,12 +148,12 @@ json drainMethod(Engine& engine, uint64_t now, const json& p) {
   std::optional<uint32_t> timeout;
   if (pr.has("timeout_s")) timeout = uint32_t(pr.num("timeout_s", 1, 3600));
   const bool force = pr.has("force") && pr.boolean("force");
-  if (!a.isV4()) notFound("no appliance " + a.str());
+  const uint32_t key = applianceKeyOf(engine, a);
   const std::string what = "server.drain " + a.str();
-  ChangeOutcome o = engine.drain(a.v4HostOrder(), timeout, now, force);
+  ChangeOutcome o = engine.drain(key, timeout, now, force);
   if (o.refused) throwRefusal(*o.refused, what, a.str());
   logForced(what, o.warnings);
-  const ServerLifecycle::Entry* le = engine.lifecycle().find(a.v4HostOrder());
+  const ServerLifecycle::Entry* le = engine.lifecycle().find(key);
   spdlog::info("control API: draining appliance {} for {:.0f} s", a.str(),
                double(le->deadline_ns - le->since_ns) / 1e9);
   const dp::Snapshot* s = engine.current();
@@ -156,8 +166,7 @@ json undrainMethod(Engine& engine, uint64_t now, const json& p) {
   Params pr(p, {"address"});
   if (!pr.has("address")) badRequest("server.undrain needs address");
   IpAddr a = pr.ip("address");
-  if (!a.isV4()) notFound("no appliance " + a.str());
-  std::string err = engine.undrain(a.v4HostOrder(), now);
+  std::string err = engine.undrain(applianceKeyOf(engine, a), now);
   if (!err.empty()) throw ApiFailure("conflict", a.str() + ": " + err);
   spdlog::info("control API: appliance {} no longer drained", a.str());
   const dp::Snapshot* s = engine.current();

@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "control/service/handlers.h"
+
 namespace gwlb::ctl {
 
 using nlohmann::json;
@@ -79,7 +81,7 @@ void ApplianceView::update(const dp::Snapshot& s, double now) {
     auto it = status_.find(sv.ip);
     if (it != status_.end() && it->second.state == st.state) st.since = it->second.since;
     else if (it != status_.end())
-      spdlog::info("appliance {}: {} -> {} ({})", IpAddr::v4(sv.ip).str(), it->second.state,
+      spdlog::info("appliance {}: {} -> {} ({})", applianceAddress(sv).str(), it->second.state,
                    st.state, st.reason);
     next[sv.ip] = st;
   }

@@ -47,8 +47,21 @@ nlohmann::json guardConfigChange(const Config& cur, const ServerLifecycle& life,
 // file_weight, running_weight}.
 nlohmann::json changeJson(const RuntimeChange& c);
 
+// An appliance's address as configured, in either family (ServerView keeps
+// an IPv6 one in ip6, its 32-bit key in ip).
+inline IpAddr applianceAddress(const dp::ServerView& sv) {
+  return sv.ipv6 ? IpAddr::v6(sv.ip6.data()) : IpAddr::v4(sv.ip);
+}
+
 // Index of the named group; not_found otherwise.
 int groupIndex(const Config& cfg, const std::string& name);
+
+// The key (applianceKey()) the engine knows the appliance at address `a` by,
+// in either family; not_found when `a` is IPv6 and no appliance configured,
+// or removed and still known, has exactly that address (an IPv6 address that
+// only folds to an appliance's key is not that appliance). An IPv4 address is
+// its own key: the engine says whether it is an appliance.
+uint32_t applianceKeyOf(const Engine& engine, const IpAddr& a);
 
 // The `flows` method's request, parsed (flowsMethod).
 struct FlowsQuery {

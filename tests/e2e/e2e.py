@@ -4,7 +4,7 @@
   e2e.py TEST --build DIR --src DIR --work DIR
 TEST: tcp | udp | drop | failover | passive | ethernet | no_rebalance | drain | restart | fragments | mtu | fleet
       | fleet_frr | fleet_upgrade | router_fragments | classes | tcp_reset | tcp_reset_stateful
-      | forwarding | vxlan | stateful_tcp | stateful_failover | stateful_killed | stateful_blackhole | fleet_stateful
+      | forwarding | vxlan | vxlan_ipv6 | stateful_tcp | stateful_failover | stateful_killed | stateful_blackhole | fleet_stateful
       | stateful_reset_killed | stateful_reset_http_503 | stateful_reset_blackhole | stateful_blackhole_no_reset
       | stateful_ethernet | forwarding_ipv6 | dampening | slow_start | mirror | fleet_cold | bypass
 (fleet: tests/e2e/e2e_fleet.py, the fleet lab of 3 gateways, BIRD on the router; fleet_stateful:
@@ -19,6 +19,7 @@ stateful_*: tests/e2e/e2e_stateful.py, LAB_APPLIANCE=stateful: nftables conntrac
 forwarding: tests/e2e/e2e_forwarding.py, forwarding checks against gwlb-appliance --blackhole;
 dampening, slow_start: tests/e2e/e2e_shaping.py, new flows per appliance while held down or ramping;
 vxlan: tests/e2e/e2e_vxlan.py, the kernel's VXLAN devices bridged as the appliance, LAB_APPLIANCE=vxlan;
+vxlan_ipv6: the same tunnelling over IPv6, LAB_UNDERLAY=ipv6;
 bypass: tests/e2e/e2e_bypass.py, an appliance hands a stream back, LAB_BYPASS=0)
 Each test builds its own lab (namespaces PREFIX-*, PREFIX = e2e-TEST), runs, and
 always tears it down. Exit 77 (skip) only when network namespaces cannot be made.
@@ -801,6 +802,11 @@ def test_vxlan(lab, args):
     e2e_vxlan.test_vxlan(lab, args)
 
 
+def test_vxlan_ipv6(lab, args):
+    import e2e_vxlan  # tests/e2e/e2e_vxlan.py
+    e2e_vxlan.test_vxlan_ipv6(lab, args)
+
+
 def test_fleet_cold(lab, args):
     import e2e_fleet  # tests/e2e/e2e_fleet.py
     e2e_fleet.test_fleet_cold(lab, args)
@@ -858,6 +864,8 @@ TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
                                  "LAB_APPLIANCE": "stateful"}),
          # The kernel's own VXLAN devices as the appliance (no gwlb code): Azure's tunnels.
          "vxlan": (test_vxlan, {"LAB_APPLIANCE": "vxlan", "LAB_IPV6": "1", "LAB_FAILOVER": "rebalance"}),
+         # The same over an IPv6 underlay: the kernel's VXLAN over IPv6.
+         "vxlan_ipv6": (test_vxlan_ipv6, {"LAB_APPLIANCE": "vxlan", "LAB_IPV6": "1", "LAB_UNDERLAY": "ipv6"}),
          "forwarding": (test_forwarding, {"LAB_APP2_ARGS": "--blackhole", "LAB_HC_TIMEOUT": "1s"}),
          # Flap dampening and slow start (tests/e2e/e2e_shaping.py): fast decay so the
          # hold-down ends within the test.

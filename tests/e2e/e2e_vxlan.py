@@ -13,6 +13,12 @@ on the tunnel ports as VXLAN with the VNI of its port, in both directions on
 both tunnels. Then failover: the appliance carrying a connection is stopped
 (HTTP check and bridge down), gwlbd marks it unhealthy and new connections go
 through the other one.
+
+test_vxlan_ipv6 (LAB_UNDERLAY=ipv6): the same streams and checks with the
+kernel's VXLAN devices tunnelling over IPv6 (appliances fd77:9::11 and ::12,
+gwlbd's node.underlay_ipv6 fd77:9::1); tshark decodes every outer packet as
+IPv6 between gwlbd and the appliance, UDP checksum good, VXLAN with its port's
+VNI; no IPv4 packet on the tunnel ports.
 """
 import json
 import os
@@ -23,6 +29,8 @@ from e2e import APPS, CLIENT, SERVER, SERVER6, sha, wait_for
 
 FW = "inet gwlb_appliance"  # scripts/lab_stateful.nft's table, on the bridge
 TUNNELS = {10801: 801, 10800: 800}  # port -> VNI (Azure's defaults)
+APPS6 = {"app1": "fd77:9::11", "app2": "fd77:9::12"}  # LAB_UNDERLAY=ipv6
+GW4, GW6 = "10.77.9.1", "fd77:9::1"  # gwlbd's node.underlay_ip and node.underlay_ipv6
 
 
 def fw_counters(lab, app):
@@ -49,15 +57,15 @@ def ep(addr, port):
     return (addr, int(port))
 
 
-def check_carriers(lab, conns):
+def check_carriers(lab, conns, apps=APPS):
     """Each (family, client addr, sport, server addr, dport) is on one appliance in
     gwlbd's flow table, in that appliance's conntrack, and in no other's."""
     flows = gw_flows(lab)
     where = {}
     for fam, caddr, sport, saddr, dport in conns:
         a = flows.get(frozenset((ep(caddr, sport), ep(saddr, dport))))
-        assert a in APPS.values(), f"gwlbd has no appliance for {caddr}:{sport} -> {saddr}:{dport}: {a}"
-        for name, addr in APPS.items():
+        assert a in apps.values(), f"gwlbd has no appliance for {caddr}:{sport} -> {saddr}:{dport}: {a}"
+        for name, addr in apps.items():
             have = conntrack_has(lab, name, fam, sport, dport)
             assert have == (addr == a), (f"{name}'s conntrack {'has' if have else 'lacks'} {caddr}:{sport} -> "
                                          f"{saddr}:{dport}; gwlbd put it on {a}")
@@ -82,22 +90,31 @@ def _peek(p):
     return ""
 
 
-def tshark_check(lab, pcap, app):
-    """Every packet on the tunnel ports decodes as VXLAN with its port's VNI.
-    Returns {(direction, port): packets}."""
+def tshark_check(lab, pcap, app, ipv6=False):
+    """Every packet on the tunnel ports decodes as VXLAN with its port's VNI, its
+    outer header in the underlay's family between gwlbd and this appliance
+    (ipv6: IPv6 with a good UDP checksum). Returns {(direction, port): packets}."""
+    fam = "ipv6" if ipv6 else "ip"
+    gw, me = (GW6, APPS6[app]) if ipv6 else (GW4, APPS[app])
     r = subprocess.run(["tshark", "-r", pcap, "-d", "udp.port==10800,vxlan", "-d", "udp.port==10801,vxlan",
+                        "-o", "udp.check_checksum:TRUE",
                         # The outer headers: each field's first occurrence (inner IPv4 has ip.src too).
-                        "-T", "fields", "-E", "separator=/t", "-E", "occurrence=f", "-e", "ip.src", "-e", "udp.srcport", "-e", "udp.dstport",
-                        "-e", "vxlan.vni", "-e", "vxlan.flags"],
+                        "-T", "fields", "-E", "separator=/t", "-E", "occurrence=f", "-e", fam + ".src",
+                        "-e", "udp.srcport", "-e", "udp.dstport", "-e", "vxlan.vni", "-e", "vxlan.flags",
+                        "-e", fam + ".dst", "-e", "frame.protocols", "-e", "udp.checksum.status"],
                        text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
     assert r.returncode == 0, f"tshark -r {pcap}: {r.stderr}"
     seen = {}
     for line in r.stdout.splitlines():
-        src, sport, dport, vni, flags = (line.split("\t") + [""] * 5)[:5]
+        src, sport, dport, vni, flags, dst, protos, ck = (line.split("\t") + [""] * 8)[:8]
         port = int(dport) if int(dport) in TUNNELS else int(sport)
+        assert protos.startswith(f"eth:ethertype:{fam}:udp:vxlan:eth:"), \
+            f"{app}: a packet on port {port} is not VXLAN over {fam}: {line}"
+        assert {src, dst} == {gw, me}, f"{app}: outer {src} -> {dst}, want between {gw} and {me}: {line}"
+        assert not ipv6 or ck == "1", f"{app}: outer UDP checksum status {ck!r} (1: good) over IPv6: {line}"
         assert vni, f"{app}: a packet on port {port} tshark does not decode as VXLAN: {line}"
         assert int(vni) == TUNNELS[port], f"{app}: VNI {vni} on port {port} (want {TUNNELS[port]}): {line}"
-        to_app = src == "10.77.9.1"
+        to_app = src == gw
         # Toward the appliance the port is the destination; back from it the kernel
         # sends to the tunnel's port as well (its own dstport).
         assert int(dport) in TUNNELS, f"{app}: destination port {dport} is no tunnel's: {line}"
@@ -107,10 +124,28 @@ def tshark_check(lab, pcap, app):
 
 
 def test_vxlan(lab, args):
+    where = streams(lab, APPS, ipv6=False)
+    failover(lab, where)
+
+
+def test_vxlan_ipv6(lab, args):
+    """LAB_UNDERLAY=ipv6: the kernel's VXLAN over IPv6 (no failover: health
+    probes to IPv6 appliances are off in this lab)."""
+    servers = lab.servers()
+    assert set(APPS6.values()) <= set(servers), f"gwlbd's appliances are not the IPv6 ones: {sorted(servers)}"
+    streams(lab, APPS6, ipv6=True)
+    totals = json.loads(lab.gwlbctl("--json", "stats"))["totals"]
+    for k in ("drop_geneve_unknown_appliance", "drop_loop_geneve", "drop_return_wrong_appliance"):
+        assert totals.get(k, 0) == 0, f"gwlbd counted {k} = {totals[k]}"
+
+
+def streams(lab, apps, ipv6):
+    """Verified TCP streams over IPv4 and IPv6 inside, each on one appliance,
+    through the kernel's VXLAN devices; tshark on each appliance's eth0."""
     groups = lab.gwlbctl("groups")
     assert "vxlan" in groups and "801/800" in groups, f"gwlbctl groups does not show the VXLAN tunnels:\n{groups}"
     print(groups, end="")
-    caps = {a: tshark_start(lab, a) for a in APPS}
+    caps = {a: tshark_start(lab, a) for a in apps}
     conns = []
     # IPv4: a 16 MiB download, an echoed upload, small requests.
     dl = os.path.join(lab.dir, "dl.bin")
@@ -126,7 +161,7 @@ def test_vxlan(lab, args):
         assert res["ok"], f"IPv4 echo not intact: {res}"
         conns.append(("ipv4", CLIENT, res["sport"], SERVER, 7000))
     print("IPv4: 4 x 1 MiB echoed intact")
-    # IPv6 inside (the underlay stays IPv4).
+    # IPv6 inside.
     lab.serve("tcp-echo-server", SERVER6, 7006)
     for _ in range(4):
         r = lab.run("client", *lab.peer("tcp-echo-client", SERVER6, "7006", str(1 << 20)))
@@ -134,13 +169,13 @@ def test_vxlan(lab, args):
         assert res["ok"], f"IPv6 echo not intact: {res}"
         conns.append(("ipv6", "fd77:1::2", res["sport"], SERVER6, 7006))
     print("IPv6: 4 x 1 MiB echoed intact")
-    where = check_carriers(lab, conns)
+    where = check_carriers(lab, conns, apps)
     print("each connection on one appliance (gwlbd's flows = that appliance's conntrack, none on the other): "
-          + ", ".join(f"{a}={sum(1 for v in where.values() if v == ip)}" for a, ip in APPS.items()))
-    fw = {a: fw_counters(lab, a) for a in APPS}
+          + ", ".join(f"{a}={sum(1 for v in where.values() if v == ip)}" for a, ip in apps.items()))
+    fw = {a: fw_counters(lab, a) for a in apps}
     for a, c in fw.items():
         assert c["drop_invalid"] == 0 and c["drop_new_other"] == 0, f"{a}'s firewall dropped packets: {c}"
-        if a in [n for n, ip in APPS.items() if ip in where.values()]:
+        if a in [n for n, ip in apps.items() if ip in where.values()]:
             assert c["new_tcp_syn"] > 0 and c["established"] > 0, f"{a}'s firewall saw no connection: {c}"
     print("firewalls (nftables conntrack on the bridge):", fw)
     totals = json.loads(lab.gwlbctl("--json", "stats"))["totals"]
@@ -155,13 +190,16 @@ def test_vxlan(lab, args):
         p.terminate()
         p.wait(10)
     for a, (p, pcap) in caps.items():
-        seen = tshark_check(lab, pcap, a)
-        if APPS[a] in where.values():
+        seen = tshark_check(lab, pcap, a, ipv6)
+        if apps[a] in where.values():
             for key in (("gw->app", 10801), ("gw->app", 10800), ("app->gw", 10801), ("app->gw", 10800)):
                 assert seen.get(key, 0) > 0, f"{a}: no packet {key[0]} on port {key[1]}: {seen}"
-        print(f"tshark on {a}: every packet VXLAN with its port's VNI: {seen}")
+        print(f"tshark on {a}: every packet VXLAN over {'IPv6' if ipv6 else 'IPv4'} with its port's VNI: {seen}")
+    return where
 
-    # Failover: the appliance carrying a new connection stops (HTTP check and bridge).
+
+def failover(lab, where):
+    """The appliance carrying a new connection stops (HTTP check and bridge)."""
     r = lab.run("client", "curl", "-s", "-w", " %{local_port}", "--max-time", "10", f"http://{SERVER}/index.html")
     body, port = r.stdout.rsplit(" ", 1)
     assert body == "hello through the gateway\n", f"bad body {body!r}"

@@ -10,7 +10,10 @@
 //  - Round trip: writeEncap (EncapParams::vxlan) wraps the input as an inner
 //    frame toward the input's port with a VNI taken from it; the outer
 //    headers parse, the UDP destination port and checksum are right, and
-//    parseVxlan returns the VNI written and the inner bytes unchanged.
+//    parseVxlan returns the VNI written and the inner bytes unchanged. The
+//    same over an IPv6 underlay (writeEncap6): the outer IPv6 header parses
+//    with the addresses written, and the UDP checksum, over the IPv6
+//    pseudo-header, is right and never 0.
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -79,6 +82,44 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FUZZ_CHECK(parseVxlan(udp + 8, ulen - 8, back, bw), "own header refused");
       FUZZ_CHECK(back == (ep.vni & 0xFFFFFF), "VNI %u written, %u read", ep.vni, back);
       FUZZ_CHECK(std::memcmp(udp + 16, p, len) == 0, "inner frame changed");
+    }
+  }
+  // The same over IPv6 outers.
+  if (dport != 0 && len <= 2048) {
+    const size_t hdr = encapHeaderLen(false, true);
+    std::vector<uint8_t> f(hdr + len);
+    if (len) std::memcpy(f.data() + hdr, p, len);
+    EncapParams ep;
+    ep.ipv6 = true;
+    ep.src_ip6 = {0x20, 0x01, 0x0d, 0xb8, 0, 0x0f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01};
+    ep.dst_ip6 = {0x20, 0x01, 0x0d, 0xb8, 0, 0x0f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x11};
+    ep.udp_sport = uint16_t(49152 + len);
+    ep.flow_label = uint32_t(len) | 1;
+    ep.vxlan = true;
+    ep.udp_dport = dport;
+    ep.vni = len ? uint32_t(p[len - 1]) << 16 | uint32_t(len) : 9;
+    writeEncap6(f.data(), len, ep);
+    ParsedPacket outer;
+    Counter ow;
+    FUZZ_CHECK(parseFrame(f.data(), f.size(), outer, ow) == ParseStatus::kOk, "IPv6 outer refused");
+    FUZZ_CHECK(outer.ip_version == 6 && outer.l4_offset == 54, "IPv6 outer: version %u, L4 at %u",
+               outer.ip_version, outer.l4_offset);
+    FUZZ_CHECK(std::memcmp(outer.tuple.src.b.data(), ep.src_ip6.data(), 16) == 0 &&
+                   std::memcmp(outer.tuple.dst.b.data(), ep.dst_ip6.data(), 16) == 0,
+               "IPv6 outer addresses");
+    FUZZ_CHECK(outer.tuple.proto == kProtoUdp && outer.tuple.dport == dport, "IPv6 outer port %u", outer.tuple.dport);
+    const uint8_t* udp = f.data() + 54;
+    const size_t ulen = f.size() - 54;
+    FUZZ_CHECK(rd16(udp + 6) != 0, "zero UDP checksum over IPv6");
+    uint32_t sum = csumAdd(0, f.data() + 22, 32) + kProtoUdp + uint32_t(ulen);
+    sum = csumAdd(sum, udp, ulen);
+    FUZZ_CHECK(csumFold(sum) == 0 || csumFold(sum) == 0xFFFF, "UDP checksum over IPv6");
+    if (len >= 14) {
+      uint32_t back = 0;
+      Counter bw;
+      FUZZ_CHECK(parseVxlan(udp + 8, ulen - 8, back, bw), "own header refused over IPv6");
+      FUZZ_CHECK(back == (ep.vni & 0xFFFFFF), "VNI %u written, %u read over IPv6", ep.vni, back);
+      FUZZ_CHECK(std::memcmp(udp + 16, p, len) == 0, "inner frame changed over IPv6");
     }
   }
   std::free(p);

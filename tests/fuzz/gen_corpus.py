@@ -74,6 +74,14 @@ def frames():
     f["v6_geneve_outer_eth"] = (eth() / IPv6(src="2001:db8:f::11", dst="2001:db8:f::1") /
                                 UDP(sport=50001, dport=6081) /
                                 Raw(geneve(0x6558) + b(Ether(src=RT, dst=GW) / IPv6(src=C6, dst=S6) / UDP())))
+    # VXLAN over an IPv6 underlay, both of Azure's tunnels, as an appliance
+    # returns it (the kernel's VXLAN device: checksum computed, no label); and
+    # (below) an outer IPv6 header whose payload length runs past the frame.
+    vx6 = lambda port, vni, inner: (eth() / IPv6(src="2001:db8:f::11", dst="2001:db8:f::1") /
+                                    UDP(sport=50002, dport=port) /
+                                    Raw(struct.pack("!B3sI", 0x08, b"\0\0\0", vni << 8) + inner))
+    f["v6_vxlan_outer_external"] = vx6(10801, 801, b(Ether(src=RT, dst=GW) / IP(src=C4, dst=S4) / TCP(flags="S")))
+    f["v6_vxlan_outer_internal"] = vx6(10800, 800, b(Ether(src=RT, dst=GW) / IPv6(src=S6, dst=C6) / UDP()))
     frags = fragment(IP(src=C4, dst=S4, id=4242) / UDP(sport=7000, dport=7001) / Raw(b"f" * 600), fragsize=256)
     f["v4_frag_first"] = eth() / frags[0]
     f["v4_frag_later"] = eth() / frags[1]
@@ -105,6 +113,8 @@ def frames():
     out["trunc_tcp"] = syn[:14 + 20 + 10]
     out["v4_ihl_4"] = syn[:14] + bytes([0x44]) + syn[15:]
     out["v4_total_len_lies"] = syn[:16] + struct.pack("!H", 1500) + syn[18:]
+    vx6 = out["v6_vxlan_outer_internal"]
+    out["v6_vxlan_outer_plen_lies"] = vx6[:18] + struct.pack("!H", 1400) + vx6[20:]
     out["v4_bad_version"] = syn[:14] + bytes([0x65]) + syn[15:]
     v6 = out["v6_tcp_syn"]
     out["v6_plen_lies"] = v6[:18] + struct.pack("!H", 4000) + v6[20:]
@@ -235,6 +245,11 @@ def configs():
                           "server_groups:\n  - name: v6\n    health_check: { enabled: false }\n"
                           "    servers:\n      - { address: '2001:db8:f::11' }\n"
                           "      - { address: 192.0.2.10 }\n")
+    c["vxlan_ipv6_underlay"] = (node + "  underlay_ipv6: 2001:db8:f::1\n" +
+                                "server_groups:\n  - name: nva\n    encapsulation: vxlan\n"
+                                "    health_check: { enabled: false }\n"
+                                "    servers:\n      - { address: '2001:db8:f::11' }\n"
+                                "      - { address: '2001:db8:f::12' }\n")
     c["flow_style"] = ("{node: {underlay_ip: 192.0.2.1, underlay_mac: '02:00:00:00:00:01'}, "
                        "server_groups: [{name: a, servers: [{address: 192.0.2.9}]}]}\n")
     c["all_group_keys"] = node + (
@@ -745,6 +760,10 @@ def vxlan():
         "internal_v4_tcp": vx(10800, 800, v4),
         "external_v4_tcp": vx(10801, 801, v4),
         "internal_v6_udp": vx(10800, 800, v6),
+        # The ports of Azure's tunnels carrying an inner frame of the largest
+        # size an IPv6 underlay leaves at MTU 1500 (1430 bytes of inner IP).
+        "external_v4_mtu_over_ipv6": vx(10801, 801, b(Ether(src=RT, dst=GW) / IP(src=C4, dst=S4) /
+                                                      TCP(sport=43000, dport=443) / Raw(b"m" * 1390))),
         "vlan_inner": vx(10801, 801, b(eth(vlan=42) / IP(src=C4, dst=S4) / UDP())),
         "port_vni_crossed": vx(10800, 801, v4),
         "unknown_vni": vx(10801, 0xFFFFFF, v4),

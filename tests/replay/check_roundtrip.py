@@ -133,6 +133,12 @@ def ip4_bytes(s):
     return b
 
 
+def ip_bytes(s):
+    """An IPv4 or IPv6 address's bytes (4 or 16)."""
+    import ipaddress
+    return ipaddress.ip_address(str(s)).packed
+
+
 def ip_str(b):
     if len(b) == 4:
         return ".".join(str(x) for x in b)
@@ -245,7 +251,7 @@ def load_config(path):
         if mac is None:
             die("%s: server %s has no MAC and node.gateway_mac is unset: the replay "
                 "cannot resolve it" % (path, s["address"]))
-        apps[ip4_bytes(s["address"])] = {"mac": mac, "weight": int(s.get("weight", "100"), 0),
+        apps[ip_bytes(s["address"])] = {"mac": mac, "weight": int(s.get("weight", "100"), 0),
                                          "address": s["address"]}
     vx = g.get("vxlan", {})
     tunnel = lambda name, port, vni: (int(str(vx.get(name, {}).get("port", port)), 0),
@@ -260,6 +266,8 @@ def load_config(path):
         "endpoint_id": int(gen.get("endpoint_id", "0"), 0),
         "attachment_id": int(gen.get("attachment_id", "0"), 0),
         "underlay_ip": ip4_bytes(node["underlay_ip"]),
+        # IPv6 appliances get outer IPv6 headers from node.underlay_ipv6.
+        "underlay_ipv6": ip_bytes(node["underlay_ipv6"]) if "underlay_ipv6" in node else None,
         "underlay_mac": mac_bytes(node["underlay_mac"]),
         "underlay_mtu": int(node.get("underlay_mtu", "1500"), 0),
         "stickiness": g.get("stickiness", "5-tuple"),
@@ -318,6 +326,70 @@ class Input:
 
 # --- to-appliances.pcap ------------------------------------------------------------------
 
+def check_outer_ipv4(f, where, cfg, r):
+    """The outer IPv4 header; (appliance, UDP bytes, pseudo-header, None) or None."""
+    ip = f[14:34]
+    tot = struct.unpack("!H", ip[2:4])[0]
+    r.check(ip[0] == 0x45, "outer-ip-header", "%s: version/IHL byte 0x%02x, expected 0x45" % (where, ip[0]))
+    r.check(tot == len(f) - 14, "outer-ip-length",
+            "%s: IPv4 total length %d, frame carries %d bytes after Ethernet" % (where, tot, len(f) - 14))
+    r.check(tot <= cfg["underlay_mtu"], "outer-mtu",
+            "%s: outer IPv4 packet of %d bytes exceeds underlay_mtu %d" % (where, tot, cfg["underlay_mtu"]))
+    fo = struct.unpack("!H", ip[6:8])[0]
+    r.check(fo == 0x4000, "outer-ip-df", "%s: flags/offset 0x%04x, expected 0x4000 (DF, not a fragment)" % (where, fo))
+    r.check(struct.unpack("!H", ip[4:6])[0] == 0, "outer-ip-id",
+            "%s: IPv4 id %d, expected 0" % (where, struct.unpack("!H", ip[4:6])[0]))
+    r.check(ip[8] == 64, "outer-ip-ttl", "%s: TTL %d, expected 64" % (where, ip[8]))
+    r.check(ip[9] == UDP, "outer-ip-proto", "%s: protocol %d, expected 17" % (where, ip[9]))
+    r.check(csum_fold(csum_sum(ip)) == 0xFFFF, "outer-ip-checksum",
+            "%s: IPv4 header checksum 0x%s does not verify" % (where, ip[10:12].hex()))
+    r.check(ip[12:16] == cfg["underlay_ip"], "outer-ip-src",
+            "%s: IPv4 src %s, expected underlay_ip %s" % (where, ip_str(ip[12:16]), ip_str(cfg["underlay_ip"])))
+    udp = f[34:14 + tot]
+    if not r.check(len(udp) >= 16, "outer-length", "%s: %d bytes of UDP" % (where, len(udp))):
+        return None
+    return ip[16:20], udp, ip[12:20] + struct.pack("!BBH", 0, UDP, len(udp)), None
+
+
+def check_outer_ipv6(f, where, cfg, r):
+    """The outer IPv6 header (docs/wire-format.md): version 6, no extension headers,
+    hop limit 64, from node.underlay_ipv6; (appliance, UDP bytes, pseudo-header,
+    (traffic class, flow label)) or None."""
+    if not r.check(len(f) >= 14 + 40 + 16, "outer-length", "%s: only %d bytes" % (where, len(f))):
+        return None
+    ip = f[14:54]
+    w0 = struct.unpack("!I", ip[0:4])[0]
+    plen = struct.unpack("!H", ip[4:6])[0]
+    r.check(w0 >> 28 == 6, "outer-ip-header", "%s: IP version %d, expected 6" % (where, w0 >> 28))
+    r.check(plen == len(f) - 54, "outer-ip-length",
+            "%s: IPv6 payload length %d, frame carries %d bytes after the header" % (where, plen, len(f) - 54))
+    r.check(40 + plen <= cfg["underlay_mtu"], "outer-mtu",
+            "%s: outer IPv6 packet of %d bytes exceeds underlay_mtu %d" % (where, 40 + plen, cfg["underlay_mtu"]))
+    r.check(ip[6] == UDP, "outer-ip-proto", "%s: next header %d, expected 17 (no extension headers)" % (where, ip[6]))
+    r.check(ip[7] == 64, "outer-ip-ttl", "%s: hop limit %d, expected 64" % (where, ip[7]))
+    r.check(ip[8:24] == cfg["underlay_ipv6"], "outer-ip-src",
+            "%s: IPv6 src %s, expected node.underlay_ipv6 %s"
+            % (where, ip_str(ip[8:24]), ip_str(cfg["underlay_ipv6"]) if cfg["underlay_ipv6"] else "(unset)"))
+    udp = f[54:54 + plen]
+    pseudo = ip[8:40] + struct.pack("!IxxxB", len(udp), UDP)
+    return ip[24:40], udp, pseudo, ((w0 >> 20) & 0xFF, w0 & 0xFFFFF)
+
+
+def check_tclass_label(tclass_label, pkt, fl, where, r):
+    """Over IPv6: the inner packet's DSCP in the traffic class with ECN Not-ECT
+    (RFC 2983 uniform model, RFC 6040 compatibility mode), and a non-zero flow
+    label (RFC 6438), recorded per flow: one label per flow."""
+    if tclass_label is None:
+        return
+    tclass, label = tclass_label
+    l3 = pkt["l3"]
+    tos = l3[1] if l3[0] >> 4 == 4 else ((l3[0] & 0x0F) << 4 | l3[1] >> 4)
+    r.check(tclass == tos & 0xFC, "outer-traffic-class",
+            "%s: traffic class 0x%02x, expected the inner DSCP with ECN 0 (0x%02x)" % (where, tclass, tos & 0xFC))
+    r.check(label != 0, "outer-flow-label", "%s: flow label 0" % where)
+    fl["label"].add(label)
+
+
 def check_to_appliances(frames, inp, cfg, r):
     """Checks every Geneve packet; returns per-flow and per-appliance facts."""
     aws = cfg["format"] == "aws"
@@ -326,7 +398,7 @@ def check_to_appliances(frames, inp, cfg, r):
     vxlan = cfg["format"] == "vxlan"
     tunnels = dict((cfg["external"], cfg["internal"])) if vxlan else {}
     per_flow = collections.defaultdict(lambda: {"app": set(), "cookie": set(), "sport": set(),
-                                                "n": 0, "dir_port": {}, "first": None})
+                                                "label": set(), "n": 0, "dir_port": {}, "first": None})
     pkts_per_app = collections.Counter()
     for n, f in enumerate(frames, 1):
         where = "to-appliances frame %d" % n
@@ -336,32 +408,19 @@ def check_to_appliances(frames, inp, cfg, r):
         dst, src, et = f[0:6], f[6:12], struct.unpack("!H", f[12:14])[0]
         r.check(src == cfg["underlay_mac"], "outer-eth-src",
                 "%s: Ethernet src %s, expected underlay_mac %s" % (where, mac_str(src), mac_str(cfg["underlay_mac"])))
-        r.check(et == ETH_IPV4, "outer-ethertype", "%s: ethertype 0x%04x, expected 0x0800" % (where, et))
-        # IPv4
-        ip = f[14:34]
-        tot = struct.unpack("!H", ip[2:4])[0]
-        r.check(ip[0] == 0x45, "outer-ip-header", "%s: version/IHL byte 0x%02x, expected 0x45" % (where, ip[0]))
-        r.check(tot == len(f) - 14, "outer-ip-length",
-                "%s: IPv4 total length %d, frame carries %d bytes after Ethernet" % (where, tot, len(f) - 14))
-        r.check(tot <= cfg["underlay_mtu"], "outer-mtu",
-                "%s: outer IPv4 packet of %d bytes exceeds underlay_mtu %d" % (where, tot, cfg["underlay_mtu"]))
-        fo = struct.unpack("!H", ip[6:8])[0]
-        r.check(fo == 0x4000, "outer-ip-df", "%s: flags/offset 0x%04x, expected 0x4000 (DF, not a fragment)" % (where, fo))
-        r.check(struct.unpack("!H", ip[4:6])[0] == 0, "outer-ip-id",
-                "%s: IPv4 id %d, expected 0" % (where, struct.unpack("!H", ip[4:6])[0]))
-        r.check(ip[8] == 64, "outer-ip-ttl", "%s: TTL %d, expected 64" % (where, ip[8]))
-        r.check(ip[9] == UDP, "outer-ip-proto", "%s: protocol %d, expected 17" % (where, ip[9]))
-        r.check(csum_fold(csum_sum(ip)) == 0xFFFF, "outer-ip-checksum",
-                "%s: IPv4 header checksum 0x%s does not verify" % (where, ip[10:12].hex()))
-        r.check(ip[12:16] == cfg["underlay_ip"], "outer-ip-src",
-                "%s: IPv4 src %s, expected underlay_ip %s" % (where, ip_str(ip[12:16]), ip_str(cfg["underlay_ip"])))
-        app = ip[16:20]
-        if r.check(app in apps, "outer-ip-dst", "%s: IPv4 dst %s is not a configured appliance" % (where, ip_str(app))):
+        outer = check_outer_ipv6(f, where, cfg, r) if et == ETH_IPV6 else check_outer_ipv4(f, where, cfg, r)
+        if outer is None:
+            continue
+        app, udp, pseudo, tclass_label = outer
+        if r.check(app in apps, "outer-ip-dst", "%s: outer dst %s is not a configured appliance" % (where, ip_str(app))):
             r.check(dst == apps[app]["mac"], "outer-eth-dst",
                     "%s: Ethernet dst %s, expected %s for appliance %s" % (where, mac_str(dst), mac_str(apps[app]["mac"]), ip_str(app)))
+            # Each appliance's family decides its outer header's.
+            want_et = ETH_IPV6 if len(app) == 16 else ETH_IPV4
+            r.check(et == want_et, "outer-ethertype",
+                    "%s: ethertype 0x%04x for appliance %s, expected 0x%04x" % (where, et, ip_str(app), want_et))
         pkts_per_app[app] += 1
         # UDP: checksum recomputed over pseudo-header + UDP header + payload
-        udp = f[34:14 + tot]
         sport, dport, ulen, ucs = struct.unpack("!HHHH", udp[:8])
         r.check(ulen == len(udp), "outer-udp-length", "%s: UDP length %d, IP carries %d" % (where, ulen, len(udp)))
         if vxlan:
@@ -370,7 +429,6 @@ def check_to_appliances(frames, inp, cfg, r):
         else:
             r.check(dport == GENEVE_PORT, "outer-udp-dport", "%s: UDP dport %d, expected 6081" % (where, dport))
         r.check(49152 <= sport <= 65535, "outer-udp-sport", "%s: UDP sport %d outside 49152..65535" % (where, sport))
-        pseudo = ip[12:20] + struct.pack("!BBH", 0, UDP, len(udp))
         r.check(ucs != 0 and csum_fold(csum_sum(pseudo + udp)) == 0xFFFF, "outer-udp-checksum",
                 "%s: UDP checksum 0x%04x does not verify (or is 0)" % (where, ucs))
         if vxlan:
@@ -391,6 +449,7 @@ def check_to_appliances(frames, inp, cfg, r):
             fl = per_flow[inp.pkts[i]["flow"]]
             fl["app"].add(app)
             fl["sport"].add(sport)
+            check_tclass_label(tclass_label, inp.pkts[i], fl, where, r)
             # Which tunnel each way of the flow took: one per way, external for the
             # way of the flow's first packet (the lowest input index seen).
             # An ICMP error travels against the packet it quotes (from wherever
@@ -447,6 +506,7 @@ def check_to_appliances(frames, inp, cfg, r):
         fl = per_flow[inp.pkts[i]["flow"]]
         fl["app"].add(app)
         fl["sport"].add(sport)
+        check_tclass_label(tclass_label, inp.pkts[i], fl, where, r)
         fl["cookie"].add(cookie)
         fl["n"] += 1
     missing = sorted(i for lst in pool.values() for i in lst)
@@ -471,6 +531,8 @@ def check_flows(per_flow, inp, cfg, r, tolerance):
                 "flow %s: %d packets went to %s" % (s, fl["n"], ", ".join(ip_str(a) for a in fl["app"])))
         r.check(len(fl["sport"]) == 1, "flow-sport",
                 "flow %s: %d packets used UDP source ports %s" % (s, fl["n"], sorted(fl["sport"])))
+        r.check(len(fl["label"]) <= 1, "flow-label",
+                "flow %s: %d packets carried IPv6 flow labels %s" % (s, fl["n"], sorted(fl["label"])))
         if cfg["format"] == "vxlan" and fl["first"]:
             first_way = fl["first"][1]
             ports_used = [p for ps in fl["dir_port"].values() for p in ps]
@@ -497,6 +559,10 @@ def check_flows(per_flow, inp, cfg, r, tolerance):
     sports = {next(iter(fl["sport"])) for fl in per_flow.values()}
     r.check(len(sports) >= 0.9 * nflows, "sport-entropy",
             "only %d distinct UDP source ports for %d flows" % (len(sports), nflows))
+    labels = {next(iter(fl["label"])) for fl in per_flow.values() if fl["label"]}
+    n6 = sum(1 for fl in per_flow.values() if fl["label"])
+    r.check(len(labels) >= 0.9 * n6, "label-entropy",
+            "only %d distinct IPv6 flow labels for %d flows" % (len(labels), n6))
     if aws:
         cookies = {next(iter(fl["cookie"])) for fl in per_flow.values()}
         r.check(len(cookies) >= 0.99 * nflows, "cookie-entropy",
@@ -619,7 +685,9 @@ TSHARK_KEEP = {"frame", "eth", "ethertype", "vlan", "ip", "ipv6", "ipv6.hopopts"
 TSHARK_FIELDS = ["frame.number", "frame.protocols", "_ws.malformed", "_ws.expert.severity",
                  "_ws.expert.message", "ip.checksum.status", "udp.checksum.status",
                  "tcp.checksum.status", "icmp.checksum.status", "icmpv6.checksum.status", "geneve.vni", "geneve.proto_type",
-                 "geneve.option.class", "geneve.option.type", "geneve.option.length", "vxlan.vni", "udp.dstport"]
+                 "geneve.option.class", "geneve.option.type", "geneve.option.length", "vxlan.vni", "udp.dstport",
+                 "ip.src", "ip.dst", "ipv6.src", "ipv6.dst", "ipv6.hlim", "ipv6.flow",
+                 "ipv6.tclass.ecn"]
 
 
 _DISABLE = {}
@@ -655,6 +723,34 @@ def tshark_rows(tshark, pcap, decode=()):
     return rows, None
 
 
+def check_tshark_outer(row, where, cfg, r):
+    """tshark's reading of the outer IP header (its first occurrence of each
+    field): the family the appliance's address has, from the node's underlay
+    address, to a configured appliance; over IPv6 hop limit 64, a flow label
+    and ECN Not-ECT. Returns the outer layer's name ("ip" or "ipv6")."""
+    v6 = row["frame.protocols"].startswith("eth:ethertype:ipv6:")
+    first = lambda f: row[f].split(",")[0]
+    if v6:
+        src, dst = first("ipv6.src"), first("ipv6.dst")
+        want_src = ip_str(cfg["underlay_ipv6"]) if cfg["underlay_ipv6"] else "(node.underlay_ipv6 unset)"
+        try:
+            label = int(first("ipv6.flow"), 0)
+        except ValueError:
+            label = 0
+        r.check(first("ipv6.hlim") == "64" and label != 0 and first("ipv6.tclass.ecn") == "0", "tshark-outer",
+                "%s: tshark reads hop limit %r, flow label %r, ECN %r; expected 64, non-zero, 0"
+                % (where, first("ipv6.hlim"), first("ipv6.flow"), first("ipv6.tclass.ecn")))
+    else:
+        src, dst = first("ip.src"), first("ip.dst")
+        want_src = ip_str(cfg["underlay_ip"])
+    r.check(src == want_src, "tshark-outer", "%s: tshark reads outer source %s, expected %s" % (where, src, want_src))
+    fam = {ip_str(a): len(a) for a in cfg["appliances"]}
+    r.check(fam.get(dst) == (16 if v6 else 4), "tshark-outer",
+            "%s: tshark reads outer destination %s over IPv%d: not an appliance of that family"
+            % (where, dst, 6 if v6 else 4))
+    return "ipv6" if v6 else "ip"
+
+
 def check_tshark(tshark, name, pcap, count, cfg, r, geneve):
     # tshark decodes VXLAN on 4789 only: the tunnels' ports are named.
     decode = (["udp.port==%d,vxlan" % cfg[t][0] for t in ("external", "internal")]
@@ -677,8 +773,9 @@ def check_tshark(tshark, name, pcap, count, cfg, r, geneve):
                     "%s (%s): %s = %s" % (where, row["frame.protocols"], fld, row[fld]))
         if not geneve:
             continue
+        outer = check_tshark_outer(row, where, cfg, r)
         if cfg["format"] == "vxlan":
-            prefix = "eth:ethertype:ip:udp:vxlan:eth:ethertype:"
+            prefix = "eth:ethertype:%s:udp:vxlan:eth:ethertype:" % outer
             r.check(row["frame.protocols"].startswith(prefix), "tshark-layers",
                     "%s: layers %s, expected %s..." % (where, row["frame.protocols"], prefix))
             try:
@@ -688,13 +785,14 @@ def check_tshark(tshark, name, pcap, count, cfg, r, geneve):
             r.check((port, vni) in (cfg["external"], cfg["internal"]), "tshark-vxlan",
                     "%s: tshark reads VNI %r on port %r, expected a tunnel's" % (where, row["vxlan.vni"], port))
             continue
-        prefix = "eth:ethertype:ip:udp:geneve:" + ("ip" if aws else "eth:ethertype:")
+        prefix = "eth:ethertype:%s:udp:geneve:" % outer + ("ip" if aws else "eth:ethertype:")
         r.check(row["frame.protocols"].startswith(prefix), "tshark-layers",
                 "%s: layers %s, expected %s..." % (where, row["frame.protocols"], prefix))
-        ipst = row["ip.checksum.status"].split(",")[0]
+        # IPv6 has no header checksum: only the UDP one is the outer's first.
+        ipst = row["ip.checksum.status"].split(",")[0] if outer == "ip" else "1"
         udpst = row["udp.checksum.status"].split(",")[0]
         r.check(ipst == "1" and udpst == "1", "tshark-checksum",
-                "%s: outer IPv4/UDP checksum status %s/%s, expected good (1/1)" % (where, ipst, udpst))
+                "%s: outer %s/UDP checksum status %s/%s, expected good (1/1)" % (where, outer, ipst, udpst))
         try:
             vni = int(row["geneve.vni"].split(",")[0], 0)
         except ValueError:
@@ -744,8 +842,9 @@ def main():
             "returned.pcap has %d frames, input has %d" % (len(returned), len(inp.frames)))
     per_flow, pkts_per_app = check_to_appliances(to_app, inp, cfg, r)
     enc = "VXLAN" if cfg["format"] == "vxlan" else "Geneve"
-    print("checked %d %s packets: outer Ethernet/IPv4/UDP/%s headers, checksums, %s%s"
-          % (len(to_app), enc, enc, "aws options" if cfg["format"] == "aws" else "inner frames",
+    fams = "/".join(sorted({"IPv6" if len(a) == 16 else "IPv4" for a in cfg["appliances"]}))
+    print("checked %d %s packets: outer Ethernet/%s/UDP/%s headers, checksums, %s%s"
+          % (len(to_app), enc, fams, enc, "aws options" if cfg["format"] == "aws" else "inner frames",
              ", each way of a flow on its tunnel" if cfg["format"] == "vxlan" else ""))
     flows_per_app = check_flows(per_flow, inp, cfg, r, a.balance_tolerance)
     print("checked %d flows: one appliance, one UDP source port%s per flow"

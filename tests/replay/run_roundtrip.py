@@ -58,6 +58,23 @@ def fix_outer_checksums(b):
     b[40:42] = struct.pack("!H", c or 0xFFFF)
 
 
+def corrupt_ipv6(mode, app, hdr, e, recs):
+    """One defect in the first frame from the sixth on with an outer IPv6 header."""
+    i = next(i for i, r in enumerate(recs) if i >= 5 and r[2][12:14] == b"\x86\xdd")
+    b = recs[i][2]
+    if mode == "udp-checksum":
+        b[60] ^= 0x10
+        what, kind = "changed the UDP checksum of to-appliances frame %d" % (i + 1), "outer-udp-checksum"
+    elif mode == "flow-label":
+        b[17] ^= 0x01  # the label's last bits: not in the UDP checksum's pseudo-header
+        what, kind = "changed the IPv6 flow label of to-appliances frame %d" % (i + 1), "flow-label"
+    else:
+        b[15] |= 0x30  # ECN CE in the outer traffic class
+        what, kind = "set ECN CE in the outer traffic class of to-appliances frame %d" % (i + 1), "outer-traffic-class"
+    write_records(app, hdr, e, recs)
+    return what, kind
+
+
 def corrupt(mode, out_dir, cfg):
     """Writes one defect into the replay output; returns (description, expected check)."""
     ret = os.path.join(out_dir, "returned.pcap")
@@ -80,6 +97,8 @@ def corrupt(mode, out_dir, cfg):
         write_records(ret, hdr, e, recs)
         return what, kind
     hdr, e, recs = read_records(app)
+    if cfg["underlay_ipv6"] and mode in ("udp-checksum", "flow-label", "traffic-class"):
+        return corrupt_ipv6(mode, app, hdr, e, recs)
     b = recs[5][2]
     if mode == "udp-checksum":
         b[40] ^= 0x10

@@ -91,14 +91,18 @@ TEST(ConfigIpv6, AddressesThatCannotBeAnUnderlay) {
                         {{"server_groups[0].servers[1].address", "listed twice"}}));
 }
 
-// A VXLAN group's templates have an outer IPv4 header only: an IPv6
-// appliance there is refused, with the key to change.
-TEST(ConfigIpv6, VxlanGroupsTakeIpv4AppliancesOnly) {
-  EXPECT_TRUE(errorsAre(parse(config(kV6Node, "{ address: 2001:db8:f::a }",
+// A VXLAN group reaches each appliance in the appliance's family, as a
+// Geneve group does: IPv6 and IPv4 appliances load side by side.
+TEST(ConfigIpv6, VxlanGroupsTakeAppliancesOfEitherFamily) {
+  Result r = parse(config(kV6Node, "{ address: 2001:db8:f::a }, { address: 10.0.0.11 }",
+                          "    encapsulation: vxlan\n    health_check: { enabled: false }\n"));
+  ASSERT_TRUE(r.ok) << formatErrors(r.errors);
+  EXPECT_EQ(r.cfg.server_groups[0].encapsulation, Encapsulation::kVxlan);
+  EXPECT_TRUE(r.cfg.server_groups[0].servers[0].address.isV6());
+  // What an IPv6 appliance needs of the node is the same in a VXLAN group.
+  EXPECT_TRUE(errorsAre(parse(config("  gateway_mac: 02:00:00:00:00:fe\n", "{ address: 2001:db8:f::a }",
                                      "    encapsulation: vxlan\n    health_check: { enabled: false }\n")),
-                        {{"server_groups[0].encapsulation", "must be geneve"}}));
-  Result ok = parse(config(kV6Node, "{ address: 10.0.0.11 }", "    encapsulation: vxlan\n"));
-  EXPECT_TRUE(ok.ok) << formatErrors(ok.errors);
+                        {{"server_groups[0].servers[0].address", "set node.underlay_ipv6"}}));
 }
 
 // Two appliances whose addresses fold to one key would share health,

@@ -96,8 +96,9 @@ struct Rig {
     return r.contains("error") ? r["error"].value("code", "") : "";
   }
   uint16_t idOf(const char* a) { return engine->registry().find(IpAddr::parse(a)->v4HostOrder()); }
-  // A TCP flow from client i to 203.0.113.1:443 routed to server id `server`.
-  void addFlow(uint32_t i, uint16_t server) {
+  // A TCP flow from client i to 203.0.113.1:443 routed to server id `server`
+  // (bypassed: the appliance asked for a bypass for the flow's life).
+  void addFlow(uint32_t i, uint16_t server, bool bypassed = false) {
     L4Tuple t{};
     t.proto = kProtoTcp;
     t.src = *IpAddr::parse("198.18.0." + std::to_string(i));
@@ -110,7 +111,7 @@ struct Rig {
     ASSERT_GE(pos, 0);
     dp::FlowEntry& e = ft.entry(pos);
     e.flow_hash.store(h);
-    e.route.store(dp::packRoute(server, h));
+    e.route.store(bypassed ? dp::withBypass(dp::packRoute(server, h), false, 0) : dp::packRoute(server, h));
     e.created.store(2 * kS);
     e.last_seen.store(2 * kS);
     e.idle_timeout.store(350 * kS);
@@ -208,6 +209,40 @@ TEST(ServiceServers, DrainAndUndrainAnswerWithTheDrainAndRefuseWhatIsWrong) {
   EXPECT_EQ(r.error("server.drain", {{"address", "10.9.9.9"}}), "not_found");
   r.ok("server.undrain", {{"address", "10.0.0.11"}});
   EXPECT_EQ(r.ok("servers")["servers"][0]["state"], "active");
+}
+
+// An IPv6 appliance is drained, undrained and named by its own address;
+// another IPv6 address that folds to the same 32-bit key is nobody.
+TEST(ServiceServers, Ipv6AppliancesAreDrainedAndShownByTheirAddress) {
+  ctl::Config c = ctl::testing::smallConfig({"10.0.0.11", "2001:db8:f::a", "2001:db8:f::b"});
+  c.node.underlay_ipv6 = *IpAddr::parse("2001:db8:f::1");
+  c.server_groups[0].health_check.enabled = false;
+  Rig r(std::move(c));
+  // 2001:db8:f::1:0:b folds to 2001:db8:f::a's key: its last two 32-bit
+  // words (0x1, 0xb) XOR to 0xa as (0x0, 0xa) do.
+  const IpAddr alias = *IpAddr::parse("2001:db8:f:0:0:1:0:b");
+  ASSERT_EQ(applianceKey(alias), applianceKey(*IpAddr::parse("2001:db8:f::a")));
+  EXPECT_EQ(r.error("server.drain", {{"address", "2001:db8:f:0:0:1:0:b"}}), "not_found");
+  EXPECT_EQ(r.error("server.drain", {{"address", "2001:db8:f::99"}}), "not_found");
+  json d = r.ok("server.drain", {{"address", "2001:db8:f::a"}, {"timeout_s", 30}});
+  EXPECT_EQ(d["drain"]["phase"], "draining");
+  json servers = r.ok("servers")["servers"];
+  EXPECT_EQ(servers[1]["address"], "2001:db8:f::a");
+  EXPECT_EQ(servers[1]["state"], "draining");
+  EXPECT_EQ(servers[2]["state"], "active");
+  EXPECT_EQ(r.error("server.undrain", {{"address", "2001:db8:f:0:0:1:0:b"}}), "not_found");
+  r.ok("server.undrain", {{"address", "2001:db8:f::a"}});
+  EXPECT_EQ(r.ok("servers")["servers"][1]["state"], "active");
+
+  // Flows on it: listed by its address, and an appliance's bypass names it.
+  const uint16_t id = r.engine->registry().find(applianceKey(*IpAddr::parse("2001:db8:f::b")));
+  r.addFlow(1, id, /*bypassed=*/true);
+  r.addFlow(2, id, /*bypassed=*/true);
+  json page = r.ok("flows", {{"server", "2001:db8:f::b"}});
+  ASSERT_EQ(page["flows"].size(), 2u);
+  EXPECT_EQ(page["flows"][0]["appliance"], "2001:db8:f::b");
+  EXPECT_EQ(page["flows"][0]["bypass"]["by"], "2001:db8:f::b");
+  EXPECT_EQ(r.error("flows", {{"server", "2001:db8:f:0:0:1:0:b"}}), "not_found");
 }
 
 TEST(ServiceFlows, FlowsListsAndCountsAndExplainFindsTheEntry) {
