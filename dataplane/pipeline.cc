@@ -390,9 +390,10 @@ template <bool kLean>
     in = ParsedPacket{};
     ps = parseFrame(f + inner_off, end - inner_off, in, why);
   }
+  if (!keyReturn(c, m, ps, in, g, inner_off, ref, ri)) return false;
   ri.server = server, ri.cookie = gi.cookie, ri.aws = g.aws, ri.vx_tunnel = -1;
   ri.bypass = gi.has_bypass ? (gi.bypass_malformed ? 2 : 1) : 0, ri.bypass_s = gi.bypass_seconds;
-  return keyReturn(c, m, ps, in, g, inner_off, ref, ri);
+  return true;
 }
 
 // Return path, stage 3: the flow looked up in the burst's bulk lookup (`pos`),

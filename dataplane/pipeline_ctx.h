@@ -232,9 +232,9 @@ struct ReturnInfo {
 void returnWithoutFlow(Ctx& c, rte_mbuf* m, const ParsedPacket& in, const GroupView& g) noexcept;
 // Return path, stage 1's last step for every format: the inner packet `in`
 // (parsed with status `ps`, at `inner_off` in the frame) keyed by its
-// appliance's group `g`; `ri`, whose other fields the caller set, takes the
-// inner IP header's offset. False when it handled the packet (malformed, or
-// a group without listener).
+// appliance's group `g`; `ri` takes the inner IP header's offset (the caller
+// sets the rest). False when it handled the packet (malformed, or a group
+// without listener).
 [[gnu::always_inline]] inline bool keyReturn(Ctx& c, rte_mbuf* m, ParseStatus ps, const ParsedPacket& in,
                                              const GroupView& g, size_t inner_off, FlowRef& ref,
                                              ReturnInfo& ri) noexcept {

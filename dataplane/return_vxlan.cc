@@ -39,9 +39,10 @@ bool prepareReturnVxlan(Ctx& c, rte_mbuf* m, const ParsedPacket& outer, ParsedPa
     in = ParsedPacket{};
     ps = parseFrame(f + inner_off, end - inner_off, in, why);
   }
+  if (!keyReturn(c, m, ps, in, g, inner_off, ref, ri)) return false;
   ri.server = server, ri.cookie = 0, ri.aws = false, ri.vx_tunnel = int8_t(tunnel);
   ri.bypass = 0, ri.bypass_s = 0;  // VXLAN carries no options: no bypass request
-  return keyReturn(c, m, ps, in, g, inner_off, ref, ri);
+  return true;
 }
 
 }  // namespace gwlb::dp::burst
