@@ -159,6 +159,41 @@ namespace gwlb {
   return csumAdd(0, f + start, end - start);
 }
 
+// The UDP header and Geneve fields every encapsulation patches, at `udp`
+// (IPv4's and IPv6's outer headers alike): the source port, the length, in
+// aws format the protocol and cookie; then the UDP checksum from the
+// template's sum (udp_len counts twice: pseudo-header and UDP header).
+[[gnu::always_inline]] inline void finishUdp(uint8_t* udp, const EncapTemplate& t, uint32_t udp_len,
+                                             uint16_t udp_sport, uint16_t protocol, uint32_t cookie,
+                                             uint32_t payload_sum) noexcept {
+  wr16(udp, udp_sport);
+  wr16(udp + 4, uint16_t(udp_len));
+  uint64_t sum = uint64_t(t.udp_sum) + udp_sport + 2 * udp_len + payload_sum;
+  if (t.aws) {
+    uint8_t* g = udp + 8;
+    wr16(g + 2, protocol);
+    wr32(g + kGeneveBaseLen + 28, cookie);
+    sum += protocol + (cookie >> 16) + (cookie & 0xFFFF);
+  }
+  sum = (sum & 0xFFFFFFFF) + (sum >> 32);
+  sum = (sum & 0xFFFFFFFF) + (sum >> 32);
+  uint16_t c = csumFold(uint32_t(sum));
+  wr16(udp + 6, c == 0 ? 0xFFFF : c);
+}
+// The same with the checksum left to the NIC: the pseudo-header's sum only.
+[[gnu::always_inline]] inline void finishUdpOffload(uint8_t* udp, const EncapTemplate& t, uint32_t udp_len,
+                                                    uint16_t udp_sport, uint16_t protocol,
+                                                    uint32_t cookie) noexcept {
+  wr16(udp, udp_sport);
+  wr16(udp + 4, uint16_t(udp_len));
+  if (t.aws) {
+    uint8_t* g = udp + 8;
+    wr16(g + 2, protocol);
+    wr32(g + kGeneveBaseLen + 28, cookie);
+  }
+  wr16(udp + 6, uint16_t(csumFold(t.pseudo_sum + udp_len) ^ 0xFFFF));
+}
+
 // applyEncap() and applyEncapOffload() (geneve.h), inline for the worker:
 // the out-of-line call cost a dozen instructions per packet.
 [[gnu::always_inline]] inline void encapOffloadInline(uint8_t* f, const EncapTemplate& t, size_t payload_len, uint16_t udp_sport,
@@ -169,14 +204,7 @@ namespace gwlb {
   uint8_t* ip = f + 14;
   uint8_t* udp = ip + 20;
   wr16(ip + 2, uint16_t(20 + udp_len));  // the checksum stays 0 (template)
-  wr16(udp, udp_sport);
-  wr16(udp + 4, uint16_t(udp_len));
-  if (t.aws) {
-    uint8_t* g = udp + 8;
-    wr16(g + 2, protocol);
-    wr32(g + kGeneveBaseLen + 28, cookie);
-  }
-  wr16(udp + 6, uint16_t(csumFold(t.pseudo_sum + udp_len) ^ 0xFFFF));
+  finishUdpOffload(udp, t, udp_len, udp_sport, protocol, cookie);
 }
 
 [[gnu::always_inline]] inline void encapInline(uint8_t* f, const EncapTemplate& t, size_t payload_len, uint16_t udp_sport,
@@ -190,20 +218,7 @@ namespace gwlb {
   uint8_t* udp = ip + 20;
   wr16(ip + 2, uint16_t(ip_len));
   wr16(ip + 10, csumFold(t.ip_sum + ip_len));
-  wr16(udp, udp_sport);
-  wr16(udp + 4, uint16_t(udp_len));
-  // udp_len counts twice: pseudo-header and UDP header.
-  uint64_t sum = uint64_t(t.udp_sum) + udp_sport + 2 * udp_len + payload_sum;
-  if (t.aws) {
-    uint8_t* g = udp + 8;
-    wr16(g + 2, protocol);
-    wr32(g + kGeneveBaseLen + 28, cookie);
-    sum += protocol + (cookie >> 16) + (cookie & 0xFFFF);
-  }
-  sum = (sum & 0xFFFFFFFF) + (sum >> 32);
-  sum = (sum & 0xFFFFFFFF) + (sum >> 32);
-  uint16_t c = csumFold(uint32_t(sum));
-  wr16(udp + 6, c == 0 ? 0xFFFF : c);
+  finishUdp(udp, t, udp_len, udp_sport, protocol, cookie, payload_sum);
 }
 
 // The same over an outer IPv6 header (t.ipv6): no header checksum; the UDP
@@ -219,19 +234,7 @@ namespace gwlb {
   uint8_t* udp = ip + 40;
   wr32(ip, 6u << 28 | tc_label);
   wr16(ip + 4, uint16_t(udp_len));
-  wr16(udp, udp_sport);
-  wr16(udp + 4, uint16_t(udp_len));
-  uint64_t sum = uint64_t(t.udp_sum) + udp_sport + 2 * udp_len + payload_sum;
-  if (t.aws) {
-    uint8_t* g = udp + 8;
-    wr16(g + 2, protocol);
-    wr32(g + kGeneveBaseLen + 28, cookie);
-    sum += protocol + (cookie >> 16) + (cookie & 0xFFFF);
-  }
-  sum = (sum & 0xFFFFFFFF) + (sum >> 32);
-  sum = (sum & 0xFFFFFFFF) + (sum >> 32);
-  uint16_t c = csumFold(uint32_t(sum));
-  wr16(udp + 6, c == 0 ? 0xFFFF : c);
+  finishUdp(udp, t, udp_len, udp_sport, protocol, cookie, payload_sum);
 }
 
 [[gnu::always_inline]] inline void encapOffloadInline6(uint8_t* f, const EncapTemplate& t, size_t payload_len, uint16_t udp_sport,
@@ -243,14 +246,7 @@ namespace gwlb {
   uint8_t* udp = ip + 40;
   wr32(ip, 6u << 28 | tc_label);
   wr16(ip + 4, uint16_t(udp_len));
-  wr16(udp, udp_sport);
-  wr16(udp + 4, uint16_t(udp_len));
-  if (t.aws) {
-    uint8_t* g = udp + 8;
-    wr16(g + 2, protocol);
-    wr32(g + kGeneveBaseLen + 28, cookie);
-  }
-  wr16(udp + 6, uint16_t(csumFold(t.pseudo_sum + udp_len) ^ 0xFFFF));
+  finishUdpOffload(udp, t, udp_len, udp_sport, protocol, cookie);
 }
 
 }  // namespace gwlb

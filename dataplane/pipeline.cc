@@ -90,10 +90,11 @@ inline uint64_t ensureRoute(FlowEntry& e, uint16_t server, uint32_t cookie, uint
 // The forward path of one packet whose key was looked up in the burst's bulk
 // lookup (`pos`: its position, or -1). kClasses: the snapshot has
 // traffic_classes (decided once per burst); without, every flow is listener 0's.
+// kLean: no IPv6 underlay and no idle resets (runBurst), so neither is checked.
 // Inline in runBurst<false>'s stage 3 (a call per packet cost 16
 // instructions; a profile shows its lines as runBurst's); with traffic
 // classes, forwardClasses below.
-template <bool kClasses>
+template <bool kClasses, bool kLean>
 [[gnu::always_inline]] inline void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref0, int32_t pos,
              uint32_t hint) noexcept {
   const Snapshot& s = c.s;
@@ -127,7 +128,7 @@ template <bool kClasses>
   if (!(route & kRouteSet)) {
     // on_idle_timeout: a segment without SYN and without an entry belongs to
     // a connection gwlbd no longer knows (expired, or never seen).
-    if (pos < 0 && s.reset_on_idle_any && tcpResettable(p) &&
+    if (!kLean && pos < 0 && s.reset_on_idle_any && tcpResettable(p) &&
         s.listeners[kClasses ? originListener(ref.origin) : 0].reset_on_idle &&
         !(tcpFlags(frame, p) & kTcpSynFlag)) [[unlikely]]
       return sendReset(c, m, p, ResetReason::kIdle);
@@ -171,7 +172,7 @@ template <bool kClasses>
     return drop(c, m, Counter::drop_no_healthy_server);
   // A flow that cannot continue (send_tcp_reset) is reset before any move:
   // moved mid-connection, it would reach an appliance that never saw its SYN.
-  if (s.servers[server].reset != ResetReason::kNone || s.reset_on_idle_any) [[unlikely]] {
+  if (s.servers[server].reset != ResetReason::kNone || (!kLean && s.reset_on_idle_any)) [[unlikely]] {
     if (!resetOrGoOn(c, m, p, e, kClasses ? originListener(ref.origin) : 0, newGroup(),
                      ref.fragment_key ? -1 : pos, route))
       return;
@@ -266,7 +267,8 @@ template <bool kClasses>
           : sv.encap;
   bool aws = t.aws;
   size_t payload = aws ? p.l3_len : size_t(p.l3_offset) + p.l3_len;
-  size_t hdr = encapHeaderLen(aws, t.ipv6);
+  const bool ipv6 = !kLean && t.ipv6;
+  size_t hdr = encapHeaderLen(aws, ipv6);
   if (!sv.sendable) [[unlikely]] {  // the builder's checks, one by one
     if (!sv.routable) return drop(c, m, Counter::drop_no_healthy_server);
     if (!sv.mac_known) return drop(c, m, Counter::drop_neighbour_unresolved);
@@ -299,7 +301,7 @@ template <bool kClasses>
     return drop(c, m, Counter::drop_no_headroom);
   const uint32_t flow_hash = e.flow_hash.load(std::memory_order_relaxed);
   const uint16_t sport = geneveSourcePort(flow_hash);
-  if (t.ipv6) [[unlikely]] {
+  if (ipv6) [[unlikely]] {
     // The inner IP header is the payload's start (aws) or p.l3_offset into it.
     const uint32_t tcl = ipv6TrafficClassLabel(h + hdr + (aws ? 0 : p.l3_offset), p.ip_version, flow_hash);
     if (offload) {
@@ -331,19 +333,21 @@ template <bool kClasses>
 // (it had cost returned packets 50 instructions when the return path held
 // more registers; inline now it saves 28 on an established packet and 9 on
 // a returned one, with 1,000 classes).
+template <bool kLean>
 [[gnu::always_inline]] inline void forwardClasses(Ctx& c, rte_mbuf* m, const ParsedPacket& p,
                                                   const FlowRef& ref, int32_t pos, uint32_t hint) noexcept {
-  forward<true>(c, m, p, ref, pos, hint);
+  forward<true, kLean>(c, m, p, ref, pos, hint);
 }
 
 // Return path, stage 1: checks the outer packet and its Geneve header and
 // parses the inner packet into `in`, keyed by `ref`. False when it dropped it.
 // `in` may be the storage of `outer`: what is needed of the outer packet is
-// read before the inner one is parsed.
+// read before the inner one is parsed. kLean: the outer packet is IPv4.
+template <bool kLean>
 [[gnu::always_inline]] inline bool prepareReturn(Ctx& c, rte_mbuf* m, const ParsedPacket& outer, ParsedPacket& in, FlowRef& ref,
                    ReturnInfo& ri) noexcept {
   const Snapshot& s = c.s;
-  uint16_t server = outer.ip_version == 4 ? s.serverByIp(outer.tuple.src.v4HostOrder())
+  uint16_t server = kLean || outer.ip_version == 4 ? s.serverByIp(outer.tuple.src.v4HostOrder())
                                           : s.serverByIp6(outer.tuple.src.b.data());
   if (server == kNoServer || server >= c.n_servers || !s.servers[server].routable)
     return drop(c, m, Counter::drop_geneve_unknown_appliance), false;
@@ -386,17 +390,9 @@ template <bool kClasses>
     in = ParsedPacket{};
     ps = parseFrame(f + inner_off, end - inner_off, in, why);
   }
-  if (ps != ParseStatus::kOk) return drop(c, m, Counter::drop_return_inner_malformed), false;
-  if (g.listener == kNoListener) [[unlikely]]
-    return returnWithoutFlow(c, m, in, g), false;
-  setRef(ref, in, g.stickiness, g.listener);
-  ri.server = server;
-  ri.cookie = gi.cookie;
-  ri.l3_start = uint16_t(inner_off + in.l3_offset);
-  ri.aws = g.aws;
-  ri.vx_tunnel = -1;
-  ri.bypass = gi.has_bypass ? (gi.bypass_malformed ? 2 : 1) : 0;
-  ri.bypass_s = gi.bypass_seconds;
+  if (!keyReturn(c, m, ps, in, g, inner_off, ref, ri)) return false;
+  ri.server = server, ri.cookie = gi.cookie, ri.aws = g.aws, ri.vx_tunnel = -1;
+  ri.bypass = gi.has_bypass ? (gi.bypass_malformed ? 2 : 1) : 0, ri.bypass_s = gi.bypass_seconds;
   return true;
 }
 
@@ -485,7 +481,10 @@ inline bool isGeneveToUs(const ParsedPacket& p, uint32_t underlay_ip) noexcept {
 // The burst's three stages. kClasses: the snapshot has traffic_classes,
 // decided once per burst; the copy without them has none of the
 // class path in it, so a gateway without classes pays nothing per packet.
-template <bool kClasses>
+// kLean: the snapshot has no IPv6 underlay (no node.underlay_ipv6, no IPv6
+// appliance) and no listener resets idle flows, decided once per burst; its
+// copy has neither's checks per packet.
+template <bool kClasses, bool kLean>
 [[gnu::noinline]] void runBurst(Dataplane& dp, WorkerState& w, rte_mbuf** pkts, uint16_t n,
                                 const Snapshot* snap, uint64_t now_ns, BurstOutput& out) noexcept {
   Ctx c{dp, w, *snap, now_ns, out};
@@ -553,7 +552,7 @@ template <bool kClasses>
     }
     // Geneve or VXLAN to node.underlay_ipv6 is a return (before node.ipv6_addresses,
     // which may list the same address so that it is answered in ND).
-    const bool geneve6 = p.ip_version == 6 && isTunnel6ToUs(p, *snap);
+    const bool geneve6 = !kLean && p.ip_version == 6 && isTunnel6ToUs(p, *snap);
     if (p.ip_version == 6 && !geneve6) {
       // Neighbor discovery is link-local: punted when it asks for us, never forwarded.
       NdVerdict nd = p.tuple.proto == kProtoIcmpv6 ? ndVerdict(d, p, *snap) : NdVerdict::kNotNd;
@@ -589,7 +588,7 @@ template <bool kClasses>
           hashes[nf] = f.ref.hash;
           ++nf;
         }
-      } else if (prepareReturn(c, m, p, f.p, f.ref, f.ri)) {
+      } else if (prepareReturn<kLean>(c, m, p, f.p, f.ref, f.ri)) {
         f.m = m;
         f.ret = true;
         keys[nf] = &f.ref.key;
@@ -607,7 +606,7 @@ template <bool kClasses>
     // or Geneve on its way to one of our appliances.
     if (((geneve || vxlan) && p.ip_version == 4 && (p.tuple.src.v4HostOrder() == snap->underlay_ip ||
                                                     snap->serverByIp(p.tuple.dst.v4HostOrder()) != kNoServer)) ||
-        (p.ip_version == 6 && isLoopTunnel6(p, *snap))) [[unlikely]] {
+        (!kLean && p.ip_version == 6 && isLoopTunnel6(p, *snap))) [[unlikely]] {
       drop(c, m, Counter::drop_loop_geneve);
       continue;
     }
@@ -657,8 +656,8 @@ template <bool kClasses>
   // Stage 3: route and encapsulate, or check and unwrap a return.
   for (uint16_t i = 0; i < nf; ++i) {
     if (fwd[i].ret) finishReturn(c, fwd[i].m, fwd[i].p, fwd[i].ref, fwd[i].ri, pos[i]);
-    else if constexpr (kClasses) forwardClasses(c, fwd[i].m, fwd[i].p, fwd[i].ref, pos[i], hints[i]);
-    else forward<false>(c, fwd[i].m, fwd[i].p, fwd[i].ref, pos[i], hints[i]);
+    else if constexpr (kClasses) forwardClasses<kLean>(c, fwd[i].m, fwd[i].p, fwd[i].ref, pos[i], hints[i]);
+    else forward<false, kLean>(c, fwd[i].m, fwd[i].p, fwd[i].ref, pos[i], hints[i]);
   }
 
   // Never blocks: what the ring cannot take now is sent by the control
@@ -691,10 +690,10 @@ void processBurst(Dataplane& dp, WorkerState& w, rte_mbuf** pkts, uint16_t n, ui
     rte_pktmbuf_free_bulk(pkts, n);
     return;
   }
-  if (snap->classes.empty()) [[likely]]
-    runBurst<false>(dp, w, pkts, n, snap, now_ns, out);
-  else
-    runBurst<true>(dp, w, pkts, n, snap, now_ns, out);
+  static constexpr decltype(&runBurst<false, false>) kRun[2][2] = {
+      {runBurst<false, false>, runBurst<false, true>}, {runBurst<true, false>, runBurst<true, true>}};
+  kRun[!snap->classes.empty()][!snap->has_underlay_ip6 && snap->by_ip6.empty() && !snap->reset_on_idle_any](
+      dp, w, pkts, n, snap, now_ns, out);
 }
 
 }  // namespace gwlb::dp

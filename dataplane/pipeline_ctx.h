@@ -230,6 +230,21 @@ struct ReturnInfo {
 // a forwarding-check probe goes to the control thread, anything else is
 // drop_return_no_flow.
 void returnWithoutFlow(Ctx& c, rte_mbuf* m, const ParsedPacket& in, const GroupView& g) noexcept;
+// Return path, stage 1's last step for every format: the inner packet `in`
+// (parsed with status `ps`, at `inner_off` in the frame) keyed by its
+// appliance's group `g`; `ri` takes the inner IP header's offset (the caller
+// sets the rest). False when it handled the packet (malformed, or a group
+// without listener).
+[[gnu::always_inline]] inline bool keyReturn(Ctx& c, rte_mbuf* m, ParseStatus ps, const ParsedPacket& in,
+                                             const GroupView& g, size_t inner_off, FlowRef& ref,
+                                             ReturnInfo& ri) noexcept {
+  if (ps != ParseStatus::kOk) return drop(c, m, Counter::drop_return_inner_malformed), false;
+  if (g.listener == kNoListener) [[unlikely]]
+    return returnWithoutFlow(c, m, in, g), false;
+  setRef(ref, in, g.stickiness, g.listener);
+  ri.l3_start = uint16_t(inner_off + in.l3_offset);
+  return true;
+}
 // To the control thread (ARP, neighbor solicitations for us).
 void punt(Ctx& c, rte_mbuf* m) noexcept;
 // To the kernel through the control thread and the port's tap, when the

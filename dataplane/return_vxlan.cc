@@ -49,17 +49,9 @@ bool prepareReturnVxlan(Ctx& c, rte_mbuf* m, const ParsedPacket& outer, ParsedPa
     in = ParsedPacket{};
     ps = parseFrame(f + inner_off, end - inner_off, in, why);
   }
-  if (ps != ParseStatus::kOk) return drop(c, m, Counter::drop_return_inner_malformed), false;
-  if (g.listener == kNoListener) [[unlikely]]
-    return returnWithoutFlow(c, m, in, g), false;
-  setRef(ref, in, g.stickiness, g.listener);
-  ri.server = server;
-  ri.cookie = 0;
-  ri.l3_start = uint16_t(inner_off + in.l3_offset);
-  ri.aws = false;
-  ri.vx_tunnel = int8_t(tunnel);
-  ri.bypass = 0;  // VXLAN carries no options: no bypass request
-  ri.bypass_s = 0;
+  if (!keyReturn(c, m, ps, in, g, inner_off, ref, ri)) return false;
+  ri.server = server, ri.cookie = 0, ri.aws = false, ri.vx_tunnel = int8_t(tunnel);
+  ri.bypass = 0, ri.bypass_s = 0;  // VXLAN carries no options: no bypass request
   return true;
 }
 
