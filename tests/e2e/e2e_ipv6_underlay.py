@@ -117,9 +117,13 @@ def test_ipv6_underlay(lab, args):
         assert want in log, f"gwlbd did not learn {a}'s MAC by neighbor discovery ('{want}' not in its log)"
     print("gwlbd learned both appliances' MACs by neighbor discovery")
     wait_for("both IPv6 appliances healthy",
-             lambda: all(lab.servers().get(ip, {}).get("health", {}).get("state") == "healthy"
+             lambda: all((lab.servers().get(ip, {}).get("health") or {}).get("state") == "healthy"
                          for ip in APPS6.values()), timeout=20)
-    print("both appliances healthy by their IPv6 health checks")
+    for ip in APPS6.values():
+        check = json.loads(lab.gwlbctl("--json", "health", ip))["check"]
+        assert check["probe_path"] == "data" and check["source"] == UNDERLAY6, \
+            f"gwlbctl health {ip}: probes on the {check['probe_path']} path from {check['source']}"
+    print(f"both appliances healthy by their IPv6 health checks (data path, from {UNDERLAY6})")
     caps = {a: tshark_start(lab, a) for a in APPS6}
     dl = os.path.join(lab.dir, "dl.bin")
     r = lab.run("client", "curl", "-s", "-o", dl, "-w", "%{local_port}", "--max-time", "60", f"http://{SERVER}/blob.bin")
