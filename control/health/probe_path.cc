@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
+#include <linux/fib_rules.h>
 #include <linux/neighbour.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
@@ -157,17 +158,38 @@ int rpFilter(const std::string& dev) {
   return v;
 }
 
-// A host route (/128) to `a` out of the tap: a socket bound to a device finds
-// no IPv6 route by another one (IPv4 falls back to "on link"). Returns 0 or -errno.
+// IPv6 probes bound to the tap need a route by it: a socket bound to a device
+// finds no IPv6 route by another one (IPv4 falls back to "on link"). The
+// routes live in a table of their own that only traffic leaving by the tap
+// looks up (a rule "oif TAP"), so the host's own traffic to the appliances
+// keeps its routes. 6081: Geneve's port, easy to recognise in `ip -6 rule`.
+constexpr uint32_t kProbeTable6 = 6081;
+constexpr uint32_t kProbeRulePriority6 = 6081;
+
+// The rule "oif TAP lookup kProbeTable6". Returns 0 (also when it exists) or -errno.
+int probeRule6(RouteSocket& nl, const std::string& tap) {
+  fib_rule_hdr h{};
+  h.family = AF_INET6;
+  h.action = FR_ACT_TO_TBL;
+  std::vector<uint8_t> req = request(RTM_NEWRULE, NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL, h);
+  attr(req, FRA_OIFNAME, tap.c_str(), tap.size() + 1);
+  attr(req, FRA_TABLE, &kProbeTable6, sizeof kProbeTable6);
+  attr(req, FRA_PRIORITY, &kProbeRulePriority6, sizeof kProbeRulePriority6);
+  int rc = nl.talk(req, nullptr);
+  return rc == -EEXIST ? 0 : rc;
+}
+
+// A host route (/128) to `a` out of the tap, in kProbeTable6. Returns 0 or -errno.
 int hostRoute6(RouteSocket& nl, int ifindex, const IpAddr& a) {
   rtmsg rt{};
   rt.rtm_family = AF_INET6;
   rt.rtm_dst_len = 128;
-  rt.rtm_table = RT_TABLE_MAIN;
+  rt.rtm_table = RT_TABLE_UNSPEC;  // the table is the attribute's (ids past 255)
   rt.rtm_protocol = RTPROT_STATIC;
   rt.rtm_scope = RT_SCOPE_UNIVERSE;
   rt.rtm_type = RTN_UNICAST;
   std::vector<uint8_t> req = request(RTM_NEWROUTE, NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE, rt);
+  attr(req, RTA_TABLE, &kProbeTable6, sizeof kProbeTable6);
   attr(req, RTA_DST, a.b.data(), 16);
   attr(req, RTA_OIF, &ifindex, sizeof ifindex);
   return nl.talk(req, nullptr);
@@ -464,6 +486,12 @@ std::vector<std::string> prepareDataPath(const Config& c, std::vector<NeighbourP
     done.push_back("added node.underlay_ipv6 " + a.str() + "/128 to " + tap +
                    " (probes to IPv6 appliances leave from it)");
   }
+  if (v6) {
+    int rc = probeRule6(nl, tap);
+    if (rc != 0)
+      throw std::runtime_error(who + ": cannot add the rule 'oif " + tap + " lookup " +
+                               std::to_string(kProbeTable6) + "': " + errnoText(rc));
+  }
   size_t routed = 0;
   for (const Probed& p : probed) {
     if (p.path.kind != ProbePath::Kind::kData || !c.node.underlay_ipv6) continue;
@@ -476,7 +504,8 @@ std::vector<std::string> prepareDataPath(const Config& c, std::vector<NeighbourP
     }
   }
   if (routed)
-    done.push_back(std::to_string(routed) + " IPv6 appliance(s) routed (/128) by " + tap);
+    done.push_back(std::to_string(routed) + " IPv6 appliance(s) routed (/128) by " + tap + " in table " +
+                   std::to_string(kProbeTable6) + " (rule: oif " + tap + ")");
   // Answers come in on the tap: its own reverse-path filter off (the
   // host-wide one is checked by probeRouteErrors, which counts on this).
   if (rpFilter(tap) > 0) {

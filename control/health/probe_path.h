@@ -106,8 +106,10 @@ std::vector<NeighbourPin> wantedPins(const Config& c);
 // `c` no longer wants are deleted (an appliance removed, or now resolved by
 // ARP or ND); on return it holds what is pinned now, also when a change
 // fails. Each probed IPv6 appliance gets a host route (/128) by the tap (a
-// socket bound to a device finds no IPv6 route by another; never removed
-// before the tap goes). Returns one line per change made (for the log); throws
+// socket bound to a device finds no IPv6 route by another), in table 6081,
+// which a rule makes only traffic leaving by the tap look up (the host's
+// own traffic to the appliances keeps its routes); never removed before the
+// tap goes. Returns one line per change made (for the log); throws
 // std::runtime_error naming the tap and the kernel's answer when a change
 // fails.
 std::vector<std::string> prepareDataPath(const Config& c, std::vector<NeighbourPin>& pinned);

@@ -65,7 +65,8 @@ def _peek(p):
 
 
 def tshark_fields(pcap, *fields, display=None):
-    cmd = ["tshark", "-r", pcap, "-T", "fields", "-E", "separator=/t", "-E", "occurrence=f"]
+    cmd = ["tshark", "-r", pcap, "-d", "tcp.port==8080,http", "-T", "fields", "-E", "separator=/t",
+           "-E", "occurrence=f"]
     if display:
         cmd += ["-Y", display]
     for f in fields:
@@ -101,8 +102,9 @@ def check_geneve(pcap, app):
 
 
 def check_probes(pcap, app):
-    """The appliance's health checks (TCP 8080 SYNs) came from node.underlay_ipv6."""
-    rows = tshark_fields(pcap, "ipv6.src", "ipv6.dst", display="tcp.dstport == 8080 && tcp.flags.syn == 1 && tcp.flags.ack == 0")
+    """The appliance's health checks (HTTP GET /health on 8080) came from
+    node.underlay_ipv6 (the test's own /stats requests come from br-app)."""
+    rows = tshark_fields(pcap, "ipv6.src", "ipv6.dst", display='http.request.uri == "/health"')
     assert rows, f"{app}: no health check reached it over IPv6"
     for src, dst in rows:
         assert src == UNDERLAY6 and dst == APPS6[app], \
