@@ -37,8 +37,25 @@ Ipv6Bytes solicitedNodeAddress(const Ipv6Bytes& a) noexcept {
   return s;
 }
 
-bool parseNeighborSolicitation(const uint8_t* f, size_t len, NeighborSolicitation& out) noexcept {
-  out = NeighborSolicitation{};
+namespace {
+
+// An ND message of `type` in an Ethernet frame (at most one tag) that passes
+// RFC 4861's common checks (sections 7.1.1 and 7.1.2): IPv6 with ICMPv6
+// directly behind the fixed header, hop limit 255, code 0, a message of at
+// least 24 bytes inside the frame, a valid checksum, a target that is not
+// multicast, options of non-zero length inside the message. Fills the
+// addresses, the tag and the link-layer address option of `lla_type`.
+struct NdFrame {
+  bool has_vlan = false;
+  uint16_t vlan_tpid = 0, vlan_tci = 0;
+  size_t l2_len = 14;
+  const uint8_t* msg = nullptr;
+  Ipv6Bytes src{}, dst{}, target{};
+  bool has_lladdr = false;
+  MacAddr lladdr;
+};
+
+bool parseNdFrame(const uint8_t* f, size_t len, uint8_t type, uint8_t lla_type, NdFrame& out) noexcept {
   if (len < 14) return false;
   uint16_t et = rd16(f + 12);
   size_t l2 = 14;
@@ -56,7 +73,7 @@ bool parseNeighborSolicitation(const uint8_t* f, size_t len, NeighborSolicitatio
   size_t plen = rd16(ip + 4);
   if (plen < kNdMsg || l2 + kIpv6Hdr + plen > len) return false;
   const uint8_t* m = ip + kIpv6Hdr;
-  if (m[0] != kNdNeighborSolicitation || m[1] != 0) return false;
+  if (m[0] != type || m[1] != 0) return false;
   if (csumFold(icmpv6Sum(ip, m, plen)) != 0) return false;
   std::memcpy(out.src.data(), ip + 8, 16);
   std::memcpy(out.dst.data(), ip + 24, 16);
@@ -67,16 +84,89 @@ bool parseNeighborSolicitation(const uint8_t* f, size_t len, NeighborSolicitatio
     if (plen - off < 2) return false;
     size_t olen = size_t(m[off + 1]) * 8;
     if (olen == 0 || olen > plen - off) return false;
-    if (m[off] == 1 && olen == kLlaOption) {  // source link-layer address
-      out.has_source_lladdr = true;
-      std::memcpy(out.source_lladdr.b.data(), m + off + 2, 6);
+    if (m[off] == lla_type && olen == kLlaOption) {
+      out.has_lladdr = true;
+      std::memcpy(out.lladdr.b.data(), m + off + 2, 6);
     }
     off += olen;
   }
-  if (out.dad() && (!isSolicitedNode(out.dst.data()) || out.has_source_lladdr)) return false;
-  std::memcpy(out.eth_src.b.data(), f + 6, 6);
+  out.msg = m;
   out.l2_len = l2;
   return true;
+}
+
+}  // namespace
+
+bool parseNeighborSolicitation(const uint8_t* f, size_t len, NeighborSolicitation& out) noexcept {
+  out = NeighborSolicitation{};
+  NdFrame nd;
+  if (!parseNdFrame(f, len, kNdNeighborSolicitation, 1, nd)) return false;  // 1: source lladdr
+  out.has_vlan = nd.has_vlan;
+  out.vlan_tpid = nd.vlan_tpid;
+  out.vlan_tci = nd.vlan_tci;
+  out.src = nd.src;
+  out.dst = nd.dst;
+  out.target = nd.target;
+  out.has_source_lladdr = nd.has_lladdr;
+  out.source_lladdr = nd.lladdr;
+  if (out.dad() && (!isSolicitedNode(out.dst.data()) || out.has_source_lladdr)) return false;
+  std::memcpy(out.eth_src.b.data(), f + 6, 6);
+  out.l2_len = nd.l2_len;
+  return true;
+}
+
+bool parseNeighborAdvertisement(const uint8_t* f, size_t len, NeighborAdvertisement& out) noexcept {
+  out = NeighborAdvertisement{};
+  NdFrame nd;
+  if (!parseNdFrame(f, len, kNdNeighborAdvertisement, 2, nd)) return false;  // 2: target lladdr
+  out.router = nd.msg[4] & 0x80;
+  out.solicited = nd.msg[4] & 0x40;
+  out.override_flag = nd.msg[4] & 0x20;
+  // RFC 4861 7.1.2: an advertisement to a multicast address answers nobody.
+  if (nd.dst[0] == 0xff && out.solicited) return false;
+  out.src = nd.src;
+  out.dst = nd.dst;
+  out.target = nd.target;
+  out.has_target_lladdr = nd.has_lladdr;
+  out.target_lladdr = nd.lladdr;
+  std::memcpy(out.eth_src.b.data(), f + 6, 6);
+  out.l2_len = nd.l2_len;
+  return true;
+}
+
+size_t makeNeighborSolicitation(uint8_t* f, size_t room, const MacAddr& our_mac,
+                                const Ipv6Bytes& our_ip, const Ipv6Bytes& target,
+                                const MacAddr* unicast_mac) noexcept {
+  const size_t total = 14 + kIpv6Hdr + kNdMsg + kLlaOption;
+  if (room < total) return 0;
+  const Ipv6Bytes dst = unicast_mac ? target : solicitedNodeAddress(target);
+  if (unicast_mac) {
+    std::memcpy(f, unicast_mac->b.data(), 6);
+  } else {
+    // 33:33 and the low 32 bits of the multicast address (RFC 2464 section 7).
+    f[0] = f[1] = 0x33;
+    std::memcpy(f + 2, dst.data() + 12, 4);
+  }
+  std::memcpy(f + 6, our_mac.b.data(), 6);
+  wr16(f + 12, kEtherTypeIpv6);
+  uint8_t* ip = f + 14;
+  wr32(ip, 0x60000000);
+  wr16(ip + 4, uint16_t(kNdMsg + kLlaOption));
+  ip[6] = kProtoIcmpv6;
+  ip[7] = 255;
+  std::memcpy(ip + 8, our_ip.data(), 16);
+  std::memcpy(ip + 24, dst.data(), 16);
+  uint8_t* m = ip + kIpv6Hdr;
+  m[0] = kNdNeighborSolicitation;
+  m[1] = 0;
+  wr16(m + 2, 0);
+  m[4] = m[5] = m[6] = m[7] = 0;
+  std::memcpy(m + 8, target.data(), 16);
+  m[24] = 1;  // source link-layer address: the appliance learns ours from it
+  m[25] = 1;
+  std::memcpy(m + 26, our_mac.b.data(), 6);
+  wr16(m + 2, csumFold(icmpv6Sum(ip, m, kNdMsg + kLlaOption)));
+  return total;
 }
 
 size_t makeNeighborAdvertisement(uint8_t* f, size_t room, const NeighborSolicitation& ns,

@@ -1,8 +1,10 @@
-// IPv6 Neighbor Discovery (RFC 4861) for the gateway's own addresses
-// (node.ipv6_addresses): the dataplane punts neighbor solicitations for them,
-// the control thread answers each with a neighbor advertisement carrying the
-// MAC of the port it came in on, as it answers ARP for IPv4. Pure code over
-// byte spans: never reads past `len`, never writes past `room`, no allocation.
+// IPv6 Neighbor Discovery (RFC 4861) on the underlay. For the gateway's own
+// addresses (node.ipv6_addresses): the dataplane punts neighbor solicitations
+// for them, the control thread answers each with a neighbor advertisement
+// carrying the MAC of the port it came in on, as it answers ARP for IPv4. For
+// IPv6 appliances: the control thread solicits their MACs and learns them from
+// their advertisements, as ARP resolves IPv4 ones. Pure code over byte spans:
+// never reads past `len`, never writes past `room`, no allocation.
 #pragma once
 
 #include <array>
@@ -53,6 +55,32 @@ bool parseNeighborSolicitation(const uint8_t* f, size_t len, NeighborSolicitatio
 // tagged), or 0 when room is too small. f may hold `ns`'s own frame.
 size_t makeNeighborAdvertisement(uint8_t* f, size_t room, const NeighborSolicitation& ns,
                                  const MacAddr& our_mac) noexcept;
+
+struct NeighborAdvertisement {
+  MacAddr eth_src;
+  size_t l2_len = 14;          // 18 with a tag
+  Ipv6Bytes src{}, dst{}, target{};
+  bool router = false, solicited = false, override_flag = false;
+  bool has_target_lladdr = false;
+  MacAddr target_lladdr;       // the target link-layer address option, when present
+};
+
+// Parses an Ethernet frame (at most one tag) carrying a neighbor
+// advertisement and applies RFC 4861 section 7.1.2's validity checks: IPv6
+// with ICMPv6 directly behind the fixed header, hop limit 255, code 0, ICMPv6
+// length >= 24, a valid checksum, a target that is not multicast, options of
+// non-zero length inside the message, and Solicited clear when sent to a
+// multicast address. False for anything else.
+bool parseNeighborAdvertisement(const uint8_t* f, size_t len, NeighborAdvertisement& out) noexcept;
+
+// Writes into f[0..room) an untagged solicitation from our_ip/our_mac for
+// `target`, with our source link-layer address option: to target's
+// solicited-node multicast address (resolution) or, with `unicast_mac`, to
+// target at that MAC (RFC 4861 section 7.3.3's probe of a stale entry).
+// Returns its length (86), or 0 when room is too small.
+size_t makeNeighborSolicitation(uint8_t* f, size_t room, const MacAddr& our_mac,
+                                const Ipv6Bytes& our_ip, const Ipv6Bytes& target,
+                                const MacAddr* unicast_mac) noexcept;
 
 // ff02::1:ffXX:XXXX, the solicited-node multicast address of `a` (RFC 4291).
 Ipv6Bytes solicitedNodeAddress(const Ipv6Bytes& a) noexcept;

@@ -18,7 +18,8 @@ bool isNodeIpv6(const Snapshot& s, const uint8_t* a) noexcept {
   return false;
 }
 
-NdVerdict ndVerdict(const uint8_t* f, const ParsedPacket& p, const Snapshot& s) noexcept {
+NdVerdict ndVerdict(const uint8_t* f, const ParsedPacket& p, const Snapshot& s,
+                    PortRole role) noexcept {
   if (p.ip_version != 6 || p.tuple.proto != kProtoIcmpv6 || p.icmp_error || p.l4_offset == 0)
     return NdVerdict::kNotNd;
   // The parser saw at least 8 bytes of ICMPv6 here.
@@ -26,6 +27,9 @@ NdVerdict ndVerdict(const uint8_t* f, const ParsedPacket& p, const Snapshot& s) 
   if (!isNdType(m[0])) return NdVerdict::kNotNd;
   size_t end = size_t(p.l3_offset) + p.l3_len;
   if (m[0] == kNdNeighborSolicitation && size_t(p.l4_offset) + 24 <= end && isNodeIpv6(s, m + 8))
+    return NdVerdict::kPunt;
+  if (m[0] == kNdNeighborAdvertisement && size_t(p.l4_offset) + 24 <= end && acceptsReturns(role) &&
+      !s.by_ip6.empty() && s.serverByIp6(m + 8) != kNoServer)
     return NdVerdict::kPunt;
   return NdVerdict::kDrop;
 }
@@ -44,7 +48,7 @@ bool foreignFrameWanted(const uint8_t* f, size_t len, const Snapshot& s, const P
     return st == ParseStatus::kArp && arpWanted(f, len, s, pv->role);
   }
   why = Counter::drop_l2_multicast;
-  return st == ParseStatus::kOk && ndVerdict(f, p, s) == NdVerdict::kPunt;
+  return st == ParseStatus::kOk && ndVerdict(f, p, s, pv->role) == NdVerdict::kPunt;
 }
 
 }  // namespace gwlb::dp

@@ -30,10 +30,15 @@ bool arpWanted(const uint8_t* f, size_t len, const Snapshot& s, PortRole role) n
 
 enum class NdVerdict : uint8_t { kNotNd, kPunt, kDrop };
 
-// For a frame parsed as `p`: kNotNd unless it is ICMPv6 neighbor discovery
-// (types 133-137); then kPunt for a neighbor solicitation whose target is one
-// of node_ipv6, kDrop for anything else (link-local, never forwarded).
-NdVerdict ndVerdict(const uint8_t* f, const ParsedPacket& p, const Snapshot& s) noexcept;
+// For a frame parsed as `p` that came in on a port of `role`: kNotNd unless
+// it is ICMPv6 neighbor discovery (types 133-137); then kPunt for a neighbor
+// solicitation whose target is one of node_ipv6, or, on a port facing the
+// appliances, a neighbor advertisement whose target is an IPv6 appliance (the
+// control thread learns its MAC: only configured appliances, so a flood of
+// advertisements for other addresses never reaches it); kDrop for anything
+// else (link-local, never forwarded).
+NdVerdict ndVerdict(const uint8_t* f, const ParsedPacket& p, const Snapshot& s,
+                    PortRole role) noexcept;
 
 // True when `a` (16 bytes) is one of the node's IPv6 addresses.
 bool isNodeIpv6(const Snapshot& s, const uint8_t* a) noexcept;

@@ -555,12 +555,12 @@ template <bool kClasses, bool kLean>
     const bool geneve6 = !kLean && p.ip_version == 6 && isTunnel6ToUs(p, *snap);
     if (p.ip_version == 6 && !geneve6) {
       // Neighbor discovery is link-local: punted when it asks for us, never forwarded.
-      NdVerdict nd = p.tuple.proto == kProtoIcmpv6 ? ndVerdict(d, p, *snap) : NdVerdict::kNotNd;
+      NdVerdict nd = p.tuple.proto == kProtoIcmpv6 ? ndVerdict(d, p, *snap, role) : NdVerdict::kNotNd;
       const bool to_node = !snap->node_ipv6.empty() && isNodeIpv6(*snap, p.tuple.dst.b.data());
       if (nd != NdVerdict::kNotNd) [[unlikely]] {
-        // The control thread answers solicitations for us; other ND sent to
-        // one of our addresses (advertisements answering the kernel's own
-        // solicitations) is the kernel's when it has a tap.
+        // The control thread answers solicitations for us and learns IPv6
+        // appliances from their advertisements; other ND to our addresses
+        // is the kernel's when it has a tap (answers to its solicitations).
         if (nd == NdVerdict::kPunt) punt(c, m);
         else if (to_node && dp.exception) forUs(c, m);
         else drop(c, m, Counter::drop_nd_not_for_us);

@@ -42,13 +42,16 @@
 #                       tunnels, external 10801/801 and internal 10800/800) bridged together, the
 #                       same nftables conntrack firewall on the bridge (br_netfilter), and the
 #                       groups use encapsulation: vxlan (docs/lab.md "The kernel VXLAN appliance")
-#   LAB_UNDERLAY ipv4|ipv6 (ipv4)   ipv6: the appliance network is IPv6 (gwlbd's node.underlay_ipv6
-#                       fd77:9::1, appliances fd77:9::11..14, their health checks off); with
-#                       LAB_APPLIANCE=vxlan the kernel's VXLAN devices tunnel over IPv6
 #   LAB_RT_PORT af_packet|tap   gwlbd's router-side port: net_af_packet on gw-rt (default;
 #                       the kernel reassembles IPv4 fragments before gwlbd sees them) or
 #                       net_tap bridged to gw-rt (gwlbd gets every frame as sent: real fragments)
 #   LAB_IPV6 (0)        1: IPv6 between client, router and server as well (fd77:1::/64, fd77:2::/64)
+#   LAB_UNDERLAY ipv4|ipv6 (ipv4)  ipv6: the appliance network is IPv6 only (fd77:9::/64): gwlbd
+#                       sends Geneve over IPv6 from node.underlay_ipv6 fd77:9::1 to app1..appN at
+#                       fd77:9::11.., finds their MACs by neighbor discovery (no `mac` in the config)
+#                       and probes them over IPv6 (docs/lab.md "An IPv6 underlay"); one gateway.
+#                       With LAB_APPLIANCE=vxlan the kernel's VXLAN devices tunnel over IPv6
+#                       (their health checks off)
 #   LAB_MIRROR (0)      1, with --listeners 2: app3 and app4 are a mirror group of passive tools
 #                       (gwlb-appliance --mirror-sink DIR/appN-sink.pcap) receiving copies of
 #                       tenant-a's packets; tenant-b goes to listener tenant-a too
@@ -83,10 +86,15 @@ case "$PROBES" in data|mgmt) ;; *) echo "lab: LAB_PROBES must be data or mgmt, n
 APPLIANCE="${LAB_APPLIANCE:-plain}"                   # plain | stateful | mixed (app_stateful)
 case "$APPLIANCE" in plain|stateful|mixed|vxlan) ;; *) echo "lab: LAB_APPLIANCE must be plain, stateful, mixed or vxlan, not '$APPLIANCE'" >&2; exit 2 ;; esac
 APP_IPS=(10.77.9.11 10.77.9.12 10.77.9.13 10.77.9.14)
-UNDERLAY="${LAB_UNDERLAY:-ipv4}"                      # ipv4 | ipv6: the appliances' addresses
-case "$UNDERLAY" in ipv4|ipv6) ;; *) echo "lab: LAB_UNDERLAY must be ipv4 or ipv6, not '$UNDERLAY'" >&2; exit 2 ;; esac
-UNDERLAY_IP6=fd77:9::1
-APP_IP6S=(fd77:9::11 fd77:9::12 fd77:9::13 fd77:9::14)
+UNDERLAY_FAMILY="${LAB_UNDERLAY:-ipv4}"
+UNDERLAY_IP6=fd77:9::1 MGMT_IP6=fd77:9::2             # LAB_UNDERLAY=ipv6: gwlbd's and br-app's
+case "$UNDERLAY_FAMILY" in
+  ipv4) ;;
+  ipv6) APP_IPS=(fd77:9::11 fd77:9::12 fd77:9::13 fd77:9::14)  # the appliances: IPv6 only
+        ;;
+  *) echo "lab: LAB_UNDERLAY must be ipv4 or ipv6, not '$UNDERLAY_FAMILY'" >&2; exit 2 ;;
+esac
+url_host() { case "$1" in *:*) echo "[$1]" ;; *) echo "$1" ;; esac; }  # an address in a URL
 APP_MACS=(02:77:00:00:09:11 02:77:00:00:09:12 02:77:00:00:09:13 02:77:00:00:09:14)
 CLIENT_B_IP=10.77.1.130 CLIENT_B_IP6=fd77:1::82       # tenant B's client (--listeners 2)
 APP_MTU=1600
@@ -159,10 +167,11 @@ server_group_yaml() {  # server_group_yaml NAME I J EXTRA: a group of appliances
   local hc="${LAB_HC:-http}" path_line="" extra="${4:-}${LAB_HC_EXTRA:+, $LAB_HC_EXTRA}" rst=""
   [ "${LAB_TCP_RESET:-0}" = 1 ] && rst=$'\n    send_tcp_reset: { on_unhealthy: true, on_deregistration: true }'
   [ "$hc" = http ] && path_line=", path: /health"
-  local encap="" addrs=("${APP_IPS[@]}")
+  local encap=""
   [ "$APPLIANCE" = vxlan ] && encap=$'\n    encapsulation: vxlan'
-  # IPv6 appliances: health probes to them are not available yet (gwlbd refuses them).
-  if [ "$UNDERLAY" = ipv6 ]; then addrs=("${APP_IP6S[@]}"); extra="$extra, enabled: false"; fi
+  # The kernel VXLAN appliances over IPv6: their health checks are off in this
+  # lab (e2e_vxlan_ipv6 proves the tunnels; e2e_ipv6_underlay the IPv6 probes).
+  if [ "$UNDERLAY_FAMILY" = ipv6 ] && [ "$APPLIANCE" = vxlan ]; then extra="$extra, enabled: false"; fi
   cat <<YAML
   - name: $1
     geneve: { format: ${LAB_FORMAT:-aws}, vni: 77 }$encap
@@ -172,10 +181,21 @@ server_group_yaml() {  # server_group_yaml NAME I J EXTRA: a group of appliances
     health_check: { protocol: $hc, port: 8080$path_line, interval: ${LAB_HC_INTERVAL:-500ms},
                     timeout: ${LAB_HC_TIMEOUT:-300ms}, healthy_threshold: ${LAB_HC_HEALTHY:-2},
                     unhealthy_threshold: ${LAB_HC_UNHEALTHY:-2}${LAB_HC_FORWARDING:+, forwarding: $LAB_HC_FORWARDING}$extra }
-    servers:
-      - { address: ${addrs[$2]}, mac: ${APP_MACS[$2]} }
-      - { address: ${addrs[$3]}, mac: ${APP_MACS[$3]} }
 YAML
+  if [ "$UNDERLAY_FAMILY" = ipv6 ]; then
+    # No MACs: gwlbd finds them by neighbor discovery.
+    cat <<YAML
+    servers:
+      - { address: "${APP_IPS[$2]}" }
+      - { address: "${APP_IPS[$3]}" }
+YAML
+  else
+    cat <<YAML
+    servers:
+      - { address: ${APP_IPS[$2]}, mac: ${APP_MACS[$2]} }
+      - { address: ${APP_IPS[$3]}, mac: ${APP_MACS[$3]} }
+YAML
+  fi
 }
 
 # client <-> router <-> server (IPv4 addresses), as both labs have them.
@@ -259,10 +279,12 @@ app_start() {
   # LAB_MIRROR: app3 and app4 are passive tools writing the copies they get.
   if [ "${LAB_MIRROR:-0}" = 1 ] && [ "$i" -ge 3 ]; then tun=(--mirror-sink "$D/app$i-sink.pcap"); fi
   # shellcheck disable=SC2086
+  local http_any="0.0.0.0"
+  [ "$UNDERLAY_FAMILY" = ipv6 ] && http_any="[::]"
   start_bg "app$i" "app$i" "$GWLB_BUILD/tools/gwlb-appliance" --name "app$i" --listen "$ip" \
-    --http "0.0.0.0:8080" "${tun[@]}" ${LAB_APP_ARGS:-} ${!extra_var:-}
+    --http "$http_any:8080" "${tun[@]}" ${LAB_APP_ARGS:-} ${!extra_var:-}
   for _ in $(seq 1 50); do
-    nx "app$i" curl -s -o /dev/null --max-time 1 "http://$ip:8080/stats" && return 0
+    nx "app$i" curl -s -o /dev/null --max-time 1 "http://$(url_host "$ip"):8080/stats" && return 0
     pid_alive "app$i" || break
     sleep 0.1
   done
@@ -289,11 +311,9 @@ app_stop() {
 VXLAN_BR=br-nva
 vxlan_setup() {  # vxlan_setup I: appliance I's devices, bridge and firewall (once per namespace)
   local n="app$1" ip="${APP_IPS[$(($1 - 1))]}" gw="$UNDERLAY_IP"
-  if [ "$UNDERLAY" = ipv6 ]; then ip="${APP_IP6S[$(($1 - 1))]}" gw="$UNDERLAY_IP6"; fi
+  [ "$UNDERLAY_FAMILY" = ipv6 ] && gw="$UNDERLAY_IP6"
   if ! nx "$n" ip link show "$VXLAN_BR" >/dev/null 2>&1; then
-    if [ "$UNDERLAY" = ipv6 ]; then
-      nx "$n" sysctl -qw net.ipv6.conf.eth0.disable_ipv6=0 net.ipv6.conf.eth0.accept_ra=0 >/dev/null
-      nx "$n" ip -6 addr add "$ip/64" dev eth0 nodad
+    if [ "$UNDERLAY_FAMILY" = ipv6 ]; then
       nx "$n" ip -6 neigh replace "$gw" lladdr "$UNDERLAY_MAC" dev eth0 nud permanent
     fi
     nx "$n" ip link add vx-ext type vxlan id 801 dstport 10801 local "$ip" remote "$gw" dev eth0
@@ -315,7 +335,7 @@ vxlan_app_start() {
   vxlan_setup "$i"
   start_bg "app$i" "app$i" /usr/bin/python3 -m http.server 8080 --bind "$ip" --directory "$D/nva-www"
   for _ in $(seq 1 50); do
-    nx "app$i" curl -s -o /dev/null --max-time 1 "http://$ip:8080/health" && return 0
+    nx "app$i" curl -s -o /dev/null --max-time 1 "http://$(url_host "$ip"):8080/health" && return 0
     pid_alive "app$i" || break
     sleep 0.1
   done
@@ -371,7 +391,7 @@ print(sum(1 for r in rows if isinstance(r, dict) and str(r.get("state", "")).sta
 stateful_summary() {  # which appliances are stateful, for `up` and `status`
   local i out=""
   for i in $(app_ids); do
-    if [ "$(lab_appliance)" = vxlan ]; then out="$out app$i kernel VXLAN (vx-ext 10801/801 + vx-int 10800/800 on $VXLAN_BR, nftables conntrack, over $UNDERLAY),"
+    if [ "$(lab_appliance)" = vxlan ]; then out="$out app$i kernel VXLAN (vx-ext 10801/801 + vx-int 10800/800 on $VXLAN_BR, nftables conntrack, over $UNDERLAY_FAMILY),"
     elif app_stateful "$i"; then out="$out app$i stateful (tun $STATEFUL_TUN + nftables conntrack),"
     else out="$out app$i plain,"; fi
   done
@@ -380,7 +400,7 @@ stateful_summary() {  # which appliances are stateful, for `up` and `status`
 
 lab_complete() {
   [ "$(lab_appliance)" = "$APPLIANCE" ] || return 1
-  [ "$(cat "$D/underlay" 2>/dev/null || echo ipv4)" = "$UNDERLAY" ] || return 1
+  [ "$(cat "$D/underlay" 2>/dev/null || echo ipv4)" = "$UNDERLAY_FAMILY" ] || return 1
   for n in client server router gw $(app_names); do ip netns list | grep -qw "$(ns "$n")" || return 1; done
   for p in gwlbd $(app_names) http; do pid_alive "$p" || return 1; done
   [ -S "$D/gwlbd.sock" ]
@@ -397,8 +417,13 @@ rt_vdev() {  # gwlbd's port 0
 probe_keys() {  # probe_keys IFACE ADDR: the health_check keys of LAB_PROBES=mgmt, else nothing
   case "$PROBES" in
     data) ;;
-    mgmt) echo ", interface: $1, source: $2" ;;
+    # health_check.source is IPv4: probes to IPv6 appliances take the kernel's choice.
+    mgmt) if [ "$UNDERLAY_FAMILY" = ipv6 ]; then echo ", interface: $1"; else echo ", interface: $1, source: $2"; fi ;;
   esac
+}
+underlay6_key() {  # node.underlay_ipv6 with LAB_UNDERLAY=ipv6
+  [ "$UNDERLAY_FAMILY" = ipv6 ] && echo " underlay_ipv6: \"$UNDERLAY_IP6\","
+  return 0
 }
 
 write_config() {
@@ -406,7 +431,7 @@ write_config() {
 # Generated by scripts/lab.sh: gwlbd in namespace $(ns gw).
 # Port 0 (gw-rt) faces the router, port 1 (gw-app) the appliance network.
 # Health probes: $PROBES path (docs/lab.md, "Health checks").
-node: { underlay_ip: $UNDERLAY_IP, underlay_mac: $UNDERLAY_MAC, underlay_port: 1, underlay_mtu: $APP_MTU,$([ "$UNDERLAY" = ipv6 ] && echo " underlay_ipv6: $UNDERLAY_IP6,")
+node: { underlay_ip: $UNDERLAY_IP,$(underlay6_key) underlay_mac: $UNDERLAY_MAC, underlay_port: 1, underlay_mtu: $APP_MTU,
         exception_path: { enabled: true, name_prefix: gwlb } }
 $(appliance_groups_yaml "$(probe_keys br-app "$MGMT_IP")")
 dataplane: { workers: 1, mbufs: 16384, flow_table_size: 16384 }
@@ -490,6 +515,9 @@ lab_up() {
   done
   case "$gateways" in 1|2|3|4) ;; *) log "--gateways: $gateways is not 1..4"; return 2 ;; esac
   case "$listeners" in 1|2) ;; *) log "--listeners: $listeners is not 1 or 2"; return 2 ;; esac
+  if [ "$UNDERLAY_FAMILY" = ipv6 ] && [ "$gateways" -gt 1 ]; then
+    log "LAB_UNDERLAY=ipv6: one gateway only (the fleet lab's underlay is IPv4)"; return 2
+  fi
   for b in control/gwlbd cli/gwlbctl tools/gwlb-appliance; do
     [ -x "$GWLB_BUILD/$b" ] || { log "missing $GWLB_BUILD/$b (build it first)"; return 1; }
   done
@@ -515,7 +543,7 @@ lab_up() {
   mkdir -p "$D"
   echo "$listeners" > "$D/listeners"
   echo "$APPLIANCE" > "$D/appliance"
-  echo "$UNDERLAY" > "$D/underlay"
+  echo "$UNDERLAY_FAMILY" > "$D/underlay"
   trap 'log "up failed; tearing down"; lab_down' ERR
   if [ "$gateways" -gt 1 ]; then
     fleet_up "$gateways" || { log "up failed; tearing down"; lab_down; return 1; }
@@ -552,15 +580,28 @@ lab_up() {
     ip link add "a$i-br" netns "$(ns gw)" mtu "$APP_MTU" type veth \
       peer name eth0 netns "$(ns "app$i")" address "${APP_MACS[$((i - 1))]}" mtu "$APP_MTU"
     nx gw ip link set "a$i-br" master br-app
-    nx "app$i" ip addr add "${APP_IPS[$((i - 1))]}/24" dev eth0
-    nx "app$i" ip link set eth0 up
-    # gwlbd's underlay address answers no ARP from the kernel: pin it.
-    nx "app$i" ip neigh replace "$UNDERLAY_IP" lladdr "$UNDERLAY_MAC" dev eth0 nud permanent
+    if [ "$UNDERLAY_FAMILY" = ipv6 ]; then
+      # IPv6 only; gwlbd answers the appliance's neighbor solicitations for
+      # its underlay address, and solicits the appliance's MAC itself.
+      nx "app$i" sysctl -qw net.ipv6.conf.all.disable_ipv6=0 net.ipv6.conf.eth0.disable_ipv6=0 \
+        net.ipv6.conf.eth0.accept_ra=0 >/dev/null
+      nx "app$i" ip -6 addr add "${APP_IPS[$((i - 1))]}/64" dev eth0 nodad
+      nx "app$i" ip link set eth0 up
+    else
+      nx "app$i" ip addr add "${APP_IPS[$((i - 1))]}/24" dev eth0
+      nx "app$i" ip link set eth0 up
+      # gwlbd's underlay address answers no ARP from the kernel: pin it.
+      nx "app$i" ip neigh replace "$UNDERLAY_IP" lladdr "$UNDERLAY_MAC" dev eth0 nud permanent
+    fi
     nx gw ip link set "a$i-br" up
     quiet_links "app$i" eth0
     quiet_links gw "a$i-br"
   done
   nx gw ip addr add "$MGMT_IP/24" dev br-app
+  if [ "$UNDERLAY_FAMILY" = ipv6 ]; then  # the appliances' HTTP from the gateway kernel (LAB_PROBES=mgmt, tests)
+    nx gw sysctl -qw net.ipv6.conf.br-app.disable_ipv6=0 net.ipv6.conf.br-app.accept_ra=0 >/dev/null
+    nx gw ip -6 addr add "$MGMT_IP6/64" dev br-app nodad
+  fi
   for dev in br-app gw-app gw-app-br gw-rt; do nx gw ip link set "$dev" up; done
   quiet_links gw gw-app gw-app-br gw-rt br-app
 
@@ -599,6 +640,7 @@ lab_up() {
   for _ in $(seq 1 100); do [ "$(active_count)" -ge "$(app_ids | wc -l)" ] && break; sleep 0.1; done
   trap - ERR
   log "up: client $CLIENT_IP -> router -> gateway (gwlbd) -> app1 ${APP_IPS[0]} / app2 ${APP_IPS[1]} -> server $SERVER_IP"
+  [ "$UNDERLAY_FAMILY" = ipv4 ] || log "IPv6 underlay: Geneve over IPv6 from $UNDERLAY_IP6, appliances resolved by neighbor discovery"
   [ "$APPLIANCE" = plain ] || log "appliances: $(stateful_summary)"
   if [ "$listeners" = 2 ] && [ "${LAB_MIRROR:-0}" = 1 ]; then
     log "mirror group: both tenants -> app1/app2 (listener tenant-a); copies of tenant-a's packets -> app3 ${APP_IPS[2]} / app4 ${APP_IPS[3]} (--mirror-sink $D/appN-sink.pcap)"
@@ -649,6 +691,6 @@ case "$cmd" in
   vtysh) exec ip netns exec "$(ns router)" vtysh --vty_socket "$(frr_dir)" "$@" ;;
   router-config) router_config "$@" ;;
   exec) n="${1:?exec NS CMD...}"; shift; exec ip netns exec "$(ns "$n")" "$@" ;;
-  -h|--help|"") sed -n '2,52p' "$0"; [ -n "$cmd" ] ;;
+  -h|--help|"") sed -n '2,64p' "$0"; [ -n "$cmd" ] ;;
   *) echo "lab.sh: unknown command $cmd (up|down|status|app-stop|app-start|gw-stop|gw-kill|gw-start|gwlbctl|birdc|vtysh|router-config|exec)" >&2; exit 2 ;;
 esac

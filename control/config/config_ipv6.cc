@@ -1,8 +1,9 @@
 // The rules of an IPv6 underlay. An appliance's address family decides the
 // outer family of its Geneve packets, so IPv4 and IPv6 appliances may share a
-// node and a group; an IPv6 one needs the node's IPv6 underlay address and a
-// MAC given in the config, and some paths are IPv4-only for now (health
-// probes, fleet flow sync). Each rule names the key to change.
+// node and a group; an IPv6 one needs the node's IPv6 underlay address (its
+// MAC is found by neighbor discovery unless the config gives one), and some
+// paths are IPv4-only for now (forwarding checks, VXLAN, fleet flow sync).
+// Each rule names the key to change.
 #include <map>
 
 #include "control/config/config.h"
@@ -63,19 +64,16 @@ void checkIpv6Underlay(const Config& c, Report& r) {
       } else if (sc.address == *us) {
         r.add(sp + ".address", q + " is node.underlay_ipv6; a server cannot have this node's own address");
       }
-      if (!sc.mac && !c.node.gateway_mac)
-        r.add(sp + ".mac", "is required for an IPv6 appliance (" + q +
-                               ") unless node.gateway_mac is set: appliances are not resolved by "
-                               "neighbor discovery");
     }
     if (first_v6.empty()) continue;
     const HealthCheckConfig& h = g.health_check;
-    // Probe paths (data path from node.underlay_ip, the kernel route checks
-    // of a management path, forwarding checks) are IPv4 only so far.
-    if (h.active())
-      r.add(gp + ".health_check.enabled",
-            "must be false: " + first_v6 + " is IPv6 and health probes to IPv6 appliances are "
-            "not supported yet (their paths are IPv4 only)");
+    // TCP and HTTP(S) probes reach IPv6 appliances (from node.underlay_ipv6
+    // on the data path); the forwarding check's probe is built for an outer
+    // IPv4 header only.
+    if (h.forwardingActive())
+      r.add(gp + ".health_check.forwarding",
+            "must be false: " + first_v6 + " is IPv6 and forwarding checks reach appliances over "
+            "an IPv4 underlay only so far (TCP and HTTP probes reach IPv6 appliances)");
   }
   if (any_v6 && c.fleet.configured)
     r.add("fleet", "is not supported with IPv6 appliances yet: flow sync names appliances by "

@@ -461,7 +461,7 @@ const Key kServerKeys[] = {
      .doc = "Share of new flows, relative to the group's other servers; 0: none.",
      .range = kWeightRange},
     {.name = "mac", .kind = Kind::kMac, .acc = member<&ServerConfig::mac>(),
-     .doc = "Fixed MAC of this appliance (else `node.gateway_mac`, else ARP)."},
+     .doc = "Fixed MAC of this appliance (else `node.gateway_mac`, else ARP; IPv6: neighbor discovery)."},
 };
 const Section kServerSection{"server_groups[].servers[]", kServerKeys};
 
@@ -582,8 +582,10 @@ const Key kHealthKeys[] = {
      .range_doc = "1..15 bytes, no `/`, space or `:`, not `.` or `..`; empty: none",
      .default_doc = "none: the data path"},
     {.name = "source", .kind = Kind::kIpv4, .acc = member<&HealthCheckConfig::source>(),
-     .doc = "Management path: probes come from this local address (needs `interface`).",
-     .what = "an IPv4 address of this host", .default_doc = "data path: `node.underlay_ip`"},
+     .doc = "Management path: probes come from this local address (needs `interface`); "
+            "probes to IPv6 appliances take the kernel's choice.",
+     .what = "an IPv4 address of this host",
+     .default_doc = "data path: `node.underlay_ip` (IPv6 appliances: `node.underlay_ipv6`)"},
     {.name = "verify", .kind = Kind::kBool, .acc = member<&HealthCheckConfig::verify>(),
      .doc = "`https` only: verify the certificate against `ca_file` (and its name).",
      .after = kAfterProtocol, .default_doc = "`false` (`true` with `ca_file`)"},
@@ -717,8 +719,8 @@ const Key kNodeKeys[] = {
      .doc = "This node's underlay address, the source of the Geneve packets it sends.",
      .required = true, .what = "this node's IPv4 address on the underlay"},
     {.name = "underlay_ipv6", .kind = Kind::kIp, .acc = member<&NodeConfig::underlay_ipv6>(),
-     .doc = "This node's IPv6 underlay address: the source of Geneve to IPv6 appliances, "
-            "answered in neighbor discovery.",
+     .doc = "This node's IPv6 underlay address: the source of Geneve, neighbor solicitations "
+            "and data-path probes to IPv6 appliances, answered in neighbor discovery.",
      .what = "this node's IPv6 address on the underlay", .check = checkUnderlayIpv6,
      .range_doc = "unicast IPv6"},
     {.name = "underlay_mac", .kind = Kind::kMac, .acc = member<&NodeConfig::underlay_mac>(),

@@ -52,7 +52,7 @@ Daemon::Daemon(Config config) {
     dp_.sync = sized("rings and RCU",
                      [&] { return dp::createRing("gwlbd_sync", FleetSync::kRingSize, false); });
   Engine::Inputs in;
-  in.neighbours = [this] { return neighbours_.macs(); };
+  in.neighbours = [this] { return neighbourMacs(); };
   in.devices = &port_macs_;
   in.class_counts = [this](uint16_t slot) { return workers_.classSlot(slot); };
   // A large class set compiles for seconds: never on the control thread.
@@ -72,7 +72,7 @@ Daemon::Daemon(Config config) {
     size_t unresolved = 0;
     for (auto& sv : s.servers)
       if (sv.in_use && !sv.mac_known) ++unresolved;
-    spdlog::info("snapshot {} published: {} group(s), {} appliance(s), {} awaiting ARP",
+    spdlog::info("snapshot {} published: {} group(s), {} appliance(s), {} awaiting ARP or ND",
                  s.generation, s.groups.size(), s.by_ip.size(), unresolved);
   };
   hooks.config_changed = [this](const Config& c) {

@@ -161,6 +161,12 @@ class Daemon {
   std::unique_ptr<dp::FlowTable> flows_;
   dp::Dataplane dp_;
   NeighbourCache neighbours_;  // appliances resolved by ARP
+  // IPv6 appliances resolved by neighbor discovery, keyed by applianceKey()
+  // (distinct per config), with the address each key stands for.
+  NeighbourCache neighbours6_;
+  std::map<uint32_t, IpAddr> neighbours6_addr_;
+  NeighbourTable neighbourMacs() const;
+  bool heardNd(const IpAddr& appliance, const MacAddr& mac, bool override_mac, uint64_t now);
   PortMacs port_macs_;         // each DPDK port's own MAC, by port id
   std::vector<std::unique_ptr<dp::WorkerState>> states_;
   std::vector<std::unique_ptr<dp::WorkerRun>> runs_;

@@ -84,7 +84,8 @@ std::vector<uint16_t> ServerRegistry::reclaim(uint64_t oldest_live_generation,
 
 namespace {
 
-// The next hop MAC of an appliance: its static one, the gateway's, or ARP's.
+// The next hop MAC of an appliance: its static one, the gateway's, or the
+// one ARP (IPv6: neighbor discovery) found, keyed by applianceKey().
 // An appliance's address: IPv6 ones are told apart by the family (their
 // outer headers, their return checks), `ip` keeps the registry's key.
 void setAddress(dp::ServerView& v, const IpAddr& a) {
@@ -101,7 +102,7 @@ void resolveMac(dp::ServerView& v, const ServerConfig& sc, const Config& cfg,
   } else if (cfg.node.gateway_mac) {
     v.mac = *cfg.node.gateway_mac;
     v.mac_known = true;
-  } else if (auto it = neigh.find(v.ip); !v.ipv6 && it != neigh.end()) {
+  } else if (auto it = neigh.find(v.ip); it != neigh.end()) {
     v.mac = it->second;
     v.mac_known = true;
   }

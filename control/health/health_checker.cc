@@ -109,7 +109,7 @@ probe::ProbeSpec HealthChecker::specFor(const HealthCheckConfig& h, const IpAddr
   std::vector<probe::CodeRange> codes;
   if (probe::parseHttpCodes(h.http_codes, codes, err)) s.codes = codes;
   s.timeout = std::chrono::milliseconds(h.timeout_ms);
-  s.source = path.source;
+  s.source = path.sourceFor(address);  // of the appliance's family
   s.device = path.device;
   s.verify_tls = h.verify;
   s.ca_file = h.ca_file;

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
+#include <linux/fib_rules.h>
 #include <linux/neighbour.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
@@ -114,15 +115,39 @@ std::string masterOf(RouteSocket& nl, int ifindex) {
   return "";
 }
 
+int familyOf(const IpAddr& a) { return a.isV6() ? AF_INET6 : AF_INET; }
+size_t bytesOf(const IpAddr& a) { return a.isV6() ? 16 : 4; }
+
 bool hasAddress(const std::string& device, const IpAddr& a) {
   ifaddrs* list = nullptr;
   if (::getifaddrs(&list) != 0) return false;
   bool found = false;
-  for (ifaddrs* i = list; i && !found; i = i->ifa_next)
-    if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && device == i->ifa_name)
+  for (ifaddrs* i = list; i && !found; i = i->ifa_next) {
+    if (!i->ifa_addr || device != i->ifa_name) continue;
+    if (i->ifa_addr->sa_family == AF_INET && a.isV4())
       found = std::memcmp(&reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, a.b.data(), 4) == 0;
+    else if (i->ifa_addr->sa_family == AF_INET6 && a.isV6())
+      found = std::memcmp(&reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr, a.b.data(), 16) == 0;
+  }
   ::freeifaddrs(list);
   return found;
+}
+
+// Adds `a` to the tap as a host address (/32, /128). IPv6 without duplicate
+// address detection: a tentative address cannot be a probe's source, and the
+// node owns it on the underlay already. Returns 0 or -errno.
+int addHostAddress(RouteSocket& nl, int ifindex, const IpAddr& a) {
+  ifaddrmsg ifa{};
+  ifa.ifa_family = uint8_t(familyOf(a));
+  ifa.ifa_prefixlen = uint8_t(bytesOf(a) * 8);
+  ifa.ifa_scope = RT_SCOPE_UNIVERSE;
+  ifa.ifa_index = uint32_t(ifindex);
+  if (a.isV6()) ifa.ifa_flags = IFA_F_NODAD;
+  std::vector<uint8_t> req = request(RTM_NEWADDR, NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL, ifa);
+  attr(req, IFA_LOCAL, a.b.data(), bytesOf(a));
+  attr(req, IFA_ADDRESS, a.b.data(), bytesOf(a));
+  int rc = nl.talk(req, nullptr);
+  return rc == -EEXIST ? 0 : rc;
 }
 
 // net.ipv4.conf.<dev>.rp_filter, or -1 when unreadable.
@@ -131,6 +156,47 @@ int rpFilter(const std::string& dev) {
   int v = -1;
   if (!(f >> v)) return -1;
   return v;
+}
+
+// IPv6 probes bound to the tap need a route by it: a socket bound to a device
+// finds no IPv6 route by another one (IPv4 falls back to "on link"). The
+// routes live in a table of their own that only traffic leaving by the tap
+// looks up (a rule "oif TAP"), so the host's own traffic to the appliances
+// keeps its routes. 6081: Geneve's port, easy to recognise in `ip -6 rule`.
+constexpr uint32_t kProbeTable6 = 6081;
+constexpr uint32_t kProbeRulePriority6 = 6081;
+
+// The rule "oif TAP lookup kProbeTable6". Returns 0 (also when it exists) or -errno.
+int probeRule6(RouteSocket& nl, const std::string& tap) {
+  fib_rule_hdr h{};
+  h.family = AF_INET6;
+  h.action = FR_ACT_TO_TBL;
+  std::vector<uint8_t> req = request(RTM_NEWRULE, NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL, h);
+  attr(req, FRA_OIFNAME, tap.c_str(), tap.size() + 1);
+  attr(req, FRA_TABLE, &kProbeTable6, sizeof kProbeTable6);
+  attr(req, FRA_PRIORITY, &kProbeRulePriority6, sizeof kProbeRulePriority6);
+  int rc = nl.talk(req, nullptr);
+  return rc == -EEXIST ? 0 : rc;
+}
+
+// A host route (/128) to `a` out of the tap, in kProbeTable6. Returns 0 or -errno.
+int hostRoute6(RouteSocket& nl, int ifindex, const IpAddr& a) {
+  rtmsg rt{};
+  rt.rtm_family = AF_INET6;
+  rt.rtm_dst_len = 128;
+  rt.rtm_table = RT_TABLE_UNSPEC;  // the table is the attribute's (ids past 255)
+  rt.rtm_protocol = RTPROT_STATIC;
+  rt.rtm_scope = RT_SCOPE_UNIVERSE;
+  rt.rtm_type = RTN_UNICAST;
+  std::vector<uint8_t> req = request(RTM_NEWROUTE, NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE, rt);
+  attr(req, RTA_TABLE, &kProbeTable6, sizeof kProbeTable6);
+  attr(req, RTA_DST, a.b.data(), 16);
+  attr(req, RTA_OIF, &ifindex, sizeof ifindex);
+  return nl.talk(req, nullptr);
+}
+
+bool probesIpv6(const ServerGroupConfig& g) {
+  return std::any_of(g.servers.begin(), g.servers.end(), [](const ServerConfig& s) { return s.address.isV6(); });
 }
 
 struct Probed {
@@ -157,6 +223,12 @@ const char* toString(ProbePath::Kind k) {
   return "unbound";
 }
 
+std::optional<IpAddr> ProbePath::sourceFor(const IpAddr& dst) const {
+  if (source && source->family == dst.family) return source;
+  if (source6 && dst.isV6()) return source6;
+  return std::nullopt;
+}
+
 std::string ProbePath::describe() const {
   if (kind == Kind::kUnbound) return "no probe path (the host's routes)";
   std::string d = std::string(toString(kind)) + " path (" +
@@ -179,6 +251,7 @@ ProbePath probePathOf(const Config& c, const HealthCheckConfig& h) {
     p.kind = ProbePath::Kind::kData;
     p.device = applianceTap(c.node);
     p.source = c.node.underlay_ip;
+    p.source6 = c.node.underlay_ipv6;
   } else {
     p.source = h.source;
   }
@@ -212,8 +285,8 @@ namespace {
 KernelRoute routeOn(RouteSocket& nl, const IpAddr& dst, const std::string& device,
                     const std::optional<IpAddr>& source) {
   KernelRoute r;
-  if (!dst.isV4() || (source && !source->isV4())) {
-    r.error = "IPv4 only";
+  if ((!dst.isV4() && !dst.isV6()) || (source && source->family != dst.family)) {
+    r.error = "a source of another family than the destination";
     return r;
   }
   int oif = 0;
@@ -225,12 +298,13 @@ KernelRoute routeOn(RouteSocket& nl, const IpAddr& dst, const std::string& devic
     }
   }
   rtmsg rt{};
-  rt.rtm_family = AF_INET;
-  rt.rtm_dst_len = 32;
-  if (source) rt.rtm_src_len = 32;
+  const size_t n = bytesOf(dst);
+  rt.rtm_family = uint8_t(familyOf(dst));
+  rt.rtm_dst_len = uint8_t(n * 8);
+  if (source) rt.rtm_src_len = uint8_t(n * 8);
   std::vector<uint8_t> req = request(RTM_GETROUTE, 0, rt);
-  attr(req, RTA_DST, dst.b.data(), 4);
-  if (source) attr(req, RTA_SRC, source->b.data(), 4);
+  attr(req, RTA_DST, dst.b.data(), n);
+  if (source) attr(req, RTA_SRC, source->b.data(), n);
   if (oif) attr(req, RTA_OIF, &oif, sizeof oif);
   std::vector<uint8_t> reply;
   int rc = nl.talk(req, &reply);
@@ -243,8 +317,9 @@ KernelRoute routeOn(RouteSocket& nl, const IpAddr& dst, const std::string& devic
   int out = 0;
   for (auto* a = RTM_RTA(static_cast<rtmsg*>(NLMSG_DATA(h))); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
     if (a->rta_type == RTA_OIF && RTA_PAYLOAD(a) >= 4) std::memcpy(&out, RTA_DATA(a), 4);
-    if (a->rta_type == RTA_PREFSRC && RTA_PAYLOAD(a) >= 4)
-      r.source = IpAddr::v4(static_cast<const uint8_t*>(RTA_DATA(a)));
+    if (a->rta_type == RTA_PREFSRC && RTA_PAYLOAD(a) >= n)
+      r.source = dst.isV6() ? IpAddr::v6(static_cast<const uint8_t*>(RTA_DATA(a)))
+                            : IpAddr::v4(static_cast<const uint8_t*>(RTA_DATA(a)));
   }
   if (out == 0) {
     r.error = "the kernel named no outgoing interface";
@@ -281,8 +356,11 @@ std::vector<ConfigError> probeRouteErrors(const Config& c) {
     if (p.path.kind == ProbePath::Kind::kUnbound) continue;  // probePathErrors' to report
     const std::string at = "server_groups[" + std::to_string(p.index) + "].health_check";
     const bool data = p.path.kind == ProbePath::Kind::kData;
-    const std::optional<IpAddr> source = data && !underlay_ready ? std::nullopt : p.path.source;
     for (const ServerConfig& sc : p.group->servers) {
+      // prepareDataPath routes each IPv6 appliance by the tap itself.
+      if (data && sc.address.isV6()) continue;
+      const std::optional<IpAddr> source =
+          data && !underlay_ready ? std::nullopt : p.path.sourceFor(sc.address);
       KernelRoute r = routeOn(nl, sc.address, p.path.device, source);
       const std::string head = "appliance " + sc.address.str() + " (" + p.group->name + "): ";
       if (!r.ok) {
@@ -294,7 +372,7 @@ std::vector<ConfigError> probeRouteErrors(const Config& c) {
                          " (" + p.path.describe() + ")"});
         continue;
       }
-      if (!data || rp <= 0) continue;
+      if (!data || rp <= 0 || sc.address.isV6()) continue;
       KernelRoute back = routeOn(nl, sc.address, "", std::nullopt);
       if (rp == 1 && (!back.ok || back.out != tap))
         errors.push_back({at, head + "strict reverse-path filtering (net.ipv4.conf.all.rp_filter = 1) "
@@ -329,12 +407,12 @@ namespace {
 // Sets (RTM_NEWNEIGH) or deletes (RTM_DELNEIGH) one permanent neighbour on the tap.
 int neighbour(RouteSocket& nl, uint16_t type, int ifindex, const NeighbourPin& pin) {
   ndmsg nd{};
-  nd.ndm_family = AF_INET;
+  nd.ndm_family = uint8_t(familyOf(pin.address));
   nd.ndm_ifindex = ifindex;
   nd.ndm_state = NUD_PERMANENT;
   const uint16_t flags = type == RTM_NEWNEIGH ? NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE : NLM_F_ACK;
   std::vector<uint8_t> req = request(type, flags, nd);
-  attr(req, NDA_DST, pin.address.b.data(), 4);
+  attr(req, NDA_DST, pin.address.b.data(), bytesOf(pin.address));
   if (type == RTM_NEWNEIGH) attr(req, NDA_LLADDR, pin.mac.b.data(), 6);
   return nl.talk(req, nullptr);
 }
@@ -382,21 +460,52 @@ std::vector<std::string> prepareDataPath(const Config& c, std::vector<NeighbourP
                    " (the config no longer fixes them)");
   if (!used) return done;
   if (!hasAddress(tap, c.node.underlay_ip)) {
-    ifaddrmsg ifa{};
-    ifa.ifa_family = AF_INET;
-    ifa.ifa_prefixlen = 32;
-    ifa.ifa_scope = RT_SCOPE_UNIVERSE;
-    ifa.ifa_index = uint32_t(ifindex);
-    std::vector<uint8_t> req = request(RTM_NEWADDR, NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL, ifa);
-    attr(req, IFA_LOCAL, c.node.underlay_ip.b.data(), 4);
-    attr(req, IFA_ADDRESS, c.node.underlay_ip.b.data(), 4);
-    int rc = nl.talk(req, nullptr);
-    if (rc != 0 && rc != -EEXIST)
+    int rc = addHostAddress(nl, ifindex, c.node.underlay_ip);
+    if (rc != 0)
       throw std::runtime_error(who + ": cannot add node.underlay_ip " + c.node.underlay_ip.str() +
                                "/32: " + errnoText(rc));
     done.push_back("added node.underlay_ip " + c.node.underlay_ip.str() + "/32 to " + tap +
                    " (probes leave from it)");
   }
+  const bool v6 = c.node.underlay_ipv6 && std::any_of(probed.begin(), probed.end(), [](const Probed& p) {
+    return p.path.kind == ProbePath::Kind::kData && probesIpv6(*p.group);
+  });
+  // A host that turns IPv6 off by default (net.ipv6.conf.default) gave the tap none.
+  const std::string no6 = "/proc/sys/net/ipv6/conf/" + tap + "/disable_ipv6";
+  if (v6 && std::ifstream(no6).get() == '1') {
+    std::ofstream f(no6);
+    if (!(f << 0 << std::flush))
+      throw std::runtime_error(who + ": cannot write net.ipv6.conf." + tap + ".disable_ipv6 = 0");
+    done.push_back("net.ipv6.conf." + tap + ".disable_ipv6 = 0");
+  }
+  if (v6 && !hasAddress(tap, *c.node.underlay_ipv6)) {
+    const IpAddr& a = *c.node.underlay_ipv6;
+    int rc = addHostAddress(nl, ifindex, a);
+    if (rc != 0)
+      throw std::runtime_error(who + ": cannot add node.underlay_ipv6 " + a.str() + "/128: " + errnoText(rc));
+    done.push_back("added node.underlay_ipv6 " + a.str() + "/128 to " + tap +
+                   " (probes to IPv6 appliances leave from it)");
+  }
+  if (v6) {
+    int rc = probeRule6(nl, tap);
+    if (rc != 0)
+      throw std::runtime_error(who + ": cannot add the rule 'oif " + tap + " lookup " +
+                               std::to_string(kProbeTable6) + "': " + errnoText(rc));
+  }
+  size_t routed = 0;
+  for (const Probed& p : probed) {
+    if (p.path.kind != ProbePath::Kind::kData || !c.node.underlay_ipv6) continue;
+    for (const ServerConfig& sc : p.group->servers) {
+      if (!sc.address.isV6()) continue;
+      int rc = hostRoute6(nl, ifindex, sc.address);
+      if (rc != 0)
+        throw std::runtime_error(who + ": cannot route " + sc.address.str() + "/128 by it: " + errnoText(rc));
+      ++routed;
+    }
+  }
+  if (routed)
+    done.push_back(std::to_string(routed) + " IPv6 appliance(s) routed (/128) by " + tap + " in table " +
+                   std::to_string(kProbeTable6) + " (rule: oif " + tap + ")");
   // Answers come in on the tap: its own reverse-path filter off (the
   // host-wide one is checked by probeRouteErrors, which counts on this).
   if (rpFilter(tap) > 0) {

@@ -4,7 +4,8 @@
 // kernel sockets bound (SO_BINDTODEVICE) to the exception-path tap of the
 // appliance port (node.underlay_port), from node.underlay_ip: the kernel
 // writes them to the tap, gwlbd sends them out of the DPDK port, and the
-// answers come back through the dataplane's exception path. A dead port, a
+// answers come back through the dataplane's exception path. Probes to IPv6
+// appliances come from node.underlay_ipv6 the same way. A dead port, a
 // wrong MAC or an unplugged link then fails the probe, as it fails the data.
 // With health_check.interface, probes take that interface instead (a
 // management network or a VRF device), from health_check.source when set.
@@ -37,6 +38,10 @@ struct ProbePath {
   Kind kind = Kind::kUnbound;
   std::string device;             // the interface probes are bound to ("" for kUnbound)
   std::optional<IpAddr> source;   // the address they come from (nullopt: the kernel picks)
+  std::optional<IpAddr> source6;  // the data path's to IPv6 appliances (node.underlay_ipv6)
+  // The source of probes to `dst`: the path's address of dst's family, else
+  // nullopt (the kernel picks).
+  std::optional<IpAddr> sourceFor(const IpAddr& dst) const;
   // "data path (tap gwlb1, from 192.0.2.1)", "management path (eth1)", ...
   std::string describe() const;
 };
@@ -74,6 +79,8 @@ KernelRoute kernelRoute(const IpAddr& dst, const std::string& device,
 // the kernel, so a config change is checked before anything is applied: the
 // data path is judged as prepareDataPath leaves it (the tap's own rp_filter
 // off; node.underlay_ip not on the tap yet: the kernel's choice of source).
+// IPv6 appliances: on a management path looked up in the IPv6 routes (IPv6
+// has no rp_filter); on the data path prepareDataPath routes them by the tap.
 // Never throws (except std::bad_alloc).
 std::vector<ConfigError> probeRouteErrors(const Config& c);
 
@@ -89,15 +96,22 @@ struct NeighbourPin {
 std::vector<NeighbourPin> wantedPins(const Config& c);
 
 // Readies the data path's tap for the probes of `c` (an accepted config):
-// node.underlay_ip (/32) on the tap unless it is there already, the tap's
-// rp_filter off, and exactly wantedPins(c) pinned as permanent neighbours, so
-// the kernel sends to the MAC the dataplane uses (appliances without a fixed
-// MAC are resolved by the kernel's own ARP through the tap). `pinned` is what
-// gwlbd pinned before: the pins `c` no longer wants are deleted (an appliance
-// removed, or now resolved by ARP); on return it holds what is pinned now,
-// also when a change fails. Returns one line per change made (for the log);
-// throws std::runtime_error naming the tap and the kernel's answer when a
-// change fails.
+// node.underlay_ip (/32) on the tap unless it is there already (and
+// node.underlay_ipv6 (/128, without duplicate address detection: the node
+// owns it on the underlay already) when an IPv6 appliance is probed there),
+// the tap's rp_filter off (and its IPv6 on, when off), and exactly wantedPins(c) pinned as permanent
+// neighbours, so the kernel sends to the MAC the dataplane uses (appliances
+// without a fixed MAC are resolved by the kernel's own ARP or neighbor
+// discovery through the tap). `pinned` is what gwlbd pinned before: the pins
+// `c` no longer wants are deleted (an appliance removed, or now resolved by
+// ARP or ND); on return it holds what is pinned now, also when a change
+// fails. Each probed IPv6 appliance gets a host route (/128) by the tap (a
+// socket bound to a device finds no IPv6 route by another), in table 6081,
+// which a rule makes only traffic leaving by the tap look up (the host's
+// own traffic to the appliances keeps its routes); never removed before the
+// tap goes. Returns one line per change made (for the log); throws
+// std::runtime_error naming the tap and the kernel's answer when a change
+// fails.
 std::vector<std::string> prepareDataPath(const Config& c, std::vector<NeighbourPin>& pinned);
 
 }  // namespace gwlb::ctl

@@ -108,8 +108,8 @@ json healthMethod(const Config& cfg, HealthView health, const ApplianceView& app
   for (const auto& g : cfg.server_groups)
     for (const auto& sc : g.servers)
       if (sc.address == a) group = &g;
-  if (!group || !a.isV4()) notFound("no appliance " + a.str());
-  uint32_t ip = a.v4HostOrder();
+  if (!group) notFound("no appliance " + a.str());
+  const uint32_t ip = applianceKey(a);
   json out = appliances.healthJson(ip);
   out["address"] = a.str();
   out["group"] = group->name;
@@ -128,7 +128,7 @@ json healthMethod(const Config& cfg, HealthView health, const ApplianceView& app
                   {"unhealthy_threshold", h.unhealthy_threshold},
                   {"probe_path", toString(pp.kind)},
                   {"interface", pp.device.empty() ? json(nullptr) : json(pp.device)},
-                  {"source", pp.source ? json(pp.source->str()) : json(nullptr)},
+                  {"source", pp.sourceFor(a) ? json(pp.sourceFor(a)->str()) : json(nullptr)},
                   {"verify", h.verify},
                   {"ca_file", h.ca_file},
                   {"jitter", h.jitter}};

@@ -6,7 +6,7 @@ TEST: tcp | udp | drop | failover | passive | ethernet | no_rebalance | drain | 
       | fleet_frr | fleet_upgrade | router_fragments | classes | tcp_reset | tcp_reset_stateful
       | forwarding | vxlan | vxlan_ipv6 | stateful_tcp | stateful_failover | stateful_killed | stateful_blackhole | fleet_stateful
       | stateful_reset_killed | stateful_reset_http_503 | stateful_reset_blackhole | stateful_blackhole_no_reset
-      | stateful_ethernet | forwarding_ipv6 | dampening | slow_start | mirror | fleet_cold | bypass
+      | stateful_ethernet | forwarding_ipv6 | dampening | slow_start | mirror | fleet_cold | bypass | ipv6_underlay
 (fleet: tests/e2e/e2e_fleet.py, the fleet lab of 3 gateways, BIRD on the router; fleet_stateful:
 the same through stateful appliances, LAB_APPLIANCE=stateful; fleet_cold: a gateway restarted
 with its sync link cut resets the streams it cannot know (stateful appliances);
@@ -20,7 +20,8 @@ forwarding: tests/e2e/e2e_forwarding.py, forwarding checks against gwlb-applianc
 dampening, slow_start: tests/e2e/e2e_shaping.py, new flows per appliance while held down or ramping;
 vxlan: tests/e2e/e2e_vxlan.py, the kernel's VXLAN devices bridged as the appliance, LAB_APPLIANCE=vxlan;
 vxlan_ipv6: the same tunnelling over IPv6, LAB_UNDERLAY=ipv6;
-bypass: tests/e2e/e2e_bypass.py, an appliance hands a stream back, LAB_BYPASS=0)
+bypass: tests/e2e/e2e_bypass.py, an appliance hands a stream back, LAB_BYPASS=0;
+ipv6_underlay: tests/e2e/e2e_ipv6_underlay.py, an IPv6-only appliance network, LAB_UNDERLAY=ipv6)
 Each test builds its own lab (namespaces PREFIX-*, PREFIX = e2e-TEST), runs, and
 always tears it down. Exit 77 (skip) only when network namespaces cannot be made.
 """
@@ -807,6 +808,11 @@ def test_vxlan_ipv6(lab, args):
     e2e_vxlan.test_vxlan_ipv6(lab, args)
 
 
+def test_ipv6_underlay(lab, args):
+    import e2e_ipv6_underlay  # tests/e2e/e2e_ipv6_underlay.py
+    e2e_ipv6_underlay.test_ipv6_underlay(lab, args)
+
+
 def test_fleet_cold(lab, args):
     import e2e_fleet  # tests/e2e/e2e_fleet.py
     e2e_fleet.test_fleet_cold(lab, args)
@@ -862,6 +868,8 @@ TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
          "tcp_reset_stateful": (lambda lab, args: test_tcp_reset(lab, args, "stateful"),
                                 {"LAB_FAILOVER": "rebalance", "LAB_TCP_RESET": "1",
                                  "LAB_APPLIANCE": "stateful"}),
+         # An IPv6-only appliance network: Geneve over IPv6, ND, IPv6 health checks on the data path.
+         "ipv6_underlay": (test_ipv6_underlay, {"LAB_UNDERLAY": "ipv6", "LAB_IPV6": "1", "LAB_FAILOVER": "rebalance"}),
          # The kernel's own VXLAN devices as the appliance (no gwlb code): Azure's tunnels.
          "vxlan": (test_vxlan, {"LAB_APPLIANCE": "vxlan", "LAB_IPV6": "1", "LAB_FAILOVER": "rebalance"}),
          # The same over an IPv6 underlay: the kernel's VXLAN over IPv6.

@@ -1,11 +1,13 @@
 // Fuzz target 7: what reaches the gateway's neighbours code. Input: 1 byte
 // of extra buffer room (x 4 bytes), then a frame as any port delivers it.
 //  - The dataplane's stage-1 sorting (dataplane/ingress.cc) against a fixed
-//    snapshot (one appliance, one node IPv6 address, a router port and an
-//    appliance port): a frame not to the port's MAC is punted only when it is
-//    broadcast ARP for our address or from the appliance (appliance port), or
-//    multicast ND for our address, and otherwise names one of the three L2
-//    drop counters; a punted NS or dropped ND frame is ICMPv6 133..137.
+//    snapshot (an IPv4 and an IPv6 appliance, one node IPv6 address, a
+//    router port and an appliance port): a frame not to the port's MAC is
+//    punted only when it is broadcast ARP for our address or from the
+//    appliance (appliance port), multicast NS for our address, or, on the
+//    appliance port, multicast NA for the IPv6 appliance, and otherwise names
+//    one of the three L2 drop counters; a punted or dropped ND frame is
+//    ICMPv6 133..137, and a punted NA never comes from the router port.
 //  - ARP (common/arp.cc): a parsed request answered in place parses as the
 //    reply to its sender from our MAC.
 //  - Neighbor solicitations (common/ndp.cc): a parse has a non-multicast
@@ -15,6 +17,11 @@
 //    (all nodes for DAD) from our MAC with the same tag, hop limit 255, the
 //    target as source, a valid ICMPv6 checksum, and is not itself taken for a
 //    solicitation.
+//  - Neighbor advertisements (common/ndp.cc): a parse has a non-multicast
+//    target, a 14/18-byte L2 header, Solicited clear when sent to multicast,
+//    and is deterministic; a solicitation we build for its target parses as
+//    one, to the target's solicited-node address, and is never taken for an
+//    advertisement.
 #include <cstdlib>
 #include <cstring>
 
@@ -35,6 +42,7 @@ const MacAddr kOurs{{0x02, 0, 0, 0, 0, 0x01}};
 constexpr uint32_t kUnderlay = 0xC0000201;   // 192.0.2.1
 constexpr uint32_t kAppliance = 0xC000020A;  // 192.0.2.10
 constexpr uint8_t kNode6[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+constexpr uint8_t kAppliance6[16] = {0x20, 0x01, 0x0d, 0xb8, 0, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0a};
 
 const dp::Snapshot& snapshot() {
   static dp::Snapshot* s = [] {
@@ -49,6 +57,14 @@ const dp::Snapshot& snapshot() {
     v.routable = true;
     x->servers.push_back(v);
     x->by_ip.emplace_back(kAppliance, 0);
+    dp::ServerView v6;
+    std::memcpy(v6.ip6.data(), kAppliance6, 16);
+    v6.ipv6 = true;
+    v6.routable = true;
+    x->servers.push_back(v6);
+    std::array<uint8_t, 16> a6;
+    std::memcpy(a6.data(), kAppliance6, 16);
+    x->by_ip6.emplace_back(a6, 1);
     return x;
   }();
   return *s;
@@ -83,19 +99,26 @@ void checkIngress(const uint8_t* f, size_t len) {
       FUZZ_CHECK(parseFrame(f, len, p, c) == ParseStatus::kOk && p.ip_version == 6 &&
                      p.tuple.proto == kProtoIcmpv6 && p.l4_offset + 24 <= p.l3_offset + p.l3_len,
                  "punted multicast that is not ICMPv6");
-      FUZZ_CHECK(f[p.l4_offset] == kNdNeighborSolicitation &&
-                     std::memcmp(f + p.l4_offset + 8, kNode6, 16) == 0,
-                 "punted multicast that is not a solicitation for our address");
+      const bool ns_for_us = f[p.l4_offset] == kNdNeighborSolicitation &&
+                             std::memcmp(f + p.l4_offset + 8, kNode6, 16) == 0;
+      const bool na_for_appliance = port == 1 && f[p.l4_offset] == kNdNeighborAdvertisement &&
+                                    std::memcmp(f + p.l4_offset + 8, kAppliance6, 16) == 0;
+      FUZZ_CHECK(ns_for_us || na_for_appliance,
+                 "punted multicast that is neither a solicitation for our address nor an "
+                 "advertisement for the appliance on its port");
     }
   }
   // Frames to our MAC: ND is never left to the forward path.
   ParsedPacket p;
   Counter c;
   if (parseFrame(f, len, p, c) == ParseStatus::kOk) {
-    dp::NdVerdict v = dp::ndVerdict(f, p, s);
+    dp::NdVerdict v = dp::ndVerdict(f, p, s, PortRole::kAppliance);
     if (v != dp::NdVerdict::kNotNd)
       FUZZ_CHECK(p.ip_version == 6 && p.tuple.proto == kProtoIcmpv6 && isNdType(f[p.l4_offset]),
                  "ND verdict for something else");
+    if (v == dp::NdVerdict::kPunt && f[p.l4_offset] == kNdNeighborAdvertisement)
+      FUZZ_CHECK(dp::ndVerdict(f, p, s, PortRole::kRouter) == dp::NdVerdict::kDrop,
+                 "advertisement punted from the router port");
     if (p.ip_version == 6 && p.tuple.proto == kProtoIcmpv6 && !p.icmp_error && p.l4_offset &&
         isNdType(f[p.l4_offset]))
       FUZZ_CHECK(v != dp::NdVerdict::kNotNd, "ND message left to the forward path");
@@ -158,6 +181,39 @@ void checkNs(const uint8_t* f, size_t len, size_t extra) {
   std::free(buf);
 }
 
+void checkNa(const uint8_t* f, size_t len) {
+  NeighborAdvertisement na;
+  if (!parseNeighborAdvertisement(f, len, na)) return;
+  FUZZ_CHECK(na.l2_len == 14 || na.l2_len == 18, "l2_len %zu", na.l2_len);
+  FUZZ_CHECK(na.target[0] != 0xff, "multicast target accepted");
+  FUZZ_CHECK(!(na.dst[0] == 0xff && na.solicited), "solicited advertisement to multicast");
+  NeighborAdvertisement again;
+  FUZZ_CHECK(parseNeighborAdvertisement(f, len, again) && again.target == na.target &&
+                 again.has_target_lladdr == na.has_target_lladdr &&
+                 again.target_lladdr == na.target_lladdr,
+             "parse not deterministic");
+  // What the control thread would send to refresh this neighbour.
+  uint8_t ns_frame[86 + kGuard];
+  std::memset(ns_frame + 86, kGuardByte, kGuard);
+  Ipv6Bytes us;
+  std::memcpy(us.data(), kNode6, 16);
+  const MacAddr* unicast = na.has_target_lladdr ? &na.target_lladdr : nullptr;
+  FUZZ_CHECK(makeNeighborSolicitation(ns_frame, 85, kOurs, us, na.target, unicast) == 0,
+             "built in too little room");
+  size_t n = makeNeighborSolicitation(ns_frame, 86, kOurs, us, na.target, unicast);
+  FUZZ_CHECK(n == 86, "solicitation of %zu bytes", n);
+  for (size_t i = 0; i < kGuard; ++i) FUZZ_CHECK(ns_frame[86 + i] == kGuardByte, "wrote past room");
+  NeighborSolicitation ns;
+  FUZZ_CHECK(parseNeighborSolicitation(ns_frame, n, ns), "our solicitation does not parse");
+  FUZZ_CHECK(ns.target == na.target && ns.src == us && ns.has_source_lladdr &&
+                 ns.source_lladdr == kOurs,
+             "our solicitation asks something else");
+  FUZZ_CHECK(unicast ? ns.dst == na.target : ns.dst == solicitedNodeAddress(na.target),
+             "our solicitation goes elsewhere");
+  NeighborAdvertisement loop;
+  FUZZ_CHECK(!parseNeighborAdvertisement(ns_frame, n, loop), "solicitation parses as an advertisement");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -168,5 +224,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   checkIngress(f, len);
   checkArp(f, len);
   checkNs(f, len, extra);
+  checkNa(f, len);
   return 0;
 }

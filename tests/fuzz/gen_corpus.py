@@ -489,6 +489,32 @@ def neigh():
                                ICMPv6ND_NS(tgt=ours6) / Raw(b"\x01\x00" + b"\0" * 6))
     f["na"] = (Ether(src=RT, dst=GW) / IPv6(src="fe80::a", dst="fe80::1", hlim=255) /
                ICMPv6ND_NA(tgt="fe80::a", R=1, S=1) / ICMPv6NDOptDstLLAddr(lladdr=RT))
+    # Advertisements from the IPv6 appliance (2001:db8:ff::a), as resolution
+    # and refresh of its neighbour entry sees them, and the ones to refuse.
+    app6, app_mac = "2001:db8:ff::a", "02:00:00:00:00:10"
+    f["na_solicited_from_appliance"] = (Ether(src=app_mac, dst=GW) / IPv6(src=app6, dst=ours6, hlim=255) /
+                                        ICMPv6ND_NA(tgt=app6, R=0, S=1, O=1) / ICMPv6NDOptDstLLAddr(lladdr=app_mac))
+    f["na_unsolicited_all_nodes"] = (Ether(src=app_mac, dst="33:33:00:00:00:01") /
+                                     IPv6(src=app6, dst="ff02::1", hlim=255) /
+                                     ICMPv6ND_NA(tgt=app6, R=0, S=0, O=1) / ICMPv6NDOptDstLLAddr(lladdr=app_mac))
+    f["na_solicited_to_multicast"] = (Ether(src=app_mac, dst="33:33:00:00:00:01") /
+                                      IPv6(src=app6, dst="ff02::1", hlim=255) /
+                                      ICMPv6ND_NA(tgt=app6, S=1) / ICMPv6NDOptDstLLAddr(lladdr=app_mac))
+    f["na_no_lladdr"] = (Ether(src=app_mac, dst=GW) / IPv6(src=app6, dst=ours6, hlim=255) /
+                         ICMPv6ND_NA(tgt=app6, S=1, O=0))
+    f["na_vlan"] = (eth(vlan=5) / IPv6(src=app6, dst=ours6, hlim=255) /
+                    ICMPv6ND_NA(tgt=app6, S=1, O=1) / ICMPv6NDOptDstLLAddr(lladdr=app_mac))
+    f["na_other_target"] = (Ether(src=app_mac, dst="33:33:00:00:00:01") /
+                            IPv6(src="2001:db8:ff::b", dst="ff02::1", hlim=255) /
+                            ICMPv6ND_NA(tgt="2001:db8:ff::b", O=1) / ICMPv6NDOptDstLLAddr(lladdr=app_mac))
+    f["na_hlim_64"] = (Ether(src=app_mac, dst=GW) / IPv6(src=app6, dst=ours6, hlim=64) /
+                       ICMPv6ND_NA(tgt=app6, S=1, O=1) / ICMPv6NDOptDstLLAddr(lladdr=app_mac))
+    f["na_zero_len_option"] = (Ether(src=app_mac, dst=GW) / IPv6(src=app6, dst=ours6, hlim=255) /
+                               ICMPv6ND_NA(tgt=app6, S=1) / Raw(b"\x02\x00" + b"\0" * 6))
+    f["na_multicast_target"] = (Ether(src=app_mac, dst=GW) / IPv6(src=app6, dst=ours6, hlim=255) /
+                                ICMPv6ND_NA(tgt="ff02::1", S=1) / ICMPv6NDOptDstLLAddr(lladdr=app_mac))
+    f["na_option_past_end"] = (Ether(src=app_mac, dst=GW) / IPv6(src=app6, dst=ours6, hlim=255, plen=32) /
+                               ICMPv6ND_NA(tgt=app6, S=1) / Raw(b"\x02\x02" + b"\0" * 6))
     f["ra"] = Ether(src=RT, dst="33:33:00:00:00:01") / IPv6(src="fe80::a", dst="ff02::1", hlim=255) / ICMPv6ND_RA()
     f["ns_truncated"] = Raw(b(f["ns_multicast"])[:70])
     # First byte: extra buffer room for the advertisement, in 4-byte units.

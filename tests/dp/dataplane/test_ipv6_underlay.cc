@@ -2,7 +2,8 @@
 // IPv6 addresses get outer IPv6 headers from node.underlay_ipv6 (every field
 // checked), their returns are matched on the full address, cookie and flow,
 // the inner MTU is 20 bytes smaller than over IPv4, and our own Geneve is
-// never wrapped again. Both Geneve formats.
+// never wrapped again; the appliances' neighbor advertisements reach the
+// control thread from their port only. Both Geneve formats.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -185,6 +186,42 @@ TEST_P(Ipv6Underlay, NeighborSolicitationsForTheUnderlayAddressArePunted) {
   Bytes ns = neighborSolicitation(net().gateway_mac, ip("2001:db8:f::11"), kUs6);
   Result r = h.send(ns, kUnderlayPort);
   EXPECT_EQ(r.verdict, Verdict::kPunt) << describe(r);
+}
+
+// An IPv6 appliance's neighbor advertisement (answering our solicitation, or
+// announcing a new MAC to all nodes) goes to the control thread, which learns
+// its MAC from it; only on the port facing the appliances and only for an
+// appliance's address: a router-side host, or an advertisement for any other
+// address, is dropped as drop_nd_not_for_us.
+TEST_P(Ipv6Underlay, AppliancesNeighborAdvertisementsArePuntedOnlyFromTheirPort) {
+  Harness h(opts());
+  const MacAddr app_mac = mac("02:00:00:00:0f:11");
+  const IpAddr all = ip("ff02::1");
+  auto na = [&](const MacAddr& dst_mac, const IpAddr& dst, const IpAddr& target, uint32_t flags) {
+    Bytes body(target.b.begin(), target.b.end());
+    body.insert(body.end(), {2, 1});
+    body.insert(body.end(), app_mac.b.begin(), app_mac.b.end());
+    return ether({dst_mac, app_mac, {}}, kEthIpv6,
+                 ipv6(target, dst, 58, icmp6(target, dst, 136, 0, flags, body), {}, V6{.hop_limit = 255}));
+  };
+  const Bytes solicited = na(net().underlay_mac, kUs6, kAppliances6[0], 0x60000000);
+  const Bytes announced = na(multicastMac(all), all, kAppliances6[1], 0x20000000);
+  Result r = h.send(solicited, kUnderlayPort);
+  EXPECT_EQ(r.verdict, Verdict::kPunt) << describe(r);
+  r = h.send(announced, kUnderlayPort);
+  EXPECT_EQ(r.verdict, Verdict::kPunt) << describe(r);
+
+  r = h.send(na(net().our_a, kUs6, kAppliances6[0], 0x60000000), kPortA);
+  EXPECT_EQ(r.verdict, Verdict::kDrop) << describe(r);
+  EXPECT_EQ(r.drop, Counter::drop_nd_not_for_us);
+  r = h.send(na(multicastMac(all), all, kAppliances6[1], 0x20000000), kPortA);
+  EXPECT_EQ(r.verdict, Verdict::kDrop) << describe(r);
+  EXPECT_EQ(r.drop, Counter::drop_l2_multicast);
+  r = h.send(na(net().underlay_mac, kUs6, ip("2001:db8:f::99"), 0x60000000), kUnderlayPort);
+  EXPECT_EQ(r.verdict, Verdict::kDrop) << describe(r);
+  EXPECT_EQ(r.drop, Counter::drop_nd_not_for_us) << "not an appliance";
+  r = h.send(na(multicastMac(all), all, ip("2001:db8:f::99"), 0x20000000), kUnderlayPort);
+  EXPECT_EQ(r.drop, Counter::drop_l2_multicast) << "not an appliance";
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, Ipv6Underlay,

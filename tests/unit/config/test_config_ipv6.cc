@@ -70,8 +70,9 @@ TEST(ConfigIpv6, IpvSixAppliancesBesideIpv4OnesLoad) {
 TEST(ConfigIpv6, WhatAnIpv6ApplianceNeedsOfTheNode) {
   EXPECT_TRUE(errorsAre(parse(config("  gateway_mac: 02:00:00:00:00:fe\n", "{ address: 2001:db8:f::a }")),
                         {{"server_groups[0].servers[0].address", "set node.underlay_ipv6"}}));
-  EXPECT_TRUE(errorsAre(parse(config("  underlay_ipv6: 2001:db8:f::1\n", "{ address: 2001:db8:f::a }")),
-                        {{"server_groups[0].servers[0].mac", "neighbor discovery"}}));
+  // No MAC in the config: neighbor discovery finds it, as ARP does for IPv4.
+  Result nd = parse(config("  underlay_ipv6: 2001:db8:f::1\n", "{ address: 2001:db8:f::a }"));
+  EXPECT_TRUE(nd.ok) << formatErrors(nd.errors);
   EXPECT_TRUE(errorsAre(parse(config(kV6Node, "{ address: 2001:db8:f::1 }")),
                         {{"server_groups[0].servers[0].address", "is node.underlay_ipv6"}}));
 }
@@ -116,12 +117,16 @@ TEST(ConfigIpv6, AppliancesWhoseKeysCollideAreRefused) {
 }
 
 TEST(ConfigIpv6, PathsThatAreIpv4OnlyAreRefused) {
+  // TCP and HTTP probes reach IPv6 appliances, on the data path or a management one.
+  for (const char* hc : {"    health_check: { port: 80 }\n",
+                         "    health_check: { port: 80, protocol: http, path: /h }\n",
+                         "    health_check: { port: 80, interface: mgmt0 }\n"}) {
+    Result r = parse(config(kV6Node, "{ address: 2001:db8:f::a }, { address: 10.0.0.11 }", hc));
+    EXPECT_TRUE(r.ok) << hc << formatErrors(r.errors);
+  }
   EXPECT_TRUE(errorsAre(parse(config(kV6Node, "{ address: 2001:db8:f::a }",
-                                     "    health_check: { port: 80 }\n")),
-                        {{"server_groups[0].health_check.enabled", "must be false"}}));
-  EXPECT_TRUE(errorsAre(parse(config(kV6Node, "{ address: 2001:db8:f::a }",
-                                     "    health_check: { port: 80, interface: mgmt0 }\n")),
-                        {{"server_groups[0].health_check.enabled", "IPv4 only"}}));
+                                     "    health_check: { port: 80, forwarding: true }\n")),
+                        {{"server_groups[0].health_check.forwarding", "IPv4 underlay only"}}));
   EXPECT_TRUE(parse(config(kV6Node, "{ address: 2001:db8:f::a }",
                            "    health_check: { enabled: false }\n")).ok);
   EXPECT_TRUE(errorsAre(parse(config(kV6Node, "{ address: 2001:db8:f::a }") +

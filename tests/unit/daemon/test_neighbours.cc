@@ -9,6 +9,7 @@
 
 #include "control/daemon/neighbours.h"
 #include "control/engine/snapshot_builder.h"
+#include "tests/unit/small_config.h"
 
 namespace gwlb::ctl {
 namespace {
@@ -132,6 +133,36 @@ TEST(Neighbours, TimingIsConfigurable) {
   bool forgot = false;
   tickAt(c, 5 * kS + kS / 4, &forgot);
   EXPECT_TRUE(forgot);
+}
+
+// ---- what the snapshot makes of the caches' MACs ------------------------------
+
+// An IPv6 appliance without a `mac` gets the MAC neighbor discovery found
+// (the daemon's IPv6 cache, keyed by applianceKey()), as an IPv4 one gets
+// ARP's; until then it has none (drop_neighbour_unresolved).
+TEST(Neighbours, SnapshotTakesTheMacNeighborDiscoveryFound) {
+  Config c = testing::smallConfig({"10.0.0.11", "2001:db8:f::11"});
+  c.node.gateway_mac.reset();
+  c.node.underlay_ipv6 = *IpAddr::parse("2001:db8:f::1");
+  const IpAddr v6 = *IpAddr::parse("2001:db8:f::11");
+  ServerRegistry reg;
+  auto find = [&](const dp::Snapshot& s, const IpAddr& a) -> const dp::ServerView* {
+    for (const dp::ServerView& v : s.servers)
+      if (v.in_use && v.ip == applianceKey(a)) return &v;
+    return nullptr;
+  };
+  auto before = buildSnapshot(c, reg, {}, 1);
+  ASSERT_NE(find(*before, v6), nullptr);
+  EXPECT_FALSE(find(*before, v6)->mac_known) << "nothing learned yet";
+  reg.release(*before);
+  NeighbourTable learned = {{kApp, kOld}, {applianceKey(v6), kNew}};
+  auto after = buildSnapshot(c, reg, learned, 2);
+  const dp::ServerView* sv = find(*after, v6);
+  ASSERT_NE(sv, nullptr);
+  EXPECT_TRUE(sv->ipv6);
+  EXPECT_TRUE(sv->mac_known);
+  EXPECT_EQ(sv->mac, kNew);
+  reg.release(*after);
 }
 
 // ---- resolvePorts -------------------------------------------------------------

@@ -1,0 +1,188 @@
+"""An IPv6-only underlay (LAB_UNDERLAY=ipv6, docs/lab.md "An IPv6 underlay"):
+the appliance network is fd77:9::/64 and nothing else; gwlbd sends Geneve over
+IPv6 from node.underlay_ipv6 (fd77:9::1), the config gives no appliance MAC
+(gwlbd finds them by neighbor discovery), and the HTTP health checks reach the
+appliances over IPv6 through gwlbd's own appliance port (the data path: its
+exception tap). LAB_IPV6=1: IPv4 and IPv6 inside.
+
+Checked: gwlbd learned each appliance's real MAC by ND; both appliances are
+healthy by their IPv6 probes; verified TCP streams (a 16 MiB download, echoed
+uploads over IPv4 and IPv6 inside) are intact, each connection through one
+appliance both ways; tshark on each appliance's link decodes every packet to or
+from UDP 6081 as Ethernet / IPv6 / UDP 6081 / Geneve with gwlbd's and that
+appliance's addresses, and gwlbd's packets carry a non-zero flow label, one per
+inner flow (per UDP source port); the probes came from node.underlay_ipv6 (the
+data path), not from the gateway kernel's own address on the appliance bridge.
+Then an appliance stopped is found unhealthy by its IPv6 probes and new
+connections go through the other one; started again, it is healthy.
+"""
+import json
+import os
+import subprocess
+import time
+
+from e2e import CLIENT, CLIENT6, SERVER, SERVER6, flow_on, sha, wait_for
+
+UNDERLAY6 = "fd77:9::1"
+MGMT6 = "fd77:9::2"  # the gateway kernel on br-app: what a probe must NOT come from
+APPS6 = {"app1": "fd77:9::11", "app2": "fd77:9::12"}
+APP_MACS = {"app1": "02:77:00:00:09:11", "app2": "02:77:00:00:09:12"}
+
+
+def app_stats(lab, app):
+    r = lab.run("gw", "curl", "-s", "--max-time", "3", f"http://[{APPS6[app]}]:8080/stats")
+    return json.loads(r.stdout)
+
+
+def carriers(lab, proto, flows):
+    """Each (client_ep, server_ep) crossed exactly one appliance, both ways."""
+    stats = {a: app_stats(lab, a) for a in APPS6}
+    where = {}
+    for c, s in flows:
+        seen = [(a, flow_on(st, proto, c, s)) for a, st in stats.items()]
+        seen = [(a, f) for a, f in seen if f]
+        assert len(seen) == 1, f"flow {c} <-> {s}: seen on {[a for a, _ in seen]} (want one appliance)"
+        a, f = seen[0]
+        assert f["a_to_b"] > 0 and f["b_to_a"] > 0, f"flow {c} <-> {s} on {a}: one direction only: {f}"
+        where[(c, s)] = a
+    return where
+
+
+def tshark_start(lab, app):
+    pcap = os.path.join(lab.dir, f"{app}.pcap")
+    p = lab.spawn(app, "tshark", "-q", "-i", "eth0", "-f", "udp port 6081 or tcp port 8080", "-w", pcap,
+                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wait_for(f"tshark on {app}", lambda: p.poll() is not None or "Capturing on" in _peek(p), timeout=20)
+    assert p.poll() is None, f"tshark on {app} exited: {p.stderr.read()}"
+    return p, pcap
+
+
+def _peek(p):
+    import select
+    if select.select([p.stderr], [], [], 0)[0]:
+        return p.stderr.readline()
+    return ""
+
+
+def tshark_fields(pcap, *fields, display=None):
+    cmd = ["tshark", "-r", pcap, "-d", "tcp.port==8080,http", "-T", "fields", "-E", "separator=/t",
+           "-E", "occurrence=f"]
+    if display:
+        cmd += ["-Y", display]
+    for f in fields:
+        cmd += ["-e", f]
+    r = subprocess.run(cmd, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    assert r.returncode == 0, f"tshark -r {pcap}: {r.stderr}"
+    return [(line.split("\t") + [""] * len(fields))[:len(fields)] for line in r.stdout.splitlines()]
+
+
+def check_geneve(pcap, app):
+    """Every packet to or from UDP 6081 on the appliance's link: outer IPv6
+    between gwlbd and this appliance, Geneve; gwlbd's with a flow label, one
+    per inner flow. Returns (packets to the appliance, back, flow labels)."""
+    rows = tshark_fields(pcap, "frame.protocols", "ipv6.src", "ipv6.dst", "ipv6.flow", "udp.srcport",
+                         "udp.dstport", "geneve.version", display="udp.port == 6081")
+    to_app = back = 0
+    label_of = {}
+    for protos, src, dst, flow, sport, dport, gver in rows:
+        line = f"{protos} {src} -> {dst} flow {flow} {sport} -> {dport}"
+        assert protos.startswith("eth:ethertype:ipv6:udp:geneve"), f"{app}: not Ethernet/IPv6/UDP/Geneve: {line}"
+        assert gver == "0", f"{app}: Geneve version {gver!r}: {line}"
+        if src == UNDERLAY6:
+            assert dst == APPS6[app] and dport == "6081", f"{app}: gwlbd's packet misaddressed: {line}"
+            label = int(flow, 16)
+            assert label != 0, f"{app}: gwlbd's packet without a flow label: {line}"
+            assert label_of.setdefault(sport, label) == label, \
+                f"{app}: UDP source port {sport} (one inner flow) with flow labels {label_of[sport]:#x} and {label:#x}"
+            to_app += 1
+        else:
+            assert src == APPS6[app] and dst == UNDERLAY6 and dport == "6081", f"{app}: a return misaddressed: {line}"
+            back += 1
+    return to_app, back, label_of
+
+
+def check_probes(pcap, app):
+    """The appliance's health checks (HTTP GET /health on 8080) came from
+    node.underlay_ipv6 (the test's own /stats requests come from br-app)."""
+    rows = tshark_fields(pcap, "ipv6.src", "ipv6.dst", display='http.request.uri == "/health"')
+    assert rows, f"{app}: no health check reached it over IPv6"
+    for src, dst in rows:
+        assert src == UNDERLAY6 and dst == APPS6[app], \
+            f"{app}: a probe from {src} to {dst}, not from node.underlay_ipv6 {UNDERLAY6} (the data path)"
+    return len(rows)
+
+
+def test_ipv6_underlay(lab, args):
+    log = open(os.path.join(lab.dir, "gwlbd.log"), errors="replace").read()
+    for a, addr in APPS6.items():
+        want = f"ND: appliance {addr} is at {APP_MACS[a]}"
+        assert want in log, f"gwlbd did not learn {a}'s MAC by neighbor discovery ('{want}' not in its log)"
+    print("gwlbd learned both appliances' MACs by neighbor discovery")
+    wait_for("both IPv6 appliances healthy",
+             lambda: all((lab.servers().get(ip, {}).get("health") or {}).get("state") == "healthy"
+                         for ip in APPS6.values()), timeout=20)
+    for ip in APPS6.values():
+        check = json.loads(lab.gwlbctl("--json", "health", ip))["check"]
+        assert check["probe_path"] == "data" and check["source"] == UNDERLAY6, \
+            f"gwlbctl health {ip}: probes on the {check['probe_path']} path from {check['source']}"
+    print(f"both appliances healthy by their IPv6 health checks (data path, from {UNDERLAY6})")
+    caps = {a: tshark_start(lab, a) for a in APPS6}
+    dl = os.path.join(lab.dir, "dl.bin")
+    r = lab.run("client", "curl", "-s", "-o", dl, "-w", "%{local_port}", "--max-time", "60", f"http://{SERVER}/blob.bin")
+    assert r.returncode == 0, f"curl failed: {r.returncode} {r.stderr}"
+    assert sha(dl) == sha(os.path.join(lab.dir, "www/blob.bin")), "download corrupted"
+    flows = [(f"{CLIENT}:{r.stdout}", f"{SERVER}:80")]
+    print(f"IPv4 inside: 16 MiB download intact (client port {r.stdout})")
+    lab.serve("tcp-echo-server", SERVER, 7000)
+    for _ in range(4):
+        r = lab.run("client", *lab.peer("tcp-echo-client", SERVER, "7000", str(1 << 20)))
+        res = json.loads(r.stdout)
+        assert res["ok"], f"IPv4 echo not intact: {res}"
+        flows.append((f"{CLIENT}:{res['sport']}", f"{SERVER}:7000"))
+    print("IPv4 inside: 4 x 1 MiB echoed intact")
+    lab.serve("tcp-echo-server", SERVER6, 7006)
+    flows6 = []
+    for _ in range(4):
+        r = lab.run("client", *lab.peer("tcp-echo-client", SERVER6, "7006", str(1 << 20)))
+        res = json.loads(r.stdout)
+        assert res["ok"], f"IPv6 echo not intact: {res}"
+        flows6.append((f"[{CLIENT6}]:{res['sport']}", f"[{SERVER6}]:7006"))
+    print("IPv6 inside: 4 x 1 MiB echoed intact")
+    where = carriers(lab, 6, flows + flows6)
+    print(f"{len(where)} TCP connections, each through one appliance both ways: "
+          + ", ".join(f"{a}={sum(1 for v in where.values() if v == a)}" for a in APPS6))
+    totals = json.loads(lab.gwlbctl("--json", "stats"))["totals"]
+    assert totals.get("returned", 0) > 1000, f"returned: {totals.get('returned')}"
+    bad = {k: v for k, v in totals.items() if k.startswith("drop_return") and v}
+    assert not bad, f"gwlbd dropped returns over IPv6: {bad}"
+    print(f"gwlbd: {totals['encapsulated']} packets sent, {totals['returned']} returned, no return dropped; "
+          f"drop_neighbour_unresolved {totals.get('drop_neighbour_unresolved', 0)}")
+    time.sleep(1)
+    for a, (p, pcap) in caps.items():
+        p.terminate()
+        p.wait(10)
+    for a, (p, pcap) in caps.items():
+        to_app, back, labels = check_geneve(pcap, a)
+        if a in where.values():
+            assert to_app > 0 and back > 0, f"{a}: carried connections but tshark saw {to_app} out, {back} back"
+        probes = check_probes(pcap, a)
+        print(f"tshark on {a}: {to_app} packets from gwlbd and {back} back, all Ethernet/IPv6/UDP 6081/Geneve "
+              f"between {UNDERLAY6} and {APPS6[a]}; {len(labels)} inner flows, each with one non-zero flow label; "
+              f"{probes} health checks from {UNDERLAY6}")
+
+    # The IPv6 probes see an appliance go: new connections avoid it.
+    victim, other = "app1", "app2"
+    t0 = time.time()
+    lab.sh("app-stop", victim[-1])
+    wait_for(f"{victim} unhealthy", lambda: lab.servers()[APPS6[victim]]["health"]["state"] == "unhealthy", timeout=15)
+    print(f"stopped {victim}: unhealthy after {time.time() - t0:.2f} s")
+    app_stats_before = app_stats(lab, other)
+    n_before = len(app_stats_before.get("flows", []))
+    for _ in range(6):
+        r = lab.run("client", "curl", "-s", "--max-time", "10", f"http://{SERVER}/index.html")
+        assert r.stdout == "hello through the gateway\n", f"new connection failed after failover: {r.stdout!r} {r.stderr}"
+    assert len(app_stats(lab, other).get("flows", [])) >= n_before + 6, f"{other} did not take the new connections"
+    print(f"6 new connections through {other} while {victim} is down")
+    lab.sh("app-start", victim[-1])
+    wait_for(f"{victim} healthy", lambda: lab.servers()[APPS6[victim]]["health"]["state"] == "healthy", timeout=15)
+    print(f"{victim} back: healthy")
