@@ -2,7 +2,7 @@
 // outer family of its Geneve packets, so IPv4 and IPv6 appliances may share a
 // node and a group; an IPv6 one needs the node's IPv6 underlay address (its
 // MAC is found by neighbor discovery unless the config gives one), and some
-// paths are IPv4-only for now (forwarding checks, VXLAN, fleet flow sync).
+// paths are IPv4-only for now (forwarding checks, fleet flow sync).
 // Each rule names the key to change.
 #include <map>
 
