@@ -58,6 +58,7 @@ Daemon::Daemon(Config config) {
   in.class_counts = [this](uint16_t slot) { return workers_.classSlot(slot); };
   // A large class set compiles for seconds: never on the control thread.
   in.compile_classes_apart = true;
+  in.can_follow = [this](const ValidConfig& next) { return probePathsRefusal(next); };
   Engine::Hooks hooks;
   hooks.decided = [](const Decision& d) {
     if (d.kind == Decision::Kind::kRegion) spdlog::warn("regions: {}", d.text);
@@ -77,6 +78,7 @@ Daemon::Daemon(Config config) {
                  s.generation, s.groups.size(), s.by_ip.size(), unresolved);
   };
   hooks.config_changed = [this](const Config& c) {
+    applyProbePaths();
     if (health_) health_->reconcile(c);
     // A reload or an API edit: the peers compare the new digests (fleet.md "Config drift").
     if (fleet_) fleet_->setConfigDigest(configDigest(c, flowHashKey()));
@@ -84,7 +86,6 @@ Daemon::Daemon(Config config) {
   hooks.ids_freed = [this](const std::vector<uint16_t>& freed) { appliances_->idsFreed(freed); };
   engine_ = std::make_unique<Engine>(std::move(config), *flows_, dp_, qsbr_, std::move(in),
                                      std::move(hooks));
-  facts_.file_cfg = engine_->sharedConfig();
   setupService();
   // One slice of a flow-table walk per advance() call: a walk of a big
   // table never holds the control thread for long (docs/architecture.md
@@ -93,6 +94,13 @@ Daemon::Daemon(Config config) {
   setupPorts();
   setupExceptionPath();
   setupProbePaths();
+  Reloader::Hooks reload;
+  reload.started = [this] { sd_.notify("RELOADING=1\nSTATUS=reloading " + cfg().source_path + "\n"); };
+  reload.ended = [this](const ReloadOutcome& o) {
+    sd_.notify("READY=1\nSTATUS=" + statusLine() +
+               (o.refused ? " (last reload failed: running config kept)" : "") + "\n");
+  };
+  reloader_ = std::make_unique<Reloader>(io_, *engine_, facts_, n_ports_, std::move(reload));
   engine_->start(dp::monotonicNs());
   if (dp_.sync) {
     const FleetConfig& f = cfg().fleet;
@@ -134,17 +142,16 @@ Daemon::Daemon(Config config) {
 
 void Daemon::setupService() {
   appliances_ = std::make_unique<ApplianceView>(*engine_, health_view_, workers_);
-  service_.reset(new ServiceContext{
-      *engine_, health_view_, workers_, *appliances_, facts_, [this] { return portsJson(); },
-      [this] { return captureJson(); }, [this] { return reloading(); },
-      [this](const ValidConfig& next) { checkProbePaths(next); }, [this] { applyProbePaths(); }});
+  service_.reset(new ServiceContext{*engine_, health_view_, workers_, *appliances_, facts_,
+                                    [this] { return portsJson(); }, [this] { return captureJson(capture_view_); },
+                                    [this] { return reloader_ && reloader_->running(); }});
   addServiceMethods(methods_, *service_);
-  methods_.add("fleet", [this](const nlohmann::json& p) { return apiFleet(p); });
-  methods_.add("fleet.leave", [this](const nlohmann::json& p) { return apiFleetLeave(p, true); });
-  methods_.add("fleet.join", [this](const nlohmann::json& p) { return apiFleetLeave(p, false); });
-  methods_.add("fleet_sync", [this](const nlohmann::json& p) { return apiFleetSync(p); });
-  methods_.add("capture.stop", [this](const nlohmann::json& p) { return apiCaptureStop(p); });
-  methods_.addDeferred("reload");
+  fleet_view_.reset(new FleetApiView{*engine_, bird_, announce_, fleet_, stopping_, fleet_left_,
+                                  [this] { updateAnnounce(); }});
+  addProcessMethods(methods_, *fleet_view_, capture_view_);
+  methods_.addDeferred("reload", [this](const nlohmann::json& p, ApiReply reply) {
+    return reloadMethod(*reloader_, *engine_, p, std::move(reply));
+  });
 }
 
 Daemon::~Daemon() {
@@ -165,8 +172,7 @@ int Daemon::run() {
       [this](const std::string& m, const nlohmann::json& params, const nlohmann::json&) {
         return methods_.call(m, params);
       },
-      std::vector<ApiDeferredMethod>{
-          {"reload", [this](const nlohmann::json& p, ApiReply reply) { return apiReload(p, std::move(reply)); }}});
+      methods_.deferred());
   spdlog::info("control API on {}", cfg().control.socket);
   if (!cfg().metrics.listen.empty()) {
     metrics_ = std::make_unique<MetricsServer>(io_, cfg().metrics.listen,
