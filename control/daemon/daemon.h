@@ -21,7 +21,7 @@
 #include "control/api/api_server.h"
 #include "control/fleet/bird_client.h"
 #include "control/config/config.h"
-#include "control/engine/api_failure.h"
+#include "control/api/api_failure.h"
 #include "control/engine/refusal.h"
 #include "control/engine/engine.h"
 #include "control/daemon/engine_ticker.h"

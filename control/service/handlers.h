@@ -24,7 +24,7 @@
 #include "control/engine/lifecycle.h"
 #include "control/engine/service_guard.h"
 #include "control/engine/snapshot_builder.h"
-#include "control/engine/api_failure.h"
+#include "control/api/api_failure.h"
 #include "control/service/service.h"
 
 namespace gwlb::ctl {

@@ -5,7 +5,7 @@
 #include <chrono>
 
 #include "control/api/api_server.h"
-#include "control/engine/api_failure.h"
+#include "control/api/api_failure.h"
 #include "control/service/appliance_view.h"
 #include "control/service/handlers.h"
 
