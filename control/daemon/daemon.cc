@@ -163,10 +163,8 @@ Daemon::~Daemon() {
 
 void Daemon::rebuildSnapshot(const char* why) { engine_->rebuild(why, dp::monotonicNs()); }
 
-int Daemon::run() {
-  launchWorkers();
-  startCapture();
-  boost::asio::io_context& io = io_;
+// The control socket, the metrics and the health endpoint's listeners.
+void Daemon::startListeners() {
   api_ = std::make_unique<ApiServer>(
       io_, cfg().control.socket, cfg().control.socket_mode, cfg().control.socket_group,
       [this](const std::string& m, const nlohmann::json& params, const nlohmann::json&) {
@@ -185,6 +183,22 @@ int Daemon::run() {
         [this](const std::string& path) { return healthEndpoint(regions(), path); });
     spdlog::info("health endpoint on http://{}/destinations/NAME", cfg().health_endpoint.listen);
   }
+}
+
+// Each signal of `set` to `handle`, on the control loop, until it stops.
+void Daemon::onSignals(boost::asio::signal_set& set, std::function<void(int)> handle) {
+  set.async_wait([this, &set, handle = std::move(handle)](const boost::system::error_code& ec, int sig) mutable {
+    if (ec) return;
+    handle(sig);
+    onSignals(set, std::move(handle));
+  });
+}
+
+int Daemon::run() {
+  launchWorkers();
+  startCapture();
+  boost::asio::io_context& io = io_;
+  startListeners();
   registerTelemetry();
   if (fleet_) fleet_->start();
   // A rebuild that threw must not cost the probe handler calling it its
@@ -204,34 +218,13 @@ int Daemon::run() {
   // With fleet.bird the first SIGTERM/SIGINT withdraws the routes and stops
   // after fleet.grace_period (the router moves the traffic meanwhile); a
   // second one, or no fleet.bird, stops at once.
-  std::function<void()> armStop = [&]() {
-    stop_signals.async_wait([&](const boost::system::error_code& ec, int sig) {
-      if (ec) return;
-      if (beginGracefulStop(sig)) {
-        armStop();
-        return;
-      }
-      spdlog::info("signal {}: stopping", sig);
-      io.stop();
-    });
-  };
-  armStop();
-  std::function<void()> armHup = [&]() {
-    hup.async_wait([&](const boost::system::error_code& ec, int) {
-      if (ec) return;
-      guarded("signal", [&] { sighupReload(); });
-      armHup();
-    });
-  };
-  armHup();
-  std::function<void()> armUsr1 = [&]() {
-    usr1.async_wait([&](const boost::system::error_code& ec, int) {
-      if (ec) return;
-      guarded("signal", [&] { logStats("stats"); });
-      armUsr1();
-    });
-  };
-  armUsr1();
+  onSignals(stop_signals, [this](int sig) {
+    if (beginGracefulStop(sig)) return;
+    spdlog::info("signal {}: stopping", sig);
+    io_.stop();
+  });
+  onSignals(hup, [this](int) { guarded("signal", [&] { sighupReload(); }); });
+  onSignals(usr1, [this](int) { guarded("signal", [&] { logStats("stats"); }); });
 
   using namespace std::chrono_literals;
   // The control core's clock: every 10 ms, punted ARP/ND first, then every
@@ -248,7 +241,7 @@ int Daemon::run() {
       guarded("timer", [&] {
         resolveNeighbours();
         updateAnnounce();
-        detachGoneCaptures();
+        if (capture_) capture_->detachGone();
         sampleRates();
         refreshTelemetry();
         if (++ticks % 10 == 0) logStats("stats", true);
@@ -308,7 +301,14 @@ int Daemon::run() {
   // An exception escaping a handler (a session, a probe) is counted and
   // logged; the loop goes on (the timers above re-arm whatever their body did).
   runControlLoop(io);
+  stopAll();
+  return 0;
+}
 
+// After the control loop: the listeners, probes and fleet first, then the
+// workers, then the ports (in that order: nothing is left that reads what
+// goes next).
+void Daemon::stopAll() {
   sd_.notify("STOPPING=1\nSTATUS=stopping\n");
   // What the workers queued since the last sync tick leaves too.
   if (fleet_) fleet_->tick(dp::monotonicNs());
@@ -327,7 +327,6 @@ int Daemon::run() {
     rte_eth_dev_close(port);  // net_pcap flushes its output file here
   }
   logStats("final");
-  return 0;
 }
 
 }  // namespace gwlb::ctl

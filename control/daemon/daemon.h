@@ -70,6 +70,10 @@ class Daemon {
   const FleetSync* fleetSync() const { return fleet_.get(); }
 
  private:
+  // Parts of run() (control/daemon/daemon.cc).
+  void startListeners();
+  void onSignals(boost::asio::signal_set& set, std::function<void(int)> handle);
+  void stopAll();
   // Ports and workers (control/daemon/daemon_ports.cc).
   void setupPorts();
   void launchWorkers();
@@ -154,7 +158,6 @@ class Daemon {
   std::string capture_why_;  // why captures cannot attach, when they cannot
   // control/daemon/daemon_capture.cc
   void startCapture();
-  void detachGoneCaptures();
   // Start time, reload time, rates (control/service/service.h).
   ProcessFacts facts_;
 

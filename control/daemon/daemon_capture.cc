@@ -1,6 +1,6 @@
 // Packet capture on the control thread (dataplane/capture.h): the capture
-// server started with the control loop and the once-a-second check that
-// detaches the captures of a tool that is gone. The API shows and detaches
+// server started with the control loop (the loop's once-a-second tick
+// detaches the captures of a tool that is gone). The API shows and detaches
 // them through a CaptureView (control/service/api_capture.cc).
 #include <rte_eal.h>
 
@@ -38,10 +38,6 @@ void Daemon::startCapture() {
     spdlog::info("packet capture: dpdk-dumpcap can attach (--file-prefix {})",
                  std::filesystem::path(rte_eal_get_runtime_dir()).filename().string());
   }
-}
-
-void Daemon::detachGoneCaptures() {
-  if (capture_) capture_->detachGone();
 }
 
 }  // namespace gwlb::ctl

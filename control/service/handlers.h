@@ -122,6 +122,10 @@ void classMetrics(std::ostringstream& o, const Engine& engine, const WorkerStats
 nlohmann::json classExplainJson(const Config& cfg, const L4Tuple& t, std::optional<uint16_t> port,
                                 uint16_t vlan);
 
+// Passive detection's, flap dampening's and slow start's /metrics families
+// (service_metrics.cc).
+void serviceMetrics(std::ostringstream& o, const Engine& engine, const HealthView& health);
+
 // health, destinations, the health endpoint (api_health.cc).
 nlohmann::json healthMethod(const Config& cfg, HealthView health, const ApplianceView& appliances,
                             const nlohmann::json& p);

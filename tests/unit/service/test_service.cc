@@ -296,6 +296,20 @@ TEST(ServiceConfig, ConfigDumpsTheRunningConfigAndItsRuntimeChanges) {
   EXPECT_NE(c["yaml"].get<std::string>().find("10.0.0.12"), std::string::npos);
 }
 
+TEST(ServiceMetrics, PassiveDampeningAndSlowStartFamiliesPerAppliance) {
+  ctl::Config c = ctl::testing::smallConfig({"10.0.0.11"});
+  c.server_groups[0].slow_start_s = 30;
+  Rig r(c);
+  std::ostringstream o;
+  ctl::serviceMetrics(o, *r.engine, r.health);
+  const std::string m = o.str();
+  EXPECT_NE(m.find("# TYPE gwlb_server_no_returns_ejections_total counter"), std::string::npos) << m;
+  EXPECT_NE(m.find("gwlb_server_slow_start_share{group=\"fw\",address=\"10.0.0.11\"} "), std::string::npos) << m;
+  // No health checks: no passive detection or dampening rows.
+  EXPECT_EQ(m.find("gwlb_server_no_returns_ejections_total{"), std::string::npos) << m;
+  EXPECT_EQ(m.find("gwlb_server_flap_penalty{"), std::string::npos) << m;
+}
+
 // A config file the tests write and reload: `c` as YAML.
 struct ConfigFile {
   std::string path;
