@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "control/daemon/daemon.h"
+#include "control/service/handlers.h"
 
 namespace gwlb::ctl {
 
