@@ -212,7 +212,7 @@ int main(int argc, char** argv) {
   ctl::ReloadWorker worker;
   std::vector<double> plan_ms, compile_ms, preview_ms;
   size_t refused = 0;
-  // The control thread's part, as gwlbd's Daemon::applyReload runs it.
+  // The control thread's part, as gwlbd's Reloader runs it (Engine::applyReload).
   auto applyPlan = [&](ctl::ReloadPlan plan) {
     if (!plan.errors.empty()) {
       std::fprintf(stderr, "reload refused: %s\n", plan.errors[0].message.c_str());
@@ -229,7 +229,10 @@ int main(int argc, char** argv) {
                                                engine.health(), *plan.next, now, "removed by reload");
     preview_ms.push_back(msSince(a));
     if (!pv.losses.empty()) std::exit(1);
-    engine.applyConfig(plan.next, "removed by reload", now, std::move(plan.classes));
+    // Engine::applyReload previews again, guards and applies: the control
+    // thread's whole part.
+    a = Clock::now();
+    if (engine.applyReload(std::move(plan), now, false).refused) std::exit(1);
     apply_ms.push_back(msSince(a));
     publish_ms.push_back(msSince(asked));
     in_reload = false;

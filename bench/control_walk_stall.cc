@@ -231,7 +231,7 @@ int main(int argc, char** argv) {
         if (ec) return;
         ctl::Config next = engine.config();
         next.server_groups[0].servers.pop_back();
-        engine.applyConfig(next, "removed", clock());
+        engine.applyConfig(next, "removed", clock(), true);
         change.expires_after(std::chrono::seconds(1));
         change.async_wait([&](const boost::system::error_code& ec2) {
           if (ec2) return;

@@ -16,7 +16,7 @@
 
 #include "common/net_types.h"
 #include "common/packet_parser.h"
-#include "control/engine/api_failure.h"
+#include "control/api/api_failure.h"
 
 namespace gwlb::ctl {
 

@@ -57,6 +57,7 @@ Daemon::Daemon(Config config) {
   in.class_counts = [this](uint16_t slot) { return workers_.classSlot(slot); };
   // A large class set compiles for seconds: never on the control thread.
   in.compile_classes_apart = true;
+  in.can_follow = [this](const ValidConfig& next) { return probePathsRefusal(next); };
   Engine::Hooks hooks;
   hooks.decided = [](const Decision& d) {
     if (d.kind == Decision::Kind::kRegion) spdlog::warn("regions: {}", d.text);
@@ -76,6 +77,7 @@ Daemon::Daemon(Config config) {
                  s.generation, s.groups.size(), s.by_ip.size(), unresolved);
   };
   hooks.config_changed = [this](const Config& c) {
+    applyProbePaths();
     // The build that follows this hook reads the new appliances' health.
     if (health_)
       for (const HealthReport& r : health_->reconcile(c)) engine_->recordHealth(r);
@@ -85,7 +87,6 @@ Daemon::Daemon(Config config) {
   hooks.ids_freed = [this](const std::vector<uint16_t>& freed) { appliances_->idsFreed(freed); };
   engine_ = std::make_unique<Engine>(std::move(config), *flows_, dp_, qsbr_, std::move(in),
                                      std::move(hooks));
-  facts_.file_cfg = engine_->sharedConfig();
   setupService();
   // One slice of a flow-table walk per advance() call: a walk of a big
   // table never holds the control thread for long (docs/architecture.md
@@ -94,6 +95,13 @@ Daemon::Daemon(Config config) {
   setupPorts();
   setupExceptionPath();
   setupProbePaths();
+  Reloader::Hooks reload;
+  reload.started = [this] { sd_.notify("RELOADING=1\nSTATUS=reloading " + cfg().source_path + "\n"); };
+  reload.ended = [this](const ReloadOutcome& o) {
+    sd_.notify("READY=1\nSTATUS=" + statusLine() +
+               (o.refused ? " (last reload failed: running config kept)" : "") + "\n");
+  };
+  reloader_ = std::make_unique<Reloader>(io_, *engine_, facts_, n_ports_, std::move(reload));
   engine_->start(dp::monotonicNs());
   if (dp_.sync) {
     const FleetConfig& f = cfg().fleet;
@@ -135,17 +143,16 @@ Daemon::Daemon(Config config) {
 
 void Daemon::setupService() {
   appliances_ = std::make_unique<ApplianceView>(*engine_, health_view_, workers_);
-  service_.reset(new ServiceContext{
-      *engine_, health_view_, workers_, *appliances_, facts_, [this] { return portsJson(); },
-      [this] { return captureJson(); }, [this] { return reloading(); },
-      [this](const ValidConfig& next) { checkProbePaths(next); }, [this] { applyProbePaths(); }});
+  service_.reset(new ServiceContext{*engine_, health_view_, workers_, *appliances_, facts_,
+                                    [this] { return portsJson(); }, [this] { return captureJson(capture_view_); },
+                                    [this] { return reloader_ && reloader_->running(); }});
   addServiceMethods(methods_, *service_);
-  methods_.add("fleet", [this](const nlohmann::json& p) { return apiFleet(p); });
-  methods_.add("fleet.leave", [this](const nlohmann::json& p) { return apiFleetLeave(p, true); });
-  methods_.add("fleet.join", [this](const nlohmann::json& p) { return apiFleetLeave(p, false); });
-  methods_.add("fleet_sync", [this](const nlohmann::json& p) { return apiFleetSync(p); });
-  methods_.add("capture.stop", [this](const nlohmann::json& p) { return apiCaptureStop(p); });
-  methods_.addDeferred("reload");
+  fleet_view_.reset(new FleetApiView{*engine_, bird_, announce_, fleet_, stopping_, fleet_left_,
+                                  [this] { updateAnnounce(); }});
+  addProcessMethods(methods_, *fleet_view_, capture_view_);
+  methods_.addDeferred("reload", [this](const nlohmann::json& p, ApiReply reply) {
+    return reloadMethod(*reloader_, *engine_, p, std::move(reply));
+  });
 }
 
 Daemon::~Daemon() {
@@ -157,17 +164,14 @@ Daemon::~Daemon() {
 
 void Daemon::rebuildSnapshot(const char* why) { engine_->rebuild(why, dp::monotonicNs()); }
 
-int Daemon::run() {
-  launchWorkers();
-  startCapture();
-  boost::asio::io_context& io = io_;
+// The control socket, the metrics and the health endpoint's listeners.
+void Daemon::startListeners() {
   api_ = std::make_unique<ApiServer>(
       io_, cfg().control.socket, cfg().control.socket_mode, cfg().control.socket_group,
       [this](const std::string& m, const nlohmann::json& params, const nlohmann::json&) {
         return methods_.call(m, params);
       },
-      std::vector<ApiDeferredMethod>{
-          {"reload", [this](const nlohmann::json& p, ApiReply reply) { return apiReload(p, std::move(reply)); }}});
+      methods_.deferred());
   spdlog::info("control API on {}", cfg().control.socket);
   if (!cfg().metrics.listen.empty()) {
     metrics_ = std::make_unique<MetricsServer>(io_, cfg().metrics.listen,
@@ -180,6 +184,22 @@ int Daemon::run() {
         [this](const std::string& path) { return healthEndpoint(regions(), path); });
     spdlog::info("health endpoint on http://{}/destinations/NAME", cfg().health_endpoint.listen);
   }
+}
+
+// Each signal of `set` to `handle`, on the control loop, until it stops.
+void Daemon::onSignals(boost::asio::signal_set& set, std::function<void(int)> handle) {
+  set.async_wait([this, &set, handle = std::move(handle)](const boost::system::error_code& ec, int sig) mutable {
+    if (ec) return;
+    handle(sig);
+    onSignals(set, std::move(handle));
+  });
+}
+
+int Daemon::run() {
+  launchWorkers();
+  startCapture();
+  boost::asio::io_context& io = io_;
+  startListeners();
   registerTelemetry();
   if (fleet_) fleet_->start();
   // Each health change goes straight to the engine, which builds when it
@@ -203,34 +223,13 @@ int Daemon::run() {
   // With fleet.bird the first SIGTERM/SIGINT withdraws the routes and stops
   // after fleet.grace_period (the router moves the traffic meanwhile); a
   // second one, or no fleet.bird, stops at once.
-  std::function<void()> armStop = [&]() {
-    stop_signals.async_wait([&](const boost::system::error_code& ec, int sig) {
-      if (ec) return;
-      if (beginGracefulStop(sig)) {
-        armStop();
-        return;
-      }
-      spdlog::info("signal {}: stopping", sig);
-      io.stop();
-    });
-  };
-  armStop();
-  std::function<void()> armHup = [&]() {
-    hup.async_wait([&](const boost::system::error_code& ec, int) {
-      if (ec) return;
-      guarded("signal", [&] { sighupReload(); });
-      armHup();
-    });
-  };
-  armHup();
-  std::function<void()> armUsr1 = [&]() {
-    usr1.async_wait([&](const boost::system::error_code& ec, int) {
-      if (ec) return;
-      guarded("signal", [&] { logStats("stats"); });
-      armUsr1();
-    });
-  };
-  armUsr1();
+  onSignals(stop_signals, [this](int sig) {
+    if (beginGracefulStop(sig)) return;
+    spdlog::info("signal {}: stopping", sig);
+    io_.stop();
+  });
+  onSignals(hup, [this](int) { guarded("signal", [&] { sighupReload(); }); });
+  onSignals(usr1, [this](int) { guarded("signal", [&] { logStats("stats"); }); });
 
   using namespace std::chrono_literals;
   // The control core's clock: every 10 ms, punted ARP/ND first, then every
@@ -247,7 +246,7 @@ int Daemon::run() {
       guarded("timer", [&] {
         resolveNeighbours();
         updateAnnounce();
-        detachGoneCaptures();
+        if (capture_) capture_->detachGone();
         sampleRates();
         refreshTelemetry();
         if (++ticks % 10 == 0) logStats("stats", true);
@@ -307,7 +306,14 @@ int Daemon::run() {
   // An exception escaping a handler (a session, a probe) is counted and
   // logged; the loop goes on (the timers above re-arm whatever their body did).
   runControlLoop(io);
+  stopAll();
+  return 0;
+}
 
+// After the control loop: the listeners, probes and fleet first, then the
+// workers, then the ports (in that order: nothing is left that reads what
+// goes next).
+void Daemon::stopAll() {
   sd_.notify("STOPPING=1\nSTATUS=stopping\n");
   // What the workers queued since the last sync tick leaves too.
   if (fleet_) fleet_->tick(dp::monotonicNs());
@@ -326,7 +332,6 @@ int Daemon::run() {
     rte_eth_dev_close(port);  // net_pcap flushes its output file here
   }
   logStats("final");
-  return 0;
 }
 
 }  // namespace gwlb::ctl

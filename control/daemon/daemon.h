@@ -21,7 +21,8 @@
 #include "control/api/api_server.h"
 #include "control/fleet/bird_client.h"
 #include "control/config/config.h"
-#include "control/engine/api_failure.h"
+#include "control/api/api_failure.h"
+#include "control/engine/refusal.h"
 #include "control/engine/engine.h"
 #include "control/daemon/engine_ticker.h"
 #include "control/daemon/exception_path.h"
@@ -37,6 +38,8 @@
 #include "control/daemon/sd_notify.h"
 #include "control/engine/snapshot_builder.h"
 #include "control/service/appliance_view.h"
+#include "control/service/process_methods.h"
+#include "control/service/reloader.h"
 #include "control/service/service.h"
 #include "dataplane/capture.h"
 #include "dataplane/flow_table.h"
@@ -67,6 +70,10 @@ class Daemon {
   const FleetSync* fleetSync() const { return fleet_.get(); }
 
  private:
+  // Parts of run() (control/daemon/daemon.cc).
+  void startListeners();
+  void onSignals(boost::asio::signal_set& set, std::function<void(int)> handle);
+  void stopAll();
   // Ports and workers (control/daemon/daemon_ports.cc).
   void setupPorts();
   void launchWorkers();
@@ -74,28 +81,10 @@ class Daemon {
   // An input changed (health, neighbours): the engine builds and publishes.
   void rebuildSnapshot(const char* why);
 
-  // Reloads of the config file (control/daemon/daemon_reload.cc): SIGHUP and
-  // the API's `reload` ask; the file is read, checked and its classes
-  // compiled on ReloadWorker's thread (control/engine/reload_plan.h); the
-  // plan comes back to the control thread, which applies it and tells every
-  // requester the outcome. One reload at a time: one asked while another
-  // runs waits and is run after it (requests asked meanwhile with the same
-  // `force` share that one run: it reads the file after each was asked).
-  struct ReloadOutcome {
-    std::optional<ApiFailure> refused;  // nothing changed, and why
-    uint64_t generation = 0;
-    std::vector<std::string> restart_needed;
-    std::vector<RuntimeChange> reverted;
-    std::vector<std::string> warnings;  // forced losses, then the config's warnings
-  };
-  using ReloadWaiter = std::function<void(const ReloadOutcome&)>;
-  void requestReload(bool force, const char* origin, ReloadWaiter waiter);
-  void startReload();
-  void finishReload(ReloadPlan plan);
-  // The control thread's part of a reload. Throws ApiFailure: nothing changed then.
-  ReloadOutcome applyReload(ReloadPlan plan, bool force, const char* origin);
+  // SIGHUP: the reload (control/service/reloader.h), its refusal logged
+  // (control/daemon/daemon_reload.cc), and the engine's can_follow input.
   void sighupReload();
-  bool reloading() const { return reload_run_.has_value(); }
+  std::optional<Refusal> probePathsRefusal(const ValidConfig& next);
   // ARP and neighbor discovery (control/daemon/daemon_neighbours.cc).
   void handlePunted();
   void resolveNeighbours();
@@ -129,13 +118,9 @@ class Daemon {
   void passiveTick();
   void serviceMetrics(std::ostringstream& o) const;
 
-  // The control API (control/service/): the views its handlers read, the
-  // method table (theirs, then the fleet's and the capture's below).
+  // The control API (control/service/): the views its handlers read and
+  // the method table.
   void setupService();
-  // `reload`, answered when the reload ends (ApiDeferredMethod).
-  ApiDeferral apiReload(const nlohmann::json& p, ApiReply reply);
-  nlohmann::json reloadJson(const ReloadOutcome& o) const;
-  nlohmann::json apiFleetSync(const nlohmann::json& p);
   // The fleet (control/daemon/daemon_fleet.cc): route announcement through BIRD.
   void startFleet();
   void stopFleet();
@@ -144,8 +129,6 @@ class Daemon {
   // SIGTERM/SIGINT with fleet.bird: withdraw, stop after the grace period.
   // False when there is nothing to withdraw (stop at once) or already stopping.
   bool beginGracefulStop(int sig);
-  nlohmann::json apiFleet(const nlohmann::json& p);
-  nlohmann::json apiFleetLeave(const nlohmann::json& p, bool leave);
   void fleetMetrics(std::ostringstream& o) const;
   // Each DPDK port's figures for `status` and `stats` (daemon_ports.cc).
   nlohmann::json portsJson() const;
@@ -165,7 +148,7 @@ class Daemon {
   // (distinct per config), with the address each key stands for.
   NeighbourCache neighbours6_;
   std::map<uint32_t, IpAddr> neighbours6_addr_;
-  NeighbourTable neighbourMacs() const;
+  ApplianceMacs neighbourMacs() const;
   bool heardNd(const IpAddr& appliance, const MacAddr& mac, bool override_mac, uint64_t now);
   PortMacs port_macs_;         // each DPDK port's own MAC, by port id
   std::vector<std::unique_ptr<dp::WorkerState>> states_;
@@ -181,25 +164,14 @@ class Daemon {
   std::string capture_why_;  // why captures cannot attach, when they cannot
   // control/daemon/daemon_capture.cc
   void startCapture();
-  nlohmann::json captureJson() const;
-  void detachGoneCaptures();
-  nlohmann::json apiCaptureStop(const nlohmann::json& p);
-  // Start time, reload time, rates, the file's config (control/service/service.h).
+  // Start time, reload time, rates (control/service/service.h).
   ProcessFacts facts_;
-  // The reload under way (planned or being applied) and those asked since.
-  struct ReloadRun {
-    bool force = false;
-    const char* origin = "control API";  // the first requester: "SIGHUP" or "control API"
-    std::vector<ReloadWaiter> waiters;
-  };
-  std::optional<ReloadRun> reload_run_;
-  std::deque<ReloadRun> reload_queue_;  // at most one per value of `force`
 
   uint64_t last_rx_ = 0, last_tx_ = 0, last_sample_ns_ = 0;
 
   boost::asio::io_context io_;
   // After io_: destroyed first, so that no plan is posted to a gone io_.
-  ReloadWorker reload_worker_;
+  std::unique_ptr<Reloader> reloader_;
   std::unique_ptr<ApiServer> api_;
   std::unique_ptr<MetricsServer> metrics_;
   std::unique_ptr<HttpServer> health_http_;
@@ -210,13 +182,15 @@ class Daemon {
   HealthView health_view_{health_, passive_};
   std::unique_ptr<ApplianceView> appliances_;
   std::unique_ptr<ServiceContext> service_;
-  ServiceTable methods_;
   std::unique_ptr<FleetSync> fleet_;  // fleet.sync_listen: flow state sync
   // The fleet: BIRD client (fleet.bird), announce state, operator leave, stop.
   std::shared_ptr<BirdClient> bird_;
   AnnounceState announce_;
   bool fleet_left_ = false;
   bool stopping_ = false;
+  std::unique_ptr<FleetApiView> fleet_view_;
+  CaptureView capture_view_{capture_, capture_why_};
+  ServiceTable methods_;
   std::unique_ptr<boost::asio::steady_timer> grace_timer_;
   // systemd: readiness, status and the watchdog (control/daemon/sd_notify.h).
   SdNotifier sd_;

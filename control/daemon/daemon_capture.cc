@@ -1,19 +1,16 @@
 // Packet capture on the control thread (dataplane/capture.h): the capture
-// server started with the control loop, the captures as the API shows them,
-// the once-a-second check that detaches the captures of a tool that is gone,
-// and the control API's capture.stop (gwlbctl capture stop) that detaches by hand.
+// server started with the control loop (the loop's once-a-second tick
+// detaches the captures of a tool that is gone). The API shows and detaches
+// them through a CaptureView (control/service/api_capture.cc).
 #include <rte_eal.h>
 
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
 
-#include "control/api/api_params.h"
 #include "control/daemon/daemon.h"
 
 namespace gwlb::ctl {
-
-using nlohmann::json;
 
 // Packet capture: dpdk-dumpcap / dpdk-pdump attach as secondary processes,
 // which needs the EAL's shared memory (hugepages, no --in-memory or
@@ -41,49 +38,6 @@ void Daemon::startCapture() {
     spdlog::info("packet capture: dpdk-dumpcap can attach (--file-prefix {})",
                  std::filesystem::path(rte_eal_get_runtime_dir()).filename().string());
   }
-}
-
-// Packet captures attached by dpdk-dumpcap / dpdk-pdump (dataplane/capture.h).
-json Daemon::captureJson() const {
-  json c = {{"available", capture_ && capture_why_.empty()}};
-  if (!capture_why_.empty()) c["why_not"] = capture_why_;
-  json sessions = json::array();
-  if (capture_) {
-    for (const dp::CaptureServer::Session& s : capture_->sessions())
-      sessions.push_back({{"port", s.port},
-                          {"device", s.device},
-                          {"queue", s.queue},
-                          {"direction", s.rx ? "rx" : "tx"},
-                          {"format", s.pcapng ? "pcapng" : "mbuf"},
-                          {"filter", s.filtered},
-                          {"snaplen", s.snaplen},
-                          {"copied", s.accepted},
-                          {"filtered_out", s.filtered_out},
-                          {"no_mbuf", s.nombuf},
-                          {"ring_full", s.ringfull}});
-    dp::CaptureServer::Totals t = capture_->totals();
-    c["started"] = t.started;
-    c["stopped"] = t.stopped;
-    c["refused"] = t.refused;
-    c["detached"] = t.detached;
-  }
-  c["sessions"] = sessions;
-  return c;
-}
-
-void Daemon::detachGoneCaptures() {
-  if (capture_) capture_->detachGone();
-}
-
-json Daemon::apiCaptureStop(const json& p) {
-  Params pr(p, {"device", "queue"});
-  std::string device = pr.has("device") ? pr.str("device") : std::string();
-  int queue = pr.has("queue") ? int(pr.num("queue", 0, 65534)) : -1;
-  if (!capture_) notFound("packet capture is off" + (capture_why_.empty() ? "" : ": " + capture_why_));
-  std::string why;
-  long n = capture_->detach(device, queue, why);
-  if (n < 0) notFound(why);
-  return {{"detached", n}, {"capture", captureJson()}};
 }
 
 }  // namespace gwlb::ctl

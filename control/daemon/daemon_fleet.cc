@@ -1,12 +1,12 @@
 // The fleet's control side in gwlbd (docs/fleet.md): when the node's routes
 // are announced through BIRD (control/fleet/announce.h rules, control/fleet/bird_client.h
-// I/O), the API methods `fleet`, `fleet.leave`, `fleet.join`, `fleet_sync`, the
-// fleet metrics, and the graceful stop (withdraw, grace period, exit). Control thread.
+// I/O) and the graceful stop (withdraw, grace period, exit); the API's fleet
+// methods and metrics read it through a FleetApiView (control/service/api_fleet.cc).
+// Control thread.
 #include <spdlog/spdlog.h>
 
 #include <sstream>
 
-#include "control/api/api_params.h"
 #include "control/daemon/daemon.h"
 
 namespace gwlb::ctl {
@@ -107,91 +107,6 @@ bool Daemon::beginGracefulStop(int sig) {
   return true;
 }
 
-json Daemon::apiFleet(const json& p) {
-  Params pr(p, {});
-  json out = {{"node_name", cfg().fleet.configured ? json(cfg().fleet.node_name) : json(nullptr)}};
-  if (!bird_) {
-    out["announce"] = {{"state", "off"},
-                       {"reason", cfg().fleet.configured
-                                      ? "no fleet.bird section: this node announces nothing"
-                                      : "no fleet section: a single gateway"},
-                       {"since_s", nullptr},
-                       {"bird", nullptr}};
-  } else {
-    json protos = json::array();
-    for (const auto& pr2 : bird_->protocols())
-      protos.push_back({{"name", pr2.name}, {"state", pr2.state}});
-    uint64_t now = dp::monotonicNs();
-    out["announce"] = {
-        {"state", announce_.state()},
-        {"reason", announce_.reason()},
-        {"since_s", announce_.sinceNs() && now > announce_.sinceNs()
-                        ? double(now - announce_.sinceNs()) / 1e9
-                        : 0.0},
-        {"changes", announce_.changes()},
-        {"left_by_operator", fleet_left_},
-        {"stopping", stopping_},
-        {"grace_period_s", cfg().fleet.grace_period_s},
-        {"bird", {{"socket", bird_->socket()},
-                  {"connected", bird_->connected()},
-                  {"wanted", bird_->wantAnnounce() ? "enabled" : "disabled"},
-                  {"error", bird_->lastError()},
-                  {"commands_sent", bird_->commandsSent()},
-                  {"protocols", protos}}}};
-  }
-  // Flow state sync: each peer and this node's warm start (the fleet_sync
-  // method has every counter).
-  if (fleet_) {
-    json sync = fleet_->status();
-    out["peers"] = sync.value("peers", json::array());
-    out["warm_start"] = sync.value("warm_start", json(nullptr));
-    out["view"] = sync.value("view", json(nullptr));
-  } else {
-    out["peers"] = json::array();
-    out["warm_start"] = nullptr;
-  }
-  return out;
-}
-
-json Daemon::apiFleetLeave(const json& p, bool leave) {
-  Params pr(p, {});
-  if (!bird_)
-    throw ApiFailure("not_configured",
-                     "this node announces no routes: the config has no fleet.bird section");
-  bool changed = fleet_left_ != leave;
-  fleet_left_ = leave;
-  if (changed)
-    spdlog::warn("fleet: {} by operator", leave ? "left (routes withdrawn)" : "joined again");
-  updateAnnounce();
-  json r = apiFleet(json::object());
-  r["changed"] = changed;
-  return r;
-}
-
-// Flow state sync: peers, counters, warm start (docs/control-api.md).
-json Daemon::apiFleetSync(const json& p) {
-  Params(p, {});
-  if (fleet_) {
-    json r = fleet_->status();
-    r["enabled"] = true;
-    return r;
-  }
-  return {{"enabled", false},
-          {"peers", json::array()},
-          {"warm_start", {{"done", true}, {"state", "off"}}}};
-}
-
-void Daemon::fleetMetrics(std::ostringstream& o) const {
-  if (!bird_) return;
-  o << "# HELP gwlb_fleet_announced 1 while this node's routes are announced (BIRD has every "
-       "protocol of fleet.bird.protocols up as gwlbd asked)\n# TYPE gwlb_fleet_announced gauge\n"
-    << "gwlb_fleet_announced " << (announce_.announced() ? 1 : 0) << "\n";
-  o << "# HELP gwlb_fleet_announce_changes_total times the routes went from announced to "
-       "withdrawn or back\n# TYPE gwlb_fleet_announce_changes_total counter\n"
-    << "gwlb_fleet_announce_changes_total " << announce_.changes() << "\n";
-  o << "# HELP gwlb_fleet_bird_connected 1 while gwlbd is connected to BIRD's control socket\n"
-       "# TYPE gwlb_fleet_bird_connected gauge\n"
-    << "gwlb_fleet_bird_connected " << (bird_->connected() ? 1 : 0) << "\n";
-}
+void Daemon::fleetMetrics(std::ostringstream& o) const { ctl::fleetMetrics(o, *fleet_view_); }
 
 }  // namespace gwlb::ctl

@@ -75,8 +75,8 @@ void Daemon::trackNeighbours() {
   neighbours6_addr_ = std::move(addr6);
 }
 
-NeighbourTable Daemon::neighbourMacs() const {
-  NeighbourTable t = neighbours_.macs();
+ApplianceMacs Daemon::neighbourMacs() const {
+  ApplianceMacs t = neighbours_.macs();
   for (const auto& [key, mac] : neighbours6_.macs()) t.emplace(key, mac);
   return t;
 }

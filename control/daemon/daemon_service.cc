@@ -1,22 +1,13 @@
-// Passive detection, flap dampening and slow start as gwlbd shows them: the
-// passive monitor's turn (its counters are the workers' per-appliance ones),
-// each appliance's `passive`, `dampening` and `slow_start` in the API's
-// health objects, and their /metrics families. Control thread.
+// Passive detection in gwlbd: the passive monitor's turn (its counters are
+// the workers' per-appliance ones). Its /metrics families, with flap
+// dampening's and slow start's, are control/service/service_metrics.cc's.
+// Control thread.
 #include <spdlog/spdlog.h>
 
-#include <cstdio>
-
 #include "control/daemon/daemon.h"
+#include "control/service/handlers.h"
 
 namespace gwlb::ctl {
-
-using nlohmann::json;
-
-namespace {
-void family(std::ostringstream& o, const char* name, const char* type, const char* help) {
-  o << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n';
-}
-}  // namespace
 
 void Daemon::passiveTick() {
   if (!health_) return;
@@ -26,64 +17,6 @@ void Daemon::passiveTick() {
   });
 }
 
-void Daemon::serviceMetrics(std::ostringstream& o) const {
-  struct Row {
-    std::string labels;
-    uint32_t ip;
-    const ServerGroupConfig* g;
-  };
-  std::vector<Row> rows;
-  for (const auto& g : cfg().server_groups)
-    for (const auto& sc : g.servers) {
-      std::string group;
-      for (char c : g.name) group += (c == '\\' || c == '"') ? std::string("\\") + c : std::string(1, c);
-      rows.push_back({"group=\"" + group + "\",address=\"" + sc.address.str() + "\"",
-                      applianceKey(sc.address), &g});
-    }
-  const uint64_t now = dp::monotonicNs();
-  auto passive = [](const Row& r) { return r.g->health_check.active() && r.g->health_check.passive.enabled; };
-  auto damp = [](const Row& r) { return r.g->health_check.active() && r.g->health_check.dampening.enabled; };
-  family(o, "gwlb_server_no_returns_ejections_total", "counter",
-         "times passive detection ejected the appliance: packets sent, none returned over the window "
-         "(groups with health_check.passive)");
-  for (const Row& r : rows)
-    if (passive(r)) o << "gwlb_server_no_returns_ejections_total{" << r.labels << "} " << passive_.status(r.ip).ejections << '\n';
-  family(o, "gwlb_server_no_returns_capped", "gauge",
-         "1 while the appliance returns nothing but stays in service: its group has "
-         "max_ejection_percent of its appliances ejected already");
-  for (const Row& r : rows)
-    if (passive(r)) o << "gwlb_server_no_returns_capped{" << r.labels << "} " << (passive_.status(r.ip).capped ? 1 : 0) << '\n';
-  family(o, "gwlb_server_forwarding_probes_total", "counter",
-         "forwarding-check probes sent to the appliance by what became of them: sent, unsent, "
-         "returned, timed_out (groups with health_check.forwarding)");
-  for (const Row& r : rows)
-    if (r.g->health_check.forwardingActive() && health_)
-      if (const HealthChecker::ForwardingCounts* f = health_->forwardingCounts(r.ip))
-        for (auto [k, v] : {std::pair<const char*, uint64_t>{"sent", f->sent}, {"unsent", f->unsent},
-                            {"returned", f->returned}, {"timed_out", f->timed_out}})
-          o << "gwlb_server_forwarding_probes_total{" << r.labels << ",result=\"" << k << "\"} " << v << '\n';
-  family(o, "gwlb_server_flap_penalty", "gauge",
-         "flap dampening penalty of the appliance now (groups with health_check.dampening)");
-  for (const Row& r : rows)
-    if (damp(r))
-      o << "gwlb_server_flap_penalty{" << r.labels << "} "
-        << engine_->shaper().dampener().penalty(r.ip, dampeningParams(r.g->health_check.dampening), now) << '\n';
-  family(o, "gwlb_server_dampenings_total", "counter",
-         "hold-downs of the appliance by flap dampening (state dampened while held)");
-  for (const Row& r : rows)
-    if (damp(r)) {
-      const FlapDampener::Record* rec = engine_->shaper().dampener().find(r.ip);
-      o << "gwlb_server_dampenings_total{" << r.labels << "} " << (rec ? rec->holds : 0) << '\n';
-    }
-  family(o, "gwlb_server_slow_start_share", "gauge",
-         "part of its weight the appliance has in the Maglev table: below 1 during slow start");
-  for (const Row& r : rows)
-    if (r.g->slow_start_s > 0) {
-      auto it = engine_->shaping().ramp.find(r.ip);
-      o << "gwlb_server_slow_start_share{" << r.labels << "} "
-        << (it == engine_->shaping().ramp.end() ? 1.0 : double(it->second) / slowStartSteps(r.g->slow_start_s))
-        << '\n';
-    }
-}
+void Daemon::serviceMetrics(std::ostringstream& o) const { ctl::serviceMetrics(o, *engine_, health_view_); }
 
 }  // namespace gwlb::ctl

@@ -9,7 +9,6 @@
 #include <set>
 #include <stdexcept>
 
-#include "control/engine/api_failure.h"
 #include "control/engine/flow_policy.h"
 
 namespace gwlb::ctl {
@@ -71,6 +70,7 @@ Engine::Engine(Config cfg, dp::FlowTable& flows, dp::Dataplane& dp, rte_rcu_qsbr
 Engine::Engine(ValidConfig cfg, dp::FlowTable& flows, dp::Dataplane& dp, rte_rcu_qsbr* qsbr,
                Inputs in, Hooks hooks)
     : cfg_(std::make_shared<const ValidConfig>(std::move(cfg))),
+      file_cfg_(cfg_),
       flows_(flows),
       dp_(dp),
       qsbr_(qsbr),
@@ -153,62 +153,17 @@ void Engine::retireSnapshots(bool wait) {
     retired_.pop_front();
 }
 
-ValidConfig checkedConfig(Config next) {
-  std::vector<ConfigError> errors;
-  std::optional<ValidConfig> v = validConfig(std::move(next), errors);
-  if (!v) {
-    nlohmann::json d = nlohmann::json::array();
-    for (auto& e : errors) d.push_back({{"path", e.path}, {"message", e.message}});
-    throw ApiFailure("invalid_config",
-                     "invalid configuration (" + std::to_string(errors.size()) + " error" +
-                         (errors.size() == 1 ? "" : "s") + "; see details)",
-                     d);
-  }
-  return std::move(*v);
-}
-
-uint64_t Engine::applyConfig(Config next, const std::string& why, uint64_t now) {
-  return applyConfig(checkedConfig(std::move(next)), why, now);
-}
-
-uint64_t Engine::applyConfig(ValidConfig next, const std::string& why, uint64_t now,
-                             std::optional<CompiledClasses> compiled) {
-  return applyConfig(std::make_shared<const ValidConfig>(std::move(next)), why, now,
-                     std::move(compiled));
-}
-
-uint64_t Engine::applyConfig(std::shared_ptr<const ValidConfig> shared, const std::string& why,
-                             uint64_t now, std::optional<CompiledClasses> compiled) {
-  catchUp(now);
-  checkServerIds(shared->get());  // before anything changes: a refusal applies nothing
-  if (compiled) {
-    if (pending_) compiler_->cancel();
-    pending_.reset();
-    primeClassCache(std::move(compiled->rules), std::move(compiled->table));
-  } else if (compiler_) {
-    // Compared in place: a copy of a large class set costs milliseconds.
-    const std::vector<TrafficClassConfig>& classes = shared->get().traffic_classes;
-    if (!sameClassRules(classes, config().traffic_classes)) {
-      // New classes: compiled apart, and the change waits for them. One
-      // already compiling the same classes stays: this change replaces only
-      // the rest of its config.
-      if (!pending_ || !sameClassRules(classes, pending_->cfg->get().traffic_classes))
-        compiler_->request(ClassCompiler::Classes(shared, &classes));
-      pending_ = Pending{std::move(shared), why};
-      return generation_;
-    }
-    // The running classes: applied now, and a pending change is dropped.
-    if (pending_) compiler_->cancel();
-    pending_.reset();
-  }
-  applyNow(std::move(shared), why, now);
-  return generation_;
-}
-
 void Engine::applyNow(std::shared_ptr<const ValidConfig> next, const std::string& why, uint64_t now) {
   ++lifecycle_changes_;
   lifecycle_.applyConfig(config(), next->get(), now, why);
   cfg_ = std::move(next);
+  // Scripted health follows the config as gwlbd's checker does: an
+  // appliance no longer configured is no longer checked.
+  std::set<uint32_t> configured;
+  for (const auto& g : config().server_groups)
+    for (const auto& sc : g.servers) configured.insert(applianceKey(sc.address));
+  for (auto it = scripted_health_.begin(); it != scripted_health_.end();)
+    it = configured.count(it->first) ? std::next(it) : scripted_health_.erase(it);
   if (hooks_.config_changed) hooks_.config_changed(config());
   build("config", now);
 }
@@ -221,7 +176,8 @@ void Engine::applyCompiled(uint64_t now) {
   pending_.reset();
   // Server ids may have been taken since the change was checked: checked
   // again (a refusal is thrown to the driver, which logs it).
-  checkServerIds(p.cfg->get());
+  if (std::optional<Refusal> no = checkServerIds(p.cfg->get()))
+    throw std::runtime_error("config change not applied: " + no->message);
   primeClassCache(std::move(r->rules), std::move(r->table));
   applyNow(std::move(p.cfg), p.why, now);
 }
@@ -232,38 +188,6 @@ std::string Engine::drain(uint32_t ip, std::optional<uint32_t> timeout_s, uint64
   std::string err = lifecycle_.drain(config(), ip, timeout_s, now);
   if (err.empty()) build("drain " + IpAddr::v4(ip).str(), now);
   return err;
-}
-
-const char* toString(Refusal::Kind k) {
-  switch (k) {
-    case Refusal::Kind::kNotFound: return "not_found";
-    case Refusal::Kind::kConflict: return "conflict";
-    case Refusal::Kind::kWouldLeaveNoService: return "would_leave_no_service";
-  }
-  return "?";
-}
-
-ChangeOutcome Engine::drain(uint32_t ip, std::optional<uint32_t> timeout_s, uint64_t now, bool force) {
-  ChangeOutcome out;
-  std::string err;
-  // Judged before time catches up, with the health as it is now.
-  std::vector<ServiceLoss> losses = drainLosses(config(), lifecycle_, health(), ip, timeout_s, now, err);
-  if (err == "not a configured appliance") {
-    out.refused = Refusal{Refusal::Kind::kNotFound, err, {}};
-    return out;
-  }
-  if (!err.empty()) {
-    out.refused = Refusal{Refusal::Kind::kConflict, err, {}};
-    return out;
-  }
-  if (!losses.empty() && !force) {
-    out.refused = Refusal{Refusal::Kind::kWouldLeaveNoService, describeLosses(losses), std::move(losses)};
-    return out;
-  }
-  if (!losses.empty()) out.warnings.push_back("forced: " + describeLosses(losses, true));
-  err = drain(ip, timeout_s, now);
-  if (!err.empty()) out = ChangeOutcome{Refusal{Refusal::Kind::kConflict, err, {}}, {}};
-  return out;
 }
 
 std::string Engine::undrain(uint32_t ip, uint64_t now) {
@@ -513,32 +437,27 @@ void Engine::reclaimServerIds() {
   if (!freed.empty() && hooks_.ids_freed) hooks_.ids_freed(freed);
 }
 
-void Engine::checkServerIds(const Config& next) {
+std::optional<Refusal> Engine::checkServerIds(const Config& next) {
   size_t need = registry_.missing(next);
-  if (need <= registry_.available()) return;
+  if (need <= registry_.available()) return std::nullopt;
   if (walk_budget_ == 0) reclaimServerIds();
-  if (need <= registry_.available()) return;
+  if (need <= registry_.available()) return std::nullopt;
   std::set<uint32_t> conf;
   for (const auto& g : config().server_groups)
     for (const auto& sc : g.servers) conf.insert(applianceKey(sc.address));
-  size_t configured = conf.size();
   size_t leaving = 0;
   for (const auto& [ip, le] : lifecycle_.entries()) leaving += le.removed;
-  throw ApiFailure(
-      "limit_reached",
-      "the change needs " + std::to_string(need) + " new appliance address(es) but only " +
-          std::to_string(registry_.available()) + " of " + std::to_string(dp::kMaxServerIds) +
-          " server ids are free: " + std::to_string(configured) + " configured, " +
-          std::to_string(leaving) + " removed but still carrying flows, " +
-          std::to_string(registry_.released()) +
-          " gone and waiting for their last flows to end; nothing was changed (retry once "
-          "flows on removed appliances have ended)",
-      nlohmann::json{{"needed", need},
-                     {"free", registry_.available()},
-                     {"limit", dp::kMaxServerIds},
-                     {"configured", configured},
-                     {"removed_with_flows", leaving},
-                     {"releasing", registry_.released()}});
+  Refusal r;
+  r.kind = Refusal::Kind::kLimitReached;
+  r.ids = {need, registry_.available(), dp::kMaxServerIds, conf.size(), leaving, registry_.released()};
+  r.message = "the change needs " + std::to_string(need) + " new appliance address(es) but only " +
+              std::to_string(r.ids.free) + " of " + std::to_string(r.ids.limit) +
+              " server ids are free: " + std::to_string(r.ids.configured) + " configured, " +
+              std::to_string(leaving) + " removed but still carrying flows, " +
+              std::to_string(r.ids.releasing) +
+              " gone and waiting for their last flows to end; nothing was changed (retry once "
+              "flows on removed appliances have ended)";
+  return r;
 }
 
 }  // namespace gwlb::ctl

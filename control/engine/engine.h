@@ -32,7 +32,9 @@
 #include "control/config/config.h"
 #include "control/config/valid_config.h"
 #include "control/engine/lifecycle.h"
+#include "control/engine/refusal.h"
 #include "control/engine/region_failover.h"
+#include "control/engine/reload_plan.h"
 #include "control/engine/service_guard.h"
 #include "control/engine/service_shaper.h"
 #include "control/engine/snapshot_builder.h"
@@ -62,38 +64,10 @@ struct Decision {
 };
 const char* toString(Decision::Kind k);
 
-// A change the engine refused: nothing changed. Engine-neutral: the control
-// API renders it as its error reply (control/service/), gwlb-replay as the
-// event's outcome, each with its own words for what was asked.
-struct Refusal {
-  enum class Kind : uint8_t {
-    kNotFound,             // no such appliance in the config
-    kConflict,             // the lifecycle says no (already draining, removed, ...): `message`
-    kWouldLeaveNoService,  // the service guard: `losses` (not forced)
-  };
-  Kind kind = Kind::kConflict;
-  std::string message;
-  std::vector<ServiceLoss> losses;
-};
-// "not_found", "conflict", "would_leave_no_service": the control API's error codes.
-const char* toString(Refusal::Kind k);
-
-// What a guarded change did: refused (nothing changed), or done, with the
-// warnings a forced change carries ("forced: ..." naming the groups left
-// without service).
-struct ChangeOutcome {
-  std::optional<Refusal> refused;
-  std::vector<std::string> warnings;
-};
-
 // What a snapshot decided, as one line: each known appliance's phase, weight,
 // move and MAC state, and a digest of each group's Maglev table by address.
 // Two engines that route alike print the same line.
 std::string snapshotDigest(const dp::Snapshot& s);
-
-// `next` validated, as a change is: the ValidConfig, or ApiFailure
-// "invalid_config" with every error in its details. Thread: any.
-ValidConfig checkedConfig(Config next);
 
 // What the engine reads from its driver.
 struct EngineInputs {
@@ -109,6 +83,10 @@ struct EngineInputs {
   // whole, until they are compiled; the running config and its classes serve
   // meanwhile. Off: compiled in applyConfig (gwlb-replay, tests).
   bool compile_classes_apart = false;
+  // What the driver must be able to follow before a config change applies
+  // (gwlbd: every probed appliance has a probe path): a refusal, or nothing.
+  // Unset: every change can be followed.
+  std::function<std::optional<Refusal>(const ValidConfig& next)> can_follow;
 };
 // What the engine tells its driver.
 struct EngineHooks {
@@ -148,26 +126,36 @@ class Engine {
   // since the driver's last tick ends before the change, as it would have
   // with a finer clock), so that when a driver ticks does not change what
   // is decided.
-  // A changed config (a copy of config() with edits, or a reloaded file).
-  // Throws ApiFailure "invalid_config" (with details) or "limit_reached" (more
-  // new appliance addresses than free server ids): nothing changes then.
-  // `why` names the cause for appliances it removes. Returns the generation.
+  // A changed config (a copy of config() with edits): refused when it is not
+  // valid (kInvalidConfig, the first form only: the others take it as
+  // validated), when it leaves a server group with no appliance in service
+  // and is not forced (kWouldLeaveNoService; forced: done, with a warning),
+  // when the driver cannot follow it (Inputs::can_follow), or when it needs
+  // more new appliance addresses than there are free server ids
+  // (kLimitReached); nothing changes then. The guard judges at `now` with
+  // the health as it is, before time catches up. `why` names the cause for
+  // appliances it removes. The outcome's generation is the one in force.
   // With Inputs::compile_classes_apart, a change whose traffic classes differ
-  // from the running config's is checked now (the throws above) and applied
-  // when its classes are compiled (advance() publishes it); until then it is
-  // pending(), the running config serves, and the returned generation is the
-  // running one. A change made while another is pending replaces it (the
-  // latest wins; the other is never applied).
-  // The first form validates `next` (the only validation of the change);
-  // the second takes it as validated. `compiled`: the table of next's
-  // traffic classes, compiled elsewhere (a reload compiles it off the
-  // control thread): the change then applies now, whatever its classes,
+  // from the running config's is judged now and applied when its classes are
+  // compiled (advance() publishes it); until then it is pending(), the
+  // running config serves, and the generation is the running one. A change
+  // made while another is pending replaces it (the latest wins; the other is
+  // never applied). `compiled`: the table of next's traffic classes,
+  // compiled elsewhere: the change then applies now, whatever its classes,
   // and a pending change is dropped.
-  uint64_t applyConfig(Config next, const std::string& why, uint64_t now);
-  uint64_t applyConfig(ValidConfig next, const std::string& why, uint64_t now,
-                       std::optional<CompiledClasses> compiled = std::nullopt);
-  uint64_t applyConfig(std::shared_ptr<const ValidConfig> next, const std::string& why, uint64_t now,
-                       std::optional<CompiledClasses> compiled = std::nullopt);
+  ChangeOutcome applyConfig(Config next, const std::string& why, uint64_t now, bool force);
+  ChangeOutcome applyConfig(ValidConfig next, const std::string& why, uint64_t now, bool force);
+  ChangeOutcome applyConfig(std::shared_ptr<const ValidConfig> next, const std::string& why, uint64_t now,
+                            bool force, std::optional<CompiledClasses> compiled = std::nullopt);
+  // A reload's plan (control/engine/reload_plan.h) applied, as gwlbd's
+  // SIGHUP, its API's `reload` and gwlb-replay's reload event all ask it:
+  // refused when the plan has errors (kInvalidConfig) or as applyConfig
+  // refuses (the runtime changes the file does not carry are reverted, so
+  // the guard judges the file against the running config); done, the plan's
+  // config is in force with its classes and becomes fileConfig(). The
+  // outcome lists what waits for a restart, what was reverted, the
+  // appliances changed and the warnings.
+  ReloadOutcome applyReload(ReloadPlan plan, uint64_t now, bool force);
   // A change waits for its traffic classes to compile.
   bool pending() const { return pending_.has_value(); }
   // Operator drain / undrain of a configured appliance: "" or what is wrong
@@ -238,6 +226,11 @@ class Engine {
   // replaces it), so another thread may read it while the engine goes on
   // (a reload compares the file with it off the control thread).
   std::shared_ptr<const ValidConfig> sharedConfig() const { return cfg_; }
+  // The config as its file said it at start or at the last reload: the
+  // running config differs from it by the runtime changes (the control
+  // API's server add, remove, set; replay's events), which a reload reverts.
+  const Config& fileConfig() const { return file_cfg_->get(); }
+  std::shared_ptr<const ValidConfig> sharedFileConfig() const { return file_cfg_; }
   const ServerRegistry& registry() const { return registry_; }
   const MaglevCache& maglevCache() const { return maglev_cache_; }
   const ServerLifecycle& lifecycle() const { return lifecycle_; }
@@ -274,12 +267,16 @@ class Engine {
   bool walkOn();
   bool walkSlice();  // one slice; true at the walk's end
   void endWalk();
-  void checkServerIds(const Config& next);
   void decide(Decision d);
   void applyNow(std::shared_ptr<const ValidConfig> next, const std::string& why, uint64_t now);
+  // applyConfig's work once the guard's `losses` are known.
+  ChangeOutcome change(std::shared_ptr<const ValidConfig> next, const std::string& why, uint64_t now,
+                       bool force, std::optional<CompiledClasses> compiled, std::vector<ServiceLoss> losses);
+  std::optional<Refusal> checkServerIds(const Config& next);
   void applyCompiled(uint64_t now);
 
   std::shared_ptr<const ValidConfig> cfg_;
+  std::shared_ptr<const ValidConfig> file_cfg_;  // fileConfig()
   dp::FlowTable& flows_;
   dp::Dataplane& dp_;
   rte_rcu_qsbr* qsbr_;

@@ -29,7 +29,9 @@ void plan(const ReloadRequest& r, ReloadPlan& p) {
   std::optional<ValidConfig> file;
   FlowHashKey key;
   bool keyed = false;
-  if (!r.load(file, p.errors, key, keyed)) {
+  const bool loaded = r.load ? r.load(file, p.errors, key, keyed)
+                            : loadRunnableConfig(r.path, file, p.errors, &key, &keyed);
+  if (!loaded) {
     if (p.errors.empty()) p.errors.push_back({"", "the config file could not be loaded"});
     return;
   }

@@ -5,9 +5,12 @@
 //    wait for a restart, its warnings, and compiling its traffic classes when
 //    they differ from the running ones. Pure; gwlbd runs it on ReloadWorker's
 //    thread while the control thread goes on serving;
-//  - on the control thread, with the plan: previewReload() (the runtime
-//    changes it reverts, the appliances it changes, the service guard's
-//    losses), then Engine::applyConfig with the plan's config and classes.
+//  - on the control thread, with the plan: Engine::applyReload (control/
+//    engine/engine.h): previewReload() (the runtime changes it reverts, the
+//    appliances it changes, the service guard's losses), the guard, and the
+//    plan's config and classes in force. gwlbd's SIGHUP and its API's
+//    `reload` (control/service/reloader.h) and gwlb-replay's reload event
+//    (control/engine/scripted_events_apply.cc) all take these two steps.
 // The plan's config is validated once, here; nothing after checks it again.
 #pragma once
 
@@ -31,8 +34,12 @@ namespace gwlb::ctl {
 
 // What a reload's plan needs, taken on the control thread when it is asked.
 struct ReloadRequest {
-  // Reads the file (gwlbd: loadRunnableConfig of the file it was started
-  // with): the config as the file says, its flow hash key, or the errors.
+  // The config file: read with loadRunnableConfig (its secret files too,
+  // as at start-up: a reload must not accept a file the next restart would
+  // refuse).
+  std::string path;
+  // Reads the file instead (tests): the config as the file says, its flow
+  // hash key, or the errors.
   using Load = std::function<bool(std::optional<ValidConfig>& out, std::vector<ConfigError>& errors,
                                   FlowHashKey& key, bool& keyed)>;
   Load load;

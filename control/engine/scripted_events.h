@@ -51,6 +51,7 @@ struct ScriptedEvent {
   std::string refused;
   std::vector<std::string> warnings;   // forced: what it left without service
   std::vector<RuntimeChange> reverted;  // kReload: the runtime changes it reverted
+  std::vector<std::string> restart_needed;  // kReload: changed, applied at gwlbd's next restart
   nlohmann::json result = nlohmann::json::object();
 };
 
@@ -84,16 +85,17 @@ struct EventOutcome {
   std::vector<std::string> warnings;
   // A reload: the runtime changes (earlier remove, add and weight events)
   // that the reloaded file does not carry and the reload therefore reverted,
-  // as gwlbd's reload reverts and lists them.
+  // as gwlbd's reload reverts and lists them, and the settings it changes
+  // that wait for a restart (kept at their running value).
   std::vector<RuntimeChange> reverted;
+  std::vector<std::string> restart_needed;
 };
 
-// Applies one event at now_ns through the engine, deciding as gwlbd's control
-// API does (the service guard of control/engine/service_guard.h, a reload's
-// restart keys and reverted runtime changes of control/config/config.h).
-// `file` is the config as its file says (the one the engine started with,
-// then each reloaded file): a reload reverts what the events changed since.
-EventOutcome applyEvent(const ScriptedEvent& e, Engine& engine, Config& file, uint64_t now_ns);
+// Applies one event at now_ns through the engine's guarded changes, as
+// gwlbd's control API and SIGHUP ask them (Engine::applyConfig, drain,
+// undrain; a reload as Engine::applyReload of planReload's plan, which
+// reverts what the events changed since the last file, Engine::fileConfig).
+EventOutcome applyEvent(const ScriptedEvent& e, Engine& engine, uint64_t now_ns);
 
 // Throws EventError "events[i].KEY (line N): ..." for the first event that
 // would fail when the events run against `engine` (a scratch engine: this
@@ -121,7 +123,6 @@ class EventSchedule {
   Engine& engine_;
   std::vector<ScriptedEvent>& events_;
   uint64_t origin_;
-  Config file_;  // as the last config file read says
   size_t next_ = 0;
 };
 

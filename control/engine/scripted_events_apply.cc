@@ -1,33 +1,42 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "control/engine/api_failure.h"
 #include "control/engine/engine.h"
 #include "control/engine/scripted_events.h"
+#include "control/engine/reload_plan.h"
 #include "control/engine/service_guard.h"
+#include "common/flow_key.h"
 
 namespace gwlb::ctl {
 
 namespace {
 
-// gwlbd's guard: a change that leaves a group with no appliance in service is
-// refused unless forced (then it is done, with a warning).
-bool guarded(const std::vector<ServiceLoss>& losses, bool force, const std::string& what,
-             EventOutcome& out) {
-  if (losses.empty()) return true;
-  if (!force) {
-    out.refused = refusalText(what, losses) +
-                  ". Nothing changed (gwlbd refuses it too; add force: true to the event to do it "
-                  "anyway, as gwlbctl --force)";
-    return false;
-  }
-  out.warnings.push_back("forced: " + describeLosses(losses, true));
-  return true;
+// gwlbd's guard, in replay's words: a change that leaves a group with no
+// appliance in service is refused unless forced (then done, with a warning).
+std::string refusedText(const std::string& what, const std::vector<ServiceLoss>& losses) {
+  return refusalText(what, losses) +
+         ". Nothing changed (gwlbd refuses it too; add force: true to the event to do it "
+         "anyway, as gwlbctl --force)";
+}
+
+std::string errorsText(const std::vector<ConfigError>& errors) {
+  std::string t = formatErrors(errors);
+  if (!t.empty() && t.back() == '\n') t.pop_back();
+  return t;
+}
+
+// A refusal as the event's outcome: the guard's is gwlbd's refusal (the run
+// reports it); any other means the events file is wrong at this point.
+void render(const Refusal& r, const std::string& key, const std::string& what, EventOutcome& out) {
+  out.warnings.clear();
+  if (r.kind == Refusal::Kind::kWouldLeaveNoService) out.refused = refusedText(what, r.losses);
+  else if (r.kind == Refusal::Kind::kInvalidConfig) out.error = key + ": the config would become invalid: " + errorsText(r.errors);
+  else out.error = key + ": " + r.message;
 }
 
 }  // namespace
 
-EventOutcome applyEvent(const ScriptedEvent& e, Engine& engine, Config& file, uint64_t now_ns) {
+EventOutcome applyEvent(const ScriptedEvent& e, Engine& engine, uint64_t now_ns) {
   using Action = ScriptedEvent::Action;
   EventOutcome out;
   const Config& cfg = engine.config();
@@ -45,55 +54,34 @@ EventOutcome applyEvent(const ScriptedEvent& e, Engine& engine, Config& file, ui
                 list + ")";
     return out;
   };
-  // gwlbd's guard on a config change (server.remove, server.set, reload).
-  auto judge = [&](const Config& next, const std::string& what, const char* why) {
-    return guarded(configChangeLosses(cfg, engine.lifecycle(), engine.health(), next, now_ns, why),
-                   e.force, what, out);
-  };
-  // A config change goes through the engine as gwlbd's control API's do;
-  // false (out.error set) when it did not apply.
-  auto apply = [&](Config next, const char* key, const char* why) {
-    try {
-      engine.applyConfig(std::move(next), why, now_ns);
-    } catch (const ApiFailure& f) {
-      std::string t = f.what();
-      if (f.code == "invalid_config") {
-        std::vector<ConfigError> errors;
-        for (const auto& d : f.details)
-          errors.push_back({d["path"].get<std::string>(), d["message"].get<std::string>()});
-        t = formatErrors(errors);
-        if (!t.empty() && t.back() == '\n') t.pop_back();
-        out.error = std::string(key) + ": the config would become invalid: " + t;
-      } else {
-        out.error = std::string(key) + ": " + t;
-      }
-      out.warnings.clear();
-      return false;
-    }
-    return true;
+  // A config change through the engine's guard, as gwlbd's control API asks it.
+  auto change = [&](Config next, const char* key, const std::string& what, bool force) {
+    ChangeOutcome o = engine.applyConfig(std::move(next), "removed by event", now_ns, force);
+    if (o.refused) render(*o.refused, key, what, out);
+    else out.warnings = std::move(o.warnings);
+    return out;
   };
   switch (e.action) {
     case Action::kReload: {
-      // As gwlbd's reload: the file replaces the config; a bad file changes nothing.
-      Config next;
-      std::vector<ConfigError> errors;
-      if (!loadConfigFile(e.file, next, errors)) {
-        std::string t = formatErrors(errors);
-        if (!t.empty() && t.back() == '\n') t.pop_back();
-        out.error = "reload: " + e.file + " is not a valid config: " + t;
+      // As gwlbd's reload: the same plan (read, checked, restart keys held,
+      // classes compiled), applied by the same engine call.
+      ReloadRequest r;
+      r.path = e.file;
+      r.running = engine.sharedConfig();
+      r.running_key = flowHashKey();
+      ReloadPlan plan = planReload(r);
+      if (!plan.errors.empty()) {
+        out.error = "reload: " + e.file + " is not a valid config: " + errorsText(plan.errors);
         return out;
       }
-      // The file is the source of truth: what the events changed at runtime
-      // and the file does not carry is reverted (and listed).
-      std::vector<RuntimeChange> reverted = revertedByReload(file, cfg, next);
-      Config as_file = next;
-      // Keys that need a restart keep their running values, as gwlbd's reload does.
-      holdRestartKeys(cfg, next);
-      if (!judge(next, "reload of " + e.file, "removed by reload")) return out;
-      if (apply(std::move(next), "reload", "removed by reload")) {
-        file = std::move(as_file);
-        out.reverted = std::move(reverted);
+      ReloadOutcome o = engine.applyReload(std::move(plan), now_ns, e.force);
+      if (o.refused) {
+        render(*o.refused, "reload", "reload of " + e.file, out);
+        return out;
       }
+      out.warnings = std::move(o.warnings);
+      out.reverted = std::move(o.reverted);
+      out.restart_needed = std::move(o.restart_needed);
       return out;
     }
     case Action::kHealth:
@@ -108,14 +96,9 @@ EventOutcome applyEvent(const ScriptedEvent& e, Engine& engine, Config& file, ui
         gc.servers.erase(std::remove_if(gc.servers.begin(), gc.servers.end(),
                                         [&](const ServerConfig& s) { return s.address == e.server; }),
                          gc.servers.end());
-      // Judged with the health before the change, as gwlbd does.
-      if (!judge(next, "server.remove " + addr, "removed by event")) return out;
-      // Like gwlbd: a removed appliance is no longer checked.
-      HealthMap before = engine.health();
-      engine.forgetHealth(ip);
-      if (!apply(std::move(next), "remove", "removed by event") && before.count(ip))
-        engine.setHealth(ip, before[ip]);
-      return out;
+      // Judged with the health before the change; the engine then forgets
+      // the removed appliance's health, as gwlbd's checker does.
+      return change(std::move(next), "remove", "server.remove " + addr, e.force);
     }
     case Action::kAdd: {
       if (in_group) {
@@ -137,8 +120,7 @@ EventOutcome applyEvent(const ScriptedEvent& e, Engine& engine, Config& file, ui
       sc.address = e.server;
       if (e.weight) sc.weight = *e.weight;
       g->servers.push_back(sc);
-      apply(std::move(next), "add", "removed by event");  // gwlbd's server.add is not guarded
-      return out;
+      return change(std::move(next), "add", "server.add " + addr, true);  // gwlbd's server.add is not guarded
     }
     case Action::kWeight: {
       if (!in_group) return notConfigured();
@@ -146,17 +128,15 @@ EventOutcome applyEvent(const ScriptedEvent& e, Engine& engine, Config& file, ui
       for (auto& gc : next.server_groups)
         for (auto& s : gc.servers)
           if (s.address == e.server) s.weight = *e.weight;
-      if (!judge(next, "server.set " + addr + " weight " + std::to_string(*e.weight), "removed by event"))
-        return out;
-      apply(std::move(next), "weight", "removed by event");
-      return out;
+      return change(std::move(next), "weight", "server.set " + addr + " weight " + std::to_string(*e.weight),
+                    e.force);
     }
     case Action::kDrain: {
       if (!in_group) return notConfigured();
       // The engine's guarded drain, as gwlbd's server.drain asks it.
       ChangeOutcome o = engine.drain(ip, e.timeout_s, now_ns, e.force);
       if (o.refused && o.refused->kind == Refusal::Kind::kWouldLeaveNoService)
-        guarded(o.refused->losses, false, "server.drain " + addr, out);
+        out.refused = refusedText("server.drain " + addr, o.refused->losses);
       else if (o.refused)
         out.error = "drain: " + addr + ": " + o.refused->message;
       else
@@ -174,9 +154,8 @@ EventOutcome applyEvent(const ScriptedEvent& e, Engine& engine, Config& file, ui
 }
 
 void checkEvents(const std::vector<ScriptedEvent>& events, Engine& scratch) {
-  Config file = scratch.config();
   for (const ScriptedEvent& e : events) {
-    std::string err = applyEvent(e, scratch, file, e.at_ns).error;
+    std::string err = applyEvent(e, scratch, e.at_ns).error;
     if (err.empty()) continue;  // applied, or refused (the run reports it)
     size_t colon = err.find(": ");  // "KEY: text" -> "events[i].KEY (line N): text"
     throw EventError{"events[" + std::to_string(e.index) + "]." + err.substr(0, colon) + " (line " +
@@ -185,7 +164,7 @@ void checkEvents(const std::vector<ScriptedEvent>& events, Engine& scratch) {
 }
 
 EventSchedule::EventSchedule(Engine& engine, std::vector<ScriptedEvent>& events, uint64_t origin_ns)
-    : engine_(engine), events_(events), origin_(origin_ns), file_(engine.config()) {}
+    : engine_(engine), events_(events), origin_(origin_ns) {}
 
 uint64_t EventSchedule::nextDue() const {
   uint64_t t = engine_.nextDue();
@@ -200,13 +179,14 @@ void EventSchedule::runUntil(uint64_t t, const std::function<void(ScriptedEvent&
     const uint64_t at = timeOf(e);
     engine_.advance(at);
     if (before) before(e, at);
-    EventOutcome done = applyEvent(e, engine_, file_, at);
+    EventOutcome done = applyEvent(e, engine_, at);
     if (!done.error.empty())  // checkEvents ran the same changes: cannot happen
       throw std::runtime_error("events[" + std::to_string(e.index) + "]." + done.error);
     e.applied = done.refused.empty();
     e.refused = done.refused;
     e.warnings = std::move(done.warnings);
     e.reverted = std::move(done.reverted);
+    e.restart_needed = std::move(done.restart_needed);
     ++next_;
     if (after) after(e, at);
   }

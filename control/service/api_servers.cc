@@ -233,7 +233,8 @@ json serverAddMethod(ServiceContext& c, const json& p) {
     sc.mac = *m;
   }
   grp->servers.push_back(sc);
-  json r = applyConfig(c, checkedConfig(std::move(next)), "removed");
+  // Not guarded: an appliance more takes nothing out of service.
+  json r = applyChange(c, std::move(next), "removed", true, "server.add " + sc.address.str());
   spdlog::info("control API: added appliance {} to group {}", sc.address.str(), g);
   return r;
 }
@@ -250,11 +251,7 @@ json serverRemoveMethod(ServiceContext& c, const json& p) {
       if (it->address == a) {
         gc.servers.erase(it);
         const std::string group = gc.name;
-        ValidConfig valid = checkedConfig(std::move(next));
-        json warnings = guardConfigChange(c.engine.config(), c.engine.lifecycle(), c.health.states(),
-                                          valid, c.now(), force, "server.remove " + a.str());
-        json r = applyConfig(c, std::move(valid), "removed by server.remove");
-        if (!warnings.empty()) r["warnings"] = warnings;
+        json r = applyChange(c, std::move(next), "removed by server.remove", force, "server.remove " + a.str());
         spdlog::info("control API: removed appliance {} from group {}", a.str(), group);
         return r;
       }
@@ -273,12 +270,8 @@ json serverSetMethod(ServiceContext& c, const json& p) {
     for (auto& sc : gc.servers)
       if (sc.address == a) {
         sc.weight = w;
-        ValidConfig valid = checkedConfig(std::move(next));
-        json warnings = guardConfigChange(c.engine.config(), c.engine.lifecycle(), c.health.states(),
-                                          valid, c.now(), force,
-                                          "server.set " + a.str() + " weight " + std::to_string(w));
-        json r = applyConfig(c, std::move(valid), "removed");
-        if (!warnings.empty()) r["warnings"] = warnings;
+        json r = applyChange(c, std::move(next), "removed", force,
+                             "server.set " + a.str() + " weight " + std::to_string(w));
         spdlog::info("control API: appliance {} weight {}", a.str(), w);
         return r;
       }

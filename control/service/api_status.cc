@@ -50,41 +50,46 @@ json lossesJson(const std::vector<ServiceLoss>& losses) {
   return d;
 }
 
-[[noreturn]] void throwRefusal(const Refusal& r, const std::string& what, const std::string& subject) {
+ApiFailure refusalFailure(const Refusal& r, const std::string& what, const std::string& subject) {
   switch (r.kind) {
-    case Refusal::Kind::kNotFound: notFound("no appliance " + subject);
-    case Refusal::Kind::kConflict: throw ApiFailure("conflict", subject + ": " + r.message);
+    case Refusal::Kind::kNotFound: return ApiFailure("not_found", "no appliance " + subject);
+    case Refusal::Kind::kConflict: return ApiFailure("conflict", subject + ": " + r.message);
     case Refusal::Kind::kWouldLeaveNoService:
-      throw ApiFailure("would_leave_no_service",
-                       refusalText(what, r.losses) +
-                           ". Nothing changed; repeat with force (gwlbctl --force) to do it anyway",
-                       lossesJson(r.losses));
+      return ApiFailure("would_leave_no_service",
+                        refusalText(what, r.losses) +
+                            ". Nothing changed; repeat with force (gwlbctl --force) to do it anyway",
+                        lossesJson(r.losses));
+    case Refusal::Kind::kInvalidConfig: {
+      json d = json::array();
+      for (const ConfigError& e : r.errors) d.push_back({{"path", e.path}, {"message", e.message}});
+      return ApiFailure("invalid_config", r.message, d);
+    }
+    case Refusal::Kind::kLimitReached:
+      return ApiFailure("limit_reached", r.message,
+                        {{"needed", r.ids.needed},
+                         {"free", r.ids.free},
+                         {"limit", r.ids.limit},
+                         {"configured", r.ids.configured},
+                         {"removed_with_flows", r.ids.removed_with_flows},
+                         {"releasing", r.ids.releasing}});
+    case Refusal::Kind::kInternal: break;
   }
-  throw ApiFailure("internal", what + ": refused");
+  return ApiFailure("internal", what + ": " + r.message);
+}
+
+[[noreturn]] void throwRefusal(const Refusal& r, const std::string& what, const std::string& subject) {
+  throw refusalFailure(r, what, subject);
+}
+
+json failureReply(const ApiFailure& f) {
+  json r = apiError(nullptr, f.code, f.what());
+  if (!f.details.is_null()) r["error"]["details"] = f.details;
+  return r;
 }
 
 void logForced(const std::string& what, const std::vector<std::string>& warnings) {
   for (const std::string& w : warnings)
     if (w.rfind("forced: ", 0) == 0) spdlog::warn("control API: {} forced: {}", what, w.substr(8));
-}
-
-// Refuses (would_leave_no_service) a change that leaves a group with no
-// appliance in service, unless forced; forced, it is logged as a warning and
-// returned as `warnings` in the result.
-json guardService(const std::vector<ServiceLoss>& losses, bool force, const std::string& what) {
-  json warnings = json::array();
-  if (losses.empty()) return warnings;
-  if (!force) throwRefusal(Refusal{Refusal::Kind::kWouldLeaveNoService, "", losses}, what, "");
-  warnings.push_back("forced: " + describeLosses(losses, true));
-  logForced(what, {warnings.back().get<std::string>()});
-  return warnings;
-}
-
-// The same for a config change from `cur` to `next` (set, remove).
-json guardConfigChange(const Config& cur, const ServerLifecycle& life, const HealthMap& health,
-                       const ValidConfig& next, uint64_t now, bool force, const std::string& what) {
-  return guardService(configChangeLosses(cur, life, health, next, now, what), force,
-                      what);
 }
 
 // Index of the named group; not_found otherwise.
@@ -116,7 +121,7 @@ json statusMethod(const ServiceContext& c, const json& p) {
           {"started_at", f.started_at},
           {"config_file", c.engine.config().source_path},
           {"config_loaded_at", f.config_loaded_at},
-          {"runtime_changes", runtimeChangesJson(f.file_cfg->get(), c.engine.config()).size()},
+          {"runtime_changes", runtimeChangesJson(c.engine.fileConfig(), c.engine.config()).size()},
           {"snapshot_generation", s ? s->generation : 0},
           {"snapshots_live", dp::Snapshot::live()},
           {"snapshots_retiring", c.engine.retiredSnapshots()},
@@ -166,12 +171,13 @@ void refuseWhileCompiling(const ServiceContext& c, const std::string& what) {
                                  " is under way; retry once it has answered");
 }
 
-json applyConfig(ServiceContext& c, ValidConfig next, const std::string& why) {
-  // Throws ApiFailure invalid_config / limit_reached; nothing changes then.
-  if (c.check_probe_paths) c.check_probe_paths(next);
-  uint64_t generation = c.engine.applyConfig(std::move(next), why, c.now());
-  if (c.apply_probe_paths) c.apply_probe_paths();
-  return {{"snapshot_generation", generation}};
+json applyChange(ServiceContext& c, Config next, const std::string& why, bool force, const std::string& what) {
+  ChangeOutcome o = c.engine.applyConfig(std::move(next), why, c.now(), force);
+  if (o.refused) throwRefusal(*o.refused, what, "");
+  logForced(what, o.warnings);
+  json r = {{"snapshot_generation", o.generation}};
+  if (!o.warnings.empty()) r["warnings"] = o.warnings;
+  return r;
 }
 
 json configMethod(const Config& running, const Config& file, const json& p) {

@@ -24,24 +24,21 @@
 #include "control/engine/lifecycle.h"
 #include "control/engine/service_guard.h"
 #include "control/engine/snapshot_builder.h"
+#include "control/api/api_failure.h"
 #include "control/service/service.h"
 
 namespace gwlb::ctl {
 
-// Refuses (would_leave_no_service) a change that leaves a group with no
-// appliance in service, unless forced; forced, it is logged as a warning and
-// returned as `warnings` in the result.
-nlohmann::json guardService(const std::vector<ServiceLoss>& losses, bool force, const std::string& what);
-
-// An engine's refusal as the control API's error (ApiFailure): `what` names
-// the request ("server.drain 10.0.0.1"), `subject` the appliance.
+// An engine's refusal as the control API's error (ApiFailure, its code the
+// refusal's kind, its details the losses, the config errors or the server
+// ids): `what` names the request ("server.drain 10.0.0.1"), `subject` the
+// appliance.
+ApiFailure refusalFailure(const Refusal& r, const std::string& what, const std::string& subject);
 [[noreturn]] void throwRefusal(const Refusal& r, const std::string& what, const std::string& subject);
+// The error reply object of `f` ({ok: false, error: {code, message, details}}).
+nlohmann::json failureReply(const ApiFailure& f);
 // Logs a forced change's warnings ("control API: WHAT forced: ...").
 void logForced(const std::string& what, const std::vector<std::string>& warnings);
-
-// The same for a config change from `cur` to `next` (set, remove).
-nlohmann::json guardConfigChange(const Config& cur, const ServerLifecycle& life, const HealthMap& health,
-                                 const ValidConfig& next, uint64_t now, bool force, const std::string& what);
 
 // A runtime change as the control API shows it: {group, address, change,
 // file_weight, running_weight}.
@@ -92,10 +89,13 @@ nlohmann::json configMethod(const Config& running, const Config& file, const nlo
 // Throws ApiFailure busy while a change waits for its classes
 // (Engine::pending) or a reload runs: the change would undo it, or it this.
 void refuseWhileCompiling(const ServiceContext& c, const std::string& what);
-// Applies a changed config (validated once, by the caller): the result.
-// `why` names the cause for appliances the change removes. Throws
-// ApiFailure (invalid_config: probe paths; limit_reached): nothing changed.
-nlohmann::json applyConfig(ServiceContext& c, ValidConfig next, const std::string& why);
+// A changed config through the engine's guard (Engine::applyConfig): its
+// result ({snapshot_generation, warnings}); `why` names the cause for
+// appliances the change removes, `what` the request. Throws the refusal
+// (invalid_config, would_leave_no_service unless `force`, limit_reached):
+// nothing changed then.
+nlohmann::json applyChange(ServiceContext& c, Config next, const std::string& why, bool force,
+                           const std::string& what);
 
 // servers, groups, server.* (api_servers.cc).
 class ApplianceView;
@@ -134,6 +134,10 @@ nlohmann::json classesMethod(const Engine& engine, const WorkerStats& workers, b
 void classMetrics(std::ostringstream& o, const Engine& engine, const WorkerStats& workers);
 nlohmann::json classExplainJson(const Config& cfg, const L4Tuple& t, std::optional<uint16_t> port,
                                 uint16_t vlan);
+
+// Passive detection's, flap dampening's and slow start's /metrics families
+// (service_metrics.cc).
+void serviceMetrics(std::ostringstream& o, const Engine& engine, const HealthView& health);
 
 // health, destinations, the health endpoint (api_health.cc).
 nlohmann::json healthMethod(const Config& cfg, HealthView health, const ApplianceView& appliances,

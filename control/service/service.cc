@@ -5,7 +5,7 @@
 #include <chrono>
 
 #include "control/api/api_server.h"
-#include "control/engine/api_failure.h"
+#include "control/api/api_failure.h"
 #include "control/service/appliance_view.h"
 #include "control/service/handlers.h"
 
@@ -55,6 +55,15 @@ void ServiceTable::add(const std::string& method, ServiceHandler h) {
   order_.push_back(method);
 }
 
+void ServiceTable::addDeferred(const std::string& method,
+                               std::function<ApiDeferral(const json& params, ApiReply reply)> start) {
+  if (handlers_.count(method)) throw std::logic_error("control API method " + method + " registered twice");
+  for (const ApiDeferredMethod& d : deferred_)
+    if (d.method == method) throw std::logic_error("control API method " + method + " registered twice");
+  deferred_.push_back({method, std::move(start)});
+  order_.push_back(method);
+}
+
 json ServiceTable::call(const std::string& method, const json& params) const {
   try {
     auto it = handlers_.find(method);
@@ -65,9 +74,7 @@ json ServiceTable::call(const std::string& method, const json& params) const {
     }
     return {{"ok", true}, {"result", it->second(params)}};
   } catch (const ApiFailure& f) {
-    json r = apiError(nullptr, f.code, f.what());
-    if (!f.details.is_null()) r["error"]["details"] = f.details;
-    return r;
+    return failureReply(f);
   }
 }
 
@@ -87,7 +94,7 @@ void addServiceMethods(ServiceTable& t, ServiceContext& c) {
   t.add("server.set", [&c](P p) { return serverSetMethod(c, p); });
   t.add("server.drain", [&c](P p) { return drainMethod(c.engine, c.now(), p); });
   t.add("server.undrain", [&c](P p) { return undrainMethod(c.engine, c.now(), p); });
-  t.add("config", [&c](P p) { return configMethod(c.engine.config(), c.facts.file_cfg->get(), p); });
+  t.add("config", [&c](P p) { return configMethod(c.engine.config(), c.engine.fileConfig(), p); });
   t.add("health", [&c](P p) { return healthMethod(c.engine.config(), c.health, c.appliances, p); });
   t.add("destinations", [&c](P p) { return destinationsMethod(c.engine.regions(), p); });
 }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/counters.h"
+#include "control/api/api_server.h"
 #include "control/config/valid_config.h"
 #include "control/engine/engine.h"
 #include "control/health/health_checker.h"
@@ -70,19 +71,15 @@ struct ProcessFacts {
   double started_at = 0;        // Unix time
   double config_loaded_at = 0;  // Unix time
   double rx_pps = 0, tx_pps = 0;
-  // The config as applied at the last start or reload (its appliances are
-  // the file's): what the running config differs from by the control API's
-  // changes (server add, remove, set), which a reload reverts (docs/cli.md
-  // "Runtime changes"). Shared with the engine: no copy.
-  std::shared_ptr<const ValidConfig> file_cfg;
 };
 
 class ApplianceView;
 
 // What a handler may reach. The process's parts it does not own are behind
 // functions: the ports' figures and the capture server's (rte_ethdev and the
-// exception path's taps belong to the daemon), whether a reload runs, and the
-// probe paths a config change must keep (checked before, applied after).
+// exception path's taps belong to the daemon), and whether a reload runs.
+// (The probe paths a config change must keep are the engine's input:
+// EngineInputs::can_follow.)
 struct ServiceContext {
   Engine& engine;
   HealthView health;
@@ -92,10 +89,6 @@ struct ServiceContext {
   std::function<nlohmann::json()> ports;    // `status`, `stats`: each port's figures
   std::function<nlohmann::json()> capture;  // `status`: the capture server
   std::function<bool()> reloading;          // a reload reads, checks or applies its file
-  // A config change's probe paths: `check` throws ApiFailure invalid_config
-  // when an appliance has none (nothing changed); `apply` follows the change.
-  std::function<void(const ValidConfig&)> check_probe_paths;
-  std::function<void()> apply_probe_paths;
   // The monotonic clock the changes are decided at (null: dp::monotonicNs;
   // tests: a fixed one, as gwlb-replay's capture time).
   std::function<uint64_t()> clock;
@@ -113,11 +106,15 @@ class ServiceTable {
   nlohmann::json call(const std::string& method, const nlohmann::json& params) const;
   // Every method's name, in the order added (and the deferred `reload`).
   std::vector<std::string> names() const { return order_; }
-  // A name answered apart (ApiDeferredMethod): listed, never called here.
-  void addDeferred(const std::string& method) { order_.push_back(method); }
+  // A method answered apart (`reload`: ApiDeferredMethod): listed, and
+  // served by the ApiServer through deferred(), never called here.
+  void addDeferred(const std::string& method,
+                   std::function<ApiDeferral(const nlohmann::json& params, ApiReply reply)> start);
+  const std::vector<ApiDeferredMethod>& deferred() const { return deferred_; }
 
  private:
   std::map<std::string, ServiceHandler> handlers_;
+  std::vector<ApiDeferredMethod> deferred_;
   std::vector<std::string> order_;
 };
 

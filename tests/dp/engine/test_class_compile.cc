@@ -72,7 +72,7 @@ class ClassCompile : public ::testing::Test {
     ctl::Config c = engine_->config();
     c.traffic_classes = std::move(classes);
     c.server_groups[0].servers[0].weight = weight;
-    return engine_->applyConfig(c, "test", h_.now);
+    return engine_->applyConfig(c, "test", h_.now, true).generation;
   }
   // Ticks as gwlbd's driver does until no change is pending (at most 60 s).
   void settle() {

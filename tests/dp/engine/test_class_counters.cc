@@ -64,7 +64,7 @@ class ClassCounters : public ::testing::Test {
   void reload(std::vector<ctl::TrafficClassConfig> classes) {
     ctl::Config c = engine_->config();
     c.traffic_classes = std::move(classes);
-    engine_->applyConfig(c, "test", h_.now);
+    engine_->applyConfig(c, "test", h_.now, true);
   }
 
   Harness h_;

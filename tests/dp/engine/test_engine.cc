@@ -163,12 +163,11 @@ Decisions gwlbdDriver() {
   boost::asio::io_context io;
   uint64_t now = 0;
   size_t next_event = 0, next_packets = 0;
-  ctl::Config file = rig.engine->config();
   ctl::EngineTicker ticker(io, *rig.engine, [&] { return now; }, std::chrono::microseconds(1),
                            [&] {
                              now += 10 * kMs;
                              while (next_event < events.size() && events[next_event].at_ns <= now) {
-                               ctl::EventOutcome done = ctl::applyEvent(events[next_event], *rig.engine, file, now);
+                               ctl::EventOutcome done = ctl::applyEvent(events[next_event], *rig.engine, now);
                                EXPECT_EQ(done.error, "") << "event " << next_event;
                                EXPECT_EQ(done.refused, "") << "event " << next_event;
                                ++next_event;

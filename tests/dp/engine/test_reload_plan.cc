@@ -82,13 +82,13 @@ TEST_F(ReloadPlan, SnapshotBuildsAndAValidatedChangeValidateNothingAgain) {
   EXPECT_EQ(ctl::validationsRun(), v) << "a health rebuild validated the running config again";
   ctl::Config c = engine_->config();
   c.server_groups[0].servers[0].weight = 9;
-  engine_->applyConfig(c, "test", h_.now);
+  engine_->applyConfig(c, "test", h_.now, true);
   EXPECT_EQ(ctl::validationsRun(), v + 1) << "a change from a Config is validated once, in all";
   std::vector<ctl::ConfigError> errors;
   c.server_groups[0].servers[0].weight = 8;
   std::optional<ctl::ValidConfig> valid = ctl::validConfig(c, errors);
   ASSERT_TRUE(valid);
-  engine_->applyConfig(std::move(*valid), "test", h_.now);
+  engine_->applyConfig(std::move(*valid), "test", h_.now, true);
   EXPECT_EQ(ctl::validationsRun(), v + 2) << "a ValidConfig was validated again";
   EXPECT_EQ(engine_->config().server_groups[0].servers[0].weight, 8u);
 }
@@ -118,7 +118,10 @@ TEST_F(ReloadPlan, APlanCompilesChangedClassesAndHoldsRestartKeys) {
   EXPECT_TRUE(pv.losses.empty());
   ASSERT_EQ(pv.changes.size(), 1u);
   EXPECT_EQ(pv.changes[0].running_weight, 7);
-  EXPECT_GT(engine_->applyConfig(p.next, "removed by reload", h_.now, std::move(p.classes)), gen);
+  ctl::ReloadOutcome o = engine_->applyReload(std::move(p), h_.now, false);
+  EXPECT_FALSE(o.refused);
+  EXPECT_GT(o.generation, gen);
+  EXPECT_EQ(o.restart_needed, std::vector<std::string>{"dataplane"});
   EXPECT_FALSE(engine_->pending());
   EXPECT_EQ(ctl::validationsRun(), after_plan);
   EXPECT_EQ(engine_->current()->classes.action(0), ClassVerdict::kDrop);

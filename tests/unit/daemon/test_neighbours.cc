@@ -155,7 +155,7 @@ TEST(Neighbours, SnapshotTakesTheMacNeighborDiscoveryFound) {
   ASSERT_NE(find(*before, v6), nullptr);
   EXPECT_FALSE(find(*before, v6)->mac_known) << "nothing learned yet";
   reg.release(*before);
-  NeighbourTable learned = {{kApp, kOld}, {applianceKey(v6), kNew}};
+  ApplianceMacs learned = {{kApp, kOld}, {applianceKey(v6), kNew}};
   auto after = buildSnapshot(c, reg, learned, 2);
   const dp::ServerView* sv = find(*after, v6);
   ASSERT_NE(sv, nullptr);

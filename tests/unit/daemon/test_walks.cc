@@ -266,7 +266,7 @@ TEST(EngineWalks, ServerIdsAreReclaimedByTheSlicedCountAsByAWholeWalk) {
     fill(r->ft, kBigFlows, 3);
     ctl::Config next = r->engine->config();
     next.server_groups[0].servers.resize(2);
-    r->engine->applyConfig(next, "removed", kT0 - kS / 2);
+    r->engine->applyConfig(next, "removed", kT0 - kS / 2, true);
     for (uint64_t t = kT0; t <= kT0 + 4 * kS; t += kS) r->runUntil(t);
     return r;
   };

@@ -3,11 +3,15 @@
 // anonymous memory, two workers' counters set by hand and no health checker.
 // One test per topic: status and stats, servers and groups, the runtime
 // changes (server.add, remove, set) and drains, flows and explain, classes,
-// health and destinations, config, and the table itself. No EAL.
+// health and destinations, config, reload, the fleet, captures, and the
+// table itself; and replay's events against the same handlers. No EAL.
 #include <gtest/gtest.h>
 #include <rte_rcu_qsbr.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +21,8 @@
 #include "control/engine/scripted_events.h"
 #include "control/service/appliance_view.h"
 #include "control/service/handlers.h"
+#include "control/service/process_methods.h"
+#include "control/service/reloader.h"
 #include "control/service/service.h"
 #include "dataplane/flow_table.h"
 #include "tests/unit/small_config.h"
@@ -57,6 +63,8 @@ struct Rig {
   uint64_t clock = 3 * kS;  // the handlers' monotonic clock: fixed, moved by the tests
   int probe_checks = 0, probe_applies = 0;
   std::unique_ptr<ctl::ServiceContext> ctx;
+  boost::asio::io_context io;  // the reload's plan comes back through it
+  std::unique_ptr<ctl::Reloader> reloader;
   ctl::ServiceTable table;
 
   explicit Rig(ctl::Config c = ctl::testing::smallConfig()) : ft("svc", 4096, q.v, 0) {
@@ -67,7 +75,13 @@ struct Rig {
     }
     ctl::Engine::Inputs in;
     in.class_counts = [this](uint16_t slot) { return workers.classSlot(slot); };
+    // The probe paths a config change must keep, as gwlbd's daemon gives them.
+    in.can_follow = [this](const ctl::ValidConfig&) -> std::optional<ctl::Refusal> {
+      ++probe_checks;
+      return std::nullopt;
+    };
     ctl::Engine::Hooks h;
+    h.config_changed = [this](const ctl::Config&) { ++probe_applies; };
     h.built = [this](const dp::Snapshot& s) { appliances->update(s, 1000.0); };
     h.ids_freed = [this](const std::vector<uint16_t>& ids) { appliances->idsFreed(ids); };
     engine = std::make_unique<ctl::Engine>(std::move(c), ft, dp, q.v, std::move(in), std::move(h));
@@ -75,14 +89,31 @@ struct Rig {
     facts.started_ns = 1 * kS;
     facts.started_at = 1000.0;
     facts.config_loaded_at = 1000.0;
-    facts.file_cfg = engine->sharedConfig();
     ctx.reset(new ctl::ServiceContext{
         *engine, health, workers, *appliances, facts, [] { return json::array({{{"id", 0}}}); },
         [] { return json{{"available", false}}; }, [this] { return reloading; },
-        [this](const ctl::ValidConfig&) { ++probe_checks; }, [this] { ++probe_applies; },
         [this] { return clock; }});
     ctl::addServiceMethods(table, *ctx);
+    ctl::Reloader::Hooks rh;
+    rh.clock = [this] { return clock; };
+    reloader = std::make_unique<ctl::Reloader>(io, *engine, facts, 0, std::move(rh));
+    table.addDeferred("reload", [this](const json& p, ctl::ApiReply reply) {
+      return ctl::reloadMethod(*reloader, *engine, p, std::move(reply));
+    });
     engine->start(2 * kS);
+  }
+  // The API's `reload`: its reply once the plan, made on its own thread,
+  // has been applied on this one.
+  json reload(const json& p = json::object()) {
+    json got;
+    auto work = boost::asio::make_work_guard(io);
+    table.deferred().at(0).start(p, [&](json r) {
+      got = std::move(r);
+      work.reset();
+    });
+    io.restart();
+    io.run();
+    return got;
   }
   json call(const std::string& m, const json& p = json::object()) { return table.call(m, p); }
   json ok(const std::string& m, const json& p = json::object()) {
@@ -300,6 +331,214 @@ TEST(ServiceConfig, ConfigDumpsTheRunningConfigAndItsRuntimeChanges) {
   EXPECT_NE(c["yaml"].get<std::string>().find("10.0.0.12"), std::string::npos);
 }
 
+TEST(ServiceMetrics, PassiveDampeningAndSlowStartFamiliesPerAppliance) {
+  ctl::Config c = ctl::testing::smallConfig({"10.0.0.11"});
+  c.server_groups[0].slow_start_s = 30;
+  Rig r(c);
+  std::ostringstream o;
+  ctl::serviceMetrics(o, *r.engine, r.health);
+  const std::string m = o.str();
+  EXPECT_NE(m.find("# TYPE gwlb_server_no_returns_ejections_total counter"), std::string::npos) << m;
+  EXPECT_NE(m.find("gwlb_server_slow_start_share{group=\"fw\",address=\"10.0.0.11\"} "), std::string::npos) << m;
+  // No health checks: no passive detection or dampening rows.
+  EXPECT_EQ(m.find("gwlb_server_no_returns_ejections_total{"), std::string::npos) << m;
+  EXPECT_EQ(m.find("gwlb_server_flap_penalty{"), std::string::npos) << m;
+}
+
+// A config file the tests write and reload: `c` as YAML.
+struct ConfigFile {
+  std::string path;
+  ConfigFile() {
+    char tmpl[] = "/tmp/gwlb-service-reload-XXXXXX";
+    int fd = mkstemp(tmpl);
+    if (fd < 0) std::abort();
+    close(fd);
+    path = tmpl;
+  }
+  ~ConfigFile() { unlink(path.c_str()); }
+  void write(const ctl::Config& c) const { std::ofstream(path) << ctl::dumpConfig(c, {true}); }
+  void garble() const { std::ofstream(path) << "server_groups: 5\n"; }
+};
+
+ctl::Config fromFile(const ConfigFile& f, ctl::Config c = ctl::testing::smallConfig()) {
+  c.source_path = f.path;
+  c.server_groups[0].connection_draining.enabled = true;
+  return c;
+}
+
+TEST(ServiceReload, ReloadAnswersWhenItsPlanIsAppliedAndRefusesBadRequests) {
+  ConfigFile f;
+  const ctl::Config c = fromFile(f);
+  Rig r(c);
+  EXPECT_EQ(r.reload({{"bogus", true}})["error"]["code"], "bad_request");
+  // A runtime change, then the file as it was: the reload reverts it.
+  r.ok("server.set", {{"address", "10.0.0.12"}, {"weight", 5}});
+  f.write(c);
+  r.facts.config_loaded_at = 0;
+  const uint64_t gen = r.engine->generation();
+  json rep = r.reload({{"timeout_s", 30}});
+  ASSERT_TRUE(rep.value("ok", false)) << rep.dump();
+  EXPECT_GT(rep["result"]["snapshot_generation"].get<uint64_t>(), gen);
+  ASSERT_EQ(rep["result"]["reverted"].size(), 1u);
+  EXPECT_EQ(rep["result"]["reverted"][0]["address"], "10.0.0.12");
+  EXPECT_EQ(rep["result"]["reverted"][0]["after_reload"], 100) << "the file's weight";
+  EXPECT_EQ(rep["result"]["restart_needed"], json::array());
+  EXPECT_GT(r.facts.config_loaded_at, 0) << "status's config_loaded_at";
+  EXPECT_EQ(r.ok("config")["runtime_changes"], json::array());
+  EXPECT_FALSE(r.reloader->running());
+  // A file that is not a config: refused with every error, nothing changed.
+  f.garble();
+  const uint64_t before = r.engine->generation();
+  rep = r.reload();
+  EXPECT_EQ(rep["error"]["code"], "invalid_config");
+  EXPECT_FALSE(rep["error"]["details"].empty());
+  EXPECT_EQ(r.engine->generation(), before);
+  // Without a file to read there is nothing to reload.
+  Rig bare;
+  EXPECT_EQ(bare.reload()["error"]["code"], "bad_request");
+}
+
+TEST(ServiceFleet, FleetMethodsWithoutAFleetAndWithBirdsRoutes) {
+  Rig r;
+  std::shared_ptr<ctl::BirdClient> bird;
+  ctl::AnnounceState announce;
+  std::unique_ptr<ctl::FleetSync> sync;
+  bool stopping = false, left = false;
+  int updates = 0;
+  ctl::FleetApiView view{*r.engine, bird, announce, sync, stopping, left, [&] { ++updates; }};
+  std::string why;
+  std::unique_ptr<dp::CaptureServer> none;
+  ctl::CaptureView off{none, why};
+  ctl::ServiceTable t;
+  ctl::addProcessMethods(t, view, off);
+  json f = t.call("fleet", json::object())["result"];
+  EXPECT_EQ(f["node_name"], nullptr);
+  EXPECT_EQ(f["announce"]["state"], "off");
+  EXPECT_EQ(f["announce"]["reason"], "no fleet section: a single gateway");
+  EXPECT_EQ(f["peers"], json::array());
+  EXPECT_EQ(t.call("fleet.leave", json::object())["error"]["code"], "not_configured");
+  EXPECT_EQ(t.call("fleet_sync", json::object())["result"]["enabled"], false);
+  // With BIRD's client (never started: nothing is sent), leave and join
+  // change the operator's flag and ask the announcement to follow.
+  bird = std::make_shared<ctl::BirdClient>(r.io, "/nonexistent/bird.ctl", std::vector<std::string>{"bgp1"});
+  json left_reply = t.call("fleet.leave", json::object());
+  ASSERT_TRUE(left_reply["ok"].get<bool>()) << left_reply.dump();
+  EXPECT_EQ(left_reply["result"]["changed"], true);
+  EXPECT_EQ(left_reply["result"]["announce"]["left_by_operator"], true);
+  EXPECT_EQ(left_reply["result"]["announce"]["bird"]["socket"], "/nonexistent/bird.ctl");
+  EXPECT_TRUE(left);
+  EXPECT_EQ(t.call("fleet.leave", json::object())["result"]["changed"], false);
+  EXPECT_EQ(t.call("fleet.join", json::object())["result"]["changed"], true);
+  EXPECT_FALSE(left);
+  EXPECT_EQ(updates, 3);
+  std::ostringstream metrics;
+  ctl::fleetMetrics(metrics, view);
+  EXPECT_NE(metrics.str().find("gwlb_fleet_announced 0"), std::string::npos) << metrics.str();
+}
+
+TEST(ServiceCapture, CapturesOffSayWhyAndStopIsNotFound) {
+  std::unique_ptr<dp::CaptureServer> none;
+  const std::string why = "the EAL runs without hugepages (--no-huge): no secondary process can attach";
+  ctl::CaptureView off{none, why};
+  json c = ctl::captureJson(off);
+  EXPECT_EQ(c["available"], false);
+  EXPECT_EQ(c["why_not"], why);
+  EXPECT_EQ(c["sessions"], json::array());
+  try {
+    ctl::captureStopMethod(off, {{"device", "net_pcap0"}});
+    ADD_FAILURE() << "capture.stop with captures off answered";
+  } catch (const ctl::ApiFailure& f) {
+    EXPECT_EQ(f.code, "not_found");
+    EXPECT_NE(std::string(f.what()).find(why), std::string::npos) << f.what();
+  }
+  EXPECT_THROW(ctl::captureStopMethod(off, {{"queue", "x"}}), ctl::ApiFailure) << "a bad parameter";
+}
+
+// gwlb-replay's reload event and gwlbd's `reload` (the same Reloader that
+// SIGHUP asks) on twin engines at the same times, with runtime changes and
+// drains between: the same refusals, warnings, restart keys, reverted
+// changes and snapshots.
+TEST(ServiceEquivalence, ReplayAndGwlbdDecideReloadsAlike) {
+  ConfigFile f;
+  const ctl::Config c = fromFile(f);
+  Rig api(c), replay(c);
+  uint64_t now = 10 * kS;
+  auto at = [&] {
+    now += kS / 10;  // within the drains' first housekeeping: they stay draining
+    api.clock = now;
+  };
+  auto event = [&](ctl::ScriptedEvent e) {
+    ctl::EventOutcome o = ctl::applyEvent(e, *replay.engine, now);
+    EXPECT_TRUE(o.error.empty()) << o.error;
+    EXPECT_TRUE(o.refused.empty()) << o.refused;
+  };
+  auto same = [&](const char* step) {
+    SCOPED_TRACE(step);
+    EXPECT_EQ(ctl::snapshotDigest(*api.engine->current()), ctl::snapshotDigest(*replay.engine->current()));
+    EXPECT_EQ(api.engine->lifecycle().entries().size(), replay.engine->lifecycle().entries().size());
+    EXPECT_EQ(api.ok("config")["runtime_changes"], replay.ok("config")["runtime_changes"]);
+  };
+  // Each reload, asked of both; the API's reply and the event's outcome.
+  auto reload = [&](bool force, const char* code) {
+    at();
+    ctl::ScriptedEvent e;
+    e.action = ctl::ScriptedEvent::Action::kReload;
+    e.file = f.path;
+    e.force = force;
+    ctl::EventOutcome ev = ctl::applyEvent(e, *replay.engine, now);
+    json rep = api.reload({{"force", force}});
+    const bool ok = rep.value("ok", false);
+    EXPECT_EQ(ok ? "" : rep["error"]["code"].get<std::string>(), code) << rep.dump();
+    if (!ok) {
+      if (std::string(code) == "would_leave_no_service") EXPECT_FALSE(ev.refused.empty()) << ev.error;
+      else EXPECT_FALSE(ev.error.empty());
+      return;
+    }
+    EXPECT_TRUE(ev.error.empty() && ev.refused.empty()) << ev.error << ev.refused;
+    const json& res = rep["result"];
+    EXPECT_EQ(res.value("warnings", json::array()), json(ev.warnings));
+    EXPECT_EQ(res["restart_needed"], json(ev.restart_needed));
+    ASSERT_EQ(res["reverted"].size(), ev.reverted.size());
+    for (size_t i = 0; i < ev.reverted.size(); ++i)
+      EXPECT_EQ(res["reverted"][i]["address"], ev.reverted[i].address.str());
+  };
+  // A runtime change on both, then the file with a setting that waits for a
+  // restart: the change is reverted, the setting held, the config's warnings told.
+  at();
+  api.ok("server.set", {{"address", "10.0.0.12"}, {"weight", 5}});
+  ctl::ScriptedEvent w;
+  w.action = ctl::ScriptedEvent::Action::kWeight;
+  w.server = *IpAddr::parse("10.0.0.12");
+  w.weight = 5;
+  event(w);
+  same("weight");
+  ctl::Config next = c;
+  next.dataplane.workers = c.dataplane.workers + 1;
+  f.write(next);
+  reload(false, "");
+  same("reload with a restart key");
+  // One appliance draining, then a file with only it: the group would have
+  // none in service. Refused unless forced.
+  at();
+  api.ok("server.drain", {{"address", "10.0.0.11"}, {"timeout_s", 60}});
+  ctl::ScriptedEvent d;
+  d.action = ctl::ScriptedEvent::Action::kDrain;
+  d.server = *IpAddr::parse("10.0.0.11");
+  d.timeout_s = 60;
+  event(d);
+  same("drain");
+  next.server_groups[0].servers.resize(1);
+  f.write(next);
+  reload(false, "would_leave_no_service");
+  same("refused reload");
+  reload(true, "");
+  same("forced reload");
+  // A file that is no config changes nothing on either.
+  f.garble();
+  reload(false, "invalid_config");
+  same("invalid file");
+}
+
 // gwlb-replay's drain event and gwlbd's server.drain on twin engines at the
 // same times, step by step: the same refusals, the same warnings, the same
 // snapshots (digest) after each step.
@@ -324,7 +563,6 @@ TEST(ServiceEquivalence, ReplayAndGwlbdDecideDrainsAlike) {
     return c;
   };
   Rig api(cfg()), replay(cfg());
-  ctl::Config file = cfg();
   uint64_t now = 10 * kS;
   for (const Step& st : steps) {
     SCOPED_TRACE(std::string("drain ") + st.address);
@@ -337,7 +575,7 @@ TEST(ServiceEquivalence, ReplayAndGwlbdDecideDrainsAlike) {
     e.force = st.force;
     // The replay event: an address outside the config is the events file's
     // error there, gwlbd's not_found; the engine decides alike otherwise.
-    ctl::EventOutcome ev = ctl::applyEvent(e, *replay.engine, file, now);
+    ctl::EventOutcome ev = ctl::applyEvent(e, *replay.engine, now);
     json p = {{"address", st.address}, {"force", st.force}};
     if (st.timeout_s) p["timeout_s"] = *st.timeout_s;
     json reply = api.call("server.drain", p);

@@ -1,8 +1,8 @@
-// A change the control core refuses, or a control API request that fails:
-// an error code (bad_request, not_found, invalid_config, limit_reached, ...),
-// a message and optional details. Thrown by the engine for a change it
-// refuses and by the API's parameter checks (control/api/api_params.h);
-// gwlbd's handlers turn it into the error reply (docs/control-api.md).
+// A control API request that fails: an error code (bad_request, not_found,
+// invalid_config, limit_reached, ...), a message and optional details.
+// Thrown by the API's parameter checks (control/api/api_params.h) and by the
+// handlers, which render the engine's refusals (control/engine/refusal.h) as
+// one; the method table turns it into the error reply (docs/control-api.md).
 #pragma once
 
 #include <nlohmann/json.hpp>
