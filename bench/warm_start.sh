@@ -8,7 +8,7 @@
 # CPU: user and system seconds of each gwlbd's control thread (its main
 # thread, /proc/PID/task/PID/stat) over the warm start, read from B's
 # control socket's appearance (the warm start begins then) to its end (A1's
-# less its own background: the rate of a 2 s sample before B starts); and the phases the two gwlbd measure themselves (B:
+# other work in that time included: its ticks walk its table); and the phases the two gwlbd measure themselves (B:
 # warm_start.cpu in fleet_sync; the peer: its "sent ... flows" log line).
 # Workers sleep 200 us when a poll finds nothing (node.idle_sleep_us): on a
 # shared machine busy-polling workers would measure the contention for the
@@ -69,9 +69,6 @@ for i in $(seq 1 "$npeers"); do
   done
 done
 na=$(count "$work/a1.sock")
-# A1's control thread's own background (its ticks' refresh scan of N flows)
-# over 2 s, taken out of its figure below.
-a_idle0=$(cputicks "${pids[0]}"); sleep 2; a_idle1=$(cputicks "${pids[0]}")
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 "$gwlbd" --config "$work/b.yaml" > "$work/b.log" 2>&1 &
 pid_b=$!
@@ -86,8 +83,7 @@ b_cpu1=$(cputicks $pid_b) a_cpu1=$(cputicks "${pids[0]}")
 window=$(echo "$(date +%s.%N) - $t0" | bc)
 nb=$(count "$work/b.sock")
 sent=$(grep -h "sent .* flows to" "$work"/a*.log | tail -1 || true)
-$py - "$w" "$na" "$nb" "$(nproc)" "$npeers" "$a_cpu0 $a_cpu1" "$b_cpu0 $b_cpu1" "$load" "$sent" "$(getconf CLK_TCK)" \
-    "$a_idle0 $a_idle1" "$window" <<'PY'
+$py - "$w" "$na" "$nb" "$(nproc)" "$npeers" "$a_cpu0 $a_cpu1" "$b_cpu0 $b_cpu1" "$load" "$sent" "$(getconf CLK_TCK)" "$window" <<'PY'
 import json, re, sys
 w, na, nb, cpus, npeers = json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
 hz = float(sys.argv[10])
@@ -95,9 +91,7 @@ def cpu(s):
     u0, s0, u1, s1 = map(int, s.split())
     return {"user_s": (u1 - u0) / hz, "sys_s": (s1 - s0) / hz}
 a, b, load, sent = cpu(sys.argv[6]), cpu(sys.argv[7]), sys.argv[8], sys.argv[9]
-idle, window = cpu(sys.argv[11]), float(sys.argv[12])
-# A1's background per second (2 s sample), times the window: its transfer's share.
-a_net = {k: round(max(0.0, a[k] - idle[k] / 2 * window), 2) for k in a}
+window = float(sys.argv[11])
 m = re.search(r"sent (\d+) flows to \S+ in ([\d.]+) s(.*)", sent)
 served = {"flows": int(m.group(1)), "elapsed_s": float(m.group(2)), "note": m.group(3).strip(" ()")} if m else None
 per_m = w["elapsed_s"] / max(w["flows_received"], 1) * 1e6
@@ -105,13 +99,13 @@ print(f"warm start from {npeers} peer(s): {w['state']}, {w['flows_received']} of
       f"B holds {nb}, in {w['elapsed_s']:.2f} s ({per_m:.2f} s per million); two-plus gwlbd on loopback, "
       f"{cpus} shared cpus, load average before B started {load}")
 print(f"  B's control thread: user {b['user_s']:.2f} s, sys {b['sys_s']:.2f} s; "
-      f"A1's: user {a['user_s']:.2f} s, sys {a['sys_s']:.2f} s over {window:.2f} s, of which its background "
-      f"(idle rate x window) leaves user {a_net['user_s']:.2f} s, sys {a_net['sys_s']:.2f} s")
+      f"A1's: user {a['user_s']:.2f} s, sys {a['sys_s']:.2f} s over {window:.2f} s (its ticks' "
+      f"work included)")
 if "cpu" in w:
     print(f"  B's phases (thread cpu): {json.dumps(w['cpu'])}")
 if served:
     print(f"  A1: sent {served['flows']} flows in {served['elapsed_s']:.3f} s {served['note']}")
 print(json.dumps({"flows_a": na, "flows_b": nb, "received": w["flows_received"], "peers": npeers,
                   "state": w["state"], "elapsed_s": w["elapsed_s"], "s_per_million": per_m,
-                  "b_cpu": b, "a_cpu": a, "a_cpu_less_background": a_net, "b_phases": w.get("cpu"), "served": served, "load": load}))
+                  "b_cpu": b, "a_cpu": a, "b_phases": w.get("cpu"), "served": served, "load": load}))
 PY
