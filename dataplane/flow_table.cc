@@ -347,15 +347,30 @@ int32_t FlowTable::insert(const FlowKey& k, uint32_t hash, uint32_t hint) noexce
 // kControlWaitPauses pauses for the whole call, and a restart after the
 // budget is spent gives up.
 int32_t FlowTable::insertFromControl(const FlowKey& k, uint32_t hash) noexcept {
+  return insertControlHinted(k, hash, kNoHint);
+}
+
+int32_t FlowTable::insertControlHinted(const FlowKey& k, uint32_t hash, uint32_t hint) noexcept {
   control_budget_ = kControlWaitPauses;
   for (int attempt = 0; attempt < 8; ++attempt) {
     bool retry = false;
-    int32_t r = insertOnce<true>(k, hash, kNoHint, retry);
+    int32_t r = insertOnce<true>(k, hash, attempt == 0 ? hint : kNoHint, retry);
     if (!retry) return r;
     if (control_budget_ == 0) break;
   }
   abandoned_.fetch_add(1, std::memory_order_relaxed);
   return kAbandoned;
+}
+
+void FlowTable::insertBulkFromControl(const FlowKey* const* keys, const uint32_t* hashes, uint32_t n,
+                                      int32_t* pos) noexcept {
+  uint32_t hints[kLookupBulkMax];
+  for (uint32_t at = 0; at < n; at += kLookupBulkMax) {
+    const uint32_t m = std::min(n - at, kLookupBulkMax);
+    if (lookupBulk(keys + at, hashes + at, m, pos + at, hints) == 0) continue;
+    for (uint32_t i = 0; i < m; ++i)
+      if (pos[at + i] < 0) pos[at + i] = insertControlHinted(*keys[at + i], hashes[at + i], hints[i]);
+  }
 }
 
 size_t FlowTable::expire(uint64_t now_ns, size_t max, std::vector<uint16_t>* expired_servers) {

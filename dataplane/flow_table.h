@@ -251,6 +251,16 @@ class FlowTable {
   // the flow comes again with the peer's next record of it.
   static constexpr uint32_t kControlWaitPauses = 512;
   int32_t insertFromControl(const FlowKey& k, uint32_t hash) noexcept;
+  // Control thread (a warm start's records): pos[i] is what
+  // insertFromControl(*keys[i], hashes[i]) would give (the key's position,
+  // existing or added, kFull or kAbandoned), in stages of kLookupBulkMax keys:
+  // one lookupBulk() per stage prefetches every key's tag lines and candidate
+  // slots (the slot a missed key will most likely take, for writing), then
+  // each missed key is inserted at its hint. A cold table's inserts then wait
+  // for their lines together, not one after the other. Keys may repeat (the
+  // later finds the earlier's position).
+  void insertBulkFromControl(const FlowKey* const* keys, const uint32_t* hashes, uint32_t n,
+                             int32_t* pos) noexcept;
   // Pauses insertFromControl() has spent waiting, in all (tests, diagnosis).
   uint64_t controlWaitPauses() const noexcept { return control_pauses_; }
   FlowEntry& entry(int32_t pos) noexcept { return *entryPtr(pos); }
@@ -440,6 +450,8 @@ class FlowTable {
   // kControl: insertFromControl()'s wait, bounded by control_budget_ pauses.
   template <bool kControl>
   int32_t insertOnce(const FlowKey& k, uint32_t hash, uint32_t hint, bool& retry) noexcept;
+  // insertFromControl() with a hint for its first try.
+  int32_t insertControlHinted(const FlowKey& k, uint32_t hash, uint32_t hint) noexcept;
   int32_t posOf(uint32_t idx, bool wide) const noexcept {
     return int32_t(wide ? idx + nslots_ : idx);
   }

@@ -569,27 +569,46 @@ fi
 
 # ---- Issue 16 item 2: flow state sync ------------------------------------
 # The codec (encode + HMAC, verify + decode, bytes per flow, the rate needed at
-# 100 k new flows/s) and a warm start of a 1 M-flow table between two gwlbd.
+# 100 k new flows/s) and warm starts of a 1 M-flow table (from one peer and from
+# three) and of a 2 M-flow table, with the control threads' CPU time.
 if runs sync; then
 # The JSON line each prints (gwlbd's log lines can come after warm_start's).
 sync_json=$("$GWLB_BUILD/bench/sync_bench" --records 1000000 --rounds "$sync_rounds" | grep '^{' | tail -1)
+# Warm starts: N flows from one peer, 2 N from one, N from three (B asks the first).
 warm_json=$(bash "$GWLB_ROOT/bench/warm_start.sh" "$GWLB_BUILD/control/gwlbd" "$sync_flows" | grep '^{' | tail -1)
-GWLB_ROOT="$GWLB_ROOT" /usr/bin/python3 - "$sync_json" "$warm_json" "$out/bench.json" "$cpu" "$(nproc)" <<'PY'
+warm2_json=$(bash "$GWLB_ROOT/bench/warm_start.sh" "$GWLB_BUILD/control/gwlbd" $((2 * sync_flows)) | grep '^{' | tail -1)
+warm3_json=$(bash "$GWLB_ROOT/bench/warm_start.sh" "$GWLB_BUILD/control/gwlbd" "$sync_flows" 3 | grep '^{' | tail -1)
+GWLB_ROOT="$GWLB_ROOT" /usr/bin/python3 - "$sync_json" "$warm_json" "$out/bench.json" "$cpu" "$(nproc)" \
+    "$warm2_json" "$warm3_json" "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY'
 import json, os, sys
 sys.path.insert(0, os.path.join(os.environ["GWLB_ROOT"], "bench"))
 from report import emit
 s, w = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+w2, w3 = json.loads(sys.argv[6]), json.loads(sys.argv[7])
+def warm_rows(w):
+    # Wall time, then what the two control threads spent (user + sys): B's in
+    # all and its phases, the peer's walking the table and encoding.
+    b, ph, sv = w["b_cpu"], w.get("b_phases") or {}, w.get("served") or {}
+    case = f"warm start, {w['received'] / 1e6:g} M from {w['peers']} peer{'s' if w['peers'] > 1 else ''}"
+    return [(case, f"{w['elapsed_s']:.2f} s", f"{w['s_per_million']:.2f} s per million; {w['received']} of "
+             f"{w['flows_a']} flows, B holds {w['flows_b']} ({w['state']})"),
+            ("  B's control thread cpu", f"{b['user_s'] + b['sys_s']:.2f} s",
+             f"user {b['user_s']:.2f}, sys {b['sys_s']:.2f}; verify + decode {ph.get('verify_s', 0):.3f} s, "
+             f"install {ph.get('install_s', 0):.3f} s"),
+            ("  the peer's", f"{w['a_cpu']['user_s'] + w['a_cpu']['sys_s']:.2f} s",
+             f"its ticks included; it says: {sv.get('note', '')}")]
 rows = [
     ("record / datagram", f"{s['per_datagram']} x 76 B", f"{s['datagram_bytes']} B datagrams"),
     ("bytes per flow", f"{s['bytes_per_flow']:.1f}", f"UDP payload; {s['frame_bytes_per_flow']:.1f} with Ethernet/IPv4/UDP"),
     ("encode + HMAC", f"{s['encode_records_per_s'] / 1e6:.2f} M rec/s", f"{s['encode_ns_per_record']:.0f} ns/record, one pinned thread"),
     ("verify + decode", f"{s['decode_records_per_s'] / 1e6:.2f} M rec/s", f"{s['decode_ns_per_record']:.0f} ns/record"),
     ("needed at 100 k new flows/s", f"{s['need_datagrams_per_s_at_100k']} dg/s", f"{s['need_mbit_per_s_at_100k']:.1f} Mbit/s per peer on the wire"),
-    ("warm start", f"{w['elapsed_s']:.2f} s", f"{w['received']} of {w['flows_a']} flows, B holds {w['flows_b']} ({w['state']})"),
-]
+] + warm_rows(w) + warm_rows(w2) + warm_rows(w3)
 cond = (f"bench/sync_bench ({s['records']} records, median of rounds) and bench/warm_start.sh "
-        f"(two gwlbd, TCP on loopback, --no-huge); {sys.argv[5]} cores, {sys.argv[4]}")
-emit("sync", {"codec": s, "warm_start": w}, rows, cond, sys.argv[3], sys.argv[4])
+        f"(gwlbd on loopback, TCP, --no-huge, workers sleeping 200 us when idle); {sys.argv[5]} cores, "
+        f"{sys.argv[4]}; load average {sys.argv[8]}")
+emit("sync", {"codec": s, "warm_start": w, "warm_start_2x": w2, "warm_start_3_peers": w3}, rows, cond,
+     sys.argv[3], sys.argv[4])
 PY
 fi
 

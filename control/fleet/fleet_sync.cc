@@ -89,31 +89,77 @@ bool FleetSync::makeRecord(int32_t pos, const FlowKey& key, sync::RecordKind kin
   return true;
 }
 
-InstallResult FleetSync::install(const sync::Record& r, uint64_t now) {
-  const dp::Snapshot* s = snapshot_();
-  if (!s || r.key.listener >= s->listeners.size()) return InstallResult::kBadRecord;
+// install()'s checks before the table: false (with the record's result in
+// `stop`) when the record goes no further.
+bool FleetSync::planInstall(const dp::Snapshot* s, const sync::Record& r, uint64_t now, InstallPlan& p,
+                            InstallResult& stop) const {
+  if (!s || r.key.listener >= s->listeners.size()) return stop = InstallResult::kBadRecord, false;
   // Same secret and config: the same key hashes alike here. Anything else is
   // another config (listener indexes, stickiness) and would be a wrong entry.
-  uint32_t hash = flowHash(r.key);
-  if (hash != r.flow_hash) return InstallResult::kBadRecord;
-  uint16_t id = s->serverByIp(r.appliance);
-  if (id == dp::kNoServer || id >= s->servers.size() || !s->servers[id].routable)
-    return InstallResult::kUnknownAppliance;
-  const dp::ServerView& sv = s->servers[id];
-  if (sv.group >= s->groups.size()) return InstallResult::kUnknownAppliance;
+  p.hash = flowHash(r.key);
+  if (p.hash != r.flow_hash) return stop = InstallResult::kBadRecord, false;
+  p.id = s->serverByIp(r.appliance);
+  if (p.id == dp::kNoServer || p.id >= s->servers.size() || !s->servers[p.id].routable)
+    return stop = InstallResult::kUnknownAppliance, false;
+  const dp::ServerView& sv = s->servers[p.id];
+  if (sv.group >= s->groups.size()) return stop = InstallResult::kUnknownAppliance, false;
   const dp::GroupView& g = s->groups[sv.group];
-  uint64_t idle_ns = r.key.proto == kProtoTcp ? g.tcp_idle_ns : g.other_idle_ns;
-  uint64_t seen = now - std::min<uint64_t>(uint64_t(r.idle_for_ms) * 1'000'000, now);
-  uint64_t born = now - std::min<uint64_t>(uint64_t(r.age_ms) * 1'000'000, now);
+  p.idle_ns = r.key.proto == kProtoTcp ? g.tcp_idle_ns : g.other_idle_ns;
+  p.seen = now - std::min<uint64_t>(uint64_t(r.idle_for_ms) * 1'000'000, now);
+  p.born = now - std::min<uint64_t>(uint64_t(r.age_ms) * 1'000'000, now);
   // A record older than the idle timeout would expire at the next sweep.
-  if (seen + idle_ns <= now) return InstallResult::kIgnored;
-  uint16_t prev = r.prev_appliance ? s->serverByIp(r.prev_appliance) : dp::kNoServer;
-  uint64_t want = dp::packRoute(id, r.cookie);
+  if (p.seen + p.idle_ns <= now) return stop = InstallResult::kIgnored, false;
+  p.prev = r.prev_appliance ? s->serverByIp(r.prev_appliance) : dp::kNoServer;
+  p.want = dp::packRoute(p.id, r.cookie);
+  return true;
+}
 
-  int32_t pos = flows_.lookup(r.key, hash);
-  if (pos < 0) pos = flows_.insertFromControl(r.key, hash);  // never waits long behind a worker
-  if (pos == dp::FlowTable::kAbandoned) return InstallResult::kInsertAbandoned;
-  if (pos < 0) return InstallResult::kTableFull;
+// The table's position for a record that passed planInstall(): kAbandoned and
+// kFull (any other negative) are results.
+InstallResult FleetSync::placeFailed(int32_t pos) {
+  return pos == dp::FlowTable::kAbandoned ? InstallResult::kInsertAbandoned : InstallResult::kTableFull;
+}
+
+InstallResult FleetSync::install(const sync::Record& r, uint64_t now) {
+  const dp::Snapshot* s = snapshot_();
+  InstallPlan p;
+  InstallResult stop;
+  if (!planInstall(s, r, now, p, stop)) return stop;
+  int32_t pos = flows_.lookup(r.key, p.hash);
+  if (pos < 0) pos = flows_.insertFromControl(r.key, p.hash);  // never waits long behind a worker
+  if (pos < 0) return placeFailed(pos);
+  return applyInstall(s, r, p, pos, now);
+}
+
+void FleetSync::installBatch(const sync::Record* recs, size_t n, uint64_t now, InstallResult* out) {
+  const dp::Snapshot* s = snapshot_();
+  constexpr size_t kStage = 256;
+  InstallPlan plan[kStage];
+  const FlowKey* keys[kStage];
+  uint32_t hashes[kStage], which[kStage];
+  int32_t pos[kStage];
+  for (size_t at = 0; at < n; at += kStage) {
+    const size_t m = std::min(n - at, kStage);
+    uint32_t k = 0;
+    for (size_t i = 0; i < m; ++i) {
+      if (!planInstall(s, recs[at + i], now, plan[k], out[at + i])) continue;
+      keys[k] = &recs[at + i].key;
+      hashes[k] = plan[k].hash;
+      which[k++] = uint32_t(at + i);
+    }
+    // Never waits long behind a worker (insertFromControl's bound, per key).
+    flows_.insertBulkFromControl(keys, hashes, k, pos);
+    for (uint32_t j = 0; j < k; ++j)
+      out[which[j]] = pos[j] < 0 ? placeFailed(pos[j]) : applyInstall(s, recs[which[j]], plan[j], pos[j], now);
+  }
+}
+
+// install()'s changes to the entry at `pos` (found, or just inserted).
+InstallResult FleetSync::applyInstall(const dp::Snapshot* s, const sync::Record& r, const InstallPlan& p,
+                                      int32_t pos, uint64_t now) {
+  const uint32_t hash = p.hash;
+  const uint16_t prev = p.prev;
+  const uint64_t want = p.want, seen = p.seen, born = p.born, idle_ns = p.idle_ns;
   dp::FlowEntry& e = flows_.entry(pos);
   InstallResult result = InstallResult::kIgnored;
   // Concurrency rule R9 (docs/architecture.md "Flow entries: concurrency rules"):

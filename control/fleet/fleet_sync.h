@@ -28,6 +28,7 @@
 #include "common/flow_key.h"
 #include "common/snapshot.h"
 #include "common/sync_codec.h"
+#include "control/fleet/fleet_sync_clock.h"
 #include "control/fleet/fleet_view.h"
 #include "control/fleet/sync_sent_log.h"
 #include "dataplane/flow_table.h"
@@ -153,6 +154,10 @@ class FleetSync {
   void handOff(uint64_t now_ns);
   // Control thread: installs one record (public for tests and the warm start).
   InstallResult install(const sync::Record& r, uint64_t now_ns);
+  // Control thread: install() of n records (out[i] is recs[i]'s result), the
+  // table's part batched (FlowTable::insertBulkFromControl): a warm start's
+  // records, read many messages at a time.
+  void installBatch(const sync::Record* recs, size_t n, uint64_t now_ns, InstallResult* out);
   // Control thread: the record of the flow at `pos` (false when the position
   // holds no complete flow entry, or its appliance has no address).
   bool makeRecord(int32_t pos, const FlowKey& key, sync::RecordKind kind, uint64_t now_ns,
@@ -221,10 +226,27 @@ class FleetSync {
     uint64_t attempt = 0;       // the current attempt's id: an abandoned one's handlers return
     bool asking = false;        // an attempt is under way (not between rounds)
     bool connected = false;     // the current attempt is past its connect
+    // What it cost: socket reads, install batches and the records in them,
+    // and the control thread's CPU time checking and decoding, installing,
+    // and in all (user, system) from the start.
+    uint64_t reads = 0, batches = 0, batched = 0;
+    uint64_t verify_ns = 0, install_ns = 0;
+    fleet_clock::ThreadCpu cpu_start, cpu_end;
   };
   class Session;  // one warm-start transfer served (fleet_warm_server.cc)
 
   // Table side (fleet_sync.cc).
+  // What install() settles from the record and the snapshot before the table.
+  struct InstallPlan {
+    uint32_t hash = 0;
+    uint16_t id = 0, prev = 0;  // its appliance, the one it moved from
+    uint64_t want = 0, seen = 0, born = 0, idle_ns = 0;
+  };
+  bool planInstall(const dp::Snapshot* s, const sync::Record& r, uint64_t now_ns, InstallPlan& p,
+                   InstallResult& stop) const;
+  static InstallResult placeFailed(int32_t pos);
+  InstallResult applyInstall(const dp::Snapshot* s, const sync::Record& r, const InstallPlan& p,
+                             int32_t pos, uint64_t now_ns);
   void armTick();
   void drainEvents(uint64_t now_ns);
   void refreshScan(uint64_t now_ns);
@@ -238,6 +260,7 @@ class FleetSync {
   nlohmann::json scanStatus() const;
   nlohmann::json sentLogStatus() const;
   nlohmann::json viewStatus() const;
+  nlohmann::json warmCpu() const;
   // Network side, the UDP path (fleet_sync_net.cc).
   void receive();
   void onDatagram(size_t len);
@@ -250,7 +273,9 @@ class FleetSync {
   void warmConnect();
   void onPeerDeadline(uint64_t attempt);
   void warmRead(uint64_t attempt);
-  void warmMessage(uint64_t attempt);
+  void warmChunk(uint64_t attempt);
+  bool warmMessage(const uint8_t* d, size_t len);
+  void warmInstall();
   void warmFail(const std::string& why);
   void warmFinish(WarmState s, const std::string& why);
   // Peer i is this node: logged once, skipped from now on (and the warm
@@ -288,7 +313,15 @@ class FleetSync {
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer tick_timer_, warm_timer_, retry_timer_, peer_timer_;
   boost::asio::ip::tcp::socket warm_socket_;
-  std::vector<uint8_t> warm_buf_;
+  std::vector<uint8_t> warm_buf_;  // the warm start's request
+  // The warm start's reads: up to kWarmReadBytes of the stream at a time,
+  // warm_in_len_ of them not yet taken (a message cut by a read's end); the
+  // records of the whole messages read, installed together.
+  static constexpr size_t kWarmReadBytes = size_t(256) << 10;
+  std::vector<uint8_t> warm_in_;
+  size_t warm_in_len_ = 0;
+  std::vector<sync::Record> warm_recs_;
+  std::vector<InstallResult> warm_results_;
   std::vector<Peer> peers_;
   std::map<uint64_t, sync::ReplayWindow> windows_;  // per sender node id
   // Per table position: when its flow was last sent and its move count then

@@ -32,6 +32,18 @@ nlohmann::json FleetSync::disagreements(const Peer& p, double now) const {
   return out;
 }
 
+// The control thread's CPU time over the warm start (read on it: the API
+// runs there): user and system from its start (to its end, or now), and of
+// that, checking and decoding the transfer and installing its records.
+nlohmann::json FleetSync::warmCpu() const {
+  fleet_clock::ThreadCpu end = warmStartDone() ? warm_.cpu_end : fleet_clock::threadCpu();
+  auto s = [](uint64_t ns) { return double(ns) / 1e9; };
+  return {{"user_s", s(end.user_ns - warm_.cpu_start.user_ns)},
+          {"sys_s", s(end.sys_ns - warm_.cpu_start.sys_ns)},
+          {"verify_s", s(warm_.verify_ns)},
+          {"install_s", s(warm_.install_ns)}};
+}
+
 nlohmann::json FleetSync::scanStatus() const {
   return {{"slots", flows_.slots() / 2},
           {"position", scan_cursor_},
@@ -110,6 +122,9 @@ nlohmann::json FleetSync::status() const {
                {"peer_total", warm_.peer_total},
                {"attempts", warm_.attempts},
                {"elapsed_s", warm_.started_ns ? double(end - warm_.started_ns) / 1e9 : 0.0},
+               {"reads", warm_.reads},
+               {"install_batches", warm_.batches},
+               {"cpu", warmCpu()},
                {"timeout_s", opt_.warm_start_timeout_s},
                {"connect_timeout_s", opt_.warm_connect_timeout_ms / 1000.0},
                {"idle_timeout_s", opt_.warm_idle_timeout_ms / 1000.0}};

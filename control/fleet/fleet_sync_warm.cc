@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cstring>
 
 #include "control/fleet/fleet_sync.h"
 #include "control/fleet/fleet_sync_clock.h"
@@ -40,6 +41,7 @@ std::string seconds(uint64_t ms) {
 
 void FleetSync::warmBegin() {
   warm_.started_ns = dp::monotonicNs();
+  warm_.cpu_start = fleet_clock::threadCpu();
   if (peers_.empty()) return warmFinish(WarmState::kNoPeers, "no peers configured");
   size_t others = 0;
   for (const Peer& p : peers_) others += !p.this_node;
@@ -93,6 +95,8 @@ void FleetSync::warmConnect() {
   warm_.connected = false;
   warm_.asked_ns = warm_.heard_ns = dp::monotonicNs();
   warm_.received = warm_.installed = 0;
+  warm_in_len_ = 0;
+  warm_recs_.clear();
   boost::system::error_code ec;
   warm_socket_.close(ec);
   warm_socket_ = tcp::socket(io_);
@@ -147,36 +151,75 @@ void FleetSync::onPeerDeadline(uint64_t id) {
              seconds(limit_ms) + ") after " + std::to_string(warm_.received) + " flows");
 }
 
+// The stream is read in chunks of up to kWarmReadBytes (one read takes what
+// the socket holds, many messages), not a read per length prefix and per
+// message: every whole message of a chunk is checked and decoded, their
+// records installed together (installBatch), and a message cut by the
+// chunk's end waits in warm_in_ for the next read.
 void FleetSync::warmRead(uint64_t id) {
-  warm_buf_.assign(2, 0);
-  asio::async_read(warm_socket_, asio::buffer(warm_buf_), [this, id](const boost::system::error_code& ec, size_t) {
-    if (warmStartDone() || stopped_ || id != warm_.attempt) return;
-    if (ec) return warmFail("transfer ended early: " + ec.message());
-    warm_.heard_ns = dp::monotonicNs();
-    size_t n = size_t(warm_buf_[0] | warm_buf_[1] << 8);
-    if (n > sync::kMaxMessage) return warmFail("a message longer than the maximum");
-    warm_buf_.resize(n);
-    asio::async_read(warm_socket_, asio::buffer(warm_buf_), [this, id](const boost::system::error_code& ec2, size_t) {
-      if (warmStartDone() || stopped_ || id != warm_.attempt) return;
-      if (ec2) return warmFail("transfer ended early: " + ec2.message());
-      warm_.heard_ns = dp::monotonicNs();
-      warmMessage(id);
-    });
-  });
+  if (warm_in_.size() != kWarmReadBytes) warm_in_.assign(kWarmReadBytes, 0);
+  warm_socket_.async_read_some(
+      asio::buffer(warm_in_.data() + warm_in_len_, warm_in_.size() - warm_in_len_),
+      [this, id](const boost::system::error_code& ec, size_t n) {
+        if (warmStartDone() || stopped_ || id != warm_.attempt) return;
+        if (ec) return warmFail("transfer ended early: " + ec.message());
+        ++warm_.reads;
+        warm_.heard_ns = dp::monotonicNs();
+        warm_in_len_ += n;
+        warmChunk(id);
+      });
 }
 
-// One whole message of the transfer is in warm_buf_.
-void FleetSync::warmMessage(uint64_t id) {
+void FleetSync::warmChunk(uint64_t id) {
+  const uint64_t t0 = fleet_clock::threadCpuNs();
+  size_t at = 0;
+  while (warm_in_len_ - at >= 2) {
+    size_t n = size_t(warm_in_[at] | warm_in_[at + 1] << 8);
+    if (n > sync::kMaxMessage) return warmFail("a message longer than the maximum");
+    if (warm_in_len_ - at < 2 + n) break;
+    // False: the warm start left this peer (or ended); warm_in_ is not ours now.
+    if (!warmMessage(warm_in_.data() + at + 2, n)) return;
+    at += 2 + n;
+  }
+  warm_.verify_ns += fleet_clock::threadCpuNs() - t0;
+  warmInstall();
+  std::memmove(warm_in_.data(), warm_in_.data() + at, warm_in_len_ - at);
+  warm_in_len_ -= at;
+  warmRead(id);
+}
+
+void FleetSync::warmInstall() {
+  if (warm_recs_.empty() || warm_.next_peer >= peers_.size()) return;
+  const uint64_t t0 = fleet_clock::threadCpuNs();
+  Peer& p = peers_[warm_.next_peer];
+  warm_results_.resize(warm_recs_.size());
+  installBatch(warm_recs_.data(), warm_recs_.size(), dp::monotonicNs(), warm_results_.data());
+  for (InstallResult r : warm_results_) {
+    countInstall(&p, r);
+    if (r == InstallResult::kInstalled || r == InstallResult::kRefreshed) ++warm_.installed;
+  }
+  ++warm_.batches;
+  warm_.batched += warm_recs_.size();
+  warm_recs_.clear();
+  warm_.install_ns += fleet_clock::threadCpuNs() - t0;
+}
+
+// One whole message of the transfer, d[0..len): its records join warm_recs_.
+// False when the warm start moved on (the next peer, or its end): the
+// records gathered so far are installed first.
+bool FleetSync::warmMessage(const uint8_t* d, size_t len) {
   Peer& p = peers_[warm_.next_peer];
   sync::Header h;
-  sync::Record recs[sync::kMaxRecords];
   uint64_t total = 0;
-  sync::Status st = sync::decode(key_, warm_buf_.data(), warm_buf_.size(), h, recs, &total);
+  const size_t have = warm_recs_.size();
+  warm_recs_.resize(have + sync::kMaxRecords);
+  sync::Status st = sync::decode(key_, d, len, h, warm_recs_.data() + have, &total);
+  warm_recs_.resize(st == sync::Status::kOk && h.type == sync::MsgType::kTransfer ? have + h.count : have);
   if (st != sync::Status::kOk) {
     ++(st == sync::Status::kAuthFailed ? p.auth_failures : p.malformed);
-    return warmFail(st == sync::Status::kAuthFailed
-                        ? "a message whose MAC does not verify (secret mismatch?)"
-                        : "a malformed message");
+    warmFail(st == sync::Status::kAuthFailed ? "a message whose MAC does not verify (secret mismatch?)"
+                                             : "a malformed message");
+    return false;
   }
   // Bound to our request first: a message of this node's own (signed, so
   // anyone may have kept one) says who answers only with our fresh nonce.
@@ -184,16 +227,23 @@ void FleetSync::warmMessage(uint64_t id) {
   sync::ReplayWindow fresh;
   if (h.nonce != warm_.nonce || h.seq != warm_.expect_seq ||
       fresh.check(h, unixMs()) != sync::ReplayWindow::Verdict::kOk) {
+    warm_recs_.resize(have);
     if (from != sync::Sender::kPeer) ++from_self_;
     ++(from == sync::Sender::kThisNode ? p.self_replayed : p.replayed);
-    return warmFail("a message not bound to our request (nonce, order or time)");
+    warmFail("a message not bound to our request (nonce, order or time)");
+    return false;
   }
   if (from != sync::Sender::kPeer) {
+    warm_recs_.resize(have);
     ++from_self_;
-    if (from == sync::Sender::kThisNode)
-      return markThisNode(warm_.next_peer, "it answered a warm-start request with this node's own table");
-    return warmFail("it answers as node " + opt_.node_name +
-                    ", this node's own fleet.node_name: every node needs its own name");
+    if (from == sync::Sender::kThisNode) {
+      warmInstall();
+      markThisNode(warm_.next_peer, "it answered a warm-start request with this node's own table");
+      return false;
+    }
+    warmFail("it answers as node " + opt_.node_name +
+             ", this node's own fleet.node_name: every node needs its own name");
+    return false;
   }
   ++warm_.expect_seq;
   p.last_sync = unixS();
@@ -202,26 +252,23 @@ void FleetSync::warmMessage(uint64_t id) {
   if (h.type == sync::MsgType::kWarmEnd) {
     warm_.peer_total = total;
     p.warm_error.clear();
-    return warmFinish(WarmState::kDone, "");
+    warmFinish(WarmState::kDone, "");
+    return false;
   }
   if (h.type != sync::MsgType::kTransfer) {
     ++p.malformed;
-    return warmFail("an unexpected message type");
+    warmFail("an unexpected message type");
+    return false;
   }
-  uint64_t now = dp::monotonicNs();
   warm_.received += h.count;
   p.flows_received += h.count;
-  for (size_t i = 0; i < h.count; ++i) {
-    InstallResult r = install(recs[i], now);
-    countInstall(&p, r);
-    if (r == InstallResult::kInstalled || r == InstallResult::kRefreshed) ++warm_.installed;
-  }
-  warmRead(id);
+  return true;
 }
 
 // Gives up on the peer asked now and asks the next. `why` empty: already
 // said (markThisNode).
 void FleetSync::warmFail(const std::string& why) {
+  warmInstall();  // what this peer sent before stays installed
   Peer& p = peers_[warm_.next_peer];
   if (!why.empty()) {
     p.warm_error = why;
@@ -259,8 +306,10 @@ void FleetSync::markThisNode(size_t i, const std::string& why) {
 }
 
 void FleetSync::warmFinish(WarmState s, const std::string& why) {
+  warmInstall();
   warm_.state = s;
   warm_.ended_ns = dp::monotonicNs();
+  warm_.cpu_end = fleet_clock::threadCpu();
   view_.warmStartEnded(s == WarmState::kDone, s != WarmState::kNoPeers, warm_.ended_ns);
   warm_timer_.cancel();
   retry_timer_.cancel();

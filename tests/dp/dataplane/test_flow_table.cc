@@ -158,6 +158,59 @@ TEST(FlowTableLimits, EveryPositionInsertReturnsHasAnEntry) {
   EXPECT_EQ(liveKeys(ft), inserted);
 }
 
+// The control thread's batch insert (a warm start's records) gives every key
+// the position insertFromControl() would: a key already there keeps its
+// position, a key repeated in the batch gets one position, each new key its
+// own, and past capacity kFull; lookups then find each key where it was put.
+TEST(FlowTableBulk, TheControlThreadsBatchInsertPlacesEveryKeyAsOneInsertWould) {
+  Harness h;  // for the QSBR variable
+  dp::FlowTable ft("dpt_bulk_insert", 1024, h.qsbr(), 0);
+  auto key = [](uint32_t i) {
+    L4Tuple t;
+    t.src = IpAddr::v4(0x0A000000u + i);
+    t.dst = IpAddr::v4(0x0B000000u);
+    t.proto = 17;
+    t.sport = uint16_t(1000 + i);
+    t.dport = 53;
+    return makeFlowKey(t, StickinessMode::kFiveTuple, 0).key;
+  };
+  // 100 keys present before, by one insert each.
+  std::vector<int32_t> before;
+  for (uint32_t i = 0; i < 100; ++i) before.push_back(ft.insertFromControl(key(i), flowHash(key(i))));
+  // A batch of 1,200 (more than kLookupBulkMax, and than capacity): keys
+  // 50..1249, key 60 twice more, in stages' middles.
+  std::vector<FlowKey> ks;
+  for (uint32_t i = 50; i < 1250; ++i) ks.push_back(key(i));
+  ks.insert(ks.begin() + 70, key(60));
+  ks.insert(ks.begin() + 700, key(60));
+  std::vector<const FlowKey*> kp;
+  std::vector<uint32_t> hs;
+  for (const FlowKey& k : ks) kp.push_back(&k), hs.push_back(flowHash(k));
+  std::vector<int32_t> pos(ks.size(), 7777);
+  ft.insertBulkFromControl(kp.data(), hs.data(), uint32_t(ks.size()), pos.data());
+  std::set<int32_t> placed;
+  size_t full = 0;
+  for (size_t i = 0; i < ks.size(); ++i) {
+    if (pos[i] == dp::FlowTable::kFull) {
+      ++full;
+      EXPECT_LT(ft.lookup(ks[i], hs[i]), 0) << "refused, yet present: batch index " << i;
+      continue;
+    }
+    ASSERT_GE(pos[i], 0) << "batch index " << i;
+    EXPECT_EQ(ft.lookup(ks[i], hs[i]), pos[i]) << "batch index " << i;
+    placed.insert(pos[i]);
+  }
+  for (uint32_t i = 50; i < 100; ++i)
+    EXPECT_EQ(pos[i - 50 + (i - 50 >= 70 ? 1 : 0)], before[i]) << "key " << i << " kept its position";
+  EXPECT_EQ(pos[70], pos[60 - 50]) << "a repeated key: the position it got first";
+  EXPECT_EQ(pos[700], pos[60 - 50]);
+  EXPECT_EQ(ft.count(), ft.capacity()) << "the table filled to its capacity";
+  EXPECT_EQ(liveKeys(ft), ft.capacity());
+  EXPECT_EQ(placed.size() + 50, ft.capacity()) << "keys 0..49 were placed before the batch";
+  EXPECT_EQ(full, 1250 - ft.capacity()) << "every key past capacity is refused";
+  EXPECT_EQ(ft.insertsAbandoned(), 0u);
+}
+
 // Inserts keep most keys in their first bucket pair (the less loaded of its
 // two buckets while that is at most half full), where a lookup reads only
 // two tag lines: at a full table (capacity 4,096) over 80 % of the keys are

@@ -113,6 +113,7 @@ class FakePeer {
     kStall,      // answers with `stall_after` messages of its table, then sends nothing
     kSlow,       // sends its whole table, one message every `gap`, then the end
     kGood,       // sends its whole table, then the end
+    kBurst,      // sends its whole table and the end in one write
     kReplaysSelf,  // answers with a message of the asking node's own (a keepalive kept)
   };
   FakePeer(Mode mode, std::vector<sync::Record> table = {}, size_t stall_after = 0,
@@ -184,6 +185,12 @@ class FakePeer {
     h.epoch = 99;
     h.nonce = rh.nonce;
     size_t messages = 0;
+    std::vector<uint8_t> burst;
+    auto send = [&](const std::vector<uint8_t>& f) {
+      if (mode_ != Mode::kBurst) return writeAll(c, f.data(), f.size());
+      burst.insert(burst.end(), f.begin(), f.end());
+      return true;
+    };
     for (size_t i = 0; i < table_.size(); i += sync::kMaxRecords) {
       if (mode_ == Mode::kStall && messages == stall_after_) {
         // Stalled mid-stream (a peer that lost power): the connection stays.
@@ -198,13 +205,13 @@ class FakePeer {
       h.time_ms = unixMsNow();
       size_t n = std::min(sync::kMaxRecords, table_.size() - i);
       auto f = frame(h, table_.data() + i, n);
-      if (!writeAll(c, f.data(), f.size())) return;
+      if (!send(f)) return;
     }
     h.type = sync::MsgType::kWarmEnd;
     h.seq = ++messages;
     h.time_ms = unixMsNow();
-    auto f = frame(h, nullptr, 0, table_.size());
-    writeAll(c, f.data(), f.size());
+    send(frame(h, nullptr, 0, table_.size()));
+    if (mode_ == Mode::kBurst) writeAll(c, burst.data(), burst.size());
   }
 
   Mode mode_;
@@ -439,6 +446,26 @@ TEST_F(WarmStart, ATransferThatKeepsArrivingIsNotCutByTheTimeout) {
   ASSERT_EQ(w["state"], "done") << st.dump();
   EXPECT_EQ(w["flows_received"], t.size());
   EXPECT_GT(w["elapsed_s"].get<double>(), 2.0) << "it outlasted warm_start_timeout";
+  expectHolds(t);
+}
+
+// The stream is read many messages at a time, not with a read per length
+// prefix and one per message (two per message before: 242 reads here), and
+// each read's records are installed as one batch.
+TEST_F(WarmStart, TheTransferIsReadManyMessagesAtATimeAndInstalledInBatches) {
+  auto t = table(int(sync::kMaxRecords) * 120);  // 120 messages and the end, 164 kB
+  FakePeer burst(FakePeer::Mode::kBurst, t);
+  make(options({burst.address()}, 30, 500, 3000));
+  fs_->start();
+  runWarmStart(30s);
+  nlohmann::json st = fs_->status();
+  nlohmann::json w = st["warm_start"];
+  ASSERT_EQ(w["state"], "done") << st.dump();
+  EXPECT_EQ(w["flows_received"], t.size());
+  EXPECT_EQ(w["flows_installed"], t.size());
+  EXPECT_LE(w["reads"].get<uint64_t>(), 30u) << w.dump();
+  EXPECT_GE(w["install_batches"].get<uint64_t>(), 1u) << w.dump();
+  EXPECT_LE(w["install_batches"], w["reads"]) << w.dump();
   expectHolds(t);
 }
 
