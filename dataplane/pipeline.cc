@@ -232,8 +232,10 @@ template <bool kClasses>
       // moved) takes this flow's route now.
       // Concurrency rule R5 (docs/architecture.md "Flow entries: concurrency rules"):
       // one CAS, then flow_hash; one worker handles a datagram's fragments.
-      uint64_t want = packRoute(routeServer(route), routeCookie(route));
-      if (!fcreated && frag_route != want) [[unlikely]] {
+      // The flow's whole route, its appliance bypass too: the datagram's
+      // later fragments follow the flow straight back while it is bypassed.
+      uint64_t want = route;
+      if (frag_route != want) [[unlikely]] {
         bool other_flow = fe.flow_hash.load(std::memory_order_relaxed) != flow_hash;
         if (fe.route.compare_exchange_strong(frag_route, want, std::memory_order_acq_rel)) {
           fe.flow_hash.store(flow_hash, std::memory_order_relaxed);

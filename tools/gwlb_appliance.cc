@@ -32,7 +32,8 @@
 // brought N bytes (inner packets, both directions), every packet of it it
 // returns carries gwlb's bypass option, asking the gateway to stop sending it
 // the flow for S seconds (0: the flow's life; docs/product-rules.md
-// "Appliance-requested bypass").
+// "Appliance-requested bypass"). With --tun the same: what the kernel
+// forwards of the flow goes back with the option from then on.
 #include <utility>  // before Boost 1.74 Asio under C++20 (std::exchange)
 
 #include <boost/asio.hpp>
@@ -248,8 +249,17 @@ class Appliance {
         return;
       }
     }
-    if (tun_) return tun_->fromGeneve(p, n, 8 + optlen, l2_len, inner, from_);
-    if (opt_.bypass_after_bytes && fs && fs->bytes >= opt_.bypass_after_bytes) {
+    const bool bypass = opt_.bypass_after_bytes && fs && fs->bytes >= opt_.bypass_after_bytes;
+    if (tun_) {
+      // The kernel forwards it; its return takes this direction's header,
+      // with the bypass option once past the stream depth (counted here as
+      // asked: which return carries it is the kernel's doing; tun's
+      // bypass_returned counts those).
+      const gwlb::appliance::BypassAsk ask{opt_.option_class, opt_.bypass_seconds};
+      if (bypass) ++fs->bypass_asked, ++bypass_asked_;
+      return tun_->fromGeneve(p, n, 8 + optlen, l2_len, inner, from_, bypass ? &ask : nullptr);
+    }
+    if (bypass) {
       // Past the stream depth: this return asks the gateway for a bypass.
       size_t m = gwlb::addBypassOption(p, n, out_.data(), out_.size(), opt_.option_class,
                                        opt_.bypass_seconds);
