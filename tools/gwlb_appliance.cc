@@ -186,9 +186,10 @@ class Appliance {
     if (!gwlb::appliance::readGwlbOptions(p + 8, optlen, opt_.option_class, go))
       return malformed("gwlb_option");
     if (go.tag) ++tags_[go.tag_value][go.tag_reverse ? 1 : 0];
+    if (go.nsi) ++nsi_profiles_[go.nsi_profile][go.nsi_egress ? 1 : 0];
     if (!opt_.mirror_sink.empty()) return sink(go, ptype, in, inlen);
     Inner inner;
-    const char* format = "aws";
+    const char* format = go.nsi ? "nsi" : "aws";
     size_t l2_len = 0;  // the ethernet format's inner Ethernet header
     if (ptype == 0x0800 || ptype == 0x86DD) {
       if (!parseIp(in, inlen, inner) || (ptype == 0x0800) != !inner.src.v6)
@@ -317,6 +318,10 @@ class Appliance {
     // Per tag (the tag option's value): packets in each direction.
     j["tags"] = nlohmann::json::object();
     for (auto& [t, c] : tags_) j["tags"][std::to_string(t)] = {{"forward", c[0]}, {"reverse", c[1]}};
+    // The nsi format's profile IDs (a class's tag there), by the network ID's D bit.
+    j["nsi_profiles"] = nlohmann::json::object();
+    for (auto& [t, c] : nsi_profiles_)
+      j["nsi_profiles"][std::to_string(t)] = {{"ingress", c[0]}, {"egress", c[1]}};
     if (!opt_.mirror_sink.empty()) {
       nlohmann::json m = {{"not_mirror", sink_not_mirror_}, {"write_errors", sink_write_errors_},
                           {"classes", nlohmann::json::object()}};
@@ -399,6 +404,7 @@ class Appliance {
       formats_.clear();
       flows_.clear();
       tags_.clear();
+      nsi_profiles_.clear();
       sink_copies_.clear();
       sink_not_mirror_ = sink_write_errors_ = 0;
       for (auto& r : opt_.rules) r.drops = 0;
@@ -440,6 +446,7 @@ class Appliance {
   std::map<FlowKey, FlowStats> flows_;
   std::unique_ptr<gwlb::appliance::TunPath> tun_;
   std::map<uint32_t, std::array<uint64_t, 2>> tags_;         // tag -> packets forward, reverse
+  std::map<uint64_t, std::array<uint64_t, 2>> nsi_profiles_;  // nsi profile ID -> ingress, egress
   std::map<uint16_t, std::array<uint64_t, 2>> sink_copies_;  // mirror class id -> copies
   uint64_t sink_not_mirror_ = 0, sink_write_errors_ = 0;
   gwlb::appliance::PcapSink sink_;
