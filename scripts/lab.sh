@@ -68,8 +68,8 @@ GWLB_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 GWLB_BUILD="${GWLB_BUILD:-$GWLB_ROOT/build}"
 P="${LAB_PREFIX:-gwlab}"
 D="${LAB_DIR:-$GWLB_ROOT/out/lab}"
-ALL_NS=(client server router gw app1 app2 app3 app4 sw gw1 gw2 gw3 gw4)  # what `down` removes (any lab)
-ALL_PROCS=(http gwlbd app1 app2 app3 app4 gwlbd1 gwlbd2 gwlbd3 gwlbd4 bird-gw1 bird-gw2 bird-gw3 bird-gw4 bird-router
+ALL_NS=(client server router gw app1 app2 app3 app4 app5 sw gw1 gw2 gw3 gw4)  # what `down` removes (any lab)
+ALL_PROCS=(http gwlbd app1 app2 app3 app4 app5 gwlbd1 gwlbd2 gwlbd3 gwlbd4 bird-gw1 bird-gw2 bird-gw3 bird-gw4 bird-router
            frr-zebra frr-bfdd frr-bgpd)
 
 # Addresses: all of them live only inside the lab's namespaces.
@@ -473,7 +473,7 @@ lab_down() {
     for pid in $(ip netns pids "$name" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null || true; done
     ip netns del "$name" 2>/dev/null || true
   done
-  rm -f "$D/gwlbd.sock" "$D/gateways" "$D/listeners" "$D/appliance" "$D/router/kind"
+  rm -f "$D/gwlbd.sock" "$D/gateways" "$D/listeners" "$D/tool" "$D/appliance" "$D/router/kind"
 }
 
 lab_up() {
