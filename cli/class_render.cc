@@ -26,20 +26,30 @@ std::string renderClasses(const Json& r) {
   if (!(cfg.is_boolean() && cfg.get<bool>()))
     return "no traffic_classes: every packet is inspected by listener '" +
            fieldText(r, "default_listener") + "'\n";
-  Table t({{"#", Align::kRight}, {"NAME", Align::kLeft}, {"MATCH", Align::kLeft},
-           {"ACTION", Align::kLeft}, {"LISTENER", Align::kLeft}, {"PACKETS", Align::kRight},
-           {"BYTES", Align::kRight}});
   const Json& classes = field(r, "classes");
+  // HANDED BACK only once an appliance has bypassed some class's flow.
+  bool handed_back = false;
+  if (classes.is_array())
+    for (const auto& c : classes) handed_back = handed_back || fieldNumber(c, "appliance_bypassed_packets") > 0;
+  std::vector<Table::Column> cols = {{"#", Align::kRight},        {"NAME", Align::kLeft},
+                                     {"MATCH", Align::kLeft},     {"ACTION", Align::kLeft},
+                                     {"LISTENER", Align::kLeft},  {"PACKETS", Align::kRight},
+                                     {"BYTES", Align::kRight}};
+  if (handed_back) cols.push_back({"HANDED BACK", Align::kRight});
+  Table t(std::move(cols));
   if (classes.is_array()) {
     for (const auto& c : classes) {
       const Json& b = field(c, "bytes");
       t.addRow({fieldText(c, "index"), fieldText(c, "name"), fieldText(c, "match_summary"),
                 fieldText(c, "action"), fieldText(c, "listener"), countText(c, "packets"),
-                b.is_number() ? formatBytes(b.get<uint64_t>()) : "-"});
+                b.is_number() ? formatBytes(b.get<uint64_t>()) : "-", countText(c, "appliance_bypassed_packets")});
     }
   }
   t.addRow({"-", "(none)", "no class matches", "drop", "-", countText(un, "packets"), "-"});
   std::string out = t.render() + "first match wins; (none): dropped as unclassified (drop_unclassified)\n";
+  if (handed_back)
+    out += "HANDED BACK: packets of the class's flows their appliance handed back (appliance bypass), "
+           "sent straight back uninspected\n";
   // Tags and mirrors under the table: most classes have none, and the text is long.
   if (classes.is_array())
     for (const auto& c : classes) {

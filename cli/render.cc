@@ -210,9 +210,14 @@ std::string renderServers(const Json& r, double now, bool wide) {
            {"WINDOWS", Align::kLeft}, {"FLOWS", Align::kRight}, {"PACKETS", Align::kRight},
            {"BYTES", Align::kRight}})
     cols.push_back(std::move(c));
+  const Json& servers = field(r, "servers");
+  // BYPASSED only once some appliance has handed a flow back (appliance bypass).
+  bool bypassed = false;
+  if (servers.is_array())
+    for (const auto& s : servers) bypassed = bypassed || fieldNumber(s, "bypassed_packets") > 0;
+  if (bypassed) cols.push_back({"BYPASSED", Align::kRight});
   if (wide) cols.push_back({"MAC", Align::kLeft});
   Table t(std::move(cols));
-  const Json& servers = field(r, "servers");
   if (servers.is_array()) {
     for (const auto& s : servers) {
       const Json& h = field(s, "health");
@@ -235,6 +240,7 @@ std::string renderServers(const Json& r, double now, bool wide) {
                             healthWindows(h), countText(s, "active_flows"), countText(s, "packets"),
                             bytesText(s, "bytes")})
         row.push_back(std::move(c));
+      if (bypassed) row.push_back(countText(s, "bypassed_packets"));
       if (wide) row.push_back(fieldText(s, "mac"));
       t.addRow(std::move(row));
     }

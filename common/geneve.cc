@@ -15,14 +15,35 @@ void wr64(uint8_t* p, uint64_t v) {
   wr32(p + 4, uint32_t(v));
 }
 
-uint8_t* writeOption(uint8_t* p, uint8_t type, size_t data_len) {
-  wr16(p, kAwsOptionClass);
+uint8_t* writeOption(uint8_t* p, uint8_t type, size_t data_len, uint16_t cls = kAwsOptionClass) {
+  wr16(p, cls);
   p[2] = type;              // not critical: appliances that skip it stay correct
   p[3] = uint8_t(data_len / 4);
   return p + 4;
 }
 
-// The Geneve header and (aws) options writeEncap() writes behind its UDP
+// The 32 bytes of options of the aws format, or of the nsi format (its
+// flow cookie at the same place: the last 4 bytes).
+void writeOptions(uint8_t* o, const EncapParams& p) {
+  if (p.nsi) {
+    o = writeOption(o, kNsiOptNetworkId, 4, kNsiOptionClass);
+    wr32(o, (p.vni & kNsiMaxNetworkId) << 4 | (p.nsi_egress ? 1 : 0));
+    o = writeOption(o + 4, kNsiOptProfileId, 8, kNsiOptionClass);
+    wr64(o, p.profile_id);
+    o = writeOption(o + 8, kNsiOptEndpointId, 8, kNsiOptionClass);
+    wr32(o, uint32_t(p.endpoint_id));
+    wr32(o + 4, p.cookie);
+    return;
+  }
+  o = writeOption(o, kAwsOptEndpointId, 8);
+  wr64(o, p.endpoint_id);
+  o = writeOption(o + 8, kAwsOptAttachmentId, 8);
+  wr64(o, p.attachment_id);
+  o = writeOption(o + 8, kAwsOptFlowCookie, 4);
+  wr32(o, p.cookie);
+}
+
+// The Geneve header and (aws, nsi) options writeEncap() writes behind its UDP
 // header, or with p.vxlan the VXLAN header (RFC 7348: flags with only I set,
 // 24 reserved bits, VNI, 8 reserved bits); returns the header's length.
 size_t writeGeneveHeader(uint8_t* g, const EncapParams& p) {
@@ -36,15 +57,7 @@ size_t writeGeneveHeader(uint8_t* g, const EncapParams& p) {
   g[1] = 0;
   wr16(g + 2, p.protocol);
   wr32(g + 4, (p.vni & 0xFFFFFF) << 8);
-  if (p.aws_options) {
-    uint8_t* o = g + kGeneveBaseLen;
-    o = writeOption(o, kAwsOptEndpointId, 8);
-    wr64(o, p.endpoint_id);
-    o = writeOption(o + 8, kAwsOptAttachmentId, 8);
-    wr64(o, p.attachment_id);
-    o = writeOption(o + 8, kAwsOptFlowCookie, 4);
-    wr32(o, p.cookie);
-  }
+  if (p.aws_options) writeOptions(g + kGeneveBaseLen, p);
   return geneve_len;
 }
 
@@ -144,6 +157,7 @@ void buildEncapTemplate(EncapTemplate& t, const EncapParams& p) noexcept {
     if (p.aws_options) q.protocol = 0;
     if (p.vxlan) q.aws_options = false;
     t.aws = q.aws_options;
+    t.nsi = q.aws_options && p.nsi;
     t.ipv6 = true;
     t.len = uint8_t(encapHeaderLen(q.aws_options, true));
     writeEncap6(t.bytes, 0, q);
@@ -162,6 +176,7 @@ void buildEncapTemplate(EncapTemplate& t, const EncapParams& p) noexcept {
   if (p.aws_options) q.protocol = 0;
   if (p.vxlan) q.aws_options = false;
   t.aws = q.aws_options;
+  t.nsi = q.aws_options && q.nsi;
   t.len = uint8_t(encapHeaderLen(q.aws_options));
   writeEncap(t.bytes, 0, q);
   // writeEncap filled in lengths and checksums for an empty payload: take
@@ -234,6 +249,16 @@ GeneveStatus parseGeneve(const uint8_t* p, size_t len, GeneveInfo& out, Counter&
         out.has_attachment_id = true, out.attachment_id = rd64(d), known = true;
       } else if (t == kAwsOptFlowCookie && dlen == 4) {
         out.has_cookie = true, out.cookie = rd32(d), known = true;
+      }
+    } else if (cls == kNsiOptionClass) {
+      uint8_t t = type & 0x7F;
+      if (t == kNsiOptNetworkId && dlen == 4) {
+        out.has_network_id = true, out.network_id = rd32(d) >> 4, out.nsi_egress = d[3] & 1, known = true;
+      } else if (t == kNsiOptEndpointId && dlen == 8) {
+        out.has_nsi_endpoint = true, out.nsi_endpoint = rd64(d), known = true;
+        out.has_cookie = true, out.cookie = rd32(d + 4);
+      } else if (t == kNsiOptProfileId && dlen == 8) {
+        out.has_profile_id = true, out.profile_id = rd64(d), known = true;
       }
     } else if (cls == gwlb_class && (type & 0x7F) == kGwlbOptBypass) {
       // Known whatever its length (critical or not): a malformed request is

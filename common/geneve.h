@@ -17,6 +17,22 @@
 // aws format: protocol 0x0800/0x86DD (inner L3), three class-0x0108 options:
 // type 1 endpoint ID (8 B), type 2 attachment ID (8 B), type 3 flow cookie (4 B).
 // ethernet format: protocol 0x6558, inner Ethernet frame, no options.
+// nsi format (Google Cloud's Network Security Integration): protocol
+// 0x0800/0x86DD (inner L3), three class-0x0132 options, 32 bytes as aws's
+// are, so that one template and one per-packet writer serve both:
+//   type 1 network ID, 4 B:
+//    0                   1                   2                   3
+//    0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+//   +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//   |                 Network ID (28 bits)                  |R|R|R|D|
+//   +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//     D: 0 ingress, 1 egress; gwlb writes 1 on packets travelling against
+//     their flow's first packet. The group's VNI is the network ID.
+//   type 3 profile ID, 8 B: the traffic class's tag (0: none).
+//   type 2 endpoint ID, 8 B: the group's endpoint_id (32 bits) in the high
+//     half, the flow cookie in the low half (the last 4 bytes of the options,
+//     where aws has its cookie).
+// Readers must walk the options by TLV: the order is ours, not Google's.
 //
 // gwlb's own options (class node.geneve_option_class, default 0xFF01 from the
 // experimental range of RFC 8926 section 7), in either format:
@@ -38,6 +54,12 @@ inline constexpr uint16_t kAwsOptionClass = 0x0108;
 inline constexpr uint8_t kAwsOptEndpointId = 1;
 inline constexpr uint8_t kAwsOptAttachmentId = 2;
 inline constexpr uint8_t kAwsOptFlowCookie = 3;
+inline constexpr uint16_t kNsiOptionClass = 0x0132;
+inline constexpr uint8_t kNsiOptNetworkId = 1;
+inline constexpr uint8_t kNsiOptEndpointId = 2;
+inline constexpr uint8_t kNsiOptProfileId = 3;
+inline constexpr size_t kNsiProfileAt = 8 + 4;  // the profile ID's data, from the first option
+inline constexpr uint32_t kNsiMaxNetworkId = 0x0FFFFFFF;
 inline constexpr uint16_t kGwlbOptionClassDefault = 0xFF01;
 inline constexpr uint8_t kGwlbOptBypass = 0x01;  // appliance -> gwlb
 inline constexpr uint8_t kGwlbOptMirror = 0x02;  // gwlb -> mirror tool
@@ -68,6 +90,12 @@ struct EncapParams {
   bool aws_options = false;
   uint64_t endpoint_id = 0, attachment_id = 0;
   uint32_t cookie = 0;
+  // With aws_options: the nsi format's options instead of aws's (same
+  // length). vni is the network ID, endpoint_id's low 32 bits the endpoint
+  // ID's high half; nsi_egress sets the network ID's D bit.
+  bool nsi = false;
+  bool nsi_egress = false;
+  uint64_t profile_id = 0;
   // Outer IPv6 instead of IPv4 (src_ip6/dst_ip6; src_ip/dst_ip unused).
   // traffic_class and flow_label are per packet (writeEncap6, encapInline6).
   bool ipv6 = false;
@@ -105,6 +133,7 @@ struct EncapTemplate {
   alignas(16) uint8_t bytes[112] = {};  // encapHeaderLen(aws, ipv6) bytes are used
   uint8_t len = 0;                     // 0: not built
   bool aws = false;
+  bool nsi = false;  // aws's layout with the nsi format's options
   // Outer IPv6 (encapInline6): ip_sum is unused (IPv6 has no header
   // checksum); udp_sum and pseudo_sum hold the IPv6 pseudo-header's
   // addresses and next header instead of IPv4's.
@@ -204,6 +233,11 @@ struct GeneveInfo {
   bool has_cookie = false, has_endpoint_id = false, has_attachment_id = false;
   uint32_t cookie = 0;
   uint64_t endpoint_id = 0, attachment_id = 0;
+  // The nsi format's options (class 0x0132): an endpoint ID of 8 bytes gives
+  // the flow cookie (its low half: has_cookie) as well.
+  bool has_network_id = false, nsi_egress = false, has_profile_id = false, has_nsi_endpoint = false;
+  uint32_t network_id = 0;
+  uint64_t profile_id = 0, nsi_endpoint = 0;
   // gwlb's bypass option (class `gwlb_class` of parseGeneve): present with 4
   // bytes of data (bypass_seconds), or present with another length (malformed:
   // the packet is still delivered, the request refused).

@@ -136,6 +136,7 @@ struct ServerView {
 struct GroupView {
   StickinessMode stickiness = StickinessMode::kFiveTuple;
   bool aws = true;          // aws format (inner L3 + options) or ethernet (inner frame)
+  bool nsi = false;         // (aws true) the nsi format's options instead of aws's
   uint32_t vni = 0;
   uint64_t endpoint_id = 0, attachment_id = 0;
   bool vxlan = false;       // VXLAN (aws false): two tunnels, inner frame, no cookie

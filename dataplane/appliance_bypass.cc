@@ -10,7 +10,8 @@ namespace gwlb::dp::burst {
 
 bool applianceBypass(Ctx& c, rte_mbuf* m, FlowEntry& e, uint64_t& route, int32_t pos) noexcept {
   const Snapshot& s = c.s;
-  const uint8_t l = originListener(e.origin.load(std::memory_order_relaxed));
+  const uint16_t origin = e.origin.load(std::memory_order_relaxed);
+  const uint8_t l = originListener(origin);
   const uint16_t server = routeServer(route);
   const bool allowed = l < s.listeners.size() && s.listeners[l].bypass_allow &&
                        server < c.n_servers && s.servers[server].routable;
@@ -39,6 +40,7 @@ bool applianceBypass(Ctx& c, rte_mbuf* m, FlowEntry& e, uint64_t& route, int32_t
   c.w.counters.inc(Counter::bypassed);
   c.w.counters.inc(Counter::appliance_bypassed);
   c.w.countBypassed(server, m->pkt_len);
+  if (const uint16_t slot = originClass(origin); slot < kMaxClasses) c.w.countClassBypassed(slot, m->pkt_len);
   c.tx_bytes += m->pkt_len;
   c.out.to_router[c.out.n_router++] = m;
   return true;

@@ -104,12 +104,17 @@ uint32_t encapExtras(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& 
   // The direction relative to the flow's first packet (FlowEntry::origin's low bit).
   const bool reverse = ref.dir != (e.origin.load(std::memory_order_relaxed) & 1);
   const bool tagged = !s.slot_tag.empty() && slot < kMaxClasses && s.slot_tag[slot].set;
-  const EncapTemplate& t = sv.encap;
+  // The template forward() takes for this direction (a second one: the nsi
+  // format's egress, a VXLAN group's internal tunnel).
+  const EncapTemplate& t = reverse && sv.encap_internal.len != 0 ? sv.encap_internal : sv.encap;
   const bool aws = t.aws;
   uint8_t* frame = rte_pktmbuf_mtod(m, uint8_t*);
   size_t payload = aws ? p.l3_len : size_t(p.l3_offset) + p.l3_len;
   const size_t hdr = encapHeaderLen(aws);
-  const size_t tag_len = tagged ? kGwlbTagOptionLen : 0;
+  // The nsi format carries the tag in its own profile ID option (written in
+  // place below); the others get gwlb's tag option after their options.
+  const bool nsi_tag = tagged && t.nsi;
+  const size_t tag_len = tagged && !nsi_tag ? kGwlbTagOptionLen : 0;
   const size_t outer_ip_len = hdr + tag_len - 14 + payload;
   if (outer_ip_len > s.underlay_mtu) [[unlikely]]
     return uint32_t(s.underlay_mtu - (hdr + tag_len - 14) - (aws ? 0 : p.l3_offset));
@@ -128,11 +133,14 @@ uint32_t encapExtras(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& 
     drop(c, m, Counter::drop_no_headroom);
     return 0;
   }
-  if (tagged) {
+  if (tag_len) {
     sum += writeTagOption(h + hdr, s.geneve_option_class, s.slot_tag[slot].value, reverse) +
            uint32_t(tag_len / 4) * 256;
     payload += tag_len;
   }
+  // The profile ID's low half, summed now as payload, written after the template.
+  const uint32_t profile = nsi_tag ? s.slot_tag[slot].value : 0;
+  sum += (profile >> 16) + (profile & 0xFFFF);
   const uint16_t sport = geneveSourcePort(flow_hash);
   if (offload) {
     encapOffloadInline(h, t, payload, sport, protocol, routeCookie(route));
@@ -143,7 +151,8 @@ uint32_t encapExtras(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& 
   } else {
     encapInline(h, t, payload, sport, protocol, routeCookie(route), sum);
   }
-  if (tagged) h[kOuterL2L3L4Len] = uint8_t(h[kOuterL2L3L4Len] + tag_len / 4);
+  if (tag_len) h[kOuterL2L3L4Len] = uint8_t(h[kOuterL2L3L4Len] + tag_len / 4);
+  if (nsi_tag) wr32(h + kOuterL2L3L4Len + kGeneveBaseLen + kNsiProfileAt + 4, profile);
   m->port = s.underlay_port;
   c.w.countSent(uint16_t(&sv - s.servers.data()), m->pkt_len);
   ++c.encapsulated;

@@ -230,13 +230,12 @@ template <bool kClasses, bool kLean>
       // The first fragment owns the entry: a live entry left by an earlier
       // datagram with the same addresses, protocol and IP ID (another flow
       // reusing the ID within the fragment timeout, or this flow before it
-      // moved) takes this flow's route now.
+      // moved) takes this flow's route now, bypass bits too (a bypassed flow's later fragments follow it).
       // Concurrency rule R5 (docs/architecture.md "Flow entries: concurrency rules"):
       // one CAS, then flow_hash; one worker handles a datagram's fragments.
-      uint64_t want = packRoute(routeServer(route), routeCookie(route));
-      if (!fcreated && frag_route != want) [[unlikely]] {
+      if (frag_route != route) [[unlikely]] {
         bool other_flow = fe.flow_hash.load(std::memory_order_relaxed) != flow_hash;
-        if (fe.route.compare_exchange_strong(frag_route, want, std::memory_order_acq_rel)) {
+        if (fe.route.compare_exchange_strong(frag_route, route, std::memory_order_acq_rel)) {
           fe.flow_hash.store(flow_hash, std::memory_order_relaxed);
           fe.origin.store(origin, std::memory_order_relaxed);
           fe.moved.store(0, std::memory_order_relaxed);

@@ -111,6 +111,10 @@ struct alignas(64) WorkerState {
   // sent straight back instead of to it: what its bypass saved it.
   uint64_t server_bypassed_packets[kMaxServerIds] = {};
   uint64_t server_bypassed_bytes[kMaxServerIds] = {};
+  // The same by the flow's traffic class (its counter slot, FlowEntry::origin):
+  // what the appliances' bypasses took out of each class's inspection.
+  uint64_t class_bypassed_packets[kMaxClasses] = {};
+  uint64_t class_bypassed_bytes[kMaxClasses] = {};
 
   static void bump(uint64_t& slot, uint64_t by) noexcept {
     std::atomic_ref<uint64_t> r(slot);
@@ -131,6 +135,12 @@ struct alignas(64) WorkerState {
     bump(server_bypassed_packets[server], 1);
     bump(server_bypassed_bytes[server], bytes);
   }
+  void countClassBypassed(uint16_t cls, uint64_t bytes) noexcept {
+    bump(class_bypassed_packets[cls], 1);
+    bump(class_bypassed_bytes[cls], bytes);
+  }
+  uint64_t classBypassedPackets(uint16_t cls) const noexcept { return read(class_bypassed_packets[cls]); }
+  uint64_t classBypassedBytes(uint16_t cls) const noexcept { return read(class_bypassed_bytes[cls]); }
   uint64_t bypassedPackets(uint16_t server) const noexcept { return read(server_bypassed_packets[server]); }
   uint64_t bypassedBytes(uint16_t server) const noexcept { return read(server_bypassed_bytes[server]); }
   void countClass(uint16_t cls, uint64_t bytes) noexcept {

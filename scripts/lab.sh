@@ -33,7 +33,8 @@
 #   LAB_APP_ARGS, LAB_APP1_ARGS, LAB_APP2_ARGS   extra gwlb-appliance arguments
 #   LAB_BYPASS MAX_S    one listener over the group that allows appliance bypass of at most
 #                       MAX_S seconds (0: as asked; docs/product-rules.md "Appliance-requested
-#                       bypass"); with LAB_APP_ARGS="--bypass-after-bytes N" an IDS's stream depth
+#                       bypass") and traffic classes `tcp` and `other` it inspects; with
+#                       LAB_APP_ARGS="--bypass-after-bytes N" an IDS's stream depth
 #   LAB_APPLIANCE plain|stateful|mixed (plain)   stateful: every appliance forwards through its
 #                       namespace's kernel and an nftables conntrack firewall (gwlb-appliance --tun,
 #                       scripts/lab_stateful.nft); mixed: app1 and app3 stateful, app2 and app4 plain
@@ -55,6 +56,10 @@
 #   LAB_MIRROR (0)      1, with --listeners 2: app3 and app4 are a mirror group of passive tools
 #                       (gwlb-appliance --mirror-sink DIR/appN-sink.pcap) receiving copies of
 #                       tenant-a's packets; tenant-b goes to listener tenant-a too
+#   LAB_TOOL (0)        1, with --listeners 2 (not LAB_MIRROR): a fifth appliance, app5
+#                       10.77.9.15, alone in group tools, a passive tool (--mirror-sink
+#                       DIR/app5-sink.pcap) getting every 4th packet of tenant-a (128 bytes);
+#                       LAB_BYPASS MAX_S with --listeners 2: tenant-b's listener allows bypass
 #   LAB_PROBES data|mgmt  health probes through gwlbd's appliance port (its exception tap gwlb1,
 #                       the default) or by the gateway kernel's own interface on the appliance network
 #   Fleet lab only: LAB_GRACE (3s) fleet.grace_period; LAB_IDLE_SLEEP_US (200) node.idle_sleep_us;
@@ -69,8 +74,8 @@ GWLB_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 GWLB_BUILD="${GWLB_BUILD:-$GWLB_ROOT/build}"
 P="${LAB_PREFIX:-gwlab}"
 D="${LAB_DIR:-$GWLB_ROOT/out/lab}"
-ALL_NS=(client server router gw app1 app2 app3 app4 sw gw1 gw2 gw3 gw4)  # what `down` removes (any lab)
-ALL_PROCS=(http gwlbd app1 app2 app3 app4 gwlbd1 gwlbd2 gwlbd3 gwlbd4 bird-gw1 bird-gw2 bird-gw3 bird-gw4 bird-router
+ALL_NS=(client server router gw app1 app2 app3 app4 app5 sw gw1 gw2 gw3 gw4)  # what `down` removes (any lab)
+ALL_PROCS=(http gwlbd app1 app2 app3 app4 app5 gwlbd1 gwlbd2 gwlbd3 gwlbd4 bird-gw1 bird-gw2 bird-gw3 bird-gw4 bird-router
            frr-zebra frr-bfdd frr-bgpd)
 
 # Addresses: all of them live only inside the lab's namespaces.
@@ -85,17 +90,17 @@ PROBES="${LAB_PROBES:-data}"                          # data: through gwlbd's po
 case "$PROBES" in data|mgmt) ;; *) echo "lab: LAB_PROBES must be data or mgmt, not '$PROBES'" >&2; exit 2 ;; esac
 APPLIANCE="${LAB_APPLIANCE:-plain}"                   # plain | stateful | mixed (app_stateful)
 case "$APPLIANCE" in plain|stateful|mixed|vxlan) ;; *) echo "lab: LAB_APPLIANCE must be plain, stateful, mixed or vxlan, not '$APPLIANCE'" >&2; exit 2 ;; esac
-APP_IPS=(10.77.9.11 10.77.9.12 10.77.9.13 10.77.9.14)
+APP_IPS=(10.77.9.11 10.77.9.12 10.77.9.13 10.77.9.14 10.77.9.15)   # app5: LAB_TOOL's passive tool
 UNDERLAY_FAMILY="${LAB_UNDERLAY:-ipv4}"
 UNDERLAY_IP6=fd77:9::1 MGMT_IP6=fd77:9::2             # LAB_UNDERLAY=ipv6: gwlbd's and br-app's
 case "$UNDERLAY_FAMILY" in
   ipv4) ;;
-  ipv6) APP_IPS=(fd77:9::11 fd77:9::12 fd77:9::13 fd77:9::14)  # the appliances: IPv6 only
+  ipv6) APP_IPS=(fd77:9::11 fd77:9::12 fd77:9::13 fd77:9::14 fd77:9::15)  # the appliances: IPv6 only
         ;;
   *) echo "lab: LAB_UNDERLAY must be ipv4 or ipv6, not '$UNDERLAY_FAMILY'" >&2; exit 2 ;;
 esac
 url_host() { case "$1" in *:*) echo "[$1]" ;; *) echo "$1" ;; esac; }  # an address in a URL
-APP_MACS=(02:77:00:00:09:11 02:77:00:00:09:12 02:77:00:00:09:13 02:77:00:00:09:14)
+APP_MACS=(02:77:00:00:09:11 02:77:00:00:09:12 02:77:00:00:09:13 02:77:00:00:09:14 02:77:00:00:09:15)
 CLIENT_B_IP=10.77.1.130 CLIENT_B_IP6=fd77:1::82       # tenant B's client (--listeners 2)
 APP_MTU=1600
 RT_PORT="${LAB_RT_PORT:-af_packet}"
@@ -107,7 +112,12 @@ ROUTER_GW_IP6=fd77::1 GW_NEXTHOP6=fd77::2
 ns() { echo "$P-$1"; }
 lab_listeners() { cat "$D/listeners" 2>/dev/null || echo 1; }
 lab_appliance() { cat "$D/appliance" 2>/dev/null || echo plain; }  # the kind `up` made
-app_ids() { seq 1 $(($(lab_listeners) * 2)); }   # the lab's appliances: 1 2, or 1 2 3 4
+lab_tool() { cat "$D/tool" 2>/dev/null || echo 0; }  # 1: app5 is a mirror group's passive tool (LAB_TOOL)
+app_ids() {   # the lab's appliances: 1 2, or 1 2 3 4 (and 5 with LAB_TOOL)
+  seq 1 $(($(lab_listeners) * 2))
+  [ "$(lab_tool)" = 1 ] && echo 5
+  return 0
+}
 app_names() { app_ids | sed 's/^/app/'; }
 # The lab's server groups, as every gateway's config has them: one group of
 # app1 and app2; with --listeners 2 a group per tenant, a listener each and
@@ -137,17 +147,26 @@ YAML
   elif [ "$(lab_listeners)" = 2 ]; then
     server_group_yaml fw-a 0 1 "${1:-}"
     server_group_yaml fw-b 2 3 "${1:-}"
+    # LAB_TOOL: app5 alone in group tools, a passive tool that gets a copy of
+    # tenant-a's packets (every 4th, its first 128 bytes); LAB_BYPASS:
+    # tenant-b's appliances may hand flows back.
+    local mirror="" bypass=""
+    if [ "$(lab_tool)" = 1 ]; then
+      server_group_yaml tools 4 4 "${1:-}" | sed '$d'
+      mirror=$'\n    mirror: { group: tools, truncate: 128, sample: 4 }'
+    fi
+    [ -n "${LAB_BYPASS:-}" ] && bypass=", appliance_bypass: { allow: true, max_seconds: $LAB_BYPASS }"
     cat <<YAML
 listeners:
   - { name: tenant-a, server_groups: [fw-a] }
-  - { name: tenant-b, server_groups: [fw-b] }
+  - { name: tenant-b, server_groups: [fw-b]$bypass }
 traffic_classes:
   - name: backups
     match: { protocols: [tcp], l4_ports: [873] }
     action: bypass
   - name: tenant-a
     match: { prefixes: [10.77.1.0/25, "fd77:1::/121"] }
-    listener: tenant-a
+    listener: tenant-a$mirror
   - name: tenant-b
     match: { prefixes: [10.77.1.128/25, "fd77:1::80/121"] }
     listener: tenant-b
@@ -159,6 +178,9 @@ YAML
 listeners:
   - { name: appliances, server_groups: [appliances],
       appliance_bypass: { allow: true, max_seconds: $LAB_BYPASS } }
+traffic_classes:   # both inspected: what bypasses take out counts per class
+  - { name: tcp, match: { protocols: [tcp] }, listener: appliances }
+  - { name: other, listener: appliances }
 YAML
     fi
   fi
@@ -278,6 +300,7 @@ app_start() {
   if app_stateful "$i"; then stateful_setup "$i"; tun=(--tun "$STATEFUL_TUN"); fi
   # LAB_MIRROR: app3 and app4 are passive tools writing the copies they get.
   if [ "${LAB_MIRROR:-0}" = 1 ] && [ "$i" -ge 3 ]; then tun=(--mirror-sink "$D/app$i-sink.pcap"); fi
+  [ "$i" = 5 ] && tun=(--mirror-sink "$D/app5-sink.pcap")   # LAB_TOOL's tool
   # shellcheck disable=SC2086
   local http_any="0.0.0.0"
   [ "$UNDERLAY_FAMILY" = ipv6 ] && http_any="[::]"
@@ -350,7 +373,7 @@ STATEFUL_TUN=st0
 app_stateful() {  # app_stateful I: is appliance I stateful in this lab?
   case "$(lab_appliance)" in
     stateful) return 0 ;;
-    mixed) [ $(($1 % 2)) = 1 ] ;;
+    mixed) [ $(($1 % 2)) = 1 ] && [ "$1" != 5 ] ;;
     *) return 1 ;;
   esac
 }
@@ -499,7 +522,7 @@ lab_down() {
     for pid in $(ip netns pids "$name" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null || true; done
     ip netns del "$name" 2>/dev/null || true
   done
-  rm -f "$D/gwlbd.sock" "$D/gateways" "$D/listeners" "$D/appliance" "$D/underlay" "$D/router/kind"
+  rm -f "$D/gwlbd.sock" "$D/gateways" "$D/listeners" "$D/tool" "$D/appliance" "$D/underlay" "$D/router/kind"
 }
 
 lab_up() {
@@ -542,6 +565,9 @@ lab_up() {
   lab_down
   mkdir -p "$D"
   echo "$listeners" > "$D/listeners"
+  local tool=0
+  [ "$listeners" = 2 ] && [ "${LAB_TOOL:-0}" = 1 ] && [ "${LAB_MIRROR:-0}" != 1 ] && tool=1
+  echo "$tool" > "$D/tool"
   echo "$APPLIANCE" > "$D/appliance"
   echo "$UNDERLAY_FAMILY" > "$D/underlay"
   trap 'log "up failed; tearing down"; lab_down' ERR

@@ -13,6 +13,16 @@ bool readGwlbOptions(const uint8_t* opts, size_t len, uint16_t cls, GwlbOptions&
     const size_t data = size_t(opts[at + 3] & 0x1F) * 4;
     if (len - at - 4 < data) return false;
     const uint8_t* d = opts + at + 4;
+    if (oc == 0x0132 && (type == 0x01 || type == 0x03)) {  // nsi: network ID, profile ID
+      if (data != (type == 0x01 ? 4u : 8u)) return false;
+      if (type == 0x01) {
+        out.nsi = true;
+        out.nsi_egress = d[3] & 1;
+      } else {
+        out.nsi_profile = 0;
+        for (size_t i = 0; i < 8; ++i) out.nsi_profile = out.nsi_profile << 8 | d[i];
+      }
+    }
     if (oc == cls && (type == 0x02 || type == 0x03)) {
       if (data != 4 && type == 0x02) return false;
       if (data != 8 && type == 0x03) return false;

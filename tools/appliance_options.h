@@ -19,12 +19,19 @@ struct GwlbOptions {
   bool tag = false;         // a tag option was present
   bool tag_reverse = false;
   uint32_t tag_value = 0;
+  // The nsi format (Google's class 0x0132): its network ID option's D bit
+  // (1: egress, a packet against its flow's first one) and the profile ID,
+  // the class's tag gwlbd puts there.
+  bool nsi = false;         // a network ID option was present
+  bool nsi_egress = false;
+  uint64_t nsi_profile = 0;
 };
 
 // Walks the Geneve options at opts[0..len) (after the 8-byte base header)
-// and reads gwlb's (class `cls`). False when an option's length runs past
-// `len` or one of ours has a length it does not define (the packet is then
-// malformed); other classes' options are skipped. Reads only inside opts[0..len).
+// and reads gwlb's (class `cls`) and the nsi format's network and profile ID
+// options. False when an option's length runs past `len` or one of these
+// has a length it does not define (the packet is then malformed); other
+// options are skipped. Reads only inside opts[0..len).
 bool readGwlbOptions(const uint8_t* opts, size_t len, uint16_t cls, GwlbOptions& out);
 
 // The frame a mirror sink writes for a copy: the inner frame as it is

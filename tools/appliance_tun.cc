@@ -73,9 +73,9 @@ double TunPath::now() const {
 }
 
 void TunPath::fromGeneve(const uint8_t* pkt, size_t n, size_t geneve_len, size_t l2_len, const Inner& inner,
-                         const udp::endpoint& from) {
+                         const udp::endpoint& from, const BypassAsk* bypass) {
   const size_t head = geneve_len + l2_len;
-  if (head > n || !table_.learn(inner, pkt, head, gatewayOf(from), now(), c_, l2_len)) return;
+  if (head > n || !table_.learn(inner, pkt, head, gatewayOf(from), now(), c_, l2_len, bypass)) return;
   ssize_t w = ::write(tun_.native_handle(), pkt + head, n - head);
   if (w < 0 || size_t(w) != n - head) {
     ++c_.to_tun_errors;

@@ -48,9 +48,10 @@ class TunPath {
   // A validated Geneve packet (header geneve_len bytes, then l2_len bytes of
   // inner Ethernet header for the ethernet format, 0 for aws, then the inner
   // IP packet described by `inner`) from `from`: learn its flow, write the
-  // inner IP packet to the tun.
+  // inner IP packet to the tun. bypass (the flow is past --bypass-after-bytes):
+  // this direction's returns ask the gateway for a bypass (TunFlowTable::learn).
   void fromGeneve(const uint8_t* pkt, size_t n, size_t geneve_len, size_t l2_len, const Inner& inner,
-                  const boost::asio::ip::udp::endpoint& from);
+                  const boost::asio::ip::udp::endpoint& from, const BypassAsk* bypass = nullptr);
 
   nlohmann::json stats() const;
   void reset();  // zero the counters and forget the flows (/stats/reset)

@@ -3,10 +3,13 @@
 
 #include <cstring>
 
+#include "common/geneve.h"
+
 namespace gwlb::appliance {
 
 bool TunFlowTable::learn(const Inner& inner, const uint8_t* geneve, size_t geneve_len,
-                         const GatewayAddr& from, double now, TunCounters& c, size_t l2_len) {
+                         const GatewayAddr& from, double now, TunCounters& c, size_t l2_len,
+                         const BypassAsk* bypass) {
   // The caller validated both.
   if (l2_len > kMaxInnerL2 || (l2_len != 0 && l2_len < 14) || geneve_len < 8 + l2_len ||
       geneve_len - l2_len > kMaxGeneveHeader)
@@ -24,9 +27,13 @@ bool TunFlowTable::learn(const Inner& inner, const uint8_t* geneve, size_t genev
   }
   Entry& e = it->second;
   Direction& d = e.dir[forward ? 0 : 1];
-  std::memcpy(d.hdr.data(), geneve, geneve_len);
-  d.len = uint16_t(geneve_len);
+  const size_t with = bypass ? gwlb::addBypassOption(geneve, geneve_len, d.hdr.data(), d.hdr.size(),
+                                                     bypass->option_class, bypass->seconds)
+                             : 0;
+  if (!with) std::memcpy(d.hdr.data(), geneve, geneve_len);
+  d.len = uint16_t(with ? with : geneve_len);
   d.l2_len = uint8_t(l2_len);
+  d.bypass = with != 0;
   d.gateway = from;
   e.last_seen = now;
   return true;
@@ -60,6 +67,7 @@ const GatewayAddr* TunFlowTable::wrap(const uint8_t* pkt, size_t n, std::vector<
     std::memcpy(eth, eth + 6, 6);
     std::memcpy(eth + 6, mac, 6);
   }
+  if (d->bypass) ++c.bypass_returned;
   e.last_seen = now;
   return &d->gateway;
 }

@@ -37,8 +37,17 @@ namespace gwlb::appliance {
   X(from_tun_unknown_flow, "packets from the tun of no flow learned on decapsulation: dropped")    \
   X(returned, "packets from the tun wrapped again and sent to their gateway")                     \
   X(send_errors, "wrapped packets the UDP socket refused")                                        \
+  X(bypass_returned, "of returned: packets whose header carried gwlb's bypass option (--bypass-after-bytes)") \
   X(flows_learned, "flows entered in the table")                                                  \
   X(flows_expired, "flows removed after the idle timeout")
+
+// gwlb's bypass option to put in a flow's kept header (gwlb-appliance
+// --bypass-after-bytes past its stream depth): class and seconds (0: the
+// flow's life).
+struct BypassAsk {
+  uint16_t option_class = 0;
+  uint32_t seconds = 0;
+};
 
 struct TunCounters {
 #define GWLB_X(name, help) uint64_t name = 0;
@@ -62,10 +71,14 @@ class TunFlowTable {
   // Remembers the Geneve header (geneve[0..geneve_len)) of a decapsulated
   // packet whose inner packet is `inner`, from gateway `from`; its last
   // l2_len bytes (ethernet format: 14, or 18 with a tag) are the inner
-  // Ethernet header. Returns false (and counts table_full) when the flow is
-  // new and the table is full.
+  // Ethernet header. bypass: the header kept gets gwlb's bypass option after
+  // its Geneve options (before the inner Ethernet header), so this
+  // direction's returns ask the gateway for a bypass (counted in
+  // bypass_returned as they go; no room for it in the option area: kept as
+  // it came). Returns false (and counts table_full) when the flow is new and
+  // the table is full.
   bool learn(const Inner& inner, const uint8_t* geneve, size_t geneve_len, const GatewayAddr& from,
-             double now, TunCounters& c, size_t l2_len = 0);
+             double now, TunCounters& c, size_t l2_len = 0, const BypassAsk* bypass = nullptr);
 
   // Builds in `out` the Geneve packet for the IP packet pkt[0..n) read from
   // the tun: its flow's header for this direction (or the other direction's
@@ -87,6 +100,7 @@ class TunFlowTable {
     std::array<uint8_t, kMaxGeneveHeader + kMaxInnerL2> hdr{};
     uint16_t len = 0;  // 0: this direction not seen yet
     uint8_t l2_len = 0;  // the inner Ethernet header at hdr[len - l2_len..len)
+    bool bypass = false;  // hdr carries gwlb's bypass option
     GatewayAddr gateway;
   };
   struct Entry {

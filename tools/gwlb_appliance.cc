@@ -32,7 +32,8 @@
 // brought N bytes (inner packets, both directions), every packet of it it
 // returns carries gwlb's bypass option, asking the gateway to stop sending it
 // the flow for S seconds (0: the flow's life; docs/product-rules.md
-// "Appliance-requested bypass").
+// "Appliance-requested bypass"). With --tun the same: what the kernel
+// forwards of the flow goes back with the option from then on.
 #include <utility>  // before Boost 1.74 Asio under C++20 (std::exchange)
 
 #include <boost/asio.hpp>
@@ -185,9 +186,10 @@ class Appliance {
     if (!gwlb::appliance::readGwlbOptions(p + 8, optlen, opt_.option_class, go))
       return malformed("gwlb_option");
     if (go.tag) ++tags_[go.tag_value][go.tag_reverse ? 1 : 0];
+    if (go.nsi) ++nsi_profiles_[go.nsi_profile][go.nsi_egress ? 1 : 0];
     if (!opt_.mirror_sink.empty()) return sink(go, ptype, in, inlen);
     Inner inner;
-    const char* format = "aws";
+    const char* format = go.nsi ? "nsi" : "aws";
     size_t l2_len = 0;  // the ethernet format's inner Ethernet header
     if (ptype == 0x0800 || ptype == 0x86DD) {
       if (!parseIp(in, inlen, inner) || (ptype == 0x0800) != !inner.src.v6)
@@ -248,8 +250,17 @@ class Appliance {
         return;
       }
     }
-    if (tun_) return tun_->fromGeneve(p, n, 8 + optlen, l2_len, inner, from_);
-    if (opt_.bypass_after_bytes && fs && fs->bytes >= opt_.bypass_after_bytes) {
+    const bool bypass = opt_.bypass_after_bytes && fs && fs->bytes >= opt_.bypass_after_bytes;
+    if (tun_) {
+      // The kernel forwards it; its return takes this direction's header,
+      // with the bypass option once past the stream depth (counted here as
+      // asked: which return carries it is the kernel's doing; tun's
+      // bypass_returned counts those).
+      const gwlb::appliance::BypassAsk ask{opt_.option_class, opt_.bypass_seconds};
+      if (bypass) ++fs->bypass_asked, ++bypass_asked_;
+      return tun_->fromGeneve(p, n, 8 + optlen, l2_len, inner, from_, bypass ? &ask : nullptr);
+    }
+    if (bypass) {
       // Past the stream depth: this return asks the gateway for a bypass.
       size_t m = gwlb::addBypassOption(p, n, out_.data(), out_.size(), opt_.option_class,
                                        opt_.bypass_seconds);
@@ -307,6 +318,10 @@ class Appliance {
     // Per tag (the tag option's value): packets in each direction.
     j["tags"] = nlohmann::json::object();
     for (auto& [t, c] : tags_) j["tags"][std::to_string(t)] = {{"forward", c[0]}, {"reverse", c[1]}};
+    // The nsi format's profile IDs (a class's tag there), by the network ID's D bit.
+    j["nsi_profiles"] = nlohmann::json::object();
+    for (auto& [t, c] : nsi_profiles_)
+      j["nsi_profiles"][std::to_string(t)] = {{"ingress", c[0]}, {"egress", c[1]}};
     if (!opt_.mirror_sink.empty()) {
       nlohmann::json m = {{"not_mirror", sink_not_mirror_}, {"write_errors", sink_write_errors_},
                           {"classes", nlohmann::json::object()}};
@@ -389,6 +404,7 @@ class Appliance {
       formats_.clear();
       flows_.clear();
       tags_.clear();
+      nsi_profiles_.clear();
       sink_copies_.clear();
       sink_not_mirror_ = sink_write_errors_ = 0;
       for (auto& r : opt_.rules) r.drops = 0;
@@ -430,6 +446,7 @@ class Appliance {
   std::map<FlowKey, FlowStats> flows_;
   std::unique_ptr<gwlb::appliance::TunPath> tun_;
   std::map<uint32_t, std::array<uint64_t, 2>> tags_;         // tag -> packets forward, reverse
+  std::map<uint64_t, std::array<uint64_t, 2>> nsi_profiles_;  // nsi profile ID -> ingress, egress
   std::map<uint16_t, std::array<uint64_t, 2>> sink_copies_;  // mirror class id -> copies
   uint64_t sink_not_mirror_ = 0, sink_write_errors_ = 0;
   gwlb::appliance::PcapSink sink_;

@@ -35,6 +35,11 @@ tests/soak/test_soak_check.py):
   classes      no flow ever reaches an appliance of another traffic class's
                listener, and no bypassed flow reaches any appliance (run.json
                "classes": each class's appliances; the lab's two listeners)
+  partners     the appliances started with --bypass-after-bytes asked for bypasses
+               and the gateways granted them, refusing none as not allowed or
+               malformed; the mirror group's passive tool got copies of its one
+               class, no more than the gateways sent, none lost for want of an
+               mbuf or for size (tools/soak_partners.py)
   agree        the gateways hold each long-lived flow on the same appliance,
                but for a refresh interval after a sync fault
   losses       every failed short connection, lost datagram and lost echo falls
@@ -60,6 +65,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import soak_classes  # noqa: E402
+import soak_partners  # noqa: E402
 from soak_flows import (RECONNECT_MAX_S, appliance_timeline, check_appliance, check_resets,  # noqa: E402,F401
                         check_streams, is_reset)
 from soak_data import (MAX_GAP, Data, carriers, deltas, gateways, instances, not_read,  # noqa: E402,F401
@@ -181,6 +187,12 @@ def appliance_at(tl, key, t):
 def check_classes(data):
     r = Result("classes", "no flow ever reaches another class's appliances, and no bypassed flow any")
     soak_classes.judge(data, r)
+    return r
+
+
+def check_partners(data):
+    r = Result("partners", "appliances that hand flows back get their bypass; the mirror group's tool gets its copies")
+    soak_partners.judge(data, r)
     return r
 
 
@@ -522,7 +534,7 @@ def check_idle(data):
     return r
 
 
-CHECKS = [check_streams, check_resets, check_appliance, check_classes, check_agree, check_losses, check_drops, check_sync, check_nexthops, check_alive,
+CHECKS = [check_streams, check_resets, check_appliance, check_classes, check_partners, check_agree, check_losses, check_drops, check_sync, check_nexthops, check_alive,
           check_events, check_leaks, check_idle]
 
 

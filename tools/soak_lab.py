@@ -22,6 +22,23 @@ GROUP_OF = {"app1": "fw-a", "app2": "fw-a", "app3": "fw-b", "app4": "fw-b"}
 # Each class and the appliances its flows may reach (none: bypassed).
 CLASS_APPS = {"tenant-a": ["app1", "app2"], "tenant-b": ["app3", "app4"], "backups": []}
 SYNC_PORT = 7946
+# scripts/soak.sh's partners (LAB_TOOL, LAB_BYPASS and --bypass-after-bytes):
+# tenant-a's packets copied to a passive tool alone in mirror group `tools`
+# (never faulted: not in APPS), tenant-b's appliances handing flows back.
+MIRROR = {"tool": "app5", "group": "tools", "class": "tenant-a", "sample": 4}
+
+
+def appliance_bypass():
+    """The appliances started with --bypass-after-bytes and what they ask,
+    from the environment scripts/soak.sh sets for scripts/lab.sh ({} when none)."""
+    out = {}
+    for app in APPS:
+        args = (os.environ.get(f"LAB_{app.upper()}_ARGS") or "").split()
+        if "--bypass-after-bytes" in args:
+            out[app] = int(args[args.index("--bypass-after-bytes") + 1])
+    if not out or os.environ.get("LAB_BYPASS") is None:
+        return {}
+    return {"apps": out, "listener": "tenant-b", "max_seconds": int(os.environ["LAB_BYPASS"])}
 
 
 def stateful_apps(kind):

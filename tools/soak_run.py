@@ -179,7 +179,8 @@ class Run:
                             # Its class, for the checker's "classes" invariant.
                             rec.setdefault("classes", {})[key] = class_of(cli[0].rsplit(":", 1)[0], fl["proto"], dport)
                     rec["apps"][app] = {"flows": flows, "packets": st["packets"], "dropped": st["dropped"],
-                                        "flows_total": len(st["flows"]), "flows_overflow": st["flows_overflow"]}
+                                        "flows_total": len(st["flows"]), "flows_overflow": st["flows_overflow"],
+                                        "bypass_asked": st.get("bypass_asked", 0)}
                 except Exception as e:  # noqa: BLE001 (recorded; the checker sees the gap)
                     rec["apps"][app] = {"error": str(e)[:300]}
             # The stateful appliances' firewall counters (running totals):
@@ -578,6 +579,10 @@ class Run:
                 "streams": a.streams, "stream_rate": a.stream_rate, "conn_rate": a.conn_rate,
                 "udp_flows": a.udp_flows, "udp_base_port": a.udp_base_port, "ping_rate": a.ping_rate,
                 "classes": CLASS_APPS, "bypass_port": soak_lab.BYPASS_PORT, "gateways": list(GWS),
+                # The checker's `partners`: the appliances that hand flows back
+                # and the mirror group's passive tool (scripts/soak.sh sets both).
+                "appliance_bypass": soak_lab.appliance_bypass(),
+                "mirror": soak_lab.MIRROR if os.environ.get("LAB_TOOL") == "1" else None,
                 # What the checker's `resets` and `streams` judge against: the
                 # lab's stateful appliances and the groups' send_tcp_reset.
                 "appliances": os.environ.get("LAB_APPLIANCE", "plain"),
@@ -645,6 +650,11 @@ class Run:
         server.kill()
         client.wait()
         server.wait()
+        if info["mirror"]:
+            try:  # what the passive tool wrote: its copies per class id and direction
+                info["tool_stats"] = json.loads(self.lab.app_http(soak_lab.MIRROR["tool"], "/stats")).get("mirror_sink")
+            except Exception as e:  # noqa: BLE001 (the checker says it could not judge)
+                info["tool_stats"] = {"error": str(e)[:300]}
         info["load_end"] = open("/proc/loadavg").read().split()[:3]
         info["t_end"] = time.time()
         json.dump(info, open(os.path.join(self.out, "run.json"), "w"), indent=1)

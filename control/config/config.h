@@ -14,7 +14,7 @@
 namespace gwlb::ctl {
 
 enum class Stickiness : uint8_t { kFiveTuple, kThreeTuple, kTwoTuple };
-enum class GeneveFormat : uint8_t { kAws, kEthernet };
+enum class GeneveFormat : uint8_t { kAws, kEthernet, kNsi };
 // How a group's packets travel to its appliances: Geneve (the `geneve` map)
 // or VXLAN with Azure's two tunnels (the `vxlan` map).
 enum class Encapsulation : uint8_t { kGeneve, kVxlan };
@@ -32,7 +32,7 @@ struct ServerConfig {
 struct GeneveConfig {
   GeneveFormat format = GeneveFormat::kAws;
   uint32_t vni = 0;              // 0..0xFFFFFF
-  uint64_t endpoint_id = 0;      // aws option type 1
+  uint64_t endpoint_id = 0;      // aws option type 1; nsi: the endpoint ID's high half (32 bits)
   uint64_t attachment_id = 0;    // aws option type 2
 };
 

@@ -113,6 +113,13 @@ class Cross {
               "is not available with encapsulation: vxlan (its probe travels in Geneve); use the "
               "group's passive check");
       }
+      // The nsi format's endpoint ID carries the flow cookie in its low half.
+      if (g.encapsulation == Encapsulation::kGeneve && g.geneve.format == GeneveFormat::kNsi &&
+          g.geneve.endpoint_id > 0xFFFFFFFFu)
+        add(gp + ".geneve.endpoint_id",
+            quote(std::to_string(g.geneve.endpoint_id)) +
+                " is too large for format nsi: at most 4294967295 (the endpoint ID option's high 32 bits; "
+                "its low 32 carry the flow cookie)");
       const uint32_t ts = g.maglev_table_size;
       if (kMaglevRange.contains(ts) && isPrime(ts) && ts <= g.servers.size())
         add(gp + ".maglev_table_size",

@@ -87,7 +87,8 @@ constexpr EnumName kStickinessNames[] = {{"5-tuple", uint64_t(Stickiness::kFiveT
                                          {"3-tuple", uint64_t(Stickiness::kThreeTuple)},
                                          {"2-tuple", uint64_t(Stickiness::kTwoTuple)}};
 constexpr EnumName kFormatNames[] = {{"aws", uint64_t(GeneveFormat::kAws)},
-                                     {"ethernet", uint64_t(GeneveFormat::kEthernet)}};
+                                     {"ethernet", uint64_t(GeneveFormat::kEthernet)},
+                                     {"nsi", uint64_t(GeneveFormat::kNsi)}};
 constexpr EnumName kEncapNames[] = {{"geneve", uint64_t(Encapsulation::kGeneve)},
                                     {"vxlan", uint64_t(Encapsulation::kVxlan)}};
 constexpr EnumName kProtocolNames[] = {{"tcp", uint64_t(HealthProtocol::kTcp)},
@@ -110,8 +111,8 @@ constexpr EnumName kLogLevelNames[] = {{"trace", 0}, {"debug", 1},    {"info", 2
 
 const EnumDesc kStickiness{kStickinessNames, "one of 5-tuple, 3-tuple, 2-tuple",
                            " is not a stickiness; allowed: 5-tuple, 3-tuple, 2-tuple"};
-const EnumDesc kGeneveFormat{kFormatNames, "one of aws, ethernet",
-                             " is not a Geneve format; allowed: aws, ethernet"};
+const EnumDesc kGeneveFormat{kFormatNames, "one of aws, ethernet, nsi",
+                             " is not a Geneve format; allowed: aws, ethernet, nsi"};
 const EnumDesc kEncapsulation{kEncapNames, "geneve or vxlan",
                                " is not an encapsulation; allowed: geneve, vxlan"};
 const EnumDesc kHealthProtocol{kProtocolNames, "tcp, http or https",
@@ -467,11 +468,15 @@ const Section kServerSection{"server_groups[].servers[]", kServerKeys};
 
 const Key kGeneveKeys[] = {
     {.name = "format", .kind = Kind::kEnum, .acc = member<&GeneveConfig::format>(),
-     .doc = "Packet format sent to the appliances.", .enm = &kGeneveFormat},
+     .doc = "Packet format sent to the appliances: `aws` (inner IP packet, AWS's three options), "
+            "`ethernet` (inner Ethernet frame, no options) or `nsi` (inner IP packet, Google Cloud "
+            "Network Security Integration's network, endpoint and profile ID options).",
+     .enm = &kGeneveFormat},
     {.name = "vni", .kind = Kind::kUint, .acc = member<&GeneveConfig::vni>(),
-     .doc = "Geneve virtual network identifier.", .range = kVniRange},
+     .doc = "Geneve virtual network identifier; `nsi` format: the network ID option's too.", .range = kVniRange},
     {.name = "endpoint_id", .kind = Kind::kUint, .acc = member<&GeneveConfig::endpoint_id>(),
-     .doc = "`aws` format: value of the endpoint id option.", .range = kU64Range},
+     .doc = "`aws` format: value of the endpoint id option; `nsi` format: the endpoint ID option's "
+            "high 32 bits (its low 32 carry the flow cookie), at most 4294967295.", .range = kU64Range},
     {.name = "attachment_id", .kind = Kind::kUint, .acc = member<&GeneveConfig::attachment_id>(),
      .doc = "`aws` format: value of the attachment id option.", .range = kU64Range},
 };

@@ -47,7 +47,9 @@ uint16_t ClassSlots::slotOf(const std::string& name) const {
 ClassCount ClassSlots::since(uint16_t slot, ClassCount raw) const {
   if (slot >= kSlots) return {};
   const ClassCount& b = base_[slot];
-  return {raw.packets - b.packets, raw.bytes - b.bytes};
+  return {raw.packets - b.packets, raw.bytes - b.bytes,
+          raw.appliance_bypassed_packets - b.appliance_bypassed_packets,
+          raw.appliance_bypassed_bytes - b.appliance_bypassed_bytes};
 }
 
 }  // namespace gwlb::ctl

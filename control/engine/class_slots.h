@@ -28,6 +28,9 @@ namespace gwlb::ctl {
 // Packets and bytes in one counter slot, summed over the workers.
 struct ClassCount {
   uint64_t packets = 0, bytes = 0;
+  // Of the class's flows, the packets (and bytes) its appliances handed back
+  // (listeners[].appliance_bypass) that went straight back uninspected.
+  uint64_t appliance_bypassed_packets = 0, appliance_bypassed_bytes = 0;
 };
 
 class ClassSlots {

@@ -112,12 +112,16 @@ void resolveMac(dp::ServerView& v, const ServerConfig& sc, const Config& cfg,
 dp::GroupView groupView(const ServerGroupConfig& gc) {
   dp::GroupView g;
   g.stickiness = StickinessMode(uint8_t(gc.stickiness));
-  g.aws = gc.geneve.format == GeneveFormat::kAws;
+  // nsi is aws's layout (inner L3, 32 bytes of options, the cookie last)
+  // with Google's options.
+  g.aws = gc.geneve.format == GeneveFormat::kAws || gc.geneve.format == GeneveFormat::kNsi;
+  g.nsi = gc.geneve.format == GeneveFormat::kNsi;
   g.vni = gc.geneve.vni;
   g.endpoint_id = gc.geneve.endpoint_id;
   g.attachment_id = gc.geneve.attachment_id;
   if (gc.encapsulation == Encapsulation::kVxlan) {
     g.aws = false;
+    g.nsi = false;
     g.vxlan = true;
     g.tunnels.port[kVxlanExternal] = gc.vxlan.external.port;
     g.tunnels.vni[kVxlanExternal] = gc.vxlan.external.vni;
@@ -593,6 +597,13 @@ void buildEncaps(dp::Snapshot& s) {
       buildEncapTemplate(v.encap, ep);
       ep.udp_dport = g.tunnels.port[kVxlanInternal];
       ep.vni = g.tunnels.vni[kVxlanInternal];
+      buildEncapTemplate(v.encap_internal, ep);
+    } else if (g.nsi) {
+      // Two templates: the network ID's D bit is 0 (ingress) on the flow's
+      // first packet's way, 1 (egress) on its replies'.
+      ep.nsi = true;
+      buildEncapTemplate(v.encap, ep);
+      ep.nsi_egress = true;
       buildEncapTemplate(v.encap_internal, ep);
     } else {
       buildEncapTemplate(v.encap, ep);

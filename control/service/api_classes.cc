@@ -63,7 +63,9 @@ json classesMethod(const Engine& engine, const WorkerStats& workers, bool reload
                     // The class id mirror copies carry (its counter slot: stable across reloads).
                     {"id", engine.classSlots().slotOf(r.name)},
                     {"packets", r.count.packets},
-                    {"bytes", r.count.bytes}});
+                    {"bytes", r.count.bytes},
+                    {"appliance_bypassed_packets", r.count.appliance_bypassed_packets},
+                    {"appliance_bypassed_bytes", r.count.appliance_bypassed_bytes}});
   }
   const WorkerCounters t = workers.totals();
   json out = {{"configured", !classes.empty()},
@@ -95,13 +97,23 @@ void classMetrics(std::ostringstream& o, const Engine& engine, const WorkerStats
        "packets each traffic class matched (as received), by class, action and listener; "
        "packets no class matches are gwlb_dropped_packets_total{reason=\"unclassified\"}"},
       {"gwlb_class_bytes_total", "bytes of those packets (frames as received)"},
+      {"gwlb_class_appliance_bypassed_packets_total",
+       "of those, packets of flows their appliance handed back (listeners[].appliance_bypass), sent "
+       "straight back toward the router uninspected, by class, action and listener"},
+      {"gwlb_class_appliance_bypassed_bytes_total", "bytes of those packets (frames as received)"},
   };
   for (const auto& [name, help] : families) {
     o << "# HELP " << name << ' ' << help << "\n# TYPE " << name << " counter\n";
-    const bool bytes = std::string(name) == "gwlb_class_bytes_total";
-    for (const ClassRow& r : rows)
+    const std::string n = name;
+    for (const ClassRow& r : rows) {
+      const ClassCount& c = r.count;
+      const uint64_t v = n == "gwlb_class_packets_total"   ? c.packets
+                         : n == "gwlb_class_bytes_total" ? c.bytes
+                         : n == "gwlb_class_appliance_bypassed_packets_total" ? c.appliance_bypassed_packets
+                                                                              : c.appliance_bypassed_bytes;
       o << name << "{class=\"" << escape(r.name) << "\",action=\"" << r.action << "\",listener=\""
-        << escape(r.listener) << "\"} " << (bytes ? r.count.bytes : r.count.packets) << '\n';
+        << escape(r.listener) << "\"} " << v << '\n';
+    }
   }
 }
 

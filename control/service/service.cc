@@ -31,6 +31,8 @@ ClassCount WorkerStats::classSlot(uint16_t slot) const {
   for (const auto& st : states) {
     c.packets += st->classPackets(slot);
     c.bytes += st->classBytes(slot);
+    c.appliance_bypassed_packets += st->classBypassedPackets(slot);
+    c.appliance_bypassed_bytes += st->classBypassedBytes(slot);
   }
   return c;
 }

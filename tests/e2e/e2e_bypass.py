@@ -5,7 +5,9 @@ depth). A TCP stream echoed both ways, every byte checked by the client: its
 first bytes cross the appliance, which then returns a packet with gwlb's bypass
 option; the rest goes straight back through the gateway. Judged by the
 appliance's own per-flow counters (it stopped receiving the flow), gwlbd's
-counters and `gwlbctl flows` (BYPASSED BY the appliance).
+counters and `gwlbctl flows` (BYPASSED BY the appliance), `gwlbctl servers`
+(what it spared each appliance) and `gwlbctl classes` (per traffic class: the
+lab's `tcp` and `other`).
 """
 import json
 import os
@@ -68,3 +70,17 @@ def test_bypass(lab, args):
     spared = sent[APPS[app]]["bypassed_packets"]
     print(f"{app}: {spared} packets of the stream bypassed it ({inner / total:.1%} of the bytes crossed it)")
     assert spared == delta["appliance_bypassed"], (spared, delta)
+    text = lab.gwlbctl("servers")
+    assert "BYPASSED" in text.splitlines()[0], text
+    # And per traffic class (the lab's classes `tcp` and `other`, both
+    # inspected): everything handed back was the stream's, class tcp.
+    for _ in range(3):  # the connection's last segments may still be passing: read both again
+        total = counters(lab)["appliance_bypassed"]
+        classes = {c["name"]: c for c in json.loads(lab.gwlbctl("--json", "classes"))["classes"]}
+        handed = {n: c["appliance_bypassed_packets"] for n, c in classes.items()}
+        if handed["tcp"] == total:
+            break
+    print(f"handed back per class: {handed} (appliance_bypassed {total})")
+    assert handed["tcp"] == total and handed["other"] == 0, (handed, total)
+    text = lab.gwlbctl("classes")
+    assert "HANDED BACK" in text.splitlines()[0], text

@@ -5,8 +5,9 @@
 // options, then the inner packet.
 //  - Never reads past the input (ASan, heap copies of exact size), never throws.
 //  - readGwlbOptions agrees with a second walk written here: true exactly when
-//    every option's length stays inside and ours (0xFF01 types 2 and 3) have
-//    their defined lengths; the last mirror and tag option's fields are the ones reported.
+//    every option's length stays inside and ours (0xFF01 types 2 and 3) and
+//    the nsi format's (0x0132 types 1 and 3) have their defined lengths; the
+//    last mirror, tag, network and profile ID option's fields are the ones reported.
 //  - sinkFrame: empty exactly for an unknown protocol or an empty inner packet;
 //    else the inner bytes unchanged (ethernet) or behind 14 bytes with the EtherType.
 #include <cstring>
@@ -36,8 +37,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const size_t data_len = size_t(opts[at + 3] % 32) * 4;
     if (at + 4 + data_len > opts.size()) { want_ok = false; break; }
     const bool ours = opts[at] == 0xFF && opts[at + 1] == 0x01;
+    const bool google = opts[at] == 0x01 && opts[at + 1] == 0x32;
     const unsigned type = opts[at + 2] % 128;
-    if (ours && type == 2) {
+    if (google && type == 1) {
+      if (data_len != 4) { want_ok = false; break; }
+      want.nsi = true;
+      want.nsi_egress = (opts[at + 7] % 2) == 1;
+    } else if (google && type == 3) {
+      if (data_len != 8) { want_ok = false; break; }
+      want.nsi_profile = 0;
+      for (size_t i = 0; i < 8; ++i) want.nsi_profile = want.nsi_profile * 256 + opts[at + 4 + i];
+    } else if (ours && type == 2) {
       if (data_len != 4) { want_ok = false; break; }
       want.mirror = true;
       want.mirror_reverse = (opts[at + 4] % 2) == 1;
@@ -57,6 +67,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                "mirror option fields differ");
     FUZZ_CHECK(!got.tag || (got.tag_reverse == want.tag_reverse && got.tag_value == want.tag_value),
                "tag option fields differ");
+    FUZZ_CHECK(got.nsi == want.nsi && (!got.nsi || got.nsi_egress == want.nsi_egress) &&
+                   got.nsi_profile == want.nsi_profile,
+               "nsi options differ");
   }
 
   const std::vector<uint8_t> f = sinkFrame(proto, inner.data(), inner.size());

@@ -6,7 +6,9 @@
 // Geneve packet (header 8 + 4 x its option length, then an inner IP packet),
 // learned from gateway (op >> 1) & 3 when both parse, as the appliance does;
 // with op bit 3 set, 14 bytes of inner Ethernet header (ethernet format)
-// follow the Geneve header and are kept with it;
+// follow the Geneve header and are kept with it; with op bit 4 set it is
+// learned past the stream depth (--bypass-after-bytes): the header kept has
+// gwlb's bypass option after its options when the option area has room;
 // clear: the bytes are a packet from the tun, wrapped. The clock moves by
 // op >> 4 seconds; op 0xff expires idle flows. Table: 8 flows, 20 s idle.
 //  - Never reads past the input (ASan) and never throws.
@@ -85,12 +87,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FlowKey k = flowKeyOf(in, &fwd);
       bool known = oracle.count(k) > 0;
       uint64_t full0 = c.table_full;
-      bool ok = t.learn(in, pkt.data(), hlen, gw((op >> 1) & 3), now, c, l2);
+      const BypassAsk ask{0xFF01, uint32_t(op)};
+      const bool bypass = op & 0x10;
+      bool ok = t.learn(in, pkt.data(), hlen, gw((op >> 1) & 3), now, c, l2, bypass ? &ask : nullptr);
       FUZZ_CHECK(ok == (known || oracle.size() < kMax), "learn %d, known %d, %zu flows", ok, known, oracle.size());
       FUZZ_CHECK(c.table_full == full0 + (ok ? 0 : 1), "table_full counts refusals");
       if (ok) {
         Model& m = oracle[k];
-        m.hdr[fwd ? 0 : 1].assign(pkt.data(), pkt.data() + hlen);
+        std::vector<uint8_t>& h = m.hdr[fwd ? 0 : 1];
+        h.assign(pkt.data(), pkt.data() + hlen);
+        const size_t opt_len = size_t(pkt[0] & 0x3f) * 4;
+        if (bypass && opt_len + 8 <= 252) {
+          const uint8_t o[8] = {0xFF, 0x01, 0x01, 0x01, 0, 0, 0, op};
+          h.insert(h.begin() + long(8 + opt_len), o, o + 8);
+          h[0] = uint8_t((pkt[0] & 0xC0) | ((opt_len + 8) / 4));
+        }
         m.gateway[fwd ? 0 : 1] = (op >> 1) & 3;
         m.l2[fwd ? 0 : 1] = l2;
         m.last_seen = now;

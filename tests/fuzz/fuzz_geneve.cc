@@ -11,6 +11,8 @@
 //    header's; a drop names a drop counter;
 //  - an accepted inner packet lies inside the payload, and the unwrapped frame
 //    parses to the same packet (same tuple, length, fragment and ICMP fields);
+//  - the nsi format's options (class 0x0132: network ID and D bit, endpoint ID
+//    giving the cookie, profile ID) are found as the model finds them;
 //  - gwlb's bypass option (class 0xFF01, type 1) is found as the model finds
 //    it (4 bytes: a request of that many seconds; any other length: malformed,
 //    the packet still accepted), and addBypassOption on an accepted packet
@@ -35,6 +37,9 @@ struct Model {
   uint64_t eid = 0, aid = 0;
   bool has_bypass = false, bypass_malformed = false;
   uint32_t bypass_s = 0;
+  bool has_net = false, egress = false, has_profile = false, has_nsi_eid = false;
+  uint32_t net = 0;
+  uint64_t profile = 0, nsi_eid = 0;
 };
 
 uint64_t be(const uint8_t* p, size_t n) {
@@ -71,6 +76,15 @@ Model model(const uint8_t* d, size_t size) {
       if (t == 1 && len == 8) m.has_eid = known = true, m.eid = be(d + pos + 4, 8);
       if (t == 2 && len == 8) m.has_aid = known = true, m.aid = be(d + pos + 4, 8);
       if (t == 3 && len == 4) m.has_cookie = known = true, m.cookie = uint32_t(be(d + pos + 4, 4));
+    }
+    if (cls == 0x0132) {  // nsi: an 8-byte endpoint ID gives the cookie (its low half)
+      uint8_t t = type & 0x7F;
+      if (t == 1 && len == 4)
+        m.has_net = known = true, m.net = uint32_t(be(d + pos + 4, 4)) >> 4, m.egress = d[pos + 7] & 1;
+      if (t == 2 && len == 8)
+        m.has_nsi_eid = m.has_cookie = known = true, m.nsi_eid = be(d + pos + 4, 8),
+        m.cookie = uint32_t(be(d + pos + 8, 4));
+      if (t == 3 && len == 8) m.has_profile = known = true, m.profile = be(d + pos + 4, 8);
     }
     if (cls == 0xFF01 && (type & 0x7F) == 1) {
       m.has_bypass = known = true;
@@ -142,6 +156,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* d, size_t size) {
   FUZZ_CHECK((!m.has_cookie || gi.cookie == m.cookie) && (!m.has_eid || gi.endpoint_id == m.eid) &&
                  (!m.has_aid || gi.attachment_id == m.aid),
              "option values differ from the model");
+  FUZZ_CHECK(gi.has_network_id == m.has_net && gi.has_profile_id == m.has_profile &&
+                 gi.has_nsi_endpoint == m.has_nsi_eid && (!m.has_net || (gi.network_id == m.net &&
+                 gi.nsi_egress == m.egress)) && (!m.has_profile || gi.profile_id == m.profile) &&
+                 (!m.has_nsi_eid || gi.nsi_endpoint == m.nsi_eid),
+             "nsi options differ from the model");
   FUZZ_CHECK(gi.has_bypass == m.has_bypass && gi.bypass_malformed == m.bypass_malformed &&
                  gi.bypass_seconds == m.bypass_s,
              "bypass option differs from the model");

@@ -142,6 +142,11 @@ def aws_opts(cookie=0xdeadbeef, eid=0x0123456789abcdef, aid=1):
             gopt(0x0108, 3, struct.pack("!I", cookie)))
 
 
+def nsi_opts(cookie=0xdeadbeef, network=0x123456, endpoint=0x01234567, profile=42, egress=False):
+    return (gopt(0x0132, 1, struct.pack("!I", network << 4 | int(egress))) +
+            gopt(0x0132, 3, struct.pack("!Q", profile)) + gopt(0x0132, 2, struct.pack("!II", endpoint, cookie)))
+
+
 def geneve_aws(inner, proto=0x0800):
     return geneve(proto, aws_opts()) + inner
 
@@ -187,6 +192,16 @@ def genev():
     g["bypass_len0"] = geneve(0x6558, gopt(0xFF01, 1, b"")) + ethf
     g["bypass_critical"] = geneve(0x0800, aws_opts() + gopt(0xFF01, 0x81, b"\0\0\0\x05"), c=True) + v4
     g["bypass_other_type_critical"] = geneve(0x0800, aws_opts() + gopt(0xFF01, 0x84, b"\0" * 4), c=True) + v4
+    # The nsi format (Google Cloud's class 0x0132: network ID with its D bit,
+    # profile ID, endpoint ID whose low half is gwlb's flow cookie), as gwlb
+    # writes it, reordered, with a bypass request, and malformed.
+    g["nsi_v4_tcp"] = geneve(0x0800, nsi_opts()) + v4
+    g["nsi_v6_egress"] = geneve(0x86DD, nsi_opts(egress=True), vni=0) + v6
+    g["nsi_reordered_bypass"] = geneve(0x0800, gopt(0xFF01, 1, struct.pack("!I", 20)) +
+                                       gopt(0x0132, 2, struct.pack("!II", 7, 0xc0ffee)) +
+                                       gopt(0x0132, 1, struct.pack("!I", 0x77 << 4 | 1))) + v4
+    g["nsi_endpoint_wrong_len"] = geneve(0x0800, gopt(0x0132, 2, b"\0" * 4) + gopt(0x0132, 3, b"\0" * 8)) + v4
+    g["nsi_network_critical_long"] = geneve(0x0800, gopt(0x0132, 0x81, b"\0" * 8), c=True) + v4
     g["truncated_7"] = geneve(0x0800)[:7]
     g["empty"] = b""
     return g

@@ -37,6 +37,12 @@ def clean():
                 row[c] = 5.0
             for c in C.SYNC_CAUSES:
                 row[c] = 0.0
+            # Partners: app3's bypasses granted and used, copies to the tool.
+            n = float(max(t, 0))
+            row.update({"bypass_granted": n, "appliance_bypassed": 10 * n, "bypass_refused_not_allowed": 0.0,
+                        "bypass_refused_bad_option": 0.0, "bypass_refused_not_flow_appliance": 0.0,
+                        "mirrored": 20 * n, "mirror_drop_no_tool": 0.0, "mirror_drop_no_mbuf": 0.0,
+                        "mirror_drop_too_big": 0.0})
             rows.append(row)
         samples[gw] = rows
     traffic = [{"ev": "open", "id": 0, "sport": 40000, "t": 0.1},
@@ -51,13 +57,17 @@ def clean():
                {"ev": "done", "t": TRAFFIC + 1, "stream_bytes_verified": 1000, "short_ok": 100, "short_fail": 0,
                 "udp_sent": 10, "udp_received": 10, "udp_lost": 0, "ping_sent": 5, "ping_received": 5, "ping_lost": 0}]
     rounds = [{"t0": t - 5.0, "t1": float(t), "apps": {"app1": {"flows": {"6:40000": [10, 10, 0], "17:41000": [5, 5, 0]}},
-                                                   "app2": {"flows": {}}, "app3": {"flows": {"6:45001": [9, 9, 0]}},
+                                                   "app2": {"flows": {}},
+                                                   "app3": {"flows": {"6:45001": [9, 9, 0]}, "bypass_asked": 2},
                                                    "app4": {"flows": {}}},
                "classes": {"6:40000": "tenant-a", "17:41000": "tenant-a", "6:45001": "tenant-b"},
                "gws": {g: {"6:40000": "app1", "17:41000": "app1", "6:45001": "app3"} for g in ("1", "2", "3")}}
               for t in range(5, TRAFFIC + 1, 5)]
     run = {"t0": 0, "total_s": TOTAL, "traffic_s": TRAFFIC, "seed": 1, "minutes": TOTAL / 60, "t_end": 1,
-           "classes": CLASSES, "bypass_port": 873, "gateways": [1, 2, 3], "client_exit": 0}
+           "classes": CLASSES, "bypass_port": 873, "gateways": [1, 2, 3], "client_exit": 0,
+           "appliance_bypass": {"apps": {"app3": 262144, "app4": 262144}, "listener": "tenant-b", "max_seconds": 0},
+           "mirror": {"tool": "app5", "group": "tools", "class": "tenant-a", "sample": 4},
+           "tool_stats": {"not_mirror": 0, "write_errors": 0, "classes": {"1": {"forward": 300, "reverse": 290}}}}
     return C.Data(run, [], samples, traffic, rounds, {"events": []})
 
 
@@ -475,6 +485,7 @@ class SoakCheck(unittest.TestCase):
                                  "classes": {"6:45001": "tenant-b"}, "gws": {}})
             for rd in d.rounds:  # tenant A's flows, unmoved, so every class is seen
                 rd["apps"]["app1"]["flows"].update({"6:40000": [10, 10, 0], "17:41000": [5, 5, 0]})
+                rd["apps"]["app3"]["bypass_asked"] = 1  # and app3 handing flows back, as the clean run's
                 rd["classes"].update({"6:40000": "tenant-a", "17:41000": "tenant-a"})
             d.events = [event("gw_kill", "gw3", 105.7, 122.8, warm_start={"state": "done"}),
                         event("app_fail", "app4", 116.7, 122.0),
@@ -510,6 +521,7 @@ class SoakCheck(unittest.TestCase):
                                           for a in ("app1", "app2", "app3", "app4")},
                                  "classes": {"17:41002": "tenant-a"}, "gws": {}})
                 d.rounds[-1]["apps"]["app3"]["flows"]["6:45001"] = [9, 9, 0]
+                d.rounds[-1]["apps"]["app3"]["bypass_asked"] = 1
                 d.rounds[-1]["classes"]["6:45001"] = "tenant-b"
             d.events = [event("sync_congest", "gw3", 60.0, 90.0)]
             if cold:
@@ -688,6 +700,64 @@ class SoakCheck(unittest.TestCase):
         d.traffic = [s for s in d.traffic if s.get("dport") != 873]
         self.assertOnlyFails(d, "classes")
 
+    def test_partners_judged_on_a_clean_run(self):
+        r = results(clean())["partners"]
+        self.assertTrue(r.ok and r.judged, r.failures)
+        self.assertIn("app5 wrote 590 copies", " ".join(r.evidence))
+
+    def test_an_appliance_bypass_nobody_asked_for_proves_nothing(self):
+        d = clean()
+        for rd in d.rounds:
+            rd["apps"]["app3"]["bypass_asked"] = 0
+        self.assertOnlyFails(d, "partners")
+        d = clean()
+        for rd in d.rounds:  # an appliance without a stream depth asked
+            rd["apps"]["app1"]["bypass_asked"] = 1
+        self.assertOnlyFails(d, "partners")
+        d = clean()
+        for rows in d.samples.values():  # asked, never granted
+            for row in rows:
+                row["bypass_granted"] = 0.0
+        self.assertOnlyFails(d, "partners")
+
+    def test_a_refused_bypass_request_fails(self):
+        for c in ("bypass_refused_not_allowed", "bypass_refused_bad_option"):
+            d = clean()
+            for row in d.samples[2][100:]:
+                row[c] = 3.0
+            self.assertOnlyFails(d, "partners")
+        d = clean()  # a return from an appliance the flow left: dropped anyway, not judged
+        for row in d.samples[2][100:]:
+            row["bypass_refused_not_flow_appliance"] = 3.0
+        self.assertAllPass(d)
+
+    def test_mirror_copies_lost_or_missing_fail(self):
+        for c in ("mirror_drop_no_mbuf", "mirror_drop_too_big"):
+            d = clean()
+            for row in d.samples[1][50:]:
+                row[c] = 1.0
+            self.assertOnlyFails(d, "partners")
+        d = clean()
+        d.run["tool_stats"]["classes"] = {}
+        self.assertOnlyFails(d, "partners")
+        d = clean()  # more copies than the gateways sent
+        d.run["tool_stats"]["classes"]["1"]["forward"] = 10 ** 6
+        self.assertOnlyFails(d, "partners")
+        d = clean()  # another class's copies
+        d.run["tool_stats"]["classes"]["2"] = {"forward": 1, "reverse": 0}
+        self.assertOnlyFails(d, "partners")
+        d = clean()
+        d.run["tool_stats"] = {"error": "curl exit 7"}
+        self.assertOnlyFails(d, "partners")
+
+    def test_a_run_without_partners_is_not_judged(self):
+        d = clean()
+        del d.run["t_end"]
+        del d.run["appliance_bypass"], d.run["mirror"]
+        res = results(d)
+        self.assertFalse(res["partners"].judged)
+        self.assertTrue(res["partners"].ok)
+
     def test_a_lab_of_one_listener_is_not_judged(self):
         d = clean()
         del d.run["t_end"]  # a run in progress: not judged, no failure yet
@@ -713,7 +783,7 @@ class SoakCheck(unittest.TestCase):
         d.samples = {}
         res = results(d)
         failed = sorted(n for n, r in res.items() if not r.ok)
-        self.assertEqual(failed, ["alive", "drops", "idle", "leaks", "nexthops", "sync"])
+        self.assertEqual(failed, ["alive", "drops", "idle", "leaks", "nexthops", "partners", "sync"])
         self.assertIn("gw1: no sample at all", " ".join(res["alive"].failures))
 
     def test_a_gateway_with_no_samples_fails(self):

@@ -20,7 +20,9 @@ constexpr uint64_t kSec = 1'000'000'000ULL;
 class ApplianceBypass : public ::testing::TestWithParam<ctl::GeneveFormat> {
  protected:
   // One listener over the harness's group, allowing bypasses of at most max_s.
-  void make(bool allow, uint32_t max_s = 0) {
+  // With classes: traffic_classes "streams" (TCP) and "rest", both
+  // inspected by that listener.
+  void make(bool allow, uint32_t max_s = 0, bool classes = false) {
     HarnessOptions o;
     o.format = GetParam();
     h_ = std::make_unique<Harness>(o);
@@ -30,6 +32,15 @@ class ApplianceBypass : public ::testing::TestWithParam<ctl::GeneveFormat> {
     l.appliance_bypass.allow = allow;
     l.appliance_bypass.max_seconds = max_s;
     h_->config().listeners = {l};
+    if (classes) {
+      ctl::TrafficClassConfig streams, rest;
+      streams.name = "streams";
+      streams.match.protocols = {kProtoTcp};
+      streams.listener = "l0";
+      rest.name = "rest";
+      rest.listener = "l0";
+      h_->config().traffic_classes = {streams, rest};
+    }
     publish();
     const Net& n = net();
     fwd_ = Frame{n.fromA(), kEthIpv4, ipv4(n.client4, n.server4, 6, tcp(n.client4, n.server4, 43000, 443, pattern(64))),
@@ -214,6 +225,46 @@ TEST_P(ApplianceBypass, TheFlowsAppliancesLeavingEndsIt) {
     EXPECT_NE(r.verdict, Verdict::kRouter) << "no longer bypassed: " << describe(r);
   }
   EXPECT_EQ(h_->get(Counter::appliance_bypassed), 0u);
+}
+
+// What a bypass took out of inspection counts per appliance and per class
+// (the class's counter slot: gwlb_class_appliance_bypassed_packets_total).
+TEST_P(ApplianceBypass, ItCountsPerApplianceAndClass) {
+  make(true, 0, true);
+  ASSERT_EQ(ret(bypassOpt(0)).verdict, Verdict::kRouter);
+  expectBypassed("granted");
+  expectBypassed("again");
+  const uint16_t streams = h_->snapshot().class_slot[0], rest = h_->snapshot().class_slot[1];
+  EXPECT_EQ(h_->worker().bypassedPackets(server_), 4u);
+  EXPECT_EQ(h_->worker().classBypassedPackets(streams), 4u);
+  EXPECT_EQ(h_->worker().classBypassedBytes(streams), 2 * (fwd_.bytes().size() + rev_.bytes().size()));
+  EXPECT_EQ(h_->worker().classBypassedPackets(rest), 0u);
+  EXPECT_EQ(h_->get(Counter::appliance_bypassed), 4u);
+}
+
+// A bypassed flow's fragmented datagram: the first fragment leaves the
+// datagram's fragment entry, and the later fragments (no ports) follow it
+// straight back too, not to the appliance that handed the flow back. With
+// and without traffic classes (both keep fragment entries under five-tuple
+// stickiness).
+TEST_P(ApplianceBypass, NonFirstFragmentsFollowTheBypass) {
+  for (bool classes : {false, true}) {
+    SCOPED_TRACE(classes ? "traffic classes" : "no classes");
+    make(true, 0, classes);
+    ASSERT_EQ(ret(bypassOpt(0)).verdict, Verdict::kRouter);
+    uint64_t sent = h_->get(Counter::encapsulated);
+    const Net& n = net();
+    Bytes seg = tcp(n.client4, n.server4, 43000, 443, pattern(1200, 5));
+    auto frags = ipv4Fragments(n.client4, n.server4, kProtoTcp, seg, 800, 0x5151);
+    for (size_t i = 0; i < frags.size(); ++i) {
+      Frame f{n.fromA(), kEthIpv4, frags[i], kPortA};
+      Result r = send(f.bytes(), f.port);
+      ASSERT_EQ(r.verdict, Verdict::kRouter) << "fragment " << i << ": " << describe(r);
+      EXPECT_EQ(r.bytes, f.returned()) << "fragment " << i;
+    }
+    EXPECT_EQ(h_->get(Counter::encapsulated), sent) << "no fragment reached the appliance";
+    EXPECT_EQ(h_->worker().bypassedPackets(server_), 2u);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, ApplianceBypass,

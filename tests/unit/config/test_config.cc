@@ -595,7 +595,11 @@ TEST(ConfigErrors, StickinessAndGeneve) {
   EXPECT_TRUE(onlyError(parse(withGroup(g + "stickiness: 4-tuple")), "server_groups[0].stickiness",
                         {"'4-tuple'", "5-tuple, 3-tuple, 2-tuple"}));
   EXPECT_TRUE(onlyError(parse(withGroup(g + "geneve: { format: gre }")),
-                        "server_groups[0].geneve.format", {"'gre'", "aws, ethernet"}));
+                        "server_groups[0].geneve.format", {"'gre'", "aws, ethernet, nsi"}));
+  // The nsi format keeps the flow cookie in the endpoint ID's low half.
+  EXPECT_TRUE(onlyError(parse(withGroup(g + "geneve: { format: nsi, endpoint_id: 0x100000000 }")),
+                        "server_groups[0].geneve.endpoint_id", {"'4294967296'", "format nsi", "4294967295"}));
+  EXPECT_TRUE(parse(withGroup(g + "geneve: { format: nsi, vni: 0, endpoint_id: 0xffffffff }")).ok);
   EXPECT_TRUE(onlyError(parse(withGroup(g + "geneve: { vni: 0x1000000 }")),
                         "server_groups[0].geneve.vni", {"'0x1000000'", "0x0..0xffffff"}));
   EXPECT_TRUE(onlyError(parse(withGroup(g + "geneve: { vni: 16777216 }")),

@@ -214,3 +214,39 @@ TEST(TunFlowTable, EthernetFormatKeepsTheFrameHeaderAndTurnsItRoundForTheOtherDi
   EXPECT_FALSE(t.learn(parsed(fwd), Bytes(gen.size() + 22, 0).data(), gen.size() + 22, gw(1), 6, c, 22));
   EXPECT_FALSE(t.learn(parsed(fwd), eth.data(), 14, gw(1), 6, c, 14));  // no Geneve header before it
 }
+
+// --bypass-after-bytes in tun mode: once the flow is past the stream depth,
+// the header its direction's returns take carries gwlb's bypass option after
+// the Geneve options (aws: after AWS's three; ethernet: before the inner
+// Ethernet header), and every such return is counted.
+TEST(TunFlowTable, PastTheStreamDepthReturnsAskForTheBypass) {
+  const BypassAsk ask{0xFF01, 30};
+  const Bytes opt = {0xFF, 0x01, 0x01, 0x01, 0, 0, 0, 30};
+  for (bool ethernet : {false, true}) {
+    SCOPED_TRACE(ethernet ? "ethernet" : "aws");
+    TunFlowTable t(16, 350);
+    TunCounters c;
+    Bytes gen = geneve(0xc0ffee);
+    Bytes eth;
+    if (ethernet) {
+      gen[2] = 0x65, gen[3] = 0x58;
+      eth = {2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00};
+    }
+    Bytes fwd = tcp4(kClient, 40000, kServer, 7000, 10);
+    Bytes out;
+    ASSERT_TRUE(t.learn(parsed(fwd), concat(gen, eth).data(), gen.size() + eth.size(), gw(1), 0, c, eth.size()));
+    ASSERT_NE(t.wrap(fwd.data(), fwd.size(), out, 1, c), nullptr);
+    EXPECT_EQ(out, concat(concat(gen, eth), fwd)) << "before the depth: as it came";
+    EXPECT_EQ(c.bypass_returned, 0u);
+    ASSERT_TRUE(t.learn(parsed(fwd), concat(gen, eth).data(), gen.size() + eth.size(), gw(1), 2, c, eth.size(), &ask));
+    ASSERT_NE(t.wrap(fwd.data(), fwd.size(), out, 3, c), nullptr);
+    Bytes asked = concat(gen, opt);
+    asked[0] = uint8_t(gen[0] + 2);  // two more words of options
+    EXPECT_EQ(out, concat(concat(asked, eth), fwd));
+    // The other direction, never seen, takes this one's header: it asks too.
+    Bytes back = tcp4(kServer, 7000, kClient, 40000, 3);
+    ASSERT_NE(t.wrap(back.data(), back.size(), out, 4, c), nullptr);
+    EXPECT_EQ(c.bypass_returned, 2u);
+    EXPECT_EQ(c.returned, 0u) << "returned is TunPath's count of what it sent";
+  }
+}
