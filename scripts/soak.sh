@@ -6,7 +6,8 @@
 # Partners: tenant-b's appliances hand flows back past a stream depth (app3 for the
 # flow's life: a stateful firewall loses a TCP window it stops seeing; app4 for 20 s,
 # renewed), and a fifth appliance, app5, is a mirror group's passive tool getting
-# every 4th packet of tenant-a (LAB_TOOL=1, LAB_BYPASS=0; SOAK_BYPASS_DEPTH bytes, 262144).
+# every 4th packet of tenant-a (LAB_TOOL=1, LAB_BYPASS=0; SOAK_BYPASS_DEPTH bytes, 32768:
+# two seconds of a stream, within one 5 s round of the appliances' counters).
 #   scripts/soak.sh [--minutes N] [--seed S] [--out DIR] [--schedule FILE] [--appliances KIND]
 #     --minutes N    length of the run (default 3): traffic and faults, then a
 #                    quiet tail of 75 s (the flow idle timeout, 60 s, and the sweep)
@@ -39,7 +40,7 @@ while [ $# -gt 0 ]; do
     --out) out="${2:?--out DIR}"; shift 2 ;;
     --schedule) schedule="${2:?--schedule FILE}"; shift 2 ;;
     --appliances) appliances="${2:?--appliances plain|mixed|stateful}"; shift 2 ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) echo "soak: unknown argument $1 (--minutes N --seed S --out DIR --schedule FILE --appliances KIND)" >&2; exit 2 ;;
   esac
 done
@@ -55,7 +56,7 @@ rm -f "$out"/{events.jsonl,samples.csv,traffic.jsonl,appliance_flows.jsonl,run.j
 export LAB_PREFIX="${GWLB_E2E_PREFIX:-e2e}-soak" LAB_DIR="$out/lab"
 export LAB_APP_ARGS="${LAB_APP_ARGS:---quiet}"
 export LAB_TOOL=1 LAB_BYPASS="${LAB_BYPASS:-0}"
-depth="${SOAK_BYPASS_DEPTH:-262144}"
+depth="${SOAK_BYPASS_DEPTH:-32768}"
 export LAB_APP3_ARGS="${LAB_APP3_ARGS:---bypass-after-bytes $depth}"
 export LAB_APP4_ARGS="${LAB_APP4_ARGS:---bypass-after-bytes $depth --bypass-seconds 20}"
 PY=/usr/bin/python3

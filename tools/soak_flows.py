@@ -327,6 +327,10 @@ def check_resets(data):
     for s in sorted((s for s in streams if not s["ok"] and is_reset(s)), key=lambda s: s["t_close"]):
         t, key = s["t_close"], f"6:{s['sport']}"
         apps = apps_seen(data, key, max(s["t_open"], t - 6), t + 1)
+        if not apps:
+            # Handed back (bypassed): its appliance no longer sees it, but it
+            # is still the flow's, and leaving service ends the bypass.
+            apps = apps_seen(data, key, s["t_open"], t + 1)
         why = [(a, out_of_service(data, a, t)) for a in sorted(apps)]
         why = [(a, w) for a, w in why if w]
         cold = came_back_cold(data, key, t - 6, t + 1)

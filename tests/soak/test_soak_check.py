@@ -260,6 +260,18 @@ class SoakCheck(unittest.TestCase):
         self.assertAllPass(d)
         self.assertIn("1 stream connections reset: 1 by gw2 saw app1 unhealthy", results(d)["resets"].evidence)
 
+    def test_a_bypassed_stream_reset_is_judged_on_the_appliance_it_was_seen_on(self):
+        # Handed back at 55 s: app1 no longer sees it, yet it is still app1's flow.
+        d = self.reset_run()
+        for rd in d.rounds:
+            if rd["t0"] >= 55:
+                rd["apps"]["app1"]["flows"].pop("6:40000", None)
+        self.assertOnlyFails(d, "resets")
+        self.assertEqual(["stream 0 (port 40000, slot 0) reset at 70.0 s on app1 (stateful) with its appliance in "
+                          "service (recv: Connection reset by peer)"], results(d)["resets"].failures)
+        d.events = [event("app_fail", "app1", 68.5, 80.0)]
+        self.assertAllPass(d)
+
     def test_a_reset_stream_must_reconnect_in_time_through_another_appliance(self):
         fail = [event("app_fail", "app1", 68.5, 80.0)]
         d = self.reset_run(took=7.0)
