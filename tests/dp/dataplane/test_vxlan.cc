@@ -7,22 +7,20 @@
 #include <string>
 #include <vector>
 
+#include "tests/dp/dataplane/vxlan_frames.h"
 #include "tests/dp/dp_harness.h"
 
 namespace gwlb::dptest {
 namespace {
 
-constexpr uint16_t kExtPort = 10801, kIntPort = 10800;
-constexpr uint32_t kExtVni = 801, kIntVni = 800;
+using vxlan::kExtPort, vxlan::kIntPort, vxlan::kExtVni, vxlan::kIntVni;
 
 // Outer Ethernet / IPv4 (DF) / UDP / VXLAN (flags, VNI) around an inner frame.
 Bytes vxlanFrame(const IpAddr& from, const IpAddr& to, uint16_t sport, uint16_t dport, uint8_t flags,
                  uint32_t vni, const Bytes& inner) {
   const Net& n = net();
-  Bytes vx = {flags, 0, 0, 0};
-  append32(vx, vni << 8);
-  append(vx, inner);
-  return ether({n.underlay_mac, n.gateway_mac, {}}, kEthIpv4, ipv4(from, to, 17, udp(from, to, sport, dport, vx)));
+  return ether({n.underlay_mac, n.gateway_mac, {}}, kEthIpv4,
+               ipv4(from, to, 17, udp(from, to, sport, dport, vxlan::payload(flags, vni, inner))));
 }
 
 struct Sent {

@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "tests/dp/dataplane/vxlan_frames.h"
 #include "tests/dp/dp_harness.h"
 
 namespace gwlb::dptest {
 namespace {
 
-constexpr uint16_t kExtPort = 10801, kIntPort = 10800;
-constexpr uint32_t kExtVni = 801, kIntVni = 800;
+using vxlan::kExtPort, vxlan::kIntPort, vxlan::kExtVni, vxlan::kIntVni;
 constexpr size_t kOuter6 = 14 + 40 + 8 + 8;  // Ethernet, IPv6, UDP, VXLAN
 
 const IpAddr kUs6 = ip("2001:db8:f::1");
@@ -26,10 +26,8 @@ const std::vector<IpAddr> kAppliances6 = {ip("2001:db8:f::11"), ip("2001:db8:f::
 Bytes vxlan6Frame(const IpAddr& from, const IpAddr& to, uint16_t sport, uint16_t dport, uint8_t flags,
                   uint32_t vni, const Bytes& inner) {
   const Net& n = net();
-  Bytes vx = {flags, 0, 0, 0};
-  append32(vx, vni << 8);
-  append(vx, inner);
-  return ether({n.underlay_mac, n.gateway_mac, {}}, kEthIpv6, ipv6(from, to, 17, udp(from, to, sport, dport, vx)));
+  return ether({n.underlay_mac, n.gateway_mac, {}}, kEthIpv6,
+               ipv6(from, to, 17, udp(from, to, sport, dport, vxlan::payload(flags, vni, inner))));
 }
 
 struct Sent {
