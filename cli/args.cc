@@ -51,7 +51,7 @@ std::vector<CommandSpec> buildTable() {
                {}});
   t.push_back({"servers", "servers", "", {}, 0, "appliances with state, health, flows and traffic",
                "Lists every appliance: address, group, weight, state (active: receives new\n"
-               "flows; idle: weight 0, keeps its flows; unresolved: no MAC yet, ARP pending;\n"
+               "flows; idle: weight 0, keeps its flows; unresolved: no MAC yet, ARP/ND pending;\n"
                "initializing: health checks have no verdict yet; unhealthy: failed its\n"
                "checks; draining: removed or drained, its flows stay until the drain ends,\n"
                "with the time left in REASON/--json; drained: drain over, no new flows;\n"

@@ -81,12 +81,13 @@ class ServerRegistry {
   uint64_t reclaimed_total_ = 0;
 };
 
-// An appliance's IPv4 address (host order) -> its MAC on the underlay, as
-// ARP learned it (control/daemon/neighbours.h). Not the workers' L2 table
+// An appliance's key (applianceKey(): its IPv4 address in host order, or the
+// key of its IPv6 address) -> its MAC on the underlay, as ARP or neighbor
+// discovery learned it (control/daemon/neighbours.h). Not the workers' L2 table
 // of the L2 neighbours flows came from (dp::NeighbourTable).
 using ApplianceMacs = std::map<uint32_t, MacAddr>;
 
-// Health of checked appliances (IPv4, host order): state, and provisional
+// Health of checked appliances (by applianceKey()): state, and provisional
 // service while initializing (common/health.h). An appliance not listed is
 // not checked and counts as in service.
 using HealthMap = std::map<uint32_t, ApplianceHealth>;

@@ -74,7 +74,7 @@ void ApplianceView::update(const dp::Snapshot& s, double now) {
     } else if (engine_.shaping().held.count(sv.ip)) {
       st = {"dampened", dampenedReason(sv.ip), now};
     } else if (!sv.mac_known) {
-      st = {"unresolved", "no MAC address yet: ARP pending on the underlay", now};
+      st = {"unresolved", "no MAC address yet: ARP or neighbor discovery pending on the underlay", now};
     } else {
       st = {"active", "in the Maglev table", now};
     }

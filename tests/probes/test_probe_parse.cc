@@ -82,7 +82,7 @@ TEST(StatusReader, Table) {
         EXPECT_EQ(r.status(), c.status) << c.name;
         EXPECT_EQ(r.consumed(), c.consumed ? c.consumed : StatusReader::kStatusPrefix) << c.name;
       }
-      if (c.want == -1) EXPECT_FALSE(r.error().empty()) << c.name;
+      if (c.want == -1) { EXPECT_FALSE(r.error().empty()) << c.name; }
       // More bytes never change a verdict.
       int before = r.result(), st = r.status();
       size_t took = r.consumed();

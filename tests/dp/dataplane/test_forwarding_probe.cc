@@ -122,7 +122,7 @@ TEST_P(ForwardingProbe, IPv6AddressesMakeAnIcmpv6ProbeThatIsPuntedOnReturn) {
     EXPECT_EQ(sent[inner + 40], 128);
     uint32_t sum = sum16(sent.data() + inner + 8, 32) + 24 + 58 + sum16(sent.data() + inner + 40, 24);
     EXPECT_EQ(fold(sum), 0) << "ICMPv6 checksum";
-    if (GetParam() == ctl::GeneveFormat::kEthernet) EXPECT_EQ(get16(sent, inner - 2), 0x86DDu);
+    if (GetParam() == ctl::GeneveFormat::kEthernet) { EXPECT_EQ(get16(sent, inner - 2), 0x86DDu); }
     ctl::ForwardingReturn out;
     ASSERT_TRUE(ctl::parseForwardingReturn(sent.data(), sent.size(), out));
     EXPECT_TRUE(out.v6);

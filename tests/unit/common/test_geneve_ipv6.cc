@@ -114,7 +114,7 @@ TEST(GeneveIpv6, TemplateWritesTheWritersBytesAndAValidPacket) {
       ASSERT_EQ(parseGeneve(o.data() + 62, o.size() - 62, gi, why), GeneveStatus::kOk);
       EXPECT_EQ(gi.vni, 0x123456u);
       EXPECT_EQ(gi.has_cookie, aws);
-      if (aws) EXPECT_EQ(gi.cookie, hash * 3);
+      if (aws) { EXPECT_EQ(gi.cookie, hash * 3); }
       hash = hash * 2654435761u + 7;
     }
   }

@@ -103,7 +103,7 @@ TEST(PrefixFiles, ErrorsPointAtFileAndLine) {
     t.write("p.txt", k.file);
     Loaded l = load(t.write("c.yaml", kHead + "traffic_classes:\n  - { name: a, action: drop, match: { "
                                               "prefixes_file: p.txt" + k.extra + " } }\n"));
-    if (k.start.empty()) EXPECT_TRUE(l.ok) << formatErrors(l.errors);
+    if (k.start.empty()) { EXPECT_TRUE(l.ok) << formatErrors(l.errors); }
     else EXPECT_TRUE(oneError(l, key, k.start));
   }
   // More than a class may have: 1,024 in the file with one inline.
