@@ -16,8 +16,9 @@
 //  R: the packet travels opposite to its flow's first packet (flows without
 //  an entry, bypassed or dropped: opposite to the key's address order).
 //  Class id: the class's counter slot (`gwlbctl classes` shows it).
-// The UDP checksum is 0 (allowed for IPv4, RFC 8926 section 3.3): a checksum
-// would read the payload the copy exists to avoid touching.
+// Over IPv4 the UDP checksum is 0 (allowed, RFC 8926 section 3.3): a checksum
+// would read the payload the copy exists to avoid touching. Over IPv6 it is
+// computed (mirrorCopy says why).
 #include <rte_mbuf.h>
 
 #include <cstring>
@@ -69,14 +70,23 @@ void mirrorCopy(Ctx& c, rte_mbuf* m, const ParsedPacket& p, uint16_t slot, uint3
 
   std::memcpy(o, t.bytes, t.len);
   uint8_t* ip = o + 14;
-  uint8_t* udp = ip + 20;
+  const size_t ip_hdr = t.ipv6 ? 40 : 20;
+  uint8_t* udp = ip + ip_hdr;
   uint8_t* g = udp + 8;
-  wr16(ip + 2, uint16_t(ip_len));
-  wr16(ip + 10, csumFold(t.ip_sum + uint32_t(ip_len)));
+  const size_t udp_len = ip_len - ip_hdr;
+  if (t.ipv6) {
+    wr32(ip, 6u << 28 | ipv6TrafficClassLabel(rte_pktmbuf_mtod(m, const uint8_t*) + p.l3_offset,
+                                             p.ip_version, hash));
+    wr16(ip + 4, uint16_t(udp_len));
+  } else {
+    wr16(ip + 2, uint16_t(ip_len));
+    wr16(ip + 10, csumFold(t.ip_sum + uint32_t(ip_len)));
+  }
   wr16(udp, geneveSourcePort(hash));
-  wr16(udp + 4, uint16_t(ip_len - 20));
+  wr16(udp + 4, uint16_t(udp_len));
   wr16(udp + 6, 0);
-  const size_t opt_words = (size_t(t.len) - kOuterL2L3L4Len - kGeneveBaseLen) / 4 + 2;
+  const size_t opt_words = (size_t(t.len) - kOuterL2L3L4Len - (t.ipv6 ? kOuterIpv6Extra : 0) -
+                            kGeneveBaseLen) / 4 + 2;
   g[0] = uint8_t((g[0] & 0xC0) | (opt_words & 0x3F));
   if (t.aws) wr16(g + 2, p.ip_version == 4 ? kEtherTypeIpv4 : kEtherTypeIpv6);
   uint8_t* opt = o + t.len;
@@ -87,6 +97,19 @@ void mirrorCopy(Ctx& c, rte_mbuf* m, const ParsedPacket& p, uint16_t slot, uint3
   opt[5] = 0;
   wr16(opt + 6, mv.class_id);
   if (l2) std::memcpy(opt + 8, rte_pktmbuf_mtod(m, const uint8_t*), l2);
+  if (t.ipv6) {
+    // IPv6 allows a zero UDP checksum only to receivers set up for it (RFC
+    // 6935/6936), and a kernel socket drops such datagrams: the copy gets a
+    // real one. It reads the shared payload (up to `truncate` bytes) without
+    // copying it; an untruncated packet's sum comes from its own L4 checksum.
+    const uint8_t* f = rte_pktmbuf_mtod(m, const uint8_t*);
+    uint32_t sum = l3 == p.l3_len ? payloadSum(f, p.l3_offset, p) : csumAdd(0, f + p.l3_offset, l3);
+    sum = csumAdd(sum, udp, size_t(o + hdr - udp));  // even: the headers, options and L2 header
+    uint64_t all = uint64_t(t.pseudo_sum) + udp_len + sum;
+    all = (all & 0xFFFFFFFF) + (all >> 32);
+    const uint16_t c = csumFold(uint32_t(all) + uint32_t(all >> 32));
+    wr16(udp + 6, c == 0 ? 0xFFFF : c);
+  }
 
   rte_pktmbuf_chain(h, d);  // two segments: never past RTE_MBUF_MAX_NB_SEGS
   h->port = s.underlay_port;
@@ -108,9 +131,12 @@ uint32_t encapExtras(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& 
   // format's egress, a VXLAN group's internal tunnel).
   const EncapTemplate& t = reverse && sv.encap_internal.len != 0 ? sv.encap_internal : sv.encap;
   const bool aws = t.aws;
+  const bool ipv6 = t.ipv6;  // the appliance's family decides the outer header's
   uint8_t* frame = rte_pktmbuf_mtod(m, uint8_t*);
   size_t payload = aws ? p.l3_len : size_t(p.l3_offset) + p.l3_len;
-  const size_t hdr = encapHeaderLen(aws);
+  const size_t hdr = encapHeaderLen(aws, ipv6);
+  // Where the Geneve header starts: behind the outer IPv4 or IPv6 header.
+  const size_t geneve_at = kOuterL2L3L4Len + (ipv6 ? kOuterIpv6Extra : 0);
   // The nsi format carries the tag in its own profile ID option (written in
   // place below); the others get gwlb's tag option after their options.
   const bool nsi_tag = tagged && t.nsi;
@@ -142,7 +168,21 @@ uint32_t encapExtras(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& 
   const uint32_t profile = nsi_tag ? s.slot_tag[slot].value : 0;
   sum += (profile >> 16) + (profile & 0xFFFF);
   const uint16_t sport = geneveSourcePort(flow_hash);
-  if (offload) {
+  if (ipv6) {
+    // As forward(): the inner IP header is at the payload's start (aws) or
+    // p.l3_offset into it; the tag option sits between, in neither format's way.
+    const uint32_t tcl =
+        ipv6TrafficClassLabel(h + hdr + tag_len + (aws ? 0 : p.l3_offset), p.ip_version, flow_hash);
+    if (offload) {
+      encapOffloadInline6(h, t, payload, sport, protocol, routeCookie(route), tcl);
+      m->ol_flags = (m->ol_flags & ~RTE_MBUF_F_TX_OFFLOAD_MASK) | RTE_MBUF_F_TX_IPV6 |
+                    RTE_MBUF_F_TX_UDP_CKSUM;
+      m->l2_len = 14;
+      m->l3_len = 40;
+    } else {
+      encapInline6(h, t, payload, sport, protocol, routeCookie(route), sum, tcl);
+    }
+  } else if (offload) {
     encapOffloadInline(h, t, payload, sport, protocol, routeCookie(route));
     m->ol_flags = (m->ol_flags & ~RTE_MBUF_F_TX_OFFLOAD_MASK) | RTE_MBUF_F_TX_IPV4 |
                   RTE_MBUF_F_TX_IP_CKSUM | RTE_MBUF_F_TX_UDP_CKSUM;
@@ -151,8 +191,8 @@ uint32_t encapExtras(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& 
   } else {
     encapInline(h, t, payload, sport, protocol, routeCookie(route), sum);
   }
-  if (tag_len) h[kOuterL2L3L4Len] = uint8_t(h[kOuterL2L3L4Len] + tag_len / 4);
-  if (nsi_tag) wr32(h + kOuterL2L3L4Len + kGeneveBaseLen + kNsiProfileAt + 4, profile);
+  if (tag_len) h[geneve_at] = uint8_t(h[geneve_at] + tag_len / 4);
+  if (nsi_tag) wr32(h + geneve_at + kGeneveBaseLen + kNsiProfileAt + 4, profile);
   m->port = s.underlay_port;
   c.w.countSent(uint16_t(&sv - s.servers.data()), m->pkt_len);
   ++c.encapsulated;

@@ -267,6 +267,11 @@ void checkClassMirror(const Config& c, const TrafficClassConfig& tc, const std::
         r.add(cp + ".mirror.group", quote(g) + " is in " + at("listeners", i) +
                                     ".server_groups: a mirror group must serve no listener "
                                     "(its appliances receive copies and send nothing back)");
+  // A copy carries gwlb's mirror option (direction and class), which only
+  // Geneve has room for.
+  if (c.server_groups[gi].encapsulation == Encapsulation::kVxlan)
+    r.add(cp + ".mirror.group", quote(g) + " uses encapsulation: vxlan; mirror copies are Geneve "
+                                "(they carry gwlb's mirror option): give the mirror group geneve");
 }
 
 // Names unique; inspect names a listener (without `listeners`: none, or the

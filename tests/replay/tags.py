@@ -1,7 +1,11 @@
 #!/usr/bin/python3
 """Tags and mirror copies seen by gwlb-appliance (docs/replay.md "Mirror copies and tags").
 
-usage: tags.py GWLB_REPLAY GWLB_APPLIANCE WORKDIR aws|ethernet
+usage: tags.py GWLB_REPLAY GWLB_APPLIANCE WORKDIR aws|ethernet [ipv6]
+
+With ipv6, the appliance and the tool have IPv6 addresses (outer IPv6:
+version, lengths, next header and the UDP checksum checked on every packet
+and copy, which over IPv6 must not be 0).
 
 Two tenants' TCP flows (clients in 10.1.0.0/16 and 10.2.0.0/16, one server
 address, the same ports) on one listener of ONE appliance, each tenant its
@@ -39,8 +43,11 @@ BASE = 1_700_000_000
 ROUTER_MAC, GW_MAC = "02:00:00:00:00:01", "02:00:00:00:00:aa"
 APP = "192.0.2.10"
 TOOL = "192.0.2.50"
+APP6 = "2001:db8:f::10"
+TOOL6 = "2001:db8:f::50"
 CONFIG = """node:
   underlay_ip: 192.0.2.1
+  underlay_ipv6: 2001:db8:f::1
   underlay_mac: 02:00:00:00:00:aa
   gateway_mac: 02:00:00:00:00:fe
 server_groups:
@@ -95,12 +102,12 @@ def write_capture(path):
     return origin
 
 
-def replay(exe, workdir, name, fmt, tagged):
+def replay(exe, workdir, name, fmt, tagged, ipv6):
     d = os.path.join(workdir, name)
     os.makedirs(d)
     cfg = os.path.join(d, "config.yaml")
     open(cfg, "w").write(CONFIG.format(
-        fmt=fmt, app=APP, tool=TOOL, tags=TAGS if tagged else "",
+        fmt=fmt, app=APP6 if ipv6 else APP, tool=TOOL6 if ipv6 else TOOL, tags=TAGS if tagged else "",
         ta=", tag: tenant-a" if tagged else "", tb=", tag: 0x10" if tagged else "",
         mirror=", mirror: { group: tools }"))
     out = os.path.join(d, "out")
@@ -112,9 +119,14 @@ def replay(exe, workdir, name, fmt, tagged):
     return out
 
 
+def outer_len(raw):
+    """The outer Ethernet, IP and UDP headers' length: IPv4's or IPv6's."""
+    return 62 if raw[12:14] == b"\x86\xdd" else 42
+
+
 def geneve_of(raw):
     """(Geneve bytes, options [(class, type, data)], inner) of an outer frame."""
-    g = raw[42:]
+    g = raw[outer_len(raw):]
     optlen = (g[0] & 0x3F) * 4
     opts, at = [], 8
     while at < 8 + optlen:
@@ -134,14 +146,30 @@ def csum(b):
     return s
 
 
-def check_outer(raw):
-    """The outer IPv4 and UDP checksums verify (the tag option is inside both lengths)."""
+def check_outer(raw, zero_udp_ok=False):
+    """The outer IPv4 and UDP checksums verify (the tag option is inside both
+    lengths); over IPv6 the lengths, next header and the UDP checksum, which
+    must not be 0. zero_udp_ok: an IPv4 mirror copy's UDP checksum may be 0."""
+    if outer_len(raw) == 62:
+        ip, udp = raw[14:54], raw[54:]
+        if ip[0] >> 4 != 6 or ip[6] != 17:
+            fail("outer IPv6 header: version %d, next header %d" % (ip[0] >> 4, ip[6]))
+        if struct.unpack("!H", ip[4:6])[0] != len(udp) or struct.unpack("!H", udp[4:6])[0] != len(udp):
+            fail("outer IPv6 lengths do not cover the packet")
+        if udp[6:8] == b"\0\0":
+            fail("outer UDP checksum 0 over IPv6 (%d bytes)" % len(raw))
+        pseudo = ip[8:40] + struct.pack("!IxxxB", len(udp), 17)
+        if csum(pseudo + udp) != 0xFFFF:
+            fail("outer UDP checksum over IPv6 wrong (%d bytes)" % len(raw))
+        return
     ip, udp = raw[14:34], raw[34:]
     if csum(ip) != 0xFFFF:
         fail("outer IPv4 checksum wrong")
     if struct.unpack("!H", ip[2:4])[0] != len(raw) - 14 or struct.unpack("!H", udp[4:6])[0] != len(udp):
         fail("outer lengths do not cover the packet")
     pseudo = ip[12:20] + struct.pack("!BBH", 0, 17, len(udp))
+    if zero_udp_ok and udp[6:8] == b"\0\0":
+        return
     if csum(pseudo + udp) != 0xFFFF:
         fail("outer UDP checksum wrong (%d bytes)" % len(raw))
 
@@ -184,7 +212,8 @@ def send_all(pcap, port):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     n = 0
     for pkt in PcapReader(pcap):
-        s.sendto(bytes(pkt)[42:], ("127.0.0.1", port))
+        raw = bytes(pkt)
+        s.sendto(raw[outer_len(raw):], ("127.0.0.1", port))
         n += 1
         if n % 50 == 0:
             time.sleep(0.01)  # the appliance's socket buffer, on a loaded machine
@@ -193,12 +222,13 @@ def send_all(pcap, port):
 
 def main():
     exe, app_exe, workdir, fmt = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+    ipv6 = sys.argv[5:] == ["ipv6"]
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
     origin = write_capture(os.path.join(workdir, "flows.pcap"))
     fl = flows()
-    plain = replay(exe, workdir, "untagged", fmt, False)
-    out = replay(exe, workdir, "tagged", fmt, True)
+    plain = replay(exe, workdir, "untagged", fmt, False, ipv6)
+    out = replay(exe, workdir, "tagged", fmt, True, ipv6)
 
     aws_opts = {}
     for pkt in PcapReader(os.path.join(plain, "to-appliances.pcap")):
@@ -208,6 +238,8 @@ def main():
     n = 0
     for pkt in PcapReader(os.path.join(out, "to-appliances.pcap")):
         n += 1
+        if (outer_len(bytes(pkt)) == 62) != ipv6:
+            fail("a packet to the appliance has the wrong outer family")
         check_outer(bytes(pkt))
         g, opts, inner = geneve_of(bytes(pkt))
         fi, k = key_of(inner, fmt, origin)
@@ -254,6 +286,11 @@ def main():
         p.terminate()
         p.wait()
 
+    # The copies' outer headers, in the tool's family.
+    for pkt in PcapReader(os.path.join(out, "to-mirrors.pcap")):
+        if (outer_len(bytes(pkt)) == 62) != ipv6:
+            fail("a mirror copy has the wrong outer family")
+        check_outer(bytes(pkt), zero_udp_ok=True)
     # gwlb-appliance --mirror-sink: tenant-a's copies, written as pcap.
     sink = os.path.join(workdir, "sink.pcap")
     p, udp, http = appliance(app_exe, workdir, "tool", ["--mirror-sink", sink])
@@ -280,7 +317,8 @@ def main():
         fail("the sink wrote %d packets, %d copies were sent, %d originals of tenant-a; "
              "first difference at %s" % (len(got), sent, len(want),
                                          next((i for i, (x, y) in enumerate(zip(got, want)) if x != y), "the end")))
-    print("ok (%s): tags %s on one appliance; %d copies in the sink equal the originals" % (fmt, per_tag, len(got)))
+    print("ok (%s%s): tags %s on one appliance; %d copies in the sink equal the originals" %
+          (fmt, " over IPv6" if ipv6 else "", per_tag, len(got)))
 
 
 if __name__ == "__main__":

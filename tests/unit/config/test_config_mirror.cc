@@ -73,6 +73,19 @@ TEST(ClassMirror, GroupMustExistAndServeNoListener) {
                         "traffic_classes[0].mirror.group", "required"));
 }
 
+TEST(ClassMirror, GroupMustBeGeneve) {
+  const std::string vxlan_tools =
+      "node: { underlay_ip: 192.0.2.1, underlay_mac: 02:00:00:00:00:01 }\n"
+      "server_groups:\n"
+      "  - { name: fw, health_check: { port: 80 }, servers: [ { address: 10.0.0.1 } ] }\n"
+      "  - { name: tools, encapsulation: vxlan, health_check: { port: 80 }, servers: [ { address: 10.0.0.2 } ] }\n"
+      "listeners:\n"
+      "  - { name: web, server_groups: [fw] }\n";
+  EXPECT_TRUE(onlyError(parse("traffic_classes:\n  - { name: a, listener: web, mirror: { group: tools } }\n",
+                              vxlan_tools),
+                        "traffic_classes[0].mirror.group", "'tools' uses encapsulation: vxlan"));
+}
+
 TEST(ClassMirror, TruncateAndSampleRanges) {
   EXPECT_TRUE(onlyError(parse("traffic_classes:\n  - { name: a, listener: web, mirror: { group: tools, truncate: 63 } }\n"),
                         "traffic_classes[0].mirror.truncate", "63 is too short"));
