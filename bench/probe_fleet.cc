@@ -11,7 +11,8 @@
 // which the kernel charges to the connecting thread in softirq); probes
 // completed per second (the trackers' counts); probe arrivals at the listener
 // per 10 ms window after the first interval (min / median / max against the
-// ideal targets x 10 ms / interval: a burst shows as a max far above it).
+// ideal targets x 10 ms / interval: a burst shows as a max far above it),
+// and the histogram of those windows by their arrivals (bins of ideal / 5).
 //
 // Targets: one listener thread on 0.0.0.0:PORT (every 127.x address is
 // local) that accepts everything; tcp: keeps each connection until the prober
@@ -210,6 +211,8 @@ struct Options {
   bool pin = false;
 };
 
+constexpr size_t kHistBins = 16;  // 0 to 3.2 x ideal, then the rest
+
 struct Result {
   std::string protocol;
   size_t targets = 0;
@@ -219,6 +222,9 @@ struct Result {
   uint32_t win_min = 0, win_median = 0, win_max = 0;
   double win_ideal = 0;
   uint32_t win100_min = 0, win100_max = 0;  // the same per 100 ms
+  // The 10 ms windows by how many probes arrived in them: hist[k] windows
+  // held [k, k + 1) x ideal / 5 arrivals (the last: that and more).
+  std::vector<uint32_t> hist;
   double load_before = 0, load_after = 0;
 };
 
@@ -284,13 +290,16 @@ Result runOne(const Options& o, const std::string& proto, Listener& ls) {
     return uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(t - ls.t0()).count());
   };
   std::vector<uint32_t> w = ls.arrivals(ms(t0) + o.interval_ms, ms(t0) + uint64_t(o.duration_s * 1000) - 10);
+  r.win_ideal = double(o.targets) * 10.0 / double(o.interval_ms);
+  r.hist.assign(kHistBins, 0);
+  const double bin = std::max(1.0, r.win_ideal / 5);
+  for (uint32_t a : w) ++r.hist[std::min<size_t>(size_t(double(a) / bin), kHistBins - 1)];
   if (!w.empty()) {
     std::sort(w.begin(), w.end());
     r.win_min = w.front();
     r.win_median = w[w.size() / 2];
     r.win_max = w.back();
   }
-  r.win_ideal = double(o.targets) * 10.0 / double(o.interval_ms);
   // Per 100 ms: a thread the scheduler runs in slices (a loaded machine)
   // starts its probes in bunches at the 10 ms scale whatever its schedule.
   std::vector<uint32_t> w100 = ls.arrivals(ms(t0) + o.interval_ms, ms(t0) + uint64_t(o.duration_s * 1000) - 10);
@@ -380,24 +389,39 @@ int main(int argc, char** argv) {
                 r.completed ? 1e6 * cpu / double(r.completed) : 0.0,
                 static_cast<unsigned long long>(r.healthy), win, 100 * r.listener_s / r.wall_s,
                 r.load_before, r.load_after);
-    char buf[1024];
+    std::string hist;
+    for (size_t k = 0; k < r.hist.size(); ++k) hist += (k ? "," : "") + std::to_string(r.hist[k]);
+    char buf[1536];
     std::snprintf(buf, sizeof buf,
                   "%s{\"protocol\":\"%s\",\"targets\":%zu,\"wall_s\":%.3f,\"user_s\":%.4f,\"sys_s\":%.4f,"
                   "\"cpu_pct_of_core\":%.2f,\"user_pct_of_core\":%.2f,\"sys_pct_of_core\":%.2f,"
                   "\"completed\":%llu,\"probes_per_s\":%.1f,\"healthy\":%llu,\"reports\":%llu,"
                   "\"arrivals_per_10ms\":{\"min\":%u,\"median\":%u,\"max\":%u,\"ideal\":%.1f},"
-                  "\"arrivals_per_100ms\":{\"min\":%u,\"max\":%u},"
+                  "\"arrivals_per_100ms\":{\"min\":%u,\"max\":%u},\"windows_by_arrivals\":[%s],"
                   "\"listener_pct_of_core\":%.1f,\"preempted\":%ld,\"load_avg_1m\":[%.2f,%.2f]}",
                   i ? "," : "", r.protocol.c_str(), r.targets, r.wall_s, r.user_s, r.sys_s,
                   100 * cpu / r.wall_s, 100 * r.user_s / r.wall_s, 100 * r.sys_s / r.wall_s,
                   static_cast<unsigned long long>(r.completed), double(r.completed) / r.wall_s,
                   static_cast<unsigned long long>(r.healthy), static_cast<unsigned long long>(r.reports),
-                  r.win_min, r.win_median, r.win_max, r.win_ideal, r.win100_min, r.win100_max,
+                  r.win_min, r.win_median, r.win_max, r.win_ideal, r.win100_min, r.win100_max, hist.c_str(),
                   100 * r.listener_s / r.wall_s,
                   r.preempted, r.load_before, r.load_after);
     j += buf;
   }
   j += "]}";
+  // The histogram of the 10 ms windows (a burst or a gap shows as windows
+  // far from the ideal).
+  for (const Result& r : results) {
+    const double bin = std::max(1.0, r.win_ideal / 5);
+    std::printf("%s: 10 ms windows by probes arriving in them (ideal %.0f)\n", r.protocol.c_str(), r.win_ideal);
+    for (size_t k = 0; k < r.hist.size(); ++k) {
+      if (!r.hist[k]) continue;
+      if (k + 1 < r.hist.size())
+        std::printf("  %5.0f-%-5.0f %6u\n", double(k) * bin, double(k + 1) * bin - 1, r.hist[k]);
+      else
+        std::printf("  %5.0f+      %6u\n", double(k) * bin, r.hist[k]);
+    }
+  }
   std::printf("%s\n", j.c_str());
   return 0;
 }

@@ -8,20 +8,20 @@
 # the fast path record the load average they ran under.
 set -euo pipefail
 # Every section's name; --only takes one of them.
-sections="flow_dump probes probe_fleet move_check pipeline flow_table maglev snapshot classes class_check sync walks workers"
+sections="flow_dump probes probe_fleet move_check pipeline flow_table maglev snapshot classes class_check sync churn walks workers"
 usage="usage: scripts/bench.sh [--quick] [--only $(echo "$sections" | tr ' ' '|')]"
 flows=500000 rounds=3 probe_s=10 mc_s=6 only=""
 ft_sizes="65536 1000000 10000000" ft_s=10 ft_sweeps=3 mg_rounds=51 sb_s=10
 sync_flows=1000000 sync_rounds=7 cb_builds=5 cb_reps=11 cc_reps=5
 mw_sizes="4096 1048576" mw_reps=7 mw_s=0.5
-wk_flows=4000000 wk_s=6
+wk_flows=4000000 wk_s=6 churn_flows=1048576 churn_new=8000000
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) flows=100000 rounds=2 probe_s=5 mc_s=3
              ft_sizes="65536 1000000" ft_s=4 ft_sweeps=2 mg_rounds=15 sb_s=3
              sync_flows=100000 sync_rounds=3 cb_builds=3 cb_reps=5 cc_reps=3
              mw_sizes="4096 262144" mw_reps=3 mw_s=0.3
-             wk_flows=1000000 wk_s=3 ;;
+             wk_flows=1000000 wk_s=3 churn_flows=262144 churn_new=2000000 ;;
     --only) [ $# -ge 2 ] || { echo "bench: --only needs a section" >&2; exit 2; }; only="$2"; shift ;;
     *) echo "$usage" >&2; exit 2 ;;
   esac
@@ -578,13 +578,14 @@ sync_json=$("$GWLB_BUILD/bench/sync_bench" --records 1000000 --rounds "$sync_rou
 warm_json=$(bash "$GWLB_ROOT/bench/warm_start.sh" "$GWLB_BUILD/control/gwlbd" "$sync_flows" | grep '^{' | tail -1)
 warm2_json=$(bash "$GWLB_ROOT/bench/warm_start.sh" "$GWLB_BUILD/control/gwlbd" $((2 * sync_flows)) | grep '^{' | tail -1)
 warm3_json=$(bash "$GWLB_ROOT/bench/warm_start.sh" "$GWLB_BUILD/control/gwlbd" "$sync_flows" 3 | grep '^{' | tail -1)
+warm4_json=$(bash "$GWLB_ROOT/bench/warm_start.sh" "$GWLB_BUILD/control/gwlbd" $((2 * sync_flows)) 3 | grep '^{' | tail -1)
 GWLB_ROOT="$GWLB_ROOT" /usr/bin/python3 - "$sync_json" "$warm_json" "$out/bench.json" "$cpu" "$(nproc)" \
-    "$warm2_json" "$warm3_json" "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY'
+    "$warm2_json" "$warm3_json" "$(cut -d' ' -f1-3 /proc/loadavg)" "$warm4_json" <<'PY'
 import json, os, sys
 sys.path.insert(0, os.path.join(os.environ["GWLB_ROOT"], "bench"))
 from report import emit
 s, w = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-w2, w3 = json.loads(sys.argv[6]), json.loads(sys.argv[7])
+w2, w3, w4 = json.loads(sys.argv[6]), json.loads(sys.argv[7]), json.loads(sys.argv[9])
 def warm_rows(w):
     # Wall time, then what the two control threads spent (user + sys): B's in
     # all and its phases, the peer's walking the table and encoding.
@@ -603,12 +604,43 @@ rows = [
     ("encode + HMAC", f"{s['encode_records_per_s'] / 1e6:.2f} M rec/s", f"{s['encode_ns_per_record']:.0f} ns/record, one pinned thread"),
     ("verify + decode", f"{s['decode_records_per_s'] / 1e6:.2f} M rec/s", f"{s['decode_ns_per_record']:.0f} ns/record"),
     ("needed at 100 k new flows/s", f"{s['need_datagrams_per_s_at_100k']} dg/s", f"{s['need_mbit_per_s_at_100k']:.1f} Mbit/s per peer on the wire"),
-] + warm_rows(w) + warm_rows(w2) + warm_rows(w3)
+] + warm_rows(w) + warm_rows(w2) + warm_rows(w3) + warm_rows(w4)
 cond = (f"bench/sync_bench ({s['records']} records, median of rounds) and bench/warm_start.sh "
         f"(gwlbd on loopback, TCP, --no-huge, workers sleeping 200 us when idle); {sys.argv[5]} cores, "
         f"{sys.argv[4]}; load average {sys.argv[8]}")
-emit("sync", {"codec": s, "warm_start": w, "warm_start_2x": w2, "warm_start_3_peers": w3}, rows, cond,
+emit("sync", {"codec": s, "warm_start": w, "warm_start_2x": w2, "warm_start_3_peers": w3,
+              "warm_start_2x_3_peers": w4}, rows, cond,
      sys.argv[3], sys.argv[4])
+PY
+fi
+
+# ---- Connection churn: new flows per second on one worker -----------------
+# bench/churn_bench: every packet a new flow's first, the table held at a
+# steady churn_flows flows by the engine's expiry walk running on another cpu
+# (virtual clock: each new flow advances it by the idle timeout / flows).
+if runs churn; then
+churn_json=$("$GWLB_BUILD/bench/churn_bench" --flows "$churn_flows" --new "$churn_new" | grep '^{' | tail -1)
+GWLB_ROOT="$GWLB_ROOT" /usr/bin/python3 - "$churn_json" "$out/bench.json" "$cpu" "$(nproc)" \
+    "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY'
+import json, os, sys
+sys.path.insert(0, os.path.join(os.environ["GWLB_ROOT"], "bench"))
+from report import emit
+d = json.loads(sys.argv[1])
+rows = [
+    ("cycles per new flow (processBurst)", f"{d['cycles_per_new_flow']:.1f}",
+     f"median of {d['windows']} windows, spread {d['spread'][0]:.1f}-{d['spread'][1]:.1f}"),
+    ("new flows per second per worker", f"{d['new_flows_per_s'] / 1e6:.2f} M",
+     f"TSC {d['tsc_hz'] / 1e6:.0f} MHz / cycles; {d['lcus']:.0f} LCUs' worth (600 new flows/s each)"),
+    ("sustained with the expiry (wall)", f"{d['sustained_new_flows_per_s'] / 1e6:.2f} M",
+     f"the bench's frame writing included; worker waited for the expiry before {d['bursts_waited']} bursts"),
+    ("table held at", f"{d['table_count'][0]}-{d['table_count'][1]}",
+     f"capacity {d['capacity']}; {d['expired']} expired while measured, {d['refused_full']} refused"),
+    ("expiry thread cpu", f"{d['control_cpu_s']:.2f} s", f"{d['passes']} passes over the table"),
+]
+cond = (f"bench/churn_bench --flows {d['flows']} --new {d['new_flows']} (UDP/IPv4 64 B, burst {d['burst']}, "
+        f"--no-huge, worker and expiry pinned to different cpus); {sys.argv[4]} cores shared, {sys.argv[3]}; "
+        f"load average {sys.argv[5]}")
+emit("churn", d, rows, cond, sys.argv[2], sys.argv[3], width=36)
 PY
 fi
 

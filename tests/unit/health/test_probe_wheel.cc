@@ -1,11 +1,15 @@
 // The timing wheel of the health checker's schedule: entries come out at
 // their due time, in time order, also when due rounds later; nextDue says
-// when to wake; nothing is lost when the caller wakes late.
+// when to wake; nothing is lost when the caller wakes late. And a fleet's
+// probes start spread over the interval, not in bursts: 10,000 appliances on
+// the checker's schedule (first probe after firstProbeDelayMs, each next one
+// an interval after its result) fill every 10 ms of a second about equally.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <vector>
 
+#include "common/health.h"
 #include "control/health/probe_wheel.h"
 
 namespace gwlb::ctl {
@@ -64,6 +68,55 @@ TEST(ProbeWheel, AWakeUpLateTakesEverythingDue) {
   EXPECT_EQ(w.nextDue(), 20001u);
   out.clear();
   EXPECT_EQ(w.expire(20001, out), 1u);
+}
+
+// Starts per 10 ms of one interval, for `n` appliances at consecutive
+// addresses from 10.0.0.1, scheduled as HealthChecker does: the first probe
+// firstProbeDelayMs (jitter on or off) after the configuration, each next one
+// interval_ms after its result; the checker wakes every millisecond and each
+// probe's result comes 1-8 ms after its start (an answering appliance on a
+// LAN). The interval counted is the fourth: three rounds of results have
+// shifted every start by its latencies.
+std::vector<uint32_t> startsPer10ms(uint32_t n, bool jitter) {
+  HealthParams p;
+  p.interval_ms = 1000;
+  ProbeWheel w(0);
+  for (uint32_t i = 0; i < n; ++i) w.add(firstProbeDelayMs(p, 0x0A000001u + i, jitter), i, 1);
+  std::vector<uint32_t> bins(p.interval_ms / 10, 0);
+  std::vector<ProbeWheel::Entry> due;
+  uint32_t round = 0;
+  for (uint64_t now = 0; now < 4 * p.interval_ms; ++now) {
+    due.clear();
+    w.expire(now, due);
+    for (const ProbeWheel::Entry& e : due) {
+      if (now >= 3 * p.interval_ms) ++bins[(now - 3 * p.interval_ms) / 10];
+      const uint64_t latency = 1 + (e.key * 2654435761u + ++round) % 8;
+      w.add(now + latency + p.interval_ms, e.key, e.seq);
+    }
+  }
+  return bins;
+}
+
+TEST(ProbeWheel, TenThousandAppliancesStartSpreadOverTheInterval) {
+  const uint32_t n = 10000;
+  const std::vector<uint32_t> bins = startsPer10ms(n, true);
+  uint32_t total = 0, lo = ~0u, hi = 0;
+  for (uint32_t b : bins) total += b, lo = std::min(lo, b), hi = std::max(hi, b);
+  // Each appliance starts about once a second (a bit less: its latency adds
+  // to the interval), so ~99 a bin; binomial noise puts the busiest of 100
+  // bins near 125 and the quietest near 75.
+  EXPECT_GE(total, n * 98 / 100);
+  EXPECT_LE(total, n);
+  const double mean = double(total) / double(bins.size());
+  EXPECT_LE(hi, 1.5 * mean) << "a burst: " << hi << " starts in one 10 ms against a mean of " << mean;
+  EXPECT_GE(lo, 0.5 * mean) << "a gap: " << lo << " starts in one 10 ms against a mean of " << mean;
+}
+
+// What the test above would see if the probes were not spread: every start
+// in one 10 ms (so the bound above can fail).
+TEST(ProbeWheel, WithoutJitterTheFleetStartsInOneBurst) {
+  const std::vector<uint32_t> bins = startsPer10ms(10000, false);
+  EXPECT_GT(*std::max_element(bins.begin(), bins.end()), 5000u);
 }
 
 }  // namespace
