@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -60,6 +61,36 @@ class RouteSocket {
         }
         if (reply) reply->assign(reinterpret_cast<uint8_t*>(m), reinterpret_cast<uint8_t*>(m) + m->nlmsg_len);
         return 0;
+      }
+    }
+  }
+
+  // A dump request (NLM_F_DUMP): calls `each` with every message up to the
+  // kernel's NLMSG_DONE. Returns 0 or -errno.
+  template <class Each>
+  int dump(std::vector<uint8_t>& req, Each&& each) {
+    if (fd_ < 0) return -errno;
+    auto* h = reinterpret_cast<nlmsghdr*>(req.data());
+    h->nlmsg_len = uint32_t(req.size());
+    h->nlmsg_seq = ++seq_;
+    sockaddr_nl kernel{};
+    kernel.nl_family = AF_NETLINK;
+    if (::sendto(fd_, req.data(), req.size(), 0, reinterpret_cast<sockaddr*>(&kernel),
+                 sizeof kernel) < 0)
+      return -errno;
+    alignas(nlmsghdr) static thread_local uint8_t buf[32768];
+    for (;;) {
+      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n < 0) return errno == EAGAIN ? -ETIMEDOUT : -errno;
+      int len = int(n);
+      for (auto* m = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(m, len); m = NLMSG_NEXT(m, len)) {
+        if (m->nlmsg_seq != seq_) continue;
+        if (m->nlmsg_type == NLMSG_DONE) return 0;
+        if (m->nlmsg_type == NLMSG_ERROR) {
+          if (m->nlmsg_len < NLMSG_LENGTH(sizeof(nlmsgerr))) return -EPROTO;
+          return static_cast<const nlmsgerr*>(NLMSG_DATA(m))->error;
+        }
+        each(m);
       }
     }
   }
@@ -189,6 +220,43 @@ int hostRoute6(RouteSocket& nl, int ifindex, const IpAddr& a) {
   rt.rtm_scope = RT_SCOPE_UNIVERSE;
   rt.rtm_type = RTN_UNICAST;
   std::vector<uint8_t> req = request(RTM_NEWROUTE, NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE, rt);
+  attr(req, RTA_TABLE, &kProbeTable6, sizeof kProbeTable6);
+  attr(req, RTA_DST, a.b.data(), 16);
+  attr(req, RTA_OIF, &ifindex, sizeof ifindex);
+  return nl.talk(req, nullptr);
+}
+
+// The host routes gwlbd put in kProbeTable6 by the tap (ifindex): their
+// destinations. Returns 0 or -errno.
+int probeRoutes6(RouteSocket& nl, int ifindex, std::vector<IpAddr>& out) {
+  rtmsg rt{};
+  rt.rtm_family = AF_INET6;
+  std::vector<uint8_t> req = request(RTM_GETROUTE, NLM_F_DUMP, rt);
+  return nl.dump(req, [&](const nlmsghdr* m) {
+    if (m->nlmsg_type != RTM_NEWROUTE || m->nlmsg_len < NLMSG_LENGTH(sizeof(rtmsg))) return;
+    const auto* r = static_cast<const rtmsg*>(NLMSG_DATA(m));
+    if (r->rtm_family != AF_INET6 || r->rtm_dst_len != 128) return;
+    uint32_t table = r->rtm_table;
+    int oif = 0;
+    std::optional<IpAddr> dst;
+    int len = int(RTM_PAYLOAD(m));
+    for (auto* a = RTM_RTA(r); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+      if (a->rta_type == RTA_TABLE && RTA_PAYLOAD(a) >= 4) std::memcpy(&table, RTA_DATA(a), 4);
+      else if (a->rta_type == RTA_OIF && RTA_PAYLOAD(a) >= 4) std::memcpy(&oif, RTA_DATA(a), 4);
+      else if (a->rta_type == RTA_DST && RTA_PAYLOAD(a) == 16)
+        dst = IpAddr::v6(static_cast<const uint8_t*>(RTA_DATA(a)));
+    }
+    if (table == kProbeTable6 && oif == ifindex && dst) out.push_back(*dst);
+  });
+}
+
+// Deletes the host route to `a` by the tap from kProbeTable6. Returns 0 or -errno.
+int deleteHostRoute6(RouteSocket& nl, int ifindex, const IpAddr& a) {
+  rtmsg rt{};
+  rt.rtm_family = AF_INET6;
+  rt.rtm_dst_len = 128;
+  rt.rtm_table = RT_TABLE_UNSPEC;
+  std::vector<uint8_t> req = request(RTM_DELROUTE, NLM_F_ACK, rt);
   attr(req, RTA_TABLE, &kProbeTable6, sizeof kProbeTable6);
   attr(req, RTA_DST, a.b.data(), 16);
   attr(req, RTA_OIF, &ifindex, sizeof ifindex);
@@ -458,6 +526,31 @@ std::vector<std::string> prepareDataPath(const Config& c, std::vector<NeighbourP
   if (removed)
     done.push_back(std::to_string(removed) + " appliance MAC(s) no longer pinned on " + tap +
                    " (the config no longer fixes them)");
+  // The IPv6 appliances probed by the tap now; the table's other routes by
+  // it (an appliance removed or moved off the data path, or left by an
+  // earlier run) go: they would steer nothing of gwlbd's, but they would
+  // stay for as long as the tap.
+  std::vector<IpAddr> routes6;
+  for (const Probed& p : probed) {
+    if (p.path.kind != ProbePath::Kind::kData || !c.node.underlay_ipv6) continue;
+    for (const ServerConfig& sc : p.group->servers)
+      if (sc.address.isV6()) routes6.push_back(sc.address);
+  }
+  std::vector<IpAddr> present;
+  if (probeRoutes6(nl, ifindex, present) == 0) {
+    size_t unrouted = 0;
+    for (const IpAddr& a : present) {
+      if (std::find(routes6.begin(), routes6.end(), a) != routes6.end()) continue;
+      int rc = deleteHostRoute6(nl, ifindex, a);
+      if (rc != 0 && rc != -ESRCH)
+        throw std::runtime_error(who + ": cannot remove the route " + a.str() + "/128 from table " +
+                                 std::to_string(kProbeTable6) + ": " + errnoText(rc));
+      ++unrouted;
+    }
+    if (unrouted)
+      done.push_back(std::to_string(unrouted) + " IPv6 route(s) (/128) no longer probed removed from table " +
+                     std::to_string(kProbeTable6));
+  }
   if (!used) return done;
   if (!hasAddress(tap, c.node.underlay_ip)) {
     int rc = addHostAddress(nl, ifindex, c.node.underlay_ip);
@@ -493,15 +586,10 @@ std::vector<std::string> prepareDataPath(const Config& c, std::vector<NeighbourP
                                std::to_string(kProbeTable6) + "': " + errnoText(rc));
   }
   size_t routed = 0;
-  for (const Probed& p : probed) {
-    if (p.path.kind != ProbePath::Kind::kData || !c.node.underlay_ipv6) continue;
-    for (const ServerConfig& sc : p.group->servers) {
-      if (!sc.address.isV6()) continue;
-      int rc = hostRoute6(nl, ifindex, sc.address);
-      if (rc != 0)
-        throw std::runtime_error(who + ": cannot route " + sc.address.str() + "/128 by it: " + errnoText(rc));
-      ++routed;
-    }
+  for (const IpAddr& a : routes6) {
+    int rc = hostRoute6(nl, ifindex, a);
+    if (rc != 0) throw std::runtime_error(who + ": cannot route " + a.str() + "/128 by it: " + errnoText(rc));
+    ++routed;
   }
   if (routed)
     done.push_back(std::to_string(routed) + " IPv6 appliance(s) routed (/128) by " + tap + " in table " +

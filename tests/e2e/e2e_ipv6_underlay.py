@@ -186,3 +186,15 @@ def test_ipv6_underlay(lab, args):
     lab.sh("app-start", victim[-1])
     wait_for(f"{victim} healthy", lambda: lab.servers()[APPS6[victim]]["health"]["state"] == "healthy", timeout=15)
     print(f"{victim} back: healthy")
+
+    # The probes' host routes by the tap (table 6081) follow the config: an
+    # appliance removed takes its route with it; the other keeps its own.
+    def routes6():
+        r = lab.run("gw", "ip", "-6", "route", "show", "table", "6081")
+        return {line.split()[0] for line in r.stdout.splitlines() if line.strip()}
+    have = routes6()
+    assert set(APPS6.values()) <= have, f"table 6081 holds {sorted(have)}, not both appliances"
+    out = lab.gwlbctl("server", "remove", APPS6[victim])
+    wait_for(f"{victim}'s route gone from table 6081", lambda: APPS6[victim] not in routes6(), timeout=10)
+    assert APPS6[other] in routes6(), f"{other}'s route went too: {sorted(routes6())}"
+    print(f"gwlbctl server remove {APPS6[victim]}: its /128 left table 6081, {other}'s stayed")
