@@ -10,7 +10,8 @@
 //  - a peers entry that reaches this node itself (here through a port
 //    forward, as a relay on loopback) is found out on the warm-start
 //    listener and on the UDP socket, and skipped; messages under this node's
-//    own name from another node are refused on both.
+//    own name from another node are refused on both;
+//  - the peer's appliance bypasses arrive with its table.
 // Each fake peer is a thread with blocking sockets; the node's io_context
 // runs on the test thread.
 #include <gtest/gtest.h>
@@ -146,6 +147,7 @@ class FakePeer {
   }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   int requests() const { return requests_; }
+  uint64_t lastNonce() const { return nonce_; }  // of the last warm-start request
 
  private:
   void serve() {
@@ -168,6 +170,7 @@ class FakePeer {
         rh.type != sync::MsgType::kWarmRequest)
       return;
     ++requests_;
+    nonce_ = rh.nonce;
     if (mode_ == Mode::kReplaysSelf) {
       // A keepalive of the asking node's (its node id and epoch, no nonce),
       // as anyone who captured one could send it into the stream.
@@ -223,6 +226,7 @@ class FakePeer {
   std::vector<int> fillers_;
   std::atomic<bool> stop_{false};
   std::atomic<int> requests_{0};
+  std::atomic<uint64_t> nonce_{0};
   std::thread thread_;
 };
 
@@ -467,6 +471,37 @@ TEST_F(WarmStart, TheTransferIsReadManyMessagesAtATimeAndInstalledInBatches) {
   EXPECT_GE(w["install_batches"].get<uint64_t>(), 1u) << w.dump();
   EXPECT_LE(w["install_batches"], w["reads"]) << w.dump();
   expectHolds(t);
+}
+
+// A warm start keeps the peer's appliance bypasses (docs/product-rules.md
+// "Appliance-requested bypass"): the request says this node takes the
+// record flags, and each flow the peer's appliance handed back is bypassed
+// here too, for the flow's life or for the seconds the peer had left; a flow
+// without one stays inspected.
+TEST_F(WarmStart, ThePeersBypassesArriveWithItsTable) {
+  auto t = table(int(sync::kMaxRecords) + 3);  // two messages
+  t[0].bypass = sync::kRecordBypassed;  // for the flow's life
+  t[1].bypass = sync::kRecordBypassed | sync::kRecordBypassTimed;
+  t[1].bypass_left_s = 300;
+  t.back().bypass = sync::kRecordBypassed | sync::kRecordBypassTimed;  // in the second message
+  t.back().bypass_left_s = 60;
+  FakePeer good(FakePeer::Mode::kGood, t);
+  make(options({good.address()}, 30, 500, 3000));
+  fs_->start();
+  runWarmStart(30s);
+  ASSERT_EQ(fs_->status()["warm_start"]["state"], "done") << fs_->status().dump();
+  EXPECT_EQ(good.lastNonce() & 0xFFFF, sync::kWarmNonceBypassMark) << "the request did not say it takes bypasses";
+  expectHolds(t);
+  const uint64_t now = dp::monotonicNs();
+  auto route = [&](const sync::Record& r) {
+    return h_->flows().entry(h_->flows().lookup(r.key, r.flow_hash)).route.load();
+  };
+  EXPECT_TRUE(dp::routeBypassed(route(t[0])) && !dp::routeBypassTimed(route(t[0])));
+  ASSERT_TRUE(dp::routeBypassed(route(t[1])) && dp::routeBypassTimed(route(t[1])));
+  EXPECT_NEAR(double(dp::bypassUntilNs(route(t[1]), now) - now) / 1e9, 300.0, 5.0);
+  ASSERT_TRUE(dp::routeBypassed(route(t.back())) && dp::routeBypassTimed(route(t.back())));
+  EXPECT_NEAR(double(dp::bypassUntilNs(route(t.back()), now) - now) / 1e9, 60.0, 5.0);
+  for (size_t i = 2; i + 1 < t.size(); ++i) EXPECT_FALSE(dp::routeBypassed(route(t[i]))) << "flow " << i;
 }
 
 TEST_F(WarmStart, WithNobodyAnsweringItEndsAfterTheTimeoutHavingAskedRoundTheList) {
