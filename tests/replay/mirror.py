@@ -26,6 +26,12 @@ reach the same tool while it is healthy; from 2 s the failed tool gets no
 copy. The originals are unchanged: every web and rest packet comes back in
 returned.pcap byte-identical at L3; dns comes back bypassed; telnet never.
 summary.json counts the copies (to_mirrors_packets, counters.mirrored).
+
+A second replay of the same capture with weights and draining instead of the
+failure: `weight: 0` for one tool at 1 s and an operator drain of another at
+2.5 s. Copies keep no flow state, so from each event on that tool gets no
+copy (its flows' copies go to the tools left, every web packet still copied
+exactly once); before them the copies reach all three.
 """
 import json
 import os
@@ -168,16 +174,21 @@ def decode_copy(raw):
     return dst, found[1], found[0], bytes(g[8 + optlen:]), aws
 
 
-def run(exe, workdir):
-    shutil.rmtree(workdir, ignore_errors=True)
-    os.makedirs(workdir)
+ZERO, ZERO_AT = TOOLS[0], 1.0      # the second run: weight 0
+DRAINED, DRAIN_AT = TOOLS[2], 2.5  # and an operator drain
+
+
+def run(exe, workdir, events=None, name="out"):
+    if name == "out":
+        shutil.rmtree(workdir, ignore_errors=True)
+        os.makedirs(workdir)
     cap = os.path.join(workdir, "flows.pcap")
     origin = write_capture(cap)
     cfg = os.path.join(workdir, "config.yaml")
     open(cfg, "w").write(CONFIG % (servers(FW), servers(TOOLS), servers(TOOLS_ETH)))
-    ev = os.path.join(workdir, "events.yaml")
-    open(ev, "w").write("- { at: %gs, server: %s, health: unhealthy }\n" % (DOWN_AT, DOWN))
-    out = os.path.join(workdir, "out")
+    ev = os.path.join(workdir, "events-%s.yaml" % name)
+    open(ev, "w").write(events or "- { at: %gs, server: %s, health: unhealthy }\n" % (DOWN_AT, DOWN))
+    out = os.path.join(workdir, name)
     cmd = [exe, "--config", cfg, "--in", cap, "--out-dir", out, "--reflect", "--events", ev]
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     open(os.path.join(workdir, "replay.log"), "w").write(" ".join(cmd) + "\n" + p.stdout)
@@ -285,6 +296,43 @@ def main():
     print("ok: %d copies (web %d, dns %d, telnet %d), every original back unchanged" %
           (n, sum(c for (fi, k), c in copies.items() if fl[fi][0] == "web"),
            sum(c for (fi, k), c in copies.items() if fl[fi][0] == "dns"), telnet))
+    shaped(exe, workdir, by_l3)
+
+
+def shaped(exe, workdir, by_l3):
+    """Weights and draining apply to a mirror group: from its event on, a
+    tool at weight 0 and a drained one get no copy; no copy is lost."""
+    events = ("- { at: %gs, server: %s, weight: 0 }\n"
+              "- { at: %gs, server: %s, drain: true, timeout: 30s }\n" % (ZERO_AT, ZERO, DRAIN_AT, DRAINED))
+    out, _ = run(exe, workdir, events, "shaped")
+    fl = flows()
+    web = {}
+    seen = {"before": set(), "between": set(), "after": set()}
+    for pkt in PcapReader(os.path.join(out, "to-mirrors.pcap")):
+        t = float(pkt.time) - BASE
+        tool, cid, rev, inner, aws = decode_copy(bytes(pkt))
+        if not aws:
+            continue  # dns: group tools-eth, no event
+        fi, k = by_l3[inner]
+        when = "before" if t < ZERO_AT - 0.01 else "between" if t < DRAIN_AT - 0.01 else "after"
+        if t >= ZERO_AT + 0.01 and tool == ZERO:
+            fail("a copy at %.2f s to %s, at weight 0 since %g s" % (t, ZERO, ZERO_AT))
+        if t >= DRAIN_AT + 0.01 and tool == DRAINED:
+            fail("a copy at %.2f s to %s, drained since %g s" % (t, DRAINED, DRAIN_AT))
+        seen[when].add(tool)
+        if fl[fi][0] == "web":
+            web[(fi, k)] = web.get((fi, k), 0) + 1
+    if seen["before"] != set(TOOLS):
+        fail("before the events the copies reached %s, not all of %s: the test shows nothing" %
+             (sorted(seen["before"]), TOOLS))
+    if seen["after"] != {TOOLS[1]}:
+        fail("after the drain the copies reached %s, want only %s" % (sorted(seen["after"]), TOOLS[1]))
+    lost = [(fi, k) for fi, f in enumerate(fl) if f[0] == "web" for k in range(80) if web.get((fi, k), 0) != 1]
+    if lost:
+        fail("web packets not copied exactly once with weights and draining: %s" % lost[:10])
+    print("ok: weight 0 at %g s and a drain at %g s: no copy to either after, every web packet copied once "
+          "(tools before %s, between %s, after %s)" % (ZERO_AT, DRAIN_AT, sorted(seen["before"]),
+                                                      sorted(seen["between"]), sorted(seen["after"])))
 
 
 if __name__ == "__main__":
