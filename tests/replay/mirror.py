@@ -32,6 +32,13 @@ failure: `weight: 0` for one tool at 1 s and an operator drain of another at
 2.5 s. Copies keep no flow state, so from each event on that tool gets no
 copy (its flows' copies go to the tools left, every web packet still copied
 exactly once); before them the copies reach all three.
+
+A third replay, of copies that cannot be sent: a bypass class mirrored to a
+group of one tool (`when_all_unhealthy: drop`), `node.underlay_mtu: 600`,
+UDP packets of 200 and 560 bytes alternately. A copy of a 560-byte packet
+would be longer than the MTU once wrapped: counted `mirror_drop_too_big`,
+not sent; once the tool fails (2 s) every copy is `mirror_drop_no_tool`.
+Every original comes back unchanged either way.
 """
 import json
 import os
@@ -297,6 +304,70 @@ def main():
           (n, sum(c for (fi, k), c in copies.items() if fl[fi][0] == "web"),
            sum(c for (fi, k), c in copies.items() if fl[fi][0] == "dns"), telnet))
     shaped(exe, workdir, by_l3)
+    unsendable(exe, workdir)
+
+
+UNSENDABLE = """node:
+  underlay_ip: 192.0.2.1
+  underlay_mac: 02:00:00:00:00:aa
+  gateway_mac: 02:00:00:00:00:fe
+  underlay_mtu: 600
+server_groups:
+  - name: fw
+    geneve: { format: aws, vni: 0x123456, endpoint_id: 7, attachment_id: 9 }
+    servers:
+      - { address: %s }
+  - name: tools
+    geneve: { format: aws, vni: 0x654321 }
+    when_all_unhealthy: drop
+    servers:
+      - { address: %s }
+traffic_classes:
+  - { name: all, action: bypass, mirror: { group: tools } }
+""" % (FW[0], TOOLS[0])
+
+
+def unsendable(exe, workdir):
+    """Copies too long for the underlay, and copies with no tool in service,
+    are counted by reason and not sent; the originals never suffer."""
+    d = os.path.join(workdir, "unsendable")
+    os.makedirs(d, exist_ok=True)
+    pkts = []
+    for k in range(40):
+        size = 200 if k % 2 == 0 else 560
+        p = Ether(src=ROUTER_MAC, dst=GW_MAC) / IP(src="198.51.100.9", dst="203.0.113.9", id=k + 1) / \
+            UDP(sport=5000 + k % 4, dport=9000) / (bytes([k]) * (size - 28))
+        p.time = BASE + k * 0.1
+        pkts.append(p)
+    wrpcap(os.path.join(d, "in.pcap"), pkts, nano=True)
+    open(os.path.join(d, "config.yaml"), "w").write(UNSENDABLE)
+    open(os.path.join(d, "events.yaml"), "w").write("- { at: 2s, server: %s, health: unhealthy }\n" % TOOLS[0])
+    out = os.path.join(d, "out")
+    cmd = [exe, "--config", os.path.join(d, "config.yaml"), "--in", os.path.join(d, "in.pcap"), "--out-dir", out,
+           "--events", os.path.join(d, "events.yaml")]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if p.returncode != 0:
+        fail("gwlb-replay exited %d:\n%s" % (p.returncode, p.stdout))
+    l3 = {bytes(x[IP]): k for k, x in enumerate(pkts)}
+    copied = []
+    for pkt in PcapReader(os.path.join(out, "to-mirrors.pcap")):
+        tool, cid, rev, inner, aws = decode_copy(bytes(pkt))
+        if len(pkt) - 14 > 600:
+            fail("a copy of %d IP bytes, underlay_mtu 600" % (len(pkt) - 14))
+        if tool != TOOLS[0] or inner not in l3:
+            fail("a copy to %s of no original packet" % tool)
+        copied.append(l3[inner])
+    want = [k for k in range(20) if k % 2 == 0]  # the 200-byte packets before the failure
+    if copied != want:
+        fail("copies of packets %s, want %s (200-byte ones before the tool failed)" % (copied, want))
+    c = json.load(open(os.path.join(out, "summary.json")))["counters"]
+    got = {k: c.get(k) for k in ("mirrored", "mirror_drop_too_big", "mirror_drop_no_tool", "mirror_drop_no_mbuf")}
+    if got != {"mirrored": 10, "mirror_drop_too_big": 10, "mirror_drop_no_tool": 20, "mirror_drop_no_mbuf": 0}:
+        fail("copies not sent counted as %s, want 10 too big (before 2 s) and 20 without a tool (after)" % got)
+    back = [bytes(x[IP]) for x in PcapReader(os.path.join(out, "returned.pcap"))]
+    if sorted(l3[b] for b in back if b in l3) != list(range(40)):
+        fail("%d of 40 originals came back unchanged: a copy that was not sent held one back" % len(back))
+    print("ok: copies not sent: %s; every original back unchanged" % got)
 
 
 def shaped(exe, workdir, by_l3):
