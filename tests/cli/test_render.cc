@@ -187,6 +187,14 @@ TEST(Render, StatusGroupsExplain) {
   t = renderExplain(e);
   EXPECT_TRUE(has(t, "appliance  192.0.2.11")) << t;
   EXPECT_TRUE(has(t, "slot 5 of 65537 -> 192.0.2.12")) << t;
+  EXPECT_FALSE(has(t, "bypass")) << "a flow nobody handed back has no bypass line\n" << t;
+  // A flow its appliance handed back: a bypass line, for its life or until when.
+  e["bypass"] = Json::parse(R"({"by": "192.0.2.11", "until_s": null})");
+  t = renderExplain(e);
+  EXPECT_TRUE(has(t, "\nbypass     BYPASSED BY 192.0.2.11, for the flow's life\n")) << t;
+  e["bypass"]["until_s"] = 42;
+  t = renderExplain(e);
+  EXPECT_TRUE(has(t, "\nbypass     BYPASSED BY 192.0.2.11, until +42s\n")) << t;
 }
 
 // Issue 27: gwlbctl classes, and explain's class lines.

@@ -26,6 +26,19 @@ reach the same tool while it is healthy; from 2 s the failed tool gets no
 copy. The originals are unchanged: every web and rest packet comes back in
 returned.pcap byte-identical at L3; dns comes back bypassed; telnet never.
 summary.json counts the copies (to_mirrors_packets, counters.mirrored).
+
+A second replay of the same capture with weights and draining instead of the
+failure: `weight: 0` for one tool at 1 s and an operator drain of another at
+2.5 s. Copies keep no flow state, so from each event on that tool gets no
+copy (its flows' copies go to the tools left, every web packet still copied
+exactly once); before them the copies reach all three.
+
+A third replay, of copies that cannot be sent: a bypass class mirrored to a
+group of one tool (`when_all_unhealthy: drop`), `node.underlay_mtu: 600`,
+UDP packets of 200 and 560 bytes alternately. A copy of a 560-byte packet
+would be longer than the MTU once wrapped: counted `mirror_drop_too_big`,
+not sent; once the tool fails (2 s) every copy is `mirror_drop_no_tool`.
+Every original comes back unchanged either way.
 """
 import json
 import os
@@ -168,16 +181,21 @@ def decode_copy(raw):
     return dst, found[1], found[0], bytes(g[8 + optlen:]), aws
 
 
-def run(exe, workdir):
-    shutil.rmtree(workdir, ignore_errors=True)
-    os.makedirs(workdir)
+ZERO, ZERO_AT = TOOLS[0], 1.0      # the second run: weight 0
+DRAINED, DRAIN_AT = TOOLS[2], 2.5  # and an operator drain
+
+
+def run(exe, workdir, events=None, name="out"):
+    if name == "out":
+        shutil.rmtree(workdir, ignore_errors=True)
+        os.makedirs(workdir)
     cap = os.path.join(workdir, "flows.pcap")
     origin = write_capture(cap)
     cfg = os.path.join(workdir, "config.yaml")
     open(cfg, "w").write(CONFIG % (servers(FW), servers(TOOLS), servers(TOOLS_ETH)))
-    ev = os.path.join(workdir, "events.yaml")
-    open(ev, "w").write("- { at: %gs, server: %s, health: unhealthy }\n" % (DOWN_AT, DOWN))
-    out = os.path.join(workdir, "out")
+    ev = os.path.join(workdir, "events-%s.yaml" % name)
+    open(ev, "w").write(events or "- { at: %gs, server: %s, health: unhealthy }\n" % (DOWN_AT, DOWN))
+    out = os.path.join(workdir, name)
     cmd = [exe, "--config", cfg, "--in", cap, "--out-dir", out, "--reflect", "--events", ev]
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     open(os.path.join(workdir, "replay.log"), "w").write(" ".join(cmd) + "\n" + p.stdout)
@@ -285,6 +303,107 @@ def main():
     print("ok: %d copies (web %d, dns %d, telnet %d), every original back unchanged" %
           (n, sum(c for (fi, k), c in copies.items() if fl[fi][0] == "web"),
            sum(c for (fi, k), c in copies.items() if fl[fi][0] == "dns"), telnet))
+    shaped(exe, workdir, by_l3)
+    unsendable(exe, workdir)
+
+
+UNSENDABLE = """node:
+  underlay_ip: 192.0.2.1
+  underlay_mac: 02:00:00:00:00:aa
+  gateway_mac: 02:00:00:00:00:fe
+  underlay_mtu: 600
+server_groups:
+  - name: fw
+    geneve: { format: aws, vni: 0x123456, endpoint_id: 7, attachment_id: 9 }
+    servers:
+      - { address: %s }
+  - name: tools
+    geneve: { format: aws, vni: 0x654321 }
+    when_all_unhealthy: drop
+    servers:
+      - { address: %s }
+traffic_classes:
+  - { name: all, action: bypass, mirror: { group: tools } }
+""" % (FW[0], TOOLS[0])
+
+
+def unsendable(exe, workdir):
+    """Copies too long for the underlay, and copies with no tool in service,
+    are counted by reason and not sent; the originals never suffer."""
+    d = os.path.join(workdir, "unsendable")
+    os.makedirs(d, exist_ok=True)
+    pkts = []
+    for k in range(40):
+        size = 200 if k % 2 == 0 else 560
+        p = Ether(src=ROUTER_MAC, dst=GW_MAC) / IP(src="198.51.100.9", dst="203.0.113.9", id=k + 1) / \
+            UDP(sport=5000 + k % 4, dport=9000) / (bytes([k]) * (size - 28))
+        p.time = BASE + k * 0.1
+        pkts.append(p)
+    wrpcap(os.path.join(d, "in.pcap"), pkts, nano=True)
+    open(os.path.join(d, "config.yaml"), "w").write(UNSENDABLE)
+    open(os.path.join(d, "events.yaml"), "w").write("- { at: 2s, server: %s, health: unhealthy }\n" % TOOLS[0])
+    out = os.path.join(d, "out")
+    cmd = [exe, "--config", os.path.join(d, "config.yaml"), "--in", os.path.join(d, "in.pcap"), "--out-dir", out,
+           "--events", os.path.join(d, "events.yaml")]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if p.returncode != 0:
+        fail("gwlb-replay exited %d:\n%s" % (p.returncode, p.stdout))
+    l3 = {bytes(x[IP]): k for k, x in enumerate(pkts)}
+    copied = []
+    for pkt in PcapReader(os.path.join(out, "to-mirrors.pcap")):
+        tool, cid, rev, inner, aws = decode_copy(bytes(pkt))
+        if len(pkt) - 14 > 600:
+            fail("a copy of %d IP bytes, underlay_mtu 600" % (len(pkt) - 14))
+        if tool != TOOLS[0] or inner not in l3:
+            fail("a copy to %s of no original packet" % tool)
+        copied.append(l3[inner])
+    want = [k for k in range(20) if k % 2 == 0]  # the 200-byte packets before the failure
+    if copied != want:
+        fail("copies of packets %s, want %s (200-byte ones before the tool failed)" % (copied, want))
+    c = json.load(open(os.path.join(out, "summary.json")))["counters"]
+    got = {k: c.get(k) for k in ("mirrored", "mirror_drop_too_big", "mirror_drop_no_tool", "mirror_drop_no_mbuf")}
+    if got != {"mirrored": 10, "mirror_drop_too_big": 10, "mirror_drop_no_tool": 20, "mirror_drop_no_mbuf": 0}:
+        fail("copies not sent counted as %s, want 10 too big (before 2 s) and 20 without a tool (after)" % got)
+    back = [bytes(x[IP]) for x in PcapReader(os.path.join(out, "returned.pcap"))]
+    if sorted(l3[b] for b in back if b in l3) != list(range(40)):
+        fail("%d of 40 originals came back unchanged: a copy that was not sent held one back" % len(back))
+    print("ok: copies not sent: %s; every original back unchanged" % got)
+
+
+def shaped(exe, workdir, by_l3):
+    """Weights and draining apply to a mirror group: from its event on, a
+    tool at weight 0 and a drained one get no copy; no copy is lost."""
+    events = ("- { at: %gs, server: %s, weight: 0 }\n"
+              "- { at: %gs, server: %s, drain: true, timeout: 30s }\n" % (ZERO_AT, ZERO, DRAIN_AT, DRAINED))
+    out, _ = run(exe, workdir, events, "shaped")
+    fl = flows()
+    web = {}
+    seen = {"before": set(), "between": set(), "after": set()}
+    for pkt in PcapReader(os.path.join(out, "to-mirrors.pcap")):
+        t = float(pkt.time) - BASE
+        tool, cid, rev, inner, aws = decode_copy(bytes(pkt))
+        if not aws:
+            continue  # dns: group tools-eth, no event
+        fi, k = by_l3[inner]
+        when = "before" if t < ZERO_AT - 0.01 else "between" if t < DRAIN_AT - 0.01 else "after"
+        if t >= ZERO_AT + 0.01 and tool == ZERO:
+            fail("a copy at %.2f s to %s, at weight 0 since %g s" % (t, ZERO, ZERO_AT))
+        if t >= DRAIN_AT + 0.01 and tool == DRAINED:
+            fail("a copy at %.2f s to %s, drained since %g s" % (t, DRAINED, DRAIN_AT))
+        seen[when].add(tool)
+        if fl[fi][0] == "web":
+            web[(fi, k)] = web.get((fi, k), 0) + 1
+    if seen["before"] != set(TOOLS):
+        fail("before the events the copies reached %s, not all of %s: the test shows nothing" %
+             (sorted(seen["before"]), TOOLS))
+    if seen["after"] != {TOOLS[1]}:
+        fail("after the drain the copies reached %s, want only %s" % (sorted(seen["after"]), TOOLS[1]))
+    lost = [(fi, k) for fi, f in enumerate(fl) if f[0] == "web" for k in range(80) if web.get((fi, k), 0) != 1]
+    if lost:
+        fail("web packets not copied exactly once with weights and draining: %s" % lost[:10])
+    print("ok: weight 0 at %g s and a drain at %g s: no copy to either after, every web packet copied once "
+          "(tools before %s, between %s, after %s)" % (ZERO_AT, DRAIN_AT, sorted(seen["before"]),
+                                                      sorted(seen["between"]), sorted(seen["after"])))
 
 
 if __name__ == "__main__":

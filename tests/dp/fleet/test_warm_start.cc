@@ -10,7 +10,9 @@
 //  - a peers entry that reaches this node itself (here through a port
 //    forward, as a relay on loopback) is found out on the warm-start
 //    listener and on the UDP socket, and skipped; messages under this node's
-//    own name from another node are refused on both.
+//    own name from another node are refused on both;
+//  - the peer's appliance bypasses arrive with its table, and this node
+//    serves its own only to a requester that takes them.
 // Each fake peer is a thread with blocking sockets; the node's io_context
 // runs on the test thread.
 #include <gtest/gtest.h>
@@ -23,6 +25,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <thread>
 #include <vector>
 
@@ -146,6 +149,7 @@ class FakePeer {
   }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   int requests() const { return requests_; }
+  uint64_t lastNonce() const { return nonce_; }  // of the last warm-start request
 
  private:
   void serve() {
@@ -168,6 +172,7 @@ class FakePeer {
         rh.type != sync::MsgType::kWarmRequest)
       return;
     ++requests_;
+    nonce_ = rh.nonce;
     if (mode_ == Mode::kReplaysSelf) {
       // A keepalive of the asking node's (its node id and epoch, no nonce),
       // as anyone who captured one could send it into the stream.
@@ -223,6 +228,7 @@ class FakePeer {
   std::vector<int> fillers_;
   std::atomic<bool> stop_{false};
   std::atomic<int> requests_{0};
+  std::atomic<uint64_t> nonce_{0};
   std::thread thread_;
 };
 
@@ -467,6 +473,111 @@ TEST_F(WarmStart, TheTransferIsReadManyMessagesAtATimeAndInstalledInBatches) {
   EXPECT_GE(w["install_batches"].get<uint64_t>(), 1u) << w.dump();
   EXPECT_LE(w["install_batches"], w["reads"]) << w.dump();
   expectHolds(t);
+}
+
+// A warm start keeps the peer's appliance bypasses (docs/product-rules.md
+// "Appliance-requested bypass"): the request says this node takes the
+// record flags, and each flow the peer's appliance handed back is bypassed
+// here too, for the flow's life or for the seconds the peer had left; a flow
+// without one stays inspected.
+TEST_F(WarmStart, ThePeersBypassesArriveWithItsTable) {
+  auto t = table(int(sync::kMaxRecords) + 3);  // two messages
+  t[0].bypass = sync::kRecordBypassed;  // for the flow's life
+  t[1].bypass = sync::kRecordBypassed | sync::kRecordBypassTimed;
+  t[1].bypass_left_s = 300;
+  t.back().bypass = sync::kRecordBypassed | sync::kRecordBypassTimed;  // in the second message
+  t.back().bypass_left_s = 60;
+  FakePeer good(FakePeer::Mode::kGood, t);
+  make(options({good.address()}, 30, 500, 3000));
+  fs_->start();
+  runWarmStart(30s);
+  ASSERT_EQ(fs_->status()["warm_start"]["state"], "done") << fs_->status().dump();
+  EXPECT_EQ(good.lastNonce() & 0xFFFF, sync::kWarmNonceBypassMark) << "the request did not say it takes bypasses";
+  expectHolds(t);
+  const uint64_t now = dp::monotonicNs();
+  auto route = [&](const sync::Record& r) {
+    return h_->flows().entry(h_->flows().lookup(r.key, r.flow_hash)).route.load();
+  };
+  EXPECT_TRUE(dp::routeBypassed(route(t[0])) && !dp::routeBypassTimed(route(t[0])));
+  ASSERT_TRUE(dp::routeBypassed(route(t[1])) && dp::routeBypassTimed(route(t[1])));
+  EXPECT_NEAR(double(dp::bypassUntilNs(route(t[1]), now) - now) / 1e9, 300.0, 5.0);
+  ASSERT_TRUE(dp::routeBypassed(route(t.back())) && dp::routeBypassTimed(route(t.back())));
+  EXPECT_NEAR(double(dp::bypassUntilNs(route(t.back()), now) - now) / 1e9, 60.0, 5.0);
+  for (size_t i = 2; i + 1 < t.size(); ++i) EXPECT_FALSE(dp::routeBypassed(route(t[i]))) << "flow " << i;
+}
+
+// Serving a warm start: a flow's appliance bypass goes to a requester whose
+// request says it takes record flags, never to one that does not (that node
+// keeps inspecting the flow).
+TEST_F(WarmStart, ItServesItsBypassesOnlyToANodeThatSaysItTakesThem) {
+  // Its one peer on 127.0.0.1 (nothing listens there: its own warm start
+  // ends at once), the address it serves warm starts to.
+  const std::string peer = "127.0.0.1:" + std::to_string(freeSyncPort());
+  uint16_t port = 0;
+  for (int tries = 0;; ++tries) {
+    port = freeSyncPort();
+    if (makeOn(options({peer}, 1, 200, 200), port)) break;
+    ASSERT_LT(tries, 20);
+  }
+  fs_->start();
+  runWarmStart(10s);
+  auto t = table(3);
+  t[0].bypass = sync::kRecordBypassed;
+  t[1].bypass = sync::kRecordBypassed | sync::kRecordBypassTimed;
+  t[1].bypass_left_s = 300;
+  for (const sync::Record& r : t) ASSERT_EQ(fs_->install(r, dp::monotonicNs()), ctl::InstallResult::kInstalled);
+  // A requester on its own thread (the node's io_context runs on this one):
+  // the records of the whole transfer.
+  auto ask = [&](uint64_t nonce) {
+    std::map<uint32_t, sync::Record> got;  // by flow hash
+    std::atomic<bool> done{false}, stop{false};
+    std::thread asker([&] {
+      int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in to = loopback(port);
+      if (::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0) {
+        sync::Header h;
+        h.type = sync::MsgType::kWarmRequest;
+        h.node = sync::nodeId("gw-asker");
+        h.epoch = 5;
+        h.seq = 1;
+        h.time_ms = unixMsNow();
+        h.nonce = nonce;
+        auto f = frame(h, nullptr, 0);
+        writeAll(fd, f.data(), f.size());
+        uint8_t len[2];
+        std::vector<uint8_t> msg;
+        sync::Record recs[sync::kMaxRecords];
+        while (readFull(fd, len, 2, stop)) {
+          msg.resize(size_t(len[0] | len[1] << 8));
+          sync::Header rh;
+          if (!readFull(fd, msg.data(), msg.size(), stop) ||
+              sync::decode(fleetKey(), msg.data(), msg.size(), rh, recs) != sync::Status::kOk ||
+              rh.type == sync::MsgType::kWarmEnd)
+            break;
+          for (uint16_t i = 0; i < rh.count; ++i) got[recs[i].flow_hash] = recs[i];
+        }
+      }
+      ::close(fd);
+      done = true;
+    });
+    auto end = Clock::now() + 10s;
+    while (!done && Clock::now() < end) io_.run_for(20ms);
+    stop = true;
+    asker.join();
+    return got;
+  };
+  auto takes = ask((0x5eed000000000000ULL & ~uint64_t(0xFFFF)) | sync::kWarmNonceBypassMark);
+  ASSERT_EQ(takes.size(), t.size()) << fs_->status().dump();
+  EXPECT_EQ(takes[t[0].flow_hash].bypass, sync::kRecordBypassed);
+  EXPECT_EQ(takes[t[1].flow_hash].bypass, sync::kRecordBypassed | sync::kRecordBypassTimed);
+  EXPECT_NEAR(takes[t[1].flow_hash].bypass_left_s, 300, 5);
+  EXPECT_EQ(takes[t[2].flow_hash].bypass, 0);
+  auto older = ask(0x01d0000000000001ULL);
+  ASSERT_EQ(older.size(), t.size()) << fs_->status().dump();
+  for (const auto& [hash, r] : older) {
+    EXPECT_EQ(r.bypass, 0) << "flow " << hash << ": a bypass to a node that does not take it";
+    EXPECT_EQ(r.bypass_left_s, 0);
+  }
 }
 
 TEST_F(WarmStart, WithNobodyAnsweringItEndsAfterTheTimeoutHavingAskedRoundTheList) {

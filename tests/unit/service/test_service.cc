@@ -293,6 +293,71 @@ TEST(ServiceFlows, FlowsListsAndCountsAndExplainFindsTheEntry) {
   EXPECT_EQ(e["group"], "fw");
 }
 
+// An appliance's bypass in explain: who handed the flow back, for how long,
+// and that its packets are not inspected (gwlbctl explain's bypass line).
+TEST(ServiceFlows, ExplainOfABypassedFlowSaysWhichApplianceHandedItBack) {
+  Rig r;
+  const uint16_t id = r.idOf("10.0.0.13");
+  r.addFlow(1, id);
+  r.addFlow(2, id, /*bypassed=*/true);
+  json e = r.ok("explain", {{"src", "198.18.0.2"}, {"dst", "203.0.113.1"}, {"proto", "tcp"},
+                            {"sport", 40002}, {"dport", 443}});
+  EXPECT_EQ(e["existing"], true);
+  ASSERT_TRUE(e["bypass"].is_object()) << e.dump();
+  EXPECT_EQ(e["bypass"]["by"], "10.0.0.13");
+  EXPECT_TRUE(e["bypass"]["until_s"].is_null()) << "for the flow's life";
+  EXPECT_NE(e["reason"].get<std::string>().find(
+                "; BYPASSED BY 10.0.0.13 for the flow's life: its packets go straight back to the router, "
+                "uninspected"),
+            std::string::npos)
+      << e["reason"];
+  json plain = r.ok("explain", {{"src", "198.18.0.1"}, {"dst", "203.0.113.1"}, {"proto", "tcp"},
+                                {"sport", 40001}, {"dport", 443}});
+  EXPECT_TRUE(plain["bypass"].is_null()) << plain.dump();
+  EXPECT_EQ(plain["reason"].get<std::string>().find("BYPASSED"), std::string::npos) << plain["reason"];
+}
+
+// A class's mirror and tag, as `gwlbctl classes` and `explain` show them:
+// the classes API and the class an explained packet matches carry both.
+TEST(ServiceClasses, ClassesAndExplainShowAClassesMirrorAndTag) {
+  ctl::Config c = ctl::testing::smallConfig();
+  ctl::ServerGroupConfig tools;
+  tools.name = "tools";
+  tools.maglev_table_size = 251;
+  ctl::ServerConfig tool;
+  tool.address = *IpAddr::parse("10.0.0.21");
+  tools.servers.push_back(tool);
+  c.server_groups.push_back(tools);
+  c.tags.push_back({"tenant-a", 4242});
+  ctl::TrafficClassConfig a;
+  a.name = "tenant-a";
+  a.match.l4_ports = {{443, 443}};
+  a.mirror.group = "tools";
+  a.mirror.truncate = 128;
+  a.mirror.sample = 10;
+  a.tag = "tenant-a";
+  ctl::TrafficClassConfig rest;
+  rest.name = "rest";
+  c.traffic_classes = {a, rest};
+  Rig r(c);
+  json cl = r.ok("classes");
+  ASSERT_EQ(cl["classes"].size(), 2u) << cl.dump();
+  EXPECT_EQ(cl["classes"][0]["mirror"], "copies to server group 'tools', first 128 bytes, 1 packet in 10");
+  EXPECT_EQ(cl["classes"][0]["tag"], "tenant-a");
+  EXPECT_EQ(cl["classes"][0]["tag_value"], 4242);
+  EXPECT_TRUE(cl["classes"][1]["mirror"].is_null() && cl["classes"][1]["tag"].is_null()) << cl.dump();
+  json e = r.ok("explain", {{"src", "198.18.0.9"}, {"dst", "203.0.113.1"}, {"proto", "tcp"},
+                            {"sport", 40009}, {"dport", 443}});
+  ASSERT_TRUE(e["class"].is_object()) << e.dump();
+  EXPECT_EQ(e["class"]["name"], "tenant-a");
+  EXPECT_EQ(e["class"]["mirror"], "copies to server group 'tools', first 128 bytes, 1 packet in 10");
+  EXPECT_EQ(e["class"]["tag"], "tenant-a");
+  e = r.ok("explain", {{"src", "198.18.0.9"}, {"dst", "203.0.113.1"}, {"proto", "tcp"},
+                       {"sport", 40009}, {"dport", 22}});
+  EXPECT_EQ(e["class"]["name"], "rest");
+  EXPECT_FALSE(e["class"].contains("mirror") || e["class"].contains("tag")) << e.dump();
+}
+
 TEST(ServiceClasses, ClassesSaysWhetherConfiguredAndCountsUnclassified) {
   Rig r;
   r.states[1]->counters.inc(Counter::drop_unclassified, 4);
