@@ -1,8 +1,8 @@
 // The rules of an IPv6 underlay. An appliance's address family decides the
 // outer family of its Geneve packets, so IPv4 and IPv6 appliances may share a
 // node and a group; an IPv6 one needs the node's IPv6 underlay address (its
-// MAC is found by neighbor discovery unless the config gives one), and some
-// paths are IPv4-only for now (forwarding checks, fleet flow sync).
+// MAC is found by neighbor discovery unless the config gives one), and the
+// forwarding check is IPv4-only for now.
 // Each rule names the key to change.
 #include <map>
 
@@ -41,7 +41,6 @@ void checkIpv6Underlay(const Config& c, Report& r) {
       if (a.isV4()) keys.insert_or_assign(applianceKey(a), entry);
       else if (a.isV6()) keys.emplace(applianceKey(a), entry);
     }
-  bool any_v6 = false;
   for (size_t gi = 0; gi < c.server_groups.size(); ++gi) {
     const ServerGroupConfig& g = c.server_groups[gi];
     const std::string gp = at("server_groups", gi);
@@ -50,7 +49,6 @@ void checkIpv6Underlay(const Config& c, Report& r) {
       const ServerConfig& sc = g.servers[si];
       const std::string sp = at(gp + ".servers", si);
       if (!usableIpv6(sc.address)) continue;
-      any_v6 = true;
       if (first_v6.empty()) first_v6 = sp;
       const std::string q = quote(sc.address.str());
       // Equal addresses are the duplicate rule's (config_cross.cc).
@@ -75,9 +73,6 @@ void checkIpv6Underlay(const Config& c, Report& r) {
             "must be false: " + first_v6 + " is IPv6 and forwarding checks reach appliances over "
             "an IPv4 underlay only so far (TCP and HTTP probes reach IPv6 appliances)");
   }
-  if (any_v6 && c.fleet.configured)
-    r.add("fleet", "is not supported with IPv6 appliances yet: flow sync names appliances by "
-                   "IPv4 address");
 }
 
 }  // namespace gwlb::ctl::schema
