@@ -16,6 +16,8 @@ flows over IPv6 (fleet.sync_listen [fd77:9::bK]:7946).
   3. gateway 2 is killed (SIGKILL): the router's BFD takes its next hop out
      (measured), and its streams go on through gateway 1 on the appliance
      they had;
+  4. gateway 2 starts again: its warm start over IPv6 from gateway 1 brings
+     every stream, and its next hop comes back at the router;
 then every stream completed intact, and each stream crossed exactly one
 appliance, both directions, start to end (the appliances' own counters).
 """
@@ -32,7 +34,7 @@ APPS6 = {"app1": "fd77:9::11", "app2": "fd77:9::12"}
 GW6 = {1: "fd77:0:1::2", 2: "fd77:0:2::2"}     # the gateways' BGP addresses and next hops
 SYNC6 = {1: "[fd77:9::b1]:7946", 2: "[fd77:9::b2]:7946"}
 STREAMS, RATE = 24, 20000
-SECONDS = 30 if os.environ.get("GWLB_SANITIZE") else 16
+SECONDS = 30 if os.environ.get("GWLB_SANITIZE") else 20
 
 
 def nexthops6(lab):
@@ -102,6 +104,19 @@ def test_fleet_ipv6(lab, args):
     print(f"gw2 SIGKILL: next hop {GW6[2]} gone from the router's kernel after {t_gone * 1000:.0f} ms")
     assert nexthops6(lab) == {GW6[1]}, nexthops6(lab)
     os.unlink(os.path.join(lab.dir, "gwlbd2.pid"))
+
+    # 4. Gateway 2 starts again: a warm start over IPv6 from gw1 (TCP to
+    # [fd77:9::b1]:7946), then its route.
+    t0 = time.monotonic()
+    lab.sh("gw-start", "2")
+    back = time_until(lambda: GW6[2] in nexthops6(lab), 30, 0.02)
+    assert back is not None, f"gw2 not back at the router: {nexthops6(lab)}"
+    warm = ctl(lab, 2, "fleet")["warm_start"]
+    assert warm["state"] == "done" and warm["peer"] == SYNC6[1] and warm["flows_received"] >= STREAMS, \
+        f"gw2's warm start: {warm}"
+    print(f"gw2 restarted: warm start from {warm['peer']}: {warm['flows_received']} flows in "
+          f"{warm['elapsed_s']:.3f} s; next hop {GW6[2]} back at the router {time.monotonic() - t0:.2f} s "
+          "after the start")
     assert time.monotonic() - t_start < SECONDS - 3, "the events took longer than the streams"
 
     fin = json.loads(streams.stdout.readline())
@@ -112,6 +127,8 @@ def test_fleet_ipv6(lab, args):
     print(f"{STREAMS} streams intact ({sum(s['sent'] for s in fin['streams'])} bytes each way); "
           f"longest pause: median {stalls[len(stalls) // 2]} s, max {stalls[-1]} s")
     assert set(gw_busy(lab, 1)) == set(sports), "gw1 did not carry every stream after gw2's end"
+    # The restarted gw2 holds every stream, on the appliance gw1 has it on.
+    assert all(gw_entries(lab, 2).get(p, (None,))[0] == where_gw[p] for p in sports), "gw2 lacks a stream"
     stats = {a: app_stats(lab, a) for a in APPS6}
     for p in sports:
         on = [(a, f) for a in APPS6 for f in [flow_on(stats[a], 6, f"{CLIENT}:{p}", f"{SERVER}:7000")] if f]
