@@ -52,7 +52,8 @@
 #                       fd77:9::11.., finds their MACs by neighbor discovery (no `mac` in the config)
 #                       and probes them over IPv6 (docs/lab.md "An IPv6 underlay"). With
 #                       --gateways N the routers' links, BGP, BFD and flow sync are IPv6 too
-#                       (scripts/lab_fleet.sh; BIRD on the router only)
+#                       (scripts/lab_fleet.sh; BIRD on the router only; with LAB_IPV6=1 the
+#                       gateways announce ::/0 as well)
 #                       With LAB_APPLIANCE=vxlan the kernel's VXLAN devices tunnel over IPv6
 #                       (their health checks off)
 #   LAB_MIRROR (0)      1, with --listeners 2: app3 and app4 are a mirror group of passive tools

@@ -47,6 +47,19 @@ protocol kernel kgw {
   learn off;
   ipv4 { table gwt; import none; export all; };
 }
+BIRD
+  if fleet_inside6; then  # LAB_IPV6=1 on the IPv6 underlay: the gateways' ::/0 the same way
+    cat <<BIRD
+ipv6 table gwt6;
+protocol kernel kgw6 {
+  kernel table 100;
+  merge paths on limit $FLEET_MAX;
+  learn off;
+  ipv6 { table gwt6; import none; export all; };
+}
+BIRD
+  fi
+  cat <<BIRD
 protocol bfd { interface "r-gw*" { min rx interval 100 ms; min tx interval 100 ms; multiplier ${LAB_BFD_MULT:-5}; }; }
 template bgp gateway_tpl {
   debug { states, events };  # session changes in the log (bird-router.log)
@@ -54,8 +67,9 @@ template bgp gateway_tpl {
   hold time 3; keepalive time 1; connect retry time 1; connect delay time 1; error wait time 1, 2;
   bfd on;
   ipv4 { table gwt; import all; export none;$ext };
-}
 BIRD
+  if fleet_inside6; then echo "  ipv6 { table gwt6; import all; export none; };"; fi
+  echo "}"
   for k in $(seq 1 "$n"); do
     echo "protocol bgp gw$k from gateway_tpl { local $(rt_bgp_ip "$k"); neighbor $(gw_bgp_ip "$k") as $FLEET_AS; }"
   done

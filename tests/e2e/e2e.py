@@ -859,7 +859,7 @@ TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
          "fleet_stateful": (test_fleet, {"LAB_GRACE": "3s", "LAB_APPLIANCE": "stateful"}),
          # A gateway restarted with its sync link cut resets the streams it
          # cannot know instead of sending them to a firewall that drops them.
-         "fleet_ipv6": (test_fleet_ipv6, {"LAB_UNDERLAY": "ipv6"}),
+         "fleet_ipv6": (test_fleet_ipv6, {"LAB_UNDERLAY": "ipv6", "LAB_IPV6": "1"}),
          "fleet_cold": (test_fleet_cold, {"LAB_GRACE": "3s", "LAB_APPLIANCE": "stateful"}),
          "stateful_tcp": (test_stateful("stateful_tcp"), {"LAB_APPLIANCE": "stateful", "LAB_IPV6": "1"}),
          "stateful_ethernet": (test_stateful("stateful_ethernet"),

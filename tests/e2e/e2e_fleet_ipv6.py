@@ -10,6 +10,8 @@ flows over IPv6 (fleet.sync_listen [fd77:9::bK]:7946).
 
   1. the router's table 100 is one route with both gateways' IPv6 next hops,
      installed by BIRD, whose sessions run between IPv6 addresses with BFD up;
+     with IPv6 inside too (LAB_IPV6=1) the gateways' ::/0 is one route over
+     the same next hops, and UDP flows over IPv6 cross intact;
   2. 24 TCP streams (echoed, checked byte by byte) spread over both gateways,
      and each gateway holds every stream, the peer's learnt by IPv6 sync
      records (fleet_sync: flows received from the peer's IPv6 address);
@@ -27,7 +29,7 @@ import signal
 import subprocess
 import time
 
-from e2e import CLIENT, SERVER, flow_on, wait_for
+from e2e import CLIENT, SERVER, SERVER6, flow_on, wait_for
 from e2e_fleet import ctl, gw_busy, gw_entries, gw_pid, sync_received, time_until
 
 APPS6 = {"app1": "fd77:9::11", "app2": "fd77:9::12"}
@@ -74,6 +76,18 @@ def test_fleet_ipv6(lab, args):
     for k in GW6:
         a4 = lab.run("router", "ip", "-4", "addr", "show", "dev", f"r-gw{k}").stdout
         assert "inet " not in a4, f"r-gw{k} has IPv4: {a4}"
+
+    # IPv6 inside (LAB_IPV6=1): the gateways' ::/0 is one route over the same
+    # IPv6 next hops, and UDP over IPv6 crosses the fleet intact.
+    route6 = lab.run("router", "ip", "-6", "route", "show", "table", "100").stdout
+    hops6 = {w.split()[0] for w in route6.replace("\n", " ").split("nexthop via ")[1:]}
+    assert hops6 == set(GW6.values()) and "proto bird" in route6, f"router IPv6 table 100: {route6}"
+    lab.serve("udp-echo-server", SERVER6, 5353)
+    for i in range(8):
+        r = lab.run("client", *lab.peer("udp-echo-client", SERVER6, "5353", "20", str(41000 + i)))
+        u = json.loads(r.stdout)
+        assert u["received"] == u["sent"] == 20 and u["intact"], f"UDP over IPv6, flow {i}: {u}"
+    print("router IPv6 table 100:", " ".join(route6.split()), "; 8 UDP flows over IPv6 echoed intact")
 
     # 2. Streams over both gateways; each holds all of them via IPv6 sync.
     lab.serve("tcp-echo-server", SERVER, 7000)
