@@ -3,6 +3,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -97,6 +98,13 @@ void putRecord(uint8_t* p, const Record& r) {
   put16(p + 74, r.bypass_timed() ? r.bypass_left_s : 0);
 }
 
+// A wide record: the 76 bytes, then the two IPv6 addresses.
+void putRecord6(uint8_t* p, const Record& r) {
+  putRecord(p, r);
+  std::memcpy(p + kRecordSize, r.appliance6.data(), 16);
+  std::memcpy(p + kRecordSize + 16, r.prev_appliance6.data(), 16);
+}
+
 bool zero(const uint8_t* p, size_t n) {
   for (size_t i = 0; i < n; ++i)
     if (p[i]) return false;
@@ -106,6 +114,8 @@ bool zero(const uint8_t* p, size_t n) {
 // A record as a flow record of a known kind, or false.
 bool getRecord(const uint8_t* p, Record& r) {
   getKey(p, r.key);
+  r.appliance6 = {};
+  r.prev_appliance6 = {};
   if (p[39] != uint8_t(KeyKind::kFlow)) return false;  // fragment entries are never synced
   if (r.key.family == 4) {
     if (!zero(p + 4, 12) || !zero(p + 20, 12)) return false;
@@ -137,6 +147,21 @@ bool getRecord(const uint8_t* p, Record& r) {
   return r.appliance != 0 && r.cookie != 0;
 }
 
+// A wide record: one family names the appliance, at most one the previous.
+bool getRecord6(const uint8_t* p, Record& r) {
+  const bool v6 = !zero(p + kRecordSize, 16), prev6 = !zero(p + kRecordSize + 16, 16);
+  if (v6 == (get32(p + 44) != 0) || (prev6 && get32(p + 52) != 0)) return false;
+  // getRecord's checks, a stand-in IPv4 field for an IPv6 appliance.
+  uint8_t narrow[kRecordSize];
+  std::memcpy(narrow, p, kRecordSize);
+  if (v6) put32(narrow + 44, 1);
+  if (!getRecord(narrow, r)) return false;
+  if (v6) r.appliance = 0;
+  std::memcpy(r.appliance6.data(), p + kRecordSize, 16);
+  std::memcpy(r.prev_appliance6.data(), p + kRecordSize + 16, 16);
+  return true;
+}
+
 size_t bodySize(MsgType t, size_t count) {
   switch (t) {
     case MsgType::kRecords:
@@ -145,16 +170,22 @@ size_t bodySize(MsgType t, size_t count) {
     case MsgType::kWarmRequest: return 0;
     case MsgType::kHealth: return count * kHealthEntrySize;
     case MsgType::kConfigDigest: return count * kDigestEntrySize;
+    case MsgType::kRecords6:
+    case MsgType::kTransfer6: return count * kRecord6Size;
   }
   return 0;
 }
 
-bool knownType(uint8_t t) { return t >= 1 && t <= 6; }
+bool knownType(uint8_t t) { return t >= 1 && t <= 8; }
+
+bool wideType(MsgType t) { return t == MsgType::kRecords6 || t == MsgType::kTransfer6; }
 
 size_t maxCount(MsgType t) {
   switch (t) {
     case MsgType::kRecords:
     case MsgType::kTransfer: return kMaxRecords;
+    case MsgType::kRecords6:
+    case MsgType::kTransfer6: return kMaxRecords6;
     case MsgType::kHealth: return kMaxHealthEntries;
     case MsgType::kConfigDigest: return kMaxDigestEntries;
     default: return 0;
@@ -272,6 +303,11 @@ const char* toString(Sender s) {
   return "?";
 }
 
+bool fits(const Record* recs, size_t n, const Record& next) {
+  const bool wide = next.wide() || std::any_of(recs, recs + n, [](const Record& r) { return r.wide(); });
+  return n < (wide ? kMaxRecords6 : kMaxRecords);
+}
+
 uint64_t nodeId(const std::string& node_name) {
   uint64_t h = 0xcbf29ce484222325ULL;
   for (unsigned char c : node_name) h = (h ^ c) * 0x100000001b3ULL;
@@ -340,16 +376,20 @@ size_t encodeConfigDigest(const SyncKey& key, Header h, const DigestEntry* e, si
 
 size_t encode(const SyncKey& key, Header h, const Record* recs, size_t n, uint8_t* out, size_t cap,
               uint64_t end_total) {
-  bool has_records = h.type == MsgType::kRecords || h.type == MsgType::kTransfer;
+  bool has_records = isRecords(h.type) || isTransfer(h.type);
   if (!has_records) n = 0;
-  if (n > kMaxRecords) return 0;
+  if (has_records && std::any_of(recs, recs + n, [](const Record& r) { return r.wide(); }))
+    h.type = isRecords(h.type) ? MsgType::kRecords6 : MsgType::kTransfer6;
+  const bool wide = wideType(h.type);
+  if (n > maxCount(h.type) && has_records) return 0;
   size_t body = bodySize(h.type, n);
   size_t total = kHeaderSize + body + kMacSize;
   if (total > cap) return 0;
   h.count = uint16_t(n);
   putHeader(out, h);
   uint8_t* p = out + kHeaderSize;
-  for (size_t i = 0; i < n; ++i, p += kRecordSize) putRecord(p, recs[i]);
+  for (size_t i = 0; i < n; ++i, p += wide ? kRecord6Size : kRecordSize)
+    wide ? putRecord6(p, recs[i]) : putRecord(p, recs[i]);
   if (h.type == MsgType::kWarmEnd) put64(p, end_total), p += kWarmEndBody;
   return seal(key, out, p) ? total : 0;
 }
@@ -388,8 +428,9 @@ Status decode(const SyncKey& key, const uint8_t* d, size_t len, Header& h, Recor
     }
     return Status::kOk;
   }
-  for (size_t i = 0; i < h.count; ++i, p += kRecordSize)
-    if (!getRecord(p, recs[i])) return Status::kMalformed;
+  const bool wide = wideType(h.type);
+  for (size_t i = 0; i < h.count; ++i, p += wide ? kRecord6Size : kRecordSize)
+    if (!(wide ? getRecord6(p, recs[i]) : getRecord(p, recs[i]))) return Status::kMalformed;
   if (h.type == MsgType::kWarmEnd && end_total) *end_total = get64(p);
   return Status::kOk;
 }

@@ -33,6 +33,16 @@
 // left (16 bits; 0 unless timed), 2 reserved bytes (0). A gwlbd before the
 // flags byte refuses a record with any flag set, so a sender sets flags only
 // for a peer whose kHealth messages carry kFeatureRecordFlags.
+//
+// A flow on an IPv6 appliance travels in kRecords6 / kTransfer6 messages,
+// whose records (kRecord6Size = 108 bytes) are the 76 bytes above followed by
+// the appliance's IPv6 address and the previous appliance's (16 bytes each,
+// :: when never moved or when the previous one is IPv4). In such a record the
+// appliance IPv4 field is 0 when the appliance is IPv6 and the IPv6 field is
+// :: when it is IPv4: exactly one of the two names it, and at most one names
+// the previous appliance. A sender writes one of these types only when a
+// batch holds such a flow; a gwlbd without them has no IPv6 appliances (its
+// config refuses them in a fleet), so never takes one.
 #pragma once
 
 #include <array>
@@ -58,6 +68,8 @@ inline constexpr size_t kRecordSize = 76;
 inline constexpr size_t kMaxDatagram = 1400;
 inline constexpr size_t kMaxRecords = (kMaxDatagram - kHeaderSize - kMacSize) / kRecordSize;  // 17
 inline constexpr size_t kMaxMessage = kHeaderSize + kMaxRecords * kRecordSize + kMacSize;
+inline constexpr size_t kRecord6Size = kRecordSize + 32;
+inline constexpr size_t kMaxRecords6 = (kMaxMessage - kHeaderSize - kMacSize) / kRecord6Size;  // 11
 inline constexpr size_t kWarmEndBody = 8;
 // Messages whose sender time is further than this from ours are stale.
 inline constexpr int64_t kMaxClockSkewMs = 30'000;
@@ -69,7 +81,13 @@ enum class MsgType : uint8_t {
   kWarmEnd = 4,
   kHealth = 5,  // the sender's health view: count entries of kHealthEntrySize bytes
   kConfigDigest = 6,  // the sender's config digests: count entries of kDigestEntrySize bytes
+  kRecords6 = 7,      // kRecords with kRecord6Size records (IPv6 appliances)
+  kTransfer6 = 8,     // kTransfer with kRecord6Size records
 };
+// Whether a message of type t carries flow records (kRecords, kRecords6), and
+// whether it is a warm start's (kTransfer, kTransfer6).
+inline bool isRecords(MsgType t) { return t == MsgType::kRecords || t == MsgType::kRecords6; }
+inline bool isTransfer(MsgType t) { return t == MsgType::kTransfer || t == MsgType::kTransfer6; }
 // A kHealth message's nonce field: bits saying what its sender takes (0 from
 // a gwlbd before them; a receiver ignores bits it does not know).
 inline constexpr uint64_t kFeatureConfigDigest = 1;  // kConfigDigest messages
@@ -86,7 +104,10 @@ inline constexpr uint8_t kRecordOpened = 4;
 // peer whose kHealth said kFeatureRecordFlags.
 inline constexpr uint64_t kWarmNonceBypassMark = 0xB9A5;
 // One health entry: appliance IPv4, its state (common/health.h HealthState),
-// 1 when it takes new flows there, 2 reserved bytes (0).
+// 1 when it takes new flows there, 2 reserved bytes (0). An IPv6 appliance is
+// named by its 32-bit appliance key (common/net_types.h applianceKey: the
+// config refuses two appliances with one key, and nodes of a fleet share the
+// appliance list, which the config digests check).
 inline constexpr size_t kHealthEntrySize = 8;
 // Within kMaxMessage, the largest message a receiver takes.
 inline constexpr size_t kMaxHealthEntries = (kMaxMessage - kHeaderSize - kMacSize) / kHealthEntrySize;  // 161
@@ -127,7 +148,16 @@ struct Record {
   uint16_t bypass_left_s = 0;   // timed: seconds until the bypass ends (>= 1)
   bool bypass_timed() const { return bypass & kRecordBypassTimed; }
   bool opened = false;          // created by the connection's opening SYN (kRecordOpened)
+  // An IPv6 appliance (then `appliance` is 0), and an IPv6 previous one
+  // (then `prev_appliance` is 0); all zero for IPv4 ones.
+  std::array<uint8_t, 16> appliance6{};
+  std::array<uint8_t, 16> prev_appliance6{};
+  bool wide() const { return appliance6 != std::array<uint8_t, 16>{} || prev_appliance6 != std::array<uint8_t, 16>{}; }
 };
+
+// Whether `next` fits in one message beside recs[0..n): kMaxRecords records,
+// or kMaxRecords6 once one of them (or next) is wide().
+bool fits(const Record* recs, size_t n, const Record& next);
 
 // What the sender's health checks say of one appliance (kHealth).
 struct HealthEntry {
@@ -183,8 +213,9 @@ size_t encodeConfigDigest(const SyncKey& key, Header h, const DigestEntry* e, si
                           uint8_t* out, size_t cap);
 
 // Writes one message (header, body, MAC) to out[0..cap); returns its size,
-// or 0 when it does not fit, count > kMaxRecords or the MAC cannot be
-// computed. For kWarmEnd, `end_total`
+// or 0 when it does not fit, count > kMaxRecords (kMaxRecords6 with a wide()
+// record) or the MAC cannot be computed. A kRecords or kTransfer batch with
+// a wide() record goes as kRecords6 or kTransfer6. For kWarmEnd, `end_total`
 // is the body; kWarmRequest has none. h.count is set from n.
 size_t encode(const SyncKey& key, Header h, const Record* recs, size_t n, uint8_t* out,
               size_t cap, uint64_t end_total = 0);
@@ -194,7 +225,8 @@ const char* toString(Status s);
 
 // Checks and decodes one message. kMalformed: wrong length for its count or
 // type, bad magic, version or type, a record that is not a flow record of a
-// known kind (fragment key, family not 4/6, nonzero reserved bytes); checked
+// known kind (fragment key, family not 4/6, nonzero reserved bytes, an
+// appliance named in both families or in neither); checked
 // before the MAC only where the length is concerned, so an attacker learns
 // nothing from which. kAuthFailed: the MAC does not match, or cannot be
 // computed (a key never derived, OpenSSL failing). Records are

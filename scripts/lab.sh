@@ -50,7 +50,10 @@
 #   LAB_UNDERLAY ipv4|ipv6 (ipv4)  ipv6: the appliance network is IPv6 only (fd77:9::/64): gwlbd
 #                       sends Geneve over IPv6 from node.underlay_ipv6 fd77:9::1 to app1..appN at
 #                       fd77:9::11.., finds their MACs by neighbor discovery (no `mac` in the config)
-#                       and probes them over IPv6 (docs/lab.md "An IPv6 underlay"); one gateway.
+#                       and probes them over IPv6 (docs/lab.md "An IPv6 underlay"). With
+#                       --gateways N the routers' links, BGP, BFD and flow sync are IPv6 too
+#                       (scripts/lab_fleet.sh; BIRD on the router only; with LAB_IPV6=1 the
+#                       gateways announce ::/0 as well)
 #                       With LAB_APPLIANCE=vxlan the kernel's VXLAN devices tunnel over IPv6
 #                       (their health checks off)
 #   LAB_MIRROR (0)      1, with --listeners 2: app3 and app4 are a mirror group of passive tools
@@ -538,8 +541,8 @@ lab_up() {
   done
   case "$gateways" in 1|2|3|4) ;; *) log "--gateways: $gateways is not 1..4"; return 2 ;; esac
   case "$listeners" in 1|2) ;; *) log "--listeners: $listeners is not 1 or 2"; return 2 ;; esac
-  if [ "$UNDERLAY_FAMILY" = ipv6 ] && [ "$gateways" -gt 1 ]; then
-    log "LAB_UNDERLAY=ipv6: one gateway only (the fleet lab's underlay is IPv4)"; return 2
+  if [ "$UNDERLAY_FAMILY" = ipv6 ] && [ "$gateways" -gt 1 ] && [ "${LAB_ROUTER:-bird}" = frr ]; then
+    log "LAB_UNDERLAY=ipv6 with --gateways: the router is BIRD (LAB_ROUTER=frr runs over IPv4)"; return 2
   fi
   for b in control/gwlbd cli/gwlbctl tools/gwlb-appliance; do
     [ -x "$GWLB_BUILD/$b" ] || { log "missing $GWLB_BUILD/$b (build it first)"; return 1; }

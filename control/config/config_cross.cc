@@ -21,6 +21,26 @@ using AddrKey = std::pair<uint8_t, std::array<uint8_t, 16>>;
 
 std::string at(const std::string& list, size_t i) { return list + "[" + std::to_string(i) + "]"; }
 
+// Why a fleet sync address cannot carry records ("" when it can): an IPv6
+// link-local one needs an interface its form cannot name; an IPv4-mapped one
+// is an IPv4 peer written otherwise; a peer is no wildcard or multicast group.
+std::string unusableSyncAddress(const IpAddr& a, bool peer) {
+  const bool wildcard = a.b == std::array<uint8_t, 16>{};
+  if (a.isV6()) {
+    if (a.b[0] == 0xfe && (a.b[1] & 0xc0) == 0x80)
+      return " is an IPv6 link-local address, which needs an interface (a zone) that address:port "
+             "cannot name; use a global or unique local (fd00::/8) address";
+    bool mapped = a.b[10] == 0xff && a.b[11] == 0xff;
+    for (size_t i = 0; i < 10; ++i) mapped = mapped && a.b[i] == 0;
+    if (mapped) return " is an IPv4-mapped IPv6 address; write the IPv4 address itself";
+    if (peer && a.b[0] == 0xff) return " is a multicast address; a peer is one node's address";
+  } else if (peer && a.b[0] >= 224) {
+    return " is a multicast or reserved address; a peer is one node's address";
+  }
+  if (peer && wildcard) return " is the wildcard address; a peer is one node's address";
+  return "";
+}
+
 // Two listening addresses on one port collide: the same address, or a
 // wildcard of the other's family, or the IPv6 wildcard (dual stack).
 bool listenersOverlap(const IpAddr& a, const IpAddr& b) {
@@ -225,10 +245,28 @@ class Cross {
     IpAddr la, pa;
     uint16_t lport = 0, pport = 0;
     bool listen_ok = parseListen(f.sync_listen, la, lport);
-    for (size_t i = 0; i < f.peers.size(); ++i)
-      if (listen_ok && parseListen(f.peers[i], pa, pport) && pa == la && pport == lport)
-        add("fleet.peers[" + std::to_string(i) + "]",
-            quote(f.peers[i]) + " is this node's own fleet.sync_listen");
+    if (listen_ok) {
+      if (std::string why = unusableSyncAddress(la, false); !why.empty())
+        add("fleet.sync_listen", quote(f.sync_listen) + why);
+    }
+    for (size_t i = 0; i < f.peers.size(); ++i) {
+      const std::string pp = "fleet.peers[" + std::to_string(i) + "]";
+      if (!parseListen(f.peers[i], pa, pport)) continue;  // its own check said what is wrong
+      if (std::string why = unusableSyncAddress(pa, true); !why.empty()) {
+        add(pp, quote(f.peers[i]) + why);
+      } else if (listen_ok && pa == la && pport == lport) {
+        add(pp, quote(f.peers[i]) + " is this node's own fleet.sync_listen");
+      } else if (listen_ok && pa.isV6() && la.isV4()) {
+        // Records leave from the sync_listen socket: an IPv4 one reaches no IPv6 peer.
+        add(pp, quote(f.peers[i]) + " is IPv6 but fleet.sync_listen " + quote(f.sync_listen) +
+                    " is IPv4: records leave from that socket; listen on IPv6 (or [::]:" +
+                    std::to_string(lport) + ", which takes both families)");
+      } else if (listen_ok && pa.isV4() && la.isV6() && !(la.b == std::array<uint8_t, 16>{})) {
+        add(pp, quote(f.peers[i]) + " is IPv4 but fleet.sync_listen " + quote(f.sync_listen) +
+                    " is an IPv6 address: records leave from that socket; listen on IPv4 (or [::]:" +
+                    std::to_string(lport) + ", which takes both families)");
+      }
+    }
     const std::string fs = digits(f.secret), ns = digits(c.node.flow_hash_secret);
     if (!fs.empty() && !ns.empty() && fs != ns)
       add("fleet.secret", std::string("holds another key than node.flow_hash_secret") + kOneHashKeyAdvice);

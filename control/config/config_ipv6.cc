@@ -1,8 +1,7 @@
 // The rules of an IPv6 underlay. An appliance's address family decides the
 // outer family of its Geneve packets, so IPv4 and IPv6 appliances may share a
 // node and a group; an IPv6 one needs the node's IPv6 underlay address (its
-// MAC is found by neighbor discovery unless the config gives one), and some
-// paths are IPv4-only for now (forwarding checks, fleet flow sync).
+// MAC is found by neighbor discovery unless the config gives one).
 // Each rule names the key to change.
 #include <map>
 
@@ -41,17 +40,13 @@ void checkIpv6Underlay(const Config& c, Report& r) {
       if (a.isV4()) keys.insert_or_assign(applianceKey(a), entry);
       else if (a.isV6()) keys.emplace(applianceKey(a), entry);
     }
-  bool any_v6 = false;
   for (size_t gi = 0; gi < c.server_groups.size(); ++gi) {
     const ServerGroupConfig& g = c.server_groups[gi];
     const std::string gp = at("server_groups", gi);
-    std::string first_v6;  // the group's first IPv6 appliance
     for (size_t si = 0; si < g.servers.size(); ++si) {
       const ServerConfig& sc = g.servers[si];
       const std::string sp = at(gp + ".servers", si);
       if (!usableIpv6(sc.address)) continue;
-      any_v6 = true;
-      if (first_v6.empty()) first_v6 = sp;
       const std::string q = quote(sc.address.str());
       // Equal addresses are the duplicate rule's (config_cross.cc).
       const auto& [other, other_path] = keys.at(applianceKey(sc.address));
@@ -65,19 +60,7 @@ void checkIpv6Underlay(const Config& c, Report& r) {
         r.add(sp + ".address", q + " is node.underlay_ipv6; a server cannot have this node's own address");
       }
     }
-    if (first_v6.empty()) continue;
-    const HealthCheckConfig& h = g.health_check;
-    // TCP and HTTP(S) probes reach IPv6 appliances (from node.underlay_ipv6
-    // on the data path); the forwarding check's probe is built for an outer
-    // IPv4 header only.
-    if (h.forwardingActive())
-      r.add(gp + ".health_check.forwarding",
-            "must be false: " + first_v6 + " is IPv6 and forwarding checks reach appliances over "
-            "an IPv4 underlay only so far (TCP and HTTP probes reach IPv6 appliances)");
   }
-  if (any_v6 && c.fleet.configured)
-    r.add("fleet", "is not supported with IPv6 appliances yet: flow sync names appliances by "
-                   "IPv4 address");
 }
 
 }  // namespace gwlb::ctl::schema

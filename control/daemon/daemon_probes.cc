@@ -108,7 +108,7 @@ void Daemon::applyProbePaths() {
 bool Daemon::sendForwardingProbe(uint32_t ip, uint32_t token) {
   const dp::Snapshot* snap = dp_.snapshot.load(std::memory_order_acquire);
   if (!snap) return false;
-  const uint16_t server = snap->serverByIp(ip);
+  const uint16_t server = forwardingServer(*snap, ip);  // IPv6 appliances by their key
   uint8_t frame[kForwardingProbeMaxLen];
   const size_t len = server == dp::kNoServer ? 0 : buildForwardingProbe(*snap, server, token, frame, sizeof frame);
   if (len == 0) return false;

@@ -29,6 +29,26 @@ const char* toString(InstallResult r) {
   return "?";
 }
 
+namespace {
+
+// An appliance address as 16 bytes (IPv4 as ::ffff:a.b.c.d), so both nodes of
+// a conflict order the two appliances alike whatever their families; among
+// IPv4 ones the order is the addresses'.
+std::array<uint8_t, 16> orderKey(uint32_t v4, const std::array<uint8_t, 16>& v6, bool is_v6) {
+  if (is_v6) return v6;
+  std::array<uint8_t, 16> k{};
+  k[10] = k[11] = 0xff;
+  k[12] = uint8_t(v4 >> 24), k[13] = uint8_t(v4 >> 16), k[14] = uint8_t(v4 >> 8), k[15] = uint8_t(v4);
+  return k;
+}
+
+// Whether the record's appliance is below the local copy's.
+bool lowerAppliance(const sync::Record& r, const dp::ServerView& local) {
+  return orderKey(r.appliance, r.appliance6, r.appliance == 0) < orderKey(local.ip, local.ip6, local.ipv6);
+}
+
+}  // namespace
+
 FleetSync::Settle FleetSync::settleByOpening(bool peer_opened, bool local_opened, bool peer_older,
                                              bool peer_newer) {
   if (peer_opened != local_opened) return peer_opened ? Settle::kTakePeer : Settle::kKeepLocal;
@@ -55,14 +75,17 @@ bool FleetSync::makeRecord(int32_t pos, const FlowKey& key, sync::RecordKind kin
   out.key = key;
   out.kind = kind;
   out.flow_hash = e.flow_hash.load(std::memory_order_relaxed);
-  out.appliance = s->servers[id].ip;
+  // An IPv6 appliance by its address (its `ip` is a local key only).
+  if (s->servers[id].ipv6) out.appliance6 = s->servers[id].ip6;
+  else out.appliance = s->servers[id].ip;
   out.cookie = dp::routeCookie(route);
   // Concurrency rule R4 (docs/architecture.md "Flow entries: concurrency rules"):
   // `moved` is read after the route; a move in between shows next time.
   uint64_t mv = e.moved.load(std::memory_order_acquire);
   if (mv) {
     uint16_t from = dp::moveFrom(mv);
-    out.prev_appliance = from < s->servers.size() ? s->servers[from].ip : 0;
+    if (from < s->servers.size() && s->servers[from].ipv6) out.prev_appliance6 = s->servers[from].ip6;
+    else out.prev_appliance = from < s->servers.size() ? s->servers[from].ip : 0;
     out.prev_cookie = dp::moveCookie(mv);
     out.move_reason = dp::moveReason(mv);
   }
@@ -98,7 +121,7 @@ bool FleetSync::planInstall(const dp::Snapshot* s, const sync::Record& r, uint64
   // another config (listener indexes, stickiness) and would be a wrong entry.
   p.hash = flowHash(r.key);
   if (p.hash != r.flow_hash) return stop = InstallResult::kBadRecord, false;
-  p.id = s->serverByIp(r.appliance);
+  p.id = r.appliance ? s->serverByIp(r.appliance) : s->serverByIp6(r.appliance6.data());
   if (p.id == dp::kNoServer || p.id >= s->servers.size() || !s->servers[p.id].routable)
     return stop = InstallResult::kUnknownAppliance, false;
   const dp::ServerView& sv = s->servers[p.id];
@@ -109,7 +132,9 @@ bool FleetSync::planInstall(const dp::Snapshot* s, const sync::Record& r, uint64
   p.born = now - std::min<uint64_t>(uint64_t(r.age_ms) * 1'000'000, now);
   // A record older than the idle timeout would expire at the next sweep.
   if (p.seen + p.idle_ns <= now) return stop = InstallResult::kIgnored, false;
-  p.prev = r.prev_appliance ? s->serverByIp(r.prev_appliance) : dp::kNoServer;
+  p.prev = r.prev_appliance                          ? s->serverByIp(r.prev_appliance)
+           : r.prev_appliance6 != std::array<uint8_t, 16>{} ? s->serverByIp6(r.prev_appliance6.data())
+                                                            : dp::kNoServer;
   p.want = dp::packRoute(p.id, r.cookie);
   return true;
 }
@@ -229,7 +254,7 @@ InstallResult FleetSync::applyInstall(const dp::Snapshot* s, const sync::Record&
                 (by_opening == Settle::kUndecided && r.kind != sync::RecordKind::kChanged &&
                  r.moves == 0 && e.moves.load(std::memory_order_relaxed) == 0 &&
                  local_id < s->servers.size() && !peer_newer &&
-                 (peer_older || r.appliance < s->servers[local_id].ip));
+                 (peer_older || lowerAppliance(r, s->servers[local_id])));
     if (result == InstallResult::kIgnored && route != want && take) {
       // Concurrency rule R9 (docs/architecture.md "Flow entries: concurrency rules"):
       // one CAS from the local route (R4); a worker's move wins a race.
@@ -411,6 +436,7 @@ void FleetSync::queue(int32_t pos, const sync::Record& r, uint64_t now) {
     default: ++refresh_sent_; break;
   }
   if (peers_.empty()) return;
+  if (!sync::fits(pending_.data(), pending_.size(), r)) flush(now);
   pending_.push_back(r);
   if (pending_.size() == sync::kMaxRecords) flush(now);
 }

@@ -266,7 +266,7 @@ void FleetSync::onDatagram(size_t len) {
   sync::HealthEntry health[sync::kMaxHealthEntries];
   sync::DigestEntry digests[sync::kMaxDigestEntries];
   sync::Status st = sync::decode(key_, rx_.data(), len, h, recs, nullptr, health, digests);
-  if (st == sync::Status::kOk && h.type != sync::MsgType::kRecords &&
+  if (st == sync::Status::kOk && !sync::isRecords(h.type) &&
       h.type != sync::MsgType::kHealth && h.type != sync::MsgType::kConfigDigest)
     st = sync::Status::kMalformed;
   if (st != sync::Status::kOk) {

@@ -19,11 +19,19 @@ nlohmann::json FleetSync::disagreements(const Peer& p, double now) const {
   auto name = [](uint8_t st) {
     return st <= sync::kMaxHealthState ? toString(HealthState(st)) : "?";
   };
+  // The view names an IPv6 appliance by its key (ServerView::ip): shown by its address.
+  const dp::Snapshot* s = snapshot_();
+  auto address = [s](uint32_t ip) {
+    if (s)
+      for (const dp::ServerView& sv : s->servers)
+        if (sv.ipv6 && sv.ip == ip) return IpAddr::v6(sv.ip6.data()).str();
+    return IpAddr::v4(ip).str();
+  };
   for (const auto& [ip, here] : opt_.health()) {
     auto it = p.health.find(ip);
     if (it == p.health.end() || now - it->second.at > kHealthViewS) continue;
     if (it->second.in_service == here.second) continue;
-    out.push_back({{"appliance", IpAddr::v4(ip).str()},
+    out.push_back({{"appliance", address(ip)},
                    {"here", name(here.first)},
                    {"there", name(it->second.state)},
                    {"new_flows_here", here.second},

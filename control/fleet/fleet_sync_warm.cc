@@ -214,7 +214,7 @@ bool FleetSync::warmMessage(const uint8_t* d, size_t len) {
   const size_t have = warm_recs_.size();
   warm_recs_.resize(have + sync::kMaxRecords);
   sync::Status st = sync::decode(key_, d, len, h, warm_recs_.data() + have, &total);
-  warm_recs_.resize(st == sync::Status::kOk && h.type == sync::MsgType::kTransfer ? have + h.count : have);
+  warm_recs_.resize(st == sync::Status::kOk && sync::isTransfer(h.type) ? have + h.count : have);
   if (st != sync::Status::kOk) {
     ++(st == sync::Status::kAuthFailed ? p.auth_failures : p.malformed);
     warmFail(st == sync::Status::kAuthFailed ? "a message whose MAC does not verify (secret mismatch?)"
@@ -255,7 +255,7 @@ bool FleetSync::warmMessage(const uint8_t* d, size_t len) {
     warmFinish(WarmState::kDone, "");
     return false;
   }
-  if (h.type != sync::MsgType::kTransfer) {
+  if (!sync::isTransfer(h.type)) {
     ++p.malformed;
     warmFail("an unexpected message type");
     return false;

@@ -134,6 +134,7 @@ class FleetSync::Session : public std::enable_shared_from_this<FleetSync::Sessio
         if (fs_.makeRecord(pos, k, sync::RecordKind::kTransfer, now, r)) {
           r.opened = false;
           if (!takes_bypass_) r.bypass = 0, r.bypass_left_s = 0;
+          if (!sync::fits(recs.data(), recs.size(), r)) emit(), ++messages;
           recs.push_back(r);
         }
         if (recs.size() == sync::kMaxRecords) emit(), ++messages;

@@ -68,7 +68,7 @@ size_t buildForwardingProbe(const Snapshot& s, uint16_t server, uint32_t token, 
   if (!sv.routable || !sv.mac_known || sv.group >= s.groups.size()) return 0;
   const GroupView& g = s.groups[sv.group];
   const EncapTemplate& t = sv.encap;
-  if ((g.probe_dst == 0 && !g.probe_v6) || t.len != encapHeaderLen(t.aws)) return 0;
+  if ((g.probe_dst == 0 && !g.probe_v6) || t.len != encapHeaderLen(t.aws, t.ipv6)) return 0;
   const bool v6 = g.probe_v6;
   const uint16_t ether_type = v6 ? kEtherTypeIpv6 : kEtherTypeIpv4;
   const size_t inner_l2 = t.aws ? 0 : 14;
@@ -93,8 +93,14 @@ size_t buildForwardingProbe(const Snapshot& s, uint16_t server, uint32_t token, 
   tu.proto = v6 ? kProtoIcmpv6 : kProtoIcmp;
   tu.sport = tu.dport = uint16_t(token >> 16);
   const uint32_t hash = flowHash(makeFlowKey(tu, g.stickiness, g.listener).key);
-  applyEncap(out, t, payload, geneveSourcePort(hash), ether_type, flowCookie(hash, sv.ip),
-             csumAdd(0, in, payload));
+  // An IPv6 appliance's probe leaves in outer IPv6, traffic class and flow
+  // label as its group's data packets get them.
+  if (t.ipv6)
+    applyEncap6(out, t, payload, geneveSourcePort(hash), ether_type, flowCookie(hash, sv.ip),
+                csumAdd(0, in, payload), ipv6TrafficClassLabel(in + inner_l2, v6 ? 6 : 4, hash));
+  else
+    applyEncap(out, t, payload, geneveSourcePort(hash), ether_type, flowCookie(hash, sv.ip),
+               csumAdd(0, in, payload));
   return t.len + payload;
 }
 
@@ -102,8 +108,7 @@ bool parseForwardingReturn(const uint8_t* f, size_t len, ForwardingReturn& out) 
   ParsedPacket o;
   Counter why = Counter::kCount;
   if (parseFrame(f, len, o, why) != ParseStatus::kOk) return false;
-  if (o.ip_version != 4 || o.is_fragment || o.tuple.proto != kProtoUdp || o.tuple.dport != kGenevePort ||
-      o.l4_offset == 0)
+  if (o.is_fragment || o.tuple.proto != kProtoUdp || o.tuple.dport != kGenevePort || o.l4_offset == 0)
     return false;
   const size_t end = size_t(o.l3_offset) + o.l3_len;  // parseFrame: within len
   const size_t gen = size_t(o.l4_offset) + 8;
@@ -130,7 +135,8 @@ bool parseForwardingReturn(const uint8_t* f, size_t len, ForwardingReturn& out) 
   if (p[0] != (v6 ? 128 : 8) || p[1] != 0 || std::memcmp(p + 8, kMagic, sizeof kMagic) != 0) return false;
   const uint32_t token = rd32(p + 20);
   if (rd16(p + 4) != uint16_t(token >> 16) || rd16(p + 6) != uint16_t(token)) return false;
-  out.appliance = o.tuple.src.v4HostOrder();
+  // An IPv6 appliance by its key, as the probe's payload names it.
+  out.appliance = o.ip_version == 4 ? o.tuple.src.v4HostOrder() : applianceKey(o.tuple.src);
   out.sent_to = rd32(p + 16);
   out.token = token;
   out.v6 = v6;
@@ -142,6 +148,14 @@ bool parseForwardingReturn(const uint8_t* f, size_t len, ForwardingReturn& out) 
     out.dst = in.tuple.dst.v4HostOrder();
   }
   return true;
+}
+
+uint16_t forwardingServer(const Snapshot& s, uint32_t appliance) noexcept {
+  const uint16_t id = s.serverByIp(appliance);
+  if (id != kNoServer) return id;
+  for (size_t i = 0; i < s.servers.size(); ++i)
+    if (s.servers[i].ipv6 && s.servers[i].in_use && s.servers[i].ip == appliance) return uint16_t(i);
+  return kNoServer;
 }
 
 }  // namespace gwlb::ctl

@@ -10,7 +10,9 @@
 // and again in its payload, after a magic and the address of the appliance
 // it was sent to:
 //   ICMP: type 8, code 0, id = token >> 16, seq = token & 0xFFFF
-//   payload: "gwlb-fwd" (8 bytes), appliance IPv4 (4, big-endian), token (4)
+//   payload: "gwlb-fwd" (8 bytes), appliance IPv4 (4, big-endian; an IPv6
+//   appliance's key), token (4)
+// An IPv6 appliance's probe has an outer IPv6 header, as its data packets do.
 // When the group reserves IPv6 addresses the probe is the same echo in
 // ICMPv6 (type 128, RFC 4443) inside an IPv6 header (hop limit 64).
 #pragma once
@@ -35,9 +37,16 @@ inline constexpr size_t kForwardingProbeMaxLen = kMaxEncapLen + 14 + kForwarding
 size_t buildForwardingProbe(const Snapshot& s, uint16_t server, uint32_t token, uint8_t* out,
                             size_t room) noexcept;
 
+// The server id of the appliance a health checker knows by `appliance`: an
+// IPv4 address, or an IPv6 appliance's key (ServerView::ip); kNoServer when
+// the snapshot has none.
+uint16_t forwardingServer(const Snapshot& s, uint32_t appliance) noexcept;
+
 // What a returned probe says.
 struct ForwardingReturn {
-  uint32_t appliance = 0;  // outer source: the appliance that sent it back (host order)
+  // Outer source: the appliance that sent it back (host order; an IPv6
+  // appliance by its key, applianceKey()).
+  uint32_t appliance = 0;
   uint32_t sent_to = 0;    // the appliance the payload names: the one it was sent to
   uint32_t token = 0;
   uint32_t src = 0, dst = 0;  // the inner addresses (host order; IPv4)
@@ -46,7 +55,7 @@ struct ForwardingReturn {
 };
 
 // Parses a frame the workers handed over as a returned probe: Ethernet (one
-// optional tag), IPv4, UDP to 6081, Geneve (either format), an inner IPv4
+// optional tag), IPv4 or IPv6, UDP to 6081, Geneve (either format), an inner IPv4
 // ICMP (or IPv6 ICMPv6) echo request whose identifier, sequence number and
 // payload agree.
 // False for anything else. Never reads past f[0..len).

@@ -25,7 +25,9 @@ Checks, each against a fresh run:
      check print them: lcores in `eal` beyond dataplane.workers + 1, and a
      flow table smaller than dataplane.new_flows_per_s × the longest idle
      timeout ÷ 0.9; none for deploy.md's example or a table that fits;
-  9. every complete gwlbctl command line in the docs is one gwlbctl takes.
+  9. every complete gwlbctl command line in the docs is one gwlbctl takes;
+ 10. docs/fleet.md's refusal of a fleet peer of the other family is the one
+     gwlbd --check-config and gwlbctl config check print.
 """
 import os
 import re
@@ -278,6 +280,25 @@ for (rel, line), refused in sorted(shown.items()):
     else:
         check("Try 'gwlbctl" not in err, f"{rel}: `{line}` is a command gwlbctl takes", f"exit {rc}:\n{err}")
 check(parsed >= 10, f"{parsed} gwlbctl command lines of the docs run through gwlbctl's parser")
+
+# 10. docs/fleet.md "Over IPv6": the refusal it quotes for a peer of the
+#     other family is what gwlbd --check-config and gwlbctl config check print.
+fleet_doc = " ".join(read("docs/fleet.md").split())
+m = re.search(r"- a peer of the other family: `([^`]*)`", fleet_doc)
+check(m is not None, "docs/fleet.md quotes the refusal of a peer of the other family")
+with open(os.path.join(work, "sync6.yaml"), "w") as f:
+    f.write("""node: { underlay_ip: 10.0.0.1, underlay_mac: 02:00:00:00:00:01 }
+server_groups: [ { name: east, servers: [ { address: 10.0.0.10 } ] } ]
+fleet: { node_name: gw-1, secret: 00112233445566778899aabbccddeeff,
+         sync_listen: "10.0.0.1:7946", peers: ["[2001:db8:f::2]:7946"] }
+eal: ["--no-huge", "--no-pci", "--lcores=0@(0-1),1@(0-1)", "-m", "128"]
+""")
+for prog, args in (("gwlbd --check-config", [gwlbd, "--check-config", "sync6.yaml"]),
+                   ("gwlbctl config check", [gwlbctl, "config", "check", "sync6.yaml"])):
+    rc, out, err = run(args)
+    printed = " ".join((out + err).split())
+    check(rc != 0 and m is not None and m.group(1) in printed,
+          f"{prog}: a peer of the other family is refused as docs/fleet.md quotes", f"exit {rc}:\n{out}{err}")
 
 print(f"doc_messages: {len(failures)} failure(s)")
 sys.exit(1 if failures else 0)

@@ -7,7 +7,9 @@ TEST: tcp | udp | drop | failover | passive | ethernet | no_rebalance | drain | 
       | forwarding | vxlan | vxlan_ipv6 | stateful_tcp | stateful_failover | stateful_killed | stateful_blackhole | fleet_stateful
       | stateful_reset_killed | stateful_reset_http_503 | stateful_reset_blackhole | stateful_blackhole_no_reset
       | stateful_ethernet | forwarding_ipv6 | dampening | slow_start | mirror | fleet_cold | bypass | ipv6_underlay
-(fleet: tests/e2e/e2e_fleet.py, the fleet lab of 3 gateways, BIRD on the router; fleet_stateful:
+      | fleet_ipv6
+(fleet: tests/e2e/e2e_fleet.py, the fleet lab of 3 gateways, BIRD on the router; fleet_ipv6:
+tests/e2e/e2e_fleet_ipv6.py, 2 gateways on an IPv6-only underlay, LAB_UNDERLAY=ipv6; fleet_stateful:
 the same through stateful appliances, LAB_APPLIANCE=stateful; fleet_cold: a gateway restarted
 with its sync link cut resets the streams it cannot know (stateful appliances);
 fleet_frr: the same with FRR on the router, LAB_ROUTER=frr; fleet_upgrade:
@@ -813,6 +815,11 @@ def test_ipv6_underlay(lab, args):
     e2e_ipv6_underlay.test_ipv6_underlay(lab, args)
 
 
+def test_fleet_ipv6(lab, args):
+    import e2e_fleet_ipv6  # tests/e2e/e2e_fleet_ipv6.py
+    e2e_fleet_ipv6.test_fleet_ipv6(lab, args)
+
+
 def test_fleet_cold(lab, args):
     import e2e_fleet  # tests/e2e/e2e_fleet.py
     e2e_fleet.test_fleet_cold(lab, args)
@@ -852,6 +859,7 @@ TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
          "fleet_stateful": (test_fleet, {"LAB_GRACE": "3s", "LAB_APPLIANCE": "stateful"}),
          # A gateway restarted with its sync link cut resets the streams it
          # cannot know instead of sending them to a firewall that drops them.
+         "fleet_ipv6": (test_fleet_ipv6, {"LAB_UNDERLAY": "ipv6", "LAB_IPV6": "1"}),
          "fleet_cold": (test_fleet_cold, {"LAB_GRACE": "3s", "LAB_APPLIANCE": "stateful"}),
          "stateful_tcp": (test_stateful("stateful_tcp"), {"LAB_APPLIANCE": "stateful", "LAB_IPV6": "1"}),
          "stateful_ethernet": (test_stateful("stateful_ethernet"),
@@ -919,7 +927,7 @@ def main():
     fn, env = TESTS[args.test]
     lab = Lab(args, args.test, env)
     if args.test.startswith("fleet"):
-        lab.up_args, lab.mgmt = ["--gateways", "3"], "gw1"
+        lab.up_args, lab.mgmt = ["--gateways", "2" if args.test == "fleet_ipv6" else "3"], "gw1"
     if args.test in ("classes", "mirror"):
         lab.up_args = ["--listeners", "2"]
     t0 = time.time()

@@ -6,9 +6,11 @@
 //    bytes (the token in the ICMP identifier and sequence number);
 //  - mode odd: a probe built for a one-appliance snapshot (format, token and
 //    inner addresses from the next 13 bytes; bit 2 of the first: IPv6
-//    addresses 2001:2::<4 bytes>, an ICMPv6 probe), then the rest as edits
+//    addresses 2001:2::<4 bytes>, an ICMPv6 probe; bit 3: an appliance on
+//    an IPv6 underlay, outer IPv6), then the rest as edits
 //    (offset, value) to it: unedited it must parse back to exactly what was
 //    built; edited, anything accepted must still be self-consistent.
+#include <array>
 #include <cstring>
 #include <vector>
 
@@ -65,8 +67,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     g.probe_dst = rd32(data + 9);
   }
   s.groups.push_back(g);
+  const bool outer6 = data[0] >> 3 & 1;
+  const IpAddr us6 = IpAddr::v6(std::array<uint8_t, 16>{0x20, 0x01, 0x0d, 0xb8, 0, 0x0f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}.data());
+  const IpAddr app6 = IpAddr::v6(std::array<uint8_t, 16>{0x20, 0x01, 0x0d, 0xb8, 0, 0x0f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x11}.data());
   ServerView sv;
-  sv.ip = 0x0A00000B;
+  sv.ip = outer6 ? applianceKey(app6) : 0x0A00000B;
+  sv.ipv6 = outer6;
+  sv.ip6 = app6.b;
   sv.mac = MacAddr{{2, 0, 0, 0, 0, 0x11}};
   sv.mac_known = sv.routable = sv.in_use = true;
   EncapParams ep;
@@ -74,6 +81,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ep.dst_mac = sv.mac;
   ep.src_ip = s.underlay_ip;
   ep.dst_ip = sv.ip;
+  ep.ipv6 = outer6;
+  ep.src_ip6 = us6.b;
+  ep.dst_ip6 = app6.b;
   ep.vni = g.vni;
   ep.protocol = g.aws ? kEtherTypeIpv4 : kEtherTypeTeb;
   ep.aws_options = g.aws;
@@ -94,7 +104,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < edits; ++i) f[e[2 * i] % len] = e[2 * i + 1];
   if (edits == 0) {
     FUZZ_CHECK(ctl::parseForwardingReturn(f.data(), f.size(), r), "the probe as built does not parse");
-    FUZZ_CHECK(r.token == token && r.sent_to == sv.ip && r.appliance == s.underlay_ip && r.v6 == v6 &&
+    // Its outer source reads as the appliance that sent it (here: this node).
+    const uint32_t from = outer6 ? applianceKey(us6) : s.underlay_ip;
+    FUZZ_CHECK(r.token == token && r.sent_to == sv.ip && r.appliance == from && r.v6 == v6 &&
                    (v6 ? r.src6 == g.probe_src6 && r.dst6 == g.probe_dst6
                        : r.src == g.probe_src && r.dst == g.probe_dst),
                "parsed token %08x sent_to %08x src %08x dst %08x", unsigned(r.token), unsigned(r.sent_to),

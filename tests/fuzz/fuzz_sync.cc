@@ -20,6 +20,7 @@
 // under the receiver's name when only the node id matches, a peer's
 // otherwise; a receiver that is the fuzz node ("gw-fuzz", epoch 7, the
 // corpus's from_self_* seeds) refuses exactly the headers with its node id.
+#include <array>
 #include <cstring>
 #include <vector>
 
@@ -84,7 +85,8 @@ void checkAccepted(const uint8_t* d, size_t size, const Header& h, const Record*
     checkReplay(h);
     return;
   }
-  FUZZ_CHECK(h.count <= kMaxRecords, "count %u", unsigned(h.count));
+  const bool wide = h.type == MsgType::kRecords6 || h.type == MsgType::kTransfer6;
+  FUZZ_CHECK(h.count <= (wide ? kMaxRecords6 : kMaxRecords), "count %u", unsigned(h.count));
   for (size_t i = 0; i < h.count; ++i) {
     const Record& r = recs[i];
     FUZZ_CHECK(r.key.kind == KeyKind::kFlow, "record %zu: not a flow key", i);
@@ -92,7 +94,11 @@ void checkAccepted(const uint8_t* d, size_t size, const Header& h, const Record*
                unsigned(r.key.family));
     FUZZ_CHECK(uint8_t(r.kind) >= 1 && uint8_t(r.kind) <= 4, "record %zu: kind %u", i,
                unsigned(r.kind));
-    FUZZ_CHECK(r.appliance != 0 && r.cookie != 0 && r.first_dir <= 1, "record %zu: fields", i);
+    // One family names the appliance (IPv6 only in kRecords6 / kTransfer6).
+    const bool v6 = r.appliance6 != std::array<uint8_t, 16>{};
+    FUZZ_CHECK((r.appliance != 0) != v6 && r.cookie != 0 && r.first_dir <= 1, "record %zu: fields", i);
+    FUZZ_CHECK(!r.wide() || wide,
+               "record %zu: an IPv6 appliance in a narrow message", i);
   }
   std::vector<uint8_t> again(kMaxMessage);
   size_t n = encode(testKey(), h, recs, h.count, again.data(), again.size(), end_total);

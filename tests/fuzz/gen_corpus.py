@@ -576,6 +576,19 @@ def sync():
     out["records_v6_moved"] = sync_msg(1, [v6, sync_rec(kind=2, prev=0x0a000002, prev_cookie=7, moves=1,
                                                        reason=1)])
     out["transfer_nonce"] = sync_msg(3, [sync_rec(kind=4)] * 3, nonce=0xfeedface)
+    # Wide records (kRecords6 / kTransfer6): 76 bytes, then the appliance's and
+    # the previous appliance's IPv6 addresses; one family names each.
+    a6 = bytes.fromhex("20010db8000f00000000000000000011")
+    p6 = bytes.fromhex("20010db8000f00000000000000000012")
+    none6 = b"\0" * 16
+    out["records6_mixed"] = sync_msg(7, [sync_rec(appliance=0) + a6 + none6,
+                                         sync_rec(kind=2, prev=0x0a000002, prev_cookie=7, moves=1) + none6 + none6,
+                                         sync_rec(appliance=0, kind=2, moves=1, prev_cookie=9) + a6 + p6])
+    out["records6_full"] = sync_msg(7, [sync_rec(pa=40000 + i, appliance=0) + a6 + none6 for i in range(11)])
+    out["transfer6"] = sync_msg(8, [sync_rec(kind=4, appliance=0) + p6 + none6] * 2, nonce=0xfeedface)
+    out["records6_both_families"] = sync_msg(7, [sync_rec() + a6 + none6])
+    out["records6_no_appliance"] = sync_msg(7, [sync_rec(appliance=0) + none6 + none6])
+    out["records6_count_12"] = sync_msg(7, [sync_rec(appliance=0) + a6 + none6] * 12)
     out["warm_request"] = sync_msg(2, nonce=0x0102030405060708)
     out["warm_end"] = sync_msg(4, body=struct.pack("<Q", 123456), nonce=9)
     out["bad_mac"] = sync_msg(1, [sync_rec()], sign=False)

@@ -145,6 +145,64 @@ TEST_P(ForwardingProbe, IPv6AddressesMakeAnIcmpv6ProbeThatIsPuntedOnReturn) {
   expectCounterInvariant(h.counters(), "after the IPv6 probes");
 }
 
+// IPv6 appliances (an IPv6 underlay): the probe leaves in outer IPv6 from
+// node.underlay_ipv6 to the appliance, as its data packets do; reflected by
+// the appliance it is punted, and the parser names the appliance by its key,
+// which forwardingServer() maps back to it. Both inner families.
+TEST_P(ForwardingProbe, IpvSixAppliancesGetTheProbeInOuterIpv6AndItsReturnIsPunted) {
+  const IpAddr us6 = *IpAddr::parse("2001:db8:f::1");
+  HarnessOptions o;
+  o.format = GetParam();
+  o.punt_ring = true;
+  o.servers = {*IpAddr::parse("2001:db8:f::11"), *IpAddr::parse("2001:db8:f::12")};
+  o.underlay_ipv6 = us6;
+  Harness h(o);
+  ctl::HealthCheckConfig& hc = h.config().server_groups[0].health_check;
+  hc.configured = true;
+  hc.forwarding = true;
+  for (bool inner6 : {false, true}) {
+    if (inner6) {
+      hc.forwarding_probe.src = *IpAddr::parse("2001:2::1");
+      hc.forwarding_probe.dst = *IpAddr::parse("2001:2::2");
+    }
+    h.republish();
+    const dp::Snapshot& s = h.snapshot();
+    for (uint16_t id = 0; id < s.servers.size(); ++id) {
+      if (!s.servers[id].in_use) continue;
+      ASSERT_TRUE(s.servers[id].ipv6);
+      const uint32_t token = 0x6a000000u + id;
+      Bytes sent(ctl::kForwardingProbeMaxLen);
+      sent.resize(ctl::buildForwardingProbe(s, id, token, sent.data(), sent.size()));
+      ASSERT_FALSE(sent.empty()) << "server " << id;
+      ASSERT_EQ(get16(sent, 12), kEthIpv6) << "outer IPv6";
+      EXPECT_EQ(slice(sent, 22, 16), Bytes(us6.b.begin(), us6.b.end())) << "from node.underlay_ipv6";
+      EXPECT_EQ(slice(sent, 38, 16), Bytes(s.servers[id].ip6.begin(), s.servers[id].ip6.end()));
+      EXPECT_EQ(get16(sent, 56), 6081);
+      EXPECT_TRUE(checksumOk(sent.data() + 54, sent.size() - 54,
+                             pseudoSum(us6, IpAddr::v6(s.servers[id].ip6.data()), 17, sent.size() - 54)))
+          << "UDP checksum over the IPv6 pseudo-header";
+      ctl::ForwardingReturn out;
+      ASSERT_TRUE(ctl::parseForwardingReturn(sent.data(), sent.size(), out));
+      EXPECT_EQ(out.sent_to, s.servers[id].ip) << "the payload names the appliance by its key";
+      EXPECT_EQ(out.v6, inner6);
+      // The appliance sends it back: MACs and outer addresses swapped.
+      Bytes back = sent;
+      for (size_t i = 0; i < 6; ++i) std::swap(back[i], back[6 + i]);
+      for (size_t i = 0; i < 16; ++i) std::swap(back[22 + i], back[38 + i]);
+      const uint64_t before = h.get(Counter::punted_probe);
+      Result r = h.send(back, kUnderlayPort);
+      ASSERT_EQ(r.verdict, Verdict::kPunt) << describe(r);
+      EXPECT_EQ(h.get(Counter::punted_probe), before + 1);
+      ASSERT_TRUE(ctl::parseForwardingReturn(r.bytes.data(), r.bytes.size(), out));
+      EXPECT_EQ(out.appliance, s.servers[id].ip) << "the outer source, by its key";
+      EXPECT_EQ(out.token, token);
+      EXPECT_EQ(ctl::forwardingServer(s, out.appliance), id);
+    }
+  }
+  EXPECT_EQ(ctl::forwardingServer(h.snapshot(), 0x0a000063u), dp::kNoServer);
+  expectCounterInvariant(h.counters(), "after the probes over IPv6");
+}
+
 INSTANTIATE_TEST_SUITE_P(Formats, ForwardingProbe,
                          ::testing::Values(ctl::GeneveFormat::kAws, ctl::GeneveFormat::kEthernet),
                          [](const auto& info) { return std::string(ctl::toString(info.param)); });

@@ -2,6 +2,7 @@
 // malformed class, authentication and the replay window.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstring>
 #include <vector>
 
@@ -519,4 +520,70 @@ TEST(SyncCodec, BypassFlagsRoundTripAndBadValues) {
   r.bypass = kRecordBypassed | kRecordBypassTimed;
   r.bypass_left_s = 0;
   expectMalformed(r, "timed with no seconds left");
+}
+
+// Flows on IPv6 appliances: a batch holding one goes as kRecords6 (or
+// kTransfer6), 108-byte records naming the appliance and the previous one
+// by IPv6 address beside IPv4 ones; one family per appliance, else malformed.
+TEST(SyncCodec, Ipv6AppliancesTravelInWideRecords) {
+  SyncKey k = key();
+  const std::array<uint8_t, 16> a6{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0a};
+  std::array<uint8_t, 16> b6 = a6;
+  b6[15] = 0x0b;
+  std::vector<Record> recs{record(0), record(1), record(2)};
+  recs[1].appliance = 0, recs[1].appliance6 = a6;   // IPv6, moved from an IPv4 one
+  recs[2].appliance = 0, recs[2].appliance6 = b6;   // IPv6, moved from an IPv6 one
+  recs[2].prev_appliance = 0, recs[2].prev_appliance6 = a6, recs[2].prev_cookie = 9;
+  uint8_t out[kMaxMessage];
+  for (MsgType t : {MsgType::kRecords, MsgType::kTransfer}) {
+    Header h = header(1);
+    h.type = t;
+    size_t len = encode(k, h, recs.data(), recs.size(), out, sizeof out);
+    ASSERT_EQ(len, kHeaderSize + 3 * kRecord6Size + kMacSize);
+    Header got;
+    Record back[kMaxRecords];
+    back[0].appliance6 = b6;  // left over from an earlier message: cleared
+    ASSERT_EQ(decode(k, out, len, got, back), Status::kOk);
+    EXPECT_EQ(got.type, t == MsgType::kRecords ? MsgType::kRecords6 : MsgType::kTransfer6);
+    EXPECT_TRUE(t == MsgType::kRecords ? isRecords(got.type) : isTransfer(got.type));
+    ASSERT_EQ(got.count, 3);
+    for (size_t i = 0; i < 3; ++i) {
+      EXPECT_TRUE(sameRecord(back[i], recs[i])) << i;
+      EXPECT_EQ(back[i].appliance6, recs[i].appliance6) << i;
+      EXPECT_EQ(back[i].prev_appliance6, recs[i].prev_appliance6) << i;
+    }
+    EXPECT_FALSE(back[0].wide());
+    // A narrow message after it leaves no IPv6 address behind.
+    auto m = message(k, header(2), 1);
+    ASSERT_EQ(decode(k, m.data(), m.size(), got, back), Status::kOk);
+    EXPECT_EQ(got.type, MsgType::kRecords);
+    EXPECT_FALSE(back[0].wide());
+  }
+  // An appliance in both families, in neither, a previous one in both:
+  // malformed under a valid MAC.
+  for (int bad = 0; bad < 3; ++bad) {
+    size_t len = encode(k, header(3), recs.data(), recs.size(), out, sizeof out);
+    uint8_t* p = out + kHeaderSize + kRecord6Size;  // recs[1]
+    if (bad == 0) p[44] = 1;
+    if (bad == 1) std::memset(p + kRecordSize, 0, 16);
+    if (bad == 2) p = out + kHeaderSize + 2 * kRecord6Size, p[52] = 1;
+    auto m = k.mac(out, len - kMacSize);
+    ASSERT_TRUE(m);
+    std::memcpy(out + len - kMacSize, m->data(), kMacSize);
+    Header got;
+    Record back[kMaxRecords];
+    EXPECT_EQ(decode(k, out, len, got, back), Status::kMalformed) << bad;
+  }
+  // Room: 11 wide records a message (17 narrow ones).
+  EXPECT_EQ(kMaxRecords6, 11u);
+  std::vector<Record> many(kMaxRecords6 + 1, recs[1]);
+  EXPECT_EQ(encode(k, header(4), many.data(), kMaxRecords6 + 1, out, sizeof out), 0u);
+  EXPECT_EQ(encode(k, header(4), many.data(), kMaxRecords6, out, sizeof out),
+            kHeaderSize + kMaxRecords6 * kRecord6Size + kMacSize);
+  std::vector<Record> narrow(kMaxRecords, record(0));
+  EXPECT_TRUE(fits(narrow.data(), kMaxRecords6 - 1, recs[1]));
+  EXPECT_FALSE(fits(narrow.data(), kMaxRecords6, recs[1]));
+  EXPECT_TRUE(fits(narrow.data(), kMaxRecords6, recs[0]));
+  EXPECT_FALSE(fits(narrow.data(), kMaxRecords, recs[0]));
+  EXPECT_FALSE(fits(many.data(), kMaxRecords6, recs[0]));
 }

@@ -1126,7 +1126,7 @@ traffic_classes: [ { name: t, match: { ingress_ports: [1], vlans: [0, 100], pref
 tags: [ { name: t1, value: 7 } ]
 health_endpoint: { listen: "127.0.0.1:8081" }
 fleet: { node_name: gw-1, secret: 00112233445566778899AABBCCDDEEFF, secret_file: /etc/gwlb/fleet.key,
-         sync_listen: "10.0.0.1:7946", peers: ["10.0.0.2:7946", "[2001:db8::3]:7946"],
+         sync_listen: "10.0.0.1:7946", peers: ["10.0.0.2:7946", "10.0.0.3:7946"],
          warm_start_timeout: 20s, warm_start_connect_timeout: 1500ms, warm_start_idle_timeout: 4s,
          bird: { socket: /run/bird/bird.ctl, protocols: [gwlb_routes, gwlb_routes6] }, grace_period: 5s }
 )";

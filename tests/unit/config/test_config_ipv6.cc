@@ -124,14 +124,45 @@ TEST(ConfigIpv6, PathsThatAreIpv4OnlyAreRefused) {
     Result r = parse(config(kV6Node, "{ address: 2001:db8:f::a }, { address: 10.0.0.11 }", hc));
     EXPECT_TRUE(r.ok) << hc << formatErrors(r.errors);
   }
-  EXPECT_TRUE(errorsAre(parse(config(kV6Node, "{ address: 2001:db8:f::a }",
-                                     "    health_check: { port: 80, forwarding: true }\n")),
-                        {{"server_groups[0].health_check.forwarding", "IPv4 underlay only"}}));
+  // Forwarding checks too: the probe leaves in the appliance's outer family.
+  EXPECT_TRUE(parse(config(kV6Node, "{ address: 2001:db8:f::a }",
+                           "    health_check: { port: 80, forwarding: true }\n")).ok);
   EXPECT_TRUE(parse(config(kV6Node, "{ address: 2001:db8:f::a }",
                            "    health_check: { enabled: false }\n")).ok);
-  EXPECT_TRUE(errorsAre(parse(config(kV6Node, "{ address: 2001:db8:f::a }") +
-                                     "fleet: { node_name: gw-1, secret: 00112233445566778899aabbccddeeff }\n"),
-                        {{"fleet", "IPv6 appliances"}}));
+}
+
+// A fleet over IPv6: IPv6 appliances in a fleet (their flows are synced by
+// address), flow sync between IPv6 addresses, and the addresses that cannot
+// carry it refused with the reason.
+TEST(ConfigIpv6, AFleetSyncsOverIpv6) {
+  const std::string fleet = "fleet: { node_name: gw-1, secret: 00112233445566778899aabbccddeeff";
+  auto with = [&](const std::string& sync) {
+    return parse(config(kV6Node, "{ address: 2001:db8:f::a }, { address: 10.0.0.11 }") + fleet + sync + " }\n");
+  };
+  Result ok = with(", sync_listen: '[2001:db8:f::1]:7946', peers: ['[2001:db8:f::2]:7946', '[2001:db8:f::3]:7946']");
+  ASSERT_TRUE(ok.ok) << formatErrors(ok.errors);
+  EXPECT_EQ(ok.cfg.fleet.peers[1], "[2001:db8:f::3]:7946");
+  // The IPv6 wildcard takes both families (Linux's dual stack); IPv4 to IPv4.
+  EXPECT_TRUE(with(", sync_listen: '[::]:7946', peers: ['[2001:db8:f::2]:7946', '10.0.0.3:7946']").ok);
+  EXPECT_TRUE(with(", sync_listen: '10.0.0.1:7946', peers: ['10.0.0.2:7946']").ok);
+  // Records leave from the sync_listen socket: it must reach every peer's family.
+  EXPECT_TRUE(errorsAre(with(", sync_listen: '10.0.0.1:7946', peers: ['[2001:db8:f::2]:7946']"),
+                        {{"fleet.peers[0]", "is IPv6 but fleet.sync_listen '10.0.0.1:7946' is IPv4"}}));
+  EXPECT_TRUE(errorsAre(with(", sync_listen: '0.0.0.0:7946', peers: ['[2001:db8:f::2]:7946']"),
+                        {{"fleet.peers[0]", "or [::]:7946, which takes both families"}}));
+  EXPECT_TRUE(errorsAre(with(", sync_listen: '[2001:db8:f::1]:7946', peers: ['10.0.0.2:7946']"),
+                        {{"fleet.peers[0]", "is IPv4 but fleet.sync_listen '[2001:db8:f::1]:7946' is an IPv6 address"}}));
+  // Addresses no socket can use as written, and peers that are no one node.
+  EXPECT_TRUE(errorsAre(with(", sync_listen: '[fe80::1]:7946', peers: ['[fe80::2]:7946']"),
+                        {{"fleet.sync_listen", "link-local"}, {"fleet.peers[0]", "link-local"}}));
+  EXPECT_TRUE(errorsAre(with(", sync_listen: '[::]:7946', peers: ['[::ffff:10.0.0.2]:7946', '[::]:7947', "
+                             "'[ff02::1]:7946', '239.1.1.1:7946', '0.0.0.0:7946']"),
+                        {{"fleet.peers[0]", "IPv4-mapped"}, {"fleet.peers[1]", "wildcard"},
+                         {"fleet.peers[2]", "multicast"}, {"fleet.peers[3]", "multicast"},
+                         {"fleet.peers[4]", "wildcard"}}));
+  // The same address in another spelling is still this node's own.
+  EXPECT_TRUE(errorsAre(with(", sync_listen: '[2001:db8:f::1]:7946', peers: ['[2001:db8:f:0::1]:7946']"),
+                        {{"fleet.peers[0]", "this node's own fleet.sync_listen"}}));
 }
 
 }  // namespace
