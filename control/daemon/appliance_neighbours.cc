@@ -1,15 +1,15 @@
-// gwlbd's neighbours on the control thread (and the forwarding checks'
-// returned probes, which come by the same ring): answers ARP (and IPv6 neighbor
-// solicitations) for this node's addresses with the MAC of the port each
-// arrived on, and keeps the appliances' MACs fresh (control/daemon/neighbours.h):
-// learns from every ARP an IPv4 appliance sends, and from the neighbor
-// advertisements (and solicitations) of an IPv6 one, on a port facing the
-// appliances, probes entries whose reachable time ran out (ARP requests,
-// neighbor solicitations), and gives the engine the MACs (and has it
-// rebuild) when one changes. Both
-// caches hold only the configured (or draining) appliances: a flood of
-// ARP or ND for other addresses changes nothing here (and the dataplane punts
-// only what names an appliance, through a bounded ring: drop_punt_queue_full).
+// gwlbd's neighbours on the control thread (control/daemon/appliance_neighbours.h),
+// and the forwarding checks' returned probes, which come by the same ring:
+// answers ARP (and IPv6 neighbor solicitations) for this node's addresses
+// with the MAC of the port each arrived on, and keeps the appliances' MACs
+// fresh (control/daemon/neighbours.h): learns from every ARP an IPv4
+// appliance sends, and from the neighbor advertisements (and solicitations)
+// of an IPv6 one, on a port facing the appliances, probes entries whose
+// reachable time ran out (ARP requests, neighbor solicitations), and gives
+// the engine the MACs (and has it rebuild) when one changes. Both caches
+// hold only the configured (or draining) appliances: a flood of ARP or ND
+// for other addresses changes nothing here (and the dataplane punts only
+// what names an appliance, through a bounded ring: drop_punt_queue_full).
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 #include <spdlog/spdlog.h>
