@@ -51,8 +51,8 @@ Daemon::Daemon(Config config) {
   if (config.fleet.configured && !config.fleet.sync_listen.empty() && !config.fleet.peers.empty())
     dp_.sync = sized("rings and RCU",
                      [&] { return dp::createRing("gwlbd_sync", FleetSync::kRingSize, false); });
+  housekeeping_ = std::make_unique<Housekeeping>(workers_, *flows_, facts_, sd_);
   Engine::Inputs in;
-  in.neighbours = [this] { return neighbourMacs(); };
   in.devices = &port_macs_;
   in.class_counts = [this](uint16_t slot) { return workers_.classSlot(slot); };
   // A large class set compiles for seconds: never on the control thread.
@@ -67,7 +67,6 @@ Daemon::Daemon(Config config) {
                   "appliance {}", d.text);
     else spdlog::debug("snapshot {}", d.text);
   };
-  hooks.before_build = [this] { trackNeighbours(); };
   hooks.built = [this](const dp::Snapshot& s) {
     appliances_->update(s, unixNow());
     size_t unresolved = 0;
@@ -77,6 +76,9 @@ Daemon::Daemon(Config config) {
                  s.generation, s.groups.size(), s.by_ip.size(), unresolved);
   };
   hooks.config_changed = [this](const Config& c) {
+    // The build that follows this hook has the MACs of the new appliances
+    // that are known, and none of those gone.
+    if (neighbours_) neighbours_->follow(dp::monotonicNs());
     applyProbePaths();
     // The build that follows this hook reads the new appliances' health.
     if (health_)
@@ -87,6 +89,8 @@ Daemon::Daemon(Config config) {
   hooks.ids_freed = [this](const std::vector<uint16_t>& freed) { appliances_->idsFreed(freed); };
   engine_ = std::make_unique<Engine>(std::move(config), *flows_, dp_, qsbr_, std::move(in),
                                      std::move(hooks));
+  neighbours_ = std::make_unique<ApplianceNeighbours>(
+      *engine_, ApplianceNeighbours::Rings{pool_, dp_.punt, control_tx_}, exception_, health_);
   setupService();
   // One slice of a flow-table walk per advance() call: a walk of a big
   // table never holds the control thread for long (docs/architecture.md
@@ -102,7 +106,14 @@ Daemon::Daemon(Config config) {
                (o.refused ? " (last reload failed: running config kept)" : "") + "\n");
   };
   reloader_ = std::make_unique<Reloader>(io_, *engine_, facts_, n_ports_, std::move(reload));
+  neighbours_->follow(dp::monotonicNs());
   engine_->start(dp::monotonicNs());
+  setupFleetSync();
+}
+
+// Flow state sync (fleet.sync_listen and fleet.peers): the peers, warm
+// start, and this node's view of every appliance.
+void Daemon::setupFleetSync() {
   if (dp_.sync) {
     const FleetConfig& f = cfg().fleet;
     FleetSync::Options o;
@@ -141,6 +152,13 @@ Daemon::Daemon(Config config) {
   }
 }
 
+std::string Daemon::statusLine() const {
+  const dp::Snapshot* s = dp_.snapshot.load();
+  return "running: " + std::to_string(cfg().dataplane.workers) + " worker(s), " +
+         std::to_string(n_ports_) + " port(s), snapshot " + std::to_string(s ? s->generation : 0) +
+         ", config " + cfg().source_path;
+}
+
 void Daemon::setupService() {
   appliances_ = std::make_unique<ApplianceView>(*engine_, health_view_, workers_);
   service_.reset(new ServiceContext{*engine_, health_view_, workers_, *appliances_, facts_,
@@ -149,6 +167,9 @@ void Daemon::setupService() {
   addServiceMethods(methods_, *service_);
   fleet_view_.reset(new FleetApiView{*engine_, bird_, announce_, fleet_, stopping_, fleet_left_,
                                   [this] { updateAnnounce(); }});
+  metrics_view_.reset(new MetricsView{*service_, *fleet_view_, [this] {
+                                        return std::vector<const HttpServer*>{metrics_.get(), health_http_.get()};
+                                      }});
   addProcessMethods(methods_, *fleet_view_, capture_view_);
   methods_.addDeferred("reload", [this](const nlohmann::json& p, ApiReply reply) {
     return reloadMethod(*reloader_, *engine_, p, std::move(reply));
@@ -162,8 +183,6 @@ Daemon::~Daemon() {
   engine_.reset();
 }
 
-void Daemon::rebuildSnapshot(const char* why) { engine_->rebuild(why, dp::monotonicNs()); }
-
 // The control socket, the metrics and the health endpoint's listeners.
 void Daemon::startListeners() {
   api_ = std::make_unique<ApiServer>(
@@ -175,13 +194,13 @@ void Daemon::startListeners() {
   spdlog::info("control API on {}", cfg().control.socket);
   if (!cfg().metrics.listen.empty()) {
     metrics_ = std::make_unique<MetricsServer>(io_, cfg().metrics.listen,
-                                               [this] { return metricsText(); });
+                                               [this] { return metricsText(*metrics_view_); });
     spdlog::info("Prometheus metrics on http://{}/metrics", cfg().metrics.listen);
   }
   if (!cfg().health_endpoint.listen.empty()) {
     health_http_ = std::make_unique<HttpServer>(
         io_, cfg().health_endpoint.listen, "health_endpoint.listen", "health_endpoint",
-        [this](const std::string& path) { return healthEndpoint(regions(), path); });
+        [this](const std::string& path) { return healthEndpoint(engine_->regions(), path); });
     spdlog::info("health endpoint on http://{}/destinations/NAME", cfg().health_endpoint.listen);
   }
 }
@@ -195,16 +214,10 @@ void Daemon::onSignals(boost::asio::signal_set& set, std::function<void(int)> ha
   });
 }
 
-int Daemon::run() {
-  launchWorkers();
-  startCapture();
-  boost::asio::io_context& io = io_;
-  startListeners();
-  registerTelemetry();
-  if (fleet_) fleet_->start();
-  // Each health change goes straight to the engine, which builds when it
-  // changes service. A build that threw must not cost the probe handler
-  // calling it its next schedule (that appliance's checks would stop).
+// Each health change goes straight to the engine, which builds when it
+// changes service. A build that threw must not cost the probe handler
+// calling it its next schedule (that appliance's checks would stop).
+void Daemon::startHealthChecks() {
   health_ = std::make_unique<HealthChecker>(io_, [this](const HealthReport& r) {
     guarded("health", [&] {
       engine_->reportHealth(r, dp::monotonicNs());
@@ -216,7 +229,17 @@ int Daemon::run() {
   // build when their first health changes service (one of weight 0, unused).
   bool changed = false;
   for (const HealthReport& r : health_->reconcile(cfg())) changed |= engine_->recordHealth(r);
-  if (changed) rebuildSnapshot("health");
+  if (changed) engine_->rebuild("health", dp::monotonicNs());
+}
+
+int Daemon::run() {
+  launchWorkers();
+  startCapture();
+  boost::asio::io_context& io = io_;
+  startListeners();
+  registerTelemetry(*service_);
+  if (fleet_) fleet_->start();
+  startHealthChecks();
   boost::asio::signal_set stop_signals(io, SIGINT, SIGTERM);
   boost::asio::signal_set hup(io, SIGHUP);
   boost::asio::signal_set usr1(io, SIGUSR1);
@@ -229,14 +252,14 @@ int Daemon::run() {
     io_.stop();
   });
   onSignals(hup, [this](int) { guarded("signal", [&] { sighupReload(); }); });
-  onSignals(usr1, [this](int) { guarded("signal", [&] { logStats("stats"); }); });
+  onSignals(usr1, [this](int) { guarded("signal", [&] { housekeeping_->logStats("stats"); }); });
 
   using namespace std::chrono_literals;
   // The control core's clock: every 10 ms, punted ARP/ND first, then every
   // engine action due (drain deadlines, failback hold ends, once a second
   // flow expiry, lifecycle counts and sweeps, server-id reclaim).
   EngineTicker fast(io, *engine_, [] { return dp::monotonicNs(); }, 10ms,
-                    [this] { handlePunted(); });
+                    [this] { neighbours_->handlePunted(dp::monotonicNs()); });
   boost::asio::steady_timer slow(io);
   unsigned ticks = 0;
   std::function<void()> onSlow = [&]() {
@@ -244,12 +267,14 @@ int Daemon::run() {
     slow.async_wait([&](const boost::system::error_code& ec) {
       if (ec) return;
       guarded("timer", [&] {
-        resolveNeighbours();
+        const uint64_t now = dp::monotonicNs();
+        neighbours_->follow(now);  // appliances the lifecycle forgot
+        neighbours_->resolve(now);
         updateAnnounce();
         if (capture_) capture_->detachGone();
-        sampleRates();
-        refreshTelemetry();
-        if (++ticks % 10 == 0) logStats("stats", true);
+        housekeeping_->sampleRates(now);
+        refreshTelemetry(*service_);
+        if (++ticks % 10 == 0) housekeeping_->logStats("stats", true);
       });
       onSlow();
     });
@@ -280,7 +305,7 @@ int Daemon::run() {
     });
   };
   onPassive();
-  resolveNeighbours();
+  neighbours_->resolve(dp::monotonicNs());
   startFleet();
   spdlog::info("gwlbd running: {} worker(s), {} port(s), underlay {} port {}",
                cfg().dataplane.workers, n_ports_, cfg().node.underlay_ip.str(),
@@ -294,7 +319,7 @@ int Daemon::run() {
     watchdog.expires_after(std::chrono::microseconds(std::max<uint64_t>(sd_.watchdogUsec() / 2, 10000)));
     watchdog.async_wait([&](const boost::system::error_code& ec) {
       if (ec) return;
-      guarded("watchdog", [&] { feedWatchdog(); });
+      guarded("watchdog", [&] { housekeeping_->feedWatchdog(); });
       onWatchdog();
     });
   };
@@ -325,13 +350,13 @@ void Daemon::stopAll() {
   health_.reset();
   if (fleet_) fleet_->stop();
   stopWorkers();
-  handlePunted();
+  neighbours_->handlePunted(dp::monotonicNs());
   closeExceptionPath();
   for (uint16_t port = 0; port < n_ports_; ++port) {
     rte_eth_dev_stop(port);
     rte_eth_dev_close(port);  // net_pcap flushes its output file here
   }
-  logStats("final");
+  housekeeping_->logStats("final");
 }
 
 }  // namespace gwlb::ctl

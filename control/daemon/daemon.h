@@ -1,6 +1,9 @@
-// gwlbd's control side: owns the config, the ports, the worker lcores and the
-// Boost.Asio control loop (signals, ARP, flow expiry, snapshot retirement).
-// Everything here runs on the main lcore; workers only read what it publishes.
+// gwlbd's process as wiring: builds the engine, the ports, the worker lcores,
+// the exception path, the appliances' neighbours, capture, the health checks,
+// the fleet and the control API's views, and runs the Boost.Asio control loop
+// (signals, the timers that drive them). It decides nothing itself: the engine
+// does (control/engine/), the handlers render (control/service/). Everything
+// here runs on the main lcore; workers only read what the engine publishes.
 #pragma once
 
 #include <atomic>
@@ -13,7 +16,6 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,20 +26,22 @@
 #include "control/api/api_failure.h"
 #include "control/engine/refusal.h"
 #include "control/engine/engine.h"
+#include "control/daemon/appliance_neighbours.h"
 #include "control/daemon/engine_ticker.h"
 #include "control/daemon/exception_path.h"
+#include "control/daemon/housekeeping.h"
 #include "control/fleet/fleet_sync.h"
 #include "control/health/health_checker.h"
 #include "control/health/passive_monitor.h"
 #include "control/health/probe_path.h"
 #include "control/engine/lifecycle.h"
 #include "control/api/metrics_server.h"
-#include "control/daemon/neighbours.h"
 #include "control/engine/region_failover.h"
 #include "control/engine/reload_plan.h"
 #include "control/daemon/sd_notify.h"
 #include "control/engine/snapshot_builder.h"
 #include "control/service/appliance_view.h"
+#include "control/service/metrics.h"
 #include "control/service/process_methods.h"
 #include "control/service/reloader.h"
 #include "control/service/service.h"
@@ -63,7 +67,7 @@ class Daemon {
   int run();
 
   // Summed counters of all workers (any thread; approximate while running).
-  WorkerCounters totals() const;
+  WorkerCounters totals() const { return workers_.totals(); }
 
   // Flow state sync (null without fleet.sync_listen and fleet.peers). Control thread.
   // Route announcement waits for fleetSync()->warmStartDone().
@@ -72,23 +76,17 @@ class Daemon {
  private:
   // Parts of run() (control/daemon/daemon.cc).
   void startListeners();
+  void startHealthChecks();
   void onSignals(boost::asio::signal_set& set, std::function<void(int)> handle);
   void stopAll();
   // Ports and workers (control/daemon/daemon_ports.cc).
   void setupPorts();
   void launchWorkers();
   void stopWorkers();
-  // An input changed (health, neighbours): the engine builds and publishes.
-  void rebuildSnapshot(const char* why);
-
   // SIGHUP: the reload (control/service/reloader.h), its refusal logged
   // (control/daemon/daemon_reload.cc), and the engine's can_follow input.
   void sighupReload();
   std::optional<Refusal> probePathsRefusal(const ValidConfig& next);
-  // ARP and neighbor discovery (control/daemon/daemon_neighbours.cc).
-  void handlePunted();
-  void resolveNeighbours();
-  void trackNeighbours();
   // The kernel exception path (control/daemon/exception_path.h), when configured
   // (control/daemon/daemon_exception_path.cc).
   void setupExceptionPath();
@@ -104,23 +102,14 @@ class Daemon {
   // Forwarding checks: queues the probe with `token` for the appliance at `ip`
   // on control_tx (worker 0 sends it); false when it cannot be built now.
   bool sendForwardingProbe(uint32_t ip, uint32_t token);
-  // Periodic housekeeping (control/daemon/daemon_housekeeping.cc): the stats
-  // line, the rates, the watchdog. The counters in one line: at info, or at
-  // debug for the periodic line.
-  void logStats(const char* why, bool periodic = false) const;
-  void sampleRates();
-  void registerTelemetry();
-  void refreshTelemetry();
-  std::string metricsText() const;
-  void serverMetrics(std::ostringstream& o) const;
-  // Passive detection, flap dampening and slow start (control/daemon/daemon_service.cc):
-  // the monitor's turn and the /metrics families.
+  // Passive detection (control/daemon/daemon_service.cc): the monitor's turn.
   void passiveTick();
-  void serviceMetrics(std::ostringstream& o) const;
 
-  // The control API (control/service/): the views its handlers read and
-  // the method table.
+  // The control API and the metrics (control/service/): the views their
+  // handlers read and the method table.
   void setupService();
+  // Flow state sync, when configured (control/daemon/daemon.cc).
+  void setupFleetSync();
   // The fleet (control/daemon/daemon_fleet.cc): route announcement through BIRD.
   void startFleet();
   void stopFleet();
@@ -129,27 +118,18 @@ class Daemon {
   // SIGTERM/SIGINT with fleet.bird: withdraw, stop after the grace period.
   // False when there is nothing to withdraw (stop at once) or already stopping.
   bool beginGracefulStop(int sig);
-  void fleetMetrics(std::ostringstream& o) const;
-  // Each DPDK port's figures for `status` and `stats` (daemon_ports.cc).
+  // Each DPDK port's figures for `status`, `stats` and /metrics (daemon_ports.cc).
   nlohmann::json portsJson() const;
 
   // The control core: config, registry, lifecycle, regions, snapshots.
   const Config& cfg() const { return engine_->config(); }
-  const ServerLifecycle& lifecycle() const { return engine_->lifecycle(); }
-  const RegionTracker& regions() const { return engine_->regions(); }
-  const ServerRegistry& registry() const { return engine_->registry(); }
   std::unique_ptr<Engine> engine_;
   rte_mempool* pool_ = nullptr;
   rte_rcu_qsbr* qsbr_ = nullptr;
   std::unique_ptr<dp::FlowTable> flows_;
   dp::Dataplane dp_;
-  NeighbourCache neighbours_;  // appliances resolved by ARP
-  // IPv6 appliances resolved by neighbor discovery, keyed by applianceKey()
-  // (distinct per config), with the address each key stands for.
-  NeighbourCache neighbours6_;
-  std::map<uint32_t, IpAddr> neighbours6_addr_;
-  ApplianceMacs neighbourMacs() const;
-  bool heardNd(const IpAddr& appliance, const MacAddr& mac, bool override_mac, uint64_t now);
+  // ARP and neighbor discovery (control/daemon/appliance_neighbours.h).
+  std::unique_ptr<ApplianceNeighbours> neighbours_;
   PortMacs port_macs_;         // each DPDK port's own MAC, by port id
   std::vector<std::unique_ptr<dp::WorkerState>> states_;
   std::vector<std::unique_ptr<dp::WorkerRun>> runs_;
@@ -167,8 +147,6 @@ class Daemon {
   // Start time, reload time, rates (control/service/service.h).
   ProcessFacts facts_;
 
-  uint64_t last_rx_ = 0, last_tx_ = 0, last_sample_ns_ = 0;
-
   boost::asio::io_context io_;
   // After io_: destroyed first, so that no plan is posted to a gone io_.
   std::unique_ptr<Reloader> reloader_;
@@ -182,6 +160,7 @@ class Daemon {
   HealthView health_view_{health_, passive_};
   std::unique_ptr<ApplianceView> appliances_;
   std::unique_ptr<ServiceContext> service_;
+  std::unique_ptr<MetricsView> metrics_view_;
   std::unique_ptr<FleetSync> fleet_;  // fleet.sync_listen: flow state sync
   // The fleet: BIRD client (fleet.bird), announce state, operator leave, stop.
   std::shared_ptr<BirdClient> bird_;
@@ -194,10 +173,9 @@ class Daemon {
   std::unique_ptr<boost::asio::steady_timer> grace_timer_;
   // systemd: readiness, status and the watchdog (control/daemon/sd_notify.h).
   SdNotifier sd_;
-  WorkerProgress progress_;
-  bool watchdog_stalled_ = false;
-  // control/daemon/daemon_housekeeping.cc
-  void feedWatchdog();
+  // The rates, the stats line, the watchdog's feed (control/daemon/housekeeping.h).
+  std::unique_ptr<Housekeeping> housekeeping_;
+  // systemd's STATUS= line.
   std::string statusLine() const;
 };
 

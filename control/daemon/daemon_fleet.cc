@@ -1,11 +1,11 @@
 // The fleet's control side in gwlbd (docs/fleet.md): when the node's routes
 // are announced through BIRD (control/fleet/announce.h rules, control/fleet/bird_client.h
 // I/O) and the graceful stop (withdraw, grace period, exit); the API's fleet
-// methods and metrics read it through a FleetApiView (control/service/api_fleet.cc).
+// methods and metrics read it through a FleetApiView (control/service/api_fleet.cc,
+// control/service/api_metrics.cc).
 // Control thread.
 #include <spdlog/spdlog.h>
 
-#include <sstream>
 
 #include "control/daemon/daemon.h"
 
@@ -56,7 +56,7 @@ AnnounceInputs Daemon::announceInputs() const {
   in.warm_start_done = fleet_ ? fleet_->warmStartDone() : true;
   // Every listener drops new flows: its region choice is "drop", or its
   // destination is unhealthy under when_all_unhealthy drop.
-  const auto& ls = regions().listeners();
+  const auto& ls = engine_->regions().listeners();
   in.destinations_drop = !ls.empty();
   std::string why;
   for (const auto& l : ls) {
@@ -106,7 +106,5 @@ bool Daemon::beginGracefulStop(int sig) {
   });
   return true;
 }
-
-void Daemon::fleetMetrics(std::ostringstream& o) const { ctl::fleetMetrics(o, *fleet_view_); }
 
 }  // namespace gwlb::ctl

@@ -125,10 +125,9 @@ void Engine::build(const std::string& why, uint64_t now) {
   decideLines(Decision::Kind::kRegion);
   shaping_ = shaper_.update(config(), h, lifecycle_, now, &lines);
   decideLines(Decision::Kind::kService);
-  if (hooks_.before_build) hooks_.before_build();
   std::unique_ptr<dp::Snapshot> s =
-      buildSnapshot(*cfg_, registry_, in_.neighbours ? in_.neighbours() : ApplianceMacs{},
-                    ++generation_, h, &lifecycle_, &regions_, in_.devices, &maglev_cache_, &shaping_);
+      buildSnapshot(*cfg_, registry_, neighbours_, ++generation_, h, &lifecycle_, &regions_,
+                    in_.devices, &maglev_cache_, &shaping_);
   registry_.release(*s);
   std::vector<std::string> class_names;
   for (const TrafficClassConfig& tc : config().traffic_classes) class_names.push_back(tc.name);

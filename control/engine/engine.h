@@ -71,8 +71,6 @@ std::string snapshotDigest(const dp::Snapshot& s);
 
 // What the engine reads from its driver.
 struct EngineInputs {
-  // MACs learned by ARP (gwlbd: its NeighbourCache). Unset: none.
-  std::function<ApplianceMacs()> neighbours;
   // The DPDK ports' own MACs (null: none, as in gwlb-replay).
   const PortMacs* devices = nullptr;
   // The workers' counts in a traffic class counter slot (gwlbd: summed over
@@ -91,7 +89,6 @@ struct EngineInputs {
 // What the engine tells its driver.
 struct EngineHooks {
   std::function<void(const Decision&)> decided;              // every decision, in order
-  std::function<void()> before_build;                        // gwlbd: neighbour tracking
   std::function<void(const dp::Snapshot&)> built;            // before it is published
   std::function<void(const Config&)> config_changed;         // gwlbd: probes follow the config
   std::function<void(const std::vector<uint16_t>&)> ids_freed;  // server ids given back
@@ -180,6 +177,11 @@ class Engine {
   bool recordHealth(const HealthReport& r);
   // An input changed (health, neighbours): build and publish. `why` goes in the decision.
   void rebuild(const std::string& why, uint64_t now);
+  // The appliances' MACs the driver learned (gwlbd: ARP and neighbor
+  // discovery), by applianceKey(): every build from now on uses them (none
+  // until set). Builds nothing: the driver rebuilds when a MAC in use changed.
+  void setNeighbours(ApplianceMacs macs) { neighbours_ = std::move(macs); }
+  const ApplianceMacs& neighbours() const { return neighbours_; }
 
   // --- time ---
   // When advance() has something to do next: a drain deadline, a failback
@@ -282,6 +284,7 @@ class Engine {
   rte_rcu_qsbr* qsbr_;
   Inputs in_;
   Hooks hooks_;
+  ApplianceMacs neighbours_;   // setNeighbours
   HealthMap scripted_health_;  // as set (replay) or reported (gwlbd's HealthChecker)
   ServerRegistry registry_;
   MaglevCache maglev_cache_;  // tables reused between snapshots

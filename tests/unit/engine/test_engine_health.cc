@@ -1,6 +1,7 @@
 // A health checker's reports into the engine (Engine::reportHealth,
 // recordHealth): the engine keeps the health it is told and builds only when
-// a report changes service; it asks nobody back. A real engine on a fixed
+// a report changes service; it asks nobody back. The neighbours' MACs alike
+// (Engine::setNeighbours): pushed in, used by the next build. A real engine on a fixed
 // clock, a flow table in anonymous memory, no EAL.
 #include <gtest/gtest.h>
 #include <rte_rcu_qsbr.h>
@@ -23,13 +24,13 @@ struct Rig {
   std::unique_ptr<dp::FlowTable> ft;
   dp::Dataplane dp;
   std::unique_ptr<ctl::Engine> engine;
-  Rig() {
+  explicit Rig(ctl::Config c = ctl::testing::smallConfig()) {
     size_t sz = (rte_rcu_qsbr_get_memsize(1) + 63) / 64 * 64;
     q = static_cast<rte_rcu_qsbr*>(std::aligned_alloc(64, sz));
     if (!q || rte_rcu_qsbr_init(q, 1) != 0) std::abort();
     ft = std::make_unique<dp::FlowTable>("health", 1024, q, 0);
     dp.flows = ft.get();
-    engine = std::make_unique<ctl::Engine>(ctl::testing::smallConfig(), *ft, dp, q);
+    engine = std::make_unique<ctl::Engine>(std::move(c), *ft, dp, q);
     engine->start(1 * kS);
   }
   ~Rig() {
@@ -100,4 +101,31 @@ TEST(EngineHealth, RecordedReportsWaitForTheNextBuild) {
 }
 
 }  // namespace
+// gwlbd's neighbours push the MACs they learn (control/daemon/appliance_neighbours.h):
+// the build reads what it was given and calls nobody back for them.
+TEST(EngineNeighbours, TheMacsPushedInAreWhatTheNextBuildUses) {
+  ctl::Config c = ctl::testing::smallConfig();
+  c.node.gateway_mac.reset();  // the appliances' MACs must be found
+  Rig rig(c);
+  const uint32_t app = IpAddr::parse("10.0.0.12")->v4HostOrder();
+  auto view = [&]() -> const dp::ServerView& {
+    const dp::Snapshot* s = rig.engine->current();
+    return s->servers.at(s->serverByIp(app));
+  };
+  EXPECT_FALSE(view().mac_known) << "none pushed yet: unresolved";
+  const uint64_t gen = rig.engine->generation();
+  const MacAddr mac = *MacAddr::parse("02:00:00:00:00:12");
+  rig.engine->setNeighbours({{app, mac}});
+  EXPECT_EQ(rig.engine->generation(), gen) << "setting the MACs builds nothing";
+  EXPECT_FALSE(view().mac_known);
+  rig.engine->rebuild("neighbours", 2 * kS);
+  ASSERT_TRUE(view().mac_known);
+  EXPECT_EQ(view().mac, mac);
+  EXPECT_EQ(rig.engine->neighbours().size(), 1u);
+  // Forgotten (probes unanswered): the next build has it unresolved again.
+  rig.engine->setNeighbours({});
+  rig.engine->rebuild("neighbours", 3 * kS);
+  EXPECT_FALSE(view().mac_known);
+}
+
 }  // namespace gwlb

@@ -3,8 +3,8 @@
 // anonymous memory, two workers' counters set by hand and no health checker.
 // One test per topic: status and stats, servers and groups, the runtime
 // changes (server.add, remove, set) and drains, flows and explain, classes,
-// health and destinations, config, reload, the fleet, captures, and the
-// table itself; and replay's events against the same handlers. No EAL.
+// health and destinations, config, reload, the fleet, captures, metrics and
+// telemetry, and the table itself; and replay's events against the same handlers. No EAL.
 #include <gtest/gtest.h>
 #include <rte_rcu_qsbr.h>
 
@@ -13,6 +13,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <set>
+#include <sstream>
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -21,6 +24,7 @@
 #include "control/engine/scripted_events.h"
 #include "control/service/appliance_view.h"
 #include "control/service/handlers.h"
+#include "control/service/metrics.h"
 #include "control/service/process_methods.h"
 #include "control/service/reloader.h"
 #include "control/service/service.h"
@@ -408,6 +412,100 @@ TEST(ServiceMetrics, PassiveDampeningAndSlowStartFamiliesPerAppliance) {
   // No health checks: no passive detection or dampening rows.
   EXPECT_EQ(m.find("gwlb_server_no_returns_ejections_total{"), std::string::npos) << m;
   EXPECT_EQ(m.find("gwlb_server_flap_penalty{"), std::string::npos) << m;
+}
+
+// The whole /metrics page from the views alone: each family once, its
+// samples together, the figures of the engine, the workers, the ports
+// (status's figures) and the clock.
+TEST(ServiceMetrics, ThePageShowsEveryFamilyOnceFromTheViews) {
+  Rig r;
+  r.addFlow(1, r.idOf("10.0.0.11"));
+  r.addFlow(2, r.idOf("10.0.0.12"));
+  r.states[0]->counters.inc(Counter::rx_packets, 5);
+  r.states[1]->counters.inc(Counter::rx_packets, 7);
+  r.states[0]->counters.inc(Counter::drop_unclassified, 4);
+  r.states[1]->countSent(r.idOf("10.0.0.12"), 100);
+  json ports = json::array({{{"id", 0}, {"rx_packets", 9}, {"tx_bytes", 1500}},
+                            {{"id", 1}, {"rx_missed", 2},
+                             {"exception_path", {{"tap", "gw1"}, {"to_kernel", 3}, {"from_kernel", 1},
+                                                 {"dropped_tap", 0}, {"dropped_wire", 6}}}}});
+  ctl::ServiceContext c{*r.engine, r.health, r.workers, *r.appliances, r.facts,
+                        [&] { return ports; }, nullptr, nullptr, [&] { return r.clock; }};
+  std::shared_ptr<ctl::BirdClient> bird;
+  ctl::AnnounceState announce;
+  std::unique_ptr<ctl::FleetSync> sync;
+  bool stopping = false, left = false;
+  ctl::FleetApiView fleet{*r.engine, bird, announce, sync, stopping, left, [] {}};
+  ctl::MetricsView v{c, fleet, [] { return std::vector<const ctl::HttpServer*>{nullptr}; }};
+  const std::string m = ctl::metricsText(v);
+  auto has = [&](const std::string& line) {
+    EXPECT_NE(m.find("\n" + line + "\n"), std::string::npos) << line << " missing";
+  };
+  has("gwlb_rx_packets_total{worker=\"1\"} 7");
+  has("gwlb_dropped_packets_total{worker=\"0\",reason=\"unclassified\"} 4");
+  has("gwlb_flows 2");
+  has("gwlb_flow_table_capacity " + std::to_string(r.ft.capacity()));
+  has("gwlb_server_state{group=\"fw\",address=\"10.0.0.12\",state=\"active\"} 1");
+  has("gwlb_server_state{group=\"fw\",address=\"10.0.0.12\",state=\"unhealthy\"} 0");
+  has("gwlb_server_sent_packets_total{group=\"fw\",address=\"10.0.0.12\"} 1");
+  has("gwlb_server_sent_bytes_total{group=\"fw\",address=\"10.0.0.12\"} 100");
+  has("gwlb_port_rx_packets_total{port=\"0\"} 9");
+  has("gwlb_port_tx_bytes_total{port=\"0\"} 1500");
+  has("gwlb_port_rx_missed_total{port=\"1\"} 2");
+  has("gwlb_exception_path_packets_total{port=\"1\",tap=\"gw1\",direction=\"to_kernel\"} 3");
+  has("gwlb_exception_path_dropped_total{port=\"1\",tap=\"gw1\",reason=\"wire\"} 6");
+  EXPECT_EQ(m.find("gwlb_exception_path_packets_total{port=\"0\""), std::string::npos) << "port 0 has no tap";
+  has("gwlb_snapshot_generation " + std::to_string(r.engine->generation()));
+  has("gwlb_server_ids_held 3");
+  has("gwlb_destination_healthy{destination=\"" + r.engine->regions().listeners().at(0).name + "\"} 1");
+  has("gwlb_control_handler_errors_total{where=\"http\"} 0");
+  has("gwlb_uptime_seconds 2");  // the fixed clock (3 s) since the start (1 s)
+  EXPECT_EQ(m.find("gwlb_http_connections{"), std::string::npos) << "no listener runs";
+  EXPECT_EQ(m.find("gwlb_fleet_"), std::string::npos) << "no fleet section, no fleet families";
+  // Prometheus's rule: one HELP and TYPE per family, each family's samples
+  // together (a histogram's _bucket, _sum and _count are its family's).
+  std::set<std::string> done;
+  std::string current;
+  std::istringstream lines(m);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("# TYPE ", 0) == 0) {
+      std::string name = line.substr(7, line.find(' ', 7) - 7);
+      EXPECT_TRUE(done.insert(name).second) << name << " declared twice";
+      current = name;
+      continue;
+    }
+    if (line.empty() || line[0] == '#') continue;
+    std::string name = line.substr(0, line.find_first_of("{ "));
+    EXPECT_EQ(name.rfind(current, 0), 0u) << name << " outside its family (after " << current << ")";
+  }
+  EXPECT_GT(done.size(), 60u);
+  // A port without the exception path anywhere: no such family at all.
+  ports = json::array({{{"id", 0}}});
+  EXPECT_EQ(ctl::metricsText(v).find("gwlb_exception_path_"), std::string::npos);
+}
+
+// What the /gwlb/ telemetry commands answer from: the same views, copied.
+TEST(ServiceMetrics, TelemetryCopiesTheCountersAppliancesAndFlows) {
+  Rig r;
+  r.addFlow(1, r.idOf("10.0.0.11"));
+  r.states[1]->counters.inc(Counter::rx_packets, 7);
+  r.states[0]->countReturned(r.idOf("10.0.0.11"), 80);
+  ctl::TelemetryFigures f = ctl::telemetryFigures(*r.ctx);
+  auto rx = std::find_if(f.counters.begin(), f.counters.end(), [](const auto& kv) { return kv.first == "rx_packets"; });
+  ASSERT_NE(rx, f.counters.end());
+  EXPECT_EQ(rx->second, 7u);
+  EXPECT_EQ(f.counters.size(), kNumCounters);
+  ASSERT_EQ(f.servers.size(), 3u);
+  EXPECT_EQ(f.servers[0].address, "10.0.0.11");
+  EXPECT_EQ(f.servers[0].group, "fw");
+  EXPECT_EQ(f.servers[0].state, "active");
+  EXPECT_EQ(f.servers[0].traffic.returned_packets, 1u);
+  EXPECT_EQ(f.servers[0].traffic.returned_bytes, 80u);
+  EXPECT_FALSE(f.servers[0].probed) << "no health checks";
+  EXPECT_TRUE(f.classes.empty());
+  EXPECT_EQ(f.flows, 1u);
+  EXPECT_EQ(f.capacity, r.ft.capacity());
+  EXPECT_EQ(f.generation, r.engine->generation());
 }
 
 // A config file the tests write and reload: `c` as YAML.

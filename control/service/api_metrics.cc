@@ -1,135 +1,19 @@
-// What gwlbd shows to the ecosystem: Prometheus text exposition and read-only
-// DPDK telemetry commands (/gwlb/...). Control thread, except the telemetry
-// callbacks, which DPDK runs on its own thread and which therefore read only a
-// mutex-guarded copy that the control thread refreshes every second.
-#include <rte_ethdev.h>
-#include <rte_telemetry.h>
-
-#include <mutex>
+// What gwlbd shows Prometheus (docs/observability.md): the /metrics page,
+// one function per family group, on the views of control/service/metrics.h.
+// Control thread.
+#include <map>
 #include <sstream>
+#include <tuple>
 
 #include "control/runtime/control_loop.h"
-#include "control/daemon/daemon.h"
+#include "control/service/appliance_view.h"
 #include "control/service/handlers.h"
+#include "control/service/metrics.h"
 
 namespace gwlb::ctl {
 namespace {
 
-// Every state an appliance can show, as the API, /metrics and telemetry name
-// them (docs/control-api.md "servers"): exactly one applies at a time.
-constexpr const char* kServerStates[] = {"initializing", "active",  "unresolved", "unhealthy", "dampened",
-                                         "idle",         "draining", "drained",   "removed"};
-
-// One appliance as telemetry shows it.
-struct TelServer {
-  std::string address, group, state;
-  ServerTraffic traffic;
-  bool probed = false;  // has a health tracker (health checks on)
-  uint32_t consecutive_failures = 0;
-  uint64_t probes = 0, probe_sum_us = 0;
-};
-
-// One traffic class as telemetry shows it.
-struct TelClass {
-  std::string name, action, listener;
-  uint64_t index = 0, packets = 0, bytes = 0;
-};
-
-struct TelemetryCopy {
-  std::mutex mu;
-  std::vector<std::pair<std::string, uint64_t>> counters;  // totals, every counter
-  std::vector<TelServer> servers;
-  std::vector<TelClass> classes;  // in order
-  uint64_t flows = 0, capacity = 0, generation = 0;
-};
-TelemetryCopy g_tel;
-
-int telStats(const char*, const char*, rte_tel_data* d) {
-  std::lock_guard lock(g_tel.mu);
-  rte_tel_data_start_dict(d);
-  for (auto& [k, v] : g_tel.counters)
-    if (k.rfind("drop_", 0) != 0) rte_tel_data_add_dict_u64(d, k.c_str(), v);
-  rte_tel_data_add_dict_u64(d, "flows", g_tel.flows);
-  rte_tel_data_add_dict_u64(d, "flow_capacity", g_tel.capacity);
-  rte_tel_data_add_dict_u64(d, "snapshot_generation", g_tel.generation);
-  return 0;
-}
-
-int telDrops(const char*, const char*, rte_tel_data* d) {
-  std::lock_guard lock(g_tel.mu);
-  rte_tel_data_start_dict(d);
-  for (auto& [k, v] : g_tel.counters)
-    if (k.rfind("drop_", 0) == 0) rte_tel_data_add_dict_u64(d, k.c_str() + 5, v);
-  return 0;
-}
-
-// Telemetry names allow no dots, so appliances are listed by state, every
-// state present (empty lists included):
-// {"active": ["192.0.2.10", ...], "unhealthy": [...], "initializing": [...], ...}.
-int telServers(const char*, const char*, rte_tel_data* d) {
-  std::lock_guard lock(g_tel.mu);
-  rte_tel_data_start_dict(d);
-  for (const char* state : kServerStates) {
-    rte_tel_data* list = rte_tel_data_alloc();
-    if (!list) return -ENOMEM;
-    rte_tel_data_start_array(list, RTE_TEL_STRING_VAL);
-    for (const TelServer& sv : g_tel.servers)
-      if (sv.state == state) rte_tel_data_add_array_string(list, sv.address.c_str());
-    rte_tel_data_add_dict_container(d, state, list, 0);
-  }
-  return 0;
-}
-
-// /gwlb/server,ADDRESS: one appliance's state, traffic and probes.
-int telServer(const char*, const char* params, rte_tel_data* d) {
-  if (!params || !*params) return -EINVAL;
-  std::lock_guard lock(g_tel.mu);
-  for (const TelServer& sv : g_tel.servers) {
-    if (sv.address != params) continue;
-    rte_tel_data_start_dict(d);
-    rte_tel_data_add_dict_string(d, "address", sv.address.c_str());
-    rte_tel_data_add_dict_string(d, "group", sv.group.c_str());
-    rte_tel_data_add_dict_string(d, "state", sv.state.c_str());
-    rte_tel_data_add_dict_u64(d, "sent_packets", sv.traffic.sent_packets);
-    rte_tel_data_add_dict_u64(d, "sent_bytes", sv.traffic.sent_bytes);
-    rte_tel_data_add_dict_u64(d, "returned_packets", sv.traffic.returned_packets);
-    rte_tel_data_add_dict_u64(d, "returned_bytes", sv.traffic.returned_bytes);
-    if (sv.probed) {
-      rte_tel_data_add_dict_u64(d, "consecutive_failures", sv.consecutive_failures);
-      rte_tel_data_add_dict_u64(d, "probes", sv.probes);
-      rte_tel_data_add_dict_u64(d, "probe_duration_sum_us", sv.probe_sum_us);
-    }
-    return 0;
-  }
-  return -EINVAL;
-}
-
-// /gwlb/classes: the traffic class names in order (names may hold '.' and
-// '-', which telemetry allows in strings but not in dict keys).
-int telClasses(const char*, const char*, rte_tel_data* d) {
-  std::lock_guard lock(g_tel.mu);
-  rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
-  for (const TelClass& c : g_tel.classes) rte_tel_data_add_array_string(d, c.name.c_str());
-  return 0;
-}
-
-// /gwlb/class,NAME: one class's position, action, listener and counts.
-int telClass(const char*, const char* params, rte_tel_data* d) {
-  if (!params || !*params) return -EINVAL;
-  std::lock_guard lock(g_tel.mu);
-  for (const TelClass& c : g_tel.classes) {
-    if (c.name != params) continue;
-    rte_tel_data_start_dict(d);
-    rte_tel_data_add_dict_string(d, "name", c.name.c_str());
-    rte_tel_data_add_dict_u64(d, "index", c.index);
-    rte_tel_data_add_dict_string(d, "action", c.action.c_str());
-    rte_tel_data_add_dict_string(d, "listener", c.listener.c_str());
-    rte_tel_data_add_dict_u64(d, "packets", c.packets);
-    rte_tel_data_add_dict_u64(d, "bytes", c.bytes);
-    return 0;
-  }
-  return -EINVAL;
-}
+using nlohmann::json;
 
 void metric(std::ostringstream& o, const std::string& name, const char* type, const std::string& help) {
   o << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n';
@@ -147,57 +31,9 @@ std::string escape(const std::string& s) {
 
 }  // namespace
 
-void Daemon::registerTelemetry() {
-  rte_telemetry_register_cmd("/gwlb/stats", telStats,
-                             "gwlbd event counters summed over workers, flows in table. No parameters.");
-  rte_telemetry_register_cmd("/gwlb/drops", telDrops,
-                             "gwlbd drop counters by reason, summed over workers. No parameters.");
-  rte_telemetry_register_cmd("/gwlb/servers", telServers,
-                             "gwlbd appliance addresses by state, every state. No parameters.");
-  // Help texts must stay under 128 bytes (RTE_TEL_MAX_STRING_LEN), or DPDK
-  // refuses the command and it answers null.
-  rte_telemetry_register_cmd("/gwlb/server", telServer,
-                             "one gwlbd appliance: state, traffic sent and returned, probes. "
-                             "Parameter: its address.");
-  rte_telemetry_register_cmd("/gwlb/classes", telClasses,
-                             "gwlbd traffic class names, in match order. No parameters.");
-  rte_telemetry_register_cmd("/gwlb/class", telClass,
-                             "one gwlbd traffic class: index, action, listener, packets, bytes. "
-                             "Parameter: its name.");
-  refreshTelemetry();
-}
-
-void Daemon::refreshTelemetry() {
-  WorkerCounters t = totals();
-  std::vector<std::pair<std::string, uint64_t>> counters;
-  for (size_t k = 0; k < kNumCounters; ++k) counters.emplace_back(kCounterInfo[k].name, t.v[k]);
-  std::vector<TelServer> servers;
-  for (const ApplianceView::Row& r : appliances_->rows()) {
-    TelServer ts{r.address, r.group, r.state, appliances_->traffic(r.id)};
-    if (const HealthTracker* ht = health_view_.checkedTracker(r.ip)) {
-      ts.probed = true;
-      ts.consecutive_failures = ht->consecutiveFailures();
-      ts.probes = ht->latency().count;
-      ts.probe_sum_us = ht->latency().sum_us;
-    }
-    servers.push_back(std::move(ts));
-  }
-  std::vector<TelClass> classes;
-  for (const ClassRow& r : classRows(*engine_, workers_))
-    classes.push_back({r.name, r.action, r.listener, r.index, r.count.packets, r.count.bytes});
-  const dp::Snapshot* s = dp_.snapshot.load();
-  std::lock_guard lock(g_tel.mu);
-  g_tel.counters = std::move(counters);
-  g_tel.servers = std::move(servers);
-  g_tel.classes = std::move(classes);
-  g_tel.flows = flows_->count();
-  g_tel.capacity = flows_->capacity();
-  g_tel.generation = s ? s->generation : 0;
-}
-
 // Per appliance: state, probes, traffic both ways. Each family's samples together.
-void Daemon::serverMetrics(std::ostringstream& o) const {
-  const std::vector<ApplianceView::Row> rows = appliances_->rows();
+void serverMetrics(std::ostringstream& o, const ServiceContext& c) {
+  const std::vector<ApplianceView::Row> rows = c.appliances.rows();
   auto labels = [](const ApplianceView::Row& r) {
     return "group=\"" + escape(r.group) + "\",address=\"" + r.address + "\"";
   };
@@ -212,7 +48,7 @@ void Daemon::serverMetrics(std::ostringstream& o) const {
   // appliances without checks keeps its /metrics small.
   std::vector<std::pair<const ApplianceView::Row*, const HealthTracker*>> probed;
   for (const ApplianceView::Row& r : rows)
-    if (const HealthTracker* ht = health_view_.checkedTracker(r.ip)) probed.emplace_back(&r, ht);
+    if (const HealthTracker* ht = c.health.checkedTracker(r.ip)) probed.emplace_back(&r, ht);
   metric(o, "gwlb_server_consecutive_failures", "gauge",
          "failed health checks in a row up to the appliance's last result (0 after a passed one)");
   for (const auto& [r, ht] : probed)
@@ -244,8 +80,8 @@ void Daemon::serverMetrics(std::ostringstream& o) const {
       break;
     }
   }
-  if (health_) {
-    const HealthChecker::ForwardingCounts& f = health_->forwardingCounts();
+  if (c.health.checker) {
+    const HealthChecker::ForwardingCounts& f = c.health.checker->forwardingCounts();
     metric(o, "gwlb_forwarding_probes_total", "counter",
            "forwarding-check probes (health_check.forwarding) by what became of them: sent, unsent "
            "(no MAC or template yet), returned in time, timed_out, late (back after their timeout), "
@@ -256,7 +92,7 @@ void Daemon::serverMetrics(std::ostringstream& o) const {
     for (const auto& [k, v] : kinds) o << "gwlb_forwarding_probes_total{result=\"" << k << "\"} " << v << '\n';
   }
   std::vector<ServerTraffic> traffic;
-  for (const ApplianceView::Row& r : rows) traffic.push_back(appliances_->traffic(r.id));
+  for (const ApplianceView::Row& r : rows) traffic.push_back(c.appliances.traffic(r.id));
   const std::tuple<const char*, const char*, uint64_t ServerTraffic::*> families[] = {
       {"gwlb_server_sent_packets_total", "packets the gateway sent to each appliance (Geneve)",
        &ServerTraffic::sent_packets},
@@ -317,50 +153,45 @@ void flowTableMetrics(std::ostringstream& o, const dp::FlowTable& flows) {
   o << "gwlb_flows_evicted_total " << flows.evicted() << '\n';
 }
 
-// The NICs' own counters, per DPDK port.
-void portMetrics(std::ostringstream& o, uint16_t n_ports) {
+// The NICs' own counters, per DPDK port (`ports`: status's figures).
+void portMetrics(std::ostringstream& o, const json& ports) {
   const char* port_metrics[][2] = {{"rx_packets", "packets the port received"},
                                    {"tx_packets", "packets the port sent"},
                                    {"rx_bytes", "bytes the port received"},
                                    {"tx_bytes", "bytes the port sent"},
                                    {"rx_missed", "packets the port missed (RX queue full)"}};
-  std::vector<rte_eth_stats> stats(n_ports);
-  for (uint16_t p = 0; p < n_ports; ++p) rte_eth_stats_get(p, &stats[p]);
   for (auto& pm : port_metrics) {
     std::string name = std::string("gwlb_port_") + pm[0] + "_total";
     metric(o, name, "counter", pm[1]);
-    for (uint16_t p = 0; p < n_ports; ++p) {
-      const rte_eth_stats& s = stats[p];
-      uint64_t v = std::string(pm[0]) == "rx_packets" ? s.ipackets
-                   : std::string(pm[0]) == "tx_packets" ? s.opackets
-                   : std::string(pm[0]) == "rx_bytes"   ? s.ibytes
-                   : std::string(pm[0]) == "tx_bytes"   ? s.obytes
-                                                        : s.imissed;
-      o << name << "{port=\"" << p << "\"} " << v << '\n';
-    }
+    for (size_t p = 0; p < ports.size(); ++p)
+      o << name << "{port=\"" << p << "\"} " << ports[p].value(pm[0], uint64_t(0)) << '\n';
   }
 }
 
-void exceptionPathMetrics(std::ostringstream& o, const ExceptionPath& ex) {
+// Each port's kernel tap (node.exception_path): no family without one.
+void exceptionPathMetrics(std::ostringstream& o, const json& ports) {
+  std::vector<std::pair<size_t, const json*>> taps;
+  for (size_t p = 0; p < ports.size(); ++p)
+    if (ports[p].contains("exception_path")) taps.emplace_back(p, &ports[p]["exception_path"]);
+  if (taps.empty()) return;
+  auto row = [&](const char* name, size_t p, const json& t, const char* label, const char* value,
+                 const char* key) {
+    o << name << "{port=\"" << p << "\",tap=\"" << t.value("tap", "") << "\"," << label << "=\"" << value
+      << "\"} " << t.value(key, uint64_t(0)) << '\n';
+  };
   metric(o, "gwlb_exception_path_packets_total", "counter",
          "frames through a port's kernel tap (node.exception_path), by direction");
-  for (size_t p = 0; p < ex.taps().size(); ++p) {
-    const ExceptionPath::Tap& t = ex.taps()[p];
-    o << "gwlb_exception_path_packets_total{port=\"" << p << "\",tap=\"" << t.iface
-      << "\",direction=\"to_kernel\"} " << t.to_kernel << '\n';
-    o << "gwlb_exception_path_packets_total{port=\"" << p << "\",tap=\"" << t.iface
-      << "\",direction=\"from_kernel\"} " << t.from_kernel << '\n';
+  for (const auto& [p, t] : taps) {
+    row("gwlb_exception_path_packets_total", p, *t, "direction", "to_kernel", "to_kernel");
+    row("gwlb_exception_path_packets_total", p, *t, "direction", "from_kernel", "from_kernel");
   }
   metric(o, "gwlb_exception_path_dropped_total", "counter",
          "frames the exception path dropped: tap (refused by the tap: interface down or full), "
          "wire (kernel frame, control_tx full); the workers' full queue is "
          "gwlb_dropped_packets_total{reason=\"exception_queue_full\"}");
-  for (size_t p = 0; p < ex.taps().size(); ++p) {
-    const ExceptionPath::Tap& t = ex.taps()[p];
-    o << "gwlb_exception_path_dropped_total{port=\"" << p << "\",tap=\"" << t.iface
-      << "\",reason=\"tap\"} " << t.drop_tap << '\n';
-    o << "gwlb_exception_path_dropped_total{port=\"" << p << "\",tap=\"" << t.iface
-      << "\",reason=\"wire\"} " << t.drop_wire << '\n';
+  for (const auto& [p, t] : taps) {
+    row("gwlb_exception_path_dropped_total", p, *t, "reason", "tap", "dropped_tap");
+    row("gwlb_exception_path_dropped_total", p, *t, "reason", "wire", "dropped_wire");
   }
 }
 
@@ -529,30 +360,33 @@ void serverIdMetrics(std::ostringstream& o, const ServerRegistry& reg) {
 
 }  // namespace
 
-std::string Daemon::metricsText() const {
+std::string metricsText(const MetricsView& v) {
+  const ServiceContext& c = v.service;
+  const Engine& engine = c.engine;
   std::ostringstream o;
-  workerCounterMetrics(o, states_);
-  flowTableMetrics(o, *flows_);
-  serverMetrics(o);
-  serviceMetrics(o);
-  classMetrics(o, *engine_, workers_);
-  portMetrics(o, n_ports_);
-  if (exception_) exceptionPathMetrics(o, *exception_);
-  workerLoopMetrics(o, runs_);
-  lifecycleMetrics(o, lifecycle().stats());
-  snapshotMetrics(o, dp_.snapshot.load(), engine_->retiredSnapshots());
-  groupInfoMetrics(o, cfg());
-  regionMetrics(o, regions());
-  controlMetrics(o, {metrics_.get(), health_http_.get()});
-  serverIdMetrics(o, registry());
+  workerCounterMetrics(o, c.workers.states);
+  flowTableMetrics(o, engine.flows());
+  serverMetrics(o, c);
+  serviceMetrics(o, engine, c.health);
+  classMetrics(o, engine, c.workers);
+  const json ports = c.ports ? c.ports() : json::array();
+  portMetrics(o, ports);
+  exceptionPathMetrics(o, ports);
+  workerLoopMetrics(o, c.workers.runs);
+  lifecycleMetrics(o, engine.lifecycle().stats());
+  snapshotMetrics(o, engine.current(), engine.retiredSnapshots());
+  groupInfoMetrics(o, engine.config());
+  regionMetrics(o, engine.regions());
+  controlMetrics(o, v.listeners ? v.listeners() : std::vector<const HttpServer*>{});
+  serverIdMetrics(o, engine.registry());
   metric(o, "gwlb_uptime_seconds", "gauge", "seconds since gwlbd started");
-  o << "gwlb_uptime_seconds " << double(dp::monotonicNs() - facts_.started_ns) / 1e9 << '\n';
-  if (fleet_) {
+  o << "gwlb_uptime_seconds " << double(c.now() - c.facts.started_ns) / 1e9 << '\n';
+  if (v.fleet.sync) {
     std::string fleet;
-    fleet_->metrics(fleet);
+    v.fleet.sync->metrics(fleet);
     o << fleet;
   }
-  fleetMetrics(o);
+  fleetMetrics(o, v.fleet);
   return o.str();
 }
 
