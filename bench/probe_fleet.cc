@@ -24,29 +24,18 @@
 // --pin puts the checker on cpu 0 and the listener on cpu 1.
 // Prints a table, then one JSON line (last line of stdout).
 #include <netinet/in.h>
-#include <pthread.h>
-#include <sched.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
-#include <thread>
 #include <type_traits>
 #include <vector>
 
 #include <spdlog/spdlog.h>
 
+#include "bench/probe_targets.h"
 #include "control/health/health_checker.h"
 
 namespace {
@@ -55,153 +44,7 @@ using Clock = std::chrono::steady_clock;
 using namespace gwlb;
 using namespace gwlb::ctl;
 
-[[noreturn]] void die(const std::string& what) {
-  std::fprintf(stderr, "probe_fleet: %s: %s\n", what.c_str(), std::strerror(errno));
-  std::exit(1);
-}
-
-void pinTo(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-}
-
-double loadAvg() {
-  double l = -1;
-  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
-    if (std::fscanf(f, "%lf", &l) != 1) l = -1;
-    std::fclose(f);
-  }
-  return l;
-}
-
-struct CpuTimes {
-  double user = 0, sys = 0;
-  long involuntary = 0;
-};
-CpuTimes threadCpu() {
-  rusage ru{};
-  getrusage(RUSAGE_THREAD, &ru);
-  return {double(ru.ru_utime.tv_sec) + double(ru.ru_utime.tv_usec) / 1e6,
-          double(ru.ru_stime.tv_sec) + double(ru.ru_stime.tv_usec) / 1e6, ru.ru_nivcsw};
-}
-
-// CPU seconds (user + sys) of another thread of this process, 10 ms resolution.
-double taskCpuSeconds(pid_t tid) {
-  std::string path = "/proc/self/task/" + std::to_string(tid) + "/stat";
-  FILE* f = std::fopen(path.c_str(), "r");
-  if (!f) return 0;
-  char buf[1024];
-  size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
-  std::fclose(f);
-  buf[n] = 0;
-  const char* p = std::strrchr(buf, ')');
-  unsigned long long ut = 0, st = 0;
-  if (!p || std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
-    return 0;
-  return double(ut + st) / double(sysconf(_SC_CLK_TCK));
-}
-
-// The appliances' side: every connection accepted on one port, counted per
-// 10 ms window of its arrival.
-class Listener {
- public:
-  static constexpr size_t kWindows = 100 * 600;  // 10 minutes of 10 ms windows
-
-  Listener(int pin_cpu) : arrivals_(kWindows) {
-    efd_ = epoll_create1(EPOLL_CLOEXEC);
-    stop_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    lfd_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (efd_ < 0 || stop_ < 0 || lfd_ < 0) die("epoll/eventfd/socket");
-    int one = 1;
-    setsockopt(lfd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_ANY);
-    if (bind(lfd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) < 0) die("bind");
-    if (listen(lfd_, 65535) < 0) die("listen");
-    socklen_t len = sizeof(a);
-    getsockname(lfd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    add(stop_);
-    add(lfd_);
-    t0_ = Clock::now();
-    thread_ = std::thread([this, pin_cpu] {
-      if (pin_cpu >= 0) pinTo(pin_cpu);
-      tid_.store(pid_t(syscall(SYS_gettid)));
-      run();
-    });
-    while (tid_.load() == 0) std::this_thread::yield();
-  }
-  ~Listener() {
-    uint64_t one = 1;
-    [[maybe_unused]] auto n = write(stop_, &one, sizeof(one));
-    thread_.join();
-    close(lfd_);
-    close(stop_);
-    close(efd_);
-  }
-  uint16_t port() const { return port_; }
-  void setHttp(bool on) { http_.store(on); }
-  pid_t tid() const { return tid_.load(); }
-  Clock::time_point t0() const { return t0_; }
-  // Arrivals per 10 ms window from `from` to `to` (ms since t0()).
-  std::vector<uint32_t> arrivals(uint64_t from_ms, uint64_t to_ms) const {
-    std::vector<uint32_t> out;
-    for (uint64_t w = from_ms / 10; w < to_ms / 10 && w < kWindows; ++w) out.push_back(arrivals_[w].load());
-    return out;
-  }
-
- private:
-  void add(int fd, uint32_t events = EPOLLIN) {
-    epoll_event ev{};
-    ev.events = events;
-    ev.data.fd = fd;
-    if (epoll_ctl(efd_, EPOLL_CTL_ADD, fd, &ev) < 0) close(fd);
-  }
-  void run() {
-    epoll_event evs[256];
-    linger lg{1, 0};
-    static constexpr char kOk[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
-    char buf[2048];
-    for (;;) {
-      int n = epoll_wait(efd_, evs, 256, -1);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) die("epoll_wait");
-      for (int i = 0; i < n; ++i) {
-        const int fd = evs[i].data.fd;
-        if (fd == stop_) return;
-        if (fd == lfd_) {
-          for (;;) {
-            int c = accept4(lfd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-            if (c < 0) break;
-            const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0_).count();
-            if (size_t(ms / 10) < kWindows) arrivals_[size_t(ms / 10)].fetch_add(1, std::memory_order_relaxed);
-            setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-            add(c, EPOLLIN | EPOLLRDHUP);
-          }
-          continue;
-        }
-        // A request (http: answer it) or the prober's reset (close).
-        ssize_t got = read(fd, buf, sizeof buf);
-        if (got > 0 && http_.load()) {
-          if (write(fd, kOk, sizeof kOk - 1) < 0) close(fd);
-          continue;
-        }
-        if (got > 0) continue;
-        close(fd);
-      }
-    }
-  }
-  int efd_ = -1, stop_ = -1, lfd_ = -1;
-  uint16_t port_ = 0;
-  std::atomic<bool> http_{false};
-  std::vector<std::atomic<uint32_t>> arrivals_;
-  Clock::time_point t0_;
-  std::thread thread_;
-  std::atomic<pid_t> tid_{0};
-};
+using bench::CpuTimes, bench::loadAvg, bench::pinTo, bench::taskCpuSeconds, bench::threadCpu;
 
 struct Options {
   size_t targets = 10000;
@@ -239,7 +82,7 @@ std::unique_ptr<Checker> makeChecker(boost::asio::io_context& io, uint64_t& repo
     return std::make_unique<Checker>(io, [&reports](const auto&) { ++reports; });
 }
 
-Result runOne(const Options& o, const std::string& proto, Listener& ls) {
+Result runOne(const Options& o, const std::string& proto, bench::ProbeTargets& ls) {
   ls.setHttp(proto == "http");
   Config cfg;
   ServerGroupConfig g;
@@ -335,16 +178,9 @@ int main(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--targets") o.targets = std::stoul(val());
-    else if (a == "--protocols") {
-      o.protocols.clear();
-      std::string v = val();
-      for (size_t p = 0; p <= v.size();) {
-        size_t c = v.find(',', p);
-        if (c == std::string::npos) c = v.size();
-        if (c > p) o.protocols.push_back(v.substr(p, c - p));
-        p = c + 1;
-      }
-    } else if (a == "--duration") o.duration_s = std::stod(val());
+    else if (a == "--protocols")
+      o.protocols = bench::splitList<std::string>(val(), [](const std::string& x) { return x; });
+    else if (a == "--duration") o.duration_s = std::stod(val());
     else if (a == "--interval-ms") o.interval_ms = uint32_t(std::stoul(val()));
     else if (a == "--timeout-ms") o.timeout_ms = uint32_t(std::stoul(val()));
     else if (a == "--pin") o.pin = true;
@@ -353,16 +189,15 @@ int main(int argc, char** argv) {
   if (o.targets == 0 || o.targets > 65535 || o.duration_s <= 0 || o.protocols.empty()) usage();
   for (const auto& p : o.protocols)
     if (p != "tcp" && p != "http") usage();
-  rlimit rl{};
-  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-    rl.rlim_cur = rl.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &rl);
-  }
+  bench::raiseFileLimit();
   if (o.pin) pinTo(0);
   // The first round's 10,000 transitions would be 10,000 log lines: not
   // the steady probe work measured here.
   spdlog::set_level(spdlog::level::off);
-  Listener ls(o.pin ? 1 : -1);
+  // One listener on 0.0.0.0 (every 127.x address is local), arrivals per 10 ms
+  // for up to 10 minutes.
+  bench::ProbeTargets ls({.addresses = {INADDR_ANY}, .backlog = 65535, .pin_cpu = o.pin ? 1 : -1, .reads = true,
+                          .events_per_wait = 256, .windows = 100 * 600});
   std::vector<Result> results;
   for (const auto& p : o.protocols) results.push_back(runOne(o, p, ls));
 

@@ -22,30 +22,20 @@
 //               [--listener-policy batch|other] [--pin]
 // --pin puts the prober on cpu 0 and the listener thread on cpu 1.
 // Prints a table, then one JSON line (last line of stdout).
-#include <fcntl.h>
 #include <netinet/in.h>
-#include <pthread.h>
-#include <sched.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "bench/probe_targets.h"
 #include "common/health.h"
 #include "probes/probe.h"
 
@@ -55,155 +45,21 @@ namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
 using gwlb::IpAddr;
 
-[[noreturn]] void die(const std::string& what) {
-  std::fprintf(stderr, "probe_scale: %s: %s\n", what.c_str(), std::strerror(errno));
-  std::exit(1);
-}
-
-void pinTo(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-}
-
-// 1-minute load average: how busy the (shared) machine was around a run.
-double loadAvg() {
-  double l = -1;
-  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
-    if (std::fscanf(f, "%lf", &l) != 1) l = -1;
-    std::fclose(f);
-  }
-  return l;
-}
-
-struct CpuTimes {
-  double user = 0, sys = 0;
-  long involuntary = 0;  // context switches: preempted (noise on a shared machine)
-};
-CpuTimes threadCpu() {
-  rusage ru{};
-  getrusage(RUSAGE_THREAD, &ru);
-  return {double(ru.ru_utime.tv_sec) + double(ru.ru_utime.tv_usec) / 1e6,
-          double(ru.ru_stime.tv_sec) + double(ru.ru_stime.tv_usec) / 1e6, ru.ru_nivcsw};
-}
+using gwlb::bench::CpuTimes, gwlb::bench::die, gwlb::bench::loadAvg, gwlb::bench::pinTo, gwlb::bench::threadCpu;
 
 // Listening sockets on 127.0.0.1..127.0.0.L (kernel-chosen ports), served by one
 // thread that accepts everything and closes each connection once the prober has
-// reset it (abortively: no TIME_WAIT on either side).
-class Listeners {
- public:
-  Listeners(int count, int pin_cpu, bool batch) {
-    efd_ = epoll_create1(EPOLL_CLOEXEC);
-    stop_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (efd_ < 0 || stop_ < 0) die("epoll/eventfd");
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = stop_;
-    epoll_ctl(efd_, EPOLL_CTL_ADD, stop_, &ev);
-    for (int k = 0; k < count; ++k) {
-      int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-      if (fd < 0) die("socket");
-      int one = 1;
-      setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-      sockaddr_in a = loopback(k, 0);
-      if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) < 0) die("bind listener");
-      if (listen(fd, 4096) < 0) die("listen");
-      socklen_t len = sizeof(a);
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-      ports_.push_back(ntohs(a.sin_port));
-      fds_.push_back(fd);
-      ev.data.fd = fd;
-      epoll_ctl(efd_, EPOLL_CTL_ADD, fd, &ev);
-    }
-    thread_ = std::thread([this, pin_cpu, batch] {
-      if (pin_cpu >= 0) pinTo(pin_cpu);
-      // Stand-in for remote appliances: batch policy so that it does not preempt
-      // the prober each time a connection lands (wake-up preemption), at the same
-      // nice level so that it keeps up (a starved listener drops SYNs once its
-      // accept queue is full, and probes then time out).
-      sched_param sp{};
-      if (batch) pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
-      tid_.store(pid_t(syscall(SYS_gettid)));
-      run();
-    });
-    while (tid_.load() == 0) std::this_thread::yield();
-  }
-  ~Listeners() {
-    uint64_t one = 1;
-    [[maybe_unused]] auto n = write(stop_, &one, sizeof(one));
-    thread_.join();
-    for (int fd : fds_) close(fd);
-    close(stop_);
-    close(efd_);
-  }
-  static sockaddr_in loopback(int k, uint16_t port) {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(0x7f000001u + uint32_t(k));  // 127.0.0.(1 + k)
-    a.sin_port = htons(port);
-    return a;
-  }
-  uint16_t port(int k) const { return ports_[size_t(k)]; }
-  uint64_t accepted() const { return accepted_.load(); }
-  // CPU seconds (user + sys) the listener thread used so far, 10 ms resolution.
-  double cpuSeconds() const {
-    std::string path = "/proc/self/task/" + std::to_string(tid_.load()) + "/stat";
-    FILE* f = std::fopen(path.c_str(), "r");
-    if (!f) return 0;
-    char buf[1024];
-    size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
-    std::fclose(f);
-    buf[n] = 0;
-    const char* p = std::strrchr(buf, ')');  // fields after the command name
-    unsigned long long ut = 0, st = 0;
-    if (!p || std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
-      return 0;
-    return double(ut + st) / double(sysconf(_SC_CLK_TCK));
-  }
-
- private:
-  void run() {
-    epoll_event evs[64];
-    linger lg{1, 0};
-    for (;;) {
-      int n = epoll_wait(efd_, evs, 64, -1);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) die("epoll_wait");
-      for (int i = 0; i < n; ++i) {
-        if (evs[i].data.fd == stop_) return;
-        const int fd = evs[i].data.fd;
-        if (std::find(fds_.begin(), fds_.end(), fd) == fds_.end()) {
-          close(fd);  // an accepted connection the prober closed (RST): done
-          continue;
-        }
-        for (;;) {
-          int c = accept4(fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-          if (c < 0) break;  // EAGAIN, or the peer already reset it
-          accepted_.fetch_add(1, std::memory_order_relaxed);
-          // Keep it open like a real server until the prober closes it: closing
-          // here first could reset it before the prober saw its connect succeed.
-          setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-          epoll_event cev{};
-          cev.events = EPOLLIN | EPOLLRDHUP;
-          cev.data.fd = c;
-          if (epoll_ctl(efd_, EPOLL_CTL_ADD, c, &cev) < 0) close(c);
-        }
-      }
-    }
-  }
-  int efd_ = -1, stop_ = -1;
-  std::vector<int> fds_;
-  std::vector<uint16_t> ports_;
-  std::thread thread_;
-  std::atomic<uint64_t> accepted_{0};
-  std::atomic<pid_t> tid_{0};
-};
+// reset it.
+gwlb::bench::ProbeTargets::Options listenersOn(int count, int pin_cpu, bool batch) {
+  gwlb::bench::ProbeTargets::Options t{.pin_cpu = pin_cpu, .batch = batch};
+  for (int k = 0; k < count; ++k) t.addresses.push_back(0x7f000001u + uint32_t(k));  // 127.0.0.(1 + k)
+  return t;
+}
 
 // A port on 127.0.0.(1 + k) with no listener: probes get RST (connect_refused).
 uint16_t closedPort(int k) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a = Listeners::loopback(k, 0);
+  sockaddr_in a = gwlb::bench::ProbeTargets::address(0x7f000001u + uint32_t(k), 0);
   if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) < 0) die("bind closed port");
   socklen_t len = sizeof(a);
   getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
@@ -241,7 +97,7 @@ struct Result {
 // One run: N targets on one io_context, the calling thread being the control thread.
 class Run {
  public:
-  Run(const Options& o, size_t n, const std::string& mode, const Listeners& ls)
+  Run(const Options& o, size_t n, const std::string& mode, const gwlb::bench::ProbeTargets& ls)
       : o_(o), tls_(asio::ssl::context::tls_client) {
     p_.interval_ms = o.interval_ms;
     p_.timeout_ms = o.timeout_ms;
@@ -255,7 +111,7 @@ class Run {
       gwlb::probe::ProbeSpec s;
       s.protocol = gwlb::probe::Protocol::kTcp;
       s.address = IpAddr::v4(0x7f000001u + uint32_t(k));
-      s.port = mode == "refused" ? closed[size_t(k)] : ls.port(k);
+      s.port = mode == "refused" ? closed[size_t(k)] : ls.port(size_t(k));
       s.timeout = std::chrono::milliseconds(o.timeout_ms);
       // The jitter key is the appliance IP in gwlbd: one synthetic address per target.
       uint32_t key = 0x0a000000u + uint32_t(i);
@@ -377,19 +233,6 @@ class Run {
   Result res_;
 };
 
-template <class T, class F>
-std::vector<T> splitList(const std::string& s, F conv) {
-  std::vector<T> out;
-  size_t pos = 0;
-  while (pos <= s.size()) {
-    size_t c = s.find(',', pos);
-    if (c == std::string::npos) c = s.size();
-    if (c > pos) out.push_back(conv(s.substr(pos, c - pos)));
-    pos = c + 1;
-  }
-  return out;
-}
-
 void usage() {
   std::fprintf(stderr,
                "usage: probe_scale [--targets 1000,10000] [--modes accept,refused] "
@@ -418,9 +261,9 @@ int main(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--targets")
-      o.targets = splitList<size_t>(val(), [](const std::string& x) { return size_t(std::stoul(x)); });
+      o.targets = gwlb::bench::splitList<size_t>(val(), [](const std::string& x) { return size_t(std::stoul(x)); });
     else if (a == "--modes")
-      o.modes = splitList<std::string>(val(), [](const std::string& x) { return x; });
+      o.modes = gwlb::bench::splitList<std::string>(val(), [](const std::string& x) { return x; });
     else if (a == "--duration")
       o.duration_s = std::stod(val());
     else if (a == "--interval-ms")
@@ -446,15 +289,10 @@ int main(int argc, char** argv) {
     if (m != "accept" && m != "refused") usage();
 
   // Every probe holds one socket while in flight; a slow prober could hold many.
-  rlimit rl{};
-  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-    rl.rlim_cur = rl.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &rl);
-  }
-  getrlimit(RLIMIT_NOFILE, &rl);
+  const rlimit rl = gwlb::bench::raiseFileLimit();
   if (o.pin) pinTo(0);
 
-  Listeners ls(o.listeners, o.pin ? 1 : -1, o.batch);
+  gwlb::bench::ProbeTargets ls(listenersOn(o.listeners, o.pin ? 1 : -1, o.batch));
   std::vector<Result> results;
   for (const auto& mode : o.modes) {
     for (size_t n : o.targets) {

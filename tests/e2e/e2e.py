@@ -143,9 +143,11 @@ def flow_on(stats, proto, a, b):
     return None
 
 
-def check_same_appliance(lab, proto, flows):
-    """Each (client_ep, server_ep) crossed exactly one appliance, in both directions."""
-    stats = {a: lab.app_stats(a) for a in APPS}
+def check_same_appliance(lab, proto, flows, stats=None):
+    """Each (client_ep, server_ep) crossed exactly one appliance, in both directions.
+    stats: each appliance's /stats (default: the lab's appliances on APPS)."""
+    if stats is None:
+        stats = {a: lab.app_stats(a) for a in APPS}
     where = {}
     for c, s in flows:
         seen = [(a, flow_on(st, proto, c, s)) for a, st in stats.items()]
@@ -585,6 +587,56 @@ def wait_for(what, cond, timeout=30.0, step=0.1):
         if time.time() > deadline:
             raise AssertionError(f"{what}: not within {timeout:.0f} s")
         time.sleep(step)
+
+
+def verified_streams(lab):
+    """A 16 MiB download and 4 x 1 MiB echoed over IPv4 inside, 4 x 1 MiB echoed
+    over IPv6 inside, every byte checked. Returns the connections as (family,
+    client addr, client port, server addr, server port)."""
+    conns = []
+    dl = os.path.join(lab.dir, "dl.bin")
+    r = lab.run("client", "curl", "-s", "-o", dl, "-w", "%{local_port}", "--max-time", "60", f"http://{SERVER}/blob.bin")
+    assert r.returncode == 0, f"curl failed: {r.returncode} {r.stderr}"
+    assert sha(dl) == sha(os.path.join(lab.dir, "www/blob.bin")), "download corrupted"
+    conns.append(("ipv4", CLIENT, int(r.stdout), SERVER, 80))
+    print(f"IPv4 inside: 16 MiB download intact (client port {r.stdout})")
+    for fam, client, server, port in (("ipv4", CLIENT, SERVER, 7000), ("ipv6", CLIENT6, SERVER6, 7006)):
+        lab.serve("tcp-echo-server", server, port)
+        for _ in range(4):
+            r = lab.run("client", *lab.peer("tcp-echo-client", server, str(port), str(1 << 20)))
+            res = json.loads(r.stdout)
+            assert res["ok"], f"{fam.replace('ipv', 'IPv')} echo not intact: {res}"
+            conns.append((fam, client, res["sport"], server, port))
+        print(f"{fam.replace('ipv', 'IPv')} inside: 4 x 1 MiB echoed intact")
+    return conns
+
+
+def tshark_start(lab, app, capture_filter):
+    """tshark on the appliance's eth0 (capture_filter) into <lab dir>/<app>.pcap,
+    once it listens. Returns (process, pcap)."""
+    pcap = os.path.join(lab.dir, f"{app}.pcap")
+    p = lab.spawn(app, "tshark", "-q", "-i", "eth0", "-f", capture_filter, "-w", pcap,
+                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # dumpcap says "Capturing on" once it listens.
+    wait_for(f"tshark on {app}", lambda: p.poll() is not None or "Capturing on" in _peek(p), timeout=20)
+    assert p.poll() is None, f"tshark on {app} exited: {p.stderr.read()}"
+    return p, pcap
+
+
+def _peek(p):
+    import select
+    if select.select([p.stderr], [], [], 0)[0]:
+        return p.stderr.readline()
+    return ""
+
+
+def tshark_stop(caps):
+    """Stops each tshark of tshark_start ({app: (process, pcap)}) a second after
+    the last packet of interest, so that its pcap holds them."""
+    time.sleep(1)
+    for p, _ in caps.values():
+        p.terminate()
+        p.wait(10)
 
 
 def gw_totals(lab):

@@ -21,7 +21,7 @@ import os
 import subprocess
 import time
 
-from e2e import CLIENT, CLIENT6, SERVER, SERVER6, flow_on, sha, wait_for
+from e2e import SERVER, check_same_appliance, tshark_start, tshark_stop, verified_streams, wait_for
 
 UNDERLAY6 = "fd77:9::1"
 MGMT6 = "fd77:9::2"  # the gateway kernel on br-app: what a probe must NOT come from
@@ -32,36 +32,6 @@ APP_MACS = {"app1": "02:77:00:00:09:11", "app2": "02:77:00:00:09:12"}
 def app_stats(lab, app):
     r = lab.run("gw", "curl", "-s", "--max-time", "3", f"http://[{APPS6[app]}]:8080/stats")
     return json.loads(r.stdout)
-
-
-def carriers(lab, proto, flows):
-    """Each (client_ep, server_ep) crossed exactly one appliance, both ways."""
-    stats = {a: app_stats(lab, a) for a in APPS6}
-    where = {}
-    for c, s in flows:
-        seen = [(a, flow_on(st, proto, c, s)) for a, st in stats.items()]
-        seen = [(a, f) for a, f in seen if f]
-        assert len(seen) == 1, f"flow {c} <-> {s}: seen on {[a for a, _ in seen]} (want one appliance)"
-        a, f = seen[0]
-        assert f["a_to_b"] > 0 and f["b_to_a"] > 0, f"flow {c} <-> {s} on {a}: one direction only: {f}"
-        where[(c, s)] = a
-    return where
-
-
-def tshark_start(lab, app):
-    pcap = os.path.join(lab.dir, f"{app}.pcap")
-    p = lab.spawn(app, "tshark", "-q", "-i", "eth0", "-f", "udp port 6081 or tcp port 8080", "-w", pcap,
-                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    wait_for(f"tshark on {app}", lambda: p.poll() is not None or "Capturing on" in _peek(p), timeout=20)
-    assert p.poll() is None, f"tshark on {app} exited: {p.stderr.read()}"
-    return p, pcap
-
-
-def _peek(p):
-    import select
-    if select.select([p.stderr], [], [], 0)[0]:
-        return p.stderr.readline()
-    return ""
 
 
 def tshark_fields(pcap, *fields, display=None):
@@ -126,29 +96,10 @@ def test_ipv6_underlay(lab, args):
         assert check["probe_path"] == "data" and check["source"] == UNDERLAY6, \
             f"gwlbctl health {ip}: probes on the {check['probe_path']} path from {check['source']}"
     print(f"both appliances healthy by their IPv6 health checks (data path, from {UNDERLAY6})")
-    caps = {a: tshark_start(lab, a) for a in APPS6}
-    dl = os.path.join(lab.dir, "dl.bin")
-    r = lab.run("client", "curl", "-s", "-o", dl, "-w", "%{local_port}", "--max-time", "60", f"http://{SERVER}/blob.bin")
-    assert r.returncode == 0, f"curl failed: {r.returncode} {r.stderr}"
-    assert sha(dl) == sha(os.path.join(lab.dir, "www/blob.bin")), "download corrupted"
-    flows = [(f"{CLIENT}:{r.stdout}", f"{SERVER}:80")]
-    print(f"IPv4 inside: 16 MiB download intact (client port {r.stdout})")
-    lab.serve("tcp-echo-server", SERVER, 7000)
-    for _ in range(4):
-        r = lab.run("client", *lab.peer("tcp-echo-client", SERVER, "7000", str(1 << 20)))
-        res = json.loads(r.stdout)
-        assert res["ok"], f"IPv4 echo not intact: {res}"
-        flows.append((f"{CLIENT}:{res['sport']}", f"{SERVER}:7000"))
-    print("IPv4 inside: 4 x 1 MiB echoed intact")
-    lab.serve("tcp-echo-server", SERVER6, 7006)
-    flows6 = []
-    for _ in range(4):
-        r = lab.run("client", *lab.peer("tcp-echo-client", SERVER6, "7006", str(1 << 20)))
-        res = json.loads(r.stdout)
-        assert res["ok"], f"IPv6 echo not intact: {res}"
-        flows6.append((f"[{CLIENT6}]:{res['sport']}", f"[{SERVER6}]:7006"))
-    print("IPv6 inside: 4 x 1 MiB echoed intact")
-    where = carriers(lab, 6, flows + flows6)
+    caps = {a: tshark_start(lab, a, "udp port 6081 or tcp port 8080") for a in APPS6}
+    ep = {"ipv4": "{}:{}", "ipv6": "[{}]:{}"}
+    flows = [(ep[fam].format(c, cp), ep[fam].format(s, sp)) for fam, c, cp, s, sp in verified_streams(lab)]
+    where = check_same_appliance(lab, 6, flows, {a: app_stats(lab, a) for a in APPS6})
     print(f"{len(where)} TCP connections, each through one appliance both ways: "
           + ", ".join(f"{a}={sum(1 for v in where.values() if v == a)}" for a in APPS6))
     totals = json.loads(lab.gwlbctl("--json", "stats"))["totals"]
@@ -157,10 +108,7 @@ def test_ipv6_underlay(lab, args):
     assert not bad, f"gwlbd dropped returns over IPv6: {bad}"
     print(f"gwlbd: {totals['encapsulated']} packets sent, {totals['returned']} returned, no return dropped; "
           f"drop_neighbour_unresolved {totals.get('drop_neighbour_unresolved', 0)}")
-    time.sleep(1)
-    for a, (p, pcap) in caps.items():
-        p.terminate()
-        p.wait(10)
+    tshark_stop(caps)
     for a, (p, pcap) in caps.items():
         to_app, back, labels = check_geneve(pcap, a)
         if a in where.values():

@@ -21,11 +21,10 @@ IPv6 between gwlbd and the appliance, UDP checksum good, VXLAN with its port's
 VNI; no IPv4 packet on the tunnel ports.
 """
 import json
-import os
 import subprocess
 import time
 
-from e2e import APPS, CLIENT, SERVER, SERVER6, sha, wait_for
+from e2e import APPS, CLIENT, SERVER, tshark_start, tshark_stop, verified_streams, wait_for
 
 FW = "inet gwlb_appliance"  # scripts/lab_stateful.nft's table, on the bridge
 TUNNELS = {10801: 801, 10800: 800}  # port -> VNI (Azure's defaults)
@@ -71,23 +70,6 @@ def check_carriers(lab, conns, apps=APPS):
                                          f"{saddr}:{dport}; gwlbd put it on {a}")
         where[(caddr, sport)] = a
     return where
-
-
-def tshark_start(lab, app):
-    pcap = os.path.join(lab.dir, f"{app}.pcap")
-    p = lab.spawn(app, "tshark", "-q", "-i", "eth0", "-f", "udp port 10800 or udp port 10801", "-w", pcap,
-                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    # dumpcap says "Capturing on" once it listens.
-    wait_for(f"tshark on {app}", lambda: p.poll() is not None or "Capturing on" in _peek(p), timeout=20)
-    assert p.poll() is None, f"tshark on {app} exited: {p.stderr.read()}"
-    return p, pcap
-
-
-def _peek(p):
-    import select
-    if select.select([p.stderr], [], [], 0)[0]:
-        return p.stderr.readline()
-    return ""
 
 
 def tshark_check(lab, pcap, app, ipv6=False):
@@ -145,30 +127,8 @@ def streams(lab, apps, ipv6):
     groups = lab.gwlbctl("groups")
     assert "vxlan" in groups and "801/800" in groups, f"gwlbctl groups does not show the VXLAN tunnels:\n{groups}"
     print(groups, end="")
-    caps = {a: tshark_start(lab, a) for a in apps}
-    conns = []
-    # IPv4: a 16 MiB download, an echoed upload, small requests.
-    dl = os.path.join(lab.dir, "dl.bin")
-    r = lab.run("client", "curl", "-s", "-o", dl, "-w", "%{local_port}", "--max-time", "60", f"http://{SERVER}/blob.bin")
-    assert r.returncode == 0, f"curl failed: {r.returncode} {r.stderr}"
-    assert sha(dl) == sha(os.path.join(lab.dir, "www/blob.bin")), "download corrupted"
-    conns.append(("ipv4", CLIENT, int(r.stdout), SERVER, 80))
-    print(f"IPv4: 16 MiB download intact (client port {r.stdout})")
-    lab.serve("tcp-echo-server", SERVER, 7000)
-    for _ in range(4):
-        r = lab.run("client", *lab.peer("tcp-echo-client", SERVER, "7000", str(1 << 20)))
-        res = json.loads(r.stdout)
-        assert res["ok"], f"IPv4 echo not intact: {res}"
-        conns.append(("ipv4", CLIENT, res["sport"], SERVER, 7000))
-    print("IPv4: 4 x 1 MiB echoed intact")
-    # IPv6 inside.
-    lab.serve("tcp-echo-server", SERVER6, 7006)
-    for _ in range(4):
-        r = lab.run("client", *lab.peer("tcp-echo-client", SERVER6, "7006", str(1 << 20)))
-        res = json.loads(r.stdout)
-        assert res["ok"], f"IPv6 echo not intact: {res}"
-        conns.append(("ipv6", "fd77:1::2", res["sport"], SERVER6, 7006))
-    print("IPv6: 4 x 1 MiB echoed intact")
+    caps = {a: tshark_start(lab, a, "udp port 10800 or udp port 10801") for a in apps}
+    conns = verified_streams(lab)
     where = check_carriers(lab, conns, apps)
     print("each connection on one appliance (gwlbd's flows = that appliance's conntrack, none on the other): "
           + ", ".join(f"{a}={sum(1 for v in where.values() if v == ip)}" for a, ip in apps.items()))
@@ -185,10 +145,7 @@ def streams(lab, apps, ipv6):
     assert totals.get("returned_vxlan_same_tunnel", 0) == 0, \
         f"a bridge returns on the other tunnel; gwlbd counted {totals['returned_vxlan_same_tunnel']} on the same"
     print(f"gwlbd: {totals['encapsulated']} packets sent, {totals['returned']} returned, each on the other tunnel")
-    time.sleep(1)
-    for a, (p, pcap) in caps.items():
-        p.terminate()
-        p.wait(10)
+    tshark_stop(caps)
     for a, (p, pcap) in caps.items():
         seen = tshark_check(lab, pcap, a, ipv6)
         if apps[a] in where.values():

@@ -26,7 +26,6 @@ import shutil
 import struct
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tags as T  # noqa: E402  (tests/replay/tags.py: the capture and its helpers)
@@ -128,17 +127,7 @@ def main():
     if back != total:
         fail("%d of %d packets came back: the return path refused nsi returns" % (back, total))
 
-    p, udp, http = T.appliance(app_exe, workdir, "nsi-appliance", [])
-    try:
-        sent = T.send_all(pcap, udp)
-        for _ in range(100):
-            st = T.get_json(http)
-            if st["packets"] >= sent:
-                break
-            time.sleep(0.1)
-    finally:
-        p.terminate()
-        p.wait()
+    _, st = T.appliance_stats(app_exe, workdir, "nsi-appliance", [], pcap)
     got = {int(t): [c["ingress"], c["egress"]] for t, c in st["nsi_profiles"].items()}
     if got != per_profile or st["formats"].get("nsi") != total:
         fail("gwlb-appliance: profiles %s (want %s), formats %s" % (got, per_profile, st["formats"]))

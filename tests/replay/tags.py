@@ -207,6 +207,24 @@ def appliance(exe, workdir, name, extra):
     return p, udp, http
 
 
+def appliance_stats(exe, workdir, name, extra, pcap):
+    """A gwlb-appliance started for pcap (name, extra arguments), sent the Geneve
+    payload of its every frame, then stopped. Returns (packets sent, its /stats
+    once it counted them all, or after 10 s)."""
+    p, udp, http = appliance(exe, workdir, name, extra)
+    try:
+        sent = send_all(pcap, udp)
+        for _ in range(100):
+            st = get_json(http)
+            if st["packets"] >= sent:
+                break
+            time.sleep(0.1)
+    finally:
+        p.terminate()
+        p.wait()
+    return sent, st
+
+
 def send_all(pcap, port):
     """The Geneve payload (UDP payload) of every frame, to 127.0.0.1:port."""
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -271,20 +289,10 @@ def main():
         fail("%d of %d packets came back: the return path refused packets carrying the tag option" % (back, total))
 
     # gwlb-appliance counts per tag.
-    p, udp, http = appliance(app_exe, workdir, "tenant-appliance", [])
-    try:
-        sent = send_all(os.path.join(out, "to-appliances.pcap"), udp)
-        for _ in range(100):
-            st = get_json(http)
-            if st["packets"] >= sent:
-                break
-            time.sleep(0.1)
-        got = {int(t): [c["forward"], c["reverse"]] for t, c in st["tags"].items()}
-        if got != per_tag:
-            fail("gwlb-appliance /stats tags %s, want %s (packets %d of %d)" % (got, per_tag, st["packets"], sent))
-    finally:
-        p.terminate()
-        p.wait()
+    sent, st = appliance_stats(app_exe, workdir, "tenant-appliance", [], os.path.join(out, "to-appliances.pcap"))
+    got = {int(t): [c["forward"], c["reverse"]] for t, c in st["tags"].items()}
+    if got != per_tag:
+        fail("gwlb-appliance /stats tags %s, want %s (packets %d of %d)" % (got, per_tag, st["packets"], sent))
 
     # The copies' outer headers, in the tool's family.
     for pkt in PcapReader(os.path.join(out, "to-mirrors.pcap")):
@@ -293,17 +301,7 @@ def main():
         check_outer(bytes(pkt), zero_udp_ok=True)
     # gwlb-appliance --mirror-sink: tenant-a's copies, written as pcap.
     sink = os.path.join(workdir, "sink.pcap")
-    p, udp, http = appliance(app_exe, workdir, "tool", ["--mirror-sink", sink])
-    try:
-        sent = send_all(os.path.join(out, "to-mirrors.pcap"), udp)
-        for _ in range(100):
-            st = get_json(http)
-            if st["packets"] >= sent:
-                break
-            time.sleep(0.1)
-    finally:
-        p.terminate()
-        p.wait()
+    sent, _ = appliance_stats(app_exe, workdir, "tool", ["--mirror-sink", sink], os.path.join(out, "to-mirrors.pcap"))
     want = []
     for pkt in PcapReader(os.path.join(workdir, "flows.pcap")):
         fi, k = origin[bytes(pkt[IP])]

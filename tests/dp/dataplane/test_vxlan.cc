@@ -15,20 +15,7 @@ namespace {
 
 using vxlan::kExtPort, vxlan::kIntPort, vxlan::kExtVni, vxlan::kIntVni;
 
-// Outer Ethernet / IPv4 (DF) / UDP / VXLAN (flags, VNI) around an inner frame.
-Bytes vxlanFrame(const IpAddr& from, const IpAddr& to, uint16_t sport, uint16_t dport, uint8_t flags,
-                 uint32_t vni, const Bytes& inner) {
-  const Net& n = net();
-  return ether({n.underlay_mac, n.gateway_mac, {}}, kEthIpv4,
-               ipv4(from, to, 17, udp(from, to, sport, dport, vxlan::payload(flags, vni, inner))));
-}
-
-struct Sent {
-  IpAddr appliance;
-  uint16_t sport = 0, dport = 0;
-  uint32_t vni = 0;
-  Bytes inner;
-};
+using vxlan::frame, vxlan::Sent;
 
 // Checks every outer field of a VXLAN packet the pipeline sent and returns
 // what a return needs.
@@ -48,42 +35,17 @@ Sent checkVxlan(const Bytes& out, const Bytes& inner_frame) {
   EXPECT_EQ(get32(out, 26), n.underlay.v4HostOrder()) << "outer source = node.underlay_ip";
   uint8_t dst[4] = {out[30], out[31], out[32], out[33]};
   s.appliance = IpAddr::v4(dst);
-  s.sport = get16(out, 34);
-  s.dport = get16(out, 36);
-  EXPECT_GE(s.sport, 49152);
-  EXPECT_EQ(get16(out, 38), out.size() - 34) << "UDP length";
-  EXPECT_TRUE(checksumOk(out.data() + 34, out.size() - 34, pseudoSum(n.underlay, s.appliance, 17, out.size() - 34)))
-      << "UDP checksum";
-  EXPECT_EQ(out[42], 0x08) << "VXLAN flags: I only";
-  EXPECT_EQ(out[43], 0);
-  EXPECT_EQ(get16(out, 44), 0) << "VXLAN reserved";
-  s.vni = get32(out, 46) >> 8;
-  EXPECT_EQ(out[49], 0) << "VXLAN reserved byte";
-  s.inner = slice(out, 50, out.size() - 50);
-  EXPECT_EQ(s.inner, inner_frame) << "the frame as received, inside\n got  " << hex(s.inner)
-                                  << "\n want " << hex(inner_frame);
+  vxlan::checkUdpVxlan(out, 34, n.underlay, s, inner_frame);
   return s;
 }
 
-class Vxlan : public ::testing::Test {
+class Vxlan : public vxlan::Fixture {
  protected:
   void SetUp() override {
     HarnessOptions o;
     o.format = ctl::GeneveFormat::kAws;  // ignored by a VXLAN group
-    o.encapsulation = ctl::Encapsulation::kVxlan;
-    h_ = std::make_unique<Harness>(o);
-    const Net& n = net();
-    fwd_ = Frame{n.fromA(), kEthIpv4,
-                 ipv4(n.client4, n.server4, 6, tcp(n.client4, n.server4, 43000, 443, pattern(64))), kPortA};
-    back_ = Frame{n.fromB(), kEthIpv4,
-                  ipv4(n.server4, n.client4, 6, tcp(n.server4, n.client4, 443, 43000, pattern(32), kTcpAck | kTcpSyn)),
-                  kPortB};
+    start(o, net().underlay);
   }
-  Bytes ret(const Sent& s, uint16_t dport, uint32_t vni, uint8_t flags = 0x08) const {
-    return vxlanFrame(s.appliance, net().underlay, s.sport, dport, flags, vni, s.inner);
-  }
-  std::unique_ptr<Harness> h_;
-  Frame fwd_, back_;
 };
 
 TEST_F(Vxlan, FirstPacketsWayTakesExternalRepliesInternal) {
@@ -140,36 +102,27 @@ TEST_F(Vxlan, BadReturnsAreDroppedByName) {
   IpAddr other;
   for (const IpAddr& s : n.servers)
     if (s != a.appliance) other = s;
-  Bytes short_hdr = vxlanFrame(a.appliance, n.underlay, a.sport, kIntPort, 0x08, kIntVni, {});
+  Bytes short_hdr = frame(a.appliance, n.underlay, a.sport, kIntPort, 0x08, kIntVni, {});
   Bytes stranger_flow = ret(a, kIntPort, kIntVni);
   {
     // Another flow inside: no entry.
     Frame f{n.fromA(), kEthIpv4, ipv4(n.client4, n.server4, 6, tcp(n.client4, n.server4, 43001, 443)), kPortA};
-    stranger_flow = vxlanFrame(a.appliance, n.underlay, a.sport, kIntPort, 0x08, kIntVni, f.unpadded());
+    stranger_flow = frame(a.appliance, n.underlay, a.sport, kIntPort, 0x08, kIntVni, f.unpadded());
   }
-  struct Case { const char* name; Bytes pkt; Counter drop; };
-  std::vector<Case> cases = {
+  expectDrops({
       {"I flag clear", ret(a, kIntPort, kIntVni, 0x00), Counter::drop_vxlan_no_vni},
       {"header cut short", short_hdr, Counter::drop_vxlan_truncated},
       {"internal port with external VNI", ret(a, kIntPort, kExtVni), Counter::drop_vxlan_bad_tunnel},
       {"unknown VNI", ret(a, kExtPort, 4242), Counter::drop_vxlan_bad_tunnel},
-      {"from a stranger", vxlanFrame(ip("10.9.9.9"), n.underlay, a.sport, kIntPort, 0x08, kIntVni, a.inner),
+      {"from a stranger", frame(ip("10.9.9.9"), n.underlay, a.sport, kIntPort, 0x08, kIntVni, a.inner),
        Counter::drop_vxlan_unknown_appliance},
-      {"from the flow's other appliance", vxlanFrame(other, n.underlay, a.sport, kIntPort, 0x08, kIntVni, a.inner),
+      {"from the flow's other appliance", frame(other, n.underlay, a.sport, kIntPort, 0x08, kIntVni, a.inner),
        Counter::drop_return_wrong_appliance},
       {"a flow it was never sent", stranger_flow, Counter::drop_return_no_flow},
       {"Geneve from a VXLAN group's appliance",
        fromAppliance(a.appliance, a.sport, geneve(GeneveHdr{.protocol = kEthTeb}), a.inner),
        Counter::drop_vxlan_wrong_format},
-  };
-  for (const Case& k : cases) {
-    SCOPED_TRACE(k.name);
-    uint64_t before = h.get(k.drop);
-    Result r = h.send(k.pkt, kUnderlayPort);
-    EXPECT_EQ(r.verdict, Verdict::kDrop) << describe(r);
-    EXPECT_EQ(r.drop, k.drop) << describe(r);
-    EXPECT_EQ(h.get(k.drop), before + 1);
-  }
+  });
   // VXLAN to a tunnel port arriving from the router side, to an appliance: never wrapped again.
   Result loop = h.send(ether(n.fromA(), kEthIpv4,
                              ipv4(n.client4, a.appliance, 17, udp(n.client4, a.appliance, 5000, kExtPort, pattern(30)))),
@@ -183,7 +136,7 @@ TEST(VxlanGeneveGroup, VxlanToAGeneveGroupIsNotAReturn) {
   // underlay address is for the node itself (dropped without an exception path).
   Harness h;
   const Net& n = net();
-  Bytes pkt = vxlanFrame(n.servers[0], n.underlay, 50000, kIntPort, 0x08, kIntVni, pattern(40));
+  Bytes pkt = frame(n.servers[0], n.underlay, 50000, kIntPort, 0x08, kIntVni, pattern(40));
   Result r = h.send(pkt, kUnderlayPort);
   EXPECT_EQ(r.drop, Counter::drop_not_for_us) << describe(r);
 }

@@ -21,21 +21,7 @@ constexpr size_t kOuter6 = 14 + 40 + 8 + 8;  // Ethernet, IPv6, UDP, VXLAN
 const IpAddr kUs6 = ip("2001:db8:f::1");
 const std::vector<IpAddr> kAppliances6 = {ip("2001:db8:f::11"), ip("2001:db8:f::12")};
 
-// Outer Ethernet / IPv6 / UDP / VXLAN (flags, VNI) around an inner frame, as
-// an appliance on the IPv6 underlay sends it back.
-Bytes vxlan6Frame(const IpAddr& from, const IpAddr& to, uint16_t sport, uint16_t dport, uint8_t flags,
-                  uint32_t vni, const Bytes& inner) {
-  const Net& n = net();
-  return ether({n.underlay_mac, n.gateway_mac, {}}, kEthIpv6,
-               ipv6(from, to, 17, udp(from, to, sport, dport, vxlan::payload(flags, vni, inner))));
-}
-
-struct Sent {
-  IpAddr appliance;
-  uint16_t sport = 0, dport = 0;
-  uint32_t vni = 0, label = 0;
-  Bytes inner;
-};
+using vxlan::frame, vxlan::Sent;
 
 // Checks every outer field of a VXLAN-over-IPv6 packet the pipeline sent.
 Sent checkVxlan6(const Bytes& out, const Bytes& inner_frame) {
@@ -55,44 +41,19 @@ Sent checkVxlan6(const Bytes& out, const Bytes& inner_frame) {
   EXPECT_EQ(out[21], 64) << "hop limit";
   EXPECT_EQ(slice(out, 22, 16), Bytes(kUs6.b.begin(), kUs6.b.end())) << "from node.underlay_ipv6";
   s.appliance = IpAddr::v6(out.data() + 38);
-  s.sport = get16(out, 54);
-  s.dport = get16(out, 56);
-  EXPECT_GE(s.sport, 49152);
-  EXPECT_EQ(get16(out, 58), out.size() - 54) << "UDP length";
   EXPECT_NE(get16(out, 60), 0) << "IPv6 forbids a zero UDP checksum";
-  EXPECT_TRUE(checksumOk(out.data() + 54, out.size() - 54, pseudoSum(kUs6, s.appliance, 17, out.size() - 54)))
-      << "UDP checksum over the IPv6 pseudo-header";
-  EXPECT_EQ(out[62], 0x08) << "VXLAN flags: I only";
-  EXPECT_EQ(out[63], 0);
-  EXPECT_EQ(get16(out, 64), 0) << "VXLAN reserved";
-  s.vni = get32(out, 66) >> 8;
-  EXPECT_EQ(out[69], 0) << "VXLAN reserved byte";
-  s.inner = slice(out, kOuter6, out.size() - kOuter6);
-  EXPECT_EQ(s.inner, inner_frame) << "the frame as received, inside\n got  " << hex(s.inner)
-                                  << "\n want " << hex(inner_frame);
+  vxlan::checkUdpVxlan(out, 54, kUs6, s, inner_frame);
   return s;
 }
 
-class Vxlan6 : public ::testing::Test {
+class Vxlan6 : public vxlan::Fixture {
  protected:
   void SetUp() override {
     HarnessOptions o;
-    o.encapsulation = ctl::Encapsulation::kVxlan;
     o.servers = kAppliances6;
     o.underlay_ipv6 = kUs6;
-    h_ = std::make_unique<Harness>(o);
-    const Net& n = net();
-    fwd_ = Frame{n.fromA(), kEthIpv4,
-                 ipv4(n.client4, n.server4, 6, tcp(n.client4, n.server4, 43000, 443, pattern(64))), kPortA};
-    back_ = Frame{n.fromB(), kEthIpv4,
-                  ipv4(n.server4, n.client4, 6, tcp(n.server4, n.client4, 443, 43000, pattern(32), kTcpAck | kTcpSyn)),
-                  kPortB};
+    start(o, kUs6);
   }
-  Bytes ret(const Sent& s, uint16_t dport, uint32_t vni, uint8_t flags = 0x08) const {
-    return vxlan6Frame(s.appliance, kUs6, s.sport, dport, flags, vni, s.inner);
-  }
-  std::unique_ptr<Harness> h_;
-  Frame fwd_, back_;
 };
 
 TEST_F(Vxlan6, EachWayTakesItsTunnelOverIpv6) {
@@ -144,25 +105,16 @@ TEST_F(Vxlan6, BadReturnsOverIpv6AreDroppedByName) {
   IpAddr same_key = a.appliance;
   same_key.b[11] ^= 0x01;
   same_key.b[15] ^= 0x01;
-  struct Case { const char* name; Bytes pkt; Counter drop; };
-  std::vector<Case> cases = {
+  expectDrops({
       {"I flag clear", ret(a, kIntPort, kIntVni, 0x00), Counter::drop_vxlan_no_vni},
       {"internal port with external VNI", ret(a, kIntPort, kExtVni), Counter::drop_vxlan_bad_tunnel},
-      {"from a stranger", vxlan6Frame(stranger, kUs6, a.sport, kIntPort, 0x08, kIntVni, a.inner),
+      {"from a stranger", frame(stranger, kUs6, a.sport, kIntPort, 0x08, kIntVni, a.inner),
        Counter::drop_vxlan_unknown_appliance},
       {"from an address with the appliance's key",
-       vxlan6Frame(same_key, kUs6, a.sport, kIntPort, 0x08, kIntVni, a.inner), Counter::drop_vxlan_unknown_appliance},
-      {"from the flow's other appliance", vxlan6Frame(other, kUs6, a.sport, kIntPort, 0x08, kIntVni, a.inner),
+       frame(same_key, kUs6, a.sport, kIntPort, 0x08, kIntVni, a.inner), Counter::drop_vxlan_unknown_appliance},
+      {"from the flow's other appliance", frame(other, kUs6, a.sport, kIntPort, 0x08, kIntVni, a.inner),
        Counter::drop_return_wrong_appliance},
-  };
-  for (const Case& k : cases) {
-    SCOPED_TRACE(k.name);
-    uint64_t before = h.get(k.drop);
-    Result r = h.send(k.pkt, kUnderlayPort);
-    EXPECT_EQ(r.verdict, Verdict::kDrop) << describe(r);
-    EXPECT_EQ(r.drop, k.drop) << describe(r);
-    EXPECT_EQ(h.get(k.drop), before + 1);
-  }
+  });
   // VXLAN over IPv6 from a router to one of our appliances: never wrapped again.
   const Net& n = net();
   Result loop = h.send(ether(n.fromA(), kEthIpv6,
