@@ -535,10 +535,8 @@ template <bool kClasses, bool kLean>
     ParsedPacket& p = f.p;
     Counter why = Counter::kCount;
     ParseStatus st = ParseStatus::kOk;
-    // Then, with an IPv6 underlay, IPv6 with UDP or TCP behind its fixed
-    // header: an IPv6 appliance's returns (the general parse and its
-    // extension-header walk cost such a return about 190 instructions). Not
-    // in the lean copy: there it cost IPv4 packets 2 to 3 instructions.
+    // With an IPv6 underlay, an IPv6 appliance's returns too (the general parse cost them
+    // ~190 instructions; in the lean copy the branch cost IPv4 2-3: docs/performance.md).
     if (!parseCommon(d, m->data_len, p) && (kLean || !parseCommon6(d, m->data_len, p))) [[unlikely]] {
       p = ParsedPacket{};
       st = parseFrame(d, m->data_len, p, why);
