@@ -36,8 +36,12 @@
 //                  [--reps R] [--rep-packets P] [--cpu C] [--instructions]
 //                  [--tx-offload] [--huge-dir DIR] [--pad-instructions N] [--help]
 //                  [--classes N [--mirror] [--tag]] [--vxlan] [--underlay ipv4|ipv6]
+//                  [--geneve-format aws|ethernet]
 // --vxlan: the group uses encapsulation vxlan (Azure's two tunnels, inner
 // Ethernet frame) instead of Geneve's aws format.
+// --geneve-format ethernet: the Geneve group carries the whole Ethernet
+// frame (protocol 0x6558, no aws options) instead of the aws format's IP
+// packet; with --vxlan, refused (VXLAN has no Geneve format).
 // --classes N: N traffic classes of mixed fields (bench/bench_net.h
 // benchClasses), the flows matching the last one (the worst case).
 // --mirror: that class also has a mirror group of one tool: each packet's
@@ -136,6 +140,7 @@ struct Options {
   bool tag = false;      // the matched class has a tag
   bool ipv6_underlay = false;  // --underlay ipv6: the appliances are IPv6 (Geneve over IPv6)
   bool vxlan = false;    // --vxlan: encapsulation vxlan
+  bool geneve_ethernet = false;  // --geneve-format ethernet
 };
 
 // Issue 28: a deliberate regression (--pad-instructions): about `per` extra
@@ -384,6 +389,7 @@ class Bench {
         cfg_.server_groups[0].servers[i].address = *IpAddr::parse("2001:db8:f::" + std::to_string(11 + i));
     }
     if (o_.vxlan) cfg_.server_groups[0].encapsulation = ctl::Encapsulation::kVxlan;
+    if (o_.geneve_ethernet) cfg_.server_groups[0].geneve.format = ctl::GeneveFormat::kEthernet;
     ctl::HealthMap h = benchAllHealthy();
     snap_ = ctl::buildSnapshot(cfg_, reg_, {}, 1, h);
   }
@@ -456,16 +462,22 @@ Options parse(int argc, char** argv) {
       std::printf("pipeline_bench --mode established|new|return|ring|bypassed --flows N --size S --proto "
                   "tcp|udp [--burst B] [--reps R] [--rep-packets P] [--cpu C] [--instructions] "
                   "[--tx-offload] [--huge-dir DIR] [--pad-instructions N] [--classes N] [--mirror] "
-                  "[--tag] [--underlay ipv4|ipv6] [--vxlan] [--help]\n");
+                  "[--tag] [--underlay ipv4|ipv6] [--vxlan] [--geneve-format aws|ethernet] [--help]\n");
       std::exit(0);
     }
     else if (a == "--classes") o.classes = uint32_t(std::stoul(next()));
     else if (a == "--mirror") o.mirror = true;
     else if (a == "--tag") o.tag = true;
     else if (a == "--vxlan") o.vxlan = true;
+    else if (a == "--geneve-format") {
+      std::string f = next();
+      if (f != "aws" && f != "ethernet") die("--geneve-format aws|ethernet");
+      o.geneve_ethernet = f == "ethernet";
+    }
     else die("unknown argument " + a);
   }
   if (o.flows == 0) die("--flows must be > 0");
+  if (o.geneve_ethernet && o.vxlan) die("--geneve-format: Geneve groups only, not with --vxlan");
   if (o.classes > 1000) die("--classes must be 0..1000");
   if ((o.mirror || o.tag) && o.classes == 0) die("--mirror and --tag need --classes N (N >= 1)");
   if (o.mirror && o.mode != Mode::kEstablished && o.mode != Mode::kNew)
@@ -509,14 +521,16 @@ int main(int argc, char** argv) {
     std::printf("{\"mode\":\"%s\",\"flows\":%u,\"classes\":%u,\"mirror\":%s,\"tag\":%s,\"size\":%u,\"frame_bytes\":%u,\"proto\":\"%s\","
                 "\"burst\":%u,\"reps\":%u,\"rep_packets\":%llu,\"cpu\":%d,\"tsc_hz\":%.0f,"
                 "\"cycles_per_packet\":%.2f,\"spread\":[%.2f,%.2f],\"mpps\":%.3f,"
-                "\"hugepages\":%s,\"flow_table_hugepage_bytes\":%zu,\"tx_offload\":%s,\"encapsulation\":\"%s\",\"per_rep\":[",
+                "\"hugepages\":%s,\"flow_table_hugepage_bytes\":%zu,\"tx_offload\":%s,\"encapsulation\":\"%s\","
+                "\"geneve_format\":\"%s\",\"underlay\":\"%s\",\"per_rep\":[",
                 o.mode_name.c_str(), o.flows, o.classes, o.mirror ? "true" : "false",
                 o.tag ? "true" : "false", o.size, b.frameBytes(), o.tcp ? "tcp" : "udp",
                 o.burst, o.reps,
                 (unsigned long long)(o.mode == Mode::kNew ? o.flows : o.rep_packets), o.cpu,
                 b.tscHz(), med, *mn, *mx, b.tscHz() / med / 1e6,
                 rte_eal_has_hugepages() ? "true" : "false", b.tableHugepageBytes(),
-                o.tx_offload ? "true" : "false", o.vxlan ? "vxlan" : "geneve");
+                o.tx_offload ? "true" : "false", o.vxlan ? "vxlan" : "geneve",
+                o.vxlan ? "" : o.geneve_ethernet ? "ethernet" : "aws", o.ipv6_underlay ? "ipv6" : "ipv4");
     for (size_t i = 0; i < per.size(); ++i) std::printf("%s%.2f", i ? "," : "", per[i]);
     std::printf("]}\n");
   } catch (const std::exception& e) {

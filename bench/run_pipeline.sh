@@ -8,6 +8,10 @@
 # return at 64 B UDP on hugepages as well as on 4 KiB pages (root reserves the
 # pages for the run and gives them back; without root the rows say why not).
 #   bench/run_pipeline.sh BUILD_DIR OUT_DIR MACHINE_TEXT [--quick]
+# GWLB_PIPELINE_ONLY=formats (e.g. `GWLB_PIPELINE_ONLY=formats scripts/bench.sh
+# --only pipeline`): only testpmd, the harness row, the format and family rows
+# and the Geneve aws over IPv4 rows they are compared with (established and
+# return, 1,024 flows, 64 B UDP); no hugepage rows.
 set -euo pipefail
 build="$1" out="$2" machine="$3" quick="${4:-}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,8 +21,14 @@ if [ "$quick" = "--quick" ]; then reps=3 rep_packets=500000 tp_s=2 tp_runs=2 big
 log="$out/bench-pipeline.log"
 : >"$log"
 results=()
+only="${GWLB_PIPELINE_ONLY:-}"
+case "$only" in ""|formats) ;; *) echo "bench: GWLB_PIPELINE_ONLY takes 'formats'" >&2; exit 2 ;; esac
 case_run() {  # mode flows size proto [pipeline_bench options (issue 28: --tx-offload, --huge-dir)]
   local j la0 la1
+  if [ "$only" = formats ] && [ "$1" != ring ] && [[ " ${*:5} " != *" --underlay "* ]] &&
+     ! { [ $# -eq 4 ] && [ "$2/$3/$4" = 1024/64/udp ] && [[ $1 == established || $1 == return ]]; }; then
+    return 0
+  fi
   la0=$(cut -d' ' -f1 /proc/loadavg)
   j=$("$build/bench/pipeline_bench" --mode "$1" --flows "$2" --size "$3" --proto "$4" \
       --reps "$reps" --rep-packets "$rep_packets" --cpu "$cpu" "${@:5}" 2>>"$log" | tail -1)
@@ -77,6 +87,20 @@ case_run established 1024 64 udp --classes 1000
 # (sent straight back, no Geneve), against the established row of this run.
 case_run bypassed 1024 64 udp
 
+# Each encapsulation format and underlay family: Geneve aws (the rows above
+# over IPv4) and ethernet format, VXLAN (Azure's), over IPv4 and IPv6;
+# established and return at 1,024 flows, 64 B UDP, each against the Geneve
+# aws over IPv4 row of this run (and 5tswap).
+for family in ipv4 ipv6; do
+  for format in "--geneve-format ethernet" "--vxlan" "--geneve-format aws"; do
+    [ "$family/$format" = "ipv4/--geneve-format aws" ] && continue  # the rows above
+    for mode in established return; do
+      # shellcheck disable=SC2086  # $format is two words or one
+      case_run "$mode" 1024 64 udp --underlay "$family" $format
+    done
+  done
+done
+
 # Issue 28 item 4: the same cases on hugepages (as a production gateway runs),
 # the flow table in hugepage memory. Root reserves 2 MiB pages beside any
 # already reserved and mounts a hugetlbfs of its own; both are given back.
@@ -88,7 +112,9 @@ huge_back() {
   huge_old=""
 }
 trap huge_back EXIT
-if [ "$(id -u)" -ne 0 ]; then
+if [ "$only" = formats ]; then
+  huge_why="GWLB_PIPELINE_ONLY=formats"
+elif [ "$(id -u)" -ne 0 ]; then
   huge_why="needs root to reserve hugepages"
 else
   huge_old=$(cat "$huge_pages")
@@ -143,6 +169,13 @@ for mode, vals in sorted(tp_by.items()):
     rows.append((f"testpmd {mode}, 64 B", f"{m:.1f} cyc/pkt",
                  f"{hz / m / 1e6:.0f} Mpps; runs {min(vals):.1f}-{max(vals):.1f}"))
 targets = {"established": 80, "new": 300, "return": 100}
+# The format and family of a row (pipeline_bench's encapsulation,
+# geneve_format and underlay); rows without them are Geneve aws over IPv4.
+def fmt_name(c):
+    enc = "VXLAN" if c.get("encapsulation") == "vxlan" else f"Geneve {c.get('geneve_format') or 'aws'}"
+    return f"{enc} over {'IPv6' if c.get('underlay') == 'ipv6' else 'IPv4'}"
+def fmt_row(c):
+    return fmt_name(c) != "Geneve aws over IPv4"
 for c in cases:
     cyc = c["cycles_per_packet"]
     if c["mode"] == "ring":
@@ -157,6 +190,8 @@ for c in cases:
             name += ", outer checksum offloaded"
         if c.get("classes"):
             name += f", {c['classes']:,} classes"
+        if fmt_row(c):
+            name += f", {fmt_name(c)}"
     extra = ""
     if tp_io:
         extra = f"; testpmd io/ours {tp_io / cyc:.3f}"
@@ -175,12 +210,24 @@ def plain(c):
     return (c["mode"], c["flows"], c["size"], c["proto"], bool(c.get("hugepages")), bool(c.get("tx_offload")))
 for c in cases:
     if c.get("classes"):
-        base = next((b for b in cases if not b.get("classes") and plain(b) == plain(c)), None)
+        base = next((b for b in cases if not b.get("classes") and not fmt_row(b) and plain(b) == plain(c)), None)
         if base:
             rows.append((f"{c['mode']}, {c['flows']:,} flows: {c['classes']:,} classes add",
                          f"{100 * (c['cycles_per_packet'] / base['cycles_per_packet'] - 1):+.1f} %",
                          f"{c['cycles_per_packet']:.1f} vs {base['cycles_per_packet']:.1f} cyc/pkt "
                          f"(medians, same run); target <= +15 %"))
+# Each format and family against Geneve aws over IPv4 in the same run (the
+# 10 % the IPv6 underlay and VXLAN are held to, for established packets).
+for c in cases:
+    if fmt_row(c) and not c.get("classes"):
+        base = next((b for b in cases if not fmt_row(b) and not b.get("classes") and plain(b) == plain(c)), None)
+        if base:
+            ratio = f"; ours/5tswap {c['cycles_per_packet'] / tp_5t:.2f}x" if tp_5t else ""
+            rows.append((f"{c['mode']}, {c['flows']:,} flows: {fmt_name(c)} vs Geneve aws over IPv4",
+                         f"{100 * (c['cycles_per_packet'] / base['cycles_per_packet'] - 1):+.1f} %",
+                         f"{c['cycles_per_packet']:.1f} vs {base['cycles_per_packet']:.1f} cyc/pkt "
+                         f"(medians, same run){ratio}"
+                         + ("; target <= +10 %" if c["mode"] == "established" else "")))
 for r in ins:
     if "skipped" in r:
         rows.append((f"{r['case']}: instructions/packet", "-", r["skipped"]))
@@ -203,7 +250,10 @@ cond = (f"bench/pipeline_bench, release build; worker = main lcore pinned to cpu
         f"(untimed warm pass), {c0['rep_packets']:,} packets per repetition, {c0['reps']} "
         f"repetitions in one process (median, min-max); new: every packet a new flow, each "
         f"repetition fills an empty table (capacity 2 x flows) with `flows` new flows. aws Geneve "
-        f"to 3 appliances (Maglev 65537); return = the appliance's reply (outer addresses "
+        f"to 3 appliances (Maglev 65537); rows naming a format and family: the group in Geneve's "
+        f"ethernet format (--geneve-format ethernet) or VXLAN (--vxlan), the appliances at IPv4 "
+        f"or IPv6 addresses (--underlay ipv6: Geneve or VXLAN over IPv6); return = the "
+        f"appliance's reply (outer addresses "
         f"swapped) for each flow, decapsulated back to the router. Mpps = TSC {hz / 1e6:.0f} MHz "
         f"/ cycles (one worker, compute only, rings included). testpmd: dpdk-testpmd io/macswap/5tswap, "
         f"1 forwarding lcore on cpu {c0['cpu']}, net_ring0 (TX ring = RX ring), --tx-first, "

@@ -3,6 +3,7 @@
 // (tests/unit/common/test_fast_path.cc checks them against each other):
 //   parseCommon      <-> parseFrame   (packet_parser.h)
 //   parseCommonIpv4  <-> parseL3      (packet_parser.h)
+//   parseCommon6     <-> parseFrame   (packet_parser.h)
 //   parseGeneveAws   <-> parseGeneve  (geneve.h)
 //   payloadSum       <-> csumAdd over every byte (checksum.h)
 #pragma once
@@ -74,6 +75,57 @@ namespace gwlb {
 [[gnu::always_inline]] inline bool parseCommon(const uint8_t* f, size_t len, ParsedPacket& out) noexcept {
   if (len < 14 || rd16(f + 12) != kEtherTypeIpv4) return false;
   return parseCommonIpv4(f + 14, len - 14, 14, out);
+}
+
+// parseFrame()'s common case over an IPv6 underlay: untagged Ethernet, a
+// 40-byte IPv6 header with UDP or TCP directly behind it (no extension
+// header), lengths that agree; what an IPv6 appliance's returns are. Fills
+// `out` as parseFrame() would fill a default-constructed one, whatever `out`
+// held (parseCommonIpv4's contract); l4_covers_payload stays false, since
+// payloadSum's shortcut reads an IPv4 header. False: leaves `out`
+// untouched, the general parser decides (extension headers, fragments,
+// ICMPv6, truncation). Never reads past len.
+[[gnu::always_inline]] inline bool parseCommon6(const uint8_t* f, size_t len, ParsedPacket& out) noexcept {
+  if (len < 14 + 40 + 8 || rd16(f + 12) != kEtherTypeIpv6) return false;
+  const uint8_t* ip = f + 14;
+  const uint8_t proto = ip[6];
+  const size_t l4len = rd16(ip + 4);
+  // 14 + 40 + 65,535 exceeds l3_len's 16 bits: the general parser refuses it.
+  if ((ip[0] >> 4) != 6 || 14 + 40 + l4len > len || 14 + 40 + l4len > 0xFFFF) return false;
+  const uint8_t* l4 = ip + 40;
+  if (proto == kProtoUdp) {
+    if (l4len < 8) return false;
+    const size_t ulen = rd16(l4 + 4);
+    if (ulen < 8 || ulen > l4len) return false;
+  } else if (proto == kProtoTcp) {
+    if (l4len < 20) return false;
+    const size_t doff = size_t(l4[12] >> 4) * 4;
+    if (doff < 20 || doff > l4len) return false;
+  } else {
+    return false;
+  }
+  out.l3_offset = 14;
+  out.ether_type = kEtherTypeIpv6;
+  out.has_vlan = false;
+  out.vlan_tci = 0;
+  out.vlan_tpid = 0;
+  out.ip_version = 6;
+  out.l3_len = uint16_t(40 + l4len);
+  out.l4_offset = 14 + 40;
+  out.l4_covers_payload = false;
+  out.tuple.src.family = 6;
+  std::memcpy(out.tuple.src.b.data(), ip + 8, 16);
+  out.tuple.dst.family = 6;
+  std::memcpy(out.tuple.dst.b.data(), ip + 24, 16);
+  out.tuple.proto = proto;
+  out.tuple.sport = rd16(l4);
+  out.tuple.dport = rd16(l4 + 2);
+  // No fragment header: the general parser's IPv6 walk leaves these unset.
+  out.is_fragment = false;
+  out.first_fragment = false;
+  out.frag_id = 0;
+  out.icmp_error = false;
+  return true;
 }
 
 // parseGeneve()'s common case: exactly the header our encapsulation writes in

@@ -343,16 +343,26 @@ struct Snapshot {
   // a returned IPv6 packet's appliance. Few appliances per gateway: a binary
   // search of 16-byte keys (IPv4's hashed index is the common case).
   std::vector<std::pair<std::array<uint8_t, 16>, uint16_t>> by_ip6;
+  // The keys compare as two big-endian 64-bit words (the bytes' order, which
+  // sorted them): memcmp's library call cost a returned packet about 35
+  // instructions more.
   uint16_t serverByIp6(const uint8_t* a) const noexcept {
+    const uint64_t ahi = ip6Word(a), alo = ip6Word(a + 8);
     size_t lo = 0, hi = by_ip6.size();
     while (lo < hi) {
       size_t mid = (lo + hi) / 2;
-      int c = std::memcmp(by_ip6[mid].first.data(), a, 16);
-      if (c == 0) return by_ip6[mid].second;
-      if (c < 0) lo = mid + 1;
+      const uint8_t* k = by_ip6[mid].first.data();
+      const uint64_t khi = ip6Word(k), klo = ip6Word(k + 8);
+      if (khi == ahi && klo == alo) return by_ip6[mid].second;
+      if (khi < ahi || (khi == ahi && klo < alo)) lo = mid + 1;
       else hi = mid;
     }
     return kNoServer;
+  }
+  static uint64_t ip6Word(const uint8_t* p) noexcept {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return __builtin_bswap64(v);
   }
 
   uint16_t serverByIp(uint32_t ip) const noexcept {

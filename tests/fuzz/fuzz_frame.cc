@@ -11,10 +11,17 @@
 //  - a later fragment has no ports and no L4 offset;
 //  - keys are symmetric: the reversed tuple (src<->dst, sport<->dport) gives
 //    the same key and hash with the other direction, the key is canonical and
-//    holds exactly the two endpoints; the fragment key carries the id.
+//    holds exactly the two endpoints; the fragment key carries the id;
+//  - the worker's shortcuts (common/fast_path.h: parseCommon for IPv4,
+//    parseCommon6 for IPv6 with UDP or TCP behind the fixed header, e.g. an
+//    IPv6 appliance's returns), into storage an earlier packet left dirty:
+//    what one accepts, parseFrame accepts with the same fields; only an IPv4
+//    parse claims payloadSum's shortcut (l4_covers_payload), and only for
+//    TCP, or UDP whose length is the whole IP payload.
 #include <cstring>
 #include <utility>
 
+#include "common/fast_path.h"
 #include "common/flow_key.h"
 #include "common/packet_parser.h"
 #include "tests/fuzz/fuzz_check.h"
@@ -39,6 +46,34 @@ bool sameParse(const ParsedPacket& a, const ParsedPacket& b, size_t l3_shift) {
          a.first_fragment == b.first_fragment && a.frag_id == b.frag_id &&
          a.icmp_error == b.icmp_error && a.icmp_type == b.icmp_type &&
          a.icmp_code == b.icmp_code && sameTuple(a.quoted, b.quoted);
+}
+
+// The fields a fast parse writes (the ICMP error's own are read only with
+// icmp_error, which it leaves false).
+bool sameFastParse(const ParsedPacket& a, const ParsedPacket& b) {
+  return a.l3_offset == b.l3_offset && a.ether_type == b.ether_type && a.has_vlan == b.has_vlan &&
+         a.vlan_tci == b.vlan_tci && a.vlan_tpid == b.vlan_tpid && a.ip_version == b.ip_version &&
+         a.l3_len == b.l3_len && a.l4_offset == b.l4_offset && sameTuple(a.tuple, b.tuple) &&
+         a.is_fragment == b.is_fragment && a.first_fragment == b.first_fragment &&
+         a.frag_id == b.frag_id && a.icmp_error == b.icmp_error;
+}
+
+void checkFast(const uint8_t* d, size_t size, ParseStatus st, const ParsedPacket& p) {
+  ParsedPacket fast;
+  std::memset(static_cast<void*>(&fast), 0xA5, sizeof fast);
+  fast.has_vlan = fast.is_fragment = fast.icmp_error = fast.l4_covers_payload = true;
+  const bool v4 = parseCommon(d, size, fast);
+  if (!v4 && !parseCommon6(d, size, fast)) return;
+  FUZZ_CHECK(st == ParseStatus::kOk, "%s accepted what parseFrame refuses",
+             v4 ? "parseCommon" : "parseCommon6");
+  FUZZ_CHECK(sameFastParse(fast, p), "%s disagrees with parseFrame", v4 ? "parseCommon" : "parseCommon6");
+  FUZZ_CHECK(fast.ip_version == (v4 ? 4 : 6), "fast parse of IP version %d", fast.ip_version);
+  if (fast.l4_covers_payload) {
+    FUZZ_CHECK(v4, "parseCommon6 claims payloadSum's IPv4 shortcut");
+    FUZZ_CHECK(fast.tuple.proto == kProtoTcp ||
+                   (fast.tuple.proto == kProtoUdp && rd16(d + fast.l4_offset + 4) == fast.l3_len - 20u),
+               "l4_covers_payload for a segment that does not cover the payload");
+  }
 }
 
 void checkKeys(const L4Tuple& t, uint8_t listener, uint32_t frag_id) {
@@ -141,6 +176,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ParsedPacket p2;
   Counter why2 = Counter::kCount;
   FUZZ_CHECK(parseFrame(data, size, p2, why2) == st, "parseFrame not deterministic");
+
+  checkFast(data, size, st, p);
 
   switch (st) {
     case ParseStatus::kDrop:

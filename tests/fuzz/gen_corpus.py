@@ -113,6 +113,22 @@ def frames():
     out["trunc_tcp"] = syn[:14 + 20 + 10]
     out["v4_ihl_4"] = syn[:14] + bytes([0x44]) + syn[15:]
     out["v4_total_len_lies"] = syn[:16] + struct.pack("!H", 1500) + syn[18:]
+    # An IPv6 appliance's returns near the worker's IPv6 shortcut: UDP shorter
+    # than the payload (a surplus area), UDP claiming more than the payload,
+    # a hop-by-hop header before UDP and a fragmented outer (the general
+    # parser's), and TCP whose data offset runs past the segment.
+    g6 = out["v6_geneve_outer"]
+    out["v6_geneve_outer_udp_surplus"] = g6[:58] + struct.pack("!H", len(g6) - 54 - 8) + g6[60:]
+    out["v6_geneve_outer_udp_len_lies"] = g6[:58] + struct.pack("!H", len(g6) - 54 + 8) + g6[60:]
+    out["v6_geneve_outer_hbh"] = b(eth() / IPv6(src="2001:db8:f::11", dst="2001:db8:f::1") /
+                                   IPv6ExtHdrHopByHop() / UDP(sport=50000, dport=6081) /
+                                   Raw(geneve_aws(b(IP(src=C4, dst=S4) / TCP()))))
+    out["v6_geneve_outer_frag"] = b(eth() / fragment6(
+        IPv6(src="2001:db8:f::11", dst="2001:db8:f::1") / IPv6ExtHdrFragment(id=0x1234) /
+        UDP(sport=50000, dport=6081) / Raw(geneve_aws(b(IP(src=C4, dst=S4) / TCP() / Raw(b"p" * 600)))),
+        400)[0])
+    t6 = out["v6_tcp_syn"]
+    out["v6_tcp_doff_past_end"] = t6[:66] + bytes([0xF0 | (t6[66] & 0x0F)]) + t6[67:]
     vx6 = out["v6_vxlan_outer_internal"]
     out["v6_vxlan_outer_plen_lies"] = vx6[:18] + struct.pack("!H", 1400) + vx6[20:]
     out["v4_bad_version"] = syn[:14] + bytes([0x65]) + syn[15:]

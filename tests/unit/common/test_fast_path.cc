@@ -226,6 +226,89 @@ TEST(FastParse, AcceptsOnlyWhatParseFrameAcceptsAndAgrees) {
   EXPECT_GT(accepted, total / 10);
 }
 
+// The IPv6 shortcut (an IPv6 appliance's returns: Geneve or VXLAN over an
+// outer IPv6 header) against parseFrame, on frames it takes and frames near
+// them: extension headers, fragments, ICMPv6, a tag, lengths cut and
+// stretched, every header byte mutated. What it accepts, parseFrame accepts
+// with the same result; it never claims payloadSum's IPv4 shortcut.
+TEST(FastParse, Ipv6ShortcutAgreesWithParseFrame) {
+  const IpAddr c = *IpAddr::parse("2001:db8:f::a"), s = *IpAddr::parse("2001:db8:f::1");
+  const L2 l2{*MacAddr::parse("02:00:00:00:00:a1"), *MacAddr::parse("02:00:00:00:0a:0a"), {}};
+  L2 tagged = l2;
+  tagged.vlan = 42;
+  const Bytes geneve_like = udp(c, s, 49200, 6081, pattern(24 + 32 + 64));
+  std::vector<Bytes> bases = {
+      ether(l2, kEthIpv6, ipv6(c, s, 17, geneve_like)),
+      ether(l2, kEthIpv6, ipv6(c, s, 17, udp(c, s, 5353, 10800, pattern(8 + 14 + 20 + 8)))),
+      ether(l2, kEthIpv6, ipv6(c, s, 6, tcp(c, s, 40000, 443, pattern(10), kTcpAck))),
+      ether(l2, kEthIpv6, ipv6(c, s, 17, udp(c, s, 1, 2)), 60),  // no payload: 62 bytes
+      ether(l2, kEthIpv6, ipv6(c, s, 17, geneve_like, {hopByHop()})),
+      ether(l2, kEthIpv6, ipv6(c, s, 17, geneve_like, {fragmentExt(0, true, 7)})),
+      ether(l2, kEthIpv6, ipv6(c, s, 58, icmp6Echo(c, s, true, 7, 1))),
+      ether(tagged, kEthIpv6, ipv6(c, s, 17, geneve_like)),
+  };
+  std::mt19937 rng(23);
+  size_t accepted = 0, bases_taken = 0;
+  for (int iter = 0; iter < 200000; ++iter) {
+    const size_t b = size_t(iter) % bases.size();
+    Bytes f = bases[b];
+    int edits = iter % 7 == 0 ? 0 : 1 + int(rng() % 3);
+    for (int e = 0; e < edits; ++e) {
+      switch (rng() % 4) {
+        case 0: if (!f.empty()) f[rng() % std::min<size_t>(f.size(), 80)] = uint8_t(rng()); break;
+        case 1: if (f.size() > 62) f[14 + rng() % 48] ^= uint8_t(1u << (rng() % 8)); break;
+        case 2: f.resize(rng() % (f.size() + 1)); break;
+        case 3: if (f.size() > 20) put16(f, 18, uint16_t(get16(f, 18) + int(rng() % 9) - 4)); break;
+      }
+    }
+    ParsedPacket fast, full;
+    if (iter % 2) {
+      dirty(fast);  // the worker's reused storage: the same answer
+      fast.l4_covers_payload = true;
+    }
+    Counter why;
+    if (!parseCommon6(f.data(), f.size(), fast)) {
+      // The frames it exists for are taken unchanged; the others never.
+      if (edits == 0) {
+        EXPECT_GE(b, 4u) << "base " << b << " refused: " << hex(f);
+      }
+      continue;
+    }
+    ++accepted;
+    if (edits == 0) {
+      EXPECT_LT(b, 4u) << "base " << b << " taken: " << hex(f);
+      ++bases_taken;
+    }
+    ASSERT_EQ(parseFrame(f.data(), f.size(), full, why), ParseStatus::kOk) << hex(f);
+    expectSameParse(fast, full, f);
+    EXPECT_FALSE(fast.l4_covers_payload) << hex(f);
+    if (HasFailure()) return;
+  }
+  EXPECT_GT(bases_taken, 0u);
+  EXPECT_GT(accepted, 20000u);
+}
+
+// A datagram whose 40 + 65,535 bytes behind the Ethernet header would wrap
+// the 16-bit l3_len: both parsers refuse it (the frame fuzz target's
+// regression v6-payload-65535-l3len-wrap); the longest that fits, both take.
+TEST(FastParse, Ipv6ShortcutRefusesAWrappingLength) {
+  const IpAddr c = *IpAddr::parse("2001:db8:f::a"), s = *IpAddr::parse("2001:db8:f::1");
+  const L2 l2{*MacAddr::parse("02:00:00:00:00:a1"), *MacAddr::parse("02:00:00:00:0a:0a"), {}};
+  Bytes f = ether(l2, kEthIpv6, ipv6(c, s, 17, udp(c, s, 49200, 6081, pattern(65535 - 8))));
+  ASSERT_EQ(f.size(), 14u + 40 + 65535);
+  ParsedPacket fast, full;
+  Counter why;
+  EXPECT_FALSE(parseCommon6(f.data(), f.size(), fast));
+  EXPECT_EQ(parseFrame(f.data(), f.size(), full, why), ParseStatus::kDrop);
+  const uint16_t most = 0xFFFF - 14 - 40;  // the longest payload l3_len and l4_offset hold here
+  f.resize(14 + 40 + size_t(most));
+  put16(f, 18, most);
+  put16(f, 54 + 4, most);
+  ASSERT_TRUE(parseCommon6(f.data(), f.size(), fast));
+  ASSERT_EQ(parseFrame(f.data(), f.size(), full, why), ParseStatus::kOk);
+  expectSameParse(fast, full, Bytes(f.begin(), f.begin() + 80));
+}
+
 // The bare-IPv4 shortcut (inner packets of aws-format replies) against parseL3.
 TEST(FastParse, Ipv4ShortcutAgreesWithParseL3) {
   const IpAddr c = IpAddr::v4(0xC6336409), s = IpAddr::v4(0xCB007114);
