@@ -33,15 +33,16 @@ namespace {
 // near its home) leaves the direction's L2 as it was, and is counted.
 // Concurrency rule R2 (docs/architecture.md "Flow entries: concurrency rules"):
 // the neighbour is interned (immutable once ready), then its index stored with release.
-[[gnu::always_inline]] inline void learnDirection(Ctx& c, NeighbourTable& nt, std::atomic<uint16_t>& slot,
+// True when it replaced an L2 learned before.
+[[gnu::always_inline]] inline bool learnDirection(Ctx& c, NeighbourTable& nt, std::atomic<uint16_t>& slot,
                            const rte_mbuf* m, const uint8_t* frame, const ParsedPacket& p) noexcept {
   uint64_t peer, self;
   if (p.has_vlan ? !NeighbourTable::pack(frame, m->port, p.vlan_tpid, p.vlan_tci, peer, self)
                  : !NeighbourTable::packUntagged(frame, m->port, peer, self))
-    return;
+    return false;
   uint16_t cur = slot.load(std::memory_order_acquire);
   if (nt.holds(cur, peer, self)) [[likely]]
-    return;
+    return false;
   // A burst's new flows mostly come from one neighbour: the L2 this burst
   // interned last is reused while its slot is ready, without a probe.
   uint16_t idx = c.l2_idx;
@@ -51,7 +52,7 @@ namespace {
     if (idx == 0) [[unlikely]] {
       c.w.counters.inc(why == NeighbourTable::Refusal::kPortLimit ? Counter::neighbour_port_limit
                                                                   : Counter::neighbour_table_full);
-      return;
+      return false;
     }
     c.l2_peer = peer;
     c.l2_self = self;
@@ -59,6 +60,7 @@ namespace {
   }
   slot.store(idx, std::memory_order_release);
   if (cur != 0) c.w.counters.inc(Counter::return_l2_changed);
+  return cur != 0;
 }
 
 // Installs a route in a fresh entry (first writer wins) and returns the route in force.
@@ -66,7 +68,7 @@ namespace {
 // every creator writes flow_hash and last_seen, the CAS winner the creation fields.
 inline uint64_t ensureRoute(FlowEntry& e, uint16_t server, uint32_t cookie, uint32_t flow_hash,
                             uint64_t idle_ns, uint64_t now, uint16_t origin, bool& created,
-                            bool opened = false) noexcept {
+                            bool opened = false, uint32_t class_mark = 0) noexcept {
   uint64_t r = e.route.load(std::memory_order_acquire);
   if (r & kRouteSet) return r;
   e.flow_hash.store(flow_hash, std::memory_order_relaxed);
@@ -75,7 +77,7 @@ inline uint64_t ensureRoute(FlowEntry& e, uint16_t server, uint32_t cookie, uint
   if (e.route.compare_exchange_strong(r, want, std::memory_order_acq_rel)) {
     e.created.store(now);
     e.origin.store(origin, std::memory_order_relaxed);
-    e.idle_timeout.store(idle_ns, std::memory_order_release, opened);
+    e.idle_timeout.store(idle_ns, std::memory_order_release, opened, class_mark);
     created = true;
     return want;
   }
@@ -160,7 +162,12 @@ template <bool kClasses, bool kLean>
     ep = &ft.entry(pos);
     route = ensureRoute(*ep, server, flowCookie(ref.hash, appliance), ref.hash, idle,
                         c.now, kClasses ? uint16_t((ref.origin & ~1u) | (ref.dir & 1)) : packOrigin(ref.dir, 0, kNoClass),
-                        created, opensConnection(frame, p));
+                        created, opensConnection(frame, p),
+                        // R12: a whole packet classified as the class it creates its flow under.
+                        kClasses && s.class_by_flow && !p.is_fragment && !p.icmp_error &&
+                                originClass(ref.origin) < kMaxClasses
+                            ? IdleTimeout::classMark(s.class_gen, ref.dir)
+                            : 0);
     if (created) {
       c.w.counters.inc(Counter::flows_created);
       if (!ref.fragment_key) c.noteSync(pos, SyncEvent::kNew);
@@ -204,7 +211,9 @@ template <bool kClasses, bool kLean>
     reopenIfStale(c, e, pos);
   e.last_seen.store(c.now);
   e.packets.store(e.packets.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  learnDirection(c, ft.neighbours(), e.l2[ref.dir], m, frame, p);
+  // R12: another L2 for this direction may classify otherwise.
+  if (learnDirection(c, ft.neighbours(), e.l2[ref.dir], m, frame, p) && kClasses) [[unlikely]]
+    e.idle_timeout.clearClassDir(ref.dir);
 
   // The first fragment of a datagram leaves a short-lived entry that carries
   // the flow's route to the fragments without ports (with traffic classes
@@ -499,6 +508,7 @@ template <bool kClasses, bool kLean>
     ParsedPacket p;  // forward: the packet; return: its inner packet
     FlowRef ref;
     bool ret;        // returning from an appliance (ri is set)
+    bool late;       // with classes: keyed, classified in stage 3 (classifyByFlow)
     ReturnInfo ri;
   };
   // Raw storage: Fwd is an aggregate, so an implicit-lifetime type; each field is written before it is read.
@@ -614,7 +624,14 @@ template <bool kClasses, bool kLean>
       continue;
     }
     if constexpr (classes) {
-      if (!classifyInspect(c, m, p, f.ref) && !classifyForward(c, m, p, f.ref)) continue;
+      // A whole packet under class_by_flow is keyed by the five-tuple under
+      // the one inspect listener: its flow's entry gives its class (stage 3).
+      f.late = snap->class_by_flow && !(p.icmp_error | p.is_fragment);
+      if (f.late) {
+        keyForFlowClass(f.ref, p, snap->class_flow_origin);
+      } else if (!classifyInspect(c, m, p, f.ref) && !classifyForward(c, m, p, f.ref)) {
+        continue;
+      }
     } else {
       setRef(f.ref, p, stickiness, 0);
     }
@@ -655,7 +672,10 @@ template <bool kClasses, bool kLean>
   // Stage 3: route and encapsulate, or check and unwrap a return.
   for (uint16_t i = 0; i < nf; ++i) {
     if (fwd[i].ret) finishReturn(c, fwd[i].m, fwd[i].p, fwd[i].ref, fwd[i].ri, pos[i]);
-    else if constexpr (kClasses) forwardClasses<kLean>(c, fwd[i].m, fwd[i].p, fwd[i].ref, pos[i], hints[i]);
+    else if constexpr (kClasses) {
+      if (fwd[i].late && !classifyByFlow(c, fwd[i].m, fwd[i].p, fwd[i].ref, pos[i], hints[i])) continue;
+      forwardClasses<kLean>(c, fwd[i].m, fwd[i].p, fwd[i].ref, pos[i], hints[i]);
+    }
     else forward<false, kLean>(c, fwd[i].m, fwd[i].p, fwd[i].ref, pos[i], hints[i]);
   }
 

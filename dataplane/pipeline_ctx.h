@@ -176,6 +176,61 @@ inline constexpr uint8_t kFragmentListener = 0;
   return true;
 }
 
+// Snapshot::class_by_flow, stage 1: a whole packet keyed by the five-tuple
+// under the one listener inspect classes go to (`origin`: class_flow_origin),
+// its class left to stage 3 (classifyByFlow).
+[[gnu::always_inline]] inline void keyForFlowClass(FlowRef& ref, const ParsedPacket& p, uint16_t origin) noexcept {
+  if (p.tuple.src.family == 4) [[likely]] {
+    ref.hash = makeFlowKeyV4(p.tuple, StickinessMode::kFiveTuple, originListener(origin), ref.key, ref.dir);
+    ref.fragment_key = false;
+  } else {
+    ref = refFor(p, StickinessMode::kFiveTuple, originListener(origin));
+  }
+  ref.origin = origin;
+}
+
+// Concurrency rule R12 (docs/architecture.md "Flow entries: concurrency rules"):
+// whether the packet's L2 (port and VLAN with it) is the one its direction's
+// class mark was made with.
+[[gnu::always_inline]] inline bool sameL2(const Ctx& c, const rte_mbuf* m, const ParsedPacket& p,
+                                          const FlowEntry& e, uint8_t dir) noexcept {
+  const uint8_t* frame = rte_pktmbuf_mtod(m, const uint8_t*);
+  uint64_t peer, self;
+  if (p.has_vlan ? !NeighbourTable::pack(frame, m->port, p.vlan_tpid, p.vlan_tci, peer, self)
+                 : !NeighbourTable::packUntagged(frame, m->port, peer, self))
+    return false;
+  return c.dp.flows->neighbours().holds(e.l2[dir].load(std::memory_order_seq_cst), peer, self);
+}
+
+// classifyByFlow's packets whose entry does not give their class (a new flow,
+// another generation of classes, another L2): classified as one by one
+// (classifyInspect, classifyForward), `pos` and `hint` looked up again when
+// that keyed it otherwise, and the entry marked when the class is its own.
+// False when the packet was handled (bypassed, dropped). Out of line (classify.cc).
+bool classifyAndMark(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowRef& ref, int32_t& pos,
+                     uint32_t& hint) noexcept;
+
+// Snapshot::class_by_flow, stage 3: a packet keyed by keyForFlowClass takes
+// its class from its flow's entry when the entry's class mark holds for its
+// direction, the snapshot's class generation and its L2 (R12): no
+// classification; else classifyAndMark.
+[[gnu::always_inline]] inline bool classifyByFlow(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowRef& ref,
+                                                  int32_t& pos, uint32_t& hint) noexcept {
+  if (pos >= 0) [[likely]] {
+    const FlowEntry& e = c.dp.flows->entry(pos);
+    if (e.idle_timeout.classMarked(c.s.class_gen, ref.dir)) [[likely]] {
+      const uint16_t o = e.origin.load(std::memory_order_relaxed);
+      const uint16_t slot = originClass(o);
+      if (slot < kMaxClasses && sameL2(c, m, p, e, ref.dir)) [[likely]] {
+        c.w.countClass(slot, m->pkt_len);
+        ref.origin = uint16_t(o & ~1u);
+        return true;
+      }
+    }
+  }
+  return classifyAndMark(c, m, p, ref, pos, hint);
+}
+
 // Mirror groups and tags (dataplane/mirror.cc), out of line: only packets
 // on a snapshot with a mirrored or tagged class (slot_mirror or slot_tag not empty) call them.
 // mirrorCopy: sends a copy of `m` (parsed `p`, unchanged so far) to one
