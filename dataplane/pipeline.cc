@@ -96,9 +96,11 @@ inline uint64_t ensureRoute(FlowEntry& e, uint16_t server, uint32_t cookie, uint
 // Inline in runBurst<false>'s stage 3 (a call per packet cost 16
 // instructions; a profile shows its lines as runBurst's); with traffic
 // classes, forwardClasses below.
+// l2_held: with classes, classifyByFlow found the packet's L2 held by its
+// direction (R12), so there is nothing to learn.
 template <bool kClasses, bool kLean>
 [[gnu::always_inline]] inline void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref0, int32_t pos,
-             uint32_t hint) noexcept {
+             uint32_t hint, bool l2_held = false) noexcept {
   const Snapshot& s = c.s;
   FlowTable& ft = *c.dp.flows;
   uint8_t* frame = rte_pktmbuf_mtod(m, uint8_t*);
@@ -212,7 +214,8 @@ template <bool kClasses, bool kLean>
   e.last_seen.store(c.now);
   e.packets.store(e.packets.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   // R12: another L2 for this direction may classify otherwise.
-  if (learnDirection(c, ft.neighbours(), e.l2[ref.dir], m, frame, p) && kClasses) [[unlikely]]
+  if (!(kClasses && l2_held) && learnDirection(c, ft.neighbours(), e.l2[ref.dir], m, frame, p) && kClasses)
+      [[unlikely]]
     e.idle_timeout.clearClassDir(ref.dir);
 
   // The first fragment of a datagram leaves a short-lived entry that carries
@@ -343,8 +346,9 @@ template <bool kClasses, bool kLean>
 // a returned one, with 1,000 classes).
 template <bool kLean>
 [[gnu::always_inline]] inline void forwardClasses(Ctx& c, rte_mbuf* m, const ParsedPacket& p,
-                                                  const FlowRef& ref, int32_t pos, uint32_t hint) noexcept {
-  forward<true, kLean>(c, m, p, ref, pos, hint);
+                                                  const FlowRef& ref, int32_t pos, uint32_t hint,
+                                                  bool l2_held) noexcept {
+  forward<true, kLean>(c, m, p, ref, pos, hint, l2_held);
 }
 
 // Return path, stage 1: checks the outer packet and its Geneve header and
@@ -673,8 +677,9 @@ template <bool kClasses, bool kLean>
   for (uint16_t i = 0; i < nf; ++i) {
     if (fwd[i].ret) finishReturn(c, fwd[i].m, fwd[i].p, fwd[i].ref, fwd[i].ri, pos[i]);
     else if constexpr (kClasses) {
-      if (fwd[i].late && !classifyByFlow(c, fwd[i].m, fwd[i].p, fwd[i].ref, pos[i], hints[i])) continue;
-      forwardClasses<kLean>(c, fwd[i].m, fwd[i].p, fwd[i].ref, pos[i], hints[i]);
+      bool l2_held = false;
+      if (fwd[i].late && !classifyByFlow(c, fwd[i].m, fwd[i].p, fwd[i].ref, pos[i], hints[i], l2_held)) continue;
+      forwardClasses<kLean>(c, fwd[i].m, fwd[i].p, fwd[i].ref, pos[i], hints[i], l2_held);
     }
     else forward<false, kLean>(c, fwd[i].m, fwd[i].p, fwd[i].ref, pos[i], hints[i]);
   }

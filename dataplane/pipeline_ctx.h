@@ -213,9 +213,10 @@ bool classifyAndMark(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowRef& ref, i
 // Snapshot::class_by_flow, stage 3: a packet keyed by keyForFlowClass takes
 // its class from its flow's entry when the entry's class mark holds for its
 // direction, the snapshot's class generation and its L2 (R12): no
-// classification; else classifyAndMark.
+// classification; else classifyAndMark. `l2_held`: set when the packet's
+// L2 is the one its direction holds (nothing for forward() to learn).
 [[gnu::always_inline]] inline bool classifyByFlow(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowRef& ref,
-                                                  int32_t& pos, uint32_t& hint) noexcept {
+                                                  int32_t& pos, uint32_t& hint, bool& l2_held) noexcept {
   if (pos >= 0) [[likely]] {
     const FlowEntry& e = c.dp.flows->entry(pos);
     if (e.idle_timeout.classMarked(c.s.class_gen, ref.dir)) [[likely]] {
@@ -224,6 +225,7 @@ bool classifyAndMark(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowRef& ref, i
       if (slot < kMaxClasses && sameL2(c, m, p, e, ref.dir)) [[likely]] {
         c.w.countClass(slot, m->pkt_len);
         ref.origin = uint16_t(o & ~1u);
+        l2_held = true;
         return true;
       }
     }
