@@ -25,44 +25,6 @@ using namespace burst;
 
 namespace {
 
-// Records where this direction's packets come from: the first packet's L2,
-// then any change (a router failover, a neighbour's new MAC or port), so
-// returns follow the neighbour that sends now. Unchanged L2 costs one index
-// load and two compares with the interned neighbour. A neighbour that cannot
-// be recorded (its port holds NeighbourTable::kPortLimit, or no free slot
-// near its home) leaves the direction's L2 as it was, and is counted.
-// Concurrency rule R2 (docs/architecture.md "Flow entries: concurrency rules"):
-// the neighbour is interned (immutable once ready), then its index stored with release.
-// True when it replaced an L2 learned before.
-[[gnu::always_inline]] inline bool learnDirection(Ctx& c, NeighbourTable& nt, std::atomic<uint16_t>& slot,
-                           const rte_mbuf* m, const uint8_t* frame, const ParsedPacket& p) noexcept {
-  uint64_t peer, self;
-  if (p.has_vlan ? !NeighbourTable::pack(frame, m->port, p.vlan_tpid, p.vlan_tci, peer, self)
-                 : !NeighbourTable::packUntagged(frame, m->port, peer, self))
-    return false;
-  uint16_t cur = slot.load(std::memory_order_acquire);
-  if (nt.holds(cur, peer, self)) [[likely]]
-    return false;
-  // A burst's new flows mostly come from one neighbour: the L2 this burst
-  // interned last is reused while its slot is ready, without a probe.
-  uint16_t idx = c.l2_idx;
-  if (peer != c.l2_peer || self != c.l2_self || !nt.ready(idx)) {
-    NeighbourTable::Refusal why;
-    idx = nt.intern(peer, self, why);
-    if (idx == 0) [[unlikely]] {
-      c.w.counters.inc(why == NeighbourTable::Refusal::kPortLimit ? Counter::neighbour_port_limit
-                                                                  : Counter::neighbour_table_full);
-      return false;
-    }
-    c.l2_peer = peer;
-    c.l2_self = self;
-    c.l2_idx = idx;
-  }
-  slot.store(idx, std::memory_order_release);
-  if (cur != 0) c.w.counters.inc(Counter::return_l2_changed);
-  return cur != 0;
-}
-
 // Installs a route in a fresh entry (first writer wins) and returns the route in force.
 // Concurrency rule R1 (docs/architecture.md "Flow entries: concurrency rules"):
 // every creator writes flow_hash and last_seen, the CAS winner the creation fields.
@@ -164,12 +126,7 @@ template <bool kClasses, bool kLean>
     ep = &ft.entry(pos);
     route = ensureRoute(*ep, server, flowCookie(ref.hash, appliance), ref.hash, idle,
                         c.now, kClasses ? uint16_t((ref.origin & ~1u) | (ref.dir & 1)) : packOrigin(ref.dir, 0, kNoClass),
-                        created, opensConnection(frame, p),
-                        // R12: a whole packet classified as the class it creates its flow under.
-                        kClasses && s.class_by_flow && !p.is_fragment && !p.icmp_error &&
-                                originClass(ref.origin) < kMaxClasses
-                            ? IdleTimeout::classMark(s.class_gen, ref.dir)
-                            : 0);
+                        created, opensConnection(frame, p), kClasses ? creationClassMark(s, p, ref) : 0);
     if (created) {
       c.w.counters.inc(Counter::flows_created);
       if (!ref.fragment_key) c.noteSync(pos, SyncEvent::kNew);
@@ -215,7 +172,6 @@ template <bool kClasses, bool kLean>
   e.packets.store(e.packets.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   // R12: another L2 for this direction may classify otherwise.
   if (!(kClasses && l2_held) && learnDirection(c, ft.neighbours(), e.l2[ref.dir], m, frame, p) && kClasses)
-      [[unlikely]]
     e.idle_timeout.clearClassDir(ref.dir);
 
   // The first fragment of a datagram leaves a short-lived entry that carries
@@ -344,10 +300,12 @@ template <bool kClasses, bool kLean>
 // (it had cost returned packets 50 instructions when the return path held
 // more registers; inline now it saves 28 on an established packet and 9 on
 // a returned one, with 1,000 classes).
+// `late`: keyed by keyOrClassify, classified here (classifyByFlow).
 template <bool kLean>
-[[gnu::always_inline]] inline void forwardClasses(Ctx& c, rte_mbuf* m, const ParsedPacket& p,
-                                                  const FlowRef& ref, int32_t pos, uint32_t hint,
-                                                  bool l2_held) noexcept {
+[[gnu::always_inline]] inline void forwardClasses(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowRef& ref,
+                                                  int32_t pos, uint32_t hint, bool late) noexcept {
+  bool l2_held = false;
+  if (late && !classifyByFlow(c, m, p, ref, pos, hint, l2_held)) return;
   forward<true, kLean>(c, m, p, ref, pos, hint, l2_held);
 }
 
@@ -512,7 +470,7 @@ template <bool kClasses, bool kLean>
     ParsedPacket p;  // forward: the packet; return: its inner packet
     FlowRef ref;
     bool ret;        // returning from an appliance (ri is set)
-    bool late;       // with classes: keyed, classified in stage 3 (classifyByFlow)
+    bool late;       // with classes: keyed, classified in stage 3 (keyOrClassify)
     ReturnInfo ri;
   };
   // Raw storage: Fwd is an aggregate, so an implicit-lifetime type; each field is written before it is read.
@@ -628,14 +586,7 @@ template <bool kClasses, bool kLean>
       continue;
     }
     if constexpr (classes) {
-      // A whole packet under class_by_flow is keyed by the five-tuple under
-      // the one inspect listener: its flow's entry gives its class (stage 3).
-      f.late = snap->class_by_flow && !(p.icmp_error | p.is_fragment);
-      if (f.late) {
-        keyForFlowClass(f.ref, p, snap->class_flow_origin);
-      } else if (!classifyInspect(c, m, p, f.ref) && !classifyForward(c, m, p, f.ref)) {
-        continue;
-      }
+      if (!keyOrClassify(c, m, p, f.ref, f.late)) continue;
     } else {
       setRef(f.ref, p, stickiness, 0);
     }
@@ -676,11 +627,7 @@ template <bool kClasses, bool kLean>
   // Stage 3: route and encapsulate, or check and unwrap a return.
   for (uint16_t i = 0; i < nf; ++i) {
     if (fwd[i].ret) finishReturn(c, fwd[i].m, fwd[i].p, fwd[i].ref, fwd[i].ri, pos[i]);
-    else if constexpr (kClasses) {
-      bool l2_held = false;
-      if (fwd[i].late && !classifyByFlow(c, fwd[i].m, fwd[i].p, fwd[i].ref, pos[i], hints[i], l2_held)) continue;
-      forwardClasses<kLean>(c, fwd[i].m, fwd[i].p, fwd[i].ref, pos[i], hints[i], l2_held);
-    }
+    else if constexpr (kClasses) forwardClasses<kLean>(c, fwd[i].m, fwd[i].p, fwd[i].ref, pos[i], hints[i], fwd[i].late);
     else forward<false, kLean>(c, fwd[i].m, fwd[i].p, fwd[i].ref, pos[i], hints[i]);
   }
 
