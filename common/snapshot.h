@@ -259,8 +259,30 @@ struct Snapshot {
     uint8_t listener = 0;
     uint8_t inspect : 1 = 0;  // action inspect and its listener exists
     uint8_t stickiness : 7 = 0;
+    bool operator==(const ClassRoute&) const = default;
   };
   std::vector<ClassRoute> class_route;
+  // Classified once per flow (routeClasses): every inspect class goes to one
+  // listener keyed by the five-tuple, so a whole packet's key needs no class.
+  // Its flow's entry then gives its class while the entry's class marks
+  // (dp::IdleTimeout) hold class_gen for its direction and L2; other
+  // packets, and every packet otherwise, are classified one by one.
+  bool class_by_flow = false;
+  uint16_t class_flow_origin = 0;  // that listener, no class (dp::packOrigin)
+  // Changes (1..63, then 1 again) with every snapshot whose classes classify
+  // any packet otherwise than the previous one's (followClassGen): the
+  // entries' class marks of older generations no longer hold.
+  uint8_t class_gen = 1;
+  // class_gen after `prev` (the snapshot this one replaces; null: none):
+  // kept when the compiled classes and their routes are the same.
+  void followClassGen(const Snapshot* prev) {
+    if (!prev) return;
+    if (prev->classes.sameCompilation(classes) && prev->class_route == class_route &&
+        prev->class_slot == class_slot)
+      class_gen = prev->class_gen;
+    else
+      class_gen = uint8_t(prev->class_gen % 63 + 1);
+  }
   // A class's mirror (traffic_classes[].mirror): copies of its packets to one
   // appliance of `group`, picked by the flow's symmetric hash in the group's
   // Maglev table (so health, weights and draining apply as to any group).
@@ -298,6 +320,16 @@ struct Snapshot {
       if (r.inspect) r.stickiness = uint8_t(listeners[r.listener].stickiness) & 0x7F;
       r.origin = uint16_t((r.listener & 15) << 1 | ((r.slot + 1) & 0x7FF) << 5);  // dp::packOrigin
     }
+    class_by_flow = false;
+    int flow_listener = -1;
+    for (size_t i = 0; i < classes.size() && i < class_route.size(); ++i) {
+      if (!class_route[i].inspect) continue;
+      if (flow_listener < 0) flow_listener = class_route[i].listener;
+      class_by_flow = flow_listener == class_route[i].listener &&
+                      listeners[size_t(flow_listener)].stickiness == StickinessMode::kFiveTuple;
+      if (!class_by_flow) break;
+    }
+    class_flow_origin = class_by_flow ? uint16_t((flow_listener & 15) << 1) : 0;  // dp::packOrigin(0, l, kNoClass)
     slot_tag.clear();
     for (size_t i = 0; i < class_tag.size() && i < class_slot.size(); ++i) {
       if (!class_tag[i].set || class_slot[i] >= kMaxClasses) continue;

@@ -128,4 +128,30 @@ bool classifyForward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowRef& ref) n
   return false;
 }
 
+bool classifyAndMark(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowRef& ref, int32_t& pos,
+                     uint32_t& hint) noexcept {
+  const FlowKey key = ref.key;
+  const bool inspect = classifyInspect(c, m, p, ref);
+  if (!inspect && !classifyForward(c, m, p, ref)) return false;
+  FlowTable& ft = *c.dp.flows;
+  if (!(ref.key == key)) {  // another listener's entry (R11)
+    pos = ft.lookup(ref.key, ref.hash);
+    hint = FlowTable::kNoHint;
+    return true;
+  }
+  if (!inspect || pos < 0) return true;
+  // Concurrency rule R12 (docs/architecture.md "Flow entries: concurrency rules"):
+  // marked only for the class the entry holds and the L2 its direction holds,
+  // and unmarked again when that L2 changed while marking.
+  FlowEntry& e = ft.entry(pos);
+  if (!(e.route.load(std::memory_order_acquire) & kRouteSet) ||
+      originClass(e.origin.load(std::memory_order_relaxed)) != originClass(ref.origin))
+    return true;
+  const uint16_t l2 = e.l2[ref.dir].load(std::memory_order_seq_cst);
+  if (!sameL2(c, m, p, e, ref.dir)) return true;
+  e.idle_timeout.markClass(c.s.class_gen, ref.dir);
+  if (e.l2[ref.dir].load(std::memory_order_seq_cst) != l2) e.idle_timeout.clearClassDir(ref.dir);
+  return true;
+}
+
 }  // namespace gwlb::dp::burst

@@ -119,27 +119,60 @@ struct TickTime {
 };
 
 // An idle timeout in milliseconds (exact for every configured timeout, at
-// most 6000 s: 23 bits) in bits 0..30; 0 while the entry is being created
+// most 6000 s: 23 bits) in bits 0..22; 0 while the entry is being created
 // (R3). Bit 31, kOpenedBit: the flow's entry was created (or re-opened, a
 // reused 5-tuple) by its connection's opening TCP SYN (SYN without ACK), so
 // its appliance saw the connection start; the fleet's conflict rule prefers
 // such a copy (docs/fleet.md "Flow state sync"). Kept here, in a word
 // written with the creation fields, because the entry has no spare byte.
+// Bits 23..30, the class marks (with traffic classes): bits 23..28 the
+// class generation (Snapshot::class_gen) under which a packet of direction d
+// (bit 29 + d) arriving with the L2 in l2[d] classified as the flow's origin
+// class, so the next such packets take that class from the entry without
+// classifying (docs/architecture.md "Flow entries: concurrency rules", R12).
+// Every store() clears them; learning another L2 for a direction clears its bit.
 struct IdleTimeout {
   static constexpr uint32_t kOpenedBit = 1u << 31;
-  static constexpr uint32_t kMsMask = kOpenedBit - 1;
+  static constexpr uint32_t kMsMask = (1u << 23) - 1;
+  static constexpr int kClassGenShift = 23;
+  static constexpr uint32_t kClassGenMask = 0x3Fu << kClassGenShift;  // generations 1..63; 0: none
+  static constexpr uint32_t kClassDirBit = 1u << 29;                  // << d: direction d
+  static constexpr uint32_t kClassMarks = kClassGenMask | kClassDirBit | kClassDirBit << 1;
   std::atomic<uint32_t> ms{0};
+  // The marks of class generation `gen` (1..63) for direction `dir`.
+  static constexpr uint32_t classMark(uint8_t gen, uint8_t dir) noexcept {
+    return uint32_t(gen & 0x3F) << kClassGenShift | kClassDirBit << (dir & 1);
+  }
   // `opened` only with a nonzero timeout (R3: the word is 0 only while creating).
-  void store(uint64_t ns, std::memory_order o = std::memory_order_relaxed, bool opened = false) noexcept {
+  void store(uint64_t ns, std::memory_order o = std::memory_order_relaxed, bool opened = false,
+             uint32_t class_mark = 0) noexcept {
     uint64_t v = (ns + 999'999) / 1'000'000;
     uint32_t m = uint32_t(v > kMsMask ? kMsMask : v == 0 && ns ? 1 : v);
-    ms.store(m | uint32_t(opened) << 31, o);
+    ms.store(m | uint32_t(opened) << 31 | (class_mark & kClassMarks), o);
   }
   uint64_t ns(std::memory_order o = std::memory_order_relaxed) const noexcept {
     return uint64_t(ms.load(o) & kMsMask) * 1'000'000;
   }
   bool opened(std::memory_order o = std::memory_order_relaxed) const noexcept {
     return (ms.load(o) & kOpenedBit) != 0;
+  }
+  // True when direction `dir`'s packets took the origin class under generation `gen` (R12).
+  bool classMarked(uint8_t gen, uint8_t dir) const noexcept {
+    const uint32_t want = classMark(gen, dir);
+    return (ms.load(std::memory_order_acquire) & (kClassGenMask | want)) == want;
+  }
+  // Worker (R12): marks direction `dir` under generation `gen` (a mark of
+  // another generation is dropped); one CAS, not retried (a lost race
+  // leaves the next packet to classify and mark again).
+  void markClass(uint8_t gen, uint8_t dir) noexcept {
+    uint32_t w = ms.load(std::memory_order_relaxed);
+    if ((w & kMsMask) == 0) return;  // being created (R3)
+    const uint32_t keep = (w & kClassGenMask) == (classMark(gen, dir) & kClassGenMask) ? w : w & ~kClassMarks;
+    ms.compare_exchange_strong(w, keep | classMark(gen, dir), std::memory_order_seq_cst);
+  }
+  // Worker (R12): direction `dir` learned another L2: its mark no longer holds.
+  void clearClassDir(uint8_t dir) noexcept {
+    ms.fetch_and(~(kClassDirBit << (dir & 1)), std::memory_order_seq_cst);
   }
   // Ticks (rounded up) an entry must have been idle for, strictly more, to expire.
   uint32_t ticks(std::memory_order o = std::memory_order_relaxed) const noexcept {

@@ -25,48 +25,12 @@ using namespace burst;
 
 namespace {
 
-// Records where this direction's packets come from: the first packet's L2,
-// then any change (a router failover, a neighbour's new MAC or port), so
-// returns follow the neighbour that sends now. Unchanged L2 costs one index
-// load and two compares with the interned neighbour. A neighbour that cannot
-// be recorded (its port holds NeighbourTable::kPortLimit, or no free slot
-// near its home) leaves the direction's L2 as it was, and is counted.
-// Concurrency rule R2 (docs/architecture.md "Flow entries: concurrency rules"):
-// the neighbour is interned (immutable once ready), then its index stored with release.
-[[gnu::always_inline]] inline void learnDirection(Ctx& c, NeighbourTable& nt, std::atomic<uint16_t>& slot,
-                           const rte_mbuf* m, const uint8_t* frame, const ParsedPacket& p) noexcept {
-  uint64_t peer, self;
-  if (p.has_vlan ? !NeighbourTable::pack(frame, m->port, p.vlan_tpid, p.vlan_tci, peer, self)
-                 : !NeighbourTable::packUntagged(frame, m->port, peer, self))
-    return;
-  uint16_t cur = slot.load(std::memory_order_acquire);
-  if (nt.holds(cur, peer, self)) [[likely]]
-    return;
-  // A burst's new flows mostly come from one neighbour: the L2 this burst
-  // interned last is reused while its slot is ready, without a probe.
-  uint16_t idx = c.l2_idx;
-  if (peer != c.l2_peer || self != c.l2_self || !nt.ready(idx)) {
-    NeighbourTable::Refusal why;
-    idx = nt.intern(peer, self, why);
-    if (idx == 0) [[unlikely]] {
-      c.w.counters.inc(why == NeighbourTable::Refusal::kPortLimit ? Counter::neighbour_port_limit
-                                                                  : Counter::neighbour_table_full);
-      return;
-    }
-    c.l2_peer = peer;
-    c.l2_self = self;
-    c.l2_idx = idx;
-  }
-  slot.store(idx, std::memory_order_release);
-  if (cur != 0) c.w.counters.inc(Counter::return_l2_changed);
-}
-
 // Installs a route in a fresh entry (first writer wins) and returns the route in force.
 // Concurrency rule R1 (docs/architecture.md "Flow entries: concurrency rules"):
 // every creator writes flow_hash and last_seen, the CAS winner the creation fields.
 inline uint64_t ensureRoute(FlowEntry& e, uint16_t server, uint32_t cookie, uint32_t flow_hash,
                             uint64_t idle_ns, uint64_t now, uint16_t origin, bool& created,
-                            bool opened = false) noexcept {
+                            bool opened = false, uint32_t class_mark = 0) noexcept {
   uint64_t r = e.route.load(std::memory_order_acquire);
   if (r & kRouteSet) return r;
   e.flow_hash.store(flow_hash, std::memory_order_relaxed);
@@ -75,7 +39,7 @@ inline uint64_t ensureRoute(FlowEntry& e, uint16_t server, uint32_t cookie, uint
   if (e.route.compare_exchange_strong(r, want, std::memory_order_acq_rel)) {
     e.created.store(now);
     e.origin.store(origin, std::memory_order_relaxed);
-    e.idle_timeout.store(idle_ns, std::memory_order_release, opened);
+    e.idle_timeout.store(idle_ns, std::memory_order_release, opened, class_mark);
     created = true;
     return want;
   }
@@ -94,9 +58,11 @@ inline uint64_t ensureRoute(FlowEntry& e, uint16_t server, uint32_t cookie, uint
 // Inline in runBurst<false>'s stage 3 (a call per packet cost 16
 // instructions; a profile shows its lines as runBurst's); with traffic
 // classes, forwardClasses below.
+// l2_held: with classes, classifyByFlow found the packet's L2 held by its
+// direction (R12), so there is nothing to learn.
 template <bool kClasses, bool kLean>
 [[gnu::always_inline]] inline void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref0, int32_t pos,
-             uint32_t hint) noexcept {
+             uint32_t hint, bool l2_held = false) noexcept {
   const Snapshot& s = c.s;
   FlowTable& ft = *c.dp.flows;
   uint8_t* frame = rte_pktmbuf_mtod(m, uint8_t*);
@@ -160,7 +126,7 @@ template <bool kClasses, bool kLean>
     ep = &ft.entry(pos);
     route = ensureRoute(*ep, server, flowCookie(ref.hash, appliance), ref.hash, idle,
                         c.now, kClasses ? uint16_t((ref.origin & ~1u) | (ref.dir & 1)) : packOrigin(ref.dir, 0, kNoClass),
-                        created, opensConnection(frame, p));
+                        created, opensConnection(frame, p), kClasses ? creationClassMark(s, p, ref) : 0);
     if (created) {
       c.w.counters.inc(Counter::flows_created);
       if (!ref.fragment_key) c.noteSync(pos, SyncEvent::kNew);
@@ -204,7 +170,9 @@ template <bool kClasses, bool kLean>
     reopenIfStale(c, e, pos);
   e.last_seen.store(c.now);
   e.packets.store(e.packets.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  learnDirection(c, ft.neighbours(), e.l2[ref.dir], m, frame, p);
+  // R12: another L2 for this direction may classify otherwise.
+  if (!(kClasses && l2_held) && learnDirection(c, ft.neighbours(), e.l2[ref.dir], m, frame, p) && kClasses)
+    e.idle_timeout.clearClassDir(ref.dir);
 
   // The first fragment of a datagram leaves a short-lived entry that carries
   // the flow's route to the fragments without ports (with traffic classes
@@ -332,10 +300,13 @@ template <bool kClasses, bool kLean>
 // (it had cost returned packets 50 instructions when the return path held
 // more registers; inline now it saves 28 on an established packet and 9 on
 // a returned one, with 1,000 classes).
+// `late`: keyed by keyOrClassify, classified here (classifyByFlow).
 template <bool kLean>
-[[gnu::always_inline]] inline void forwardClasses(Ctx& c, rte_mbuf* m, const ParsedPacket& p,
-                                                  const FlowRef& ref, int32_t pos, uint32_t hint) noexcept {
-  forward<true, kLean>(c, m, p, ref, pos, hint);
+[[gnu::always_inline]] inline void forwardClasses(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowRef& ref,
+                                                  int32_t pos, uint32_t hint, bool late) noexcept {
+  bool l2_held = false;
+  if (late && !classifyByFlow(c, m, p, ref, pos, hint, l2_held)) return;
+  forward<true, kLean>(c, m, p, ref, pos, hint, l2_held);
 }
 
 // Return path, stage 1: checks the outer packet and its Geneve header and
@@ -499,6 +470,7 @@ template <bool kClasses, bool kLean>
     ParsedPacket p;  // forward: the packet; return: its inner packet
     FlowRef ref;
     bool ret;        // returning from an appliance (ri is set)
+    bool late;       // with classes: keyed, classified in stage 3 (keyOrClassify)
     ReturnInfo ri;
   };
   // Raw storage: Fwd is an aggregate, so an implicit-lifetime type; each field is written before it is read.
@@ -616,7 +588,7 @@ template <bool kClasses, bool kLean>
       continue;
     }
     if constexpr (classes) {
-      if (!classifyInspect(c, m, p, f.ref) && !classifyForward(c, m, p, f.ref)) continue;
+      if (!keyOrClassify(c, m, p, f.ref, f.late)) continue;
     } else {
       setRef(f.ref, p, stickiness, 0);
     }
@@ -657,7 +629,7 @@ template <bool kClasses, bool kLean>
   // Stage 3: route and encapsulate, or check and unwrap a return.
   for (uint16_t i = 0; i < nf; ++i) {
     if (fwd[i].ret) finishReturn(c, fwd[i].m, fwd[i].p, fwd[i].ref, fwd[i].ri, pos[i]);
-    else if constexpr (kClasses) forwardClasses<kLean>(c, fwd[i].m, fwd[i].p, fwd[i].ref, pos[i], hints[i]);
+    else if constexpr (kClasses) forwardClasses<kLean>(c, fwd[i].m, fwd[i].p, fwd[i].ref, pos[i], hints[i], fwd[i].late);
     else forward<false, kLean>(c, fwd[i].m, fwd[i].p, fwd[i].ref, pos[i], hints[i]);
   }
 

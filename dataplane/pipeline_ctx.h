@@ -176,6 +176,113 @@ inline constexpr uint8_t kFragmentListener = 0;
   return true;
 }
 
+// A frame's L2 as NeighbourTable packs it (its port and VLAN with it).
+[[gnu::always_inline]] inline bool packL2(const rte_mbuf* m, const uint8_t* frame, const ParsedPacket& p,
+                                          uint64_t& peer, uint64_t& self) noexcept {
+  return p.has_vlan ? NeighbourTable::pack(frame, m->port, p.vlan_tpid, p.vlan_tci, peer, self)
+                    : NeighbourTable::packUntagged(frame, m->port, peer, self);
+}
+
+// Records where this direction's packets come from: the first packet's L2,
+// then any change (a router failover, a neighbour's new MAC or port), so
+// returns follow the neighbour that sends now. Unchanged L2 costs one index
+// load and two compares with the interned neighbour. A neighbour that cannot
+// be recorded (its port holds NeighbourTable::kPortLimit, or no free slot
+// near its home) leaves the direction's L2 as it was, and is counted.
+// Concurrency rule R2 (docs/architecture.md "Flow entries: concurrency rules"):
+// the neighbour is interned (immutable once ready), then its index stored with release.
+// True when it replaced an L2 learned before.
+[[gnu::always_inline]] inline bool learnDirection(Ctx& c, NeighbourTable& nt, std::atomic<uint16_t>& slot,
+                           const rte_mbuf* m, const uint8_t* frame, const ParsedPacket& p) noexcept {
+  uint64_t peer, self;
+  if (!packL2(m, frame, p, peer, self)) return false;
+  uint16_t cur = slot.load(std::memory_order_acquire);
+  if (nt.holds(cur, peer, self)) [[likely]]
+    return false;
+  // A burst's new flows mostly come from one neighbour: the L2 this burst
+  // interned last is reused while its slot is ready, without a probe.
+  uint16_t idx = c.l2_idx;
+  if (peer != c.l2_peer || self != c.l2_self || !nt.ready(idx)) {
+    NeighbourTable::Refusal why;
+    idx = nt.intern(peer, self, why);
+    if (idx == 0) [[unlikely]] {
+      c.w.counters.inc(why == NeighbourTable::Refusal::kPortLimit ? Counter::neighbour_port_limit
+                                                                  : Counter::neighbour_table_full);
+      return false;
+    }
+    c.l2_peer = peer;
+    c.l2_self = self;
+    c.l2_idx = idx;
+  }
+  slot.store(idx, std::memory_order_release);
+  if (cur != 0) c.w.counters.inc(Counter::return_l2_changed);
+  return cur != 0;
+}
+
+// Snapshot::class_by_flow, stage 1: a whole packet keyed by the five-tuple
+// under the one listener inspect classes go to (`origin`: class_flow_origin),
+// its class left to stage 3 (classifyByFlow).
+[[gnu::always_inline]] inline void keyForFlowClass(FlowRef& ref, const ParsedPacket& p, uint16_t origin) noexcept {
+  if (p.tuple.src.family == 4) [[likely]] {
+    ref.hash = makeFlowKeyV4(p.tuple, StickinessMode::kFiveTuple, originListener(origin), ref.key, ref.dir);
+    ref.fragment_key = false;
+  } else {
+    ref = refFor(p, StickinessMode::kFiveTuple, originListener(origin));
+  }
+  ref.origin = origin;
+}
+
+// Concurrency rule R12 (docs/architecture.md "Flow entries: concurrency rules"):
+// whether the packet's L2 (port and VLAN with it) is the one its direction's
+// class mark was made with.
+[[gnu::always_inline]] inline bool sameL2(const Ctx& c, const rte_mbuf* m, const ParsedPacket& p,
+                                          const FlowEntry& e, uint8_t dir) noexcept {
+  uint64_t peer, self;
+  if (!packL2(m, rte_pktmbuf_mtod(m, const uint8_t*), p, peer, self)) return false;
+  return c.dp.flows->neighbours().holds(e.l2[dir].load(std::memory_order_seq_cst), peer, self);
+}
+
+// classifyByFlow's packets whose entry does not give their class (a new flow,
+// another generation of classes, another L2): classified as one by one
+// (classifyInspect, classifyForward), `pos` and `hint` looked up again when
+// that keyed it otherwise, and the entry marked when the class is its own.
+// False when the packet was handled (bypassed, dropped). Out of line (classify.cc).
+bool classifyAndMark(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowRef& ref, int32_t& pos,
+                     uint32_t& hint) noexcept;
+
+// Snapshot::class_by_flow, stage 3: a packet keyed by keyForFlowClass takes
+// its class from its flow's entry when the entry's class mark holds for its
+// direction, the snapshot's class generation and its L2 (R12): no
+// classification; else classifyAndMark. `l2_held`: set when the packet's
+// L2 is the one its direction holds (nothing for forward() to learn).
+[[gnu::always_inline]] inline bool classifyByFlow(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowRef& ref,
+                                                  int32_t& pos, uint32_t& hint, bool& l2_held) noexcept {
+  if (pos >= 0) [[likely]] {
+    const FlowEntry& e = c.dp.flows->entry(pos);
+    if (e.idle_timeout.classMarked(c.s.class_gen, ref.dir)) [[likely]] {
+      const uint16_t o = e.origin.load(std::memory_order_relaxed);
+      const uint16_t slot = originClass(o);
+      if (slot < kMaxClasses && sameL2(c, m, p, e, ref.dir)) [[likely]] {
+        c.w.countClass(slot, m->pkt_len);
+        ref.origin = uint16_t(o & ~1u);
+        l2_held = true;
+        return true;
+      }
+    }
+  }
+  return classifyAndMark(c, m, p, ref, pos, hint);
+}
+
+// The class marks a new flow's entry is created with (R12): those of its
+// creating packet's direction when that whole packet was classified as the
+// class the entry records, under Snapshot::class_by_flow; else none.
+[[gnu::always_inline]] inline uint32_t creationClassMark(const Snapshot& s, const ParsedPacket& p,
+                                                         const FlowRef& ref) noexcept {
+  return s.class_by_flow && !p.is_fragment && !p.icmp_error && originClass(ref.origin) < kMaxClasses
+             ? IdleTimeout::classMark(s.class_gen, ref.dir)
+             : 0;
+}
+
 // Mirror groups and tags (dataplane/mirror.cc), out of line: only packets
 // on a snapshot with a mirrored or tagged class (slot_mirror or slot_tag not empty) call them.
 // mirrorCopy: sends a copy of `m` (parsed `p`, unchanged so far) to one
@@ -212,6 +319,16 @@ bool classifyForward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowRef& ref) n
 // is not another listener's flow because it joins the same two hosts).
 int32_t findAnyListener(Ctx& c, const ParsedPacket& p, FlowRef& ref,
                         StickinessMode coarsest = StickinessMode::kTwoTuple) noexcept;
+
+// Stage 1 with classes: a whole packet under Snapshot::class_by_flow is
+// keyed (keyForFlowClass) and `late` set: its flow's entry gives its class in
+// stage 3; any other packet is classified now. False when it was handled here.
+[[gnu::always_inline]] inline bool keyOrClassify(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowRef& ref,
+                                                 bool& late) noexcept {
+  late = c.s.class_by_flow && !(p.icmp_error | p.is_fragment);
+  if (late) return keyForFlowClass(ref, p, c.s.class_flow_origin), true;
+  return classifyInspect(c, m, p, ref) || classifyForward(c, m, p, ref);
+}
 
 // What stage 1 keeps of a returned packet for stage 3 (the flow's check and
 // the unwrap), beside its inner packet and key.

@@ -133,6 +133,7 @@ void Engine::build(const std::string& why, uint64_t now) {
   for (const TrafficClassConfig& tc : config().traffic_classes) class_names.push_back(tc.name);
   s->class_slot = class_slots_.assign(class_names, in_.class_counts);
   s->routeClasses();
+  s->followClassGen(dp_.snapshot.load(std::memory_order_acquire));
   if (hooks_.built) hooks_.built(*s);
   Decision d;
   d.kind = Decision::Kind::kSnapshot;

@@ -122,6 +122,7 @@ void Harness::republish(const ctl::HealthMap& health, const ctl::ServerLifecycle
                         const ctl::RegionTracker* regions) {
   auto next = ctl::buildSnapshot(cfg_, reg_, {}, snap_->generation + 1, health, life, regions,
                                  &devices_);
+  next->followClassGen(snap_.get());  // as ctl::Engine::build does
   dp_.snapshot.store(next.get(), std::memory_order_release);
   old_snaps_.push_back(std::move(snap_));
   snap_ = std::move(next);

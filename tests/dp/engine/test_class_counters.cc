@@ -110,6 +110,64 @@ TEST_F(ClassCounters, EachClassRouteMatchesItsSlotAndOrigin) {
   check();
 }
 
+// A flow's packets take their class from its entry once classified
+// (Snapshot::class_by_flow): a reload that changes what the flow's packets
+// match must count them to the class they match now, not the one the
+// entry was marked with (the class generation, IdleTimeout's class marks).
+TEST_F(ClassCounters, AnEstablishedFlowCountsToTheClassItMatchesAfterAReload) {
+  for (int i = 0; i < 3; ++i) sendTcp(40000);
+  ASSERT_TRUE(h_.dataplane().snapshot.load()->class_by_flow);
+  EXPECT_EQ(packets("web"), 3u);
+  // The same flow now fits "other": its entry (and appliance) stays, its
+  // packets count to "other".
+  ctl::TrafficClassConfig other = cls("other", kProtoTcp);
+  other.match.l4_ports = {{40000, 40000}};
+  reload({other, cls("web", kProtoTcp), cls("dns", kProtoUdp), cls("rest", 0)});
+  for (int i = 0; i < 3; ++i) sendTcp(40000);
+  EXPECT_EQ(packets("other"), 3u);
+  EXPECT_EQ(packets("web"), 3u);
+  // And back: "other" gone, "web" counts again.
+  reload({cls("web", kProtoTcp), cls("dns", kProtoUdp), cls("rest", 0)});
+  for (int i = 0; i < 2; ++i) sendTcp(40000);
+  EXPECT_EQ(packets("web"), 5u);
+  // A reload that leaves the classes as they are keeps the entries' marks.
+  const uint8_t gen = h_.dataplane().snapshot.load()->class_gen;
+  reload({cls("web", kProtoTcp), cls("dns", kProtoUdp), cls("rest", 0)});
+  EXPECT_EQ(h_.dataplane().snapshot.load()->class_gen, gen);
+  sendTcp(40000);
+  EXPECT_EQ(packets("web"), 6u);
+}
+
+// A flow's two directions on two VLANs that two classes take apart (both
+// inspected by the one listener): every packet counts to the class its own
+// VLAN fits, the entry's class mark holding per direction and L2.
+TEST_F(ClassCounters, EachDirectionCountsToTheClassItsVlanFits) {
+  ctl::TrafficClassConfig out = cls("out", 0), back = cls("back", 0);
+  out.match.vlans = {100};
+  back.match.vlans = {200};
+  reload({out, back, cls("rest", 0)});
+  ASSERT_TRUE(h_.dataplane().snapshot.load()->class_by_flow);
+  const Net& n = net();
+  for (int i = 0; i < 3; ++i) {
+    Result f = h_.send(Frame{n.fromVlan(100), kEthIpv4, ipv4(n.client4, n.server4, kProtoTcp, tcp(n.client4, n.server4, 40000, 443)), kPortVlan});
+    EXPECT_EQ(f.verdict, Verdict::kAppliance) << describe(f);
+    h_.quiescent();
+    Result r = h_.send(Frame{n.fromVlan(200), kEthIpv4, ipv4(n.server4, n.client4, kProtoTcp, tcp(n.server4, n.client4, 443, 40000)), kPortVlan});
+    EXPECT_EQ(r.verdict, Verdict::kAppliance) << describe(r);
+    h_.quiescent();
+  }
+  // The router moves the flow's first direction to VLAN 200: its packets
+  // now count to "back".
+  for (int i = 0; i < 2; ++i) {
+    Result f = h_.send(Frame{n.fromVlan(200), kEthIpv4, ipv4(n.client4, n.server4, kProtoTcp, tcp(n.client4, n.server4, 40000, 443)), kPortVlan});
+    EXPECT_EQ(f.verdict, Verdict::kAppliance) << describe(f);
+    h_.quiescent();
+  }
+  EXPECT_EQ(packets("out"), 3u);
+  EXPECT_EQ(packets("back"), 5u);
+  EXPECT_EQ(packets("rest"), 0u);
+}
+
 TEST_F(ClassCounters, ARenamedClassStartsFromZero) {
   for (uint16_t i = 0; i < 3; ++i) sendUdp(uint16_t(50000 + i));
   EXPECT_EQ(packets("dns"), 3u);
