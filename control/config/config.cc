@@ -1,6 +1,6 @@
 // gwlbd configuration: names of the enums, error formatting, listen
 // addresses and the flow hash key. The loader is config_parse.cc, the key
-// table config_schema.cc, validation config_validate.cc (per key) and
+// table config_schema*.cc, validation config_validate.cc (per key) and
 // config_cross.cc (between keys), the reload diff and the generated doc
 // config_reload.cc. See docs/config.md.
 

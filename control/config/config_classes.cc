@@ -1,7 +1,7 @@
 // Traffic classes on the config side: how the items of
 // traffic_classes[].match are read and checked and the rules between classes
 // and listeners; the warnings are in config_class_warnings.cc. The keys
-// themselves are in config_schema.cc.
+// themselves are in config_schema_listeners.cc.
 #include <algorithm>
 #include <cctype>
 #include <functional>

@@ -8,7 +8,8 @@
 // (traffic classes: config_classes.cc).
 //
 // Adding a key: add the member (with its default) to the struct in config.h
-// and one Key to its section in config_schema.cc; then a bad-value case in
+// and one Key to its section in config_schema*.cc (config_schema_parts.h
+// lists the parts); then a bad-value case in
 // tests/unit/config/test_config.cc and `gen-config-doc docs/config.md`.
 #pragma once
 
