@@ -31,16 +31,16 @@ inline ctl::Config benchConfig(uint16_t underlay_port, ctl::FailoverMode mode, i
   // Port 0 faces the routers and takes in frames to 02:00:00:00:00:a1 (the
   // destination of benchUdpFrame and the benches' own frame templates).
   cfg.node.ports.push_back({0, PortRole::kRouter, MacAddr::parse("02:00:00:00:00:a1")});
-  ctl::ServerGroupConfig g;
+  ctl::ApplianceGroupConfig g;
   g.name = "inspection";
   g.geneve.vni = 0x123456;
   g.geneve.endpoint_id = 0x0A0B0C0D01020304ULL;
   g.geneve.attachment_id = 0x1122334455667788ULL;
   g.failover_mode = mode;
   for (int i = 0; i < appliances; ++i) {
-    ctl::ServerConfig s;
+    ctl::ApplianceConfig s;
     s.address = benchAppliance(i);
-    g.servers.push_back(s);
+    g.appliances.push_back(s);
   }
   cfg.server_groups.push_back(g);
   return cfg;

@@ -102,7 +102,7 @@ void writeFlow(uint8_t* d, const uint8_t* tmpl, uint32_t i) {
 int run(const Options& o) {
   ctl::Config cfg = benchConfig(3, ctl::FailoverMode::kNoRebalance);
   cfg.server_groups[0].other_idle_timeout_s = kIdleS;
-  ctl::ServerRegistry reg;
+  ctl::ApplianceRegistry reg;
   ctl::HealthMap h = benchAllHealthy();
   std::unique_ptr<dp::Snapshot> snap = ctl::buildSnapshot(cfg, reg, {}, 1, h);
 

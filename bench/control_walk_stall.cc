@@ -230,7 +230,7 @@ int main(int argc, char** argv) {
       change.async_wait([&](const boost::system::error_code& ec) {
         if (ec) return;
         ctl::Config next = engine.config();
-        next.server_groups[0].servers.pop_back();
+        next.server_groups[0].appliances.pop_back();
         engine.applyConfig(next, "removed", clock(), true);
         change.expires_after(std::chrono::seconds(1));
         change.async_wait([&](const boost::system::error_code& ec2) {

@@ -47,7 +47,7 @@ std::string serverName(size_t i) {
          std::to_string(i % 256);
 }
 
-std::vector<MaglevBackend> servers(size_t n, bool spread) {
+std::vector<MaglevBackend> appliances(size_t n, bool spread) {
   std::vector<MaglevBackend> v;
   for (size_t i = 0; i < n; ++i)
     v.push_back({serverName(i), spread ? uint32_t(1 + (37 * i) % 100) : 1u});
@@ -99,10 +99,10 @@ std::vector<Removal> removals(const std::vector<MaglevBackend>& full, uint32_t m
   return out;
 }
 
-int run(size_t n_servers, const std::vector<uint32_t>& sizes, unsigned rounds) {
+int run(size_t n_appliances, const std::vector<uint32_t>& sizes, unsigned rounds) {
   std::vector<BuildCase> cases;
   for (uint32_t m : sizes)
-    for (bool spread : {false, true}) cases.push_back({m, spread, servers(n_servers, spread), {}});
+    for (bool spread : {false, true}) cases.push_back({m, spread, appliances(n_appliances, spread), {}});
   // Warm-up: allocator, page faults, caches.
   for (unsigned r = 0; r < 3; ++r)
     for (auto& c : cases) (void)buildMaglevTable(c.backends, c.size);
@@ -111,13 +111,13 @@ int run(size_t n_servers, const std::vector<uint32_t>& sizes, unsigned rounds) {
       auto t0 = std::chrono::steady_clock::now();
       auto t = buildMaglevTable(c.backends, c.size);
       auto t1 = std::chrono::steady_clock::now();
-      if (t.size() != c.size || t[0] >= n_servers) die("unexpected table");
+      if (t.size() != c.size || t[0] >= n_appliances) die("unexpected table");
       c.ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
     }
 
-  std::printf("maglev_bench: %zu servers, %u timed rounds (each case once per round)\n", n_servers,
+  std::printf("maglev_bench: %zu servers, %u timed rounds (each case once per round)\n", n_appliances,
               rounds);
-  std::string j = "{\"servers\":" + std::to_string(n_servers) + ",\"rounds\":" +
+  std::string j = "{\"servers\":" + std::to_string(n_appliances) + ",\"rounds\":" +
                   std::to_string(rounds) + ",\"build\":[";
   for (size_t i = 0; i < cases.size(); ++i) {
     const auto& c = cases[i];

@@ -1,5 +1,5 @@
 // Benchmark (never pass/fail): what the lazy move check (issue 5) costs on the
-// fast path. dp::processBurst looks at its flow's appliance (ServerView::move)
+// fast path. dp::processBurst looks at its flow's appliance (ApplianceSlot::move)
 // on every packet of an existing flow and moves the flow when it is set.
 //
 // This binary holds three copies of dataplane/pipeline.cc: the normal one
@@ -214,8 +214,8 @@ class Bench {
     h[shedIp()] = HealthState::kUnhealthy;
     shedding_ = ctl::buildSnapshot(cfg_, reg_, {}, 2, h);
     uint16_t id = reg_.find(shedIp());
-    if (id >= shedding_->servers.size() ||
-        shedding_->servers[id].move_reason != dp::MoveReason::kUnhealthy)
+    if (id >= shedding_->appliances.size() ||
+        shedding_->appliances[id].move_reason != dp::MoveReason::kUnhealthy)
       die("the shedding snapshot does not shed");
   }
 
@@ -227,7 +227,7 @@ class Bench {
   std::vector<uint8_t> frames_;
   std::vector<uint32_t> all_;
   ctl::Config cfg_;
-  ctl::ServerRegistry reg_;
+  ctl::ApplianceRegistry reg_;
   std::unique_ptr<dp::Snapshot> healthy_, shedding_;
   std::unique_ptr<dp::FlowTable> table_;
   unsigned tables_ = 0;

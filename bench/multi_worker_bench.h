@@ -447,7 +447,7 @@ class Bench {
   std::unique_ptr<dp::FlowTable> table_;
   dp::Dataplane dp_;
   ctl::Config cfg_;
-  ctl::ServerRegistry reg_;
+  ctl::ApplianceRegistry reg_;
   ctl::MaglevCache maglev_;
   uint64_t generation_ = 0;
   Worker w_[2];

@@ -373,20 +373,20 @@ class Bench {
     cfg_ = benchConfig(3, ctl::FailoverMode::kNoRebalance);
     cfg_.traffic_classes = benchClasses(o_.classes);
     if (o_.mirror) {  // one tool in a group of its own
-      ctl::ServerGroupConfig g;
+      ctl::ApplianceGroupConfig g;
       g.name = "tools";
       g.geneve.vni = 0x77;
-      ctl::ServerConfig t;
+      ctl::ApplianceConfig t;
       t.address = benchAppliance(7);
-      g.servers.push_back(t);
+      g.appliances.push_back(t);
       cfg_.server_groups.push_back(g);
       cfg_.traffic_classes.back().mirror.group = "tools";
     }
     if (o_.tag) cfg_.traffic_classes.back().tag = "42";
     if (o_.ipv6_underlay) {  // the same three appliances at IPv6 addresses
       cfg_.node.underlay_ipv6 = IpAddr::parse("2001:db8:f::1");
-      for (size_t i = 0; i < cfg_.server_groups[0].servers.size(); ++i)
-        cfg_.server_groups[0].servers[i].address = *IpAddr::parse("2001:db8:f::" + std::to_string(11 + i));
+      for (size_t i = 0; i < cfg_.server_groups[0].appliances.size(); ++i)
+        cfg_.server_groups[0].appliances[i].address = *IpAddr::parse("2001:db8:f::" + std::to_string(11 + i));
     }
     if (o_.vxlan) cfg_.server_groups[0].encapsulation = ctl::Encapsulation::kVxlan;
     if (o_.geneve_ethernet) cfg_.server_groups[0].geneve.format = ctl::GeneveFormat::kEthernet;
@@ -401,7 +401,7 @@ class Bench {
   uint16_t port_ = 0;
   rte_rcu_qsbr* qsbr_ = nullptr;
   ctl::Config cfg_;
-  ctl::ServerRegistry reg_;
+  ctl::ApplianceRegistry reg_;
   std::unique_ptr<dp::Snapshot> snap_;
   std::unique_ptr<dp::FlowTable> table_;
   unsigned tables_ = 0;

@@ -85,7 +85,7 @@ std::unique_ptr<Checker> makeChecker(boost::asio::io_context& io, uint64_t& repo
 Result runOne(const Options& o, const std::string& proto, bench::ProbeTargets& ls) {
   ls.setHttp(proto == "http");
   Config cfg;
-  ServerGroupConfig g;
+  ApplianceGroupConfig g;
   g.name = "fleet";
   HealthCheckConfig& h = g.health_check;
   h.configured = true;
@@ -96,9 +96,9 @@ Result runOne(const Options& o, const std::string& proto, bench::ProbeTargets& l
   h.healthy_threshold = 2;
   h.unhealthy_threshold = 2;
   for (size_t i = 0; i < o.targets; ++i) {
-    ServerConfig s;
+    ApplianceConfig s;
     s.address = IpAddr::v4(0x7f000001u + uint32_t(i));  // 127.0.0.1 onwards
-    g.servers.push_back(s);
+    g.appliances.push_back(s);
   }
   cfg.server_groups.push_back(g);
 
@@ -122,7 +122,7 @@ Result runOne(const Options& o, const std::string& proto, bench::ProbeTargets& l
   r.preempted = c1.involuntary - c0.involuntary;
   r.load_after = loadAvg();
   r.reports = reports;
-  for (const ServerConfig& s : cfg.server_groups[0].servers) {
+  for (const ApplianceConfig& s : cfg.server_groups[0].appliances) {
     const HealthTracker* t = hc->tracker(applianceKey(s.address));
     if (!t) continue;
     r.completed += t->latency().count;

@@ -501,7 +501,7 @@ class Bench {
   bool sched_ok_ = false;
   unsigned worker_lcore_ = 0;
   ctl::Config cfg_;
-  ctl::ServerRegistry reg_;
+  ctl::ApplianceRegistry reg_;
   ctl::MaglevCache maglev_;
   uint64_t generation_ = 0;
   std::vector<uint8_t> frames_;

@@ -16,7 +16,7 @@
 #include "cli/memory_check.h"
 #include "cli/probe_cmd.h"
 #include "cli/render.h"
-#include "cli/server_rates.h"
+#include "cli/appliance_rates.h"
 #include "cli/validate.h"
 #include "control/config/config.h"
 #include "control/health/probe_path.h"
@@ -176,7 +176,7 @@ int runStats(const Invocation& inv, const Request& req, ControlClient& client, F
 
 // servers --watch: the table of rates, every SECONDS, from the last two
 // samples (their wall-clock distance, not the nominal interval).
-int runServersWatch(const Invocation& inv, const Request& req, ControlClient& client, FILE* out,
+int runAppliancesWatch(const Invocation& inv, const Request& req, ControlClient& client, FILE* out,
                     FILE* err) {
   Reply prev = client.call(req.method, req.params);
   if (!prev.ok) return failed(inv, prev, out, err);
@@ -190,13 +190,13 @@ int runServersWatch(const Invocation& inv, const Request& req, ControlClient& cl
     Reply cur = client.call(req.method, req.params);
     if (!cur.ok) return failed(inv, cur, out, err);
     const double at = wallNow(), dt = at - prev_at;
-    Json rates = serverRates(cur.result, prev.result, dt);
+    Json rates = applianceRates(cur.result, prev.result, dt);
     if (inv.json) {
       put(out, Json{{"interval_s", dt}, {"rates", rates}, {"servers", cur.result}}.dump() + "\n");
     } else {
       if (tty) put(out, "\033[H\033[2J");
       else if (i > 0) put(out, "\n");
-      put(out, renderServerRates(cur.result, rates, dt, at));
+      put(out, renderApplianceRates(cur.result, rates, dt, at));
     }
     std::fflush(out);
     prev = std::move(cur);
@@ -256,20 +256,20 @@ int configCheck(const std::string& file, bool json, FILE* out, FILE* err) {
     for (const auto& x : warnings) w.push_back({{"path", x.path}, {"message", x.message}});
     Json j = {{"file", file}, {"valid", ok}, {"errors", e}, {"warnings", w}};
     if (ok) {
-      size_t servers = 0;
-      for (const auto& g : cfg.server_groups) servers += g.servers.size();
+      size_t appliances = 0;
+      for (const auto& g : cfg.server_groups) appliances += g.appliances.size();
       j["server_groups"] = cfg.server_groups.size();
-      j["servers"] = servers;
+      j["servers"] = appliances;
     }
     putJson(out, j);
     return ok ? kExitOk : kExitError;
   }
   if (ok) {
-    size_t servers = 0;
-    for (const auto& g : cfg.server_groups) servers += g.servers.size();
+    size_t appliances = 0;
+    for (const auto& g : cfg.server_groups) appliances += g.appliances.size();
     put(out, file + ": valid (" + std::to_string(cfg.server_groups.size()) + " server group" +
-                 (cfg.server_groups.size() == 1 ? "" : "s") + ", " + std::to_string(servers) +
-                 " server" + (servers == 1 ? "" : "s") + ")\n");
+                 (cfg.server_groups.size() == 1 ? "" : "s") + ", " + std::to_string(appliances) +
+                 " server" + (appliances == 1 ? "" : "s") + ")\n");
     for (const auto& x : warnings) put(err, file + ": warning: " + x.path + ": " + x.message + "\n");
     return kExitOk;
   }
@@ -305,7 +305,7 @@ int runInvocation(const Invocation& inv, FILE* out, FILE* err) {
   try {
     if (name == "flows") return runFlows(inv, req, client, out, err);
     if (name == "stats") return runStats(inv, req, client, out, err);
-    if (name == "servers" && inv.has("--watch")) return runServersWatch(inv, req, client, out, err);
+    if (name == "servers" && inv.has("--watch")) return runAppliancesWatch(inv, req, client, out, err);
     Reply r = client.call(req.method, req.params);
     if (!r.ok) return failed(inv, r, out, err);
     if (inv.json) {
@@ -314,7 +314,7 @@ int runInvocation(const Invocation& inv, FILE* out, FILE* err) {
     }
     double now = wallNow();
     if (name == "status") put(out, renderStatus(r.result, now));
-    else if (name == "servers") put(out, renderServers(r.result, now, inv.has("--wide")));
+    else if (name == "servers") put(out, renderAppliances(r.result, now, inv.has("--wide")));
     else if (name == "health") put(out, renderHealth(r.result, now));
     else if (name == "health-destinations") put(out, renderDestinations(r.result, now));
     else if (name == "groups") put(out, renderGroups(r.result));

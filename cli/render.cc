@@ -200,7 +200,7 @@ std::string renderStatus(const Json& r, double now) {
   return out;
 }
 
-std::string renderServers(const Json& r, double now, bool wide) {
+std::string renderAppliances(const Json& r, double now, bool wide) {
   std::vector<Table::Column> cols = {{"ADDRESS", Align::kLeft}, {"GROUP", Align::kLeft},
                                      {"WEIGHT", Align::kRight}, {"STATE", Align::kLeft},
                                      {"SINCE", Align::kLeft}};
@@ -210,16 +210,16 @@ std::string renderServers(const Json& r, double now, bool wide) {
            {"WINDOWS", Align::kLeft}, {"FLOWS", Align::kRight}, {"PACKETS", Align::kRight},
            {"BYTES", Align::kRight}})
     cols.push_back(std::move(c));
-  const Json& servers = field(r, "servers");
+  const Json& appliances = field(r, "servers");
   // BYPASSED only once some appliance has handed a flow back (appliance bypass).
   bool bypassed = false;
-  if (servers.is_array())
-    for (const auto& s : servers) bypassed = bypassed || fieldNumber(s, "bypassed_packets") > 0;
+  if (appliances.is_array())
+    for (const auto& s : appliances) bypassed = bypassed || fieldNumber(s, "bypassed_packets") > 0;
   if (bypassed) cols.push_back({"BYPASSED", Align::kRight});
   if (wide) cols.push_back({"MAC", Align::kLeft});
   Table t(std::move(cols));
-  if (servers.is_array()) {
-    for (const auto& s : servers) {
+  if (appliances.is_array()) {
+    for (const auto& s : appliances) {
       const Json& h = field(s, "health");
       std::string state = fieldText(s, "state");
       const Json& d = field(s, "drain");
@@ -251,7 +251,7 @@ std::string renderServers(const Json& r, double now, bool wide) {
 
 // "2 active, 1 unhealthy": the group's appliances by state, the states
 // with none left out ("-" when there is none at all).
-std::string serverStates(const Json& srv) {
+std::string applianceStates(const Json& srv) {
   std::string out;
   for (const char* st : {"active", "idle", "unresolved", "unhealthy", "dampened", "initializing",
                          "draining", "drained", "removed"}) {
@@ -282,13 +282,13 @@ std::string renderGroups(const Json& r) {
         t.addRow({fieldText(g, "name"), fieldText(g, "stickiness"), "vxlan",
                   fieldText(field(vx, "external"), "vni") + "/" + fieldText(field(vx, "internal"), "vni"), "-", "-",
                   fieldText(g, "maglev_table_size"), idle("tcp_idle_timeout_s"),
-                  idle("other_idle_timeout_s"), fieldText(srv, "total"), serverStates(srv)});
+                  idle("other_idle_timeout_s"), fieldText(srv, "total"), applianceStates(srv)});
         continue;
       }
       t.addRow({fieldText(g, "name"), fieldText(g, "stickiness"), fieldText(gen, "format"),
                 fieldText(gen, "vni"), fieldText(gen, "endpoint_id"), fieldText(gen, "attachment_id"),
                 fieldText(g, "maglev_table_size"), idle("tcp_idle_timeout_s"),
-                idle("other_idle_timeout_s"), fieldText(srv, "total"), serverStates(srv)});
+                idle("other_idle_timeout_s"), fieldText(srv, "total"), applianceStates(srv)});
     }
   }
   if (t.rows() == 0) return "no server groups\n";

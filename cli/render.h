@@ -16,7 +16,7 @@ double fieldNumber(const Json& obj, const char* key, double dflt = 0);
 
 std::string renderStatus(const Json& result, double now);
 // `wide`: also REASON, MAC and the whole last health result.
-std::string renderServers(const Json& result, double now, bool wide = false);
+std::string renderAppliances(const Json& result, double now, bool wide = false);
 std::string renderGroups(const Json& result);
 // Rows only (a table, or "no matching flows"); the caller adds paging hints.
 std::string renderFlows(const Json& flows_array);

@@ -24,11 +24,11 @@
 
 namespace gwlb {
 
-inline constexpr uint16_t kNoServer = 0xFFFF;
+inline constexpr uint16_t kNoAppliance = 0xFFFF;
 inline constexpr uint8_t kNoGroup = 0xFF;     // a listener with no group for new flows (drop)
 inline constexpr uint8_t kNoListener = 0xFF;  // a group that serves no listener
 // Server ids are below this; it sizes the per-worker per-server counters.
-inline constexpr size_t kMaxServerIds = 16384;
+inline constexpr size_t kMaxApplianceIds = 16384;
 
 // Why a flow left its appliance (FlowEntry::moved, gwlbctl explain).
 enum class MoveReason : uint8_t {
@@ -55,7 +55,7 @@ inline const char* toString(MoveReason r) noexcept {
   return "unknown";
 }
 
-// Why the TCP flows on an appliance cannot continue (ServerView::reset): their
+// Why the TCP flows on an appliance cannot continue (ApplianceSlot::reset): their
 // segments are dropped and answered with an RST (send_tcp_reset,
 // docs/product-rules.md section 2). The values index the reason counters.
 enum class ResetReason : uint8_t {
@@ -77,25 +77,25 @@ inline const char* toString(ResetReason r) noexcept {
 }
 
 // Where an appliance stands for traffic (control/engine/lifecycle.h decides).
-enum class ServerPhase : uint8_t {
+enum class AppliancePhase : uint8_t {
   kGone = 0,      // not configured and no flow left on it: nothing is sent there
   kActive = 1,    // configured: new flows when in service, existing flows per health
   kDraining = 2,  // removed or drained: no new flows, existing ones stay until the timeout
   kDrained = 3,   // drain over (or removed without draining): no new flows
 };
-inline const char* toString(ServerPhase p) noexcept {
+inline const char* toString(AppliancePhase p) noexcept {
   switch (p) {
-    case ServerPhase::kGone: return "gone";
-    case ServerPhase::kActive: return "active";
-    case ServerPhase::kDraining: return "draining";
-    case ServerPhase::kDrained: return "drained";
+    case AppliancePhase::kGone: return "gone";
+    case AppliancePhase::kActive: return "active";
+    case AppliancePhase::kDraining: return "draining";
+    case AppliancePhase::kDrained: return "drained";
   }
   return "unknown";
 }
 
 // One appliance. `id` is stable for the life of the process (control keeps an
 // address -> id registry), so flow entries that name it survive reloads.
-struct ServerView {
+struct ApplianceSlot {
   uint32_t ip = 0;          // IPv4, host order
   MacAddr mac;              // next hop toward it on the underlay
   bool mac_known = false;
@@ -105,7 +105,7 @@ struct ServerView {
   // Existing flows may still be sent here and returned from here (every phase
   // but kGone). Return packets from an address not routable are dropped.
   bool routable = false;
-  ServerPhase phase = ServerPhase::kGone;
+  AppliancePhase phase = AppliancePhase::kGone;
   // Non-zero: a flow on this appliance moves to the group's Maglev choice on
   // its next packet (docs/product-rules.md section 2), for this reason.
   MoveReason move_reason = MoveReason::kNone;
@@ -143,7 +143,7 @@ struct GroupView {
   VxlanTunnels tunnels;     // VXLAN: its tunnels' ports and VNIs
   uint64_t tcp_idle_ns = 350'000'000'000ULL;
   uint64_t other_idle_ns = 120'000'000'000ULL;
-  std::vector<uint16_t> maglev;  // slot -> server id (kNoServer when none)
+  std::vector<uint16_t> maglev;  // slot -> server id (kNoAppliance when none)
   uint8_t listener = kNoListener;  // the listener it serves: flow keys carry the listener
   // Forwarding checks (health_check.forwarding): the inner addresses of the
   // probe (IPv4, host order; 0: none). A returned packet from src to dst that
@@ -169,7 +169,7 @@ struct GroupView {
     return uint32_t((U128(low) * maglev.size()) >> 64);
   }
   uint16_t maglevPick(uint32_t hash) const noexcept {
-    return maglev.empty() ? kNoServer : maglev[maglevSlot(hash)];
+    return maglev.empty() ? kNoAppliance : maglev[maglevSlot(hash)];
   }
   uint64_t maglev_recip = 0;
 };
@@ -345,14 +345,14 @@ struct Snapshot {
     }
   }
   std::vector<GroupView> groups;
-  std::vector<ServerView> servers;  // indexed by server id
+  std::vector<ApplianceSlot> appliances;  // indexed by server id
   // (ip, server id) sorted by ip: appliance lookup on the return path.
   std::vector<std::pair<uint32_t, uint16_t>> by_ip;
 
   // by_ip again as an open-addressed table (indexByIp(), after by_ip is
   // final): ip << 32 | (id + 1) per used cell, 0 empty; a power of two at
   // least twice by_ip's size, so a returned packet's appliance takes one or
-  // two probes instead of a binary search. Empty: serverByIp searches by_ip.
+  // two probes instead of a binary search. Empty: applianceByIp searches by_ip.
   std::vector<uint64_t> ip_index;
   uint32_t ip_index_shift = 30;
   static uint32_t ipCell(uint32_t ip, uint32_t shift) noexcept {
@@ -378,7 +378,7 @@ struct Snapshot {
   // The keys compare as two big-endian 64-bit words (the bytes' order, which
   // sorted them): memcmp's library call cost a returned packet about 35
   // instructions more.
-  uint16_t serverByIp6(const uint8_t* a) const noexcept {
+  uint16_t applianceByIp6(const uint8_t* a) const noexcept {
     const uint64_t ahi = ip6Word(a), alo = ip6Word(a + 8);
     size_t lo = 0, hi = by_ip6.size();
     while (lo < hi) {
@@ -389,7 +389,7 @@ struct Snapshot {
       if (khi < ahi || (khi == ahi && klo < alo)) lo = mid + 1;
       else hi = mid;
     }
-    return kNoServer;
+    return kNoAppliance;
   }
   static uint64_t ip6Word(const uint8_t* p) noexcept {
     uint64_t v;
@@ -397,17 +397,17 @@ struct Snapshot {
     return __builtin_bswap64(v);
   }
 
-  uint16_t serverByIp(uint32_t ip) const noexcept {
+  uint16_t applianceByIp(uint32_t ip) const noexcept {
     if (!ip_index.empty()) [[likely]] {
       const uint32_t mask = uint32_t(ip_index.size() - 1);
       for (uint32_t at = ipCell(ip, ip_index_shift);; at = (at + 1) & mask) {
         const uint64_t e = ip_index[at];
-        if (e == 0) return kNoServer;
+        if (e == 0) return kNoAppliance;
         if (uint32_t(e >> 32) == ip) return uint16_t(uint32_t(e) - 1);
       }
     }
     auto it = std::lower_bound(by_ip.begin(), by_ip.end(), std::pair<uint32_t, uint16_t>{ip, 0});
-    if (it == by_ip.end() || it->first != ip) return kNoServer;
+    if (it == by_ip.end() || it->first != ip) return kNoAppliance;
     return it->second;
   }
 
@@ -418,19 +418,19 @@ struct Snapshot {
 }  // namespace gwlb
 
 // The snapshot as the dataplane's form of the configuration: dp::Snapshot,
-// dp::kNoServer, dp::toString(dp::MoveReason) ...
+// dp::kNoAppliance, dp::toString(dp::MoveReason) ...
 namespace gwlb::dp {
 using gwlb::GroupView;
-using gwlb::kMaxServerIds;
+using gwlb::kMaxApplianceIds;
 using gwlb::kNoGroup;
 using gwlb::kNoListener;
-using gwlb::kNoServer;
+using gwlb::kNoAppliance;
 using gwlb::ListenerView;
 using gwlb::MoveReason;
 using gwlb::PortView;
 using gwlb::ResetReason;
-using gwlb::ServerPhase;
-using gwlb::ServerView;
+using gwlb::AppliancePhase;
+using gwlb::ApplianceSlot;
 using gwlb::Snapshot;
 using gwlb::toString;
 }  // namespace gwlb::dp

@@ -12,9 +12,9 @@ bool applianceBypass(Ctx& c, rte_mbuf* m, FlowEntry& e, uint64_t& route, int32_t
   const Snapshot& s = c.s;
   const uint16_t origin = e.origin.load(std::memory_order_relaxed);
   const uint8_t l = originListener(origin);
-  const uint16_t server = routeServer(route);
+  const uint16_t appliance = routeAppliance(route);
   const bool allowed = l < s.listeners.size() && s.listeners[l].bypass_allow &&
-                       server < c.n_servers && s.servers[server].routable;
+                       appliance < c.n_appliances && s.appliances[appliance].routable;
   const bool ended = bypassEnded(route, c.now);
   if (!allowed || ended) [[unlikely]] {
     // Back to inspection: one CAS clears the bits; a loser reads the route in
@@ -39,7 +39,7 @@ bool applianceBypass(Ctx& c, rte_mbuf* m, FlowEntry& e, uint64_t& route, int32_t
   std::memcpy(f, peer, 6);
   c.w.counters.inc(Counter::bypassed);
   c.w.counters.inc(Counter::appliance_bypassed);
-  c.w.countBypassed(server, m->pkt_len);
+  c.w.countBypassed(appliance, m->pkt_len);
   if (const uint16_t slot = originClass(origin); slot < kMaxClasses) c.w.countClassBypassed(slot, m->pkt_len);
   c.tx_bytes += m->pkt_len;
   c.out.to_router[c.out.n_router++] = m;

@@ -373,11 +373,11 @@ void FlowTable::insertBulkFromControl(const FlowKey* const* keys, const uint32_t
   }
 }
 
-size_t FlowTable::expire(uint64_t now_ns, size_t max, std::vector<uint16_t>* expired_servers) {
+size_t FlowTable::expire(uint64_t now_ns, size_t max, std::vector<uint16_t>* expired_appliances) {
   ExpiryPass p;
   expireBegin(p, now_ns);
   p.max_victims = max;
-  while (!expireStep(p, nslots_, SIZE_MAX, expired_servers)) {
+  while (!expireStep(p, nslots_, SIZE_MAX, expired_appliances)) {
   }
   return p.expired + p.evicted;
 }
@@ -412,7 +412,7 @@ bool FlowTable::evictable(uint32_t idx, uint32_t tag, uint64_t now_ns, uint32_t&
 }
 
 bool FlowTable::expireStep(ExpiryPass& p, size_t max_slots, size_t max_keys,
-                           std::vector<uint16_t>* expired_servers, const Visit& visit) {
+                           std::vector<uint16_t>* expired_appliances, const Visit& visit) {
   using Phase = ExpiryPass::Phase;
   if (p.phase == Phase::kIdle) return true;
   const uint32_t end =
@@ -423,9 +423,9 @@ bool FlowTable::expireStep(ExpiryPass& p, size_t max_slots, size_t max_keys,
   auto take = [&](uint32_t idx, uint32_t tag) {
     victims_.push_back(idx);
     KeyKind kind = tag & kWideBit ? wide_[idx].key.kind : narrow_[idx].key.kind;
-    if (expired_servers && kind != KeyKind::kFragment)
-      expired_servers->push_back(
-          routeServer(entryPtr(posOf(idx, tag & kWideBit))->route.load(std::memory_order_relaxed)));
+    if (expired_appliances && kind != KeyKind::kFragment)
+      expired_appliances->push_back(
+          routeAppliance(entryPtr(posOf(idx, tag & kWideBit))->route.load(std::memory_order_relaxed)));
   };
   // The next slot from the cursor on whose tag is in `want` (a mask of
   // lines' bits) below `end`, or `end`: lines of 16 tags with none are

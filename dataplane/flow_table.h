@@ -42,10 +42,10 @@ namespace gwlb::dp {
 
 // route: bit 63 = set, bits 32..47 = server id, bits 0..31 = flow cookie.
 inline constexpr uint64_t kRouteSet = 1ULL << 63;
-inline uint64_t packRoute(uint16_t server, uint32_t cookie) {
-  return kRouteSet | (uint64_t(server) << 32) | cookie;
+inline uint64_t packRoute(uint16_t appliance, uint32_t cookie) {
+  return kRouteSet | (uint64_t(appliance) << 32) | cookie;
 }
-inline uint16_t routeServer(uint64_t r) { return uint16_t(r >> 32); }
+inline uint16_t routeAppliance(uint64_t r) { return uint16_t(r >> 32); }
 inline uint32_t routeCookie(uint64_t r) { return uint32_t(r); }
 
 // An appliance's bypass of its flow (docs/product-rules.md "Appliance-requested
@@ -322,7 +322,7 @@ class FlowTable {
   // runs the same pass in slices (ExpiryPass below).
   static constexpr size_t kEvictHighPercent = 90;
   static constexpr size_t kEvictLowPercent = 80;
-  size_t expire(uint64_t now_ns, size_t max = 0, std::vector<uint16_t>* expired_servers = nullptr);
+  size_t expire(uint64_t now_ns, size_t max = 0, std::vector<uint16_t>* expired_appliances = nullptr);
 
   // expire()'s pass in slices (docs/architecture.md "Walks in slices"): a
   // whole-table walk of 2^27 slots takes seconds, so the control thread
@@ -357,7 +357,7 @@ class FlowTable {
   using Visit = std::function<void(const FlowKey&, int32_t pos, const FlowEntry&)>;
   void expireBegin(ExpiryPass& p, uint64_t now_ns);
   bool expireStep(ExpiryPass& p, size_t max_slots, size_t max_keys,
-                  std::vector<uint16_t>* expired_servers = nullptr, const Visit& visit = {});
+                  std::vector<uint16_t>* expired_appliances = nullptr, const Visit& visit = {});
   // The histogram bucket of an idle time in ticks (monotonic; exact below 256).
   static uint32_t ageBucket(uint32_t age) noexcept {
     if (age < 256) return age;

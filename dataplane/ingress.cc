@@ -9,7 +9,7 @@ bool arpWanted(const uint8_t* f, size_t len, const Snapshot& s, PortRole role) n
   ArpPacket a;
   if (!parseArp(f, len, a)) return false;
   if (a.target_ip == s.underlay_ip) return true;
-  return acceptsReturns(role) && s.serverByIp(a.sender_ip) != kNoServer;
+  return acceptsReturns(role) && s.applianceByIp(a.sender_ip) != kNoAppliance;
 }
 
 bool isNodeIpv6(const Snapshot& s, const uint8_t* a) noexcept {
@@ -29,7 +29,7 @@ NdVerdict ndVerdict(const uint8_t* f, const ParsedPacket& p, const Snapshot& s,
   if (m[0] == kNdNeighborSolicitation && size_t(p.l4_offset) + 24 <= end && isNodeIpv6(s, m + 8))
     return NdVerdict::kPunt;
   if (m[0] == kNdNeighborAdvertisement && size_t(p.l4_offset) + 24 <= end && acceptsReturns(role) &&
-      !s.by_ip6.empty() && s.serverByIp6(m + 8) != kNoServer)
+      !s.by_ip6.empty() && s.applianceByIp6(m + 8) != kNoAppliance)
     return NdVerdict::kPunt;
   return NdVerdict::kDrop;
 }

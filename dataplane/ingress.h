@@ -62,7 +62,7 @@ inline bool isTunnel6ToUs(const ParsedPacket& p, const Snapshot& s) noexcept {
 inline bool isLoopTunnel6(const ParsedPacket& p, const Snapshot& s) noexcept {
   if (!isTunnelPort(p, s)) return false;
   if (s.has_underlay_ip6 && std::memcmp(p.tuple.src.b.data(), s.underlay_ip6.data(), 16) == 0) return true;
-  return !s.by_ip6.empty() && s.serverByIp6(p.tuple.dst.b.data()) != kNoServer;
+  return !s.by_ip6.empty() && s.applianceByIp6(p.tuple.dst.b.data()) != kNoAppliance;
 }
 
 // A frame of at least 14 bytes whose destination is not its port's MAC

@@ -38,9 +38,9 @@ void mirrorCopy(Ctx& c, rte_mbuf* m, const ParsedPacket& p, uint16_t slot, uint3
     if (++tick < mv.sample) return;
     tick = 0;
   }
-  const uint16_t server = mv.group < c.n_groups ? s.groups[mv.group].maglevPick(hash) : kNoServer;
-  if (server >= c.n_servers) return c.w.counters.inc(Counter::mirror_drop_no_tool);
-  const ServerView& sv = s.servers[server];
+  const uint16_t appliance = mv.group < c.n_groups ? s.groups[mv.group].maglevPick(hash) : kNoAppliance;
+  if (appliance >= c.n_appliances) return c.w.counters.inc(Counter::mirror_drop_no_tool);
+  const ApplianceSlot& sv = s.appliances[appliance];
   const EncapTemplate& t = sv.encap;
   if (!sv.routable || !sv.mac_known || t.len < kOuterL2L3L4Len + kGeneveBaseLen) [[unlikely]]
     return c.w.counters.inc(Counter::mirror_drop_no_tool);
@@ -113,14 +113,14 @@ void mirrorCopy(Ctx& c, rte_mbuf* m, const ParsedPacket& p, uint16_t slot, uint3
 
   rte_pktmbuf_chain(h, d);  // two segments: never past RTE_MBUF_MAX_NB_SEGS
   h->port = s.underlay_port;
-  c.w.countSent(server, h->pkt_len);
+  c.w.countSent(appliance, h->pkt_len);
   c.w.counters.inc(Counter::mirrored);
   c.tx_bytes += h->pkt_len;
   c.out.to_mirror[c.out.n_mirror++] = h;
 }
 
 uint32_t encapExtras(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref, FlowEntry& e,
-                     const ServerView& sv, uint64_t route) noexcept {
+                     const ApplianceSlot& sv, uint64_t route) noexcept {
   const Snapshot& s = c.s;
   const uint16_t slot = originClass(ref.origin);
   const uint32_t flow_hash = e.flow_hash.load(std::memory_order_relaxed);
@@ -194,7 +194,7 @@ uint32_t encapExtras(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& 
   if (tag_len) h[geneve_at] = uint8_t(h[geneve_at] + tag_len / 4);
   if (nsi_tag) wr32(h + geneve_at + kGeneveBaseLen + kNsiProfileAt + 4, profile);
   m->port = s.underlay_port;
-  c.w.countSent(uint16_t(&sv - s.servers.data()), m->pkt_len);
+  c.w.countSent(uint16_t(&sv - s.appliances.data()), m->pkt_len);
   ++c.encapsulated;
   c.tx_bytes += m->pkt_len;
   c.out.to_appliance[c.out.n_appliance++] = m;

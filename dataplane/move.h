@@ -1,5 +1,5 @@
 // Moving an existing flow off an appliance that sheds its flows
-// (ServerView::move; docs/product-rules.md section 2). Used by the workers on a flow's
+// (ApplianceSlot::move; docs/product-rules.md section 2). Used by the workers on a flow's
 // next packet (pipeline.cc) and by the control thread's sweep of flows that
 // stay idle on an appliance that left (ctl::sweepMoves,
 // control/engine/flow_policy.cc). Lock-free.
@@ -23,14 +23,14 @@ namespace gwlb::dp {
 inline uint64_t tryMove(FlowEntry& e, const Snapshot& s, const GroupView& g, uint64_t route,
                         MoveReason why, uint64_t now, bool& moved) noexcept {
   moved = false;
-  uint16_t from = routeServer(route);
+  uint16_t from = routeAppliance(route);
   if (g.maglev.empty()) return route;
   // Concurrency rule R5 (docs/architecture.md "Flow entries: concurrency rules"):
   // a fragment entry's flow_hash is its flow's, so it follows the flow.
   uint32_t flow_hash = e.flow_hash.load(std::memory_order_relaxed);
   uint16_t to = g.maglev[g.maglevSlot(flow_hash)];
-  if (to == kNoServer || to == from || to >= s.servers.size()) return route;
-  const ServerView& tv = s.servers[to];
+  if (to == kNoAppliance || to == from || to >= s.appliances.size()) return route;
+  const ApplianceSlot& tv = s.appliances[to];
   if (!tv.routable || tv.move_reason != MoveReason::kNone) return route;
   // Concurrency rule R4 (docs/architecture.md "Flow entries: concurrency rules"):
   // the new cookie is the flow's cookie on its new appliance (flowCookie: flow

@@ -109,7 +109,7 @@ template <bool kClasses, bool kLean>
     if (!ng) return drop(c, m, Counter::drop_no_healthy_server);
     const GroupView& g = *ng;
     uint16_t server = g.maglevPick(ref.hash);
-    if (server == kNoServer) return drop(c, m, Counter::drop_no_healthy_server);
+    if (server == kNoAppliance) return drop(c, m, Counter::drop_no_healthy_server);
     if (pos < 0) {
       pos = ft.insert(ref.key, ref.hash, hint);
       c.noteInsert(ref.hash);
@@ -122,7 +122,7 @@ template <bool kClasses, bool kLean>
     bool created = false;
     // The cookie is a function of the flow and its appliance only, so every
     // gateway of a fleet gives this flow the same one (docs/fleet.md).
-    uint32_t appliance = server < c.n_servers ? s.servers[server].ip : 0;
+    uint32_t appliance = server < c.n_appliances ? s.appliances[server].ip : 0;
     ep = &ft.entry(pos);
     route = ensureRoute(*ep, server, flowCookie(ref.hash, appliance), ref.hash, idle,
                         c.now, kClasses ? uint16_t((ref.origin & ~1u) | (ref.dir & 1)) : packOrigin(ref.dir, 0, kNoClass),
@@ -133,24 +133,24 @@ template <bool kClasses, bool kLean>
     }
   }
   FlowEntry& e = *ep;
-  uint16_t server = routeServer(route);
-  if (server >= c.n_servers)
+  uint16_t server = routeAppliance(route);
+  if (server >= c.n_appliances)
     return drop(c, m, Counter::drop_no_healthy_server);
   // A flow that cannot continue (send_tcp_reset) is reset before any move:
   // moved mid-connection, it would reach an appliance that never saw its SYN.
-  if (s.servers[server].reset != ResetReason::kNone || (!kLean && s.reset_on_idle_any)) [[unlikely]] {
+  if (s.appliances[server].reset != ResetReason::kNone || (!kLean && s.reset_on_idle_any)) [[unlikely]] {
     if (!resetOrGoOn(c, m, p, e, kClasses ? originListener(ref.origin) : 0, newGroup(),
                      ref.fragment_key ? -1 : pos, route))
       return;
-    server = routeServer(route);
-    if (server >= c.n_servers) return drop(c, m, Counter::drop_no_healthy_server);
+    server = routeAppliance(route);
+    if (server >= c.n_appliances) return drop(c, m, Counter::drop_no_healthy_server);
   }
   // Existing flows on an appliance that sheds them move on this packet
   // (docs/product-rules.md section 2); the appliance's view is read for the send anyway.
   // (bench/ builds a copy without this check, GWLB_BENCH_NO_MOVE_CHECK, to
   // measure what it costs.)
 #ifndef GWLB_BENCH_NO_MOVE_CHECK
-  MoveReason why = s.servers[server].move_reason;
+  MoveReason why = s.appliances[server].move_reason;
   const GroupView* ng;
   if (why != MoveReason::kNone && (ng = newGroup())) [[unlikely]] {
     bool moved = false;
@@ -161,8 +161,8 @@ template <bool kClasses, bool kLean>
       countMove(c, why);
       c.noteSync(pos, SyncEvent::kMoved);
     }
-    server = routeServer(route);
-    if (server >= c.n_servers)
+    server = routeAppliance(route);
+    if (server >= c.n_appliances)
       return drop(c, m, Counter::drop_no_healthy_server);
   }
 #endif
@@ -193,7 +193,7 @@ template <bool kClasses, bool kLean>
       // later fragment's key has none), as a VXLAN group's tunnel choice needs.
       const uint16_t fo = e.origin.load(std::memory_order_relaxed);
       const uint16_t origin = uint16_t((fo & ~1u) | (ref.dir != originDir(fo) ? 1u : 0u));
-      uint64_t frag_route = ensureRoute(fe, routeServer(route), routeCookie(route), flow_hash,
+      uint64_t frag_route = ensureRoute(fe, routeAppliance(route), routeCookie(route), flow_hash,
                                         kFragmentTimeoutNs, c.now, origin, fcreated);
       // The first fragment owns the entry: a live entry left by an earlier
       // datagram with the same addresses, protocol and IP ID (another flow
@@ -220,10 +220,10 @@ template <bool kClasses, bool kLean>
   // bypass lasts (docs/product-rules.md "Appliance-requested bypass").
   if (routeBypassed(route)) [[unlikely]] {
     if (applianceBypass(c, m, e, route, ref.fragment_key ? -1 : pos)) return;
-    server = routeServer(route);
-    if (server >= c.n_servers) return drop(c, m, Counter::drop_no_healthy_server);
+    server = routeAppliance(route);
+    if (server >= c.n_appliances) return drop(c, m, Counter::drop_no_healthy_server);
   }
-  const ServerView& sv = s.servers[server];
+  const ApplianceSlot& sv = s.appliances[server];
   // Encapsulation follows the appliance's own group (format, VNI, IDs),
   // precomputed in its template by the snapshot builder.
   // A VXLAN group's replies (packets against their flow's first one) take
@@ -317,12 +317,12 @@ template <bool kLean>
 [[gnu::always_inline]] inline bool prepareReturn(Ctx& c, rte_mbuf* m, const ParsedPacket& outer, ParsedPacket& in, FlowRef& ref,
                    ReturnInfo& ri) noexcept {
   const Snapshot& s = c.s;
-  uint16_t server = kLean || outer.ip_version == 4 ? s.serverByIp(outer.tuple.src.v4HostOrder())
-                                          : s.serverByIp6(outer.tuple.src.b.data());
-  if (server == kNoServer || server >= c.n_servers || !s.servers[server].routable)
+  uint16_t server = kLean || outer.ip_version == 4 ? s.applianceByIp(outer.tuple.src.v4HostOrder())
+                                          : s.applianceByIp6(outer.tuple.src.b.data());
+  if (server == kNoAppliance || server >= c.n_appliances || !s.appliances[server].routable)
     return drop(c, m, Counter::drop_geneve_unknown_appliance), false;
   if (outer.is_fragment) return drop(c, m, Counter::drop_bad_fragment), false;
-  const ServerView& sv = s.servers[server];
+  const ApplianceSlot& sv = s.appliances[server];
   if (sv.group >= c.n_groups) return drop(c, m, Counter::drop_no_server_group), false;
   const GroupView& g = s.groups[sv.group];
 
@@ -361,7 +361,7 @@ template <bool kLean>
     ps = parseFrame(f + inner_off, end - inner_off, in, why);
   }
   if (!keyReturn(c, m, ps, in, g, inner_off, ref, ri)) return false;
-  ri.server = server, ri.cookie = gi.cookie, ri.aws = g.aws, ri.vx_tunnel = -1;
+  ri.appliance = server, ri.cookie = gi.cookie, ri.aws = g.aws, ri.vx_tunnel = -1;
   ri.bypass = gi.has_bypass ? (gi.bypass_malformed ? 2 : 1) : 0, ri.bypass_s = gi.bypass_seconds;
   return true;
 }
@@ -378,10 +378,10 @@ template <bool kLean>
   if (pos < 0 && c.insertedThisBurst(ref.hash)) pos = ft.lookup(ref.key, ref.hash);
   if (pos < 0) [[unlikely]] {
     if (ri.bypass) c.w.counters.inc(Counter::bypass_refused_not_flow_appliance);
-    return returnWithoutFlow(c, m, in, c.s.groups[c.s.servers[ri.server].group]);
+    return returnWithoutFlow(c, m, in, c.s.groups[c.s.appliances[ri.appliance].group]);
   }
   FlowEntry& e = ft.entry(pos);
-  const uint16_t server = ri.server;
+  const uint16_t server = ri.appliance;
   // Concurrency rule R1 (docs/architecture.md "Flow entries: concurrency rules"):
   // no route yet: the flow is still being created.
   uint64_t route = e.route.load(std::memory_order_acquire);
@@ -389,7 +389,7 @@ template <bool kLean>
     if (ri.bypass) c.w.counters.inc(Counter::bypass_refused_not_flow_appliance);
     return drop(c, m, Counter::drop_return_no_flow);
   }
-  if (routeServer(route) != server || (ri.aws && routeCookie(route) != ri.cookie)) {
+  if (routeAppliance(route) != server || (ri.aws && routeCookie(route) != ri.cookie)) {
     if (ri.bypass) c.w.counters.inc(Counter::bypass_refused_not_flow_appliance);
     // The appliance the flow moved away from, still returning its packets.
     // Concurrency rule R4 (docs/architecture.md "Flow entries: concurrency rules"):
@@ -397,7 +397,7 @@ template <bool kLean>
     uint64_t mv = e.moved.load(std::memory_order_acquire);
     if (mv && moveFrom(mv) == server && (!ri.aws || moveCookie(mv) == ri.cookie))
       return drop(c, m, Counter::drop_return_after_move);
-    return drop(c, m, routeServer(route) != server ? Counter::drop_return_wrong_appliance
+    return drop(c, m, routeAppliance(route) != server ? Counter::drop_return_wrong_appliance
                                                    : Counter::drop_return_cookie_mismatch);
   }
   // Concurrency rule R2 (docs/architecture.md "Flow entries: concurrency rules"):
@@ -408,7 +408,7 @@ template <bool kLean>
   // The flow's own appliance (address, cookie in aws format, and the
   // listener its group serves, which keyed the lookup) asks for a bypass.
   if (ri.bypass && !ref.fragment_key) [[unlikely]]
-    grantBypass(c, e, route, c.s.groups[c.s.servers[server].group].listener, ri.bypass_s,
+    grantBypass(c, e, route, c.s.groups[c.s.appliances[server].group].listener, ri.bypass_s,
                 ri.bypass == 2, pos);
 
   // Strip everything up to the inner IP header, then give it the L2 header of
@@ -578,7 +578,7 @@ template <bool kClasses, bool kLean>
     // Never wrap Geneve again: ours coming back (from our underlay address)
     // or Geneve on its way to one of our appliances.
     if (((geneve || vxlan) && p.ip_version == 4 && (p.tuple.src.v4HostOrder() == snap->underlay_ip ||
-                                                    snap->serverByIp(p.tuple.dst.v4HostOrder()) != kNoServer)) ||
+                                                    snap->applianceByIp(p.tuple.dst.v4HostOrder()) != kNoAppliance)) ||
         (!kLean && p.ip_version == 6 && isLoopTunnel6(p, *snap))) [[unlikely]] {
       drop(c, m, Counter::drop_loop_geneve);
       continue;

@@ -89,10 +89,10 @@ struct alignas(64) WorkerState {
   // underlay, outer headers included, both ways).
   // Written by this worker only, read by the control thread: relaxed atomic
   // load and store, never a read-modify-write shared between workers.
-  uint64_t server_packets[kMaxServerIds] = {};
-  uint64_t server_bytes[kMaxServerIds] = {};
-  uint64_t server_ret_packets[kMaxServerIds] = {};
-  uint64_t server_ret_bytes[kMaxServerIds] = {};
+  uint64_t appliance_packets[kMaxApplianceIds] = {};
+  uint64_t appliance_bytes[kMaxApplianceIds] = {};
+  uint64_t appliance_ret_packets[kMaxApplianceIds] = {};
+  uint64_t appliance_ret_bytes[kMaxApplianceIds] = {};
   // Packets and bytes (as received) per traffic class, by its counter slot
   // (Snapshot::class_slot: stable per class name across reloads); same rules
   // as the per-server counters.
@@ -109,8 +109,8 @@ struct alignas(64) WorkerState {
   uint32_t mirror_tick[kMaxClasses] = {};
   // Packets and bytes of flows each appliance handed back (appliance_bypass),
   // sent straight back instead of to it: what its bypass saved it.
-  uint64_t server_bypassed_packets[kMaxServerIds] = {};
-  uint64_t server_bypassed_bytes[kMaxServerIds] = {};
+  uint64_t appliance_bypassed_packets[kMaxApplianceIds] = {};
+  uint64_t appliance_bypassed_bytes[kMaxApplianceIds] = {};
   // The same by the flow's traffic class (its counter slot, FlowEntry::origin):
   // what the appliances' bypasses took out of each class's inspection.
   uint64_t class_bypassed_packets[kMaxClasses] = {};
@@ -123,17 +123,17 @@ struct alignas(64) WorkerState {
   static uint64_t read(const uint64_t& slot) noexcept {
     return std::atomic_ref<uint64_t>(const_cast<uint64_t&>(slot)).load(std::memory_order_relaxed);
   }
-  void countSent(uint16_t server, uint64_t bytes) noexcept {
-    bump(server_packets[server], 1);
-    bump(server_bytes[server], bytes);
+  void countSent(uint16_t appliance, uint64_t bytes) noexcept {
+    bump(appliance_packets[appliance], 1);
+    bump(appliance_bytes[appliance], bytes);
   }
-  void countReturned(uint16_t server, uint64_t bytes) noexcept {
-    bump(server_ret_packets[server], 1);
-    bump(server_ret_bytes[server], bytes);
+  void countReturned(uint16_t appliance, uint64_t bytes) noexcept {
+    bump(appliance_ret_packets[appliance], 1);
+    bump(appliance_ret_bytes[appliance], bytes);
   }
-  void countBypassed(uint16_t server, uint64_t bytes) noexcept {
-    bump(server_bypassed_packets[server], 1);
-    bump(server_bypassed_bytes[server], bytes);
+  void countBypassed(uint16_t appliance, uint64_t bytes) noexcept {
+    bump(appliance_bypassed_packets[appliance], 1);
+    bump(appliance_bypassed_bytes[appliance], bytes);
   }
   void countClassBypassed(uint16_t cls, uint64_t bytes) noexcept {
     bump(class_bypassed_packets[cls], 1);
@@ -141,8 +141,8 @@ struct alignas(64) WorkerState {
   }
   uint64_t classBypassedPackets(uint16_t cls) const noexcept { return read(class_bypassed_packets[cls]); }
   uint64_t classBypassedBytes(uint16_t cls) const noexcept { return read(class_bypassed_bytes[cls]); }
-  uint64_t bypassedPackets(uint16_t server) const noexcept { return read(server_bypassed_packets[server]); }
-  uint64_t bypassedBytes(uint16_t server) const noexcept { return read(server_bypassed_bytes[server]); }
+  uint64_t bypassedPackets(uint16_t appliance) const noexcept { return read(appliance_bypassed_packets[appliance]); }
+  uint64_t bypassedBytes(uint16_t appliance) const noexcept { return read(appliance_bypassed_bytes[appliance]); }
   void countClass(uint16_t cls, uint64_t bytes) noexcept {
     bump(class_packets[cls], 1);
     bump(class_bytes[cls], bytes);
@@ -155,10 +155,10 @@ struct alignas(64) WorkerState {
   uint64_t classKeptBytes(uint16_t cls) const noexcept { return read(class_kept_bytes[cls]); }
   uint64_t classPackets(uint16_t cls) const noexcept { return read(class_packets[cls]); }
   uint64_t classBytes(uint16_t cls) const noexcept { return read(class_bytes[cls]); }
-  uint64_t sentPackets(uint16_t server) const noexcept { return read(server_packets[server]); }
-  uint64_t sentBytes(uint16_t server) const noexcept { return read(server_bytes[server]); }
-  uint64_t returnedPackets(uint16_t server) const noexcept { return read(server_ret_packets[server]); }
-  uint64_t returnedBytes(uint16_t server) const noexcept { return read(server_ret_bytes[server]); }
+  uint64_t sentPackets(uint16_t appliance) const noexcept { return read(appliance_packets[appliance]); }
+  uint64_t sentBytes(uint16_t appliance) const noexcept { return read(appliance_bytes[appliance]); }
+  uint64_t returnedPackets(uint16_t appliance) const noexcept { return read(appliance_ret_packets[appliance]); }
+  uint64_t returnedBytes(uint16_t appliance) const noexcept { return read(appliance_ret_bytes[appliance]); }
 };
 
 struct BurstOutput {

@@ -16,7 +16,7 @@ struct Ctx {
   // arrays below are written before they are read and need no zeroing.
   Ctx(Dataplane& d, WorkerState& ws, const Snapshot& snap, uint64_t t, BurstOutput& o) noexcept
       : dp(d), w(ws), s(snap), now(t), out(o),
-        n_servers(snap.servers.size() < kMaxServerIds ? snap.servers.size() : kMaxServerIds),
+        n_appliances(snap.appliances.size() < kMaxApplianceIds ? snap.appliances.size() : kMaxApplianceIds),
         n_groups(snap.groups.size()), csum_offload(d.underlay_csum_offload) {}
   Dataplane& dp;
   WorkerState& w;
@@ -24,9 +24,9 @@ struct Ctx {
   uint64_t now;
   BurstOutput& out;
   // The snapshot's server and group counts, the bounds every packet checks,
-  // taken once per burst (servers: at most kMaxServerIds, the per-appliance
+  // taken once per burst (servers: at most kMaxApplianceIds, the per-appliance
   // counters' size), and whether the NIC finishes the outer checksums.
-  const size_t n_servers, n_groups;
+  const size_t n_appliances, n_groups;
   const bool csum_offload;
   // Counters every packet touches, added to the worker's once per burst.
   uint64_t encapsulated = 0, returned = 0, tx_bytes = 0;
@@ -300,7 +300,7 @@ void mirrorCopy(Ctx& c, rte_mbuf* m, const ParsedPacket& p, uint16_t slot, uint3
 // Returns 0 when `m` was handled (sent or dropped), else the inner MTU of the
 // too-big error the caller sends in its place.
 uint32_t encapExtras(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref, FlowEntry& e,
-                     const ServerView& sv, uint64_t route) noexcept;
+                     const ApplianceSlot& sv, uint64_t route) noexcept;
 // mirrorCopy when the class is mirrored: one predicted branch when no class is.
 [[gnu::always_inline]] inline void maybeMirror(Ctx& c, rte_mbuf* m, const ParsedPacket& p, uint16_t slot,
                                                uint32_t hash, bool reverse) noexcept {
@@ -333,7 +333,7 @@ int32_t findAnyListener(Ctx& c, const ParsedPacket& p, FlowRef& ref,
 // What stage 1 keeps of a returned packet for stage 3 (the flow's check and
 // the unwrap), beside its inner packet and key.
 struct ReturnInfo {
-  uint16_t server;     // the appliance it came from
+  uint16_t appliance;     // the appliance it came from
   uint32_t cookie;     // aws format: the cookie it carried
   uint16_t l3_start;   // offset of the inner IP header in the frame
   bool aws;

@@ -33,8 +33,8 @@ bool resetOrGoOn(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowEntry& e, uint8
                  const GroupView* ng, int32_t pos, uint64_t& route) noexcept {
   // Only a whole TCP segment can be answered; the rest follows failover_mode.
   if (!tcpResettable(p)) return true;
-  const uint16_t server = routeServer(route);
-  const ResetReason r = c.s.servers[server].reset;
+  const uint16_t appliance = routeAppliance(route);
+  const ResetReason r = c.s.appliances[appliance].reset;
   const bool syn = tcpFlags(rte_pktmbuf_mtod(m, const uint8_t*), p) & kTcpSynFlag;
   if (!syn) {
     if (r != ResetReason::kNone) return sendReset(c, m, p, r), false;

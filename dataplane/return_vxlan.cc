@@ -12,8 +12,8 @@ namespace gwlb::dp::burst {
 namespace {
 // Out of line: inlined, the IPv6 lookup cost every IPv4 return 4 more
 // instructions (bench/instruction_budget.json, "return, VXLAN": 739 -> 735).
-[[gnu::noinline]] uint16_t serverByIp6Cold(const Snapshot& s, const uint8_t* a) noexcept {
-  return s.serverByIp6(a);
+[[gnu::noinline]] uint16_t applianceByIp6Cold(const Snapshot& s, const uint8_t* a) noexcept {
+  return s.applianceByIp6(a);
 }
 }  // namespace
 
@@ -24,12 +24,12 @@ namespace {
 bool prepareReturnVxlan(Ctx& c, rte_mbuf* m, const ParsedPacket& outer, ParsedPacket& in, FlowRef& ref,
                         ReturnInfo& ri) noexcept {
   const Snapshot& s = c.s;
-  uint16_t server = outer.ip_version == 4 ? s.serverByIp(outer.tuple.src.v4HostOrder())
-                                          : serverByIp6Cold(s, outer.tuple.src.b.data());
-  if (server == kNoServer || server >= c.n_servers || !s.servers[server].routable)
+  uint16_t appliance = outer.ip_version == 4 ? s.applianceByIp(outer.tuple.src.v4HostOrder())
+                                          : applianceByIp6Cold(s, outer.tuple.src.b.data());
+  if (appliance == kNoAppliance || appliance >= c.n_appliances || !s.appliances[appliance].routable)
     return drop(c, m, Counter::drop_vxlan_unknown_appliance), false;
   if (outer.is_fragment) return drop(c, m, Counter::drop_bad_fragment), false;
-  const ServerView& sv = s.servers[server];
+  const ApplianceSlot& sv = s.appliances[appliance];
   if (sv.group >= c.n_groups) return drop(c, m, Counter::drop_no_server_group), false;
   const GroupView& g = s.groups[sv.group];
   if (!g.vxlan) return drop(c, m, Counter::drop_vxlan_wrong_format), false;
@@ -50,7 +50,7 @@ bool prepareReturnVxlan(Ctx& c, rte_mbuf* m, const ParsedPacket& outer, ParsedPa
     ps = parseFrame(f + inner_off, end - inner_off, in, why);
   }
   if (!keyReturn(c, m, ps, in, g, inner_off, ref, ri)) return false;
-  ri.server = server, ri.cookie = 0, ri.aws = false, ri.vx_tunnel = int8_t(tunnel);
+  ri.appliance = appliance, ri.cookie = 0, ri.aws = false, ri.vx_tunnel = int8_t(tunnel);
   ri.bypass = 0, ri.bypass_s = 0;  // VXLAN carries no options: no bypass request
   return true;
 }

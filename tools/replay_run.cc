@@ -124,8 +124,8 @@ int warnLosses(const WorkerCounters& total, const ctl::Config& cfg, bool strict)
                  (unsigned long long)full, std::max<uint32_t>(cfg.dataplane.flow_table_size, 1024));
   if (no_mac) {
     std::string which;
-    for (const ctl::ServerGroupConfig& g : cfg.server_groups)
-      for (const ctl::ServerConfig& sv : g.servers)
+    for (const ctl::ApplianceGroupConfig& g : cfg.server_groups)
+      for (const ctl::ApplianceConfig& sv : g.appliances)
         if (!sv.mac && !cfg.node.gateway_mac) which += (which.empty() ? "" : ", ") + sv.address.str();
     std::fprintf(stderr,
                  "gwlb-replay: WARNING: %llu packet(s) dropped because an appliance has no MAC "
@@ -197,7 +197,7 @@ struct Replay::State {
   Boundary open_at;
   // Its appliance's server id, taken when it was applied (a removed
   // appliance's id may be given back before the window closes).
-  uint16_t open_sid = dp::kNoServer;
+  uint16_t open_sid = dp::kNoAppliance;
   std::vector<uint32_t> open_addrs;  // the registry's addresses by id then
   std::vector<uint64_t> last_packets;  // at the previous boundary (start: none)
   std::vector<std::string> id_names;   // address text by server id
@@ -216,7 +216,7 @@ struct Replay::State {
   void drain();
   bool workersIdle() const;
   unsigned dealTo(rte_mbuf* m);
-  std::vector<uint64_t> serverPackets() const;
+  std::vector<uint64_t> appliancePackets() const;
   Boundary takeBoundary() const;
   const std::string& addrOf(uint16_t id);
   json packetDiff(const std::vector<uint64_t>& to, const std::vector<uint64_t>& from);
@@ -421,10 +421,10 @@ bool Replay::State::workersIdle() const {
   return idle && rte_ring_count(g.free_jobs) == jobs.size();
 }
 
-std::vector<uint64_t> Replay::State::serverPackets() const {
+std::vector<uint64_t> Replay::State::appliancePackets() const {
   std::vector<uint64_t> v(engine->registry().size(), 0);
   for (auto& w : workers)
-    for (size_t id = 0; id < v.size() && id < dp::kMaxServerIds; ++id)
+    for (size_t id = 0; id < v.size() && id < dp::kMaxApplianceIds; ++id)
       v[id] += w.state.sentPackets(uint16_t(id));
   return v;
 }
@@ -434,14 +434,14 @@ Boundary Replay::State::takeBoundary() const {
   flows->forEach([&](const FlowKey& k, int32_t, const dp::FlowEntry& e) {
     uint64_t r = e.route.load(std::memory_order_acquire);
     if (k.kind == KeyKind::kFlow && (r & dp::kRouteSet))
-      b.flows.emplace(std::string(reinterpret_cast<const char*>(&k), sizeof k), dp::routeServer(r));
+      b.flows.emplace(std::string(reinterpret_cast<const char*>(&k), sizeof k), dp::routeAppliance(r));
   });
-  b.packets = serverPackets();
+  b.packets = appliancePackets();
   return b;
 }
 
 const std::string& Replay::State::addrOf(uint16_t id) {
-  const ctl::ServerRegistry& reg = engine->registry();
+  const ctl::ApplianceRegistry& reg = engine->registry();
   if (id_names.size() != reg.size()) {
     id_names.clear();
     for (uint32_t ip : reg.addresses()) id_names.push_back(IpAddr::v4(ip).str());
@@ -464,10 +464,10 @@ json Replay::State::packetDiff(const std::vector<uint64_t>& to, const std::vecto
 void Replay::State::closeWindow(const Boundary& b) {
   if (!open_event) return;
   std::map<std::string, uint64_t> moved;
-  uint64_t stayed = 0, ended = 0, on_server = 0;
+  uint64_t stayed = 0, ended = 0, on_appliance = 0;
   const uint16_t sid = open_sid;
   for (auto& [k, s] : open_at.flows) {
-    if (s == sid) ++on_server;
+    if (s == sid) ++on_appliance;
     auto it = b.flows.find(k);
     if (it == b.flows.end()) {
       ++ended;
@@ -482,7 +482,7 @@ void Replay::State::closeWindow(const Boundary& b) {
   r["flows_moved"] = moved;
   r["flows_stayed"] = stayed;
   r["flows_ended"] = ended;
-  r["flows_on_server_at_event"] = on_server;
+  r["flows_on_server_at_event"] = on_appliance;
   r["flows_at_event"] = open_at.flows.size();
   r["packets_after"] = packetDiff(b.packets, open_at.packets);
   last_packets = open_at.packets;
@@ -519,7 +519,7 @@ void Replay::State::runControl(uint64_t t) {
           return;
         }
         open_event = &e;
-        open_sid = engine->registry().find(applianceKey(e.server));
+        open_sid = engine->registry().find(applianceKey(e.appliance));
         open_addrs = engine->registry().addresses();
         open_at = std::move(b);
       });

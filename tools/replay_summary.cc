@@ -46,7 +46,7 @@ nlohmann::json compositesJson(const ctl::RegionTracker& regions, uint64_t first_
       sj.push_back({{"name", so.name},
                     {"server_group", so.group},
                     {"policy", so.policy},
-                    {"servers", so.servers},
+                    {"servers", so.appliances},
                     {"healthy_servers", so.healthy},
                     {"healthy", so.ok},
                     {"why", so.why}});
@@ -62,8 +62,8 @@ nlohmann::json compositesJson(const ctl::RegionTracker& regions, uint64_t first_
 }
 
 // An appliance's address as configured, in either family (the snapshot's
-// ServerView keeps an IPv6 one in ip6, its 32-bit key in ip).
-static IpAddr applianceAddress(const dp::ServerView& sv) {
+// ApplianceSlot keeps an IPv6 one in ip6, its 32-bit key in ip).
+static IpAddr applianceAddress(const dp::ApplianceSlot& sv) {
   return sv.ipv6 ? IpAddr::v6(sv.ip6.data()) : IpAddr::v4(sv.ip);
 }
 
@@ -77,7 +77,7 @@ static nlohmann::json timelineMarks(const std::vector<ctl::ScriptedEvent>& event
     if (!e.applied) continue;
     const bool health = e.action == ctl::ScriptedEvent::Action::kHealth;
     const bool reload = e.action == ctl::ScriptedEvent::Action::kReload;
-    std::string label = reload ? "reload " + e.file : e.server.str() + " " + ctl::actionName(e);
+    std::string label = reload ? "reload " + e.file : e.appliance.str() + " " + ctl::actionName(e);
     if (e.action == ctl::ScriptedEvent::Action::kAdd) label += " to " + e.group;
     if (e.weight) label += " " + std::to_string(*e.weight);
     uint64_t moved = 0;
@@ -86,7 +86,7 @@ static nlohmann::json timelineMarks(const std::vector<ctl::ScriptedEvent>& event
     marks.push_back({{"at_s", double(e.at_ns) / 1e9},
                      {"kind", health ? "health" : "event"},
                      {"event", e.index},
-                     {"server", reload ? nlohmann::json(nullptr) : nlohmann::json(e.server.str())},
+                     {"server", reload ? nlohmann::json(nullptr) : nlohmann::json(e.appliance.str())},
                      {"action", ctl::actionName(e)},
                      {"label", label},
                      {"flows_moved", moved}});
@@ -149,10 +149,10 @@ void writeSummary(const SummaryInput& in) {
   const std::vector<ctl::ScriptedEvent>& events = in.events;
   const CaptureStats& cs = in.cs;
 
-  std::map<uint16_t, uint64_t> flows_per_server;
+  std::map<uint16_t, uint64_t> flows_per_appliance;
   flows.forEach([&](const FlowKey& k, int32_t, const dp::FlowEntry& e) {
     if (k.kind == KeyKind::kFlow)
-      ++flows_per_server[dp::routeServer(e.route.load(std::memory_order_relaxed))];
+      ++flows_per_appliance[dp::routeAppliance(e.route.load(std::memory_order_relaxed))];
   });
   // Packets per appliance: count the outer destinations of what we wrote.
   // Keyed by applianceKey(), as the snapshot's servers (IPv4 or IPv6 outers).
@@ -205,12 +205,12 @@ void writeSummary(const SummaryInput& in) {
   nlohmann::json apps = nlohmann::json::array();
   std::printf("%-16s %-8s %10s %8s\n", "appliance", "group", "packets", "flows");
   // Configured appliances; with --events also removed ones that flows still use.
-  for (size_t id = 0; id < snap->servers.size(); ++id) {
-    const auto& sv = snap->servers[id];
+  for (size_t id = 0; id < snap->appliances.size(); ++id) {
+    const auto& sv = snap->appliances[id];
     if (!sv.in_use && !(sv.routable && !events.empty())) continue;
     std::string addr = applianceAddress(sv).str();
     uint64_t pk = pkts_per_ip[sv.ip];
-    uint64_t fl = flows_per_server[uint16_t(id)];
+    uint64_t fl = flows_per_appliance[uint16_t(id)];
     const std::string& gname = cfg.server_groups[sv.group].name;
     nlohmann::json a = {{"address", addr}, {"group", gname},   {"packets", pk},
                         {"bytes", bytes_per_ip[sv.ip]}, {"flows", fl}};
@@ -221,8 +221,8 @@ void writeSummary(const SummaryInput& in) {
     apps.push_back(a);
     std::printf("%-16s %-8s %10llu %8llu%s%s\n", addr.c_str(), gname.c_str(),
                 (unsigned long long)pk, (unsigned long long)fl,
-                sv.phase != dp::ServerPhase::kActive ? "  " : "",
-                sv.phase != dp::ServerPhase::kActive ? dp::toString(sv.phase) : "");
+                sv.phase != dp::AppliancePhase::kActive ? "  " : "",
+                sv.phase != dp::AppliancePhase::kActive ? dp::toString(sv.phase) : "");
   }
   j["appliances"] = apps;
   nlohmann::json counters = nlohmann::json::object(), drops = nlohmann::json::object();
@@ -244,7 +244,7 @@ void writeSummary(const SummaryInput& in) {
     const bool reload = e.action == ctl::ScriptedEvent::Action::kReload;
     nlohmann::json x = {{"index", e.index},
                         {"at_s", double(e.at_ns) / 1e9},
-                        {"server", reload ? nlohmann::json(nullptr) : nlohmann::json(e.server.str())},
+                        {"server", reload ? nlohmann::json(nullptr) : nlohmann::json(e.appliance.str())},
                         {"action", ctl::actionName(e)},
                         {"applied", e.applied}};
     if (e.action == ctl::ScriptedEvent::Action::kAdd) x["group"] = e.group;
@@ -270,7 +270,7 @@ void writeSummary(const SummaryInput& in) {
     evj.push_back(x);
     if (!e.refused.empty())
       std::printf("event %zu at %s: %s %s: %s\n", e.index, ctl::secondsText(e.at_ns).c_str(),
-                  ctl::actionName(e), reload ? e.file.c_str() : e.server.str().c_str(),
+                  ctl::actionName(e), reload ? e.file.c_str() : e.appliance.str().c_str(),
                   e.refused.c_str());
     if (e.applied) {
       uint64_t moved = 0;
@@ -280,7 +280,7 @@ void writeSummary(const SummaryInput& in) {
       const char* key = reload ? "flows_at_event" : "flows_on_server_at_event";
       std::printf("event %zu at %s: %s %s: %s %llu, moved %llu, stayed %llu\n", e.index,
                   ctl::secondsText(e.at_ns).c_str(), ctl::actionName(e),
-                  reload ? e.file.c_str() : e.server.str().c_str(), on,
+                  reload ? e.file.c_str() : e.appliance.str().c_str(), on,
                   (unsigned long long)e.result[key].get<uint64_t>(), (unsigned long long)moved,
                   (unsigned long long)e.result["flows_stayed"].get<uint64_t>());
     }
@@ -295,7 +295,7 @@ void writeSummary(const SummaryInput& in) {
     for (const auto& line : e.result["region_changes"]) std::printf("  regions: %s\n", line.get<std::string>().c_str());
   }
   j["events"] = evj;
-  const ctl::ServerLifecycle::Stats& ls = in.engine.lifecycle().stats();
+  const ctl::ApplianceLifecycle::Stats& ls = in.engine.lifecycle().stats();
   j["lifecycle"] = {{"drains_started", ls.drains_started},
                     {"drains_emptied", ls.drains_emptied},
                     {"drains_timed_out", ls.drains_timed_out},
@@ -309,22 +309,22 @@ void writeSummary(const SummaryInput& in) {
   if (in.service_changes) j["service_changes"] = *in.service_changes;
   j["listeners"] = listenersJson(in.engine.regions(), in.first_ts);
   j["composites"] = compositesJson(in.engine.regions(), in.first_ts);
-  nlohmann::json servers = nlohmann::json::array();
-  for (size_t id = 0; id < snap->servers.size(); ++id) {
-    const auto& sv = snap->servers[id];
+  nlohmann::json appliances = nlohmann::json::array();
+  for (size_t id = 0; id < snap->appliances.size(); ++id) {
+    const auto& sv = snap->appliances[id];
     nlohmann::json x = {{"address", applianceAddress(sv).str()},
                         {"phase", dp::toString(sv.phase)},
                         {"in_config", sv.in_use},
                         {"routable", sv.routable},
                         {"move", dp::toString(sv.move_reason)},
-                        {"flows", flows_per_server[uint16_t(id)]}};
-    if (const ctl::ServerLifecycle::Entry* le = in.engine.lifecycle().find(sv.ip)) x["why"] = le->why;
-    servers.push_back(x);
+                        {"flows", flows_per_appliance[uint16_t(id)]}};
+    if (const ctl::ApplianceLifecycle::Entry* le = in.engine.lifecycle().find(sv.ip)) x["why"] = le->why;
+    appliances.push_back(x);
   }
-  j["servers"] = servers;
+  j["servers"] = appliances;
   j["snapshots_published"] = in.engine.generation();
   if (in.timeline) {
-    for (const auto& sv : snap->servers) in.timeline->known(applianceAddress(sv));
+    for (const auto& sv : snap->appliances) in.timeline->known(applianceAddress(sv));
     j["timeseries"] = in.timeline->toJson(timelineMarks(events, *in.lifecycle_changes,
                                                         *in.region_changes));
   }

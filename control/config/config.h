@@ -23,7 +23,7 @@ const char* toString(Stickiness s);
 const char* toString(GeneveFormat f);
 const char* toString(Encapsulation e);
 
-struct ServerConfig {
+struct ApplianceConfig {
   IpAddr address;                // underlay address of the appliance (required); IPv6: Geneve over IPv6
   uint32_t weight = 100;         // 0..10000; 0 = in config but receives no new flows
   std::optional<MacAddr> mac;    // optional static MAC; else node.gateway_mac, else ARP
@@ -154,7 +154,7 @@ struct HealthCheckConfig {
   bool forwardingActive() const { return active() && forwarding; }
 };
 
-struct ServerGroupConfig {
+struct ApplianceGroupConfig {
   std::string name;                          // required, unique, [A-Za-z0-9_.-]{1,63}
   Stickiness stickiness = Stickiness::kFiveTuple;
   GeneveConfig geneve;
@@ -163,7 +163,7 @@ struct ServerGroupConfig {
   uint32_t maglev_table_size = 65537;        // prime, 251..1000003, > 100 x servers advised
   uint32_t tcp_idle_timeout_s = 350;         // 60..6000
   uint32_t other_idle_timeout_s = 120;       // 60..6000
-  std::vector<ServerConfig> servers;         // 1..4096, unique addresses
+  std::vector<ApplianceConfig> appliances;         // 1..4096, unique addresses
   HealthCheckConfig health_check;
   WhenAllUnhealthy when_all_unhealthy = WhenAllUnhealthy::kFailOpen;
   FailoverMode failover_mode = FailoverMode::kNoRebalance;
@@ -385,11 +385,11 @@ struct FleetConfig {
 };
 
 // Server ids are shared by all groups; this bounds per-worker per-server counters.
-inline constexpr size_t kMaxServersTotal = 16384;
+inline constexpr size_t kMaxAppliancesTotal = 16384;
 
 struct Config {
   NodeConfig node;
-  std::vector<ServerGroupConfig> server_groups;  // 1..64; the first receives all inspected traffic
+  std::vector<ApplianceGroupConfig> server_groups;  // 1..64; the first receives all inspected traffic
   DataplaneConfig dataplane;
   ControlConfig control;
   MetricsConfig metrics;

@@ -297,7 +297,7 @@ void classWarnings(const Config& c, std::vector<ConfigError>& out, unsigned port
     bool any_group = std::any_of(l->second->server_groups.begin(), l->second->server_groups.end(),
                                  [&](const std::string& g) {
                                    return std::any_of(c.server_groups.begin(), c.server_groups.end(),
-                                                      [&](const ServerGroupConfig& sg) { return sg.name == g; });
+                                                      [&](const ApplianceGroupConfig& sg) { return sg.name == g; });
                                  });
     if (!any_group)
       out.push_back({at("traffic_classes", i) + ".listener",

@@ -112,7 +112,7 @@ class Cross {
     std::map<std::string, size_t> names;
     std::map<AddrKey, std::pair<size_t, size_t>> addrs;  // address -> (group, server)
     for (size_t gi = 0; gi < c.server_groups.size(); ++gi) {
-      const ServerGroupConfig& g = c.server_groups[gi];
+      const ApplianceGroupConfig& g = c.server_groups[gi];
       const std::string gp = at("server_groups", gi);
       if (g.name.empty()) {
         add(gp + ".name", "is required: a name of 1..63 characters from A-Z a-z 0-9 _ . -");
@@ -141,12 +141,12 @@ class Cross {
                 " is too large for format nsi: at most 4294967295 (the endpoint ID option's high 32 bits; "
                 "its low 32 carry the flow cookie)");
       const uint32_t ts = g.maglev_table_size;
-      if (kMaglevRange.contains(ts) && isPrime(ts) && ts <= g.servers.size())
+      if (kMaglevRange.contains(ts) && isPrime(ts) && ts <= g.appliances.size())
         add(gp + ".maglev_table_size",
             quote(std::to_string(ts)) + " must be greater than the number of servers (" +
-                std::to_string(g.servers.size()) + "); at least 100 times as many is advised");
-      for (size_t si = 0; si < g.servers.size(); ++si) {
-        const IpAddr& a = g.servers[si].address;
+                std::to_string(g.appliances.size()) + "); at least 100 times as many is advised");
+      for (size_t si = 0; si < g.appliances.size(); ++si) {
+        const IpAddr& a = g.appliances[si].address;
         const std::string ap = at(gp + ".servers", si) + ".address";
         if (!a.isV4() && !a.isV6()) continue;  // the key's own check said what is wrong
         if (a == c.node.underlay_ip) {
@@ -166,10 +166,10 @@ class Cross {
       }
     }
     size_t total = 0;
-    for (const auto& g : c.server_groups) total += g.servers.size();
-    if (total > kMaxServersTotal)
+    for (const auto& g : c.server_groups) total += g.appliances.size();
+    if (total > kMaxAppliancesTotal)
       add("server_groups", std::to_string(total) + " servers in all groups; allowed at most " +
-                               std::to_string(kMaxServersTotal));
+                               std::to_string(kMaxAppliancesTotal));
   }
 
   // verify and ca_file only mean something to an https check: elsewhere they
@@ -354,7 +354,7 @@ class Cross {
       if (l.server_groups.empty() || l.server_groups.size() > kMaxRegionItems)
         add(lp + ".server_groups", "needs 1.." + std::to_string(kMaxRegionItems) +
                                        " server group names, in order of preference");
-      const ServerGroupConfig* first = nullptr;
+      const ApplianceGroupConfig* first = nullptr;
       for (size_t j = 0; j < l.server_groups.size(); ++j) {
         const std::string& g = l.server_groups[j];
         const std::string jp = at(lp + ".server_groups", j);
@@ -370,7 +370,7 @@ class Cross {
                       "; a server group serves at most one listener");
           continue;
         }
-        const ServerGroupConfig& gc = c.server_groups[gi->second];
+        const ApplianceGroupConfig& gc = c.server_groups[gi->second];
         if (!first) {
           first = &gc;
         } else if (gc.stickiness != first->stickiness) {
@@ -453,7 +453,7 @@ std::vector<ConfigError> configWarnings(const Config& c, unsigned ports) {
   uint32_t idle_s = 0;
   std::string idle_key;
   for (size_t i = 0; i < c.server_groups.size(); ++i) {
-    const ServerGroupConfig& g = c.server_groups[i];
+    const ApplianceGroupConfig& g = c.server_groups[i];
     const std::string gp = "server_groups[" + std::to_string(i) + "].";
     if (g.tcp_idle_timeout_s > idle_s) idle_s = g.tcp_idle_timeout_s, idle_key = gp + "tcp_idle_timeout";
     if (g.other_idle_timeout_s > idle_s) idle_s = g.other_idle_timeout_s, idle_key = gp + "other_idle_timeout";

@@ -32,17 +32,17 @@ struct Text {
   void put(const std::string& key, const char* v) { put(key, std::string(v)); }
 };
 
-std::vector<const ServerConfig*> byAddress(const ServerGroupConfig& g) {
-  std::vector<const ServerConfig*> v;
-  for (const ServerConfig& s : g.servers) v.push_back(&s);
-  std::sort(v.begin(), v.end(), [](const ServerConfig* a, const ServerConfig* b) {
+std::vector<const ApplianceConfig*> byAddress(const ApplianceGroupConfig& g) {
+  std::vector<const ApplianceConfig*> v;
+  for (const ApplianceConfig& s : g.appliances) v.push_back(&s);
+  std::sort(v.begin(), v.end(), [](const ApplianceConfig* a, const ApplianceConfig* b) {
     return a->address.b < b->address.b;
   });
   return v;
 }
 
 // One group's keys of section `sec`, each prefixed by p ("group.N.").
-void groupText(Text& t, DigestSection sec, const ServerGroupConfig& g, const std::string& p) {
+void groupText(Text& t, DigestSection sec, const ApplianceGroupConfig& g, const std::string& p) {
   switch (sec) {
     case DigestSection::kGroups:
       t.put(p + "name", g.name);
@@ -66,10 +66,10 @@ void groupText(Text& t, DigestSection sec, const ServerGroupConfig& g, const std
       if (g.send_tcp_reset.on_deregistration) t.put(p + "send_tcp_reset.on_deregistration", true);
       break;
     case DigestSection::kAppliances:
-      for (const ServerConfig* s : byAddress(g)) t.put(p + "appliance", s->address.str());
+      for (const ApplianceConfig* s : byAddress(g)) t.put(p + "appliance", s->address.str());
       break;
     case DigestSection::kWeights:
-      for (const ServerConfig* s : byAddress(g)) t.put(p + s->address.str() + ".weight", s->weight);
+      for (const ApplianceConfig* s : byAddress(g)) t.put(p + s->address.str() + ".weight", s->weight);
       break;
     case DigestSection::kHealthChecks: {
       const HealthCheckConfig& h = g.health_check;

@@ -33,18 +33,18 @@ void checkIpv6Underlay(const Config& c, Report& r) {
   // one address (IPv4 keys are the addresses, so only IPv6 ones can collide).
   std::map<uint32_t, std::pair<IpAddr, std::string>> keys;
   for (size_t gi = 0; gi < c.server_groups.size(); ++gi)
-    for (size_t si = 0; si < c.server_groups[gi].servers.size(); ++si) {
-      const IpAddr& a = c.server_groups[gi].servers[si].address;
+    for (size_t si = 0; si < c.server_groups[gi].appliances.size(); ++si) {
+      const IpAddr& a = c.server_groups[gi].appliances[si].address;
       auto entry = std::make_pair(a, at(at("server_groups", gi) + ".servers", si));
       // An IPv4 appliance keeps its key: the IPv6 one that folds to it is told.
       if (a.isV4()) keys.insert_or_assign(applianceKey(a), entry);
       else if (a.isV6()) keys.emplace(applianceKey(a), entry);
     }
   for (size_t gi = 0; gi < c.server_groups.size(); ++gi) {
-    const ServerGroupConfig& g = c.server_groups[gi];
+    const ApplianceGroupConfig& g = c.server_groups[gi];
     const std::string gp = at("server_groups", gi);
-    for (size_t si = 0; si < g.servers.size(); ++si) {
-      const ServerConfig& sc = g.servers[si];
+    for (size_t si = 0; si < g.appliances.size(); ++si) {
+      const ApplianceConfig& sc = g.appliances[si];
       const std::string sp = at(gp + ".servers", si);
       if (!usableIpv6(sc.address)) continue;
       const std::string q = quote(sc.address.str());

@@ -222,7 +222,7 @@ namespace {
 int64_t weightIn(const Config& c, const std::string& group, const IpAddr& a) {
   for (const auto& g : c.server_groups)
     if (g.name == group)
-      for (const auto& sc : g.servers)
+      for (const auto& sc : g.appliances)
         if (sc.address == a) return sc.weight;
   return -1;
 }
@@ -254,9 +254,9 @@ std::vector<RuntimeChange> runtimeChanges(const Config& file, const Config& runn
     out.push_back(std::move(c));
   };
   for (const auto& g : running.server_groups)
-    for (const auto& sc : g.servers) entry(g.name, sc.address);
+    for (const auto& sc : g.appliances) entry(g.name, sc.address);
   for (const auto& g : file.server_groups)
-    for (const auto& sc : g.servers)
+    for (const auto& sc : g.appliances)
       if (weightIn(running, g.name, sc.address) < 0) entry(g.name, sc.address);
   return out;
 }

@@ -71,7 +71,7 @@ struct EnumDesc {
 };
 
 // Type-erased access to one member of a section's struct. `owner` points to
-// the struct (NodeConfig, ServerGroupConfig, ...). Built by member<&S::m>().
+// the struct (NodeConfig, ApplianceGroupConfig, ...). Built by member<&S::m>().
 struct Access {
   void* (*at)(void* owner) = nullptr;
   const void* (*cat)(const void* owner) = nullptr;
@@ -292,7 +292,7 @@ bool validGroupRef(const std::string& g);  // a Unix group name or number
 inline constexpr Range kMaglevRange{251, 1000003};
 inline constexpr size_t kMaxNameLen = 63;
 inline constexpr size_t kMaxGroups = 64;
-inline constexpr size_t kMaxServers = 4096;
+inline constexpr size_t kMaxAppliances = 4096;
 inline constexpr size_t kMaxRegionItems = 16;  // listeners, names in a listener or composite
 inline constexpr size_t kMaxPortEntries = 64;
 inline constexpr size_t kMaxIpv6Addresses = 16;

@@ -17,7 +17,7 @@
 namespace gwlb::ctl::schema {
 
 void checkGroupCount(const void* v, const std::string& path, Report& r) {
-  size_t n = as<std::vector<ServerGroupConfig>>(v).size();
+  size_t n = as<std::vector<ApplianceGroupConfig>>(v).size();
   if (n == 0) r.add(path, "at least one server group is required");
   else if (n > kMaxGroups) r.add(path, tooMany(n, kMaxGroups, "groups", true));
 }
@@ -38,11 +38,11 @@ void checkInterfaceName(const void* v, const std::string& path, Report& r) {
     r.add(path, quote(s) + " is not an interface name (1..15 bytes, no / : or space, not . or ..)");
 }
 
-void checkServers(const void* v, const std::string& path, Report& r) {
-  const auto& s = as<std::vector<ServerConfig>>(v);
-  if (s.empty()) r.add(path, "has no servers; allowed 1.." + std::to_string(kMaxServers));
-  else if (s.size() > kMaxServers) r.add(path, tooMany(s.size(), kMaxServers, "servers", true));
-  bool any_weight = std::any_of(s.begin(), s.end(), [](const ServerConfig& x) { return x.weight > 0; });
+void checkAppliances(const void* v, const std::string& path, Report& r) {
+  const auto& s = as<std::vector<ApplianceConfig>>(v);
+  if (s.empty()) r.add(path, "has no servers; allowed 1.." + std::to_string(kMaxAppliances));
+  else if (s.size() > kMaxAppliances) r.add(path, tooMany(s.size(), kMaxAppliances, "servers", true));
+  bool any_weight = std::any_of(s.begin(), s.end(), [](const ApplianceConfig& x) { return x.weight > 0; });
   if (!s.empty() && !any_weight)
     r.add(path, "every server has weight 0; at least one server needs weight > 0");
 }
@@ -122,18 +122,18 @@ void checkHttpCodes(const void* v, const std::string& path, Report& r) {
 constexpr std::string_view kAfterProtocol[] = {"protocol"};
 constexpr std::string_view kAfterProtocolVerify[] = {"protocol", "verify"};
 
-const Key kServerKeys[] = {
-    {.name = "address", .kind = Kind::kIp, .acc = member<&ServerConfig::address>(),
+const Key kApplianceKeys[] = {
+    {.name = "address", .kind = Kind::kIp, .acc = member<&ApplianceConfig::address>(),
      .doc = "The appliance's underlay address; unique in the file, not this node's. IPv6: "
             "Geneve over IPv6 from `node.underlay_ipv6`.",
      .required = true, .what = "the appliance's IPv4 or IPv6 address"},
-    {.name = "weight", .kind = Kind::kUint, .acc = member<&ServerConfig::weight>(),
+    {.name = "weight", .kind = Kind::kUint, .acc = member<&ApplianceConfig::weight>(),
      .doc = "Share of new flows, relative to the group's other servers; 0: none.",
      .range = kWeightRange},
-    {.name = "mac", .kind = Kind::kMac, .acc = member<&ServerConfig::mac>(),
+    {.name = "mac", .kind = Kind::kMac, .acc = member<&ApplianceConfig::mac>(),
      .doc = "Fixed MAC of this appliance (else `node.gateway_mac`, else ARP; IPv6: neighbor discovery)."},
 };
-const Section kServerSection{"server_groups[].servers[]", kServerKeys};
+const Section kApplianceSection{"server_groups[].servers[]", kApplianceKeys};
 
 const Key kGeneveKeys[] = {
     {.name = "format", .kind = Kind::kEnum, .acc = member<&GeneveConfig::format>(),
@@ -312,52 +312,52 @@ const Key kGroupResetKeys[] = {
 const Section kGroupResetSection{"server_groups[].send_tcp_reset", kGroupResetKeys};
 
 const Key kGroupKeys[] = {
-    {.name = "name", .kind = Kind::kString, .acc = member<&ServerGroupConfig::name>(),
+    {.name = "name", .kind = Kind::kString, .acc = member<&ApplianceGroupConfig::name>(),
      .doc = "Used in logs, counters and references.", .required = true, .what = "a group name",
      .range_doc = kNameRule},
-    {.name = "stickiness", .kind = Kind::kEnum, .acc = member<&ServerGroupConfig::stickiness>(),
+    {.name = "stickiness", .kind = Kind::kEnum, .acc = member<&ApplianceGroupConfig::stickiness>(),
      .doc = "Which fields of a flow pick its appliance.", .enm = &kStickiness},
-    {.name = "geneve", .kind = Kind::kSection, .acc = member<&ServerGroupConfig::geneve>(),
+    {.name = "geneve", .kind = Kind::kSection, .acc = member<&ApplianceGroupConfig::geneve>(),
      .doc = "How packets are encapsulated for this group.", .sub = &kGeneveSection},
-    {.name = "encapsulation", .kind = Kind::kEnum, .acc = member<&ServerGroupConfig::encapsulation>(),
+    {.name = "encapsulation", .kind = Kind::kEnum, .acc = member<&ApplianceGroupConfig::encapsulation>(),
      .doc = "Tunnel to the appliances: Geneve (the `geneve` map) or VXLAN as Azure's Gateway Load "
             "Balancer sends it (the `vxlan` map).",
      .enm = &kEncapsulation},
-    {.name = "vxlan", .kind = Kind::kSection, .acc = member<&ServerGroupConfig::vxlan>(),
+    {.name = "vxlan", .kind = Kind::kSection, .acc = member<&ApplianceGroupConfig::vxlan>(),
      .doc = "`encapsulation: vxlan`: the group's two tunnels.", .sub = &kVxlanSection},
     {.name = "maglev_table_size", .kind = Kind::kUint,
-     .acc = member<&ServerGroupConfig::maglev_table_size>(),
+     .acc = member<&ApplianceGroupConfig::maglev_table_size>(),
      .doc = "Size of the consistent-hashing table; over 100 x the servers is advised.",
      .range = kMaglevRange, .check = checkMaglevPrime,
      .range_doc = "a prime in 251..1000003, > the servers"},
     {.name = "tcp_idle_timeout", .kind = Kind::kSeconds,
-     .acc = member<&ServerGroupConfig::tcp_idle_timeout_s>(),
+     .acc = member<&ApplianceGroupConfig::tcp_idle_timeout_s>(),
      .doc = "A TCP flow with no packets for this long is forgotten.", .range = kIdleRange},
     {.name = "other_idle_timeout", .kind = Kind::kSeconds,
-     .acc = member<&ServerGroupConfig::other_idle_timeout_s>(),
+     .acc = member<&ApplianceGroupConfig::other_idle_timeout_s>(),
      .doc = "The same for UDP and every other protocol.", .range = kIdleRange},
-    {.name = "servers", .kind = Kind::kList, .acc = member<&ServerGroupConfig::servers>(),
-     .doc = "The appliances of this group.", .range = kServersList, .required = true,
-     .what = "a list of servers", .items = "servers", .needs_one = true, .sub = &kServerSection,
-     .check = checkServers, .range_doc = "1..4096, one with weight > 0"},
+    {.name = "servers", .kind = Kind::kList, .acc = member<&ApplianceGroupConfig::appliances>(),
+     .doc = "The appliances of this group.", .range = kAppliancesList, .required = true,
+     .what = "a list of servers", .items = "servers", .needs_one = true, .sub = &kApplianceSection,
+     .check = checkAppliances, .range_doc = "1..4096, one with weight > 0"},
     {.name = "health_check", .kind = Kind::kSection,
-     .acc = member<&ServerGroupConfig::health_check>(),
+     .acc = member<&ApplianceGroupConfig::health_check>(),
      .doc = "Health checks of the appliances; off when absent.", .sub = &kHealthSection,
      .default_doc = "off"},
     {.name = "when_all_unhealthy", .kind = Kind::kEnum,
-     .acc = member<&ServerGroupConfig::when_all_unhealthy>(),
+     .acc = member<&ApplianceGroupConfig::when_all_unhealthy>(),
      .doc = "No appliance in service: new flows spread over all (`fail_open`) or are dropped.",
      .enm = &kWhenAllUnhealthy},
-    {.name = "failover_mode", .kind = Kind::kEnum, .acc = member<&ServerGroupConfig::failover_mode>(),
+    {.name = "failover_mode", .kind = Kind::kEnum, .acc = member<&ApplianceGroupConfig::failover_mode>(),
      .doc = "Where existing flows of an appliance that failed or left go.", .enm = &kFailoverMode},
     {.name = "connection_draining", .kind = Kind::kSection,
-     .acc = member<&ServerGroupConfig::connection_draining>(),
+     .acc = member<&ApplianceGroupConfig::connection_draining>(),
      .doc = "Draining of removed or drained appliances.", .sub = &kDrainingSection},
     {.name = "send_tcp_reset", .kind = Kind::kSection,
-     .acc = member<&ServerGroupConfig::send_tcp_reset>(),
+     .acc = member<&ApplianceGroupConfig::send_tcp_reset>(),
      .doc = "RSTs for TCP flows whose appliance failed or left ([product-rules.md](product-rules.md#2-existing-flows-when-an-appliance-leaves-rebalance-and-draining)).",
      .sub = &kGroupResetSection},
-    {.name = "slow_start", .kind = Kind::kSeconds, .acc = member<&ServerGroupConfig::slow_start_s>(),
+    {.name = "slow_start", .kind = Kind::kSeconds, .acc = member<&ApplianceGroupConfig::slow_start_s>(),
      .doc = "An appliance coming into service ramps up to its share of new flows over this time.",
      .range = kHoldRange},
 };

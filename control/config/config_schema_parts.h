@@ -63,7 +63,7 @@ inline constexpr Range kMaxPolicies{0, 256};
 inline constexpr Range kMaxHealthSources{0, 1024};
 inline constexpr Range kMaxComposites{0, 256};
 inline constexpr Range kGroupsList{1, kMaxGroups};
-inline constexpr Range kServersList{1, kMaxServers};
+inline constexpr Range kAppliancesList{1, kMaxAppliances};
 inline constexpr Range kPortsList{0, kMaxPortEntries};
 inline constexpr Range kIpv6List{0, kMaxIpv6Addresses};
 inline constexpr Range kNamesList{0, kMaxRegionItems};

@@ -45,7 +45,7 @@ void ApplianceNeighbours::follow(uint64_t now) {
   const Config& cfg = engine_.config();
   std::vector<uint32_t> ips, keys6;
   std::map<uint32_t, IpAddr> addr6;
-  auto want = [&](const ServerConfig& s) {
+  auto want = [&](const ApplianceConfig& s) {
     if (s.mac) return;
     if (s.address.isV4()) {
       ips.push_back(s.address.v4HostOrder());
@@ -56,8 +56,8 @@ void ApplianceNeighbours::follow(uint64_t now) {
   };
   if (!cfg.node.gateway_mac) {
     for (const auto& g : cfg.server_groups)
-      for (const auto& s : g.servers) want(s);
-    for (const auto& [ip, e] : engine_.lifecycle().entries()) want(e.server);
+      for (const auto& s : g.appliances) want(s);
+    for (const auto& [ip, e] : engine_.lifecycle().entries()) want(e.appliance);
   }
   // A node without an IPv6 underlay address cannot solicit (config refuses IPv6 appliances then).
   if (!cfg.node.underlay_ipv6) keys6.clear(), addr6.clear();

@@ -70,7 +70,7 @@ Daemon::Daemon(Config config) {
   hooks.built = [this](const dp::Snapshot& s) {
     appliances_->update(s, unixNow());
     size_t unresolved = 0;
-    for (auto& sv : s.servers)
+    for (auto& sv : s.appliances)
       if (sv.in_use && !sv.mac_known) ++unresolved;
     spdlog::info("snapshot {} published: {} group(s), {} appliance(s), {} awaiting ARP or ND",
                  s.generation, s.groups.size(), s.by_ip.size(), unresolved);
@@ -134,11 +134,11 @@ void Daemon::setupFleetSync() {
       const dp::Snapshot* s = engine_->current();
       if (!s) return view;
       HealthMap hm = health_ ? health_->states() : HealthMap{};
-      for (const dp::ServerView& sv : s->servers) {
+      for (const dp::ApplianceSlot& sv : s->appliances) {
         if (!sv.in_use) continue;
         auto h = hm.find(sv.ip);
         ApplianceHealth ah = h != hm.end() ? h->second : ApplianceHealth(HealthState::kDisabled);
-        bool active = sv.phase == dp::ServerPhase::kActive;
+        bool active = sv.phase == dp::AppliancePhase::kActive;
         HealthState st = !active ? HealthState::kDraining
                          : sv.weight == 0 && ah.state != HealthState::kUnhealthy ? HealthState::kUnused
                                                                                  : ah.state;

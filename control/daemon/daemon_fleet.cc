@@ -40,9 +40,9 @@ AnnounceInputs Daemon::announceInputs() const {
     // At least one appliance per group in service: weight > 0, MAC known, active.
     for (size_t g = 0; g < cfg().server_groups.size() && g < s->groups.size(); ++g) {
       bool any = false;
-      for (const dp::ServerView& sv : s->servers)
+      for (const dp::ApplianceSlot& sv : s->appliances)
         any = any || (sv.in_use && sv.group == g && sv.weight > 0 && sv.mac_known &&
-                      sv.phase == dp::ServerPhase::kActive);
+                      sv.phase == dp::AppliancePhase::kActive);
       if (!any) {
         in.appliances_ready = false;
         in.appliances_why = "group " + cfg().server_groups[g].name +

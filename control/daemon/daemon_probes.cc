@@ -38,10 +38,10 @@ std::vector<ConfigError> probePathProblems(const Config& c) {
 // weight, a drain) needs no kernel lookup.
 std::vector<std::string> probeTargets(const Config& c) {
   std::vector<std::string> out;
-  for (const ServerGroupConfig& g : c.server_groups) {
+  for (const ApplianceGroupConfig& g : c.server_groups) {
     if (!g.health_check.active()) continue;
     const std::string path = probePathOf(c, g.health_check).describe();
-    for (const ServerConfig& sc : g.servers)
+    for (const ApplianceConfig& sc : g.appliances)
       out.push_back(sc.address.str() + " " + path + " " +
                     (sc.mac ? sc.mac->str() : c.node.gateway_mac ? c.node.gateway_mac->str() : "arp"));
   }
@@ -65,7 +65,7 @@ void Daemon::setupProbePaths() {
                              std::to_string(errors.size()) + " problem" +
                              (errors.size() == 1 ? "" : "s") + "):" + joined(errors));
   for (size_t i = 0; i < cfg().server_groups.size(); ++i) {
-    const ServerGroupConfig& g = cfg().server_groups[i];
+    const ApplianceGroupConfig& g = cfg().server_groups[i];
     if (g.health_check.active())
       spdlog::info("health probes of group {}: {}", g.name,
                    probePathOf(cfg(), g.health_check).describe());
@@ -108,9 +108,9 @@ void Daemon::applyProbePaths() {
 bool Daemon::sendForwardingProbe(uint32_t ip, uint32_t token) {
   const dp::Snapshot* snap = dp_.snapshot.load(std::memory_order_acquire);
   if (!snap) return false;
-  const uint16_t server = forwardingServer(*snap, ip);  // IPv6 appliances by their key
+  const uint16_t appliance = forwardingServer(*snap, ip);  // IPv6 appliances by their key
   uint8_t frame[kForwardingProbeMaxLen];
-  const size_t len = server == dp::kNoServer ? 0 : buildForwardingProbe(*snap, server, token, frame, sizeof frame);
+  const size_t len = appliance == dp::kNoAppliance ? 0 : buildForwardingProbe(*snap, appliance, token, frame, sizeof frame);
   if (len == 0) return false;
   rte_mbuf* m = rte_pktmbuf_alloc(pool_);
   if (!m) return false;

@@ -12,7 +12,7 @@ namespace gwlb::ctl {
 void Daemon::passiveTick() {
   if (!health_) return;
   passive_.tick(cfg(), *health_, dp::monotonicNs() / 1'000'000, [this](uint32_t ip) {
-    const ServerTraffic t = appliances_->traffic(engine_->registry().find(ip));
+    const ApplianceTraffic t = appliances_->traffic(engine_->registry().find(ip));
     return PassiveDetector::Sample{0, t.sent_packets, t.returned_packets};
   });
 }

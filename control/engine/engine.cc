@@ -25,7 +25,7 @@ const char* toString(Decision::Kind k) {
 
 std::string snapshotDigest(const dp::Snapshot& s) {
   std::string out;
-  for (const dp::ServerView& sv : s.servers) {
+  for (const dp::ApplianceSlot& sv : s.appliances) {
     if (!sv.in_use && !sv.routable) continue;
     out += IpAddr::v4(sv.ip).str() + " " + dp::toString(sv.phase) + " w" +
            std::to_string(sv.weight);
@@ -39,7 +39,7 @@ std::string snapshotDigest(const dp::Snapshot& s) {
     // FNV-1a over the addresses the slots name: ids are local, addresses are not.
     uint64_t h = 0xcbf29ce484222325ULL;
     for (uint16_t id : s.groups[g].maglev) {
-      uint32_t ip = id < s.servers.size() ? s.servers[id].ip : 0xFFFFFFFFu;
+      uint32_t ip = id < s.appliances.size() ? s.appliances[id].ip : 0xFFFFFFFFu;
       for (int b = 0; b < 4; ++b) h = (h ^ ((ip >> (8 * b)) & 0xFF)) * 0x100000001b3ULL;
     }
     char buf[64];
@@ -161,7 +161,7 @@ void Engine::applyNow(std::shared_ptr<const ValidConfig> next, const std::string
   // appliance no longer configured is no longer checked.
   std::set<uint32_t> configured;
   for (const auto& g : config().server_groups)
-    for (const auto& sc : g.servers) configured.insert(applianceKey(sc.address));
+    for (const auto& sc : g.appliances) configured.insert(applianceKey(sc.address));
   for (auto it = scripted_health_.begin(); it != scripted_health_.end();)
     it = configured.count(it->first) ? std::next(it) : scripted_health_.erase(it);
   if (hooks_.config_changed) hooks_.config_changed(config());
@@ -176,7 +176,7 @@ void Engine::applyCompiled(uint64_t now) {
   pending_.reset();
   // Server ids may have been taken since the change was checked: checked
   // again (a refusal is thrown to the driver, which logs it).
-  if (std::optional<Refusal> no = checkServerIds(p.cfg->get()))
+  if (std::optional<Refusal> no = checkApplianceIds(p.cfg->get()))
     throw std::runtime_error("config change not applied: " + no->message);
   primeClassCache(std::move(r->rules), std::move(r->table));
   applyNow(std::move(p.cfg), p.why, now);
@@ -273,10 +273,10 @@ void Engine::housekeeping(uint64_t t) {
   walk_.record_expired = walk_.sweep;
   sweepActiveToo();
   walk_.lifecycle_changes = lifecycle_changes_;
-  walk_.by_server.assign(registry_.size(), 0);
+  walk_.by_appliance.assign(registry_.size(), 0);
   // Bounded walks count entries per id for the reclaim as they go (R8: the
   // count must start once no snapshot older than the release lives);
-  // a walk in one call leaves it to reclaimServerIds() at its end.
+  // a walk in one call leaves it to reclaimApplianceIds() at its end.
   if (walk_budget_ != 0 && registry_.released()) {
     retireSnapshots(false);
     const dp::Snapshot* cur = current();
@@ -308,7 +308,7 @@ void Engine::startDeadlineWalk(uint64_t t) {
   walk_.sweep = !lifecycle_.entries().empty();
   sweepActiveToo();
   walk_.lifecycle_changes = lifecycle_changes_;
-  walk_.by_server.assign(registry_.size(), 0);
+  walk_.by_appliance.assign(registry_.size(), 0);
   walk_.deadline = lifecycle_.nextDeadline();
   walk_.entries_before = lifecycle_.entries().size();
 }
@@ -335,11 +335,11 @@ bool Engine::walkSlice() {
     if (s) walk_.swept += sweepMove(flows_, *s, k, pos, walk_.at, walk_.sweep_active);
     uint64_t r = e.route.load(std::memory_order_acquire);
     if (!(r & dp::kRouteSet)) return;
-    uint16_t id = dp::routeServer(r);
+    uint16_t id = dp::routeAppliance(r);
     if (walk_.reclaim && id < walk_.entries_by_id.size()) ++walk_.entries_by_id[id];
     if (k.kind == KeyKind::kFragment) return;
-    if (walk_.by_server.size() <= id) walk_.by_server.resize(size_t(id) + 1, 0);
-    ++walk_.by_server[id];
+    if (walk_.by_appliance.size() <= id) walk_.by_appliance.resize(size_t(id) + 1, 0);
+    ++walk_.by_appliance[id];
   };
   if (walk_.kind == Walk::Kind::kHousekeeping) {
     bool done = flows_.expireStep(walk_.expiry, walk_budget_ ? kWalkSlots : flows_.slots(),
@@ -368,12 +368,12 @@ void Engine::endWalk() {
   const bool counts_whole = w.lifecycle_changes == lifecycle_changes_;
   if (w.swept) lifecycle_.addSwept(w.swept);
   if (w.kind == Walk::Kind::kHousekeeping) {
-    flows_by_server_ = w.by_server;
+    flows_by_appliance_ = w.by_appliance;
     flows_counted_at_ = t;
     if (!w.expired_on.empty()) lifecycle_.flowsExpired(w.expired_on, registry_.addresses());
-    lifecycleTick(t, counts_whole ? &w.by_server : nullptr);
+    lifecycleTick(t, counts_whole ? &w.by_appliance : nullptr);
     if (walk_budget_ == 0) {
-      reclaimServerIds();
+      reclaimApplianceIds();
     } else if (w.reclaim) {
       // Concurrency rule R8 (docs/architecture.md "Flow entries: concurrency rules"):
       // the count began once every snapshot older than `oldest` was freed.
@@ -383,7 +383,7 @@ void Engine::endWalk() {
     return;
   }
   size_t n = lifecycle_.entries().size();
-  lifecycleTick(t, counts_whole ? &w.by_server : nullptr);
+  lifecycleTick(t, counts_whole ? &w.by_appliance : nullptr);
   if (counts_whole && lifecycle_.nextDeadline() == w.deadline && lifecycle_.entries().size() == n &&
       n == w.entries_before)
     throw std::logic_error("drain deadline did not end its drain");
@@ -391,12 +391,12 @@ void Engine::endWalk() {
 
 void Engine::lifecycleTick(uint64_t t, const std::vector<uint32_t>* counts) {
   if (lifecycle_.entries().empty()) return;
-  std::map<uint32_t, dp::ServerPhase> before;
+  std::map<uint32_t, dp::AppliancePhase> before;
   for (auto& [ip, e] : lifecycle_.entries()) before[ip] = e.phase;
   if (!lifecycle_.tick(t, counts, registry_.addresses())) return;
   for (auto& [ip, ph] : before) {
-    const ServerLifecycle::Entry* e = lifecycle_.find(ip);
-    dp::ServerPhase now_ph = e ? e->phase : dp::ServerPhase::kGone;
+    const ApplianceLifecycle::Entry* e = lifecycle_.find(ip);
+    dp::AppliancePhase now_ph = e ? e->phase : dp::AppliancePhase::kGone;
     if (now_ph == ph) continue;
     Decision d;
     d.kind = Decision::Kind::kLifecycle;
@@ -406,7 +406,7 @@ void Engine::lifecycleTick(uint64_t t, const std::vector<uint32_t>* counts) {
     d.to = now_ph;
     d.flows = e ? e->flows : 0;
     // tick() ends a drain early only when no flow is left on it.
-    d.why = !e ? (ph == dp::ServerPhase::kDraining ? "no flow left: drain over, forgotten"
+    d.why = !e ? (ph == dp::AppliancePhase::kDraining ? "no flow left: drain over, forgotten"
                                                    : "no flow left: forgotten")
             : e->flows == 0 ? "no flow left: drain over"
                             : "drain timeout";
@@ -417,7 +417,7 @@ void Engine::lifecycleTick(uint64_t t, const std::vector<uint32_t>* counts) {
   build("lifecycle", t);
 }
 
-void Engine::reclaimServerIds() {
+void Engine::reclaimApplianceIds() {
   if (!registry_.released()) return;
   retireSnapshots(false);
   const dp::Snapshot* cur = current();
@@ -431,25 +431,25 @@ void Engine::reclaimServerIds() {
   std::vector<uint32_t> by_id(registry_.size(), 0);
   flows_.forEach([&](const FlowKey&, int32_t, const dp::FlowEntry& e) {
     uint64_t r = e.route.load(std::memory_order_acquire);
-    if ((r & dp::kRouteSet) && dp::routeServer(r) < by_id.size()) ++by_id[dp::routeServer(r)];
+    if ((r & dp::kRouteSet) && dp::routeAppliance(r) < by_id.size()) ++by_id[dp::routeAppliance(r)];
   });
   std::vector<uint16_t> freed = registry_.reclaim(oldest, by_id);
   if (!freed.empty() && hooks_.ids_freed) hooks_.ids_freed(freed);
 }
 
-std::optional<Refusal> Engine::checkServerIds(const Config& next) {
+std::optional<Refusal> Engine::checkApplianceIds(const Config& next) {
   size_t need = registry_.missing(next);
   if (need <= registry_.available()) return std::nullopt;
-  if (walk_budget_ == 0) reclaimServerIds();
+  if (walk_budget_ == 0) reclaimApplianceIds();
   if (need <= registry_.available()) return std::nullopt;
   std::set<uint32_t> conf;
   for (const auto& g : config().server_groups)
-    for (const auto& sc : g.servers) conf.insert(applianceKey(sc.address));
+    for (const auto& sc : g.appliances) conf.insert(applianceKey(sc.address));
   size_t leaving = 0;
   for (const auto& [ip, le] : lifecycle_.entries()) leaving += le.removed;
   Refusal r;
   r.kind = Refusal::Kind::kLimitReached;
-  r.ids = {need, registry_.available(), dp::kMaxServerIds, conf.size(), leaving, registry_.released()};
+  r.ids = {need, registry_.available(), dp::kMaxApplianceIds, conf.size(), leaving, registry_.released()};
   r.message = "the change needs " + std::to_string(need) + " new appliance address(es) but only " +
               std::to_string(r.ids.free) + " of " + std::to_string(r.ids.limit) +
               " server ids are free: " + std::to_string(r.ids.configured) + " configured, " +

@@ -58,7 +58,7 @@ struct Decision {
   std::string text;
   // kLifecycle only.
   uint32_t ip = 0;
-  dp::ServerPhase from = dp::ServerPhase::kGone, to = dp::ServerPhase::kGone;
+  dp::AppliancePhase from = dp::AppliancePhase::kGone, to = dp::AppliancePhase::kGone;
   std::string why;
   uint32_t flows = 0;
 };
@@ -200,7 +200,7 @@ class Engine {
   // of the whole table in this call (housekeeping does it at the end of its
   // walk; a change short of ids calls it first, unless a walk budget is set:
   // then the ids come back at the end of the next housekeeping walk).
-  void reclaimServerIds();
+  void reclaimApplianceIds();
 
   // --- walks of the flow table (docs/architecture.md "Walks in slices") ---
   // The housekeeping walk (expiry, the exhaustion policy, the control
@@ -219,7 +219,7 @@ class Engine {
   // Flows (fragment entries excluded) per server id, as the last complete
   // housekeeping walk counted them (each when the walk passed it), and that
   // walk's time (0: none yet). The control API's `servers` reads them.
-  const std::vector<uint32_t>& flowsByServer() const { return flows_by_server_; }
+  const std::vector<uint32_t>& flowsByAppliance() const { return flows_by_appliance_; }
   uint64_t flowsCountedAt() const { return flows_counted_at_; }
 
   // --- state (read-only) ---
@@ -233,9 +233,9 @@ class Engine {
   // API's server add, remove, set; replay's events), which a reload reverts.
   const Config& fileConfig() const { return file_cfg_->get(); }
   std::shared_ptr<const ValidConfig> sharedFileConfig() const { return file_cfg_; }
-  const ServerRegistry& registry() const { return registry_; }
+  const ApplianceRegistry& registry() const { return registry_; }
   const MaglevCache& maglevCache() const { return maglev_cache_; }
-  const ServerLifecycle& lifecycle() const { return lifecycle_; }
+  const ApplianceLifecycle& lifecycle() const { return lifecycle_; }
   const RegionTracker& regions() const { return regions_; }
   // Flap dampening and slow start, as of the last build.
   const ServiceShaper& shaper() const { return shaper_; }
@@ -274,7 +274,7 @@ class Engine {
   // applyConfig's work once the guard's `losses` are known.
   ChangeOutcome change(std::shared_ptr<const ValidConfig> next, const std::string& why, uint64_t now,
                        bool force, std::optional<CompiledClasses> compiled, std::vector<ServiceLoss> losses);
-  std::optional<Refusal> checkServerIds(const Config& next);
+  std::optional<Refusal> checkApplianceIds(const Config& next);
   void applyCompiled(uint64_t now);
 
   std::shared_ptr<const ValidConfig> cfg_;
@@ -286,9 +286,9 @@ class Engine {
   Hooks hooks_;
   ApplianceMacs neighbours_;   // setNeighbours
   HealthMap scripted_health_;  // as set (replay) or reported (gwlbd's HealthChecker)
-  ServerRegistry registry_;
+  ApplianceRegistry registry_;
   MaglevCache maglev_cache_;  // tables reused between snapshots
-  ServerLifecycle lifecycle_;
+  ApplianceLifecycle lifecycle_;
   RegionTracker regions_;
   ServiceShaper shaper_;
   Shaping shaping_;  // the last build's
@@ -309,7 +309,7 @@ class Engine {
     bool record_expired = false;
     uint64_t lifecycle_changes = 0;        // lifecycle_changes_ at its start
     std::vector<uint16_t> expired_on;      // servers of expired flows
-    std::vector<uint32_t> by_server;       // flows per server id
+    std::vector<uint32_t> by_appliance;       // flows per server id
     std::vector<uint32_t> entries_by_id;   // flows and fragment entries per server id (R8)
     bool reclaim = false;                  // ids wait for a count (bounded walks)
     uint64_t oldest = 0;                   // the oldest live generation at its start
@@ -325,7 +325,7 @@ class Engine {
   size_t slices_left_ = 0;  // in this advance() call
   uint64_t walk_slices_ = 0;
   uint64_t lifecycle_changes_ = 0;  // applyConfig, drain, undrain
-  std::vector<uint32_t> flows_by_server_;
+  std::vector<uint32_t> flows_by_appliance_;
   uint64_t flows_counted_at_ = 0;
   struct Retired {
     std::unique_ptr<const dp::Snapshot> snap;

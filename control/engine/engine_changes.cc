@@ -66,7 +66,7 @@ ChangeOutcome Engine::change(std::shared_ptr<const ValidConfig> shared, const st
   }
   catchUp(now);
   // Before anything changes: a refusal applies nothing.
-  if (std::optional<Refusal> no = checkServerIds(shared->get())) {
+  if (std::optional<Refusal> no = checkApplianceIds(shared->get())) {
     out.refused = std::move(no);
     return out;
   }

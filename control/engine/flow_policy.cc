@@ -4,20 +4,20 @@
 
 namespace gwlb::ctl {
 
-void countByServer(const dp::FlowTable& flows, std::vector<uint32_t>& out) {
+void countByAppliance(const dp::FlowTable& flows, std::vector<uint32_t>& out) {
   flows.forEach([&](const FlowKey& k, int32_t, const dp::FlowEntry& e) {
     if (k.kind == KeyKind::kFragment) return;
     uint64_t r = e.route.load(std::memory_order_acquire);
     if (!(r & dp::kRouteSet)) return;
-    uint16_t id = dp::routeServer(r);
+    uint16_t id = dp::routeAppliance(r);
     if (out.size() <= id) out.resize(size_t(id) + 1, 0);
     ++out[id];
   });
 }
 
 bool anyUnhealthyShedding(const dp::Snapshot& s) {
-  for (const dp::ServerView& sv : s.servers)
-    if (sv.move_reason != dp::MoveReason::kNone && sv.phase == dp::ServerPhase::kActive) return true;
+  for (const dp::ApplianceSlot& sv : s.appliances)
+    if (sv.move_reason != dp::MoveReason::kNone && sv.phase == dp::AppliancePhase::kActive) return true;
   return false;
 }
 
@@ -29,10 +29,10 @@ bool sweepMove(dp::FlowTable& flows, const dp::Snapshot& s, const FlowKey& k, in
   if (target >= s.groups.size()) return false;
   dp::FlowEntry& e = flows.entry(pos);
   uint64_t r = e.route.load(std::memory_order_acquire);
-  if (!(r & dp::kRouteSet) || dp::routeServer(r) >= s.servers.size()) return false;
-  const dp::ServerView& sv = s.servers[dp::routeServer(r)];
+  if (!(r & dp::kRouteSet) || dp::routeAppliance(r) >= s.appliances.size()) return false;
+  const dp::ApplianceSlot& sv = s.appliances[dp::routeAppliance(r)];
   if (sv.move_reason == dp::MoveReason::kNone) return false;
-  if (sv.phase == dp::ServerPhase::kActive && !unhealthy_too) return false;
+  if (sv.phase == dp::AppliancePhase::kActive && !unhealthy_too) return false;
   // A TCP flow there is to be reset at its next segment (send_tcp_reset), not
   // handed to an appliance that never saw its SYN (2-tuple keys carry no protocol).
   if (sv.reset != dp::ResetReason::kNone && (k.proto == kProtoTcp || k.proto == 0)) return false;

@@ -16,12 +16,12 @@ namespace gwlb::ctl {
 // How many flows (fragment entries excluded) route to each server id; `out`
 // is resized to cover every id seen. One walk of the whole table
 // (FlowTable::forEach): tools and tests; gwlbd's control thread counts in
-// the engine's walk in slices (Engine::flowsByServer).
-void countByServer(const dp::FlowTable& flows, std::vector<uint32_t>& out);
+// the engine's walk in slices (Engine::flowsByAppliance).
+void countByAppliance(const dp::FlowTable& flows, std::vector<uint32_t>& out);
 
 // Control thread: moves flows (not fragment entries) whose appliance has
 // left its group (phase draining/drained/gone) and sheds its flows
-// (ServerView::move) — flows that sent nothing since, which the workers
+// (ApplianceSlot::move) — flows that sent nothing since, which the workers
 // would move only on their next packet — so the appliance can be
 // forgotten. One walk of the whole table (FlowTable::forEach; tools and
 // tests). Returns how many this call moved.

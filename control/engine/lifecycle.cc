@@ -9,13 +9,13 @@ constexpr uint64_t kNsPerS = 1'000'000'000ULL;
 
 struct Placement {
   size_t group;
-  const ServerConfig* server;
+  const ApplianceConfig* appliance;
 };
 
 std::map<uint32_t, Placement> placements(const Config& c) {
   std::map<uint32_t, Placement> m;
   for (size_t gi = 0; gi < c.server_groups.size(); ++gi)
-    for (const ServerConfig& s : c.server_groups[gi].servers)
+    for (const ApplianceConfig& s : c.server_groups[gi].appliances)
       m.emplace(applianceKey(s.address), Placement{gi, &s});
   return m;
 }
@@ -31,26 +31,26 @@ std::string listenerOf(const Config& c, size_t gi) {
 }
 
 // What a leaving appliance remembers of its group (see Entry::group_config).
-void rememberGroup(ServerLifecycle::Entry& e, const Config& c, size_t gi) {
+void rememberGroup(ApplianceLifecycle::Entry& e, const Config& c, size_t gi) {
   e.group = c.server_groups[gi].name;
   e.group_config = c.server_groups[gi];
-  e.group_config.servers.clear();
+  e.group_config.appliances.clear();
   e.listener = listenerOf(c, gi);
 }
 
-dp::MoveReason afterDrain(const ServerLifecycle::Entry& e) {
+dp::MoveReason afterDrain(const ApplianceLifecycle::Entry& e) {
   return e.rebalance ? dp::MoveReason::kDrainTimeout : dp::MoveReason::kNone;
 }
 
 }  // namespace
 
-void ServerLifecycle::applyConfig(const Config& prev, const Config& next, uint64_t now_ns,
+void ApplianceLifecycle::applyConfig(const Config& prev, const Config& next, uint64_t now_ns,
                                   const std::string& why) {
   auto before = placements(prev);
   auto after = placements(next);
   for (auto& [ip, pl] : before) {
     if (after.count(ip)) continue;
-    const ServerGroupConfig& g = prev.server_groups[pl.group];
+    const ApplianceGroupConfig& g = prev.server_groups[pl.group];
     ++stats_.removals;
     auto it = entries_.find(ip);
     if (it != entries_.end()) {
@@ -62,7 +62,7 @@ void ServerLifecycle::applyConfig(const Config& prev, const Config& next, uint64
     }
     Entry e;
     e.ip = ip;
-    e.server = *pl.server;
+    e.appliance = *pl.appliance;
     rememberGroup(e, prev, pl.group);
     e.removed = true;
     e.rebalance = g.failover_mode == FailoverMode::kRebalance;
@@ -70,11 +70,11 @@ void ServerLifecycle::applyConfig(const Config& prev, const Config& next, uint64
     e.since_ns = now_ns;
     e.why = why;
     if (e.draining_enabled) {
-      e.phase = dp::ServerPhase::kDraining;
+      e.phase = dp::AppliancePhase::kDraining;
       e.deadline_ns = now_ns + uint64_t(g.connection_draining.timeout_s) * kNsPerS;
       ++stats_.drains_started;
     } else {
-      e.phase = dp::ServerPhase::kDrained;
+      e.phase = dp::AppliancePhase::kDrained;
       e.move_reason = e.rebalance ? dp::MoveReason::kRemoved : dp::MoveReason::kNone;
     }
     entries_.emplace(ip, std::move(e));
@@ -91,32 +91,32 @@ void ServerLifecycle::applyConfig(const Config& prev, const Config& next, uint64
       continue;
     }
     // An operator drain of an appliance still configured: follow its group's settings.
-    const ServerGroupConfig& g = next.server_groups[a->second.group];
+    const ApplianceGroupConfig& g = next.server_groups[a->second.group];
     Entry& e = it->second;
-    e.server = *a->second.server;
+    e.appliance = *a->second.appliance;
     rememberGroup(e, next, a->second.group);
     e.rebalance = g.failover_mode == FailoverMode::kRebalance;
-    if (e.phase == dp::ServerPhase::kDrained) e.move_reason = afterDrain(e);
+    if (e.phase == dp::AppliancePhase::kDrained) e.move_reason = afterDrain(e);
     ++it;
   }
 }
 
-std::string ServerLifecycle::drain(const Config& cfg, uint32_t ip,
+std::string ApplianceLifecycle::drain(const Config& cfg, uint32_t ip,
                                    std::optional<uint32_t> timeout_s, uint64_t now_ns) {
   auto pl = placements(cfg);
   auto p = pl.find(ip);
   if (p == pl.end()) return "not a configured appliance";
   if (auto it = entries_.find(ip); it != entries_.end())
-    return it->second.phase == dp::ServerPhase::kDraining ? "already draining" : "already drained";
-  const ServerGroupConfig& g = cfg.server_groups[p->second.group];
+    return it->second.phase == dp::AppliancePhase::kDraining ? "already draining" : "already drained";
+  const ApplianceGroupConfig& g = cfg.server_groups[p->second.group];
   Entry e;
   e.ip = ip;
-  e.server = *p->second.server;
+  e.appliance = *p->second.appliance;
   rememberGroup(e, cfg, p->second.group);
   e.removed = false;
   e.rebalance = g.failover_mode == FailoverMode::kRebalance;
   e.draining_enabled = true;
-  e.phase = dp::ServerPhase::kDraining;
+  e.phase = dp::AppliancePhase::kDraining;
   e.since_ns = now_ns;
   e.deadline_ns = now_ns + uint64_t(timeout_s.value_or(g.connection_draining.timeout_s)) * kNsPerS;
   e.why = "drained by operator";
@@ -125,7 +125,7 @@ std::string ServerLifecycle::drain(const Config& cfg, uint32_t ip,
   return "";
 }
 
-std::string ServerLifecycle::undrain(uint32_t ip) {
+std::string ApplianceLifecycle::undrain(uint32_t ip) {
   auto it = entries_.find(ip);
   if (it == entries_.end()) return "not draining or drained";
   if (it->second.removed) return "removed from the config; add it again instead";
@@ -133,23 +133,23 @@ std::string ServerLifecycle::undrain(uint32_t ip) {
   return "";
 }
 
-void ServerLifecycle::flowsExpired(const std::vector<uint16_t>& ids,
+void ApplianceLifecycle::flowsExpired(const std::vector<uint16_t>& ids,
                                    const std::vector<uint32_t>& id_to_ip) {
   if (entries_.empty()) return;
   for (uint16_t id : ids) {
     if (id >= id_to_ip.size()) continue;
     auto it = entries_.find(id_to_ip[id]);
-    if (it != entries_.end() && it->second.phase == dp::ServerPhase::kDraining)
+    if (it != entries_.end() && it->second.phase == dp::AppliancePhase::kDraining)
       ++stats_.flows_drained;
   }
 }
 
-void ServerLifecycle::endDrain(Entry& e, uint64_t) {
-  e.phase = dp::ServerPhase::kDrained;
+void ApplianceLifecycle::endDrain(Entry& e, uint64_t) {
+  e.phase = dp::AppliancePhase::kDrained;
   e.move_reason = afterDrain(e);
 }
 
-bool ServerLifecycle::tick(uint64_t now_ns, const std::vector<uint32_t>* flows_by_id,
+bool ApplianceLifecycle::tick(uint64_t now_ns, const std::vector<uint32_t>* flows_by_id,
                            const std::vector<uint32_t>& id_to_ip) {
   if (entries_.empty()) return false;
   if (flows_by_id) {
@@ -166,7 +166,7 @@ bool ServerLifecycle::tick(uint64_t now_ns, const std::vector<uint32_t>* flows_b
   for (auto it = entries_.begin(); it != entries_.end();) {
     Entry& e = it->second;
     bool empty = e.counted && e.flows == 0;
-    if (e.phase == dp::ServerPhase::kDraining) {
+    if (e.phase == dp::AppliancePhase::kDraining) {
       if (empty) {
         ++stats_.drains_emptied;
         endDrain(e, now_ns);
@@ -178,7 +178,7 @@ bool ServerLifecycle::tick(uint64_t now_ns, const std::vector<uint32_t>* flows_b
         changed = true;
       }
     }
-    if (e.removed && e.phase == dp::ServerPhase::kDrained && empty) {
+    if (e.removed && e.phase == dp::AppliancePhase::kDrained && empty) {
       ++stats_.forgotten;
       it = entries_.erase(it);
       changed = true;
@@ -189,10 +189,10 @@ bool ServerLifecycle::tick(uint64_t now_ns, const std::vector<uint32_t>* flows_b
   return changed;
 }
 
-std::optional<uint64_t> ServerLifecycle::nextDeadline() const {
+std::optional<uint64_t> ApplianceLifecycle::nextDeadline() const {
   std::optional<uint64_t> d;
   for (auto& [ip, e] : entries_)
-    if (e.phase == dp::ServerPhase::kDraining) d = std::min(d.value_or(e.deadline_ns), e.deadline_ns);
+    if (e.phase == dp::AppliancePhase::kDraining) d = std::min(d.value_or(e.deadline_ns), e.deadline_ns);
   return d;
 }
 

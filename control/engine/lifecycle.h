@@ -5,7 +5,7 @@
 //
 // The six-row table, as gwlbd applies it (the dataplane applies `move` lazily,
 // on each flow's next packet):
-//   failed health checks, rebalance      -> move now (builder: ServerView::move)
+//   failed health checks, rebalance      -> move now (builder: ApplianceSlot::move)
 //   failed health checks, no_rebalance   -> stay
 //   removed, draining, rebalance         -> stay until the drain timeout, then move
 //   removed, draining, no_rebalance      -> stay (never cut or moved)
@@ -28,23 +28,23 @@
 
 namespace gwlb::ctl {
 
-class ServerLifecycle {
+class ApplianceLifecycle {
  public:
   // An appliance that is draining, drained, or removed with flows left on it.
   struct Entry {
     uint32_t ip = 0;                 // host order
-    ServerConfig server;             // as last configured (address, weight, mac)
+    ApplianceConfig appliance;             // as last configured (address, weight, mac)
     std::string group;               // the group it was in
     // That group as it was when the appliance left (servers omitted), and the
     // listener it served then ("" for none): a removed appliance keeps its
     // encapsulation (format, VNI, IDs) and its flows' keys while flows are
     // left on it, even when a reload deleted or changed the group.
-    ServerGroupConfig group_config;
+    ApplianceGroupConfig group_config;
     std::string listener;
     bool removed = false;            // gone from the config (else: operator drain)
     bool rebalance = false;          // its group's failover_mode when it left
     bool draining_enabled = false;   // its group's connection_draining.enabled
-    dp::ServerPhase phase = dp::ServerPhase::kDraining;
+    dp::AppliancePhase phase = dp::AppliancePhase::kDraining;
     dp::MoveReason move_reason = dp::MoveReason::kNone;  // what its remaining flows do
     uint64_t since_ns = 0;           // when it left
     uint64_t deadline_ns = 0;        // drain deadline (kDraining only)

@@ -31,7 +31,7 @@ struct Refusal {
   std::vector<ServiceLoss> losses;
   std::vector<ConfigError> errors;
   // kLimitReached: what the server ids are taken by.
-  struct ServerIds {
+  struct ApplianceIds {
     size_t needed = 0, free = 0, limit = 0, configured = 0, removed_with_flows = 0, releasing = 0;
   } ids;
 };

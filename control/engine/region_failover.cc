@@ -49,7 +49,7 @@ int pick(const std::vector<bool>& healthy, const std::vector<uint64_t>& since, i
 
 RegionTracker::Source judge(const Config& cfg, size_t group, uint32_t min_percent,
                             uint32_t min_count, const HealthMap& health,
-                            const ServerLifecycle* life) {
+                            const ApplianceLifecycle* life) {
   RegionTracker::Source s;
   s.min_percent = min_percent;
   s.min_count = min_count;
@@ -57,24 +57,24 @@ RegionTracker::Source judge(const Config& cfg, size_t group, uint32_t min_percen
     s.why = "no such server group";
     return s;
   }
-  const ServerGroupConfig& g = cfg.server_groups[group];
+  const ApplianceGroupConfig& g = cfg.server_groups[group];
   s.group = g.name;
-  for (const ServerConfig& sc : g.servers) {
+  for (const ApplianceConfig& sc : g.appliances) {
     if (sc.weight == 0) continue;                         // unused
     uint32_t ip = applianceKey(sc.address);
     if (life && life->find(ip)) continue;                 // drained by the operator
-    ++s.servers;
+    ++s.appliances;
     auto h = health.find(ip);
     // No verdict yet (initializing) is not a failure: a gateway that just
     // started, or an appliance just added, never triggers a failover.
     if (h == health.end() || h->second != HealthState::kUnhealthy) ++s.healthy;
   }
-  uint32_t need = std::max(neededForPercent(s.servers, min_percent), min_count);
-  s.ok = s.servers > 0 && s.healthy >= need;
-  s.why = std::to_string(s.healthy) + " of " + std::to_string(s.servers) + " healthy; needs " +
+  uint32_t need = std::max(neededForPercent(s.appliances, min_percent), min_count);
+  s.ok = s.appliances > 0 && s.healthy >= need;
+  s.why = std::to_string(s.healthy) + " of " + std::to_string(s.appliances) + " healthy; needs " +
           std::to_string(need) + " (" + percentText(min_percent) + " and at least " +
           std::to_string(min_count) + ")";
-  if (s.servers == 0) s.why = "no server to count (all weight 0 or drained)";
+  if (s.appliances == 0) s.why = "no server to count (all weight 0 or drained)";
   return s;
 }
 
@@ -106,7 +106,7 @@ struct ConfigIndex {
 // A composite judged now: each source by its policy, healthy when all are.
 RegionTracker::Composite judgeComposite(const CompositeHealthCheckConfig& cc, const Config& cfg,
                                         const ConfigIndex& ix, const HealthMap& health,
-                                        const ServerLifecycle* life) {
+                                        const ApplianceLifecycle* life) {
   RegionTracker::Composite c;
   c.name = cc.name;
   c.destination = cc.destination;
@@ -174,7 +174,7 @@ RegionTracker::Region judgeRegion(const std::string& gname, const RegionTracker:
                                   const RegionTracker::Listener* ol,
                                   const std::vector<RegionTracker::Composite>& composites,
                                   const Config& cfg, const ConfigIndex& ix, const HealthMap& health,
-                                  const ServerLifecycle* life, uint64_t now) {
+                                  const ApplianceLifecycle* life, uint64_t now) {
   RegionTracker::Region r;
   r.group = gname;
   auto gi = ix.group_index.find(gname);
@@ -288,7 +288,7 @@ bool judgeDestination(RegionTracker::Listener& l, const RegionTracker::Listener*
 }  // namespace
 
 bool RegionTracker::update(const Config& cfg, const HealthMap& health,
-                           const ServerLifecycle* life, uint64_t now,
+                           const ApplianceLifecycle* life, uint64_t now,
                            std::vector<std::string>* log) {
   bool changed = false;
   const ConfigIndex ix(cfg);

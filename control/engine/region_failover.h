@@ -44,7 +44,7 @@ class RegionTracker {
   struct Source {
     std::string name, group, policy;      // policy "" = the defaults
     uint32_t min_percent = 60, min_count = 1;
-    uint32_t servers = 0, healthy = 0;    // counted as the header says
+    uint32_t appliances = 0, healthy = 0;    // counted as the header says
     bool ok = false;
     std::string why;                      // e.g. "2 of 5 healthy: needs 3 (60 %) and 1"
   };
@@ -83,7 +83,7 @@ class RegionTracker {
   // drains at now_ns. Returns true when a listener's active group, a
   // composite's or a destination's health changed; each change is appended to
   // `log` as one line (also dry-run "would fail over" ones).
-  bool update(const Config& cfg, const HealthMap& health, const ServerLifecycle* life,
+  bool update(const Config& cfg, const HealthMap& health, const ApplianceLifecycle* life,
               uint64_t now_ns, std::vector<std::string>* log = nullptr);
 
   // When a failback hold ends (call update() then), if one is pending.
@@ -102,6 +102,6 @@ class RegionTracker {
 // The judgement of one group by one policy (exposed for tests).
 RegionTracker::Source judge(const Config& cfg, size_t group, uint32_t min_percent,
                             uint32_t min_count, const HealthMap& health,
-                            const ServerLifecycle* life);
+                            const ApplianceLifecycle* life);
 
 }  // namespace gwlb::ctl

@@ -87,7 +87,7 @@ ReloadPlan planReload(const ReloadRequest& r) {
   return p;
 }
 
-ReloadPreview previewReload(const Config& file, const Config& running, const ServerLifecycle& life,
+ReloadPreview previewReload(const Config& file, const Config& running, const ApplianceLifecycle& life,
                             const HealthMap& health, const ValidConfig& next, uint64_t now_ns,
                             const std::string& why) {
   ReloadPreview v;

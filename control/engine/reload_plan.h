@@ -77,7 +77,7 @@ struct ReloadPreview {
   std::vector<RuntimeChange> changes;   // appliances added, removed or re-weighted (running -> next)
   std::vector<ServiceLoss> losses;      // groups it leaves with no appliance in service
 };
-ReloadPreview previewReload(const Config& file, const Config& running, const ServerLifecycle& life,
+ReloadPreview previewReload(const Config& file, const Config& running, const ApplianceLifecycle& life,
                             const HealthMap& health, const ValidConfig& next, uint64_t now_ns,
                             const std::string& why);
 

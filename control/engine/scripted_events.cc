@@ -175,7 +175,7 @@ std::vector<ScriptedEvent> parseRoot(const YAML::Node& root, const std::string& 
       auto ip = IpAddr::parse(v["server"]);
       if (!ip || !ip->isV4())
         eventFail(p + ".server" + where + ": '" + v["server"] + "' is not an IPv4 address");
-      e.server = *ip;
+      e.appliance = *ip;
     }
     if (acts.empty())
       eventFail(p + where + ": no action; give one of health, remove, add, weight, drain, undrain, reload");

@@ -33,7 +33,7 @@ struct ScriptedEvent {
   size_t index = 0;
   int line = 0;                        // in the events file (1-based)
   uint64_t at_ns = 0;                  // after the origin (the capture's first timestamp)
-  IpAddr server;                       // every action but kReload
+  IpAddr appliance;                       // every action but kReload
   Action action = Action::kHealth;
   bool unhealthy = false;              // kHealth
   std::string group;                   // kAdd

@@ -40,16 +40,16 @@ EventOutcome applyEvent(const ScriptedEvent& e, Engine& engine, uint64_t now_ns)
   using Action = ScriptedEvent::Action;
   EventOutcome out;
   const Config& cfg = engine.config();
-  const uint32_t ip = applianceKey(e.server);
-  const std::string addr = e.server.str();
-  const ServerGroupConfig* in_group = nullptr;
+  const uint32_t ip = applianceKey(e.appliance);
+  const std::string addr = e.appliance.str();
+  const ApplianceGroupConfig* in_group = nullptr;
   for (auto& gc : cfg.server_groups)
-    for (size_t s = 0; s < gc.servers.size(); ++s)
-      if (gc.servers[s].address == e.server) in_group = &gc;
+    for (size_t s = 0; s < gc.appliances.size(); ++s)
+      if (gc.appliances[s].address == e.appliance) in_group = &gc;
   auto notConfigured = [&]() {
     std::string list;
     for (auto& gc : cfg.server_groups)
-      for (auto& s : gc.servers) list += (list.empty() ? "" : ", ") + s.address.str();
+      for (auto& s : gc.appliances) list += (list.empty() ? "" : ", ") + s.address.str();
     out.error = "server: " + addr + " is not a configured appliance at this point (configured: " +
                 list + ")";
     return out;
@@ -93,9 +93,9 @@ EventOutcome applyEvent(const ScriptedEvent& e, Engine& engine, uint64_t now_ns)
       if (!in_group) return notConfigured();
       Config next = cfg;
       for (auto& gc : next.server_groups)
-        gc.servers.erase(std::remove_if(gc.servers.begin(), gc.servers.end(),
-                                        [&](const ServerConfig& s) { return s.address == e.server; }),
-                         gc.servers.end());
+        gc.appliances.erase(std::remove_if(gc.appliances.begin(), gc.appliances.end(),
+                                        [&](const ApplianceConfig& s) { return s.address == e.appliance; }),
+                         gc.appliances.end());
       // Judged with the health before the change; the engine then forgets
       // the removed appliance's health, as gwlbd's checker does.
       return change(std::move(next), "remove", "server.remove " + addr, e.force);
@@ -106,7 +106,7 @@ EventOutcome applyEvent(const ScriptedEvent& e, Engine& engine, uint64_t now_ns)
         return out;
       }
       Config next = cfg;
-      ServerGroupConfig* g = nullptr;
+      ApplianceGroupConfig* g = nullptr;
       std::string names;
       for (auto& gc : next.server_groups) {
         names += (names.empty() ? "'" : ", '") + gc.name + "'";
@@ -116,18 +116,18 @@ EventOutcome applyEvent(const ScriptedEvent& e, Engine& engine, uint64_t now_ns)
         out.error = "add: no server group '" + e.group + "' (groups: " + names + ")";
         return out;
       }
-      ServerConfig sc;
-      sc.address = e.server;
+      ApplianceConfig sc;
+      sc.address = e.appliance;
       if (e.weight) sc.weight = *e.weight;
-      g->servers.push_back(sc);
+      g->appliances.push_back(sc);
       return change(std::move(next), "add", "server.add " + addr, true);  // gwlbd's server.add is not guarded
     }
     case Action::kWeight: {
       if (!in_group) return notConfigured();
       Config next = cfg;
       for (auto& gc : next.server_groups)
-        for (auto& s : gc.servers)
-          if (s.address == e.server) s.weight = *e.weight;
+        for (auto& s : gc.appliances)
+          if (s.address == e.appliance) s.weight = *e.weight;
       return change(std::move(next), "weight", "server.set " + addr + " weight " + std::to_string(*e.weight),
                     e.force);
     }

@@ -19,12 +19,12 @@ bool hasVerdict(const ApplianceHealth& h) {
 }
 
 // `fresh`: judge appliances of `after` as the health checker will start them.
-Judged judge(const ServerGroupConfig& g, const ServerConfig& sc, const ServerLifecycle& life,
+Judged judge(const ApplianceGroupConfig& g, const ApplianceConfig& sc, const ApplianceLifecycle& life,
              const HealthMap& health, bool fresh) {
   const uint32_t ip = applianceKey(sc.address);
   if (sc.weight == 0) return {false, "weight 0"};
-  if (const ServerLifecycle::Entry* le = life.find(ip))
-    return {false, le->phase == dp::ServerPhase::kDraining ? "draining" : "drained"};
+  if (const ApplianceLifecycle::Entry* le = life.find(ip))
+    return {false, le->phase == dp::AppliancePhase::kDraining ? "draining" : "drained"};
   if (fresh && !g.health_check.active()) return {true, ""};
   ApplianceHealth h(HealthState::kDisabled);
   auto it = health.find(ip);
@@ -36,7 +36,7 @@ Judged judge(const ServerGroupConfig& g, const ServerConfig& sc, const ServerLif
   } else {
     // Starts probing now (new, weight raised, checks enabled): initializing,
     // provisional only when its group has no verdict (HealthChecker::reconcile).
-    bool starting = std::none_of(g.servers.begin(), g.servers.end(), [&](const ServerConfig& o) {
+    bool starting = std::none_of(g.appliances.begin(), g.appliances.end(), [&](const ApplianceConfig& o) {
       auto oh = health.find(applianceKey(o.address));
       return oh != health.end() && hasVerdict(oh->second);
     });
@@ -61,24 +61,24 @@ const ListenerConfig* listenerOf(const Config& cfg, const std::string& group) {
 
 }  // namespace
 
-std::vector<ServiceLoss> serviceLosses(const Config& before, const ServerLifecycle& life_before,
-                                       const Config& after, const ServerLifecycle& life_after,
+std::vector<ServiceLoss> serviceLosses(const Config& before, const ApplianceLifecycle& life_before,
+                                       const Config& after, const ApplianceLifecycle& life_after,
                                        const HealthMap& health) {
   std::vector<ServiceLoss> out;
-  for (const ServerGroupConfig& ga : after.server_groups) {
-    const ServerGroupConfig* gb = nullptr;
-    for (const ServerGroupConfig& g : before.server_groups)
+  for (const ApplianceGroupConfig& ga : after.server_groups) {
+    const ApplianceGroupConfig* gb = nullptr;
+    for (const ApplianceGroupConfig& g : before.server_groups)
       if (g.name == ga.name) gb = &g;
     if (!gb) continue;  // a new group: nothing of it was in service
     std::vector<std::string> was;
-    for (const ServerConfig& sc : gb->servers)
+    for (const ApplianceConfig& sc : gb->appliances)
       if (judge(*gb, sc, life_before, health, false).in_service) was.push_back(sc.address.str());
     if (was.empty()) continue;  // no service to lose (already none: not this change's doing)
     ServiceLoss loss;
     loss.group = ga.name;
     bool any = false;
     std::vector<std::string> left_names;
-    for (const ServerConfig& sc : ga.servers) {
+    for (const ApplianceConfig& sc : ga.appliances) {
       Judged j = judge(ga, sc, life_after, health, true);
       if (j.in_service) {
         any = true;
@@ -129,31 +129,31 @@ std::string describeLosses(const std::vector<ServiceLoss>& losses, bool done) {
   return s;
 }
 
-std::vector<ServiceLoss> configChangeLosses(const Config& cur, const ServerLifecycle& life,
+std::vector<ServiceLoss> configChangeLosses(const Config& cur, const ApplianceLifecycle& life,
                                             const HealthMap& health, const Config& next,
                                             uint64_t now_ns, const std::string& why) {
   std::vector<ConfigError> errors;
   if (!validateConfig(next, errors)) return {};
-  ServerLifecycle after = life;
+  ApplianceLifecycle after = life;
   after.applyConfig(cur, next, now_ns, why);
   return serviceLosses(cur, life, next, after, health);
 }
 
-std::vector<ServiceLoss> configChangeLosses(const Config& cur, const ServerLifecycle& life,
+std::vector<ServiceLoss> configChangeLosses(const Config& cur, const ApplianceLifecycle& life,
                                             const HealthMap& health, const ValidConfig& valid,
                                             uint64_t now_ns, const std::string& why) {
   const Config& next = valid.get();
-  ServerLifecycle after = life;
+  ApplianceLifecycle after = life;
   after.applyConfig(cur, next, now_ns, why);
   return serviceLosses(cur, life, next, after, health);
 }
 
-std::vector<ServiceLoss> drainLosses(const Config& cfg, const ServerLifecycle& life,
+std::vector<ServiceLoss> drainLosses(const Config& cfg, const ApplianceLifecycle& life,
                                      const HealthMap& health, uint32_t ip,
                                      std::optional<uint32_t> timeout_s, uint64_t now_ns,
                                      std::string& err) {
   // The drain tried on a copy: the guard judges what it would leave.
-  ServerLifecycle after = life;
+  ApplianceLifecycle after = life;
   err = after.drain(cfg, ip, timeout_s, now_ns);
   if (!err.empty()) return {};
   return serviceLosses(cfg, life, cfg, after, health);

@@ -35,8 +35,8 @@ struct ServiceLoss {
 // map of `before`; appliances that `after` adds or starts probing are judged
 // as the health checker will start them (initializing; in provisional service
 // only when no appliance of their group has a verdict).
-std::vector<ServiceLoss> serviceLosses(const Config& before, const ServerLifecycle& life_before,
-                                       const Config& after, const ServerLifecycle& life_after,
+std::vector<ServiceLoss> serviceLosses(const Config& before, const ApplianceLifecycle& life_before,
+                                       const Config& after, const ApplianceLifecycle& life_after,
                                        const HealthMap& health);
 
 // The losses in one line: "server group 'fw' would have no appliance in
@@ -46,22 +46,22 @@ std::string describeLosses(const std::vector<ServiceLoss>& losses, bool done = f
 
 // What a config change from `cur` (lifecycle `life`) to `next` at now_ns
 // would leave without service, with the lifecycle after it as
-// ServerLifecycle::applyConfig makes it (`why`: the removal's cause). An
+// ApplianceLifecycle::applyConfig makes it (`why`: the removal's cause). An
 // invalid `next` loses nothing here: applying it reports its errors.
 // gwlbd's server.remove, server.set and reload ask this; so do gwlb-replay's
 // remove, weight and reload events.
-std::vector<ServiceLoss> configChangeLosses(const Config& cur, const ServerLifecycle& life,
+std::vector<ServiceLoss> configChangeLosses(const Config& cur, const ApplianceLifecycle& life,
                                             const HealthMap& health, const Config& next,
                                             uint64_t now_ns, const std::string& why);
 // The same for a config already validated (not checked again).
-std::vector<ServiceLoss> configChangeLosses(const Config& cur, const ServerLifecycle& life,
+std::vector<ServiceLoss> configChangeLosses(const Config& cur, const ApplianceLifecycle& life,
                                             const HealthMap& health, const ValidConfig& next,
                                             uint64_t now_ns, const std::string& why);
 
 // The same for an operator drain of `ip` (gwlbd's server.drain, gwlb-replay's
-// drain event). `err` gets what ServerLifecycle::drain says is wrong ("" when
+// drain event). `err` gets what ApplianceLifecycle::drain says is wrong ("" when
 // the drain can start; no losses then).
-std::vector<ServiceLoss> drainLosses(const Config& cfg, const ServerLifecycle& life,
+std::vector<ServiceLoss> drainLosses(const Config& cfg, const ApplianceLifecycle& life,
                                      const HealthMap& health, uint32_t ip,
                                      std::optional<uint32_t> timeout_s, uint64_t now_ns,
                                      std::string& err);

@@ -48,7 +48,7 @@ DampeningParams dampeningParams(const DampeningConfig& c) {
 }
 
 Shaping ServiceShaper::update(const Config& cfg, const HealthMap& health,
-                              const ServerLifecycle& life, uint64_t now,
+                              const ApplianceLifecycle& life, uint64_t now,
                               std::vector<std::string>* lines) {
   Shaping out;
   std::map<uint32_t, Seen> next;
@@ -59,10 +59,10 @@ Shaping ServiceShaper::update(const Config& cfg, const HealthMap& health,
   auto say = [&](std::string s) {
     if (lines) lines->push_back(std::move(s));
   };
-  for (const ServerGroupConfig& g : cfg.server_groups) {
+  for (const ApplianceGroupConfig& g : cfg.server_groups) {
     const bool damp = g.health_check.active() && g.health_check.dampening.enabled;
     const DampeningParams dp = dampeningParams(g.health_check.dampening);
-    for (const ServerConfig& sc : g.servers) {
+    for (const ApplianceConfig& sc : g.appliances) {
       const uint32_t ip = applianceKey(sc.address);
       const std::string name = sc.address.str();
       auto it = seen_.find(ip);

@@ -47,7 +47,7 @@ class ServiceShaper {
   // The appliances of `cfg` at a build at `now`: `health` is the health
   // input (unlisted: unchecked, in service by health). Lines for the
   // decisions (holds started and ended, slow starts begun) go to `lines`.
-  Shaping update(const Config& cfg, const HealthMap& health, const ServerLifecycle& life,
+  Shaping update(const Config& cfg, const HealthMap& health, const ApplianceLifecycle& life,
                  uint64_t now, std::vector<std::string>* lines = nullptr);
   // When a build would next shape differently: a hold ends or a ramp steps.
   std::optional<uint64_t> nextDue() const;

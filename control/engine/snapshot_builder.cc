@@ -9,11 +9,11 @@
 #include "control/engine/region_failover.h"
 #include "control/engine/service_shaper.h"
 
-static_assert(gwlb::ctl::kMaxServersTotal == gwlb::dp::kMaxServerIds);
+static_assert(gwlb::ctl::kMaxAppliancesTotal == gwlb::dp::kMaxApplianceIds);
 
 namespace gwlb::ctl {
 
-uint16_t ServerRegistry::idFor(uint32_t ip) {
+uint16_t ApplianceRegistry::idFor(uint32_t ip) {
   auto it = ids_.find(ip);
   if (it != ids_.end()) {
     released_.erase(it->second);  // configured again before its id was reclaimed
@@ -24,11 +24,11 @@ uint16_t ServerRegistry::idFor(uint32_t ip) {
     id = *free_.begin();
     free_.erase(free_.begin());
     addr_[id] = ip;
-  } else if (addr_.size() < dp::kMaxServerIds) {
+  } else if (addr_.size() < dp::kMaxApplianceIds) {
     id = uint16_t(addr_.size());
     addr_.push_back(ip);
   } else {
-    throw std::length_error("all " + std::to_string(dp::kMaxServerIds) +
+    throw std::length_error("all " + std::to_string(dp::kMaxApplianceIds) +
                             " server ids are held by appliances configured or still carrying "
                             "flows");
   }
@@ -36,17 +36,17 @@ uint16_t ServerRegistry::idFor(uint32_t ip) {
   return id;
 }
 
-size_t ServerRegistry::missing(const Config& cfg) const {
+size_t ApplianceRegistry::missing(const Config& cfg) const {
   std::set<uint32_t> need;
   for (const auto& g : cfg.server_groups)
-    for (const auto& sc : g.servers)
+    for (const auto& sc : g.appliances)
       if (!ids_.count(applianceKey(sc.address))) need.insert(applianceKey(sc.address));
   return need.size();
 }
 
-void ServerRegistry::release(const dp::Snapshot& s) {
-  for (size_t id = 0; id < s.servers.size() && id < addr_.size(); ++id) {
-    if (s.servers[id].routable) {
+void ApplianceRegistry::release(const dp::Snapshot& s) {
+  for (size_t id = 0; id < s.appliances.size() && id < addr_.size(); ++id) {
+    if (s.appliances[id].routable) {
       released_.erase(uint16_t(id));
     } else if (addr_[id] != 0 && ids_.count(addr_[id]) && !released_.count(uint16_t(id))) {
       released_.emplace(uint16_t(id), s.generation);
@@ -54,7 +54,7 @@ void ServerRegistry::release(const dp::Snapshot& s) {
   }
 }
 
-bool ServerRegistry::reclaimable(uint64_t oldest_live_generation) const {
+bool ApplianceRegistry::reclaimable(uint64_t oldest_live_generation) const {
   for (const auto& [id, gen] : released_)
     if (gen <= oldest_live_generation) return true;
   return false;
@@ -62,7 +62,7 @@ bool ServerRegistry::reclaimable(uint64_t oldest_live_generation) const {
 
 // Concurrency rule R8 (docs/architecture.md "Flow entries: concurrency rules"):
 // free only when no snapshot can give the id to a flow and no entry names it.
-std::vector<uint16_t> ServerRegistry::reclaim(uint64_t oldest_live_generation,
+std::vector<uint16_t> ApplianceRegistry::reclaim(uint64_t oldest_live_generation,
                                               const std::vector<uint32_t>& entries_by_id) {
   std::vector<uint16_t> freed;
   for (auto it = released_.begin(); it != released_.end();) {
@@ -88,13 +88,13 @@ namespace {
 // one ARP (IPv6: neighbor discovery) found, keyed by applianceKey().
 // An appliance's address: IPv6 ones are told apart by the family (their
 // outer headers, their return checks), `ip` keeps the registry's key.
-void setAddress(dp::ServerView& v, const IpAddr& a) {
+void setAddress(dp::ApplianceSlot& v, const IpAddr& a) {
   v.ip = applianceKey(a);
   v.ipv6 = a.isV6();
   v.ip6 = v.ipv6 ? a.b : std::array<uint8_t, 16>{};
 }
 
-void resolveMac(dp::ServerView& v, const ServerConfig& sc, const Config& cfg,
+void resolveMac(dp::ApplianceSlot& v, const ApplianceConfig& sc, const Config& cfg,
                 const ApplianceMacs& neigh) {
   if (sc.mac) {
     v.mac = *sc.mac;
@@ -109,7 +109,7 @@ void resolveMac(dp::ServerView& v, const ServerConfig& sc, const Config& cfg,
 }
 
 // A group's encapsulation, keys and timeouts (no Maglev table, no listener).
-dp::GroupView groupView(const ServerGroupConfig& gc) {
+dp::GroupView groupView(const ApplianceGroupConfig& gc) {
   dp::GroupView g;
   g.stickiness = StickinessMode(uint8_t(gc.stickiness));
   // nsi is aws's layout (inner L3, 32 bytes of options, the cookie last)
@@ -144,7 +144,7 @@ dp::GroupView groupView(const ServerGroupConfig& gc) {
   return g;
 }
 
-bool sameEncapsulation(const ServerGroupConfig& a, const ServerGroupConfig& b) {
+bool sameEncapsulation(const ApplianceGroupConfig& a, const ApplianceGroupConfig& b) {
   const auto tunnel = [](const VxlanTunnelConfig& t) { return std::pair{t.port, t.vni}; };
   if (a.encapsulation != b.encapsulation ||
       (a.encapsulation == Encapsulation::kVxlan &&
@@ -160,7 +160,7 @@ bool sameEncapsulation(const ServerGroupConfig& a, const ServerGroupConfig& b) {
 // still drain: its encapsulation and keys as they were, no Maglev table (it
 // takes no new flows).
 struct GhostGroup {
-  const ServerLifecycle::Entry* like;  // an entry that left it
+  const ApplianceLifecycle::Entry* like;  // an entry that left it
   uint8_t index;
 };
 
@@ -168,7 +168,7 @@ struct GhostGroup {
 // group when that still has the same name, encapsulation and listener, else a
 // ghost view built from what the appliance remembered when it left (so a
 // draining appliance never takes another group's VNI, format or IDs).
-uint8_t groupOfLeaving(dp::Snapshot& s, const Config& cfg, const ServerLifecycle::Entry& le,
+uint8_t groupOfLeaving(dp::Snapshot& s, const Config& cfg, const ApplianceLifecycle::Entry& le,
                        const std::vector<std::string>& listener_names,
                        std::vector<GhostGroup>& ghosts) {
   uint8_t li = dp::kNoListener;
@@ -185,7 +185,7 @@ uint8_t groupOfLeaving(dp::Snapshot& s, const Config& cfg, const ServerLifecycle
   // kNoGroup is 0xFF: with 254 views already, the ghost is not made (an
   // appliance pointing past the groups is dropped as drop_no_server_group).
   if (s.groups.size() >= dp::kNoGroup - 1) return dp::kNoGroup;
-  const ServerGroupConfig& gc = le.group_config;
+  const ApplianceGroupConfig& gc = le.group_config;
   dp::GroupView g = groupView(gc);
   g.listener = li;
   s.groups.push_back(std::move(g));
@@ -224,17 +224,17 @@ std::vector<dp::PortView> resolvePorts(const Config& cfg, const PortMacs* device
 }
 
 namespace {
-std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ServerRegistry& reg,
+std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ApplianceRegistry& reg,
                                          const ApplianceMacs& neigh, uint64_t generation,
-                                         const HealthMap& health, const ServerLifecycle* life,
+                                         const HealthMap& health, const ApplianceLifecycle* life,
                                          const RegionTracker* regions, const PortMacs* devices,
                                          MaglevCache* maglev, const Shaping* shaping);
 }  // namespace
 
-std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& reg,
+std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ApplianceRegistry& reg,
                                             const ApplianceMacs& neigh, uint64_t generation,
                                             const HealthMap& health,
-                                            const ServerLifecycle* life,
+                                            const ApplianceLifecycle* life,
                                             const RegionTracker* regions,
                                             const PortMacs* devices, MaglevCache* maglev,
                                             const Shaping* shaping) {
@@ -243,10 +243,10 @@ std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& r
   return buildValid(cfg, reg, neigh, generation, health, life, regions, devices, maglev, shaping);
 }
 
-std::unique_ptr<dp::Snapshot> buildSnapshot(const ValidConfig& cfg, ServerRegistry& reg,
+std::unique_ptr<dp::Snapshot> buildSnapshot(const ValidConfig& cfg, ApplianceRegistry& reg,
                                             const ApplianceMacs& neigh, uint64_t generation,
                                             const HealthMap& health,
-                                            const ServerLifecycle* life,
+                                            const ApplianceLifecycle* life,
                                             const RegionTracker* regions,
                                             const PortMacs* devices, MaglevCache* maglev,
                                             const Shaping* shaping) {
@@ -258,10 +258,10 @@ namespace {
 // What a build reads, besides the config: passed together to its passes.
 struct BuildInputs {
   const Config& cfg;
-  ServerRegistry& reg;
+  ApplianceRegistry& reg;
   const ApplianceMacs& neigh;
   const HealthMap& health;
-  const ServerLifecycle* life;
+  const ApplianceLifecycle* life;
   const RegionTracker* regions;
   const PortMacs* devices;
   MaglevCache* maglev;
@@ -306,25 +306,25 @@ struct GroupMembers {
 // Enters group gi's configured appliances in the snapshot, with their phase
 // (a drain in progress), health and whether they take new flows.
 GroupMembers addGroupMembers(dp::Snapshot& s, const BuildInputs& in, size_t gi) {
-  const ServerGroupConfig& gc = in.cfg.server_groups[gi];
+  const ApplianceGroupConfig& gc = in.cfg.server_groups[gi];
   GroupMembers m;
-  for (const ServerConfig& sc : gc.servers) {
+  for (const ApplianceConfig& sc : gc.appliances) {
     uint32_t ip = applianceKey(sc.address);
     uint16_t id = in.reg.idFor(ip);
-    if (s.servers.size() <= id) s.servers.resize(size_t(id) + 1);
-    dp::ServerView& v = s.servers[id];
+    if (s.appliances.size() <= id) s.appliances.resize(size_t(id) + 1);
+    dp::ApplianceSlot& v = s.appliances[id];
     setAddress(v, sc.address);
     v.group = uint8_t(gi);
     v.weight = sc.weight;
     v.in_use = true;
     v.routable = true;
-    v.phase = dp::ServerPhase::kActive;
+    v.phase = dp::AppliancePhase::kActive;
     resolveMac(v, sc, in.cfg, in.neigh);
-    const ServerLifecycle::Entry* le = in.life ? in.life->find(ip) : nullptr;
+    const ApplianceLifecycle::Entry* le = in.life ? in.life->find(ip) : nullptr;
     if (le) {
       v.phase = le->phase;
       v.move_reason = le->move_reason;
-      if (le->phase == dp::ServerPhase::kDrained && gc.send_tcp_reset.on_deregistration)
+      if (le->phase == dp::AppliancePhase::kDrained && gc.send_tcp_reset.on_deregistration)
         v.reset = dp::ResetReason::kDeregistered;
     }
     auto h = in.health.find(ip);
@@ -341,19 +341,19 @@ GroupMembers addGroupMembers(dp::Snapshot& s, const BuildInputs& in, size_t gi) 
 // The weights a group's table is built from: fail_open when none is in
 // service, slow start's ramp otherwise. Returns whether any appliance of the
 // group is in service for new flows.
-bool weighGroup(const ServerGroupConfig& gc, const Shaping* shaping, GroupMembers& m) {
+bool weighGroup(const ApplianceGroupConfig& gc, const Shaping* shaping, GroupMembers& m) {
   std::vector<uint32_t>& weights = m.weights;
   bool any = std::any_of(weights.begin(), weights.end(), [](uint32_t w) { return w > 0; });
   if (!any && gc.when_all_unhealthy == WhenAllUnhealthy::kFailOpen)
-    for (size_t i = 0; i < weights.size(); ++i) weights[i] = m.drained[i] ? 0 : gc.servers[i].weight;
+    for (size_t i = 0; i < weights.size(); ++i) weights[i] = m.drained[i] ? 0 : gc.appliances[i].weight;
   if (any && shaping && gc.slow_start_s > 0) {
     // Slow start: proportions kept in integers (Maglev's turns depend on
     // the ratios only, so weights all x n build the unshaped table).
     const uint32_t n = slowStartSteps(gc.slow_start_s);
     bool ramping = false;
-    for (const ServerConfig& sc : gc.servers) ramping = ramping || shaping->ramp.count(applianceKey(sc.address));
+    for (const ApplianceConfig& sc : gc.appliances) ramping = ramping || shaping->ramp.count(applianceKey(sc.address));
     for (size_t i = 0; ramping && i < weights.size(); ++i) {
-      auto r = shaping->ramp.find(applianceKey(gc.servers[i].address));
+      auto r = shaping->ramp.find(applianceKey(gc.appliances[i].address));
       weights[i] *= r == shaping->ramp.end() ? n : r->second;
     }
   }
@@ -364,19 +364,19 @@ bool weighGroup(const ServerGroupConfig& gc, const Shaping* shaping, GroupMember
 // weight), never on the config's order or the local server ids (the history
 // of adds and removes), so that every gateway of a fleet builds the same one
 // (docs/fleet.md): the backends go to Maglev sorted by address.
-void setGroupTable(dp::GroupView& g, const ServerGroupConfig& gc, const GroupMembers& m,
+void setGroupTable(dp::GroupView& g, const ApplianceGroupConfig& gc, const GroupMembers& m,
                    MaglevCache* maglev) {
   std::vector<uint32_t> order(m.weights.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = uint32_t(i);
   std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
-    return applianceKey(gc.servers[x].address) < applianceKey(gc.servers[y].address);
+    return applianceKey(gc.appliances[x].address) < applianceKey(gc.appliances[y].address);
   });
   std::vector<MaglevCache::Input> inputs;
   inputs.reserve(order.size());
   for (uint32_t i : order)
-    inputs.push_back({applianceKey(gc.servers[i].address), m.weights[i], m.ids[i]});
-  g.setMaglev(maglev ? maglev->table(inputs, gc.maglev_table_size, dp::kNoServer)
-                     : buildGroupMaglev(inputs, gc.maglev_table_size, dp::kNoServer));
+    inputs.push_back({applianceKey(gc.appliances[i].address), m.weights[i], m.ids[i]});
+  g.setMaglev(maglev ? maglev->table(inputs, gc.maglev_table_size, dp::kNoAppliance)
+                     : buildGroupMaglev(inputs, gc.maglev_table_size, dp::kNoAppliance));
 }
 
 // Every configured group with its appliances and table.
@@ -384,7 +384,7 @@ GroupsBuilt addGroups(dp::Snapshot& s, const BuildInputs& in) {
   GroupsBuilt out;
   out.group_any.assign(in.cfg.server_groups.size(), false);
   for (size_t gi = 0; gi < in.cfg.server_groups.size(); ++gi) {
-    const ServerGroupConfig& gc = in.cfg.server_groups[gi];
+    const ApplianceGroupConfig& gc = in.cfg.server_groups[gi];
     dp::GroupView g = groupView(gc);
     GroupMembers m = addGroupMembers(s, in, gi);
     out.group_any[gi] = weighGroup(gc, in.shaping, m);
@@ -509,17 +509,17 @@ void markFailover(dp::Snapshot& s, const BuildInputs& in, const GroupsBuilt& gro
   for (auto [id, gi] : groups.failed_ids) {
     int t = moveTarget(s, gi);
     if (cfg.server_groups[gi].failover_mode == FailoverMode::kRebalance && t >= 0 &&
-        groups.group_any[size_t(t)] && s.servers[id].move_reason == dp::MoveReason::kNone)
-      s.servers[id].move_reason = dp::MoveReason::kUnhealthy;
+        groups.group_any[size_t(t)] && s.appliances[id].move_reason == dp::MoveReason::kNone)
+      s.appliances[id].move_reason = dp::MoveReason::kUnhealthy;
     if (cfg.server_groups[gi].send_tcp_reset.on_unhealthy && t >= 0 && groups.group_any[size_t(t)] &&
-        s.servers[id].reset == dp::ResetReason::kNone)
-      s.servers[id].reset = dp::ResetReason::kUnhealthy;
+        s.appliances[id].reset == dp::ResetReason::kNone)
+      s.appliances[id].reset = dp::ResetReason::kUnhealthy;
   }
   for (size_t gi = 0; gi < cfg.server_groups.size(); ++gi) {
     if (!region_failed[gi] || cfg.server_groups[gi].failover_mode != FailoverMode::kRebalance) continue;
     if (int t = moveTarget(s, gi); t < 0 || !groups.group_any[size_t(t)]) continue;
-    for (const ServerConfig& sc : cfg.server_groups[gi].servers) {
-      dp::ServerView& v = s.servers[in.reg.find(applianceKey(sc.address))];
+    for (const ApplianceConfig& sc : cfg.server_groups[gi].appliances) {
+      dp::ApplianceSlot& v = s.appliances[in.reg.find(applianceKey(sc.address))];
       if (v.move_reason == dp::MoveReason::kNone) v.move_reason = dp::MoveReason::kRegionFailover;
     }
   }
@@ -533,36 +533,36 @@ void markFailover(dp::Snapshot& s, const BuildInputs& in, const GroupsBuilt& gro
 void addLeaving(dp::Snapshot& s, const BuildInputs& in, const GroupsBuilt& groups,
                 const std::vector<std::string>& listener_names) {
   std::vector<uint16_t> leaving;  // configured-drained and removed appliances
-  for (size_t id = 0; id < s.servers.size(); ++id)
-    if (s.servers[id].in_use && s.servers[id].phase != dp::ServerPhase::kActive)
+  for (size_t id = 0; id < s.appliances.size(); ++id)
+    if (s.appliances[id].in_use && s.appliances[id].phase != dp::AppliancePhase::kActive)
       leaving.push_back(uint16_t(id));
-  if (s.servers.size() < in.reg.size()) s.servers.resize(in.reg.size());
+  if (s.appliances.size() < in.reg.size()) s.appliances.resize(in.reg.size());
   std::vector<uint32_t> addrs = in.reg.addresses();
   std::vector<GhostGroup> ghost_groups;
-  for (size_t id = 0; id < s.servers.size(); ++id) {
-    dp::ServerView& v = s.servers[id];
+  for (size_t id = 0; id < s.appliances.size(); ++id) {
+    dp::ApplianceSlot& v = s.appliances[id];
     if (v.in_use) continue;
     v.ip = addrs[id];
-    const ServerLifecycle::Entry* le = in.life ? in.life->find(v.ip) : nullptr;
+    const ApplianceLifecycle::Entry* le = in.life ? in.life->find(v.ip) : nullptr;
     if (le && le->removed) {
       v.routable = true;
       v.phase = le->phase;
       v.move_reason = le->move_reason;
-      if (le->phase == dp::ServerPhase::kDrained && le->group_config.send_tcp_reset.on_deregistration)
+      if (le->phase == dp::AppliancePhase::kDrained && le->group_config.send_tcp_reset.on_deregistration)
         v.reset = dp::ResetReason::kDeregistered;
-      setAddress(v, le->server.address);
+      setAddress(v, le->appliance.address);
       v.group = groupOfLeaving(s, in.cfg, *le, listener_names, ghost_groups);
-      resolveMac(v, le->server, in.cfg, in.neigh);
+      resolveMac(v, le->appliance, in.cfg, in.neigh);
       if (v.group < s.groups.size()) leaving.push_back(uint16_t(id));
     } else {
       v.routable = false;
-      v.phase = dp::ServerPhase::kGone;
+      v.phase = dp::AppliancePhase::kGone;
       v.move_reason = dp::MoveReason::kGone;
     }
   }
   const std::vector<bool>& group_any = groups.group_any;
   for (uint16_t id : leaving) {
-    dp::ServerView& v = s.servers[id];
+    dp::ApplianceSlot& v = s.appliances[id];
     if (v.move_reason != dp::MoveReason::kRemoved && v.move_reason != dp::MoveReason::kDrainTimeout) continue;
     int t = moveTarget(s, v.group);  // a ghost group (deleted by a reload) without a listener: itself
     if (t < 0 || size_t(t) >= group_any.size() || !group_any[size_t(t)]) v.move_reason = dp::MoveReason::kNone;
@@ -571,7 +571,7 @@ void addLeaving(dp::Snapshot& s, const BuildInputs& in, const GroupsBuilt& group
 
 // Outer headers per appliance, ready for the fast path.
 void buildEncaps(dp::Snapshot& s) {
-  for (dp::ServerView& v : s.servers) {
+  for (dp::ApplianceSlot& v : s.appliances) {
     if (!v.routable || !v.mac_known || v.group >= s.groups.size()) continue;
     const dp::GroupView& g = s.groups[v.group];
     EncapParams ep;
@@ -620,8 +620,8 @@ void buildEncaps(dp::Snapshot& s) {
 
 // The routable appliances by outer address, for the return path's lookup.
 void indexAppliances(dp::Snapshot& s) {
-  for (size_t id = 0; id < s.servers.size(); ++id) {
-    const dp::ServerView& v = s.servers[id];
+  for (size_t id = 0; id < s.appliances.size(); ++id) {
+    const dp::ApplianceSlot& v = s.appliances[id];
     if (!v.routable) continue;
     if (v.ipv6) s.by_ip6.emplace_back(v.ip6, uint16_t(id));
     else s.by_ip.emplace_back(v.ip, uint16_t(id));
@@ -631,9 +631,9 @@ void indexAppliances(dp::Snapshot& s) {
   s.indexByIp();
 }
 
-std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ServerRegistry& reg,
+std::unique_ptr<dp::Snapshot> buildValid(const Config& cfg, ApplianceRegistry& reg,
                                          const ApplianceMacs& neigh, uint64_t generation,
-                                         const HealthMap& health, const ServerLifecycle* life,
+                                         const HealthMap& health, const ApplianceLifecycle* life,
                                          const RegionTracker* regions, const PortMacs* devices,
                                          MaglevCache* maglev, const Shaping* shaping) {
   const BuildInputs in{cfg, reg, neigh, health, life, regions, devices, maglev, shaping};

@@ -20,9 +20,9 @@ class RegionTracker;
 class MaglevCache;
 struct Shaping;
 
-// Gives every appliance address a server id (below dp::kMaxServerIds) that
+// Gives every appliance address a server id (below dp::kMaxApplianceIds) that
 // does not change while the address is in use: configured, or leaving with
-// flows still on it (ServerLifecycle), so flow entries naming an id stay
+// flows still on it (ApplianceLifecycle), so flow entries naming an id stay
 // meaningful across reloads. An id whose address is neither is given back in
 // two steps, so that no flow can still name it when another address gets it:
 //   release(): the snapshot builder marks every id its snapshot shows as gone
@@ -34,26 +34,26 @@ struct Shaping;
 // Free ids are handed out lowest first. Control thread only.
 // Concurrency rule R8 (docs/architecture.md "Flow entries: concurrency rules"):
 // an id outlives every flow entry (and snapshot) that names it.
-class ServerRegistry {
+class ApplianceRegistry {
  public:
   // The id of `ip`: its own, else a free one. Throws std::length_error when
-  // all dp::kMaxServerIds ids are held; callers check missing() <= available()
+  // all dp::kMaxApplianceIds ids are held; callers check missing() <= available()
   // first, so that a change is refused before anything is applied.
   uint16_t idFor(uint32_t ip);
   // One past the highest id ever given (the length of a snapshot's server list).
   size_t size() const { return addr_.size(); }
   // Address (host order) of every id below size(), indexed by id; 0 for a free id.
   const std::vector<uint32_t>& addresses() const { return addr_; }
-  // Server id of an address, or dp::kNoServer when it has none.
+  // Server id of an address, or dp::kNoAppliance when it has none.
   uint16_t find(uint32_t ip) const {
     auto it = ids_.find(ip);
-    return it == ids_.end() ? dp::kNoServer : it->second;
+    return it == ids_.end() ? dp::kNoAppliance : it->second;
   }
 
   // Ids held (by configured, leaving or released addresses), and ids that
   // can be given now.
   size_t held() const { return ids_.size(); }
-  size_t available() const { return dp::kMaxServerIds - ids_.size(); }
+  size_t available() const { return dp::kMaxApplianceIds - ids_.size(); }
   // Addresses of `cfg` that have no id yet (each needs one of available()).
   size_t missing(const Config& cfg) const;
 
@@ -111,7 +111,7 @@ std::vector<dp::PortView> resolvePorts(const Config& cfg, const PortMacs* device
 // unchecked) and not drained; when none is, the group's when_all_unhealthy
 // decides: fail_open uses every undrained appliance with weight > 0, drop
 // leaves the group without one (drop_no_healthy_server).
-// Existing flows (ServerView::move): an unhealthy appliance in a rebalance
+// Existing flows (ApplianceSlot::move): an unhealthy appliance in a rebalance
 // group sheds its flows when the group has an appliance in service; leaving
 // appliances (removed, drained) follow `life`, but keep their flows while the
 // group (its listener's active group) has no appliance in service: flows never
@@ -128,18 +128,18 @@ std::vector<dp::PortView> resolvePorts(const Config& cfg, const PortMacs* device
 // new flows (their existing flows stay, unless their health alone moves
 // them); a group with an appliance in slow start builds its table with
 // weights x n for the others and weight x k for the one at step k of n.
-std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ServerRegistry& reg,
+std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ApplianceRegistry& reg,
                                             const ApplianceMacs& neigh, uint64_t generation,
                                             const HealthMap& health = {},
-                                            const ServerLifecycle* life = nullptr,
+                                            const ApplianceLifecycle* life = nullptr,
                                             const RegionTracker* regions = nullptr,
                                             const PortMacs* devices = nullptr,
                                             MaglevCache* maglev = nullptr,
                                             const Shaping* shaping = nullptr);
-std::unique_ptr<dp::Snapshot> buildSnapshot(const ValidConfig& cfg, ServerRegistry& reg,
+std::unique_ptr<dp::Snapshot> buildSnapshot(const ValidConfig& cfg, ApplianceRegistry& reg,
                                             const ApplianceMacs& neigh, uint64_t generation,
                                             const HealthMap& health = {},
-                                            const ServerLifecycle* life = nullptr,
+                                            const ApplianceLifecycle* life = nullptr,
                                             const RegionTracker* regions = nullptr,
                                             const PortMacs* devices = nullptr,
                                             MaglevCache* maglev = nullptr,

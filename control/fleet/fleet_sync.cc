@@ -43,7 +43,7 @@ std::array<uint8_t, 16> orderKey(uint32_t v4, const std::array<uint8_t, 16>& v6,
 }
 
 // Whether the record's appliance is below the local copy's.
-bool lowerAppliance(const sync::Record& r, const dp::ServerView& local) {
+bool lowerAppliance(const sync::Record& r, const dp::ApplianceSlot& local) {
   return orderKey(r.appliance, r.appliance6, r.appliance == 0) < orderKey(local.ip, local.ip6, local.ipv6);
 }
 
@@ -69,23 +69,23 @@ bool FleetSync::makeRecord(int32_t pos, const FlowKey& key, sync::RecordKind kin
   if (!(route & dp::kRouteSet) || e.idle_timeout.ms.load(std::memory_order_acquire) == 0)
     return false;
   const dp::Snapshot* s = snapshot_();
-  uint16_t id = dp::routeServer(route);
-  if (!s || id >= s->servers.size() || s->servers[id].ip == 0) return false;
+  uint16_t id = dp::routeAppliance(route);
+  if (!s || id >= s->appliances.size() || s->appliances[id].ip == 0) return false;
   out = sync::Record{};
   out.key = key;
   out.kind = kind;
   out.flow_hash = e.flow_hash.load(std::memory_order_relaxed);
   // An IPv6 appliance by its address (its `ip` is a local key only).
-  if (s->servers[id].ipv6) out.appliance6 = s->servers[id].ip6;
-  else out.appliance = s->servers[id].ip;
+  if (s->appliances[id].ipv6) out.appliance6 = s->appliances[id].ip6;
+  else out.appliance = s->appliances[id].ip;
   out.cookie = dp::routeCookie(route);
   // Concurrency rule R4 (docs/architecture.md "Flow entries: concurrency rules"):
   // `moved` is read after the route; a move in between shows next time.
   uint64_t mv = e.moved.load(std::memory_order_acquire);
   if (mv) {
     uint16_t from = dp::moveFrom(mv);
-    if (from < s->servers.size() && s->servers[from].ipv6) out.prev_appliance6 = s->servers[from].ip6;
-    else out.prev_appliance = from < s->servers.size() ? s->servers[from].ip : 0;
+    if (from < s->appliances.size() && s->appliances[from].ipv6) out.prev_appliance6 = s->appliances[from].ip6;
+    else out.prev_appliance = from < s->appliances.size() ? s->appliances[from].ip : 0;
     out.prev_cookie = dp::moveCookie(mv);
     out.move_reason = dp::moveReason(mv);
   }
@@ -121,10 +121,10 @@ bool FleetSync::planInstall(const dp::Snapshot* s, const sync::Record& r, uint64
   // another config (listener indexes, stickiness) and would be a wrong entry.
   p.hash = flowHash(r.key);
   if (p.hash != r.flow_hash) return stop = InstallResult::kBadRecord, false;
-  p.id = r.appliance ? s->serverByIp(r.appliance) : s->serverByIp6(r.appliance6.data());
-  if (p.id == dp::kNoServer || p.id >= s->servers.size() || !s->servers[p.id].routable)
+  p.id = r.appliance ? s->applianceByIp(r.appliance) : s->applianceByIp6(r.appliance6.data());
+  if (p.id == dp::kNoAppliance || p.id >= s->appliances.size() || !s->appliances[p.id].routable)
     return stop = InstallResult::kUnknownAppliance, false;
-  const dp::ServerView& sv = s->servers[p.id];
+  const dp::ApplianceSlot& sv = s->appliances[p.id];
   if (sv.group >= s->groups.size()) return stop = InstallResult::kUnknownAppliance, false;
   const dp::GroupView& g = s->groups[sv.group];
   p.idle_ns = r.key.proto == kProtoTcp ? g.tcp_idle_ns : g.other_idle_ns;
@@ -132,9 +132,9 @@ bool FleetSync::planInstall(const dp::Snapshot* s, const sync::Record& r, uint64
   p.born = now - std::min<uint64_t>(uint64_t(r.age_ms) * 1'000'000, now);
   // A record older than the idle timeout would expire at the next sweep.
   if (p.seen + p.idle_ns <= now) return stop = InstallResult::kIgnored, false;
-  p.prev = r.prev_appliance                          ? s->serverByIp(r.prev_appliance)
-           : r.prev_appliance6 != std::array<uint8_t, 16>{} ? s->serverByIp6(r.prev_appliance6.data())
-                                                            : dp::kNoServer;
+  p.prev = r.prev_appliance                          ? s->applianceByIp(r.prev_appliance)
+           : r.prev_appliance6 != std::array<uint8_t, 16>{} ? s->applianceByIp6(r.prev_appliance6.data())
+                                                            : dp::kNoAppliance;
   p.want = dp::packRoute(p.id, r.cookie);
   return true;
 }
@@ -197,7 +197,7 @@ InstallResult FleetSync::applyInstall(const dp::Snapshot* s, const sync::Record&
       e.created.store(born);
       e.origin.store(dp::packOrigin(r.first_dir, r.key.listener, kNoClass), std::memory_order_relaxed);
       if (r.moves) {
-        e.moved.store(prev != dp::kNoServer ? dp::packMove(r.move_reason, prev, r.prev_cookie) : 0,
+        e.moved.store(prev != dp::kNoAppliance ? dp::packMove(r.move_reason, prev, r.prev_cookie) : 0,
                       std::memory_order_release);
         e.moved_at.store(now);
         e.moves.store(r.moves, std::memory_order_relaxed);
@@ -211,7 +211,7 @@ InstallResult FleetSync::applyInstall(const dp::Snapshot* s, const sync::Record&
   if (result != InstallResult::kInstalled) {
     if (dp::routeBase(route) == want) {
       result = InstallResult::kRefreshed;
-    } else if (prev != dp::kNoServer && dp::routeServer(route) == prev && dp::routeCookie(route) == r.prev_cookie &&
+    } else if (prev != dp::kNoAppliance && dp::routeAppliance(route) == prev && dp::routeCookie(route) == r.prev_cookie &&
                (r.kind == sync::RecordKind::kChanged ||
                 // A refresh or transfer of a flow moved more often than our
                 // copy, its last move from exactly our route: the move's own
@@ -244,7 +244,7 @@ InstallResult FleetSync::applyInstall(const dp::Snapshot* s, const sync::Record&
     // sent the two directions to two nodes whose health views differed) go
     // to the lower appliance address. The loser records it as a move
     // (fleet_conflict) from its own pick.
-    uint16_t local_id = dp::routeServer(route);
+    uint16_t local_id = dp::routeAppliance(route);
     uint64_t local_born = e.created.ns(now);
     bool local_opened = e.idle_timeout.opened(std::memory_order_acquire);
     bool peer_older = born + kConflictMarginNs < local_born;
@@ -253,8 +253,8 @@ InstallResult FleetSync::applyInstall(const dp::Snapshot* s, const sync::Record&
     bool take = by_opening == Settle::kTakePeer ||
                 (by_opening == Settle::kUndecided && r.kind != sync::RecordKind::kChanged &&
                  r.moves == 0 && e.moves.load(std::memory_order_relaxed) == 0 &&
-                 local_id < s->servers.size() && !peer_newer &&
-                 (peer_older || lowerAppliance(r, s->servers[local_id])));
+                 local_id < s->appliances.size() && !peer_newer &&
+                 (peer_older || lowerAppliance(r, s->appliances[local_id])));
     if (result == InstallResult::kIgnored && route != want && take) {
       // Concurrency rule R9 (docs/architecture.md "Flow entries: concurrency rules"):
       // one CAS from the local route (R4); a worker's move wins a race.

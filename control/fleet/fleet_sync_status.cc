@@ -19,11 +19,11 @@ nlohmann::json FleetSync::disagreements(const Peer& p, double now) const {
   auto name = [](uint8_t st) {
     return st <= sync::kMaxHealthState ? toString(HealthState(st)) : "?";
   };
-  // The view names an IPv6 appliance by its key (ServerView::ip): shown by its address.
+  // The view names an IPv6 appliance by its key (ApplianceSlot::ip): shown by its address.
   const dp::Snapshot* s = snapshot_();
   auto address = [s](uint32_t ip) {
     if (s)
-      for (const dp::ServerView& sv : s->servers)
+      for (const dp::ApplianceSlot& sv : s->appliances)
         if (sv.ipv6 && sv.ip == ip) return IpAddr::v6(sv.ip6.data()).str();
     return IpAddr::v4(ip).str();
   };

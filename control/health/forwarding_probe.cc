@@ -63,8 +63,8 @@ void writeInner6(uint8_t* p, const std::array<uint8_t, 16>& src, const std::arra
 
 size_t buildForwardingProbe(const Snapshot& s, uint16_t server, uint32_t token, uint8_t* out,
                             size_t room) noexcept {
-  if (server >= s.servers.size()) return 0;
-  const ServerView& sv = s.servers[server];
+  if (server >= s.appliances.size()) return 0;
+  const ApplianceSlot& sv = s.appliances[server];
   if (!sv.routable || !sv.mac_known || sv.group >= s.groups.size()) return 0;
   const GroupView& g = s.groups[sv.group];
   const EncapTemplate& t = sv.encap;
@@ -151,11 +151,11 @@ bool parseForwardingReturn(const uint8_t* f, size_t len, ForwardingReturn& out) 
 }
 
 uint16_t forwardingServer(const Snapshot& s, uint32_t appliance) noexcept {
-  const uint16_t id = s.serverByIp(appliance);
-  if (id != kNoServer) return id;
-  for (size_t i = 0; i < s.servers.size(); ++i)
-    if (s.servers[i].ipv6 && s.servers[i].in_use && s.servers[i].ip == appliance) return uint16_t(i);
-  return kNoServer;
+  const uint16_t id = s.applianceByIp(appliance);
+  if (id != kNoAppliance) return id;
+  for (size_t i = 0; i < s.appliances.size(); ++i)
+    if (s.appliances[i].ipv6 && s.appliances[i].in_use && s.appliances[i].ip == appliance) return uint16_t(i);
+  return kNoAppliance;
 }
 
 }  // namespace gwlb::ctl

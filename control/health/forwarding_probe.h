@@ -38,7 +38,7 @@ size_t buildForwardingProbe(const Snapshot& s, uint16_t server, uint32_t token, 
                             size_t room) noexcept;
 
 // The server id of the appliance a health checker knows by `appliance`: an
-// IPv4 address, or an IPv6 appliance's key (ServerView::ip); kNoServer when
+// IPv4 address, or an IPv6 appliance's key (ApplianceSlot::ip); kNoAppliance when
 // the snapshot has none.
 uint16_t forwardingServer(const Snapshot& s, uint32_t appliance) noexcept;
 

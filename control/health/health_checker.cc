@@ -125,11 +125,11 @@ std::vector<HealthReport> HealthChecker::reconcile(const Config& cfg) {
     const ProbePath path = probePathOf(cfg, h);
     // A group none of whose appliances has a verdict yet is starting: its
     // initializing appliances serve provisionally (ApplianceHealth).
-    const bool starting = std::none_of(g.servers.begin(), g.servers.end(), [&](const ServerConfig& sc) {
+    const bool starting = std::none_of(g.appliances.begin(), g.appliances.end(), [&](const ApplianceConfig& sc) {
       auto it = targets_.find(applianceKey(sc.address));
       return it != targets_.end() && it->second->tracker.hasVerdict();
     });
-    for (const auto& sc : g.servers) {
+    for (const auto& sc : g.appliances) {
       uint32_t ip = applianceKey(sc.address);
       seen[ip] = true;
       HealthParams p = paramsOf(h);

@@ -8,15 +8,15 @@ size_t PassiveMonitor::tick(const Config& cfg, HealthChecker& hc, uint64_t now_m
                             const Counters& counters) {
   size_t ejected_now = 0;
   std::map<uint32_t, Status> next;
-  for (const ServerGroupConfig& g : cfg.server_groups) {
+  for (const ApplianceGroupConfig& g : cfg.server_groups) {
     const PassiveCheckConfig& p = g.health_check.passive;
     const bool on = g.health_check.active() && p.enabled;
     size_t ejected = 0;
     if (on)
-      for (const ServerConfig& sc : g.servers)
+      for (const ApplianceConfig& sc : g.appliances)
         if (const HealthTracker* t = hc.tracker(applianceKey(sc.address)); t && t->ejected()) ++ejected;
-    const uint32_t cap = PassiveDetector::maxEjected(g.servers.size(), p.max_ejection_percent);
-    for (const ServerConfig& sc : g.servers) {
+    const uint32_t cap = PassiveDetector::maxEjected(g.appliances.size(), p.max_ejection_percent);
+    for (const ApplianceConfig& sc : g.appliances) {
       const uint32_t ip = applianceKey(sc.address);
       Status st = status(ip);
       st.capped = false;
@@ -43,7 +43,7 @@ size_t PassiveMonitor::tick(const Config& cfg, HealthChecker& hc, uint64_t now_m
         if (!status(ip).capped)
           spdlog::warn("health: appliance {} ({}): {}, but {} of {} appliances of the group are "
                        "already ejected (max_ejection_percent {}): left in service",
-                       sc.address.str(), g.name, noReturnsReason(w), ejected, g.servers.size(),
+                       sc.address.str(), g.name, noReturnsReason(w), ejected, g.appliances.size(),
                        p.max_ejection_percent);
         st.capped = true;
         ++capped_total_;

@@ -263,12 +263,12 @@ int deleteHostRoute6(RouteSocket& nl, int ifindex, const IpAddr& a) {
   return nl.talk(req, nullptr);
 }
 
-bool probesIpv6(const ServerGroupConfig& g) {
-  return std::any_of(g.servers.begin(), g.servers.end(), [](const ServerConfig& s) { return s.address.isV6(); });
+bool probesIpv6(const ApplianceGroupConfig& g) {
+  return std::any_of(g.appliances.begin(), g.appliances.end(), [](const ApplianceConfig& s) { return s.address.isV6(); });
 }
 
 struct Probed {
-  const ServerGroupConfig* group;
+  const ApplianceGroupConfig* group;
   size_t index;
   ProbePath path;
 };
@@ -424,7 +424,7 @@ std::vector<ConfigError> probeRouteErrors(const Config& c) {
     if (p.path.kind == ProbePath::Kind::kUnbound) continue;  // probePathErrors' to report
     const std::string at = "server_groups[" + std::to_string(p.index) + "].health_check";
     const bool data = p.path.kind == ProbePath::Kind::kData;
-    for (const ServerConfig& sc : p.group->servers) {
+    for (const ApplianceConfig& sc : p.group->appliances) {
       // prepareDataPath routes each IPv6 appliance by the tap itself.
       if (data && sc.address.isV6()) continue;
       const std::optional<IpAddr> source =
@@ -460,7 +460,7 @@ std::vector<NeighbourPin> wantedPins(const Config& c) {
   std::vector<NeighbourPin> out;
   for (const Probed& p : probedGroups(c)) {
     if (p.path.kind != ProbePath::Kind::kData) continue;
-    for (const ServerConfig& sc : p.group->servers) {
+    for (const ApplianceConfig& sc : p.group->appliances) {
       const bool seen = std::any_of(out.begin(), out.end(),
                                     [&](const NeighbourPin& n) { return n.address == sc.address; });
       if (!seen && (sc.mac || c.node.gateway_mac))
@@ -533,7 +533,7 @@ std::vector<std::string> prepareDataPath(const Config& c, std::vector<NeighbourP
   std::vector<IpAddr> routes6;
   for (const Probed& p : probed) {
     if (p.path.kind != ProbePath::Kind::kData || !c.node.underlay_ipv6) continue;
-    for (const ServerConfig& sc : p.group->servers)
+    for (const ApplianceConfig& sc : p.group->appliances)
       if (sc.address.isV6()) routes6.push_back(sc.address);
   }
   std::vector<IpAddr> present;

@@ -58,7 +58,7 @@ json movedJson(const dp::FlowEntry& e, const dp::Snapshot* s, uint64_t now) {
   if (!mv) return nullptr;
   uint16_t from = dp::moveFrom(mv);
   uint64_t at = e.moved_at.ns(now);
-  return {{"from", s && from < s->servers.size() ? json(applianceAddress(s->servers[from]).str())
+  return {{"from", s && from < s->appliances.size() ? json(applianceAddress(s->appliances[from]).str())
                                                  : json(nullptr)},
           {"reason", dp::toString(dp::MoveReason(dp::moveReason(mv)))},
           {"old_cookie", hex32(dp::moveCookie(mv))},
@@ -71,8 +71,8 @@ json movedJson(const dp::FlowEntry& e, const dp::Snapshot* s, uint64_t now) {
 // (null: for the flow's life).
 json bypassJson(uint64_t r, const dp::Snapshot* s, uint64_t now) {
   if (!dp::routeBypassed(r) || dp::bypassEnded(r, now)) return nullptr;
-  uint16_t sid = dp::routeServer(r);
-  json by = s && sid < s->servers.size() ? json(applianceAddress(s->servers[sid]).str()) : json(nullptr);
+  uint16_t sid = dp::routeAppliance(r);
+  json by = s && sid < s->appliances.size() ? json(applianceAddress(s->appliances[sid]).str()) : json(nullptr);
   if (!dp::routeBypassTimed(r)) return {{"by", by}, {"until_s", nullptr}};
   uint64_t until = dp::bypassUntilNs(r, now);
   return {{"by", by}, {"until_s", until > now ? double(until - now) / 1e9 : 0.0}};
@@ -90,7 +90,7 @@ std::string snapshotListenerName(const Engine& engine, uint8_t li) {
 
 std::string groupName(const Engine& engine, int group, uint32_t ip) {
   if (group >= 0 && size_t(group) < engine.config().server_groups.size()) return engine.config().server_groups[size_t(group)].name;
-  const ServerLifecycle::Entry* le = engine.lifecycle().find(ip);
+  const ApplianceLifecycle::Entry* le = engine.lifecycle().find(ip);
   return le ? le->group : "?";
 }
 
@@ -99,9 +99,9 @@ json flowsMethod(const Engine& engine, const json& p) {
   FlowsQuery q;
   if (pr.has("server")) {
     IpAddr a = pr.ip("server");
-    q.server = engine.registry().find(applianceKeyOf(engine, a));
-    if (q.server == dp::kNoServer) notFound("no appliance " + a.str());
-    q.by_server = true;
+    q.appliance = engine.registry().find(applianceKeyOf(engine, a));
+    if (q.appliance == dp::kNoAppliance) notFound("no appliance " + a.str());
+    q.by_appliance = true;
   }
   q.group = pr.has("group") ? groupIndex(engine.config(), pr.str("group")) : -1;
   if (pr.has("src")) q.src = parseCidr("src", pr.str("src"));
@@ -137,10 +137,10 @@ json flowsPage(const dp::FlowTable& flows, const dp::Snapshot* s, const FlowsQue
     ++scanned;
     uint64_t r = e.route.load(std::memory_order_acquire);
     if (!(r & dp::kRouteSet)) return true;
-    if (q.by_server && dp::routeServer(r) != q.server) return true;
+    if (q.by_appliance && dp::routeAppliance(r) != q.appliance) return true;
     // Keys carry the listener; the group is the flow's appliance's.
-    uint16_t sid = dp::routeServer(r);
-    int fgroup = s && sid < s->servers.size() ? s->servers[sid].group : -1;
+    uint16_t sid = dp::routeAppliance(r);
+    int fgroup = s && sid < s->appliances.size() ? s->appliances[sid].group : -1;
     if (q.group >= 0 && fgroup != q.group) return true;
     bool a_first = dp::originDir(e.origin.load(std::memory_order_relaxed)) == 0;
     const uint8_t* s_addr = a_first ? k.a : k.b;
@@ -153,7 +153,7 @@ json flowsPage(const dp::FlowTable& flows, const dp::Snapshot* s, const FlowsQue
     if (q.port >= 0 && (k.kind != KeyKind::kFlow || (sport != q.port && dport != q.port))) return true;
     ++count;
     if (q.count_only) return true;
-    std::string app = s && sid < s->servers.size() ? applianceAddress(s->servers[sid]).str() : "?";
+    std::string app = s && sid < s->appliances.size() ? applianceAddress(s->appliances[sid]).str() : "?";
     uint64_t seen = e.last_seen.ns(now);
     uint64_t born = e.created.ns(now);
     rows.push_back({{"src", addrText(s_addr, k.family)},
@@ -161,7 +161,7 @@ json flowsPage(const dp::FlowTable& flows, const dp::Snapshot* s, const FlowsQue
                     {"sport", sport},
                     {"dport", dport},
                     {"proto", protoName(k.proto)},
-                    {"group", group_name(fgroup, s && sid < s->servers.size() ? s->servers[sid].ip : 0)},
+                    {"group", group_name(fgroup, s && sid < s->appliances.size() ? s->appliances[sid].ip : 0)},
                     {"appliance", app},
                     {"cookie", hex32(dp::routeCookie(r))},
                     {"kind", k.kind == KeyKind::kFlow ? "flow" : "fragment"},
@@ -205,13 +205,13 @@ int32_t findEntry(const Engine& engine, const dp::Snapshot& s, const L4Tuple& t,
 
 // Why a flow's appliance may not keep it: shedding, draining or gone ("" when
 // it is in service).
-std::string leavingText(const Config& cfg, const dp::ServerView& sv) {
+std::string leavingText(const Config& cfg, const dp::ApplianceSlot& sv) {
   if (sv.move_reason != dp::MoveReason::kNone)
     return std::string("; its appliance sheds its flows (") + dp::toString(sv.move_reason) +
            "): the next packet moves it to today's Maglev choice";
-  if (sv.phase == dp::ServerPhase::kDraining)
+  if (sv.phase == dp::AppliancePhase::kDraining)
     return "; its appliance is draining: the flow stays until the drain ends";
-  if (sv.phase == dp::ServerPhase::kDrained)
+  if (sv.phase == dp::AppliancePhase::kDrained)
     return sv.group < cfg.server_groups.size() &&
                    cfg.server_groups[sv.group].failover_mode == FailoverMode::kRebalance
                ? "; its appliance left the group; the flow stays until an appliance of "
@@ -248,9 +248,9 @@ json explainMethod(const Engine& engine, const json& p) {
   KeyedPacket kp = makeFlowKey(t, lv.stickiness, li);
   uint32_t hash = flowHash(kp.key);
   uint32_t slot = g.maglev.empty() ? 0 : hash % uint32_t(g.maglev.size());
-  uint16_t mid = g.maglev.empty() ? dp::kNoServer : g.maglev[slot];
+  uint16_t mid = g.maglev.empty() ? dp::kNoAppliance : g.maglev[slot];
   auto appText = [&](uint16_t id) {
-    return id < s->servers.size() ? json(applianceAddress(s->servers[id]).str()) : json(nullptr);
+    return id < s->appliances.size() ? json(applianceAddress(s->appliances[id]).str()) : json(nullptr);
   };
   const char* stick[] = {"5-tuple", "3-tuple", "2-tuple"};
   std::string key = endpointText(kp.key.a, kp.key.family, kp.key.port_a) + " <-> " +
@@ -274,7 +274,7 @@ json explainMethod(const Engine& engine, const json& p) {
     uint64_t now = dp::monotonicNs();
     uint64_t born = e.created.ns(now);
     double age = now > born ? double(now - born) / 1e9 : 0.0;
-    uint16_t sid = dp::routeServer(r);
+    uint16_t sid = dp::routeAppliance(r);
     out["existing"] = true;
     out["appliance"] = appText(sid);
     out["cookie"] = hex32(dp::routeCookie(r));
@@ -292,7 +292,7 @@ json explainMethod(const Engine& engine, const json& p) {
                     moved["reason"].get<std::string>().c_str());
       reason += buf;
     }
-    if (sid < s->servers.size()) reason += leavingText(engine.config(), s->servers[sid]);
+    if (sid < s->appliances.size()) reason += leavingText(engine.config(), s->appliances[sid]);
     if (!cls.is_null() && (!inspected || entry_li != li))
       reason += "; the flow began when the classes sent it to listener '" + snapshotListenerName(engine, entry_li) +
                 "': it keeps its listener and appliance until it ends (class changes apply to new flows)";
@@ -317,7 +317,7 @@ json explainMethod(const Engine& engine, const json& p) {
   } else {
     out["existing"] = false;
     out["appliance"] = appText(mid);
-    out["reason"] = mid == dp::kNoServer
+    out["reason"] = mid == dp::kNoAppliance
                         ? "no flow entry, and the group has no appliance for new flows"
                         : "no flow entry: a new flow takes Maglev slot " + std::to_string(slot) +
                               " of " + std::to_string(g.maglev.size());

@@ -27,7 +27,7 @@ json sourceJson(const RegionTracker::Source& s) {
           {"policy", s.policy.empty() ? json("(default)") : json(s.policy)},
           {"min_healthy_percent", s.min_percent},
           {"min_healthy_count", s.min_count},
-          {"servers", s.servers},
+          {"servers", s.appliances},
           {"healthy_servers", s.healthy},
           {"healthy", s.ok},
           {"why", s.why}};
@@ -104,9 +104,9 @@ json healthMethod(const Config& cfg, HealthView health, const ApplianceView& app
   Params pr(p, {"address"});
   if (!pr.has("address")) badRequest("health needs address");
   IpAddr a = pr.ip("address");
-  const ServerGroupConfig* group = nullptr;
+  const ApplianceGroupConfig* group = nullptr;
   for (const auto& g : cfg.server_groups)
-    for (const auto& sc : g.servers)
+    for (const auto& sc : g.appliances)
       if (sc.address == a) group = &g;
   if (!group) notFound("no appliance " + a.str());
   const uint32_t ip = applianceKey(a);

@@ -32,7 +32,7 @@ std::string escape(const std::string& s) {
 }  // namespace
 
 // Per appliance: state, probes, traffic both ways. Each family's samples together.
-void serverMetrics(std::ostringstream& o, const ServiceContext& c) {
+void applianceMetrics(std::ostringstream& o, const ServiceContext& c) {
   const std::vector<ApplianceView::Row> rows = c.appliances.rows();
   auto labels = [](const ApplianceView::Row& r) {
     return "group=\"" + escape(r.group) + "\",address=\"" + r.address + "\"";
@@ -41,7 +41,7 @@ void serverMetrics(std::ostringstream& o, const ServiceContext& c) {
          "1 for the state each appliance is in, 0 for the others (initializing, active, unresolved, "
          "unhealthy, dampened, idle, draining, drained, removed)");
   for (const ApplianceView::Row& r : rows)
-    for (const char* st : kServerStates)
+    for (const char* st : kApplianceStates)
       o << "gwlb_server_state{" << labels(r) << ",state=\"" << st << "\"} " << (r.state == st ? 1 : 0)
         << '\n';
   // Probe series only where checks are configured: a fleet of 16384
@@ -91,25 +91,25 @@ void serverMetrics(std::ostringstream& o, const ServiceContext& c) {
         {"timed_out", f.timed_out}, {"late", f.late}, {"wrong_appliance", f.wrong_appliance}};
     for (const auto& [k, v] : kinds) o << "gwlb_forwarding_probes_total{result=\"" << k << "\"} " << v << '\n';
   }
-  std::vector<ServerTraffic> traffic;
+  std::vector<ApplianceTraffic> traffic;
   for (const ApplianceView::Row& r : rows) traffic.push_back(c.appliances.traffic(r.id));
-  const std::tuple<const char*, const char*, uint64_t ServerTraffic::*> families[] = {
+  const std::tuple<const char*, const char*, uint64_t ApplianceTraffic::*> families[] = {
       {"gwlb_server_sent_packets_total", "packets the gateway sent to each appliance (Geneve)",
-       &ServerTraffic::sent_packets},
+       &ApplianceTraffic::sent_packets},
       {"gwlb_server_sent_bytes_total", "bytes the gateway sent to each appliance (Geneve frames)",
-       &ServerTraffic::sent_bytes},
+       &ApplianceTraffic::sent_bytes},
       {"gwlb_server_returned_packets_total",
        "packets that came back from each appliance and were returned toward the router",
-       &ServerTraffic::returned_packets},
+       &ApplianceTraffic::returned_packets},
       {"gwlb_server_returned_bytes_total",
        "bytes of those packets as the appliance sent them (Geneve frames)",
-       &ServerTraffic::returned_bytes},
+       &ApplianceTraffic::returned_bytes},
       {"gwlb_server_bypassed_packets_total",
        "packets of flows each appliance handed back (appliance_bypass), sent straight back "
        "toward the router instead of to it",
-       &ServerTraffic::bypassed_packets},
+       &ApplianceTraffic::bypassed_packets},
       {"gwlb_server_bypassed_bytes_total", "bytes of those packets (frame length)",
-       &ServerTraffic::bypassed_bytes},
+       &ApplianceTraffic::bypassed_bytes},
   };
   for (const auto& [name, help, field] : families) {
     metric(o, name, "counter", help);
@@ -218,7 +218,7 @@ void workerLoopMetrics(std::ostringstream& o, const std::vector<std::unique_ptr<
 }
 
 // Drains and removals of appliances.
-void lifecycleMetrics(std::ostringstream& o, const ServerLifecycle::Stats& ls) {
+void lifecycleMetrics(std::ostringstream& o, const ApplianceLifecycle::Stats& ls) {
   const std::pair<const char*, std::pair<uint64_t, const char*>> lifecycle[] = {
       {"drains_started", {ls.drains_started,
                           "appliance drains started (removals and operator drains with draining on)"}},
@@ -306,7 +306,7 @@ void regionMetrics(std::ostringstream& o, const RegionTracker& regions) {
             "healthy servers a health source counts (weight 0 and drained ones are not counted)",
             [](const RegionTracker::Source& x) { return x.healthy; });
   perSource("gwlb_health_source_servers", "servers a health source counts",
-            [](const RegionTracker::Source& x) { return x.servers; });
+            [](const RegionTracker::Source& x) { return x.appliances; });
   perSource("gwlb_health_source_healthy", "1 when the source meets its policy",
             [](const RegionTracker::Source& x) { return x.ok ? 1u : 0u; });
 }
@@ -345,7 +345,7 @@ void controlMetrics(std::ostringstream& o, const std::vector<const HttpServer*>&
 }
 
 // Server ids: held, waiting for their last flow, given back.
-void serverIdMetrics(std::ostringstream& o, const ServerRegistry& reg) {
+void applianceIdMetrics(std::ostringstream& o, const ApplianceRegistry& reg) {
   metric(o, "gwlb_server_ids_held", "gauge",
          "server ids held by appliances configured, leaving with flows, or gone and not yet "
          "reclaimed (at most 16384: a change needing more is refused with limit_reached)");
@@ -366,7 +366,7 @@ std::string metricsText(const MetricsView& v) {
   std::ostringstream o;
   workerCounterMetrics(o, c.workers.states);
   flowTableMetrics(o, engine.flows());
-  serverMetrics(o, c);
+  applianceMetrics(o, c);
   serviceMetrics(o, engine, c.health);
   classMetrics(o, engine, c.workers);
   const json ports = c.ports ? c.ports() : json::array();
@@ -378,7 +378,7 @@ std::string metricsText(const MetricsView& v) {
   groupInfoMetrics(o, engine.config());
   regionMetrics(o, engine.regions());
   controlMetrics(o, v.listeners ? v.listeners() : std::vector<const HttpServer*>{});
-  serverIdMetrics(o, engine.registry());
+  applianceIdMetrics(o, engine.registry());
   metric(o, "gwlb_uptime_seconds", "gauge", "seconds since gwlbd started");
   o << "gwlb_uptime_seconds " << double(c.now() - c.facts.started_ns) / 1e9 << '\n';
   if (v.fleet.sync) {

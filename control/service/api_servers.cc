@@ -24,25 +24,25 @@ std::string hex64(uint64_t v) {
 
 }  // namespace
 
-json serversMethod(const Engine& engine, const ApplianceView& appliances, const json& p) {
+json appliancesMethod(const Engine& engine, const ApplianceView& appliances, const json& p) {
   Params pr(p, {"group"});
   int group = pr.has("group") ? groupIndex(engine.config(), pr.str("group")) : -1;
   // The flows per appliance as the engine's last housekeeping walk counted
   // them (at most a second and a walk old): counting here would walk the
   // whole table in one call.
-  const std::vector<uint32_t>& counted = engine.flowsByServer();
+  const std::vector<uint32_t>& counted = engine.flowsByAppliance();
   auto active = [&](uint16_t id) -> uint64_t { return id < counted.size() ? counted[id] : 0; };
   const dp::Snapshot* s = engine.current();
   json out = json::array();
   for (size_t gi = 0; gi < engine.config().server_groups.size(); ++gi) {
     if (group >= 0 && int(gi) != group) continue;
-    for (const auto& sc : engine.config().server_groups[gi].servers) {
+    for (const auto& sc : engine.config().server_groups[gi].appliances) {
       uint32_t ip = applianceKey(sc.address);
       uint16_t id = engine.registry().find(ip);
-      ServerTraffic tr = appliances.traffic(id);
-      const dp::ServerView* sv = (s && id < s->servers.size()) ? &s->servers[id] : nullptr;
+      ApplianceTraffic tr = appliances.traffic(id);
+      const dp::ApplianceSlot* sv = (s && id < s->appliances.size()) ? &s->appliances[id] : nullptr;
       const ApplianceView::Status* status = appliances.status(ip);
-      const ServerLifecycle::Entry* le = engine.lifecycle().find(ip);
+      const ApplianceLifecycle::Entry* le = engine.lifecycle().find(ip);
       json j = {{"address", sc.address.str()},
                 {"group", engine.config().server_groups[gi].name},
                 {"weight", sc.weight},
@@ -70,12 +70,12 @@ json serversMethod(const Engine& engine, const ApplianceView& appliances, const 
     if (!le.removed) continue;
     if (group >= 0 && engine.config().server_groups[size_t(group)].name != le.group) continue;
     uint16_t id = engine.registry().find(ip);
-    ServerTraffic tr = appliances.traffic(id);
-    const dp::ServerView* sv = (s && id < s->servers.size()) ? &s->servers[id] : nullptr;
-    out.push_back({{"address", le.server.address.str()},
+    ApplianceTraffic tr = appliances.traffic(id);
+    const dp::ApplianceSlot* sv = (s && id < s->appliances.size()) ? &s->appliances[id] : nullptr;
+    out.push_back({{"address", le.appliance.address.str()},
                    {"group", le.group},
                    {"weight", 0},
-                   {"state", le.phase == dp::ServerPhase::kDraining ? "draining" : "removed"},
+                   {"state", le.phase == dp::AppliancePhase::kDraining ? "draining" : "removed"},
                    {"reason", le.why},
                    {"since", 0.0},
                    {"mac", sv && sv->mac_known ? json(sv->mac.str()) : json(nullptr)},
@@ -94,9 +94,9 @@ json serversMethod(const Engine& engine, const ApplianceView& appliances, const 
           {"flows_counted_s_ago", at && now > at ? json(double(now - at) / 1e9) : json(nullptr)}};
 }
 
-json drainJson(const Engine& engine, const ServerLifecycle::Entry& e) {
+json drainJson(const Engine& engine, const ApplianceLifecycle::Entry& e) {
   uint64_t now = dp::monotonicNs();
-  bool draining = e.phase == dp::ServerPhase::kDraining;
+  bool draining = e.phase == dp::AppliancePhase::kDraining;
   std::string flows;
   if (!e.rebalance) flows = "stay (no_rebalance)";
   else if (draining) flows = "stay until the drain ends, then move (rebalance)";
@@ -105,7 +105,7 @@ json drainJson(const Engine& engine, const ServerLifecycle::Entry& e) {
   if (e.rebalance && !draining && e.move_reason != dp::MoveReason::kNone) {
     const dp::Snapshot* s = engine.current();
     uint16_t id = engine.registry().find(e.ip);
-    if (s && id < s->servers.size() && s->servers[id].move_reason == dp::MoveReason::kNone)
+    if (s && id < s->appliances.size() && s->appliances[id].move_reason == dp::MoveReason::kNone)
       flows = "stay until an appliance of the group is in service, then move (rebalance)";
   }
   return {{"phase", toString(e.phase)},
@@ -119,8 +119,8 @@ json drainJson(const Engine& engine, const ServerLifecycle::Entry& e) {
           {"flows_counted", e.flows}};
 }
 
-json lifecycleStatsJson(const ServerLifecycle& life) {
-  const ServerLifecycle::Stats& st = life.stats();
+json lifecycleStatsJson(const ApplianceLifecycle& life) {
+  const ApplianceLifecycle::Stats& st = life.stats();
   return {{"drains_started", st.drains_started},
           {"drains_emptied", st.drains_emptied},
           {"drains_timed_out", st.drains_timed_out},
@@ -133,11 +133,11 @@ json lifecycleStatsJson(const ServerLifecycle& life) {
 
 uint32_t applianceKeyOf(const Engine& engine, const IpAddr& a) {
   if (a.isV4()) return a.v4HostOrder();
-  for (const ServerGroupConfig& g : engine.config().server_groups)
-    for (const ServerConfig& sc : g.servers)
+  for (const ApplianceGroupConfig& g : engine.config().server_groups)
+    for (const ApplianceConfig& sc : g.appliances)
       if (sc.address == a) return applianceKey(a);
   for (const auto& [key, le] : engine.lifecycle().entries())
-    if (le.server.address == a) return key;
+    if (le.appliance.address == a) return key;
   notFound("no appliance " + a.str());
 }
 
@@ -153,7 +153,7 @@ json drainMethod(Engine& engine, uint64_t now, const json& p) {
   ChangeOutcome o = engine.drain(key, timeout, now, force);
   if (o.refused) throwRefusal(*o.refused, what, a.str());
   logForced(what, o.warnings);
-  const ServerLifecycle::Entry* le = engine.lifecycle().find(key);
+  const ApplianceLifecycle::Entry* le = engine.lifecycle().find(key);
   spdlog::info("control API: draining appliance {} for {:.0f} s", a.str(),
                double(le->deadline_ns - le->since_ns) / 1e9);
   const dp::Snapshot* s = engine.current();
@@ -179,11 +179,11 @@ json groupsMethod(const Engine& engine, const ApplianceView& appliances, const j
   for (const auto& g : engine.config().server_groups) {
     // Every state an appliance can be in (ApplianceView::state), counted: a group
     // with an unhealthy or draining appliance says so here too.
-    json servers = {{"total", g.servers.size()}};
+    json servers = {{"total", g.appliances.size()}};
     for (const char* st : {"active", "idle", "unresolved", "unhealthy", "dampened", "initializing", "draining",
                            "drained", "removed"})
       servers[st] = 0;
-    for (const auto& sc : g.servers) {
+    for (const auto& sc : g.appliances) {
       std::string st = appliances.state(applianceKey(sc.address));
       servers[st] = servers.value(st, 0) + 1;
     }
@@ -214,17 +214,17 @@ json groupsMethod(const Engine& engine, const ApplianceView& appliances, const j
   return {{"groups", out}};
 }
 
-json serverAddMethod(ServiceContext& c, const json& p) {
+json applianceAddMethod(ServiceContext& c, const json& p) {
   Params pr(p, {"group", "address", "weight", "mac"});
   if (!pr.has("group") || !pr.has("address")) badRequest("server.add needs group and address");
   refuseWhileCompiling(c, "server.add");
   std::string g = pr.str("group");
   Config next = c.engine.config();
-  ServerGroupConfig* grp = nullptr;
+  ApplianceGroupConfig* grp = nullptr;
   for (auto& gc : next.server_groups)
     if (gc.name == g) grp = &gc;
   if (!grp) notFound("no server group '" + g + "'");
-  ServerConfig sc;
+  ApplianceConfig sc;
   sc.address = pr.ip("address");
   if (pr.has("weight")) sc.weight = uint32_t(pr.num("weight", 0, 10000));
   if (pr.has("mac")) {
@@ -232,14 +232,14 @@ json serverAddMethod(ServiceContext& c, const json& p) {
     if (!m) badRequest("mac: '" + pr.str("mac") + "' is not a MAC address");
     sc.mac = *m;
   }
-  grp->servers.push_back(sc);
+  grp->appliances.push_back(sc);
   // Not guarded: an appliance more takes nothing out of service.
   json r = applyChange(c, std::move(next), "removed", true, "server.add " + sc.address.str());
   spdlog::info("control API: added appliance {} to group {}", sc.address.str(), g);
   return r;
 }
 
-json serverRemoveMethod(ServiceContext& c, const json& p) {
+json applianceRemoveMethod(ServiceContext& c, const json& p) {
   Params pr(p, {"address", "force"});
   if (!pr.has("address")) badRequest("server.remove needs address");
   refuseWhileCompiling(c, "server.remove");
@@ -247,9 +247,9 @@ json serverRemoveMethod(ServiceContext& c, const json& p) {
   const bool force = pr.has("force") && pr.boolean("force");
   Config next = c.engine.config();
   for (auto& gc : next.server_groups)
-    for (auto it = gc.servers.begin(); it != gc.servers.end(); ++it)
+    for (auto it = gc.appliances.begin(); it != gc.appliances.end(); ++it)
       if (it->address == a) {
-        gc.servers.erase(it);
+        gc.appliances.erase(it);
         const std::string group = gc.name;
         json r = applyChange(c, std::move(next), "removed by server.remove", force, "server.remove " + a.str());
         spdlog::info("control API: removed appliance {} from group {}", a.str(), group);
@@ -258,7 +258,7 @@ json serverRemoveMethod(ServiceContext& c, const json& p) {
   notFound("no appliance " + a.str());
 }
 
-json serverSetMethod(ServiceContext& c, const json& p) {
+json applianceSetMethod(ServiceContext& c, const json& p) {
   Params pr(p, {"address", "weight", "force"});
   if (!pr.has("address") || !pr.has("weight")) badRequest("server.set needs address and weight");
   refuseWhileCompiling(c, "server.set");
@@ -267,7 +267,7 @@ json serverSetMethod(ServiceContext& c, const json& p) {
   const bool force = pr.has("force") && pr.boolean("force");
   Config next = c.engine.config();
   for (auto& gc : next.server_groups)
-    for (auto& sc : gc.servers)
+    for (auto& sc : gc.appliances)
       if (sc.address == a) {
         sc.weight = w;
         json r = applyChange(c, std::move(next), "removed", force,

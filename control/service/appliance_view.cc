@@ -18,17 +18,17 @@ namespace gwlb::ctl {
 using nlohmann::json;
 
 void ApplianceView::idsFreed(const std::vector<uint16_t>& freed) {
-  if (traffic_base_.size() < dp::kMaxServerIds) traffic_base_.resize(dp::kMaxServerIds);
-  for (uint16_t id : freed) traffic_base_[id] = workers_.server(id);
+  if (traffic_base_.size() < dp::kMaxApplianceIds) traffic_base_.resize(dp::kMaxApplianceIds);
+  for (uint16_t id : freed) traffic_base_[id] = workers_.appliance(id);
   spdlog::debug("server ids: {} reclaimed ({} held, {} free)", freed.size(), engine_.registry().held(),
                 engine_.registry().available());
 }
 
-ServerTraffic ApplianceView::traffic(uint16_t id) const {
-  if (id >= dp::kMaxServerIds) return {};
-  ServerTraffic t = workers_.server(id);
+ApplianceTraffic ApplianceView::traffic(uint16_t id) const {
+  if (id >= dp::kMaxApplianceIds) return {};
+  ApplianceTraffic t = workers_.appliance(id);
   if (id < traffic_base_.size()) {
-    const ServerTraffic& b = traffic_base_[id];
+    const ApplianceTraffic& b = traffic_base_[id];
     t.sent_packets -= b.sent_packets, t.sent_bytes -= b.sent_bytes;
     t.returned_packets -= b.returned_packets, t.returned_bytes -= b.returned_bytes;
     t.bypassed_packets -= b.bypassed_packets, t.bypassed_bytes -= b.bypassed_bytes;
@@ -38,7 +38,7 @@ ServerTraffic ApplianceView::traffic(uint16_t id) const {
 
 void ApplianceView::update(const dp::Snapshot& s, double now) {
   std::map<uint32_t, Status> next;
-  for (const auto& sv : s.servers) {
+  for (const auto& sv : s.appliances) {
     if (!sv.in_use) continue;
     Status st;
     const HealthTracker* ht = health_.tracker(sv.ip);
@@ -99,9 +99,9 @@ const ApplianceView::Status* ApplianceView::status(uint32_t ip) const {
 }
 
 std::string ApplianceView::state(uint32_t ip) const {
-  const ServerLifecycle::Entry* le = engine_.lifecycle().find(ip);
-  if (le && le->phase == dp::ServerPhase::kDraining) return "draining";
-  if (le && le->phase == dp::ServerPhase::kDrained) return le->removed ? "removed" : "drained";
+  const ApplianceLifecycle::Entry* le = engine_.lifecycle().find(ip);
+  if (le && le->phase == dp::AppliancePhase::kDraining) return "draining";
+  if (le && le->phase == dp::AppliancePhase::kDrained) return le->removed ? "removed" : "drained";
   auto it = status_.find(ip);
   // Not in a published snapshot yet: it has no verdict either.
   return it == status_.end() ? "initializing" : it->second.state;
@@ -110,14 +110,14 @@ std::string ApplianceView::state(uint32_t ip) const {
 std::vector<ApplianceView::Row> ApplianceView::rows() const {
   std::vector<Row> rows;
   for (const auto& g : engine_.config().server_groups)
-    for (const auto& sc : g.servers) {
+    for (const auto& sc : g.appliances) {
       uint32_t ip = applianceKey(sc.address);
       rows.push_back({g.name, sc.address.str(), state(ip), ip, engine_.registry().find(ip)});
     }
   for (const auto& [ip, le] : engine_.lifecycle().entries()) {
     if (!le.removed) continue;
-    rows.push_back({le.group, le.server.address.str(),
-                    le.phase == dp::ServerPhase::kDraining ? "draining" : "removed", ip,
+    rows.push_back({le.group, le.appliance.address.str(),
+                    le.phase == dp::AppliancePhase::kDraining ? "draining" : "removed", ip,
                     engine_.registry().find(ip)});
   }
   return rows;
@@ -125,9 +125,9 @@ std::vector<ApplianceView::Row> ApplianceView::rows() const {
 
 namespace {
 
-const ServerGroupConfig* groupOf(const Config& c, uint32_t ip) {
+const ApplianceGroupConfig* groupOf(const Config& c, uint32_t ip) {
   for (const auto& g : c.server_groups)
-    for (const auto& sc : g.servers)
+    for (const auto& sc : g.appliances)
       if (applianceKey(sc.address) == ip) return &g;
   return nullptr;
 }
@@ -136,7 +136,7 @@ const ServerGroupConfig* groupOf(const Config& c, uint32_t ip) {
 
 json ApplianceView::serviceJson(uint32_t ip) const {
   json out = json::object();
-  const ServerGroupConfig* g = groupOf(engine_.config(), ip);
+  const ApplianceGroupConfig* g = groupOf(engine_.config(), ip);
   if (!g) return out;
   const uint64_t now = dp::monotonicNs();
   const HealthCheckConfig& h = g->health_check;

@@ -1,7 +1,7 @@
 // Every appliance as the API, /metrics and telemetry show it: its traffic
 // (the workers' counters, from zero for each new holder of a server id), its
 // status with the reason and since when (set from every published snapshot),
-// and the one state shown for it (one of kServerStates). Control thread.
+// and the one state shown for it (one of kApplianceStates). Control thread.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +28,7 @@ class ApplianceView {
   void idsFreed(const std::vector<uint16_t>& freed);
   // What workers sent to server id `id`, and returned from it, since the id
   // was last given out.
-  ServerTraffic traffic(uint16_t id) const;
+  ApplianceTraffic traffic(uint16_t id) const;
 
   // The state of configured appliance ip (lifecycle phase first, then status).
   std::string state(uint32_t ip) const;
@@ -61,7 +61,7 @@ class ApplianceView {
   WorkerStats workers_;
   std::map<uint32_t, Status> status_;
   // Per server id: the workers' counts when the id was reclaimed.
-  std::vector<ServerTraffic> traffic_base_;
+  std::vector<ApplianceTraffic> traffic_base_;
 };
 
 }  // namespace gwlb::ctl

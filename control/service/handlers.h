@@ -44,9 +44,9 @@ void logForced(const std::string& what, const std::vector<std::string>& warnings
 // file_weight, running_weight}.
 nlohmann::json changeJson(const RuntimeChange& c);
 
-// An appliance's address as configured, in either family (ServerView keeps
+// An appliance's address as configured, in either family (ApplianceSlot keeps
 // an IPv6 one in ip6, its 32-bit key in ip).
-inline IpAddr applianceAddress(const dp::ServerView& sv) {
+inline IpAddr applianceAddress(const dp::ApplianceSlot& sv) {
   return sv.ipv6 ? IpAddr::v6(sv.ip6.data()) : IpAddr::v4(sv.ip);
 }
 
@@ -62,8 +62,8 @@ uint32_t applianceKeyOf(const Engine& engine, const IpAddr& a);
 
 // The `flows` method's request, parsed (flowsMethod).
 struct FlowsQuery {
-  uint16_t server = dp::kNoServer;
-  bool by_server = false;
+  uint16_t appliance = dp::kNoAppliance;
+  bool by_appliance = false;
   int group = -1;
   std::optional<Cidr> src, dst;
   int proto = -1, port = -1;
@@ -99,17 +99,17 @@ nlohmann::json applyChange(ServiceContext& c, Config next, const std::string& wh
 
 // servers, groups, server.* (api_servers.cc).
 class ApplianceView;
-nlohmann::json serversMethod(const Engine& engine, const ApplianceView& appliances, const nlohmann::json& p);
+nlohmann::json appliancesMethod(const Engine& engine, const ApplianceView& appliances, const nlohmann::json& p);
 nlohmann::json groupsMethod(const Engine& engine, const ApplianceView& appliances, const nlohmann::json& p);
 nlohmann::json drainMethod(Engine& engine, uint64_t now, const nlohmann::json& p);
 nlohmann::json undrainMethod(Engine& engine, uint64_t now, const nlohmann::json& p);
-nlohmann::json serverAddMethod(ServiceContext& c, const nlohmann::json& p);
-nlohmann::json serverRemoveMethod(ServiceContext& c, const nlohmann::json& p);
-nlohmann::json serverSetMethod(ServiceContext& c, const nlohmann::json& p);
+nlohmann::json applianceAddMethod(ServiceContext& c, const nlohmann::json& p);
+nlohmann::json applianceRemoveMethod(ServiceContext& c, const nlohmann::json& p);
+nlohmann::json applianceSetMethod(ServiceContext& c, const nlohmann::json& p);
 // An appliance's drain as `servers` and server.drain show it.
-nlohmann::json drainJson(const Engine& engine, const ServerLifecycle::Entry& e);
+nlohmann::json drainJson(const Engine& engine, const ApplianceLifecycle::Entry& e);
 // The lifecycle's counts (`stats`).
-nlohmann::json lifecycleStatsJson(const ServerLifecycle& life);
+nlohmann::json lifecycleStatsJson(const ApplianceLifecycle& life);
 
 // flows, explain (api_flows.cc).
 nlohmann::json flowsMethod(const Engine& engine, const nlohmann::json& p);

@@ -23,7 +23,7 @@ namespace gwlb::ctl {
 
 // Every state an appliance can show, as the API, /metrics and telemetry name
 // them (docs/control-api.md "servers"): exactly one applies at a time.
-inline constexpr const char* kServerStates[] = {"initializing", "active",  "unresolved",
+inline constexpr const char* kApplianceStates[] = {"initializing", "active",  "unresolved",
                                                 "unhealthy",    "dampened", "idle",
                                                 "draining",     "drained",  "removed"};
 
@@ -41,12 +41,12 @@ struct MetricsView {
 // samples together).
 std::string metricsText(const MetricsView& v);
 // The per-appliance families: state, probes, forwarding probes, traffic.
-void serverMetrics(std::ostringstream& o, const ServiceContext& c);
+void applianceMetrics(std::ostringstream& o, const ServiceContext& c);
 
 // What the telemetry commands show, copied on the control thread.
 struct TelemetryServer {
   std::string address, group, state;
-  ServerTraffic traffic;
+  ApplianceTraffic traffic;
   bool probed = false;  // has a health tracker (health checks on)
   uint32_t consecutive_failures = 0;
   uint64_t probes = 0, probe_sum_us = 0;
@@ -57,7 +57,7 @@ struct TelemetryClass {
 };
 struct TelemetryFigures {
   std::vector<std::pair<std::string, uint64_t>> counters;  // totals, every counter
-  std::vector<TelemetryServer> servers;
+  std::vector<TelemetryServer> appliances;
   std::vector<TelemetryClass> classes;  // in order
   uint64_t flows = 0, capacity = 0, generation = 0;
 };

@@ -37,9 +37,9 @@ ClassCount WorkerStats::classSlot(uint16_t slot) const {
   return c;
 }
 
-ServerTraffic WorkerStats::server(uint16_t id) const {
-  ServerTraffic t;
-  if (id >= dp::kMaxServerIds) return t;
+ApplianceTraffic WorkerStats::appliance(uint16_t id) const {
+  ApplianceTraffic t;
+  if (id >= dp::kMaxApplianceIds) return t;
   for (const auto& st : states) {
     t.sent_packets += st->sentPackets(id);
     t.sent_bytes += st->sentBytes(id);
@@ -83,7 +83,7 @@ json ServiceTable::call(const std::string& method, const json& params) const {
 void addServiceMethods(ServiceTable& t, ServiceContext& c) {
   using P = const json&;
   t.add("status", [&c](P p) { return statusMethod(c, p); });
-  t.add("servers", [&c](P p) { return serversMethod(c.engine, c.appliances, p); });
+  t.add("servers", [&c](P p) { return appliancesMethod(c.engine, c.appliances, p); });
   t.add("groups", [&c](P p) { return groupsMethod(c.engine, c.appliances, p); });
   t.add("flows", [&c](P p) { return flowsMethod(c.engine, p); });
   t.add("explain", [&c](P p) { return explainMethod(c.engine, p); });
@@ -91,9 +91,9 @@ void addServiceMethods(ServiceTable& t, ServiceContext& c) {
     return classesMethod(c.engine, c.workers, c.reloading && c.reloading(), p);
   });
   t.add("stats", [&c](P p) { return statsMethod(c, p); });
-  t.add("server.add", [&c](P p) { return serverAddMethod(c, p); });
-  t.add("server.remove", [&c](P p) { return serverRemoveMethod(c, p); });
-  t.add("server.set", [&c](P p) { return serverSetMethod(c, p); });
+  t.add("server.add", [&c](P p) { return applianceAddMethod(c, p); });
+  t.add("server.remove", [&c](P p) { return applianceRemoveMethod(c, p); });
+  t.add("server.set", [&c](P p) { return applianceSetMethod(c, p); });
   t.add("server.drain", [&c](P p) { return drainMethod(c.engine, c.now(), p); });
   t.add("server.undrain", [&c](P p) { return undrainMethod(c.engine, c.now(), p); });
   t.add("config", [&c](P p) { return configMethod(c.engine.config(), c.engine.fileConfig(), p); });

@@ -32,7 +32,7 @@ namespace gwlb::ctl {
 double unixNow();
 
 // Packets and bytes sent to one appliance and returned from it.
-struct ServerTraffic {
+struct ApplianceTraffic {
   uint64_t sent_packets = 0, sent_bytes = 0, returned_packets = 0, returned_bytes = 0;
   // Packets of flows it handed back (appliance_bypass), sent straight back instead.
   uint64_t bypassed_packets = 0, bypassed_bytes = 0;
@@ -50,7 +50,7 @@ struct WorkerStats {
   // The counts in a traffic class counter slot (any slot below kMaxClasses).
   ClassCount classSlot(uint16_t slot) const;
   // What went to server id `id` and came back, since the workers started.
-  ServerTraffic server(uint16_t id) const;
+  ApplianceTraffic appliance(uint16_t id) const;
 };
 
 // The health checks, read-only: the checker (null before gwlbd's loop runs

@@ -19,11 +19,11 @@ void serviceMetrics(std::ostringstream& o, const Engine& engine, const HealthVie
   struct Row {
     std::string labels;
     uint32_t ip;
-    const ServerGroupConfig* g;
+    const ApplianceGroupConfig* g;
   };
   std::vector<Row> rows;
   for (const auto& g : engine.config().server_groups)
-    for (const auto& sc : g.servers) {
+    for (const auto& sc : g.appliances) {
       std::string group;
       for (char c : g.name) group += (c == '\\' || c == '"') ? std::string("\\") + c : std::string(1, c);
       rows.push_back({"group=\"" + group + "\",address=\"" + sc.address.str() + "\"",

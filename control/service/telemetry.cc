@@ -41,14 +41,14 @@ int telDrops(const char*, const char*, rte_tel_data* d) {
 // Telemetry names allow no dots, so appliances are listed by state, every
 // state present (empty lists included):
 // {"active": ["192.0.2.10", ...], "unhealthy": [...], "initializing": [...], ...}.
-int telServers(const char*, const char*, rte_tel_data* d) {
+int telAppliances(const char*, const char*, rte_tel_data* d) {
   std::lock_guard lock(g_tel.mu);
   rte_tel_data_start_dict(d);
-  for (const char* state : kServerStates) {
+  for (const char* state : kApplianceStates) {
     rte_tel_data* list = rte_tel_data_alloc();
     if (!list) return -ENOMEM;
     rte_tel_data_start_array(list, RTE_TEL_STRING_VAL);
-    for (const TelemetryServer& sv : g_tel.f.servers)
+    for (const TelemetryServer& sv : g_tel.f.appliances)
       if (sv.state == state) rte_tel_data_add_array_string(list, sv.address.c_str());
     rte_tel_data_add_dict_container(d, state, list, 0);
   }
@@ -56,10 +56,10 @@ int telServers(const char*, const char*, rte_tel_data* d) {
 }
 
 // /gwlb/server,ADDRESS: one appliance's state, traffic and probes.
-int telServer(const char*, const char* params, rte_tel_data* d) {
+int telAppliance(const char*, const char* params, rte_tel_data* d) {
   if (!params || !*params) return -EINVAL;
   std::lock_guard lock(g_tel.mu);
-  for (const TelemetryServer& sv : g_tel.f.servers) {
+  for (const TelemetryServer& sv : g_tel.f.appliances) {
     if (sv.address != params) continue;
     rte_tel_data_start_dict(d);
     rte_tel_data_add_dict_string(d, "address", sv.address.c_str());
@@ -113,11 +113,11 @@ void registerTelemetry(const ServiceContext& c) {
                              "gwlbd event counters summed over workers, flows in table. No parameters.");
   rte_telemetry_register_cmd("/gwlb/drops", telDrops,
                              "gwlbd drop counters by reason, summed over workers. No parameters.");
-  rte_telemetry_register_cmd("/gwlb/servers", telServers,
+  rte_telemetry_register_cmd("/gwlb/servers", telAppliances,
                              "gwlbd appliance addresses by state, every state. No parameters.");
   // Help texts must stay under 128 bytes (RTE_TEL_MAX_STRING_LEN), or DPDK
   // refuses the command and it answers null.
-  rte_telemetry_register_cmd("/gwlb/server", telServer,
+  rte_telemetry_register_cmd("/gwlb/server", telAppliance,
                              "one gwlbd appliance: state, traffic sent and returned, probes. "
                              "Parameter: its address.");
   rte_telemetry_register_cmd("/gwlb/classes", telClasses,
@@ -140,7 +140,7 @@ TelemetryFigures telemetryFigures(const ServiceContext& c) {
       ts.probes = ht->latency().count;
       ts.probe_sum_us = ht->latency().sum_us;
     }
-    f.servers.push_back(std::move(ts));
+    f.appliances.push_back(std::move(ts));
   }
   for (const ClassRow& r : classRows(c.engine, c.workers))
     f.classes.push_back({r.name, r.action, r.listener, r.index, r.count.packets, r.count.bytes});

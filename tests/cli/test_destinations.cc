@@ -49,11 +49,11 @@ std::vector<std::string> cells(const std::string& line) {
 }
 
 // A source as gwlbd's sourceJson() writes it.
-Json source(const char* name, const char* group, const char* policy, int pct, int cnt, int servers,
+Json source(const char* name, const char* group, const char* policy, int pct, int cnt, int appliances,
             int healthy, bool ok, const std::string& why) {
   return {{"name", name},          {"group", group},
           {"policy", policy},      {"min_healthy_percent", pct},
-          {"min_healthy_count", cnt}, {"servers", servers},
+          {"min_healthy_count", cnt}, {"servers", appliances},
           {"healthy_servers", healthy}, {"healthy", ok},
           {"why", why}};
 }

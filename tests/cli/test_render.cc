@@ -7,7 +7,7 @@
 #include "cli/class_render.h"
 #include "cli/flow_sort.h"
 #include "cli/render.h"
-#include "cli/server_rates.h"
+#include "cli/appliance_rates.h"
 
 using namespace gwlb::cli;
 
@@ -35,7 +35,7 @@ TEST(Render, Servers) {
     {"address": "192.0.2.12", "group": "firewalls", "weight": 0, "state": "idle",
      "mac": null, "since": 1300, "reason": "weight 0", "active_flows": 0,
      "health": {"state": "disabled"}, "packets": 0, "bytes": 0}]})J");
-  std::string t = renderServers(r, 1312.0);
+  std::string t = renderAppliances(r, 1312.0);
   EXPECT_EQ(t,
             "ADDRESS     GROUP      WEIGHT  STATE      SINCE      HEALTH     CONSEC  LAST RESULT"
             "     WINDOWS               FLOWS  PACKETS    BYTES\n"
@@ -45,7 +45,7 @@ TEST(Render, Servers) {
             "  fail 250ms / ok 1.5s      0        0      0 B\n"
             "192.0.2.12  firewalls       0  idle       12s ago    disabled        -  -          "
             "     -                         0        0      0 B\n");
-  std::string w = renderServers(r, 1312.0, true);
+  std::string w = renderAppliances(r, 1312.0, true);
   EXPECT_TRUE(has(w, "  REASON  ")) << w;
   EXPECT_TRUE(has(w, "  MAC\n")) << w;
   EXPECT_TRUE(has(w, "bad_status: HTTP 503 (expected 200-399)")) << w;
@@ -53,9 +53,9 @@ TEST(Render, Servers) {
   // An older gwlbd without health objects: dashes.
   Json old = Json::parse(R"({"servers": [{"address": "192.0.2.10", "group": "fw", "weight": 1,
     "state": "active", "since": 1000, "active_flows": 1, "packets": 1, "bytes": 1}]})");
-  EXPECT_TRUE(has(renderServers(old, 1312.0), "active  5m12s ago  -            -  -            -  "))
-      << renderServers(old, 1312.0);
-  EXPECT_EQ(renderServers(Json::parse(R"({"servers": []})"), 0), "no servers\n");
+  EXPECT_TRUE(has(renderAppliances(old, 1312.0), "active  5m12s ago  -            -  -            -  "))
+      << renderAppliances(old, 1312.0);
+  EXPECT_EQ(renderAppliances(Json::parse(R"({"servers": []})"), 0), "no servers\n");
 }
 
 // With traffic classes: a CLASS column, "-" for a flow created without one
@@ -360,7 +360,7 @@ TEST(FlowSort, EachFieldAscendingAndDescending) {
   EXPECT_THROW(parseFlowSort("-", false), UsageError);
 }
 
-TEST(ServerRates, FromTwoSamples) {
+TEST(ApplianceRates, FromTwoSamples) {
   Json prev = Json::parse(R"J({"servers": [
     {"address": "192.0.2.10", "packets": 1000, "bytes": 100000, "returned_packets": 900, "returned_bytes": 90000},
     {"address": "192.0.2.11", "packets": 5000, "bytes": 500, "returned_packets": 10, "returned_bytes": 10}]})J");
@@ -370,7 +370,7 @@ TEST(ServerRates, FromTwoSamples) {
     {"address": "192.0.2.11", "group": "fw", "state": "active", "packets": 10, "bytes": 1,
      "returned_packets": 10, "returned_bytes": 10},
     {"address": "192.0.2.12", "group": "fw", "state": "initializing", "packets": 7, "bytes": 7}]})J");
-  Json r = serverRates(cur, prev, 2.0);
+  Json r = applianceRates(cur, prev, 2.0);
   ASSERT_EQ(r.size(), 3u);
   EXPECT_EQ(r[0], (Json{{"address", "192.0.2.10"}, {"packets_per_s", 1000.0}, {"bytes_per_s", 1050000.0},
                         {"returned_packets_per_s", 1000.0}, {"returned_bytes_per_s", 50000.0}}));
@@ -378,7 +378,7 @@ TEST(ServerRates, FromTwoSamples) {
   EXPECT_TRUE(r[1]["packets_per_s"].is_null());
   EXPECT_EQ(r[1]["returned_packets_per_s"], 0.0);
   EXPECT_TRUE(r[2]["packets_per_s"].is_null());
-  std::string out = renderServerRates(cur, r, 2.0, 1700000000.0);
+  std::string out = renderApplianceRates(cur, r, 2.0, 1700000000.0);
   EXPECT_TRUE(has(out, "rates over the last 2.0 s")) << out;
   EXPECT_TRUE(has(out, "ADDRESS     GROUP  STATE         HEALTH   FLOWS  SENT/S   SENT B/S  RETURNED/S  RETURNED B/S"))
       << out;

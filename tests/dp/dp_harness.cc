@@ -61,7 +61,7 @@ Harness::Harness(const HarnessOptions& o) : opts_(o) {
   cfg_.node.ipv6_addresses = o.ipv6_addresses;
   cfg_.node.underlay_ipv6 = o.underlay_ipv6;
   devices_ = {n.our_a, n.our_b, n.our_v, MacAddr{}};
-  ctl::ServerGroupConfig g;
+  ctl::ApplianceGroupConfig g;
   g.name = "inspection";
   g.stickiness = o.stickiness;
   g.geneve.format = o.format;
@@ -71,10 +71,10 @@ Harness::Harness(const HarnessOptions& o) : opts_(o) {
   g.geneve.attachment_id = kAttachmentId;
   g.failover_mode = o.failover_mode;
   g.connection_draining.enabled = o.draining;
-  for (const IpAddr& a : o.servers.empty() ? n.servers : o.servers) {
-    ctl::ServerConfig s;
+  for (const IpAddr& a : o.appliances.empty() ? n.appliances : o.appliances) {
+    ctl::ApplianceConfig s;
     s.address = a;
-    g.servers.push_back(s);
+    g.appliances.push_back(s);
   }
   cfg_.server_groups.push_back(g);
   snap_ = ctl::buildSnapshot(cfg_, reg_, {}, 1, {}, nullptr, nullptr, &devices_);
@@ -118,7 +118,7 @@ Harness::~Harness() {
   rte_free(qsbr_);
 }
 
-void Harness::republish(const ctl::HealthMap& health, const ctl::ServerLifecycle* life,
+void Harness::republish(const ctl::HealthMap& health, const ctl::ApplianceLifecycle* life,
                         const ctl::RegionTracker* regions) {
   auto next = ctl::buildSnapshot(cfg_, reg_, {}, snap_->generation + 1, health, life, regions,
                                  &devices_);
@@ -304,7 +304,7 @@ Encap checkEncap(const Harness& h, const Bytes& out, const Bytes& inner, uint16_
   EXPECT_EQ(get32(out, ipo + 12), kUnderlayIp) << "outer source = node.underlay_ip";
   uint8_t dst[4] = {out[ipo + 16], out[ipo + 17], out[ipo + 18], out[ipo + 19]};
   e.appliance = IpAddr::v4(dst);
-  EXPECT_NE(std::find(n.servers.begin(), n.servers.end(), e.appliance), n.servers.end())
+  EXPECT_NE(std::find(n.appliances.begin(), n.appliances.end(), e.appliance), n.appliances.end())
       << "outer destination " << e.appliance.str() << " is not a configured appliance";
 
   // UDP.

@@ -52,7 +52,7 @@ struct Net {
   IpAddr underlay = ip("192.0.2.1");
   MacAddr underlay_mac = mac("02:00:00:00:00:01");
   MacAddr gateway_mac = mac("02:00:00:00:00:fe");
-  std::vector<IpAddr> servers = {ip("10.0.0.11"), ip("10.0.0.12"), ip("10.0.0.13")};
+  std::vector<IpAddr> appliances = {ip("10.0.0.11"), ip("10.0.0.12"), ip("10.0.0.13")};
   IpAddr client4 = ip("198.51.100.10"), server4 = ip("203.0.113.20");
   IpAddr client6 = ip("2001:db8:1::10"), server6 = ip("2001:db8:2::20");
   MacAddr router_a = mac("02:00:00:00:0a:0a"), our_a = mac("02:00:00:00:00:a1");
@@ -124,7 +124,7 @@ struct HarnessOptions {
   // node.underlay_ipv6 (IPv6 appliances in `servers` need it).
   std::optional<IpAddr> underlay_ipv6;
   // The group's appliances in config order; empty: Net::servers.
-  std::vector<IpAddr> servers;
+  std::vector<IpAddr> appliances;
 };
 
 class Harness {
@@ -150,7 +150,7 @@ class Harness {
   // The config the snapshot was built from; republish() builds and publishes
   // a new snapshot from it (old ones stay alive until the harness ends).
   ctl::Config& config() { return cfg_; }
-  void republish(const ctl::HealthMap& health = {}, const ctl::ServerLifecycle* life = nullptr,
+  void republish(const ctl::HealthMap& health = {}, const ctl::ApplianceLifecycle* life = nullptr,
                  const ctl::RegionTracker* regions = nullptr);
   dp::FlowTable& flows() { return *flows_; }
   dp::Dataplane& dataplane() { return dp_; }
@@ -164,7 +164,7 @@ class Harness {
  private:
   HarnessOptions opts_;
   ctl::Config cfg_;
-  ctl::ServerRegistry reg_;
+  ctl::ApplianceRegistry reg_;
   ctl::PortMacs devices_;
   std::unique_ptr<dp::Snapshot> snap_;
   std::vector<std::unique_ptr<dp::Snapshot>> old_snaps_;

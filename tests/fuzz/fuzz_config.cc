@@ -57,13 +57,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
              v.empty() ? "" : (v[0].path + ": " + v[0].message).c_str());
   FUZZ_CHECK(!c.server_groups.empty() && c.server_groups.size() <= 64,
              "accepted config with %zu server groups", c.server_groups.size());
-  for (const ServerGroupConfig& g : c.server_groups)
-    FUZZ_CHECK(!g.servers.empty() && !g.name.empty(), "accepted group without servers or name");
+  for (const ApplianceGroupConfig& g : c.server_groups)
+    FUZZ_CHECK(!g.appliances.empty() && !g.name.empty(), "accepted group without servers or name");
   FUZZ_CHECK(c.node.underlay_ip.isV4(), "accepted config without an IPv4 underlay address");
 
   for (const ConfigError& e : probePathErrors(c))
     FUZZ_CHECK(!e.path.empty() && !e.message.empty(), "probe path error without path or message");
-  for (const ServerGroupConfig& g : c.server_groups) {
+  for (const ApplianceGroupConfig& g : c.server_groups) {
     ProbePath p = probePathOf(c, g.health_check);
     FUZZ_CHECK((p.kind == ProbePath::Kind::kUnbound) ==
                    (g.health_check.interface.empty() && !c.node.exception_path.enabled),

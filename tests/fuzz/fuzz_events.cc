@@ -48,7 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (e.action == ScriptedEvent::Action::kReload)
       FUZZ_CHECK(!e.file.empty(), "event %zu: reload without a file", i);
     else
-      FUZZ_CHECK(e.server.isV4(), "event %zu: server is not IPv4", i);
+      FUZZ_CHECK(e.appliance.isV4(), "event %zu: server is not IPv4", i);
     FUZZ_CHECK(i == 0 || ev[i - 1].at_ns <= e.at_ns, "event %zu is before event %zu", i, i - 1);
     if (e.weight) FUZZ_CHECK(*e.weight <= 10000, "event %zu: weight %u", i, *e.weight);
     switch (e.action) {
@@ -80,7 +80,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(again.size() == ev.size(), "second parse: %zu events, first %zu", again.size(),
              ev.size());
   for (size_t i = 0; i < ev.size() && i < again.size(); ++i)
-    FUZZ_CHECK(again[i].at_ns == ev[i].at_ns && again[i].server == ev[i].server &&
+    FUZZ_CHECK(again[i].at_ns == ev[i].at_ns && again[i].appliance == ev[i].appliance &&
                    again[i].action == ev[i].action,
                "second parse differs at event %zu", i);
   return 0;

@@ -70,7 +70,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool outer6 = data[0] >> 3 & 1;
   const IpAddr us6 = IpAddr::v6(std::array<uint8_t, 16>{0x20, 0x01, 0x0d, 0xb8, 0, 0x0f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}.data());
   const IpAddr app6 = IpAddr::v6(std::array<uint8_t, 16>{0x20, 0x01, 0x0d, 0xb8, 0, 0x0f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x11}.data());
-  ServerView sv;
+  ApplianceSlot sv;
   sv.ip = outer6 ? applianceKey(app6) : 0x0A00000B;
   sv.ipv6 = outer6;
   sv.ip6 = app6.b;
@@ -88,7 +88,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ep.protocol = g.aws ? kEtherTypeIpv4 : kEtherTypeTeb;
   ep.aws_options = g.aws;
   buildEncapTemplate(sv.encap, ep);
-  s.servers.push_back(sv);
+  s.appliances.push_back(sv);
   const uint32_t token = rd32(data + 1);
   uint8_t frame[ctl::kForwardingProbeMaxLen];
   const size_t len = ctl::buildForwardingProbe(s, 0, token, frame, sizeof frame);

@@ -2,11 +2,11 @@
 // EAL (--no-huge --no-pci, three lcores), two worker lcores running
 // dp::processBurst on synthetic traffic of many flows, while the main lcore,
 // playing gwlbd's control thread, rebuilds and publishes snapshots as fast as it
-// can (health flips, removals and re-additions through ServerLifecycle, operator
+// can (health flips, removals and re-additions through ApplianceLifecycle, operator
 // drains, weight changes, draining on/off; failover_mode rebalance), retires old
 // snapshots after rte_rcu_qsbr grace periods exactly as Daemon::publish /
-// retireSnapshots do, and runs FlowTable::expire / reclaim, ctl::countByServer,
-// ServerLifecycle::tick / flowsExpired and ctl::sweepMoves (the control
+// retireSnapshots do, and runs FlowTable::expire / reclaim, ctl::countByAppliance,
+// ApplianceLifecycle::tick / flowsExpired and ctl::sweepMoves (the control
 // thread moving idle flows itself) as the daemon's timers do.
 //
 // Workers reflect some of their own Geneve output back into their next bursts
@@ -384,7 +384,7 @@ ctl::Config baseConfig() {
     pc.mac = mac;
     c.node.ports.push_back(pc);
   }
-  ctl::ServerGroupConfig g;
+  ctl::ApplianceGroupConfig g;
   g.name = "inspection";
   g.geneve.format = ctl::GeneveFormat::kAws;
   g.geneve.vni = 0x123456;
@@ -397,9 +397,9 @@ ctl::Config baseConfig() {
   g.connection_draining.enabled = true;
   g.connection_draining.timeout_s = 20;
   for (size_t i = 0; i < 6; ++i) {
-    ctl::ServerConfig s;
+    ctl::ApplianceConfig s;
     s.address = applianceAddr(i);
-    g.servers.push_back(s);
+    g.appliances.push_back(s);
   }
   c.server_groups.push_back(g);
   return c;
@@ -418,7 +418,7 @@ Worker* g_workers = nullptr;
 uint64_t g_counter_sink = 0;
 
 void runControl(dp::Dataplane& dpl, dp::FlowTable& flows, rte_rcu_qsbr* qsbr, Control& ctl_pub,
-                ctl::Config& cfg, ctl::ServerRegistry& reg, ctl::ServerLifecycle& life,
+                ctl::Config& cfg, ctl::ApplianceRegistry& reg, ctl::ApplianceLifecycle& life,
                 uint64_t& generation, double seconds, ControlStats& st) {
   ctl::HealthMap health;
   for (size_t i = 0; i < kAppliances; ++i)
@@ -434,9 +434,9 @@ void runControl(dp::Dataplane& dpl, dp::FlowTable& flows, rte_rcu_qsbr* qsbr, Co
     const uint64_t now = v0 + (t - t0) * kSpeedup;
     g_now.store(now, std::memory_order_release);
     ++st.iterations;
-    auto& servers = cfg.server_groups[0].servers;
+    auto& appliances = cfg.server_groups[0].appliances;
     auto configured = [&](uint32_t ip) {
-      for (auto& s : servers)
+      for (auto& s : appliances)
         if (s.address.v4HostOrder() == ip) return true;
       return false;
     };
@@ -452,14 +452,14 @@ void runControl(dp::Dataplane& dpl, dp::FlowTable& flows, rte_rcu_qsbr* qsbr, Co
       }
       case 2: {  // weight change
         static const uint32_t kWeights[] = {0, 50, 100, 200};
-        servers[(r >> 16) % servers.size()].weight = kWeights[(r >> 24) % 4];
+        appliances[(r >> 16) % appliances.size()].weight = kWeights[(r >> 24) % 4];
         ++st.weight_changes;
         break;
       }
       case 3: {  // removal (reload without the appliance)
-        if (servers.size() <= kMinConfigured || !configured(ip)) break;
+        if (appliances.size() <= kMinConfigured || !configured(ip)) break;
         ctl::Config next = cfg;
-        auto& ns = next.server_groups[0].servers;
+        auto& ns = next.server_groups[0].appliances;
         for (auto it = ns.begin(); it != ns.end(); ++it)
           if (it->address.v4HostOrder() == ip) {
             ns.erase(it);
@@ -473,9 +473,9 @@ void runControl(dp::Dataplane& dpl, dp::FlowTable& flows, rte_rcu_qsbr* qsbr, Co
       case 4: {  // (re-)addition
         if (configured(ip)) break;
         ctl::Config next = cfg;
-        ctl::ServerConfig s;
+        ctl::ApplianceConfig s;
         s.address = IpAddr::v4(ip);
-        next.server_groups[0].servers.push_back(s);
+        next.server_groups[0].appliances.push_back(s);
         life.applyConfig(cfg, next, now, "added by stress test");
         cfg = std::move(next);
         ++st.additions;
@@ -499,8 +499,8 @@ void runControl(dp::Dataplane& dpl, dp::FlowTable& flows, rte_rcu_qsbr* qsbr, Co
     }
     // Validation wants one server with weight > 0 (a reload would be refused).
     bool any_weight = false;
-    for (auto& s : cfg.server_groups[0].servers) any_weight = any_weight || s.weight > 0;
-    if (!any_weight) cfg.server_groups[0].servers[0].weight = 100;
+    for (auto& s : cfg.server_groups[0].appliances) any_weight = any_weight || s.weight > 0;
+    if (!any_weight) cfg.server_groups[0].appliances[0].weight = 100;
     // The daemon's timers: lifecycle tick (with a flow count now and then),
     // idle expiry, reclaim after the grace period.
     const std::vector<uint32_t> addrs = reg.addresses();
@@ -514,7 +514,7 @@ void runControl(dp::Dataplane& dpl, dp::FlowTable& flows, rte_rcu_qsbr* qsbr, Co
         st.swept += n;
       }
       counts.clear();
-      ctl::countByServer(flows, counts);
+      ctl::countByAppliance(flows, counts);
       ++st.counts;
     }
     if (life.tick(now, count ? &counts : nullptr, addrs)) ++st.lifecycle_changes;
@@ -566,8 +566,8 @@ int run(double seconds) {
   dpl.punt = nullptr;
 
   ctl::Config cfg = baseConfig();
-  ctl::ServerRegistry reg;
-  ctl::ServerLifecycle life;
+  ctl::ApplianceRegistry reg;
+  ctl::ApplianceLifecycle life;
   // Every address gets its id up front (as if all had been configured once).
   for (size_t i = 0; i < kAppliances; ++i) reg.idFor(applianceAddr(i).v4HostOrder());
   uint64_t generation = 0;

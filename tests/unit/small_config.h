@@ -15,13 +15,13 @@ inline Config smallConfig(std::initializer_list<const char*> appliances = {"10.0
   c.node.underlay_ip = *IpAddr::parse("192.0.2.1");
   c.node.underlay_mac = *MacAddr::parse("02:00:00:00:00:01");
   c.node.gateway_mac = *MacAddr::parse("02:00:00:00:00:fe");
-  ServerGroupConfig g;
+  ApplianceGroupConfig g;
   g.name = "fw";
   g.maglev_table_size = 251;
   for (const char* a : appliances) {
-    ServerConfig s;
+    ApplianceConfig s;
     s.address = *IpAddr::parse(a);
-    g.servers.push_back(s);
+    g.appliances.push_back(s);
   }
   c.server_groups.push_back(g);
   return c;

@@ -50,7 +50,7 @@ class ApplianceBypass : public ::testing::TestWithParam<ctl::GeneveFormat> {
     Result r = send(fwd_.bytes(), fwd_.port);
     ASSERT_EQ(r.verdict, Verdict::kAppliance) << describe(r);
     enc_ = checkEncap(*h_, r.bytes, expectedInner(*h_, fwd_), expectedProtocol(*h_, fwd_));
-    server_ = h_->snapshot().serverByIp(enc_.appliance.v4HostOrder());
+    appliance_id_ = h_->snapshot().applianceByIp(enc_.appliance.v4HostOrder());
   }
   void publish() {
     regions_.update(h_->config(), health_, nullptr, h_->now, nullptr);
@@ -96,7 +96,7 @@ class ApplianceBypass : public ::testing::TestWithParam<ctl::GeneveFormat> {
     }
   }
   IpAddr otherAppliance() const {
-    for (const IpAddr& a : net().servers)
+    for (const IpAddr& a : net().appliances)
       if (a != enc_.appliance) return a;
     return {};
   }
@@ -106,7 +106,7 @@ class ApplianceBypass : public ::testing::TestWithParam<ctl::GeneveFormat> {
   ctl::HealthMap health_;
   Frame fwd_, rev_;
   Encap enc_;
-  uint16_t server_ = 0;
+  uint16_t appliance_id_ = 0;
 };
 
 TEST_P(ApplianceBypass, ForTheFlowsLifeBothDirectionsGoStraightBack) {
@@ -122,13 +122,13 @@ TEST_P(ApplianceBypass, ForTheFlowsLifeBothDirectionsGoStraightBack) {
   EXPECT_EQ(h_->get(Counter::encapsulated), sent) << "nothing more reached the appliance";
   EXPECT_EQ(h_->get(Counter::appliance_bypassed), 4u);
   EXPECT_EQ(h_->get(Counter::bypassed), 4u);
-  EXPECT_EQ(h_->worker().bypassedPackets(server_), 4u);
+  EXPECT_EQ(h_->worker().bypassedPackets(appliance_id_), 4u);
   // The entry says so: the route's bypass bits, untimed.
   const dp::FlowTable& ft = h_->flows();
   bool seen = false;
   ft.forEach([&](const FlowKey&, int32_t, const dp::FlowEntry& e) {
     uint64_t route = e.route.load();
-    seen = seen || (dp::routeBypassed(route) && !dp::routeBypassTimed(route) && dp::routeServer(route) == server_);
+    seen = seen || (dp::routeBypassed(route) && !dp::routeBypassTimed(route) && dp::routeAppliance(route) == appliance_id_);
   });
   EXPECT_TRUE(seen);
 }
@@ -217,8 +217,8 @@ TEST_P(ApplianceBypass, TheFlowsAppliancesLeavingEndsIt) {
   make(true);
   ASSERT_EQ(ret(bypassOpt(0)).verdict, Verdict::kRouter);
   // The appliance leaves the group: its id is no longer routable.
-  auto& servers = h_->config().server_groups[0].servers;
-  std::erase_if(servers, [&](const ctl::ServerConfig& s) { return s.address == enc_.appliance; });
+  auto& appliances = h_->config().server_groups[0].appliances;
+  std::erase_if(appliances, [&](const ctl::ApplianceConfig& s) { return s.address == enc_.appliance; });
   publish();
   for (const Frame* f : {&fwd_, &rev_}) {
     Result r = send(f->bytes(), f->port);
@@ -235,7 +235,7 @@ TEST_P(ApplianceBypass, ItCountsPerApplianceAndClass) {
   expectBypassed("granted");
   expectBypassed("again");
   const uint16_t streams = h_->snapshot().class_slot[0], rest = h_->snapshot().class_slot[1];
-  EXPECT_EQ(h_->worker().bypassedPackets(server_), 4u);
+  EXPECT_EQ(h_->worker().bypassedPackets(appliance_id_), 4u);
   EXPECT_EQ(h_->worker().classBypassedPackets(streams), 4u);
   EXPECT_EQ(h_->worker().classBypassedBytes(streams), 2 * (fwd_.bytes().size() + rev_.bytes().size()));
   EXPECT_EQ(h_->worker().classBypassedPackets(rest), 0u);
@@ -263,7 +263,7 @@ TEST_P(ApplianceBypass, NonFirstFragmentsFollowTheBypass) {
       EXPECT_EQ(r.bytes, f.returned()) << "fragment " << i;
     }
     EXPECT_EQ(h_->get(Counter::encapsulated), sent) << "no fragment reached the appliance";
-    EXPECT_EQ(h_->worker().bypassedPackets(server_), 2u);
+    EXPECT_EQ(h_->worker().bypassedPackets(appliance_id_), 2u);
   }
 }
 

@@ -45,12 +45,12 @@ class Classes : public ::testing::Test {
     c.listeners.clear();
     for (int i = 0; i < n; ++i) {
       if (i > 0) {
-        ctl::ServerGroupConfig g = c.server_groups[0];
+        ctl::ApplianceGroupConfig g = c.server_groups[0];
         g.name = "g" + std::to_string(i);
-        g.servers.clear();
-        ctl::ServerConfig sc;
+        g.appliances.clear();
+        ctl::ApplianceConfig sc;
         sc.address = *IpAddr::parse("10.0." + std::to_string(i + 1) + ".21");
-        g.servers.push_back(sc);
+        g.appliances.push_back(sc);
         c.server_groups.push_back(g);
       }
       ctl::ListenerConfig l;

@@ -50,7 +50,7 @@ TEST(ExceptionPath, FramesForTheNodeGoToTheKernelOthersDoNot) {
        ether(n.fromVlan(7), kEthIpv4, ipv4(c4, us, 17, udp(c4, us, 49152, 3784, pattern(24)))),
        kPortVlan, Verdict::kKernel},
       {"TCP to the underlay address on the appliance port (SSH from the underlay)",
-       ether(from_gw, kEthIpv4, ipv4(n.servers[0], us, 6, tcp(n.servers[0], us, 50000, 22))),
+       ether(from_gw, kEthIpv4, ipv4(n.appliances[0], us, 6, tcp(n.appliances[0], us, 50000, 22))),
        kUnderlayPort, Verdict::kKernel},
       {"UDP to the underlay address, port 6082",
        ether(a, kEthIpv4, ipv4(c4, us, 17, udp(c4, us, 6081, 6082))), kPortA, Verdict::kKernel},

@@ -41,11 +41,11 @@ class Fleet : public ::testing::Test {
 TEST_F(Fleet, TwoNodesAgreeAndAcceptEachOthersCookies) {
   Harness n1;
   HarnessOptions o2;
-  o2.servers = net().servers;
-  std::reverse(o2.servers.begin(), o2.servers.end());
+  o2.appliances = net().appliances;
+  std::reverse(o2.appliances.begin(), o2.appliances.end());
   Harness n2(o2);
-  ASSERT_NE(n1.snapshot().serverByIp(net().servers[0].v4HostOrder()),
-            n2.snapshot().serverByIp(net().servers[0].v4HostOrder()))
+  ASSERT_NE(n1.snapshot().applianceByIp(net().appliances[0].v4HostOrder()),
+            n2.snapshot().applianceByIp(net().appliances[0].v4HostOrder()))
       << "the nodes should number their appliances differently";
 
   // Node 1 takes the client->server direction in flow order; node 2 the

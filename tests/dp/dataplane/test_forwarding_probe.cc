@@ -40,9 +40,9 @@ class ForwardingProbe : public ::testing::TestWithParam<ctl::GeneveFormat> {
 TEST_P(ForwardingProbe, AReturnedProbeGoesToTheControlThreadNotTheRouter) {
   Harness& h = *h_;
   const dp::Snapshot& s = h.snapshot();
-  ASSERT_FALSE(s.servers.empty());
-  for (uint16_t id = 0; id < s.servers.size(); ++id) {
-    if (!s.servers[id].in_use) continue;
+  ASSERT_FALSE(s.appliances.empty());
+  for (uint16_t id = 0; id < s.appliances.size(); ++id) {
+    if (!s.appliances[id].in_use) continue;
     const uint32_t token = 0x12340000u + id;
     Bytes sent = probe(id, token);
     ASSERT_FALSE(sent.empty()) << "server " << id;
@@ -50,7 +50,7 @@ TEST_P(ForwardingProbe, AReturnedProbeGoesToTheControlThreadNotTheRouter) {
     // as the probe (the token, the appliance it is for, the two addresses).
     ctl::ForwardingReturn out;
     ASSERT_TRUE(ctl::parseForwardingReturn(sent.data(), sent.size(), out));
-    EXPECT_EQ(out.sent_to, s.servers[id].ip);
+    EXPECT_EQ(out.sent_to, s.appliances[id].ip);
     EXPECT_EQ(out.token, token);
     EXPECT_EQ(out.src, 0xC6120001u);
     EXPECT_EQ(out.dst, 0xC6120002u);
@@ -61,8 +61,8 @@ TEST_P(ForwardingProbe, AReturnedProbeGoesToTheControlThreadNotTheRouter) {
     EXPECT_EQ(h.get(Counter::punted_probe), before + 1);
     EXPECT_EQ(r.bytes, reflect(sent)) << "handed over as it came";
     ASSERT_TRUE(ctl::parseForwardingReturn(r.bytes.data(), r.bytes.size(), out));
-    EXPECT_EQ(out.appliance, s.servers[id].ip) << "the outer source: who sent it back";
-    EXPECT_EQ(out.sent_to, s.servers[id].ip);
+    EXPECT_EQ(out.appliance, s.appliances[id].ip) << "the outer source: who sent it back";
+    EXPECT_EQ(out.sent_to, s.appliances[id].ip);
     EXPECT_EQ(out.token, token);
   }
   expectCounterInvariant(h.counters(), "after the probes");
@@ -110,8 +110,8 @@ TEST_P(ForwardingProbe, IPv6AddressesMakeAnIcmpv6ProbeThatIsPuntedOnReturn) {
   hc.forwarding_probe.dst = *IpAddr::parse("2001:2::2");
   h.republish();
   const dp::Snapshot& s = h.snapshot();
-  for (uint16_t id = 0; id < s.servers.size(); ++id) {
-    if (!s.servers[id].in_use) continue;
+  for (uint16_t id = 0; id < s.appliances.size(); ++id) {
+    if (!s.appliances[id].in_use) continue;
     const uint32_t token = 0x56780000u + id;
     Bytes sent = probe(id, token);
     ASSERT_EQ(sent.size(), v4.size() + (ctl::kForwardingInnerLen6 - ctl::kForwardingInnerLen)) << "server " << id;
@@ -129,14 +129,14 @@ TEST_P(ForwardingProbe, IPv6AddressesMakeAnIcmpv6ProbeThatIsPuntedOnReturn) {
     EXPECT_EQ(out.src6, IpAddr::parse("2001:2::1")->b);
     EXPECT_EQ(out.dst6, IpAddr::parse("2001:2::2")->b);
     EXPECT_EQ(out.token, token);
-    EXPECT_EQ(out.sent_to, s.servers[id].ip);
+    EXPECT_EQ(out.sent_to, s.appliances[id].ip);
 
     const uint64_t before = h.get(Counter::punted_probe);
     Result r = h.send(reflect(sent), kUnderlayPort);
     ASSERT_EQ(r.verdict, Verdict::kPunt) << describe(r);
     EXPECT_EQ(h.get(Counter::punted_probe), before + 1);
     ASSERT_TRUE(ctl::parseForwardingReturn(r.bytes.data(), r.bytes.size(), out));
-    EXPECT_EQ(out.appliance, s.servers[id].ip);
+    EXPECT_EQ(out.appliance, s.appliances[id].ip);
     EXPECT_EQ(out.token, token);
   }
   Result r = h.send(reflect(v4), kUnderlayPort);
@@ -154,7 +154,7 @@ TEST_P(ForwardingProbe, IpvSixAppliancesGetTheProbeInOuterIpv6AndItsReturnIsPunt
   HarnessOptions o;
   o.format = GetParam();
   o.punt_ring = true;
-  o.servers = {*IpAddr::parse("2001:db8:f::11"), *IpAddr::parse("2001:db8:f::12")};
+  o.appliances = {*IpAddr::parse("2001:db8:f::11"), *IpAddr::parse("2001:db8:f::12")};
   o.underlay_ipv6 = us6;
   Harness h(o);
   ctl::HealthCheckConfig& hc = h.config().server_groups[0].health_check;
@@ -167,23 +167,23 @@ TEST_P(ForwardingProbe, IpvSixAppliancesGetTheProbeInOuterIpv6AndItsReturnIsPunt
     }
     h.republish();
     const dp::Snapshot& s = h.snapshot();
-    for (uint16_t id = 0; id < s.servers.size(); ++id) {
-      if (!s.servers[id].in_use) continue;
-      ASSERT_TRUE(s.servers[id].ipv6);
+    for (uint16_t id = 0; id < s.appliances.size(); ++id) {
+      if (!s.appliances[id].in_use) continue;
+      ASSERT_TRUE(s.appliances[id].ipv6);
       const uint32_t token = 0x6a000000u + id;
       Bytes sent(ctl::kForwardingProbeMaxLen);
       sent.resize(ctl::buildForwardingProbe(s, id, token, sent.data(), sent.size()));
       ASSERT_FALSE(sent.empty()) << "server " << id;
       ASSERT_EQ(get16(sent, 12), kEthIpv6) << "outer IPv6";
       EXPECT_EQ(slice(sent, 22, 16), Bytes(us6.b.begin(), us6.b.end())) << "from node.underlay_ipv6";
-      EXPECT_EQ(slice(sent, 38, 16), Bytes(s.servers[id].ip6.begin(), s.servers[id].ip6.end()));
+      EXPECT_EQ(slice(sent, 38, 16), Bytes(s.appliances[id].ip6.begin(), s.appliances[id].ip6.end()));
       EXPECT_EQ(get16(sent, 56), 6081);
       EXPECT_TRUE(checksumOk(sent.data() + 54, sent.size() - 54,
-                             pseudoSum(us6, IpAddr::v6(s.servers[id].ip6.data()), 17, sent.size() - 54)))
+                             pseudoSum(us6, IpAddr::v6(s.appliances[id].ip6.data()), 17, sent.size() - 54)))
           << "UDP checksum over the IPv6 pseudo-header";
       ctl::ForwardingReturn out;
       ASSERT_TRUE(ctl::parseForwardingReturn(sent.data(), sent.size(), out));
-      EXPECT_EQ(out.sent_to, s.servers[id].ip) << "the payload names the appliance by its key";
+      EXPECT_EQ(out.sent_to, s.appliances[id].ip) << "the payload names the appliance by its key";
       EXPECT_EQ(out.v6, inner6);
       // The appliance sends it back: MACs and outer addresses swapped.
       Bytes back = sent;
@@ -194,12 +194,12 @@ TEST_P(ForwardingProbe, IpvSixAppliancesGetTheProbeInOuterIpv6AndItsReturnIsPunt
       ASSERT_EQ(r.verdict, Verdict::kPunt) << describe(r);
       EXPECT_EQ(h.get(Counter::punted_probe), before + 1);
       ASSERT_TRUE(ctl::parseForwardingReturn(r.bytes.data(), r.bytes.size(), out));
-      EXPECT_EQ(out.appliance, s.servers[id].ip) << "the outer source, by its key";
+      EXPECT_EQ(out.appliance, s.appliances[id].ip) << "the outer source, by its key";
       EXPECT_EQ(out.token, token);
       EXPECT_EQ(ctl::forwardingServer(s, out.appliance), id);
     }
   }
-  EXPECT_EQ(ctl::forwardingServer(h.snapshot(), 0x0a000063u), dp::kNoServer);
+  EXPECT_EQ(ctl::forwardingServer(h.snapshot(), 0x0a000063u), dp::kNoAppliance);
   expectCounterInvariant(h.counters(), "after the probes over IPv6");
 }
 

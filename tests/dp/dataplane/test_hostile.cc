@@ -939,7 +939,7 @@ TEST_P(HostileReturn, GeneveAddressedToAnApplianceIsNeverEncapsulated) {
                            enc_.geneve_hdr, enc_.inner),
                kPortA, Counter::drop_loop_geneve});
   t.push_back({"Geneve from one appliance to another, underlay side",
-               geneveFrame(n.underlay_mac, n.gateway_mac, n.servers[0], n.servers[1], 50004,
+               geneveFrame(n.underlay_mac, n.gateway_mac, n.appliances[0], n.appliances[1], 50004,
                            enc_.geneve_hdr, enc_.inner),
                kUnderlayPort, Counter::drop_appliance_port_not_return});
   runAll(*h_, t);

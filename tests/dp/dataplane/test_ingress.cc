@@ -249,7 +249,7 @@ std::vector<IngressCase> ingressCases(const Bytes& own_geneve) {
       geneveFrame(n.our_a, n.router_a, c4, n.underlay, 50000, geneve({}), pkt4),
       Counter::drop_geneve_on_router_port);
   bad("Geneve to the underlay address claiming an appliance's source, router side",
-      geneveFrame(n.our_a, n.router_a, n.servers[0], n.underlay, 50000, geneve({}), pkt4),
+      geneveFrame(n.our_a, n.router_a, n.appliances[0], n.underlay, 50000, geneve({}), pkt4),
       Counter::drop_geneve_on_router_port);
 
   // Underlay traffic on the wrong side, or not for us.

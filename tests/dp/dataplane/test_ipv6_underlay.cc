@@ -30,7 +30,7 @@ class Ipv6Underlay : public ::testing::TestWithParam<ctl::GeneveFormat> {
   HarnessOptions opts() const {
     HarnessOptions o;
     o.format = GetParam();
-    o.servers = kAppliances6;
+    o.appliances = kAppliances6;
     o.underlay_ipv6 = kUs6;
     o.punt_ring = true;
     return o;
@@ -156,7 +156,7 @@ TEST_P(Ipv6Underlay, InnerMtuIsTwentyBytesSmallerThanOverIpv4) {
 // IPv4 and IPv6 appliances in one group: each gets its own outer family.
 TEST_P(Ipv6Underlay, EachAppliancesFamilyDecidesItsOuterHeader) {
   HarnessOptions o = opts();
-  o.servers = {kAppliances6[0], ip("10.0.0.11")};
+  o.appliances = {kAppliances6[0], ip("10.0.0.11")};
   Harness h(o);
   const Net& n = net();
   int v4 = 0, v6 = 0;

@@ -49,7 +49,7 @@ class ReturnPath : public ::testing::TestWithParam<ctl::GeneveFormat> {
     return fromAppliance(enc_.appliance, enc_.sport, geneve(g), inner);
   }
   IpAddr otherAppliance() const {
-    for (const IpAddr& a : net().servers)
+    for (const IpAddr& a : net().appliances)
       if (a != enc_.appliance) return a;
     return {};
   }

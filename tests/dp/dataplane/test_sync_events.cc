@@ -96,9 +96,9 @@ TEST_F(SyncEvents, MovedFlowsAreQueuedAsMoved) {
                               expectedProtocol(*h_, tcpFlow(i))).appliance.str();
   }
   drain(ring_);
-  IpAddr down = net().servers[0];
+  IpAddr down = net().appliances[0];
   ctl::HealthMap health;
-  for (const IpAddr& a : net().servers)
+  for (const IpAddr& a : net().appliances)
     health[a.v4HostOrder()] = a == down ? HealthState::kUnhealthy : HealthState::kHealthy;
   h_->republish(health);
   std::set<int32_t> want;

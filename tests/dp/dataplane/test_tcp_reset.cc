@@ -111,7 +111,7 @@ class Resets : public ::testing::TestWithParam<ctl::FailoverMode> {
     return at;
   }
   void fail(const IpAddr& down) {
-    for (const IpAddr& a : net().servers)
+    for (const IpAddr& a : net().appliances)
       health_[a.v4HostOrder()] = a == down ? HealthState::kUnhealthy : HealthState::kHealthy;
     h_->republish(health_);
   }
@@ -259,7 +259,7 @@ TEST_P(Resets, DeregisteredAppliancesFlowsAreResetWhenTheDrainEnds) {
   make(false, true);
   auto at = start(30);
   const IpAddr down = at[0];
-  ctl::ServerLifecycle life;
+  ctl::ApplianceLifecycle life;
   ASSERT_EQ(life.drain(h_->config(), down.v4HostOrder(), 10, h_->now), "");
   h_->republish({}, &life);
   for (auto& [i, a] : at) {
@@ -387,7 +387,7 @@ TEST(ResetsFleet, ANodeThatGotTheFlowBySyncResetsItToo) {
   }
   const IpAddr down = at[0];
   ctl::HealthMap health;
-  for (const IpAddr& a : net().servers)
+  for (const IpAddr& a : net().appliances)
     health[a.v4HostOrder()] = a == down ? HealthState::kUnhealthy : HealthState::kHealthy;
   origin.republish(health);
   peer.republish(health);

@@ -100,7 +100,7 @@ TEST_F(Vxlan, BadReturnsAreDroppedByName) {
   Sent a = checkVxlan(h.send(fwd_).bytes, fwd_.unpadded());
   const Net& n = net();
   IpAddr other;
-  for (const IpAddr& s : n.servers)
+  for (const IpAddr& s : n.appliances)
     if (s != a.appliance) other = s;
   Bytes short_hdr = frame(a.appliance, n.underlay, a.sport, kIntPort, 0x08, kIntVni, {});
   Bytes stranger_flow = ret(a, kIntPort, kIntVni);
@@ -136,7 +136,7 @@ TEST(VxlanGeneveGroup, VxlanToAGeneveGroupIsNotAReturn) {
   // underlay address is for the node itself (dropped without an exception path).
   Harness h;
   const Net& n = net();
-  Bytes pkt = frame(n.servers[0], n.underlay, 50000, kIntPort, 0x08, kIntVni, pattern(40));
+  Bytes pkt = frame(n.appliances[0], n.underlay, 50000, kIntPort, 0x08, kIntVni, pattern(40));
   Result r = h.send(pkt, kUnderlayPort);
   EXPECT_EQ(r.drop, Counter::drop_not_for_us) << describe(r);
 }

@@ -50,7 +50,7 @@ class Vxlan6 : public vxlan::Fixture {
  protected:
   void SetUp() override {
     HarnessOptions o;
-    o.servers = kAppliances6;
+    o.appliances = kAppliances6;
     o.underlay_ipv6 = kUs6;
     start(o, kUs6);
   }

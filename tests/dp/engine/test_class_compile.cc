@@ -71,7 +71,7 @@ class ClassCompile : public ::testing::Test {
   uint64_t change(std::vector<ctl::TrafficClassConfig> classes, uint32_t weight = 100) {
     ctl::Config c = engine_->config();
     c.traffic_classes = std::move(classes);
-    c.server_groups[0].servers[0].weight = weight;
+    c.server_groups[0].appliances[0].weight = weight;
     return engine_->applyConfig(c, "test", h_.now, true).generation;
   }
   // Ticks as gwlbd's driver does until no change is pending (at most 60 s).
@@ -108,12 +108,12 @@ TEST_F(ClassCompile, NewClassesWaitForTheirCompileWhileTheRunningOnesServe) {
   EXPECT_EQ(got, gen);
   ASSERT_TRUE(engine_->pending());
   EXPECT_TRUE(engine_->current()->classes.sameCompilation(before));
-  EXPECT_EQ(engine_->config().server_groups[0].servers[0].weight, 100u);
+  EXPECT_EQ(engine_->config().server_groups[0].appliances[0].weight, 100u);
   EXPECT_EQ(sendUdp(), Verdict::kAppliance);
   settle();
   EXPECT_GT(engine_->generation(), gen);
   EXPECT_FALSE(engine_->current()->classes.sameCompilation(before));
-  EXPECT_EQ(engine_->config().server_groups[0].servers[0].weight, 7u);
+  EXPECT_EQ(engine_->config().server_groups[0].appliances[0].weight, 7u);
   EXPECT_EQ(engine_->current()->classes.action(0), ClassVerdict::kDrop);
   EXPECT_EQ(sendUdp(), Verdict::kDrop);
   EXPECT_EQ(configs_, 1);
@@ -126,7 +126,7 @@ TEST_F(ClassCompile, OverlappingChangesTheLatestWins) {
   settle();
   EXPECT_EQ(configs_, 1);  // only the last was published
   EXPECT_EQ(engine_->config().traffic_classes.size(), 2u);
-  EXPECT_EQ(engine_->config().server_groups[0].servers[0].weight, 9u);
+  EXPECT_EQ(engine_->config().server_groups[0].appliances[0].weight, 9u);
   EXPECT_EQ(sendUdp(), Verdict::kDrop);
 }
 
@@ -136,7 +136,7 @@ TEST_F(ClassCompile, AChangeWithTheRunningClassesDropsAPendingOne) {
   // The running classes (only a weight changes): applied at once.
   change(engine_->config().traffic_classes, 3);
   EXPECT_FALSE(engine_->pending());
-  EXPECT_EQ(engine_->config().server_groups[0].servers[0].weight, 3u);
+  EXPECT_EQ(engine_->config().server_groups[0].appliances[0].weight, 3u);
   EXPECT_EQ(configs_, 1);
   // The dropped compile never lands.
   for (int i = 0; i < 50; ++i) {
@@ -152,7 +152,7 @@ TEST_F(ClassCompile, AChangeWithThePendingClassesReplacesItsConfigOnly) {
   change(scattered(40, 4), 6);
   settle();
   EXPECT_EQ(configs_, 1);
-  EXPECT_EQ(engine_->config().server_groups[0].servers[0].weight, 6u);
+  EXPECT_EQ(engine_->config().server_groups[0].appliances[0].weight, 6u);
   EXPECT_EQ(engine_->current()->classes.size(), 41u);
   EXPECT_FALSE(engine_->current()->classes.ipv4Trie());
 }

@@ -1,6 +1,6 @@
 // Existing flows when an appliance leaves (docs/product-rules.md section 2), through the
 // real pipeline: the snapshot says which appliance sheds its flows
-// (ServerView::move, built by the snapshot builder from health and the
+// (ApplianceSlot::move, built by the snapshot builder from health and the
 // lifecycle) and a flow on it moves on its very next packet, to the Maglev
 // choice of the group as it is now, with a new cookie; flows on other
 // appliances do not change at all; moved flows never move back; the old
@@ -84,13 +84,13 @@ class Rebalance : public ::testing::Test {
   }
   ctl::HealthMap healthWith(const IpAddr& down) const {
     ctl::HealthMap m;
-    for (const IpAddr& a : net().servers)
+    for (const IpAddr& a : net().appliances)
       m[a.v4HostOrder()] = a == down ? HealthState::kUnhealthy : HealthState::kHealthy;
     return m;
   }
   ctl::Config removing(const IpAddr& a) const {
     ctl::Config c = h_->config();
-    auto& s = c.server_groups[0].servers;
+    auto& s = c.server_groups[0].appliances;
     for (auto it = s.begin(); it != s.end(); ++it)
       if (it->address == a) {
         s.erase(it);
@@ -170,7 +170,7 @@ TEST_F(Rebalance, MovedFlowIsFollowedByItsReturnPathAndTheOldApplianceIsRefused)
   EXPECT_EQ(ok.bytes, flow(i).returned());
   // A third appliance answering for the flow is still "wrong appliance".
   IpAddr third;
-  for (const IpAddr& a : net().servers)
+  for (const IpAddr& a : net().appliances)
     if (a != down && a != after.appliance) third = a;
   Bytes b = fromAppliance(third, after.sport, after.enc.geneve_hdr, after.enc.inner);
   Result wrong = h_->send(b, kUnderlayPort);
@@ -184,7 +184,7 @@ TEST_F(Rebalance, MovedFlowIsFollowedByItsReturnPathAndTheOldApplianceIsRefused)
   });
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(dp::MoveReason(dp::moveReason(e->moved.load())), dp::MoveReason::kUnhealthy);
-  EXPECT_EQ(h_->snapshot().servers[dp::moveFrom(e->moved.load())].ip, down.v4HostOrder());
+  EXPECT_EQ(h_->snapshot().appliances[dp::moveFrom(e->moved.load())].ip, down.v4HostOrder());
   EXPECT_EQ(e->moves.load(), 1u);
 }
 
@@ -192,7 +192,7 @@ TEST_F(Rebalance, AllUnhealthyFailOpenKeepsFlowsWhereTheyAre) {
   make(ctl::FailoverMode::kRebalance);
   std::vector<Seen> before = sendAll();
   ctl::HealthMap all;
-  for (const IpAddr& a : net().servers) all[a.v4HostOrder()] = HealthState::kUnhealthy;
+  for (const IpAddr& a : net().appliances) all[a.v4HostOrder()] = HealthState::kUnhealthy;
   h_->republish(all);
   std::vector<Seen> after = sendAll();
   for (int i = 0; i < kFlows; ++i) EXPECT_EQ(after[i].appliance, before[i].appliance) << i;
@@ -240,7 +240,7 @@ TEST_P(RemovalRows, ExistingFlowsFollowTheTable) {
   int on_gone = 0;
   for (auto& s : before) on_gone += s.appliance == gone;
 
-  ctl::ServerLifecycle life;
+  ctl::ApplianceLifecycle life;
   uint64_t t0 = 100 * kSec;
   ctl::Config next = removing(gone);
   life.applyConfig(h_->config(), next, t0, "removed by test");
@@ -264,9 +264,9 @@ TEST_P(RemovalRows, ExistingFlowsFollowTheTable) {
 
   // The drain timeout (300 s default) passes with flows still on it.
   std::vector<uint32_t> counts;
-  ctl::countByServer(h_->flows(), counts);
+  ctl::countByAppliance(h_->flows(), counts);
   std::vector<uint32_t> addrs;
-  for (auto& sv : h_->snapshot().servers) addrs.push_back(sv.ip);
+  for (auto& sv : h_->snapshot().appliances) addrs.push_back(sv.ip);
   bool changed = life.tick(t0 + 301 * kSec, &counts, addrs);
   // A drain times out; a removal that moved every flow at once is forgotten
   // (no flow left); a no_rebalance removal keeps its flows and its phase.
@@ -315,7 +315,7 @@ TEST_F(Rebalance, RemovedApplianceIsForgottenOnceItsLastFlowIsGone) {
   IpAddr gone = busiest(before);
   int i = 0;
   while (before[i].appliance != gone) ++i;
-  ctl::ServerLifecycle life;
+  ctl::ApplianceLifecycle life;
   ctl::Config next = removing(gone);
   life.applyConfig(h_->config(), next, 100 * kSec, "removed by test");
   h_->config() = next;
@@ -325,9 +325,9 @@ TEST_F(Rebalance, RemovedApplianceIsForgottenOnceItsLastFlowIsGone) {
   EXPECT_EQ(r.verdict, Verdict::kRouter) << describe(r);
   // ...and once a count finds none left, it is forgotten: replies from it
   // come from an unknown appliance.
-  std::vector<uint32_t> none(h_->snapshot().servers.size(), 0);
+  std::vector<uint32_t> none(h_->snapshot().appliances.size(), 0);
   std::vector<uint32_t> addrs;
-  for (auto& sv : h_->snapshot().servers) addrs.push_back(sv.ip);
+  for (auto& sv : h_->snapshot().appliances) addrs.push_back(sv.ip);
   EXPECT_TRUE(life.tick(101 * kSec, &none, addrs));
   EXPECT_EQ(life.find(gone.v4HostOrder()), nullptr);
   EXPECT_EQ(life.stats().forgotten, 1u);
@@ -353,7 +353,7 @@ TEST_F(Rebalance, ControlSweepMovesIdleFlowsOfALeavingApplianceSoItIsForgotten) 
   EXPECT_EQ(ctl::sweepMoves(h_->flows(), h_->snapshot(), h_->now), 0u);
   h_->republish({});
 
-  ctl::ServerLifecycle life;
+  ctl::ApplianceLifecycle life;
   ctl::Config next = removing(gone);
   life.applyConfig(h_->config(), next, 100 * kSec, "removed by test");
   h_->config() = next;
@@ -361,12 +361,12 @@ TEST_F(Rebalance, ControlSweepMovesIdleFlowsOfALeavingApplianceSoItIsForgotten) 
   EXPECT_EQ(ctl::sweepMoves(h_->flows(), h_->snapshot(), h_->now), on_gone);
   EXPECT_EQ(ctl::sweepMoves(h_->flows(), h_->snapshot(), h_->now), 0u) << "each flow moves once";
   std::vector<uint32_t> counts;
-  ctl::countByServer(h_->flows(), counts);
-  uint16_t gid = h_->snapshot().serverByIp(gone.v4HostOrder());
-  ASSERT_NE(gid, dp::kNoServer);
+  ctl::countByAppliance(h_->flows(), counts);
+  uint16_t gid = h_->snapshot().applianceByIp(gone.v4HostOrder());
+  ASSERT_NE(gid, dp::kNoAppliance);
   EXPECT_EQ(gid < counts.size() ? counts[gid] : 0u, 0u);
   std::vector<uint32_t> addrs;
-  for (auto& sv : h_->snapshot().servers) addrs.push_back(sv.ip);
+  for (auto& sv : h_->snapshot().appliances) addrs.push_back(sv.ip);
   EXPECT_TRUE(life.tick(101 * kSec, &counts, addrs));
   EXPECT_EQ(life.find(gone.v4HostOrder()), nullptr) << "forgotten at once";
 
@@ -395,14 +395,14 @@ class RegionFailover : public Rebalance, public ::testing::WithParamInterface<ct
 TEST_P(RegionFailover, FlowsFollowTheGroupsFailoverMode) {
   make(GetParam());
   ctl::Config& c = h_->config();
-  ctl::ServerGroupConfig west = c.server_groups[0];
+  ctl::ApplianceGroupConfig west = c.server_groups[0];
   west.name = "west";
   west.geneve.vni = 0x222222;
-  west.servers.clear();
+  west.appliances.clear();
   for (const char* a : {"10.0.1.21", "10.0.1.22"}) {
-    ctl::ServerConfig sc;
+    ctl::ApplianceConfig sc;
     sc.address = *IpAddr::parse(a);
-    west.servers.push_back(sc);
+    west.appliances.push_back(sc);
   }
   c.server_groups.push_back(west);
   c.health_sources = {{"east-src", "inspection", ""}};
@@ -437,8 +437,8 @@ TEST_P(RegionFailover, FlowsFollowTheGroupsFailoverMode) {
   };
 
   // East fails: 2 of its 3 appliances down (60 % needs 2 of 3).
-  h[net().servers[0].v4HostOrder()] = HealthState::kUnhealthy;
-  h[net().servers[1].v4HostOrder()] = HealthState::kUnhealthy;
+  h[net().appliances[0].v4HostOrder()] = HealthState::kUnhealthy;
+  h[net().appliances[1].v4HostOrder()] = HealthState::kUnhealthy;
   regions.update(c, h, nullptr, h_->now, nullptr);
   ASSERT_EQ(regions.listener("svc")->active, 1);
   h_->republish(h, nullptr, &regions);

@@ -81,23 +81,23 @@ TEST_F(ReloadPlan, SnapshotBuildsAndAValidatedChangeValidateNothingAgain) {
   for (int i = 0; i < 3; ++i) engine_->rebuild("health", h_.now);
   EXPECT_EQ(ctl::validationsRun(), v) << "a health rebuild validated the running config again";
   ctl::Config c = engine_->config();
-  c.server_groups[0].servers[0].weight = 9;
+  c.server_groups[0].appliances[0].weight = 9;
   engine_->applyConfig(c, "test", h_.now, true);
   EXPECT_EQ(ctl::validationsRun(), v + 1) << "a change from a Config is validated once, in all";
   std::vector<ctl::ConfigError> errors;
-  c.server_groups[0].servers[0].weight = 8;
+  c.server_groups[0].appliances[0].weight = 8;
   std::optional<ctl::ValidConfig> valid = ctl::validConfig(c, errors);
   ASSERT_TRUE(valid);
   engine_->applyConfig(std::move(*valid), "test", h_.now, true);
   EXPECT_EQ(ctl::validationsRun(), v + 2) << "a ValidConfig was validated again";
-  EXPECT_EQ(engine_->config().server_groups[0].servers[0].weight, 8u);
+  EXPECT_EQ(engine_->config().server_groups[0].appliances[0].weight, 8u);
 }
 
 TEST_F(ReloadPlan, APlanCompilesChangedClassesAndHoldsRestartKeys) {
   const uint32_t workers = engine_->config().dataplane.workers;
   writeFile([&](ctl::Config& c) {
     c.traffic_classes[0].action = ctl::ClassAction::kDrop;
-    c.server_groups[0].servers[0].weight = 7;
+    c.server_groups[0].appliances[0].weight = 7;
     c.dataplane.workers = workers + 1;  // needs a restart
   });
   const uint64_t v = ctl::validationsRun();
@@ -125,11 +125,11 @@ TEST_F(ReloadPlan, APlanCompilesChangedClassesAndHoldsRestartKeys) {
   EXPECT_FALSE(engine_->pending());
   EXPECT_EQ(ctl::validationsRun(), after_plan);
   EXPECT_EQ(engine_->current()->classes.action(0), ClassVerdict::kDrop);
-  EXPECT_EQ(engine_->config().server_groups[0].servers[0].weight, 7u);
+  EXPECT_EQ(engine_->config().server_groups[0].appliances[0].weight, 7u);
 }
 
 TEST_F(ReloadPlan, TheSameClassesAreNotCompiledAgainAndAnInvalidFileIsRefused) {
-  writeFile([](ctl::Config& c) { c.server_groups[0].servers[0].weight = 3; });
+  writeFile([](ctl::Config& c) { c.server_groups[0].appliances[0].weight = 3; });
   ctl::ReloadPlan p = ctl::planReload(request());
   ASSERT_TRUE(p.errors.empty()) << ctl::formatErrors(p.errors);
   EXPECT_FALSE(p.classes);
@@ -141,7 +141,7 @@ TEST_F(ReloadPlan, TheSameClassesAreNotCompiledAgainAndAnInvalidFileIsRefused) {
 }
 
 TEST_F(ReloadPlan, TheWorkerRunsOnePlanAtATimeOnAThreadOfItsOwn) {
-  writeFile([](ctl::Config& c) { c.server_groups[0].servers[0].weight = 4; });
+  writeFile([](ctl::Config& c) { c.server_groups[0].appliances[0].weight = 4; });
   std::mutex mu;
   std::condition_variable cv;
   bool gate = false, done = false;
@@ -174,7 +174,7 @@ TEST_F(ReloadPlan, TheWorkerRunsOnePlanAtATimeOnAThreadOfItsOwn) {
   }
   EXPECT_NE(ran_on, std::this_thread::get_id());
   ASSERT_TRUE(got.errors.empty()) << ctl::formatErrors(got.errors);
-  EXPECT_EQ(got.next->get().server_groups[0].servers[0].weight, 4u);
+  EXPECT_EQ(got.next->get().server_groups[0].appliances[0].weight, 4u);
   for (int i = 0; i < 1000 && w.busy(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_FALSE(w.busy());
   EXPECT_EQ(w.planned(), 1u);

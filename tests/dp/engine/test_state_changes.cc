@@ -144,18 +144,18 @@ TEST(DrainingEncapsulation, RemovedApplianceWhoseGroupIsDeletedKeepsItsGroupsVni
     // A reload replaces the group by another one (other name, VNI, IDs and
     // format) with other appliances: the old ones drain.
     ctl::Config next = h.config();
-    ctl::ServerGroupConfig g;
+    ctl::ApplianceGroupConfig g;
     g.name = "replacement";
     g.geneve.format = format == ctl::GeneveFormat::kAws ? ctl::GeneveFormat::kEthernet
                                                         : ctl::GeneveFormat::kAws;
     g.geneve.vni = kVni + 1000;
     g.geneve.endpoint_id = 0x99;
     g.geneve.attachment_id = 0x98;
-    ctl::ServerConfig s;
+    ctl::ApplianceConfig s;
     s.address = ip("10.0.0.41");
-    g.servers.push_back(s);
+    g.appliances.push_back(s);
     next.server_groups = {g};
-    ctl::ServerLifecycle life;
+    ctl::ApplianceLifecycle life;
     life.applyConfig(h.config(), next, 1'000'000'000ULL, "removed by test");
     h.config() = next;
     h.republish({}, &life);

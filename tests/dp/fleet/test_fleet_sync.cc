@@ -96,7 +96,7 @@ class FleetSyncInstall : public ::testing::Test {
     return checkEncap(*h_, r.bytes, expectedInner(*h_, flow(i, flags)), expectedProtocol(*h_, flow(i, flags)));
   }
   const dp::FlowEntry& entryOf(int i) {
-    sync::Record r = peerRecord(i, net().servers[0]);
+    sync::Record r = peerRecord(i, net().appliances[0]);
     int32_t pos = h_->flows().lookup(r.key, r.flow_hash);
     EXPECT_GE(pos, 0);
     return h_->flows().entry(pos);
@@ -105,11 +105,11 @@ class FleetSyncInstall : public ::testing::Test {
   IpAddr picked(int i) {
     const dp::Snapshot& s = h_->snapshot();
     const auto& g = s.groups[0];
-    return IpAddr::v4(s.servers[g.maglev[peerRecord(i, net().servers[0]).flow_hash % g.maglev.size()]].ip);
+    return IpAddr::v4(s.appliances[g.maglev[peerRecord(i, net().appliances[0]).flow_hash % g.maglev.size()]].ip);
   }
   IpAddr other(int i) {
     IpAddr p = picked(i);
-    for (const IpAddr& a : net().servers)
+    for (const IpAddr& a : net().appliances)
       if (!(a == p)) return a;
     return p;
   }
@@ -163,7 +163,7 @@ TEST_F(FleetSyncInstall, APeersBypassIsKeptOnTheSameRouteAndEndedByAChange) {
   const dp::FlowEntry& en = h_->flows().entry(pos);
   uint64_t route = en.route.load();
   EXPECT_TRUE(dp::routeBypassed(route) && dp::routeBypassTimed(route));
-  EXPECT_EQ(dp::routeBase(route), dp::packRoute(h_->snapshot().serverByIp(r.appliance), r.cookie));
+  EXPECT_EQ(dp::routeBase(route), dp::packRoute(h_->snapshot().applianceByIp(r.appliance), r.cookie));
   EXPECT_NEAR(double(dp::bypassUntilNs(route, now) - now) / 1e9, 120.0, 1.1);
   sync::Record back;
   ASSERT_TRUE(fs_->makeRecord(pos, r.key, sync::RecordKind::kRefresh, now, back));
@@ -370,8 +370,8 @@ TEST_F(FleetSyncInstall, APortReusedPastHalfTheIdleTimeoutIsANewConnectionEveryN
   reopened.opened = true;
   reopened.age_ms = 0;
   reopened.moves = 2;
-  reopened.prev_appliance = net().servers[0].v4HostOrder() == reopened.appliance
-                                ? net().servers[1].v4HostOrder() : net().servers[0].v4HostOrder();
+  reopened.prev_appliance = net().appliances[0].v4HostOrder() == reopened.appliance
+                                ? net().appliances[1].v4HostOrder() : net().appliances[0].v4HostOrder();
   reopened.prev_cookie = 7;
   EXPECT_EQ(fs_->install(reopened, h_->now), ctl::InstallResult::kConflict);
   EXPECT_EQ(sent(2, kTcpAck).appliance, other(2));
@@ -401,7 +401,7 @@ TEST_F(FleetSyncInstall, AFlowThatMovedHereIsNeverOverriddenByNewOrRefresh) {
   sync::Record mine = peerRecord(1, local.appliance);
   int32_t pos = h_->flows().lookup(mine.key, mine.flow_hash);
   h_->flows().entry(pos).moves.store(1);
-  for (const IpAddr& elsewhere : net().servers) {
+  for (const IpAddr& elsewhere : net().appliances) {
     if (elsewhere == local.appliance) continue;
     for (auto kind : {sync::RecordKind::kNew, sync::RecordKind::kRefresh, sync::RecordKind::kTransfer})
       EXPECT_EQ(fs_->install(peerRecord(1, elsewhere, kind), h_->now), ctl::InstallResult::kIgnored);
@@ -498,12 +498,12 @@ TEST_F(FleetSyncInstall, AMissedMoveIsHealedByTheNextRefreshOrTransfer) {
 // cookie, and sent on (makeRecord: refresh, warm start) still as listener 1's.
 TEST_F(FleetSyncInstall, AListenerOneRecordIsInstalledAndKeptUnderListenerOne) {
   ctl::Config& c = h_->config();
-  ctl::ServerGroupConfig g = c.server_groups[0];
+  ctl::ApplianceGroupConfig g = c.server_groups[0];
   g.name = "g1";
-  g.servers.clear();
-  ctl::ServerConfig sc;
+  g.appliances.clear();
+  ctl::ApplianceConfig sc;
   sc.address = ip("10.0.2.21");
-  g.servers.push_back(sc);
+  g.appliances.push_back(sc);
   c.server_groups.push_back(g);
   c.listeners.clear();
   for (int i = 0; i < 2; ++i) {
@@ -559,14 +559,14 @@ TEST_F(FleetSyncInstall, AListenerOneRecordIsInstalledAndKeptUnderListenerOne) {
 TEST_F(FleetSyncInstall, ForeignRecordsAreRefused) {
   sync::Record r = peerRecord(3, ip("10.9.9.9"));
   EXPECT_EQ(fs_->install(r, h_->now), ctl::InstallResult::kUnknownAppliance);
-  r = peerRecord(3, net().servers[0]);
+  r = peerRecord(3, net().appliances[0]);
   r.flow_hash ^= 1;  // another secret or config
   EXPECT_EQ(fs_->install(r, h_->now), ctl::InstallResult::kBadRecord);
-  r = peerRecord(3, net().servers[0]);
+  r = peerRecord(3, net().appliances[0]);
   r.key.listener = 5;
   r.flow_hash = flowHash(r.key);
   EXPECT_EQ(fs_->install(r, h_->now), ctl::InstallResult::kBadRecord);
-  r = peerRecord(3, net().servers[0]);
+  r = peerRecord(3, net().appliances[0]);
   r.idle_for_ms = 400'000;  // idle longer than the TCP timeout: would expire at once
   EXPECT_EQ(fs_->install(r, h_->now), ctl::InstallResult::kIgnored);
   EXPECT_EQ(h_->flows().count(), 0u) << "nothing of that was inserted";
@@ -628,9 +628,9 @@ class FleetSyncSend : public ::testing::Test {
     for (int i = 0; i < 30; ++i) h_->send(flow(i));
     fs_->tick(h_->now);
     EXPECT_EQ(received(30).size(), 30u);
-    IpAddr down = net().servers[1];
+    IpAddr down = net().appliances[1];
     ctl::HealthMap health;
-    for (const IpAddr& a : net().servers)
+    for (const IpAddr& a : net().appliances)
       health[a.v4HostOrder()] = a == down ? HealthState::kUnhealthy : HealthState::kHealthy;
     h_->republish(health);
     for (int i = 0; i < 30; ++i) h_->send(flow(i));
@@ -754,7 +754,7 @@ TEST_F(FleetSyncSend, RecordFlagsGoOnlyToAPeerThatSaidItTakesThem) {
   fs_->start();
   sync::Header hd = peerHeader(81, 1);
   hd.nonce = sync::kFeatureConfigDigest | sync::kFeatureRecordFlags;
-  sync::HealthEntry v{net().servers[0].v4HostOrder(), uint8_t(HealthState::kHealthy), true};
+  sync::HealthEntry v{net().appliances[0].v4HostOrder(), uint8_t(HealthState::kHealthy), true};
   uint8_t out[sync::kMaxMessage];
   size_t len = sync::encodeHealth(key_, hd, &v, 1, out, sizeof out);
   ASSERT_GT(len, 0u);
@@ -899,7 +899,7 @@ TEST_F(FleetSyncSend, TheSentLogTakesEightBytesAPositionAndIpv4FlowsLeaveTheIpv6
 // "classes" in the status (gwlbctl fleet), in gwlb_fleet_config_differs and
 // once in the log, with what it means; the log says so again when they agree.
 TEST_F(FleetSyncSend, APeerWhoseClassesDifferIsReportedInStatusMetricsAndLog) {
-  const uint32_t a = net().servers[0].v4HostOrder();
+  const uint32_t a = net().appliances[0].v4HostOrder();
   health_ = [&] {
     std::map<uint32_t, std::pair<uint8_t, bool>> v;
     v[a] = {uint8_t(HealthState::kHealthy), true};
@@ -997,7 +997,7 @@ namespace {
 // not on the other is listed (API fleet_sync / gwlbctl fleet), so a lasting
 // disagreement (a broken path from one node) is visible.
 TEST_F(FleetSyncSend, HealthViewsAreExchangedAndDisagreementsListed) {
-  const uint32_t a = net().servers[0].v4HostOrder(), b = net().servers[1].v4HostOrder();
+  const uint32_t a = net().appliances[0].v4HostOrder(), b = net().appliances[1].v4HostOrder();
   health_ = [&] {
     std::map<uint32_t, std::pair<uint8_t, bool>> v;
     v[a] = {uint8_t(HealthState::kHealthy), true};
@@ -1049,7 +1049,7 @@ TEST_F(FleetSyncSend, HealthViewsAreExchangedAndDisagreementsListed) {
   sendView(1, uint8_t(HealthState::kUnhealthy), false);
   nlohmann::json d = disagreements(1);
   ASSERT_EQ(d.size(), 1u) << fs_->status().dump();
-  EXPECT_EQ(d[0]["appliance"], net().servers[1].str());
+  EXPECT_EQ(d[0]["appliance"], net().appliances[1].str());
   EXPECT_EQ(d[0]["here"], "healthy");
   EXPECT_EQ(d[0]["there"], "unhealthy");
   EXPECT_EQ(d[0]["new_flows_there"], false);
@@ -1065,7 +1065,7 @@ TEST_F(FleetSyncSend, HealthViewsAreExchangedAndDisagreementsListed) {
 TEST_F(FleetSyncSend, AnAllZeroTagIsRefusedAndCountedWhileTheMacFails) {
   make(1024);
   fs_->start();
-  const uint32_t b = net().servers[1].v4HostOrder();
+  const uint32_t b = net().appliances[1].v4HostOrder();
   sync::HealthEntry v[1] = {{b, uint8_t(HealthState::kUnhealthy), false}};
   sync::Header hd = peerHeader(78, 1);
   uint8_t out[sync::kMaxMessage];
@@ -1106,7 +1106,7 @@ TEST_F(FleetSyncSend, AnAbandonedInsertIsNotCountedAsATableFull) {
   sync::Record r;
   r.key = makeFlowKey(t, StickinessMode::kFiveTuple, 0).key;
   r.flow_hash = flowHash(r.key);
-  r.appliance = net().servers[0].v4HostOrder();
+  r.appliance = net().appliances[0].v4HostOrder();
   r.cookie = flowCookie(r.flow_hash, r.appliance);
   r.idle_for_ms = 1000;
   r.age_ms = 5000;
@@ -1136,7 +1136,7 @@ TEST_F(FleetSyncSend, AnAbandonedInsertIsNotCountedAsATableFull) {
 // section (status, gwlbctl fleet, metric), and sends new digests after a
 // config change.
 TEST_F(FleetSyncSend, ConfigDigestsAreExchangedAndADifferingSectionIsNamed) {
-  const uint32_t a = net().servers[0].v4HostOrder();
+  const uint32_t a = net().appliances[0].v4HostOrder();
   health_ = [&] {
     std::map<uint32_t, std::pair<uint8_t, bool>> v;
     v[a] = {uint8_t(HealthState::kHealthy), true};

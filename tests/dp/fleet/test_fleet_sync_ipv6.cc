@@ -53,7 +53,7 @@ class FleetSyncIpv6 : public ::testing::Test {
  protected:
   static HarnessOptions opts() {
     HarnessOptions o;
-    o.servers = {kApp6a, kApp6b, net().servers[0]};
+    o.appliances = {kApp6a, kApp6b, net().appliances[0]};
     o.underlay_ipv6 = kUs6;
     o.sync_ring_size = 1024;
     return o;

@@ -373,8 +373,8 @@ class WarmStart : public ::testing::Test {
       sync::Record r;
       r.key = makeFlowKey(tu, StickinessMode::kFiveTuple, 0).key;
       r.flow_hash = flowHash(r.key);
-      uint32_t picked = s.servers[g.maglev[r.flow_hash % g.maglev.size()]].ip;
-      for (const IpAddr& a : net().servers)
+      uint32_t picked = s.appliances[g.maglev[r.flow_hash % g.maglev.size()]].ip;
+      for (const IpAddr& a : net().appliances)
         if (a.v4HostOrder() != picked) r.appliance = a.v4HostOrder();
       r.cookie = flowCookie(r.flow_hash, r.appliance);
       r.kind = sync::RecordKind::kTransfer;

@@ -377,7 +377,7 @@ TEST(MaglevSlot, EqualsTheRemainderForEveryTableSize) {
     }
   }
   dp::GroupView empty;
-  EXPECT_EQ(empty.maglevPick(12345), dp::kNoServer);
+  EXPECT_EQ(empty.maglevPick(12345), dp::kNoAppliance);
 }
 
 }  // namespace
@@ -406,12 +406,12 @@ TEST(SnapshotServerByIp, IndexAnswersAsTheSortedList) {
       for (auto& [ip, id] : s.by_ip) probe.insert(probe.end(), {ip, ip + 1, ip - 1});
       for (int i = 0; i < 200; ++i) probe.push_back(uint32_t(rng()));
       std::vector<uint16_t> want;
-      for (uint32_t ip : probe) want.push_back(s.serverByIp(ip));  // binary search: no index yet
+      for (uint32_t ip : probe) want.push_back(s.applianceByIp(ip));  // binary search: no index yet
       s.indexByIp();
       ASSERT_FALSE(s.ip_index.empty());
       EXPECT_GE(s.ip_index.size(), 2 * s.by_ip.size());
       for (size_t i = 0; i < probe.size(); ++i)
-        ASSERT_EQ(s.serverByIp(probe[i]), want[i]) << "n " << n << " pattern " << pattern << " ip " << probe[i];
+        ASSERT_EQ(s.applianceByIp(probe[i]), want[i]) << "n " << n << " pattern " << pattern << " ip " << probe[i];
     }
   }
 }

@@ -54,7 +54,7 @@ std::string withGroup(const std::string& group, const std::string& extra = "") {
   return std::string(kNode) + "server_groups:\n  - " + group + "\n" + extra;
 }
 
-const char* const kOneServer = "name: g\n    servers: [{ address: 192.0.2.10 }]";
+const char* const kOneAppliance = "name: g\n    servers: [{ address: 192.0.2.10 }]";
 
 struct Result {
   bool ok = false;
@@ -124,7 +124,7 @@ TEST(Config, SampleLoadsWithEveryValue) {
   EXPECT_EQ(c.node.icmp_rate_per_s, 100u);
 
   ASSERT_EQ(c.server_groups.size(), 1u);
-  const ServerGroupConfig& g = c.server_groups[0];
+  const ApplianceGroupConfig& g = c.server_groups[0];
   EXPECT_EQ(g.name, "firewalls");
   EXPECT_EQ(g.stickiness, Stickiness::kFiveTuple);
   EXPECT_EQ(g.geneve.format, GeneveFormat::kAws);
@@ -134,16 +134,16 @@ TEST(Config, SampleLoadsWithEveryValue) {
   EXPECT_EQ(g.maglev_table_size, 65537u);
   EXPECT_EQ(g.tcp_idle_timeout_s, 350u);
   EXPECT_EQ(g.other_idle_timeout_s, 120u);
-  ASSERT_EQ(g.servers.size(), 3u);
-  EXPECT_EQ(g.servers[0].address, *IpAddr::parse("192.0.2.10"));
-  EXPECT_EQ(g.servers[0].weight, 100u);
-  EXPECT_FALSE(g.servers[0].mac.has_value());
-  EXPECT_EQ(g.servers[1].address, *IpAddr::parse("192.0.2.11"));
-  EXPECT_EQ(g.servers[1].weight, 100u);
-  EXPECT_FALSE(g.servers[1].mac.has_value());
-  EXPECT_EQ(g.servers[2].address, *IpAddr::parse("192.0.2.12"));
-  ASSERT_TRUE(g.servers[2].mac.has_value());
-  EXPECT_EQ(*g.servers[2].mac, *MacAddr::parse("02:00:00:00:00:12"));
+  ASSERT_EQ(g.appliances.size(), 3u);
+  EXPECT_EQ(g.appliances[0].address, *IpAddr::parse("192.0.2.10"));
+  EXPECT_EQ(g.appliances[0].weight, 100u);
+  EXPECT_FALSE(g.appliances[0].mac.has_value());
+  EXPECT_EQ(g.appliances[1].address, *IpAddr::parse("192.0.2.11"));
+  EXPECT_EQ(g.appliances[1].weight, 100u);
+  EXPECT_FALSE(g.appliances[1].mac.has_value());
+  EXPECT_EQ(g.appliances[2].address, *IpAddr::parse("192.0.2.12"));
+  ASSERT_TRUE(g.appliances[2].mac.has_value());
+  EXPECT_EQ(*g.appliances[2].mac, *MacAddr::parse("02:00:00:00:00:12"));
 
   EXPECT_EQ(c.dataplane.workers, 1u);
   EXPECT_EQ(c.eal_args, (std::vector<std::string>{"--no-huge", "--no-pci"}));
@@ -153,7 +153,7 @@ TEST(Config, SampleLoadsWithEveryValue) {
 }
 
 TEST(Config, DefaultsWhenOptionalKeysAbsent) {
-  Result r = parse(withGroup(kOneServer));
+  Result r = parse(withGroup(kOneAppliance));
   ASSERT_TRUE(r.ok) << formatErrors(r.errors);
   const Config& c = r.cfg;
   const Config d;  // the struct's defaults
@@ -162,7 +162,7 @@ TEST(Config, DefaultsWhenOptionalKeysAbsent) {
   EXPECT_EQ(c.node.underlay_mtu, 1500u);
   EXPECT_EQ(c.node.icmp_rate_per_s, 100u);
   ASSERT_EQ(c.server_groups.size(), 1u);
-  const ServerGroupConfig& g = c.server_groups[0];
+  const ApplianceGroupConfig& g = c.server_groups[0];
   EXPECT_EQ(g.stickiness, Stickiness::kFiveTuple);
   EXPECT_EQ(g.geneve.format, GeneveFormat::kAws);
   EXPECT_EQ(g.geneve.vni, 0u);
@@ -171,9 +171,9 @@ TEST(Config, DefaultsWhenOptionalKeysAbsent) {
   EXPECT_EQ(g.maglev_table_size, 65537u);
   EXPECT_EQ(g.tcp_idle_timeout_s, 350u);
   EXPECT_EQ(g.other_idle_timeout_s, 120u);
-  ASSERT_EQ(g.servers.size(), 1u);
-  EXPECT_EQ(g.servers[0].weight, 100u);
-  EXPECT_FALSE(g.servers[0].mac.has_value());
+  ASSERT_EQ(g.appliances.size(), 1u);
+  EXPECT_EQ(g.appliances[0].weight, 100u);
+  EXPECT_FALSE(g.appliances[0].mac.has_value());
   EXPECT_EQ(c.dataplane.workers, d.dataplane.workers);
   EXPECT_EQ(c.dataplane.burst, 32u);
   EXPECT_EQ(c.dataplane.flow_table_size, 1u << 20);
@@ -186,7 +186,7 @@ TEST(Config, DefaultsWhenOptionalKeysAbsent) {
 }
 
 TEST(Config, EmptyOptionalSectionsAreAccepted) {
-  Result r = parse(withGroup(kOneServer, "dataplane:\neal:\n"));
+  Result r = parse(withGroup(kOneAppliance, "dataplane:\neal:\n"));
   ASSERT_TRUE(r.ok) << formatErrors(r.errors);
   EXPECT_EQ(r.cfg.dataplane.burst, 32u);
   EXPECT_TRUE(r.cfg.eal_args.empty());
@@ -228,7 +228,7 @@ log_level: off
   EXPECT_EQ(c.node.underlay_mtu, 9216u);
   EXPECT_EQ(c.node.icmp_rate_per_s, 0u);
   ASSERT_EQ(c.server_groups.size(), 2u);
-  const ServerGroupConfig& a = c.server_groups[0];
+  const ApplianceGroupConfig& a = c.server_groups[0];
   EXPECT_EQ(a.name, "A-b_c.1");
   EXPECT_EQ(a.stickiness, Stickiness::kThreeTuple);
   EXPECT_EQ(a.geneve.format, GeneveFormat::kEthernet);
@@ -238,13 +238,13 @@ log_level: off
   EXPECT_EQ(a.maglev_table_size, 251u);
   EXPECT_EQ(a.tcp_idle_timeout_s, 3600u);
   EXPECT_EQ(a.other_idle_timeout_s, 360u);
-  EXPECT_EQ(a.servers[0].weight, 0u);
-  EXPECT_EQ(a.servers[1].weight, 10000u);
-  const ServerGroupConfig& b = c.server_groups[1];
+  EXPECT_EQ(a.appliances[0].weight, 0u);
+  EXPECT_EQ(a.appliances[1].weight, 10000u);
+  const ApplianceGroupConfig& b = c.server_groups[1];
   EXPECT_EQ(b.stickiness, Stickiness::kTwoTuple);
   EXPECT_EQ(b.tcp_idle_timeout_s, 60u);
   EXPECT_EQ(b.other_idle_timeout_s, 6000u);
-  EXPECT_EQ(b.servers[0].weight, 16u);
+  EXPECT_EQ(b.appliances[0].weight, 16u);
   EXPECT_EQ(c.dataplane.workers, 64u);
   EXPECT_EQ(c.dataplane.burst, 256u);
   EXPECT_EQ(c.dataplane.flow_table_size, 1u << 27);
@@ -257,7 +257,7 @@ log_level: off
 
 TEST(Config, EveryLogLevelAccepted) {
   for (const char* l : {"trace", "debug", "info", "warn", "error", "critical", "off"}) {
-    Result r = parse(withGroup(kOneServer, std::string("log_level: ") + l + "\n"));
+    Result r = parse(withGroup(kOneAppliance, std::string("log_level: ") + l + "\n"));
     EXPECT_TRUE(r.ok) << l << ": " << formatErrors(r.errors);
     EXPECT_EQ(r.cfg.log_level, l);
   }
@@ -272,18 +272,18 @@ TEST(Config, ToString) {
 }
 
 TEST(Config, VxlanGroupsTakeAzuresTunnelsByDefault) {
-  Result r = parse(withGroup(std::string(kOneServer) + "\n    encapsulation: vxlan"));
+  Result r = parse(withGroup(std::string(kOneAppliance) + "\n    encapsulation: vxlan"));
   ASSERT_TRUE(r.ok) << formatErrors(r.errors);
-  const ServerGroupConfig& g = r.cfg.server_groups[0];
+  const ApplianceGroupConfig& g = r.cfg.server_groups[0];
   EXPECT_EQ(g.encapsulation, Encapsulation::kVxlan);
   EXPECT_EQ(g.vxlan.internal.port, 10800);
   EXPECT_EQ(g.vxlan.internal.vni, 800u);
   EXPECT_EQ(g.vxlan.external.port, 10801);
   EXPECT_EQ(g.vxlan.external.vni, 801u);
   EXPECT_STREQ(toString(Encapsulation::kVxlan), "vxlan");
-  EXPECT_EQ(parse(withGroup(kOneServer)).cfg.server_groups[0].encapsulation, Encapsulation::kGeneve);
+  EXPECT_EQ(parse(withGroup(kOneAppliance)).cfg.server_groups[0].encapsulation, Encapsulation::kGeneve);
 
-  r = parse(withGroup(std::string(kOneServer) +
+  r = parse(withGroup(std::string(kOneAppliance) +
                       "\n    encapsulation: vxlan\n    vxlan:\n      internal: { port: 2000, vni: 900 }\n"
                       "      external: { port: 2001, vni: 0xFFFFFF }"));
   ASSERT_TRUE(r.ok) << formatErrors(r.errors);
@@ -292,7 +292,7 @@ TEST(Config, VxlanGroupsTakeAzuresTunnelsByDefault) {
 }
 
 TEST(Config, VxlanTunnelsNeedTwoPortsOfTheirOwn) {
-  const std::string g = std::string(kOneServer) + "\n    encapsulation: vxlan\n    vxlan:\n";
+  const std::string g = std::string(kOneAppliance) + "\n    encapsulation: vxlan\n    vxlan:\n";
   EXPECT_TRUE(hasError(parse(withGroup(g + "      internal: { port: 10801 }")),
                        "server_groups[0].vxlan.external.port", {"also vxlan.internal.port"}));
   EXPECT_TRUE(hasError(parse(withGroup(g + "      external: { port: 6081 }")),
@@ -301,20 +301,20 @@ TEST(Config, VxlanTunnelsNeedTwoPortsOfTheirOwn) {
                        "server_groups[0].vxlan.external.port", {}));
   EXPECT_TRUE(hasError(parse(withGroup(g + "      internal: { vni: 0x1000000 }")),
                        "server_groups[0].vxlan.internal.vni", {}));
-  EXPECT_TRUE(hasError(parse(withGroup(std::string(kOneServer) + "\n    encapsulation: gre")),
+  EXPECT_TRUE(hasError(parse(withGroup(std::string(kOneAppliance) + "\n    encapsulation: gre")),
                        "server_groups[0].encapsulation", {"not an encapsulation"}));
   // A Geneve group may keep a vxlan map it does not use.
-  EXPECT_TRUE(parse(withGroup(std::string(kOneServer) + "\n    vxlan:\n      external: { port: 6081 }")).ok);
+  EXPECT_TRUE(parse(withGroup(std::string(kOneAppliance) + "\n    vxlan:\n      external: { port: 6081 }")).ok);
 }
 
 TEST(Config, ParseResetsOutput) {
   Result r = parse(kSample);
   ASSERT_TRUE(r.ok);
   std::vector<ConfigError> errs;
-  ASSERT_TRUE(parseConfig(withGroup(kOneServer), r.cfg, errs)) << formatErrors(errs);
+  ASSERT_TRUE(parseConfig(withGroup(kOneAppliance), r.cfg, errs)) << formatErrors(errs);
   EXPECT_FALSE(r.cfg.node.gateway_mac.has_value());
   EXPECT_TRUE(r.cfg.eal_args.empty());
-  EXPECT_EQ(r.cfg.server_groups[0].servers.size(), 1u);
+  EXPECT_EQ(r.cfg.server_groups[0].appliances.size(), 1u);
 }
 
 // ---------------------------------------------------------------------------
@@ -348,7 +348,7 @@ TEST(ConfigErrors, TopLevelNotAMap) {
 }
 
 TEST(ConfigErrors, MultipleDocuments) {
-  EXPECT_TRUE(onlyError(parse(withGroup(kOneServer) + "---\n" + withGroup(kOneServer)), "",
+  EXPECT_TRUE(onlyError(parse(withGroup(kOneAppliance) + "---\n" + withGroup(kOneAppliance)), "",
                         {"2 YAML documents"}));
 }
 
@@ -370,24 +370,24 @@ TEST(ConfigErrors, UnknownKeys) {
   EXPECT_TRUE(hasError(r, "colour", {"unknown key 'colour'", "allowed keys", "server_groups"}));
   EXPECT_EQ(r.errors.size(), 2u) << formatErrors(r.errors);
 
-  EXPECT_TRUE(onlyError(parse(withGroup(kOneServer, "dataplane: { worker: 2 }\n")),
+  EXPECT_TRUE(onlyError(parse(withGroup(kOneAppliance, "dataplane: { worker: 2 }\n")),
                         "dataplane.worker", {"unknown key 'worker'", "'workers'"}));
   EXPECT_TRUE(onlyError(parse(std::string(kNode) + "  mtu: 1500\nserver_groups:\n  - " +
-                              kOneServer + "\n"),
+                              kOneAppliance + "\n"),
                         "node.mtu", {"unknown key 'mtu'"}));
-  EXPECT_TRUE(onlyError(parse(withGroup(std::string(kOneServer) + "\n    geneve: { vin: 5 }")),
+  EXPECT_TRUE(onlyError(parse(withGroup(std::string(kOneAppliance) + "\n    geneve: { vin: 5 }")),
                         "server_groups[0].geneve.vin", {"unknown key 'vin'", "'vni'"}));
-  EXPECT_TRUE(onlyError(parse(withGroup(std::string(kOneServer) + "\n    sticky: 5-tuple")),
+  EXPECT_TRUE(onlyError(parse(withGroup(std::string(kOneAppliance) + "\n    sticky: 5-tuple")),
                         "server_groups[0].sticky", {"unknown key 'sticky'"}));
 }
 
 TEST(ConfigErrors, DuplicateKey) {
-  EXPECT_TRUE(onlyError(parse(withGroup(kOneServer, "log_level: info\nlog_level: debug\n")),
+  EXPECT_TRUE(onlyError(parse(withGroup(kOneAppliance, "log_level: info\nlog_level: debug\n")),
                         "log_level", {"duplicate key 'log_level'"}));
 }
 
 TEST(ConfigErrors, WrongNodeKinds) {
-  EXPECT_TRUE(onlyError(parse("node: 5\nserver_groups:\n  - " + std::string(kOneServer) + "\n"),
+  EXPECT_TRUE(onlyError(parse("node: 5\nserver_groups:\n  - " + std::string(kOneAppliance) + "\n"),
                         "node", {"expected a map", "'5'"}));
   EXPECT_TRUE(onlyError(parse(std::string(kNode) + "server_groups: { name: g }\n"),
                         "server_groups", {"expected a list"}));
@@ -401,15 +401,15 @@ TEST(ConfigErrors, WrongNodeKinds) {
                         "server_groups[0].servers[0].address", {"expected an IPv4 address", "a map"}));
   EXPECT_TRUE(onlyError(parse(withGroup("name: [a, b]\n    servers: [{ address: 192.0.2.10 }]")),
                         "server_groups[0].name", {"a list"}));
-  EXPECT_TRUE(onlyError(parse(withGroup(kOneServer, "dataplane: [1]\n")), "dataplane",
+  EXPECT_TRUE(onlyError(parse(withGroup(kOneAppliance, "dataplane: [1]\n")), "dataplane",
                         {"expected a map"}));
-  EXPECT_TRUE(onlyError(parse(withGroup(kOneServer, "eal: --no-huge\n")), "eal",
+  EXPECT_TRUE(onlyError(parse(withGroup(kOneAppliance, "eal: --no-huge\n")), "eal",
                         {"expected a list of strings"}));
-  EXPECT_TRUE(onlyError(parse(withGroup(kOneServer, "eal: [a, { b: c }]\n")), "eal[1]",
+  EXPECT_TRUE(onlyError(parse(withGroup(kOneAppliance, "eal: [a, { b: c }]\n")), "eal[1]",
                         {"expected a string"}));
-  EXPECT_TRUE(onlyError(parse(withGroup(kOneServer, "log_level:\n")), "log_level",
+  EXPECT_TRUE(onlyError(parse(withGroup(kOneAppliance, "log_level:\n")), "log_level",
                         {"has no value"}));
-  EXPECT_TRUE(onlyError(parse(withGroup(std::string(kOneServer) + "\n    geneve: aws")),
+  EXPECT_TRUE(onlyError(parse(withGroup(std::string(kOneAppliance) + "\n    geneve: aws")),
                         "server_groups[0].geneve", {"expected a map", "'aws'"}));
 }
 
@@ -418,19 +418,19 @@ TEST(ConfigErrors, WrongNodeKinds) {
 
 TEST(ConfigErrors, MissingUnderlayIpIsReportedOnce) {
   Result r = parse("node:\n  underlay_mac: 02:00:00:00:00:01\nserver_groups:\n  - " +
-                   std::string(kOneServer) + "\n");
+                   std::string(kOneAppliance) + "\n");
   EXPECT_TRUE(onlyError(r, "node.underlay_ip", {"required"}));
 }
 
 TEST(ConfigErrors, MissingUnderlayMacIsReportedOnce) {
   Result r = parse("node:\n  underlay_ip: 192.0.2.1\nserver_groups:\n  - " +
-                   std::string(kOneServer) + "\n");
+                   std::string(kOneAppliance) + "\n");
   EXPECT_TRUE(onlyError(r, "node.underlay_mac", {"required"}));
 }
 
 std::string nodeWith(const std::string& ip, const std::string& mac, const std::string& more = "") {
   return "node:\n  underlay_ip: " + ip + "\n  underlay_mac: " + mac + "\n" + more +
-         "server_groups:\n  - " + kOneServer + "\n";
+         "server_groups:\n  - " + kOneAppliance + "\n";
 }
 
 TEST(ConfigErrors, UnderlayIp) {
@@ -591,7 +591,7 @@ TEST(ConfigErrors, Weight) {
 }
 
 TEST(ConfigErrors, StickinessAndGeneve) {
-  const std::string g = std::string(kOneServer) + "\n    ";
+  const std::string g = std::string(kOneAppliance) + "\n    ";
   EXPECT_TRUE(onlyError(parse(withGroup(g + "stickiness: 4-tuple")), "server_groups[0].stickiness",
                         {"'4-tuple'", "5-tuple, 3-tuple, 2-tuple"}));
   EXPECT_TRUE(onlyError(parse(withGroup(g + "geneve: { format: gre }")),
@@ -611,7 +611,7 @@ TEST(ConfigErrors, StickinessAndGeneve) {
 }
 
 TEST(ConfigErrors, MaglevTableSize) {
-  const std::string g = std::string(kOneServer) + "\n    maglev_table_size: ";
+  const std::string g = std::string(kOneAppliance) + "\n    maglev_table_size: ";
   const std::string p = "server_groups[0].maglev_table_size";
   EXPECT_TRUE(onlyError(parse(withGroup(g + "65536")), p, {"'65536'", "not prime", "65537"}));
   EXPECT_TRUE(onlyError(parse(withGroup(g + "241")), p, {"'241'", "251..1000003"}));
@@ -626,7 +626,7 @@ TEST(ConfigErrors, MaglevTableSize) {
 }
 
 TEST(ConfigErrors, IdleTimeouts) {
-  const std::string g = std::string(kOneServer) + "\n    ";
+  const std::string g = std::string(kOneAppliance) + "\n    ";
   auto tcp = [&](const std::string& v) { return parse(withGroup(g + "tcp_idle_timeout: " + v)); };
   const std::string p = "server_groups[0].tcp_idle_timeout";
   EXPECT_TRUE(onlyError(tcp("59"), p, {"'59'", "60..6000"}));
@@ -662,7 +662,7 @@ TEST(ConfigErrors, DataplaneRanges) {
       {"tx_queue_size", "16385", "64..16384"},
   };
   for (const Case& c : cases) {
-    Result r = parse(withGroup(kOneServer, std::string("dataplane:\n  ") + c.key + ": " +
+    Result r = parse(withGroup(kOneAppliance, std::string("dataplane:\n  ") + c.key + ": " +
                                                c.value + "\n"));
     EXPECT_TRUE(onlyError(r, std::string("dataplane.") + c.key,
                           {"'" + std::string(c.value) + "'", c.range}))
@@ -671,7 +671,7 @@ TEST(ConfigErrors, DataplaneRanges) {
 }
 
 TEST(ConfigErrors, LogLevel) {
-  EXPECT_TRUE(onlyError(parse(withGroup(kOneServer, "log_level: verbose\n")), "log_level",
+  EXPECT_TRUE(onlyError(parse(withGroup(kOneAppliance, "log_level: verbose\n")), "log_level",
                         {"'verbose'", "trace, debug, info, warn, error, critical, off"}));
 }
 
@@ -746,16 +746,16 @@ TEST(ValidateConfig, CodeBuiltConfig) {
 
   c.node.underlay_ip = IpAddr::v4(0xC0000201);
   c.node.underlay_mac = *MacAddr::parse("02:00:00:00:00:01");
-  ServerGroupConfig g;
+  ApplianceGroupConfig g;
   g.name = "fw";
-  g.servers.push_back({IpAddr::v4(0xC000020A), 1, std::nullopt});
+  g.appliances.push_back({IpAddr::v4(0xC000020A), 1, std::nullopt});
   c.server_groups.push_back(g);
   errs.clear();
   EXPECT_TRUE(validateConfig(c, errs)) << formatErrors(errs);
 
   c.server_groups[0].tcp_idle_timeout_s = 10;
   c.server_groups[0].geneve.vni = 0x1000000;
-  c.server_groups[0].servers[0].weight = 10001;
+  c.server_groups[0].appliances[0].weight = 10001;
   c.dataplane.workers = 0;
   c.log_level = "loud";
   errs.clear();
@@ -817,12 +817,12 @@ TEST(FormatErrors, OneLinePerError) {
 }
 
 TEST(Config, ControlAndMetricsSections) {
-  Result d = parse(withGroup(kOneServer));
+  Result d = parse(withGroup(kOneAppliance));
   ASSERT_TRUE(d.ok) << formatErrors(d.errors);
   EXPECT_EQ(d.cfg.control.socket, "/run/gwlbd/gwlbd.sock");
   EXPECT_EQ(d.cfg.control.socket_mode, 0660u);
   EXPECT_EQ(d.cfg.metrics.listen, "");
-  Result r = parse(withGroup(kOneServer,
+  Result r = parse(withGroup(kOneAppliance,
                              "control: { socket: /tmp/x/gw.sock, socket_mode: \"0600\" }\n"
                              "metrics: { listen: \"[::1]:9100\" }\n"));
   ASSERT_TRUE(r.ok) << formatErrors(r.errors);
@@ -832,7 +832,7 @@ TEST(Config, ControlAndMetricsSections) {
 }
 
 TEST(ConfigErrors, ControlAndMetricsValues) {
-  Result r = parse(withGroup(kOneServer,
+  Result r = parse(withGroup(kOneAppliance,
                              "control: { socket: relative.sock, socket_mode: \"0999\", sockt: 1 }\n"
                              "metrics: { listen: \"127.0.0.1:99999\" }\n"));
   EXPECT_FALSE(r.ok);
@@ -850,11 +850,11 @@ TEST(ConfigErrors, ControlAndMetricsValues) {
 }
 
 TEST(Config, HealthCheckSection) {
-  Result none = parse(withGroup(kOneServer));
+  Result none = parse(withGroup(kOneAppliance));
   ASSERT_TRUE(none.ok) << formatErrors(none.errors);
   EXPECT_FALSE(none.cfg.server_groups[0].health_check.active());  // off unless configured
   EXPECT_EQ(none.cfg.server_groups[0].when_all_unhealthy, WhenAllUnhealthy::kFailOpen);
-  Result r = parse(withGroup(std::string(kOneServer) + R"(
+  Result r = parse(withGroup(std::string(kOneAppliance) + R"(
     when_all_unhealthy: drop
     health_check:
       protocol: http
@@ -886,7 +886,7 @@ TEST(Config, HealthCheckSection) {
 }
 
 TEST(ConfigErrors, HealthCheckValues) {
-  Result r = parse(withGroup(std::string(kOneServer) + R"(
+  Result r = parse(withGroup(std::string(kOneAppliance) + R"(
     when_all_unhealthy: panic
     health_check:
       protocol: icmp
@@ -905,7 +905,7 @@ TEST(ConfigErrors, HealthCheckValues) {
   EXPECT_TRUE(hasError(r, "server_groups[0].health_check.healthy_threshold", {"1"}));
   EXPECT_TRUE(hasError(r, "server_groups[0].health_check.unhealthy_threshold", {"11"}));
   EXPECT_TRUE(hasError(r, "server_groups[0].health_check.enabled", {"maybe"}));
-  Result h = parse(withGroup(std::string(kOneServer) + R"(
+  Result h = parse(withGroup(std::string(kOneAppliance) + R"(
     health_check:
       protocol: https
       path: health
@@ -932,21 +932,21 @@ namespace {
 TEST(ConfigHealth, ProductRangesAreAccepted) {
   for (const char* iv : {"5s", "50s", "300s", "5m"})
     for (const char* to : {"2s", "60s", "120s", "300s"}) {
-      Result r = parse(withGroup(std::string(kOneServer) + "\n    health_check: { interval: " +
+      Result r = parse(withGroup(std::string(kOneAppliance) + "\n    health_check: { interval: " +
                                  iv + ", timeout: " + to + " }"));
       EXPECT_TRUE(r.ok) << iv << "/" << to << ": " << formatErrors(r.errors);
     }
-  Result r = parse(withGroup(std::string(kOneServer) +
+  Result r = parse(withGroup(std::string(kOneAppliance) +
                              "\n    health_check: { interval: 300s, timeout: 120s }"));
   ASSERT_TRUE(r.ok);
   EXPECT_EQ(r.cfg.server_groups[0].health_check.interval_ms, 300000u);
   EXPECT_EQ(r.cfg.server_groups[0].health_check.timeout_ms, 120000u);
-  Result bad = parse(withGroup(std::string(kOneServer) +
+  Result bad = parse(withGroup(std::string(kOneAppliance) +
                                "\n    health_check: { interval: 301s, timeout: 5m1s }"));
   EXPECT_TRUE(hasError(bad, "server_groups[0].health_check.interval", {"10 ms to 300 s"}));
   EXPECT_TRUE(hasError(bad, "server_groups[0].health_check.timeout", {"5m1s"}));
   // validateConfig on a code-built config says the same range.
-  Config c = parse(withGroup(kOneServer)).cfg;
+  Config c = parse(withGroup(kOneAppliance)).cfg;
   c.server_groups[0].health_check.configured = true;
   c.server_groups[0].health_check.timeout_ms = 300001;
   std::vector<ConfigError> errs;
@@ -958,18 +958,18 @@ TEST(ConfigHealth, ProductRangesAreAccepted) {
 // Issue 14 item 14: ca_file is never silently ignored. Alone it implies
 // verify; with verify: false, or on a tcp/http check, it is an error.
 TEST(ConfigHealth, CaFileImpliesVerifyOrIsAnError) {
-  Result r = parse(withGroup(std::string(kOneServer) +
+  Result r = parse(withGroup(std::string(kOneAppliance) +
                              "\n    health_check: { protocol: https, ca_file: /etc/ca.pem }"));
   ASSERT_TRUE(r.ok) << formatErrors(r.errors);
   EXPECT_TRUE(r.cfg.server_groups[0].health_check.verify);
-  Result off = parse(withGroup(std::string(kOneServer) +
+  Result off = parse(withGroup(std::string(kOneAppliance) +
                                "\n    health_check: { protocol: https, verify: false, ca_file: /etc/ca.pem }"));
   EXPECT_TRUE(hasError(off, "server_groups[0].health_check.ca_file", {"verify is false"}));
   EXPECT_EQ(off.errors.size(), 1u) << formatErrors(off.errors);
-  Result http = parse(withGroup(std::string(kOneServer) +
+  Result http = parse(withGroup(std::string(kOneAppliance) +
                                 "\n    health_check: { protocol: http, ca_file: /etc/ca.pem }"));
   EXPECT_TRUE(hasError(http, "server_groups[0].health_check.verify", {"https", "http"}));
-  Result tcp = parse(withGroup(std::string(kOneServer) + "\n    health_check: { verify: true }"));
+  Result tcp = parse(withGroup(std::string(kOneAppliance) + "\n    health_check: { verify: true }"));
   EXPECT_TRUE(hasError(tcp, "server_groups[0].health_check.verify", {"https", "tcp"}));
   // A code-built config (server add, reload) is held to the same rule.
   Config c = r.cfg;
@@ -983,57 +983,57 @@ TEST(ConfigHealth, CaFileImpliesVerifyOrIsAnError) {
 // A fully qualified domain (trailing dot) is accepted; empty labels are not.
 TEST(ConfigHealth, DomainLabels) {
   for (const char* d : {"fw.example.", "fw.example", "a", "x-1.example"}) {
-    Result r = parse(withGroup(std::string(kOneServer) +
+    Result r = parse(withGroup(std::string(kOneAppliance) +
                                "\n    health_check: { protocol: http, domain: \"" + d + "\" }"));
     EXPECT_TRUE(r.ok) << d << ": " << formatErrors(r.errors);
   }
   for (const char* d : {".", "..", "fw..example", ".fw.example", "fw.example..", "-fw.example",
                         "fw-.example"}) {
-    Result r = parse(withGroup(std::string(kOneServer) +
+    Result r = parse(withGroup(std::string(kOneAppliance) +
                                "\n    health_check: { protocol: http, domain: \"" + d + "\" }"));
     EXPECT_TRUE(hasError(r, "server_groups[0].health_check.domain", {"labels"})) << d;
   }
 }
 
 TEST(Config, FailoverAndDraining) {
-  Result none = parse(withGroup(kOneServer));
+  Result none = parse(withGroup(kOneAppliance));
   ASSERT_TRUE(none.ok) << formatErrors(none.errors);
   EXPECT_EQ(none.cfg.server_groups[0].failover_mode, FailoverMode::kNoRebalance);
   EXPECT_FALSE(none.cfg.server_groups[0].connection_draining.enabled);
   EXPECT_EQ(none.cfg.server_groups[0].connection_draining.timeout_s, 300u);
-  Result r = parse(withGroup(std::string(kOneServer) + R"(
+  Result r = parse(withGroup(std::string(kOneAppliance) + R"(
     failover_mode: rebalance
     connection_draining: { enabled: true, timeout: 1h })"));
   ASSERT_TRUE(r.ok) << formatErrors(r.errors);
   EXPECT_EQ(r.cfg.server_groups[0].failover_mode, FailoverMode::kRebalance);
   EXPECT_TRUE(r.cfg.server_groups[0].connection_draining.enabled);
   EXPECT_EQ(r.cfg.server_groups[0].connection_draining.timeout_s, 3600u);
-  Result one = parse(withGroup(std::string(kOneServer) + R"(
+  Result one = parse(withGroup(std::string(kOneAppliance) + R"(
     connection_draining: { enabled: true, timeout: 1 })"));
   ASSERT_TRUE(one.ok) << formatErrors(one.errors);
   EXPECT_EQ(one.cfg.server_groups[0].connection_draining.timeout_s, 1u);
 }
 
 TEST(Config, TcpResetsAreOffByDefaultAndScopedAsAws) {
-  Result none = parse(withGroup(kOneServer));
+  Result none = parse(withGroup(kOneAppliance));
   ASSERT_TRUE(none.ok) << formatErrors(none.errors);
   EXPECT_FALSE(none.cfg.server_groups[0].send_tcp_reset.on_unhealthy);
   EXPECT_FALSE(none.cfg.server_groups[0].send_tcp_reset.on_deregistration);
   EXPECT_EQ(none.cfg.node.tcp_reset_rate_per_s, 1000u);
-  Result r = parse(withGroup(std::string(kOneServer) + R"(
+  Result r = parse(withGroup(std::string(kOneAppliance) + R"(
     send_tcp_reset: { on_unhealthy: true, on_deregistration: true })"));
   ASSERT_TRUE(r.ok) << formatErrors(r.errors);
   EXPECT_TRUE(r.cfg.server_groups[0].send_tcp_reset.on_unhealthy);
   EXPECT_TRUE(r.cfg.server_groups[0].send_tcp_reset.on_deregistration);
   // on_idle_timeout is a listener's (AWS: a listener attribute), not a group's.
-  Result g = parse(withGroup(std::string(kOneServer) + R"(
+  Result g = parse(withGroup(std::string(kOneAppliance) + R"(
     send_tcp_reset: { on_idle_timeout: true })"));
   EXPECT_FALSE(g.ok);
   EXPECT_TRUE(hasError(g, "server_groups[0].send_tcp_reset.on_idle_timeout", {}));
 }
 
 TEST(ConfigErrors, FailoverAndDraining) {
-  Result r = parse(withGroup(std::string(kOneServer) + R"(
+  Result r = parse(withGroup(std::string(kOneAppliance) + R"(
     failover_mode: rebalanced
     connection_draining: { enabled: yes please, timeout: 3601s, grace: 5 })"));
   EXPECT_FALSE(r.ok);
@@ -1041,10 +1041,10 @@ TEST(ConfigErrors, FailoverAndDraining) {
   EXPECT_TRUE(hasError(r, "server_groups[0].connection_draining.enabled", {"yes please"}));
   EXPECT_TRUE(hasError(r, "server_groups[0].connection_draining.timeout", {"3601s", "1..3600"}));
   EXPECT_TRUE(hasError(r, "server_groups[0].connection_draining.grace", {}));
-  Result z = parse(withGroup(std::string(kOneServer) + R"(
+  Result z = parse(withGroup(std::string(kOneAppliance) + R"(
     connection_draining: { timeout: 0 })"));
   EXPECT_TRUE(hasError(z, "server_groups[0].connection_draining.timeout", {"0"}));
-  Result l = parse(withGroup(std::string(kOneServer) + R"(
+  Result l = parse(withGroup(std::string(kOneAppliance) + R"(
     connection_draining: [1, 2])"));
   EXPECT_TRUE(hasError(l, "server_groups[0].connection_draining", {"expected a map"}));
 }
@@ -1597,21 +1597,21 @@ TEST(ConfigKeys, EmptyRequiredSections) {
 // a key that is not UTF-8; messages stay UTF-8 (they go into JSON replies).
 TEST(ConfigKeys, NonUtf8) {
   std::string bad_value = std::string(kFull) + "\xff";  // placeholder to keep kFull unchanged
-  std::string text = withGroup(std::string(kOneServer)) + "log_level: \"in\xff\xfe\"\n";
+  std::string text = withGroup(std::string(kOneAppliance)) + "log_level: \"in\xff\xfe\"\n";
   Result r = parse(text);
   EXPECT_TRUE(onlyError(r, "log_level", {"not valid UTF-8", "\\xff"}));
   EXPECT_TRUE(allUtf8(r.errors));
-  Result k = parse(withGroup(std::string(kOneServer)) + "dataplane: { \"w\xc3\": 1 }\n");
+  Result k = parse(withGroup(std::string(kOneAppliance)) + "dataplane: { \"w\xc3\": 1 }\n");
   EXPECT_TRUE(onlyError(k, "dataplane", {"not valid UTF-8"}));
   EXPECT_TRUE(allUtf8(k.errors));
-  Result eal = parse(withGroup(std::string(kOneServer)) + "eal: [\"--x\xed\xa0\x80\"]\n");  // a surrogate
+  Result eal = parse(withGroup(std::string(kOneAppliance)) + "eal: [\"--x\xed\xa0\x80\"]\n");  // a surrogate
   EXPECT_TRUE(onlyError(eal, "eal[0]", {"not valid UTF-8"}));
   // A long valid name with a two-byte character at the quoting cut: never split.
   Result cut = parse(withGroup("name: \"" + std::string(63, 'a') + "\xc3\xa9\"\n    servers: [{ address: 192.0.2.10 }]"));
   EXPECT_TRUE(onlyError(cut, "server_groups[0].name", {"not a valid group name"}));
   EXPECT_TRUE(allUtf8(cut.errors)) << formatErrors(cut.errors);
   // Valid UTF-8 elsewhere is fine.
-  EXPECT_TRUE(parse(withGroup(std::string(kOneServer)) + "eal: [\"--x=caf\xc3\xa9\"]\n").ok);
+  EXPECT_TRUE(parse(withGroup(std::string(kOneAppliance)) + "eal: [\"--x=caf\xc3\xa9\"]\n").ok);
   (void)bad_value;
 }
 
@@ -1642,14 +1642,14 @@ TEST(ConfigKeys, AliasBombIsBounded) {
   EXPECT_EQ(b.errors.back().path, "");
   EXPECT_NE(b.errors.back().message.find("more errors"), std::string::npos) << b.errors.back().message;
   // A list that contains itself.
-  Result self = parse(withGroup(std::string(kOneServer)) + "eal: &e [\"a\", *e]\n");
+  Result self = parse(withGroup(std::string(kOneAppliance)) + "eal: &e [\"a\", *e]\n");
   EXPECT_TRUE(onlyError(self, "eal[1]", {"expected a string, got a list"}));
 }
 
 TEST(ConfigKeys, ListLimits) {
   std::string eal = "eal: [";
   for (int i = 0; i < 257; ++i) eal += std::string(i ? ", " : "") + "x";
-  EXPECT_TRUE(onlyError(parse(withGroup(std::string(kOneServer)) + eal + "]\n"), "eal",
+  EXPECT_TRUE(onlyError(parse(withGroup(std::string(kOneAppliance)) + eal + "]\n"), "eal",
                         {"257 arguments", "at most 256"}));
   std::string codes = "[";
   for (int i = 0; i < 33; ++i) codes += std::string(i ? ", " : "") + "http_2xx";
@@ -1663,13 +1663,13 @@ TEST(ConfigKeys, ListLimits) {
 // Many keys in one map (a quadratic duplicate check would take minutes) and
 // deep nesting: an answer, bounded.
 TEST(ConfigKeys, ManyKeysAndDeepNesting) {
-  std::string t = withGroup(std::string(kOneServer)) + "dataplane:\n";
+  std::string t = withGroup(std::string(kOneAppliance)) + "dataplane:\n";
   for (int i = 0; i < 100000; ++i) t += "  k" + std::to_string(i) + ": 1\n";
   Result r = parse(t);
   EXPECT_FALSE(r.ok);
   EXPECT_EQ(r.errors.size(), 101u);
   EXPECT_EQ(r.errors[0].path, "dataplane.k0");
-  Result d = parse(withGroup(std::string(kOneServer)) + "eal: " + std::string(100000, '[') +
+  Result d = parse(withGroup(std::string(kOneAppliance)) + "eal: " + std::string(100000, '[') +
                    std::string(100000, ']') + "\n");
   ASSERT_EQ(d.errors.size(), 1u) << formatErrors(d.errors);
   EXPECT_EQ(d.errors[0].path, "");
@@ -1919,12 +1919,12 @@ namespace {
 // Passive detection, flap dampening and slow start: parsed, defaults off,
 // ranges, and the rules between keys.
 TEST(ConfigHealth, PassiveDampeningAndSlowStart) {
-  Result r = parse(withGroup(std::string(kOneServer) +
+  Result r = parse(withGroup(std::string(kOneAppliance) +
                              "\n    slow_start: 30s"
                              "\n    health_check: { passive: { enabled: true, min_packets: 20, window: 1500ms },"
                              " dampening: { enabled: true, half_life: 2m } }"));
   ASSERT_TRUE(r.ok) << formatErrors(r.errors);
-  const ServerGroupConfig& g = r.cfg.server_groups[0];
+  const ApplianceGroupConfig& g = r.cfg.server_groups[0];
   EXPECT_EQ(g.slow_start_s, 30u);
   EXPECT_TRUE(g.health_check.passive.enabled);
   EXPECT_EQ(g.health_check.passive.min_packets, 20u);
@@ -1934,39 +1934,39 @@ TEST(ConfigHealth, PassiveDampeningAndSlowStart) {
   EXPECT_EQ(g.health_check.passive.max_ejection_time_ms, 300000u);
   EXPECT_EQ(g.health_check.dampening.half_life_s, 120u);
   EXPECT_EQ(g.health_check.dampening.suppress, 3000u);
-  Result plain = parse(withGroup(std::string(kOneServer) + "\n    health_check: { protocol: tcp }"));
+  Result plain = parse(withGroup(std::string(kOneAppliance) + "\n    health_check: { protocol: tcp }"));
   ASSERT_TRUE(plain.ok);
   EXPECT_FALSE(plain.cfg.server_groups[0].health_check.passive.enabled);
   EXPECT_FALSE(plain.cfg.server_groups[0].health_check.dampening.enabled);
   EXPECT_EQ(plain.cfg.server_groups[0].slow_start_s, 0u);
 
-  Result off = parse(withGroup(std::string(kOneServer) +
+  Result off = parse(withGroup(std::string(kOneAppliance) +
                                "\n    health_check: { enabled: false, passive: { enabled: true } }"));
   EXPECT_TRUE(hasError(off, "server_groups[0].health_check.passive.enabled", {"needs health checks"}));
-  Result sup = parse(withGroup(std::string(kOneServer) +
+  Result sup = parse(withGroup(std::string(kOneAppliance) +
                                "\n    health_check: { dampening: { suppress: 700, reuse: 750 } }"));
   EXPECT_TRUE(hasError(sup, "server_groups[0].health_check.dampening.suppress", {"'700'", "above reuse"}));
   // A penalty capped at or below suppress (reuse x 2^(max_hold / half_life)) would never hold.
-  Result cap = parse(withGroup(std::string(kOneServer) +
+  Result cap = parse(withGroup(std::string(kOneAppliance) +
                                "\n    health_check: { dampening: { max_hold: 120s, half_life: 60s } }"));
   EXPECT_TRUE(hasError(cap, "server_groups[0].health_check.dampening.max_hold", {"nothing would ever be held down"}));
-  Result bad = parse(withGroup(std::string(kOneServer) +
+  Result bad = parse(withGroup(std::string(kOneAppliance) +
                                "\n    slow_start: 2h"
                                "\n    health_check: { passive: { window: 50ms, max_ejection_percent: 101 } }"));
   EXPECT_TRUE(hasError(bad, "server_groups[0].slow_start", {}));
   EXPECT_TRUE(hasError(bad, "server_groups[0].health_check.passive.window", {}));
   EXPECT_TRUE(hasError(bad, "server_groups[0].health_check.passive.max_ejection_percent", {}));
-  Result ej = parse(withGroup(std::string(kOneServer) +
+  Result ej = parse(withGroup(std::string(kOneAppliance) +
                               "\n    health_check: { passive: { base_ejection_time: 3601s, max_ejection_time: 86401s } }"));
   EXPECT_TRUE(hasError(ej, "server_groups[0].health_check.passive.base_ejection_time", {}));
   EXPECT_TRUE(hasError(ej, "server_groups[0].health_check.passive.max_ejection_time", {}));
   // IPv6 probe addresses: both of one family.
-  Result v6 = parse(withGroup(std::string(kOneServer) +
+  Result v6 = parse(withGroup(std::string(kOneAppliance) +
                               "\n    health_check: { forwarding: true, forwarding_probe: { src: \"2001:2::1\", "
                               "dst: \"2001:2::2\" } }"));
   ASSERT_TRUE(v6.ok) << formatErrors(v6.errors);
   EXPECT_TRUE(v6.cfg.server_groups[0].health_check.forwarding_probe.dst.isV6());
-  Result mixed = parse(withGroup(std::string(kOneServer) +
+  Result mixed = parse(withGroup(std::string(kOneAppliance) +
                                  "\n    health_check: { forwarding_probe: { src: 198.18.0.1, dst: \"2001:2::2\" } }"));
   EXPECT_TRUE(hasError(mixed, "server_groups[0].health_check.forwarding_probe.src", {"dst is IPv6"}));
 }

@@ -81,8 +81,8 @@ TEST(ConfigDigest, WhatDiffersPerNodeByDesignChangesNothing) {
   b.fleet.peers = {"10.0.0.1:7946"};
   b.dataplane.workers = 4;
   b.log_level = "debug";
-  b.server_groups[0].servers[2].mac.reset();                               // learnt by ARP there
-  std::swap(b.server_groups[0].servers[0], b.server_groups[0].servers[1]);  // order in the file
+  b.server_groups[0].appliances[2].mac.reset();                               // learnt by ARP there
+  std::swap(b.server_groups[0].appliances[0], b.server_groups[0].appliances[1]);  // order in the file
   b.server_groups[0].health_check.source = *IpAddr::parse("192.0.2.2");
   EXPECT_EQ(diff(a, b), std::vector<std::string>{});
 }
@@ -104,10 +104,10 @@ traffic_classes:
       {{"groups"}, [](Config& c) { c.server_groups[0].geneve.vni = 7; }},
       {{"groups"}, [](Config& c) { c.server_groups[0].failover_mode = FailoverMode::kRebalance; }},
       // An appliance gone: its weight is gone too.
-      {{"appliances", "weights"}, [](Config& c) { c.server_groups[0].servers.pop_back(); }},
+      {{"appliances", "weights"}, [](Config& c) { c.server_groups[0].appliances.pop_back(); }},
       {{"appliances", "weights"},
-       [](Config& c) { c.server_groups[0].servers[0].address = *IpAddr::parse("192.0.2.99"); }},
-      {{"weights"}, [](Config& c) { c.server_groups[0].servers[1].weight = 50; }},
+       [](Config& c) { c.server_groups[0].appliances[0].address = *IpAddr::parse("192.0.2.99"); }},
+      {{"weights"}, [](Config& c) { c.server_groups[0].appliances[1].weight = 50; }},
       {{"listeners"}, [](Config& c) { c.listeners[0].failback_hold_s = 30; }},
       // Appliance bypass: a node that honours other requests bypasses other flows.
       {{"listeners"}, [](Config& c) { c.listeners[0].appliance_bypass.allow = true; }},

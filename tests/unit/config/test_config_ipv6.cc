@@ -41,10 +41,10 @@ Result parse(const std::string& text) {
   return ::testing::AssertionSuccess();
 }
 
-std::string config(const std::string& node_more, const std::string& servers,
+std::string config(const std::string& node_more, const std::string& appliances,
                    const std::string& group_more = "") {
   return "node:\n  underlay_ip: 192.0.2.1\n  underlay_mac: 02:00:00:00:00:01\n" + node_more +
-         "server_groups:\n  - name: g\n    servers: [" + servers + "]\n" + group_more;
+         "server_groups:\n  - name: g\n    servers: [" + appliances + "]\n" + group_more;
 }
 
 const std::string kV6Node = "  underlay_ipv6: 2001:db8:f::1\n  gateway_mac: 02:00:00:00:00:fe\n";
@@ -55,16 +55,16 @@ TEST(ConfigIpv6, IpvSixAppliancesBesideIpv4OnesLoad) {
   ASSERT_TRUE(r.ok) << formatErrors(r.errors);
   ASSERT_TRUE(r.cfg.node.underlay_ipv6.has_value());
   EXPECT_EQ(r.cfg.node.underlay_ipv6->str(), "2001:db8:f::1");
-  EXPECT_TRUE(r.cfg.server_groups[0].servers[0].address.isV6());
-  EXPECT_TRUE(r.cfg.server_groups[0].servers[1].address.isV4());
+  EXPECT_TRUE(r.cfg.server_groups[0].appliances[0].address.isV6());
+  EXPECT_TRUE(r.cfg.server_groups[0].appliances[1].address.isV4());
   // Each appliance has a key of its own (the registry's, health's, the cookie's).
-  EXPECT_NE(applianceKey(r.cfg.server_groups[0].servers[0].address),
-            applianceKey(r.cfg.server_groups[0].servers[2].address));
+  EXPECT_NE(applianceKey(r.cfg.server_groups[0].appliances[0].address),
+            applianceKey(r.cfg.server_groups[0].appliances[2].address));
   // The dump reads back the same.
   Result again = parse(dumpConfig(r.cfg));
   ASSERT_TRUE(again.ok) << formatErrors(again.errors) << dumpConfig(r.cfg);
   EXPECT_EQ(again.cfg.node.underlay_ipv6, r.cfg.node.underlay_ipv6);
-  EXPECT_EQ(again.cfg.server_groups[0].servers[0].address, r.cfg.server_groups[0].servers[0].address);
+  EXPECT_EQ(again.cfg.server_groups[0].appliances[0].address, r.cfg.server_groups[0].appliances[0].address);
 }
 
 TEST(ConfigIpv6, WhatAnIpv6ApplianceNeedsOfTheNode) {
@@ -99,7 +99,7 @@ TEST(ConfigIpv6, VxlanGroupsTakeAppliancesOfEitherFamily) {
                           "    encapsulation: vxlan\n    health_check: { enabled: false }\n"));
   ASSERT_TRUE(r.ok) << formatErrors(r.errors);
   EXPECT_EQ(r.cfg.server_groups[0].encapsulation, Encapsulation::kVxlan);
-  EXPECT_TRUE(r.cfg.server_groups[0].servers[0].address.isV6());
+  EXPECT_TRUE(r.cfg.server_groups[0].appliances[0].address.isV6());
   // What an IPv6 appliance needs of the node is the same in a VXLAN group.
   EXPECT_TRUE(errorsAre(parse(config("  gateway_mac: 02:00:00:00:00:fe\n", "{ address: 2001:db8:f::a }",
                                      "    encapsulation: vxlan\n    health_check: { enabled: false }\n")),

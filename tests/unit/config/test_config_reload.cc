@@ -102,7 +102,7 @@ TEST(ConfigReload, ReloadableKeysNeedNoRestart) {
   next.node.underlay_mtu = 9000;
   next.node.gateway_mac = MacAddr::parse("02:00:00:00:00:fe");
   next.node.ipv6_addresses.push_back(*IpAddr::parse("2001:db8::1"));
-  next.server_groups[0].servers.push_back({IpAddr::v4(0xC000020B), 5, std::nullopt});
+  next.server_groups[0].appliances.push_back({IpAddr::v4(0xC000020B), 5, std::nullopt});
   next.server_groups[0].tcp_idle_timeout_s = 600;
   next.server_groups[0].health_check.configured = true;
   next.server_groups.push_back(next.server_groups[0]);
@@ -134,11 +134,11 @@ TEST(ConfigReload, HoldRestartKeysKeepsRunningValues) {
 TEST(ConfigReload, RevertedByReloadListsRuntimeChangesTheFileDoesNotCarry) {
   const Config file = running();
   Config run = file;
-  run.server_groups[0].servers.clear();  // 192.0.2.10 removed at runtime
-  ServerConfig added;
+  run.server_groups[0].appliances.clear();  // 192.0.2.10 removed at runtime
+  ApplianceConfig added;
   added.address = *IpAddr::parse("192.0.2.11");
   added.weight = 7;
-  run.server_groups[0].servers.push_back(added);  // added at runtime
+  run.server_groups[0].appliances.push_back(added);  // added at runtime
   auto changes = runtimeChanges(file, run);
   ASSERT_EQ(changes.size(), 2u);
   EXPECT_EQ(changes[0].text(), "192.0.2.11 (group g0): added at runtime, not in the file");
@@ -152,7 +152,7 @@ TEST(ConfigReload, RevertedByReloadListsRuntimeChangesTheFileDoesNotCarry) {
   // A file that now says what the running config says reverts nothing.
   EXPECT_TRUE(revertedByReload(file, run, run).empty());
   Config weight = file;
-  weight.server_groups[0].servers[0].weight = 5;
+  weight.server_groups[0].appliances[0].weight = 5;
   auto w = runtimeChanges(file, weight);
   ASSERT_EQ(w.size(), 1u);
   EXPECT_EQ(w[0].text(), "192.0.2.10 (group g0): weight 5 at runtime, 100 in the file");
@@ -208,9 +208,9 @@ fleet: { node_name: gw-a, secret: 00112233445566778899aabbccddeeff, sync_listen:
   std::vector<ConfigError> errs;
   ASSERT_TRUE(parseConfig(text, c, errs)) << formatErrors(errs);
   // What server.add and server.set do to the running config.
-  c.server_groups[0].servers.push_back(ServerConfig{});
-  c.server_groups[0].servers.back().address = IpAddr::v4(0x0A000003u);
-  c.server_groups[0].servers[0].weight = 7;
+  c.server_groups[0].appliances.push_back(ApplianceConfig{});
+  c.server_groups[0].appliances.back().address = IpAddr::v4(0x0A000003u);
+  c.server_groups[0].appliances[0].weight = 7;
 
   std::vector<std::string> hidden;
   std::string dump = dumpConfig(c, {}, &hidden);
@@ -227,9 +227,9 @@ fleet: { node_name: gw-a, secret: 00112233445566778899aabbccddeeff, sync_listen:
   ASSERT_TRUE(parseConfig(full, back, errs)) << formatErrors(errs) << "\n" << full;
   EXPECT_EQ(dumpConfig(back, {.secrets = true}), full);
   EXPECT_TRUE(restartNeeded(c, back).empty());
-  ASSERT_EQ(back.server_groups[0].servers.size(), 3u);
-  EXPECT_EQ(back.server_groups[0].servers[0].weight, 7u);
-  EXPECT_EQ(back.server_groups[0].servers[2].address, IpAddr::v4(0x0A000003u));
+  ASSERT_EQ(back.server_groups[0].appliances.size(), 3u);
+  EXPECT_EQ(back.server_groups[0].appliances[0].weight, 7u);
+  EXPECT_EQ(back.server_groups[0].appliances[2].address, IpAddr::v4(0x0A000003u));
   EXPECT_EQ(back.server_groups[0].name, "fw-one");
   EXPECT_EQ(back.fleet.secret, c.fleet.secret);
   EXPECT_EQ(back.eal_args, c.eal_args);

@@ -145,9 +145,9 @@ TEST(Neighbours, SnapshotTakesTheMacNeighborDiscoveryFound) {
   c.node.gateway_mac.reset();
   c.node.underlay_ipv6 = *IpAddr::parse("2001:db8:f::1");
   const IpAddr v6 = *IpAddr::parse("2001:db8:f::11");
-  ServerRegistry reg;
-  auto find = [&](const dp::Snapshot& s, const IpAddr& a) -> const dp::ServerView* {
-    for (const dp::ServerView& v : s.servers)
+  ApplianceRegistry reg;
+  auto find = [&](const dp::Snapshot& s, const IpAddr& a) -> const dp::ApplianceSlot* {
+    for (const dp::ApplianceSlot& v : s.appliances)
       if (v.in_use && v.ip == applianceKey(a)) return &v;
     return nullptr;
   };
@@ -157,7 +157,7 @@ TEST(Neighbours, SnapshotTakesTheMacNeighborDiscoveryFound) {
   reg.release(*before);
   ApplianceMacs learned = {{kApp, kOld}, {applianceKey(v6), kNew}};
   auto after = buildSnapshot(c, reg, learned, 2);
-  const dp::ServerView* sv = find(*after, v6);
+  const dp::ApplianceSlot* sv = find(*after, v6);
   ASSERT_NE(sv, nullptr);
   EXPECT_TRUE(sv->ipv6);
   EXPECT_TRUE(sv->mac_known);

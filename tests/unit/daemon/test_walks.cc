@@ -56,24 +56,24 @@ FlowKey key(uint32_t i, bool fragment = false) {
 // What flow i is: its appliance (server id), whether it is idle past its
 // timeout at kT0, a fragment entry, or still being created (no timeout yet).
 struct Shape {
-  uint16_t server;
+  uint16_t appliance;
   bool expired, fragment, creating;
 };
-Shape shapeOf(uint32_t i, uint16_t servers) {
-  return {uint16_t(i % servers), i % 7 == 3, i % 11 == 5, i % 13 == 6};
+Shape shapeOf(uint32_t i, uint16_t appliances) {
+  return {uint16_t(i % appliances), i % 7 == 3, i % 11 == 5, i % 13 == 6};
 }
 
 // Fills `ft` with n flows shaped by shapeOf (the same table for the same n).
-void fill(dp::FlowTable& ft, uint32_t n, uint16_t servers) {
+void fill(dp::FlowTable& ft, uint32_t n, uint16_t appliances) {
   for (uint32_t i = 0; i < n; ++i) {
-    Shape sh = shapeOf(i, servers);
+    Shape sh = shapeOf(i, appliances);
     FlowKey k = key(i, sh.fragment);
     uint32_t h = flowHash(k);
     int32_t pos = ft.insert(k, h);
     ASSERT_GE(pos, 0) << i;
     dp::FlowEntry& e = ft.entry(pos);
     e.flow_hash.store(h);
-    e.route.store(dp::packRoute(sh.server, h));
+    e.route.store(dp::packRoute(sh.appliance, h));
     e.created.store(kT0 - 500 * kS);
     e.last_seen.store(sh.expired ? kT0 - 400 * kS : kT0 - uint64_t(i % 100) * kS);
     if (!sh.creating) e.idle_timeout.store(350 * kS);
@@ -83,14 +83,14 @@ void fill(dp::FlowTable& ft, uint32_t n, uint16_t servers) {
 // Flows (fragment entries excluded) per server id, by one whole walk.
 std::vector<uint32_t> wholeCount(const dp::FlowTable& ft) {
   std::vector<uint32_t> out;
-  ctl::countByServer(ft, out);
+  ctl::countByAppliance(ft, out);
   return out;
 }
 
-std::set<uint32_t> present(const dp::FlowTable& ft, uint32_t n, uint16_t servers) {
+std::set<uint32_t> present(const dp::FlowTable& ft, uint32_t n, uint16_t appliances) {
   std::set<uint32_t> in;
   for (uint32_t i = 0; i < n; ++i) {
-    FlowKey k = key(i, shapeOf(i, servers).fragment);
+    FlowKey k = key(i, shapeOf(i, appliances).fragment);
     if (ft.lookup(k, flowHash(k)) >= 0) in.insert(i);
   }
   return in;
@@ -104,8 +104,8 @@ TEST(SlicedExpiry, EachCallStaysWithinItsBoundAndThePassExpiresWhatOneWalkDoes) 
   dp::FlowTable whole("whole", 65536, q.v, 0), sliced("sliced", 65536, q.v, 0);
   fill(whole, kN, 3);
   fill(sliced, kN, 3);
-  std::vector<uint16_t> whole_servers, sliced_servers;
-  size_t deleted = whole.expire(kT0, 0, &whole_servers);
+  std::vector<uint16_t> whole_appliances, sliced_appliances;
+  size_t deleted = whole.expire(kT0, 0, &whole_appliances);
 
   constexpr size_t kSlots = 1000, kKeys = 37;
   dp::FlowTable::ExpiryPass p;
@@ -116,11 +116,11 @@ TEST(SlicedExpiry, EachCallStaysWithinItsBoundAndThePassExpiresWhatOneWalkDoes) 
     ASSERT_LT(calls, 1'000'000u) << "the pass never ends";
     uint32_t cursor = p.cursor;
     size_t live = p.live;
-    done = sliced.expireStep(p, kSlots, kKeys, &sliced_servers, [&](const FlowKey& k, int32_t, const dp::FlowEntry& e) {
+    done = sliced.expireStep(p, kSlots, kKeys, &sliced_appliances, [&](const FlowKey& k, int32_t, const dp::FlowEntry& e) {
       uint64_t r = e.route.load();
       if (k.kind == KeyKind::kFlow && (r & dp::kRouteSet)) {
-        if (visited.size() <= dp::routeServer(r)) visited.resize(dp::routeServer(r) + 1u, 0);
-        ++visited[dp::routeServer(r)];
+        if (visited.size() <= dp::routeAppliance(r)) visited.resize(dp::routeAppliance(r) + 1u, 0);
+        ++visited[dp::routeAppliance(r)];
       }
     });
     EXPECT_LE(p.cursor - cursor, kSlots) << "call " << calls << " walked past its slot bound";
@@ -138,7 +138,7 @@ TEST(SlicedExpiry, EachCallStaysWithinItsBoundAndThePassExpiresWhatOneWalkDoes) 
   EXPECT_EQ(present(whole, kN, 3), expect);
   EXPECT_EQ(p.expired, deleted);
   EXPECT_EQ(p.expired, kN - expect.size());
-  std::multiset<uint16_t> a(whole_servers.begin(), whole_servers.end()), b(sliced_servers.begin(), sliced_servers.end());
+  std::multiset<uint16_t> a(whole_appliances.begin(), whole_appliances.end()), b(sliced_appliances.begin(), sliced_appliances.end());
   EXPECT_EQ(a, b) << "the servers of expired flows";
   // The flows the pass kept, counted as it went, are one walk's count after it.
   EXPECT_EQ(visited, wholeCount(whole));
@@ -249,8 +249,8 @@ TEST(EngineWalks, HousekeepingInSlicesExpiresAndCountsAsOneWalk) {
   EXPECT_EQ(sliced.engine->walkSlices(), calls);
   // Every expired flow is gone; the counts are one walk's count of what is left.
   EXPECT_EQ(present(sliced.ft, kBigFlows, 3), present(whole.ft, kBigFlows, 3));
-  EXPECT_EQ(sliced.engine->flowsByServer(), wholeCount(whole.ft));
-  EXPECT_EQ(whole.engine->flowsByServer(), wholeCount(whole.ft));
+  EXPECT_EQ(sliced.engine->flowsByAppliance(), wholeCount(whole.ft));
+  EXPECT_EQ(whole.engine->flowsByAppliance(), wholeCount(whole.ft));
   EXPECT_EQ(sliced.engine->flowsCountedAt(), kT0);
   uint32_t expired = 0;
   for (uint32_t i = 0; i < kBigFlows; ++i) expired += shapeOf(i, 3).expired && !shapeOf(i, 3).creating;
@@ -265,7 +265,7 @@ TEST(EngineWalks, ServerIdsAreReclaimedByTheSlicedCountAsByAWholeWalk) {
                                    std::initializer_list<const char*>{"10.0.0.11", "10.0.0.12", "10.0.0.13", "10.0.0.14"});
     fill(r->ft, kBigFlows, 3);
     ctl::Config next = r->engine->config();
-    next.server_groups[0].servers.resize(2);
+    next.server_groups[0].appliances.resize(2);
     r->engine->applyConfig(next, "removed", kT0 - kS / 2, true);
     for (uint64_t t = kT0; t <= kT0 + 4 * kS; t += kS) r->runUntil(t);
     return r;
@@ -273,9 +273,9 @@ TEST(EngineWalks, ServerIdsAreReclaimedByTheSlicedCountAsByAWholeWalk) {
   auto whole = run(0), sliced = run(1);
   EXPECT_EQ(whole->freed, std::vector<uint16_t>{3}) << "10.0.0.14's id";
   EXPECT_EQ(sliced->freed, whole->freed);
-  EXPECT_NE(sliced->engine->registry().find(IpAddr::parse("10.0.0.13")->v4HostOrder()), dp::kNoServer)
+  EXPECT_NE(sliced->engine->registry().find(IpAddr::parse("10.0.0.13")->v4HostOrder()), dp::kNoAppliance)
       << "an appliance with flows keeps its id";
-  EXPECT_EQ(sliced->engine->registry().find(IpAddr::parse("10.0.0.14")->v4HostOrder()), dp::kNoServer);
+  EXPECT_EQ(sliced->engine->registry().find(IpAddr::parse("10.0.0.14")->v4HostOrder()), dp::kNoAppliance);
 }
 
 TEST(EngineWalks, ADrainDeadlineIsJudgedOnASlicedCount) {
@@ -291,11 +291,11 @@ TEST(EngineWalks, ADrainDeadlineIsJudgedOnASlicedCount) {
   };
   auto whole = run(0), sliced = run(1);
   const uint32_t ip = IpAddr::parse("10.0.0.12")->v4HostOrder();
-  const ctl::ServerLifecycle::Entry* a = whole->engine->lifecycle().find(ip);
-  const ctl::ServerLifecycle::Entry* b = sliced->engine->lifecycle().find(ip);
+  const ctl::ApplianceLifecycle::Entry* a = whole->engine->lifecycle().find(ip);
+  const ctl::ApplianceLifecycle::Entry* b = sliced->engine->lifecycle().find(ip);
   ASSERT_TRUE(a && b);
-  EXPECT_EQ(a->phase, dp::ServerPhase::kDrained);
-  EXPECT_EQ(b->phase, dp::ServerPhase::kDrained) << "the drain timed out on the sliced count";
+  EXPECT_EQ(a->phase, dp::AppliancePhase::kDrained);
+  EXPECT_EQ(b->phase, dp::AppliancePhase::kDrained) << "the drain timed out on the sliced count";
   EXPECT_EQ(b->flows, a->flows);
   EXPECT_EQ(b->flows, wholeCount(whole->ft)[1]);
   EXPECT_EQ(sliced->engine->lifecycle().stats().drains_timed_out, 1u);
@@ -312,11 +312,11 @@ TEST(FlowsPages, EachPageIsBoundedAndThePagesListAndCountEveryFlowOnce) {
   size_t expect = 0, total = 0;
   ft.forEach([&](const FlowKey&, int32_t, const dp::FlowEntry& e) {
     ++total;
-    expect += dp::routeServer(e.route.load()) == 1;
+    expect += dp::routeAppliance(e.route.load()) == 1;
   });
   ctl::FlowsQuery query;
-  query.by_server = true;
-  query.server = 1;
+  query.by_appliance = true;
+  query.appliance = 1;
   query.limit = 10000;
   std::set<std::string> rows;
   size_t pages = 0, scanned = 0;

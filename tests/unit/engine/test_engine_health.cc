@@ -41,7 +41,7 @@ struct Rig {
   // Maglev slots of the appliance at `a` in the published snapshot.
   size_t slots(const char* a) const {
     const dp::Snapshot* s = engine->current();
-    const uint16_t id = s->serverByIp(IpAddr::parse(a)->v4HostOrder());
+    const uint16_t id = s->applianceByIp(IpAddr::parse(a)->v4HostOrder());
     const auto& m = s->groups.at(0).maglev;
     return size_t(std::count(m.begin(), m.end(), id));
   }
@@ -108,9 +108,9 @@ TEST(EngineNeighbours, TheMacsPushedInAreWhatTheNextBuildUses) {
   c.node.gateway_mac.reset();  // the appliances' MACs must be found
   Rig rig(c);
   const uint32_t app = IpAddr::parse("10.0.0.12")->v4HostOrder();
-  auto view = [&]() -> const dp::ServerView& {
+  auto view = [&]() -> const dp::ApplianceSlot& {
     const dp::Snapshot* s = rig.engine->current();
-    return s->servers.at(s->serverByIp(app));
+    return s->appliances.at(s->applianceByIp(app));
   };
   EXPECT_FALSE(view().mac_known) << "none pushed yet: unresolved";
   const uint64_t gen = rig.engine->generation();

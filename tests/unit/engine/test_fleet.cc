@@ -27,7 +27,7 @@ IpAddr ip(const char* s) { return *IpAddr::parse(s); }
 // gives its appliances their (local) server ids.
 struct Node {
   Config cfg = testing::smallConfig({});
-  ServerRegistry reg;
+  ApplianceRegistry reg;
   uint64_t generation = 0;
   std::unique_ptr<dp::Snapshot> snap;
 
@@ -37,16 +37,16 @@ struct Node {
     reg.release(*snap);
   }
   void add(const char* a, uint32_t weight) {
-    ServerConfig s;
+    ApplianceConfig s;
     s.address = ip(a);
     s.weight = weight;
-    cfg.server_groups[0].servers.push_back(s);
+    cfg.server_groups[0].appliances.push_back(s);
     rebuild();
   }
   void remove(const char* a) {
-    auto& v = cfg.server_groups[0].servers;
+    auto& v = cfg.server_groups[0].appliances;
     v.erase(std::remove_if(v.begin(), v.end(),
-                           [&](const ServerConfig& s) { return s.address == ip(a); }),
+                           [&](const ApplianceConfig& s) { return s.address == ip(a); }),
             v.end());
     rebuild();
   }
@@ -55,7 +55,7 @@ struct Node {
   uint32_t pick(uint32_t hash) const {
     const dp::GroupView& g = snap->groups[0];
     uint16_t id = g.maglev[hash % g.maglev.size()];
-    return id == dp::kNoServer ? 0 : snap->servers[id].ip;
+    return id == dp::kNoAppliance ? 0 : snap->appliances[id].ip;
   }
 };
 
@@ -112,8 +112,8 @@ TEST_F(Fleet1, NodesWithDifferentHistoriesPickTheSameAppliance) {
     // The histories did leave different ids and config orders behind.
     ASSERT_NE(f.n1.reg.find(ip("10.0.0.11").v4HostOrder()),
               f.n2.reg.find(ip("10.0.0.11").v4HostOrder()));
-    ASSERT_NE(f.n1.cfg.server_groups[0].servers[0].address,
-              f.n2.cfg.server_groups[0].servers[0].address);
+    ASSERT_NE(f.n1.cfg.server_groups[0].appliances[0].address,
+              f.n2.cfg.server_groups[0].appliances[0].address);
     std::mt19937_64 rng(7);
     size_t disagree = 0;
     std::set<uint32_t> used;

@@ -1,4 +1,4 @@
-// ServerLifecycle and the snapshot builder's view of leaving appliances: the
+// ApplianceLifecycle and the snapshot builder's view of leaving appliances: the
 // removal rows of docs/product-rules.md section 2 decided on a simulated clock, operator
 // drains, and what the builder hands the workers (phase, move, Maglev share);
 // how a group starts (provisional service of initializing appliances).
@@ -22,7 +22,7 @@ IpAddr ip(const char* s) { return *IpAddr::parse(s); }
 
 Config config(FailoverMode mode, bool draining, uint32_t timeout_s = 30) {
   Config c = testing::smallConfig();
-  ServerGroupConfig& g = c.server_groups[0];
+  ApplianceGroupConfig& g = c.server_groups[0];
   g.failover_mode = mode;
   g.connection_draining.enabled = draining;
   g.connection_draining.timeout_s = timeout_s;
@@ -30,8 +30,8 @@ Config config(FailoverMode mode, bool draining, uint32_t timeout_s = 30) {
 }
 
 Config without(Config c, const char* a) {
-  auto& s = c.server_groups[0].servers;
-  s.erase(std::remove_if(s.begin(), s.end(), [&](const ServerConfig& x) { return x.address == ip(a); }),
+  auto& s = c.server_groups[0].appliances;
+  s.erase(std::remove_if(s.begin(), s.end(), [&](const ApplianceConfig& x) { return x.address == ip(a); }),
           s.end());
   return c;
 }
@@ -40,7 +40,7 @@ uint32_t v4(const char* a) { return ip(a).v4HostOrder(); }
 
 // Flow counts by server id for the registry of `reg`.
 struct Counts {
-  ServerRegistry& reg;
+  ApplianceRegistry& reg;
   std::vector<uint32_t> by_id;
   Counts& set(const char* a, uint32_t n) {
     uint16_t id = reg.idFor(v4(a));
@@ -53,15 +53,15 @@ struct Counts {
 TEST(Lifecycle, RemovalWithDrainingWaitsForTheTimeoutThenFollowsTheMode) {
   for (FailoverMode mode : {FailoverMode::kRebalance, FailoverMode::kNoRebalance}) {
     SCOPED_TRACE(toString(mode));
-    ServerLifecycle life;
-    ServerRegistry reg;
+    ApplianceLifecycle life;
+    ApplianceRegistry reg;
     Config a = config(mode, true, 30);
     buildSnapshot(a, reg, {}, 1);
     Config b = without(a, "10.0.0.12");
     life.applyConfig(a, b, 1000 * kSec, "removed by reload");
     const auto* e = life.find(v4("10.0.0.12"));
     ASSERT_NE(e, nullptr);
-    EXPECT_EQ(e->phase, dp::ServerPhase::kDraining);
+    EXPECT_EQ(e->phase, dp::AppliancePhase::kDraining);
     EXPECT_EQ(e->move_reason, dp::MoveReason::kNone);
     EXPECT_EQ(e->deadline_ns, 1030 * kSec);
     EXPECT_EQ(life.stats().drains_started, 1u);
@@ -74,7 +74,7 @@ TEST(Lifecycle, RemovalWithDrainingWaitsForTheTimeoutThenFollowsTheMode) {
     EXPECT_TRUE(life.tick(1030 * kSec, &c.by_id, reg.addresses())) << "at the timeout";
     e = life.find(v4("10.0.0.12"));
     ASSERT_NE(e, nullptr) << "flows are still on it";
-    EXPECT_EQ(e->phase, dp::ServerPhase::kDrained);
+    EXPECT_EQ(e->phase, dp::AppliancePhase::kDrained);
     EXPECT_EQ(e->move_reason, mode == FailoverMode::kRebalance ? dp::MoveReason::kDrainTimeout
                                                         : dp::MoveReason::kNone);
     EXPECT_EQ(life.stats().drains_timed_out, 1u);
@@ -83,14 +83,14 @@ TEST(Lifecycle, RemovalWithDrainingWaitsForTheTimeoutThenFollowsTheMode) {
 
     // The snapshot: routable for its flows, no Maglev share.
     auto s = buildSnapshot(b, reg, {}, 2, {}, &life);
-    const dp::ServerView& sv = s->servers[reg.find(v4("10.0.0.12"))];
+    const dp::ApplianceSlot& sv = s->appliances[reg.find(v4("10.0.0.12"))];
     EXPECT_TRUE(sv.routable);
     EXPECT_FALSE(sv.in_use);
-    EXPECT_EQ(sv.phase, dp::ServerPhase::kDrained);
+    EXPECT_EQ(sv.phase, dp::AppliancePhase::kDrained);
     EXPECT_EQ(sv.move_reason, e->move_reason);
     EXPECT_TRUE(sv.mac_known);
     EXPECT_EQ(std::count(s->groups[0].maglev.begin(), s->groups[0].maglev.end(), reg.find(v4("10.0.0.12"))), 0);
-    EXPECT_NE(s->serverByIp(v4("10.0.0.12")), dp::kNoServer) << "its replies are accepted";
+    EXPECT_NE(s->applianceByIp(v4("10.0.0.12")), dp::kNoAppliance) << "its replies are accepted";
 
     // Its last flow ends: forgotten, and gone from the snapshot.
     c.set("10.0.0.12", 0);
@@ -98,15 +98,15 @@ TEST(Lifecycle, RemovalWithDrainingWaitsForTheTimeoutThenFollowsTheMode) {
     EXPECT_EQ(life.find(v4("10.0.0.12")), nullptr);
     EXPECT_EQ(life.stats().forgotten, 1u);
     s = buildSnapshot(b, reg, {}, 3, {}, &life);
-    EXPECT_EQ(s->servers[reg.find(v4("10.0.0.12"))].phase, dp::ServerPhase::kGone);
-    EXPECT_FALSE(s->servers[reg.find(v4("10.0.0.12"))].routable);
-    EXPECT_EQ(s->serverByIp(v4("10.0.0.12")), dp::kNoServer);
+    EXPECT_EQ(s->appliances[reg.find(v4("10.0.0.12"))].phase, dp::AppliancePhase::kGone);
+    EXPECT_FALSE(s->appliances[reg.find(v4("10.0.0.12"))].routable);
+    EXPECT_EQ(s->applianceByIp(v4("10.0.0.12")), dp::kNoAppliance);
   }
 }
 
 TEST(Lifecycle, DrainEndsEarlyWhenItsLastFlowEnds) {
-  ServerLifecycle life;
-  ServerRegistry reg;
+  ApplianceLifecycle life;
+  ApplianceRegistry reg;
   Config a = config(FailoverMode::kRebalance, true, 300);
   buildSnapshot(a, reg, {}, 1);
   Config b = without(a, "10.0.0.11");
@@ -124,12 +124,12 @@ TEST(Lifecycle, DrainEndsEarlyWhenItsLastFlowEnds) {
 
 TEST(Lifecycle, RemovalWithoutDrainingActsAtOnce) {
   for (FailoverMode mode : {FailoverMode::kRebalance, FailoverMode::kNoRebalance}) {
-    ServerLifecycle life;
+    ApplianceLifecycle life;
     Config a = config(mode, false);
     life.applyConfig(a, without(a, "10.0.0.13"), 0, "removed");
     const auto* e = life.find(v4("10.0.0.13"));
     ASSERT_NE(e, nullptr);
-    EXPECT_EQ(e->phase, dp::ServerPhase::kDrained);
+    EXPECT_EQ(e->phase, dp::AppliancePhase::kDrained);
     EXPECT_EQ(e->move_reason, mode == FailoverMode::kRebalance ? dp::MoveReason::kRemoved
                                                         : dp::MoveReason::kNone);
     EXPECT_EQ(life.stats().drains_started, 0u);
@@ -138,7 +138,7 @@ TEST(Lifecycle, RemovalWithoutDrainingActsAtOnce) {
 }
 
 TEST(Lifecycle, AddedBackIsActiveAgain) {
-  ServerLifecycle life;
+  ApplianceLifecycle life;
   Config a = config(FailoverMode::kRebalance, true);
   Config b = without(a, "10.0.0.13");
   life.applyConfig(a, b, 0, "removed");
@@ -148,8 +148,8 @@ TEST(Lifecycle, AddedBackIsActiveAgain) {
 }
 
 TEST(Lifecycle, OperatorDrainOfAConfiguredAppliance) {
-  ServerLifecycle life;
-  ServerRegistry reg;
+  ApplianceLifecycle life;
+  ApplianceRegistry reg;
   Config a = config(FailoverMode::kNoRebalance, false, 300);
   EXPECT_EQ(life.drain(a, v4("10.9.9.9"), std::nullopt, 0), "not a configured appliance");
   EXPECT_EQ(life.drain(a, v4("10.0.0.11"), 10u, 0), "");
@@ -163,14 +163,14 @@ TEST(Lifecycle, OperatorDrainOfAConfiguredAppliance) {
   auto s = buildSnapshot(a, reg, {}, 1, {}, &life);
   uint16_t id = reg.find(v4("10.0.0.11"));
   EXPECT_EQ(std::count(s->groups[0].maglev.begin(), s->groups[0].maglev.end(), id), 0);
-  EXPECT_EQ(s->servers[id].phase, dp::ServerPhase::kDraining);
-  EXPECT_TRUE(s->servers[id].routable);
-  EXPECT_TRUE(s->servers[id].in_use);
+  EXPECT_EQ(s->appliances[id].phase, dp::AppliancePhase::kDraining);
+  EXPECT_TRUE(s->appliances[id].routable);
+  EXPECT_TRUE(s->appliances[id].in_use);
 
   Counts c{reg, {}};
   c.set("10.0.0.11", 3);
   EXPECT_TRUE(life.tick(10 * kSec, &c.by_id, reg.addresses()));
-  EXPECT_EQ(life.find(v4("10.0.0.11"))->phase, dp::ServerPhase::kDrained);
+  EXPECT_EQ(life.find(v4("10.0.0.11"))->phase, dp::AppliancePhase::kDrained);
   EXPECT_EQ(life.drain(a, v4("10.0.0.11"), 10u, 0), "already drained");
   c.set("10.0.0.11", 0);
   life.tick(11 * kSec, &c.by_id, reg.addresses());
@@ -183,7 +183,7 @@ TEST(Lifecycle, OperatorDrainOfAConfiguredAppliance) {
 }
 
 TEST(Lifecycle, OperatorDrainThenRemovalKeepsTheTimer) {
-  ServerLifecycle life;
+  ApplianceLifecycle life;
   Config a = config(FailoverMode::kRebalance, false, 300);
   ASSERT_EQ(life.drain(a, v4("10.0.0.12"), 20u, 0), "");
   life.applyConfig(a, without(a, "10.0.0.12"), 5 * kSec, "removed by reload");
@@ -195,30 +195,30 @@ TEST(Lifecycle, OperatorDrainThenRemovalKeepsTheTimer) {
 }
 
 TEST(Builder, UnhealthyShedsFlowsOnlyInRebalanceModeAndOnlyWithSomewhereToGo) {
-  ServerRegistry reg;
+  ApplianceRegistry reg;
   HealthMap h = {{v4("10.0.0.11"), HealthState::kUnhealthy},
                  {v4("10.0.0.12"), HealthState::kHealthy},
                  {v4("10.0.0.13"), HealthState::kInitializing}};
   auto s = buildSnapshot(config(FailoverMode::kRebalance, false), reg, {}, 1, h);
-  EXPECT_EQ(s->servers[reg.find(v4("10.0.0.11"))].move_reason, dp::MoveReason::kUnhealthy);
-  EXPECT_EQ(s->servers[reg.find(v4("10.0.0.12"))].move_reason, dp::MoveReason::kNone);
-  EXPECT_EQ(s->servers[reg.find(v4("10.0.0.13"))].move_reason, dp::MoveReason::kNone)
+  EXPECT_EQ(s->appliances[reg.find(v4("10.0.0.11"))].move_reason, dp::MoveReason::kUnhealthy);
+  EXPECT_EQ(s->appliances[reg.find(v4("10.0.0.12"))].move_reason, dp::MoveReason::kNone);
+  EXPECT_EQ(s->appliances[reg.find(v4("10.0.0.13"))].move_reason, dp::MoveReason::kNone)
       << "initializing is not failed";
   for (uint16_t id : s->groups[0].maglev) EXPECT_EQ(id, reg.find(v4("10.0.0.12")));
 
   s = buildSnapshot(config(FailoverMode::kNoRebalance, false), reg, {}, 2, h);
-  EXPECT_EQ(s->servers[reg.find(v4("10.0.0.11"))].move_reason, dp::MoveReason::kNone);
+  EXPECT_EQ(s->appliances[reg.find(v4("10.0.0.11"))].move_reason, dp::MoveReason::kNone);
 
   HealthMap all = {{v4("10.0.0.11"), HealthState::kUnhealthy},
                    {v4("10.0.0.12"), HealthState::kUnhealthy},
                    {v4("10.0.0.13"), HealthState::kUnhealthy}};
   s = buildSnapshot(config(FailoverMode::kRebalance, false), reg, {}, 3, all);
-  for (auto& sv : s->servers) EXPECT_EQ(sv.move_reason, dp::MoveReason::kNone) << "fail_open: nowhere better";
+  for (auto& sv : s->appliances) EXPECT_EQ(sv.move_reason, dp::MoveReason::kNone) << "fail_open: nowhere better";
 }
 
 TEST(Builder, DrainedAppliancesStayOutOfFailOpen) {
-  ServerLifecycle life;
-  ServerRegistry reg;
+  ApplianceLifecycle life;
+  ApplianceRegistry reg;
   Config a = config(FailoverMode::kRebalance, false);
   ASSERT_EQ(life.drain(a, v4("10.0.0.11"), 60u, 0), "");
   HealthMap all = {{v4("10.0.0.11"), HealthState::kUnhealthy},
@@ -234,8 +234,8 @@ TEST(Builder, DrainedAppliancesStayOutOfFailOpen) {
 // (forced) must not end with its flows moved to an unhealthy appliance when
 // the drain times out: they stay until an appliance is in service again.
 TEST(Builder, DrainTimeoutNeverMovesFlowsToAnApplianceNotInService) {
-  ServerLifecycle life;
-  ServerRegistry reg;
+  ApplianceLifecycle life;
+  ApplianceRegistry reg;
   Config a = config(FailoverMode::kRebalance, true, 30);
   HealthMap h = {{v4("10.0.0.11"), HealthState::kHealthy},
                  {v4("10.0.0.12"), HealthState::kUnhealthy},
@@ -247,22 +247,22 @@ TEST(Builder, DrainTimeoutNeverMovesFlowsToAnApplianceNotInService) {
   ASSERT_TRUE(life.tick(10 * kSec, &c.by_id, reg.addresses())) << "the drain times out";
   ASSERT_EQ(life.find(v4("10.0.0.11"))->move_reason, dp::MoveReason::kDrainTimeout);
   auto s = buildSnapshot(a, reg, {}, 2, h, &life);
-  const dp::ServerView& v = s->servers[reg.find(v4("10.0.0.11"))];
-  EXPECT_EQ(v.phase, dp::ServerPhase::kDrained);
+  const dp::ApplianceSlot& v = s->appliances[reg.find(v4("10.0.0.11"))];
+  EXPECT_EQ(v.phase, dp::AppliancePhase::kDrained);
   EXPECT_EQ(v.move_reason, dp::MoveReason::kNone) << "no appliance in service: the flows stay";
   EXPECT_TRUE(v.routable);
   // Once an appliance is in service again, the flows move (to it).
   h[v4("10.0.0.12")] = HealthState::kHealthy;
   s = buildSnapshot(a, reg, {}, 3, h, &life);
-  EXPECT_EQ(s->servers[reg.find(v4("10.0.0.11"))].move_reason, dp::MoveReason::kDrainTimeout);
+  EXPECT_EQ(s->appliances[reg.find(v4("10.0.0.11"))].move_reason, dp::MoveReason::kDrainTimeout);
   for (uint16_t id : s->groups[0].maglev) EXPECT_EQ(id, reg.find(v4("10.0.0.12")));
 }
 
 // The same for a removal without draining (rebalance moves at once) and for
 // the last appliance in service set to weight 0 while the others fail.
 TEST(Builder, RemovalNeverMovesFlowsToAnApplianceNotInService) {
-  ServerLifecycle life;
-  ServerRegistry reg;
+  ApplianceLifecycle life;
+  ApplianceRegistry reg;
   Config a = config(FailoverMode::kRebalance, false);
   HealthMap h = {{v4("10.0.0.11"), HealthState::kHealthy},
                  {v4("10.0.0.12"), HealthState::kUnhealthy},
@@ -272,8 +272,8 @@ TEST(Builder, RemovalNeverMovesFlowsToAnApplianceNotInService) {
   life.applyConfig(a, b, 0, "removed by server.remove");
   ASSERT_EQ(life.find(v4("10.0.0.11"))->move_reason, dp::MoveReason::kRemoved);
   auto s = buildSnapshot(b, reg, {}, 2, h, &life);
-  EXPECT_EQ(s->servers[reg.find(v4("10.0.0.11"))].move_reason, dp::MoveReason::kNone);
-  EXPECT_EQ(s->servers[reg.find(v4("10.0.0.12"))].move_reason, dp::MoveReason::kNone)
+  EXPECT_EQ(s->appliances[reg.find(v4("10.0.0.11"))].move_reason, dp::MoveReason::kNone);
+  EXPECT_EQ(s->appliances[reg.find(v4("10.0.0.12"))].move_reason, dp::MoveReason::kNone)
       << "unhealthy, but nowhere in service to go";
 }
 
@@ -305,13 +305,13 @@ TEST(StartUp, InitializingAppliancesServeUntilTheirFirstFailedCheck) {
     t.setProvisional(true);  // what HealthChecker::reconcile does for a starting group
     apps.push_back({addr, answers, resp, t, firstProbeDelayMs(p, v4(addr), true)});
   }
-  ServerRegistry reg;
+  ApplianceRegistry reg;
   auto inTable = [&](uint64_t gen) {
     HealthMap h;
     for (App& x : apps) h[v4(x.addr)] = ApplianceHealth(x.t.state(), x.t.provisional());
     auto s = buildSnapshot(a, reg, {}, gen, h);
     std::set<std::string> in;
-    for (uint16_t id : s->groups[0].maglev) in.insert(IpAddr::v4(s->servers[id].ip).str());
+    for (uint16_t id : s->groups[0].maglev) in.insert(IpAddr::v4(s->appliances[id].ip).str());
     return in;
   };
   EXPECT_EQ(inTable(1), (std::set<std::string>{"10.0.0.11", "10.0.0.12", "10.0.0.13"}))
@@ -347,7 +347,7 @@ TEST(StartUp, InitializingAppliancesServeUntilTheirFirstFailedCheck) {
 // starts in provisional service like the others.
 TEST(StartUp, ProvisionalOnlyWhileTheGroupHasNoVerdict) {
   Config a = config(FailoverMode::kNoRebalance, false);
-  ServerRegistry reg;
+  ApplianceRegistry reg;
   HealthMap h = {{v4("10.0.0.11"), HealthState::kHealthy},
                  {v4("10.0.0.12"), ApplianceHealth(HealthState::kInitializing, false)},
                  {v4("10.0.0.13"), ApplianceHealth(HealthState::kInitializing, true)}};

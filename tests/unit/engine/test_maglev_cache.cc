@@ -29,40 +29,40 @@ std::vector<std::string> applianceAddresses(int n) {
 TEST(MaglevCache, SnapshotsEqualFreshBuildsThroughARandomHistory) {
   std::mt19937 rng(17);
   Config cfg = testing::smallConfig({});
-  cfg.server_groups[0].servers.clear();
+  cfg.server_groups[0].appliances.clear();
   const std::vector<std::string> pool = applianceAddresses(24);
   for (int i = 0; i < 8; ++i) {
-    ServerConfig s;
+    ApplianceConfig s;
     s.address = ip(pool[size_t(i)]);
-    cfg.server_groups[0].servers.push_back(s);
+    cfg.server_groups[0].appliances.push_back(s);
   }
-  ServerRegistry reg_cached, reg_fresh;
+  ApplianceRegistry reg_cached, reg_fresh;
   MaglevCache cache(4);
   HealthMap health;
   uint64_t gen = 0;
   for (int step = 0; step < 300; ++step) {
-    auto& servers = cfg.server_groups[0].servers;
+    auto& appliances = cfg.server_groups[0].appliances;
     switch (rng() % 5) {
       case 0: {  // health flap
-        const ServerConfig& s = servers[rng() % servers.size()];
+        const ApplianceConfig& s = appliances[rng() % appliances.size()];
         uint32_t a = s.address.v4HostOrder();
         health[a] = health[a] == HealthState::kUnhealthy ? HealthState::kHealthy : HealthState::kUnhealthy;
         break;
       }
       case 1:  // weight change
-        servers[rng() % servers.size()].weight = 1 + rng() % 4;
+        appliances[rng() % appliances.size()].weight = 1 + rng() % 4;
         break;
       case 2:  // remove one (ids are released and reused)
-        if (servers.size() > 2) servers.erase(servers.begin() + long(rng() % servers.size()));
+        if (appliances.size() > 2) appliances.erase(appliances.begin() + long(rng() % appliances.size()));
         break;
       case 3: {  // add one not present
         const std::string& a = pool[rng() % pool.size()];
         bool present = false;
-        for (const ServerConfig& s : servers) present |= s.address == ip(a);
+        for (const ApplianceConfig& s : appliances) present |= s.address == ip(a);
         if (!present) {
-          ServerConfig s;
+          ApplianceConfig s;
           s.address = ip(a);
-          servers.push_back(s);
+          appliances.push_back(s);
         }
         break;
       }
@@ -88,16 +88,16 @@ TEST(MaglevCache, SnapshotsEqualFreshBuildsThroughARandomHistory) {
 // table; a table size too.
 TEST(MaglevCache, FlapsAreServedFromTheCache) {
   Config cfg = testing::smallConfig({});
-  cfg.server_groups[0].servers.clear();
+  cfg.server_groups[0].appliances.clear();
   for (const std::string& a : applianceAddresses(100)) {
-    ServerConfig s;
+    ApplianceConfig s;
     s.address = ip(a);
-    cfg.server_groups[0].servers.push_back(s);
+    cfg.server_groups[0].appliances.push_back(s);
   }
   cfg.server_groups[0].maglev_table_size = 65537;
-  ServerRegistry reg;
+  ApplianceRegistry reg;
   MaglevCache cache;
-  const uint32_t flapper = cfg.server_groups[0].servers[7].address.v4HostOrder();
+  const uint32_t flapper = cfg.server_groups[0].appliances[7].address.v4HostOrder();
   for (int i = 0; i < 20; ++i) {
     HealthMap h;
     if (i % 2) h[flapper] = HealthState::kUnhealthy;
@@ -105,12 +105,12 @@ TEST(MaglevCache, FlapsAreServedFromTheCache) {
     reg.release(*s);
     ASSERT_EQ(s->groups[0].maglev.size(), 65537u);
     bool flapper_has_slots = false;
-    for (uint16_t id : s->groups[0].maglev) flapper_has_slots |= s->servers[id].ip == flapper;
+    for (uint16_t id : s->groups[0].maglev) flapper_has_slots |= s->appliances[id].ip == flapper;
     EXPECT_EQ(flapper_has_slots, i % 2 == 0) << "snapshot " << i;
   }
   EXPECT_EQ(cache.misses(), 2u);
   EXPECT_EQ(cache.hits(), 18u);
-  cfg.server_groups[0].servers[3].weight = 2;
+  cfg.server_groups[0].appliances[3].weight = 2;
   auto s = buildSnapshot(cfg, reg, {}, 21, {}, nullptr, nullptr, nullptr, &cache);
   EXPECT_EQ(cache.misses(), 3u);
   cfg.server_groups[0].maglev_table_size = 65521;

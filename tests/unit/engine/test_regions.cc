@@ -14,14 +14,14 @@ constexpr uint64_t kSec = 1'000'000'000ULL;
 
 IpAddr ip(const std::string& s) { return *IpAddr::parse(s); }
 
-ServerGroupConfig group(const std::string& name, int n, int third_octet) {
-  ServerGroupConfig g;
+ApplianceGroupConfig group(const std::string& name, int n, int third_octet) {
+  ApplianceGroupConfig g;
   g.name = name;
   g.maglev_table_size = 251;
   for (int i = 0; i < n; ++i) {
-    ServerConfig s;
+    ApplianceConfig s;
     s.address = ip("10.0." + std::to_string(third_octet) + "." + std::to_string(10 + i));
-    g.servers.push_back(s);
+    g.appliances.push_back(s);
   }
   return g;
 }
@@ -82,12 +82,12 @@ TEST(Policy, ZeroServersAndWhatCounts) {
   Config c = regions();
   HealthMap h = health(0);
   // Weight 0 and drained appliances are not counted at all.
-  c.server_groups[0].servers[0].weight = 0;
-  c.server_groups[0].servers[1].weight = 0;
-  ServerLifecycle life;
+  c.server_groups[0].appliances[0].weight = 0;
+  c.server_groups[0].appliances[1].weight = 0;
+  ApplianceLifecycle life;
   ASSERT_EQ(life.drain(c, ip(addr(1, 2)).v4HostOrder(), 60u, 0), "");
   auto s = judge(c, 0, 60, 1, h, &life);
-  EXPECT_EQ(s.servers, 2u);
+  EXPECT_EQ(s.appliances, 2u);
   EXPECT_EQ(s.healthy, 2u);
   EXPECT_TRUE(s.ok);
   // Only unhealthy counts against: initializing (no verdict yet) and
@@ -102,9 +102,9 @@ TEST(Policy, ZeroServersAndWhatCounts) {
   EXPECT_EQ(s.healthy, 1u);
   EXPECT_FALSE(s.ok) << "1 of 2 < 60 %";
   // Nothing left to count: unhealthy whatever the policy says.
-  for (auto& sv : c.server_groups[0].servers) sv.weight = 0;
+  for (auto& sv : c.server_groups[0].appliances) sv.weight = 0;
   s = judge(c, 0, 0, 0, h, nullptr);
-  EXPECT_EQ(s.servers, 0u);
+  EXPECT_EQ(s.appliances, 0u);
   EXPECT_FALSE(s.ok);
 }
 

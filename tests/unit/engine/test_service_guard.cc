@@ -16,22 +16,22 @@ uint32_t v4(const char* a) { return ip(a).v4HostOrder(); }
 
 Config config(bool checks = true, WhenAllUnhealthy all = WhenAllUnhealthy::kFailOpen) {
   Config c = testing::smallConfig();
-  ServerGroupConfig& g = c.server_groups[0];
+  ApplianceGroupConfig& g = c.server_groups[0];
   g.failover_mode = FailoverMode::kRebalance;
   g.when_all_unhealthy = all;
   g.health_check.configured = checks;
   return c;
 }
 
-ServerConfig* server(Config& c, const char* a) {
-  for (auto& s : c.server_groups[0].servers)
+ApplianceConfig* appliance(Config& c, const char* a) {
+  for (auto& s : c.server_groups[0].appliances)
     if (s.address == ip(a)) return &s;
   return nullptr;
 }
 
 Config without(Config c, const char* a) {
-  auto& s = c.server_groups[0].servers;
-  s.erase(std::remove_if(s.begin(), s.end(), [&](const ServerConfig& x) { return x.address == ip(a); }),
+  auto& s = c.server_groups[0].appliances;
+  s.erase(std::remove_if(s.begin(), s.end(), [&](const ApplianceConfig& x) { return x.address == ip(a); }),
           s.end());
   return c;
 }
@@ -42,7 +42,7 @@ const HealthMap kOneHealthy = {{v4("10.0.0.11"), HealthState::kHealthy},
 
 TEST(ServiceGuard, DrainingTheLastApplianceInServiceIsALoss) {
   Config c = config();
-  ServerLifecycle life, next = life;
+  ApplianceLifecycle life, next = life;
   ASSERT_EQ(next.drain(c, v4("10.0.0.11"), std::nullopt, 0), "");
   auto losses = serviceLosses(c, life, c, next, kOneHealthy);
   ASSERT_EQ(losses.size(), 1u);
@@ -65,7 +65,7 @@ TEST(ServiceGuard, ChangesThatLeaveServiceAreNotLosses) {
   HealthMap two = kOneHealthy;
   two[v4("10.0.0.12")] = HealthState::kHealthy;
   Config c = config();
-  ServerLifecycle life, next = life;
+  ApplianceLifecycle life, next = life;
   ASSERT_EQ(next.drain(c, v4("10.0.0.11"), std::nullopt, 0), "");
   EXPECT_TRUE(serviceLosses(c, life, c, next, two).empty()) << "10.0.0.12 is still in service";
   // A group that has no appliance in service already: the change loses nothing.
@@ -80,10 +80,10 @@ TEST(ServiceGuard, ChangesThatLeaveServiceAreNotLosses) {
 
 TEST(ServiceGuard, WeightZeroAndRemovalOfTheLastOne) {
   Config c = config();
-  ServerLifecycle life;
+  ApplianceLifecycle life;
   Config w0 = c;
-  server(w0, "10.0.0.11")->weight = 0;
-  ServerLifecycle after = life;
+  appliance(w0, "10.0.0.11")->weight = 0;
+  ApplianceLifecycle after = life;
   after.applyConfig(c, w0, 0, "weight");
   EXPECT_EQ(serviceLosses(c, life, w0, after, kOneHealthy).size(), 1u);
 
@@ -97,7 +97,7 @@ TEST(ServiceGuard, WeightZeroAndRemovalOfTheLastOne) {
 
 TEST(ServiceGuard, DropSaysNewFlowsAreDropped) {
   Config c = config(true, WhenAllUnhealthy::kDrop);
-  ServerLifecycle life, next = life;
+  ApplianceLifecycle life, next = life;
   ASSERT_EQ(next.drain(c, v4("10.0.0.11"), std::nullopt, 0), "");
   std::string text = describeLosses(serviceLosses(c, life, c, next, kOneHealthy));
   EXPECT_NE(text.find("new flows are dropped (when_all_unhealthy: drop"), std::string::npos) << text;
@@ -105,13 +105,13 @@ TEST(ServiceGuard, DropSaysNewFlowsAreDropped) {
 
 TEST(ServiceGuard, NothingLeftMeansDroppedEvenWithFailOpen) {
   Config c = config(false);  // no checks: all in service
-  ServerLifecycle life;
+  ApplianceLifecycle life;
   ASSERT_EQ(life.drain(c, v4("10.0.0.12"), std::nullopt, 0), "");
   Config w = c;
-  server(w, "10.0.0.13")->weight = 0;
-  ServerLifecycle mid = life;
+  appliance(w, "10.0.0.13")->weight = 0;
+  ApplianceLifecycle mid = life;
   mid.applyConfig(c, w, 0, "weight");
-  ServerLifecycle next = mid;
+  ApplianceLifecycle next = mid;
   ASSERT_EQ(next.drain(w, v4("10.0.0.11"), std::nullopt, 0), "");
   auto losses = serviceLosses(w, mid, w, next, {});
   ASSERT_EQ(losses.size(), 1u);
@@ -125,14 +125,14 @@ TEST(ServiceGuard, NothingLeftMeansDroppedEvenWithFailOpen) {
 // any verdict.
 TEST(ServiceGuard, ReloadJudgesNewAppliancesAsTheyWillStart) {
   Config c = config();
-  ServerLifecycle life;
+  ApplianceLifecycle life;
   // Replace the healthy one by a new appliance: the group keeps verdicts
   // (.12 unhealthy), so the newcomer waits for its checks: a loss.
   Config next = without(c, "10.0.0.11");
-  ServerConfig n;
+  ApplianceConfig n;
   n.address = ip("10.0.0.14");
-  next.server_groups[0].servers.push_back(n);
-  ServerLifecycle after = life;
+  next.server_groups[0].appliances.push_back(n);
+  ApplianceLifecycle after = life;
   after.applyConfig(c, next, 0, "reload");
   auto losses = serviceLosses(c, life, next, after, kOneHealthy);
   ASSERT_EQ(losses.size(), 1u);
@@ -140,14 +140,14 @@ TEST(ServiceGuard, ReloadJudgesNewAppliancesAsTheyWillStart) {
   // Replace every appliance: the group starts again (no verdict), the new
   // ones serve provisionally: no loss.
   Config fresh = config();
-  for (auto& s : fresh.server_groups[0].servers) s.address = ip(("10.0.1." + std::to_string(s.address.b[3])).c_str());
+  for (auto& s : fresh.server_groups[0].appliances) s.address = ip(("10.0.1." + std::to_string(s.address.b[3])).c_str());
   after = life;
   after.applyConfig(c, fresh, 0, "reload");
   EXPECT_TRUE(serviceLosses(c, life, fresh, after, kOneHealthy).empty());
   // Turning health checks off puts every appliance in service.
   Config off = c;
   off.server_groups[0].health_check.configured = false;
-  server(off, "10.0.0.11")->weight = 0;
+  appliance(off, "10.0.0.11")->weight = 0;
   after = life;
   after.applyConfig(c, off, 0, "reload");
   EXPECT_TRUE(serviceLosses(c, life, off, after, kOneHealthy).empty());
@@ -157,7 +157,7 @@ TEST(ServiceGuard, ReloadJudgesNewAppliancesAsTheyWillStart) {
 // judgement as serviceLosses on the lifecycle the change would make.
 TEST(ServiceGuard, DrainAndConfigChangeLossesJudgeTheChangeOnACopy) {
   Config c = config();
-  ServerLifecycle life;
+  ApplianceLifecycle life;
   std::string err;
   auto losses = drainLosses(c, life, kOneHealthy, v4("10.0.0.11"), std::nullopt, 0, err);
   EXPECT_EQ(err, "");
@@ -174,11 +174,11 @@ TEST(ServiceGuard, DrainAndConfigChangeLossesJudgeTheChangeOnACopy) {
   EXPECT_EQ(configChangeLosses(c, life, kOneHealthy, without(c, "10.0.0.11"), 0, "removed").size(), 1u);
   EXPECT_TRUE(configChangeLosses(c, life, kOneHealthy, without(c, "10.0.0.12"), 0, "removed").empty());
   Config zero = c;
-  server(zero, "10.0.0.11")->weight = 0;
+  appliance(zero, "10.0.0.11")->weight = 0;
   EXPECT_EQ(configChangeLosses(c, life, kOneHealthy, zero, 0, "removed").size(), 1u);
   // An invalid next config loses nothing here: applying it reports its errors.
   Config empty = c;
-  empty.server_groups[0].servers.clear();
+  empty.server_groups[0].appliances.clear();
   EXPECT_TRUE(configChangeLosses(c, life, kOneHealthy, empty, 0, "removed").empty());
 }
 

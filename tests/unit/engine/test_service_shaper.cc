@@ -95,7 +95,7 @@ TEST(SlowStart, StepsAreSecondsAtMostTenAndEndAtSlowStart) {
 
 Config rampConfig(uint32_t slow_start_s, bool dampening) {
   Config c = testing::smallConfig();
-  ServerGroupConfig& g = c.server_groups[0];
+  ApplianceGroupConfig& g = c.server_groups[0];
   g.maglev_table_size = 65537;
   g.slow_start_s = slow_start_s;
   g.health_check.configured = true;
@@ -109,7 +109,7 @@ HealthMap allHealthy() {
   return h;
 }
 
-size_t slotsOf(const dp::Snapshot& s, const ServerRegistry& reg, const char* a) {
+size_t slotsOf(const dp::Snapshot& s, const ApplianceRegistry& reg, const char* a) {
   const uint16_t id = reg.find(v4(a));
   return size_t(std::count(s.groups[0].maglev.begin(), s.groups[0].maglev.end(), id));
 }
@@ -117,7 +117,7 @@ size_t slotsOf(const dp::Snapshot& s, const ServerRegistry& reg, const char* a) 
 TEST(ServiceShaper, ARecoveredApplianceRampsItsShareOverSlowStart) {
   const Config c = rampConfig(10, false);
   ServiceShaper sh;
-  ServerLifecycle life;
+  ApplianceLifecycle life;
   HealthMap h = allHealthy();
   h[v4("10.0.0.12")] = HealthState::kUnhealthy;
   std::vector<std::string> lines;
@@ -135,7 +135,7 @@ TEST(ServiceShaper, ARecoveredApplianceRampsItsShareOverSlowStart) {
   std::vector<size_t> share;
   uint64_t t = 100 * kSec;
   for (;;) {
-    ServerRegistry reg;
+    ApplianceRegistry reg;
     Shaping now = sh.update(c, h, life, t);
     auto snap = buildSnapshot(c, reg, {}, 1, h, &life, nullptr, nullptr, nullptr, &now);
     share.push_back(slotsOf(*snap, reg, "10.0.0.12"));
@@ -150,7 +150,7 @@ TEST(ServiceShaper, ARecoveredApplianceRampsItsShareOverSlowStart) {
     EXPECT_NEAR(double(share[i]), expect, 2) << "step " << i + 1;
   }
   // At the end it has its full third, and the table is the unshaped one.
-  ServerRegistry reg_a, reg_b;
+  ApplianceRegistry reg_a, reg_b;
   Shaping none;
   auto plain = buildSnapshot(c, reg_a, {}, 1, h, &life);
   auto ended = buildSnapshot(c, reg_b, {}, 1, h, &life, nullptr, nullptr, nullptr, &none);
@@ -163,10 +163,10 @@ TEST(ServiceShaper, AllStepsAtFullScaleBuildTheUnshapedTable) {
   // so the end of a ramp moves no slot between the other appliances.
   const Config c = rampConfig(10, false);
   HealthMap h = allHealthy();
-  ServerLifecycle life;
+  ApplianceLifecycle life;
   Shaping all;
   for (const char* a : {"10.0.0.11", "10.0.0.12", "10.0.0.13"}) all.ramp[v4(a)] = 10;
-  ServerRegistry r1, r2;
+  ApplianceRegistry r1, r2;
   EXPECT_EQ(buildSnapshot(c, r1, {}, 1, h, &life)->groups[0].maglev,
             buildSnapshot(c, r2, {}, 1, h, &life, nullptr, nullptr, nullptr, &all)->groups[0].maglev);
 }
@@ -174,7 +174,7 @@ TEST(ServiceShaper, AllStepsAtFullScaleBuildTheUnshapedTable) {
 TEST(ServiceShaper, AFlappingApplianceIsHeldDownThenRampsBackAfterRelease) {
   const Config c = rampConfig(10, true);
   ServiceShaper sh;
-  ServerLifecycle life;
+  ApplianceLifecycle life;
   HealthMap h = allHealthy();
   sh.update(c, h, life, 0);
   const uint32_t ip = v4("10.0.0.13");
@@ -192,10 +192,10 @@ TEST(ServiceShaper, AFlappingApplianceIsHeldDownThenRampsBackAfterRelease) {
   EXPECT_EQ(lines[0].rfind("10.0.0.13 slow start: ", 0), 0u) << lines[0];
   EXPECT_EQ(lines[1].rfind("10.0.0.13 dampened: 4 state changes, penalty ", 0), 0u) << lines[1];
   // Its table share is nothing while held; its flows are not moved.
-  ServerRegistry reg;
+  ApplianceRegistry reg;
   auto snap = buildSnapshot(c, reg, {}, 1, h, &life, nullptr, nullptr, nullptr, &s);
   EXPECT_EQ(slotsOf(*snap, reg, "10.0.0.13"), 0u);
-  EXPECT_EQ(snap->servers[reg.find(ip)].move_reason, dp::MoveReason::kNone);
+  EXPECT_EQ(snap->appliances[reg.find(ip)].move_reason, dp::MoveReason::kNone);
   // Released at nextDue(), then it ramps.
   const uint64_t release = *sh.nextDue();
   EXPECT_EQ(release, sh.dampener().find(ip)->held_until);
@@ -212,7 +212,7 @@ TEST(ServiceShaper, AFlappingApplianceIsHeldDownThenRampsBackAfterRelease) {
 TEST(ServiceShaper, WithoutDampeningFlapsHoldNothing) {
   const Config c = rampConfig(0, false);
   ServiceShaper sh;
-  ServerLifecycle life;
+  ApplianceLifecycle life;
   HealthMap h = allHealthy();
   for (int i = 0; i < 20; ++i) {
     h[v4("10.0.0.11")] = i % 2 ? HealthState::kUnhealthy : HealthState::kHealthy;

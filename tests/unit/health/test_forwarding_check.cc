@@ -60,11 +60,11 @@ struct Bench {
       }
       return true;
     });
-    ServerGroupConfig g;
+    ApplianceGroupConfig g;
     g.name = "g";
-    ServerConfig s;
+    ApplianceConfig s;
     s.address = IpAddr::v4(kAppliance);
-    g.servers.push_back(s);
+    g.appliances.push_back(s);
     HealthCheckConfig& h = g.health_check;
     h.configured = true;
     h.protocol = HealthProtocol::kTcp;
@@ -151,9 +151,9 @@ TEST(ForwardingCheck, ProbesFromAnotherApplianceOrTooLateDoNotCount) {
 // appliance swallows the probes.
 TEST(ForwardingCheck, CountsArePerAppliance) {
   Bench b(true);
-  ServerConfig other;
+  ApplianceConfig other;
   other.address = IpAddr::v4(kOther);
-  b.cfg.server_groups[0].servers.push_back(other);
+  b.cfg.server_groups[0].appliances.push_back(other);
   b.swallow.insert(kOther);
   b.hc.reconcile(b.cfg);
   ASSERT_TRUE(b.runUntil([&] {

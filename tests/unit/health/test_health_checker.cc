@@ -37,11 +37,11 @@ TEST(HealthChecker, ChecksGoOnAfterTheChangeHandlerThrows) {
     if (++changes == 1) throw std::runtime_error("snapshot rebuild failed");
   });
   Config cfg;
-  ServerGroupConfig g;
+  ApplianceGroupConfig g;
   g.name = "g";
-  ServerConfig s;
+  ApplianceConfig s;
   s.address = IpAddr::v4(0x7F000001);
-  g.servers.push_back(s);
+  g.appliances.push_back(s);
   g.health_check.configured = true;
   g.health_check.protocol = HealthProtocol::kTcp;
   g.health_check.port = port;
@@ -97,12 +97,12 @@ TEST(HealthChecker, ReportsWhichApplianceAndWhichTransition) {
   std::vector<HealthReport> reports;
   HealthChecker hc(io, [&](const HealthReport& r) { reports.push_back(r); });
   Config cfg;
-  ServerGroupConfig g;
+  ApplianceGroupConfig g;
   g.name = "g";
   for (uint32_t a : {0x7F000001u, 0x7F000002u}) {
-    ServerConfig s;
+    ApplianceConfig s;
     s.address = IpAddr::v4(a);
-    g.servers.push_back(s);
+    g.appliances.push_back(s);
   }
   g.health_check.configured = true;
   g.health_check.protocol = HealthProtocol::kTcp;
@@ -148,7 +148,7 @@ TEST(HealthChecker, ReportsWhichApplianceAndWhichTransition) {
   EXPECT_EQ(of2[1].transition->to, HealthState::kUnhealthy);
   EXPECT_NE(of2[1].transition->reason.find("connect_refused"), std::string::npos) << of2[1].transition->reason;
   // Removed from the config: reported as removed by reconcile.
-  cfg.server_groups[0].servers.pop_back();
+  cfg.server_groups[0].appliances.pop_back();
   std::vector<HealthReport> gone = hc.reconcile(cfg);
   ASSERT_EQ(gone.size(), 1u);
   EXPECT_EQ(gone[0].appliance, 0x7F000002u);

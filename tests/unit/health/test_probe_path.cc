@@ -109,7 +109,7 @@ TEST(ProbePath, RouteErrorsNameTheGroupAndAppliance) {
             "appliance 192.0.2.10 (fw): no route for its probes on the management path "
             "(interface gwlb-nosuch0): no interface gwlb-nosuch0 in gwlbd's network namespace");
   Config lo = parsed(file("", ", interface: lo"));
-  lo.server_groups[0].servers[0].address = *IpAddr::parse("127.0.0.1");
+  lo.server_groups[0].appliances[0].address = *IpAddr::parse("127.0.0.1");
   EXPECT_TRUE(probeRouteErrors(lo).empty());
 }
 

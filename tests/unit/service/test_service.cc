@@ -133,7 +133,7 @@ struct Rig {
   uint16_t idOf(const char* a) { return engine->registry().find(IpAddr::parse(a)->v4HostOrder()); }
   // A TCP flow from client i to 203.0.113.1:443 routed to server id `server`
   // (bypassed: the appliance asked for a bypass for the flow's life).
-  void addFlow(uint32_t i, uint16_t server, bool bypassed = false) {
+  void addFlow(uint32_t i, uint16_t appliance, bool bypassed = false) {
     L4Tuple t{};
     t.proto = kProtoTcp;
     t.src = *IpAddr::parse("198.18.0." + std::to_string(i));
@@ -146,7 +146,7 @@ struct Rig {
     ASSERT_GE(pos, 0);
     dp::FlowEntry& e = ft.entry(pos);
     e.flow_hash.store(h);
-    e.route.store(bypassed ? dp::withBypass(dp::packRoute(server, h), false, 0) : dp::packRoute(server, h));
+    e.route.store(bypassed ? dp::withBypass(dp::packRoute(appliance, h), false, 0) : dp::packRoute(appliance, h));
     e.created.store(2 * kS);
     e.last_seen.store(2 * kS);
     e.idle_timeout.store(350 * kS);
@@ -325,12 +325,12 @@ TEST(ServiceFlows, ExplainOfABypassedFlowSaysWhichApplianceHandedItBack) {
 // the classes API and the class an explained packet matches carry both.
 TEST(ServiceClasses, ClassesAndExplainShowAClassesMirrorAndTag) {
   ctl::Config c = ctl::testing::smallConfig();
-  ctl::ServerGroupConfig tools;
+  ctl::ApplianceGroupConfig tools;
   tools.name = "tools";
   tools.maglev_table_size = 251;
-  ctl::ServerConfig tool;
+  ctl::ApplianceConfig tool;
   tool.address = *IpAddr::parse("10.0.0.21");
-  tools.servers.push_back(tool);
+  tools.appliances.push_back(tool);
   c.server_groups.push_back(tools);
   c.tags.push_back({"tenant-a", 4242});
   ctl::TrafficClassConfig a;
@@ -495,13 +495,13 @@ TEST(ServiceMetrics, TelemetryCopiesTheCountersAppliancesAndFlows) {
   ASSERT_NE(rx, f.counters.end());
   EXPECT_EQ(rx->second, 7u);
   EXPECT_EQ(f.counters.size(), kNumCounters);
-  ASSERT_EQ(f.servers.size(), 3u);
-  EXPECT_EQ(f.servers[0].address, "10.0.0.11");
-  EXPECT_EQ(f.servers[0].group, "fw");
-  EXPECT_EQ(f.servers[0].state, "active");
-  EXPECT_EQ(f.servers[0].traffic.returned_packets, 1u);
-  EXPECT_EQ(f.servers[0].traffic.returned_bytes, 80u);
-  EXPECT_FALSE(f.servers[0].probed) << "no health checks";
+  ASSERT_EQ(f.appliances.size(), 3u);
+  EXPECT_EQ(f.appliances[0].address, "10.0.0.11");
+  EXPECT_EQ(f.appliances[0].group, "fw");
+  EXPECT_EQ(f.appliances[0].state, "active");
+  EXPECT_EQ(f.appliances[0].traffic.returned_packets, 1u);
+  EXPECT_EQ(f.appliances[0].traffic.returned_bytes, 80u);
+  EXPECT_FALSE(f.appliances[0].probed) << "no health checks";
   EXPECT_TRUE(f.classes.empty());
   EXPECT_EQ(f.flows, 1u);
   EXPECT_EQ(f.capacity, r.ft.capacity());
@@ -671,7 +671,7 @@ TEST(ServiceEquivalence, ReplayAndGwlbdDecideReloadsAlike) {
   api.ok("server.set", {{"address", "10.0.0.12"}, {"weight", 5}});
   ctl::ScriptedEvent w;
   w.action = ctl::ScriptedEvent::Action::kWeight;
-  w.server = *IpAddr::parse("10.0.0.12");
+  w.appliance = *IpAddr::parse("10.0.0.12");
   w.weight = 5;
   event(w);
   same("weight");
@@ -686,11 +686,11 @@ TEST(ServiceEquivalence, ReplayAndGwlbdDecideReloadsAlike) {
   api.ok("server.drain", {{"address", "10.0.0.11"}, {"timeout_s", 60}});
   ctl::ScriptedEvent d;
   d.action = ctl::ScriptedEvent::Action::kDrain;
-  d.server = *IpAddr::parse("10.0.0.11");
+  d.appliance = *IpAddr::parse("10.0.0.11");
   d.timeout_s = 60;
   event(d);
   same("drain");
-  next.server_groups[0].servers.resize(1);
+  next.server_groups[0].appliances.resize(1);
   f.write(next);
   reload(false, "would_leave_no_service");
   same("refused reload");
@@ -733,7 +733,7 @@ TEST(ServiceEquivalence, ReplayAndGwlbdDecideDrainsAlike) {
     api.clock = now;
     ctl::ScriptedEvent e;
     e.action = ctl::ScriptedEvent::Action::kDrain;
-    e.server = *IpAddr::parse(st.address);
+    e.appliance = *IpAddr::parse(st.address);
     e.timeout_s = st.timeout_s;
     e.force = st.force;
     // The replay event: an address outside the config is the events file's

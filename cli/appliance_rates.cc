@@ -1,4 +1,4 @@
-#include "cli/server_rates.h"
+#include "cli/appliance_rates.h"
 
 #include <cstdio>
 
@@ -15,7 +15,7 @@ const Json& member(const Json& obj, const char* key) {
   return obj.is_object() && obj.contains(key) ? obj[key] : kNull;
 }
 
-const Json* findServer(const Json& result, const Json& address) {
+const Json* findAppliance(const Json& result, const Json& address) {
   const Json& list = member(result, "servers");
   if (!list.is_array()) return nullptr;
   for (const auto& s : list)
@@ -41,12 +41,12 @@ std::string rateText(const Json& v, bool bytes) {
 
 }  // namespace
 
-Json serverRates(const Json& cur, const Json& prev, double dt) {
+Json applianceRates(const Json& cur, const Json& prev, double dt) {
   Json out = Json::array();
   const Json& list = member(cur, "servers");
   if (!list.is_array()) return out;
   for (const auto& s : list) {
-    const Json* p = findServer(prev, member(s, "address"));
+    const Json* p = findAppliance(prev, member(s, "address"));
     out.push_back({{"address", member(s, "address")},
                    {"packets_per_s", perSecond(s, p, "packets", dt)},
                    {"bytes_per_s", perSecond(s, p, "bytes", dt)},
@@ -56,7 +56,7 @@ Json serverRates(const Json& cur, const Json& prev, double dt) {
   return out;
 }
 
-std::string renderServerRates(const Json& cur, const Json& rates, double dt, double now) {
+std::string renderApplianceRates(const Json& cur, const Json& rates, double dt, double now) {
   Table t({{"ADDRESS", Align::kLeft}, {"GROUP", Align::kLeft}, {"STATE", Align::kLeft},
            {"HEALTH", Align::kLeft}, {"FLOWS", Align::kRight}, {"SENT/S", Align::kRight},
            {"SENT B/S", Align::kRight}, {"RETURNED/S", Align::kRight},

@@ -12,10 +12,10 @@ namespace gwlb::cli {
 // returned_bytes_per_s}] for every appliance of `cur`, over dt seconds. An
 // appliance missing from `prev` (new) or whose counters went down (gwlbd
 // restarted, or its server id was reused) has no rate yet: null.
-Json serverRates(const Json& cur, const Json& prev, double dt);
+Json applianceRates(const Json& cur, const Json& prev, double dt);
 
 // ADDRESS, GROUP, STATE, HEALTH, FLOWS and the four rates, under a line
 // saying when and over how long.
-std::string renderServerRates(const Json& cur, const Json& rates, double dt, double now);
+std::string renderApplianceRates(const Json& cur, const Json& rates, double dt, double now);
 
 }  // namespace gwlb::cli

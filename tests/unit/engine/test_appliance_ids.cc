@@ -1,4 +1,4 @@
-// ServerRegistry (control/engine/snapshot_builder.h) under appliance churn (issue 14
+// ApplianceRegistry (control/engine/snapshot_builder.h) under appliance churn (issue 14
 // item 2): ids of appliances that are gone come back for reuse once no flow
 // can name them, so an autoscaled fleet that sees more than 16,384 distinct
 // addresses over time never exhausts them; and a flow's id always names the
@@ -24,7 +24,7 @@ IpAddr nth(uint32_t n) { return IpAddr::v4(0x0A000000u + n + 1); }
 
 Config baseConfig() {
   Config c = testing::smallConfig({});
-  ServerGroupConfig& g = c.server_groups[0];
+  ApplianceGroupConfig& g = c.server_groups[0];
   g.failover_mode = FailoverMode::kNoRebalance;  // flows stay on removed appliances
   g.connection_draining.enabled = false;
   return c;
@@ -35,8 +35,8 @@ Config baseConfig() {
 // named when the flow was created).
 struct Control {
   Config cfg = baseConfig();
-  ServerLifecycle life;
-  ServerRegistry reg;
+  ApplianceLifecycle life;
+  ApplianceRegistry reg;
   uint64_t generation = 0;
   uint64_t now = 0;
   std::deque<uint64_t> live_generations;  // snapshots not yet freed, oldest first
@@ -81,13 +81,13 @@ struct Control {
   }
 };
 
-TEST(ServerIds, ChurnPastTheIdLimitReusesIdsOnlyAfterTheirFlowsAreGone) {
+TEST(ApplianceIds, ChurnPastTheIdLimitReusesIdsOnlyAfterTheirFlowsAreGone) {
   constexpr uint32_t kLive = 16, kPerCycle = 4;
-  constexpr uint32_t kDistinct = 20000;  // > dp::kMaxServerIds (16,384)
+  constexpr uint32_t kDistinct = 20000;  // > dp::kMaxApplianceIds (16,384)
   Control c;
   uint32_t next_addr = 0;
   Config first = c.cfg;
-  for (; next_addr < kLive; ++next_addr) first.server_groups[0].servers.push_back({nth(next_addr)});
+  for (; next_addr < kLive; ++next_addr) first.server_groups[0].appliances.push_back({nth(next_addr)});
   ASSERT_TRUE(c.apply(first));
 
   size_t max_span = 0;
@@ -95,19 +95,19 @@ TEST(ServerIds, ChurnPastTheIdLimitReusesIdsOnlyAfterTheirFlowsAreGone) {
   std::map<uint16_t, uint32_t> last_owner;  // id -> the address it named last
   while (next_addr < kDistinct) {
     // New flows on every configured appliance; each lives two cycles.
-    for (const ServerConfig& sc : c.cfg.server_groups[0].servers) {
+    for (const ApplianceConfig& sc : c.cfg.server_groups[0].appliances) {
       uint32_t a = sc.address.v4HostOrder();
       c.flows.push_back({c.reg.find(a), a, 2});
     }
     // Remove the oldest kPerCycle appliances, add kPerCycle never seen before.
     Config next = c.cfg;
-    auto& servers = next.server_groups[0].servers;
-    servers.erase(servers.begin(), servers.begin() + kPerCycle);
-    for (uint32_t i = 0; i < kPerCycle; ++i) servers.push_back({nth(next_addr++)});
+    auto& appliances = next.server_groups[0].appliances;
+    appliances.erase(appliances.begin(), appliances.begin() + kPerCycle);
+    for (uint32_t i = 0; i < kPerCycle; ++i) appliances.push_back({nth(next_addr++)});
     bool applied = false;
     ASSERT_NO_THROW(applied = c.apply(next)) << "at address " << next_addr;
     ASSERT_TRUE(applied) << "refused at address " << next_addr;
-    for (const ServerConfig& sc : c.cfg.server_groups[0].servers) {
+    for (const ApplianceConfig& sc : c.cfg.server_groups[0].appliances) {
       uint32_t a = sc.address.v4HostOrder();
       uint16_t id = c.reg.find(a);
       auto [it, fresh] = last_owner.emplace(id, a);
@@ -130,21 +130,21 @@ TEST(ServerIds, ChurnPastTheIdLimitReusesIdsOnlyAfterTheirFlowsAreGone) {
     ASSERT_NO_THROW(c.tick());
     max_span = std::max(max_span, c.reg.size());
   }
-  EXPECT_GT(next_addr, dp::kMaxServerIds);
+  EXPECT_GT(next_addr, dp::kMaxApplianceIds);
   EXPECT_GT(reused, 10000u) << "ids of gone appliances are given to new ones";
   EXPECT_LE(max_span, 4 * kLive) << "ids in use stay near the live fleet's size";
   EXPECT_GE(c.reg.reclaimed_total(), reused);
 }
 
-TEST(ServerIds, ReleasedIdWaitsForOlderSnapshotsAndItsLastFlow) {
+TEST(ApplianceIds, ReleasedIdWaitsForOlderSnapshotsAndItsLastFlow) {
   Control c;
   Config a = c.cfg;
-  for (uint32_t i = 0; i < 3; ++i) a.server_groups[0].servers.push_back({nth(i)});
+  for (uint32_t i = 0; i < 3; ++i) a.server_groups[0].appliances.push_back({nth(i)});
   ASSERT_TRUE(c.apply(a));
   uint32_t gone = nth(1).v4HostOrder();
   uint16_t id = c.reg.find(gone);
   Config b = a;
-  b.server_groups[0].servers.erase(b.server_groups[0].servers.begin() + 1);
+  b.server_groups[0].appliances.erase(b.server_groups[0].appliances.begin() + 1);
   ASSERT_TRUE(c.apply(b));
   // Removed (no_rebalance, no draining) with one flow: held by the lifecycle.
   c.flows.push_back({id, gone, 1});
@@ -173,23 +173,23 @@ TEST(ServerIds, ReleasedIdWaitsForOlderSnapshotsAndItsLastFlow) {
   EXPECT_TRUE(c.reg.reclaim(released_at, one).empty());
   // Nothing names it: free, and the next new address gets it.
   EXPECT_EQ(c.reg.reclaim(released_at, none), std::vector<uint16_t>{id});
-  EXPECT_EQ(c.reg.find(gone), dp::kNoServer);
+  EXPECT_EQ(c.reg.find(gone), dp::kNoAppliance);
   EXPECT_EQ(c.reg.addresses()[id], 0u);
   Config d = b;
-  d.server_groups[0].servers.push_back({nth(7)});
+  d.server_groups[0].appliances.push_back({nth(7)});
   ASSERT_TRUE(c.apply(d));
   EXPECT_EQ(c.reg.find(nth(7).v4HostOrder()), id);
 }
 
-TEST(ServerIds, ConfiguredAgainBeforeReclaimKeepsItsId) {
+TEST(ApplianceIds, ConfiguredAgainBeforeReclaimKeepsItsId) {
   Control c;
   Config a = c.cfg;
-  for (uint32_t i = 0; i < 3; ++i) a.server_groups[0].servers.push_back({nth(i)});
+  for (uint32_t i = 0; i < 3; ++i) a.server_groups[0].appliances.push_back({nth(i)});
   ASSERT_TRUE(c.apply(a));
   uint32_t addr = nth(2).v4HostOrder();
   uint16_t id = c.reg.find(addr);
   Config b = a;
-  b.server_groups[0].servers.pop_back();
+  b.server_groups[0].appliances.pop_back();
   ASSERT_TRUE(c.apply(b));
   c.tick();  // no flow: forgotten and released
   EXPECT_EQ(c.reg.released(), 1u);
@@ -200,35 +200,35 @@ TEST(ServerIds, ConfiguredAgainBeforeReclaimKeepsItsId) {
   EXPECT_EQ(c.reg.find(addr), id);
 }
 
-TEST(ServerIds, AtTheLimitAChangeIsRefusedBeforeAnythingChanges) {
+TEST(ApplianceIds, AtTheLimitAChangeIsRefusedBeforeAnythingChanges) {
   // 16,384 ids held: 16,383 configured appliances plus one removed that still
   // carries a flow. One more new address does not fit.
   Control c;
   Config full = c.cfg;
   full.server_groups.clear();
   for (uint32_t gi = 0; gi < 16; ++gi) {
-    ServerGroupConfig g = baseConfig().server_groups[0];
+    ApplianceGroupConfig g = baseConfig().server_groups[0];
     g.name = "fw" + std::to_string(gi);
     g.maglev_table_size = 2053;  // a prime above 1024
-    for (uint32_t i = 0; i < 1024; ++i) g.servers.push_back({nth(gi * 1024 + i)});
+    for (uint32_t i = 0; i < 1024; ++i) g.appliances.push_back({nth(gi * 1024 + i)});
     full.server_groups.push_back(g);
   }
   ASSERT_TRUE(c.apply(full));
-  EXPECT_EQ(c.reg.held(), dp::kMaxServerIds);
+  EXPECT_EQ(c.reg.held(), dp::kMaxApplianceIds);
   EXPECT_EQ(c.reg.available(), 0u);
   uint32_t leaving = nth(5).v4HostOrder();
   Config less = full;
-  less.server_groups[0].servers.erase(less.server_groups[0].servers.begin() + 5);
+  less.server_groups[0].appliances.erase(less.server_groups[0].appliances.begin() + 5);
   ASSERT_TRUE(c.apply(less));
   c.flows.push_back({c.reg.find(leaving), leaving, 1000});
   c.tick();
   Config more = less;
-  more.server_groups[1].servers.push_back({nth(20000)});
+  more.server_groups[1].appliances.push_back({nth(20000)});
   EXPECT_EQ(c.reg.missing(more), 1u);
   uint64_t gen = c.generation;
   EXPECT_FALSE(c.apply(more)) << "refused: every id is held";
   EXPECT_EQ(c.generation, gen) << "nothing was built";
-  EXPECT_EQ(c.reg.find(nth(20000).v4HostOrder()), dp::kNoServer);
+  EXPECT_EQ(c.reg.find(nth(20000).v4HostOrder()), dp::kNoAppliance);
   EXPECT_THROW(c.reg.idFor(nth(20000).v4HostOrder()), std::length_error)
       << "the registry itself refuses too (what applyConfig checks first)";
   // The flow ends: the id comes back and the same change fits.
