@@ -187,7 +187,7 @@ const Key kMirrorKeys[] = {
      .doc = "The server group whose appliances receive the copies (passive tools: nothing comes back); "
             "the flow's symmetric hash picks one, so both directions reach the same tool.",
      .required = true, .what = "a server group name",
-     .range_doc = "a server group in no listener (and not the first group without `listeners`)"},
+     .range_doc = "a Geneve server group in no listener (and not the first group without `listeners`)"},
     {.name = "truncate", .kind = Kind::kUint, .acc = member<&ClassMirrorConfig::truncate>(),
      .doc = "Bytes of each packet copied at most (the inner IP packet in aws format, the frame in "
             "ethernet format).", .range = kTruncateRange, .check = checkTruncate,

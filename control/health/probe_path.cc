@@ -489,6 +489,38 @@ bool pinnedIn(const std::vector<NeighbourPin>& set, const IpAddr& a) {
   return std::any_of(set.begin(), set.end(), [&](const NeighbourPin& n) { return n.address == a; });
 }
 
+// The IPv6 appliances the tap routes (kProbeTable6): those probed on the data path.
+std::vector<IpAddr> routedByTap6(const Config& c, const std::vector<Probed>& probed) {
+  std::vector<IpAddr> out;
+  for (const Probed& p : probed) {
+    if (p.path.kind != ProbePath::Kind::kData || !c.node.underlay_ipv6) continue;
+    for (const ApplianceConfig& sc : p.group->appliances)
+      if (sc.address.isV6()) out.push_back(sc.address);
+  }
+  return out;
+}
+
+// The table's other routes by the tap (an appliance removed or moved off
+// the data path, or left by an earlier run) go: they would steer nothing of
+// gwlbd's, but they would stay for as long as the tap.
+void dropStaleRoutes6(RouteSocket& nl, int ifindex, const std::vector<IpAddr>& keep, const std::string& who,
+                      std::vector<std::string>& done) {
+  std::vector<IpAddr> present;
+  if (probeRoutes6(nl, ifindex, present) != 0) return;
+  size_t unrouted = 0;
+  for (const IpAddr& a : present) {
+    if (std::find(keep.begin(), keep.end(), a) != keep.end()) continue;
+    int rc = deleteHostRoute6(nl, ifindex, a);
+    if (rc != 0 && rc != -ESRCH)
+      throw std::runtime_error(who + ": cannot remove the route " + a.str() + "/128 from table " +
+                               std::to_string(kProbeTable6) + ": " + errnoText(rc));
+    ++unrouted;
+  }
+  if (unrouted)
+    done.push_back(std::to_string(unrouted) + " IPv6 route(s) (/128) no longer probed removed from table " +
+                   std::to_string(kProbeTable6));
+}
+
 }  // namespace
 
 std::vector<std::string> prepareDataPath(const Config& c, std::vector<NeighbourPin>& pinned) {
@@ -526,31 +558,8 @@ std::vector<std::string> prepareDataPath(const Config& c, std::vector<NeighbourP
   if (removed)
     done.push_back(std::to_string(removed) + " appliance MAC(s) no longer pinned on " + tap +
                    " (the config no longer fixes them)");
-  // The IPv6 appliances probed by the tap now; the table's other routes by
-  // it (an appliance removed or moved off the data path, or left by an
-  // earlier run) go: they would steer nothing of gwlbd's, but they would
-  // stay for as long as the tap.
-  std::vector<IpAddr> routes6;
-  for (const Probed& p : probed) {
-    if (p.path.kind != ProbePath::Kind::kData || !c.node.underlay_ipv6) continue;
-    for (const ApplianceConfig& sc : p.group->appliances)
-      if (sc.address.isV6()) routes6.push_back(sc.address);
-  }
-  std::vector<IpAddr> present;
-  if (probeRoutes6(nl, ifindex, present) == 0) {
-    size_t unrouted = 0;
-    for (const IpAddr& a : present) {
-      if (std::find(routes6.begin(), routes6.end(), a) != routes6.end()) continue;
-      int rc = deleteHostRoute6(nl, ifindex, a);
-      if (rc != 0 && rc != -ESRCH)
-        throw std::runtime_error(who + ": cannot remove the route " + a.str() + "/128 from table " +
-                                 std::to_string(kProbeTable6) + ": " + errnoText(rc));
-      ++unrouted;
-    }
-    if (unrouted)
-      done.push_back(std::to_string(unrouted) + " IPv6 route(s) (/128) no longer probed removed from table " +
-                     std::to_string(kProbeTable6));
-  }
+  const std::vector<IpAddr> routes6 = routedByTap6(c, probed);
+  dropStaleRoutes6(nl, ifindex, routes6, who, done);
   if (!used) return done;
   if (!hasAddress(tap, c.node.underlay_ip)) {
     int rc = addHostAddress(nl, ifindex, c.node.underlay_ip);
