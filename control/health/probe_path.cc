@@ -39,6 +39,28 @@ class RouteSocket {
 
   // Returns 0 and the reply (if any) in `reply`, or -errno.
   int talk(std::vector<uint8_t>& req, std::vector<uint8_t>* reply) {
+    return exchange(req, [&](const nlmsghdr* m) {
+      if (reply) reply->assign(reinterpret_cast<const uint8_t*>(m), reinterpret_cast<const uint8_t*>(m) + m->nlmsg_len);
+      return true;  // one answer
+    });
+  }
+
+  // A dump request (NLM_F_DUMP): calls `each` with every message up to the
+  // kernel's NLMSG_DONE. Returns 0 or -errno.
+  template <class Each>
+  int dump(std::vector<uint8_t>& req, Each&& each) {
+    return exchange(req, [&](const nlmsghdr* m) {
+      if (m->nlmsg_type == NLMSG_DONE) return true;
+      each(m);
+      return false;
+    });
+  }
+
+ private:
+  // Sends `req` and hands `take` each answer to it until `take` says it had
+  // the last (0) or the kernel answers with an error or acknowledgement.
+  template <class Take>
+  int exchange(std::vector<uint8_t>& req, Take&& take) {
     if (fd_ < 0) return -errno;
     auto* h = reinterpret_cast<nlmsghdr*>(req.data());
     h->nlmsg_len = uint32_t(req.size());
@@ -59,43 +81,11 @@ class RouteSocket {
           if (m->nlmsg_len < NLMSG_LENGTH(sizeof(nlmsgerr))) return -EPROTO;
           return static_cast<const nlmsgerr*>(NLMSG_DATA(m))->error;  // 0: acknowledged
         }
-        if (reply) reply->assign(reinterpret_cast<uint8_t*>(m), reinterpret_cast<uint8_t*>(m) + m->nlmsg_len);
-        return 0;
+        if (take(m)) return 0;
       }
     }
   }
 
-  // A dump request (NLM_F_DUMP): calls `each` with every message up to the
-  // kernel's NLMSG_DONE. Returns 0 or -errno.
-  template <class Each>
-  int dump(std::vector<uint8_t>& req, Each&& each) {
-    if (fd_ < 0) return -errno;
-    auto* h = reinterpret_cast<nlmsghdr*>(req.data());
-    h->nlmsg_len = uint32_t(req.size());
-    h->nlmsg_seq = ++seq_;
-    sockaddr_nl kernel{};
-    kernel.nl_family = AF_NETLINK;
-    if (::sendto(fd_, req.data(), req.size(), 0, reinterpret_cast<sockaddr*>(&kernel),
-                 sizeof kernel) < 0)
-      return -errno;
-    alignas(nlmsghdr) static thread_local uint8_t buf[32768];
-    for (;;) {
-      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n < 0) return errno == EAGAIN ? -ETIMEDOUT : -errno;
-      int len = int(n);
-      for (auto* m = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(m, len); m = NLMSG_NEXT(m, len)) {
-        if (m->nlmsg_seq != seq_) continue;
-        if (m->nlmsg_type == NLMSG_DONE) return 0;
-        if (m->nlmsg_type == NLMSG_ERROR) {
-          if (m->nlmsg_len < NLMSG_LENGTH(sizeof(nlmsgerr))) return -EPROTO;
-          return static_cast<const nlmsgerr*>(NLMSG_DATA(m))->error;
-        }
-        each(m);
-      }
-    }
-  }
-
- private:
   int fd_ = -1;
   uint32_t seq_ = 0;
 };
