@@ -92,6 +92,18 @@ def log_time(line):
     return datetime.strptime(line[1:24], "%Y-%m-%d %H:%M:%S.%f").timestamp()
 
 
+def streams_intact(streams, count):
+    """Waits for the stream driver's last line: every stream intact, or the
+    test fails naming the broken ones; prints the bytes and the pauses."""
+    fin = json.loads(streams.stdout.readline())
+    streams.wait(60)
+    bad = [s for s in fin["streams"] if not s["ok"]]
+    assert not bad, f"{len(bad)} of {count} streams broken: {bad[:5]}"
+    stalls = sorted(s["max_stall"] for s in fin["streams"])
+    print(f"{count} streams intact ({sum(s['sent'] for s in fin['streams'])} bytes each way); "
+          f"longest pause: median {stalls[len(stalls) // 2]} s, max {stalls[-1]} s")
+
+
 def time_until(cond, limit, step=0.005):
     t0 = time.monotonic()
     while time.monotonic() - t0 < limit:
@@ -240,13 +252,7 @@ def test_fleet(lab, args):
     print(f"{len(moved)} streams whose Maglev choice is {a1} crossed the restarted gw2 on {a2} (first look)")
     assert time.monotonic() - t_start < SECONDS, "the events took longer than the streams"
 
-    fin = json.loads(streams.stdout.readline())
-    streams.wait(60)
-    bad = [s for s in fin["streams"] if not s["ok"]]
-    assert not bad, f"{len(bad)} of {STREAMS} streams broken: {bad[:5]}"
-    stalls = sorted(s["max_stall"] for s in fin["streams"])
-    print(f"{STREAMS} streams intact ({sum(s['sent'] for s in fin['streams'])} bytes each way); "
-          f"longest pause: median {stalls[len(stalls) // 2]} s, max {stalls[-1]} s")
+    streams_intact(streams, STREAMS)
 
     # Each stream on exactly one appliance, both directions, start to end.
     stats = {a: lab.app_stats(a) for a in APPS}

@@ -30,7 +30,7 @@ import subprocess
 import time
 
 from e2e import CLIENT, SERVER, SERVER6, flow_on, wait_for
-from e2e_fleet import ctl, gw_busy, gw_entries, gw_pid, sync_received, time_until
+from e2e_fleet import ctl, gw_busy, gw_entries, gw_pid, streams_intact, sync_received, time_until
 
 APPS6 = {"app1": "fd77:9::11", "app2": "fd77:9::12"}
 GW6 = {1: "fd77:0:1::2", 2: "fd77:0:2::2"}     # the gateways' BGP addresses and next hops
@@ -133,13 +133,7 @@ def test_fleet_ipv6(lab, args):
           "after the start")
     assert time.monotonic() - t_start < SECONDS - 3, "the events took longer than the streams"
 
-    fin = json.loads(streams.stdout.readline())
-    streams.wait(60)
-    bad = [s for s in fin["streams"] if not s["ok"]]
-    assert not bad, f"{len(bad)} of {STREAMS} streams broken: {bad[:5]}"
-    stalls = sorted(s["max_stall"] for s in fin["streams"])
-    print(f"{STREAMS} streams intact ({sum(s['sent'] for s in fin['streams'])} bytes each way); "
-          f"longest pause: median {stalls[len(stalls) // 2]} s, max {stalls[-1]} s")
+    streams_intact(streams, STREAMS)
     assert set(gw_busy(lab, 1)) == set(sports), "gw1 did not carry every stream after gw2's end"
     # The restarted gw2 holds every stream, on the appliance gw1 has it on.
     assert all(gw_entries(lab, 2).get(p, (None,))[0] == where_gw[p] for p in sports), "gw2 lacks a stream"

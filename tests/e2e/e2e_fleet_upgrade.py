@@ -27,7 +27,7 @@ import time
 from datetime import datetime
 
 from e2e import APPS, CLIENT, SERVER, flow_on, wait_for
-from e2e_fleet import ctl, explain, gw_entries, gw_pid, nexthops, time_until
+from e2e_fleet import ctl, explain, gw_entries, gw_pid, nexthops, streams_intact, time_until
 
 GWS = (1, 2, 3)
 # 40 x 20 kB/s each way; the streams must outlast three rounds of leave,
@@ -134,13 +134,7 @@ def test_fleet_upgrade(lab, args):
         assert time.monotonic() - t_start < SECONDS - 2, "the procedure took longer than the streams"
     print(f"three gateways upgraded one at a time in {time.monotonic() - t_start:.1f} s under {STREAMS} streams")
 
-    fin = json.loads(streams.stdout.readline())
-    streams.wait(60)
-    bad = [s for s in fin["streams"] if not s["ok"]]
-    assert not bad, f"{len(bad)} of {STREAMS} streams broken: {bad[:5]}"
-    stalls = sorted(s["max_stall"] for s in fin["streams"])
-    print(f"{STREAMS} streams intact ({sum(s['sent'] for s in fin['streams'])} bytes each way); "
-          f"longest pause: median {stalls[len(stalls) // 2]} s, max {stalls[-1]} s")
+    streams_intact(streams, STREAMS)
     stats = {a: lab.app_stats(a) for a in APPS}
     for p in sports:
         on = [(a, f) for a in APPS for f in [flow_on(stats[a], 6, f"{CLIENT}:{p}", f"{SERVER}:7000")] if f]
