@@ -145,7 +145,8 @@ if command -v valgrind >/dev/null; then
   ins=$(/usr/bin/python3 "$root/bench/instruction_budget.py" --build "$build" report 2>>"$log" | tail -1) || ins="[]"
 fi
 
-ROOT="$root" INS="$ins" HUGE_WHY="$huge_why" /usr/bin/python3 - "$out/bench.json" "$machine" "$(nproc)" "${results[@]}" \
+BUILDTYPE="$(/usr/bin/python3 -c 'import json,sys; print(next(o["value"] for o in json.load(open(sys.argv[1])) if o["name"] == "buildtype"))' "$build/meson-info/intro-buildoptions.json" 2>/dev/null || echo unknown)" \
+  ROOT="$root" INS="$ins" HUGE_WHY="$huge_why" /usr/bin/python3 - "$out/bench.json" "$machine" "$(nproc)" "${results[@]}" \
   "--testpmd" "${testpmd[@]}" <<'PY'
 import json, os, statistics, sys
 sys.path.insert(0, os.path.join(os.environ["ROOT"], "bench"))
@@ -238,7 +239,7 @@ for r in ins:
 if os.environ.get("HUGE_WHY"):
     rows.append(("hugepage rows", "-", f"not run: {os.environ['HUGE_WHY']}"))
 c0 = cases[0]
-cond = (f"bench/pipeline_bench, release build; worker = main lcore pinned to cpu {c0['cpu']} "
+cond = (f"bench/pipeline_bench, {os.environ['BUILDTYPE']} build; worker = main lcore pinned to cpu {c0['cpu']} "
         f"(EAL --no-huge --no-pci: 4 KiB pages; rows marked hugepages: EAL on 2 MiB "
         f"hugepages reserved for the run, the flow table's tags and IPv4 slots in them; "
         f"'outer checksum offloaded': --tx-offload, the mbuf offload flags and pseudo-header "
