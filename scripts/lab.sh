@@ -55,7 +55,7 @@
 #                       (scripts/lab_fleet.sh; BIRD on the router only; with LAB_IPV6=1 the
 #                       gateways announce ::/0 as well)
 #                       With LAB_APPLIANCE=vxlan the kernel's VXLAN devices tunnel over IPv6
-#                       (their health checks off)
+#                       (their HTTP checks over IPv6 too)
 #   LAB_MIRROR (0)      1, with --listeners 2: app3 and app4 are a mirror group of passive tools
 #                       (gwlb-appliance --mirror-sink DIR/appN-sink.pcap) receiving copies of
 #                       tenant-a's packets; tenant-b goes to listener tenant-a too
@@ -194,9 +194,6 @@ server_group_yaml() {  # server_group_yaml NAME I J EXTRA: a group of appliances
   [ "$hc" = http ] && path_line=", path: /health"
   local encap=""
   [ "$APPLIANCE" = vxlan ] && encap=$'\n    encapsulation: vxlan'
-  # The kernel VXLAN appliances over IPv6: their health checks are off in this
-  # lab (e2e_vxlan_ipv6 proves the tunnels; e2e_ipv6_underlay the IPv6 probes).
-  if [ "$UNDERLAY_FAMILY" = ipv6 ] && [ "$APPLIANCE" = vxlan ]; then extra="$extra, enabled: false"; fi
   cat <<YAML
   - name: $1
     geneve: { format: ${LAB_FORMAT:-aws}, vni: 77 }$encap

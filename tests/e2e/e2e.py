@@ -933,7 +933,8 @@ TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
          # The kernel's own VXLAN devices as the appliance (no gwlb code): Azure's tunnels.
          "vxlan": (test_vxlan, {"LAB_APPLIANCE": "vxlan", "LAB_IPV6": "1", "LAB_FAILOVER": "rebalance"}),
          # The same over an IPv6 underlay: the kernel's VXLAN over IPv6.
-         "vxlan_ipv6": (test_vxlan_ipv6, {"LAB_APPLIANCE": "vxlan", "LAB_IPV6": "1", "LAB_UNDERLAY": "ipv6"}),
+         "vxlan_ipv6": (test_vxlan_ipv6, {"LAB_APPLIANCE": "vxlan", "LAB_IPV6": "1", "LAB_UNDERLAY": "ipv6",
+                                         "LAB_FAILOVER": "rebalance"}),
          "forwarding": (test_forwarding, {"LAB_APP2_ARGS": "--blackhole", "LAB_HC_TIMEOUT": "1s"}),
          # Flap dampening and slow start (tests/e2e/e2e_shaping.py): fast decay so the
          # hold-down ends within the test.

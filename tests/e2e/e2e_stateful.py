@@ -144,15 +144,16 @@ def tcp_give_up_seconds(lab, rto_min=0.2, rto_max=120.0):
     return retries, total
 
 
-def assert_hung(lab, obs, min_silence):
+def assert_hung(lab, obs, min_silence, apps=APPS):
     """Today's outcome of a moved flow on a stateful appliance: the new
     appliance's conntrack has never seen the connection's SYN, so its
     firewall drops every segment; the client gets no byte from the move on,
-    no error either, and its stream never completes."""
+    no error either, and its stream never completes. `apps`: the lab's
+    appliances, name -> address (IPv6 ones with LAB_UNDERLAY=ipv6)."""
     s = obs["stream"]
     assert obs["unhealthy_after"] is not None, f"{obs['victim']} was never declared unhealthy: {obs}"
     fa = obs["flow_after"]
-    assert fa and fa["appliance"] == APPS[obs["other"]], f"the flow did not move to {obs['other']}: {fa}"
+    assert fa and fa["appliance"] == apps[obs["other"]], f"the flow did not move to {obs['other']}: {fa}"
     assert fw_drops(obs["other_fw"]) > 0, f"{obs['other']}'s firewall dropped nothing of the moved flow: {obs}"
     assert obs["other_fw"]["drop_invalid"] > 0, f"the drops were not conntrack's 'invalid': {obs['other_fw']}"
     assert not s["complete"] and s["received"] < s["sent"], f"the stream completed: {s}"
