@@ -157,25 +157,15 @@ template <bool kControl>
   // The slots of the four buckets whose tag may carry this signature
   // (matchSigHigh: inspect() below compares the whole tag), as one
   // mask: bits 16j..16j+15 for c.bucket[j]. Buckets may repeat (a small
-  // table, or a second pair that overlaps the first): a repeat is left out.
+  // table, or a second pair that overlaps the first): a repeated bucket's
+  // slots then show twice, which both scans below bear (a slot seen again
+  // is judged again; the twin scan passes over its own slot by index).
   // A pair's two buckets always differ (nbuckets_ >= 2).
-  // The second pair overlaps the first only when its bucket is the first's
-  // or a neighbour (b2 - b1 in {-1, 0, 1} modulo the bucket count, d below in
-  // {0, 1, 2}, or n or 2 - n across the wrap): the exact test only then.
-  bool dup2 = false, dup3 = false;
-  const uint32_t d = c.bucket[2] - c.bucket[0] + 1;
-  if (d <= 2 || d == nbuckets_ || d == 2u - nbuckets_) [[unlikely]] {
-    dup2 = c.bucket[2] == c.bucket[0] || c.bucket[2] == c.bucket[1];
-    dup3 = c.bucket[3] == c.bucket[0] || c.bucket[3] == c.bucket[1];
-  }
   auto sigSlots = [&]() __attribute__((always_inline)) {
     auto at = [&](uint32_t j) __attribute__((always_inline)) {
       return uint64_t(matchSigHigh(tags_ + size_t(c.bucket[j]) * kBucketSlots, sig)) << (16 * j);
     };
-    uint64_t m = at(0) | at(1);
-    if (!dup2) m |= at(2);
-    if (!dup3) m |= at(3);
-    return m;
+    return at(0) | at(1) | at(2) | at(3);
   };
   auto slotOf = [&](uint64_t m) __attribute__((always_inline)) {
     uint32_t bit = uint32_t(__builtin_ctzll(m));
@@ -300,12 +290,12 @@ template <bool kControl>
   // (The lines are read after the fence: a twin whose keyed store preceded
   // this fence shows here; one that follows it will see this slot keyed.)
   // All lines are compared first, this insert's own slot left out (bucket
-  // oj's bit; a repeat's bits are never set, and a repeated bucket's first
-  // j is the one kept): most inserts meet no other slot with their tag and are done.
-  if (oj == 2 && dup2) oj = c.bucket[2] == c.bucket[0] ? 0 : 1;
-  if (oj == 3 && dup3) oj = c.bucket[3] == c.bucket[0] ? 0 : 1;
+  // oj's bit, and by index where a repeated bucket shows it again): most
+  // inserts meet no other slot with their tag and are done.
   for (uint64_t m = sigSlots() & ~(uint64_t(1) << (16 * oj + own % kBucketSlots)); m; m &= m - 1) {
     uint32_t idx = slotOf(m);
+    if (idx == own) [[unlikely]]
+      continue;
     uint32_t t;
     Seen seen = inspect(idx, t);
     if (seen == Seen::kOther) continue;
