@@ -143,15 +143,6 @@ struct GroupView {
   VxlanTunnels tunnels;     // VXLAN: its tunnels' ports and VNIs
   uint64_t tcp_idle_ns = 350'000'000'000ULL;
   uint64_t other_idle_ns = 120'000'000'000ULL;
-  // The same in milliseconds, the unit a flow entry keeps (dp::IdleTimeout):
-  // a new flow's entry takes it without a division. Set both with setIdle().
-  uint32_t tcp_idle_ms = 350'000, other_idle_ms = 120'000;
-  void setIdle(uint32_t tcp_s, uint32_t other_s) noexcept {
-    tcp_idle_ns = uint64_t(tcp_s) * 1'000'000'000ULL;
-    other_idle_ns = uint64_t(other_s) * 1'000'000'000ULL;
-    tcp_idle_ms = tcp_s * 1000;
-    other_idle_ms = other_s * 1000;
-  }
   std::vector<uint16_t> maglev;  // slot -> server id (kNoAppliance when none)
   uint8_t listener = kNoListener;  // the listener it serves: flow keys carry the listener
   // Forwarding checks (health_check.forwarding): the inner addresses of the

@@ -147,11 +147,7 @@ struct IdleTimeout {
   void store(uint64_t ns, std::memory_order o = std::memory_order_relaxed, bool opened = false,
              uint32_t class_mark = 0) noexcept {
     uint64_t v = (ns + 999'999) / 1'000'000;
-    storeMs(uint32_t(v > kMsMask ? kMsMask : v == 0 && ns ? 1 : v), o, opened, class_mark);
-  }
-  // store() of a timeout already in milliseconds (1..kMsMask).
-  void storeMs(uint32_t m, std::memory_order o = std::memory_order_relaxed, bool opened = false,
-               uint32_t class_mark = 0) noexcept {
+    uint32_t m = uint32_t(v > kMsMask ? kMsMask : v == 0 && ns ? 1 : v);
     ms.store(m | uint32_t(opened) << 31 | (class_mark & kClassMarks), o);
   }
   uint64_t ns(std::memory_order o = std::memory_order_relaxed) const noexcept {

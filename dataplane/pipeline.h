@@ -37,7 +37,6 @@ namespace gwlb::dp {
 
 inline constexpr uint16_t kMaxBurst = 256;
 inline constexpr uint64_t kFragmentTimeoutNs = 30'000'000'000ULL;
-inline constexpr uint32_t kFragmentTimeoutMs = uint32_t(kFragmentTimeoutNs / 1'000'000);
 
 // State shared by all workers.
 struct Dataplane {
