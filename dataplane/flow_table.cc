@@ -154,20 +154,18 @@ template <bool kControl>
   const uint32_t sig = tagSig(hash, wide);
   Candidates c;
   candidates(hash, c);
-  // The slots of the four buckets whose tag carries this signature, as one
+  // The slots of the four buckets whose tag may carry this signature
+  // (matchSigHigh: inspect() below compares the whole tag), as one
   // mask: bits 16j..16j+15 for c.bucket[j]. Buckets may repeat (a small
-  // table, or a second pair that overlaps the first): a repeat is left out.
+  // table, or a second pair that overlaps the first): a repeated bucket's
+  // slots then show twice, which both scans below bear (a slot seen again
+  // is judged again; the twin scan passes over its own slot by index).
   // A pair's two buckets always differ (nbuckets_ >= 2).
-  const bool dup2 = c.bucket[2] == c.bucket[0] || c.bucket[2] == c.bucket[1];
-  const bool dup3 = c.bucket[3] == c.bucket[0] || c.bucket[3] == c.bucket[1];
   auto sigSlots = [&]() __attribute__((always_inline)) {
     auto at = [&](uint32_t j) __attribute__((always_inline)) {
-      return uint64_t(matchSig(tags_ + size_t(c.bucket[j]) * kBucketSlots, sig)) << (16 * j);
+      return uint64_t(matchSigHigh(tags_ + size_t(c.bucket[j]) * kBucketSlots, sig)) << (16 * j);
     };
-    uint64_t m = at(0) | at(1);
-    if (!dup2) m |= at(2);
-    if (!dup3) m |= at(3);
-    return m;
+    return at(0) | at(1) | at(2) | at(3);
   };
   auto slotOf = [&](uint64_t m) __attribute__((always_inline)) {
     uint32_t bit = uint32_t(__builtin_ctzll(m));
@@ -215,17 +213,17 @@ template <bool kControl>
   // steps 1 and 2 are skipped when the hinted slot, in one of the key's
   // buckets, is still empty and this claims it. Step 3 finds the key all
   // the same if another inserter has added it, ready or keyed, meanwhile.
-  uint32_t own = UINT32_MAX;
+  // oj: which of the key's buckets holds the claimed slot (4: none yet).
+  uint32_t own = UINT32_MAX, oj = 4;
   const uint32_t hb = hint / kBucketSlots;
-  if (hint < nslots_ && !wide &&
-      (hb == c.bucket[0] || hb == c.bucket[1] || hb == c.bucket[2] || hb == c.bucket[3]) &&
-      tags_[hint].load(std::memory_order_relaxed) == kEmpty) {
+  const uint32_t hj = hb == c.bucket[0] ? 0 : hb == c.bucket[1] ? 1 : hb == c.bucket[2] ? 2 : hb == c.bucket[3] ? 3 : 4;
+  if (hint < nslots_ && !wide && hj < 4 && tags_[hint].load(std::memory_order_relaxed) == kEmpty) {
     if (count_.fetch_add(1, std::memory_order_relaxed) >= capacity_) {
       count_.fetch_sub(1, std::memory_order_relaxed);
       return -1;
     }
     uint32_t e = kEmpty;
-    if (tags_[hint].compare_exchange_strong(e, sig | kBusy, std::memory_order_acquire)) own = hint;
+    if (tags_[hint].compare_exchange_strong(e, sig | kBusy, std::memory_order_acquire)) own = hint, oj = hj;
     else count_.fetch_sub(1, std::memory_order_relaxed);
   }
 
@@ -267,6 +265,7 @@ template <bool kControl>
       uint32_t e = kEmpty;
       if (tags_[idx].compare_exchange_strong(e, sig | kBusy, std::memory_order_acquire)) {
         own = idx;
+        oj = pick;
         break;
       }
     }
@@ -290,13 +289,13 @@ template <bool kControl>
   };
   // (The lines are read after the fence: a twin whose keyed store preceded
   // this fence shows here; one that follows it will see this slot keyed.)
-  // All lines are compared first, this insert's own slot left out (the
-  // first j whose bucket holds it: a repeat's bits are never set): most
+  // All lines are compared first, this insert's own slot left out (bucket
+  // oj's bit, and by index where a repeated bucket shows it again): most
   // inserts meet no other slot with their tag and are done.
-  const uint32_t ob = own / kBucketSlots;
-  const uint32_t oj = ob == c.bucket[0] ? 0 : ob == c.bucket[1] ? 1 : ob == c.bucket[2] ? 2 : 3;
   for (uint64_t m = sigSlots() & ~(uint64_t(1) << (16 * oj + own % kBucketSlots)); m; m &= m - 1) {
     uint32_t idx = slotOf(m);
+    if (idx == own) [[unlikely]]
+      continue;
     uint32_t t;
     Seen seen = inspect(idx, t);
     if (seen == Seen::kOther) continue;

@@ -120,6 +120,29 @@ inline uint32_t matchSig(const std::atomic<uint32_t>* line, uint32_t sig) noexce
   return matchMasked(line, sig, ~kStateMask);
 }
 
+// Bit i set when tag i of a line may carry signature `sig`: its top 16
+// bits (the signature's high bits) equal sig's. A superset of matchSig's
+// slots (other signatures share the top bits once in 2^16): the caller
+// compares the whole tag again, as an insert does before it reads a key.
+// One 16-bit compare per four tags and no mask: a lane's compare is
+// negative (its top word all ones) exactly when its top bits match, and
+// the signed saturating packs keep that sign to the byte mask.
+inline uint32_t matchSigHigh(const std::atomic<uint32_t>* line, uint32_t sig) noexcept {
+#ifdef GWLB_FT_SIMD
+  const __m128i* v = reinterpret_cast<const __m128i*>(line);
+  const __m128i w = _mm_set1_epi32(int(sig));
+  auto eq = [&](int i) { return _mm_cmpeq_epi16(_mm_load_si128(v + i), w); };
+  __m128i c01 = _mm_packs_epi32(eq(0), eq(1));
+  __m128i c23 = _mm_packs_epi32(eq(2), eq(3));
+  return uint32_t(_mm_movemask_epi8(_mm_packs_epi16(c01, c23)));
+#else
+  uint32_t m = 0;
+  for (uint32_t i = 0; i < kLineTags; ++i)
+    m |= uint32_t((line[i].load(std::memory_order_relaxed) >> 16) == (sig >> 16)) << i;
+  return m;
+#endif
+}
+
 // Bit i set when tag i of a line is in state `state` (any signature).
 inline uint32_t matchState(const std::atomic<uint32_t>* line, uint32_t state) noexcept {
   return matchMasked(line, state, kStateMask);

@@ -158,6 +158,48 @@ TEST(FlowTableLimits, EveryPositionInsertReturnsHasAnEntry) {
   EXPECT_EQ(liveKeys(ft), inserted);
 }
 
+// Tables of 2 to 9 buckets, where a key's second bucket pair often overlaps
+// its first (the same bucket, or a neighbour, across the wrap too): each
+// insert, hinted by a bulk lookup's miss or not, gives its key one position
+// (an insert never takes its own slot for a twin, nor loses to it), a key
+// inserted again keeps it, and the table takes exactly `capacity` keys.
+TEST(FlowTableLimits, SmallTablesWhoseBucketPairsOverlapPlaceEveryKeyOnce) {
+  Harness h;
+  for (uint32_t cap = 1; cap <= 110; cap += 3) {
+    dp::FlowTable ft("dpt_overlap", cap, h.qsbr(), 0);
+    std::set<int32_t> seen;
+    uint32_t inserted = 0;
+    for (uint32_t i = 0; i < 4 * cap + 8; ++i) {
+      L4Tuple t;
+      t.src = IpAddr::v4(0x0A000000u + i * 7919u);
+      t.dst = IpAddr::v4(0x0B000000u);
+      t.proto = 17;
+      t.sport = uint16_t(i);
+      t.dport = 53;
+      const FlowKey k = makeFlowKey(t, StickinessMode::kFiveTuple, 0).key;
+      const uint32_t hash = flowHash(k);
+      const FlowKey* kp[1] = {&k};
+      int32_t pos[1];
+      uint32_t hint[1];
+      ASSERT_EQ(ft.lookupBulk(kp, &hash, 1, pos, hint), 1u) << "capacity " << cap << " key " << i;
+      const int32_t at = ft.insert(k, hash, i % 2 ? hint[0] : dp::FlowTable::kNoHint);
+      if (inserted == cap) {
+        EXPECT_EQ(at, dp::FlowTable::kFull) << "capacity " << cap << " key " << i;
+        continue;
+      }
+      ASSERT_GE(at, 0) << "capacity " << cap << " key " << i;
+      ++inserted;
+      EXPECT_TRUE(seen.insert(at).second) << "capacity " << cap << ": position handed out twice";
+      EXPECT_EQ(ft.insert(k, hash), at) << "capacity " << cap << ": the key inserted again";
+      EXPECT_EQ(ft.lookup(k, hash), at) << "capacity " << cap << " key " << i;
+    }
+    EXPECT_EQ(inserted, cap);
+    EXPECT_EQ(ft.count(), cap);
+    EXPECT_EQ(liveKeys(ft), cap);
+    EXPECT_EQ(ft.insertsAbandoned(), 0u) << "capacity " << cap;
+  }
+}
+
 // The control thread's batch insert (a warm start's records) gives every key
 // the position insertFromControl() would: a key already there keeps its
 // position, a key repeated in the batch gets one position, each new key its
