@@ -306,10 +306,9 @@ for prog, args in (("gwlbd --check-config", [gwlbd, "--check-config", "sync6.yam
 #     appliances; the two refusals it quotes (an IPv4 appliance there, a node
 #     with neither address) are what gwlbd --check-config and gwlbctl config
 #     check print.
-quoted = [l for l in re.findall(r"```\n(.*?)```", deploy, re.S)
-          if "is IPv4: set node.underlay_ip" in l]
-check(len(quoted) == 1, "docs/deploy.md quotes the refusals of an IPv6-only node")
-quoted = quoted[0].splitlines() if quoted else ["", ""]
+quoted = [next((l for l in deploy.splitlines() if l.startswith(start)), "")
+          for start in ("server_groups[0].servers[1].address: '10.0.0.11' is IPv4: ", "node.underlay_ip: is required: ")]
+check(all(quoted), "docs/deploy.md quotes the refusals of an IPv6-only node", str(quoted))
 V6_NODE = "node: { underlay_ipv6: 2001:db8:f::1, underlay_mac: 02:00:00:00:00:01 }\n"
 V6_TAIL = 'eal: ["--no-huge", "--no-pci", "--lcores=0@(0-1),1@(0-1)", "-m", "128"]\n'
 cases = {

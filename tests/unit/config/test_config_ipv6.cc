@@ -140,7 +140,8 @@ TEST(ConfigIpv6, AnIpv4ApplianceNeedsTheIpv4Address) {
   EXPECT_TRUE(errorsAre(parse("node:\n  underlay_mac: 02:00:00:00:00:01\n"
                               "server_groups:\n  - name: g\n    servers: [{ address: 2001:db8:f::a }]\n"),
                         {{"node.underlay_ip", "is required: set this node's IPv4 address on the underlay, or "
-                                              "node.underlay_ipv6 for an IPv6-only underlay"}}));
+                                              "node.underlay_ipv6 for an IPv6-only underlay"},
+                         {"server_groups[0].servers[0].address", "is IPv6: set node.underlay_ipv6"}}));
 }
 
 // A VXLAN group reaches each appliance in the appliance's family, as a
