@@ -833,7 +833,8 @@ def main():
     to_app = read_pcap(os.path.join(a.out_dir, "to-appliances.pcap"))
     returned = read_pcap(os.path.join(a.out_dir, "returned.pcap"))
     print("config: format %s, vni 0x%06x, %d appliance(s), underlay %s %s"
-          % (cfg["format"], cfg["vni"], len(cfg["appliances"]), ip_str(cfg["underlay_ip"]), mac_str(cfg["underlay_mac"])))
+          % (cfg["format"], cfg["vni"], len(cfg["appliances"]),
+             " and ".join(ip_str(cfg[k]) for k in ("underlay_ip", "underlay_ipv6") if cfg[k]), mac_str(cfg["underlay_mac"])))
     print("input: %d packets, %d flows (symmetric 5-tuples; ICMP errors and fragments counted "
           "with their flow), %d fragmented datagrams" % (len(inp.frames), len(inp.flows), inp.n_datagrams))
     print("output: %d to appliances, %d returned" % (len(to_app), len(returned)))

@@ -107,8 +107,10 @@ TEST(ConfigIpv6, AnIpv6OnlyNodeNeedsNoIpv4Address) {
   Result r = parse(v6Only("{ address: 2001:db8:f::a }, { address: 2001:db8:f::b }",
                           "    health_check: { port: 80, protocol: http, path: /h, forwarding: true }\n"
                           "  - name: v\n    encapsulation: vxlan\n    servers: [{ address: 2001:db8:f::c }]\n"
+                          "    health_check: { enabled: false }\n"
+                          "  - name: tools\n    servers: [{ address: 2001:db8:f::d }]\n"
                           "    health_check: { enabled: false }\n",
-                          "traffic_classes:\n  - { name: all, action: inspect, mirror: { group: v } }\n"
+                          "traffic_classes:\n  - { name: all, action: inspect, mirror: { group: tools } }\n"
                           "fleet: { node_name: gw-1, secret: 00112233445566778899aabbccddeeff, "
                           "sync_listen: '[2001:db8:f::1]:7946', peers: ['[2001:db8:f::2]:7946'] }\n"));
   ASSERT_TRUE(r.ok) << formatErrors(r.errors);
