@@ -116,7 +116,9 @@ TEST(ConfigIpv6, AnIpv6OnlyNodeNeedsNoIpv4Address) {
   ASSERT_TRUE(r.ok) << formatErrors(r.errors);
   EXPECT_FALSE(r.cfg.node.underlay_ip.has_value());
   EXPECT_EQ(underlayAddresses(r.cfg.node), "2001:db8:f::1");
-  const std::string dump = dumpConfig(r.cfg);
+  DumpOptions with_secrets;
+  with_secrets.secrets = true;  // the fleet's inline secret, so that it loads back
+  const std::string dump = dumpConfig(r.cfg, with_secrets);
   EXPECT_EQ(dump.find("underlay_ip:"), std::string::npos) << dump;
   EXPECT_EQ(dump.find("0.0.0.0"), std::string::npos) << dump;
   Result again = parse(dump);
