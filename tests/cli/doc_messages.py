@@ -302,7 +302,7 @@ for prog, args in (("gwlbd --check-config", [gwlbd, "--check-config", "sync6.yam
     check(rc != 0 and m is not None and m.group(1) in printed,
           f"{prog}: a peer of the other family is refused as docs/fleet.md quotes", f"exit {rc}:\n{out}{err}")
 
-# 11. docs/deploy.md "IPv6 only": a node without node.underlay_ip takes IPv6
+# 11. docs/deploy.md "Choosing a format and family" (IPv6 only): a node without node.underlay_ip takes IPv6
 #     appliances; the two refusals it quotes (an IPv4 appliance there, a node
 #     with neither address) are what gwlbd --check-config and gwlbctl config
 #     check print.
