@@ -149,6 +149,15 @@ std::string renderStatus(const Json& r, double now) {
   kv.push_back({"config", fieldText(r, "config_file") + " (loaded " +
                               formatAge(fieldNumber(r, "config_loaded_at"), now) + ")"});
   kv.push_back({"snapshot", "generation " + fieldText(r, "snapshot_generation")});
+  // The node's underlay addresses (a gwlbd before them has no such field).
+  if (const Json& u = field(r, "underlay"); u.is_object()) {
+    const Json &v4 = field(u, "ipv4"), &v6 = field(u, "ipv6");
+    std::string t;
+    if (v4.is_string()) t = "IPv4 " + v4.get<std::string>();
+    if (v6.is_string()) t += (t.empty() ? "IPv6 " : ", IPv6 ") + v6.get<std::string>();
+    if (!v4.is_string() && v6.is_string()) t += " (no IPv4 address)";
+    kv.push_back({"underlay", t});
+  }
   double flows = fieldNumber(r, "flows"), cap = fieldNumber(r, "flow_capacity");
   char pct[32] = "-";
   if (cap > 0) std::snprintf(pct, sizeof pct, "%.1f%%", 100.0 * flows / cap);

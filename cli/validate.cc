@@ -210,9 +210,9 @@ Request buildRequest(const Invocation& inv) {
     checkWatch(inv);
   } else if (n == "server add") {
     r.params["group"] = parseGroupName("GROUP", inv.args[0]);
+    // Either family: gwlbd checks it against the node's underlay addresses
+    // as it checks the file (an IPv6-only node takes only IPv6 appliances).
     r.params["address"] = parseAddress("ADDRESS", inv.args[1]);
-    if (!IpAddr::parse(inv.args[1])->isV4())
-      throw UsageError("ADDRESS: '" + inv.args[1] + "' is not an IPv4 address (the underlay is IPv4)", n);
     if (inv.has("--weight")) r.params["weight"] = parseUint("--weight", inv.opt("--weight"), 0, 10000);
     if (inv.has("--mac")) r.params["mac"] = parseMac("--mac", inv.opt("--mac"));
   } else if (n == "health") {

@@ -38,7 +38,8 @@ size_t buildTooBig(uint8_t* f, size_t len, const ParsedPacket& pkt, uint32_t mtu
     ip[8] = 64;
     ip[9] = kProtoIcmp;
     wr16(ip + 10, 0);
-    wr32(ip + 12, v4_src);
+    if (v4_src) wr32(ip + 12, v4_src);
+    else std::memcpy(ip + 12, orig_dst, 4);
     std::memcpy(ip + 16, orig_src, 4);
     wr16(ip + 10, inetChecksum(ip, 20));
     uint8_t* ic = ip + 20;
@@ -48,7 +49,6 @@ size_t buildTooBig(uint8_t* f, size_t len, const ParsedPacket& pkt, uint32_t mtu
     wr16(ic + 4, 0);
     wr16(ic + 6, uint16_t(std::min<uint32_t>(mtu, 0xFFFF)));
     wr16(ic + 2, inetChecksum(ic, 8 + quote));
-    (void)orig_dst;
     return pkt.l3_offset + total;
   }
 

@@ -211,7 +211,10 @@ struct Snapshot {
   static int64_t live() noexcept { return live_.load(std::memory_order_relaxed); }
 
   uint64_t generation = 0;
-  uint32_t underlay_ip = 0;        // host order
+  // node.underlay_ip, host order; 0 on an IPv6-only node (no IPv4 appliance
+  // then, so nothing is sent from it; IPv4 to 0.0.0.0, which no host sends,
+  // would meet the return path's checks and be dropped there).
+  uint32_t underlay_ip = 0;
   // node.underlay_ipv6: the source of Geneve over IPv6 to IPv6 appliances and
   // where their returns come to (has_underlay_ip6 false: none). The builder
   // lists it in node_ipv6 too: its neighbor solicitations are answered and

@@ -21,6 +21,12 @@
 
 namespace gwlb::ctl {
 
+std::string underlayAddresses(const NodeConfig& n) {
+  std::string v4 = n.underlay_ip ? n.underlay_ip->str() : "", v6 = n.underlay_ipv6 ? n.underlay_ipv6->str() : "";
+  if (v4.empty() || v6.empty()) return v4 + v6;
+  return v4 + " and " + v6;
+}
+
 const char* toString(Stickiness s) { return schema::kStickiness.nameOf(uint64_t(s)); }
 const char* toString(GeneveFormat f) { return schema::kGeneveFormat.nameOf(uint64_t(f)); }
 const char* toString(Encapsulation e) { return schema::kEncapsulation.nameOf(uint64_t(e)); }

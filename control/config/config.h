@@ -196,9 +196,11 @@ struct ExceptionPathConfig {
 };
 
 struct NodeConfig {
-  IpAddr underlay_ip;                        // required, IPv4
-  // Optional: the IPv6 underlay address, the source of Geneve to IPv6
-  // appliances and where their returns come to.
+  // The IPv4 underlay address, the source of Geneve to IPv4 appliances and
+  // where their returns come to; the IPv6 one the same for IPv6 appliances.
+  // At least one; each is required when an appliance of its family is listed,
+  // so an IPv6-only node has no IPv4 underlay address at all.
+  std::optional<IpAddr> underlay_ip;
   std::optional<IpAddr> underlay_ipv6;
   MacAddr underlay_mac;                      // required, unicast
   std::optional<MacAddr> gateway_mac;        // optional: next hop for all appliances
@@ -440,6 +442,11 @@ bool loadConfigFile(const std::string& path, Config& out, std::vector<ConfigErro
 bool validateConfig(const Config& c, std::vector<ConfigError>& errors);
 
 std::string formatErrors(const std::vector<ConfigError>& errors);
+
+// The node's underlay addresses as text, for logs: "192.0.2.1",
+// "2001:db8::1" (an IPv6-only node) or both, "192.0.2.1 and 2001:db8::1".
+// Never throws but std::bad_alloc.
+std::string underlayAddresses(const NodeConfig& n);
 
 // The flow hash key node.flow_hash_secret names: its digits, or the file's
 // (a regular file, not a symlink, without group/other permissions, holding

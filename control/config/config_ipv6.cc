@@ -1,7 +1,8 @@
 // The rules of an IPv6 underlay. An appliance's address family decides the
 // outer family of its Geneve packets, so IPv4 and IPv6 appliances may share a
 // node and a group; an IPv6 one needs the node's IPv6 underlay address (its
-// MAC is found by neighbor discovery unless the config gives one).
+// MAC is found by neighbor discovery unless the config gives one), an IPv4 one
+// the IPv4 address, which an IPv6-only node leaves out.
 // Each rule names the key to change.
 #include <map>
 
@@ -29,6 +30,20 @@ bool usableIpv6(const IpAddr& a) {
 
 void checkIpv6Underlay(const Config& c, Report& r) {
   const std::optional<IpAddr>& us = c.node.underlay_ipv6;
+  // Each family's underlay address is needed only by appliances of that
+  // family (nothing else gwlbd sends comes from it), so an IPv6-only node
+  // needs no IPv4 address; a node with neither has no underlay at all.
+  if (!c.node.underlay_ip && !us)
+    r.add("node.underlay_ip", "is required: set this node's IPv4 address on the underlay, or "
+                              "node.underlay_ipv6 for an IPv6-only underlay");
+  for (size_t gi = 0; gi < c.server_groups.size() && !c.node.underlay_ip && us; ++gi)
+    for (size_t si = 0; si < c.server_groups[gi].appliances.size(); ++si) {
+      const IpAddr& a = c.server_groups[gi].appliances[si].address;
+      if (a.isV4())
+        r.add(at(at("server_groups", gi) + ".servers", si) + ".address",
+              quote(a.str()) + " is IPv4: set node.underlay_ip, this node's IPv4 underlay address "
+                               "(the source of Geneve over IPv4)");
+    }
   // Control code knows an appliance by applianceKey(): each key must name
   // one address (IPv4 keys are the addresses, so only IPv6 ones can collide).
   std::map<uint32_t, std::pair<IpAddr, std::string>> keys;

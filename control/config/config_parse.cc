@@ -250,7 +250,12 @@ class Parser {
       case Kind::kIpv4:
       case Kind::kIp: {
         IpAddr a;
-        if (!ipv4(v, p, a)) return;
+        if (!ipv4(v, p, a)) {
+          // An optional address written but unreadable is still there (family
+          // 0, its error said): rules that need it absent stay silent.
+          if (k.acc.has) *static_cast<std::optional<IpAddr>*>(k.acc.at(owner)) = IpAddr{};
+          return;
+        }
         if (k.acc.has) *static_cast<std::optional<IpAddr>*>(k.acc.at(owner)) = a;
         else *static_cast<IpAddr*>(k.acc.at(owner)) = a;
         return;

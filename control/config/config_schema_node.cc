@@ -219,8 +219,9 @@ const Section kExceptionPathSection{"node.exception_path", kExceptionPathKeys};
 
 const Key kNodeKeys[] = {
     {.name = "underlay_ip", .kind = Kind::kIpv4, .acc = member<&NodeConfig::underlay_ip>(),
-     .doc = "This node's underlay address, the source of the Geneve packets it sends.",
-     .required = true, .what = "this node's IPv4 address on the underlay"},
+     .doc = "This node's IPv4 underlay address, the source of Geneve to IPv4 appliances. "
+            "Required unless the node is IPv6-only (`underlay_ipv6` set, no IPv4 appliance).",
+     .what = "this node's IPv4 address on the underlay", .default_doc = "none"},
     {.name = "underlay_ipv6", .kind = Kind::kIp, .acc = member<&NodeConfig::underlay_ipv6>(),
      .doc = "This node's IPv6 underlay address: the source of Geneve, neighbor solicitations "
             "and data-path probes to IPv6 appliances, answered in neighbor discovery.",

@@ -32,7 +32,9 @@ void ipv4Unicast(Report& r, const std::string& path, const IpAddr& a, std::strin
     return;
   }
   if (a.isV6()) {
-    r.add(path, quote(a.str()) + " is IPv6; IPv6 underlay is not supported yet, use an IPv4 address");
+    // The node's IPv6 underlay address has a key of its own: say which.
+    r.add(path, quote(a.str()) + " is IPv6; use an IPv4 address" +
+                    (path == "node.underlay_ip" ? " (the IPv6 underlay address goes in node.underlay_ipv6)" : ""));
     return;
   }
   if (!a.isV4()) {

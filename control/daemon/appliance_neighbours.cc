@@ -104,13 +104,15 @@ bool ApplianceNeighbours::onArp(rte_mbuf* m, const dp::PortView& pv, uint64_t no
   uint8_t* f = rte_pktmbuf_mtod(m, uint8_t*);
   ArpPacket a;
   if (!parseArp(f, m->data_len, a)) return false;
-  const uint32_t our_ip = engine_.config().node.underlay_ip.v4HostOrder();
+  // An IPv6-only node has no IPv4 address to answer for (nor 0.0.0.0).
+  const std::optional<IpAddr>& ours = engine_.config().node.underlay_ip;
+  const uint32_t our_ip = ours ? ours->v4HostOrder() : 0;
   // Only where the appliances are: a router-side host cannot claim one.
   if (acceptsReturns(pv.role) && v4_.heard(a.sender_ip, a.sender_mac, now)) {
     spdlog::info("ARP: appliance {} is at {}", IpAddr::v4(a.sender_ip).str(), a.sender_mac.str());
     changed = true;
   }
-  if (a.op == 1 && a.target_ip == our_ip && a.sender_ip != our_ip) {
+  if (ours && a.op == 1 && a.target_ip == our_ip && a.sender_ip != our_ip) {
     size_t len = makeArpReply(f, a, pv.mac);
     if (sendBack(rings_.control_tx, m, len)) return true;
   }
@@ -118,7 +120,7 @@ bool ApplianceNeighbours::onArp(rte_mbuf* m, const dp::PortView& pv, uint64_t no
   // MAC): the kernel gets every one, after the appliance learning above
   // (it ignores those it did not ask for). Requests for us stay here: we
   // answer them, the kernel would answer twice.
-  if (exception_ && a.op == 2 && a.target_ip == our_ip) {
+  if (exception_ && ours && a.op == 2 && a.target_ip == our_ip) {
     exception_->toKernel(m);
     return true;
   }
@@ -191,8 +193,10 @@ void ApplianceNeighbours::handlePunted(uint64_t now) {
 void ApplianceNeighbours::sendRequests(const std::vector<NeighbourCache::Request>& arp,
                                        const std::vector<NeighbourCache::Request>& nd) {
   const NodeConfig& node = engine_.config().node;
-  const uint32_t our_ip = node.underlay_ip.v4HostOrder();
-  for (const NeighbourCache::Request& r : arp) {
+  // Without an IPv4 underlay address there are no IPv4 appliances to ask
+  // for (the config refuses them), and no address to ask from.
+  const uint32_t our_ip = node.underlay_ip ? node.underlay_ip->v4HostOrder() : 0;
+  for (const NeighbourCache::Request& r : node.underlay_ip ? arp : std::vector<NeighbourCache::Request>{}) {
     rte_mbuf* m = rte_pktmbuf_alloc(rings_.pool);
     if (!m) break;
     uint8_t* f = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, kArpFrameLen));

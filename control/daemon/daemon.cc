@@ -308,8 +308,7 @@ int Daemon::run() {
   neighbours_->resolve(dp::monotonicNs());
   startFleet();
   spdlog::info("gwlbd running: {} worker(s), {} port(s), underlay {} port {}",
-               cfg().dataplane.workers, n_ports_, cfg().node.underlay_ip.str(),
-               cfg().node.underlay_port);
+               cfg().dataplane.workers, n_ports_, underlayAddresses(cfg().node), cfg().node.underlay_port);
   // systemd (Type=notify): ready now that the ports are up, the first
   // snapshot is published and the workers run; the watchdog is fed only
   // while every worker's loop moves.

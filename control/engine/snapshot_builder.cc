@@ -276,7 +276,7 @@ struct GroupsBuilt {
 
 // The node's own addresses, ports and rates.
 void setNode(dp::Snapshot& s, const Config& cfg, const PortMacs* devices) {
-  s.underlay_ip = cfg.node.underlay_ip.v4HostOrder();
+  s.underlay_ip = cfg.node.underlay_ip && cfg.node.underlay_ip->isV4() ? cfg.node.underlay_ip->v4HostOrder() : 0;
   s.underlay_mac = cfg.node.underlay_mac;
   s.underlay_port = cfg.node.underlay_port;
   s.underlay_mtu = cfg.node.underlay_mtu;
@@ -608,8 +608,9 @@ void buildEncaps(dp::Snapshot& s) {
     } else {
       buildEncapTemplate(v.encap, ep);
     }
+    // Each family from its own underlay address: never from 0.0.0.0.
     v.sendable = v.encap.len == encapHeaderLen(v.encap.aws, v.encap.ipv6) &&
-                 (!v.ipv6 || s.has_underlay_ip6);
+                 (v.ipv6 ? s.has_underlay_ip6 : s.underlay_ip != 0);
   }
   for (const dp::GroupView& g : s.groups) {
     if (!g.vxlan) continue;

@@ -292,6 +292,7 @@ std::string ProbePath::describe() const {
   std::string d = std::string(toString(kind)) + " path (" +
                   (kind == Kind::kData ? "tap " : "interface ") + device;
   if (source) d += ", from " + source->str();
+  else if (source6) d += ", from " + source6->str();  // an IPv6-only node
   return d + ")";
 }
 
@@ -328,10 +329,10 @@ std::vector<ConfigError> probePathErrors(const Config& c) {
                "from node.underlay_ip), which needs node.exception_path.enabled: true; or set "
                "health_check.interface for a management path (docs/deploy.md, \"Where probes "
                "travel\")"});
-    } else if (h.source && *h.source != c.node.underlay_ip) {
+    } else if (h.source && h.source != c.node.underlay_ip) {
       errors.push_back({at + ".source",
                         h.source->str() + ": on the data path probes come from node.underlay_ip (" +
-                            c.node.underlay_ip.str() +
+                            (c.node.underlay_ip ? c.node.underlay_ip->str() : "not set") +
                             "); a source of its own needs health_check.interface (a management path)"});
     }
   }
@@ -408,7 +409,7 @@ std::vector<ConfigError> probeRouteErrors(const Config& c) {
   const int rp = rpFilter("all");
   // Until prepareDataPath adds it, node.underlay_ip is no address of this
   // host and the kernel refuses it as a source: ask for the route alone.
-  const bool underlay_ready = hasAddress(tap, c.node.underlay_ip);
+  const bool underlay_ready = c.node.underlay_ip && hasAddress(tap, *c.node.underlay_ip);
   RouteSocket nl;  // one socket for every lookup: this runs before each config change
   for (const Probed& p : probedGroups(c)) {
     if (p.path.kind == ProbePath::Kind::kUnbound) continue;  // probePathErrors' to report
@@ -551,13 +552,12 @@ std::vector<std::string> prepareDataPath(const Config& c, std::vector<NeighbourP
   const std::vector<IpAddr> routes6 = routedByTap6(c, probed);
   dropStaleRoutes6(nl, ifindex, routes6, who, done);
   if (!used) return done;
-  if (!hasAddress(tap, c.node.underlay_ip)) {
-    int rc = addHostAddress(nl, ifindex, c.node.underlay_ip);
+  // An IPv6-only node (no node.underlay_ip) gives the tap no IPv4 address.
+  if (const std::optional<IpAddr>& a4 = c.node.underlay_ip; a4 && !hasAddress(tap, *a4)) {
+    int rc = addHostAddress(nl, ifindex, *a4);
     if (rc != 0)
-      throw std::runtime_error(who + ": cannot add node.underlay_ip " + c.node.underlay_ip.str() +
-                               "/32: " + errnoText(rc));
-    done.push_back("added node.underlay_ip " + c.node.underlay_ip.str() + "/32 to " + tap +
-                   " (probes leave from it)");
+      throw std::runtime_error(who + ": cannot add node.underlay_ip " + a4->str() + "/32: " + errnoText(rc));
+    done.push_back("added node.underlay_ip " + a4->str() + "/32 to " + tap + " (probes leave from it)");
   }
   const bool v6 = c.node.underlay_ipv6 && std::any_of(probed.begin(), probed.end(), [](const Probed& p) {
     return p.path.kind == ProbePath::Kind::kData && probesIpv6(*p.group);

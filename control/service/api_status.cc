@@ -116,11 +116,17 @@ json statusMethod(const ServiceContext& c, const json& p) {
   }
   const dp::Snapshot* s = c.engine.current();
   const ProcessFacts& f = c.facts;
+  // null: the node has no underlay address of that family (an IPv6-only node
+  // has no IPv4 one).
+  const NodeConfig& node = c.engine.config().node;
+  auto address = [](const std::optional<IpAddr>& a) { return a ? json(a->str()) : json(nullptr); };
+  const json underlay = {{"ipv4", address(node.underlay_ip)}, {"ipv6", address(node.underlay_ipv6)}};
   return {{"version", kVersion},
           {"uptime_s", double(dp::monotonicNs() - f.started_ns) / 1e9},
           {"started_at", f.started_at},
           {"config_file", c.engine.config().source_path},
           {"config_loaded_at", f.config_loaded_at},
+          {"underlay", underlay},
           {"runtime_changes", runtimeChangesJson(c.engine.fileConfig(), c.engine.config()).size()},
           {"snapshot_generation", s ? s->generation : 0},
           {"snapshots_live", dp::Snapshot::live()},

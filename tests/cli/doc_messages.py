@@ -27,7 +27,9 @@ Checks, each against a fresh run:
      timeout ÷ 0.9; none for deploy.md's example or a table that fits;
   9. every complete gwlbctl command line in the docs is one gwlbctl takes;
  10. docs/fleet.md's refusal of a fleet peer of the other family is the one
-     gwlbd --check-config and gwlbctl config check print.
+     gwlbd --check-config and gwlbctl config check print;
+ 11. docs/deploy.md's refusals of an IPv6-only node (an IPv4 appliance, neither
+     underlay address) are the ones both print, and such a node is accepted.
 """
 import os
 import re
@@ -299,6 +301,38 @@ for prog, args in (("gwlbd --check-config", [gwlbd, "--check-config", "sync6.yam
     printed = " ".join((out + err).split())
     check(rc != 0 and m is not None and m.group(1) in printed,
           f"{prog}: a peer of the other family is refused as docs/fleet.md quotes", f"exit {rc}:\n{out}{err}")
+
+# 11. docs/deploy.md "Choosing a format and family" (IPv6 only): a node without node.underlay_ip takes IPv6
+#     appliances; the two refusals it quotes (an IPv4 appliance there, a node
+#     with neither address) are what gwlbd --check-config and gwlbctl config
+#     check print.
+quoted = [next((l for l in deploy.splitlines() if l.startswith(start)), "")
+          for start in ("server_groups[0].servers[1].address: '10.0.0.11' is IPv4: ", "node.underlay_ip: is required: ")]
+check(all(quoted), "docs/deploy.md quotes the refusals of an IPv6-only node", str(quoted))
+V6_NODE = "node: { underlay_ipv6: 2001:db8:f::1, underlay_mac: 02:00:00:00:00:01 }\n"
+V6_TAIL = 'eal: ["--no-huge", "--no-pci", "--lcores=0@(0-1),1@(0-1)", "-m", "128"]\n'
+cases = {
+    "v6only.yaml": (V6_NODE + "server_groups: [ { name: g, health_check: { enabled: false }, "
+                    "servers: [ { address: 2001:db8:f::10 } ] } ]\n", None),
+    "v6only-v4app.yaml": (V6_NODE + "server_groups: [ { name: g, health_check: { enabled: false }, "
+                          "servers: [ { address: 2001:db8:f::10 }, { address: 10.0.0.11 } ] } ]\n", quoted[0]),
+    "no-underlay.yaml": ("node: { underlay_mac: 02:00:00:00:00:01 }\nserver_groups: [ { name: g, "
+                         "health_check: { enabled: false }, servers: [ { address: 2001:db8:f::10 } ] } ]\n",
+                         quoted[-1]),
+}
+for name, (text, want) in cases.items():
+    with open(os.path.join(work, name), "w") as f:
+        f.write(text + V6_TAIL)
+    for prog, args in (("gwlbd --check-config", [gwlbd, "--check-config", name]),
+                       ("gwlbctl config check", [gwlbctl, "config", "check", name])):
+        rc, out, err = run(args)
+        if want is None:
+            check(rc == 0, f"{prog} {name}: an IPv6-only node without node.underlay_ip is accepted",
+                  f"exit {rc}:\n{out}{err}")
+        else:
+            check(rc != 0 and want != "" and want in (out + err),
+                  f"{prog} {name}: refused with the line docs/deploy.md quotes",
+                  f"exit {rc}:\n{out}{err}\nwanted: {want}")
 
 print(f"doc_messages: {len(failures)} failure(s)")
 sys.exit(1 if failures else 0)

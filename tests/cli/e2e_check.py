@@ -155,7 +155,9 @@ def t_status():
     assert s["flows"] > 0, s
     assert all(w["loops"] > 0 and w["max_loop_gap_ns"] > 0 and w["recent_max_loop_gap_ns"] >= 0
                for w in s["workers"]), s["workers"]
+    assert s["underlay"] == {"ipv4": "192.0.2.1", "ipv6": None}, s["underlay"]
     out = run("status", record=True).stdout
+    assert re.search(r"^underlay  IPv4 192\.0\.2\.1$", out, re.M), out
     assert re.search(r"^WORKER\s+LCORE\s+RX QUEUES \(port/queue\)\s+LOOPS\s+MAX GAP \(recent\)$", out, re.M), out
     # LOOPS (a count) and MAX GAP with the recent one in parentheses: "12ms (45us)".
     assert re.search(r"^\s+0\s+\d+\s+\S.*\s\d+(\.\d)?[kMGT]?\s+\d[0-9.a-z]*(ns|us|ms|s) \(\d[0-9.a-z]*s\)$",

@@ -159,6 +159,11 @@ TEST(Render, StatusGroupsExplain) {
   EXPECT_TRUE(has(renderStatus(st, 0), "capture   2 queue(s) being captured")) << renderStatus(st, 0);
   st["capture"] = Json::parse(R"({"available": false, "why_not": "the EAL runs without hugepages"})");
   EXPECT_TRUE(has(renderStatus(st, 0), "capture   off: the EAL runs without hugepages")) << renderStatus(st, 0);
+  EXPECT_FALSE(has(renderStatus(st, 0), "underlay")) << "a gwlbd that does not say shows no underlay row";
+  st["underlay"] = Json::parse(R"({"ipv4": "192.0.2.1", "ipv6": "2001:db8::1"})");
+  EXPECT_TRUE(has(renderStatus(st, 0), "underlay  IPv4 192.0.2.1, IPv6 2001:db8::1\n")) << renderStatus(st, 0);
+  st["underlay"] = Json::parse(R"({"ipv4": null, "ipv6": "2001:db8::1"})");
+  EXPECT_TRUE(has(renderStatus(st, 0), "underlay  IPv6 2001:db8::1 (no IPv4 address)\n")) << renderStatus(st, 0);
 
   Json g = Json::parse(R"({"groups": [{"name": "firewalls", "stickiness": "5-tuple",
     "geneve": {"format": "aws", "vni": 0, "endpoint_id": "0x0123456789abcdef", "attachment_id": 1},

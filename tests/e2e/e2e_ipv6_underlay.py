@@ -3,9 +3,14 @@ the appliance network is fd77:9::/64 and nothing else; gwlbd sends Geneve over
 IPv6 from node.underlay_ipv6 (fd77:9::1), the config gives no appliance MAC
 (gwlbd finds them by neighbor discovery), and the HTTP health checks reach the
 appliances over IPv6 through gwlbd's own appliance port (the data path: its
-exception tap). LAB_IPV6=1: IPv4 and IPv6 inside.
+exception tap). gwlbd is an IPv6-only node: its config has no node.underlay_ip.
+LAB_IPV6=1: IPv4 and IPv6 inside.
 
-Checked: gwlbd learned each appliance's real MAC by ND; both appliances are
+Checked: gwlbd has no IPv4 underlay address (the lab's config has no
+node.underlay_ip; `gwlbctl status` says so, in JSON and text; its exception
+tap has no IPv4 address) and sends no IPv4 and no ARP on the appliance link
+(tshark); `gwlbctl server add` takes an IPv6 appliance and refuses an IPv4
+one; gwlbd learned each appliance's real MAC by ND; both appliances are
 healthy by their IPv6 probes; verified TCP streams (a 16 MiB download, echoed
 uploads over IPv4 and IPv6 inside) are intact, each connection through one
 appliance both ways; tshark on each appliance's link decodes every packet to or
@@ -27,6 +32,8 @@ UNDERLAY6 = "fd77:9::1"
 MGMT6 = "fd77:9::2"  # the gateway kernel on br-app: what a probe must NOT come from
 APPS6 = {"app1": "fd77:9::11", "app2": "fd77:9::12"}
 APP_MACS = {"app1": "02:77:00:00:09:11", "app2": "02:77:00:00:09:12"}
+GW_MAC = "02:77:00:00:09:01"  # gwlbd's appliance port (node.underlay_mac)
+GW_TAP = "gwlb1"  # its exception tap (node.exception_path, underlay_port 1)
 
 
 def app_stats(lab, app):
@@ -82,7 +89,33 @@ def check_probes(pcap, app):
     return len(rows)
 
 
+def check_no_ipv4_underlay(lab):
+    """gwlbd runs as an IPv6-only node: no node.underlay_ip in its config,
+    none in its status, no IPv4 address on its appliance port's tap."""
+    cfg = open(os.path.join(lab.dir, "gwlbd.yaml")).read()
+    assert "underlay_ip:" not in cfg, "the lab's gwlbd.yaml still sets node.underlay_ip"
+    status = json.loads(lab.gwlbctl("--json", "status"))
+    assert status.get("underlay") == {"ipv4": None, "ipv6": UNDERLAY6}, \
+        f"gwlbctl status: underlay {status.get('underlay')!r}, expected no IPv4 address and {UNDERLAY6}"
+    text = lab.gwlbctl("status")
+    assert f"underlay  IPv6 {UNDERLAY6} (no IPv4 address)" in text, f"gwlbctl status:\n{text}"
+    r = lab.run("gw", "ip", "-4", "-o", "addr", "show", "dev", GW_TAP)
+    assert r.returncode == 0 and r.stdout.strip() == "", f"{GW_TAP} has IPv4 addresses: {r.stdout}{r.stderr}"
+    print(f"gwlbd has no IPv4 underlay address: status says IPv6 {UNDERLAY6} only, {GW_TAP} has no IPv4 address")
+
+
+def check_no_ipv4_from_gwlbd(pcap, app):
+    """Nothing gwlbd sent on the appliance's link was IPv4 or ARP (outside:
+    the IPv4 inside its Geneve is the client's)."""
+    rows = tshark_fields(pcap, "frame.protocols", "ip.src", "ip.dst",
+                         display=f"eth.src == {GW_MAC} and (ip or arp)")
+    outer = [r for r in rows if r[0].startswith(("eth:ethertype:ip:", "eth:ethertype:arp"))]
+    assert not outer, f"{app}: gwlbd sent IPv4 or ARP on the appliance link: {outer[:5]}"
+    assert rows, f"{app}: no IPv4 inside gwlbd's Geneve either: is the capture empty?"
+
+
 def test_ipv6_underlay(lab, args):
+    check_no_ipv4_underlay(lab)
     log = open(os.path.join(lab.dir, "gwlbd.log"), errors="replace").read()
     for a, addr in APPS6.items():
         want = f"ND: appliance {addr} is at {APP_MACS[a]}"
@@ -96,7 +129,7 @@ def test_ipv6_underlay(lab, args):
         assert check["probe_path"] == "data" and check["source"] == UNDERLAY6, \
             f"gwlbctl health {ip}: probes on the {check['probe_path']} path from {check['source']}"
     print(f"both appliances healthy by their IPv6 health checks (data path, from {UNDERLAY6})")
-    caps = {a: tshark_start(lab, a, "udp port 6081 or tcp port 8080") for a in APPS6}
+    caps = {a: tshark_start(lab, a, "udp port 6081 or tcp port 8080 or arp or ip") for a in APPS6}
     ep = {"ipv4": "{}:{}", "ipv6": "[{}]:{}"}
     flows = [(ep[fam].format(c, cp), ep[fam].format(s, sp)) for fam, c, cp, s, sp in verified_streams(lab)]
     where = check_same_appliance(lab, 6, flows, {a: app_stats(lab, a) for a in APPS6})
@@ -114,9 +147,10 @@ def test_ipv6_underlay(lab, args):
         if a in where.values():
             assert to_app > 0 and back > 0, f"{a}: carried connections but tshark saw {to_app} out, {back} back"
         probes = check_probes(pcap, a)
+        check_no_ipv4_from_gwlbd(pcap, a)
         print(f"tshark on {a}: {to_app} packets from gwlbd and {back} back, all Ethernet/IPv6/UDP 6081/Geneve "
               f"between {UNDERLAY6} and {APPS6[a]}; {len(labels)} inner flows, each with one non-zero flow label; "
-              f"{probes} health checks from {UNDERLAY6}")
+              f"{probes} health checks from {UNDERLAY6}; no IPv4 or ARP from gwlbd")
 
     # The IPv6 probes see an appliance go: new connections avoid it.
     victim, other = "app1", "app2"
@@ -146,3 +180,16 @@ def test_ipv6_underlay(lab, args):
     wait_for(f"{victim}'s route gone from table 6081", lambda: APPS6[victim] not in routes6(), timeout=10)
     assert APPS6[other] in routes6(), f"{other}'s route went too: {sorted(routes6())}"
     print(f"gwlbctl server remove {APPS6[victim]}: its /128 left table 6081, {other}'s stayed")
+
+    # gwlbctl server add takes an IPv6 appliance back on this IPv6-only node
+    # (it took IPv4 only); an IPv4 one is refused: the node has no IPv4 address.
+    group = lab.servers()[APPS6[other]]["group"]
+    out = lab.gwlbctl("server", "add", group, "10.77.9.99")
+    assert "'10.77.9.99' is IPv4: set node.underlay_ip" in out, f"gwlbctl server add 10.77.9.99: {out}"
+    out = lab.gwlbctl("server", "add", group, APPS6[victim])
+    assert "snapshot generation" in out, f"gwlbctl server add {APPS6[victim]}: {out}"
+    wait_for(f"{victim} added back and healthy",
+             lambda: (lab.servers().get(APPS6[victim], {}).get("health") or {}).get("state") == "healthy", timeout=20)
+    wait_for(f"{victim}'s route back in table 6081", lambda: APPS6[victim] in routes6(), timeout=10)
+    print(f"gwlbctl server add {group} {APPS6[victim]}: healthy again over IPv6; an IPv4 appliance refused "
+          f"(no node.underlay_ip)")

@@ -59,7 +59,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
              "accepted config with %zu server groups", c.server_groups.size());
   for (const ApplianceGroupConfig& g : c.server_groups)
     FUZZ_CHECK(!g.appliances.empty() && !g.name.empty(), "accepted group without servers or name");
-  FUZZ_CHECK(c.node.underlay_ip.isV4(), "accepted config without an IPv4 underlay address");
+  // An underlay address of some family; an IPv4 one wherever an IPv4 appliance is listed.
+  FUZZ_CHECK(c.node.underlay_ip ? c.node.underlay_ip->isV4() : c.node.underlay_ipv6 && c.node.underlay_ipv6->isV6(),
+             "accepted config without a usable underlay address");
+  for (const ApplianceGroupConfig& g : c.server_groups)
+    for (const ApplianceConfig& a : g.appliances)
+      FUZZ_CHECK(!a.address.isV4() || c.node.underlay_ip, "accepted an IPv4 appliance without node.underlay_ip");
 
   for (const ConfigError& e : probePathErrors(c))
     FUZZ_CHECK(!e.path.empty() && !e.message.empty(), "probe path error without path or message");

@@ -265,7 +265,8 @@ def load_config(path):
         "vni": int(gen.get("vni", "0"), 0),
         "endpoint_id": int(gen.get("endpoint_id", "0"), 0),
         "attachment_id": int(gen.get("attachment_id", "0"), 0),
-        "underlay_ip": ip4_bytes(node["underlay_ip"]),
+        # An IPv6-only node has no IPv4 underlay address: no outer IPv4 may leave it.
+        "underlay_ip": ip4_bytes(node["underlay_ip"]) if "underlay_ip" in node else None,
         # IPv6 appliances get outer IPv6 headers from node.underlay_ipv6.
         "underlay_ipv6": ip_bytes(node["underlay_ipv6"]) if "underlay_ipv6" in node else None,
         "underlay_mac": mac_bytes(node["underlay_mac"]),
@@ -344,7 +345,8 @@ def check_outer_ipv4(f, where, cfg, r):
     r.check(csum_fold(csum_sum(ip)) == 0xFFFF, "outer-ip-checksum",
             "%s: IPv4 header checksum 0x%s does not verify" % (where, ip[10:12].hex()))
     r.check(ip[12:16] == cfg["underlay_ip"], "outer-ip-src",
-            "%s: IPv4 src %s, expected underlay_ip %s" % (where, ip_str(ip[12:16]), ip_str(cfg["underlay_ip"])))
+            "%s: IPv4 src %s, expected underlay_ip %s" % (where, ip_str(ip[12:16]), ip_str(cfg["underlay_ip"])
+                                                           if cfg["underlay_ip"] else "(unset: an IPv6-only node)"))
     udp = f[34:14 + tot]
     if not r.check(len(udp) >= 16, "outer-length", "%s: %d bytes of UDP" % (where, len(udp))):
         return None
@@ -742,7 +744,7 @@ def check_tshark_outer(row, where, cfg, r):
                 % (where, first("ipv6.hlim"), first("ipv6.flow"), first("ipv6.tclass.ecn")))
     else:
         src, dst = first("ip.src"), first("ip.dst")
-        want_src = ip_str(cfg["underlay_ip"])
+        want_src = ip_str(cfg["underlay_ip"]) if cfg["underlay_ip"] else "(node.underlay_ip unset)"
     r.check(src == want_src, "tshark-outer", "%s: tshark reads outer source %s, expected %s" % (where, src, want_src))
     fam = {ip_str(a): len(a) for a in cfg["appliances"]}
     r.check(fam.get(dst) == (16 if v6 else 4), "tshark-outer",
@@ -831,7 +833,8 @@ def main():
     to_app = read_pcap(os.path.join(a.out_dir, "to-appliances.pcap"))
     returned = read_pcap(os.path.join(a.out_dir, "returned.pcap"))
     print("config: format %s, vni 0x%06x, %d appliance(s), underlay %s %s"
-          % (cfg["format"], cfg["vni"], len(cfg["appliances"]), ip_str(cfg["underlay_ip"]), mac_str(cfg["underlay_mac"])))
+          % (cfg["format"], cfg["vni"], len(cfg["appliances"]),
+             " and ".join(ip_str(cfg[k]) for k in ("underlay_ip", "underlay_ipv6") if cfg[k]), mac_str(cfg["underlay_mac"])))
     print("input: %d packets, %d flows (symmetric 5-tuples; ICMP errors and fragments counted "
           "with their flow), %d fragmented datagrams" % (len(inp.frames), len(inp.flows), inp.n_datagrams))
     print("output: %d to appliances, %d returned" % (len(to_app), len(returned)))

@@ -142,4 +142,15 @@ TEST(IcmpTooBig, Ipv4ErrorQuotesTheHeaderAndCarriesTheMtu) {
   g.insert(g.end(), orig_l3.begin(), orig_l3.end());
   ASSERT_EQ(parseFrame(g.data(), g.size(), p, why), ParseStatus::kOk);
   EXPECT_EQ(buildTooBig(g.data(), g.size(), p, 1432, 1), 0u);
+  // A node without an IPv4 underlay address (v4_src 0) answers from the
+  // packet's own destination, as over IPv6, never from 0.0.0.0.
+  wr16(&orig_l3[6], 0x4000);
+  std::vector<uint8_t> h(14, 0);
+  wr16(&h[12], kEtherTypeIpv4);
+  h.insert(h.end(), orig_l3.begin(), orig_l3.end());
+  ASSERT_EQ(parseFrame(h.data(), h.size(), p, why), ParseStatus::kOk);
+  ASSERT_EQ(buildTooBig(h.data(), h.size(), p, 1432, 0), 14u + 576u);
+  EXPECT_EQ(rd32(&h[14 + 12]), 0xCB007109u) << "from the packet's destination";
+  EXPECT_EQ(rd32(&h[14 + 16]), 0xC6336401u);
+  EXPECT_EQ(inetChecksum(&h[14], 20), 0);
 }

@@ -115,7 +115,7 @@ TEST(Config, SampleLoadsWithEveryValue) {
   const Config& c = r.cfg;
 
   EXPECT_EQ(c.node.underlay_ip, *IpAddr::parse("192.0.2.1"));
-  EXPECT_TRUE(c.node.underlay_ip.isV4());
+  EXPECT_TRUE(c.node.underlay_ip->isV4());
   EXPECT_EQ(c.node.underlay_mac, *MacAddr::parse("02:00:00:00:00:01"));
   ASSERT_TRUE(c.node.gateway_mac.has_value());
   EXPECT_EQ(*c.node.gateway_mac, *MacAddr::parse("02:00:00:00:00:fe"));
@@ -435,7 +435,7 @@ std::string nodeWith(const std::string& ip, const std::string& mac, const std::s
 
 TEST(ConfigErrors, UnderlayIp) {
   EXPECT_TRUE(onlyError(parse(nodeWith("2001:db8::1", "02:00:00:00:00:01")), "node.underlay_ip",
-                        {"'2001:db8::1'", "IPv6 underlay is not supported"}));
+                        {"'2001:db8::1'", "is IPv6", "goes in node.underlay_ipv6"}));
   EXPECT_TRUE(onlyError(parse(nodeWith("192.0.2.300", "02:00:00:00:00:01")), "node.underlay_ip",
                         {"'192.0.2.300'", "not an IP address"}));
   EXPECT_TRUE(onlyError(parse(nodeWith("0.0.0.0", "02:00:00:00:00:01")), "node.underlay_ip",
@@ -1586,7 +1586,7 @@ TEST(ConfigKeys, EverySectionRejectsUnknownKeys) {
 
 TEST(ConfigKeys, EmptyRequiredSections) {
   Result r = parse(fullWith("node", "{}"));
-  EXPECT_TRUE(hasError(r, "node.underlay_ip", {"required key is missing"}));
+  EXPECT_TRUE(hasError(r, "node.underlay_ip", {"is required", "node.underlay_ipv6"}));
   EXPECT_TRUE(hasError(r, "node.underlay_mac", {"required key is missing"}));
   EXPECT_EQ(r.errors.size(), 2u) << formatErrors(r.errors);
   EXPECT_TRUE(onlyError(parse(fullWith("server_groups[0].servers[0]", "{}")),

@@ -92,6 +92,62 @@ TEST(ConfigIpv6, AddressesThatCannotBeAnUnderlay) {
                         {{"server_groups[0].servers[1].address", "listed twice"}}));
 }
 
+// An IPv6-only node: node.underlay_ipv6 and no IPv4 underlay address at all,
+// every appliance IPv6. Loads, with every path that could need IPv4 (data-path
+// probes, forwarding checks, a mirror, a VXLAN group, a fleet over IPv6), and
+// dumps back without an underlay_ip line (nothing written as 0.0.0.0).
+std::string v6Only(const std::string& appliances, const std::string& group_more = "",
+                   const std::string& rest = "") {
+  return "node:\n  underlay_ipv6: 2001:db8:f::1\n  underlay_mac: 02:00:00:00:00:01\n"
+         "  exception_path: { enabled: true }\n"
+         "server_groups:\n  - name: g\n    servers: [" + appliances + "]\n" + group_more + rest;
+}
+
+TEST(ConfigIpv6, AnIpv6OnlyNodeNeedsNoIpv4Address) {
+  Result r = parse(v6Only("{ address: 2001:db8:f::a }, { address: 2001:db8:f::b }",
+                          "    health_check: { port: 80, protocol: http, path: /h, forwarding: true }\n"
+                          "  - name: v\n    encapsulation: vxlan\n    servers: [{ address: 2001:db8:f::c }]\n"
+                          "    health_check: { enabled: false }\n"
+                          "  - name: tools\n    servers: [{ address: 2001:db8:f::d }]\n"
+                          "    health_check: { enabled: false }\n",
+                          "traffic_classes:\n  - { name: all, action: inspect, mirror: { group: tools } }\n"
+                          "fleet: { node_name: gw-1, secret: 00112233445566778899aabbccddeeff, "
+                          "sync_listen: '[2001:db8:f::1]:7946', peers: ['[2001:db8:f::2]:7946'] }\n"));
+  ASSERT_TRUE(r.ok) << formatErrors(r.errors);
+  EXPECT_FALSE(r.cfg.node.underlay_ip.has_value());
+  EXPECT_EQ(underlayAddresses(r.cfg.node), "2001:db8:f::1");
+  DumpOptions with_secrets;
+  with_secrets.secrets = true;  // the fleet's inline secret, so that it loads back
+  const std::string dump = dumpConfig(r.cfg, with_secrets);
+  EXPECT_EQ(dump.find("underlay_ip:"), std::string::npos) << dump;
+  EXPECT_EQ(dump.find("0.0.0.0"), std::string::npos) << dump;
+  Result again = parse(dump);
+  ASSERT_TRUE(again.ok) << formatErrors(again.errors) << dump;
+  EXPECT_FALSE(again.cfg.node.underlay_ip.has_value());
+  EXPECT_EQ(again.cfg.node.underlay_ipv6, r.cfg.node.underlay_ipv6);
+  // Both families: each address in its place.
+  Result both = parse(config(kV6Node, "{ address: 2001:db8:f::a }, { address: 10.0.0.11 }"));
+  ASSERT_TRUE(both.ok) << formatErrors(both.errors);
+  EXPECT_EQ(underlayAddresses(both.cfg.node), "192.0.2.1 and 2001:db8:f::1");
+}
+
+// An IPv4 appliance on it is refused at its address, with the key to set; a
+// node with neither underlay address is refused at node.underlay_ip.
+TEST(ConfigIpv6, AnIpv4ApplianceNeedsTheIpv4Address) {
+  EXPECT_TRUE(errorsAre(parse(v6Only("{ address: 2001:db8:f::a }, { address: 10.0.0.11 }")),
+                        {{"server_groups[0].servers[1].address",
+                          "'10.0.0.11' is IPv4: set node.underlay_ip, this node's IPv4 underlay address"}}));
+  EXPECT_TRUE(errorsAre(parse(v6Only("{ address: 2001:db8:f::a }",
+                                     "  - name: m\n    encapsulation: vxlan\n    servers: [{ address: 10.0.0.12 }]\n"
+                                     "    health_check: { enabled: false }\n")),
+                        {{"server_groups[1].servers[0].address", "set node.underlay_ip"}}));
+  EXPECT_TRUE(errorsAre(parse("node:\n  underlay_mac: 02:00:00:00:00:01\n"
+                              "server_groups:\n  - name: g\n    servers: [{ address: 2001:db8:f::a }]\n"),
+                        {{"node.underlay_ip", "is required: set this node's IPv4 address on the underlay, or "
+                                              "node.underlay_ipv6 for an IPv6-only underlay"},
+                         {"server_groups[0].servers[0].address", "is IPv6: set node.underlay_ipv6"}}));
+}
+
 // A VXLAN group reaches each appliance in the appliance's family, as a
 // Geneve group does: IPv6 and IPv4 appliances load side by side.
 TEST(ConfigIpv6, VxlanGroupsTakeAppliancesOfEitherFamily) {

@@ -78,6 +78,26 @@ TEST(ProbePath, SourceOnTheDataPathMustBeTheUnderlayAddress) {
   EXPECT_TRUE(probePathErrors(same).empty());
 }
 
+// An IPv6-only node (no node.underlay_ip): the data path's probes come from
+// node.underlay_ipv6, and a source of IPv4 is refused naming the missing key.
+TEST(ProbePath, AnIpv6OnlyNodeProbesFromItsIpv6Address) {
+  const std::string v6only =
+      "node: { underlay_ipv6: 2001:db8:f::1, underlay_mac: 02:00:00:00:00:01, underlay_port: 1" + kExceptionPath +
+      " }\nserver_groups:\n  - name: fw\n    health_check: { protocol: tcp, port: 80 }\n"
+      "    servers: [ { address: 2001:db8:f::a } ]\n";
+  Config c = parsed(v6only);
+  ProbePath p = probePathOf(c, c.server_groups[0].health_check);
+  EXPECT_EQ(p.kind, ProbePath::Kind::kData);
+  EXPECT_FALSE(p.source);
+  EXPECT_EQ(p.sourceFor(c.server_groups[0].appliances[0].address)->str(), "2001:db8:f::1");
+  EXPECT_EQ(p.describe(), "data path (tap gw1, from 2001:db8:f::1)");
+  EXPECT_TRUE(probePathErrors(c).empty());
+  c.server_groups[0].health_check.source = IpAddr::parse("192.0.2.1");
+  auto errors = probePathErrors(c);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].message.find("come from node.underlay_ip (not set)"), std::string::npos) << errors[0].message;
+}
+
 TEST(ProbePath, InterfaceNamesAreChecked) {
   for (const char* bad : {"a/b", "\"with space\"", "toolonginterface", "..", "\"eth0:1\""}) {
     Config c;
