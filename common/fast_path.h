@@ -173,7 +173,10 @@ namespace gwlb {
     const uint8_t* l3 = f + p.l3_offset;
     if (rd16(l3 + 20 + (proto == kProtoTcp ? 16 : 6)) == 0) return csumAdd(0, f + start, end - start);
     uint64_t s = 3 * 0xFFFFu - proto - (p.l3_len - 20u);  // the L4 length: below 2^16
-    if (p.l3_offset != start) return uint32_t(s) + csumAdd(0, f + start, p.l3_offset - start + 12);
+    // The ethernet and VXLAN formats carry the inner Ethernet header too.
+    if (p.l3_offset != start)
+      return uint32_t(s) + (start == 0 && p.l3_offset == 14 ? csumShort<14 + 12>(f)
+                                                           : csumAdd(0, f + start, p.l3_offset - start + 12));
     s += rd64(l3) + rd32(l3 + 8);
     s = (s & 0xFFFFFFFF) + (s >> 32);
     return uint32_t((s & 0xFFFFFFFF) + (s >> 32));
@@ -199,7 +202,10 @@ namespace gwlb {
       uint64_t s = 3 * 0xFFFFu - proto - (l4len & 0xFFFF) - (l4len >> 16);
       const uint8_t* l3 = f + p.l3_offset;
       const bool v4 = p.ip_version == 4;
-      if (p.l3_offset != start) return uint32_t(s) + csumAdd(0, f + start, p.l3_offset - start + (v4 ? 12 : 8));
+      if (p.l3_offset != start) {
+        if (start == 0 && p.l3_offset == 14) return uint32_t(s) + (v4 ? csumShort<14 + 12>(f) : csumShort<14 + 8>(f));
+        return uint32_t(s) + csumAdd(0, f + start, p.l3_offset - start + (v4 ? 12 : 8));
+      }
       uint64_t w;
       std::memcpy(&w, l3, 8);
       s += __builtin_bswap64(w);

@@ -45,6 +45,32 @@ TEST(FastChecksum, AgreesWithByteByByteSum) {
   }
 }
 
+// csumShort, the inline sum of the headers in front of an encapsulated
+// segment, against the byte-by-byte sum, at each length payloadSum uses and
+// the extremes of its folds (all 0xFF: the largest sum; all zero).
+template <size_t N>
+void checkShortSum(std::mt19937& rng) {
+  std::vector<uint8_t> buf(N + 8);
+  for (int iter = 0; iter < 4000; ++iter) {
+    const size_t off = rng() % 8;
+    const int fill = iter % 4;
+    for (auto& b : buf)
+      b = fill == 0 ? uint8_t(rng()) : fill == 1 ? 0xFF : fill == 2 ? 0 : (rng() % 16 ? 0 : 0xFF);
+    ASSERT_EQ(csumFold(csumShort<N>(buf.data() + off)), referenceChecksum(buf.data() + off, N))
+        << "length " << N << " offset " << off << " fill " << fill;
+    ASSERT_EQ(csumFold(csumShort<N>(buf.data() + off)), csumFold(csumAdd(0, buf.data() + off, N)));
+  }
+}
+
+TEST(FastChecksum, ShortInlineSumAgreesWithByteByByteSum) {
+  std::mt19937 rng(9);
+  checkShortSum<2>(rng);
+  checkShortSum<14 + 8>(rng);
+  checkShortSum<14 + 12>(rng);
+  checkShortSum<32>(rng);
+  checkShortSum<256>(rng);
+}
+
 TEST(FastHash, InlineKeyHashIsTheTableHash) {
   std::mt19937_64 rng(11);
   for (int i = 0; i < 10000; ++i) {
