@@ -545,9 +545,8 @@ template <bool kClasses, bool kLean>
       }
     }
     bool geneve = p.ip_version == 4 && p.tuple.proto == kProtoUdp && p.tuple.dport == kGenevePort;
-    // VXLAN groups' tunnel ports: looked at only when the snapshot has some.
-    const bool vxlan = !geneve && !snap->vxlan_ports.empty() && p.tuple.proto == kProtoUdp &&
-                       snap->isVxlanPort(p.tuple.dport);
+    // VXLAN groups' tunnel ports (none without VXLAN groups: one bit test).
+    const bool vxlan = !geneve && snap->isVxlanPort(p.tuple.dport) && p.tuple.proto == kProtoUdp;
     if (geneve6 || isGeneveToUs(p, snap->underlay_ip)) {
       if (!geneve && !geneve6 && !vxlan) forUs(c, m);
       else if (!acceptsReturns(role)) drop(c, m, Counter::drop_geneve_on_router_port);
