@@ -104,6 +104,11 @@ inline uint16_t csumFold(uint32_t sum) noexcept {
   return uint16_t(~sum & 0xFFFF);
 }
 
+// csumFold for a sum of at most 0x1FFFE (two 16-bit words): one fold.
+inline uint16_t csumFoldOnce(uint32_t sum) noexcept {
+  return uint16_t(~((sum & 0xFFFF) + (sum >> 16)) & 0xFFFF);
+}
+
 inline uint16_t inetChecksum(const uint8_t* p, size_t len) noexcept {
   return csumFold(csumAdd(0, p, len));
 }

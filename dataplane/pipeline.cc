@@ -259,7 +259,7 @@ template <bool kClasses, bool kLean>
     return tooBig(c, m, p, inner_mtu);
   }
   const bool offload = c.csum_offload;
-  uint32_t sum = offload ? 0 : payloadSum(frame, aws ? p.l3_offset : 0, p);
+  const uint64_t sum = offload ? 0 : payloadSumWide(frame, aws ? p.l3_offset : 0, p);
   uint16_t protocol = p.ip_version == 4 ? kEtherTypeIpv4 : kEtherTypeIpv6;
   if (aws) rte_pktmbuf_adj(m, p.l3_offset);
   if (m->data_len > payload) rte_pktmbuf_trim(m, uint16_t(m->data_len - payload));
