@@ -239,7 +239,7 @@ namespace gwlb {
     uint8_t* g = udp + 8;
     wr16(g + 2, protocol);
     wr32(g + kGeneveBaseLen + 28, cookie);
-    sum += protocol + (cookie >> 16) + (cookie & 0xFFFF);
+    sum += protocol + uint64_t(cookie);  // a 32-bit word: its 16-bit halves' sum, modulo 0xFFFF
   }
   // 32 bits with the end-around carry (2^32 = 1 modulo 0xFFFF).
   const uint32_t lo = uint32_t(sum), hi = uint32_t(sum >> 32);
