@@ -319,7 +319,9 @@ template <bool kLean>
   const Snapshot& s = c.s;
   uint16_t server = kLean || outer.ip_version == 4 ? s.applianceByIp(outer.tuple.src.v4HostOrder())
                                           : s.applianceByIp6(outer.tuple.src.b.data());
-  if (server == kNoAppliance || server >= c.n_appliances || !s.appliances[server].routable)
+  // kNoAppliance is past every id (n_appliances <= kMaxApplianceIds).
+  static_assert(kMaxApplianceIds <= kNoAppliance);
+  if (server >= c.n_appliances || !s.appliances[server].routable)
     return drop(c, m, Counter::drop_geneve_unknown_appliance), false;
   if (outer.is_fragment) return drop(c, m, Counter::drop_bad_fragment), false;
   const ApplianceSlot& sv = s.appliances[server];
@@ -331,13 +333,14 @@ template <bool kLean>
   const size_t end = size_t(outer.l3_offset) + outer.l3_len;
   GeneveInfo gi;
   Counter why;
-  GeneveStatus st = g.aws && parseGeneveAws(f + gen_off, end - gen_off, gi)
-                        ? GeneveStatus::kOk
-                        : parseGeneve(f + gen_off, end - gen_off, gi, why, s.geneve_option_class);
-  if (st == GeneveStatus::kControl) return drop(c, m, Counter::drop_geneve_control), false;
-  if (st == GeneveStatus::kDrop) return drop(c, m, why), false;
-  if (g.vxlan) [[unlikely]]
-    return drop(c, m, Counter::drop_vxlan_wrong_format), false;
+  // An aws group is never a VXLAN one: its fast parse skips that check.
+  if (!g.aws || !parseGeneveAws(f + gen_off, end - gen_off, gi)) {
+    const GeneveStatus st = parseGeneve(f + gen_off, end - gen_off, gi, why, s.geneve_option_class);
+    if (st == GeneveStatus::kControl) return drop(c, m, Counter::drop_geneve_control), false;
+    if (st == GeneveStatus::kDrop) return drop(c, m, why), false;
+    if (g.vxlan) [[unlikely]]
+      return drop(c, m, Counter::drop_vxlan_wrong_format), false;
+  }
   if (gi.vni != g.vni) return drop(c, m, Counter::drop_geneve_bad_vni), false;
   if (g.aws) {
     if (gi.protocol != kEtherTypeIpv4 && gi.protocol != kEtherTypeIpv6)
