@@ -5,6 +5,7 @@
 //   parseCommonIpv4  <-> parseL3      (packet_parser.h)
 //   parseCommon6     <-> parseFrame   (packet_parser.h)
 //   parseGeneveAws   <-> parseGeneve  (geneve.h)
+//   parseGenevePlain <-> parseGeneve  (geneve.h)
 //   payloadSum       <-> csumAdd over every byte (checksum.h)
 #pragma once
 
@@ -148,6 +149,19 @@ namespace gwlb {
   out.endpoint_id = rd64(o + 4);
   out.attachment_id = rd64(o + 16);
   out.cookie = rd32(o + 28);
+  return true;
+}
+
+// parseGeneve()'s common case for the ethernet format: exactly the header its
+// encapsulation writes (version 0, no options, no O or C bit). Fills `out` as
+// parseGeneve() would; false: the general validator decides (it cost an
+// ethernet-format return about 85 instructions).
+[[gnu::always_inline]] inline bool parseGenevePlain(const uint8_t* p, size_t len, GeneveInfo& out) noexcept {
+  if (len < kGeneveBaseLen || p[0] != 0 || p[1] != 0) return false;
+  out = GeneveInfo{};
+  out.protocol = rd16(p + 2);
+  out.vni = rd32(p + 4) >> 8;
+  out.header_len = kGeneveBaseLen;
   return true;
 }
 

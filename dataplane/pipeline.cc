@@ -333,11 +333,18 @@ template <bool kLean>
   const size_t end = size_t(outer.l3_offset) + outer.l3_len;
   GeneveInfo gi;
   Counter why;
-  // An aws group is never a VXLAN one: its fast parse skips that check.
-  if (!g.aws || !parseGeneveAws(f + gen_off, end - gen_off, gi)) {
+  // The header each format's encapsulation writes takes a fast parse; the
+  // general validator takes the rest. An aws group is never a VXLAN one.
+  auto general = [&]() {
     const GeneveStatus st = parseGeneve(f + gen_off, end - gen_off, gi, why, s.geneve_option_class);
     if (st == GeneveStatus::kControl) return drop(c, m, Counter::drop_geneve_control), false;
     if (st == GeneveStatus::kDrop) return drop(c, m, why), false;
+    return true;
+  };
+  if (g.aws) {
+    if (!parseGeneveAws(f + gen_off, end - gen_off, gi) && !general()) return false;
+  } else {
+    if (!parseGenevePlain(f + gen_off, end - gen_off, gi) && !general()) return false;
     if (g.vxlan) [[unlikely]]
       return drop(c, m, Counter::drop_vxlan_wrong_format), false;
   }
