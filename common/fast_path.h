@@ -5,6 +5,7 @@
 //   parseCommonIpv4  <-> parseL3      (packet_parser.h)
 //   parseCommon6     <-> parseFrame   (packet_parser.h)
 //   parseGeneveAws   <-> parseGeneve  (geneve.h)
+//   parseGenevePlain <-> parseGeneve  (geneve.h)
 //   payloadSum       <-> csumAdd over every byte (checksum.h)
 #pragma once
 
@@ -151,6 +152,19 @@ namespace gwlb {
   return true;
 }
 
+// parseGeneve()'s common case for the ethernet format: exactly the header its
+// encapsulation writes (version 0, no options, no O or C bit). Fills `out` as
+// parseGeneve() would; false: the general validator decides (it cost an
+// ethernet-format return about 85 instructions).
+[[gnu::always_inline]] inline bool parseGenevePlain(const uint8_t* p, size_t len, GeneveInfo& out) noexcept {
+  if (len < kGeneveBaseLen || p[0] != 0 || p[1] != 0) return false;
+  out = GeneveInfo{};
+  out.protocol = rd16(p + 2);
+  out.vni = rd32(p + 4) >> 8;
+  out.header_len = kGeneveBaseLen;
+  return true;
+}
+
 // One's-complement sum of frame[start .. end of the IP datagram), the bytes an
 // encapsulation carries (start: the IP header for aws format, 0 for ethernet
 // format). A TCP or UDP segment whose checksum is valid sums to the complement
@@ -163,7 +177,10 @@ namespace gwlb {
 // are packets whose pseudo-header destination may not be the header's: IPv4
 // with options (a source route's final hop, RFC 791/1122) and IPv6 with
 // extension headers (a routing header's final destination, RFC 8200 8.1).
-[[gnu::always_inline]] inline uint32_t payloadSum(const uint8_t* f, size_t start, const ParsedPacket& p) noexcept {
+// payloadSumWide: the same sum before its folds, below 2^63 + 2^34 (an IP
+// header's first byte, 0x45 or 0x6_, keeps its first 64-bit word below 2^63),
+// so that the encapsulation adds its own fields and folds once (finishUdp).
+[[gnu::always_inline]] inline uint64_t payloadSumWide(const uint8_t* f, size_t start, const ParsedPacket& p) noexcept {
   size_t end = size_t(p.l3_offset) + p.l3_len;
   uint8_t proto = p.tuple.proto;
   // The fast parser's packet (l4_covers_payload: IPv4 with a 20-byte
@@ -173,10 +190,11 @@ namespace gwlb {
     const uint8_t* l3 = f + p.l3_offset;
     if (rd16(l3 + 20 + (proto == kProtoTcp ? 16 : 6)) == 0) return csumAdd(0, f + start, end - start);
     uint64_t s = 3 * 0xFFFFu - proto - (p.l3_len - 20u);  // the L4 length: below 2^16
-    if (p.l3_offset != start) return uint32_t(s) + csumAdd(0, f + start, p.l3_offset - start + 12);
-    s += rd64(l3) + rd32(l3 + 8);
-    s = (s & 0xFFFFFFFF) + (s >> 32);
-    return uint32_t((s & 0xFFFFFFFF) + (s >> 32));
+    // The ethernet and VXLAN formats carry the inner Ethernet header too.
+    if (p.l3_offset != start)
+      return uint32_t(s) + (start == 0 && p.l3_offset == 14 ? csumShort<14 + 12>(f)
+                                                           : csumAdd(0, f + start, p.l3_offset - start + 12));
+    return s + rd64(l3) + rd32(l3 + 8);
   }
   size_t plain_header = p.ip_version == 4 ? 20 : 40;
   if (!p.is_fragment && !p.icmp_error && p.l4_offset > start &&
@@ -194,30 +212,40 @@ namespace gwlb {
       // 0..11 of its header; IPv6: bytes 0..7 (its length is 32 bits in the
       // pseudo-header). Their big-endian 64- and 32-bit words are summed
       // whole (2^16 = 1 mod 0xFFFF: a word of four is congruent to the sum
-      // of its 16-bit words), then folded to 32 bits.
+      // of its 16-bit words).
       const uint32_t l4len = uint32_t(end - p.l4_offset);
       uint64_t s = 3 * 0xFFFFu - proto - (l4len & 0xFFFF) - (l4len >> 16);
       const uint8_t* l3 = f + p.l3_offset;
       const bool v4 = p.ip_version == 4;
-      if (p.l3_offset != start) return uint32_t(s) + csumAdd(0, f + start, p.l3_offset - start + (v4 ? 12 : 8));
+      if (p.l3_offset != start) {
+        if (start == 0 && p.l3_offset == 14) return uint32_t(s) + (v4 ? csumShort<14 + 12>(f) : csumShort<14 + 8>(f));
+        return uint32_t(s) + csumAdd(0, f + start, p.l3_offset - start + (v4 ? 12 : 8));
+      }
       uint64_t w;
       std::memcpy(&w, l3, 8);
       s += __builtin_bswap64(w);
       if (v4) s += rd32(l3 + 8);
-      s = (s & 0xFFFFFFFF) + (s >> 32);
-      return uint32_t((s & 0xFFFFFFFF) + (s >> 32));
+      return s;
     }
   }
   return csumAdd(0, f + start, end - start);
+}
+
+// payloadSumWide folded to 32 bits.
+[[gnu::always_inline]] inline uint32_t payloadSum(const uint8_t* f, size_t start, const ParsedPacket& p) noexcept {
+  uint64_t s = payloadSumWide(f, start, p);
+  s = (s & 0xFFFFFFFF) + (s >> 32);
+  return uint32_t((s & 0xFFFFFFFF) + (s >> 32));
 }
 
 // The UDP header and Geneve fields every encapsulation patches, at `udp`
 // (IPv4's and IPv6's outer headers alike): the source port, the length, in
 // aws format the protocol and cookie; then the UDP checksum from the
 // template's sum (udp_len counts twice: pseudo-header and UDP header).
+// payload_sum: below 2^64 - 2^24 (payloadSumWide's, or any 32-bit sum).
 [[gnu::always_inline]] inline void finishUdp(uint8_t* udp, const EncapTemplate& t, uint32_t udp_len,
                                              uint16_t udp_sport, uint16_t protocol, uint32_t cookie,
-                                             uint32_t payload_sum) noexcept {
+                                             uint64_t payload_sum) noexcept {
   wr16(udp, udp_sport);
   wr16(udp + 4, uint16_t(udp_len));
   uint64_t sum = uint64_t(t.udp_sum) + udp_sport + 2 * udp_len + payload_sum;
@@ -225,11 +253,13 @@ namespace gwlb {
     uint8_t* g = udp + 8;
     wr16(g + 2, protocol);
     wr32(g + kGeneveBaseLen + 28, cookie);
-    sum += protocol + (cookie >> 16) + (cookie & 0xFFFF);
+    sum += protocol + uint64_t(cookie);  // a 32-bit word: its 16-bit halves' sum, modulo 0xFFFF
   }
-  sum = (sum & 0xFFFFFFFF) + (sum >> 32);
-  sum = (sum & 0xFFFFFFFF) + (sum >> 32);
-  uint16_t c = csumFold(uint32_t(sum));
+  // 32 bits with the end-around carry (2^32 = 1 modulo 0xFFFF).
+  const uint32_t lo = uint32_t(sum), hi = uint32_t(sum >> 32);
+  uint32_t s32 = lo + hi;
+  s32 += s32 < hi;
+  uint16_t c = csumFold(s32);
   wr16(udp + 6, c == 0 ? 0xFFFF : c);
 }
 // The same with the checksum left to the NIC: the pseudo-header's sum only.
@@ -260,7 +290,7 @@ namespace gwlb {
 }
 
 [[gnu::always_inline]] inline void encapInline(uint8_t* f, const EncapTemplate& t, size_t payload_len, uint16_t udp_sport,
-                uint16_t protocol, uint32_t cookie, uint32_t payload_sum) noexcept {
+                uint16_t protocol, uint32_t cookie, uint64_t payload_sum) noexcept {
   // Constant sizes: a few vector stores each.
   if (t.aws) std::memcpy(f, t.bytes, encapHeaderLen(true));
   else std::memcpy(f, t.bytes, encapHeaderLen(false));
@@ -269,7 +299,8 @@ namespace gwlb {
   uint8_t* ip = f + 14;
   uint8_t* udp = ip + 20;
   wr16(ip + 2, uint16_t(ip_len));
-  wr16(ip + 10, csumFold(t.ip_sum + ip_len));
+  // t.ip_sum and the length are 16-bit: one fold.
+  wr16(ip + 10, csumFoldOnce(t.ip_sum + uint16_t(ip_len)));
   finishUdp(udp, t, udp_len, udp_sport, protocol, cookie, payload_sum);
 }
 
@@ -278,7 +309,7 @@ namespace gwlb {
 // length each add udp_len), from the template's IPv6 pseudo-header sum.
 // tc_label: ipv6TrafficClassLabel().
 [[gnu::always_inline]] inline void encapInline6(uint8_t* f, const EncapTemplate& t, size_t payload_len, uint16_t udp_sport,
-                 uint16_t protocol, uint32_t cookie, uint32_t payload_sum, uint32_t tc_label) noexcept {
+                 uint16_t protocol, uint32_t cookie, uint64_t payload_sum, uint32_t tc_label) noexcept {
   if (t.aws) std::memcpy(f, t.bytes, encapHeaderLen(true, true));
   else std::memcpy(f, t.bytes, encapHeaderLen(false, true));
   uint32_t udp_len = uint32_t(t.len - 14 - 40 + payload_len);

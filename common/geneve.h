@@ -138,7 +138,7 @@ struct EncapTemplate {
   // checksum); udp_sum and pseudo_sum hold the IPv6 pseudo-header's
   // addresses and next header instead of IPv4's.
   bool ipv6 = false;
-  uint32_t ip_sum = 0;   // one's-complement sum of the IPv4 header, length 0, checksum 0
+  uint32_t ip_sum = 0;   // one's-complement sum of the IPv4 header, length 0, checksum 0 (folded: at most 0xFFFF)
   uint32_t udp_sum = 0;  // pseudo-header addresses + proto, UDP dport, Geneve header
                          // (protocol 0, cookie 0): everything but per-packet fields
   uint32_t pseudo_sum = 0;  // pseudo-header addresses + proto only (checksum offload)

@@ -47,7 +47,7 @@ bool isNodeIpv6(const Snapshot& s, const uint8_t* a) noexcept;
 // appliances return on.
 inline bool isTunnelPort(const ParsedPacket& p, const Snapshot& s) noexcept {
   return p.tuple.proto == kProtoUdp &&
-         (p.tuple.dport == kGenevePort || (!s.vxlan_ports.empty() && s.isVxlanPort(p.tuple.dport)));
+         (p.tuple.dport == kGenevePort || s.isVxlanPort(p.tuple.dport));
 }
 
 // Geneve, or VXLAN on a group's tunnel port, over IPv6 (not an ICMP error) to

@@ -259,7 +259,7 @@ template <bool kClasses, bool kLean>
     return tooBig(c, m, p, inner_mtu);
   }
   const bool offload = c.csum_offload;
-  uint32_t sum = offload ? 0 : payloadSum(frame, aws ? p.l3_offset : 0, p);
+  const uint64_t sum = offload ? 0 : payloadSumWide(frame, aws ? p.l3_offset : 0, p);
   uint16_t protocol = p.ip_version == 4 ? kEtherTypeIpv4 : kEtherTypeIpv6;
   if (aws) rte_pktmbuf_adj(m, p.l3_offset);
   if (m->data_len > payload) rte_pktmbuf_trim(m, uint16_t(m->data_len - payload));
@@ -319,7 +319,9 @@ template <bool kLean>
   const Snapshot& s = c.s;
   uint16_t server = kLean || outer.ip_version == 4 ? s.applianceByIp(outer.tuple.src.v4HostOrder())
                                           : s.applianceByIp6(outer.tuple.src.b.data());
-  if (server == kNoAppliance || server >= c.n_appliances || !s.appliances[server].routable)
+  // kNoAppliance is past every id (n_appliances <= kMaxApplianceIds).
+  static_assert(kMaxApplianceIds <= kNoAppliance);
+  if (server >= c.n_appliances || !s.appliances[server].routable)
     return drop(c, m, Counter::drop_geneve_unknown_appliance), false;
   if (outer.is_fragment) return drop(c, m, Counter::drop_bad_fragment), false;
   const ApplianceSlot& sv = s.appliances[server];
@@ -331,13 +333,21 @@ template <bool kLean>
   const size_t end = size_t(outer.l3_offset) + outer.l3_len;
   GeneveInfo gi;
   Counter why;
-  GeneveStatus st = g.aws && parseGeneveAws(f + gen_off, end - gen_off, gi)
-                        ? GeneveStatus::kOk
-                        : parseGeneve(f + gen_off, end - gen_off, gi, why, s.geneve_option_class);
-  if (st == GeneveStatus::kControl) return drop(c, m, Counter::drop_geneve_control), false;
-  if (st == GeneveStatus::kDrop) return drop(c, m, why), false;
-  if (g.vxlan) [[unlikely]]
-    return drop(c, m, Counter::drop_vxlan_wrong_format), false;
+  // The header each format's encapsulation writes takes a fast parse; the
+  // general validator takes the rest. An aws group is never a VXLAN one.
+  auto general = [&]() {
+    const GeneveStatus st = parseGeneve(f + gen_off, end - gen_off, gi, why, s.geneve_option_class);
+    if (st == GeneveStatus::kControl) return drop(c, m, Counter::drop_geneve_control), false;
+    if (st == GeneveStatus::kDrop) return drop(c, m, why), false;
+    return true;
+  };
+  if (g.aws) {
+    if (!parseGeneveAws(f + gen_off, end - gen_off, gi) && !general()) return false;
+  } else {
+    if (!parseGenevePlain(f + gen_off, end - gen_off, gi) && !general()) return false;
+    if (g.vxlan) [[unlikely]]
+      return drop(c, m, Counter::drop_vxlan_wrong_format), false;
+  }
   if (gi.vni != g.vni) return drop(c, m, Counter::drop_geneve_bad_vni), false;
   if (g.aws) {
     if (gi.protocol != kEtherTypeIpv4 && gi.protocol != kEtherTypeIpv6)
@@ -545,9 +555,8 @@ template <bool kClasses, bool kLean>
       }
     }
     bool geneve = p.ip_version == 4 && p.tuple.proto == kProtoUdp && p.tuple.dport == kGenevePort;
-    // VXLAN groups' tunnel ports: looked at only when the snapshot has some.
-    const bool vxlan = !geneve && !snap->vxlan_ports.empty() && p.tuple.proto == kProtoUdp &&
-                       snap->isVxlanPort(p.tuple.dport);
+    // VXLAN groups' tunnel ports (none without VXLAN groups: one bit test).
+    const bool vxlan = !geneve && snap->isVxlanPort(p.tuple.dport) && p.tuple.proto == kProtoUdp;
     if (geneve6 || isGeneveToUs(p, snap->underlay_ip)) {
       if (!geneve && !geneve6 && !vxlan) forUs(c, m);
       else if (!acceptsReturns(role)) drop(c, m, Counter::drop_geneve_on_router_port);

@@ -26,7 +26,9 @@ bool prepareReturnVxlan(Ctx& c, rte_mbuf* m, const ParsedPacket& outer, ParsedPa
   const Snapshot& s = c.s;
   uint16_t appliance = outer.ip_version == 4 ? s.applianceByIp(outer.tuple.src.v4HostOrder())
                                           : applianceByIp6Cold(s, outer.tuple.src.b.data());
-  if (appliance == kNoAppliance || appliance >= c.n_appliances || !s.appliances[appliance].routable)
+  // kNoAppliance is past every id (n_appliances <= kMaxApplianceIds).
+  static_assert(kMaxApplianceIds <= kNoAppliance);
+  if (appliance >= c.n_appliances || !s.appliances[appliance].routable)
     return drop(c, m, Counter::drop_vxlan_unknown_appliance), false;
   if (outer.is_fragment) return drop(c, m, Counter::drop_bad_fragment), false;
   const ApplianceSlot& sv = s.appliances[appliance];

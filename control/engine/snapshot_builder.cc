@@ -615,7 +615,7 @@ void buildEncaps(dp::Snapshot& s) {
   for (const dp::GroupView& g : s.groups) {
     if (!g.vxlan) continue;
     for (uint16_t port : g.tunnels.port)
-      if (!s.isVxlanPort(port)) s.vxlan_ports.push_back(port);
+      s.addVxlanPort(port);
   }
 }
 

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/fast_path.h"
 #include "common/geneve.h"
 #include "common/packet_parser.h"
 #include "tests/fuzz/fuzz_check.h"
@@ -134,6 +135,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* d, size_t size) {
   GeneveInfo gi;
   Counter why = Counter::kCount;
   GeneveStatus st = parseGeneve(d, size, gi, why);
+  // The worker's shortcut for the ethernet format's header: what it takes,
+  // the validator takes alike.
+  GeneveInfo plain;
+  if (parseGenevePlain(d, size, plain))
+    FUZZ_CHECK(st == GeneveStatus::kOk && plain.protocol == gi.protocol && plain.vni == gi.vni &&
+                   plain.header_len == gi.header_len && !gi.oam && !gi.critical && !gi.has_cookie &&
+                   !gi.has_bypass && !gi.has_endpoint_id && !gi.has_network_id,
+               "parseGenevePlain took what parseGeneve parses otherwise");
   Model m = model(d, size);
   FUZZ_CHECK(st == m.st, "parseGeneve status %d, model %d", int(st), int(m.st));
   if (st == GeneveStatus::kDrop) {
