@@ -68,6 +68,7 @@ struct Result {
   double wall_s = 0, user_s = 0, sys_s = 0, listener_s = 0;
   uint64_t completed = 0, reports = 0, healthy = 0;
   uint64_t handshakes = 0, resumed = 0;  // https: at the listener
+  uint64_t steady_completed = 0;         // after the first two intervals (callgrind's count)
   long preempted = 0;
   uint32_t win_min = 0, win_median = 0, win_max = 0;
   double win_ideal = 0;
@@ -125,12 +126,24 @@ Result runOne(const Options& o, const std::string& proto, bench::ProbeTargets& l
   const Clock::time_point t0 = Clock::now();
   hc->reconcile(cfg);
   // Under callgrind (bench/probe_instructions.py): the checker thread's
-  // instructions while it probes, one dump per protocol.
+  // instructions in the steady state (after two intervals: every appliance's
+  // first probes and its one transition to healthy are behind), one dump per
+  // protocol, with the probes completed meanwhile.
+  const auto completedNow = [&] {
+    uint64_t n = 0;
+    for (const ApplianceConfig& s : cfg.server_groups[0].appliances)
+      if (const HealthTracker* t = hc->tracker(applianceKey(s.address))) n += t->latency().count;
+    return n;
+  };
+  const double warm_s = std::min(o.duration_s / 2, 2.0 * o.interval_ms / 1000.0);
+  io.run_for(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(warm_s)));
+  const uint64_t steady0 = completedNow();
   CALLGRIND_TOGGLE_COLLECT;
-  io.run_for(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.duration_s)));
+  io.run_for(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.duration_s - warm_s)));
   CALLGRIND_TOGGLE_COLLECT;
   const std::string dump = "probe_fleet " + proto;
   CALLGRIND_DUMP_STATS_AT(dump.c_str());
+  r.steady_completed = completedNow() - steady0;
   const CpuTimes c1 = threadCpu();
   r.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   r.listener_s = taskCpuSeconds(ls.tid()) - l0;
@@ -254,7 +267,7 @@ int main(int argc, char** argv) {
                   "\"arrivals_per_100ms\":{\"min\":%u,\"max\":%u},\"windows_by_arrivals\":[%s],"
                   "\"listener_pct_of_core\":%.1f,\"preempted\":%ld,\"load_avg_1m\":[%.2f,%.2f],"
                   "\"user_us_per_probe\":%.2f,\"sys_us_per_probe\":%.2f,\"tls_handshakes\":%llu,"
-                  "\"tls_resumed\":%llu}",
+                  "\"tls_resumed\":%llu,\"steady_completed\":%llu}",
                   i ? "," : "", r.protocol.c_str(), r.targets, r.wall_s, r.user_s, r.sys_s,
                   100 * cpu / r.wall_s, 100 * r.user_s / r.wall_s, 100 * r.sys_s / r.wall_s,
                   static_cast<unsigned long long>(r.completed), double(r.completed) / r.wall_s,
@@ -262,7 +275,8 @@ int main(int argc, char** argv) {
                   r.win_min, r.win_median, r.win_max, r.win_ideal, r.win100_min, r.win100_max, hist.c_str(),
                   100 * r.listener_s / r.wall_s,
                   r.preempted, r.load_before, r.load_after, per * r.user_s, per * r.sys_s,
-                  static_cast<unsigned long long>(r.handshakes), static_cast<unsigned long long>(r.resumed));
+                  static_cast<unsigned long long>(r.handshakes), static_cast<unsigned long long>(r.resumed),
+                  static_cast<unsigned long long>(r.steady_completed));
     j += buf;
   }
   j += "]}";
