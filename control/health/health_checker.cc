@@ -243,7 +243,8 @@ void HealthChecker::onWheel() {
     // Removed (its slot empty or another's) or rescheduled: seqs are unique.
     if (e.key >= slots_.size() || !slots_[e.key] || slots_[e.key]->due_seq != e.seq) continue;
     try {
-      startProbe(slots_[e.key]);
+      const std::shared_ptr<Target> t = slots_[e.key];  // held whatever the start does to slots_
+      startProbe(t);
     } catch (...) {
       if (!first) first = std::current_exception();
     }
