@@ -17,9 +17,14 @@
 // Targets: one listener thread on 0.0.0.0:PORT (every 127.x address is
 // local) that accepts everything; tcp: keeps each connection until the prober
 // resets it; http: answers "HTTP/1.1 200 OK" to each request, then waits for
-// the prober's reset.
+// the prober's reset; https: the same over TLS, with a self-signed certificate
+// made at start (the checker does not verify it, as by default) and the
+// server's default session resumption. For https it counts the handshakes
+// the listener completed and how many resumed a session: the checker resumes
+// each appliance's last session, so after the first round nearly all should
+// (the run fails, exit 1, when none did).
 //
-//   probe_fleet [--targets 10000] [--protocols tcp,http] [--duration 10]
+//   probe_fleet [--targets 10000] [--protocols tcp,http,https] [--duration 10]
 //               [--interval-ms 1000] [--timeout-ms 1000] [--pin]
 // --pin puts the checker on cpu 0 and the listener on cpu 1.
 // Prints a table, then one JSON line (last line of stdout).
@@ -34,6 +39,7 @@
 #include <vector>
 
 #include <spdlog/spdlog.h>
+#include <valgrind/callgrind.h>
 
 #include "bench/probe_targets.h"
 #include "control/health/health_checker.h"
@@ -48,7 +54,7 @@ using bench::CpuTimes, bench::loadAvg, bench::pinTo, bench::taskCpuSeconds, benc
 
 struct Options {
   size_t targets = 10000;
-  std::vector<std::string> protocols{"tcp", "http"};
+  std::vector<std::string> protocols{"tcp", "http", "https"};
   double duration_s = 10;
   uint32_t interval_ms = 1000, timeout_ms = 1000;
   bool pin = false;
@@ -61,6 +67,8 @@ struct Result {
   size_t targets = 0;
   double wall_s = 0, user_s = 0, sys_s = 0, listener_s = 0;
   uint64_t completed = 0, reports = 0, healthy = 0;
+  uint64_t handshakes = 0, resumed = 0;  // https: at the listener
+  uint64_t steady_completed = 0;         // after the first two intervals (callgrind's count)
   long preempted = 0;
   uint32_t win_min = 0, win_median = 0, win_max = 0;
   double win_ideal = 0;
@@ -83,13 +91,16 @@ std::unique_ptr<Checker> makeChecker(boost::asio::io_context& io, uint64_t& repo
 }
 
 Result runOne(const Options& o, const std::string& proto, bench::ProbeTargets& ls) {
-  ls.setHttp(proto == "http");
+  ls.setHttp(proto != "tcp");
+  ls.setTls(proto == "https");
   Config cfg;
   ApplianceGroupConfig g;
   g.name = "fleet";
   HealthCheckConfig& h = g.health_check;
   h.configured = true;
-  h.protocol = proto == "http" ? HealthProtocol::kHttp : HealthProtocol::kTcp;
+  h.protocol = proto == "http"    ? HealthProtocol::kHttp
+               : proto == "https" ? HealthProtocol::kHttps
+                                  : HealthProtocol::kTcp;
   h.port = ls.port();
   h.interval_ms = o.interval_ms;
   h.timeout_ms = o.timeout_ms;
@@ -110,13 +121,34 @@ Result runOne(const Options& o, const std::string& proto, bench::ProbeTargets& l
   r.targets = o.targets;
   r.load_before = loadAvg();
   const double l0 = taskCpuSeconds(ls.tid());
+  const uint64_t hs0 = ls.handshakes(), res0 = ls.resumed();
   const CpuTimes c0 = threadCpu();
   const Clock::time_point t0 = Clock::now();
   hc->reconcile(cfg);
-  io.run_for(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.duration_s)));
+  // Under callgrind (bench/probe_instructions.py): the checker thread's
+  // instructions in the steady state (after two intervals: every appliance's
+  // first probes and its one transition to healthy are behind), one dump per
+  // protocol, with the probes completed meanwhile.
+  const auto completedNow = [&] {
+    uint64_t n = 0;
+    for (const ApplianceConfig& s : cfg.server_groups[0].appliances)
+      if (const HealthTracker* t = hc->tracker(applianceKey(s.address))) n += t->latency().count;
+    return n;
+  };
+  const double warm_s = std::min(o.duration_s / 2, 2.0 * o.interval_ms / 1000.0);
+  io.run_for(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(warm_s)));
+  const uint64_t steady0 = completedNow();
+  CALLGRIND_TOGGLE_COLLECT;
+  io.run_for(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.duration_s - warm_s)));
+  CALLGRIND_TOGGLE_COLLECT;
+  const std::string dump = "probe_fleet " + proto;
+  CALLGRIND_DUMP_STATS_AT(dump.c_str());
+  r.steady_completed = completedNow() - steady0;
   const CpuTimes c1 = threadCpu();
   r.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   r.listener_s = taskCpuSeconds(ls.tid()) - l0;
+  r.handshakes = ls.handshakes() - hs0;
+  r.resumed = ls.resumed() - res0;
   r.user_s = c1.user - c0.user;
   r.sys_s = c1.sys - c0.sys;
   r.preempted = c1.involuntary - c0.involuntary;
@@ -162,7 +194,7 @@ Result runOne(const Options& o, const std::string& proto, bench::ProbeTargets& l
 }
 
 void usage() {
-  std::fprintf(stderr, "usage: probe_fleet [--targets N] [--protocols tcp,http] [--duration S] "
+  std::fprintf(stderr, "usage: probe_fleet [--targets N] [--protocols tcp,http,https] [--duration S] "
                        "[--interval-ms MS] [--timeout-ms MS] [--pin]\n");
   std::exit(2);
 }
@@ -188,12 +220,12 @@ int main(int argc, char** argv) {
   }
   if (o.targets == 0 || o.targets > 65535 || o.duration_s <= 0 || o.protocols.empty()) usage();
   for (const auto& p : o.protocols)
-    if (p != "tcp" && p != "http") usage();
+    if (p != "tcp" && p != "http" && p != "https") usage();
   bench::raiseFileLimit();
   if (o.pin) pinTo(0);
   // The first round's 10,000 transitions would be 10,000 log lines: not
   // the steady probe work measured here.
-  spdlog::set_level(spdlog::level::off);
+  spdlog::set_level(getenv("PF_LOG") ? spdlog::level::info : spdlog::level::off);
   // One listener on 0.0.0.0 (every 127.x address is local), arrivals per 10 ms
   // for up to 10 minutes.
   bench::ProbeTargets ls({.addresses = {INADDR_ANY}, .backlog = 65535, .pin_cpu = o.pin ? 1 : -1, .reads = true,
@@ -205,8 +237,8 @@ int main(int argc, char** argv) {
               "thread%s), interval %u ms, timeout %u ms, %.0f s per run, checker thread%s\n",
               o.targets, o.pin ? " on cpu 1" : "", o.interval_ms, o.timeout_ms, o.duration_s,
               o.pin ? " on cpu 0" : " not pinned");
-  std::printf("%-5s %8s %9s %10s %8s %8s %9s %8s %40s %9s %11s\n", "proto", "targets", "probes/s",
-              "CPU %core", "user", "sys", "us/probe", "healthy", "arrivals/10ms min-med-max",
+  std::printf("%-5s %8s %9s %10s %8s %8s %9s %8s %8s %8s %40s %9s %11s\n", "proto", "targets", "probes/s",
+              "CPU %core", "user", "sys", "us/probe", "user us", "sys us", "healthy", "arrivals/10ms min-med-max",
               "listener", "load");
   std::string j = "{\"interval_ms\":" + std::to_string(o.interval_ms) +
                   ",\"timeout_ms\":" + std::to_string(o.timeout_ms) +
@@ -218,10 +250,10 @@ int main(int argc, char** argv) {
     char win[96];
     std::snprintf(win, sizeof win, "%u-%u-%u (ideal %.0f); /100ms %u-%u", r.win_min, r.win_median,
                   r.win_max, r.win_ideal, r.win100_min, r.win100_max);
-    std::printf("%-5s %8zu %9.0f %9.1f%% %7.1f%% %7.1f%% %9.1f %8llu %40s %8.1f%% %5.1f-%.1f\n",
+    const double per = r.completed ? 1e6 / double(r.completed) : 0.0;  // us per probe per CPU second
+    std::printf("%-5s %8zu %9.0f %9.1f%% %7.1f%% %7.1f%% %9.1f %8.1f %8.1f %8llu %40s %8.1f%% %5.1f-%.1f\n",
                 r.protocol.c_str(), r.targets, double(r.completed) / r.wall_s, 100 * cpu / r.wall_s,
-                100 * r.user_s / r.wall_s, 100 * r.sys_s / r.wall_s,
-                r.completed ? 1e6 * cpu / double(r.completed) : 0.0,
+                100 * r.user_s / r.wall_s, 100 * r.sys_s / r.wall_s, per * cpu, per * r.user_s, per * r.sys_s,
                 static_cast<unsigned long long>(r.healthy), win, 100 * r.listener_s / r.wall_s,
                 r.load_before, r.load_after);
     std::string hist;
@@ -233,14 +265,18 @@ int main(int argc, char** argv) {
                   "\"completed\":%llu,\"probes_per_s\":%.1f,\"healthy\":%llu,\"reports\":%llu,"
                   "\"arrivals_per_10ms\":{\"min\":%u,\"median\":%u,\"max\":%u,\"ideal\":%.1f},"
                   "\"arrivals_per_100ms\":{\"min\":%u,\"max\":%u},\"windows_by_arrivals\":[%s],"
-                  "\"listener_pct_of_core\":%.1f,\"preempted\":%ld,\"load_avg_1m\":[%.2f,%.2f]}",
+                  "\"listener_pct_of_core\":%.1f,\"preempted\":%ld,\"load_avg_1m\":[%.2f,%.2f],"
+                  "\"user_us_per_probe\":%.2f,\"sys_us_per_probe\":%.2f,\"tls_handshakes\":%llu,"
+                  "\"tls_resumed\":%llu,\"steady_completed\":%llu}",
                   i ? "," : "", r.protocol.c_str(), r.targets, r.wall_s, r.user_s, r.sys_s,
                   100 * cpu / r.wall_s, 100 * r.user_s / r.wall_s, 100 * r.sys_s / r.wall_s,
                   static_cast<unsigned long long>(r.completed), double(r.completed) / r.wall_s,
                   static_cast<unsigned long long>(r.healthy), static_cast<unsigned long long>(r.reports),
                   r.win_min, r.win_median, r.win_max, r.win_ideal, r.win100_min, r.win100_max, hist.c_str(),
                   100 * r.listener_s / r.wall_s,
-                  r.preempted, r.load_before, r.load_after);
+                  r.preempted, r.load_before, r.load_after, per * r.user_s, per * r.sys_s,
+                  static_cast<unsigned long long>(r.handshakes), static_cast<unsigned long long>(r.resumed),
+                  static_cast<unsigned long long>(r.steady_completed));
     j += buf;
   }
   j += "]}";
@@ -257,6 +293,19 @@ int main(int argc, char** argv) {
         std::printf("  %5.0f+      %6u\n", double(k) * bin, r.hist[k]);
     }
   }
+  // HTTPS is measured with session resumption: say how many handshakes
+  // resumed, and refuse a run where none did (it measured full handshakes).
+  int rc = 0;
+  for (const Result& r : results) {
+    if (r.protocol != "https") continue;
+    std::printf("https: %llu TLS handshakes completed at the listener, %llu resumed a session (%.1f %%)\n",
+                static_cast<unsigned long long>(r.handshakes), static_cast<unsigned long long>(r.resumed),
+                r.handshakes ? 100.0 * double(r.resumed) / double(r.handshakes) : 0.0);
+    if (r.resumed == 0) {
+      std::fprintf(stderr, "probe_fleet: https: no TLS handshake resumed a session\n");
+      rc = 1;
+    }
+  }
   std::printf("%s\n", j.c_str());
-  return 0;
+  return rc;
 }

@@ -6,6 +6,9 @@
 #pragma once
 
 #include <netinet/in.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/epoll.h>
@@ -17,6 +20,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <csignal>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -107,6 +111,32 @@ std::vector<T> splitList(const std::string& s, F conv) {
   return out;
 }
 
+// A TLS server context with a self-signed P-256 certificate made now (valid
+// a day, CN probe-fleet): the stand-in appliances' HTTPS. It keeps the
+// server's defaults for resumption (TLS 1.3 tickets, TLS 1.2 session cache),
+// as an appliance's web server would. Exits with a message when OpenSSL fails.
+inline SSL_CTX* selfSignedServerContext() {
+  EVP_PKEY* key = EVP_EC_gen("P-256");
+  X509* cert = X509_new();
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+  if (!key || !cert || !ctx) die("TLS context");
+  X509_set_version(cert, 2);
+  ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
+  X509_gmtime_adj(X509_getm_notBefore(cert), 0);
+  X509_gmtime_adj(X509_getm_notAfter(cert), 86400);
+  X509_set_pubkey(cert, key);
+  X509_NAME* name = X509_get_subject_name(cert);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("probe-fleet"), -1,
+                             -1, 0);
+  X509_set_issuer_name(cert, name);
+  if (X509_sign(cert, key, EVP_sha256()) == 0 || SSL_CTX_use_certificate(ctx, cert) != 1 ||
+      SSL_CTX_use_PrivateKey(ctx, key) != 1)
+    die("self-signed certificate");
+  X509_free(cert);  // the context holds its own references
+  EVP_PKEY_free(key);
+  return ctx;
+}
+
 // Listening sockets (kernel-chosen ports) standing in for appliances, served
 // by one thread that accepts everything and keeps each connection like a real
 // server until the prober resets it (abortively: no TIME_WAIT on either side).
@@ -123,6 +153,9 @@ class ProbeTargets {
   };
 
   explicit ProbeTargets(Options o) : o_(std::move(o)), arrivals_(o_.windows) {
+    // OpenSSL writes with write(2): a connection the prober has reset must
+    // not kill the process.
+    signal(SIGPIPE, SIG_IGN);
     efd_ = epoll_create1(EPOLL_CLOEXEC);
     stop_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (efd_ < 0 || stop_ < 0) die("epoll/eventfd");
@@ -160,8 +193,11 @@ class ProbeTargets {
     [[maybe_unused]] auto n = write(stop_, &one, sizeof(one));
     thread_.join();
     for (int fd : fds_) close(fd);
+    for (size_t fd = 0; fd < ssl_.size(); ++fd)
+      if (ssl_[fd]) dropTls(int(fd));
     close(stop_);
     close(efd_);
+    if (tls_ctx_) SSL_CTX_free(tls_ctx_);
   }
   static sockaddr_in address(uint32_t addr, uint16_t port) {
     sockaddr_in a{};
@@ -174,6 +210,16 @@ class ProbeTargets {
   uint64_t accepted() const { return accepted_.load(); }
   // Answer each request with "HTTP/1.1 200 OK" (with Options::reads).
   void setHttp(bool on) { http_.store(on); }
+  // Connections accepted from now on speak TLS first (with Options::reads and
+  // setHttp: HTTPS), with a certificate made on the first call. Call between
+  // runs, with no probe in flight.
+  void setTls(bool on) {
+    if (on && !tls_ctx_) tls_ctx_ = selfSignedServerContext();
+    tls_.store(on);
+  }
+  // TLS handshakes completed so far, and how many of them resumed a session.
+  uint64_t handshakes() const { return handshakes_.load(); }
+  uint64_t resumed() const { return resumed_.load(); }
   pid_t tid() const { return tid_.load(); }
   // CPU seconds (user + sys) the serving thread used so far, 10 ms resolution.
   double cpuSeconds() const { return taskCpuSeconds(tid_.load()); }
@@ -212,6 +258,10 @@ class ProbeTargets {
           close(fd);  // an accepted connection the prober closed (RST): done
           continue;
         }
+        if (size_t(fd) < ssl_.size() && ssl_[size_t(fd)]) {
+          serveTls(fd, buf, sizeof buf, kOk, sizeof kOk - 1);
+          continue;
+        }
         // A request (http: answer it) or the prober's reset (close).
         ssize_t got = read(fd, buf, sizeof buf);
         if (got > 0 && http_.load()) {
@@ -236,14 +286,60 @@ class ProbeTargets {
       // Keep it open like a real server until the prober closes it: closing
       // here first could reset it before the prober saw its connect succeed.
       setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+      if (tls_.load() && o_.reads) {
+        SSL* s = SSL_new(tls_ctx_);
+        if (!s) {
+          close(c);
+          continue;
+        }
+        SSL_set_fd(s, c);
+        SSL_set_accept_state(s);
+        if (ssl_.size() <= size_t(c)) ssl_.resize(size_t(c) + 1, nullptr);
+        ssl_[size_t(c)] = s;
+      }
       add(c, EPOLLIN | EPOLLRDHUP);
     }
+  }
+  // One readable TLS connection: the handshake's next step, then the request
+  // (answered) or the prober's reset (dropped).
+  void serveTls(int fd, char* buf, size_t len, const char* resp, size_t resp_len) {
+    SSL* s = ssl_[size_t(fd)];
+    if (!SSL_is_init_finished(s)) {
+      const int r = SSL_do_handshake(s);
+      if (r != 1) {
+        const int e = SSL_get_error(s, r);
+        if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) dropTls(fd);
+        return;
+      }
+      handshakes_.fetch_add(1, std::memory_order_relaxed);
+      if (SSL_session_reused(s)) resumed_.fetch_add(1, std::memory_order_relaxed);
+    }
+    const int got = SSL_read(s, buf, int(len));
+    if (got > 0) {
+      if (http_.load() && SSL_write(s, resp, int(resp_len)) <= 0) dropTls(fd);
+      return;
+    }
+    const int e = SSL_get_error(s, got);
+    if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) dropTls(fd);
+  }
+  void dropTls(int fd) {
+    SSL* s = ssl_[size_t(fd)];
+    ssl_[size_t(fd)] = nullptr;
+    // The prober resets rather than closing cleanly, as it always does: its
+    // session stays good all the same (a reset is no attack on it).
+    SSL_set_shutdown(s, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+    SSL_free(s);
+    close(fd);
   }
   Options o_;
   int efd_ = -1, stop_ = -1;
   std::vector<int> fds_;
   std::vector<uint16_t> ports_;
   std::atomic<bool> http_{false};
+  std::atomic<bool> tls_{false};
+  SSL_CTX* tls_ctx_ = nullptr;
+  std::vector<SSL*> ssl_;  // by fd: the TLS state of an accepted connection (serving thread only)
+  std::atomic<uint64_t> handshakes_{0}, resumed_{0};
   std::vector<std::atomic<uint32_t>> arrivals_;
   std::chrono::steady_clock::time_point t0_;
   std::thread thread_;

@@ -305,13 +305,72 @@ bool safeForRequest(std::string_view s) {
   });
 }
 
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// A spec made ready for its probes
+
+class PreparedProbe {
+ public:
+  explicit PreparedProbe(const ProbeSpec& s);
+  ProbeSpec spec;
+  std::string invalid;  // why each probe fails with invalid_spec; "" when valid
+  tcp::endpoint target;
+  std::string request;      // http(s): the whole GET
+  std::string sni;          // https: sniName(domain)
+  std::string session_key;  // https: whose TLS session a probe resumes and keeps
+};
+
+PreparedProbe::PreparedProbe(const ProbeSpec& s) : spec(s) {
+  if (!spec.address.isV4() && !spec.address.isV6()) {
+    invalid = "no target address";
+    return;
+  }
+  if (spec.protocol != Protocol::kTcp) {
+    if (spec.path.empty() || spec.path[0] != '/' || !safeForRequest(spec.path)) {
+      invalid = "path must start with '/' and hold no spaces or controls";
+      return;
+    }
+    if (!safeForRequest(spec.domain)) {
+      invalid = "domain holds spaces or control characters";
+      return;
+    }
+    if (spec.codes.empty()) {
+      invalid = "no expected HTTP codes";
+      return;
+    }
+  }
+  if (spec.timeout.count() <= 0) {
+    invalid = "timeout must be positive";
+    return;
+  }
+  target = tcp::endpoint(toAsio(spec.address), spec.port);
+  if (spec.protocol == Protocol::kTcp) return;
+  std::string host = spec.domain;
+  if (host.empty()) {
+    host = spec.address.isV6() ? "[" + spec.address.str() + "]" : spec.address.str();
+    host += ":" + std::to_string(spec.port);
+  }
+  request = "GET " + spec.path + " HTTP/1.1\r\nHost: " + host +
+            "\r\nUser-Agent: gwlb-probe\r\nAccept: */*\r\nConnection: close\r\n\r\n";
+  if (spec.protocol != Protocol::kHttps) return;
+  sni = sniName(spec.domain);
+  // A session is only resumed by a probe that would have checked the
+  // certificate the same way: the key holds all that decides it.
+  session_key = spec.address.str() + "|" + std::to_string(spec.port) + "|" + sni + "|" +
+                (spec.verify_tls ? "v|" + spec.ca_file : "-");
+}
+
+namespace {
+
 // ---------------------------------------------------------------------------
 // One probe in flight
 
 class ProbeSession : public std::enable_shared_from_this<ProbeSession> {
  public:
-  ProbeSession(asio::io_context& io, const ProbeSpec& spec, ProbeCallback cb, ssl::context* tls)
-      : spec_(spec), cb_(std::move(cb)), tls_ctx_(tls), sock_(io), timer_(io) {}
+  ProbeSession(asio::io_context& io, std::shared_ptr<const PreparedProbe> prepared, ProbeCallback cb,
+               ssl::context* tls)
+      : prep_(std::move(prepared)), spec_(prep_->spec), cb_(std::move(cb)), tls_ctx_(tls), sock_(io), timer_(io) {}
 
   void start();
 
@@ -332,14 +391,13 @@ class ProbeSession : public std::enable_shared_from_this<ProbeSession> {
 
   std::string timeoutText() const { return std::to_string(spec_.timeout.count()) + " ms"; }
 
-  ProbeSpec spec_;
+  std::shared_ptr<const PreparedProbe> prep_;
+  const ProbeSpec& spec_;  // prep_'s
   ProbeCallback cb_;
   ssl::context* tls_ctx_;
   tcp::socket sock_;
   asio::steady_timer timer_;
   std::unique_ptr<ssl::stream<tcp::socket&>> tls_;
-  std::string session_key_;  // https: whose TLS session this probe resumes and keeps
-  std::string request_;
   std::array<char, 512> buf_{};  // one read; the reader keeps no bytes beyond 13
   StatusReader reader_;
   Clock::time_point start_;
@@ -349,20 +407,10 @@ class ProbeSession : public std::enable_shared_from_this<ProbeSession> {
 
 void ProbeSession::start() {
   start_ = Clock::now();
-  if (!spec_.address.isV4() && !spec_.address.isV6())
-    return finish("invalid_spec", "no target address");
-  if (spec_.protocol != Protocol::kTcp) {
-    if (spec_.path.empty() || spec_.path[0] != '/' || !safeForRequest(spec_.path))
-      return finish("invalid_spec", "path must start with '/' and hold no spaces or controls");
-    if (!safeForRequest(spec_.domain))
-      return finish("invalid_spec", "domain holds spaces or control characters");
-    if (spec_.codes.empty()) return finish("invalid_spec", "no expected HTTP codes");
-  }
-  if (spec_.timeout.count() <= 0) return finish("invalid_spec", "timeout must be positive");
+  if (!prep_->invalid.empty()) return finish("invalid_spec", prep_->invalid);
 
-  const asio::ip::address target = toAsio(spec_.address);
   error_code ec;
-  sock_.open(target.is_v4() ? tcp::v4() : tcp::v6(), ec);
+  sock_.open(prep_->target.protocol(), ec);
   if (ec) return finish("connect_failed", "socket: " + ec.message());
   // Abortive close for every probe: TCP success ends with RST as the domain
   // asks, and no probe leaves TIME_WAIT behind on the prober.
@@ -386,7 +434,7 @@ void ProbeSession::start() {
   timer_.async_wait([self = shared_from_this()](const error_code& e) {
     if (!e) self->onTimeout();
   });
-  sock_.async_connect(tcp::endpoint(target, spec_.port),
+  sock_.async_connect(prep_->target,
                       [self = shared_from_this()](const error_code& e) { self->onConnect(e); });
 }
 
@@ -429,7 +477,7 @@ void ProbeSession::startTls() {
   error_code ec;
   // SNI carries host names only, without a trailing dot (RFC 6066 section 3),
   // never address literals.
-  const std::string sni = sniName(spec_.domain);
+  const std::string& sni = prep_->sni;
   if (!sni.empty() && SSL_set_tlsext_host_name(s, const_cast<char*>(sni.c_str())) != 1)
     return finish("tls_handshake_failed", "cannot set SNI: " + opensslError());
   if (spec_.verify_tls) {
@@ -456,11 +504,7 @@ void ProbeSession::startTls() {
   } else {
     tls_->set_verify_mode(ssl::verify_none, ec);
   }
-  // A session is only resumed by a probe that would have checked the
-  // certificate the same way: the key holds all that decides it.
-  session_key_ = spec_.address.str() + "|" + std::to_string(spec_.port) + "|" + sni + "|" +
-                 (spec_.verify_tls ? "v|" + spec_.ca_file : "-");
-  if (SSL_SESSION* kept = tlsSessions().get(session_key_)) {
+  if (SSL_SESSION* kept = tlsSessions().get(prep_->session_key)) {
     SSL_set_session(s, kept);  // the SSL takes its own reference
     SSL_SESSION_free(kept);
   }
@@ -471,7 +515,7 @@ void ProbeSession::startTls() {
 void ProbeSession::onHandshake(const error_code& ec) {
   if (done_) return;
   if (ec) {
-    tlsSessions().put(session_key_, nullptr);  // the next handshake is a full one
+    tlsSessions().put(prep_->session_key, nullptr);  // the next handshake is a full one
     std::string detail = "TLS handshake: " + ec.message();
     if (spec_.verify_tls) {
       long v = SSL_get_verify_result(tls_->native_handle());
@@ -484,16 +528,9 @@ void ProbeSession::onHandshake(const error_code& ec) {
 
 void ProbeSession::sendRequest() {
   phase_ = Phase::kRequest;
-  std::string host = spec_.domain;
-  if (host.empty()) {
-    host = spec_.address.isV6() ? "[" + spec_.address.str() + "]" : spec_.address.str();
-    host += ":" + std::to_string(spec_.port);
-  }
-  request_ = "GET " + spec_.path + " HTTP/1.1\r\nHost: " + host +
-             "\r\nUser-Agent: gwlb-probe\r\nAccept: */*\r\nConnection: close\r\n\r\n";
   auto h = [self = shared_from_this()](const error_code& e, size_t) { self->onWrite(e); };
-  if (tls_) asio::async_write(*tls_, asio::buffer(request_), h);
-  else asio::async_write(sock_, asio::buffer(request_), h);
+  if (tls_) asio::async_write(*tls_, asio::buffer(prep_->request), h);
+  else asio::async_write(sock_, asio::buffer(prep_->request), h);
 }
 
 void ProbeSession::onWrite(const error_code& ec) {
@@ -550,7 +587,7 @@ void ProbeSession::keepTlsSession(ProbeResult& r) {
     SSL_SESSION_free(kept);
     kept = nullptr;
   }
-  tlsSessions().put(session_key_, kept);
+  tlsSessions().put(prep_->session_key, kept);
   // The connection ends with a reset, not a close_notify: marked as shut
   // down all the same, or freeing the SSL would mark its session unusable.
   SSL_set_shutdown(s, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
@@ -583,9 +620,20 @@ std::string sniName(const std::string& domain) {
   return n;
 }
 
+std::shared_ptr<const PreparedProbe> prepareProbe(const ProbeSpec& spec) {
+  return std::make_shared<const PreparedProbe>(spec);
+}
+
+const ProbeSpec& specOf(const PreparedProbe& p) { return p.spec; }
+
 void startProbe(asio::io_context& io, const ProbeSpec& spec, ProbeCallback cb,
                 ssl::context* tls) {
-  auto session = std::make_shared<ProbeSession>(io, spec, std::move(cb), tls);
+  startProbe(io, prepareProbe(spec), std::move(cb), tls);
+}
+
+void startProbe(asio::io_context& io, std::shared_ptr<const PreparedProbe> prepared, ProbeCallback cb,
+                ssl::context* tls) {
+  auto session = std::make_shared<ProbeSession>(io, std::move(prepared), std::move(cb), tls);
   // Start from the loop so the callback never runs inside startProbe().
   asio::post(io, [session] { session->start(); });
 }

@@ -9,6 +9,7 @@
 #include <boost/asio/ssl.hpp>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -80,6 +81,19 @@ using ProbeCallback = std::function<void(const ProbeResult&)>;
 // Never throws (except std::bad_alloc); the callback is never run inside
 // startProbe() itself.
 void startProbe(boost::asio::io_context& io, const ProbeSpec& spec, ProbeCallback cb,
+                boost::asio::ssl::context* tls = nullptr);
+
+// A spec made ready once for every probe of it: checked, and its target
+// endpoint, HTTP request, SNI and TLS session key built, so that a probe
+// copies and builds none of them (a checker probing thousands of appliances
+// a second prepares each appliance's spec when its settings change).
+// Immutable: probes in flight share it. A spec that is not valid still
+// prepares; each of its probes then fails with invalid_spec, as above.
+class PreparedProbe;
+std::shared_ptr<const PreparedProbe> prepareProbe(const ProbeSpec& spec);
+const ProbeSpec& specOf(const PreparedProbe& p);
+// The same as startProbe(io, spec, ...) with the spec prepared.
+void startProbe(boost::asio::io_context& io, std::shared_ptr<const PreparedProbe> prepared, ProbeCallback cb,
                 boost::asio::ssl::context* tls = nullptr);
 
 // The host name a probe sends as SNI and checks the certificate against:

@@ -14,6 +14,9 @@ struct HealthChecker::Target {
   std::string group;
   HealthTracker tracker;
   probe::ProbeSpec spec;
+  std::shared_ptr<const probe::PreparedProbe> prepared;  // spec, made ready for its probes
+  uint32_t ip = 0;          // its key in targets_
+  uint32_t slot = 0;        // its index in slots_, and its key on the wheel
   uint64_t due_seq = 0;     // its latest schedule on the wheel: older entries are stale
   uint64_t epoch = 0;       // bumps on reconfigure: stale results are ignored
   bool in_flight = false;
@@ -31,7 +34,8 @@ struct HealthChecker::Target {
   ForwardingCounts fwd_counts;  // this appliance's share of the checker's
   Target(const IpAddr& a, std::string g, HealthTracker t, probe::ProbeSpec s,
          boost::asio::io_context& io)
-      : address(a), group(std::move(g)), tracker(std::move(t)), spec(std::move(s)), fwd_timer(io) {}
+      : address(a), group(std::move(g)), tracker(std::move(t)), spec(std::move(s)),
+        prepared(probe::prepareProbe(spec)), fwd_timer(io) {}
 };
 
 namespace {
@@ -141,9 +145,18 @@ std::vector<HealthReport> HealthChecker::reconcile(const Config& cfg) {
         t->jitter = h.jitter;
         t->forwarding = h.forwardingActive();
         t->tracker.setProvisional(starting);
+        t->ip = ip;
+        if (free_slots_.empty()) {
+          t->slot = uint32_t(slots_.size());
+          slots_.push_back(t);
+        } else {
+          t->slot = free_slots_.back();
+          free_slots_.pop_back();
+          slots_[t->slot] = t;
+        }
         targets_[ip] = t;
         reports.push_back({ip, healthOf(t->tracker), std::nullopt, false});
-        if (t->tracker.probed()) schedule(ip, firstProbeDelayMs(p, ip, h.jitter));
+        if (t->tracker.probed()) schedule(*t, firstProbeDelayMs(p, ip, h.jitter));
         continue;
       }
       Target& t = *it->second;
@@ -151,6 +164,7 @@ std::vector<HealthReport> HealthChecker::reconcile(const Config& cfg) {
       bool was_probed = t.tracker.probed();
       bool spec_changed = !sameSpec(t.spec, spec) || t.forwarding != h.forwardingActive();
       t.forwarding = h.forwardingActive();
+      if (spec_changed || !(t.spec.address == spec.address)) t.prepared = probe::prepareProbe(spec);
       t.spec = spec;
       t.group = g.name;
       auto tr = t.tracker.reconfigure(p, h.active(), sc.weight, now);
@@ -163,7 +177,7 @@ std::vector<HealthReport> HealthChecker::reconcile(const Config& cfg) {
         ++t.epoch;  // a probe in flight with the old settings no longer counts
         unschedule(t);
         t.in_flight = false;
-        if (t.tracker.probed()) schedule(ip, firstProbeDelayMs(p, ip, h.jitter));
+        if (t.tracker.probed()) schedule(t, firstProbeDelayMs(p, ip, h.jitter));
       } else if (!t.tracker.probed()) {
         ++t.epoch;
         unschedule(t);
@@ -173,6 +187,8 @@ std::vector<HealthReport> HealthChecker::reconcile(const Config& cfg) {
   for (auto it = targets_.begin(); it != targets_.end();) {
     if (!seen.count(it->first)) {
       unschedule(*it->second);
+      slots_[it->second->slot].reset();
+      free_slots_.push_back(it->second->slot);
       it->second->fwd_timer.cancel();
       it->second->deliver = nullptr;  // its handler owns the Target (see ~HealthChecker)
       ++it->second->epoch;
@@ -185,26 +201,32 @@ std::vector<HealthReport> HealthChecker::reconcile(const Config& cfg) {
   return reports;
 }
 
-void HealthChecker::schedule(uint32_t ip, uint64_t delay_ms) {
-  auto it = targets_.find(ip);
-  if (it == targets_.end()) return;
-  Target& t = *it->second;
-  wheel_.add(nowMs() + delay_ms, ip, ++t.due_seq);
-  armWheel();
+void HealthChecker::schedule(Target& t, uint64_t delay_ms) {
+  t.due_seq = ++next_seq_;
+  const uint64_t due = nowMs() + delay_ms;
+  wheel_.add(due, t.slot, t.due_seq);
+  // The timer already waits for something due no later: it stays, and its
+  // wake-up (onWheel) arms for what comes next. Only an earlier due moves it
+  // (no search of the wheel for each probe scheduled).
+  if (!wheel_armed_ || due < *wheel_armed_) armAt(due);
 }
 
 // Its entry on the wheel stays, and is skipped when it comes due.
-void HealthChecker::unschedule(Target& t) { ++t.due_seq; }
+void HealthChecker::unschedule(Target& t) { t.due_seq = ++next_seq_; }
 
 // One timer for every appliance: set for the wheel's next slot with
 // anything in it, unless it already waits for an earlier time.
 void HealthChecker::armWheel() {
   const std::optional<uint64_t> next = wheel_.nextDue();
   if (!next || (wheel_armed_ && *wheel_armed_ <= *next)) return;
-  wheel_armed_ = next;
+  armAt(*next);
+}
+
+void HealthChecker::armAt(uint64_t due_ms) {
+  wheel_armed_ = due_ms;
   // Re-arming cancels the earlier wait: its handler sees operation_aborted
   // and touches nothing (the checker may be gone by then).
-  wheel_timer_.expires_at(epoch_ + std::chrono::milliseconds(*next));
+  wheel_timer_.expires_at(epoch_ + std::chrono::milliseconds(due_ms));
   wheel_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec) onWheel();
   });
@@ -218,10 +240,11 @@ void HealthChecker::onWheel() {
   wheel_.expire(nowMs(), due_);
   std::exception_ptr first;
   for (const ProbeWheel::Entry& e : due_) {
-    auto it = targets_.find(e.key);
-    if (it == targets_.end() || it->second->due_seq != e.seq) continue;  // removed or rescheduled
+    // Removed (its slot empty or another's) or rescheduled: seqs are unique.
+    if (e.key >= slots_.size() || !slots_[e.key] || slots_[e.key]->due_seq != e.seq) continue;
     try {
-      startProbe(e.key);
+      const std::shared_ptr<Target> t = slots_[e.key];  // held whatever the start does to slots_
+      startProbe(t);
     } catch (...) {
       if (!first) first = std::current_exception();
     }
@@ -230,17 +253,15 @@ void HealthChecker::onWheel() {
   if (first) std::rethrow_exception(first);
 }
 
-void HealthChecker::startProbe(uint32_t ip) {
-  auto it = targets_.find(ip);
-  if (it == targets_.end()) return;
-  std::shared_ptr<Target> t = it->second;
+void HealthChecker::startProbe(const std::shared_ptr<Target>& t) {
   if (t->in_flight || !t->tracker.probed()) return;
   t->in_flight = true;
-  uint64_t epoch = t->epoch;
+  const uint64_t epoch = t->epoch;
+  const uint32_t ip = t->ip;
   try {
     if (t->forwarding) startForwarding(t, ip, epoch);
     probe::startProbe(
-      io_, t->spec,
+      io_, t->prepared,
       joinForwarding(t, epoch, [this, t, ip, epoch](const probe::ProbeResult& r) {
         if (t->epoch != epoch) return;  // reconfigured or removed meanwhile
         judge(t, ip, r);
@@ -250,7 +271,7 @@ void HealthChecker::startProbe(uint32_t ip) {
     // A probe that could not even start: try again an interval later, then
     // let the control loop log and count the exception.
     t->in_flight = false;
-    schedule(ip, t->tracker.params().interval_ms);
+    schedule(*t, t->tracker.params().interval_ms);
     throw;
   }
 }
@@ -262,7 +283,7 @@ void HealthChecker::judge(const std::shared_ptr<Target>& t, uint32_t ip, const p
   // The next check is armed first: whatever throws below (a log line, the
   // report's snapshot build) is the control loop's to count, and this
   // appliance's checks go on.
-  schedule(ip, t->tracker.params().interval_ms);
+  schedule(*t, t->tracker.params().interval_ms);
   ProbeOutcome o;
   o.ok = r.ok;
   o.reason = r.ok ? "ok" : (r.detail.empty() ? r.reason : r.reason + ": " + r.detail);

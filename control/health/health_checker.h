@@ -84,11 +84,12 @@ class HealthChecker {
 
  private:
   struct Target;
-  void schedule(uint32_t ip, uint64_t delay_ms);
+  void schedule(Target& t, uint64_t delay_ms);
   void unschedule(Target& t);
   void armWheel();
+  void armAt(uint64_t due_ms);
   void onWheel();
-  void startProbe(uint32_t ip);
+  void startProbe(const std::shared_ptr<Target>& t);
   void judge(const std::shared_ptr<Target>& t, uint32_t ip, const probe::ProbeResult& r);
   uint64_t nowMs() const;
   using ResultHandler = std::function<void(const probe::ProbeResult&)>;
@@ -100,6 +101,12 @@ class HealthChecker {
   Reporter report_;
   boost::asio::ssl::context tls_;
   std::map<uint32_t, std::shared_ptr<Target>> targets_;
+  // The same targets by slot (Target::slot), as the wheel's entries name
+  // them: a due probe finds its appliance without a search. A removed
+  // target's slot is empty until a new one takes it.
+  std::vector<std::shared_ptr<Target>> slots_;
+  std::vector<uint32_t> free_slots_;
+  uint64_t next_seq_ = 0;  // every schedule's seq: unique, so a reused slot's old entries never match
   std::chrono::steady_clock::time_point epoch_;
   double epoch_unix_ = 0;
   // Every appliance's next probe, and the one timer that wakes for them.

@@ -155,5 +155,66 @@ TEST(HealthChecker, ReportsWhichApplianceAndWhichTransition) {
   EXPECT_TRUE(gone[0].removed);
 }
 
+// The checker finds a due appliance by its slot, and a removed appliance's
+// slot goes to the next one added: what the removed one had on the wheel
+// must not start or hold back the newcomer's checks, and the newcomer is
+// judged on its own results (127.0.0.2 refuses, 127.0.0.1 answers).
+TEST(HealthChecker, AnApplianceInAFreedSlotIsCheckedOnItsOwn) {
+  boost::asio::io_context io;
+  tcp::acceptor acc(io, tcp::endpoint(boost::asio::ip::address_v4::loopback(), 0));
+  std::function<void()> accept = [&] {
+    acc.async_accept([&](const boost::system::error_code& ec, tcp::socket s) {
+      if (ec) return;
+      s.close();
+      accept();
+    });
+  };
+  accept();
+  HealthChecker hc(io, [](const HealthReport&) {});
+  auto config = [&](std::vector<uint32_t> addresses) {
+    Config cfg;
+    ApplianceGroupConfig g;
+    g.name = "g";
+    for (uint32_t a : addresses) {
+      ApplianceConfig s;
+      s.address = IpAddr::v4(a);
+      g.appliances.push_back(s);
+    }
+    g.health_check.configured = true;
+    g.health_check.protocol = HealthProtocol::kTcp;
+    g.health_check.port = acc.local_endpoint().port();
+    g.health_check.interval_ms = 20;
+    g.health_check.timeout_ms = 5000;
+    g.health_check.healthy_threshold = 2;
+    g.health_check.unhealthy_threshold = 2;
+    g.health_check.jitter = false;
+    cfg.server_groups.push_back(g);
+    return cfg;
+  };
+  auto runUntil = [&](const std::function<bool()>& pred) {
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (!pred() && std::chrono::steady_clock::now() < deadline) io.run_for(10ms);
+    return pred();
+  };
+  auto state = [&](uint32_t a) { return hc.tracker(a) ? hc.tracker(a)->state() : HealthState::kDisabled; };
+  hc.reconcile(config({0x7F000002u}));
+  ASSERT_TRUE(runUntil([&] { return state(0x7F000002u) == HealthState::kUnhealthy; }));
+  // Removed while its next check waits on the wheel; the newcomer takes its slot.
+  hc.reconcile(config({}));
+  EXPECT_EQ(hc.tracker(0x7F000002u), nullptr);
+  hc.reconcile(config({0x7F000001u}));
+  ASSERT_TRUE(runUntil([&] { return state(0x7F000001u) == HealthState::kHealthy; }))
+      << "the appliance in the freed slot never became healthy";
+  const uint64_t checks = hc.tracker(0x7F000001u)->latency().count;
+  // Its checks go on, one per interval (each after the last result).
+  ASSERT_TRUE(runUntil([&] { return hc.tracker(0x7F000001u)->latency().count >= checks + 3; }));
+  EXPECT_EQ(state(0x7F000001u), HealthState::kHealthy);
+  // And the removed one comes back with a slot of its own, judged afresh.
+  hc.reconcile(config({0x7F000001u, 0x7F000002u}));
+  EXPECT_EQ(state(0x7F000002u), HealthState::kInitializing);
+  ASSERT_TRUE(runUntil([&] { return state(0x7F000002u) == HealthState::kUnhealthy; }));
+  EXPECT_EQ(state(0x7F000001u), HealthState::kHealthy);
+}
+
 }  // namespace
 }  // namespace gwlb::ctl
