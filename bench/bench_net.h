@@ -56,7 +56,7 @@ inline dptest::Bytes benchUdpFrame(uint32_t i) {
   return ether(l2, kEthIpv4, ipv4(c, kBenchServer, 17, udp(c, kBenchServer, sport, 53, pattern(22))));
 }
 
-// `n` traffic classes of mixed fields for the benches (issue 27): rules 0..n-2
+// `n` traffic classes of mixed fields for the benches: rules 0..n-2
 // use two fields each out of vlans, prefixes (IPv4 and IPv6), protocols and
 // l4_ports (ports and ranges) and match no bench frame (they are tagged or
 // from other prefixes or ports); the last rule is the one the bench's flows

@@ -1,6 +1,6 @@
 // Benchmark (never pass/fail, except --check): the traffic-class table
 // (common/traffic_class.h, ClassTable) beside DPDK's classifiers, in one
-// process, on the same rules and the same packets (issue 27 item 3: choose
+// process, on the same rules and the same packets (to choose
 // the structure by measurement).
 //
 // Rule sets (ordered, first match wins, as gwlbd compiles them):

@@ -8,12 +8,12 @@
 // Tables, each sized for N keys (capacity N) and filled with all N keys (a
 // plain rte_hash that refuses keys at that size is made 25 % larger until it
 // holds them all, see fillRteHash):
-//   ours      dp::FlowTable (our own since issue 17: 16-slot buckets of
+//   ours      dp::FlowTable (our own: 16-slot buckets of
 //             32-bit tags, one 64-byte slot per IPv4 key with its FlowEntry)
 //   rte_hash  a plain rte_hash: key_len 40, the same hash function, no extra
-//             flags (the baseline of the issue)
+//             flags (the baseline it was measured against)
 //   rte_hash_lf  (--lf-baseline) rte_hash with the flags FlowTable used
-//             before issue 17 (lock-free readers, multi-writer, extendable)
+//             before it had its own table (lock-free readers, multi-writer, extendable)
 //
 // Memory, measured: resident set (/proc/self/statm) before the table is
 // created and after it holds all N keys (the keys the bench itself keeps

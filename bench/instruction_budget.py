@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The pipeline's instruction budget (issue 28 item 1; docs/performance.md
+"""The pipeline's instruction budget (docs/performance.md
 "Instruction budget").
 
 Runs bench/pipeline_bench under valgrind's callgrind, counting only inside

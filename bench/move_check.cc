@@ -1,4 +1,4 @@
-// Benchmark (never pass/fail): what the lazy move check (issue 5) costs on the
+// Benchmark (never pass/fail): what the lazy move check costs on the
 // fast path. dp::processBurst looks at its flow's appliance (ApplianceSlot::move)
 // on every packet of an existing flow and moves the flow when it is set.
 //

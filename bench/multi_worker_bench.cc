@@ -1,5 +1,5 @@
 // Benchmark (never pass/fail, except --check): two workers sharing one flow
-// table (issue 28 item 6). W = 1 or 2 worker lcores run dp::processBurst over
+// table. W = 1 or 2 worker lcores run dp::processBurst over
 // ONE shared dp::FlowTable and snapshot, each with its own WorkerState, mbuf
 // pool and prebuilt list of packets; the main lcore (cpu 0) is worker 0, EAL
 // lcore 1 (cpu 1, rte_eal_remote_launch) is worker 1.

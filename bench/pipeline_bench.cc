@@ -1,5 +1,5 @@
 // Benchmark (never pass/fail): the worker pipeline's throughput on one lcore,
-// fed through a DPDK net_ring port, in cycles per packet (issue 8, figure 1).
+// fed through a DPDK net_ring port, in cycles per packet (figure 1).
 //
 // One process, the main lcore pinned to one cpu. A net_ring port made with
 // rte_eth_from_rings has its own RX ring and TX ring. Per burst:
@@ -49,7 +49,8 @@
 // the copies come out of the TX ring beside the originals.
 // --tag: that class has a tag: each packet carries the 12-byte tag option.
 // Prints one JSON line per case (last line of stdout).
-// Issue 28 (kept together in the blocks marked "issue 28"):
+// Offload, hugepages and the budget test's deliberate regression (kept together
+// in the blocks marked "offload and hugepages"):
 //   --tx-offload        the port "offers" outer IPv4/UDP checksum offload: the
 //                       pipeline sets the mbuf's offload flags and the
 //                       pseudo-header sum instead of summing in software
@@ -131,7 +132,7 @@ struct Options {
   uint64_t rep_packets = 2'000'000;
   int cpu = -1;
   bool instructions = false;
-  // issue 28
+  // offload and hugepages
   bool tx_offload = false;
   std::string huge_dir;
   unsigned pad = 0;
@@ -143,7 +144,7 @@ struct Options {
   bool geneve_ethernet = false;  // --geneve-format ethernet
 };
 
-// Issue 28: a deliberate regression (--pad-instructions): about `per` extra
+// a deliberate regression (--pad-instructions): about `per` extra
 // instructions per packet, in a function callgrind's '*processBurst*' toggle
 // counts (called beside processBurst, not inside it: nested toggles cancel).
 [[gnu::noinline]] void processBurstPad(uint16_t n, unsigned per) {
@@ -183,7 +184,7 @@ class Bench {
     if (rte_rcu_qsbr_thread_register(qsbr_, 0) != 0) die("qsbr register");
     rte_rcu_qsbr_thread_online(qsbr_, 0);
     buildSnapshot();
-    dp_.underlay_csum_offload = o.tx_offload;  // issue 28: --tx-offload
+    dp_.underlay_csum_offload = o.tx_offload;  // --tx-offload
     newTable();
     w_ = std::make_unique<dp::WorkerState>();
     order_.resize(o.flows);
@@ -241,7 +242,7 @@ class Bench {
         sent = rte_eth_tx_burst(port_, 0, pkts, n);
       } else {
         uint64_t now = dp::monotonicNs() - t_start_ + kBaseNs;
-        if (o_.pad) processBurstPad(n, o_.pad);  // issue 28: --pad-instructions
+        if (o_.pad) processBurstPad(n, o_.pad);  // --pad-instructions
         dp::processBurst(dp_, *w_, pkts, n, now, out);
         sent = rte_eth_tx_burst(port_, 0, out.to_appliance, out.n_appliance);
         sent = uint16_t(sent + rte_eth_tx_burst(port_, 0, out.to_router, out.n_router));
@@ -328,7 +329,7 @@ class Bench {
   }
 
   double tscHz() const { return double(rte_get_tsc_hz()); }
-  size_t tableHugepageBytes() const { return table_->hugepageBytes(); }  // issue 28
+  size_t tableHugepageBytes() const { return table_->hugepageBytes(); }
   uint32_t frameBytes() const { return o_.mode == Mode::kReturn ? ret_len_ : o_.size; }
 
  private:
@@ -449,7 +450,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--rep-packets") o.rep_packets = std::stoull(next());
     else if (a == "--cpu") o.cpu = std::stoi(next());
     else if (a == "--instructions") o.instructions = true;
-    // issue 28
+    // offload and hugepages
     else if (a == "--tx-offload") o.tx_offload = true;
     else if (a == "--huge-dir") o.huge_dir = next();
     else if (a == "--pad-instructions") o.pad = unsigned(std::stoul(next()));
@@ -494,7 +495,7 @@ int main(int argc, char** argv) {
     Options o = parse(argc, argv);
     std::vector<std::string> eal = {"--no-huge", "--no-pci", "--no-shconf", "-m", "1024",
                                     "--log-level", "lib.eal:error", "--no-telemetry"};
-    if (!o.huge_dir.empty())  // issue 28: hugepages, taken as needed (no -m)
+    if (!o.huge_dir.empty())  // hugepages, taken as needed (no -m)
       eal = {"--huge-dir", o.huge_dir, "--file-prefix", "pb" + std::to_string(getpid()),
              "--in-memory", "--no-pci", "--log-level", "lib.eal:error", "--no-telemetry"};
     if (o.cpu >= 0) {

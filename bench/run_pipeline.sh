@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Issue 8, figure 1 (called by scripts/bench.sh, section `pipeline`): the
+# Figure 1 (called by scripts/bench.sh, section `pipeline`): the
 # worker pipeline on one lcore through a net_ring port (bench/pipeline_bench),
 # beside dpdk-testpmd's io, macswap and 5tswap forwarding over a net_ring port on the
 # same lcore in the same run, plus instructions per packet under callgrind
-# (bench/instruction_budget.py's cases, with their budgets). Issue 28: the
+# (bench/instruction_budget.py's cases, with their budgets). The
 # established case with the outer checksum offloaded, and established, new and
 # return at 64 B UDP on hugepages as well as on 4 KiB pages (root reserves the
 # pages for the run and gives them back; without root the rows say why not).
@@ -23,7 +23,7 @@ log="$out/bench-pipeline.log"
 results=()
 only="${GWLB_PIPELINE_ONLY:-}"
 case "$only" in ""|formats) ;; *) echo "bench: GWLB_PIPELINE_ONLY takes 'formats'" >&2; exit 2 ;; esac
-case_run() {  # mode flows size proto [pipeline_bench options (issue 28: --tx-offload, --huge-dir)]
+case_run() {  # mode flows size proto [pipeline_bench options (--tx-offload, --huge-dir)]
   local j la0 la1
   if [ "$only" = formats ] && [ "$1" != ring ] && [[ " ${*:5} " != *" --underlay "* ]] &&
      ! { [ $# -eq 4 ] && [ "$2/$3/$4" = 1024/64/udp ] && [[ $1 == established || $1 == return ]]; }; then
@@ -74,11 +74,11 @@ for mode in established new return; do
   done
 done
 
-# Issue 28 item 5: the outer IPv4/UDP checksum offloaded (mbuf flags and the
+# The outer IPv4/UDP checksum offloaded (mbuf flags and the
 # pseudo-header sum, no software sum), as on a NIC that offers it.
 case_run established 1024 64 udp --tx-offload
 
-# Issue 27: 1,000 traffic classes of mixed fields (bench/bench_net.h
+# 1,000 traffic classes of mixed fields (bench/bench_net.h
 # benchClasses; the packets match the last class): what classification adds
 # to an established packet, against the row without classes of this run.
 case_run established 1024 64 udp --classes 1000
@@ -101,7 +101,7 @@ for family in ipv4 ipv6; do
   done
 done
 
-# Issue 28 item 4: the same cases on hugepages (as a production gateway runs),
+# The same cases on hugepages (as a production gateway runs),
 # the flow table in hugepage memory. Root reserves 2 MiB pages beside any
 # already reserved and mounts a hugetlbfs of its own; both are given back.
 huge_why=""
@@ -183,7 +183,7 @@ for c in cases:
         name = "our harness, rx+tx only (io), 64 B"
     else:
         name = (f"{c['mode']}, {c['flows']:,} flows, {c['size']} B {c['proto'].upper()}")
-        # issue 28: the page size of every row; the offload row
+        # the page size of every row; the offload row
         name += ", hugepages" if c.get("hugepages") else ", 4 KiB pages"
         if c.get("hugepages") and not c.get("flow_table_hugepage_bytes"):
             name += " (flow table not in them)"
@@ -206,7 +206,7 @@ for c in cases:
     rows.append((name, f"{cyc:.1f} cyc/pkt",
                  f"{c['mpps']:.2f} Mpps; reps {c['spread'][0]:.1f}-{c['spread'][1]:.1f}; "
                  f"load {c['load_avg_1m'][0]}-{c['load_avg_1m'][1]}{extra}"))
-# Issue 27: the classes' share of the established packet's cycles (target <= 15 %).
+# The classes' share of the established packet's cycles (target <= 15 %).
 def plain(c):
     return (c["mode"], c["flows"], c["size"], c["proto"], bool(c.get("hugepages")), bool(c.get("tx_offload")))
 for c in cases:

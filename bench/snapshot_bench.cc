@@ -39,7 +39,7 @@
 // --appliances: the group's size (3 by default; appliance 3 flaps);
 // --classes: N traffic classes of mixed fields, unchanged between builds;
 // --no-class-cache: compile them at every build (as before the cache);
-// --no-maglev-cache: build every Maglev table afresh (as before issue 17).
+// --no-maglev-cache: build every Maglev table afresh (as before the Maglev cache).
 // Prints a summary, then one JSON line (last line of stdout).
 #include <rte_cycles.h>
 #include <rte_eal.h>

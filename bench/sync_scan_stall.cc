@@ -1,4 +1,4 @@
-// Benchmark (never pass/fail; issue 24 item 4): how long fleet sync's
+// Benchmark (never pass/fail): how long fleet sync's
 // refresh scan holds the control thread on a large flow table with few
 // flows. gwlbd's control thread runs everything on one io_context: the
 // exception path's poll every 1 ms (BGP, BFD), probes, BIRD, the API, and the

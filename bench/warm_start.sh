@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Benchmark (never pass/fail): warm start of a gwlbd whose peers hold N flows
-# (issue 16 item 2). PEERS nodes A1..Ap each replay the same capture of N new
+# Benchmark (never pass/fail): warm start of a gwlbd whose peers hold N flows.
+# PEERS nodes A1..Ap each replay the same capture of N new
 # UDP flows (net_pcap), then node B starts with them as its peers and asks
 # the first for its table over TCP on loopback; the time is B's own measure
 # (API fleet_sync: warm_start.elapsed_s, from B's sync start to the end

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""scripts/bench.sh section `workers` (issue 28 item 6): the table of
+"""scripts/bench.sh section `workers`: the table of
 bench/multi_worker_bench's runs (one JSON line each, given as arguments after
 the bench.json path, the machine text and the core count)."""
 import json

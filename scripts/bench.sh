@@ -169,7 +169,7 @@ emit("probe_fleet", d, rows, cond, sys.argv[2], sys.argv[3], width=52, value_wid
 PY
 fi
 
-# 3. The lazy move check (issue 5) on the fast path: processBurst with the check
+# 3. The lazy move check on the fast path: processBurst with the check
 #    compiled out vs in, steady state and with an appliance shedding its flows,
 #    plus the one-time cost of a move. Both pipeline copies in one process,
 #    alternating windows; `rounds` processes per flow count.
@@ -282,7 +282,7 @@ emit("move_check", data, rows, cond, sys.argv[1], sys.argv[2], width=44, value_w
 PY
 fi
 
-# ---- Issue 8 ------------------------------------------------------------
+# ---- Against DPDK's baseline: figures 1 to 4 ----------------------------
 # Figure 1. Pipeline throughput on one worker lcore through a net_ring port,
 #    beside dpdk-testpmd io/macswap on the same lcore in the same run
 #    (bench/run_pipeline.sh: cases, conditions, instructions per packet).
@@ -332,11 +332,11 @@ for n, rs in sorted(by.items()):
         rte = med([r["bytes_per_flow"][t]["rte_heap"] for r in rs])
         cxx = med([r["bytes_per_flow"][t]["cxx_heap"] for r in rs])
         s[f"bytes_{t}"] = med(b)
-        what = {"ours": f"dp::FlowTable (issue 17): 64 B slot per IPv4 flow (16 B key + "
+        what = {"ours": f"dp::FlowTable: 64 B slot per IPv4 flow (16 B key + "
                         f"{rs[0]['flow_entry_bytes']} B FlowEntry) + 4 B tag, "
                         f"{rs[0]['positions'] // 2} slots",
                 "rte_hash": f"plain rte_hash (no flags), capacity {rs[0]['rte_hash_capacity']}",
-                "rte_hash_lf": "rte_hash with the flags FlowTable used before issue 17 (LF, multi-writer, ext)"}[t]
+                "rte_hash_lf": "rte_hash with the flags FlowTable used before it had its own table (LF, multi-writer, ext)"}[t]
         rows.append((f"bytes/flow {t} ({tag})", f"{med(b):.1f} B",
                      f"resident set delta / flows; {spread(b)}; allocated: DPDK heap {rte:.1f}, "
                      f"C++ heap {cxx:.1f}; {what}" + ("; target <= 64 B at 10 M" if t == "ours" else "")))
@@ -352,7 +352,7 @@ for n, rs in sorted(by.items()):
     s["ratio"] = med(rat)
     rows.append((f"lookup ours / rte_hash ({tag})", f"{med(rat):.3f}",
                  f"{spread(rat, '{:.3f}')}; per rotation, vs rte_hash_lookup_with_hash_bulk on the "
-                 f"plain rte_hash; target <= 1.0 (issue 17)"))
+                 f"plain rte_hash; target <= 1.0"))
     for t in rs[0]["insert_keys_per_s"]:
         v = [r["insert_keys_per_s"][t] / 1e6 for r in rs]
         s[f"insert_{t}"] = med(v)
@@ -500,7 +500,7 @@ emit("snapshot", {"runs": runs}, rows, cond, sys.argv[1], sys.argv[2], width=44,
 PY
 fi
 
-# ---- Issue 27 item 3: traffic classes, the structure by measurement ------
+# ---- traffic classes, the structure by measurement ------
 # ClassTable (cross product; bit vectors) beside DPDK's rte_acl and rte_lpm on
 # the same rules and packets: build time, memory, cycles per classification.
 if runs classes; then
@@ -550,7 +550,7 @@ emit("classes", d, rows, cond, sys.argv[2], sys.argv[3], width=52, value_width=8
 PY
 fi
 
-# ---- Issue 34 item 1: checking traffic classes ---------------------------
+# ---- checking traffic classes ---------------------------
 # bench/class_check_bench: parse, validate, warnings (the shadow check) and
 # compile on the costliest class sets the schema accepts; the bar is 1 s.
 if runs class_check; then
@@ -587,7 +587,7 @@ emit("class_check", d, rows, cond, sys.argv[2], sys.argv[3], width=28, value_wid
 PY
 fi
 
-# ---- Issue 16 item 2: flow state sync ------------------------------------
+# ---- flow state sync ------------------------------------
 # The codec (encode + HMAC, verify + decode, bytes per flow, the rate needed at
 # 100 k new flows/s) and warm starts of a 1 M-flow table (from one peer and from
 # three) and of a 2 M-flow table, with the control threads' CPU time.
@@ -702,7 +702,7 @@ emit("walks", {"sliced": s, "whole": w}, rows, cond, sys.argv[3], sys.argv[4], w
 PY
 fi
 
-# ---- Issue 28 item 6: two workers sharing one flow table -----------------
+# ---- two workers sharing one flow table -----------------
 # bench/multi_worker_bench: 1 worker alone, 2 workers with symmetric RSS, 2
 # with each flow's returns on the other worker (asymmetric), 2 while a
 # control thread beside worker 0 publishes 100 and 1,000 snapshots/s; per

@@ -96,7 +96,7 @@ fleet:
   peers: $(fleet_sync_peers "$k")
   # Per peer: 0.5 s to connect, 1 s of silence (a 12k-flow table takes
   # ~50 ms here), so a stalled first peer leaves time to ask the second
-  # within the 3 s (the soak's congested sync link found it, issue 26).
+  # within the 3 s (the soak's congested sync link found it).
   warm_start_timeout: ${LAB_WARM_TIMEOUT:-3s}
   warm_start_connect_timeout: 500ms
   warm_start_idle_timeout: 1s

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Product code says why, never which issue asked for it: no "issue 27" (or
 "issues 17", "issue #14") in the files of control/, dataplane/, common/,
-cli/, tools/ and probes/. History belongs in the commits; a comment that
+cli/, tools/, probes/, and the benches and scripts (bench/, scripts/). History belongs in the commits; a comment that
 cites an issue number tells a reader nothing the code's reason would not.
 
 An upstream project's tracker may be cited by name ("yaml-cpp issue 1040"):
@@ -19,7 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', 'setup'))
 import tree_files  # noqa: E402  the repository's files, not out/ or build dirs
 
-DIRS = ["control", "dataplane", "common", "cli", "tools", "probes"]
+DIRS = ["control", "dataplane", "common", "cli", "tools", "probes", "bench", "scripts"]
 CITATION = re.compile(r"\bissues?\s+#?\d+", re.I)
 # "<project> issue N": another project's tracker, named.
 UPSTREAM = re.compile(r"\b(yaml-cpp|dpdk|boost|asio|spdlog|nlohmann|openssl|bird|frr|scapy|meson)\s+$", re.I)
