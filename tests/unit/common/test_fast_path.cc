@@ -360,6 +360,29 @@ TEST(FastParse, Ipv4ShortcutAgreesWithParseL3) {
   EXPECT_GT(accepted, 10000u);
 }
 
+// A shortcut parser's result field by field against parseGeneve's.
+void expectSameGeneve(const GeneveInfo& fast, const GeneveInfo& full) {
+  EXPECT_EQ(fast.version, full.version);
+  EXPECT_EQ(fast.oam, full.oam);
+  EXPECT_EQ(fast.critical, full.critical);
+  EXPECT_EQ(fast.protocol, full.protocol);
+  EXPECT_EQ(fast.vni, full.vni);
+  EXPECT_EQ(fast.header_len, full.header_len);
+  EXPECT_EQ(fast.has_cookie, full.has_cookie);
+  EXPECT_EQ(fast.cookie, full.cookie);
+  EXPECT_EQ(fast.has_endpoint_id, full.has_endpoint_id);
+  EXPECT_EQ(fast.endpoint_id, full.endpoint_id);
+  EXPECT_EQ(fast.has_attachment_id, full.has_attachment_id);
+  EXPECT_EQ(fast.attachment_id, full.attachment_id);
+  EXPECT_EQ(fast.has_network_id, full.has_network_id);
+  EXPECT_EQ(fast.nsi_egress, full.nsi_egress);
+  EXPECT_EQ(fast.has_profile_id, full.has_profile_id);
+  EXPECT_EQ(fast.has_nsi_endpoint, full.has_nsi_endpoint);
+  EXPECT_EQ(fast.has_bypass, full.has_bypass);
+  EXPECT_EQ(fast.bypass_malformed, full.bypass_malformed);
+  EXPECT_EQ(fast.bypass_seconds, full.bypass_seconds);
+}
+
 // The aws-header shortcut against the general Geneve validator: whatever it
 // accepts, parseGeneve accepts with the same result.
 TEST(FastGeneve, AwsShortcutAgreesWithParseGeneve) {
@@ -380,18 +403,7 @@ TEST(FastGeneve, AwsShortcutAgreesWithParseGeneve) {
     if (!parseGeneveAws(g.data(), g.size(), fast)) continue;
     ++accepted;
     ASSERT_EQ(parseGeneve(g.data(), g.size(), full, why), GeneveStatus::kOk) << hex(g);
-    EXPECT_EQ(fast.version, full.version);
-    EXPECT_EQ(fast.oam, full.oam);
-    EXPECT_EQ(fast.critical, full.critical);
-    EXPECT_EQ(fast.protocol, full.protocol);
-    EXPECT_EQ(fast.vni, full.vni);
-    EXPECT_EQ(fast.header_len, full.header_len);
-    EXPECT_EQ(fast.has_cookie, full.has_cookie);
-    EXPECT_EQ(fast.cookie, full.cookie);
-    EXPECT_EQ(fast.has_endpoint_id, full.has_endpoint_id);
-    EXPECT_EQ(fast.endpoint_id, full.endpoint_id);
-    EXPECT_EQ(fast.has_attachment_id, full.has_attachment_id);
-    EXPECT_EQ(fast.attachment_id, full.attachment_id);
+    expectSameGeneve(fast, full);
     if (HasFailure()) return;
   }
   EXPECT_GT(accepted, 10000u);
@@ -427,25 +439,7 @@ TEST(FastGeneve, PlainShortcutAgreesWithParseGeneve) {
     }
     ++accepted;
     ASSERT_EQ(parseGeneve(g.data(), g.size(), full, why), GeneveStatus::kOk) << hex(g);
-    EXPECT_EQ(fast.version, full.version);
-    EXPECT_EQ(fast.oam, full.oam);
-    EXPECT_EQ(fast.critical, full.critical);
-    EXPECT_EQ(fast.protocol, full.protocol);
-    EXPECT_EQ(fast.vni, full.vni);
-    EXPECT_EQ(fast.header_len, full.header_len);
-    EXPECT_EQ(fast.has_cookie, full.has_cookie);
-    EXPECT_EQ(fast.cookie, full.cookie);
-    EXPECT_EQ(fast.has_endpoint_id, full.has_endpoint_id);
-    EXPECT_EQ(fast.endpoint_id, full.endpoint_id);
-    EXPECT_EQ(fast.has_attachment_id, full.has_attachment_id);
-    EXPECT_EQ(fast.attachment_id, full.attachment_id);
-    EXPECT_EQ(fast.has_network_id, full.has_network_id);
-    EXPECT_EQ(fast.nsi_egress, full.nsi_egress);
-    EXPECT_EQ(fast.has_profile_id, full.has_profile_id);
-    EXPECT_EQ(fast.has_nsi_endpoint, full.has_nsi_endpoint);
-    EXPECT_EQ(fast.has_bypass, full.has_bypass);
-    EXPECT_EQ(fast.bypass_malformed, full.bypass_malformed);
-    EXPECT_EQ(fast.bypass_seconds, full.bypass_seconds);
+    expectSameGeneve(fast, full);
     if (HasFailure()) return;
   }
   EXPECT_GT(accepted, 10000u);

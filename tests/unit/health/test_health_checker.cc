@@ -19,18 +19,31 @@ namespace {
 using boost::asio::ip::tcp;
 using namespace std::chrono_literals;
 
-TEST(HealthChecker, ChecksGoOnAfterTheChangeHandlerThrows) {
-  boost::asio::io_context io;
-  tcp::acceptor acc(io, tcp::endpoint(boost::asio::ip::address_v4::loopback(), 0));
-  const uint16_t port = acc.local_endpoint().port();
-  std::function<void()> accept = [&] {
-    acc.async_accept([&](const boost::system::error_code& ec, tcp::socket s) {
+// A TCP check's appliance on 127.0.0.1: accepts every connection and closes it.
+class Listener {
+ public:
+  explicit Listener(boost::asio::io_context& io)
+      : acc_(io, tcp::endpoint(boost::asio::ip::address_v4::loopback(), 0)) {
+    accept();
+  }
+  uint16_t port() const { return acc_.local_endpoint().port(); }
+  void close() { acc_.close(); }
+
+ private:
+  void accept() {
+    acc_.async_accept([this](const boost::system::error_code& ec, tcp::socket s) {
       if (ec) return;
       s.close();
       accept();
     });
-  };
-  accept();
+  }
+  tcp::acceptor acc_;
+};
+
+TEST(HealthChecker, ChecksGoOnAfterTheChangeHandlerThrows) {
+  boost::asio::io_context io;
+  Listener listener(io);
+  const uint16_t port = listener.port();
 
   int changes = 0;
   HealthChecker hc(io, [&](const HealthReport&) {
@@ -73,7 +86,7 @@ TEST(HealthChecker, ChecksGoOnAfterTheChangeHandlerThrows) {
   ASSERT_TRUE(runUntil([&] { return t->state() == HealthState::kHealthy; }));
   EXPECT_EQ(thrown, 1) << "the transition to healthy ran the handler, which threw";
   // The listener goes away: only checks that still run can notice.
-  acc.close();
+  listener.close();
   EXPECT_TRUE(runUntil([&] { return t->state() == HealthState::kUnhealthy; }))
       << "no check ran after the handler threw";
   EXPECT_EQ(changes, 2);
@@ -85,15 +98,7 @@ TEST(HealthChecker, ChecksGoOnAfterTheChangeHandlerThrows) {
 // how, as the engine is told; none needs the checker asked back.
 TEST(HealthChecker, ReportsWhichApplianceAndWhichTransition) {
   boost::asio::io_context io;
-  tcp::acceptor acc(io, tcp::endpoint(boost::asio::ip::address_v4::loopback(), 0));
-  std::function<void()> accept = [&] {
-    acc.async_accept([&](const boost::system::error_code& ec, tcp::socket s) {
-      if (ec) return;
-      s.close();
-      accept();
-    });
-  };
-  accept();
+  Listener listener(io);
   std::vector<HealthReport> reports;
   HealthChecker hc(io, [&](const HealthReport& r) { reports.push_back(r); });
   Config cfg;
@@ -106,7 +111,7 @@ TEST(HealthChecker, ReportsWhichApplianceAndWhichTransition) {
   }
   g.health_check.configured = true;
   g.health_check.protocol = HealthProtocol::kTcp;
-  g.health_check.port = acc.local_endpoint().port();
+  g.health_check.port = listener.port();
   g.health_check.interval_ms = 20;
   g.health_check.timeout_ms = 5000;  // a loaded machine's slow connect is no failure here
   g.health_check.healthy_threshold = 2;
@@ -161,15 +166,7 @@ TEST(HealthChecker, ReportsWhichApplianceAndWhichTransition) {
 // judged on its own results (127.0.0.2 refuses, 127.0.0.1 answers).
 TEST(HealthChecker, AnApplianceInAFreedSlotIsCheckedOnItsOwn) {
   boost::asio::io_context io;
-  tcp::acceptor acc(io, tcp::endpoint(boost::asio::ip::address_v4::loopback(), 0));
-  std::function<void()> accept = [&] {
-    acc.async_accept([&](const boost::system::error_code& ec, tcp::socket s) {
-      if (ec) return;
-      s.close();
-      accept();
-    });
-  };
-  accept();
+  Listener listener(io);
   HealthChecker hc(io, [](const HealthReport&) {});
   auto config = [&](std::vector<uint32_t> addresses) {
     Config cfg;
@@ -182,7 +179,7 @@ TEST(HealthChecker, AnApplianceInAFreedSlotIsCheckedOnItsOwn) {
     }
     g.health_check.configured = true;
     g.health_check.protocol = HealthProtocol::kTcp;
-    g.health_check.port = acc.local_endpoint().port();
+    g.health_check.port = listener.port();
     g.health_check.interval_ms = 20;
     g.health_check.timeout_ms = 5000;
     g.health_check.healthy_threshold = 2;
