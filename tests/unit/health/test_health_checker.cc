@@ -40,6 +40,30 @@ class Listener {
   tcp::acceptor acc_;
 };
 
+// One group "g" of the appliances at `addresses` (IPv4, host order), TCP
+// checks to `port` every 20 ms, thresholds 2/2, no jitter; the timeout is
+// long so that a loaded machine's slow connect is no failure here.
+Config tcpGroup(const std::vector<uint32_t>& addresses, uint16_t port) {
+  Config cfg;
+  ApplianceGroupConfig g;
+  g.name = "g";
+  for (uint32_t a : addresses) {
+    ApplianceConfig s;
+    s.address = IpAddr::v4(a);
+    g.appliances.push_back(s);
+  }
+  g.health_check.configured = true;
+  g.health_check.protocol = HealthProtocol::kTcp;
+  g.health_check.port = port;
+  g.health_check.interval_ms = 20;
+  g.health_check.timeout_ms = 5000;
+  g.health_check.healthy_threshold = 2;
+  g.health_check.unhealthy_threshold = 2;
+  g.health_check.jitter = false;
+  cfg.server_groups.push_back(g);
+  return cfg;
+}
+
 TEST(HealthChecker, ChecksGoOnAfterTheChangeHandlerThrows) {
   boost::asio::io_context io;
   Listener listener(io);
@@ -49,21 +73,8 @@ TEST(HealthChecker, ChecksGoOnAfterTheChangeHandlerThrows) {
   HealthChecker hc(io, [&](const HealthReport&) {
     if (++changes == 1) throw std::runtime_error("snapshot rebuild failed");
   });
-  Config cfg;
-  ApplianceGroupConfig g;
-  g.name = "g";
-  ApplianceConfig s;
-  s.address = IpAddr::v4(0x7F000001);
-  g.appliances.push_back(s);
-  g.health_check.configured = true;
-  g.health_check.protocol = HealthProtocol::kTcp;
-  g.health_check.port = port;
-  g.health_check.interval_ms = 20;
-  g.health_check.timeout_ms = 500;
-  g.health_check.healthy_threshold = 2;
-  g.health_check.unhealthy_threshold = 2;
-  g.health_check.jitter = false;
-  cfg.server_groups.push_back(g);
+  Config cfg = tcpGroup({0x7F000001u}, port);
+  cfg.server_groups[0].health_check.timeout_ms = 500;
   hc.reconcile(cfg);
 
   int thrown = 0;
@@ -101,23 +112,7 @@ TEST(HealthChecker, ReportsWhichApplianceAndWhichTransition) {
   Listener listener(io);
   std::vector<HealthReport> reports;
   HealthChecker hc(io, [&](const HealthReport& r) { reports.push_back(r); });
-  Config cfg;
-  ApplianceGroupConfig g;
-  g.name = "g";
-  for (uint32_t a : {0x7F000001u, 0x7F000002u}) {
-    ApplianceConfig s;
-    s.address = IpAddr::v4(a);
-    g.appliances.push_back(s);
-  }
-  g.health_check.configured = true;
-  g.health_check.protocol = HealthProtocol::kTcp;
-  g.health_check.port = listener.port();
-  g.health_check.interval_ms = 20;
-  g.health_check.timeout_ms = 5000;  // a loaded machine's slow connect is no failure here
-  g.health_check.healthy_threshold = 2;
-  g.health_check.unhealthy_threshold = 2;
-  g.health_check.jitter = false;
-  cfg.server_groups.push_back(g);
+  Config cfg = tcpGroup({0x7F000001u, 0x7F000002u}, listener.port());
   // The new appliances come back from reconcile, initializing in provisional
   // service (a starting group), for the caller to apply with the config.
   std::vector<HealthReport> added = hc.reconcile(cfg);
@@ -168,26 +163,7 @@ TEST(HealthChecker, AnApplianceInAFreedSlotIsCheckedOnItsOwn) {
   boost::asio::io_context io;
   Listener listener(io);
   HealthChecker hc(io, [](const HealthReport&) {});
-  auto config = [&](std::vector<uint32_t> addresses) {
-    Config cfg;
-    ApplianceGroupConfig g;
-    g.name = "g";
-    for (uint32_t a : addresses) {
-      ApplianceConfig s;
-      s.address = IpAddr::v4(a);
-      g.appliances.push_back(s);
-    }
-    g.health_check.configured = true;
-    g.health_check.protocol = HealthProtocol::kTcp;
-    g.health_check.port = listener.port();
-    g.health_check.interval_ms = 20;
-    g.health_check.timeout_ms = 5000;
-    g.health_check.healthy_threshold = 2;
-    g.health_check.unhealthy_threshold = 2;
-    g.health_check.jitter = false;
-    cfg.server_groups.push_back(g);
-    return cfg;
-  };
+  auto config = [&](std::vector<uint32_t> addresses) { return tcpGroup(addresses, listener.port()); };
   auto runUntil = [&](const std::function<bool()>& pred) {
     const auto deadline = std::chrono::steady_clock::now() + 30s;
     while (!pred() && std::chrono::steady_clock::now() < deadline) io.run_for(10ms);
