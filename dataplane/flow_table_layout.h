@@ -94,6 +94,15 @@ __attribute__((target("avx2"))) inline uint32_t matchPairAvx2(const std::atomic<
 }
 #endif
 
+#ifdef GWLB_FT_SIMD
+// The four compares of a line's 16 tags (each lane all ones or all zeros, or
+// at least its sign set on a match) narrowed by signed saturating packs to
+// one bit per tag.
+inline uint32_t laneMask(__m128i e0, __m128i e1, __m128i e2, __m128i e3) noexcept {
+  return uint32_t(_mm_movemask_epi8(_mm_packs_epi16(_mm_packs_epi32(e0, e1), _mm_packs_epi32(e2, e3))));
+}
+#endif
+
 // Bit i set when (tag i of a line & mask) == want: one line of 16 tags
 // compared at once (matchSig and matchState below; both inline to constants).
 inline uint32_t matchMasked(const std::atomic<uint32_t>* line, uint32_t want, uint32_t mask) noexcept {
@@ -103,9 +112,7 @@ inline uint32_t matchMasked(const std::atomic<uint32_t>* line, uint32_t want, ui
   const __m128i w = _mm_set1_epi32(int(want));
   const __m128i k = _mm_set1_epi32(int(mask));
   auto eq = [&](int i) { return _mm_cmpeq_epi32(_mm_and_si128(_mm_load_si128(v + i), k), w); };
-  __m128i c01 = _mm_packs_epi32(eq(0), eq(1));
-  __m128i c23 = _mm_packs_epi32(eq(2), eq(3));
-  return uint32_t(_mm_movemask_epi8(_mm_packs_epi16(c01, c23)));
+  return laneMask(eq(0), eq(1), eq(2), eq(3));
 #else
   uint32_t m = 0;
   for (uint32_t i = 0; i < kLineTags; ++i)
@@ -132,9 +139,7 @@ inline uint32_t matchSigHigh(const std::atomic<uint32_t>* line, uint32_t sig) no
   const __m128i* v = reinterpret_cast<const __m128i*>(line);
   const __m128i w = _mm_set1_epi32(int(sig));
   auto eq = [&](int i) { return _mm_cmpeq_epi16(_mm_load_si128(v + i), w); };
-  __m128i c01 = _mm_packs_epi32(eq(0), eq(1));
-  __m128i c23 = _mm_packs_epi32(eq(2), eq(3));
-  return uint32_t(_mm_movemask_epi8(_mm_packs_epi16(c01, c23)));
+  return laneMask(eq(0), eq(1), eq(2), eq(3));
 #else
   uint32_t m = 0;
   for (uint32_t i = 0; i < kLineTags; ++i)
