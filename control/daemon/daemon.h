@@ -138,7 +138,7 @@ class Daemon {
   uint16_t n_ports_ = 0;
   rte_ring* control_tx_ = nullptr;  // control -> worker 0 -> wire
   std::unique_ptr<ExceptionPath> exception_;  // node.exception_path: one tap per port
-  std::vector<NeighbourPin> tap_pins_;  // what gwlbd pinned on the data path's tap
+  TapState tap_;  // what gwlbd set on the data path's tap (pins, addresses)
   // dpdk-dumpcap / dpdk-pdump on the data ports (dataplane/capture.h).
   std::unique_ptr<dp::CaptureServer> capture_;
   std::string capture_why_;  // why captures cannot attach, when they cannot

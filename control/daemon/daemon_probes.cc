@@ -56,7 +56,7 @@ void Daemon::setupProbePaths() {
   // first, so that the route checks see the exact source the probes use.
   std::vector<ConfigError> errors = probePathErrors(cfg());
   if (errors.empty()) {
-    for (const std::string& line : prepareDataPath(cfg(), tap_pins_))
+    for (const std::string& line : prepareDataPath(cfg(), tap_))
       spdlog::info("health probes: {}", line);
     errors = probeRouteErrors(cfg());
   }
@@ -93,7 +93,7 @@ void Daemon::checkProbePaths(const ValidConfig& valid) {
 
 void Daemon::applyProbePaths() {
   try {
-    for (const std::string& line : prepareDataPath(cfg(), tap_pins_))
+    for (const std::string& line : prepareDataPath(cfg(), tap_))
       spdlog::info("health probes: {}", line);
   } catch (const std::runtime_error& e) {
     // The change is in force already; its probes then fail where they

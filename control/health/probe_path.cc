@@ -171,6 +171,19 @@ int addHostAddress(RouteSocket& nl, int ifindex, const IpAddr& a) {
   return rc == -EEXIST ? 0 : rc;
 }
 
+// Removes the host address `a` (/32, /128) from the tap. Returns 0 (also
+// when it is gone already) or -errno.
+int deleteHostAddress(RouteSocket& nl, int ifindex, const IpAddr& a) {
+  ifaddrmsg ifa{};
+  ifa.ifa_family = uint8_t(familyOf(a));
+  ifa.ifa_prefixlen = uint8_t(bytesOf(a) * 8);
+  ifa.ifa_index = uint32_t(ifindex);
+  std::vector<uint8_t> req = request(RTM_DELADDR, NLM_F_ACK, ifa);
+  attr(req, IFA_LOCAL, a.b.data(), bytesOf(a));
+  int rc = nl.talk(req, nullptr);
+  return rc == -EADDRNOTAVAIL || rc == -ENOENT ? 0 : rc;
+}
+
 // net.ipv4.conf.<dev>.rp_filter, or -1 when unreadable.
 int rpFilter(const std::string& dev) {
   std::ifstream f("/proc/sys/net/ipv4/conf/" + dev + "/rp_filter");
@@ -512,9 +525,27 @@ void dropStaleRoutes6(RouteSocket& nl, int ifindex, const std::vector<IpAddr>& k
                    std::to_string(kProbeTable6));
 }
 
+// Removes from the tap the addresses gwlbd added (`added`) that are neither
+// `v4` nor `v6` (what the config wants there now), and forgets them.
+void dropStaleAddresses(RouteSocket& nl, int ifindex, std::vector<IpAddr>& added, const std::optional<IpAddr>& v4,
+                        const std::optional<IpAddr>& v6, const std::string& tap, std::vector<std::string>& done) {
+  for (auto it = added.begin(); it != added.end();) {
+    if (*it == v4 || *it == v6) {
+      ++it;
+      continue;
+    }
+    const std::string a = it->str() + (it->isV6() ? "/128" : "/32");
+    if (int rc = deleteHostAddress(nl, ifindex, *it); rc != 0)
+      throw std::runtime_error("data-path probes: tap " + tap + ": cannot remove " + a + ": " + errnoText(rc));
+    done.push_back("removed " + a + " from " + tap + " (no longer this node's underlay address for probes)");
+    it = added.erase(it);
+  }
+}
+
 }  // namespace
 
-std::vector<std::string> prepareDataPath(const Config& c, std::vector<NeighbourPin>& pinned) {
+std::vector<std::string> prepareDataPath(const Config& c, TapState& state) {
+  std::vector<NeighbourPin>& pinned = state.pins;
   std::vector<std::string> done;
   const std::vector<Probed> probed = probedGroups(c);
   const bool used = std::any_of(probed.begin(), probed.end(), [](const Probed& p) {
@@ -525,7 +556,8 @@ std::vector<std::string> prepareDataPath(const Config& c, std::vector<NeighbourP
   const std::string who = "data-path probes: tap " + tap;
   const int ifindex = int(::if_nametoindex(tap.c_str()));
   if (ifindex == 0) {
-    pinned.clear();  // the tap is gone, and its neighbours with it
+    pinned.clear();  // the tap is gone, and its neighbours and addresses with it
+    state.addresses.clear();
     if (!used) return done;
     throw std::runtime_error(who + " is not in gwlbd's network namespace (keep the appliance "
                                    "port's tap there, or set health_check.interface)");
@@ -551,17 +583,20 @@ std::vector<std::string> prepareDataPath(const Config& c, std::vector<NeighbourP
                    " (the config no longer fixes them)");
   const std::vector<IpAddr> routes6 = routedByTap6(c, probed);
   dropStaleRoutes6(nl, ifindex, routes6, who, done);
+  const bool v6 = used && c.node.underlay_ipv6 && std::any_of(probed.begin(), probed.end(), [](const Probed& p) {
+    return p.path.kind == ProbePath::Kind::kData && probesIpv6(*p.group);
+  });
+  dropStaleAddresses(nl, ifindex, state.addresses, used ? c.node.underlay_ip : std::nullopt,
+                     v6 ? c.node.underlay_ipv6 : std::nullopt, tap, done);
   if (!used) return done;
   // An IPv6-only node (no node.underlay_ip) gives the tap no IPv4 address.
   if (const std::optional<IpAddr>& a4 = c.node.underlay_ip; a4 && !hasAddress(tap, *a4)) {
     int rc = addHostAddress(nl, ifindex, *a4);
     if (rc != 0)
       throw std::runtime_error(who + ": cannot add node.underlay_ip " + a4->str() + "/32: " + errnoText(rc));
+    state.addresses.push_back(*a4);
     done.push_back("added node.underlay_ip " + a4->str() + "/32 to " + tap + " (probes leave from it)");
   }
-  const bool v6 = c.node.underlay_ipv6 && std::any_of(probed.begin(), probed.end(), [](const Probed& p) {
-    return p.path.kind == ProbePath::Kind::kData && probesIpv6(*p.group);
-  });
   // A host that turns IPv6 off by default (net.ipv6.conf.default) gave the tap none.
   const std::string no6 = "/proc/sys/net/ipv6/conf/" + tap + "/disable_ipv6";
   if (v6 && std::ifstream(no6).get() == '1') {
@@ -575,6 +610,7 @@ std::vector<std::string> prepareDataPath(const Config& c, std::vector<NeighbourP
     int rc = addHostAddress(nl, ifindex, a);
     if (rc != 0)
       throw std::runtime_error(who + ": cannot add node.underlay_ipv6 " + a.str() + "/128: " + errnoText(rc));
+    state.addresses.push_back(a);
     done.push_back("added node.underlay_ipv6 " + a.str() + "/128 to " + tap +
                    " (probes to IPv6 appliances leave from it)");
   }

@@ -95,6 +95,13 @@ struct NeighbourPin {
 // whose MAC the config fixes (its `mac`, else node.gateway_mac). Pure.
 std::vector<NeighbourPin> wantedPins(const Config& c);
 
+// What gwlbd set on the data path's tap (the tap is gwlbd's own: it goes
+// when gwlbd does), so that a later config takes back what it no longer wants.
+struct TapState {
+  std::vector<NeighbourPin> pins;  // the permanent neighbours gwlbd pinned
+  std::vector<IpAddr> addresses;   // the host addresses gwlbd added (not those it found there)
+};
+
 // Readies the data path's tap for the probes of `c` (an accepted config):
 // node.underlay_ip (/32) on the tap unless it is there already (and
 // node.underlay_ipv6 (/128, without duplicate address detection: the node
@@ -102,16 +109,19 @@ std::vector<NeighbourPin> wantedPins(const Config& c);
 // the tap's rp_filter off (and its IPv6 on, when off), and exactly wantedPins(c) pinned as permanent
 // neighbours, so the kernel sends to the MAC the dataplane uses (appliances
 // without a fixed MAC are resolved by the kernel's own ARP or neighbor
-// discovery through the tap). `pinned` is what gwlbd pinned before: the pins
-// `c` no longer wants are deleted (an appliance removed, or now resolved by
-// ARP or ND); on return it holds what is pinned now, also when a change
-// fails. Each probed IPv6 appliance gets a host route (/128) by the tap (a
+// discovery through the tap). `tap` is what gwlbd set before: the pins `c`
+// no longer wants are deleted (an appliance removed, or now resolved by ARP
+// or ND), and so are the addresses gwlbd added that `c` no longer wants (an
+// underlay address changed or removed, or no probe on the data path any
+// more: the kernel would otherwise keep answering for and sourcing from an
+// address the node gave up); on return it holds what is set now, also when
+// a change fails. Each probed IPv6 appliance gets a host route (/128) by the tap (a
 // socket bound to a device finds no IPv6 route by another), in table 6081,
 // which a rule makes only traffic leaving by the tap look up (the host's
-// own traffic to the appliances keeps its routes); never removed before the
-// tap goes. Returns one line per change made (for the log); throws
+// own traffic to the appliances keeps its routes); a route no longer
+// probed is removed. Returns one line per change made (for the log); throws
 // std::runtime_error naming the tap and the kernel's answer when a change
 // fails.
-std::vector<std::string> prepareDataPath(const Config& c, std::vector<NeighbourPin>& pinned);
+std::vector<std::string> prepareDataPath(const Config& c, TapState& tap);
 
 }  // namespace gwlb::ctl

@@ -7,7 +7,7 @@ TEST: tcp | udp | drop | failover | passive | ethernet | no_rebalance | drain | 
       | forwarding | vxlan | vxlan_ipv6 | stateful_tcp | stateful_failover | stateful_killed | stateful_blackhole | fleet_stateful
       | stateful_reset_killed | stateful_reset_http_503 | stateful_reset_blackhole | stateful_blackhole_no_reset
       | stateful_ethernet | forwarding_ipv6 | dampening | slow_start | mirror | fleet_cold | bypass | ipv6_underlay
-      | fleet_ipv6
+      | fleet_ipv6 | underlay_change
 (fleet: tests/e2e/e2e_fleet.py, the fleet lab of 3 gateways, BIRD on the router; fleet_ipv6:
 tests/e2e/e2e_fleet_ipv6.py, 2 gateways on an IPv6-only underlay, LAB_UNDERLAY=ipv6; fleet_stateful:
 the same through stateful appliances, LAB_APPLIANCE=stateful; fleet_cold: a gateway restarted
@@ -23,7 +23,8 @@ dampening, slow_start: tests/e2e/e2e_shaping.py, new flows per appliance while h
 vxlan: tests/e2e/e2e_vxlan.py, the kernel's VXLAN devices bridged as the appliance, LAB_APPLIANCE=vxlan;
 vxlan_ipv6: the same tunnelling over IPv6, LAB_UNDERLAY=ipv6;
 bypass: tests/e2e/e2e_bypass.py, an appliance hands a stream back, LAB_BYPASS=0;
-ipv6_underlay: tests/e2e/e2e_ipv6_underlay.py, an IPv6-only appliance network, LAB_UNDERLAY=ipv6)
+ipv6_underlay: tests/e2e/e2e_ipv6_underlay.py, an IPv6-only appliance network, LAB_UNDERLAY=ipv6;
+underlay_change: tests/e2e/e2e_underlay_change.py, a reload that moves node.underlay_ip)
 Each test builds its own lab (namespaces PREFIX-*, PREFIX = e2e-TEST), runs, and
 always tears it down. Exit 77 (skip) only when network namespaces cannot be made.
 """
@@ -867,6 +868,11 @@ def test_ipv6_underlay(lab, args):
     e2e_ipv6_underlay.test_ipv6_underlay(lab, args)
 
 
+def test_underlay_change(lab, args):
+    import e2e_underlay_change  # tests/e2e/e2e_underlay_change.py
+    e2e_underlay_change.test_underlay_change(lab, args)
+
+
 def test_fleet_ipv6(lab, args):
     import e2e_fleet_ipv6  # tests/e2e/e2e_fleet_ipv6.py
     e2e_fleet_ipv6.test_fleet_ipv6(lab, args)
@@ -935,6 +941,8 @@ TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
          # The same over an IPv6 underlay: the kernel's VXLAN over IPv6.
          "vxlan_ipv6": (test_vxlan_ipv6, {"LAB_APPLIANCE": "vxlan", "LAB_IPV6": "1", "LAB_UNDERLAY": "ipv6",
                                          "LAB_FAILOVER": "rebalance"}),
+         # A reload that moves node.underlay_ip: the tap follows it.
+         "underlay_change": (test_underlay_change, {}),
          "forwarding": (test_forwarding, {"LAB_APP2_ARGS": "--blackhole", "LAB_HC_TIMEOUT": "1s"}),
          # Flap dampening and slow start (tests/e2e/e2e_shaping.py): fast decay so the
          # hold-down ends within the test.
