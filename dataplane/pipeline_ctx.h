@@ -63,7 +63,7 @@ struct Ctx {
     if (dp.sync && n_sync < kMaxBurst) sync_events[n_sync++] = packSyncEvent(pos, e);
   }
   // With traffic classes: the class marks of the snapshot's generation by
-  // direction (IdleTimeout::classMark), set once per burst (setClassMarks)
+  // direction (IdleTimeout::classMark), set once per burst (setClassBurst)
   // so that a packet's check is one mask and one compare (R12).
   uint32_t class_mark[2];
   // With traffic classes: Snapshot::class_flow_origin under
@@ -276,11 +276,11 @@ bool classifyAndMark(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowRef& ref, i
   if (pos < 0) [[unlikely]]
     return nullptr;
   FlowEntry& e = c.dp.flows->entry(pos);
-  if (!e.idle_timeout.classMarked(c.class_mark[ref.dir & 1])) [[unlikely]]
+  if (!e.idle_timeout.classMarked(c.class_mark[ref.dir])) [[unlikely]]
     return nullptr;
   const uint16_t o = e.origin.load(std::memory_order_relaxed);
   // originClass's slot, or past kMaxClasses for none (o >> 5 == 0 wraps).
-  const uint32_t slot = uint32_t(o >> 5) - 1u;
+  const uint32_t slot = (uint32_t(o) >> 5) - 1u;
   if (slot >= kMaxClasses || !sameL2(c, m, p, e, ref.dir)) [[unlikely]]
     return nullptr;
   c.w.countClass(uint16_t(slot), m->pkt_len);
