@@ -157,9 +157,10 @@ struct IdleTimeout {
     return (ms.load(o) & kOpenedBit) != 0;
   }
   // True when direction `dir`'s packets took the origin class under generation `gen` (R12).
-  bool classMarked(uint8_t gen, uint8_t dir) const noexcept {
-    const uint32_t want = classMark(gen, dir);
-    return (ms.load(std::memory_order_acquire) & (kClassGenMask | want)) == want;
+  bool classMarked(uint8_t gen, uint8_t dir) const noexcept { return classMarked(classMark(gen, dir)); }
+  // The same for `mark` = classMark(gen, dir), which a worker takes once per burst.
+  bool classMarked(uint32_t mark) const noexcept {
+    return (ms.load(std::memory_order_acquire) & (kClassGenMask | mark)) == mark;
   }
   // Worker (R12): marks direction `dir` under generation `gen` (a mark of
   // another generation is dropped); one CAS, not retried (a lost race

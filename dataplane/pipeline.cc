@@ -58,27 +58,18 @@ inline uint64_t ensureRoute(FlowEntry& e, uint16_t server, uint32_t cookie, uint
 // Inline in runBurst<false>'s stage 3 (a call per packet cost 16
 // instructions; a profile shows its lines as runBurst's); with traffic
 // classes, forwardClasses below.
-// l2_held: with classes, classifyByFlow found the packet's L2 held by its
-// direction (R12), so there is nothing to learn.
+// held: with classes, the entry at `pos` when classifyByFlow found the
+// packet's L2 held by its direction (R12): its address taken, nothing to learn.
 template <bool kClasses, bool kLean>
-[[gnu::always_inline]] inline void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref0, int32_t pos,
-             uint32_t hint, bool l2_held = false) noexcept {
+[[gnu::always_inline]] inline void forward(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& ref, int32_t pos,
+             uint32_t hint, FlowEntry* held = nullptr) noexcept {
   const Snapshot& s = c.s;
   FlowTable& ft = *c.dp.flows;
   uint8_t* frame = rte_pktmbuf_mtod(m, uint8_t*);
-  const FlowRef* rp = &ref0;
 
   // Concurrency rule R6 (docs/architecture.md "Flow entries: concurrency rules"):
   // the bulk lookup came before this burst's inserts.
-  if (pos < 0 && c.insertedThisBurst(rp->hash)) pos = ft.lookup(rp->key, rp->hash);
-  // Concurrency rule R11 (docs/architecture.md "Flow entries: concurrency rules"):
-  // a packet whose class names another listener than its flow's entry follows the entry.
-  FlowRef alt;
-  if (kClasses && pos < 0 && s.listeners.size() > 1) [[unlikely]] {
-    pos = findAnyListener(c, p, alt, s.listeners[originListener(ref0.origin)].stickiness);
-    if (pos >= 0) rp = &alt;
-  }
-  const FlowRef& ref = *rp;
+  if (pos < 0 && c.insertedThisBurst(ref.hash)) pos = ft.lookup(ref.key, ref.hash);
   // The group new flows (and moved ones) go to, of the flow's listener; null
   // when they are dropped. Not needed by an established flow's packet.
   auto newGroup = [&]() -> const GroupView* {
@@ -89,7 +80,7 @@ template <bool kClasses, bool kLean>
   // Concurrency rule R1 (docs/architecture.md "Flow entries: concurrency rules"):
   // an entry without a route is being created: join the race (ensureRoute).
   // The entry's address is taken once (it moves only with an insert below).
-  FlowEntry* ep = pos >= 0 ? &ft.entry(pos) : nullptr;
+  FlowEntry* ep = kClasses && held ? held : pos >= 0 ? &ft.entry(pos) : nullptr;
   uint64_t route = ep ? ep->route.load(std::memory_order_acquire) : 0;
   if (!(route & kRouteSet)) {
     // on_idle_timeout: a segment without SYN and without an entry belongs to
@@ -171,7 +162,7 @@ template <bool kClasses, bool kLean>
   e.last_seen.store(c.now);
   e.packets.store(e.packets.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   // R12: another L2 for this direction may classify otherwise.
-  if (!(kClasses && l2_held) && learnDirection(c, ft.neighbours(), e.l2[ref.dir], m, frame, p) && kClasses)
+  if (!(kClasses && held) && learnDirection(c, ft.neighbours(), e.l2[ref.dir], m, frame, p) && kClasses)
     e.idle_timeout.clearClassDir(ref.dir);
 
   // The first fragment of a datagram leaves a short-lived entry that carries
@@ -300,13 +291,30 @@ template <bool kClasses, bool kLean>
 // (it had cost returned packets 50 instructions when the return path held
 // more registers; inline now it saves 28 on an established packet and 9 on
 // a returned one, with 1,000 classes).
-// `late`: keyed by keyOrClassify, classified here (classifyByFlow).
+// `late`: keyed by keyOrClassify, classified here (classifyByFlow, else
+// classifyAndMark on copies of `pos` and `hint`, so that the common case
+// keeps them in registers).
 template <bool kLean>
 [[gnu::always_inline]] inline void forwardClasses(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowRef& ref,
                                                   int32_t pos, uint32_t hint, bool late) noexcept {
-  bool l2_held = false;
-  if (late && !classifyByFlow(c, m, p, ref, pos, hint, l2_held)) return;
-  forward<true, kLean>(c, m, p, ref, pos, hint, l2_held);
+  FlowEntry* held = nullptr;
+  if (late && !(held = classifyByFlow(c, m, p, ref, pos))) [[unlikely]] {
+    int32_t at = pos;
+    uint32_t h = hint;
+    if (!classifyAndMark(c, m, p, ref, at, h)) return;
+    pos = at;
+    hint = h;
+  }
+  // Concurrency rule R11 (docs/architecture.md "Flow entries: concurrency rules"):
+  // a packet whose class names another listener than its flow's entry
+  // follows the entry (after R6, which forward() then finds done).
+  if (pos < 0 && c.s.listeners.size() > 1) [[unlikely]] {
+    if (c.insertedThisBurst(ref.hash)) pos = c.dp.flows->lookup(ref.key, ref.hash);
+    FlowRef alt;
+    if (pos < 0 && (pos = findAnyListener(c, p, alt, c.s.listeners[originListener(ref.origin)].stickiness)) >= 0)
+      ref = alt;
+  }
+  forward<true, kLean>(c, m, p, ref, pos, hint, held);
 }
 
 // Return path, stage 1: checks the outer packet and its Geneve header and
@@ -470,6 +478,7 @@ template <bool kClasses, bool kLean>
   Ctx c{dp, w, *snap, now_ns, out};
   const bool can_forward = !snap->listeners.empty();
   constexpr bool classes = kClasses;
+  if constexpr (classes) c.setClassBurst();
   const StickinessMode stickiness = can_forward ? snap->listeners[0].stickiness
                                                 : StickinessMode::kFiveTuple;
 

@@ -62,6 +62,18 @@ struct Ctx {
   void noteSync(int32_t pos, SyncEvent e) noexcept {
     if (dp.sync && n_sync < kMaxBurst) sync_events[n_sync++] = packSyncEvent(pos, e);
   }
+  // With traffic classes: the class marks of the snapshot's generation by
+  // direction (IdleTimeout::classMark), set once per burst (setClassBurst)
+  // so that a packet's check is one mask and one compare (R12).
+  uint32_t class_mark[2];
+  // With traffic classes: Snapshot::class_flow_origin under
+  // Snapshot::class_by_flow, else -1 (keyOrClassify), also once per burst.
+  int32_t class_flow_origin;
+  void setClassBurst() noexcept {
+    class_mark[0] = IdleTimeout::classMark(s.class_gen, 0);
+    class_mark[1] = IdleTimeout::classMark(s.class_gen, 1);
+    class_flow_origin = s.class_by_flow ? s.class_flow_origin : -1;
+  }
 };
 
 inline void drop(Ctx& c, rte_mbuf* m, Counter why) noexcept {
@@ -224,13 +236,14 @@ inline constexpr uint8_t kFragmentListener = 0;
 // under the one listener inspect classes go to (`origin`: class_flow_origin),
 // its class left to stage 3 (classifyByFlow).
 [[gnu::always_inline]] inline void keyForFlowClass(FlowRef& ref, const ParsedPacket& p, uint16_t origin) noexcept {
+  ref.origin = origin;
   if (p.tuple.src.family == 4) [[likely]] {
     ref.hash = makeFlowKeyV4(p.tuple, StickinessMode::kFiveTuple, originListener(origin), ref.key, ref.dir);
     ref.fragment_key = false;
   } else {
     ref = refFor(p, StickinessMode::kFiveTuple, originListener(origin));
+    ref.origin = origin;
   }
-  ref.origin = origin;
 }
 
 // Concurrency rule R12 (docs/architecture.md "Flow entries: concurrency rules"):
@@ -254,24 +267,25 @@ bool classifyAndMark(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowRef& ref, i
 // Snapshot::class_by_flow, stage 3: a packet keyed by keyForFlowClass takes
 // its class from its flow's entry when the entry's class mark holds for its
 // direction, the snapshot's class generation and its L2 (R12): no
-// classification; else classifyAndMark. `l2_held`: set when the packet's
-// L2 is the one its direction holds (nothing for forward() to learn).
-[[gnu::always_inline]] inline bool classifyByFlow(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowRef& ref,
-                                                  int32_t& pos, uint32_t& hint, bool& l2_held) noexcept {
-  if (pos >= 0) [[likely]] {
-    const FlowEntry& e = c.dp.flows->entry(pos);
-    if (e.idle_timeout.classMarked(c.s.class_gen, ref.dir)) [[likely]] {
-      const uint16_t o = e.origin.load(std::memory_order_relaxed);
-      const uint16_t slot = originClass(o);
-      if (slot < kMaxClasses && sameL2(c, m, p, e, ref.dir)) [[likely]] {
-        c.w.countClass(slot, m->pkt_len);
-        ref.origin = uint16_t(o & ~1u);
-        l2_held = true;
-        return true;
-      }
-    }
-  }
-  return classifyAndMark(c, m, p, ref, pos, hint);
+// classification. Returns that entry (at `pos`), its class counted and
+// `ref.origin` its own; null leaves the packet to classifyAndMark. The
+// packet's L2 is then the one its direction holds: nothing for forward() to
+// learn.
+[[gnu::always_inline]] inline FlowEntry* classifyByFlow(Ctx& c, const rte_mbuf* m, const ParsedPacket& p, FlowRef& ref,
+                                                     int32_t pos) noexcept {
+  if (pos < 0) [[unlikely]]
+    return nullptr;
+  FlowEntry& e = c.dp.flows->entry(pos);
+  if (!e.idle_timeout.classMarked(c.class_mark[ref.dir])) [[unlikely]]
+    return nullptr;
+  const uint16_t o = e.origin.load(std::memory_order_relaxed);
+  // originClass's slot, or past kMaxClasses for none (o >> 5 == 0 wraps).
+  const uint32_t slot = (uint32_t(o) >> 5) - 1u;
+  if (slot >= kMaxClasses || !sameL2(c, m, p, e, ref.dir)) [[unlikely]]
+    return nullptr;
+  c.w.countClass(uint16_t(slot), m->pkt_len);
+  ref.origin = uint16_t(o & ~1u);
+  return &e;
 }
 
 // The class marks a new flow's entry is created with (R12): those of its
@@ -326,8 +340,8 @@ int32_t findAnyListener(Ctx& c, const ParsedPacket& p, FlowRef& ref,
 // stage 3; any other packet is classified now. False when it was handled here.
 [[gnu::always_inline]] inline bool keyOrClassify(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowRef& ref,
                                                  bool& late) noexcept {
-  late = c.s.class_by_flow && !(p.icmp_error | p.is_fragment);
-  if (late) return keyForFlowClass(ref, p, c.s.class_flow_origin), true;
+  late = c.class_flow_origin >= 0 && !(p.icmp_error | p.is_fragment);
+  if (late) return keyForFlowClass(ref, p, uint16_t(c.class_flow_origin)), true;
   return classifyInspect(c, m, p, ref) || classifyForward(c, m, p, ref);
 }
 

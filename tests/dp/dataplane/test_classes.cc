@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "control/engine/region_failover.h"
 #include "tests/dp/dp_harness.h"
@@ -87,6 +88,27 @@ TEST_F(Classes, BothDirectionsOnTwoVlansReachTheSameListenerAndAppliance) {
   // Untagged traffic is "rest": listener 0's appliances.
   Result other = send(v4(n.fromA(), kPortA, Ltcp(n.client4, n.server4, 40001, 443)));
   EXPECT_EQ(applianceOf(other).rfind("10.0.0.", 0), 0u) << describe(other);
+}
+
+// A flow's first packet and, in the same burst, one of its packets that
+// its class sends to another listener: the second misses its own listener's
+// key in the burst's bulk lookup and finds the flow under the first's
+// (R11), so both reach one appliance.
+TEST_F(Classes, APacketOfAnotherListenerFollowsAFlowCreatedEarlierInItsBurst) {
+  make(2);
+  auto t = cls("tenant-b", "l1");
+  t.match.vlans = {100};
+  h_->config().traffic_classes = {t, cls("rest", "l0")};
+  publish();
+  const Net& n = net();
+  Frame tagged = v4(n.fromVlan(100), kPortVlan, Ltcp(n.client4, n.server4, 40000, 443));
+  Frame untagged = v4(n.fromA(), kPortA, Ltcp(n.client4, n.server4, 40000, 443));
+  std::vector<Result> out = h_->sendBurst({{tagged.bytes(), tagged.port}, {untagged.bytes(), untagged.port}});
+  h_->quiescent();
+  ASSERT_EQ(out.size(), 2u);
+  for (const Result& r : out) EXPECT_EQ(applianceOf(r), "10.0.2.21") << describe(r);
+  EXPECT_EQ(h_->worker().classPackets(0), 1u);
+  EXPECT_EQ(h_->worker().classPackets(1), 1u);
 }
 
 TEST_F(Classes, BypassReturnsTheFrameToItsSenderWithoutGeneve) {
