@@ -41,11 +41,14 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "common/counters.h"
 #include "common/net_types.h"
+#include "common/packet_parser.h"
 
 namespace gwlb {
 
@@ -253,6 +256,53 @@ enum class GeneveStatus : uint8_t { kOk, kControl, kDrop };
 // of gwlb's own options (node.geneve_option_class).
 GeneveStatus parseGeneve(const uint8_t* p, size_t len, GeneveInfo& out, Counter& drop,
                          uint16_t gwlb_class = kGwlbOptionClassDefault) noexcept;
+
+// The return path's acceptance tests: true only for exactly the header gwlb's
+// own encapsulation writes for a group of VNI `vni` (an appliance that
+// echoes it back unchanged), which parseGeneve() accepts with that VNI,
+// that protocol, no O or C bit, no bypass option. They decide nothing else:
+// false sends the packet through parseGeneve() and the checks in their
+// order (docs/wire-format.md), so every drop counts what it always did. The
+// header's words are compared as they lie in memory, against constants byte-
+// swapped at compile time, and the fields the return path does not read
+// (endpoint and attachment IDs) are not loaded; a GeneveInfo is not filled.
+namespace geneve_detail {
+static_assert(std::endian::native == std::endian::little, "the words below are byte-swapped for a little-endian load");
+// v in network order, as a 32-bit load of those bytes reads it.
+constexpr uint32_t wire32(uint32_t v) noexcept { return __builtin_bswap32(v); }
+inline uint32_t load32(const uint8_t* p) noexcept {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+// The second word: the VNI and a reserved byte, which RFC 8926 says receivers ignore.
+inline bool vniIs(const uint8_t* p, uint32_t vni) noexcept {
+  return (load32(p + 4) & wire32(0xFFFFFF00u)) == wire32(vni << 8);
+}
+}  // namespace geneve_detail
+
+// aws format, inner IPv4: Opt Len 8, no flags, protocol 0x0800, the group's
+// VNI, then the endpoint ID, attachment ID and cookie options (class 0x0108,
+// types 1/2/3, lengths 2/2/1, none critical) in the order our encapsulation
+// writes them. `cookie`: the cookie option's value.
+inline bool isOwnGeneveAwsIpv4(const uint8_t* p, size_t len, uint32_t vni, uint32_t& cookie) noexcept {
+  using namespace geneve_detail;
+  if (len < kGeneveBaseLen + kAwsOptionsLen) return false;
+  const uint8_t* o = p + kGeneveBaseLen;
+  if (load32(p) != wire32(uint32_t(kAwsOptionsLen / 4) << 24 | kEtherTypeIpv4) || !vniIs(p, vni) ||
+      load32(o) != wire32(uint32_t(kAwsOptionClass) << 16 | kAwsOptEndpointId << 8 | 2) ||
+      load32(o + 12) != wire32(uint32_t(kAwsOptionClass) << 16 | kAwsOptAttachmentId << 8 | 2) ||
+      load32(o + 24) != wire32(uint32_t(kAwsOptionClass) << 16 | kAwsOptFlowCookie << 8 | 1))
+    return false;
+  cookie = __builtin_bswap32(load32(o + 28));
+  return true;
+}
+
+// ethernet format: no options, no flags, protocol 0x6558, the group's VNI.
+inline bool isOwnGenevePlain(const uint8_t* p, size_t len, uint32_t vni) noexcept {
+  using namespace geneve_detail;
+  return len >= kGeneveBaseLen && load32(p) == wire32(kEtherTypeTeb) && vniIs(p, vni);
+}
 
 // An appliance's side (gwlb-appliance, gwlb-replay's reflection): copies the
 // Geneve packet g[0..len) (UDP payload) to out[0..cap) with gwlb's bypass

@@ -339,48 +339,26 @@ template <bool kLean>
   uint8_t* f = rte_pktmbuf_mtod(m, uint8_t*);
   const size_t gen_off = size_t(outer.l4_offset) + 8;
   const size_t end = size_t(outer.l3_offset) + outer.l3_len;
-  GeneveInfo gi;
-  Counter why;
-  // The header each format's encapsulation writes takes a fast parse; the
-  // general validator takes the rest. An aws group is never a VXLAN one.
-  auto general = [&]() {
-    const GeneveStatus st = parseGeneve(f + gen_off, end - gen_off, gi, why, s.geneve_option_class);
-    if (st == GeneveStatus::kControl) return drop(c, m, Counter::drop_geneve_control), false;
-    if (st == GeneveStatus::kDrop) return drop(c, m, why), false;
-    return true;
-  };
-  if (g.aws) {
-    if (!parseGeneveAws(f + gen_off, end - gen_off, gi) && !general()) return false;
-  } else {
-    if (!parseGenevePlain(f + gen_off, end - gen_off, gi) && !general()) return false;
-    if (g.vxlan) [[unlikely]]
-      return drop(c, m, Counter::drop_vxlan_wrong_format), false;
+  // The header our encapsulation writes, echoed back with the group's VNI, and
+  // the inner packet the fast parser takes: every check of the general way
+  // passes (the exact header leaves none of its drops possible), so none is
+  // made again; anything else goes the general way, where each check counts
+  // its own drop.
+  constexpr size_t kAwsInner = kGeneveBaseLen + kAwsOptionsLen, kPlainInner = kGeneveBaseLen;
+  size_t inner_off;
+  if (g.aws && isOwnGeneveAwsIpv4(f + gen_off, end - gen_off, g.vni, ri.cookie) &&
+      parseCommonIpv4(f + gen_off + kAwsInner, end - gen_off - kAwsInner, 0, in)) [[likely]] {
+    inner_off = gen_off + kAwsInner;
+    ri.bypass = 0;  // none in the exact header (bypass_s is read only with one)
+  } else if (!g.aws && !g.vxlan && isOwnGenevePlain(f + gen_off, end - gen_off, g.vni) &&
+             parseCommon(f + gen_off + kPlainInner, end - gen_off - kPlainInner, in)) {
+    inner_off = gen_off + kPlainInner;
+    ri.bypass = 0;
+  } else if (!prepareReturnGeneral(c, m, in, ri, g, f, gen_off, end, inner_off)) {
+    return false;
   }
-  if (gi.vni != g.vni) return drop(c, m, Counter::drop_geneve_bad_vni), false;
-  if (g.aws) {
-    if (gi.protocol != kEtherTypeIpv4 && gi.protocol != kEtherTypeIpv6)
-      return drop(c, m, Counter::drop_geneve_bad_protocol), false;
-    if (!gi.has_cookie) return drop(c, m, Counter::drop_geneve_missing_cookie), false;
-  } else if (gi.protocol != kEtherTypeTeb) {
-    return drop(c, m, Counter::drop_geneve_bad_protocol), false;
-  }
-
-  size_t inner_off = gen_off + gi.header_len;
-  // The fast parsers write every field later read, whatever `in` held; the
-  // general ones start from a fresh packet (the outer one is no longer read).
-  ParseStatus ps = ParseStatus::kOk;
-  if (g.aws) {
-    if (gi.protocol != kEtherTypeIpv4 || !parseCommonIpv4(f + inner_off, end - inner_off, 0, in)) {
-      in = ParsedPacket{};
-      ps = parseL3(f + inner_off, end - inner_off, gi.protocol, in, why);
-    }
-  } else if (!parseCommon(f + inner_off, end - inner_off, in)) {
-    in = ParsedPacket{};
-    ps = parseFrame(f + inner_off, end - inner_off, in, why);
-  }
-  if (!keyReturn(c, m, ps, in, g, inner_off, ref, ri)) return false;
-  ri.appliance = server, ri.cookie = gi.cookie, ri.aws = g.aws, ri.vx_tunnel = -1;
-  ri.bypass = gi.has_bypass ? (gi.bypass_malformed ? 2 : 1) : 0, ri.bypass_s = gi.bypass_seconds;
+  if (!keyReturn(c, m, ParseStatus::kOk, in, g, inner_off, ref, ri)) return false;
+  ri.appliance = server, ri.aws = g.aws, ri.vx_tunnel = -1;
   return true;
 }
 
@@ -429,13 +407,21 @@ template <bool kLean>
     grantBypass(c, e, route, c.s.groups[c.s.appliances[server].group].listener, ri.bypass_s,
                 ri.bypass == 2, pos);
 
-  // Strip everything up to the inner IP header, then give it the L2 header of
-  // the neighbour it came from: byte-identical at L3.
-  rte_pktmbuf_adj(m, ri.l3_start);
-  if (m->data_len > in.l3_len) rte_pktmbuf_trim(m, uint16_t(m->data_len - in.l3_len));
+  // Strip everything up to the inner IP header and after the inner datagram,
+  // then give it the L2 header of the neighbour it came from: byte-identical
+  // at L3. One mbuf (stage 1 took no other), so the new start and length are
+  // set directly. The L2 header takes the place of the last bytes of the outer
+  // headers, never of headroom: the inner IP header is at least 50 bytes in
+  // (outer Ethernet 14, IP 20, UDP 8, Geneve or VXLAN 8), past the 18 of a
+  // tagged L2 header, so unlike an encapsulation this cannot run out of room
+  // (docs/wire-format.md, the return's checks).
   const uint64_t vlan_kind = (self >> NeighbourTable::kVlanShift) & 3;  // none, 802.1Q, 802.1ad
-  uint8_t* h = reinterpret_cast<uint8_t*>(rte_pktmbuf_prepend(m, vlan_kind ? 18 : 14));
-  if (!h) return drop(c, m, Counter::drop_no_headroom);
+  const uint16_t l2_len = vlan_kind ? 18 : 14;
+  static_assert(14 + 20 + 8 + 8 >= 18);
+  m->data_off = uint16_t(m->data_off + ri.l3_start - l2_len);
+  m->data_len = uint16_t(in.l3_len + l2_len);
+  m->pkt_len = m->data_len;
+  uint8_t* h = rte_pktmbuf_mtod(m, uint8_t*);
   // The MACs are the words' low six bytes, in frame order (pack()): two
   // overlapping 8-byte stores, whose top two bytes each the next store
   // overwrites (our MAC, then the TPID or EtherType).

@@ -387,6 +387,14 @@ void reopenIfStale(Ctx& c, FlowEntry& e, int32_t pos) noexcept;
 // An inner packet too big for the underlay MTU: ICMP error or drop_too_big.
 void tooBig(Ctx& c, rte_mbuf* m, const ParsedPacket& p, uint32_t inner_mtu) noexcept;
 
+// Return path, stage 1 for a Geneve header other than the one our
+// encapsulation writes (return_geneve.cc): parseGeneve() and the checks in
+// their order, then the inner packet by the general parsers. f[gen_off ..
+// end) is the outer UDP payload; `in` may be the outer packet's storage (not
+// read). Sets inner_off and ri's cookie and bypass fields; false when it
+// dropped the packet. The caller keys it.
+bool prepareReturnGeneral(Ctx& c, rte_mbuf* m, ParsedPacket& in, ReturnInfo& ri, const GroupView& g,
+                          uint8_t* f, size_t gen_off, size_t end, size_t& inner_off) noexcept;
 // Return path, stage 1 for a VXLAN group's appliance (return_vxlan.cc); false
 // when it dropped the packet.
 bool prepareReturnVxlan(Ctx& c, rte_mbuf* m, const ParsedPacket& outer, ParsedPacket& in, FlowRef& ref,

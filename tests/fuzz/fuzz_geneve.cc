@@ -143,6 +143,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* d, size_t size) {
                    plain.header_len == gi.header_len && !gi.oam && !gi.critical && !gi.has_cookie &&
                    !gi.has_bypass && !gi.has_endpoint_id && !gi.has_network_id,
                "parseGenevePlain took what parseGeneve parses otherwise");
+  // The return path's exact-header tests, asked for the header's own VNI:
+  // what they take, the validator takes with that protocol, VNI and cookie.
+  if (size >= 8) {
+    const uint32_t vni = rd32(d + 4) >> 8;
+    uint32_t cookie = 0;
+    if (isOwnGeneveAwsIpv4(d, size, vni, cookie))
+      FUZZ_CHECK(st == GeneveStatus::kOk && gi.protocol == kEtherTypeIpv4 && gi.vni == vni && gi.has_cookie &&
+                     gi.cookie == cookie && gi.header_len == kGeneveBaseLen + kAwsOptionsLen && !gi.oam &&
+                     !gi.critical && !gi.has_bypass,
+                 "isOwnGeneveAwsIpv4 took what parseGeneve parses otherwise");
+    if (isOwnGenevePlain(d, size, vni))
+      FUZZ_CHECK(st == GeneveStatus::kOk && gi.protocol == kEtherTypeTeb && gi.vni == vni &&
+                     gi.header_len == kGeneveBaseLen && !gi.oam && !gi.critical && !gi.has_cookie &&
+                     !gi.has_bypass,
+                 "isOwnGenevePlain took what parseGeneve parses otherwise");
+  }
   Model m = model(d, size);
   FUZZ_CHECK(st == m.st, "parseGeneve status %d, model %d", int(st), int(m.st));
   if (st == GeneveStatus::kDrop) {

@@ -446,6 +446,97 @@ TEST(FastGeneve, PlainShortcutAgreesWithParseGeneve) {
   EXPECT_GT(refused, 10000u);
 }
 
+// The return path's exact-header tests (isOwnGeneveAwsIpv4,
+// isOwnGenevePlain) against the general validator, on the header mutated and
+// cut and with the group's VNI or another: whatever they take, parseGeneve
+// takes with that VNI, that protocol and cookie, and nothing the return path
+// would treat otherwise (no O or C bit, no bypass option).
+void mutate(Bytes& g, std::mt19937& rng, int iter) {
+  for (int e = iter % 5 == 0 ? 0 : 1 + int(rng() % 2); e > 0; --e) {
+    if (rng() % 4 == 0) g.resize(rng() % (g.size() + 1));
+    else if (!g.empty()) g[rng() % g.size()] ^= uint8_t(1u << (rng() % 8));
+  }
+}
+
+TEST(FastGeneve, OwnAwsHeaderTestAgreesWithParseGeneve) {
+  GeneveHdr h;
+  h.vni = 0x123456;
+  h.options = awsOptions(0x0A0B0C0D01020304ULL, 0x1122334455667788ULL, 0xCAFEF00D);
+  const Bytes base = geneve(h);
+  uint32_t cookie = 0;
+  ASSERT_TRUE(isOwnGeneveAwsIpv4(base.data(), base.size(), 0x123456, cookie)) << hex(base);
+  EXPECT_EQ(cookie, 0xCAFEF00Du);
+  EXPECT_FALSE(isOwnGeneveAwsIpv4(base.data(), base.size(), 0x123457, cookie));
+  EXPECT_FALSE(isOwnGeneveAwsIpv4(base.data(), base.size() - 1, 0x123456, cookie));
+  // The header gwlb's own writer puts on a packet, echoed back.
+  EncapParams ep;
+  ep.vni = 0xABCDEF;
+  ep.protocol = kEtherTypeIpv4;
+  ep.aws_options = true;
+  ep.endpoint_id = 7, ep.attachment_id = 9, ep.cookie = 0x01020304;
+  Bytes written(encapHeaderLen(true), 0);
+  writeEncap(written.data(), 0, ep);
+  ASSERT_TRUE(isOwnGeneveAwsIpv4(written.data() + kOuterL2L3L4Len, kGeneveBaseLen + kAwsOptionsLen, 0xABCDEF, cookie));
+  EXPECT_EQ(cookie, 0x01020304u);
+  std::mt19937 rng(31);
+  size_t accepted = 0, refused = 0;
+  for (int iter = 0; iter < 100000; ++iter) {
+    Bytes g = base;
+    mutate(g, rng, iter);
+    const uint32_t vni = iter % 7 == 6 ? 0x123456 ^ (1u << (rng() % 24)) : 0x123456;
+    uint32_t fast_cookie = 0;
+    if (!isOwnGeneveAwsIpv4(g.data(), g.size(), vni, fast_cookie)) {
+      ++refused;
+      continue;
+    }
+    ++accepted;
+    GeneveInfo full;
+    Counter why;
+    ASSERT_EQ(parseGeneve(g.data(), g.size(), full, why), GeneveStatus::kOk) << hex(g);
+    EXPECT_EQ(full.vni, vni) << hex(g);
+    EXPECT_EQ(full.protocol, kEtherTypeIpv4) << hex(g);
+    EXPECT_TRUE(full.has_cookie) << hex(g);
+    EXPECT_EQ(full.cookie, fast_cookie) << hex(g);
+    EXPECT_EQ(full.header_len, kGeneveBaseLen + kAwsOptionsLen) << hex(g);
+    EXPECT_FALSE(full.oam || full.critical || full.has_bypass || full.has_network_id) << hex(g);
+    if (HasFailure()) return;
+  }
+  EXPECT_GT(accepted, 10000u);
+  EXPECT_GT(refused, 10000u);
+}
+
+TEST(FastGeneve, OwnPlainHeaderTestAgreesWithParseGeneve) {
+  GeneveHdr h;
+  h.vni = 0x123456;
+  h.protocol = kEthTeb;
+  const Bytes base = geneve(h);
+  ASSERT_TRUE(isOwnGenevePlain(base.data(), base.size(), 0x123456)) << hex(base);
+  EXPECT_FALSE(isOwnGenevePlain(base.data(), base.size(), 0x023456));
+  EXPECT_FALSE(isOwnGenevePlain(base.data(), base.size() - 1, 0x123456));
+  std::mt19937 rng(37);
+  size_t accepted = 0, refused = 0;
+  for (int iter = 0; iter < 100000; ++iter) {
+    Bytes g = base;
+    mutate(g, rng, iter);
+    const uint32_t vni = iter % 7 == 6 ? 0x123456 ^ (1u << (rng() % 24)) : 0x123456;
+    if (!isOwnGenevePlain(g.data(), g.size(), vni)) {
+      ++refused;
+      continue;
+    }
+    ++accepted;
+    GeneveInfo full;
+    Counter why;
+    ASSERT_EQ(parseGeneve(g.data(), g.size(), full, why), GeneveStatus::kOk) << hex(g);
+    EXPECT_EQ(full.vni, vni) << hex(g);
+    EXPECT_EQ(full.protocol, kEtherTypeTeb) << hex(g);
+    EXPECT_EQ(full.header_len, kGeneveBaseLen) << hex(g);
+    EXPECT_FALSE(full.oam || full.critical || full.has_bypass || full.has_cookie) << hex(g);
+    if (HasFailure()) return;
+  }
+  EXPECT_GT(accepted, 10000u);
+  EXPECT_GT(refused, 10000u);
+}
+
 // The encapsulation template plus the derived payload sum writes what the
 // reference writer writes, for valid inner packets of every kind we carry.
 TEST(FastEncap, TemplateAndDerivedSumMatchTheReferenceWriter) {
