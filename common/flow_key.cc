@@ -69,6 +69,7 @@ uint32_t flowHash(const void* key, uint32_t key_len, uint32_t seed) noexcept {
 void setFlowHashKey(const FlowHashKey& k) noexcept {
   detail::g_hash_key.k0 = k.k0;
   detail::g_hash_key.k1 = k.k1;
+  detail::g_hash_key.init40 = detail::kHashInit ^ k.k0 ^ (uint64_t(sizeof(FlowKey)) << 32);
 }
 
 FlowHashKey flowHashKey() noexcept { return {detail::g_hash_key.k0, detail::g_hash_key.k1}; }

@@ -195,7 +195,6 @@ uint32_t encapExtras(Ctx& c, rte_mbuf* m, const ParsedPacket& p, const FlowRef& 
   if (nsi_tag) wr32(h + geneve_at + kGeneveBaseLen + kNsiProfileAt + 4, profile);
   m->port = s.underlay_port;
   c.w.countSent(uint16_t(&sv - s.appliances.data()), m->pkt_len);
-  ++c.encapsulated;
   c.tx_bytes += m->pkt_len;
   c.out.to_appliance[c.out.n_appliance++] = m;
   return 0;

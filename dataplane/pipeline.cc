@@ -127,21 +127,24 @@ template <bool kClasses, bool kLean>
   uint16_t server = routeAppliance(route);
   if (server >= c.n_appliances)
     return drop(c, m, Counter::drop_no_healthy_server);
+  // The appliance's slot, its address taken once (again wherever server changes).
+  const ApplianceSlot* svp = &s.appliances[server];
   // A flow that cannot continue (send_tcp_reset) is reset before any move:
   // moved mid-connection, it would reach an appliance that never saw its SYN.
-  if (s.appliances[server].reset != ResetReason::kNone || (!kLean && s.reset_on_idle_any)) [[unlikely]] {
+  if (svp->reset != ResetReason::kNone || (!kLean && s.reset_on_idle_any)) [[unlikely]] {
     if (!resetOrGoOn(c, m, p, e, kClasses ? originListener(ref.origin) : 0, newGroup(),
                      ref.fragment_key ? -1 : pos, route))
       return;
     server = routeAppliance(route);
     if (server >= c.n_appliances) return drop(c, m, Counter::drop_no_healthy_server);
+    svp = &s.appliances[server];
   }
   // Existing flows on an appliance that sheds them move on this packet
   // (docs/product-rules.md section 2); the appliance's view is read for the send anyway.
   // (bench/ builds a copy without this check, GWLB_BENCH_NO_MOVE_CHECK, to
   // measure what it costs.)
 #ifndef GWLB_BENCH_NO_MOVE_CHECK
-  MoveReason why = s.appliances[server].move_reason;
+  MoveReason why = svp->move_reason;
   const GroupView* ng;
   if (why != MoveReason::kNone && (ng = newGroup())) [[unlikely]] {
     bool moved = false;
@@ -155,6 +158,7 @@ template <bool kClasses, bool kLean>
     server = routeAppliance(route);
     if (server >= c.n_appliances)
       return drop(c, m, Counter::drop_no_healthy_server);
+    svp = &s.appliances[server];
   }
 #endif
   if (p.tuple.proto == kProtoTcp && opensConnection(frame, p)) [[unlikely]]
@@ -213,8 +217,9 @@ template <bool kClasses, bool kLean>
     if (applianceBypass(c, m, e, route, ref.fragment_key ? -1 : pos)) return;
     server = routeAppliance(route);
     if (server >= c.n_appliances) return drop(c, m, Counter::drop_no_healthy_server);
+    svp = &s.appliances[server];
   }
-  const ApplianceSlot& sv = s.appliances[server];
+  const ApplianceSlot& sv = *svp;
   // Encapsulation follows the appliance's own group (format, VNI, IDs),
   // precomputed in its template by the snapshot builder.
   // A VXLAN group's replies (packets against their flow's first one) take
@@ -252,11 +257,16 @@ template <bool kClasses, bool kLean>
   const bool offload = c.csum_offload;
   const uint64_t sum = offload ? 0 : payloadSumWide(frame, aws ? p.l3_offset : 0, p);
   uint16_t protocol = p.ip_version == 4 ? kEtherTypeIpv4 : kEtherTypeIpv6;
-  if (aws) rte_pktmbuf_adj(m, p.l3_offset);
-  if (m->data_len > payload) rte_pktmbuf_trim(m, uint16_t(m->data_len - payload));
-  uint8_t* h = reinterpret_cast<uint8_t*>(rte_pktmbuf_prepend(m, uint16_t(hdr)));
-  if (!h) [[unlikely]]
+  // rte_pktmbuf_adj (aws), _trim and _prepend in one: one segment (stage 1) holding the
+  // whole datagram (the parse), so only the headroom can fall short.
+  const uint32_t start = uint32_t(m->data_off) + (aws ? p.l3_offset : 0u);
+  if (start < hdr) [[unlikely]]
     return drop(c, m, Counter::drop_no_headroom);
+  const uint16_t out_len = uint16_t(payload + hdr);
+  m->data_len = out_len;
+  m->pkt_len = out_len;  // one segment's: its data_len
+  m->data_off = uint16_t(start - hdr);
+  uint8_t* h = static_cast<uint8_t*>(m->buf_addr) + m->data_off;
   const uint32_t flow_hash = e.flow_hash.load(std::memory_order_relaxed);
   const uint16_t sport = geneveSourcePort(flow_hash);
   if (ipv6) [[unlikely]] {
@@ -282,7 +292,6 @@ template <bool kClasses, bool kLean>
   }
   m->port = s.underlay_port;
   c.w.countSent(server, m->pkt_len);
-  ++c.encapsulated;
   c.tx_bytes += m->pkt_len;
   c.out.to_appliance[c.out.n_appliance++] = m;
 }
@@ -487,6 +496,9 @@ template <bool kClasses, bool kLean>
   uint32_t hints[kMaxBurst];
   uint16_t nf = 0;
   uint64_t rx_bytes = 0;  // of every packet, dropped ones too
+  // The port views once (their count is a division by the view's size).
+  const PortView* const ports = snap->ports.data();
+  const size_t n_ports = snap->ports.size();
   for (uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = pkts[i];
     if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void*));
@@ -498,10 +510,12 @@ template <bool kClasses, bool kLean>
     const uint8_t* d = rte_pktmbuf_mtod(m, const uint8_t*);
     // Only frames to the port's own MAC go on (dataplane/ingress.h); shorter
     // frames have no destination to compare and fail the parse below.
-    const PortView* pv = m->port < snap->ports.size() ? &snap->ports[m->port] : nullptr;
-    if (m->data_len >= 14 && (!pv || !isOwnMac(d, *pv))) [[unlikely]] {
+    const bool port_known = m->port < n_ports;
+    // Its view's address, as an integer (no pointer past the views is formed): read only when port_known.
+    const PortView* pv = reinterpret_cast<const PortView*>(reinterpret_cast<uintptr_t>(ports) + m->port * sizeof(PortView));
+    if (m->data_len >= 14 && (!port_known || !isOwnMac(d, *pv))) [[unlikely]] {
       Counter why;
-      if (foreignFrameWanted(d, m->data_len, *snap, pv, why)) punt(c, m);
+      if (foreignFrameWanted(d, m->data_len, *snap, port_known ? pv : nullptr, why)) punt(c, m);
       else drop(c, m, why);
       continue;
     }
@@ -510,24 +524,24 @@ template <bool kClasses, bool kLean>
     // one starts from a fresh packet.
     Fwd& f = fwd[nf];
     ParsedPacket& p = f.p;
-    Counter why = Counter::kCount;
-    ParseStatus st = ParseStatus::kOk;
     // With an IPv6 underlay, an IPv6 appliance's returns too (the general parse cost them
     // ~190 instructions; in the lean copy the branch cost IPv4 2-3: docs/performance.md).
+    // Only the general parser drops or finds ARP: its verdicts are read in its branch.
     if (!parseCommon(d, m->data_len, p) && (kLean || !parseCommon6(d, m->data_len, p))) [[unlikely]] {
       p = ParsedPacket{};
-      st = parseFrame(d, m->data_len, p, why);
+      Counter why = Counter::kCount;
+      const ParseStatus st = parseFrame(d, m->data_len, p, why);
+      if (st == ParseStatus::kDrop) {
+        drop(c, m, why);
+        continue;
+      }
+      if (st == ParseStatus::kArp) {
+        if (arpWanted(d, m->data_len, *snap, pv->role)) punt(c, m);
+        else drop(c, m, Counter::drop_arp_not_for_us);
+        continue;
+      }
     }
-    if (st == ParseStatus::kDrop) [[unlikely]] {
-      drop(c, m, why);
-      continue;
-    }
-    const PortRole role = pv->role;  // parsed: at least 14 bytes, so pv is set
-    if (st == ParseStatus::kArp) [[unlikely]] {
-      if (arpWanted(d, m->data_len, *snap, role)) punt(c, m);
-      else drop(c, m, Counter::drop_arp_not_for_us);
-      continue;
-    }
+    const PortRole role = pv->role;  // parsed: at least 14 bytes, so port_known
     // Geneve or VXLAN to node.underlay_ipv6 is a return (before node.ipv6_addresses,
     // which may list the same address so that it is answered in ND).
     const bool geneve6 = !kLean && p.ip_version == 6 && isTunnel6ToUs(p, *snap);
@@ -549,10 +563,12 @@ template <bool kClasses, bool kLean>
         continue;
       }
     }
-    bool geneve = p.ip_version == 4 && p.tuple.proto == kProtoUdp && p.tuple.dport == kGenevePort;
-    // VXLAN groups' tunnel ports (none without VXLAN groups: one bit test).
-    const bool vxlan = !geneve && snap->isVxlanPort(p.tuple.dport) && p.tuple.proto == kProtoUdp;
+    // VXLAN groups' tunnel ports (none without VXLAN groups: one bit test); asked only
+    // where read (a packet to forward: when UDP over IPv4 and not Geneve's port).
+    auto isVxlan = [&] { return p.tuple.proto == kProtoUdp && snap->isVxlanPort(p.tuple.dport); };
     if (geneve6 || isGeneveToUs(p, snap->underlay_ip)) {
+      const bool geneve = p.ip_version == 4 && p.tuple.proto == kProtoUdp && p.tuple.dport == kGenevePort;
+      const bool vxlan = !geneve && isVxlan();
       if (!geneve && !geneve6 && !vxlan) forUs(c, m);
       else if (!acceptsReturns(role)) drop(c, m, Counter::drop_geneve_on_router_port);
       else if (vxlan) [[unlikely]] {
@@ -581,8 +597,9 @@ template <bool kClasses, bool kLean>
     }
     // Never wrap Geneve again: ours coming back (from our underlay address)
     // or Geneve on its way to one of our appliances.
-    if (((geneve || vxlan) && p.ip_version == 4 && (p.tuple.src.v4HostOrder() == snap->underlay_ip ||
-                                                    snap->applianceByIp(p.tuple.dst.v4HostOrder()) != kNoAppliance)) ||
+    if ((p.ip_version == 4 && p.tuple.proto == kProtoUdp && (p.tuple.dport == kGenevePort || isVxlan()) &&
+         (p.tuple.src.v4HostOrder() == snap->underlay_ip ||
+          snap->applianceByIp(p.tuple.dst.v4HostOrder()) != kNoAppliance)) ||
         (!kLean && p.ip_version == 6 && isLoopTunnel6(p, *snap))) [[unlikely]] {
       drop(c, m, Counter::drop_loop_geneve);
       continue;
@@ -644,7 +661,8 @@ template <bool kClasses, bool kLean>
     if (q < c.n_sync) w.counters.inc(Counter::sync_queue_full, c.n_sync - q);
   }
   w.counters.inc(Counter::rx_bytes, rx_bytes);
-  w.counters.inc(Counter::encapsulated, c.encapsulated);
+  // Each packet on to_appliance was encapsulated (here or encapExtras); out starts at 0.
+  w.counters.inc(Counter::encapsulated, out.n_appliance);
   w.counters.inc(Counter::returned, c.returned);
   w.counters.inc(Counter::tx_bytes, c.tx_bytes);
 }

@@ -29,7 +29,8 @@ struct Ctx {
   const size_t n_appliances, n_groups;
   const bool csum_offload;
   // Counters every packet touches, added to the worker's once per burst.
-  uint64_t encapsulated = 0, returned = 0, tx_bytes = 0;
+  // (Encapsulated packets are the burst's out.n_appliance.)
+  uint64_t returned = 0, tx_bytes = 0;
   // Hashes of keys inserted in this burst: at most two per packet (a flow's
   // and its first fragment's, forward()), so the array never fills.
   // Concurrency rule R6 (docs/architecture.md "Flow entries: concurrency rules"):

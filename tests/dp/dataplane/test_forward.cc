@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "common/geneve.h"
 #include "tests/dp/dp_harness.h"
 
 namespace gwlb::dptest {
@@ -274,6 +275,44 @@ TEST_P(ForwardTable, ChecksumOffloadLeavesTheSamePacketToTheNic) {
     ++checked;
   }
   EXPECT_GT(checked, 10u);
+}
+
+// The outer headers go into the mbuf's headroom (in aws format after the
+// inner Ethernet header is shed, and the frame's L2 padding trimmed): a
+// headroom of exactly what they need is enough, one byte less is a
+// drop_no_headroom, and the packet is left as it came.
+TEST_P(ForwardTable, HeadroomOfExactlyTheOuterHeaders) {
+  HarnessOptions o;
+  o.format = GetParam();
+  Harness h(o);
+  const Net& n = net();
+  Frame f = v4(n.fromA(), kPortA,
+               ipv4(n.client4, n.server4, 17, udp(n.client4, n.server4, 5353, 53, pattern(4))));
+  f.min_len = 64;  // L2 padding behind the datagram
+  const Bytes frame = f.bytes();
+  ASSERT_GT(frame.size(), f.unpadded().size());
+  const size_t need = encapHeaderLen(h.aws()) - (h.aws() ? 14 : 0);
+  for (const size_t headroom : {need, need - 1, need + 1}) {
+    SCOPED_TRACE("headroom " + std::to_string(headroom));
+    rte_mbuf* m = rte_pktmbuf_alloc(testPool());
+    ASSERT_NE(m, nullptr);
+    m->data_off = uint16_t(headroom);
+    char* d = rte_pktmbuf_append(m, uint16_t(frame.size()));
+    ASSERT_NE(d, nullptr);
+    std::memcpy(d, frame.data(), frame.size());
+    m->port = f.port;
+    const uint64_t refused = h.get(Counter::drop_no_headroom);
+    Result r = h.sendMbuf(m);
+    if (headroom < need) {
+      EXPECT_EQ(r.verdict, Verdict::kDrop) << describe(r);
+      EXPECT_EQ(r.drop, Counter::drop_no_headroom) << describe(r);
+      EXPECT_EQ(h.get(Counter::drop_no_headroom), refused + 1);
+      continue;
+    }
+    ASSERT_EQ(r.verdict, Verdict::kAppliance) << describe(r);
+    checkEncap(h, r.bytes, expectedInner(h, f), expectedProtocol(h, f));
+  }
+  expectCounterInvariant(h.counters(), "headroom");
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, ForwardTable,
