@@ -69,6 +69,9 @@ FlowTable::FlowTable(const std::string& name, uint32_t capacity, rte_rcu_qsbr* q
   nslots_ = nbuckets_ * kBucketSlots;
   if (uint64_t(nslots_) * 2 > uint64_t(INT32_MAX))
     throw std::runtime_error("flow table: capacity " + std::to_string(capacity) + " too large");
+  // The overflow marker's counts and slot notes: 1 B per bucket and per slot, heap memory.
+  spill_.reset(new std::atomic<uint8_t>[nbuckets_]());
+  spill_hi_.reset(new std::atomic<uint8_t>[nslots_]());
   auto page = [](size_t b) { return (b + 4095) & ~size_t(4095); };
   size_t tag_bytes = page(size_t(nslots_) * 4);
   size_t narrow_bytes = page(size_t(nslots_) * sizeof(Slot4));
@@ -145,6 +148,30 @@ bool FlowTable::readKey(uint32_t idx, FlowKey& out) const noexcept {
   if (tag & kWideBit) std::memcpy(&out, &wide_[idx].key, sizeof out);
   else out = fromKey4(narrow_[idx].key);
   return true;
+}
+
+// The count is raised before the key goes ready (the ready CAS releases
+// it), so a lookup that finds the key's first pair without it and could
+// have seen the key ready reads a count above 0 (R13). Saturating: a count
+// at kSpillStuck stays (a marker that stays set is only slower).
+void FlowTable::spillNote(uint32_t first, uint32_t idx, uint32_t hash) noexcept {
+  spill_hi_[idx].store(uint8_t(kSpillBit | hash >> 28), std::memory_order_relaxed);
+  uint8_t v = spill_[first].load(std::memory_order_relaxed);
+  while (v != kSpillStuck &&
+         !spill_[first].compare_exchange_weak(v, uint8_t(v + 1), std::memory_order_seq_cst)) {
+  }
+}
+
+void FlowTable::spillForget(uint32_t idx, uint32_t tag) noexcept {
+  const uint8_t hi = spill_hi_[idx].load(std::memory_order_relaxed);
+  if (!(hi & kSpillBit)) return;
+  spill_hi_[idx].store(0, std::memory_order_relaxed);
+  // The hash again: its top four bits noted here, the other 28 in the tag.
+  const uint32_t first = firstBucket(uint32_t(hi & 15) << 28 | tag >> 4);
+  uint8_t v = spill_[first].load(std::memory_order_relaxed);
+  while (v != kSpillStuck && v != 0 &&
+         !spill_[first].compare_exchange_weak(v, uint8_t(v - 1), std::memory_order_seq_cst)) {
+  }
 }
 
 template <bool kControl>
@@ -317,9 +344,16 @@ template <bool kControl>
       return posOf(idx, wide);
     }
   }
+  // In the second pair: the overflow marker is raised before the key goes
+  // ready (R13). (oj >= 2 also where a bucket of the second pair is one of
+  // the first pair's, seen less loaded by a racing read: a marker raised
+  // for nothing, lowered again when the slot is freed.)
+  if (oj >= 2) [[unlikely]]
+    spillNote(c.bucket[0], own, hash);
   uint32_t mine = sig | kKeyed;
   if (!tags_[own].compare_exchange_strong(mine, sig | kReady, std::memory_order_acq_rel)) {
     // Killed by a twin in a lower slot: it will be ready, find it.
+    spillForget(own, sig);
     count_.fetch_sub(1, std::memory_order_relaxed);
     retry = true;
     return -1;
@@ -558,6 +592,7 @@ size_t FlowTable::reclaim(bool wait, size_t max) {
     uint32_t idx = uint32_t(r.pos);
     uint32_t tag = tags_[idx].load(std::memory_order_relaxed);
     entryPtr(posOf(idx, tag & kWideBit))->reset();
+    spillForget(idx, tag);
     tags_[idx].store(kEmpty, std::memory_order_release);
     if (r.counted) count_.fetch_sub(1, std::memory_order_relaxed);
     retired_.pop_front();
