@@ -150,15 +150,18 @@ bool FlowTable::readKey(uint32_t idx, FlowKey& out) const noexcept {
   return true;
 }
 
-// The count is raised before the key goes ready (the ready CAS releases
-// it), so a lookup that finds the key's first pair without it and could
-// have seen the key ready reads a count above 0 (R13). Saturating: a count
-// at kSpillStuck stays (a marker that stays set is only slower).
+// Concurrency rule R13 (docs/architecture.md "Flow entries: concurrency rules"):
+// the count is raised by a sequentially consistent RMW after the slot's
+// claim and before its keyed store and fence (so a twin's scan that reads
+// a 0 cannot miss this slot, and a lookup finds it counted once it is
+// ready), and lowered only when the insert gives the slot up or reclaim()
+// frees it. Saturating: a count at kSpillStuck stays (a marker that stays
+// up is only slower); the RMW is made there too (it writes the same value).
 void FlowTable::spillNote(uint32_t first, uint32_t idx, uint32_t hash) noexcept {
   spill_hi_[idx].store(uint8_t(kSpillBit | hash >> 28), std::memory_order_relaxed);
   uint8_t v = spill_[first].load(std::memory_order_relaxed);
-  while (v != kSpillStuck &&
-         !spill_[first].compare_exchange_weak(v, uint8_t(v + 1), std::memory_order_seq_cst)) {
+  while (!spill_[first].compare_exchange_weak(v, v == kSpillStuck ? v : uint8_t(v + 1),
+                                              std::memory_order_seq_cst)) {
   }
 }
 
@@ -193,6 +196,11 @@ template <bool kControl>
       return uint64_t(matchSigHigh(tags_ + size_t(c.bucket[j]) * kBucketSlots, sig)) << (16 * j);
     };
     return at(0) | at(1) | at(2) | at(3);
+  };
+  // The same of the first pair only (bits 0..31).
+  auto sigSlotsFirst = [&]() __attribute__((always_inline)) {
+    return uint64_t(matchSigHigh(tags_ + size_t(c.bucket[0]) * kBucketSlots, sig)) |
+           uint64_t(matchSigHigh(tags_ + size_t(c.bucket[1]) * kBucketSlots, sig)) << 16;
   };
   auto slotOf = [&](uint64_t m) __attribute__((always_inline)) {
     uint32_t bit = uint32_t(__builtin_ctzll(m));
@@ -301,6 +309,12 @@ template <bool kControl>
     count_.fetch_sub(1, std::memory_order_relaxed);
     return -1;
   }
+  // In the second pair: the overflow marker is raised before the keyed
+  // store and its fence (R13). (oj >= 2 also where a bucket of the second
+  // pair is one of the first pair's, seen less loaded by a racing read: a
+  // marker raised for nothing, lowered again with the slot.)
+  if (oj >= 2) [[unlikely]]
+    spillNote(c.bucket[0], own, hash);
   writeKey(own, wide, k);
   // Keyed, then a sequentially consistent fence before reading any other tag:
   // of two inserters of one key, at least one sees the other's keyed (or
@@ -312,14 +326,19 @@ template <bool kControl>
   auto lose = [&]() __attribute__((always_inline)) {
     uint32_t mine = sig | kKeyed;
     tags_[own].compare_exchange_strong(mine, sig | kDead, std::memory_order_acq_rel);
+    spillForget(own, sig);
     count_.fetch_sub(1, std::memory_order_relaxed);
   };
   // (The lines are read after the fence: a twin whose keyed store preceded
   // this fence shows here; one that follows it will see this slot keyed.)
   // All lines are compared first, this insert's own slot left out (bucket
   // oj's bit, and by index where a repeated bucket shows it again): most
-  // inserts meet no other slot with their tag and are done.
-  for (uint64_t m = sigSlots() & ~(uint64_t(1) << (16 * oj + own % kBucketSlots)); m; m &= m - 1) {
+  // inserts meet no other slot with their tag and are done. The second
+  // pair's lines only while the key's first bucket's overflow count is
+  // above 0 (R13: a twin there raised it before its keyed store and
+  // fence, and this insert's own slot there raised it above).
+  const uint64_t twins = spilled(c.bucket[0]) ? sigSlots() : sigSlotsFirst();
+  for (uint64_t m = twins & ~(uint64_t(1) << (16 * oj + own % kBucketSlots)); m; m &= m - 1) {
     uint32_t idx = slotOf(m);
     if (idx == own) [[unlikely]]
       continue;
@@ -344,12 +363,6 @@ template <bool kControl>
       return posOf(idx, wide);
     }
   }
-  // In the second pair: the overflow marker is raised before the key goes
-  // ready (R13). (oj >= 2 also where a bucket of the second pair is one of
-  // the first pair's, seen less loaded by a racing read: a marker raised
-  // for nothing, lowered again when the slot is freed.)
-  if (oj >= 2) [[unlikely]]
-    spillNote(c.bucket[0], own, hash);
   uint32_t mine = sig | kKeyed;
   if (!tags_[own].compare_exchange_strong(mine, sig | kReady, std::memory_order_acq_rel)) {
     // Killed by a twin in a lower slot: it will be ready, find it.

@@ -8,7 +8,8 @@
 // inserts claim a slot with one CAS on its tag, R10).
 // One control thread calls expire()/reclaim()/scan(). Nothing locks an
 // entry: who may write which field, and in which order, is set by the rules
-// R1-R9 of docs/architecture.md "Flow entries: concurrency rules".
+// R1-R9 of docs/architecture.md "Flow entries: concurrency rules"; the
+// overflow marker, R13.
 // Concurrency rule R7 (docs/architecture.md "Flow entries: concurrency rules"):
 // deleted positions are freed only after every worker has passed a quiescent
 // point of `qsbr`.

@@ -59,7 +59,9 @@ int32_t FlowTable::lookup(const FlowKey& k, uint32_t hash) const noexcept {
     if (tags_[idx].load(std::memory_order_acquire) == want && keyMatches(idx, wide, k))
       return posOf(idx, wide);
   }
-  // The second pair only while a key of this first bucket lives there (R13).
+  // Concurrency rule R13 (docs/architecture.md "Flow entries: concurrency rules"):
+  // the second pair only while a key of this first bucket lives there; a
+  // miss while its insert is under way ends in insert(), which reads all four.
   const int32_t r = spilled(b) ? lookupSecond(k, hash, want) : -1;
   if (r >= 0 || wide || !hint) return r;
   // A miss: most likely a new flow whose insert follows in this burst.
