@@ -498,6 +498,8 @@ class FlowTable {
   bool readKey(uint32_t idx, FlowKey& out) const noexcept;
   // kControl: insertFromControl()'s wait, bounded by control_budget_ pauses.
   template <bool kControl>
+  struct InsertTry;  // its steps (flow_table.cc)
+  template <bool kControl>
   int32_t insertOnce(const FlowKey& k, uint32_t hash, uint32_t hint, bool& retry) noexcept;
   // insertFromControl() with a hint for its first try.
   int32_t insertControlHinted(const FlowKey& k, uint32_t hash, uint32_t hint) noexcept;
