@@ -8,7 +8,8 @@
 // inserts claim a slot with one CAS on its tag, R10).
 // One control thread calls expire()/reclaim()/scan(). Nothing locks an
 // entry: who may write which field, and in which order, is set by the rules
-// R1-R9 of docs/architecture.md "Flow entries: concurrency rules".
+// R1-R9 of docs/architecture.md "Flow entries: concurrency rules"; the
+// overflow marker, R13.
 // Concurrency rule R7 (docs/architecture.md "Flow entries: concurrency rules"):
 // deleted positions are freed only after every worker has passed a quiescent
 // point of `qsbr`.
@@ -476,12 +477,29 @@ class FlowTable {
                                                       uint32_t n, int32_t* pos, uint32_t* hints) const noexcept;
 #endif
   bool avx2_ = false;  // the CPU has AVX2: lookupBulk() runs lookupBulkAvx2()
+  // The overflow marker (docs/architecture.md "The flow table"): spill_[b]
+  // counts the keys whose first bucket is b that live outside their first
+  // pair (saturating: at kSpillStuck it stays, a marker that never clears
+  // but stays true); a bulk lookup reads a key's second pair only while its
+  // first bucket's count is not 0. spill_hi_[slot]: 0, or kSpillBit | the top
+  // four bits of the hash of the key that spilled there (the tag holds the
+  // other 28), which reclaim() needs to find the count to lower.
+  static constexpr uint8_t kSpillStuck = 255, kSpillBit = 0x10;
+  std::unique_ptr<std::atomic<uint8_t>[]> spill_;
+  std::unique_ptr<std::atomic<uint8_t>[]> spill_hi_;
+  bool spilled(uint32_t first) const noexcept { return spill_[first].load(std::memory_order_acquire) != 0; }
+  // Worker or control thread: an insert's slot `idx` outside its key's first pair, before it goes ready.
+  void spillNote(uint32_t first, uint32_t idx, uint32_t hash) noexcept;
+  // Its undo (the insert lost before going ready), and reclaim()'s (the slot is freed).
+  void spillForget(uint32_t idx, uint32_t tag) noexcept;
   int32_t bulkMiss(const FlowKey& k, uint32_t hash, uint32_t b, uint32_t mask, uint32_t want,
                    uint32_t* hint) const noexcept;
   bool keyMatches(uint32_t idx, bool wide, const FlowKey& k) const noexcept;
   void writeKey(uint32_t idx, bool wide, const FlowKey& k) noexcept;
   bool readKey(uint32_t idx, FlowKey& out) const noexcept;
   // kControl: insertFromControl()'s wait, bounded by control_budget_ pauses.
+  template <bool kControl>
+  struct InsertTry;  // its steps (flow_table.cc)
   template <bool kControl>
   int32_t insertOnce(const FlowKey& k, uint32_t hash, uint32_t hint, bool& retry) noexcept;
   // insertFromControl() with a hint for its first try.

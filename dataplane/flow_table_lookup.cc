@@ -59,7 +59,10 @@ int32_t FlowTable::lookup(const FlowKey& k, uint32_t hash) const noexcept {
     if (tags_[idx].load(std::memory_order_acquire) == want && keyMatches(idx, wide, k))
       return posOf(idx, wide);
   }
-  const int32_t r = lookupSecond(k, hash, want);
+  // Concurrency rule R13 (docs/architecture.md "Flow entries: concurrency rules"):
+  // the second pair only while a key of this first bucket lives there; a
+  // miss while its insert is under way ends in insert(), which reads all four.
+  const int32_t r = spilled(b) ? lookupSecond(k, hash, want) : -1;
   if (r >= 0 || wide || !hint) return r;
   // A miss: most likely a new flow whose insert follows in this burst.
   // Its slot (the first empty one of the bucket insert() picks) is
@@ -139,7 +142,8 @@ template <bool kAvx2>
       __builtin_prefetch(line(b + 1), 0, 3);
     }
     // Stage 2: the pair's tags compared; the first candidate slot of each key
-    // prefetched, or, with none in the first pair, the second pair's tag lines.
+    // prefetched, or, with none in the first pair, the second pair's tag
+    // lines if the overflow marker says a key of this first bucket is there.
     // Slot b * 16 + bit for a match `bit` of the pair, less nslots_ when the
     // pair wraps (bit >= 16 of the last bucket: slot bit - 16 of bucket 0).
     for (uint32_t i = 0; i < cnt; ++i) {
@@ -160,9 +164,11 @@ template <bool kAvx2>
         else __builtin_prefetch(&narrow_[idx], 0, 3);
       } else {
         p.cand = kNoHint;
-        const uint32_t b2 = secondBucket(hs[i]);
-        __builtin_prefetch(line(b2), 0, 3);
-        __builtin_prefetch(line(b2 + 1), 0, 3);
+        if (spilled(b)) {
+          const uint32_t b2 = secondBucket(hs[i]);
+          __builtin_prefetch(line(b2), 0, 3);
+          __builtin_prefetch(line(b2 + 1), 0, 3);
+        }
       }
     }
     // Stage 3: keys compared, the first candidate's first (nearly every
