@@ -405,6 +405,8 @@ class FlowTable {
   // Bytes of slot, tag and neighbour memory reserved (virtual; pages become
   // resident as they are touched).
   size_t reservedBytes() const noexcept { return map_bytes_; }
+  // The overflow marker's heap bytes (a count per bucket, a note per slot).
+  size_t markerBytes() const noexcept { return size_t(nbuckets_) + nslots_; }
   // Of those, the bytes in the EAL's hugepage memory (tags and IPv4 slots when
   // the EAL has hugepages; 0 under --no-huge).
   size_t hugepageBytes() const noexcept { return huge_bytes_; }

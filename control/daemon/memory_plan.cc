@@ -140,6 +140,10 @@ uint64_t flowTableBytes(uint32_t capacity) {
   return flowTableIpv4Bytes(capacity) + page(flowSlots(capacity) * 128);
 }
 
+uint64_t flowTableMarkerBytes(uint32_t capacity) {
+  return flowSlots(capacity) + flowSlots(capacity) / dp::FlowTable::kBucketSlots;
+}
+
 uint64_t sentLogBytes(uint32_t capacity) { return SentLog::bytesFor(2 * flowSlots(capacity)); }
 
 uint64_t sentLogIpv4Bytes(uint32_t capacity) {
@@ -213,6 +217,9 @@ MemoryPlan planMemory(const Config& cfg, unsigned pci_ports, bool hugepages) {
                               " more once IPv6 flows fill it (anonymous memory)",
                           "dataplane.flow_table_size", ft, false});
   }
+  plan.parts.push_back({"flow table overflow marker",
+                        "1 B per slot and per bucket (which keys live outside their first bucket pair)",
+                        "dataplane.flow_table_size", flowTableMarkerBytes(d.flow_table_size), false});
   if (sync) {
     uint64_t sl = sentLogBytes(d.flow_table_size), sl4 = sentLogIpv4Bytes(d.flow_table_size);
     plan.parts.push_back({"fleet sync",

@@ -61,6 +61,9 @@ uint64_t mbufObjectBytes(unsigned data_room);
 // an IPv4-only table touches (tags + IPv4 slots).
 uint64_t flowTableBytes(uint32_t capacity);
 uint64_t flowTableIpv4Bytes(uint32_t capacity);
+// The flow table's overflow marker (dp::FlowTable::markerBytes(), heap): 1 B
+// per slot and 1 B per bucket of 16 slots.
+uint64_t flowTableMarkerBytes(uint32_t capacity);
 // Bytes fleet sync's sent log (control/fleet/sync_sent_log.h) maps beside a table
 // of `capacity` keys: 8 B per table position, both halves; and the IPv4 half.
 uint64_t sentLogBytes(uint32_t capacity);

@@ -24,6 +24,7 @@ TEST(MemoryPlan, FlowTableMatchesTheTable) {
   for (uint32_t cap : {1024u, 65536u, 1000000u, 4194304u}) {
     dp::FlowTable t("t", cap, nullptr, 0);
     EXPECT_EQ(flowTableBytes(cap), t.reservedBytes()) << cap;
+    EXPECT_EQ(flowTableMarkerBytes(cap), t.markerBytes()) << cap;
     EXPECT_LT(flowTableIpv4Bytes(cap), flowTableBytes(cap));
     // ~1.1 slots per flow, 64 B per IPv4 slot and 4 B of tag: ~74.8 B per flow
     // (small tables: rounded up to whole pages).
