@@ -64,6 +64,14 @@ class Classes : public ::testing::Test {
     regions_.update(h_->config(), health_, nullptr, h_->now, nullptr);
     h_->republish(health_, nullptr, &regions_);
   }
+  // The class `name` on VLANs `vlans` to listener l1, then "rest" to l0 (the
+  // config's classes); returns the first, for a test that reorders them.
+  ctl::TrafficClassConfig vlanClassThenRest(const std::string& name, std::vector<uint16_t> vlans) {
+    auto t = cls(name, "l1");
+    t.match.vlans = std::move(vlans);
+    h_->config().traffic_classes = {t, cls("rest", "l0")};
+    return t;
+  }
   Result send(const Frame& f) {
     Result r = h_->send(f);
     h_->quiescent();
@@ -76,9 +84,7 @@ class Classes : public ::testing::Test {
 
 TEST_F(Classes, BothDirectionsOnTwoVlansReachTheSameListenerAndAppliance) {
   make(2);
-  auto t = cls("tenant-b", "l1");
-  t.match.vlans = {100, 200};
-  h_->config().traffic_classes = {t, cls("rest", "l0")};
+  vlanClassThenRest("tenant-b", {100, 200});
   publish();
   const Net& n = net();
   Result fwd = send(v4(n.fromVlan(100), kPortVlan, Ltcp(n.client4, n.server4, 40000, 443)));
@@ -96,9 +102,7 @@ TEST_F(Classes, BothDirectionsOnTwoVlansReachTheSameListenerAndAppliance) {
 // (R11), so both reach one appliance.
 TEST_F(Classes, APacketOfAnotherListenerFollowsAFlowCreatedEarlierInItsBurst) {
   make(2);
-  auto t = cls("tenant-b", "l1");
-  t.match.vlans = {100};
-  h_->config().traffic_classes = {t, cls("rest", "l0")};
+  vlanClassThenRest("tenant-b", {100});
   publish();
   const Net& n = net();
   Frame tagged = v4(n.fromVlan(100), kPortVlan, Ltcp(n.client4, n.server4, 40000, 443));
@@ -214,9 +218,7 @@ TEST_F(Classes, ALaterFragmentFollowsItsFlowsClassNotItsOwn) {
 TEST_F(Classes, AnIcmpErrorFollowsTheFlowItQuotes) {
   make(2);
   h_->config().server_groups[0].stickiness = ctl::Stickiness::kTwoTuple;
-  auto t = cls("tenant-b", "l1");
-  t.match.vlans = {100, 200};
-  h_->config().traffic_classes = {t, cls("rest", "l0")};
+  vlanClassThenRest("tenant-b", {100, 200});
   publish();
   const Net& n = net();
   Bytes syn = Ltcp(n.client4, n.server4, 40000, 443);
@@ -236,9 +238,7 @@ TEST_F(Classes, AnIcmpErrorFollowsTheFlowItQuotes) {
 // reclassifies leaves them, as it leaves the flow.
 TEST_F(Classes, AFlowKeepsTheClassItWasCreatedUnder) {
   make(2);
-  auto a = cls("tenant-a", "l1");
-  a.match.vlans = {100};
-  h_->config().traffic_classes = {a, cls("rest", "l0")};
+  auto a = vlanClassThenRest("tenant-a", {100});
   publish();
   const Net& n = net();
   send(v4(n.fromVlan(100), kPortVlan, Ltcp(n.client4, n.server4, 40000, 443)));
