@@ -18,6 +18,7 @@
 
 #include "common/flow_key.h"
 #include "common/geneve.h"
+#include "common/idle_timeout.h"
 #include "common/net_types.h"
 #include "common/traffic_class.h"
 #include "common/vxlan.h"
@@ -141,8 +142,12 @@ struct GroupView {
   uint64_t endpoint_id = 0, attachment_id = 0;
   bool vxlan = false;       // VXLAN (aws false): two tunnels, inner frame, no cookie
   VxlanTunnels tunnels;     // VXLAN: its tunnels' ports and VNIs
-  uint64_t tcp_idle_ns = 350'000'000'000ULL;
-  uint64_t other_idle_ns = 120'000'000'000ULL;
+  // The idle timeouts as a flow entry holds them (idleTimeoutMs: whole ms,
+  // rounded up), so a new flow's entry takes them without a division.
+  uint32_t tcp_idle_ms = idleTimeoutMs(350'000'000'000ULL);
+  uint32_t other_idle_ms = idleTimeoutMs(120'000'000'000ULL);
+  uint64_t tcpIdleNs() const noexcept { return uint64_t(tcp_idle_ms) * 1'000'000; }
+  uint64_t otherIdleNs() const noexcept { return uint64_t(other_idle_ms) * 1'000'000; }
   std::vector<uint16_t> maglev;  // slot -> server id (kNoAppliance when none)
   uint8_t listener = kNoListener;  // the listener it serves: flow keys carry the listener
   // Forwarding checks (health_check.forwarding): the inner addresses of the

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "common/flow_key.h"
+#include "common/idle_timeout.h"
 #include "common/traffic_class.h"
 #include "common/net_types.h"
 #include "dataplane/neighbour_table.h"
@@ -134,7 +135,7 @@ struct TickTime {
 // Every store() clears them; learning another L2 for a direction clears its bit.
 struct IdleTimeout {
   static constexpr uint32_t kOpenedBit = 1u << 31;
-  static constexpr uint32_t kMsMask = (1u << 23) - 1;
+  static constexpr uint32_t kMsMask = kIdleMsMax;  // common/idle_timeout.h
   static constexpr int kClassGenShift = 23;
   static constexpr uint32_t kClassGenMask = 0x3Fu << kClassGenShift;  // generations 1..63; 0: none
   static constexpr uint32_t kClassDirBit = 1u << 29;                  // << d: direction d
@@ -147,8 +148,12 @@ struct IdleTimeout {
   // `opened` only with a nonzero timeout (R3: the word is 0 only while creating).
   void store(uint64_t ns, std::memory_order o = std::memory_order_relaxed, bool opened = false,
              uint32_t class_mark = 0) noexcept {
-    uint64_t v = (ns + 999'999) / 1'000'000;
-    uint32_t m = uint32_t(v > kMsMask ? kMsMask : v == 0 && ns ? 1 : v);
+    storeMs(idleTimeoutMs(ns), o, opened, class_mark);
+  }
+  // The same from m = idleTimeoutMs(ns) (at most kMsMask), as a group keeps it
+  // (GroupView::tcp_idle_ms).
+  void storeMs(uint32_t m, std::memory_order o = std::memory_order_relaxed, bool opened = false,
+               uint32_t class_mark = 0) noexcept {
     ms.store(m | uint32_t(opened) << 31 | (class_mark & kClassMarks), o);
   }
   uint64_t ns(std::memory_order o = std::memory_order_relaxed) const noexcept {
@@ -501,7 +506,7 @@ class FlowTable {
   bool readKey(uint32_t idx, FlowKey& out) const noexcept;
   // kControl: insertFromControl()'s wait, bounded by control_budget_ pauses.
   template <bool kControl>
-  struct InsertTry;  // its steps (flow_table.cc)
+  struct InsertTry;  // its steps (flow_table_insert.cc)
   template <bool kControl>
   int32_t insertOnce(const FlowKey& k, uint32_t hash, uint32_t hint, bool& retry) noexcept;
   // insertFromControl() with a hint for its first try.

@@ -221,7 +221,7 @@ struct alignas(64) FlowTable::Slot6 {
   FlowEntry e;
 };
 
-// Inserts (flow_table.cc) and lookups (flow_table_lookup.cc) compare keys.
+// Inserts (flow_table_insert.cc) and lookups (flow_table_lookup.cc) compare keys.
 [[gnu::always_inline]] inline bool FlowTable::keyMatches(uint32_t idx, bool wide, const FlowKey& k) const noexcept {
   if (wide) return std::memcmp(&wide_[idx].key, &k, sizeof k) == 0;
   return flow_slot::sameKey4(narrow_[idx].key, flow_slot::toKey4(k));

@@ -29,7 +29,7 @@ namespace {
 // Concurrency rule R1 (docs/architecture.md "Flow entries: concurrency rules"):
 // every creator writes flow_hash and last_seen, the CAS winner the creation fields.
 inline uint64_t ensureRoute(FlowEntry& e, uint16_t server, uint32_t cookie, uint32_t flow_hash,
-                            uint64_t idle_ns, uint64_t now, uint16_t origin, bool& created,
+                            uint32_t idle_ms, uint64_t now, uint16_t origin, bool& created,
                             bool opened = false, uint32_t class_mark = 0) noexcept {
   uint64_t r = e.route.load(std::memory_order_acquire);
   if (r & kRouteSet) return r;
@@ -39,7 +39,7 @@ inline uint64_t ensureRoute(FlowEntry& e, uint16_t server, uint32_t cookie, uint
   if (e.route.compare_exchange_strong(r, want, std::memory_order_acq_rel)) {
     e.created.store(now);
     e.origin.store(origin, std::memory_order_relaxed);
-    e.idle_timeout.store(idle_ns, std::memory_order_release, opened, class_mark);
+    e.idle_timeout.storeMs(idle_ms, std::memory_order_release, opened, class_mark);
     created = true;
     return want;
   }
@@ -109,7 +109,7 @@ template <bool kClasses, bool kLean>
       return drop(c, m, pos == FlowTable::kAbandoned ? Counter::drop_flow_insert_abandoned
                                                      : Counter::drop_flow_table_full);
     uint8_t proto = p.icmp_error ? p.quoted.proto : p.tuple.proto;
-    uint64_t idle = proto == kProtoTcp ? g.tcp_idle_ns : g.other_idle_ns;
+    uint32_t idle = proto == kProtoTcp ? g.tcp_idle_ms : g.other_idle_ms;
     bool created = false;
     // The cookie is a function of the flow and its appliance only, so every
     // gateway of a fleet gives this flow the same one (docs/fleet.md).
@@ -189,7 +189,7 @@ template <bool kClasses, bool kLean>
       const uint16_t fo = e.origin.load(std::memory_order_relaxed);
       const uint16_t origin = uint16_t((fo & ~1u) | (ref.dir != originDir(fo) ? 1u : 0u));
       uint64_t frag_route = ensureRoute(fe, routeAppliance(route), routeCookie(route), flow_hash,
-                                        kFragmentTimeoutNs, c.now, origin, fcreated);
+                                        idleTimeoutMs(kFragmentTimeoutNs), c.now, origin, fcreated);
       // The first fragment owns the entry: a live entry left by an earlier
       // datagram with the same addresses, protocol and IP ID (another flow
       // reusing the ID within the fragment timeout, or this flow before it

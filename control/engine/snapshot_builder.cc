@@ -128,8 +128,8 @@ dp::GroupView groupView(const ApplianceGroupConfig& gc) {
     g.tunnels.port[kVxlanInternal] = gc.vxlan.internal.port;
     g.tunnels.vni[kVxlanInternal] = gc.vxlan.internal.vni;
   }
-  g.tcp_idle_ns = uint64_t(gc.tcp_idle_timeout_s) * 1'000'000'000ULL;
-  g.other_idle_ns = uint64_t(gc.other_idle_timeout_s) * 1'000'000'000ULL;
+  g.tcp_idle_ms = idleTimeoutMs(uint64_t(gc.tcp_idle_timeout_s) * 1'000'000'000ULL);
+  g.other_idle_ms = idleTimeoutMs(uint64_t(gc.other_idle_timeout_s) * 1'000'000'000ULL);
   if (gc.health_check.forwardingActive()) {
     const auto& fp = gc.health_check.forwarding_probe;
     if (fp.dst.isV6()) {

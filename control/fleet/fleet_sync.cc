@@ -127,7 +127,7 @@ bool FleetSync::planInstall(const dp::Snapshot* s, const sync::Record& r, uint64
   const dp::ApplianceSlot& sv = s->appliances[p.id];
   if (sv.group >= s->groups.size()) return stop = InstallResult::kUnknownAppliance, false;
   const dp::GroupView& g = s->groups[sv.group];
-  p.idle_ns = r.key.proto == kProtoTcp ? g.tcp_idle_ns : g.other_idle_ns;
+  p.idle_ns = r.key.proto == kProtoTcp ? g.tcpIdleNs() : g.otherIdleNs();
   p.seen = now - std::min<uint64_t>(uint64_t(r.idle_for_ms) * 1'000'000, now);
   p.born = now - std::min<uint64_t>(uint64_t(r.age_ms) * 1'000'000, now);
   // A record older than the idle timeout would expire at the next sweep.
@@ -325,7 +325,7 @@ void FleetSync::updateView(uint64_t now) {
   // within a third of it if it has packets, and expires within it if not.
   if (const dp::Snapshot* s = snapshot_ ? snapshot_() : nullptr) {
     uint64_t idle = 0;
-    for (const dp::GroupView& g : s->groups) idle = std::max(idle, g.tcp_idle_ns);
+    for (const dp::GroupView& g : s->groups) idle = std::max(idle, g.tcpIdleNs());
     if (idle) view_.setHorizon(2 * idle);
   }
   // Written only on a change: the flag shares a cache line with what the

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/geneve.h"
+#include "common/idle_timeout.h"
 #include "tests/dp/dp_harness.h"
 
 namespace gwlb::dptest {
@@ -394,6 +395,30 @@ TEST(Stickiness, TwoTupleKeepsAddressPairOnOneApplianceAcrossProtocols) {
   EXPECT_EQ(apps.size(), 1u);
   EXPECT_EQ(cookies.size(), 1u);
   EXPECT_EQ(h.get(Counter::flows_created), 1u);
+}
+
+// A new flow's entry takes its group's idle timeout for its protocol, as the
+// snapshot keeps it in whole ms (GroupView::tcp_idle_ms, other_idle_ms).
+TEST(IdleTimeouts, ANewFlowTakesItsGroupsTimeoutForItsProtocol) {
+  EXPECT_EQ(idleTimeoutMs(0), 0u);
+  EXPECT_EQ(idleTimeoutMs(1), 1u) << "rounded up: a timeout is never cut to 0";
+  EXPECT_EQ(idleTimeoutMs(1'000'000), 1u);
+  EXPECT_EQ(idleTimeoutMs(1'000'001), 2u);
+  EXPECT_EQ(idleTimeoutMs(~0ULL), kIdleMsMax) << "at most what the entry's 23 bits hold";
+  Harness h;
+  h.config().server_groups[0].tcp_idle_timeout_s = 61;
+  h.config().server_groups[0].other_idle_timeout_s = 97;
+  h.republish();
+  const Net& n = net();
+  const IpAddr &c = n.client4, &s = n.server4;
+  ASSERT_EQ(h.send(v4(n.fromA(), kPortA, ipv4(c, s, 6, tcp(c, s, 40000, 80)))).verdict, Verdict::kAppliance);
+  ASSERT_EQ(h.send(v4(n.fromA(), kPortA, ipv4(c, s, 17, udp(c, s, 5353, 53, pattern(8))))).verdict,
+            Verdict::kAppliance);
+  std::map<uint8_t, uint64_t> idle;
+  h.flows().forEach([&](const FlowKey& k, int32_t, const dp::FlowEntry& e) { idle[k.proto] = e.idle_timeout.ns(); });
+  ASSERT_EQ(idle.size(), 2u);
+  EXPECT_EQ(idle[6], 61'000'000'000ULL) << "TCP: the group's tcp_idle_timeout";
+  EXPECT_EQ(idle[17], 97'000'000'000ULL) << "UDP: the group's other_idle_timeout";
 }
 
 }  // namespace
