@@ -143,7 +143,7 @@ struct alignas(64) WorkerState {
   uint64_t classBypassedBytes(uint16_t cls) const noexcept { return read(class_bypassed_bytes[cls]); }
   uint64_t bypassedPackets(uint16_t appliance) const noexcept { return read(appliance_bypassed_packets[appliance]); }
   uint64_t bypassedBytes(uint16_t appliance) const noexcept { return read(appliance_bypassed_bytes[appliance]); }
-  void countClass(uint16_t cls, uint64_t bytes) noexcept {
+  void countClass(uint32_t cls, uint64_t bytes) noexcept {
     bump(class_packets[cls], 1);
     bump(class_bytes[cls], bytes);
   }

@@ -67,13 +67,19 @@ struct Ctx {
   // direction (IdleTimeout::classMark), set once per burst (setClassBurst)
   // so that a packet's check is one mask and one compare (R12).
   uint32_t class_mark[2];
-  // With traffic classes: Snapshot::class_flow_origin under
-  // Snapshot::class_by_flow, else -1 (keyOrClassify), also once per burst.
-  int32_t class_flow_origin;
+  // With traffic classes, also once per burst (keyOrClassify): 0 under
+  // Snapshot::class_by_flow, else 1 (or'ed into a packet's own flags);
+  // Snapshot::class_flow_origin, and its listener where the key's last word
+  // holds it (flowKeyListenerWord).
+  uint8_t class_not_by_flow;
+  uint16_t class_flow_origin;
+  uint64_t class_flow_listener_word;
   void setClassBurst() noexcept {
     class_mark[0] = IdleTimeout::classMark(s.class_gen, 0);
     class_mark[1] = IdleTimeout::classMark(s.class_gen, 1);
-    class_flow_origin = s.class_by_flow ? s.class_flow_origin : -1;
+    class_not_by_flow = s.class_by_flow ? 0 : 1;
+    class_flow_origin = s.class_flow_origin;
+    class_flow_listener_word = flowKeyListenerWord(originListener(s.class_flow_origin));
   }
 };
 
@@ -236,10 +242,12 @@ inline constexpr uint8_t kFragmentListener = 0;
 // Snapshot::class_by_flow, stage 1: a whole packet keyed by the five-tuple
 // under the one listener inspect classes go to (`origin`: class_flow_origin),
 // its class left to stage 3 (classifyByFlow).
-[[gnu::always_inline]] inline void keyForFlowClass(FlowRef& ref, const ParsedPacket& p, uint16_t origin) noexcept {
+// `listener_word`: origin's listener as flowKeyListenerWord places it.
+[[gnu::always_inline]] inline void keyForFlowClass(FlowRef& ref, const ParsedPacket& p, uint16_t origin,
+                                                   uint64_t listener_word) noexcept {
   ref.origin = origin;
   if (p.tuple.src.family == 4) [[likely]] {
-    ref.hash = makeFlowKeyV4(p.tuple, StickinessMode::kFiveTuple, originListener(origin), ref.key, ref.dir);
+    ref.hash = makeFlowKeyV4Word(p.tuple, StickinessMode::kFiveTuple, listener_word, ref.key, ref.dir);
     ref.fragment_key = false;
   } else {
     ref = refFor(p, StickinessMode::kFiveTuple, originListener(origin));
@@ -279,12 +287,12 @@ bool classifyAndMark(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowRef& ref, i
   FlowEntry& e = c.dp.flows->entry(pos);
   if (!e.idle_timeout.classMarked(c.class_mark[ref.dir])) [[unlikely]]
     return nullptr;
-  const uint16_t o = e.origin.load(std::memory_order_relaxed);
+  const uint32_t o = e.origin.load(std::memory_order_relaxed);
   // originClass's slot, or past kMaxClasses for none (o >> 5 == 0 wraps).
-  const uint32_t slot = (uint32_t(o) >> 5) - 1u;
+  const uint32_t slot = (o >> 5) - 1u;
   if (slot >= kMaxClasses || !sameL2(c, m, p, e, ref.dir)) [[unlikely]]
     return nullptr;
-  c.w.countClass(uint16_t(slot), m->pkt_len);
+  c.w.countClass(slot, m->pkt_len);
   ref.origin = uint16_t(o & ~1u);
   return &e;
 }
@@ -341,8 +349,9 @@ int32_t findAnyListener(Ctx& c, const ParsedPacket& p, FlowRef& ref,
 // stage 3; any other packet is classified now. False when it was handled here.
 [[gnu::always_inline]] inline bool keyOrClassify(Ctx& c, rte_mbuf* m, const ParsedPacket& p, FlowRef& ref,
                                                  bool& late) noexcept {
-  late = c.class_flow_origin >= 0 && !(p.icmp_error | p.is_fragment);
-  if (late) return keyForFlowClass(ref, p, uint16_t(c.class_flow_origin)), true;
+  const uint8_t other = uint8_t(p.icmp_error | p.is_fragment) | c.class_not_by_flow;
+  late = other == 0;
+  if (other == 0) return keyForFlowClass(ref, p, c.class_flow_origin, c.class_flow_listener_word), true;
   return classifyInspect(c, m, p, ref) || classifyForward(c, m, p, ref);
 }
 
