@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "common/net_types.h"
 #include "common/packet_parser.h"
@@ -112,11 +113,19 @@ inline uint32_t flowHash(const FlowKey& k) noexcept {
 // order of two addresses is the order of their first four bytes read
 // big-endian), written as its five 8-byte words, and the same hash, taken
 // from those words in registers (two of them are zero). Returns the hash.
-// makeFlowKeyV4Word takes the listener in place in the key's last word
-// (flowKeyListenerWord), for a caller that takes it once for many packets.
-constexpr uint64_t flowKeyListenerWord(uint8_t listener) noexcept { return uint64_t(listener) << 48; }
-inline uint32_t makeFlowKeyV4Word(const L4Tuple& t, StickinessMode mode, uint64_t listener_word, FlowKey& k,
-                                  uint8_t& dir) noexcept {
+// `listener`: the listener's number, or a ListenerWord (the same placed in
+// the key's last word) for a caller that takes it once for many packets.
+struct ListenerWord {
+  uint64_t word;
+  explicit constexpr ListenerWord(uint8_t listener) noexcept : word(uint64_t(listener) << 48) {}
+};
+constexpr uint64_t listenerWord(uint8_t listener) noexcept { return uint64_t(listener) << 48; }
+constexpr uint64_t listenerWord(ListenerWord w) noexcept { return w.word; }
+template <typename Listener = uint8_t>
+[[gnu::always_inline]] inline uint32_t makeFlowKeyV4(const L4Tuple& t, StickinessMode mode, Listener listener,
+                                                     FlowKey& k, uint8_t& dir) noexcept {
+  static_assert(std::is_same_v<Listener, uint8_t> || std::is_same_v<Listener, ListenerWord>,
+                "a listener's number (uint8_t) or its ListenerWord");
   static_assert(std::endian::native == std::endian::little && offsetof(FlowKey, b) == 16 &&
                     offsetof(FlowKey, port_a) == 32 && offsetof(FlowKey, port_b) == 34 &&
                     offsetof(FlowKey, proto) == 36 && offsetof(FlowKey, family) == 37 &&
@@ -133,7 +142,7 @@ inline uint32_t makeFlowKeyV4Word(const L4Tuple& t, StickinessMode mode, uint64_
   bool swap = sh > dh || (sh == dh && sp > dp);
   const uint64_t a = swap ? d4 : s4, b = swap ? s4 : d4;
   const uint64_t tail = uint64_t(swap ? dp : sp) | uint64_t(swap ? sp : dp) << 16 |
-                        uint64_t(proto) << 32 | uint64_t(4) << 40 | listener_word |
+                        uint64_t(proto) << 32 | uint64_t(4) << 40 | listenerWord(listener) |
                         uint64_t(KeyKind::kFlow) << 56;
   // Word by word straight into the key (a five-word array copied in went
   // through the stack: 8 more instructions a packet).
@@ -153,10 +162,6 @@ inline uint32_t makeFlowKeyV4Word(const L4Tuple& t, StickinessMode mode, uint64_
   h = detail::hashStep(h, tail);
   h = detail::hashFinal(h ^ detail::g_hash_key.k1);
   return uint32_t(h ^ (h >> 32));
-}
-inline uint32_t makeFlowKeyV4(const L4Tuple& t, StickinessMode mode, uint8_t listener, FlowKey& k,
-                              uint8_t& dir) noexcept {
-  return makeFlowKeyV4Word(t, mode, flowKeyListenerWord(listener), k, dir);
 }
 inline KeyedPacket makeFlowKeyV4(const L4Tuple& t, StickinessMode mode, uint8_t listener) noexcept {
   KeyedPacket kp;

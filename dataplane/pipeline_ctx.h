@@ -69,17 +69,16 @@ struct Ctx {
   uint32_t class_mark[2];
   // With traffic classes, also once per burst (keyOrClassify): 0 under
   // Snapshot::class_by_flow, else 1 (or'ed into a packet's own flags);
-  // Snapshot::class_flow_origin, and its listener where the key's last word
-  // holds it (flowKeyListenerWord).
+  // Snapshot::class_flow_origin, and its listener as the key holds it.
   uint8_t class_not_by_flow;
   uint16_t class_flow_origin;
-  uint64_t class_flow_listener_word;
+  ListenerWord class_flow_listener{0};
   void setClassBurst() noexcept {
     class_mark[0] = IdleTimeout::classMark(s.class_gen, 0);
     class_mark[1] = IdleTimeout::classMark(s.class_gen, 1);
     class_not_by_flow = s.class_by_flow ? 0 : 1;
     class_flow_origin = s.class_flow_origin;
-    class_flow_listener_word = flowKeyListenerWord(originListener(s.class_flow_origin));
+    class_flow_listener = ListenerWord(originListener(s.class_flow_origin));
   }
 };
 
@@ -242,12 +241,12 @@ inline constexpr uint8_t kFragmentListener = 0;
 // Snapshot::class_by_flow, stage 1: a whole packet keyed by the five-tuple
 // under the one listener inspect classes go to (`origin`: class_flow_origin),
 // its class left to stage 3 (classifyByFlow).
-// `listener_word`: origin's listener as flowKeyListenerWord places it.
+// `listener`: originListener(origin), taken once per burst.
 [[gnu::always_inline]] inline void keyForFlowClass(FlowRef& ref, const ParsedPacket& p, uint16_t origin,
-                                                   uint64_t listener_word) noexcept {
+                                                   ListenerWord listener) noexcept {
   ref.origin = origin;
   if (p.tuple.src.family == 4) [[likely]] {
-    ref.hash = makeFlowKeyV4Word(p.tuple, StickinessMode::kFiveTuple, listener_word, ref.key, ref.dir);
+    ref.hash = makeFlowKeyV4(p.tuple, StickinessMode::kFiveTuple, listener, ref.key, ref.dir);
     ref.fragment_key = false;
   } else {
     ref = refFor(p, StickinessMode::kFiveTuple, originListener(origin));
@@ -351,7 +350,7 @@ int32_t findAnyListener(Ctx& c, const ParsedPacket& p, FlowRef& ref,
                                                  bool& late) noexcept {
   const uint8_t other = uint8_t(p.icmp_error | p.is_fragment) | c.class_not_by_flow;
   late = other == 0;
-  if (other == 0) return keyForFlowClass(ref, p, c.class_flow_origin, c.class_flow_listener_word), true;
+  if (other == 0) return keyForFlowClass(ref, p, c.class_flow_origin, c.class_flow_listener), true;
   return classifyInspect(c, m, p, ref) || classifyForward(c, m, p, ref);
 }
 

@@ -156,8 +156,8 @@ TEST_F(FlowHashKeyed, PortsCollidingUnderOneKeySpreadUnderAnother) {
   EXPECT_LT(still, chosen.size() / 16) << still << " of " << chosen.size() << " still collide";
 }
 
-// makeFlowKeyV4 gives makeFlowKey's key and direction and flowHash's hash
-// (unkeyed and keyed).
+// makeFlowKeyV4 (the listener by number or as a ListenerWord) gives
+// makeFlowKey's key and direction and flowHash's hash (unkeyed and keyed).
 TEST(FastKey, V4KeyIsTheGeneralKey) {
   std::mt19937 rng(13);
   struct Restore {
@@ -189,6 +189,12 @@ TEST(FastKey, V4KeyIsTheGeneralKey) {
       ASSERT_EQ(h, flowHash(&x.key, sizeof x.key, 0));
       ASSERT_TRUE(k == x.key);
       ASSERT_EQ(dir, x.dir);
+      // The listener given as the key holds it (the class path's per-burst form).
+      FlowKey kw;
+      uint8_t dir_w = 9;
+      ASSERT_EQ(makeFlowKeyV4(t, m, ListenerWord(uint8_t(i % 3)), kw, dir_w), h);
+      ASSERT_TRUE(kw == x.key);
+      ASSERT_EQ(dir_w, x.dir);
     }
   }
 }
