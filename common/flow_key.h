@@ -115,11 +115,11 @@ inline uint32_t flowHash(const FlowKey& k) noexcept {
 // from those words in registers (two of them are zero). Returns the hash.
 // `listener`: the listener's number, or a ListenerWord (the same placed in
 // the key's last word) for a caller that takes it once for many packets.
+constexpr uint64_t listenerWord(uint8_t listener) noexcept { return uint64_t(listener) << 48; }
 struct ListenerWord {
   uint64_t word;
-  explicit constexpr ListenerWord(uint8_t listener) noexcept : word(uint64_t(listener) << 48) {}
+  explicit constexpr ListenerWord(uint8_t listener) noexcept : word(listenerWord(listener)) {}
 };
-constexpr uint64_t listenerWord(uint8_t listener) noexcept { return uint64_t(listener) << 48; }
 constexpr uint64_t listenerWord(ListenerWord w) noexcept { return w.word; }
 template <typename Listener = uint8_t>
 [[gnu::always_inline]] inline uint32_t makeFlowKeyV4(const L4Tuple& t, StickinessMode mode, Listener listener,

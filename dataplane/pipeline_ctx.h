@@ -241,7 +241,7 @@ inline constexpr uint8_t kFragmentListener = 0;
 // Snapshot::class_by_flow, stage 1: a whole packet keyed by the five-tuple
 // under the one listener inspect classes go to (`origin`: class_flow_origin),
 // its class left to stage 3 (classifyByFlow).
-// `listener`: originListener(origin), taken once per burst.
+// `listener`: originListener(origin) as a ListenerWord, taken once per burst.
 [[gnu::always_inline]] inline void keyForFlowClass(FlowRef& ref, const ParsedPacket& p, uint16_t origin,
                                                    ListenerWord listener) noexcept {
   ref.origin = origin;
