@@ -76,6 +76,15 @@ def test_fleet_ipv6(lab, args):
     for k in GW6:
         a4 = lab.run("router", "ip", "-4", "addr", "show", "dev", f"r-gw{k}").stdout
         assert "inet " not in a4, f"r-gw{k} has IPv4: {a4}"
+    # Each gwlbd is an IPv6-only node: no node.underlay_ip in its config, none in its status.
+    for k in GW6:
+        cfg = open(os.path.join(lab.dir, f"gw{k}", "gwlbd.yaml"), encoding="utf-8").read()
+        assert "underlay_ip:" not in cfg, f"gw{k}'s gwlbd.yaml sets node.underlay_ip"
+        underlay = ctl(lab, k, "status").get("underlay")
+        assert underlay is not None and underlay.get("ipv4") is None and underlay.get("ipv6"), \
+            f"gw{k}: gwlbctl status: underlay {underlay!r}, expected an IPv6 address and no IPv4 one"
+    print("each gateway is an IPv6-only node: no node.underlay_ip, status underlay",
+          ", ".join(f"gw{k} {ctl(lab, k, 'status')['underlay']['ipv6']}" for k in GW6))
 
     # IPv6 inside (LAB_IPV6=1): the gateways' ::/0 is one route over the same
     # IPv6 next hops, and UDP over IPv6 crosses the fleet intact.
