@@ -87,6 +87,25 @@ inline void drop(Ctx& c, rte_mbuf* m, Counter why) noexcept {
   rte_pktmbuf_free(m);
 }
 
+// A returning packet's appliance (by its outer source address: IPv4 when
+// `v4`, else byIp6(snapshot, address)) into `server`, and its group; null
+// after counting the drop: no routable appliance there (`unknown`, each
+// format its own counter), an outer fragment, or a group the snapshot lacks.
+// Both return formats (dataplane/pipeline_return.h, return_vxlan.cc) start here.
+template <typename ByIp6>
+[[gnu::always_inline]] inline const GroupView* returnGroup(Ctx& c, rte_mbuf* m, const ParsedPacket& outer, bool v4,
+                                                           ByIp6 byIp6, Counter unknown, uint16_t& server) noexcept {
+  const Snapshot& s = c.s;
+  server = v4 ? s.applianceByIp(outer.tuple.src.v4HostOrder()) : byIp6(s, outer.tuple.src.b.data());
+  // kNoAppliance is past every id (n_appliances <= kMaxApplianceIds).
+  static_assert(kMaxApplianceIds <= kNoAppliance);
+  if (server >= c.n_appliances || !s.appliances[server].routable) return drop(c, m, unknown), nullptr;
+  if (outer.is_fragment) return drop(c, m, Counter::drop_bad_fragment), nullptr;
+  const ApplianceSlot& sv = s.appliances[server];
+  if (sv.group >= c.n_groups) return drop(c, m, Counter::drop_no_server_group), nullptr;
+  return &s.groups[sv.group];
+}
+
 // A flow moved to another appliance (rebalance, a SYN off a reset appliance).
 inline void countMove(Ctx& c, MoveReason why) noexcept {
   c.w.counters.inc(Counter::flows_rebalanced);

@@ -24,17 +24,13 @@ namespace gwlb::dp::burst {
 template <bool kLean>
 [[gnu::always_inline]] inline bool prepareReturn(Ctx& c, rte_mbuf* m, const ParsedPacket& outer, ParsedPacket& in, FlowRef& ref,
                    ReturnInfo& ri) noexcept {
-  const Snapshot& s = c.s;
-  uint16_t server = kLean || outer.ip_version == 4 ? s.applianceByIp(outer.tuple.src.v4HostOrder())
-                                          : s.applianceByIp6(outer.tuple.src.b.data());
-  // kNoAppliance is past every id (n_appliances <= kMaxApplianceIds).
-  static_assert(kMaxApplianceIds <= kNoAppliance);
-  if (server >= c.n_appliances || !s.appliances[server].routable)
-    return drop(c, m, Counter::drop_geneve_unknown_appliance), false;
-  if (outer.is_fragment) return drop(c, m, Counter::drop_bad_fragment), false;
-  const ApplianceSlot& sv = s.appliances[server];
-  if (sv.group >= c.n_groups) return drop(c, m, Counter::drop_no_server_group), false;
-  const GroupView& g = s.groups[sv.group];
+  uint16_t server;
+  const GroupView* gv = returnGroup(
+      c, m, outer, kLean || outer.ip_version == 4,
+      [](const Snapshot& s, const uint8_t* a) { return s.applianceByIp6(a); },
+      Counter::drop_geneve_unknown_appliance, server);
+  if (!gv) return false;
+  const GroupView& g = *gv;
 
   uint8_t* f = rte_pktmbuf_mtod(m, uint8_t*);
   const size_t gen_off = size_t(outer.l4_offset) + 8;

@@ -23,17 +23,11 @@ namespace {
 // VXLAN carries no cookie: the flow is checked by appliance only (finishReturn).
 bool prepareReturnVxlan(Ctx& c, rte_mbuf* m, const ParsedPacket& outer, ParsedPacket& in, FlowRef& ref,
                         ReturnInfo& ri) noexcept {
-  const Snapshot& s = c.s;
-  uint16_t appliance = outer.ip_version == 4 ? s.applianceByIp(outer.tuple.src.v4HostOrder())
-                                          : applianceByIp6Cold(s, outer.tuple.src.b.data());
-  // kNoAppliance is past every id (n_appliances <= kMaxApplianceIds).
-  static_assert(kMaxApplianceIds <= kNoAppliance);
-  if (appliance >= c.n_appliances || !s.appliances[appliance].routable)
-    return drop(c, m, Counter::drop_vxlan_unknown_appliance), false;
-  if (outer.is_fragment) return drop(c, m, Counter::drop_bad_fragment), false;
-  const ApplianceSlot& sv = s.appliances[appliance];
-  if (sv.group >= c.n_groups) return drop(c, m, Counter::drop_no_server_group), false;
-  const GroupView& g = s.groups[sv.group];
+  uint16_t appliance;
+  const GroupView* gv = returnGroup(c, m, outer, outer.ip_version == 4, applianceByIp6Cold,
+                                    Counter::drop_vxlan_unknown_appliance, appliance);
+  if (!gv) return false;
+  const GroupView& g = *gv;
   if (!g.vxlan) return drop(c, m, Counter::drop_vxlan_wrong_format), false;
 
   uint8_t* f = rte_pktmbuf_mtod(m, uint8_t*);
