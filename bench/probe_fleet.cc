@@ -69,6 +69,7 @@ struct Result {
   uint64_t completed = 0, reports = 0, healthy = 0;
   uint64_t handshakes = 0, resumed = 0;  // https: at the listener
   uint64_t steady_completed = 0;         // after the first two intervals (callgrind's count)
+  double steady_user_s = 0, steady_sys_s = 0;  // the checker's CPU meanwhile (no first round)
   long preempted = 0;
   uint32_t win_min = 0, win_median = 0, win_max = 0;
   double win_ideal = 0;
@@ -138,6 +139,7 @@ Result runOne(const Options& o, const std::string& proto, bench::ProbeTargets& l
   const double warm_s = std::min(o.duration_s / 2, 2.0 * o.interval_ms / 1000.0);
   io.run_for(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(warm_s)));
   const uint64_t steady0 = completedNow();
+  const CpuTimes cs = threadCpu();
   CALLGRIND_TOGGLE_COLLECT;
   io.run_for(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.duration_s - warm_s)));
   CALLGRIND_TOGGLE_COLLECT;
@@ -151,6 +153,8 @@ Result runOne(const Options& o, const std::string& proto, bench::ProbeTargets& l
   r.resumed = ls.resumed() - res0;
   r.user_s = c1.user - c0.user;
   r.sys_s = c1.sys - c0.sys;
+  r.steady_user_s = c1.user - cs.user;
+  r.steady_sys_s = c1.sys - cs.sys;
   r.preempted = c1.involuntary - c0.involuntary;
   r.load_after = loadAvg();
   r.reports = reports;
@@ -251,6 +255,11 @@ int main(int argc, char** argv) {
     std::snprintf(win, sizeof win, "%u-%u-%u (ideal %.0f); /100ms %u-%u", r.win_min, r.win_median,
                   r.win_max, r.win_ideal, r.win100_min, r.win100_max);
     const double per = r.completed ? 1e6 / double(r.completed) : 0.0;  // us per probe per CPU second
+    // The same after the first two intervals: no first round (for HTTPS, no
+    // full handshakes), what a fleet probed for hours costs.
+    const auto steady = [&r](double s) {
+      return r.steady_completed ? 1e6 * s / double(r.steady_completed) : 0.0;
+    };
     std::printf("%-5s %8zu %9.0f %9.1f%% %7.1f%% %7.1f%% %9.1f %8.1f %8.1f %8llu %40s %8.1f%% %5.1f-%.1f\n",
                 r.protocol.c_str(), r.targets, double(r.completed) / r.wall_s, 100 * cpu / r.wall_s,
                 100 * r.user_s / r.wall_s, 100 * r.sys_s / r.wall_s, per * cpu, per * r.user_s, per * r.sys_s,
@@ -267,7 +276,8 @@ int main(int argc, char** argv) {
                   "\"arrivals_per_100ms\":{\"min\":%u,\"max\":%u},\"windows_by_arrivals\":[%s],"
                   "\"listener_pct_of_core\":%.1f,\"preempted\":%ld,\"load_avg_1m\":[%.2f,%.2f],"
                   "\"user_us_per_probe\":%.2f,\"sys_us_per_probe\":%.2f,\"tls_handshakes\":%llu,"
-                  "\"tls_resumed\":%llu,\"steady_completed\":%llu}",
+                  "\"tls_resumed\":%llu,\"steady_completed\":%llu,\"steady_user_us_per_probe\":%.2f,"
+                  "\"steady_sys_us_per_probe\":%.2f}",
                   i ? "," : "", r.protocol.c_str(), r.targets, r.wall_s, r.user_s, r.sys_s,
                   100 * cpu / r.wall_s, 100 * r.user_s / r.wall_s, 100 * r.sys_s / r.wall_s,
                   static_cast<unsigned long long>(r.completed), double(r.completed) / r.wall_s,
@@ -276,7 +286,8 @@ int main(int argc, char** argv) {
                   100 * r.listener_s / r.wall_s,
                   r.preempted, r.load_before, r.load_after, per * r.user_s, per * r.sys_s,
                   static_cast<unsigned long long>(r.handshakes), static_cast<unsigned long long>(r.resumed),
-                  static_cast<unsigned long long>(r.steady_completed));
+                  static_cast<unsigned long long>(r.steady_completed), steady(r.steady_user_s),
+                  steady(r.steady_sys_s));
     j += buf;
   }
   j += "]}";

@@ -7,6 +7,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -150,6 +151,108 @@ int StatusReader::feed(const char* d, size_t n) {
     status_ = code;
     result_ = 1;
   }
+  return result_;
+}
+
+int ResponseFramer::fail(std::string why) {
+  why_ = std::move(why);
+  result_ = -1;
+  return result_;
+}
+
+namespace {
+
+std::string_view trimWs(std::string_view v) {
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+  return v;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? char(c + ('a' - 'A')) : c; };
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [&](char x, char y) { return lower(x) == lower(y); });
+}
+
+}  // namespace
+
+// One header line of the head, without its line end. What decides whether
+// the connection can carry the next request: Content-Length (one value, or
+// the same value repeated), Transfer-Encoding (any: not framed here) and
+// Connection's tokens (close). Everything else is skipped.
+void ResponseFramer::headerLine() {
+  std::string_view l(line_);
+  if (!l.empty() && (l.front() == ' ' || l.front() == '\t')) {
+    bad_length_ = true;  // obsolete line folding: what it continues is unknown
+    return;
+  }
+  const size_t colon = l.find(':');
+  if (colon == std::string_view::npos) return;
+  const std::string_view name = l.substr(0, colon), value = trimWs(l.substr(colon + 1));
+  if (iequals(name, "content-length")) {
+    int64_t v = 0;
+    bool ok = !value.empty() && value.size() <= 18;
+    for (char c : value) {
+      if (c < '0' || c > '9') ok = false;
+      else v = v * 10 + (c - '0');
+    }
+    if (!ok || (length_ >= 0 && v != length_)) bad_length_ = true;
+    else length_ = v;
+  } else if (iequals(name, "transfer-encoding")) {
+    chunked_ = true;
+  } else if (iequals(name, "connection")) {
+    size_t start = 0;
+    while (start <= value.size()) {
+      size_t comma = value.find(',', start);
+      if (comma == std::string_view::npos) comma = value.size();
+      if (iequals(trimWs(value.substr(start, comma - start)), "close")) close_ = true;
+      start = comma + 1;
+    }
+  }
+}
+
+int ResponseFramer::feed(const char* d, size_t n) {
+  size_t i = 0;
+  while (result_ == 0 && i < n) {
+    if (in_body_) {
+      const size_t take = size_t(std::min<uint64_t>(body_left_, n - i));
+      i += take;
+      body_left_ -= take;
+      if (body_left_ == 0) result_ = 1;
+      break;
+    }
+    const char c = d[i++];
+    if (++head_bytes_ > kMaxHeadBytes)
+      return fail("response head longer than " + std::to_string(kMaxHeadBytes) + " bytes");
+    if (c != '\n') {
+      line_ += c;
+      continue;
+    }
+    if (!line_.empty() && line_.back() == '\r') line_.pop_back();
+    if (first_line_) {  // the status line's reason phrase
+      first_line_ = false;
+      line_.clear();
+      continue;
+    }
+    if (!line_.empty()) {
+      headerLine();
+      line_.clear();
+      continue;
+    }
+    // The blank line: the head is over.
+    if (status_ == 101) return fail("101 Switching Protocols");
+    if (close_) return fail("Connection: close");
+    if (chunked_) return fail("Transfer-Encoding (chunked bodies are not framed)");
+    if (bad_length_) return fail("unusable Content-Length");
+    if (status_ < 200 || status_ == 204 || status_ == 304) length_ = 0;
+    if (length_ < 0) return fail("no Content-Length");
+    if (uint64_t(length_) > kMaxBody)
+      return fail("body of " + std::to_string(length_) + " bytes (over " + std::to_string(kMaxBody) + ")");
+    in_body_ = true;
+    body_left_ = uint64_t(length_);
+    if (body_left_ == 0) result_ = 1;
+  }
+  if (result_ == 1 && i < n) return fail("bytes after the response");
   return result_;
 }
 
@@ -319,6 +422,7 @@ class PreparedProbe {
   std::string request;      // http(s): the whole GET
   std::string sni;          // https: sniName(domain)
   std::string session_key;  // https: whose TLS session a probe resumes and keeps
+  std::string conn_key;     // keep_alive: whose kept connection a probe asks on
 };
 
 PreparedProbe::PreparedProbe(const ProbeSpec& s) : spec(s) {
@@ -352,14 +456,48 @@ PreparedProbe::PreparedProbe(const ProbeSpec& s) : spec(s) {
     host += ":" + std::to_string(spec.port);
   }
   request = "GET " + spec.path + " HTTP/1.1\r\nHost: " + host +
-            "\r\nUser-Agent: gwlb-probe\r\nAccept: */*\r\nConnection: close\r\n\r\n";
-  if (spec.protocol != Protocol::kHttps) return;
-  sni = sniName(spec.domain);
-  // A session is only resumed by a probe that would have checked the
-  // certificate the same way: the key holds all that decides it.
-  session_key = spec.address.str() + "|" + std::to_string(spec.port) + "|" + sni + "|" +
-                (spec.verify_tls ? "v|" + spec.ca_file : "-");
+            "\r\nUser-Agent: gwlb-probe\r\nAccept: */*\r\n" +
+            (spec.keep_alive ? "" : "Connection: close\r\n") + "\r\n";
+  if (spec.protocol == Protocol::kHttps) {
+    sni = sniName(spec.domain);
+    // A session is only resumed by a probe that would have checked the
+    // certificate the same way: the key holds all that decides it.
+    session_key = spec.address.str() + "|" + std::to_string(spec.port) + "|" + sni + "|" +
+                  (spec.verify_tls ? "v|" + spec.ca_file : "-");
+  }
+  // A kept connection is asked only by a probe that would have opened it the
+  // same way (and checked its certificate the same way).
+  if (spec.keep_alive)
+    conn_key = std::string(toString(spec.protocol)) + "|" + spec.address.str() + "|" + std::to_string(spec.port) +
+               "|" + sni + "|" + (spec.verify_tls ? "v|" + spec.ca_file : "-") + "|" + spec.device + "|" +
+               (spec.source ? spec.source->str() : "");
 }
+
+// ---------------------------------------------------------------------------
+// Connections kept between probes (keep_alive)
+
+// A connection of a probe: its socket and, for HTTPS, its TLS stream on it.
+// Heap-held, so that the stream's reference to the socket stays good while
+// the connection moves from a probe to KeptConnections and to the next one.
+struct KeptConnections::Conn {
+  explicit Conn(asio::io_context& io) : sock(io) {}
+  ~Conn() {
+    // Closed with a reset, never a close_notify: marked as shut down all the
+    // same, or freeing the SSL would mark its session unusable.
+    if (tls) SSL_set_shutdown(tls->native_handle(), SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+    tls.reset();
+    error_code ec;
+    sock.close(ec);  // linger {1,0}: RST if connected; a pending SYN is simply dropped
+  }
+  tcp::socket sock;
+  std::unique_ptr<ssl::stream<tcp::socket&>> tls;
+  uint32_t requests = 0;  // responses read on it
+};
+
+struct KeptConnections::Entry {
+  std::unique_ptr<Conn> conn;
+  Clock::time_point last;  // its last response
+};
 
 namespace {
 
@@ -368,9 +506,11 @@ namespace {
 
 class ProbeSession : public std::enable_shared_from_this<ProbeSession> {
  public:
+  using Conn = KeptConnections::Conn;
   ProbeSession(asio::io_context& io, std::shared_ptr<const PreparedProbe> prepared, ProbeCallback cb,
-               ssl::context* tls)
-      : prep_(std::move(prepared)), spec_(prep_->spec), cb_(std::move(cb)), tls_ctx_(tls), sock_(io), timer_(io) {}
+               ssl::context* tls, std::weak_ptr<KeptConnections> kept, bool keep)
+      : prep_(std::move(prepared)), spec_(prep_->spec), cb_(std::move(cb)), tls_ctx_(tls),
+        fresh_(std::make_unique<Conn>(io)), kept_(std::move(kept)), keep_(keep), timer_(io) {}
 
   void start();
 
@@ -379,12 +519,14 @@ class ProbeSession : public std::enable_shared_from_this<ProbeSession> {
 
   void onTimeout();
   void onConnect(const error_code& ec);
+  void useFresh();  // the request goes on the fresh connection
   void startTls();
   void onHandshake(const error_code& ec);
   void sendRequest();
   void onWrite(const error_code& ec);
   void readMore();
   void onRead(const error_code& ec, size_t n);
+  bool staleKept(const error_code& ec);  // the kept connection is gone: use the fresh one
   void judge();  // the status is known: finish with ok or bad_status
   void keepTlsSession(ProbeResult& r);
   void finish(const char* reason, std::string detail, int status = 0);
@@ -395,13 +537,18 @@ class ProbeSession : public std::enable_shared_from_this<ProbeSession> {
   const ProbeSpec& spec_;  // prep_'s
   ProbeCallback cb_;
   ssl::context* tls_ctx_;
-  tcp::socket sock_;
+  std::unique_ptr<Conn> fresh_;  // this probe's own connection (its connect is the proof)
+  std::unique_ptr<Conn> reused_;  // keep_alive: the connection kept from an earlier probe
+  Conn* conn_ = nullptr;          // the one the request goes on: fresh_ or reused_
+  std::weak_ptr<KeptConnections> kept_;
+  bool keep_;  // keep_alive with a KeptConnections
   asio::steady_timer timer_;
-  std::unique_ptr<ssl::stream<tcp::socket&>> tls_;
   std::array<char, 512> buf_{};  // one read; the reader keeps no bytes beyond 13
   StatusReader reader_;
+  std::optional<ResponseFramer> framer_;  // keep_: where the response ends
   Clock::time_point start_;
   Phase phase_ = Phase::kConnect;
+  bool handshook_ = false;  // a TLS handshake was done by this probe
   bool done_ = false;
 };
 
@@ -409,16 +556,17 @@ void ProbeSession::start() {
   start_ = Clock::now();
   if (!prep_->invalid.empty()) return finish("invalid_spec", prep_->invalid);
 
+  tcp::socket& sock = fresh_->sock;
   error_code ec;
-  sock_.open(prep_->target.protocol(), ec);
+  sock.open(prep_->target.protocol(), ec);
   if (ec) return finish("connect_failed", "socket: " + ec.message());
   // Abortive close for every probe: TCP success ends with RST as the domain
   // asks, and no probe leaves TIME_WAIT behind on the prober.
-  sock_.set_option(asio::socket_base::linger(true, 0), ec);
+  sock.set_option(asio::socket_base::linger(true, 0), ec);
   if (!spec_.device.empty()) {
     // Bound to the device, the kernel routes the probe out of it or not at
     // all (no other route applies): docs/deploy.md "Where probes travel".
-    if (::setsockopt(sock_.native_handle(), SOL_SOCKET, SO_BINDTODEVICE, spec_.device.c_str(),
+    if (::setsockopt(sock.native_handle(), SOL_SOCKET, SO_BINDTODEVICE, spec_.device.c_str(),
                      socklen_t(spec_.device.size())) != 0)
       return finish("bind_failed", "interface " + spec_.device + ": " + std::strerror(errno));
   }
@@ -426,7 +574,7 @@ void ProbeSession::start() {
     if (spec_.source->family != spec_.address.family)
       return finish("bind_failed", "source " + spec_.source->str() + " is not the family of " +
                                        spec_.address.str());
-    sock_.bind(tcp::endpoint(toAsio(*spec_.source), 0), ec);
+    sock.bind(tcp::endpoint(toAsio(*spec_.source), 0), ec);
     if (ec) return finish("bind_failed", "bind " + spec_.source->str() + ": " + ec.message());
   }
 
@@ -434,8 +582,7 @@ void ProbeSession::start() {
   timer_.async_wait([self = shared_from_this()](const error_code& e) {
     if (!e) self->onTimeout();
   });
-  sock_.async_connect(prep_->target,
-                      [self = shared_from_this()](const error_code& e) { self->onConnect(e); });
+  sock.async_connect(prep_->target, [self = shared_from_this()](const error_code& e) { self->onConnect(e); });
 }
 
 void ProbeSession::onTimeout() {
@@ -447,6 +594,9 @@ void ProbeSession::onTimeout() {
       return finish("tls_handshake_failed", "TLS handshake not done within " + timeoutText());
     case Phase::kRequest:
     case Phase::kResponse:
+      // keep_alive: the status came and the verdict stands; only the end of
+      // the response did not (the connection is not kept).
+      if (reader_.result() > 0) return judge();
       return finish("response_timeout", "no final status line within " + timeoutText() +
                                             " (" + std::to_string(reader_.consumed()) +
                                             " bytes received)");
@@ -458,22 +608,34 @@ void ProbeSession::onConnect(const error_code& ec) {
   if (ec == asio::error::connection_refused) return finish("connect_refused", "connection refused");
   if (ec == asio::error::timed_out) return finish("connect_timeout", "connect: " + ec.message());
   if (ec) return finish("connect_failed", "connect: " + ec.message());
-  switch (spec_.protocol) {
-    case Protocol::kTcp: return finish("ok", "connected");
-    case Protocol::kHttp: return sendRequest();
-    case Protocol::kHttps: return startTls();
+  if (spec_.protocol == Protocol::kTcp) return finish("ok", "connected");
+  // keep_alive: the fresh connection proved the appliance accepts; the
+  // request goes on the connection kept from its last probe, if there is one.
+  if (keep_)
+    if (auto k = kept_.lock()) reused_ = k->take(prep_->conn_key, Clock::now());
+  if (reused_) {
+    conn_ = reused_.get();
+    return sendRequest();
   }
+  useFresh();
+}
+
+void ProbeSession::useFresh() {
+  conn_ = fresh_.get();
+  if (spec_.protocol == Protocol::kHttps) return startTls();
+  sendRequest();
 }
 
 void ProbeSession::startTls() {
   phase_ = Phase::kTls;
   try {
-    tls_ = std::make_unique<ssl::stream<tcp::socket&>>(sock_,
-                                                       tls_ctx_ ? *tls_ctx_ : defaultTlsContext());
+    fresh_->tls = std::make_unique<ssl::stream<tcp::socket&>>(fresh_->sock,
+                                                              tls_ctx_ ? *tls_ctx_ : defaultTlsContext());
   } catch (const boost::system::system_error& e) {  // SSL_new failed
     return finish("tls_handshake_failed", std::string("TLS setup: ") + e.what());
   }
-  SSL* s = tls_->native_handle();
+  ssl::stream<tcp::socket&>& tls = *fresh_->tls;
+  SSL* s = tls.native_handle();
   error_code ec;
   // SNI carries host names only, without a trailing dot (RFC 6066 section 3),
   // never address literals.
@@ -481,7 +643,7 @@ void ProbeSession::startTls() {
   if (!sni.empty() && SSL_set_tlsext_host_name(s, const_cast<char*>(sni.c_str())) != 1)
     return finish("tls_handshake_failed", "cannot set SNI: " + opensslError());
   if (spec_.verify_tls) {
-    tls_->set_verify_mode(ssl::verify_peer, ec);
+    tls.set_verify_mode(ssl::verify_peer, ec);
     if (!spec_.ca_file.empty()) {
       std::string err;
       X509_STORE* store = caStore(spec_.ca_file, err);
@@ -502,14 +664,14 @@ void ProbeSession::startTls() {
     }
     if (set != 1) return finish("tls_handshake_failed", "cannot set name check: " + opensslError());
   } else {
-    tls_->set_verify_mode(ssl::verify_none, ec);
+    tls.set_verify_mode(ssl::verify_none, ec);
   }
   if (SSL_SESSION* kept = tlsSessions().get(prep_->session_key)) {
     SSL_set_session(s, kept);  // the SSL takes its own reference
     SSL_SESSION_free(kept);
   }
-  tls_->async_handshake(ssl::stream_base::client,
-                        [self = shared_from_this()](const error_code& e) { self->onHandshake(e); });
+  tls.async_handshake(ssl::stream_base::client,
+                      [self = shared_from_this()](const error_code& e) { self->onHandshake(e); });
 }
 
 void ProbeSession::onHandshake(const error_code& ec) {
@@ -518,23 +680,36 @@ void ProbeSession::onHandshake(const error_code& ec) {
     tlsSessions().put(prep_->session_key, nullptr);  // the next handshake is a full one
     std::string detail = "TLS handshake: " + ec.message();
     if (spec_.verify_tls) {
-      long v = SSL_get_verify_result(tls_->native_handle());
+      long v = SSL_get_verify_result(fresh_->tls->native_handle());
       if (v != X509_V_OK) detail += std::string(" (") + X509_verify_cert_error_string(v) + ")";
     }
     return finish("tls_handshake_failed", detail);
   }
+  handshook_ = true;
   sendRequest();
 }
 
 void ProbeSession::sendRequest() {
   phase_ = Phase::kRequest;
   auto h = [self = shared_from_this()](const error_code& e, size_t) { self->onWrite(e); };
-  if (tls_) asio::async_write(*tls_, asio::buffer(prep_->request), h);
-  else asio::async_write(sock_, asio::buffer(prep_->request), h);
+  if (conn_->tls) asio::async_write(*conn_->tls, asio::buffer(prep_->request), h);
+  else asio::async_write(conn_->sock, asio::buffer(prep_->request), h);
+}
+
+// A kept connection that fails before any byte of its response came was
+// closed by the appliance while it was idle (its keep-alive timeout, a
+// restart): not a verdict. The request goes again, on the fresh connection.
+bool ProbeSession::staleKept(const error_code& ec) {
+  if (!ec || conn_ != reused_.get() || reader_.consumed() > 0) return false;
+  reused_.reset();
+  reader_ = StatusReader();
+  useFresh();
+  return true;
 }
 
 void ProbeSession::onWrite(const error_code& ec) {
   if (done_) return;
+  if (staleKept(ec)) return;
   if (ec) return finish("response_failed", "sending request: " + ec.message());
   phase_ = Phase::kResponse;
   readMore();
@@ -543,19 +718,31 @@ void ProbeSession::onWrite(const error_code& ec) {
 void ProbeSession::readMore() {
   auto b = asio::buffer(buf_);
   auto h = [self = shared_from_this()](const error_code& e, size_t n) { self->onRead(e, n); };
-  if (tls_) tls_->async_read_some(b, h);
-  else sock_.async_read_some(b, h);
+  if (conn_->tls) conn_->tls->async_read_some(b, h);
+  else conn_->sock.async_read_some(b, h);
 }
 
 void ProbeSession::onRead(const error_code& ec, size_t n) {
   if (done_) return;
-  if (n > 0) {
-    int r = reader_.feed(buf_.data(), std::min(n, buf_.size()));
-    if (r > 0) return judge();
+  n = std::min(n, buf_.size());
+  if (n > 0 && framer_) {  // keep_alive: the rest of the response
+    if (framer_->feed(buf_.data(), n) != 0) return judge();
+  } else if (n > 0) {
+    const size_t before = reader_.consumed();
+    int r = reader_.feed(buf_.data(), n);
     if (r < 0)
       return finish(reader_.tooLarge() ? "response_too_large" : "malformed_response",
                     reader_.error());
+    if (r > 0) {
+      if (!keep_) return judge();
+      // Where this response ends decides whether its connection is kept.
+      const size_t took = reader_.consumed() - before;
+      framer_.emplace(reader_.status(), buf_[took - 1] == '\n');
+      if (framer_->feed(buf_.data() + took, n - took) != 0) return judge();
+    }
   }
+  if (framer_ && ec) return judge();  // the verdict stands; the connection is not kept
+  if (staleKept(ec)) return;
   if (ec == asio::error::eof || ec == ssl::error::stream_truncated) {
     return finish("malformed_response",
                   reader_.consumed() == 0
@@ -577,10 +764,11 @@ void ProbeSession::judge() {
            status);
 }
 
-// A response came over TLS: its session is kept for the target's next probe.
-// (TLS 1.3 tickets come after the handshake; by the response they are in.)
+// A response came over a connection this probe's handshake opened: its TLS
+// session is kept for the target's next handshake. (TLS 1.3 tickets come
+// after the handshake; by the response they are in.)
 void ProbeSession::keepTlsSession(ProbeResult& r) {
-  SSL* s = tls_->native_handle();
+  SSL* s = fresh_->tls->native_handle();
   r.resumed = SSL_session_reused(s) == 1;
   SSL_SESSION* kept = SSL_get1_session(s);
   if (kept && SSL_SESSION_is_resumable(kept) != 1) {
@@ -588,9 +776,6 @@ void ProbeSession::keepTlsSession(ProbeResult& r) {
     kept = nullptr;
   }
   tlsSessions().put(prep_->session_key, kept);
-  // The connection ends with a reset, not a close_notify: marked as shut
-  // down all the same, or freeing the SSL would mark its session unusable.
-  SSL_set_shutdown(s, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
 }
 
 void ProbeSession::finish(const char* reason, std::string detail, int status) {
@@ -602,10 +787,17 @@ void ProbeSession::finish(const char* reason, std::string detail, int status) {
   r.status = status;
   r.elapsed = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start_);
   r.detail = std::move(detail);
-  error_code ec;
+  r.reused = conn_ && conn_ == reused_.get();
   timer_.cancel();
-  if (tls_ && status != 0) keepTlsSession(r);
-  sock_.close(ec);  // linger {1,0}: RST if connected; a pending SYN is simply dropped
+  if (handshook_ && status != 0) keepTlsSession(r);
+  // keep_alive: a connection whose response ended exactly is kept for the
+  // target's next probe, until it has served kMaxRequests. Every other
+  // connection closes with a reset (Conn's destructor).
+  if (conn_ && framer_ && framer_->result() == 1 && ++conn_->requests < KeptConnections::kMaxRequests)
+    if (auto k = kept_.lock())
+      k->put(prep_->conn_key, conn_ == reused_.get() ? std::move(reused_) : std::move(fresh_), Clock::now());
+  reused_.reset();
+  fresh_.reset();
   ProbeCallback cb = std::move(cb_);
   cb_ = nullptr;
   if (cb) cb(r);
@@ -633,9 +825,72 @@ void startProbe(asio::io_context& io, const ProbeSpec& spec, ProbeCallback cb,
 
 void startProbe(asio::io_context& io, std::shared_ptr<const PreparedProbe> prepared, ProbeCallback cb,
                 ssl::context* tls) {
-  auto session = std::make_shared<ProbeSession>(io, std::move(prepared), std::move(cb), tls);
+  startProbe(io, std::move(prepared), std::move(cb), tls, nullptr);
+}
+
+void startProbe(asio::io_context& io, std::shared_ptr<const PreparedProbe> prepared, ProbeCallback cb,
+                ssl::context* tls, const std::shared_ptr<KeptConnections>& kept) {
+  const bool keep = kept && prepared->spec.keep_alive && !prepared->conn_key.empty();
+  auto session = std::make_shared<ProbeSession>(io, std::move(prepared), std::move(cb), tls, kept, keep);
   // Start from the loop so the callback never runs inside startProbe().
   asio::post(io, [session] { session->start(); });
+}
+
+KeptConnections::KeptConnections(size_t capacity, std::chrono::milliseconds max_idle)
+    : capacity_(capacity), max_idle_(max_idle) {
+  if (capacity_ == 0) {
+    // Each kept connection holds a descriptor: at most half of the limit,
+    // so that probes' own sockets and the rest of the process still open.
+    struct rlimit rl {};
+    capacity_ = ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? size_t(rl.rlim_cur / 2)
+                                                                                   : kMaxCapacity;
+  }
+  capacity_ = std::min(capacity_, kMaxCapacity);
+}
+
+KeptConnections::~KeptConnections() = default;
+
+size_t KeptConnections::size() const { return map_.size(); }
+
+void KeptConnections::clear() { map_.clear(); }
+
+std::unique_ptr<KeptConnections::Conn> KeptConnections::take(const std::string& key, Clock::time_point now) {
+  auto it = map_.find(key);
+  if (it == map_.end()) return nullptr;
+  std::unique_ptr<Entry> e = std::move(it->second);
+  map_.erase(it);
+  if (now - e->last >= max_idle_) {
+    ++expired_;
+    return nullptr;
+  }
+  return std::move(e->conn);
+}
+
+void KeptConnections::put(const std::string& key, std::unique_ptr<Conn> c, Clock::time_point now) {
+  if (++puts_ % 1024 == 0) sweep(now);
+  auto it = map_.find(key);
+  if (it == map_.end() && map_.size() >= capacity_) {
+    ++refused_;
+    return;  // c closes
+  }
+  auto e = std::make_unique<Entry>();
+  e->conn = std::move(c);
+  e->last = now;
+  if (it == map_.end()) map_.emplace(key, std::move(e));
+  else it->second = std::move(e);  // a probe in flight alongside: the older closes
+}
+
+// Connections of targets no longer probed (removed, or their settings
+// changed) are closed once idle for max_idle.
+void KeptConnections::sweep(Clock::time_point now) {
+  for (auto it = map_.begin(); it != map_.end();) {
+    if (now - it->second->last >= max_idle_) {
+      ++expired_;
+      it = map_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 }  // namespace gwlb::probe

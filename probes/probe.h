@@ -9,6 +9,7 @@
 #include <boost/asio/ssl.hpp>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,6 +42,10 @@ struct ProbeSpec {
                                            // (SO_BINDTODEVICE): it leaves by that device only
   bool verify_tls = false;                 // verify the certificate (with ca_file)
   std::string ca_file;
+  // http(s): ask on a connection kept from this target's last probe (HTTP
+  // keep-alive), after a fresh TCP connect that proves the appliance still
+  // accepts. Needs a KeptConnections given to startProbe; see below.
+  bool keep_alive = false;
 };
 
 struct ProbeResult {
@@ -55,9 +60,51 @@ struct ProbeResult {
   std::chrono::microseconds elapsed{0};
   std::string detail;                      // human text, e.g. "HTTP 503 (expected 200-399)"
   bool resumed = false;                    // https: an earlier probe's TLS session was resumed
+  bool reused = false;                     // keep_alive: answered on a connection kept from
+                                           // an earlier probe (after a fresh TCP connect)
 };
 
 using ProbeCallback = std::function<void(const ProbeResult&)>;
+
+// The connections keep_alive probes keep between probes, one per target
+// (address, port, protocol, SNI and verification), for one io_context: the
+// owner (gwlbd's HealthChecker) destroys it before that io_context. Probes
+// in flight hold it weakly: a probe that ends after it is gone closes its
+// connection. A kept connection is used again only while it is younger
+// than kMaxIdle since its last response and has served fewer than
+// kMaxRequests probes; then the next probe opens (and resumes) a new one, so
+// the TLS handshake of a new connection is still proven at least that
+// often. It holds at most `capacity` connections (by default half of the
+// open-file limit, at most kMaxCapacity): beyond, a probe closes its
+// connection as without keep_alive (refused() counts them).
+class KeptConnections {
+ public:
+  static constexpr std::chrono::seconds kMaxIdle{30};
+  static constexpr uint32_t kMaxRequests = 100;
+  static constexpr size_t kMaxCapacity = 65536;
+  // capacity 0: from RLIMIT_NOFILE; max_idle: kMaxIdle but in tests.
+  explicit KeptConnections(size_t capacity = 0, std::chrono::milliseconds max_idle = kMaxIdle);
+  ~KeptConnections();
+  KeptConnections(const KeptConnections&) = delete;
+  KeptConnections& operator=(const KeptConnections&) = delete;
+  size_t size() const;
+  size_t capacity() const { return capacity_; }
+  uint64_t refused() const { return refused_; }   // not kept: full
+  uint64_t expired() const { return expired_; }   // closed unused: idle or worn out
+  // The session's side (probe.cc): opaque here.
+  struct Conn;
+  std::unique_ptr<Conn> take(const std::string& key, std::chrono::steady_clock::time_point now);
+  void put(const std::string& key, std::unique_ptr<Conn> c, std::chrono::steady_clock::time_point now);
+  void clear();
+
+ private:
+  void sweep(std::chrono::steady_clock::time_point now);
+  struct Entry;
+  std::map<std::string, std::unique_ptr<Entry>> map_;
+  size_t capacity_;
+  std::chrono::milliseconds max_idle_;
+  uint64_t refused_ = 0, expired_ = 0, puts_ = 0;
+};
 
 // Starts one probe. TCP: connect; success on connect, then close with RST
 // (SO_LINGER {1,0}). HTTP(S): GET path HTTP/1.1, Host, Connection: close; the
@@ -95,6 +142,10 @@ const ProbeSpec& specOf(const PreparedProbe& p);
 // The same as startProbe(io, spec, ...) with the spec prepared.
 void startProbe(boost::asio::io_context& io, std::shared_ptr<const PreparedProbe> prepared, ProbeCallback cb,
                 boost::asio::ssl::context* tls = nullptr);
+// The same with kept connections for a spec with keep_alive (null: none
+// kept, every probe opens its own as without keep_alive).
+void startProbe(boost::asio::io_context& io, std::shared_ptr<const PreparedProbe> prepared, ProbeCallback cb,
+                boost::asio::ssl::context* tls, const std::shared_ptr<KeptConnections>& kept);
 
 // The host name a probe sends as SNI and checks the certificate against:
 // `domain` without a trailing dot (RFC 6066 section 3: "without a trailing
@@ -139,6 +190,43 @@ class StatusReader {
   int status_ = 0;
   bool too_large_ = false;
   std::string error_;
+};
+
+// After a final status line (StatusReader), where the response ends, so
+// that its connection can carry the next request (keep_alive). Fed the bytes
+// after the ones StatusReader took. Only a response whose end is known from
+// its head is framed: a Content-Length up to kMaxBody, or a status that has
+// no body (1xx, 204, 304); chunked or unframed bodies, `Connection: close`,
+// a head over kMaxHeadBytes or bytes beyond the response end it as not
+// reusable (the connection is then closed; the verdict stands). Pure; fuzzable.
+class ResponseFramer {
+ public:
+  static constexpr size_t kMaxHeadBytes = 16 * 1024;
+  static constexpr size_t kMaxBody = 64 * 1024;
+  // `status_line_ended`: the byte after the code was the status line's LF.
+  explicit ResponseFramer(int status = 200, bool status_line_ended = false)
+      : status_(status), first_line_(!status_line_ended) {}
+  // Returns 1 when the response ended exactly here and the connection is
+  // reusable, 0 when more bytes are needed, -1 when it is not reusable
+  // (why()). Once 1 or -1, it stays so; bytes fed after 1 turn it to -1.
+  int feed(const char* data, size_t n);
+  int result() const { return result_; }
+  const std::string& why() const { return why_; }
+
+ private:
+  int fail(std::string why);
+  void headerLine();
+
+  int status_;
+  std::string line_;        // the current header line (bounded by kMaxHeadBytes)
+  size_t head_bytes_ = 0;
+  bool in_body_ = false;
+  bool first_line_;         // the rest of the status line comes first
+  int64_t length_ = -1;     // Content-Length; -1: none seen
+  uint64_t body_left_ = 0;
+  bool close_ = false, chunked_ = false, bad_length_ = false;
+  int result_ = 0;
+  std::string why_;
 };
 
 // "http_2xx", "http_3xx", "http_4xx", "http_5xx", "200", "200-299": false with

@@ -139,6 +139,7 @@ struct HealthCheckConfig {
   std::optional<IpAddr> source;            // management path only: bind probes to this address
   bool verify = false;                     // https: verify the certificate (implied by ca_file)
   std::string ca_file;                     // https: CA bundle; required with verify
+  bool keep_alive = false;                 // http(s): ask on a kept connection after a fresh connect
   bool jitter = true;                      // spread first probes over one interval
   // The in-band check (docs/product-rules.md "Forwarding checks"): beside the
   // check above, an ICMP echo request from probe_src to probe_dst, wrapped as

@@ -195,6 +195,8 @@ class Cross {
             std::to_string(d.suppress) + "), so nothing would ever be held down; raise max_hold or "
             "lower suppress");
     }
+    if (h.keep_alive && h.protocol == HealthProtocol::kTcp)
+      add(hp + ".keep_alive", "applies to http and https health checks only; protocol is tcp");
     if (h.protocol != HealthProtocol::kHttps) {
       const char* proto = toString(h.protocol);
       if (h.verify)

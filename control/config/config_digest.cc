@@ -85,6 +85,7 @@ void groupText(Text& t, DigestSection sec, const ApplianceGroupConfig& g, const 
       t.put(p + "healthy_threshold", h.healthy_threshold);
       t.put(p + "unhealthy_threshold", h.unhealthy_threshold);
       t.put(p + "verify", h.verify || !h.ca_file.empty());
+      if (h.keep_alive) t.put(p + "keep_alive", true);
       if (h.forwarding)
         t.put(p + "forwarding", h.forwarding_probe.src.str() + ">" + h.forwarding_probe.dst.str());
       break;

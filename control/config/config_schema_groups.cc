@@ -266,6 +266,11 @@ const Key kHealthKeys[] = {
     {.name = "ca_file", .kind = Kind::kString, .acc = member<&HealthCheckConfig::ca_file>(),
      .doc = "`https` only: CA bundle; required with `verify: true`, implies it when alone.",
      .what = "a file path", .after = kAfterProtocolVerify, .type_doc = "path"},
+    {.name = "keep_alive", .kind = Kind::kBool, .acc = member<&HealthCheckConfig::keep_alive>(),
+     .doc = "`http(s)` only: each probe still connects afresh (and resets), then asks on the "
+            "connection kept from the last probe: no TLS handshake a probe "
+            "([product-rules.md](product-rules.md#1-health-checks)).",
+     .after = kAfterProtocol},
     {.name = "jitter", .kind = Kind::kBool, .acc = member<&HealthCheckConfig::jitter>(),
      .doc = "Spread the first probes of many appliances over one interval."},
     {.name = "forwarding", .kind = Kind::kBool, .acc = member<&HealthCheckConfig::forwarding>(),

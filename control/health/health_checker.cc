@@ -64,7 +64,7 @@ HealthParams paramsOf(const HealthCheckConfig& h) {
 bool sameSpec(const probe::ProbeSpec& a, const probe::ProbeSpec& b) {
   return a.protocol == b.protocol && a.port == b.port && a.path == b.path &&
          a.domain == b.domain && a.timeout == b.timeout && a.source == b.source && a.device == b.device &&
-         a.verify_tls == b.verify_tls && a.ca_file == b.ca_file &&
+         a.verify_tls == b.verify_tls && a.ca_file == b.ca_file && a.keep_alive == b.keep_alive &&
          a.codes.size() == b.codes.size() &&
          std::equal(a.codes.begin(), a.codes.end(), b.codes.begin(),
                     [](auto& x, auto& y) { return x.lo == y.lo && x.hi == y.hi; });
@@ -90,6 +90,7 @@ HealthChecker::~HealthChecker() {
   // that owns its Target: drop it, or the two keep each other alive.
   // A probe still in flight calls back later: its epoch no longer matches.
   wheel_timer_.cancel();
+  kept_->clear();  // their sockets close while io_ is still there
   for (auto& [ip, t] : targets_) ++t->epoch, t->fwd_timer.cancel(), t->deliver = nullptr;
 }
 
@@ -117,6 +118,7 @@ probe::ProbeSpec HealthChecker::specFor(const HealthCheckConfig& h, const IpAddr
   s.device = path.device;
   s.verify_tls = h.verify;
   s.ca_file = h.ca_file;
+  s.keep_alive = h.keep_alive;
   return s;
 }
 
@@ -266,7 +268,7 @@ void HealthChecker::startProbe(const std::shared_ptr<Target>& t) {
         if (t->epoch != epoch) return;  // reconfigured or removed meanwhile
         judge(t, ip, r);
       }),
-      &tls_);
+      &tls_, kept_);
   } catch (...) {
     // A probe that could not even start: try again an interval later, then
     // let the control loop log and count the exception.

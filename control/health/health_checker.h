@@ -60,6 +60,7 @@ class HealthChecker {
   static probe::ProbeSpec specFor(const HealthCheckConfig& h, const IpAddr& address,
                                   const ProbePath& path);
   boost::asio::ssl::context& tls() { return tls_; }
+  const probe::KeptConnections& keptConnections() const { return *kept_; }
 
   // Forwarding checks (health_check.forwarding, docs/product-rules.md
   // "Forwarding checks"). `send` puts the probe with this token on the wire
@@ -100,6 +101,8 @@ class HealthChecker {
   boost::asio::io_context& io_;
   Reporter report_;
   boost::asio::ssl::context tls_;
+  // keep_alive checks' connections between probes (closed in the destructor).
+  std::shared_ptr<probe::KeptConnections> kept_ = std::make_shared<probe::KeptConnections>();
   std::map<uint32_t, std::shared_ptr<Target>> targets_;
   // The same targets by slot (Target::slot), as the wheel's entries name
   // them: a due probe finds its appliance without a search. A removed

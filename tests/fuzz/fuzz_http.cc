@@ -14,13 +14,22 @@
 //  - once 1 or -1, more bytes change nothing and are not taken;
 //  - at most kStatusPrefix + kMaxInterimBytes + interim prefixes are taken
 //    before a verdict: the reader never buffers a response.
+// After a verdict, the rest goes to gwlb::probe::ResponseFramer (where the
+// response ends, for a keep_alive probe's connection):
+//  - its result is 1, 0 or -1; -1 has a reason; whole, byte by byte and in
+//    the same splits it is the same;
+//  - 1 (reusable) only after a blank line within kMaxHeadBytes, for a status
+//    that is not 101; once 1 or -1 it stays so, and a byte more after 1
+//    makes it -1 (bytes after the response).
 #include <algorithm>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "probes/probe.h"
 #include "tests/fuzz/fuzz_check.h"
 
+using gwlb::probe::ResponseFramer;
 using gwlb::probe::StatusReader;
 
 namespace {
@@ -69,6 +78,44 @@ Res feedSplit(const char* d, size_t n, const std::vector<size_t>& cuts) {
   }
   s.feed(d + at, n - at);
   return check(s, d, n);
+}
+
+// The framer over the bytes after the verdict, fed whole, byte by byte and
+// split by `h`: the same answer every way.
+void checkFramer(const char* d, size_t n, int status, bool line_ended, uint32_t h) {
+  ResponseFramer whole(status, line_ended);
+  const int r = whole.feed(d, n);
+  FUZZ_CHECK(r == -1 || r == 0 || r == 1, "framer result %d", r);
+  FUZZ_CHECK(r == whole.result(), "feed and result() disagree");
+  if (r == -1) FUZZ_CHECK(!whole.why().empty(), "not reusable without a reason");
+  if (r == 1) {
+    FUZZ_CHECK(status != 101, "101 taken as reusable");
+    const std::string_view v(d, n);
+    FUZZ_CHECK(v.find("\n\r\n") != std::string_view::npos || v.find("\n\n") != std::string_view::npos ||
+                   (line_ended && (v.rfind("\r\n", 0) == 0 || v.rfind("\n", 0) == 0)),
+               "reusable without the head's blank line");
+  }
+  {
+    ResponseFramer b(status, line_ended);
+    for (size_t i = 0; i < n; ++i) b.feed(d + i, 1);
+    FUZZ_CHECK(b.result() == r, "framer byte by byte %d, whole %d", b.result(), r);
+  }
+  {
+    ResponseFramer sp(status, line_ended);
+    size_t at = 0;
+    for (int i = 0; i < 5 && n; ++i) {
+      h = h * 1103515245u + 12345u;
+      const size_t c = at + h % (n - at + 1);
+      sp.feed(d + at, c - at);
+      at = c;
+    }
+    sp.feed(d + at, n - at);
+    FUZZ_CHECK(sp.result() == r, "framer split %d, whole %d", sp.result(), r);
+  }
+  if (r != 0) {
+    whole.feed("x", 1);
+    FUZZ_CHECK(whole.result() == -1, "a byte after the end: %d", whole.result());
+  }
 }
 
 }  // namespace
@@ -120,6 +167,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     whole.feed(kMore, sizeof kMore - 1);
     FUZZ_CHECK(same(take(whole), full), "bytes after the verdict changed it");
   }
+  if (full.r == 1)
+    checkFramer(d + full.consumed, size - full.consumed, full.status, d[full.consumed - 1] == '\n', h);
   // Bounded: never more than the interim budget plus the status prefixes.
   FUZZ_CHECK(full.consumed <= StatusReader::kMaxInterimBytes + 1 +
                                   StatusReader::kStatusPrefix * (size_t(full.interim) + 1),

@@ -453,6 +453,17 @@ def http():
     h["nul_in_name"] = "HTTP/1.1 200 OK\r\nX\x00Y: z\r\n\r\n"
     h["big_head"] = "HTTP/1.1 200 OK\r\n" + "".join("X-H%d: %s\r\n" % (i, "v" * 60) for i in range(110)) + "\r\n"
     h["empty"] = ""
+    # keep_alive: where the response ends (ResponseFramer).
+    h["ka_framed"] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+    h["ka_framed_lf"] = "HTTP/1.1 200\ncontent-length:  0 \n\n"
+    h["ka_204"] = "HTTP/1.1 204 No Content\r\n\r\n"
+    h["ka_chunked"] = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n"
+    h["ka_close_token"] = "HTTP/1.1 200 OK\r\nConnection: keep-alive, Close\r\nContent-Length: 0\r\n\r\n"
+    h["ka_two_lengths"] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 02\r\n\r\nok"
+    h["ka_bad_length"] = "HTTP/1.1 200 OK\r\nContent-Length: 2x\r\n\r\nok"
+    h["ka_extra"] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n\r\n"
+    h["ka_big_body"] = "HTTP/1.1 200 OK\r\nContent-Length: 70000\r\n\r\n"
+    h["ka_body_short"] = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"
     return {k: v.encode("latin-1") for k, v in h.items()}
 
 

@@ -42,14 +42,16 @@ inline bool runUntil(asio::io_context& io, const std::function<bool()>& done,
 
 // Runs one probe on `io`; fails the test unless the callback fires exactly
 // once within the probe's timeout + 2 s.
+// With `kept`, a keep_alive spec asks on the connections it keeps.
 inline ProbeResult runProbe(asio::io_context& io, const ProbeSpec& spec,
-                            asio::ssl::context* tls = nullptr) {
+                            asio::ssl::context* tls = nullptr,
+                            const std::shared_ptr<KeptConnections>& kept = nullptr) {
   int calls = 0;
   ProbeResult res;
-  startProbe(io, spec, [&](const ProbeResult& r) {
+  startProbe(io, prepareProbe(spec), [&](const ProbeResult& r) {
     ++calls;
     res = r;
-  }, tls);
+  }, tls, kept);
   EXPECT_EQ(calls, 0) << "callback ran inside startProbe()";
   bool done = runUntil(io, [&] { return calls > 0; }, spec.timeout + 2s);
   EXPECT_TRUE(done) << "no result within timeout + 2 s";
@@ -57,9 +59,9 @@ inline ProbeResult runProbe(asio::io_context& io, const ProbeSpec& spec,
   io.poll();
   EXPECT_LE(calls, 1) << "callback ran more than once";
   EXPECT_LE(res.elapsed, spec.timeout + 2s);
-  std::printf("    probe %s %s:%u -> %s (%s) in %lld us\n", toString(spec.protocol),
+  std::printf("    probe %s %s:%u -> %s (%s)%s in %lld us\n", toString(spec.protocol),
               spec.address.str().c_str(), spec.port, res.reason.c_str(), res.detail.c_str(),
-              static_cast<long long>(res.elapsed.count()));
+              res.reused ? " on a kept connection" : "", static_cast<long long>(res.elapsed.count()));
   return res;
 }
 

@@ -117,6 +117,58 @@ TEST(StatusReader, GarbageFailsOnFirstWrongByte) {
   EXPECT_EQ(b.consumed(), 6u);
 }
 
+// Where a response ends (keep_alive): fed what follows the status code, as
+// the probe does. 1: the connection can carry the next request.
+TEST(ResponseFramer, Table) {
+  struct Case {
+    int status;
+    const char* rest;  // after "HTTP/1.1 NNN"
+    int want;
+    const char* why;   // part of why() for -1
+  };
+  const Case cases[] = {
+      {200, " OK\r\nContent-Length: 2\r\n\r\nok", 1, ""},
+      {200, " OK\r\ncontent-LENGTH:\t0 \r\nServer: x\r\n\r\n", 1, ""},
+      {200, "\nContent-Length: 0\n\n", 1, ""},  // lone LFs
+      {204, " No Content\r\n\r\n", 1, ""},
+      {304, " Not Modified\r\nContent-Length: 9\r\n\r\n", 1, ""},  // no body, whatever it says
+      {200, " OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok", 1, ""},
+      {200, " OK\r\nContent-Length: 2\r\n\r\no", 0, ""},
+      {200, " OK\r\nContent-Length: 2\r\n", 0, ""},
+      {200, " OK\r\n\r\n", -1, "no Content-Length"},
+      {200, " OK\r\nConnection: keep-alive, close\r\nContent-Length: 0\r\n\r\n", -1, "Connection: close"},
+      {200, " OK\r\nTransfer-Encoding: chunked\r\n\r\n", -1, "chunked"},
+      {200, " OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", -1, "Content-Length"},
+      {200, " OK\r\nContent-Length: -1\r\n\r\n", -1, "Content-Length"},
+      {200, " OK\r\nContent-Length: 1234567890123456789\r\n\r\n", -1, "Content-Length"},
+      {200, " OK\r\nX: a\r\n  folded\r\nContent-Length: 0\r\n\r\n", -1, "Content-Length"},
+      {200, " OK\r\nContent-Length: 65537\r\n\r\n", -1, "over 65536"},
+      {200, " OK\r\nContent-Length: 0\r\n\r\nX", -1, "bytes after the response"},
+      {101, " Switching Protocols\r\n\r\n", -1, "101"},
+  };
+  for (const Case& c : cases) {
+    const std::string rest = c.rest;
+    const bool ended = rest[0] == '\n';
+    ResponseFramer whole(c.status, ended);
+    EXPECT_EQ(whole.feed(rest.data() + ended, rest.size() - ended), c.want) << rest;
+    if (c.want < 0) EXPECT_NE(whole.why().find(c.why), std::string::npos) << rest << ": " << whole.why();
+    ResponseFramer bytes(c.status, ended);
+    for (size_t i = ended; i < rest.size(); ++i) bytes.feed(rest.data() + i, 1);
+    EXPECT_EQ(bytes.result(), c.want) << "byte by byte: " << rest;
+  }
+  // A head is bounded; a byte more after the end is not a reusable connection.
+  ResponseFramer big(200);
+  const std::string line = "X-Pad: " + std::string(100, 'p') + "\r\n";
+  std::string head = " OK\r\n";
+  while (head.size() <= ResponseFramer::kMaxHeadBytes) head += line;
+  EXPECT_EQ(big.feed(head.data(), head.size()), -1);
+  EXPECT_NE(big.why().find("longer than"), std::string::npos) << big.why();
+  ResponseFramer done(200);
+  const std::string ok = " OK\r\nContent-Length: 0\r\n\r\n";
+  ASSERT_EQ(done.feed(ok.data(), ok.size()), 1);
+  EXPECT_EQ(done.feed("H", 1), -1);
+}
+
 TEST(SniName, TrailingDotAndLiterals) {
   EXPECT_EQ(sniName("app.example.test."), "app.example.test");
   EXPECT_EQ(sniName("app.example.test"), "app.example.test");

@@ -127,6 +127,51 @@ TEST_F(ProbeTls, TheNextProbeResumesTheSession) {
   EXPECT_FALSE(verified.resumed);
 }
 
+// keep_alive over TLS: one handshake, then each probe connects afresh (and
+// resets) and asks on the kept TLS connection; no handshake on the fresh one.
+TEST_F(ProbeTls, KeepAliveAsksOnTheKeptTlsConnection) {
+  int handshakes = 0, requests = 0;
+  TestServer srv(io, [&](tcp::socket s) -> asio::awaitable<void> {
+    // Only a connection that sends something is taken for TLS: a probe's
+    // fresh connection is reset unused.
+    error_code ec;
+    co_await s.async_wait(tcp::socket::wait_read, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec || s.available(ec) == 0) co_return;
+    ssl::stream<tcp::socket> tls(std::move(s), server_ctx_);
+    co_await tls.async_handshake(ssl::stream_base::server, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) co_return;
+    ++handshakes;
+    std::string buf;
+    for (;;) {
+      size_t n = co_await asio::async_read_until(tls, asio::dynamic_buffer(buf, 16384), "\r\n\r\n",
+                                                 asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) co_return;
+      buf.erase(0, n);
+      ++requests;
+      co_await asio::async_write(tls, asio::buffer(kOk), asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) co_return;
+    }
+  });
+  auto kept = std::make_shared<KeptConnections>();
+  ProbeSpec spec = httpsSpec(srv.port());
+  spec.keep_alive = true;
+  for (int i = 0; i < 3; ++i) {
+    ProbeResult r = runProbe(io, spec, &client_ctx_, kept);
+    ASSERT_TRUE(r.ok) << i << ": " << r.reason << ": " << r.detail;
+    EXPECT_EQ(r.reused, i > 0) << i;
+  }
+  EXPECT_EQ(handshakes, 1);
+  EXPECT_EQ(requests, 3);
+  // No kept connection (all closed): the next probe's handshake is on its
+  // fresh connection, and resumes the session the first one made.
+  kept->clear();
+  ProbeResult r = runProbe(io, spec, &client_ctx_, kept);
+  ASSERT_TRUE(r.ok) << r.reason << ": " << r.detail;
+  EXPECT_FALSE(r.reused);
+  EXPECT_TRUE(r.resumed);
+  EXPECT_EQ(handshakes, 2);
+}
+
 TEST_F(ProbeTls, DefaultContextWhenNoneGiven) {
   TestServer srv(io, tlsHandler(kOk));
   ProbeResult r = runProbe(io, httpsSpec(srv.port()), nullptr);

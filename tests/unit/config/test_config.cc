@@ -980,6 +980,22 @@ TEST(ConfigHealth, CaFileImpliesVerifyOrIsAnError) {
   EXPECT_EQ(errs[0].path, "server_groups[0].health_check.ca_file");
 }
 
+// keep_alive: http(s) only; a tcp check has no request to keep a connection for.
+TEST(ConfigHealth, KeepAliveIsForHttpAndHttps) {
+  for (const char* proto : {"http", "https"}) {
+    Result r = parse(withGroup(std::string(kOneAppliance) + "\n    health_check: { protocol: " + proto +
+                               ", keep_alive: true }"));
+    ASSERT_TRUE(r.ok) << proto << ": " << formatErrors(r.errors);
+    EXPECT_TRUE(r.cfg.server_groups[0].health_check.keep_alive);
+  }
+  Result off = parse(withGroup(std::string(kOneAppliance) + "\n    health_check: { protocol: https }"));
+  ASSERT_TRUE(off.ok) << formatErrors(off.errors);
+  EXPECT_FALSE(off.cfg.server_groups[0].health_check.keep_alive) << "off unless asked for";
+  Result tcp = parse(withGroup(std::string(kOneAppliance) + "\n    health_check: { keep_alive: true }"));
+  EXPECT_TRUE(hasError(tcp, "server_groups[0].health_check.keep_alive", {"http and https", "tcp"}));
+  EXPECT_EQ(tcp.errors.size(), 1u) << formatErrors(tcp.errors);
+}
+
 // A fully qualified domain (trailing dot) is accepted; empty labels are not.
 TEST(ConfigHealth, DomainLabels) {
   for (const char* d : {"fw.example.", "fw.example", "a", "x-1.example"}) {
