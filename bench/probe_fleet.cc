@@ -25,8 +25,11 @@
 // (the run fails, exit 1, when none did).
 //
 //   probe_fleet [--targets 10000] [--protocols tcp,http,https] [--duration 10]
-//               [--interval-ms 1000] [--timeout-ms 1000] [--pin]
-// --pin puts the checker on cpu 0 and the listener on cpu 1.
+//               [--interval-ms 1000] [--timeout-ms 1000] [--pin] [--keep-alive]
+// --pin puts the checker on cpu 0 and the listener on cpu 1. --keep-alive
+// sets health_check.keep_alive for http and https: after the first round each
+// probe connects afresh and asks on the appliance's kept connection (the run
+// fails when none was kept at the end).
 // Prints a table, then one JSON line (last line of stdout).
 #include <netinet/in.h>
 
@@ -58,6 +61,7 @@ struct Options {
   double duration_s = 10;
   uint32_t interval_ms = 1000, timeout_ms = 1000;
   bool pin = false;
+  bool keep_alive = false;  // http(s): health_check.keep_alive
 };
 
 constexpr size_t kHistBins = 16;  // 0 to 3.2 x ideal, then the rest
@@ -68,6 +72,8 @@ struct Result {
   double wall_s = 0, user_s = 0, sys_s = 0, listener_s = 0;
   uint64_t completed = 0, reports = 0, healthy = 0;
   uint64_t handshakes = 0, resumed = 0;  // https: at the listener
+  bool keep_alive = false;
+  size_t kept = 0;  // connections kept at the end (keep_alive)
   uint64_t steady_completed = 0;         // after the first two intervals (callgrind's count)
   double steady_user_s = 0, steady_sys_s = 0;  // the checker's CPU meanwhile (no first round)
   long preempted = 0;
@@ -106,6 +112,7 @@ Result runOne(const Options& o, const std::string& proto, bench::ProbeTargets& l
   h.interval_ms = o.interval_ms;
   h.timeout_ms = o.timeout_ms;
   h.healthy_threshold = 2;
+  h.keep_alive = o.keep_alive && proto != "tcp";
   h.unhealthy_threshold = 2;
   for (size_t i = 0; i < o.targets; ++i) {
     ApplianceConfig s;
@@ -119,6 +126,7 @@ Result runOne(const Options& o, const std::string& proto, bench::ProbeTargets& l
   auto hc = makeChecker<HealthChecker>(io, reports);
   Result r;
   r.protocol = proto;
+  r.keep_alive = h.keep_alive;
   r.targets = o.targets;
   r.load_before = loadAvg();
   const double l0 = taskCpuSeconds(ls.tid());
@@ -158,6 +166,7 @@ Result runOne(const Options& o, const std::string& proto, bench::ProbeTargets& l
   r.preempted = c1.involuntary - c0.involuntary;
   r.load_after = loadAvg();
   r.reports = reports;
+  r.kept = hc->keptConnections().size();
   for (const ApplianceConfig& s : cfg.server_groups[0].appliances) {
     const HealthTracker* t = hc->tracker(applianceKey(s.address));
     if (!t) continue;
@@ -199,7 +208,7 @@ Result runOne(const Options& o, const std::string& proto, bench::ProbeTargets& l
 
 void usage() {
   std::fprintf(stderr, "usage: probe_fleet [--targets N] [--protocols tcp,http,https] [--duration S] "
-                       "[--interval-ms MS] [--timeout-ms MS] [--pin]\n");
+                       "[--interval-ms MS] [--timeout-ms MS] [--pin] [--keep-alive]\n");
   std::exit(2);
 }
 
@@ -220,6 +229,7 @@ int main(int argc, char** argv) {
     else if (a == "--interval-ms") o.interval_ms = uint32_t(std::stoul(val()));
     else if (a == "--timeout-ms") o.timeout_ms = uint32_t(std::stoul(val()));
     else if (a == "--pin") o.pin = true;
+    else if (a == "--keep-alive") o.keep_alive = true;
     else usage();
   }
   if (o.targets == 0 || o.targets > 65535 || o.duration_s <= 0 || o.protocols.empty()) usage();
@@ -277,7 +287,7 @@ int main(int argc, char** argv) {
                   "\"listener_pct_of_core\":%.1f,\"preempted\":%ld,\"load_avg_1m\":[%.2f,%.2f],"
                   "\"user_us_per_probe\":%.2f,\"sys_us_per_probe\":%.2f,\"tls_handshakes\":%llu,"
                   "\"tls_resumed\":%llu,\"steady_completed\":%llu,\"steady_user_us_per_probe\":%.2f,"
-                  "\"steady_sys_us_per_probe\":%.2f}",
+                  "\"steady_sys_us_per_probe\":%.2f,\"keep_alive\":%s,\"kept\":%zu}",
                   i ? "," : "", r.protocol.c_str(), r.targets, r.wall_s, r.user_s, r.sys_s,
                   100 * cpu / r.wall_s, 100 * r.user_s / r.wall_s, 100 * r.sys_s / r.wall_s,
                   static_cast<unsigned long long>(r.completed), double(r.completed) / r.wall_s,
@@ -287,7 +297,7 @@ int main(int argc, char** argv) {
                   r.preempted, r.load_before, r.load_after, per * r.user_s, per * r.sys_s,
                   static_cast<unsigned long long>(r.handshakes), static_cast<unsigned long long>(r.resumed),
                   static_cast<unsigned long long>(r.steady_completed), steady(r.steady_user_s),
-                  steady(r.steady_sys_s));
+                  steady(r.steady_sys_s), r.keep_alive ? "true" : "false", r.kept);
     j += buf;
   }
   j += "]}";
@@ -306,13 +316,22 @@ int main(int argc, char** argv) {
   }
   // HTTPS is measured with session resumption: say how many handshakes
   // resumed, and refuse a run where none did (it measured full handshakes).
+  // With keep_alive, handshakes after the first round are rare: refuse a
+  // run that kept no connection instead (it measured handshakes again).
   int rc = 0;
   for (const Result& r : results) {
+    if (r.keep_alive) {
+      std::printf("%s: %zu connections kept at the end (keep_alive)\n", r.protocol.c_str(), r.kept);
+      if (r.kept == 0) {
+        std::fprintf(stderr, "probe_fleet: %s: keep_alive kept no connection\n", r.protocol.c_str());
+        rc = 1;
+      }
+    }
     if (r.protocol != "https") continue;
     std::printf("https: %llu TLS handshakes completed at the listener, %llu resumed a session (%.1f %%)\n",
                 static_cast<unsigned long long>(r.handshakes), static_cast<unsigned long long>(r.resumed),
                 r.handshakes ? 100.0 * double(r.resumed) / double(r.handshakes) : 0.0);
-    if (r.resumed == 0) {
+    if (r.resumed == 0 && !r.keep_alive) {
       std::fprintf(stderr, "probe_fleet: https: no TLS handshake resumed a session\n");
       rc = 1;
     }

@@ -85,10 +85,15 @@ inline double taskCpuSeconds(pid_t tid) {
   return double(ut + st) / double(sysconf(_SC_CLK_TCK));
 }
 
-// Every probe holds one socket while in flight: the soft file limit raised to
-// the hard one. Returns the limit now.
+// Every probe holds one socket while in flight, and with keep_alive each
+// appliance one more at each end: the soft file limit raised to the hard one,
+// and the hard one to 65,536 when the process may (root). Returns the limit now.
 inline rlimit raiseFileLimit() {
   rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max < 65536) {
+    rlimit more{65536, 65536};
+    setrlimit(RLIMIT_NOFILE, &more);  // fails without the privilege: then as it was
+  }
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
     rl.rlim_cur = rl.rlim_max;
     setrlimit(RLIMIT_NOFILE, &rl);

@@ -481,14 +481,17 @@ PreparedProbe::PreparedProbe(const ProbeSpec& s) : spec(s) {
 // the connection moves from a probe to KeptConnections and to the next one.
 struct KeptConnections::Conn {
   explicit Conn(asio::io_context& io) : sock(io) {}
-  ~Conn() {
+  // Its operations still pending complete with operation_aborted; the TLS
+  // stream must outlive them (its operations use it to the end), so a probe
+  // closes its connections and frees them with itself.
+  void close() {
     // Closed with a reset, never a close_notify: marked as shut down all the
     // same, or freeing the SSL would mark its session unusable.
     if (tls) SSL_set_shutdown(tls->native_handle(), SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
-    tls.reset();
     error_code ec;
     sock.close(ec);  // linger {1,0}: RST if connected; a pending SYN is simply dropped
   }
+  ~Conn() { close(); }
   tcp::socket sock;
   std::unique_ptr<ssl::stream<tcp::socket&>> tls;
   uint32_t requests = 0;  // responses read on it
@@ -701,7 +704,7 @@ void ProbeSession::sendRequest() {
 // restart): not a verdict. The request goes again, on the fresh connection.
 bool ProbeSession::staleKept(const error_code& ec) {
   if (!ec || conn_ != reused_.get() || reader_.consumed() > 0) return false;
-  reused_.reset();
+  reused_->close();  // freed with the probe (see Conn::close)
   reader_ = StatusReader();
   useFresh();
   return true;
@@ -790,14 +793,15 @@ void ProbeSession::finish(const char* reason, std::string detail, int status) {
   r.reused = conn_ && conn_ == reused_.get();
   timer_.cancel();
   if (handshook_ && status != 0) keepTlsSession(r);
-  // keep_alive: a connection whose response ended exactly is kept for the
-  // target's next probe, until it has served kMaxRequests. Every other
-  // connection closes with a reset (Conn's destructor).
+  // keep_alive: a connection whose response ended exactly (nothing pending
+  // on it) is kept for the target's next probe, until it has served
+  // kMaxRequests. Every other connection closes with a reset, and is freed
+  // with the probe once its pending operations have completed.
   if (conn_ && framer_ && framer_->result() == 1 && ++conn_->requests < KeptConnections::kMaxRequests)
     if (auto k = kept_.lock())
       k->put(prep_->conn_key, conn_ == reused_.get() ? std::move(reused_) : std::move(fresh_), Clock::now());
-  reused_.reset();
-  fresh_.reset();
+  if (reused_) reused_->close();
+  if (fresh_) fresh_->close();
   ProbeCallback cb = std::move(cb_);
   cb_ = nullptr;
   if (cb) cb(r);
@@ -854,6 +858,10 @@ size_t KeptConnections::size() const { return map_.size(); }
 
 void KeptConnections::clear() { map_.clear(); }
 
+void KeptConnections::drop(const PreparedProbe& p) {
+  if (!p.conn_key.empty()) map_.erase(p.conn_key);
+}
+
 std::unique_ptr<KeptConnections::Conn> KeptConnections::take(const std::string& key, Clock::time_point now) {
   auto it = map_.find(key);
   if (it == map_.end()) return nullptr;
@@ -867,7 +875,7 @@ std::unique_ptr<KeptConnections::Conn> KeptConnections::take(const std::string& 
 }
 
 void KeptConnections::put(const std::string& key, std::unique_ptr<Conn> c, Clock::time_point now) {
-  if (++puts_ % 1024 == 0) sweep(now);
+  if (now - swept_ >= std::chrono::seconds(1)) sweep(now);
   auto it = map_.find(key);
   if (it == map_.end() && map_.size() >= capacity_) {
     ++refused_;
@@ -883,6 +891,7 @@ void KeptConnections::put(const std::string& key, std::unique_ptr<Conn> c, Clock
 // Connections of targets no longer probed (removed, or their settings
 // changed) are closed once idle for max_idle.
 void KeptConnections::sweep(Clock::time_point now) {
+  swept_ = now;
   for (auto it = map_.begin(); it != map_.end();) {
     if (now - it->second->last >= max_idle_) {
       ++expired_;

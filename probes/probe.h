@@ -77,6 +77,7 @@ using ProbeCallback = std::function<void(const ProbeResult&)>;
 // often. It holds at most `capacity` connections (by default half of the
 // open-file limit, at most kMaxCapacity): beyond, a probe closes its
 // connection as without keep_alive (refused() counts them).
+class PreparedProbe;
 class KeptConnections {
  public:
   static constexpr std::chrono::seconds kMaxIdle{30};
@@ -95,6 +96,10 @@ class KeptConnections {
   struct Conn;
   std::unique_ptr<Conn> take(const std::string& key, std::chrono::steady_clock::time_point now);
   void put(const std::string& key, std::unique_ptr<Conn> c, std::chrono::steady_clock::time_point now);
+  // Closes the connection kept for `p`'s target (its appliance removed, or
+  // its check changed or paused); idle ones of targets gone are closed by a
+  // sweep at most once a second as well.
+  void drop(const PreparedProbe& p);
   void clear();
 
  private:
@@ -103,7 +108,8 @@ class KeptConnections {
   std::map<std::string, std::unique_ptr<Entry>> map_;
   size_t capacity_;
   std::chrono::milliseconds max_idle_;
-  uint64_t refused_ = 0, expired_ = 0, puts_ = 0;
+  uint64_t refused_ = 0, expired_ = 0;
+  std::chrono::steady_clock::time_point swept_{};
 };
 
 // Starts one probe. TCP: connect; success on connect, then close with RST

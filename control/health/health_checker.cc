@@ -166,7 +166,10 @@ std::vector<HealthReport> HealthChecker::reconcile(const Config& cfg) {
       bool was_probed = t.tracker.probed();
       bool spec_changed = !sameSpec(t.spec, spec) || t.forwarding != h.forwardingActive();
       t.forwarding = h.forwardingActive();
-      if (spec_changed || !(t.spec.address == spec.address)) t.prepared = probe::prepareProbe(spec);
+      if (spec_changed || !(t.spec.address == spec.address)) {
+        kept_->drop(*t.prepared);  // a kept connection of the old settings
+        t.prepared = probe::prepareProbe(spec);
+      }
       t.spec = spec;
       t.group = g.name;
       auto tr = t.tracker.reconfigure(p, h.active(), sc.weight, now);
@@ -183,6 +186,7 @@ std::vector<HealthReport> HealthChecker::reconcile(const Config& cfg) {
       } else if (!t.tracker.probed()) {
         ++t.epoch;
         unschedule(t);
+        kept_->drop(*t.prepared);
       }
     }
   }
@@ -194,6 +198,7 @@ std::vector<HealthReport> HealthChecker::reconcile(const Config& cfg) {
       it->second->fwd_timer.cancel();
       it->second->deliver = nullptr;  // its handler owns the Target (see ~HealthChecker)
       ++it->second->epoch;
+      kept_->drop(*it->second->prepared);
       reports.push_back({it->first, healthOf(it->second->tracker), std::nullopt, true});
       it = targets_.erase(it);
     } else {

@@ -293,7 +293,7 @@ def configs():
         "      domain: fw.example\n      http_codes: [http_2xx, 301-302]\n      interval: 10ms\n"
         "      timeout: 60s\n      healthy_threshold: 2\n      unhealthy_threshold: 10\n"
         "      interface: mgmt0\n      source: 192.0.2.1\n      verify: true\n"
-        "      ca_file: /etc/ssl/certs/ca.pem\n"
+        "      ca_file: /etc/ssl/certs/ca.pem\n      keep_alive: true\n"
         "      jitter: false\n"
         "    servers: [ { address: 10.0.0.1, weight: 0 }, { address: 10.0.0.2, weight: 10000 } ]\n"
         "dataplane: { workers: 64, burst: 256, flow_table_size: 1024, mbufs: 1024,"

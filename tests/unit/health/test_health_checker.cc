@@ -8,7 +8,9 @@
 #include <boost/asio.hpp>
 #include <chrono>
 #include <functional>
+#include <set>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "control/health/health_checker.h"
@@ -36,6 +38,50 @@ class Listener {
       s.close();
       accept();
     });
+  }
+  tcp::acceptor acc_;
+};
+
+// An HTTP check's appliance on 127.0.0.1 that keeps connections: answers
+// each request with a framed 200 on the same connection. Counts the
+// connections accepted and which of them carried requests.
+class KeepAliveHttp {
+ public:
+  explicit KeepAliveHttp(boost::asio::io_context& io)
+      : acc_(io, tcp::endpoint(boost::asio::ip::address_v4::loopback(), 0)) {
+    accept();
+  }
+  uint16_t port() const { return acc_.local_endpoint().port(); }
+  int accepted = 0, requests = 0;
+  std::set<int> carried;  // connections (by accept order) that carried a request
+
+ private:
+  struct Conn {
+    explicit Conn(tcp::socket s, int n) : sock(std::move(s)), id(n) {}
+    tcp::socket sock;
+    int id;
+    std::string buf;
+  };
+  void accept() {
+    acc_.async_accept([this](const boost::system::error_code& ec, tcp::socket s) {
+      if (ec) return;
+      serve(std::make_shared<Conn>(std::move(s), accepted++));
+      accept();
+    });
+  }
+  void serve(std::shared_ptr<Conn> c) {
+    boost::asio::async_read_until(c->sock, boost::asio::dynamic_buffer(c->buf, 4096), "\r\n\r\n",
+                                  [this, c](const boost::system::error_code& ec, size_t n) {
+                                    if (ec) return;
+                                    c->buf.erase(0, n);
+                                    ++requests;
+                                    carried.insert(c->id);
+                                    static const std::string kOk = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+                                    boost::asio::async_write(c->sock, boost::asio::buffer(kOk),
+                                                             [this, c](const boost::system::error_code& e, size_t) {
+                                                               if (!e) serve(c);
+                                                             });
+                                  });
   }
   tcp::acceptor acc_;
 };
@@ -187,6 +233,43 @@ TEST(HealthChecker, AnApplianceInAFreedSlotIsCheckedOnItsOwn) {
   EXPECT_EQ(state(0x7F000002u), HealthState::kInitializing);
   ASSERT_TRUE(runUntil([&] { return state(0x7F000002u) == HealthState::kUnhealthy; }));
   EXPECT_EQ(state(0x7F000001u), HealthState::kHealthy);
+}
+
+// health_check.keep_alive: after the first probe, each probe connects afresh
+// and asks on the one kept connection; the appliance removed, the checker
+// closes it. Without keep_alive, each request has its own connection.
+TEST(HealthChecker, KeepAliveAsksOnOneKeptConnection) {
+  boost::asio::io_context io;
+  KeepAliveHttp http(io);
+  HealthChecker hc(io, [](const HealthReport&) {});
+  Config cfg = tcpGroup({0x7F000001u}, http.port());
+  cfg.server_groups[0].health_check.protocol = HealthProtocol::kHttp;
+  cfg.server_groups[0].health_check.keep_alive = true;
+  hc.reconcile(cfg);
+  auto probes = [&] { return hc.tracker(0x7F000001)->latency().count; };
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (probes() < 10 && std::chrono::steady_clock::now() < deadline) io.run_for(20ms);
+  ASSERT_GE(probes(), 10u);
+  EXPECT_EQ(hc.tracker(0x7F000001)->state(), HealthState::kHealthy);
+  EXPECT_EQ(hc.keptConnections().size(), 1u);
+  EXPECT_GE(http.requests, 10);
+  EXPECT_EQ(http.carried.size(), 1u) << "every request on the one kept connection";
+  EXPECT_GE(http.accepted, 10) << "every probe connects afresh";
+  // Removed: its kept connection is closed at once.
+  Config none = cfg;
+  none.server_groups[0].appliances.clear();
+  hc.reconcile(none);
+  EXPECT_EQ(hc.keptConnections().size(), 0u);
+  // Without keep_alive: a connection per request.
+  cfg.server_groups[0].health_check.keep_alive = false;
+  hc.reconcile(cfg);
+  const int before = http.requests;
+  const size_t carried_before = http.carried.size();
+  const auto until = std::chrono::steady_clock::now() + 30s;
+  while (http.requests < before + 5 && std::chrono::steady_clock::now() < until) io.run_for(20ms);
+  ASSERT_GE(http.requests, before + 5);
+  EXPECT_EQ(http.carried.size() - carried_before, size_t(http.requests - before));
+  EXPECT_EQ(hc.keptConnections().size(), 0u);
 }
 
 }  // namespace
