@@ -55,18 +55,29 @@ def render(rec):
     return "\n".join(out)
 
 
+def probe_name(r):
+    """A run's protocol, with +keep_alive when health_check.keep_alive was on."""
+    return r["protocol"] + ("+keep_alive" if r.get("keep_alive") else "")
+
+
 def render_probes(rec):
     p = rec["probe_fleet"]
     instr = {i["protocol"]: i["per_probe"] for i in p.get("instructions", [])}
+    steady = any("steady_user_us_per_probe" in r for r in p["runs"])
     out = ["| protocol, appliances | probes/s | gwlbd (user) per probe | kernel (sys) per probe "
-           "| user at 10,000 probes/s | instructions per probe | starts per 10 ms: min / median / max (ideal) |",
-           "|---|---|---|---|---|---|---|"]
+           "| user at 10,000 probes/s | instructions per probe | starts per 10 ms: min / median / max (ideal) |"
+           + (" after the first two intervals: user / sys per probe |" if steady else ""),
+           "|---|---|---|---|---|---|---|" + ("---|" if steady else "")]
     for r in p["runs"]:
         a = r["arrivals_per_10ms"]
-        ins = f"{instr[r['protocol']]:,}" if r["protocol"] in instr else "-"
-        out.append(f"| {r['protocol']}, {r['targets']:,} | {r['probes_per_s']:,.0f} | {r['user_us_per_probe']:.1f} µs "
-                   f"| {r['sys_us_per_probe']:.1f} µs | {r['user_us_per_probe']:.1f} % of a core | {ins} "
-                   f"| {a['min']} / {a['median']} / {a['max']} ({a['ideal']:g}) |")
+        ins = f"{instr[probe_name(r)]:,}" if probe_name(r) in instr else "-"
+        row = (f"| {probe_name(r)}, {r['targets']:,} | {r['probes_per_s']:,.0f} | {r['user_us_per_probe']:.1f} µs "
+               f"| {r['sys_us_per_probe']:.1f} µs | {r['user_us_per_probe']:.1f} % of a core | {ins} "
+               f"| {a['min']} / {a['median']} / {a['max']} ({a['ideal']:g}) |")
+        if steady:
+            row += (f" {r['steady_user_us_per_probe']:.1f} / {r['steady_sys_us_per_probe']:.1f} µs |"
+                    if "steady_user_us_per_probe" in r else " - |")
+        out.append(row)
     return "\n".join(out)
 
 
@@ -136,8 +147,12 @@ def render_run(rec):
     for r in rec.get("probe_fleet", {}).get("runs", []):
         user = 100 * r["user_s"] / max(1, r["completed"]) * 1e4  # % of a core at 10,000 probes/s
         sysp = 100 * r["sys_s"] / max(1, r["completed"]) * 1e4
-        row(f"probes, {r['protocol']}, {r['targets']:,} appliances at 1 s: the checker at 10,000 probes/s",
-            f"gwlbd (user) {user:.1f} % of a core, the kernel (sys) {sysp:.1f} % beside it",
+        when = ""
+        if r.get("keep_alive"):  # its first round is full handshakes: the steady state
+            user, sysp = r["steady_user_us_per_probe"], r["steady_sys_us_per_probe"]
+            when = f" (after the first {r['warm_s']:.0f} s)"
+        row(f"probes, {probe_name(r)}, {r['targets']:,} appliances at 1 s: the checker at 10,000 probes/s",
+            f"gwlbd (user) {user:.1f} % of a core, the kernel (sys) {sysp:.1f} % beside it{when}",
             "user <= 10 %", user <= 10)
     out.append(f"| testpmd 5tswap, the baseline | {tp:.1f} cycles (runs "
                f"{min(t['cycles_per_packet'] for t in pl['testpmd'] if t['mode'] == '5tswap'):.1f}-"

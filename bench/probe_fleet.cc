@@ -29,7 +29,9 @@
 // --pin puts the checker on cpu 0 and the listener on cpu 1. --keep-alive
 // sets health_check.keep_alive for http and https: after the first round each
 // probe connects afresh and asks on the appliance's kept connection (the run
-// fails when none was kept at the end).
+// fails when none was kept at the end). --warm S: the steady state (its CPU
+// and callgrind's count) starts after S seconds instead of two intervals
+// (a fleet whose first round of full TLS handshakes takes longer).
 // Prints a table, then one JSON line (last line of stdout).
 #include <netinet/in.h>
 
@@ -62,6 +64,7 @@ struct Options {
   uint32_t interval_ms = 1000, timeout_ms = 1000;
   bool pin = false;
   bool keep_alive = false;  // http(s): health_check.keep_alive
+  double warm_s = -1;       // before the steady state; < 0: two intervals
 };
 
 constexpr size_t kHistBins = 16;  // 0 to 3.2 x ideal, then the rest
@@ -76,6 +79,7 @@ struct Result {
   size_t kept = 0;  // connections kept at the end (keep_alive)
   uint64_t steady_completed = 0;         // after the first two intervals (callgrind's count)
   double steady_user_s = 0, steady_sys_s = 0;  // the checker's CPU meanwhile (no first round)
+  double warm_s = 0;                           // when the steady state began
   long preempted = 0;
   uint32_t win_min = 0, win_median = 0, win_max = 0;
   double win_ideal = 0;
@@ -144,8 +148,10 @@ Result runOne(const Options& o, const std::string& proto, bench::ProbeTargets& l
       if (const HealthTracker* t = hc->tracker(applianceKey(s.address))) n += t->latency().count;
     return n;
   };
-  const double warm_s = std::min(o.duration_s / 2, 2.0 * o.interval_ms / 1000.0);
+  const double warm_s = o.warm_s >= 0 ? std::min(o.duration_s / 2, o.warm_s)
+                                     : std::min(o.duration_s / 2, 2.0 * o.interval_ms / 1000.0);
   io.run_for(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(warm_s)));
+  r.warm_s = warm_s;
   const uint64_t steady0 = completedNow();
   const CpuTimes cs = threadCpu();
   CALLGRIND_TOGGLE_COLLECT;
@@ -208,7 +214,7 @@ Result runOne(const Options& o, const std::string& proto, bench::ProbeTargets& l
 
 void usage() {
   std::fprintf(stderr, "usage: probe_fleet [--targets N] [--protocols tcp,http,https] [--duration S] "
-                       "[--interval-ms MS] [--timeout-ms MS] [--pin] [--keep-alive]\n");
+                       "[--interval-ms MS] [--timeout-ms MS] [--pin] [--keep-alive] [--warm S]\n");
   std::exit(2);
 }
 
@@ -230,6 +236,7 @@ int main(int argc, char** argv) {
     else if (a == "--timeout-ms") o.timeout_ms = uint32_t(std::stoul(val()));
     else if (a == "--pin") o.pin = true;
     else if (a == "--keep-alive") o.keep_alive = true;
+    else if (a == "--warm") o.warm_s = std::stod(val());
     else usage();
   }
   if (o.targets == 0 || o.targets > 65535 || o.duration_s <= 0 || o.protocols.empty()) usage();
@@ -287,7 +294,7 @@ int main(int argc, char** argv) {
                   "\"listener_pct_of_core\":%.1f,\"preempted\":%ld,\"load_avg_1m\":[%.2f,%.2f],"
                   "\"user_us_per_probe\":%.2f,\"sys_us_per_probe\":%.2f,\"tls_handshakes\":%llu,"
                   "\"tls_resumed\":%llu,\"steady_completed\":%llu,\"steady_user_us_per_probe\":%.2f,"
-                  "\"steady_sys_us_per_probe\":%.2f,\"keep_alive\":%s,\"kept\":%zu}",
+                  "\"steady_sys_us_per_probe\":%.2f,\"keep_alive\":%s,\"kept\":%zu,\"timeout_ms\":%u,\"warm_s\":%.1f}",
                   i ? "," : "", r.protocol.c_str(), r.targets, r.wall_s, r.user_s, r.sys_s,
                   100 * cpu / r.wall_s, 100 * r.user_s / r.wall_s, 100 * r.sys_s / r.wall_s,
                   static_cast<unsigned long long>(r.completed), double(r.completed) / r.wall_s,
@@ -297,7 +304,7 @@ int main(int argc, char** argv) {
                   r.preempted, r.load_before, r.load_after, per * r.user_s, per * r.sys_s,
                   static_cast<unsigned long long>(r.handshakes), static_cast<unsigned long long>(r.resumed),
                   static_cast<unsigned long long>(r.steady_completed), steady(r.steady_user_s),
-                  steady(r.steady_sys_s), r.keep_alive ? "true" : "false", r.kept);
+                  steady(r.steady_sys_s), r.keep_alive ? "true" : "false", r.kept, o.timeout_ms, r.warm_s);
     j += buf;
   }
   j += "]}";

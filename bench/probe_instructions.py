@@ -16,7 +16,8 @@ keep every probe passing. HTTPS probes resume their sessions (the run says
 how many handshakes did).
 
   probe_instructions.py --build DIR [--targets 100] [--https-targets 10]
-                        [--duration 8] [--protocols tcp,http,https] [--bench PATH]
+                        [--duration 8] [--protocols tcp,http,https,https+keep_alive] [--bench PATH]
+(a protocol with +keep_alive runs with health_check.keep_alive)
 Prints a table, then one JSON line (last line of stdout).
 """
 import argparse
@@ -48,12 +49,15 @@ def dumps(prefix):
 
 
 def measure(bench, protocol, targets, duration):
-    """probe_fleet's JSON run and the checker's steady-state instructions."""
+    """probe_fleet's JSON run and the checker's steady-state instructions.
+    PROTOCOL "http+keep_alive" or "https+keep_alive": with --keep-alive."""
+    keep = protocol.endswith("+keep_alive")
+    protocol = protocol.removesuffix("+keep_alive")
     with tempfile.TemporaryDirectory(prefix="probe-instr-") as tmp:
         prefix = os.path.join(tmp, "cg.out")
         cmd = ["valgrind", "--tool=callgrind", "--separate-threads=yes", "--collect-atstart=no",
                f"--callgrind-out-file={prefix}", bench, "--targets", str(targets), "--duration",
-               str(duration), "--timeout-ms", "5000", "--protocols", protocol]
+               str(duration), "--timeout-ms", "5000", "--protocols", protocol] + (["--keep-alive"] if keep else [])
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         if p.returncode != 0:
             sys.stderr.write(p.stderr[-3000:])
@@ -76,19 +80,19 @@ def main():
         sys.exit("probe_instructions: valgrind not found")
     rows = []
     for proto in a.protocols.split(","):
-        r, ir = measure(bench, proto, a.https_targets if proto == "https" else a.targets, a.duration)
+        r, ir = measure(bench, proto, a.https_targets if proto.startswith("https") else a.targets, a.duration)
         n = r["steady_completed"]
         if ir is None or n == 0:
             sys.exit(f"probe_instructions: {r['protocol']}: no dump or no probe completed")
-        rows.append({"protocol": r["protocol"], "targets": r["targets"], "probes": n,
+        rows.append({"protocol": proto, "targets": r["targets"], "probes": n,
                      "instructions": ir, "per_probe": round(ir / n),
                      "tls_handshakes": r.get("tls_handshakes", 0), "tls_resumed": r.get("tls_resumed", 0)})
     print(f"probe_instructions: callgrind, checker thread, steady state (after 2 intervals), "
           f"{a.duration:g} s per protocol, interval 1000 ms, timeout 5000 ms")
-    print(f"{'proto':6} {'targets':>7} {'probes':>7} {'instructions':>14} {'per probe':>10} {'TLS resumed':>12}")
+    print(f"{'proto':16} {'targets':>7} {'probes':>7} {'instructions':>14} {'per probe':>10} {'TLS resumed':>12}")
     for r in rows:
-        tls = f"{r['tls_resumed']}/{r['tls_handshakes']}" if r["protocol"] == "https" else ""
-        print(f"{r['protocol']:6} {r['targets']:7} {r['probes']:7} {r['instructions']:14} {r['per_probe']:10} "
+        tls = f"{r['tls_resumed']}/{r['tls_handshakes']}" if r["protocol"].startswith("https") else ""
+        print(f"{r['protocol']:16} {r['targets']:7} {r['probes']:7} {r['instructions']:14} {r['per_probe']:10} "
               f"{tls:>12}")
     print(json.dumps({"duration_s": a.duration, "runs": rows}))
 

@@ -115,19 +115,23 @@ class KeptConnections {
 // Starts one probe. TCP: connect; success on connect, then close with RST
 // (SO_LINGER {1,0}). HTTP(S): GET path HTTP/1.1, Host, Connection: close; the
 // verdict is taken on the final response's status line (StatusReader): its
-// headers and body are never read, so a 200 with large headers is a 200.
+// headers and body are never read, so a 200 with large headers is a 200
+// (keep_alive: the request has no Connection: close, and the rest of the
+// response is read as far as ResponseFramer needs, after the verdict).
 // The callback fires once, no later than timeout plus scheduling slack;
 // sockets are closed.
 // `tls` is the TLS client context for HTTPS (one shared context is fine); null
 // uses a process-wide default. Per-probe TLS settings (SNI, verify_tls, ca_file
 // with a cached store, name check) are applied to each connection, not to `tls`.
 // Every probe closes abortively (SO_LINGER {1,0}), so none leaves TIME_WAIT.
-// Each probe opens a connection of its own, never one kept from an earlier
-// probe (no HTTP keep-alive): what a check proves is that the appliance
-// accepts new connections, as new flows need, and an old connection would
-// still answer after the appliance stopped accepting (a full accept queue, a
-// listener gone, a SYN flood defence). What is worth keeping between probes
-// is the TLS session: an HTTPS probe resumes the session of the last one
+// Each probe opens a connection of its own: what a check proves is that the
+// appliance accepts new connections, as new flows need, and an old
+// connection would still answer after the appliance stopped accepting (a
+// full accept queue, a listener gone, a SYN flood defence). With keep_alive
+// (and a KeptConnections) that connection is only connected and reset, and
+// the request goes on the target's kept one (or, when the appliance closed
+// that meanwhile, on the fresh one after all). What is worth keeping between
+// probes besides is the TLS session: an HTTPS probe resumes the session of the last one
 // that got a response from the same target (address, port, SNI,
 // verification and CA file), which spares both sides the certificate and
 // key exchange; a failed handshake forgets it, so the next one is full.
