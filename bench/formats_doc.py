@@ -66,7 +66,7 @@ def render_probes(rec):
     steady = any("steady_user_us_per_probe" in r for r in p["runs"])
     out = ["| protocol, appliances | probes/s | gwlbd (user) per probe | kernel (sys) per probe "
            "| user at 10,000 probes/s | instructions per probe | starts per 10 ms: min / median / max (ideal) |"
-           + (" after the first two intervals: user / sys per probe |" if steady else ""),
+           + (" steady state: user / sys per probe (from) |" if steady else ""),
            "|---|---|---|---|---|---|---|" + ("---|" if steady else "")]
     for r in p["runs"]:
         a = r["arrivals_per_10ms"]
@@ -75,8 +75,8 @@ def render_probes(rec):
                f"| {r['sys_us_per_probe']:.1f} µs | {r['user_us_per_probe']:.1f} % of a core | {ins} "
                f"| {a['min']} / {a['median']} / {a['max']} ({a['ideal']:g}) |")
         if steady:
-            row += (f" {r['steady_user_us_per_probe']:.1f} / {r['steady_sys_us_per_probe']:.1f} µs |"
-                    if "steady_user_us_per_probe" in r else " - |")
+            row += (f" {r['steady_user_us_per_probe']:.1f} / {r['steady_sys_us_per_probe']:.1f} µs "
+                    f"({r.get('warm_s', 2):g} s) |" if "steady_user_us_per_probe" in r else " - |")
         out.append(row)
     return "\n".join(out)
 
