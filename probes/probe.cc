@@ -548,9 +548,12 @@ void ProbeSession::finish(const char* reason, std::string detail, int status) {
   if (handshook_ && status != 0) keepTlsSession(r);
   // keep_alive: a connection whose response ended exactly (nothing pending
   // on it) is kept for the target's next probe, until it has served
-  // kMaxRequests. Every other connection closes with a reset, and is freed
-  // with the probe once its pending operations have completed.
-  if (conn_ && framer_ && framer_->result() == 1 && ++conn_->requests < KeptConnections::kMaxRequests)
+  // kMaxRequests, and only while the caller still holds the prepared spec
+  // (an appliance removed or changed meanwhile: its checker let go of it).
+  // Every other connection closes with a reset, and is freed with the probe
+  // once its pending operations have completed.
+  if (conn_ && framer_ && framer_->result() == 1 && ++conn_->requests < KeptConnections::kMaxRequests &&
+      prep_.use_count() > 1)
     if (auto k = kept_.lock())
       k->put(prep_->conn_key, conn_ == reused_.get() ? std::move(reused_) : std::move(fresh_), Clock::now());
   if (reused_) reused_->close();

@@ -153,7 +153,8 @@ const ProbeSpec& specOf(const PreparedProbe& p);
 void startProbe(boost::asio::io_context& io, std::shared_ptr<const PreparedProbe> prepared, ProbeCallback cb,
                 boost::asio::ssl::context* tls = nullptr);
 // The same with kept connections for a spec with keep_alive (null: none
-// kept, every probe opens its own as without keep_alive).
+// kept, every probe opens its own as without keep_alive). A probe keeps its
+// connection only if the caller still holds `prepared` when it ends.
 void startProbe(boost::asio::io_context& io, std::shared_ptr<const PreparedProbe> prepared, ProbeCallback cb,
                 boost::asio::ssl::context* tls, const std::shared_ptr<KeptConnections>& kept);
 

@@ -48,7 +48,8 @@ inline ProbeResult runProbe(asio::io_context& io, const ProbeSpec& spec,
                             const std::shared_ptr<KeptConnections>& kept = nullptr) {
   int calls = 0;
   ProbeResult res;
-  startProbe(io, prepareProbe(spec), [&](const ProbeResult& r) {
+  const auto prepared = prepareProbe(spec);  // held, as a checker holds it
+  startProbe(io, prepared, [&](const ProbeResult& r) {
     ++calls;
     res = r;
   }, tls, kept);

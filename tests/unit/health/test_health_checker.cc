@@ -247,18 +247,25 @@ TEST(HealthChecker, KeepAliveAsksOnOneKeptConnection) {
   cfg.server_groups[0].health_check.keep_alive = true;
   hc.reconcile(cfg);
   auto probes = [&] { return hc.tracker(0x7F000001)->latency().count; };
+  // Until 10 probes are done and the connection is back in the pool (not
+  // taken by a probe in flight).
   const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (probes() < 10 && std::chrono::steady_clock::now() < deadline) io.run_for(20ms);
+  while ((probes() < 10 || hc.keptConnections().size() != 1) && std::chrono::steady_clock::now() < deadline)
+    io.run_one_for(5ms);
   ASSERT_GE(probes(), 10u);
   EXPECT_EQ(hc.tracker(0x7F000001)->state(), HealthState::kHealthy);
   EXPECT_EQ(hc.keptConnections().size(), 1u);
   EXPECT_GE(http.requests, 10);
   EXPECT_EQ(http.carried.size(), 1u) << "every request on the one kept connection";
   EXPECT_GE(http.accepted, 10) << "every probe connects afresh";
-  // Removed: its kept connection is closed at once.
+  // Removed: its kept connection is closed at once, and a probe still in
+  // flight then does not keep its own.
   Config none = cfg;
   none.server_groups[0].appliances.clear();
   hc.reconcile(none);
+  EXPECT_EQ(hc.keptConnections().size(), 0u);
+  const auto settle = std::chrono::steady_clock::now() + 200ms;
+  while (std::chrono::steady_clock::now() < settle) io.run_for(20ms);
   EXPECT_EQ(hc.keptConnections().size(), 0u);
   // Without keep_alive: a connection per request.
   cfg.server_groups[0].health_check.keep_alive = false;
