@@ -28,6 +28,18 @@ using namespace std::chrono_literals;
 
 inline IpAddr ip(const char* s) { return *IpAddr::parse(s); }
 
+// A probe of `protocol` to 127.0.0.1:port.
+inline ProbeSpec loopbackSpec(Protocol protocol, uint16_t port, const char* path,
+                              std::chrono::milliseconds timeout) {
+  ProbeSpec s;
+  s.protocol = protocol;
+  s.address = ip("127.0.0.1");
+  s.port = port;
+  s.path = path;
+  s.timeout = timeout;
+  return s;
+}
+
 // Runs `io` until `done()` or `limit` passes; restarts it when it ran out of work.
 inline bool runUntil(asio::io_context& io, const std::function<bool()>& done,
                      std::chrono::milliseconds limit) {

@@ -52,12 +52,7 @@ struct KeepAliveHttp {
 };
 
 ProbeSpec keepSpec(uint16_t port) {
-  ProbeSpec s;
-  s.protocol = Protocol::kHttp;
-  s.address = ip("127.0.0.1");
-  s.port = port;
-  s.path = "/health";
-  s.timeout = 2000ms;
+  ProbeSpec s = loopbackSpec(Protocol::kHttp, port, "/health", 2000ms);
   s.keep_alive = true;
   return s;
 }

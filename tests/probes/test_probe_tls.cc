@@ -67,15 +67,7 @@ class ProbeTls : public ::testing::Test {
     };
   }
 
-  ProbeSpec httpsSpec(uint16_t port) {
-    ProbeSpec s;
-    s.protocol = Protocol::kHttps;
-    s.address = ip("127.0.0.1");
-    s.port = port;
-    s.path = "/";
-    s.timeout = 3000ms;
-    return s;
-  }
+  ProbeSpec httpsSpec(uint16_t port) { return loopbackSpec(Protocol::kHttps, port, "/", 3000ms); }
 
   static inline fs::path dir_;
   static inline bool ready_ = false;
