@@ -458,6 +458,7 @@ void ProbeSession::sendRequest() {
 bool ProbeSession::staleKept(const error_code& ec) {
   if (!ec || conn_ != reused_.get() || reader_.consumed() > 0) return false;
   reused_->close();  // freed with the probe (see Conn::close)
+  if (auto k = kept_.lock()) k->noteStale();
   reader_ = StatusReader();
   useFresh();
   return true;
@@ -624,9 +625,20 @@ std::unique_ptr<KeptConnections::Conn> KeptConnections::take(const std::string& 
   std::unique_ptr<Entry> e = std::move(it->second);
   map_.erase(it);
   if (now - e->last >= max_idle_) {
-    ++expired_;
+    ++counts_.expired;
     return nullptr;
   }
+  // An idle kept connection has nothing to read: a response ended exactly
+  // where it was kept. The appliance's FIN or reset, or any byte it sent
+  // since (TLS: its close_notify before the FIN), means it is not usable.
+  // MSG_PEEK reads nothing, so a connection found alive is untouched.
+  char byte;
+  const ssize_t got = ::recv(e->conn->sock.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (got >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+    ++counts_.closed;
+    return nullptr;
+  }
+  ++counts_.reused;
   return std::move(e->conn);
 }
 
@@ -634,7 +646,7 @@ void KeptConnections::put(const std::string& key, std::unique_ptr<Conn> c, Clock
   if (now - swept_ >= std::chrono::seconds(1)) sweep(now);
   auto it = map_.find(key);
   if (it == map_.end() && map_.size() >= capacity_) {
-    ++refused_;
+    ++counts_.refused;
     return;  // c closes
   }
   auto e = std::make_unique<Entry>();
@@ -650,7 +662,7 @@ void KeptConnections::sweep(Clock::time_point now) {
   swept_ = now;
   for (auto it = map_.begin(); it != map_.end();) {
     if (now - it->second->last >= max_idle_) {
-      ++expired_;
+      ++counts_.expired;
       it = map_.erase(it);
     } else {
       ++it;

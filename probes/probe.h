@@ -74,9 +74,13 @@ using ProbeCallback = std::function<void(const ProbeResult&)>;
 // than kMaxIdle since its last response and has served fewer than
 // kMaxRequests probes; then the next probe opens (and resumes) a new one, so
 // the TLS handshake of a new connection is still proven at least that
-// often. It holds at most `capacity` connections (by default half of the
-// open-file limit, at most kMaxCapacity): beyond, a probe closes its
-// connection as without keep_alive (refused() counts them).
+// often. Nor is it used when the appliance closed it while it was idle (its
+// own keep-alive timeout, shorter than the interval) or sent anything on it
+// unasked: a look at the socket before each use (no byte read) finds that,
+// and the probe asks on its fresh connection instead of sending into a
+// closed one. It holds at most `capacity` connections (by default half of
+// the open-file limit, at most kMaxCapacity): beyond, a probe closes its
+// connection as without keep_alive. counts() says what became of them.
 class PreparedProbe;
 class KeptConnections {
  public:
@@ -90,8 +94,18 @@ class KeptConnections {
   KeptConnections& operator=(const KeptConnections&) = delete;
   size_t size() const;
   size_t capacity() const { return capacity_; }
-  uint64_t refused() const { return refused_; }   // not kept: full
-  uint64_t expired() const { return expired_; }   // closed unused: idle or worn out
+  // What became of kept connections, since this pool was made.
+  struct Counts {
+    uint64_t reused = 0;   // given to a probe to ask on
+    uint64_t closed = 0;   // found closed by the appliance (or with bytes nobody
+                           // asked for) when a probe came for it: not used
+    uint64_t stale = 0;    // failed before any byte of its response: the probe
+                           // asked again on its fresh connection
+    uint64_t expired = 0;  // closed unused: idle for max_idle
+    uint64_t refused = 0;  // not kept: the pool was full
+  };
+  const Counts& counts() const { return counts_; }
+  void noteStale() { ++counts_.stale; }
   // The session's side (probe.cc): opaque here.
   struct Conn;
   std::unique_ptr<Conn> take(const std::string& key, std::chrono::steady_clock::time_point now);
@@ -108,7 +122,7 @@ class KeptConnections {
   std::map<std::string, std::unique_ptr<Entry>> map_;
   size_t capacity_;
   std::chrono::milliseconds max_idle_;
-  uint64_t refused_ = 0, expired_ = 0;
+  Counts counts_;
   std::chrono::steady_clock::time_point swept_{};
 };
 

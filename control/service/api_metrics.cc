@@ -90,6 +90,21 @@ void applianceMetrics(std::ostringstream& o, const ServiceContext& c) {
         {"sent", f.sent}, {"unsent", f.unsent}, {"returned", f.returned},
         {"timed_out", f.timed_out}, {"late", f.late}, {"wrong_appliance", f.wrong_appliance}};
     for (const auto& [k, v] : kinds) o << "gwlb_forwarding_probes_total{result=\"" << k << "\"} " << v << '\n';
+    const probe::KeptConnections& kept = c.health.checker->keptConnections();
+    metric(o, "gwlb_probe_kept_connections", "gauge",
+           "connections health_check.keep_alive keeps open between an appliance's probes, now");
+    o << "gwlb_probe_kept_connections " << kept.size() << '\n';
+    const probe::KeptConnections::Counts& k = kept.counts();
+    metric(o, "gwlb_probe_kept_connection_events_total", "counter",
+           "kept connections by what became of them: reused (a probe asked on it), closed (the "
+           "appliance had closed it, or sent bytes unasked, when the next probe came), stale (it "
+           "failed before its response: asked again on the probe's fresh connection), expired "
+           "(idle too long), refused (not kept: the pool was full)");
+    const std::pair<const char*, uint64_t> events[] = {
+        {"reused", k.reused}, {"closed", k.closed}, {"stale", k.stale}, {"expired", k.expired},
+        {"refused", k.refused}};
+    for (const auto& [e, v] : events)
+      o << "gwlb_probe_kept_connection_events_total{event=\"" << e << "\"} " << v << '\n';
   }
   std::vector<ApplianceTraffic> traffic;
   for (const ApplianceView::Row& r : rows) traffic.push_back(c.appliances.traffic(r.id));

@@ -12,6 +12,7 @@ namespace {
 // (by accept order) and its Connection header.
 struct Seen {
   int connections = 0;
+  int closed = 0;  // connections the server closed after answering (close_after)
   std::vector<std::pair<int, std::string>> requests;
   int requestsOn(int conn) const {
     int n = 0;
@@ -23,28 +24,36 @@ struct Seen {
 // Answers requests on a connection for as long as the client keeps it:
 // `respond(k)` is the k-th response of the whole server (from 0); with
 // `close_after`, the server closes each connection after one response
-// without saying so (an appliance's keep-alive timeout, a restart).
+// without saying so (an appliance's keep-alive timeout, a restart); with
+// `one_per_connection`, it takes a connection's second request and closes
+// without answering it (a restart between the probe's look and its request).
 struct KeepAliveHttp {
   std::function<std::string(int)> respond = [](int) {
     return std::string("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
   };
   bool close_after = false;
+  bool one_per_connection = false;
   std::shared_ptr<Seen> seen = std::make_shared<Seen>();
 
   ConnHandler handler() const {
-    return [respond = respond, close_after = close_after, seen = seen](tcp::socket s) -> asio::awaitable<void> {
+    return [respond = respond, close_after = close_after, one = one_per_connection,
+            seen = seen](tcp::socket s) -> asio::awaitable<void> {
       const int conn = seen->connections++;
       std::string buf;
-      for (;;) {
+      for (int answered = 0;; ++answered) {
         error_code ec;
         size_t n = co_await asio::async_read_until(s, asio::dynamic_buffer(buf, 16384), "\r\n\r\n",
                                                    asio::redirect_error(asio::use_awaitable, ec));
-        if (ec) co_return;  // closed or reset by the probe
+        if (ec || (one && answered > 0)) co_return;  // closed or reset by the probe; or s closes
         const std::string req = buf.substr(0, n);
         buf.erase(0, n);
         seen->requests.emplace_back(conn, headerValue(req, "Connection"));
         const std::string resp = respond(int(seen->requests.size()) - 1);
         co_await asio::async_write(s, asio::buffer(resp), asio::redirect_error(asio::use_awaitable, ec));
+        if (!ec && close_after) {
+          s.close(ec);
+          ++seen->closed;
+        }
         if (ec || close_after) co_return;  // s closes
       }
     };
@@ -74,6 +83,7 @@ TEST_F(ProbeKeepAlive, LaterProbesAskOnTheKeptConnectionAfterAFreshConnect) {
     ASSERT_TRUE(r.ok) << i << ": " << r.reason << ": " << r.detail;
     EXPECT_EQ(r.reused, i > 0) << "probe " << i;
   }
+  EXPECT_EQ(kept->counts().reused, 3u);
   runUntil(io, [&] { return http.seen->connections == 4; }, 1000ms);
   EXPECT_EQ(http.seen->connections, 4) << "every probe connects afresh";
   EXPECT_EQ(http.seen->requestsOn(0), 4) << "all requests on the first connection";
@@ -98,9 +108,10 @@ TEST_F(ProbeKeepAlive, AListenerGoneFailsThoughTheKeptConnectionAnswers) {
   EXPECT_EQ(http.seen->requests.size(), 1u) << "nothing asked once the connect failed";
 }
 
-// An appliance that closed the kept connection while it was idle: the probe
-// asks again on its fresh connection, and passes.
-TEST_F(ProbeKeepAlive, AKeptConnectionClosedMeanwhileFallsBackToTheFreshOne) {
+// An appliance that closed the kept connection while it was idle (its FIN
+// came before the next probe): the probe sees so before using it, and asks
+// on its fresh connection, and passes.
+TEST_F(ProbeKeepAlive, AKeptConnectionTheApplianceClosedIsNotUsed) {
   KeepAliveHttp http;
   http.close_after = true;
   TestServer srv(io, http.handler());
@@ -109,8 +120,55 @@ TEST_F(ProbeKeepAlive, AKeptConnectionClosedMeanwhileFallsBackToTheFreshOne) {
     ProbeResult r = runProbe(io, spec, nullptr, kept);
     ASSERT_TRUE(r.ok) << i << ": " << r.reason << ": " << r.detail;
     EXPECT_FALSE(r.reused) << "probe " << i << ": answered on a connection the server had closed";
+    ASSERT_TRUE(runUntil(io, [&] { return http.seen->closed == i + 1; }, 1000ms));
   }
-  EXPECT_EQ(http.seen->requests.size(), 3u);
+  EXPECT_EQ(http.seen->requests.size(), 3u) << "each request sent once";
+  EXPECT_EQ(kept->counts().closed, 2u) << "probes 2 and 3 found their kept connection closed";
+  EXPECT_EQ(kept->counts().stale, 0u) << "nothing sent into a closed connection";
+  EXPECT_EQ(kept->counts().reused, 0u);
+}
+
+// A kept connection that looked alive but fails before any byte of its
+// response (the appliance closed it between the look and the request): not
+// a verdict; the request goes again on the fresh connection.
+TEST_F(ProbeKeepAlive, AKeptConnectionFailingBeforeItsResponseIsAskedAgainOnTheFreshOne) {
+  KeepAliveHttp http;
+  http.one_per_connection = true;
+  TestServer srv(io, http.handler());
+  const ProbeSpec spec = keepSpec(srv.port());
+  for (int i = 0; i < 3; ++i) {
+    ProbeResult r = runProbe(io, spec, nullptr, kept);
+    ASSERT_TRUE(r.ok) << i << ": " << r.reason << ": " << r.detail;
+    EXPECT_FALSE(r.reused) << "probe " << i;
+  }
+  EXPECT_EQ(http.seen->requests.size(), 3u) << "one answered request per probe";
+  EXPECT_EQ(kept->counts().reused, 2u);
+  EXPECT_EQ(kept->counts().stale, 2u);
+  EXPECT_EQ(kept->counts().closed, 0u);
+}
+
+// Bytes the appliance sent on an idle kept connection, unasked: the
+// connection is out of step with its requests and is not used.
+TEST_F(ProbeKeepAlive, AKeptConnectionWithUnaskedBytesIsNotUsed) {
+  auto kept_sock = std::make_shared<std::optional<tcp::socket>>();
+  TestServer srv(io, [kept_sock](tcp::socket s) -> asio::awaitable<void> {
+    std::string buf;
+    error_code ec;
+    co_await asio::async_read_until(s, asio::dynamic_buffer(buf, 16384), "\r\n\r\n",
+                                    asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) co_return;
+    const std::string resp = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+    co_await asio::async_write(s, asio::buffer(resp), asio::redirect_error(asio::use_awaitable, ec));
+    kept_sock->emplace(std::move(s));
+  });
+  const ProbeSpec spec = keepSpec(srv.port());
+  ASSERT_TRUE(runProbe(io, spec, nullptr, kept).ok);
+  ASSERT_TRUE(runUntil(io, [&] { return kept_sock->has_value(); }, 1000ms));
+  asio::write(**kept_sock, asio::buffer(std::string("HTTP/1.1 408 Request Timeout\r\n\r\n")));
+  ProbeResult r = runProbe(io, spec, nullptr, kept);
+  EXPECT_TRUE(r.ok) << r.reason << ": " << r.detail << " (a 408 nobody asked for is no verdict)";
+  EXPECT_FALSE(r.reused);
+  EXPECT_EQ(kept->counts().closed, 1u);
 }
 
 // A failing status on the kept connection fails the probe as on any other.
@@ -192,7 +250,7 @@ TEST_F(ProbeKeepAlive, AnIdleConnectionIsNotUsed) {
   ProbeResult r = runProbe(io, spec, nullptr, kept);
   EXPECT_TRUE(r.ok);
   EXPECT_FALSE(r.reused);
-  EXPECT_EQ(kept->expired(), 1u);
+  EXPECT_EQ(kept->counts().expired, 1u);
 }
 
 // Full: a probe closes its connection as without keep_alive, and says so.
@@ -203,7 +261,7 @@ TEST_F(ProbeKeepAlive, AFullPoolKeepsNoMore) {
   ASSERT_TRUE(runProbe(io, keepSpec(sa.port()), nullptr, kept).ok);
   ASSERT_TRUE(runProbe(io, keepSpec(sb.port()), nullptr, kept).ok);
   EXPECT_EQ(kept->size(), 1u);
-  EXPECT_EQ(kept->refused(), 1u);
+  EXPECT_EQ(kept->counts().refused, 1u);
   EXPECT_TRUE(runProbe(io, keepSpec(sa.port()), nullptr, kept).reused);
   EXPECT_FALSE(runProbe(io, keepSpec(sb.port()), nullptr, kept).reused);
 }

@@ -151,7 +151,9 @@ TEST(ResponseFramer, Table) {
     const bool ended = rest[0] == '\n';
     ResponseFramer whole(c.status, ended);
     EXPECT_EQ(whole.feed(rest.data() + ended, rest.size() - ended), c.want) << rest;
-    if (c.want < 0) EXPECT_NE(whole.why().find(c.why), std::string::npos) << rest << ": " << whole.why();
+    if (c.want < 0) {
+      EXPECT_NE(whole.why().find(c.why), std::string::npos) << rest << ": " << whole.why();
+    }
     ResponseFramer bytes(c.status, ended);
     for (size_t i = ended; i < rest.size(); ++i) bytes.feed(rest.data() + i, 1);
     EXPECT_EQ(bytes.result(), c.want) << "byte by byte: " << rest;

@@ -119,31 +119,50 @@ TEST_F(ProbeTls, TheNextProbeResumesTheSession) {
   EXPECT_FALSE(verified.resumed);
 }
 
-// keep_alive over TLS: one handshake, then each probe connects afresh (and
-// resets) and asks on the kept TLS connection; no handshake on the fresh one.
-TEST_F(ProbeTls, KeepAliveAsksOnTheKeptTlsConnection) {
-  int handshakes = 0, requests = 0;
-  TestServer srv(io, [&](tcp::socket s) -> asio::awaitable<void> {
+// A keep-alive HTTPS server: counts handshakes and requests; with
+// `shutdown_after`, it ends each connection after one response with a TLS
+// close_notify (nginx's way at its keepalive_timeout), and counts those.
+struct TlsKeepAlive {
+  int handshakes = 0, requests = 0, shut = 0;
+  bool shutdown_after = false;
+};
+
+ConnHandler keepAliveTls(ssl::context& ctx, TlsKeepAlive& st) {
+  return [&ctx, &st](tcp::socket s) -> asio::awaitable<void> {
     // Only a connection that sends something is taken for TLS: a probe's
     // fresh connection is reset unused.
     error_code ec;
     co_await s.async_wait(tcp::socket::wait_read, asio::redirect_error(asio::use_awaitable, ec));
     if (ec || s.available(ec) == 0) co_return;
-    ssl::stream<tcp::socket> tls(std::move(s), server_ctx_);
+    ssl::stream<tcp::socket> tls(std::move(s), ctx);
     co_await tls.async_handshake(ssl::stream_base::server, asio::redirect_error(asio::use_awaitable, ec));
     if (ec) co_return;
-    ++handshakes;
+    ++st.handshakes;
     std::string buf;
     for (;;) {
       size_t n = co_await asio::async_read_until(tls, asio::dynamic_buffer(buf, 16384), "\r\n\r\n",
                                                  asio::redirect_error(asio::use_awaitable, ec));
       if (ec) co_return;
       buf.erase(0, n);
-      ++requests;
+      ++st.requests;
       co_await asio::async_write(tls, asio::buffer(kOk), asio::redirect_error(asio::use_awaitable, ec));
       if (ec) co_return;
+      if (st.shutdown_after) {
+        ++st.shut;
+        // Sends close_notify, then waits for the probe's, which never comes:
+        // ends when the probe resets the connection.
+        co_await tls.async_shutdown(asio::redirect_error(asio::use_awaitable, ec));
+        co_return;
+      }
     }
-  });
+  };
+}
+
+// keep_alive over TLS: one handshake, then each probe connects afresh (and
+// resets) and asks on the kept TLS connection; no handshake on the fresh one.
+TEST_F(ProbeTls, KeepAliveAsksOnTheKeptTlsConnection) {
+  TlsKeepAlive st;
+  TestServer srv(io, keepAliveTls(server_ctx_, st));
   auto kept = std::make_shared<KeptConnections>();
   ProbeSpec spec = httpsSpec(srv.port());
   spec.keep_alive = true;
@@ -152,8 +171,8 @@ TEST_F(ProbeTls, KeepAliveAsksOnTheKeptTlsConnection) {
     ASSERT_TRUE(r.ok) << i << ": " << r.reason << ": " << r.detail;
     EXPECT_EQ(r.reused, i > 0) << i;
   }
-  EXPECT_EQ(handshakes, 1);
-  EXPECT_EQ(requests, 3);
+  EXPECT_EQ(st.handshakes, 1);
+  EXPECT_EQ(st.requests, 3);
   // No kept connection (all closed): the next probe's handshake is on its
   // fresh connection, and resumes the session the first one made.
   kept->clear();
@@ -161,7 +180,32 @@ TEST_F(ProbeTls, KeepAliveAsksOnTheKeptTlsConnection) {
   ASSERT_TRUE(r.ok) << r.reason << ": " << r.detail;
   EXPECT_FALSE(r.reused);
   EXPECT_TRUE(r.resumed);
-  EXPECT_EQ(handshakes, 2);
+  EXPECT_EQ(st.handshakes, 2);
+}
+
+// An HTTPS appliance that ended the kept connection with a close_notify while
+// it was idle: the next probe sees bytes waiting on it, does not send its
+// request into it, and asks on its fresh connection (a resumed handshake).
+TEST_F(ProbeTls, AKeptTlsConnectionEndedWithCloseNotifyIsNotUsed) {
+  TlsKeepAlive st;
+  st.shutdown_after = true;
+  TestServer srv(io, keepAliveTls(server_ctx_, st));
+  auto kept = std::make_shared<KeptConnections>();
+  ProbeSpec spec = httpsSpec(srv.port());
+  spec.keep_alive = true;
+  for (int i = 0; i < 3; ++i) {
+    ProbeResult r = runProbe(io, spec, &client_ctx_, kept);
+    ASSERT_TRUE(r.ok) << i << ": " << r.reason << ": " << r.detail;
+    EXPECT_FALSE(r.reused) << i;
+    EXPECT_EQ(r.resumed, i > 0) << i;
+    ASSERT_TRUE(runUntil(io, [&] { return st.shut == i + 1; }, 1000ms));
+    // The close_notify's write follows within the same loop turn or the next.
+    const auto until = std::chrono::steady_clock::now() + 100ms;
+    runUntil(io, [&] { return std::chrono::steady_clock::now() >= until; }, 1000ms);
+  }
+  EXPECT_EQ(st.requests, 3) << "each request sent once";
+  EXPECT_EQ(kept->counts().closed, 2u);
+  EXPECT_EQ(kept->counts().stale, 0u);
 }
 
 TEST_F(ProbeTls, DefaultContextWhenNoneGiven) {
