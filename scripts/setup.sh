@@ -27,7 +27,10 @@ GWLB_PACKAGES=(
   bird2                   # the fleet lab: BGP + BFD between the router and the gateways
   frr                     # the fleet lab's router with LAB_ROUTER=frr (e2e_fleet_frr): zebra, bfdd and bgpd
                           # run in the lab's router namespace only; the package's own service is
-                          # disabled when we install it (gwlb_frr_service_off)
+                          # disabled when we install it (gwlb_service_off)
+  nginx-light             # a web server gwlb did not write, as an appliance's health endpoint: the keep_alive
+                          # HTTP(S) checks against it (tests/daemon/run_nginx_probes.sh); only ever started by
+                          # that test, on loopback; the package's own service is disabled when we install it
   prometheus              # promtool (check metrics, check rules) and the Prometheus e2e test (tests/daemon/run_monitoring.sh)
   systemd man-db          # systemd-analyze verify of the unit, man pages rendered (tests/setup/check_install.py, check_package.sh)
   dpkg-dev                # scripts/package.sh: dpkg-shlibdeps, dpkg-architecture
@@ -49,20 +52,23 @@ gwlb_install_deps() {
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     $sudo apt-get update -q >/dev/null
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
-    if [[ " ${missing[*]} " == *" frr "* ]]; then gwlb_frr_service_off "$sudo"; fi
+    if [[ " ${missing[*]} " == *" frr "* ]]; then gwlb_service_off "$sudo" frr "the fleet lab"; fi
+    if [[ " ${missing[*]} " == *" nginx-light "* ]]; then gwlb_service_off "$sudo" nginx "the probe tests"; fi
   fi
 }
 
-# Installing frr enables its systemd service (and starts it where services may
-# start): a system-wide zebra and staticd in the host's namespace, which the
-# lab does not use (its FRR runs in a namespace, with its own directories).
-# Turned off when setup installed frr; an FRR that was there before is left alone.
-gwlb_frr_service_off() {
-  local sudo="$1"
+# Installing frr or nginx enables its systemd service (and starts it where
+# services may start): a system-wide zebra and staticd, or a web server on
+# port 80, in the host's namespace, which the tests do not use (the lab's FRR
+# runs in a namespace, the tests' nginx on loopback with its own config).
+# Turned off when setup installed the package; one that was there before is
+# left alone.
+gwlb_service_off() {
+  local sudo="$1" unit="$2" why="$3"
   command -v systemctl >/dev/null || return 0
-  $sudo systemctl disable frr.service >/dev/null 2>&1 || true
-  if [ -d /run/systemd/system ]; then $sudo systemctl stop frr.service >/dev/null 2>&1 || true; fi
-  echo "setup: installed frr for the fleet lab; its system-wide service is disabled"
+  $sudo systemctl disable "$unit.service" >/dev/null 2>&1 || true
+  if [ -d /run/systemd/system ]; then $sudo systemctl stop "$unit.service" >/dev/null 2>&1 || true; fi
+  echo "setup: installed $unit for $why; its system-wide service is disabled"
 }
 
 # True when the build directory already has every -Dname=value / --name=value
