@@ -3,16 +3,19 @@
 
 Appliances 127.0.0.21 (HTTP) and 127.0.0.22 (HTTPS) are served by nginx with
 a 60 s keepalive_timeout, 127.0.0.23 (HTTP) with 50 ms, shorter than the
-checks' 200 ms interval. Checks, on nginx's access log ($server_addr
-$connection $connection_requests $request_uri $status) and stub_status, and
-on gwlbd's /metrics:
-  - all three appliances turn active;
+checks' 200 ms interval; 127.0.0.24 (HTTPS) is checked without keep_alive.
+Checks, on nginx's access log ($server_addr $connection $connection_requests
+$request_uri $status $ssl_session_reused) and stub_status, and on gwlbd's
+/metrics:
+  - all four appliances turn active;
   - .21 and .22: the requests come on one kept connection (nginx counts them
     on it), though every probe connects afresh (nginx accepted at least one
     connection per request);
   - .23: nginx closed each connection before the next probe; every request
     is the first on its connection, and gwlbd saw each closed connection
     before sending into it (event closed, no stale);
+  - .24: a connection and a TLS handshake per probe, each after the first
+    resuming the session (nginx's $ssl_session_reused);
   - promtool check metrics.
 
 usage: nginx_probes_e2e.py --sock S --metrics HOST:PORT --status HOST:PORT --access-log F
@@ -29,7 +32,8 @@ import os
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import checklib  # noqa: E402
 
-KEPT, TLS, SHORT = "127.0.0.21", "127.0.0.22", "127.0.0.23"
+KEPT, TLS, SHORT, EACH = "127.0.0.21", "127.0.0.22", "127.0.0.23", "127.0.0.24"
+ALL = (KEPT, TLS, SHORT, EACH)
 DEADLINE = 60  # seconds: CI's 2 shared cores, and ASan
 
 ap = argparse.ArgumentParser()
@@ -52,22 +56,25 @@ def active(s, addr):
 t0 = time.monotonic()
 while True:
     s = checklib.samples(checklib.scrape(args.metrics))
-    if all(active(s, a) for a in (KEPT, TLS, SHORT)):
+    if all(active(s, a) for a in ALL):
         break
     assert time.monotonic() - t0 < DEADLINE, "not all active: " + ", ".join(
         f"{a} {[dict(l)['state'] for (n, l), v in s.items() if n == 'gwlb_server_state' and dict(l)['address'] == a and v == 1]}"
-        for a in (KEPT, TLS, SHORT))
+        for a in ALL)
     time.sleep(0.2)
-print(f"all three appliances active after {time.monotonic() - t0:.1f} s")
+print(f"all four appliances active after {time.monotonic() - t0:.1f} s")
 time.sleep(3)  # some 15 probes of each
 
 # nginx's view first, then its counters (which only grow meanwhile).
 by_addr = collections.defaultdict(list)  # addr -> [(connection, its request number)]
+resumed = []  # EACH's requests: on a resumed TLS session
 with open(args.access_log) as f:
     for line in f:
-        addr, conn, nreq, uri, status = line.split()
+        addr, conn, nreq, uri, status, reused = line.split()
         assert (uri, status) == ("/health", "200"), line
         by_addr[addr].append((int(conn), int(nreq)))
+        if addr == EACH:
+            resumed.append(reused == "r")
 status = urllib.request.urlopen(f"http://{args.status}/status", timeout=10).read().decode()
 accepts, handled, requests = map(int, re.search(r"\n\s*(\d+) (\d+) (\d+)", status).groups())
 
@@ -85,6 +92,11 @@ assert len(short) >= 8, f"{SHORT}: only {len(short)} requests"
 assert all(n == 1 for _, n in short), f"{SHORT}: a request on a connection nginx had closed: {short}"
 assert len({c for c, _ in short}) == len(short), short
 print(f"HTTP {SHORT} (keepalive_timeout 50 ms): {len(short)} requests, each the first on its connection")
+each = by_addr[EACH]
+assert len(each) >= 8 and all(n == 1 for _, n in each), f"{EACH}: {each}"
+assert not resumed[0] and all(resumed[1:]), f"{EACH}: sessions resumed {resumed}"
+print(f"HTTPS {EACH} without keep_alive: {len(each)} requests, each on its own connection; "
+      f"every handshake after the first resumed the session ({sum(resumed)} of {len(resumed)})")
 # Every probe connects afresh, a reused one too: nginx accepted a connection
 # per request at least (stub_status's own request is one more of each).
 assert accepts >= logged + 1, f"nginx accepted {accepts} connections for {logged} probe requests"

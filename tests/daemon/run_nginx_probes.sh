@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # keep_alive HTTP and HTTPS health checks against nginx, a web server gwlb did
-# not write, as three appliances' health endpoints on loopback: one answering
+# not write, as four appliances' health endpoints on loopback: one answering
 # HTTP, one HTTPS (its own self-signed certificate), one HTTP whose
-# keepalive_timeout (50 ms) is shorter than the checks' interval. Checks in
+# keepalive_timeout (50 ms) is shorter than the checks' interval; and one
+# HTTPS without keep_alive, whose probes resume their TLS sessions. Checks in
 # tests/daemon/nginx_probes_e2e.py, on nginx's own access log and stub_status
 # and on gwlbd's /metrics.
 #   run_nginx_probes.sh GWLBD WORKDIR SRCROOT
@@ -30,12 +31,13 @@ http {
   fastcgi_temp_path $work/fastcgi;
   uwsgi_temp_path $work/uwsgi;
   scgi_temp_path $work/scgi;
-  log_format probes '\$server_addr \$connection \$connection_requests \$request_uri \$status';
+  log_format probes '\$server_addr \$connection \$connection_requests \$request_uri \$status \$ssl_session_reused';
   keepalive_requests 1000;
   keepalive_timeout 60s;
   server {
     listen 127.0.0.21:$http_port;
     listen 127.0.0.22:$https_port ssl;
+    listen 127.0.0.24:$https_port ssl;
     ssl_certificate $work/cert.pem;
     ssl_certificate_key $work/key.pem;
     access_log $work/access.log probes;
@@ -68,6 +70,10 @@ server_groups:
     health_check: { protocol: https, port: $https_port, path: /health, keep_alive: true, interval: 200ms,
                     timeout: 1s, interface: lo, healthy_threshold: 2, unhealthy_threshold: 2 }
     servers: [ { address: 127.0.0.22 } ]
+  - name: tls-each
+    health_check: { protocol: https, port: $https_port, path: /health, interval: 200ms,
+                    timeout: 1s, interface: lo, healthy_threshold: 2, unhealthy_threshold: 2 }
+    servers: [ { address: 127.0.0.24 } ]
 dataplane: { workers: 1, mbufs: 4096, flow_table_size: 4096 }
 control: { socket: $work/gwlbd.sock }
 eal: ["--no-huge", "--no-pci", "--no-shconf", "--no-telemetry", "-m", "256",
