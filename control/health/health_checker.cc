@@ -187,6 +187,9 @@ std::vector<HealthReport> HealthChecker::reconcile(const Config& cfg) {
         ++t.epoch;
         unschedule(t);
         kept_->drop(*t.prepared);
+        // A probe still in flight keeps its connection only while the
+        // checker holds the spec it runs with: a new one lets go of that.
+        if (was_probed) t.prepared = probe::prepareProbe(spec);
       }
     }
   }

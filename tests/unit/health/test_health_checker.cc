@@ -43,8 +43,8 @@ class Listener {
 };
 
 // An HTTP check's appliance on 127.0.0.1 that keeps connections: answers
-// each request with a framed 200 on the same connection. Counts the
-// connections accepted and which of them carried requests.
+// each request with a framed 200 on the same connection, `delay` after it
+// came. Counts the connections accepted and which of them carried requests.
 class KeepAliveHttp {
  public:
   explicit KeepAliveHttp(boost::asio::io_context& io)
@@ -52,15 +52,17 @@ class KeepAliveHttp {
     accept();
   }
   uint16_t port() const { return acc_.local_endpoint().port(); }
-  int accepted = 0, requests = 0;
+  int accepted = 0, requests = 0, answered = 0;
   std::set<int> carried;  // connections (by accept order) that carried a request
+  std::chrono::milliseconds delay{0};
 
  private:
   struct Conn {
-    explicit Conn(tcp::socket s, int n) : sock(std::move(s)), id(n) {}
+    explicit Conn(tcp::socket s, int n) : sock(std::move(s)), id(n), timer(sock.get_executor()) {}
     tcp::socket sock;
     int id;
     std::string buf;
+    boost::asio::steady_timer timer;
   };
   void accept() {
     acc_.async_accept([this](const boost::system::error_code& ec, tcp::socket s) {
@@ -76,12 +78,17 @@ class KeepAliveHttp {
                                     c->buf.erase(0, n);
                                     ++requests;
                                     carried.insert(c->id);
-                                    static const std::string kOk = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
-                                    boost::asio::async_write(c->sock, boost::asio::buffer(kOk),
-                                                             [this, c](const boost::system::error_code& e, size_t) {
-                                                               if (!e) serve(c);
-                                                             });
+                                    c->timer.expires_after(delay);
+                                    c->timer.async_wait([this, c](const boost::system::error_code&) { answer(c); });
                                   });
+  }
+  void answer(std::shared_ptr<Conn> c) {
+    static const std::string kOk = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+    boost::asio::async_write(c->sock, boost::asio::buffer(kOk), [this, c](const boost::system::error_code& e, size_t) {
+      if (e) return;
+      ++answered;
+      serve(c);
+    });
   }
   tcp::acceptor acc_;
 };
@@ -277,6 +284,39 @@ TEST(HealthChecker, KeepAliveAsksOnOneKeptConnection) {
   ASSERT_GE(http.requests, before + 5);
   EXPECT_EQ(http.carried.size() - carried_before, size_t(http.requests - before));
   EXPECT_EQ(hc.keptConnections().size(), 0u);
+}
+
+// An appliance whose checks stop (weight 0: unused) while its probe is in
+// flight: its kept connection is closed at once, and the probe in flight,
+// answered afterwards, does not keep its own.
+TEST(HealthChecker, KeepAliveKeepsNothingOfAnApplianceNoLongerProbed) {
+  boost::asio::io_context io;
+  KeepAliveHttp http(io);
+  HealthChecker hc(io, [](const HealthReport&) {});
+  Config cfg = tcpGroup({0x7F000001u}, http.port());
+  cfg.server_groups[0].health_check.protocol = HealthProtocol::kHttp;
+  cfg.server_groups[0].health_check.keep_alive = true;
+  hc.reconcile(cfg);
+  auto runUntil = [&](const std::function<bool()>& pred) {
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (!pred() && std::chrono::steady_clock::now() < deadline) io.run_one_for(5ms);
+    return pred();
+  };
+  ASSERT_TRUE(runUntil([&] { return http.answered >= 3 && hc.keptConnections().size() == 1; }));
+  http.delay = 300ms;
+  const int asked = http.requests;
+  ASSERT_TRUE(runUntil([&] { return http.requests > asked; })) << "no probe in flight";
+  ASSERT_EQ(http.answered, asked) << "the probe in flight is answered only after the delay";
+  Config unused = cfg;
+  unused.server_groups[0].appliances[0].weight = 0;
+  hc.reconcile(unused);
+  ASSERT_EQ(hc.tracker(0x7F000001u)->state(), HealthState::kUnused);
+  EXPECT_EQ(hc.keptConnections().size(), 0u);
+  ASSERT_TRUE(runUntil([&] { return http.answered > asked; }));
+  const auto settle = std::chrono::steady_clock::now() + 100ms;
+  while (std::chrono::steady_clock::now() < settle) io.run_for(20ms);
+  EXPECT_EQ(hc.keptConnections().size(), 0u) << "the probe in flight kept its connection";
+  EXPECT_EQ(http.requests, asked + 1) << "no probe of an unused appliance";
 }
 
 }  // namespace
