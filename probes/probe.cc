@@ -284,7 +284,7 @@ class ProbeSession : public std::enable_shared_from_this<ProbeSession> {
   void onRead(const error_code& ec, size_t n);
   bool staleKept(const error_code& ec);  // the kept connection is gone: use the fresh one
   void judge();  // the status is known: finish with ok or bad_status
-  void keepTlsSession(ProbeResult& r);
+  void keepTlsSession();
   void finish(const char* reason, std::string detail, int status = 0);
 
   std::string timeoutText() const { return std::to_string(spec_.timeout.count()) + " ms"; }
@@ -524,9 +524,8 @@ void ProbeSession::judge() {
 // A response came over a connection this probe's handshake opened: its TLS
 // session is kept for the target's next handshake. (TLS 1.3 tickets come
 // after the handshake; by the response they are in.)
-void ProbeSession::keepTlsSession(ProbeResult& r) {
+void ProbeSession::keepTlsSession() {
   SSL* s = fresh_->tls->native_handle();
-  r.resumed = SSL_session_reused(s) == 1;
   SSL_SESSION* kept = SSL_get1_session(s);
   if (kept && SSL_SESSION_is_resumable(kept) != 1) {
     SSL_SESSION_free(kept);
@@ -546,7 +545,11 @@ void ProbeSession::finish(const char* reason, std::string detail, int status) {
   r.detail = std::move(detail);
   r.reused = conn_ && conn_ == reused_.get();
   timer_.cancel();
-  if (handshook_ && status != 0) keepTlsSession(r);
+  if (handshook_) {
+    r.handshake = true;
+    r.resumed = SSL_session_reused(fresh_->tls->native_handle()) == 1;
+    if (status != 0) keepTlsSession();
+  }
   // keep_alive: a connection whose response ended exactly (nothing pending
   // on it) is kept for the target's next probe, until it has served
   // kMaxRequests, and only while the caller still holds the prepared spec

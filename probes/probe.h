@@ -59,7 +59,9 @@ struct ProbeResult {
   int status = 0;                          // HTTP status when one was read
   std::chrono::microseconds elapsed{0};
   std::string detail;                      // human text, e.g. "HTTP 503 (expected 200-399)"
-  bool resumed = false;                    // https: an earlier probe's TLS session was resumed
+  bool handshake = false;                  // https: this probe completed a TLS handshake
+  bool resumed = false;                    // https: that handshake resumed an earlier probe's
+                                           // TLS session (no certificate, no full key exchange)
   bool reused = false;                     // keep_alive: answered on a connection kept from
                                            // an earlier probe (after a fresh TCP connect)
 };

@@ -290,6 +290,7 @@ void HealthChecker::startProbe(const std::shared_ptr<Target>& t) {
 // logged and reported.
 void HealthChecker::judge(const std::shared_ptr<Target>& t, uint32_t ip, const probe::ProbeResult& r) {
   t->in_flight = false;
+  if (r.handshake) ++(r.resumed ? tls_counts_.resumed : tls_counts_.full);
   // The next check is armed first: whatever throws below (a log line, the
   // report's snapshot build) is the control loop's to count, and this
   // appliance's checks go on.

@@ -80,6 +80,13 @@ class HealthChecker {
   // stay 0: such a return names no appliance it proves anything of); nullptr
   // when it is not checked. Kept across reconfigures, dropped with it.
   const ForwardingCounts* forwardingCounts(uint32_t ip) const;
+  // TLS handshakes HTTPS probes completed (of appliances still checked with
+  // the settings they ran with): full ones and resumed ones. Resumption
+  // failing shows as full ones rising with every probe.
+  struct TlsCounts {
+    uint64_t full = 0, resumed = 0;
+  };
+  const TlsCounts& tlsHandshakes() const { return tls_counts_; }
   // Unix time of a tracker timestamp (ms on this checker's clock).
   double unixTime(uint64_t ms) const { return epoch_unix_ + double(ms) / 1000.0; }
 
@@ -121,6 +128,7 @@ class HealthChecker {
   ForwardingSender send_forwarding_;
   std::map<uint32_t, uint32_t> fwd_outstanding_;  // token -> appliance, until its timeout
   ForwardingCounts fwd_counts_;
+  TlsCounts tls_counts_;
 };
 
 }  // namespace gwlb::ctl

@@ -90,6 +90,13 @@ void applianceMetrics(std::ostringstream& o, const ServiceContext& c) {
         {"sent", f.sent}, {"unsent", f.unsent}, {"returned", f.returned},
         {"timed_out", f.timed_out}, {"late", f.late}, {"wrong_appliance", f.wrong_appliance}};
     for (const auto& [k, v] : kinds) o << "gwlb_forwarding_probes_total{result=\"" << k << "\"} " << v << '\n';
+    const HealthChecker::TlsCounts& tls = c.health.checker->tlsHandshakes();
+    metric(o, "gwlb_probe_tls_handshakes_total", "counter",
+           "TLS handshakes HTTPS health checks completed: full (certificate and key exchange) or "
+           "resumed (an earlier probe's session); full ones rising with every probe mean the "
+           "appliances do not resume sessions");
+    o << "gwlb_probe_tls_handshakes_total{kind=\"full\"} " << tls.full << '\n';
+    o << "gwlb_probe_tls_handshakes_total{kind=\"resumed\"} " << tls.resumed << '\n';
     const probe::KeptConnections& kept = c.health.checker->keptConnections();
     metric(o, "gwlb_probe_kept_connections", "gauge",
            "connections health_check.keep_alive keeps open between an appliance's probes, now");

@@ -15,7 +15,8 @@ $request_uri $status $ssl_session_reused) and stub_status, and on gwlbd's
     is the first on its connection, and gwlbd saw each closed connection
     before sending into it (event closed, no stale);
   - .24: a connection and a TLS handshake per probe, each after the first
-    resuming the session (nginx's $ssl_session_reused);
+    resuming the session (nginx's $ssl_session_reused), and gwlbd counting
+    them (gwlb_probe_tls_handshakes_total: two full ones in all);
   - promtool check metrics.
 
 usage: nginx_probes_e2e.py --sock S --metrics HOST:PORT --status HOST:PORT --access-log F
@@ -114,7 +115,13 @@ assert ev["closed"] >= len(short) - 2, (ev, len(short))
 assert ev["stale"] == 0, f"a request was sent into a connection nginx had closed: {ev}"
 assert ev["refused"] == 0 and ev["expired"] == 0, ev
 assert 2 <= kept_now <= 3, kept_now
-print("gwlbd: kept connections " + f"{kept_now:.0f}, events " + ", ".join(f"{k} {v:.0f}" for k, v in ev.items()))
+tls = {k: metric(s, "gwlb_probe_tls_handshakes_total", kind=k) for k in ("full", "resumed")}
+# One full handshake each for .22 (then its kept connection) and .24 (then
+# resumed ones); nginx logged .24's requests on resumed sessions before.
+assert tls["full"] == 2, tls
+assert tls["resumed"] >= sum(resumed), (tls, sum(resumed))
+print("gwlbd: kept connections " + f"{kept_now:.0f}, events " + ", ".join(f"{k} {v:.0f}" for k, v in ev.items())
+      + f"; TLS handshakes full {tls['full']:.0f}, resumed {tls['resumed']:.0f}")
 r = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True, text=True)
 assert r.returncode == 0, r.stdout + r.stderr
 print("promtool check metrics: ok")

@@ -100,9 +100,11 @@ TEST_F(ProbeTls, TheNextProbeResumesTheSession) {
   spec.domain = kDomain;
   ProbeResult first = runProbe(io, spec, &client_ctx_);
   ASSERT_TRUE(first.ok) << first.reason << ": " << first.detail;
+  EXPECT_TRUE(first.handshake);
   EXPECT_FALSE(first.resumed);
   ProbeResult second = runProbe(io, spec, &client_ctx_);
   ASSERT_TRUE(second.ok) << second.reason << ": " << second.detail;
+  EXPECT_TRUE(second.handshake);
   EXPECT_TRUE(second.resumed) << "the first probe's session was not resumed";
   EXPECT_EQ(snis_.size(), 2u) << "two connections, two handshakes";
   // Another target (here: another SNI) has a session of its own.
@@ -170,6 +172,7 @@ TEST_F(ProbeTls, KeepAliveAsksOnTheKeptTlsConnection) {
     ProbeResult r = runProbe(io, spec, &client_ctx_, kept);
     ASSERT_TRUE(r.ok) << i << ": " << r.reason << ": " << r.detail;
     EXPECT_EQ(r.reused, i > 0) << i;
+    EXPECT_EQ(r.handshake, i == 0) << i << ": a probe on the kept connection makes no handshake";
   }
   EXPECT_EQ(st.handshakes, 1);
   EXPECT_EQ(st.requests, 3);
