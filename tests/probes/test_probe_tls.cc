@@ -121,6 +121,13 @@ TEST_F(ProbeTls, TheNextProbeResumesTheSession) {
   EXPECT_FALSE(verified.resumed);
 }
 
+// The fixture's httpsSpec with keep_alive.
+ProbeSpec keepAliveSpec(uint16_t port) {
+  ProbeSpec spec = loopbackSpec(Protocol::kHttps, port, "/", 3000ms);
+  spec.keep_alive = true;
+  return spec;
+}
+
 // A keep-alive HTTPS server: counts handshakes and requests; with
 // `shutdown_after`, it ends each connection after one response with a TLS
 // close_notify (nginx's way at its keepalive_timeout), and counts those.
@@ -166,8 +173,7 @@ TEST_F(ProbeTls, KeepAliveAsksOnTheKeptTlsConnection) {
   TlsKeepAlive st;
   TestServer srv(io, keepAliveTls(server_ctx_, st));
   auto kept = std::make_shared<KeptConnections>();
-  ProbeSpec spec = httpsSpec(srv.port());
-  spec.keep_alive = true;
+  const ProbeSpec spec = keepAliveSpec(srv.port());
   for (int i = 0; i < 3; ++i) {
     ProbeResult r = runProbe(io, spec, &client_ctx_, kept);
     ASSERT_TRUE(r.ok) << i << ": " << r.reason << ": " << r.detail;
@@ -194,8 +200,7 @@ TEST_F(ProbeTls, AKeptTlsConnectionEndedWithCloseNotifyIsNotUsed) {
   st.shutdown_after = true;
   TestServer srv(io, keepAliveTls(server_ctx_, st));
   auto kept = std::make_shared<KeptConnections>();
-  ProbeSpec spec = httpsSpec(srv.port());
-  spec.keep_alive = true;
+  const ProbeSpec spec = keepAliveSpec(srv.port());
   for (int i = 0; i < 3; ++i) {
     ProbeResult r = runProbe(io, spec, &client_ctx_, kept);
     ASSERT_TRUE(r.ok) << i << ": " << r.reason << ": " << r.detail;

@@ -242,6 +242,14 @@ TEST(HealthChecker, AnApplianceInAFreedSlotIsCheckedOnItsOwn) {
   EXPECT_EQ(state(0x7F000001u), HealthState::kHealthy);
 }
 
+// tcpGroup's one appliance, 127.0.0.1, with HTTP checks and keep_alive.
+Config keepAliveGroup(uint16_t port) {
+  Config cfg = tcpGroup({0x7F000001u}, port);
+  cfg.server_groups[0].health_check.protocol = HealthProtocol::kHttp;
+  cfg.server_groups[0].health_check.keep_alive = true;
+  return cfg;
+}
+
 // health_check.keep_alive: after the first probe, each probe connects afresh
 // and asks on the one kept connection; the appliance removed, the checker
 // closes it. Without keep_alive, each request has its own connection.
@@ -249,9 +257,7 @@ TEST(HealthChecker, KeepAliveAsksOnOneKeptConnection) {
   boost::asio::io_context io;
   KeepAliveHttp http(io);
   HealthChecker hc(io, [](const HealthReport&) {});
-  Config cfg = tcpGroup({0x7F000001u}, http.port());
-  cfg.server_groups[0].health_check.protocol = HealthProtocol::kHttp;
-  cfg.server_groups[0].health_check.keep_alive = true;
+  Config cfg = keepAliveGroup(http.port());
   hc.reconcile(cfg);
   auto probes = [&] { return hc.tracker(0x7F000001)->latency().count; };
   // Until 10 probes are done and the connection is back in the pool (not
@@ -293,9 +299,7 @@ TEST(HealthChecker, KeepAliveKeepsNothingOfAnApplianceNoLongerProbed) {
   boost::asio::io_context io;
   KeepAliveHttp http(io);
   HealthChecker hc(io, [](const HealthReport&) {});
-  Config cfg = tcpGroup({0x7F000001u}, http.port());
-  cfg.server_groups[0].health_check.protocol = HealthProtocol::kHttp;
-  cfg.server_groups[0].health_check.keep_alive = true;
+  Config cfg = keepAliveGroup(http.port());
   hc.reconcile(cfg);
   auto runUntil = [&](const std::function<bool()>& pred) {
     const auto deadline = std::chrono::steady_clock::now() + 30s;
