@@ -35,7 +35,7 @@ SAN_TRIM[e2e_fleet_upgrade]="docs/upgrade.md's rolling upgrade: fleet leave, SIG
 # Later lab tests whose new gwlbd code runs under ASan in the dp and unit
 # suites (VXLAN and IPv6-probe returns, mirror copies, the fleet view, the
 # shaper): wall-clock windows (hold-downs, ramps, a gateway restart) and CI time.
-for t in stateful_ethernet forwarding_ipv6 dampening slow_start vxlan vxlan_ipv6 fleet_cold mirror fleet_ipv6; do
+for t in stateful_ethernet forwarding_ipv6 dampening slow_start settling vxlan vxlan_ipv6 fleet_cold mirror fleet_ipv6; do
   SAN_TRIM[e2e_$t]="namespace lab: wall-clock windows, and CI time; its gwlbd code runs sanitized in the dp and unit suites"
 done
 SAN_TRIM[e2e_router_fragments]="runs no gwlb code (a Linux router's ECMP hash on the kernel); CI time"

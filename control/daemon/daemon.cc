@@ -62,6 +62,8 @@ Daemon::Daemon(Config config) {
   hooks.decided = [](const Decision& d) {
     if (d.kind == Decision::Kind::kRegion) spdlog::warn("regions: {}", d.text);
     else if (d.kind == Decision::Kind::kLifecycle) spdlog::info("appliance {}", d.text);
+    else if (d.kind == Decision::Kind::kService && d.text.rfind("group ", 0) == 0)
+      spdlog::warn("{}", d.text);  // a group settling after every appliance failed
     else if (d.kind == Decision::Kind::kService)
       spdlog::log(d.text.find(" dampened: ") != std::string::npos ? spdlog::level::warn : spdlog::level::info,
                   "appliance {}", d.text);

@@ -37,6 +37,10 @@ std::optional<uint32_t> slowStartStep(uint64_t elapsed_ns, uint32_t s) {
   return std::max<uint32_t>(k, 1);
 }
 
+uint64_t settleNs(const HealthCheckConfig& hc) {
+  return (2 * uint64_t(hc.interval_ms) + uint64_t(hc.timeout_ms)) * 1'000'000ULL;
+}
+
 DampeningParams dampeningParams(const DampeningConfig& c) {
   DampeningParams p;
   p.penalty = c.penalty;
@@ -52,6 +56,7 @@ Shaping ServiceShaper::update(const Config& cfg, const HealthMap& health,
                               std::vector<std::string>* lines) {
   Shaping out;
   std::map<uint32_t, Seen> next;
+  std::map<std::string, GroupSeen> next_groups;
   next_due_.reset();
   auto due = [&](uint64_t t) {
     if (t > now && (!next_due_ || t < *next_due_)) next_due_ = t;
@@ -62,6 +67,10 @@ Shaping ServiceShaper::update(const Config& cfg, const HealthMap& health,
   for (const ApplianceGroupConfig& g : cfg.server_groups) {
     const bool damp = g.health_check.active() && g.health_check.dampening.enabled;
     const DampeningParams dp = dampeningParams(g.health_check.dampening);
+    // The group's appliances that count for a whole-group outage (weight
+    // above 0, not leaving, with a verdict): how many, and those failing.
+    size_t counted = 0;
+    std::vector<uint32_t> failing;
     for (const ApplianceConfig& sc : g.appliances) {
       const uint32_t ip = applianceKey(sc.address);
       const std::string name = sc.address.str();
@@ -69,6 +78,10 @@ Shaping ServiceShaper::update(const Config& cfg, const HealthMap& health,
       const bool known = it != seen_.end();
       Seen s = known ? it->second : Seen{};
       const std::optional<bool> up = upByHealth(health, ip);
+      if (up && sc.weight > 0 && life.find(ip) == nullptr) {
+        ++counted;
+        if (!*up) failing.push_back(ip);
+      }
       // Flap dampening: each change into or out of service by health.
       if (!damp) {
         dampener_.forget(ip);
@@ -121,12 +134,52 @@ Shaping ServiceShaper::update(const Config& cfg, const HealthMap& health,
       s.in_service = in_service;
       next[ip] = s;
     }
+    settle(g, counted, failing, now, out, next_groups[g.name], due, say);
   }
   for (const auto& [ip, s] : seen_)
     if (!next.count(ip)) dampener_.forget(ip);
   seen_ = std::move(next);
+  groups_ = std::move(next_groups);
   started_ = true;
   return out;
+}
+
+// Settling after a whole-group outage (the header says why): from the build
+// that finds an appliance of a group passing again after one that found
+// every counted appliance failing, for settleNs(); it ends early when none
+// is failing any more, and starts over if all fail again.
+template <class Due, class Say>
+void ServiceShaper::settle(const ApplianceGroupConfig& g, size_t counted,
+                           const std::vector<uint32_t>& failing, uint64_t now, Shaping& out,
+                           GroupSeen& gs, Due& due, Say& say) {
+  auto it = groups_.find(g.name);
+  if (it != groups_.end()) gs = it->second;
+  const bool sheds = g.health_check.active() &&
+                     (g.failover_mode == FailoverMode::kRebalance || g.send_tcp_reset.on_unhealthy);
+  const bool all_down = sheds && counted > 0 && failing.size() == counted;
+  const std::string back = std::to_string(counted - failing.size()) + " of " + std::to_string(counted);
+  if (!sheds || all_down || failing.empty()) {
+    gs.settle_until.reset();
+  } else if (gs.all_down) {
+    gs.settle_until = now + settleNs(g.health_check);
+    say("group " + g.name + ": " + back + " appliances pass again after all failed; the " +
+        std::to_string(failing.size()) + " still failing keep their flows for " +
+        fixed(double(settleNs(g.health_check)) / double(kNs), 1) + " s while the group settles");
+  } else if (gs.settle_until && now >= *gs.settle_until) {
+    gs.settle_until.reset();
+    say("group " + g.name + " settled: " + back + " appliances in service; the " +
+        std::to_string(failing.size()) + " still failing shed their flows now");
+  }
+  gs.all_down = all_down;
+  if (gs.settle_until) {
+    out.settling.insert(failing.begin(), failing.end());
+    due(*gs.settle_until);
+  }
+}
+
+std::optional<uint64_t> ServiceShaper::settlingUntil(const std::string& group) const {
+  auto it = groups_.find(group);
+  return it == groups_.end() ? std::nullopt : it->second.settle_until;
 }
 
 std::optional<uint64_t> ServiceShaper::nextDue() const { return next_due_; }

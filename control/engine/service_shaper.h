@@ -6,7 +6,13 @@
 //     existing flows stay;
 //   - slow start: an appliance that comes into service (recovered, released
 //     from a hold-down, undrained, weight set, newly added) takes a growing
-//     part of its Maglev weight, in steps, until slow_start has passed.
+//     part of its Maglev weight, in steps, until slow_start has passed;
+//   - settling after a whole-group outage: when every appliance of a group
+//     that sheds flows on failure (rebalance, or send_tcp_reset.on_unhealthy)
+//     failed its checks at once and one passes again, those still failing
+//     keep their flows for settleNs() more (`settling`): a fault on the
+//     gateway's own side ends with its appliances passing again one by one,
+//     and the first back must not take the others' flows.
 // Both depend only on the builds' times and inputs, so gwlb-replay's events
 // reproduce them. Pure (no clock, no DPDK); control thread only.
 #pragma once
@@ -31,7 +37,16 @@ namespace gwlb::ctl {
 struct Shaping {
   std::set<uint32_t> held;
   std::map<uint32_t, uint32_t> ramp;
+  std::set<uint32_t> settling;  // failed, but its flows stay (neither moved nor reset)
 };
+
+// How long a group settles after a whole-group outage, from the first of its
+// appliances to pass again: two check intervals and the timeout. Appliances
+// that recover together pass their thresholds at most one interval and one
+// response apart (each is probed once an interval, at its own offset); the
+// second interval is the margin for probes that start late on a busy
+// control thread.
+uint64_t settleNs(const HealthCheckConfig& hc);
 
 // Steps of a slow start of `s` seconds: one a second, at most 10 (each step
 // is a snapshot build, so the rebuilds it causes stay bounded).
@@ -55,6 +70,9 @@ class ServiceShaper {
   const FlapDampener& dampener() const { return dampener_; }
   // Since when `ip` ramps up (slow start), if it does.
   std::optional<uint64_t> rampSince(uint32_t ip) const;
+  // Until when the group named `group` settles after a whole-group outage
+  // (its failing appliances keep their flows), if it does.
+  std::optional<uint64_t> settlingUntil(const std::string& group) const;
 
  private:
   struct Seen {
@@ -64,6 +82,14 @@ class ServiceShaper {
     bool held = false;
   };
   std::map<uint32_t, Seen> seen_;
+  struct GroupSeen {
+    bool all_down = false;                 // every counted appliance failed at the last build
+    std::optional<uint64_t> settle_until;  // settling after such an outage
+  };
+  std::map<std::string, GroupSeen> groups_;  // by group name
+  template <class Due, class Say>
+  void settle(const ApplianceGroupConfig& g, size_t counted, const std::vector<uint32_t>& failing,
+              uint64_t now, Shaping& out, GroupSeen& gs, Due& due, Say& say);
   FlapDampener dampener_;
   bool started_ = false;  // the first build sets what is seen, without ramps
   std::optional<uint64_t> next_due_;

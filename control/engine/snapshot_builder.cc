@@ -271,7 +271,7 @@ struct BuildInputs {
 // What the group pass learns that the failover passes need.
 struct GroupsBuilt {
   std::vector<bool> group_any;  // per group: an appliance in service for new flows
-  std::vector<std::pair<uint16_t, size_t>> failed_ids;  // (server id, group): failed health checks
+  std::vector<std::pair<uint16_t, size_t>> failed_ids;  // (server id, group): failed health checks, not settling
 };
 
 // The node's own addresses, ports and rates.
@@ -388,8 +388,11 @@ GroupsBuilt addGroups(dp::Snapshot& s, const BuildInputs& in) {
     dp::GroupView g = groupView(gc);
     GroupMembers m = addGroupMembers(s, in, gi);
     out.group_any[gi] = weighGroup(gc, in.shaping, m);
+    // A group settling after a whole-group outage (ServiceShaper) keeps its
+    // failing appliances' flows: neither moved nor reset yet.
     for (size_t i = 0; i < m.ids.size(); ++i)
-      if (m.failed[i]) out.failed_ids.emplace_back(m.ids[i], gi);
+      if (m.failed[i] && !(in.shaping && in.shaping->settling.count(applianceKey(gc.appliances[i].address))))
+        out.failed_ids.emplace_back(m.ids[i], gi);
     setGroupTable(g, gc, m, in.maglev);
     s.groups.push_back(std::move(g));
   }

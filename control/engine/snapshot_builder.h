@@ -127,7 +127,9 @@ std::vector<dp::PortView> resolvePorts(const Config& cfg, const PortMacs* device
 // `shaping` (control/engine/service_shaper.h): appliances held down take no
 // new flows (their existing flows stay, unless their health alone moves
 // them); a group with an appliance in slow start builds its table with
-// weights x n for the others and weight x k for the one at step k of n.
+// weights x n for the others and weight x k for the one at step k of n;
+// failed appliances of a group settling after a whole-group outage keep
+// their flows (no move, no reset) until it has settled.
 std::unique_ptr<dp::Snapshot> buildSnapshot(const Config& cfg, ApplianceRegistry& reg,
                                             const ApplianceMacs& neigh, uint64_t generation,
                                             const HealthMap& health = {},

@@ -64,7 +64,11 @@ void ApplianceView::update(const dp::Snapshot& s, double now) {
           last = it->reason;
           break;
         }
-      st = {"unhealthy", "failed health checks (last: " + last + "): no new flows", now};
+      st = {"unhealthy", "failed health checks (last: " + last + "): no new flows" +
+                             (engine_.shaping().settling.count(sv.ip)
+                                  ? "; its flows stay while its group settles after every appliance failed"
+                                  : ""),
+            now};
     } else if (ht && ht->state() == HealthState::kInitializing) {
       st = {"initializing", ht->provisional()
                                 ? "health checks started, no verdict yet: serves new flows until "
@@ -170,6 +174,10 @@ json ApplianceView::serviceJson(uint32_t ip) const {
         {"holds", r ? r->holds : 0},
         {"held_for_s", held && r && r->held_until > now ? json(double(r->held_until - now) / 1e9)
                                                           : json(nullptr)}};
+  }
+  if (engine_.shaping().settling.count(ip)) {
+    const auto until = engine_.shaper().settlingUntil(g->name);
+    out["settling"] = {{"keeps_flows_for_s", until && *until > now ? json(double(*until - now) / 1e9) : json(0.0)}};
   }
   if (g->slow_start_s > 0) {
     auto step = engine_.shaping().ramp.find(ip);

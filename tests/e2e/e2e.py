@@ -956,6 +956,9 @@ TESTS = {"tcp": (test_tcp, {}), "udp": (test_udp, {}),
                        {"LAB_HC_EXTRA": "dampening: { enabled: true, penalty: 1000, suppress: 1500, reuse: 750, "
                                         "half_life: 4s, max_hold: 30s }"}),
          "slow_start": (test_shaping("slow_start"), {}),
+         # Both appliances failing at once, then back one by one (tests/e2e/e2e_shaping.py).
+         "settling": (test_shaping("settling"), {"LAB_FAILOVER": "rebalance", "LAB_HC_INTERVAL": "1s",
+                                                 "LAB_HC_TIMEOUT": "500ms"}),
          "forwarding_ipv6": (test_forwarding_ipv6, {"LAB_APP2_ARGS": "--blackhole", "LAB_HC_TIMEOUT": "1s"}),
          # Each fault against stateful appliances with resets and forwarding checks on: the figures of
          # docs/lab.md "Failover as the client sees it".

@@ -8,6 +8,12 @@ dampening: app2's HTTP check flaps (POST /health/fail, then /health/ok). The
   `holds` in the API; no new flow reaches it while held, and it is released
   (active, new flows again) when the penalty has decayed below `reuse`,
   half_life x log2(penalty / reuse) after its last change.
+settling: both appliances fail their checks at once, as a fault on the
+  gateway's side fails them (a rebalance group), and app1 passes again first:
+  app2's flows stay on app2 while the group settles (`health.settling` in the
+  API, the reason in `gwlbctl servers`, gwlbd's log), and move to app1 only
+  once the settle time (2 x interval + timeout) has passed with app2 still
+  failing.
 slow_start: app2 recovers in a group with slow_start; new UDP flows are
   opened every second and counted per appliance (the appliances' own flow
   tables): app2's part of them starts far below its full half and grows
@@ -43,6 +49,10 @@ class Flows:
     def open(self, n):
         ports = list(range(self.next_port, self.next_port + n))
         self.next_port += n
+        return self.send(ports)
+
+    def send(self, ports):
+        """One datagram from each of `ports` (consecutive) to the server."""
         code = ("import socket,sys\n"
                 "for p in range(int(sys.argv[1]), int(sys.argv[2])):\n"
                 "    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
@@ -149,3 +159,70 @@ def test_slow_start(lab, args):
     assert shares == sorted(shares), f"share went down during the ramp: {shares}"
     print(f"app2's part of new flows: {early * 100:.0f} % over the first 2 s, {late * 100:.0f} % over the "
           f"last 2 s (slow_start {SLOW_START} s)")
+
+
+def packets_on(lab, app, ports):
+    """{port: packets} of the UDP flows from `ports` that `app` has seen."""
+    want = {f"{CLIENT}:{p}": p for p in ports}
+    out = {}
+    for f in lab.app_stats(app)["flows"]:
+        if f["proto"] != 17:
+            continue
+        p = want.get(f["a"]) or want.get(f["b"])
+        if p:
+            out[p] = f["a_to_b"] + f["b_to_a"]
+    return out
+
+
+def test_settling(lab, args):
+    a1, a2 = APPS["app1"], APPS["app2"]
+    for a in APPS.values():
+        wait_health(lab, a, "healthy", 15)
+    flows = Flows(lab)
+    ports = flows.open(40)
+    flows.where(ports)
+    on2 = sorted(packets_on(lab, "app2", ports))
+    assert 4 <= len(on2) <= 36, f"Maglev gave app2 {len(on2)} of 40 flows"
+    # A fault on the gateway's side fails every appliance at once.
+    set_health(lab, "app1", False)
+    set_health(lab, "app2", False)
+    wait_health(lab, a1, "unhealthy", 10)
+    wait_health(lab, a2, "unhealthy", 10)
+    before = packets_on(lab, "app2", on2)
+    set_health(lab, "app1", True)
+    wait_health(lab, a1, "healthy", 10)
+    srv = lab.servers()[a2]
+    st = srv["health"].get("settling")
+    assert st and st["keeps_flows_for_s"] > 0.5, f"app2 not settling after app1 came back: {srv['health']}"
+    print(f"app1 back first; app2 still failing keeps its flows for {st['keeps_flows_for_s']:.1f} s more "
+          f"(settle time 2 x 1 s + 0.5 s); reason: {srv['reason']}")
+    assert "its flows stay while its group settles" in srv["reason"], srv["reason"]
+    flows.send(on2)
+    still = lab.servers()[a2]["health"].get("settling")
+    assert still, "the settle time ended before the datagrams were sent: the check proves nothing"
+
+    def all_counted():
+        now = packets_on(lab, "app2", on2)
+        return now if all(now.get(p, 0) > before.get(p, 0) for p in on2) else None
+    wait_for(f"{len(on2)} flows' datagrams on app2 while settling", all_counted, timeout=10)
+    moved = packets_on(lab, "app1", on2)
+    assert not moved, f"flows of app2 went to app1 while the group settled: {moved}"
+    print(f"while settling: each of app2's {len(on2)} flows sent a datagram; all reached app2, none app1")
+    # Settled with app2 still failing: its flows shed, as rebalance says.
+    wait_for("the group settled", lambda: lab.servers()[a2]["health"].get("settling") is None or None,
+             timeout=st["keeps_flows_for_s"] + 5, step=0.1)
+    flows.send(on2)
+
+    def on_app1():
+        got = packets_on(lab, "app1", on2)
+        return got if len(got) == len(on2) else None
+    wait_for(f"app2's {len(on2)} flows on app1 after the group settled", on_app1, timeout=10)
+    log = open(f"{lab.dir}/gwlbd.log").read()
+    # docs/product-rules.md quotes both lines.
+    start = re.findall(r"group appliances: 1 of 2 appliances pass again after all failed; the 1 still failing keep "
+                       r"their flows for 2\.5 s while the group settles", log)
+    end = re.findall(r"group appliances settled: 1 of 2 appliances in service; the 1 still failing shed their flows now",
+                     log)
+    assert len(start) == 1 and len(end) == 1, (start, end)
+    print(f"settled: app2's {len(on2)} flows moved to app1; gwlbd logged: {start[0]!r} and {end[0]!r}")
+    set_health(lab, "app2", True)

@@ -34,7 +34,8 @@ def anchor(h):  # GitHub's heading anchors
     return re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-")
 
 
-anchors = {anchor(h) for h in headings}
+# Links may name a heading of any level.
+anchors = {anchor(l.lstrip("#").strip()) for l in open(rules_path, encoding="utf-8") if re.match(r"#{1,6} ", l)}
 SECTION_REF = re.compile(r'docs/([A-Za-z0-9_.-]+\.md) \\?"([^"\\\n]+)\\?"')
 page_headings = {}
 

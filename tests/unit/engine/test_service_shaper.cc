@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "control/engine/flap_dampener.h"
 #include "control/engine/service_shaper.h"
@@ -221,6 +222,144 @@ TEST(ServiceShaper, WithoutDampeningFlapsHoldNothing) {
     EXPECT_TRUE(s.ramp.empty());
   }
   EXPECT_EQ(sh.nextDue(), std::nullopt);
+}
+
+
+// Settling after a whole-group outage (docs/product-rules.md "After every
+// appliance of a group failed at once"): a rebalance group whose three
+// appliances all failed, then came back one by one, as a fault on the
+// gateway's own side (its probe path cut, its CPU starved) ends.
+Config settleConfig(FailoverMode mode, bool reset_on_unhealthy) {
+  Config c = rampConfig(0, false);
+  ApplianceGroupConfig& g = c.server_groups[0];
+  g.failover_mode = mode;
+  g.send_tcp_reset.on_unhealthy = reset_on_unhealthy;
+  g.health_check.interval_ms = 2000;
+  g.health_check.timeout_ms = 1000;  // settles for 2 x 2 s + 1 s = 5 s
+  return c;
+}
+
+dp::MoveReason moveOf(const Config& c, const HealthMap& h, const ApplianceLifecycle& life,
+                      const Shaping& s, const char* a) {
+  ApplianceRegistry reg;
+  auto snap = buildSnapshot(c, reg, {}, 1, h, &life, nullptr, nullptr, nullptr, &s);
+  return snap->appliances[reg.find(v4(a))].move_reason;
+}
+
+TEST(ServiceShaper, AfterAWholeGroupOutageTheFailingKeepTheirFlowsUntilTheGroupSettles) {
+  const Config c = settleConfig(FailoverMode::kRebalance, false);
+  EXPECT_EQ(settleNs(c.server_groups[0].health_check), 5 * kSec);
+  ServiceShaper sh;
+  ApplianceLifecycle life;
+  HealthMap h = allHealthy();
+  std::vector<std::string> lines;
+  sh.update(c, h, life, 0, &lines);
+  for (auto& [ip, st] : h) st = HealthState::kUnhealthy;
+  Shaping s = sh.update(c, h, life, 10 * kSec, &lines);
+  EXPECT_TRUE(s.settling.empty());
+  EXPECT_EQ(moveOf(c, h, life, s, "10.0.0.12"), dp::MoveReason::kNone);  // none in service: flows stay
+  // The first back: the two still failing keep their flows.
+  h[v4("10.0.0.11")] = HealthState::kHealthy;
+  s = sh.update(c, h, life, 12 * kSec, &lines);
+  EXPECT_EQ(s.settling, (std::set<uint32_t>{v4("10.0.0.12"), v4("10.0.0.13")}));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0],
+            "group fw: 1 of 3 appliances pass again after all failed; the 2 still failing keep "
+            "their flows for 5.0 s while the group settles");
+  EXPECT_EQ(sh.nextDue(), 17 * kSec);
+  EXPECT_EQ(sh.settlingUntil("fw"), 17 * kSec);
+  EXPECT_EQ(moveOf(c, h, life, s, "10.0.0.12"), dp::MoveReason::kNone);
+  EXPECT_EQ(moveOf(c, h, life, s, "10.0.0.13"), dp::MoveReason::kNone);
+  // The second back 80 ms later; the third stays failed (a real fault).
+  h[v4("10.0.0.12")] = HealthState::kHealthy;
+  s = sh.update(c, h, life, 12 * kSec + 80'000'000, &lines);
+  EXPECT_EQ(s.settling, (std::set<uint32_t>{v4("10.0.0.13")}));
+  EXPECT_EQ(lines.size(), 1u);
+  EXPECT_EQ(sh.update(c, h, life, 17 * kSec - 1).settling.size(), 1u);
+  // Settled: the one still failing sheds its flows, as rebalance says.
+  s = sh.update(c, h, life, 17 * kSec, &lines);
+  EXPECT_TRUE(s.settling.empty());
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[1], "group fw settled: 2 of 3 appliances in service; the 1 still failing shed their flows now");
+  EXPECT_EQ(sh.nextDue(), std::nullopt);
+  EXPECT_EQ(sh.settlingUntil("fw"), std::nullopt);
+  EXPECT_EQ(moveOf(c, h, life, s, "10.0.0.13"), dp::MoveReason::kUnhealthy);
+}
+
+TEST(ServiceShaper, AOneApplianceFailureRebalancesAtOnce) {
+  const Config c = settleConfig(FailoverMode::kRebalance, false);
+  ServiceShaper sh;
+  ApplianceLifecycle life;
+  HealthMap h = allHealthy();
+  sh.update(c, h, life, 0);
+  h[v4("10.0.0.13")] = HealthState::kUnhealthy;
+  Shaping s = sh.update(c, h, life, 10 * kSec);
+  EXPECT_TRUE(s.settling.empty());
+  EXPECT_EQ(sh.nextDue(), std::nullopt);
+  EXPECT_EQ(moveOf(c, h, life, s, "10.0.0.13"), dp::MoveReason::kUnhealthy);
+}
+
+TEST(ServiceShaper, TheSettlingEndsWhenEveryApplianceIsBackAndStartsOverIfAllFailAgain) {
+  const Config c = settleConfig(FailoverMode::kRebalance, false);
+  ServiceShaper sh;
+  ApplianceLifecycle life;
+  HealthMap h = allHealthy();
+  sh.update(c, h, life, 0);
+  auto setAll = [&](HealthState st) {
+    for (auto& [ip, v] : h) v = st;
+  };
+  setAll(HealthState::kUnhealthy);
+  sh.update(c, h, life, 10 * kSec);
+  h[v4("10.0.0.11")] = HealthState::kHealthy;
+  EXPECT_EQ(sh.update(c, h, life, 11 * kSec).settling.size(), 2u);
+  // All fail again before it settled: nothing settles, nothing moves ...
+  setAll(HealthState::kUnhealthy);
+  EXPECT_TRUE(sh.update(c, h, life, 12 * kSec).settling.empty());
+  EXPECT_EQ(sh.nextDue(), std::nullopt);
+  // ... and the next first back starts a whole window again.
+  h[v4("10.0.0.12")] = HealthState::kHealthy;
+  EXPECT_EQ(sh.update(c, h, life, 14 * kSec).settling.size(), 2u);
+  EXPECT_EQ(sh.nextDue(), 19 * kSec);
+  // Every appliance back: settled early, with nothing to shed.
+  setAll(HealthState::kHealthy);
+  std::vector<std::string> lines;
+  EXPECT_TRUE(sh.update(c, h, life, 15 * kSec, &lines).settling.empty());
+  EXPECT_EQ(sh.nextDue(), std::nullopt);
+  EXPECT_TRUE(lines.empty());
+}
+
+TEST(ServiceShaper, ResetsWaitForTheGroupToSettleAndNoRebalanceGroupsHaveNothingToHold) {
+  // send_tcp_reset.on_unhealthy: the resets wait as the moves do.
+  const Config c = settleConfig(FailoverMode::kNoRebalance, true);
+  ServiceShaper sh;
+  ApplianceLifecycle life;
+  HealthMap h = allHealthy();
+  sh.update(c, h, life, 0);
+  for (auto& [ip, st] : h) st = HealthState::kUnhealthy;
+  sh.update(c, h, life, 10 * kSec);
+  h[v4("10.0.0.11")] = HealthState::kHealthy;
+  Shaping s = sh.update(c, h, life, 12 * kSec);
+  ApplianceRegistry reg;
+  auto snap = buildSnapshot(c, reg, {}, 1, h, &life, nullptr, nullptr, nullptr, &s);
+  EXPECT_EQ(snap->appliances[reg.find(v4("10.0.0.12"))].reset, dp::ResetReason::kNone);
+  s = sh.update(c, h, life, 17 * kSec);
+  ApplianceRegistry reg2;
+  snap = buildSnapshot(c, reg2, {}, 1, h, &life, nullptr, nullptr, nullptr, &s);
+  EXPECT_EQ(snap->appliances[reg2.find(v4("10.0.0.12"))].reset, dp::ResetReason::kUnhealthy);
+
+  // no_rebalance without resets: failing appliances keep their flows anyway;
+  // the shaper holds nothing and logs nothing.
+  const Config plain = settleConfig(FailoverMode::kNoRebalance, false);
+  ServiceShaper sh2;
+  HealthMap h2 = allHealthy();
+  std::vector<std::string> lines;
+  sh2.update(plain, h2, life, 0, &lines);
+  for (auto& [ip, st] : h2) st = HealthState::kUnhealthy;
+  sh2.update(plain, h2, life, 10 * kSec, &lines);
+  h2[v4("10.0.0.11")] = HealthState::kHealthy;
+  EXPECT_TRUE(sh2.update(plain, h2, life, 12 * kSec, &lines).settling.empty());
+  EXPECT_TRUE(lines.empty());
+  EXPECT_EQ(sh2.nextDue(), std::nullopt);
 }
 
 }  // namespace
