@@ -56,7 +56,9 @@ Shaping ServiceShaper::update(const Config& cfg, const HealthMap& health,
                               std::vector<std::string>* lines) {
   Shaping out;
   std::map<uint32_t, Seen> next;
-  std::map<std::string, GroupSeen> next_groups;
+  std::map<std::string, SettleSeen> next_groups;
+  std::map<std::string, GroupCount> counts;                  // by group name, for the listeners
+  std::map<std::string, std::vector<uint32_t>> group_failing;
   next_due_.reset();
   auto due = [&](uint64_t t) {
     if (t > now && (!next_due_ || t < *next_due_)) next_due_ = t;
@@ -134,8 +136,23 @@ Shaping ServiceShaper::update(const Config& cfg, const HealthMap& health,
       s.in_service = in_service;
       next[ip] = s;
     }
-    settle(g, counted, failing, now, out, next_groups[g.name], due, say);
+    // Settling after a whole-group outage: rebalance moves and resets on
+    // unhealthy are what it holds.
+    const bool sheds = g.health_check.active() &&
+                       (g.failover_mode == FailoverMode::kRebalance || g.send_tcp_reset.on_unhealthy);
+    SettleSeen& gs = next_groups[g.name];
+    if (auto it = groups_.find(g.name); it != groups_.end()) gs = it->second;
+    if (settleStep("group", g.name, sheds, counted, failing.size(), settleNs(g.health_check), now, gs, due, say)) {
+      out.settling.insert(failing.begin(), failing.end());
+      out.settling_groups.insert(g.name);
+    }
+    group_failing[g.name] = std::move(failing);
+    counts[g.name] = {counted, nullptr, settleNs(g.health_check),
+                      g.health_check.active() && g.failover_mode == FailoverMode::kRebalance};
   }
+  for (auto& [name, c] : counts) c.failing = &group_failing[name];
+  group_listener_.clear();
+  settleListeners(cfg, counts, now, out, due, say);
   for (const auto& [ip, s] : seen_)
     if (!next.count(ip)) dampener_.forget(ip);
   seen_ = std::move(next);
@@ -144,42 +161,79 @@ Shaping ServiceShaper::update(const Config& cfg, const HealthMap& health,
   return out;
 }
 
-// Settling after a whole-group outage (the header says why): from the build
-// that finds an appliance of a group passing again after one that found
-// every counted appliance failing, for settleNs(); it ends early when none
-// is failing any more, and starts over if all fail again.
+// Settling after a whole-group outage (the header says why), for one group
+// or one listener's groups together (`kind` "group" or "listener"): from the
+// build that finds one of their counted appliances passing again after one
+// that found all failing, for `settle_ns`; it ends early when none is
+// failing any more, and starts over if all fail again. True while settling.
 template <class Due, class Say>
-void ServiceShaper::settle(const ApplianceGroupConfig& g, size_t counted,
-                           const std::vector<uint32_t>& failing, uint64_t now, Shaping& out,
-                           GroupSeen& gs, Due& due, Say& say) {
-  auto it = groups_.find(g.name);
-  if (it != groups_.end()) gs = it->second;
-  const bool sheds = g.health_check.active() &&
-                     (g.failover_mode == FailoverMode::kRebalance || g.send_tcp_reset.on_unhealthy);
-  const bool all_down = sheds && counted > 0 && failing.size() == counted;
-  const std::string back = std::to_string(counted - failing.size()) + " of " + std::to_string(counted);
-  if (!sheds || all_down || failing.empty()) {
+bool ServiceShaper::settleStep(const char* kind, const std::string& name, bool sheds, size_t counted,
+                               size_t failing, uint64_t settle_ns, uint64_t now, SettleSeen& gs,
+                               Due& due, Say& say) {
+  const bool all_down = sheds && counted > 0 && failing == counted;
+  const std::string back = std::to_string(counted - failing) + " of " + std::to_string(counted);
+  const std::string who = std::string(kind) + " " + name;
+  if (!sheds || all_down || failing == 0) {
     gs.settle_until.reset();
   } else if (gs.all_down) {
-    gs.settle_until = now + settleNs(g.health_check);
-    say("group " + g.name + ": " + back + " appliances pass again after all failed; the " +
-        std::to_string(failing.size()) + " still failing keep their flows for " +
-        fixed(double(settleNs(g.health_check)) / double(kNs), 1) + " s while the group settles");
+    gs.settle_until = now + settle_ns;
+    say(who + ": " + back + " appliances pass again after all failed; the " + std::to_string(failing) +
+        " still failing keep their flows for " + fixed(double(settle_ns) / double(kNs), 1) + " s while the " +
+        kind + " settles");
   } else if (gs.settle_until && now >= *gs.settle_until) {
     gs.settle_until.reset();
-    say("group " + g.name + " settled: " + back + " appliances in service; the " +
-        std::to_string(failing.size()) + " still failing shed their flows now");
+    say(who + " settled: " + back + " appliances in service; the " + std::to_string(failing) +
+        " still failing shed their flows now");
   }
   gs.all_down = all_down;
-  if (gs.settle_until) {
-    out.settling.insert(failing.begin(), failing.end());
-    due(*gs.settle_until);
+  if (gs.settle_until) due(*gs.settle_until);
+  return gs.settle_until.has_value();
+}
+
+// Listeners of two or more groups (regions): a fault on the gateway's side
+// fails every region at once, and the first region back would take the
+// others' flows by region failover (rebalance groups) as the first
+// appliance back would take its group's. While the listener settles, its
+// groups' failing appliances keep their flows and its groups shed none by
+// region (Shaping::settling_groups).
+template <class Due, class Say>
+void ServiceShaper::settleListeners(const Config& cfg, const std::map<std::string, GroupCount>& counts,
+                                    uint64_t now, Shaping& out, Due& due, Say& say) {
+  std::map<std::string, SettleSeen> next;
+  for (const ListenerConfig& l : cfg.listeners) {
+    if (l.server_groups.size() < 2) continue;  // its group's own settling covers it
+    SettleSeen ls;
+    if (auto it = listeners_.find(l.name); it != listeners_.end()) ls = it->second;
+    size_t counted = 0, failing = 0;
+    uint64_t settle_ns = 0;
+    bool sheds = false;
+    for (const std::string& gname : l.server_groups) {
+      auto c = counts.find(gname);
+      if (c == counts.end()) continue;
+      counted += c->second.counted;
+      failing += c->second.failing->size();
+      settle_ns = std::max(settle_ns, c->second.settle_ns);
+      sheds = sheds || c->second.sheds;
+    }
+    if (settleStep("listener", l.name, sheds, counted, failing, settle_ns, now, ls, due, say))
+      for (const std::string& gname : l.server_groups) {
+        out.settling_groups.insert(gname);
+        auto c = counts.find(gname);
+        if (c != counts.end()) out.settling.insert(c->second.failing->begin(), c->second.failing->end());
+        group_listener_[gname] = l.name;
+      }
+    next[l.name] = ls;
   }
+  listeners_ = std::move(next);
 }
 
 std::optional<uint64_t> ServiceShaper::settlingUntil(const std::string& group) const {
-  auto it = groups_.find(group);
-  return it == groups_.end() ? std::nullopt : it->second.settle_until;
+  std::optional<uint64_t> until;
+  if (auto it = groups_.find(group); it != groups_.end()) until = it->second.settle_until;
+  if (auto l = group_listener_.find(group); l != group_listener_.end())
+    if (auto it = listeners_.find(l->second); it != listeners_.end() && it->second.settle_until)
+      until = std::max(until.value_or(0), *it->second.settle_until);
+  return until;
 }
 
 std::optional<uint64_t> ServiceShaper::nextDue() const { return next_due_; }

@@ -12,7 +12,9 @@
 //     failed its checks at once and one passes again, those still failing
 //     keep their flows for settleNs() more (`settling`): a fault on the
 //     gateway's own side ends with its appliances passing again one by one,
-//     and the first back must not take the others' flows.
+//     and the first back must not take the others' flows. A listener of two
+//     or more groups (regions) settles alike when all their appliances
+//     failed at once: its groups shed no flows by region meanwhile.
 // Both depend only on the builds' times and inputs, so gwlb-replay's events
 // reproduce them. Pure (no clock, no DPDK); control thread only.
 #pragma once
@@ -38,6 +40,7 @@ struct Shaping {
   std::set<uint32_t> held;
   std::map<uint32_t, uint32_t> ramp;
   std::set<uint32_t> settling;  // failed, but its flows stay (neither moved nor reset)
+  std::set<std::string> settling_groups;  // settling (or their listener): shed no flows by region failover
 };
 
 // How long a group settles after a whole-group outage, from the first of its
@@ -70,8 +73,8 @@ class ServiceShaper {
   const FlapDampener& dampener() const { return dampener_; }
   // Since when `ip` ramps up (slow start), if it does.
   std::optional<uint64_t> rampSince(uint32_t ip) const;
-  // Until when the group named `group` settles after a whole-group outage
-  // (its failing appliances keep their flows), if it does.
+  // Until when the group named `group` (or its listener) settles after a
+  // whole-group outage (its failing appliances keep their flows), if it does.
   std::optional<uint64_t> settlingUntil(const std::string& group) const;
 
  private:
@@ -82,14 +85,25 @@ class ServiceShaper {
     bool held = false;
   };
   std::map<uint32_t, Seen> seen_;
-  struct GroupSeen {
+  struct SettleSeen {
     bool all_down = false;                 // every counted appliance failed at the last build
     std::optional<uint64_t> settle_until;  // settling after such an outage
   };
-  std::map<std::string, GroupSeen> groups_;  // by group name
+  std::map<std::string, SettleSeen> groups_;     // by group name
+  std::map<std::string, SettleSeen> listeners_;  // by listener name (two or more groups)
+  std::map<std::string, std::string> group_listener_;  // group -> its listener, while that settles
+  struct GroupCount {
+    size_t counted = 0;
+    const std::vector<uint32_t>* failing = nullptr;
+    uint64_t settle_ns = 0;
+    bool sheds = false;  // by region failover: a rebalance group with checks
+  };
   template <class Due, class Say>
-  void settle(const ApplianceGroupConfig& g, size_t counted, const std::vector<uint32_t>& failing,
-              uint64_t now, Shaping& out, GroupSeen& gs, Due& due, Say& say);
+  bool settleStep(const char* kind, const std::string& name, bool sheds, size_t counted, size_t failing,
+                  uint64_t settle_ns, uint64_t now, SettleSeen& gs, Due& due, Say& say);
+  template <class Due, class Say>
+  void settleListeners(const Config& cfg, const std::map<std::string, GroupCount>& counts, uint64_t now,
+                       Shaping& out, Due& due, Say& say);
   FlapDampener dampener_;
   bool started_ = false;  // the first build sets what is seen, without ramps
   std::optional<uint64_t> next_due_;

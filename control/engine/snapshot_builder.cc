@@ -520,6 +520,8 @@ void markFailover(dp::Snapshot& s, const BuildInputs& in, const GroupsBuilt& gro
   }
   for (size_t gi = 0; gi < cfg.server_groups.size(); ++gi) {
     if (!region_failed[gi] || cfg.server_groups[gi].failover_mode != FailoverMode::kRebalance) continue;
+    // Its listener settling after every region failed at once (ServiceShaper).
+    if (in.shaping && in.shaping->settling_groups.count(cfg.server_groups[gi].name)) continue;
     if (int t = moveTarget(s, gi); t < 0 || !groups.group_any[size_t(t)]) continue;
     for (const ApplianceConfig& sc : cfg.server_groups[gi].appliances) {
       dp::ApplianceSlot& v = s.appliances[in.reg.find(applianceKey(sc.address))];

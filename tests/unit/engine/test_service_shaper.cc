@@ -11,6 +11,7 @@
 #include <set>
 
 #include "control/engine/flap_dampener.h"
+#include "control/engine/region_failover.h"
 #include "control/engine/service_shaper.h"
 #include "control/engine/snapshot_builder.h"
 
@@ -360,6 +361,88 @@ TEST(ServiceShaper, ResetsWaitForTheGroupToSettleAndNoRebalanceGroupsHaveNothing
   EXPECT_TRUE(sh2.update(plain, h2, life, 12 * kSec, &lines).settling.empty());
   EXPECT_TRUE(lines.empty());
   EXPECT_EQ(sh2.nextDue(), std::nullopt);
+}
+
+
+// The same across regions: a listener over two rebalance groups (east
+// preferred, west), all four appliances failing at once; west's first is
+// back before any of east's. Without settling, east's region (failed) would
+// shed every east flow to west by region failover.
+TEST(ServiceShaper, AListenerWhoseRegionsAllFailedSettlesBeforeRegionFailoverShedsFlows) {
+  Config c = settleConfig(FailoverMode::kRebalance, false);
+  ApplianceGroupConfig east = c.server_groups[0];
+  east.name = "east";
+  east.appliances.resize(2);
+  east.appliances[0].address = *IpAddr::parse("10.0.1.11");
+  east.appliances[1].address = *IpAddr::parse("10.0.1.12");
+  ApplianceGroupConfig west = east;
+  west.name = "west";
+  west.appliances[0].address = *IpAddr::parse("10.0.2.11");
+  west.appliances[1].address = *IpAddr::parse("10.0.2.12");
+  c.server_groups = {east, west};
+  ListenerConfig l;
+  l.name = "inspect";
+  l.server_groups = {"east", "west"};
+  c.listeners = {l};
+  // East's region is healthy only with both its appliances (a composite).
+  c.health_aggregation_policies = {{"all", 100, 1}};
+  c.health_sources = {{"src-east", "east", "all"}};
+  c.composite_health_checks = {{"east-whole", {"src-east"}, "inspect", false}};
+  const char* all[] = {"10.0.1.11", "10.0.1.12", "10.0.2.11", "10.0.2.12"};
+  HealthMap h;
+  for (const char* a : all) h[v4(a)] = HealthState::kHealthy;
+  ServiceShaper sh;
+  RegionTracker regions;
+  ApplianceLifecycle life;
+  std::vector<std::string> lines;
+  auto build = [&](uint64_t now, Shaping& s) {
+    regions.update(c, h, &life, now);
+    s = sh.update(c, h, life, now, &lines);
+    ApplianceRegistry reg;
+    auto snap = buildSnapshot(c, reg, {}, 1, h, &life, &regions, nullptr, nullptr, &s);
+    std::map<std::string, dp::MoveReason> out;
+    for (const char* a : all) out[a] = snap->appliances[reg.find(v4(a))].move_reason;
+    return out;
+  };
+  Shaping s;
+  build(0, s);
+  for (const char* a : all) h[v4(a)] = HealthState::kUnhealthy;
+  EXPECT_EQ(build(10 * kSec, s).at("10.0.1.11"), dp::MoveReason::kNone);
+  h[v4("10.0.2.11")] = HealthState::kHealthy;  // west's first back
+  auto moves = build(12 * kSec, s);
+  EXPECT_EQ(regions.listener("inspect")->active, 1) << "new flows go west at once";
+  EXPECT_EQ(moves.at("10.0.1.11"), dp::MoveReason::kNone);
+  // East's first back 200 ms later: its region is still failed (1 of 2).
+  h[v4("10.0.1.11")] = HealthState::kHealthy;
+  moves = build(12 * kSec + 200'000'000, s);
+  EXPECT_EQ(moves.at("10.0.1.11"), dp::MoveReason::kNone) << "no region failover while settling";
+  EXPECT_EQ(moves.at("10.0.1.12"), dp::MoveReason::kNone);
+  EXPECT_EQ(moves.at("10.0.2.12"), dp::MoveReason::kNone);
+  EXPECT_EQ(s.settling_groups, (std::set<std::string>{"east", "west"}));
+  EXPECT_EQ(s.settling, (std::set<uint32_t>{v4("10.0.1.12"), v4("10.0.2.12")}));
+  // East settles as a group too, from its own first back.
+  EXPECT_EQ(sh.settlingUntil("east"), 17 * kSec + 200'000'000);
+  EXPECT_EQ(sh.settlingUntil("west"), 17 * kSec);
+  EXPECT_EQ(sh.nextDue(), 17 * kSec);
+  bool said = false;
+  for (const std::string& line : lines)
+    said = said || line == "listener inspect: 1 of 4 appliances pass again after all failed; the 3 still failing "
+                           "keep their flows for 5.0 s while the listener settles";
+  EXPECT_TRUE(said) << ::testing::PrintToString(lines);
+  // East's region stays failed past the settle time: its flows go west then.
+  // West (and the listener) settled at 17 s; east, settling on its own, at 17.2 s.
+  moves = build(17 * kSec, s);
+  EXPECT_EQ(s.settling_groups, (std::set<std::string>{"east"}));
+  EXPECT_EQ(moves.at("10.0.2.12"), dp::MoveReason::kUnhealthy);
+  EXPECT_EQ(moves.at("10.0.1.11"), dp::MoveReason::kNone);
+  EXPECT_EQ(moves.at("10.0.1.12"), dp::MoveReason::kNone);
+  EXPECT_EQ(lines.back(), "listener inspect settled: 2 of 4 appliances in service; the 2 still failing shed their flows now");
+  moves = build(17 * kSec + 200'000'000, s);
+  EXPECT_TRUE(s.settling_groups.empty());
+  EXPECT_TRUE(s.settling.empty());
+  EXPECT_EQ(moves.at("10.0.1.11"), dp::MoveReason::kRegionFailover);
+  EXPECT_EQ(moves.at("10.0.1.12"), dp::MoveReason::kUnhealthy);
+  EXPECT_EQ(sh.nextDue(), std::nullopt);
 }
 
 }  // namespace
