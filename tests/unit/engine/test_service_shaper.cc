@@ -247,16 +247,28 @@ dp::MoveReason moveOf(const Config& c, const HealthMap& h, const ApplianceLifecy
   return snap->appliances[reg.find(v4(a))].move_reason;
 }
 
+void setAll(HealthMap& h, HealthState st) {
+  for (auto& [ip, v] : h) v = st;
+}
+
+// The three appliances healthy at 0 s, all failing at 10 s: a whole-group
+// outage. Returns the shaping of the 10 s build.
+Shaping outage(ServiceShaper& sh, const Config& c, HealthMap& h, const ApplianceLifecycle& life,
+               std::vector<std::string>* lines = nullptr) {
+  h = allHealthy();
+  sh.update(c, h, life, 0, lines);
+  setAll(h, HealthState::kUnhealthy);
+  return sh.update(c, h, life, 10 * kSec, lines);
+}
+
 TEST(ServiceShaper, AfterAWholeGroupOutageTheFailingKeepTheirFlowsUntilTheGroupSettles) {
   const Config c = settleConfig(FailoverMode::kRebalance, false);
   EXPECT_EQ(settleNs(c.server_groups[0].health_check), 5 * kSec);
   ServiceShaper sh;
   ApplianceLifecycle life;
-  HealthMap h = allHealthy();
+  HealthMap h;
   std::vector<std::string> lines;
-  sh.update(c, h, life, 0, &lines);
-  for (auto& [ip, st] : h) st = HealthState::kUnhealthy;
-  Shaping s = sh.update(c, h, life, 10 * kSec, &lines);
+  Shaping s = outage(sh, c, h, life, &lines);
   EXPECT_TRUE(s.settling.empty());
   EXPECT_EQ(moveOf(c, h, life, s, "10.0.0.12"), dp::MoveReason::kNone);  // none in service: flows stay
   // The first back: the two still failing keep their flows.
@@ -304,17 +316,12 @@ TEST(ServiceShaper, TheSettlingEndsWhenEveryApplianceIsBackAndStartsOverIfAllFai
   const Config c = settleConfig(FailoverMode::kRebalance, false);
   ServiceShaper sh;
   ApplianceLifecycle life;
-  HealthMap h = allHealthy();
-  sh.update(c, h, life, 0);
-  auto setAll = [&](HealthState st) {
-    for (auto& [ip, v] : h) v = st;
-  };
-  setAll(HealthState::kUnhealthy);
-  sh.update(c, h, life, 10 * kSec);
+  HealthMap h;
+  outage(sh, c, h, life);
   h[v4("10.0.0.11")] = HealthState::kHealthy;
   EXPECT_EQ(sh.update(c, h, life, 11 * kSec).settling.size(), 2u);
   // All fail again before it settled: nothing settles, nothing moves ...
-  setAll(HealthState::kUnhealthy);
+  setAll(h, HealthState::kUnhealthy);
   EXPECT_TRUE(sh.update(c, h, life, 12 * kSec).settling.empty());
   EXPECT_EQ(sh.nextDue(), std::nullopt);
   // ... and the next first back starts a whole window again.
@@ -322,7 +329,7 @@ TEST(ServiceShaper, TheSettlingEndsWhenEveryApplianceIsBackAndStartsOverIfAllFai
   EXPECT_EQ(sh.update(c, h, life, 14 * kSec).settling.size(), 2u);
   EXPECT_EQ(sh.nextDue(), 19 * kSec);
   // Every appliance back: settled early, with nothing to shed.
-  setAll(HealthState::kHealthy);
+  setAll(h, HealthState::kHealthy);
   std::vector<std::string> lines;
   EXPECT_TRUE(sh.update(c, h, life, 15 * kSec, &lines).settling.empty());
   EXPECT_EQ(sh.nextDue(), std::nullopt);
@@ -334,10 +341,8 @@ TEST(ServiceShaper, ResetsWaitForTheGroupToSettleAndNoRebalanceGroupsHaveNothing
   const Config c = settleConfig(FailoverMode::kNoRebalance, true);
   ServiceShaper sh;
   ApplianceLifecycle life;
-  HealthMap h = allHealthy();
-  sh.update(c, h, life, 0);
-  for (auto& [ip, st] : h) st = HealthState::kUnhealthy;
-  sh.update(c, h, life, 10 * kSec);
+  HealthMap h;
+  outage(sh, c, h, life);
   h[v4("10.0.0.11")] = HealthState::kHealthy;
   Shaping s = sh.update(c, h, life, 12 * kSec);
   ApplianceRegistry reg;
@@ -352,11 +357,9 @@ TEST(ServiceShaper, ResetsWaitForTheGroupToSettleAndNoRebalanceGroupsHaveNothing
   // the shaper holds nothing and logs nothing.
   const Config plain = settleConfig(FailoverMode::kNoRebalance, false);
   ServiceShaper sh2;
-  HealthMap h2 = allHealthy();
+  HealthMap h2;
   std::vector<std::string> lines;
-  sh2.update(plain, h2, life, 0, &lines);
-  for (auto& [ip, st] : h2) st = HealthState::kUnhealthy;
-  sh2.update(plain, h2, life, 10 * kSec, &lines);
+  outage(sh2, plain, h2, life, &lines);
   h2[v4("10.0.0.11")] = HealthState::kHealthy;
   EXPECT_TRUE(sh2.update(plain, h2, life, 12 * kSec, &lines).settling.empty());
   EXPECT_TRUE(lines.empty());
