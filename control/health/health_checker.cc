@@ -32,6 +32,7 @@ struct HealthChecker::Target {
   std::optional<probe::ProbeResult> check_result;
   std::function<void(const probe::ProbeResult&)> deliver;
   ForwardingCounts fwd_counts;  // this appliance's share of the checker's
+  ConnectionCounts conn_counts;
   Target(const IpAddr& a, std::string g, HealthTracker t, probe::ProbeSpec s,
          boost::asio::io_context& io)
       : address(a), group(std::move(g)), tracker(std::move(t)), spec(std::move(s)),
@@ -290,7 +291,11 @@ void HealthChecker::startProbe(const std::shared_ptr<Target>& t) {
 // logged and reported.
 void HealthChecker::judge(const std::shared_ptr<Target>& t, uint32_t ip, const probe::ProbeResult& r) {
   t->in_flight = false;
-  if (r.handshake) ++(r.resumed ? tls_counts_.resumed : tls_counts_.full);
+  if (r.handshake) {
+    ++(r.resumed ? tls_counts_.resumed : tls_counts_.full);
+    ++(r.resumed ? t->conn_counts.tls_resumed : t->conn_counts.tls_full);
+  }
+  if (r.reused) ++t->conn_counts.kept;
   // The next check is armed first: whatever throws below (a log line, the
   // report's snapshot build) is the control loop's to count, and this
   // appliance's checks go on.
@@ -427,6 +432,11 @@ HealthMap HealthChecker::states() const {
 const HealthChecker::ForwardingCounts* HealthChecker::forwardingCounts(uint32_t ip) const {
   auto it = targets_.find(ip);
   return it == targets_.end() ? nullptr : &it->second->fwd_counts;
+}
+
+const HealthChecker::ConnectionCounts* HealthChecker::connectionCounts(uint32_t ip) const {
+  auto it = targets_.find(ip);
+  return it == targets_.end() ? nullptr : &it->second->conn_counts;
 }
 
 const HealthTracker* HealthChecker::tracker(uint32_t ip) const {

@@ -87,6 +87,13 @@ class HealthChecker {
     uint64_t full = 0, resumed = 0;
   };
   const TlsCounts& tlsHandshakes() const { return tls_counts_; }
+  // One appliance's HTTP(S) probes: answered on a connection kept from an
+  // earlier probe (keep_alive), and TLS handshakes, full and resumed;
+  // nullptr when it is not checked. Kept across reconfigures, dropped with it.
+  struct ConnectionCounts {
+    uint64_t kept = 0, tls_full = 0, tls_resumed = 0;
+  };
+  const ConnectionCounts* connectionCounts(uint32_t ip) const;
   // Unix time of a tracker timestamp (ms on this checker's clock).
   double unixTime(uint64_t ms) const { return epoch_unix_ + double(ms) / 1000.0; }
 

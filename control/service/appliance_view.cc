@@ -163,6 +163,10 @@ json ApplianceView::serviceJson(uint32_t ip) const {
     if (const HealthChecker::ForwardingCounts* f = health_.checker->forwardingCounts(ip))
       out["forwarding"] = {{"sent", f->sent}, {"unsent", f->unsent}, {"returned", f->returned},
                            {"timed_out", f->timed_out}};
+  if (h.active() && h.protocol != HealthProtocol::kTcp && health_.checker)
+    if (const HealthChecker::ConnectionCounts* k = health_.checker->connectionCounts(ip))
+      out["connections"] = {{"answered_on_kept", k->kept}, {"tls_full_handshakes", k->tls_full},
+                            {"tls_resumed_handshakes", k->tls_resumed}};
   if (h.active() && h.dampening.enabled) {
     const DampeningParams p = dampeningParams(h.dampening);
     const FlapDampener::Record* r = engine_.shaper().dampener().find(ip);

@@ -17,6 +17,7 @@ $request_uri $status $ssl_session_reused) and stub_status, and on gwlbd's
   - .24: a connection and a TLS handshake per probe, each after the first
     resuming the session (nginx's $ssl_session_reused), and gwlbd counting
     them (gwlb_probe_tls_handshakes_total: two full ones in all);
+  - the same per appliance in the API (health.connections);
   - promtool check metrics.
 
 usage: nginx_probes_e2e.py --sock S --metrics HOST:PORT --status HOST:PORT --access-log F
@@ -122,6 +123,18 @@ assert tls["full"] == 2, tls
 assert tls["resumed"] >= sum(resumed), (tls, sum(resumed))
 print("gwlbd: kept connections " + f"{kept_now:.0f}, events " + ", ".join(f"{k} {v:.0f}" for k, v in ev.items())
       + f"; TLS handshakes full {tls['full']:.0f}, resumed {tls['resumed']:.0f}")
+# The same per appliance, in the API (gwlbctl --json servers: health.connections).
+servers = {v["address"]: v for v in checklib.api_call(args.sock, "servers")["result"]["servers"]}
+conn = {a: servers[a]["health"]["connections"] for a in ALL}
+for a in (KEPT, TLS):
+    assert conn[a]["answered_on_kept"] >= len(by_addr[a]) - 1, (a, conn[a], len(by_addr[a]))
+assert conn[SHORT]["answered_on_kept"] == 0 and conn[EACH]["answered_on_kept"] == 0, conn
+assert conn[TLS]["tls_full_handshakes"] == 1 and conn[EACH]["tls_full_handshakes"] == 1, conn
+assert conn[EACH]["tls_resumed_handshakes"] >= sum(resumed), (conn[EACH], sum(resumed))
+assert conn[KEPT]["tls_full_handshakes"] == 0 and conn[KEPT]["tls_resumed_handshakes"] == 0, conn
+print("per appliance (API health.connections): " + "; ".join(
+    f"{a} answered on kept {c['answered_on_kept']}, TLS full {c['tls_full_handshakes']} resumed "
+    f"{c['tls_resumed_handshakes']}" for a, c in conn.items()))
 r = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True, text=True)
 assert r.returncode == 0, r.stdout + r.stderr
 print("promtool check metrics: ok")

@@ -271,6 +271,10 @@ TEST(HealthChecker, KeepAliveAsksOnOneKeptConnection) {
   EXPECT_GE(http.requests, 10);
   EXPECT_EQ(http.carried.size(), 1u) << "every request on the one kept connection";
   EXPECT_GE(http.accepted, 10) << "every probe connects afresh";
+  // The appliance's own count: every probe after the first answered on the kept one.
+  ASSERT_NE(hc.connectionCounts(0x7F000001), nullptr);
+  EXPECT_EQ(hc.connectionCounts(0x7F000001)->kept, probes() - 1);
+  EXPECT_EQ(hc.connectionCounts(0x7F000001)->tls_full, 0u);
   // Removed: its kept connection is closed at once, and a probe still in
   // flight then does not keep its own.
   Config none = cfg;
