@@ -184,6 +184,13 @@ std::string renderHealth(const Json& r, double now) {
     kv.push_back({"forwarding probes", fieldText(f, "sent") + " sent, " + fieldText(f, "returned") +
                                            " returned, " + fieldText(f, "timed_out") + " timed out, " +
                                            fieldText(f, "unsent") + " unsent"});
+  if (const Json& k = field(r, "connections"); k.is_object())
+    kv.push_back({"connections", fieldText(k, "answered_on_kept") + " answered on a kept connection; TLS handshakes " +
+                                     fieldText(k, "tls_full_handshakes") + " full, " +
+                                     fieldText(k, "tls_resumed_handshakes") + " resumed"});
+  if (const Json& st = field(r, "settling"); st.is_object() && field(st, "keeps_flows_for_s").is_number())
+    kv.push_back({"settling", "keeps its flows " + formatMs(fieldNumber(st, "keeps_flows_for_s") * 1000.0) +
+                                  " more: its group settles after every appliance failed"});
   if (const Json& pv = field(r, "passive"); pv.is_object() && field(pv, "out_for_s").is_number())
     kv.push_back({"ejection time", formatMs(fieldNumber(pv, "out_for_s") * 1000.0) + " left (ejection " +
                                        fieldText(pv, "ejections_in_a_row") + " in a row)"});

@@ -123,6 +123,18 @@ TEST(Health, Render) {
   EXPECT_TRUE(has(t, "history: none yet")) << t;
   EXPECT_NO_THROW(renderHealth(Json("garbage"), 0));
   EXPECT_NO_THROW(renderHealth(Json{{"history", {1, "x", Json::object()}}}, 0));
+  // HTTPS with keep_alive, and a group settling after a whole-group outage.
+  Json h = Json::parse(kHealth);
+  h["connections"] = {{"answered_on_kept", 15}, {"tls_full_handshakes", 1}, {"tls_resumed_handshakes", 0}};
+  h["settling"] = {{"keeps_flows_for_s", 2.5}};
+  t = renderHealth(h, 1072.0);
+  EXPECT_TRUE(has(t, "connections  15 answered on a kept connection; TLS handshakes 1 full, 0 resumed\n")) << t;
+  EXPECT_TRUE(has(t, "settling     keeps its flows 2.5s more: its group settles after every appliance failed\n"))
+      << t;
+  h["connections"] = "x";
+  h["settling"] = {{"keeps_flows_for_s", "x"}};
+  EXPECT_NO_THROW(t = renderHealth(h, 1072.0));
+  EXPECT_FALSE(has(t, "settling")) << t;
 }
 
 // Issue 14 item 14: "3 successes in a row" (not "successs"), and the windows

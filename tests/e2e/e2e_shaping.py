@@ -197,6 +197,9 @@ def test_settling(lab, args):
     print(f"app1 back first; app2 still failing keeps its flows for {st['keeps_flows_for_s']:.1f} s more "
           f"(settle time 2 x 1 s + 0.5 s); reason: {srv['reason']}")
     assert "its flows stay while its group settles" in srv["reason"], srv["reason"]
+    text = lab.gwlbctl("health", a2)
+    assert re.search(r"\nsettling +keeps its flows [0-9.]+m?s more: its group settles after every appliance failed\n",
+                     text), text
     flows.send(on2)
     still = lab.servers()[a2]["health"].get("settling")
     assert still, "the settle time ended before the datagrams were sent: the check proves nothing"
