@@ -147,8 +147,7 @@ Shaping ServiceShaper::update(const Config& cfg, const HealthMap& health,
       out.settling_groups.insert(g.name);
     }
     group_failing[g.name] = std::move(failing);
-    counts[g.name] = {counted, nullptr, settleNs(g.health_check),
-                      g.health_check.active() && g.failover_mode == FailoverMode::kRebalance};
+    counts[g.name] = {counted, nullptr, settleNs(g.health_check), sheds};
   }
   for (auto& [name, c] : counts) c.failing = &group_failing[name];
   group_listener_.clear();

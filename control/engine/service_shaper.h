@@ -96,7 +96,7 @@ class ServiceShaper {
     size_t counted = 0;
     const std::vector<uint32_t>* failing = nullptr;
     uint64_t settle_ns = 0;
-    bool sheds = false;  // by region failover: a rebalance group with checks
+    bool sheds = false;  // rebalance or resets on unhealthy, with checks
   };
   template <class Due, class Say>
   bool settleStep(const char* kind, const std::string& name, bool sheds, size_t counted, size_t failing,

@@ -371,8 +371,11 @@ TEST(ServiceShaper, ResetsWaitForTheGroupToSettleAndNoRebalanceGroupsHaveNothing
 // preferred, west), all four appliances failing at once; west's first is
 // back before any of east's. Without settling, east's region (failed) would
 // shed every east flow to west by region failover.
-TEST(ServiceShaper, AListenerWhoseRegionsAllFailedSettlesBeforeRegionFailoverShedsFlows) {
-  Config c = settleConfig(FailoverMode::kRebalance, false);
+// Two groups of two, east (10.0.1.x, preferred) and west (10.0.2.x), under
+// listener "inspect"; east's region is healthy only with both its
+// appliances (a composite).
+Config twoRegions(FailoverMode mode, bool reset_on_unhealthy) {
+  Config c = settleConfig(mode, reset_on_unhealthy);
   ApplianceGroupConfig east = c.server_groups[0];
   east.name = "east";
   east.appliances.resize(2);
@@ -387,10 +390,14 @@ TEST(ServiceShaper, AListenerWhoseRegionsAllFailedSettlesBeforeRegionFailoverShe
   l.name = "inspect";
   l.server_groups = {"east", "west"};
   c.listeners = {l};
-  // East's region is healthy only with both its appliances (a composite).
   c.health_aggregation_policies = {{"all", 100, 1}};
   c.health_sources = {{"src-east", "east", "all"}};
   c.composite_health_checks = {{"east-whole", {"src-east"}, "inspect", false}};
+  return c;
+}
+
+TEST(ServiceShaper, AListenerWhoseRegionsAllFailedSettlesBeforeRegionFailoverShedsFlows) {
+  const Config c = twoRegions(FailoverMode::kRebalance, false);
   const char* all[] = {"10.0.1.11", "10.0.1.12", "10.0.2.11", "10.0.2.12"};
   HealthMap h;
   for (const char* a : all) h[v4(a)] = HealthState::kHealthy;
@@ -446,6 +453,31 @@ TEST(ServiceShaper, AListenerWhoseRegionsAllFailedSettlesBeforeRegionFailoverShe
   EXPECT_EQ(moves.at("10.0.1.11"), dp::MoveReason::kRegionFailover);
   EXPECT_EQ(moves.at("10.0.1.12"), dp::MoveReason::kUnhealthy);
   EXPECT_EQ(sh.nextDue(), std::nullopt);
+}
+
+
+// Resets on unhealthy across regions: east's TCP flows are not reset when
+// west's first appliance is back before any of east's.
+TEST(ServiceShaper, AListenerWhoseRegionsAllFailedSettlesBeforeResettingFlows) {
+  const Config c = twoRegions(FailoverMode::kNoRebalance, true);
+  HealthMap h;
+  for (const char* a : {"10.0.1.11", "10.0.1.12", "10.0.2.11", "10.0.2.12"}) h[v4(a)] = HealthState::kHealthy;
+  ServiceShaper sh;
+  RegionTracker regions;
+  ApplianceLifecycle life;
+  auto resetOf = [&](uint64_t now, const char* a) {
+    regions.update(c, h, &life, now);
+    Shaping s = sh.update(c, h, life, now);
+    ApplianceRegistry reg;
+    auto snap = buildSnapshot(c, reg, {}, 1, h, &life, &regions, nullptr, nullptr, &s);
+    return snap->appliances[reg.find(v4(a))].reset;
+  };
+  resetOf(0, "10.0.1.11");
+  setAll(h, HealthState::kUnhealthy);
+  EXPECT_EQ(resetOf(10 * kSec, "10.0.1.11"), dp::ResetReason::kNone);
+  h[v4("10.0.2.11")] = HealthState::kHealthy;
+  EXPECT_EQ(resetOf(12 * kSec, "10.0.1.11"), dp::ResetReason::kNone) << "reset while the listener settles";
+  EXPECT_EQ(resetOf(17 * kSec, "10.0.1.11"), dp::ResetReason::kUnhealthy);
 }
 
 }  // namespace
