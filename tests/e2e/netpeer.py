@@ -12,7 +12,7 @@
   netpeer.py tcp-streams ADDR PORT COUNT SECONDS RATE -> JSON lines {event: connected, sports}
       then {event: done, streams: [{sport, sent, received, ok, max_stall}]}: COUNT
       streams at once (one thread, non-blocking), each as tcp-stream at RATE bytes/s
-  netpeer.py tcp-watch ADDR PORT SECONDS RATE LIMIT [reconnect]
+  netpeer.py tcp-watch ADDR PORT SECONDS RATE LIMIT [reconnect|reconnect-retry]
       -> JSON lines {event: connected, sport, t}
       then {event: done, sent, received, complete, intact, last_rx, max_stall, error, error_at,
       tcp_info, reconnect}: a stream as tcp-stream that never blocks and never waits past LIMIT
@@ -21,7 +21,9 @@
       connection at the end (TCP_INFO: state, retransmits, backoff, rto_ms, unacked).
       With `reconnect`, a client that gets an error opens a new connection as an
       application would: reconnect {sport, connected_at, first_byte_at} (its first
-      byte echoed), or {error} when that fails; it holds it open 2 s (null: no error)
+      byte echoed), or {error} when that fails; it holds it open 2 s (null: no error);
+      with `reconnect-retry`, a new connection that fails is tried again, 3 tries in all
+      ({..., attempts, errors}: the earlier tries' errors)
   netpeer.py tcp-until-reset ADDR PORT SECONDS        -> JSON lines {event: connected, sport},
       {event: reset, at, error} (epoch s), {event: reconnected, sport, at, echoed_at}, {event: done}:
       a byte every 20 ms on one connection, each echo awaited, until the connection
@@ -300,8 +302,21 @@ def tcp_info(c):
             "last_data_recv_ms": last_data_recv_ms}
 
 
-def reconnect_once(addr, port):
-    """A new connection after a broken one: when it is up and when its first byte is echoed."""
+def reconnect_once(addr, port, attempts=1):
+    """A new connection after a broken one: when it is up and when its first byte is echoed.
+    attempts > 1: one that fails is tried again, up to that many times in all, as
+    an application retries; `attempts` and the earlier tries' `errors` say so."""
+    errors = []
+    for n in range(1, attempts + 1):
+        r = reconnect_try(addr, port)
+        if "error" not in r or n == attempts:
+            if attempts > 1:
+                r.update(attempts=n, errors=errors)
+            return r
+        errors.append(r["error"])
+
+
+def reconnect_try(addr, port):
     try:
         d = connect(addr, port, 10)
         at = time.time()
@@ -317,7 +332,7 @@ def reconnect_once(addr, port):
         return {"error": type(e).__name__}
 
 
-def tcp_watch(addr, port, seconds, rate, limit, reconnect=False):
+def tcp_watch(addr, port, seconds, rate, limit, reconnect=0):
     import errno
     import selectors
     c = connect(addr, port, 10)
@@ -374,7 +389,7 @@ def tcp_watch(addr, port, seconds, rate, limit, reconnect=False):
                       "received": rx, "complete": shut and rx == tx and error is None, "intact": intact,
                       "last_rx": last_rx, "max_stall": round(max(max_stall, time.time() - last_rx), 3),
                       "error": error, "error_at": error_at, "tcp_info": tcp_info(c), "end": time.time(),
-                      "reconnect": reconnect_once(addr, port) if reconnect and error else None}),
+                      "reconnect": reconnect_once(addr, port, reconnect) if reconnect and error else None}),
           flush=True)
 
 
@@ -517,7 +532,8 @@ def main():
     elif cmd == "tcp-streams":
         tcp_streams(a[1], int(a[2]), int(a[3]), float(a[4]), float(a[5]))
     elif cmd == "tcp-watch":
-        tcp_watch(a[1], int(a[2]), float(a[3]), float(a[4]), float(a[5]), a[6:7] == ["reconnect"])
+        tcp_watch(a[1], int(a[2]), float(a[3]), float(a[4]), float(a[5]),
+                  {"reconnect": 1, "reconnect-retry": 3}.get(a[6] if len(a) > 6 else "", 0))
     elif cmd == "tcp-until-reset":
         tcp_until_reset(a[1], int(a[2]), float(a[3]))
     elif cmd == "ping":
